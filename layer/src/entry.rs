@@ -1,0 +1,517 @@
+//! The loader-facing entry points: negotiation, `vkGetInstanceProcAddr`,
+//! `vkGetDeviceProcAddr`, the enumerate functions, and the instance-level
+//! hooks (instance and device creation, physical-device bookkeeping, debug
+//! messengers). Every exported function runs under [`guard::entry`].
+
+use crate::ffi::{self, dispatch_key, NegotiateLayerInterface};
+use crate::guard::{self, debug_panic};
+use crate::hooks;
+use crate::log::{chained_messengers, Logger, Messenger};
+use crate::plan::{DriverFacts, Plan};
+use crate::settings::{Settings, LAYER_NAME};
+use crate::state::{self, DeviceData, InstanceData};
+use ash::vk;
+use std::ffi::{c_char, CStr};
+use std::sync::Arc;
+
+pub const LAYER_DESCRIPTION: &str = "Overlap: interlock, fragment density map and varying-linking emulation";
+pub const IMPLEMENTATION_VERSION: u32 = 1;
+
+/// Casts a hook to the type `vkGet*ProcAddr` returns.
+macro_rules! pfn {
+    ($f:expr) => {
+        // SAFETY: the loader casts the pointer back to the command's own type,
+        // which `$f` has (checked by a `const _: PFN_… = …` next to each hook).
+        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
+    };
+}
+pub(crate) use pfn;
+
+/// # Safety
+/// Called by the loader with a valid `VkNegotiateLayerInterface`.
+#[no_mangle]
+pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(p: *mut NegotiateLayerInterface) -> vk::Result {
+    guard::entry(
+        "vkNegotiateLoaderLayerInterfaceVersion",
+        || {
+            if p.is_null() || (*p).s_type != ffi::LAYER_NEGOTIATE_INTERFACE_STRUCT {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            }
+            if (*p).loader_layer_interface_version < 2 {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            }
+            (*p).loader_layer_interface_version = ffi::CURRENT_LOADER_LAYER_INTERFACE_VERSION;
+            (*p).pfn_get_instance_proc_addr = Some(vkGetInstanceProcAddr);
+            (*p).pfn_get_device_proc_addr = Some(vkGetDeviceProcAddr);
+            (*p).pfn_get_physical_device_proc_addr = None;
+            vk::Result::SUCCESS
+        },
+        || vk::Result::ERROR_INITIALIZATION_FAILED,
+    )
+}
+
+/// Global and instance commands the layer implements itself.
+fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+    match name {
+        b"vkGetInstanceProcAddr" => pfn!(vkGetInstanceProcAddr as vk::PFN_vkGetInstanceProcAddr),
+        b"vkGetDeviceProcAddr" => pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
+        b"vkCreateInstance" => pfn!(create_instance as vk::PFN_vkCreateInstance),
+        b"vkDestroyInstance" => pfn!(destroy_instance as vk::PFN_vkDestroyInstance),
+        b"vkEnumerateInstanceLayerProperties" => {
+            pfn!(vkEnumerateInstanceLayerProperties as vk::PFN_vkEnumerateInstanceLayerProperties)
+        }
+        b"vkEnumerateInstanceExtensionProperties" => {
+            pfn!(vkEnumerateInstanceExtensionProperties as vk::PFN_vkEnumerateInstanceExtensionProperties)
+        }
+        b"vkEnumerateDeviceLayerProperties" => {
+            pfn!(vkEnumerateDeviceLayerProperties as vk::PFN_vkEnumerateDeviceLayerProperties)
+        }
+        b"vkEnumerateDeviceExtensionProperties" => {
+            pfn!(vkEnumerateDeviceExtensionProperties as vk::PFN_vkEnumerateDeviceExtensionProperties)
+        }
+        b"vkEnumeratePhysicalDevices" => pfn!(enumerate_physical_devices as vk::PFN_vkEnumeratePhysicalDevices),
+        b"vkEnumeratePhysicalDeviceGroups" | b"vkEnumeratePhysicalDeviceGroupsKHR" => {
+            pfn!(enumerate_physical_device_groups as vk::PFN_vkEnumeratePhysicalDeviceGroups)
+        }
+        b"vkCreateDevice" => pfn!(create_device as vk::PFN_vkCreateDevice),
+        b"vkCreateDebugUtilsMessengerEXT" => {
+            pfn!(create_debug_utils_messenger as vk::PFN_vkCreateDebugUtilsMessengerEXT)
+        }
+        b"vkDestroyDebugUtilsMessengerEXT" => {
+            pfn!(destroy_debug_utils_messenger as vk::PFN_vkDestroyDebugUtilsMessengerEXT)
+        }
+        _ => None,
+    }
+}
+
+/// Commands the layer answers without an instance (loader interface rules).
+const GLOBAL_COMMANDS: &[&[u8]] = &[
+    b"vkGetInstanceProcAddr",
+    b"vkCreateInstance",
+    b"vkEnumerateInstanceLayerProperties",
+    b"vkEnumerateInstanceExtensionProperties",
+];
+
+/// # Safety
+/// Called by the loader or the layer above, per the Vulkan spec.
+#[no_mangle]
+pub unsafe extern "system" fn vkGetInstanceProcAddr(instance: vk::Instance, p_name: *const c_char) -> vk::PFN_vkVoidFunction {
+    guard::entry(
+        "vkGetInstanceProcAddr",
+        || {
+            if p_name.is_null() {
+                return None;
+            }
+            let name = CStr::from_ptr(p_name).to_bytes();
+            if GLOBAL_COMMANDS.contains(&name) {
+                return instance_hook(name);
+            }
+            if instance == vk::Instance::null() {
+                return None;
+            }
+            let inst = state::instance(dispatch_key(instance))?;
+            let next = (inst.next_gipa)(instance, p_name);
+            // Never offer a command the chain below does not have.
+            next?;
+            instance_hook(name).or_else(|| hooks::device_hook(name)).or(next)
+        },
+        || None,
+    )
+}
+
+/// # Safety
+/// Called by the loader or the layer above, per the Vulkan spec.
+#[no_mangle]
+pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, p_name: *const c_char) -> vk::PFN_vkVoidFunction {
+    guard::entry(
+        "vkGetDeviceProcAddr",
+        || {
+            if p_name.is_null() || device == vk::Device::null() {
+                return None;
+            }
+            let name = CStr::from_ptr(p_name).to_bytes();
+            match name {
+                b"vkGetDeviceProcAddr" => return pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
+                b"vkDestroyDevice" => return pfn!(destroy_device as vk::PFN_vkDestroyDevice),
+                _ => {}
+            }
+            let dev = state::device_by_key(dispatch_key(device))?;
+            let next = (dev.next_gdpa)(device, p_name);
+            next?;
+            if dev.plan.hooks_active() {
+                if let Some(hook) = hooks::device_hook(name) {
+                    return Some(hook);
+                }
+            }
+            // Zero cost: the application calls the next layer directly.
+            next
+        },
+        || None,
+    )
+}
+
+fn layer_properties() -> vk::LayerProperties {
+    let mut p = vk::LayerProperties {
+        spec_version: vk::make_api_version(0, 1, 3, 239),
+        implementation_version: IMPLEMENTATION_VERSION,
+        ..Default::default()
+    };
+    copy_str(&mut p.layer_name, LAYER_NAME);
+    copy_str(&mut p.description, LAYER_DESCRIPTION);
+    p
+}
+
+fn copy_str(dst: &mut [c_char], src: &str) {
+    let max = dst.len() - 1;
+    for (d, s) in dst.iter_mut().zip(src.bytes().take(max)) {
+        *d = s as c_char;
+    }
+}
+
+/// The two-call idiom: the count, or up to `*count` items and `VK_INCOMPLETE`.
+///
+/// # Safety
+/// `count` must be valid; `out`, when non-null, must hold `*count` items.
+pub unsafe fn fill<T: Copy>(items: &[T], count: *mut u32, out: *mut T) -> vk::Result {
+    if out.is_null() {
+        *count = items.len() as u32;
+        return vk::Result::SUCCESS;
+    }
+    let n = (*count as usize).min(items.len());
+    std::ptr::copy_nonoverlapping(items.as_ptr(), out, n);
+    *count = n as u32;
+    if n < items.len() {
+        vk::Result::INCOMPLETE
+    } else {
+        vk::Result::SUCCESS
+    }
+}
+
+unsafe fn is_this_layer(p_layer_name: *const c_char) -> bool {
+    !p_layer_name.is_null() && CStr::from_ptr(p_layer_name).to_bytes() == LAYER_NAME.as_bytes()
+}
+
+/// # Safety
+/// Per the Vulkan spec.
+#[no_mangle]
+pub unsafe extern "system" fn vkEnumerateInstanceLayerProperties(count: *mut u32, props: *mut vk::LayerProperties) -> vk::Result {
+    guard::entry("vkEnumerateInstanceLayerProperties", || fill(&[layer_properties()], count, props), || vk::Result::ERROR_UNKNOWN)
+}
+
+/// # Safety
+/// Per the Vulkan spec.
+#[no_mangle]
+pub unsafe extern "system" fn vkEnumerateInstanceExtensionProperties(
+    p_layer_name: *const c_char,
+    count: *mut u32,
+    _props: *mut vk::ExtensionProperties,
+) -> vk::Result {
+    guard::entry(
+        "vkEnumerateInstanceExtensionProperties",
+        || {
+            if is_this_layer(p_layer_name) {
+                *count = 0;
+                vk::Result::SUCCESS
+            } else {
+                vk::Result::ERROR_LAYER_NOT_PRESENT
+            }
+        },
+        || vk::Result::ERROR_UNKNOWN,
+    )
+}
+
+/// # Safety
+/// Per the Vulkan spec.
+#[no_mangle]
+pub unsafe extern "system" fn vkEnumerateDeviceLayerProperties(
+    _pd: vk::PhysicalDevice,
+    count: *mut u32,
+    props: *mut vk::LayerProperties,
+) -> vk::Result {
+    guard::entry("vkEnumerateDeviceLayerProperties", || fill(&[layer_properties()], count, props), || vk::Result::ERROR_UNKNOWN)
+}
+
+/// The layer's own device extensions (with `pLayerName` naming it), or the
+/// driver's list plus the emulated ones, without duplicates.
+///
+/// # Safety
+/// Per the Vulkan spec.
+#[no_mangle]
+pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
+    pd: vk::PhysicalDevice,
+    p_layer_name: *const c_char,
+    count: *mut u32,
+    props: *mut vk::ExtensionProperties,
+) -> vk::Result {
+    guard::entry(
+        "vkEnumerateDeviceExtensionProperties",
+        || {
+            let inst = state::physical_device_instance(pd);
+            let added = match &inst {
+                Some(inst) => added_extensions(inst, pd),
+                None => Vec::new(),
+            };
+            if is_this_layer(p_layer_name) {
+                return fill(&added, count, props);
+            }
+            let Some(inst) = inst else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let next = inst.fns.fp_v1_0().enumerate_device_extension_properties;
+            if added.is_empty() || !p_layer_name.is_null() {
+                return next(pd, p_layer_name, count, props);
+            }
+            let mut n = 0u32;
+            let r = next(pd, p_layer_name, &mut n, std::ptr::null_mut());
+            if r != vk::Result::SUCCESS {
+                return r;
+            }
+            let mut all = vec![vk::ExtensionProperties::default(); n as usize];
+            let r = next(pd, p_layer_name, &mut n, all.as_mut_ptr());
+            if r.as_raw() < 0 {
+                return r;
+            }
+            all.truncate(n as usize);
+            for e in added {
+                if !all.iter().any(|a| a.extension_name_as_c_str() == e.extension_name_as_c_str()) {
+                    all.push(e);
+                }
+            }
+            fill(&all, count, props)
+        },
+        || vk::Result::ERROR_UNKNOWN,
+    )
+}
+
+/// The emulated extensions for `pd` (decided from the driver's own list).
+unsafe fn added_extensions(inst: &InstanceData, pd: vk::PhysicalDevice) -> Vec<vk::ExtensionProperties> {
+    let facts = DriverFacts::query(&inst.fns, inst.api_version, pd);
+    Plan::new(&inst.settings, &facts)
+        .added_extensions()
+        .into_iter()
+        .map(|(name, spec_version)| {
+            let mut e = vk::ExtensionProperties { spec_version, ..Default::default() };
+            copy_str(&mut e.extension_name, name.to_str().unwrap_or(""));
+            e
+        })
+        .collect()
+}
+
+unsafe extern "system" fn create_instance(
+    p_create_info: *const vk::InstanceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_instance: *mut vk::Instance,
+) -> vk::Result {
+    guard::entry(
+        "vkCreateInstance",
+        || {
+            let Some(next_gipa) = ffi::take_instance_link(p_create_info) else {
+                crate::log::global().error("OVERLAP-Loader-Link", "no loader link info in vkCreateInstance");
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
+            let info = &*p_create_info;
+            let (settings, diagnostics) = Settings::for_instance(info);
+            debug_panic(&settings.debug_panic, "vkCreateInstance");
+            let Some(next_create) = next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) else {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
+            let next_create: vk::PFN_vkCreateInstance = std::mem::transmute(next_create);
+            let r = next_create(p_create_info, p_allocator, p_instance);
+            if r != vk::Result::SUCCESS {
+                return r;
+            }
+            let handle = *p_instance;
+            let fns = ash::Instance::load(&ash::StaticFn { get_instance_proc_addr: next_gipa }, handle);
+            let api_version = if info.p_application_info.is_null() || (*info.p_application_info).api_version == 0 {
+                vk::API_VERSION_1_0
+            } else {
+                (*info.p_application_info).api_version
+            };
+            // Messengers chained to the create info hear about creation only.
+            let log = Logger::new(settings.log_level, chained_messengers(info.p_next));
+            for d in &diagnostics {
+                log.warn(d.id, &d.message);
+            }
+            log.info(
+                "OVERLAP-Instance-Created",
+                &format!(
+                    "{LAYER_NAME} {} active (architecture {}, interlock_strategy {}, fdm {}, varyings {}, force_enable {})",
+                    env!("CARGO_PKG_VERSION"),
+                    settings.architecture,
+                    settings.interlock_strategy,
+                    settings.fdm,
+                    settings.varyings,
+                    settings.force_enable
+                ),
+            );
+            log.remove_messenger(vk::DebugUtilsMessengerEXT::null());
+            let data = InstanceData { handle, next_gipa, fns, api_version, settings, log };
+            state::insert_instance(dispatch_key(handle), Arc::new(data));
+            vk::Result::SUCCESS
+        },
+        || vk::Result::ERROR_INITIALIZATION_FAILED,
+    )
+}
+
+unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocator: *const vk::AllocationCallbacks) {
+    guard::entry(
+        "vkDestroyInstance",
+        || {
+            if instance == vk::Instance::null() {
+                return;
+            }
+            let Some(inst) = state::remove_instance(dispatch_key(instance)) else { return };
+            debug_panic(&inst.settings.debug_panic, "vkDestroyInstance");
+            (inst.fns.fp_v1_0().destroy_instance)(instance, p_allocator);
+        },
+        || {},
+    )
+}
+
+unsafe extern "system" fn enumerate_physical_devices(
+    instance: vk::Instance,
+    count: *mut u32,
+    pds: *mut vk::PhysicalDevice,
+) -> vk::Result {
+    guard::entry(
+        "vkEnumeratePhysicalDevices",
+        || {
+            let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let r = (inst.fns.fp_v1_0().enumerate_physical_devices)(instance, count, pds);
+            if r.as_raw() >= 0 && !pds.is_null() {
+                state::insert_physical_devices(&inst, std::slice::from_raw_parts(pds, *count as usize));
+            }
+            r
+        },
+        || vk::Result::ERROR_UNKNOWN,
+    )
+}
+
+unsafe extern "system" fn enumerate_physical_device_groups(
+    instance: vk::Instance,
+    count: *mut u32,
+    groups: *mut vk::PhysicalDeviceGroupProperties,
+) -> vk::Result {
+    guard::entry(
+        "vkEnumeratePhysicalDeviceGroups",
+        || {
+            let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            // Core and KHR names share a signature; take whichever the chain has.
+            let next = inst
+                .next_proc(c"vkEnumeratePhysicalDeviceGroups")
+                .or_else(|| inst.next_proc(c"vkEnumeratePhysicalDeviceGroupsKHR"));
+            let Some(next) = next else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let next: vk::PFN_vkEnumeratePhysicalDeviceGroups = std::mem::transmute(next);
+            let r = next(instance, count, groups);
+            if r.as_raw() >= 0 && !groups.is_null() {
+                for g in std::slice::from_raw_parts(groups, *count as usize) {
+                    state::insert_physical_devices(&inst, &g.physical_devices[..g.physical_device_count as usize]);
+                }
+            }
+            r
+        },
+        || vk::Result::ERROR_UNKNOWN,
+    )
+}
+
+unsafe extern "system" fn create_device(
+    pd: vk::PhysicalDevice,
+    p_create_info: *const vk::DeviceCreateInfo,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_device: *mut vk::Device,
+) -> vk::Result {
+    guard::entry(
+        "vkCreateDevice",
+        || {
+            let Some(inst) = state::physical_device_instance(pd) else {
+                crate::log::global().error("OVERLAP-Unknown-Handle", "vkCreateDevice on a physical device the layer has not seen");
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
+            let Some((_, next_gdpa)) = ffi::take_device_link(p_create_info) else {
+                inst.log.error("OVERLAP-Loader-Link", "no loader link info in vkCreateDevice");
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
+            debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
+            let facts = DriverFacts::query(&inst.fns, inst.api_version, pd);
+            let plan = Plan::new(&inst.settings, &facts);
+            let r = (inst.fns.fp_v1_0().create_device)(pd, p_create_info, p_allocator, p_device);
+            if r != vk::Result::SUCCESS {
+                return r;
+            }
+            let handle = *p_device;
+            let fns = ash::Device::load_with(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())), handle);
+            inst.log.info("OVERLAP-Device-Plan", &format!("{} ({}): {plan}", facts.device_name, facts.driver_name));
+            let data = DeviceData {
+                handle,
+                physical_device: pd,
+                debug_panic: inst.settings.debug_panic.clone(),
+                instance: inst,
+                next_gdpa,
+                fns,
+                facts,
+                plan,
+            };
+            state::insert_device(dispatch_key(handle), Arc::new(data));
+            vk::Result::SUCCESS
+        },
+        || vk::Result::ERROR_INITIALIZATION_FAILED,
+    )
+}
+
+unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
+    guard::entry(
+        "vkDestroyDevice",
+        || {
+            if device == vk::Device::null() {
+                return;
+            }
+            let Some(dev) = state::remove_device(dispatch_key(device)) else { return };
+            debug_panic(&dev.debug_panic, "vkDestroyDevice");
+            (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
+        },
+        || {},
+    )
+}
+
+unsafe extern "system" fn create_debug_utils_messenger(
+    instance: vk::Instance,
+    p_create_info: *const vk::DebugUtilsMessengerCreateInfoEXT,
+    p_allocator: *const vk::AllocationCallbacks,
+    p_messenger: *mut vk::DebugUtilsMessengerEXT,
+) -> vk::Result {
+    guard::entry(
+        "vkCreateDebugUtilsMessengerEXT",
+        || {
+            let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let Some(next) = inst.next_proc(c"vkCreateDebugUtilsMessengerEXT") else {
+                return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
+            };
+            let next: vk::PFN_vkCreateDebugUtilsMessengerEXT = std::mem::transmute(next);
+            let r = next(instance, p_create_info, p_allocator, p_messenger);
+            if r == vk::Result::SUCCESS {
+                if let Some(m) = Messenger::from_create_info(&*p_create_info, *p_messenger) {
+                    inst.log.add_messenger(m);
+                }
+            }
+            r
+        },
+        || vk::Result::ERROR_UNKNOWN,
+    )
+}
+
+unsafe extern "system" fn destroy_debug_utils_messenger(
+    instance: vk::Instance,
+    messenger: vk::DebugUtilsMessengerEXT,
+    p_allocator: *const vk::AllocationCallbacks,
+) {
+    guard::entry(
+        "vkDestroyDebugUtilsMessengerEXT",
+        || {
+            let Some(inst) = state::instance(dispatch_key(instance)) else { return };
+            inst.log.remove_messenger(messenger);
+            if let Some(next) = inst.next_proc(c"vkDestroyDebugUtilsMessengerEXT") {
+                let next: vk::PFN_vkDestroyDebugUtilsMessengerEXT = std::mem::transmute(next);
+                next(instance, messenger, p_allocator);
+            }
+        },
+        || {},
+    )
+}

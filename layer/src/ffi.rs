@@ -1,0 +1,135 @@
+//! The loader ↔ layer interface (`vk_layer.h`), which `vk.xml` (and so `ash`)
+//! does not describe. Layouts follow the Vulkan-Loader's `LoaderLayerInterface.md`.
+
+use ash::vk;
+use std::ffi::{c_char, c_void};
+
+/// `VkNegotiateLayerStructType::LAYER_NEGOTIATE_INTERFACE_STRUCT`.
+pub const LAYER_NEGOTIATE_INTERFACE_STRUCT: u32 = 1;
+/// The newest loader–layer interface this layer speaks.
+pub const CURRENT_LOADER_LAYER_INTERFACE_VERSION: u32 = 2;
+
+pub type PfnGetPhysicalDeviceProcAddr =
+    Option<unsafe extern "system" fn(vk::Instance, *const c_char) -> vk::PFN_vkVoidFunction>;
+
+#[repr(C)]
+pub struct NegotiateLayerInterface {
+    pub s_type: u32,
+    pub p_next: *mut c_void,
+    pub loader_layer_interface_version: u32,
+    pub pfn_get_instance_proc_addr: Option<vk::PFN_vkGetInstanceProcAddr>,
+    pub pfn_get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
+    pub pfn_get_physical_device_proc_addr: PfnGetPhysicalDeviceProcAddr,
+}
+
+/// `VkLayerFunction`: what a loader create-info in the `pNext` chain carries.
+pub const VK_LAYER_LINK_INFO: u32 = 0;
+
+#[repr(C)]
+pub struct LayerInstanceLink {
+    pub p_next: *mut LayerInstanceLink,
+    pub pfn_next_get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    pub pfn_next_get_physical_device_proc_addr: PfnGetPhysicalDeviceProcAddr,
+}
+
+/// `VkLayerInstanceCreateInfo` (sType `LOADER_INSTANCE_CREATE_INFO`). The
+/// union is two pointers wide (its largest member is the `layerDevice` pair).
+#[repr(C)]
+pub struct LayerInstanceCreateInfo {
+    pub s_type: vk::StructureType,
+    pub p_next: *const c_void,
+    pub function: u32,
+    pub u: [*mut c_void; 2],
+}
+
+#[repr(C)]
+pub struct LayerDeviceLink {
+    pub p_next: *mut LayerDeviceLink,
+    pub pfn_next_get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    pub pfn_next_get_device_proc_addr: vk::PFN_vkGetDeviceProcAddr,
+}
+
+/// `VkLayerDeviceCreateInfo` (sType `LOADER_DEVICE_CREATE_INFO`).
+#[repr(C)]
+pub struct LayerDeviceCreateInfo {
+    pub s_type: vk::StructureType,
+    pub p_next: *const c_void,
+    pub function: u32,
+    pub u: [*mut c_void; 2],
+}
+
+/// Finds the loader's link-info struct of type `s_type` in a create-info
+/// `pNext` chain.
+///
+/// # Safety
+/// `p_next` must be a valid Vulkan `pNext` chain.
+unsafe fn find_link_info(mut p_next: *const c_void, s_type: vk::StructureType) -> *mut c_void {
+    while !p_next.is_null() {
+        let base = p_next as *const vk::BaseInStructure;
+        // Both loader structs share the same header layout.
+        let info = p_next as *const LayerInstanceCreateInfo;
+        if (*base).s_type == s_type && (*info).function == VK_LAYER_LINK_INFO {
+            return p_next as *mut c_void;
+        }
+        p_next = (*base).p_next as *const c_void;
+    }
+    std::ptr::null_mut()
+}
+
+/// Takes this layer's link from the instance create-info chain: returns the
+/// next layer's `vkGetInstanceProcAddr` and advances the chain for the next
+/// layer, as the loader's interface requires.
+///
+/// # Safety
+/// `create_info` must be the `VkInstanceCreateInfo` the loader passed to this
+/// layer's `vkCreateInstance`.
+pub unsafe fn take_instance_link(
+    create_info: *const vk::InstanceCreateInfo,
+) -> Option<vk::PFN_vkGetInstanceProcAddr> {
+    let info = find_link_info((*create_info).p_next, vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
+        as *mut LayerInstanceCreateInfo;
+    if info.is_null() {
+        return None;
+    }
+    let link = (*info).u[0] as *mut LayerInstanceLink;
+    if link.is_null() {
+        return None;
+    }
+    let gipa = (*link).pfn_next_get_instance_proc_addr;
+    (*info).u[0] = (*link).p_next as *mut c_void;
+    Some(gipa)
+}
+
+/// The device counterpart of [`take_instance_link`]: the next layer's GIPA
+/// and GDPA, with the chain advanced.
+///
+/// # Safety
+/// `create_info` must be the `VkDeviceCreateInfo` the loader passed to this
+/// layer's `vkCreateDevice`.
+pub unsafe fn take_device_link(
+    create_info: *const vk::DeviceCreateInfo,
+) -> Option<(vk::PFN_vkGetInstanceProcAddr, vk::PFN_vkGetDeviceProcAddr)> {
+    let info = find_link_info((*create_info).p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO)
+        as *mut LayerDeviceCreateInfo;
+    if info.is_null() {
+        return None;
+    }
+    let link = (*info).u[0] as *mut LayerDeviceLink;
+    if link.is_null() {
+        return None;
+    }
+    let out = ((*link).pfn_next_get_instance_proc_addr, (*link).pfn_next_get_device_proc_addr);
+    (*info).u[0] = (*link).p_next as *mut c_void;
+    Some(out)
+}
+
+/// The dispatch key of a dispatchable handle: the loader's dispatch-table
+/// pointer stored in its first word. Instances, devices and the queues and
+/// command buffers of a device share keys with their parents.
+///
+/// # Safety
+/// `handle` must be a valid dispatchable handle.
+#[inline]
+pub unsafe fn dispatch_key<H: vk::Handle>(handle: H) -> usize {
+    *(handle.as_raw() as *const usize)
+}

@@ -1,0 +1,76 @@
+//! Panics never cross the C ABI.
+//!
+//! Every exported function and hook runs its body through [`entry`]: a panic
+//! is caught, logged once per command as `OVERLAP-Internal-Panic`, and turned
+//! into the command's fallback — calling the next layer unchanged (a
+//! pass-through) where that is possible, otherwise an error code. A fallback
+//! that panics as well yields [`OnPanic::on_panic`].
+
+use ash::vk;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What a command returns when neither its body nor its fallback could run.
+pub trait OnPanic {
+    fn on_panic() -> Self;
+}
+
+impl OnPanic for () {
+    fn on_panic() {}
+}
+impl OnPanic for vk::Result {
+    fn on_panic() -> Self {
+        vk::Result::ERROR_UNKNOWN
+    }
+}
+impl<T> OnPanic for Option<T> {
+    fn on_panic() -> Self {
+        None
+    }
+}
+impl OnPanic for vk::Bool32 {
+    fn on_panic() -> Self {
+        vk::FALSE
+    }
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Runs `body`; on a panic, logs it and runs `fallback`.
+#[inline]
+pub fn entry<R: OnPanic>(command: &'static str, body: impl FnOnce() -> R, fallback: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let text = panic_text(&*payload);
+            // Logging itself must not unwind out of here.
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                crate::log::global().log_once(
+                    crate::settings::LogLevel::Error,
+                    "OVERLAP-Internal-Panic",
+                    command,
+                    &format!("internal error in {command}: {text}; the call falls back to the next layer"),
+                )
+            }));
+            catch_unwind(AssertUnwindSafe(fallback)).unwrap_or_else(|_| R::on_panic())
+        }
+    }
+}
+
+/// Panics when the `debug_panic` setting names `command` (tests prove with it
+/// that [`entry`] contains panics).
+#[inline]
+pub fn debug_panic(setting: &Option<String>, command: &str) {
+    if let Some(name) = setting {
+        if name == command {
+            panic!("debug_panic setting asked {command} to panic");
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The device-level hook table: the one place that maps command names to the
+//! layer's hooks. `vkGetDeviceProcAddr` hands these out only for devices whose
+//! [`Plan`](crate::plan::Plan) has hooks active; elsewhere the application
+//! calls the next layer directly.
+//!
+//! Until a capability attaches its logic, a hook is a pass-through: it finds
+//! the device's state (the cost that `ci/bench` measures) and calls down.
+//! Capabilities replace entries here with their own functions.
+
+use crate::entry::pfn;
+use crate::guard;
+use crate::state;
+use ash::vk;
+
+/// Declares pass-through hooks: each looks its device up, honours
+/// `debug_panic`, and calls the next layer's command of the same name. A
+/// panic falls back to calling the next layer unchanged.
+macro_rules! passthrough_hooks {
+    ($( $name:literal $pfn:ident fn $hook:ident($h:ident: $ht:ty $(, $a:ident: $t:ty)*) $(-> $ret:ty)? => $ver:ident.$field:ident; )*) => {
+        $(
+            unsafe extern "system" fn $hook($h: $ht $(, $a: $t)*) $(-> $ret)? {
+                guard::entry(
+                    $name,
+                    || {
+                        let dev = state::device($h);
+                        guard::debug_panic(&dev.debug_panic, $name);
+                        (dev.fns.$ver().$field)($h $(, $a)*)
+                    },
+                    || (state::device($h).fns.$ver().$field)($h $(, $a)*),
+                )
+            }
+            const _: vk::$pfn = $hook;
+        )*
+
+        /// The layer's hook for a device command, if it has one.
+        pub fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+            match name {
+                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
+                _ => None,
+            }
+        }
+
+        /// Names of every hooked device command.
+        pub const HOOKED: &[&str] = &[$($name),*];
+    };
+}
+
+passthrough_hooks! {
+    "vkCreateShaderModule" PFN_vkCreateShaderModule
+        fn create_shader_module(device: vk::Device, info: *const vk::ShaderModuleCreateInfo<'_>,
+            alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderModule) -> vk::Result
+        => fp_v1_0.create_shader_module;
+    "vkCreatePipelineLayout" PFN_vkCreatePipelineLayout
+        fn create_pipeline_layout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>,
+            alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout) -> vk::Result
+        => fp_v1_0.create_pipeline_layout;
+    "vkCreateGraphicsPipelines" PFN_vkCreateGraphicsPipelines
+        fn create_graphics_pipelines(device: vk::Device, cache: vk::PipelineCache, count: u32,
+            infos: *const vk::GraphicsPipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>,
+            out: *mut vk::Pipeline) -> vk::Result
+        => fp_v1_0.create_graphics_pipelines;
+    "vkBeginCommandBuffer" PFN_vkBeginCommandBuffer
+        fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
+        => fp_v1_0.begin_command_buffer;
+    "vkCmdBindPipeline" PFN_vkCmdBindPipeline
+        fn cmd_bind_pipeline(cb: vk::CommandBuffer, bind_point: vk::PipelineBindPoint, pipeline: vk::Pipeline)
+        => fp_v1_0.cmd_bind_pipeline;
+    "vkCmdBeginRenderPass" PFN_vkCmdBeginRenderPass
+        fn cmd_begin_render_pass(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>,
+            contents: vk::SubpassContents)
+        => fp_v1_0.cmd_begin_render_pass;
+    "vkCmdEndRenderPass" PFN_vkCmdEndRenderPass
+        fn cmd_end_render_pass(cb: vk::CommandBuffer)
+        => fp_v1_0.cmd_end_render_pass;
+    "vkCmdBeginRendering" PFN_vkCmdBeginRendering
+        fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *const vk::RenderingInfo<'_>)
+        => fp_v1_3.cmd_begin_rendering;
+    "vkCmdEndRendering" PFN_vkCmdEndRendering
+        fn cmd_end_rendering(cb: vk::CommandBuffer)
+        => fp_v1_3.cmd_end_rendering;
+    "vkCmdDraw" PFN_vkCmdDraw
+        fn cmd_draw(cb: vk::CommandBuffer, vertex_count: u32, instance_count: u32, first_vertex: u32, first_instance: u32)
+        => fp_v1_0.cmd_draw;
+    "vkCmdDrawIndexed" PFN_vkCmdDrawIndexed
+        fn cmd_draw_indexed(cb: vk::CommandBuffer, index_count: u32, instance_count: u32, first_index: u32,
+            vertex_offset: i32, first_instance: u32)
+        => fp_v1_0.cmd_draw_indexed;
+    "vkQueueSubmit" PFN_vkQueueSubmit
+        fn queue_submit(queue: vk::Queue, count: u32, submits: *const vk::SubmitInfo<'_>, fence: vk::Fence) -> vk::Result
+        => fp_v1_0.queue_submit;
+}

@@ -1,0 +1,20 @@
+//! Overlap: a Vulkan layer that emulates fragment shader interlock, fragment
+//! density maps and cross-stage varying optimization on drivers that lack
+//! them. See `ARCHITECTURE.md` for the design; this crate is the
+//! Vulkan-facing part (the SPIR-V passes live in `overlap-shaders`).
+//!
+//! The shared library exports only the loader interface (see `exports.map`).
+
+// The library must be named libVkLayer_overlap.so, as the manifest says.
+#![allow(non_snake_case)]
+#![allow(clippy::missing_safety_doc)]
+
+pub mod entry;
+pub mod ffi;
+pub mod guard;
+pub mod hooks;
+pub mod log;
+pub mod manifest;
+pub mod plan;
+pub mod settings;
+pub mod state;

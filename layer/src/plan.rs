@@ -1,0 +1,198 @@
+//! What Overlap does on a given driver: the one decision shared by the layer
+//! (at `vkCreateDevice`, to switch its hooks on or off) and by `overlap info`.
+//!
+//! Each capability is `Native` (the driver has it: pure pass-through),
+//! `Emulated` (the layer provides it, naming how), or `Off` (not provided,
+//! with the reason). A device gets the layer's hooks only when something is
+//! `Emulated` or `force_enable` is set.
+
+use crate::settings::Settings;
+use ash::vk;
+use std::ffi::CStr;
+use std::fmt;
+
+/// What the layer needs to know about a physical device.
+#[derive(Clone, Debug)]
+pub struct DriverFacts {
+    pub device_name: String,
+    pub vendor_id: u32,
+    pub api_version: u32,
+    /// `None` when the driver cannot report it (Vulkan 1.0 without
+    /// `VK_KHR_driver_properties`).
+    pub driver_id: Option<vk::DriverId>,
+    pub driver_name: String,
+    pub extensions: Vec<String>,
+}
+
+impl DriverFacts {
+    /// Asks `instance` (the next layer, or the loader in the CLI) about `pd`.
+    /// Uses `vkGetPhysicalDeviceProperties2` only where the instance's API
+    /// version allows it, so nothing invalid is sent down.
+    ///
+    /// # Safety
+    /// `pd` must belong to `instance`.
+    pub unsafe fn query(instance: &ash::Instance, instance_api: u32, pd: vk::PhysicalDevice) -> DriverFacts {
+        let props = instance.get_physical_device_properties(pd);
+        let extensions: Vec<String> = instance
+            .enumerate_device_extension_properties(pd)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.extension_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned())
+            .collect();
+        let has = |n: &str| extensions.iter().any(|e| e == n);
+        let mut driver_id = None;
+        let mut driver_name = String::new();
+        let effective = instance_api.min(props.api_version);
+        if vk::api_version_minor(effective) >= 2 || (vk::api_version_minor(effective) >= 1 && has("VK_KHR_driver_properties")) {
+            let mut driver = vk::PhysicalDeviceDriverProperties::default();
+            let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
+            instance.get_physical_device_properties2(pd, &mut p2);
+            driver_id = Some(driver.driver_id);
+            driver_name = driver.driver_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned();
+        }
+        DriverFacts {
+            device_name: CStr::from_ptr(props.device_name.as_ptr()).to_string_lossy().into_owned(),
+            vendor_id: props.vendor_id,
+            api_version: props.api_version,
+            driver_id,
+            driver_name,
+            extensions,
+        }
+    }
+
+    pub fn has_extension(&self, name: &str) -> bool {
+        self.extensions.iter().any(|e| e == name)
+    }
+
+    /// llvmpipe (lavapipe), by driver id or, without one, by Mesa's vendor id
+    /// and device name.
+    pub fn is_llvmpipe(&self) -> bool {
+        match self.driver_id {
+            Some(id) => id == vk::DriverId::MESA_LLVMPIPE,
+            None => self.vendor_id == 0x10005 && self.device_name.starts_with("llvmpipe"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Capability {
+    /// The driver provides it; the layer stays out of the way.
+    Native,
+    /// The layer provides it, by the named strategy.
+    Emulated(&'static str),
+    /// Not provided, for this reason.
+    Off(&'static str),
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Capability::Native => write!(f, "native (pass-through)"),
+            Capability::Emulated(how) => write!(f, "emulated ({how})"),
+            Capability::Off(why) => write!(f, "not provided ({why})"),
+        }
+    }
+}
+
+/// The decision for one device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub interlock: Capability,
+    pub fdm: Capability,
+    pub varyings: Capability,
+    pub force_hooks: bool,
+}
+
+const NOT_YET: &str = "not implemented in this build";
+
+impl Plan {
+    pub fn new(settings: &Settings, facts: &DriverFacts) -> Plan {
+        let interlock = if facts.has_extension("VK_EXT_fragment_shader_interlock") {
+            Capability::Native
+        } else {
+            Capability::Off(NOT_YET)
+        };
+        let fdm = if facts.has_extension("VK_EXT_fragment_density_map") {
+            Capability::Native
+        } else if settings.fdm == "off" {
+            Capability::Off("fdm=off")
+        } else {
+            Capability::Off(NOT_YET)
+        };
+        let varyings = if settings.varyings == "off" { Capability::Off("varyings=off") } else { Capability::Off(NOT_YET) };
+        Plan { interlock, fdm, varyings, force_hooks: settings.force_enable }
+    }
+
+    pub fn emulates_anything(&self) -> bool {
+        [&self.interlock, &self.fdm, &self.varyings].iter().any(|c| matches!(c, Capability::Emulated(_)))
+    }
+
+    /// Whether the device gets the layer's device hooks.
+    pub fn hooks_active(&self) -> bool {
+        self.force_hooks || self.emulates_anything()
+    }
+
+    /// Device extensions the layer adds to the driver's list.
+    pub fn added_extensions(&self) -> Vec<(&'static CStr, u32)> {
+        Vec::new()
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fragment shader interlock: {}; fragment density map: {}; varying linking: {}; hooks: {}",
+            self.interlock,
+            self.fdm,
+            self.varyings,
+            if self.emulates_anything() {
+                "active"
+            } else if self.force_hooks {
+                "active (force_enable)"
+            } else {
+                "pass-through"
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(exts: &[&str]) -> DriverFacts {
+        DriverFacts {
+            device_name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            vendor_id: 0x10005,
+            api_version: vk::make_api_version(0, 1, 3, 230),
+            driver_id: None,
+            driver_name: String::new(),
+            extensions: exts.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn native_extensions_pass_through() {
+        let p = Plan::new(&Settings::defaults(), &facts(&["VK_EXT_fragment_shader_interlock"]));
+        assert_eq!(p.interlock, Capability::Native);
+        assert!(!p.hooks_active());
+    }
+
+    #[test]
+    fn force_enable_turns_hooks_on() {
+        let mut s = Settings::defaults();
+        s.force_enable = true;
+        let p = Plan::new(&s, &facts(&[]));
+        assert!(p.hooks_active());
+        assert!(p.to_string().contains("force_enable"));
+    }
+
+    #[test]
+    fn llvmpipe_is_recognised_without_driver_properties() {
+        assert!(facts(&[]).is_llvmpipe());
+        let mut f = facts(&[]);
+        f.vendor_id = 0x10de;
+        assert!(!f.is_llvmpipe());
+    }
+}

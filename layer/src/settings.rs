@@ -1,0 +1,528 @@
+//! Layer settings, read by the Vulkan-Utility-Libraries conventions.
+//!
+//! Every key `k` is looked up, highest priority first, in
+//! 1. the environment: `VK_OVERLAP_EMULATION_<K>` (upper case);
+//! 2. `vk_layer_settings.txt`: lines `overlap_emulation.<k> = value`. The file
+//!    is searched where the Khronos layers search: `$VK_LAYER_SETTINGS_PATH`
+//!    (the file, or a folder holding it), then Vulkan Configurator's
+//!    `$XDG_DATA_HOME/vulkan/settings.d/` (`~/.local/share/...` when unset),
+//!    then the working directory;
+//! 3. `VkLayerSettingsCreateInfoEXT` chained to `VkInstanceCreateInfo`, for
+//!    settings whose `pLayerName` is this layer.
+//!
+//! Values are typed. An unknown key or a value that does not parse produces a
+//! [`Diagnostic`] (logged by the caller as `OVERLAP-Setting-Unknown` /
+//! `OVERLAP-Setting-Invalid`) and the default is used.
+//!
+//! [`SETTINGS`] is the single table of keys; `manifest/VkLayer_overlap.json.in`
+//! mirrors it in `features.settings` and a test keeps the two in step.
+
+use ash::vk;
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+
+pub const LAYER_NAME: &str = "VK_LAYER_OVERLAP_emulation";
+/// Prefix of the environment variables (`VK_` + layer name without `VK_LAYER_`).
+pub const ENV_PREFIX: &str = "VK_OVERLAP_EMULATION_";
+/// Prefix of keys in `vk_layer_settings.txt`.
+pub const FILE_PREFIX: &str = "overlap_emulation.";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Enum(&'static [&'static str]),
+    String,
+    /// A folder path (Vulkan Configurator's `SAVE_FOLDER`).
+    Folder,
+}
+
+#[derive(Debug)]
+pub struct SettingDef {
+    pub key: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub label: &'static str,
+    pub description: &'static str,
+}
+
+pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug"];
+pub const ARCHITECTURES: &[&str] = &["native", "gfx9", "gfx10", "gfx10_3", "gfx11", "a6xx", "a7xx"];
+pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spinlock"];
+pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
+pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
+
+/// Every setting the layer reads. Order is the order Vulkan Configurator shows.
+pub const SETTINGS: &[SettingDef] = &[
+    SettingDef {
+        key: "log_level",
+        kind: Kind::Enum(LOG_LEVELS),
+        default: "warn",
+        label: "Log level",
+        description: "Messages at this severity and above go to stderr and to every VK_EXT_debug_utils messenger.",
+    },
+    SettingDef {
+        key: "force_enable",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Force hooks",
+        description: "Install the layer's device hooks on every device, even where nothing is emulated.",
+    },
+    SettingDef {
+        key: "architecture",
+        kind: Kind::Enum(ARCHITECTURES),
+        default: "native",
+        label: "Emulated architecture",
+        description: "Report the capability set of this GPU generation; native reports the driver's own.",
+    },
+    SettingDef {
+        key: "interlock_strategy",
+        kind: Kind::Enum(INTERLOCK_STRATEGIES),
+        default: "auto",
+        label: "Interlock strategy",
+        description: "How VK_EXT_fragment_shader_interlock is provided: auto picks native, serialized (llvmpipe) or spinlock.",
+    },
+    SettingDef {
+        key: "fdm",
+        kind: Kind::Enum(FDM_MODES),
+        default: "binned",
+        label: "Fragment density map",
+        description: "off hides VK_EXT_fragment_density_map; baseline shades at 1x1; binned renders bins at lower resolution.",
+    },
+    SettingDef {
+        key: "varyings",
+        kind: Kind::Enum(VARYINGS_LEVELS),
+        default: "safe",
+        label: "Varying linking",
+        description: "off leaves shader interfaces alone; safe applies bit-exact optimizations only; full also moves code.",
+    },
+    SettingDef {
+        key: "validate_shaders",
+        kind: Kind::Bool,
+        default: "true",
+        label: "Validate shaders",
+        description: "Validate every rewritten SPIR-V module with spirv-val before it is sent to the driver.",
+    },
+    SettingDef {
+        key: "dump_shaders",
+        kind: Kind::Folder,
+        default: "",
+        label: "Dump shaders",
+        description: "A folder to write every SPIR-V module the layer rewrites into, before and after.",
+    },
+    SettingDef {
+        key: "debug_panic",
+        kind: Kind::String,
+        default: "",
+        label: "Debug: panic in hook",
+        description: "Testing only: the hook of this Vulkan command panics, to prove panics never reach the application.",
+    },
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Off,
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    pub fn name(self) -> &'static str {
+        LOG_LEVELS[self as usize]
+    }
+}
+
+/// The typed settings of one instance.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub log_level: LogLevel,
+    pub force_enable: bool,
+    pub architecture: &'static str,
+    pub interlock_strategy: &'static str,
+    pub fdm: &'static str,
+    pub varyings: &'static str,
+    pub validate_shaders: bool,
+    pub dump_shaders: Option<PathBuf>,
+    pub debug_panic: Option<String>,
+}
+
+/// Where a setting's value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Environment,
+    File,
+    CreateInfo,
+}
+
+impl Source {
+    fn describe(self) -> &'static str {
+        match self {
+            Source::Environment => "environment",
+            Source::File => "vk_layer_settings.txt",
+            Source::CreateInfo => "VkLayerSettingsCreateInfoEXT",
+        }
+    }
+}
+
+/// A problem found while reading settings, for the caller to log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub id: &'static str,
+    pub message: String,
+}
+
+/// Raw string values by key, the highest-priority source winning.
+#[derive(Default, Debug)]
+pub struct RawSettings {
+    values: BTreeMap<String, (String, Source)>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl RawSettings {
+    fn offer(&mut self, key: &str, value: String, source: Source) {
+        if find_def(key).is_none() {
+            self.diagnostics.push(Diagnostic {
+                id: "OVERLAP-Setting-Unknown",
+                message: format!("unknown setting '{key}' (from {}) is ignored", source.describe()),
+            });
+            return;
+        }
+        // Sources are offered lowest priority first; a later one overrides.
+        self.values.insert(key.to_string(), (value, source));
+    }
+}
+
+pub fn find_def(key: &str) -> Option<&'static SettingDef> {
+    SETTINGS.iter().find(|d| d.key == key)
+}
+
+pub fn env_name(key: &str) -> String {
+    format!("{ENV_PREFIX}{}", key.to_ascii_uppercase())
+}
+
+/// The `vk_layer_settings.txt` that applies, if any.
+pub fn settings_file() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("VK_LAYER_SETTINGS_PATH") {
+        let p = PathBuf::from(p);
+        let file = if p.is_dir() { p.join("vk_layer_settings.txt") } else { p };
+        return file.is_file().then_some(file);
+    }
+    let data_home = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+    if let Some(dir) = data_home {
+        let file = dir.join("vulkan/settings.d/vk_layer_settings.txt");
+        if file.is_file() {
+            return Some(file);
+        }
+    }
+    let cwd = PathBuf::from("vk_layer_settings.txt");
+    cwd.is_file().then_some(cwd)
+}
+
+/// Reads `overlap_emulation.*` lines of a settings file.
+pub fn parse_settings_file(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .filter_map(|(k, v)| {
+            let k = k.trim().strip_prefix(FILE_PREFIX)?;
+            let v = v.trim().trim_matches('"');
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Reads `VkLayerSettingsCreateInfoEXT` entries for this layer.
+///
+/// # Safety
+/// `p_next` must be a valid `VkInstanceCreateInfo::pNext` chain.
+pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    while !p_next.is_null() {
+        let base = &*(p_next as *const vk::BaseInStructure);
+        if base.s_type == vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT {
+            let info = &*(p_next as *const vk::LayerSettingsCreateInfoEXT);
+            let settings: &[vk::LayerSettingEXT] = if info.setting_count == 0 || info.p_settings.is_null() {
+                &[]
+            } else {
+                // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter.
+                std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
+            };
+            for s in settings {
+                if s.p_layer_name.is_null() || s.p_setting_name.is_null() {
+                    continue;
+                }
+                if CStr::from_ptr(s.p_layer_name).to_bytes() != LAYER_NAME.as_bytes() {
+                    continue;
+                }
+                let key = CStr::from_ptr(s.p_setting_name).to_string_lossy().into_owned();
+                if let Some(v) = setting_value_string(s) {
+                    out.push((key, v));
+                }
+            }
+        }
+        p_next = base.p_next as *const std::ffi::c_void;
+    }
+    out
+}
+
+/// The first value of a `VkLayerSettingEXT`, as text.
+unsafe fn setting_value_string(s: &vk::LayerSettingEXT) -> Option<String> {
+    if s.value_count == 0 || s.p_values.is_null() {
+        return None;
+    }
+    let p = s.p_values;
+    Some(match s.ty {
+        vk::LayerSettingTypeEXT::BOOL32 => (*(p as *const vk::Bool32) != 0).to_string(),
+        vk::LayerSettingTypeEXT::INT32 => (*(p as *const i32)).to_string(),
+        vk::LayerSettingTypeEXT::INT64 => (*(p as *const i64)).to_string(),
+        vk::LayerSettingTypeEXT::UINT32 => (*(p as *const u32)).to_string(),
+        vk::LayerSettingTypeEXT::UINT64 => (*(p as *const u64)).to_string(),
+        vk::LayerSettingTypeEXT::FLOAT32 => (*(p as *const f32)).to_string(),
+        vk::LayerSettingTypeEXT::FLOAT64 => (*(p as *const f64)).to_string(),
+        vk::LayerSettingTypeEXT::STRING => {
+            let strs = p as *const *const std::ffi::c_char;
+            if (*strs).is_null() {
+                return None;
+            }
+            CStr::from_ptr(*strs).to_string_lossy().into_owned()
+        }
+        _ => return None,
+    })
+}
+
+impl RawSettings {
+    /// Gathers every source. `create_info` holds the entries of
+    /// `VkLayerSettingsCreateInfoEXT` (lowest priority).
+    pub fn gather(create_info: Vec<(String, String)>) -> RawSettings {
+        let mut raw = RawSettings::default();
+        for (k, v) in create_info {
+            raw.offer(&k, v, Source::CreateInfo);
+        }
+        if let Some(path) = settings_file() {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    for (k, v) in parse_settings_file(&text) {
+                        raw.offer(&k, v, Source::File);
+                    }
+                }
+                Err(e) => raw.diagnostics.push(Diagnostic {
+                    id: "OVERLAP-Setting-File",
+                    message: format!("cannot read {}: {e}", path.display()),
+                }),
+            }
+        }
+        for (name, value) in std::env::vars_os() {
+            let Some(name) = name.to_str() else { continue };
+            let Some(key) = name.strip_prefix(ENV_PREFIX) else { continue };
+            raw.offer(&key.to_ascii_lowercase(), value.to_string_lossy().into_owned(), Source::Environment);
+        }
+        raw
+    }
+
+    /// Types every value; a bad one is reported and replaced by its default.
+    pub fn resolve(mut self) -> (Settings, Vec<Diagnostic>) {
+        let mut get = |key: &'static str| -> String {
+            let def = find_def(key).expect("key in SETTINGS");
+            let Some((value, source)) = self.values.get(key) else {
+                return def.default.to_string();
+            };
+            match normalize(def.kind, value) {
+                Some(v) => v,
+                None => {
+                    let expected = match def.kind {
+                        Kind::Bool => "true or false".to_string(),
+                        Kind::Enum(vals) => format!("one of {}", vals.join(", ")),
+                        Kind::String | Kind::Folder => "text".to_string(),
+                    };
+                    self.diagnostics.push(Diagnostic {
+                        id: "OVERLAP-Setting-Invalid",
+                        message: format!(
+                            "setting '{key}' = '{value}' (from {}) is not valid: expected {expected}; using the default '{}'",
+                            source.describe(),
+                            def.default
+                        ),
+                    });
+                    def.default.to_string()
+                }
+            }
+        };
+        let enum_value = |vals: &'static [&'static str], v: String| -> &'static str {
+            vals.iter().copied().find(|x| *x == v).unwrap_or(vals[0])
+        };
+        let log_level = enum_value(LOG_LEVELS, get("log_level"));
+        let settings = Settings {
+            log_level: match log_level {
+                "off" => LogLevel::Off,
+                "error" => LogLevel::Error,
+                "info" => LogLevel::Info,
+                "debug" => LogLevel::Debug,
+                _ => LogLevel::Warn,
+            },
+            force_enable: get("force_enable") == "true",
+            architecture: enum_value(ARCHITECTURES, get("architecture")),
+            interlock_strategy: enum_value(INTERLOCK_STRATEGIES, get("interlock_strategy")),
+            fdm: enum_value(FDM_MODES, get("fdm")),
+            varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
+            validate_shaders: get("validate_shaders") == "true",
+            dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
+            debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),
+        };
+        (settings, self.diagnostics)
+    }
+}
+
+/// The canonical text of a value of `kind`, or `None` when it does not parse.
+fn normalize(kind: Kind, value: &str) -> Option<String> {
+    let v = value.trim();
+    match kind {
+        Kind::Bool => match v.to_ascii_lowercase().as_str() {
+            "1" | "true" | "on" | "yes" => Some("true".into()),
+            "0" | "false" | "off" | "no" => Some("false".into()),
+            _ => None,
+        },
+        Kind::Enum(vals) => {
+            let lower = v.to_ascii_lowercase();
+            vals.iter().find(|x| **x == lower).map(|x| x.to_string())
+        }
+        Kind::String => Some(v.to_string()),
+        Kind::Folder => Some(v.to_string()).filter(|p| p.is_empty() || !Path::new(p).is_file()),
+    }
+}
+
+impl Settings {
+    /// Settings from the environment and the settings file alone: what applies
+    /// before any instance exists (and to the CLI).
+    pub fn from_environment() -> (Settings, Vec<Diagnostic>) {
+        RawSettings::gather(Vec::new()).resolve()
+    }
+
+    /// All sources, for `vkCreateInstance`.
+    ///
+    /// # Safety
+    /// `create_info` must be a valid `VkInstanceCreateInfo`.
+    pub unsafe fn for_instance(create_info: &vk::InstanceCreateInfo) -> (Settings, Vec<Diagnostic>) {
+        RawSettings::gather(create_info_settings(create_info.p_next)).resolve()
+    }
+
+    pub fn defaults() -> Settings {
+        RawSettings::default().resolve().0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(pairs: &[(&str, &str)]) -> (Settings, Vec<Diagnostic>) {
+        let mut raw = RawSettings::default();
+        for (k, v) in pairs {
+            raw.offer(k, v.to_string(), Source::File);
+        }
+        raw.resolve()
+    }
+
+    #[test]
+    fn defaults_match_table() {
+        let s = Settings::defaults();
+        assert_eq!(s.log_level, LogLevel::Warn);
+        assert!(!s.force_enable);
+        assert_eq!(s.architecture, "native");
+        assert_eq!(s.interlock_strategy, "auto");
+        assert_eq!(s.fdm, "binned");
+        assert_eq!(s.varyings, "safe");
+        assert!(s.validate_shaders);
+        assert!(s.dump_shaders.is_none());
+    }
+
+    #[test]
+    fn typed_values_parse() {
+        let (s, d) = resolve(&[("force_enable", "1"), ("architecture", "GFX10_3"), ("log_level", "debug")]);
+        assert!(d.is_empty(), "{d:?}");
+        assert!(s.force_enable);
+        assert_eq!(s.architecture, "gfx10_3");
+        assert_eq!(s.log_level, LogLevel::Debug);
+    }
+
+    #[test]
+    fn bad_value_warns_and_uses_default() {
+        let (s, d) = resolve(&[("fdm", "sometimes"), ("force_enable", "maybe")]);
+        assert_eq!(s.fdm, "binned");
+        assert!(!s.force_enable);
+        assert_eq!(d.len(), 2);
+        assert!(d.iter().all(|d| d.id == "OVERLAP-Setting-Invalid"));
+        let fdm = d.iter().find(|d| d.message.contains("'fdm' = 'sometimes'")).expect("fdm diagnostic");
+        assert!(fdm.message.contains("off, baseline, binned"), "{}", fdm.message);
+    }
+
+    #[test]
+    fn unknown_key_warns() {
+        let (_, d) = resolve(&[("no_such_key", "1")]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].id, "OVERLAP-Setting-Unknown");
+        assert!(d[0].message.contains("no_such_key"));
+    }
+
+    #[test]
+    fn later_source_wins() {
+        let mut raw = RawSettings::default();
+        raw.offer("fdm", "off".into(), Source::CreateInfo);
+        raw.offer("fdm", "baseline".into(), Source::File);
+        assert_eq!(raw.resolve().0.fdm, "baseline");
+    }
+
+    #[test]
+    fn settings_file_syntax() {
+        let text = "# comment\noverlap_emulation.fdm = baseline\nkhronos_validation.foo = 1\n  overlap_emulation.force_enable=true \n";
+        assert_eq!(
+            parse_settings_file(text),
+            vec![("fdm".to_string(), "baseline".to_string()), ("force_enable".to_string(), "true".to_string())]
+        );
+    }
+
+    #[test]
+    fn create_info_values_are_read() {
+        let layer = c"VK_LAYER_OVERLAP_emulation";
+        let other = c"VK_LAYER_KHRONOS_validation";
+        let yes: vk::Bool32 = 1;
+        let arch = c"gfx11";
+        let arch_ptr = [arch.as_ptr()];
+        let entries = [
+            vk::LayerSettingEXT {
+                p_layer_name: layer.as_ptr(),
+                p_setting_name: c"force_enable".as_ptr(),
+                ty: vk::LayerSettingTypeEXT::BOOL32,
+                value_count: 1,
+                p_values: &yes as *const _ as *const _,
+                ..Default::default()
+            },
+            vk::LayerSettingEXT {
+                p_layer_name: layer.as_ptr(),
+                p_setting_name: c"architecture".as_ptr(),
+                ty: vk::LayerSettingTypeEXT::STRING,
+                value_count: 1,
+                p_values: arch_ptr.as_ptr() as *const _,
+                ..Default::default()
+            },
+            vk::LayerSettingEXT {
+                p_layer_name: other.as_ptr(),
+                p_setting_name: c"fdm".as_ptr(),
+                ty: vk::LayerSettingTypeEXT::STRING,
+                value_count: 1,
+                p_values: arch_ptr.as_ptr() as *const _,
+                ..Default::default()
+            },
+        ];
+        let info = vk::LayerSettingsCreateInfoEXT::default().settings(&entries);
+        let got = unsafe { create_info_settings(&info as *const _ as *const _) };
+        assert_eq!(
+            got,
+            vec![("force_enable".to_string(), "true".to_string()), ("architecture".to_string(), "gfx11".to_string())]
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! Per-instance, per-physical-device and per-device state, in maps keyed by
+//! the dispatch key (instances, devices) or the handle (physical devices),
+//! guarded with `parking_lot` locks.
+//!
+//! Device lookups are on every hooked `vkCmd*` call, so a thread keeps the
+//! last device it looked up in a thread-local cache, validated by a global
+//! generation number that changes whenever a device is destroyed.
+
+use crate::log::Logger;
+use crate::plan::{DriverFacts, Plan};
+use crate::settings::Settings;
+use ash::vk;
+use parking_lot::RwLock;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+pub struct InstanceData {
+    pub handle: vk::Instance,
+    pub next_gipa: vk::PFN_vkGetInstanceProcAddr,
+    /// The next layer's instance commands.
+    pub fns: ash::Instance,
+    /// `VkApplicationInfo::apiVersion` (1.0 when absent).
+    pub api_version: u32,
+    pub settings: Settings,
+    pub log: Logger,
+}
+
+impl InstanceData {
+    /// The next layer's pointer for an instance command.
+    pub fn next_proc(&self, name: &std::ffi::CStr) -> vk::PFN_vkVoidFunction {
+        // SAFETY: `handle` is a live instance created through `next_gipa`.
+        unsafe { (self.next_gipa)(self.handle, name.as_ptr()) }
+    }
+}
+
+pub struct DeviceData {
+    pub handle: vk::Device,
+    pub physical_device: vk::PhysicalDevice,
+    pub instance: Arc<InstanceData>,
+    pub next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+    /// The next layer's device commands.
+    pub fns: ash::Device,
+    pub facts: DriverFacts,
+    pub plan: Plan,
+    /// Copied from the settings: checked by every hook.
+    pub debug_panic: Option<String>,
+}
+
+impl DeviceData {
+    pub fn log(&self) -> &Logger {
+        &self.instance.log
+    }
+}
+
+static INSTANCES: LazyLock<RwLock<HashMap<usize, Arc<InstanceData>>>> = LazyLock::new(Default::default);
+static PHYSICAL_DEVICES: LazyLock<RwLock<HashMap<u64, Arc<InstanceData>>>> = LazyLock::new(Default::default);
+static DEVICES: LazyLock<RwLock<HashMap<usize, Arc<DeviceData>>>> = LazyLock::new(Default::default);
+static DEVICE_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// (dispatch key, generation, device) of this thread's last lookup.
+    static LAST_DEVICE: Cell<(usize, u64, *const DeviceData)> = const { Cell::new((0, 0, std::ptr::null())) };
+}
+
+pub fn insert_instance(key: usize, data: Arc<InstanceData>) {
+    INSTANCES.write().insert(key, data);
+}
+
+pub fn remove_instance(key: usize) -> Option<Arc<InstanceData>> {
+    let data = INSTANCES.write().remove(&key)?;
+    PHYSICAL_DEVICES.write().retain(|_, inst| !Arc::ptr_eq(inst, &data));
+    Some(data)
+}
+
+pub fn instance(key: usize) -> Option<Arc<InstanceData>> {
+    INSTANCES.read().get(&key).cloned()
+}
+
+pub fn insert_physical_devices(inst: &Arc<InstanceData>, pds: &[vk::PhysicalDevice]) {
+    let mut map = PHYSICAL_DEVICES.write();
+    for pd in pds {
+        map.insert(vk::Handle::as_raw(*pd), inst.clone());
+    }
+}
+
+pub fn physical_device_instance(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
+    PHYSICAL_DEVICES.read().get(&vk::Handle::as_raw(pd)).cloned()
+}
+
+pub fn insert_device(key: usize, data: Arc<DeviceData>) {
+    DEVICES.write().insert(key, data);
+}
+
+pub fn remove_device(key: usize) -> Option<Arc<DeviceData>> {
+    let mut map = DEVICES.write();
+    let data = map.remove(&key);
+    DEVICE_GENERATION.fetch_add(1, Ordering::AcqRel);
+    data
+}
+
+/// The device a dispatch key belongs to.
+///
+/// The reference stays valid for the duration of the calling Vulkan command:
+/// the device cannot be destroyed meanwhile, because `vkDestroyDevice`
+/// requires external synchronization of `device` and the destruction of every
+/// child object first (VUID-vkDestroyDevice-device-05137), so no command on
+/// the device or its queues and command buffers can run concurrently.
+pub fn device_by_key<'a>(key: usize) -> Option<&'a DeviceData> {
+    let generation = DEVICE_GENERATION.load(Ordering::Acquire);
+    let (k, g, p) = LAST_DEVICE.get();
+    if k == key && g == generation {
+        // SAFETY: see above; the generation proves no device was destroyed
+        // since this pointer was taken from the map.
+        return Some(unsafe { &*p });
+    }
+    let map = DEVICES.read();
+    let arc = map.get(&key)?;
+    let p = Arc::as_ptr(arc);
+    LAST_DEVICE.set((key, generation, p));
+    // SAFETY: as above; the map holds the Arc until vkDestroyDevice.
+    Some(unsafe { &*p })
+}
+
+/// The device of any handle dispatched by a device (device, queue, command buffer).
+#[inline]
+pub fn device<'a, H: vk::Handle>(handle: H) -> &'a DeviceData {
+    // SAFETY: the loader only passes valid dispatchable handles.
+    let key = unsafe { crate::ffi::dispatch_key(handle) };
+    device_by_key(key).expect("Overlap: a device command on a device the layer did not create")
+}
+
+pub fn device_arc(key: usize) -> Option<Arc<DeviceData>> {
+    DEVICES.read().get(&key).cloned()
+}
