@@ -1,0 +1,7 @@
+//! Overlap's test harness: a headless renderer ([`render`]) used by the
+//! child-process test program `overlap-testapp`, and the helpers
+//! ([`harness`]) that start it on lavapipe with the layer loaded above the
+//! Khronos validation layer.
+
+pub mod harness;
+pub mod render;

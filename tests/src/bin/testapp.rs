@@ -1,1 +1,268 @@
-fn main() {}
+//! `overlap-testapp`: the headless Vulkan program the suites run in child
+//! processes, with or without the layer. Each subcommand prints `key=value`
+//! lines; every run ends with `VALIDATION_ERRORS=<n>` and
+//! `OVERLAP_MESSAGES=<ids>` (what the debug messengers heard).
+//!
+//! Exit codes: 0 success, 1 a check failed, 2 usage, 3 validation errors,
+//! 4 a Vulkan call failed.
+
+use ash::vk;
+use overlap_tests::render::{self, Gpu, GpuOptions, RenderPath, SettingValue, Target};
+use std::ffi::CStr;
+use std::time::Instant;
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: overlap-testapp [--setting KEY=VALUE]... COMMAND\n\
+         commands:\n  \
+         probe                      device, layers, extensions, hook owners\n  \
+         render PATH W H [OUT.png]  draw the scene (PATH: renderpass|dynamic), check it\n  \
+         cycle N                    create and destroy instance+device N times\n  \
+         threads T N                T threads each create/destroy instance+device N times\n  \
+         record THREADS DRAWS       record command buffers on THREADS threads, submit, check\n  \
+         bench K N REPS             record and submit K command buffers of N draws, REPS times"
+    );
+    std::process::exit(2)
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> T {
+    args.get(i).and_then(|a| a.parse().ok()).unwrap_or_else(|| usage())
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut opts = GpuOptions::default();
+    while args.first().map(|a| a == "--setting").unwrap_or(false) {
+        let kv = args.get(1).cloned().unwrap_or_else(|| usage());
+        let (k, v) = kv.split_once('=').unwrap_or_else(|| usage());
+        let value = match v {
+            "true" => SettingValue::Bool(true),
+            "false" => SettingValue::Bool(false),
+            _ => SettingValue::Str(v.to_string()),
+        };
+        opts.layer_settings.push((k.to_string(), value));
+        args.drain(..2);
+    }
+    let cmd = args.first().cloned().unwrap_or_else(|| usage());
+    let ok = match cmd.as_str() {
+        "probe" => probe(&opts),
+        "render" => {
+            let path: RenderPath = arg(&args, 1);
+            render_cmd(&opts, path, arg(&args, 2), arg(&args, 3), args.get(4).map(std::path::PathBuf::from))
+        }
+        "cycle" => cycle(&opts, arg(&args, 1)),
+        "threads" => threads(&opts, arg(&args, 1), arg(&args, 2)),
+        "record" => record(&opts, arg(&args, 1), arg(&args, 2)),
+        "bench" => bench(&opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
+        _ => usage(),
+    };
+    finish(ok)
+}
+
+fn finish(result: Result<(), String>) -> ! {
+    let errors = render::validation_errors();
+    for e in &errors {
+        eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);
+    }
+    let overlap: Vec<String> = render::messages().into_iter().filter(|m| m.id.starts_with("OVERLAP-")).map(|m| m.id).collect();
+    println!("VALIDATION_ERRORS={}", errors.len());
+    println!("OVERLAP_MESSAGES={}", overlap.join(","));
+    match result {
+        Err(e) if e.starts_with("vk:") => {
+            println!("VK_ERROR={}", &e[3..]);
+            std::process::exit(4)
+        }
+        Err(e) => {
+            eprintln!("CHECK FAILED: {e}");
+            std::process::exit(1)
+        }
+        Ok(()) if !errors.is_empty() => std::process::exit(3),
+        Ok(()) => std::process::exit(0),
+    }
+}
+
+fn gpu(opts: &GpuOptions) -> Result<Gpu, String> {
+    Gpu::new(opts).map_err(|e| format!("vk:{e}"))
+}
+
+fn probe(opts: &GpuOptions) -> Result<(), String> {
+    let g = gpu(opts)?;
+    println!("device={}", g.device_name);
+    let layers = unsafe { g.entry.enumerate_instance_layer_properties() }.map_err(|e| format!("vk:{e:?}"))?;
+    let names: Vec<String> = layers.iter().map(|l| l.layer_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect();
+    println!("instance_layers={}", names.join(","));
+    let exts = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }.map_err(|e| format!("vk:{e:?}"))?;
+    let mut ext_names: Vec<String> = exts.iter().map(|e| e.extension_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect();
+    let count = ext_names.len();
+    ext_names.sort();
+    ext_names.dedup();
+    println!("device_extensions={}", ext_names.join(","));
+    println!("device_extension_duplicates={}", count - ext_names.len());
+    // The layer's own list, asked by name.
+    let mut n = 0u32;
+    let r = unsafe {
+        (g.instance.fp_v1_0().enumerate_device_extension_properties)(g.pd, c"VK_LAYER_OVERLAP_emulation".as_ptr(), &mut n, std::ptr::null_mut())
+    };
+    println!("overlap_device_extensions={}", if r == vk::Result::SUCCESS { n.to_string() } else { format!("{r:?}") });
+    for name in [c"vkCmdDraw", c"vkCreateShaderModule", c"vkQueueSubmit", c"vkCmdBeginRendering", c"vkDestroyDevice"] {
+        println!("hook_owner.{}={}", name.to_str().unwrap(), g.device_proc_owner(name));
+    }
+    Ok(())
+}
+
+fn render_cmd(opts: &GpuOptions, path: RenderPath, w: u32, h: u32, out: Option<std::path::PathBuf>) -> Result<(), String> {
+    let g = gpu(opts)?;
+    let t = Target::new(&g, path, w, h);
+    let img = t.render(&g);
+    t.destroy(&g);
+    if let Some(out) = &out {
+        img.write_png(out).map_err(|e| format!("writing {}: {e}", out.display()))?;
+        println!("png={}", out.display());
+    }
+    let checksum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+    println!("checksum={checksum:016x}");
+    check_scene(&img)
+}
+
+/// Every pixel whose colour is certain matches; the triangle covers pixels.
+fn check_scene(img: &render::Image) -> Result<(), String> {
+    let mut checked = 0;
+    for y in 0..img.height {
+        for x in 0..img.width {
+            if let Some(want) = render::expected_scene_pixel(x, y, img.width, img.height) {
+                let got = img.pixel(x, y);
+                if got != want {
+                    return Err(format!("pixel ({x},{y}) is {got:?}, expected {want:?}"));
+                }
+                checked += 1;
+            }
+        }
+    }
+    let centre = img.pixel(img.width * 3 / 4, img.height / 2);
+    if centre == render::CLEAR_RGBA || centre[1] == 0 {
+        return Err(format!("triangle missing at the centre of the right half: {centre:?}"));
+    }
+    println!("checked_pixels={checked}");
+    Ok(())
+}
+
+fn cycle(opts: &GpuOptions, n: u32) -> Result<(), String> {
+    for _ in 0..n {
+        drop(gpu(opts)?);
+    }
+    println!("cycles={n}");
+    Ok(())
+}
+
+fn threads(opts: &GpuOptions, threads: u32, n: u32) -> Result<(), String> {
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let opts = opts.clone();
+            std::thread::spawn(move || -> Result<(), String> {
+                for _ in 0..n {
+                    let g = gpu(&opts)?;
+                    let t = Target::new(&g, RenderPath::RenderPass, 16, 16);
+                    t.destroy(&g);
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().map_err(|_| "thread panicked".to_string())??;
+    }
+    println!("threads={threads} cycles={n}");
+    Ok(())
+}
+
+/// Records `draws` scene draws per command buffer on each of `threads`
+/// threads (one pool each), submits them all, and checks the image.
+fn record(opts: &GpuOptions, threads: u32, draws: u32) -> Result<(), String> {
+    let g = gpu(opts)?;
+    let t = Target::new(&g, RenderPath::RenderPass, 64, 64);
+    let cbs: Vec<(vk::CommandPool, vk::CommandBuffer)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| unsafe {
+                    let pool = g
+                        .device
+                        .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(g.queue_family), None)
+                        .unwrap();
+                    let cb = g
+                        .device
+                        .allocate_command_buffers(&vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1))
+                        .unwrap()[0];
+                    g.device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).unwrap();
+                    t.begin(&g, cb);
+                    for _ in 0..draws {
+                        t.draw_scene(&g, cb);
+                    }
+                    t.end(&g, cb);
+                    g.device.end_command_buffer(cb).unwrap();
+                    (pool, cb)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let list: Vec<vk::CommandBuffer> = cbs.iter().map(|c| c.1).collect();
+    g.submit_wait(&list);
+    g.one_time_submit(|cb| t.record_copy_out(&g, cb));
+    let img = t.read(&g);
+    for (pool, _) in cbs {
+        unsafe { g.device.destroy_command_pool(pool, None) };
+    }
+    t.destroy(&g);
+    println!("recorded={threads}x{draws}");
+    check_scene(&img)
+}
+
+/// Records and submits `k` command buffers of `n` draws, `reps` times, and
+/// prints the median recording and submit+wait times.
+fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
+    let g = gpu(opts)?;
+    // A tiny target keeps the rasterizer's share small: the bench measures
+    // the API path the layer sits on.
+    let t = Target::new(&g, RenderPath::RenderPass, 8, 8);
+    let pool = unsafe {
+        g.device
+            .create_command_pool(
+                &vk::CommandPoolCreateInfo::default().queue_family_index(g.queue_family).flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                None,
+            )
+            .unwrap()
+    };
+    let cbs = unsafe {
+        g.device.allocate_command_buffers(&vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(k)).unwrap()
+    };
+    let mut record_ns = Vec::new();
+    let mut submit_ns = Vec::new();
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        for &cb in &cbs {
+            unsafe {
+                g.device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).unwrap();
+                t.begin(&g, cb);
+                for _ in 0..n {
+                    t.draw_scene(&g, cb);
+                }
+                t.end(&g, cb);
+                g.device.end_command_buffer(cb).unwrap();
+            }
+        }
+        let t1 = Instant::now();
+        g.submit_wait(&cbs);
+        let t2 = Instant::now();
+        record_ns.push((t1 - t0).as_nanos() as u64);
+        submit_ns.push((t2 - t1).as_nanos() as u64);
+    }
+    unsafe { g.device.destroy_command_pool(pool, None) };
+    t.destroy(&g);
+    record_ns.sort();
+    submit_ns.sort();
+    println!("record_ns={}", record_ns[record_ns.len() / 2]);
+    println!("submit_ns={}", submit_ns[submit_ns.len() / 2]);
+    println!("hook_owner.vkCmdDraw={}", g.device_proc_owner(c"vkCmdDraw"));
+    let _ = CStr::from_bytes_with_nul(b"\0");
+    Ok(())
+}
