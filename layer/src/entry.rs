@@ -343,7 +343,8 @@ unsafe extern "system" fn create_instance(
                 ),
             );
             log.remove_messenger(vk::DebugUtilsMessengerEXT::null());
-            let data = InstanceData { handle, next_gipa, fns, api_version, settings, log };
+            let ext = crate::state::InstanceExtFns::load(next_gipa, handle);
+            let data = InstanceData { handle, next_gipa, fns, api_version, settings, log, ext };
             state::insert_instance(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
         },
@@ -394,12 +395,8 @@ unsafe extern "system" fn enumerate_physical_device_groups(
         "vkEnumeratePhysicalDeviceGroups",
         || {
             let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-            // Core and KHR names share a signature; take whichever the chain has.
-            let next = inst
-                .next_proc(c"vkEnumeratePhysicalDeviceGroups")
-                .or_else(|| inst.next_proc(c"vkEnumeratePhysicalDeviceGroupsKHR"));
-            let Some(next) = next else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-            let next: vk::PFN_vkEnumeratePhysicalDeviceGroups = std::mem::transmute(next);
+            // Core and KHR names share a signature; whichever the chain has.
+            let Some(next) = inst.ext.enumerate_physical_device_groups else { return vk::Result::ERROR_INITIALIZATION_FAILED };
             let r = next(instance, count, groups);
             if r.as_raw() >= 0 && !groups.is_null() {
                 for g in std::slice::from_raw_parts(groups, *count as usize) {
@@ -481,10 +478,9 @@ unsafe extern "system" fn create_debug_utils_messenger(
         "vkCreateDebugUtilsMessengerEXT",
         || {
             let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
-            let Some(next) = inst.next_proc(c"vkCreateDebugUtilsMessengerEXT") else {
+            let Some(next) = inst.ext.create_debug_utils_messenger else {
                 return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
             };
-            let next: vk::PFN_vkCreateDebugUtilsMessengerEXT = std::mem::transmute(next);
             let r = next(instance, p_create_info, p_allocator, p_messenger);
             if r == vk::Result::SUCCESS {
                 if let Some(m) = Messenger::from_create_info(&*p_create_info, *p_messenger) {
@@ -507,8 +503,7 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
         || {
             let Some(inst) = state::instance(dispatch_key(instance)) else { return };
             inst.log.remove_messenger(messenger);
-            if let Some(next) = inst.next_proc(c"vkDestroyDebugUtilsMessengerEXT") {
-                let next: vk::PFN_vkDestroyDebugUtilsMessengerEXT = std::mem::transmute(next);
+            if let Some(next) = inst.ext.destroy_debug_utils_messenger {
                 next(instance, messenger, p_allocator);
             }
         },

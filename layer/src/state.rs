@@ -25,13 +25,32 @@ pub struct InstanceData {
     pub api_version: u32,
     pub settings: Settings,
     pub log: Logger,
+    pub ext: InstanceExtFns,
 }
 
-impl InstanceData {
-    /// The next layer's pointer for an instance command.
-    pub fn next_proc(&self, name: &std::ffi::CStr) -> vk::PFN_vkVoidFunction {
-        // SAFETY: `handle` is a live instance created through `next_gipa`.
-        unsafe { (self.next_gipa)(self.handle, name.as_ptr()) }
+/// The next layer's extension commands, resolved inside `vkCreateInstance`:
+/// after creation the loader's terminator answers `vkGetInstanceProcAddr`
+/// with its own trampolines, which would call back into this layer.
+#[derive(Clone, Copy, Default)]
+pub struct InstanceExtFns {
+    pub create_debug_utils_messenger: Option<vk::PFN_vkCreateDebugUtilsMessengerEXT>,
+    pub destroy_debug_utils_messenger: Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
+    pub enumerate_physical_device_groups: Option<vk::PFN_vkEnumeratePhysicalDeviceGroups>,
+}
+
+impl InstanceExtFns {
+    /// # Safety
+    /// `instance` must have just been created through `gipa`.
+    pub unsafe fn load(gipa: vk::PFN_vkGetInstanceProcAddr, instance: vk::Instance) -> InstanceExtFns {
+        let get = |name: &std::ffi::CStr| gipa(instance, name.as_ptr());
+        // SAFETY: each pointer is cast to the type of the command it was asked for.
+        InstanceExtFns {
+            create_debug_utils_messenger: get(c"vkCreateDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
+            destroy_debug_utils_messenger: get(c"vkDestroyDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
+            enumerate_physical_device_groups: get(c"vkEnumeratePhysicalDeviceGroups")
+                .or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
+                .map(|f| std::mem::transmute(f)),
+        }
     }
 }
 

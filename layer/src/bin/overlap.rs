@@ -1,1 +1,258 @@
-fn main() {}
+//! `overlap`: run Vulkan programs with the freshly built layer, install it,
+//! and show what it would emulate.
+//!
+//! ```text
+//! overlap run [--arch NAME] [--set KEY=VALUE]... -- CMD [ARGS]
+//! overlap install | uninstall
+//! overlap info [--arch NAME] [--set KEY=VALUE]...
+//! ```
+
+use ash::vk;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use VkLayer_overlap::manifest::{self, Kind};
+use VkLayer_overlap::plan::{DriverFacts, Plan};
+use VkLayer_overlap::settings::{self, RawSettings, Settings, LAYER_NAME};
+
+const USAGE: &str = "usage:
+  overlap run [--arch NAME] [--set KEY=VALUE]... -- CMD [ARGS]...
+      run CMD with the layer beside this program active (nothing is installed)
+  overlap install      install the implicit layer manifest for this user (enable with OVERLAP=1)
+  overlap uninstall    remove it
+  overlap info [--arch NAME] [--set KEY=VALUE]...
+      list the Vulkan drivers and what Overlap would emulate on each";
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("overlap: {msg}\n{USAGE}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(cmd) = args.first().and_then(|a| a.to_str()) else { return usage_error("no command given") };
+    match cmd {
+        "run" => run(&args[1..]),
+        "install" if args.len() == 1 => install(),
+        "uninstall" if args.len() == 1 => uninstall(),
+        "info" => info(&args[1..]),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        "install" | "uninstall" => usage_error(&format!("'{cmd}' takes no arguments")),
+        _ => usage_error(&format!("unknown command '{cmd}'")),
+    }
+}
+
+/// `--arch NAME` and `--set KEY=VALUE` options, checked against the settings
+/// table, as (environment variable, value) pairs. Returns the rest.
+fn parse_settings(args: &[OsString]) -> Result<(Vec<(String, String)>, &[OsString]), String> {
+    let mut env = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].to_str().unwrap_or("");
+        let (key, value) = match a {
+            "--arch" => ("architecture".to_string(), args.get(i + 1).and_then(|v| v.to_str()).ok_or("--arch needs a NAME")?.to_string()),
+            "--set" => {
+                let kv = args.get(i + 1).and_then(|v| v.to_str()).ok_or("--set needs KEY=VALUE")?;
+                let (k, v) = kv.split_once('=').ok_or_else(|| format!("--set {kv}: expected KEY=VALUE"))?;
+                (k.to_string(), v.to_string())
+            }
+            _ => break,
+        };
+        let def = settings::find_def(&key).ok_or_else(|| {
+            let keys: Vec<&str> = settings::SETTINGS.iter().map(|d| d.key).collect();
+            format!("unknown setting '{key}' (known: {})", keys.join(", "))
+        })?;
+        if let settings::Kind::Enum(values) = def.kind {
+            if !values.contains(&value.to_ascii_lowercase().as_str()) {
+                return Err(format!("'{value}' is not a valid {key} (one of {})", values.join(", ")));
+            }
+        }
+        env.push((settings::env_name(&key), value));
+        i += 2;
+    }
+    Ok((env, &args[i..]))
+}
+
+/// The layer library built beside this program.
+fn library() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
+    let lib = exe.parent().unwrap_or(Path::new(".")).join(manifest::LIBRARY_FILE_NAME);
+    if lib.is_file() {
+        Ok(lib)
+    } else {
+        Err(format!("{} not found (build it with cargo build --release)", lib.display()))
+    }
+}
+
+fn prepend_path(var: &str, dir: &Path, sep: &str) -> OsString {
+    let mut v = OsString::from(dir.as_os_str());
+    if let Some(old) = std::env::var_os(var).filter(|o| !o.is_empty()) {
+        v.push(sep);
+        v.push(old);
+    }
+    v
+}
+
+fn run(args: &[OsString]) -> ExitCode {
+    let (env, rest) = match parse_settings(args) {
+        Ok(x) => x,
+        Err(e) => return usage_error(&e),
+    };
+    let Some(first) = rest.first() else { return usage_error("run: missing '-- CMD'") };
+    if first != "--" {
+        return usage_error(&format!("run: unexpected '{}' (options, then -- CMD)", first.to_string_lossy()));
+    }
+    let Some(program) = rest.get(1) else { return usage_error("run: no command after --") };
+    let lib = match library() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("overlap: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("overlap-run-{}", std::process::id()));
+    if let Err(e) = manifest::write(Kind::Explicit, &lib, &dir) {
+        eprintln!("overlap: cannot write the layer manifest in {}: {e}", dir.display());
+        return ExitCode::from(1);
+    }
+    let mut cmd = Command::new(program);
+    cmd.args(&rest[2..])
+        // The loader finds the manifest here and enables the layer.
+        .env("VK_ADD_LAYER_PATH", prepend_path("VK_ADD_LAYER_PATH", &dir, ":"))
+        .env("VK_LOADER_LAYERS_ENABLE", {
+            let mut v = OsString::from(LAYER_NAME);
+            if let Some(old) = std::env::var_os("VK_LOADER_LAYERS_ENABLE").filter(|o| !o.is_empty()) {
+                v.push(",");
+                v.push(old);
+            }
+            v
+        })
+        // An installed implicit copy must not load a second time.
+        .env("DISABLE_OVERLAP", "1");
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    let status = cmd.status();
+    let _ = std::fs::remove_dir_all(&dir);
+    match status {
+        Ok(s) => match s.code() {
+            Some(c) => ExitCode::from(c as u8),
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                ExitCode::from(128 + s.signal().unwrap_or(0) as u8)
+            }
+        },
+        Err(e) => {
+            eprintln!("overlap: cannot run {}: {e}", program.to_string_lossy());
+            ExitCode::from(127)
+        }
+    }
+}
+
+fn install() -> ExitCode {
+    let result = (|| -> Result<PathBuf, String> {
+        let lib = library()?.canonicalize().map_err(|e| e.to_string())?;
+        let dir = manifest::user_implicit_dir().ok_or("neither XDG_DATA_HOME nor HOME is set")?;
+        manifest::write(Kind::Implicit, &lib, &dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))
+    })();
+    match result {
+        Ok(path) => {
+            println!("installed {path}\nenable it with OVERLAP=1; DISABLE_OVERLAP=1 turns it off", path = path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("overlap: install: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn uninstall() -> ExitCode {
+    let Some(dir) = manifest::user_implicit_dir() else {
+        eprintln!("overlap: uninstall: neither XDG_DATA_HOME nor HOME is set");
+        return ExitCode::from(1);
+    };
+    let path = dir.join(manifest::MANIFEST_FILE_NAME);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {
+            println!("removed {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("not installed ({} does not exist)", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("overlap: uninstall: cannot remove {}: {e}", path.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn info(args: &[OsString]) -> ExitCode {
+    let (env, rest) = match parse_settings(args) {
+        Ok(x) => x,
+        Err(e) => return usage_error(&e),
+    };
+    if let Some(extra) = rest.first() {
+        return usage_error(&format!("info: unexpected '{}'", extra.to_string_lossy()));
+    }
+    // The options override the environment, as they would under `run`.
+    // SAFETY: single-threaded here, before the loader is loaded.
+    for (k, v) in &env {
+        std::env::set_var(k, v);
+    }
+    // Ask the drivers themselves, not an installed copy of the layer.
+    std::env::set_var("DISABLE_OVERLAP", "1");
+    let (settings, diagnostics) = RawSettings::gather(Vec::new()).resolve();
+    for d in diagnostics {
+        eprintln!("overlap: warning {}: {}", d.id, d.message);
+    }
+    match query_drivers(&settings) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("overlap: info: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn query_drivers(settings: &Settings) -> Result<(), String> {
+    let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load the Vulkan loader: {e}"))?;
+    let api = unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0);
+    let app = vk::ApplicationInfo::default().api_version(api).application_name(c"overlap info");
+    let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }
+        .map_err(|e| format!("vkCreateInstance failed: {e:?}"))?;
+    let pds = unsafe { instance.enumerate_physical_devices() }.unwrap_or_default();
+    println!("Overlap {} (layer {LAYER_NAME})", env!("CARGO_PKG_VERSION"));
+    println!(
+        "settings: architecture={} interlock_strategy={} fdm={} varyings={} force_enable={}",
+        settings.architecture, settings.interlock_strategy, settings.fdm, settings.varyings, settings.force_enable
+    );
+    println!("Vulkan drivers found: {}", pds.len());
+    for (i, pd) in pds.iter().enumerate() {
+        let facts = unsafe { DriverFacts::query(&instance, api, *pd) };
+        let plan = Plan::new(settings, &facts);
+        println!(
+            "[{i}] {} — driver {} ({}), Vulkan {}.{}.{}",
+            facts.device_name,
+            if facts.driver_name.is_empty() { "unknown" } else { &facts.driver_name },
+            facts.driver_id.map(|d| format!("{d:?}")).unwrap_or_else(|| "no driver id".into()),
+            vk::api_version_major(facts.api_version),
+            vk::api_version_minor(facts.api_version),
+            vk::api_version_patch(facts.api_version)
+        );
+        println!("    fragment shader interlock : {}", plan.interlock);
+        println!("    fragment density map      : {}", plan.fdm);
+        println!("    varying linking           : {}", plan.varyings);
+        println!(
+            "    device hooks              : {}",
+            if plan.hooks_active() { "active" } else { "none (every command goes straight to the driver)" }
+        );
+    }
+    unsafe { instance.destroy_instance(None) };
+    Ok(())
+}
