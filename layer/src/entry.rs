@@ -314,7 +314,9 @@ unsafe extern "system" fn create_instance(
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let next_create: vk::PFN_vkCreateInstance = std::mem::transmute(next_create);
-            let r = next_create(p_create_info, p_allocator, p_instance);
+            let stripped = crate::settings::strip_own_settings(info);
+            let down = stripped.as_ref().map(|s| &s.info as *const vk::InstanceCreateInfo).unwrap_or(p_create_info);
+            let r = next_create(down, p_allocator, p_instance);
             if r != vk::Result::SUCCESS {
                 return r;
             }
