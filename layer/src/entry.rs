@@ -355,17 +355,24 @@ unsafe extern "system" fn create_instance(
 }
 
 unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocator: *const vk::AllocationCallbacks) {
+    if instance == vk::Instance::null() {
+        return;
+    }
+    let key = dispatch_key(instance);
+    let destroy = move || {
+        if let Some(inst) = state::remove_instance(key) {
+            (inst.fns.fp_v1_0().destroy_instance)(instance, p_allocator);
+        }
+    };
     guard::entry(
         "vkDestroyInstance",
         || {
-            if instance == vk::Instance::null() {
-                return;
+            if let Some(inst) = state::instance(key) {
+                debug_panic(&inst.settings.debug_panic, "vkDestroyInstance");
             }
-            let Some(inst) = state::remove_instance(dispatch_key(instance)) else { return };
-            debug_panic(&inst.settings.debug_panic, "vkDestroyInstance");
-            (inst.fns.fp_v1_0().destroy_instance)(instance, p_allocator);
+            destroy()
         },
-        || {},
+        destroy,
     )
 }
 
@@ -456,17 +463,24 @@ unsafe extern "system" fn create_device(
 }
 
 unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
+    if device == vk::Device::null() {
+        return;
+    }
+    let key = dispatch_key(device);
+    let destroy = move || {
+        if let Some(dev) = state::remove_device(key) {
+            (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
+        }
+    };
     guard::entry(
         "vkDestroyDevice",
         || {
-            if device == vk::Device::null() {
-                return;
+            if let Some(dev) = state::device_by_key(key) {
+                debug_panic(&dev.debug_panic, "vkDestroyDevice");
             }
-            let Some(dev) = state::remove_device(dispatch_key(device)) else { return };
-            debug_panic(&dev.debug_panic, "vkDestroyDevice");
-            (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
+            destroy()
         },
-        || {},
+        destroy,
     )
 }
 
