@@ -444,7 +444,8 @@ unsafe extern "system" fn create_device(
             }
             let handle = *p_device;
             let fns = ash::Device::load_with(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())), handle);
-            inst.log.info("OVERLAP-Device-Plan", &format!("{} ({}): {plan}", facts.device_name, facts.driver_name));
+            let driver = if facts.driver_name.is_empty() { "driver name not reported" } else { &facts.driver_name };
+            inst.log.info("OVERLAP-Device-Plan", &format!("{} ({driver}): {plan}", facts.device_name));
             let data = DeviceData {
                 handle,
                 physical_device: pd,

@@ -1,0 +1,170 @@
+//! Real clients through the layer: vulkaninfo, vkcube (under Xvfb), OpenGL
+//! through zink, and the `overlap` CLI itself.
+
+use overlap_tests::harness::{self, overlap_cli, run, vk_command, Layers};
+use std::process::Command;
+
+/// `overlap run [OPTIONS] -- PROGRAM ARGS` in the clean test environment.
+fn overlap_run(options: &[&str], program: &[&str]) -> Command {
+    let mut cmd = vk_command(overlap_cli(), Layers::None);
+    cmd.arg("run").args(options).arg("--").args(program);
+    cmd
+}
+
+/// xvfb-run -a picks a display number racily: one X client test at a time.
+static X_SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Under a virtual X server.
+fn xvfb(cmd: Command) -> Command {
+    assert!(harness::have("xvfb-run"), "xvfb-run is missing: run ci/setup");
+    let mut x = Command::new("xvfb-run");
+    x.arg("-a").arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => x.env(k, v),
+            None => x.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        x.current_dir(dir);
+    }
+    x
+}
+
+/// vulkaninfo's text without the Overlap entry of the layer list.
+fn without_overlap_entry(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line.starts_with(harness::LAYER) {
+            skipping = true;
+        }
+        if skipping {
+            if line.trim().is_empty() {
+                skipping = false;
+            }
+            continue;
+        }
+        if line.starts_with("Layers: count = ") {
+            out.push("Layers: count = N".to_string());
+            continue;
+        }
+        out.push(line.to_string());
+    }
+    out.join("\n")
+}
+
+#[test]
+fn vulkaninfo_through_the_layer_matches_except_its_own_entry() {
+    assert!(harness::have("vulkaninfo"), "vulkaninfo is missing: run ci/setup");
+    let without = run(&mut vk_command("vulkaninfo", Layers::None));
+    assert_eq!(without.code, Some(0), "{}", without.stderr);
+    for options in [&[][..], &["--set", "force_enable=true"][..]] {
+        let with = run(&mut overlap_run(options, &["vulkaninfo"]));
+        assert_eq!(with.code, Some(0), "{}", with.stderr);
+        assert!(with.stdout.contains("VK_LAYER_OVERLAP_emulation (Overlap"), "the layer is not listed");
+        let (a, b) = (without_overlap_entry(&without.stdout), without_overlap_entry(&with.stdout));
+        if a != b {
+            let diff: Vec<_> = a.lines().zip(b.lines()).filter(|(x, y)| x != y).take(10).collect();
+            panic!("vulkaninfo differs with the layer ({options:?}): {diff:#?}");
+        }
+    }
+}
+
+#[test]
+fn vkcube_runs_60_frames_through_forced_hooks_with_validation() {
+    assert!(harness::have("vkcube"), "vkcube is missing: run ci/setup");
+    // vkcube --validate enables the validation layer itself, below Overlap.
+    let _x = X_SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    let o = run(&mut xvfb(overlap_run(&["--set", "force_enable=true", "--set", "log_level=info"], &["vkcube", "--validate", "--c", "60"])));
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("hooks: active (force_enable)"), "the layer did not hook vkcube's device:\n{}", o.stderr);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(!all.contains("ERROR :"), "validation errors:\n{all}");
+}
+
+fn zink_glxinfo(through_overlap: bool) -> harness::Outcome {
+    assert!(harness::have("glxinfo"), "glxinfo is missing: run ci/setup");
+    let mut cmd = if through_overlap {
+        overlap_run(&["--set", "force_enable=true", "--set", "log_level=info"], &["glxinfo", "-B"])
+    } else {
+        vk_command("glxinfo", Layers::None)
+    };
+    cmd.env("LIBGL_ALWAYS_SOFTWARE", "1").env("GALLIUM_DRIVER", "zink").env("VK_INSTANCE_LAYERS", harness::VALIDATION);
+    if !through_overlap {
+        cmd.arg("-B");
+    }
+    let _x = X_SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    run(&mut xvfb(cmd))
+}
+
+/// VUIDs the validation layer printed (zink on lavapipe has a few of its own).
+fn vuids(o: &harness::Outcome) -> Vec<String> {
+    let mut v: Vec<String> = format!("{}{}", o.stdout, o.stderr)
+        .split_whitespace()
+        .filter(|w| w.starts_with("VUID-") || w.starts_with("UNASSIGNED-"))
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_').to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn opengl_through_zink_works_through_the_layer() {
+    let without = zink_glxinfo(false);
+    let with = zink_glxinfo(true);
+    for o in [&without, &with] {
+        assert_eq!(o.code, Some(0), "{}", o.stderr);
+        assert!(o.stdout.contains("OpenGL renderer string: zink"), "zink did not load:\n{}", o.stdout);
+    }
+    assert!(with.stderr.contains("hooks: active (force_enable)"), "{}", with.stderr);
+    // The layer adds no validation message of its own.
+    assert_eq!(vuids(&with), vuids(&without));
+}
+
+#[test]
+fn run_returns_the_programs_exit_status_and_passes_settings() {
+    let o = run(&mut overlap_run(&[], &["sh", "-c", "exit 7"]));
+    assert_eq!(o.code, Some(7));
+    let o = run(&mut overlap_run(&["--arch", "gfx11", "--set", "fdm=baseline"], &["sh", "-c", "echo $VK_OVERLAP_EMULATION_ARCHITECTURE $VK_OVERLAP_EMULATION_FDM"]));
+    assert_eq!(o.stdout.trim(), "gfx11 baseline");
+    // The layer is active in the child without being installed.
+    let o = run(&mut overlap_run(&["--set", "force_enable=true"], &[harness::testapp().to_str().unwrap(), "probe"]));
+    o.assert_ok();
+    assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_overlap.so"));
+}
+
+#[test]
+fn bad_arguments_get_usage_and_exit_code_2() {
+    let cases: &[&[&str]] = &[
+        &[],
+        &["frobnicate"],
+        &["run"],
+        &["run", "true"],
+        &["run", "--"],
+        &["run", "--set", "nope=1", "--", "true"],
+        &["run", "--set", "fdm", "--", "true"],
+        &["run", "--arch", "gfx12", "--", "true"],
+        &["install", "extra"],
+        &["info", "--bogus"],
+    ];
+    for args in cases {
+        let o = run(vk_command(overlap_cli(), Layers::None).args(*args));
+        assert_eq!(o.code, Some(2), "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains("usage:"), "{args:?}: {}", o.stderr);
+    }
+}
+
+#[test]
+fn info_lists_lavapipe_and_the_plan() {
+    let o = run(vk_command(overlap_cli(), Layers::None).arg("info"));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.contains("Vulkan drivers found: 1"), "{}", o.stdout);
+    assert!(o.stdout.contains("llvmpipe"), "{}", o.stdout);
+    assert!(o.stdout.contains("MESA_LLVMPIPE"), "{}", o.stdout);
+    assert!(o.stdout.contains("fragment shader interlock"), "{}", o.stdout);
+    assert!(o.stdout.contains("device hooks              : none"), "{}", o.stdout);
+    let o = run(vk_command(overlap_cli(), Layers::None).args(["info", "--set", "force_enable=1"]));
+    assert!(o.stdout.contains("device hooks              : active"), "{}", o.stdout);
+}

@@ -1,0 +1,52 @@
+//! Panics never reach the application: the `debug_panic` setting makes one
+//! hook panic, and the application must carry on (pass-through) or get an
+//! error code, never a crash.
+
+use overlap_tests::harness::{app, run, Layers};
+
+fn with_panic(command: &str, args: &[&str]) -> overlap_tests::harness::Outcome {
+    run(app(Layers::OverlapOverValidation, args)
+        .env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "1")
+        .env("VK_OVERLAP_EMULATION_DEBUG_PANIC", command))
+}
+
+#[test]
+fn panicking_command_hooks_fall_back_to_pass_through() {
+    let reference = run(&mut app(Layers::None, &["render", "renderpass", "64", "64"]));
+    reference.assert_ok();
+    for command in ["vkCmdDraw", "vkCreateShaderModule", "vkCreateGraphicsPipelines", "vkCmdBeginRenderPass", "vkQueueSubmit"] {
+        let o = with_panic(command, &["render", "renderpass", "64", "64"]);
+        // The frame is still right: the hook's panic became a pass-through.
+        o.assert_ok();
+        assert_eq!(o.value("checksum"), reference.value("checksum"), "{command}");
+        assert!(o.stderr.contains("OVERLAP-Internal-Panic"), "{command}: {}", o.stderr);
+        assert!(o.stderr.contains(command), "{command}: {}", o.stderr);
+    }
+}
+
+#[test]
+fn panicking_dynamic_rendering_hook_falls_back() {
+    let o = with_panic("vkCmdBeginRendering", &["render", "dynamic", "64", "64"]);
+    o.assert_ok();
+    assert!(o.stderr.contains("OVERLAP-Internal-Panic"), "{}", o.stderr);
+}
+
+#[test]
+fn panicking_create_hooks_return_an_error_code() {
+    for command in ["vkCreateInstance", "vkCreateDevice"] {
+        let o = with_panic(command, &["probe"]);
+        // The testapp exits 4 after a Vulkan error: it was not killed by a signal.
+        assert_eq!(o.code, Some(4), "{command}:\n{}\n{}", o.stdout, o.stderr);
+        assert!(o.value("VK_ERROR").unwrap().contains("ERROR_INITIALIZATION_FAILED"), "{}", o.stdout);
+        assert!(o.stderr.contains("OVERLAP-Internal-Panic"), "{}", o.stderr);
+    }
+}
+
+#[test]
+fn panicking_destroy_hooks_do_not_crash() {
+    for command in ["vkDestroyDevice", "vkDestroyInstance"] {
+        let o = with_panic(command, &["cycle", "2"]);
+        assert_eq!(o.code, Some(0), "{command}:\n{}", o.stderr);
+        assert!(o.stderr.contains("OVERLAP-Internal-Panic"), "{}", o.stderr);
+    }
+}
