@@ -87,9 +87,25 @@ pub fn insert_instance(key: usize, data: Arc<InstanceData>) {
     INSTANCES.write().insert(key, data);
 }
 
+/// Frees an empty map's table. The loader unloads the layer when the last
+/// instance is destroyed; a table left allocated in a static would leak on
+/// every load/unload cycle.
+fn release_if_empty<K, V>(map: &mut HashMap<K, V>) {
+    if map.is_empty() {
+        *map = HashMap::new();
+    }
+}
+
 pub fn remove_instance(key: usize) -> Option<Arc<InstanceData>> {
-    let data = INSTANCES.write().remove(&key)?;
-    PHYSICAL_DEVICES.write().retain(|_, inst| !Arc::ptr_eq(inst, &data));
+    let data = {
+        let mut map = INSTANCES.write();
+        let data = map.remove(&key);
+        release_if_empty(&mut map);
+        data?
+    };
+    let mut pds = PHYSICAL_DEVICES.write();
+    pds.retain(|_, inst| !Arc::ptr_eq(inst, &data));
+    release_if_empty(&mut pds);
     Some(data)
 }
 
@@ -115,6 +131,7 @@ pub fn insert_device(key: usize, data: Arc<DeviceData>) {
 pub fn remove_device(key: usize) -> Option<Arc<DeviceData>> {
     let mut map = DEVICES.write();
     let data = map.remove(&key);
+    release_if_empty(&mut map);
     DEVICE_GENERATION.fetch_add(1, Ordering::AcqRel);
     data
 }

@@ -8,7 +8,6 @@
 
 use ash::vk;
 use overlap_tests::render::{self, Gpu, GpuOptions, RenderPath, SettingValue, Target};
-use std::ffi::CStr;
 use std::time::Instant;
 
 fn usage() -> ! {
@@ -214,6 +213,7 @@ fn record(opts: &GpuOptions, threads: u32, draws: u32) -> Result<(), String> {
     }
     t.destroy(&g);
     println!("recorded={threads}x{draws}");
+    println!("hook_owner.vkCmdDraw={}", g.device_proc_owner(c"vkCmdDraw"));
     check_scene(&img)
 }
 
@@ -263,6 +263,5 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
     println!("record_ns={}", record_ns[record_ns.len() / 2]);
     println!("submit_ns={}", submit_ns[submit_ns.len() / 2]);
     println!("hook_owner.vkCmdDraw={}", g.device_proc_owner(c"vkCmdDraw"));
-    let _ = CStr::from_bytes_with_nul(b"\0");
     Ok(())
 }
