@@ -14,7 +14,8 @@ use ash::vk;
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
-pub const LAYER_DESCRIPTION: &str = "Overlap: interlock, fragment density map and varying-linking emulation";
+pub const LAYER_DESCRIPTION: &str =
+    "Overlap: interlock, fragment density map and varying-linking emulation";
 pub const IMPLEMENTATION_VERSION: u32 = 1;
 
 /// Casts a hook to the type `vkGet*ProcAddr` returns.
@@ -22,7 +23,9 @@ macro_rules! pfn {
     ($f:expr) => {
         // SAFETY: the loader casts the pointer back to the command's own type,
         // which `$f` has (checked by a `const _: PFN_… = …` next to each hook).
-        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
+        Some(unsafe {
+            std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ())
+        })
     };
 }
 pub(crate) use pfn;
@@ -30,7 +33,9 @@ pub(crate) use pfn;
 /// # Safety
 /// Called by the loader with a valid `VkNegotiateLayerInterface`.
 #[no_mangle]
-pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(p: *mut NegotiateLayerInterface) -> vk::Result {
+pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
+    p: *mut NegotiateLayerInterface,
+) -> vk::Result {
     guard::entry(
         "vkNegotiateLoaderLayerInterfaceVersion",
         || {
@@ -61,15 +66,23 @@ fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
             pfn!(vkEnumerateInstanceLayerProperties as vk::PFN_vkEnumerateInstanceLayerProperties)
         }
         b"vkEnumerateInstanceExtensionProperties" => {
-            pfn!(vkEnumerateInstanceExtensionProperties as vk::PFN_vkEnumerateInstanceExtensionProperties)
+            pfn!(
+                vkEnumerateInstanceExtensionProperties
+                    as vk::PFN_vkEnumerateInstanceExtensionProperties
+            )
         }
         b"vkEnumerateDeviceLayerProperties" => {
             pfn!(vkEnumerateDeviceLayerProperties as vk::PFN_vkEnumerateDeviceLayerProperties)
         }
         b"vkEnumerateDeviceExtensionProperties" => {
-            pfn!(vkEnumerateDeviceExtensionProperties as vk::PFN_vkEnumerateDeviceExtensionProperties)
+            pfn!(
+                vkEnumerateDeviceExtensionProperties
+                    as vk::PFN_vkEnumerateDeviceExtensionProperties
+            )
         }
-        b"vkEnumeratePhysicalDevices" => pfn!(enumerate_physical_devices as vk::PFN_vkEnumeratePhysicalDevices),
+        b"vkEnumeratePhysicalDevices" => {
+            pfn!(enumerate_physical_devices as vk::PFN_vkEnumeratePhysicalDevices)
+        }
         b"vkEnumeratePhysicalDeviceGroups" | b"vkEnumeratePhysicalDeviceGroupsKHR" => {
             pfn!(enumerate_physical_device_groups as vk::PFN_vkEnumeratePhysicalDeviceGroups)
         }
@@ -95,7 +108,10 @@ const GLOBAL_COMMANDS: &[&[u8]] = &[
 /// # Safety
 /// Called by the loader or the layer above, per the Vulkan spec.
 #[no_mangle]
-pub unsafe extern "system" fn vkGetInstanceProcAddr(instance: vk::Instance, p_name: *const c_char) -> vk::PFN_vkVoidFunction {
+pub unsafe extern "system" fn vkGetInstanceProcAddr(
+    instance: vk::Instance,
+    p_name: *const c_char,
+) -> vk::PFN_vkVoidFunction {
     guard::entry(
         "vkGetInstanceProcAddr",
         || {
@@ -113,7 +129,9 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(instance: vk::Instance, p_na
             let next = (inst.next_gipa)(instance, p_name);
             // Never offer a command the chain below does not have.
             next?;
-            instance_hook(name).or_else(|| hooks::device_hook(name)).or(next)
+            instance_hook(name)
+                .or_else(|| hooks::device_hook(name))
+                .or(next)
         },
         || None,
     )
@@ -122,7 +140,10 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(instance: vk::Instance, p_na
 /// # Safety
 /// Called by the loader or the layer above, per the Vulkan spec.
 #[no_mangle]
-pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, p_name: *const c_char) -> vk::PFN_vkVoidFunction {
+pub unsafe extern "system" fn vkGetDeviceProcAddr(
+    device: vk::Device,
+    p_name: *const c_char,
+) -> vk::PFN_vkVoidFunction {
     guard::entry(
         "vkGetDeviceProcAddr",
         || {
@@ -131,7 +152,9 @@ pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, p_name: *c
             }
             let name = CStr::from_ptr(p_name).to_bytes();
             match name {
-                b"vkGetDeviceProcAddr" => return pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
+                b"vkGetDeviceProcAddr" => {
+                    return pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr)
+                }
                 b"vkDestroyDevice" => return pfn!(destroy_device as vk::PFN_vkDestroyDevice),
                 _ => {}
             }
@@ -194,8 +217,15 @@ unsafe fn is_this_layer(p_layer_name: *const c_char) -> bool {
 /// # Safety
 /// Per the Vulkan spec.
 #[no_mangle]
-pub unsafe extern "system" fn vkEnumerateInstanceLayerProperties(count: *mut u32, props: *mut vk::LayerProperties) -> vk::Result {
-    guard::entry("vkEnumerateInstanceLayerProperties", || fill(&[layer_properties()], count, props), || vk::Result::ERROR_UNKNOWN)
+pub unsafe extern "system" fn vkEnumerateInstanceLayerProperties(
+    count: *mut u32,
+    props: *mut vk::LayerProperties,
+) -> vk::Result {
+    guard::entry(
+        "vkEnumerateInstanceLayerProperties",
+        || fill(&[layer_properties()], count, props),
+        || vk::Result::ERROR_UNKNOWN,
+    )
 }
 
 /// # Safety
@@ -228,7 +258,11 @@ pub unsafe extern "system" fn vkEnumerateDeviceLayerProperties(
     count: *mut u32,
     props: *mut vk::LayerProperties,
 ) -> vk::Result {
-    guard::entry("vkEnumerateDeviceLayerProperties", || fill(&[layer_properties()], count, props), || vk::Result::ERROR_UNKNOWN)
+    guard::entry(
+        "vkEnumerateDeviceLayerProperties",
+        || fill(&[layer_properties()], count, props),
+        || vk::Result::ERROR_UNKNOWN,
+    )
 }
 
 /// The layer's own device extensions (with `pLayerName` naming it), or the
@@ -254,7 +288,9 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
             if is_this_layer(p_layer_name) {
                 return fill(&added, count, props);
             }
-            let Some(inst) = inst else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let Some(inst) = inst else {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
             let next = inst.fns.fp_v1_0().enumerate_device_extension_properties;
             if added.is_empty() || !p_layer_name.is_null() {
                 return next(pd, p_layer_name, count, props);
@@ -271,7 +307,10 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
             }
             all.truncate(n as usize);
             for e in added {
-                if !all.iter().any(|a| a.extension_name_as_c_str() == e.extension_name_as_c_str()) {
+                if !all
+                    .iter()
+                    .any(|a| a.extension_name_as_c_str() == e.extension_name_as_c_str())
+                {
                     all.push(e);
                 }
             }
@@ -282,13 +321,19 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
 }
 
 /// The emulated extensions for `pd` (decided from the driver's own list).
-unsafe fn added_extensions(inst: &InstanceData, pd: vk::PhysicalDevice) -> Vec<vk::ExtensionProperties> {
+unsafe fn added_extensions(
+    inst: &InstanceData,
+    pd: vk::PhysicalDevice,
+) -> Vec<vk::ExtensionProperties> {
     let facts = DriverFacts::query(&inst.fns, inst.api_version, pd);
     Plan::new(&inst.settings, &facts)
         .added_extensions()
         .into_iter()
         .map(|(name, spec_version)| {
-            let mut e = vk::ExtensionProperties { spec_version, ..Default::default() };
+            let mut e = vk::ExtensionProperties {
+                spec_version,
+                ..Default::default()
+            };
             copy_str(&mut e.extension_name, name.to_str().unwrap_or(""));
             e
         })
@@ -304,25 +349,39 @@ unsafe extern "system" fn create_instance(
         "vkCreateInstance",
         || {
             let Some(next_gipa) = ffi::take_instance_link(p_create_info) else {
-                crate::log::global().error("OVERLAP-Loader-Link", "no loader link info in vkCreateInstance");
+                crate::log::global().error(
+                    "OVERLAP-Loader-Link",
+                    "no loader link info in vkCreateInstance",
+                );
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let info = &*p_create_info;
             let (settings, diagnostics) = Settings::for_instance(info);
             debug_panic(&settings.debug_panic, "vkCreateInstance");
-            let Some(next_create) = next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) else {
+            let Some(next_create) = next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr())
+            else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let next_create: vk::PFN_vkCreateInstance = std::mem::transmute(next_create);
             let stripped = crate::settings::strip_own_settings(info);
-            let down = stripped.as_ref().map(|s| &s.info as *const vk::InstanceCreateInfo).unwrap_or(p_create_info);
+            let down = stripped
+                .as_ref()
+                .map(|s| &s.info as *const vk::InstanceCreateInfo)
+                .unwrap_or(p_create_info);
             let r = next_create(down, p_allocator, p_instance);
             if r != vk::Result::SUCCESS {
                 return r;
             }
             let handle = *p_instance;
-            let fns = ash::Instance::load(&ash::StaticFn { get_instance_proc_addr: next_gipa }, handle);
-            let api_version = if info.p_application_info.is_null() || (*info.p_application_info).api_version == 0 {
+            let fns = ash::Instance::load(
+                &ash::StaticFn {
+                    get_instance_proc_addr: next_gipa,
+                },
+                handle,
+            );
+            let api_version = if info.p_application_info.is_null()
+                || (*info.p_application_info).api_version == 0
+            {
                 vk::API_VERSION_1_0
             } else {
                 (*info.p_application_info).api_version
@@ -346,7 +405,15 @@ unsafe extern "system" fn create_instance(
             );
             log.remove_messenger(vk::DebugUtilsMessengerEXT::null());
             let ext = crate::state::InstanceExtFns::load(next_gipa, handle);
-            let data = InstanceData { handle, next_gipa, fns, api_version, settings, log, ext };
+            let data = InstanceData {
+                handle,
+                next_gipa,
+                fns,
+                api_version,
+                settings,
+                log,
+                ext,
+            };
             state::insert_instance(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
         },
@@ -354,7 +421,10 @@ unsafe extern "system" fn create_instance(
     )
 }
 
-unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocator: *const vk::AllocationCallbacks) {
+unsafe extern "system" fn destroy_instance(
+    instance: vk::Instance,
+    p_allocator: *const vk::AllocationCallbacks,
+) {
     if instance == vk::Instance::null() {
         return;
     }
@@ -384,10 +454,15 @@ unsafe extern "system" fn enumerate_physical_devices(
     guard::entry(
         "vkEnumeratePhysicalDevices",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let Some(inst) = state::instance(dispatch_key(instance)) else {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
             let r = (inst.fns.fp_v1_0().enumerate_physical_devices)(instance, count, pds);
             if r.as_raw() >= 0 && !pds.is_null() {
-                state::insert_physical_devices(&inst, std::slice::from_raw_parts(pds, *count as usize));
+                state::insert_physical_devices(
+                    &inst,
+                    std::slice::from_raw_parts(pds, *count as usize),
+                );
             }
             r
         },
@@ -403,13 +478,20 @@ unsafe extern "system" fn enumerate_physical_device_groups(
     guard::entry(
         "vkEnumeratePhysicalDeviceGroups",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let Some(inst) = state::instance(dispatch_key(instance)) else {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
             // Core and KHR names share a signature; whichever the chain has.
-            let Some(next) = inst.ext.enumerate_physical_device_groups else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let Some(next) = inst.ext.enumerate_physical_device_groups else {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
             let r = next(instance, count, groups);
             if r.as_raw() >= 0 && !groups.is_null() {
                 for g in std::slice::from_raw_parts(groups, *count as usize) {
-                    state::insert_physical_devices(&inst, &g.physical_devices[..g.physical_device_count as usize]);
+                    state::insert_physical_devices(
+                        &inst,
+                        &g.physical_devices[..g.physical_device_count as usize],
+                    );
                 }
             }
             r
@@ -428,11 +510,17 @@ unsafe extern "system" fn create_device(
         "vkCreateDevice",
         || {
             let Some(inst) = state::physical_device_instance(pd) else {
-                crate::log::global().error("OVERLAP-Unknown-Handle", "vkCreateDevice on a physical device the layer has not seen");
+                crate::log::global().error(
+                    "OVERLAP-Unknown-Handle",
+                    "vkCreateDevice on a physical device the layer has not seen",
+                );
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let Some((_, next_gdpa)) = ffi::take_device_link(p_create_info) else {
-                inst.log.error("OVERLAP-Loader-Link", "no loader link info in vkCreateDevice");
+                inst.log.error(
+                    "OVERLAP-Loader-Link",
+                    "no loader link info in vkCreateDevice",
+                );
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
@@ -443,9 +531,19 @@ unsafe extern "system" fn create_device(
                 return r;
             }
             let handle = *p_device;
-            let fns = ash::Device::load_with(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())), handle);
-            let driver = if facts.driver_name.is_empty() { "driver name not reported" } else { &facts.driver_name };
-            inst.log.info("OVERLAP-Device-Plan", &format!("{} ({driver}): {plan}", facts.device_name));
+            let fns = ash::Device::load_with(
+                |name| std::mem::transmute(next_gdpa(handle, name.as_ptr())),
+                handle,
+            );
+            let driver = if facts.driver_name.is_empty() {
+                "driver name not reported"
+            } else {
+                &facts.driver_name
+            };
+            inst.log.info(
+                "OVERLAP-Device-Plan",
+                &format!("{} ({driver}): {plan}", facts.device_name),
+            );
             let data = DeviceData {
                 handle,
                 physical_device: pd,
@@ -463,7 +561,10 @@ unsafe extern "system" fn create_device(
     )
 }
 
-unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
+unsafe extern "system" fn destroy_device(
+    device: vk::Device,
+    p_allocator: *const vk::AllocationCallbacks,
+) {
     if device == vk::Device::null() {
         return;
     }
@@ -494,7 +595,9 @@ unsafe extern "system" fn create_debug_utils_messenger(
     guard::entry(
         "vkCreateDebugUtilsMessengerEXT",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else { return vk::Result::ERROR_INITIALIZATION_FAILED };
+            let Some(inst) = state::instance(dispatch_key(instance)) else {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            };
             let Some(next) = inst.ext.create_debug_utils_messenger else {
                 return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
             };
@@ -518,7 +621,9 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
     guard::entry(
         "vkDestroyDebugUtilsMessengerEXT",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else { return };
+            let Some(inst) = state::instance(dispatch_key(instance)) else {
+                return;
+            };
             inst.log.remove_messenger(messenger);
             if let Some(next) = inst.ext.destroy_debug_utils_messenger {
                 next(instance, messenger, p_allocator);

@@ -37,7 +37,10 @@ unsafe impl Sync for Messenger {}
 impl Messenger {
     /// # Safety
     /// `info.pfnUserCallback` must be valid (VUID-VkDebugUtilsMessengerCreateInfoEXT-pfnUserCallback-parameter).
-    pub unsafe fn from_create_info(info: &vk::DebugUtilsMessengerCreateInfoEXT, handle: vk::DebugUtilsMessengerEXT) -> Option<Messenger> {
+    pub unsafe fn from_create_info(
+        info: &vk::DebugUtilsMessengerCreateInfoEXT,
+        handle: vk::DebugUtilsMessengerEXT,
+    ) -> Option<Messenger> {
         Some(Messenger {
             handle,
             severity: info.message_severity,
@@ -58,7 +61,10 @@ pub unsafe fn chained_messengers(mut p_next: *const c_void) -> Vec<Messenger> {
         let base = &*(p_next as *const vk::BaseInStructure);
         if base.s_type == vk::StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT {
             let info = &*(p_next as *const vk::DebugUtilsMessengerCreateInfoEXT);
-            out.extend(Messenger::from_create_info(info, vk::DebugUtilsMessengerEXT::null()));
+            out.extend(Messenger::from_create_info(
+                info,
+                vk::DebugUtilsMessengerEXT::null(),
+            ));
         }
         p_next = base.p_next as *const c_void;
     }
@@ -83,12 +89,18 @@ fn severity_bit(level: LogLevel) -> vk::DebugUtilsMessageSeverityFlagsEXT {
 
 /// A stable 32-bit number for a message id (FNV-1a), for `messageIdNumber`.
 pub fn id_number(id: &str) -> i32 {
-    id.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193)) as i32
+    id.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    }) as i32
 }
 
 impl Logger {
     pub fn new(level: LogLevel, messengers: Vec<Messenger>) -> Logger {
-        Logger { level, messengers: Mutex::new(messengers), said: Mutex::new(HashSet::new()) }
+        Logger {
+            level,
+            messengers: Mutex::new(messengers),
+            said: Mutex::new(HashSet::new()),
+        }
     }
 
     pub fn level(&self) -> LogLevel {
@@ -96,7 +108,12 @@ impl Logger {
     }
 
     pub fn enabled(&self, level: LogLevel) -> bool {
-        level <= self.level || self.messengers.lock().iter().any(|m| m.severity.contains(severity_bit(level)))
+        level <= self.level
+            || self
+                .messengers
+                .lock()
+                .iter()
+                .any(|m| m.severity.contains(severity_bit(level)))
     }
 
     pub fn add_messenger(&self, m: Messenger) {
@@ -113,15 +130,26 @@ impl Logger {
             return;
         }
         if level <= self.level {
-            eprintln!("[overlap] {:5} {id}: {message}", level.name().to_uppercase());
+            eprintln!(
+                "[overlap] {:5} {id}: {message}",
+                level.name().to_uppercase()
+            );
         }
         let bit = severity_bit(level);
-        let targets: Vec<Messenger> =
-            self.messengers.lock().iter().filter(|m| m.severity.contains(bit)).copied().collect();
+        let targets: Vec<Messenger> = self
+            .messengers
+            .lock()
+            .iter()
+            .filter(|m| m.severity.contains(bit))
+            .copied()
+            .collect();
         if targets.is_empty() {
             return;
         }
-        let (Ok(c_id), Ok(c_msg)) = (CString::new(id), CString::new(message.replace('\0', " "))) else { return };
+        let (Ok(c_id), Ok(c_msg)) = (CString::new(id), CString::new(message.replace('\0', " ")))
+        else {
+            return;
+        };
         let data = vk::DebugUtilsMessengerCallbackDataEXT {
             p_message_id_name: c_id.as_ptr(),
             message_id_number: id_number(id),
@@ -166,5 +194,10 @@ impl Logger {
 /// stderr only).
 pub fn global() -> &'static Logger {
     static GLOBAL: std::sync::OnceLock<Logger> = std::sync::OnceLock::new();
-    GLOBAL.get_or_init(|| Logger::new(crate::settings::Settings::from_environment().0.log_level, Vec::new()))
+    GLOBAL.get_or_init(|| {
+        Logger::new(
+            crate::settings::Settings::from_environment().0.log_level,
+            Vec::new(),
+        )
+    })
 }

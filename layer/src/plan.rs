@@ -31,27 +31,44 @@ impl DriverFacts {
     ///
     /// # Safety
     /// `pd` must belong to `instance`.
-    pub unsafe fn query(instance: &ash::Instance, instance_api: u32, pd: vk::PhysicalDevice) -> DriverFacts {
+    pub unsafe fn query(
+        instance: &ash::Instance,
+        instance_api: u32,
+        pd: vk::PhysicalDevice,
+    ) -> DriverFacts {
         let props = instance.get_physical_device_properties(pd);
         let extensions: Vec<String> = instance
             .enumerate_device_extension_properties(pd)
             .unwrap_or_default()
             .iter()
-            .map(|e| e.extension_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned())
+            .map(|e| {
+                e.extension_name_as_c_str()
+                    .unwrap_or(c"")
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         let has = |n: &str| extensions.iter().any(|e| e == n);
         let mut driver_id = None;
         let mut driver_name = String::new();
         let effective = instance_api.min(props.api_version);
-        if vk::api_version_minor(effective) >= 2 || (vk::api_version_minor(effective) >= 1 && has("VK_KHR_driver_properties")) {
+        if vk::api_version_minor(effective) >= 2
+            || (vk::api_version_minor(effective) >= 1 && has("VK_KHR_driver_properties"))
+        {
             let mut driver = vk::PhysicalDeviceDriverProperties::default();
             let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
             instance.get_physical_device_properties2(pd, &mut p2);
             driver_id = Some(driver.driver_id);
-            driver_name = driver.driver_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned();
+            driver_name = driver
+                .driver_name_as_c_str()
+                .unwrap_or(c"")
+                .to_string_lossy()
+                .into_owned();
         }
         DriverFacts {
-            device_name: CStr::from_ptr(props.device_name.as_ptr()).to_string_lossy().into_owned(),
+            device_name: CStr::from_ptr(props.device_name.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
             vendor_id: props.vendor_id,
             api_version: props.api_version,
             driver_id,
@@ -119,12 +136,23 @@ impl Plan {
         } else {
             Capability::Off(NOT_YET)
         };
-        let varyings = if settings.varyings == "off" { Capability::Off("varyings=off") } else { Capability::Off(NOT_YET) };
-        Plan { interlock, fdm, varyings, force_hooks: settings.force_enable }
+        let varyings = if settings.varyings == "off" {
+            Capability::Off("varyings=off")
+        } else {
+            Capability::Off(NOT_YET)
+        };
+        Plan {
+            interlock,
+            fdm,
+            varyings,
+            force_hooks: settings.force_enable,
+        }
     }
 
     pub fn emulates_anything(&self) -> bool {
-        [&self.interlock, &self.fdm, &self.varyings].iter().any(|c| matches!(c, Capability::Emulated(_)))
+        [&self.interlock, &self.fdm, &self.varyings]
+            .iter()
+            .any(|c| matches!(c, Capability::Emulated(_)))
     }
 
     /// Whether the device gets the layer's device hooks.
@@ -174,7 +202,10 @@ mod tests {
 
     #[test]
     fn native_extensions_pass_through() {
-        let p = Plan::new(&Settings::defaults(), &facts(&["VK_EXT_fragment_shader_interlock"]));
+        let p = Plan::new(
+            &Settings::defaults(),
+            &facts(&["VK_EXT_fragment_shader_interlock"]),
+        );
         assert_eq!(p.interlock, Capability::Native);
         assert!(!p.hooks_active());
     }

@@ -47,7 +47,9 @@ pub struct SettingDef {
 }
 
 pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug"];
-pub const ARCHITECTURES: &[&str] = &["native", "gfx9", "gfx10", "gfx10_3", "gfx11", "a6xx", "a7xx"];
+pub const ARCHITECTURES: &[&str] = &[
+    "native", "gfx9", "gfx10", "gfx10_3", "gfx11", "a6xx", "a7xx",
+];
 pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spinlock"];
 pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
 pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
@@ -185,7 +187,10 @@ impl RawSettings {
         if find_def(key).is_none() {
             self.diagnostics.push(Diagnostic {
                 id: "OVERLAP-Setting-Unknown",
-                message: format!("unknown setting '{key}' (from {}) is ignored", source.describe()),
+                message: format!(
+                    "unknown setting '{key}' (from {}) is ignored",
+                    source.describe()
+                ),
             });
             return;
         }
@@ -206,7 +211,11 @@ pub fn env_name(key: &str) -> String {
 pub fn settings_file() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("VK_LAYER_SETTINGS_PATH") {
         let p = PathBuf::from(p);
-        let file = if p.is_dir() { p.join("vk_layer_settings.txt") } else { p };
+        let file = if p.is_dir() {
+            p.join("vk_layer_settings.txt")
+        } else {
+            p
+        };
         return file.is_file().then_some(file);
     }
     let data_home = std::env::var_os("XDG_DATA_HOME")
@@ -247,12 +256,13 @@ pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(
         let base = &*(p_next as *const vk::BaseInStructure);
         if base.s_type == vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT {
             let info = &*(p_next as *const vk::LayerSettingsCreateInfoEXT);
-            let settings: &[vk::LayerSettingEXT] = if info.setting_count == 0 || info.p_settings.is_null() {
-                &[]
-            } else {
-                // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter.
-                std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
-            };
+            let settings: &[vk::LayerSettingEXT] =
+                if info.setting_count == 0 || info.p_settings.is_null() {
+                    &[]
+                } else {
+                    // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter.
+                    std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
+                };
             for s in settings {
                 if s.p_layer_name.is_null() || s.p_setting_name.is_null() {
                     continue;
@@ -260,7 +270,9 @@ pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(
                 if CStr::from_ptr(s.p_layer_name).to_bytes() != LAYER_NAME.as_bytes() {
                     continue;
                 }
-                let key = CStr::from_ptr(s.p_setting_name).to_string_lossy().into_owned();
+                let key = CStr::from_ptr(s.p_setting_name)
+                    .to_string_lossy()
+                    .into_owned();
                 if let Some(v) = setting_value_string(s) {
                     out.push((key, v));
                 }
@@ -286,13 +298,23 @@ pub struct StrippedInstanceInfo {
 fn known_struct_size(s_type: vk::StructureType) -> Option<usize> {
     use std::mem::size_of;
     Some(match s_type {
-        vk::StructureType::LOADER_INSTANCE_CREATE_INFO => size_of::<crate::ffi::LayerInstanceCreateInfo>(),
-        vk::StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT => size_of::<vk::DebugUtilsMessengerCreateInfoEXT>(),
-        vk::StructureType::DEBUG_REPORT_CALLBACK_CREATE_INFO_EXT => size_of::<vk::DebugReportCallbackCreateInfoEXT>(),
+        vk::StructureType::LOADER_INSTANCE_CREATE_INFO => {
+            size_of::<crate::ffi::LayerInstanceCreateInfo>()
+        }
+        vk::StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT => {
+            size_of::<vk::DebugUtilsMessengerCreateInfoEXT>()
+        }
+        vk::StructureType::DEBUG_REPORT_CALLBACK_CREATE_INFO_EXT => {
+            size_of::<vk::DebugReportCallbackCreateInfoEXT>()
+        }
         vk::StructureType::VALIDATION_FEATURES_EXT => size_of::<vk::ValidationFeaturesEXT>(),
         vk::StructureType::VALIDATION_FLAGS_EXT => size_of::<vk::ValidationFlagsEXT>(),
-        vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT => size_of::<vk::LayerSettingsCreateInfoEXT>(),
-        vk::StructureType::DIRECT_DRIVER_LOADING_LIST_LUNARG => size_of::<vk::DirectDriverLoadingListLUNARG>(),
+        vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT => {
+            size_of::<vk::LayerSettingsCreateInfoEXT>()
+        }
+        vk::StructureType::DIRECT_DRIVER_LOADING_LIST_LUNARG => {
+            size_of::<vk::DirectDriverLoadingListLUNARG>()
+        }
         _ => return None,
     })
 }
@@ -308,7 +330,10 @@ unsafe fn is_own_settings(p: *const vk::BaseInStructure) -> bool {
     }
     std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
         .iter()
-        .all(|s| !s.p_layer_name.is_null() && CStr::from_ptr(s.p_layer_name).to_bytes() == LAYER_NAME.as_bytes())
+        .all(|s| {
+            !s.p_layer_name.is_null()
+                && CStr::from_ptr(s.p_layer_name).to_bytes() == LAYER_NAME.as_bytes()
+        })
 }
 
 /// See [`StrippedInstanceInfo`]; `None` when there is nothing to unlink.
@@ -335,12 +360,21 @@ pub unsafe fn strip_own_settings(info: &vk::InstanceCreateInfo) -> Option<Stripp
     }
     // Relink: each copy points at the next copy, the last at what followed ours.
     for i in 0..copies.len() {
-        let next = copies.get(i + 1).map(|b| b.as_ptr() as *const vk::BaseInStructure).unwrap_or(rest);
+        let next = copies
+            .get(i + 1)
+            .map(|b| b.as_ptr() as *const vk::BaseInStructure)
+            .unwrap_or(rest);
         (*(copies[i].as_mut_ptr() as *mut vk::BaseInStructure)).p_next = next;
     }
     let mut out: vk::InstanceCreateInfo<'static> = std::mem::transmute_copy(info);
-    out.p_next = copies.first().map(|b| b.as_ptr() as *const std::ffi::c_void).unwrap_or(rest as *const std::ffi::c_void);
-    Some(StrippedInstanceInfo { info: out, _copies: copies })
+    out.p_next = copies
+        .first()
+        .map(|b| b.as_ptr() as *const std::ffi::c_void)
+        .unwrap_or(rest as *const std::ffi::c_void);
+    Some(StrippedInstanceInfo {
+        info: out,
+        _copies: copies,
+    })
 }
 
 /// The first value of a `VkLayerSettingEXT`, as text.
@@ -391,8 +425,14 @@ impl RawSettings {
         }
         for (name, value) in std::env::vars_os() {
             let Some(name) = name.to_str() else { continue };
-            let Some(key) = name.strip_prefix(ENV_PREFIX) else { continue };
-            raw.offer(&key.to_ascii_lowercase(), value.to_string_lossy().into_owned(), Source::Environment);
+            let Some(key) = name.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            raw.offer(
+                &key.to_ascii_lowercase(),
+                value.to_string_lossy().into_owned(),
+                Source::Environment,
+            );
         }
         raw
     }
@@ -442,7 +482,9 @@ impl RawSettings {
             fdm: enum_value(FDM_MODES, get("fdm")),
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
             validate_shaders: get("validate_shaders") == "true",
-            dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
+            dump_shaders: Some(get("dump_shaders"))
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from),
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),
         };
         (settings, self.diagnostics)
@@ -478,7 +520,9 @@ impl Settings {
     ///
     /// # Safety
     /// `create_info` must be a valid `VkInstanceCreateInfo`.
-    pub unsafe fn for_instance(create_info: &vk::InstanceCreateInfo) -> (Settings, Vec<Diagnostic>) {
+    pub unsafe fn for_instance(
+        create_info: &vk::InstanceCreateInfo,
+    ) -> (Settings, Vec<Diagnostic>) {
         RawSettings::gather(create_info_settings(create_info.p_next)).resolve()
     }
 
@@ -514,7 +558,11 @@ mod tests {
 
     #[test]
     fn typed_values_parse() {
-        let (s, d) = resolve(&[("force_enable", "1"), ("architecture", "GFX10_3"), ("log_level", "debug")]);
+        let (s, d) = resolve(&[
+            ("force_enable", "1"),
+            ("architecture", "GFX10_3"),
+            ("log_level", "debug"),
+        ]);
         assert!(d.is_empty(), "{d:?}");
         assert!(s.force_enable);
         assert_eq!(s.architecture, "gfx10_3");
@@ -528,8 +576,15 @@ mod tests {
         assert!(!s.force_enable);
         assert_eq!(d.len(), 2);
         assert!(d.iter().all(|d| d.id == "OVERLAP-Setting-Invalid"));
-        let fdm = d.iter().find(|d| d.message.contains("'fdm' = 'sometimes'")).expect("fdm diagnostic");
-        assert!(fdm.message.contains("off, baseline, binned"), "{}", fdm.message);
+        let fdm = d
+            .iter()
+            .find(|d| d.message.contains("'fdm' = 'sometimes'"))
+            .expect("fdm diagnostic");
+        assert!(
+            fdm.message.contains("off, baseline, binned"),
+            "{}",
+            fdm.message
+        );
     }
 
     #[test]
@@ -553,7 +608,10 @@ mod tests {
         let text = "# comment\noverlap_emulation.fdm = baseline\nkhronos_validation.foo = 1\n  overlap_emulation.force_enable=true \n";
         assert_eq!(
             parse_settings_file(text),
-            vec![("fdm".to_string(), "baseline".to_string()), ("force_enable".to_string(), "true".to_string())]
+            vec![
+                ("fdm".to_string(), "baseline".to_string()),
+                ("force_enable".to_string(), "true".to_string())
+            ]
         );
     }
 
@@ -594,7 +652,10 @@ mod tests {
         let got = unsafe { create_info_settings(&info as *const _ as *const _) };
         assert_eq!(
             got,
-            vec![("force_enable".to_string(), "true".to_string()), ("architecture".to_string(), "gfx11".to_string())]
+            vec![
+                ("force_enable".to_string(), "true".to_string()),
+                ("architecture".to_string(), "gfx11".to_string())
+            ]
         );
     }
 }

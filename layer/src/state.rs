@@ -41,12 +41,17 @@ pub struct InstanceExtFns {
 impl InstanceExtFns {
     /// # Safety
     /// `instance` must have just been created through `gipa`.
-    pub unsafe fn load(gipa: vk::PFN_vkGetInstanceProcAddr, instance: vk::Instance) -> InstanceExtFns {
+    pub unsafe fn load(
+        gipa: vk::PFN_vkGetInstanceProcAddr,
+        instance: vk::Instance,
+    ) -> InstanceExtFns {
         let get = |name: &std::ffi::CStr| gipa(instance, name.as_ptr());
         // SAFETY: each pointer is cast to the type of the command it was asked for.
         InstanceExtFns {
-            create_debug_utils_messenger: get(c"vkCreateDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
-            destroy_debug_utils_messenger: get(c"vkDestroyDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
+            create_debug_utils_messenger: get(c"vkCreateDebugUtilsMessengerEXT")
+                .map(|f| std::mem::transmute(f)),
+            destroy_debug_utils_messenger: get(c"vkDestroyDebugUtilsMessengerEXT")
+                .map(|f| std::mem::transmute(f)),
             enumerate_physical_device_groups: get(c"vkEnumeratePhysicalDeviceGroups")
                 .or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
                 .map(|f| std::mem::transmute(f)),
@@ -73,8 +78,10 @@ impl DeviceData {
     }
 }
 
-static INSTANCES: LazyLock<RwLock<HashMap<usize, Arc<InstanceData>>>> = LazyLock::new(Default::default);
-static PHYSICAL_DEVICES: LazyLock<RwLock<HashMap<u64, Arc<InstanceData>>>> = LazyLock::new(Default::default);
+static INSTANCES: LazyLock<RwLock<HashMap<usize, Arc<InstanceData>>>> =
+    LazyLock::new(Default::default);
+static PHYSICAL_DEVICES: LazyLock<RwLock<HashMap<u64, Arc<InstanceData>>>> =
+    LazyLock::new(Default::default);
 static DEVICES: LazyLock<RwLock<HashMap<usize, Arc<DeviceData>>>> = LazyLock::new(Default::default);
 static DEVICE_GENERATION: AtomicU64 = AtomicU64::new(1);
 
@@ -121,7 +128,10 @@ pub fn insert_physical_devices(inst: &Arc<InstanceData>, pds: &[vk::PhysicalDevi
 }
 
 pub fn physical_device_instance(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
-    PHYSICAL_DEVICES.read().get(&vk::Handle::as_raw(pd)).cloned()
+    PHYSICAL_DEVICES
+        .read()
+        .get(&vk::Handle::as_raw(pd))
+        .cloned()
 }
 
 pub fn insert_device(key: usize, data: Arc<DeviceData>) {

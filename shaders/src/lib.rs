@@ -26,10 +26,13 @@ pub fn parse(words: &[u32]) -> Result<Module, Error> {
 
 /// Parses SPIR-V bytes (as found in a `.spv` file or `pCode`).
 pub fn parse_bytes(bytes: &[u8]) -> Result<Module, Error> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(Error::Length(bytes.len()));
     }
-    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let words: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
     parse(&words)
 }
 
@@ -56,7 +59,9 @@ pub fn validate(words: &[u32], env: TargetEnv) -> Result<(), Error> {
         TargetEnv::Vulkan1_3 => spirv_tools::TargetEnv::Vulkan_1_3,
     };
     let validator = spirv_tools::val::create(Some(env));
-    validator.validate(words, None).map_err(|e| Error::Invalid(e.to_string()))
+    validator
+        .validate(words, None)
+        .map_err(|e| Error::Invalid(e.to_string()))
 }
 
 #[cfg(test)]
@@ -70,15 +75,36 @@ mod tests {
     /// %main = OpFunction %void None %fn; OpLabel; OpReturn; OpFunctionEnd
     fn minimal_fragment() -> Vec<u32> {
         vec![
-            0x0723_0203, 0x0001_0000, 0, 6, 0, // header, bound 6
-            0x0002_0011, 1, // OpCapability Shader
-            0x0003_000e, 0, 1, // OpMemoryModel Logical GLSL450
-            0x0005_000f, 4, 1, 0x6e69_616d, 0, // OpEntryPoint Fragment %1 "main"
-            0x0003_0010, 1, 7, // OpExecutionMode %1 OriginUpperLeft
-            0x0002_0013, 2, // %2 = OpTypeVoid
-            0x0003_0021, 3, 2, // %3 = OpTypeFunction %2
-            0x0005_0036, 2, 1, 0, 3, // %1 = OpFunction %2 None %3
-            0x0002_00f8, 4, // OpLabel %4
+            0x0723_0203,
+            0x0001_0000,
+            0,
+            6,
+            0, // header, bound 6
+            0x0002_0011,
+            1, // OpCapability Shader
+            0x0003_000e,
+            0,
+            1, // OpMemoryModel Logical GLSL450
+            0x0005_000f,
+            4,
+            1,
+            0x6e69_616d,
+            0, // OpEntryPoint Fragment %1 "main"
+            0x0003_0010,
+            1,
+            7, // OpExecutionMode %1 OriginUpperLeft
+            0x0002_0013,
+            2, // %2 = OpTypeVoid
+            0x0003_0021,
+            3,
+            2, // %3 = OpTypeFunction %2
+            0x0005_0036,
+            2,
+            1,
+            0,
+            3, // %1 = OpFunction %2 None %3
+            0x0002_00f8,
+            4,           // OpLabel %4
             0x0001_00fd, // OpReturn
             0x0001_0038, // OpFunctionEnd
         ]

@@ -16,7 +16,10 @@ static X_SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Under a virtual X server.
 fn xvfb(cmd: Command) -> Command {
-    assert!(harness::have("xvfb-run"), "xvfb-run is missing: run ci/setup");
+    assert!(
+        harness::have("xvfb-run"),
+        "xvfb-run is missing: run ci/setup"
+    );
     let mut x = Command::new("xvfb-run");
     x.arg("-a").arg(cmd.get_program()).args(cmd.get_args());
     for (k, v) in cmd.get_envs() {
@@ -56,16 +59,30 @@ fn without_overlap_entry(text: &str) -> String {
 
 #[test]
 fn vulkaninfo_through_the_layer_matches_except_its_own_entry() {
-    assert!(harness::have("vulkaninfo"), "vulkaninfo is missing: run ci/setup");
+    assert!(
+        harness::have("vulkaninfo"),
+        "vulkaninfo is missing: run ci/setup"
+    );
     let without = run(&mut vk_command("vulkaninfo", Layers::None));
     assert_eq!(without.code, Some(0), "{}", without.stderr);
     for options in [&[][..], &["--set", "force_enable=true"][..]] {
         let with = run(&mut overlap_run(options, &["vulkaninfo"]));
         assert_eq!(with.code, Some(0), "{}", with.stderr);
-        assert!(with.stdout.contains("VK_LAYER_OVERLAP_emulation (Overlap"), "the layer is not listed");
-        let (a, b) = (without_overlap_entry(&without.stdout), without_overlap_entry(&with.stdout));
+        assert!(
+            with.stdout.contains("VK_LAYER_OVERLAP_emulation (Overlap"),
+            "the layer is not listed"
+        );
+        let (a, b) = (
+            without_overlap_entry(&without.stdout),
+            without_overlap_entry(&with.stdout),
+        );
         if a != b {
-            let diff: Vec<_> = a.lines().zip(b.lines()).filter(|(x, y)| x != y).take(10).collect();
+            let diff: Vec<_> = a
+                .lines()
+                .zip(b.lines())
+                .filter(|(x, y)| x != y)
+                .take(10)
+                .collect();
             panic!("vulkaninfo differs with the layer ({options:?}): {diff:#?}");
         }
     }
@@ -76,9 +93,16 @@ fn vkcube_runs_60_frames_through_forced_hooks_with_validation() {
     assert!(harness::have("vkcube"), "vkcube is missing: run ci/setup");
     // vkcube --validate enables the validation layer itself, below Overlap.
     let _x = X_SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    let o = run(&mut xvfb(overlap_run(&["--set", "force_enable=true", "--set", "log_level=info"], &["vkcube", "--validate", "--c", "60"])));
+    let o = run(&mut xvfb(overlap_run(
+        &["--set", "force_enable=true", "--set", "log_level=info"],
+        &["vkcube", "--validate", "--c", "60"],
+    )));
     assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
-    assert!(o.stderr.contains("hooks: active (force_enable)"), "the layer did not hook vkcube's device:\n{}", o.stderr);
+    assert!(
+        o.stderr.contains("hooks: active (force_enable)"),
+        "the layer did not hook vkcube's device:\n{}",
+        o.stderr
+    );
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(!all.contains("ERROR :"), "validation errors:\n{all}");
 }
@@ -86,11 +110,16 @@ fn vkcube_runs_60_frames_through_forced_hooks_with_validation() {
 fn zink_glxinfo(through_overlap: bool) -> harness::Outcome {
     assert!(harness::have("glxinfo"), "glxinfo is missing: run ci/setup");
     let mut cmd = if through_overlap {
-        overlap_run(&["--set", "force_enable=true", "--set", "log_level=info"], &["glxinfo", "-B"])
+        overlap_run(
+            &["--set", "force_enable=true", "--set", "log_level=info"],
+            &["glxinfo", "-B"],
+        )
     } else {
         vk_command("glxinfo", Layers::None)
     };
-    cmd.env("LIBGL_ALWAYS_SOFTWARE", "1").env("GALLIUM_DRIVER", "zink").env("VK_INSTANCE_LAYERS", harness::VALIDATION);
+    cmd.env("LIBGL_ALWAYS_SOFTWARE", "1")
+        .env("GALLIUM_DRIVER", "zink")
+        .env("VK_INSTANCE_LAYERS", harness::VALIDATION);
     if !through_overlap {
         cmd.arg("-B");
     }
@@ -103,7 +132,10 @@ fn vuids(o: &harness::Outcome) -> Vec<String> {
     let mut v: Vec<String> = format!("{}{}", o.stdout, o.stderr)
         .split_whitespace()
         .filter(|w| w.starts_with("VUID-") || w.starts_with("UNASSIGNED-"))
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_').to_string())
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
+                .to_string()
+        })
         .collect();
     v.sort();
     v.dedup();
@@ -116,9 +148,17 @@ fn opengl_through_zink_works_through_the_layer() {
     let with = zink_glxinfo(true);
     for o in [&without, &with] {
         assert_eq!(o.code, Some(0), "{}", o.stderr);
-        assert!(o.stdout.contains("OpenGL renderer string: zink"), "zink did not load:\n{}", o.stdout);
+        assert!(
+            o.stdout.contains("OpenGL renderer string: zink"),
+            "zink did not load:\n{}",
+            o.stdout
+        );
     }
-    assert!(with.stderr.contains("hooks: active (force_enable)"), "{}", with.stderr);
+    assert!(
+        with.stderr.contains("hooks: active (force_enable)"),
+        "{}",
+        with.stderr
+    );
     // The layer adds no validation message of its own.
     assert_eq!(vuids(&with), vuids(&without));
 }
@@ -127,12 +167,25 @@ fn opengl_through_zink_works_through_the_layer() {
 fn run_returns_the_programs_exit_status_and_passes_settings() {
     let o = run(&mut overlap_run(&[], &["sh", "-c", "exit 7"]));
     assert_eq!(o.code, Some(7));
-    let o = run(&mut overlap_run(&["--arch", "gfx11", "--set", "fdm=baseline"], &["sh", "-c", "echo $VK_OVERLAP_EMULATION_ARCHITECTURE $VK_OVERLAP_EMULATION_FDM"]));
+    let o = run(&mut overlap_run(
+        &["--arch", "gfx11", "--set", "fdm=baseline"],
+        &[
+            "sh",
+            "-c",
+            "echo $VK_OVERLAP_EMULATION_ARCHITECTURE $VK_OVERLAP_EMULATION_FDM",
+        ],
+    ));
     assert_eq!(o.stdout.trim(), "gfx11 baseline");
     // The layer is active in the child without being installed.
-    let o = run(&mut overlap_run(&["--set", "force_enable=true"], &[harness::testapp().to_str().unwrap(), "probe"]));
+    let o = run(&mut overlap_run(
+        &["--set", "force_enable=true"],
+        &[harness::testapp().to_str().unwrap(), "probe"],
+    ));
     o.assert_ok();
-    assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_overlap.so"));
+    assert_eq!(
+        o.value("hook_owner.vkCmdDraw"),
+        Some("libVkLayer_overlap.so")
+    );
 }
 
 #[test]
@@ -163,8 +216,20 @@ fn info_lists_lavapipe_and_the_plan() {
     assert!(o.stdout.contains("Vulkan drivers found: 1"), "{}", o.stdout);
     assert!(o.stdout.contains("llvmpipe"), "{}", o.stdout);
     assert!(o.stdout.contains("MESA_LLVMPIPE"), "{}", o.stdout);
-    assert!(o.stdout.contains("fragment shader interlock"), "{}", o.stdout);
-    assert!(o.stdout.contains("device hooks              : none"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("fragment shader interlock"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("device hooks              : none"),
+        "{}",
+        o.stdout
+    );
     let o = run(vk_command(overlap_cli(), Layers::None).args(["info", "--set", "force_enable=1"]));
-    assert!(o.stdout.contains("device hooks              : active"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("device hooks              : active"),
+        "{}",
+        o.stdout
+    );
 }

@@ -30,7 +30,9 @@ fn usage_error(msg: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let Some(cmd) = args.first().and_then(|a| a.to_str()) else { return usage_error("no command given") };
+    let Some(cmd) = args.first().and_then(|a| a.to_str()) else {
+        return usage_error("no command given");
+    };
     match cmd {
         "run" => run(&args[1..]),
         "install" if args.len() == 1 => install(),
@@ -47,16 +49,30 @@ fn main() -> ExitCode {
 
 /// `--arch NAME` and `--set KEY=VALUE` options, checked against the settings
 /// table, as (environment variable, value) pairs. Returns the rest.
-fn parse_settings(args: &[OsString]) -> Result<(Vec<(String, String)>, &[OsString]), String> {
+/// (environment variable, value) pairs.
+type SettingEnv = Vec<(String, String)>;
+
+fn parse_settings(args: &[OsString]) -> Result<(SettingEnv, &[OsString]), String> {
     let mut env = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let a = args[i].to_str().unwrap_or("");
         let (key, value) = match a {
-            "--arch" => ("architecture".to_string(), args.get(i + 1).and_then(|v| v.to_str()).ok_or("--arch needs a NAME")?.to_string()),
+            "--arch" => (
+                "architecture".to_string(),
+                args.get(i + 1)
+                    .and_then(|v| v.to_str())
+                    .ok_or("--arch needs a NAME")?
+                    .to_string(),
+            ),
             "--set" => {
-                let kv = args.get(i + 1).and_then(|v| v.to_str()).ok_or("--set needs KEY=VALUE")?;
-                let (k, v) = kv.split_once('=').ok_or_else(|| format!("--set {kv}: expected KEY=VALUE"))?;
+                let kv = args
+                    .get(i + 1)
+                    .and_then(|v| v.to_str())
+                    .ok_or("--set needs KEY=VALUE")?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| format!("--set {kv}: expected KEY=VALUE"))?;
                 (k.to_string(), v.to_string())
             }
             _ => break,
@@ -67,7 +83,10 @@ fn parse_settings(args: &[OsString]) -> Result<(Vec<(String, String)>, &[OsStrin
         })?;
         if let settings::Kind::Enum(values) = def.kind {
             if !values.contains(&value.to_ascii_lowercase().as_str()) {
-                return Err(format!("'{value}' is not a valid {key} (one of {})", values.join(", ")));
+                return Err(format!(
+                    "'{value}' is not a valid {key} (one of {})",
+                    values.join(", ")
+                ));
             }
         }
         env.push((settings::env_name(&key), value));
@@ -78,12 +97,19 @@ fn parse_settings(args: &[OsString]) -> Result<(Vec<(String, String)>, &[OsStrin
 
 /// The layer library built beside this program.
 fn library() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
-    let lib = exe.parent().unwrap_or(Path::new(".")).join(manifest::LIBRARY_FILE_NAME);
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
+    let lib = exe
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(manifest::LIBRARY_FILE_NAME);
     if lib.is_file() {
         Ok(lib)
     } else {
-        Err(format!("{} not found (build it with cargo build --release)", lib.display()))
+        Err(format!(
+            "{} not found (build it with cargo build --release)",
+            lib.display()
+        ))
     }
 }
 
@@ -101,11 +127,18 @@ fn run(args: &[OsString]) -> ExitCode {
         Ok(x) => x,
         Err(e) => return usage_error(&e),
     };
-    let Some(first) = rest.first() else { return usage_error("run: missing '-- CMD'") };
+    let Some(first) = rest.first() else {
+        return usage_error("run: missing '-- CMD'");
+    };
     if first != "--" {
-        return usage_error(&format!("run: unexpected '{}' (options, then -- CMD)", first.to_string_lossy()));
+        return usage_error(&format!(
+            "run: unexpected '{}' (options, then -- CMD)",
+            first.to_string_lossy()
+        ));
     }
-    let Some(program) = rest.get(1) else { return usage_error("run: no command after --") };
+    let Some(program) = rest.get(1) else {
+        return usage_error("run: no command after --");
+    };
     let lib = match library() {
         Ok(l) => l,
         Err(e) => {
@@ -115,16 +148,23 @@ fn run(args: &[OsString]) -> ExitCode {
     };
     let dir = std::env::temp_dir().join(format!("overlap-run-{}", std::process::id()));
     if let Err(e) = manifest::write(Kind::Explicit, &lib, &dir) {
-        eprintln!("overlap: cannot write the layer manifest in {}: {e}", dir.display());
+        eprintln!(
+            "overlap: cannot write the layer manifest in {}: {e}",
+            dir.display()
+        );
         return ExitCode::from(1);
     }
     let mut cmd = Command::new(program);
     cmd.args(&rest[2..])
         // The loader finds the manifest here and enables the layer.
-        .env("VK_ADD_LAYER_PATH", prepend_path("VK_ADD_LAYER_PATH", &dir, ":"))
+        .env(
+            "VK_ADD_LAYER_PATH",
+            prepend_path("VK_ADD_LAYER_PATH", &dir, ":"),
+        )
         .env("VK_LOADER_LAYERS_ENABLE", {
             let mut v = OsString::from(LAYER_NAME);
-            if let Some(old) = std::env::var_os("VK_LOADER_LAYERS_ENABLE").filter(|o| !o.is_empty()) {
+            if let Some(old) = std::env::var_os("VK_LOADER_LAYERS_ENABLE").filter(|o| !o.is_empty())
+            {
                 v.push(",");
                 v.push(old);
             }
@@ -156,11 +196,15 @@ fn install() -> ExitCode {
     let result = (|| -> Result<PathBuf, String> {
         let lib = library()?.canonicalize().map_err(|e| e.to_string())?;
         let dir = manifest::user_implicit_dir().ok_or("neither XDG_DATA_HOME nor HOME is set")?;
-        manifest::write(Kind::Implicit, &lib, &dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))
+        manifest::write(Kind::Implicit, &lib, &dir)
+            .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
     })();
     match result {
         Ok(path) => {
-            println!("installed {path}\nenable it with OVERLAP=1; DISABLE_OVERLAP=1 turns it off", path = path.display());
+            println!(
+                "installed {path}\nenable it with OVERLAP=1; DISABLE_OVERLAP=1 turns it off",
+                path = path.display()
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -221,16 +265,31 @@ fn info(args: &[OsString]) -> ExitCode {
 }
 
 fn query_drivers(settings: &Settings) -> Result<(), String> {
-    let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load the Vulkan loader: {e}"))?;
-    let api = unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0);
-    let app = vk::ApplicationInfo::default().api_version(api).application_name(c"overlap info");
-    let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }
-        .map_err(|e| format!("vkCreateInstance failed: {e:?}"))?;
+    let entry =
+        unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load the Vulkan loader: {e}"))?;
+    let api = unsafe { entry.try_enumerate_instance_version() }
+        .ok()
+        .flatten()
+        .unwrap_or(vk::API_VERSION_1_0);
+    let app = vk::ApplicationInfo::default()
+        .api_version(api)
+        .application_name(c"overlap info");
+    let instance = unsafe {
+        entry.create_instance(
+            &vk::InstanceCreateInfo::default().application_info(&app),
+            None,
+        )
+    }
+    .map_err(|e| format!("vkCreateInstance failed: {e:?}"))?;
     let pds = unsafe { instance.enumerate_physical_devices() }.unwrap_or_default();
     println!("Overlap {} (layer {LAYER_NAME})", env!("CARGO_PKG_VERSION"));
     println!(
         "settings: architecture={} interlock_strategy={} fdm={} varyings={} force_enable={}",
-        settings.architecture, settings.interlock_strategy, settings.fdm, settings.varyings, settings.force_enable
+        settings.architecture,
+        settings.interlock_strategy,
+        settings.fdm,
+        settings.varyings,
+        settings.force_enable
     );
     println!("Vulkan drivers found: {}", pds.len());
     for (i, pd) in pds.iter().enumerate() {
@@ -239,8 +298,15 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
         println!(
             "[{i}] {} — driver {} ({}), Vulkan {}.{}.{}",
             facts.device_name,
-            if facts.driver_name.is_empty() { "unknown" } else { &facts.driver_name },
-            facts.driver_id.map(|d| format!("{d:?}")).unwrap_or_else(|| "no driver id".into()),
+            if facts.driver_name.is_empty() {
+                "unknown"
+            } else {
+                &facts.driver_name
+            },
+            facts
+                .driver_id
+                .map(|d| format!("{d:?}"))
+                .unwrap_or_else(|| "no driver id".into()),
             vk::api_version_major(facts.api_version),
             vk::api_version_minor(facts.api_version),
             vk::api_version_patch(facts.api_version)
@@ -250,7 +316,11 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
         println!("    varying linking           : {}", plan.varyings);
         println!(
             "    device hooks              : {}",
-            if plan.hooks_active() { "active" } else { "none (every command goes straight to the driver)" }
+            if plan.hooks_active() {
+                "active"
+            } else {
+                "none (every command goes straight to the driver)"
+            }
         );
     }
     unsafe { instance.destroy_instance(None) };

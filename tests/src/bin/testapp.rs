@@ -25,7 +25,9 @@ fn usage() -> ! {
 }
 
 fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> T {
-    args.get(i).and_then(|a| a.parse().ok()).unwrap_or_else(|| usage())
+    args.get(i)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| usage())
 }
 
 fn main() {
@@ -47,7 +49,13 @@ fn main() {
         "probe" => probe(&opts),
         "render" => {
             let path: RenderPath = arg(&args, 1);
-            render_cmd(&opts, path, arg(&args, 2), arg(&args, 3), args.get(4).map(std::path::PathBuf::from))
+            render_cmd(
+                &opts,
+                path,
+                arg(&args, 2),
+                arg(&args, 3),
+                args.get(4).map(std::path::PathBuf::from),
+            )
         }
         "cycle" => cycle(&opts, arg(&args, 1)),
         "threads" => threads(&opts, arg(&args, 1), arg(&args, 2)),
@@ -63,7 +71,11 @@ fn finish(result: Result<(), String>) -> ! {
     for e in &errors {
         eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);
     }
-    let overlap: Vec<String> = render::messages().into_iter().filter(|m| m.id.starts_with("OVERLAP-")).map(|m| m.id).collect();
+    let overlap: Vec<String> = render::messages()
+        .into_iter()
+        .filter(|m| m.id.starts_with("OVERLAP-"))
+        .map(|m| m.id)
+        .collect();
     println!("VALIDATION_ERRORS={}", errors.len());
     println!("OVERLAP_MESSAGES={}", overlap.join(","));
     match result {
@@ -87,11 +99,29 @@ fn gpu(opts: &GpuOptions) -> Result<Gpu, String> {
 fn probe(opts: &GpuOptions) -> Result<(), String> {
     let g = gpu(opts)?;
     println!("device={}", g.device_name);
-    let layers = unsafe { g.entry.enumerate_instance_layer_properties() }.map_err(|e| format!("vk:{e:?}"))?;
-    let names: Vec<String> = layers.iter().map(|l| l.layer_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect();
+    let layers = unsafe { g.entry.enumerate_instance_layer_properties() }
+        .map_err(|e| format!("vk:{e:?}"))?;
+    let names: Vec<String> = layers
+        .iter()
+        .map(|l| {
+            l.layer_name_as_c_str()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
     println!("instance_layers={}", names.join(","));
-    let exts = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }.map_err(|e| format!("vk:{e:?}"))?;
-    let mut ext_names: Vec<String> = exts.iter().map(|e| e.extension_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect();
+    let exts = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }
+        .map_err(|e| format!("vk:{e:?}"))?;
+    let mut ext_names: Vec<String> = exts
+        .iter()
+        .map(|e| {
+            e.extension_name_as_c_str()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
     let count = ext_names.len();
     ext_names.sort();
     ext_names.dedup();
@@ -100,25 +130,56 @@ fn probe(opts: &GpuOptions) -> Result<(), String> {
     // The layer's own list, asked by name.
     let mut n = 0u32;
     let r = unsafe {
-        (g.instance.fp_v1_0().enumerate_device_extension_properties)(g.pd, c"VK_LAYER_OVERLAP_emulation".as_ptr(), &mut n, std::ptr::null_mut())
+        (g.instance.fp_v1_0().enumerate_device_extension_properties)(
+            g.pd,
+            c"VK_LAYER_OVERLAP_emulation".as_ptr(),
+            &mut n,
+            std::ptr::null_mut(),
+        )
     };
-    println!("overlap_device_extensions={}", if r == vk::Result::SUCCESS { n.to_string() } else { format!("{r:?}") });
-    for name in [c"vkCmdDraw", c"vkCreateShaderModule", c"vkQueueSubmit", c"vkCmdBeginRendering", c"vkDestroyDevice"] {
-        println!("hook_owner.{}={}", name.to_str().unwrap(), g.device_proc_owner(name));
+    println!(
+        "overlap_device_extensions={}",
+        if r == vk::Result::SUCCESS {
+            n.to_string()
+        } else {
+            format!("{r:?}")
+        }
+    );
+    for name in [
+        c"vkCmdDraw",
+        c"vkCreateShaderModule",
+        c"vkQueueSubmit",
+        c"vkCmdBeginRendering",
+        c"vkDestroyDevice",
+    ] {
+        println!(
+            "hook_owner.{}={}",
+            name.to_str().unwrap(),
+            g.device_proc_owner(name)
+        );
     }
     Ok(())
 }
 
-fn render_cmd(opts: &GpuOptions, path: RenderPath, w: u32, h: u32, out: Option<std::path::PathBuf>) -> Result<(), String> {
+fn render_cmd(
+    opts: &GpuOptions,
+    path: RenderPath,
+    w: u32,
+    h: u32,
+    out: Option<std::path::PathBuf>,
+) -> Result<(), String> {
     let g = gpu(opts)?;
     let t = Target::new(&g, path, w, h);
     let img = t.render(&g);
     t.destroy(&g);
     if let Some(out) = &out {
-        img.write_png(out).map_err(|e| format!("writing {}: {e}", out.display()))?;
+        img.write_png(out)
+            .map_err(|e| format!("writing {}: {e}", out.display()))?;
         println!("png={}", out.display());
     }
-    let checksum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+    let checksum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
+    });
     println!("checksum={checksum:016x}");
     check_scene(&img)
 }
@@ -139,7 +200,9 @@ fn check_scene(img: &render::Image) -> Result<(), String> {
     }
     let centre = img.pixel(img.width * 3 / 4, img.height / 2);
     if centre == render::CLEAR_RGBA || centre[1] == 0 {
-        return Err(format!("triangle missing at the centre of the right half: {centre:?}"));
+        return Err(format!(
+            "triangle missing at the centre of the right half: {centre:?}"
+        ));
     }
     println!("checked_pixels={checked}");
     Ok(())
@@ -185,13 +248,23 @@ fn record(opts: &GpuOptions, threads: u32, draws: u32) -> Result<(), String> {
                 s.spawn(|| unsafe {
                     let pool = g
                         .device
-                        .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(g.queue_family), None)
+                        .create_command_pool(
+                            &vk::CommandPoolCreateInfo::default()
+                                .queue_family_index(g.queue_family),
+                            None,
+                        )
                         .unwrap();
                     let cb = g
                         .device
-                        .allocate_command_buffers(&vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1))
+                        .allocate_command_buffers(
+                            &vk::CommandBufferAllocateInfo::default()
+                                .command_pool(pool)
+                                .command_buffer_count(1),
+                        )
                         .unwrap()[0];
-                    g.device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).unwrap();
+                    g.device
+                        .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
+                        .unwrap();
                     t.begin(&g, cb);
                     for _ in 0..draws {
                         t.draw_scene(&g, cb);
@@ -227,13 +300,21 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
     let pool = unsafe {
         g.device
             .create_command_pool(
-                &vk::CommandPoolCreateInfo::default().queue_family_index(g.queue_family).flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(g.queue_family)
+                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
                 None,
             )
             .unwrap()
     };
     let cbs = unsafe {
-        g.device.allocate_command_buffers(&vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(k)).unwrap()
+        g.device
+            .allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(pool)
+                    .command_buffer_count(k),
+            )
+            .unwrap()
     };
     let mut record_ns = Vec::new();
     let mut submit_ns = Vec::new();
@@ -241,7 +322,9 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
         let t0 = Instant::now();
         for &cb in &cbs {
             unsafe {
-                g.device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).unwrap();
+                g.device
+                    .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
+                    .unwrap();
                 t.begin(&g, cb);
                 for _ in 0..n {
                     t.draw_scene(&g, cb);
