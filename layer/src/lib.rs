@@ -11,10 +11,12 @@
 
 pub mod entry;
 pub mod ffi;
+mod generated;
 pub mod guard;
 pub mod hooks;
 pub mod log;
 pub mod manifest;
 pub mod plan;
+pub mod pnext;
 pub mod settings;
 pub mod state;

@@ -287,44 +287,14 @@ pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(
 /// `VkLayerSettingsCreateInfoEXT` unlinked, so layers below that predate
 /// `VK_EXT_layer_settings` (the validation layer of Vulkan 1.3.239 rejects its
 /// sType) never see it. A struct that also carries other layers' settings
-/// stays. The structs before it are copied (the application's are never
-/// modified); where one of them has a type this layer does not know the size
-/// of, nothing is unlinked.
+/// stays; a chain the layer cannot copy is passed down unchanged.
 pub struct StrippedInstanceInfo {
     pub info: vk::InstanceCreateInfo<'static>,
-    _copies: Vec<Vec<u64>>,
-}
-
-fn known_struct_size(s_type: vk::StructureType) -> Option<usize> {
-    use std::mem::size_of;
-    Some(match s_type {
-        vk::StructureType::LOADER_INSTANCE_CREATE_INFO => {
-            size_of::<crate::ffi::LayerInstanceCreateInfo>()
-        }
-        vk::StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT => {
-            size_of::<vk::DebugUtilsMessengerCreateInfoEXT>()
-        }
-        vk::StructureType::DEBUG_REPORT_CALLBACK_CREATE_INFO_EXT => {
-            size_of::<vk::DebugReportCallbackCreateInfoEXT>()
-        }
-        vk::StructureType::VALIDATION_FEATURES_EXT => size_of::<vk::ValidationFeaturesEXT>(),
-        vk::StructureType::VALIDATION_FLAGS_EXT => size_of::<vk::ValidationFlagsEXT>(),
-        vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT => {
-            size_of::<vk::LayerSettingsCreateInfoEXT>()
-        }
-        vk::StructureType::DIRECT_DRIVER_LOADING_LIST_LUNARG => {
-            size_of::<vk::DirectDriverLoadingListLUNARG>()
-        }
-        _ => return None,
-    })
+    _chain: crate::pnext::Chain,
 }
 
 /// Whether `p` is a `VkLayerSettingsCreateInfoEXT` holding only Overlap's settings.
-unsafe fn is_own_settings(p: *const vk::BaseInStructure) -> bool {
-    if (*p).s_type != vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT {
-        return false;
-    }
-    let info = &*(p as *const vk::LayerSettingsCreateInfoEXT);
+unsafe fn is_own_settings(info: &vk::LayerSettingsCreateInfoEXT) -> bool {
     if info.setting_count == 0 || info.p_settings.is_null() {
         return false;
     }
@@ -341,39 +311,17 @@ unsafe fn is_own_settings(p: *const vk::BaseInStructure) -> bool {
 /// # Safety
 /// `info` must be a valid `VkInstanceCreateInfo`.
 pub unsafe fn strip_own_settings(info: &vk::InstanceCreateInfo) -> Option<StrippedInstanceInfo> {
-    let mut prefix = Vec::new();
-    let mut p = info.p_next as *const vk::BaseInStructure;
-    while !p.is_null() && !is_own_settings(p) {
-        prefix.push(p);
-        p = (*p).p_next;
-    }
-    if p.is_null() {
+    let own = crate::pnext::find::<vk::LayerSettingsCreateInfoEXT>(info.p_next)?;
+    if !is_own_settings(own) {
         return None;
     }
-    let rest = (*p).p_next;
-    let mut copies: Vec<Vec<u64>> = Vec::with_capacity(prefix.len());
-    for node in &prefix {
-        let size = known_struct_size((**node).s_type)?;
-        let mut buf = vec![0u64; size.div_ceil(8)];
-        std::ptr::copy_nonoverlapping(*node as *const u8, buf.as_mut_ptr() as *mut u8, size);
-        copies.push(buf);
-    }
-    // Relink: each copy points at the next copy, the last at what followed ours.
-    for i in 0..copies.len() {
-        let next = copies
-            .get(i + 1)
-            .map(|b| b.as_ptr() as *const vk::BaseInStructure)
-            .unwrap_or(rest);
-        (*(copies[i].as_mut_ptr() as *mut vk::BaseInStructure)).p_next = next;
-    }
+    let mut chain = crate::pnext::Chain::copy(info.p_next).ok()?;
+    chain.remove(vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT);
     let mut out: vk::InstanceCreateInfo<'static> = std::mem::transmute_copy(info);
-    out.p_next = copies
-        .first()
-        .map(|b| b.as_ptr() as *const std::ffi::c_void)
-        .unwrap_or(rest as *const std::ffi::c_void);
+    out.p_next = chain.head();
     Some(StrippedInstanceInfo {
         info: out,
-        _copies: copies,
+        _chain: chain,
     })
 }
 

@@ -1,0 +1,4 @@
+//! Generated code (see `layer/gen/`); a test fails when it is stale.
+
+#[allow(clippy::all)]
+pub mod struct_sizes;

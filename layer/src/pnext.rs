@@ -1,0 +1,284 @@
+//! Editable copies of `pNext` chains.
+//!
+//! The layer must not modify what the application passed in, but must often
+//! send down a create info without one structure (an emulated feature), with
+//! one replaced (a rewritten shader) or with one added. [`Chain`] copies
+//! every structure of a chain (shallowly: pointers inside still point at the
+//! application's memory, which stays valid for the duration of the call),
+//! lets the caller edit the list, and links the copies on demand. The size of
+//! each structure comes from the generated table of every structure `ash`
+//! knows; a chain holding an unknown structure cannot be copied, and the
+//! caller falls back with a logged reason.
+
+use crate::generated::struct_sizes::struct_size;
+use ash::vk;
+use std::ffi::c_void;
+
+/// One copied structure, in 8-byte words so that it is suitably aligned.
+struct Node {
+    s_type: vk::StructureType,
+    words: Vec<u64>,
+}
+
+#[derive(Default)]
+pub struct Chain {
+    nodes: Vec<Node>,
+}
+
+/// A structure the layer does not know the size of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownStructure(pub vk::StructureType);
+
+impl std::fmt::Display for UnknownStructure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown structure {:?} in a pNext chain", self.0)
+    }
+}
+
+impl Chain {
+    /// Copies the chain starting at `p_next`.
+    ///
+    /// # Safety
+    /// `p_next` must be a valid `pNext` chain.
+    pub unsafe fn copy(mut p_next: *const c_void) -> Result<Chain, UnknownStructure> {
+        let mut nodes = Vec::new();
+        while !p_next.is_null() {
+            let base = &*(p_next as *const vk::BaseInStructure);
+            let size = struct_size(base.s_type)
+                .or_else(|| {
+                    (base.s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO
+                        || base.s_type == vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
+                        .then_some(std::mem::size_of::<crate::ffi::LayerDeviceCreateInfo>())
+                })
+                .ok_or(UnknownStructure(base.s_type))?;
+            let mut words = vec![0u64; size.div_ceil(8)];
+            std::ptr::copy_nonoverlapping(p_next as *const u8, words.as_mut_ptr() as *mut u8, size);
+            nodes.push(Node {
+                s_type: base.s_type,
+                words,
+            });
+            p_next = base.p_next as *const c_void;
+        }
+        Ok(Chain { nodes })
+    }
+
+    pub fn contains(&self, s_type: vk::StructureType) -> bool {
+        self.nodes.iter().any(|n| n.s_type == s_type)
+    }
+
+    /// Removes every structure of type `s_type`; true if there was one.
+    pub fn remove(&mut self, s_type: vk::StructureType) -> bool {
+        let before = self.nodes.len();
+        self.nodes.retain(|n| n.s_type != s_type);
+        self.nodes.len() != before
+    }
+
+    /// The first structure of type `T`, if present.
+    pub fn get<T: vk::TaggedStructure>(&self) -> Option<&T> {
+        self.nodes
+            .iter()
+            .find(|n| n.s_type == T::STRUCTURE_TYPE)
+            // SAFETY: the bytes were copied from a structure of this sType, whose
+            // Rust type is `T` (ash's TaggedStructure), and are 8-byte aligned.
+            .map(|n| unsafe { &*(n.words.as_ptr() as *const T) })
+    }
+
+    /// The first structure of type `T`, mutably.
+    pub fn get_mut<T: vk::TaggedStructure>(&mut self) -> Option<&mut T> {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.s_type == T::STRUCTURE_TYPE)
+            // SAFETY: as in `get`.
+            .map(|n| unsafe { &mut *(n.words.as_mut_ptr() as *mut T) })
+    }
+
+    /// Links the copies in order and returns the head (null when empty).
+    /// The pointer stays valid until the chain is edited or dropped.
+    pub fn head(&mut self) -> *const c_void {
+        let ptrs: Vec<*mut u64> = self
+            .nodes
+            .iter_mut()
+            .map(|n| n.words.as_mut_ptr())
+            .collect();
+        for (i, p) in ptrs.iter().enumerate() {
+            let next = ptrs.get(i + 1).copied().unwrap_or(std::ptr::null_mut());
+            // SAFETY: every node starts with the VkBaseOutStructure header.
+            unsafe {
+                (*(*p as *mut vk::BaseOutStructure)).p_next = next as *mut vk::BaseOutStructure
+            };
+        }
+        ptrs.first()
+            .map(|p| *p as *const c_void)
+            .unwrap_or(std::ptr::null())
+    }
+}
+
+/// Finds the first structure of type `T` in a chain without copying it.
+///
+/// # Safety
+/// `p_next` must be a valid `pNext` chain.
+pub unsafe fn find<'a, T: vk::TaggedStructure>(mut p_next: *const c_void) -> Option<&'a T> {
+    while !p_next.is_null() {
+        let base = &*(p_next as *const vk::BaseInStructure);
+        if base.s_type == T::STRUCTURE_TYPE {
+            return Some(&*(p_next as *const T));
+        }
+        p_next = base.p_next as *const c_void;
+    }
+    None
+}
+
+/// Finds the first output structure of type `T` in a chain the application
+/// passed for the layer to fill.
+///
+/// # Safety
+/// `p_next` must be a valid, writable `pNext` chain.
+pub unsafe fn find_mut<'a, T: vk::TaggedStructure>(mut p_next: *mut c_void) -> Option<&'a mut T> {
+    while !p_next.is_null() {
+        let base = &mut *(p_next as *mut vk::BaseOutStructure);
+        if base.s_type == T::STRUCTURE_TYPE {
+            return Some(&mut *(p_next as *mut T));
+        }
+        p_next = base.p_next as *mut c_void;
+    }
+    None
+}
+
+/// Unlinks every output structure of `s_type` from a writable chain for the
+/// duration of `f` (which calls down), then links them back where they were.
+/// Output structures are the application's to have written, so this edits
+/// nothing the application reads before the command returns.
+///
+/// # Safety
+/// `head` must be a valid, writable structure with a `pNext` chain.
+pub unsafe fn without_output<R>(
+    head: *mut vk::BaseOutStructure,
+    s_type: vk::StructureType,
+    f: impl FnOnce() -> R,
+) -> R {
+    let mut removed: Vec<(*mut vk::BaseOutStructure, *mut vk::BaseOutStructure)> = Vec::new();
+    let mut prev = head;
+    while !(*prev).p_next.is_null() {
+        let cur = (*prev).p_next;
+        if (*cur).s_type == s_type {
+            (*prev).p_next = (*cur).p_next;
+            removed.push((prev, cur));
+        } else {
+            prev = cur;
+        }
+    }
+    let r = f();
+    for (prev, cur) in removed.into_iter().rev() {
+        (*cur).p_next = (*prev).p_next;
+        (*prev).p_next = cur;
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_edit_and_relink() {
+        let mut a = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let mut b = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
+            .fragment_shader_pixel_interlock(true);
+        let mut c = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
+        let info = vk::DeviceCreateInfo::default()
+            .push_next(&mut a)
+            .push_next(&mut b)
+            .push_next(&mut c);
+        let mut chain = unsafe { Chain::copy(info.p_next) }.unwrap();
+        assert!(
+            chain
+                .get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>()
+                .unwrap()
+                .fragment_shader_pixel_interlock
+                == vk::TRUE
+        );
+        assert!(
+            chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT)
+        );
+        let head = chain.head();
+        unsafe {
+            assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(head).is_none());
+            assert_eq!(
+                find::<vk::PhysicalDeviceVulkan12Features>(head)
+                    .unwrap()
+                    .timeline_semaphore,
+                vk::TRUE
+            );
+            assert_eq!(
+                find::<vk::PhysicalDeviceVulkan13Features>(head)
+                    .unwrap()
+                    .dynamic_rendering,
+                vk::TRUE
+            );
+            // The application's chain is untouched.
+            assert!(
+                find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(info.p_next).is_some()
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_structure_is_refused() {
+        let mut odd = vk::BaseOutStructure {
+            s_type: vk::StructureType::from_raw(0x7fff_fff0),
+            p_next: std::ptr::null_mut(),
+            ..Default::default()
+        };
+        let r = unsafe { Chain::copy(&mut odd as *mut _ as *const c_void) };
+        assert_eq!(
+            r.err(),
+            Some(UnknownStructure(vk::StructureType::from_raw(0x7fff_fff0)))
+        );
+    }
+
+    #[test]
+    fn output_structure_is_unlinked_and_restored() {
+        let mut a = vk::PhysicalDeviceVulkan12Features::default();
+        let mut b = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default();
+        let mut c = vk::PhysicalDeviceVulkan13Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut a)
+            .push_next(&mut b)
+            .push_next(&mut c);
+        let head = &mut f2 as *mut _ as *mut vk::BaseOutStructure;
+        unsafe {
+            without_output(
+                head,
+                vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT,
+                || {
+                    assert!(
+                        find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(f2.p_next)
+                            .is_none()
+                    );
+                    assert!(find::<vk::PhysicalDeviceVulkan12Features>(f2.p_next).is_some());
+                },
+            );
+            assert!(
+                find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(f2.p_next).is_some()
+            );
+            assert!(find::<vk::PhysicalDeviceVulkan12Features>(f2.p_next).is_some());
+            assert!(find::<vk::PhysicalDeviceVulkan13Features>(f2.p_next).is_some());
+        }
+    }
+
+    /// The generated table is what the generator makes from this ash.
+    #[test]
+    fn generated_struct_sizes_are_current() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/struct_sizes.py");
+        let out = std::process::Command::new("python3")
+            .arg(script)
+            .arg("--check")
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
