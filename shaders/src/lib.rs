@@ -3,6 +3,10 @@
 //! module, unit-tested without a GPU, and every output can be checked with
 //! [`validate`].
 
+pub mod interlock;
+#[cfg(test)]
+pub(crate) mod testing;
+
 use rspirv::binary::Assemble;
 use rspirv::dr::Module;
 use spirv_tools::val::Validator;
