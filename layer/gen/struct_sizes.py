@@ -21,7 +21,7 @@ def ash_definitions():
 def render():
     path, version = ash_definitions()
     text = open(path).read()
-    pairs = re.findall(r"TaggedStructure for (\w+)<'a> \{\s*const STRUCTURE_TYPE: StructureType =\s*StructureType::(\w+);", text)
+    pairs = re.findall(r"TaggedStructure\s+for\s+(\w+)<'a>\s*\{\s*const STRUCTURE_TYPE: StructureType =\s*StructureType::(\w+);", text)
     seen, arms = set(), []
     for ty, st in pairs:
         if st in seen:

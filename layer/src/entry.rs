@@ -7,7 +7,8 @@ use crate::ffi::{self, dispatch_key, NegotiateLayerInterface};
 use crate::guard::{self, debug_panic};
 use crate::hooks;
 use crate::log::{chained_messengers, Logger, Messenger};
-use crate::plan::{DriverFacts, Plan};
+use crate::plan::Plan;
+use crate::pnext;
 use crate::settings::{Settings, LAYER_NAME};
 use crate::state::{self, DeviceData, InstanceData};
 use ash::vk;
@@ -87,6 +88,12 @@ fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
             pfn!(enumerate_physical_device_groups as vk::PFN_vkEnumeratePhysicalDeviceGroups)
         }
         b"vkCreateDevice" => pfn!(create_device as vk::PFN_vkCreateDevice),
+        b"vkGetPhysicalDeviceFeatures2" => {
+            pfn!(get_physical_device_features2 as vk::PFN_vkGetPhysicalDeviceFeatures2)
+        }
+        b"vkGetPhysicalDeviceFeatures2KHR" => {
+            pfn!(get_physical_device_features2_khr as vk::PFN_vkGetPhysicalDeviceFeatures2)
+        }
         b"vkCreateDebugUtilsMessengerEXT" => {
             pfn!(create_debug_utils_messenger as vk::PFN_vkCreateDebugUtilsMessengerEXT)
         }
@@ -161,10 +168,8 @@ pub unsafe extern "system" fn vkGetDeviceProcAddr(
             let dev = state::device_by_key(dispatch_key(device))?;
             let next = (dev.next_gdpa)(device, p_name);
             next?;
-            if dev.plan.hooks_active() {
-                if let Some(hook) = hooks::device_hook(name) {
-                    return Some(hook);
-                }
+            if let Some(hook) = hooks::device_hook_for(dev, name) {
+                return Some(hook);
             }
             // Zero cost: the application calls the next layer directly.
             next
@@ -280,18 +285,22 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
     guard::entry(
         "vkEnumerateDeviceExtensionProperties",
         || {
-            let inst = state::physical_device_instance(pd);
-            let added = match &inst {
-                Some(inst) => added_extensions(inst, pd),
+            let pdd = state::physical_device(pd);
+            let added = match &pdd {
+                Some(pdd) => added_extensions(pdd.plan()),
                 None => Vec::new(),
             };
             if is_this_layer(p_layer_name) {
                 return fill(&added, count, props);
             }
-            let Some(inst) = inst else {
+            let Some(pdd) = pdd else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
-            let next = inst.fns.fp_v1_0().enumerate_device_extension_properties;
+            let next = pdd
+                .instance
+                .fns
+                .fp_v1_0()
+                .enumerate_device_extension_properties;
             if added.is_empty() || !p_layer_name.is_null() {
                 return next(pd, p_layer_name, count, props);
             }
@@ -321,13 +330,8 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
 }
 
 /// The emulated extensions for `pd` (decided from the driver's own list).
-unsafe fn added_extensions(
-    inst: &InstanceData,
-    pd: vk::PhysicalDevice,
-) -> Vec<vk::ExtensionProperties> {
-    let facts = DriverFacts::query(&inst.fns, inst.api_version, pd);
-    Plan::new(&inst.settings, &facts)
-        .added_extensions()
+fn added_extensions(plan: &Plan) -> Vec<vk::ExtensionProperties> {
+    plan.added_extensions()
         .into_iter()
         .map(|(name, spec_version)| {
             let mut e = vk::ExtensionProperties {
@@ -509,13 +513,14 @@ unsafe extern "system" fn create_device(
     guard::entry(
         "vkCreateDevice",
         || {
-            let Some(inst) = state::physical_device_instance(pd) else {
+            let Some(pdd) = state::physical_device(pd) else {
                 crate::log::global().error(
                     "OVERLAP-Unknown-Handle",
                     "vkCreateDevice on a physical device the layer has not seen",
                 );
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
+            let inst = pdd.instance.clone();
             let Some((_, next_gdpa)) = ffi::take_device_link(p_create_info) else {
                 inst.log.error(
                     "OVERLAP-Loader-Link",
@@ -524,9 +529,29 @@ unsafe extern "system" fn create_device(
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
-            let facts = DriverFacts::query(&inst.fns, inst.api_version, pd);
-            let plan = Plan::new(&inst.settings, &facts);
-            let r = (inst.fns.fp_v1_0().create_device)(pd, p_create_info, p_allocator, p_device);
+            let (facts, plan) = pdd.decided().clone();
+            // Emulated extensions and features never reach the driver.
+            let mut stripped = None;
+            if let Some(strategy) = plan.interlock_strategy() {
+                match crate::interlock::strip(&*p_create_info, strategy) {
+                    Ok(s) => stripped = Some(s),
+                    Err(crate::interlock::StripError::FeatureNotPresent(f)) => {
+                        inst.log.warn(
+                            "OVERLAP-Feature-Not-Present",
+                            &format!("{f} is not provided; vkCreateDevice fails as the spec says"),
+                        );
+                        return vk::Result::ERROR_FEATURE_NOT_PRESENT;
+                    }
+                    Err(crate::interlock::StripError::Unknown(e)) => {
+                        inst.log.error("OVERLAP-Create-Info-Unknown", &format!("vkCreateDevice: {e}; interlock cannot be stripped, the create info goes down unchanged"));
+                    }
+                }
+            }
+            let down = stripped
+                .as_ref()
+                .map(|s| &s.info as *const vk::DeviceCreateInfo)
+                .unwrap_or(p_create_info);
+            let r = (inst.fns.fp_v1_0().create_device)(pd, down, p_allocator, p_device);
             if r != vk::Result::SUCCESS {
                 return r;
             }
@@ -535,15 +560,22 @@ unsafe extern "system" fn create_device(
                 |name| std::mem::transmute(next_gdpa(handle, name.as_ptr())),
                 handle,
             );
-            let driver = if facts.driver_name.is_empty() {
-                "driver name not reported"
-            } else {
-                &facts.driver_name
-            };
-            inst.log.info(
-                "OVERLAP-Device-Plan",
-                &format!("{} ({driver}): {plan}", facts.device_name),
-            );
+            let next_create_shaders =
+                next_gdpa(handle, c"vkCreateShadersEXT".as_ptr()).map(|f| std::mem::transmute(f));
+            // Shaders need the layer only where the application enabled interlock.
+            let interlock = stripped
+                .map(|s| s.interlock)
+                .filter(|i| i.extension_enabled);
+            if interlock
+                .as_ref()
+                .is_some_and(|i| i.strategy == "serialized")
+                && !facts.is_llvmpipe()
+            {
+                inst.log.warn(
+                    "OVERLAP-Interlock-Serialized-Inexact",
+                    &format!("interlock_strategy=serialized on {}: exact only where the rasterizer shades overlapping fragments in primitive order (llvmpipe)", facts.device_name),
+                );
+            }
             let data = DeviceData {
                 handle,
                 physical_device: pd,
@@ -553,11 +585,91 @@ unsafe extern "system" fn create_device(
                 fns,
                 facts,
                 plan,
+                interlock,
+                next_create_shaders,
             };
+            let driver = if data.facts.driver_name.is_empty() {
+                "driver name not reported"
+            } else {
+                &data.facts.driver_name
+            };
+            data.log().info(
+                "OVERLAP-Device-Plan",
+                &format!(
+                    "{} ({driver}): {}; hooks: {}",
+                    data.facts.device_name,
+                    data.plan,
+                    data.hooks_description()
+                ),
+            );
             state::insert_device(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
         },
         || vk::Result::ERROR_INITIALIZATION_FAILED,
+    )
+}
+
+/// Fills the emulated features after the driver filled the rest of the chain.
+unsafe fn features2(
+    pd: vk::PhysicalDevice,
+    p: *mut vk::PhysicalDeviceFeatures2,
+    next: vk::PFN_vkGetPhysicalDeviceFeatures2,
+) {
+    let emulates_interlock =
+        state::physical_device(pd).is_some_and(|pdd| pdd.plan().interlock_strategy().is_some());
+    if !emulates_interlock {
+        return next(pd, p);
+    }
+    let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
+    pnext::without_output(p as *mut vk::BaseOutStructure, s_type, || next(pd, p));
+    if let Some(f) =
+        pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>((*p).p_next)
+    {
+        crate::interlock::fill_features(f);
+    }
+}
+
+unsafe extern "system" fn get_physical_device_features2(
+    pd: vk::PhysicalDevice,
+    p: *mut vk::PhysicalDeviceFeatures2,
+) {
+    let next = |pd| {
+        state::physical_device(pd).map(|d| d.instance.fns.fp_v1_1().get_physical_device_features2)
+    };
+    guard::entry(
+        "vkGetPhysicalDeviceFeatures2",
+        || {
+            if let Some(n) = next(pd) {
+                features2(pd, p, n)
+            }
+        },
+        || {
+            if let Some(n) = next(pd) {
+                n(pd, p)
+            }
+        },
+    )
+}
+
+unsafe extern "system" fn get_physical_device_features2_khr(
+    pd: vk::PhysicalDevice,
+    p: *mut vk::PhysicalDeviceFeatures2,
+) {
+    let next = |pd| {
+        state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_features2_khr)
+    };
+    guard::entry(
+        "vkGetPhysicalDeviceFeatures2KHR",
+        || {
+            if let Some(n) = next(pd) {
+                features2(pd, p, n)
+            }
+        },
+        || {
+            if let Some(n) = next(pd) {
+                n(pd, p)
+            }
+        },
     )
 }
 

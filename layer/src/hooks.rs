@@ -3,9 +3,12 @@
 //! [`Plan`](crate::plan::Plan) has hooks active; elsewhere the application
 //! calls the next layer directly.
 //!
-//! Until a capability attaches its logic, a hook is a pass-through: it finds
-//! the device's state (the cost that `ci/bench` measures) and calls down.
-//! Capabilities replace entries here with their own functions.
+//! Two groups: the shader hooks (every path SPIR-V takes to the driver,
+//! [`crate::shader`]), installed where the application enabled an emulated
+//! capability that rewrites shaders; and
+//! pass-through hooks, which find the device's state (the cost `ci/bench`
+//! measures) and call down, installed by `force_enable` until a capability
+//! gives them work.
 
 use crate::entry::pfn;
 use crate::guard;
@@ -32,33 +35,25 @@ macro_rules! passthrough_hooks {
             const _: vk::$pfn = $hook;
         )*
 
-        /// The layer's hook for a device command, if it has one.
-        pub fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+        /// The layer's pass-through hook for a device command, if it has one
+        /// (installed only by `force_enable`).
+        pub fn passthrough_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
             match name {
                 $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
                 _ => None,
             }
         }
 
-        /// Names of every hooked device command.
-        pub const HOOKED: &[&str] = &[$($name),*];
+        /// Names of every pass-through hook.
+        pub const PASSTHROUGH: &[&str] = &[$($name),*];
     };
 }
 
 passthrough_hooks! {
-    "vkCreateShaderModule" PFN_vkCreateShaderModule
-        fn create_shader_module(device: vk::Device, info: *const vk::ShaderModuleCreateInfo<'_>,
-            alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderModule) -> vk::Result
-        => fp_v1_0.create_shader_module;
     "vkCreatePipelineLayout" PFN_vkCreatePipelineLayout
         fn create_pipeline_layout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>,
             alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout) -> vk::Result
         => fp_v1_0.create_pipeline_layout;
-    "vkCreateGraphicsPipelines" PFN_vkCreateGraphicsPipelines
-        fn create_graphics_pipelines(device: vk::Device, cache: vk::PipelineCache, count: u32,
-            infos: *const vk::GraphicsPipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>,
-            out: *mut vk::Pipeline) -> vk::Result
-        => fp_v1_0.create_graphics_pipelines;
     "vkBeginCommandBuffer" PFN_vkBeginCommandBuffer
         fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
         => fp_v1_0.begin_command_buffer;
@@ -88,4 +83,35 @@ passthrough_hooks! {
     "vkQueueSubmit" PFN_vkQueueSubmit
         fn queue_submit(queue: vk::Queue, count: u32, submits: *const vk::SubmitInfo<'_>, fence: vk::Fence) -> vk::Result
         => fp_v1_0.queue_submit;
+}
+
+/// The shader hooks, for devices whose plan rewrites shaders.
+pub fn shader_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+    use crate::shader;
+    match name {
+        b"vkCreateShaderModule" => {
+            pfn!(shader::create_shader_module as vk::PFN_vkCreateShaderModule)
+        }
+        b"vkCreateGraphicsPipelines" => {
+            pfn!(shader::create_graphics_pipelines as vk::PFN_vkCreateGraphicsPipelines)
+        }
+        b"vkCreateShadersEXT" => pfn!(shader::create_shaders_ext as vk::PFN_vkCreateShadersEXT),
+        _ => None,
+    }
+}
+
+/// The hook for `name` on `dev`, if the layer installs one there.
+pub fn device_hook_for(dev: &crate::state::DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
+    let force = dev.plan.force_hooks;
+    let shaders = if dev.rewrites_shaders() || force {
+        shader_hook(name)
+    } else {
+        None
+    };
+    shaders.or_else(|| if force { passthrough_hook(name) } else { None })
+}
+
+/// Any hook for `name` (for `vkGetInstanceProcAddr`, which knows no device).
+pub fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+    shader_hook(name).or_else(|| passthrough_hook(name))
 }

@@ -121,14 +121,27 @@ pub struct Plan {
 }
 
 const NOT_YET: &str = "not implemented in this build";
+pub const INTERLOCK_EXTENSION: &CStr = c"VK_EXT_fragment_shader_interlock";
+
+/// How interlock is provided: `interlock_strategy`, and on `auto` the driver.
+fn interlock(settings: &Settings, facts: &DriverFacts) -> Capability {
+    let native = facts.has_extension(INTERLOCK_EXTENSION.to_str().unwrap());
+    match settings.interlock_strategy {
+        "native" if native => Capability::Native,
+        "native" => Capability::Off("interlock_strategy=native, and the driver lacks it"),
+        "serialized" => Capability::Emulated("serialized"),
+        "spinlock" => Capability::Off("the spinlock strategy is not implemented in this build"),
+        _ if native => Capability::Native,
+        _ if facts.is_llvmpipe() => Capability::Emulated("serialized"),
+        _ => Capability::Off(
+            "this driver needs the spinlock strategy, not implemented in this build",
+        ),
+    }
+}
 
 impl Plan {
     pub fn new(settings: &Settings, facts: &DriverFacts) -> Plan {
-        let interlock = if facts.has_extension("VK_EXT_fragment_shader_interlock") {
-            Capability::Native
-        } else {
-            Capability::Off(NOT_YET)
-        };
+        let interlock = interlock(settings, facts);
         let fdm = if facts.has_extension("VK_EXT_fragment_density_map") {
             Capability::Native
         } else if settings.fdm == "off" {
@@ -155,14 +168,21 @@ impl Plan {
             .any(|c| matches!(c, Capability::Emulated(_)))
     }
 
-    /// Whether the device gets the layer's device hooks.
-    pub fn hooks_active(&self) -> bool {
-        self.force_hooks || self.emulates_anything()
+    /// The interlock strategy the layer runs, if it provides interlock.
+    pub fn interlock_strategy(&self) -> Option<&'static str> {
+        match self.interlock {
+            Capability::Emulated(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Device extensions the layer adds to the driver's list.
     pub fn added_extensions(&self) -> Vec<(&'static CStr, u32)> {
-        Vec::new()
+        let mut v = Vec::new();
+        if self.interlock_strategy().is_some() {
+            v.push((INTERLOCK_EXTENSION, 1));
+        }
+        v
     }
 }
 
@@ -170,17 +190,8 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "fragment shader interlock: {}; fragment density map: {}; varying linking: {}; hooks: {}",
-            self.interlock,
-            self.fdm,
-            self.varyings,
-            if self.emulates_anything() {
-                "active"
-            } else if self.force_hooks {
-                "active (force_enable)"
-            } else {
-                "pass-through"
-            }
+            "fragment shader interlock: {}; fragment density map: {}; varying linking: {}",
+            self.interlock, self.fdm, self.varyings
         )
     }
 }
@@ -207,7 +218,49 @@ mod tests {
             &facts(&["VK_EXT_fragment_shader_interlock"]),
         );
         assert_eq!(p.interlock, Capability::Native);
-        assert!(!p.hooks_active());
+        assert!(!p.emulates_anything());
+    }
+
+    #[test]
+    fn interlock_strategy_by_driver_and_setting() {
+        let llvmpipe = facts(&[]);
+        let mut gpu = facts(&[]);
+        gpu.vendor_id = 0x1002;
+        gpu.device_name = "AMD Radeon".into();
+        let nvidia = facts(&["VK_EXT_fragment_shader_interlock"]);
+        let with = |strategy: &'static str| {
+            let mut s = Settings::defaults();
+            s.interlock_strategy = strategy;
+            s
+        };
+        assert_eq!(
+            Plan::new(&with("auto"), &llvmpipe).interlock_strategy(),
+            Some("serialized")
+        );
+        assert!(Plan::new(&with("auto"), &llvmpipe)
+            .added_extensions()
+            .iter()
+            .any(|(n, _)| *n == INTERLOCK_EXTENSION));
+        assert_eq!(
+            Plan::new(&with("auto"), &nvidia).interlock,
+            Capability::Native
+        );
+        assert!(Plan::new(&with("auto"), &nvidia)
+            .added_extensions()
+            .is_empty());
+        assert!(matches!(
+            Plan::new(&with("auto"), &gpu).interlock,
+            Capability::Off(_)
+        ));
+        assert!(matches!(
+            Plan::new(&with("native"), &llvmpipe).interlock,
+            Capability::Off(_)
+        ));
+        // A forced strategy replaces even a native implementation.
+        assert_eq!(
+            Plan::new(&with("serialized"), &nvidia).interlock_strategy(),
+            Some("serialized")
+        );
     }
 
     #[test]
@@ -215,8 +268,7 @@ mod tests {
         let mut s = Settings::defaults();
         s.force_enable = true;
         let p = Plan::new(&s, &facts(&[]));
-        assert!(p.hooks_active());
-        assert!(p.to_string().contains("force_enable"));
+        assert!(p.force_hooks);
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub struct InstanceExtFns {
     pub create_debug_utils_messenger: Option<vk::PFN_vkCreateDebugUtilsMessengerEXT>,
     pub destroy_debug_utils_messenger: Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
     pub enumerate_physical_device_groups: Option<vk::PFN_vkEnumeratePhysicalDeviceGroups>,
+    pub get_physical_device_features2_khr: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
 }
 
 impl InstanceExtFns {
@@ -55,6 +56,8 @@ impl InstanceExtFns {
             enumerate_physical_device_groups: get(c"vkEnumeratePhysicalDeviceGroups")
                 .or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
                 .map(|f| std::mem::transmute(f)),
+            get_physical_device_features2_khr: get(c"vkGetPhysicalDeviceFeatures2KHR")
+                .map(|f| std::mem::transmute(f)),
         }
     }
 }
@@ -70,17 +73,40 @@ pub struct DeviceData {
     pub plan: Plan,
     /// Copied from the settings: checked by every hook.
     pub debug_panic: Option<String>,
+    /// `Some` when the layer provides interlock on this device.
+    pub interlock: Option<crate::interlock::DeviceInterlock>,
+    /// The next layer's `vkCreateShadersEXT`, where the chain has it.
+    pub next_create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
 }
 
 impl DeviceData {
     pub fn log(&self) -> &Logger {
         &self.instance.log
     }
+
+    pub fn settings(&self) -> &Settings {
+        &self.instance.settings
+    }
+
+    /// Whether SPIR-V reaching the driver must go through the layer: the
+    /// application enabled a capability the layer emulates in shaders.
+    pub fn rewrites_shaders(&self) -> bool {
+        self.interlock.is_some()
+    }
+
+    /// The device hooks in place, for the log.
+    pub fn hooks_description(&self) -> &'static str {
+        match (self.rewrites_shaders(), self.plan.force_hooks) {
+            (_, true) => "all (force_enable)",
+            (true, false) => "shader creation",
+            (false, false) => "none (pass-through)",
+        }
+    }
 }
 
 static INSTANCES: LazyLock<RwLock<HashMap<usize, Arc<InstanceData>>>> =
     LazyLock::new(Default::default);
-static PHYSICAL_DEVICES: LazyLock<RwLock<HashMap<u64, Arc<InstanceData>>>> =
+static PHYSICAL_DEVICES: LazyLock<RwLock<HashMap<u64, Arc<PhysicalDeviceData>>>> =
     LazyLock::new(Default::default);
 static DEVICES: LazyLock<RwLock<HashMap<usize, Arc<DeviceData>>>> = LazyLock::new(Default::default);
 static DEVICE_GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -111,7 +137,7 @@ pub fn remove_instance(key: usize) -> Option<Arc<InstanceData>> {
         data?
     };
     let mut pds = PHYSICAL_DEVICES.write();
-    pds.retain(|_, inst| !Arc::ptr_eq(inst, &data));
+    pds.retain(|_, pd| !Arc::ptr_eq(&pd.instance, &data));
     release_if_empty(&mut pds);
     Some(data)
 }
@@ -120,14 +146,46 @@ pub fn instance(key: usize) -> Option<Arc<InstanceData>> {
     INSTANCES.read().get(&key).cloned()
 }
 
-pub fn insert_physical_devices(inst: &Arc<InstanceData>, pds: &[vk::PhysicalDevice]) {
-    let mut map = PHYSICAL_DEVICES.write();
-    for pd in pds {
-        map.insert(vk::Handle::as_raw(*pd), inst.clone());
+/// A physical device and, computed once, what the layer does on it.
+pub struct PhysicalDeviceData {
+    pub handle: vk::PhysicalDevice,
+    pub instance: Arc<InstanceData>,
+    decided: std::sync::OnceLock<(DriverFacts, Plan)>,
+}
+
+impl PhysicalDeviceData {
+    /// The driver's facts and the plan for them (asked once, on first use).
+    pub fn decided(&self) -> &(DriverFacts, Plan) {
+        self.decided.get_or_init(|| {
+            // SAFETY: the handle was enumerated from this instance, which is alive
+            // while this entry is in the map.
+            let facts = unsafe {
+                DriverFacts::query(&self.instance.fns, self.instance.api_version, self.handle)
+            };
+            let plan = Plan::new(&self.instance.settings, &facts);
+            (facts, plan)
+        })
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.decided().1
     }
 }
 
-pub fn physical_device_instance(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
+pub fn insert_physical_devices(inst: &Arc<InstanceData>, pds: &[vk::PhysicalDevice]) {
+    let mut map = PHYSICAL_DEVICES.write();
+    for pd in pds {
+        map.entry(vk::Handle::as_raw(*pd)).or_insert_with(|| {
+            Arc::new(PhysicalDeviceData {
+                handle: *pd,
+                instance: inst.clone(),
+                decided: Default::default(),
+            })
+        });
+    }
+}
+
+pub fn physical_device(pd: vk::PhysicalDevice) -> Option<Arc<PhysicalDeviceData>> {
     PHYSICAL_DEVICES
         .read()
         .get(&vk::Handle::as_raw(pd))

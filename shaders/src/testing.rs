@@ -11,7 +11,10 @@ fn scratch(ext: &str) -> std::path::PathBuf {
 
 fn words_of(path: &std::path::Path) -> Vec<u32> {
     let bytes = std::fs::read(path).unwrap();
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// Compiles GLSL of `stage` (vert, frag, ...) for Vulkan 1.1.
@@ -27,7 +30,11 @@ pub fn glsl(src: &str, stage: &str) -> Result<Vec<u32>, String> {
         .map_err(|e| format!("glslangValidator: {e}"))?;
     let _ = std::fs::remove_file(&input);
     if !out.status.success() {
-        return Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let w = words_of(&output);
     let _ = std::fs::remove_file(&output);
@@ -59,7 +66,10 @@ pub fn disassemble(words: &[u32]) -> String {
     let input = scratch("spv");
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     std::fs::write(&input, bytes).unwrap();
-    let out = Command::new("spirv-dis").arg(&input).output().expect("spirv-dis");
+    let out = Command::new("spirv-dis")
+        .arg(&input)
+        .output()
+        .expect("spirv-dis");
     let _ = std::fs::remove_file(&input);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -57,14 +57,62 @@ fn without_overlap_entry(text: &str) -> String {
     out.join("\n")
 }
 
+/// vulkaninfo's text with the interlock emulation taken out: the extension
+/// line, the extension count, and the feature structure (whose values are
+/// checked: pixel and sample interlock, never shading-rate interlock).
+fn without_emulated_interlock(text: &str) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    let ext = lines
+        .iter()
+        .position(|l| {
+            l.trim_start()
+                .starts_with("VK_EXT_fragment_shader_interlock")
+                && l.contains(": extension revision 1")
+        })
+        .expect("VK_EXT_fragment_shader_interlock is listed");
+    lines.remove(ext);
+    let header = lines
+        .iter()
+        .position(|l| *l == "VkPhysicalDeviceFragmentShaderInterlockFeaturesEXT:")
+        .expect("interlock features shown");
+    let fields: Vec<String> = lines[header + 2..header + 5]
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "fragmentShaderSampleInterlock = true",
+            "fragmentShaderPixelInterlock = true",
+            "fragmentShaderShadingRateInterlock = false"
+        ]
+    );
+    assert!(lines[header - 1].is_empty());
+    lines.drain(header - 1..header + 5);
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    for l in &mut out {
+        if let Some(n) = l.strip_prefix("Device Extensions: count = ") {
+            *l = format!(
+                "Device Extensions: count = {}",
+                n.parse::<u32>().unwrap() - 1
+            );
+        }
+    }
+    out.join("\n")
+}
+
 #[test]
-fn vulkaninfo_through_the_layer_matches_except_its_own_entry() {
+fn vulkaninfo_through_the_layer_matches_except_what_it_emulates() {
     assert!(
         harness::have("vulkaninfo"),
         "vulkaninfo is missing: run ci/setup"
     );
     let without = run(&mut vk_command("vulkaninfo", Layers::None));
     assert_eq!(without.code, Some(0), "{}", without.stderr);
+    assert!(
+        !without.stdout.contains("VK_EXT_fragment_shader_interlock"),
+        "lavapipe gained interlock: update this test"
+    );
     for options in [&[][..], &["--set", "force_enable=true"][..]] {
         let with = run(&mut overlap_run(options, &["vulkaninfo"]));
         assert_eq!(with.code, Some(0), "{}", with.stderr);
@@ -72,10 +120,12 @@ fn vulkaninfo_through_the_layer_matches_except_its_own_entry() {
             with.stdout.contains("VK_LAYER_OVERLAP_emulation (Overlap"),
             "the layer is not listed"
         );
-        let (a, b) = (
-            without_overlap_entry(&without.stdout),
-            without_overlap_entry(&with.stdout),
-        );
+        let a = without_overlap_entry(&without.stdout)
+            .trim_end()
+            .to_string();
+        let b = without_emulated_interlock(&without_overlap_entry(&with.stdout))
+            .trim_end()
+            .to_string();
         if a != b {
             let diff: Vec<_> = a
                 .lines()
@@ -86,6 +136,15 @@ fn vulkaninfo_through_the_layer_matches_except_its_own_entry() {
             panic!("vulkaninfo differs with the layer ({options:?}): {diff:#?}");
         }
     }
+    // With interlock_strategy=native nothing is emulated on lavapipe: identical.
+    let with = run(&mut overlap_run(
+        &["--set", "interlock_strategy=native"],
+        &["vulkaninfo"],
+    ));
+    assert_eq!(
+        without_overlap_entry(&with.stdout),
+        without_overlap_entry(&without.stdout)
+    );
 }
 
 #[test]
@@ -99,7 +158,7 @@ fn vkcube_runs_60_frames_through_forced_hooks_with_validation() {
     )));
     assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.stderr.contains("hooks: active (force_enable)"),
+        o.stderr.contains("hooks: all (force_enable)"),
         "the layer did not hook vkcube's device:\n{}",
         o.stderr
     );
@@ -155,7 +214,7 @@ fn opengl_through_zink_works_through_the_layer() {
         );
     }
     assert!(
-        with.stderr.contains("hooks: active (force_enable)"),
+        with.stderr.contains("hooks: all (force_enable)"),
         "{}",
         with.stderr
     );
@@ -211,25 +270,29 @@ fn bad_arguments_get_usage_and_exit_code_2() {
 
 #[test]
 fn info_lists_lavapipe_and_the_plan() {
-    let o = run(vk_command(overlap_cli(), Layers::None).arg("info"));
-    assert_eq!(o.code, Some(0), "{}", o.stderr);
-    assert!(o.stdout.contains("Vulkan drivers found: 1"), "{}", o.stdout);
-    assert!(o.stdout.contains("llvmpipe"), "{}", o.stdout);
-    assert!(o.stdout.contains("MESA_LLVMPIPE"), "{}", o.stdout);
-    assert!(
-        o.stdout.contains("fragment shader interlock"),
-        "{}",
+    let info = |args: &[&str]| {
+        let o = run(vk_command(overlap_cli(), Layers::None)
+            .arg("info")
+            .args(args));
+        assert_eq!(o.code, Some(0), "{}", o.stderr);
         o.stdout
-    );
+    };
+    let out = info(&[]);
+    for want in [
+        "Vulkan drivers found: 1",
+        "llvmpipe",
+        "MESA_LLVMPIPE",
+        "fragment shader interlock : emulated (serialized)",
+        "device hooks              : shader creation",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let out = info(&["--set", "force_enable=1"]);
+    assert!(out.contains("device hooks              : all"), "{out}");
+    let out = info(&["--set", "interlock_strategy=native"]);
     assert!(
-        o.stdout.contains("device hooks              : none"),
-        "{}",
-        o.stdout
+        out.contains("fragment shader interlock : not provided (interlock_strategy=native"),
+        "{out}"
     );
-    let o = run(vk_command(overlap_cli(), Layers::None).args(["info", "--set", "force_enable=1"]));
-    assert!(
-        o.stdout.contains("device hooks              : active"),
-        "{}",
-        o.stdout
-    );
+    assert!(out.contains("device hooks              : none"), "{out}");
 }

@@ -183,7 +183,11 @@ fn log_level_info_reports_the_plan_on_stderr() {
         "{}",
         o.stderr
     );
-    assert!(o.stderr.contains("hooks: pass-through"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("hooks: none (pass-through)"),
+        "{}",
+        o.stderr
+    );
 }
 
 /// The implicit manifest: loaded with OVERLAP=1, never with DISABLE_OVERLAP=1.

@@ -316,8 +316,10 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
         println!("    varying linking           : {}", plan.varyings);
         println!(
             "    device hooks              : {}",
-            if plan.hooks_active() {
-                "active"
+            if plan.force_hooks {
+                "all, on every device (force_enable)"
+            } else if plan.emulates_anything() {
+                "shader creation, on devices that enable an emulated extension"
             } else {
                 "none (every command goes straight to the driver)"
             }

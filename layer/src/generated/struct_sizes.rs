@@ -15,9 +15,7 @@ pub fn struct_size(s_type: StructureType) -> Option<usize> {
         StructureType::MAPPED_MEMORY_RANGE => size_of::<MappedMemoryRange<'static>>(),
         StructureType::WRITE_DESCRIPTOR_SET => size_of::<WriteDescriptorSet<'static>>(),
         StructureType::COPY_DESCRIPTOR_SET => size_of::<CopyDescriptorSet<'static>>(),
-        StructureType::BUFFER_USAGE_FLAGS_2_CREATE_INFO_KHR => {
-            size_of::<BufferUsageFlags2CreateInfoKHR<'static>>()
-        }
+        StructureType::BUFFER_USAGE_FLAGS_2_CREATE_INFO_KHR => size_of::<BufferUsageFlags2CreateInfoKHR<'static>>(),
         StructureType::BUFFER_CREATE_INFO => size_of::<BufferCreateInfo<'static>>(),
         StructureType::BUFFER_VIEW_CREATE_INFO => size_of::<BufferViewCreateInfo<'static>>(),
         StructureType::MEMORY_BARRIER => size_of::<MemoryBarrier<'static>>(),
@@ -27,69 +25,29 @@ pub fn struct_size(s_type: StructureType) -> Option<usize> {
         StructureType::IMAGE_VIEW_CREATE_INFO => size_of::<ImageViewCreateInfo<'static>>(),
         StructureType::BIND_SPARSE_INFO => size_of::<BindSparseInfo<'static>>(),
         StructureType::SHADER_MODULE_CREATE_INFO => size_of::<ShaderModuleCreateInfo<'static>>(),
-        StructureType::DESCRIPTOR_SET_LAYOUT_CREATE_INFO => {
-            size_of::<DescriptorSetLayoutCreateInfo<'static>>()
-        }
-        StructureType::DESCRIPTOR_POOL_CREATE_INFO => {
-            size_of::<DescriptorPoolCreateInfo<'static>>()
-        }
-        StructureType::DESCRIPTOR_SET_ALLOCATE_INFO => {
-            size_of::<DescriptorSetAllocateInfo<'static>>()
-        }
-        StructureType::PIPELINE_SHADER_STAGE_CREATE_INFO => {
-            size_of::<PipelineShaderStageCreateInfo<'static>>()
-        }
-        StructureType::COMPUTE_PIPELINE_CREATE_INFO => {
-            size_of::<ComputePipelineCreateInfo<'static>>()
-        }
-        StructureType::COMPUTE_PIPELINE_INDIRECT_BUFFER_INFO_NV => {
-            size_of::<ComputePipelineIndirectBufferInfoNV<'static>>()
-        }
-        StructureType::PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR => {
-            size_of::<PipelineCreateFlags2CreateInfoKHR<'static>>()
-        }
-        StructureType::PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO => {
-            size_of::<PipelineVertexInputStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO => {
-            size_of::<PipelineInputAssemblyStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_TESSELLATION_STATE_CREATE_INFO => {
-            size_of::<PipelineTessellationStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_VIEWPORT_STATE_CREATE_INFO => {
-            size_of::<PipelineViewportStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_RASTERIZATION_STATE_CREATE_INFO => {
-            size_of::<PipelineRasterizationStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_MULTISAMPLE_STATE_CREATE_INFO => {
-            size_of::<PipelineMultisampleStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_COLOR_BLEND_STATE_CREATE_INFO => {
-            size_of::<PipelineColorBlendStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_DYNAMIC_STATE_CREATE_INFO => {
-            size_of::<PipelineDynamicStateCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO => {
-            size_of::<PipelineDepthStencilStateCreateInfo<'static>>()
-        }
-        StructureType::GRAPHICS_PIPELINE_CREATE_INFO => {
-            size_of::<GraphicsPipelineCreateInfo<'static>>()
-        }
+        StructureType::DESCRIPTOR_SET_LAYOUT_CREATE_INFO => size_of::<DescriptorSetLayoutCreateInfo<'static>>(),
+        StructureType::DESCRIPTOR_POOL_CREATE_INFO => size_of::<DescriptorPoolCreateInfo<'static>>(),
+        StructureType::DESCRIPTOR_SET_ALLOCATE_INFO => size_of::<DescriptorSetAllocateInfo<'static>>(),
+        StructureType::PIPELINE_SHADER_STAGE_CREATE_INFO => size_of::<PipelineShaderStageCreateInfo<'static>>(),
+        StructureType::COMPUTE_PIPELINE_CREATE_INFO => size_of::<ComputePipelineCreateInfo<'static>>(),
+        StructureType::COMPUTE_PIPELINE_INDIRECT_BUFFER_INFO_NV => size_of::<ComputePipelineIndirectBufferInfoNV<'static>>(),
+        StructureType::PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR => size_of::<PipelineCreateFlags2CreateInfoKHR<'static>>(),
+        StructureType::PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO => size_of::<PipelineVertexInputStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO => size_of::<PipelineInputAssemblyStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_TESSELLATION_STATE_CREATE_INFO => size_of::<PipelineTessellationStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_VIEWPORT_STATE_CREATE_INFO => size_of::<PipelineViewportStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_RASTERIZATION_STATE_CREATE_INFO => size_of::<PipelineRasterizationStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_MULTISAMPLE_STATE_CREATE_INFO => size_of::<PipelineMultisampleStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_COLOR_BLEND_STATE_CREATE_INFO => size_of::<PipelineColorBlendStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_DYNAMIC_STATE_CREATE_INFO => size_of::<PipelineDynamicStateCreateInfo<'static>>(),
+        StructureType::PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO => size_of::<PipelineDepthStencilStateCreateInfo<'static>>(),
+        StructureType::GRAPHICS_PIPELINE_CREATE_INFO => size_of::<GraphicsPipelineCreateInfo<'static>>(),
         StructureType::PIPELINE_CACHE_CREATE_INFO => size_of::<PipelineCacheCreateInfo<'static>>(),
-        StructureType::PIPELINE_LAYOUT_CREATE_INFO => {
-            size_of::<PipelineLayoutCreateInfo<'static>>()
-        }
+        StructureType::PIPELINE_LAYOUT_CREATE_INFO => size_of::<PipelineLayoutCreateInfo<'static>>(),
         StructureType::SAMPLER_CREATE_INFO => size_of::<SamplerCreateInfo<'static>>(),
         StructureType::COMMAND_POOL_CREATE_INFO => size_of::<CommandPoolCreateInfo<'static>>(),
-        StructureType::COMMAND_BUFFER_ALLOCATE_INFO => {
-            size_of::<CommandBufferAllocateInfo<'static>>()
-        }
-        StructureType::COMMAND_BUFFER_INHERITANCE_INFO => {
-            size_of::<CommandBufferInheritanceInfo<'static>>()
-        }
+        StructureType::COMMAND_BUFFER_ALLOCATE_INFO => size_of::<CommandBufferAllocateInfo<'static>>(),
+        StructureType::COMMAND_BUFFER_INHERITANCE_INFO => size_of::<CommandBufferInheritanceInfo<'static>>(),
         StructureType::COMMAND_BUFFER_BEGIN_INFO => size_of::<CommandBufferBeginInfo<'static>>(),
         StructureType::RENDER_PASS_BEGIN_INFO => size_of::<RenderPassBeginInfo<'static>>(),
         StructureType::RENDER_PASS_CREATE_INFO => size_of::<RenderPassCreateInfo<'static>>(),
@@ -99,615 +57,241 @@ pub fn struct_size(s_type: StructureType) -> Option<usize> {
         StructureType::QUERY_POOL_CREATE_INFO => size_of::<QueryPoolCreateInfo<'static>>(),
         StructureType::FRAMEBUFFER_CREATE_INFO => size_of::<FramebufferCreateInfo<'static>>(),
         StructureType::SUBMIT_INFO => size_of::<SubmitInfo<'static>>(),
-        StructureType::DISPLAY_MODE_CREATE_INFO_KHR => {
-            size_of::<DisplayModeCreateInfoKHR<'static>>()
-        }
-        StructureType::DISPLAY_SURFACE_CREATE_INFO_KHR => {
-            size_of::<DisplaySurfaceCreateInfoKHR<'static>>()
-        }
+        StructureType::DISPLAY_MODE_CREATE_INFO_KHR => size_of::<DisplayModeCreateInfoKHR<'static>>(),
+        StructureType::DISPLAY_SURFACE_CREATE_INFO_KHR => size_of::<DisplaySurfaceCreateInfoKHR<'static>>(),
         StructureType::DISPLAY_PRESENT_INFO_KHR => size_of::<DisplayPresentInfoKHR<'static>>(),
-        StructureType::ANDROID_SURFACE_CREATE_INFO_KHR => {
-            size_of::<AndroidSurfaceCreateInfoKHR<'static>>()
-        }
+        StructureType::ANDROID_SURFACE_CREATE_INFO_KHR => size_of::<AndroidSurfaceCreateInfoKHR<'static>>(),
         StructureType::VI_SURFACE_CREATE_INFO_NN => size_of::<ViSurfaceCreateInfoNN<'static>>(),
-        StructureType::WAYLAND_SURFACE_CREATE_INFO_KHR => {
-            size_of::<WaylandSurfaceCreateInfoKHR<'static>>()
-        }
-        StructureType::WIN32_SURFACE_CREATE_INFO_KHR => {
-            size_of::<Win32SurfaceCreateInfoKHR<'static>>()
-        }
-        StructureType::XLIB_SURFACE_CREATE_INFO_KHR => {
-            size_of::<XlibSurfaceCreateInfoKHR<'static>>()
-        }
+        StructureType::WAYLAND_SURFACE_CREATE_INFO_KHR => size_of::<WaylandSurfaceCreateInfoKHR<'static>>(),
+        StructureType::WIN32_SURFACE_CREATE_INFO_KHR => size_of::<Win32SurfaceCreateInfoKHR<'static>>(),
+        StructureType::XLIB_SURFACE_CREATE_INFO_KHR => size_of::<XlibSurfaceCreateInfoKHR<'static>>(),
         StructureType::XCB_SURFACE_CREATE_INFO_KHR => size_of::<XcbSurfaceCreateInfoKHR<'static>>(),
-        StructureType::DIRECTFB_SURFACE_CREATE_INFO_EXT => {
-            size_of::<DirectFBSurfaceCreateInfoEXT<'static>>()
-        }
-        StructureType::IMAGEPIPE_SURFACE_CREATE_INFO_FUCHSIA => {
-            size_of::<ImagePipeSurfaceCreateInfoFUCHSIA<'static>>()
-        }
-        StructureType::STREAM_DESCRIPTOR_SURFACE_CREATE_INFO_GGP => {
-            size_of::<StreamDescriptorSurfaceCreateInfoGGP<'static>>()
-        }
-        StructureType::SCREEN_SURFACE_CREATE_INFO_QNX => {
-            size_of::<ScreenSurfaceCreateInfoQNX<'static>>()
-        }
+        StructureType::DIRECTFB_SURFACE_CREATE_INFO_EXT => size_of::<DirectFBSurfaceCreateInfoEXT<'static>>(),
+        StructureType::IMAGEPIPE_SURFACE_CREATE_INFO_FUCHSIA => size_of::<ImagePipeSurfaceCreateInfoFUCHSIA<'static>>(),
+        StructureType::STREAM_DESCRIPTOR_SURFACE_CREATE_INFO_GGP => size_of::<StreamDescriptorSurfaceCreateInfoGGP<'static>>(),
+        StructureType::SCREEN_SURFACE_CREATE_INFO_QNX => size_of::<ScreenSurfaceCreateInfoQNX<'static>>(),
         StructureType::SWAPCHAIN_CREATE_INFO_KHR => size_of::<SwapchainCreateInfoKHR<'static>>(),
         StructureType::PRESENT_INFO_KHR => size_of::<PresentInfoKHR<'static>>(),
-        StructureType::DEBUG_REPORT_CALLBACK_CREATE_INFO_EXT => {
-            size_of::<DebugReportCallbackCreateInfoEXT<'static>>()
-        }
+        StructureType::DEBUG_REPORT_CALLBACK_CREATE_INFO_EXT => size_of::<DebugReportCallbackCreateInfoEXT<'static>>(),
         StructureType::VALIDATION_FLAGS_EXT => size_of::<ValidationFlagsEXT<'static>>(),
         StructureType::VALIDATION_FEATURES_EXT => size_of::<ValidationFeaturesEXT<'static>>(),
-        StructureType::LAYER_SETTINGS_CREATE_INFO_EXT => {
-            size_of::<LayerSettingsCreateInfoEXT<'static>>()
-        }
-        StructureType::PIPELINE_RASTERIZATION_STATE_RASTERIZATION_ORDER_AMD => {
-            size_of::<PipelineRasterizationStateRasterizationOrderAMD<'static>>()
-        }
-        StructureType::DEBUG_MARKER_OBJECT_NAME_INFO_EXT => {
-            size_of::<DebugMarkerObjectNameInfoEXT<'static>>()
-        }
-        StructureType::DEBUG_MARKER_OBJECT_TAG_INFO_EXT => {
-            size_of::<DebugMarkerObjectTagInfoEXT<'static>>()
-        }
-        StructureType::DEBUG_MARKER_MARKER_INFO_EXT => {
-            size_of::<DebugMarkerMarkerInfoEXT<'static>>()
-        }
-        StructureType::DEDICATED_ALLOCATION_IMAGE_CREATE_INFO_NV => {
-            size_of::<DedicatedAllocationImageCreateInfoNV<'static>>()
-        }
-        StructureType::DEDICATED_ALLOCATION_BUFFER_CREATE_INFO_NV => {
-            size_of::<DedicatedAllocationBufferCreateInfoNV<'static>>()
-        }
-        StructureType::DEDICATED_ALLOCATION_MEMORY_ALLOCATE_INFO_NV => {
-            size_of::<DedicatedAllocationMemoryAllocateInfoNV<'static>>()
-        }
-        StructureType::EXTERNAL_MEMORY_IMAGE_CREATE_INFO_NV => {
-            size_of::<ExternalMemoryImageCreateInfoNV<'static>>()
-        }
-        StructureType::EXPORT_MEMORY_ALLOCATE_INFO_NV => {
-            size_of::<ExportMemoryAllocateInfoNV<'static>>()
-        }
-        StructureType::IMPORT_MEMORY_WIN32_HANDLE_INFO_NV => {
-            size_of::<ImportMemoryWin32HandleInfoNV<'static>>()
-        }
-        StructureType::EXPORT_MEMORY_WIN32_HANDLE_INFO_NV => {
-            size_of::<ExportMemoryWin32HandleInfoNV<'static>>()
-        }
-        StructureType::WIN32_KEYED_MUTEX_ACQUIRE_RELEASE_INFO_NV => {
-            size_of::<Win32KeyedMutexAcquireReleaseInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_FEATURES_NV => {
-            size_of::<PhysicalDeviceDeviceGeneratedCommandsFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_COMPUTE_FEATURES_NV => {
-            size_of::<PhysicalDeviceDeviceGeneratedCommandsComputeFeaturesNV<'static>>()
-        }
-        StructureType::DEVICE_PRIVATE_DATA_CREATE_INFO => {
-            size_of::<DevicePrivateDataCreateInfo<'static>>()
-        }
-        StructureType::PRIVATE_DATA_SLOT_CREATE_INFO => {
-            size_of::<PrivateDataSlotCreateInfo<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PRIVATE_DATA_FEATURES => {
-            size_of::<PhysicalDevicePrivateDataFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceDeviceGeneratedCommandsPropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MULTI_DRAW_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceMultiDrawPropertiesEXT<'static>>()
-        }
-        StructureType::GRAPHICS_SHADER_GROUP_CREATE_INFO_NV => {
-            size_of::<GraphicsShaderGroupCreateInfoNV<'static>>()
-        }
-        StructureType::GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV => {
-            size_of::<GraphicsPipelineShaderGroupsCreateInfoNV<'static>>()
-        }
-        StructureType::INDIRECT_COMMANDS_LAYOUT_TOKEN_NV => {
-            size_of::<IndirectCommandsLayoutTokenNV<'static>>()
-        }
-        StructureType::INDIRECT_COMMANDS_LAYOUT_CREATE_INFO_NV => {
-            size_of::<IndirectCommandsLayoutCreateInfoNV<'static>>()
-        }
+        StructureType::LAYER_SETTINGS_CREATE_INFO_EXT => size_of::<LayerSettingsCreateInfoEXT<'static>>(),
+        StructureType::PIPELINE_RASTERIZATION_STATE_RASTERIZATION_ORDER_AMD => size_of::<PipelineRasterizationStateRasterizationOrderAMD<'static>>(),
+        StructureType::DEBUG_MARKER_OBJECT_NAME_INFO_EXT => size_of::<DebugMarkerObjectNameInfoEXT<'static>>(),
+        StructureType::DEBUG_MARKER_OBJECT_TAG_INFO_EXT => size_of::<DebugMarkerObjectTagInfoEXT<'static>>(),
+        StructureType::DEBUG_MARKER_MARKER_INFO_EXT => size_of::<DebugMarkerMarkerInfoEXT<'static>>(),
+        StructureType::DEDICATED_ALLOCATION_IMAGE_CREATE_INFO_NV => size_of::<DedicatedAllocationImageCreateInfoNV<'static>>(),
+        StructureType::DEDICATED_ALLOCATION_BUFFER_CREATE_INFO_NV => size_of::<DedicatedAllocationBufferCreateInfoNV<'static>>(),
+        StructureType::DEDICATED_ALLOCATION_MEMORY_ALLOCATE_INFO_NV => size_of::<DedicatedAllocationMemoryAllocateInfoNV<'static>>(),
+        StructureType::EXTERNAL_MEMORY_IMAGE_CREATE_INFO_NV => size_of::<ExternalMemoryImageCreateInfoNV<'static>>(),
+        StructureType::EXPORT_MEMORY_ALLOCATE_INFO_NV => size_of::<ExportMemoryAllocateInfoNV<'static>>(),
+        StructureType::IMPORT_MEMORY_WIN32_HANDLE_INFO_NV => size_of::<ImportMemoryWin32HandleInfoNV<'static>>(),
+        StructureType::EXPORT_MEMORY_WIN32_HANDLE_INFO_NV => size_of::<ExportMemoryWin32HandleInfoNV<'static>>(),
+        StructureType::WIN32_KEYED_MUTEX_ACQUIRE_RELEASE_INFO_NV => size_of::<Win32KeyedMutexAcquireReleaseInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_FEATURES_NV => size_of::<PhysicalDeviceDeviceGeneratedCommandsFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_COMPUTE_FEATURES_NV => size_of::<PhysicalDeviceDeviceGeneratedCommandsComputeFeaturesNV<'static>>(),
+        StructureType::DEVICE_PRIVATE_DATA_CREATE_INFO => size_of::<DevicePrivateDataCreateInfo<'static>>(),
+        StructureType::PRIVATE_DATA_SLOT_CREATE_INFO => size_of::<PrivateDataSlotCreateInfo<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PRIVATE_DATA_FEATURES => size_of::<PhysicalDevicePrivateDataFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_PROPERTIES_NV => size_of::<PhysicalDeviceDeviceGeneratedCommandsPropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MULTI_DRAW_PROPERTIES_EXT => size_of::<PhysicalDeviceMultiDrawPropertiesEXT<'static>>(),
+        StructureType::GRAPHICS_SHADER_GROUP_CREATE_INFO_NV => size_of::<GraphicsShaderGroupCreateInfoNV<'static>>(),
+        StructureType::GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV => size_of::<GraphicsPipelineShaderGroupsCreateInfoNV<'static>>(),
+        StructureType::INDIRECT_COMMANDS_LAYOUT_TOKEN_NV => size_of::<IndirectCommandsLayoutTokenNV<'static>>(),
+        StructureType::INDIRECT_COMMANDS_LAYOUT_CREATE_INFO_NV => size_of::<IndirectCommandsLayoutCreateInfoNV<'static>>(),
         StructureType::GENERATED_COMMANDS_INFO_NV => size_of::<GeneratedCommandsInfoNV<'static>>(),
-        StructureType::GENERATED_COMMANDS_MEMORY_REQUIREMENTS_INFO_NV => {
-            size_of::<GeneratedCommandsMemoryRequirementsInfoNV<'static>>()
-        }
-        StructureType::PIPELINE_INDIRECT_DEVICE_ADDRESS_INFO_NV => {
-            size_of::<PipelineIndirectDeviceAddressInfoNV<'static>>()
-        }
+        StructureType::GENERATED_COMMANDS_MEMORY_REQUIREMENTS_INFO_NV => size_of::<GeneratedCommandsMemoryRequirementsInfoNV<'static>>(),
+        StructureType::PIPELINE_INDIRECT_DEVICE_ADDRESS_INFO_NV => size_of::<PipelineIndirectDeviceAddressInfoNV<'static>>(),
         StructureType::PHYSICAL_DEVICE_FEATURES_2 => size_of::<PhysicalDeviceFeatures2<'static>>(),
-        StructureType::PHYSICAL_DEVICE_PROPERTIES_2 => {
-            size_of::<PhysicalDeviceProperties2<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_PROPERTIES_2 => size_of::<PhysicalDeviceProperties2<'static>>(),
         StructureType::FORMAT_PROPERTIES_2 => size_of::<FormatProperties2<'static>>(),
         StructureType::IMAGE_FORMAT_PROPERTIES_2 => size_of::<ImageFormatProperties2<'static>>(),
-        StructureType::PHYSICAL_DEVICE_IMAGE_FORMAT_INFO_2 => {
-            size_of::<PhysicalDeviceImageFormatInfo2<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_IMAGE_FORMAT_INFO_2 => size_of::<PhysicalDeviceImageFormatInfo2<'static>>(),
         StructureType::QUEUE_FAMILY_PROPERTIES_2 => size_of::<QueueFamilyProperties2<'static>>(),
-        StructureType::PHYSICAL_DEVICE_MEMORY_PROPERTIES_2 => {
-            size_of::<PhysicalDeviceMemoryProperties2<'static>>()
-        }
-        StructureType::SPARSE_IMAGE_FORMAT_PROPERTIES_2 => {
-            size_of::<SparseImageFormatProperties2<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SPARSE_IMAGE_FORMAT_INFO_2 => {
-            size_of::<PhysicalDeviceSparseImageFormatInfo2<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR => {
-            size_of::<PhysicalDevicePushDescriptorPropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DRIVER_PROPERTIES => {
-            size_of::<PhysicalDeviceDriverProperties<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_MEMORY_PROPERTIES_2 => size_of::<PhysicalDeviceMemoryProperties2<'static>>(),
+        StructureType::SPARSE_IMAGE_FORMAT_PROPERTIES_2 => size_of::<SparseImageFormatProperties2<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SPARSE_IMAGE_FORMAT_INFO_2 => size_of::<PhysicalDeviceSparseImageFormatInfo2<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR => size_of::<PhysicalDevicePushDescriptorPropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DRIVER_PROPERTIES => size_of::<PhysicalDeviceDriverProperties<'static>>(),
         StructureType::PRESENT_REGIONS_KHR => size_of::<PresentRegionsKHR<'static>>(),
-        StructureType::PHYSICAL_DEVICE_VARIABLE_POINTERS_FEATURES => {
-            size_of::<PhysicalDeviceVariablePointersFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO => {
-            size_of::<PhysicalDeviceExternalImageFormatInfo<'static>>()
-        }
-        StructureType::EXTERNAL_IMAGE_FORMAT_PROPERTIES => {
-            size_of::<ExternalImageFormatProperties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO => {
-            size_of::<PhysicalDeviceExternalBufferInfo<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_VARIABLE_POINTERS_FEATURES => size_of::<PhysicalDeviceVariablePointersFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO => size_of::<PhysicalDeviceExternalImageFormatInfo<'static>>(),
+        StructureType::EXTERNAL_IMAGE_FORMAT_PROPERTIES => size_of::<ExternalImageFormatProperties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO => size_of::<PhysicalDeviceExternalBufferInfo<'static>>(),
         StructureType::EXTERNAL_BUFFER_PROPERTIES => size_of::<ExternalBufferProperties<'static>>(),
-        StructureType::PHYSICAL_DEVICE_ID_PROPERTIES => {
-            size_of::<PhysicalDeviceIDProperties<'static>>()
-        }
-        StructureType::EXTERNAL_MEMORY_IMAGE_CREATE_INFO => {
-            size_of::<ExternalMemoryImageCreateInfo<'static>>()
-        }
-        StructureType::EXTERNAL_MEMORY_BUFFER_CREATE_INFO => {
-            size_of::<ExternalMemoryBufferCreateInfo<'static>>()
-        }
-        StructureType::EXPORT_MEMORY_ALLOCATE_INFO => {
-            size_of::<ExportMemoryAllocateInfo<'static>>()
-        }
-        StructureType::IMPORT_MEMORY_WIN32_HANDLE_INFO_KHR => {
-            size_of::<ImportMemoryWin32HandleInfoKHR<'static>>()
-        }
-        StructureType::EXPORT_MEMORY_WIN32_HANDLE_INFO_KHR => {
-            size_of::<ExportMemoryWin32HandleInfoKHR<'static>>()
-        }
-        StructureType::IMPORT_MEMORY_ZIRCON_HANDLE_INFO_FUCHSIA => {
-            size_of::<ImportMemoryZirconHandleInfoFUCHSIA<'static>>()
-        }
-        StructureType::MEMORY_ZIRCON_HANDLE_PROPERTIES_FUCHSIA => {
-            size_of::<MemoryZirconHandlePropertiesFUCHSIA<'static>>()
-        }
-        StructureType::MEMORY_GET_ZIRCON_HANDLE_INFO_FUCHSIA => {
-            size_of::<MemoryGetZirconHandleInfoFUCHSIA<'static>>()
-        }
-        StructureType::MEMORY_WIN32_HANDLE_PROPERTIES_KHR => {
-            size_of::<MemoryWin32HandlePropertiesKHR<'static>>()
-        }
-        StructureType::MEMORY_GET_WIN32_HANDLE_INFO_KHR => {
-            size_of::<MemoryGetWin32HandleInfoKHR<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_ID_PROPERTIES => size_of::<PhysicalDeviceIDProperties<'static>>(),
+        StructureType::EXTERNAL_MEMORY_IMAGE_CREATE_INFO => size_of::<ExternalMemoryImageCreateInfo<'static>>(),
+        StructureType::EXTERNAL_MEMORY_BUFFER_CREATE_INFO => size_of::<ExternalMemoryBufferCreateInfo<'static>>(),
+        StructureType::EXPORT_MEMORY_ALLOCATE_INFO => size_of::<ExportMemoryAllocateInfo<'static>>(),
+        StructureType::IMPORT_MEMORY_WIN32_HANDLE_INFO_KHR => size_of::<ImportMemoryWin32HandleInfoKHR<'static>>(),
+        StructureType::EXPORT_MEMORY_WIN32_HANDLE_INFO_KHR => size_of::<ExportMemoryWin32HandleInfoKHR<'static>>(),
+        StructureType::IMPORT_MEMORY_ZIRCON_HANDLE_INFO_FUCHSIA => size_of::<ImportMemoryZirconHandleInfoFUCHSIA<'static>>(),
+        StructureType::MEMORY_ZIRCON_HANDLE_PROPERTIES_FUCHSIA => size_of::<MemoryZirconHandlePropertiesFUCHSIA<'static>>(),
+        StructureType::MEMORY_GET_ZIRCON_HANDLE_INFO_FUCHSIA => size_of::<MemoryGetZirconHandleInfoFUCHSIA<'static>>(),
+        StructureType::MEMORY_WIN32_HANDLE_PROPERTIES_KHR => size_of::<MemoryWin32HandlePropertiesKHR<'static>>(),
+        StructureType::MEMORY_GET_WIN32_HANDLE_INFO_KHR => size_of::<MemoryGetWin32HandleInfoKHR<'static>>(),
         StructureType::IMPORT_MEMORY_FD_INFO_KHR => size_of::<ImportMemoryFdInfoKHR<'static>>(),
         StructureType::MEMORY_FD_PROPERTIES_KHR => size_of::<MemoryFdPropertiesKHR<'static>>(),
         StructureType::MEMORY_GET_FD_INFO_KHR => size_of::<MemoryGetFdInfoKHR<'static>>(),
-        StructureType::WIN32_KEYED_MUTEX_ACQUIRE_RELEASE_INFO_KHR => {
-            size_of::<Win32KeyedMutexAcquireReleaseInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_SEMAPHORE_INFO => {
-            size_of::<PhysicalDeviceExternalSemaphoreInfo<'static>>()
-        }
-        StructureType::EXTERNAL_SEMAPHORE_PROPERTIES => {
-            size_of::<ExternalSemaphoreProperties<'static>>()
-        }
-        StructureType::EXPORT_SEMAPHORE_CREATE_INFO => {
-            size_of::<ExportSemaphoreCreateInfo<'static>>()
-        }
-        StructureType::IMPORT_SEMAPHORE_WIN32_HANDLE_INFO_KHR => {
-            size_of::<ImportSemaphoreWin32HandleInfoKHR<'static>>()
-        }
-        StructureType::EXPORT_SEMAPHORE_WIN32_HANDLE_INFO_KHR => {
-            size_of::<ExportSemaphoreWin32HandleInfoKHR<'static>>()
-        }
+        StructureType::WIN32_KEYED_MUTEX_ACQUIRE_RELEASE_INFO_KHR => size_of::<Win32KeyedMutexAcquireReleaseInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_SEMAPHORE_INFO => size_of::<PhysicalDeviceExternalSemaphoreInfo<'static>>(),
+        StructureType::EXTERNAL_SEMAPHORE_PROPERTIES => size_of::<ExternalSemaphoreProperties<'static>>(),
+        StructureType::EXPORT_SEMAPHORE_CREATE_INFO => size_of::<ExportSemaphoreCreateInfo<'static>>(),
+        StructureType::IMPORT_SEMAPHORE_WIN32_HANDLE_INFO_KHR => size_of::<ImportSemaphoreWin32HandleInfoKHR<'static>>(),
+        StructureType::EXPORT_SEMAPHORE_WIN32_HANDLE_INFO_KHR => size_of::<ExportSemaphoreWin32HandleInfoKHR<'static>>(),
         StructureType::D3D12_FENCE_SUBMIT_INFO_KHR => size_of::<D3D12FenceSubmitInfoKHR<'static>>(),
-        StructureType::SEMAPHORE_GET_WIN32_HANDLE_INFO_KHR => {
-            size_of::<SemaphoreGetWin32HandleInfoKHR<'static>>()
-        }
-        StructureType::IMPORT_SEMAPHORE_FD_INFO_KHR => {
-            size_of::<ImportSemaphoreFdInfoKHR<'static>>()
-        }
+        StructureType::SEMAPHORE_GET_WIN32_HANDLE_INFO_KHR => size_of::<SemaphoreGetWin32HandleInfoKHR<'static>>(),
+        StructureType::IMPORT_SEMAPHORE_FD_INFO_KHR => size_of::<ImportSemaphoreFdInfoKHR<'static>>(),
         StructureType::SEMAPHORE_GET_FD_INFO_KHR => size_of::<SemaphoreGetFdInfoKHR<'static>>(),
-        StructureType::IMPORT_SEMAPHORE_ZIRCON_HANDLE_INFO_FUCHSIA => {
-            size_of::<ImportSemaphoreZirconHandleInfoFUCHSIA<'static>>()
-        }
-        StructureType::SEMAPHORE_GET_ZIRCON_HANDLE_INFO_FUCHSIA => {
-            size_of::<SemaphoreGetZirconHandleInfoFUCHSIA<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_FENCE_INFO => {
-            size_of::<PhysicalDeviceExternalFenceInfo<'static>>()
-        }
+        StructureType::IMPORT_SEMAPHORE_ZIRCON_HANDLE_INFO_FUCHSIA => size_of::<ImportSemaphoreZirconHandleInfoFUCHSIA<'static>>(),
+        StructureType::SEMAPHORE_GET_ZIRCON_HANDLE_INFO_FUCHSIA => size_of::<SemaphoreGetZirconHandleInfoFUCHSIA<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_FENCE_INFO => size_of::<PhysicalDeviceExternalFenceInfo<'static>>(),
         StructureType::EXTERNAL_FENCE_PROPERTIES => size_of::<ExternalFenceProperties<'static>>(),
         StructureType::EXPORT_FENCE_CREATE_INFO => size_of::<ExportFenceCreateInfo<'static>>(),
-        StructureType::IMPORT_FENCE_WIN32_HANDLE_INFO_KHR => {
-            size_of::<ImportFenceWin32HandleInfoKHR<'static>>()
-        }
-        StructureType::EXPORT_FENCE_WIN32_HANDLE_INFO_KHR => {
-            size_of::<ExportFenceWin32HandleInfoKHR<'static>>()
-        }
-        StructureType::FENCE_GET_WIN32_HANDLE_INFO_KHR => {
-            size_of::<FenceGetWin32HandleInfoKHR<'static>>()
-        }
+        StructureType::IMPORT_FENCE_WIN32_HANDLE_INFO_KHR => size_of::<ImportFenceWin32HandleInfoKHR<'static>>(),
+        StructureType::EXPORT_FENCE_WIN32_HANDLE_INFO_KHR => size_of::<ExportFenceWin32HandleInfoKHR<'static>>(),
+        StructureType::FENCE_GET_WIN32_HANDLE_INFO_KHR => size_of::<FenceGetWin32HandleInfoKHR<'static>>(),
         StructureType::IMPORT_FENCE_FD_INFO_KHR => size_of::<ImportFenceFdInfoKHR<'static>>(),
         StructureType::FENCE_GET_FD_INFO_KHR => size_of::<FenceGetFdInfoKHR<'static>>(),
-        StructureType::PHYSICAL_DEVICE_MULTIVIEW_FEATURES => {
-            size_of::<PhysicalDeviceMultiviewFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PROPERTIES => {
-            size_of::<PhysicalDeviceMultiviewProperties<'static>>()
-        }
-        StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO => {
-            size_of::<RenderPassMultiviewCreateInfo<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_MULTIVIEW_FEATURES => size_of::<PhysicalDeviceMultiviewFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PROPERTIES => size_of::<PhysicalDeviceMultiviewProperties<'static>>(),
+        StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO => size_of::<RenderPassMultiviewCreateInfo<'static>>(),
         StructureType::SURFACE_CAPABILITIES_2_EXT => size_of::<SurfaceCapabilities2EXT<'static>>(),
         StructureType::DISPLAY_POWER_INFO_EXT => size_of::<DisplayPowerInfoEXT<'static>>(),
         StructureType::DEVICE_EVENT_INFO_EXT => size_of::<DeviceEventInfoEXT<'static>>(),
         StructureType::DISPLAY_EVENT_INFO_EXT => size_of::<DisplayEventInfoEXT<'static>>(),
-        StructureType::SWAPCHAIN_COUNTER_CREATE_INFO_EXT => {
-            size_of::<SwapchainCounterCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_GROUP_PROPERTIES => {
-            size_of::<PhysicalDeviceGroupProperties<'static>>()
-        }
+        StructureType::SWAPCHAIN_COUNTER_CREATE_INFO_EXT => size_of::<SwapchainCounterCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_GROUP_PROPERTIES => size_of::<PhysicalDeviceGroupProperties<'static>>(),
         StructureType::MEMORY_ALLOCATE_FLAGS_INFO => size_of::<MemoryAllocateFlagsInfo<'static>>(),
         StructureType::BIND_BUFFER_MEMORY_INFO => size_of::<BindBufferMemoryInfo<'static>>(),
-        StructureType::BIND_BUFFER_MEMORY_DEVICE_GROUP_INFO => {
-            size_of::<BindBufferMemoryDeviceGroupInfo<'static>>()
-        }
+        StructureType::BIND_BUFFER_MEMORY_DEVICE_GROUP_INFO => size_of::<BindBufferMemoryDeviceGroupInfo<'static>>(),
         StructureType::BIND_IMAGE_MEMORY_INFO => size_of::<BindImageMemoryInfo<'static>>(),
-        StructureType::BIND_IMAGE_MEMORY_DEVICE_GROUP_INFO => {
-            size_of::<BindImageMemoryDeviceGroupInfo<'static>>()
-        }
-        StructureType::DEVICE_GROUP_RENDER_PASS_BEGIN_INFO => {
-            size_of::<DeviceGroupRenderPassBeginInfo<'static>>()
-        }
-        StructureType::DEVICE_GROUP_COMMAND_BUFFER_BEGIN_INFO => {
-            size_of::<DeviceGroupCommandBufferBeginInfo<'static>>()
-        }
+        StructureType::BIND_IMAGE_MEMORY_DEVICE_GROUP_INFO => size_of::<BindImageMemoryDeviceGroupInfo<'static>>(),
+        StructureType::DEVICE_GROUP_RENDER_PASS_BEGIN_INFO => size_of::<DeviceGroupRenderPassBeginInfo<'static>>(),
+        StructureType::DEVICE_GROUP_COMMAND_BUFFER_BEGIN_INFO => size_of::<DeviceGroupCommandBufferBeginInfo<'static>>(),
         StructureType::DEVICE_GROUP_SUBMIT_INFO => size_of::<DeviceGroupSubmitInfo<'static>>(),
-        StructureType::DEVICE_GROUP_BIND_SPARSE_INFO => {
-            size_of::<DeviceGroupBindSparseInfo<'static>>()
-        }
-        StructureType::DEVICE_GROUP_PRESENT_CAPABILITIES_KHR => {
-            size_of::<DeviceGroupPresentCapabilitiesKHR<'static>>()
-        }
-        StructureType::IMAGE_SWAPCHAIN_CREATE_INFO_KHR => {
-            size_of::<ImageSwapchainCreateInfoKHR<'static>>()
-        }
-        StructureType::BIND_IMAGE_MEMORY_SWAPCHAIN_INFO_KHR => {
-            size_of::<BindImageMemorySwapchainInfoKHR<'static>>()
-        }
+        StructureType::DEVICE_GROUP_BIND_SPARSE_INFO => size_of::<DeviceGroupBindSparseInfo<'static>>(),
+        StructureType::DEVICE_GROUP_PRESENT_CAPABILITIES_KHR => size_of::<DeviceGroupPresentCapabilitiesKHR<'static>>(),
+        StructureType::IMAGE_SWAPCHAIN_CREATE_INFO_KHR => size_of::<ImageSwapchainCreateInfoKHR<'static>>(),
+        StructureType::BIND_IMAGE_MEMORY_SWAPCHAIN_INFO_KHR => size_of::<BindImageMemorySwapchainInfoKHR<'static>>(),
         StructureType::ACQUIRE_NEXT_IMAGE_INFO_KHR => size_of::<AcquireNextImageInfoKHR<'static>>(),
-        StructureType::DEVICE_GROUP_PRESENT_INFO_KHR => {
-            size_of::<DeviceGroupPresentInfoKHR<'static>>()
-        }
-        StructureType::DEVICE_GROUP_DEVICE_CREATE_INFO => {
-            size_of::<DeviceGroupDeviceCreateInfo<'static>>()
-        }
-        StructureType::DEVICE_GROUP_SWAPCHAIN_CREATE_INFO_KHR => {
-            size_of::<DeviceGroupSwapchainCreateInfoKHR<'static>>()
-        }
-        StructureType::DESCRIPTOR_UPDATE_TEMPLATE_CREATE_INFO => {
-            size_of::<DescriptorUpdateTemplateCreateInfo<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR => {
-            size_of::<PhysicalDevicePresentIdFeaturesKHR<'static>>()
-        }
+        StructureType::DEVICE_GROUP_PRESENT_INFO_KHR => size_of::<DeviceGroupPresentInfoKHR<'static>>(),
+        StructureType::DEVICE_GROUP_DEVICE_CREATE_INFO => size_of::<DeviceGroupDeviceCreateInfo<'static>>(),
+        StructureType::DEVICE_GROUP_SWAPCHAIN_CREATE_INFO_KHR => size_of::<DeviceGroupSwapchainCreateInfoKHR<'static>>(),
+        StructureType::DESCRIPTOR_UPDATE_TEMPLATE_CREATE_INFO => size_of::<DescriptorUpdateTemplateCreateInfo<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR => size_of::<PhysicalDevicePresentIdFeaturesKHR<'static>>(),
         StructureType::PRESENT_ID_KHR => size_of::<PresentIdKHR<'static>>(),
-        StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR => {
-            size_of::<PhysicalDevicePresentWaitFeaturesKHR<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR => size_of::<PhysicalDevicePresentWaitFeaturesKHR<'static>>(),
         StructureType::HDR_METADATA_EXT => size_of::<HdrMetadataEXT<'static>>(),
-        StructureType::DISPLAY_NATIVE_HDR_SURFACE_CAPABILITIES_AMD => {
-            size_of::<DisplayNativeHdrSurfaceCapabilitiesAMD<'static>>()
-        }
-        StructureType::SWAPCHAIN_DISPLAY_NATIVE_HDR_CREATE_INFO_AMD => {
-            size_of::<SwapchainDisplayNativeHdrCreateInfoAMD<'static>>()
-        }
+        StructureType::DISPLAY_NATIVE_HDR_SURFACE_CAPABILITIES_AMD => size_of::<DisplayNativeHdrSurfaceCapabilitiesAMD<'static>>(),
+        StructureType::SWAPCHAIN_DISPLAY_NATIVE_HDR_CREATE_INFO_AMD => size_of::<SwapchainDisplayNativeHdrCreateInfoAMD<'static>>(),
         StructureType::PRESENT_TIMES_INFO_GOOGLE => size_of::<PresentTimesInfoGOOGLE<'static>>(),
         StructureType::IOS_SURFACE_CREATE_INFO_MVK => size_of::<IOSSurfaceCreateInfoMVK<'static>>(),
-        StructureType::MACOS_SURFACE_CREATE_INFO_MVK => {
-            size_of::<MacOSSurfaceCreateInfoMVK<'static>>()
-        }
-        StructureType::METAL_SURFACE_CREATE_INFO_EXT => {
-            size_of::<MetalSurfaceCreateInfoEXT<'static>>()
-        }
-        StructureType::PIPELINE_VIEWPORT_W_SCALING_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineViewportWScalingStateCreateInfoNV<'static>>()
-        }
-        StructureType::PIPELINE_VIEWPORT_SWIZZLE_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineViewportSwizzleStateCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DISCARD_RECTANGLE_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceDiscardRectanglePropertiesEXT<'static>>()
-        }
-        StructureType::PIPELINE_DISCARD_RECTANGLE_STATE_CREATE_INFO_EXT => {
-            size_of::<PipelineDiscardRectangleStateCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PER_VIEW_ATTRIBUTES_PROPERTIES_NVX => {
-            size_of::<PhysicalDeviceMultiviewPerViewAttributesPropertiesNVX<'static>>()
-        }
-        StructureType::RENDER_PASS_INPUT_ATTACHMENT_ASPECT_CREATE_INFO => {
-            size_of::<RenderPassInputAttachmentAspectCreateInfo<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SURFACE_INFO_2_KHR => {
-            size_of::<PhysicalDeviceSurfaceInfo2KHR<'static>>()
-        }
+        StructureType::MACOS_SURFACE_CREATE_INFO_MVK => size_of::<MacOSSurfaceCreateInfoMVK<'static>>(),
+        StructureType::METAL_SURFACE_CREATE_INFO_EXT => size_of::<MetalSurfaceCreateInfoEXT<'static>>(),
+        StructureType::PIPELINE_VIEWPORT_W_SCALING_STATE_CREATE_INFO_NV => size_of::<PipelineViewportWScalingStateCreateInfoNV<'static>>(),
+        StructureType::PIPELINE_VIEWPORT_SWIZZLE_STATE_CREATE_INFO_NV => size_of::<PipelineViewportSwizzleStateCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DISCARD_RECTANGLE_PROPERTIES_EXT => size_of::<PhysicalDeviceDiscardRectanglePropertiesEXT<'static>>(),
+        StructureType::PIPELINE_DISCARD_RECTANGLE_STATE_CREATE_INFO_EXT => size_of::<PipelineDiscardRectangleStateCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PER_VIEW_ATTRIBUTES_PROPERTIES_NVX => size_of::<PhysicalDeviceMultiviewPerViewAttributesPropertiesNVX<'static>>(),
+        StructureType::RENDER_PASS_INPUT_ATTACHMENT_ASPECT_CREATE_INFO => size_of::<RenderPassInputAttachmentAspectCreateInfo<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SURFACE_INFO_2_KHR => size_of::<PhysicalDeviceSurfaceInfo2KHR<'static>>(),
         StructureType::SURFACE_CAPABILITIES_2_KHR => size_of::<SurfaceCapabilities2KHR<'static>>(),
         StructureType::SURFACE_FORMAT_2_KHR => size_of::<SurfaceFormat2KHR<'static>>(),
         StructureType::DISPLAY_PROPERTIES_2_KHR => size_of::<DisplayProperties2KHR<'static>>(),
-        StructureType::DISPLAY_PLANE_PROPERTIES_2_KHR => {
-            size_of::<DisplayPlaneProperties2KHR<'static>>()
-        }
-        StructureType::DISPLAY_MODE_PROPERTIES_2_KHR => {
-            size_of::<DisplayModeProperties2KHR<'static>>()
-        }
+        StructureType::DISPLAY_PLANE_PROPERTIES_2_KHR => size_of::<DisplayPlaneProperties2KHR<'static>>(),
+        StructureType::DISPLAY_MODE_PROPERTIES_2_KHR => size_of::<DisplayModeProperties2KHR<'static>>(),
         StructureType::DISPLAY_PLANE_INFO_2_KHR => size_of::<DisplayPlaneInfo2KHR<'static>>(),
-        StructureType::DISPLAY_PLANE_CAPABILITIES_2_KHR => {
-            size_of::<DisplayPlaneCapabilities2KHR<'static>>()
-        }
-        StructureType::SHARED_PRESENT_SURFACE_CAPABILITIES_KHR => {
-            size_of::<SharedPresentSurfaceCapabilitiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES => {
-            size_of::<PhysicalDevice16BitStorageFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SUBGROUP_PROPERTIES => {
-            size_of::<PhysicalDeviceSubgroupProperties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES => {
-            size_of::<PhysicalDeviceShaderSubgroupExtendedTypesFeatures<'static>>()
-        }
-        StructureType::BUFFER_MEMORY_REQUIREMENTS_INFO_2 => {
-            size_of::<BufferMemoryRequirementsInfo2<'static>>()
-        }
-        StructureType::DEVICE_BUFFER_MEMORY_REQUIREMENTS => {
-            size_of::<DeviceBufferMemoryRequirements<'static>>()
-        }
-        StructureType::IMAGE_MEMORY_REQUIREMENTS_INFO_2 => {
-            size_of::<ImageMemoryRequirementsInfo2<'static>>()
-        }
-        StructureType::IMAGE_SPARSE_MEMORY_REQUIREMENTS_INFO_2 => {
-            size_of::<ImageSparseMemoryRequirementsInfo2<'static>>()
-        }
-        StructureType::DEVICE_IMAGE_MEMORY_REQUIREMENTS => {
-            size_of::<DeviceImageMemoryRequirements<'static>>()
-        }
+        StructureType::DISPLAY_PLANE_CAPABILITIES_2_KHR => size_of::<DisplayPlaneCapabilities2KHR<'static>>(),
+        StructureType::SHARED_PRESENT_SURFACE_CAPABILITIES_KHR => size_of::<SharedPresentSurfaceCapabilitiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES => size_of::<PhysicalDevice16BitStorageFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SUBGROUP_PROPERTIES => size_of::<PhysicalDeviceSubgroupProperties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES => size_of::<PhysicalDeviceShaderSubgroupExtendedTypesFeatures<'static>>(),
+        StructureType::BUFFER_MEMORY_REQUIREMENTS_INFO_2 => size_of::<BufferMemoryRequirementsInfo2<'static>>(),
+        StructureType::DEVICE_BUFFER_MEMORY_REQUIREMENTS => size_of::<DeviceBufferMemoryRequirements<'static>>(),
+        StructureType::IMAGE_MEMORY_REQUIREMENTS_INFO_2 => size_of::<ImageMemoryRequirementsInfo2<'static>>(),
+        StructureType::IMAGE_SPARSE_MEMORY_REQUIREMENTS_INFO_2 => size_of::<ImageSparseMemoryRequirementsInfo2<'static>>(),
+        StructureType::DEVICE_IMAGE_MEMORY_REQUIREMENTS => size_of::<DeviceImageMemoryRequirements<'static>>(),
         StructureType::MEMORY_REQUIREMENTS_2 => size_of::<MemoryRequirements2<'static>>(),
-        StructureType::SPARSE_IMAGE_MEMORY_REQUIREMENTS_2 => {
-            size_of::<SparseImageMemoryRequirements2<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_POINT_CLIPPING_PROPERTIES => {
-            size_of::<PhysicalDevicePointClippingProperties<'static>>()
-        }
-        StructureType::MEMORY_DEDICATED_REQUIREMENTS => {
-            size_of::<MemoryDedicatedRequirements<'static>>()
-        }
-        StructureType::MEMORY_DEDICATED_ALLOCATE_INFO => {
-            size_of::<MemoryDedicatedAllocateInfo<'static>>()
-        }
-        StructureType::IMAGE_VIEW_USAGE_CREATE_INFO => {
-            size_of::<ImageViewUsageCreateInfo<'static>>()
-        }
-        StructureType::IMAGE_VIEW_SLICED_CREATE_INFO_EXT => {
-            size_of::<ImageViewSlicedCreateInfoEXT<'static>>()
-        }
-        StructureType::PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO => {
-            size_of::<PipelineTessellationDomainOriginStateCreateInfo<'static>>()
-        }
-        StructureType::SAMPLER_YCBCR_CONVERSION_INFO => {
-            size_of::<SamplerYcbcrConversionInfo<'static>>()
-        }
-        StructureType::SAMPLER_YCBCR_CONVERSION_CREATE_INFO => {
-            size_of::<SamplerYcbcrConversionCreateInfo<'static>>()
-        }
-        StructureType::BIND_IMAGE_PLANE_MEMORY_INFO => {
-            size_of::<BindImagePlaneMemoryInfo<'static>>()
-        }
-        StructureType::IMAGE_PLANE_MEMORY_REQUIREMENTS_INFO => {
-            size_of::<ImagePlaneMemoryRequirementsInfo<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SAMPLER_YCBCR_CONVERSION_FEATURES => {
-            size_of::<PhysicalDeviceSamplerYcbcrConversionFeatures<'static>>()
-        }
-        StructureType::SAMPLER_YCBCR_CONVERSION_IMAGE_FORMAT_PROPERTIES => {
-            size_of::<SamplerYcbcrConversionImageFormatProperties<'static>>()
-        }
-        StructureType::TEXTURE_LOD_GATHER_FORMAT_PROPERTIES_AMD => {
-            size_of::<TextureLODGatherFormatPropertiesAMD<'static>>()
-        }
-        StructureType::CONDITIONAL_RENDERING_BEGIN_INFO_EXT => {
-            size_of::<ConditionalRenderingBeginInfoEXT<'static>>()
-        }
+        StructureType::SPARSE_IMAGE_MEMORY_REQUIREMENTS_2 => size_of::<SparseImageMemoryRequirements2<'static>>(),
+        StructureType::PHYSICAL_DEVICE_POINT_CLIPPING_PROPERTIES => size_of::<PhysicalDevicePointClippingProperties<'static>>(),
+        StructureType::MEMORY_DEDICATED_REQUIREMENTS => size_of::<MemoryDedicatedRequirements<'static>>(),
+        StructureType::MEMORY_DEDICATED_ALLOCATE_INFO => size_of::<MemoryDedicatedAllocateInfo<'static>>(),
+        StructureType::IMAGE_VIEW_USAGE_CREATE_INFO => size_of::<ImageViewUsageCreateInfo<'static>>(),
+        StructureType::IMAGE_VIEW_SLICED_CREATE_INFO_EXT => size_of::<ImageViewSlicedCreateInfoEXT<'static>>(),
+        StructureType::PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO => size_of::<PipelineTessellationDomainOriginStateCreateInfo<'static>>(),
+        StructureType::SAMPLER_YCBCR_CONVERSION_INFO => size_of::<SamplerYcbcrConversionInfo<'static>>(),
+        StructureType::SAMPLER_YCBCR_CONVERSION_CREATE_INFO => size_of::<SamplerYcbcrConversionCreateInfo<'static>>(),
+        StructureType::BIND_IMAGE_PLANE_MEMORY_INFO => size_of::<BindImagePlaneMemoryInfo<'static>>(),
+        StructureType::IMAGE_PLANE_MEMORY_REQUIREMENTS_INFO => size_of::<ImagePlaneMemoryRequirementsInfo<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SAMPLER_YCBCR_CONVERSION_FEATURES => size_of::<PhysicalDeviceSamplerYcbcrConversionFeatures<'static>>(),
+        StructureType::SAMPLER_YCBCR_CONVERSION_IMAGE_FORMAT_PROPERTIES => size_of::<SamplerYcbcrConversionImageFormatProperties<'static>>(),
+        StructureType::TEXTURE_LOD_GATHER_FORMAT_PROPERTIES_AMD => size_of::<TextureLODGatherFormatPropertiesAMD<'static>>(),
+        StructureType::CONDITIONAL_RENDERING_BEGIN_INFO_EXT => size_of::<ConditionalRenderingBeginInfoEXT<'static>>(),
         StructureType::PROTECTED_SUBMIT_INFO => size_of::<ProtectedSubmitInfo<'static>>(),
-        StructureType::PHYSICAL_DEVICE_PROTECTED_MEMORY_FEATURES => {
-            size_of::<PhysicalDeviceProtectedMemoryFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PROTECTED_MEMORY_PROPERTIES => {
-            size_of::<PhysicalDeviceProtectedMemoryProperties<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_PROTECTED_MEMORY_FEATURES => size_of::<PhysicalDeviceProtectedMemoryFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PROTECTED_MEMORY_PROPERTIES => size_of::<PhysicalDeviceProtectedMemoryProperties<'static>>(),
         StructureType::DEVICE_QUEUE_INFO_2 => size_of::<DeviceQueueInfo2<'static>>(),
-        StructureType::PIPELINE_COVERAGE_TO_COLOR_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineCoverageToColorStateCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SAMPLER_FILTER_MINMAX_PROPERTIES => {
-            size_of::<PhysicalDeviceSamplerFilterMinmaxProperties<'static>>()
-        }
+        StructureType::PIPELINE_COVERAGE_TO_COLOR_STATE_CREATE_INFO_NV => size_of::<PipelineCoverageToColorStateCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SAMPLER_FILTER_MINMAX_PROPERTIES => size_of::<PhysicalDeviceSamplerFilterMinmaxProperties<'static>>(),
         StructureType::SAMPLE_LOCATIONS_INFO_EXT => size_of::<SampleLocationsInfoEXT<'static>>(),
-        StructureType::RENDER_PASS_SAMPLE_LOCATIONS_BEGIN_INFO_EXT => {
-            size_of::<RenderPassSampleLocationsBeginInfoEXT<'static>>()
-        }
-        StructureType::PIPELINE_SAMPLE_LOCATIONS_STATE_CREATE_INFO_EXT => {
-            size_of::<PipelineSampleLocationsStateCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SAMPLE_LOCATIONS_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceSampleLocationsPropertiesEXT<'static>>()
-        }
+        StructureType::RENDER_PASS_SAMPLE_LOCATIONS_BEGIN_INFO_EXT => size_of::<RenderPassSampleLocationsBeginInfoEXT<'static>>(),
+        StructureType::PIPELINE_SAMPLE_LOCATIONS_STATE_CREATE_INFO_EXT => size_of::<PipelineSampleLocationsStateCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SAMPLE_LOCATIONS_PROPERTIES_EXT => size_of::<PhysicalDeviceSampleLocationsPropertiesEXT<'static>>(),
         StructureType::MULTISAMPLE_PROPERTIES_EXT => size_of::<MultisamplePropertiesEXT<'static>>(),
-        StructureType::SAMPLER_REDUCTION_MODE_CREATE_INFO => {
-            size_of::<SamplerReductionModeCreateInfo<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_BLEND_OPERATION_ADVANCED_FEATURES_EXT => {
-            size_of::<PhysicalDeviceBlendOperationAdvancedFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MULTI_DRAW_FEATURES_EXT => {
-            size_of::<PhysicalDeviceMultiDrawFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_BLEND_OPERATION_ADVANCED_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceBlendOperationAdvancedPropertiesEXT<'static>>()
-        }
-        StructureType::PIPELINE_COLOR_BLEND_ADVANCED_STATE_CREATE_INFO_EXT => {
-            size_of::<PipelineColorBlendAdvancedStateCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_INLINE_UNIFORM_BLOCK_FEATURES => {
-            size_of::<PhysicalDeviceInlineUniformBlockFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_INLINE_UNIFORM_BLOCK_PROPERTIES => {
-            size_of::<PhysicalDeviceInlineUniformBlockProperties<'static>>()
-        }
-        StructureType::WRITE_DESCRIPTOR_SET_INLINE_UNIFORM_BLOCK => {
-            size_of::<WriteDescriptorSetInlineUniformBlock<'static>>()
-        }
-        StructureType::DESCRIPTOR_POOL_INLINE_UNIFORM_BLOCK_CREATE_INFO => {
-            size_of::<DescriptorPoolInlineUniformBlockCreateInfo<'static>>()
-        }
-        StructureType::PIPELINE_COVERAGE_MODULATION_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineCoverageModulationStateCreateInfoNV<'static>>()
-        }
-        StructureType::IMAGE_FORMAT_LIST_CREATE_INFO => {
-            size_of::<ImageFormatListCreateInfo<'static>>()
-        }
-        StructureType::VALIDATION_CACHE_CREATE_INFO_EXT => {
-            size_of::<ValidationCacheCreateInfoEXT<'static>>()
-        }
-        StructureType::SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT => {
-            size_of::<ShaderModuleValidationCacheCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES => {
-            size_of::<PhysicalDeviceMaintenance3Properties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES => {
-            size_of::<PhysicalDeviceMaintenance4Features<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES => {
-            size_of::<PhysicalDeviceMaintenance4Properties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR => {
-            size_of::<PhysicalDeviceMaintenance5FeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAINTENANCE_5_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceMaintenance5PropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAINTENANCE_6_FEATURES_KHR => {
-            size_of::<PhysicalDeviceMaintenance6FeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAINTENANCE_6_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceMaintenance6PropertiesKHR<'static>>()
-        }
+        StructureType::SAMPLER_REDUCTION_MODE_CREATE_INFO => size_of::<SamplerReductionModeCreateInfo<'static>>(),
+        StructureType::PHYSICAL_DEVICE_BLEND_OPERATION_ADVANCED_FEATURES_EXT => size_of::<PhysicalDeviceBlendOperationAdvancedFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MULTI_DRAW_FEATURES_EXT => size_of::<PhysicalDeviceMultiDrawFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_BLEND_OPERATION_ADVANCED_PROPERTIES_EXT => size_of::<PhysicalDeviceBlendOperationAdvancedPropertiesEXT<'static>>(),
+        StructureType::PIPELINE_COLOR_BLEND_ADVANCED_STATE_CREATE_INFO_EXT => size_of::<PipelineColorBlendAdvancedStateCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_INLINE_UNIFORM_BLOCK_FEATURES => size_of::<PhysicalDeviceInlineUniformBlockFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_INLINE_UNIFORM_BLOCK_PROPERTIES => size_of::<PhysicalDeviceInlineUniformBlockProperties<'static>>(),
+        StructureType::WRITE_DESCRIPTOR_SET_INLINE_UNIFORM_BLOCK => size_of::<WriteDescriptorSetInlineUniformBlock<'static>>(),
+        StructureType::DESCRIPTOR_POOL_INLINE_UNIFORM_BLOCK_CREATE_INFO => size_of::<DescriptorPoolInlineUniformBlockCreateInfo<'static>>(),
+        StructureType::PIPELINE_COVERAGE_MODULATION_STATE_CREATE_INFO_NV => size_of::<PipelineCoverageModulationStateCreateInfoNV<'static>>(),
+        StructureType::IMAGE_FORMAT_LIST_CREATE_INFO => size_of::<ImageFormatListCreateInfo<'static>>(),
+        StructureType::VALIDATION_CACHE_CREATE_INFO_EXT => size_of::<ValidationCacheCreateInfoEXT<'static>>(),
+        StructureType::SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT => size_of::<ShaderModuleValidationCacheCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES => size_of::<PhysicalDeviceMaintenance3Properties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES => size_of::<PhysicalDeviceMaintenance4Features<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES => size_of::<PhysicalDeviceMaintenance4Properties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR => size_of::<PhysicalDeviceMaintenance5FeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAINTENANCE_5_PROPERTIES_KHR => size_of::<PhysicalDeviceMaintenance5PropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAINTENANCE_6_FEATURES_KHR => size_of::<PhysicalDeviceMaintenance6FeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAINTENANCE_6_PROPERTIES_KHR => size_of::<PhysicalDeviceMaintenance6PropertiesKHR<'static>>(),
         StructureType::RENDERING_AREA_INFO_KHR => size_of::<RenderingAreaInfoKHR<'static>>(),
-        StructureType::DESCRIPTOR_SET_LAYOUT_SUPPORT => {
-            size_of::<DescriptorSetLayoutSupport<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_DRAW_PARAMETERS_FEATURES => {
-            size_of::<PhysicalDeviceShaderDrawParametersFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES => {
-            size_of::<PhysicalDeviceShaderFloat16Int8Features<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES => {
-            size_of::<PhysicalDeviceFloatControlsProperties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES => {
-            size_of::<PhysicalDeviceHostQueryResetFeatures<'static>>()
-        }
+        StructureType::DESCRIPTOR_SET_LAYOUT_SUPPORT => size_of::<DescriptorSetLayoutSupport<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_DRAW_PARAMETERS_FEATURES => size_of::<PhysicalDeviceShaderDrawParametersFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES => size_of::<PhysicalDeviceShaderFloat16Int8Features<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES => size_of::<PhysicalDeviceFloatControlsProperties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES => size_of::<PhysicalDeviceHostQueryResetFeatures<'static>>(),
         StructureType::NATIVE_BUFFER_ANDROID => size_of::<NativeBufferANDROID<'static>>(),
-        StructureType::SWAPCHAIN_IMAGE_CREATE_INFO_ANDROID => {
-            size_of::<SwapchainImageCreateInfoANDROID<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PRESENTATION_PROPERTIES_ANDROID => {
-            size_of::<PhysicalDevicePresentationPropertiesANDROID<'static>>()
-        }
-        StructureType::DEVICE_QUEUE_GLOBAL_PRIORITY_CREATE_INFO_KHR => {
-            size_of::<DeviceQueueGlobalPriorityCreateInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_GLOBAL_PRIORITY_QUERY_FEATURES_KHR => {
-            size_of::<PhysicalDeviceGlobalPriorityQueryFeaturesKHR<'static>>()
-        }
-        StructureType::QUEUE_FAMILY_GLOBAL_PRIORITY_PROPERTIES_KHR => {
-            size_of::<QueueFamilyGlobalPriorityPropertiesKHR<'static>>()
-        }
-        StructureType::DEBUG_UTILS_OBJECT_NAME_INFO_EXT => {
-            size_of::<DebugUtilsObjectNameInfoEXT<'static>>()
-        }
-        StructureType::DEBUG_UTILS_OBJECT_TAG_INFO_EXT => {
-            size_of::<DebugUtilsObjectTagInfoEXT<'static>>()
-        }
+        StructureType::SWAPCHAIN_IMAGE_CREATE_INFO_ANDROID => size_of::<SwapchainImageCreateInfoANDROID<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PRESENTATION_PROPERTIES_ANDROID => size_of::<PhysicalDevicePresentationPropertiesANDROID<'static>>(),
+        StructureType::DEVICE_QUEUE_GLOBAL_PRIORITY_CREATE_INFO_KHR => size_of::<DeviceQueueGlobalPriorityCreateInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_GLOBAL_PRIORITY_QUERY_FEATURES_KHR => size_of::<PhysicalDeviceGlobalPriorityQueryFeaturesKHR<'static>>(),
+        StructureType::QUEUE_FAMILY_GLOBAL_PRIORITY_PROPERTIES_KHR => size_of::<QueueFamilyGlobalPriorityPropertiesKHR<'static>>(),
+        StructureType::DEBUG_UTILS_OBJECT_NAME_INFO_EXT => size_of::<DebugUtilsObjectNameInfoEXT<'static>>(),
+        StructureType::DEBUG_UTILS_OBJECT_TAG_INFO_EXT => size_of::<DebugUtilsObjectTagInfoEXT<'static>>(),
         StructureType::DEBUG_UTILS_LABEL_EXT => size_of::<DebugUtilsLabelEXT<'static>>(),
-        StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT => {
-            size_of::<DebugUtilsMessengerCreateInfoEXT<'static>>()
-        }
-        StructureType::DEBUG_UTILS_MESSENGER_CALLBACK_DATA_EXT => {
-            size_of::<DebugUtilsMessengerCallbackDataEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEVICE_MEMORY_REPORT_FEATURES_EXT => {
-            size_of::<PhysicalDeviceDeviceMemoryReportFeaturesEXT<'static>>()
-        }
-        StructureType::DEVICE_DEVICE_MEMORY_REPORT_CREATE_INFO_EXT => {
-            size_of::<DeviceDeviceMemoryReportCreateInfoEXT<'static>>()
-        }
-        StructureType::DEVICE_MEMORY_REPORT_CALLBACK_DATA_EXT => {
-            size_of::<DeviceMemoryReportCallbackDataEXT<'static>>()
-        }
-        StructureType::IMPORT_MEMORY_HOST_POINTER_INFO_EXT => {
-            size_of::<ImportMemoryHostPointerInfoEXT<'static>>()
-        }
-        StructureType::MEMORY_HOST_POINTER_PROPERTIES_EXT => {
-            size_of::<MemoryHostPointerPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceExternalMemoryHostPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CONSERVATIVE_RASTERIZATION_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceConservativeRasterizationPropertiesEXT<'static>>()
-        }
-        StructureType::CALIBRATED_TIMESTAMP_INFO_KHR => {
-            size_of::<CalibratedTimestampInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD => {
-            size_of::<PhysicalDeviceShaderCorePropertiesAMD<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD => {
-            size_of::<PhysicalDeviceShaderCoreProperties2AMD<'static>>()
-        }
-        StructureType::PIPELINE_RASTERIZATION_CONSERVATIVE_STATE_CREATE_INFO_EXT => {
-            size_of::<PipelineRasterizationConservativeStateCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_FEATURES => {
-            size_of::<PhysicalDeviceDescriptorIndexingFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_PROPERTIES => {
-            size_of::<PhysicalDeviceDescriptorIndexingProperties<'static>>()
-        }
-        StructureType::DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO => {
-            size_of::<DescriptorSetLayoutBindingFlagsCreateInfo<'static>>()
-        }
-        StructureType::DESCRIPTOR_SET_VARIABLE_DESCRIPTOR_COUNT_ALLOCATE_INFO => {
-            size_of::<DescriptorSetVariableDescriptorCountAllocateInfo<'static>>()
-        }
-        StructureType::DESCRIPTOR_SET_VARIABLE_DESCRIPTOR_COUNT_LAYOUT_SUPPORT => {
-            size_of::<DescriptorSetVariableDescriptorCountLayoutSupport<'static>>()
-        }
+        StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT => size_of::<DebugUtilsMessengerCreateInfoEXT<'static>>(),
+        StructureType::DEBUG_UTILS_MESSENGER_CALLBACK_DATA_EXT => size_of::<DebugUtilsMessengerCallbackDataEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEVICE_MEMORY_REPORT_FEATURES_EXT => size_of::<PhysicalDeviceDeviceMemoryReportFeaturesEXT<'static>>(),
+        StructureType::DEVICE_DEVICE_MEMORY_REPORT_CREATE_INFO_EXT => size_of::<DeviceDeviceMemoryReportCreateInfoEXT<'static>>(),
+        StructureType::DEVICE_MEMORY_REPORT_CALLBACK_DATA_EXT => size_of::<DeviceMemoryReportCallbackDataEXT<'static>>(),
+        StructureType::IMPORT_MEMORY_HOST_POINTER_INFO_EXT => size_of::<ImportMemoryHostPointerInfoEXT<'static>>(),
+        StructureType::MEMORY_HOST_POINTER_PROPERTIES_EXT => size_of::<MemoryHostPointerPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT => size_of::<PhysicalDeviceExternalMemoryHostPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CONSERVATIVE_RASTERIZATION_PROPERTIES_EXT => size_of::<PhysicalDeviceConservativeRasterizationPropertiesEXT<'static>>(),
+        StructureType::CALIBRATED_TIMESTAMP_INFO_KHR => size_of::<CalibratedTimestampInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD => size_of::<PhysicalDeviceShaderCorePropertiesAMD<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD => size_of::<PhysicalDeviceShaderCoreProperties2AMD<'static>>(),
+        StructureType::PIPELINE_RASTERIZATION_CONSERVATIVE_STATE_CREATE_INFO_EXT => size_of::<PipelineRasterizationConservativeStateCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_FEATURES => size_of::<PhysicalDeviceDescriptorIndexingFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_PROPERTIES => size_of::<PhysicalDeviceDescriptorIndexingProperties<'static>>(),
+        StructureType::DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO => size_of::<DescriptorSetLayoutBindingFlagsCreateInfo<'static>>(),
+        StructureType::DESCRIPTOR_SET_VARIABLE_DESCRIPTOR_COUNT_ALLOCATE_INFO => size_of::<DescriptorSetVariableDescriptorCountAllocateInfo<'static>>(),
+        StructureType::DESCRIPTOR_SET_VARIABLE_DESCRIPTOR_COUNT_LAYOUT_SUPPORT => size_of::<DescriptorSetVariableDescriptorCountLayoutSupport<'static>>(),
         StructureType::ATTACHMENT_DESCRIPTION_2 => size_of::<AttachmentDescription2<'static>>(),
         StructureType::ATTACHMENT_REFERENCE_2 => size_of::<AttachmentReference2<'static>>(),
         StructureType::SUBPASS_DESCRIPTION_2 => size_of::<SubpassDescription2<'static>>(),
@@ -715,640 +299,226 @@ pub fn struct_size(s_type: StructureType) -> Option<usize> {
         StructureType::RENDER_PASS_CREATE_INFO_2 => size_of::<RenderPassCreateInfo2<'static>>(),
         StructureType::SUBPASS_BEGIN_INFO => size_of::<SubpassBeginInfo<'static>>(),
         StructureType::SUBPASS_END_INFO => size_of::<SubpassEndInfo<'static>>(),
-        StructureType::PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES => {
-            size_of::<PhysicalDeviceTimelineSemaphoreFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_PROPERTIES => {
-            size_of::<PhysicalDeviceTimelineSemaphoreProperties<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES => size_of::<PhysicalDeviceTimelineSemaphoreFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_PROPERTIES => size_of::<PhysicalDeviceTimelineSemaphoreProperties<'static>>(),
         StructureType::SEMAPHORE_TYPE_CREATE_INFO => size_of::<SemaphoreTypeCreateInfo<'static>>(),
-        StructureType::TIMELINE_SEMAPHORE_SUBMIT_INFO => {
-            size_of::<TimelineSemaphoreSubmitInfo<'static>>()
-        }
+        StructureType::TIMELINE_SEMAPHORE_SUBMIT_INFO => size_of::<TimelineSemaphoreSubmitInfo<'static>>(),
         StructureType::SEMAPHORE_WAIT_INFO => size_of::<SemaphoreWaitInfo<'static>>(),
         StructureType::SEMAPHORE_SIGNAL_INFO => size_of::<SemaphoreSignalInfo<'static>>(),
-        StructureType::PIPELINE_VERTEX_INPUT_DIVISOR_STATE_CREATE_INFO_KHR => {
-            size_of::<PipelineVertexInputDivisorStateCreateInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VERTEX_ATTRIBUTE_DIVISOR_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceVertexAttributeDivisorPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VERTEX_ATTRIBUTE_DIVISOR_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceVertexAttributeDivisorPropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT => {
-            size_of::<PhysicalDevicePCIBusInfoPropertiesEXT<'static>>()
-        }
-        StructureType::IMPORT_ANDROID_HARDWARE_BUFFER_INFO_ANDROID => {
-            size_of::<ImportAndroidHardwareBufferInfoANDROID<'static>>()
-        }
-        StructureType::ANDROID_HARDWARE_BUFFER_USAGE_ANDROID => {
-            size_of::<AndroidHardwareBufferUsageANDROID<'static>>()
-        }
-        StructureType::ANDROID_HARDWARE_BUFFER_PROPERTIES_ANDROID => {
-            size_of::<AndroidHardwareBufferPropertiesANDROID<'static>>()
-        }
-        StructureType::MEMORY_GET_ANDROID_HARDWARE_BUFFER_INFO_ANDROID => {
-            size_of::<MemoryGetAndroidHardwareBufferInfoANDROID<'static>>()
-        }
-        StructureType::ANDROID_HARDWARE_BUFFER_FORMAT_PROPERTIES_ANDROID => {
-            size_of::<AndroidHardwareBufferFormatPropertiesANDROID<'static>>()
-        }
-        StructureType::COMMAND_BUFFER_INHERITANCE_CONDITIONAL_RENDERING_INFO_EXT => {
-            size_of::<CommandBufferInheritanceConditionalRenderingInfoEXT<'static>>()
-        }
+        StructureType::PIPELINE_VERTEX_INPUT_DIVISOR_STATE_CREATE_INFO_KHR => size_of::<PipelineVertexInputDivisorStateCreateInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VERTEX_ATTRIBUTE_DIVISOR_PROPERTIES_EXT => size_of::<PhysicalDeviceVertexAttributeDivisorPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VERTEX_ATTRIBUTE_DIVISOR_PROPERTIES_KHR => size_of::<PhysicalDeviceVertexAttributeDivisorPropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT => size_of::<PhysicalDevicePCIBusInfoPropertiesEXT<'static>>(),
+        StructureType::IMPORT_ANDROID_HARDWARE_BUFFER_INFO_ANDROID => size_of::<ImportAndroidHardwareBufferInfoANDROID<'static>>(),
+        StructureType::ANDROID_HARDWARE_BUFFER_USAGE_ANDROID => size_of::<AndroidHardwareBufferUsageANDROID<'static>>(),
+        StructureType::ANDROID_HARDWARE_BUFFER_PROPERTIES_ANDROID => size_of::<AndroidHardwareBufferPropertiesANDROID<'static>>(),
+        StructureType::MEMORY_GET_ANDROID_HARDWARE_BUFFER_INFO_ANDROID => size_of::<MemoryGetAndroidHardwareBufferInfoANDROID<'static>>(),
+        StructureType::ANDROID_HARDWARE_BUFFER_FORMAT_PROPERTIES_ANDROID => size_of::<AndroidHardwareBufferFormatPropertiesANDROID<'static>>(),
+        StructureType::COMMAND_BUFFER_INHERITANCE_CONDITIONAL_RENDERING_INFO_EXT => size_of::<CommandBufferInheritanceConditionalRenderingInfoEXT<'static>>(),
         StructureType::EXTERNAL_FORMAT_ANDROID => size_of::<ExternalFormatANDROID<'static>>(),
-        StructureType::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES => {
-            size_of::<PhysicalDevice8BitStorageFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT => {
-            size_of::<PhysicalDeviceConditionalRenderingFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES => {
-            size_of::<PhysicalDeviceVulkanMemoryModelFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES => {
-            size_of::<PhysicalDeviceShaderAtomicInt64Features<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT => {
-            size_of::<PhysicalDeviceShaderAtomicFloatFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT => {
-            size_of::<PhysicalDeviceShaderAtomicFloat2FeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VERTEX_ATTRIBUTE_DIVISOR_FEATURES_KHR => {
-            size_of::<PhysicalDeviceVertexAttributeDivisorFeaturesKHR<'static>>()
-        }
-        StructureType::QUEUE_FAMILY_CHECKPOINT_PROPERTIES_NV => {
-            size_of::<QueueFamilyCheckpointPropertiesNV<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES => size_of::<PhysicalDevice8BitStorageFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT => size_of::<PhysicalDeviceConditionalRenderingFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES => size_of::<PhysicalDeviceVulkanMemoryModelFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES => size_of::<PhysicalDeviceShaderAtomicInt64Features<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT => size_of::<PhysicalDeviceShaderAtomicFloatFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT => size_of::<PhysicalDeviceShaderAtomicFloat2FeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VERTEX_ATTRIBUTE_DIVISOR_FEATURES_KHR => size_of::<PhysicalDeviceVertexAttributeDivisorFeaturesKHR<'static>>(),
+        StructureType::QUEUE_FAMILY_CHECKPOINT_PROPERTIES_NV => size_of::<QueueFamilyCheckpointPropertiesNV<'static>>(),
         StructureType::CHECKPOINT_DATA_NV => size_of::<CheckpointDataNV<'static>>(),
-        StructureType::PHYSICAL_DEVICE_DEPTH_STENCIL_RESOLVE_PROPERTIES => {
-            size_of::<PhysicalDeviceDepthStencilResolveProperties<'static>>()
-        }
-        StructureType::SUBPASS_DESCRIPTION_DEPTH_STENCIL_RESOLVE => {
-            size_of::<SubpassDescriptionDepthStencilResolve<'static>>()
-        }
-        StructureType::IMAGE_VIEW_ASTC_DECODE_MODE_EXT => {
-            size_of::<ImageViewASTCDecodeModeEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ASTC_DECODE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceASTCDecodeFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TRANSFORM_FEEDBACK_FEATURES_EXT => {
-            size_of::<PhysicalDeviceTransformFeedbackFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TRANSFORM_FEEDBACK_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceTransformFeedbackPropertiesEXT<'static>>()
-        }
-        StructureType::PIPELINE_RASTERIZATION_STATE_STREAM_CREATE_INFO_EXT => {
-            size_of::<PipelineRasterizationStateStreamCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_REPRESENTATIVE_FRAGMENT_TEST_FEATURES_NV => {
-            size_of::<PhysicalDeviceRepresentativeFragmentTestFeaturesNV<'static>>()
-        }
-        StructureType::PIPELINE_REPRESENTATIVE_FRAGMENT_TEST_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineRepresentativeFragmentTestStateCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXCLUSIVE_SCISSOR_FEATURES_NV => {
-            size_of::<PhysicalDeviceExclusiveScissorFeaturesNV<'static>>()
-        }
-        StructureType::PIPELINE_VIEWPORT_EXCLUSIVE_SCISSOR_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineViewportExclusiveScissorStateCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CORNER_SAMPLED_IMAGE_FEATURES_NV => {
-            size_of::<PhysicalDeviceCornerSampledImageFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COMPUTE_SHADER_DERIVATIVES_FEATURES_NV => {
-            size_of::<PhysicalDeviceComputeShaderDerivativesFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_IMAGE_FOOTPRINT_FEATURES_NV => {
-            size_of::<PhysicalDeviceShaderImageFootprintFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEDICATED_ALLOCATION_IMAGE_ALIASING_FEATURES_NV => {
-            size_of::<PhysicalDeviceDedicatedAllocationImageAliasingFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COPY_MEMORY_INDIRECT_FEATURES_NV => {
-            size_of::<PhysicalDeviceCopyMemoryIndirectFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COPY_MEMORY_INDIRECT_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceCopyMemoryIndirectPropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MEMORY_DECOMPRESSION_FEATURES_NV => {
-            size_of::<PhysicalDeviceMemoryDecompressionFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MEMORY_DECOMPRESSION_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceMemoryDecompressionPropertiesNV<'static>>()
-        }
-        StructureType::PIPELINE_VIEWPORT_SHADING_RATE_IMAGE_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineViewportShadingRateImageStateCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADING_RATE_IMAGE_FEATURES_NV => {
-            size_of::<PhysicalDeviceShadingRateImageFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADING_RATE_IMAGE_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceShadingRateImagePropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_INVOCATION_MASK_FEATURES_HUAWEI => {
-            size_of::<PhysicalDeviceInvocationMaskFeaturesHUAWEI<'static>>()
-        }
-        StructureType::PIPELINE_VIEWPORT_COARSE_SAMPLE_ORDER_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineViewportCoarseSampleOrderStateCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MESH_SHADER_FEATURES_NV => {
-            size_of::<PhysicalDeviceMeshShaderFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MESH_SHADER_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceMeshShaderPropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT => {
-            size_of::<PhysicalDeviceMeshShaderFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MESH_SHADER_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceMeshShaderPropertiesEXT<'static>>()
-        }
-        StructureType::RAY_TRACING_SHADER_GROUP_CREATE_INFO_NV => {
-            size_of::<RayTracingShaderGroupCreateInfoNV<'static>>()
-        }
-        StructureType::RAY_TRACING_SHADER_GROUP_CREATE_INFO_KHR => {
-            size_of::<RayTracingShaderGroupCreateInfoKHR<'static>>()
-        }
-        StructureType::RAY_TRACING_PIPELINE_CREATE_INFO_NV => {
-            size_of::<RayTracingPipelineCreateInfoNV<'static>>()
-        }
-        StructureType::RAY_TRACING_PIPELINE_CREATE_INFO_KHR => {
-            size_of::<RayTracingPipelineCreateInfoKHR<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_DEPTH_STENCIL_RESOLVE_PROPERTIES => size_of::<PhysicalDeviceDepthStencilResolveProperties<'static>>(),
+        StructureType::SUBPASS_DESCRIPTION_DEPTH_STENCIL_RESOLVE => size_of::<SubpassDescriptionDepthStencilResolve<'static>>(),
+        StructureType::IMAGE_VIEW_ASTC_DECODE_MODE_EXT => size_of::<ImageViewASTCDecodeModeEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ASTC_DECODE_FEATURES_EXT => size_of::<PhysicalDeviceASTCDecodeFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TRANSFORM_FEEDBACK_FEATURES_EXT => size_of::<PhysicalDeviceTransformFeedbackFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TRANSFORM_FEEDBACK_PROPERTIES_EXT => size_of::<PhysicalDeviceTransformFeedbackPropertiesEXT<'static>>(),
+        StructureType::PIPELINE_RASTERIZATION_STATE_STREAM_CREATE_INFO_EXT => size_of::<PipelineRasterizationStateStreamCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_REPRESENTATIVE_FRAGMENT_TEST_FEATURES_NV => size_of::<PhysicalDeviceRepresentativeFragmentTestFeaturesNV<'static>>(),
+        StructureType::PIPELINE_REPRESENTATIVE_FRAGMENT_TEST_STATE_CREATE_INFO_NV => size_of::<PipelineRepresentativeFragmentTestStateCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXCLUSIVE_SCISSOR_FEATURES_NV => size_of::<PhysicalDeviceExclusiveScissorFeaturesNV<'static>>(),
+        StructureType::PIPELINE_VIEWPORT_EXCLUSIVE_SCISSOR_STATE_CREATE_INFO_NV => size_of::<PipelineViewportExclusiveScissorStateCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CORNER_SAMPLED_IMAGE_FEATURES_NV => size_of::<PhysicalDeviceCornerSampledImageFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COMPUTE_SHADER_DERIVATIVES_FEATURES_NV => size_of::<PhysicalDeviceComputeShaderDerivativesFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_IMAGE_FOOTPRINT_FEATURES_NV => size_of::<PhysicalDeviceShaderImageFootprintFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEDICATED_ALLOCATION_IMAGE_ALIASING_FEATURES_NV => size_of::<PhysicalDeviceDedicatedAllocationImageAliasingFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COPY_MEMORY_INDIRECT_FEATURES_NV => size_of::<PhysicalDeviceCopyMemoryIndirectFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COPY_MEMORY_INDIRECT_PROPERTIES_NV => size_of::<PhysicalDeviceCopyMemoryIndirectPropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MEMORY_DECOMPRESSION_FEATURES_NV => size_of::<PhysicalDeviceMemoryDecompressionFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MEMORY_DECOMPRESSION_PROPERTIES_NV => size_of::<PhysicalDeviceMemoryDecompressionPropertiesNV<'static>>(),
+        StructureType::PIPELINE_VIEWPORT_SHADING_RATE_IMAGE_STATE_CREATE_INFO_NV => size_of::<PipelineViewportShadingRateImageStateCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADING_RATE_IMAGE_FEATURES_NV => size_of::<PhysicalDeviceShadingRateImageFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADING_RATE_IMAGE_PROPERTIES_NV => size_of::<PhysicalDeviceShadingRateImagePropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_INVOCATION_MASK_FEATURES_HUAWEI => size_of::<PhysicalDeviceInvocationMaskFeaturesHUAWEI<'static>>(),
+        StructureType::PIPELINE_VIEWPORT_COARSE_SAMPLE_ORDER_STATE_CREATE_INFO_NV => size_of::<PipelineViewportCoarseSampleOrderStateCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MESH_SHADER_FEATURES_NV => size_of::<PhysicalDeviceMeshShaderFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MESH_SHADER_PROPERTIES_NV => size_of::<PhysicalDeviceMeshShaderPropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT => size_of::<PhysicalDeviceMeshShaderFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MESH_SHADER_PROPERTIES_EXT => size_of::<PhysicalDeviceMeshShaderPropertiesEXT<'static>>(),
+        StructureType::RAY_TRACING_SHADER_GROUP_CREATE_INFO_NV => size_of::<RayTracingShaderGroupCreateInfoNV<'static>>(),
+        StructureType::RAY_TRACING_SHADER_GROUP_CREATE_INFO_KHR => size_of::<RayTracingShaderGroupCreateInfoKHR<'static>>(),
+        StructureType::RAY_TRACING_PIPELINE_CREATE_INFO_NV => size_of::<RayTracingPipelineCreateInfoNV<'static>>(),
+        StructureType::RAY_TRACING_PIPELINE_CREATE_INFO_KHR => size_of::<RayTracingPipelineCreateInfoKHR<'static>>(),
         StructureType::GEOMETRY_TRIANGLES_NV => size_of::<GeometryTrianglesNV<'static>>(),
         StructureType::GEOMETRY_AABB_NV => size_of::<GeometryAABBNV<'static>>(),
         StructureType::GEOMETRY_NV => size_of::<GeometryNV<'static>>(),
-        StructureType::ACCELERATION_STRUCTURE_INFO_NV => {
-            size_of::<AccelerationStructureInfoNV<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_CREATE_INFO_NV => {
-            size_of::<AccelerationStructureCreateInfoNV<'static>>()
-        }
-        StructureType::BIND_ACCELERATION_STRUCTURE_MEMORY_INFO_NV => {
-            size_of::<BindAccelerationStructureMemoryInfoNV<'static>>()
-        }
-        StructureType::WRITE_DESCRIPTOR_SET_ACCELERATION_STRUCTURE_KHR => {
-            size_of::<WriteDescriptorSetAccelerationStructureKHR<'static>>()
-        }
-        StructureType::WRITE_DESCRIPTOR_SET_ACCELERATION_STRUCTURE_NV => {
-            size_of::<WriteDescriptorSetAccelerationStructureNV<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_MEMORY_REQUIREMENTS_INFO_NV => {
-            size_of::<AccelerationStructureMemoryRequirementsInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR => {
-            size_of::<PhysicalDeviceAccelerationStructureFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR => {
-            size_of::<PhysicalDeviceRayTracingPipelineFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_QUERY_FEATURES_KHR => {
-            size_of::<PhysicalDeviceRayQueryFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceAccelerationStructurePropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceRayTracingPipelinePropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceRayTracingPropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_MAINTENANCE_1_FEATURES_KHR => {
-            size_of::<PhysicalDeviceRayTracingMaintenance1FeaturesKHR<'static>>()
-        }
-        StructureType::DRM_FORMAT_MODIFIER_PROPERTIES_LIST_EXT => {
-            size_of::<DrmFormatModifierPropertiesListEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_DRM_FORMAT_MODIFIER_INFO_EXT => {
-            size_of::<PhysicalDeviceImageDrmFormatModifierInfoEXT<'static>>()
-        }
-        StructureType::IMAGE_DRM_FORMAT_MODIFIER_LIST_CREATE_INFO_EXT => {
-            size_of::<ImageDrmFormatModifierListCreateInfoEXT<'static>>()
-        }
-        StructureType::IMAGE_DRM_FORMAT_MODIFIER_EXPLICIT_CREATE_INFO_EXT => {
-            size_of::<ImageDrmFormatModifierExplicitCreateInfoEXT<'static>>()
-        }
-        StructureType::IMAGE_DRM_FORMAT_MODIFIER_PROPERTIES_EXT => {
-            size_of::<ImageDrmFormatModifierPropertiesEXT<'static>>()
-        }
-        StructureType::IMAGE_STENCIL_USAGE_CREATE_INFO => {
-            size_of::<ImageStencilUsageCreateInfo<'static>>()
-        }
-        StructureType::DEVICE_MEMORY_OVERALLOCATION_CREATE_INFO_AMD => {
-            size_of::<DeviceMemoryOverallocationCreateInfoAMD<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT => {
-            size_of::<PhysicalDeviceFragmentDensityMapFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT => {
-            size_of::<PhysicalDeviceFragmentDensityMap2FeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceFragmentDensityMapPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceFragmentDensityMap2PropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_PROPERTIES_QCOM => {
-            size_of::<PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM<'static>>()
-        }
-        StructureType::RENDER_PASS_FRAGMENT_DENSITY_MAP_CREATE_INFO_EXT => {
-            size_of::<RenderPassFragmentDensityMapCreateInfoEXT<'static>>()
-        }
-        StructureType::SUBPASS_FRAGMENT_DENSITY_MAP_OFFSET_END_INFO_QCOM => {
-            size_of::<SubpassFragmentDensityMapOffsetEndInfoQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SCALAR_BLOCK_LAYOUT_FEATURES => {
-            size_of::<PhysicalDeviceScalarBlockLayoutFeatures<'static>>()
-        }
-        StructureType::SURFACE_PROTECTED_CAPABILITIES_KHR => {
-            size_of::<SurfaceProtectedCapabilitiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_UNIFORM_BUFFER_STANDARD_LAYOUT_FEATURES => {
-            size_of::<PhysicalDeviceUniformBufferStandardLayoutFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEPTH_CLIP_ENABLE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceDepthClipEnableFeaturesEXT<'static>>()
-        }
-        StructureType::PIPELINE_RASTERIZATION_DEPTH_CLIP_STATE_CREATE_INFO_EXT => {
-            size_of::<PipelineRasterizationDepthClipStateCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceMemoryBudgetPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MEMORY_PRIORITY_FEATURES_EXT => {
-            size_of::<PhysicalDeviceMemoryPriorityFeaturesEXT<'static>>()
-        }
-        StructureType::MEMORY_PRIORITY_ALLOCATE_INFO_EXT => {
-            size_of::<MemoryPriorityAllocateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PAGEABLE_DEVICE_LOCAL_MEMORY_FEATURES_EXT => {
-            size_of::<PhysicalDevicePageableDeviceLocalMemoryFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES => {
-            size_of::<PhysicalDeviceBufferDeviceAddressFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_EXT => {
-            size_of::<PhysicalDeviceBufferDeviceAddressFeaturesEXT<'static>>()
-        }
+        StructureType::ACCELERATION_STRUCTURE_INFO_NV => size_of::<AccelerationStructureInfoNV<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_CREATE_INFO_NV => size_of::<AccelerationStructureCreateInfoNV<'static>>(),
+        StructureType::BIND_ACCELERATION_STRUCTURE_MEMORY_INFO_NV => size_of::<BindAccelerationStructureMemoryInfoNV<'static>>(),
+        StructureType::WRITE_DESCRIPTOR_SET_ACCELERATION_STRUCTURE_KHR => size_of::<WriteDescriptorSetAccelerationStructureKHR<'static>>(),
+        StructureType::WRITE_DESCRIPTOR_SET_ACCELERATION_STRUCTURE_NV => size_of::<WriteDescriptorSetAccelerationStructureNV<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_MEMORY_REQUIREMENTS_INFO_NV => size_of::<AccelerationStructureMemoryRequirementsInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR => size_of::<PhysicalDeviceAccelerationStructureFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR => size_of::<PhysicalDeviceRayTracingPipelineFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_QUERY_FEATURES_KHR => size_of::<PhysicalDeviceRayQueryFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_PROPERTIES_KHR => size_of::<PhysicalDeviceAccelerationStructurePropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_PROPERTIES_KHR => size_of::<PhysicalDeviceRayTracingPipelinePropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_PROPERTIES_NV => size_of::<PhysicalDeviceRayTracingPropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_MAINTENANCE_1_FEATURES_KHR => size_of::<PhysicalDeviceRayTracingMaintenance1FeaturesKHR<'static>>(),
+        StructureType::DRM_FORMAT_MODIFIER_PROPERTIES_LIST_EXT => size_of::<DrmFormatModifierPropertiesListEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_DRM_FORMAT_MODIFIER_INFO_EXT => size_of::<PhysicalDeviceImageDrmFormatModifierInfoEXT<'static>>(),
+        StructureType::IMAGE_DRM_FORMAT_MODIFIER_LIST_CREATE_INFO_EXT => size_of::<ImageDrmFormatModifierListCreateInfoEXT<'static>>(),
+        StructureType::IMAGE_DRM_FORMAT_MODIFIER_EXPLICIT_CREATE_INFO_EXT => size_of::<ImageDrmFormatModifierExplicitCreateInfoEXT<'static>>(),
+        StructureType::IMAGE_DRM_FORMAT_MODIFIER_PROPERTIES_EXT => size_of::<ImageDrmFormatModifierPropertiesEXT<'static>>(),
+        StructureType::IMAGE_STENCIL_USAGE_CREATE_INFO => size_of::<ImageStencilUsageCreateInfo<'static>>(),
+        StructureType::DEVICE_MEMORY_OVERALLOCATION_CREATE_INFO_AMD => size_of::<DeviceMemoryOverallocationCreateInfoAMD<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT => size_of::<PhysicalDeviceFragmentDensityMapFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT => size_of::<PhysicalDeviceFragmentDensityMap2FeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM => size_of::<PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT => size_of::<PhysicalDeviceFragmentDensityMapPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT => size_of::<PhysicalDeviceFragmentDensityMap2PropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_PROPERTIES_QCOM => size_of::<PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM<'static>>(),
+        StructureType::RENDER_PASS_FRAGMENT_DENSITY_MAP_CREATE_INFO_EXT => size_of::<RenderPassFragmentDensityMapCreateInfoEXT<'static>>(),
+        StructureType::SUBPASS_FRAGMENT_DENSITY_MAP_OFFSET_END_INFO_QCOM => size_of::<SubpassFragmentDensityMapOffsetEndInfoQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SCALAR_BLOCK_LAYOUT_FEATURES => size_of::<PhysicalDeviceScalarBlockLayoutFeatures<'static>>(),
+        StructureType::SURFACE_PROTECTED_CAPABILITIES_KHR => size_of::<SurfaceProtectedCapabilitiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_UNIFORM_BUFFER_STANDARD_LAYOUT_FEATURES => size_of::<PhysicalDeviceUniformBufferStandardLayoutFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEPTH_CLIP_ENABLE_FEATURES_EXT => size_of::<PhysicalDeviceDepthClipEnableFeaturesEXT<'static>>(),
+        StructureType::PIPELINE_RASTERIZATION_DEPTH_CLIP_STATE_CREATE_INFO_EXT => size_of::<PipelineRasterizationDepthClipStateCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT => size_of::<PhysicalDeviceMemoryBudgetPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MEMORY_PRIORITY_FEATURES_EXT => size_of::<PhysicalDeviceMemoryPriorityFeaturesEXT<'static>>(),
+        StructureType::MEMORY_PRIORITY_ALLOCATE_INFO_EXT => size_of::<MemoryPriorityAllocateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PAGEABLE_DEVICE_LOCAL_MEMORY_FEATURES_EXT => size_of::<PhysicalDevicePageableDeviceLocalMemoryFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES => size_of::<PhysicalDeviceBufferDeviceAddressFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_EXT => size_of::<PhysicalDeviceBufferDeviceAddressFeaturesEXT<'static>>(),
         StructureType::BUFFER_DEVICE_ADDRESS_INFO => size_of::<BufferDeviceAddressInfo<'static>>(),
-        StructureType::BUFFER_OPAQUE_CAPTURE_ADDRESS_CREATE_INFO => {
-            size_of::<BufferOpaqueCaptureAddressCreateInfo<'static>>()
-        }
-        StructureType::BUFFER_DEVICE_ADDRESS_CREATE_INFO_EXT => {
-            size_of::<BufferDeviceAddressCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_VIEW_IMAGE_FORMAT_INFO_EXT => {
-            size_of::<PhysicalDeviceImageViewImageFormatInfoEXT<'static>>()
-        }
-        StructureType::FILTER_CUBIC_IMAGE_VIEW_IMAGE_FORMAT_PROPERTIES_EXT => {
-            size_of::<FilterCubicImageViewImageFormatPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGELESS_FRAMEBUFFER_FEATURES => {
-            size_of::<PhysicalDeviceImagelessFramebufferFeatures<'static>>()
-        }
-        StructureType::FRAMEBUFFER_ATTACHMENTS_CREATE_INFO => {
-            size_of::<FramebufferAttachmentsCreateInfo<'static>>()
-        }
-        StructureType::FRAMEBUFFER_ATTACHMENT_IMAGE_INFO => {
-            size_of::<FramebufferAttachmentImageInfo<'static>>()
-        }
-        StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO => {
-            size_of::<RenderPassAttachmentBeginInfo<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TEXTURE_COMPRESSION_ASTC_HDR_FEATURES => {
-            size_of::<PhysicalDeviceTextureCompressionASTCHDRFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV => {
-            size_of::<PhysicalDeviceCooperativeMatrixFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceCooperativeMatrixPropertiesNV<'static>>()
-        }
-        StructureType::COOPERATIVE_MATRIX_PROPERTIES_NV => {
-            size_of::<CooperativeMatrixPropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_YCBCR_IMAGE_ARRAYS_FEATURES_EXT => {
-            size_of::<PhysicalDeviceYcbcrImageArraysFeaturesEXT<'static>>()
-        }
+        StructureType::BUFFER_OPAQUE_CAPTURE_ADDRESS_CREATE_INFO => size_of::<BufferOpaqueCaptureAddressCreateInfo<'static>>(),
+        StructureType::BUFFER_DEVICE_ADDRESS_CREATE_INFO_EXT => size_of::<BufferDeviceAddressCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_VIEW_IMAGE_FORMAT_INFO_EXT => size_of::<PhysicalDeviceImageViewImageFormatInfoEXT<'static>>(),
+        StructureType::FILTER_CUBIC_IMAGE_VIEW_IMAGE_FORMAT_PROPERTIES_EXT => size_of::<FilterCubicImageViewImageFormatPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGELESS_FRAMEBUFFER_FEATURES => size_of::<PhysicalDeviceImagelessFramebufferFeatures<'static>>(),
+        StructureType::FRAMEBUFFER_ATTACHMENTS_CREATE_INFO => size_of::<FramebufferAttachmentsCreateInfo<'static>>(),
+        StructureType::FRAMEBUFFER_ATTACHMENT_IMAGE_INFO => size_of::<FramebufferAttachmentImageInfo<'static>>(),
+        StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO => size_of::<RenderPassAttachmentBeginInfo<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TEXTURE_COMPRESSION_ASTC_HDR_FEATURES => size_of::<PhysicalDeviceTextureCompressionASTCHDRFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV => size_of::<PhysicalDeviceCooperativeMatrixFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV => size_of::<PhysicalDeviceCooperativeMatrixPropertiesNV<'static>>(),
+        StructureType::COOPERATIVE_MATRIX_PROPERTIES_NV => size_of::<CooperativeMatrixPropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_YCBCR_IMAGE_ARRAYS_FEATURES_EXT => size_of::<PhysicalDeviceYcbcrImageArraysFeaturesEXT<'static>>(),
         StructureType::IMAGE_VIEW_HANDLE_INFO_NVX => size_of::<ImageViewHandleInfoNVX<'static>>(),
-        StructureType::IMAGE_VIEW_ADDRESS_PROPERTIES_NVX => {
-            size_of::<ImageViewAddressPropertiesNVX<'static>>()
-        }
+        StructureType::IMAGE_VIEW_ADDRESS_PROPERTIES_NVX => size_of::<ImageViewAddressPropertiesNVX<'static>>(),
         StructureType::PRESENT_FRAME_TOKEN_GGP => size_of::<PresentFrameTokenGGP<'static>>(),
-        StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO => {
-            size_of::<PipelineCreationFeedbackCreateInfo<'static>>()
-        }
-        StructureType::SURFACE_FULL_SCREEN_EXCLUSIVE_INFO_EXT => {
-            size_of::<SurfaceFullScreenExclusiveInfoEXT<'static>>()
-        }
-        StructureType::SURFACE_FULL_SCREEN_EXCLUSIVE_WIN32_INFO_EXT => {
-            size_of::<SurfaceFullScreenExclusiveWin32InfoEXT<'static>>()
-        }
-        StructureType::SURFACE_CAPABILITIES_FULL_SCREEN_EXCLUSIVE_EXT => {
-            size_of::<SurfaceCapabilitiesFullScreenExclusiveEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PRESENT_BARRIER_FEATURES_NV => {
-            size_of::<PhysicalDevicePresentBarrierFeaturesNV<'static>>()
-        }
-        StructureType::SURFACE_CAPABILITIES_PRESENT_BARRIER_NV => {
-            size_of::<SurfaceCapabilitiesPresentBarrierNV<'static>>()
-        }
-        StructureType::SWAPCHAIN_PRESENT_BARRIER_CREATE_INFO_NV => {
-            size_of::<SwapchainPresentBarrierCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PERFORMANCE_QUERY_FEATURES_KHR => {
-            size_of::<PhysicalDevicePerformanceQueryFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PERFORMANCE_QUERY_PROPERTIES_KHR => {
-            size_of::<PhysicalDevicePerformanceQueryPropertiesKHR<'static>>()
-        }
+        StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO => size_of::<PipelineCreationFeedbackCreateInfo<'static>>(),
+        StructureType::SURFACE_FULL_SCREEN_EXCLUSIVE_INFO_EXT => size_of::<SurfaceFullScreenExclusiveInfoEXT<'static>>(),
+        StructureType::SURFACE_FULL_SCREEN_EXCLUSIVE_WIN32_INFO_EXT => size_of::<SurfaceFullScreenExclusiveWin32InfoEXT<'static>>(),
+        StructureType::SURFACE_CAPABILITIES_FULL_SCREEN_EXCLUSIVE_EXT => size_of::<SurfaceCapabilitiesFullScreenExclusiveEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PRESENT_BARRIER_FEATURES_NV => size_of::<PhysicalDevicePresentBarrierFeaturesNV<'static>>(),
+        StructureType::SURFACE_CAPABILITIES_PRESENT_BARRIER_NV => size_of::<SurfaceCapabilitiesPresentBarrierNV<'static>>(),
+        StructureType::SWAPCHAIN_PRESENT_BARRIER_CREATE_INFO_NV => size_of::<SwapchainPresentBarrierCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PERFORMANCE_QUERY_FEATURES_KHR => size_of::<PhysicalDevicePerformanceQueryFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PERFORMANCE_QUERY_PROPERTIES_KHR => size_of::<PhysicalDevicePerformanceQueryPropertiesKHR<'static>>(),
         StructureType::PERFORMANCE_COUNTER_KHR => size_of::<PerformanceCounterKHR<'static>>(),
-        StructureType::PERFORMANCE_COUNTER_DESCRIPTION_KHR => {
-            size_of::<PerformanceCounterDescriptionKHR<'static>>()
-        }
-        StructureType::QUERY_POOL_PERFORMANCE_CREATE_INFO_KHR => {
-            size_of::<QueryPoolPerformanceCreateInfoKHR<'static>>()
-        }
-        StructureType::ACQUIRE_PROFILING_LOCK_INFO_KHR => {
-            size_of::<AcquireProfilingLockInfoKHR<'static>>()
-        }
-        StructureType::PERFORMANCE_QUERY_SUBMIT_INFO_KHR => {
-            size_of::<PerformanceQuerySubmitInfoKHR<'static>>()
-        }
-        StructureType::HEADLESS_SURFACE_CREATE_INFO_EXT => {
-            size_of::<HeadlessSurfaceCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COVERAGE_REDUCTION_MODE_FEATURES_NV => {
-            size_of::<PhysicalDeviceCoverageReductionModeFeaturesNV<'static>>()
-        }
-        StructureType::PIPELINE_COVERAGE_REDUCTION_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineCoverageReductionStateCreateInfoNV<'static>>()
-        }
-        StructureType::FRAMEBUFFER_MIXED_SAMPLES_COMBINATION_NV => {
-            size_of::<FramebufferMixedSamplesCombinationNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_INTEGER_FUNCTIONS_2_FEATURES_INTEL => {
-            size_of::<PhysicalDeviceShaderIntegerFunctions2FeaturesINTEL<'static>>()
-        }
-        StructureType::INITIALIZE_PERFORMANCE_API_INFO_INTEL => {
-            size_of::<InitializePerformanceApiInfoINTEL<'static>>()
-        }
-        StructureType::QUERY_POOL_PERFORMANCE_QUERY_CREATE_INFO_INTEL => {
-            size_of::<QueryPoolPerformanceQueryCreateInfoINTEL<'static>>()
-        }
-        StructureType::PERFORMANCE_MARKER_INFO_INTEL => {
-            size_of::<PerformanceMarkerInfoINTEL<'static>>()
-        }
-        StructureType::PERFORMANCE_STREAM_MARKER_INFO_INTEL => {
-            size_of::<PerformanceStreamMarkerInfoINTEL<'static>>()
-        }
-        StructureType::PERFORMANCE_OVERRIDE_INFO_INTEL => {
-            size_of::<PerformanceOverrideInfoINTEL<'static>>()
-        }
-        StructureType::PERFORMANCE_CONFIGURATION_ACQUIRE_INFO_INTEL => {
-            size_of::<PerformanceConfigurationAcquireInfoINTEL<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR => {
-            size_of::<PhysicalDeviceShaderClockFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_INDEX_TYPE_UINT8_FEATURES_KHR => {
-            size_of::<PhysicalDeviceIndexTypeUint8FeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceShaderSMBuiltinsPropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV => {
-            size_of::<PhysicalDeviceShaderSMBuiltinsFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT => {
-            size_of::<PhysicalDeviceFragmentShaderInterlockFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SEPARATE_DEPTH_STENCIL_LAYOUTS_FEATURES => {
-            size_of::<PhysicalDeviceSeparateDepthStencilLayoutsFeatures<'static>>()
-        }
-        StructureType::ATTACHMENT_REFERENCE_STENCIL_LAYOUT => {
-            size_of::<AttachmentReferenceStencilLayout<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PRIMITIVE_TOPOLOGY_LIST_RESTART_FEATURES_EXT => {
-            size_of::<PhysicalDevicePrimitiveTopologyListRestartFeaturesEXT<'static>>()
-        }
-        StructureType::ATTACHMENT_DESCRIPTION_STENCIL_LAYOUT => {
-            size_of::<AttachmentDescriptionStencilLayout<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR => {
-            size_of::<PhysicalDevicePipelineExecutablePropertiesFeaturesKHR<'static>>()
-        }
+        StructureType::PERFORMANCE_COUNTER_DESCRIPTION_KHR => size_of::<PerformanceCounterDescriptionKHR<'static>>(),
+        StructureType::QUERY_POOL_PERFORMANCE_CREATE_INFO_KHR => size_of::<QueryPoolPerformanceCreateInfoKHR<'static>>(),
+        StructureType::ACQUIRE_PROFILING_LOCK_INFO_KHR => size_of::<AcquireProfilingLockInfoKHR<'static>>(),
+        StructureType::PERFORMANCE_QUERY_SUBMIT_INFO_KHR => size_of::<PerformanceQuerySubmitInfoKHR<'static>>(),
+        StructureType::HEADLESS_SURFACE_CREATE_INFO_EXT => size_of::<HeadlessSurfaceCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COVERAGE_REDUCTION_MODE_FEATURES_NV => size_of::<PhysicalDeviceCoverageReductionModeFeaturesNV<'static>>(),
+        StructureType::PIPELINE_COVERAGE_REDUCTION_STATE_CREATE_INFO_NV => size_of::<PipelineCoverageReductionStateCreateInfoNV<'static>>(),
+        StructureType::FRAMEBUFFER_MIXED_SAMPLES_COMBINATION_NV => size_of::<FramebufferMixedSamplesCombinationNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_INTEGER_FUNCTIONS_2_FEATURES_INTEL => size_of::<PhysicalDeviceShaderIntegerFunctions2FeaturesINTEL<'static>>(),
+        StructureType::INITIALIZE_PERFORMANCE_API_INFO_INTEL => size_of::<InitializePerformanceApiInfoINTEL<'static>>(),
+        StructureType::QUERY_POOL_PERFORMANCE_QUERY_CREATE_INFO_INTEL => size_of::<QueryPoolPerformanceQueryCreateInfoINTEL<'static>>(),
+        StructureType::PERFORMANCE_MARKER_INFO_INTEL => size_of::<PerformanceMarkerInfoINTEL<'static>>(),
+        StructureType::PERFORMANCE_STREAM_MARKER_INFO_INTEL => size_of::<PerformanceStreamMarkerInfoINTEL<'static>>(),
+        StructureType::PERFORMANCE_OVERRIDE_INFO_INTEL => size_of::<PerformanceOverrideInfoINTEL<'static>>(),
+        StructureType::PERFORMANCE_CONFIGURATION_ACQUIRE_INFO_INTEL => size_of::<PerformanceConfigurationAcquireInfoINTEL<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR => size_of::<PhysicalDeviceShaderClockFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_INDEX_TYPE_UINT8_FEATURES_KHR => size_of::<PhysicalDeviceIndexTypeUint8FeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV => size_of::<PhysicalDeviceShaderSMBuiltinsPropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV => size_of::<PhysicalDeviceShaderSMBuiltinsFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT => size_of::<PhysicalDeviceFragmentShaderInterlockFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SEPARATE_DEPTH_STENCIL_LAYOUTS_FEATURES => size_of::<PhysicalDeviceSeparateDepthStencilLayoutsFeatures<'static>>(),
+        StructureType::ATTACHMENT_REFERENCE_STENCIL_LAYOUT => size_of::<AttachmentReferenceStencilLayout<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PRIMITIVE_TOPOLOGY_LIST_RESTART_FEATURES_EXT => size_of::<PhysicalDevicePrimitiveTopologyListRestartFeaturesEXT<'static>>(),
+        StructureType::ATTACHMENT_DESCRIPTION_STENCIL_LAYOUT => size_of::<AttachmentDescriptionStencilLayout<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR => size_of::<PhysicalDevicePipelineExecutablePropertiesFeaturesKHR<'static>>(),
         StructureType::PIPELINE_INFO_KHR => size_of::<PipelineInfoKHR<'static>>(),
-        StructureType::PIPELINE_EXECUTABLE_PROPERTIES_KHR => {
-            size_of::<PipelineExecutablePropertiesKHR<'static>>()
-        }
-        StructureType::PIPELINE_EXECUTABLE_INFO_KHR => {
-            size_of::<PipelineExecutableInfoKHR<'static>>()
-        }
-        StructureType::PIPELINE_EXECUTABLE_STATISTIC_KHR => {
-            size_of::<PipelineExecutableStatisticKHR<'static>>()
-        }
-        StructureType::PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR => {
-            size_of::<PipelineExecutableInternalRepresentationKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_DEMOTE_TO_HELPER_INVOCATION_FEATURES => {
-            size_of::<PhysicalDeviceShaderDemoteToHelperInvocationFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TEXEL_BUFFER_ALIGNMENT_FEATURES_EXT => {
-            size_of::<PhysicalDeviceTexelBufferAlignmentFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TEXEL_BUFFER_ALIGNMENT_PROPERTIES => {
-            size_of::<PhysicalDeviceTexelBufferAlignmentProperties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES => {
-            size_of::<PhysicalDeviceSubgroupSizeControlFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES => {
-            size_of::<PhysicalDeviceSubgroupSizeControlProperties<'static>>()
-        }
-        StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO => {
-            size_of::<PipelineShaderStageRequiredSubgroupSizeCreateInfo<'static>>()
-        }
-        StructureType::SUBPASS_SHADING_PIPELINE_CREATE_INFO_HUAWEI => {
-            size_of::<SubpassShadingPipelineCreateInfoHUAWEI<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SUBPASS_SHADING_PROPERTIES_HUAWEI => {
-            size_of::<PhysicalDeviceSubpassShadingPropertiesHUAWEI<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CLUSTER_CULLING_SHADER_PROPERTIES_HUAWEI => {
-            size_of::<PhysicalDeviceClusterCullingShaderPropertiesHUAWEI<'static>>()
-        }
-        StructureType::MEMORY_OPAQUE_CAPTURE_ADDRESS_ALLOCATE_INFO => {
-            size_of::<MemoryOpaqueCaptureAddressAllocateInfo<'static>>()
-        }
-        StructureType::DEVICE_MEMORY_OPAQUE_CAPTURE_ADDRESS_INFO => {
-            size_of::<DeviceMemoryOpaqueCaptureAddressInfo<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_LINE_RASTERIZATION_FEATURES_KHR => {
-            size_of::<PhysicalDeviceLineRasterizationFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_LINE_RASTERIZATION_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceLineRasterizationPropertiesKHR<'static>>()
-        }
-        StructureType::PIPELINE_RASTERIZATION_LINE_STATE_CREATE_INFO_KHR => {
-            size_of::<PipelineRasterizationLineStateCreateInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PIPELINE_CREATION_CACHE_CONTROL_FEATURES => {
-            size_of::<PhysicalDevicePipelineCreationCacheControlFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES => {
-            size_of::<PhysicalDeviceVulkan11Features<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES => {
-            size_of::<PhysicalDeviceVulkan11Properties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES => {
-            size_of::<PhysicalDeviceVulkan12Features<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES => {
-            size_of::<PhysicalDeviceVulkan12Properties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VULKAN_1_3_FEATURES => {
-            size_of::<PhysicalDeviceVulkan13Features<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES => {
-            size_of::<PhysicalDeviceVulkan13Properties<'static>>()
-        }
-        StructureType::PIPELINE_COMPILER_CONTROL_CREATE_INFO_AMD => {
-            size_of::<PipelineCompilerControlCreateInfoAMD<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COHERENT_MEMORY_FEATURES_AMD => {
-            size_of::<PhysicalDeviceCoherentMemoryFeaturesAMD<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TOOL_PROPERTIES => {
-            size_of::<PhysicalDeviceToolProperties<'static>>()
-        }
-        StructureType::SAMPLER_CUSTOM_BORDER_COLOR_CREATE_INFO_EXT => {
-            size_of::<SamplerCustomBorderColorCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CUSTOM_BORDER_COLOR_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceCustomBorderColorPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CUSTOM_BORDER_COLOR_FEATURES_EXT => {
-            size_of::<PhysicalDeviceCustomBorderColorFeaturesEXT<'static>>()
-        }
-        StructureType::SAMPLER_BORDER_COLOR_COMPONENT_MAPPING_CREATE_INFO_EXT => {
-            size_of::<SamplerBorderColorComponentMappingCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_BORDER_COLOR_SWIZZLE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceBorderColorSwizzleFeaturesEXT<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_TRIANGLES_DATA_KHR => {
-            size_of::<AccelerationStructureGeometryTrianglesDataKHR<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_AABBS_DATA_KHR => {
-            size_of::<AccelerationStructureGeometryAabbsDataKHR<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_INSTANCES_DATA_KHR => {
-            size_of::<AccelerationStructureGeometryInstancesDataKHR<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_KHR => {
-            size_of::<AccelerationStructureGeometryKHR<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_BUILD_GEOMETRY_INFO_KHR => {
-            size_of::<AccelerationStructureBuildGeometryInfoKHR<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_CREATE_INFO_KHR => {
-            size_of::<AccelerationStructureCreateInfoKHR<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_DEVICE_ADDRESS_INFO_KHR => {
-            size_of::<AccelerationStructureDeviceAddressInfoKHR<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_VERSION_INFO_KHR => {
-            size_of::<AccelerationStructureVersionInfoKHR<'static>>()
-        }
-        StructureType::COPY_ACCELERATION_STRUCTURE_INFO_KHR => {
-            size_of::<CopyAccelerationStructureInfoKHR<'static>>()
-        }
-        StructureType::COPY_ACCELERATION_STRUCTURE_TO_MEMORY_INFO_KHR => {
-            size_of::<CopyAccelerationStructureToMemoryInfoKHR<'static>>()
-        }
-        StructureType::COPY_MEMORY_TO_ACCELERATION_STRUCTURE_INFO_KHR => {
-            size_of::<CopyMemoryToAccelerationStructureInfoKHR<'static>>()
-        }
-        StructureType::RAY_TRACING_PIPELINE_INTERFACE_CREATE_INFO_KHR => {
-            size_of::<RayTracingPipelineInterfaceCreateInfoKHR<'static>>()
-        }
-        StructureType::PIPELINE_LIBRARY_CREATE_INFO_KHR => {
-            size_of::<PipelineLibraryCreateInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceExtendedDynamicStateFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_2_FEATURES_EXT => {
-            size_of::<PhysicalDeviceExtendedDynamicState2FeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_3_FEATURES_EXT => {
-            size_of::<PhysicalDeviceExtendedDynamicState3FeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_3_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceExtendedDynamicState3PropertiesEXT<'static>>()
-        }
-        StructureType::RENDER_PASS_TRANSFORM_BEGIN_INFO_QCOM => {
-            size_of::<RenderPassTransformBeginInfoQCOM<'static>>()
-        }
-        StructureType::COPY_COMMAND_TRANSFORM_INFO_QCOM => {
-            size_of::<CopyCommandTransformInfoQCOM<'static>>()
-        }
-        StructureType::COMMAND_BUFFER_INHERITANCE_RENDER_PASS_TRANSFORM_INFO_QCOM => {
-            size_of::<CommandBufferInheritanceRenderPassTransformInfoQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DIAGNOSTICS_CONFIG_FEATURES_NV => {
-            size_of::<PhysicalDeviceDiagnosticsConfigFeaturesNV<'static>>()
-        }
-        StructureType::DEVICE_DIAGNOSTICS_CONFIG_CREATE_INFO_NV => {
-            size_of::<DeviceDiagnosticsConfigCreateInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ZERO_INITIALIZE_WORKGROUP_MEMORY_FEATURES => {
-            size_of::<PhysicalDeviceZeroInitializeWorkgroupMemoryFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR => {
-            size_of::<PhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT => {
-            size_of::<PhysicalDeviceRobustness2FeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ROBUSTNESS_2_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceRobustness2PropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_ROBUSTNESS_FEATURES => {
-            size_of::<PhysicalDeviceImageRobustnessFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR => {
-            size_of::<PhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PORTABILITY_SUBSET_FEATURES_KHR => {
-            size_of::<PhysicalDevicePortabilitySubsetFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PORTABILITY_SUBSET_PROPERTIES_KHR => {
-            size_of::<PhysicalDevicePortabilitySubsetPropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_4444_FORMATS_FEATURES_EXT => {
-            size_of::<PhysicalDevice4444FormatsFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SUBPASS_SHADING_FEATURES_HUAWEI => {
-            size_of::<PhysicalDeviceSubpassShadingFeaturesHUAWEI<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CLUSTER_CULLING_SHADER_FEATURES_HUAWEI => {
-            size_of::<PhysicalDeviceClusterCullingShaderFeaturesHUAWEI<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CLUSTER_CULLING_SHADER_VRS_FEATURES_HUAWEI => {
-            size_of::<PhysicalDeviceClusterCullingShaderVrsFeaturesHUAWEI<'static>>()
-        }
+        StructureType::PIPELINE_EXECUTABLE_PROPERTIES_KHR => size_of::<PipelineExecutablePropertiesKHR<'static>>(),
+        StructureType::PIPELINE_EXECUTABLE_INFO_KHR => size_of::<PipelineExecutableInfoKHR<'static>>(),
+        StructureType::PIPELINE_EXECUTABLE_STATISTIC_KHR => size_of::<PipelineExecutableStatisticKHR<'static>>(),
+        StructureType::PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR => size_of::<PipelineExecutableInternalRepresentationKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_DEMOTE_TO_HELPER_INVOCATION_FEATURES => size_of::<PhysicalDeviceShaderDemoteToHelperInvocationFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TEXEL_BUFFER_ALIGNMENT_FEATURES_EXT => size_of::<PhysicalDeviceTexelBufferAlignmentFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TEXEL_BUFFER_ALIGNMENT_PROPERTIES => size_of::<PhysicalDeviceTexelBufferAlignmentProperties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES => size_of::<PhysicalDeviceSubgroupSizeControlFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES => size_of::<PhysicalDeviceSubgroupSizeControlProperties<'static>>(),
+        StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO => size_of::<PipelineShaderStageRequiredSubgroupSizeCreateInfo<'static>>(),
+        StructureType::SUBPASS_SHADING_PIPELINE_CREATE_INFO_HUAWEI => size_of::<SubpassShadingPipelineCreateInfoHUAWEI<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SUBPASS_SHADING_PROPERTIES_HUAWEI => size_of::<PhysicalDeviceSubpassShadingPropertiesHUAWEI<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CLUSTER_CULLING_SHADER_PROPERTIES_HUAWEI => size_of::<PhysicalDeviceClusterCullingShaderPropertiesHUAWEI<'static>>(),
+        StructureType::MEMORY_OPAQUE_CAPTURE_ADDRESS_ALLOCATE_INFO => size_of::<MemoryOpaqueCaptureAddressAllocateInfo<'static>>(),
+        StructureType::DEVICE_MEMORY_OPAQUE_CAPTURE_ADDRESS_INFO => size_of::<DeviceMemoryOpaqueCaptureAddressInfo<'static>>(),
+        StructureType::PHYSICAL_DEVICE_LINE_RASTERIZATION_FEATURES_KHR => size_of::<PhysicalDeviceLineRasterizationFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_LINE_RASTERIZATION_PROPERTIES_KHR => size_of::<PhysicalDeviceLineRasterizationPropertiesKHR<'static>>(),
+        StructureType::PIPELINE_RASTERIZATION_LINE_STATE_CREATE_INFO_KHR => size_of::<PipelineRasterizationLineStateCreateInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PIPELINE_CREATION_CACHE_CONTROL_FEATURES => size_of::<PhysicalDevicePipelineCreationCacheControlFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VULKAN_1_1_FEATURES => size_of::<PhysicalDeviceVulkan11Features<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES => size_of::<PhysicalDeviceVulkan11Properties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES => size_of::<PhysicalDeviceVulkan12Features<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES => size_of::<PhysicalDeviceVulkan12Properties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VULKAN_1_3_FEATURES => size_of::<PhysicalDeviceVulkan13Features<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES => size_of::<PhysicalDeviceVulkan13Properties<'static>>(),
+        StructureType::PIPELINE_COMPILER_CONTROL_CREATE_INFO_AMD => size_of::<PipelineCompilerControlCreateInfoAMD<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COHERENT_MEMORY_FEATURES_AMD => size_of::<PhysicalDeviceCoherentMemoryFeaturesAMD<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TOOL_PROPERTIES => size_of::<PhysicalDeviceToolProperties<'static>>(),
+        StructureType::SAMPLER_CUSTOM_BORDER_COLOR_CREATE_INFO_EXT => size_of::<SamplerCustomBorderColorCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CUSTOM_BORDER_COLOR_PROPERTIES_EXT => size_of::<PhysicalDeviceCustomBorderColorPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CUSTOM_BORDER_COLOR_FEATURES_EXT => size_of::<PhysicalDeviceCustomBorderColorFeaturesEXT<'static>>(),
+        StructureType::SAMPLER_BORDER_COLOR_COMPONENT_MAPPING_CREATE_INFO_EXT => size_of::<SamplerBorderColorComponentMappingCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_BORDER_COLOR_SWIZZLE_FEATURES_EXT => size_of::<PhysicalDeviceBorderColorSwizzleFeaturesEXT<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_TRIANGLES_DATA_KHR => size_of::<AccelerationStructureGeometryTrianglesDataKHR<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_AABBS_DATA_KHR => size_of::<AccelerationStructureGeometryAabbsDataKHR<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_INSTANCES_DATA_KHR => size_of::<AccelerationStructureGeometryInstancesDataKHR<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_KHR => size_of::<AccelerationStructureGeometryKHR<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_BUILD_GEOMETRY_INFO_KHR => size_of::<AccelerationStructureBuildGeometryInfoKHR<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_CREATE_INFO_KHR => size_of::<AccelerationStructureCreateInfoKHR<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_DEVICE_ADDRESS_INFO_KHR => size_of::<AccelerationStructureDeviceAddressInfoKHR<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_VERSION_INFO_KHR => size_of::<AccelerationStructureVersionInfoKHR<'static>>(),
+        StructureType::COPY_ACCELERATION_STRUCTURE_INFO_KHR => size_of::<CopyAccelerationStructureInfoKHR<'static>>(),
+        StructureType::COPY_ACCELERATION_STRUCTURE_TO_MEMORY_INFO_KHR => size_of::<CopyAccelerationStructureToMemoryInfoKHR<'static>>(),
+        StructureType::COPY_MEMORY_TO_ACCELERATION_STRUCTURE_INFO_KHR => size_of::<CopyMemoryToAccelerationStructureInfoKHR<'static>>(),
+        StructureType::RAY_TRACING_PIPELINE_INTERFACE_CREATE_INFO_KHR => size_of::<RayTracingPipelineInterfaceCreateInfoKHR<'static>>(),
+        StructureType::PIPELINE_LIBRARY_CREATE_INFO_KHR => size_of::<PipelineLibraryCreateInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_FEATURES_EXT => size_of::<PhysicalDeviceExtendedDynamicStateFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_2_FEATURES_EXT => size_of::<PhysicalDeviceExtendedDynamicState2FeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_3_FEATURES_EXT => size_of::<PhysicalDeviceExtendedDynamicState3FeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_3_PROPERTIES_EXT => size_of::<PhysicalDeviceExtendedDynamicState3PropertiesEXT<'static>>(),
+        StructureType::RENDER_PASS_TRANSFORM_BEGIN_INFO_QCOM => size_of::<RenderPassTransformBeginInfoQCOM<'static>>(),
+        StructureType::COPY_COMMAND_TRANSFORM_INFO_QCOM => size_of::<CopyCommandTransformInfoQCOM<'static>>(),
+        StructureType::COMMAND_BUFFER_INHERITANCE_RENDER_PASS_TRANSFORM_INFO_QCOM => size_of::<CommandBufferInheritanceRenderPassTransformInfoQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DIAGNOSTICS_CONFIG_FEATURES_NV => size_of::<PhysicalDeviceDiagnosticsConfigFeaturesNV<'static>>(),
+        StructureType::DEVICE_DIAGNOSTICS_CONFIG_CREATE_INFO_NV => size_of::<DeviceDiagnosticsConfigCreateInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ZERO_INITIALIZE_WORKGROUP_MEMORY_FEATURES => size_of::<PhysicalDeviceZeroInitializeWorkgroupMemoryFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR => size_of::<PhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT => size_of::<PhysicalDeviceRobustness2FeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ROBUSTNESS_2_PROPERTIES_EXT => size_of::<PhysicalDeviceRobustness2PropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_ROBUSTNESS_FEATURES => size_of::<PhysicalDeviceImageRobustnessFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR => size_of::<PhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PORTABILITY_SUBSET_FEATURES_KHR => size_of::<PhysicalDevicePortabilitySubsetFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PORTABILITY_SUBSET_PROPERTIES_KHR => size_of::<PhysicalDevicePortabilitySubsetPropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_4444_FORMATS_FEATURES_EXT => size_of::<PhysicalDevice4444FormatsFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SUBPASS_SHADING_FEATURES_HUAWEI => size_of::<PhysicalDeviceSubpassShadingFeaturesHUAWEI<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CLUSTER_CULLING_SHADER_FEATURES_HUAWEI => size_of::<PhysicalDeviceClusterCullingShaderFeaturesHUAWEI<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CLUSTER_CULLING_SHADER_VRS_FEATURES_HUAWEI => size_of::<PhysicalDeviceClusterCullingShaderVrsFeaturesHUAWEI<'static>>(),
         StructureType::BUFFER_COPY_2 => size_of::<BufferCopy2<'static>>(),
         StructureType::IMAGE_COPY_2 => size_of::<ImageCopy2<'static>>(),
         StructureType::IMAGE_BLIT_2 => size_of::<ImageBlit2<'static>>(),
@@ -1360,75 +530,30 @@ pub fn struct_size(s_type: StructureType) -> Option<usize> {
         StructureType::COPY_BUFFER_TO_IMAGE_INFO_2 => size_of::<CopyBufferToImageInfo2<'static>>(),
         StructureType::COPY_IMAGE_TO_BUFFER_INFO_2 => size_of::<CopyImageToBufferInfo2<'static>>(),
         StructureType::RESOLVE_IMAGE_INFO_2 => size_of::<ResolveImageInfo2<'static>>(),
-        StructureType::PHYSICAL_DEVICE_SHADER_IMAGE_ATOMIC_INT64_FEATURES_EXT => {
-            size_of::<PhysicalDeviceShaderImageAtomicInt64FeaturesEXT<'static>>()
-        }
-        StructureType::FRAGMENT_SHADING_RATE_ATTACHMENT_INFO_KHR => {
-            size_of::<FragmentShadingRateAttachmentInfoKHR<'static>>()
-        }
-        StructureType::PIPELINE_FRAGMENT_SHADING_RATE_STATE_CREATE_INFO_KHR => {
-            size_of::<PipelineFragmentShadingRateStateCreateInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_FEATURES_KHR => {
-            size_of::<PhysicalDeviceFragmentShadingRateFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceFragmentShadingRatePropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_KHR => {
-            size_of::<PhysicalDeviceFragmentShadingRateKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_TERMINATE_INVOCATION_FEATURES => {
-            size_of::<PhysicalDeviceShaderTerminateInvocationFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_ENUMS_FEATURES_NV => {
-            size_of::<PhysicalDeviceFragmentShadingRateEnumsFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_ENUMS_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceFragmentShadingRateEnumsPropertiesNV<'static>>()
-        }
-        StructureType::PIPELINE_FRAGMENT_SHADING_RATE_ENUM_STATE_CREATE_INFO_NV => {
-            size_of::<PipelineFragmentShadingRateEnumStateCreateInfoNV<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_BUILD_SIZES_INFO_KHR => {
-            size_of::<AccelerationStructureBuildSizesInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_2D_VIEW_OF_3D_FEATURES_EXT => {
-            size_of::<PhysicalDeviceImage2DViewOf3DFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_SLICED_VIEW_OF_3D_FEATURES_EXT => {
-            size_of::<PhysicalDeviceImageSlicedViewOf3DFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MUTABLE_DESCRIPTOR_TYPE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceMutableDescriptorTypeFeaturesEXT<'static>>()
-        }
-        StructureType::MUTABLE_DESCRIPTOR_TYPE_CREATE_INFO_EXT => {
-            size_of::<MutableDescriptorTypeCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEPTH_CLIP_CONTROL_FEATURES_EXT => {
-            size_of::<PhysicalDeviceDepthClipControlFeaturesEXT<'static>>()
-        }
-        StructureType::PIPELINE_VIEWPORT_DEPTH_CLIP_CONTROL_CREATE_INFO_EXT => {
-            size_of::<PipelineViewportDepthClipControlCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VERTEX_INPUT_DYNAMIC_STATE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceVertexInputDynamicStateFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_MEMORY_RDMA_FEATURES_NV => {
-            size_of::<PhysicalDeviceExternalMemoryRDMAFeaturesNV<'static>>()
-        }
-        StructureType::VERTEX_INPUT_BINDING_DESCRIPTION_2_EXT => {
-            size_of::<VertexInputBindingDescription2EXT<'static>>()
-        }
-        StructureType::VERTEX_INPUT_ATTRIBUTE_DESCRIPTION_2_EXT => {
-            size_of::<VertexInputAttributeDescription2EXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COLOR_WRITE_ENABLE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceColorWriteEnableFeaturesEXT<'static>>()
-        }
-        StructureType::PIPELINE_COLOR_WRITE_CREATE_INFO_EXT => {
-            size_of::<PipelineColorWriteCreateInfoEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_SHADER_IMAGE_ATOMIC_INT64_FEATURES_EXT => size_of::<PhysicalDeviceShaderImageAtomicInt64FeaturesEXT<'static>>(),
+        StructureType::FRAGMENT_SHADING_RATE_ATTACHMENT_INFO_KHR => size_of::<FragmentShadingRateAttachmentInfoKHR<'static>>(),
+        StructureType::PIPELINE_FRAGMENT_SHADING_RATE_STATE_CREATE_INFO_KHR => size_of::<PipelineFragmentShadingRateStateCreateInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_FEATURES_KHR => size_of::<PhysicalDeviceFragmentShadingRateFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_PROPERTIES_KHR => size_of::<PhysicalDeviceFragmentShadingRatePropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_KHR => size_of::<PhysicalDeviceFragmentShadingRateKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_TERMINATE_INVOCATION_FEATURES => size_of::<PhysicalDeviceShaderTerminateInvocationFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_ENUMS_FEATURES_NV => size_of::<PhysicalDeviceFragmentShadingRateEnumsFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_ENUMS_PROPERTIES_NV => size_of::<PhysicalDeviceFragmentShadingRateEnumsPropertiesNV<'static>>(),
+        StructureType::PIPELINE_FRAGMENT_SHADING_RATE_ENUM_STATE_CREATE_INFO_NV => size_of::<PipelineFragmentShadingRateEnumStateCreateInfoNV<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_BUILD_SIZES_INFO_KHR => size_of::<AccelerationStructureBuildSizesInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_2D_VIEW_OF_3D_FEATURES_EXT => size_of::<PhysicalDeviceImage2DViewOf3DFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_SLICED_VIEW_OF_3D_FEATURES_EXT => size_of::<PhysicalDeviceImageSlicedViewOf3DFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ATTACHMENT_FEEDBACK_LOOP_DYNAMIC_STATE_FEATURES_EXT => size_of::<PhysicalDeviceAttachmentFeedbackLoopDynamicStateFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MUTABLE_DESCRIPTOR_TYPE_FEATURES_EXT => size_of::<PhysicalDeviceMutableDescriptorTypeFeaturesEXT<'static>>(),
+        StructureType::MUTABLE_DESCRIPTOR_TYPE_CREATE_INFO_EXT => size_of::<MutableDescriptorTypeCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEPTH_CLIP_CONTROL_FEATURES_EXT => size_of::<PhysicalDeviceDepthClipControlFeaturesEXT<'static>>(),
+        StructureType::PIPELINE_VIEWPORT_DEPTH_CLIP_CONTROL_CREATE_INFO_EXT => size_of::<PipelineViewportDepthClipControlCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VERTEX_INPUT_DYNAMIC_STATE_FEATURES_EXT => size_of::<PhysicalDeviceVertexInputDynamicStateFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_MEMORY_RDMA_FEATURES_NV => size_of::<PhysicalDeviceExternalMemoryRDMAFeaturesNV<'static>>(),
+        StructureType::VERTEX_INPUT_BINDING_DESCRIPTION_2_EXT => size_of::<VertexInputBindingDescription2EXT<'static>>(),
+        StructureType::VERTEX_INPUT_ATTRIBUTE_DESCRIPTION_2_EXT => size_of::<VertexInputAttributeDescription2EXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COLOR_WRITE_ENABLE_FEATURES_EXT => size_of::<PhysicalDeviceColorWriteEnableFeaturesEXT<'static>>(),
+        StructureType::PIPELINE_COLOR_WRITE_CREATE_INFO_EXT => size_of::<PipelineColorWriteCreateInfoEXT<'static>>(),
         StructureType::MEMORY_BARRIER_2 => size_of::<MemoryBarrier2<'static>>(),
         StructureType::IMAGE_MEMORY_BARRIER_2 => size_of::<ImageMemoryBarrier2<'static>>(),
         StructureType::BUFFER_MEMORY_BARRIER_2 => size_of::<BufferMemoryBarrier2<'static>>(),
@@ -1436,932 +561,347 @@ pub fn struct_size(s_type: StructureType) -> Option<usize> {
         StructureType::SEMAPHORE_SUBMIT_INFO => size_of::<SemaphoreSubmitInfo<'static>>(),
         StructureType::COMMAND_BUFFER_SUBMIT_INFO => size_of::<CommandBufferSubmitInfo<'static>>(),
         StructureType::SUBMIT_INFO_2 => size_of::<SubmitInfo2<'static>>(),
-        StructureType::QUEUE_FAMILY_CHECKPOINT_PROPERTIES_2_NV => {
-            size_of::<QueueFamilyCheckpointProperties2NV<'static>>()
-        }
+        StructureType::QUEUE_FAMILY_CHECKPOINT_PROPERTIES_2_NV => size_of::<QueueFamilyCheckpointProperties2NV<'static>>(),
         StructureType::CHECKPOINT_DATA_2_NV => size_of::<CheckpointData2NV<'static>>(),
-        StructureType::PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES => {
-            size_of::<PhysicalDeviceSynchronization2Features<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT => {
-            size_of::<PhysicalDeviceHostImageCopyFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_HOST_IMAGE_COPY_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceHostImageCopyPropertiesEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES => size_of::<PhysicalDeviceSynchronization2Features<'static>>(),
+        StructureType::PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT => size_of::<PhysicalDeviceHostImageCopyFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_HOST_IMAGE_COPY_PROPERTIES_EXT => size_of::<PhysicalDeviceHostImageCopyPropertiesEXT<'static>>(),
         StructureType::MEMORY_TO_IMAGE_COPY_EXT => size_of::<MemoryToImageCopyEXT<'static>>(),
         StructureType::IMAGE_TO_MEMORY_COPY_EXT => size_of::<ImageToMemoryCopyEXT<'static>>(),
-        StructureType::COPY_MEMORY_TO_IMAGE_INFO_EXT => {
-            size_of::<CopyMemoryToImageInfoEXT<'static>>()
-        }
-        StructureType::COPY_IMAGE_TO_MEMORY_INFO_EXT => {
-            size_of::<CopyImageToMemoryInfoEXT<'static>>()
-        }
-        StructureType::COPY_IMAGE_TO_IMAGE_INFO_EXT => {
-            size_of::<CopyImageToImageInfoEXT<'static>>()
-        }
-        StructureType::HOST_IMAGE_LAYOUT_TRANSITION_INFO_EXT => {
-            size_of::<HostImageLayoutTransitionInfoEXT<'static>>()
-        }
-        StructureType::SUBRESOURCE_HOST_MEMCPY_SIZE_EXT => {
-            size_of::<SubresourceHostMemcpySizeEXT<'static>>()
-        }
-        StructureType::HOST_IMAGE_COPY_DEVICE_PERFORMANCE_QUERY_EXT => {
-            size_of::<HostImageCopyDevicePerformanceQueryEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PRIMITIVES_GENERATED_QUERY_FEATURES_EXT => {
-            size_of::<PhysicalDevicePrimitivesGeneratedQueryFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_LEGACY_DITHERING_FEATURES_EXT => {
-            size_of::<PhysicalDeviceLegacyDitheringFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MULTISAMPLED_RENDER_TO_SINGLE_SAMPLED_FEATURES_EXT => {
-            size_of::<PhysicalDeviceMultisampledRenderToSingleSampledFeaturesEXT<'static>>()
-        }
-        StructureType::SUBPASS_RESOLVE_PERFORMANCE_QUERY_EXT => {
-            size_of::<SubpassResolvePerformanceQueryEXT<'static>>()
-        }
-        StructureType::MULTISAMPLED_RENDER_TO_SINGLE_SAMPLED_INFO_EXT => {
-            size_of::<MultisampledRenderToSingleSampledInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PIPELINE_PROTECTED_ACCESS_FEATURES_EXT => {
-            size_of::<PhysicalDevicePipelineProtectedAccessFeaturesEXT<'static>>()
-        }
-        StructureType::QUEUE_FAMILY_VIDEO_PROPERTIES_KHR => {
-            size_of::<QueueFamilyVideoPropertiesKHR<'static>>()
-        }
-        StructureType::QUEUE_FAMILY_QUERY_RESULT_STATUS_PROPERTIES_KHR => {
-            size_of::<QueueFamilyQueryResultStatusPropertiesKHR<'static>>()
-        }
+        StructureType::COPY_MEMORY_TO_IMAGE_INFO_EXT => size_of::<CopyMemoryToImageInfoEXT<'static>>(),
+        StructureType::COPY_IMAGE_TO_MEMORY_INFO_EXT => size_of::<CopyImageToMemoryInfoEXT<'static>>(),
+        StructureType::COPY_IMAGE_TO_IMAGE_INFO_EXT => size_of::<CopyImageToImageInfoEXT<'static>>(),
+        StructureType::HOST_IMAGE_LAYOUT_TRANSITION_INFO_EXT => size_of::<HostImageLayoutTransitionInfoEXT<'static>>(),
+        StructureType::SUBRESOURCE_HOST_MEMCPY_SIZE_EXT => size_of::<SubresourceHostMemcpySizeEXT<'static>>(),
+        StructureType::HOST_IMAGE_COPY_DEVICE_PERFORMANCE_QUERY_EXT => size_of::<HostImageCopyDevicePerformanceQueryEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PRIMITIVES_GENERATED_QUERY_FEATURES_EXT => size_of::<PhysicalDevicePrimitivesGeneratedQueryFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_LEGACY_DITHERING_FEATURES_EXT => size_of::<PhysicalDeviceLegacyDitheringFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MULTISAMPLED_RENDER_TO_SINGLE_SAMPLED_FEATURES_EXT => size_of::<PhysicalDeviceMultisampledRenderToSingleSampledFeaturesEXT<'static>>(),
+        StructureType::SUBPASS_RESOLVE_PERFORMANCE_QUERY_EXT => size_of::<SubpassResolvePerformanceQueryEXT<'static>>(),
+        StructureType::MULTISAMPLED_RENDER_TO_SINGLE_SAMPLED_INFO_EXT => size_of::<MultisampledRenderToSingleSampledInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PIPELINE_PROTECTED_ACCESS_FEATURES_EXT => size_of::<PhysicalDevicePipelineProtectedAccessFeaturesEXT<'static>>(),
+        StructureType::QUEUE_FAMILY_VIDEO_PROPERTIES_KHR => size_of::<QueueFamilyVideoPropertiesKHR<'static>>(),
+        StructureType::QUEUE_FAMILY_QUERY_RESULT_STATUS_PROPERTIES_KHR => size_of::<QueueFamilyQueryResultStatusPropertiesKHR<'static>>(),
         StructureType::VIDEO_PROFILE_LIST_INFO_KHR => size_of::<VideoProfileListInfoKHR<'static>>(),
-        StructureType::PHYSICAL_DEVICE_VIDEO_FORMAT_INFO_KHR => {
-            size_of::<PhysicalDeviceVideoFormatInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_FORMAT_PROPERTIES_KHR => {
-            size_of::<VideoFormatPropertiesKHR<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_VIDEO_FORMAT_INFO_KHR => size_of::<PhysicalDeviceVideoFormatInfoKHR<'static>>(),
+        StructureType::VIDEO_FORMAT_PROPERTIES_KHR => size_of::<VideoFormatPropertiesKHR<'static>>(),
         StructureType::VIDEO_PROFILE_INFO_KHR => size_of::<VideoProfileInfoKHR<'static>>(),
         StructureType::VIDEO_CAPABILITIES_KHR => size_of::<VideoCapabilitiesKHR<'static>>(),
-        StructureType::VIDEO_SESSION_MEMORY_REQUIREMENTS_KHR => {
-            size_of::<VideoSessionMemoryRequirementsKHR<'static>>()
-        }
-        StructureType::BIND_VIDEO_SESSION_MEMORY_INFO_KHR => {
-            size_of::<BindVideoSessionMemoryInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_PICTURE_RESOURCE_INFO_KHR => {
-            size_of::<VideoPictureResourceInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_REFERENCE_SLOT_INFO_KHR => {
-            size_of::<VideoReferenceSlotInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_CAPABILITIES_KHR => {
-            size_of::<VideoDecodeCapabilitiesKHR<'static>>()
-        }
+        StructureType::VIDEO_SESSION_MEMORY_REQUIREMENTS_KHR => size_of::<VideoSessionMemoryRequirementsKHR<'static>>(),
+        StructureType::BIND_VIDEO_SESSION_MEMORY_INFO_KHR => size_of::<BindVideoSessionMemoryInfoKHR<'static>>(),
+        StructureType::VIDEO_PICTURE_RESOURCE_INFO_KHR => size_of::<VideoPictureResourceInfoKHR<'static>>(),
+        StructureType::VIDEO_REFERENCE_SLOT_INFO_KHR => size_of::<VideoReferenceSlotInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_CAPABILITIES_KHR => size_of::<VideoDecodeCapabilitiesKHR<'static>>(),
         StructureType::VIDEO_DECODE_USAGE_INFO_KHR => size_of::<VideoDecodeUsageInfoKHR<'static>>(),
         StructureType::VIDEO_DECODE_INFO_KHR => size_of::<VideoDecodeInfoKHR<'static>>(),
-        StructureType::PHYSICAL_DEVICE_VIDEO_MAINTENANCE_1_FEATURES_KHR => {
-            size_of::<PhysicalDeviceVideoMaintenance1FeaturesKHR<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_VIDEO_MAINTENANCE_1_FEATURES_KHR => size_of::<PhysicalDeviceVideoMaintenance1FeaturesKHR<'static>>(),
         StructureType::VIDEO_INLINE_QUERY_INFO_KHR => size_of::<VideoInlineQueryInfoKHR<'static>>(),
-        StructureType::VIDEO_DECODE_H264_PROFILE_INFO_KHR => {
-            size_of::<VideoDecodeH264ProfileInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H264_CAPABILITIES_KHR => {
-            size_of::<VideoDecodeH264CapabilitiesKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H264_SESSION_PARAMETERS_ADD_INFO_KHR => {
-            size_of::<VideoDecodeH264SessionParametersAddInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H264_SESSION_PARAMETERS_CREATE_INFO_KHR => {
-            size_of::<VideoDecodeH264SessionParametersCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H264_PICTURE_INFO_KHR => {
-            size_of::<VideoDecodeH264PictureInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H264_DPB_SLOT_INFO_KHR => {
-            size_of::<VideoDecodeH264DpbSlotInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H265_PROFILE_INFO_KHR => {
-            size_of::<VideoDecodeH265ProfileInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H265_CAPABILITIES_KHR => {
-            size_of::<VideoDecodeH265CapabilitiesKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H265_SESSION_PARAMETERS_ADD_INFO_KHR => {
-            size_of::<VideoDecodeH265SessionParametersAddInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H265_SESSION_PARAMETERS_CREATE_INFO_KHR => {
-            size_of::<VideoDecodeH265SessionParametersCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H265_PICTURE_INFO_KHR => {
-            size_of::<VideoDecodeH265PictureInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_H265_DPB_SLOT_INFO_KHR => {
-            size_of::<VideoDecodeH265DpbSlotInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_AV1_PROFILE_INFO_KHR => {
-            size_of::<VideoDecodeAV1ProfileInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_AV1_CAPABILITIES_KHR => {
-            size_of::<VideoDecodeAV1CapabilitiesKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_AV1_SESSION_PARAMETERS_CREATE_INFO_KHR => {
-            size_of::<VideoDecodeAV1SessionParametersCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_AV1_PICTURE_INFO_KHR => {
-            size_of::<VideoDecodeAV1PictureInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_DECODE_AV1_DPB_SLOT_INFO_KHR => {
-            size_of::<VideoDecodeAV1DpbSlotInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_SESSION_CREATE_INFO_KHR => {
-            size_of::<VideoSessionCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_SESSION_PARAMETERS_CREATE_INFO_KHR => {
-            size_of::<VideoSessionParametersCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_SESSION_PARAMETERS_UPDATE_INFO_KHR => {
-            size_of::<VideoSessionParametersUpdateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_SESSION_PARAMETERS_GET_INFO_KHR => {
-            size_of::<VideoEncodeSessionParametersGetInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_SESSION_PARAMETERS_FEEDBACK_INFO_KHR => {
-            size_of::<VideoEncodeSessionParametersFeedbackInfoKHR<'static>>()
-        }
+        StructureType::VIDEO_DECODE_H264_PROFILE_INFO_KHR => size_of::<VideoDecodeH264ProfileInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H264_CAPABILITIES_KHR => size_of::<VideoDecodeH264CapabilitiesKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H264_SESSION_PARAMETERS_ADD_INFO_KHR => size_of::<VideoDecodeH264SessionParametersAddInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H264_SESSION_PARAMETERS_CREATE_INFO_KHR => size_of::<VideoDecodeH264SessionParametersCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H264_PICTURE_INFO_KHR => size_of::<VideoDecodeH264PictureInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H264_DPB_SLOT_INFO_KHR => size_of::<VideoDecodeH264DpbSlotInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H265_PROFILE_INFO_KHR => size_of::<VideoDecodeH265ProfileInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H265_CAPABILITIES_KHR => size_of::<VideoDecodeH265CapabilitiesKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H265_SESSION_PARAMETERS_ADD_INFO_KHR => size_of::<VideoDecodeH265SessionParametersAddInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H265_SESSION_PARAMETERS_CREATE_INFO_KHR => size_of::<VideoDecodeH265SessionParametersCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H265_PICTURE_INFO_KHR => size_of::<VideoDecodeH265PictureInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_H265_DPB_SLOT_INFO_KHR => size_of::<VideoDecodeH265DpbSlotInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_AV1_PROFILE_INFO_KHR => size_of::<VideoDecodeAV1ProfileInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_AV1_CAPABILITIES_KHR => size_of::<VideoDecodeAV1CapabilitiesKHR<'static>>(),
+        StructureType::VIDEO_DECODE_AV1_SESSION_PARAMETERS_CREATE_INFO_KHR => size_of::<VideoDecodeAV1SessionParametersCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_AV1_PICTURE_INFO_KHR => size_of::<VideoDecodeAV1PictureInfoKHR<'static>>(),
+        StructureType::VIDEO_DECODE_AV1_DPB_SLOT_INFO_KHR => size_of::<VideoDecodeAV1DpbSlotInfoKHR<'static>>(),
+        StructureType::VIDEO_SESSION_CREATE_INFO_KHR => size_of::<VideoSessionCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_SESSION_PARAMETERS_CREATE_INFO_KHR => size_of::<VideoSessionParametersCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_SESSION_PARAMETERS_UPDATE_INFO_KHR => size_of::<VideoSessionParametersUpdateInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_SESSION_PARAMETERS_GET_INFO_KHR => size_of::<VideoEncodeSessionParametersGetInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_SESSION_PARAMETERS_FEEDBACK_INFO_KHR => size_of::<VideoEncodeSessionParametersFeedbackInfoKHR<'static>>(),
         StructureType::VIDEO_BEGIN_CODING_INFO_KHR => size_of::<VideoBeginCodingInfoKHR<'static>>(),
         StructureType::VIDEO_END_CODING_INFO_KHR => size_of::<VideoEndCodingInfoKHR<'static>>(),
-        StructureType::VIDEO_CODING_CONTROL_INFO_KHR => {
-            size_of::<VideoCodingControlInfoKHR<'static>>()
-        }
+        StructureType::VIDEO_CODING_CONTROL_INFO_KHR => size_of::<VideoCodingControlInfoKHR<'static>>(),
         StructureType::VIDEO_ENCODE_USAGE_INFO_KHR => size_of::<VideoEncodeUsageInfoKHR<'static>>(),
         StructureType::VIDEO_ENCODE_INFO_KHR => size_of::<VideoEncodeInfoKHR<'static>>(),
-        StructureType::QUERY_POOL_VIDEO_ENCODE_FEEDBACK_CREATE_INFO_KHR => {
-            size_of::<QueryPoolVideoEncodeFeedbackCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_QUALITY_LEVEL_INFO_KHR => {
-            size_of::<VideoEncodeQualityLevelInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_VIDEO_ENCODE_QUALITY_LEVEL_INFO_KHR => {
-            size_of::<PhysicalDeviceVideoEncodeQualityLevelInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_QUALITY_LEVEL_PROPERTIES_KHR => {
-            size_of::<VideoEncodeQualityLevelPropertiesKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_RATE_CONTROL_INFO_KHR => {
-            size_of::<VideoEncodeRateControlInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_RATE_CONTROL_LAYER_INFO_KHR => {
-            size_of::<VideoEncodeRateControlLayerInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_CAPABILITIES_KHR => {
-            size_of::<VideoEncodeCapabilitiesKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_CAPABILITIES_KHR => {
-            size_of::<VideoEncodeH264CapabilitiesKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_QUALITY_LEVEL_PROPERTIES_KHR => {
-            size_of::<VideoEncodeH264QualityLevelPropertiesKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_SESSION_CREATE_INFO_KHR => {
-            size_of::<VideoEncodeH264SessionCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_ADD_INFO_KHR => {
-            size_of::<VideoEncodeH264SessionParametersAddInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_CREATE_INFO_KHR => {
-            size_of::<VideoEncodeH264SessionParametersCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_GET_INFO_KHR => {
-            size_of::<VideoEncodeH264SessionParametersGetInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_FEEDBACK_INFO_KHR => {
-            size_of::<VideoEncodeH264SessionParametersFeedbackInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_DPB_SLOT_INFO_KHR => {
-            size_of::<VideoEncodeH264DpbSlotInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_PICTURE_INFO_KHR => {
-            size_of::<VideoEncodeH264PictureInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_PROFILE_INFO_KHR => {
-            size_of::<VideoEncodeH264ProfileInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_NALU_SLICE_INFO_KHR => {
-            size_of::<VideoEncodeH264NaluSliceInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_RATE_CONTROL_INFO_KHR => {
-            size_of::<VideoEncodeH264RateControlInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_GOP_REMAINING_FRAME_INFO_KHR => {
-            size_of::<VideoEncodeH264GopRemainingFrameInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H264_RATE_CONTROL_LAYER_INFO_KHR => {
-            size_of::<VideoEncodeH264RateControlLayerInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_CAPABILITIES_KHR => {
-            size_of::<VideoEncodeH265CapabilitiesKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_QUALITY_LEVEL_PROPERTIES_KHR => {
-            size_of::<VideoEncodeH265QualityLevelPropertiesKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_SESSION_CREATE_INFO_KHR => {
-            size_of::<VideoEncodeH265SessionCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_ADD_INFO_KHR => {
-            size_of::<VideoEncodeH265SessionParametersAddInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_CREATE_INFO_KHR => {
-            size_of::<VideoEncodeH265SessionParametersCreateInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_GET_INFO_KHR => {
-            size_of::<VideoEncodeH265SessionParametersGetInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_FEEDBACK_INFO_KHR => {
-            size_of::<VideoEncodeH265SessionParametersFeedbackInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_PICTURE_INFO_KHR => {
-            size_of::<VideoEncodeH265PictureInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_NALU_SLICE_SEGMENT_INFO_KHR => {
-            size_of::<VideoEncodeH265NaluSliceSegmentInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_RATE_CONTROL_INFO_KHR => {
-            size_of::<VideoEncodeH265RateControlInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_GOP_REMAINING_FRAME_INFO_KHR => {
-            size_of::<VideoEncodeH265GopRemainingFrameInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_RATE_CONTROL_LAYER_INFO_KHR => {
-            size_of::<VideoEncodeH265RateControlLayerInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_PROFILE_INFO_KHR => {
-            size_of::<VideoEncodeH265ProfileInfoKHR<'static>>()
-        }
-        StructureType::VIDEO_ENCODE_H265_DPB_SLOT_INFO_KHR => {
-            size_of::<VideoEncodeH265DpbSlotInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_INHERITED_VIEWPORT_SCISSOR_FEATURES_NV => {
-            size_of::<PhysicalDeviceInheritedViewportScissorFeaturesNV<'static>>()
-        }
-        StructureType::COMMAND_BUFFER_INHERITANCE_VIEWPORT_SCISSOR_INFO_NV => {
-            size_of::<CommandBufferInheritanceViewportScissorInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_YCBCR_2_PLANE_444_FORMATS_FEATURES_EXT => {
-            size_of::<PhysicalDeviceYcbcr2Plane444FormatsFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PROVOKING_VERTEX_FEATURES_EXT => {
-            size_of::<PhysicalDeviceProvokingVertexFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PROVOKING_VERTEX_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceProvokingVertexPropertiesEXT<'static>>()
-        }
-        StructureType::PIPELINE_RASTERIZATION_PROVOKING_VERTEX_STATE_CREATE_INFO_EXT => {
-            size_of::<PipelineRasterizationProvokingVertexStateCreateInfoEXT<'static>>()
-        }
+        StructureType::QUERY_POOL_VIDEO_ENCODE_FEEDBACK_CREATE_INFO_KHR => size_of::<QueryPoolVideoEncodeFeedbackCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_QUALITY_LEVEL_INFO_KHR => size_of::<VideoEncodeQualityLevelInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_VIDEO_ENCODE_QUALITY_LEVEL_INFO_KHR => size_of::<PhysicalDeviceVideoEncodeQualityLevelInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_QUALITY_LEVEL_PROPERTIES_KHR => size_of::<VideoEncodeQualityLevelPropertiesKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_RATE_CONTROL_INFO_KHR => size_of::<VideoEncodeRateControlInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_RATE_CONTROL_LAYER_INFO_KHR => size_of::<VideoEncodeRateControlLayerInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_CAPABILITIES_KHR => size_of::<VideoEncodeCapabilitiesKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_CAPABILITIES_KHR => size_of::<VideoEncodeH264CapabilitiesKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_QUALITY_LEVEL_PROPERTIES_KHR => size_of::<VideoEncodeH264QualityLevelPropertiesKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_SESSION_CREATE_INFO_KHR => size_of::<VideoEncodeH264SessionCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_ADD_INFO_KHR => size_of::<VideoEncodeH264SessionParametersAddInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_CREATE_INFO_KHR => size_of::<VideoEncodeH264SessionParametersCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_GET_INFO_KHR => size_of::<VideoEncodeH264SessionParametersGetInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_SESSION_PARAMETERS_FEEDBACK_INFO_KHR => size_of::<VideoEncodeH264SessionParametersFeedbackInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_DPB_SLOT_INFO_KHR => size_of::<VideoEncodeH264DpbSlotInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_PICTURE_INFO_KHR => size_of::<VideoEncodeH264PictureInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_PROFILE_INFO_KHR => size_of::<VideoEncodeH264ProfileInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_NALU_SLICE_INFO_KHR => size_of::<VideoEncodeH264NaluSliceInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_RATE_CONTROL_INFO_KHR => size_of::<VideoEncodeH264RateControlInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_GOP_REMAINING_FRAME_INFO_KHR => size_of::<VideoEncodeH264GopRemainingFrameInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H264_RATE_CONTROL_LAYER_INFO_KHR => size_of::<VideoEncodeH264RateControlLayerInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_CAPABILITIES_KHR => size_of::<VideoEncodeH265CapabilitiesKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_QUALITY_LEVEL_PROPERTIES_KHR => size_of::<VideoEncodeH265QualityLevelPropertiesKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_SESSION_CREATE_INFO_KHR => size_of::<VideoEncodeH265SessionCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_ADD_INFO_KHR => size_of::<VideoEncodeH265SessionParametersAddInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_CREATE_INFO_KHR => size_of::<VideoEncodeH265SessionParametersCreateInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_GET_INFO_KHR => size_of::<VideoEncodeH265SessionParametersGetInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_SESSION_PARAMETERS_FEEDBACK_INFO_KHR => size_of::<VideoEncodeH265SessionParametersFeedbackInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_PICTURE_INFO_KHR => size_of::<VideoEncodeH265PictureInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_NALU_SLICE_SEGMENT_INFO_KHR => size_of::<VideoEncodeH265NaluSliceSegmentInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_RATE_CONTROL_INFO_KHR => size_of::<VideoEncodeH265RateControlInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_GOP_REMAINING_FRAME_INFO_KHR => size_of::<VideoEncodeH265GopRemainingFrameInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_RATE_CONTROL_LAYER_INFO_KHR => size_of::<VideoEncodeH265RateControlLayerInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_PROFILE_INFO_KHR => size_of::<VideoEncodeH265ProfileInfoKHR<'static>>(),
+        StructureType::VIDEO_ENCODE_H265_DPB_SLOT_INFO_KHR => size_of::<VideoEncodeH265DpbSlotInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_INHERITED_VIEWPORT_SCISSOR_FEATURES_NV => size_of::<PhysicalDeviceInheritedViewportScissorFeaturesNV<'static>>(),
+        StructureType::COMMAND_BUFFER_INHERITANCE_VIEWPORT_SCISSOR_INFO_NV => size_of::<CommandBufferInheritanceViewportScissorInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_YCBCR_2_PLANE_444_FORMATS_FEATURES_EXT => size_of::<PhysicalDeviceYcbcr2Plane444FormatsFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PROVOKING_VERTEX_FEATURES_EXT => size_of::<PhysicalDeviceProvokingVertexFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PROVOKING_VERTEX_PROPERTIES_EXT => size_of::<PhysicalDeviceProvokingVertexPropertiesEXT<'static>>(),
+        StructureType::PIPELINE_RASTERIZATION_PROVOKING_VERTEX_STATE_CREATE_INFO_EXT => size_of::<PipelineRasterizationProvokingVertexStateCreateInfoEXT<'static>>(),
         StructureType::CU_MODULE_CREATE_INFO_NVX => size_of::<CuModuleCreateInfoNVX<'static>>(),
         StructureType::CU_FUNCTION_CREATE_INFO_NVX => size_of::<CuFunctionCreateInfoNVX<'static>>(),
         StructureType::CU_LAUNCH_INFO_NVX => size_of::<CuLaunchInfoNVX<'static>>(),
-        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT => {
-            size_of::<PhysicalDeviceDescriptorBufferFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceDescriptorBufferPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_DENSITY_MAP_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceDescriptorBufferDensityMapPropertiesEXT<'static>>()
-        }
-        StructureType::DESCRIPTOR_ADDRESS_INFO_EXT => {
-            size_of::<DescriptorAddressInfoEXT<'static>>()
-        }
-        StructureType::DESCRIPTOR_BUFFER_BINDING_INFO_EXT => {
-            size_of::<DescriptorBufferBindingInfoEXT<'static>>()
-        }
-        StructureType::DESCRIPTOR_BUFFER_BINDING_PUSH_DESCRIPTOR_BUFFER_HANDLE_EXT => {
-            size_of::<DescriptorBufferBindingPushDescriptorBufferHandleEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT => size_of::<PhysicalDeviceDescriptorBufferFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_PROPERTIES_EXT => size_of::<PhysicalDeviceDescriptorBufferPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_DENSITY_MAP_PROPERTIES_EXT => size_of::<PhysicalDeviceDescriptorBufferDensityMapPropertiesEXT<'static>>(),
+        StructureType::DESCRIPTOR_ADDRESS_INFO_EXT => size_of::<DescriptorAddressInfoEXT<'static>>(),
+        StructureType::DESCRIPTOR_BUFFER_BINDING_INFO_EXT => size_of::<DescriptorBufferBindingInfoEXT<'static>>(),
+        StructureType::DESCRIPTOR_BUFFER_BINDING_PUSH_DESCRIPTOR_BUFFER_HANDLE_EXT => size_of::<DescriptorBufferBindingPushDescriptorBufferHandleEXT<'static>>(),
         StructureType::DESCRIPTOR_GET_INFO_EXT => size_of::<DescriptorGetInfoEXT<'static>>(),
-        StructureType::BUFFER_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => {
-            size_of::<BufferCaptureDescriptorDataInfoEXT<'static>>()
-        }
-        StructureType::IMAGE_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => {
-            size_of::<ImageCaptureDescriptorDataInfoEXT<'static>>()
-        }
-        StructureType::IMAGE_VIEW_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => {
-            size_of::<ImageViewCaptureDescriptorDataInfoEXT<'static>>()
-        }
-        StructureType::SAMPLER_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => {
-            size_of::<SamplerCaptureDescriptorDataInfoEXT<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => {
-            size_of::<AccelerationStructureCaptureDescriptorDataInfoEXT<'static>>()
-        }
-        StructureType::OPAQUE_CAPTURE_DESCRIPTOR_DATA_CREATE_INFO_EXT => {
-            size_of::<OpaqueCaptureDescriptorDataCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES => {
-            size_of::<PhysicalDeviceShaderIntegerDotProductFeatures<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES => {
-            size_of::<PhysicalDeviceShaderIntegerDotProductProperties<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DRM_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceDrmPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_BARYCENTRIC_FEATURES_KHR => {
-            size_of::<PhysicalDeviceFragmentShaderBarycentricFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_BARYCENTRIC_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceFragmentShaderBarycentricPropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_MOTION_BLUR_FEATURES_NV => {
-            size_of::<PhysicalDeviceRayTracingMotionBlurFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_VALIDATION_FEATURES_NV => {
-            size_of::<PhysicalDeviceRayTracingValidationFeaturesNV<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_MOTION_TRIANGLES_DATA_NV => {
-            size_of::<AccelerationStructureGeometryMotionTrianglesDataNV<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_MOTION_INFO_NV => {
-            size_of::<AccelerationStructureMotionInfoNV<'static>>()
-        }
-        StructureType::MEMORY_GET_REMOTE_ADDRESS_INFO_NV => {
-            size_of::<MemoryGetRemoteAddressInfoNV<'static>>()
-        }
-        StructureType::IMPORT_MEMORY_BUFFER_COLLECTION_FUCHSIA => {
-            size_of::<ImportMemoryBufferCollectionFUCHSIA<'static>>()
-        }
-        StructureType::BUFFER_COLLECTION_IMAGE_CREATE_INFO_FUCHSIA => {
-            size_of::<BufferCollectionImageCreateInfoFUCHSIA<'static>>()
-        }
-        StructureType::BUFFER_COLLECTION_BUFFER_CREATE_INFO_FUCHSIA => {
-            size_of::<BufferCollectionBufferCreateInfoFUCHSIA<'static>>()
-        }
-        StructureType::BUFFER_COLLECTION_CREATE_INFO_FUCHSIA => {
-            size_of::<BufferCollectionCreateInfoFUCHSIA<'static>>()
-        }
-        StructureType::BUFFER_COLLECTION_PROPERTIES_FUCHSIA => {
-            size_of::<BufferCollectionPropertiesFUCHSIA<'static>>()
-        }
-        StructureType::BUFFER_CONSTRAINTS_INFO_FUCHSIA => {
-            size_of::<BufferConstraintsInfoFUCHSIA<'static>>()
-        }
+        StructureType::BUFFER_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => size_of::<BufferCaptureDescriptorDataInfoEXT<'static>>(),
+        StructureType::IMAGE_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => size_of::<ImageCaptureDescriptorDataInfoEXT<'static>>(),
+        StructureType::IMAGE_VIEW_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => size_of::<ImageViewCaptureDescriptorDataInfoEXT<'static>>(),
+        StructureType::SAMPLER_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => size_of::<SamplerCaptureDescriptorDataInfoEXT<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_CAPTURE_DESCRIPTOR_DATA_INFO_EXT => size_of::<AccelerationStructureCaptureDescriptorDataInfoEXT<'static>>(),
+        StructureType::OPAQUE_CAPTURE_DESCRIPTOR_DATA_CREATE_INFO_EXT => size_of::<OpaqueCaptureDescriptorDataCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES => size_of::<PhysicalDeviceShaderIntegerDotProductFeatures<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES => size_of::<PhysicalDeviceShaderIntegerDotProductProperties<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DRM_PROPERTIES_EXT => size_of::<PhysicalDeviceDrmPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_BARYCENTRIC_FEATURES_KHR => size_of::<PhysicalDeviceFragmentShaderBarycentricFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_BARYCENTRIC_PROPERTIES_KHR => size_of::<PhysicalDeviceFragmentShaderBarycentricPropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_MOTION_BLUR_FEATURES_NV => size_of::<PhysicalDeviceRayTracingMotionBlurFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_VALIDATION_FEATURES_NV => size_of::<PhysicalDeviceRayTracingValidationFeaturesNV<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_GEOMETRY_MOTION_TRIANGLES_DATA_NV => size_of::<AccelerationStructureGeometryMotionTrianglesDataNV<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_MOTION_INFO_NV => size_of::<AccelerationStructureMotionInfoNV<'static>>(),
+        StructureType::MEMORY_GET_REMOTE_ADDRESS_INFO_NV => size_of::<MemoryGetRemoteAddressInfoNV<'static>>(),
+        StructureType::IMPORT_MEMORY_BUFFER_COLLECTION_FUCHSIA => size_of::<ImportMemoryBufferCollectionFUCHSIA<'static>>(),
+        StructureType::BUFFER_COLLECTION_IMAGE_CREATE_INFO_FUCHSIA => size_of::<BufferCollectionImageCreateInfoFUCHSIA<'static>>(),
+        StructureType::BUFFER_COLLECTION_BUFFER_CREATE_INFO_FUCHSIA => size_of::<BufferCollectionBufferCreateInfoFUCHSIA<'static>>(),
+        StructureType::BUFFER_COLLECTION_CREATE_INFO_FUCHSIA => size_of::<BufferCollectionCreateInfoFUCHSIA<'static>>(),
+        StructureType::BUFFER_COLLECTION_PROPERTIES_FUCHSIA => size_of::<BufferCollectionPropertiesFUCHSIA<'static>>(),
+        StructureType::BUFFER_CONSTRAINTS_INFO_FUCHSIA => size_of::<BufferConstraintsInfoFUCHSIA<'static>>(),
         StructureType::SYSMEM_COLOR_SPACE_FUCHSIA => size_of::<SysmemColorSpaceFUCHSIA<'static>>(),
-        StructureType::IMAGE_FORMAT_CONSTRAINTS_INFO_FUCHSIA => {
-            size_of::<ImageFormatConstraintsInfoFUCHSIA<'static>>()
-        }
-        StructureType::IMAGE_CONSTRAINTS_INFO_FUCHSIA => {
-            size_of::<ImageConstraintsInfoFUCHSIA<'static>>()
-        }
-        StructureType::BUFFER_COLLECTION_CONSTRAINTS_INFO_FUCHSIA => {
-            size_of::<BufferCollectionConstraintsInfoFUCHSIA<'static>>()
-        }
+        StructureType::IMAGE_FORMAT_CONSTRAINTS_INFO_FUCHSIA => size_of::<ImageFormatConstraintsInfoFUCHSIA<'static>>(),
+        StructureType::IMAGE_CONSTRAINTS_INFO_FUCHSIA => size_of::<ImageConstraintsInfoFUCHSIA<'static>>(),
+        StructureType::BUFFER_COLLECTION_CONSTRAINTS_INFO_FUCHSIA => size_of::<BufferCollectionConstraintsInfoFUCHSIA<'static>>(),
         StructureType::CUDA_MODULE_CREATE_INFO_NV => size_of::<CudaModuleCreateInfoNV<'static>>(),
-        StructureType::CUDA_FUNCTION_CREATE_INFO_NV => {
-            size_of::<CudaFunctionCreateInfoNV<'static>>()
-        }
+        StructureType::CUDA_FUNCTION_CREATE_INFO_NV => size_of::<CudaFunctionCreateInfoNV<'static>>(),
         StructureType::CUDA_LAUNCH_INFO_NV => size_of::<CudaLaunchInfoNV<'static>>(),
-        StructureType::PHYSICAL_DEVICE_RGBA10X6_FORMATS_FEATURES_EXT => {
-            size_of::<PhysicalDeviceRGBA10X6FormatsFeaturesEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_RGBA10X6_FORMATS_FEATURES_EXT => size_of::<PhysicalDeviceRGBA10X6FormatsFeaturesEXT<'static>>(),
         StructureType::FORMAT_PROPERTIES_3 => size_of::<FormatProperties3<'static>>(),
-        StructureType::DRM_FORMAT_MODIFIER_PROPERTIES_LIST_2_EXT => {
-            size_of::<DrmFormatModifierPropertiesList2EXT<'static>>()
-        }
-        StructureType::ANDROID_HARDWARE_BUFFER_FORMAT_PROPERTIES_2_ANDROID => {
-            size_of::<AndroidHardwareBufferFormatProperties2ANDROID<'static>>()
-        }
-        StructureType::PIPELINE_RENDERING_CREATE_INFO => {
-            size_of::<PipelineRenderingCreateInfo<'static>>()
-        }
+        StructureType::DRM_FORMAT_MODIFIER_PROPERTIES_LIST_2_EXT => size_of::<DrmFormatModifierPropertiesList2EXT<'static>>(),
+        StructureType::ANDROID_HARDWARE_BUFFER_FORMAT_PROPERTIES_2_ANDROID => size_of::<AndroidHardwareBufferFormatProperties2ANDROID<'static>>(),
+        StructureType::PIPELINE_RENDERING_CREATE_INFO => size_of::<PipelineRenderingCreateInfo<'static>>(),
         StructureType::RENDERING_INFO => size_of::<RenderingInfo<'static>>(),
         StructureType::RENDERING_ATTACHMENT_INFO => size_of::<RenderingAttachmentInfo<'static>>(),
-        StructureType::RENDERING_FRAGMENT_SHADING_RATE_ATTACHMENT_INFO_KHR => {
-            size_of::<RenderingFragmentShadingRateAttachmentInfoKHR<'static>>()
-        }
-        StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT => {
-            size_of::<RenderingFragmentDensityMapAttachmentInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DYNAMIC_RENDERING_FEATURES => {
-            size_of::<PhysicalDeviceDynamicRenderingFeatures<'static>>()
-        }
-        StructureType::COMMAND_BUFFER_INHERITANCE_RENDERING_INFO => {
-            size_of::<CommandBufferInheritanceRenderingInfo<'static>>()
-        }
-        StructureType::ATTACHMENT_SAMPLE_COUNT_INFO_AMD => {
-            size_of::<AttachmentSampleCountInfoAMD<'static>>()
-        }
-        StructureType::MULTIVIEW_PER_VIEW_ATTRIBUTES_INFO_NVX => {
-            size_of::<MultiviewPerViewAttributesInfoNVX<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_VIEW_MIN_LOD_FEATURES_EXT => {
-            size_of::<PhysicalDeviceImageViewMinLodFeaturesEXT<'static>>()
-        }
-        StructureType::IMAGE_VIEW_MIN_LOD_CREATE_INFO_EXT => {
-            size_of::<ImageViewMinLodCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_LINEAR_COLOR_ATTACHMENT_FEATURES_NV => {
-            size_of::<PhysicalDeviceLinearColorAttachmentFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT => {
-            size_of::<PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceGraphicsPipelineLibraryPropertiesEXT<'static>>()
-        }
-        StructureType::GRAPHICS_PIPELINE_LIBRARY_CREATE_INFO_EXT => {
-            size_of::<GraphicsPipelineLibraryCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_SET_HOST_MAPPING_FEATURES_VALVE => {
-            size_of::<PhysicalDeviceDescriptorSetHostMappingFeaturesVALVE<'static>>()
-        }
-        StructureType::DESCRIPTOR_SET_BINDING_REFERENCE_VALVE => {
-            size_of::<DescriptorSetBindingReferenceVALVE<'static>>()
-        }
-        StructureType::DESCRIPTOR_SET_LAYOUT_HOST_MAPPING_INFO_VALVE => {
-            size_of::<DescriptorSetLayoutHostMappingInfoVALVE<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_NESTED_COMMAND_BUFFER_FEATURES_EXT => {
-            size_of::<PhysicalDeviceNestedCommandBufferFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_NESTED_COMMAND_BUFFER_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceNestedCommandBufferPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_MODULE_IDENTIFIER_FEATURES_EXT => {
-            size_of::<PhysicalDeviceShaderModuleIdentifierFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_MODULE_IDENTIFIER_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceShaderModuleIdentifierPropertiesEXT<'static>>()
-        }
-        StructureType::PIPELINE_SHADER_STAGE_MODULE_IDENTIFIER_CREATE_INFO_EXT => {
-            size_of::<PipelineShaderStageModuleIdentifierCreateInfoEXT<'static>>()
-        }
-        StructureType::SHADER_MODULE_IDENTIFIER_EXT => {
-            size_of::<ShaderModuleIdentifierEXT<'static>>()
-        }
-        StructureType::IMAGE_COMPRESSION_CONTROL_EXT => {
-            size_of::<ImageCompressionControlEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_COMPRESSION_CONTROL_FEATURES_EXT => {
-            size_of::<PhysicalDeviceImageCompressionControlFeaturesEXT<'static>>()
-        }
-        StructureType::IMAGE_COMPRESSION_PROPERTIES_EXT => {
-            size_of::<ImageCompressionPropertiesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_COMPRESSION_CONTROL_SWAPCHAIN_FEATURES_EXT => {
-            size_of::<PhysicalDeviceImageCompressionControlSwapchainFeaturesEXT<'static>>()
-        }
+        StructureType::RENDERING_FRAGMENT_SHADING_RATE_ATTACHMENT_INFO_KHR => size_of::<RenderingFragmentShadingRateAttachmentInfoKHR<'static>>(),
+        StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT => size_of::<RenderingFragmentDensityMapAttachmentInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DYNAMIC_RENDERING_FEATURES => size_of::<PhysicalDeviceDynamicRenderingFeatures<'static>>(),
+        StructureType::COMMAND_BUFFER_INHERITANCE_RENDERING_INFO => size_of::<CommandBufferInheritanceRenderingInfo<'static>>(),
+        StructureType::ATTACHMENT_SAMPLE_COUNT_INFO_AMD => size_of::<AttachmentSampleCountInfoAMD<'static>>(),
+        StructureType::MULTIVIEW_PER_VIEW_ATTRIBUTES_INFO_NVX => size_of::<MultiviewPerViewAttributesInfoNVX<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_VIEW_MIN_LOD_FEATURES_EXT => size_of::<PhysicalDeviceImageViewMinLodFeaturesEXT<'static>>(),
+        StructureType::IMAGE_VIEW_MIN_LOD_CREATE_INFO_EXT => size_of::<ImageViewMinLodCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RASTERIZATION_ORDER_ATTACHMENT_ACCESS_FEATURES_EXT => size_of::<PhysicalDeviceRasterizationOrderAttachmentAccessFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_LINEAR_COLOR_ATTACHMENT_FEATURES_NV => size_of::<PhysicalDeviceLinearColorAttachmentFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT => size_of::<PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_PROPERTIES_EXT => size_of::<PhysicalDeviceGraphicsPipelineLibraryPropertiesEXT<'static>>(),
+        StructureType::GRAPHICS_PIPELINE_LIBRARY_CREATE_INFO_EXT => size_of::<GraphicsPipelineLibraryCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_SET_HOST_MAPPING_FEATURES_VALVE => size_of::<PhysicalDeviceDescriptorSetHostMappingFeaturesVALVE<'static>>(),
+        StructureType::DESCRIPTOR_SET_BINDING_REFERENCE_VALVE => size_of::<DescriptorSetBindingReferenceVALVE<'static>>(),
+        StructureType::DESCRIPTOR_SET_LAYOUT_HOST_MAPPING_INFO_VALVE => size_of::<DescriptorSetLayoutHostMappingInfoVALVE<'static>>(),
+        StructureType::PHYSICAL_DEVICE_NESTED_COMMAND_BUFFER_FEATURES_EXT => size_of::<PhysicalDeviceNestedCommandBufferFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_NESTED_COMMAND_BUFFER_PROPERTIES_EXT => size_of::<PhysicalDeviceNestedCommandBufferPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_MODULE_IDENTIFIER_FEATURES_EXT => size_of::<PhysicalDeviceShaderModuleIdentifierFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_MODULE_IDENTIFIER_PROPERTIES_EXT => size_of::<PhysicalDeviceShaderModuleIdentifierPropertiesEXT<'static>>(),
+        StructureType::PIPELINE_SHADER_STAGE_MODULE_IDENTIFIER_CREATE_INFO_EXT => size_of::<PipelineShaderStageModuleIdentifierCreateInfoEXT<'static>>(),
+        StructureType::SHADER_MODULE_IDENTIFIER_EXT => size_of::<ShaderModuleIdentifierEXT<'static>>(),
+        StructureType::IMAGE_COMPRESSION_CONTROL_EXT => size_of::<ImageCompressionControlEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_COMPRESSION_CONTROL_FEATURES_EXT => size_of::<PhysicalDeviceImageCompressionControlFeaturesEXT<'static>>(),
+        StructureType::IMAGE_COMPRESSION_PROPERTIES_EXT => size_of::<ImageCompressionPropertiesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_COMPRESSION_CONTROL_SWAPCHAIN_FEATURES_EXT => size_of::<PhysicalDeviceImageCompressionControlSwapchainFeaturesEXT<'static>>(),
         StructureType::IMAGE_SUBRESOURCE_2_KHR => size_of::<ImageSubresource2KHR<'static>>(),
         StructureType::SUBRESOURCE_LAYOUT_2_KHR => size_of::<SubresourceLayout2KHR<'static>>(),
-        StructureType::RENDER_PASS_CREATION_CONTROL_EXT => {
-            size_of::<RenderPassCreationControlEXT<'static>>()
-        }
-        StructureType::RENDER_PASS_CREATION_FEEDBACK_CREATE_INFO_EXT => {
-            size_of::<RenderPassCreationFeedbackCreateInfoEXT<'static>>()
-        }
-        StructureType::RENDER_PASS_SUBPASS_FEEDBACK_CREATE_INFO_EXT => {
-            size_of::<RenderPassSubpassFeedbackCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SUBPASS_MERGE_FEEDBACK_FEATURES_EXT => {
-            size_of::<PhysicalDeviceSubpassMergeFeedbackFeaturesEXT<'static>>()
-        }
+        StructureType::RENDER_PASS_CREATION_CONTROL_EXT => size_of::<RenderPassCreationControlEXT<'static>>(),
+        StructureType::RENDER_PASS_CREATION_FEEDBACK_CREATE_INFO_EXT => size_of::<RenderPassCreationFeedbackCreateInfoEXT<'static>>(),
+        StructureType::RENDER_PASS_SUBPASS_FEEDBACK_CREATE_INFO_EXT => size_of::<RenderPassSubpassFeedbackCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SUBPASS_MERGE_FEEDBACK_FEATURES_EXT => size_of::<PhysicalDeviceSubpassMergeFeedbackFeaturesEXT<'static>>(),
         StructureType::MICROMAP_BUILD_INFO_EXT => size_of::<MicromapBuildInfoEXT<'static>>(),
         StructureType::MICROMAP_CREATE_INFO_EXT => size_of::<MicromapCreateInfoEXT<'static>>(),
         StructureType::MICROMAP_VERSION_INFO_EXT => size_of::<MicromapVersionInfoEXT<'static>>(),
         StructureType::COPY_MICROMAP_INFO_EXT => size_of::<CopyMicromapInfoEXT<'static>>(),
-        StructureType::COPY_MICROMAP_TO_MEMORY_INFO_EXT => {
-            size_of::<CopyMicromapToMemoryInfoEXT<'static>>()
-        }
-        StructureType::COPY_MEMORY_TO_MICROMAP_INFO_EXT => {
-            size_of::<CopyMemoryToMicromapInfoEXT<'static>>()
-        }
-        StructureType::MICROMAP_BUILD_SIZES_INFO_EXT => {
-            size_of::<MicromapBuildSizesInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_OPACITY_MICROMAP_FEATURES_EXT => {
-            size_of::<PhysicalDeviceOpacityMicromapFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_OPACITY_MICROMAP_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceOpacityMicromapPropertiesEXT<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_TRIANGLES_OPACITY_MICROMAP_EXT => {
-            size_of::<AccelerationStructureTrianglesOpacityMicromapEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DISPLACEMENT_MICROMAP_FEATURES_NV => {
-            size_of::<PhysicalDeviceDisplacementMicromapFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DISPLACEMENT_MICROMAP_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceDisplacementMicromapPropertiesNV<'static>>()
-        }
-        StructureType::ACCELERATION_STRUCTURE_TRIANGLES_DISPLACEMENT_MICROMAP_NV => {
-            size_of::<AccelerationStructureTrianglesDisplacementMicromapNV<'static>>()
-        }
-        StructureType::PIPELINE_PROPERTIES_IDENTIFIER_EXT => {
-            size_of::<PipelinePropertiesIdentifierEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PIPELINE_PROPERTIES_FEATURES_EXT => {
-            size_of::<PhysicalDevicePipelinePropertiesFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_EARLY_AND_LATE_FRAGMENT_TESTS_FEATURES_AMD => {
-            size_of::<PhysicalDeviceShaderEarlyAndLateFragmentTestsFeaturesAMD<'static>>()
-        }
-        StructureType::EXTERNAL_MEMORY_ACQUIRE_UNMODIFIED_EXT => {
-            size_of::<ExternalMemoryAcquireUnmodifiedEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_OBJECT_CREATE_INFO_EXT => {
-            size_of::<ExportMetalObjectCreateInfoEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_OBJECTS_INFO_EXT => {
-            size_of::<ExportMetalObjectsInfoEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_DEVICE_INFO_EXT => {
-            size_of::<ExportMetalDeviceInfoEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_COMMAND_QUEUE_INFO_EXT => {
-            size_of::<ExportMetalCommandQueueInfoEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_BUFFER_INFO_EXT => {
-            size_of::<ExportMetalBufferInfoEXT<'static>>()
-        }
-        StructureType::IMPORT_METAL_BUFFER_INFO_EXT => {
-            size_of::<ImportMetalBufferInfoEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_TEXTURE_INFO_EXT => {
-            size_of::<ExportMetalTextureInfoEXT<'static>>()
-        }
-        StructureType::IMPORT_METAL_TEXTURE_INFO_EXT => {
-            size_of::<ImportMetalTextureInfoEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_IO_SURFACE_INFO_EXT => {
-            size_of::<ExportMetalIOSurfaceInfoEXT<'static>>()
-        }
-        StructureType::IMPORT_METAL_IO_SURFACE_INFO_EXT => {
-            size_of::<ImportMetalIOSurfaceInfoEXT<'static>>()
-        }
-        StructureType::EXPORT_METAL_SHARED_EVENT_INFO_EXT => {
-            size_of::<ExportMetalSharedEventInfoEXT<'static>>()
-        }
-        StructureType::IMPORT_METAL_SHARED_EVENT_INFO_EXT => {
-            size_of::<ImportMetalSharedEventInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_NON_SEAMLESS_CUBE_MAP_FEATURES_EXT => {
-            size_of::<PhysicalDeviceNonSeamlessCubeMapFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT => {
-            size_of::<PhysicalDevicePipelineRobustnessFeaturesEXT<'static>>()
-        }
-        StructureType::PIPELINE_ROBUSTNESS_CREATE_INFO_EXT => {
-            size_of::<PipelineRobustnessCreateInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_PROPERTIES_EXT => {
-            size_of::<PhysicalDevicePipelineRobustnessPropertiesEXT<'static>>()
-        }
-        StructureType::IMAGE_VIEW_SAMPLE_WEIGHT_CREATE_INFO_QCOM => {
-            size_of::<ImageViewSampleWeightCreateInfoQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceImageProcessingFeaturesQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_PROPERTIES_QCOM => {
-            size_of::<PhysicalDeviceImageProcessingPropertiesQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_TILE_PROPERTIES_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceTilePropertiesFeaturesQCOM<'static>>()
-        }
+        StructureType::COPY_MICROMAP_TO_MEMORY_INFO_EXT => size_of::<CopyMicromapToMemoryInfoEXT<'static>>(),
+        StructureType::COPY_MEMORY_TO_MICROMAP_INFO_EXT => size_of::<CopyMemoryToMicromapInfoEXT<'static>>(),
+        StructureType::MICROMAP_BUILD_SIZES_INFO_EXT => size_of::<MicromapBuildSizesInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_OPACITY_MICROMAP_FEATURES_EXT => size_of::<PhysicalDeviceOpacityMicromapFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_OPACITY_MICROMAP_PROPERTIES_EXT => size_of::<PhysicalDeviceOpacityMicromapPropertiesEXT<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_TRIANGLES_OPACITY_MICROMAP_EXT => size_of::<AccelerationStructureTrianglesOpacityMicromapEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DISPLACEMENT_MICROMAP_FEATURES_NV => size_of::<PhysicalDeviceDisplacementMicromapFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DISPLACEMENT_MICROMAP_PROPERTIES_NV => size_of::<PhysicalDeviceDisplacementMicromapPropertiesNV<'static>>(),
+        StructureType::ACCELERATION_STRUCTURE_TRIANGLES_DISPLACEMENT_MICROMAP_NV => size_of::<AccelerationStructureTrianglesDisplacementMicromapNV<'static>>(),
+        StructureType::PIPELINE_PROPERTIES_IDENTIFIER_EXT => size_of::<PipelinePropertiesIdentifierEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PIPELINE_PROPERTIES_FEATURES_EXT => size_of::<PhysicalDevicePipelinePropertiesFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_EARLY_AND_LATE_FRAGMENT_TESTS_FEATURES_AMD => size_of::<PhysicalDeviceShaderEarlyAndLateFragmentTestsFeaturesAMD<'static>>(),
+        StructureType::EXTERNAL_MEMORY_ACQUIRE_UNMODIFIED_EXT => size_of::<ExternalMemoryAcquireUnmodifiedEXT<'static>>(),
+        StructureType::EXPORT_METAL_OBJECT_CREATE_INFO_EXT => size_of::<ExportMetalObjectCreateInfoEXT<'static>>(),
+        StructureType::EXPORT_METAL_OBJECTS_INFO_EXT => size_of::<ExportMetalObjectsInfoEXT<'static>>(),
+        StructureType::EXPORT_METAL_DEVICE_INFO_EXT => size_of::<ExportMetalDeviceInfoEXT<'static>>(),
+        StructureType::EXPORT_METAL_COMMAND_QUEUE_INFO_EXT => size_of::<ExportMetalCommandQueueInfoEXT<'static>>(),
+        StructureType::EXPORT_METAL_BUFFER_INFO_EXT => size_of::<ExportMetalBufferInfoEXT<'static>>(),
+        StructureType::IMPORT_METAL_BUFFER_INFO_EXT => size_of::<ImportMetalBufferInfoEXT<'static>>(),
+        StructureType::EXPORT_METAL_TEXTURE_INFO_EXT => size_of::<ExportMetalTextureInfoEXT<'static>>(),
+        StructureType::IMPORT_METAL_TEXTURE_INFO_EXT => size_of::<ImportMetalTextureInfoEXT<'static>>(),
+        StructureType::EXPORT_METAL_IO_SURFACE_INFO_EXT => size_of::<ExportMetalIOSurfaceInfoEXT<'static>>(),
+        StructureType::IMPORT_METAL_IO_SURFACE_INFO_EXT => size_of::<ImportMetalIOSurfaceInfoEXT<'static>>(),
+        StructureType::EXPORT_METAL_SHARED_EVENT_INFO_EXT => size_of::<ExportMetalSharedEventInfoEXT<'static>>(),
+        StructureType::IMPORT_METAL_SHARED_EVENT_INFO_EXT => size_of::<ImportMetalSharedEventInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_NON_SEAMLESS_CUBE_MAP_FEATURES_EXT => size_of::<PhysicalDeviceNonSeamlessCubeMapFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT => size_of::<PhysicalDevicePipelineRobustnessFeaturesEXT<'static>>(),
+        StructureType::PIPELINE_ROBUSTNESS_CREATE_INFO_EXT => size_of::<PipelineRobustnessCreateInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_PROPERTIES_EXT => size_of::<PhysicalDevicePipelineRobustnessPropertiesEXT<'static>>(),
+        StructureType::IMAGE_VIEW_SAMPLE_WEIGHT_CREATE_INFO_QCOM => size_of::<ImageViewSampleWeightCreateInfoQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_FEATURES_QCOM => size_of::<PhysicalDeviceImageProcessingFeaturesQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_PROPERTIES_QCOM => size_of::<PhysicalDeviceImageProcessingPropertiesQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_TILE_PROPERTIES_FEATURES_QCOM => size_of::<PhysicalDeviceTilePropertiesFeaturesQCOM<'static>>(),
         StructureType::TILE_PROPERTIES_QCOM => size_of::<TilePropertiesQCOM<'static>>(),
-        StructureType::PHYSICAL_DEVICE_AMIGO_PROFILING_FEATURES_SEC => {
-            size_of::<PhysicalDeviceAmigoProfilingFeaturesSEC<'static>>()
-        }
-        StructureType::AMIGO_PROFILING_SUBMIT_INFO_SEC => {
-            size_of::<AmigoProfilingSubmitInfoSEC<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ATTACHMENT_FEEDBACK_LOOP_LAYOUT_FEATURES_EXT => {
-            size_of::<PhysicalDeviceAttachmentFeedbackLoopLayoutFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEPTH_CLAMP_ZERO_ONE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceDepthClampZeroOneFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_ADDRESS_BINDING_REPORT_FEATURES_EXT => {
-            size_of::<PhysicalDeviceAddressBindingReportFeaturesEXT<'static>>()
-        }
-        StructureType::DEVICE_ADDRESS_BINDING_CALLBACK_DATA_EXT => {
-            size_of::<DeviceAddressBindingCallbackDataEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_OPTICAL_FLOW_FEATURES_NV => {
-            size_of::<PhysicalDeviceOpticalFlowFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_OPTICAL_FLOW_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceOpticalFlowPropertiesNV<'static>>()
-        }
-        StructureType::OPTICAL_FLOW_IMAGE_FORMAT_INFO_NV => {
-            size_of::<OpticalFlowImageFormatInfoNV<'static>>()
-        }
-        StructureType::OPTICAL_FLOW_IMAGE_FORMAT_PROPERTIES_NV => {
-            size_of::<OpticalFlowImageFormatPropertiesNV<'static>>()
-        }
-        StructureType::OPTICAL_FLOW_SESSION_CREATE_INFO_NV => {
-            size_of::<OpticalFlowSessionCreateInfoNV<'static>>()
-        }
-        StructureType::OPTICAL_FLOW_SESSION_CREATE_PRIVATE_DATA_INFO_NV => {
-            size_of::<OpticalFlowSessionCreatePrivateDataInfoNV<'static>>()
-        }
-        StructureType::OPTICAL_FLOW_EXECUTE_INFO_NV => {
-            size_of::<OpticalFlowExecuteInfoNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_FAULT_FEATURES_EXT => {
-            size_of::<PhysicalDeviceFaultFeaturesEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_AMIGO_PROFILING_FEATURES_SEC => size_of::<PhysicalDeviceAmigoProfilingFeaturesSEC<'static>>(),
+        StructureType::AMIGO_PROFILING_SUBMIT_INFO_SEC => size_of::<AmigoProfilingSubmitInfoSEC<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ATTACHMENT_FEEDBACK_LOOP_LAYOUT_FEATURES_EXT => size_of::<PhysicalDeviceAttachmentFeedbackLoopLayoutFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEPTH_CLAMP_ZERO_ONE_FEATURES_EXT => size_of::<PhysicalDeviceDepthClampZeroOneFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_ADDRESS_BINDING_REPORT_FEATURES_EXT => size_of::<PhysicalDeviceAddressBindingReportFeaturesEXT<'static>>(),
+        StructureType::DEVICE_ADDRESS_BINDING_CALLBACK_DATA_EXT => size_of::<DeviceAddressBindingCallbackDataEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_OPTICAL_FLOW_FEATURES_NV => size_of::<PhysicalDeviceOpticalFlowFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_OPTICAL_FLOW_PROPERTIES_NV => size_of::<PhysicalDeviceOpticalFlowPropertiesNV<'static>>(),
+        StructureType::OPTICAL_FLOW_IMAGE_FORMAT_INFO_NV => size_of::<OpticalFlowImageFormatInfoNV<'static>>(),
+        StructureType::OPTICAL_FLOW_IMAGE_FORMAT_PROPERTIES_NV => size_of::<OpticalFlowImageFormatPropertiesNV<'static>>(),
+        StructureType::OPTICAL_FLOW_SESSION_CREATE_INFO_NV => size_of::<OpticalFlowSessionCreateInfoNV<'static>>(),
+        StructureType::OPTICAL_FLOW_SESSION_CREATE_PRIVATE_DATA_INFO_NV => size_of::<OpticalFlowSessionCreatePrivateDataInfoNV<'static>>(),
+        StructureType::OPTICAL_FLOW_EXECUTE_INFO_NV => size_of::<OpticalFlowExecuteInfoNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_FAULT_FEATURES_EXT => size_of::<PhysicalDeviceFaultFeaturesEXT<'static>>(),
         StructureType::DEVICE_FAULT_COUNTS_EXT => size_of::<DeviceFaultCountsEXT<'static>>(),
         StructureType::DEVICE_FAULT_INFO_EXT => size_of::<DeviceFaultInfoEXT<'static>>(),
-        StructureType::PHYSICAL_DEVICE_PIPELINE_LIBRARY_GROUP_HANDLES_FEATURES_EXT => {
-            size_of::<PhysicalDevicePipelineLibraryGroupHandlesFeaturesEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_PIPELINE_LIBRARY_GROUP_HANDLES_FEATURES_EXT => size_of::<PhysicalDevicePipelineLibraryGroupHandlesFeaturesEXT<'static>>(),
         StructureType::DEPTH_BIAS_INFO_EXT => size_of::<DepthBiasInfoEXT<'static>>(),
-        StructureType::DEPTH_BIAS_REPRESENTATION_INFO_EXT => {
-            size_of::<DepthBiasRepresentationInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM => {
-            size_of::<PhysicalDeviceShaderCoreBuiltinsPropertiesARM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_FEATURES_ARM => {
-            size_of::<PhysicalDeviceShaderCoreBuiltinsFeaturesARM<'static>>()
-        }
+        StructureType::DEPTH_BIAS_REPRESENTATION_INFO_EXT => size_of::<DepthBiasRepresentationInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM => size_of::<PhysicalDeviceShaderCoreBuiltinsPropertiesARM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_FEATURES_ARM => size_of::<PhysicalDeviceShaderCoreBuiltinsFeaturesARM<'static>>(),
         StructureType::FRAME_BOUNDARY_EXT => size_of::<FrameBoundaryEXT<'static>>(),
-        StructureType::PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT => {
-            size_of::<PhysicalDeviceFrameBoundaryFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DYNAMIC_RENDERING_UNUSED_ATTACHMENTS_FEATURES_EXT => {
-            size_of::<PhysicalDeviceDynamicRenderingUnusedAttachmentsFeaturesEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT => size_of::<PhysicalDeviceFrameBoundaryFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DYNAMIC_RENDERING_UNUSED_ATTACHMENTS_FEATURES_EXT => size_of::<PhysicalDeviceDynamicRenderingUnusedAttachmentsFeaturesEXT<'static>>(),
         StructureType::SURFACE_PRESENT_MODE_EXT => size_of::<SurfacePresentModeEXT<'static>>(),
-        StructureType::SURFACE_PRESENT_SCALING_CAPABILITIES_EXT => {
-            size_of::<SurfacePresentScalingCapabilitiesEXT<'static>>()
-        }
-        StructureType::SURFACE_PRESENT_MODE_COMPATIBILITY_EXT => {
-            size_of::<SurfacePresentModeCompatibilityEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SWAPCHAIN_MAINTENANCE_1_FEATURES_EXT => {
-            size_of::<PhysicalDeviceSwapchainMaintenance1FeaturesEXT<'static>>()
-        }
-        StructureType::SWAPCHAIN_PRESENT_FENCE_INFO_EXT => {
-            size_of::<SwapchainPresentFenceInfoEXT<'static>>()
-        }
-        StructureType::SWAPCHAIN_PRESENT_MODES_CREATE_INFO_EXT => {
-            size_of::<SwapchainPresentModesCreateInfoEXT<'static>>()
-        }
-        StructureType::SWAPCHAIN_PRESENT_MODE_INFO_EXT => {
-            size_of::<SwapchainPresentModeInfoEXT<'static>>()
-        }
-        StructureType::SWAPCHAIN_PRESENT_SCALING_CREATE_INFO_EXT => {
-            size_of::<SwapchainPresentScalingCreateInfoEXT<'static>>()
-        }
-        StructureType::RELEASE_SWAPCHAIN_IMAGES_INFO_EXT => {
-            size_of::<ReleaseSwapchainImagesInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DEPTH_BIAS_CONTROL_FEATURES_EXT => {
-            size_of::<PhysicalDeviceDepthBiasControlFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_INVOCATION_REORDER_FEATURES_NV => {
-            size_of::<PhysicalDeviceRayTracingInvocationReorderFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_INVOCATION_REORDER_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceRayTracingInvocationReorderPropertiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTENDED_SPARSE_ADDRESS_SPACE_FEATURES_NV => {
-            size_of::<PhysicalDeviceExtendedSparseAddressSpaceFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTENDED_SPARSE_ADDRESS_SPACE_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceExtendedSparseAddressSpacePropertiesNV<'static>>()
-        }
-        StructureType::DIRECT_DRIVER_LOADING_INFO_LUNARG => {
-            size_of::<DirectDriverLoadingInfoLUNARG<'static>>()
-        }
-        StructureType::DIRECT_DRIVER_LOADING_LIST_LUNARG => {
-            size_of::<DirectDriverLoadingListLUNARG<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PER_VIEW_VIEWPORTS_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceMultiviewPerViewViewportsFeaturesQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RAY_TRACING_POSITION_FETCH_FEATURES_KHR => {
-            size_of::<PhysicalDeviceRayTracingPositionFetchFeaturesKHR<'static>>()
-        }
-        StructureType::DEVICE_IMAGE_SUBRESOURCE_INFO_KHR => {
-            size_of::<DeviceImageSubresourceInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_ARM => {
-            size_of::<PhysicalDeviceShaderCorePropertiesARM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PER_VIEW_RENDER_AREAS_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceMultiviewPerViewRenderAreasFeaturesQCOM<'static>>()
-        }
-        StructureType::MULTIVIEW_PER_VIEW_RENDER_AREAS_RENDER_PASS_BEGIN_INFO_QCOM => {
-            size_of::<MultiviewPerViewRenderAreasRenderPassBeginInfoQCOM<'static>>()
-        }
-        StructureType::QUERY_LOW_LATENCY_SUPPORT_NV => {
-            size_of::<QueryLowLatencySupportNV<'static>>()
-        }
+        StructureType::SURFACE_PRESENT_SCALING_CAPABILITIES_EXT => size_of::<SurfacePresentScalingCapabilitiesEXT<'static>>(),
+        StructureType::SURFACE_PRESENT_MODE_COMPATIBILITY_EXT => size_of::<SurfacePresentModeCompatibilityEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SWAPCHAIN_MAINTENANCE_1_FEATURES_EXT => size_of::<PhysicalDeviceSwapchainMaintenance1FeaturesEXT<'static>>(),
+        StructureType::SWAPCHAIN_PRESENT_FENCE_INFO_EXT => size_of::<SwapchainPresentFenceInfoEXT<'static>>(),
+        StructureType::SWAPCHAIN_PRESENT_MODES_CREATE_INFO_EXT => size_of::<SwapchainPresentModesCreateInfoEXT<'static>>(),
+        StructureType::SWAPCHAIN_PRESENT_MODE_INFO_EXT => size_of::<SwapchainPresentModeInfoEXT<'static>>(),
+        StructureType::SWAPCHAIN_PRESENT_SCALING_CREATE_INFO_EXT => size_of::<SwapchainPresentScalingCreateInfoEXT<'static>>(),
+        StructureType::RELEASE_SWAPCHAIN_IMAGES_INFO_EXT => size_of::<ReleaseSwapchainImagesInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DEPTH_BIAS_CONTROL_FEATURES_EXT => size_of::<PhysicalDeviceDepthBiasControlFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_INVOCATION_REORDER_FEATURES_NV => size_of::<PhysicalDeviceRayTracingInvocationReorderFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_INVOCATION_REORDER_PROPERTIES_NV => size_of::<PhysicalDeviceRayTracingInvocationReorderPropertiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTENDED_SPARSE_ADDRESS_SPACE_FEATURES_NV => size_of::<PhysicalDeviceExtendedSparseAddressSpaceFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTENDED_SPARSE_ADDRESS_SPACE_PROPERTIES_NV => size_of::<PhysicalDeviceExtendedSparseAddressSpacePropertiesNV<'static>>(),
+        StructureType::DIRECT_DRIVER_LOADING_INFO_LUNARG => size_of::<DirectDriverLoadingInfoLUNARG<'static>>(),
+        StructureType::DIRECT_DRIVER_LOADING_LIST_LUNARG => size_of::<DirectDriverLoadingListLUNARG<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PER_VIEW_VIEWPORTS_FEATURES_QCOM => size_of::<PhysicalDeviceMultiviewPerViewViewportsFeaturesQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RAY_TRACING_POSITION_FETCH_FEATURES_KHR => size_of::<PhysicalDeviceRayTracingPositionFetchFeaturesKHR<'static>>(),
+        StructureType::DEVICE_IMAGE_SUBRESOURCE_INFO_KHR => size_of::<DeviceImageSubresourceInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_ARM => size_of::<PhysicalDeviceShaderCorePropertiesARM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MULTIVIEW_PER_VIEW_RENDER_AREAS_FEATURES_QCOM => size_of::<PhysicalDeviceMultiviewPerViewRenderAreasFeaturesQCOM<'static>>(),
+        StructureType::MULTIVIEW_PER_VIEW_RENDER_AREAS_RENDER_PASS_BEGIN_INFO_QCOM => size_of::<MultiviewPerViewRenderAreasRenderPassBeginInfoQCOM<'static>>(),
+        StructureType::QUERY_LOW_LATENCY_SUPPORT_NV => size_of::<QueryLowLatencySupportNV<'static>>(),
         StructureType::MEMORY_MAP_INFO_KHR => size_of::<MemoryMapInfoKHR<'static>>(),
         StructureType::MEMORY_UNMAP_INFO_KHR => size_of::<MemoryUnmapInfoKHR<'static>>(),
-        StructureType::PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT => {
-            size_of::<PhysicalDeviceShaderObjectFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_OBJECT_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceShaderObjectPropertiesEXT<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT => size_of::<PhysicalDeviceShaderObjectFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_OBJECT_PROPERTIES_EXT => size_of::<PhysicalDeviceShaderObjectPropertiesEXT<'static>>(),
         StructureType::SHADER_CREATE_INFO_EXT => size_of::<ShaderCreateInfoEXT<'static>>(),
-        StructureType::PHYSICAL_DEVICE_SHADER_TILE_IMAGE_FEATURES_EXT => {
-            size_of::<PhysicalDeviceShaderTileImageFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_TILE_IMAGE_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceShaderTileImagePropertiesEXT<'static>>()
-        }
-        StructureType::IMPORT_SCREEN_BUFFER_INFO_QNX => {
-            size_of::<ImportScreenBufferInfoQNX<'static>>()
-        }
-        StructureType::SCREEN_BUFFER_PROPERTIES_QNX => {
-            size_of::<ScreenBufferPropertiesQNX<'static>>()
-        }
-        StructureType::SCREEN_BUFFER_FORMAT_PROPERTIES_QNX => {
-            size_of::<ScreenBufferFormatPropertiesQNX<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_SHADER_TILE_IMAGE_FEATURES_EXT => size_of::<PhysicalDeviceShaderTileImageFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_TILE_IMAGE_PROPERTIES_EXT => size_of::<PhysicalDeviceShaderTileImagePropertiesEXT<'static>>(),
+        StructureType::IMPORT_SCREEN_BUFFER_INFO_QNX => size_of::<ImportScreenBufferInfoQNX<'static>>(),
+        StructureType::SCREEN_BUFFER_PROPERTIES_QNX => size_of::<ScreenBufferPropertiesQNX<'static>>(),
+        StructureType::SCREEN_BUFFER_FORMAT_PROPERTIES_QNX => size_of::<ScreenBufferFormatPropertiesQNX<'static>>(),
         StructureType::EXTERNAL_FORMAT_QNX => size_of::<ExternalFormatQNX<'static>>(),
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_MEMORY_SCREEN_BUFFER_FEATURES_QNX => {
-            size_of::<PhysicalDeviceExternalMemoryScreenBufferFeaturesQNX<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR => {
-            size_of::<PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>>()
-        }
-        StructureType::COOPERATIVE_MATRIX_PROPERTIES_KHR => {
-            size_of::<CooperativeMatrixPropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR => {
-            size_of::<PhysicalDeviceCooperativeMatrixPropertiesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_ENQUEUE_PROPERTIES_AMDX => {
-            size_of::<PhysicalDeviceShaderEnqueuePropertiesAMDX<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_ENQUEUE_FEATURES_AMDX => {
-            size_of::<PhysicalDeviceShaderEnqueueFeaturesAMDX<'static>>()
-        }
-        StructureType::EXECUTION_GRAPH_PIPELINE_CREATE_INFO_AMDX => {
-            size_of::<ExecutionGraphPipelineCreateInfoAMDX<'static>>()
-        }
-        StructureType::PIPELINE_SHADER_STAGE_NODE_CREATE_INFO_AMDX => {
-            size_of::<PipelineShaderStageNodeCreateInfoAMDX<'static>>()
-        }
-        StructureType::EXECUTION_GRAPH_PIPELINE_SCRATCH_SIZE_AMDX => {
-            size_of::<ExecutionGraphPipelineScratchSizeAMDX<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_MEMORY_SCREEN_BUFFER_FEATURES_QNX => size_of::<PhysicalDeviceExternalMemoryScreenBufferFeaturesQNX<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR => size_of::<PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>>(),
+        StructureType::COOPERATIVE_MATRIX_PROPERTIES_KHR => size_of::<CooperativeMatrixPropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR => size_of::<PhysicalDeviceCooperativeMatrixPropertiesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_ENQUEUE_PROPERTIES_AMDX => size_of::<PhysicalDeviceShaderEnqueuePropertiesAMDX<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_ENQUEUE_FEATURES_AMDX => size_of::<PhysicalDeviceShaderEnqueueFeaturesAMDX<'static>>(),
+        StructureType::EXECUTION_GRAPH_PIPELINE_CREATE_INFO_AMDX => size_of::<ExecutionGraphPipelineCreateInfoAMDX<'static>>(),
+        StructureType::PIPELINE_SHADER_STAGE_NODE_CREATE_INFO_AMDX => size_of::<PipelineShaderStageNodeCreateInfoAMDX<'static>>(),
+        StructureType::EXECUTION_GRAPH_PIPELINE_SCRATCH_SIZE_AMDX => size_of::<ExecutionGraphPipelineScratchSizeAMDX<'static>>(),
         StructureType::BIND_MEMORY_STATUS_KHR => size_of::<BindMemoryStatusKHR<'static>>(),
-        StructureType::BIND_DESCRIPTOR_SETS_INFO_KHR => {
-            size_of::<BindDescriptorSetsInfoKHR<'static>>()
-        }
+        StructureType::BIND_DESCRIPTOR_SETS_INFO_KHR => size_of::<BindDescriptorSetsInfoKHR<'static>>(),
         StructureType::PUSH_CONSTANTS_INFO_KHR => size_of::<PushConstantsInfoKHR<'static>>(),
-        StructureType::PUSH_DESCRIPTOR_SET_INFO_KHR => {
-            size_of::<PushDescriptorSetInfoKHR<'static>>()
-        }
-        StructureType::PUSH_DESCRIPTOR_SET_WITH_TEMPLATE_INFO_KHR => {
-            size_of::<PushDescriptorSetWithTemplateInfoKHR<'static>>()
-        }
-        StructureType::SET_DESCRIPTOR_BUFFER_OFFSETS_INFO_EXT => {
-            size_of::<SetDescriptorBufferOffsetsInfoEXT<'static>>()
-        }
-        StructureType::BIND_DESCRIPTOR_BUFFER_EMBEDDED_SAMPLERS_INFO_EXT => {
-            size_of::<BindDescriptorBufferEmbeddedSamplersInfoEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CUBIC_CLAMP_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceCubicClampFeaturesQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_YCBCR_DEGAMMA_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceYcbcrDegammaFeaturesQCOM<'static>>()
-        }
-        StructureType::SAMPLER_YCBCR_CONVERSION_YCBCR_DEGAMMA_CREATE_INFO_QCOM => {
-            size_of::<SamplerYcbcrConversionYcbcrDegammaCreateInfoQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CUBIC_WEIGHTS_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceCubicWeightsFeaturesQCOM<'static>>()
-        }
-        StructureType::SAMPLER_CUBIC_WEIGHTS_CREATE_INFO_QCOM => {
-            size_of::<SamplerCubicWeightsCreateInfoQCOM<'static>>()
-        }
-        StructureType::BLIT_IMAGE_CUBIC_WEIGHTS_INFO_QCOM => {
-            size_of::<BlitImageCubicWeightsInfoQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_2_FEATURES_QCOM => {
-            size_of::<PhysicalDeviceImageProcessing2FeaturesQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_2_PROPERTIES_QCOM => {
-            size_of::<PhysicalDeviceImageProcessing2PropertiesQCOM<'static>>()
-        }
-        StructureType::SAMPLER_BLOCK_MATCH_WINDOW_CREATE_INFO_QCOM => {
-            size_of::<SamplerBlockMatchWindowCreateInfoQCOM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_POOL_OVERALLOCATION_FEATURES_NV => {
-            size_of::<PhysicalDeviceDescriptorPoolOverallocationFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_LAYERED_DRIVER_PROPERTIES_MSFT => {
-            size_of::<PhysicalDeviceLayeredDriverPropertiesMSFT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_PER_STAGE_DESCRIPTOR_SET_FEATURES_NV => {
-            size_of::<PhysicalDevicePerStageDescriptorSetFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_FORMAT_RESOLVE_FEATURES_ANDROID => {
-            size_of::<PhysicalDeviceExternalFormatResolveFeaturesANDROID<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_EXTERNAL_FORMAT_RESOLVE_PROPERTIES_ANDROID => {
-            size_of::<PhysicalDeviceExternalFormatResolvePropertiesANDROID<'static>>()
-        }
-        StructureType::ANDROID_HARDWARE_BUFFER_FORMAT_RESOLVE_PROPERTIES_ANDROID => {
-            size_of::<AndroidHardwareBufferFormatResolvePropertiesANDROID<'static>>()
-        }
+        StructureType::PUSH_DESCRIPTOR_SET_INFO_KHR => size_of::<PushDescriptorSetInfoKHR<'static>>(),
+        StructureType::PUSH_DESCRIPTOR_SET_WITH_TEMPLATE_INFO_KHR => size_of::<PushDescriptorSetWithTemplateInfoKHR<'static>>(),
+        StructureType::SET_DESCRIPTOR_BUFFER_OFFSETS_INFO_EXT => size_of::<SetDescriptorBufferOffsetsInfoEXT<'static>>(),
+        StructureType::BIND_DESCRIPTOR_BUFFER_EMBEDDED_SAMPLERS_INFO_EXT => size_of::<BindDescriptorBufferEmbeddedSamplersInfoEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CUBIC_CLAMP_FEATURES_QCOM => size_of::<PhysicalDeviceCubicClampFeaturesQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_YCBCR_DEGAMMA_FEATURES_QCOM => size_of::<PhysicalDeviceYcbcrDegammaFeaturesQCOM<'static>>(),
+        StructureType::SAMPLER_YCBCR_CONVERSION_YCBCR_DEGAMMA_CREATE_INFO_QCOM => size_of::<SamplerYcbcrConversionYcbcrDegammaCreateInfoQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CUBIC_WEIGHTS_FEATURES_QCOM => size_of::<PhysicalDeviceCubicWeightsFeaturesQCOM<'static>>(),
+        StructureType::SAMPLER_CUBIC_WEIGHTS_CREATE_INFO_QCOM => size_of::<SamplerCubicWeightsCreateInfoQCOM<'static>>(),
+        StructureType::BLIT_IMAGE_CUBIC_WEIGHTS_INFO_QCOM => size_of::<BlitImageCubicWeightsInfoQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_2_FEATURES_QCOM => size_of::<PhysicalDeviceImageProcessing2FeaturesQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_IMAGE_PROCESSING_2_PROPERTIES_QCOM => size_of::<PhysicalDeviceImageProcessing2PropertiesQCOM<'static>>(),
+        StructureType::SAMPLER_BLOCK_MATCH_WINDOW_CREATE_INFO_QCOM => size_of::<SamplerBlockMatchWindowCreateInfoQCOM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DESCRIPTOR_POOL_OVERALLOCATION_FEATURES_NV => size_of::<PhysicalDeviceDescriptorPoolOverallocationFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_LAYERED_DRIVER_PROPERTIES_MSFT => size_of::<PhysicalDeviceLayeredDriverPropertiesMSFT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_PER_STAGE_DESCRIPTOR_SET_FEATURES_NV => size_of::<PhysicalDevicePerStageDescriptorSetFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_FORMAT_RESOLVE_FEATURES_ANDROID => size_of::<PhysicalDeviceExternalFormatResolveFeaturesANDROID<'static>>(),
+        StructureType::PHYSICAL_DEVICE_EXTERNAL_FORMAT_RESOLVE_PROPERTIES_ANDROID => size_of::<PhysicalDeviceExternalFormatResolvePropertiesANDROID<'static>>(),
+        StructureType::ANDROID_HARDWARE_BUFFER_FORMAT_RESOLVE_PROPERTIES_ANDROID => size_of::<AndroidHardwareBufferFormatResolvePropertiesANDROID<'static>>(),
         StructureType::LATENCY_SLEEP_MODE_INFO_NV => size_of::<LatencySleepModeInfoNV<'static>>(),
         StructureType::LATENCY_SLEEP_INFO_NV => size_of::<LatencySleepInfoNV<'static>>(),
         StructureType::SET_LATENCY_MARKER_INFO_NV => size_of::<SetLatencyMarkerInfoNV<'static>>(),
         StructureType::GET_LATENCY_MARKER_INFO_NV => size_of::<GetLatencyMarkerInfoNV<'static>>(),
-        StructureType::LATENCY_TIMINGS_FRAME_REPORT_NV => {
-            size_of::<LatencyTimingsFrameReportNV<'static>>()
-        }
-        StructureType::OUT_OF_BAND_QUEUE_TYPE_INFO_NV => {
-            size_of::<OutOfBandQueueTypeInfoNV<'static>>()
-        }
-        StructureType::LATENCY_SUBMISSION_PRESENT_ID_NV => {
-            size_of::<LatencySubmissionPresentIdNV<'static>>()
-        }
-        StructureType::SWAPCHAIN_LATENCY_CREATE_INFO_NV => {
-            size_of::<SwapchainLatencyCreateInfoNV<'static>>()
-        }
-        StructureType::LATENCY_SURFACE_CAPABILITIES_NV => {
-            size_of::<LatencySurfaceCapabilitiesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CUDA_KERNEL_LAUNCH_FEATURES_NV => {
-            size_of::<PhysicalDeviceCudaKernelLaunchFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_CUDA_KERNEL_LAUNCH_PROPERTIES_NV => {
-            size_of::<PhysicalDeviceCudaKernelLaunchPropertiesNV<'static>>()
-        }
-        StructureType::DEVICE_QUEUE_SHADER_CORE_CONTROL_CREATE_INFO_ARM => {
-            size_of::<DeviceQueueShaderCoreControlCreateInfoARM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SCHEDULING_CONTROLS_FEATURES_ARM => {
-            size_of::<PhysicalDeviceSchedulingControlsFeaturesARM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SCHEDULING_CONTROLS_PROPERTIES_ARM => {
-            size_of::<PhysicalDeviceSchedulingControlsPropertiesARM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RELAXED_LINE_RASTERIZATION_FEATURES_IMG => {
-            size_of::<PhysicalDeviceRelaxedLineRasterizationFeaturesIMG<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RENDER_PASS_STRIPED_FEATURES_ARM => {
-            size_of::<PhysicalDeviceRenderPassStripedFeaturesARM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_RENDER_PASS_STRIPED_PROPERTIES_ARM => {
-            size_of::<PhysicalDeviceRenderPassStripedPropertiesARM<'static>>()
-        }
+        StructureType::LATENCY_TIMINGS_FRAME_REPORT_NV => size_of::<LatencyTimingsFrameReportNV<'static>>(),
+        StructureType::OUT_OF_BAND_QUEUE_TYPE_INFO_NV => size_of::<OutOfBandQueueTypeInfoNV<'static>>(),
+        StructureType::LATENCY_SUBMISSION_PRESENT_ID_NV => size_of::<LatencySubmissionPresentIdNV<'static>>(),
+        StructureType::SWAPCHAIN_LATENCY_CREATE_INFO_NV => size_of::<SwapchainLatencyCreateInfoNV<'static>>(),
+        StructureType::LATENCY_SURFACE_CAPABILITIES_NV => size_of::<LatencySurfaceCapabilitiesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CUDA_KERNEL_LAUNCH_FEATURES_NV => size_of::<PhysicalDeviceCudaKernelLaunchFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_CUDA_KERNEL_LAUNCH_PROPERTIES_NV => size_of::<PhysicalDeviceCudaKernelLaunchPropertiesNV<'static>>(),
+        StructureType::DEVICE_QUEUE_SHADER_CORE_CONTROL_CREATE_INFO_ARM => size_of::<DeviceQueueShaderCoreControlCreateInfoARM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SCHEDULING_CONTROLS_FEATURES_ARM => size_of::<PhysicalDeviceSchedulingControlsFeaturesARM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SCHEDULING_CONTROLS_PROPERTIES_ARM => size_of::<PhysicalDeviceSchedulingControlsPropertiesARM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RELAXED_LINE_RASTERIZATION_FEATURES_IMG => size_of::<PhysicalDeviceRelaxedLineRasterizationFeaturesIMG<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RENDER_PASS_STRIPED_FEATURES_ARM => size_of::<PhysicalDeviceRenderPassStripedFeaturesARM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_RENDER_PASS_STRIPED_PROPERTIES_ARM => size_of::<PhysicalDeviceRenderPassStripedPropertiesARM<'static>>(),
         StructureType::RENDER_PASS_STRIPE_INFO_ARM => size_of::<RenderPassStripeInfoARM<'static>>(),
-        StructureType::RENDER_PASS_STRIPE_BEGIN_INFO_ARM => {
-            size_of::<RenderPassStripeBeginInfoARM<'static>>()
-        }
-        StructureType::RENDER_PASS_STRIPE_SUBMIT_INFO_ARM => {
-            size_of::<RenderPassStripeSubmitInfoARM<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_MAXIMAL_RECONVERGENCE_FEATURES_KHR => {
-            size_of::<PhysicalDeviceShaderMaximalReconvergenceFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_SUBGROUP_ROTATE_FEATURES_KHR => {
-            size_of::<PhysicalDeviceShaderSubgroupRotateFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_EXPECT_ASSUME_FEATURES_KHR => {
-            size_of::<PhysicalDeviceShaderExpectAssumeFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_FLOAT_CONTROLS_2_FEATURES_KHR => {
-            size_of::<PhysicalDeviceShaderFloatControls2FeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_DYNAMIC_RENDERING_LOCAL_READ_FEATURES_KHR => {
-            size_of::<PhysicalDeviceDynamicRenderingLocalReadFeaturesKHR<'static>>()
-        }
-        StructureType::RENDERING_ATTACHMENT_LOCATION_INFO_KHR => {
-            size_of::<RenderingAttachmentLocationInfoKHR<'static>>()
-        }
-        StructureType::RENDERING_INPUT_ATTACHMENT_INDEX_INFO_KHR => {
-            size_of::<RenderingInputAttachmentIndexInfoKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_QUAD_CONTROL_FEATURES_KHR => {
-            size_of::<PhysicalDeviceShaderQuadControlFeaturesKHR<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT16_VECTOR_FEATURES_NV => {
-            size_of::<PhysicalDeviceShaderAtomicFloat16VectorFeaturesNV<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT => {
-            size_of::<PhysicalDeviceMapMemoryPlacedFeaturesEXT<'static>>()
-        }
-        StructureType::PHYSICAL_DEVICE_MAP_MEMORY_PLACED_PROPERTIES_EXT => {
-            size_of::<PhysicalDeviceMapMemoryPlacedPropertiesEXT<'static>>()
-        }
+        StructureType::RENDER_PASS_STRIPE_BEGIN_INFO_ARM => size_of::<RenderPassStripeBeginInfoARM<'static>>(),
+        StructureType::RENDER_PASS_STRIPE_SUBMIT_INFO_ARM => size_of::<RenderPassStripeSubmitInfoARM<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_MAXIMAL_RECONVERGENCE_FEATURES_KHR => size_of::<PhysicalDeviceShaderMaximalReconvergenceFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_SUBGROUP_ROTATE_FEATURES_KHR => size_of::<PhysicalDeviceShaderSubgroupRotateFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_EXPECT_ASSUME_FEATURES_KHR => size_of::<PhysicalDeviceShaderExpectAssumeFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_FLOAT_CONTROLS_2_FEATURES_KHR => size_of::<PhysicalDeviceShaderFloatControls2FeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_DYNAMIC_RENDERING_LOCAL_READ_FEATURES_KHR => size_of::<PhysicalDeviceDynamicRenderingLocalReadFeaturesKHR<'static>>(),
+        StructureType::RENDERING_ATTACHMENT_LOCATION_INFO_KHR => size_of::<RenderingAttachmentLocationInfoKHR<'static>>(),
+        StructureType::RENDERING_INPUT_ATTACHMENT_INDEX_INFO_KHR => size_of::<RenderingInputAttachmentIndexInfoKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_QUAD_CONTROL_FEATURES_KHR => size_of::<PhysicalDeviceShaderQuadControlFeaturesKHR<'static>>(),
+        StructureType::PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT16_VECTOR_FEATURES_NV => size_of::<PhysicalDeviceShaderAtomicFloat16VectorFeaturesNV<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT => size_of::<PhysicalDeviceMapMemoryPlacedFeaturesEXT<'static>>(),
+        StructureType::PHYSICAL_DEVICE_MAP_MEMORY_PLACED_PROPERTIES_EXT => size_of::<PhysicalDeviceMapMemoryPlacedPropertiesEXT<'static>>(),
         StructureType::MEMORY_MAP_PLACED_INFO_EXT => size_of::<MemoryMapPlacedInfoEXT<'static>>(),
-        StructureType::PHYSICAL_DEVICE_RAW_ACCESS_CHAINS_FEATURES_NV => {
-            size_of::<PhysicalDeviceRawAccessChainsFeaturesNV<'static>>()
-        }
+        StructureType::PHYSICAL_DEVICE_RAW_ACCESS_CHAINS_FEATURES_NV => size_of::<PhysicalDeviceRawAccessChainsFeaturesNV<'static>>(),
         _ => return None,
     })
 }

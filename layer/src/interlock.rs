@@ -1,0 +1,142 @@
+//! `VK_EXT_fragment_shader_interlock` on drivers that lack it.
+//!
+//! Advertising: the extension is added to the driver's list and
+//! `VkPhysicalDeviceFragmentShaderInterlockFeaturesEXT` is filled (pixel and
+//! sample interlock, never shading-rate interlock) after the driver filled the
+//! rest of the chain without it. At `vkCreateDevice` the extension name and
+//! the feature structure are removed from what goes down, and the device
+//! remembers what was enabled. Shaders are lowered by the strategy the
+//! device's plan chose (see `overlap_shaders::interlock`), in
+//! [`crate::shader`].
+
+use crate::plan::INTERLOCK_EXTENSION;
+use crate::pnext::{self, Chain};
+use ash::vk;
+use std::ffi::{c_char, CStr};
+
+/// What a device created with emulated interlock remembers.
+#[derive(Clone, Debug)]
+pub struct DeviceInterlock {
+    pub strategy: &'static str,
+    /// The application enabled the extension.
+    pub extension_enabled: bool,
+    pub pixel: bool,
+    pub sample: bool,
+}
+
+/// Fills the interlock features the layer provides.
+pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT) {
+    f.fragment_shader_pixel_interlock = vk::TRUE;
+    f.fragment_shader_sample_interlock = vk::TRUE;
+    f.fragment_shader_shading_rate_interlock = vk::FALSE;
+}
+
+/// `VkDeviceCreateInfo` without the emulated extension and feature structure.
+pub struct StrippedDeviceInfo {
+    pub info: vk::DeviceCreateInfo<'static>,
+    pub interlock: DeviceInterlock,
+    _names: Vec<*const c_char>,
+    _chain: Chain,
+}
+
+#[derive(Debug)]
+pub enum StripError {
+    /// The application asked for a feature the layer does not provide.
+    FeatureNotPresent(&'static str),
+    /// The create info's chain holds a structure the layer cannot copy.
+    Unknown(pnext::UnknownStructure),
+}
+
+/// Removes the extension and its feature structure from `info`.
+///
+/// # Safety
+/// `info` must be a valid `VkDeviceCreateInfo`.
+pub unsafe fn strip(
+    info: &vk::DeviceCreateInfo,
+    strategy: &'static str,
+) -> Result<StrippedDeviceInfo, StripError> {
+    let names: &[*const c_char] = if info.enabled_extension_count == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(
+            info.pp_enabled_extension_names,
+            info.enabled_extension_count as usize,
+        )
+    };
+    let is_ours = |n: &*const c_char| CStr::from_ptr(*n) == INTERLOCK_EXTENSION;
+    let extension_enabled = names.iter().any(is_ours);
+    let kept: Vec<*const c_char> = names.iter().copied().filter(|n| !is_ours(n)).collect();
+    let mut chain = Chain::copy(info.p_next).map_err(StripError::Unknown)?;
+    let (mut pixel, mut sample) = (false, false);
+    if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>() {
+        if f.fragment_shader_shading_rate_interlock == vk::TRUE {
+            return Err(StripError::FeatureNotPresent(
+                "fragmentShaderShadingRateInterlock",
+            ));
+        }
+        pixel = f.fragment_shader_pixel_interlock == vk::TRUE;
+        sample = f.fragment_shader_sample_interlock == vk::TRUE;
+    }
+    chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT);
+    let mut out: vk::DeviceCreateInfo<'static> = std::mem::transmute_copy(info);
+    out.p_next = chain.head();
+    out.enabled_extension_count = kept.len() as u32;
+    out.pp_enabled_extension_names = if kept.is_empty() {
+        std::ptr::null()
+    } else {
+        kept.as_ptr()
+    };
+    Ok(StrippedDeviceInfo {
+        info: out,
+        interlock: DeviceInterlock {
+            strategy,
+            extension_enabled,
+            pixel,
+            sample,
+        },
+        _names: kept,
+        _chain: chain,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_name_and_features_and_remembers_them() {
+        let names = [c"VK_KHR_swapchain".as_ptr(), INTERLOCK_EXTENSION.as_ptr()];
+        let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
+            .fragment_shader_pixel_interlock(true);
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let info = vk::DeviceCreateInfo::default()
+            .enabled_extension_names(&names)
+            .push_next(&mut f)
+            .push_next(&mut v12);
+        let s = unsafe { strip(&info, "serialized") }.unwrap();
+        assert_eq!(s.info.enabled_extension_count, 1);
+        assert_eq!(
+            unsafe { CStr::from_ptr(*s.info.pp_enabled_extension_names) },
+            c"VK_KHR_swapchain"
+        );
+        unsafe {
+            assert!(
+                pnext::find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(s.info.p_next)
+                    .is_none()
+            );
+            assert!(pnext::find::<vk::PhysicalDeviceVulkan12Features>(s.info.p_next).is_some());
+        }
+        assert!(s.interlock.extension_enabled && s.interlock.pixel && !s.interlock.sample);
+    }
+
+    #[test]
+    fn shading_rate_interlock_is_refused() {
+        let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
+            .fragment_shader_shading_rate_interlock(true);
+        let info = vk::DeviceCreateInfo::default().push_next(&mut f);
+        assert!(matches!(
+            unsafe { strip(&info, "serialized") },
+            Err(StripError::FeatureNotPresent(_))
+        ));
+    }
+}

@@ -1,0 +1,332 @@
+//! Every path by which SPIR-V reaches the driver goes through [`rewrite`]:
+//! `vkCreateShaderModule`, a `VkShaderModuleCreateInfo` chained to a
+//! pipeline stage (graphics pipeline libraries included), and
+//! `vkCreateShadersEXT`. A module the layer has nothing to do for is not
+//! even parsed (a scan of its capabilities); a module it cannot handle is
+//! passed down unchanged with a warning naming the reason; a rewritten module
+//! that fails `spirv-val` is never sent down (the original goes, with an
+//! error).
+
+use crate::guard::{self, debug_panic};
+use crate::pnext::{self, Chain};
+use crate::settings::LogLevel;
+use crate::state::{self, DeviceData};
+use ash::vk;
+use overlap_shaders::{interlock, TargetEnv};
+use std::ffi::c_void;
+
+/// The SPIR-V words of `code_size` bytes at `p_code`.
+///
+/// # Safety
+/// VUID-VkShaderModuleCreateInfo-pCode-parameter: `p_code` points at
+/// `code_size / 4` words.
+unsafe fn words<'a>(p_code: *const u32, code_size: usize) -> &'a [u32] {
+    if p_code.is_null() || code_size < 4 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p_code, code_size / 4)
+    }
+}
+
+fn target_env(dev: &DeviceData) -> TargetEnv {
+    let v = dev
+        .facts
+        .api_version
+        .min(dev.instance.api_version.max(vk::API_VERSION_1_0));
+    match vk::api_version_minor(v) {
+        0 => TargetEnv::Vulkan1_0,
+        1 => TargetEnv::Vulkan1_1,
+        2 => TargetEnv::Vulkan1_2,
+        _ => TargetEnv::Vulkan1_3,
+    }
+}
+
+fn fnv(words: &[u32]) -> u64 {
+    words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| {
+        (h ^ *w as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn dump(dev: &DeviceData, input: &[u32], output: &[u32]) {
+    let Some(dir) = &dev.settings().dump_shaders else {
+        return;
+    };
+    let name = format!("{:016x}", fnv(input));
+    let write = |suffix: &str, w: &[u32]| {
+        let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::create_dir_all(dir)
+            .and_then(|_| std::fs::write(dir.join(format!("{name}.{suffix}.spv")), bytes))
+    };
+    if let Err(e) = write("in", input).and_then(|_| write("out", output)) {
+        dev.log().log_once(
+            LogLevel::Warn,
+            "OVERLAP-Shader-Dump",
+            &dir.display().to_string(),
+            &format!("cannot write shaders to {}: {e}", dir.display()),
+        );
+    }
+}
+
+/// The module as the driver must see it, or `None` to send it unchanged.
+pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
+    let il = dev.interlock.as_ref()?;
+    if !interlock::uses_interlock(code) {
+        return None;
+    }
+    let log = dev.log();
+    let mut module = match overlap_shaders::parse(code) {
+        Ok(m) => m,
+        Err(e) => {
+            log.warn(
+                "OVERLAP-Shader-Skipped",
+                &format!("a module using interlock is passed down unchanged: {e}"),
+            );
+            return None;
+        }
+    };
+    let report = match il.strategy {
+        "serialized" => interlock::lower_serialized(&mut module),
+        other => {
+            log.warn(
+                "OVERLAP-Shader-Skipped",
+                &format!(
+                    "interlock strategy {other} cannot lower this module; passed down unchanged"
+                ),
+            );
+            return None;
+        }
+    };
+    let out = overlap_shaders::assemble(&module);
+    dump(dev, code, &out);
+    if dev.settings().validate_shaders {
+        if let Err(e) = overlap_shaders::validate(&out, target_env(dev)) {
+            let input_valid = overlap_shaders::validate(code, target_env(dev)).is_ok();
+            let id = if input_valid {
+                "OVERLAP-Shader-Invalid-Output"
+            } else {
+                "OVERLAP-Shader-Invalid-Input"
+            };
+            log.error(
+                id,
+                &format!(
+                    "the {} rewrite of a module fails validation ({e}); the application's module{} is passed down unchanged",
+                    il.strategy,
+                    if input_valid { "" } else { ", itself invalid," }
+                ),
+            );
+            return None;
+        }
+    }
+    if log.enabled(LogLevel::Debug) {
+        let modes: Vec<String> = report.modes.iter().map(|m| m.to_string()).collect();
+        log.debug(
+            "OVERLAP-Shader-Rewritten",
+            &format!(
+                "{}: {} ({} begin / {} end removed)",
+                il.strategy,
+                modes.join(", "),
+                report.begins,
+                report.ends
+            ),
+        );
+    }
+    Some(out)
+}
+
+pub unsafe extern "system" fn create_shader_module(
+    device: vk::Device,
+    info: *const vk::ShaderModuleCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::ShaderModule,
+) -> vk::Result {
+    const NAME: &str = "vkCreateShaderModule";
+    let next = move || {
+        (state::device(device).fns.fp_v1_0().create_shader_module)(device, info, alloc, out)
+    };
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            debug_panic(&dev.debug_panic, NAME);
+            let ci = &*info;
+            match rewrite(dev, words(ci.p_code, ci.code_size)) {
+                Some(w) => {
+                    let mut copy = *ci;
+                    copy.code_size = w.len() * 4;
+                    copy.p_code = w.as_ptr();
+                    (dev.fns.fp_v1_0().create_shader_module)(device, &copy, alloc, out)
+                }
+                None => next(),
+            }
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCreateShaderModule = create_shader_module;
+
+/// The stages of one pipeline, rewritten where a stage carries its module
+/// inline (`VkShaderModuleCreateInfo` in the stage's `pNext`).
+struct RewrittenStages {
+    stages: Vec<vk::PipelineShaderStageCreateInfo<'static>>,
+    _chains: Vec<Chain>,
+    _code: Vec<Vec<u32>>,
+}
+
+unsafe fn rewrite_stages(
+    dev: &DeviceData,
+    stages: &[vk::PipelineShaderStageCreateInfo],
+) -> Option<RewrittenStages> {
+    let mut out: Option<RewrittenStages> = None;
+    for (i, stage) in stages.iter().enumerate() {
+        if stage.module != vk::ShaderModule::null() {
+            continue;
+        }
+        let Some(inline) = pnext::find::<vk::ShaderModuleCreateInfo>(stage.p_next) else {
+            continue;
+        };
+        let Some(code) = rewrite(dev, words(inline.p_code, inline.code_size)) else {
+            continue;
+        };
+        let mut chain = match Chain::copy(stage.p_next) {
+            Ok(c) => c,
+            Err(e) => {
+                dev.log().warn(
+                    "OVERLAP-Shader-Skipped",
+                    &format!("an inline pipeline stage module is passed down unchanged: {e}"),
+                );
+                continue;
+            }
+        };
+        let m = chain
+            .get_mut::<vk::ShaderModuleCreateInfo>()
+            .expect("copied");
+        m.code_size = code.len() * 4;
+        m.p_code = code.as_ptr();
+        let r = out.get_or_insert_with(|| RewrittenStages {
+            stages: stages.iter().map(|s| std::mem::transmute_copy(s)).collect(),
+            _chains: Vec::new(),
+            _code: Vec::new(),
+        });
+        r.stages[i].p_next = chain.head();
+        r._chains.push(chain);
+        r._code.push(code);
+    }
+    out
+}
+
+pub unsafe extern "system" fn create_graphics_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::GraphicsPipelineCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Pipeline,
+) -> vk::Result {
+    const NAME: &str = "vkCreateGraphicsPipelines";
+    let next = move || {
+        (state::device(device)
+            .fns
+            .fp_v1_0()
+            .create_graphics_pipelines)(device, cache, count, infos, alloc, out)
+    };
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            debug_panic(&dev.debug_panic, NAME);
+            if dev.interlock.is_none() || count == 0 || infos.is_null() {
+                return next();
+            }
+            let infos_in = std::slice::from_raw_parts(infos, count as usize);
+            let mut rewritten: Vec<Option<RewrittenStages>> = Vec::with_capacity(infos_in.len());
+            for info in infos_in {
+                let stages = if info.stage_count == 0 || info.p_stages.is_null() {
+                    &[][..]
+                } else {
+                    std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
+                };
+                rewritten.push(rewrite_stages(dev, stages));
+            }
+            if rewritten.iter().all(Option::is_none) {
+                return next();
+            }
+            let copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
+                .iter()
+                .zip(&rewritten)
+                .map(|(info, r)| {
+                    let mut c = *info;
+                    if let Some(r) = r {
+                        c.p_stages = r.stages.as_ptr();
+                    }
+                    c
+                })
+                .collect();
+            (dev.fns.fp_v1_0().create_graphics_pipelines)(
+                device,
+                cache,
+                count,
+                copies.as_ptr(),
+                alloc,
+                out,
+            )
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCreateGraphicsPipelines = create_graphics_pipelines;
+
+pub unsafe extern "system" fn create_shaders_ext(
+    device: vk::Device,
+    count: u32,
+    infos: *const vk::ShaderCreateInfoEXT<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::ShaderEXT,
+) -> vk::Result {
+    const NAME: &str = "vkCreateShadersEXT";
+    let next = move || match state::device(device).next_create_shaders {
+        Some(f) => f(device, count, infos, alloc, out),
+        None => vk::Result::ERROR_EXTENSION_NOT_PRESENT,
+    };
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            debug_panic(&dev.debug_panic, NAME);
+            let Some(down) = dev.next_create_shaders else {
+                return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
+            };
+            if count == 0 || infos.is_null() {
+                return next();
+            }
+            let infos_in = std::slice::from_raw_parts(infos, count as usize);
+            let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
+            for info in infos_in {
+                let spirv =
+                    info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
+                code.push(if spirv {
+                    rewrite(dev, words(info.p_code as *const u32, info.code_size))
+                } else {
+                    None
+                });
+            }
+            if code.iter().all(Option::is_none) {
+                return next();
+            }
+            let copies: Vec<vk::ShaderCreateInfoEXT> = infos_in
+                .iter()
+                .zip(&code)
+                .map(|(info, c)| {
+                    let mut copy = *info;
+                    if let Some(c) = c {
+                        copy.code_size = c.len() * 4;
+                        copy.p_code = c.as_ptr() as *const c_void;
+                    }
+                    copy
+                })
+                .collect();
+            down(device, count, copies.as_ptr(), alloc, out)
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCreateShadersEXT = create_shaders_ext;
