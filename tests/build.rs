@@ -13,6 +13,10 @@ fn main() {
         if !(name.ends_with(".vert") || name.ends_with(".frag") || name.ends_with(".comp")) {
             continue;
         }
+        if name == "interlock.frag" {
+            interlock_variants(&path, Path::new(&out));
+            continue;
+        }
         let spv = Path::new(&out).join(format!("{name}.spv"));
         let status = Command::new("glslangValidator")
             .args(["-V", "--target-env", "vulkan1.0", "-o"])
@@ -21,5 +25,42 @@ fn main() {
             .status()
             .expect("glslangValidator not found: run ci/setup (Debian package glslang-tools)");
         assert!(status.success(), "glslangValidator failed on {name}");
+    }
+}
+
+/// interlock.frag: every interlock mode, with and without per-sample words,
+/// plus the no-interlock negative control.
+fn interlock_variants(src: &Path, out: &Path) {
+    let modes = [
+        "pixel_interlock_ordered",
+        "pixel_interlock_unordered",
+        "sample_interlock_ordered",
+        "sample_interlock_unordered",
+        "none",
+    ];
+    for mode in modes {
+        for per_sample in [false, true] {
+            let name = format!(
+                "interlock-{mode}-{}.frag.spv",
+                if per_sample { "sample" } else { "pixel" }
+            );
+            let mut cmd = Command::new("glslangValidator");
+            cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
+            if mode == "none" {
+                cmd.arg("-DNO_INTERLOCK");
+            } else {
+                cmd.arg(format!("-DMODE={mode}"));
+            }
+            if per_sample {
+                cmd.arg("-DPER_SAMPLE");
+            }
+            let status = cmd
+                .arg("-o")
+                .arg(out.join(&name))
+                .arg(src)
+                .status()
+                .expect("glslangValidator");
+            assert!(status.success(), "glslangValidator failed on {name}");
+        }
     }
 }

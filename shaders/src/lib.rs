@@ -68,8 +68,13 @@ pub fn validate(words: &[u32], env: TargetEnv) -> Result<(), Error> {
         TargetEnv::Vulkan1_3 => spirv_tools::TargetEnv::Vulkan_1_3,
     };
     let validator = spirv_tools::val::create(Some(env));
-    let options = spirv_tools::val::ValidatorOptions { skip_block_layout: true, ..Default::default() };
-    validator.validate(words, Some(options)).map_err(|e| Error::Invalid(e.to_string()))
+    let options = spirv_tools::val::ValidatorOptions {
+        skip_block_layout: true,
+        ..Default::default()
+    };
+    validator
+        .validate(words, Some(options))
+        .map_err(|e| Error::Invalid(e.to_string()))
 }
 
 #[cfg(test)]

@@ -4,4 +4,5 @@
 //! Khronos validation layer.
 
 pub mod harness;
+pub mod interlock;
 pub mod render;

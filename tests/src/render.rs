@@ -73,6 +73,8 @@ pub enum SettingValue {
 pub struct GpuOptions {
     /// Settings for Overlap passed through `VkLayerSettingsCreateInfoEXT`.
     pub layer_settings: Vec<(String, SettingValue)>,
+    /// Enable VK_EXT_fragment_shader_interlock (pixel and sample) where listed.
+    pub interlock: bool,
 }
 
 pub struct Gpu {
@@ -86,6 +88,9 @@ pub struct Gpu {
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub dynamic_rendering: bool,
     pub device_name: String,
+    /// VK_EXT_fragment_shader_interlock was enabled.
+    pub interlock: bool,
+    pub properties: vk::PhysicalDeviceProperties,
 }
 
 #[derive(Debug)]
@@ -250,9 +255,32 @@ impl Gpu {
             .queue_priorities(&prio)];
         let mut enable13 =
             vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
-        let info = vk::DeviceCreateInfo::default()
+        let listed =
+            unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+        let interlock = opts.interlock
+            && listed.iter().any(|e| {
+                e.extension_name_as_c_str() == Ok(ash::ext::fragment_shader_interlock::NAME)
+            });
+        let supported = unsafe { instance.get_physical_device_features(pd) };
+        let features = vk::PhysicalDeviceFeatures::default()
+            .fragment_stores_and_atomics(supported.fragment_stores_and_atomics == vk::TRUE)
+            .sample_rate_shading(supported.sample_rate_shading == vk::TRUE);
+        let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
+            .fragment_shader_pixel_interlock(true)
+            .fragment_shader_sample_interlock(true);
+        let exts = if interlock {
+            vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()]
+        } else {
+            vec![]
+        };
+        let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
+            .enabled_extension_names(&exts)
+            .enabled_features(&features)
             .push_next(&mut enable13);
+        if interlock {
+            info = info.push_next(&mut enable_interlock);
+        }
         let device = check("vkCreateDevice", unsafe {
             instance.create_device(pd, &info, None)
         })?;
@@ -269,6 +297,8 @@ impl Gpu {
             memory,
             dynamic_rendering,
             device_name,
+            interlock,
+            properties: props,
         })
     }
 

@@ -19,7 +19,9 @@ fn usage() -> ! {
          cycle N                    create and destroy instance+device N times\n  \
          threads T N                T threads each create/destroy instance+device N times\n  \
          record THREADS DRAWS       record command buffers on THREADS threads, submit, check\n  \
-         bench K N REPS             record and submit K command buffers of N draws, REPS times"
+         bench K N REPS             record and submit K command buffers of N draws, REPS times\n  \
+         interlock [quick|none]     the CTS-style interlock matrix (none: without the critical section)\n  \
+         interlock-features         the interlock features, and a device asking for shading-rate interlock"
     );
     std::process::exit(2)
 }
@@ -61,6 +63,8 @@ fn main() {
         "threads" => threads(&opts, arg(&args, 1), arg(&args, 2)),
         "record" => record(&opts, arg(&args, 1), arg(&args, 2)),
         "bench" => bench(&opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
+        "interlock" => interlock_matrix(&mut opts, args.get(1).map(String::as_str)),
+        "interlock-features" => interlock_features(&mut opts),
         _ => usage(),
     };
     finish(ok)
@@ -346,5 +350,86 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
     println!("record_ns={}", record_ns[record_ns.len() / 2]);
     println!("submit_ns={}", submit_ns[submit_ns.len() / 2]);
     println!("hook_owner.vkCmdDraw={}", g.device_proc_owner(c"vkCmdDraw"));
+    Ok(())
+}
+
+/// Runs the interlock matrix; every case must leave exactly the expected bits
+/// and no ordering error. `none` runs the negative control (no critical
+/// section) and only reports what it found.
+fn interlock_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String> {
+    use overlap_tests::interlock;
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    let negative = variant == Some("none");
+    if !g.interlock && !negative {
+        println!("interlock=unsupported");
+        return Err("VK_EXT_fragment_shader_interlock is not available".into());
+    }
+    let mut failures = 0;
+    let mut lost = 0;
+    for mut case in interlock::matrix(variant == Some("quick") || negative) {
+        if negative {
+            if !case.mode.starts_with("pixel_interlock_unordered") {
+                continue;
+            }
+            case.mode = "none";
+        }
+        let o = interlock::run(&g, &case);
+        let ok = o.wrong_words == 0 && o.order_errors == 0;
+        lost += o.wrong_words;
+        if !ok {
+            failures += 1;
+        }
+        println!(
+            "case={} words={} wrong={} order_errors={} result={}",
+            case.name(),
+            o.words,
+            o.wrong_words,
+            o.order_errors,
+            if ok { "pass" } else { "fail" }
+        );
+    }
+    println!("failures={failures}");
+    println!("lost_words={lost}");
+    if negative || failures == 0 {
+        Ok(())
+    } else {
+        Err(format!("{failures} interlock cases failed"))
+    }
+}
+
+/// Prints the interlock features as queried, then asks for shading-rate
+/// interlock, which must fail with VK_ERROR_FEATURE_NOT_PRESENT.
+fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f);
+    unsafe { g.instance.get_physical_device_features2(g.pd, &mut f2) };
+    println!(
+        "pixel={} sample={} shading_rate={}",
+        f.fragment_shader_pixel_interlock,
+        f.fragment_shader_sample_interlock,
+        f.fragment_shader_shading_rate_interlock
+    );
+    println!("enabled={}", g.interlock);
+    let prio = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(g.queue_family)
+        .queue_priorities(&prio)];
+    let exts = [ash::ext::fragment_shader_interlock::NAME.as_ptr()];
+    let mut ask = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
+        .fragment_shader_shading_rate_interlock(true);
+    let info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&exts)
+        .push_next(&mut ask);
+    match unsafe { g.instance.create_device(g.pd, &info, None) } {
+        Ok(d) => {
+            unsafe { d.destroy_device(None) };
+            println!("shading_rate_device=created");
+        }
+        Err(e) => println!("shading_rate_device={e:?}"),
+    }
     Ok(())
 }

@@ -1,0 +1,650 @@
+//! The CTS-style fragment shader interlock matrix, mirroring
+//! `dEQP-VK.fragment_shader_interlock.basic.*`: {no discard, discard} ×
+//! {storage image, SSBO} × {pixel, sample} × {ordered, unordered} ×
+//! {1x, 4x MSAA} × {without, with sample shading} × sizes. Each case draws 31
+//! instanced full-screen quads whose fragments set their instance's bit with a
+//! non-atomic read-modify-write inside the critical section
+//! (`tests/shaders/interlock.frag`); the result is checked on the CPU.
+
+use crate::render::Gpu;
+use ash::vk;
+
+pub const INSTANCES: u32 = 31;
+const ORDER_ERROR: u32 = 0x8000_0000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Image,
+    Buffer,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// "pixel_interlock_ordered" …, or "none" (the negative control).
+    pub mode: &'static str,
+    pub resource: Resource,
+    pub discard: bool,
+    pub samples: u32,
+    /// One invocation and one word per sample (gl_SampleID).
+    pub sample_shading: bool,
+    pub width: u32,
+    pub height: u32,
+}
+
+pub const MODES: [&str; 4] = [
+    "pixel_interlock_ordered",
+    "pixel_interlock_unordered",
+    "sample_interlock_ordered",
+    "sample_interlock_unordered",
+];
+
+impl Case {
+    pub fn name(&self) -> String {
+        format!(
+            "{}.{}.{}.{}x.{}.{}x{}",
+            self.mode,
+            if self.resource == Resource::Image {
+                "image"
+            } else {
+                "ssbo"
+            },
+            if self.discard {
+                "discard"
+            } else {
+                "no_discard"
+            },
+            self.samples,
+            if self.sample_shading {
+                "sample_shading"
+            } else {
+                "no_sample_shading"
+            },
+            self.width,
+            self.height
+        )
+    }
+
+    fn ordered(&self) -> bool {
+        self.mode.ends_with("_ordered")
+    }
+
+    /// Words per row of the result.
+    fn row(&self) -> u32 {
+        self.width * if self.sample_shading { self.samples } else { 1 }
+    }
+
+    fn spirv(&self) -> &'static [u8] {
+        macro_rules! pick {
+            ($($mode:literal),*) => {
+                match (self.mode, self.sample_shading) {
+                    $(
+                        ($mode, false) => include_bytes!(concat!(env!("OUT_DIR"), "/interlock-", $mode, "-pixel.frag.spv")),
+                        ($mode, true) => include_bytes!(concat!(env!("OUT_DIR"), "/interlock-", $mode, "-sample.frag.spv")),
+                    )*
+                    _ => panic!("unknown interlock mode {}", self.mode),
+                }
+            };
+        }
+        pick!(
+            "pixel_interlock_ordered",
+            "pixel_interlock_unordered",
+            "sample_interlock_ordered",
+            "sample_interlock_unordered",
+            "none"
+        )
+    }
+}
+
+/// The whole matrix (or, `quick`, one size).
+pub fn matrix(quick: bool) -> Vec<Case> {
+    let sizes: &[(u32, u32)] = if quick {
+        &[(37, 23)]
+    } else {
+        &[(64, 64), (37, 23)]
+    };
+    let mut v = Vec::new();
+    for mode in MODES {
+        for resource in [Resource::Image, Resource::Buffer] {
+            for discard in [false, true] {
+                for samples in [1, 4] {
+                    for sample_shading in [false, true] {
+                        for &(width, height) in sizes {
+                            v.push(Case {
+                                mode,
+                                resource,
+                                discard,
+                                samples,
+                                sample_shading,
+                                width,
+                                height,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+fn dropped(discard: bool, i: u32, x: u32, y: u32) -> bool {
+    discard && (x * 7 + y * 3 + i) % 5 == 0
+}
+
+/// The word every pixel (or sample) must hold at the end.
+pub fn expected_word(case: &Case, x: u32, y: u32) -> u32 {
+    (0..INSTANCES)
+        .filter(|&i| !dropped(case.discard, i, x, y))
+        .fold(0, |m, i| m | 1 << i)
+}
+
+/// What a case found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Words with a bit lost (a race) or an extra bit.
+    pub wrong_words: usize,
+    /// Words where an invocation saw its predecessors' bits incomplete.
+    pub order_errors: usize,
+    pub words: usize,
+}
+
+struct Buffer {
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+}
+
+fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Buffer {
+    unsafe {
+        let buffer = gpu
+            .device
+            .create_buffer(
+                &vk::BufferCreateInfo::default().size(size).usage(usage),
+                None,
+            )
+            .unwrap();
+        let req = gpu.device.get_buffer_memory_requirements(buffer);
+        let flags = if host {
+            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT
+        } else {
+            vk::MemoryPropertyFlags::DEVICE_LOCAL
+        };
+        let memory = gpu
+            .device
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(gpu.memory_type(req.memory_type_bits, flags)),
+                None,
+            )
+            .unwrap();
+        gpu.device.bind_buffer_memory(buffer, memory, 0).unwrap();
+        Buffer { buffer, memory }
+    }
+}
+
+/// Runs one case on `gpu` (created with `interlock` where the mode needs it).
+pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
+    let d = &gpu.device;
+    let (w, h, row) = (case.width, case.height, case.row());
+    let words = (row * h) as usize;
+    let bytes = (words * 4) as u64;
+    let samples = vk::SampleCountFlags::from_raw(case.samples);
+    unsafe {
+        // The result, as a storage image and as a storage buffer; both bound.
+        let image = d
+            .create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(vk::Format::R32_UINT)
+                    .extent(vk::Extent3D {
+                        width: row,
+                        height: h,
+                        depth: 1,
+                    })
+                    .mip_levels(1)
+                    .array_layers(1)
+                    .samples(vk::SampleCountFlags::TYPE_1)
+                    .usage(
+                        vk::ImageUsageFlags::STORAGE
+                            | vk::ImageUsageFlags::TRANSFER_SRC
+                            | vk::ImageUsageFlags::TRANSFER_DST,
+                    ),
+                None,
+            )
+            .unwrap();
+        let req = d.get_image_memory_requirements(image);
+        let image_memory = d
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(
+                        gpu.memory_type(
+                            req.memory_type_bits,
+                            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+                        ),
+                    ),
+                None,
+            )
+            .unwrap();
+        d.bind_image_memory(image, image_memory, 0).unwrap();
+        let range = vk::ImageSubresourceRange {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            base_mip_level: 0,
+            level_count: 1,
+            base_array_layer: 0,
+            layer_count: 1,
+        };
+        let view = d
+            .create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(image)
+                    .view_type(vk::ImageViewType::TYPE_2D)
+                    .format(vk::Format::R32_UINT)
+                    .subresource_range(range),
+                None,
+            )
+            .unwrap();
+        let storage = buffer(
+            gpu,
+            bytes,
+            vk::BufferUsageFlags::STORAGE_BUFFER
+                | vk::BufferUsageFlags::TRANSFER_SRC
+                | vk::BufferUsageFlags::TRANSFER_DST,
+            false,
+        );
+        let readback = buffer(gpu, bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
+
+        // A colour attachment of the case's sample count (nothing is written to it).
+        let color = d
+            .create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(vk::Format::R8G8B8A8_UNORM)
+                    .extent(vk::Extent3D {
+                        width: w,
+                        height: h,
+                        depth: 1,
+                    })
+                    .mip_levels(1)
+                    .array_layers(1)
+                    .samples(samples)
+                    .usage(vk::ImageUsageFlags::COLOR_ATTACHMENT),
+                None,
+            )
+            .unwrap();
+        let req = d.get_image_memory_requirements(color);
+        let color_memory = d
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(
+                        gpu.memory_type(
+                            req.memory_type_bits,
+                            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+                        ),
+                    ),
+                None,
+            )
+            .unwrap();
+        d.bind_image_memory(color, color_memory, 0).unwrap();
+        let color_view = d
+            .create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(color)
+                    .view_type(vk::ImageViewType::TYPE_2D)
+                    .format(vk::Format::R8G8B8A8_UNORM)
+                    .subresource_range(range),
+                None,
+            )
+            .unwrap();
+        let att = [vk::AttachmentDescription::default()
+            .format(vk::Format::R8G8B8A8_UNORM)
+            .samples(samples)
+            .load_op(vk::AttachmentLoadOp::DONT_CARE)
+            .store_op(vk::AttachmentStoreOp::DONT_CARE)
+            .initial_layout(vk::ImageLayout::UNDEFINED)
+            .final_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)];
+        let refs = [vk::AttachmentReference {
+            attachment: 0,
+            layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+        }];
+        let sub = [vk::SubpassDescription::default().color_attachments(&refs)];
+        let render_pass = d
+            .create_render_pass(
+                &vk::RenderPassCreateInfo::default()
+                    .attachments(&att)
+                    .subpasses(&sub),
+                None,
+            )
+            .unwrap();
+        let views = [color_view];
+        let framebuffer = d
+            .create_framebuffer(
+                &vk::FramebufferCreateInfo::default()
+                    .render_pass(render_pass)
+                    .attachments(&views)
+                    .width(w)
+                    .height(h)
+                    .layers(1),
+                None,
+            )
+            .unwrap();
+
+        let bindings = [
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT),
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(1)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT),
+        ];
+        let set_layout = d
+            .create_descriptor_set_layout(
+                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                None,
+            )
+            .unwrap();
+        let sizes = [
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_IMAGE,
+                descriptor_count: 1,
+            },
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: 1,
+            },
+        ];
+        let pool = d
+            .create_descriptor_pool(
+                &vk::DescriptorPoolCreateInfo::default()
+                    .max_sets(1)
+                    .pool_sizes(&sizes),
+                None,
+            )
+            .unwrap();
+        let layouts = [set_layout];
+        let set = d
+            .allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default()
+                    .descriptor_pool(pool)
+                    .set_layouts(&layouts),
+            )
+            .unwrap()[0];
+        let image_info = [vk::DescriptorImageInfo {
+            sampler: vk::Sampler::null(),
+            image_view: view,
+            image_layout: vk::ImageLayout::GENERAL,
+        }];
+        let buffer_info = [vk::DescriptorBufferInfo {
+            buffer: storage.buffer,
+            offset: 0,
+            range: vk::WHOLE_SIZE,
+        }];
+        d.update_descriptor_sets(
+            &[
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .image_info(&image_info),
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(1)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&buffer_info),
+            ],
+            &[],
+        );
+        let push = [vk::PushConstantRange {
+            stage_flags: vk::ShaderStageFlags::FRAGMENT,
+            offset: 0,
+            size: 8,
+        }];
+        let layout = d
+            .create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default()
+                    .set_layouts(&layouts)
+                    .push_constant_ranges(&push),
+                None,
+            )
+            .unwrap();
+
+        let vs = gpu.shader(include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/interlock.vert.spv"
+        )));
+        let fs = gpu.shader(case.spirv());
+        let spec_data: [u32; 3] = [
+            (case.resource == Resource::Buffer) as u32,
+            case.discard as u32,
+            case.ordered() as u32,
+        ];
+        let entries = [0u32, 1, 2].map(|i| vk::SpecializationMapEntry {
+            constant_id: i,
+            offset: i * 4,
+            size: 4,
+        });
+        let spec_bytes: Vec<u8> = spec_data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let spec = vk::SpecializationInfo::default()
+            .map_entries(&entries)
+            .data(&spec_bytes);
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::VERTEX)
+                .module(vs)
+                .name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fs)
+                .name(c"main")
+                .specialization_info(&spec),
+        ];
+        let vertex = vk::PipelineVertexInputStateCreateInfo::default();
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let viewports = [vk::Viewport {
+            x: 0.0,
+            y: 0.0,
+            width: w as f32,
+            height: h as f32,
+            min_depth: 0.0,
+            max_depth: 1.0,
+        }];
+        let scissors = [vk::Rect2D {
+            offset: vk::Offset2D::default(),
+            extent: vk::Extent2D {
+                width: w,
+                height: h,
+            },
+        }];
+        let vp = vk::PipelineViewportStateCreateInfo::default()
+            .viewports(&viewports)
+            .scissors(&scissors);
+        let rs = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(vk::CullModeFlags::NONE)
+            .line_width(1.0);
+        let ms = vk::PipelineMultisampleStateCreateInfo::default()
+            .rasterization_samples(samples)
+            .sample_shading_enable(case.sample_shading)
+            .min_sample_shading(1.0);
+        let blend = [vk::PipelineColorBlendAttachmentState::default()
+            .color_write_mask(vk::ColorComponentFlags::empty())];
+        let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+        let info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(&stages)
+            .vertex_input_state(&vertex)
+            .input_assembly_state(&ia)
+            .viewport_state(&vp)
+            .rasterization_state(&rs)
+            .multisample_state(&ms)
+            .color_blend_state(&cbs)
+            .layout(layout)
+            .render_pass(render_pass);
+        let pipeline = d
+            .create_graphics_pipelines(vk::PipelineCache::null(), &[info], None)
+            .map_err(|(_, e)| e)
+            .unwrap()[0];
+
+        gpu.one_time_submit(|cb| {
+            let to_general = [vk::ImageMemoryBarrier::default()
+                .old_layout(vk::ImageLayout::UNDEFINED)
+                .new_layout(vk::ImageLayout::GENERAL)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .image(image)
+                .subresource_range(range)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TOP_OF_PIPE,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &to_general,
+            );
+            d.cmd_clear_color_image(
+                cb,
+                image,
+                vk::ImageLayout::GENERAL,
+                &vk::ClearColorValue { uint32: [0; 4] },
+                &[range],
+            );
+            d.cmd_fill_buffer(cb, storage.buffer, 0, vk::WHOLE_SIZE, 0);
+            let cleared = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::FRAGMENT_SHADER,
+                vk::DependencyFlags::empty(),
+                &cleared,
+                &[],
+                &[],
+            );
+            d.cmd_begin_render_pass(
+                cb,
+                &vk::RenderPassBeginInfo::default()
+                    .render_pass(render_pass)
+                    .framebuffer(framebuffer)
+                    .render_area(scissors[0]),
+                vk::SubpassContents::INLINE,
+            );
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
+            let pc: Vec<u8> = [row, case.samples]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect();
+            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
+            d.cmd_draw(cb, 6, INSTANCES, 0, 0);
+            d.cmd_end_render_pass(cb);
+            let written = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::FRAGMENT_SHADER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &written,
+                &[],
+                &[],
+            );
+            match case.resource {
+                Resource::Image => d.cmd_copy_image_to_buffer(
+                    cb,
+                    image,
+                    vk::ImageLayout::GENERAL,
+                    readback.buffer,
+                    &[vk::BufferImageCopy::default()
+                        .image_subresource(vk::ImageSubresourceLayers {
+                            aspect_mask: vk::ImageAspectFlags::COLOR,
+                            mip_level: 0,
+                            base_array_layer: 0,
+                            layer_count: 1,
+                        })
+                        .image_extent(vk::Extent3D {
+                            width: row,
+                            height: h,
+                            depth: 1,
+                        })],
+                ),
+                Resource::Buffer => d.cmd_copy_buffer(
+                    cb,
+                    storage.buffer,
+                    readback.buffer,
+                    &[vk::BufferCopy {
+                        src_offset: 0,
+                        dst_offset: 0,
+                        size: bytes,
+                    }],
+                ),
+            }
+            let host = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &host,
+                &[],
+                &[],
+            );
+        });
+        let p = d
+            .map_memory(readback.memory, 0, bytes, vk::MemoryMapFlags::empty())
+            .unwrap() as *const u32;
+        let result = std::slice::from_raw_parts(p, words).to_vec();
+        d.unmap_memory(readback.memory);
+
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_shader_module(vs, None);
+        d.destroy_shader_module(fs, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_descriptor_pool(pool, None);
+        d.destroy_descriptor_set_layout(set_layout, None);
+        d.destroy_framebuffer(framebuffer, None);
+        d.destroy_render_pass(render_pass, None);
+        d.destroy_image_view(color_view, None);
+        d.destroy_image(color, None);
+        d.free_memory(color_memory, None);
+        d.destroy_image_view(view, None);
+        d.destroy_image(image, None);
+        d.free_memory(image_memory, None);
+        for b in [storage, readback] {
+            d.destroy_buffer(b.buffer, None);
+            d.free_memory(b.memory, None);
+        }
+
+        let mut out = Outcome {
+            words,
+            ..Default::default()
+        };
+        for y in 0..h {
+            for xs in 0..row {
+                let x = if case.sample_shading {
+                    xs / case.samples
+                } else {
+                    xs
+                };
+                let v = result[(y * row + xs) as usize];
+                if v & ORDER_ERROR != 0 {
+                    out.order_errors += 1;
+                }
+                if v & !ORDER_ERROR != expected_word(case, x, y) {
+                    out.wrong_words += 1;
+                }
+            }
+        }
+        out
+    }
+}
