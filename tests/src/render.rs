@@ -59,6 +59,8 @@ pub fn validation_errors() -> Vec<Message> {
                 .contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR)
                 && !m.id.starts_with("OVERLAP-")
         })
+        // The loader's note on a vkCreateDevice that a test expects to fail.
+        .filter(|m| !(m.id == "Loader Message" && m.text.contains("Failed to create device chain")))
         .collect()
 }
 
