@@ -40,10 +40,7 @@ fn interlock_variants(src: &Path, out: &Path) {
     ];
     for mode in modes {
         for per_sample in [false, true] {
-            let name = format!(
-                "interlock-{mode}-{}.frag.spv",
-                if per_sample { "sample" } else { "pixel" }
-            );
+            let name = format!("interlock-{mode}-{}.frag.spv", if per_sample { "sample" } else { "pixel" });
             let mut cmd = Command::new("glslangValidator");
             cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
             if mode == "none" {
@@ -54,12 +51,7 @@ fn interlock_variants(src: &Path, out: &Path) {
             if per_sample {
                 cmd.arg("-DPER_SAMPLE");
             }
-            let status = cmd
-                .arg("-o")
-                .arg(out.join(&name))
-                .arg(src)
-                .status()
-                .expect("glslangValidator");
+            let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
             assert!(status.success(), "glslangValidator failed on {name}");
         }
     }

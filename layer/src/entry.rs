@@ -15,8 +15,7 @@ use ash::vk;
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
-pub const LAYER_DESCRIPTION: &str =
-    "Overlap: interlock, fragment density map and varying-linking emulation";
+pub const LAYER_DESCRIPTION: &str = "Overlap: interlock, fragment density map and varying-linking emulation";
 pub const IMPLEMENTATION_VERSION: u32 = 1;
 
 /// Casts a hook to the type `vkGet*ProcAddr` returns.
@@ -24,9 +23,7 @@ macro_rules! pfn {
     ($f:expr) => {
         // SAFETY: the loader casts the pointer back to the command's own type,
         // which `$f` has (checked by a `const _: PFN_… = …` next to each hook).
-        Some(unsafe {
-            std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ())
-        })
+        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
     };
 }
 pub(crate) use pfn;
@@ -34,9 +31,7 @@ pub(crate) use pfn;
 /// # Safety
 /// Called by the loader with a valid `VkNegotiateLayerInterface`.
 #[no_mangle]
-pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
-    p: *mut NegotiateLayerInterface,
-) -> vk::Result {
+pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(p: *mut NegotiateLayerInterface) -> vk::Result {
     guard::entry(
         "vkNegotiateLoaderLayerInterfaceVersion",
         || {
@@ -67,19 +62,13 @@ fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
             pfn!(vkEnumerateInstanceLayerProperties as vk::PFN_vkEnumerateInstanceLayerProperties)
         }
         b"vkEnumerateInstanceExtensionProperties" => {
-            pfn!(
-                vkEnumerateInstanceExtensionProperties
-                    as vk::PFN_vkEnumerateInstanceExtensionProperties
-            )
+            pfn!(vkEnumerateInstanceExtensionProperties as vk::PFN_vkEnumerateInstanceExtensionProperties)
         }
         b"vkEnumerateDeviceLayerProperties" => {
             pfn!(vkEnumerateDeviceLayerProperties as vk::PFN_vkEnumerateDeviceLayerProperties)
         }
         b"vkEnumerateDeviceExtensionProperties" => {
-            pfn!(
-                vkEnumerateDeviceExtensionProperties
-                    as vk::PFN_vkEnumerateDeviceExtensionProperties
-            )
+            pfn!(vkEnumerateDeviceExtensionProperties as vk::PFN_vkEnumerateDeviceExtensionProperties)
         }
         b"vkEnumeratePhysicalDevices" => {
             pfn!(enumerate_physical_devices as vk::PFN_vkEnumeratePhysicalDevices)
@@ -136,9 +125,7 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(
             let next = (inst.next_gipa)(instance, p_name);
             // Never offer a command the chain below does not have.
             next?;
-            instance_hook(name)
-                .or_else(|| hooks::device_hook(name))
-                .or(next)
+            instance_hook(name).or_else(|| hooks::device_hook(name)).or(next)
         },
         || None,
     )
@@ -147,10 +134,7 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(
 /// # Safety
 /// Called by the loader or the layer above, per the Vulkan spec.
 #[no_mangle]
-pub unsafe extern "system" fn vkGetDeviceProcAddr(
-    device: vk::Device,
-    p_name: *const c_char,
-) -> vk::PFN_vkVoidFunction {
+pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, p_name: *const c_char) -> vk::PFN_vkVoidFunction {
     guard::entry(
         "vkGetDeviceProcAddr",
         || {
@@ -159,9 +143,7 @@ pub unsafe extern "system" fn vkGetDeviceProcAddr(
             }
             let name = CStr::from_ptr(p_name).to_bytes();
             match name {
-                b"vkGetDeviceProcAddr" => {
-                    return pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr)
-                }
+                b"vkGetDeviceProcAddr" => return pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
                 b"vkDestroyDevice" => return pfn!(destroy_device as vk::PFN_vkDestroyDevice),
                 _ => {}
             }
@@ -296,11 +278,7 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
             let Some(pdd) = pdd else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
-            let next = pdd
-                .instance
-                .fns
-                .fp_v1_0()
-                .enumerate_device_extension_properties;
+            let next = pdd.instance.fns.fp_v1_0().enumerate_device_extension_properties;
             if added.is_empty() || !p_layer_name.is_null() {
                 return next(pd, p_layer_name, count, props);
             }
@@ -316,10 +294,7 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
             }
             all.truncate(n as usize);
             for e in added {
-                if !all
-                    .iter()
-                    .any(|a| a.extension_name_as_c_str() == e.extension_name_as_c_str())
-                {
+                if !all.iter().any(|a| a.extension_name_as_c_str() == e.extension_name_as_c_str()) {
                     all.push(e);
                 }
             }
@@ -334,10 +309,7 @@ fn added_extensions(plan: &Plan) -> Vec<vk::ExtensionProperties> {
     plan.added_extensions()
         .into_iter()
         .map(|(name, spec_version)| {
-            let mut e = vk::ExtensionProperties {
-                spec_version,
-                ..Default::default()
-            };
+            let mut e = vk::ExtensionProperties { spec_version, ..Default::default() };
             copy_str(&mut e.extension_name, name.to_str().unwrap_or(""));
             e
         })
@@ -353,39 +325,25 @@ unsafe extern "system" fn create_instance(
         "vkCreateInstance",
         || {
             let Some(next_gipa) = ffi::take_instance_link(p_create_info) else {
-                crate::log::global().error(
-                    "OVERLAP-Loader-Link",
-                    "no loader link info in vkCreateInstance",
-                );
+                crate::log::global().error("OVERLAP-Loader-Link", "no loader link info in vkCreateInstance");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let info = &*p_create_info;
             let (settings, diagnostics) = Settings::for_instance(info);
             debug_panic(&settings.debug_panic, "vkCreateInstance");
-            let Some(next_create) = next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr())
-            else {
+            let Some(next_create) = next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let next_create: vk::PFN_vkCreateInstance = std::mem::transmute(next_create);
             let stripped = crate::settings::strip_own_settings(info);
-            let down = stripped
-                .as_ref()
-                .map(|s| &s.info as *const vk::InstanceCreateInfo)
-                .unwrap_or(p_create_info);
+            let down = stripped.as_ref().map(|s| &s.info as *const vk::InstanceCreateInfo).unwrap_or(p_create_info);
             let r = next_create(down, p_allocator, p_instance);
             if r != vk::Result::SUCCESS {
                 return r;
             }
             let handle = *p_instance;
-            let fns = ash::Instance::load(
-                &ash::StaticFn {
-                    get_instance_proc_addr: next_gipa,
-                },
-                handle,
-            );
-            let api_version = if info.p_application_info.is_null()
-                || (*info.p_application_info).api_version == 0
-            {
+            let fns = ash::Instance::load(&ash::StaticFn { get_instance_proc_addr: next_gipa }, handle);
+            let api_version = if info.p_application_info.is_null() || (*info.p_application_info).api_version == 0 {
                 vk::API_VERSION_1_0
             } else {
                 (*info.p_application_info).api_version
@@ -409,15 +367,7 @@ unsafe extern "system" fn create_instance(
             );
             log.remove_messenger(vk::DebugUtilsMessengerEXT::null());
             let ext = crate::state::InstanceExtFns::load(next_gipa, handle);
-            let data = InstanceData {
-                handle,
-                next_gipa,
-                fns,
-                api_version,
-                settings,
-                log,
-                ext,
-            };
+            let data = InstanceData { handle, next_gipa, fns, api_version, settings, log, ext };
             state::insert_instance(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
         },
@@ -425,10 +375,7 @@ unsafe extern "system" fn create_instance(
     )
 }
 
-unsafe extern "system" fn destroy_instance(
-    instance: vk::Instance,
-    p_allocator: *const vk::AllocationCallbacks,
-) {
+unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocator: *const vk::AllocationCallbacks) {
     if instance == vk::Instance::null() {
         return;
     }
@@ -463,10 +410,7 @@ unsafe extern "system" fn enumerate_physical_devices(
             };
             let r = (inst.fns.fp_v1_0().enumerate_physical_devices)(instance, count, pds);
             if r.as_raw() >= 0 && !pds.is_null() {
-                state::insert_physical_devices(
-                    &inst,
-                    std::slice::from_raw_parts(pds, *count as usize),
-                );
+                state::insert_physical_devices(&inst, std::slice::from_raw_parts(pds, *count as usize));
             }
             r
         },
@@ -492,10 +436,7 @@ unsafe extern "system" fn enumerate_physical_device_groups(
             let r = next(instance, count, groups);
             if r.as_raw() >= 0 && !groups.is_null() {
                 for g in std::slice::from_raw_parts(groups, *count as usize) {
-                    state::insert_physical_devices(
-                        &inst,
-                        &g.physical_devices[..g.physical_device_count as usize],
-                    );
+                    state::insert_physical_devices(&inst, &g.physical_devices[..g.physical_device_count as usize]);
                 }
             }
             r
@@ -514,18 +455,13 @@ unsafe extern "system" fn create_device(
         "vkCreateDevice",
         || {
             let Some(pdd) = state::physical_device(pd) else {
-                crate::log::global().error(
-                    "OVERLAP-Unknown-Handle",
-                    "vkCreateDevice on a physical device the layer has not seen",
-                );
+                crate::log::global()
+                    .error("OVERLAP-Unknown-Handle", "vkCreateDevice on a physical device the layer has not seen");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let inst = pdd.instance.clone();
             let Some((_, next_gdpa)) = ffi::take_device_link(p_create_info) else {
-                inst.log.error(
-                    "OVERLAP-Loader-Link",
-                    "no loader link info in vkCreateDevice",
-                );
+                inst.log.error("OVERLAP-Loader-Link", "no loader link info in vkCreateDevice");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
@@ -547,30 +483,17 @@ unsafe extern "system" fn create_device(
                     }
                 }
             }
-            let down = stripped
-                .as_ref()
-                .map(|s| &s.info as *const vk::DeviceCreateInfo)
-                .unwrap_or(p_create_info);
+            let down = stripped.as_ref().map(|s| &s.info as *const vk::DeviceCreateInfo).unwrap_or(p_create_info);
             let r = (inst.fns.fp_v1_0().create_device)(pd, down, p_allocator, p_device);
             if r != vk::Result::SUCCESS {
                 return r;
             }
             let handle = *p_device;
-            let fns = ash::Device::load_with(
-                |name| std::mem::transmute(next_gdpa(handle, name.as_ptr())),
-                handle,
-            );
-            let next_create_shaders =
-                next_gdpa(handle, c"vkCreateShadersEXT".as_ptr()).map(|f| std::mem::transmute(f));
+            let fns = ash::Device::load_with(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())), handle);
+            let next_create_shaders = next_gdpa(handle, c"vkCreateShadersEXT".as_ptr()).map(|f| std::mem::transmute(f));
             // Shaders need the layer only where the application enabled interlock.
-            let interlock = stripped
-                .map(|s| s.interlock)
-                .filter(|i| i.extension_enabled);
-            if interlock
-                .as_ref()
-                .is_some_and(|i| i.strategy == "serialized")
-                && !facts.is_llvmpipe()
-            {
+            let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled);
+            if interlock.as_ref().is_some_and(|i| i.strategy == "serialized") && !facts.is_llvmpipe() {
                 inst.log.warn(
                     "OVERLAP-Interlock-Serialized-Inexact",
                     &format!("interlock_strategy=serialized on {}: exact only where the rasterizer shades overlapping fragments in primitive order (llvmpipe)", facts.device_name),
@@ -588,19 +511,11 @@ unsafe extern "system" fn create_device(
                 interlock,
                 next_create_shaders,
             };
-            let driver = if data.facts.driver_name.is_empty() {
-                "driver name not reported"
-            } else {
-                &data.facts.driver_name
-            };
+            let driver =
+                if data.facts.driver_name.is_empty() { "driver name not reported" } else { &data.facts.driver_name };
             data.log().info(
                 "OVERLAP-Device-Plan",
-                &format!(
-                    "{} ({driver}): {}; hooks: {}",
-                    data.facts.device_name,
-                    data.plan,
-                    data.hooks_description()
-                ),
+                &format!("{} ({driver}): {}; hooks: {}", data.facts.device_name, data.plan, data.hooks_description()),
             );
             state::insert_device(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
@@ -615,27 +530,19 @@ unsafe fn features2(
     p: *mut vk::PhysicalDeviceFeatures2,
     next: vk::PFN_vkGetPhysicalDeviceFeatures2,
 ) {
-    let emulates_interlock =
-        state::physical_device(pd).is_some_and(|pdd| pdd.plan().interlock_strategy().is_some());
+    let emulates_interlock = state::physical_device(pd).is_some_and(|pdd| pdd.plan().interlock_strategy().is_some());
     if !emulates_interlock {
         return next(pd, p);
     }
     let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
     pnext::without_output(p as *mut vk::BaseOutStructure, s_type, || next(pd, p));
-    if let Some(f) =
-        pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>((*p).p_next)
-    {
+    if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>((*p).p_next) {
         crate::interlock::fill_features(f);
     }
 }
 
-unsafe extern "system" fn get_physical_device_features2(
-    pd: vk::PhysicalDevice,
-    p: *mut vk::PhysicalDeviceFeatures2,
-) {
-    let next = |pd| {
-        state::physical_device(pd).map(|d| d.instance.fns.fp_v1_1().get_physical_device_features2)
-    };
+unsafe extern "system" fn get_physical_device_features2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceFeatures2) {
+    let next = |pd| state::physical_device(pd).map(|d| d.instance.fns.fp_v1_1().get_physical_device_features2);
     guard::entry(
         "vkGetPhysicalDeviceFeatures2",
         || {
@@ -655,9 +562,7 @@ unsafe extern "system" fn get_physical_device_features2_khr(
     pd: vk::PhysicalDevice,
     p: *mut vk::PhysicalDeviceFeatures2,
 ) {
-    let next = |pd| {
-        state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_features2_khr)
-    };
+    let next = |pd| state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_features2_khr);
     guard::entry(
         "vkGetPhysicalDeviceFeatures2KHR",
         || {
@@ -673,10 +578,7 @@ unsafe extern "system" fn get_physical_device_features2_khr(
     )
 }
 
-unsafe extern "system" fn destroy_device(
-    device: vk::Device,
-    p_allocator: *const vk::AllocationCallbacks,
-) {
+unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
     if device == vk::Device::null() {
         return;
     }

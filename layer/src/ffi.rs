@@ -83,13 +83,9 @@ unsafe fn find_link_info(mut p_next: *const c_void, s_type: vk::StructureType) -
 /// # Safety
 /// `create_info` must be the `VkInstanceCreateInfo` the loader passed to this
 /// layer's `vkCreateInstance`.
-pub unsafe fn take_instance_link(
-    create_info: *const vk::InstanceCreateInfo,
-) -> Option<vk::PFN_vkGetInstanceProcAddr> {
-    let info = find_link_info(
-        (*create_info).p_next,
-        vk::StructureType::LOADER_INSTANCE_CREATE_INFO,
-    ) as *mut LayerInstanceCreateInfo;
+pub unsafe fn take_instance_link(create_info: *const vk::InstanceCreateInfo) -> Option<vk::PFN_vkGetInstanceProcAddr> {
+    let info = find_link_info((*create_info).p_next, vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
+        as *mut LayerInstanceCreateInfo;
     if info.is_null() {
         return None;
     }
@@ -111,10 +107,8 @@ pub unsafe fn take_instance_link(
 pub unsafe fn take_device_link(
     create_info: *const vk::DeviceCreateInfo,
 ) -> Option<(vk::PFN_vkGetInstanceProcAddr, vk::PFN_vkGetDeviceProcAddr)> {
-    let info = find_link_info(
-        (*create_info).p_next,
-        vk::StructureType::LOADER_DEVICE_CREATE_INFO,
-    ) as *mut LayerDeviceCreateInfo;
+    let info = find_link_info((*create_info).p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO)
+        as *mut LayerDeviceCreateInfo;
     if info.is_null() {
         return None;
     }
@@ -122,10 +116,7 @@ pub unsafe fn take_device_link(
     if link.is_null() {
         return None;
     }
-    let out = (
-        (*link).pfn_next_get_instance_proc_addr,
-        (*link).pfn_next_get_device_proc_addr,
-    );
+    let out = ((*link).pfn_next_get_instance_proc_addr, (*link).pfn_next_get_device_proc_addr);
     (*info).u[0] = (*link).p_next as *mut c_void;
     Some(out)
 }

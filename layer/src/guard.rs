@@ -45,11 +45,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs `body`; on a panic, logs it and runs `fallback`.
 #[inline]
-pub fn entry<R: OnPanic>(
-    command: &'static str,
-    body: impl FnOnce() -> R,
-    fallback: impl FnOnce() -> R,
-) -> R {
+pub fn entry<R: OnPanic>(command: &'static str, body: impl FnOnce() -> R, fallback: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
         Err(payload) => {

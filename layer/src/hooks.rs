@@ -103,11 +103,7 @@ pub fn shader_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// The hook for `name` on `dev`, if the layer installs one there.
 pub fn device_hook_for(dev: &crate::state::DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let force = dev.plan.force_hooks;
-    let shaders = if dev.rewrites_shaders() || force {
-        shader_hook(name)
-    } else {
-        None
-    };
+    let shaders = if dev.rewrites_shaders() || force { shader_hook(name) } else { None };
     shaders.or_else(|| if force { passthrough_hook(name) } else { None })
 }
 

@@ -51,17 +51,11 @@ pub enum StripError {
 ///
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
-pub unsafe fn strip(
-    info: &vk::DeviceCreateInfo,
-    strategy: &'static str,
-) -> Result<StrippedDeviceInfo, StripError> {
+pub unsafe fn strip(info: &vk::DeviceCreateInfo, strategy: &'static str) -> Result<StrippedDeviceInfo, StripError> {
     let names: &[*const c_char] = if info.enabled_extension_count == 0 {
         &[]
     } else {
-        std::slice::from_raw_parts(
-            info.pp_enabled_extension_names,
-            info.enabled_extension_count as usize,
-        )
+        std::slice::from_raw_parts(info.pp_enabled_extension_names, info.enabled_extension_count as usize)
     };
     let is_ours = |n: &*const c_char| CStr::from_ptr(*n) == INTERLOCK_EXTENSION;
     let extension_enabled = names.iter().any(is_ours);
@@ -70,9 +64,7 @@ pub unsafe fn strip(
     let (mut pixel, mut sample) = (false, false);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>() {
         if f.fragment_shader_shading_rate_interlock == vk::TRUE {
-            return Err(StripError::FeatureNotPresent(
-                "fragmentShaderShadingRateInterlock",
-            ));
+            return Err(StripError::FeatureNotPresent("fragmentShaderShadingRateInterlock"));
         }
         pixel = f.fragment_shader_pixel_interlock == vk::TRUE;
         sample = f.fragment_shader_sample_interlock == vk::TRUE;
@@ -81,19 +73,10 @@ pub unsafe fn strip(
     let mut out: vk::DeviceCreateInfo<'static> = std::mem::transmute_copy(info);
     out.p_next = chain.head();
     out.enabled_extension_count = kept.len() as u32;
-    out.pp_enabled_extension_names = if kept.is_empty() {
-        std::ptr::null()
-    } else {
-        kept.as_ptr()
-    };
+    out.pp_enabled_extension_names = if kept.is_empty() { std::ptr::null() } else { kept.as_ptr() };
     Ok(StrippedDeviceInfo {
         info: out,
-        interlock: DeviceInterlock {
-            strategy,
-            extension_enabled,
-            pixel,
-            sample,
-        },
+        interlock: DeviceInterlock { strategy, extension_enabled, pixel, sample },
         _names: kept,
         _chain: chain,
     })
@@ -106,24 +89,16 @@ mod tests {
     #[test]
     fn strips_name_and_features_and_remembers_them() {
         let names = [c"VK_KHR_swapchain".as_ptr(), INTERLOCK_EXTENSION.as_ptr()];
-        let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
-            .fragment_shader_pixel_interlock(true);
+        let mut f =
+            vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default().fragment_shader_pixel_interlock(true);
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let info = vk::DeviceCreateInfo::default()
-            .enabled_extension_names(&names)
-            .push_next(&mut f)
-            .push_next(&mut v12);
+        let info =
+            vk::DeviceCreateInfo::default().enabled_extension_names(&names).push_next(&mut f).push_next(&mut v12);
         let s = unsafe { strip(&info, "serialized") }.unwrap();
         assert_eq!(s.info.enabled_extension_count, 1);
-        assert_eq!(
-            unsafe { CStr::from_ptr(*s.info.pp_enabled_extension_names) },
-            c"VK_KHR_swapchain"
-        );
+        assert_eq!(unsafe { CStr::from_ptr(*s.info.pp_enabled_extension_names) }, c"VK_KHR_swapchain");
         unsafe {
-            assert!(
-                pnext::find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(s.info.p_next)
-                    .is_none()
-            );
+            assert!(pnext::find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(s.info.p_next).is_none());
             assert!(pnext::find::<vk::PhysicalDeviceVulkan12Features>(s.info.p_next).is_some());
         }
         assert!(s.interlock.extension_enabled && s.interlock.pixel && !s.interlock.sample);
@@ -134,9 +109,6 @@ mod tests {
         let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_shading_rate_interlock(true);
         let info = vk::DeviceCreateInfo::default().push_next(&mut f);
-        assert!(matches!(
-            unsafe { strip(&info, "serialized") },
-            Err(StripError::FeatureNotPresent(_))
-        ));
+        assert!(matches!(unsafe { strip(&info, "serialized") }, Err(StripError::FeatureNotPresent(_))));
     }
 }

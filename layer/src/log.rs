@@ -61,10 +61,7 @@ pub unsafe fn chained_messengers(mut p_next: *const c_void) -> Vec<Messenger> {
         let base = &*(p_next as *const vk::BaseInStructure);
         if base.s_type == vk::StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT {
             let info = &*(p_next as *const vk::DebugUtilsMessengerCreateInfoEXT);
-            out.extend(Messenger::from_create_info(
-                info,
-                vk::DebugUtilsMessengerEXT::null(),
-            ));
+            out.extend(Messenger::from_create_info(info, vk::DebugUtilsMessengerEXT::null()));
         }
         p_next = base.p_next as *const c_void;
     }
@@ -89,18 +86,12 @@ fn severity_bit(level: LogLevel) -> vk::DebugUtilsMessageSeverityFlagsEXT {
 
 /// A stable 32-bit number for a message id (FNV-1a), for `messageIdNumber`.
 pub fn id_number(id: &str) -> i32 {
-    id.bytes().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ b as u32).wrapping_mul(0x0100_0193)
-    }) as i32
+    id.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193)) as i32
 }
 
 impl Logger {
     pub fn new(level: LogLevel, messengers: Vec<Messenger>) -> Logger {
-        Logger {
-            level,
-            messengers: Mutex::new(messengers),
-            said: Mutex::new(HashSet::new()),
-        }
+        Logger { level, messengers: Mutex::new(messengers), said: Mutex::new(HashSet::new()) }
     }
 
     pub fn level(&self) -> LogLevel {
@@ -108,12 +99,7 @@ impl Logger {
     }
 
     pub fn enabled(&self, level: LogLevel) -> bool {
-        level <= self.level
-            || self
-                .messengers
-                .lock()
-                .iter()
-                .any(|m| m.severity.contains(severity_bit(level)))
+        level <= self.level || self.messengers.lock().iter().any(|m| m.severity.contains(severity_bit(level)))
     }
 
     pub fn add_messenger(&self, m: Messenger) {
@@ -130,24 +116,15 @@ impl Logger {
             return;
         }
         if level <= self.level {
-            eprintln!(
-                "[overlap] {:5} {id}: {message}",
-                level.name().to_uppercase()
-            );
+            eprintln!("[overlap] {:5} {id}: {message}", level.name().to_uppercase());
         }
         let bit = severity_bit(level);
-        let targets: Vec<Messenger> = self
-            .messengers
-            .lock()
-            .iter()
-            .filter(|m| m.severity.contains(bit))
-            .copied()
-            .collect();
+        let targets: Vec<Messenger> =
+            self.messengers.lock().iter().filter(|m| m.severity.contains(bit)).copied().collect();
         if targets.is_empty() {
             return;
         }
-        let (Ok(c_id), Ok(c_msg)) = (CString::new(id), CString::new(message.replace('\0', " ")))
-        else {
+        let (Ok(c_id), Ok(c_msg)) = (CString::new(id), CString::new(message.replace('\0', " "))) else {
             return;
         };
         let data = vk::DebugUtilsMessengerCallbackDataEXT {
@@ -194,10 +171,5 @@ impl Logger {
 /// stderr only).
 pub fn global() -> &'static Logger {
     static GLOBAL: std::sync::OnceLock<Logger> = std::sync::OnceLock::new();
-    GLOBAL.get_or_init(|| {
-        Logger::new(
-            crate::settings::Settings::from_environment().0.log_level,
-            Vec::new(),
-        )
-    })
+    GLOBAL.get_or_init(|| Logger::new(crate::settings::Settings::from_environment().0.log_level, Vec::new()))
 }

@@ -55,10 +55,7 @@ mod tests {
     use serde_json::Value;
 
     fn parse(kind: Kind) -> Value {
-        serde_json::from_str(
-            &render(kind, Path::new("/opt/overlap/libVkLayer_overlap.so")).unwrap(),
-        )
-        .unwrap()
+        serde_json::from_str(&render(kind, Path::new("/opt/overlap/libVkLayer_overlap.so")).unwrap()).unwrap()
     }
 
     #[test]
@@ -67,20 +64,12 @@ mod tests {
             let m = parse(kind);
             assert_eq!(m["file_format_version"], "1.2.0");
             assert_eq!(m["layer"]["name"], crate::settings::LAYER_NAME);
-            assert_eq!(
-                m["layer"]["library_path"],
-                "/opt/overlap/libVkLayer_overlap.so"
-            );
+            assert_eq!(m["layer"]["library_path"], "/opt/overlap/libVkLayer_overlap.so");
         }
         let implicit = parse(Kind::Implicit);
         assert_eq!(implicit["layer"]["enable_environment"]["OVERLAP"], "1");
-        assert_eq!(
-            implicit["layer"]["disable_environment"]["DISABLE_OVERLAP"],
-            "1"
-        );
-        assert!(parse(Kind::Explicit)["layer"]
-            .get("disable_environment")
-            .is_none());
+        assert_eq!(implicit["layer"]["disable_environment"]["DISABLE_OVERLAP"], "1");
+        assert!(parse(Kind::Explicit)["layer"].get("disable_environment").is_none());
     }
 
     /// The manifests' `features.settings` mirror the settings table exactly.
@@ -104,12 +93,8 @@ mod tests {
                     SettingKind::Enum(values) => {
                         assert_eq!(s["type"], "ENUM");
                         assert_eq!(s["default"], def.default);
-                        let flags: Vec<&str> = s["flags"]
-                            .as_array()
-                            .unwrap()
-                            .iter()
-                            .map(|f| f["key"].as_str().unwrap())
-                            .collect();
+                        let flags: Vec<&str> =
+                            s["flags"].as_array().unwrap().iter().map(|f| f["key"].as_str().unwrap()).collect();
                         assert_eq!(flags, values);
                     }
                     SettingKind::String => assert_eq!(s["type"], "STRING"),

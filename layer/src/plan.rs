@@ -31,22 +31,13 @@ impl DriverFacts {
     ///
     /// # Safety
     /// `pd` must belong to `instance`.
-    pub unsafe fn query(
-        instance: &ash::Instance,
-        instance_api: u32,
-        pd: vk::PhysicalDevice,
-    ) -> DriverFacts {
+    pub unsafe fn query(instance: &ash::Instance, instance_api: u32, pd: vk::PhysicalDevice) -> DriverFacts {
         let props = instance.get_physical_device_properties(pd);
         let extensions: Vec<String> = instance
             .enumerate_device_extension_properties(pd)
             .unwrap_or_default()
             .iter()
-            .map(|e| {
-                e.extension_name_as_c_str()
-                    .unwrap_or(c"")
-                    .to_string_lossy()
-                    .into_owned()
-            })
+            .map(|e| e.extension_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned())
             .collect();
         let has = |n: &str| extensions.iter().any(|e| e == n);
         let mut driver_id = None;
@@ -59,16 +50,10 @@ impl DriverFacts {
             let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
             instance.get_physical_device_properties2(pd, &mut p2);
             driver_id = Some(driver.driver_id);
-            driver_name = driver
-                .driver_name_as_c_str()
-                .unwrap_or(c"")
-                .to_string_lossy()
-                .into_owned();
+            driver_name = driver.driver_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned();
         }
         DriverFacts {
-            device_name: CStr::from_ptr(props.device_name.as_ptr())
-                .to_string_lossy()
-                .into_owned(),
+            device_name: CStr::from_ptr(props.device_name.as_ptr()).to_string_lossy().into_owned(),
             vendor_id: props.vendor_id,
             api_version: props.api_version,
             driver_id,
@@ -133,9 +118,7 @@ fn interlock(settings: &Settings, facts: &DriverFacts) -> Capability {
         "spinlock" => Capability::Off("the spinlock strategy is not implemented in this build"),
         _ if native => Capability::Native,
         _ if facts.is_llvmpipe() => Capability::Emulated("serialized"),
-        _ => Capability::Off(
-            "this driver needs the spinlock strategy, not implemented in this build",
-        ),
+        _ => Capability::Off("this driver needs the spinlock strategy, not implemented in this build"),
     }
 }
 
@@ -149,23 +132,13 @@ impl Plan {
         } else {
             Capability::Off(NOT_YET)
         };
-        let varyings = if settings.varyings == "off" {
-            Capability::Off("varyings=off")
-        } else {
-            Capability::Off(NOT_YET)
-        };
-        Plan {
-            interlock,
-            fdm,
-            varyings,
-            force_hooks: settings.force_enable,
-        }
+        let varyings =
+            if settings.varyings == "off" { Capability::Off("varyings=off") } else { Capability::Off(NOT_YET) };
+        Plan { interlock, fdm, varyings, force_hooks: settings.force_enable }
     }
 
     pub fn emulates_anything(&self) -> bool {
-        [&self.interlock, &self.fdm, &self.varyings]
-            .iter()
-            .any(|c| matches!(c, Capability::Emulated(_)))
+        [&self.interlock, &self.fdm, &self.varyings].iter().any(|c| matches!(c, Capability::Emulated(_)))
     }
 
     /// The interlock strategy the layer runs, if it provides interlock.
@@ -213,10 +186,7 @@ mod tests {
 
     #[test]
     fn native_extensions_pass_through() {
-        let p = Plan::new(
-            &Settings::defaults(),
-            &facts(&["VK_EXT_fragment_shader_interlock"]),
-        );
+        let p = Plan::new(&Settings::defaults(), &facts(&["VK_EXT_fragment_shader_interlock"]));
         assert_eq!(p.interlock, Capability::Native);
         assert!(!p.emulates_anything());
     }
@@ -233,34 +203,14 @@ mod tests {
             s.interlock_strategy = strategy;
             s
         };
-        assert_eq!(
-            Plan::new(&with("auto"), &llvmpipe).interlock_strategy(),
-            Some("serialized")
-        );
-        assert!(Plan::new(&with("auto"), &llvmpipe)
-            .added_extensions()
-            .iter()
-            .any(|(n, _)| *n == INTERLOCK_EXTENSION));
-        assert_eq!(
-            Plan::new(&with("auto"), &nvidia).interlock,
-            Capability::Native
-        );
-        assert!(Plan::new(&with("auto"), &nvidia)
-            .added_extensions()
-            .is_empty());
-        assert!(matches!(
-            Plan::new(&with("auto"), &gpu).interlock,
-            Capability::Off(_)
-        ));
-        assert!(matches!(
-            Plan::new(&with("native"), &llvmpipe).interlock,
-            Capability::Off(_)
-        ));
+        assert_eq!(Plan::new(&with("auto"), &llvmpipe).interlock_strategy(), Some("serialized"));
+        assert!(Plan::new(&with("auto"), &llvmpipe).added_extensions().iter().any(|(n, _)| *n == INTERLOCK_EXTENSION));
+        assert_eq!(Plan::new(&with("auto"), &nvidia).interlock, Capability::Native);
+        assert!(Plan::new(&with("auto"), &nvidia).added_extensions().is_empty());
+        assert!(matches!(Plan::new(&with("auto"), &gpu).interlock, Capability::Off(_)));
+        assert!(matches!(Plan::new(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
         // A forced strategy replaces even a native implementation.
-        assert_eq!(
-            Plan::new(&with("serialized"), &nvidia).interlock_strategy(),
-            Some("serialized")
-        );
+        assert_eq!(Plan::new(&with("serialized"), &nvidia).interlock_strategy(), Some("serialized"));
     }
 
     #[test]

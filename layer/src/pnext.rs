@@ -53,10 +53,7 @@ impl Chain {
                 .ok_or(UnknownStructure(base.s_type))?;
             let mut words = vec![0u64; size.div_ceil(8)];
             std::ptr::copy_nonoverlapping(p_next as *const u8, words.as_mut_ptr() as *mut u8, size);
-            nodes.push(Node {
-                s_type: base.s_type,
-                words,
-            });
+            nodes.push(Node { s_type: base.s_type, words });
             p_next = base.p_next as *const c_void;
         }
         Ok(Chain { nodes })
@@ -95,21 +92,13 @@ impl Chain {
     /// Links the copies in order and returns the head (null when empty).
     /// The pointer stays valid until the chain is edited or dropped.
     pub fn head(&mut self) -> *const c_void {
-        let ptrs: Vec<*mut u64> = self
-            .nodes
-            .iter_mut()
-            .map(|n| n.words.as_mut_ptr())
-            .collect();
+        let ptrs: Vec<*mut u64> = self.nodes.iter_mut().map(|n| n.words.as_mut_ptr()).collect();
         for (i, p) in ptrs.iter().enumerate() {
             let next = ptrs.get(i + 1).copied().unwrap_or(std::ptr::null_mut());
             // SAFETY: every node starts with the VkBaseOutStructure header.
-            unsafe {
-                (*(*p as *mut vk::BaseOutStructure)).p_next = next as *mut vk::BaseOutStructure
-            };
+            unsafe { (*(*p as *mut vk::BaseOutStructure)).p_next = next as *mut vk::BaseOutStructure };
         }
-        ptrs.first()
-            .map(|p| *p as *const c_void)
-            .unwrap_or(std::ptr::null())
+        ptrs.first().map(|p| *p as *const c_void).unwrap_or(std::ptr::null())
     }
 }
 
@@ -182,13 +171,10 @@ mod tests {
     #[test]
     fn copy_edit_and_relink() {
         let mut a = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let mut b = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
-            .fragment_shader_pixel_interlock(true);
+        let mut b =
+            vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default().fragment_shader_pixel_interlock(true);
         let mut c = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
-        let info = vk::DeviceCreateInfo::default()
-            .push_next(&mut a)
-            .push_next(&mut b)
-            .push_next(&mut c);
+        let info = vk::DeviceCreateInfo::default().push_next(&mut a).push_next(&mut b).push_next(&mut c);
         let mut chain = unsafe { Chain::copy(info.p_next) }.unwrap();
         assert!(
             chain
@@ -197,28 +183,14 @@ mod tests {
                 .fragment_shader_pixel_interlock
                 == vk::TRUE
         );
-        assert!(
-            chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT)
-        );
+        assert!(chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT));
         let head = chain.head();
         unsafe {
             assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(head).is_none());
-            assert_eq!(
-                find::<vk::PhysicalDeviceVulkan12Features>(head)
-                    .unwrap()
-                    .timeline_semaphore,
-                vk::TRUE
-            );
-            assert_eq!(
-                find::<vk::PhysicalDeviceVulkan13Features>(head)
-                    .unwrap()
-                    .dynamic_rendering,
-                vk::TRUE
-            );
+            assert_eq!(find::<vk::PhysicalDeviceVulkan12Features>(head).unwrap().timeline_semaphore, vk::TRUE);
+            assert_eq!(find::<vk::PhysicalDeviceVulkan13Features>(head).unwrap().dynamic_rendering, vk::TRUE);
             // The application's chain is untouched.
-            assert!(
-                find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(info.p_next).is_some()
-            );
+            assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(info.p_next).is_some());
         }
     }
 
@@ -230,10 +202,7 @@ mod tests {
             ..Default::default()
         };
         let r = unsafe { Chain::copy(&mut odd as *mut _ as *const c_void) };
-        assert_eq!(
-            r.err(),
-            Some(UnknownStructure(vk::StructureType::from_raw(0x7fff_fff0)))
-        );
+        assert_eq!(r.err(), Some(UnknownStructure(vk::StructureType::from_raw(0x7fff_fff0))));
     }
 
     #[test]
@@ -241,26 +210,14 @@ mod tests {
         let mut a = vk::PhysicalDeviceVulkan12Features::default();
         let mut b = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default();
         let mut c = vk::PhysicalDeviceVulkan13Features::default();
-        let mut f2 = vk::PhysicalDeviceFeatures2::default()
-            .push_next(&mut a)
-            .push_next(&mut b)
-            .push_next(&mut c);
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut a).push_next(&mut b).push_next(&mut c);
         let head = &mut f2 as *mut _ as *mut vk::BaseOutStructure;
         unsafe {
-            without_output(
-                head,
-                vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT,
-                || {
-                    assert!(
-                        find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(f2.p_next)
-                            .is_none()
-                    );
-                    assert!(find::<vk::PhysicalDeviceVulkan12Features>(f2.p_next).is_some());
-                },
-            );
-            assert!(
-                find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(f2.p_next).is_some()
-            );
+            without_output(head, vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT, || {
+                assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(f2.p_next).is_none());
+                assert!(find::<vk::PhysicalDeviceVulkan12Features>(f2.p_next).is_some());
+            });
+            assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(f2.p_next).is_some());
             assert!(find::<vk::PhysicalDeviceVulkan12Features>(f2.p_next).is_some());
             assert!(find::<vk::PhysicalDeviceVulkan13Features>(f2.p_next).is_some());
         }
@@ -270,15 +227,7 @@ mod tests {
     #[test]
     fn generated_struct_sizes_are_current() {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/struct_sizes.py");
-        let out = std::process::Command::new("python3")
-            .arg(script)
-            .arg("--check")
-            .output()
-            .expect("python3");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = std::process::Command::new("python3").arg(script).arg("--check").output().expect("python3");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }

@@ -47,9 +47,7 @@ pub struct SettingDef {
 }
 
 pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug"];
-pub const ARCHITECTURES: &[&str] = &[
-    "native", "gfx9", "gfx10", "gfx10_3", "gfx11", "a6xx", "a7xx",
-];
+pub const ARCHITECTURES: &[&str] = &["native", "gfx9", "gfx10", "gfx10_3", "gfx11", "a6xx", "a7xx"];
 pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spinlock"];
 pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
 pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
@@ -82,21 +80,24 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::Enum(INTERLOCK_STRATEGIES),
         default: "auto",
         label: "Interlock strategy",
-        description: "How VK_EXT_fragment_shader_interlock is provided: auto picks native, serialized (llvmpipe) or spinlock.",
+        description:
+            "How VK_EXT_fragment_shader_interlock is provided: auto picks native, serialized (llvmpipe) or spinlock.",
     },
     SettingDef {
         key: "fdm",
         kind: Kind::Enum(FDM_MODES),
         default: "binned",
         label: "Fragment density map",
-        description: "off hides VK_EXT_fragment_density_map; baseline shades at 1x1; binned renders bins at lower resolution.",
+        description:
+            "off hides VK_EXT_fragment_density_map; baseline shades at 1x1; binned renders bins at lower resolution.",
     },
     SettingDef {
         key: "varyings",
         kind: Kind::Enum(VARYINGS_LEVELS),
         default: "safe",
         label: "Varying linking",
-        description: "off leaves shader interfaces alone; safe applies bit-exact optimizations only; full also moves code.",
+        description:
+            "off leaves shader interfaces alone; safe applies bit-exact optimizations only; full also moves code.",
     },
     SettingDef {
         key: "validate_shaders",
@@ -117,7 +118,8 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::String,
         default: "",
         label: "Debug: panic in hook",
-        description: "Testing only: the hook of this Vulkan command panics, to prove panics never reach the application.",
+        description:
+            "Testing only: the hook of this Vulkan command panics, to prove panics never reach the application.",
     },
 ];
 
@@ -187,10 +189,7 @@ impl RawSettings {
         if find_def(key).is_none() {
             self.diagnostics.push(Diagnostic {
                 id: "OVERLAP-Setting-Unknown",
-                message: format!(
-                    "unknown setting '{key}' (from {}) is ignored",
-                    source.describe()
-                ),
+                message: format!("unknown setting '{key}' (from {}) is ignored", source.describe()),
             });
             return;
         }
@@ -211,11 +210,7 @@ pub fn env_name(key: &str) -> String {
 pub fn settings_file() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("VK_LAYER_SETTINGS_PATH") {
         let p = PathBuf::from(p);
-        let file = if p.is_dir() {
-            p.join("vk_layer_settings.txt")
-        } else {
-            p
-        };
+        let file = if p.is_dir() { p.join("vk_layer_settings.txt") } else { p };
         return file.is_file().then_some(file);
     }
     let data_home = std::env::var_os("XDG_DATA_HOME")
@@ -256,13 +251,12 @@ pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(
         let base = &*(p_next as *const vk::BaseInStructure);
         if base.s_type == vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT {
             let info = &*(p_next as *const vk::LayerSettingsCreateInfoEXT);
-            let settings: &[vk::LayerSettingEXT] =
-                if info.setting_count == 0 || info.p_settings.is_null() {
-                    &[]
-                } else {
-                    // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter.
-                    std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
-                };
+            let settings: &[vk::LayerSettingEXT] = if info.setting_count == 0 || info.p_settings.is_null() {
+                &[]
+            } else {
+                // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter.
+                std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
+            };
             for s in settings {
                 if s.p_layer_name.is_null() || s.p_setting_name.is_null() {
                     continue;
@@ -270,9 +264,7 @@ pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(
                 if CStr::from_ptr(s.p_layer_name).to_bytes() != LAYER_NAME.as_bytes() {
                     continue;
                 }
-                let key = CStr::from_ptr(s.p_setting_name)
-                    .to_string_lossy()
-                    .into_owned();
+                let key = CStr::from_ptr(s.p_setting_name).to_string_lossy().into_owned();
                 if let Some(v) = setting_value_string(s) {
                     out.push((key, v));
                 }
@@ -300,10 +292,7 @@ unsafe fn is_own_settings(info: &vk::LayerSettingsCreateInfoEXT) -> bool {
     }
     std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
         .iter()
-        .all(|s| {
-            !s.p_layer_name.is_null()
-                && CStr::from_ptr(s.p_layer_name).to_bytes() == LAYER_NAME.as_bytes()
-        })
+        .all(|s| !s.p_layer_name.is_null() && CStr::from_ptr(s.p_layer_name).to_bytes() == LAYER_NAME.as_bytes())
 }
 
 /// See [`StrippedInstanceInfo`]; `None` when there is nothing to unlink.
@@ -319,10 +308,7 @@ pub unsafe fn strip_own_settings(info: &vk::InstanceCreateInfo) -> Option<Stripp
     chain.remove(vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT);
     let mut out: vk::InstanceCreateInfo<'static> = std::mem::transmute_copy(info);
     out.p_next = chain.head();
-    Some(StrippedInstanceInfo {
-        info: out,
-        _chain: chain,
-    })
+    Some(StrippedInstanceInfo { info: out, _chain: chain })
 }
 
 /// The first value of a `VkLayerSettingEXT`, as text.
@@ -376,11 +362,7 @@ impl RawSettings {
             let Some(key) = name.strip_prefix(ENV_PREFIX) else {
                 continue;
             };
-            raw.offer(
-                &key.to_ascii_lowercase(),
-                value.to_string_lossy().into_owned(),
-                Source::Environment,
-            );
+            raw.offer(&key.to_ascii_lowercase(), value.to_string_lossy().into_owned(), Source::Environment);
         }
         raw
     }
@@ -430,9 +412,7 @@ impl RawSettings {
             fdm: enum_value(FDM_MODES, get("fdm")),
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
             validate_shaders: get("validate_shaders") == "true",
-            dump_shaders: Some(get("dump_shaders"))
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from),
+            dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),
         };
         (settings, self.diagnostics)
@@ -468,9 +448,7 @@ impl Settings {
     ///
     /// # Safety
     /// `create_info` must be a valid `VkInstanceCreateInfo`.
-    pub unsafe fn for_instance(
-        create_info: &vk::InstanceCreateInfo,
-    ) -> (Settings, Vec<Diagnostic>) {
+    pub unsafe fn for_instance(create_info: &vk::InstanceCreateInfo) -> (Settings, Vec<Diagnostic>) {
         RawSettings::gather(create_info_settings(create_info.p_next)).resolve()
     }
 
@@ -506,11 +484,7 @@ mod tests {
 
     #[test]
     fn typed_values_parse() {
-        let (s, d) = resolve(&[
-            ("force_enable", "1"),
-            ("architecture", "GFX10_3"),
-            ("log_level", "debug"),
-        ]);
+        let (s, d) = resolve(&[("force_enable", "1"), ("architecture", "GFX10_3"), ("log_level", "debug")]);
         assert!(d.is_empty(), "{d:?}");
         assert!(s.force_enable);
         assert_eq!(s.architecture, "gfx10_3");
@@ -524,15 +498,8 @@ mod tests {
         assert!(!s.force_enable);
         assert_eq!(d.len(), 2);
         assert!(d.iter().all(|d| d.id == "OVERLAP-Setting-Invalid"));
-        let fdm = d
-            .iter()
-            .find(|d| d.message.contains("'fdm' = 'sometimes'"))
-            .expect("fdm diagnostic");
-        assert!(
-            fdm.message.contains("off, baseline, binned"),
-            "{}",
-            fdm.message
-        );
+        let fdm = d.iter().find(|d| d.message.contains("'fdm' = 'sometimes'")).expect("fdm diagnostic");
+        assert!(fdm.message.contains("off, baseline, binned"), "{}", fdm.message);
     }
 
     #[test]
@@ -556,10 +523,7 @@ mod tests {
         let text = "# comment\noverlap_emulation.fdm = baseline\nkhronos_validation.foo = 1\n  overlap_emulation.force_enable=true \n";
         assert_eq!(
             parse_settings_file(text),
-            vec![
-                ("fdm".to_string(), "baseline".to_string()),
-                ("force_enable".to_string(), "true".to_string())
-            ]
+            vec![("fdm".to_string(), "baseline".to_string()), ("force_enable".to_string(), "true".to_string())]
         );
     }
 
@@ -600,10 +564,7 @@ mod tests {
         let got = unsafe { create_info_settings(&info as *const _ as *const _) };
         assert_eq!(
             got,
-            vec![
-                ("force_enable".to_string(), "true".to_string()),
-                ("architecture".to_string(), "gfx11".to_string())
-            ]
+            vec![("force_enable".to_string(), "true".to_string()), ("architecture".to_string(), "gfx11".to_string())]
         );
     }
 }

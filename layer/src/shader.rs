@@ -29,10 +29,7 @@ unsafe fn words<'a>(p_code: *const u32, code_size: usize) -> &'a [u32] {
 }
 
 fn target_env(dev: &DeviceData) -> TargetEnv {
-    let v = dev
-        .facts
-        .api_version
-        .min(dev.instance.api_version.max(vk::API_VERSION_1_0));
+    let v = dev.facts.api_version.min(dev.instance.api_version.max(vk::API_VERSION_1_0));
     match vk::api_version_minor(v) {
         0 => TargetEnv::Vulkan1_0,
         1 => TargetEnv::Vulkan1_1,
@@ -42,9 +39,7 @@ fn target_env(dev: &DeviceData) -> TargetEnv {
 }
 
 fn fnv(words: &[u32]) -> u64 {
-    words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| {
-        (h ^ *w as u64).wrapping_mul(0x100_0000_01b3)
-    })
+    words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| (h ^ *w as u64).wrapping_mul(0x100_0000_01b3))
 }
 
 fn dump(dev: &DeviceData, input: &[u32], output: &[u32]) {
@@ -54,8 +49,7 @@ fn dump(dev: &DeviceData, input: &[u32], output: &[u32]) {
     let name = format!("{:016x}", fnv(input));
     let write = |suffix: &str, w: &[u32]| {
         let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
-        std::fs::create_dir_all(dir)
-            .and_then(|_| std::fs::write(dir.join(format!("{name}.{suffix}.spv")), bytes))
+        std::fs::create_dir_all(dir).and_then(|_| std::fs::write(dir.join(format!("{name}.{suffix}.spv")), bytes))
     };
     if let Err(e) = write("in", input).and_then(|_| write("out", output)) {
         dev.log().log_once(
@@ -77,10 +71,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
     let mut module = match overlap_shaders::parse(code) {
         Ok(m) => m,
         Err(e) => {
-            log.warn(
-                "OVERLAP-Shader-Skipped",
-                &format!("a module using interlock is passed down unchanged: {e}"),
-            );
+            log.warn("OVERLAP-Shader-Skipped", &format!("a module using interlock is passed down unchanged: {e}"));
             return None;
         }
     };
@@ -89,9 +80,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
         other => {
             log.warn(
                 "OVERLAP-Shader-Skipped",
-                &format!(
-                    "interlock strategy {other} cannot lower this module; passed down unchanged"
-                ),
+                &format!("interlock strategy {other} cannot lower this module; passed down unchanged"),
             );
             return None;
         }
@@ -101,11 +90,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
     if dev.settings().validate_shaders {
         if let Err(e) = overlap_shaders::validate(&out, target_env(dev)) {
             let input_valid = overlap_shaders::validate(code, target_env(dev)).is_ok();
-            let id = if input_valid {
-                "OVERLAP-Shader-Invalid-Output"
-            } else {
-                "OVERLAP-Shader-Invalid-Input"
-            };
+            let id = if input_valid { "OVERLAP-Shader-Invalid-Output" } else { "OVERLAP-Shader-Invalid-Input" };
             log.error(
                 id,
                 &format!(
@@ -121,13 +106,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
         let modes: Vec<String> = report.modes.iter().map(|m| m.to_string()).collect();
         log.debug(
             "OVERLAP-Shader-Rewritten",
-            &format!(
-                "{}: {} ({} begin / {} end removed)",
-                il.strategy,
-                modes.join(", "),
-                report.begins,
-                report.ends
-            ),
+            &format!("{}: {} ({} begin / {} end removed)", il.strategy, modes.join(", "), report.begins, report.ends),
         );
     }
     Some(out)
@@ -140,9 +119,7 @@ pub unsafe extern "system" fn create_shader_module(
     out: *mut vk::ShaderModule,
 ) -> vk::Result {
     const NAME: &str = "vkCreateShaderModule";
-    let next = move || {
-        (state::device(device).fns.fp_v1_0().create_shader_module)(device, info, alloc, out)
-    };
+    let next = move || (state::device(device).fns.fp_v1_0().create_shader_module)(device, info, alloc, out);
     guard::entry(
         NAME,
         || {
@@ -172,10 +149,7 @@ struct RewrittenStages {
     _code: Vec<Vec<u32>>,
 }
 
-unsafe fn rewrite_stages(
-    dev: &DeviceData,
-    stages: &[vk::PipelineShaderStageCreateInfo],
-) -> Option<RewrittenStages> {
+unsafe fn rewrite_stages(dev: &DeviceData, stages: &[vk::PipelineShaderStageCreateInfo]) -> Option<RewrittenStages> {
     let mut out: Option<RewrittenStages> = None;
     for (i, stage) in stages.iter().enumerate() {
         if stage.module != vk::ShaderModule::null() {
@@ -197,9 +171,7 @@ unsafe fn rewrite_stages(
                 continue;
             }
         };
-        let m = chain
-            .get_mut::<vk::ShaderModuleCreateInfo>()
-            .expect("copied");
+        let m = chain.get_mut::<vk::ShaderModuleCreateInfo>().expect("copied");
         m.code_size = code.len() * 4;
         m.p_code = code.as_ptr();
         let r = out.get_or_insert_with(|| RewrittenStages {
@@ -224,10 +196,7 @@ pub unsafe extern "system" fn create_graphics_pipelines(
 ) -> vk::Result {
     const NAME: &str = "vkCreateGraphicsPipelines";
     let next = move || {
-        (state::device(device)
-            .fns
-            .fp_v1_0()
-            .create_graphics_pipelines)(device, cache, count, infos, alloc, out)
+        (state::device(device).fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out)
     };
     guard::entry(
         NAME,
@@ -261,14 +230,7 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                     c
                 })
                 .collect();
-            (dev.fns.fp_v1_0().create_graphics_pipelines)(
-                device,
-                cache,
-                count,
-                copies.as_ptr(),
-                alloc,
-                out,
-            )
+            (dev.fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, copies.as_ptr(), alloc, out)
         },
         next,
     )
@@ -301,13 +263,8 @@ pub unsafe extern "system" fn create_shaders_ext(
             let infos_in = std::slice::from_raw_parts(infos, count as usize);
             let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
             for info in infos_in {
-                let spirv =
-                    info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
-                code.push(if spirv {
-                    rewrite(dev, words(info.p_code as *const u32, info.code_size))
-                } else {
-                    None
-                });
+                let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
+                code.push(if spirv { rewrite(dev, words(info.p_code as *const u32, info.code_size)) } else { None });
             }
             if code.iter().all(Option::is_none) {
                 return next();

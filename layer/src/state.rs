@@ -42,22 +42,16 @@ pub struct InstanceExtFns {
 impl InstanceExtFns {
     /// # Safety
     /// `instance` must have just been created through `gipa`.
-    pub unsafe fn load(
-        gipa: vk::PFN_vkGetInstanceProcAddr,
-        instance: vk::Instance,
-    ) -> InstanceExtFns {
+    pub unsafe fn load(gipa: vk::PFN_vkGetInstanceProcAddr, instance: vk::Instance) -> InstanceExtFns {
         let get = |name: &std::ffi::CStr| gipa(instance, name.as_ptr());
         // SAFETY: each pointer is cast to the type of the command it was asked for.
         InstanceExtFns {
-            create_debug_utils_messenger: get(c"vkCreateDebugUtilsMessengerEXT")
-                .map(|f| std::mem::transmute(f)),
-            destroy_debug_utils_messenger: get(c"vkDestroyDebugUtilsMessengerEXT")
-                .map(|f| std::mem::transmute(f)),
+            create_debug_utils_messenger: get(c"vkCreateDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
+            destroy_debug_utils_messenger: get(c"vkDestroyDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
             enumerate_physical_device_groups: get(c"vkEnumeratePhysicalDeviceGroups")
                 .or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
                 .map(|f| std::mem::transmute(f)),
-            get_physical_device_features2_khr: get(c"vkGetPhysicalDeviceFeatures2KHR")
-                .map(|f| std::mem::transmute(f)),
+            get_physical_device_features2_khr: get(c"vkGetPhysicalDeviceFeatures2KHR").map(|f| std::mem::transmute(f)),
         }
     }
 }
@@ -104,10 +98,8 @@ impl DeviceData {
     }
 }
 
-static INSTANCES: LazyLock<RwLock<HashMap<usize, Arc<InstanceData>>>> =
-    LazyLock::new(Default::default);
-static PHYSICAL_DEVICES: LazyLock<RwLock<HashMap<u64, Arc<PhysicalDeviceData>>>> =
-    LazyLock::new(Default::default);
+static INSTANCES: LazyLock<RwLock<HashMap<usize, Arc<InstanceData>>>> = LazyLock::new(Default::default);
+static PHYSICAL_DEVICES: LazyLock<RwLock<HashMap<u64, Arc<PhysicalDeviceData>>>> = LazyLock::new(Default::default);
 static DEVICES: LazyLock<RwLock<HashMap<usize, Arc<DeviceData>>>> = LazyLock::new(Default::default);
 static DEVICE_GENERATION: AtomicU64 = AtomicU64::new(1);
 
@@ -159,9 +151,7 @@ impl PhysicalDeviceData {
         self.decided.get_or_init(|| {
             // SAFETY: the handle was enumerated from this instance, which is alive
             // while this entry is in the map.
-            let facts = unsafe {
-                DriverFacts::query(&self.instance.fns, self.instance.api_version, self.handle)
-            };
+            let facts = unsafe { DriverFacts::query(&self.instance.fns, self.instance.api_version, self.handle) };
             let plan = Plan::new(&self.instance.settings, &facts);
             (facts, plan)
         })
@@ -176,20 +166,13 @@ pub fn insert_physical_devices(inst: &Arc<InstanceData>, pds: &[vk::PhysicalDevi
     let mut map = PHYSICAL_DEVICES.write();
     for pd in pds {
         map.entry(vk::Handle::as_raw(*pd)).or_insert_with(|| {
-            Arc::new(PhysicalDeviceData {
-                handle: *pd,
-                instance: inst.clone(),
-                decided: Default::default(),
-            })
+            Arc::new(PhysicalDeviceData { handle: *pd, instance: inst.clone(), decided: Default::default() })
         });
     }
 }
 
 pub fn physical_device(pd: vk::PhysicalDevice) -> Option<Arc<PhysicalDeviceData>> {
-    PHYSICAL_DEVICES
-        .read()
-        .get(&vk::Handle::as_raw(pd))
-        .cloned()
+    PHYSICAL_DEVICES.read().get(&vk::Handle::as_raw(pd)).cloned()
 }
 
 pub fn insert_device(key: usize, data: Arc<DeviceData>) {

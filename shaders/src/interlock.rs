@@ -48,10 +48,7 @@ impl Mode {
             ExecutionMode::ShadingRateInterlockUnorderedEXT => (Granularity::ShadingRate, false),
             _ => return None,
         };
-        Some(Mode {
-            granularity,
-            ordered,
-        })
+        Some(Mode { granularity, ordered })
     }
 }
 
@@ -62,11 +59,7 @@ impl std::fmt::Display for Mode {
             Granularity::Sample => "sample",
             Granularity::ShadingRate => "shading-rate",
         };
-        write!(
-            f,
-            "{g} interlock, {}",
-            if self.ordered { "ordered" } else { "unordered" }
-        )
+        write!(f, "{g} interlock, {}", if self.ordered { "ordered" } else { "unordered" })
     }
 }
 
@@ -116,26 +109,20 @@ fn interlock_mode(inst: &Instruction) -> Option<Mode> {
 
 /// The interlock modes a module declares.
 pub fn modes(module: &Module) -> Vec<Mode> {
-    module
-        .execution_modes
-        .iter()
-        .filter_map(interlock_mode)
-        .collect()
+    module.execution_modes.iter().filter_map(interlock_mode).collect()
+}
+
+/// Removes the interlock capabilities, extension and execution modes.
+pub fn remove_interlock_declarations(module: &mut Module) {
+    module.capabilities.retain(|c| !is_interlock_capability(c));
+    module.extensions.retain(|e| !matches!(e.operands.first(), Some(Operand::LiteralString(s)) if s == EXTENSION));
+    module.execution_modes.retain(|m| interlock_mode(m).is_none());
 }
 
 /// Lowers for the `serialized` strategy (see the module documentation).
 pub fn lower_serialized(module: &mut Module) -> Report {
-    let mut report = Report {
-        modes: modes(module),
-        ..Default::default()
-    };
-    module.capabilities.retain(|c| !is_interlock_capability(c));
-    module.extensions.retain(
-        |e| !matches!(e.operands.first(), Some(Operand::LiteralString(s)) if s == EXTENSION),
-    );
-    module
-        .execution_modes
-        .retain(|m| interlock_mode(m).is_none());
+    let mut report = Report { modes: modes(module), ..Default::default() };
+    remove_interlock_declarations(module);
     for f in &mut module.functions {
         for b in &mut f.blocks {
             b.instructions.retain(|i| match i.class.opcode {
@@ -171,34 +158,10 @@ mod tests {
     ];
 
     const MODES: &[(&str, Mode)] = &[
-        (
-            "pixel_interlock_ordered",
-            Mode {
-                granularity: Granularity::Pixel,
-                ordered: true,
-            },
-        ),
-        (
-            "pixel_interlock_unordered",
-            Mode {
-                granularity: Granularity::Pixel,
-                ordered: false,
-            },
-        ),
-        (
-            "sample_interlock_ordered",
-            Mode {
-                granularity: Granularity::Sample,
-                ordered: true,
-            },
-        ),
-        (
-            "sample_interlock_unordered",
-            Mode {
-                granularity: Granularity::Sample,
-                ordered: false,
-            },
-        ),
+        ("pixel_interlock_ordered", Mode { granularity: Granularity::Pixel, ordered: true }),
+        ("pixel_interlock_unordered", Mode { granularity: Granularity::Pixel, ordered: false }),
+        ("sample_interlock_ordered", Mode { granularity: Granularity::Sample, ordered: true }),
+        ("sample_interlock_unordered", Mode { granularity: Granularity::Sample, ordered: false }),
     ];
 
     fn check_lowered(words: &[u32], want_mode: Mode, pairs: usize) {
@@ -272,23 +235,13 @@ mod tests {
 "#;
         let words = assemble_text(text).unwrap();
         validate(&words, TargetEnv::Vulkan1_1).unwrap();
-        check_lowered(
-            &words,
-            Mode {
-                granularity: Granularity::Pixel,
-                ordered: true,
-            },
-            2,
-        );
+        check_lowered(&words, Mode { granularity: Granularity::Pixel, ordered: true }, 2);
     }
 
     #[test]
     fn modules_without_interlock_are_not_matched() {
-        let words = glsl(
-            "#version 450\nlayout(location=0) out vec4 c;\nvoid main() { c = vec4(1); }\n",
-            "frag",
-        )
-        .unwrap();
+        let words =
+            glsl("#version 450\nlayout(location=0) out vec4 c;\nvoid main() { c = vec4(1); }\n", "frag").unwrap();
         assert!(!uses_interlock(&words));
         assert!(!uses_interlock(&[]));
         assert!(!uses_interlock(&words[..5]));

@@ -4,6 +4,7 @@
 //! [`validate`].
 
 pub mod interlock;
+pub mod spinlock;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -33,10 +34,7 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Module, Error> {
     if !bytes.len().is_multiple_of(4) {
         return Err(Error::Length(bytes.len()));
     }
-    let words: Vec<u32> = bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
     parse(&words)
 }
 
@@ -68,13 +66,8 @@ pub fn validate(words: &[u32], env: TargetEnv) -> Result<(), Error> {
         TargetEnv::Vulkan1_3 => spirv_tools::TargetEnv::Vulkan_1_3,
     };
     let validator = spirv_tools::val::create(Some(env));
-    let options = spirv_tools::val::ValidatorOptions {
-        skip_block_layout: true,
-        ..Default::default()
-    };
-    validator
-        .validate(words, Some(options))
-        .map_err(|e| Error::Invalid(e.to_string()))
+    let options = spirv_tools::val::ValidatorOptions { skip_block_layout: true, ..Default::default() };
+    validator.validate(words, Some(options)).map_err(|e| Error::Invalid(e.to_string()))
 }
 
 #[cfg(test)]

@@ -11,10 +11,7 @@ fn scratch(ext: &str) -> std::path::PathBuf {
 
 fn words_of(path: &std::path::Path) -> Vec<u32> {
     let bytes = std::fs::read(path).unwrap();
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
 /// Compiles GLSL of `stage` (vert, frag, ...) for Vulkan 1.1.
@@ -30,11 +27,7 @@ pub fn glsl(src: &str, stage: &str) -> Result<Vec<u32>, String> {
         .map_err(|e| format!("glslangValidator: {e}"))?;
     let _ = std::fs::remove_file(&input);
     if !out.status.success() {
-        return Err(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
     }
     let w = words_of(&output);
     let _ = std::fs::remove_file(&output);
@@ -66,10 +59,21 @@ pub fn disassemble(words: &[u32]) -> String {
     let input = scratch("spv");
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     std::fs::write(&input, bytes).unwrap();
-    let out = Command::new("spirv-dis")
-        .arg(&input)
-        .output()
-        .expect("spirv-dis");
+    let out = Command::new("spirv-dis").arg(&input).output().expect("spirv-dis");
     let _ = std::fs::remove_file(&input);
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs spirv-opt -O (SSA form, as drivers' front ends and DXC produce).
+pub fn optimize(words: &[u32]) -> Vec<u32> {
+    let input = scratch("spv");
+    let output = scratch("spv");
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(&input, bytes).unwrap();
+    let out = Command::new("spirv-opt").arg("-O").arg(&input).arg("-o").arg(&output).output().expect("spirv-opt");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let w = words_of(&output);
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
+    w
 }

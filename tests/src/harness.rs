@@ -28,11 +28,7 @@ pub fn bin_dir() -> PathBuf {
 
 fn built(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: build the workspace first (cargo build --release; ci/test does)",
-        p.display()
-    );
+    assert!(p.exists(), "{} is missing: build the workspace first (cargo build --release; ci/test does)", p.display());
     p
 }
 
@@ -53,17 +49,10 @@ pub fn explicit_manifest_dir() -> PathBuf {
         let dir = bin_dir().join("overlap-test-manifest");
         std::fs::create_dir_all(&dir).unwrap();
         let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../manifest/VkLayer_overlap_explicit.json.in"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifest/VkLayer_overlap_explicit.json.in"),
         )
         .unwrap()
-        .replace(
-            "\"@LIBRARY_PATH@\"",
-            &format!(
-                "{:?}",
-                layer_library().canonicalize().unwrap().to_string_lossy()
-            ),
-        );
+        .replace("\"@LIBRARY_PATH@\"", &format!("{:?}", layer_library().canonicalize().unwrap().to_string_lossy()));
         // Written under a per-process name and renamed: tests run in parallel.
         let tmp = dir.join(format!("VkLayer_overlap.json.{}", std::process::id()));
         std::fs::write(&tmp, text).unwrap();
@@ -118,8 +107,7 @@ pub fn vk_command(program: impl AsRef<std::ffi::OsStr>, layers: Layers) -> Comma
         Layers::Overlap => Some(LAYER.to_string()),
     };
     if let Some(list) = list {
-        cmd.env("VK_INSTANCE_LAYERS", list)
-            .env("VK_ADD_LAYER_PATH", explicit_manifest_dir());
+        cmd.env("VK_INSTANCE_LAYERS", list).env("VK_ADD_LAYER_PATH", explicit_manifest_dir());
     }
     cmd
 }
@@ -142,46 +130,26 @@ pub struct Outcome {
 impl Outcome {
     /// The value of a `key=value` line of stdout.
     pub fn value(&self, key: &str) -> Option<&str> {
-        self.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+        self.stdout.lines().find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
     }
 
     /// The ids Overlap sent to the app's debug messengers.
     pub fn overlap_messages(&self) -> Vec<&str> {
-        self.value("OVERLAP_MESSAGES")
-            .unwrap_or("")
-            .split(',')
-            .filter(|s| !s.is_empty())
-            .collect()
+        self.value("OVERLAP_MESSAGES").unwrap_or("").split(',').filter(|s| !s.is_empty()).collect()
     }
 
     /// Exit 0 and a silent validation layer.
     #[track_caller]
     pub fn assert_ok(&self) -> &Self {
-        assert_eq!(
-            self.code,
-            Some(0),
-            "child failed:\n--- stdout\n{}\n--- stderr\n{}",
-            self.stdout,
-            self.stderr
-        );
-        assert!(
-            !self.stderr.contains("VALIDATION ERROR"),
-            "validation errors:\n{}",
-            self.stderr
-        );
+        assert_eq!(self.code, Some(0), "child failed:\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        assert!(!self.stderr.contains("VALIDATION ERROR"), "validation errors:\n{}", self.stderr);
         self
     }
 
     /// Overlap printed nothing to stderr.
     #[track_caller]
     pub fn assert_quiet(&self) -> &Self {
-        assert!(
-            !self.stderr.contains("[overlap]"),
-            "the layer was not quiet:\n{}",
-            self.stderr
-        );
+        assert!(!self.stderr.contains("[overlap]"), "the layer was not quiet:\n{}", self.stderr);
         self
     }
 }
@@ -229,7 +197,5 @@ pub fn run(cmd: &mut Command) -> Outcome {
 
 /// Whether a program is on PATH (real-client tests need Debian's packages).
 pub fn have(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
+    std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file())).unwrap_or(false)
 }

@@ -31,34 +31,18 @@ pub struct Case {
     pub height: u32,
 }
 
-pub const MODES: [&str; 4] = [
-    "pixel_interlock_ordered",
-    "pixel_interlock_unordered",
-    "sample_interlock_ordered",
-    "sample_interlock_unordered",
-];
+pub const MODES: [&str; 4] =
+    ["pixel_interlock_ordered", "pixel_interlock_unordered", "sample_interlock_ordered", "sample_interlock_unordered"];
 
 impl Case {
     pub fn name(&self) -> String {
         format!(
             "{}.{}.{}.{}x.{}.{}x{}",
             self.mode,
-            if self.resource == Resource::Image {
-                "image"
-            } else {
-                "ssbo"
-            },
-            if self.discard {
-                "discard"
-            } else {
-                "no_discard"
-            },
+            if self.resource == Resource::Image { "image" } else { "ssbo" },
+            if self.discard { "discard" } else { "no_discard" },
             self.samples,
-            if self.sample_shading {
-                "sample_shading"
-            } else {
-                "no_sample_shading"
-            },
+            if self.sample_shading { "sample_shading" } else { "no_sample_shading" },
             self.width,
             self.height
         )
@@ -97,11 +81,7 @@ impl Case {
 
 /// The whole matrix (or, `quick`, one size).
 pub fn matrix(quick: bool) -> Vec<Case> {
-    let sizes: &[(u32, u32)] = if quick {
-        &[(37, 23)]
-    } else {
-        &[(64, 64), (37, 23)]
-    };
+    let sizes: &[(u32, u32)] = if quick { &[(37, 23)] } else { &[(64, 64), (37, 23)] };
     let mut v = Vec::new();
     for mode in MODES {
         for resource in [Resource::Image, Resource::Buffer] {
@@ -109,15 +89,7 @@ pub fn matrix(quick: bool) -> Vec<Case> {
                 for samples in [1, 4] {
                     for sample_shading in [false, true] {
                         for &(width, height) in sizes {
-                            v.push(Case {
-                                mode,
-                                resource,
-                                discard,
-                                samples,
-                                sample_shading,
-                                width,
-                                height,
-                            });
+                            v.push(Case { mode, resource, discard, samples, sample_shading, width, height });
                         }
                     }
                 }
@@ -133,9 +105,7 @@ fn dropped(discard: bool, i: u32, x: u32, y: u32) -> bool {
 
 /// The word every pixel (or sample) must hold at the end.
 pub fn expected_word(case: &Case, x: u32, y: u32) -> u32 {
-    (0..INSTANCES)
-        .filter(|&i| !dropped(case.discard, i, x, y))
-        .fold(0, |m, i| m | 1 << i)
+    (0..INSTANCES).filter(|&i| !dropped(case.discard, i, x, y)).fold(0, |m, i| m | 1 << i)
 }
 
 /// What a case found.
@@ -155,13 +125,7 @@ struct Buffer {
 
 fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Buffer {
     unsafe {
-        let buffer = gpu
-            .device
-            .create_buffer(
-                &vk::BufferCreateInfo::default().size(size).usage(usage),
-                None,
-            )
-            .unwrap();
+        let buffer = gpu.device.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None).unwrap();
         let req = gpu.device.get_buffer_memory_requirements(buffer);
         let flags = if host {
             vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT
@@ -196,11 +160,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 &vk::ImageCreateInfo::default()
                     .image_type(vk::ImageType::TYPE_2D)
                     .format(vk::Format::R32_UINT)
-                    .extent(vk::Extent3D {
-                        width: row,
-                        height: h,
-                        depth: 1,
-                    })
+                    .extent(vk::Extent3D { width: row, height: h, depth: 1 })
                     .mip_levels(1)
                     .array_layers(1)
                     .samples(vk::SampleCountFlags::TYPE_1)
@@ -217,12 +177,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .allocate_memory(
                 &vk::MemoryAllocateInfo::default()
                     .allocation_size(req.size)
-                    .memory_type_index(
-                        gpu.memory_type(
-                            req.memory_type_bits,
-                            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-                        ),
-                    ),
+                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
                 None,
             )
             .unwrap();
@@ -260,11 +215,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 &vk::ImageCreateInfo::default()
                     .image_type(vk::ImageType::TYPE_2D)
                     .format(vk::Format::R8G8B8A8_UNORM)
-                    .extent(vk::Extent3D {
-                        width: w,
-                        height: h,
-                        depth: 1,
-                    })
+                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
                     .mip_levels(1)
                     .array_layers(1)
                     .samples(samples)
@@ -277,12 +228,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .allocate_memory(
                 &vk::MemoryAllocateInfo::default()
                     .allocation_size(req.size)
-                    .memory_type_index(
-                        gpu.memory_type(
-                            req.memory_type_bits,
-                            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-                        ),
-                    ),
+                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
                 None,
             )
             .unwrap();
@@ -304,19 +250,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .store_op(vk::AttachmentStoreOp::DONT_CARE)
             .initial_layout(vk::ImageLayout::UNDEFINED)
             .final_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)];
-        let refs = [vk::AttachmentReference {
-            attachment: 0,
-            layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-        }];
+        let refs = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
         let sub = [vk::SubpassDescription::default().color_attachments(&refs)];
-        let render_pass = d
-            .create_render_pass(
-                &vk::RenderPassCreateInfo::default()
-                    .attachments(&att)
-                    .subpasses(&sub),
-                None,
-            )
-            .unwrap();
+        let render_pass =
+            d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None).unwrap();
         let views = [color_view];
         let framebuffer = d
             .create_framebuffer(
@@ -343,35 +280,19 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 .stage_flags(vk::ShaderStageFlags::FRAGMENT),
         ];
         let set_layout = d
-            .create_descriptor_set_layout(
-                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
-                None,
-            )
+            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None)
             .unwrap();
         let sizes = [
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::STORAGE_IMAGE,
-                descriptor_count: 1,
-            },
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::STORAGE_BUFFER,
-                descriptor_count: 1,
-            },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 },
         ];
         let pool = d
-            .create_descriptor_pool(
-                &vk::DescriptorPoolCreateInfo::default()
-                    .max_sets(1)
-                    .pool_sizes(&sizes),
-                None,
-            )
+            .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
             .unwrap();
         let layouts = [set_layout];
         let set = d
             .allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default()
-                    .descriptor_pool(pool)
-                    .set_layouts(&layouts),
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
             )
             .unwrap()[0];
         let image_info = [vk::DescriptorImageInfo {
@@ -379,11 +300,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             image_view: view,
             image_layout: vk::ImageLayout::GENERAL,
         }];
-        let buffer_info = [vk::DescriptorBufferInfo {
-            buffer: storage.buffer,
-            offset: 0,
-            range: vk::WHOLE_SIZE,
-        }];
+        let buffer_info = [vk::DescriptorBufferInfo { buffer: storage.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         d.update_descriptor_sets(
             &[
                 vk::WriteDescriptorSet::default()
@@ -399,44 +316,23 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             ],
             &[],
         );
-        let push = [vk::PushConstantRange {
-            stage_flags: vk::ShaderStageFlags::FRAGMENT,
-            offset: 0,
-            size: 8,
-        }];
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
         let layout = d
             .create_pipeline_layout(
-                &vk::PipelineLayoutCreateInfo::default()
-                    .set_layouts(&layouts)
-                    .push_constant_ranges(&push),
+                &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&push),
                 None,
             )
             .unwrap();
 
-        let vs = gpu.shader(include_bytes!(concat!(
-            env!("OUT_DIR"),
-            "/interlock.vert.spv"
-        )));
+        let vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/interlock.vert.spv")));
         let fs = gpu.shader(case.spirv());
-        let spec_data: [u32; 3] = [
-            (case.resource == Resource::Buffer) as u32,
-            case.discard as u32,
-            case.ordered() as u32,
-        ];
-        let entries = [0u32, 1, 2].map(|i| vk::SpecializationMapEntry {
-            constant_id: i,
-            offset: i * 4,
-            size: 4,
-        });
+        let spec_data: [u32; 3] =
+            [(case.resource == Resource::Buffer) as u32, case.discard as u32, case.ordered() as u32];
+        let entries = [0u32, 1, 2].map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 });
         let spec_bytes: Vec<u8> = spec_data.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let spec = vk::SpecializationInfo::default()
-            .map_entries(&entries)
-            .data(&spec_bytes);
+        let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&spec_bytes);
         let stages = [
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::VERTEX)
-                .module(vs)
-                .name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
             vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::FRAGMENT)
                 .module(fs)
@@ -444,26 +340,11 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 .specialization_info(&spec),
         ];
         let vertex = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default()
-            .topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-        let viewports = [vk::Viewport {
-            x: 0.0,
-            y: 0.0,
-            width: w as f32,
-            height: h as f32,
-            min_depth: 0.0,
-            max_depth: 1.0,
-        }];
-        let scissors = [vk::Rect2D {
-            offset: vk::Offset2D::default(),
-            extent: vk::Extent2D {
-                width: w,
-                height: h,
-            },
-        }];
-        let vp = vk::PipelineViewportStateCreateInfo::default()
-            .viewports(&viewports)
-            .scissors(&scissors);
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let viewports =
+            [vk::Viewport { x: 0.0, y: 0.0, width: w as f32, height: h as f32, min_depth: 0.0, max_depth: 1.0 }];
+        let scissors = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
+        let vp = vk::PipelineViewportStateCreateInfo::default().viewports(&viewports).scissors(&scissors);
         let rs = vk::PipelineRasterizationStateCreateInfo::default()
             .polygon_mode(vk::PolygonMode::FILL)
             .cull_mode(vk::CullModeFlags::NONE)
@@ -472,8 +353,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .rasterization_samples(samples)
             .sample_shading_enable(case.sample_shading)
             .min_sample_shading(1.0);
-        let blend = [vk::PipelineColorBlendAttachmentState::default()
-            .color_write_mask(vk::ColorComponentFlags::empty())];
+        let blend =
+            [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::empty())];
         let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
         let info = vk::GraphicsPipelineCreateInfo::default()
             .stages(&stages)
@@ -485,10 +366,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .color_blend_state(&cbs)
             .layout(layout)
             .render_pass(render_pass);
-        let pipeline = d
-            .create_graphics_pipelines(vk::PipelineCache::null(), &[info], None)
-            .map_err(|(_, e)| e)
-            .unwrap()[0];
+        let pipeline =
+            d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
 
         gpu.one_time_submit(|cb| {
             let to_general = [vk::ImageMemoryBarrier::default()
@@ -538,10 +417,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             );
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
-            let pc: Vec<u8> = [row, case.samples]
-                .iter()
-                .flat_map(|v| v.to_ne_bytes())
-                .collect();
+            let pc: Vec<u8> = [row, case.samples].iter().flat_map(|v| v.to_ne_bytes()).collect();
             d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
             d.cmd_draw(cb, 6, INSTANCES, 0, 0);
             d.cmd_end_render_pass(cb);
@@ -570,21 +446,13 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                             base_array_layer: 0,
                             layer_count: 1,
                         })
-                        .image_extent(vk::Extent3D {
-                            width: row,
-                            height: h,
-                            depth: 1,
-                        })],
+                        .image_extent(vk::Extent3D { width: row, height: h, depth: 1 })],
                 ),
                 Resource::Buffer => d.cmd_copy_buffer(
                     cb,
                     storage.buffer,
                     readback.buffer,
-                    &[vk::BufferCopy {
-                        src_offset: 0,
-                        dst_offset: 0,
-                        size: bytes,
-                    }],
+                    &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes }],
                 ),
             }
             let host = [vk::MemoryBarrier::default()
@@ -600,9 +468,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 &[],
             );
         });
-        let p = d
-            .map_memory(readback.memory, 0, bytes, vk::MemoryMapFlags::empty())
-            .unwrap() as *const u32;
+        let p = d.map_memory(readback.memory, 0, bytes, vk::MemoryMapFlags::empty()).unwrap() as *const u32;
         let result = std::slice::from_raw_parts(p, words).to_vec();
         d.unmap_memory(readback.memory);
 
@@ -625,17 +491,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             d.free_memory(b.memory, None);
         }
 
-        let mut out = Outcome {
-            words,
-            ..Default::default()
-        };
+        let mut out = Outcome { words, ..Default::default() };
         for y in 0..h {
             for xs in 0..row {
-                let x = if case.sample_shading {
-                    xs / case.samples
-                } else {
-                    xs
-                };
+                let x = if case.sample_shading { xs / case.samples } else { xs };
                 let v = result[(y * row + xs) as usize];
                 if v & ORDER_ERROR != 0 {
                     out.order_errors += 1;

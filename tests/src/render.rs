@@ -37,11 +37,7 @@ unsafe extern "system" fn on_message(
             CStr::from_ptr(p).to_string_lossy().into_owned()
         }
     };
-    MESSAGES.lock().unwrap().push(Message {
-        severity,
-        id: text(d.p_message_id_name),
-        text: text(d.p_message),
-    });
+    MESSAGES.lock().unwrap().push(Message { severity, id: text(d.p_message_id_name), text: text(d.p_message) });
     vk::FALSE
 }
 
@@ -54,11 +50,7 @@ pub fn messages() -> Vec<Message> {
 pub fn validation_errors() -> Vec<Message> {
     messages()
         .into_iter()
-        .filter(|m| {
-            m.severity
-                .contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR)
-                && !m.id.starts_with("OVERLAP-")
-        })
+        .filter(|m| m.severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) && !m.id.starts_with("OVERLAP-"))
         // The loader's note on a vkCreateDevice that a test expects to fail.
         .filter(|m| !(m.id == "Loader Message" && m.text.contains("Failed to create device chain")))
         .collect()
@@ -121,25 +113,13 @@ fn check<T>(what: &'static str, r: Result<T, vk::Result>) -> Result<T, GpuError>
 pub fn create_instance(
     entry: &ash::Entry,
     opts: &GpuOptions,
-) -> Result<
-    (
-        ash::Instance,
-        Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
-    ),
-    GpuError,
-> {
+) -> Result<(ash::Instance, Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>), GpuError> {
     let has_debug_utils = unsafe { entry.enumerate_instance_extension_properties(None) }
         .unwrap_or_default()
         .iter()
         .any(|e| e.extension_name_as_c_str() == Ok(ash::ext::debug_utils::NAME));
-    let app = vk::ApplicationInfo::default()
-        .api_version(vk::API_VERSION_1_3)
-        .application_name(c"overlap-testapp");
-    let exts = if has_debug_utils {
-        vec![ash::ext::debug_utils::NAME.as_ptr()]
-    } else {
-        vec![]
-    };
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3).application_name(c"overlap-testapp");
+    let exts = if has_debug_utils { vec![ash::ext::debug_utils::NAME.as_ptr()] } else { vec![] };
     let severities = vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
         | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
         | vk::DebugUtilsMessageSeverityFlagsEXT::INFO;
@@ -153,27 +133,13 @@ pub fn create_instance(
 
     // Keep the setting values alive until vkCreateInstance returns.
     let layer = c"VK_LAYER_OVERLAP_emulation";
-    let names: Vec<CString> = opts
-        .layer_settings
-        .iter()
-        .map(|(k, _)| CString::new(k.as_str()).unwrap())
-        .collect();
-    let bools: Vec<vk::Bool32> = opts
-        .layer_settings
-        .iter()
-        .map(|(_, v)| matches!(v, SettingValue::Bool(true)) as u32)
-        .collect();
+    let names: Vec<CString> = opts.layer_settings.iter().map(|(k, _)| CString::new(k.as_str()).unwrap()).collect();
+    let bools: Vec<vk::Bool32> =
+        opts.layer_settings.iter().map(|(_, v)| matches!(v, SettingValue::Bool(true)) as u32).collect();
     let strs: Vec<CString> = opts
         .layer_settings
         .iter()
-        .map(|(_, v)| {
-            CString::new(if let SettingValue::Str(s) = v {
-                s.as_str()
-            } else {
-                ""
-            })
-            .unwrap()
-        })
+        .map(|(_, v)| CString::new(if let SettingValue::Str(s) = v { s.as_str() } else { "" }).unwrap())
         .collect();
     let str_ptrs: Vec<*const std::ffi::c_char> = strs.iter().map(|s| s.as_ptr()).collect();
     let entries: Vec<vk::LayerSettingEXT> = opts
@@ -182,14 +148,8 @@ pub fn create_instance(
         .enumerate()
         .map(|(i, (_, v))| {
             let (ty, p) = match v {
-                SettingValue::Bool(_) => (
-                    vk::LayerSettingTypeEXT::BOOL32,
-                    &bools[i] as *const u32 as *const c_void,
-                ),
-                SettingValue::Str(_) => (
-                    vk::LayerSettingTypeEXT::STRING,
-                    &str_ptrs[i] as *const _ as *const c_void,
-                ),
+                SettingValue::Bool(_) => (vk::LayerSettingTypeEXT::BOOL32, &bools[i] as *const u32 as *const c_void),
+                SettingValue::Str(_) => (vk::LayerSettingTypeEXT::STRING, &str_ptrs[i] as *const _ as *const c_void),
             };
             vk::LayerSettingEXT {
                 p_layer_name: layer.as_ptr(),
@@ -202,27 +162,21 @@ pub fn create_instance(
         })
         .collect();
     let mut settings = vk::LayerSettingsCreateInfoEXT::default().settings(&entries);
-    let mut info = vk::InstanceCreateInfo::default()
-        .application_info(&app)
-        .enabled_extension_names(&exts);
+    let mut info = vk::InstanceCreateInfo::default().application_info(&app).enabled_extension_names(&exts);
     if has_debug_utils {
         info = info.push_next(&mut chained);
     }
     if !entries.is_empty() {
         info = info.push_next(&mut settings);
     }
-    let instance = check("vkCreateInstance", unsafe {
-        entry.create_instance(&info, None)
-    })?;
+    let instance = check("vkCreateInstance", unsafe { entry.create_instance(&info, None) })?;
     let debug_utils = if has_debug_utils {
         let du = ash::ext::debug_utils::Instance::new(entry, &instance);
         let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
             .message_severity(severities)
             .message_type(types)
             .pfn_user_callback(Some(on_message));
-        let m = check("vkCreateDebugUtilsMessengerEXT", unsafe {
-            du.create_debug_utils_messenger(&info, None)
-        })?;
+        let m = check("vkCreateDebugUtilsMessengerEXT", unsafe { du.create_debug_utils_messenger(&info, None) })?;
         Some((du, m))
     } else {
         None
@@ -234,14 +188,10 @@ impl Gpu {
     pub fn new(opts: &GpuOptions) -> Result<Gpu, GpuError> {
         let entry = unsafe { ash::Entry::load() }.map_err(|e| GpuError::Load(e.to_string()))?;
         let (instance, debug_utils) = create_instance(&entry, opts)?;
-        let pds = check("vkEnumeratePhysicalDevices", unsafe {
-            instance.enumerate_physical_devices()
-        })?;
+        let pds = check("vkEnumeratePhysicalDevices", unsafe { instance.enumerate_physical_devices() })?;
         let pd = *pds.first().ok_or(GpuError::NoDevice)?;
         let props = unsafe { instance.get_physical_device_properties(pd) };
-        let device_name = unsafe { CStr::from_ptr(props.device_name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
+        let device_name = unsafe { CStr::from_ptr(props.device_name.as_ptr()) }.to_string_lossy().into_owned();
         let queue_family = unsafe { instance.get_physical_device_queue_family_properties(pd) }
             .iter()
             .position(|q| q.queue_flags.contains(vk::QueueFlags::GRAPHICS))
@@ -249,20 +199,13 @@ impl Gpu {
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f13);
         unsafe { instance.get_physical_device_features2(pd, &mut f2) };
-        let dynamic_rendering =
-            vk::api_version_minor(props.api_version) >= 3 && f13.dynamic_rendering == vk::TRUE;
+        let dynamic_rendering = vk::api_version_minor(props.api_version) >= 3 && f13.dynamic_rendering == vk::TRUE;
         let prio = [1.0f32];
-        let queues = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(queue_family)
-            .queue_priorities(&prio)];
-        let mut enable13 =
-            vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
-        let listed =
-            unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+        let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
+        let mut enable13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
+        let listed = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
         let interlock = opts.interlock
-            && listed.iter().any(|e| {
-                e.extension_name_as_c_str() == Ok(ash::ext::fragment_shader_interlock::NAME)
-            });
+            && listed.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::fragment_shader_interlock::NAME));
         let supported = unsafe { instance.get_physical_device_features(pd) };
         let features = vk::PhysicalDeviceFeatures::default()
             .fragment_stores_and_atomics(supported.fragment_stores_and_atomics == vk::TRUE)
@@ -270,11 +213,7 @@ impl Gpu {
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true);
-        let exts = if interlock {
-            vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()]
-        } else {
-            vec![]
-        };
+        let exts = if interlock { vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()] } else { vec![] };
         let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts)
@@ -283,9 +222,7 @@ impl Gpu {
         if interlock {
             info = info.push_next(&mut enable_interlock);
         }
-        let device = check("vkCreateDevice", unsafe {
-            instance.create_device(pd, &info, None)
-        })?;
+        let device = check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?;
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
         Ok(Gpu {
@@ -306,38 +243,26 @@ impl Gpu {
 
     pub fn memory_type(&self, bits: u32, flags: vk::MemoryPropertyFlags) -> u32 {
         (0..self.memory.memory_type_count)
-            .find(|&i| {
-                bits & (1 << i) != 0
-                    && self.memory.memory_types[i as usize]
-                        .property_flags
-                        .contains(flags)
-            })
+            .find(|&i| bits & (1 << i) != 0 && self.memory.memory_types[i as usize].property_flags.contains(flags))
             .expect("no suitable memory type")
     }
 
     pub fn shader(&self, spirv: &[u8]) -> vk::ShaderModule {
         let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv)).expect("SPIR-V");
-        unsafe {
-            self.device
-                .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
-        }
-        .expect("vkCreateShaderModule")
+        unsafe { self.device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None) }
+            .expect("vkCreateShaderModule")
     }
 
     /// The shared object that provides `vkGetDeviceProcAddr(device, name)`:
     /// tells whether Overlap's hook or the next layer answers a command.
     pub fn device_proc_owner(&self, name: &CStr) -> String {
-        let f = unsafe {
-            (self.instance.fp_v1_0().get_device_proc_addr)(self.device.handle(), name.as_ptr())
-        };
+        let f = unsafe { (self.instance.fp_v1_0().get_device_proc_addr)(self.device.handle(), name.as_ptr()) };
         let Some(f) = f else { return "null".into() };
         let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
         if unsafe { libc::dladdr(f as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
             return "unknown".into();
         }
-        let path = unsafe { CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned();
+        let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
         path.rsplit('/').next().unwrap_or(&path).to_string()
     }
 
@@ -345,22 +270,15 @@ impl Gpu {
         unsafe {
             let pool = self
                 .device
-                .create_command_pool(
-                    &vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family),
-                    None,
-                )
+                .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family), None)
                 .unwrap();
             let cb = self
                 .device
                 .allocate_command_buffers(
-                    &vk::CommandBufferAllocateInfo::default()
-                        .command_pool(pool)
-                        .command_buffer_count(1),
+                    &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
                 )
                 .unwrap()[0];
-            self.device
-                .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
-                .unwrap();
+            self.device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).unwrap();
             record(cb);
             self.device.end_command_buffer(cb).unwrap();
             self.submit_wait(&[cb]);
@@ -370,20 +288,9 @@ impl Gpu {
 
     pub fn submit_wait(&self, cbs: &[vk::CommandBuffer]) {
         unsafe {
-            let fence = self
-                .device
-                .create_fence(&vk::FenceCreateInfo::default(), None)
-                .unwrap();
-            self.device
-                .queue_submit(
-                    self.queue,
-                    &[vk::SubmitInfo::default().command_buffers(cbs)],
-                    fence,
-                )
-                .unwrap();
-            self.device
-                .wait_for_fences(&[fence], true, u64::MAX)
-                .unwrap();
+            let fence = self.device.create_fence(&vk::FenceCreateInfo::default(), None).unwrap();
+            self.device.queue_submit(self.queue, &[vk::SubmitInfo::default().command_buffers(cbs)], fence).unwrap();
+            self.device.wait_for_fences(&[fence], true, u64::MAX).unwrap();
             self.device.destroy_fence(fence, None);
         }
     }
@@ -439,8 +346,7 @@ impl Image {
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
         let mut w = enc.write_header().map_err(std::io::Error::other)?;
-        w.write_image_data(&self.rgba)
-            .map_err(std::io::Error::other)
+        w.write_image_data(&self.rgba).map_err(std::io::Error::other)
     }
 
     pub fn read_png(path: &std::path::Path) -> std::io::Result<Image> {
@@ -449,11 +355,7 @@ impl Image {
         let mut buf = vec![0; reader.output_buffer_size()];
         let info = reader.next_frame(&mut buf).map_err(std::io::Error::other)?;
         buf.truncate(info.buffer_size());
-        Ok(Image {
-            width: info.width,
-            height: info.height,
-            rgba: buf,
-        })
+        Ok(Image { width: info.width, height: info.height, rgba: buf })
     }
 }
 
@@ -476,10 +378,7 @@ pub struct Target {
 
 impl Target {
     pub fn new(gpu: &Gpu, path: RenderPath, width: u32, height: u32) -> Target {
-        assert!(
-            path == RenderPath::RenderPass || gpu.dynamic_rendering,
-            "dynamic rendering unsupported"
-        );
+        assert!(path == RenderPath::RenderPass || gpu.dynamic_rendering, "dynamic rendering unsupported");
         let d = &gpu.device;
         unsafe {
             let image = d
@@ -487,30 +386,20 @@ impl Target {
                     &vk::ImageCreateInfo::default()
                         .image_type(vk::ImageType::TYPE_2D)
                         .format(COLOR_FORMAT)
-                        .extent(vk::Extent3D {
-                            width,
-                            height,
-                            depth: 1,
-                        })
+                        .extent(vk::Extent3D { width, height, depth: 1 })
                         .mip_levels(1)
                         .array_layers(1)
                         .samples(vk::SampleCountFlags::TYPE_1)
-                        .usage(
-                            vk::ImageUsageFlags::COLOR_ATTACHMENT
-                                | vk::ImageUsageFlags::TRANSFER_SRC,
-                        ),
+                        .usage(vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC),
                     None,
                 )
                 .unwrap();
             let req = d.get_image_memory_requirements(image);
             let memory = d
                 .allocate_memory(
-                    &vk::MemoryAllocateInfo::default()
-                        .allocation_size(req.size)
-                        .memory_type_index(gpu.memory_type(
-                            req.memory_type_bits,
-                            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-                        )),
+                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(
+                        gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL),
+                    ),
                     None,
                 )
                 .unwrap();
@@ -533,10 +422,8 @@ impl Target {
                     .store_op(vk::AttachmentStoreOp::STORE)
                     .initial_layout(vk::ImageLayout::UNDEFINED)
                     .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)];
-                let refs = [vk::AttachmentReference {
-                    attachment: 0,
-                    layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-                }];
+                let refs =
+                    [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
                 let sub = [vk::SubpassDescription::default().color_attachments(&refs)];
                 let deps = [vk::SubpassDependency {
                     src_subpass: 0,
@@ -549,10 +436,7 @@ impl Target {
                 }];
                 let rp = d
                     .create_render_pass(
-                        &vk::RenderPassCreateInfo::default()
-                            .attachments(&att)
-                            .subpasses(&sub)
-                            .dependencies(&deps),
+                        &vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub).dependencies(&deps),
                         None,
                     )
                     .unwrap();
@@ -572,29 +456,22 @@ impl Target {
             } else {
                 (vk::RenderPass::null(), vk::Framebuffer::null())
             };
-            let layout = d
-                .create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None)
-                .unwrap();
+            let layout = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None).unwrap();
             let pipeline = scene_pipeline(gpu, layout, render_pass);
             let size = (width * height * 4) as u64;
             let readback = d
                 .create_buffer(
-                    &vk::BufferCreateInfo::default()
-                        .size(size)
-                        .usage(vk::BufferUsageFlags::TRANSFER_DST),
+                    &vk::BufferCreateInfo::default().size(size).usage(vk::BufferUsageFlags::TRANSFER_DST),
                     None,
                 )
                 .unwrap();
             let req = d.get_buffer_memory_requirements(readback);
             let readback_memory = d
                 .allocate_memory(
-                    &vk::MemoryAllocateInfo::default()
-                        .allocation_size(req.size)
-                        .memory_type_index(gpu.memory_type(
-                            req.memory_type_bits,
-                            vk::MemoryPropertyFlags::HOST_VISIBLE
-                                | vk::MemoryPropertyFlags::HOST_COHERENT,
-                        )),
+                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(gpu.memory_type(
+                        req.memory_type_bits,
+                        vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+                    )),
                     None,
                 )
                 .unwrap();
@@ -619,17 +496,10 @@ impl Target {
     /// Begins rendering into the target, clearing it to [`CLEAR_RGBA`].
     pub fn begin(&self, gpu: &Gpu, cb: vk::CommandBuffer) {
         let d = &gpu.device;
-        let clear = vk::ClearValue {
-            color: vk::ClearColorValue {
-                float32: [0.0, 0.0, 64.0 / 255.0, 1.0],
-            },
-        };
+        let clear = vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 64.0 / 255.0, 1.0] } };
         let area = vk::Rect2D {
             offset: vk::Offset2D::default(),
-            extent: vk::Extent2D {
-                width: self.width,
-                height: self.height,
-            },
+            extent: vk::Extent2D { width: self.width, height: self.height },
         };
         unsafe {
             match self.path {
@@ -649,11 +519,7 @@ impl Target {
                     self.barrier(
                         gpu,
                         cb,
-                        (
-                            vk::ImageLayout::UNDEFINED,
-                            vk::PipelineStageFlags::TOP_OF_PIPE,
-                            vk::AccessFlags::empty(),
-                        ),
+                        (vk::ImageLayout::UNDEFINED, vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()),
                         (
                             vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
                             vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
@@ -668,10 +534,7 @@ impl Target {
                         .clear_value(clear)];
                     d.cmd_begin_rendering(
                         cb,
-                        &vk::RenderingInfo::default()
-                            .render_area(area)
-                            .layer_count(1)
-                            .color_attachments(&atts),
+                        &vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&atts),
                     );
                 }
             }
@@ -739,17 +602,7 @@ impl Target {
             .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .image(self.image)
             .subresource_range(color_range())];
-        unsafe {
-            gpu.device.cmd_pipeline_barrier(
-                cb,
-                from.1,
-                to.1,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &b,
-            )
-        };
+        unsafe { gpu.device.cmd_pipeline_barrier(cb, from.1, to.1, vk::DependencyFlags::empty(), &[], &[], &b) };
     }
 
     /// Copies the image (in TRANSFER_SRC_OPTIMAL) to the readback buffer.
@@ -761,11 +614,7 @@ impl Target {
                 base_array_layer: 0,
                 layer_count: 1,
             })
-            .image_extent(vk::Extent3D {
-                width: self.width,
-                height: self.height,
-                depth: 1,
-            });
+            .image_extent(vk::Extent3D { width: self.width, height: self.height, depth: 1 });
         unsafe {
             gpu.device.cmd_copy_image_to_buffer(
                 cb,
@@ -797,22 +646,10 @@ impl Target {
     pub fn read(&self, gpu: &Gpu) -> Image {
         let size = (self.width * self.height * 4) as usize;
         unsafe {
-            let p = gpu
-                .device
-                .map_memory(
-                    self.readback_memory,
-                    0,
-                    size as u64,
-                    vk::MemoryMapFlags::empty(),
-                )
-                .unwrap();
+            let p = gpu.device.map_memory(self.readback_memory, 0, size as u64, vk::MemoryMapFlags::empty()).unwrap();
             let rgba = std::slice::from_raw_parts(p as *const u8, size).to_vec();
             gpu.device.unmap_memory(self.readback_memory);
-            Image {
-                width: self.width,
-                height: self.height,
-                rgba,
-            }
+            Image { width: self.width, height: self.height, rgba }
         }
     }
 
@@ -855,44 +692,28 @@ fn color_range() -> vk::ImageSubresourceRange {
     }
 }
 
-fn scene_pipeline(
-    gpu: &Gpu,
-    layout: vk::PipelineLayout,
-    render_pass: vk::RenderPass,
-) -> vk::Pipeline {
+fn scene_pipeline(gpu: &Gpu, layout: vk::PipelineLayout, render_pass: vk::RenderPass) -> vk::Pipeline {
     let d = &gpu.device;
     let vs = gpu.shader(SCENE_VERT);
     let fs = gpu.shader(SCENE_FRAG);
     let stages = [
-        vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::VERTEX)
-            .module(vs)
-            .name(c"main"),
-        vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::FRAGMENT)
-            .module(fs)
-            .name(c"main"),
+        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
+        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
     ];
     let vertex = vk::PipelineVertexInputStateCreateInfo::default();
-    let ia = vk::PipelineInputAssemblyStateCreateInfo::default()
-        .topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-    let vp = vk::PipelineViewportStateCreateInfo::default()
-        .viewport_count(1)
-        .scissor_count(1);
+    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+    let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
     let rs = vk::PipelineRasterizationStateCreateInfo::default()
         .polygon_mode(vk::PolygonMode::FILL)
         .cull_mode(vk::CullModeFlags::NONE)
         .line_width(1.0);
-    let ms = vk::PipelineMultisampleStateCreateInfo::default()
-        .rasterization_samples(vk::SampleCountFlags::TYPE_1);
-    let blend = [vk::PipelineColorBlendAttachmentState::default()
-        .color_write_mask(vk::ColorComponentFlags::RGBA)];
+    let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+    let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
     let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
     let dyn_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
     let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dyn_states);
     let formats = [COLOR_FORMAT];
-    let mut rendering =
-        vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
+    let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
     let mut info = vk::GraphicsPipelineCreateInfo::default()
         .stages(&stages)
         .vertex_input_state(&vertex)
@@ -929,9 +750,7 @@ pub fn expected_scene_pixel(x: u32, y: u32, width: u32, height: u32) -> Option<[
         return Some([255, 0, 0, 255]);
     }
     // Outside the triangle's bounding box (x in [0.1, 0.9], y in [-0.8, 0.8]).
-    if nx > margin
-        && (nx < 0.1 - margin || nx > 0.9 + margin || ny < -0.8 - margin || ny > 0.8 + margin)
-    {
+    if nx > margin && (nx < 0.1 - margin || nx > 0.9 + margin || ny < -0.8 - margin || ny > 0.8 + margin) {
         return Some(CLEAR_RGBA);
     }
     None

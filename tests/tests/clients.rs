@@ -16,10 +16,7 @@ static X_SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Under a virtual X server.
 fn xvfb(cmd: Command) -> Command {
-    assert!(
-        harness::have("xvfb-run"),
-        "xvfb-run is missing: run ci/setup"
-    );
+    assert!(harness::have("xvfb-run"), "xvfb-run is missing: run ci/setup");
     let mut x = Command::new("xvfb-run");
     x.arg("-a").arg(cmd.get_program()).args(cmd.get_args());
     for (k, v) in cmd.get_envs() {
@@ -65,9 +62,7 @@ fn without_emulated_interlock(text: &str) -> String {
     let ext = lines
         .iter()
         .position(|l| {
-            l.trim_start()
-                .starts_with("VK_EXT_fragment_shader_interlock")
-                && l.contains(": extension revision 1")
+            l.trim_start().starts_with("VK_EXT_fragment_shader_interlock") && l.contains(": extension revision 1")
         })
         .expect("VK_EXT_fragment_shader_interlock is listed");
     lines.remove(ext);
@@ -75,10 +70,8 @@ fn without_emulated_interlock(text: &str) -> String {
         .iter()
         .position(|l| *l == "VkPhysicalDeviceFragmentShaderInterlockFeaturesEXT:")
         .expect("interlock features shown");
-    let fields: Vec<String> = lines[header + 2..header + 5]
-        .iter()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
+    let fields: Vec<String> =
+        lines[header + 2..header + 5].iter().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
     assert_eq!(
         fields,
         [
@@ -92,10 +85,7 @@ fn without_emulated_interlock(text: &str) -> String {
     let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     for l in &mut out {
         if let Some(n) = l.strip_prefix("Device Extensions: count = ") {
-            *l = format!(
-                "Device Extensions: count = {}",
-                n.parse::<u32>().unwrap() - 1
-            );
+            *l = format!("Device Extensions: count = {}", n.parse::<u32>().unwrap() - 1);
         }
     }
     out.join("\n")
@@ -103,10 +93,7 @@ fn without_emulated_interlock(text: &str) -> String {
 
 #[test]
 fn vulkaninfo_through_the_layer_matches_except_what_it_emulates() {
-    assert!(
-        harness::have("vulkaninfo"),
-        "vulkaninfo is missing: run ci/setup"
-    );
+    assert!(harness::have("vulkaninfo"), "vulkaninfo is missing: run ci/setup");
     let without = run(&mut vk_command("vulkaninfo", Layers::None));
     assert_eq!(without.code, Some(0), "{}", without.stderr);
     assert!(
@@ -116,35 +103,17 @@ fn vulkaninfo_through_the_layer_matches_except_what_it_emulates() {
     for options in [&[][..], &["--set", "force_enable=true"][..]] {
         let with = run(&mut overlap_run(options, &["vulkaninfo"]));
         assert_eq!(with.code, Some(0), "{}", with.stderr);
-        assert!(
-            with.stdout.contains("VK_LAYER_OVERLAP_emulation (Overlap"),
-            "the layer is not listed"
-        );
-        let a = without_overlap_entry(&without.stdout)
-            .trim_end()
-            .to_string();
-        let b = without_emulated_interlock(&without_overlap_entry(&with.stdout))
-            .trim_end()
-            .to_string();
+        assert!(with.stdout.contains("VK_LAYER_OVERLAP_emulation (Overlap"), "the layer is not listed");
+        let a = without_overlap_entry(&without.stdout).trim_end().to_string();
+        let b = without_emulated_interlock(&without_overlap_entry(&with.stdout)).trim_end().to_string();
         if a != b {
-            let diff: Vec<_> = a
-                .lines()
-                .zip(b.lines())
-                .filter(|(x, y)| x != y)
-                .take(10)
-                .collect();
+            let diff: Vec<_> = a.lines().zip(b.lines()).filter(|(x, y)| x != y).take(10).collect();
             panic!("vulkaninfo differs with the layer ({options:?}): {diff:#?}");
         }
     }
     // With interlock_strategy=native nothing is emulated on lavapipe: identical.
-    let with = run(&mut overlap_run(
-        &["--set", "interlock_strategy=native"],
-        &["vulkaninfo"],
-    ));
-    assert_eq!(
-        without_overlap_entry(&with.stdout),
-        without_overlap_entry(&without.stdout)
-    );
+    let with = run(&mut overlap_run(&["--set", "interlock_strategy=native"], &["vulkaninfo"]));
+    assert_eq!(without_overlap_entry(&with.stdout), without_overlap_entry(&without.stdout));
 }
 
 #[test]
@@ -157,11 +126,7 @@ fn vkcube_runs_60_frames_through_forced_hooks_with_validation() {
         &["vkcube", "--validate", "--c", "60"],
     )));
     assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
-    assert!(
-        o.stderr.contains("hooks: all (force_enable)"),
-        "the layer did not hook vkcube's device:\n{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains("hooks: all (force_enable)"), "the layer did not hook vkcube's device:\n{}", o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(!all.contains("ERROR :"), "validation errors:\n{all}");
 }
@@ -169,16 +134,11 @@ fn vkcube_runs_60_frames_through_forced_hooks_with_validation() {
 fn zink_glxinfo(through_overlap: bool) -> harness::Outcome {
     assert!(harness::have("glxinfo"), "glxinfo is missing: run ci/setup");
     let mut cmd = if through_overlap {
-        overlap_run(
-            &["--set", "force_enable=true", "--set", "log_level=info"],
-            &["glxinfo", "-B"],
-        )
+        overlap_run(&["--set", "force_enable=true", "--set", "log_level=info"], &["glxinfo", "-B"])
     } else {
         vk_command("glxinfo", Layers::None)
     };
-    cmd.env("LIBGL_ALWAYS_SOFTWARE", "1")
-        .env("GALLIUM_DRIVER", "zink")
-        .env("VK_INSTANCE_LAYERS", harness::VALIDATION);
+    cmd.env("LIBGL_ALWAYS_SOFTWARE", "1").env("GALLIUM_DRIVER", "zink").env("VK_INSTANCE_LAYERS", harness::VALIDATION);
     if !through_overlap {
         cmd.arg("-B");
     }
@@ -191,10 +151,7 @@ fn vuids(o: &harness::Outcome) -> Vec<String> {
     let mut v: Vec<String> = format!("{}{}", o.stdout, o.stderr)
         .split_whitespace()
         .filter(|w| w.starts_with("VUID-") || w.starts_with("UNASSIGNED-"))
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
-                .to_string()
-        })
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_').to_string())
         .collect();
     v.sort();
     v.dedup();
@@ -207,17 +164,9 @@ fn opengl_through_zink_works_through_the_layer() {
     let with = zink_glxinfo(true);
     for o in [&without, &with] {
         assert_eq!(o.code, Some(0), "{}", o.stderr);
-        assert!(
-            o.stdout.contains("OpenGL renderer string: zink"),
-            "zink did not load:\n{}",
-            o.stdout
-        );
+        assert!(o.stdout.contains("OpenGL renderer string: zink"), "zink did not load:\n{}", o.stdout);
     }
-    assert!(
-        with.stderr.contains("hooks: all (force_enable)"),
-        "{}",
-        with.stderr
-    );
+    assert!(with.stderr.contains("hooks: all (force_enable)"), "{}", with.stderr);
     // The layer adds no validation message of its own.
     assert_eq!(vuids(&with), vuids(&without));
 }
@@ -228,23 +177,13 @@ fn run_returns_the_programs_exit_status_and_passes_settings() {
     assert_eq!(o.code, Some(7));
     let o = run(&mut overlap_run(
         &["--arch", "gfx11", "--set", "fdm=baseline"],
-        &[
-            "sh",
-            "-c",
-            "echo $VK_OVERLAP_EMULATION_ARCHITECTURE $VK_OVERLAP_EMULATION_FDM",
-        ],
+        &["sh", "-c", "echo $VK_OVERLAP_EMULATION_ARCHITECTURE $VK_OVERLAP_EMULATION_FDM"],
     ));
     assert_eq!(o.stdout.trim(), "gfx11 baseline");
     // The layer is active in the child without being installed.
-    let o = run(&mut overlap_run(
-        &["--set", "force_enable=true"],
-        &[harness::testapp().to_str().unwrap(), "probe"],
-    ));
+    let o = run(&mut overlap_run(&["--set", "force_enable=true"], &[harness::testapp().to_str().unwrap(), "probe"]));
     o.assert_ok();
-    assert_eq!(
-        o.value("hook_owner.vkCmdDraw"),
-        Some("libVkLayer_overlap.so")
-    );
+    assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_overlap.so"));
 }
 
 #[test]
@@ -271,9 +210,7 @@ fn bad_arguments_get_usage_and_exit_code_2() {
 #[test]
 fn info_lists_lavapipe_and_the_plan() {
     let info = |args: &[&str]| {
-        let o = run(vk_command(overlap_cli(), Layers::None)
-            .arg("info")
-            .args(args));
+        let o = run(vk_command(overlap_cli(), Layers::None).arg("info").args(args));
         assert_eq!(o.code, Some(0), "{}", o.stderr);
         o.stdout
     };
@@ -290,9 +227,6 @@ fn info_lists_lavapipe_and_the_plan() {
     let out = info(&["--set", "force_enable=1"]);
     assert!(out.contains("device hooks              : all"), "{out}");
     let out = info(&["--set", "interlock_strategy=native"]);
-    assert!(
-        out.contains("fragment shader interlock : not provided (interlock_strategy=native"),
-        "{out}"
-    );
+    assert!(out.contains("fragment shader interlock : not provided (interlock_strategy=native"), "{out}");
     assert!(out.contains("device hooks              : none"), "{out}");
 }

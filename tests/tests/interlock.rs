@@ -15,24 +15,12 @@ fn full_matrix_passes_under_the_serialized_strategy() {
         Duration::from_secs(300),
     );
     o.assert_ok();
-    let cases: Vec<&str> = o
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("case="))
-        .collect();
+    let cases: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("case=")).collect();
     assert_eq!(cases.len(), interlock::matrix(false).len());
     assert_eq!(cases.len(), 128);
-    assert!(
-        cases.iter().all(|l| l.ends_with("result=pass")),
-        "{}",
-        o.stdout
-    );
+    assert!(cases.iter().all(|l| l.ends_with("result=pass")), "{}", o.stdout);
     assert_eq!(o.value("failures"), Some("0"));
-    assert!(
-        o.stderr.contains("OVERLAP-Shader-Rewritten: serialized"),
-        "{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains("OVERLAP-Shader-Rewritten: serialized"), "{}", o.stderr);
     // Every rewritten module is valid SPIR-V without any interlock left.
     let outs: Vec<_> = std::fs::read_dir(&dump)
         .unwrap()
@@ -41,21 +29,9 @@ fn full_matrix_passes_under_the_serialized_strategy() {
         .collect();
     assert_eq!(outs.len(), 8, "one rewrite per interlock shader variant");
     for p in outs {
-        let val = std::process::Command::new("spirv-val")
-            .args(["--target-env", "vulkan1.1"])
-            .arg(&p)
-            .output()
-            .unwrap();
-        assert!(
-            val.status.success(),
-            "{}: {}",
-            p.display(),
-            String::from_utf8_lossy(&val.stderr)
-        );
-        let dis = std::process::Command::new("spirv-dis")
-            .arg(&p)
-            .output()
-            .unwrap();
+        let val = std::process::Command::new("spirv-val").args(["--target-env", "vulkan1.1"]).arg(&p).output().unwrap();
+        assert!(val.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&val.stderr));
+        let dis = std::process::Command::new("spirv-dis").arg(&p).output().unwrap();
         let text = String::from_utf8_lossy(&dis.stdout);
         assert!(!text.contains("Interlock"), "{}", p.display());
     }
@@ -63,25 +39,16 @@ fn full_matrix_passes_under_the_serialized_strategy() {
 
 #[test]
 fn features_are_pixel_and_sample_never_shading_rate() {
-    let o = run(&mut app(
-        Layers::OverlapOverValidation,
-        &["interlock-features"],
-    ));
+    let o = run(&mut app(Layers::OverlapOverValidation, &["interlock-features"]));
     o.assert_ok();
     assert_eq!(o.value("pixel"), Some("1 sample=1 shading_rate=0"));
     assert_eq!(o.value("enabled"), Some("true"));
-    assert_eq!(
-        o.value("shading_rate_device"),
-        Some("ERROR_FEATURE_NOT_PRESENT")
-    );
+    assert_eq!(o.value("shading_rate_device"), Some("ERROR_FEATURE_NOT_PRESENT"));
 }
 
 #[test]
 fn lavapipe_alone_has_no_interlock() {
-    for (layers, env) in [
-        (Layers::Validation, None),
-        (Layers::OverlapOverValidation, Some("native")),
-    ] {
+    for (layers, env) in [(Layers::Validation, None), (Layers::OverlapOverValidation, Some("native"))] {
         let mut cmd = app(layers, &["interlock", "quick"]);
         if let Some(s) = env {
             cmd.env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", s);
@@ -97,18 +64,7 @@ fn lavapipe_alone_has_no_interlock() {
 /// (docs/BENCHMARKS.md); here it checks the checker's expected words.
 #[test]
 fn negative_control_runs() {
-    let o = run(&mut app(
-        Layers::OverlapOverValidation,
-        &["interlock", "none"],
-    ));
+    let o = run(&mut app(Layers::OverlapOverValidation, &["interlock", "none"]));
     o.assert_ok();
-    assert!(
-        o.stdout
-            .lines()
-            .filter(|l| l.starts_with("case=none."))
-            .count()
-            >= 8,
-        "{}",
-        o.stdout
-    );
+    assert!(o.stdout.lines().filter(|l| l.starts_with("case=none.")).count() >= 8, "{}", o.stdout);
 }

@@ -8,16 +8,9 @@ const HOOKED: &str = "libVkLayer_overlap.so";
 
 #[test]
 fn library_exports_only_the_loader_interface() {
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(harness::layer_library())
-        .output()
-        .expect("nm");
+    let out = Command::new("nm").args(["-D", "--defined-only"]).arg(harness::layer_library()).output().expect("nm");
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut symbols: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .collect();
+    let mut symbols: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
     symbols.sort();
     assert_eq!(
         symbols,
@@ -39,14 +32,8 @@ fn pass_through_by_default_and_quiet() {
     o.assert_ok().assert_quiet();
     assert!(o.value("instance_layers").unwrap().contains(harness::LAYER));
     // Nothing is emulated: the application calls the validation layer directly.
-    assert_eq!(
-        o.value("hook_owner.vkCmdDraw"),
-        Some("libVkLayer_khronos_validation.so")
-    );
-    assert_eq!(
-        o.value("hook_owner.vkCreateShaderModule"),
-        Some("libVkLayer_khronos_validation.so")
-    );
+    assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_khronos_validation.so"));
+    assert_eq!(o.value("hook_owner.vkCreateShaderModule"), Some("libVkLayer_khronos_validation.so"));
 }
 
 #[test]
@@ -55,10 +42,7 @@ fn device_extensions_are_the_drivers_without_duplicates() {
     let without = run(&mut app(Layers::Validation, &["probe"]));
     with.assert_ok();
     without.assert_ok();
-    assert_eq!(
-        with.value("device_extensions"),
-        without.value("device_extensions")
-    );
+    assert_eq!(with.value("device_extensions"), without.value("device_extensions"));
     assert_eq!(with.value("device_extension_duplicates"), Some("0"));
     // Asked by name, the layer lists its own: none yet.
     assert_eq!(with.value("overlap_device_extensions"), Some("0"));
@@ -66,30 +50,18 @@ fn device_extensions_are_the_drivers_without_duplicates() {
 
 #[test]
 fn force_enable_from_the_environment() {
-    let o = run(app(Layers::OverlapOverValidation, &["probe"])
-        .env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "true"));
+    let o = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "true"));
     o.assert_ok();
-    for cmd in [
-        "vkCmdDraw",
-        "vkCreateShaderModule",
-        "vkQueueSubmit",
-        "vkCmdBeginRendering",
-    ] {
+    for cmd in ["vkCmdDraw", "vkCreateShaderModule", "vkQueueSubmit", "vkCmdBeginRendering"] {
         assert_eq!(o.value(&format!("hook_owner.{cmd}")), Some(HOOKED), "{cmd}");
     }
     // vkDestroyDevice is always the loader's trampoline to the layer's hook.
-    assert_eq!(
-        o.value("hook_owner.vkDestroyDevice"),
-        Some("libvulkan.so.1")
-    );
+    assert_eq!(o.value("hook_owner.vkDestroyDevice"), Some("libvulkan.so.1"));
 }
 
 #[test]
 fn force_enable_from_layer_settings_create_info() {
-    let o = run(&mut app(
-        Layers::OverlapOverValidation,
-        &["--setting", "force_enable=true", "probe"],
-    ));
+    let o = run(&mut app(Layers::OverlapOverValidation, &["--setting", "force_enable=true", "probe"]));
     o.assert_ok();
     assert_eq!(o.value("hook_owner.vkCmdDraw"), Some(HOOKED));
 }
@@ -97,11 +69,7 @@ fn force_enable_from_layer_settings_create_info() {
 #[test]
 fn force_enable_from_settings_file() {
     let dir = harness::scratch("settings");
-    std::fs::write(
-        dir.join("vk_layer_settings.txt"),
-        "# test\noverlap_emulation.force_enable = true\n",
-    )
-    .unwrap();
+    std::fs::write(dir.join("vk_layer_settings.txt"), "# test\noverlap_emulation.force_enable = true\n").unwrap();
     let o = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_LAYER_SETTINGS_PATH", &dir));
     o.assert_ok();
     assert_eq!(o.value("hook_owner.vkCmdDraw"), Some(HOOKED));
@@ -116,15 +84,9 @@ fn settings_priority_is_environment_then_file_then_create_info() {
     let file = dir.join("vk_layer_settings.txt");
     std::fs::write(&file, "overlap_emulation.force_enable = false\n").unwrap();
     // File (false) beats create info (true).
-    let o = run(app(
-        Layers::OverlapOverValidation,
-        &["--setting", "force_enable=true", "probe"],
-    )
-    .env("VK_LAYER_SETTINGS_PATH", &file));
-    assert_eq!(
-        o.value("hook_owner.vkCmdDraw"),
-        Some("libVkLayer_khronos_validation.so")
-    );
+    let o = run(app(Layers::OverlapOverValidation, &["--setting", "force_enable=true", "probe"])
+        .env("VK_LAYER_SETTINGS_PATH", &file));
+    assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_khronos_validation.so"));
     // Environment (true) beats the file (false).
     let o = run(app(Layers::OverlapOverValidation, &["probe"])
         .env("VK_LAYER_SETTINGS_PATH", &file)
@@ -139,31 +101,18 @@ fn bad_and_unknown_settings_warn_and_use_defaults() {
         .env("VK_OVERLAP_EMULATION_NO_SUCH_KEY", "1"));
     o.assert_ok();
     assert!(o.stderr.contains("OVERLAP-Setting-Invalid"), "{}", o.stderr);
-    assert!(
-        o.stderr.contains("'force_enable' = 'perhaps'"),
-        "{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains("'force_enable' = 'perhaps'"), "{}", o.stderr);
     assert!(o.stderr.contains("OVERLAP-Setting-Unknown"), "{}", o.stderr);
     // The default (false) applies.
-    assert_eq!(
-        o.value("hook_owner.vkCmdDraw"),
-        Some("libVkLayer_khronos_validation.so")
-    );
+    assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_khronos_validation.so"));
     // Warnings reach the messenger chained at instance creation too.
-    assert!(
-        o.overlap_messages().contains(&"OVERLAP-Setting-Invalid"),
-        "{:?}",
-        o.overlap_messages()
-    );
+    assert!(o.overlap_messages().contains(&"OVERLAP-Setting-Invalid"), "{:?}", o.overlap_messages());
 }
 
 #[test]
 fn messages_reach_debug_utils_messengers_by_their_own_severity() {
     // stderr is silenced, but the app's messenger asked for INFO.
-    let o =
-        run(app(Layers::OverlapOverValidation, &["probe"])
-            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "off"));
+    let o = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "off"));
     o.assert_ok().assert_quiet();
     let ids = o.overlap_messages();
     assert!(ids.contains(&"OVERLAP-Instance-Created"), "{ids:?}");
@@ -175,63 +124,33 @@ fn messages_reach_debug_utils_messengers_by_their_own_severity() {
 
 #[test]
 fn log_level_info_reports_the_plan_on_stderr() {
-    let o = run(app(Layers::OverlapOverValidation, &["probe"])
-        .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"));
+    let o = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"));
     o.assert_ok();
-    assert!(
-        o.stderr.contains("OVERLAP-Device-Plan: llvmpipe"),
-        "{}",
-        o.stderr
-    );
-    assert!(
-        o.stderr.contains("hooks: none (pass-through)"),
-        "{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains("OVERLAP-Device-Plan: llvmpipe"), "{}", o.stderr);
+    assert!(o.stderr.contains("hooks: none (pass-through)"), "{}", o.stderr);
 }
 
 /// The implicit manifest: loaded with OVERLAP=1, never with DISABLE_OVERLAP=1.
 #[test]
 fn implicit_manifest_enable_and_disable_environment() {
     let data = harness::scratch("xdg");
-    let out = Command::new(harness::overlap_cli())
-        .arg("install")
-        .env("XDG_DATA_HOME", &data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(harness::overlap_cli()).arg("install").env("XDG_DATA_HOME", &data).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let manifest = data.join("vulkan/implicit_layer.d/VkLayer_overlap.json");
     assert!(manifest.is_file());
-    let cases = [
-        (&[("OVERLAP", "1")][..], true),
-        (&[][..], false),
-        (&[("OVERLAP", "1"), ("DISABLE_OVERLAP", "1")][..], false),
-    ];
+    let cases =
+        [(&[("OVERLAP", "1")][..], true), (&[][..], false), (&[("OVERLAP", "1"), ("DISABLE_OVERLAP", "1")][..], false)];
     for (vars, loaded) in cases {
         let mut cmd = app(Layers::Validation, &["probe"]);
-        cmd.env("XDG_DATA_HOME", &data)
-            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info");
+        cmd.env("XDG_DATA_HOME", &data).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info");
         for (k, v) in vars {
             cmd.env(k, v);
         }
         let o = run(&mut cmd);
         o.assert_ok();
-        assert_eq!(
-            o.stderr.contains("OVERLAP-Instance-Created"),
-            loaded,
-            "{vars:?}:\n{}",
-            o.stderr
-        );
+        assert_eq!(o.stderr.contains("OVERLAP-Instance-Created"), loaded, "{vars:?}:\n{}", o.stderr);
     }
-    let out = Command::new(harness::overlap_cli())
-        .arg("uninstall")
-        .env("XDG_DATA_HOME", &data)
-        .output()
-        .unwrap();
+    let out = Command::new(harness::overlap_cli()).arg("uninstall").env("XDG_DATA_HOME", &data).output().unwrap();
     assert!(out.status.success());
     assert!(!manifest.exists());
 }

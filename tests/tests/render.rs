@@ -13,10 +13,7 @@ fn render(path: &str, layers: Layers, force: bool) -> (String, Image) {
     let o = run(&mut cmd);
     o.assert_ok();
     assert!(o.value("checked_pixels").unwrap().parse::<u32>().unwrap() > 96 * 64 / 3);
-    (
-        o.value("checksum").unwrap().to_string(),
-        Image::read_png(&png).unwrap(),
-    )
+    (o.value("checksum").unwrap().to_string(), Image::read_png(&png).unwrap())
 }
 
 fn check_png(img: &Image) {
@@ -38,11 +35,9 @@ fn render_pass_and_dynamic_rendering_match_without_and_with_the_layer() {
     for path in ["renderpass", "dynamic"] {
         let (reference, img) = render(path, Layers::None, false);
         check_png(&img);
-        for (layers, force) in [
-            (Layers::OverlapOverValidation, false),
-            (Layers::OverlapOverValidation, true),
-            (Layers::Overlap, true),
-        ] {
+        for (layers, force) in
+            [(Layers::OverlapOverValidation, false), (Layers::OverlapOverValidation, true), (Layers::Overlap, true)]
+        {
             let (sum, img) = render(path, layers, force);
             assert_eq!(sum, reference, "{path} {layers:?} force={force}");
             check_png(&img);

@@ -12,31 +12,16 @@ fn with_panic(command: &str, args: &[&str]) -> overlap_tests::harness::Outcome {
 
 #[test]
 fn panicking_command_hooks_fall_back_to_pass_through() {
-    let reference = run(&mut app(
-        Layers::None,
-        &["render", "renderpass", "64", "64"],
-    ));
+    let reference = run(&mut app(Layers::None, &["render", "renderpass", "64", "64"]));
     reference.assert_ok();
-    for command in [
-        "vkCmdDraw",
-        "vkCreateShaderModule",
-        "vkCreateGraphicsPipelines",
-        "vkCmdBeginRenderPass",
-        "vkQueueSubmit",
-    ] {
+    for command in
+        ["vkCmdDraw", "vkCreateShaderModule", "vkCreateGraphicsPipelines", "vkCmdBeginRenderPass", "vkQueueSubmit"]
+    {
         let o = with_panic(command, &["render", "renderpass", "64", "64"]);
         // The frame is still right: the hook's panic became a pass-through.
         o.assert_ok();
-        assert_eq!(
-            o.value("checksum"),
-            reference.value("checksum"),
-            "{command}"
-        );
-        assert!(
-            o.stderr.contains("OVERLAP-Internal-Panic"),
-            "{command}: {}",
-            o.stderr
-        );
+        assert_eq!(o.value("checksum"), reference.value("checksum"), "{command}");
+        assert!(o.stderr.contains("OVERLAP-Internal-Panic"), "{command}: {}", o.stderr);
         assert!(o.stderr.contains(command), "{command}: {}", o.stderr);
     }
 }
@@ -54,13 +39,7 @@ fn panicking_create_hooks_return_an_error_code() {
         let o = with_panic(command, &["probe"]);
         // The testapp exits 4 after a Vulkan error: it was not killed by a signal.
         assert_eq!(o.code, Some(4), "{command}:\n{}\n{}", o.stdout, o.stderr);
-        assert!(
-            o.value("VK_ERROR")
-                .unwrap()
-                .contains("ERROR_INITIALIZATION_FAILED"),
-            "{}",
-            o.stdout
-        );
+        assert!(o.value("VK_ERROR").unwrap().contains("ERROR_INITIALIZATION_FAILED"), "{}", o.stdout);
         assert!(o.stderr.contains("OVERLAP-Internal-Panic"), "{}", o.stderr);
     }
 }

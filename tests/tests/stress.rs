@@ -10,8 +10,7 @@ use std::time::Duration;
 fn instances_and_devices_from_several_threads() {
     for force in ["0", "1"] {
         let o = run_with_timeout(
-            app(Layers::OverlapOverValidation, &["threads", "4", "6"])
-                .env("VK_OVERLAP_EMULATION_FORCE_ENABLE", force),
+            app(Layers::OverlapOverValidation, &["threads", "4", "6"]).env("VK_OVERLAP_EMULATION_FORCE_ENABLE", force),
             Duration::from_secs(180),
         );
         o.assert_ok();
@@ -22,31 +21,21 @@ fn instances_and_devices_from_several_threads() {
 #[test]
 fn recording_on_eight_threads_through_forced_hooks() {
     let o = run_with_timeout(
-        app(Layers::OverlapOverValidation, &["record", "8", "400"])
-            .env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "1"),
+        app(Layers::OverlapOverValidation, &["record", "8", "400"]).env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "1"),
         Duration::from_secs(180),
     );
     o.assert_ok();
     assert_eq!(o.value("recorded"), Some("8x400"));
-    assert_eq!(
-        o.value("hook_owner.vkCmdDraw"),
-        Some("libVkLayer_overlap.so")
-    );
+    assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_overlap.so"));
 }
 
 /// Definite leaks fail the run; the suppressions (driver and rtld only) are
 /// in tests/valgrind.supp with the reason for each.
 #[test]
 fn create_destroy_and_render_are_leak_free_under_valgrind() {
-    assert!(
-        harness::have("valgrind"),
-        "valgrind is missing: run ci/setup"
-    );
+    assert!(harness::have("valgrind"), "valgrind is missing: run ci/setup");
     let supp = Path::new(env!("CARGO_MANIFEST_DIR")).join("valgrind.supp");
-    for args in [
-        &["cycle", "3"][..],
-        &["render", "renderpass", "32", "32"][..],
-    ] {
+    for args in [&["cycle", "3"][..], &["render", "renderpass", "32", "32"][..]] {
         let mut cmd = harness::vk_command("valgrind", Layers::Overlap);
         cmd.args([
             "--keep-debuginfo=yes",
@@ -59,15 +48,9 @@ fn create_destroy_and_render_are_leak_free_under_valgrind() {
         .args(args)
         .env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "1");
         let o = run_with_timeout(&mut cmd, Duration::from_secs(300));
-        assert_eq!(
-            o.code,
-            Some(0),
-            "valgrind {args:?} reports errors:\n{}",
-            o.stderr
-        );
+        assert_eq!(o.code, Some(0), "valgrind {args:?} reports errors:\n{}", o.stderr);
         assert!(
-            o.stderr.contains("definitely lost: 0 bytes")
-                || o.stderr.contains("All heap blocks were freed"),
+            o.stderr.contains("definitely lost: 0 bytes") || o.stderr.contains("All heap blocks were freed"),
             "{}",
             o.stderr
         );

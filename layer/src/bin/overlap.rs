@@ -60,19 +60,11 @@ fn parse_settings(args: &[OsString]) -> Result<(SettingEnv, &[OsString]), String
         let (key, value) = match a {
             "--arch" => (
                 "architecture".to_string(),
-                args.get(i + 1)
-                    .and_then(|v| v.to_str())
-                    .ok_or("--arch needs a NAME")?
-                    .to_string(),
+                args.get(i + 1).and_then(|v| v.to_str()).ok_or("--arch needs a NAME")?.to_string(),
             ),
             "--set" => {
-                let kv = args
-                    .get(i + 1)
-                    .and_then(|v| v.to_str())
-                    .ok_or("--set needs KEY=VALUE")?;
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or_else(|| format!("--set {kv}: expected KEY=VALUE"))?;
+                let kv = args.get(i + 1).and_then(|v| v.to_str()).ok_or("--set needs KEY=VALUE")?;
+                let (k, v) = kv.split_once('=').ok_or_else(|| format!("--set {kv}: expected KEY=VALUE"))?;
                 (k.to_string(), v.to_string())
             }
             _ => break,
@@ -83,10 +75,7 @@ fn parse_settings(args: &[OsString]) -> Result<(SettingEnv, &[OsString]), String
         })?;
         if let settings::Kind::Enum(values) = def.kind {
             if !values.contains(&value.to_ascii_lowercase().as_str()) {
-                return Err(format!(
-                    "'{value}' is not a valid {key} (one of {})",
-                    values.join(", ")
-                ));
+                return Err(format!("'{value}' is not a valid {key} (one of {})", values.join(", ")));
             }
         }
         env.push((settings::env_name(&key), value));
@@ -97,19 +86,12 @@ fn parse_settings(args: &[OsString]) -> Result<(SettingEnv, &[OsString]), String
 
 /// The layer library built beside this program.
 fn library() -> Result<PathBuf, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
-    let lib = exe
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(manifest::LIBRARY_FILE_NAME);
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
+    let lib = exe.parent().unwrap_or(Path::new(".")).join(manifest::LIBRARY_FILE_NAME);
     if lib.is_file() {
         Ok(lib)
     } else {
-        Err(format!(
-            "{} not found (build it with cargo build --release)",
-            lib.display()
-        ))
+        Err(format!("{} not found (build it with cargo build --release)", lib.display()))
     }
 }
 
@@ -131,10 +113,7 @@ fn run(args: &[OsString]) -> ExitCode {
         return usage_error("run: missing '-- CMD'");
     };
     if first != "--" {
-        return usage_error(&format!(
-            "run: unexpected '{}' (options, then -- CMD)",
-            first.to_string_lossy()
-        ));
+        return usage_error(&format!("run: unexpected '{}' (options, then -- CMD)", first.to_string_lossy()));
     }
     let Some(program) = rest.get(1) else {
         return usage_error("run: no command after --");
@@ -148,23 +127,16 @@ fn run(args: &[OsString]) -> ExitCode {
     };
     let dir = std::env::temp_dir().join(format!("overlap-run-{}", std::process::id()));
     if let Err(e) = manifest::write(Kind::Explicit, &lib, &dir) {
-        eprintln!(
-            "overlap: cannot write the layer manifest in {}: {e}",
-            dir.display()
-        );
+        eprintln!("overlap: cannot write the layer manifest in {}: {e}", dir.display());
         return ExitCode::from(1);
     }
     let mut cmd = Command::new(program);
     cmd.args(&rest[2..])
         // The loader finds the manifest here and enables the layer.
-        .env(
-            "VK_ADD_LAYER_PATH",
-            prepend_path("VK_ADD_LAYER_PATH", &dir, ":"),
-        )
+        .env("VK_ADD_LAYER_PATH", prepend_path("VK_ADD_LAYER_PATH", &dir, ":"))
         .env("VK_LOADER_LAYERS_ENABLE", {
             let mut v = OsString::from(LAYER_NAME);
-            if let Some(old) = std::env::var_os("VK_LOADER_LAYERS_ENABLE").filter(|o| !o.is_empty())
-            {
+            if let Some(old) = std::env::var_os("VK_LOADER_LAYERS_ENABLE").filter(|o| !o.is_empty()) {
                 v.push(",");
                 v.push(old);
             }
@@ -196,8 +168,7 @@ fn install() -> ExitCode {
     let result = (|| -> Result<PathBuf, String> {
         let lib = library()?.canonicalize().map_err(|e| e.to_string())?;
         let dir = manifest::user_implicit_dir().ok_or("neither XDG_DATA_HOME nor HOME is set")?;
-        manifest::write(Kind::Implicit, &lib, &dir)
-            .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
+        manifest::write(Kind::Implicit, &lib, &dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))
     })();
     match result {
         Ok(path) => {
@@ -265,31 +236,16 @@ fn info(args: &[OsString]) -> ExitCode {
 }
 
 fn query_drivers(settings: &Settings) -> Result<(), String> {
-    let entry =
-        unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load the Vulkan loader: {e}"))?;
-    let api = unsafe { entry.try_enumerate_instance_version() }
-        .ok()
-        .flatten()
-        .unwrap_or(vk::API_VERSION_1_0);
-    let app = vk::ApplicationInfo::default()
-        .api_version(api)
-        .application_name(c"overlap info");
-    let instance = unsafe {
-        entry.create_instance(
-            &vk::InstanceCreateInfo::default().application_info(&app),
-            None,
-        )
-    }
-    .map_err(|e| format!("vkCreateInstance failed: {e:?}"))?;
+    let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load the Vulkan loader: {e}"))?;
+    let api = unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0);
+    let app = vk::ApplicationInfo::default().api_version(api).application_name(c"overlap info");
+    let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }
+        .map_err(|e| format!("vkCreateInstance failed: {e:?}"))?;
     let pds = unsafe { instance.enumerate_physical_devices() }.unwrap_or_default();
     println!("Overlap {} (layer {LAYER_NAME})", env!("CARGO_PKG_VERSION"));
     println!(
         "settings: architecture={} interlock_strategy={} fdm={} varyings={} force_enable={}",
-        settings.architecture,
-        settings.interlock_strategy,
-        settings.fdm,
-        settings.varyings,
-        settings.force_enable
+        settings.architecture, settings.interlock_strategy, settings.fdm, settings.varyings, settings.force_enable
     );
     println!("Vulkan drivers found: {}", pds.len());
     for (i, pd) in pds.iter().enumerate() {
@@ -298,15 +254,8 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
         println!(
             "[{i}] {} — driver {} ({}), Vulkan {}.{}.{}",
             facts.device_name,
-            if facts.driver_name.is_empty() {
-                "unknown"
-            } else {
-                &facts.driver_name
-            },
-            facts
-                .driver_id
-                .map(|d| format!("{d:?}"))
-                .unwrap_or_else(|| "no driver id".into()),
+            if facts.driver_name.is_empty() { "unknown" } else { &facts.driver_name },
+            facts.driver_id.map(|d| format!("{d:?}")).unwrap_or_else(|| "no driver id".into()),
             vk::api_version_major(facts.api_version),
             vk::api_version_minor(facts.api_version),
             vk::api_version_patch(facts.api_version)

@@ -25,54 +25,25 @@ fn median(v: &mut [u64]) -> f64 {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numeric arguments"))
-        .collect();
+    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("numeric arguments")).collect();
     let get = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
     let (rounds, k, n, reps) = (get(0, 9), get(1, 64), get(2, 1000), get(3, 9));
     let mut configs = [
-        Config {
-            name: "no layer",
-            layers: Layers::None,
-            force: false,
-            record: vec![],
-            total: vec![],
-        },
-        Config {
-            name: "Overlap, pass-through",
-            layers: Layers::Overlap,
-            force: false,
-            record: vec![],
-            total: vec![],
-        },
-        Config {
-            name: "Overlap, forced hooks",
-            layers: Layers::Overlap,
-            force: true,
-            record: vec![],
-            total: vec![],
-        },
+        Config { name: "no layer", layers: Layers::None, force: false, record: vec![], total: vec![] },
+        Config { name: "Overlap, pass-through", layers: Layers::Overlap, force: false, record: vec![], total: vec![] },
+        Config { name: "Overlap, forced hooks", layers: Layers::Overlap, force: true, record: vec![], total: vec![] },
     ];
     for round in 0..rounds as usize {
         for i in 0..configs.len() {
             let c = &mut configs[(i + round) % 3];
-            let mut cmd = app(
-                c.layers,
-                &["bench", &k.to_string(), &n.to_string(), &reps.to_string()],
-            );
+            let mut cmd = app(c.layers, &["bench", &k.to_string(), &n.to_string(), &reps.to_string()]);
             if c.force {
                 cmd.env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "1");
             }
             let o = run_with_timeout(&mut cmd, Duration::from_secs(600));
             o.assert_ok();
             let owner = o.value("hook_owner.vkCmdDraw").unwrap();
-            assert_eq!(
-                owner == "libVkLayer_overlap.so",
-                c.force,
-                "{}: vkCmdDraw answered by {owner}",
-                c.name
-            );
+            assert_eq!(owner == "libVkLayer_overlap.so", c.force, "{}: vkCmdDraw answered by {owner}", c.name);
             let record: u64 = o.value("record_ns").unwrap().parse().unwrap();
             let submit: u64 = o.value("submit_ns").unwrap().parse().unwrap();
             c.record.push(record);

@@ -27,9 +27,7 @@ fn usage() -> ! {
 }
 
 fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> T {
-    args.get(i)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| usage())
+    args.get(i).and_then(|a| a.parse().ok()).unwrap_or_else(|| usage())
 }
 
 fn main() {
@@ -51,13 +49,7 @@ fn main() {
         "probe" => probe(&opts),
         "render" => {
             let path: RenderPath = arg(&args, 1);
-            render_cmd(
-                &opts,
-                path,
-                arg(&args, 2),
-                arg(&args, 3),
-                args.get(4).map(std::path::PathBuf::from),
-            )
+            render_cmd(&opts, path, arg(&args, 2), arg(&args, 3), args.get(4).map(std::path::PathBuf::from))
         }
         "cycle" => cycle(&opts, arg(&args, 1)),
         "threads" => threads(&opts, arg(&args, 1), arg(&args, 2)),
@@ -75,11 +67,8 @@ fn finish(result: Result<(), String>) -> ! {
     for e in &errors {
         eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);
     }
-    let overlap: Vec<String> = render::messages()
-        .into_iter()
-        .filter(|m| m.id.starts_with("OVERLAP-"))
-        .map(|m| m.id)
-        .collect();
+    let overlap: Vec<String> =
+        render::messages().into_iter().filter(|m| m.id.starts_with("OVERLAP-")).map(|m| m.id).collect();
     println!("VALIDATION_ERRORS={}", errors.len());
     println!("OVERLAP_MESSAGES={}", overlap.join(","));
     match result {
@@ -103,29 +92,13 @@ fn gpu(opts: &GpuOptions) -> Result<Gpu, String> {
 fn probe(opts: &GpuOptions) -> Result<(), String> {
     let g = gpu(opts)?;
     println!("device={}", g.device_name);
-    let layers = unsafe { g.entry.enumerate_instance_layer_properties() }
-        .map_err(|e| format!("vk:{e:?}"))?;
-    let names: Vec<String> = layers
-        .iter()
-        .map(|l| {
-            l.layer_name_as_c_str()
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let layers = unsafe { g.entry.enumerate_instance_layer_properties() }.map_err(|e| format!("vk:{e:?}"))?;
+    let names: Vec<String> =
+        layers.iter().map(|l| l.layer_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect();
     println!("instance_layers={}", names.join(","));
-    let exts = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }
-        .map_err(|e| format!("vk:{e:?}"))?;
-    let mut ext_names: Vec<String> = exts
-        .iter()
-        .map(|e| {
-            e.extension_name_as_c_str()
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let exts = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }.map_err(|e| format!("vk:{e:?}"))?;
+    let mut ext_names: Vec<String> =
+        exts.iter().map(|e| e.extension_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect();
     let count = ext_names.len();
     ext_names.sort();
     ext_names.dedup();
@@ -141,26 +114,9 @@ fn probe(opts: &GpuOptions) -> Result<(), String> {
             std::ptr::null_mut(),
         )
     };
-    println!(
-        "overlap_device_extensions={}",
-        if r == vk::Result::SUCCESS {
-            n.to_string()
-        } else {
-            format!("{r:?}")
-        }
-    );
-    for name in [
-        c"vkCmdDraw",
-        c"vkCreateShaderModule",
-        c"vkQueueSubmit",
-        c"vkCmdBeginRendering",
-        c"vkDestroyDevice",
-    ] {
-        println!(
-            "hook_owner.{}={}",
-            name.to_str().unwrap(),
-            g.device_proc_owner(name)
-        );
+    println!("overlap_device_extensions={}", if r == vk::Result::SUCCESS { n.to_string() } else { format!("{r:?}") });
+    for name in [c"vkCmdDraw", c"vkCreateShaderModule", c"vkQueueSubmit", c"vkCmdBeginRendering", c"vkDestroyDevice"] {
+        println!("hook_owner.{}={}", name.to_str().unwrap(), g.device_proc_owner(name));
     }
     Ok(())
 }
@@ -177,13 +133,10 @@ fn render_cmd(
     let img = t.render(&g);
     t.destroy(&g);
     if let Some(out) = &out {
-        img.write_png(out)
-            .map_err(|e| format!("writing {}: {e}", out.display()))?;
+        img.write_png(out).map_err(|e| format!("writing {}: {e}", out.display()))?;
         println!("png={}", out.display());
     }
-    let checksum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
-    });
+    let checksum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
     println!("checksum={checksum:016x}");
     check_scene(&img)
 }
@@ -204,9 +157,7 @@ fn check_scene(img: &render::Image) -> Result<(), String> {
     }
     let centre = img.pixel(img.width * 3 / 4, img.height / 2);
     if centre == render::CLEAR_RGBA || centre[1] == 0 {
-        return Err(format!(
-            "triangle missing at the centre of the right half: {centre:?}"
-        ));
+        return Err(format!("triangle missing at the centre of the right half: {centre:?}"));
     }
     println!("checked_pixels={checked}");
     Ok(())
@@ -253,22 +204,17 @@ fn record(opts: &GpuOptions, threads: u32, draws: u32) -> Result<(), String> {
                     let pool = g
                         .device
                         .create_command_pool(
-                            &vk::CommandPoolCreateInfo::default()
-                                .queue_family_index(g.queue_family),
+                            &vk::CommandPoolCreateInfo::default().queue_family_index(g.queue_family),
                             None,
                         )
                         .unwrap();
                     let cb = g
                         .device
                         .allocate_command_buffers(
-                            &vk::CommandBufferAllocateInfo::default()
-                                .command_pool(pool)
-                                .command_buffer_count(1),
+                            &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
                         )
                         .unwrap()[0];
-                    g.device
-                        .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
-                        .unwrap();
+                    g.device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).unwrap();
                     t.begin(&g, cb);
                     for _ in 0..draws {
                         t.draw_scene(&g, cb);
@@ -314,9 +260,7 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
     let cbs = unsafe {
         g.device
             .allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(pool)
-                    .command_buffer_count(k),
+                &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(k),
             )
             .unwrap()
     };
@@ -326,9 +270,7 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
         let t0 = Instant::now();
         for &cb in &cbs {
             unsafe {
-                g.device
-                    .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
-                    .unwrap();
+                g.device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).unwrap();
                 t.begin(&g, cb);
                 for _ in 0..n {
                     t.draw_scene(&g, cb);
@@ -408,22 +350,16 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
     unsafe { g.instance.get_physical_device_features2(g.pd, &mut f2) };
     println!(
         "pixel={} sample={} shading_rate={}",
-        f.fragment_shader_pixel_interlock,
-        f.fragment_shader_sample_interlock,
-        f.fragment_shader_shading_rate_interlock
+        f.fragment_shader_pixel_interlock, f.fragment_shader_sample_interlock, f.fragment_shader_shading_rate_interlock
     );
     println!("enabled={}", g.interlock);
     let prio = [1.0f32];
-    let queues = [vk::DeviceQueueCreateInfo::default()
-        .queue_family_index(g.queue_family)
-        .queue_priorities(&prio)];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(g.queue_family).queue_priorities(&prio)];
     let exts = [ash::ext::fragment_shader_interlock::NAME.as_ptr()];
-    let mut ask = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
-        .fragment_shader_shading_rate_interlock(true);
-    let info = vk::DeviceCreateInfo::default()
-        .queue_create_infos(&queues)
-        .enabled_extension_names(&exts)
-        .push_next(&mut ask);
+    let mut ask =
+        vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default().fragment_shader_shading_rate_interlock(true);
+    let info =
+        vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&exts).push_next(&mut ask);
     match unsafe { g.instance.create_device(g.pd, &info, None) } {
         Ok(d) => {
             unsafe { d.destroy_device(None) };
