@@ -77,6 +77,15 @@ fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
             pfn!(enumerate_physical_device_groups as vk::PFN_vkEnumeratePhysicalDeviceGroups)
         }
         b"vkCreateDevice" => pfn!(create_device as vk::PFN_vkCreateDevice),
+        b"vkGetPhysicalDeviceProperties" => {
+            pfn!(get_physical_device_properties as vk::PFN_vkGetPhysicalDeviceProperties)
+        }
+        b"vkGetPhysicalDeviceProperties2" => {
+            pfn!(get_physical_device_properties2 as vk::PFN_vkGetPhysicalDeviceProperties2)
+        }
+        b"vkGetPhysicalDeviceProperties2KHR" => {
+            pfn!(get_physical_device_properties2_khr as vk::PFN_vkGetPhysicalDeviceProperties2)
+        }
         b"vkGetPhysicalDeviceFeatures2" => {
             pfn!(get_physical_device_features2 as vk::PFN_vkGetPhysicalDeviceFeatures2)
         }
@@ -465,11 +474,12 @@ unsafe extern "system" fn create_device(
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
+            let set_loader_data = ffi::device_loader_data_callback(p_create_info);
             let (facts, plan) = pdd.decided().clone();
             // Emulated extensions and features never reach the driver.
             let mut stripped = None;
             if let Some(strategy) = plan.interlock_strategy() {
-                match crate::interlock::strip(&*p_create_info, strategy) {
+                match crate::interlock::strip(&*p_create_info, strategy, strategy == "spinlock") {
                     Ok(s) => stripped = Some(s),
                     Err(crate::interlock::StripError::FeatureNotPresent(f)) => {
                         inst.log.warn(
@@ -490,6 +500,23 @@ unsafe extern "system" fn create_device(
             }
             let handle = *p_device;
             let fns = ash::Device::load_with(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())), handle);
+            let enabled = stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled);
+            let mut spinlock = None;
+            if enabled && plan.interlock_strategy() == Some("spinlock") {
+                let set = inst.fns.get_physical_device_properties(pd).limits.max_bound_descriptor_sets - 1;
+                match crate::spinlock::Spinlock::create(&inst.fns, pd, &fns, &*down, set_loader_data, set) {
+                    Ok(s) => spinlock = Some(s),
+                    Err(crate::spinlock::InitError(what, e)) => {
+                        inst.log.error(
+                            "OVERLAP-Spinlock-Init",
+                            &format!("cannot create the interlock locks ({what}: {e:?}); vkCreateDevice fails"),
+                        );
+                        let _ = fns.device_wait_idle();
+                        (fns.fp_v1_0().destroy_device)(handle, p_allocator);
+                        return vk::Result::ERROR_INITIALIZATION_FAILED;
+                    }
+                }
+            }
             let next_create_shaders = next_gdpa(handle, c"vkCreateShadersEXT".as_ptr()).map(|f| std::mem::transmute(f));
             // Shaders need the layer only where the application enabled interlock.
             let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled);
@@ -509,6 +536,7 @@ unsafe extern "system" fn create_device(
                 facts,
                 plan,
                 interlock,
+                spinlock,
                 next_create_shaders,
             };
             let driver =
@@ -585,6 +613,10 @@ unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const
     let key = dispatch_key(device);
     let destroy = move || {
         if let Some(dev) = state::remove_device(key) {
+            if let Some(s) = &dev.spinlock {
+                let _ = dev.fns.device_wait_idle();
+                s.destroy(&dev.fns);
+            }
             (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
         }
     };
@@ -644,5 +676,96 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
             }
         },
         || {},
+    )
+}
+
+/// Limits the spinlock strategy takes for itself: one descriptor set (the
+/// last) and the storage image in it.
+fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) {
+    let Some(pdd) = state::physical_device(pd) else { return };
+    if pdd.plan().interlock_strategy() != Some("spinlock") {
+        return;
+    }
+    let log = &pdd.instance.log;
+    let take = |name: &str, v: &mut u32| {
+        let before = *v;
+        *v = v.saturating_sub(1);
+        log.log_once(
+            crate::settings::LogLevel::Info,
+            "OVERLAP-Limit-Adjusted",
+            name,
+            &format!("{name} {before} -> {} (the last descriptor set holds the interlock locks)", *v),
+        );
+    };
+    take("maxBoundDescriptorSets", &mut limits.max_bound_descriptor_sets);
+    take("maxPerStageDescriptorStorageImages", &mut limits.max_per_stage_descriptor_storage_images);
+    take("maxDescriptorSetStorageImages", &mut limits.max_descriptor_set_storage_images);
+    take("maxPerStageResources", &mut limits.max_per_stage_resources);
+}
+
+unsafe extern "system" fn get_physical_device_properties(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties) {
+    let next = |pd| state::physical_device(pd).map(|d| d.instance.fns.fp_v1_0().get_physical_device_properties);
+    guard::entry(
+        "vkGetPhysicalDeviceProperties",
+        || {
+            if let Some(n) = next(pd) {
+                n(pd, p);
+                adjust_limits(pd, &mut (*p).limits);
+            }
+        },
+        || {
+            if let Some(n) = next(pd) {
+                n(pd, p)
+            }
+        },
+    )
+}
+
+unsafe fn properties2(
+    pd: vk::PhysicalDevice,
+    p: *mut vk::PhysicalDeviceProperties2,
+    next: vk::PFN_vkGetPhysicalDeviceProperties2,
+) {
+    next(pd, p);
+    adjust_limits(pd, &mut (*p).properties.limits);
+}
+
+unsafe extern "system" fn get_physical_device_properties2(
+    pd: vk::PhysicalDevice,
+    p: *mut vk::PhysicalDeviceProperties2,
+) {
+    let next = |pd| state::physical_device(pd).map(|d| d.instance.fns.fp_v1_1().get_physical_device_properties2);
+    guard::entry(
+        "vkGetPhysicalDeviceProperties2",
+        || {
+            if let Some(n) = next(pd) {
+                properties2(pd, p, n)
+            }
+        },
+        || {
+            if let Some(n) = next(pd) {
+                n(pd, p)
+            }
+        },
+    )
+}
+
+unsafe extern "system" fn get_physical_device_properties2_khr(
+    pd: vk::PhysicalDevice,
+    p: *mut vk::PhysicalDeviceProperties2,
+) {
+    let next = |pd| state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_properties2_khr);
+    guard::entry(
+        "vkGetPhysicalDeviceProperties2KHR",
+        || {
+            if let Some(n) = next(pd) {
+                properties2(pd, p, n)
+            }
+        },
+        || {
+            if let Some(n) = next(pd) {
+                n(pd, p)
+            }
+        },
     )
 }

@@ -24,6 +24,12 @@ pub struct NegotiateLayerInterface {
 
 /// `VkLayerFunction`: what a loader create-info in the `pNext` chain carries.
 pub const VK_LAYER_LINK_INFO: u32 = 0;
+/// `VkLayerFunction::VK_LOADER_DATA_CALLBACK`.
+pub const VK_LOADER_DATA_CALLBACK: u32 = 1;
+
+/// `PFN_vkSetDeviceLoaderData`: gives a dispatchable object the layer created
+/// itself (a queue or command buffer) the loader's dispatch pointer.
+pub type PfnSetDeviceLoaderData = unsafe extern "system" fn(vk::Device, *mut c_void) -> vk::Result;
 
 #[repr(C)]
 pub struct LayerInstanceLink {
@@ -130,4 +136,22 @@ pub unsafe fn take_device_link(
 #[inline]
 pub unsafe fn dispatch_key<H: vk::Handle>(handle: H) -> usize {
     *(handle.as_raw() as *const usize)
+}
+
+/// The loader's `vkSetDeviceLoaderData` from a device create info chain.
+///
+/// # Safety
+/// `create_info` must be the `VkDeviceCreateInfo` the loader passed down.
+pub unsafe fn device_loader_data_callback(create_info: *const vk::DeviceCreateInfo) -> Option<PfnSetDeviceLoaderData> {
+    let mut p = (*create_info).p_next;
+    while !p.is_null() {
+        let info = p as *const LayerDeviceCreateInfo;
+        if (*info).s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO && (*info).function == VK_LOADER_DATA_CALLBACK
+        {
+            let f = (*info).u[0];
+            return (!f.is_null()).then(|| std::mem::transmute::<*mut c_void, PfnSetDeviceLoaderData>(f));
+        }
+        p = (*(p as *const vk::BaseInStructure)).p_next as *const c_void;
+    }
+    None
 }

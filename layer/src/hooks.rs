@@ -103,11 +103,16 @@ pub fn shader_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// The hook for `name` on `dev`, if the layer installs one there.
 pub fn device_hook_for(dev: &crate::state::DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let force = dev.plan.force_hooks;
+    if dev.spinlock.is_some() {
+        if let Some(h) = crate::spinlock::hook(name) {
+            return Some(h);
+        }
+    }
     let shaders = if dev.rewrites_shaders() || force { shader_hook(name) } else { None };
     shaders.or_else(|| if force { passthrough_hook(name) } else { None })
 }
 
 /// Any hook for `name` (for `vkGetInstanceProcAddr`, which knows no device).
 pub fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-    shader_hook(name).or_else(|| passthrough_hook(name))
+    shader_hook(name).or_else(|| crate::spinlock::hook(name)).or_else(|| passthrough_hook(name))
 }

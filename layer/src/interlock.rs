@@ -37,6 +37,7 @@ pub struct StrippedDeviceInfo {
     pub interlock: DeviceInterlock,
     _names: Vec<*const c_char>,
     _chain: Chain,
+    _features: Option<Box<vk::PhysicalDeviceFeatures>>,
 }
 
 #[derive(Debug)]
@@ -51,7 +52,11 @@ pub enum StripError {
 ///
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
-pub unsafe fn strip(info: &vk::DeviceCreateInfo, strategy: &'static str) -> Result<StrippedDeviceInfo, StripError> {
+pub unsafe fn strip(
+    info: &vk::DeviceCreateInfo,
+    strategy: &'static str,
+    fragment_atomics: bool,
+) -> Result<StrippedDeviceInfo, StripError> {
     let names: &[*const c_char] = if info.enabled_extension_count == 0 {
         &[]
     } else {
@@ -70,7 +75,25 @@ pub unsafe fn strip(info: &vk::DeviceCreateInfo, strategy: &'static str) -> Resu
         sample = f.fragment_shader_sample_interlock == vk::TRUE;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT);
+    // The spinlock's atomics on the lock image need fragmentStoresAndAtomics.
+    let mut features = None;
+    if fragment_atomics && extension_enabled {
+        if let Some(f2) = chain.get_mut::<vk::PhysicalDeviceFeatures2>() {
+            f2.features.fragment_stores_and_atomics = vk::TRUE;
+        } else {
+            let mut f = if info.p_enabled_features.is_null() {
+                vk::PhysicalDeviceFeatures::default()
+            } else {
+                *info.p_enabled_features
+            };
+            f.fragment_stores_and_atomics = vk::TRUE;
+            features = Some(Box::new(f));
+        }
+    }
     let mut out: vk::DeviceCreateInfo<'static> = std::mem::transmute_copy(info);
+    if let Some(f) = &features {
+        out.p_enabled_features = &**f;
+    }
     out.p_next = chain.head();
     out.enabled_extension_count = kept.len() as u32;
     out.pp_enabled_extension_names = if kept.is_empty() { std::ptr::null() } else { kept.as_ptr() };
@@ -79,6 +102,7 @@ pub unsafe fn strip(info: &vk::DeviceCreateInfo, strategy: &'static str) -> Resu
         interlock: DeviceInterlock { strategy, extension_enabled, pixel, sample },
         _names: kept,
         _chain: chain,
+        _features: features,
     })
 }
 
@@ -94,7 +118,7 @@ mod tests {
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
         let info =
             vk::DeviceCreateInfo::default().enabled_extension_names(&names).push_next(&mut f).push_next(&mut v12);
-        let s = unsafe { strip(&info, "serialized") }.unwrap();
+        let s = unsafe { strip(&info, "serialized", false) }.unwrap();
         assert_eq!(s.info.enabled_extension_count, 1);
         assert_eq!(unsafe { CStr::from_ptr(*s.info.pp_enabled_extension_names) }, c"VK_KHR_swapchain");
         unsafe {
@@ -109,6 +133,6 @@ mod tests {
         let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_shading_rate_interlock(true);
         let info = vk::DeviceCreateInfo::default().push_next(&mut f);
-        assert!(matches!(unsafe { strip(&info, "serialized") }, Err(StripError::FeatureNotPresent(_))));
+        assert!(matches!(unsafe { strip(&info, "serialized", false) }, Err(StripError::FeatureNotPresent(_))));
     }
 }

@@ -21,4 +21,5 @@ pub mod plan;
 pub mod pnext;
 pub mod settings;
 pub mod shader;
+pub mod spinlock;
 pub mod state;

@@ -115,10 +115,10 @@ fn interlock(settings: &Settings, facts: &DriverFacts) -> Capability {
         "native" if native => Capability::Native,
         "native" => Capability::Off("interlock_strategy=native, and the driver lacks it"),
         "serialized" => Capability::Emulated("serialized"),
-        "spinlock" => Capability::Off("the spinlock strategy is not implemented in this build"),
+        "spinlock" => Capability::Emulated("spinlock"),
         _ if native => Capability::Native,
         _ if facts.is_llvmpipe() => Capability::Emulated("serialized"),
-        _ => Capability::Off("this driver needs the spinlock strategy, not implemented in this build"),
+        _ => Capability::Emulated("spinlock"),
     }
 }
 
@@ -207,7 +207,8 @@ mod tests {
         assert!(Plan::new(&with("auto"), &llvmpipe).added_extensions().iter().any(|(n, _)| *n == INTERLOCK_EXTENSION));
         assert_eq!(Plan::new(&with("auto"), &nvidia).interlock, Capability::Native);
         assert!(Plan::new(&with("auto"), &nvidia).added_extensions().is_empty());
-        assert!(matches!(Plan::new(&with("auto"), &gpu).interlock, Capability::Off(_)));
+        assert_eq!(Plan::new(&with("auto"), &gpu).interlock_strategy(), Some("spinlock"));
+        assert_eq!(Plan::new(&with("spinlock"), &nvidia).interlock_strategy(), Some("spinlock"));
         assert!(matches!(Plan::new(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
         // A forced strategy replaces even a native implementation.
         assert_eq!(Plan::new(&with("serialized"), &nvidia).interlock_strategy(), Some("serialized"));

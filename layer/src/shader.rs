@@ -12,7 +12,7 @@ use crate::pnext::{self, Chain};
 use crate::settings::LogLevel;
 use crate::state::{self, DeviceData};
 use ash::vk;
-use overlap_shaders::{interlock, TargetEnv};
+use overlap_shaders::{interlock, spinlock, TargetEnv};
 use std::ffi::c_void;
 
 /// The SPIR-V words of `code_size` bytes at `p_code`.
@@ -61,8 +61,15 @@ fn dump(dev: &DeviceData, input: &[u32], output: &[u32]) {
     }
 }
 
+/// A module as the driver must see it.
+pub struct Rewritten {
+    pub words: Vec<u32>,
+    /// The module asked for ordered interlock.
+    pub ordered: bool,
+}
+
 /// The module as the driver must see it, or `None` to send it unchanged.
-pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
+pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     let il = dev.interlock.as_ref()?;
     if !interlock::uses_interlock(code) {
         return None;
@@ -75,9 +82,33 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
             return None;
         }
     };
-    let report = match il.strategy {
-        "serialized" => interlock::lower_serialized(&mut module),
-        other => {
+    let (summary, ordered) = match (il.strategy, &dev.spinlock) {
+        ("serialized", _) => {
+            let r = interlock::lower_serialized(&mut module);
+            (format!("{} begin / {} end removed", r.begins, r.ends), r.modes.iter().any(|m| m.ordered))
+        }
+        ("spinlock", Some(s)) => {
+            let cfg = spinlock::Config { set: s.set, binding: 0, size: crate::spinlock::LOCK_SIZE };
+            match spinlock::lower(&mut module, &cfg) {
+                Ok(r) => (
+                    format!(
+                        "{} section(s) locked per {}, {} value(s) spilled",
+                        r.sections,
+                        if r.per_sample_locks { "sample" } else { "pixel" },
+                        r.spilled_values
+                    ),
+                    r.ordered(),
+                ),
+                Err(e) => {
+                    log.warn(
+                        "OVERLAP-Shader-Skipped",
+                        &format!("spinlock interlock cannot lower this module ({e}); passed down unchanged"),
+                    );
+                    return None;
+                }
+            }
+        }
+        (other, _) => {
             log.warn(
                 "OVERLAP-Shader-Skipped",
                 &format!("interlock strategy {other} cannot lower this module; passed down unchanged"),
@@ -103,13 +134,11 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Vec<u32>> {
         }
     }
     if log.enabled(LogLevel::Debug) {
-        let modes: Vec<String> = report.modes.iter().map(|m| m.to_string()).collect();
-        log.debug(
-            "OVERLAP-Shader-Rewritten",
-            &format!("{}: {} ({} begin / {} end removed)", il.strategy, modes.join(", "), report.begins, report.ends),
-        );
+        let modes: Vec<String> =
+            interlock::modes(&overlap_shaders::parse(code).ok()?).iter().map(|m| m.to_string()).collect();
+        log.debug("OVERLAP-Shader-Rewritten", &format!("{}: {} ({summary})", il.strategy, modes.join(", ")));
     }
-    Some(out)
+    Some(Rewritten { words: out, ordered })
 }
 
 pub unsafe extern "system" fn create_shader_module(
@@ -129,9 +158,13 @@ pub unsafe extern "system" fn create_shader_module(
             match rewrite(dev, words(ci.p_code, ci.code_size)) {
                 Some(w) => {
                     let mut copy = *ci;
-                    copy.code_size = w.len() * 4;
-                    copy.p_code = w.as_ptr();
-                    (dev.fns.fp_v1_0().create_shader_module)(device, &copy, alloc, out)
+                    copy.code_size = w.words.len() * 4;
+                    copy.p_code = w.words.as_ptr();
+                    let r = (dev.fns.fp_v1_0().create_shader_module)(device, &copy, alloc, out);
+                    if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.spinlock) {
+                        s.modules.lock().insert(*out, w.ordered);
+                    }
+                    r
                 }
                 None => next(),
             }
@@ -158,7 +191,7 @@ unsafe fn rewrite_stages(dev: &DeviceData, stages: &[vk::PipelineShaderStageCrea
         let Some(inline) = pnext::find::<vk::ShaderModuleCreateInfo>(stage.p_next) else {
             continue;
         };
-        let Some(code) = rewrite(dev, words(inline.p_code, inline.code_size)) else {
+        let Some(Rewritten { words: code, .. }) = rewrite(dev, words(inline.p_code, inline.code_size)) else {
             continue;
         };
         let mut chain = match Chain::copy(stage.p_next) {
@@ -216,7 +249,8 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                 };
                 rewritten.push(rewrite_stages(dev, stages));
             }
-            if rewritten.iter().all(Option::is_none) {
+            let inline: Vec<bool> = rewritten.iter().map(Option::is_some).collect();
+            if dev.spinlock.is_none() && rewritten.iter().all(Option::is_none) {
                 return next();
             }
             let copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
@@ -230,7 +264,17 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                     c
                 })
                 .collect();
-            (dev.fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, copies.as_ptr(), alloc, out)
+            let r = (dev.fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, copies.as_ptr(), alloc, out);
+            if r.as_raw() >= 0 {
+                // Failed entries are VK_NULL_HANDLE and skipped.
+                crate::spinlock::note_pipelines(
+                    dev,
+                    infos_in,
+                    &inline,
+                    std::slice::from_raw_parts(out, count as usize),
+                );
+            }
+            r
         },
         next,
     )
@@ -264,7 +308,11 @@ pub unsafe extern "system" fn create_shaders_ext(
             let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
             for info in infos_in {
                 let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
-                code.push(if spirv { rewrite(dev, words(info.p_code as *const u32, info.code_size)) } else { None });
+                code.push(if spirv {
+                    rewrite(dev, words(info.p_code as *const u32, info.code_size)).map(|r| r.words)
+                } else {
+                    None
+                });
             }
             if code.iter().all(Option::is_none) {
                 return next();

@@ -37,6 +37,7 @@ pub struct InstanceExtFns {
     pub destroy_debug_utils_messenger: Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
     pub enumerate_physical_device_groups: Option<vk::PFN_vkEnumeratePhysicalDeviceGroups>,
     pub get_physical_device_features2_khr: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
+    pub get_physical_device_properties2_khr: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
 }
 
 impl InstanceExtFns {
@@ -52,6 +53,8 @@ impl InstanceExtFns {
                 .or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
                 .map(|f| std::mem::transmute(f)),
             get_physical_device_features2_khr: get(c"vkGetPhysicalDeviceFeatures2KHR").map(|f| std::mem::transmute(f)),
+            get_physical_device_properties2_khr: get(c"vkGetPhysicalDeviceProperties2KHR")
+                .map(|f| std::mem::transmute(f)),
         }
     }
 }
@@ -69,6 +72,8 @@ pub struct DeviceData {
     pub debug_panic: Option<String>,
     /// `Some` when the layer provides interlock on this device.
     pub interlock: Option<crate::interlock::DeviceInterlock>,
+    /// The spinlock strategy's resources, where it runs.
+    pub spinlock: Option<crate::spinlock::Spinlock>,
     /// The next layer's `vkCreateShadersEXT`, where the chain has it.
     pub next_create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
 }

@@ -353,6 +353,7 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
         f.fragment_shader_pixel_interlock, f.fragment_shader_sample_interlock, f.fragment_shader_shading_rate_interlock
     );
     println!("enabled={}", g.interlock);
+    println!("max_bound_descriptor_sets={}", g.properties.limits.max_bound_descriptor_sets);
     let prio = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(g.queue_family).queue_priorities(&prio)];
     let exts = [ash::ext::fragment_shader_interlock::NAME.as_ptr()];

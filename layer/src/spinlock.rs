@@ -1,0 +1,486 @@
+//! The device side of the `spinlock` interlock strategy
+//! (`overlap_shaders::spinlock` rewrites the shaders).
+//!
+//! - The layer reserves descriptor set `R = maxBoundDescriptorSets - 1` of
+//!   the driver and reports one set (and one storage image) less.
+//! - At `vkCreateDevice` it creates the lock image (R32_UINT, `LOCK_SIZE`²,
+//!   cleared to 0, in GENERAL layout), a descriptor set holding it, and an
+//!   empty set layout; `fragmentStoresAndAtomics` is enabled for the driver.
+//! - Every pipeline layout gets empty padding set layouts up to `R` and the
+//!   lock set layout at `R`, so all layouts stay compatible with each other
+//!   exactly as the application's were.
+//! - Pipelines built from rewritten modules are remembered; before a draw with
+//!   one bound, the lock set is bound at `R` with that pipeline's layout.
+
+use crate::guard::{self, debug_panic};
+use crate::state::{self, DeviceData};
+use ash::vk;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+
+/// Side of the square lock image; pixels further apart share locks.
+pub const LOCK_SIZE: u32 = 2048;
+
+pub struct Spinlock {
+    /// The reserved descriptor set index.
+    pub set: u32,
+    image: vk::Image,
+    memory: vk::DeviceMemory,
+    view: vk::ImageView,
+    pub lock_layout: vk::DescriptorSetLayout,
+    pub empty_layout: vk::DescriptorSetLayout,
+    pool: vk::DescriptorPool,
+    pub lock_set: vk::DescriptorSet,
+    /// Shader modules rewritten with a lock, and whether they asked for order.
+    pub modules: Mutex<HashMap<vk::ShaderModule, bool>>,
+    /// Pipelines using a lock, with their (extended) layouts.
+    pub pipelines: Mutex<HashMap<vk::Pipeline, vk::PipelineLayout>>,
+    /// Command buffers whose bound graphics pipeline uses a lock.
+    pub bound: Mutex<HashMap<vk::CommandBuffer, vk::PipelineLayout>>,
+    warned: Mutex<HashSet<vk::Pipeline>>,
+}
+
+#[derive(Debug)]
+pub struct InitError(pub &'static str, pub vk::Result);
+
+impl Spinlock {
+    /// Creates the lock resources on a new device and clears the locks, on
+    /// queue 0 of the first queue family the application created.
+    ///
+    /// # Safety
+    /// `device` was just created from `info` with `set_loader_data` from its chain.
+    pub unsafe fn create(
+        instance: &ash::Instance,
+        pd: vk::PhysicalDevice,
+        device: &ash::Device,
+        info: &vk::DeviceCreateInfo,
+        set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+        set: u32,
+    ) -> Result<Spinlock, InitError> {
+        let e = |what: &'static str| move |r: vk::Result| InitError(what, r);
+        let image = device
+            .create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(vk::Format::R32_UINT)
+                    .extent(vk::Extent3D { width: LOCK_SIZE, height: LOCK_SIZE, depth: 1 })
+                    .mip_levels(1)
+                    .array_layers(1)
+                    .samples(vk::SampleCountFlags::TYPE_1)
+                    .usage(vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST),
+                None,
+            )
+            .map_err(e("lock image"))?;
+        let req = device.get_image_memory_requirements(image);
+        let props = instance.get_physical_device_memory_properties(pd);
+        let type_index = (0..props.memory_type_count)
+            .find(|&i| {
+                req.memory_type_bits & (1 << i) != 0
+                    && props.memory_types[i as usize].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            })
+            .or_else(|| (0..props.memory_type_count).find(|&i| req.memory_type_bits & (1 << i) != 0))
+            .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
+        let memory = device
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
+                None,
+            )
+            .map_err(e("lock memory"))?;
+        device.bind_image_memory(image, memory, 0).map_err(e("bind lock memory"))?;
+        let range = vk::ImageSubresourceRange {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            base_mip_level: 0,
+            level_count: 1,
+            base_array_layer: 0,
+            layer_count: 1,
+        };
+        let view = device
+            .create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(image)
+                    .view_type(vk::ImageViewType::TYPE_2D)
+                    .format(vk::Format::R32_UINT)
+                    .subresource_range(range),
+                None,
+            )
+            .map_err(e("lock view"))?;
+        let binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+        let lock_layout = device
+            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding), None)
+            .map_err(e("lock set layout"))?;
+        let empty_layout = device
+            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None)
+            .map_err(e("empty set layout"))?;
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
+        let pool = device
+            .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
+            .map_err(e("lock pool"))?;
+        let layouts = [lock_layout];
+        let lock_set = device
+            .allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+            )
+            .map_err(e("lock set"))?[0];
+        let image_info = [vk::DescriptorImageInfo {
+            sampler: vk::Sampler::null(),
+            image_view: view,
+            image_layout: vk::ImageLayout::GENERAL,
+        }];
+        device.update_descriptor_sets(
+            &[vk::WriteDescriptorSet::default()
+                .dst_set(lock_set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                .image_info(&image_info)],
+            &[],
+        );
+
+        // Clear the locks once: GENERAL layout, all zero (unlocked).
+        let family = std::slice::from_raw_parts(info.p_queue_create_infos, info.queue_create_info_count as usize)
+            .first()
+            .map(|q| q.queue_family_index)
+            .ok_or(InitError("no queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
+        let queue = device.get_device_queue(family, 0);
+        let cmd_pool = device
+            .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
+            .map_err(e("init pool"))?;
+        let cb = device
+            .allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default().command_pool(cmd_pool).command_buffer_count(1),
+            )
+            .map_err(e("init command buffer"))?[0];
+        if let Some(set_data) = set_loader_data {
+            // SAFETY: the loader's callback for objects a layer creates itself.
+            let _ = set_data(device.handle(), vk::Handle::as_raw(queue) as *mut _);
+            let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
+        }
+        device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).map_err(e("init begin"))?;
+        let to_general = [vk::ImageMemoryBarrier::default()
+            .old_layout(vk::ImageLayout::UNDEFINED)
+            .new_layout(vk::ImageLayout::GENERAL)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(range)];
+        device.cmd_pipeline_barrier(
+            cb,
+            vk::PipelineStageFlags::TOP_OF_PIPE,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &to_general,
+        );
+        device.cmd_clear_color_image(
+            cb,
+            image,
+            vk::ImageLayout::GENERAL,
+            &vk::ClearColorValue { uint32: [0; 4] },
+            &[range],
+        );
+        let ready = [vk::ImageMemoryBarrier::default()
+            .old_layout(vk::ImageLayout::GENERAL)
+            .new_layout(vk::ImageLayout::GENERAL)
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(range)];
+        device.cmd_pipeline_barrier(
+            cb,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::FRAGMENT_SHADER,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &ready,
+        );
+        device.end_command_buffer(cb).map_err(e("init end"))?;
+        let cbs = [cb];
+        device
+            .queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null())
+            .map_err(e("init submit"))?;
+        device.queue_wait_idle(queue).map_err(e("init wait"))?;
+        device.destroy_command_pool(cmd_pool, None);
+        Ok(Spinlock {
+            set,
+            image,
+            memory,
+            view,
+            lock_layout,
+            empty_layout,
+            pool,
+            lock_set,
+            modules: Default::default(),
+            pipelines: Default::default(),
+            bound: Default::default(),
+            warned: Default::default(),
+        })
+    }
+
+    /// # Safety
+    /// The device is idle and being destroyed.
+    pub unsafe fn destroy(&self, device: &ash::Device) {
+        device.destroy_descriptor_pool(self.pool, None);
+        device.destroy_descriptor_set_layout(self.lock_layout, None);
+        device.destroy_descriptor_set_layout(self.empty_layout, None);
+        device.destroy_image_view(self.view, None);
+        device.destroy_image(self.image, None);
+        device.free_memory(self.memory, None);
+    }
+}
+
+fn spinlock(dev: &DeviceData) -> Option<&Spinlock> {
+    dev.spinlock.as_ref()
+}
+
+pub unsafe extern "system" fn create_pipeline_layout(
+    device: vk::Device,
+    info: *const vk::PipelineLayoutCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::PipelineLayout,
+) -> vk::Result {
+    const NAME: &str = "vkCreatePipelineLayout";
+    let next = move || (state::device(device).fns.fp_v1_0().create_pipeline_layout)(device, info, alloc, out);
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            debug_panic(&dev.debug_panic, NAME);
+            let Some(s) = spinlock(dev) else { return next() };
+            let ci = &*info;
+            let n = ci.set_layout_count;
+            if n > s.set {
+                dev.log().warn(
+                    "OVERLAP-Layout-Too-Many-Sets",
+                    &format!(
+                        "a pipeline layout uses {n} sets; set {} is reserved for interlock locks: left unextended",
+                        s.set
+                    ),
+                );
+                return next();
+            }
+            let mut layouts: Vec<vk::DescriptorSetLayout> =
+                if n == 0 { Vec::new() } else { std::slice::from_raw_parts(ci.p_set_layouts, n as usize).to_vec() };
+            layouts.resize(s.set as usize, s.empty_layout);
+            layouts.push(s.lock_layout);
+            let mut copy = *ci;
+            copy.set_layout_count = layouts.len() as u32;
+            copy.p_set_layouts = layouts.as_ptr();
+            (dev.fns.fp_v1_0().create_pipeline_layout)(device, &copy, alloc, out)
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCreatePipelineLayout = create_pipeline_layout;
+
+/// Remembers the pipelines created from lock-rewritten shaders.
+///
+/// # Safety
+/// `infos` and `pipelines` are the arrays of a successful vkCreateGraphicsPipelines.
+pub unsafe fn note_pipelines(
+    dev: &DeviceData,
+    infos: &[vk::GraphicsPipelineCreateInfo],
+    inline_rewritten: &[bool],
+    pipelines: &[vk::Pipeline],
+) {
+    let Some(s) = spinlock(dev) else { return };
+    let modules = s.modules.lock();
+    let mut known = s.pipelines.lock();
+    for ((info, inline), pipeline) in infos.iter().zip(inline_rewritten).zip(pipelines) {
+        if *pipeline == vk::Pipeline::null() {
+            continue;
+        }
+        let stages = if info.stage_count == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
+        };
+        let ordered = stages.iter().filter_map(|st| modules.get(&st.module)).copied().reduce(|a, b| a || b);
+        let from_library = crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some_and(|l| {
+            l.library_count > 0
+                && std::slice::from_raw_parts(l.p_libraries, l.library_count as usize)
+                    .iter()
+                    .any(|p| known.contains_key(p))
+        });
+        if ordered.is_some() || *inline || from_library {
+            known.insert(*pipeline, info.layout);
+            if ordered == Some(true) && s.warned.lock().insert(*pipeline) {
+                dev.log().warn(
+                    "OVERLAP-Interlock-Order",
+                    "a pipeline asks for ordered interlock; the spinlock strategy gives mutual exclusion but not primitive order",
+                );
+            }
+        }
+    }
+}
+
+pub unsafe extern "system" fn destroy_pipeline(
+    device: vk::Device,
+    pipeline: vk::Pipeline,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    const NAME: &str = "vkDestroyPipeline";
+    let next = move || (state::device(device).fns.fp_v1_0().destroy_pipeline)(device, pipeline, alloc);
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            if let Some(s) = spinlock(dev) {
+                s.pipelines.lock().remove(&pipeline);
+                s.warned.lock().remove(&pipeline);
+            }
+            next()
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkDestroyPipeline = destroy_pipeline;
+
+pub unsafe extern "system" fn destroy_shader_module(
+    device: vk::Device,
+    module: vk::ShaderModule,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    const NAME: &str = "vkDestroyShaderModule";
+    let next = move || (state::device(device).fns.fp_v1_0().destroy_shader_module)(device, module, alloc);
+    guard::entry(
+        NAME,
+        || {
+            if let Some(s) = spinlock(state::device(device)) {
+                s.modules.lock().remove(&module);
+            }
+            next()
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkDestroyShaderModule = destroy_shader_module;
+
+pub unsafe extern "system" fn begin_command_buffer(
+    cb: vk::CommandBuffer,
+    info: *const vk::CommandBufferBeginInfo<'_>,
+) -> vk::Result {
+    const NAME: &str = "vkBeginCommandBuffer";
+    let next = move || (state::device(cb).fns.fp_v1_0().begin_command_buffer)(cb, info);
+    guard::entry(
+        NAME,
+        || {
+            if let Some(s) = spinlock(state::device(cb)) {
+                s.bound.lock().remove(&cb);
+            }
+            next()
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkBeginCommandBuffer = begin_command_buffer;
+
+pub unsafe extern "system" fn cmd_bind_pipeline(
+    cb: vk::CommandBuffer,
+    point: vk::PipelineBindPoint,
+    pipeline: vk::Pipeline,
+) {
+    const NAME: &str = "vkCmdBindPipeline";
+    let next = move || (state::device(cb).fns.fp_v1_0().cmd_bind_pipeline)(cb, point, pipeline);
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(cb);
+            debug_panic(&dev.debug_panic, NAME);
+            if let (Some(s), vk::PipelineBindPoint::GRAPHICS) = (spinlock(dev), point) {
+                let layout = s.pipelines.lock().get(&pipeline).copied();
+                let mut bound = s.bound.lock();
+                match layout {
+                    Some(l) => bound.insert(cb, l),
+                    None => bound.remove(&cb),
+                };
+            }
+            next()
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCmdBindPipeline = cmd_bind_pipeline;
+
+/// Binds the lock set if the command buffer's graphics pipeline uses a lock.
+fn bind_locks(dev: &DeviceData, cb: vk::CommandBuffer) {
+    let Some(s) = spinlock(dev) else { return };
+    let Some(layout) = s.bound.lock().get(&cb).copied() else { return };
+    let sets = [s.lock_set];
+    // SAFETY: `layout` was extended with the lock set layout at `s.set`
+    // (VUID-vkCmdBindDescriptorSets-pDescriptorSets-00358).
+    unsafe {
+        (dev.fns.fp_v1_0().cmd_bind_descriptor_sets)(
+            cb,
+            vk::PipelineBindPoint::GRAPHICS,
+            layout,
+            s.set,
+            1,
+            sets.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+}
+
+/// Draw hooks: bind the locks, then draw.
+macro_rules! draw_hooks {
+    ($( $name:literal $pfn:ident fn $hook:ident(cb: vk::CommandBuffer $(, $a:ident: $t:ty)*) => $ver:ident.$field:ident; )*) => {
+        $(
+            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
+                let next = move || (state::device(cb).fns.$ver().$field)(cb $(, $a)*);
+                guard::entry(
+                    $name,
+                    || {
+                        let dev = state::device(cb);
+                        debug_panic(&dev.debug_panic, $name);
+                        bind_locks(dev, cb);
+                        next()
+                    },
+                    next,
+                )
+            }
+            const _: vk::$pfn = $hook;
+        )*
+
+        /// The spinlock strategy's device hooks.
+        pub fn hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+            use crate::entry::pfn;
+            match name {
+                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
+                b"vkCreatePipelineLayout" => pfn!(create_pipeline_layout as vk::PFN_vkCreatePipelineLayout),
+                b"vkDestroyPipeline" => pfn!(destroy_pipeline as vk::PFN_vkDestroyPipeline),
+                b"vkDestroyShaderModule" => pfn!(destroy_shader_module as vk::PFN_vkDestroyShaderModule),
+                b"vkBeginCommandBuffer" => pfn!(begin_command_buffer as vk::PFN_vkBeginCommandBuffer),
+                b"vkCmdBindPipeline" => pfn!(cmd_bind_pipeline as vk::PFN_vkCmdBindPipeline),
+                _ => None,
+            }
+        }
+    };
+}
+
+draw_hooks! {
+    "vkCmdDraw" PFN_vkCmdDraw fn cmd_draw(cb: vk::CommandBuffer, vertex_count: u32, instance_count: u32, first_vertex: u32, first_instance: u32)
+        => fp_v1_0.cmd_draw;
+    "vkCmdDrawIndexed" PFN_vkCmdDrawIndexed fn cmd_draw_indexed(cb: vk::CommandBuffer, index_count: u32, instance_count: u32, first_index: u32,
+        vertex_offset: i32, first_instance: u32)
+        => fp_v1_0.cmd_draw_indexed;
+    "vkCmdDrawIndirect" PFN_vkCmdDrawIndirect fn cmd_draw_indirect(cb: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, count: u32, stride: u32)
+        => fp_v1_0.cmd_draw_indirect;
+    "vkCmdDrawIndexedIndirect" PFN_vkCmdDrawIndexedIndirect fn cmd_draw_indexed_indirect(cb: vk::CommandBuffer, buffer: vk::Buffer,
+        offset: vk::DeviceSize, count: u32, stride: u32)
+        => fp_v1_0.cmd_draw_indexed_indirect;
+    "vkCmdDrawIndirectCount" PFN_vkCmdDrawIndirectCount fn cmd_draw_indirect_count(cb: vk::CommandBuffer, buffer: vk::Buffer,
+        offset: vk::DeviceSize, count_buffer: vk::Buffer, count_offset: vk::DeviceSize, max: u32, stride: u32)
+        => fp_v1_2.cmd_draw_indirect_count;
+    "vkCmdDrawIndexedIndirectCount" PFN_vkCmdDrawIndexedIndirectCount fn cmd_draw_indexed_indirect_count(cb: vk::CommandBuffer,
+        buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer, count_offset: vk::DeviceSize, max: u32, stride: u32)
+        => fp_v1_2.cmd_draw_indexed_indirect_count;
+}
