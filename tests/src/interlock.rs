@@ -81,7 +81,11 @@ impl Case {
 
 /// The whole matrix (or, `quick`, one size).
 pub fn matrix(quick: bool) -> Vec<Case> {
-    let sizes: &[(u32, u32)] = if quick { &[(37, 23)] } else { &[(64, 64), (37, 23)] };
+    matrix_sized(if quick { &[(37, 23)] } else { &[(64, 64), (37, 23)] })
+}
+
+/// The matrix over the given sizes.
+pub fn matrix_sized(sizes: &[(u32, u32)]) -> Vec<Case> {
     let mut v = Vec::new();
     for mode in MODES {
         for resource in [Resource::Image, Resource::Buffer] {
@@ -116,6 +120,8 @@ pub struct Outcome {
     /// Words where an invocation saw its predecessors' bits incomplete.
     pub order_errors: usize,
     pub words: usize,
+    /// Wall time of the submission (clear, draw, copy) in nanoseconds.
+    pub submit_ns: u64,
 }
 
 struct Buffer {
@@ -369,6 +375,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let pipeline =
             d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
 
+        let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
             let to_general = [vk::ImageMemoryBarrier::default()
                 .old_layout(vk::ImageLayout::UNDEFINED)
@@ -468,6 +475,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 &[],
             );
         });
+        let submit_ns = started.elapsed().as_nanos() as u64;
         let p = d.map_memory(readback.memory, 0, bytes, vk::MemoryMapFlags::empty()).unwrap() as *const u32;
         let result = std::slice::from_raw_parts(p, words).to_vec();
         d.unmap_memory(readback.memory);
@@ -491,7 +499,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             d.free_memory(b.memory, None);
         }
 
-        let mut out = Outcome { words, ..Default::default() };
+        let mut out = Outcome { words, submit_ns, ..Default::default() };
         for y in 0..h {
             for xs in 0..row {
                 let x = if case.sample_shading { xs / case.samples } else { xs };

@@ -20,7 +20,8 @@ fn usage() -> ! {
          threads T N                T threads each create/destroy instance+device N times\n  \
          record THREADS DRAWS       record command buffers on THREADS threads, submit, check\n  \
          bench K N REPS             record and submit K command buffers of N draws, REPS times\n  \
-         interlock [quick|none]     the CTS-style interlock matrix (none: without the critical section)\n  \
+         interlock [all|quick|none] [WxH]  the CTS-style interlock matrix (none: without the critical section)\n  \
+         interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock"
     );
     std::process::exit(2)
@@ -55,7 +56,8 @@ fn main() {
         "threads" => threads(&opts, arg(&args, 1), arg(&args, 2)),
         "record" => record(&opts, arg(&args, 1), arg(&args, 2)),
         "bench" => bench(&opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
-        "interlock" => interlock_matrix(&mut opts, args.get(1).map(String::as_str)),
+        "interlock" => interlock_matrix(&mut opts, args.get(1).map(String::as_str), args.get(2).map(String::as_str)),
+        "interlock-bench" => interlock_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3), args.get(4).map(String::as_str)),
         "interlock-features" => interlock_features(&mut opts),
         _ => usage(),
     };
@@ -298,7 +300,7 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
 /// Runs the interlock matrix; every case must leave exactly the expected bits
 /// and no ordering error. `none` runs the negative control (no critical
 /// section) and only reports what it found.
-fn interlock_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String> {
+fn interlock_matrix(opts: &mut GpuOptions, variant: Option<&str>, size: Option<&str>) -> Result<(), String> {
     use overlap_tests::interlock;
     opts.interlock = true;
     let g = gpu(opts)?;
@@ -309,7 +311,11 @@ fn interlock_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), 
     }
     let mut failures = 0;
     let mut lost = 0;
-    for mut case in interlock::matrix(variant == Some("quick") || negative) {
+    let cases = match size.and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?))) {
+        Some(wh) => interlock::matrix_sized(&[wh]),
+        None => interlock::matrix(variant == Some("quick") || negative),
+    };
+    for mut case in cases {
         if negative {
             if !case.mode.starts_with("pixel_interlock_unordered") {
                 continue;
@@ -368,5 +374,31 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
         }
         Err(e) => println!("shading_rate_device={e:?}"),
     }
+    Ok(())
+}
+
+/// The median wall time of REPS submissions of one interlock case: 31
+/// full-screen instances doing the read-modify-write in the critical section.
+fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Option<&str>) -> Result<(), String> {
+    use overlap_tests::interlock::{self, Case, Resource};
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    let mode: &'static str = match mode.unwrap_or("pixel_interlock_unordered") {
+        "none" => "none",
+        m => interlock::MODES.iter().copied().find(|x| *x == m).ok_or("unknown mode")?,
+    };
+    if mode != "none" && !g.interlock {
+        return Err("VK_EXT_fragment_shader_interlock is not available".into());
+    }
+    let case = Case { mode, resource: Resource::Image, discard: false, samples: 1, sample_shading: false, width: w, height: h };
+    let mut times = Vec::new();
+    let mut wrong = 0;
+    for _ in 0..reps {
+        let o = interlock::run(&g, &case);
+        wrong += o.wrong_words;
+        times.push(o.submit_ns);
+    }
+    times.sort();
+    println!("case={} median_submit_ns={} wrong_words={wrong}", case.name(), times[times.len() / 2]);
     Ok(())
 }
