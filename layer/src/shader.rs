@@ -119,7 +119,15 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     let out = overlap_shaders::assemble(&module);
     dump(dev, code, &out);
     if dev.settings().validate_shaders {
-        if let Err(e) = overlap_shaders::validate(&out, target_env(dev)) {
+        let checked = overlap_shaders::validate(&out, target_env(dev));
+        if let Err(overlap_shaders::Error::ValidatorUnavailable(e)) = &checked {
+            log.log_once(
+                LogLevel::Warn,
+                "OVERLAP-Shader-Unvalidated",
+                "",
+                &format!("rewritten shaders are sent unvalidated: {e} (install spirv-tools, or set validate_shaders=false)"),
+            );
+        } else if let Err(e) = checked {
             let input_valid = overlap_shaders::validate(code, target_env(dev)).is_ok();
             let id = if input_valid { "OVERLAP-Shader-Invalid-Output" } else { "OVERLAP-Shader-Invalid-Input" };
             log.error(

@@ -20,6 +20,8 @@ pub enum Error {
     Length(usize),
     #[error("spirv-val rejects the module: {0}")]
     Invalid(String),
+    #[error("cannot run spirv-val: {0}")]
+    ValidatorUnavailable(String),
 }
 
 /// Parses SPIR-V words into a module.
@@ -67,7 +69,11 @@ pub fn validate(words: &[u32], env: TargetEnv) -> Result<(), Error> {
     };
     let validator = spirv_tools::val::create(Some(env));
     let options = spirv_tools::val::ValidatorOptions { skip_block_layout: true, ..Default::default() };
-    validator.validate(words, Some(options)).map_err(|e| Error::Invalid(e.to_string()))
+    match validator.validate(words, Some(options)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.inner == spirv_tools::error::SpirvResult::Unsupported => Err(Error::ValidatorUnavailable(e.to_string())),
+        Err(e) => Err(Error::Invalid(e.to_string())),
+    }
 }
 
 #[cfg(test)]
