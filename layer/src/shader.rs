@@ -125,7 +125,9 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                 LogLevel::Warn,
                 "OVERLAP-Shader-Unvalidated",
                 "",
-                &format!("rewritten shaders are sent unvalidated: {e} (install spirv-tools, or set validate_shaders=false)"),
+                &format!(
+                    "rewritten shaders are sent unvalidated: {e} (install spirv-tools, or set validate_shaders=false)"
+                ),
             );
         } else if let Err(e) = checked {
             let input_valid = overlap_shaders::validate(code, target_env(dev)).is_ok();

@@ -71,7 +71,9 @@ pub fn validate(words: &[u32], env: TargetEnv) -> Result<(), Error> {
     let options = spirv_tools::val::ValidatorOptions { skip_block_layout: true, ..Default::default() };
     match validator.validate(words, Some(options)) {
         Ok(()) => Ok(()),
-        Err(e) if e.inner == spirv_tools::error::SpirvResult::Unsupported => Err(Error::ValidatorUnavailable(e.to_string())),
+        Err(e) if e.inner == spirv_tools::error::SpirvResult::Unsupported => {
+            Err(Error::ValidatorUnavailable(e.to_string()))
+        }
         Err(e) => Err(Error::Invalid(e.to_string())),
     }
 }

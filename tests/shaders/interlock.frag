@@ -17,7 +17,9 @@ layout(constant_id = 2) const bool CHECK_ORDER = false;
 
 layout(set = 0, binding = 0, r32ui) uniform coherent uimage2D img;
 layout(set = 0, binding = 1, std430) coherent buffer Words { uint data[]; } words;
-layout(push_constant) uniform Push { uint row; uint samples; } pc;
+// delay: extra dependent work between the read and the write, to widen the
+// race window on GPUs (0 in the CTS-style runs).
+layout(push_constant) uniform Push { uint row; uint samples; uint delay; } pc;
 
 layout(location = 0) flat in int v_instance;
 layout(location = 0) out vec4 o_color;
@@ -52,6 +54,13 @@ void main() {
         if ((v & ~(1u << i)) != want) {
             v |= 0x80000000u;
         }
+    }
+    uint spin = v;
+    for (uint k = 0u; k < pc.delay; k++) {
+        spin = spin * 1664525u + 1013904223u;
+    }
+    if (spin == 0xffffffffu && pc.delay != 0u) {
+        v |= 0x80000000u; // never in practice; keeps the loop alive
     }
     v |= 1u << i;
     if (RESOURCE == 0) {

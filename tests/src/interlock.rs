@@ -29,6 +29,8 @@ pub struct Case {
     pub sample_shading: bool,
     pub width: u32,
     pub height: u32,
+    /// Dependent work inside the section (widens race windows on GPUs).
+    pub delay: u32,
 }
 
 pub const MODES: [&str; 4] =
@@ -93,7 +95,7 @@ pub fn matrix_sized(sizes: &[(u32, u32)]) -> Vec<Case> {
                 for samples in [1, 4] {
                     for sample_shading in [false, true] {
                         for &(width, height) in sizes {
-                            v.push(Case { mode, resource, discard, samples, sample_shading, width, height });
+                            v.push(Case { mode, resource, discard, samples, sample_shading, width, height, delay: 0 });
                         }
                     }
                 }
@@ -124,12 +126,12 @@ pub struct Outcome {
     pub submit_ns: u64,
 }
 
-struct Buffer {
-    buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
+pub(crate) struct Buffer {
+    pub buffer: vk::Buffer,
+    pub memory: vk::DeviceMemory,
 }
 
-fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Buffer {
+pub(crate) fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Buffer {
     unsafe {
         let buffer = gpu.device.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None).unwrap();
         let req = gpu.device.get_buffer_memory_requirements(buffer);
@@ -322,7 +324,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             ],
             &[],
         );
-        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 12 }];
         let layout = d
             .create_pipeline_layout(
                 &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&push),
@@ -424,7 +426,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             );
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
-            let pc: Vec<u8> = [row, case.samples].iter().flat_map(|v| v.to_ne_bytes()).collect();
+            let pc: Vec<u8> = [row, case.samples, case.delay].iter().flat_map(|v| v.to_ne_bytes()).collect();
             d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
             d.cmd_draw(cb, 6, INSTANCES, 0, 0);
             d.cmd_end_render_pass(cb);

@@ -5,4 +5,5 @@
 
 pub mod harness;
 pub mod interlock;
+pub mod oit;
 pub mod render;

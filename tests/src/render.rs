@@ -493,6 +493,18 @@ impl Target {
         }
     }
 
+    /// Another pipeline for this target.
+    pub fn pipeline_with(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        vert: &[u8],
+        frag: &[u8],
+        color_writes: bool,
+    ) -> vk::Pipeline {
+        pipeline(gpu, layout, self.render_pass, vert, frag, color_writes)
+    }
+
     /// Begins rendering into the target, clearing it to [`CLEAR_RGBA`].
     pub fn begin(&self, gpu: &Gpu, cb: vk::CommandBuffer) {
         let d = &gpu.device;
@@ -693,9 +705,22 @@ fn color_range() -> vk::ImageSubresourceRange {
 }
 
 fn scene_pipeline(gpu: &Gpu, layout: vk::PipelineLayout, render_pass: vk::RenderPass) -> vk::Pipeline {
+    pipeline(gpu, layout, render_pass, SCENE_VERT, SCENE_FRAG, true)
+}
+
+/// A triangle-list pipeline for the target's render pass (or dynamic
+/// rendering), viewport and scissor dynamic.
+fn pipeline(
+    gpu: &Gpu,
+    layout: vk::PipelineLayout,
+    render_pass: vk::RenderPass,
+    vert: &[u8],
+    frag: &[u8],
+    color_writes: bool,
+) -> vk::Pipeline {
     let d = &gpu.device;
-    let vs = gpu.shader(SCENE_VERT);
-    let fs = gpu.shader(SCENE_FRAG);
+    let vs = gpu.shader(vert);
+    let fs = gpu.shader(frag);
     let stages = [
         vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
         vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
@@ -708,7 +733,8 @@ fn scene_pipeline(gpu: &Gpu, layout: vk::PipelineLayout, render_pass: vk::Render
         .cull_mode(vk::CullModeFlags::NONE)
         .line_width(1.0);
     let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-    let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+    let mask = if color_writes { vk::ColorComponentFlags::RGBA } else { vk::ColorComponentFlags::empty() };
+    let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(mask)];
     let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
     let dyn_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
     let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dyn_states);

@@ -55,7 +55,8 @@ fn device_extensions_are_the_drivers_without_duplicates() {
     // Asked by name, the layer lists its own: the emulated one.
     assert_eq!(with.value("overlap_device_extensions"), Some("1"));
     // With emulation off, the driver's list exactly.
-    let native = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "native"));
+    let native =
+        run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "native"));
     assert_eq!(native.value("device_extensions"), without.value("device_extensions"));
 }
 

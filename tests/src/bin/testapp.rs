@@ -20,9 +20,10 @@ fn usage() -> ! {
          threads T N                T threads each create/destroy instance+device N times\n  \
          record THREADS DRAWS       record command buffers on THREADS threads, submit, check\n  \
          bench K N REPS             record and submit K command buffers of N draws, REPS times\n  \
-         interlock [all|quick|none] [WxH]  the CTS-style interlock matrix (none: without the critical section)\n  \
+         interlock [all|quick|none] [WxH] [DELAY]  the CTS-style interlock matrix (none: without the critical section)\n  \
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
-         interlock-features         the interlock features, and a device asking for shading-rate interlock"
+         interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
+         oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference"
     );
     std::process::exit(2)
 }
@@ -56,9 +57,17 @@ fn main() {
         "threads" => threads(&opts, arg(&args, 1), arg(&args, 2)),
         "record" => record(&opts, arg(&args, 1), arg(&args, 2)),
         "bench" => bench(&opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
-        "interlock" => interlock_matrix(&mut opts, args.get(1).map(String::as_str), args.get(2).map(String::as_str)),
-        "interlock-bench" => interlock_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3), args.get(4).map(String::as_str)),
+        "interlock" => interlock_matrix(
+            &mut opts,
+            args.get(1).map(String::as_str),
+            args.get(2).map(String::as_str),
+            args.get(3).and_then(|d| d.parse().ok()).unwrap_or(0),
+        ),
+        "interlock-bench" => {
+            interlock_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3), args.get(4).map(String::as_str))
+        }
         "interlock-features" => interlock_features(&mut opts),
+        "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         _ => usage(),
     };
     finish(ok)
@@ -300,7 +309,12 @@ fn bench(opts: &GpuOptions, k: u32, n: u32, reps: u32) -> Result<(), String> {
 /// Runs the interlock matrix; every case must leave exactly the expected bits
 /// and no ordering error. `none` runs the negative control (no critical
 /// section) and only reports what it found.
-fn interlock_matrix(opts: &mut GpuOptions, variant: Option<&str>, size: Option<&str>) -> Result<(), String> {
+fn interlock_matrix(
+    opts: &mut GpuOptions,
+    variant: Option<&str>,
+    size: Option<&str>,
+    delay: u32,
+) -> Result<(), String> {
     use overlap_tests::interlock;
     opts.interlock = true;
     let g = gpu(opts)?;
@@ -316,6 +330,7 @@ fn interlock_matrix(opts: &mut GpuOptions, variant: Option<&str>, size: Option<&
         None => interlock::matrix(variant == Some("quick") || negative),
     };
     for mut case in cases {
+        case.delay = delay;
         if negative {
             if !case.mode.starts_with("pixel_interlock_unordered") {
                 continue;
@@ -390,7 +405,16 @@ fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Opt
     if mode != "none" && !g.interlock {
         return Err("VK_EXT_fragment_shader_interlock is not available".into());
     }
-    let case = Case { mode, resource: Resource::Image, discard: false, samples: 1, sample_shading: false, width: w, height: h };
+    let case = Case {
+        mode,
+        resource: Resource::Image,
+        discard: false,
+        samples: 1,
+        sample_shading: false,
+        width: w,
+        height: h,
+        delay: 0,
+    };
     let mut times = Vec::new();
     let mut wrong = 0;
     for _ in 0..reps {
@@ -400,5 +424,53 @@ fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Opt
     }
     times.sort();
     println!("case={} median_submit_ns={} wrong_words={wrong}", case.name(), times[times.len() / 2]);
+    Ok(())
+}
+
+/// Renders the OIT scene (with interlock, or `none`: the same shader without
+/// the critical section), compares it with the CPU reference and prints the
+/// largest channel difference and the median time of `reps` renders.
+fn oit(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result<(), String> {
+    use overlap_tests::oit;
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    let with_interlock = !rest.iter().any(|a| a == "none");
+    if with_interlock && !g.interlock {
+        return Err("VK_EXT_fragment_shader_interlock is not available".into());
+    }
+    let get = |k: &str| rest.iter().find_map(|a| a.strip_prefix(k).and_then(|v| v.strip_prefix('=')));
+    let reps: usize = get("reps").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let reference = oit::reference(w, h);
+    let mut times = Vec::new();
+    let mut worst = 0;
+    let mut image = None;
+    for _ in 0..reps {
+        let (img, ns) = oit::render(&g, w, h, with_interlock);
+        worst = worst.max(oit::max_difference(&img, &reference));
+        times.push(ns);
+        image = Some(img);
+    }
+    times.sort();
+    let image = image.unwrap();
+    if let Some(p) = get("out") {
+        image.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+    }
+    if let Some(p) = get("ref") {
+        reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+    }
+    let wrong = image
+        .rgba
+        .chunks(4)
+        .zip(reference.rgba.chunks(4))
+        .filter(|(a, b)| a.iter().zip(*b).any(|(x, y)| x.abs_diff(*y) > 2))
+        .count();
+    println!(
+        "oit={} size={w}x{h} max_diff={worst} wrong_pixels={wrong} median_ns={}",
+        if with_interlock { "interlock" } else { "none" },
+        times[times.len() / 2]
+    );
+    if with_interlock && worst > 2 {
+        return Err(format!("OIT differs from the reference by up to {worst}"));
+    }
     Ok(())
 }
