@@ -75,6 +75,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         return None;
     }
     let log = dev.log();
+    let started = std::time::Instant::now();
     let mut module = match overlap_shaders::parse(code) {
         Ok(m) => m,
         Err(e) => {
@@ -117,7 +118,9 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         }
     };
     let out = overlap_shaders::assemble(&module);
+    let rewrite_us = started.elapsed().as_micros();
     dump(dev, code, &out);
+    let validating = std::time::Instant::now();
     if dev.settings().validate_shaders {
         let checked = overlap_shaders::validate(&out, target_env(dev));
         if let Err(overlap_shaders::Error::ValidatorUnavailable(e)) = &checked {
@@ -146,7 +149,15 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     if log.enabled(LogLevel::Debug) {
         let modes: Vec<String> =
             interlock::modes(&overlap_shaders::parse(code).ok()?).iter().map(|m| m.to_string()).collect();
-        log.debug("OVERLAP-Shader-Rewritten", &format!("{}: {} ({summary})", il.strategy, modes.join(", ")));
+        let validate_us = validating.elapsed().as_micros();
+        log.debug(
+            "OVERLAP-Shader-Rewritten",
+            &format!(
+                "{}: {} ({summary}; rewrite_us={rewrite_us} validate_us={validate_us})",
+                il.strategy,
+                modes.join(", ")
+            ),
+        );
     }
     Some(Rewritten { words: out, ordered })
 }

@@ -97,6 +97,7 @@ impl DeviceData {
     pub fn hooks_description(&self) -> &'static str {
         match (self.rewrites_shaders(), self.plan.force_hooks) {
             (_, true) => "all (force_enable)",
+            _ if self.spinlock.is_some() => "shader creation, pipeline layouts, pipeline binds and draws (spinlock)",
             (true, false) => "shader creation",
             (false, false) => "none (pass-through)",
         }

@@ -124,6 +124,9 @@ pub struct Outcome {
     pub words: usize,
     /// Wall time of the submission (clear, draw, copy) in nanoseconds.
     pub submit_ns: u64,
+    /// Wall time of vkCreateShaderModule (fragment) and vkCreateGraphicsPipelines.
+    pub module_ns: u64,
+    pub pipeline_ns: u64,
 }
 
 pub(crate) struct Buffer {
@@ -333,7 +336,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .unwrap();
 
         let vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/interlock.vert.spv")));
+        let t = std::time::Instant::now();
         let fs = gpu.shader(case.spirv());
+        let module_ns = t.elapsed().as_nanos() as u64;
         let spec_data: [u32; 3] =
             [(case.resource == Resource::Buffer) as u32, case.discard as u32, case.ordered() as u32];
         let entries = [0u32, 1, 2].map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 });
@@ -374,8 +379,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .color_blend_state(&cbs)
             .layout(layout)
             .render_pass(render_pass);
+        let t = std::time::Instant::now();
         let pipeline =
             d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
+        let pipeline_ns = t.elapsed().as_nanos() as u64;
 
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
@@ -501,7 +508,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             d.free_memory(b.memory, None);
         }
 
-        let mut out = Outcome { words, submit_ns, ..Default::default() };
+        let mut out = Outcome { words, submit_ns, module_ns, pipeline_ns, ..Default::default() };
         for y in 0..h {
             for xs in 0..row {
                 let x = if case.sample_shading { xs / case.samples } else { xs };

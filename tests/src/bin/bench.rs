@@ -6,6 +6,12 @@
 //! — rotating their order every round, and prints the medians over the
 //! rounds and the ratios to the no-layer baseline as a Markdown table.
 //!
+//! Then the interlock figures on lavapipe: the OIT scene (`overlap-testapp
+//! oit`) with the serialized strategy, with the same shader without a
+//! critical section, and with the spinlock strategy, rotated per round; and
+//! the shader rewrite's cost next to vkCreateGraphicsPipelines over the
+//! interlock matrix.
+//!
 //! usage: overlap-bench [ROUNDS] [K] [N] [REPS]   (defaults 9 64 1000 9)
 
 use overlap_tests::harness::{app, run_with_timeout, Layers};
@@ -69,5 +75,67 @@ fn main() {
             t / 1e6,
             t / base_total
         );
+    }
+    oit_section(rounds);
+    rewrite_section();
+}
+
+fn median_f(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// OIT frame time on lavapipe: serialized vs no interlock, spinlock vs serialized.
+fn oit_section(rounds: u64) {
+    let configs: [(&str, &str, bool); 3] =
+        [("serialized", "serialized", false), ("no interlock", "serialized", true), ("spinlock", "spinlock", false)];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    for round in 0..rounds as usize {
+        for i in 0..3 {
+            let k = (i + round) % 3;
+            let (_, strategy, none) = configs[k];
+            let mut args = vec!["oit", "512", "512", "reps=5"];
+            if none {
+                args.push("none");
+            }
+            let mut cmd = app(Layers::Overlap, &args);
+            cmd.env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy);
+            let o = run_with_timeout(&mut cmd, Duration::from_secs(600));
+            o.assert_ok();
+            let line = o.stdout.lines().find(|l| l.starts_with("oit=")).unwrap();
+            let ns: f64 = line.split_whitespace().find_map(|w| w.strip_prefix("median_ns=")).unwrap().parse().unwrap();
+            times[k].push(ns);
+        }
+    }
+    let m: Vec<f64> = times.iter_mut().map(|t| median_f(t)).collect();
+    println!("\nOIT, 512x512, 8 translucent layers, median of {rounds} rounds x 5 frames (lavapipe)\n");
+    println!("| configuration | frame (ms) | ratio |");
+    println!("|---|---:|---:|");
+    println!("| no interlock (same shader, no critical section) | {:.2} | 1.000 |", m[1] / 1e6);
+    println!("| serialized | {:.2} | {:.3} vs no interlock |", m[0] / 1e6, m[0] / m[1]);
+    println!("| spinlock (forced) | {:.2} | {:.3} vs serialized |", m[2] / 1e6, m[2] / m[0]);
+}
+
+/// The rewrite's cost (from the layer's debug log) next to pipeline creation.
+fn rewrite_section() {
+    println!("\nShader rewrite vs vkCreateGraphicsPipelines, interlock matrix (lavapipe), medians per module\n");
+    println!("| strategy | rewrite (us) | spirv-val (us) | vkCreateGraphicsPipelines (us) | rewrite / pipeline | with validation / pipeline |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for strategy in ["serialized", "spinlock"] {
+        let mut cmd = app(Layers::Overlap, &["interlock", "quick"]);
+        cmd.env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug");
+        let o = run_with_timeout(&mut cmd, Duration::from_secs(600));
+        o.assert_ok();
+        let field = |text: &str, key: &str| -> Vec<f64> {
+            text.split_whitespace()
+                .filter_map(|w| w.trim_end_matches(')').strip_prefix(key))
+                .filter_map(|v| v.parse().ok())
+                .collect()
+        };
+        let mut rewrite = field(&o.stderr, "rewrite_us=");
+        let mut validate = field(&o.stderr, "validate_us=");
+        let mut pipeline: Vec<f64> = field(&o.stdout, "pipeline_ns=").iter().map(|v| v / 1000.0).collect();
+        let (r, v, p) = (median_f(&mut rewrite), median_f(&mut validate), median_f(&mut pipeline));
+        println!("| {strategy} | {r:.0} | {v:.0} | {p:.0} | {:.1}% | {:.1}% |", 100.0 * r / p, 100.0 * (r + v) / p);
     }
 }

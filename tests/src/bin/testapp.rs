@@ -344,11 +344,13 @@ fn interlock_matrix(
             failures += 1;
         }
         println!(
-            "case={} words={} wrong={} order_errors={} result={}",
+            "case={} words={} wrong={} order_errors={} module_ns={} pipeline_ns={} result={}",
             case.name(),
             o.words,
             o.wrong_words,
             o.order_errors,
+            o.module_ns,
+            o.pipeline_ns,
             if ok { "pass" } else { "fail" }
         );
     }
