@@ -31,6 +31,10 @@ pub struct Case {
     pub height: u32,
     /// Dependent work inside the section (widens race windows on GPUs).
     pub delay: u32,
+    /// The fragment shader goes inline, as a VkShaderModuleCreateInfo chained
+    /// to the pipeline stage (VK_EXT_graphics_pipeline_library), not through
+    /// vkCreateShaderModule.
+    pub inline_module: bool,
 }
 
 pub const MODES: [&str; 4] =
@@ -95,7 +99,17 @@ pub fn matrix_sized(sizes: &[(u32, u32)]) -> Vec<Case> {
                 for samples in [1, 4] {
                     for sample_shading in [false, true] {
                         for &(width, height) in sizes {
-                            v.push(Case { mode, resource, discard, samples, sample_shading, width, height, delay: 0 });
+                            v.push(Case {
+                                mode,
+                                resource,
+                                discard,
+                                samples,
+                                sample_shading,
+                                width,
+                                height,
+                                delay: 0,
+                                inline_module: false,
+                            });
                         }
                     }
                 }
@@ -337,8 +351,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
 
         let vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/interlock.vert.spv")));
         let t = std::time::Instant::now();
-        let fs = gpu.shader(case.spirv());
+        let fs_words = ash::util::read_spv(&mut std::io::Cursor::new(case.spirv())).unwrap();
+        let fs = if case.inline_module { vk::ShaderModule::null() } else { gpu.shader(case.spirv()) };
         let module_ns = t.elapsed().as_nanos() as u64;
+        let mut inline = vk::ShaderModuleCreateInfo::default().code(&fs_words);
         let spec_data: [u32; 3] =
             [(case.resource == Resource::Buffer) as u32, case.discard as u32, case.ordered() as u32];
         let entries = [0u32, 1, 2].map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 });
@@ -346,11 +362,19 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&spec_bytes);
         let stages = [
             vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::FRAGMENT)
-                .module(fs)
-                .name(c"main")
-                .specialization_info(&spec),
+            if case.inline_module {
+                vk::PipelineShaderStageCreateInfo::default()
+                    .stage(vk::ShaderStageFlags::FRAGMENT)
+                    .name(c"main")
+                    .specialization_info(&spec)
+                    .push_next(&mut inline)
+            } else {
+                vk::PipelineShaderStageCreateInfo::default()
+                    .stage(vk::ShaderStageFlags::FRAGMENT)
+                    .module(fs)
+                    .name(c"main")
+                    .specialization_info(&spec)
+            },
         ];
         let vertex = vk::PipelineVertexInputStateCreateInfo::default();
         let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
@@ -491,7 +515,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
 
         d.destroy_pipeline(pipeline, None);
         d.destroy_shader_module(vs, None);
-        d.destroy_shader_module(fs, None);
+        if fs != vk::ShaderModule::null() {
+            d.destroy_shader_module(fs, None);
+        }
         d.destroy_pipeline_layout(layout, None);
         d.destroy_descriptor_pool(pool, None);
         d.destroy_descriptor_set_layout(set_layout, None);

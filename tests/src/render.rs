@@ -69,6 +69,8 @@ pub struct GpuOptions {
     pub layer_settings: Vec<(String, SettingValue)>,
     /// Enable VK_EXT_fragment_shader_interlock (pixel and sample) where listed.
     pub interlock: bool,
+    /// Enable VK_EXT_graphics_pipeline_library (inline shader modules).
+    pub pipeline_library: bool,
 }
 
 pub struct Gpu {
@@ -213,7 +215,15 @@ impl Gpu {
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true);
-        let exts = if interlock { vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()] } else { vec![] };
+        let has = |n: &CStr| listed.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+        let gpl = opts.pipeline_library && has(ash::ext::graphics_pipeline_library::NAME);
+        let mut exts = if interlock { vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()] } else { vec![] };
+        if gpl {
+            exts.push(ash::khr::pipeline_library::NAME.as_ptr());
+            exts.push(ash::ext::graphics_pipeline_library::NAME.as_ptr());
+        }
+        let mut enable_gpl =
+            vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default().graphics_pipeline_library(true);
         let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts)
@@ -221,6 +231,9 @@ impl Gpu {
             .push_next(&mut enable13);
         if interlock {
             info = info.push_next(&mut enable_interlock);
+        }
+        if gpl {
+            info = info.push_next(&mut enable_gpl);
         }
         let device = check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?;
         let queue = unsafe { device.get_device_queue(queue_family, 0) };

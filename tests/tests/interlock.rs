@@ -115,3 +115,20 @@ fn oit_scene_matches_its_cpu_reference() {
         assert!(line.contains("max_diff=0 wrong_pixels=0"), "{strategy}: {line}");
     }
 }
+
+/// The same cases with the fragment shader passed inline (a
+/// VkShaderModuleCreateInfo chained to the pipeline stage, as graphics
+/// pipeline libraries allow): the rewrite must reach that path too.
+#[test]
+fn inline_stage_modules_are_rewritten_too() {
+    for strategy in ["serialized", "spinlock"] {
+        let o = run(app(Layers::OverlapOverValidation, &["interlock", "inline"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy)
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+        o.assert_ok();
+        assert_eq!(o.value("failures"), Some("0"), "{strategy}");
+        // One rewrite per pipeline: nothing went through vkCreateShaderModule.
+        let rewrites = o.stderr.matches("OVERLAP-Shader-Rewritten").count();
+        assert_eq!(rewrites, o.stdout.lines().filter(|l| l.starts_with("case=")).count(), "{strategy}");
+    }
+}

@@ -20,7 +20,7 @@ fn usage() -> ! {
          threads T N                T threads each create/destroy instance+device N times\n  \
          record THREADS DRAWS       record command buffers on THREADS threads, submit, check\n  \
          bench K N REPS             record and submit K command buffers of N draws, REPS times\n  \
-         interlock [all|quick|none] [WxH] [DELAY]  the CTS-style interlock matrix (none: without the critical section)\n  \
+         interlock [all|quick|none|inline] [WxH] [DELAY]  the CTS-style interlock matrix (none: without the critical section)\n  \
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference"
@@ -317,8 +317,10 @@ fn interlock_matrix(
 ) -> Result<(), String> {
     use overlap_tests::interlock;
     opts.interlock = true;
+    opts.pipeline_library = variant == Some("inline");
     let g = gpu(opts)?;
     let negative = variant == Some("none");
+    let inline = variant == Some("inline");
     if !g.interlock && !negative {
         println!("interlock=unsupported");
         return Err("VK_EXT_fragment_shader_interlock is not available".into());
@@ -327,10 +329,11 @@ fn interlock_matrix(
     let mut lost = 0;
     let cases = match size.and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?))) {
         Some(wh) => interlock::matrix_sized(&[wh]),
-        None => interlock::matrix(variant == Some("quick") || negative),
+        None => interlock::matrix(variant == Some("quick") || negative || inline),
     };
     for mut case in cases {
         case.delay = delay;
+        case.inline_module = inline;
         if negative {
             if !case.mode.starts_with("pixel_interlock_unordered") {
                 continue;
@@ -416,6 +419,7 @@ fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Opt
         width: w,
         height: h,
         delay: 0,
+        inline_module: false,
     };
     let mut times = Vec::new();
     let mut wrong = 0;
