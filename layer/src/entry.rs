@@ -9,7 +9,7 @@ use crate::hooks;
 use crate::log::{chained_messengers, Logger, Messenger};
 use crate::plan::Plan;
 use crate::pnext;
-use crate::settings::{Settings, LAYER_NAME};
+use crate::settings::{LogLevel, Settings, LAYER_NAME};
 use crate::state::{self, DeviceData, InstanceData};
 use ash::vk;
 use std::ffi::{c_char, CStr};
@@ -288,7 +288,8 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let next = pdd.instance.fns.fp_v1_0().enumerate_device_extension_properties;
-            if added.is_empty() || !p_layer_name.is_null() {
+            let hidden = pdd.plan().hidden_extensions.clone();
+            if (added.is_empty() && hidden.is_empty()) || !p_layer_name.is_null() {
                 return next(pd, p_layer_name, count, props);
             }
             let mut n = 0u32;
@@ -302,6 +303,11 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
                 return r;
             }
             all.truncate(n as usize);
+            all.retain(|e| {
+                !hidden
+                    .iter()
+                    .any(|h| e.extension_name_as_c_str().map(|c| c.to_bytes() == h.as_bytes()).unwrap_or(false))
+            });
             for e in added {
                 if !all.iter().any(|a| a.extension_name_as_c_str() == e.extension_name_as_c_str()) {
                     all.push(e);
@@ -376,7 +382,11 @@ unsafe extern "system" fn create_instance(
             );
             log.remove_messenger(vk::DebugUtilsMessengerEXT::null());
             let ext = crate::state::InstanceExtFns::load(next_gipa, handle);
-            let data = InstanceData { handle, next_gipa, fns, api_version, settings, log, ext };
+            let (profile, profile_error) = crate::profile::for_settings(&settings);
+            if let Some(e) = profile_error {
+                log.error("OVERLAP-Profile-Invalid", &format!("{e}; running as native"));
+            }
+            let data = InstanceData { handle, next_gipa, fns, api_version, settings, log, ext, profile };
             state::insert_instance(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
         },
@@ -476,6 +486,22 @@ unsafe extern "system" fn create_device(
             debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
             let set_loader_data = ffi::device_loader_data_callback(p_create_info);
             let (facts, plan) = pdd.decided().clone();
+            if plan.profile.is_some() {
+                // Ask only for structures of extensions the chain below knows.
+                let mut available = crate::architecture::Available::default();
+                let mut f2 = vk::PhysicalDeviceFeatures2::default();
+                if facts.has_extension(crate::plan::SHADING_RATE_EXTENSION) {
+                    f2 = f2.push_next(&mut available.shading_rate);
+                }
+                if facts.has_extension("VK_EXT_fragment_shader_interlock") || plan.interlock_strategy().is_some() {
+                    f2 = f2.push_next(&mut available.interlock);
+                }
+                features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2);
+                if let Some((r, why)) = crate::architecture::refuse(&plan, &*p_create_info, &available) {
+                    inst.log.warn("OVERLAP-Feature-Not-Present", &format!("vkCreateDevice: {why}"));
+                    return r;
+                }
+            }
             // Emulated extensions and features never reach the driver.
             let mut stripped = None;
             if let Some(strategy) = plan.interlock_strategy() {
@@ -545,6 +571,9 @@ unsafe extern "system" fn create_device(
                 "OVERLAP-Device-Plan",
                 &format!("{} ({driver}): {}; hooks: {}", data.facts.device_name, data.plan, data.hooks_description()),
             );
+            for c in &data.plan.clamped {
+                data.log().log_once(LogLevel::Info, "OVERLAP-Profile-Adjusted", c, c);
+            }
             state::insert_device(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
         },
@@ -558,15 +587,18 @@ unsafe fn features2(
     p: *mut vk::PhysicalDeviceFeatures2,
     next: vk::PFN_vkGetPhysicalDeviceFeatures2,
 ) {
-    let emulates_interlock = state::physical_device(pd).is_some_and(|pdd| pdd.plan().interlock_strategy().is_some());
-    if !emulates_interlock {
-        return next(pd, p);
+    let Some(pdd) = state::physical_device(pd) else { return next(pd, p) };
+    let plan = pdd.plan();
+    if plan.interlock_strategy().is_some() {
+        let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
+        pnext::without_output(p as *mut vk::BaseOutStructure, s_type, || next(pd, p));
+        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>((*p).p_next) {
+            crate::interlock::fill_features(f);
+        }
+    } else {
+        next(pd, p);
     }
-    let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
-    pnext::without_output(p as *mut vk::BaseOutStructure, s_type, || next(pd, p));
-    if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>((*p).p_next) {
-        crate::interlock::fill_features(f);
-    }
+    crate::architecture::apply_features(&pdd.instance.log, plan, (*p).p_next);
 }
 
 unsafe extern "system" fn get_physical_device_features2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceFeatures2) {
@@ -679,6 +711,17 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
     )
 }
 
+/// The architecture profile's properties and identity.
+unsafe fn apply_identity(
+    pd: vk::PhysicalDevice,
+    props: &mut vk::PhysicalDeviceProperties,
+    p_next: *mut std::ffi::c_void,
+) {
+    let Some(pdd) = state::physical_device(pd) else { return };
+    let inst = &pdd.instance;
+    crate::architecture::apply_properties(&inst.log, pdd.plan(), inst.settings.spoof_identity, props, p_next);
+}
+
 /// Limits the spinlock strategy takes for itself: one descriptor set (the
 /// last) and the storage image in it.
 fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) {
@@ -711,6 +754,7 @@ unsafe extern "system" fn get_physical_device_properties(pd: vk::PhysicalDevice,
             if let Some(n) = next(pd) {
                 n(pd, p);
                 adjust_limits(pd, &mut (*p).limits);
+                apply_identity(pd, &mut *p, std::ptr::null_mut());
             }
         },
         || {
@@ -728,6 +772,7 @@ unsafe fn properties2(
 ) {
     next(pd, p);
     adjust_limits(pd, &mut (*p).properties.limits);
+    apply_identity(pd, &mut (*p).properties, (*p).p_next);
 }
 
 unsafe extern "system" fn get_physical_device_properties2(

@@ -9,6 +9,7 @@
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]
 
+pub mod architecture;
 pub mod entry;
 pub mod ffi;
 mod generated;
@@ -19,6 +20,7 @@ pub mod log;
 pub mod manifest;
 pub mod plan;
 pub mod pnext;
+pub mod profile;
 pub mod settings;
 pub mod shader;
 pub mod spinlock;

@@ -99,6 +99,7 @@ mod tests {
                     }
                     SettingKind::String => assert_eq!(s["type"], "STRING"),
                     SettingKind::Folder => assert_eq!(s["type"], "SAVE_FOLDER"),
+                    SettingKind::File => assert_eq!(s["type"], "LOAD_FILE"),
                 }
             }
         }

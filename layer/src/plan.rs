@@ -6,6 +6,7 @@
 //! with the reason). A device gets the layer's hooks only when something is
 //! `Emulated` or `force_enable` is set.
 
+use crate::profile::Profile;
 use crate::settings::Settings;
 use ash::vk;
 use std::ffi::CStr;
@@ -84,6 +85,8 @@ pub enum Capability {
     Emulated(&'static str),
     /// Not provided, for this reason.
     Off(&'static str),
+    /// Not exposed: the emulated architecture's profile does not have it.
+    Hidden(String),
 }
 
 impl fmt::Display for Capability {
@@ -92,18 +95,30 @@ impl fmt::Display for Capability {
             Capability::Native => write!(f, "native (pass-through)"),
             Capability::Emulated(how) => write!(f, "emulated ({how})"),
             Capability::Off(why) => write!(f, "not provided ({why})"),
+            Capability::Hidden(why) => write!(f, "hidden ({why})"),
         }
     }
 }
 
 /// The decision for one device.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Plan {
     pub interlock: Capability,
+    /// `VK_KHR_fragment_shading_rate`: never emulated, only exposed or hidden.
+    pub shading_rate: Capability,
     pub fdm: Capability,
     pub varyings: Capability,
     pub force_hooks: bool,
+    /// The emulated architecture, where one is set.
+    pub profile: Option<std::sync::Arc<Profile>>,
+    /// Extensions the driver lists that the profile hides.
+    pub hidden_extensions: Vec<&'static str>,
+    /// What the profile could not have, and why (for the log and `overlap info`).
+    pub clamped: Vec<String>,
 }
+
+pub const SHADING_RATE_EXTENSION: &str = "VK_KHR_fragment_shading_rate";
+pub const FDM_EXTENSION: &str = "VK_EXT_fragment_density_map";
 
 const NOT_YET: &str = "not implemented in this build";
 pub const INTERLOCK_EXTENSION: &CStr = c"VK_EXT_fragment_shader_interlock";
@@ -123,18 +138,75 @@ fn interlock(settings: &Settings, facts: &DriverFacts) -> Capability {
 }
 
 impl Plan {
-    pub fn new(settings: &Settings, facts: &DriverFacts) -> Plan {
+    pub fn new(settings: &Settings, facts: &DriverFacts, profile: Option<std::sync::Arc<Profile>>) -> Plan {
         let interlock = interlock(settings, facts);
-        let fdm = if facts.has_extension("VK_EXT_fragment_density_map") {
+        let fdm = if facts.has_extension(FDM_EXTENSION) {
             Capability::Native
         } else if settings.fdm == "off" {
             Capability::Off("fdm=off")
         } else {
             Capability::Off(NOT_YET)
         };
+        let shading_rate = if facts.has_extension(SHADING_RATE_EXTENSION) {
+            Capability::Native
+        } else {
+            Capability::Off("the driver lacks it")
+        };
         let varyings =
             if settings.varyings == "off" { Capability::Off("varyings=off") } else { Capability::Off(NOT_YET) };
-        Plan { interlock, fdm, varyings, force_hooks: settings.force_enable }
+        let mut plan = Plan {
+            interlock,
+            shading_rate,
+            fdm,
+            varyings,
+            force_hooks: settings.force_enable,
+            profile: None,
+            hidden_extensions: Vec::new(),
+            clamped: Vec::new(),
+        };
+        if let Some(p) = profile {
+            plan.apply_profile(&p);
+            plan.profile = Some(p);
+        }
+        plan
+    }
+
+    /// Intersects each governed capability with the profile: what the
+    /// profile lacks is hidden; what it has but cannot be honoured here is
+    /// recorded in `clamped`.
+    fn apply_profile(&mut self, p: &Profile) {
+        let arch = p.arch.clone();
+        for (name, cap) in [
+            (INTERLOCK_EXTENSION.to_str().unwrap(), &mut self.interlock),
+            (SHADING_RATE_EXTENSION, &mut self.shading_rate),
+            (FDM_EXTENSION, &mut self.fdm),
+        ] {
+            let listed = p.has_extension(name);
+            match (&*cap, listed) {
+                (Capability::Native, false) => {
+                    self.hidden_extensions.push(name);
+                    *cap = Capability::Hidden(format!("the {arch} profile does not have {name}"));
+                }
+                (Capability::Emulated(_), false) => {
+                    *cap = Capability::Hidden(format!("the {arch} profile does not have {name}"))
+                }
+                (Capability::Off(why), true) => {
+                    self.clamped.push(format!("{name}: in the {arch} profile, but not available here ({why})"))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the application may see `extension` (a governed one).
+    pub fn exposes(&self, extension: &str) -> bool {
+        let cap = match extension {
+            "VK_EXT_fragment_shader_interlock" => &self.interlock,
+            SHADING_RATE_EXTENSION => &self.shading_rate,
+            FDM_EXTENSION => &self.fdm,
+            _ => return true,
+        };
+        matches!(cap, Capability::Native | Capability::Emulated(_))
     }
 
     pub fn emulates_anything(&self) -> bool {
@@ -163,15 +235,25 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "fragment shader interlock: {}; fragment density map: {}; varying linking: {}",
-            self.interlock, self.fdm, self.varyings
-        )
+            "fragment shader interlock: {}; fragment shading rate: {}; fragment density map: {}; varying linking: {}",
+            self.interlock, self.shading_rate, self.fdm, self.varyings
+        )?;
+        if let Some(p) = &self.profile {
+            write!(f, "; architecture {}", p.arch)?;
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Plan {
+        fn new_test(s: &Settings, f: &DriverFacts) -> Plan {
+            Plan::new(s, f, None)
+        }
+    }
 
     fn facts(exts: &[&str]) -> DriverFacts {
         DriverFacts {
@@ -186,7 +268,7 @@ mod tests {
 
     #[test]
     fn native_extensions_pass_through() {
-        let p = Plan::new(&Settings::defaults(), &facts(&["VK_EXT_fragment_shader_interlock"]));
+        let p = Plan::new_test(&Settings::defaults(), &facts(&["VK_EXT_fragment_shader_interlock"]));
         assert_eq!(p.interlock, Capability::Native);
         assert!(!p.emulates_anything());
     }
@@ -203,22 +285,25 @@ mod tests {
             s.interlock_strategy = strategy;
             s
         };
-        assert_eq!(Plan::new(&with("auto"), &llvmpipe).interlock_strategy(), Some("serialized"));
-        assert!(Plan::new(&with("auto"), &llvmpipe).added_extensions().iter().any(|(n, _)| *n == INTERLOCK_EXTENSION));
-        assert_eq!(Plan::new(&with("auto"), &nvidia).interlock, Capability::Native);
-        assert!(Plan::new(&with("auto"), &nvidia).added_extensions().is_empty());
-        assert_eq!(Plan::new(&with("auto"), &gpu).interlock_strategy(), Some("spinlock"));
-        assert_eq!(Plan::new(&with("spinlock"), &nvidia).interlock_strategy(), Some("spinlock"));
-        assert!(matches!(Plan::new(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
+        assert_eq!(Plan::new_test(&with("auto"), &llvmpipe).interlock_strategy(), Some("serialized"));
+        assert!(Plan::new_test(&with("auto"), &llvmpipe)
+            .added_extensions()
+            .iter()
+            .any(|(n, _)| *n == INTERLOCK_EXTENSION));
+        assert_eq!(Plan::new_test(&with("auto"), &nvidia).interlock, Capability::Native);
+        assert!(Plan::new_test(&with("auto"), &nvidia).added_extensions().is_empty());
+        assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some("spinlock"));
+        assert_eq!(Plan::new_test(&with("spinlock"), &nvidia).interlock_strategy(), Some("spinlock"));
+        assert!(matches!(Plan::new_test(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
         // A forced strategy replaces even a native implementation.
-        assert_eq!(Plan::new(&with("serialized"), &nvidia).interlock_strategy(), Some("serialized"));
+        assert_eq!(Plan::new_test(&with("serialized"), &nvidia).interlock_strategy(), Some("serialized"));
     }
 
     #[test]
     fn force_enable_turns_hooks_on() {
         let mut s = Settings::defaults();
         s.force_enable = true;
-        let p = Plan::new(&s, &facts(&[]));
+        let p = Plan::new_test(&s, &facts(&[]));
         assert!(p.force_hooks);
     }
 

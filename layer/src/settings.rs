@@ -35,6 +35,8 @@ pub enum Kind {
     String,
     /// A folder path (Vulkan Configurator's `SAVE_FOLDER`).
     Folder,
+    /// A file to read (Vulkan Configurator's `LOAD_FILE`).
+    File,
 }
 
 #[derive(Debug)]
@@ -74,6 +76,20 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "native",
         label: "Emulated architecture",
         description: "Report the capability set of this GPU generation; native reports the driver's own.",
+    },
+    SettingDef {
+        key: "profile_file",
+        kind: Kind::File,
+        default: "",
+        label: "Profile file",
+        description: "A Vulkan Profiles JSON file to emulate instead of a built-in architecture.",
+    },
+    SettingDef {
+        key: "spoof_identity",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Spoof identity",
+        description: "Report the emulated architecture's vendor and an 'Overlap <arch> (<device>)' device name.",
     },
     SettingDef {
         key: "interlock_strategy",
@@ -144,6 +160,8 @@ pub struct Settings {
     pub log_level: LogLevel,
     pub force_enable: bool,
     pub architecture: &'static str,
+    pub profile_file: Option<PathBuf>,
+    pub spoof_identity: bool,
     pub interlock_strategy: &'static str,
     pub fdm: &'static str,
     pub varyings: &'static str,
@@ -380,7 +398,7 @@ impl RawSettings {
                     let expected = match def.kind {
                         Kind::Bool => "true or false".to_string(),
                         Kind::Enum(vals) => format!("one of {}", vals.join(", ")),
-                        Kind::String | Kind::Folder => "text".to_string(),
+                        Kind::String | Kind::Folder | Kind::File => "text".to_string(),
                     };
                     self.diagnostics.push(Diagnostic {
                         id: "OVERLAP-Setting-Invalid",
@@ -408,6 +426,8 @@ impl RawSettings {
             },
             force_enable: get("force_enable") == "true",
             architecture: enum_value(ARCHITECTURES, get("architecture")),
+            profile_file: Some(get("profile_file")).filter(|s| !s.is_empty()).map(PathBuf::from),
+            spoof_identity: get("spoof_identity") == "true",
             interlock_strategy: enum_value(INTERLOCK_STRATEGIES, get("interlock_strategy")),
             fdm: enum_value(FDM_MODES, get("fdm")),
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
@@ -434,6 +454,7 @@ fn normalize(kind: Kind, value: &str) -> Option<String> {
         }
         Kind::String => Some(v.to_string()),
         Kind::Folder => Some(v.to_string()).filter(|p| p.is_empty() || !Path::new(p).is_file()),
+        Kind::File => Some(v.to_string()),
     }
 }
 

@@ -26,6 +26,8 @@ pub struct InstanceData {
     pub settings: Settings,
     pub log: Logger,
     pub ext: InstanceExtFns,
+    /// The emulated architecture (`architecture` or `profile_file`).
+    pub profile: Option<Arc<crate::profile::Profile>>,
 }
 
 /// The next layer's extension commands, resolved inside `vkCreateInstance`:
@@ -158,7 +160,7 @@ impl PhysicalDeviceData {
             // SAFETY: the handle was enumerated from this instance, which is alive
             // while this entry is in the map.
             let facts = unsafe { DriverFacts::query(&self.instance.fns, self.instance.api_version, self.handle) };
-            let plan = Plan::new(&self.instance.settings, &facts);
+            let plan = Plan::new(&self.instance.settings, &facts, self.instance.profile.clone());
             (facts, plan)
         })
     }

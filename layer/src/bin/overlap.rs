@@ -250,7 +250,11 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
     println!("Vulkan drivers found: {}", pds.len());
     for (i, pd) in pds.iter().enumerate() {
         let facts = unsafe { DriverFacts::query(&instance, api, *pd) };
-        let plan = Plan::new(settings, &facts);
+        let (profile, error) = VkLayer_overlap::profile::for_settings(settings);
+        if let Some(e) = error {
+            eprintln!("overlap: error OVERLAP-Profile-Invalid: {e}; running as native");
+        }
+        let plan = Plan::new(settings, &facts, profile);
         println!(
             "[{i}] {} — driver {} ({}), Vulkan {}.{}.{}",
             facts.device_name,
@@ -260,7 +264,11 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
             vk::api_version_minor(facts.api_version),
             vk::api_version_patch(facts.api_version)
         );
+        if let Some(p) = &plan.profile {
+            println!("    architecture              : {} ({}, {})", p.arch, p.name, p.label);
+        }
         println!("    fragment shader interlock : {}", plan.interlock);
+        println!("    fragment shading rate     : {}", plan.shading_rate);
         println!("    fragment density map      : {}", plan.fdm);
         println!("    varying linking           : {}", plan.varyings);
         println!(
@@ -273,6 +281,9 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
                 "none (every command goes straight to the driver)"
             }
         );
+        for c in &plan.clamped {
+            println!("    clamped                   : {c}");
+        }
     }
     unsafe { instance.destroy_instance(None) };
     Ok(())

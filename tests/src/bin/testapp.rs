@@ -103,6 +103,7 @@ fn gpu(opts: &GpuOptions) -> Result<Gpu, String> {
 fn probe(opts: &GpuOptions) -> Result<(), String> {
     let g = gpu(opts)?;
     println!("device={}", g.device_name);
+    println!("vendor_id=0x{:x}", g.properties.vendor_id);
     let layers = unsafe { g.entry.enumerate_instance_layer_properties() }.map_err(|e| format!("vk:{e:?}"))?;
     let names: Vec<String> =
         layers.iter().map(|l| l.layer_name_as_c_str().unwrap().to_string_lossy().into_owned()).collect();
