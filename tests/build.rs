@@ -17,6 +17,21 @@ fn main() {
             interlock_variants(&path, Path::new(&out));
             continue;
         }
+        if name == "vrs.frag" {
+            for (suffix, define) in [("", None), ("-interlock", Some("-DINTERLOCK"))] {
+                let mut cmd = Command::new("glslangValidator");
+                cmd.args(["-V", "--target-env", "vulkan1.2"]);
+                cmd.args(define);
+                let status = cmd
+                    .arg("-o")
+                    .arg(Path::new(&out).join(format!("vrs{suffix}.frag.spv")))
+                    .arg(&path)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "glslangValidator failed on {name}");
+            }
+            continue;
+        }
         if name == "oit_insert.frag" {
             for (suffix, define) in [("", None), ("-none", Some("-DNO_INTERLOCK"))] {
                 let mut cmd = Command::new("glslangValidator");

@@ -544,6 +544,18 @@ unsafe extern "system" fn create_device(
                 }
             }
             let next_create_shaders = next_gdpa(handle, c"vkCreateShadersEXT".as_ptr()).map(|f| std::mem::transmute(f));
+            let fsr_enabled = {
+                let ci = &*p_create_info;
+                (0..ci.enabled_extension_count as usize).any(|i| {
+                    std::ffi::CStr::from_ptr(*ci.pp_enabled_extension_names.add(i)).to_bytes()
+                        == crate::plan::SHADING_RATE_EXTENSION.as_bytes()
+                })
+            };
+            let shading_rate = (fsr_enabled && plan.forces_one_by_one_with_interlock()).then(|| {
+                crate::shading_rate::ForceOneByOne::new(
+                    next_gdpa(handle, c"vkCmdSetFragmentShadingRateKHR".as_ptr()).map(|f| std::mem::transmute(f)),
+                )
+            });
             // Shaders need the layer only where the application enabled interlock.
             let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled);
             if interlock.as_ref().is_some_and(|i| i.strategy == "serialized") && !facts.is_llvmpipe() {
@@ -563,6 +575,7 @@ unsafe extern "system" fn create_device(
                 plan,
                 interlock,
                 spinlock,
+                shading_rate,
                 next_create_shaders,
             };
             let driver =

@@ -103,16 +103,22 @@ pub fn shader_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// The hook for `name` on `dev`, if the layer installs one there.
 pub fn device_hook_for(dev: &crate::state::DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let force = dev.plan.force_hooks;
-    if dev.spinlock.is_some() {
+    if dev.shading_rate.is_some() && name == b"vkCmdSetFragmentShadingRateKHR" {
+        return pfn!(crate::shading_rate::cmd_set_fragment_shading_rate as vk::PFN_vkCmdSetFragmentShadingRateKHR);
+    }
+    if dev.spinlock.is_some() || dev.shading_rate.is_some() {
         if let Some(h) = crate::spinlock::hook(name) {
             return Some(h);
         }
     }
-    let shaders = if dev.rewrites_shaders() || force { shader_hook(name) } else { None };
+    let shaders = if dev.rewrites_shaders() || dev.shading_rate.is_some() || force { shader_hook(name) } else { None };
     shaders.or_else(|| if force { passthrough_hook(name) } else { None })
 }
 
 /// Any hook for `name` (for `vkGetInstanceProcAddr`, which knows no device).
 pub fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+    if name == b"vkCmdSetFragmentShadingRateKHR" {
+        return pfn!(crate::shading_rate::cmd_set_fragment_shading_rate as vk::PFN_vkCmdSetFragmentShadingRateKHR);
+    }
     shader_hook(name).or_else(|| crate::spinlock::hook(name)).or_else(|| passthrough_hook(name))
 }

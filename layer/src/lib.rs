@@ -23,5 +23,6 @@ pub mod pnext;
 pub mod profile;
 pub mod settings;
 pub mod shader;
+pub mod shading_rate;
 pub mod spinlock;
 pub mod state;

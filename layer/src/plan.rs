@@ -198,6 +198,19 @@ impl Plan {
         }
     }
 
+    /// The architecture forces a 1x1 shading rate for interlock pipelines
+    /// (GFX10.3: `fragmentShadingRateWithFragmentShaderInterlock` false),
+    /// and the driver has VRS for it to matter.
+    pub fn forces_one_by_one_with_interlock(&self) -> bool {
+        let Some(p) = &self.profile else { return false };
+        self.exposes(SHADING_RATE_EXTENSION)
+            && self.exposes("VK_EXT_fragment_shader_interlock")
+            && p.property(
+                "VkPhysicalDeviceFragmentShadingRatePropertiesKHR",
+                "fragmentShadingRateWithFragmentShaderInterlock",
+            ) == Some(&serde_json::Value::Bool(false))
+    }
+
     /// Whether the application may see `extension` (a governed one).
     pub fn exposes(&self, extension: &str) -> bool {
         let cap = match extension {

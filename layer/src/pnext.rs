@@ -89,6 +89,15 @@ impl Chain {
             .map(|n| unsafe { &mut *(n.words.as_mut_ptr() as *mut T) })
     }
 
+    /// Appends a copy of `value` (its own `pNext` is ignored).
+    pub fn push<T: vk::TaggedStructure>(&mut self, value: &T) {
+        let size = std::mem::size_of::<T>();
+        let mut words = vec![0u64; size.div_ceil(8)];
+        // SAFETY: `T` is a plain Vulkan structure of `size` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(value as *const T as *const u8, words.as_mut_ptr() as *mut u8, size) };
+        self.nodes.push(Node { s_type: T::STRUCTURE_TYPE, words });
+    }
+
     /// Links the copies in order and returns the head (null when empty).
     /// The pointer stays valid until the chain is edited or dropped.
     pub fn head(&mut self) -> *const c_void {

@@ -176,7 +176,8 @@ pub unsafe extern "system" fn create_shader_module(
             let dev = state::device(device);
             debug_panic(&dev.debug_panic, NAME);
             let ci = &*info;
-            match rewrite(dev, words(ci.p_code, ci.code_size)) {
+            let code = words(ci.p_code, ci.code_size);
+            let r = match rewrite(dev, code) {
                 Some(w) => {
                     let mut copy = *ci;
                     copy.code_size = w.words.len() * 4;
@@ -188,7 +189,12 @@ pub unsafe extern "system" fn create_shader_module(
                     r
                 }
                 None => next(),
+            };
+            // Judged on the application's code, which still declares interlock.
+            if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.shading_rate) {
+                s.note_module(*out, code);
             }
+            r
         },
         next,
     )
@@ -257,7 +263,7 @@ pub unsafe extern "system" fn create_graphics_pipelines(
         || {
             let dev = state::device(device);
             debug_panic(&dev.debug_panic, NAME);
-            if dev.interlock.is_none() || count == 0 || infos.is_null() {
+            if (dev.interlock.is_none() && dev.shading_rate.is_none()) || count == 0 || infos.is_null() {
                 return next();
             }
             let infos_in = std::slice::from_raw_parts(infos, count as usize);
@@ -271,10 +277,10 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                 rewritten.push(rewrite_stages(dev, stages));
             }
             let inline: Vec<bool> = rewritten.iter().map(Option::is_some).collect();
-            if dev.spinlock.is_none() && rewritten.iter().all(Option::is_none) {
+            if dev.spinlock.is_none() && dev.shading_rate.is_none() && rewritten.iter().all(Option::is_none) {
                 return next();
             }
-            let copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
+            let mut copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
                 .iter()
                 .zip(&rewritten)
                 .map(|(info, r)| {
@@ -285,7 +291,21 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                     c
                 })
                 .collect();
+            // The architecture's 1x1 rate for interlock pipelines (judged on the
+            // application's stages, which still declare interlock).
+            let mut forced = (Vec::new(), vec![false; copies.len()]);
+            if let Some(s) = &dev.shading_rate {
+                let mut originals: Vec<vk::GraphicsPipelineCreateInfo> = infos_in.to_vec();
+                forced = s.force_static(dev, &mut originals);
+                for (c, o) in copies.iter_mut().zip(&originals) {
+                    c.p_next = o.p_next;
+                }
+            }
             let r = (dev.fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, copies.as_ptr(), alloc, out);
+            if let (Some(s), true) = (&dev.shading_rate, r.as_raw() >= 0) {
+                s.note_pipelines(std::slice::from_raw_parts(out, count as usize), &forced.1);
+            }
+            drop(forced);
             if r.as_raw() >= 0 {
                 // Failed entries are VK_NULL_HANDLE and skipped.
                 crate::spinlock::note_pipelines(

@@ -336,6 +336,9 @@ pub unsafe extern "system" fn destroy_pipeline(
                 s.pipelines.lock().remove(&pipeline);
                 s.warned.lock().remove(&pipeline);
             }
+            if let Some(s) = &dev.shading_rate {
+                s.forget_pipeline(pipeline);
+            }
             next()
         },
         next,
@@ -353,8 +356,12 @@ pub unsafe extern "system" fn destroy_shader_module(
     guard::entry(
         NAME,
         || {
-            if let Some(s) = spinlock(state::device(device)) {
+            let dev = state::device(device);
+            if let Some(s) = spinlock(dev) {
                 s.modules.lock().remove(&module);
+            }
+            if let Some(s) = &dev.shading_rate {
+                s.forget_module(module);
             }
             next()
         },
@@ -372,8 +379,12 @@ pub unsafe extern "system" fn begin_command_buffer(
     guard::entry(
         NAME,
         || {
-            if let Some(s) = spinlock(state::device(cb)) {
+            let dev = state::device(cb);
+            if let Some(s) = spinlock(dev) {
                 s.bound.lock().remove(&cb);
+            }
+            if let Some(s) = &dev.shading_rate {
+                s.begin(cb);
             }
             next()
         },
@@ -402,7 +413,10 @@ pub unsafe extern "system" fn cmd_bind_pipeline(
                     None => bound.remove(&cb),
                 };
             }
-            next()
+            next();
+            if let Some(s) = &dev.shading_rate {
+                s.bound(cb, point, pipeline);
+            }
         },
         next,
     )

@@ -74,6 +74,8 @@ pub struct DeviceData {
     pub debug_panic: Option<String>,
     /// `Some` when the layer provides interlock on this device.
     pub interlock: Option<crate::interlock::DeviceInterlock>,
+    /// 1x1 shading rate for interlock pipelines, where the architecture asks.
+    pub shading_rate: Option<crate::shading_rate::ForceOneByOne>,
     /// The spinlock strategy's resources, where it runs.
     pub spinlock: Option<crate::spinlock::Spinlock>,
     /// The next layer's `vkCreateShadersEXT`, where the chain has it.
@@ -99,6 +101,9 @@ impl DeviceData {
     pub fn hooks_description(&self) -> &'static str {
         match (self.rewrites_shaders(), self.plan.force_hooks) {
             (_, true) => "all (force_enable)",
+            _ if self.shading_rate.is_some() => {
+                "shader and pipeline creation, pipeline binds, shading rate (1x1 with interlock)"
+            }
             _ if self.spinlock.is_some() => "shader creation, pipeline layouts, pipeline binds and draws (spinlock)",
             (true, false) => "shader creation",
             (false, false) => "none (pass-through)",

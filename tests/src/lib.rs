@@ -7,3 +7,4 @@ pub mod harness;
 pub mod interlock;
 pub mod oit;
 pub mod render;
+pub mod vrs;

@@ -71,6 +71,8 @@ pub struct GpuOptions {
     pub interlock: bool,
     /// Enable VK_EXT_graphics_pipeline_library (inline shader modules).
     pub pipeline_library: bool,
+    /// Enable VK_KHR_fragment_shading_rate (pipeline rates) where listed.
+    pub shading_rate: bool,
 }
 
 pub struct Gpu {
@@ -86,6 +88,8 @@ pub struct Gpu {
     pub device_name: String,
     /// VK_EXT_fragment_shader_interlock was enabled.
     pub interlock: bool,
+    /// VK_KHR_fragment_shading_rate was enabled.
+    pub shading_rate: bool,
     pub properties: vk::PhysicalDeviceProperties,
 }
 
@@ -224,6 +228,12 @@ impl Gpu {
         }
         let mut enable_gpl =
             vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default().graphics_pipeline_library(true);
+        let fsr = opts.shading_rate && has(ash::khr::fragment_shading_rate::NAME);
+        if fsr {
+            exts.push(ash::khr::fragment_shading_rate::NAME.as_ptr());
+        }
+        let mut enable_fsr =
+            vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default().pipeline_fragment_shading_rate(true);
         let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts)
@@ -234,6 +244,9 @@ impl Gpu {
         }
         if gpl {
             info = info.push_next(&mut enable_gpl);
+        }
+        if fsr {
+            info = info.push_next(&mut enable_fsr);
         }
         let device = check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?;
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
@@ -250,6 +263,7 @@ impl Gpu {
             dynamic_rendering,
             device_name,
             interlock,
+            shading_rate: fsr,
             properties: props,
         })
     }
@@ -504,6 +518,10 @@ impl Target {
                 readback_memory,
             }
         }
+    }
+
+    pub fn render_pass(&self) -> vk::RenderPass {
+        self.render_pass
     }
 
     /// Another pipeline for this target.

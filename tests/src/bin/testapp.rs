@@ -23,7 +23,8 @@ fn usage() -> ! {
          interlock [all|quick|none|inline] [WxH] [DELAY]  the CTS-style interlock matrix (none: without the critical section)\n  \
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
-         oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference"
+         oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
+         vrs                        invocations of a 2x2-rate draw with and without interlock"
     );
     std::process::exit(2)
 }
@@ -68,6 +69,7 @@ fn main() {
         }
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
+        "vrs" => vrs(&mut opts),
         _ => usage(),
     };
     finish(ok)
@@ -478,6 +480,31 @@ fn oit(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result<(), Str
     );
     if with_interlock && worst > 2 {
         return Err(format!("OIT differs from the reference by up to {worst}"));
+    }
+    Ok(())
+}
+
+/// A full-screen draw at a requested 2x2 shading rate (static and dynamic),
+/// with and without interlock: invocations and the rates the shader saw.
+fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
+    opts.interlock = true;
+    opts.shading_rate = true;
+    let g = gpu(opts)?;
+    println!("shading_rate={} interlock={}", g.shading_rate, g.interlock);
+    if !g.shading_rate {
+        return Ok(());
+    }
+    for interlock in [false, true] {
+        if interlock && !g.interlock {
+            continue;
+        }
+        for dynamic in [false, true] {
+            let o = overlap_tests::vrs::run(&g, interlock, dynamic, 64);
+            println!(
+                "vrs interlock={interlock} dynamic={dynamic} invocations={} pixels={} rates=0x{:x}",
+                o.invocations, o.pixels, o.rates
+            );
+        }
     }
     Ok(())
 }

@@ -1,0 +1,208 @@
+//! Architecture behaviour for fragment shading rate: on GFX10.3, POPS forces
+//! a 1x1 shading rate (`pops.rst`, "Variable-rate shading interaction"), so
+//! under a profile whose `fragmentShadingRateWithFragmentShaderInterlock` is
+//! false, on a driver that has VRS, a pipeline whose fragment shader declares
+//! an interlock mode runs at 1x1 whatever the pipeline state, the dynamic
+//! `vkCmdSetFragmentShadingRateKHR` rate, or the primitive and attachment
+//! rates ask: the layer forces a 1x1 fragment size with both combiner
+//! operations KEEP, as the hardware would. Under GFX11 the requested rates
+//! apply.
+//!
+//! Static state is rewritten at pipeline creation. For pipelines with the
+//! rate dynamic, the layer sets 1x1/KEEP after binding them and while they
+//! are bound, remembers what the application set, and restores it when a
+//! pipeline without interlock is bound.
+
+use crate::guard::{self, debug_panic};
+use crate::pnext::Chain;
+use crate::state::{self, DeviceData};
+use ash::vk;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+
+pub const KEEP: [vk::FragmentShadingRateCombinerOpKHR; 2] =
+    [vk::FragmentShadingRateCombinerOpKHR::KEEP, vk::FragmentShadingRateCombinerOpKHR::KEEP];
+pub const ONE: vk::Extent2D = vk::Extent2D { width: 1, height: 1 };
+
+#[derive(Default)]
+struct CommandBufferRate {
+    /// An interlock pipeline with a dynamic rate is bound.
+    forcing: bool,
+    /// The application's last vkCmdSetFragmentShadingRateKHR.
+    app: Option<(vk::Extent2D, [vk::FragmentShadingRateCombinerOpKHR; 2])>,
+}
+
+pub struct ForceOneByOne {
+    pub next_set_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>,
+    modules: Mutex<HashSet<vk::ShaderModule>>,
+    dynamic_pipelines: Mutex<HashSet<vk::Pipeline>>,
+    command_buffers: Mutex<HashMap<vk::CommandBuffer, CommandBufferRate>>,
+}
+
+impl ForceOneByOne {
+    pub fn new(next_set_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>) -> ForceOneByOne {
+        ForceOneByOne {
+            next_set_rate,
+            modules: Default::default(),
+            dynamic_pipelines: Default::default(),
+            command_buffers: Default::default(),
+        }
+    }
+
+    pub fn note_module(&self, module: vk::ShaderModule, code: &[u32]) {
+        if overlap_shaders::interlock::uses_interlock(code) {
+            self.modules.lock().insert(module);
+        }
+    }
+
+    pub fn forget_module(&self, module: vk::ShaderModule) {
+        self.modules.lock().remove(&module);
+    }
+
+    pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
+        self.dynamic_pipelines.lock().remove(&pipeline);
+    }
+
+    /// Whether a pipeline's fragment stage declares interlock.
+    ///
+    /// # Safety
+    /// `stages` are valid stage create infos.
+    unsafe fn uses_interlock(&self, stages: &[vk::PipelineShaderStageCreateInfo]) -> bool {
+        let modules = self.modules.lock();
+        stages.iter().filter(|s| s.stage == vk::ShaderStageFlags::FRAGMENT).any(|s| {
+            modules.contains(&s.module)
+                || crate::pnext::find::<vk::ShaderModuleCreateInfo>(s.p_next).is_some_and(|m| {
+                    !m.p_code.is_null()
+                        && overlap_shaders::interlock::uses_interlock(std::slice::from_raw_parts(
+                            m.p_code,
+                            m.code_size / 4,
+                        ))
+                })
+        })
+    }
+
+    /// Rewrites the static rate of interlock pipelines to 1x1/KEEP; returns
+    /// the chains the modified infos point at (kept alive by the caller) and
+    /// which pipelines keep a dynamic rate.
+    ///
+    /// # Safety
+    /// `infos` are valid create infos; `stages[i]` are the stages info `i` uses.
+    pub unsafe fn force_static(
+        &self,
+        dev: &DeviceData,
+        infos: &mut [vk::GraphicsPipelineCreateInfo],
+    ) -> (Vec<Chain>, Vec<bool>) {
+        let mut chains = Vec::new();
+        let mut dynamic = vec![false; infos.len()];
+        for (i, info) in infos.iter_mut().enumerate() {
+            let stages = if info.stage_count == 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
+            };
+            if !self.uses_interlock(stages) {
+                continue;
+            }
+            let dynamic_rate = !info.p_dynamic_state.is_null() && {
+                let d = &*info.p_dynamic_state;
+                d.dynamic_state_count > 0
+                    && std::slice::from_raw_parts(d.p_dynamic_states, d.dynamic_state_count as usize)
+                        .contains(&vk::DynamicState::FRAGMENT_SHADING_RATE_KHR)
+            };
+            dynamic[i] = dynamic_rate;
+            if dynamic_rate {
+                continue;
+            }
+            let mut chain = match Chain::copy(info.p_next) {
+                Ok(c) => c,
+                Err(e) => {
+                    dev.log().warn(
+                        "OVERLAP-Shading-Rate-Not-Forced",
+                        &format!("an interlock pipeline keeps its shading rate: {e}"),
+                    );
+                    continue;
+                }
+            };
+            match chain.get_mut::<vk::PipelineFragmentShadingRateStateCreateInfoKHR>() {
+                Some(s) => {
+                    s.fragment_size = ONE;
+                    s.combiner_ops = KEEP;
+                }
+                None => chain.push(
+                    &vk::PipelineFragmentShadingRateStateCreateInfoKHR::default().fragment_size(ONE).combiner_ops(KEEP),
+                ),
+            }
+            info.p_next = chain.head();
+            chains.push(chain);
+        }
+        (chains, dynamic)
+    }
+
+    pub fn note_pipelines(&self, pipelines: &[vk::Pipeline], dynamic: &[bool]) {
+        let mut set = self.dynamic_pipelines.lock();
+        for (p, d) in pipelines.iter().zip(dynamic) {
+            if *d && *p != vk::Pipeline::null() {
+                set.insert(*p);
+            }
+        }
+    }
+
+    pub fn begin(&self, cb: vk::CommandBuffer) {
+        self.command_buffers.lock().remove(&cb);
+    }
+
+    /// After vkCmdBindPipeline: force 1x1 for interlock pipelines with a
+    /// dynamic rate, restore the application's rate after them.
+    ///
+    /// # Safety
+    /// `cb` is recording.
+    pub unsafe fn bound(&self, cb: vk::CommandBuffer, point: vk::PipelineBindPoint, pipeline: vk::Pipeline) {
+        if point != vk::PipelineBindPoint::GRAPHICS {
+            return;
+        }
+        let Some(set_rate) = self.next_set_rate else { return };
+        let forcing = self.dynamic_pipelines.lock().contains(&pipeline);
+        let mut cbs = self.command_buffers.lock();
+        let state = cbs.entry(cb).or_default();
+        let was = std::mem::replace(&mut state.forcing, forcing);
+        if forcing {
+            set_rate(cb, &ONE, &KEEP);
+        } else if was {
+            if let Some((size, ops)) = state.app {
+                set_rate(cb, &size, &ops);
+            }
+        }
+    }
+}
+
+pub unsafe extern "system" fn cmd_set_fragment_shading_rate(
+    cb: vk::CommandBuffer,
+    size: *const vk::Extent2D,
+    ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2],
+) {
+    const NAME: &str = "vkCmdSetFragmentShadingRateKHR";
+    let next = move || {
+        if let Some(f) = state::device(cb).shading_rate.as_ref().and_then(|s| s.next_set_rate) {
+            f(cb, size, ops)
+        }
+    };
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(cb);
+            debug_panic(&dev.debug_panic, NAME);
+            let Some(s) = &dev.shading_rate else { return next() };
+            let Some(f) = s.next_set_rate else { return };
+            let mut cbs = s.command_buffers.lock();
+            let state = cbs.entry(cb).or_default();
+            state.app = Some((*size, *ops));
+            if state.forcing {
+                f(cb, &ONE, &KEEP);
+            } else {
+                f(cb, size, ops);
+            }
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCmdSetFragmentShadingRateKHR = cmd_set_fragment_shading_rate;
