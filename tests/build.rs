@@ -48,8 +48,9 @@ fn main() {
             continue;
         }
         let spv = Path::new(&out).join(format!("{name}.spv"));
+        let env = if name.starts_with("vrs") { "vulkan1.2" } else { "vulkan1.0" };
         let status = Command::new("glslangValidator")
-            .args(["-V", "--target-env", "vulkan1.0", "-o"])
+            .args(["-V", "--target-env", env, "-o"])
             .arg(&spv)
             .arg(&path)
             .status()

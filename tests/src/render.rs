@@ -90,6 +90,8 @@ pub struct Gpu {
     pub interlock: bool,
     /// VK_KHR_fragment_shading_rate was enabled.
     pub shading_rate: bool,
+    /// ... with primitiveFragmentShadingRate.
+    pub primitive_shading_rate: bool,
     pub properties: vk::PhysicalDeviceProperties,
 }
 
@@ -232,8 +234,15 @@ impl Gpu {
         if fsr {
             exts.push(ash::khr::fragment_shading_rate::NAME.as_ptr());
         }
-        let mut enable_fsr =
-            vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default().pipeline_fragment_shading_rate(true);
+        let mut supported_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default();
+        if fsr {
+            let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_fsr);
+            unsafe { instance.get_physical_device_features2(pd, &mut q) };
+        }
+        let primitive_fsr = fsr && supported_fsr.primitive_fragment_shading_rate == vk::TRUE;
+        let mut enable_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default()
+            .pipeline_fragment_shading_rate(true)
+            .primitive_fragment_shading_rate(primitive_fsr);
         let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts)
@@ -264,6 +273,7 @@ impl Gpu {
             device_name,
             interlock,
             shading_rate: fsr,
+            primitive_shading_rate: primitive_fsr,
             properties: props,
         })
     }

@@ -14,8 +14,20 @@ pub struct Outcome {
     pub pixels: u32,
 }
 
-/// Draws a full-screen triangle at a requested 2x2 rate, static or dynamic.
-pub fn run(gpu: &Gpu, interlock: bool, dynamic: bool, size: u32) -> Outcome {
+/// How the 2x2 rate is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Pipeline state.
+    Static,
+    /// vkCmdSetFragmentShadingRateKHR.
+    Dynamic,
+    /// The vertex shader's primitive rate, pipeline rate 1x1, combiner REPLACE.
+    Primitive,
+}
+
+/// Draws a full-screen triangle asking for a 2x2 rate.
+pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
+    let dynamic = request == Request::Dynamic;
     let d = &gpu.device;
     unsafe {
         let counts = buffer(
@@ -58,7 +70,11 @@ pub fn run(gpu: &Gpu, interlock: bool, dynamic: bool, size: u32) -> Outcome {
         let layout =
             d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None).unwrap();
 
-        let vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")));
+        let vs = gpu.shader(if request == Request::Primitive {
+            include_bytes!(concat!(env!("OUT_DIR"), "/vrs_primitive.vert.spv"))
+        } else {
+            include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))
+        });
         let fs = gpu.shader(if interlock {
             include_bytes!(concat!(env!("OUT_DIR"), "/vrs-interlock.frag.spv"))
         } else {
@@ -70,8 +86,16 @@ pub fn run(gpu: &Gpu, interlock: bool, dynamic: bool, size: u32) -> Outcome {
         ];
         let two = vk::Extent2D { width: 2, height: 2 };
         let keep = [vk::FragmentShadingRateCombinerOpKHR::KEEP; 2];
-        let mut rate =
-            vk::PipelineFragmentShadingRateStateCreateInfoKHR::default().fragment_size(two).combiner_ops(keep);
+        let mut rate = if request == Request::Primitive {
+            vk::PipelineFragmentShadingRateStateCreateInfoKHR::default()
+                .fragment_size(vk::Extent2D { width: 1, height: 1 })
+                .combiner_ops([
+                    vk::FragmentShadingRateCombinerOpKHR::REPLACE,
+                    vk::FragmentShadingRateCombinerOpKHR::KEEP,
+                ])
+        } else {
+            vk::PipelineFragmentShadingRateStateCreateInfoKHR::default().fragment_size(two).combiner_ops(keep)
+        };
         let vertex = vk::PipelineVertexInputStateCreateInfo::default();
         let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
         let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);

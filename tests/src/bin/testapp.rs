@@ -498,10 +498,14 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
         if interlock && !g.interlock {
             continue;
         }
-        for dynamic in [false, true] {
-            let o = overlap_tests::vrs::run(&g, interlock, dynamic, 64);
+        use overlap_tests::vrs::Request;
+        for request in [Request::Static, Request::Dynamic, Request::Primitive] {
+            if request == Request::Primitive && !g.primitive_shading_rate {
+                continue;
+            }
+            let o = overlap_tests::vrs::run(&g, interlock, request, 64);
             println!(
-                "vrs interlock={interlock} dynamic={dynamic} invocations={} pixels={} rates=0x{:x}",
+                "vrs interlock={interlock} request={request:?} invocations={} pixels={} rates=0x{:x}",
                 o.invocations, o.pixels, o.rates
             );
         }
