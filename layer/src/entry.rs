@@ -614,43 +614,6 @@ unsafe fn features2(
     crate::architecture::apply_features(&pdd.instance.log, plan, (*p).p_next);
 }
 
-unsafe extern "system" fn get_physical_device_features2(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceFeatures2) {
-    let next = |pd| state::physical_device(pd).map(|d| d.instance.fns.fp_v1_1().get_physical_device_features2);
-    guard::entry(
-        "vkGetPhysicalDeviceFeatures2",
-        || {
-            if let Some(n) = next(pd) {
-                features2(pd, p, n)
-            }
-        },
-        || {
-            if let Some(n) = next(pd) {
-                n(pd, p)
-            }
-        },
-    )
-}
-
-unsafe extern "system" fn get_physical_device_features2_khr(
-    pd: vk::PhysicalDevice,
-    p: *mut vk::PhysicalDeviceFeatures2,
-) {
-    let next = |pd| state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_features2_khr);
-    guard::entry(
-        "vkGetPhysicalDeviceFeatures2KHR",
-        || {
-            if let Some(n) = next(pd) {
-                features2(pd, p, n)
-            }
-        },
-        || {
-            if let Some(n) = next(pd) {
-                n(pd, p)
-            }
-        },
-    )
-}
-
 unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
     if device == vk::Device::null() {
         return;
@@ -788,42 +751,39 @@ unsafe fn properties2(
     apply_identity(pd, &mut (*p).properties, (*p).p_next);
 }
 
-unsafe extern "system" fn get_physical_device_properties2(
-    pd: vk::PhysicalDevice,
-    p: *mut vk::PhysicalDeviceProperties2,
-) {
-    let next = |pd| state::physical_device(pd).map(|d| d.instance.fns.fp_v1_1().get_physical_device_properties2);
-    guard::entry(
-        "vkGetPhysicalDeviceProperties2",
-        || {
-            if let Some(n) = next(pd) {
-                properties2(pd, p, n)
+/// The `*2` physical-device queries, core and KHR: `body` with the next
+/// layer's command; after a panic, the next layer's command alone.
+macro_rules! query2_hooks {
+    ($( $hook:ident $name:literal $pfn:ident $info:ident => $body:ident, |$d:ident| $next:expr; )*) => {
+        $(
+            unsafe extern "system" fn $hook(pd: vk::PhysicalDevice, p: *mut vk::$info<'_>) {
+                let next = |pd| state::physical_device(pd).and_then(|$d| $next);
+                guard::entry(
+                    $name,
+                    || {
+                        if let Some(n) = next(pd) {
+                            $body(pd, p, n)
+                        }
+                    },
+                    || {
+                        if let Some(n) = next(pd) {
+                            n(pd, p)
+                        }
+                    },
+                )
             }
-        },
-        || {
-            if let Some(n) = next(pd) {
-                n(pd, p)
-            }
-        },
-    )
+            const _: vk::$pfn = $hook;
+        )*
+    };
 }
 
-unsafe extern "system" fn get_physical_device_properties2_khr(
-    pd: vk::PhysicalDevice,
-    p: *mut vk::PhysicalDeviceProperties2,
-) {
-    let next = |pd| state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_properties2_khr);
-    guard::entry(
-        "vkGetPhysicalDeviceProperties2KHR",
-        || {
-            if let Some(n) = next(pd) {
-                properties2(pd, p, n)
-            }
-        },
-        || {
-            if let Some(n) = next(pd) {
-                n(pd, p)
-            }
-        },
-    )
+query2_hooks! {
+    get_physical_device_features2 "vkGetPhysicalDeviceFeatures2" PFN_vkGetPhysicalDeviceFeatures2 PhysicalDeviceFeatures2
+        => features2, |d| Some(d.instance.fns.fp_v1_1().get_physical_device_features2);
+    get_physical_device_features2_khr "vkGetPhysicalDeviceFeatures2KHR" PFN_vkGetPhysicalDeviceFeatures2 PhysicalDeviceFeatures2
+        => features2, |d| d.instance.ext.get_physical_device_features2_khr;
+    get_physical_device_properties2 "vkGetPhysicalDeviceProperties2" PFN_vkGetPhysicalDeviceProperties2 PhysicalDeviceProperties2
+        => properties2, |d| Some(d.instance.fns.fp_v1_1().get_physical_device_properties2);
+    get_physical_device_properties2_khr "vkGetPhysicalDeviceProperties2KHR" PFN_vkGetPhysicalDeviceProperties2 PhysicalDeviceProperties2
+        => properties2, |d| d.instance.ext.get_physical_device_properties2_khr;
 }

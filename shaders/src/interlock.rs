@@ -197,42 +197,7 @@ mod tests {
     /// condition (as DXC emits for rasterizer-ordered views).
     #[test]
     fn divergent_pairs_in_assembly() {
-        let text = r#"
-               OpCapability Shader
-               OpCapability FragmentShaderPixelInterlockEXT
-               OpExtension "SPV_EXT_fragment_shader_interlock"
-               OpMemoryModel Logical GLSL450
-               OpEntryPoint Fragment %main "main" %coord
-               OpExecutionMode %main OriginUpperLeft
-               OpExecutionMode %main PixelInterlockOrderedEXT
-               OpDecorate %coord BuiltIn FragCoord
-       %void = OpTypeVoid
-         %fn = OpTypeFunction %void
-      %float = OpTypeFloat 32
-       %vec4 = OpTypeVector %float 4
-     %in_ptr = OpTypePointer Input %vec4
-      %coord = OpVariable %in_ptr Input
-       %bool = OpTypeBool
-        %two = OpConstant %float 2
-       %main = OpFunction %void None %fn
-      %entry = OpLabel
-         %fc = OpLoad %vec4 %coord
-          %x = OpCompositeExtract %float %fc 0
-       %left = OpFOrdLessThan %bool %x %two
-               OpSelectionMerge %merge None
-               OpBranchConditional %left %a %b
-          %a = OpLabel
-               OpBeginInvocationInterlockEXT
-               OpEndInvocationInterlockEXT
-               OpBranch %merge
-          %b = OpLabel
-               OpBeginInvocationInterlockEXT
-               OpEndInvocationInterlockEXT
-               OpBranch %merge
-      %merge = OpLabel
-               OpReturn
-               OpFunctionEnd
-"#;
+        let text = crate::testing::DIVERGENT_PAIRS;
         let words = assemble_text(text).unwrap();
         validate(&words, TargetEnv::Vulkan1_1).unwrap();
         check_lowered(&words, Mode { granularity: Granularity::Pixel, ordered: true }, 2);

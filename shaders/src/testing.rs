@@ -77,3 +77,42 @@ pub fn optimize(words: &[u32]) -> Vec<u32> {
     let _ = std::fs::remove_file(&output);
     w
 }
+
+/// Two begin/end pairs, each under its own divergent condition (as DXC emits
+/// for rasterizer-ordered views), in SPIR-V assembly.
+pub const DIVERGENT_PAIRS: &str = r#"
+               OpCapability Shader
+               OpCapability FragmentShaderPixelInterlockEXT
+               OpExtension "SPV_EXT_fragment_shader_interlock"
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint Fragment %main "main" %coord
+               OpExecutionMode %main OriginUpperLeft
+               OpExecutionMode %main PixelInterlockOrderedEXT
+               OpDecorate %coord BuiltIn FragCoord
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+      %float = OpTypeFloat 32
+       %vec4 = OpTypeVector %float 4
+     %in_ptr = OpTypePointer Input %vec4
+      %coord = OpVariable %in_ptr Input
+       %bool = OpTypeBool
+        %two = OpConstant %float 2
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+         %fc = OpLoad %vec4 %coord
+          %x = OpCompositeExtract %float %fc 0
+       %left = OpFOrdLessThan %bool %x %two
+               OpSelectionMerge %merge None
+               OpBranchConditional %left %a %b
+          %a = OpLabel
+               OpBeginInvocationInterlockEXT
+               OpEndInvocationInterlockEXT
+               OpBranch %merge
+          %b = OpLabel
+               OpBeginInvocationInterlockEXT
+               OpEndInvocationInterlockEXT
+               OpBranch %merge
+      %merge = OpLabel
+               OpReturn
+               OpFunctionEnd
+"#;
