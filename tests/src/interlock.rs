@@ -435,17 +435,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 &[range],
             );
             d.cmd_fill_buffer(cb, storage.buffer, 0, vk::WHOLE_SIZE, 0);
-            let cleared = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::DependencyFlags::empty(),
-                &cleared,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
             );
             d.cmd_begin_render_pass(
                 cb,
@@ -461,17 +454,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
             d.cmd_draw(cb, 6, INSTANCES, 0, 0);
             d.cmd_end_render_pass(cb);
-            let written = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &written,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
             );
             match case.resource {
                 Resource::Image => d.cmd_copy_image_to_buffer(
@@ -495,17 +481,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                     &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes }],
                 ),
             }
-            let host = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &host,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
             );
         });
         let submit_ns = started.elapsed().as_nanos() as u64;

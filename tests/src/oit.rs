@@ -142,17 +142,10 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
             d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
-            let cleared = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::DependencyFlags::empty(),
-                &cleared,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
             );
             target.begin(gpu, cb);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, insert);
@@ -160,17 +153,10 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
             d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT, 0, &pc);
             d.cmd_draw(cb, 6, RECTS.len() as u32, 0, 0);
             target.end(gpu, cb);
-            let built = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::SHADER_READ)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::DependencyFlags::empty(),
-                &built,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ),
             );
             target.begin(gpu, cb);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, resolve);

@@ -303,6 +303,17 @@ impl Gpu {
         path.rsplit('/').next().unwrap_or(&path).to_string()
     }
 
+    /// A global memory barrier from (stage, access) to (stage, access).
+    pub fn memory_barrier(
+        &self,
+        cb: vk::CommandBuffer,
+        src: (vk::PipelineStageFlags, vk::AccessFlags),
+        dst: (vk::PipelineStageFlags, vk::AccessFlags),
+    ) {
+        let b = [vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1)];
+        unsafe { self.device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &b, &[], &[]) };
+    }
+
     pub fn one_time_submit(&self, record: impl FnOnce(vk::CommandBuffer)) {
         unsafe {
             let pool = self

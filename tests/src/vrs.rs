@@ -130,17 +130,10 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
         let fsr = ash::khr::fragment_shading_rate::Device::new(&gpu.instance, &gpu.device);
         gpu.one_time_submit(|cb| {
             d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
-            let b = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::DependencyFlags::empty(),
-                &b,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
             );
             target.begin(gpu, cb);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
@@ -150,17 +143,10 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
             d.cmd_draw(cb, 3, 1, 0, 0);
             target.end(gpu, cb);
-            let b = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &b,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
             );
             d.cmd_copy_buffer(
                 cb,
@@ -168,17 +154,10 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
                 readback.buffer,
                 &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: 8 }],
             );
-            let b = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(
+            gpu.memory_barrier(
                 cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &b,
-                &[],
-                &[],
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
             );
         });
         let p = d.map_memory(readback.memory, 0, 8, vk::MemoryMapFlags::empty()).unwrap() as *const u32;
