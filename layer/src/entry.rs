@@ -86,6 +86,9 @@ fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkGetPhysicalDeviceProperties2KHR" => {
             pfn!(get_physical_device_properties2_khr as vk::PFN_vkGetPhysicalDeviceProperties2)
         }
+        b"vkGetPhysicalDeviceFragmentShadingRatesKHR" => {
+            pfn!(get_physical_device_fragment_shading_rates as vk::PFN_vkGetPhysicalDeviceFragmentShadingRatesKHR)
+        }
         b"vkGetPhysicalDeviceFeatures2" => {
             pfn!(get_physical_device_features2 as vk::PFN_vkGetPhysicalDeviceFeatures2)
         }
@@ -786,4 +789,62 @@ query2_hooks! {
         => properties2, |d| Some(d.instance.fns.fp_v1_1().get_physical_device_properties2);
     get_physical_device_properties2_khr "vkGetPhysicalDeviceProperties2KHR" PFN_vkGetPhysicalDeviceProperties2 PhysicalDeviceProperties2
         => properties2, |d| d.instance.ext.get_physical_device_properties2_khr;
+}
+
+/// The driver's fragment shading rates, without those larger than the
+/// architecture's `maxFragmentSize` (the list keeps its required order).
+unsafe extern "system" fn get_physical_device_fragment_shading_rates(
+    pd: vk::PhysicalDevice,
+    count: *mut u32,
+    rates: *mut vk::PhysicalDeviceFragmentShadingRateKHR<'_>,
+) -> vk::Result {
+    let next = move || -> vk::Result {
+        match state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_fragment_shading_rates) {
+            Some(n) => n(pd, count, rates),
+            None => vk::Result::ERROR_EXTENSION_NOT_PRESENT,
+        }
+    };
+    guard::entry(
+        "vkGetPhysicalDeviceFragmentShadingRatesKHR",
+        || {
+            let Some(pdd) = state::physical_device(pd) else { return next() };
+            let max = pdd.plan().profile.as_ref().and_then(|p| {
+                let v = p.property("VkPhysicalDeviceFragmentShadingRatePropertiesKHR", "maxFragmentSize")?;
+                Some((v["width"].as_u64()? as u32, v["height"].as_u64()? as u32))
+            });
+            let (Some((mw, mh)), Some(n)) = (max, pdd.instance.ext.get_physical_device_fragment_shading_rates) else {
+                return next();
+            };
+            let mut total = 0u32;
+            let r = n(pd, &mut total, std::ptr::null_mut());
+            if r != vk::Result::SUCCESS {
+                return r;
+            }
+            let mut all = vec![vk::PhysicalDeviceFragmentShadingRateKHR::default(); total as usize];
+            let r = n(pd, &mut total, all.as_mut_ptr());
+            if r.as_raw() < 0 {
+                return r;
+            }
+            all.truncate(total as usize);
+            all.retain(|f| f.fragment_size.width <= mw && f.fragment_size.height <= mh);
+            if rates.is_null() {
+                *count = all.len() as u32;
+                return vk::Result::SUCCESS;
+            }
+            // Output structures keep the application's sType and pNext.
+            let out = std::slice::from_raw_parts_mut(rates, *count as usize);
+            for (o, f) in out.iter_mut().zip(&all) {
+                o.sample_counts = f.sample_counts;
+                o.fragment_size = f.fragment_size;
+            }
+            let written = out.len().min(all.len());
+            *count = written as u32;
+            if written < all.len() {
+                vk::Result::INCOMPLETE
+            } else {
+                vk::Result::SUCCESS
+            }
+        },
+        next,
+    )
 }

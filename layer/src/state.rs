@@ -40,6 +40,7 @@ pub struct InstanceExtFns {
     pub enumerate_physical_device_groups: Option<vk::PFN_vkEnumeratePhysicalDeviceGroups>,
     pub get_physical_device_features2_khr: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
     pub get_physical_device_properties2_khr: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
+    pub get_physical_device_fragment_shading_rates: Option<vk::PFN_vkGetPhysicalDeviceFragmentShadingRatesKHR>,
 }
 
 impl InstanceExtFns {
@@ -56,6 +57,8 @@ impl InstanceExtFns {
                 .map(|f| std::mem::transmute(f)),
             get_physical_device_features2_khr: get(c"vkGetPhysicalDeviceFeatures2KHR").map(|f| std::mem::transmute(f)),
             get_physical_device_properties2_khr: get(c"vkGetPhysicalDeviceProperties2KHR")
+                .map(|f| std::mem::transmute(f)),
+            get_physical_device_fragment_shading_rates: get(c"vkGetPhysicalDeviceFragmentShadingRatesKHR")
                 .map(|f| std::mem::transmute(f)),
         }
     }

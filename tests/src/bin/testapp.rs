@@ -494,6 +494,17 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
     if !g.shading_rate {
         return Ok(());
     }
+    let fsr = ash::khr::fragment_shading_rate::Instance::new(&g.entry, &g.instance);
+    let mut n = 0u32;
+    let _ = unsafe { (fsr.fp().get_physical_device_fragment_shading_rates_khr)(g.pd, &mut n, std::ptr::null_mut()) };
+    let mut rates = vec![vk::PhysicalDeviceFragmentShadingRateKHR::default(); n as usize];
+    let _ = unsafe { (fsr.fp().get_physical_device_fragment_shading_rates_khr)(g.pd, &mut n, rates.as_mut_ptr()) };
+    let list: Vec<String> = rates
+        .iter()
+        .take(n as usize)
+        .map(|r| format!("{}x{}", r.fragment_size.width, r.fragment_size.height))
+        .collect();
+    println!("rates={}", list.join(","));
     for interlock in [false, true] {
         if interlock && !g.interlock {
             continue;
