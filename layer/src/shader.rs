@@ -346,6 +346,21 @@ pub unsafe extern "system" fn create_shaders_ext(
                 return next();
             }
             let infos_in = std::slice::from_raw_parts(infos, count as usize);
+            // The spinlock's lock set is bound for pipelines only: a locked
+            // shader object would read an unbound descriptor. Refuse it
+            // clearly rather than send invalid usage down.
+            if dev.spinlock.is_some()
+                && infos_in.iter().any(|i| {
+                    i.code_type == vk::ShaderCodeTypeEXT::SPIRV
+                        && interlock::uses_interlock(words(i.p_code as *const u32, i.code_size))
+                })
+            {
+                dev.log().error(
+                    "OVERLAP-Shader-Object-Unsupported",
+                    "vkCreateShadersEXT: shader objects using interlock are not supported by the spinlock strategy; use a pipeline",
+                );
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            }
             let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
             for info in infos_in {
                 let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
