@@ -567,6 +567,11 @@ unsafe extern "system" fn create_device(
                     &format!("interlock_strategy=serialized on {}: exact only where the rasterizer shades overlapping fragments in primitive order (llvmpipe)", facts.device_name),
                 );
             }
+            // Loaded through the next layer's GDPA: the loader's own
+            // vkGetDeviceProcAddr cannot be called inside vkCreateDevice.
+            let shader_object = next_create_shaders.map(|_| {
+                ash::ext::shader_object::DeviceFn::load(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())))
+            });
             let data = DeviceData {
                 handle,
                 physical_device: pd,
@@ -579,6 +584,7 @@ unsafe extern "system" fn create_device(
                 interlock,
                 spinlock,
                 shading_rate,
+                shader_object,
                 next_create_shaders,
             };
             let driver =

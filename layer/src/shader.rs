@@ -346,21 +346,6 @@ pub unsafe extern "system" fn create_shaders_ext(
                 return next();
             }
             let infos_in = std::slice::from_raw_parts(infos, count as usize);
-            // The spinlock's lock set is bound for pipelines only: a locked
-            // shader object would read an unbound descriptor. Refuse it
-            // clearly rather than send invalid usage down.
-            if dev.spinlock.is_some()
-                && infos_in.iter().any(|i| {
-                    i.code_type == vk::ShaderCodeTypeEXT::SPIRV
-                        && interlock::uses_interlock(words(i.p_code as *const u32, i.code_size))
-                })
-            {
-                dev.log().error(
-                    "OVERLAP-Shader-Object-Unsupported",
-                    "vkCreateShadersEXT: shader objects using interlock are not supported by the spinlock strategy; use a pipeline",
-                );
-                return vk::Result::ERROR_INITIALIZATION_FAILED;
-            }
             let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
             for info in infos_in {
                 let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
@@ -370,22 +355,53 @@ pub unsafe extern "system" fn create_shaders_ext(
                     None
                 });
             }
-            if code.iter().all(Option::is_none) {
+            // Under the spinlock every shader object's set layouts are extended
+            // like pipeline layouts (linked shaders must agree), and locked ones
+            // get a pipeline layout to bind the lock set with.
+            let spin = dev.spinlock.as_ref();
+            if spin.is_none() && code.iter().all(Option::is_none) {
                 return next();
+            }
+            let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
+            for (info, c) in infos_in.iter().zip(&code) {
+                let extended = spin
+                    .and_then(|s| crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts));
+                if c.is_some() && spin.is_some() && extended.is_none() {
+                    dev.log().error(
+                        "OVERLAP-Layout-Too-Many-Sets",
+                        "vkCreateShadersEXT: an interlock shader uses the set reserved for the locks",
+                    );
+                    return vk::Result::ERROR_INITIALIZATION_FAILED;
+                }
+                set_layouts.push(extended);
             }
             let copies: Vec<vk::ShaderCreateInfoEXT> = infos_in
                 .iter()
                 .zip(&code)
-                .map(|(info, c)| {
+                .zip(&set_layouts)
+                .map(|((info, c), layouts)| {
                     let mut copy = *info;
                     if let Some(c) = c {
                         copy.code_size = c.len() * 4;
                         copy.p_code = c.as_ptr() as *const c_void;
                     }
+                    if let Some(l) = layouts {
+                        copy.set_layout_count = l.len() as u32;
+                        copy.p_set_layouts = l.as_ptr();
+                    }
                     copy
                 })
                 .collect();
-            down(device, count, copies.as_ptr(), alloc, out)
+            let r = down(device, count, copies.as_ptr(), alloc, out);
+            if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
+                let shaders = std::slice::from_raw_parts(out, count as usize);
+                for ((shader, copy), c) in shaders.iter().zip(&copies).zip(&code) {
+                    if c.is_some() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
+                        s.note_shader(&dev.fns, *shader, copy);
+                    }
+                }
+            }
+            r
         },
         next,
     )

@@ -35,7 +35,11 @@ pub struct Spinlock {
     pub modules: Mutex<HashMap<vk::ShaderModule, bool>>,
     /// Pipelines using a lock, with their (extended) layouts.
     pub pipelines: Mutex<HashMap<vk::Pipeline, vk::PipelineLayout>>,
-    /// Command buffers whose bound graphics pipeline uses a lock.
+    /// Locked fragment shader objects, with a pipeline layout made from
+    /// their (extended) set layouts and push constant ranges.
+    pub shaders: Mutex<HashMap<vk::ShaderEXT, vk::PipelineLayout>>,
+    /// Command buffers whose bound graphics pipeline (or fragment shader
+    /// object) uses a lock, with the layout to bind the lock set with.
     pub bound: Mutex<HashMap<vk::CommandBuffer, vk::PipelineLayout>>,
     warned: Mutex<HashSet<vk::Pipeline>>,
 }
@@ -219,14 +223,41 @@ impl Spinlock {
             lock_set,
             modules: Default::default(),
             pipelines: Default::default(),
+            shaders: Default::default(),
             bound: Default::default(),
             warned: Default::default(),
         })
     }
 
+    /// Remembers a locked fragment shader object and makes its layout.
+    ///
+    /// # Safety
+    /// `info` is the (extended) create info `shader` was made from.
+    pub unsafe fn note_shader(&self, device: &ash::Device, shader: vk::ShaderEXT, info: &vk::ShaderCreateInfoEXT) {
+        let layouts = if info.set_layout_count == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize)
+        };
+        let ranges = if info.push_constant_range_count == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(info.p_push_constant_ranges, info.push_constant_range_count as usize)
+        };
+        if let Ok(layout) = device.create_pipeline_layout(
+            &vk::PipelineLayoutCreateInfo::default().set_layouts(layouts).push_constant_ranges(ranges),
+            None,
+        ) {
+            self.shaders.lock().insert(shader, layout);
+        }
+    }
+
     /// # Safety
     /// The device is idle and being destroyed.
     pub unsafe fn destroy(&self, device: &ash::Device) {
+        for (_, layout) in self.shaders.lock().drain() {
+            device.destroy_pipeline_layout(layout, None);
+        }
         device.destroy_descriptor_pool(self.pool, None);
         device.destroy_descriptor_set_layout(self.lock_layout, None);
         device.destroy_descriptor_set_layout(self.empty_layout, None);
@@ -234,6 +265,26 @@ impl Spinlock {
         device.destroy_image(self.image, None);
         device.free_memory(self.memory, None);
     }
+}
+
+/// `layouts` padded with empty set layouts up to the reserved set, then the
+/// lock set layout; `None` when they already reach the reserved set.
+///
+/// # Safety
+/// `layouts` points at `count` set layouts.
+pub unsafe fn extend_set_layouts(
+    s: &Spinlock,
+    count: u32,
+    layouts: *const vk::DescriptorSetLayout,
+) -> Option<Vec<vk::DescriptorSetLayout>> {
+    if count > s.set {
+        return None;
+    }
+    let mut v: Vec<vk::DescriptorSetLayout> =
+        if count == 0 { Vec::new() } else { std::slice::from_raw_parts(layouts, count as usize).to_vec() };
+    v.resize(s.set as usize, s.empty_layout);
+    v.push(s.lock_layout);
+    Some(v)
 }
 
 fn spinlock(dev: &DeviceData) -> Option<&Spinlock> {
@@ -255,21 +306,16 @@ pub unsafe extern "system" fn create_pipeline_layout(
             debug_panic(&dev.debug_panic, NAME);
             let Some(s) = spinlock(dev) else { return next() };
             let ci = &*info;
-            let n = ci.set_layout_count;
-            if n > s.set {
+            let Some(layouts) = extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) else {
                 dev.log().warn(
                     "OVERLAP-Layout-Too-Many-Sets",
                     &format!(
-                        "a pipeline layout uses {n} sets; set {} is reserved for interlock locks: left unextended",
-                        s.set
+                        "a pipeline layout uses {} sets; set {} is reserved for interlock locks: left unextended",
+                        ci.set_layout_count, s.set
                     ),
                 );
                 return next();
-            }
-            let mut layouts: Vec<vk::DescriptorSetLayout> =
-                if n == 0 { Vec::new() } else { std::slice::from_raw_parts(ci.p_set_layouts, n as usize).to_vec() };
-            layouts.resize(s.set as usize, s.empty_layout);
-            layouts.push(s.lock_layout);
+            };
             let mut copy = *ci;
             copy.set_layout_count = layouts.len() as u32;
             copy.p_set_layouts = layouts.as_ptr();
@@ -423,6 +469,69 @@ pub unsafe extern "system" fn cmd_bind_pipeline(
 }
 const _: vk::PFN_vkCmdBindPipeline = cmd_bind_pipeline;
 
+pub unsafe extern "system" fn cmd_bind_shaders(
+    cb: vk::CommandBuffer,
+    count: u32,
+    stages: *const vk::ShaderStageFlags,
+    shaders: *const vk::ShaderEXT,
+) {
+    const NAME: &str = "vkCmdBindShadersEXT";
+    let next = move || {
+        if let Some(f) = state::device(cb).shader_object.as_ref() {
+            (f.cmd_bind_shaders_ext)(cb, count, stages, shaders)
+        }
+    };
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(cb);
+            debug_panic(&dev.debug_panic, NAME);
+            if let Some(s) = spinlock(dev) {
+                let stages = if count == 0 { &[][..] } else { std::slice::from_raw_parts(stages, count as usize) };
+                if let Some(i) = stages.iter().position(|st| *st == vk::ShaderStageFlags::FRAGMENT) {
+                    let shader = if shaders.is_null() { vk::ShaderEXT::null() } else { *shaders.add(i) };
+                    let layout = s.shaders.lock().get(&shader).copied();
+                    let mut bound = s.bound.lock();
+                    match layout {
+                        Some(l) => bound.insert(cb, l),
+                        None => bound.remove(&cb),
+                    };
+                }
+            }
+            next()
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCmdBindShadersEXT = cmd_bind_shaders;
+
+pub unsafe extern "system" fn destroy_shader(
+    device: vk::Device,
+    shader: vk::ShaderEXT,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    const NAME: &str = "vkDestroyShaderEXT";
+    let next = move || {
+        if let Some(f) = state::device(device).shader_object.as_ref() {
+            (f.destroy_shader_ext)(device, shader, alloc)
+        }
+    };
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            if let Some(s) = spinlock(dev) {
+                if let Some(layout) = s.shaders.lock().remove(&shader) {
+                    (dev.fns.fp_v1_0().destroy_pipeline_layout)(device, layout, std::ptr::null());
+                }
+            }
+            next()
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkDestroyShaderEXT = destroy_shader;
+
 /// Binds the lock set if the command buffer's graphics pipeline uses a lock.
 fn bind_locks(dev: &DeviceData, cb: vk::CommandBuffer) {
     let Some(s) = spinlock(dev) else { return };
@@ -474,6 +583,8 @@ macro_rules! draw_hooks {
                 b"vkDestroyShaderModule" => pfn!(destroy_shader_module as vk::PFN_vkDestroyShaderModule),
                 b"vkBeginCommandBuffer" => pfn!(begin_command_buffer as vk::PFN_vkBeginCommandBuffer),
                 b"vkCmdBindPipeline" => pfn!(cmd_bind_pipeline as vk::PFN_vkCmdBindPipeline),
+                b"vkCmdBindShadersEXT" => pfn!(cmd_bind_shaders as vk::PFN_vkCmdBindShadersEXT),
+                b"vkDestroyShaderEXT" => pfn!(destroy_shader as vk::PFN_vkDestroyShaderEXT),
                 _ => None,
             }
         }

@@ -81,6 +81,8 @@ pub struct DeviceData {
     pub shading_rate: Option<crate::shading_rate::ForceOneByOne>,
     /// The spinlock strategy's resources, where it runs.
     pub spinlock: Option<crate::spinlock::Spinlock>,
+    /// The next layer's VK_EXT_shader_object commands, where the chain has them.
+    pub shader_object: Option<ash::ext::shader_object::DeviceFn>,
     /// The next layer's `vkCreateShadersEXT`, where the chain has it.
     pub next_create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
 }

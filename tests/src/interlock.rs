@@ -35,6 +35,9 @@ pub struct Case {
     /// to the pipeline stage (VK_EXT_graphics_pipeline_library), not through
     /// vkCreateShaderModule.
     pub inline_module: bool,
+    /// Draw with shader objects (VK_EXT_shader_object) and dynamic rendering
+    /// instead of a pipeline and a render pass (1 sample only).
+    pub shader_object: bool,
 }
 
 pub const MODES: [&str; 4] =
@@ -109,6 +112,7 @@ pub fn matrix_sized(sizes: &[(u32, u32)]) -> Vec<Case> {
                                 height,
                                 delay: 0,
                                 inline_module: false,
+                                shader_object: false,
                             });
                         }
                     }
@@ -404,8 +408,36 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .layout(layout)
             .render_pass(render_pass);
         let t = std::time::Instant::now();
-        let pipeline =
-            d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
+        let so = ash::ext::shader_object::Device::new(&gpu.instance, &gpu.device);
+        let (pipeline, shaders) = if case.shader_object {
+            let vs_words = ash::util::read_spv(&mut std::io::Cursor::new(
+                &include_bytes!(concat!(env!("OUT_DIR"), "/interlock.vert.spv"))[..],
+            ))
+            .unwrap();
+            let infos = [
+                vk::ShaderCreateInfoEXT::default()
+                    .stage(vk::ShaderStageFlags::VERTEX)
+                    .next_stage(vk::ShaderStageFlags::FRAGMENT)
+                    .code_type(vk::ShaderCodeTypeEXT::SPIRV)
+                    .code(std::slice::from_raw_parts(vs_words.as_ptr() as *const u8, vs_words.len() * 4))
+                    .name(c"main")
+                    .set_layouts(&layouts)
+                    .push_constant_ranges(&push),
+                vk::ShaderCreateInfoEXT::default()
+                    .stage(vk::ShaderStageFlags::FRAGMENT)
+                    .code_type(vk::ShaderCodeTypeEXT::SPIRV)
+                    .code(std::slice::from_raw_parts(fs_words.as_ptr() as *const u8, fs_words.len() * 4))
+                    .name(c"main")
+                    .set_layouts(&layouts)
+                    .push_constant_ranges(&push)
+                    .specialization_info(&spec),
+            ];
+            (vk::Pipeline::null(), so.create_shaders(&infos, None).map_err(|(_, e)| e).expect("vkCreateShadersEXT"))
+        } else {
+            let p =
+                d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
+            (p, Vec::new())
+        };
         let pipeline_ns = t.elapsed().as_nanos() as u64;
 
         let started = std::time::Instant::now();
@@ -440,20 +472,73 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
                 (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
             );
-            d.cmd_begin_render_pass(
-                cb,
-                &vk::RenderPassBeginInfo::default()
-                    .render_pass(render_pass)
-                    .framebuffer(framebuffer)
-                    .render_area(scissors[0]),
-                vk::SubpassContents::INLINE,
-            );
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            if case.shader_object {
+                let to_attachment = [vk::ImageMemoryBarrier::default()
+                    .old_layout(vk::ImageLayout::UNDEFINED)
+                    .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+                    .dst_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .image(color)
+                    .subresource_range(range)];
+                d.cmd_pipeline_barrier(
+                    cb,
+                    vk::PipelineStageFlags::TOP_OF_PIPE,
+                    vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &to_attachment,
+                );
+                let atts = [vk::RenderingAttachmentInfo::default()
+                    .image_view(color_view)
+                    .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+                    .load_op(vk::AttachmentLoadOp::DONT_CARE)
+                    .store_op(vk::AttachmentStoreOp::DONT_CARE)];
+                d.cmd_begin_rendering(
+                    cb,
+                    &vk::RenderingInfo::default().render_area(scissors[0]).layer_count(1).color_attachments(&atts),
+                );
+                so.cmd_bind_shaders(cb, &[vk::ShaderStageFlags::VERTEX, vk::ShaderStageFlags::FRAGMENT], &shaders);
+                so.cmd_set_viewport_with_count(cb, &viewports);
+                so.cmd_set_scissor_with_count(cb, &scissors);
+                so.cmd_set_rasterizer_discard_enable(cb, false);
+                so.cmd_set_cull_mode(cb, vk::CullModeFlags::NONE);
+                so.cmd_set_front_face(cb, vk::FrontFace::COUNTER_CLOCKWISE);
+                so.cmd_set_depth_test_enable(cb, false);
+                so.cmd_set_depth_write_enable(cb, false);
+                so.cmd_set_depth_bias_enable(cb, false);
+                so.cmd_set_depth_bounds_test_enable(cb, false);
+                so.cmd_set_stencil_test_enable(cb, false);
+                so.cmd_set_primitive_topology(cb, vk::PrimitiveTopology::TRIANGLE_LIST);
+                so.cmd_set_primitive_restart_enable(cb, false);
+                so.cmd_set_polygon_mode(cb, vk::PolygonMode::FILL);
+                so.cmd_set_rasterization_samples(cb, vk::SampleCountFlags::TYPE_1);
+                so.cmd_set_sample_mask(cb, vk::SampleCountFlags::TYPE_1, &[!0]);
+                so.cmd_set_alpha_to_coverage_enable(cb, false);
+                so.cmd_set_color_blend_enable(cb, 0, &[vk::FALSE]);
+                so.cmd_set_color_write_mask(cb, 0, &[vk::ColorComponentFlags::empty()]);
+                so.cmd_set_vertex_input(cb, &[], &[]);
+            } else {
+                d.cmd_begin_render_pass(
+                    cb,
+                    &vk::RenderPassBeginInfo::default()
+                        .render_pass(render_pass)
+                        .framebuffer(framebuffer)
+                        .render_area(scissors[0]),
+                    vk::SubpassContents::INLINE,
+                );
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            }
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
             let pc: Vec<u8> = [row, case.samples, case.delay].iter().flat_map(|v| v.to_ne_bytes()).collect();
             d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
             d.cmd_draw(cb, 6, INSTANCES, 0, 0);
-            d.cmd_end_render_pass(cb);
+            if case.shader_object {
+                d.cmd_end_rendering(cb);
+            } else {
+                d.cmd_end_render_pass(cb);
+            }
             gpu.memory_barrier(
                 cb,
                 (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
@@ -492,7 +577,13 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let result = std::slice::from_raw_parts(p, words).to_vec();
         d.unmap_memory(readback.memory);
 
-        d.destroy_pipeline(pipeline, None);
+        if case.shader_object {
+            for sh in shaders {
+                so.destroy_shader(sh, None);
+            }
+        } else {
+            d.destroy_pipeline(pipeline, None);
+        }
         d.destroy_shader_module(vs, None);
         if fs != vk::ShaderModule::null() {
             d.destroy_shader_module(fs, None);

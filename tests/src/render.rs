@@ -73,6 +73,8 @@ pub struct GpuOptions {
     pub pipeline_library: bool,
     /// Enable VK_KHR_fragment_shading_rate (pipeline rates) where listed.
     pub shading_rate: bool,
+    /// Enable VK_EXT_shader_object where listed.
+    pub shader_object: bool,
 }
 
 pub struct Gpu {
@@ -92,6 +94,8 @@ pub struct Gpu {
     pub shading_rate: bool,
     /// ... with primitiveFragmentShadingRate.
     pub primitive_shading_rate: bool,
+    /// VK_EXT_shader_object was enabled.
+    pub shader_object: bool,
     pub properties: vk::PhysicalDeviceProperties,
 }
 
@@ -234,6 +238,11 @@ impl Gpu {
         if fsr {
             exts.push(ash::khr::fragment_shading_rate::NAME.as_ptr());
         }
+        let shader_object = opts.shader_object && has(ash::ext::shader_object::NAME);
+        if shader_object {
+            exts.push(ash::ext::shader_object::NAME.as_ptr());
+        }
+        let mut enable_so = vk::PhysicalDeviceShaderObjectFeaturesEXT::default().shader_object(true);
         let mut supported_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default();
         if fsr {
             let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_fsr);
@@ -257,6 +266,9 @@ impl Gpu {
         if fsr {
             info = info.push_next(&mut enable_fsr);
         }
+        if shader_object {
+            info = info.push_next(&mut enable_so);
+        }
         let device = check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?;
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
@@ -274,6 +286,7 @@ impl Gpu {
             interlock,
             shading_rate: fsr,
             primitive_shading_rate: primitive_fsr,
+            shader_object,
             properties: props,
         })
     }

@@ -20,7 +20,7 @@ fn usage() -> ! {
          threads T N                T threads each create/destroy instance+device N times\n  \
          record THREADS DRAWS       record command buffers on THREADS threads, submit, check\n  \
          bench K N REPS             record and submit K command buffers of N draws, REPS times\n  \
-         interlock [all|quick|none|inline] [WxH] [DELAY]  the CTS-style interlock matrix (none: without the critical section)\n  \
+         interlock [all|quick|none|inline|shader-object] [WxH] [DELAY]  the CTS-style interlock matrix (none: without the critical section)\n  \
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
@@ -320,6 +320,7 @@ fn interlock_matrix(
 ) -> Result<(), String> {
     use overlap_tests::interlock;
     opts.interlock = true;
+    opts.shader_object = variant == Some("shader-object");
     opts.pipeline_library = variant == Some("inline");
     let g = gpu(opts)?;
     let negative = variant == Some("none");
@@ -332,11 +333,19 @@ fn interlock_matrix(
     let mut lost = 0;
     let cases = match size.and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?))) {
         Some(wh) => interlock::matrix_sized(&[wh]),
-        None => interlock::matrix(variant == Some("quick") || negative || inline),
+        None => interlock::matrix(variant == Some("quick") || negative || inline || variant == Some("shader-object")),
     };
+    if variant == Some("shader-object") && !g.shader_object {
+        println!("shader_object=unsupported");
+        return Ok(());
+    }
     for mut case in cases {
         case.delay = delay;
         case.inline_module = inline;
+        case.shader_object = variant == Some("shader-object");
+        if case.shader_object && case.samples != 1 {
+            continue;
+        }
         if negative {
             if !case.mode.starts_with("pixel_interlock_unordered") {
                 continue;
@@ -423,6 +432,7 @@ fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Opt
         height: h,
         delay: 0,
         inline_module: false,
+        shader_object: false,
     };
     let mut times = Vec::new();
     let mut wrong = 0;
