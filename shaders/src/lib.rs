@@ -7,6 +7,7 @@ pub mod interlock;
 pub mod spinlock;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod varyings;
 
 use rspirv::binary::Assemble;
 use rspirv::dr::Module;

@@ -1,0 +1,537 @@
+//! Linking the interface between two shader stages (producer → consumer),
+//! after Mesa's `nir_opt_varyings` design (`nir-opt-varyings.md`), on SPIR-V.
+//!
+//! This first part works per interface *variable* (a location range), in the
+//! seed's order:
+//!
+//! 1. **dead I/O** — producer outputs no consumer input reads become private
+//!    variables (their stores stay, for the driver to drop); consumer inputs
+//!    no producer output writes become private, undefined values. Built-ins and
+//!    transform-feedback outputs are never touched.
+//! 2. **constant propagation** — an output whose every store writes the same
+//!    scalar or vector constant is computed in the consumer: the input becomes
+//!    a private variable initialised with that constant, and the output dies.
+//!    `safe` does it only for flat inputs (interpolating a constant need not
+//!    be bit-exact); `full` for every input.
+//! 3. **deduplication** — two outputs always storing the same value, with the
+//!    same type and interpolation decorations, become one: the consumer reads
+//!    the first, the second dies.
+//! 4. **compaction** — the survivors get consecutive locations, in order of
+//!    their old ones, in both modules.
+//!
+//! Not yet: splitting vectors into scalar components and packing them, uniform
+//! and UBO expression propagation, code motion (`full`), TES/GS producers;
+//! the report says which variables were left as they were and why.
+
+use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::spirv::{Decoration, Op, StorageClass, Word};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Only bit-identical transformations.
+    Safe,
+    /// Also those exact only up to interpolation rounding.
+    Full,
+}
+
+/// What linking did, per side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    pub locations_before: usize,
+    pub locations_after: usize,
+    pub components_before: usize,
+    pub components_after: usize,
+    pub removed_dead: Vec<u32>,
+    pub propagated_constants: Vec<u32>,
+    pub deduplicated: Vec<(u32, u32)>,
+    /// Old location → new location.
+    pub relocated: Vec<(u32, u32)>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LinkError {
+    #[error("the {0} has no entry point")]
+    NoEntryPoint(&'static str),
+}
+
+/// One location-decorated interface variable.
+#[derive(Clone, Debug)]
+struct Var {
+    id: Word,
+    /// The pointee type.
+    ty: Word,
+    location: u32,
+    locations: u32,
+    components: u32,
+    /// Interpolation-affecting decorations (Flat, NoPerspective, Centroid, Sample).
+    interp: Vec<Decoration>,
+    xfb: bool,
+}
+
+fn decorations_of(m: &Module, id: Word) -> Vec<&Instruction> {
+    m.annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate && a.operands.first() == Some(&Operand::IdRef(id)))
+        .collect()
+}
+
+fn def<'a>(m: &'a Module, id: Word) -> Option<&'a Instruction> {
+    m.types_global_values.iter().find(|i| i.result_id == Some(id))
+}
+
+/// (locations, scalar components) a type occupies.
+fn footprint(m: &Module, ty: Word) -> (u32, u32) {
+    let Some(t) = def(m, ty) else { return (1, 4) };
+    match t.class.opcode {
+        Op::TypeFloat | Op::TypeInt | Op::TypeBool => (1, 1),
+        Op::TypeVector => match t.operands.get(1) {
+            Some(Operand::LiteralBit32(n)) => (1, *n),
+            _ => (1, 4),
+        },
+        Op::TypeMatrix => {
+            let cols = match t.operands.get(1) {
+                Some(Operand::LiteralBit32(n)) => *n,
+                _ => 4,
+            };
+            let (_, c) = match t.operands.first() {
+                Some(Operand::IdRef(col)) => footprint(m, *col),
+                _ => (1, 4),
+            };
+            (cols, cols * c)
+        }
+        Op::TypeArray => {
+            let n = match t.operands.get(1) {
+                Some(Operand::IdRef(len)) => def(m, *len)
+                    .and_then(|c| match c.operands.first() {
+                        Some(Operand::LiteralBit32(v)) => Some(*v),
+                        _ => None,
+                    })
+                    .unwrap_or(1),
+                _ => 1,
+            };
+            let (l, c) = match t.operands.first() {
+                Some(Operand::IdRef(e)) => footprint(m, *e),
+                _ => (1, 4),
+            };
+            (l * n, c * n)
+        }
+        _ => (1, 4),
+    }
+}
+
+/// The module's location-decorated variables of `class`.
+fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
+    let mut out = Vec::new();
+    for v in &m.types_global_values {
+        if v.class.opcode != Op::Variable || v.operands.first() != Some(&Operand::StorageClass(class)) {
+            continue;
+        }
+        let id = v.result_id.unwrap();
+        let decs = decorations_of(m, id);
+        let location = decs.iter().find_map(|d| match (d.operands.get(1), d.operands.get(2)) {
+            (Some(Operand::Decoration(Decoration::Location)), Some(Operand::LiteralBit32(l))) => Some(*l),
+            _ => None,
+        });
+        let Some(location) = location else { continue }; // built-ins and blocks
+        let ty = def(m, v.result_type.unwrap())
+            .and_then(|p| match p.operands.get(1) {
+                Some(Operand::IdRef(t)) => Some(*t),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let (locations, components) = footprint(m, ty);
+        let interp = decs
+            .iter()
+            .filter_map(|d| match d.operands.get(1) {
+                Some(Operand::Decoration(
+                    x @ (Decoration::Flat | Decoration::NoPerspective | Decoration::Centroid | Decoration::Sample),
+                )) => Some(*x),
+                _ => None,
+            })
+            .collect();
+        let xfb = decs.iter().any(|d| {
+            matches!(d.operands.get(1), Some(Operand::Decoration(Decoration::XfbBuffer | Decoration::Offset)))
+        });
+        out.push(Var { id, ty, location, locations, components, interp, xfb });
+    }
+    out.sort_by_key(|v| v.location);
+    out
+}
+
+/// Turns an interface variable into a private one (optionally initialised),
+/// dropping its interface decorations and its entry-point listing.
+fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
+    let var = m.types_global_values.iter().find(|i| i.result_id == Some(id)).cloned().unwrap();
+    let pointee = def(m, var.result_type.unwrap())
+        .and_then(|p| match p.operands.get(1) {
+            Some(Operand::IdRef(t)) => Some(*t),
+            _ => None,
+        })
+        .unwrap();
+    let ptr = find_or_add(
+        m,
+        Op::TypePointer,
+        None,
+        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(pointee)],
+    );
+    let pos = m.types_global_values.iter().position(|i| i.result_id == Some(id)).unwrap();
+    let mut operands = vec![Operand::StorageClass(StorageClass::Private)];
+    if let Some(c) = init {
+        operands.push(Operand::IdRef(c));
+    }
+    let new = Instruction::new(Op::Variable, Some(ptr), Some(id), operands);
+    m.types_global_values.remove(pos);
+    // After its pointer type (and initialiser), which may have just been added.
+    m.types_global_values.push(new);
+    m.annotations.retain(|a| {
+        !(a.operands.first() == Some(&Operand::IdRef(id))
+            && matches!(
+                a.operands.get(1),
+                Some(Operand::Decoration(
+                    Decoration::Location
+                        | Decoration::Component
+                        | Decoration::Flat
+                        | Decoration::NoPerspective
+                        | Decoration::Centroid
+                        | Decoration::Sample
+                ))
+            ))
+    });
+    let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
+    // From SPIR-V 1.4 every global a function uses is listed; before, only Input/Output.
+    if (version >> 8) & 0xffff < 0x0104 {
+        for ep in &mut m.entry_points {
+            ep.operands.retain(|o| *o != Operand::IdRef(id));
+        }
+    }
+}
+
+fn bound(m: &Module) -> Word {
+    m.header.as_ref().map(|h| h.bound).unwrap_or(1)
+}
+
+fn fresh(m: &mut Module) -> Word {
+    let h = m.header.as_mut().unwrap();
+    let id = h.bound;
+    h.bound += 1;
+    id
+}
+
+fn find_or_add(m: &mut Module, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
+    if let Some(i) = m
+        .types_global_values
+        .iter()
+        .find(|i| i.class.opcode == op && i.result_type == result_type && i.operands == operands)
+    {
+        return i.result_id.unwrap();
+    }
+    let id = fresh(m);
+    m.types_global_values.push(Instruction::new(op, result_type, Some(id), operands));
+    id
+}
+
+/// Copies a scalar/vector type (and constant) from one module into another.
+fn copy_type(from: &Module, to: &mut Module, ty: Word) -> Option<Word> {
+    let t = def(from, ty)?;
+    match t.class.opcode {
+        Op::TypeFloat | Op::TypeInt | Op::TypeBool => Some(find_or_add(to, t.class.opcode, None, t.operands.clone())),
+        Op::TypeVector => {
+            let Some(Operand::IdRef(c)) = t.operands.first() else { return None };
+            let c2 = copy_type(from, to, *c)?;
+            Some(find_or_add(to, Op::TypeVector, None, vec![Operand::IdRef(c2), t.operands[1].clone()]))
+        }
+        _ => None,
+    }
+}
+
+fn copy_constant(from: &Module, to: &mut Module, c: Word) -> Option<Word> {
+    let k = def(from, c)?;
+    let ty = copy_type(from, to, k.result_type?)?;
+    match k.class.opcode {
+        Op::Constant | Op::ConstantTrue | Op::ConstantFalse | Op::ConstantNull => {
+            Some(find_or_add(to, k.class.opcode, Some(ty), k.operands.clone()))
+        }
+        Op::ConstantComposite => {
+            let mut parts = Vec::new();
+            for o in &k.operands {
+                let Operand::IdRef(p) = o else { return None };
+                parts.push(Operand::IdRef(copy_constant(from, to, *p)?));
+            }
+            Some(find_or_add(to, Op::ConstantComposite, Some(ty), parts))
+        }
+        _ => None,
+    }
+}
+
+/// Every value stored to `var` (None when it is written any other way:
+/// through an access chain, a copy, or passed to a function).
+fn stored_values(m: &Module, var: Word) -> Option<Vec<Word>> {
+    let mut values = Vec::new();
+    for f in &m.functions {
+        for b in &f.blocks {
+            for i in &b.instructions {
+                match i.class.opcode {
+                    Op::Store if i.operands.first() == Some(&Operand::IdRef(var)) => match i.operands.get(1) {
+                        Some(Operand::IdRef(v)) => values.push(*v),
+                        _ => return None,
+                    },
+                    Op::Load | Op::Name => {}
+                    _ if i.operands.iter().any(|o| *o == Operand::IdRef(var)) => return None,
+                    _ => {}
+                }
+            }
+            if f.parameters.iter().any(|p| p.result_id == Some(var)) {
+                return None;
+            }
+        }
+    }
+    Some(values)
+}
+
+fn is_constant(m: &Module, id: Word) -> bool {
+    def(m, id).is_some_and(|i| {
+        matches!(
+            i.class.opcode,
+            Op::Constant | Op::ConstantComposite | Op::ConstantTrue | Op::ConstantFalse | Op::ConstantNull
+        )
+    })
+}
+
+/// Replaces every use of `from` by `to` in function bodies.
+fn replace_uses(m: &mut Module, from: Word, to: Word) {
+    for f in &mut m.functions {
+        for b in &mut f.blocks {
+            for i in &mut b.instructions {
+                for o in &mut i.operands {
+                    if *o == Operand::IdRef(from) {
+                        *o = Operand::IdRef(to);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn set_location(m: &mut Module, id: Word, location: u32) {
+    for a in &mut m.annotations {
+        if a.operands.first() == Some(&Operand::IdRef(id))
+            && a.operands.get(1) == Some(&Operand::Decoration(Decoration::Location))
+        {
+            a.operands[2] = Operand::LiteralBit32(location);
+        }
+    }
+}
+
+fn usage(vars: &[Var]) -> (usize, usize) {
+    let locations: HashSet<u32> = vars.iter().flat_map(|v| v.location..v.location + v.locations).collect();
+    (locations.len(), vars.iter().map(|v| v.components as usize).sum())
+}
+
+/// Links `producer` (a vertex shader) to `consumer` (a fragment shader).
+pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Result<Report, LinkError> {
+    if producer.entry_points.is_empty() {
+        return Err(LinkError::NoEntryPoint("producer"));
+    }
+    if consumer.entry_points.is_empty() {
+        return Err(LinkError::NoEntryPoint("consumer"));
+    }
+    let _ = bound(producer);
+    let outputs = interface(producer, StorageClass::Output);
+    let inputs = interface(consumer, StorageClass::Input);
+    let mut report = Report::default();
+    (report.locations_before, report.components_before) = usage(&outputs);
+    let read: HashSet<u32> = inputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
+    let written: HashSet<u32> = outputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
+
+    // 1. Dead I/O.
+    let mut dead: HashSet<Word> = HashSet::new();
+    for o in &outputs {
+        if !o.xfb && !(o.location..o.location + o.locations).any(|l| read.contains(&l)) {
+            dead.insert(o.id);
+            report.removed_dead.push(o.location);
+        }
+    }
+    for i in &inputs {
+        if !(i.location..i.location + i.locations).any(|l| written.contains(&l)) {
+            make_private(consumer, i.id, None);
+            report.notes.push(format!("consumer input at location {} has no producer output: undefined", i.location));
+        }
+    }
+    let by_location: BTreeMap<u32, &Var> = inputs.iter().map(|v| (v.location, v)).collect();
+    let mut gone_inputs: HashSet<Word> = HashSet::new();
+
+    // 2. Constant propagation and 3. deduplication (whole variables with a
+    //    matching input at the same location and of the same footprint).
+    let mut first_with_value: HashMap<(Word, Vec<Decoration>, (u32, u32)), (Word, &Var)> = HashMap::new();
+    let candidates: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id) && !o.xfb).collect();
+    for o in candidates {
+        let Some(input) = by_location.get(&o.location) else { continue };
+        if input.locations != o.locations || input.components != o.components {
+            report.notes.push(format!("location {}: input and output differ in shape; left as is", o.location));
+            continue;
+        }
+        let Some(values) = stored_values(producer, o.id) else {
+            report.notes.push(format!("location {}: written through an access chain or call; left as is", o.location));
+            continue;
+        };
+        let same = values.first().filter(|v| values.iter().all(|x| x == *v)).copied();
+        let Some(value) = same else { continue };
+        let flat = input.interp.contains(&Decoration::Flat);
+        if is_constant(producer, value) && (flat || level == Level::Full) {
+            if let Some(c) = copy_constant(producer, consumer, value) {
+                make_private(consumer, input.id, Some(c));
+                gone_inputs.insert(input.id);
+                dead.insert(o.id);
+                report.propagated_constants.push(o.location);
+                continue;
+            }
+        }
+        let key = (value, input.interp.clone(), (o.locations, o.components));
+        match first_with_value.get(&key) {
+            Some((kept_input, kept)) => {
+                if def_type_eq(consumer, *kept_input, input.id) {
+                    replace_uses(consumer, input.id, *kept_input);
+                    make_private(consumer, input.id, None);
+                    gone_inputs.insert(input.id);
+                    dead.insert(o.id);
+                    report.deduplicated.push((o.location, kept.location));
+                }
+            }
+            None => {
+                first_with_value.insert(key, (input.id, o));
+            }
+        }
+    }
+    for id in &dead {
+        make_private(producer, *id, None);
+    }
+
+    // 4. Compaction: survivors renumbered in order of their old locations.
+    let survivors: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id)).collect();
+    let mut next = 0u32;
+    let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+    for o in &survivors {
+        if !map.contains_key(&o.location) {
+            map.insert(o.location, next);
+            next += o.locations;
+        }
+    }
+    for o in &survivors {
+        let new = map[&o.location];
+        if new != o.location {
+            set_location(producer, o.id, new);
+            report.relocated.push((o.location, new));
+        }
+    }
+    for i in inputs.iter().filter(|i| !gone_inputs.contains(&i.id)) {
+        if let Some(new) = map.get(&i.location) {
+            set_location(consumer, i.id, *new);
+        }
+    }
+    let after = interface(producer, StorageClass::Output);
+    (report.locations_after, report.components_after) = usage(&after);
+    Ok(report)
+}
+
+fn def_type_eq(m: &Module, a: Word, b: Word) -> bool {
+    let t = |id| m.types_global_values.iter().find(|i| i.result_id == Some(id)).and_then(|i| i.result_type);
+    t(a) == t(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{disassemble, glsl};
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    fn pair(vs: &str, fs: &str, level: Level) -> (Report, String, String) {
+        let mut p = parse(&glsl(vs, "vert").unwrap()).unwrap();
+        let mut c = parse(&glsl(fs, "frag").unwrap()).unwrap();
+        let r = link(&mut p, &mut c, level).unwrap();
+        let (pw, cw) = (assemble(&p), assemble(&c));
+        validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("producer: {e}\n{}", disassemble(&pw)));
+        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("consumer: {e}\n{}", disassemble(&cw)));
+        interface_matches(&p, &c);
+        (r, disassemble(&pw), disassemble(&cw))
+    }
+
+    /// Every consumer input has a producer output at the same location with
+    /// the same footprint (the Vulkan interface-matching rule, by location).
+    fn interface_matches(p: &Module, c: &Module) {
+        let outs = interface(p, StorageClass::Output);
+        for i in interface(c, StorageClass::Input) {
+            let o = outs
+                .iter()
+                .find(|o| o.location == i.location)
+                .unwrap_or_else(|| panic!("input {} unmatched", i.location));
+            assert_eq!((o.locations, o.components), (i.locations, i.components), "location {}", i.location);
+        }
+    }
+
+    const VS: &str = "#version 450\n";
+    const FS: &str = "#version 450\nlayout(location=0) out vec4 o;\n";
+
+    #[test]
+    fn dead_outputs_are_removed_and_survivors_compacted() {
+        let vs = format!("{VS}layout(location=0) out vec4 a;\nlayout(location=3) out vec4 dead;\nlayout(location=5) out vec2 b;\nvoid main() {{ gl_Position = vec4(0); a = vec4(1,2,3,float(gl_VertexIndex)); dead = a * 2.0; b = a.xy; }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=5) in vec2 b;\nvoid main() {{ o = a + vec4(b, 0, 0); }}\n");
+        let (r, p, c) = pair(&vs, &fs, Level::Safe);
+        assert_eq!(r.removed_dead, vec![3]);
+        assert_eq!((r.locations_before, r.locations_after), (3, 2));
+        assert_eq!((r.components_before, r.components_after), (10, 6));
+        assert_eq!(r.relocated, vec![(5, 1)]);
+        assert!(p.contains("Location 1") && !p.contains("Location 5"), "{p}");
+        assert!(c.contains("Location 1") && !c.contains("Location 5"), "{c}");
+    }
+
+    #[test]
+    fn flat_constants_move_to_the_consumer() {
+        let vs = format!("{VS}layout(location=0) flat out int k;\nlayout(location=1) out vec4 v;\nvoid main() {{ gl_Position = vec4(0); k = 7; v = vec4(float(gl_VertexIndex)); }}\n");
+        let fs = format!("{FS}layout(location=0) flat in int k;\nlayout(location=1) in vec4 v;\nvoid main() {{ o = v * float(k); }}\n");
+        let (r, p, c) = pair(&vs, &fs, Level::Safe);
+        assert_eq!(r.propagated_constants, vec![0]);
+        assert!(c.contains("OpConstant %int 7"), "{c}");
+        assert_eq!(r.locations_after, 1);
+        assert!(!p.contains("Location 1"), "v moved to location 0:\n{p}");
+    }
+
+    #[test]
+    fn interpolated_constants_move_only_at_full() {
+        let vs =
+            format!("{VS}layout(location=0) out vec4 k;\nvoid main() {{ gl_Position = vec4(0); k = vec4(0.5); }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 k;\nvoid main() {{ o = k; }}\n");
+        let (r, _, _) = pair(&vs, &fs, Level::Safe);
+        assert!(r.propagated_constants.is_empty());
+        let (r, _, _) = pair(&vs, &fs, Level::Full);
+        assert_eq!(r.propagated_constants, vec![0]);
+        assert_eq!(r.locations_after, 0);
+    }
+
+    #[test]
+    fn duplicated_outputs_become_one() {
+        let vs = format!("{VS}layout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nlayout(location=2) out vec4 c;\nvoid main() {{ vec4 x = vec4(float(gl_VertexIndex)); gl_Position = x; a = x; b = x; c = x * 3.0; }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) in vec4 c;\nvoid main() {{ o = a + b + c; }}\n");
+        // glslang keeps `x` in a function variable: optimise to SSA first.
+        let mut p = parse(&crate::testing::optimize(&glsl(&vs, "vert").unwrap())).unwrap();
+        let mut cm = parse(&glsl(&fs, "frag").unwrap()).unwrap();
+        let r = link(&mut p, &mut cm, Level::Safe).unwrap();
+        let (pw, cw) = (assemble(&p), assemble(&cm));
+        validate(&pw, TargetEnv::Vulkan1_1).unwrap();
+        validate(&cw, TargetEnv::Vulkan1_1).unwrap();
+        interface_matches(&p, &cm);
+        assert_eq!(r.deduplicated, vec![(1, 0)]);
+        assert_eq!(r.locations_after, 2);
+    }
+
+    #[test]
+    fn builtins_and_xfb_outputs_stay() {
+        let vs = format!("{VS}layout(xfb_buffer=0, xfb_offset=0, location=0) out vec4 captured;\nvoid main() {{ gl_Position = vec4(1); gl_PointSize = 1.0; captured = vec4(2); }}\n");
+        let fs = format!("{FS}void main() {{ o = vec4(1); }}\n");
+        let (r, p, _) = pair(&vs, &fs, Level::Full);
+        assert!(r.removed_dead.is_empty());
+        assert!(p.contains("BuiltIn Position"));
+        assert!(p.contains("Location 0"));
+    }
+}
