@@ -60,8 +60,6 @@ pub enum LinkError {
 #[derive(Clone, Debug)]
 struct Var {
     id: Word,
-    /// The pointee type.
-    ty: Word,
     location: u32,
     locations: u32,
     components: u32,
@@ -154,7 +152,7 @@ fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
         let xfb = decs.iter().any(|d| {
             matches!(d.operands.get(1), Some(Operand::Decoration(Decoration::XfbBuffer | Decoration::Offset)))
         });
-        out.push(Var { id, ty, location, locations, components, interp, xfb });
+        out.push(Var { id, location, locations, components, interp, xfb });
     }
     out.sort_by_key(|v| v.location);
     out

@@ -261,3 +261,56 @@ fn zink_exposes_gl_arb_fragment_shader_interlock_through_the_layer() {
     assert!(o.stderr.contains("OVERLAP-Shader-Rewritten: serialized: pixel interlock, ordered"), "{}", o.stderr);
     assert!(!o.stderr.contains("Unsupported intrinsic"), "{}", o.stderr);
 }
+
+/// `overlap link-varyings`: the report as JSON, valid rewritten modules.
+#[test]
+fn link_varyings_cli_reports_and_writes_valid_modules() {
+    let dir = harness::scratch("link");
+    let compile = |name: &str, src: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, src).unwrap();
+        let spv = dir.join(format!("{name}.spv"));
+        let ok = Command::new("glslangValidator")
+            .arg("-V")
+            .arg(&path)
+            .arg("-o")
+            .arg(&spv)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "{name}");
+        spv
+    };
+    let p = compile(
+        "p.vert",
+        "#version 450\nlayout(location=0) out vec4 a;\nlayout(location=3) out vec4 dead;\nlayout(location=5) flat out int k;\nvoid main(){ gl_Position=vec4(0); a=vec4(float(gl_VertexIndex)); dead=a; k=3; }\n",
+    );
+    let c = compile(
+        "c.frag",
+        "#version 450\nlayout(location=0) out vec4 o;\nlayout(location=0) in vec4 a;\nlayout(location=5) flat in int k;\nvoid main(){ o=a*float(k); }\n",
+    );
+    let out_dir = dir.join("linked");
+    let o = run(vk_command(overlap_cli(), Layers::None)
+        .arg("link-varyings")
+        .arg(&p)
+        .arg(&c)
+        .args(["--json", "-o"])
+        .arg(&out_dir));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let report: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    for side in ["producer", "consumer"] {
+        assert_eq!(report[side]["locations_before"], 3);
+        assert_eq!(report[side]["locations_after"], 1);
+        assert_eq!(report[side]["components_before"], 9);
+        assert_eq!(report[side]["components_after"], 4);
+    }
+    assert_eq!(report["removed_dead"], serde_json::json!([3]));
+    assert_eq!(report["propagated_constants"], serde_json::json!([5]));
+    for f in ["p.vert.spv", "c.frag.spv"] {
+        let val = Command::new("spirv-val").arg(out_dir.join(f)).output().unwrap();
+        assert!(val.status.success(), "{f}: {}", String::from_utf8_lossy(&val.stderr));
+    }
+    let o = run(vk_command(overlap_cli(), Layers::None).args(["link-varyings", "only-one.spv"]));
+    assert_eq!(o.code, Some(2));
+}

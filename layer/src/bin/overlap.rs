@@ -21,7 +21,9 @@ const USAGE: &str = "usage:
   overlap install      install the implicit layer manifest for this user (enable with OVERLAP=1)
   overlap uninstall    remove it
   overlap info [--arch NAME] [--set KEY=VALUE]...
-      list the Vulkan drivers and what Overlap would emulate on each";
+      list the Vulkan drivers and what Overlap would emulate on each
+  overlap link-varyings PRODUCER.spv CONSUMER.spv [--level safe|full] [--json] [-o DIR]
+      link a vertex shader's outputs to a fragment shader's inputs and report";
 
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("overlap: {msg}\n{USAGE}");
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         "install" if args.len() == 1 => install(),
         "uninstall" if args.len() == 1 => uninstall(),
         "info" => info(&args[1..]),
+        "link-varyings" => link_varyings(&args[1..]),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -289,4 +292,97 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
     }
     unsafe { instance.destroy_instance(None) };
     Ok(())
+}
+
+fn link_varyings(args: &[OsString]) -> ExitCode {
+    use overlap_shaders::varyings::{link, Level};
+    let mut files = Vec::new();
+    let (mut level, mut json, mut out_dir) = (Level::Safe, false, None);
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].to_str().unwrap_or("") {
+            "--level" => {
+                level = match args.get(i + 1).and_then(|v| v.to_str()) {
+                    Some("safe") => Level::Safe,
+                    Some("full") => Level::Full,
+                    _ => return usage_error("--level takes safe or full"),
+                };
+                i += 1;
+            }
+            "--json" => json = true,
+            "-o" => {
+                let Some(d) = args.get(i + 1) else { return usage_error("-o needs a folder") };
+                out_dir = Some(PathBuf::from(d));
+                i += 1;
+            }
+            a if a.starts_with('-') => return usage_error(&format!("link-varyings: unknown option '{a}'")),
+            _ => files.push(PathBuf::from(&args[i])),
+        }
+        i += 1;
+    }
+    let [producer_path, consumer_path] = files.as_slice() else {
+        return usage_error("link-varyings takes PRODUCER.spv CONSUMER.spv");
+    };
+    let load = |p: &Path| -> Result<rspirv::dr::Module, String> {
+        let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        overlap_shaders::parse_bytes(&bytes).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let (mut producer, mut consumer) = match (load(producer_path), load(consumer_path)) {
+        (Ok(p), Ok(c)) => (p, c),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("overlap: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let report = match link(&mut producer, &mut consumer, level) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("overlap: link-varyings: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(dir) = out_dir {
+        let write = |name: &Path, m: &rspirv::dr::Module| -> std::io::Result<()> {
+            let words = overlap_shaders::assemble(m);
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join(name.file_name().unwrap_or(name.as_os_str())), bytes)
+        };
+        if let Err(e) = write(producer_path, &producer).and_then(|_| write(consumer_path, &consumer)) {
+            eprintln!("overlap: cannot write into {}: {e}", dir.display());
+            return ExitCode::from(1);
+        }
+    }
+    if json {
+        // Both sides of the interface change together: one location set.
+        let side = serde_json::json!({
+            "locations_before": report.locations_before,
+            "locations_after": report.locations_after,
+            "components_before": report.components_before,
+            "components_after": report.components_after,
+        });
+        let doc = serde_json::json!({
+            "producer": side,
+            "consumer": side,
+            "removed_dead": report.removed_dead,
+            "propagated_constants": report.propagated_constants,
+            "deduplicated": report.deduplicated,
+            "relocated": report.relocated,
+            "notes": report.notes,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+    } else {
+        println!(
+            "locations {} -> {}, scalar components {} -> {}",
+            report.locations_before, report.locations_after, report.components_before, report.components_after
+        );
+        println!("dead outputs removed at locations {:?}", report.removed_dead);
+        println!("constants moved to the consumer from locations {:?}", report.propagated_constants);
+        println!("deduplicated (removed, kept) {:?}", report.deduplicated);
+        println!("relocated (old, new) {:?}", report.relocated);
+        for n in &report.notes {
+            println!("note: {n}");
+        }
+    }
+    ExitCode::SUCCESS
 }
