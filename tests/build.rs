@@ -7,6 +7,7 @@ fn main() {
     let out = std::env::var("OUT_DIR").unwrap();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
     println!("cargo:rerun-if-changed={}", dir.display());
+    varying_corpus(Path::new(&out));
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -86,4 +87,89 @@ fn interlock_variants(src: &Path, out: &Path) {
             assert!(status.success(), "glslangValidator failed on {name}");
         }
     }
+}
+
+/// The varying corpus: 32 generated vertex/fragment pairs mixing used, dead,
+/// constant (flat and interpolated), duplicated and non-constant flat
+/// varyings at dense or sparse locations, compiled and optimised to SSA form
+/// (as front ends hand drivers their SPIR-V). Writes corpus.rs, a table of
+/// (vertex, fragment) SPIR-V.
+pub fn varying_corpus(out: &Path) {
+    let mut table = String::from("pub const CORPUS: &[(&[u8], &[u8])] = &[\n");
+    for n in 0..32u32 {
+        let sparse = n % 3 == 0;
+        let slots = 3 + n % 4;
+        let mut vs = String::from(
+            "#version 450\nconst vec2 POS[3] = vec2[3](vec2(-0.9, -0.8), vec2(0.85, -0.2), vec2(-0.3, 0.9));\n",
+        );
+        let mut fs = String::from("#version 450\nlayout(location = 0) out vec4 o_color;\n");
+        let mut body_vs = String::from("    vec2 p = POS[gl_VertexIndex];\n    gl_Position = vec4(p, 0.0, 1.0);\n    vec4 base = vec4(p * 0.5 + 0.5, 0.25, 1.0);\n");
+        let mut body_fs = String::from("    vec4 c = vec4(0.0);\n");
+        for i in 0..slots {
+            let loc = if sparse { i * 2 } else { i };
+            let kind = (n * 7 + i * 3) % 6;
+            match kind {
+                0 | 4 => {
+                    // 4: the same value as any other kind-0/4 slot (duplicates).
+                    vs += &format!("layout(location = {loc}) out vec4 v{i};\n");
+                    fs += &format!("layout(location = {loc}) in vec4 v{i};\n");
+                    body_vs += &format!(
+                        "    v{i} = {};\n",
+                        if kind == 4 { "base".to_string() } else { format!("base * {:.3}", 0.2 + 0.1 * i as f32) }
+                    );
+                    body_fs += &format!("    c += v{i} * 0.2;\n");
+                }
+                1 => {
+                    vs += &format!("layout(location = {loc}) out vec4 v{i};\n");
+                    body_vs += &format!("    v{i} = base.yxzw;\n");
+                }
+                2 => {
+                    vs += &format!("layout(location = {loc}) flat out int v{i};\n");
+                    fs += &format!("layout(location = {loc}) flat in int v{i};\n");
+                    body_vs += &format!("    v{i} = {};\n", 3 + i);
+                    body_fs += &format!("    c.x += float(v{i}) * 0.01;\n");
+                }
+                3 => {
+                    vs += &format!("layout(location = {loc}) out vec4 v{i};\n");
+                    fs += &format!("layout(location = {loc}) in vec4 v{i};\n");
+                    body_vs += &format!("    v{i} = vec4(0.125, 0.25, 0.5, 1.0);\n");
+                    body_fs += &format!("    c += v{i} * 0.1;\n");
+                }
+                _ => {
+                    vs += &format!("layout(location = {loc}) flat out uint v{i};\n");
+                    fs += &format!("layout(location = {loc}) flat in uint v{i};\n");
+                    body_vs += &format!("    v{i} = uint(gl_VertexIndex) + {i}u;\n");
+                    body_fs += &format!("    c.z += float(v{i} % 3u) * 0.05;\n");
+                }
+            }
+        }
+        vs += &format!("void main() {{\n{body_vs}}}\n");
+        fs += &format!("void main() {{\n{body_fs}    o_color = clamp(c, 0.0, 1.0);\n}}\n");
+        for (ext, src) in [("vert", &vs), ("frag", &fs)] {
+            let glsl = out.join(format!("corpus{n}.{ext}"));
+            std::fs::write(&glsl, src).unwrap();
+            let raw = out.join(format!("corpus{n}.{ext}.raw.spv"));
+            let spv = out.join(format!("corpus{n}.{ext}.spv"));
+            let ok = Command::new("glslangValidator")
+                .args(["-V", "--target-env", "vulkan1.0", "-o"])
+                .arg(&raw)
+                .arg(&glsl)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "corpus {n} {ext}:\n{src}");
+            let ok = Command::new("spirv-opt")
+                .arg("-O")
+                .arg(&raw)
+                .arg("-o")
+                .arg(&spv)
+                .status()
+                .expect("spirv-opt (spirv-tools)")
+                .success();
+            assert!(ok, "spirv-opt corpus {n} {ext}");
+        }
+        table += &format!("    (include_bytes!(concat!(env!(\"OUT_DIR\"), \"/corpus{n}.vert.spv\")), include_bytes!(concat!(env!(\"OUT_DIR\"), \"/corpus{n}.frag.spv\"))),\n");
+    }
+    table += "];\n";
+    std::fs::write(out.join("corpus.rs"), table).unwrap();
 }

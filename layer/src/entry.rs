@@ -572,6 +572,7 @@ unsafe extern "system" fn create_device(
             let shader_object = next_create_shaders.map(|_| {
                 ash::ext::shader_object::DeviceFn::load(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())))
             });
+            let varyings = plan.varyings_level().map(crate::link::Varyings::new);
             let data = DeviceData {
                 handle,
                 physical_device: pd,
@@ -584,6 +585,7 @@ unsafe extern "system" fn create_device(
                 interlock,
                 spinlock,
                 shading_rate,
+                varyings,
                 shader_object,
                 next_create_shaders,
             };

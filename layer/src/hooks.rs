@@ -96,6 +96,7 @@ pub fn shader_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
             pfn!(shader::create_graphics_pipelines as vk::PFN_vkCreateGraphicsPipelines)
         }
         b"vkCreateShadersEXT" => pfn!(shader::create_shaders_ext as vk::PFN_vkCreateShadersEXT),
+        b"vkDestroyShaderModule" => pfn!(crate::spinlock::destroy_shader_module as vk::PFN_vkDestroyShaderModule),
         _ => None,
     }
 }

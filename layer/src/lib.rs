@@ -16,6 +16,7 @@ mod generated;
 pub mod guard;
 pub mod hooks;
 pub mod interlock;
+pub mod link;
 pub mod log;
 pub mod manifest;
 pub mod plan;

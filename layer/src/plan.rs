@@ -152,8 +152,11 @@ impl Plan {
         } else {
             Capability::Off("the driver lacks it")
         };
-        let varyings =
-            if settings.varyings == "off" { Capability::Off("varyings=off") } else { Capability::Off(NOT_YET) };
+        let varyings = match settings.varyings {
+            "off" => Capability::Off("varyings=off"),
+            "full" => Capability::Emulated("full"),
+            _ => Capability::Emulated("safe"),
+        };
         let mut plan = Plan {
             interlock,
             shading_rate,
@@ -222,8 +225,19 @@ impl Plan {
         matches!(cap, Capability::Native | Capability::Emulated(_))
     }
 
+    /// Whether an emulated *extension* is on offer (varying linking is an
+    /// optimisation, not an extension).
     pub fn emulates_anything(&self) -> bool {
-        [&self.interlock, &self.fdm, &self.varyings].iter().any(|c| matches!(c, Capability::Emulated(_)))
+        [&self.interlock, &self.fdm].iter().any(|c| matches!(c, Capability::Emulated(_)))
+    }
+
+    /// The varying linker's level, where it runs.
+    pub fn varyings_level(&self) -> Option<overlap_shaders::varyings::Level> {
+        match self.varyings {
+            Capability::Emulated("full") => Some(overlap_shaders::varyings::Level::Full),
+            Capability::Emulated(_) => Some(overlap_shaders::varyings::Level::Safe),
+            _ => None,
+        }
     }
 
     /// The interlock strategy the layer runs, if it provides interlock.

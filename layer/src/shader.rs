@@ -28,7 +28,7 @@ unsafe fn words<'a>(p_code: *const u32, code_size: usize) -> &'a [u32] {
     }
 }
 
-fn target_env(dev: &DeviceData) -> TargetEnv {
+pub(crate) fn target_env(dev: &DeviceData) -> TargetEnv {
     let v = dev.facts.api_version.min(dev.instance.api_version.max(vk::API_VERSION_1_0));
     match vk::api_version_minor(v) {
         0 => TargetEnv::Vulkan1_0,
@@ -177,7 +177,8 @@ pub unsafe extern "system" fn create_shader_module(
             debug_panic(&dev.debug_panic, NAME);
             let ci = &*info;
             let code = words(ci.p_code, ci.code_size);
-            let r = match rewrite(dev, code) {
+            let rewritten = rewrite(dev, code);
+            let r = match &rewritten {
                 Some(w) => {
                     let mut copy = *ci;
                     copy.code_size = w.words.len() * 4;
@@ -190,9 +191,15 @@ pub unsafe extern "system" fn create_shader_module(
                 }
                 None => next(),
             };
-            // Judged on the application's code, which still declares interlock.
-            if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.shading_rate) {
-                s.note_module(*out, code);
+            if r == vk::Result::SUCCESS {
+                // Judged on the application's code, which still declares interlock.
+                if let Some(s) = &dev.shading_rate {
+                    s.note_module(*out, code);
+                }
+                // The linker works on what the driver got.
+                if let Some(v) = &dev.varyings {
+                    v.note_module(*out, rewritten.as_ref().map(|w| &w.words[..]).unwrap_or(code));
+                }
             }
             r
         },
@@ -263,7 +270,10 @@ pub unsafe extern "system" fn create_graphics_pipelines(
         || {
             let dev = state::device(device);
             debug_panic(&dev.debug_panic, NAME);
-            if (dev.interlock.is_none() && dev.shading_rate.is_none()) || count == 0 || infos.is_null() {
+            if (dev.interlock.is_none() && dev.shading_rate.is_none() && dev.varyings.is_none())
+                || count == 0
+                || infos.is_null()
+            {
                 return next();
             }
             let infos_in = std::slice::from_raw_parts(infos, count as usize);
@@ -277,7 +287,11 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                 rewritten.push(rewrite_stages(dev, stages));
             }
             let inline: Vec<bool> = rewritten.iter().map(Option::is_some).collect();
-            if dev.spinlock.is_none() && dev.shading_rate.is_none() && rewritten.iter().all(Option::is_none) {
+            if dev.spinlock.is_none()
+                && dev.shading_rate.is_none()
+                && dev.varyings.is_none()
+                && rewritten.iter().all(Option::is_none)
+            {
                 return next();
             }
             let mut copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
@@ -301,7 +315,9 @@ pub unsafe extern "system" fn create_graphics_pipelines(
                     c.p_next = o.p_next;
                 }
             }
+            let linked = crate::link::link_pipelines(dev, &mut copies);
             let r = (dev.fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, copies.as_ptr(), alloc, out);
+            linked.finish(dev);
             if let (Some(s), true) = (&dev.shading_rate, r.as_raw() >= 0) {
                 s.note_pipelines(std::slice::from_raw_parts(out, count as usize), &forced.1);
             }

@@ -409,6 +409,9 @@ pub unsafe extern "system" fn destroy_shader_module(
             if let Some(s) = &dev.shading_rate {
                 s.forget_module(module);
             }
+            if let Some(v) = &dev.varyings {
+                v.forget(module);
+            }
             next()
         },
         next,

@@ -77,6 +77,9 @@ pub struct DeviceData {
     pub debug_panic: Option<String>,
     /// `Some` when the layer provides interlock on this device.
     pub interlock: Option<crate::interlock::DeviceInterlock>,
+    /// The varying linker, where it runs: the SPIR-V of every module, kept
+    /// from vkCreateShaderModule for linking at pipeline creation.
+    pub varyings: Option<crate::link::Varyings>,
     /// 1x1 shading rate for interlock pipelines, where the architecture asks.
     pub shading_rate: Option<crate::shading_rate::ForceOneByOne>,
     /// The spinlock strategy's resources, where it runs.
@@ -99,7 +102,7 @@ impl DeviceData {
     /// Whether SPIR-V reaching the driver must go through the layer: the
     /// application enabled a capability the layer emulates in shaders.
     pub fn rewrites_shaders(&self) -> bool {
-        self.interlock.is_some()
+        self.interlock.is_some() || self.varyings.is_some()
     }
 
     /// The device hooks in place, for the log.
@@ -110,6 +113,9 @@ impl DeviceData {
                 "shader and pipeline creation, pipeline binds, shading rate (1x1 with interlock)"
             }
             _ if self.spinlock.is_some() => "shader creation, pipeline layouts, pipeline binds and draws (spinlock)",
+            _ if self.interlock.is_none() => {
+                "shader and pipeline creation (varying linking); commands go straight to the driver"
+            }
             (true, false) => "shader creation",
             (false, false) => "none (pass-through)",
         }

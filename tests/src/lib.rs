@@ -7,4 +7,5 @@ pub mod harness;
 pub mod interlock;
 pub mod oit;
 pub mod render;
+pub mod varyings;
 pub mod vrs;

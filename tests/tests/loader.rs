@@ -31,8 +31,14 @@ fn pass_through_by_default_and_quiet() {
     let o = run(&mut app(Layers::OverlapOverValidation, &["probe"]));
     o.assert_ok().assert_quiet();
     assert!(o.value("instance_layers").unwrap().contains(harness::LAYER));
-    // Nothing is emulated: the application calls the validation layer directly.
+    // Commands go straight to the validation layer; only shader and pipeline
+    // creation pass through Overlap (the varying linker, on by default).
     assert_eq!(o.value("hook_owner.vkCmdDraw"), Some("libVkLayer_khronos_validation.so"));
+    assert_eq!(o.value("hook_owner.vkQueueSubmit"), Some("libVkLayer_khronos_validation.so"));
+    assert_eq!(o.value("hook_owner.vkCreateShaderModule"), Some("libVkLayer_overlap.so"));
+    // With the linker off and nothing else enabled, nothing at all.
+    let o = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_VARYINGS", "off"));
+    o.assert_ok().assert_quiet();
     assert_eq!(o.value("hook_owner.vkCreateShaderModule"), Some("libVkLayer_khronos_validation.so"));
 }
 
@@ -139,7 +145,7 @@ fn log_level_info_reports_the_plan_on_stderr() {
     let o = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"));
     o.assert_ok();
     assert!(o.stderr.contains("OVERLAP-Device-Plan: llvmpipe"), "{}", o.stderr);
-    assert!(o.stderr.contains("hooks: none (pass-through)"), "{}", o.stderr);
+    assert!(o.stderr.contains("hooks: shader and pipeline creation (varying linking)"), "{}", o.stderr);
 }
 
 /// The implicit manifest: loaded with OVERLAP=1, never with DISABLE_OVERLAP=1.

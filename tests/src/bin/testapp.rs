@@ -24,7 +24,8 @@ fn usage() -> ! {
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
-         vrs                        invocations of a 2x2-rate draw with and without interlock"
+         vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
+         varyings [DIR]             render every pair of the varying corpus (raw images to DIR)"
     );
     std::process::exit(2)
 }
@@ -70,6 +71,7 @@ fn main() {
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "vrs" => vrs(&mut opts),
+        "varyings" => varyings(&opts, args.get(1).map(std::path::PathBuf::from)),
         _ => usage(),
     };
     finish(ok)
@@ -529,6 +531,22 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
                 "vrs interlock={interlock} request={request:?} invocations={} pixels={} rates=0x{:x}",
                 o.invocations, o.pixels, o.rates
             );
+        }
+    }
+    Ok(())
+}
+
+/// Renders every pair of the varying corpus; prints a checksum each and
+/// writes the raw RGBA8 images to `dir`.
+fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>) -> Result<(), String> {
+    let g = gpu(opts)?;
+    for n in 0..overlap_tests::varyings::CORPUS.len() {
+        let img = overlap_tests::varyings::render(&g, n);
+        let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+        println!("pair={n} checksum={sum:016x}");
+        if let Some(d) = &dir {
+            std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+            std::fs::write(d.join(format!("{n}.rgba")), &img.rgba).map_err(|e| e.to_string())?;
         }
     }
     Ok(())

@@ -1,0 +1,145 @@
+//! The varying linker at pipeline creation (`overlap_shaders::varyings`).
+//!
+//! Modules' SPIR-V is kept from `vkCreateShaderModule` (as sent to the
+//! driver). At `vkCreateGraphicsPipelines`, a pipeline made of exactly a
+//! vertex and a fragment stage from shader modules (no pipeline libraries)
+//! gets both linked; the linked pair goes down as two temporary modules,
+//! destroyed once the pipeline exists. Anything else — other stages, inline
+//! modules, libraries, a link or validation failure — keeps the original
+//! modules.
+
+use crate::settings::LogLevel;
+use crate::state::DeviceData;
+use ash::vk;
+use overlap_shaders::varyings::{link, Level};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub struct Varyings {
+    pub level: Level,
+    modules: Mutex<HashMap<vk::ShaderModule, Arc<Vec<u32>>>>,
+}
+
+impl Varyings {
+    pub fn new(level: Level) -> Varyings {
+        Varyings { level, modules: Default::default() }
+    }
+
+    pub fn note_module(&self, module: vk::ShaderModule, code: &[u32]) {
+        self.modules.lock().insert(module, Arc::new(code.to_vec()));
+    }
+
+    pub fn forget(&self, module: vk::ShaderModule) {
+        self.modules.lock().remove(&module);
+    }
+
+    fn code(&self, module: vk::ShaderModule) -> Option<Arc<Vec<u32>>> {
+        self.modules.lock().get(&module).cloned()
+    }
+}
+
+/// Linked stage arrays for some pipelines, and the temporary modules to
+/// destroy after `vkCreateGraphicsPipelines`.
+#[derive(Default)]
+pub struct Linked {
+    stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'static>>>,
+    pub temporary: Vec<vk::ShaderModule>,
+}
+
+fn module(dev: &DeviceData, words: &[u32]) -> Option<vk::ShaderModule> {
+    let info = vk::ShaderModuleCreateInfo::default().code(words);
+    let mut m = vk::ShaderModule::null();
+    // SAFETY: a valid create info for the device, sent to the next layer.
+    let r = unsafe { (dev.fns.fp_v1_0().create_shader_module)(dev.handle, &info, std::ptr::null(), &mut m) };
+    (r == vk::Result::SUCCESS).then_some(m)
+}
+
+/// Links the vertex→fragment interface of each eligible pipeline in
+/// `infos`, pointing its stages at linked temporary modules.
+///
+/// # Safety
+/// `infos` are valid create infos of `dev`.
+pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipelineCreateInfo]) -> Linked {
+    let mut out = Linked::default();
+    let Some(v) = &dev.varyings else { return out };
+    for info in infos.iter_mut() {
+        if info.stage_count != 2
+            || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR)
+            || crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some()
+        {
+            continue;
+        }
+        let stages = std::slice::from_raw_parts(info.p_stages, 2);
+        let (Some(vs), Some(fs)) = (
+            stages.iter().position(|s| s.stage == vk::ShaderStageFlags::VERTEX),
+            stages.iter().position(|s| s.stage == vk::ShaderStageFlags::FRAGMENT),
+        ) else {
+            continue;
+        };
+        let (Some(vcode), Some(fcode)) = (v.code(stages[vs].module), v.code(stages[fs].module)) else { continue };
+        let (Ok(mut p), Ok(mut c)) = (overlap_shaders::parse(&vcode), overlap_shaders::parse(&fcode)) else { continue };
+        let log = dev.log();
+        let report = match link(&mut p, &mut c, v.level) {
+            Ok(r) => r,
+            Err(e) => {
+                log.log_once(
+                    LogLevel::Warn,
+                    "OVERLAP-Varyings-Skipped",
+                    &e.to_string(),
+                    &format!("varying linking skipped: {e}"),
+                );
+                continue;
+            }
+        };
+        if report.locations_after == report.locations_before && report.components_after == report.components_before {
+            continue; // nothing to gain
+        }
+        let (pw, cw) = (overlap_shaders::assemble(&p), overlap_shaders::assemble(&c));
+        if dev.settings().validate_shaders {
+            let env = crate::shader::target_env(dev);
+            let checked = overlap_shaders::validate(&pw, env).and_then(|_| overlap_shaders::validate(&cw, env));
+            if let Err(e @ overlap_shaders::Error::Invalid(_)) = checked {
+                log.error(
+                    "OVERLAP-Shader-Invalid-Output",
+                    &format!("the linked pair fails validation ({e}); the originals are used"),
+                );
+                continue;
+            }
+        }
+        let (Some(vm), Some(fm)) = (module(dev, &pw), module(dev, &cw)) else { continue };
+        out.temporary.extend([vm, fm]);
+        let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'static>> =
+            stages.iter().map(|s| std::mem::transmute_copy(s)).collect();
+        copy[vs].module = vm;
+        copy[fs].module = fm;
+        info.p_stages = copy.as_ptr();
+        out.stages.push(copy);
+        if log.enabled(LogLevel::Debug) {
+            log.debug(
+                "OVERLAP-Varyings-Linked",
+                &format!(
+                    "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?})",
+                    report.locations_before,
+                    report.locations_after,
+                    report.components_before,
+                    report.components_after,
+                    report.removed_dead,
+                    report.propagated_constants,
+                    report.deduplicated
+                ),
+            );
+        }
+    }
+    out
+}
+
+impl Linked {
+    /// Destroys the temporary modules.
+    pub fn finish(self, dev: &DeviceData) {
+        for m in self.temporary {
+            // SAFETY: created by `module` for this call; the pipeline no longer needs it.
+            unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The varying linker at pipeline creation, on a generated corpus of 32
+//! vertex/fragment pairs (tests/build.rs): rendering is bit-identical with
+//! `safe` (and, on lavapipe, with `full`) to `off`, the validation layer below
+//! sees valid linked pipelines, and the linker removes at least what
+//! spirv-opt's own interface passes remove.
+
+use overlap_tests::harness::{self, app, overlap_cli, run, vk_command, Layers};
+use std::path::Path;
+use std::process::Command;
+
+fn corpus(level: &str) -> (harness::Outcome, std::path::PathBuf) {
+    let dir = harness::scratch(&format!("corpus-{level}"));
+    let o = run(app(Layers::OverlapOverValidation, &["varyings", dir.to_str().unwrap()])
+        .env("VK_OVERLAP_EMULATION_VARYINGS", level)
+        .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+    o.assert_ok();
+    (o, dir)
+}
+
+#[test]
+fn corpus_renders_the_same_with_the_linker() {
+    let (off, off_dir) = corpus("off");
+    let (safe, _) = corpus("safe");
+    let (full, full_dir) = corpus("full");
+    let sums = |o: &harness::Outcome| -> Vec<String> {
+        o.stdout.lines().filter(|l| l.starts_with("pair=")).map(str::to_string).collect()
+    };
+    assert_eq!(sums(&off).len(), 32);
+    assert_eq!(sums(&safe), sums(&off), "safe must be bit-identical");
+    assert_eq!(off.stderr.matches("OVERLAP-Varyings-Linked").count(), 0);
+    let linked = safe.stderr.matches("OVERLAP-Varyings-Linked").count();
+    assert!(linked >= 25, "only {linked} of 32 pairs linked at safe");
+    assert!(full.stderr.matches("OVERLAP-Varyings-Linked").count() >= linked);
+    // full: within one step of 8-bit rounding.
+    for n in 0..32 {
+        let a = std::fs::read(off_dir.join(format!("{n}.rgba"))).unwrap();
+        let b = std::fs::read(full_dir.join(format!("{n}.rgba"))).unwrap();
+        let worst = a.iter().zip(&b).map(|(x, y)| x.abs_diff(*y)).max().unwrap();
+        assert!(worst <= 1, "pair {n}: full differs by {worst}");
+    }
+}
+
+fn link_json(vert: &Path, frag: &Path) -> serde_json::Value {
+    let o = run(vk_command(overlap_cli(), Layers::None).arg("link-varyings").arg(vert).arg(frag).arg("--json"));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap()
+}
+
+#[test]
+fn linker_removes_at_least_what_spirv_opt_removes() {
+    let out = Path::new(env!("OUT_DIR"));
+    let dir = harness::scratch("spirv-opt");
+    let (mut ours, mut theirs, mut before) = (0, 0, 0);
+    for n in 0..32 {
+        let (v, f) = (out.join(format!("corpus{n}.vert.spv")), out.join(format!("corpus{n}.frag.spv")));
+        // spirv-opt's passes that shrink an interface, each stage on its own.
+        let (ov, of) = (dir.join(format!("{n}.vert.spv")), dir.join(format!("{n}.frag.spv")));
+        for (src, dst, passes) in [
+            (&v, &ov, &["--remove-unused-interface-variables"][..]),
+            (&f, &of, &["--remove-unused-interface-variables", "--eliminate-dead-input-components"][..]),
+        ] {
+            let ok = Command::new("spirv-opt").args(passes).arg(src).arg("-o").arg(dst).status().unwrap().success();
+            assert!(ok);
+        }
+        let mine = link_json(&v, &f);
+        let opt = link_json(&ov, &of);
+        let (m, o) = (
+            mine["producer"]["locations_after"].as_u64().unwrap(),
+            opt["producer"]["locations_before"].as_u64().unwrap(),
+        );
+        assert!(m <= o, "pair {n}: {m} locations after linking, spirv-opt leaves {o}");
+        ours += m;
+        theirs += o;
+        before += mine["producer"]["locations_before"].as_u64().unwrap();
+    }
+    println!("corpus locations: {before} before, {theirs} after spirv-opt, {ours} after the linker");
+    assert!(ours < theirs);
+}
