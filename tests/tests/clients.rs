@@ -228,6 +228,8 @@ fn info_lists_lavapipe_and_the_plan() {
     assert!(out.contains("device hooks              : all"), "{out}");
     let out = info(&["--set", "interlock_strategy=native"]);
     assert!(out.contains("fragment shader interlock : not provided (interlock_strategy=native"), "{out}");
+    assert!(out.contains("varying linking           : emulated (safe)"), "{out}");
+    let out = info(&["--set", "interlock_strategy=native", "--set", "varyings=off"]);
     assert!(out.contains("device hooks              : none"), "{out}");
 }
 
