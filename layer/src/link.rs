@@ -78,6 +78,7 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
             continue;
         };
         let (Some(vcode), Some(fcode)) = (v.code(stages[vs].module), v.code(stages[fs].module)) else { continue };
+        let started = std::time::Instant::now();
         let (Ok(mut p), Ok(mut c)) = (overlap_shaders::parse(&vcode), overlap_shaders::parse(&fcode)) else { continue };
         let log = dev.log();
         let report = match link(&mut p, &mut c, v.level) {
@@ -96,6 +97,8 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
             continue; // nothing to gain
         }
         let (pw, cw) = (overlap_shaders::assemble(&p), overlap_shaders::assemble(&c));
+        let link_us = started.elapsed().as_micros();
+        let validating = std::time::Instant::now();
         if dev.settings().validate_shaders {
             let env = crate::shader::target_env(dev);
             let checked = overlap_shaders::validate(&pw, env).and_then(|_| overlap_shaders::validate(&cw, env));
@@ -119,14 +122,15 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
             log.debug(
                 "OVERLAP-Varyings-Linked",
                 &format!(
-                    "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?})",
+                    "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}; link_us={link_us} validate_us={})",
                     report.locations_before,
                     report.locations_after,
                     report.components_before,
                     report.components_after,
                     report.removed_dead,
                     report.propagated_constants,
-                    report.deduplicated
+                    report.deduplicated,
+                    validating.elapsed().as_micros()
                 ),
             );
         }

@@ -6,26 +6,31 @@ use ash::vk;
 
 include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
 
-/// Renders pair `n` of the corpus.
-pub fn render(gpu: &Gpu, n: usize) -> Image {
+/// Renders pair `n` of the corpus (`instances` copies of its triangle); also
+/// returns the pipeline creation and the submission times in nanoseconds.
+pub fn render(gpu: &Gpu, n: usize, instances: u32) -> (Image, u64, u64) {
     let (vert, frag) = CORPUS[n];
     let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
     let layout = unsafe { gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None) }.unwrap();
+    let t = std::time::Instant::now();
     let pipeline = target.pipeline_with(gpu, layout, vert, frag, true);
+    let pipeline_ns = t.elapsed().as_nanos() as u64;
+    let t = std::time::Instant::now();
     gpu.one_time_submit(|cb| {
         target.begin(gpu, cb);
         unsafe {
             gpu.device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            gpu.device.cmd_draw(cb, 3, 1, 0, 0);
+            gpu.device.cmd_draw(cb, 3, instances, 0, 0);
         }
         target.end(gpu, cb);
         target.record_copy_out(gpu, cb);
     });
+    let submit_ns = t.elapsed().as_nanos() as u64;
     let image = target.read(gpu);
     unsafe {
         gpu.device.destroy_pipeline(pipeline, None);
         gpu.device.destroy_pipeline_layout(layout, None);
     }
     target.destroy(gpu);
-    image
+    (image, pipeline_ns, submit_ns)
 }

@@ -78,6 +78,63 @@ fn main() {
     }
     oit_section(rounds);
     rewrite_section();
+    varyings_section(rounds);
+}
+
+/// The varying corpus drawn 2000 times per pair (a varying-heavy frame) with
+/// the linker off, safe and full; and the linker's cost next to pipeline
+/// creation, from the layer's debug log.
+fn varyings_section(rounds: u64) {
+    let levels = ["off", "safe", "full"];
+    let mut frame: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let mut link_us = Vec::new();
+    let mut validate_us = Vec::new();
+    let mut pipeline_us = Vec::new();
+    for round in 0..rounds as usize {
+        for i in 0..3 {
+            let k = (i + round) % 3;
+            let mut cmd = app(Layers::Overlap, &["varyings", "instances=2000"]);
+            cmd.env("VK_OVERLAP_EMULATION_VARYINGS", levels[k]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug");
+            let o = run_with_timeout(&mut cmd, Duration::from_secs(600));
+            o.assert_ok();
+            let total: f64 = o
+                .stdout
+                .lines()
+                .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("submit_ns=")))
+                .map(|v| v.parse::<f64>().unwrap())
+                .sum();
+            frame[k].push(total);
+            if levels[k] == "safe" {
+                let field = |key: &str| -> Vec<f64> {
+                    o.stderr
+                        .split_whitespace()
+                        .filter_map(|w| w.trim_end_matches(')').strip_prefix(key))
+                        .filter_map(|v| v.parse().ok())
+                        .collect()
+                };
+                link_us.extend(field("link_us="));
+                validate_us.extend(field("validate_us="));
+                pipeline_us.extend(
+                    o.stdout
+                        .lines()
+                        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("pipeline_ns=")))
+                        .map(|v| v.parse::<f64>().unwrap() / 1000.0),
+                );
+            }
+        }
+    }
+    let m: Vec<f64> = frame.iter_mut().map(|t| median_f(t)).collect();
+    println!(
+        "\nVarying corpus, 32 pairs x 2000 instances of a triangle, 64x64 (lavapipe), median of {rounds} rounds\n"
+    );
+    println!("| varyings | frame time, all pairs (ms) | ratio to off |");
+    println!("|---|---:|---:|");
+    for (k, l) in levels.iter().enumerate() {
+        println!("| {l} | {:.1} | {:.3} |", m[k] / 1e6, m[k] / m[0]);
+    }
+    let (l, v, p) = (median_f(&mut link_us), median_f(&mut validate_us), median_f(&mut pipeline_us));
+    println!("\nLinker per pipeline (safe): link {l:.0} us, spirv-val {v:.0} us, vkCreateGraphicsPipelines as the app sees it {p:.0} us");
+    println!("(link share of pipeline creation {:.1}%, with validation {:.1}%)", 100.0 * l / p, 100.0 * (l + v) / p);
 }
 
 fn median_f(v: &mut [f64]) -> f64 {

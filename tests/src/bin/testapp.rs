@@ -25,7 +25,7 @@ fn usage() -> ! {
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
          vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
-         varyings [DIR]             render every pair of the varying corpus (raw images to DIR)"
+         varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
     );
     std::process::exit(2)
 }
@@ -71,7 +71,11 @@ fn main() {
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "vrs" => vrs(&mut opts),
-        "varyings" => varyings(&opts, args.get(1).map(std::path::PathBuf::from)),
+        "varyings" => {
+            varyings(&opts, args.get(1).filter(|a| !a.starts_with("instances=")).map(std::path::PathBuf::from), {
+                args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1)
+            })
+        }
         _ => usage(),
     };
     finish(ok)
@@ -538,12 +542,12 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
 
 /// Renders every pair of the varying corpus; prints a checksum each and
 /// writes the raw RGBA8 images to `dir`.
-fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>) -> Result<(), String> {
+fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) -> Result<(), String> {
     let g = gpu(opts)?;
     for n in 0..overlap_tests::varyings::CORPUS.len() {
-        let img = overlap_tests::varyings::render(&g, n);
+        let (img, pipeline_ns, submit_ns) = overlap_tests::varyings::render(&g, n, instances);
         let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
-        println!("pair={n} checksum={sum:016x}");
+        println!("pair={n} checksum={sum:016x} pipeline_ns={pipeline_ns} submit_ns={submit_ns}");
         if let Some(d) = &dir {
             std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
             std::fs::write(d.join(format!("{n}.rgba")), &img.rgba).map_err(|e| e.to_string())?;
