@@ -533,3 +533,112 @@ mod tests {
         assert!(p.contains("Location 0"));
     }
 }
+
+/// The per-step matrix: component type × interpolation qualifier × step,
+/// each a VS/FS pair, linked, validated and interface-checked, with the
+/// expected outcome computed from the rules above (not from the output).
+#[cfg(test)]
+mod matrix {
+    use super::*;
+    use crate::testing::glsl;
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    const TYPES: &[(&str, &str, bool)] = &[
+        // (GLSL type, a constant of it, integer?)
+        ("float", "0.5", false),
+        ("vec2", "vec2(0.5, 0.25)", false),
+        ("vec3", "vec3(0.5)", false),
+        ("vec4", "vec4(0.5, 0.25, 0.125, 1.0)", false),
+        ("int", "7", true),
+        ("uint", "9u", true),
+        ("ivec2", "ivec2(1, 2)", true),
+        ("uvec4", "uvec4(1u)", true),
+    ];
+    const QUALIFIERS: &[&str] = &["", "flat", "noperspective", "centroid"];
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Step {
+        Dead,
+        Constant,
+        Duplicate,
+    }
+
+    fn value_of(ty: &str, int: bool) -> String {
+        // A non-constant value of `ty` derived from the vertex index.
+        let s = if int { format!("{ty}(gl_VertexIndex)") } else { format!("{ty}(float(gl_VertexIndex))") };
+        s
+    }
+
+    fn to_color(ty: &str, name: &str) -> String {
+        match ty {
+            "float" | "int" | "uint" => format!("vec4(float({name}))"),
+            "vec2" | "ivec2" => format!("vec4(vec2({name}), 0.0, 1.0)"),
+            "vec3" => format!("vec4({name}, 1.0)"),
+            _ => format!("vec4({name})"),
+        }
+    }
+
+    #[test]
+    fn every_type_qualifier_and_step() {
+        let mut cases = 0;
+        for (ty, constant, int) in TYPES {
+            for q in QUALIFIERS {
+                // Integer varyings must be flat; skip the invalid combinations.
+                if *int && *q != "flat" {
+                    continue;
+                }
+                for step in [Step::Dead, Step::Constant, Step::Duplicate] {
+                    for level in [Level::Safe, Level::Full] {
+                        let v = value_of(ty, *int);
+                        let (a, b) = match step {
+                            Step::Dead => (v.clone(), v.clone()),
+                            Step::Constant => (constant.to_string(), v.clone()),
+                            Step::Duplicate => (v.clone(), v.clone()),
+                        };
+                        let vs = format!(
+                            "#version 450\nlayout(location=0) {q} out {ty} a;\nlayout(location=1) {q} out {ty} b;\nvoid main() {{ gl_Position = vec4(0); a = {a}; b = {b}; }}\n"
+                        );
+                        let reads_a = step != Step::Dead;
+                        let fs = format!(
+                            "#version 450\nlayout(location=0) out vec4 o;\n{}layout(location=1) {q} in {ty} b;\nvoid main() {{ o = {}{}; }}\n",
+                            if reads_a { format!("layout(location=0) {q} in {ty} a;\n") } else { String::new() },
+                            to_color(ty, "b"),
+                            if reads_a { format!(" + {}", to_color(ty, "a")) } else { String::new() },
+                        );
+                        let mut p = parse(&crate::testing::optimize(&glsl(&vs, "vert").unwrap())).unwrap();
+                        let mut c = parse(&glsl(&fs, "frag").unwrap()).unwrap();
+                        let r = link(&mut p, &mut c, level).unwrap();
+                        let (pw, cw) = (assemble(&p), assemble(&c));
+                        let ctx = format!("{ty} {q} {step:?} {level:?}");
+                        validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} producer: {e}"));
+                        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} consumer: {e}"));
+                        let outs = interface(&p, StorageClass::Output);
+                        for i in interface(&c, StorageClass::Input) {
+                            assert!(
+                                outs.iter().any(|o| o.location == i.location),
+                                "{ctx}: input {} unmatched",
+                                i.location
+                            );
+                        }
+                        match step {
+                            Step::Dead => assert_eq!(r.removed_dead, vec![0], "{ctx}"),
+                            Step::Constant => {
+                                let expected = *q == "flat" || level == Level::Full;
+                                assert_eq!(r.propagated_constants == vec![0], expected, "{ctx}: {r:?}");
+                            }
+                            Step::Duplicate => assert_eq!(r.deduplicated, vec![(1, 0)], "{ctx}: {r:?}"),
+                        }
+                        // One variable always survives, at location 0.
+                        assert_eq!(
+                            r.locations_after,
+                            1 + usize::from(step == Step::Constant && r.propagated_constants.is_empty()),
+                            "{ctx}"
+                        );
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, (4 * 4 + 4) * 3 * 2);
+    }
+}
