@@ -11,7 +11,7 @@ fn main() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if !(name.ends_with(".vert") || name.ends_with(".frag") || name.ends_with(".comp")) {
+        if !(name.ends_with(".vert") || name.ends_with(".frag") || name.ends_with(".comp") || name.ends_with(".geom")) {
             continue;
         }
         if name == "interlock.frag" {
@@ -49,6 +49,8 @@ fn main() {
             continue;
         }
         let spv = Path::new(&out).join(format!("{name}.spv"));
+        // The geometry pair goes through spirv-opt -O, as the corpus does (SSA form).
+        let optimize = name == "passthrough.geom";
         let env = if name.starts_with("vrs") { "vulkan1.2" } else { "vulkan1.0" };
         let status = Command::new("glslangValidator")
             .args(["-V", "--target-env", env, "-o"])
@@ -57,6 +59,10 @@ fn main() {
             .status()
             .expect("glslangValidator not found: run ci/setup (Debian package glslang-tools)");
         assert!(status.success(), "glslangValidator failed on {name}");
+        if optimize {
+            let ok = Command::new("spirv-opt").arg("-O").arg(&spv).arg("-o").arg(&spv).status().unwrap().success();
+            assert!(ok, "spirv-opt {name}");
+        }
     }
 }
 

@@ -1,12 +1,12 @@
 //! The varying linker at pipeline creation (`overlap_shaders::varyings`).
 //!
 //! Modules' SPIR-V is kept from `vkCreateShaderModule` (as sent to the
-//! driver). At `vkCreateGraphicsPipelines`, a pipeline made of exactly a
-//! vertex and a fragment stage from shader modules (no pipeline libraries)
-//! gets both linked; the linked pair goes down as two temporary modules,
-//! destroyed once the pipeline exists. Anything else — other stages, inline
-//! modules, libraries, a link or validation failure — keeps the original
-//! modules.
+//! driver). At `vkCreateGraphicsPipelines`, the fragment shader and its
+//! producer — the last pre-rasterization stage: geometry, else tessellation
+//! evaluation, else vertex — both from shader modules (no pipeline libraries)
+//! get linked; the linked pair goes down as two temporary modules, destroyed
+//! once the pipeline exists. Anything else — inline modules, libraries, mesh
+//! pipelines, a link or validation failure — keeps the original modules.
 
 use crate::settings::LogLevel;
 use crate::state::DeviceData;
@@ -64,17 +64,19 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
     let mut out = Linked::default();
     let Some(v) = &dev.varyings else { return out };
     for info in infos.iter_mut() {
-        if info.stage_count != 2
+        if info.stage_count < 2
             || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR)
             || crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some()
         {
             continue;
         }
-        let stages = std::slice::from_raw_parts(info.p_stages, 2);
-        let (Some(vs), Some(fs)) = (
-            stages.iter().position(|s| s.stage == vk::ShaderStageFlags::VERTEX),
-            stages.iter().position(|s| s.stage == vk::ShaderStageFlags::FRAGMENT),
-        ) else {
+        let stages = std::slice::from_raw_parts(info.p_stages, info.stage_count as usize);
+        // The fragment shader's producer: the last pre-rasterization stage.
+        let find = |s: vk::ShaderStageFlags| stages.iter().position(|x| x.stage == s);
+        let producer = find(vk::ShaderStageFlags::GEOMETRY)
+            .or_else(|| find(vk::ShaderStageFlags::TESSELLATION_EVALUATION))
+            .or_else(|| find(vk::ShaderStageFlags::VERTEX));
+        let (Some(vs), Some(fs)) = (producer, find(vk::ShaderStageFlags::FRAGMENT)) else {
             continue;
         };
         let (Some(vcode), Some(fcode)) = (v.code(stages[vs].module), v.code(stages[fs].module)) else { continue };

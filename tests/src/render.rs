@@ -221,7 +221,8 @@ impl Gpu {
         let supported = unsafe { instance.get_physical_device_features(pd) };
         let features = vk::PhysicalDeviceFeatures::default()
             .fragment_stores_and_atomics(supported.fragment_stores_and_atomics == vk::TRUE)
-            .sample_rate_shading(supported.sample_rate_shading == vk::TRUE);
+            .sample_rate_shading(supported.sample_rate_shading == vk::TRUE)
+            .geometry_shader(supported.geometry_shader == vk::TRUE);
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true);
@@ -570,6 +571,18 @@ impl Target {
         pipeline(gpu, layout, self.render_pass, vert, frag, color_writes)
     }
 
+    /// A pipeline with a geometry stage between `vert` and `frag`.
+    pub fn pipeline_with_geometry(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        vert: &[u8],
+        geom: &[u8],
+        frag: &[u8],
+    ) -> vk::Pipeline {
+        pipeline_stages(gpu, layout, self.render_pass, vert, Some(geom), frag, true)
+    }
+
     /// Begins rendering into the target, clearing it to [`CLEAR_RGBA`].
     pub fn begin(&self, gpu: &Gpu, cb: vk::CommandBuffer) {
         let d = &gpu.device;
@@ -783,13 +796,31 @@ fn pipeline(
     frag: &[u8],
     color_writes: bool,
 ) -> vk::Pipeline {
+    pipeline_stages(gpu, layout, render_pass, vert, None, frag, color_writes)
+}
+
+fn pipeline_stages(
+    gpu: &Gpu,
+    layout: vk::PipelineLayout,
+    render_pass: vk::RenderPass,
+    vert: &[u8],
+    geom: Option<&[u8]>,
+    frag: &[u8],
+    color_writes: bool,
+) -> vk::Pipeline {
     let d = &gpu.device;
     let vs = gpu.shader(vert);
     let fs = gpu.shader(frag);
-    let stages = [
+    let gs = geom.map(|g| gpu.shader(g));
+    let mut stages = vec![
         vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
         vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
     ];
+    if let Some(g) = gs {
+        stages.push(
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::GEOMETRY).module(g).name(c"main"),
+        );
+    }
     let vertex = vk::PipelineVertexInputStateCreateInfo::default();
     let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
     let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
@@ -825,6 +856,9 @@ fn pipeline(
     unsafe {
         d.destroy_shader_module(vs, None);
         d.destroy_shader_module(fs, None);
+        if let Some(g) = gs {
+            d.destroy_shader_module(g, None);
+        }
     }
     p
 }

@@ -35,6 +35,15 @@ fn corpus_renders_the_same_with_the_linker() {
     let linked = safe.stderr.matches("OVERLAP-Varyings-Linked").count();
     assert!(linked >= 25, "only {linked} of 32 pairs linked at safe");
     assert!(full.stderr.matches("OVERLAP-Varyings-Linked").count() >= linked);
+    // The geometry shader → fragment shader pair is linked too.
+    let geometry = |o: &harness::Outcome| o.value("geometry").map(str::to_string);
+    assert!(geometry(&off).is_some());
+    assert_eq!(geometry(&safe), geometry(&off));
+    assert!(
+        safe.stderr.contains("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], duplicates [(5, 0)]"),
+        "{}",
+        safe.stderr
+    );
     // full: within one step of 8-bit rounding.
     for n in 0..32 {
         let a = std::fs::read(off_dir.join(format!("{n}.rgba"))).unwrap();
