@@ -11,7 +11,13 @@ fn main() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if !(name.ends_with(".vert") || name.ends_with(".frag") || name.ends_with(".comp") || name.ends_with(".geom")) {
+        if !(name.ends_with(".vert")
+            || name.ends_with(".frag")
+            || name.ends_with(".comp")
+            || name.ends_with(".geom")
+            || name.ends_with(".tesc")
+            || name.ends_with(".tese"))
+        {
             continue;
         }
         if name == "interlock.frag" {
@@ -50,7 +56,7 @@ fn main() {
         }
         let spv = Path::new(&out).join(format!("{name}.spv"));
         // The geometry pair goes through spirv-opt -O, as the corpus does (SSA form).
-        let optimize = name == "passthrough.geom";
+        let optimize = name == "passthrough.geom" || name == "passthrough.tese";
         let env = if name.starts_with("vrs") { "vulkan1.2" } else { "vulkan1.0" };
         let status = Command::new("glslangValidator")
             .args(["-V", "--target-env", env, "-o"])

@@ -222,7 +222,8 @@ impl Gpu {
         let features = vk::PhysicalDeviceFeatures::default()
             .fragment_stores_and_atomics(supported.fragment_stores_and_atomics == vk::TRUE)
             .sample_rate_shading(supported.sample_rate_shading == vk::TRUE)
-            .geometry_shader(supported.geometry_shader == vk::TRUE);
+            .geometry_shader(supported.geometry_shader == vk::TRUE)
+            .tessellation_shader(supported.tessellation_shader == vk::TRUE);
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true);
@@ -580,7 +581,22 @@ impl Target {
         geom: &[u8],
         frag: &[u8],
     ) -> vk::Pipeline {
-        pipeline_stages(gpu, layout, self.render_pass, vert, Some(geom), frag, true)
+        pipeline_stages(gpu, layout, self.render_pass, vert, &[(vk::ShaderStageFlags::GEOMETRY, geom)], frag, true)
+    }
+
+    /// A pipeline with tessellation stages (3-vertex patches) between `vert` and `frag`.
+    pub fn pipeline_with_tessellation(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        vert: &[u8],
+        tesc: &[u8],
+        tese: &[u8],
+        frag: &[u8],
+    ) -> vk::Pipeline {
+        let extra =
+            [(vk::ShaderStageFlags::TESSELLATION_CONTROL, tesc), (vk::ShaderStageFlags::TESSELLATION_EVALUATION, tese)];
+        pipeline_stages(gpu, layout, self.render_pass, vert, &extra, frag, true)
     }
 
     /// Begins rendering into the target, clearing it to [`CLEAR_RGBA`].
@@ -796,7 +812,7 @@ fn pipeline(
     frag: &[u8],
     color_writes: bool,
 ) -> vk::Pipeline {
-    pipeline_stages(gpu, layout, render_pass, vert, None, frag, color_writes)
+    pipeline_stages(gpu, layout, render_pass, vert, &[], frag, color_writes)
 }
 
 fn pipeline_stages(
@@ -804,25 +820,30 @@ fn pipeline_stages(
     layout: vk::PipelineLayout,
     render_pass: vk::RenderPass,
     vert: &[u8],
-    geom: Option<&[u8]>,
+    extra: &[(vk::ShaderStageFlags, &[u8])],
     frag: &[u8],
     color_writes: bool,
 ) -> vk::Pipeline {
     let d = &gpu.device;
     let vs = gpu.shader(vert);
     let fs = gpu.shader(frag);
-    let gs = geom.map(|g| gpu.shader(g));
+    let extra_modules: Vec<(vk::ShaderStageFlags, vk::ShaderModule)> =
+        extra.iter().map(|(st, code)| (*st, gpu.shader(code))).collect();
     let mut stages = vec![
         vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
         vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
     ];
-    if let Some(g) = gs {
-        stages.push(
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::GEOMETRY).module(g).name(c"main"),
-        );
+    for (st, m) in &extra_modules {
+        stages.push(vk::PipelineShaderStageCreateInfo::default().stage(*st).module(*m).name(c"main"));
     }
+    let tessellated = extra.iter().any(|(st, _)| *st == vk::ShaderStageFlags::TESSELLATION_CONTROL);
+    let tess = vk::PipelineTessellationStateCreateInfo::default().patch_control_points(3);
     let vertex = vk::PipelineVertexInputStateCreateInfo::default();
-    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(if tessellated {
+        vk::PrimitiveTopology::PATCH_LIST
+    } else {
+        vk::PrimitiveTopology::TRIANGLE_LIST
+    });
     let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
     let rs = vk::PipelineRasterizationStateCreateInfo::default()
         .polygon_mode(vk::PolygonMode::FILL)
@@ -850,14 +871,17 @@ fn pipeline_stages(
     if render_pass == vk::RenderPass::null() {
         info = info.push_next(&mut rendering);
     }
+    if tessellated {
+        info = info.tessellation_state(&tess);
+    }
     let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
         .map_err(|(_, e)| e)
         .expect("vkCreateGraphicsPipelines")[0];
     unsafe {
         d.destroy_shader_module(vs, None);
         d.destroy_shader_module(fs, None);
-        if let Some(g) = gs {
-            d.destroy_shader_module(g, None);
+        for (_, m) in extra_modules {
+            d.destroy_shader_module(m, None);
         }
     }
     p

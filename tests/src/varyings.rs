@@ -64,3 +64,33 @@ pub fn render_geometry(gpu: &Gpu) -> Image {
     target.destroy(gpu);
     image
 }
+
+/// The tessellation pair (passthrough.tese → geom_consumer.frag).
+pub fn render_tessellation(gpu: &Gpu) -> Image {
+    let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
+    let layout = unsafe { gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None) }.unwrap();
+    let pipeline = target.pipeline_with_tessellation(
+        gpu,
+        layout,
+        include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.tesc.spv")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.tese.spv")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/geom_consumer.frag.spv")),
+    );
+    gpu.one_time_submit(|cb| {
+        target.begin(gpu, cb);
+        unsafe {
+            gpu.device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            gpu.device.cmd_draw(cb, 3, 1, 0, 0);
+        }
+        target.end(gpu, cb);
+        target.record_copy_out(gpu, cb);
+    });
+    let image = target.read(gpu);
+    unsafe {
+        gpu.device.destroy_pipeline(pipeline, None);
+        gpu.device.destroy_pipeline_layout(layout, None);
+    }
+    target.destroy(gpu);
+    image
+}

@@ -39,8 +39,14 @@ fn corpus_renders_the_same_with_the_linker() {
     let geometry = |o: &harness::Outcome| o.value("geometry").map(str::to_string);
     assert!(geometry(&off).is_some());
     assert_eq!(geometry(&safe), geometry(&off));
-    assert!(
-        safe.stderr.contains("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], duplicates [(5, 0)]"),
+    // So is the tessellation evaluation shader → fragment shader pair.
+    assert!(off.value("tessellation").is_some());
+    assert_eq!(safe.value("tessellation"), off.value("tessellation"));
+    assert_eq!(
+        safe.stderr
+            .matches("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], duplicates [(5, 0)]")
+            .count(),
+        2,
         "{}",
         safe.stderr
     );

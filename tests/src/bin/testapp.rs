@@ -556,5 +556,8 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
     let img = overlap_tests::varyings::render_geometry(&g);
     let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
     println!("geometry={sum:016x}");
+    let img = overlap_tests::varyings::render_tessellation(&g);
+    let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+    println!("tessellation={sum:016x}");
     Ok(())
 }
