@@ -108,9 +108,17 @@ fn interlock_variants(src: &Path, out: &Path) {
 /// (vertex, fragment) SPIR-V.
 pub fn varying_corpus(out: &Path) {
     let mut table = String::from("pub const CORPUS: &[(&[u8], &[u8])] = &[\n");
+    // A bit mixer (not a period): every pair differs from every other.
+    let mix = |a: u32| {
+        let mut x = a.wrapping_mul(0x9e37_79b1);
+        x ^= x >> 15;
+        x = x.wrapping_mul(0x85eb_ca77);
+        x ^ (x >> 13)
+    };
+    let mut seen = std::collections::HashSet::new();
     for n in 0..32u32 {
-        let sparse = n % 3 == 0;
-        let slots = 3 + n % 4;
+        let sparse = mix(n) % 3 == 0;
+        let slots = 3 + mix(n + 1000) % 4;
         let mut vs = String::from(
             "#version 450\nconst vec2 POS[3] = vec2[3](vec2(-0.9, -0.8), vec2(0.85, -0.2), vec2(-0.3, 0.9));\n",
         );
@@ -119,7 +127,7 @@ pub fn varying_corpus(out: &Path) {
         let mut body_fs = String::from("    vec4 c = vec4(0.0);\n");
         for i in 0..slots {
             let loc = if sparse { i * 2 } else { i };
-            let kind = (n * 7 + i * 3) % 6;
+            let kind = mix(n * 16 + i + 2000) % 6;
             match kind {
                 0 | 4 => {
                     // 4: the same value as any other kind-0/4 slot (duplicates).
@@ -157,6 +165,7 @@ pub fn varying_corpus(out: &Path) {
         }
         vs += &format!("void main() {{\n{body_vs}}}\n");
         fs += &format!("void main() {{\n{body_fs}    o_color = clamp(c, 0.0, 1.0);\n}}\n");
+        assert!(seen.insert((vs.clone(), fs.clone())), "corpus pair {n} repeats an earlier one");
         for (ext, src) in [("vert", &vs), ("frag", &fs)] {
             let glsl = out.join(format!("corpus{n}.{ext}"));
             std::fs::write(&glsl, src).unwrap();

@@ -19,11 +19,34 @@ use std::sync::Arc;
 pub struct Varyings {
     pub level: Level,
     modules: Mutex<HashMap<vk::ShaderModule, Arc<Vec<u32>>>>,
+    /// Link results by the content of the pair: apps build many pipelines
+    /// from one shader pair (different blend, depth or render pass state),
+    /// and linking plus validating costs milliseconds.
+    cache: Mutex<HashMap<u64, Cached>>,
+}
+
+/// At most this many pairs are remembered; the cache is emptied when full.
+const CACHE_PAIRS: usize = 256;
+
+struct Cached {
+    producer: Arc<Vec<u32>>,
+    consumer: Arc<Vec<u32>>,
+    /// `None`: linking gains nothing or failed; the originals are used.
+    outcome: Option<Arc<Outcome>>,
+}
+
+/// A linked pair and what the linker did, for the debug log.
+struct Outcome {
+    producer: Vec<u32>,
+    consumer: Vec<u32>,
+    summary: String,
+    link_us: u128,
+    validate_us: u128,
 }
 
 impl Varyings {
     pub fn new(level: Level) -> Varyings {
-        Varyings { level, modules: Default::default() }
+        Varyings { level, modules: Default::default(), cache: Default::default() }
     }
 
     pub fn note_module(&self, module: vk::ShaderModule, code: &[u32]) {
@@ -37,6 +60,73 @@ impl Varyings {
     fn code(&self, module: vk::ShaderModule) -> Option<Arc<Vec<u32>>> {
         self.modules.lock().get(&module).cloned()
     }
+
+    /// The cached outcome for this pair: `Some(outcome)` on a hit.
+    fn cached(&self, key: u64, producer: &[u32], consumer: &[u32]) -> Option<Option<Arc<Outcome>>> {
+        let cache = self.cache.lock();
+        let hit = cache.get(&key)?;
+        // A hash collision must not hand out another pair's shaders.
+        (hit.producer[..] == *producer && hit.consumer[..] == *consumer).then(|| hit.outcome.clone())
+    }
+
+    fn remember(&self, key: u64, producer: Arc<Vec<u32>>, consumer: Arc<Vec<u32>>, outcome: Option<Arc<Outcome>>) {
+        let mut cache = self.cache.lock();
+        if cache.len() >= CACHE_PAIRS {
+            cache.clear();
+        }
+        cache.insert(key, Cached { producer, consumer, outcome });
+    }
+}
+
+fn pair_key(level: Level, producer: &[u32], consumer: &[u32]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (level as u8).hash(&mut h);
+    producer.hash(&mut h);
+    consumer.hash(&mut h);
+    h.finish()
+}
+
+/// Links one pair; `None` when the originals should be used.
+fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Option<Outcome> {
+    let started = std::time::Instant::now();
+    let (mut p, mut c) = (overlap_shaders::parse(vcode).ok()?, overlap_shaders::parse(fcode).ok()?);
+    let log = dev.log();
+    let report = match link(&mut p, &mut c, level) {
+        Ok(r) => r,
+        Err(e) => {
+            log.log_once(LogLevel::Warn, "OVERLAP-Varyings-Skipped", &e.to_string(), &format!("varying linking skipped: {e}"));
+            return None;
+        }
+    };
+    if report.locations_after == report.locations_before && report.components_after == report.components_before {
+        return None; // nothing to gain
+    }
+    let (pw, cw) = (overlap_shaders::assemble(&p), overlap_shaders::assemble(&c));
+    let link_us = started.elapsed().as_micros();
+    let validating = std::time::Instant::now();
+    if dev.settings().validate_shaders {
+        let env = crate::shader::target_env(dev);
+        let checked = overlap_shaders::validate(&pw, env).and_then(|_| overlap_shaders::validate(&cw, env));
+        if let Err(e @ overlap_shaders::Error::Invalid(_)) = checked {
+            log.error(
+                "OVERLAP-Shader-Invalid-Output",
+                &format!("the linked pair fails validation ({e}); the originals are used"),
+            );
+            return None;
+        }
+    }
+    let summary = format!(
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}",
+        report.locations_before,
+        report.locations_after,
+        report.components_before,
+        report.components_after,
+        report.removed_dead,
+        report.propagated_constants,
+        report.deduplicated,
+    );
+    Some(Outcome { producer: pw, consumer: cw, summary, link_us, validate_us: validating.elapsed().as_micros() })
 }
 
 /// Linked stage arrays for some pipelines, and the temporary modules to
@@ -80,39 +170,17 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
             continue;
         };
         let (Some(vcode), Some(fcode)) = (v.code(stages[vs].module), v.code(stages[fs].module)) else { continue };
-        let started = std::time::Instant::now();
-        let (Ok(mut p), Ok(mut c)) = (overlap_shaders::parse(&vcode), overlap_shaders::parse(&fcode)) else { continue };
-        let log = dev.log();
-        let report = match link(&mut p, &mut c, v.level) {
-            Ok(r) => r,
-            Err(e) => {
-                log.log_once(
-                    LogLevel::Warn,
-                    "OVERLAP-Varyings-Skipped",
-                    &e.to_string(),
-                    &format!("varying linking skipped: {e}"),
-                );
-                continue;
+        let key = pair_key(v.level, &vcode, &fcode);
+        let (outcome, cached) = match v.cached(key, &vcode, &fcode) {
+            Some(hit) => (hit, true),
+            None => {
+                let fresh = link_pair(dev, v.level, &vcode, &fcode).map(Arc::new);
+                v.remember(key, vcode, fcode, fresh.clone());
+                (fresh, false)
             }
         };
-        if report.locations_after == report.locations_before && report.components_after == report.components_before {
-            continue; // nothing to gain
-        }
-        let (pw, cw) = (overlap_shaders::assemble(&p), overlap_shaders::assemble(&c));
-        let link_us = started.elapsed().as_micros();
-        let validating = std::time::Instant::now();
-        if dev.settings().validate_shaders {
-            let env = crate::shader::target_env(dev);
-            let checked = overlap_shaders::validate(&pw, env).and_then(|_| overlap_shaders::validate(&cw, env));
-            if let Err(e @ overlap_shaders::Error::Invalid(_)) = checked {
-                log.error(
-                    "OVERLAP-Shader-Invalid-Output",
-                    &format!("the linked pair fails validation ({e}); the originals are used"),
-                );
-                continue;
-            }
-        }
-        let (Some(vm), Some(fm)) = (module(dev, &pw), module(dev, &cw)) else { continue };
+        let Some(outcome) = outcome else { continue };
+        let (Some(vm), Some(fm)) = (module(dev, &outcome.producer), module(dev, &outcome.consumer)) else { continue };
         out.temporary.extend([vm, fm]);
         let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'static>> =
             stages.iter().map(|s| std::mem::transmute_copy(s)).collect();
@@ -120,21 +188,14 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
         copy[fs].module = fm;
         info.p_stages = copy.as_ptr();
         out.stages.push(copy);
+        let log = dev.log();
         if log.enabled(LogLevel::Debug) {
-            log.debug(
-                "OVERLAP-Varyings-Linked",
-                &format!(
-                    "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}; link_us={link_us} validate_us={})",
-                    report.locations_before,
-                    report.locations_after,
-                    report.components_before,
-                    report.components_after,
-                    report.removed_dead,
-                    report.propagated_constants,
-                    report.deduplicated,
-                    validating.elapsed().as_micros()
-                ),
-            );
+            let cost = if cached {
+                "cached".to_string()
+            } else {
+                format!("link_us={} validate_us={}", outcome.link_us, outcome.validate_us)
+            };
+            log.debug("OVERLAP-Varyings-Linked", &format!("{}; {cost})", outcome.summary));
         }
     }
     out

@@ -13,6 +13,7 @@
 //! interlock matrix.
 //!
 //! usage: overlap-bench [ROUNDS] [K] [N] [REPS]   (defaults 9 64 1000 9)
+//!        overlap-bench varyings [ROUNDS]        (the varying linker only)
 
 use overlap_tests::harness::{app, run_with_timeout, Layers};
 use std::time::Duration;
@@ -31,9 +32,18 @@ fn median(v: &mut [u64]) -> f64 {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("numeric arguments")).collect();
+    let mut raw: Vec<String> = std::env::args().skip(1).collect();
+    let only_varyings = raw.first().is_some_and(|a| a == "varyings");
+    if only_varyings {
+        raw.remove(0);
+    }
+    let args: Vec<u64> = raw.iter().map(|a| a.parse().expect("numeric arguments")).collect();
     let get = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
     let (rounds, k, n, reps) = (get(0, 9), get(1, 64), get(2, 1000), get(3, 9));
+    if only_varyings {
+        varyings_section(rounds);
+        return;
+    }
     let mut configs = [
         Config { name: "no layer", layers: Layers::None, force: false, record: vec![], total: vec![] },
         Config { name: "Overlap, pass-through", layers: Layers::Overlap, force: false, record: vec![], total: vec![] },
@@ -90,6 +100,7 @@ fn varyings_section(rounds: u64) {
     let mut link_us = Vec::new();
     let mut validate_us = Vec::new();
     let mut pipeline_us = Vec::new();
+    let mut repeat_us = Vec::new();
     for round in 0..rounds as usize {
         for i in 0..3 {
             let k = (i + round) % 3;
@@ -120,6 +131,12 @@ fn varyings_section(rounds: u64) {
                         .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("pipeline_ns=")))
                         .map(|v| v.parse::<f64>().unwrap() / 1000.0),
                 );
+                repeat_us.extend(
+                    o.stdout
+                        .lines()
+                        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("repeat_pipeline_ns=")))
+                        .map(|v| v.parse::<f64>().unwrap() / 1000.0),
+                );
             }
         }
     }
@@ -135,6 +152,8 @@ fn varyings_section(rounds: u64) {
     let (l, v, p) = (median_f(&mut link_us), median_f(&mut validate_us), median_f(&mut pipeline_us));
     println!("\nLinker per pipeline (safe): link {l:.0} us, spirv-val {v:.0} us, vkCreateGraphicsPipelines as the app sees it {p:.0} us");
     println!("(link share of pipeline creation {:.1}%, with validation {:.1}%)", 100.0 * l / p, 100.0 * (l + v) / p);
+    let r = median_f(&mut repeat_us);
+    println!("Same pair again, new modules (link cache hit): vkCreateGraphicsPipelines {r:.0} us ({:.3} of the first)", r / p);
 }
 
 fn median_f(v: &mut [f64]) -> f64 {

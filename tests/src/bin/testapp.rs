@@ -553,6 +553,13 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
             std::fs::write(d.join(format!("{n}.rgba")), &img.rgba).map_err(|e| e.to_string())?;
         }
     }
+    // Again, from new modules with the same code: the layer's link cache
+    // must hand back the same linked pairs.
+    for n in 0..overlap_tests::varyings::CORPUS.len() {
+        let (img, pipeline_ns, _) = overlap_tests::varyings::render(&g, n, instances);
+        let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+        println!("repeat={n} checksum={sum:016x} repeat_pipeline_ns={pipeline_ns}");
+    }
     let img = overlap_tests::varyings::render_geometry(&g);
     let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
     println!("geometry={sum:016x}");
