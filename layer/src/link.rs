@@ -117,7 +117,7 @@ fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Op
         }
     }
     let summary = format!(
-        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}",
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}, packed {:?}",
         report.locations_before,
         report.locations_after,
         report.components_before,
@@ -125,6 +125,7 @@ fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Op
         report.removed_dead,
         report.propagated_constants,
         report.deduplicated,
+        report.packed,
     );
     Some(Outcome { producer: pw, consumer: cw, summary, link_us, validate_us: validating.elapsed().as_micros() })
 }

@@ -47,6 +47,9 @@ pub struct Report {
     pub deduplicated: Vec<(u32, u32)>,
     /// Old location → new location.
     pub relocated: Vec<(u32, u32)>,
+    /// Old location → (new location, component), for outputs packed into a
+    /// location shared with others.
+    pub packed: Vec<(u32, u32, u32)>,
     pub notes: Vec<String>,
 }
 
@@ -66,6 +69,37 @@ struct Var {
     /// Interpolation-affecting decorations (Flat, NoPerspective, Centroid, Sample).
     interp: Vec<Decoration>,
     xfb: bool,
+    /// For a single-location 32-bit scalar or vector without a Component
+    /// decoration: its scalar kind (float, int, uint) and component count.
+    packable: Option<(Scalar, u32)>,
+    /// The Component decoration (0 without one).
+    #[cfg_attr(not(test), allow(dead_code))]
+    component: u32,
+    /// The scalar kind and width of a 32-bit scalar or vector.
+    #[cfg_attr(not(test), allow(dead_code))]
+    kind: Option<(Scalar, u32)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Scalar {
+    Float,
+    Int,
+    Uint,
+}
+
+/// The 32-bit scalar kind and component count of a scalar or vector type.
+fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
+    let t = def(m, ty)?;
+    match (t.class.opcode, t.operands.as_slice()) {
+        (Op::TypeFloat, [Operand::LiteralBit32(32), ..]) => Some((Scalar::Float, 1)),
+        (Op::TypeInt, [Operand::LiteralBit32(32), Operand::LiteralBit32(signed)]) => {
+            Some((if *signed == 1 { Scalar::Int } else { Scalar::Uint }, 1))
+        }
+        (Op::TypeVector, [Operand::IdRef(c), Operand::LiteralBit32(n)]) => {
+            scalar_kind(m, *c).map(|(k, _)| (k, *n))
+        }
+        _ => None,
+    }
 }
 
 fn decorations_of(m: &Module, id: Word) -> Vec<&Instruction> {
@@ -152,7 +186,14 @@ fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
         let xfb = decs.iter().any(|d| {
             matches!(d.operands.get(1), Some(Operand::Decoration(Decoration::XfbBuffer | Decoration::Offset)))
         });
-        out.push(Var { id, location, locations, components, interp, xfb });
+        let component = decs.iter().find_map(|d| match (d.operands.get(1), d.operands.get(2)) {
+            (Some(Operand::Decoration(Decoration::Component)), Some(Operand::LiteralBit32(c))) => Some(*c),
+            _ => None,
+        });
+        let kind = scalar_kind(m, ty);
+        let packable = if component.is_some() || xfb { None } else { kind.filter(|(_, n)| *n < 4) };
+        let component = component.unwrap_or(0);
+        out.push(Var { id, location, locations, components, interp, xfb, packable, component, kind });
     }
     out.sort_by_key(|v| v.location);
     out
@@ -406,27 +447,84 @@ pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Resul
         make_private(producer, *id, None);
     }
 
-    // 4. Compaction: survivors renumbered in order of their old locations.
+    // 4. Compaction. Single-location 32-bit scalars and vectors narrower than
+    //    a vec4, alone at their location on both sides, are packed into
+    //    shared locations with Component decorations — only with others of
+    //    the same scalar kind and the same interpolation decorations, so the
+    //    packing is valid under every interface rule and changes no value.
+    //    Everything else keeps whole locations; all survivors are renumbered
+    //    consecutively in order of their old locations.
     let survivors: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id)).collect();
+    let live_inputs: Vec<&Var> = inputs.iter().filter(|i| !gone_inputs.contains(&i.id)).collect();
+    let sharing = |vars: &[&Var], v: &Var| {
+        vars.iter().filter(|w| w.location < v.location + v.locations && v.location < w.location + w.locations).count()
+    };
+    let input_at: HashMap<u32, &Var> =
+        live_inputs.iter().filter(|i| i.locations == 1).map(|i| (i.location, *i)).collect();
+    let pack_key = |o: &Var| -> Option<((Scalar, Vec<Decoration>), u32)> {
+        let (kind, n) = o.packable?;
+        let input = input_at.get(&o.location)?;
+        let alone = sharing(&survivors, o) == 1 && sharing(&live_inputs, input) == 1;
+        (alone && input.packable == Some((kind, n))).then(|| {
+            let mut interp = input.interp.clone();
+            interp.sort_by_key(|d| *d as u32);
+            ((kind, interp), n)
+        })
+    };
     let mut next = 0u32;
     let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut packed: HashMap<u32, (u32, u32)> = HashMap::new(); // old location → (location, component)
+    let mut bins: Vec<((Scalar, Vec<Decoration>), u32, u32)> = Vec::new(); // (key, location, used)
     for o in &survivors {
-        if !map.contains_key(&o.location) {
+        if let Some((key, n)) = pack_key(o) {
+            match bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
+                Some(bin) => {
+                    packed.insert(o.location, (bin.1, bin.2));
+                    bin.2 += n;
+                }
+                None => {
+                    packed.insert(o.location, (next, 0));
+                    bins.push((key, next, n));
+                    next += 1;
+                }
+            }
+        } else if !map.contains_key(&o.location) {
             map.insert(o.location, next);
             next += o.locations;
         }
     }
+    let place = |m: &mut Module, v: &Var, report: Option<&mut Report>| {
+        let (new, component) = match packed.get(&v.location) {
+            Some(&(l, c)) => (l, c),
+            None => match map.get(&v.location) {
+                Some(&l) => (l, 0),
+                None => return,
+            },
+        };
+        if new != v.location {
+            set_location(m, v.id, new);
+        }
+        if component != 0 {
+            m.annotations.push(Instruction::new(
+                Op::Decorate,
+                None,
+                None,
+                vec![Operand::IdRef(v.id), Operand::Decoration(Decoration::Component), Operand::LiteralBit32(component)],
+            ));
+        }
+        if let Some(r) = report {
+            if packed.contains_key(&v.location) && bins.iter().any(|b| b.1 == new && b.2 > v.components) {
+                r.packed.push((v.location, new, component));
+            } else if new != v.location {
+                r.relocated.push((v.location, new));
+            }
+        }
+    };
     for o in &survivors {
-        let new = map[&o.location];
-        if new != o.location {
-            set_location(producer, o.id, new);
-            report.relocated.push((o.location, new));
-        }
+        place(producer, o, Some(&mut report));
     }
-    for i in inputs.iter().filter(|i| !gone_inputs.contains(&i.id)) {
-        if let Some(new) = map.get(&i.location) {
-            set_location(consumer, i.id, *new);
-        }
+    for i in &live_inputs {
+        place(consumer, i, None);
     }
     let after = interface(producer, StorageClass::Output);
     (report.locations_after, report.components_after) = usage(&after);
@@ -455,16 +553,33 @@ mod tests {
         (r, disassemble(&pw), disassemble(&cw))
     }
 
-    /// Every consumer input has a producer output at the same location with
-    /// the same footprint (the Vulkan interface-matching rule, by location).
-    fn interface_matches(p: &Module, c: &Module) {
+    /// Every consumer input has a producer output at the same location and
+    /// component with the same footprint and scalar kind (the Vulkan
+    /// interface-matching rule), and no two inputs overlap.
+    pub(super) fn interface_matches(p: &Module, c: &Module) {
         let outs = interface(p, StorageClass::Output);
-        for i in interface(c, StorageClass::Input) {
+        let ins = interface(c, StorageClass::Input);
+        for i in &ins {
             let o = outs
                 .iter()
-                .find(|o| o.location == i.location)
-                .unwrap_or_else(|| panic!("input {} unmatched", i.location));
-            assert_eq!((o.locations, o.components), (i.locations, i.components), "location {}", i.location);
+                .find(|o| (o.location, o.component) == (i.location, i.component))
+                .unwrap_or_else(|| panic!("input {}.{} unmatched", i.location, i.component));
+            assert_eq!(
+                (o.locations, o.components, o.kind),
+                (i.locations, i.components, i.kind),
+                "location {}.{}",
+                i.location,
+                i.component
+            );
+        }
+        let mut used = HashSet::new();
+        for i in &ins {
+            let width = if i.locations == 1 { i.components } else { 4 };
+            for l in i.location..i.location + i.locations {
+                for c in i.component..i.component + width.min(4) {
+                    assert!(used.insert((l, c)), "inputs overlap at {l}.{c}");
+                }
+            }
         }
     }
 
@@ -521,6 +636,35 @@ mod tests {
         interface_matches(&p, &cm);
         assert_eq!(r.deduplicated, vec![(1, 0)]);
         assert_eq!(r.locations_after, 2);
+    }
+
+    #[test]
+    fn narrow_outputs_share_locations_by_kind_and_interpolation() {
+        let vars = [
+            ("flat", "int", "a", "gl_VertexIndex"),
+            ("flat", "int", "b", "gl_VertexIndex * 2"),
+            ("", "float", "c", "float(gl_VertexIndex)"),
+            ("noperspective", "float", "d", "float(gl_VertexIndex) * 3.0"),
+            ("", "float", "e", "float(gl_VertexIndex) * 5.0"),
+            ("", "vec3", "f", "vec3(float(gl_VertexIndex) * 7.0)"),
+            ("flat", "uint", "h", "uint(gl_VertexIndex)"),
+        ];
+        let (mut vs, mut fs, mut body, mut sum) = (VS.to_string(), FS.to_string(), String::new(), String::new());
+        for (n, (q, ty, name, value)) in vars.iter().enumerate() {
+            vs += &format!("layout(location={n}) {q} out {ty} {name};\n");
+            fs += &format!("layout(location={n}) {q} in {ty} {name};\n");
+            body += &format!("{name} = {value}; ");
+            sum += &format!(" + float({name}{})", if *ty == "vec3" { ".x" } else { "" });
+        }
+        let vs = format!("{vs}void main() {{ gl_Position = vec4(0); {body}}}\n");
+        let fs = format!("{fs}void main() {{ o = vec4(0.0{sum}); }}\n");
+        let (r, p, _) = pair(&vs, &fs, Level::Safe);
+        // a+b: flat ints; c+e: smooth floats; d alone (noperspective); f (a
+        // vec3) does not fit beside c+e; h (uint) does not join the ints.
+        assert_eq!((r.locations_before, r.locations_after), (7, 5), "{r:?}");
+        assert_eq!(r.packed, vec![(0, 0, 0), (1, 0, 1), (2, 1, 0), (4, 1, 1)], "{r:?}");
+        assert_eq!(r.relocated, vec![(3, 2), (5, 3), (6, 4)], "{r:?}");
+        assert!(p.contains("Component 1"), "{p}");
     }
 
     #[test]
@@ -612,14 +756,7 @@ mod matrix {
                         let ctx = format!("{ty} {q} {step:?} {level:?}");
                         validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} producer: {e}"));
                         validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} consumer: {e}"));
-                        let outs = interface(&p, StorageClass::Output);
-                        for i in interface(&c, StorageClass::Input) {
-                            assert!(
-                                outs.iter().any(|o| o.location == i.location),
-                                "{ctx}: input {} unmatched",
-                                i.location
-                            );
-                        }
+                        super::tests::interface_matches(&p, &c);
                         match step {
                             Step::Dead => assert_eq!(r.removed_dead, vec![0], "{ctx}"),
                             Step::Constant => {
@@ -628,12 +765,13 @@ mod matrix {
                             }
                             Step::Duplicate => assert_eq!(r.deduplicated, vec![(1, 0)], "{ctx}: {r:?}"),
                         }
-                        // One variable always survives, at location 0.
-                        assert_eq!(
-                            r.locations_after,
-                            1 + usize::from(step == Step::Constant && r.propagated_constants.is_empty()),
-                            "{ctx}"
-                        );
+                        // One variable always survives, at location 0; where a
+                        // non-propagated constant keeps both, two 32-bit
+                        // values of at most 2 components share one location.
+                        let both = step == Step::Constant && r.propagated_constants.is_empty();
+                        let packs = matches!(*ty, "float" | "vec2" | "int" | "uint" | "ivec2");
+                        assert_eq!(r.locations_after, 1 + usize::from(both && !packs), "{ctx}: {r:?}");
+                        assert_eq!(r.packed.len(), 2 * usize::from(both && packs), "{ctx}: {r:?}");
                         cases += 1;
                     }
                 }

@@ -370,6 +370,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             "propagated_constants": report.propagated_constants,
             "deduplicated": report.deduplicated,
             "relocated": report.relocated,
+            "packed": report.packed,
             "notes": report.notes,
         });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap());
@@ -382,6 +383,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         println!("constants moved to the consumer from locations {:?}", report.propagated_constants);
         println!("deduplicated (removed, kept) {:?}", report.deduplicated);
         println!("relocated (old, new) {:?}", report.relocated);
+        println!("packed (old, new, component) {:?}", report.packed);
         for n in &report.notes {
             println!("note: {n}");
         }
