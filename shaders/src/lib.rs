@@ -137,6 +137,14 @@ mod tests {
     }
 
     #[test]
+    fn the_validator_rejects_an_invalid_module() {
+        // The minimal shader with OpReturn removed: a block without a terminator.
+        let mut words = minimal_fragment();
+        words.remove(words.len() - 2);
+        assert!(matches!(validate(&words, TargetEnv::Vulkan1_0), Err(Error::Invalid(_))));
+    }
+
+    #[test]
     fn truncated_input_is_an_error() {
         let words = minimal_fragment();
         assert!(parse(&words[..words.len() - 3]).is_err());

@@ -14,6 +14,7 @@
 //!
 //! usage: overlap-bench [ROUNDS] [K] [N] [REPS]   (defaults 9 64 1000 9)
 //!        overlap-bench varyings [ROUNDS]        (the varying linker only)
+//!        overlap-bench rewrite                  (the interlock rewrite's cost only)
 
 use overlap_tests::harness::{app, run_with_timeout, Layers};
 use std::time::Duration;
@@ -33,16 +34,17 @@ fn median(v: &mut [u64]) -> f64 {
 
 fn main() {
     let mut raw: Vec<String> = std::env::args().skip(1).collect();
-    let only_varyings = raw.first().is_some_and(|a| a == "varyings");
-    if only_varyings {
+    let only = raw.first().filter(|a| *a == "varyings" || *a == "rewrite").cloned();
+    if only.is_some() {
         raw.remove(0);
     }
     let args: Vec<u64> = raw.iter().map(|a| a.parse().expect("numeric arguments")).collect();
     let get = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
     let (rounds, k, n, reps) = (get(0, 9), get(1, 64), get(2, 1000), get(3, 9));
-    if only_varyings {
-        varyings_section(rounds);
-        return;
+    match only.as_deref() {
+        Some("varyings") => return varyings_section(rounds),
+        Some("rewrite") => return rewrite_section(),
+        _ => {}
     }
     let mut configs = [
         Config { name: "no layer", layers: Layers::None, force: false, record: vec![], total: vec![] },
