@@ -120,7 +120,7 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::Bool,
         default: "true",
         label: "Validate shaders",
-        description: "Validate every rewritten SPIR-V module with spirv-val before it is sent to the driver.",
+        description: "Validate every rewritten SPIR-V module with the SPIRV-Tools validator (built into the layer) before it is sent to the driver.",
     },
     SettingDef {
         key: "dump_shaders",

@@ -4,7 +4,7 @@
 //! `vkCreateShadersEXT`. A module the layer has nothing to do for is not
 //! even parsed (a scan of its capabilities); a module it cannot handle is
 //! passed down unchanged with a warning naming the reason; a rewritten module
-//! that fails `spirv-val` is never sent down (the original goes, with an
+//! that fails validation (SPIRV-Tools, in process) is never sent down (the original goes, with an
 //! error).
 
 use crate::guard::{self, debug_panic};
@@ -129,7 +129,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                 "OVERLAP-Shader-Unvalidated",
                 "",
                 &format!(
-                    "rewritten shaders are sent unvalidated: {e} (install spirv-tools, or set validate_shaders=false)"
+                    "rewritten shaders are sent unvalidated: {e} (set validate_shaders=false to silence this)"
                 ),
             );
         } else if let Err(e) = checked {

@@ -19,9 +19,9 @@ pub enum Error {
     Parse(String),
     #[error("SPIR-V is {0} bytes long, not a whole number of 32-bit words")]
     Length(usize),
-    #[error("spirv-val rejects the module: {0}")]
+    #[error("the SPIR-V validator rejects the module: {0}")]
     Invalid(String),
-    #[error("cannot run spirv-val: {0}")]
+    #[error("the SPIR-V validator is unavailable: {0}")]
     ValidatorUnavailable(String),
 }
 
@@ -55,7 +55,7 @@ pub enum TargetEnv {
     Vulkan1_3,
 }
 
-/// Runs `spirv-val` on `words` for `env`.
+/// Validates `words` for `env` with SPIRV-Tools (compiled into the crate, in process).
 ///
 /// Block layout is not checked: which layout rules apply depends on device
 /// features the application enabled (scalar, standard uniform buffer layout:
