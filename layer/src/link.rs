@@ -95,7 +95,12 @@ fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Op
     let report = match link(&mut p, &mut c, level) {
         Ok(r) => r,
         Err(e) => {
-            log.log_once(LogLevel::Warn, "OVERLAP-Varyings-Skipped", &e.to_string(), &format!("varying linking skipped: {e}"));
+            log.log_once(
+                LogLevel::Warn,
+                "OVERLAP-Varyings-Skipped",
+                &e.to_string(),
+                &format!("varying linking skipped: {e}"),
+            );
             return None;
         }
     };

@@ -128,9 +128,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                 LogLevel::Warn,
                 "OVERLAP-Shader-Unvalidated",
                 "",
-                &format!(
-                    "rewritten shaders are sent unvalidated: {e} (set validate_shaders=false to silence this)"
-                ),
+                &format!("rewritten shaders are sent unvalidated: {e} (set validate_shaders=false to silence this)"),
             );
         } else if let Err(e) = checked {
             let input_valid = overlap_shaders::validate(code, target_env(dev)).is_ok();

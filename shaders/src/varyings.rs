@@ -95,9 +95,7 @@ fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
         (Op::TypeInt, [Operand::LiteralBit32(32), Operand::LiteralBit32(signed)]) => {
             Some((if *signed == 1 { Scalar::Int } else { Scalar::Uint }, 1))
         }
-        (Op::TypeVector, [Operand::IdRef(c), Operand::LiteralBit32(n)]) => {
-            scalar_kind(m, *c).map(|(k, _)| (k, *n))
-        }
+        (Op::TypeVector, [Operand::IdRef(c), Operand::LiteralBit32(n)]) => scalar_kind(m, *c).map(|(k, _)| (k, *n)),
         _ => None,
     }
 }
@@ -509,7 +507,11 @@ pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Resul
                 Op::Decorate,
                 None,
                 None,
-                vec![Operand::IdRef(v.id), Operand::Decoration(Decoration::Component), Operand::LiteralBit32(component)],
+                vec![
+                    Operand::IdRef(v.id),
+                    Operand::Decoration(Decoration::Component),
+                    Operand::LiteralBit32(component),
+                ],
             ));
         }
         if let Some(r) = report {

@@ -155,7 +155,10 @@ fn varyings_section(rounds: u64) {
     println!("\nLinker per pipeline (safe): link {l:.0} us, spirv-val {v:.0} us, vkCreateGraphicsPipelines as the app sees it {p:.0} us");
     println!("(link share of pipeline creation {:.1}%, with validation {:.1}%)", 100.0 * l / p, 100.0 * (l + v) / p);
     let r = median_f(&mut repeat_us);
-    println!("Same pair again, new modules (link cache hit): vkCreateGraphicsPipelines {r:.0} us ({:.3} of the first)", r / p);
+    println!(
+        "Same pair again, new modules (link cache hit): vkCreateGraphicsPipelines {r:.0} us ({:.3} of the first)",
+        r / p
+    );
 }
 
 fn median_f(v: &mut [f64]) -> f64 {
