@@ -308,22 +308,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::FRAGMENT),
         ];
-        let set_layout = d
-            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None)
-            .unwrap();
-        let sizes = [
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 },
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 },
-        ];
-        let pool = d
-            .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
-            .unwrap();
+        let (set_layout, pool, set) = gpu.descriptor_set(&bindings);
         let layouts = [set_layout];
-        let set = d
-            .allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
-            )
-            .unwrap()[0];
         let image_info = [vk::DescriptorImageInfo {
             sampler: vk::Sampler::null(),
             image_view: view,
@@ -442,22 +428,12 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
 
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
-            let to_general = [vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::UNDEFINED)
-                .new_layout(vk::ImageLayout::GENERAL)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(image)
-                .subresource_range(range)];
-            d.cmd_pipeline_barrier(
+            gpu.image_from_undefined(
                 cb,
-                vk::PipelineStageFlags::TOP_OF_PIPE,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &to_general,
+                image,
+                range,
+                vk::ImageLayout::GENERAL,
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
             );
             d.cmd_clear_color_image(
                 cb,
@@ -473,22 +449,12 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
             );
             if case.shader_object {
-                let to_attachment = [vk::ImageMemoryBarrier::default()
-                    .old_layout(vk::ImageLayout::UNDEFINED)
-                    .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-                    .dst_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
-                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                    .image(color)
-                    .subresource_range(range)];
-                d.cmd_pipeline_barrier(
+                gpu.image_from_undefined(
                     cb,
-                    vk::PipelineStageFlags::TOP_OF_PIPE,
-                    vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[],
-                    &to_attachment,
+                    color,
+                    range,
+                    vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                    (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
                 );
                 let atts = [vk::RenderingAttachmentInfo::default()
                     .image_view(color_view)

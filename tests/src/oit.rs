@@ -75,19 +75,8 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::FRAGMENT)
         });
-        let set_layout = d
-            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None)
-            .unwrap();
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 }];
-        let pool = d
-            .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
-            .unwrap();
+        let (set_layout, pool, set) = gpu.descriptor_set(&bindings);
         let layouts = [set_layout];
-        let set = d
-            .allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
-            )
-            .unwrap()[0];
         let infos = [counts.buffer, lists.buffer]
             .map(|b| [vk::DescriptorBufferInfo { buffer: b, offset: 0, range: vk::WHOLE_SIZE }]);
         d.update_descriptor_sets(

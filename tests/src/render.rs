@@ -329,6 +329,56 @@ impl Gpu {
         unsafe { self.device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &b, &[], &[]) };
     }
 
+    /// A set layout of `bindings`, a pool sized for exactly one set of it,
+    /// and that set.
+    pub fn descriptor_set(
+        &self,
+        bindings: &[vk::DescriptorSetLayoutBinding],
+    ) -> (vk::DescriptorSetLayout, vk::DescriptorPool, vk::DescriptorSet) {
+        let d = &self.device;
+        let sizes: Vec<vk::DescriptorPoolSize> = bindings
+            .iter()
+            .map(|b| vk::DescriptorPoolSize { ty: b.descriptor_type, descriptor_count: b.descriptor_count })
+            .collect();
+        unsafe {
+            let set_layout = d
+                .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(bindings), None)
+                .unwrap();
+            let pool = d
+                .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
+                .unwrap();
+            let layouts = [set_layout];
+            let set = d
+                .allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+                )
+                .unwrap()[0];
+            (set_layout, pool, set)
+        }
+    }
+
+    /// Moves `image` (contents discarded) from UNDEFINED to `layout`, made
+    /// available to `dst`.
+    pub fn image_from_undefined(
+        &self,
+        cb: vk::CommandBuffer,
+        image: vk::Image,
+        range: vk::ImageSubresourceRange,
+        layout: vk::ImageLayout,
+        dst: (vk::PipelineStageFlags, vk::AccessFlags),
+    ) {
+        let b = [vk::ImageMemoryBarrier::default()
+            .old_layout(vk::ImageLayout::UNDEFINED)
+            .new_layout(layout)
+            .dst_access_mask(dst.1)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(range)];
+        let top = vk::PipelineStageFlags::TOP_OF_PIPE;
+        unsafe { self.device.cmd_pipeline_barrier(cb, top, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
+    }
+
     pub fn one_time_submit(&self, record: impl FnOnce(vk::CommandBuffer)) {
         unsafe {
             let pool = self
@@ -398,6 +448,11 @@ pub struct Image {
 }
 
 impl Image {
+    /// FNV-1a over the RGBA bytes: a render's fingerprint for comparisons.
+    pub fn checksum(&self) -> u64 {
+        self.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3))
+    }
+
     pub fn pixel(&self, x: u32, y: u32) -> [u8; 4] {
         let i = ((y * self.width + x) * 4) as usize;
         self.rgba[i..i + 4].try_into().unwrap()

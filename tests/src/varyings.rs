@@ -10,10 +10,50 @@ include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
 /// returns the pipeline creation and the submission times in nanoseconds.
 pub fn render(gpu: &Gpu, n: usize, instances: u32) -> (Image, u64, u64) {
     let (vert, frag) = CORPUS[n];
+    draw(gpu, instances, |target, layout| target.pipeline_with(gpu, layout, vert, frag, true))
+}
+
+/// The geometry-shader pair (passthrough.geom → geom_consumer.frag) over the
+/// scene's vertex shader.
+pub fn render_geometry(gpu: &Gpu) -> Image {
+    draw(gpu, 1, |target, layout| {
+        target.pipeline_with_geometry(
+            gpu,
+            layout,
+            include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.geom.spv")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/geom_consumer.frag.spv")),
+        )
+    })
+    .0
+}
+
+/// The tessellation pair (passthrough.tese → geom_consumer.frag).
+pub fn render_tessellation(gpu: &Gpu) -> Image {
+    draw(gpu, 1, |target, layout| {
+        target.pipeline_with_tessellation(
+            gpu,
+            layout,
+            include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.tesc.spv")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.tese.spv")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/geom_consumer.frag.spv")),
+        )
+    })
+    .0
+}
+
+/// One triangle (`instances` times) into a 64x64 target through the pipeline
+/// `make` builds; the image, the pipeline creation and the submission times.
+fn draw(
+    gpu: &Gpu,
+    instances: u32,
+    make: impl FnOnce(&Target, vk::PipelineLayout) -> vk::Pipeline,
+) -> (Image, u64, u64) {
     let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
     let layout = unsafe { gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None) }.unwrap();
     let t = std::time::Instant::now();
-    let pipeline = target.pipeline_with(gpu, layout, vert, frag, true);
+    let pipeline = make(&target, layout);
     let pipeline_ns = t.elapsed().as_nanos() as u64;
     let t = std::time::Instant::now();
     gpu.one_time_submit(|cb| {
@@ -33,64 +73,4 @@ pub fn render(gpu: &Gpu, n: usize, instances: u32) -> (Image, u64, u64) {
     }
     target.destroy(gpu);
     (image, pipeline_ns, submit_ns)
-}
-
-/// The geometry-shader pair (passthrough.geom → geom_consumer.frag) over the
-/// scene's vertex shader.
-pub fn render_geometry(gpu: &Gpu) -> Image {
-    let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
-    let layout = unsafe { gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None) }.unwrap();
-    let pipeline = target.pipeline_with_geometry(
-        gpu,
-        layout,
-        include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
-        include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.geom.spv")),
-        include_bytes!(concat!(env!("OUT_DIR"), "/geom_consumer.frag.spv")),
-    );
-    gpu.one_time_submit(|cb| {
-        target.begin(gpu, cb);
-        unsafe {
-            gpu.device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            gpu.device.cmd_draw(cb, 3, 1, 0, 0);
-        }
-        target.end(gpu, cb);
-        target.record_copy_out(gpu, cb);
-    });
-    let image = target.read(gpu);
-    unsafe {
-        gpu.device.destroy_pipeline(pipeline, None);
-        gpu.device.destroy_pipeline_layout(layout, None);
-    }
-    target.destroy(gpu);
-    image
-}
-
-/// The tessellation pair (passthrough.tese → geom_consumer.frag).
-pub fn render_tessellation(gpu: &Gpu) -> Image {
-    let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
-    let layout = unsafe { gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None) }.unwrap();
-    let pipeline = target.pipeline_with_tessellation(
-        gpu,
-        layout,
-        include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
-        include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.tesc.spv")),
-        include_bytes!(concat!(env!("OUT_DIR"), "/passthrough.tese.spv")),
-        include_bytes!(concat!(env!("OUT_DIR"), "/geom_consumer.frag.spv")),
-    );
-    gpu.one_time_submit(|cb| {
-        target.begin(gpu, cb);
-        unsafe {
-            gpu.device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            gpu.device.cmd_draw(cb, 3, 1, 0, 0);
-        }
-        target.end(gpu, cb);
-        target.record_copy_out(gpu, cb);
-    });
-    let image = target.read(gpu);
-    unsafe {
-        gpu.device.destroy_pipeline(pipeline, None);
-        gpu.device.destroy_pipeline_layout(layout, None);
-    }
-    target.destroy(gpu);
-    image
 }

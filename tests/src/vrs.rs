@@ -45,19 +45,8 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-        let set_layout = d
-            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding), None)
-            .unwrap();
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 }];
-        let pool = d
-            .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
-            .unwrap();
+        let (set_layout, pool, set) = gpu.descriptor_set(&binding);
         let layouts = [set_layout];
-        let set = d
-            .allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
-            )
-            .unwrap()[0];
         let info = [vk::DescriptorBufferInfo { buffer: counts.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         d.update_descriptor_sets(
             &[vk::WriteDescriptorSet::default()

@@ -156,7 +156,7 @@ fn render_cmd(
         img.write_png(out).map_err(|e| format!("writing {}: {e}", out.display()))?;
         println!("png={}", out.display());
     }
-    let checksum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+    let checksum = img.checksum();
     println!("checksum={checksum:016x}");
     check_scene(&img)
 }
@@ -546,7 +546,7 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
     let g = gpu(opts)?;
     for n in 0..overlap_tests::varyings::CORPUS.len() {
         let (img, pipeline_ns, submit_ns) = overlap_tests::varyings::render(&g, n, instances);
-        let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+        let sum = img.checksum();
         println!("pair={n} checksum={sum:016x} pipeline_ns={pipeline_ns} submit_ns={submit_ns}");
         if let Some(d) = &dir {
             std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
@@ -557,14 +557,14 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
     // must hand back the same linked pairs.
     for n in 0..overlap_tests::varyings::CORPUS.len() {
         let (img, pipeline_ns, _) = overlap_tests::varyings::render(&g, n, instances);
-        let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+        let sum = img.checksum();
         println!("repeat={n} checksum={sum:016x} repeat_pipeline_ns={pipeline_ns}");
     }
     let img = overlap_tests::varyings::render_geometry(&g);
-    let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+    let sum = img.checksum();
     println!("geometry={sum:016x}");
     let img = overlap_tests::varyings::render_tessellation(&g);
-    let sum = img.rgba.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+    let sum = img.checksum();
     println!("tessellation={sum:016x}");
     Ok(())
 }
