@@ -184,50 +184,13 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
     let samples = vk::SampleCountFlags::from_raw(case.samples);
     unsafe {
         // The result, as a storage image and as a storage buffer; both bound.
-        let image = d
-            .create_image(
-                &vk::ImageCreateInfo::default()
-                    .image_type(vk::ImageType::TYPE_2D)
-                    .format(vk::Format::R32_UINT)
-                    .extent(vk::Extent3D { width: row, height: h, depth: 1 })
-                    .mip_levels(1)
-                    .array_layers(1)
-                    .samples(vk::SampleCountFlags::TYPE_1)
-                    .usage(
-                        vk::ImageUsageFlags::STORAGE
-                            | vk::ImageUsageFlags::TRANSFER_SRC
-                            | vk::ImageUsageFlags::TRANSFER_DST,
-                    ),
-                None,
-            )
-            .unwrap();
-        let req = d.get_image_memory_requirements(image);
-        let image_memory = d
-            .allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
-                None,
-            )
-            .unwrap();
-        d.bind_image_memory(image, image_memory, 0).unwrap();
-        let range = vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        };
-        let view = d
-            .create_image_view(
-                &vk::ImageViewCreateInfo::default()
-                    .image(image)
-                    .view_type(vk::ImageViewType::TYPE_2D)
-                    .format(vk::Format::R32_UINT)
-                    .subresource_range(range),
-                None,
-            )
-            .unwrap();
+        let (image, image_memory, view) = gpu.image_2d(
+            vk::Format::R32_UINT,
+            (row, h),
+            vk::SampleCountFlags::TYPE_1,
+            vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST,
+        );
+        let range = crate::render::color_range();
         let storage = buffer(
             gpu,
             bytes,
@@ -239,39 +202,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let readback = buffer(gpu, bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
 
         // A colour attachment of the case's sample count (nothing is written to it).
-        let color = d
-            .create_image(
-                &vk::ImageCreateInfo::default()
-                    .image_type(vk::ImageType::TYPE_2D)
-                    .format(vk::Format::R8G8B8A8_UNORM)
-                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
-                    .mip_levels(1)
-                    .array_layers(1)
-                    .samples(samples)
-                    .usage(vk::ImageUsageFlags::COLOR_ATTACHMENT),
-                None,
-            )
-            .unwrap();
-        let req = d.get_image_memory_requirements(color);
-        let color_memory = d
-            .allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
-                None,
-            )
-            .unwrap();
-        d.bind_image_memory(color, color_memory, 0).unwrap();
-        let color_view = d
-            .create_image_view(
-                &vk::ImageViewCreateInfo::default()
-                    .image(color)
-                    .view_type(vk::ImageViewType::TYPE_2D)
-                    .format(vk::Format::R8G8B8A8_UNORM)
-                    .subresource_range(range),
-                None,
-            )
-            .unwrap();
+        let (color, color_memory, color_view) =
+            gpu.image_2d(vk::Format::R8G8B8A8_UNORM, (w, h), samples, vk::ImageUsageFlags::COLOR_ATTACHMENT);
         let att = [vk::AttachmentDescription::default()
             .format(vk::Format::R8G8B8A8_UNORM)
             .samples(samples)

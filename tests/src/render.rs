@@ -329,6 +329,53 @@ impl Gpu {
         unsafe { self.device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &b, &[], &[]) };
     }
 
+    /// A 2D single-level image in device-local memory, and a view of it.
+    pub fn image_2d(
+        &self,
+        format: vk::Format,
+        (width, height): (u32, u32),
+        samples: vk::SampleCountFlags,
+        usage: vk::ImageUsageFlags,
+    ) -> (vk::Image, vk::DeviceMemory, vk::ImageView) {
+        let d = &self.device;
+        unsafe {
+            let image = d
+                .create_image(
+                    &vk::ImageCreateInfo::default()
+                        .image_type(vk::ImageType::TYPE_2D)
+                        .format(format)
+                        .extent(vk::Extent3D { width, height, depth: 1 })
+                        .mip_levels(1)
+                        .array_layers(1)
+                        .samples(samples)
+                        .usage(usage),
+                    None,
+                )
+                .unwrap();
+            let req = d.get_image_memory_requirements(image);
+            let memory = d
+                .allocate_memory(
+                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(
+                        self.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL),
+                    ),
+                    None,
+                )
+                .unwrap();
+            d.bind_image_memory(image, memory, 0).unwrap();
+            let view = d
+                .create_image_view(
+                    &vk::ImageViewCreateInfo::default()
+                        .image(image)
+                        .view_type(vk::ImageViewType::TYPE_2D)
+                        .format(format)
+                        .subresource_range(color_range()),
+                    None,
+                )
+                .unwrap();
+            (image, memory, view)
+        }
+    }
+
     /// A set layout of `bindings`, a pool sized for exactly one set of it,
     /// and that set.
     pub fn descriptor_set(
@@ -499,39 +546,12 @@ impl Target {
         assert!(path == RenderPath::RenderPass || gpu.dynamic_rendering, "dynamic rendering unsupported");
         let d = &gpu.device;
         unsafe {
-            let image = d
-                .create_image(
-                    &vk::ImageCreateInfo::default()
-                        .image_type(vk::ImageType::TYPE_2D)
-                        .format(COLOR_FORMAT)
-                        .extent(vk::Extent3D { width, height, depth: 1 })
-                        .mip_levels(1)
-                        .array_layers(1)
-                        .samples(vk::SampleCountFlags::TYPE_1)
-                        .usage(vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC),
-                    None,
-                )
-                .unwrap();
-            let req = d.get_image_memory_requirements(image);
-            let memory = d
-                .allocate_memory(
-                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(
-                        gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL),
-                    ),
-                    None,
-                )
-                .unwrap();
-            d.bind_image_memory(image, memory, 0).unwrap();
-            let view = d
-                .create_image_view(
-                    &vk::ImageViewCreateInfo::default()
-                        .image(image)
-                        .view_type(vk::ImageViewType::TYPE_2D)
-                        .format(COLOR_FORMAT)
-                        .subresource_range(color_range()),
-                    None,
-                )
-                .unwrap();
+            let (image, memory, view) = gpu.image_2d(
+                COLOR_FORMAT,
+                (width, height),
+                vk::SampleCountFlags::TYPE_1,
+                vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+            );
             let (render_pass, framebuffer) = if path == RenderPath::RenderPass {
                 let att = [vk::AttachmentDescription::default()
                     .format(COLOR_FORMAT)
@@ -843,7 +863,7 @@ impl Target {
     }
 }
 
-fn color_range() -> vk::ImageSubresourceRange {
+pub fn color_range() -> vk::ImageSubresourceRange {
     vk::ImageSubresourceRange {
         aspect_mask: vk::ImageAspectFlags::COLOR,
         base_mip_level: 0,
