@@ -78,10 +78,10 @@ impl Varyings {
     }
 }
 
-fn pair_key(level: Level, producer: &[u32], consumer: &[u32]) -> u64 {
+/// The cache key of a pair (the level is fixed per device, as is the cache).
+fn pair_key(producer: &[u32], consumer: &[u32]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (level as u8).hash(&mut h);
     producer.hash(&mut h);
     consumer.hash(&mut h);
     h.finish()
@@ -176,7 +176,7 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
             continue;
         };
         let (Some(vcode), Some(fcode)) = (v.code(stages[vs].module), v.code(stages[fs].module)) else { continue };
-        let key = pair_key(v.level, &vcode, &fcode);
+        let key = pair_key(&vcode, &fcode);
         let (outcome, cached) = match v.cached(key, &vcode, &fcode) {
             Some(hit) => (hit, true),
             None => {

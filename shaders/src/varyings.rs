@@ -69,15 +69,23 @@ struct Var {
     /// Interpolation-affecting decorations (Flat, NoPerspective, Centroid, Sample).
     interp: Vec<Decoration>,
     xfb: bool,
-    /// For a single-location 32-bit scalar or vector without a Component
-    /// decoration: its scalar kind (float, int, uint) and component count.
-    packable: Option<(Scalar, u32)>,
-    /// The Component decoration (0 without one).
-    #[cfg_attr(not(test), allow(dead_code))]
-    component: u32,
-    /// The scalar kind and width of a 32-bit scalar or vector.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The Component decoration, if any.
+    component: Option<u32>,
+    /// The scalar kind (float, int, uint) and component count of a 32-bit
+    /// scalar or vector.
     kind: Option<(Scalar, u32)>,
+}
+
+impl Var {
+    /// The kind and component count of a variable that may share its
+    /// location: narrower than a vec4, not captured by transform feedback,
+    /// and not already placed at a component by the application.
+    fn packable(&self) -> Option<(Scalar, u32)> {
+        if self.component.is_some() || self.xfb {
+            return None;
+        }
+        self.kind.filter(|(_, n)| *n < 4)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -189,9 +197,7 @@ fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
             _ => None,
         });
         let kind = scalar_kind(m, ty);
-        let packable = if component.is_some() || xfb { None } else { kind.filter(|(_, n)| *n < 4) };
-        let component = component.unwrap_or(0);
-        out.push(Var { id, location, locations, components, interp, xfb, packable, component, kind });
+        out.push(Var { id, location, locations, components, interp, xfb, component, kind });
     }
     out.sort_by_key(|v| v.location);
     out
@@ -460,10 +466,10 @@ pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Resul
     let input_at: HashMap<u32, &Var> =
         live_inputs.iter().filter(|i| i.locations == 1).map(|i| (i.location, *i)).collect();
     let pack_key = |o: &Var| -> Option<((Scalar, Vec<Decoration>), u32)> {
-        let (kind, n) = o.packable?;
+        let (kind, n) = o.packable()?;
         let input = input_at.get(&o.location)?;
         let alone = sharing(&survivors, o) == 1 && sharing(&live_inputs, input) == 1;
-        (alone && input.packable == Some((kind, n))).then(|| {
+        (alone && input.packable() == Some((kind, n))).then(|| {
             let mut interp = input.interp.clone();
             interp.sort_by_key(|d| *d as u32);
             ((kind, interp), n)
@@ -564,12 +570,12 @@ mod tests {
         for i in &ins {
             let o = outs
                 .iter()
-                .find(|o| (o.location, o.component) == (i.location, i.component))
-                .unwrap_or_else(|| panic!("input {}.{} unmatched", i.location, i.component));
+                .find(|o| (o.location, o.component.unwrap_or(0)) == (i.location, i.component.unwrap_or(0)))
+                .unwrap_or_else(|| panic!("input {}.{:?} unmatched", i.location, i.component));
             assert_eq!(
                 (o.locations, o.components, o.kind),
                 (i.locations, i.components, i.kind),
-                "location {}.{}",
+                "location {}.{:?}",
                 i.location,
                 i.component
             );
@@ -578,7 +584,8 @@ mod tests {
         for i in &ins {
             let width = if i.locations == 1 { i.components } else { 4 };
             for l in i.location..i.location + i.locations {
-                for c in i.component..i.component + width.min(4) {
+                let first = i.component.unwrap_or(0);
+                for c in first..first + width.min(4) {
                     assert!(used.insert((l, c)), "inputs overlap at {l}.{c}");
                 }
             }
