@@ -3,6 +3,7 @@
 //! module, unit-tested without a GPU, and every output can be checked with
 //! [`validate`].
 
+pub mod fdm;
 pub mod interlock;
 pub mod spinlock;
 #[cfg(test)]

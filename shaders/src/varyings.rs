@@ -108,14 +108,14 @@ fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
     }
 }
 
-fn decorations_of(m: &Module, id: Word) -> Vec<&Instruction> {
+pub(crate) fn decorations_of(m: &Module, id: Word) -> Vec<&Instruction> {
     m.annotations
         .iter()
         .filter(|a| a.class.opcode == Op::Decorate && a.operands.first() == Some(&Operand::IdRef(id)))
         .collect()
 }
 
-fn def<'a>(m: &'a Module, id: Word) -> Option<&'a Instruction> {
+pub(crate) fn def<'a>(m: &'a Module, id: Word) -> Option<&'a Instruction> {
     m.types_global_values.iter().find(|i| i.result_id == Some(id))
 }
 
@@ -205,7 +205,7 @@ fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
 
 /// Turns an interface variable into a private one (optionally initialised),
 /// dropping its interface decorations and its entry-point listing.
-fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
+pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
     let var = m.types_global_values.iter().find(|i| i.result_id == Some(id)).cloned().unwrap();
     let pointee = def(m, var.result_type.unwrap())
         .and_then(|p| match p.operands.get(1) {
@@ -242,6 +242,7 @@ fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
                 ))
             ))
     });
+    retype_chains(m, id, StorageClass::Private);
     let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
     // From SPIR-V 1.4 every global a function uses is listed; before, only Input/Output.
     if (version >> 8) & 0xffff < 0x0104 {
@@ -251,18 +252,47 @@ fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
     }
 }
 
-fn bound(m: &Module) -> Word {
+/// Gives every access chain rooted at `root` (directly or through another
+/// chain) a pointer type of storage class `class`, after `root` itself moved
+/// to that class.
+pub(crate) fn retype_chains(m: &mut Module, root: Word, class: StorageClass) {
+    let mut roots: HashSet<Word> = HashSet::from([root]);
+    let mut retype: Vec<(usize, usize, usize, Word)> = Vec::new();
+    for (fi, f) in m.functions.iter().enumerate() {
+        for (bi, b) in f.blocks.iter().enumerate() {
+            for (ii, i) in b.instructions.iter().enumerate() {
+                let chain = matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain | Op::CopyObject);
+                if let (true, Some(Operand::IdRef(base))) = (chain, i.operands.first()) {
+                    if roots.contains(base) {
+                        roots.insert(i.result_id.unwrap());
+                        retype.push((fi, bi, ii, i.result_type.unwrap()));
+                    }
+                }
+            }
+        }
+    }
+    for (fi, bi, ii, old) in retype {
+        let pointee = match def(m, old).and_then(|p| p.operands.get(1)) {
+            Some(Operand::IdRef(t)) => *t,
+            _ => continue,
+        };
+        let ptr = find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(class), Operand::IdRef(pointee)]);
+        m.functions[fi].blocks[bi].instructions[ii].result_type = Some(ptr);
+    }
+}
+
+pub(crate) fn bound(m: &Module) -> Word {
     m.header.as_ref().map(|h| h.bound).unwrap_or(1)
 }
 
-fn fresh(m: &mut Module) -> Word {
+pub(crate) fn fresh(m: &mut Module) -> Word {
     let h = m.header.as_mut().unwrap();
     let id = h.bound;
     h.bound += 1;
     id
 }
 
-fn find_or_add(m: &mut Module, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
+pub(crate) fn find_or_add(m: &mut Module, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
     if let Some(i) = m
         .types_global_values
         .iter()
@@ -343,7 +373,7 @@ fn is_constant(m: &Module, id: Word) -> bool {
 }
 
 /// Replaces every use of `from` by `to` in function bodies.
-fn replace_uses(m: &mut Module, from: Word, to: Word) {
+pub(crate) fn replace_uses(m: &mut Module, from: Word, to: Word) {
     for f in &mut m.functions {
         for b in &mut f.blocks {
             for i in &mut b.instructions {

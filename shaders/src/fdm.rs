@@ -1,0 +1,370 @@
+//! Fragment density map built-ins on drivers without `VK_EXT_fragment_density_map`.
+//!
+//! The layer renders a bin of fragment area `a = (ax, ay)` into a scratch
+//! target `1/a` the size of the framebuffer region, with the transform
+//! `x' = x / a` (the bin offset is zero by construction: every area has a
+//! scratch target of its own, see `layer/src/fdm`). A fragment shader then
+//! sees, per area, constants baked into its own pipeline variant:
+//!
+//! - `FragSizeEXT` = `a`;
+//! - `FragInvocationCountEXT` = the invocations per fragment the pipeline
+//!   asks for (`fragmentDensityInvocations` is false: the area never adds
+//!   invocations);
+//! - `FragCoord.xy` = scratch `FragCoord.xy · a`, the fragment centre in
+//!   framebuffer space (turnip's `(unscaled − offset) · fragSize` with a zero
+//!   offset); `z` and `w` are unchanged.
+//!
+//! The `FragmentDensityEXT` capability and its SPIR-V extension are removed;
+//! the built-in variables become private variables holding those values.
+
+use crate::varyings::{def, find_or_add, fresh, make_private, replace_uses, retype_chains};
+use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::spirv::{BuiltIn, Capability, Decoration, ExecutionModel, Op, StorageClass, Word};
+
+/// The per-variant values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Params {
+    /// The fragment area of the bins the variant renders.
+    pub area: (u32, u32),
+    /// `FragInvocationCountEXT`.
+    pub invocations: u32,
+}
+
+/// What [`lower`] changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    pub frag_size: bool,
+    pub invocation_count: bool,
+    pub frag_coord_scaled: bool,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Unsupported {
+    #[error("a density built-in is a block member, not a variable")]
+    BuiltinInBlock,
+    #[error("a density built-in's pointer is passed to a function")]
+    PointerArgument,
+}
+
+const DENSITY_EXTENSIONS: [&str; 2] = ["SPV_EXT_fragment_invocation_density", "SPV_NV_shading_rate"];
+
+/// Whether `words` declares the `FragmentDensityEXT` capability (a scan of
+/// the capability section, without parsing the module).
+pub fn uses_density_builtins(words: &[u32]) -> bool {
+    let mut i = 5;
+    while i < words.len() {
+        let (len, op) = ((words[i] >> 16) as usize, words[i] & 0xffff);
+        if len == 0 {
+            return false;
+        }
+        match op {
+            // OpCapability
+            17 if words.get(i + 1) == Some(&(Capability::FragmentDensityEXT as u32)) => return true,
+            // OpCapability, OpExtension, OpExtInstImport, OpMemoryModel come first.
+            17 | 10 | 11 | 14 => {}
+            _ => return false,
+        }
+        i += len;
+    }
+    false
+}
+
+fn builtin_of(m: &Module, id: Word) -> Option<BuiltIn> {
+    m.annotations.iter().find_map(|a| match a.operands.as_slice() {
+        [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)]
+            if *t == id && a.class.opcode == Op::Decorate =>
+        {
+            Some(*b)
+        }
+        _ => None,
+    })
+}
+
+/// The input variables decorated with `builtin`.
+fn builtin_vars(m: &Module, builtin: BuiltIn) -> Vec<Word> {
+    m.types_global_values
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Variable && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Input))
+        })
+        .filter_map(|i| i.result_id)
+        .filter(|id| builtin_of(m, *id) == Some(builtin))
+        .collect()
+}
+
+/// Whether the module reads `FragCoord` (so that a binned render needs a
+/// variant of it per area).
+pub fn reads_frag_coord(m: &Module) -> bool {
+    !builtin_vars(m, BuiltIn::FragCoord).is_empty()
+}
+
+fn pointee(m: &Module, var: Word) -> Option<Word> {
+    let v = def(m, var)?;
+    match def(m, v.result_type?)?.operands.get(1) {
+        Some(Operand::IdRef(t)) => Some(*t),
+        _ => None,
+    }
+}
+
+fn passed_to_function(m: &Module, id: Word) -> bool {
+    m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).any(|i| {
+        i.class.opcode == Op::FunctionCall && i.operands.iter().skip(1).any(|o| *o == Operand::IdRef(id))
+    })
+}
+
+/// An integer constant of type `ty` (32-bit, either signedness) with value `v`.
+fn int_constant(m: &mut Module, ty: Word, v: u32) -> Word {
+    find_or_add(m, Op::Constant, Some(ty), vec![Operand::LiteralBit32(v)])
+}
+
+fn strip_builtin_decorations(m: &mut Module, id: Word) {
+    m.annotations.retain(|a| {
+        !(a.operands.first() == Some(&Operand::IdRef(id))
+            && matches!(a.operands.get(1), Some(Operand::Decoration(Decoration::BuiltIn | Decoration::Flat))))
+    });
+}
+
+/// Lowers the density built-ins of a fragment shader module for one variant.
+pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
+    let member_builtin = m.annotations.iter().any(|a| {
+        a.class.opcode == Op::MemberDecorate
+            && matches!(
+                a.operands.get(3),
+                Some(Operand::BuiltIn(BuiltIn::FragSizeEXT | BuiltIn::FragInvocationCountEXT))
+            )
+    });
+    if member_builtin {
+        return Err(Unsupported::BuiltinInBlock);
+    }
+    let size_vars = builtin_vars(m, BuiltIn::FragSizeEXT);
+    let count_vars = builtin_vars(m, BuiltIn::FragInvocationCountEXT);
+    let scale = p.area != (1, 1);
+    let coord_vars = if scale { builtin_vars(m, BuiltIn::FragCoord) } else { Vec::new() };
+    for v in size_vars.iter().chain(&count_vars).chain(&coord_vars) {
+        if passed_to_function(m, *v) {
+            return Err(Unsupported::PointerArgument);
+        }
+    }
+    let mut report = Report::default();
+    for v in size_vars {
+        let Some(ty) = pointee(m, v) else { continue };
+        let Some(Operand::IdRef(scalar)) = def(m, ty).and_then(|t| t.operands.first()).cloned() else { continue };
+        let x = int_constant(m, scalar, p.area.0);
+        let y = int_constant(m, scalar, p.area.1);
+        let c = find_or_add(m, Op::ConstantComposite, Some(ty), vec![Operand::IdRef(x), Operand::IdRef(y)]);
+        strip_builtin_decorations(m, v);
+        make_private(m, v, Some(c));
+        report.frag_size = true;
+    }
+    for v in count_vars {
+        let Some(ty) = pointee(m, v) else { continue };
+        let c = int_constant(m, ty, p.invocations);
+        strip_builtin_decorations(m, v);
+        make_private(m, v, Some(c));
+        report.invocation_count = true;
+    }
+    for v in coord_vars {
+        scale_frag_coord(m, v, p.area);
+        report.frag_coord_scaled = true;
+    }
+    m.capabilities.retain(|c| c.operands.first() != Some(&Operand::Capability(Capability::FragmentDensityEXT)));
+    m.extensions.retain(|e| !matches!(e.operands.first(), Some(Operand::LiteralString(s)) if DENSITY_EXTENSIONS.contains(&s.as_str())));
+    Ok(report)
+}
+
+/// Every use of `FragCoord` reads a private copy with `xy` scaled by the
+/// area, written at the start of each fragment entry point.
+fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
+    let Some(vec4) = pointee(m, coord) else { return };
+    let Some(Operand::IdRef(float)) = def(m, vec4).and_then(|t| t.operands.first()).cloned() else { return };
+    let ptr = find_or_add(
+        m,
+        Op::TypePointer,
+        None,
+        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(vec4)],
+    );
+    let copy = fresh(m);
+    m.types_global_values.push(Instruction::new(
+        Op::Variable,
+        Some(ptr),
+        Some(copy),
+        vec![Operand::StorageClass(StorageClass::Private)],
+    ));
+    replace_uses(m, coord, copy);
+    retype_chains(m, copy, StorageClass::Private);
+    let ax = find_or_add(m, Op::Constant, Some(float), vec![Operand::LiteralBit32((area.0 as f32).to_bits())]);
+    let ay = find_or_add(m, Op::Constant, Some(float), vec![Operand::LiteralBit32((area.1 as f32).to_bits())]);
+    let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
+    let entries: Vec<Word> = m
+        .entry_points
+        .iter()
+        .filter(|e| e.operands.first() == Some(&Operand::ExecutionModel(ExecutionModel::Fragment)))
+        .filter_map(|e| match e.operands.get(1) {
+            Some(Operand::IdRef(f)) => Some(*f),
+            _ => None,
+        })
+        .collect();
+    for ep in &mut m.entry_points {
+        if (version >> 8) & 0xffff >= 0x0104 {
+            ep.operands.push(Operand::IdRef(copy));
+        }
+    }
+    for f in entries {
+        let ids: Vec<Word> = (0..7).map(|_| fresh(m)).collect();
+        let [load, x, y, sx, sy, with_x, with_xy] = ids[..] else { unreachable!() };
+        let code = vec![
+            Instruction::new(Op::Load, Some(vec4), Some(load), vec![Operand::IdRef(coord)]),
+            Instruction::new(
+                Op::CompositeExtract,
+                Some(float),
+                Some(x),
+                vec![Operand::IdRef(load), Operand::LiteralBit32(0)],
+            ),
+            Instruction::new(
+                Op::CompositeExtract,
+                Some(float),
+                Some(y),
+                vec![Operand::IdRef(load), Operand::LiteralBit32(1)],
+            ),
+            Instruction::new(Op::FMul, Some(float), Some(sx), vec![Operand::IdRef(x), Operand::IdRef(ax)]),
+            Instruction::new(Op::FMul, Some(float), Some(sy), vec![Operand::IdRef(y), Operand::IdRef(ay)]),
+            Instruction::new(
+                Op::CompositeInsert,
+                Some(vec4),
+                Some(with_x),
+                vec![Operand::IdRef(sx), Operand::IdRef(load), Operand::LiteralBit32(0)],
+            ),
+            Instruction::new(
+                Op::CompositeInsert,
+                Some(vec4),
+                Some(with_xy),
+                vec![Operand::IdRef(sy), Operand::IdRef(with_x), Operand::LiteralBit32(1)],
+            ),
+            Instruction::new(Op::Store, None, None, vec![Operand::IdRef(copy), Operand::IdRef(with_xy)]),
+        ];
+        let Some(func) = m.functions.iter_mut().find(|fun| fun.def.as_ref().and_then(|d| d.result_id) == Some(f))
+        else {
+            continue;
+        };
+        let Some(first) = func.blocks.first_mut() else { continue };
+        let at = first.instructions.iter().take_while(|i| i.class.opcode == Op::Variable).count();
+        first.instructions.splice(at..at, code);
+    }
+}
+
+/// Whether a module can have side effects a replay would repeat: storage
+/// buffer or image writes, atomics (any stage).
+pub fn has_side_effects(m: &Module) -> bool {
+    let class_of_pointer = |ty: Word| match def(m, ty).map(|t| (t.class.opcode, t.operands.first())) {
+        Some((Op::TypePointer, Some(Operand::StorageClass(c)))) => Some(*c),
+        _ => None,
+    };
+    let buffer_block = m.annotations.iter().any(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::BufferBlock)));
+    let mut pointer_types: std::collections::HashMap<Word, Word> = std::collections::HashMap::new();
+    for i in m.types_global_values.iter().chain(m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions))
+    {
+        if let (Some(id), Some(ty)) = (i.result_id, i.result_type) {
+            pointer_types.insert(id, ty);
+        }
+    }
+    m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).any(|i| {
+        let op = i.class.opcode;
+        let atomic = matches!(
+            op,
+            Op::AtomicStore
+                | Op::AtomicExchange
+                | Op::AtomicCompareExchange
+                | Op::AtomicIIncrement
+                | Op::AtomicIDecrement
+                | Op::AtomicIAdd
+                | Op::AtomicISub
+                | Op::AtomicSMin
+                | Op::AtomicUMin
+                | Op::AtomicSMax
+                | Op::AtomicUMax
+                | Op::AtomicAnd
+                | Op::AtomicOr
+                | Op::AtomicXor
+                | Op::AtomicFAddEXT
+                | Op::AtomicFMinEXT
+                | Op::AtomicFMaxEXT
+        );
+        let stores = matches!(op, Op::Store | Op::CopyMemory) && {
+            let target = match i.operands.first() {
+                Some(Operand::IdRef(p)) => pointer_types.get(p).copied(),
+                _ => None,
+            };
+            match target.and_then(class_of_pointer) {
+                Some(StorageClass::StorageBuffer | StorageClass::PhysicalStorageBuffer) => true,
+                Some(StorageClass::Uniform) => buffer_block,
+                _ => false,
+            }
+        };
+        atomic || stores || op == Op::ImageWrite
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::glsl;
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    const FS: &str = r#"#version 450
+#extension GL_EXT_fragment_invocation_density : require
+layout(location = 0) out vec4 color;
+void main() {
+    ivec2 s = gl_FragSizeEXT;
+    color = vec4(1.0 / float(s.x), 1.0 / float(s.y), float(gl_FragInvocationCountEXT), gl_FragCoord.x + gl_FragCoord.y * 0.5);
+}
+"#;
+
+    fn lowered(src: &str, p: Params) -> (String, Report) {
+        let words = glsl(src, "frag").unwrap();
+        assert!(uses_density_builtins(&words) == src.contains("density"));
+        let mut m = parse(&words).unwrap();
+        let r = lower(&mut m, &p).unwrap();
+        let out = assemble(&m);
+        validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", crate::testing::disassemble(&out)));
+        assert!(!uses_density_builtins(&out));
+        (crate::testing::disassemble(&out), r)
+    }
+
+    #[test]
+    fn builtins_become_constants_and_frag_coord_is_scaled() {
+        let (text, r) = lowered(FS, Params { area: (2, 4), invocations: 1 });
+        assert_eq!(r, Report { frag_size: true, invocation_count: true, frag_coord_scaled: true });
+        assert!(!text.contains("BuiltIn FragSizeEXT") && !text.contains("BuiltIn FragInvocationCountEXT"), "{text}");
+        assert!(!text.contains("OpExtension \"SPV_EXT_fragment_invocation_density\""), "{text}");
+        assert!(text.contains("OpConstant %float 2") && text.contains("OpConstant %float 4"), "{text}");
+        assert!(text.contains("BuiltIn FragCoord"), "{text}");
+    }
+
+    #[test]
+    fn area_one_leaves_frag_coord_alone() {
+        let (text, r) = lowered(FS, Params { area: (1, 1), invocations: 4 });
+        assert!(!r.frag_coord_scaled && r.frag_size && r.invocation_count);
+        assert!(!text.contains("OpTypePointer Private %v4float"), "{text}");
+    }
+
+    #[test]
+    fn frag_coord_only_shaders_need_no_capability() {
+        let src = "#version 450\nlayout(location=0) out vec4 c;\nvoid main(){ c = vec4(gl_FragCoord.xy, gl_FragCoord.zw); }\n";
+        let (_, r) = lowered(src, Params { area: (4, 4), invocations: 1 });
+        assert!(r.frag_coord_scaled && !r.frag_size);
+    }
+
+    #[test]
+    fn side_effects_are_found() {
+        let pure = parse(&glsl(FS, "frag").unwrap()).unwrap();
+        assert!(!has_side_effects(&pure));
+        let ssbo = "#version 450\nlayout(std430, binding=0) buffer B { uint n[]; };\nlayout(location=0) out vec4 c;\nvoid main(){ n[0] = 1u; c = vec4(1); }\n";
+        assert!(has_side_effects(&parse(&glsl(ssbo, "frag").unwrap()).unwrap()));
+        let atomic = "#version 450\nlayout(std430, binding=0) buffer B { uint n; };\nlayout(location=0) out vec4 c;\nvoid main(){ atomicAdd(n, 1u); c = vec4(1); }\n";
+        assert!(has_side_effects(&parse(&glsl(atomic, "frag").unwrap()).unwrap()));
+        let image = "#version 450\nlayout(r32ui, binding=0) uniform uimage2D img;\nlayout(location=0) out vec4 c;\nvoid main(){ imageStore(img, ivec2(0), uvec4(1)); c = vec4(1); }\n";
+        assert!(has_side_effects(&parse(&glsl(image, "frag").unwrap()).unwrap()));
+        let read = "#version 450\nlayout(std430, binding=0) readonly buffer B { uint n; };\nlayout(location=0) out vec4 c;\nvoid main(){ c = vec4(float(n)); }\n";
+        assert!(!has_side_effects(&parse(&glsl(read, "frag").unwrap()).unwrap()));
+    }
+}
