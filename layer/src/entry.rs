@@ -95,6 +95,18 @@ fn instance_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkGetPhysicalDeviceFeatures2KHR" => {
             pfn!(get_physical_device_features2_khr as vk::PFN_vkGetPhysicalDeviceFeatures2)
         }
+        b"vkGetPhysicalDeviceFormatProperties" => {
+            pfn!(get_physical_device_format_properties as vk::PFN_vkGetPhysicalDeviceFormatProperties)
+        }
+        b"vkGetPhysicalDeviceFormatProperties2" | b"vkGetPhysicalDeviceFormatProperties2KHR" => {
+            pfn!(get_physical_device_format_properties2 as vk::PFN_vkGetPhysicalDeviceFormatProperties2)
+        }
+        b"vkGetPhysicalDeviceImageFormatProperties" => {
+            pfn!(get_physical_device_image_format_properties as vk::PFN_vkGetPhysicalDeviceImageFormatProperties)
+        }
+        b"vkGetPhysicalDeviceImageFormatProperties2" | b"vkGetPhysicalDeviceImageFormatProperties2KHR" => {
+            pfn!(get_physical_device_image_format_properties2 as vk::PFN_vkGetPhysicalDeviceImageFormatProperties2)
+        }
         b"vkCreateDebugUtilsMessengerEXT" => {
             pfn!(create_debug_utils_messenger as vk::PFN_vkCreateDebugUtilsMessengerEXT)
         }
@@ -522,7 +534,26 @@ unsafe extern "system" fn create_device(
                     }
                 }
             }
-            let down = stripped.as_ref().map(|s| &s.info as *const vk::DeviceCreateInfo).unwrap_or(p_create_info);
+            let mut down = stripped.as_ref().map(|s| &s.info as *const vk::DeviceCreateInfo).unwrap_or(p_create_info);
+            let mut fdm_stripped = None;
+            if plan.fdm_mode().is_some() {
+                match crate::fdm::strip(&*down) {
+                    Ok(s) => fdm_stripped = Some(s),
+                    Err(crate::fdm::StripError::FeatureNotPresent(f)) => {
+                        inst.log.warn(
+                            "OVERLAP-Feature-Not-Present",
+                            &format!("{f} is not provided; vkCreateDevice fails as the spec says"),
+                        );
+                        return vk::Result::ERROR_FEATURE_NOT_PRESENT;
+                    }
+                    Err(crate::fdm::StripError::Unknown(e)) => {
+                        inst.log.error("OVERLAP-Create-Info-Unknown", &format!("vkCreateDevice: {e}; the density map cannot be stripped, the create info goes down unchanged"));
+                    }
+                }
+            }
+            if let Some(s) = &fdm_stripped {
+                down = &s.info;
+            }
             let r = (inst.fns.fp_v1_0().create_device)(pd, down, p_allocator, p_device);
             if r != vk::Result::SUCCESS {
                 return r;
@@ -573,7 +604,7 @@ unsafe extern "system" fn create_device(
                 ash::ext::shader_object::DeviceFn::load(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())))
             });
             let varyings = plan.varyings_level().map(crate::link::Varyings::new);
-            let data = DeviceData {
+            let mut data = DeviceData {
                 handle,
                 physical_device: pd,
                 debug_panic: inst.settings.debug_panic.clone(),
@@ -588,7 +619,29 @@ unsafe extern "system" fn create_device(
                 varyings,
                 shader_object,
                 next_create_shaders,
+                fdm: None,
             };
+            if let (Some(mode), Some(s)) = (data.plan.fdm_mode(), fdm_stripped.as_ref().filter(|s| s.enabled)) {
+                // What the density-map hooks call: the layer's other hooks for
+                // this device where it has them, else the next layer.
+                let below = ash::Device::load_with(
+                    |name| {
+                        std::mem::transmute(
+                            hooks::device_hook_for(&data, name.to_bytes()).or_else(|| next_gdpa(handle, name.as_ptr())),
+                        )
+                    },
+                    handle,
+                );
+                data.fdm = Some(crate::fdm::Fdm::new(
+                    mode,
+                    below,
+                    &data.instance.fns,
+                    pd,
+                    &s.info,
+                    set_loader_data,
+                    data.instance.settings.fdm_overlay,
+                ));
+            }
             let driver =
                 if data.facts.driver_name.is_empty() { "driver name not reported" } else { &data.facts.driver_name };
             data.log().info(
@@ -613,14 +666,30 @@ unsafe fn features2(
 ) {
     let Some(pdd) = state::physical_device(pd) else { return next(pd, p) };
     let plan = pdd.plan();
-    if plan.interlock_strategy().is_some() {
-        let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
-        pnext::without_output(p as *mut vk::BaseOutStructure, s_type, || next(pd, p));
+    let head = p as *mut vk::BaseOutStructure;
+    let interlock = plan.interlock_strategy().is_some();
+    let fdm = plan.fdm_mode().is_some();
+    // Structures of emulated extensions never reach the driver.
+    let call = || {
+        if interlock {
+            let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
+            pnext::without_output(head, s_type, || next(pd, p))
+        } else {
+            next(pd, p)
+        }
+    };
+    if fdm {
+        pnext::without_output(head, vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT, call);
+        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>((*p).p_next) {
+            crate::fdm::fill_features(f);
+        }
+    } else {
+        call();
+    }
+    if interlock {
         if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>((*p).p_next) {
             crate::interlock::fill_features(f);
         }
-    } else {
-        next(pd, p);
     }
     crate::architecture::apply_features(&pdd.instance.log, plan, (*p).p_next);
 }
@@ -635,6 +704,10 @@ unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const
             if let Some(s) = &dev.spinlock {
                 let _ = dev.fns.device_wait_idle();
                 s.destroy(&dev.fns);
+            }
+            if let Some(f) = &dev.fdm {
+                let _ = dev.fns.device_wait_idle();
+                f.destroy();
             }
             (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
         }
@@ -757,7 +830,16 @@ unsafe fn properties2(
     p: *mut vk::PhysicalDeviceProperties2,
     next: vk::PFN_vkGetPhysicalDeviceProperties2,
 ) {
-    next(pd, p);
+    let fdm = state::physical_device(pd).is_some_and(|d| d.plan().fdm_mode().is_some());
+    if fdm {
+        let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT;
+        pnext::without_output(p as *mut vk::BaseOutStructure, s_type, || next(pd, p));
+        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>((*p).p_next) {
+            crate::fdm::fill_properties(f);
+        }
+    } else {
+        next(pd, p);
+    }
     adjust_limits(pd, &mut (*p).properties.limits);
     apply_identity(pd, &mut (*p).properties, (*p).p_next);
 }
@@ -854,5 +936,116 @@ unsafe extern "system" fn get_physical_device_fragment_shading_rates(
             }
         },
         next,
+    )
+}
+
+fn emulates_fdm(pd: vk::PhysicalDevice) -> bool {
+    state::physical_device(pd).is_some_and(|d| d.plan().fdm_mode().is_some())
+}
+
+unsafe extern "system" fn get_physical_device_format_properties(
+    pd: vk::PhysicalDevice,
+    format: vk::Format,
+    p: *mut vk::FormatProperties,
+) {
+    let next = move || {
+        if let Some(d) = state::physical_device(pd) {
+            (d.instance.fns.fp_v1_0().get_physical_device_format_properties)(pd, format, p)
+        }
+    };
+    guard::entry(
+        "vkGetPhysicalDeviceFormatProperties",
+        || {
+            next();
+            if emulates_fdm(pd) {
+                crate::fdm::fill_format(format, &mut *p);
+            }
+        },
+        next,
+    )
+}
+
+unsafe extern "system" fn get_physical_device_format_properties2(
+    pd: vk::PhysicalDevice,
+    format: vk::Format,
+    p: *mut vk::FormatProperties2<'_>,
+) {
+    let next = move || {
+        if let Some(d) = state::physical_device(pd) {
+            (d.instance.fns.fp_v1_1().get_physical_device_format_properties2)(pd, format, p)
+        }
+    };
+    guard::entry(
+        "vkGetPhysicalDeviceFormatProperties2",
+        || {
+            next();
+            if emulates_fdm(pd) {
+                crate::fdm::fill_format(format, &mut (*p).format_properties);
+                if let Some(f3) = pnext::find_mut::<vk::FormatProperties3>((*p).p_next) {
+                    crate::fdm::fill_format3(format, f3);
+                }
+            }
+        },
+        next,
+    )
+}
+
+unsafe extern "system" fn get_physical_device_image_format_properties(
+    pd: vk::PhysicalDevice,
+    format: vk::Format,
+    ty: vk::ImageType,
+    tiling: vk::ImageTiling,
+    usage: vk::ImageUsageFlags,
+    flags: vk::ImageCreateFlags,
+    p: *mut vk::ImageFormatProperties,
+) -> vk::Result {
+    let next = move |usage, flags| match state::physical_device(pd) {
+        Some(d) => (d.instance.fns.fp_v1_0().get_physical_device_image_format_properties)(
+            pd, format, ty, tiling, usage, flags, p,
+        ),
+        None => vk::Result::ERROR_INITIALIZATION_FAILED,
+    };
+    guard::entry(
+        "vkGetPhysicalDeviceImageFormatProperties",
+        || {
+            if !emulates_fdm(pd) {
+                return next(usage, flags);
+            }
+            match crate::fdm::translate_image_query(format, tiling, usage, flags) {
+                Ok((u, f)) => next(u, f),
+                Err(()) => vk::Result::ERROR_FORMAT_NOT_SUPPORTED,
+            }
+        },
+        move || next(usage, flags),
+    )
+}
+
+unsafe extern "system" fn get_physical_device_image_format_properties2(
+    pd: vk::PhysicalDevice,
+    info: *const vk::PhysicalDeviceImageFormatInfo2<'_>,
+    p: *mut vk::ImageFormatProperties2<'_>,
+) -> vk::Result {
+    let next = move |info: *const vk::PhysicalDeviceImageFormatInfo2| match state::physical_device(pd) {
+        Some(d) => (d.instance.fns.fp_v1_1().get_physical_device_image_format_properties2)(pd, info, p),
+        None => vk::Result::ERROR_INITIALIZATION_FAILED,
+    };
+    guard::entry(
+        "vkGetPhysicalDeviceImageFormatProperties2",
+        || {
+            if !emulates_fdm(pd) {
+                return next(info);
+            }
+            let i = &*info;
+            match crate::fdm::translate_image_query(i.format, i.tiling, i.usage, i.flags) {
+                Ok((usage, flags)) => {
+                    let mut copy = *i;
+                    copy.usage = usage;
+                    copy.flags = flags;
+                    next(&copy)
+                }
+                Err(()) => vk::Result::ERROR_FORMAT_NOT_SUPPORTED,
+            }
+        },
+        move || next(info),
     )
 }

@@ -104,6 +104,11 @@ pub fn shader_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// The hook for `name` on `dev`, if the layer installs one there.
 pub fn device_hook_for(dev: &crate::state::DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let force = dev.plan.force_hooks;
+    if let Some(f) = &dev.fdm {
+        if let Some(h) = crate::fdm::hook(Some(f.mode), name) {
+            return Some(h);
+        }
+    }
     if dev.shading_rate.is_some() && name == b"vkCmdSetFragmentShadingRateKHR" {
         return pfn!(crate::shading_rate::cmd_set_fragment_shading_rate as vk::PFN_vkCmdSetFragmentShadingRateKHR);
     }
@@ -121,5 +126,8 @@ pub fn device_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
     if name == b"vkCmdSetFragmentShadingRateKHR" {
         return pfn!(crate::shading_rate::cmd_set_fragment_shading_rate as vk::PFN_vkCmdSetFragmentShadingRateKHR);
     }
-    shader_hook(name).or_else(|| crate::spinlock::hook(name)).or_else(|| passthrough_hook(name))
+    crate::fdm::hook(None, name)
+        .or_else(|| shader_hook(name))
+        .or_else(|| crate::spinlock::hook(name))
+        .or_else(|| passthrough_hook(name))
 }

@@ -11,6 +11,7 @@
 
 pub mod architecture;
 pub mod entry;
+pub mod fdm;
 pub mod ffi;
 mod generated;
 pub mod guard;

@@ -120,7 +120,6 @@ pub struct Plan {
 pub const SHADING_RATE_EXTENSION: &str = "VK_KHR_fragment_shading_rate";
 pub const FDM_EXTENSION: &str = "VK_EXT_fragment_density_map";
 
-const NOT_YET: &str = "not implemented in this build";
 pub const INTERLOCK_EXTENSION: &CStr = c"VK_EXT_fragment_shader_interlock";
 
 /// How interlock is provided: `interlock_strategy`, and on `auto` the driver.
@@ -144,8 +143,10 @@ impl Plan {
             Capability::Native
         } else if settings.fdm == "off" {
             Capability::Off("fdm=off")
+        } else if settings.fdm == "baseline" {
+            Capability::Emulated("baseline")
         } else {
-            Capability::Off(NOT_YET)
+            Capability::Emulated("binned")
         };
         let shading_rate = if facts.has_extension(SHADING_RATE_EXTENSION) {
             Capability::Native
@@ -248,11 +249,23 @@ impl Plan {
         }
     }
 
+    /// The density-map mode the layer runs, if it provides the extension.
+    pub fn fdm_mode(&self) -> Option<crate::fdm::Mode> {
+        match self.fdm {
+            Capability::Emulated("baseline") => Some(crate::fdm::Mode::Baseline),
+            Capability::Emulated(_) => Some(crate::fdm::Mode::Binned),
+            _ => None,
+        }
+    }
+
     /// Device extensions the layer adds to the driver's list.
     pub fn added_extensions(&self) -> Vec<(&'static CStr, u32)> {
         let mut v = Vec::new();
         if self.interlock_strategy().is_some() {
             v.push((INTERLOCK_EXTENSION, 1));
+        }
+        if self.fdm_mode().is_some() {
+            v.push((crate::fdm::EXTENSION, 2));
         }
         v
     }
@@ -295,9 +308,14 @@ mod tests {
 
     #[test]
     fn native_extensions_pass_through() {
-        let p = Plan::new_test(&Settings::defaults(), &facts(&["VK_EXT_fragment_shader_interlock"]));
+        let p = Plan::new_test(
+            &Settings::defaults(),
+            &facts(&["VK_EXT_fragment_shader_interlock", "VK_EXT_fragment_density_map"]),
+        );
         assert_eq!(p.interlock, Capability::Native);
+        assert_eq!(p.fdm, Capability::Native);
         assert!(!p.emulates_anything());
+        assert!(p.added_extensions().is_empty());
     }
 
     #[test]
@@ -318,12 +336,26 @@ mod tests {
             .iter()
             .any(|(n, _)| *n == INTERLOCK_EXTENSION));
         assert_eq!(Plan::new_test(&with("auto"), &nvidia).interlock, Capability::Native);
-        assert!(Plan::new_test(&with("auto"), &nvidia).added_extensions().is_empty());
+        assert!(!Plan::new_test(&with("auto"), &nvidia).added_extensions().iter().any(|(n, _)| *n == INTERLOCK_EXTENSION));
         assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some("spinlock"));
         assert_eq!(Plan::new_test(&with("spinlock"), &nvidia).interlock_strategy(), Some("spinlock"));
         assert!(matches!(Plan::new_test(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
         // A forced strategy replaces even a native implementation.
         assert_eq!(Plan::new_test(&with("serialized"), &nvidia).interlock_strategy(), Some("serialized"));
+    }
+
+    #[test]
+    fn density_map_modes() {
+        let with = |mode: &'static str| {
+            let mut s = Settings::defaults();
+            s.fdm = mode;
+            Plan::new_test(&s, &facts(&[]))
+        };
+        assert_eq!(with("binned").fdm_mode(), Some(crate::fdm::Mode::Binned));
+        assert_eq!(with("baseline").fdm_mode(), Some(crate::fdm::Mode::Baseline));
+        assert!(with("binned").added_extensions().iter().any(|(n, _)| *n == crate::fdm::EXTENSION));
+        assert_eq!(with("off").fdm_mode(), None);
+        assert!(!with("off").added_extensions().iter().any(|(n, _)| *n == crate::fdm::EXTENSION));
     }
 
     #[test]

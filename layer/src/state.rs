@@ -82,6 +82,8 @@ pub struct DeviceData {
     pub varyings: Option<crate::link::Varyings>,
     /// 1x1 shading rate for interlock pipelines, where the architecture asks.
     pub shading_rate: Option<crate::shading_rate::ForceOneByOne>,
+    /// The density-map emulation, where the application enabled it.
+    pub fdm: Option<crate::fdm::Fdm>,
     /// The spinlock strategy's resources, where it runs.
     pub spinlock: Option<crate::spinlock::Spinlock>,
     /// The next layer's VK_EXT_shader_object commands, where the chain has them.
@@ -109,6 +111,10 @@ impl DeviceData {
     pub fn hooks_description(&self) -> &'static str {
         match (self.rewrites_shaders(), self.plan.force_hooks) {
             (_, true) => "all (force_enable)",
+            _ if self.fdm.as_ref().is_some_and(|f| f.mode == crate::fdm::Mode::Binned) => {
+                "resources, pipelines, barriers, render passes and the commands inside them (fragment density map, binned)"
+            }
+            _ if self.fdm.is_some() => "resources, pipelines, barriers and render passes (fragment density map, baseline)",
             _ if self.shading_rate.is_some() => {
                 "shader and pipeline creation, pipeline binds, shading rate (1x1 with interlock)"
             }

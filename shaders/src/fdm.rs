@@ -107,9 +107,11 @@ fn pointee(m: &Module, var: Word) -> Option<Word> {
 }
 
 fn passed_to_function(m: &Module, id: Word) -> bool {
-    m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).any(|i| {
-        i.class.opcode == Op::FunctionCall && i.operands.iter().skip(1).any(|o| *o == Operand::IdRef(id))
-    })
+    m.functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .any(|i| i.class.opcode == Op::FunctionCall && i.operands.iter().skip(1).any(|o| *o == Operand::IdRef(id)))
 }
 
 /// An integer constant of type `ty` (32-bit, either signedness) with value `v`.
@@ -168,7 +170,9 @@ pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
         report.frag_coord_scaled = true;
     }
     m.capabilities.retain(|c| c.operands.first() != Some(&Operand::Capability(Capability::FragmentDensityEXT)));
-    m.extensions.retain(|e| !matches!(e.operands.first(), Some(Operand::LiteralString(s)) if DENSITY_EXTENSIONS.contains(&s.as_str())));
+    m.extensions.retain(
+        |e| !matches!(e.operands.first(), Some(Operand::LiteralString(s)) if DENSITY_EXTENSIONS.contains(&s.as_str())),
+    );
     Ok(report)
 }
 
@@ -177,12 +181,8 @@ pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
 fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
     let Some(vec4) = pointee(m, coord) else { return };
     let Some(Operand::IdRef(float)) = def(m, vec4).and_then(|t| t.operands.first()).cloned() else { return };
-    let ptr = find_or_add(
-        m,
-        Op::TypePointer,
-        None,
-        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(vec4)],
-    );
+    let ptr =
+        find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(vec4)]);
     let copy = fresh(m);
     m.types_global_values.push(Instruction::new(
         Op::Variable,
@@ -259,9 +259,11 @@ pub fn has_side_effects(m: &Module) -> bool {
         Some((Op::TypePointer, Some(Operand::StorageClass(c)))) => Some(*c),
         _ => None,
     };
-    let buffer_block = m.annotations.iter().any(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::BufferBlock)));
+    let buffer_block =
+        m.annotations.iter().any(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::BufferBlock)));
     let mut pointer_types: std::collections::HashMap<Word, Word> = std::collections::HashMap::new();
-    for i in m.types_global_values.iter().chain(m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions))
+    for i in
+        m.types_global_values.iter().chain(m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions))
     {
         if let (Some(id), Some(ty)) = (i.result_id, i.result_type) {
             pointer_types.insert(id, ty);

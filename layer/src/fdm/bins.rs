@@ -1,0 +1,293 @@
+//! Planning a binned render: from the density map's texels to fragment
+//! areas per bin, and from bins to replays.
+//!
+//! A *bin* is the framebuffer region of one density-map texel (the spec's
+//! local framebuffer region, `fragmentDensityTexelSize` on a side), clipped
+//! to the render area. Its *requested* area is `1/density` per axis; the
+//! layer gives it the largest power of two no larger than that, than the
+//! layer's maximum and than what keeps the bin's start aligned, so a bin
+//! always starts on a fragment boundary.
+//!
+//! A *replay* renders the whole captured pass once, at one fragment area,
+//! over a rectangle (the bounding box of its bins) and stores only its bins.
+//! Each replay repeats all vertex work; pixels inside its rectangle but not
+//! in its bins are shaded for nothing. The planner starts from one replay per
+//! area and greedily merges the pair whose merge saves the most (the merged
+//! replay uses the smaller area on each axis, which is always allowed: an
+//! area may be smaller than requested), the a7xx bin-merging idea applied to
+//! whole replays.
+
+/// An integer rectangle in framebuffer space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rect {
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
+}
+
+impl Rect {
+    pub fn union(&self, o: &Rect) -> Rect {
+        let (x, y) = (self.x.min(o.x), self.y.min(o.y));
+        let (x1, y1) = ((self.x + self.w).max(o.x + o.w), (self.y + self.h).max(o.y + o.h));
+        Rect { x, y, w: x1 - x, h: y1 - y }
+    }
+    pub fn intersects(&self, o: &Rect) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+    pub fn pixels(&self) -> u64 {
+        self.w as u64 * self.h as u64
+    }
+}
+
+/// One bin and the area it gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bin {
+    pub rect: Rect,
+    /// The area the density map asks for (after the power-of-two, maximum
+    /// and alignment clamps).
+    pub area: (u32, u32),
+}
+
+/// One render of the captured pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
+    pub area: (u32, u32),
+    /// Bounding box of `bins`, aligned to `area` at its start.
+    pub rect: Rect,
+    pub bins: Vec<Rect>,
+}
+
+/// The map as the planner needs it: per texel, the density in 1/255 units
+/// per axis (R8G8_UNORM), per layer.
+pub struct DensityMap<'a> {
+    pub width: u32,
+    pub height: u32,
+    pub layers: u32,
+    /// `layers × height × width` pairs.
+    pub texels: &'a [[u8; 2]],
+}
+
+/// The largest power of two ≤ `1/density` (density in 1/255), at most `max`.
+/// A zero density is undefined by the spec: it gets area 1.
+pub fn area_for_density(d: u8, max: u32) -> u32 {
+    if d == 0 {
+        return 1;
+    }
+    let mut a = 1;
+    // a ≤ 1/(d/255)  ⇔  a·d ≤ 255
+    while a * 2 <= max && (a * 2) * d as u32 <= 255 {
+        a *= 2;
+    }
+    a
+}
+
+/// The spec's region size: `2^ceil(log2(framebuffer / map))`, clamped to the
+/// texel size limits.
+pub fn texel_size(framebuffer: u32, map: u32, min: u32, max: u32) -> u32 {
+    let ratio = framebuffer.div_ceil(map.max(1)).max(1);
+    ratio.next_power_of_two().clamp(min, max)
+}
+
+/// Largest power of two dividing `x` (`x = 0` allows anything).
+fn alignment(x: u32) -> u32 {
+    if x == 0 {
+        u32::MAX
+    } else {
+        1 << x.trailing_zeros()
+    }
+}
+
+/// Bins of `render_area` with their areas. `views` selects the map layers
+/// (a multiview pass takes the smallest area of all its views, per axis).
+pub fn bins(map: &DensityMap, render_area: Rect, texel: (u32, u32), views: &[u32], max_area: u32) -> Vec<Bin> {
+    let mut out = Vec::new();
+    if render_area.w == 0 || render_area.h == 0 {
+        return out;
+    }
+    let (tw, th) = texel;
+    let (x0, y0) = (render_area.x, render_area.y);
+    let (x1, y1) = (x0 + render_area.w, y0 + render_area.h);
+    let mut by = y0 / th * th;
+    while by < y1 {
+        let mut bx = x0 / tw * tw;
+        while bx < x1 {
+            let rect = Rect {
+                x: bx.max(x0),
+                y: by.max(y0),
+                w: (bx + tw).min(x1) - bx.max(x0),
+                h: (by + th).min(y1) - by.max(y0),
+            };
+            let (i, j) = ((bx / tw).min(map.width - 1), (by / th).min(map.height - 1));
+            let (mut ax, mut ay) = (max_area, max_area);
+            for &layer in views {
+                let layer = layer.min(map.layers - 1);
+                let t = map.texels[((layer * map.height + j) * map.width + i) as usize];
+                ax = ax.min(area_for_density(t[0], max_area));
+                ay = ay.min(area_for_density(t[1], max_area));
+            }
+            // A bin starts on a fragment boundary.
+            ax = ax.min(alignment(rect.x));
+            ay = ay.min(alignment(rect.y));
+            out.push(Bin { rect, area: (ax, ay) });
+            bx += tw;
+        }
+        by += th;
+    }
+    out
+}
+
+/// The cost of a replay in pixel-equivalents: its fixed (vertex) cost plus
+/// the fragments it shades.
+fn cost(r: &Replay, vertex_cost: f64) -> f64 {
+    vertex_cost + r.rect.pixels() as f64 / (r.area.0 * r.area.1) as f64
+}
+
+fn aligned_box(bins: &[Rect], area: (u32, u32)) -> Rect {
+    let mut b = bins[0];
+    for r in &bins[1..] {
+        b = b.union(r);
+    }
+    // Start on a fragment boundary (bins are aligned, so this only matters
+    // for merged boxes; the end may be partial at the framebuffer's edge).
+    let x = b.x / area.0 * area.0;
+    let y = b.y / area.1 * area.1;
+    Rect { x, y, w: b.w + (b.x - x), h: b.h + (b.y - y) }
+}
+
+/// Groups bins into replays. `vertex_cost` is what one more replay costs, in
+/// shaded pixels.
+pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
+    let mut by_area: Vec<((u32, u32), Vec<Rect>)> = Vec::new();
+    for b in bins {
+        match by_area.iter_mut().find(|(a, _)| *a == b.area) {
+            Some((_, v)) => v.push(b.rect),
+            None => by_area.push((b.area, vec![b.rect])),
+        }
+    }
+    let mut replays: Vec<Replay> =
+        by_area.into_iter().map(|(area, bins)| Replay { area, rect: aligned_box(&bins, area), bins }).collect();
+    loop {
+        let mut best: Option<(usize, usize, Replay, f64)> = None;
+        for i in 0..replays.len() {
+            for j in i + 1..replays.len() {
+                let area = (replays[i].area.0.min(replays[j].area.0), replays[i].area.1.min(replays[j].area.1));
+                let bins: Vec<Rect> = replays[i].bins.iter().chain(&replays[j].bins).copied().collect();
+                let merged = Replay { area, rect: aligned_box(&bins, area), bins };
+                let saving =
+                    cost(&replays[i], vertex_cost) + cost(&replays[j], vertex_cost) - cost(&merged, vertex_cost);
+                if saving > 0.0 && best.as_ref().is_none_or(|b| saving > b.3) {
+                    best = Some((i, j, merged, saving));
+                }
+            }
+        }
+        let Some((i, j, merged, _)) = best else { break };
+        replays.remove(j);
+        replays[i] = merged;
+    }
+    // Finest first: a direct (1x1) replay may then be followed by the others.
+    replays.sort_by_key(|r| (r.area.0 * r.area.1, r.rect.y, r.rect.x));
+    replays
+}
+
+/// Fragments shaded by a plan, and by the ideal (every bin once at its own
+/// area), for the benchmark and the log.
+pub fn shaded(replays: &[Replay], bins: &[Bin]) -> (u64, u64) {
+    let planned = replays.iter().map(|r| r.rect.pixels().div_ceil((r.area.0 * r.area.1) as u64)).sum();
+    let ideal = bins.iter().map(|b| b.rect.pixels().div_ceil((b.area.0 * b.area.1) as u64)).sum();
+    (planned, ideal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn areas_from_densities() {
+        assert_eq!(area_for_density(255, 4), 1);
+        assert_eq!(area_for_density(128, 4), 1); // 1/0.502 < 2
+        assert_eq!(area_for_density(127, 4), 2);
+        assert_eq!(area_for_density(64, 4), 2); // 255/64 = 3.98
+        assert_eq!(area_for_density(63, 4), 4);
+        assert_eq!(area_for_density(1, 4), 4);
+        assert_eq!(area_for_density(1, 2), 2);
+        assert_eq!(area_for_density(0, 4), 1);
+    }
+
+    #[test]
+    fn texel_size_follows_the_spec_formula() {
+        assert_eq!(texel_size(256, 16, 8, 256), 16);
+        assert_eq!(texel_size(250, 16, 8, 256), 16); // ceil(250/16) = 16
+        assert_eq!(texel_size(257, 16, 8, 256), 32);
+        assert_eq!(texel_size(64, 64, 8, 256), 8); // clamped to the minimum
+    }
+
+    fn map_of(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 2]) -> Vec<[u8; 2]> {
+        (0..h).flat_map(|y| (0..w).map(move |x| (x, y))).map(|(x, y)| f(x, y)).collect()
+    }
+
+    #[test]
+    fn bins_cover_the_render_area_once() {
+        let texels = map_of(4, 4, |x, _| [if x < 2 { 255 } else { 60 }, 255]);
+        let map = DensityMap { width: 4, height: 4, layers: 1, texels: &texels };
+        let area = Rect { x: 3, y: 0, w: 57, h: 61 };
+        let b = bins(&map, area, (16, 16), &[0], 4);
+        let covered: u64 = b.iter().map(|b| b.rect.pixels()).sum();
+        assert_eq!(covered, area.pixels());
+        for (i, x) in b.iter().enumerate() {
+            for y in &b[i + 1..] {
+                assert!(!x.rect.intersects(&y.rect));
+            }
+        }
+        // The first column starts at x = 3: only area 1 fits there.
+        assert!(b.iter().filter(|b| b.rect.x == 3).all(|b| b.area.0 == 1));
+        assert!(b.iter().filter(|b| b.rect.x >= 32).all(|b| b.area == (4, 1)));
+    }
+
+    #[test]
+    fn multiview_takes_the_smallest_area() {
+        let mut texels = map_of(2, 2, |_, _| [60, 60]);
+        texels.extend(map_of(2, 2, |_, _| [120, 255]));
+        let map = DensityMap { width: 2, height: 2, layers: 2, texels: &texels };
+        let b = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &[0, 1], 4);
+        assert!(b.iter().all(|b| b.area == (2, 1)));
+    }
+
+    #[test]
+    fn plans_store_every_bin_once_at_no_more_than_its_area() {
+        // Foveated: centre 1x1, a ring of 2x2, the rest 4x4.
+        let texels = map_of(8, 8, |x, y| {
+            let d = (x as i32 * 2 - 7).abs().max((y as i32 * 2 - 7).abs());
+            let v = if d <= 1 {
+                255
+            } else if d <= 3 {
+                100
+            } else {
+                50
+            };
+            [v, v]
+        });
+        let map = DensityMap { width: 8, height: 8, layers: 1, texels: &texels };
+        let bins = bins(&map, Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), &[0], 4);
+        for vertex_cost in [0.0, 1000.0, 1e9] {
+            let replays = plan(&bins, vertex_cost);
+            for b in &bins {
+                let holders: Vec<&Replay> = replays.iter().filter(|r| r.bins.contains(&b.rect)).collect();
+                assert_eq!(holders.len(), 1, "{b:?}");
+                let r = holders[0];
+                assert!(r.area.0 <= b.area.0 && r.area.1 <= b.area.1);
+                assert!(r.rect.x % r.area.0 == 0 && r.rect.y % r.area.1 == 0);
+                assert_eq!(r.rect.union(&b.rect), r.rect);
+            }
+            if vertex_cost == 0.0 {
+                assert_eq!(replays.len(), 3, "no merging when replays are free");
+            }
+            if vertex_cost == 1e9 {
+                assert_eq!(replays.len(), 1, "one replay when vertex work dominates");
+                assert_eq!(replays[0].area, (1, 1));
+            }
+            let (planned, ideal) = shaded(&replays, &bins);
+            assert!(planned >= ideal);
+        }
+    }
+}

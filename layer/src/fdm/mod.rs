@@ -1,0 +1,1151 @@
+//! `VK_EXT_fragment_density_map` on drivers that lack it.
+//!
+//! **Surface.** The extension, its features (`fragmentDensityMap`,
+//! `fragmentDensityMapNonSubsampledImages`; never `fragmentDensityMapDynamic`),
+//! its properties and the `FRAGMENT_DENSITY_MAP` format feature of
+//! `R8G8_UNORM` (the one format the spec requires) are added. Everything the
+//! driver would reject is translated before it goes down and remembered: the
+//! image usage bit (such images get `TRANSFER_SRC` so the layer can read
+//! them), `SUBSAMPLED` image and sampler flags (images are stored at full
+//! resolution), the `FRAGMENT_DENSITY_MAP_OPTIMAL` layout (as `GENERAL`), the
+//! density-process stage (as the fragment shader stage) and access (as a
+//! shader read), the render pass and dynamic rendering attachment
+//! structures, and the pipeline creation flag.
+//!
+//! **Shaders.** `overlap_shaders::fdm` turns `FragSizeEXT` and
+//! `FragInvocationCountEXT` into constants and scales `FragCoord`; a
+//! pipeline whose fragment shader needs it gets one variant per fragment
+//! area (constants baked in, no descriptor set or push constant taken from
+//! the application).
+//!
+//! **Modes** (`fdm` setting): `baseline` renders every pass at a 1x1 area
+//! (always allowed by the spec); `binned` captures each pass and replays it
+//! per group of bins at lower resolution ([`record`]).
+
+pub mod bins;
+mod record;
+
+use crate::guard::{self, debug_panic};
+use crate::pnext::Chain;
+use crate::settings::LogLevel;
+use crate::state::{self, DeviceData};
+use ash::vk;
+use overlap_shaders::fdm as shader_fdm;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+use std::sync::Arc;
+
+pub use record::{hook as record_hook, CbState};
+
+pub const EXTENSION: &CStr = c"VK_EXT_fragment_density_map";
+/// Largest fragment area per axis the layer renders.
+pub const MAX_AREA: u32 = 4;
+pub const MIN_TEXEL: u32 = 8;
+pub const MAX_TEXEL: u32 = 256;
+/// The areas a pipeline variant is made for.
+pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
+
+pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentDensityMapFeaturesEXT) {
+    f.fragment_density_map = vk::TRUE;
+    f.fragment_density_map_dynamic = vk::FALSE;
+    f.fragment_density_map_non_subsampled_images = vk::TRUE;
+}
+
+pub fn fill_properties(p: &mut vk::PhysicalDeviceFragmentDensityMapPropertiesEXT) {
+    p.min_fragment_density_texel_size = vk::Extent2D { width: MIN_TEXEL, height: MIN_TEXEL };
+    p.max_fragment_density_texel_size = vk::Extent2D { width: MAX_TEXEL, height: MAX_TEXEL };
+    p.fragment_density_invocations = vk::FALSE;
+}
+
+/// Adds the density-map format feature where the spec requires it.
+pub fn fill_format(format: vk::Format, p: &mut vk::FormatProperties) {
+    if format == vk::Format::R8G8_UNORM {
+        p.optimal_tiling_features |= vk::FormatFeatureFlags::FRAGMENT_DENSITY_MAP_EXT;
+    }
+}
+
+pub fn fill_format3(format: vk::Format, p: &mut vk::FormatProperties3) {
+    if format == vk::Format::R8G8_UNORM {
+        p.optimal_tiling_features |= vk::FormatFeatureFlags2::FRAGMENT_DENSITY_MAP_EXT;
+    }
+}
+
+/// An image format query as the driver can answer it, or `Err` when the
+/// layer's answer is "not supported".
+pub fn translate_image_query(
+    format: vk::Format,
+    tiling: vk::ImageTiling,
+    usage: vk::ImageUsageFlags,
+    flags: vk::ImageCreateFlags,
+) -> Result<(vk::ImageUsageFlags, vk::ImageCreateFlags), ()> {
+    let mut usage = usage;
+    if usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) {
+        if format != vk::Format::R8G8_UNORM || tiling != vk::ImageTiling::OPTIMAL {
+            return Err(());
+        }
+        usage = (usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) | vk::ImageUsageFlags::TRANSFER_SRC;
+    }
+    Ok((usage, flags & !vk::ImageCreateFlags::SUBSAMPLED_EXT))
+}
+
+pub fn layout(l: vk::ImageLayout) -> vk::ImageLayout {
+    if l == vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT {
+        vk::ImageLayout::GENERAL
+    } else {
+        l
+    }
+}
+
+fn stages(s: vk::PipelineStageFlags) -> vk::PipelineStageFlags {
+    if s.contains(vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT) {
+        (s & !vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT) | vk::PipelineStageFlags::FRAGMENT_SHADER
+    } else {
+        s
+    }
+}
+
+fn access(a: vk::AccessFlags) -> vk::AccessFlags {
+    if a.contains(vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT) {
+        (a & !vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT) | vk::AccessFlags::SHADER_READ
+    } else {
+        a
+    }
+}
+
+fn stages2(s: vk::PipelineStageFlags2) -> vk::PipelineStageFlags2 {
+    if s.contains(vk::PipelineStageFlags2::FRAGMENT_DENSITY_PROCESS_EXT) {
+        (s & !vk::PipelineStageFlags2::FRAGMENT_DENSITY_PROCESS_EXT) | vk::PipelineStageFlags2::FRAGMENT_SHADER
+    } else {
+        s
+    }
+}
+
+fn access2(a: vk::AccessFlags2) -> vk::AccessFlags2 {
+    if a.contains(vk::AccessFlags2::FRAGMENT_DENSITY_MAP_READ_EXT) {
+        (a & !vk::AccessFlags2::FRAGMENT_DENSITY_MAP_READ_EXT) | vk::AccessFlags2::SHADER_READ
+    } else {
+        a
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Baseline,
+    Binned,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ImageInfo {
+    pub format: vk::Format,
+    pub extent: vk::Extent3D,
+    pub samples: vk::SampleCountFlags,
+    pub usage: vk::ImageUsageFlags,
+    pub layers: u32,
+    pub density_map: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ViewInfo {
+    pub image: vk::Image,
+    pub format: vk::Format,
+    pub range: vk::ImageSubresourceRange,
+    pub view_type: vk::ImageViewType,
+    pub components: vk::ComponentMapping,
+}
+
+/// A render pass as the layer needs it.
+#[derive(Clone, Debug)]
+pub struct PassInfo {
+    pub attachments: Vec<vk::AttachmentDescription>,
+    /// The density map attachment, if the pass has one.
+    pub density_map: Option<u32>,
+    /// Attachments some subpass uses (colour, resolve, depth/stencil, input,
+    /// depth/stencil resolve).
+    pub used: Vec<bool>,
+    /// Multiview: the union of the subpasses' view masks (0 without).
+    pub view_mask: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct FramebufferInfo {
+    pub render_pass: vk::RenderPass,
+    pub views: Vec<vk::ImageView>,
+    pub imageless: bool,
+    pub extent: (u32, u32),
+    pub layers: u32,
+}
+
+/// What the layer learnt from a shader module.
+#[derive(Clone, Debug, Default)]
+pub struct ModuleFacts {
+    /// Reads FragCoord or a density built-in: needs a variant per area.
+    pub needs_variants: bool,
+    pub side_effects: bool,
+    pub fragment: bool,
+    pub sample_rate: bool,
+    /// The application's SPIR-V, kept where variants are made from it.
+    pub words: Option<Arc<Vec<u32>>>,
+}
+
+/// A pipeline made for a density-map pass.
+#[derive(Debug, Default)]
+pub struct PipelineInfo {
+    /// Whether the application's viewports/scissors were static (the layer
+    /// made them dynamic and sets them at bind).
+    pub static_viewports: Option<Vec<vk::Viewport>>,
+    pub static_scissors: Option<Vec<vk::Rect2D>>,
+    /// Variants per fragment area (the application's handle is area 1x1).
+    pub variants: HashMap<(u32, u32), vk::Pipeline>,
+    pub side_effects: bool,
+}
+
+/// The device's density-map state.
+pub struct Fdm {
+    pub mode: Mode,
+    /// The commands below this part of the layer: the layer's other hooks
+    /// where the device has them, else the next layer.
+    pub below: ash::Device,
+    pub images: Mutex<HashMap<vk::Image, ImageInfo>>,
+    pub views: Mutex<HashMap<vk::ImageView, ViewInfo>>,
+    pub passes: Mutex<HashMap<vk::RenderPass, Arc<PassInfo>>>,
+    pub framebuffers: Mutex<HashMap<vk::Framebuffer, Arc<FramebufferInfo>>>,
+    pub modules: Mutex<HashMap<vk::ShaderModule, Arc<ModuleFacts>>>,
+    pub pipelines: Mutex<HashMap<vk::Pipeline, Arc<PipelineInfo>>>,
+    pub cb_states: Mutex<HashMap<vk::CommandBuffer, Arc<Mutex<CbState>>>>,
+    /// Layouts of density-map images after the last submission that changed them.
+    pub map_layouts: Mutex<HashMap<vk::Image, vk::ImageLayout>>,
+    /// Held around every queue submission, the layer's and the application's.
+    pub queue_lock: Mutex<()>,
+    pub reader: Mutex<Option<record::MapReader>>,
+    pub scratch: Mutex<record::ScratchCache>,
+    pub memory: vk::PhysicalDeviceMemoryProperties,
+    pub queue_family: u32,
+    pub set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+    /// `fdm_overlay`: tint each bin by its area.
+    pub overlay: bool,
+    /// Format features, for blits.
+    pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
+    pub instance: ash::Instance,
+    pub physical_device: vk::PhysicalDevice,
+}
+
+/// What `vkCreateDevice` strips for the layer.
+pub struct StrippedFdm {
+    pub info: vk::DeviceCreateInfo<'static>,
+    pub enabled: bool,
+    _names: Vec<*const c_char>,
+    _chain: Chain,
+}
+
+pub enum StripError {
+    FeatureNotPresent(&'static str),
+    Unknown(crate::pnext::UnknownStructure),
+}
+
+/// Removes the extension and its feature structure from `info`.
+///
+/// # Safety
+/// `info` must be a valid `VkDeviceCreateInfo`.
+pub unsafe fn strip(info: &vk::DeviceCreateInfo) -> Result<StrippedFdm, StripError> {
+    let names: &[*const c_char] = if info.enabled_extension_count == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(info.pp_enabled_extension_names, info.enabled_extension_count as usize)
+    };
+    let is_ours = |n: &*const c_char| CStr::from_ptr(*n) == EXTENSION;
+    let mut enabled = names.iter().any(is_ours);
+    let kept: Vec<*const c_char> = names.iter().copied().filter(|n| !is_ours(n)).collect();
+    let mut chain = Chain::copy(info.p_next).map_err(StripError::Unknown)?;
+    if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>() {
+        if f.fragment_density_map_dynamic == vk::TRUE {
+            return Err(StripError::FeatureNotPresent("fragmentDensityMapDynamic"));
+        }
+        enabled &= f.fragment_density_map == vk::TRUE || f.fragment_density_map_non_subsampled_images == vk::TRUE;
+    }
+    chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT);
+    let mut out = StrippedFdm {
+        info: std::mem::transmute::<vk::DeviceCreateInfo, _>(*info),
+        enabled,
+        _names: kept,
+        _chain: chain,
+    };
+    out.info.enabled_extension_count = out._names.len() as u32;
+    out.info.pp_enabled_extension_names = out._names.as_ptr();
+    out.info.p_next = out._chain.head();
+    Ok(out)
+}
+
+impl Fdm {
+    /// # Safety
+    /// `dev` was just created; `below` loads its commands.
+    pub unsafe fn new(
+        mode: Mode,
+        below: ash::Device,
+        instance: &ash::Instance,
+        pd: vk::PhysicalDevice,
+        info: &vk::DeviceCreateInfo,
+        set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+        overlay: bool,
+    ) -> Fdm {
+        let queue_family =
+            if info.queue_create_info_count > 0 { (*info.p_queue_create_infos).queue_family_index } else { 0 };
+        Fdm {
+            mode,
+            below,
+            images: Default::default(),
+            views: Default::default(),
+            passes: Default::default(),
+            framebuffers: Default::default(),
+            modules: Default::default(),
+            pipelines: Default::default(),
+            cb_states: Default::default(),
+            map_layouts: Default::default(),
+            queue_lock: Default::default(),
+            reader: Default::default(),
+            scratch: Default::default(),
+            memory: instance.get_physical_device_memory_properties(pd),
+            queue_family,
+            set_loader_data,
+            overlay,
+            format_features: Default::default(),
+            instance: instance.clone(),
+            physical_device: pd,
+        }
+    }
+
+    pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        *self.format_features.lock().entry(format).or_insert_with(|| unsafe {
+            self.instance.get_physical_device_format_properties(self.physical_device, format).optimal_tiling_features
+        })
+    }
+
+    /// # Safety
+    /// The device is idle.
+    pub unsafe fn destroy(&self) {
+        let d = &self.below;
+        for (_, p) in self.pipelines.lock().drain() {
+            for (area, v) in &p.variants {
+                if *area != (1, 1) {
+                    d.destroy_pipeline(*v, None);
+                }
+            }
+        }
+        self.scratch.lock().destroy_all(d);
+        if let Some(r) = self.reader.lock().take() {
+            r.destroy(d);
+        }
+    }
+}
+
+pub(crate) fn fdm(dev: &DeviceData) -> &Fdm {
+    dev.fdm.as_ref().expect("density-map hook on a device without it")
+}
+
+// ---------------------------------------------------------------------------
+// Resource hooks
+
+pub unsafe extern "system" fn create_image(
+    device: vk::Device,
+    info: *const vk::ImageCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Image,
+) -> vk::Result {
+    const NAME: &str = "vkCreateImage";
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_image)(device, info, alloc, out);
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            debug_panic(&dev.debug_panic, NAME);
+            let f = fdm(dev);
+            let ci = &*info;
+            let mut copy = *ci;
+            let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
+            copy.usage &= !(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
+            copy.flags &= !(vk::ImageCreateFlags::SUBSAMPLED_EXT);
+            if density_map {
+                copy.usage |= vk::ImageUsageFlags::TRANSFER_SRC;
+            }
+            // Attachments of a binned pass are read and written by blits.
+            let attachment = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;
+            if f.mode == Mode::Binned && ci.usage.intersects(attachment) && ci.samples == vk::SampleCountFlags::TYPE_1 {
+                let feats = f.format_features(ci.format);
+                if feats.contains(vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST) {
+                    copy.usage |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+                }
+            }
+            let r = (f.below.fp_v1_0().create_image)(device, &copy, alloc, out);
+            if r == vk::Result::SUCCESS {
+                f.images.lock().insert(
+                    *out,
+                    ImageInfo {
+                        format: ci.format,
+                        extent: ci.extent,
+                        samples: ci.samples,
+                        usage: copy.usage,
+                        layers: ci.array_layers,
+                        density_map,
+                    },
+                );
+            }
+            r
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn destroy_image(
+    device: vk::Device,
+    image: vk::Image,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_image)(device, image, alloc);
+    guard::entry(
+        "vkDestroyImage",
+        || {
+            let f = fdm(state::device(device));
+            f.images.lock().remove(&image);
+            f.map_layouts.lock().remove(&image);
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn create_image_view(
+    device: vk::Device,
+    info: *const vk::ImageViewCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::ImageView,
+) -> vk::Result {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_image_view)(device, info, alloc, out);
+    guard::entry(
+        "vkCreateImageView",
+        || {
+            let f = fdm(state::device(device));
+            let ci = &*info;
+            let mut copy = *ci;
+            copy.flags &= !(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT);
+            let r = (f.below.fp_v1_0().create_image_view)(device, &copy, alloc, out);
+            if r == vk::Result::SUCCESS {
+                let mut range = ci.subresource_range;
+                if let Some(img) = f.images.lock().get(&ci.image) {
+                    if range.layer_count == vk::REMAINING_ARRAY_LAYERS {
+                        range.layer_count = img.layers - range.base_array_layer;
+                    }
+                }
+                if range.level_count == vk::REMAINING_MIP_LEVELS {
+                    range.level_count = 1;
+                }
+                f.views.lock().insert(
+                    *out,
+                    ViewInfo {
+                        image: ci.image,
+                        format: ci.format,
+                        range,
+                        view_type: ci.view_type,
+                        components: ci.components,
+                    },
+                );
+            }
+            r
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn destroy_image_view(
+    device: vk::Device,
+    view: vk::ImageView,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_image_view)(device, view, alloc);
+    guard::entry(
+        "vkDestroyImageView",
+        || {
+            let f = fdm(state::device(device));
+            f.views.lock().remove(&view);
+            f.scratch.lock().forget_view(&f.below, view);
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn create_sampler(
+    device: vk::Device,
+    info: *const vk::SamplerCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Sampler,
+) -> vk::Result {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_sampler)(device, info, alloc, out);
+    guard::entry(
+        "vkCreateSampler",
+        || {
+            let f = fdm(state::device(device));
+            let mut copy = *info;
+            copy.flags &= !(vk::SamplerCreateFlags::SUBSAMPLED_EXT
+                | vk::SamplerCreateFlags::SUBSAMPLED_COARSE_RECONSTRUCTION_EXT);
+            (f.below.fp_v1_0().create_sampler)(device, &copy, alloc, out)
+        },
+        next,
+    )
+}
+
+unsafe fn slice<'a, T>(p: *const T, n: u32) -> &'a [T] {
+    if p.is_null() || n == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p, n as usize)
+    }
+}
+
+pub unsafe extern "system" fn create_render_pass(
+    device: vk::Device,
+    info: *const vk::RenderPassCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+) -> vk::Result {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_render_pass)(device, info, alloc, out);
+    guard::entry(
+        "vkCreateRenderPass",
+        || {
+            let dev = state::device(device);
+            let f = fdm(dev);
+            let ci = &*info;
+            let mut chain = match Chain::copy(ci.p_next) {
+                Ok(c) => c,
+                Err(e) => {
+                    dev.log().warn(
+                        "OVERLAP-Create-Info-Unknown",
+                        &format!("vkCreateRenderPass: {e}; passed down unchanged"),
+                    );
+                    return next();
+                }
+            };
+            let density_map = chain
+                .get::<vk::RenderPassFragmentDensityMapCreateInfoEXT>()
+                .map(|d| d.fragment_density_map_attachment.attachment)
+                .filter(|a| *a != vk::ATTACHMENT_UNUSED);
+            chain.remove(vk::StructureType::RENDER_PASS_FRAGMENT_DENSITY_MAP_CREATE_INFO_EXT);
+            let mut attachments: Vec<vk::AttachmentDescription> = slice(ci.p_attachments, ci.attachment_count).to_vec();
+            for a in &mut attachments {
+                a.initial_layout = layout(a.initial_layout);
+                a.final_layout = layout(a.final_layout);
+            }
+            if let Some(m) = density_map {
+                // Unused by every subpass: no load or store happens; keep it intact.
+                if let Some(a) = attachments.get_mut(m as usize) {
+                    a.load_op = vk::AttachmentLoadOp::LOAD;
+                    a.store_op = vk::AttachmentStoreOp::STORE;
+                }
+            }
+            let subpasses = slice(ci.p_subpasses, ci.subpass_count);
+            let mut refs: Vec<Vec<vk::AttachmentReference>> = Vec::new();
+            let mut subs: Vec<vk::SubpassDescription> = Vec::new();
+            let mut used = vec![false; attachments.len()];
+            for s in subpasses {
+                let mut c = *s;
+                let mut fix =
+                    |p: *const vk::AttachmentReference, n: u32, refs: &mut Vec<Vec<vk::AttachmentReference>>| {
+                        let v: Vec<vk::AttachmentReference> = slice(p, n)
+                            .iter()
+                            .map(|r| {
+                                if let Some(u) = used.get_mut(r.attachment as usize) {
+                                    *u = true;
+                                }
+                                vk::AttachmentReference { attachment: r.attachment, layout: layout(r.layout) }
+                            })
+                            .collect();
+                        refs.push(v);
+                        refs.last().unwrap().as_ptr()
+                    };
+                c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
+                c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
+                if !s.p_resolve_attachments.is_null() {
+                    c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
+                }
+                if !s.p_depth_stencil_attachment.is_null() {
+                    c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
+                }
+                subs.push(c);
+            }
+            let deps: Vec<vk::SubpassDependency> = slice(ci.p_dependencies, ci.dependency_count)
+                .iter()
+                .map(|d| vk::SubpassDependency {
+                    src_stage_mask: stages(d.src_stage_mask),
+                    dst_stage_mask: stages(d.dst_stage_mask),
+                    src_access_mask: access(d.src_access_mask),
+                    dst_access_mask: access(d.dst_access_mask),
+                    ..*d
+                })
+                .collect();
+            let view_mask = chain
+                .get::<vk::RenderPassMultiviewCreateInfo>()
+                .map(|m| slice(m.p_view_masks, m.subpass_count).iter().fold(0, |a, b| a | b))
+                .unwrap_or(0);
+            let mut copy = *ci;
+            copy.p_next = chain.head();
+            copy.p_attachments = attachments.as_ptr();
+            copy.p_subpasses = subs.as_ptr();
+            copy.p_dependencies = deps.as_ptr();
+            let r = (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out);
+            if r == vk::Result::SUCCESS {
+                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask }));
+            }
+            r
+        },
+        next,
+    )
+}
+
+unsafe fn create_render_pass2_with(
+    device: vk::Device,
+    info: *const vk::RenderPassCreateInfo2<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+    khr: bool,
+) -> vk::Result {
+    let down = move || {
+        let f = fdm(state::device(device));
+        if khr {
+            f.below.fp_v1_2().create_render_pass2
+        } else {
+            f.below.fp_v1_2().create_render_pass2
+        }
+    };
+    let next = move || down()(device, info, alloc, out);
+    guard::entry(
+        "vkCreateRenderPass2",
+        || {
+            let dev = state::device(device);
+            let f = fdm(dev);
+            let ci = &*info;
+            let mut chain = match Chain::copy(ci.p_next) {
+                Ok(c) => c,
+                Err(e) => {
+                    dev.log().warn(
+                        "OVERLAP-Create-Info-Unknown",
+                        &format!("vkCreateRenderPass2: {e}; passed down unchanged"),
+                    );
+                    return next();
+                }
+            };
+            let density_map = chain
+                .get::<vk::RenderPassFragmentDensityMapCreateInfoEXT>()
+                .map(|d| d.fragment_density_map_attachment.attachment)
+                .filter(|a| *a != vk::ATTACHMENT_UNUSED);
+            chain.remove(vk::StructureType::RENDER_PASS_FRAGMENT_DENSITY_MAP_CREATE_INFO_EXT);
+            let mut attachments: Vec<vk::AttachmentDescription2> =
+                slice(ci.p_attachments, ci.attachment_count).to_vec();
+            for a in &mut attachments {
+                a.initial_layout = layout(a.initial_layout);
+                a.final_layout = layout(a.final_layout);
+            }
+            if let Some(a) = density_map.and_then(|m| attachments.get_mut(m as usize)) {
+                a.load_op = vk::AttachmentLoadOp::LOAD;
+                a.store_op = vk::AttachmentStoreOp::STORE;
+            }
+            let mut used = vec![false; attachments.len()];
+            let mut refs: Vec<Vec<vk::AttachmentReference2<'static>>> = Vec::new();
+            let mut chains: Vec<Chain> = Vec::new();
+            let mut subs: Vec<vk::SubpassDescription2> = Vec::new();
+            let mut view_mask = 0;
+            for s in slice(ci.p_subpasses, ci.subpass_count) {
+                let mut c = *s;
+                view_mask |= s.view_mask;
+                let mut fix = |p: *const vk::AttachmentReference2<'_>,
+                               n: u32,
+                               refs: &mut Vec<Vec<vk::AttachmentReference2<'static>>>|
+                 -> *const vk::AttachmentReference2<'static> {
+                    let v: Vec<vk::AttachmentReference2> = slice(p, n)
+                        .iter()
+                        .map(|r| {
+                            if let Some(u) = used.get_mut(r.attachment as usize) {
+                                *u = true;
+                            }
+                            let mut r2: vk::AttachmentReference2<'static> = std::mem::transmute(*r);
+                            r2.layout = layout(r.layout);
+                            r2
+                        })
+                        .collect();
+                    refs.push(v);
+                    refs.last().unwrap().as_ptr()
+                };
+                c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
+                c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
+                if !s.p_resolve_attachments.is_null() {
+                    c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
+                }
+                if !s.p_depth_stencil_attachment.is_null() {
+                    c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
+                }
+                if let Some(ds) = crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) {
+                    if !ds.p_depth_stencil_resolve_attachment.is_null() {
+                        fix(ds.p_depth_stencil_resolve_attachment, 1, &mut refs);
+                    }
+                }
+                if let Ok(mut sc) = Chain::copy(s.p_next) {
+                    c.p_next = sc.head();
+                    chains.push(sc);
+                }
+                subs.push(c);
+            }
+            let mut dep_chains: Vec<Chain> = Vec::new();
+            let deps: Vec<vk::SubpassDependency2> = slice(ci.p_dependencies, ci.dependency_count)
+                .iter()
+                .map(|d| {
+                    let mut c = *d;
+                    c.src_stage_mask = stages(d.src_stage_mask);
+                    c.dst_stage_mask = stages(d.dst_stage_mask);
+                    c.src_access_mask = access(d.src_access_mask);
+                    c.dst_access_mask = access(d.dst_access_mask);
+                    if let Ok(mut ch) = Chain::copy(d.p_next) {
+                        if let Some(b) = ch.get_mut::<vk::MemoryBarrier2>() {
+                            b.src_stage_mask = stages2(b.src_stage_mask);
+                            b.dst_stage_mask = stages2(b.dst_stage_mask);
+                            b.src_access_mask = access2(b.src_access_mask);
+                            b.dst_access_mask = access2(b.dst_access_mask);
+                        }
+                        c.p_next = ch.head();
+                        dep_chains.push(ch);
+                    }
+                    c
+                })
+                .collect();
+            let mut copy = *ci;
+            copy.p_next = chain.head();
+            copy.p_attachments = attachments.as_ptr();
+            copy.p_subpasses = subs.as_ptr();
+            copy.p_dependencies = deps.as_ptr();
+            let r = down()(device, &copy, alloc, out);
+            if r == vk::Result::SUCCESS {
+                let attachments = attachments
+                    .iter()
+                    .map(|a| vk::AttachmentDescription {
+                        flags: a.flags,
+                        format: a.format,
+                        samples: a.samples,
+                        load_op: a.load_op,
+                        store_op: a.store_op,
+                        stencil_load_op: a.stencil_load_op,
+                        stencil_store_op: a.stencil_store_op,
+                        initial_layout: a.initial_layout,
+                        final_layout: a.final_layout,
+                    })
+                    .collect();
+                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask }));
+            }
+            r
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn create_render_pass2(
+    device: vk::Device,
+    info: *const vk::RenderPassCreateInfo2<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+) -> vk::Result {
+    create_render_pass2_with(device, info, alloc, out, false)
+}
+
+pub unsafe extern "system" fn destroy_render_pass(
+    device: vk::Device,
+    pass: vk::RenderPass,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_render_pass)(device, pass, alloc);
+    guard::entry(
+        "vkDestroyRenderPass",
+        || {
+            fdm(state::device(device)).passes.lock().remove(&pass);
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn create_framebuffer(
+    device: vk::Device,
+    info: *const vk::FramebufferCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Framebuffer,
+) -> vk::Result {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_framebuffer)(device, info, alloc, out);
+    guard::entry(
+        "vkCreateFramebuffer",
+        || {
+            let f = fdm(state::device(device));
+            let r = next();
+            if r == vk::Result::SUCCESS {
+                let ci = &*info;
+                let imageless = ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS);
+                let views = if imageless { Vec::new() } else { slice(ci.p_attachments, ci.attachment_count).to_vec() };
+                f.framebuffers.lock().insert(
+                    *out,
+                    Arc::new(FramebufferInfo {
+                        render_pass: ci.render_pass,
+                        views,
+                        imageless,
+                        extent: (ci.width, ci.height),
+                        layers: ci.layers,
+                    }),
+                );
+            }
+            r
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn destroy_framebuffer(
+    device: vk::Device,
+    fb: vk::Framebuffer,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_framebuffer)(device, fb, alloc);
+    guard::entry(
+        "vkDestroyFramebuffer",
+        || {
+            let f = fdm(state::device(device));
+            f.framebuffers.lock().remove(&fb);
+            next()
+        },
+        next,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Shaders and pipelines
+
+pub unsafe extern "system" fn create_shader_module(
+    device: vk::Device,
+    info: *const vk::ShaderModuleCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::ShaderModule,
+) -> vk::Result {
+    const NAME: &str = "vkCreateShaderModule";
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_shader_module)(device, info, alloc, out);
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            debug_panic(&dev.debug_panic, NAME);
+            let f = fdm(dev);
+            let ci = &*info;
+            let code: &[u32] =
+                if ci.p_code.is_null() { &[] } else { std::slice::from_raw_parts(ci.p_code, ci.code_size / 4) };
+            let density = shader_fdm::uses_density_builtins(code);
+            let Ok(module) = overlap_shaders::parse(code) else { return next() };
+            let fragment = module.entry_points.iter().any(|e| {
+                e.operands.first()
+                    == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Fragment))
+            });
+            let facts = ModuleFacts {
+                needs_variants: fragment && (density || shader_fdm::reads_frag_coord(&module)),
+                side_effects: shader_fdm::has_side_effects(&module),
+                fragment,
+                sample_rate: module.capabilities.iter().any(|c| {
+                    c.operands.first()
+                        == Some(&rspirv::dr::Operand::Capability(rspirv::spirv::Capability::SampleRateShading))
+                }),
+                words: None,
+            };
+            let facts = ModuleFacts { words: facts.needs_variants.then(|| Arc::new(code.to_vec())), ..facts };
+            // The driver never sees the density capability: the module as
+            // created holds the 1x1 values.
+            let r = if density {
+                match variant_words(dev, code, shader_fdm::Params { area: (1, 1), invocations: 1 }) {
+                    Some(w) => {
+                        let mut copy = *ci;
+                        copy.code_size = w.len() * 4;
+                        copy.p_code = w.as_ptr();
+                        (f.below.fp_v1_0().create_shader_module)(device, &copy, alloc, out)
+                    }
+                    None => next(),
+                }
+            } else {
+                next()
+            };
+            if r == vk::Result::SUCCESS {
+                f.modules.lock().insert(*out, Arc::new(facts));
+            }
+            r
+        },
+        next,
+    )
+}
+
+/// The module lowered for one variant, validated; `None` (logged) when it
+/// cannot be.
+fn variant_words(dev: &DeviceData, code: &[u32], p: shader_fdm::Params) -> Option<Vec<u32>> {
+    let mut m = overlap_shaders::parse(code).ok()?;
+    if let Err(e) = shader_fdm::lower(&mut m, &p) {
+        dev.log().warn(
+            "OVERLAP-Shader-Skipped",
+            &format!("density built-ins cannot be lowered ({e}); passed down unchanged"),
+        );
+        return None;
+    }
+    let out = overlap_shaders::assemble(&m);
+    if dev.settings().validate_shaders {
+        if let Err(e) = overlap_shaders::validate(&out, crate::shader::target_env(dev)) {
+            if !matches!(e, overlap_shaders::Error::ValidatorUnavailable(_)) {
+                dev.log().error(
+                    "OVERLAP-Shader-Invalid-Output",
+                    &format!("the density-map lowering of a module fails validation ({e}); passed down unchanged"),
+                );
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+pub unsafe extern "system" fn destroy_shader_module(
+    device: vk::Device,
+    module: vk::ShaderModule,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_shader_module)(device, module, alloc);
+    guard::entry(
+        "vkDestroyShaderModule",
+        || {
+            fdm(state::device(device)).modules.lock().remove(&module);
+            next()
+        },
+        next,
+    )
+}
+
+/// Invocations per fragment a pipeline asks for (`FragInvocationCountEXT`).
+unsafe fn invocations(info: &vk::GraphicsPipelineCreateInfo, sample_rate: bool) -> u32 {
+    let Some(ms) = info.p_multisample_state.as_ref() else { return 1 };
+    let samples = ms.rasterization_samples.as_raw().max(1);
+    if sample_rate {
+        samples
+    } else if ms.sample_shading_enable == vk::TRUE {
+        ((ms.min_sample_shading * samples as f32).ceil() as u32).clamp(1, samples)
+    } else {
+        1
+    }
+}
+
+pub unsafe extern "system" fn create_graphics_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::GraphicsPipelineCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Pipeline,
+) -> vk::Result {
+    const NAME: &str = "vkCreateGraphicsPipelines";
+    let next = move || {
+        (fdm(state::device(device)).below.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out)
+    };
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(device);
+            debug_panic(&dev.debug_panic, NAME);
+            let f = fdm(dev);
+            if count == 0 || infos.is_null() {
+                return next();
+            }
+            let infos_in = std::slice::from_raw_parts(infos, count as usize);
+            let mut result = vk::Result::SUCCESS;
+            // One at a time: each density-map pipeline may need variants.
+            for (i, info) in infos_in.iter().enumerate() {
+                let r = create_one(dev, f, cache, info, alloc, out.add(i));
+                if r != vk::Result::SUCCESS {
+                    result = r;
+                    if info.flags.contains(vk::PipelineCreateFlags::EARLY_RETURN_ON_FAILURE) {
+                        for j in i + 1..infos_in.len() {
+                            *out.add(j) = vk::Pipeline::null();
+                        }
+                        break;
+                    }
+                }
+            }
+            result
+        },
+        next,
+    )
+}
+
+unsafe fn create_one(
+    dev: &DeviceData,
+    f: &Fdm,
+    cache: vk::PipelineCache,
+    info: &vk::GraphicsPipelineCreateInfo,
+    alloc: *const vk::AllocationCallbacks,
+    out: *mut vk::Pipeline,
+) -> vk::Result {
+    let down = f.below.fp_v1_0().create_graphics_pipelines;
+    let flag = vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
+    let for_density_map =
+        info.flags.contains(flag) || f.passes.lock().get(&info.render_pass).is_some_and(|p| p.density_map.is_some());
+    let stages = slice(info.p_stages, info.stage_count);
+    let facts: Vec<Option<Arc<ModuleFacts>>> = {
+        let modules = f.modules.lock();
+        stages.iter().map(|s| modules.get(&s.module).cloned()).collect()
+    };
+    let side_effects = facts.iter().flatten().any(|m| m.side_effects);
+    let mut copy = *info;
+    copy.flags &= !flag;
+    if !for_density_map {
+        return down(dev.handle, cache, 1, &copy, alloc, out);
+    }
+    let mut pinfo = PipelineInfo { side_effects, ..Default::default() };
+    // Binned replays set viewports and scissors per bin: make them dynamic.
+    let dynamic_in: Vec<vk::DynamicState> = info
+        .p_dynamic_state
+        .as_ref()
+        .map(|d| slice(d.p_dynamic_states, d.dynamic_state_count).to_vec())
+        .unwrap_or_default();
+    let mut dynamic = dynamic_in.clone();
+    let mut dyn_info;
+    let viewport_state = info.p_viewport_state.as_ref();
+    if f.mode == Mode::Binned {
+        if let Some(vs) = viewport_state {
+            if !dynamic_in.contains(&vk::DynamicState::VIEWPORT)
+                && !dynamic_in.contains(&vk::DynamicState::VIEWPORT_WITH_COUNT)
+            {
+                pinfo.static_viewports = Some(slice(vs.p_viewports, vs.viewport_count).to_vec());
+                dynamic.push(vk::DynamicState::VIEWPORT);
+            }
+            if !dynamic_in.contains(&vk::DynamicState::SCISSOR)
+                && !dynamic_in.contains(&vk::DynamicState::SCISSOR_WITH_COUNT)
+            {
+                pinfo.static_scissors = Some(slice(vs.p_scissors, vs.scissor_count).to_vec());
+                dynamic.push(vk::DynamicState::SCISSOR);
+            }
+        }
+        if dynamic.len() != dynamic_in.len() {
+            dyn_info = info.p_dynamic_state.as_ref().copied().unwrap_or_default();
+            dyn_info.dynamic_state_count = dynamic.len() as u32;
+            dyn_info.p_dynamic_states = dynamic.as_ptr();
+            copy.p_dynamic_state = &dyn_info;
+        }
+    }
+    // The fragment stage, if variants are needed.
+    let fs = stages.iter().zip(&facts).position(|(s, m)| {
+        s.stage == vk::ShaderStageFlags::FRAGMENT && m.as_ref().is_some_and(|m| m.needs_variants && m.words.is_some())
+    });
+    let areas: &[(u32, u32)] = match (fs, f.mode) {
+        (None, _) => &[],
+        (Some(_), Mode::Baseline) => &AREAS[..1],
+        (Some(_), Mode::Binned) => &AREAS[..],
+    };
+    if areas.is_empty() {
+        let r = down(dev.handle, cache, 1, &copy, alloc, out);
+        if r == vk::Result::SUCCESS {
+            pinfo.variants.insert((1, 1), *out);
+            f.pipelines.lock().insert(*out, Arc::new(pinfo));
+        }
+        return r;
+    }
+    let fs = fs.unwrap();
+    let m = facts[fs].clone().unwrap();
+    let inv = invocations(info, m.sample_rate);
+    let mut made: Vec<((u32, u32), vk::Pipeline)> = Vec::new();
+    for &area in areas {
+        let Some(words) = variant_words(dev, m.words.as_ref().unwrap(), shader_fdm::Params { area, invocations: inv })
+        else {
+            break;
+        };
+        let mci =
+            vk::ShaderModuleCreateInfo { code_size: words.len() * 4, p_code: words.as_ptr(), ..Default::default() };
+        let mut module = vk::ShaderModule::null();
+        let r = (f.below.fp_v1_0().create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module);
+        if r != vk::Result::SUCCESS {
+            break;
+        }
+        let mut st: Vec<vk::PipelineShaderStageCreateInfo> = stages.to_vec();
+        st[fs].module = module;
+        let mut c = copy;
+        c.p_stages = st.as_ptr();
+        let mut p = vk::Pipeline::null();
+        let r = down(dev.handle, cache, 1, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p);
+        (f.below.fp_v1_0().destroy_shader_module)(dev.handle, module, std::ptr::null());
+        if r != vk::Result::SUCCESS {
+            if area == (1, 1) {
+                return r;
+            }
+            break;
+        }
+        made.push((area, p));
+    }
+    if made.first().map(|m| m.0) != Some((1, 1)) {
+        // The variants could not be made: the application's stages as they are.
+        let r = down(dev.handle, cache, 1, &copy, alloc, out);
+        if r == vk::Result::SUCCESS {
+            pinfo.variants.insert((1, 1), *out);
+            f.pipelines.lock().insert(*out, Arc::new(pinfo));
+        }
+        return r;
+    }
+    if made.len() < areas.len() {
+        dev.log().log_once(
+            LogLevel::Warn,
+            "OVERLAP-FDM-Variants",
+            "",
+            "some per-area pipeline variants could not be made; those areas fall back to 1x1",
+        );
+    }
+    *out = made[0].1;
+    pinfo.variants = made.into_iter().collect();
+    f.pipelines.lock().insert(*out, Arc::new(pinfo));
+    vk::Result::SUCCESS
+}
+
+pub unsafe extern "system" fn destroy_pipeline(
+    device: vk::Device,
+    pipeline: vk::Pipeline,
+    alloc: *const vk::AllocationCallbacks<'_>,
+) {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_pipeline)(device, pipeline, alloc);
+    guard::entry(
+        "vkDestroyPipeline",
+        || {
+            let f = fdm(state::device(device));
+            if let Some(p) = f.pipelines.lock().remove(&pipeline) {
+                for (area, v) in &p.variants {
+                    if *area != (1, 1) {
+                        (f.below.fp_v1_0().destroy_pipeline)(device, *v, std::ptr::null());
+                    }
+                }
+            }
+            next()
+        },
+        next,
+    )
+}
+
+/// The density-map hooks (installed where the application enabled the
+/// extension on a device the layer provides it for).
+pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
+    use crate::entry::pfn;
+    match name {
+        b"vkCreateImage" => pfn!(create_image as vk::PFN_vkCreateImage),
+        b"vkDestroyImage" => pfn!(destroy_image as vk::PFN_vkDestroyImage),
+        b"vkCreateImageView" => pfn!(create_image_view as vk::PFN_vkCreateImageView),
+        b"vkDestroyImageView" => pfn!(destroy_image_view as vk::PFN_vkDestroyImageView),
+        b"vkCreateSampler" => pfn!(create_sampler as vk::PFN_vkCreateSampler),
+        b"vkCreateRenderPass" => pfn!(create_render_pass as vk::PFN_vkCreateRenderPass),
+        b"vkCreateRenderPass2" | b"vkCreateRenderPass2KHR" => {
+            pfn!(create_render_pass2 as vk::PFN_vkCreateRenderPass2)
+        }
+        b"vkDestroyRenderPass" => pfn!(destroy_render_pass as vk::PFN_vkDestroyRenderPass),
+        b"vkCreateFramebuffer" => pfn!(create_framebuffer as vk::PFN_vkCreateFramebuffer),
+        b"vkDestroyFramebuffer" => pfn!(destroy_framebuffer as vk::PFN_vkDestroyFramebuffer),
+        b"vkCreateShaderModule" => pfn!(create_shader_module as vk::PFN_vkCreateShaderModule),
+        b"vkDestroyShaderModule" => pfn!(destroy_shader_module as vk::PFN_vkDestroyShaderModule),
+        b"vkCreateGraphicsPipelines" => pfn!(create_graphics_pipelines as vk::PFN_vkCreateGraphicsPipelines),
+        b"vkDestroyPipeline" => pfn!(destroy_pipeline as vk::PFN_vkDestroyPipeline),
+        _ => record_hook(mode, name),
+    }
+}
