@@ -57,7 +57,13 @@ fn main() {
         let spv = Path::new(&out).join(format!("{name}.spv"));
         // The geometry pair goes through spirv-opt -O, as the corpus does (SSA form).
         let optimize = name == "passthrough.geom" || name == "passthrough.tese";
-        let env = if name.starts_with("vrs") { "vulkan1.2" } else { "vulkan1.0" };
+        let env = if name.starts_with("vrs") {
+            "vulkan1.2"
+        } else if name.starts_with("fdm") {
+            "vulkan1.1"
+        } else {
+            "vulkan1.0"
+        };
         let status = Command::new("glslangValidator")
             .args(["-V", "--target-env", env, "-o"])
             .arg(&spv)

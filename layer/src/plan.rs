@@ -336,7 +336,10 @@ mod tests {
             .iter()
             .any(|(n, _)| *n == INTERLOCK_EXTENSION));
         assert_eq!(Plan::new_test(&with("auto"), &nvidia).interlock, Capability::Native);
-        assert!(!Plan::new_test(&with("auto"), &nvidia).added_extensions().iter().any(|(n, _)| *n == INTERLOCK_EXTENSION));
+        assert!(!Plan::new_test(&with("auto"), &nvidia)
+            .added_extensions()
+            .iter()
+            .any(|(n, _)| *n == INTERLOCK_EXTENSION));
         assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some("spinlock"));
         assert_eq!(Plan::new_test(&with("spinlock"), &nvidia).interlock_strategy(), Some("spinlock"));
         assert!(matches!(Plan::new_test(&with("native"), &llvmpipe).interlock, Capability::Off(_)));

@@ -3,6 +3,7 @@
 //! ([`harness`]) that start it on lavapipe with the layer loaded above the
 //! Khronos validation layer.
 
+pub mod fdm;
 pub mod harness;
 pub mod interlock;
 pub mod oit;

@@ -75,6 +75,8 @@ pub struct GpuOptions {
     pub shading_rate: bool,
     /// Enable VK_EXT_shader_object where listed.
     pub shader_object: bool,
+    /// Enable VK_EXT_fragment_density_map where listed.
+    pub fdm: bool,
 }
 
 pub struct Gpu {
@@ -96,6 +98,8 @@ pub struct Gpu {
     pub primitive_shading_rate: bool,
     /// VK_EXT_shader_object was enabled.
     pub shader_object: bool,
+    /// VK_EXT_fragment_density_map was enabled.
+    pub fdm: bool,
     pub properties: vk::PhysicalDeviceProperties,
 }
 
@@ -245,6 +249,11 @@ impl Gpu {
             exts.push(ash::ext::shader_object::NAME.as_ptr());
         }
         let mut enable_so = vk::PhysicalDeviceShaderObjectFeaturesEXT::default().shader_object(true);
+        let fdm = opts.fdm && has(ash::ext::fragment_density_map::NAME);
+        if fdm {
+            exts.push(ash::ext::fragment_density_map::NAME.as_ptr());
+        }
+        let mut enable_fdm = vk::PhysicalDeviceFragmentDensityMapFeaturesEXT::default().fragment_density_map(true);
         let mut supported_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default();
         if fsr {
             let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_fsr);
@@ -271,6 +280,9 @@ impl Gpu {
         if shader_object {
             info = info.push_next(&mut enable_so);
         }
+        if fdm {
+            info = info.push_next(&mut enable_fdm);
+        }
         let device = check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?;
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
@@ -289,6 +301,7 @@ impl Gpu {
             shading_rate: fsr,
             primitive_shading_rate: primitive_fsr,
             shader_object,
+            fdm,
             properties: props,
         })
     }

@@ -84,7 +84,9 @@ pub fn translate_image_query(
         if format != vk::Format::R8G8_UNORM || tiling != vk::ImageTiling::OPTIMAL {
             return Err(());
         }
-        usage = (usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) | vk::ImageUsageFlags::TRANSFER_SRC;
+        usage = (usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
+            | vk::ImageUsageFlags::TRANSFER_SRC
+            | vk::ImageUsageFlags::SAMPLED;
     }
     Ok((usage, flags & !vk::ImageCreateFlags::SUBSAMPLED_EXT))
 }
@@ -365,7 +367,8 @@ pub unsafe extern "system" fn create_image(
             copy.usage &= !(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
             copy.flags &= !(vk::ImageCreateFlags::SUBSAMPLED_EXT);
             if density_map {
-                copy.usage |= vk::ImageUsageFlags::TRANSFER_SRC;
+                // Read by the layer; SAMPLED keeps views of it valid.
+                copy.usage |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED;
             }
             // Attachments of a binned pass are read and written by blits.
             let attachment = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;

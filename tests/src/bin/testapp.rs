@@ -71,6 +71,7 @@ fn main() {
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "vrs" => vrs(&mut opts),
+        "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "varyings" => {
             varyings(&opts, args.get(1).filter(|a| !a.starts_with("instances=")).map(std::path::PathBuf::from), {
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1)
@@ -566,5 +567,120 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
     let img = overlap_tests::varyings::render_tessellation(&g);
     let sum = img.checksum();
     println!("tessellation={sum:016x}");
+    Ok(())
+}
+
+/// `fdm [quick]`: the density-map matrix (render pass 1 / 2 / dynamic
+/// rendering × 1 / 4 samples × divisible / non-divisible sizes), each with
+/// the area checks and the reference comparison; then density 1 everywhere
+/// against no density map, and a pass with a query in it (must fall back).
+fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let mut props = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+    let (min, max) = (props.min_fragment_density_texel_size, props.max_fragment_density_texel_size);
+    println!("texel_size_min={}x{} max={}x{}", min.width, min.height, max.width, max.height);
+    let fmt = unsafe { g.instance.get_physical_device_format_properties(g.pd, vk::Format::R8G8_UNORM) };
+    if !fmt.optimal_tiling_features.contains(vk::FormatFeatureFlags::FRAGMENT_DENSITY_MAP_EXT) {
+        return Err("R8G8_UNORM lacks FRAGMENT_DENSITY_MAP".into());
+    }
+    let full_vs = include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"));
+    let scene_vs = include_bytes!(concat!(env!("OUT_DIR"), "/scene.vert.spv"));
+    let size_fs = include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"));
+    let scene_fs = include_bytes!(concat!(env!("OUT_DIR"), "/fdm_scene.frag.spv"));
+    let sizes: &[(u32, u32)] = if variant == Some("quick") { &[(256, 256)] } else { &[(256, 256), (250, 190)] };
+    for &path in &fdm::PATHS {
+        for samples in [1u32, 4] {
+            for &size in sizes {
+                let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
+                let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+                let texel = (
+                    fdm::texel_size(size.0, mw, min.width, max.width),
+                    fdm::texel_size(size.1, mh, min.height, max.height),
+                );
+                let scene = |vs, fs, vertices, map| Scene {
+                    path,
+                    samples,
+                    size,
+                    viewport: (size.0 as f32, size.1 as f32),
+                    vs,
+                    fs,
+                    vertices,
+                    map,
+                    query: false,
+                };
+                let px = fdm::render(&g, &scene(&full_vs[..], &size_fs[..], 3, Some(&map)));
+                let (coarse, largest) = fdm::check_sizes(&px, size, &map, texel)
+                    .map_err(|e| format!("{path:?} {samples}x {size:?}: {e}"))?;
+                if coarse == 0 || largest < 4 {
+                    return Err(format!("{path:?} {samples}x {size:?}: nothing was shaded coarsely ({coarse} pixels, largest area {largest})"));
+                }
+                let px = fdm::render(&g, &scene(&scene_vs[..], &scene_fs[..], 9, Some(&map)));
+                let compared = fdm::check_against_references(&px, size, |area| {
+                    let low = (size.0.div_ceil(area.0), size.1.div_ceil(area.1));
+                    let r = fdm::render(
+                        &g,
+                        &Scene {
+                            size: low,
+                            viewport: (size.0 as f32 / area.0 as f32, size.1 as f32 / area.1 as f32),
+                            ..scene(&scene_vs[..], &scene_fs[..], 9, None)
+                        },
+                    );
+                    (r, low.0)
+                })
+                .map_err(|e| format!("{path:?} {samples}x {size:?} (scene): {e}"))?;
+                println!("fdm case={path:?} samples={samples} size={}x{} coarse_pixels={coarse} largest_area={largest} reference_pixels={compared}", size.0, size.1);
+            }
+        }
+    }
+    // Density 1 everywhere is the scene without a density map, bit for bit.
+    let size = (128, 96);
+    let ones = Map { width: 4, height: 3, texels: vec![[255, 255]; 12] };
+    for &path in &fdm::PATHS {
+        let s = |map| Scene {
+            path,
+            samples: 1,
+            size,
+            viewport: (128.0, 96.0),
+            vs: &scene_vs[..],
+            fs: &scene_fs[..],
+            vertices: 9,
+            map,
+            query: false,
+        };
+        let with = fdm::render(&g, &s(Some(&ones)));
+        let without = fdm::render(&g, &s(None));
+        if with != without {
+            return Err(format!("{path:?}: density 1 everywhere differs from no density map"));
+        }
+        println!("fdm density_one={path:?} identical");
+    }
+    // A query inside the pass cannot be replayed: 1x1 everywhere.
+    let map = Map { width: 8, height: 8, texels: vec![[60, 60]; 64] };
+    let px = fdm::render(
+        &g,
+        &Scene {
+            path: Path::RenderPass,
+            samples: 1,
+            size: (256, 256),
+            viewport: (256.0, 256.0),
+            vs: &full_vs[..],
+            fs: &size_fs[..],
+            vertices: 3,
+            map: Some(&map),
+            query: true,
+        },
+    );
+    let (coarse, _) = fdm::check_sizes(&px, (256, 256), &map, (32, 32))?;
+    if coarse != 0 {
+        return Err(format!("a pass with a query shaded {coarse} pixels coarsely"));
+    }
+    println!("fdm query_fallback=1x1");
     Ok(())
 }
