@@ -71,6 +71,8 @@ pub struct Scene<'a> {
     pub map: Option<&'a Map>,
     /// Record an occlusion query around the draw (inside the pass).
     pub query: bool,
+    /// Passes recorded (the benchmark's frames); 1 elsewhere.
+    pub repeat: u32,
 }
 
 fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags) -> (vk::Buffer, vk::DeviceMemory, *mut u8) {
@@ -330,82 +332,92 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Vec<[u8; 4]> {
             .unwrap();
         let (rb, rmem, rp) = buffer(gpu, (w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST);
         gpu.one_time_submit(|cb| {
-            if scene.query {
-                d.cmd_reset_query_pool(cb, query_pool, 0, 1);
-            }
-            // Alpha 255 is no area code, nor is any multisample blend of it with one.
-            let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }];
-            let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
-            if scene.path == Path::Dynamic {
-                let att = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
-                gpu.image_from_undefined(cb, out.0, color_range(), vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL, att);
-                if let Some(m) = &ms {
-                    gpu.image_from_undefined(cb, m.0, color_range(), vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL, att);
+            for _ in 0..scene.repeat.max(1) {
+                if scene.query {
+                    d.cmd_reset_query_pool(cb, query_pool, 0, 1);
                 }
-                let mut colour = vk::RenderingAttachmentInfo::default()
-                    .image_view(ms.as_ref().map_or(out.2, |m| m.2))
-                    .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-                    .load_op(vk::AttachmentLoadOp::CLEAR)
-                    .store_op(if msaa { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE })
-                    .clear_value(clear[0]);
-                if msaa {
-                    colour = colour
-                        .resolve_mode(vk::ResolveModeFlags::AVERAGE)
-                        .resolve_image_view(out.2)
-                        .resolve_image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+                // Alpha 255 is no area code, nor is any multisample blend of it with one.
+                let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }];
+                let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
+                if scene.path == Path::Dynamic {
+                    let att =
+                        (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+                    gpu.image_from_undefined(cb, out.0, color_range(), vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL, att);
+                    if let Some(m) = &ms {
+                        gpu.image_from_undefined(
+                            cb,
+                            m.0,
+                            color_range(),
+                            vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                            att,
+                        );
+                    }
+                    let mut colour = vk::RenderingAttachmentInfo::default()
+                        .image_view(ms.as_ref().map_or(out.2, |m| m.2))
+                        .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+                        .load_op(vk::AttachmentLoadOp::CLEAR)
+                        .store_op(if msaa { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE })
+                        .clear_value(clear[0]);
+                    if msaa {
+                        colour = colour
+                            .resolve_mode(vk::ResolveModeFlags::AVERAGE)
+                            .resolve_image_view(out.2)
+                            .resolve_image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+                    }
+                    let colours = [colour];
+                    let mut fdm_att = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
+                        .image_view(map.as_ref().map_or(vk::ImageView::null(), |m| m.2))
+                        .image_layout(fdm_layout);
+                    let mut ri =
+                        vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
+                    if map.is_some() {
+                        ri = ri.push_next(&mut fdm_att);
+                    }
+                    d.cmd_begin_rendering(cb, &ri);
+                } else {
+                    let info = vk::RenderPassBeginInfo::default()
+                        .render_pass(render_pass)
+                        .framebuffer(framebuffer)
+                        .render_area(area)
+                        .clear_values(&clear);
+                    d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
                 }
-                let colours = [colour];
-                let mut fdm_att = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
-                    .image_view(map.as_ref().map_or(vk::ImageView::null(), |m| m.2))
-                    .image_layout(fdm_layout);
-                let mut ri = vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
-                if map.is_some() {
-                    ri = ri.push_next(&mut fdm_att);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                if scene.query {
+                    d.cmd_begin_query(cb, query_pool, 0, vk::QueryControlFlags::empty());
                 }
-                d.cmd_begin_rendering(cb, &ri);
-            } else {
-                let info = vk::RenderPassBeginInfo::default()
-                    .render_pass(render_pass)
-                    .framebuffer(framebuffer)
-                    .render_area(area)
-                    .clear_values(&clear);
-                d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
+                d.cmd_draw(cb, scene.vertices, 1, 0, 0);
+                if scene.query {
+                    d.cmd_end_query(cb, query_pool, 0);
+                }
+                if scene.path == Path::Dynamic {
+                    d.cmd_end_rendering(cb);
+                    layout_barrier(
+                        gpu,
+                        cb,
+                        out.0,
+                        vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                        vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+                    );
+                } else {
+                    d.cmd_end_render_pass(cb);
+                    gpu.memory_barrier(
+                        cb,
+                        (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+                    );
+                }
+                let region = vk::BufferImageCopy::default()
+                    .image_subresource(vk::ImageSubresourceLayers {
+                        aspect_mask: vk::ImageAspectFlags::COLOR,
+                        mip_level: 0,
+                        base_array_layer: 0,
+                        layer_count: 1,
+                    })
+                    .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+                d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
             }
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            if scene.query {
-                d.cmd_begin_query(cb, query_pool, 0, vk::QueryControlFlags::empty());
-            }
-            d.cmd_draw(cb, scene.vertices, 1, 0, 0);
-            if scene.query {
-                d.cmd_end_query(cb, query_pool, 0);
-            }
-            if scene.path == Path::Dynamic {
-                d.cmd_end_rendering(cb);
-                layout_barrier(
-                    gpu,
-                    cb,
-                    out.0,
-                    vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-                );
-            } else {
-                d.cmd_end_render_pass(cb);
-                gpu.memory_barrier(
-                    cb,
-                    (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
-                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-                );
-            }
-            let region = vk::BufferImageCopy::default()
-                .image_subresource(vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 1,
-                })
-                .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-            d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
         });
         let pixels = std::slice::from_raw_parts(rp as *const [u8; 4], (w * h) as usize).to_vec();
         d.destroy_buffer(rb, None);

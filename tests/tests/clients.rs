@@ -100,7 +100,8 @@ fn vulkaninfo_through_the_layer_matches_except_what_it_emulates() {
         !without.stdout.contains("VK_EXT_fragment_shader_interlock"),
         "lavapipe gained interlock: update this test"
     );
-    for options in [&[][..], &["--set", "force_enable=true"][..]] {
+    // The emulated density map is checked on its own below.
+    for options in [&["--set", "fdm=off"][..], &["--set", "force_enable=true", "--set", "fdm=off"][..]] {
         let with = run(&mut overlap_run(options, &["vulkaninfo"]));
         assert_eq!(with.code, Some(0), "{}", with.stderr);
         assert!(with.stdout.contains("VK_LAYER_OVERLAP_emulation (Overlap"), "the layer is not listed");
@@ -111,9 +112,21 @@ fn vulkaninfo_through_the_layer_matches_except_what_it_emulates() {
             panic!("vulkaninfo differs with the layer ({options:?}): {diff:#?}");
         }
     }
-    // With interlock_strategy=native nothing is emulated on lavapipe: identical.
-    let with = run(&mut overlap_run(&["--set", "interlock_strategy=native"], &["vulkaninfo"]));
+    // With interlock_strategy=native and fdm=off nothing is emulated on lavapipe: identical.
+    let with = run(&mut overlap_run(&["--set", "interlock_strategy=native", "--set", "fdm=off"], &["vulkaninfo"]));
     assert_eq!(without_overlap_entry(&with.stdout), without_overlap_entry(&without.stdout));
+    // The density map, by default: the extension, its features and properties.
+    let with = run(&mut overlap_run(&[], &["vulkaninfo"]));
+    assert!(!without.stdout.contains("VK_EXT_fragment_density_map"), "lavapipe gained FDM: update this test");
+    for want in [
+        "VK_EXT_fragment_density_map",
+        "fragmentDensityMap                    = true",
+        "fragmentDensityMapDynamic             = false",
+        "fragmentDensityMapNonSubsampledImages = true",
+        "fragmentDensityInvocations = false",
+    ] {
+        assert!(with.stdout.contains(want), "vulkaninfo lacks {want:?}");
+    }
 }
 
 #[test]
@@ -229,7 +242,7 @@ fn info_lists_lavapipe_and_the_plan() {
     let out = info(&["--set", "interlock_strategy=native"]);
     assert!(out.contains("fragment shader interlock : not provided (interlock_strategy=native"), "{out}");
     assert!(out.contains("varying linking           : emulated (safe)"), "{out}");
-    let out = info(&["--set", "interlock_strategy=native", "--set", "varyings=off"]);
+    let out = info(&["--set", "interlock_strategy=native", "--set", "varyings=off", "--set", "fdm=off"]);
     assert!(out.contains("device hooks              : none"), "{out}");
 }
 

@@ -71,6 +71,8 @@ fn main() {
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "vrs" => vrs(&mut opts),
+        "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
+        "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "varyings" => {
             varyings(&opts, args.get(1).filter(|a| !a.starts_with("instances=")).map(std::path::PathBuf::from), {
@@ -614,6 +616,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
                     vertices,
                     map,
                     query: false,
+                    repeat: 1,
                 };
                 let px = fdm::render(&g, &scene(&full_vs[..], &size_fs[..], 3, Some(&map)));
                 let (coarse, largest) = fdm::check_sizes(&px, size, &map, texel)
@@ -653,6 +656,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             vertices: 9,
             map,
             query: false,
+            repeat: 1,
         };
         let with = fdm::render(&g, &s(Some(&ones)));
         let without = fdm::render(&g, &s(None));
@@ -675,6 +679,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             vertices: 3,
             map: Some(&map),
             query: true,
+            repeat: 1,
         },
     );
     let (coarse, _) = fdm::check_sizes(&px, (256, 256), &map, (32, 32))?;
@@ -682,5 +687,108 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         return Err(format!("a pass with a query shaded {coarse} pixels coarsely"));
     }
     println!("fdm query_fallback=1x1");
+    Ok(())
+}
+
+/// `fdm-bench FRAMES SIZE`: a fragment-bound full-screen pass under a
+/// foveated map (centre 1x1, a ring at 2x2, the rest 4x4), `binned` against
+/// `baseline` (two instances side by side), with the ideal speedup from the
+/// fragment counts. Per-frame time = (time of FRAMES+1 passes − time of 1) / FRAMES.
+fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Path, Scene};
+    let vs = include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"));
+    let fs = include_bytes!(concat!(env!("OUT_DIR"), "/fdm_heavy.frag.spv"));
+    let map = foveated();
+    // Ideal: every bin once at its own area.
+    let bin = size / map.width;
+    let ideal_fragments: u64 =
+        map.texels.iter().map(|t| (bin * bin) as u64 / (fdm::requested(t[0]) * fdm::requested(t[1])) as u64).sum();
+    let ideal = (size as f64 * size as f64) / ideal_fragments as f64;
+    let mut per_frame = Vec::new();
+    for mode in ["baseline", "binned"] {
+        let mut o = opts.clone();
+        o.fdm = true;
+        o.layer_settings.push(("fdm".into(), SettingValue::Str(mode.into())));
+        let g = gpu(&o)?;
+        let time = |repeat| {
+            let scene = Scene {
+                path: Path::RenderPass,
+                samples: 1,
+                size: (size, size),
+                viewport: (size as f32, size as f32),
+                vs: &vs[..],
+                fs: &fs[..],
+                vertices: 3,
+                map: Some(&map),
+                query: false,
+                repeat,
+            };
+            let t = Instant::now();
+            fdm::render(&g, &scene);
+            t.elapsed().as_secs_f64()
+        };
+        time(1); // warm-up: shader compilation
+        let (mut best1, mut best_n) = (f64::MAX, f64::MAX);
+        for _ in 0..3 {
+            best1 = best1.min(time(1));
+            best_n = best_n.min(time(frames + 1));
+        }
+        let t = (best_n - best1) / frames as f64;
+        println!("fdm_bench mode={mode} frame_ms={:.3}", t * 1e3);
+        per_frame.push(t);
+    }
+    let speedup = per_frame[0] / per_frame[1];
+    println!(
+        "fdm_bench size={size} frames={frames} speedup={speedup:.3} ideal={ideal:.3} fraction_of_ideal={:.3}",
+        speedup / ideal
+    );
+    Ok(())
+}
+
+/// A 16x16 foveated map: the centre at 1x1, a ring at 2x2, the rest 4x4.
+fn foveated() -> overlap_tests::fdm::Map {
+    let (mw, mh) = (16u32, 16u32);
+    let texels: Vec<[u8; 2]> = (0..mh)
+        .flat_map(|y| (0..mw).map(move |x| (x, y)))
+        .map(|(x, y)| {
+            let d = (x as i32 * 2 - 15).abs().max((y as i32 * 2 - 15).abs());
+            let v = if d <= 5 {
+                255
+            } else if d <= 9 {
+                127
+            } else {
+                60
+            };
+            [v, v]
+        })
+        .collect();
+    overlap_tests::fdm::Map { width: mw, height: mh, texels }
+}
+
+/// `fdm-demo OUT.png`: the fragment-bound scene under the foveated map at
+/// 512x512 (binned, as the layer's settings say), written as a PNG.
+fn fdm_demo(opts: &mut GpuOptions, out: &str) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Path, Scene};
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    let map = foveated();
+    let px = fdm::render(
+        &g,
+        &Scene {
+            path: Path::RenderPass,
+            samples: 1,
+            size: (512, 512),
+            viewport: (512.0, 512.0),
+            vs: &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..],
+            fs: &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_heavy.frag.spv"))[..],
+            vertices: 3,
+            map: Some(&map),
+            query: false,
+            repeat: 1,
+        },
+    );
+    let img = render::Image { width: 512, height: 512, rgba: px.iter().flatten().copied().collect() };
+    img.write_png(std::path::Path::new(out)).map_err(|e| e.to_string())?;
+    println!("wrote {out}");
     Ok(())
 }

@@ -1,0 +1,37 @@
+//! VK_EXT_fragment_density_map on lavapipe through the layer, validation
+//! layer below: the CTS-style matrix of `overlap-testapp fdm` (areas never
+//! above the requested ones, one fragment per area-sized block with its
+//! framebuffer-space centre as FragCoord, each region equal to the scene
+//! rendered at that region's resolution, density 1 bit-identical to no map,
+//! a pass with a query rendered at 1x1), and its negative control.
+
+use overlap_tests::harness::{app, run, Layers};
+
+#[test]
+fn binned_density_map_matrix() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm"]));
+    o.assert_ok();
+    let cases = o.stdout.lines().filter(|l| l.starts_with("fdm case=")).count();
+    assert_eq!(cases, 12, "{}", o.stdout);
+    assert!(o.stdout.contains("fdm query_fallback=1x1"));
+    assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
+}
+
+/// The same checks fail where nothing renders coarsely (`baseline` shades
+/// everything at 1x1, which the spec allows, but the matrix asks for coarse
+/// regions): the matrix can tell a binned render from a 1x1 one.
+#[test]
+fn baseline_renders_at_one_by_one_and_the_matrix_notices() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_FDM", "baseline"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("nothing was shaded coarsely"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}
+
+/// `fdm=off` hides the extension.
+#[test]
+fn off_hides_the_extension() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_FDM", "off"));
+    assert_eq!(o.code, Some(1));
+    assert!(o.stderr.contains("VK_EXT_fragment_density_map is not listed"), "{}", o.stderr);
+}
