@@ -71,8 +71,55 @@ pub struct Scene<'a> {
     pub map: Option<&'a Map>,
     /// Record an occlusion query around the draw (inside the pass).
     pub query: bool,
-    /// Passes recorded (the benchmark's frames); 1 elsewhere.
+    /// Passes recorded (the benchmark's frames).
     pub repeat: u32,
+    /// Draws per pass.
+    pub draws: u32,
+    /// Contents the colour attachment loads (instead of a clear).
+    pub load: Option<&'a [[u8; 4]]>,
+    /// A D32 depth attachment, cleared to 1, depth test LESS.
+    pub depth: bool,
+    /// The draw is recorded in a secondary command buffer (render passes).
+    pub secondary: bool,
+    /// The fragment shader counts its invocations in a storage buffer (set 0).
+    pub storage: bool,
+    /// A second subpass running this fragment shader over the first
+    /// subpass's colour, read as an input attachment (render passes, 1 sample).
+    pub second_fs: Option<&'a [u8]>,
+}
+
+impl<'a> Scene<'a> {
+    pub fn new(path: Path, size: (u32, u32), vs: &'a [u8], fs: &'a [u8], vertices: u32) -> Scene<'a> {
+        Scene {
+            path,
+            samples: 1,
+            size,
+            viewport: (size.0 as f32, size.1 as f32),
+            vs,
+            fs,
+            vertices,
+            map: None,
+            query: false,
+            repeat: 1,
+            draws: 1,
+            load: None,
+            depth: false,
+            secondary: false,
+            storage: false,
+            second_fs: None,
+        }
+    }
+}
+
+/// What a render gives back.
+pub struct Rendered {
+    pub pixels: Vec<[u8; 4]>,
+    /// The storage counter (`Scene::storage`).
+    pub invocations: u32,
+    /// Seconds spent recording the command buffer.
+    pub record_s: f64,
+    /// Seconds from submission to completion.
+    pub execute_s: f64,
 }
 
 fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags) -> (vk::Buffer, vk::DeviceMemory, *mut u8) {
@@ -118,14 +165,114 @@ fn layout_barrier(
 
 /// Renders `scene` and reads back its RGBA8 pixels.
 pub fn render(gpu: &Gpu, scene: &Scene) -> Vec<[u8; 4]> {
+    render_full(gpu, scene).pixels
+}
+
+fn to_v1(a: &vk::AttachmentDescription2) -> vk::AttachmentDescription {
+    vk::AttachmentDescription {
+        flags: a.flags,
+        format: a.format,
+        samples: a.samples,
+        load_op: a.load_op,
+        store_op: a.store_op,
+        stencil_load_op: a.stencil_load_op,
+        stencil_store_op: a.stencil_store_op,
+        initial_layout: a.initial_layout,
+        final_layout: a.final_layout,
+    }
+}
+
+fn refs1(r: &[vk::AttachmentReference2]) -> Vec<vk::AttachmentReference> {
+    r.iter().map(|r| vk::AttachmentReference { attachment: r.attachment, layout: r.layout }).collect()
+}
+
+fn upload(gpu: &Gpu, image: vk::Image, (w, h): (u32, u32), texel: usize, data: &[u8], to: vk::ImageLayout, dst: (vk::PipelineStageFlags, vk::AccessFlags)) {
+    let d = &gpu.device;
+    let (b, mem, p) = buffer(gpu, data.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC);
+    assert_eq!(data.len(), (w * h) as usize * texel);
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+    gpu.one_time_submit(|cb| unsafe {
+        gpu.image_from_undefined(
+            cb,
+            image,
+            color_range(),
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+        );
+        let region = vk::BufferImageCopy::default()
+            .image_subresource(vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            })
+            .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+        d.cmd_copy_buffer_to_image(cb, b, image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
+        layout_barrier(gpu, cb, image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, to, dst);
+    });
+    unsafe {
+        d.destroy_buffer(b, None);
+        d.free_memory(mem, None);
+    }
+}
+
+/// Renders `scene`: pixels, storage counter and timings.
+pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     let d = &gpu.device;
     let (w, h) = scene.size;
     let samples = vk::SampleCountFlags::from_raw(scene.samples);
     let msaa = scene.samples > 1;
+    let two = scene.second_fs.is_some() && scene.path != Path::Dynamic;
     let color_format = vk::Format::R8G8B8A8_UNORM;
-    let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC;
+    let depth_format = vk::Format::D32_SFLOAT;
+    let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
     let out = gpu.image_2d(color_format, (w, h), vk::SampleCountFlags::TYPE_1, usage);
     let ms = msaa.then(|| gpu.image_2d(color_format, (w, h), samples, vk::ImageUsageFlags::COLOR_ATTACHMENT));
+    let first = two.then(|| {
+        gpu.image_2d(
+            color_format,
+            (w, h),
+            vk::SampleCountFlags::TYPE_1,
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::INPUT_ATTACHMENT,
+        )
+    });
+    let depth = scene.depth.then(|| unsafe {
+        let image = d
+            .create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(depth_format)
+                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
+                    .mip_levels(1)
+                    .array_layers(1)
+                    .samples(samples)
+                    .usage(vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT),
+                None,
+            )
+            .unwrap();
+        let req = d.get_image_memory_requirements(image);
+        let memory = d
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
+                None,
+            )
+            .unwrap();
+        d.bind_image_memory(image, memory, 0).unwrap();
+        let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::DEPTH, ..color_range() };
+        let view = d
+            .create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(image)
+                    .view_type(vk::ImageViewType::TYPE_2D)
+                    .format(depth_format)
+                    .subresource_range(range),
+                None,
+            )
+            .unwrap();
+        (image, memory, view)
+    });
     let map = scene.map.map(|m| {
         let img = gpu.image_2d(
             vk::Format::R8G8_UNORM,
@@ -133,274 +280,384 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Vec<[u8; 4]> {
             vk::SampleCountFlags::TYPE_1,
             vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST,
         );
-        let (b, mem, p) = buffer(gpu, (m.texels.len() * 2) as u64, vk::BufferUsageFlags::TRANSFER_SRC);
-        unsafe { std::ptr::copy_nonoverlapping(m.texels.as_ptr() as *const u8, p, m.texels.len() * 2) };
-        gpu.one_time_submit(|cb| unsafe {
-            gpu.image_from_undefined(
-                cb,
-                img.0,
-                color_range(),
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-            );
-            let region = vk::BufferImageCopy::default()
-                .image_subresource(vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 1,
-                })
-                .image_extent(vk::Extent3D { width: m.width, height: m.height, depth: 1 });
-            d.cmd_copy_buffer_to_image(cb, b, img.0, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
-            layout_barrier(
-                gpu,
-                cb,
-                img.0,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT,
-                (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
-            );
-        });
-        unsafe {
-            d.destroy_buffer(b, None);
-            d.free_memory(mem, None);
-        }
+        let bytes: Vec<u8> = m.texels.iter().flatten().copied().collect();
+        upload(
+            gpu,
+            img.0,
+            (m.width, m.height),
+            2,
+            &bytes,
+            vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT,
+            (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
+        );
         img
     });
+    let color_layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+    if let Some(load) = scene.load {
+        let bytes: Vec<u8> = load.iter().flatten().copied().collect();
+        let dst = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_READ | vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+        upload(gpu, out.0, (w, h), 4, &bytes, color_layout, dst);
+    }
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
+    let color_load = if scene.load.is_some() { vk::AttachmentLoadOp::LOAD } else { vk::AttachmentLoadOp::CLEAR };
+    let color_initial = if scene.load.is_some() { color_layout } else { vk::ImageLayout::UNDEFINED };
+    // Alpha 255 is no area code, nor is any multisample blend of it with one.
+    let clear_color = vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } };
+    let clear_depth = vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } };
     unsafe {
         // Render pass objects (not for dynamic rendering).
         let mut render_pass = vk::RenderPass::null();
         let mut framebuffer = vk::Framebuffer::null();
-        let color_index_of_map = if msaa { 2 } else { 1 };
+        let mut clears = Vec::new();
         if scene.path != Path::Dynamic {
-            let mut attachments = vec![vk::AttachmentDescription2::default()
-                .format(color_format)
-                .samples(samples)
-                .load_op(vk::AttachmentLoadOp::CLEAR)
-                .store_op(if msaa { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE })
-                .initial_layout(vk::ImageLayout::UNDEFINED)
-                .final_layout(if msaa {
-                    vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL
-                } else {
-                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL
-                })];
-            if msaa {
-                attachments.push(
+            let mut attachments: Vec<vk::AttachmentDescription2> = Vec::new();
+            let mut views = Vec::new();
+            let mut add = |a: vk::AttachmentDescription2<'static>, view: vk::ImageView, clear: vk::ClearValue| {
+                attachments.push(a);
+                views.push(view);
+                clears.push(clear);
+                attachments.len() as u32 - 1
+            };
+            let colour_desc = |samples, load, store, initial, final_| {
+                vk::AttachmentDescription2::default()
+                    .format(color_format)
+                    .samples(samples)
+                    .load_op(load)
+                    .store_op(store)
+                    .initial_layout(initial)
+                    .final_layout(final_)
+            };
+            let one = vk::SampleCountFlags::TYPE_1;
+            let store = vk::AttachmentStoreOp::STORE;
+            let dont = vk::AttachmentStoreOp::DONT_CARE;
+            let src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+            let a_first = first.as_ref().map(|f| {
+                add(colour_desc(one, vk::AttachmentLoadOp::CLEAR, dont, vk::ImageLayout::UNDEFINED, color_layout), f.2, clear_color)
+            });
+            let a_color = match &ms {
+                Some(m) => add(colour_desc(samples, vk::AttachmentLoadOp::CLEAR, dont, vk::ImageLayout::UNDEFINED, color_layout), m.2, clear_color),
+                None => add(colour_desc(one, color_load, store, color_initial, src), out.2, clear_color),
+            };
+            let a_resolve = ms.as_ref().map(|_| {
+                add(colour_desc(one, vk::AttachmentLoadOp::DONT_CARE, store, vk::ImageLayout::UNDEFINED, src), out.2, clear_color)
+            });
+            let a_depth = depth.as_ref().map(|dp| {
+                add(
                     vk::AttachmentDescription2::default()
-                        .format(color_format)
-                        .samples(vk::SampleCountFlags::TYPE_1)
-                        .load_op(vk::AttachmentLoadOp::DONT_CARE)
-                        .store_op(vk::AttachmentStoreOp::STORE)
+                        .format(depth_format)
+                        .samples(samples)
+                        .load_op(vk::AttachmentLoadOp::CLEAR)
+                        .store_op(dont)
+                        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+                        .stencil_store_op(dont)
                         .initial_layout(vk::ImageLayout::UNDEFINED)
-                        .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-                );
-            }
-            if scene.map.is_some() {
-                attachments.push(
+                        .final_layout(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL),
+                    dp.2,
+                    clear_depth,
+                )
+            });
+            let a_map = map.as_ref().map(|m| {
+                add(
                     vk::AttachmentDescription2::default()
                         .format(vk::Format::R8G8_UNORM)
-                        .samples(vk::SampleCountFlags::TYPE_1)
+                        .samples(one)
                         .load_op(vk::AttachmentLoadOp::LOAD)
-                        .store_op(vk::AttachmentStoreOp::DONT_CARE)
+                        .store_op(dont)
                         .initial_layout(fdm_layout)
                         .final_layout(fdm_layout),
+                    m.2,
+                    clear_color,
+                )
+            });
+            let r = |a: u32, layout| vk::AttachmentReference2::default().attachment(a).layout(layout).aspect_mask(vk::ImageAspectFlags::COLOR);
+            let c0 = [r(a_first.unwrap_or(a_color), color_layout)];
+            let res = [r(a_resolve.unwrap_or(0), color_layout)];
+            let ds = [vk::AttachmentReference2::default()
+                .attachment(a_depth.unwrap_or(0))
+                .layout(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+                .aspect_mask(vk::ImageAspectFlags::DEPTH)];
+            let input = [r(a_first.unwrap_or(0), vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)];
+            let c1 = [r(a_color, color_layout)];
+            let mut subs = vec![vk::SubpassDescription2::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&c0)];
+            if a_resolve.is_some() {
+                subs[0] = subs[0].resolve_attachments(&res);
+            }
+            if a_depth.is_some() {
+                subs[0] = subs[0].depth_stencil_attachment(&ds[0]);
+            }
+            if two {
+                subs.push(
+                    vk::SubpassDescription2::default()
+                        .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                        .input_attachments(&input)
+                        .color_attachments(&c1),
                 );
             }
-            let colour = [vk::AttachmentReference2::default()
-                .attachment(0)
-                .layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-                .aspect_mask(vk::ImageAspectFlags::COLOR)];
-            let resolve = [vk::AttachmentReference2::default()
-                .attachment(1)
-                .layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-                .aspect_mask(vk::ImageAspectFlags::COLOR)];
-            let mut sub = vk::SubpassDescription2::default()
-                .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-                .color_attachments(&colour);
-            if msaa {
-                sub = sub.resolve_attachments(&resolve);
-            }
-            let subs = [sub];
-            let mut fdm_info =
-                vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(
-                    vk::AttachmentReference { attachment: color_index_of_map, layout: fdm_layout },
-                );
+            let deps = [vk::SubpassDependency2::default()
+                .src_subpass(0)
+                .dst_subpass(1)
+                .src_stage_mask(vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)
+                .dst_stage_mask(vk::PipelineStageFlags::FRAGMENT_SHADER)
+                .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+                .dst_access_mask(vk::AccessFlags::INPUT_ATTACHMENT_READ)
+                .dependency_flags(vk::DependencyFlags::BY_REGION)];
+            let deps: &[vk::SubpassDependency2] = if two { &deps } else { &[] };
+            let mut fdm_info = vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(
+                vk::AttachmentReference { attachment: a_map.unwrap_or(0), layout: fdm_layout },
+            );
             render_pass = if scene.path == Path::RenderPass2 {
-                let mut info = vk::RenderPassCreateInfo2::default().attachments(&attachments).subpasses(&subs);
-                if scene.map.is_some() {
+                let mut info = vk::RenderPassCreateInfo2::default().attachments(&attachments).subpasses(&subs).dependencies(deps);
+                if a_map.is_some() {
                     info = info.push_next(&mut fdm_info);
                 }
                 d.create_render_pass2(&info, None).unwrap()
             } else {
-                let a1: Vec<vk::AttachmentDescription> = attachments
+                let a1: Vec<vk::AttachmentDescription> = attachments.iter().map(to_v1).collect();
+                let (c0v, resv, dsv, inv, c1v) = (refs1(&c0), refs1(&res), refs1(&ds), refs1(&input), refs1(&c1));
+                let mut s1 = vec![vk::SubpassDescription::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&c0v)];
+                if a_resolve.is_some() {
+                    s1[0] = s1[0].resolve_attachments(&resv);
+                }
+                if a_depth.is_some() {
+                    s1[0] = s1[0].depth_stencil_attachment(&dsv[0]);
+                }
+                if two {
+                    s1.push(
+                        vk::SubpassDescription::default()
+                            .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                            .input_attachments(&inv)
+                            .color_attachments(&c1v),
+                    );
+                }
+                let d1: Vec<vk::SubpassDependency> = deps
                     .iter()
-                    .map(|a| vk::AttachmentDescription {
-                        flags: a.flags,
-                        format: a.format,
-                        samples: a.samples,
-                        load_op: a.load_op,
-                        store_op: a.store_op,
-                        stencil_load_op: a.stencil_load_op,
-                        stencil_store_op: a.stencil_store_op,
-                        initial_layout: a.initial_layout,
-                        final_layout: a.final_layout,
+                    .map(|x| vk::SubpassDependency {
+                        src_subpass: x.src_subpass,
+                        dst_subpass: x.dst_subpass,
+                        src_stage_mask: x.src_stage_mask,
+                        dst_stage_mask: x.dst_stage_mask,
+                        src_access_mask: x.src_access_mask,
+                        dst_access_mask: x.dst_access_mask,
+                        dependency_flags: x.dependency_flags,
                     })
                     .collect();
-                let c1 = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
-                let r1 = [vk::AttachmentReference { attachment: 1, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
-                let mut s1 = vk::SubpassDescription::default()
-                    .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-                    .color_attachments(&c1);
-                if msaa {
-                    s1 = s1.resolve_attachments(&r1);
-                }
-                let subs1 = [s1];
-                let mut info = vk::RenderPassCreateInfo::default().attachments(&a1).subpasses(&subs1);
-                if scene.map.is_some() {
+                let mut info = vk::RenderPassCreateInfo::default().attachments(&a1).subpasses(&s1).dependencies(&d1);
+                if a_map.is_some() {
                     info = info.push_next(&mut fdm_info);
                 }
                 d.create_render_pass(&info, None).unwrap()
             };
-            let mut views = vec![ms.as_ref().map_or(out.2, |m| m.2)];
-            if msaa {
-                views.push(out.2);
-            }
-            if let Some(m) = &map {
-                views.push(m.2);
-            }
             framebuffer = d
                 .create_framebuffer(
-                    &vk::FramebufferCreateInfo::default()
-                        .render_pass(render_pass)
-                        .attachments(&views)
-                        .width(w)
-                        .height(h)
-                        .layers(1),
+                    &vk::FramebufferCreateInfo::default().render_pass(render_pass).attachments(&views).width(w).height(h).layers(1),
                     None,
                 )
                 .unwrap();
         }
-        // The pipeline.
-        let vs = gpu.shader(scene.vs);
-        let fs = gpu.shader(scene.fs);
-        let layout = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None).unwrap();
-        let stages = [
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
-        ];
-        let vin = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-        let vp = [vk::Viewport {
-            x: 0.0,
-            y: 0.0,
-            width: scene.viewport.0,
-            height: scene.viewport.1,
-            min_depth: 0.0,
-            max_depth: 1.0,
-        }];
-        let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
-        let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
-        let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
-        let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(samples);
-        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
-        let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-        let formats = [color_format];
-        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
-        let mut info = vk::GraphicsPipelineCreateInfo::default()
-            .stages(&stages)
-            .vertex_input_state(&vin)
-            .input_assembly_state(&ia)
-            .viewport_state(&vps)
-            .rasterization_state(&rs)
-            .multisample_state(&msi)
-            .color_blend_state(&cbs)
-            .layout(layout)
-            .render_pass(render_pass);
-        if scene.path == Path::Dynamic {
-            info = info.push_next(&mut rendering);
-            if scene.map.is_some() {
-                info = info.flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT);
-            }
+        // Descriptors: the storage counter (first subpass) or the input attachment (second).
+        let (count_buf, count_mem, count_ptr) = buffer(gpu, 4, vk::BufferUsageFlags::STORAGE_BUFFER);
+        *(count_ptr as *mut u32) = 0;
+        let storage_binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+        let (storage_layout, storage_pool, storage_set) = gpu.descriptor_set(&storage_binding);
+        let binfo = [vk::DescriptorBufferInfo { buffer: count_buf, offset: 0, range: 4 }];
+        d.update_descriptor_sets(
+            &[vk::WriteDescriptorSet::default()
+                .dst_set(storage_set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&binfo)],
+            &[],
+        );
+        let input_binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+        let (input_layout, input_pool, input_set) = gpu.descriptor_set(&input_binding);
+        if let Some(f) = &first {
+            let iinfo = [vk::DescriptorImageInfo { sampler: vk::Sampler::null(), image_view: f.2, image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL }];
+            d.update_descriptor_sets(
+                &[vk::WriteDescriptorSet::default()
+                    .dst_set(input_set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
+                    .image_info(&iinfo)],
+                &[],
+            );
         }
-        let pipeline = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
+        // Pipelines.
+        let pipeline = |vs: &[u8], fs: &[u8], set: Option<vk::DescriptorSetLayout>, subpass: u32, depth_test: bool, samples: vk::SampleCountFlags| {
+            let vsm = gpu.shader(vs);
+            let fsm = gpu.shader(fs);
+            let sets: Vec<vk::DescriptorSetLayout> = set.into_iter().collect();
+            let layout = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
+            let stages = [
+                vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
+                vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fsm).name(c"main"),
+            ];
+            let vin = vk::PipelineVertexInputStateCreateInfo::default();
+            let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+            let vp = [vk::Viewport { x: 0.0, y: 0.0, width: scene.viewport.0, height: scene.viewport.1, min_depth: 0.0, max_depth: 1.0 }];
+            let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
+            let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
+            let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
+            let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(samples);
+            let dss = vk::PipelineDepthStencilStateCreateInfo::default()
+                .depth_test_enable(depth_test)
+                .depth_write_enable(depth_test)
+                .depth_compare_op(vk::CompareOp::LESS);
+            let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+            let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+            let formats = [color_format];
+            let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
+            if depth_test {
+                rendering = rendering.depth_attachment_format(depth_format);
+            }
+            let mut info = vk::GraphicsPipelineCreateInfo::default()
+                .stages(&stages)
+                .vertex_input_state(&vin)
+                .input_assembly_state(&ia)
+                .viewport_state(&vps)
+                .rasterization_state(&rs)
+                .multisample_state(&msi)
+                .depth_stencil_state(&dss)
+                .color_blend_state(&cbs)
+                .layout(layout)
+                .render_pass(render_pass)
+                .subpass(subpass);
+            if scene.path == Path::Dynamic {
+                info = info.push_next(&mut rendering);
+                if scene.map.is_some() {
+                    info = info.flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT);
+                }
+            }
+            let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
+            d.destroy_shader_module(vsm, None);
+            d.destroy_shader_module(fsm, None);
+            (p, layout)
+        };
+        let (pipe0, layout0) = pipeline(scene.vs, scene.fs, scene.storage.then_some(storage_layout), 0, scene.depth, samples);
+        let second = scene.second_fs.filter(|_| two).map(|fs| {
+            pipeline(include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")), fs, Some(input_layout), 1, false, vk::SampleCountFlags::TYPE_1)
+        });
         let query_pool = d
-            .create_query_pool(
-                &vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::OCCLUSION).query_count(1),
-                None,
+            .create_query_pool(&vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::OCCLUSION).query_count(1), None)
+            .unwrap();
+        let sec_pool = d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family), None).unwrap();
+        let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
+        // The draws of the first subpass, into `cb`.
+        let draws = |cb: vk::CommandBuffer| {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipe0);
+            if scene.storage {
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout0, 0, &[storage_set], &[]);
+            }
+            if scene.query {
+                d.cmd_begin_query(cb, query_pool, 0, vk::QueryControlFlags::empty());
+            }
+            for _ in 0..scene.draws.max(1) {
+                d.cmd_draw(cb, scene.vertices, 1, 0, 0);
+            }
+            if scene.query {
+                d.cmd_end_query(cb, query_pool, 0);
+            }
+        };
+        let secondary = (scene.secondary && scene.path != Path::Dynamic).then(|| {
+            let sc = d
+                .allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(sec_pool)
+                        .level(vk::CommandBufferLevel::SECONDARY)
+                        .command_buffer_count(1),
+                )
+                .unwrap()[0];
+            let inh = vk::CommandBufferInheritanceInfo::default().render_pass(render_pass).subpass(0).framebuffer(framebuffer);
+            d.begin_command_buffer(
+                sc,
+                &vk::CommandBufferBeginInfo::default()
+                    .flags(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE | vk::CommandBufferUsageFlags::SIMULTANEOUS_USE)
+                    .inheritance_info(&inh),
             )
             .unwrap();
+            draws(sc);
+            d.end_command_buffer(sc).unwrap();
+            sc
+        });
         let (rb, rmem, rp) = buffer(gpu, (w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST);
+        let mut record_s = 0.0;
+        let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
+            let t = std::time::Instant::now();
             for _ in 0..scene.repeat.max(1) {
                 if scene.query {
                     d.cmd_reset_query_pool(cb, query_pool, 0, 1);
                 }
-                // Alpha 255 is no area code, nor is any multisample blend of it with one.
-                let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }];
-                let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
                 if scene.path == Path::Dynamic {
-                    let att =
-                        (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
-                    gpu.image_from_undefined(cb, out.0, color_range(), vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL, att);
+                    let att = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+                    if scene.load.is_none() {
+                        gpu.image_from_undefined(cb, out.0, color_range(), color_layout, att);
+                    }
                     if let Some(m) = &ms {
-                        gpu.image_from_undefined(
-                            cb,
-                            m.0,
-                            color_range(),
-                            vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-                            att,
-                        );
+                        gpu.image_from_undefined(cb, m.0, color_range(), color_layout, att);
+                    }
+                    if let Some(dp) = &depth {
+                        let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::DEPTH, ..color_range() };
+                        let ds = (vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS, vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE);
+                        gpu.image_from_undefined(cb, dp.0, range, vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL, ds);
                     }
                     let mut colour = vk::RenderingAttachmentInfo::default()
                         .image_view(ms.as_ref().map_or(out.2, |m| m.2))
-                        .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-                        .load_op(vk::AttachmentLoadOp::CLEAR)
+                        .image_layout(color_layout)
+                        .load_op(if msaa { vk::AttachmentLoadOp::CLEAR } else { color_load })
                         .store_op(if msaa { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE })
-                        .clear_value(clear[0]);
+                        .clear_value(clear_color);
                     if msaa {
-                        colour = colour
-                            .resolve_mode(vk::ResolveModeFlags::AVERAGE)
-                            .resolve_image_view(out.2)
-                            .resolve_image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+                        colour = colour.resolve_mode(vk::ResolveModeFlags::AVERAGE).resolve_image_view(out.2).resolve_image_layout(color_layout);
                     }
                     let colours = [colour];
+                    let depth_att = depth.as_ref().map(|dp| {
+                        vk::RenderingAttachmentInfo::default()
+                            .image_view(dp.2)
+                            .image_layout(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+                            .load_op(vk::AttachmentLoadOp::CLEAR)
+                            .store_op(vk::AttachmentStoreOp::DONT_CARE)
+                            .clear_value(clear_depth)
+                    });
                     let mut fdm_att = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
                         .image_view(map.as_ref().map_or(vk::ImageView::null(), |m| m.2))
                         .image_layout(fdm_layout);
-                    let mut ri =
-                        vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
+                    let mut ri = vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
+                    if let Some(da) = &depth_att {
+                        ri = ri.depth_attachment(da);
+                    }
                     if map.is_some() {
                         ri = ri.push_next(&mut fdm_att);
                     }
                     d.cmd_begin_rendering(cb, &ri);
-                } else {
-                    let info = vk::RenderPassBeginInfo::default()
-                        .render_pass(render_pass)
-                        .framebuffer(framebuffer)
-                        .render_area(area)
-                        .clear_values(&clear);
-                    d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
-                }
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                if scene.query {
-                    d.cmd_begin_query(cb, query_pool, 0, vk::QueryControlFlags::empty());
-                }
-                d.cmd_draw(cb, scene.vertices, 1, 0, 0);
-                if scene.query {
-                    d.cmd_end_query(cb, query_pool, 0);
-                }
-                if scene.path == Path::Dynamic {
+                    draws(cb);
                     d.cmd_end_rendering(cb);
-                    layout_barrier(
-                        gpu,
-                        cb,
-                        out.0,
-                        vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-                        vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-                    );
+                    layout_barrier(gpu, cb, out.0, color_layout, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ));
                 } else {
+                    let info = vk::RenderPassBeginInfo::default().render_pass(render_pass).framebuffer(framebuffer).render_area(area).clear_values(&clears);
+                    match secondary {
+                        Some(sc) => {
+                            d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::SECONDARY_COMMAND_BUFFERS);
+                            d.cmd_execute_commands(cb, &[sc]);
+                        }
+                        None => {
+                            d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
+                            draws(cb);
+                        }
+                    }
+                    if let Some((p1, l1)) = second {
+                        d.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
+                        d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, p1);
+                        d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, l1, 0, &[input_set], &[]);
+                        d.cmd_draw(cb, 3, 1, 0, 0);
+                    }
                     d.cmd_end_render_pass(cb);
                     gpu.memory_barrier(
                         cb,
@@ -408,35 +665,40 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Vec<[u8; 4]> {
                         (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
                     );
                 }
-                let region = vk::BufferImageCopy::default()
-                    .image_subresource(vk::ImageSubresourceLayers {
-                        aspect_mask: vk::ImageAspectFlags::COLOR,
-                        mip_level: 0,
-                        base_array_layer: 0,
-                        layer_count: 1,
-                    })
-                    .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-                d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
             }
+            let region = vk::BufferImageCopy::default()
+                .image_subresource(vk::ImageSubresourceLayers { aspect_mask: vk::ImageAspectFlags::COLOR, mip_level: 0, base_array_layer: 0, layer_count: 1 })
+                .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+            d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
+            record_s = t.elapsed().as_secs_f64();
         });
+        let execute_s = started.elapsed().as_secs_f64() - record_s;
         let pixels = std::slice::from_raw_parts(rp as *const [u8; 4], (w * h) as usize).to_vec();
+        let invocations = *(count_ptr as *const u32);
         d.destroy_buffer(rb, None);
         d.free_memory(rmem, None);
+        d.destroy_buffer(count_buf, None);
+        d.free_memory(count_mem, None);
+        d.destroy_command_pool(sec_pool, None);
         d.destroy_query_pool(query_pool, None);
-        d.destroy_pipeline(pipeline, None);
-        d.destroy_pipeline_layout(layout, None);
-        d.destroy_shader_module(vs, None);
-        d.destroy_shader_module(fs, None);
+        for (p, l) in [Some((pipe0, layout0)), second].into_iter().flatten() {
+            d.destroy_pipeline(p, None);
+            d.destroy_pipeline_layout(l, None);
+        }
+        for (l, p) in [(storage_layout, storage_pool), (input_layout, input_pool)] {
+            d.destroy_descriptor_pool(p, None);
+            d.destroy_descriptor_set_layout(l, None);
+        }
         if framebuffer != vk::Framebuffer::null() {
             d.destroy_framebuffer(framebuffer, None);
             d.destroy_render_pass(render_pass, None);
         }
-        for (i, m, v) in [Some(out), ms, map].into_iter().flatten() {
+        for (i, m, v) in [Some(out), ms, first, depth, map].into_iter().flatten() {
             d.destroy_image_view(v, None);
             d.destroy_image(i, None);
             d.free_memory(m, None);
         }
-        pixels
+        Rendered { pixels, invocations, record_s, execute_s }
     }
 }
 

@@ -48,21 +48,25 @@ fn device_extensions_are_the_drivers_without_duplicates() {
     let without = run(&mut app(Layers::Validation, &["probe"]));
     with.assert_ok();
     without.assert_ok();
-    // The driver's list plus exactly the emulated extension, each once.
+    // The driver's list plus exactly the emulated extensions, each once.
     let list = |o: &overlap_tests::harness::Outcome| -> Vec<String> {
         o.value("device_extensions").unwrap().split(',').map(str::to_string).collect()
     };
     let mut expected = list(&without);
     assert!(!expected.iter().any(|e| e == "VK_EXT_fragment_shader_interlock"));
+    assert!(!expected.iter().any(|e| e == "VK_EXT_fragment_density_map"));
     expected.push("VK_EXT_fragment_shader_interlock".into());
+    expected.push("VK_EXT_fragment_density_map".into());
     expected.sort();
     assert_eq!(list(&with), expected);
     assert_eq!(with.value("device_extension_duplicates"), Some("0"));
-    // Asked by name, the layer lists its own: the emulated one.
-    assert_eq!(with.value("overlap_device_extensions"), Some("1"));
+    // Asked by name, the layer lists its own: the emulated ones.
+    assert_eq!(with.value("overlap_device_extensions"), Some("2"));
     // With emulation off, the driver's list exactly.
     let native =
-        run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "native"));
+        run(app(Layers::OverlapOverValidation, &["probe"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "native")
+            .env("VK_OVERLAP_EMULATION_FDM", "off"));
     assert_eq!(native.value("device_extensions"), without.value("device_extensions"));
 }
 
