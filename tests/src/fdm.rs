@@ -186,7 +186,15 @@ fn refs1(r: &[vk::AttachmentReference2]) -> Vec<vk::AttachmentReference> {
     r.iter().map(|r| vk::AttachmentReference { attachment: r.attachment, layout: r.layout }).collect()
 }
 
-fn upload(gpu: &Gpu, image: vk::Image, (w, h): (u32, u32), texel: usize, data: &[u8], to: vk::ImageLayout, dst: (vk::PipelineStageFlags, vk::AccessFlags)) {
+fn upload(
+    gpu: &Gpu,
+    image: vk::Image,
+    (w, h): (u32, u32),
+    texel: usize,
+    data: &[u8],
+    to: vk::ImageLayout,
+    dst: (vk::PipelineStageFlags, vk::AccessFlags),
+) {
     let d = &gpu.device;
     let (b, mem, p) = buffer(gpu, data.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC);
     assert_eq!(data.len(), (w * h) as usize * texel);
@@ -225,7 +233,8 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     let two = scene.second_fs.is_some() && scene.path != Path::Dynamic;
     let color_format = vk::Format::R8G8B8A8_UNORM;
     let depth_format = vk::Format::D32_SFLOAT;
-    let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+    let usage =
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
     let out = gpu.image_2d(color_format, (w, h), vk::SampleCountFlags::TYPE_1, usage);
     let ms = msaa.then(|| gpu.image_2d(color_format, (w, h), samples, vk::ImageUsageFlags::COLOR_ATTACHMENT));
     let first = two.then(|| {
@@ -295,7 +304,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     let color_layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
     if let Some(load) = scene.load {
         let bytes: Vec<u8> = load.iter().flatten().copied().collect();
-        let dst = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_READ | vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+        let dst = (
+            vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+            vk::AccessFlags::COLOR_ATTACHMENT_READ | vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
+        );
         upload(gpu, out.0, (w, h), 4, &bytes, color_layout, dst);
     }
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
@@ -332,14 +344,26 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             let dont = vk::AttachmentStoreOp::DONT_CARE;
             let src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
             let a_first = first.as_ref().map(|f| {
-                add(colour_desc(one, vk::AttachmentLoadOp::CLEAR, dont, vk::ImageLayout::UNDEFINED, color_layout), f.2, clear_color)
+                add(
+                    colour_desc(one, vk::AttachmentLoadOp::CLEAR, dont, vk::ImageLayout::UNDEFINED, color_layout),
+                    f.2,
+                    clear_color,
+                )
             });
             let a_color = match &ms {
-                Some(m) => add(colour_desc(samples, vk::AttachmentLoadOp::CLEAR, dont, vk::ImageLayout::UNDEFINED, color_layout), m.2, clear_color),
+                Some(m) => add(
+                    colour_desc(samples, vk::AttachmentLoadOp::CLEAR, dont, vk::ImageLayout::UNDEFINED, color_layout),
+                    m.2,
+                    clear_color,
+                ),
                 None => add(colour_desc(one, color_load, store, color_initial, src), out.2, clear_color),
             };
             let a_resolve = ms.as_ref().map(|_| {
-                add(colour_desc(one, vk::AttachmentLoadOp::DONT_CARE, store, vk::ImageLayout::UNDEFINED, src), out.2, clear_color)
+                add(
+                    colour_desc(one, vk::AttachmentLoadOp::DONT_CARE, store, vk::ImageLayout::UNDEFINED, src),
+                    out.2,
+                    clear_color,
+                )
             });
             let a_depth = depth.as_ref().map(|dp| {
                 add(
@@ -369,7 +393,12 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     clear_color,
                 )
             });
-            let r = |a: u32, layout| vk::AttachmentReference2::default().attachment(a).layout(layout).aspect_mask(vk::ImageAspectFlags::COLOR);
+            let r = |a: u32, layout| {
+                vk::AttachmentReference2::default()
+                    .attachment(a)
+                    .layout(layout)
+                    .aspect_mask(vk::ImageAspectFlags::COLOR)
+            };
             let c0 = [r(a_first.unwrap_or(a_color), color_layout)];
             let res = [r(a_resolve.unwrap_or(0), color_layout)];
             let ds = [vk::AttachmentReference2::default()
@@ -378,7 +407,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 .aspect_mask(vk::ImageAspectFlags::DEPTH)];
             let input = [r(a_first.unwrap_or(0), vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)];
             let c1 = [r(a_color, color_layout)];
-            let mut subs = vec![vk::SubpassDescription2::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&c0)];
+            let mut subs = vec![vk::SubpassDescription2::default()
+                .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                .color_attachments(&c0)];
             if a_resolve.is_some() {
                 subs[0] = subs[0].resolve_attachments(&res);
             }
@@ -402,11 +433,13 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 .dst_access_mask(vk::AccessFlags::INPUT_ATTACHMENT_READ)
                 .dependency_flags(vk::DependencyFlags::BY_REGION)];
             let deps: &[vk::SubpassDependency2] = if two { &deps } else { &[] };
-            let mut fdm_info = vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(
-                vk::AttachmentReference { attachment: a_map.unwrap_or(0), layout: fdm_layout },
-            );
+            let mut fdm_info =
+                vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(
+                    vk::AttachmentReference { attachment: a_map.unwrap_or(0), layout: fdm_layout },
+                );
             render_pass = if scene.path == Path::RenderPass2 {
-                let mut info = vk::RenderPassCreateInfo2::default().attachments(&attachments).subpasses(&subs).dependencies(deps);
+                let mut info =
+                    vk::RenderPassCreateInfo2::default().attachments(&attachments).subpasses(&subs).dependencies(deps);
                 if a_map.is_some() {
                     info = info.push_next(&mut fdm_info);
                 }
@@ -414,7 +447,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             } else {
                 let a1: Vec<vk::AttachmentDescription> = attachments.iter().map(to_v1).collect();
                 let (c0v, resv, dsv, inv, c1v) = (refs1(&c0), refs1(&res), refs1(&ds), refs1(&input), refs1(&c1));
-                let mut s1 = vec![vk::SubpassDescription::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&c0v)];
+                let mut s1 = vec![vk::SubpassDescription::default()
+                    .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                    .color_attachments(&c0v)];
                 if a_resolve.is_some() {
                     s1[0] = s1[0].resolve_attachments(&resv);
                 }
@@ -449,7 +484,12 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             };
             framebuffer = d
                 .create_framebuffer(
-                    &vk::FramebufferCreateInfo::default().render_pass(render_pass).attachments(&views).width(w).height(h).layers(1),
+                    &vk::FramebufferCreateInfo::default()
+                        .render_pass(render_pass)
+                        .attachments(&views)
+                        .width(w)
+                        .height(h)
+                        .layers(1),
                     None,
                 )
                 .unwrap();
@@ -479,7 +519,11 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
         let (input_layout, input_pool, input_set) = gpu.descriptor_set(&input_binding);
         if let Some(f) = &first {
-            let iinfo = [vk::DescriptorImageInfo { sampler: vk::Sampler::null(), image_view: f.2, image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL }];
+            let iinfo = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: f.2,
+                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+            }];
             d.update_descriptor_sets(
                 &[vk::WriteDescriptorSet::default()
                     .dst_set(input_set)
@@ -490,18 +534,37 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             );
         }
         // Pipelines.
-        let pipeline = |vs: &[u8], fs: &[u8], set: Option<vk::DescriptorSetLayout>, subpass: u32, depth_test: bool, samples: vk::SampleCountFlags| {
+        let pipeline = |vs: &[u8],
+                        fs: &[u8],
+                        set: Option<vk::DescriptorSetLayout>,
+                        subpass: u32,
+                        depth_test: bool,
+                        samples: vk::SampleCountFlags| {
             let vsm = gpu.shader(vs);
             let fsm = gpu.shader(fs);
             let sets: Vec<vk::DescriptorSetLayout> = set.into_iter().collect();
-            let layout = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
+            let layout =
+                d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
             let stages = [
-                vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
-                vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fsm).name(c"main"),
+                vk::PipelineShaderStageCreateInfo::default()
+                    .stage(vk::ShaderStageFlags::VERTEX)
+                    .module(vsm)
+                    .name(c"main"),
+                vk::PipelineShaderStageCreateInfo::default()
+                    .stage(vk::ShaderStageFlags::FRAGMENT)
+                    .module(fsm)
+                    .name(c"main"),
             ];
             let vin = vk::PipelineVertexInputStateCreateInfo::default();
             let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-            let vp = [vk::Viewport { x: 0.0, y: 0.0, width: scene.viewport.0, height: scene.viewport.1, min_depth: 0.0, max_depth: 1.0 }];
+            let vp = [vk::Viewport {
+                x: 0.0,
+                y: 0.0,
+                width: scene.viewport.0,
+                height: scene.viewport.1,
+                min_depth: 0.0,
+                max_depth: 1.0,
+            }];
             let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
             let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
             let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
@@ -510,7 +573,8 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 .depth_test_enable(depth_test)
                 .depth_write_enable(depth_test)
                 .depth_compare_op(vk::CompareOp::LESS);
-            let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+            let blend =
+                [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
             let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
             let formats = [color_format];
             let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
@@ -540,14 +604,27 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             d.destroy_shader_module(fsm, None);
             (p, layout)
         };
-        let (pipe0, layout0) = pipeline(scene.vs, scene.fs, scene.storage.then_some(storage_layout), 0, scene.depth, samples);
+        let (pipe0, layout0) =
+            pipeline(scene.vs, scene.fs, scene.storage.then_some(storage_layout), 0, scene.depth, samples);
         let second = scene.second_fs.filter(|_| two).map(|fs| {
-            pipeline(include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")), fs, Some(input_layout), 1, false, vk::SampleCountFlags::TYPE_1)
+            pipeline(
+                include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
+                fs,
+                Some(input_layout),
+                1,
+                false,
+                vk::SampleCountFlags::TYPE_1,
+            )
         });
         let query_pool = d
-            .create_query_pool(&vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::OCCLUSION).query_count(1), None)
+            .create_query_pool(
+                &vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::OCCLUSION).query_count(1),
+                None,
+            )
             .unwrap();
-        let sec_pool = d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family), None).unwrap();
+        let sec_pool = d
+            .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family), None)
+            .unwrap();
         let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
         // The draws of the first subpass, into `cb`.
         let draws = |cb: vk::CommandBuffer| {
@@ -574,11 +651,17 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         .command_buffer_count(1),
                 )
                 .unwrap()[0];
-            let inh = vk::CommandBufferInheritanceInfo::default().render_pass(render_pass).subpass(0).framebuffer(framebuffer);
+            let inh = vk::CommandBufferInheritanceInfo::default()
+                .render_pass(render_pass)
+                .subpass(0)
+                .framebuffer(framebuffer);
             d.begin_command_buffer(
                 sc,
                 &vk::CommandBufferBeginInfo::default()
-                    .flags(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE | vk::CommandBufferUsageFlags::SIMULTANEOUS_USE)
+                    .flags(
+                        vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE
+                            | vk::CommandBufferUsageFlags::SIMULTANEOUS_USE,
+                    )
                     .inheritance_info(&inh),
             )
             .unwrap();
@@ -596,7 +679,8 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     d.cmd_reset_query_pool(cb, query_pool, 0, 1);
                 }
                 if scene.path == Path::Dynamic {
-                    let att = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+                    let att =
+                        (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
                     if scene.load.is_none() {
                         gpu.image_from_undefined(cb, out.0, color_range(), color_layout, att);
                     }
@@ -604,9 +688,19 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         gpu.image_from_undefined(cb, m.0, color_range(), color_layout, att);
                     }
                     if let Some(dp) = &depth {
-                        let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::DEPTH, ..color_range() };
-                        let ds = (vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS, vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE);
-                        gpu.image_from_undefined(cb, dp.0, range, vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL, ds);
+                        let range =
+                            vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::DEPTH, ..color_range() };
+                        let ds = (
+                            vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS,
+                            vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE,
+                        );
+                        gpu.image_from_undefined(
+                            cb,
+                            dp.0,
+                            range,
+                            vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+                            ds,
+                        );
                     }
                     let mut colour = vk::RenderingAttachmentInfo::default()
                         .image_view(ms.as_ref().map_or(out.2, |m| m.2))
@@ -615,7 +709,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         .store_op(if msaa { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE })
                         .clear_value(clear_color);
                     if msaa {
-                        colour = colour.resolve_mode(vk::ResolveModeFlags::AVERAGE).resolve_image_view(out.2).resolve_image_layout(color_layout);
+                        colour = colour
+                            .resolve_mode(vk::ResolveModeFlags::AVERAGE)
+                            .resolve_image_view(out.2)
+                            .resolve_image_layout(color_layout);
                     }
                     let colours = [colour];
                     let depth_att = depth.as_ref().map(|dp| {
@@ -629,7 +726,8 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     let mut fdm_att = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
                         .image_view(map.as_ref().map_or(vk::ImageView::null(), |m| m.2))
                         .image_layout(fdm_layout);
-                    let mut ri = vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
+                    let mut ri =
+                        vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
                     if let Some(da) = &depth_att {
                         ri = ri.depth_attachment(da);
                     }
@@ -639,9 +737,20 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     d.cmd_begin_rendering(cb, &ri);
                     draws(cb);
                     d.cmd_end_rendering(cb);
-                    layout_barrier(gpu, cb, out.0, color_layout, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ));
+                    layout_barrier(
+                        gpu,
+                        cb,
+                        out.0,
+                        color_layout,
+                        vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+                    );
                 } else {
-                    let info = vk::RenderPassBeginInfo::default().render_pass(render_pass).framebuffer(framebuffer).render_area(area).clear_values(&clears);
+                    let info = vk::RenderPassBeginInfo::default()
+                        .render_pass(render_pass)
+                        .framebuffer(framebuffer)
+                        .render_area(area)
+                        .clear_values(&clears);
                     match secondary {
                         Some(sc) => {
                             d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::SECONDARY_COMMAND_BUFFERS);
@@ -667,7 +776,12 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 }
             }
             let region = vk::BufferImageCopy::default()
-                .image_subresource(vk::ImageSubresourceLayers { aspect_mask: vk::ImageAspectFlags::COLOR, mip_level: 0, base_array_layer: 0, layer_count: 1 })
+                .image_subresource(vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                })
                 .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
             d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
             record_s = t.elapsed().as_secs_f64();

@@ -2,8 +2,10 @@
 //! layer below: the CTS-style matrix of `overlap-testapp fdm` (areas never
 //! above the requested ones, one fragment per area-sized block with its
 //! framebuffer-space centre as FragCoord, each region equal to the scene
-//! rendered at that region's resolution, density 1 bit-identical to no map,
-//! a pass with a query rendered at 1x1), and its negative control.
+//! rendered at that region's resolution, with depth testing, density 1
+//! bit-identical to no map, load and clear ops, secondaries, two subpasses
+//! with an input attachment, passes with a storage write or a query rendered
+//! once at 1x1), and its negative control.
 
 use overlap_tests::harness::{app, run, Layers};
 
@@ -13,7 +15,17 @@ fn binned_density_map_matrix() {
     o.assert_ok();
     let cases = o.stdout.lines().filter(|l| l.starts_with("fdm case=")).count();
     assert_eq!(cases, 12, "{}", o.stdout);
-    assert!(o.stdout.contains("fdm query_fallback=1x1"));
+    for line in [
+        "fdm density_one=RenderPass identical",
+        "fdm density_one=RenderPass2 identical",
+        "fdm density_one=Dynamic identical",
+        "fdm load_clear=Dynamic ok",
+        "fdm storage_fallback=1x1 invocations=65536",
+        "fdm query_fallback=1x1",
+    ] {
+        assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
+    }
+    assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm secondary=")).count(), 2);
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
 }
 

@@ -63,10 +63,9 @@ fn device_extensions_are_the_drivers_without_duplicates() {
     // Asked by name, the layer lists its own: the emulated ones.
     assert_eq!(with.value("overlap_device_extensions"), Some("2"));
     // With emulation off, the driver's list exactly.
-    let native =
-        run(app(Layers::OverlapOverValidation, &["probe"])
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "native")
-            .env("VK_OVERLAP_EMULATION_FDM", "off"));
+    let native = run(app(Layers::OverlapOverValidation, &["probe"])
+        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "native")
+        .env("VK_OVERLAP_EMULATION_FDM", "off"));
     assert_eq!(native.value("device_extensions"), without.value("device_extensions"));
 }
 

@@ -167,6 +167,8 @@ pub struct PassInfo {
     pub used: Vec<bool>,
     /// Multiview: the union of the subpasses' view masks (0 without).
     pub view_mask: u32,
+    /// Some subpass reads input attachments.
+    pub inputs: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -584,6 +586,7 @@ pub unsafe extern "system" fn create_render_pass(
                     ..*d
                 })
                 .collect();
+            let inputs = subpasses.iter().any(|s| s.input_attachment_count > 0);
             let view_mask = chain
                 .get::<vk::RenderPassMultiviewCreateInfo>()
                 .map(|m| slice(m.p_view_masks, m.subpass_count).iter().fold(0, |a, b| a | b))
@@ -595,7 +598,7 @@ pub unsafe extern "system" fn create_render_pass(
             copy.p_dependencies = deps.as_ptr();
             let r = (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out);
             if r == vk::Result::SUCCESS {
-                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask }));
+                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
             }
             r
         },
@@ -717,6 +720,7 @@ unsafe fn create_render_pass2_with(
                     c
                 })
                 .collect();
+            let inputs = subs.iter().any(|s| s.input_attachment_count > 0);
             let mut copy = *ci;
             copy.p_next = chain.head();
             copy.p_attachments = attachments.as_ptr();
@@ -738,7 +742,7 @@ unsafe fn create_render_pass2_with(
                         final_layout: a.final_layout,
                     })
                     .collect();
-                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask }));
+                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
             }
             r
         },

@@ -1019,6 +1019,22 @@ unsafe fn only_known(mut p: *const std::ffi::c_void, known: &[vk::StructureType]
     true
 }
 
+/// Why a render pass must render at 1x1 from its start, if it must.
+unsafe fn early_render_pass(
+    begin: &Begin,
+    p_next: *const std::ffi::c_void,
+    sub_next: *const std::ffi::c_void,
+) -> Option<&'static str> {
+    if !only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) || !sub_next.is_null() {
+        return Some("its begin info chains a structure the layer does not replay");
+    }
+    match begin {
+        // The application's descriptors name the full-resolution views.
+        Begin::RenderPass { pass, .. } if pass.inputs => Some("a subpass reads input attachments"),
+        _ => None,
+    }
+}
+
 pub unsafe extern "system" fn cmd_begin_render_pass(
     cb: vk::CommandBuffer,
     info: *const vk::RenderPassBeginInfo<'_>,
@@ -1031,8 +1047,7 @@ pub unsafe extern "system" fn cmd_begin_render_pass(
             let dev = state::device(cb);
             let f = fdm(dev);
             let Some(begin) = render_pass_begin(dev, f, cb, &*info) else { return next() };
-            let early = (!only_known((*info).p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]))
-                .then_some("its begin info chains a structure the layer does not replay");
+            let early = early_render_pass(&begin, (*info).p_next, std::ptr::null());
             start(dev, f, cb, begin, early)
         },
         next,
@@ -1051,9 +1066,7 @@ pub unsafe extern "system" fn cmd_begin_render_pass2(
             let dev = state::device(cb);
             let f = fdm(dev);
             let Some(begin) = render_pass_begin(dev, f, cb, &*info) else { return next() };
-            let early = (!only_known((*info).p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO])
-                || !(*sub).p_next.is_null())
-            .then_some("its begin info chains a structure the layer does not replay");
+            let early = early_render_pass(&begin, (*info).p_next, (*sub).p_next);
             start(dev, f, cb, begin, early)
         },
         next,
