@@ -155,6 +155,29 @@ fn aligned_box(bins: &[Rect], area: (u32, u32)) -> Rect {
     Rect { x, y, w: b.w + (b.x - x), h: b.h + (b.y - y) }
 }
 
+/// Covers a set of disjoint grid-aligned rectangles with fewer, larger
+/// ones: runs along rows first, then runs of equal span stacked vertically.
+pub fn rectangles(rects: &[Rect]) -> Vec<Rect> {
+    let mut v: Vec<Rect> = rects.to_vec();
+    v.sort_by_key(|r| (r.y, r.x));
+    let mut rows: Vec<Rect> = Vec::new();
+    for r in v {
+        match rows.last_mut() {
+            Some(l) if l.y == r.y && l.h == r.h && l.x + l.w == r.x => l.w += r.w,
+            _ => rows.push(r),
+        }
+    }
+    rows.sort_by_key(|r| (r.x, r.w, r.y));
+    let mut out: Vec<Rect> = Vec::new();
+    for r in rows {
+        match out.last_mut() {
+            Some(l) if l.x == r.x && l.w == r.w && l.y + l.h == r.y => l.h += r.h,
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
 /// Groups bins into replays. `vertex_cost` is what one more replay costs, in
 /// shaded pixels.
 pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
@@ -165,8 +188,17 @@ pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
             None => by_area.push((b.area, vec![b.rect])),
         }
     }
-    let mut replays: Vec<Replay> =
-        by_area.into_iter().map(|(area, bins)| Replay { area, rect: aligned_box(&bins, area), bins }).collect();
+    // Start from the rectangles each area's bins form (a ring of bins is
+    // four rectangles, not one box around a hole), then merge.
+    let mut replays: Vec<Replay> = by_area
+        .into_iter()
+        .flat_map(|(area, bins)| {
+            rectangles(&bins).into_iter().map(move |r| {
+                let inside: Vec<Rect> = bins.iter().filter(|b| r.union(b) == r).copied().collect();
+                Replay { area, rect: aligned_box(&inside, area), bins: inside }
+            })
+        })
+        .collect();
     loop {
         let mut best: Option<(usize, usize, Replay, f64)> = None;
         for i in 0..replays.len() {
@@ -254,6 +286,26 @@ mod tests {
     }
 
     #[test]
+    fn rectangles_cover_exactly_what_they_are_given() {
+        // A ring of 4x4 bins of 8 pixels around a 2x2 hole.
+        let mut bins = Vec::new();
+        for y in 0..4 {
+            for x in 0..4 {
+                if !(1..3).contains(&x) || !(1..3).contains(&y) {
+                    bins.push(Rect { x: x * 8, y: y * 8, w: 8, h: 8 });
+                }
+            }
+        }
+        let r = rectangles(&bins);
+        assert_eq!(r.len(), 4, "{r:?}");
+        let covered: u64 = r.iter().map(Rect::pixels).sum();
+        assert_eq!(covered, bins.iter().map(Rect::pixels).sum::<u64>());
+        for b in &bins {
+            assert_eq!(r.iter().filter(|x| x.union(b) == **x).count(), 1);
+        }
+    }
+
+    #[test]
     fn plans_store_every_bin_once_at_no_more_than_its_area() {
         // Foveated: centre 1x1, a ring of 2x2, the rest 4x4.
         let texels = map_of(8, 8, |x, y| {
@@ -280,7 +332,10 @@ mod tests {
                 assert_eq!(r.rect.union(&b.rect), r.rect);
             }
             if vertex_cost == 0.0 {
-                assert_eq!(replays.len(), 3, "no merging when replays are free");
+                // The centre, and the two rings as four rectangles each.
+                assert_eq!(replays.len(), 9, "no merging when replays are free");
+                let (planned, ideal) = shaded(&replays, &bins);
+                assert_eq!(planned, ideal, "nothing shaded twice");
             }
             if vertex_cost == 1e9 {
                 assert_eq!(replays.len(), 1, "one replay when vertex work dominates");

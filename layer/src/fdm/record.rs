@@ -2029,7 +2029,8 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
         for (i, a) in atts.iter().enumerate() {
             let (Some(a), Some(si)) = (a, simages[i]) else { continue };
             if a.store {
-                let pairs: Vec<(Rect, Rect)> = r.bins.iter().flat_map(|b| scaled_regions(*b, r.area)).collect();
+                let pairs: Vec<(Rect, Rect)> =
+                    bins::rectangles(&r.bins).into_iter().flat_map(|b| scaled_regions(b, r.area)).collect();
                 blit(f, cb, (si, a), (a.image, a), &pairs, true, true);
             }
         }
