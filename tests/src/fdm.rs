@@ -69,6 +69,9 @@ pub struct Scene<'a> {
     pub fs: &'a [u8],
     pub vertices: u32,
     pub map: Option<&'a Map>,
+    /// An existing density map (its view; in FRAGMENT_DENSITY_MAP_OPTIMAL),
+    /// used instead of one made from `map` (which then only gives its size).
+    pub map_view: Option<vk::ImageView>,
     /// Record an occlusion query around the draw (inside the pass).
     pub query: bool,
     /// Passes recorded (the benchmark's frames).
@@ -99,6 +102,7 @@ impl<'a> Scene<'a> {
             fs,
             vertices,
             map: None,
+            map_view: None,
             query: false,
             repeat: 1,
             draws: 1,
@@ -224,6 +228,32 @@ fn upload(
     }
 }
 
+/// A density map image holding `m`, in FRAGMENT_DENSITY_MAP_OPTIMAL.
+pub fn map_image(gpu: &Gpu, m: &Map) -> (vk::Image, vk::DeviceMemory, vk::ImageView) {
+    let img = gpu.image_2d(
+        vk::Format::R8G8_UNORM,
+        (m.width, m.height),
+        vk::SampleCountFlags::TYPE_1,
+        vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST,
+    );
+    write_map(gpu, img.0, m);
+    img
+}
+
+/// Writes `m` into an existing density map image (from UNDEFINED).
+pub fn write_map(gpu: &Gpu, image: vk::Image, m: &Map) {
+    let bytes: Vec<u8> = m.texels.iter().flatten().copied().collect();
+    upload(
+        gpu,
+        image,
+        (m.width, m.height),
+        2,
+        &bytes,
+        vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT,
+        (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
+    );
+}
+
 /// Renders `scene`: pixels, storage counter and timings.
 pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     let d = &gpu.device;
@@ -282,25 +312,8 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             .unwrap();
         (image, memory, view)
     });
-    let map = scene.map.map(|m| {
-        let img = gpu.image_2d(
-            vk::Format::R8G8_UNORM,
-            (m.width, m.height),
-            vk::SampleCountFlags::TYPE_1,
-            vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST,
-        );
-        let bytes: Vec<u8> = m.texels.iter().flatten().copied().collect();
-        upload(
-            gpu,
-            img.0,
-            (m.width, m.height),
-            2,
-            &bytes,
-            vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT,
-            (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
-        );
-        img
-    });
+    let made = scene.map.filter(|_| scene.map_view.is_none()).map(|m| map_image(gpu, m));
+    let map_view = scene.map_view.or(made.map(|m| m.2));
     let color_layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
     if let Some(load) = scene.load {
         let bytes: Vec<u8> = load.iter().flatten().copied().collect();
@@ -380,7 +393,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     clear_depth,
                 )
             });
-            let a_map = map.as_ref().map(|m| {
+            let a_map = map_view.map(|m| {
                 add(
                     vk::AttachmentDescription2::default()
                         .format(vk::Format::R8G8_UNORM)
@@ -389,7 +402,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         .store_op(dont)
                         .initial_layout(fdm_layout)
                         .final_layout(fdm_layout),
-                    m.2,
+                    m,
                     clear_color,
                 )
             });
@@ -724,14 +737,14 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                             .clear_value(clear_depth)
                     });
                     let mut fdm_att = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
-                        .image_view(map.as_ref().map_or(vk::ImageView::null(), |m| m.2))
+                        .image_view(map_view.unwrap_or(vk::ImageView::null()))
                         .image_layout(fdm_layout);
                     let mut ri =
                         vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
                     if let Some(da) = &depth_att {
                         ri = ri.depth_attachment(da);
                     }
-                    if map.is_some() {
+                    if map_view.is_some() {
                         ri = ri.push_next(&mut fdm_att);
                     }
                     d.cmd_begin_rendering(cb, &ri);
@@ -807,7 +820,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             d.destroy_framebuffer(framebuffer, None);
             d.destroy_render_pass(render_pass, None);
         }
-        for (i, m, v) in [Some(out), ms, first, depth, map].into_iter().flatten() {
+        for (i, m, v) in [Some(out), ms, first, depth, made].into_iter().flatten() {
             d.destroy_image_view(v, None);
             d.destroy_image(i, None);
             d.free_memory(m, None);

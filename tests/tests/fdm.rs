@@ -22,6 +22,7 @@ fn binned_density_map_matrix() {
         "fdm load_clear=Dynamic ok",
         "fdm storage_fallback=1x1 invocations=65536",
         "fdm query_fallback=1x1",
+        "fdm map_rewrite=followed",
     ] {
         assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
     }

@@ -219,6 +219,10 @@ pub struct Fdm {
     pub cb_states: Mutex<HashMap<vk::CommandBuffer, Arc<Mutex<CbState>>>>,
     /// Layouts of density-map images after the last submission that changed them.
     pub map_layouts: Mutex<HashMap<vk::Image, vk::ImageLayout>>,
+    /// Per density-map image: how many submissions may have written it.
+    pub map_generation: Mutex<HashMap<vk::Image, u64>>,
+    /// The last host read of each density-map view, with the generation it saw.
+    pub map_cache: Mutex<HashMap<vk::ImageView, (u64, Arc<record::MapTexels>)>>,
     /// Held around every queue submission, the layer's and the application's.
     pub queue_lock: Mutex<()>,
     pub reader: Mutex<Option<record::MapReader>>,
@@ -305,6 +309,8 @@ impl Fdm {
             pipelines: Default::default(),
             cb_states: Default::default(),
             map_layouts: Default::default(),
+            map_generation: Default::default(),
+            map_cache: Default::default(),
             queue_lock: Default::default(),
             reader: Default::default(),
             scratch: Default::default(),
@@ -412,6 +418,7 @@ pub unsafe extern "system" fn destroy_image(
             let f = fdm(state::device(device));
             f.images.lock().remove(&image);
             f.map_layouts.lock().remove(&image);
+            f.map_generation.lock().remove(&image);
             next()
         },
         next,
@@ -471,6 +478,7 @@ pub unsafe extern "system" fn destroy_image_view(
         || {
             let f = fdm(state::device(device));
             f.views.lock().remove(&view);
+            f.map_cache.lock().remove(&view);
             f.scratch.lock().forget_view(&f.below, view);
             next()
         },

@@ -269,6 +269,9 @@ pub struct CbState {
     active_queries: u32,
     /// Density-map image layouts this command buffer leaves behind.
     pub layouts: Vec<(vk::Image, vk::ImageLayout)>,
+    /// Density-map images this command buffer may write (transfers, layout
+    /// transitions).
+    pub map_writes: Vec<vk::Image>,
 }
 
 type Shared = Arc<Mutex<CbState>>;
@@ -700,6 +703,7 @@ unsafe fn translate_image_barriers(
             c.dst_access_mask = super::access(x.dst_access_mask);
             if images.get(&x.image).is_some_and(|i| i.density_map) {
                 s.layouts.push((x.image, c.new_layout));
+                s.map_writes.push(x.image);
             }
             c
         })
@@ -807,6 +811,7 @@ unsafe fn translate_dependency(
         x.new_layout = super::layout(x.new_layout);
         if images.get(&x.image).is_some_and(|i| i.density_map) {
             s.layouts.push((x.image, x.new_layout));
+            s.map_writes.push(x.image);
         }
     }
     let held = Box::new((mems, bufs, imgs));
@@ -1246,14 +1251,78 @@ pub unsafe extern "system" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32
 
 unsafe fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) {
     for cb in cbs {
-        let layouts = cb_state(f, cb).lock().layouts.clone();
+        let (layouts, writes) = {
+            let shared = cb_state(f, cb);
+            let s = shared.lock();
+            (s.layouts.clone(), s.map_writes.clone())
+        };
         if !layouts.is_empty() {
             let mut m = f.map_layouts.lock();
             for (i, l) in layouts {
                 m.insert(i, l);
             }
         }
+        if !writes.is_empty() {
+            let mut g = f.map_generation.lock();
+            for i in writes {
+                *g.entry(i).or_default() += 1;
+            }
+        }
     }
+}
+
+/// Transfer commands that write an image: a density map written by one is
+/// read again at the next pass that uses it.
+macro_rules! transfer_write_hooks {
+    ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $dst:expr, $ver:ident.$field:ident; )*) => {
+        $(
+            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
+                let next = move || (fdm(state::device(cb)).below.$ver().$field)(cb $(, $a)*);
+                guard::entry(
+                    $name,
+                    || {
+                        let f = fdm(state::device(cb));
+                        let dst: vk::Image = $dst;
+                        if f.images.lock().get(&dst).is_some_and(|i| i.density_map) {
+                            cb_state(f, cb).lock().map_writes.push(dst);
+                        }
+                        next()
+                    },
+                    next,
+                )
+            }
+            const _: vk::$pfn = $hook;
+        )*
+
+        fn transfer_write_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+            use crate::entry::pfn;
+            match name {
+                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
+                _ => None,
+            }
+        }
+    };
+}
+
+transfer_write_hooks! {
+    "vkCmdCopyBufferToImage" PFN_vkCmdCopyBufferToImage fn cmd_copy_buffer_to_image(cb, src: vk::Buffer, dst: vk::Image,
+        layout: vk::ImageLayout, n: u32, r: *const vk::BufferImageCopy) => dst, fp_v1_0.cmd_copy_buffer_to_image;
+    "vkCmdCopyImage" PFN_vkCmdCopyImage fn cmd_copy_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
+        dl: vk::ImageLayout, n: u32, r: *const vk::ImageCopy) => dst, fp_v1_0.cmd_copy_image;
+    "vkCmdBlitImage" PFN_vkCmdBlitImage fn cmd_blit_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
+        dl: vk::ImageLayout, n: u32, r: *const vk::ImageBlit, filter: vk::Filter) => dst, fp_v1_0.cmd_blit_image;
+    "vkCmdResolveImage" PFN_vkCmdResolveImage fn cmd_resolve_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
+        dl: vk::ImageLayout, n: u32, r: *const vk::ImageResolve) => dst, fp_v1_0.cmd_resolve_image;
+    "vkCmdClearColorImage" PFN_vkCmdClearColorImage fn cmd_clear_color_image(cb, image: vk::Image, l: vk::ImageLayout,
+        c: *const vk::ClearColorValue, n: u32, r: *const vk::ImageSubresourceRange) => image, fp_v1_0.cmd_clear_color_image;
+    "vkCmdCopyBufferToImage2" PFN_vkCmdCopyBufferToImage2 fn cmd_copy_buffer_to_image2(cb, i: *const vk::CopyBufferToImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_copy_buffer_to_image2;
+    "vkCmdCopyImage2" PFN_vkCmdCopyImage2 fn cmd_copy_image2(cb, i: *const vk::CopyImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_copy_image2;
+    "vkCmdBlitImage2" PFN_vkCmdBlitImage2 fn cmd_blit_image2(cb, i: *const vk::BlitImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_blit_image2;
+    "vkCmdResolveImage2" PFN_vkCmdResolveImage2 fn cmd_resolve_image2(cb, i: *const vk::ResolveImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_resolve_image2;
 }
 
 pub unsafe extern "system" fn queue_submit(
@@ -1504,6 +1573,48 @@ impl MapReader {
         d.destroy_fence(self.fence, None);
         d.destroy_command_pool(self.pool, None);
     }
+}
+
+/// A density map as read on the host.
+pub struct MapTexels {
+    pub width: u32,
+    pub height: u32,
+    pub layers: u32,
+    pub texels: Vec<[u8; 2]>,
+}
+
+/// The density map behind `view`, read on the host, or the last read of it
+/// when no submission since could have written it: images the layer can
+/// see every write to (usage only transfer, sampling and the map) are
+/// re-read after a transfer or layout transition of theirs was submitted;
+/// others are read every time.
+unsafe fn density_map(
+    dev: &DeviceData,
+    f: &Fdm,
+    view: vk::ImageView,
+    expected: vk::ImageLayout,
+) -> Result<Arc<MapTexels>, String> {
+    let v = *f.views.lock().get(&view).ok_or("the density map view is unknown")?;
+    let img = *f.images.lock().get(&v.image).ok_or("the density map image is unknown")?;
+    let watched = vk::ImageUsageFlags::TRANSFER_SRC
+        | vk::ImageUsageFlags::TRANSFER_DST
+        | vk::ImageUsageFlags::SAMPLED
+        | vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT;
+    let cacheable = watched.contains(img.usage);
+    let generation = f.map_generation.lock().get(&v.image).copied().unwrap_or(0);
+    if cacheable {
+        if let Some((g, m)) = f.map_cache.lock().get(&view) {
+            if *g == generation {
+                return Ok(m.clone());
+            }
+        }
+    }
+    let (width, height, layers, texels) = read_map(dev, f, view, expected)?;
+    let m = Arc::new(MapTexels { width, height, layers, texels });
+    if cacheable {
+        f.map_cache.lock().insert(view, (generation, m.clone()));
+    }
+    Ok(m)
 }
 
 /// Reads a density map (R8G8_UNORM) on the host: `(width, height, layers, texels)`.
@@ -1864,7 +1975,8 @@ unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Tra
 /// must render at 1x1 instead (nothing has been recorded then).
 unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
     let (atts, map, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
-    let (mw, mh, ml, texels) = read_map(dev, f, map, map_layout)?;
+    let m = density_map(dev, f, map, map_layout)?;
+    let (mw, mh, ml, texels) = (m.width, m.height, m.layers, &m.texels);
     let ra = pass.begin.area();
     let render_area =
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
@@ -1874,7 +1986,7 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
     );
     let views: Vec<u32> =
         if view_mask == 0 { vec![0] } else { (0..32).filter(|i| view_mask & (1 << i) != 0).collect() };
-    let map = bins::DensityMap { width: mw, height: mh, layers: ml, texels: &texels };
+    let map = bins::DensityMap { width: mw, height: mh, layers: ml, texels };
     let all_bins = bins::bins(&map, render_area, texel, if ml > 1 { &views } else { &[0] }, super::MAX_AREA);
     let vertex_cost = 2000.0 + pass.cmds.iter().map(Cmd::vertices).sum::<f64>();
     let mut replays = bins::plan(&all_bins, vertex_cost);
@@ -2192,7 +2304,11 @@ pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkQueueSubmit" => pfn!(queue_submit as vk::PFN_vkQueueSubmit),
         b"vkQueueSubmit2" | b"vkQueueSubmit2KHR" => pfn!(queue_submit2 as vk::PFN_vkQueueSubmit2),
         b"vkQueueWaitIdle" => pfn!(queue_wait_idle as vk::PFN_vkQueueWaitIdle),
-        _ => capture_hook(name),
+        b"vkCmdCopyBufferToImage2KHR" => transfer_write_hook(b"vkCmdCopyBufferToImage2"),
+        b"vkCmdCopyImage2KHR" => transfer_write_hook(b"vkCmdCopyImage2"),
+        b"vkCmdBlitImage2KHR" => transfer_write_hook(b"vkCmdBlitImage2"),
+        b"vkCmdResolveImage2KHR" => transfer_write_hook(b"vkCmdResolveImage2"),
+        _ => capture_hook(name).or_else(|| transfer_write_hook(name)),
     }
 }
 

@@ -707,6 +707,27 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         let compared = against_references(&s, &map).map_err(|e| format!("{path:?} subpasses: {e}"))?;
         println!("fdm secondary={path:?} coarse_pixels={coarse} subpasses_reference_pixels={compared}");
     }
+    // One map image, read at two passes with a rewrite in between: the
+    // second pass follows the new contents (the layer re-reads a map after a
+    // submitted write to it), while an unchanged map may come from its cache.
+    let size = (256, 256);
+    let map = regions(size);
+    let img = fdm::map_image(&g, &map);
+    let s = Scene { map: Some(&map), map_view: Some(img.2), ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3) };
+    let (first, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
+    let (again, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
+    let ones = Map { width: map.width, height: map.height, texels: vec![[255, 255]; map.texels.len()] };
+    fdm::write_map(&g, img.0, &ones);
+    let (after, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &ones, texel_of(size, &ones))?;
+    if first == 0 || again != first || after != 0 {
+        return Err(format!("map rewrite: {first} then {again} coarse pixels, {after} after the map became all 1"));
+    }
+    unsafe {
+        g.device.destroy_image_view(img.2, None);
+        g.device.destroy_image(img.0, None);
+        g.device.free_memory(img.1, None);
+    }
+    println!("fdm map_rewrite=followed coarse_pixels={first}/{again}/{after}");
     // A storage write cannot be replayed: 1x1, each pixel shaded once.
     let size = (256, 256);
     let map = regions(size);
