@@ -632,7 +632,7 @@ unsafe extern "system" fn create_device(
                     },
                     handle,
                 );
-                data.fdm = Some(crate::fdm::Fdm::new(
+                let mut fdm = crate::fdm::Fdm::new(
                     mode,
                     below,
                     &data.instance.fns,
@@ -640,7 +640,11 @@ unsafe extern "system" fn create_device(
                     &s.info,
                     set_loader_data,
                     data.instance.settings.fdm_overlay,
-                ));
+                );
+                fdm.begin_transform_feedback = next_gdpa(handle, c"vkCmdBeginTransformFeedbackEXT".as_ptr()).map(|f| {
+                    std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCmdBeginTransformFeedbackEXT>(f)
+                });
+                data.fdm = Some(fdm);
             }
             let driver =
                 if data.facts.driver_name.is_empty() { "driver name not reported" } else { &data.facts.driver_name };

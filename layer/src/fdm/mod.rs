@@ -236,6 +236,8 @@ pub struct Fdm {
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     pub instance: ash::Instance,
     pub physical_device: vk::PhysicalDevice,
+    /// The next layer's `vkCmdBeginTransformFeedbackEXT`, where it has one.
+    pub begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
 }
 
 /// What `vkCreateDevice` strips for the layer.
@@ -321,6 +323,7 @@ impl Fdm {
             format_features: Default::default(),
             instance: instance.clone(),
             physical_device: pd,
+            begin_transform_feedback: None,
         }
     }
 

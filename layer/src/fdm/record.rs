@@ -3,9 +3,10 @@
 //! At `vkCmdBeginRenderPass*` / `vkCmdBeginRendering` of a pass with a
 //! density map (mode `binned`), nothing goes down: the commands recorded in
 //! the pass (binds, push constants, dynamic state, draws, clears, subpass
-//! changes, secondaries executed in it) are kept. At the end of the pass the
-//! layer reads the density map on the host (the spec's time for a
-//! non-dynamic map), plans replays ([`super::bins`]) and records, per replay:
+//! changes, secondaries executed in it) are kept; the density map is read on
+//! the host at that moment (the spec's time for a non-dynamic map). At the
+//! end of the pass the layer plans replays ([`super::bins`]) and records,
+//! per replay:
 //! a downscale of the attachments that load, the pass into scratch targets
 //! `1/area` the size of the framebuffer (viewports `x' = x/area`, scissors
 //! and clear rectangles transformed and clipped to the replay's rectangle,
@@ -82,6 +83,24 @@ pub enum Cmd {
         rects: Vec<vk::ClearRect>,
     },
     NextSubpass,
+    /// `vkCmdSetViewportWithCount` / `vkCmdSetScissorWithCount`.
+    ViewportCount(Vec<vk::Viewport>),
+    ScissorCount(Vec<vk::Rect2D>),
+    /// Other dynamic state, kept as the call to make (key: command, face).
+    State {
+        key: (u32, u32),
+        call: StateCall,
+    },
+}
+
+/// A captured dynamic-state call with its arguments.
+#[derive(Clone)]
+pub struct StateCall(Arc<dyn Fn(&ash::Device, vk::CommandBuffer) + Send + Sync>);
+
+impl std::fmt::Debug for StateCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateCall")
+    }
 }
 
 impl Cmd {
@@ -164,6 +183,17 @@ impl Snapshot {
             }
             Cmd::Viewport { first, v } => set_at(&mut self.viewports, *first, v),
             Cmd::Scissor { first, s } => set_at(&mut self.scissors, *first, s),
+            Cmd::ViewportCount(v) => {
+                self.viewports.clear();
+                set_at(&mut self.viewports, 0, v);
+                self.cmds.insert(key(13, 0, 0), cmd.clone());
+            }
+            Cmd::ScissorCount(v) => {
+                self.scissors.clear();
+                set_at(&mut self.scissors, 0, v);
+                self.cmds.insert(key(14, 0, 0), cmd.clone());
+            }
+            Cmd::State { key: (name, face), .. } => drop(self.cmds.insert(key(12, *name, *face), cmd.clone())),
             Cmd::LineWidth(..) => drop(self.cmds.insert(key(5, 0, 0), cmd.clone())),
             Cmd::DepthBias(..) => drop(self.cmds.insert(key(6, 0, 0), cmd.clone())),
             Cmd::Blend(..) => drop(self.cmds.insert(key(7, 0, 0), cmd.clone())),
@@ -256,6 +286,8 @@ struct Pass {
     cmds: Vec<Cmd>,
     /// State at the start of the pass (capture) or now (live).
     state: Snapshot,
+    /// The density map, read on the host at the start of the pass.
+    map: Option<Arc<MapTexels>>,
 }
 
 /// What the layer keeps per command buffer.
@@ -373,6 +405,15 @@ unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mu
             }
         }
         Cmd::NextSubpass => (v1.cmd_next_subpass)(cb, vk::SubpassContents::INLINE),
+        Cmd::ViewportCount(v) => {
+            let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
+            (d.fp_v1_3().cmd_set_viewport_with_count)(cb, out.len() as u32, out.as_ptr())
+        }
+        Cmd::ScissorCount(s) => {
+            let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
+            (d.fp_v1_3().cmd_set_scissor_with_count)(cb, out.len() as u32, out.as_ptr())
+        }
+        Cmd::State { call, .. } => (call.0)(d, cb),
     }
 }
 
@@ -607,8 +648,92 @@ capture_hooks! {
         c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndirectCount(b, o, c, co, m, s);
     "vkCmdDrawIndexedIndirectCount" PFN_vkCmdDrawIndexedIndirectCount fn cmd_draw_indexed_indirect_count(cb, b: vk::Buffer,
         o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndexedIndirectCount(b, o, c, co, m, s);
+    "vkCmdSetViewportWithCount" PFN_vkCmdSetViewportWithCount fn cmd_set_viewport_with_count(cb, n: u32, vp: *const vk::Viewport)
+        => Cmd::ViewportCount(v(vp, n));
+    "vkCmdSetScissorWithCount" PFN_vkCmdSetScissorWithCount fn cmd_set_scissor_with_count(cb, n: u32, sc: *const vk::Rect2D)
+        => Cmd::ScissorCount(v(sc, n));
     "vkCmdClearAttachments" PFN_vkCmdClearAttachments fn cmd_clear_attachments(cb, n: u32, a: *const vk::ClearAttachment,
         nr: u32, r: *const vk::ClearRect) => Cmd::Clear { attachments: v(a, n), rects: v(r, nr) };
+}
+
+/// Declares captured dynamic-state commands of Vulkan 1.3 (extended dynamic
+/// state 1 and 2): each is kept as the call to make, keyed by its command
+/// (and stencil face) for the state snapshot.
+macro_rules! state_hooks {
+    ($( $n:literal $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) face $face:expr => $field:ident; )*) => {
+        $(
+            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
+                guard::entry(
+                    $name,
+                    || {
+                        let call = StateCall(Arc::new(move |d: &ash::Device, cb| (d.fp_v1_3().$field)(cb $(, $a)*)));
+                        record(cb, Cmd::State { key: ($n, $face), call })
+                    },
+                    || {},
+                )
+            }
+            const _: vk::$pfn = $hook;
+        )*
+
+        fn state_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+            use crate::entry::pfn;
+            let core = name.strip_suffix(b"EXT").unwrap_or(name);
+            match core {
+                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
+                _ => None,
+            }
+        }
+    };
+}
+
+state_hooks! {
+    1 "vkCmdSetCullMode" PFN_vkCmdSetCullMode fn cmd_set_cull_mode(cb, m: vk::CullModeFlags) face 0 => cmd_set_cull_mode;
+    2 "vkCmdSetFrontFace" PFN_vkCmdSetFrontFace fn cmd_set_front_face(cb, m: vk::FrontFace) face 0 => cmd_set_front_face;
+    3 "vkCmdSetPrimitiveTopology" PFN_vkCmdSetPrimitiveTopology fn cmd_set_primitive_topology(cb, m: vk::PrimitiveTopology)
+        face 0 => cmd_set_primitive_topology;
+    4 "vkCmdSetDepthTestEnable" PFN_vkCmdSetDepthTestEnable fn cmd_set_depth_test_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_test_enable;
+    5 "vkCmdSetDepthWriteEnable" PFN_vkCmdSetDepthWriteEnable fn cmd_set_depth_write_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_write_enable;
+    6 "vkCmdSetDepthCompareOp" PFN_vkCmdSetDepthCompareOp fn cmd_set_depth_compare_op(cb, o: vk::CompareOp)
+        face 0 => cmd_set_depth_compare_op;
+    7 "vkCmdSetDepthBoundsTestEnable" PFN_vkCmdSetDepthBoundsTestEnable fn cmd_set_depth_bounds_test_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_bounds_test_enable;
+    8 "vkCmdSetStencilTestEnable" PFN_vkCmdSetStencilTestEnable fn cmd_set_stencil_test_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_stencil_test_enable;
+    9 "vkCmdSetStencilOp" PFN_vkCmdSetStencilOp fn cmd_set_stencil_op(cb, face: vk::StencilFaceFlags, fail: vk::StencilOp,
+        pass: vk::StencilOp, depth_fail: vk::StencilOp, op: vk::CompareOp) face face.as_raw() => cmd_set_stencil_op;
+    10 "vkCmdSetRasterizerDiscardEnable" PFN_vkCmdSetRasterizerDiscardEnable fn cmd_set_rasterizer_discard_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_rasterizer_discard_enable;
+    11 "vkCmdSetDepthBiasEnable" PFN_vkCmdSetDepthBiasEnable fn cmd_set_depth_bias_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_bias_enable;
+    12 "vkCmdSetPrimitiveRestartEnable" PFN_vkCmdSetPrimitiveRestartEnable fn cmd_set_primitive_restart_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_primitive_restart_enable;
+}
+
+pub unsafe extern "system" fn cmd_begin_transform_feedback(
+    cb: vk::CommandBuffer,
+    first: u32,
+    n: u32,
+    buffers: *const vk::Buffer,
+    offsets: *const vk::DeviceSize,
+) {
+    let next = move || {
+        let dev = state::device(cb);
+        let f = fdm(dev);
+        if let Some(fp) = f.begin_transform_feedback {
+            fp(cb, first, n, buffers, offsets)
+        }
+    };
+    guard::entry(
+        "vkCmdBeginTransformFeedbackEXT",
+        || {
+            if !unreplayable(cb, "transform feedback in the pass") {
+                next()
+            }
+        },
+        next,
+    )
 }
 
 pub unsafe extern "system" fn allocate_command_buffers(
@@ -972,7 +1097,14 @@ unsafe fn start(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     if why.is_none() && f.mode == Mode::Baseline {
         why = Some(String::new());
     }
-    let mut pass = Pass { begin, capturing: true, cmds: Vec::new(), state: s.snapshot.clone() };
+    let mut pass = Pass { begin, capturing: true, cmds: Vec::new(), state: s.snapshot.clone(), map: None };
+    if why.is_none() {
+        // The spec's time for a non-dynamic map: read by the host now.
+        match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| density_map(dev, f, view, layout)) {
+            Ok(m) => pass.map = Some(m),
+            Err(e) => why = Some(e),
+        }
+    }
     if let Some(why) = why {
         if why.is_empty() {
             begin_real(f, cb, &pass.begin);
@@ -1198,7 +1330,7 @@ pub unsafe extern "system" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *
                 let shared = cb_state(f, cb);
                 let mut s = shared.lock();
                 let st = s.snapshot.clone();
-                s.pass = Some(Pass { begin, capturing: false, cmds: Vec::new(), state: st });
+                s.pass = Some(Pass { begin, capturing: false, cmds: Vec::new(), state: st, map: None });
                 return;
             }
             start(dev, f, cb, begin, None)
@@ -1975,7 +2107,10 @@ unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Tra
 /// must render at 1x1 instead (nothing has been recorded then).
 unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
     let (atts, map, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
-    let m = density_map(dev, f, map, map_layout)?;
+    let m = match &pass.map {
+        Some(m) => m.clone(),
+        None => density_map(dev, f, map, map_layout)?,
+    };
     let (mw, mh, ml, texels) = (m.width, m.height, m.layers, &m.texels);
     let ra = pass.begin.area();
     let render_area =
@@ -2308,7 +2443,12 @@ pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkCmdCopyImage2KHR" => transfer_write_hook(b"vkCmdCopyImage2"),
         b"vkCmdBlitImage2KHR" => transfer_write_hook(b"vkCmdBlitImage2"),
         b"vkCmdResolveImage2KHR" => transfer_write_hook(b"vkCmdResolveImage2"),
-        _ => capture_hook(name).or_else(|| transfer_write_hook(name)),
+        b"vkCmdBeginTransformFeedbackEXT" => {
+            pfn!(cmd_begin_transform_feedback as vk::PFN_vkCmdBeginTransformFeedbackEXT)
+        }
+        b"vkCmdSetViewportWithCountEXT" => capture_hook(b"vkCmdSetViewportWithCount"),
+        b"vkCmdSetScissorWithCountEXT" => capture_hook(b"vkCmdSetScissorWithCount"),
+        _ => capture_hook(name).or_else(|| transfer_write_hook(name)).or_else(|| state_hook(name)),
     }
 }
 

@@ -641,7 +641,10 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
                 let s = Scene { samples, ..Scene::new(path, size, scene_vs, scene_fs, 9) };
                 let compared = against_references(&s, &map).map_err(|e| format!("{case} (scene): {e}"))?;
                 let s = Scene { samples, depth: true, ..Scene::new(path, size, depth_vs, scene_fs, 6) };
-                let depth = against_references(&s, &map).map_err(|e| format!("{case} (depth): {e}"))?;
+                let mut depth = against_references(&s, &map).map_err(|e| format!("{case} (depth): {e}"))?;
+                // The compare op changes between the two draws, inside the pass.
+                let s = Scene { compare_ops: true, ..s };
+                depth += against_references(&s, &map).map_err(|e| format!("{case} (compare ops): {e}"))?;
                 println!(
                     "fdm case={path:?} samples={samples} size={}x{} coarse_pixels={coarse} largest_area={largest} reference_pixels={compared} depth_pixels={depth}",
                     size.0, size.1
