@@ -940,3 +940,234 @@ pub fn check_against_references(
     }
     Ok(compared)
 }
+
+/// A multiview render pass (render pass 2, views 0 and 1) drawing
+/// `fdm_size.frag` full screen into a two-layer target, with a two-layer
+/// density map (`maps[v]` for view `v`, same size) or, without `with_map`,
+/// none: the pixels of each view.
+pub fn render_multiview(
+    gpu: &Gpu,
+    size: (u32, u32),
+    maps: [&Map; 2],
+    vs: &[u8],
+    fs: &[u8],
+    with_map: bool,
+) -> [Vec<[u8; 4]>; 2] {
+    let d = &gpu.device;
+    let (w, h) = size;
+    let (mw, mh) = (maps[0].width, maps[0].height);
+    let two_layers = vk::ImageSubresourceRange { layer_count: 2, ..color_range() };
+    let layered = |format, (w, h): (u32, u32), usage| unsafe {
+        let image = d
+            .create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(format)
+                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
+                    .mip_levels(1)
+                    .array_layers(2)
+                    .samples(vk::SampleCountFlags::TYPE_1)
+                    .usage(usage),
+                None,
+            )
+            .unwrap();
+        let req = d.get_image_memory_requirements(image);
+        let memory = d
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
+                None,
+            )
+            .unwrap();
+        d.bind_image_memory(image, memory, 0).unwrap();
+        let view = d
+            .create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(image)
+                    .view_type(vk::ImageViewType::TYPE_2D_ARRAY)
+                    .format(format)
+                    .subresource_range(two_layers),
+                None,
+            )
+            .unwrap();
+        (image, memory, view)
+    };
+    let out = layered(
+        vk::Format::R8G8B8A8_UNORM,
+        size,
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+    );
+    let map = layered(
+        vk::Format::R8G8_UNORM,
+        (mw, mh),
+        vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST,
+    );
+    let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
+    let bytes: Vec<u8> = maps.iter().flat_map(|m| m.texels.iter().flatten().copied()).collect();
+    let (b, mem, p) = buffer(gpu, bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC);
+    let layer_bytes = (mw * mh * 4) as usize;
+    let (rb, rmem, rp) = buffer(gpu, (w * h * 4 * 2) as u64, vk::BufferUsageFlags::TRANSFER_DST);
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
+        let _ = layer_bytes;
+        gpu.one_time_submit(|cb| {
+            gpu.image_from_undefined(
+                cb,
+                map.0,
+                two_layers,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            );
+            let region = vk::BufferImageCopy::default()
+                .image_subresource(vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 2,
+                })
+                .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 });
+            d.cmd_copy_buffer_to_image(cb, b, map.0, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
+            let bar = [vk::ImageMemoryBarrier::default()
+                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+                .new_layout(fdm_layout)
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .image(map.0)
+                .subresource_range(two_layers)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &bar,
+            );
+        });
+        let attachments = [
+            vk::AttachmentDescription2::default()
+                .format(vk::Format::R8G8B8A8_UNORM)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::CLEAR)
+                .store_op(vk::AttachmentStoreOp::STORE)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+            vk::AttachmentDescription2::default()
+                .format(vk::Format::R8G8_UNORM)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::LOAD)
+                .store_op(vk::AttachmentStoreOp::DONT_CARE)
+                .initial_layout(fdm_layout)
+                .final_layout(fdm_layout),
+        ];
+        let colour = [vk::AttachmentReference2::default()
+            .attachment(0)
+            .layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .aspect_mask(vk::ImageAspectFlags::COLOR)];
+        let subs = [vk::SubpassDescription2::default()
+            .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+            .view_mask(0b11)
+            .color_attachments(&colour)];
+        let mut fdm_info = vk::RenderPassFragmentDensityMapCreateInfoEXT::default()
+            .fragment_density_map_attachment(vk::AttachmentReference { attachment: 1, layout: fdm_layout });
+        let mut rpi = vk::RenderPassCreateInfo2::default()
+            .attachments(if with_map { &attachments[..] } else { &attachments[..1] })
+            .subpasses(&subs)
+            .correlated_view_masks(&[0b11]);
+        if with_map {
+            rpi = rpi.push_next(&mut fdm_info);
+        }
+        let render_pass = d.create_render_pass2(&rpi, None).unwrap();
+        let views_all = [out.2, map.2];
+        let views = if with_map { &views_all[..] } else { &views_all[..1] };
+        let framebuffer = d
+            .create_framebuffer(
+                &vk::FramebufferCreateInfo::default()
+                    .render_pass(render_pass)
+                    .attachments(views)
+                    .width(w)
+                    .height(h)
+                    .layers(1),
+                None,
+            )
+            .unwrap();
+        let scene = Scene::new(Path::RenderPass2, size, vs, fs, 3);
+        let vsm = gpu.shader(scene.vs);
+        let fsm = gpu.shader(scene.fs);
+        let layout = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None).unwrap();
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fsm)
+                .name(c"main"),
+        ];
+        let vin = vk::PipelineVertexInputStateCreateInfo::default();
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let vp = [vk::Viewport { x: 0.0, y: 0.0, width: w as f32, height: h as f32, min_depth: 0.0, max_depth: 1.0 }];
+        let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
+        let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
+        let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
+        let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+        let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+        let info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(&stages)
+            .vertex_input_state(&vin)
+            .input_assembly_state(&ia)
+            .viewport_state(&vps)
+            .rasterization_state(&rs)
+            .multisample_state(&msi)
+            .color_blend_state(&cbs)
+            .layout(layout)
+            .render_pass(render_pass);
+        let pipeline = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
+        gpu.one_time_submit(|cb| {
+            let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }; 2];
+            let begin = vk::RenderPassBeginInfo::default()
+                .render_pass(render_pass)
+                .framebuffer(framebuffer)
+                .render_area(sc[0])
+                .clear_values(&clear);
+            d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            d.cmd_draw(cb, 3, 1, 0, 0);
+            d.cmd_end_render_pass(cb);
+            gpu.memory_barrier(
+                cb,
+                (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+            );
+            let region = vk::BufferImageCopy::default()
+                .image_subresource(vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 2,
+                })
+                .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+            d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
+        });
+        let all = std::slice::from_raw_parts(rp as *const [u8; 4], (w * h * 2) as usize);
+        let result = [all[..(w * h) as usize].to_vec(), all[(w * h) as usize..].to_vec()];
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_shader_module(vsm, None);
+        d.destroy_shader_module(fsm, None);
+        d.destroy_framebuffer(framebuffer, None);
+        d.destroy_render_pass(render_pass, None);
+        for (bb, m) in [(b, mem), (rb, rmem)] {
+            d.destroy_buffer(bb, None);
+            d.free_memory(m, None);
+        }
+        for (i, m, v) in [out, map] {
+            d.destroy_image_view(v, None);
+            d.destroy_image(i, None);
+            d.free_memory(m, None);
+        }
+        result
+    }
+}

@@ -213,12 +213,14 @@ impl Gpu {
             .position(|q| q.queue_flags.contains(vk::QueueFlags::GRAPHICS))
             .ok_or(GpuError::NoDevice)? as u32;
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
-        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f13);
+        let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f13).push_next(&mut f11);
         unsafe { instance.get_physical_device_features2(pd, &mut f2) };
         let dynamic_rendering = vk::api_version_minor(props.api_version) >= 3 && f13.dynamic_rendering == vk::TRUE;
         let prio = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
         let mut enable13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
+        let mut enable11 = vk::PhysicalDeviceVulkan11Features::default().multiview(f11.multiview == vk::TRUE);
         let listed = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
         let interlock = opts.interlock
             && listed.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::fragment_shader_interlock::NAME));
@@ -268,6 +270,9 @@ impl Gpu {
             .enabled_extension_names(&exts)
             .enabled_features(&features)
             .push_next(&mut enable13);
+        if fdm && vk::api_version_minor(props.api_version) >= 2 {
+            info = info.push_next(&mut enable11);
+        }
         if interlock {
             info = info.push_next(&mut enable_interlock);
         }

@@ -624,6 +624,9 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         })
     };
     let sizes: &[(u32, u32)] = if variant == Some("quick") { &[(256, 256)] } else { &[(256, 256), (250, 190)] };
+    if variant == Some("multiview") {
+        return fdm_multiview(&g, texel_of, full_vs, size_fs);
+    }
     for &path in &fdm::PATHS {
         for samples in [1u32, 4] {
             for &size in sizes {
@@ -852,5 +855,44 @@ fn fdm_demo(opts: &mut GpuOptions, out: &str) -> Result<(), String> {
     let img = render::Image { width: 512, height: 512, rgba: px.iter().flatten().copied().collect() };
     img.write_png(std::path::Path::new(out)).map_err(|e| e.to_string())?;
     println!("wrote {out}");
+    Ok(())
+}
+
+/// `fdm multiview`: one area for both views of a multiview pass, the smaller
+/// of the two views' maps (the spec's rule when areas cannot differ per
+/// view), checked on both views; first, without a density map, whether the
+/// driver draws view 1 at all.
+fn fdm_multiview(
+    g: &Gpu,
+    texel_of: impl Fn((u32, u32), &overlap_tests::fdm::Map) -> (u32, u32),
+    full_vs: &[u8],
+    size_fs: &[u8],
+) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map};
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
+    let view0 = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let mut view1 = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    view1.texels.reverse();
+    let [_, plain1] = fdm::render_multiview(g, size, [&view0, &view1], full_vs, size_fs, false);
+    let drawn = plain1.iter().filter(|p| p[0] == 17).count();
+    println!("fdm multiview_without_map view1_drawn={drawn}");
+    if drawn == 0 {
+        return Err("the driver does not draw view 1 of a multiview pass even without a density map".into());
+    }
+    let both = Map {
+        width: mw,
+        height: mh,
+        texels: view0.texels.iter().zip(&view1.texels).map(|(a, b)| [a[0].max(b[0]), a[1].max(b[1])]).collect(),
+    };
+    let [p0, p1] = fdm::render_multiview(g, size, [&view0, &view1], full_vs, size_fs, true);
+    let (c0, _) =
+        fdm::check_sizes(&p0, size, &both, texel_of(size, &both)).map_err(|e| format!("multiview view 0: {e}"))?;
+    let (c1, _) =
+        fdm::check_sizes(&p1, size, &both, texel_of(size, &both)).map_err(|e| format!("multiview view 1: {e}"))?;
+    if p0.iter().zip(&p1).any(|(a, b)| a[0] != b[0]) || c0 == 0 || c0 != c1 {
+        return Err(format!("multiview: the views' areas differ or nothing is coarse ({c0}, {c1} coarse pixels)"));
+    }
+    println!("fdm multiview=one_area coarse_pixels={c0}");
     Ok(())
 }
