@@ -872,8 +872,8 @@ fn fdm_multiview(
     let size: (u32, u32) = (256, 256);
     let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
     let view0 = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
-    let mut view1 = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
-    view1.texels.reverse();
+    // View 1 asks for 2x2 everywhere: where view 0 asks for 4x4, both get 2x2.
+    let view1 = Map { width: mw, height: mh, texels: vec![[127, 127]; (mw * mh) as usize] };
     let [_, plain1] = fdm::render_multiview(g, size, [&view0, &view1], full_vs, size_fs, false);
     let drawn = plain1.iter().filter(|p| p[0] == 17).count();
     println!("fdm multiview_without_map view1_drawn={drawn}");
@@ -886,12 +886,14 @@ fn fdm_multiview(
         texels: view0.texels.iter().zip(&view1.texels).map(|(a, b)| [a[0].max(b[0]), a[1].max(b[1])]).collect(),
     };
     let [p0, p1] = fdm::render_multiview(g, size, [&view0, &view1], full_vs, size_fs, true);
-    let (c0, _) =
+    let (c0, l0) =
         fdm::check_sizes(&p0, size, &both, texel_of(size, &both)).map_err(|e| format!("multiview view 0: {e}"))?;
-    let (c1, _) =
+    let (c1, l1) =
         fdm::check_sizes(&p1, size, &both, texel_of(size, &both)).map_err(|e| format!("multiview view 1: {e}"))?;
-    if p0.iter().zip(&p1).any(|(a, b)| a[0] != b[0]) || c0 == 0 || c0 != c1 {
-        return Err(format!("multiview: the views' areas differ or nothing is coarse ({c0}, {c1} coarse pixels)"));
+    if p0.iter().zip(&p1).any(|(a, b)| a[0] != b[0]) || c0 == 0 || c0 != c1 || l0 != 4 || l1 != 4 {
+        return Err(format!(
+            "multiview: the views' areas differ, nothing is coarse or the largest is not 2x2 ({c0}, {c1} coarse pixels; largest {l0}, {l1})"
+        ));
     }
     println!("fdm multiview=one_area coarse_pixels={c0}");
     Ok(())
