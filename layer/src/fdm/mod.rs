@@ -236,6 +236,10 @@ pub struct Fdm {
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     pub instance: ash::Instance,
     pub physical_device: vk::PhysicalDevice,
+    /// Descriptor set layouts (plain ones) and sets, for shadow copies whose
+    /// input attachments read scratch views.
+    pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<Vec<record::LayoutBinding>>>>,
+    pub sets: Mutex<HashMap<vk::DescriptorSet, record::SetInfo>>,
     /// The next layer's `vkCmdBeginTransformFeedbackEXT`, where it has one.
     pub begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
 }
@@ -324,6 +328,8 @@ impl Fdm {
             instance: instance.clone(),
             physical_device: pd,
             begin_transform_feedback: None,
+            set_layouts: Default::default(),
+            sets: Default::default(),
         }
     }
 
@@ -345,6 +351,11 @@ impl Fdm {
             }
         }
         self.scratch.lock().destroy_all(d);
+        for (_, st) in self.cb_states.lock().drain() {
+            for p in st.lock().shadow_pools.drain(..) {
+                d.destroy_descriptor_pool(p, None);
+            }
+        }
         if let Some(r) = self.reader.lock().take() {
             r.destroy(d);
         }

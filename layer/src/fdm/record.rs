@@ -208,14 +208,27 @@ impl Snapshot {
 
 /// Framebuffer space to rendering space for one replay.
 #[derive(Clone, Copy, Debug)]
-pub struct Transform {
+pub struct Transform<'a> {
     pub area: (u32, u32),
     /// Where the replay may write, in framebuffer space (`None`: anywhere).
     pub clip: Option<Rect>,
+    /// For a replay into scratch targets: descriptor sets whose input
+    /// attachments must read the scratch views instead.
+    pub inputs: Option<&'a InputSubst>,
 }
 
-impl Transform {
-    pub const IDENTITY: Transform = Transform { area: (1, 1), clip: None };
+/// Input attachments of a replay into scratch targets: real view → scratch
+/// view, and the shadow descriptor sets made for it.
+#[derive(Debug, Default)]
+pub struct InputSubst {
+    pub views: HashMap<vk::ImageView, vk::ImageView>,
+    shadows: std::cell::RefCell<HashMap<vk::DescriptorSet, vk::DescriptorSet>>,
+    /// Pools of the shadow sets (freed with the command buffer's next reset).
+    pub pools: std::cell::RefCell<Vec<vk::DescriptorPool>>,
+}
+
+impl Transform<'_> {
+    pub const IDENTITY: Transform<'static> = Transform { area: (1, 1), clip: None, inputs: None };
 
     fn viewport(&self, v: &vk::Viewport) -> vk::Viewport {
         let (ax, ay) = (self.area.0 as f32, self.area.1 as f32);
@@ -288,6 +301,8 @@ struct Pass {
     state: Snapshot,
     /// The density map, read on the host at the start of the pass.
     map: Option<Arc<MapTexels>>,
+    /// Descriptor pools of shadow sets made for the replays.
+    shadow_pools: Vec<vk::DescriptorPool>,
 }
 
 /// What the layer keeps per command buffer.
@@ -304,6 +319,9 @@ pub struct CbState {
     /// Density-map images this command buffer may write (transfers, layout
     /// transitions).
     pub map_writes: Vec<vk::Image>,
+    /// Descriptor pools of shadow sets its replays use (freed at the next
+    /// reset, when the recording cannot be pending any more).
+    pub shadow_pools: Vec<vk::DescriptorPool>,
 }
 
 type Shared = Arc<Mutex<CbState>>;
@@ -334,16 +352,22 @@ unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mu
                 }
             }
         }
-        Cmd::BindSets { point, layout, first, sets, offsets } => (v1.cmd_bind_descriptor_sets)(
-            cb,
-            *point,
-            *layout,
-            *first,
-            sets.len() as u32,
-            sets.as_ptr(),
-            offsets.len() as u32,
-            offsets.as_ptr(),
-        ),
+        Cmd::BindSets { point, layout, first, sets, offsets } => {
+            let sets: Vec<vk::DescriptorSet> = match t.inputs {
+                Some(inputs) => sets.iter().map(|set| shadow_set(f, *set, inputs)).collect(),
+                None => sets.clone(),
+            };
+            (v1.cmd_bind_descriptor_sets)(
+                cb,
+                *point,
+                *layout,
+                *first,
+                sets.len() as u32,
+                sets.as_ptr(),
+                offsets.len() as u32,
+                offsets.as_ptr(),
+            )
+        }
         Cmd::BindVertex { first, buffers, offsets, sizes, strides } => {
             if sizes.is_some() || strides.is_some() {
                 (d.fp_v1_3().cmd_bind_vertex_buffers2)(
@@ -415,6 +439,83 @@ unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mu
         }
         Cmd::State { call, .. } => (call.0)(d, cb),
     }
+}
+
+/// `set`, or a copy of it whose input attachments name the replay's scratch
+/// views (made once per set and replay target, freed with the command
+/// buffer's next reset).
+unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputSubst) -> vk::DescriptorSet {
+    if let Some(s) = inputs.shadows.borrow().get(&set) {
+        return *s;
+    }
+    let Some(info) = f.sets.lock().get(&set).cloned() else { return set };
+    if !info.inputs.iter().any(|(_, view, _)| inputs.views.contains_key(view)) {
+        return set;
+    }
+    let Some(layout) = f.set_layouts.lock().get(&info.layout).cloned() else { return set };
+    let d = &f.below;
+    let mut sizes: Vec<vk::DescriptorPoolSize> = Vec::new();
+    for b in layout.iter().filter(|b| b.count > 0) {
+        match sizes.iter_mut().find(|s| s.ty == b.ty) {
+            Some(s) => s.descriptor_count += b.count,
+            None => sizes.push(vk::DescriptorPoolSize { ty: b.ty, descriptor_count: b.count }),
+        }
+    }
+    let Ok(pool) =
+        d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
+    else {
+        return set;
+    };
+    inputs.pools.borrow_mut().push(pool);
+    let layouts = [info.layout];
+    let Ok(shadow) = d.allocate_descriptor_sets(
+        &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+    ) else {
+        return set;
+    };
+    let shadow = shadow[0];
+    // Everything as the application wrote it, then the input attachments.
+    let copies: Vec<vk::CopyDescriptorSet> = layout
+        .iter()
+        .filter(|b| b.count > 0 && info.written.contains(&b.binding))
+        .map(|b| {
+            vk::CopyDescriptorSet::default()
+                .src_set(set)
+                .src_binding(b.binding)
+                .dst_set(shadow)
+                .dst_binding(b.binding)
+                .descriptor_count(b.count)
+        })
+        .collect();
+    let images: Vec<[vk::DescriptorImageInfo; 1]> = info
+        .inputs
+        .iter()
+        .map(|(_, view, layout)| {
+            [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: *inputs.views.get(view).unwrap_or(view),
+                image_layout: *layout,
+            }]
+        })
+        .collect();
+    let writes: Vec<vk::WriteDescriptorSet> = info
+        .inputs
+        .iter()
+        .zip(&images)
+        .map(|((at, _, _), img)| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(shadow)
+                .dst_binding(at.0)
+                .dst_array_element(at.1)
+                .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
+                .image_info(img)
+        })
+        .collect();
+    // Copies are applied after writes within one call: two calls.
+    d.update_descriptor_sets(&[], &copies);
+    d.update_descriptor_sets(&writes, &[]);
+    inputs.shadows.borrow_mut().insert(set, shadow);
+    shadow
 }
 
 unsafe fn emit_viewports(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
@@ -531,6 +632,25 @@ unsafe fn record_in(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, s: &mut Cb
         s.snapshot = st;
         return;
     };
+    if pass.capturing && matches!(&pass.begin, Begin::RenderPass { pass: info, .. } if info.inputs) {
+        if let Cmd::BindSets { sets, .. } = &cmd {
+            let known = f.sets.lock();
+            let layouts = f.set_layouts.lock();
+            let copyable = sets.iter().all(|set| {
+                known.get(set).is_some_and(|i| i.inputs.is_empty() || (!i.opaque && layouts.contains_key(&i.layout)))
+            });
+            drop((known, layouts));
+            if !copyable {
+                go_live(
+                    dev,
+                    f,
+                    cb,
+                    pass,
+                    "a descriptor set it binds cannot be copied to read the scratch targets' input attachments",
+                );
+            }
+        }
+    }
     if pass.capturing {
         if let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = &cmd {
             let why = match f.pipelines.lock().get(p) {
@@ -736,6 +856,147 @@ pub unsafe extern "system" fn cmd_begin_transform_feedback(
     )
 }
 
+/// One binding of a descriptor set layout.
+#[derive(Clone, Copy, Debug)]
+pub struct LayoutBinding {
+    pub binding: u32,
+    pub ty: vk::DescriptorType,
+    pub count: u32,
+}
+
+/// What the layer knows of a descriptor set, for shadow copies.
+#[derive(Clone, Debug, Default)]
+pub struct SetInfo {
+    pub layout: vk::DescriptorSetLayout,
+    /// Input attachments written: ((binding, element), view, layout).
+    pub inputs: Vec<((u32, u32), vk::ImageView, vk::ImageLayout)>,
+    /// Bindings written at least once (only those are copied).
+    pub written: std::collections::HashSet<u32>,
+    /// Updated through a template: contents unknown to the layer.
+    pub opaque: bool,
+}
+
+pub unsafe extern "system" fn create_descriptor_set_layout(
+    device: vk::Device,
+    info: *const vk::DescriptorSetLayoutCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::DescriptorSetLayout,
+) -> vk::Result {
+    let next =
+        move || (fdm(state::device(device)).below.fp_v1_0().create_descriptor_set_layout)(device, info, alloc, out);
+    guard::entry(
+        "vkCreateDescriptorSetLayout",
+        || {
+            let f = fdm(state::device(device));
+            let r = next();
+            let ci = &*info;
+            // Only plain layouts can be shadowed (no flags, no binding flags).
+            if r == vk::Result::SUCCESS && ci.flags.is_empty() && ci.p_next.is_null() {
+                let b = super::slice(ci.p_bindings, ci.binding_count)
+                    .iter()
+                    .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
+                    .collect();
+                f.set_layouts.lock().insert(*out, Arc::new(b));
+            }
+            r
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn allocate_descriptor_sets(
+    device: vk::Device,
+    info: *const vk::DescriptorSetAllocateInfo<'_>,
+    out: *mut vk::DescriptorSet,
+) -> vk::Result {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().allocate_descriptor_sets)(device, info, out);
+    guard::entry(
+        "vkAllocateDescriptorSets",
+        || {
+            let f = fdm(state::device(device));
+            let r = next();
+            if r == vk::Result::SUCCESS {
+                let ci = &*info;
+                let mut sets = f.sets.lock();
+                let layouts = super::slice(ci.p_set_layouts, ci.descriptor_set_count);
+                for (set, layout) in super::slice(out, ci.descriptor_set_count).iter().zip(layouts) {
+                    sets.insert(*set, SetInfo { layout: *layout, ..Default::default() });
+                }
+            }
+            r
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn update_descriptor_sets(
+    device: vk::Device,
+    nw: u32,
+    writes: *const vk::WriteDescriptorSet<'_>,
+    nc: u32,
+    copies: *const vk::CopyDescriptorSet<'_>,
+) {
+    let next =
+        move || (fdm(state::device(device)).below.fp_v1_0().update_descriptor_sets)(device, nw, writes, nc, copies);
+    guard::entry(
+        "vkUpdateDescriptorSets",
+        || {
+            let f = fdm(state::device(device));
+            {
+                let mut sets = f.sets.lock();
+                for w in super::slice(writes, nw) {
+                    let Some(info) = sets.get_mut(&w.dst_set) else { continue };
+                    info.written.insert(w.dst_binding);
+                    if w.descriptor_type == vk::DescriptorType::INPUT_ATTACHMENT {
+                        for (i, img) in super::slice(w.p_image_info, w.descriptor_count).iter().enumerate() {
+                            let at = (w.dst_binding, w.dst_array_element + i as u32);
+                            info.inputs.retain(|(a, _, _)| *a != at);
+                            info.inputs.push((at, img.image_view, img.image_layout));
+                        }
+                    }
+                }
+                for c in super::slice(copies, nc) {
+                    let Some(src) = sets.get(&c.src_set).cloned() else { continue };
+                    let Some(dst) = sets.get_mut(&c.dst_set) else { continue };
+                    dst.written.insert(c.dst_binding);
+                    dst.opaque |= src.opaque;
+                    let range = c.src_array_element..c.src_array_element + c.descriptor_count;
+                    for ((b, e), view, layout) in src.inputs {
+                        if b == c.src_binding && range.contains(&e) {
+                            let at = (c.dst_binding, c.dst_array_element + (e - c.src_array_element));
+                            dst.inputs.retain(|(a, _, _)| *a != at);
+                            dst.inputs.push((at, view, layout));
+                        }
+                    }
+                }
+            }
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn update_descriptor_set_with_template(
+    device: vk::Device,
+    set: vk::DescriptorSet,
+    template: vk::DescriptorUpdateTemplate,
+    data: *const std::ffi::c_void,
+) {
+    let next = move || {
+        (fdm(state::device(device)).below.fp_v1_1().update_descriptor_set_with_template)(device, set, template, data)
+    };
+    guard::entry(
+        "vkUpdateDescriptorSetWithTemplate",
+        || {
+            if let Some(info) = fdm(state::device(device)).sets.lock().get_mut(&set) {
+                info.opaque = true;
+            }
+            next()
+        },
+        next,
+    )
+}
+
 pub unsafe extern "system" fn allocate_command_buffers(
     device: vk::Device,
     info: *const vk::CommandBufferAllocateInfo<'_>,
@@ -752,7 +1013,12 @@ pub unsafe extern "system" fn allocate_command_buffers(
                 let mut states = f.cb_states.lock();
                 for cb in super::slice(out, ci.command_buffer_count) {
                     let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
-                    states.insert(*cb, Arc::new(Mutex::new(st)));
+                    // A reused handle: the old command buffer went with its pool.
+                    if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
+                        for p in old.lock().shadow_pools.drain(..) {
+                            f.below.destroy_descriptor_pool(p, None);
+                        }
+                    }
                 }
             }
             r
@@ -774,7 +1040,11 @@ pub unsafe extern "system" fn free_command_buffers(
             let f = fdm(state::device(device));
             let mut states = f.cb_states.lock();
             for cb in super::slice(cbs, n) {
-                states.remove(cb);
+                if let Some(st) = states.remove(cb) {
+                    for p in st.lock().shadow_pools.drain(..) {
+                        f.below.destroy_descriptor_pool(p, None);
+                    }
+                }
             }
             drop(states);
             next()
@@ -795,6 +1065,9 @@ pub unsafe extern "system" fn begin_command_buffer(
             let shared = cb_state(f, cb);
             let mut s = shared.lock();
             let secondary = s.secondary;
+            for p in s.shadow_pools.drain(..) {
+                f.below.destroy_descriptor_pool(p, None);
+            }
             *s = CbState { secondary, ..Default::default() };
             let ci = &*info;
             if secondary
@@ -1097,7 +1370,14 @@ unsafe fn start(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     if why.is_none() && f.mode == Mode::Baseline {
         why = Some(String::new());
     }
-    let mut pass = Pass { begin, capturing: true, cmds: Vec::new(), state: s.snapshot.clone(), map: None };
+    let mut pass = Pass {
+        begin,
+        capturing: true,
+        cmds: Vec::new(),
+        state: s.snapshot.clone(),
+        map: None,
+        shadow_pools: Vec::new(),
+    };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now.
         match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| density_map(dev, f, view, layout)) {
@@ -1165,11 +1445,8 @@ unsafe fn early_render_pass(
     if !only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) || !sub_next.is_null() {
         return Some("its begin info chains a structure the layer does not replay");
     }
-    match begin {
-        // The application's descriptors name the full-resolution views.
-        Begin::RenderPass { pass, .. } if pass.inputs => Some("a subpass reads input attachments"),
-        _ => None,
-    }
+    let _ = begin;
+    None
 }
 
 pub unsafe extern "system" fn cmd_begin_render_pass(
@@ -1237,6 +1514,7 @@ unsafe fn pass_command(cb: vk::CommandBuffer, end: bool, next: impl FnOnce()) {
     } else {
         end_real(f, cb, &pass.begin);
     }
+    s.shadow_pools.append(&mut pass.shadow_pools);
     // After a pass the state is the pass's last (replays restore it exactly
     // only for what they track; the application re-binds what it needs).
     s.snapshot = pass.state;
@@ -1330,7 +1608,14 @@ pub unsafe extern "system" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *
                 let shared = cb_state(f, cb);
                 let mut s = shared.lock();
                 let st = s.snapshot.clone();
-                s.pass = Some(Pass { begin, capturing: false, cmds: Vec::new(), state: st, map: None });
+                s.pass = Some(Pass {
+                    begin,
+                    capturing: false,
+                    cmds: Vec::new(),
+                    state: st,
+                    map: None,
+                    shadow_pools: Vec::new(),
+                });
                 return;
             }
             start(dev, f, cb, begin, None)
@@ -2163,7 +2448,7 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
         atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
     for (k, r) in replays.iter().enumerate() {
         if k == 0 && direct {
-            let t = Transform { area: (1, 1), clip: Some(r.rect) };
+            let t = Transform { area: (1, 1), clip: Some(r.rect), inputs: None };
             let mut begin = pass.begin.clone();
             set_area(
                 &mut begin,
@@ -2236,7 +2521,11 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
         }
         barrier(f, cb, &t2);
         // The pass, at this area.
-        let t = Transform { area: r.area, clip: Some(r.rect) };
+        let subst = InputSubst {
+            views: atts.iter().zip(&sviews).filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?))).collect(),
+            ..Default::default()
+        };
+        let t = Transform { area: r.area, clip: Some(r.rect), inputs: Some(&subst) };
         let sarea = t.rect(&vk::Rect2D {
             offset: vk::Offset2D { x: r.rect.x as i32, y: r.rect.y as i32 },
             extent: vk::Extent2D { width: r.rect.w, height: r.rect.h },
@@ -2249,6 +2538,7 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
             overlay(f, cb, r, &t, has_color);
         }
         end_real(f, cb, &begin);
+        pass.shadow_pools.extend(subst.pools.take());
         // Up: scratch -> real, for the replay's bins.
         let mut t3 = Vec::new();
         for (i, a) in atts.iter().enumerate() {
@@ -2443,6 +2733,14 @@ pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkCmdCopyImage2KHR" => transfer_write_hook(b"vkCmdCopyImage2"),
         b"vkCmdBlitImage2KHR" => transfer_write_hook(b"vkCmdBlitImage2"),
         b"vkCmdResolveImage2KHR" => transfer_write_hook(b"vkCmdResolveImage2"),
+        b"vkCreateDescriptorSetLayout" => {
+            pfn!(create_descriptor_set_layout as vk::PFN_vkCreateDescriptorSetLayout)
+        }
+        b"vkAllocateDescriptorSets" => pfn!(allocate_descriptor_sets as vk::PFN_vkAllocateDescriptorSets),
+        b"vkUpdateDescriptorSets" => pfn!(update_descriptor_sets as vk::PFN_vkUpdateDescriptorSets),
+        b"vkUpdateDescriptorSetWithTemplate" | b"vkUpdateDescriptorSetWithTemplateKHR" => {
+            pfn!(update_descriptor_set_with_template as vk::PFN_vkUpdateDescriptorSetWithTemplate)
+        }
         b"vkCmdBeginTransformFeedbackEXT" => {
             pfn!(cmd_begin_transform_feedback as vk::PFN_vkCmdBeginTransformFeedbackEXT)
         }
@@ -2471,7 +2769,7 @@ mod tests {
 
     #[test]
     fn transform_scales_and_clips() {
-        let t = Transform { area: (2, 4), clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }) };
+        let t = Transform { area: (2, 4), clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }), inputs: None };
         let v =
             t.viewport(&vk::Viewport { x: 0.0, y: 8.0, width: 64.0, height: -32.0, min_depth: 0.0, max_depth: 1.0 });
         assert_eq!((v.x, v.y, v.width, v.height), (0.0, 2.0, 32.0, -8.0));

@@ -711,7 +711,15 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         // Two subpasses, the second reading the first as an input attachment.
         let s = Scene { second_fs: Some(input_fs), ..Scene::new(path, size, scene_vs, scene_fs, 9) };
         let compared = against_references(&s, &map).map_err(|e| format!("{path:?} subpasses: {e}"))?;
-        println!("fdm secondary={path:?} coarse_pixels={coarse} subpasses_reference_pixels={compared}");
+        // Binned, not fallen back: the second subpass shades coarsely too.
+        let px = fdm::render(&g, &Scene { map: Some(&map), ..s });
+        let coarse_inputs = px.iter().filter(|p| p[3] != 17 && p[3] != 255).count();
+        if coarse_inputs == 0 {
+            return Err(format!("{path:?} subpasses: nothing was shaded coarsely"));
+        }
+        println!(
+            "fdm secondary={path:?} coarse_pixels={coarse} subpasses_reference_pixels={compared} subpasses_coarse_pixels={coarse_inputs}"
+        );
     }
     // One map image, read at two passes with a rewrite in between: the
     // second pass follows the new contents (the layer re-reads a map after a
