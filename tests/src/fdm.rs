@@ -232,6 +232,99 @@ fn upload(
     }
 }
 
+/// What a test pipeline is made of (one RGBA8 colour attachment).
+struct PipelineDesc<'a> {
+    vs: &'a [u8],
+    fs: &'a [u8],
+    set: Option<vk::DescriptorSetLayout>,
+    render_pass: vk::RenderPass,
+    subpass: u32,
+    samples: vk::SampleCountFlags,
+    /// Depth test LESS with writes, against this format.
+    depth: Option<vk::Format>,
+    viewport: (f32, f32),
+    size: (u32, u32),
+    dynamic_rendering: bool,
+    /// Made for a pass with a density map (the dynamic-rendering flag).
+    density_map: bool,
+    /// The depth compare op is dynamic.
+    compare_ops: bool,
+}
+
+/// A graphics pipeline (triangle list, no vertex input) and its layout.
+fn pipeline(gpu: &Gpu, p: &PipelineDesc) -> (vk::Pipeline, vk::PipelineLayout) {
+    let d = &gpu.device;
+    unsafe {
+        let vsm = gpu.shader(p.vs);
+        let fsm = gpu.shader(p.fs);
+        let sets: Vec<vk::DescriptorSetLayout> = p.set.into_iter().collect();
+        let layout =
+            d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fsm)
+                .name(c"main"),
+        ];
+        let vin = vk::PipelineVertexInputStateCreateInfo::default();
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let vp = [vk::Viewport {
+            x: 0.0,
+            y: 0.0,
+            width: p.viewport.0,
+            height: p.viewport.1,
+            min_depth: 0.0,
+            max_depth: 1.0,
+        }];
+        let sc = [vk::Rect2D {
+            offset: vk::Offset2D::default(),
+            extent: vk::Extent2D { width: p.size.0, height: p.size.1 },
+        }];
+        let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
+        let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
+        let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(p.samples);
+        let dss = vk::PipelineDepthStencilStateCreateInfo::default()
+            .depth_test_enable(p.depth.is_some())
+            .depth_write_enable(p.depth.is_some())
+            .depth_compare_op(vk::CompareOp::LESS);
+        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+        let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+        let dynamic = [vk::DynamicState::DEPTH_COMPARE_OP];
+        let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
+        let formats = [vk::Format::R8G8B8A8_UNORM];
+        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
+        if let Some(f) = p.depth {
+            rendering = rendering.depth_attachment_format(f);
+        }
+        let mut info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(&stages)
+            .vertex_input_state(&vin)
+            .input_assembly_state(&ia)
+            .viewport_state(&vps)
+            .rasterization_state(&rs)
+            .multisample_state(&msi)
+            .depth_stencil_state(&dss)
+            .color_blend_state(&cbs)
+            .layout(layout)
+            .render_pass(p.render_pass)
+            .subpass(p.subpass);
+        if p.compare_ops {
+            info = info.dynamic_state(&dyn_info);
+        }
+        if p.dynamic_rendering {
+            info = info.push_next(&mut rendering);
+            if p.density_map {
+                info = info.flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT);
+            }
+        }
+        let pipe = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
+        d.destroy_shader_module(vsm, None);
+        d.destroy_shader_module(fsm, None);
+        (pipe, layout)
+    }
+}
+
 /// A density map image holding `m`, in FRAGMENT_DENSITY_MAP_OPTIMAL.
 pub fn map_image(gpu: &Gpu, m: &Map) -> (vk::Image, vk::DeviceMemory, vk::ImageView) {
     let img = gpu.image_2d(
@@ -557,74 +650,23 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         subpass: u32,
                         depth_test: bool,
                         samples: vk::SampleCountFlags| {
-            let vsm = gpu.shader(vs);
-            let fsm = gpu.shader(fs);
-            let sets: Vec<vk::DescriptorSetLayout> = set.into_iter().collect();
-            let layout =
-                d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
-            let stages = [
-                vk::PipelineShaderStageCreateInfo::default()
-                    .stage(vk::ShaderStageFlags::VERTEX)
-                    .module(vsm)
-                    .name(c"main"),
-                vk::PipelineShaderStageCreateInfo::default()
-                    .stage(vk::ShaderStageFlags::FRAGMENT)
-                    .module(fsm)
-                    .name(c"main"),
-            ];
-            let vin = vk::PipelineVertexInputStateCreateInfo::default();
-            let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-            let vp = [vk::Viewport {
-                x: 0.0,
-                y: 0.0,
-                width: scene.viewport.0,
-                height: scene.viewport.1,
-                min_depth: 0.0,
-                max_depth: 1.0,
-            }];
-            let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
-            let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
-            let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
-            let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(samples);
-            let dss = vk::PipelineDepthStencilStateCreateInfo::default()
-                .depth_test_enable(depth_test)
-                .depth_write_enable(depth_test)
-                .depth_compare_op(vk::CompareOp::LESS);
-            let blend =
-                [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
-            let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-            let dynamic = [vk::DynamicState::DEPTH_COMPARE_OP];
-            let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
-            let formats = [color_format];
-            let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
-            if depth_test {
-                rendering = rendering.depth_attachment_format(depth_format);
-            }
-            let mut info = vk::GraphicsPipelineCreateInfo::default()
-                .stages(&stages)
-                .vertex_input_state(&vin)
-                .input_assembly_state(&ia)
-                .viewport_state(&vps)
-                .rasterization_state(&rs)
-                .multisample_state(&msi)
-                .depth_stencil_state(&dss)
-                .color_blend_state(&cbs)
-                .layout(layout)
-                .render_pass(render_pass)
-                .subpass(subpass);
-            if scene.compare_ops && subpass == 0 {
-                info = info.dynamic_state(&dyn_info);
-            }
-            if scene.path == Path::Dynamic {
-                info = info.push_next(&mut rendering);
-                if scene.map.is_some() {
-                    info = info.flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT);
-                }
-            }
-            let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
-            d.destroy_shader_module(vsm, None);
-            d.destroy_shader_module(fsm, None);
-            (p, layout)
+            pipeline(
+                gpu,
+                &PipelineDesc {
+                    vs,
+                    fs,
+                    set,
+                    render_pass,
+                    subpass,
+                    samples,
+                    depth: depth_test.then_some(depth_format),
+                    viewport: scene.viewport,
+                    size: (w, h),
+                    dynamic_rendering: scene.path == Path::Dynamic,
+                    density_map: scene.map.is_some() || scene.map_view.is_some(),
+                    compare_ops: scene.compare_ops && subpass == 0,
+                },
+            )
         };
         let (pipe0, layout0) =
             pipeline(scene.vs, scene.fs, scene.storage.then_some(storage_layout), 0, scene.depth, samples);
@@ -1094,37 +1136,24 @@ pub fn render_multiview(
                 None,
             )
             .unwrap();
-        let scene = Scene::new(Path::RenderPass2, size, vs, fs, 3);
-        let vsm = gpu.shader(scene.vs);
-        let fsm = gpu.shader(scene.fs);
-        let layout = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None).unwrap();
-        let stages = [
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::FRAGMENT)
-                .module(fsm)
-                .name(c"main"),
-        ];
-        let vin = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-        let vp = [vk::Viewport { x: 0.0, y: 0.0, width: w as f32, height: h as f32, min_depth: 0.0, max_depth: 1.0 }];
+        let (pipeline, layout) = pipeline(
+            gpu,
+            &PipelineDesc {
+                vs,
+                fs,
+                set: None,
+                render_pass,
+                subpass: 0,
+                samples: vk::SampleCountFlags::TYPE_1,
+                depth: None,
+                viewport: (w as f32, h as f32),
+                size,
+                dynamic_rendering: false,
+                density_map: with_map,
+                compare_ops: false,
+            },
+        );
         let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
-        let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
-        let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
-        let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
-        let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-        let info = vk::GraphicsPipelineCreateInfo::default()
-            .stages(&stages)
-            .vertex_input_state(&vin)
-            .input_assembly_state(&ia)
-            .viewport_state(&vps)
-            .rasterization_state(&rs)
-            .multisample_state(&msi)
-            .color_blend_state(&cbs)
-            .layout(layout)
-            .render_pass(render_pass);
-        let pipeline = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
         gpu.one_time_submit(|cb| {
             let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }; 2];
             let begin = vk::RenderPassBeginInfo::default()
@@ -1155,8 +1184,6 @@ pub fn render_multiview(
         let result = [all[..(w * h) as usize].to_vec(), all[(w * h) as usize..].to_vec()];
         d.destroy_pipeline(pipeline, None);
         d.destroy_pipeline_layout(layout, None);
-        d.destroy_shader_module(vsm, None);
-        d.destroy_shader_module(fsm, None);
         d.destroy_framebuffer(framebuffer, None);
         d.destroy_render_pass(render_pass, None);
         for (bb, m) in [(b, mem), (rb, rmem)] {

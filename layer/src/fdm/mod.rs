@@ -352,9 +352,7 @@ impl Fdm {
         }
         self.scratch.lock().destroy_all(d);
         for (_, st) in self.cb_states.lock().drain() {
-            for p in st.lock().shadow_pools.drain(..) {
-                d.destroy_descriptor_pool(p, None);
-            }
+            record::free_shadow_pools(self, &mut st.lock().shadow_pools);
         }
         if let Some(r) = self.reader.lock().take() {
             r.destroy(d);
@@ -528,6 +526,68 @@ unsafe fn slice<'a, T>(p: *const T, n: u32) -> &'a [T] {
     }
 }
 
+/// Render pass attachment descriptions of either version.
+trait Attachment {
+    fn fields(
+        &mut self,
+    ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp);
+}
+
+impl Attachment for vk::AttachmentDescription {
+    fn fields(
+        &mut self,
+    ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp) {
+        (&mut self.initial_layout, &mut self.final_layout, &mut self.load_op, &mut self.store_op)
+    }
+}
+
+impl Attachment for vk::AttachmentDescription2<'_> {
+    fn fields(
+        &mut self,
+    ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp) {
+        (&mut self.initial_layout, &mut self.final_layout, &mut self.load_op, &mut self.store_op)
+    }
+}
+
+/// The attachments as the driver gets them: layouts translated, and the
+/// density map (which no subpass uses, so no load or store happens to it)
+/// loaded and stored, so nothing discards it.
+fn translate_attachments<A: Attachment>(attachments: &mut [A], density_map: Option<u32>) {
+    for a in attachments.iter_mut() {
+        let (initial, final_, _, _) = a.fields();
+        *initial = layout(*initial);
+        *final_ = layout(*final_);
+    }
+    if let Some(a) = density_map.and_then(|m| attachments.get_mut(m as usize)) {
+        let (_, _, load, store) = a.fields();
+        *load = vk::AttachmentLoadOp::LOAD;
+        *store = vk::AttachmentStoreOp::STORE;
+    }
+}
+
+/// A copy of a render pass create info's chain without the density-map
+/// structure, and the density map's attachment; `None` (logged) when the
+/// chain holds a structure the layer cannot copy.
+unsafe fn render_pass_chain(
+    dev: &DeviceData,
+    command: &str,
+    p_next: *const std::ffi::c_void,
+) -> Option<(Chain, Option<u32>)> {
+    let mut chain = match Chain::copy(p_next) {
+        Ok(c) => c,
+        Err(e) => {
+            dev.log().warn("OVERLAP-Create-Info-Unknown", &format!("{command}: {e}; passed down unchanged"));
+            return None;
+        }
+    };
+    let density_map = chain
+        .get::<vk::RenderPassFragmentDensityMapCreateInfoEXT>()
+        .map(|d| d.fragment_density_map_attachment.attachment)
+        .filter(|a| *a != vk::ATTACHMENT_UNUSED);
+    chain.remove(vk::StructureType::RENDER_PASS_FRAGMENT_DENSITY_MAP_CREATE_INFO_EXT);
+    Some((chain, density_map))
+}
+
 pub unsafe extern "system" fn create_render_pass(
     device: vk::Device,
     info: *const vk::RenderPassCreateInfo<'_>,
@@ -541,33 +601,11 @@ pub unsafe extern "system" fn create_render_pass(
             let dev = state::device(device);
             let f = fdm(dev);
             let ci = &*info;
-            let mut chain = match Chain::copy(ci.p_next) {
-                Ok(c) => c,
-                Err(e) => {
-                    dev.log().warn(
-                        "OVERLAP-Create-Info-Unknown",
-                        &format!("vkCreateRenderPass: {e}; passed down unchanged"),
-                    );
-                    return next();
-                }
+            let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass", ci.p_next) else {
+                return next();
             };
-            let density_map = chain
-                .get::<vk::RenderPassFragmentDensityMapCreateInfoEXT>()
-                .map(|d| d.fragment_density_map_attachment.attachment)
-                .filter(|a| *a != vk::ATTACHMENT_UNUSED);
-            chain.remove(vk::StructureType::RENDER_PASS_FRAGMENT_DENSITY_MAP_CREATE_INFO_EXT);
             let mut attachments: Vec<vk::AttachmentDescription> = slice(ci.p_attachments, ci.attachment_count).to_vec();
-            for a in &mut attachments {
-                a.initial_layout = layout(a.initial_layout);
-                a.final_layout = layout(a.final_layout);
-            }
-            if let Some(m) = density_map {
-                // Unused by every subpass: no load or store happens; keep it intact.
-                if let Some(a) = attachments.get_mut(m as usize) {
-                    a.load_op = vk::AttachmentLoadOp::LOAD;
-                    a.store_op = vk::AttachmentStoreOp::STORE;
-                }
-            }
+            translate_attachments(&mut attachments, density_map);
             let subpasses = slice(ci.p_subpasses, ci.subpass_count);
             let mut refs: Vec<Vec<vk::AttachmentReference>> = Vec::new();
             let mut subs: Vec<vk::SubpassDescription> = Vec::new();
@@ -628,21 +666,13 @@ pub unsafe extern "system" fn create_render_pass(
     )
 }
 
-unsafe fn create_render_pass2_with(
+pub unsafe extern "system" fn create_render_pass2(
     device: vk::Device,
     info: *const vk::RenderPassCreateInfo2<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
-    khr: bool,
 ) -> vk::Result {
-    let down = move || {
-        let f = fdm(state::device(device));
-        if khr {
-            f.below.fp_v1_2().create_render_pass2
-        } else {
-            f.below.fp_v1_2().create_render_pass2
-        }
-    };
+    let down = move || fdm(state::device(device)).below.fp_v1_2().create_render_pass2;
     let next = move || down()(device, info, alloc, out);
     guard::entry(
         "vkCreateRenderPass2",
@@ -650,31 +680,12 @@ unsafe fn create_render_pass2_with(
             let dev = state::device(device);
             let f = fdm(dev);
             let ci = &*info;
-            let mut chain = match Chain::copy(ci.p_next) {
-                Ok(c) => c,
-                Err(e) => {
-                    dev.log().warn(
-                        "OVERLAP-Create-Info-Unknown",
-                        &format!("vkCreateRenderPass2: {e}; passed down unchanged"),
-                    );
-                    return next();
-                }
+            let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass2", ci.p_next) else {
+                return next();
             };
-            let density_map = chain
-                .get::<vk::RenderPassFragmentDensityMapCreateInfoEXT>()
-                .map(|d| d.fragment_density_map_attachment.attachment)
-                .filter(|a| *a != vk::ATTACHMENT_UNUSED);
-            chain.remove(vk::StructureType::RENDER_PASS_FRAGMENT_DENSITY_MAP_CREATE_INFO_EXT);
             let mut attachments: Vec<vk::AttachmentDescription2> =
                 slice(ci.p_attachments, ci.attachment_count).to_vec();
-            for a in &mut attachments {
-                a.initial_layout = layout(a.initial_layout);
-                a.final_layout = layout(a.final_layout);
-            }
-            if let Some(a) = density_map.and_then(|m| attachments.get_mut(m as usize)) {
-                a.load_op = vk::AttachmentLoadOp::LOAD;
-                a.store_op = vk::AttachmentStoreOp::STORE;
-            }
+            translate_attachments(&mut attachments, density_map);
             let mut used = vec![false; attachments.len()];
             let mut refs: Vec<Vec<vk::AttachmentReference2<'static>>> = Vec::new();
             let mut chains: Vec<Chain> = Vec::new();
@@ -770,15 +781,6 @@ unsafe fn create_render_pass2_with(
         },
         next,
     )
-}
-
-pub unsafe extern "system" fn create_render_pass2(
-    device: vk::Device,
-    info: *const vk::RenderPassCreateInfo2<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::RenderPass,
-) -> vk::Result {
-    create_render_pass2_with(device, info, alloc, out, false)
 }
 
 pub unsafe extern "system" fn destroy_render_pass(

@@ -776,6 +776,14 @@ capture_hooks! {
         nr: u32, r: *const vk::ClearRect) => Cmd::Clear { attachments: v(a, n), rects: v(r, nr) };
 }
 
+/// Destroys the shadow-set pools of a command buffer whose recording can no
+/// longer be pending.
+pub(super) unsafe fn free_shadow_pools(f: &Fdm, pools: &mut Vec<vk::DescriptorPool>) {
+    for p in pools.drain(..) {
+        f.below.destroy_descriptor_pool(p, None);
+    }
+}
+
 /// Declares captured dynamic-state commands of Vulkan 1.3 (extended dynamic
 /// state 1 and 2): each is kept as the call to make, keyed by its command
 /// (and stencil face) for the state snapshot.
@@ -864,6 +872,14 @@ pub struct LayoutBinding {
     pub count: u32,
 }
 
+impl SetInfo {
+    /// Records the input attachment at (binding, element).
+    fn put_input(&mut self, at: (u32, u32), view: vk::ImageView, layout: vk::ImageLayout) {
+        self.inputs.retain(|(a, _, _)| *a != at);
+        self.inputs.push((at, view, layout));
+    }
+}
+
 /// What the layer knows of a descriptor set, for shadow copies.
 #[derive(Clone, Debug, Default)]
 pub struct SetInfo {
@@ -950,8 +966,7 @@ pub unsafe extern "system" fn update_descriptor_sets(
                     if w.descriptor_type == vk::DescriptorType::INPUT_ATTACHMENT {
                         for (i, img) in super::slice(w.p_image_info, w.descriptor_count).iter().enumerate() {
                             let at = (w.dst_binding, w.dst_array_element + i as u32);
-                            info.inputs.retain(|(a, _, _)| *a != at);
-                            info.inputs.push((at, img.image_view, img.image_layout));
+                            info.put_input(at, img.image_view, img.image_layout);
                         }
                     }
                 }
@@ -964,8 +979,7 @@ pub unsafe extern "system" fn update_descriptor_sets(
                     for ((b, e), view, layout) in src.inputs {
                         if b == c.src_binding && range.contains(&e) {
                             let at = (c.dst_binding, c.dst_array_element + (e - c.src_array_element));
-                            dst.inputs.retain(|(a, _, _)| *a != at);
-                            dst.inputs.push((at, view, layout));
+                            dst.put_input(at, view, layout);
                         }
                     }
                 }
@@ -1015,9 +1029,7 @@ pub unsafe extern "system" fn allocate_command_buffers(
                     let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
                     // A reused handle: the old command buffer went with its pool.
                     if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
-                        for p in old.lock().shadow_pools.drain(..) {
-                            f.below.destroy_descriptor_pool(p, None);
-                        }
+                        free_shadow_pools(f, &mut old.lock().shadow_pools);
                     }
                 }
             }
@@ -1041,9 +1053,7 @@ pub unsafe extern "system" fn free_command_buffers(
             let mut states = f.cb_states.lock();
             for cb in super::slice(cbs, n) {
                 if let Some(st) = states.remove(cb) {
-                    for p in st.lock().shadow_pools.drain(..) {
-                        f.below.destroy_descriptor_pool(p, None);
-                    }
+                    free_shadow_pools(f, &mut st.lock().shadow_pools);
                 }
             }
             drop(states);
@@ -1065,9 +1075,7 @@ pub unsafe extern "system" fn begin_command_buffer(
             let shared = cb_state(f, cb);
             let mut s = shared.lock();
             let secondary = s.secondary;
-            for p in s.shadow_pools.drain(..) {
-                f.below.destroy_descriptor_pool(p, None);
-            }
+            free_shadow_pools(f, &mut s.shadow_pools);
             *s = CbState { secondary, ..Default::default() };
             let ci = &*info;
             if secondary
@@ -1108,6 +1116,30 @@ unsafe fn translate_image_barriers(
         .collect()
 }
 
+/// Memory and buffer barriers with the density-map access translated.
+fn translate_memory_barriers<'a>(
+    m: &[vk::MemoryBarrier<'a>],
+    b: &[vk::BufferMemoryBarrier<'a>],
+) -> (Vec<vk::MemoryBarrier<'a>>, Vec<vk::BufferMemoryBarrier<'a>>) {
+    let mems = m
+        .iter()
+        .map(|x| vk::MemoryBarrier {
+            src_access_mask: super::access(x.src_access_mask),
+            dst_access_mask: super::access(x.dst_access_mask),
+            ..*x
+        })
+        .collect();
+    let bufs = b
+        .iter()
+        .map(|x| vk::BufferMemoryBarrier {
+            src_access_mask: super::access(x.src_access_mask),
+            dst_access_mask: super::access(x.dst_access_mask),
+            ..*x
+        })
+        .collect();
+    (mems, bufs)
+}
+
 pub unsafe extern "system" fn cmd_pipeline_barrier(
     cb: vk::CommandBuffer,
     src: vk::PipelineStageFlags,
@@ -1131,22 +1163,7 @@ pub unsafe extern "system" fn cmd_pipeline_barrier(
             let f = fdm(state::device(cb));
             let shared = cb_state(f, cb);
             let mut s = shared.lock();
-            let mems: Vec<vk::MemoryBarrier> = super::slice(m, nm)
-                .iter()
-                .map(|x| vk::MemoryBarrier {
-                    src_access_mask: super::access(x.src_access_mask),
-                    dst_access_mask: super::access(x.dst_access_mask),
-                    ..*x
-                })
-                .collect();
-            let bufs: Vec<vk::BufferMemoryBarrier> = super::slice(b, nb)
-                .iter()
-                .map(|x| vk::BufferMemoryBarrier {
-                    src_access_mask: super::access(x.src_access_mask),
-                    dst_access_mask: super::access(x.dst_access_mask),
-                    ..*x
-                })
-                .collect();
+            let (mems, bufs) = translate_memory_barriers(super::slice(m, nm), super::slice(b, nb));
             let imgs = translate_image_barriers(f, &mut s, super::slice(i, ni));
             (f.below.fp_v1_0().cmd_pipeline_barrier)(
                 cb,
@@ -1262,22 +1279,7 @@ pub unsafe extern "system" fn cmd_wait_events(
             let f = fdm(state::device(cb));
             let shared = cb_state(f, cb);
             let mut s = shared.lock();
-            let mems: Vec<vk::MemoryBarrier> = super::slice(m, nm)
-                .iter()
-                .map(|x| vk::MemoryBarrier {
-                    src_access_mask: super::access(x.src_access_mask),
-                    dst_access_mask: super::access(x.dst_access_mask),
-                    ..*x
-                })
-                .collect();
-            let bufs: Vec<vk::BufferMemoryBarrier> = super::slice(b, nb)
-                .iter()
-                .map(|x| vk::BufferMemoryBarrier {
-                    src_access_mask: super::access(x.src_access_mask),
-                    dst_access_mask: super::access(x.dst_access_mask),
-                    ..*x
-                })
-                .collect();
+            let (mems, bufs) = translate_memory_barriers(super::slice(m, nm), super::slice(b, nb));
             let imgs = translate_image_barriers(f, &mut s, super::slice(i, ni));
             (f.below.fp_v1_0().cmd_wait_events)(
                 cb,
