@@ -232,6 +232,19 @@ fn upload(
     }
 }
 
+/// Copies `layers` layers of a colour image (TRANSFER_SRC_OPTIMAL) into `buffer`.
+fn copy_out(gpu: &Gpu, cb: vk::CommandBuffer, image: vk::Image, (w, h): (u32, u32), layers: u32, buffer: vk::Buffer) {
+    let region = vk::BufferImageCopy::default()
+        .image_subresource(vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: 0,
+            layer_count: layers,
+        })
+        .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+    unsafe { gpu.device.cmd_copy_image_to_buffer(cb, image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, buffer, &[region]) };
+}
+
 /// What a test pipeline is made of (one RGBA8 colour attachment).
 struct PipelineDesc<'a> {
     vs: &'a [u8],
@@ -846,15 +859,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     );
                 }
             }
-            let region = vk::BufferImageCopy::default()
-                .image_subresource(vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 1,
-                })
-                .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-            d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
+            copy_out(gpu, cb, out.0, (w, h), 1, rb);
             record_s = t.elapsed().as_secs_f64();
         });
         let execute_s = started.elapsed().as_secs_f64() - record_s;
@@ -1170,15 +1175,7 @@ pub fn render_multiview(
                 (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
             );
-            let region = vk::BufferImageCopy::default()
-                .image_subresource(vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 2,
-                })
-                .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-            d.cmd_copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, rb, &[region]);
+            copy_out(gpu, cb, out.0, (w, h), 2, rb);
         });
         let all = std::slice::from_raw_parts(rp as *const [u8; 4], (w * h * 2) as usize);
         let result = [all[..(w * h) as usize].to_vec(), all[(w * h) as usize..].to_vec()];

@@ -99,36 +99,27 @@ pub fn layout(l: vk::ImageLayout) -> vk::ImageLayout {
     }
 }
 
-fn stages(s: vk::PipelineStageFlags) -> vk::PipelineStageFlags {
-    if s.contains(vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT) {
-        (s & !vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT) | vk::PipelineStageFlags::FRAGMENT_SHADER
-    } else {
-        s
-    }
+/// Functions replacing a density-map flag the driver does not know by the
+/// nearest one it does.
+macro_rules! translate_flag {
+    ($( $name:ident($t:ident): $from:ident => $to:ident; )*) => {
+        $(
+            fn $name(x: vk::$t) -> vk::$t {
+                if x.contains(vk::$t::$from) {
+                    (x & !vk::$t::$from) | vk::$t::$to
+                } else {
+                    x
+                }
+            }
+        )*
+    };
 }
 
-fn access(a: vk::AccessFlags) -> vk::AccessFlags {
-    if a.contains(vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT) {
-        (a & !vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT) | vk::AccessFlags::SHADER_READ
-    } else {
-        a
-    }
-}
-
-fn stages2(s: vk::PipelineStageFlags2) -> vk::PipelineStageFlags2 {
-    if s.contains(vk::PipelineStageFlags2::FRAGMENT_DENSITY_PROCESS_EXT) {
-        (s & !vk::PipelineStageFlags2::FRAGMENT_DENSITY_PROCESS_EXT) | vk::PipelineStageFlags2::FRAGMENT_SHADER
-    } else {
-        s
-    }
-}
-
-fn access2(a: vk::AccessFlags2) -> vk::AccessFlags2 {
-    if a.contains(vk::AccessFlags2::FRAGMENT_DENSITY_MAP_READ_EXT) {
-        (a & !vk::AccessFlags2::FRAGMENT_DENSITY_MAP_READ_EXT) | vk::AccessFlags2::SHADER_READ
-    } else {
-        a
-    }
+translate_flag! {
+    stages(PipelineStageFlags): FRAGMENT_DENSITY_PROCESS_EXT => FRAGMENT_SHADER;
+    access(AccessFlags): FRAGMENT_DENSITY_MAP_READ_EXT => SHADER_READ;
+    stages2(PipelineStageFlags2): FRAGMENT_DENSITY_PROCESS_EXT => FRAGMENT_SHADER;
+    access2(AccessFlags2): FRAGMENT_DENSITY_MAP_READ_EXT => SHADER_READ;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
