@@ -108,8 +108,8 @@ fn interlock_variants(src: &Path, out: &Path) {
 }
 
 /// The varying corpus: 32 generated vertex/fragment pairs mixing used, dead,
-/// constant (flat and interpolated), duplicated and non-constant flat
-/// varyings at dense or sparse locations, compiled and optimised to SSA form
+/// constant (flat and interpolated), duplicated, non-constant flat and
+/// partly read vector varyings at dense or sparse locations, compiled and optimised to SSA form
 /// (as front ends hand drivers their SPIR-V). Writes corpus.rs, a table of
 /// (vertex, fragment) SPIR-V.
 pub fn varying_corpus(out: &Path) {
@@ -133,7 +133,7 @@ pub fn varying_corpus(out: &Path) {
         let mut body_fs = String::from("    vec4 c = vec4(0.0);\n");
         for i in 0..slots {
             let loc = if sparse { i * 2 } else { i };
-            let kind = mix(n * 16 + i + 2000) % 6;
+            let kind = mix(n * 16 + i + 2000) % 8;
             match kind {
                 0 | 4 => {
                     // 4: the same value as any other kind-0/4 slot (duplicates).
@@ -160,6 +160,20 @@ pub fn varying_corpus(out: &Path) {
                     fs += &format!("layout(location = {loc}) in vec4 v{i};\n");
                     body_vs += &format!("    v{i} = vec4(0.125, 0.25, 0.5, 1.0);\n");
                     body_fs += &format!("    c += v{i} * 0.1;\n");
+                }
+                6 => {
+                    // Partly read: the fragment shader uses .xy only.
+                    vs += &format!("layout(location = {loc}) out vec4 v{i};\n");
+                    fs += &format!("layout(location = {loc}) in vec4 v{i};\n");
+                    body_vs += &format!("    v{i} = base.zxyw * {:.3};\n", 0.5 + 0.05 * i as f32);
+                    body_fs += &format!("    c.xy += v{i}.xy * 0.3;\n");
+                }
+                7 => {
+                    // Partly read: the fragment shader uses .z only.
+                    vs += &format!("layout(location = {loc}) out vec3 v{i};\n");
+                    fs += &format!("layout(location = {loc}) in vec3 v{i};\n");
+                    body_vs += &format!("    v{i} = base.xyz + vec3({:.3});\n", 0.1 * i as f32);
+                    body_fs += &format!("    c.w += v{i}.z * 0.25;\n");
                 }
                 _ => {
                     vs += &format!("layout(location = {loc}) flat out uint v{i};\n");

@@ -45,6 +45,9 @@ pub struct Report {
     pub removed_dead: Vec<u32>,
     pub propagated_constants: Vec<u32>,
     pub deduplicated: Vec<(u32, u32)>,
+    /// (location, components before, components after) of vectors narrowed
+    /// to the components the consumer reads.
+    pub narrowed: Vec<(u32, u32, u32)>,
     /// Old location → new location.
     pub relocated: Vec<(u32, u32)>,
     /// Old location → (new location, component), for outputs packed into a
@@ -402,6 +405,296 @@ fn usage(vars: &[Var]) -> (usize, usize) {
     (locations.len(), vars.iter().map(|v| v.components as usize).sum())
 }
 
+/// The components of the `n`-wide vector input `var` that `m` reads, or
+/// `None` when some use reads it whole or in a way the linker does not
+/// follow.
+fn components_read(m: &Module, var: Word, n: u32) -> Option<HashSet<u32>> {
+    let insts: Vec<&Instruction> = m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).collect();
+    let uses = |id: Word| insts.iter().filter(move |i| i.operands.iter().any(|o| *o == Operand::IdRef(id))).copied();
+    let const_index = |id: Word| match def(m, id).map(|c| (c.class.opcode, c.operands.first())) {
+        Some((Op::Constant, Some(Operand::LiteralBit32(k)))) => Some(*k),
+        _ => None,
+    };
+    let mut used = HashSet::new();
+    for u in uses(var) {
+        match u.class.opcode {
+            Op::Load => {
+                for w in uses(u.result_id?) {
+                    match (w.class.opcode, w.operands.as_slice()) {
+                        (Op::CompositeExtract, [Operand::IdRef(_), Operand::LiteralBit32(k)]) => {
+                            used.insert(*k);
+                        }
+                        (Op::VectorShuffle, [Operand::IdRef(a), Operand::IdRef(b), sel @ ..]) => {
+                            let base_a = if *a == u.result_id? { Some(0) } else { None };
+                            let base_b =
+                                if *b == u.result_id? { Some(def_width(m, insts.as_slice(), *a)?) } else { None };
+                            for s in sel {
+                                let Operand::LiteralBit32(k) = s else { return None };
+                                if let Some(0) = base_a {
+                                    if *k < n {
+                                        used.insert(*k);
+                                    }
+                                }
+                                if let Some(off) = base_b {
+                                    if *k >= off && *k < off + n {
+                                        used.insert(*k - off);
+                                    }
+                                }
+                            }
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            Op::AccessChain | Op::InBoundsAccessChain if u.operands.len() == 2 => {
+                let Operand::IdRef(idx) = u.operands[1] else { return None };
+                used.insert(const_index(idx)?);
+            }
+            Op::Name => {}
+            _ => return None,
+        }
+    }
+    Some(used)
+}
+
+/// The component count of the vector value `id` (a result in `insts`).
+fn def_width(m: &Module, insts: &[&Instruction], id: Word) -> Option<u32> {
+    let ty = insts.iter().find(|i| i.result_id == Some(id))?.result_type?;
+    scalar_kind(m, ty).map(|(_, n)| n)
+}
+
+/// Whether the producer only writes `var` (whole stores, or stores through
+/// constant-index access chains) and never reads it back.
+fn narrowable_output(m: &Module, var: Word) -> bool {
+    let insts: Vec<&Instruction> = m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).collect();
+    insts.iter().filter(|i| i.operands.iter().any(|o| *o == Operand::IdRef(var))).all(|u| match u.class.opcode {
+        Op::Store => u.operands.first() == Some(&Operand::IdRef(var)),
+        Op::AccessChain | Op::InBoundsAccessChain if u.operands.len() == 2 => {
+            let chain = u.result_id.unwrap();
+            let constant = matches!(&u.operands[1], Operand::IdRef(i) if def(m, *i).is_some_and(|c| c.class.opcode == Op::Constant));
+            constant
+                && insts
+                    .iter()
+                    .filter(|i| i.operands.iter().any(|o| *o == Operand::IdRef(chain)))
+                    .all(|i| i.class.opcode == Op::Store && i.operands.first() == Some(&Operand::IdRef(chain)))
+        }
+        Op::Name => true,
+        _ => false,
+    })
+}
+
+/// The scalar type of a vector type, and the `m`-wide type of the same
+/// scalar (the scalar itself for 1).
+fn narrowed_type(module: &mut Module, vec: Word, m: u32) -> (Word, Word) {
+    let scalar = match def(module, vec).and_then(|t| t.operands.first()) {
+        Some(Operand::IdRef(s)) => *s,
+        _ => vec,
+    };
+    let ty = if m == 1 {
+        scalar
+    } else {
+        find_or_add(module, Op::TypeVector, None, vec![Operand::IdRef(scalar), Operand::LiteralBit32(m)])
+    };
+    (scalar, ty)
+}
+
+/// Gives interface variable `var` the narrowed type; returns (old vector
+/// type, scalar type, new type).
+fn retype_var(module: &mut Module, var: Word, m: u32) -> (Word, Word, Word) {
+    let v = def(module, var).unwrap().clone();
+    let ptr = def(module, v.result_type.unwrap()).unwrap().clone();
+    let (class, vec) = match ptr.operands.as_slice() {
+        [c @ Operand::StorageClass(_), Operand::IdRef(t)] => (c.clone(), *t),
+        _ => unreachable!("a variable's type is a pointer"),
+    };
+    let (scalar, ty) = narrowed_type(module, vec, m);
+    let new_ptr = find_or_add(module, Op::TypePointer, None, vec![class, Operand::IdRef(ty)]);
+    // The variable after its (possibly new) pointer type.
+    let pos = module.types_global_values.iter().position(|i| i.result_id == Some(var)).unwrap();
+    let mut inst = module.types_global_values.remove(pos);
+    inst.result_type = Some(new_ptr);
+    module.types_global_values.push(inst);
+    (vec, scalar, ty)
+}
+
+fn index_constant(module: &mut Module, like: Word, value: u32) -> Word {
+    let ty = def(module, like).and_then(|c| c.result_type).unwrap();
+    find_or_add(module, Op::Constant, Some(ty), vec![Operand::LiteralBit32(value)])
+}
+
+/// Narrows consumer input `var` (an `n`-vector) to components `keep`:
+/// whole loads are widened back (unread components undefined), component
+/// access chains re-indexed.
+fn narrow_input(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
+    let m = keep.len() as u32;
+    let (vec, scalar, ty) = retype_var(module, var, m);
+    let undef = find_or_add(module, Op::Undef, Some(scalar), vec![]);
+    let pos_of = |k: u32| keep.iter().position(|x| *x == k).map(|p| p as u32);
+    let mut chains: Vec<(Word, Word)> = Vec::new(); // (chain id, replacement pointer) when m == 1
+    let mut const_fixes: Vec<(Word, u32)> = Vec::new();
+    for f in &mut module.functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for inst in b.instructions.drain(..) {
+                match inst.class.opcode {
+                    Op::Load if inst.operands.first() == Some(&Operand::IdRef(var)) => {
+                        let h = module.header.as_mut().unwrap();
+                        let narrow = h.bound;
+                        h.bound += 1;
+                        out.push(Instruction::new(Op::Load, Some(ty), Some(narrow), vec![Operand::IdRef(var)]));
+                        let widened = if m == 1 {
+                            let parts = (0..n)
+                                .map(|k| Operand::IdRef(if pos_of(k).is_some() { narrow } else { undef }))
+                                .collect();
+                            Instruction::new(Op::CompositeConstruct, Some(vec), inst.result_id, parts)
+                        } else {
+                            let mut ops = vec![Operand::IdRef(narrow), Operand::IdRef(narrow)];
+                            ops.extend((0..n).map(|k| Operand::LiteralBit32(pos_of(k).unwrap_or(0xFFFF_FFFF))));
+                            Instruction::new(Op::VectorShuffle, Some(vec), inst.result_id, ops)
+                        };
+                        out.push(widened);
+                    }
+                    Op::AccessChain | Op::InBoundsAccessChain
+                        if inst.operands.first() == Some(&Operand::IdRef(var)) =>
+                    {
+                        if m == 1 {
+                            chains.push((inst.result_id.unwrap(), var));
+                        } else {
+                            const_fixes.push((inst.result_id.unwrap(), 0));
+                            out.push(inst);
+                        }
+                    }
+                    _ => out.push(inst),
+                }
+            }
+            b.instructions = out;
+        }
+    }
+    for (chain, ptr) in chains {
+        replace_uses(module, chain, ptr);
+    }
+    fix_chain_indices(module, const_fixes.iter().map(|c| c.0).collect(), keep);
+}
+
+/// Re-indexes the component access chains `chains` (their one index is a
+/// constant old component) to the positions in `keep`.
+fn fix_chain_indices(module: &mut Module, chains: Vec<Word>, keep: &[u32]) {
+    for chain in chains {
+        let Some((fi, bi, ii)) = find_inst(module, chain) else { continue };
+        let Operand::IdRef(idx) = module.functions[fi].blocks[bi].instructions[ii].operands[1] else { continue };
+        let old = match def(module, idx).and_then(|c| c.operands.first()) {
+            Some(Operand::LiteralBit32(k)) => *k,
+            _ => continue,
+        };
+        let Some(new) = keep.iter().position(|k| *k == old) else { continue };
+        let c = index_constant(module, idx, new as u32);
+        module.functions[fi].blocks[bi].instructions[ii].operands[1] = Operand::IdRef(c);
+    }
+}
+
+fn find_inst(module: &Module, id: Word) -> Option<(usize, usize, usize)> {
+    for (fi, f) in module.functions.iter().enumerate() {
+        for (bi, b) in f.blocks.iter().enumerate() {
+            if let Some(ii) = b.instructions.iter().position(|i| i.result_id == Some(id)) {
+                return Some((fi, bi, ii));
+            }
+        }
+    }
+    None
+}
+
+/// Narrows producer output `var` (an `n`-vector, only written) to the
+/// components `keep`: whole stores keep those components; stores to a
+/// dropped component go to a private variable nobody reads.
+fn narrow_output(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
+    let m = keep.len() as u32;
+    let (_, scalar, ty) = retype_var(module, var, m);
+    let _ = n;
+    let sink_ptr = find_or_add(
+        module,
+        Op::TypePointer,
+        None,
+        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(scalar)],
+    );
+    let sink = fresh(module);
+    module.types_global_values.push(Instruction::new(
+        Op::Variable,
+        Some(sink_ptr),
+        Some(sink),
+        vec![Operand::StorageClass(StorageClass::Private)],
+    ));
+    let version = module.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
+    if (version >> 8) & 0xffff >= 0x0104 {
+        for ep in &mut module.entry_points {
+            ep.operands.push(Operand::IdRef(sink));
+        }
+    }
+    let mut redirect: Vec<(Word, Word)> = Vec::new();
+    let mut reindex: Vec<Word> = Vec::new();
+    let mut dropped: Vec<Word> = Vec::new();
+    for f in &mut module.functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for inst in b.instructions.drain(..) {
+                match inst.class.opcode {
+                    Op::Store if inst.operands.first() == Some(&Operand::IdRef(var)) => {
+                        let Operand::IdRef(value) = inst.operands[1] else { continue };
+                        let h = module.header.as_mut().unwrap();
+                        let part = h.bound;
+                        h.bound += 1;
+                        if m == 1 {
+                            out.push(Instruction::new(
+                                Op::CompositeExtract,
+                                Some(ty),
+                                Some(part),
+                                vec![Operand::IdRef(value), Operand::LiteralBit32(keep[0])],
+                            ));
+                        } else {
+                            let mut ops = vec![Operand::IdRef(value), Operand::IdRef(value)];
+                            ops.extend(keep.iter().map(|k| Operand::LiteralBit32(*k)));
+                            out.push(Instruction::new(Op::VectorShuffle, Some(ty), Some(part), ops));
+                        }
+                        out.push(Instruction::new(
+                            Op::Store,
+                            None,
+                            None,
+                            vec![Operand::IdRef(var), Operand::IdRef(part)],
+                        ));
+                    }
+                    Op::AccessChain | Op::InBoundsAccessChain
+                        if inst.operands.first() == Some(&Operand::IdRef(var)) =>
+                    {
+                        dropped.push(inst.result_id.unwrap());
+                        out.push(inst);
+                    }
+                    _ => out.push(inst),
+                }
+            }
+            b.instructions = out;
+        }
+    }
+    for chain in dropped {
+        let Some((fi, bi, ii)) = find_inst(module, chain) else { continue };
+        let Operand::IdRef(idx) = module.functions[fi].blocks[bi].instructions[ii].operands[1] else { continue };
+        let old = match def(module, idx).and_then(|c| c.operands.first()) {
+            Some(Operand::LiteralBit32(k)) => *k,
+            _ => continue,
+        };
+        match (keep.contains(&old), m) {
+            (false, _) => redirect.push((chain, sink)),
+            (true, 1) => redirect.push((chain, var)),
+            (true, _) => reindex.push(chain),
+        }
+    }
+    for (chain, ptr) in &redirect {
+        if let Some((fi, bi, ii)) = find_inst(module, *chain) {
+            module.functions[fi].blocks[bi].instructions.remove(ii);
+        }
+        replace_uses(module, *chain, *ptr);
+    }
+    fix_chain_indices(module, reindex, keep);
+}
+
 /// Links `producer` (a vertex shader) to `consumer` (a fragment shader).
 pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Result<Report, LinkError> {
     if producer.entry_points.is_empty() {
@@ -479,6 +772,44 @@ pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Resul
     }
     for id in &dead {
         make_private(producer, *id, None);
+    }
+
+    // 3b. Component narrowing: a vector output whose consumer reads only
+    //     some of its components keeps only those (in order), on both sides.
+    //     Exact at every level: the components that remain carry the same
+    //     values, interpolated the same way.
+    let mut outputs = outputs;
+    let mut inputs = inputs;
+    for oi in 0..outputs.len() {
+        let o = outputs[oi].clone();
+        if dead.contains(&o.id) || o.xfb || o.component.is_some() || o.locations != 1 {
+            continue;
+        }
+        let Some((_, n)) = o.kind.filter(|(_, n)| *n >= 2) else { continue };
+        let Some(ii) = inputs.iter().position(|i| i.location == o.location && !gone_inputs.contains(&i.id)) else {
+            continue;
+        };
+        let i = inputs[ii].clone();
+        if i.kind != o.kind || i.component.is_some() || i.locations != 1 {
+            continue;
+        }
+        let Some(used) = components_read(consumer, i.id, n) else { continue };
+        if used.is_empty() || used.len() as u32 == n {
+            continue;
+        }
+        if !narrowable_output(producer, o.id) {
+            report.notes.push(format!("location {}: the producer reads its output back; not narrowed", o.location));
+            continue;
+        }
+        let keep: Vec<u32> = (0..n).filter(|k| used.contains(k)).collect();
+        narrow_input(consumer, i.id, n, &keep);
+        narrow_output(producer, o.id, n, &keep);
+        let m = keep.len() as u32;
+        report.narrowed.push((o.location, n, m));
+        for v in [&mut outputs[oi], &mut inputs[ii]] {
+            v.components = m;
+            v.kind = v.kind.map(|(k, _)| (k, m));
+        }
     }
 
     // 4. Compaction. Single-location 32-bit scalars and vectors narrower than
@@ -639,6 +970,29 @@ mod tests {
     }
 
     #[test]
+    fn vectors_shrink_to_the_components_read_and_then_pack() {
+        // a: .xy read (vec4 -> vec2); b: only .w read (vec4 -> float, written
+        // whole and through a component); c: .x and .z read through a
+        // swizzle (vec3 -> vec2). Then a and c (float, same interpolation)
+        // share one location, b another slot of it.
+        let vs = format!("{VS}layout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nlayout(location=2) out vec3 c;\nvoid main() {{ float f = float(gl_VertexIndex); gl_Position = vec4(f); a = vec4(f, f + 1.0, f + 2.0, f + 3.0); b = vec4(f * 2.0); b.w = f * 5.0; b.y = 9.0; c = vec3(f, 7.0, f * 3.0); }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) in vec3 c;\nvoid main() {{ o = vec4(a.xy, b.w, 0.0) + c.xzxz; }}\n");
+        let (r, p, cs) = pair(&vs, &fs, Level::Safe);
+        assert_eq!(r.narrowed, vec![(0, 4, 2), (1, 4, 1), (2, 3, 2)], "{r:?}");
+        assert_eq!((r.locations_before, r.locations_after), (3, 2), "{r:?}");
+        assert_eq!((r.components_before, r.components_after), (11, 5), "{r:?}");
+        assert!(p.contains("OpVectorShuffle") && cs.contains("OpVectorShuffle"), "{p}\n{cs}");
+    }
+
+    #[test]
+    fn outputs_read_back_are_not_narrowed() {
+        let vs = format!("{VS}layout(location=0) out vec4 a;\nvoid main() {{ gl_Position = vec4(0); a = vec4(float(gl_VertexIndex)); a.x = a.w + 1.0; }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a;\nvoid main() {{ o = vec4(a.x); }}\n");
+        let (r, _, _) = pair(&vs, &fs, Level::Safe);
+        assert!(r.narrowed.is_empty(), "{r:?}");
+    }
+
+    #[test]
     fn flat_constants_move_to_the_consumer() {
         let vs = format!("{VS}layout(location=0) flat out int k;\nlayout(location=1) out vec4 v;\nvoid main() {{ gl_Position = vec4(0); k = 7; v = vec4(float(gl_VertexIndex)); }}\n");
         let fs = format!("{FS}layout(location=0) flat in int k;\nlayout(location=1) in vec4 v;\nvoid main() {{ o = v * float(k); }}\n");
@@ -693,7 +1047,9 @@ mod tests {
             vs += &format!("layout(location={n}) {q} out {ty} {name};\n");
             fs += &format!("layout(location={n}) {q} in {ty} {name};\n");
             body += &format!("{name} = {value}; ");
-            sum += &format!(" + float({name}{})", if *ty == "vec3" { ".x" } else { "" });
+            // The vec3 is read whole (all components), so it is not narrowed.
+            let read = if *ty == "vec3" { format!("{name}.x + {name}.y + {name}.z") } else { name.to_string() };
+            sum += &format!(" + float({read})");
         }
         let vs = format!("{vs}void main() {{ gl_Position = vec4(0); {body}}}\n");
         let fs = format!("{fs}void main() {{ o = vec4(0.0{sum}); }}\n");

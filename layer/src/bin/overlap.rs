@@ -369,6 +369,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             "removed_dead": report.removed_dead,
             "propagated_constants": report.propagated_constants,
             "deduplicated": report.deduplicated,
+            "narrowed": report.narrowed,
             "relocated": report.relocated,
             "packed": report.packed,
             "notes": report.notes,
@@ -382,6 +383,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         println!("dead outputs removed at locations {:?}", report.removed_dead);
         println!("constants moved to the consumer from locations {:?}", report.propagated_constants);
         println!("deduplicated (removed, kept) {:?}", report.deduplicated);
+        println!("narrowed (location, components before, after) {:?}", report.narrowed);
         println!("relocated (old, new) {:?}", report.relocated);
         println!("packed (old, new, component) {:?}", report.packed);
         for n in &report.notes {
