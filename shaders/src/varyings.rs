@@ -19,9 +19,14 @@
 //! 4. **compaction** — the survivors get consecutive locations, in order of
 //!    their old ones, in both modules.
 //!
-//! Not yet: splitting vectors into scalar components and packing them, uniform
-//! and UBO expression propagation, code motion (`full`), TES/GS producers;
-//! the report says which variables were left as they were and why.
+//! Between 3 and 4, **narrowing**: a vector output whose consumer reads only
+//! some components keeps only those, in order, on both sides (loads in the
+//! consumer are widened back with undefined unread components; stores in
+//! the producer keep the read ones), so that compaction can pack it.
+//!
+//! Not yet: splitting a vector across locations, uniform and UBO expression
+//! propagation, code motion (`full`); the report says which variables were
+//! left as they were and why.
 
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
