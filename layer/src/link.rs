@@ -122,7 +122,7 @@ fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Op
         }
     }
     let summary = format!(
-        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}, packed {:?}",
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}, narrowed {:?}, packed {:?}",
         report.locations_before,
         report.locations_after,
         report.components_before,
@@ -130,6 +130,7 @@ fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Op
         report.removed_dead,
         report.propagated_constants,
         report.deduplicated,
+        report.narrowed,
         report.packed,
     );
     Some(Outcome { producer: pw, consumer: cw, summary, link_us, validate_us: validating.elapsed().as_micros() })
