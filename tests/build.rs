@@ -108,8 +108,9 @@ fn interlock_variants(src: &Path, out: &Path) {
 }
 
 /// The varying corpus: 32 generated vertex/fragment pairs mixing used, dead,
-/// constant (flat and interpolated), duplicated, non-constant flat and
-/// partly read vector varyings at dense or sparse locations, compiled and optimised to SSA form
+/// constant (flat and interpolated), uniform (push-constant expressions, flat
+/// and interpolated), duplicated, non-constant flat and partly read vector
+/// varyings at dense or sparse locations, compiled and optimised to SSA form
 /// (as front ends hand drivers their SPIR-V). Writes corpus.rs, a table of
 /// (vertex, fragment) SPIR-V.
 pub fn varying_corpus(out: &Path) {
@@ -131,9 +132,10 @@ pub fn varying_corpus(out: &Path) {
         let mut fs = String::from("#version 450\nlayout(location = 0) out vec4 o_color;\n");
         let mut body_vs = String::from("    vec2 p = POS[gl_VertexIndex];\n    gl_Position = vec4(p, 0.0, 1.0);\n    vec4 base = vec4(p * 0.5 + 0.5, 0.25, 1.0);\n");
         let mut body_fs = String::from("    vec4 c = vec4(0.0);\n");
+        let mut uses_pc = false;
         for i in 0..slots {
             let loc = if sparse { i * 2 } else { i };
-            let kind = mix(n * 16 + i + 2000) % 8;
+            let kind = mix(n * 16 + i + 2000) % 10;
             match kind {
                 0 | 4 => {
                     // 4: the same value as any other kind-0/4 slot (duplicates).
@@ -168,6 +170,16 @@ pub fn varying_corpus(out: &Path) {
                     body_vs += &format!("    v{i} = base.zxyw * {:.3};\n", 0.5 + 0.05 * i as f32);
                     body_fs += &format!("    c.xy += v{i}.xy * 0.3;\n");
                 }
+                8 | 9 => {
+                    // A uniform expression (push constants the fragment stage
+                    // sees too): flat (moves at safe) or interpolated (full).
+                    let q = if kind == 8 { "flat " } else { "" };
+                    vs += &format!("layout(location = {loc}) {q}out vec4 v{i};\n");
+                    fs += &format!("layout(location = {loc}) {q}in vec4 v{i};\n");
+                    body_vs += &format!("    v{i} = pc.tint * {:.3} + pc.tint.wzyx;\n", 0.25 + 0.05 * i as f32);
+                    body_fs += &format!("    c += v{i} * 0.15;\n");
+                    uses_pc = true;
+                }
                 7 => {
                     // Partly read: the fragment shader uses .z only.
                     vs += &format!("layout(location = {loc}) out vec3 v{i};\n");
@@ -182,6 +194,9 @@ pub fn varying_corpus(out: &Path) {
                     body_fs += &format!("    c.z += float(v{i} % 3u) * 0.05;\n");
                 }
             }
+        }
+        if uses_pc {
+            vs += "layout(push_constant) uniform P { vec4 tint; } pc;\n";
         }
         vs += &format!("void main() {{\n{body_vs}}}\n");
         fs += &format!("void main() {{\n{body_fs}    o_color = clamp(c, 0.0, 1.0);\n}}\n");

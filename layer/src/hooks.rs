@@ -97,6 +97,14 @@ pub fn shader_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
         }
         b"vkCreateShadersEXT" => pfn!(shader::create_shaders_ext as vk::PFN_vkCreateShadersEXT),
         b"vkDestroyShaderModule" => pfn!(crate::spinlock::destroy_shader_module as vk::PFN_vkDestroyShaderModule),
+        // What each pipeline layout lets the fragment stage read (the linker's
+        // uniform propagation); the spinlock extends layouts in the same hook.
+        b"vkCreatePipelineLayout" => {
+            pfn!(crate::spinlock::create_pipeline_layout as vk::PFN_vkCreatePipelineLayout)
+        }
+        b"vkCreateDescriptorSetLayout" => {
+            pfn!(crate::link::create_descriptor_set_layout as vk::PFN_vkCreateDescriptorSetLayout)
+        }
         _ => None,
     }
 }

@@ -11,7 +11,7 @@
 use crate::settings::LogLevel;
 use crate::state::DeviceData;
 use ash::vk;
-use overlap_shaders::varyings::{link, Level};
+use overlap_shaders::varyings::{link_with, Level, LinkEnv};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +23,10 @@ pub struct Varyings {
     /// from one shader pair (different blend, depth or render pass state),
     /// and linking plus validating costs milliseconds.
     cache: Mutex<HashMap<u64, Cached>>,
+    /// Per descriptor set layout: (binding, type, stages) of its bindings.
+    set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Vec<(u32, vk::DescriptorType, vk::ShaderStageFlags)>>>,
+    /// Per pipeline layout: what its fragment stage may read.
+    layouts: Mutex<HashMap<vk::PipelineLayout, Arc<LinkEnv>>>,
 }
 
 /// At most this many pairs are remembered; the cache is emptied when full.
@@ -31,6 +35,7 @@ const CACHE_PAIRS: usize = 256;
 struct Cached {
     producer: Arc<Vec<u32>>,
     consumer: Arc<Vec<u32>>,
+    env: Arc<LinkEnv>,
     /// `None`: linking gains nothing or failed; the originals are used.
     outcome: Option<Arc<Outcome>>,
 }
@@ -46,11 +51,67 @@ struct Outcome {
 
 impl Varyings {
     pub fn new(level: Level) -> Varyings {
-        Varyings { level, modules: Default::default(), cache: Default::default() }
+        Varyings {
+            level,
+            modules: Default::default(),
+            cache: Default::default(),
+            set_layouts: Default::default(),
+            layouts: Default::default(),
+        }
     }
 
     pub fn note_module(&self, module: vk::ShaderModule, code: &[u32]) {
         self.modules.lock().insert(module, Arc::new(code.to_vec()));
+    }
+
+    /// # Safety
+    /// `info` is a valid create info.
+    pub unsafe fn note_set_layout(&self, info: &vk::DescriptorSetLayoutCreateInfo, layout: vk::DescriptorSetLayout) {
+        let bindings = if info.p_bindings.is_null() {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(info.p_bindings, info.binding_count as usize)
+                .iter()
+                .map(|b| (b.binding, b.descriptor_type, b.stage_flags))
+                .collect()
+        };
+        self.set_layouts.lock().insert(layout, bindings);
+    }
+
+    /// Remembers which uniform buffers and push constants the fragment stage
+    /// of `layout` may read.
+    ///
+    /// # Safety
+    /// `info` is a valid create info.
+    pub unsafe fn note_pipeline_layout(&self, info: &vk::PipelineLayoutCreateInfo, layout: vk::PipelineLayout) {
+        let mut env = LinkEnv::default();
+        let sets = if info.p_set_layouts.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize)
+        };
+        let known = self.set_layouts.lock();
+        for (set, l) in sets.iter().enumerate() {
+            for (binding, ty, stages) in known.get(l).map(|v| &v[..]).unwrap_or(&[]) {
+                let ubo =
+                    matches!(*ty, vk::DescriptorType::UNIFORM_BUFFER | vk::DescriptorType::UNIFORM_BUFFER_DYNAMIC);
+                if ubo && stages.contains(vk::ShaderStageFlags::FRAGMENT) {
+                    env.uniform_buffers.insert((set as u32, *binding));
+                }
+            }
+        }
+        if !info.p_push_constant_ranges.is_null() {
+            for r in std::slice::from_raw_parts(info.p_push_constant_ranges, info.push_constant_range_count as usize) {
+                if r.stage_flags.contains(vk::ShaderStageFlags::FRAGMENT) {
+                    env.push_constants.push((r.offset, r.size));
+                }
+            }
+        }
+        self.layouts.lock().insert(layout, Arc::new(env));
+    }
+
+    fn env(&self, layout: vk::PipelineLayout) -> Arc<LinkEnv> {
+        self.layouts.lock().get(&layout).cloned().unwrap_or_default()
     }
 
     pub fn forget(&self, module: vk::ShaderModule) {
@@ -62,37 +123,52 @@ impl Varyings {
     }
 
     /// The cached outcome for this pair: `Some(outcome)` on a hit.
-    fn cached(&self, key: u64, producer: &[u32], consumer: &[u32]) -> Option<Option<Arc<Outcome>>> {
+    fn cached(&self, key: u64, producer: &[u32], consumer: &[u32], env: &LinkEnv) -> Option<Option<Arc<Outcome>>> {
         let cache = self.cache.lock();
         let hit = cache.get(&key)?;
         // A hash collision must not hand out another pair's shaders.
-        (hit.producer[..] == *producer && hit.consumer[..] == *consumer).then(|| hit.outcome.clone())
+        let same_env = hit.env.uniform_buffers == env.uniform_buffers
+            && hit.env.push_constants == env.push_constants
+            && hit.env.all_visible == env.all_visible;
+        (hit.producer[..] == *producer && hit.consumer[..] == *consumer && same_env).then(|| hit.outcome.clone())
     }
 
-    fn remember(&self, key: u64, producer: Arc<Vec<u32>>, consumer: Arc<Vec<u32>>, outcome: Option<Arc<Outcome>>) {
+    fn remember(
+        &self,
+        key: u64,
+        producer: Arc<Vec<u32>>,
+        consumer: Arc<Vec<u32>>,
+        env: Arc<LinkEnv>,
+        outcome: Option<Arc<Outcome>>,
+    ) {
         let mut cache = self.cache.lock();
         if cache.len() >= CACHE_PAIRS {
             cache.clear();
         }
-        cache.insert(key, Cached { producer, consumer, outcome });
+        cache.insert(key, Cached { producer, consumer, env, outcome });
     }
 }
 
-/// The cache key of a pair (the level is fixed per device, as is the cache).
-fn pair_key(producer: &[u32], consumer: &[u32]) -> u64 {
+/// The cache key of a pair and what its pipeline layout lets the fragment
+/// stage read (the level is fixed per device, as is the cache).
+fn pair_key(producer: &[u32], consumer: &[u32], env: &LinkEnv) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     producer.hash(&mut h);
     consumer.hash(&mut h);
+    let mut ubos: Vec<&(u32, u32)> = env.uniform_buffers.iter().collect();
+    ubos.sort();
+    ubos.hash(&mut h);
+    env.push_constants.hash(&mut h);
     h.finish()
 }
 
 /// Links one pair; `None` when the originals should be used.
-fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Option<Outcome> {
+fn link_pair(dev: &DeviceData, level: Level, env: &LinkEnv, vcode: &[u32], fcode: &[u32]) -> Option<Outcome> {
     let started = std::time::Instant::now();
     let (mut p, mut c) = (overlap_shaders::parse(vcode).ok()?, overlap_shaders::parse(fcode).ok()?);
     let log = dev.log();
-    let report = match link(&mut p, &mut c, level) {
+    let report = match link_with(&mut p, &mut c, level, env) {
         Ok(r) => r,
         Err(e) => {
             log.log_once(
@@ -122,13 +198,14 @@ fn link_pair(dev: &DeviceData, level: Level, vcode: &[u32], fcode: &[u32]) -> Op
         }
     }
     let summary = format!(
-        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, duplicates {:?}, narrowed {:?}, packed {:?}",
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, narrowed {:?}, packed {:?}",
         report.locations_before,
         report.locations_after,
         report.components_before,
         report.components_after,
         report.removed_dead,
         report.propagated_constants,
+        report.propagated_uniforms,
         report.deduplicated,
         report.narrowed,
         report.packed,
@@ -177,12 +254,13 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
             continue;
         };
         let (Some(vcode), Some(fcode)) = (v.code(stages[vs].module), v.code(stages[fs].module)) else { continue };
-        let key = pair_key(&vcode, &fcode);
-        let (outcome, cached) = match v.cached(key, &vcode, &fcode) {
+        let env = v.env(info.layout);
+        let key = pair_key(&vcode, &fcode, &env);
+        let (outcome, cached) = match v.cached(key, &vcode, &fcode, &env) {
             Some(hit) => (hit, true),
             None => {
-                let fresh = link_pair(dev, v.level, &vcode, &fcode).map(Arc::new);
-                v.remember(key, vcode, fcode, fresh.clone());
+                let fresh = link_pair(dev, v.level, &env, &vcode, &fcode).map(Arc::new);
+                v.remember(key, vcode, fcode, env, fresh.clone());
                 (fresh, false)
             }
         };
@@ -217,3 +295,26 @@ impl Linked {
         }
     }
 }
+
+pub unsafe extern "system" fn create_descriptor_set_layout(
+    device: vk::Device,
+    info: *const vk::DescriptorSetLayoutCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::DescriptorSetLayout,
+) -> vk::Result {
+    let next =
+        move || (crate::state::device(device).fns.fp_v1_0().create_descriptor_set_layout)(device, info, alloc, out);
+    crate::guard::entry(
+        "vkCreateDescriptorSetLayout",
+        || {
+            let dev = crate::state::device(device);
+            let r = next();
+            if let (vk::Result::SUCCESS, Some(v)) = (r, &dev.varyings) {
+                v.note_set_layout(&*info, *out);
+            }
+            r
+        },
+        next,
+    )
+}
+const _: vk::PFN_vkCreateDescriptorSetLayout = create_descriptor_set_layout;

@@ -304,22 +304,33 @@ pub unsafe extern "system" fn create_pipeline_layout(
         || {
             let dev = state::device(device);
             debug_panic(&dev.debug_panic, NAME);
-            let Some(s) = spinlock(dev) else { return next() };
             let ci = &*info;
-            let Some(layouts) = extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) else {
-                dev.log().warn(
-                    "OVERLAP-Layout-Too-Many-Sets",
-                    &format!(
-                        "a pipeline layout uses {} sets; set {} is reserved for interlock locks: left unextended",
-                        ci.set_layout_count, s.set
-                    ),
-                );
-                return next();
+            let r = match spinlock(dev) {
+                None => next(),
+                Some(s) => match extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) {
+                    None => {
+                        dev.log().warn(
+                            "OVERLAP-Layout-Too-Many-Sets",
+                            &format!(
+                                "a pipeline layout uses {} sets; set {} is reserved for interlock locks: left unextended",
+                                ci.set_layout_count, s.set
+                            ),
+                        );
+                        next()
+                    }
+                    Some(layouts) => {
+                        let mut copy = *ci;
+                        copy.set_layout_count = layouts.len() as u32;
+                        copy.p_set_layouts = layouts.as_ptr();
+                        (dev.fns.fp_v1_0().create_pipeline_layout)(device, &copy, alloc, out)
+                    }
+                },
             };
-            let mut copy = *ci;
-            copy.set_layout_count = layouts.len() as u32;
-            copy.p_set_layouts = layouts.as_ptr();
-            (dev.fns.fp_v1_0().create_pipeline_layout)(device, &copy, alloc, out)
+            // What the fragment stage may read, for the varying linker.
+            if let (vk::Result::SUCCESS, Some(v)) = (r, &dev.varyings) {
+                v.note_pipeline_layout(ci, *out);
+            }
+            r
         },
         next,
     )

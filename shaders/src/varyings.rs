@@ -49,6 +49,9 @@ pub struct Report {
     pub components_after: usize,
     pub removed_dead: Vec<u32>,
     pub propagated_constants: Vec<u32>,
+    /// Locations whose uniform / UBO / push-constant expression is now
+    /// computed in the consumer.
+    pub propagated_uniforms: Vec<u32>,
     pub deduplicated: Vec<(u32, u32)>,
     /// (location, components before, components after) of vectors narrowed
     /// to the components the consumer reads.
@@ -701,7 +704,387 @@ fn narrow_output(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
 }
 
 /// Links `producer` (a vertex shader) to `consumer` (a fragment shader).
+/// A uniform expression found in the producer: its instructions in
+/// definition order, and the global variables (uniform buffers, push
+/// constants) it loads from.
+struct UniformExpr {
+    insts: Vec<Instruction>,
+    vars: Vec<Word>,
+}
+
+fn decoration_value(m: &Module, id: Word, dec: Decoration) -> Option<u32> {
+    decorations_of(m, id).iter().find_map(|d| match (d.operands.get(1), d.operands.get(2)) {
+        (Some(Operand::Decoration(x)), Some(Operand::LiteralBit32(v))) if *x == dec => Some(*v),
+        _ => None,
+    })
+}
+
+/// The pointee type of pointer type `ptr`.
+fn pointee_of(m: &Module, ptr: Word) -> Option<Word> {
+    match def(m, ptr)?.operands.get(1) {
+        Some(Operand::IdRef(t)) => Some(*t),
+        _ => None,
+    }
+}
+
+/// Byte size of a push-constant block type, from its members' offsets (an
+/// upper bound is enough: the whole block must be visible).
+fn block_extent(m: &Module, ty: Word) -> u32 {
+    let members = def(m, ty).map(|t| t.operands.len()).unwrap_or(0) as u32;
+    let last = m
+        .annotations
+        .iter()
+        .filter_map(|a| match a.operands.as_slice() {
+            [Operand::IdRef(t), Operand::LiteralBit32(_), Operand::Decoration(Decoration::Offset), Operand::LiteralBit32(o)]
+                if *t == ty =>
+            {
+                Some(*o)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    last + 16 * members.max(1)
+}
+
+/// Whether `value` (in `m`) is an expression of constants and loads from
+/// uniform buffers or push constants the consumer can see, within the cost
+/// bound. `Err(None)`: it is not (nothing to say); `Err(Some(why))`: it
+/// would be, but the consumer cannot see its source.
+fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformExpr, Option<String>> {
+    let insts: HashMap<Word, &Instruction> = m
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .filter_map(|i| Some((i.result_id?, i)))
+        .collect();
+    let mut order: Vec<Instruction> = Vec::new();
+    let mut vars: Vec<Word> = Vec::new();
+    let mut seen: HashSet<Word> = HashSet::new();
+    fn visit(
+        m: &Module,
+        insts: &HashMap<Word, &Instruction>,
+        env: &LinkEnv,
+        id: Word,
+        order: &mut Vec<Instruction>,
+        vars: &mut Vec<Word>,
+        seen: &mut HashSet<Word>,
+    ) -> Result<(), Option<String>> {
+        if seen.contains(&id) || is_constant(m, id) {
+            return Ok(());
+        }
+        if let Some(g) = def(m, id) {
+            // A global variable: a uniform buffer block or push constants.
+            if g.class.opcode != Op::Variable {
+                return Err(None);
+            }
+            let block = pointee_of(m, g.result_type.ok_or(None)?).ok_or(None)?;
+            let is_block = decorations_of(m, block)
+                .iter()
+                .any(|d| d.operands.get(1) == Some(&Operand::Decoration(Decoration::Block)));
+            match g.operands.first() {
+                Some(Operand::StorageClass(StorageClass::Uniform)) if is_block => {
+                    let set = decoration_value(m, id, Decoration::DescriptorSet).unwrap_or(0);
+                    let binding = decoration_value(m, id, Decoration::Binding).unwrap_or(0);
+                    if !env.all_visible && !env.uniform_buffers.contains(&(set, binding)) {
+                        return Err(Some(format!(
+                            "its uniform buffer (set {set}, binding {binding}) is not visible to the consumer"
+                        )));
+                    }
+                }
+                Some(Operand::StorageClass(StorageClass::PushConstant)) => {
+                    let end = block_extent(m, block);
+                    if !env.all_visible && !env.push_constants.iter().any(|(o, s)| *o == 0 && *s >= end) {
+                        return Err(Some("its push constants are not all visible to the consumer".into()));
+                    }
+                }
+                _ => return Err(None),
+            }
+            seen.insert(id);
+            vars.push(id);
+            return Ok(());
+        }
+        let i = insts.get(&id).ok_or(None)?;
+        let allowed = matches!(
+            i.class.opcode,
+            Op::Load
+                | Op::AccessChain
+                | Op::InBoundsAccessChain
+                | Op::FAdd
+                | Op::FSub
+                | Op::FMul
+                | Op::FNegate
+                | Op::IAdd
+                | Op::ISub
+                | Op::IMul
+                | Op::SNegate
+                | Op::ConvertSToF
+                | Op::ConvertUToF
+                | Op::ConvertFToS
+                | Op::ConvertFToU
+                | Op::Bitcast
+                | Op::CompositeConstruct
+                | Op::CompositeExtract
+                | Op::VectorShuffle
+                | Op::VectorTimesScalar
+        );
+        if !allowed {
+            return Err(None);
+        }
+        if matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
+            && !i.operands[1..].iter().all(|o| matches!(o, Operand::IdRef(x) if is_constant(m, *x)))
+        {
+            return Err(None);
+        }
+        for o in &i.operands {
+            if let Operand::IdRef(src) = o {
+                visit(m, insts, env, *src, order, vars, seen)?;
+            }
+        }
+        seen.insert(id);
+        order.push((*i).clone());
+        if order.len() > UNIFORM_COST {
+            return Err(Some(format!("its uniform expression has more than {UNIFORM_COST} instructions")));
+        }
+        Ok(())
+    }
+    visit(m, &insts, env, value, &mut order, &mut vars, &mut seen)?;
+    // Only an expression that loads something (plain constants are step 2's).
+    if !order.iter().any(|i| i.class.opcode == Op::Load) {
+        return Err(None);
+    }
+    Ok(UniformExpr { insts: order, vars })
+}
+
+/// Copies type `ty` from `from` into `to` with its decorations (block,
+/// offsets, strides): a fresh copy, so layouts never mix with the
+/// consumer's own types.
+fn copy_type_deep(from: &Module, to: &mut Module, ty: Word, map: &mut HashMap<Word, Word>) -> Option<Word> {
+    if let Some(t) = map.get(&ty) {
+        return Some(*t);
+    }
+    let t = def(from, ty)?.clone();
+    let new = match t.class.opcode {
+        Op::TypeFloat | Op::TypeInt | Op::TypeBool | Op::TypeVector => copy_type(from, to, ty)?,
+        Op::TypeMatrix => {
+            let Operand::IdRef(col) = t.operands[0] else { return None };
+            let c = copy_type_deep(from, to, col, map)?;
+            find_or_add(to, Op::TypeMatrix, None, vec![Operand::IdRef(c), t.operands[1].clone()])
+        }
+        Op::TypeArray | Op::TypeStruct | Op::TypeRuntimeArray => {
+            let mut ops = Vec::new();
+            for (k, o) in t.operands.iter().enumerate() {
+                match o {
+                    Operand::IdRef(x) if t.class.opcode == Op::TypeArray && k == 1 => {
+                        ops.push(Operand::IdRef(copy_constant(from, to, *x)?))
+                    }
+                    Operand::IdRef(x) => ops.push(Operand::IdRef(copy_type_deep(from, to, *x, map)?)),
+                    other => ops.push(other.clone()),
+                }
+            }
+            let id = fresh(to);
+            to.types_global_values.push(Instruction::new(t.class.opcode, None, Some(id), ops));
+            let decs: Vec<Instruction> = from
+                .annotations
+                .iter()
+                .filter(|a| {
+                    matches!(a.class.opcode, Op::Decorate | Op::MemberDecorate)
+                        && a.operands.first() == Some(&Operand::IdRef(ty))
+                })
+                .cloned()
+                .collect();
+            for mut d in decs {
+                d.operands[0] = Operand::IdRef(id);
+                to.annotations.push(d);
+            }
+            id
+        }
+        _ => return None,
+    };
+    map.insert(ty, new);
+    Some(new)
+}
+
+/// Computes `expr` (whose result is `value`) at the start of the consumer's
+/// entry points and stores it into input `input`, which becomes private.
+/// `interpolated`: the input was interpolated, so Infs become NaNs as
+/// interpolation would make them (x·0 + x, exact). False (consumer left as
+/// it was) when something cannot be copied.
+fn copy_uniform_expression(
+    from: &Module,
+    to: &mut Module,
+    expr: &UniformExpr,
+    value: Word,
+    input: Word,
+    interpolated: bool,
+) -> bool {
+    let backup = to.clone();
+    let ok = (|| -> Option<()> {
+        let mut types: HashMap<Word, Word> = HashMap::new();
+        let mut ids: HashMap<Word, Word> = HashMap::new();
+        // The sources: a new variable per uniform buffer / push-constant block.
+        for v in &expr.vars {
+            let var = def(from, *v)?.clone();
+            let class = var.operands.first()?.clone();
+            if class == Operand::StorageClass(StorageClass::PushConstant)
+                && to.types_global_values.iter().any(|i| {
+                    i.class.opcode == Op::Variable
+                        && i.operands.first() == Some(&Operand::StorageClass(StorageClass::PushConstant))
+                })
+            {
+                return None; // one push-constant block per entry point
+            }
+            let block = copy_type_deep(from, to, pointee_of(from, var.result_type?)?, &mut types)?;
+            let ptr = find_or_add(to, Op::TypePointer, None, vec![class.clone(), Operand::IdRef(block)]);
+            let id = fresh(to);
+            to.types_global_values.push(Instruction::new(Op::Variable, Some(ptr), Some(id), vec![class]));
+            for d in [Decoration::DescriptorSet, Decoration::Binding] {
+                if let Some(x) = decoration_value(from, *v, d) {
+                    to.annotations.push(Instruction::new(
+                        Op::Decorate,
+                        None,
+                        None,
+                        vec![Operand::IdRef(id), Operand::Decoration(d), Operand::LiteralBit32(x)],
+                    ));
+                }
+            }
+            let version = to.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
+            if (version >> 8) & 0xffff >= 0x0104 {
+                for ep in &mut to.entry_points {
+                    ep.operands.push(Operand::IdRef(id));
+                }
+            }
+            ids.insert(*v, id);
+        }
+        // The instructions, re-typed and re-numbered.
+        let mut code = Vec::new();
+        for i in &expr.insts {
+            let ty = i.result_type?;
+            let new_ty = if def(from, ty)?.class.opcode == Op::TypePointer {
+                let class = def(from, ty)?.operands[0].clone();
+                let pointee = copy_type_deep(from, to, pointee_of(from, ty)?, &mut types)?;
+                find_or_add(to, Op::TypePointer, None, vec![class, Operand::IdRef(pointee)])
+            } else {
+                copy_type_deep(from, to, ty, &mut types)?
+            };
+            let mut ops = Vec::new();
+            for o in &i.operands {
+                ops.push(match o {
+                    Operand::IdRef(x) if ids.contains_key(x) => Operand::IdRef(ids[x]),
+                    Operand::IdRef(x) if is_constant(from, *x) => Operand::IdRef(copy_constant(from, to, *x)?),
+                    Operand::IdRef(_) => return None,
+                    other => other.clone(),
+                });
+            }
+            let id = fresh(to);
+            ids.insert(i.result_id?, id);
+            code.push(Instruction::new(i.class.opcode, Some(new_ty), Some(id), ops));
+        }
+        let mut result = *ids.get(&value)?;
+        let result_ty = code.last()?.result_type?;
+        let float = scalar_kind(to, result_ty).is_some_and(|(k, _)| k == Scalar::Float);
+        if interpolated && float {
+            // Infs become NaNs, as interpolating them would: x*0 + x, exact.
+            let (scalar_ty, n) = (
+                match def(to, result_ty)?.class.opcode {
+                    Op::TypeVector => match def(to, result_ty)?.operands[0] {
+                        Operand::IdRef(s) => s,
+                        _ => return None,
+                    },
+                    _ => result_ty,
+                },
+                scalar_kind(to, result_ty)?.1,
+            );
+            let zero_s = find_or_add(to, Op::Constant, Some(scalar_ty), vec![Operand::LiteralBit32(0)]);
+            let zero = if n == 1 {
+                zero_s
+            } else {
+                find_or_add(to, Op::ConstantComposite, Some(result_ty), vec![Operand::IdRef(zero_s); n as usize])
+            };
+            let (mul, add) = (fresh(to), fresh(to));
+            code.push(Instruction::new(
+                Op::FMul,
+                Some(result_ty),
+                Some(mul),
+                vec![Operand::IdRef(result), Operand::IdRef(zero)],
+            ));
+            code.push(Instruction::new(
+                Op::FAdd,
+                Some(result_ty),
+                Some(add),
+                vec![Operand::IdRef(mul), Operand::IdRef(result)],
+            ));
+            for x in [mul, add] {
+                to.annotations.push(Instruction::new(
+                    Op::Decorate,
+                    None,
+                    None,
+                    vec![Operand::IdRef(x), Operand::Decoration(Decoration::NoContraction)],
+                ));
+            }
+            result = add;
+        }
+        // The input's type must be the expression's.
+        let input_ty = pointee_of(to, def(to, input)?.result_type?)?;
+        if input_ty != result_ty {
+            return None;
+        }
+        make_private(to, input, None);
+        code.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(input), Operand::IdRef(result)]));
+        let entries: Vec<Word> = to
+            .entry_points
+            .iter()
+            .filter_map(|e| match e.operands.get(1) {
+                Some(Operand::IdRef(f)) => Some(*f),
+                _ => None,
+            })
+            .collect();
+        if entries.len() != 1 {
+            return None;
+        }
+        let f = to.functions.iter_mut().find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(entries[0]))?;
+        let first = f.blocks.first_mut()?;
+        let at = first.instructions.iter().take_while(|i| i.class.opcode == Op::Variable).count();
+        first.instructions.splice(at..at, code);
+        Some(())
+    })();
+    if ok.is_none() {
+        *to = backup;
+    }
+    ok.is_some()
+}
+
+/// What the pipeline lets the consumer stage see, for uniform propagation.
+#[derive(Clone, Debug, Default)]
+pub struct LinkEnv {
+    /// (set, binding) of uniform buffers the consumer stage may access.
+    pub uniform_buffers: HashSet<(u32, u32)>,
+    /// Push-constant byte ranges (offset, size) the consumer stage may access.
+    pub push_constants: Vec<(u32, u32)>,
+    /// Assume the consumer sees every uniform buffer and push constant (for
+    /// analysing a pair without its pipeline layout).
+    pub all_visible: bool,
+}
+
+/// Most instructions a propagated uniform expression may have.
+const UNIFORM_COST: usize = 24;
+
+/// Links `producer` to `consumer` with nothing known of the pipeline layout
+/// (no uniform propagation).
 pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Result<Report, LinkError> {
+    link_with(producer, consumer, level, &LinkEnv::default())
+}
+
+/// Links `producer` (the last pre-rasterization stage) to `consumer` (a
+/// fragment shader), propagating uniform expressions where `env` says the
+/// consumer can read their sources.
+pub fn link_with(
+    producer: &mut Module,
+    consumer: &mut Module,
+    level: Level,
+    env: &LinkEnv,
+) -> Result<Report, LinkError> {
     if producer.entry_points.is_empty() {
         return Err(LinkError::NoEntryPoint("producer"));
     }
@@ -757,6 +1140,20 @@ pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Resul
                 dead.insert(o.id);
                 report.propagated_constants.push(o.location);
                 continue;
+            }
+        }
+        if (flat || level == Level::Full) && !is_constant(producer, value) {
+            match uniform_expression(producer, value, env) {
+                Ok(expr) => {
+                    if copy_uniform_expression(producer, consumer, &expr, value, input.id, !flat) {
+                        gone_inputs.insert(input.id);
+                        dead.insert(o.id);
+                        report.propagated_uniforms.push(o.location);
+                        continue;
+                    }
+                }
+                Err(Some(why)) => report.notes.push(format!("location {}: {why}", o.location)),
+                Err(None) => {}
             }
         }
         let key = (value, input.interp.clone(), (o.locations, o.components));
@@ -987,6 +1384,39 @@ mod tests {
         assert_eq!((r.locations_before, r.locations_after), (3, 2), "{r:?}");
         assert_eq!((r.components_before, r.components_after), (11, 5), "{r:?}");
         assert!(p.contains("OpVectorShuffle") && cs.contains("OpVectorShuffle"), "{p}\n{cs}");
+    }
+
+    fn pair_with(vs: &str, fs: &str, level: Level, env: &LinkEnv) -> (Report, String, String) {
+        let mut p = parse(&crate::testing::optimize(&glsl(vs, "vert").unwrap())).unwrap();
+        let mut c = parse(&glsl(fs, "frag").unwrap()).unwrap();
+        let r = link_with(&mut p, &mut c, level, env).unwrap();
+        let (pw, cw) = (assemble(&p), assemble(&c));
+        validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("producer: {e}\n{}", disassemble(&pw)));
+        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("consumer: {e}\n{}", disassemble(&cw)));
+        interface_matches(&p, &c);
+        (r, disassemble(&pw), disassemble(&cw))
+    }
+
+    #[test]
+    fn uniform_expressions_move_where_the_consumer_sees_their_sources() {
+        let vs = format!("{VS}layout(set=0, binding=1) uniform U {{ vec4 tint; float k; }};\nlayout(push_constant) uniform P {{ vec4 offset; }};\nlayout(location=0) flat out vec4 a;\nlayout(location=1) out vec4 b;\nlayout(location=2) out vec4 v;\nvoid main() {{ gl_Position = vec4(0); a = tint * k + offset; b = tint * 2.0; v = vec4(float(gl_VertexIndex)); }}\n");
+        let fs = format!("{FS}layout(location=0) flat in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) in vec4 v;\nvoid main() {{ o = a + b + v; }}\n");
+        let seen =
+            LinkEnv { uniform_buffers: HashSet::from([(0, 1)]), push_constants: vec![(0, 16)], ..Default::default() };
+        // safe: the flat one moves (with its UBO and push-constant block).
+        let (r, _, c) = pair_with(&vs, &fs, Level::Safe, &seen);
+        assert_eq!(r.propagated_uniforms, vec![0], "{r:?}");
+        assert!(c.contains("DescriptorSet 0") && c.contains("Binding 1") && c.contains("PushConstant"), "{c}");
+        assert_eq!(r.locations_after, 2);
+        // full: the interpolated one too, with Infs made NaNs (x*0 + x, exact).
+        let (r, _, c) = pair_with(&vs, &fs, Level::Full, &seen);
+        assert_eq!(r.propagated_uniforms, vec![0, 1], "{r:?}");
+        assert!(c.contains("NoContraction"), "{c}");
+        assert_eq!(r.locations_after, 1);
+        // Not visible to the fragment stage: nothing moves, and the report says why.
+        let (r, _, _) = pair_with(&vs, &fs, Level::Full, &LinkEnv::default());
+        assert!(r.propagated_uniforms.is_empty(), "{r:?}");
+        assert!(r.notes.iter().any(|n| n.contains("not visible")), "{r:?}");
     }
 
     #[test]

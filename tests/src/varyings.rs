@@ -51,7 +51,16 @@ fn draw(
     make: impl FnOnce(&Target, vk::PipelineLayout) -> vk::Pipeline,
 ) -> (Image, u64, u64) {
     let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
-    let layout = unsafe { gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None) }.unwrap();
+    // Push constants both stages see (the corpus's uniform varyings).
+    let range = [vk::PushConstantRange {
+        stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
+        offset: 0,
+        size: 16,
+    }];
+    let layout = unsafe {
+        gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
+    }
+    .unwrap();
     let t = std::time::Instant::now();
     let pipeline = make(&target, layout);
     let pipeline_ns = t.elapsed().as_nanos() as u64;
@@ -60,6 +69,10 @@ fn draw(
         target.begin(gpu, cb);
         unsafe {
             gpu.device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            let tint: [f32; 4] = [0.3, 0.6, 0.2, 1.0];
+            let bytes: Vec<u8> = tint.iter().flat_map(|f| f.to_le_bytes()).collect();
+            let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+            gpu.device.cmd_push_constants(cb, layout, stages, 0, &bytes);
             gpu.device.cmd_draw(cb, 3, instances, 0, 0);
         }
         target.end(gpu, cb);

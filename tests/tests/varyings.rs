@@ -61,7 +61,7 @@ fn corpus_renders_the_same_with_the_linker() {
     assert_eq!(safe.value("tessellation"), off.value("tessellation"));
     assert_eq!(
         safe.stderr
-            .matches("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], duplicates [(5, 0)]")
+            .matches("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], uniforms [], duplicates [(5, 0)]")
             .count(),
         2,
         "{}",
@@ -77,7 +77,13 @@ fn corpus_renders_the_same_with_the_linker() {
 }
 
 fn link_json(vert: &Path, frag: &Path) -> serde_json::Value {
-    let o = run(vk_command(overlap_cli(), Layers::None).arg("link-varyings").arg(vert).arg(frag).arg("--json"));
+    // The corpus's pipelines let the fragment stage read the push constants.
+    let o = run(vk_command(overlap_cli(), Layers::None)
+        .arg("link-varyings")
+        .arg(vert)
+        .arg(frag)
+        .arg("--json")
+        .arg("--uniforms-visible"));
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     serde_json::from_str(&o.stdout).unwrap()
 }
@@ -87,7 +93,7 @@ fn linker_removes_at_least_what_spirv_opt_removes() {
     let out = Path::new(env!("OUT_DIR"));
     let dir = harness::scratch("spirv-opt");
     let (mut ours, mut theirs, mut before) = (0, 0, 0);
-    let (mut comps_before, mut comps_after, mut narrowed) = (0, 0, 0);
+    let (mut comps_before, mut comps_after, mut narrowed, mut uniforms) = (0, 0, 0, 0);
     for n in 0..32 {
         let (v, f) = (out.join(format!("corpus{n}.vert.spv")), out.join(format!("corpus{n}.frag.spv")));
         // spirv-opt's passes that shrink an interface, each stage on its own.
@@ -112,9 +118,13 @@ fn linker_removes_at_least_what_spirv_opt_removes() {
         comps_before += mine["producer"]["components_before"].as_u64().unwrap();
         comps_after += mine["producer"]["components_after"].as_u64().unwrap();
         narrowed += mine["narrowed"].as_array().unwrap().len();
+        uniforms += mine["propagated_uniforms"].as_array().unwrap().len();
     }
     println!("corpus locations: {before} before, {theirs} after spirv-opt, {ours} after the linker");
-    println!("corpus components: {comps_before} before, {comps_after} after the linker ({narrowed} vectors narrowed)");
+    println!(
+        "corpus components: {comps_before} before, {comps_after} after the linker ({narrowed} vectors narrowed, {uniforms} uniform expressions moved)"
+    );
+    assert!(uniforms > 0, "the corpus has flat uniform expressions: some must move at safe");
     assert!(narrowed > 0, "the corpus has partly read vectors: some must be narrowed");
     assert!(ours < theirs);
 }

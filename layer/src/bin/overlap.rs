@@ -22,7 +22,7 @@ const USAGE: &str = "usage:
   overlap uninstall    remove it
   overlap info [--arch NAME] [--set KEY=VALUE]...
       list the Vulkan drivers and what Overlap would emulate on each
-  overlap link-varyings PRODUCER.spv CONSUMER.spv [--level safe|full] [--json] [-o DIR]
+  overlap link-varyings PRODUCER.spv CONSUMER.spv [--level safe|full] [--uniforms-visible] [--json] [-o DIR]
       link a vertex shader's outputs to a fragment shader's inputs and report";
 
 fn usage_error(msg: &str) -> ExitCode {
@@ -297,9 +297,10 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
 }
 
 fn link_varyings(args: &[OsString]) -> ExitCode {
-    use overlap_shaders::varyings::{link, Level};
+    use overlap_shaders::varyings::{link_with, Level, LinkEnv};
     let mut files = Vec::new();
     let (mut level, mut json, mut out_dir) = (Level::Safe, false, None);
+    let mut env = LinkEnv::default();
     let mut i = 0;
     while i < args.len() {
         match args[i].to_str().unwrap_or("") {
@@ -312,6 +313,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
                 i += 1;
             }
             "--json" => json = true,
+            "--uniforms-visible" => env.all_visible = true,
             "-o" => {
                 let Some(d) = args.get(i + 1) else { return usage_error("-o needs a folder") };
                 out_dir = Some(PathBuf::from(d));
@@ -336,7 +338,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let report = match link(&mut producer, &mut consumer, level) {
+    let report = match link_with(&mut producer, &mut consumer, level, &env) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("overlap: link-varyings: {e}");
@@ -368,6 +370,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             "consumer": side,
             "removed_dead": report.removed_dead,
             "propagated_constants": report.propagated_constants,
+            "propagated_uniforms": report.propagated_uniforms,
             "deduplicated": report.deduplicated,
             "narrowed": report.narrowed,
             "relocated": report.relocated,
@@ -382,6 +385,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         );
         println!("dead outputs removed at locations {:?}", report.removed_dead);
         println!("constants moved to the consumer from locations {:?}", report.propagated_constants);
+        println!("uniform expressions moved to the consumer from locations {:?}", report.propagated_uniforms);
         println!("deduplicated (removed, kept) {:?}", report.deduplicated);
         println!("narrowed (location, components before, after) {:?}", report.narrowed);
         println!("relocated (old, new) {:?}", report.relocated);
