@@ -1508,8 +1508,9 @@ mod tests {
     }
 }
 
-/// The per-step matrix: component type × interpolation qualifier × step,
-/// each a VS/FS pair, linked, validated and interface-checked, with the
+/// The per-step matrix: producer stage × component type × interpolation
+/// qualifier × step, each a producer/FS pair, linked, validated and
+/// interface-checked, with the
 /// expected outcome computed from the rules above (not from the output).
 #[cfg(test)]
 mod matrix {
@@ -1552,61 +1553,100 @@ mod matrix {
         }
     }
 
+    /// The producer stages: vertex, tessellation evaluation and geometry.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Stage {
+        Vertex,
+        TessEval,
+        Geometry,
+    }
+
+    /// A producer of stage `stage` writing `a` and `b` (declarations `decl`).
+    fn producer(stage: Stage, decl: &str, a: &str, b: &str) -> (String, &'static str) {
+        match stage {
+            Stage::Vertex => (format!("#version 450\n{decl}void main() {{ gl_Position = vec4(0); a = {a}; b = {b}; }}\n"), "vert"),
+            Stage::TessEval => (
+                format!("#version 450\nlayout(triangles) in;\n{decl}void main() {{ gl_Position = vec4(gl_TessCoord, 1.0); a = {a}; b = {b}; }}\n"),
+                "tese",
+            ),
+            // Three vertices, each storing the outputs again.
+            Stage::Geometry => (
+                format!("#version 450\nlayout(triangles) in;\nlayout(triangle_strip, max_vertices = 3) out;\n{decl}void main() {{ for (int i = 0; i < 3; i++) {{ gl_Position = gl_in[i].gl_Position; a = {a}; b = {b}; EmitVertex(); }} EndPrimitive(); }}\n"),
+                "geom",
+            ),
+        }
+    }
+
     #[test]
-    fn every_type_qualifier_and_step() {
+    fn every_stage_type_qualifier_and_step() {
         let mut cases = 0;
-        for (ty, constant, int) in TYPES {
-            for q in QUALIFIERS {
-                // Integer varyings must be flat; skip the invalid combinations.
-                if *int && *q != "flat" {
+        for stage in [Stage::Vertex, Stage::TessEval, Stage::Geometry] {
+            for (ty, constant, int) in TYPES {
+                // Every type from the vertex shader; a subset from the others.
+                if stage != Stage::Vertex && !matches!(*ty, "float" | "vec4" | "int") {
                     continue;
                 }
-                for step in [Step::Dead, Step::Constant, Step::Duplicate] {
-                    for level in [Level::Safe, Level::Full] {
-                        let v = value_of(ty, *int);
-                        let (a, b) = match step {
-                            Step::Dead => (v.clone(), v.clone()),
-                            Step::Constant => (constant.to_string(), v.clone()),
-                            Step::Duplicate => (v.clone(), v.clone()),
-                        };
-                        let vs = format!(
-                            "#version 450\nlayout(location=0) {q} out {ty} a;\nlayout(location=1) {q} out {ty} b;\nvoid main() {{ gl_Position = vec4(0); a = {a}; b = {b}; }}\n"
-                        );
-                        let reads_a = step != Step::Dead;
-                        let fs = format!(
-                            "#version 450\nlayout(location=0) out vec4 o;\n{}layout(location=1) {q} in {ty} b;\nvoid main() {{ o = {}{}; }}\n",
-                            if reads_a { format!("layout(location=0) {q} in {ty} a;\n") } else { String::new() },
-                            to_color(ty, "b"),
-                            if reads_a { format!(" + {}", to_color(ty, "a")) } else { String::new() },
-                        );
-                        let mut p = parse(&crate::testing::optimize(&glsl(&vs, "vert").unwrap())).unwrap();
-                        let mut c = parse(&glsl(&fs, "frag").unwrap()).unwrap();
-                        let r = link(&mut p, &mut c, level).unwrap();
-                        let (pw, cw) = (assemble(&p), assemble(&c));
-                        let ctx = format!("{ty} {q} {step:?} {level:?}");
-                        validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} producer: {e}"));
-                        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} consumer: {e}"));
-                        super::tests::interface_matches(&p, &c);
-                        match step {
-                            Step::Dead => assert_eq!(r.removed_dead, vec![0], "{ctx}"),
-                            Step::Constant => {
-                                let expected = *q == "flat" || level == Level::Full;
-                                assert_eq!(r.propagated_constants == vec![0], expected, "{ctx}: {r:?}");
+                for q in QUALIFIERS {
+                    // Integer varyings must be flat; skip the invalid combinations.
+                    if *int && *q != "flat" {
+                        continue;
+                    }
+                    for step in [Step::Dead, Step::Constant, Step::Duplicate] {
+                        for level in [Level::Safe, Level::Full] {
+                            let v = match stage {
+                                Stage::Vertex => value_of(ty, *int),
+                                Stage::TessEval if *int => format!("{ty}(gl_PrimitiveID)"),
+                                Stage::TessEval => format!("{ty}(gl_TessCoord.x)"),
+                                Stage::Geometry if *int => format!("{ty}(i)"),
+                                Stage::Geometry => format!("{ty}(float(i))"),
+                            };
+                            let (a, b) = match step {
+                                Step::Dead => (v.clone(), v.clone()),
+                                Step::Constant => (constant.to_string(), v.clone()),
+                                Step::Duplicate => (v.clone(), v.clone()),
+                            };
+                            let decl =
+                                format!("layout(location=0) {q} out {ty} a;\nlayout(location=1) {q} out {ty} b;\n");
+                            let (src, kind) = producer(stage, &decl, &a, &b);
+                            let reads_a = step != Step::Dead;
+                            let fs = format!(
+                                "#version 450\nlayout(location=0) out vec4 o;\n{}layout(location=1) {q} in {ty} b;\nvoid main() {{ o = {}{}; }}\n",
+                                if reads_a { format!("layout(location=0) {q} in {ty} a;\n") } else { String::new() },
+                                to_color(ty, "b"),
+                                if reads_a { format!(" + {}", to_color(ty, "a")) } else { String::new() },
+                            );
+                            let mut p = parse(&crate::testing::optimize(&glsl(&src, kind).unwrap())).unwrap();
+                            let mut c = parse(&glsl(&fs, "frag").unwrap()).unwrap();
+                            let r = link(&mut p, &mut c, level).unwrap();
+                            let (pw, cw) = (assemble(&p), assemble(&c));
+                            let ctx = format!("{stage:?} {ty} {q} {step:?} {level:?}");
+                            validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} producer: {e}"));
+                            validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{ctx} consumer: {e}"));
+                            super::tests::interface_matches(&p, &c);
+                            // (The geometry shader's loop stores one SSA value per
+                            // output, the same for a and b: deduplicated too.)
+                            match step {
+                                Step::Dead => assert_eq!(r.removed_dead, vec![0], "{ctx}"),
+                                Step::Constant => {
+                                    let expected = *q == "flat" || level == Level::Full;
+                                    assert_eq!(r.propagated_constants == vec![0], expected, "{ctx}: {r:?}");
+                                }
+                                Step::Duplicate => assert_eq!(r.deduplicated, vec![(1, 0)], "{ctx}: {r:?}"),
                             }
-                            Step::Duplicate => assert_eq!(r.deduplicated, vec![(1, 0)], "{ctx}: {r:?}"),
+                            // One variable survives, at location 0, unless two do:
+                            // then two 32-bit values of at most 2 components share
+                            // one location.
+                            let both = step == Step::Constant && r.propagated_constants.is_empty();
+                            let packs = matches!(*ty, "float" | "vec2" | "int" | "uint" | "ivec2");
+                            assert_eq!(r.locations_after, 1 + usize::from(both && !packs), "{ctx}: {r:?}");
+                            assert_eq!(r.packed.len(), 2 * usize::from(both && packs), "{ctx}: {r:?}");
+                            cases += 1;
                         }
-                        // One variable always survives, at location 0; where a
-                        // non-propagated constant keeps both, two 32-bit
-                        // values of at most 2 components share one location.
-                        let both = step == Step::Constant && r.propagated_constants.is_empty();
-                        let packs = matches!(*ty, "float" | "vec2" | "int" | "uint" | "ivec2");
-                        assert_eq!(r.locations_after, 1 + usize::from(both && !packs), "{ctx}: {r:?}");
-                        assert_eq!(r.packed.len(), 2 * usize::from(both && packs), "{ctx}: {r:?}");
-                        cases += 1;
                     }
                 }
             }
         }
-        assert_eq!(cases, (4 * 4 + 4) * 3 * 2);
+        // Vertex: 8 types; the others: float and vec4 (4 qualifiers), int (flat).
+        assert_eq!(cases, (4 * 4 + 4) * 3 * 2 + 2 * (4 + 4 + 1) * 3 * 2);
     }
 }
