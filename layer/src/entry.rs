@@ -603,7 +603,13 @@ unsafe extern "system" fn create_device(
             let shader_object = next_create_shaders.map(|_| {
                 ash::ext::shader_object::DeviceFn::load(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())))
             });
-            let varyings = plan.varyings_level().map(crate::link::Varyings::new);
+            // Uniform propagation measured slower on llvmpipe (docs/BENCHMARKS.md).
+            let uniforms = match inst.settings.varyings_uniforms {
+                "on" => true,
+                "off" => false,
+                _ => !facts.is_llvmpipe(),
+            };
+            let varyings = plan.varyings_level().map(|l| crate::link::Varyings::new(l, uniforms));
             let mut data = DeviceData {
                 handle,
                 physical_device: pd,

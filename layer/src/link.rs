@@ -18,6 +18,9 @@ use std::sync::Arc;
 
 pub struct Varyings {
     pub level: Level,
+    /// Whether uniform expressions move into the fragment shader
+    /// (`varyings_uniforms`).
+    pub uniforms: bool,
     modules: Mutex<HashMap<vk::ShaderModule, Arc<Vec<u32>>>>,
     /// Link results by the content of the pair: apps build many pipelines
     /// from one shader pair (different blend, depth or render pass state),
@@ -50,9 +53,10 @@ struct Outcome {
 }
 
 impl Varyings {
-    pub fn new(level: Level) -> Varyings {
+    pub fn new(level: Level, uniforms: bool) -> Varyings {
         Varyings {
             level,
+            uniforms,
             modules: Default::default(),
             cache: Default::default(),
             set_layouts: Default::default(),
@@ -111,6 +115,9 @@ impl Varyings {
     }
 
     fn env(&self, layout: vk::PipelineLayout) -> Arc<LinkEnv> {
+        if !self.uniforms {
+            return Arc::default();
+        }
         self.layouts.lock().get(&layout).cloned().unwrap_or_default()
     }
 

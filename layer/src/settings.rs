@@ -53,6 +53,7 @@ pub const ARCHITECTURES: &[&str] = &["native", "gfx9", "gfx10", "gfx10_3", "gfx1
 pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spinlock"];
 pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
 pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
+pub const VARYINGS_UNIFORMS: &[&str] = &["auto", "on", "off"];
 
 /// Every setting the layer reads. Order is the order Vulkan Configurator shows.
 pub const SETTINGS: &[SettingDef] = &[
@@ -123,6 +124,13 @@ pub const SETTINGS: &[SettingDef] = &[
             "off leaves shader interfaces alone; safe applies bit-exact optimizations only; full also moves code.",
     },
     SettingDef {
+        key: "varyings_uniforms",
+        kind: Kind::Enum(VARYINGS_UNIFORMS),
+        default: "auto",
+        label: "Uniform propagation",
+        description: "Move uniform, UBO and push-constant expressions from the fragment shader's producer into the fragment shader: auto does it everywhere but on llvmpipe, where it measured slower.",
+    },
+    SettingDef {
         key: "validate_shaders",
         kind: Kind::Bool,
         default: "true",
@@ -173,6 +181,7 @@ pub struct Settings {
     pub fdm: &'static str,
     pub fdm_overlay: bool,
     pub varyings: &'static str,
+    pub varyings_uniforms: &'static str,
     pub validate_shaders: bool,
     pub dump_shaders: Option<PathBuf>,
     pub debug_panic: Option<String>,
@@ -440,6 +449,7 @@ impl RawSettings {
             fdm: enum_value(FDM_MODES, get("fdm")),
             fdm_overlay: get("fdm_overlay") == "true",
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
+            varyings_uniforms: enum_value(VARYINGS_UNIFORMS, get("varyings_uniforms")),
             validate_shaders: get("validate_shaders") == "true",
             dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),

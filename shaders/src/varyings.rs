@@ -844,8 +844,12 @@ fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformE
         }
         seen.insert(id);
         order.push((*i).clone());
-        if order.len() > UNIFORM_COST {
-            return Err(Some(format!("its uniform expression has more than {UNIFORM_COST} instructions")));
+        let arithmetic = order
+            .iter()
+            .filter(|i| !matches!(i.class.opcode, Op::Load | Op::AccessChain | Op::InBoundsAccessChain))
+            .count();
+        if arithmetic > UNIFORM_COST {
+            return Err(Some(format!("its uniform expression has more than {UNIFORM_COST} arithmetic instructions")));
         }
         Ok(())
     }
@@ -1067,8 +1071,10 @@ pub struct LinkEnv {
     pub all_visible: bool,
 }
 
-/// Most instructions a propagated uniform expression may have.
-const UNIFORM_COST: usize = 24;
+/// Most arithmetic instructions a propagated uniform expression may have
+/// (loads and access chains are free): the fragment shader runs far more
+/// often than its producer, so only cheap expressions are worth moving.
+const UNIFORM_COST: usize = 2;
 
 /// Links `producer` to `consumer` with nothing known of the pipeline layout
 /// (no uniform propagation).

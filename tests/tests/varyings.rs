@@ -12,6 +12,7 @@ fn corpus(level: &str) -> (harness::Outcome, std::path::PathBuf) {
     let dir = harness::scratch(&format!("corpus-{level}"));
     let o = run(app(Layers::OverlapOverValidation, &["varyings", dir.to_str().unwrap()])
         .env("VK_OVERLAP_EMULATION_VARYINGS", level)
+        .env("VK_OVERLAP_EMULATION_VARYINGS_UNIFORMS", "on")
         .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
     o.assert_ok();
     (o, dir)
@@ -38,6 +39,12 @@ fn corpus_renders_the_same_with_the_linker() {
         o.stderr.lines().filter(|l| l.contains("OVERLAP-Varyings-Linked") && l.ends_with("; cached)") == cached).count()
     };
     let linked = lines(&safe, false);
+    // Uniform expressions moved (flat ones at safe), and the renders above are equal.
+    let moved = |o: &harness::Outcome| {
+        o.stderr.lines().filter(|l| l.contains("OVERLAP-Varyings-Linked") && !l.contains("uniforms []")).count()
+    };
+    assert!(moved(&safe) > 0, "no uniform expression moved at safe");
+    assert!(moved(&full) >= moved(&safe));
     assert!(linked >= 25, "only {linked} of 32 pairs linked at safe");
     assert!(lines(&full, false) >= linked);
     // The geometry and tessellation pairs are not repeated.
