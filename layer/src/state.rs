@@ -120,7 +120,7 @@ impl DeviceData {
             }
             _ if self.spinlock.is_some() => "shader creation, pipeline layouts, pipeline binds and draws (spinlock)",
             _ if self.interlock.is_none() => {
-                "shader and pipeline creation (varying linking); commands go straight to the driver"
+                "shader, layout and pipeline creation (varying linking); commands go straight to the driver"
             }
             (true, false) => "shader creation",
             (false, false) => "none (pass-through)",

@@ -148,7 +148,7 @@ fn log_level_info_reports_the_plan_on_stderr() {
     let o = run(app(Layers::OverlapOverValidation, &["probe"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"));
     o.assert_ok();
     assert!(o.stderr.contains("OVERLAP-Device-Plan: llvmpipe"), "{}", o.stderr);
-    assert!(o.stderr.contains("hooks: shader and pipeline creation (varying linking)"), "{}", o.stderr);
+    assert!(o.stderr.contains("hooks: shader, layout and pipeline creation (varying linking)"), "{}", o.stderr);
 }
 
 /// The implicit manifest: loaded with OVERLAP=1, never with DISABLE_OVERLAP=1.

@@ -281,7 +281,7 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
             } else if plan.emulates_anything() {
                 "shader creation, on devices that enable an emulated extension"
             } else if plan.varyings_level().is_some() {
-                "shader and pipeline creation (varying linking), on every device; commands go straight to the driver"
+                "shader, layout and pipeline creation (varying linking), on every device; commands go straight to the driver"
             } else if plan.forces_one_by_one_with_interlock() {
                 "shader and pipeline creation and pipeline binds, on devices that enable VK_KHR_fragment_shading_rate (1x1 with interlock)"
             } else {
