@@ -200,6 +200,14 @@ pub fn varying_corpus(out: &Path) {
                 }
             }
         }
+        // Some pairs also sum two interpolated inputs in the fragment shader
+        // (moved to the producer at `full`).
+        if mix(n + 3000) % 3 == 0 {
+            vs += "layout(location = 14) out vec4 s0;\nlayout(location = 15) out vec4 s1;\n";
+            fs += "layout(location = 14) in vec4 s0;\nlayout(location = 15) in vec4 s1;\n";
+            body_vs += "    s0 = base * 0.3;\n    s1 = base.yzwx * 0.2;\n";
+            body_fs += "    c += s0 + s1;\n";
+        }
         if uses_pc {
             vs += "layout(push_constant) uniform P { vec4 tint; } pc;\n";
         }

@@ -56,6 +56,9 @@ pub struct Report {
     /// (location, components before, components after) of vectors narrowed
     /// to the components the consumer reads.
     pub narrowed: Vec<(u32, u32, u32)>,
+    /// (kept location, removed location) of sums of two interpolated inputs
+    /// now computed in the producer (`full`).
+    pub moved_sums: Vec<(u32, u32)>,
     /// Old location → new location.
     pub relocated: Vec<(u32, u32)>,
     /// Old location → (new location, component), for outputs packed into a
@@ -1059,6 +1062,145 @@ fn copy_uniform_expression(
     ok.is_some()
 }
 
+/// Uses of `id` as an operand in function bodies.
+fn use_count(m: &Module, id: Word) -> usize {
+    m.functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .map(|i| i.operands.iter().filter(|o| **o == Operand::IdRef(id)).count())
+        .sum()
+}
+
+/// Where the single `OpStore` to `var` is: (function, block, instruction).
+fn single_store(m: &Module, var: Word) -> Option<(usize, usize, usize)> {
+    let mut found = None;
+    for (fi, f) in m.functions.iter().enumerate() {
+        for (bi, b) in f.blocks.iter().enumerate() {
+            for (ii, i) in b.instructions.iter().enumerate() {
+                if i.class.opcode == Op::Store && i.operands.first() == Some(&Operand::IdRef(var)) {
+                    if found.is_some() {
+                        return None;
+                    }
+                    found = Some((fi, bi, ii));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Step 3a: see `link_with`.
+fn move_sums(
+    producer: &mut Module,
+    consumer: &mut Module,
+    outputs: &[Var],
+    inputs: &[Var],
+    dead: &mut HashSet<Word>,
+    gone_inputs: &mut HashSet<Word>,
+    report: &mut Report,
+) {
+    // Inputs read by exactly one whole load, whose result has one use.
+    let mut loads: HashMap<Word, &Var> = HashMap::new(); // load result → input
+    for i in inputs {
+        if gone_inputs.contains(&i.id)
+            || i.locations != 1
+            || i.component.is_some()
+            || i.interp.contains(&Decoration::Flat)
+        {
+            continue;
+        }
+        if !i.kind.is_some_and(|(k, _)| k == Scalar::Float) {
+            continue;
+        }
+        let users: Vec<&Instruction> = consumer
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
+            .filter(|x| x.operands.iter().any(|o| *o == Operand::IdRef(i.id)))
+            .collect();
+        if let [l] = users.as_slice() {
+            if l.class.opcode == Op::Load && use_count(consumer, l.result_id.unwrap()) == 1 {
+                loads.insert(l.result_id.unwrap(), i);
+            }
+        }
+    }
+    let sums: Vec<Instruction> = consumer
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .filter(|x| x.class.opcode == Op::FAdd)
+        .cloned()
+        .collect();
+    for sum in sums {
+        let (Operand::IdRef(la), Operand::IdRef(lb)) = (&sum.operands[0], &sum.operands[1]) else { continue };
+        let (Some(a), Some(b)) = (loads.get(la).copied(), loads.get(lb).copied()) else { continue };
+        if a.id == b.id
+            || a.kind != b.kind
+            || a.interp != b.interp
+            || gone_inputs.contains(&a.id)
+            || gone_inputs.contains(&b.id)
+        {
+            continue;
+        }
+        let out = |loc: u32| {
+            outputs.iter().find(|o| o.location == loc && !dead.contains(&o.id) && !o.xfb && o.locations == 1)
+        };
+        let (Some(oa), Some(ob)) = (out(a.location), out(b.location)) else { continue };
+        if oa.kind != a.kind || ob.kind != b.kind || oa.component.is_some() || ob.component.is_some() {
+            continue;
+        }
+        // In the producer: one store each, in the same block.
+        let (Some(sa), Some(sb)) = (single_store(producer, oa.id), single_store(producer, ob.id)) else { continue };
+        if (sa.0, sa.1) != (sb.0, sb.1) {
+            continue;
+        }
+        let value =
+            |at: (usize, usize, usize)| match producer.functions[at.0].blocks[at.1].instructions[at.2].operands[1] {
+                Operand::IdRef(v) => v,
+                _ => 0,
+            };
+        let (va, vb) = (value(sa), value(sb));
+        let Some(ty) = sum.result_type else { continue };
+        let Some(pty) = def(producer, def(producer, oa.id).and_then(|v| v.result_type).unwrap_or(0)).and_then(|p| {
+            match p.operands.get(1) {
+                Some(Operand::IdRef(t)) => Some(*t),
+                _ => None,
+            }
+        }) else {
+            continue;
+        };
+        // The producer: a's store holds the sum, after both values exist.
+        let s = fresh(producer);
+        let block = &mut producer.functions[sa.0].blocks[sa.1].instructions;
+        let later = sa.2.max(sb.2);
+        block.insert(
+            later + 1,
+            Instruction::new(Op::FAdd, Some(pty), Some(s), vec![Operand::IdRef(va), Operand::IdRef(vb)]),
+        );
+        block
+            .insert(later + 2, Instruction::new(Op::Store, None, None, vec![Operand::IdRef(oa.id), Operand::IdRef(s)]));
+        block.remove(sa.2);
+        // The consumer: the sum is a's input now.
+        let _ = ty;
+        let sum_id = sum.result_id.unwrap();
+        for f in &mut consumer.functions {
+            for bl in &mut f.blocks {
+                bl.instructions.retain(|x| x.result_id != Some(sum_id));
+            }
+        }
+        replace_uses(consumer, sum_id, *la);
+        make_private(consumer, b.id, None);
+        gone_inputs.insert(b.id);
+        dead.insert(ob.id);
+        loads.remove(la);
+        loads.remove(lb);
+        report.moved_sums.push((a.location, b.location));
+    }
+}
+
 /// What the pipeline lets the consumer stage see, for uniform propagation.
 #[derive(Clone, Debug, Default)]
 pub struct LinkEnv {
@@ -1177,6 +1319,14 @@ pub fn link_with(
                 first_with_value.insert(key, (input.id, o));
             }
         }
+    }
+    // 3a. Backward code motion (`full` only): a fragment-shader sum of two
+    //     interpolated inputs of the same type and interpolation, each read
+    //     once and only by that sum, is computed in the producer and passed
+    //     as one varying (interp(a) + interp(b) = interp(a + b), exact up to
+    //     interpolation rounding).
+    if level == Level::Full {
+        move_sums(producer, consumer, &outputs, &inputs, &mut dead, &mut gone_inputs, &mut report);
     }
     for id in &dead {
         make_private(producer, *id, None);
@@ -1423,6 +1573,23 @@ mod tests {
         let (r, _, _) = pair_with(&vs, &fs, Level::Full, &LinkEnv::default());
         assert!(r.propagated_uniforms.is_empty(), "{r:?}");
         assert!(r.notes.iter().any(|n| n.contains("not visible")), "{r:?}");
+    }
+
+    #[test]
+    fn sums_of_interpolated_inputs_move_to_the_producer_at_full() {
+        let vs = format!("{VS}layout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nlayout(location=2) flat out vec4 f;\nvoid main() {{ float x = float(gl_VertexIndex); gl_Position = vec4(x); a = vec4(x, 1, 2, 3); b = vec4(2, x, 4, x); f = vec4(x * 2.0); }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) flat in vec4 f;\nvoid main() {{ o = (a + b) * f; }}\n");
+        let (r, _, _) = pair(&vs, &fs, Level::Safe);
+        assert!(r.moved_sums.is_empty(), "{r:?}");
+        let (r, p, c) = pair(&vs, &fs, Level::Full);
+        assert_eq!(r.moved_sums, vec![(0, 1)], "{r:?}");
+        assert_eq!(r.locations_after, 2, "{r:?}");
+        assert!(p.contains("OpFAdd %v4float"), "{p}");
+        assert!(!c.contains("OpFAdd"), "{c}");
+        // A flat input and an interpolated one never combine.
+        let fs2 = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) flat in vec4 f;\nvoid main() {{ o = (a + f) * b; }}\n");
+        let (r, _, _) = pair(&vs, &fs2, Level::Full);
+        assert!(r.moved_sums.is_empty(), "{r:?}");
     }
 
     #[test]

@@ -44,6 +44,10 @@ fn corpus_renders_the_same_with_the_linker() {
         o.stderr.lines().filter(|l| l.contains("OVERLAP-Varyings-Linked") && !l.contains("uniforms []")).count()
     };
     assert!(moved(&safe) > 0, "no uniform expression moved at safe");
+    // Sums of two interpolated inputs move to the producer at full only.
+    let moved_sums = |o: &harness::Outcome| o.stderr.lines().filter(|l| l.contains("sums moved [(")).count();
+    assert_eq!(moved_sums(&safe), 0);
+    assert!(moved_sums(&full) > 0, "no sum moved at full");
     assert!(moved(&full) >= moved(&safe));
     assert!(linked >= 25, "only {linked} of 32 pairs linked at safe");
     assert!(lines(&full, false) >= linked);
@@ -68,7 +72,7 @@ fn corpus_renders_the_same_with_the_linker() {
     assert_eq!(safe.value("tessellation"), off.value("tessellation"));
     assert_eq!(
         safe.stderr
-            .matches("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], uniforms [], duplicates [(5, 0)]")
+            .matches("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], uniforms [], duplicates [(5, 0)], sums moved []")
             .count(),
         2,
         "{}",

@@ -373,6 +373,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             "propagated_uniforms": report.propagated_uniforms,
             "deduplicated": report.deduplicated,
             "narrowed": report.narrowed,
+            "moved_sums": report.moved_sums,
             "relocated": report.relocated,
             "packed": report.packed,
             "notes": report.notes,
@@ -388,6 +389,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         println!("uniform expressions moved to the consumer from locations {:?}", report.propagated_uniforms);
         println!("deduplicated (removed, kept) {:?}", report.deduplicated);
         println!("narrowed (location, components before, after) {:?}", report.narrowed);
+        println!("sums moved to the producer (kept, removed) {:?}", report.moved_sums);
         println!("relocated (old, new) {:?}", report.relocated);
         println!("packed (old, new, component) {:?}", report.packed);
         for n in &report.notes {
