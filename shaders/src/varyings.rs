@@ -1378,6 +1378,24 @@ pub fn link_with(
     //    Everything else keeps whole locations; all survivors are renumbered
     //    consecutively in order of their old locations.
     let survivors: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id)).collect();
+    // Why a survivor keeps whole locations (the report's account of what
+    // was not split or packed).
+    for o in &survivors {
+        let why = if o.xfb {
+            Some("captured by transform feedback")
+        } else if o.component.is_some() {
+            Some("already placed at a component by the application")
+        } else if o.locations > 1 {
+            Some("an array or matrix (whole locations)")
+        } else if o.kind.is_none() {
+            Some("not a 32-bit scalar or vector")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            report.notes.push(format!("location {}: kept whole: {why}", o.location));
+        }
+    }
     let live_inputs: Vec<&Var> = inputs.iter().filter(|i| !gone_inputs.contains(&i.id)).collect();
     let sharing = |vars: &[&Var], v: &Var| {
         vars.iter().filter(|w| w.location < v.location + v.locations && v.location < w.location + w.locations).count()
@@ -1590,6 +1608,15 @@ mod tests {
         let fs2 = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) flat in vec4 f;\nvoid main() {{ o = (a + f) * b; }}\n");
         let (r, _, _) = pair(&vs, &fs2, Level::Full);
         assert!(r.moved_sums.is_empty(), "{r:?}");
+    }
+
+    #[test]
+    fn whole_variables_say_why() {
+        let vs = format!("{VS}layout(location=0) out vec4 a[2];\nlayout(location=2) out mat2 m;\nvoid main() {{ gl_Position = vec4(0); a[0] = vec4(gl_VertexIndex); a[1] = vec4(1); m = mat2(float(gl_VertexIndex)); }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a[2];\nlayout(location=2) in mat2 m;\nvoid main() {{ o = a[0] + a[1] + vec4(m[0], m[1]); }}\n");
+        let (r, _, _) = pair(&vs, &fs, Level::Safe);
+        assert!(r.notes.iter().any(|n| n == "location 0: kept whole: an array or matrix (whole locations)"), "{r:?}");
+        assert!(r.notes.iter().any(|n| n == "location 2: kept whole: an array or matrix (whole locations)"), "{r:?}");
     }
 
     #[test]
