@@ -409,25 +409,6 @@ pub unsafe extern "system" fn create_image(
     )
 }
 
-pub unsafe extern "system" fn destroy_image(
-    device: vk::Device,
-    image: vk::Image,
-    alloc: *const vk::AllocationCallbacks<'_>,
-) {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_image)(device, image, alloc);
-    guard::entry(
-        "vkDestroyImage",
-        || {
-            let f = fdm(state::device(device));
-            f.images.lock().remove(&image);
-            f.map_layouts.lock().remove(&image);
-            f.map_generation.lock().remove(&image);
-            next()
-        },
-        next,
-    )
-}
-
 pub unsafe extern "system" fn create_image_view(
     device: vk::Device,
     info: *const vk::ImageViewCreateInfo<'_>,
@@ -465,25 +446,6 @@ pub unsafe extern "system" fn create_image_view(
                 );
             }
             r
-        },
-        next,
-    )
-}
-
-pub unsafe extern "system" fn destroy_image_view(
-    device: vk::Device,
-    view: vk::ImageView,
-    alloc: *const vk::AllocationCallbacks<'_>,
-) {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_image_view)(device, view, alloc);
-    guard::entry(
-        "vkDestroyImageView",
-        || {
-            let f = fdm(state::device(device));
-            f.views.lock().remove(&view);
-            f.map_cache.lock().remove(&view);
-            f.scratch.lock().forget_view(&f.below, view);
-            next()
         },
         next,
     )
@@ -774,22 +736,6 @@ pub unsafe extern "system" fn create_render_pass2(
     )
 }
 
-pub unsafe extern "system" fn destroy_render_pass(
-    device: vk::Device,
-    pass: vk::RenderPass,
-    alloc: *const vk::AllocationCallbacks<'_>,
-) {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_render_pass)(device, pass, alloc);
-    guard::entry(
-        "vkDestroyRenderPass",
-        || {
-            fdm(state::device(device)).passes.lock().remove(&pass);
-            next()
-        },
-        next,
-    )
-}
-
 pub unsafe extern "system" fn create_framebuffer(
     device: vk::Device,
     info: *const vk::FramebufferCreateInfo<'_>,
@@ -818,23 +764,6 @@ pub unsafe extern "system" fn create_framebuffer(
                 );
             }
             r
-        },
-        next,
-    )
-}
-
-pub unsafe extern "system" fn destroy_framebuffer(
-    device: vk::Device,
-    fb: vk::Framebuffer,
-    alloc: *const vk::AllocationCallbacks<'_>,
-) {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_framebuffer)(device, fb, alloc);
-    guard::entry(
-        "vkDestroyFramebuffer",
-        || {
-            let f = fdm(state::device(device));
-            f.framebuffers.lock().remove(&fb);
-            next()
         },
         next,
     )
@@ -925,22 +854,6 @@ fn variant_words(dev: &DeviceData, code: &[u32], p: shader_fdm::Params) -> Optio
         }
     }
     Some(out)
-}
-
-pub unsafe extern "system" fn destroy_shader_module(
-    device: vk::Device,
-    module: vk::ShaderModule,
-    alloc: *const vk::AllocationCallbacks<'_>,
-) {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_shader_module)(device, module, alloc);
-    guard::entry(
-        "vkDestroyShaderModule",
-        || {
-            fdm(state::device(device)).modules.lock().remove(&module);
-            next()
-        },
-        next,
-    )
 }
 
 /// Invocations per fragment a pipeline asks for (`FragInvocationCountEXT`).
@@ -1124,27 +1037,58 @@ unsafe fn create_one(
     vk::Result::SUCCESS
 }
 
-pub unsafe extern "system" fn destroy_pipeline(
-    device: vk::Device,
-    pipeline: vk::Pipeline,
-    alloc: *const vk::AllocationCallbacks<'_>,
-) {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().destroy_pipeline)(device, pipeline, alloc);
-    guard::entry(
-        "vkDestroyPipeline",
-        || {
-            let f = fdm(state::device(device));
-            if let Some(p) = f.pipelines.lock().remove(&pipeline) {
-                for (area, v) in &p.variants {
-                    if *area != (1, 1) {
-                        (f.below.fp_v1_0().destroy_pipeline)(device, *v, std::ptr::null());
-                    }
+/// Destroy hooks: the layer forgets what it knew of the object (`forget`,
+/// given the device state and the handle), then the next layer destroys it.
+/// A panic falls back to destroying it unchanged.
+macro_rules! destroy_hooks {
+    ($( $name:literal fn $hook:ident($t:ty) => $field:ident, |$f:ident, $h:ident| $forget:block; )*) => {
+        $(
+            pub unsafe extern "system" fn $hook(device: vk::Device, $h: $t, alloc: *const vk::AllocationCallbacks<'_>) {
+                let next = move || (fdm(state::device(device)).below.fp_v1_0().$field)(device, $h, alloc);
+                guard::entry(
+                    $name,
+                    || {
+                        let $f = fdm(state::device(device));
+                        $forget
+                        next()
+                    },
+                    next,
+                )
+            }
+        )*
+    };
+}
+
+destroy_hooks! {
+    "vkDestroyImage" fn destroy_image(vk::Image) => destroy_image, |f, image| {
+        f.images.lock().remove(&image);
+        f.map_layouts.lock().remove(&image);
+        f.map_generation.lock().remove(&image);
+    };
+    "vkDestroyImageView" fn destroy_image_view(vk::ImageView) => destroy_image_view, |f, view| {
+        f.views.lock().remove(&view);
+        f.map_cache.lock().remove(&view);
+        f.scratch.lock().forget_view(&f.below, view);
+    };
+    "vkDestroyRenderPass" fn destroy_render_pass(vk::RenderPass) => destroy_render_pass, |f, pass| {
+        f.passes.lock().remove(&pass);
+    };
+    "vkDestroyFramebuffer" fn destroy_framebuffer(vk::Framebuffer) => destroy_framebuffer, |f, fb| {
+        f.framebuffers.lock().remove(&fb);
+    };
+    "vkDestroyShaderModule" fn destroy_shader_module(vk::ShaderModule) => destroy_shader_module, |f, module| {
+        f.modules.lock().remove(&module);
+    };
+    "vkDestroyPipeline" fn destroy_pipeline(vk::Pipeline) => destroy_pipeline, |f, pipeline| {
+        // The per-area variants go with the application's pipeline.
+        if let Some(p) = f.pipelines.lock().remove(&pipeline) {
+            for (area, v) in &p.variants {
+                if *area != (1, 1) {
+                    (f.below.fp_v1_0().destroy_pipeline)(f.below.handle(), *v, std::ptr::null());
                 }
             }
-            next()
-        },
-        next,
-    )
+        }
+    };
 }
 
 /// The density-map hooks (installed where the application enabled the
