@@ -205,7 +205,7 @@ fn link_pair(dev: &DeviceData, level: Level, env: &LinkEnv, vcode: &[u32], fcode
         }
     }
     let summary = format!(
-        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, narrowed {:?}, packed {:?}",
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, constant ops moved {:?}, narrowed {:?}, packed {:?}",
         report.locations_before,
         report.locations_after,
         report.components_before,
@@ -215,6 +215,7 @@ fn link_pair(dev: &DeviceData, level: Level, env: &LinkEnv, vcode: &[u32], fcode
         report.propagated_uniforms,
         report.deduplicated,
         report.moved_sums,
+        report.moved_constant_ops,
         report.narrowed,
         report.packed,
     );

@@ -59,6 +59,9 @@ pub struct Report {
     /// (kept location, removed location) of sums of two interpolated inputs
     /// now computed in the producer (`full`).
     pub moved_sums: Vec<(u32, u32)>,
+    /// Locations of interpolated inputs whose sum with, or product by, a
+    /// constant is now computed in the producer (`full`; once per operation).
+    pub moved_constant_ops: Vec<u32>,
     /// Old location → new location.
     pub relocated: Vec<(u32, u32)>,
     /// Old location → (new location, component), for outputs packed into a
@@ -1090,27 +1093,17 @@ fn single_store(m: &Module, var: Word) -> Option<(usize, usize, usize)> {
     found
 }
 
-/// Step 3a: see `link_with`.
-fn move_sums(
-    producer: &mut Module,
-    consumer: &mut Module,
-    outputs: &[Var],
-    inputs: &[Var],
-    dead: &mut HashSet<Word>,
-    gone_inputs: &mut HashSet<Word>,
-    report: &mut Report,
-) {
-    // Inputs read by exactly one whole load, whose result has one use.
-    let mut loads: HashMap<Word, &Var> = HashMap::new(); // load result → input
+/// Inputs read by exactly one whole load whose result has one use (load
+/// result → input): interpolated 32-bit float scalars and vectors.
+fn single_loads<'a>(consumer: &Module, inputs: &'a [Var], gone_inputs: &HashSet<Word>) -> HashMap<Word, &'a Var> {
+    let mut loads = HashMap::new();
     for i in inputs {
         if gone_inputs.contains(&i.id)
             || i.locations != 1
             || i.component.is_some()
             || i.interp.contains(&Decoration::Flat)
+            || !i.kind.is_some_and(|(k, _)| k == Scalar::Float)
         {
-            continue;
-        }
-        if !i.kind.is_some_and(|(k, _)| k == Scalar::Float) {
             continue;
         }
         let users: Vec<&Instruction> = consumer
@@ -1126,6 +1119,101 @@ fn move_sums(
             }
         }
     }
+    loads
+}
+
+/// One step of code motion with a constant: an interpolated input `x`, read
+/// once, whose only use is `x + c`, `c + x`, `x * c`, `c * x` or `x * s`
+/// (vector times constant scalar), has that operation computed in the
+/// producer instead (interp(x) + c = interp(x + c), interp(x) · c =
+/// interp(x · c)). Returns whether something moved.
+fn move_constant_op(
+    producer: &mut Module,
+    consumer: &mut Module,
+    outputs: &[Var],
+    inputs: &[Var],
+    dead: &HashSet<Word>,
+    gone_inputs: &HashSet<Word>,
+    report: &mut Report,
+) -> bool {
+    let loads = single_loads(consumer, inputs, gone_inputs);
+    let ops: Vec<Instruction> = consumer
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .filter(|x| matches!(x.class.opcode, Op::FAdd | Op::FMul | Op::VectorTimesScalar))
+        .cloned()
+        .collect();
+    for op in ops {
+        let (Operand::IdRef(x0), Operand::IdRef(x1)) = (&op.operands[0], &op.operands[1]) else { continue };
+        let (load, constant, first) = match (loads.get(x0), loads.get(x1)) {
+            (Some(_), None) if is_constant(consumer, *x1) => (*x0, *x1, true),
+            (None, Some(_)) if is_constant(consumer, *x0) && op.class.opcode != Op::VectorTimesScalar => {
+                (*x1, *x0, false)
+            }
+            _ => continue,
+        };
+        let input = loads[&load];
+        let Some(o) = outputs.iter().find(|o| o.location == input.location && !dead.contains(&o.id) && !o.xfb) else {
+            continue;
+        };
+        if o.kind != input.kind || o.component.is_some() || o.locations != 1 {
+            continue;
+        }
+        // The result has the input's type (not a vector built from a scalar).
+        let input_ty = def(consumer, def(consumer, input.id).and_then(|v| v.result_type).unwrap_or(0)).and_then(|p| {
+            match p.operands.get(1) {
+                Some(Operand::IdRef(t)) => Some(*t),
+                _ => None,
+            }
+        });
+        if op.result_type != input_ty {
+            continue;
+        }
+        let Some(at) = single_store(producer, o.id) else { continue };
+        let Operand::IdRef(v) = producer.functions[at.0].blocks[at.1].instructions[at.2].operands[1] else { continue };
+        let Some(c) = copy_constant(consumer, producer, constant) else { continue };
+        let Some(pty) =
+            def(producer, def(producer, o.id).and_then(|x| x.result_type).unwrap_or(0)).and_then(|p| {
+                match p.operands.get(1) {
+                    Some(Operand::IdRef(t)) => Some(*t),
+                    _ => None,
+                }
+            })
+        else {
+            continue;
+        };
+        let s = fresh(producer);
+        let operands =
+            if first { vec![Operand::IdRef(v), Operand::IdRef(c)] } else { vec![Operand::IdRef(c), Operand::IdRef(v)] };
+        let block = &mut producer.functions[at.0].blocks[at.1].instructions;
+        block.insert(at.2, Instruction::new(op.class.opcode, Some(pty), Some(s), operands));
+        block[at.2 + 1].operands[1] = Operand::IdRef(s);
+        let op_id = op.result_id.unwrap();
+        for f in &mut consumer.functions {
+            for bl in &mut f.blocks {
+                bl.instructions.retain(|x| x.result_id != Some(op_id));
+            }
+        }
+        replace_uses(consumer, op_id, load);
+        report.moved_constant_ops.push(input.location);
+        return true;
+    }
+    false
+}
+
+/// Step 3a: see `link_with`.
+fn move_sums(
+    producer: &mut Module,
+    consumer: &mut Module,
+    outputs: &[Var],
+    inputs: &[Var],
+    dead: &mut HashSet<Word>,
+    gone_inputs: &mut HashSet<Word>,
+    report: &mut Report,
+) {
+    let mut loads = single_loads(consumer, inputs, gone_inputs);
     let sums: Vec<Instruction> = consumer
         .functions
         .iter()
@@ -1327,6 +1415,9 @@ pub fn link_with(
     //     interpolation rounding).
     if level == Level::Full {
         move_sums(producer, consumer, &outputs, &inputs, &mut dead, &mut gone_inputs, &mut report);
+        // Then sums with and products by constants, until none is left
+        // (`(a + b) * 0.5` moves whole: first the sum, then the product).
+        while move_constant_op(producer, consumer, &outputs, &inputs, &dead, &gone_inputs, &mut report) {}
     }
     for id in &dead {
         make_private(producer, *id, None);
@@ -1608,6 +1699,27 @@ mod tests {
         let fs2 = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) flat in vec4 f;\nvoid main() {{ o = (a + f) * b; }}\n");
         let (r, _, _) = pair(&vs, &fs2, Level::Full);
         assert!(r.moved_sums.is_empty(), "{r:?}");
+    }
+
+    #[test]
+    fn sums_with_and_products_by_constants_move_too() {
+        let vs = format!("{VS}layout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nlayout(location=2) noperspective out float t;\nvoid main() {{ float x = float(gl_VertexIndex); gl_Position = vec4(x); a = vec4(x, 1, 2, 3); b = vec4(2, x, 4, x); t = x * 0.25; }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a;\nlayout(location=1) in vec4 b;\nlayout(location=2) noperspective in float t;\nvoid main() {{ o = (a + b) * 0.5 + vec4(t * 3.0 + 1.0); }}\n");
+        let (r, _, _) = pair(&vs, &fs, Level::Safe);
+        assert!(r.moved_constant_ops.is_empty() && r.moved_sums.is_empty(), "{r:?}");
+        let (r, p, c) = pair(&vs, &fs, Level::Full);
+        assert_eq!(r.moved_sums, vec![(0, 1)], "{r:?}");
+        // (a + b) * 0.5, t * 3.0, then + 1.0.
+        let mut moved = r.moved_constant_ops.clone();
+        moved.sort();
+        assert_eq!(moved, vec![0, 2, 2], "{r:?}");
+        assert!(p.contains("OpVectorTimesScalar") || p.contains("OpFMul %v4float"), "{p}");
+        // Only the final sum of the two moved inputs stays in the consumer.
+        assert_eq!(
+            c.matches("OpFAdd").count() + c.matches("OpFMul").count() + c.matches("OpVectorTimesScalar").count(),
+            1,
+            "{c}"
+        );
     }
 
     #[test]

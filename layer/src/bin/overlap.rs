@@ -374,6 +374,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             "deduplicated": report.deduplicated,
             "narrowed": report.narrowed,
             "moved_sums": report.moved_sums,
+            "moved_constant_ops": report.moved_constant_ops,
             "relocated": report.relocated,
             "packed": report.packed,
             "notes": report.notes,
@@ -390,6 +391,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         println!("deduplicated (removed, kept) {:?}", report.deduplicated);
         println!("narrowed (location, components before, after) {:?}", report.narrowed);
         println!("sums moved to the producer (kept, removed) {:?}", report.moved_sums);
+        println!("operations with constants moved to the producer, by input location {:?}", report.moved_constant_ops);
         println!("relocated (old, new) {:?}", report.relocated);
         println!("packed (old, new, component) {:?}", report.packed);
         for n in &report.notes {
