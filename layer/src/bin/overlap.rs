@@ -279,7 +279,7 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
             if plan.force_hooks {
                 "all, on every device (force_enable)"
             } else if plan.emulates_anything() {
-                "shader creation, on devices that enable an emulated extension"
+                "shader creation and more, on devices that enable an emulated extension (spinlock interlock: also binds and draws; density map: resources, barriers, render passes and the commands inside them)"
             } else if plan.varyings_level().is_some() {
                 "shader, layout and pipeline creation (varying linking), on every device; commands go straight to the driver"
             } else if plan.forces_one_by_one_with_interlock() {
