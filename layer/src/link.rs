@@ -134,10 +134,8 @@ impl Varyings {
         let cache = self.cache.lock();
         let hit = cache.get(&key)?;
         // A hash collision must not hand out another pair's shaders.
-        let same_env = hit.env.uniform_buffers == env.uniform_buffers
-            && hit.env.push_constants == env.push_constants
-            && hit.env.all_visible == env.all_visible;
-        (hit.producer[..] == *producer && hit.consumer[..] == *consumer && same_env).then(|| hit.outcome.clone())
+        (hit.producer[..] == *producer && hit.consumer[..] == *consumer && *hit.env == *env)
+            .then(|| hit.outcome.clone())
     }
 
     fn remember(

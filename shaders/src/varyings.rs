@@ -298,10 +298,6 @@ pub(crate) fn retype_chains(m: &mut Module, root: Word, class: StorageClass) {
     }
 }
 
-pub(crate) fn bound(m: &Module) -> Word {
-    m.header.as_ref().map(|h| h.bound).unwrap_or(1)
-}
-
 pub(crate) fn fresh(m: &mut Module) -> Word {
     let h = m.header.as_mut().unwrap();
     let id = h.bound;
@@ -620,10 +616,9 @@ fn find_inst(module: &Module, id: Word) -> Option<(usize, usize, usize)> {
 /// Narrows producer output `var` (an `n`-vector, only written) to the
 /// components `keep`: whole stores keep those components; stores to a
 /// dropped component go to a private variable nobody reads.
-fn narrow_output(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
+fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) {
     let m = keep.len() as u32;
     let (_, scalar, ty) = retype_var(module, var, m);
-    let _ = n;
     let sink_ptr = find_or_add(
         module,
         Op::TypePointer,
@@ -1251,7 +1246,6 @@ fn move_sums(
                 _ => 0,
             };
         let (va, vb) = (value(sa), value(sb));
-        let Some(ty) = sum.result_type else { continue };
         let Some(pty) = def(producer, def(producer, oa.id).and_then(|v| v.result_type).unwrap_or(0)).and_then(|p| {
             match p.operands.get(1) {
                 Some(Operand::IdRef(t)) => Some(*t),
@@ -1272,7 +1266,6 @@ fn move_sums(
             .insert(later + 2, Instruction::new(Op::Store, None, None, vec![Operand::IdRef(oa.id), Operand::IdRef(s)]));
         block.remove(sa.2);
         // The consumer: the sum is a's input now.
-        let _ = ty;
         let sum_id = sum.result_id.unwrap();
         for f in &mut consumer.functions {
             for bl in &mut f.blocks {
@@ -1290,7 +1283,7 @@ fn move_sums(
 }
 
 /// What the pipeline lets the consumer stage see, for uniform propagation.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LinkEnv {
     /// (set, binding) of uniform buffers the consumer stage may access.
     pub uniform_buffers: HashSet<(u32, u32)>,
@@ -1327,7 +1320,6 @@ pub fn link_with(
     if consumer.entry_points.is_empty() {
         return Err(LinkError::NoEntryPoint("consumer"));
     }
-    let _ = bound(producer);
     let outputs = interface(producer, StorageClass::Output);
     let inputs = interface(consumer, StorageClass::Input);
     let mut report = Report::default();
@@ -1452,7 +1444,7 @@ pub fn link_with(
         }
         let keep: Vec<u32> = (0..n).filter(|k| used.contains(k)).collect();
         narrow_input(consumer, i.id, n, &keep);
-        narrow_output(producer, o.id, n, &keep);
+        narrow_output(producer, o.id, &keep);
         let m = keep.len() as u32;
         report.narrowed.push((o.location, n, m));
         for v in [&mut outputs[oi], &mut inputs[ii]] {

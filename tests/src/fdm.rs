@@ -1053,11 +1053,9 @@ pub fn render_multiview(
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
     let bytes: Vec<u8> = maps.iter().flat_map(|m| m.texels.iter().flatten().copied()).collect();
     let (b, mem, p) = buffer(gpu, bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC);
-    let layer_bytes = (mw * mh * 4) as usize;
     let (rb, rmem, rp) = buffer(gpu, (w * h * 4 * 2) as u64, vk::BufferUsageFlags::TRANSFER_DST);
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
-        let _ = layer_bytes;
         gpu.one_time_submit(|cb| {
             gpu.image_from_undefined(
                 cb,

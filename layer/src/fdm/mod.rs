@@ -164,7 +164,6 @@ pub struct PassInfo {
 
 #[derive(Clone, Debug)]
 pub struct FramebufferInfo {
-    pub render_pass: vk::RenderPass,
     pub views: Vec<vk::ImageView>,
     pub imageless: bool,
     pub extent: (u32, u32),
@@ -174,12 +173,10 @@ pub struct FramebufferInfo {
 /// What the layer learnt from a shader module.
 #[derive(Clone, Debug, Default)]
 pub struct ModuleFacts {
-    /// Reads FragCoord or a density built-in: needs a variant per area.
-    pub needs_variants: bool,
     pub side_effects: bool,
-    pub fragment: bool,
     pub sample_rate: bool,
-    /// The application's SPIR-V, kept where variants are made from it.
+    /// The application's SPIR-V, kept for fragment shaders that read
+    /// FragCoord or a density built-in: they need a variant per area.
     pub words: Option<Arc<Vec<u32>>>,
 }
 
@@ -754,13 +751,7 @@ pub unsafe extern "system" fn create_framebuffer(
                 let views = if imageless { Vec::new() } else { slice(ci.p_attachments, ci.attachment_count).to_vec() };
                 f.framebuffers.lock().insert(
                     *out,
-                    Arc::new(FramebufferInfo {
-                        render_pass: ci.render_pass,
-                        views,
-                        imageless,
-                        extent: (ci.width, ci.height),
-                        layers: ci.layers,
-                    }),
+                    Arc::new(FramebufferInfo { views, imageless, extent: (ci.width, ci.height), layers: ci.layers }),
                 );
             }
             r
@@ -795,17 +786,15 @@ pub unsafe extern "system" fn create_shader_module(
                 e.operands.first()
                     == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Fragment))
             });
+            let needs_variants = fragment && (density || shader_fdm::reads_frag_coord(&module));
             let facts = ModuleFacts {
-                needs_variants: fragment && (density || shader_fdm::reads_frag_coord(&module)),
                 side_effects: shader_fdm::has_side_effects(&module),
-                fragment,
                 sample_rate: module.capabilities.iter().any(|c| {
                     c.operands.first()
                         == Some(&rspirv::dr::Operand::Capability(rspirv::spirv::Capability::SampleRateShading))
                 }),
-                words: None,
+                words: needs_variants.then(|| Arc::new(code.to_vec())),
             };
-            let facts = ModuleFacts { words: facts.needs_variants.then(|| Arc::new(code.to_vec())), ..facts };
             // The driver never sees the density capability: the module as
             // created holds the 1x1 values.
             let r = if density {
@@ -967,9 +956,10 @@ unsafe fn create_one(
         }
     }
     // The fragment stage, if variants are needed.
-    let fs = stages.iter().zip(&facts).position(|(s, m)| {
-        s.stage == vk::ShaderStageFlags::FRAGMENT && m.as_ref().is_some_and(|m| m.needs_variants && m.words.is_some())
-    });
+    let fs = stages
+        .iter()
+        .zip(&facts)
+        .position(|(s, m)| s.stage == vk::ShaderStageFlags::FRAGMENT && m.as_ref().is_some_and(|m| m.words.is_some()));
     let areas: &[(u32, u32)] = match (fs, f.mode) {
         (None, _) => &[],
         (Some(_), Mode::Baseline) => &AREAS[..1],

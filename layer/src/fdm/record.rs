@@ -1399,16 +1399,10 @@ unsafe fn start(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     s.pass = Some(pass);
 }
 
-unsafe fn render_pass_begin(
-    dev: &DeviceData,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    info: &vk::RenderPassBeginInfo,
-) -> Option<Begin> {
+unsafe fn render_pass_begin(f: &Fdm, info: &vk::RenderPassBeginInfo) -> Option<Begin> {
     let pass = f.passes.lock().get(&info.render_pass).cloned()?;
     pass.density_map?;
     let fb = f.framebuffers.lock().get(&info.framebuffer).cloned()?;
-    let _ = (dev, cb);
     let mut views = Vec::new();
     if fb.imageless {
         if let Some(a) = crate::pnext::find::<vk::RenderPassAttachmentBeginInfo>(info.p_next) {
@@ -1440,15 +1434,11 @@ unsafe fn only_known(mut p: *const std::ffi::c_void, known: &[vk::StructureType]
 
 /// Why a render pass must render at 1x1 from its start, if it must.
 unsafe fn early_render_pass(
-    begin: &Begin,
     p_next: *const std::ffi::c_void,
     sub_next: *const std::ffi::c_void,
 ) -> Option<&'static str> {
-    if !only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) || !sub_next.is_null() {
-        return Some("its begin info chains a structure the layer does not replay");
-    }
-    let _ = begin;
-    None
+    let copyable = only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) && sub_next.is_null();
+    (!copyable).then_some("its begin info chains a structure the layer does not replay")
 }
 
 pub unsafe extern "system" fn cmd_begin_render_pass(
@@ -1462,8 +1452,8 @@ pub unsafe extern "system" fn cmd_begin_render_pass(
         || {
             let dev = state::device(cb);
             let f = fdm(dev);
-            let Some(begin) = render_pass_begin(dev, f, cb, &*info) else { return next() };
-            let early = early_render_pass(&begin, (*info).p_next, std::ptr::null());
+            let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+            let early = early_render_pass((*info).p_next, std::ptr::null());
             start(dev, f, cb, begin, early)
         },
         next,
@@ -1481,8 +1471,8 @@ pub unsafe extern "system" fn cmd_begin_render_pass2(
         || {
             let dev = state::device(cb);
             let f = fdm(dev);
-            let Some(begin) = render_pass_begin(dev, f, cb, &*info) else { return next() };
-            let early = early_render_pass(&begin, (*info).p_next, (*sub).p_next);
+            let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+            let early = early_render_pass((*info).p_next, (*sub).p_next);
             start(dev, f, cb, begin, early)
         },
         next,
