@@ -17,7 +17,9 @@
 //! The `FragmentDensityEXT` capability and its SPIR-V extension are removed;
 //! the built-in variables become private variables holding those values.
 
-use crate::varyings::{def, find_or_add, fresh, make_private, replace_uses, retype_chains};
+use crate::varyings::{
+    add_to_interface, def, find_or_add, fresh, make_private, prepend_to_function, replace_uses, retype_chains, var_type,
+};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Capability, Decoration, ExecutionModel, Op, StorageClass, Word};
 
@@ -98,14 +100,6 @@ pub fn reads_frag_coord(m: &Module) -> bool {
     !builtin_vars(m, BuiltIn::FragCoord).is_empty()
 }
 
-fn pointee(m: &Module, var: Word) -> Option<Word> {
-    let v = def(m, var)?;
-    match def(m, v.result_type?)?.operands.get(1) {
-        Some(Operand::IdRef(t)) => Some(*t),
-        _ => None,
-    }
-}
-
 fn passed_to_function(m: &Module, id: Word) -> bool {
     m.functions
         .iter()
@@ -149,7 +143,7 @@ pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
     }
     let mut report = Report::default();
     for v in size_vars {
-        let Some(ty) = pointee(m, v) else { continue };
+        let Some(ty) = var_type(m, v) else { continue };
         let Some(Operand::IdRef(scalar)) = def(m, ty).and_then(|t| t.operands.first()).cloned() else { continue };
         let x = int_constant(m, scalar, p.area.0);
         let y = int_constant(m, scalar, p.area.1);
@@ -159,7 +153,7 @@ pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
         report.frag_size = true;
     }
     for v in count_vars {
-        let Some(ty) = pointee(m, v) else { continue };
+        let Some(ty) = var_type(m, v) else { continue };
         let c = int_constant(m, ty, p.invocations);
         strip_builtin_decorations(m, v);
         make_private(m, v, Some(c));
@@ -179,7 +173,7 @@ pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
 /// Every use of `FragCoord` reads a private copy with `xy` scaled by the
 /// area, written at the start of each fragment entry point.
 fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
-    let Some(vec4) = pointee(m, coord) else { return };
+    let Some(vec4) = var_type(m, coord) else { return };
     let Some(Operand::IdRef(float)) = def(m, vec4).and_then(|t| t.operands.first()).cloned() else { return };
     let ptr =
         find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(vec4)]);
@@ -194,7 +188,6 @@ fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
     retype_chains(m, copy, StorageClass::Private);
     let ax = find_or_add(m, Op::Constant, Some(float), vec![Operand::LiteralBit32((area.0 as f32).to_bits())]);
     let ay = find_or_add(m, Op::Constant, Some(float), vec![Operand::LiteralBit32((area.1 as f32).to_bits())]);
-    let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
     let entries: Vec<Word> = m
         .entry_points
         .iter()
@@ -204,11 +197,7 @@ fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
             _ => None,
         })
         .collect();
-    for ep in &mut m.entry_points {
-        if (version >> 8) & 0xffff >= 0x0104 {
-            ep.operands.push(Operand::IdRef(copy));
-        }
-    }
+    add_to_interface(m, copy);
     for f in entries {
         let ids: Vec<Word> = (0..7).map(|_| fresh(m)).collect();
         let [load, x, y, sx, sy, with_x, with_xy] = ids[..] else { unreachable!() };
@@ -242,13 +231,7 @@ fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
             ),
             Instruction::new(Op::Store, None, None, vec![Operand::IdRef(copy), Operand::IdRef(with_xy)]),
         ];
-        let Some(func) = m.functions.iter_mut().find(|fun| fun.def.as_ref().and_then(|d| d.result_id) == Some(f))
-        else {
-            continue;
-        };
-        let Some(first) = func.blocks.first_mut() else { continue };
-        let at = first.instructions.iter().take_while(|i| i.class.opcode == Op::Variable).count();
-        first.instructions.splice(at..at, code);
+        prepend_to_function(m, f, code);
     }
 }
 

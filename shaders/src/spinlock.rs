@@ -301,8 +301,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         .iter()
         .any(|a| a.class.opcode == Op::Decorate && a.operands.get(2) == Some(&Operand::BuiltIn(BuiltIn::SampleId)));
     let per_sample = uses_sample_id && found.iter().any(|f| f.granularity == Granularity::Sample);
-    let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
-    let spirv_1_4 = (version >> 8) & 0xffff >= 0x0104;
+    let spirv_1_4 = crate::varyings::lists_all_globals(&m);
     let vulkan_mm = matches!(
         m.memory_model.as_ref().and_then(|mm| mm.operands.get(1)),
         Some(Operand::MemoryModel(spirv::MemoryModel::Vulkan))

@@ -223,13 +223,7 @@ fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
 /// Turns an interface variable into a private one (optionally initialised),
 /// dropping its interface decorations and its entry-point listing.
 pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
-    let var = m.types_global_values.iter().find(|i| i.result_id == Some(id)).cloned().unwrap();
-    let pointee = def(m, var.result_type.unwrap())
-        .and_then(|p| match p.operands.get(1) {
-            Some(Operand::IdRef(t)) => Some(*t),
-            _ => None,
-        })
-        .unwrap();
+    let pointee = var_type(m, id).unwrap();
     let ptr = find_or_add(
         m,
         Op::TypePointer,
@@ -260,9 +254,8 @@ pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
             ))
     });
     retype_chains(m, id, StorageClass::Private);
-    let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
     // From SPIR-V 1.4 every global a function uses is listed; before, only Input/Output.
-    if (version >> 8) & 0xffff < 0x0104 {
+    if !lists_all_globals(m) {
         for ep in &mut m.entry_points {
             ep.operands.retain(|o| *o != Operand::IdRef(id));
         }
@@ -296,6 +289,48 @@ pub(crate) fn retype_chains(m: &mut Module, root: Word, class: StorageClass) {
         let ptr = find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(class), Operand::IdRef(pointee)]);
         m.functions[fi].blocks[bi].instructions[ii].result_type = Some(ptr);
     }
+}
+
+/// Whether entry points list every global variable their functions use
+/// (SPIR-V 1.4 and later) rather than only Input/Output ones.
+pub(crate) fn lists_all_globals(m: &Module) -> bool {
+    let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
+    (version >> 8) & 0xffff >= 0x0104
+}
+
+/// Lists a new private or resource variable in every entry point's
+/// interface where the SPIR-V version asks for it.
+pub(crate) fn add_to_interface(m: &mut Module, id: Word) {
+    if lists_all_globals(m) {
+        for ep in &mut m.entry_points {
+            ep.operands.push(Operand::IdRef(id));
+        }
+    }
+}
+
+/// The pointee type of pointer type `ptr`.
+pub(crate) fn pointee_of(m: &Module, ptr: Word) -> Option<Word> {
+    match def(m, ptr)?.operands.get(1) {
+        Some(Operand::IdRef(t)) => Some(*t),
+        _ => None,
+    }
+}
+
+/// The type a global variable holds.
+pub(crate) fn var_type(m: &Module, var: Word) -> Option<Word> {
+    pointee_of(m, def(m, var)?.result_type?)
+}
+
+/// Inserts `code` at the start of function `f` (after its variables);
+/// false when the module has no such function with a body.
+pub(crate) fn prepend_to_function(m: &mut Module, f: Word, code: Vec<Instruction>) -> bool {
+    let Some(func) = m.functions.iter_mut().find(|fun| fun.def.as_ref().and_then(|d| d.result_id) == Some(f)) else {
+        return false;
+    };
+    let Some(first) = func.blocks.first_mut() else { return false };
+    let at = first.instructions.iter().take_while(|i| i.class.opcode == Op::Variable).count();
+    first.instructions.splice(at..at, code);
+    true
 }
 
 pub(crate) fn fresh(m: &mut Module) -> Word {
@@ -632,12 +667,7 @@ fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) {
         Some(sink),
         vec![Operand::StorageClass(StorageClass::Private)],
     ));
-    let version = module.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
-    if (version >> 8) & 0xffff >= 0x0104 {
-        for ep in &mut module.entry_points {
-            ep.operands.push(Operand::IdRef(sink));
-        }
-    }
+    add_to_interface(module, sink);
     let mut redirect: Vec<(Word, Word)> = Vec::new();
     let mut reindex: Vec<Word> = Vec::new();
     let mut dropped: Vec<Word> = Vec::new();
@@ -718,14 +748,6 @@ fn decoration_value(m: &Module, id: Word, dec: Decoration) -> Option<u32> {
         (Some(Operand::Decoration(x)), Some(Operand::LiteralBit32(v))) if *x == dec => Some(*v),
         _ => None,
     })
-}
-
-/// The pointee type of pointer type `ptr`.
-fn pointee_of(m: &Module, ptr: Word) -> Option<Word> {
-    match def(m, ptr)?.operands.get(1) {
-        Some(Operand::IdRef(t)) => Some(*t),
-        _ => None,
-    }
 }
 
 /// Byte size of a push-constant block type, from its members' offsets (an
@@ -954,12 +976,7 @@ fn copy_uniform_expression(
                     ));
                 }
             }
-            let version = to.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
-            if (version >> 8) & 0xffff >= 0x0104 {
-                for ep in &mut to.entry_points {
-                    ep.operands.push(Operand::IdRef(id));
-                }
-            }
+            add_to_interface(to, id);
             ids.insert(*v, id);
         }
         // The instructions, re-typed and re-numbered.
@@ -1031,7 +1048,7 @@ fn copy_uniform_expression(
             result = add;
         }
         // The input's type must be the expression's.
-        let input_ty = pointee_of(to, def(to, input)?.result_type?)?;
+        let input_ty = var_type(to, input)?;
         if input_ty != result_ty {
             return None;
         }
@@ -1048,11 +1065,7 @@ fn copy_uniform_expression(
         if entries.len() != 1 {
             return None;
         }
-        let f = to.functions.iter_mut().find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(entries[0]))?;
-        let first = f.blocks.first_mut()?;
-        let at = first.instructions.iter().take_while(|i| i.class.opcode == Op::Variable).count();
-        first.instructions.splice(at..at, code);
-        Some(())
+        prepend_to_function(to, entries[0], code).then_some(())
     })();
     if ok.is_none() {
         *to = backup;
@@ -1157,28 +1170,13 @@ fn move_constant_op(
             continue;
         }
         // The result has the input's type (not a vector built from a scalar).
-        let input_ty = def(consumer, def(consumer, input.id).and_then(|v| v.result_type).unwrap_or(0)).and_then(|p| {
-            match p.operands.get(1) {
-                Some(Operand::IdRef(t)) => Some(*t),
-                _ => None,
-            }
-        });
-        if op.result_type != input_ty {
+        if op.result_type != var_type(consumer, input.id) {
             continue;
         }
         let Some(at) = single_store(producer, o.id) else { continue };
         let Operand::IdRef(v) = producer.functions[at.0].blocks[at.1].instructions[at.2].operands[1] else { continue };
         let Some(c) = copy_constant(consumer, producer, constant) else { continue };
-        let Some(pty) =
-            def(producer, def(producer, o.id).and_then(|x| x.result_type).unwrap_or(0)).and_then(|p| {
-                match p.operands.get(1) {
-                    Some(Operand::IdRef(t)) => Some(*t),
-                    _ => None,
-                }
-            })
-        else {
-            continue;
-        };
+        let Some(pty) = var_type(producer, o.id) else { continue };
         let s = fresh(producer);
         let operands =
             if first { vec![Operand::IdRef(v), Operand::IdRef(c)] } else { vec![Operand::IdRef(c), Operand::IdRef(v)] };
@@ -1246,14 +1244,7 @@ fn move_sums(
                 _ => 0,
             };
         let (va, vb) = (value(sa), value(sb));
-        let Some(pty) = def(producer, def(producer, oa.id).and_then(|v| v.result_type).unwrap_or(0)).and_then(|p| {
-            match p.operands.get(1) {
-                Some(Operand::IdRef(t)) => Some(*t),
-                _ => None,
-            }
-        }) else {
-            continue;
-        };
+        let Some(pty) = var_type(producer, oa.id) else { continue };
         // The producer: a's store holds the sum, after both values exist.
         let s = fresh(producer);
         let block = &mut producer.functions[sa.0].blocks[sa.1].instructions;
