@@ -155,3 +155,43 @@ pub unsafe fn device_loader_data_callback(create_info: *const vk::DeviceCreateIn
     }
     None
 }
+
+/// `n` items at `p` (empty for a null pointer or a zero count), as create
+/// infos pass their arrays.
+///
+/// # Safety
+/// A non-null `p` points at `n` valid items that outlive the slice.
+pub unsafe fn slice<'a, T>(p: *const T, n: u32) -> &'a [T] {
+    if p.is_null() || n == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p, n as usize)
+    }
+}
+
+/// The device's enabled extension names without `name`, and whether `name`
+/// was among them (for stripping an emulated extension).
+///
+/// # Safety
+/// `info` is a valid `VkDeviceCreateInfo`.
+pub unsafe fn extensions_without(
+    info: &vk::DeviceCreateInfo,
+    name: &std::ffi::CStr,
+) -> (Vec<*const std::ffi::c_char>, bool) {
+    let names = slice(info.pp_enabled_extension_names, info.enabled_extension_count);
+    let is_it = |n: &*const std::ffi::c_char| std::ffi::CStr::from_ptr(*n) == name;
+    (names.iter().copied().filter(|n| !is_it(n)).collect(), names.iter().any(is_it))
+}
+
+/// A memory type among `bits` with `want`, else any among `bits`.
+pub fn memory_type(
+    props: &vk::PhysicalDeviceMemoryProperties,
+    bits: u32,
+    want: vk::MemoryPropertyFlags,
+) -> Option<u32> {
+    let allowed = |i: &u32| bits & (1 << i) != 0;
+    (0..props.memory_type_count)
+        .filter(allowed)
+        .find(|&i| props.memory_types[i as usize].property_flags.contains(want))
+        .or_else(|| (0..props.memory_type_count).find(allowed))
+}

@@ -12,7 +12,7 @@
 use crate::plan::INTERLOCK_EXTENSION;
 use crate::pnext::{self, Chain};
 use ash::vk;
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
 /// What a device created with emulated interlock remembers.
 #[derive(Clone, Debug)]
@@ -57,14 +57,7 @@ pub unsafe fn strip(
     strategy: &'static str,
     fragment_atomics: bool,
 ) -> Result<StrippedDeviceInfo, StripError> {
-    let names: &[*const c_char] = if info.enabled_extension_count == 0 {
-        &[]
-    } else {
-        std::slice::from_raw_parts(info.pp_enabled_extension_names, info.enabled_extension_count as usize)
-    };
-    let is_ours = |n: &*const c_char| CStr::from_ptr(*n) == INTERLOCK_EXTENSION;
-    let extension_enabled = names.iter().any(is_ours);
-    let kept: Vec<*const c_char> = names.iter().copied().filter(|n| !is_ours(n)).collect();
+    let (kept, extension_enabled) = crate::ffi::extensions_without(info, INTERLOCK_EXTENSION);
     let mut chain = Chain::copy(info.p_next).map_err(StripError::Unknown)?;
     let (mut pixel, mut sample) = (false, false);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>() {

@@ -71,14 +71,10 @@ impl Varyings {
     /// # Safety
     /// `info` is a valid create info.
     pub unsafe fn note_set_layout(&self, info: &vk::DescriptorSetLayoutCreateInfo, layout: vk::DescriptorSetLayout) {
-        let bindings = if info.p_bindings.is_null() {
-            Vec::new()
-        } else {
-            std::slice::from_raw_parts(info.p_bindings, info.binding_count as usize)
-                .iter()
-                .map(|b| (b.binding, b.descriptor_type, b.stage_flags))
-                .collect()
-        };
+        let bindings = crate::ffi::slice(info.p_bindings, info.binding_count)
+            .iter()
+            .map(|b| (b.binding, b.descriptor_type, b.stage_flags))
+            .collect();
         self.set_layouts.lock().insert(layout, bindings);
     }
 
@@ -89,11 +85,7 @@ impl Varyings {
     /// `info` is a valid create info.
     pub unsafe fn note_pipeline_layout(&self, info: &vk::PipelineLayoutCreateInfo, layout: vk::PipelineLayout) {
         let mut env = LinkEnv::default();
-        let sets = if info.p_set_layouts.is_null() {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize)
-        };
+        let sets = crate::ffi::slice(info.p_set_layouts, info.set_layout_count);
         let known = self.set_layouts.lock();
         for (set, l) in sets.iter().enumerate() {
             for (binding, ty, stages) in known.get(l).map(|v| &v[..]).unwrap_or(&[]) {
@@ -104,11 +96,9 @@ impl Varyings {
                 }
             }
         }
-        if !info.p_push_constant_ranges.is_null() {
-            for r in std::slice::from_raw_parts(info.p_push_constant_ranges, info.push_constant_range_count as usize) {
-                if r.stage_flags.contains(vk::ShaderStageFlags::FRAGMENT) {
-                    env.push_constants.push((r.offset, r.size));
-                }
+        for r in crate::ffi::slice(info.p_push_constant_ranges, info.push_constant_range_count) {
+            if r.stage_flags.contains(vk::ShaderStageFlags::FRAGMENT) {
+                env.push_constants.push((r.offset, r.size));
             }
         }
         self.layouts.lock().insert(layout, Arc::new(env));

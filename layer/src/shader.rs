@@ -20,7 +20,7 @@ use std::ffi::c_void;
 /// # Safety
 /// VUID-VkShaderModuleCreateInfo-pCode-parameter: `p_code` points at
 /// `code_size / 4` words.
-unsafe fn words<'a>(p_code: *const u32, code_size: usize) -> &'a [u32] {
+pub(crate) unsafe fn words<'a>(p_code: *const u32, code_size: usize) -> &'a [u32] {
     if p_code.is_null() || code_size < 4 {
         &[]
     } else {

@@ -77,12 +77,7 @@ impl Spinlock {
             .map_err(e("lock image"))?;
         let req = device.get_image_memory_requirements(image);
         let props = instance.get_physical_device_memory_properties(pd);
-        let type_index = (0..props.memory_type_count)
-            .find(|&i| {
-                req.memory_type_bits & (1 << i) != 0
-                    && props.memory_types[i as usize].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            })
-            .or_else(|| (0..props.memory_type_count).find(|&i| req.memory_type_bits & (1 << i) != 0))
+        let type_index = crate::ffi::memory_type(&props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
             .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
         let memory = device
             .allocate_memory(

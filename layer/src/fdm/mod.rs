@@ -25,6 +25,7 @@
 pub mod bins;
 mod record;
 
+use crate::ffi::slice;
 use crate::guard::{self, debug_panic};
 use crate::pnext::Chain;
 use crate::settings::LogLevel;
@@ -250,14 +251,7 @@ pub enum StripError {
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
 pub unsafe fn strip(info: &vk::DeviceCreateInfo) -> Result<StrippedFdm, StripError> {
-    let names: &[*const c_char] = if info.enabled_extension_count == 0 {
-        &[]
-    } else {
-        std::slice::from_raw_parts(info.pp_enabled_extension_names, info.enabled_extension_count as usize)
-    };
-    let is_ours = |n: &*const c_char| CStr::from_ptr(*n) == EXTENSION;
-    let mut enabled = names.iter().any(is_ours);
-    let kept: Vec<*const c_char> = names.iter().copied().filter(|n| !is_ours(n)).collect();
+    let (kept, mut enabled) = crate::ffi::extensions_without(info, EXTENSION);
     let mut chain = Chain::copy(info.p_next).map_err(StripError::Unknown)?;
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>() {
         if f.fragment_density_map_dynamic == vk::TRUE {
@@ -466,14 +460,6 @@ pub unsafe extern "system" fn create_sampler(
         },
         next,
     )
-}
-
-unsafe fn slice<'a, T>(p: *const T, n: u32) -> &'a [T] {
-    if p.is_null() || n == 0 {
-        &[]
-    } else {
-        std::slice::from_raw_parts(p, n as usize)
-    }
 }
 
 /// Render pass attachment descriptions of either version.
@@ -778,8 +764,7 @@ pub unsafe extern "system" fn create_shader_module(
             debug_panic(&dev.debug_panic, NAME);
             let f = fdm(dev);
             let ci = &*info;
-            let code: &[u32] =
-                if ci.p_code.is_null() { &[] } else { std::slice::from_raw_parts(ci.p_code, ci.code_size / 4) };
+            let code = crate::shader::words(ci.p_code, ci.code_size);
             let density = shader_fdm::uses_density_builtins(code);
             let Ok(module) = overlap_shaders::parse(code) else { return next() };
             let fragment = module.entry_points.iter().any(|e| {

@@ -24,6 +24,7 @@
 
 use super::bins::{self, Rect};
 use super::{fdm, Fdm, FramebufferInfo, Mode, PassInfo};
+use crate::ffi::slice;
 use crate::guard::{self, debug_panic};
 use crate::settings::LogLevel;
 use crate::state::{self, DeviceData};
@@ -722,7 +723,7 @@ macro_rules! capture_hooks {
 }
 
 unsafe fn v<T: Copy>(p: *const T, n: u32) -> Vec<T> {
-    super::slice(p, n).to_vec()
+    slice(p, n).to_vec()
 }
 
 capture_hooks! {
@@ -908,7 +909,7 @@ pub unsafe extern "system" fn create_descriptor_set_layout(
             let ci = &*info;
             // Only plain layouts can be shadowed (no flags, no binding flags).
             if r == vk::Result::SUCCESS && ci.flags.is_empty() && ci.p_next.is_null() {
-                let b = super::slice(ci.p_bindings, ci.binding_count)
+                let b = slice(ci.p_bindings, ci.binding_count)
                     .iter()
                     .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
                     .collect();
@@ -934,8 +935,8 @@ pub unsafe extern "system" fn allocate_descriptor_sets(
             if r == vk::Result::SUCCESS {
                 let ci = &*info;
                 let mut sets = f.sets.lock();
-                let layouts = super::slice(ci.p_set_layouts, ci.descriptor_set_count);
-                for (set, layout) in super::slice(out, ci.descriptor_set_count).iter().zip(layouts) {
+                let layouts = slice(ci.p_set_layouts, ci.descriptor_set_count);
+                for (set, layout) in slice(out, ci.descriptor_set_count).iter().zip(layouts) {
                     sets.insert(*set, SetInfo { layout: *layout, ..Default::default() });
                 }
             }
@@ -960,17 +961,17 @@ pub unsafe extern "system" fn update_descriptor_sets(
             let f = fdm(state::device(device));
             {
                 let mut sets = f.sets.lock();
-                for w in super::slice(writes, nw) {
+                for w in slice(writes, nw) {
                     let Some(info) = sets.get_mut(&w.dst_set) else { continue };
                     info.written.insert(w.dst_binding);
                     if w.descriptor_type == vk::DescriptorType::INPUT_ATTACHMENT {
-                        for (i, img) in super::slice(w.p_image_info, w.descriptor_count).iter().enumerate() {
+                        for (i, img) in slice(w.p_image_info, w.descriptor_count).iter().enumerate() {
                             let at = (w.dst_binding, w.dst_array_element + i as u32);
                             info.put_input(at, img.image_view, img.image_layout);
                         }
                     }
                 }
-                for c in super::slice(copies, nc) {
+                for c in slice(copies, nc) {
                     let Some(src) = sets.get(&c.src_set).cloned() else { continue };
                     let Some(dst) = sets.get_mut(&c.dst_set) else { continue };
                     dst.written.insert(c.dst_binding);
@@ -1025,7 +1026,7 @@ pub unsafe extern "system" fn allocate_command_buffers(
             if r == vk::Result::SUCCESS {
                 let ci = &*info;
                 let mut states = f.cb_states.lock();
-                for cb in super::slice(out, ci.command_buffer_count) {
+                for cb in slice(out, ci.command_buffer_count) {
                     let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
                     // A reused handle: the old command buffer went with its pool.
                     if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
@@ -1051,7 +1052,7 @@ pub unsafe extern "system" fn free_command_buffers(
         || {
             let f = fdm(state::device(device));
             let mut states = f.cb_states.lock();
-            for cb in super::slice(cbs, n) {
+            for cb in slice(cbs, n) {
                 if let Some(st) = states.remove(cb) {
                     free_shadow_pools(f, &mut st.lock().shadow_pools);
                 }
@@ -1163,8 +1164,8 @@ pub unsafe extern "system" fn cmd_pipeline_barrier(
             let f = fdm(state::device(cb));
             let shared = cb_state(f, cb);
             let mut s = shared.lock();
-            let (mems, bufs) = translate_memory_barriers(super::slice(m, nm), super::slice(b, nb));
-            let imgs = translate_image_barriers(f, &mut s, super::slice(i, ni));
+            let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
+            let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
             (f.below.fp_v1_0().cmd_pipeline_barrier)(
                 cb,
                 super::stages(src),
@@ -1199,13 +1200,13 @@ unsafe fn translate_dependency(
         *a = super::access2(*a);
     };
     let mut mems: Vec<vk::MemoryBarrier2<'static>> =
-        super::slice(d.p_memory_barriers, d.memory_barrier_count).iter().map(|x| std::mem::transmute(*x)).collect();
+        slice(d.p_memory_barriers, d.memory_barrier_count).iter().map(|x| std::mem::transmute(*x)).collect();
     for x in &mut mems {
         fix(&mut x.src_stage_mask, &mut x.src_access_mask);
         fix(&mut x.dst_stage_mask, &mut x.dst_access_mask);
     }
     let mut bufs: Vec<vk::BufferMemoryBarrier2<'static>> =
-        super::slice(d.p_buffer_memory_barriers, d.buffer_memory_barrier_count)
+        slice(d.p_buffer_memory_barriers, d.buffer_memory_barrier_count)
             .iter()
             .map(|x| std::mem::transmute(*x))
             .collect();
@@ -1215,7 +1216,7 @@ unsafe fn translate_dependency(
     }
     let images = f.images.lock();
     let mut imgs: Vec<vk::ImageMemoryBarrier2<'static>> =
-        super::slice(d.p_image_memory_barriers, d.image_memory_barrier_count)
+        slice(d.p_image_memory_barriers, d.image_memory_barrier_count)
             .iter()
             .map(|x| std::mem::transmute(*x))
             .collect();
@@ -1279,8 +1280,8 @@ pub unsafe extern "system" fn cmd_wait_events(
             let f = fdm(state::device(cb));
             let shared = cb_state(f, cb);
             let mut s = shared.lock();
-            let (mems, bufs) = translate_memory_barriers(super::slice(m, nm), super::slice(b, nb));
-            let imgs = translate_image_barriers(f, &mut s, super::slice(i, ni));
+            let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
+            let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
             (f.below.fp_v1_0().cmd_wait_events)(
                 cb,
                 n,
@@ -1406,14 +1407,14 @@ unsafe fn render_pass_begin(f: &Fdm, info: &vk::RenderPassBeginInfo) -> Option<B
     let mut views = Vec::new();
     if fb.imageless {
         if let Some(a) = crate::pnext::find::<vk::RenderPassAttachmentBeginInfo>(info.p_next) {
-            views = super::slice(a.p_attachments, a.attachment_count).to_vec();
+            views = slice(a.p_attachments, a.attachment_count).to_vec();
         }
     }
     Some(Begin::RenderPass {
         render_pass: info.render_pass,
         framebuffer: info.framebuffer,
         area: info.render_area,
-        clears: super::slice(info.p_clear_values, info.clear_value_count).to_vec(),
+        clears: slice(info.p_clear_values, info.clear_value_count).to_vec(),
         views,
         pass,
         fb,
@@ -1555,7 +1556,7 @@ pub unsafe extern "system" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *
                 c
             };
             let colors: Vec<vk::RenderingAttachmentInfo<'static>> =
-                super::slice(ri.p_color_attachments, ri.color_attachment_count).iter().map(copy_att).collect();
+                slice(ri.p_color_attachments, ri.color_attachment_count).iter().map(copy_att).collect();
             let begin = Begin::Rendering {
                 flags: ri.flags,
                 area: ri.render_area,
@@ -1567,7 +1568,7 @@ pub unsafe extern "system" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *
                 map: map.image_view,
                 map_layout: super::layout(map.image_layout),
             };
-            let atts = super::slice(ri.p_color_attachments, ri.color_attachment_count)
+            let atts = slice(ri.p_color_attachments, ri.color_attachment_count)
                 .iter()
                 .chain(ri.p_depth_attachment.as_ref())
                 .chain(ri.p_stencil_attachment.as_ref());
@@ -1633,7 +1634,7 @@ pub unsafe extern "system" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32
             if !in_pass {
                 return next();
             }
-            for sec in super::slice(cbs, n) {
+            for sec in slice(cbs, n) {
                 let cmds = cb_state(f, *sec).lock().captured.clone();
                 match cmds {
                     Some(cmds) => {
@@ -1748,10 +1749,7 @@ pub unsafe extern "system" fn queue_submit(
             let _g = f.queue_lock.lock();
             note_submitted(
                 f,
-                super::slice(s, n)
-                    .iter()
-                    .flat_map(|x| super::slice(x.p_command_buffers, x.command_buffer_count))
-                    .copied(),
+                slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)).copied(),
             );
             next()
         },
@@ -1773,9 +1771,9 @@ pub unsafe extern "system" fn queue_submit2(
             let _g = f.queue_lock.lock();
             note_submitted(
                 f,
-                super::slice(s, n)
+                slice(s, n)
                     .iter()
-                    .flat_map(|x| super::slice(x.p_command_buffer_infos, x.command_buffer_info_count))
+                    .flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count))
                     .map(|c| c.command_buffer),
             );
             next()
@@ -1918,9 +1916,7 @@ fn attachments(
 }
 
 fn memory_type(f: &Fdm, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32> {
-    (0..f.memory.memory_type_count)
-        .find(|&i| bits & (1 << i) != 0 && f.memory.memory_types[i as usize].property_flags.contains(want))
-        .or_else(|| (0..f.memory.memory_type_count).find(|&i| bits & (1 << i) != 0))
+    crate::ffi::memory_type(&f.memory, bits, want)
 }
 
 /// The host side of reading density maps.
