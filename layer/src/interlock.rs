@@ -102,6 +102,7 @@ pub unsafe fn strip(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
 
     #[test]
     fn strips_name_and_features_and_remembers_them() {
