@@ -205,7 +205,7 @@ pub struct Fdm {
     pub framebuffers: Mutex<HashMap<vk::Framebuffer, Arc<FramebufferInfo>>>,
     pub modules: Mutex<HashMap<vk::ShaderModule, Arc<ModuleFacts>>>,
     pub pipelines: Mutex<HashMap<vk::Pipeline, Arc<PipelineInfo>>>,
-    pub cb_states: Mutex<HashMap<vk::CommandBuffer, Arc<Mutex<CbState>>>>,
+    pub cb_states: parking_lot::RwLock<HashMap<vk::CommandBuffer, Arc<Mutex<CbState>>>>,
     /// Layouts of density-map images after the last submission that changed them.
     pub map_layouts: Mutex<HashMap<vk::Image, vk::ImageLayout>>,
     /// Per density-map image: how many submissions may have written it.
@@ -333,7 +333,7 @@ impl Fdm {
             }
         }
         self.scratch.lock().destroy_all(d);
-        for (_, st) in self.cb_states.lock().drain() {
+        for (_, st) in self.cb_states.write().drain() {
             record::free_shadow_pools(self, &mut st.lock().shadow_pools);
         }
         if let Some(r) = self.reader.lock().take() {

@@ -23,7 +23,7 @@
 //! whose viewports the layer made dynamic gets its static ones set at bind.
 
 use super::bins::{self, Rect};
-use super::{fdm, Fdm, FramebufferInfo, Mode, PassInfo};
+use super::{fdm, Fdm, FramebufferInfo, Mode, PassInfo, PipelineInfo};
 use crate::ffi::slice;
 use crate::guard::{self, debug_panic};
 use crate::settings::LogLevel;
@@ -139,12 +139,14 @@ fn set_at<T: Copy>(v: &mut Vec<Option<T>>, first: u32, items: &[T]) {
 }
 
 impl Snapshot {
-    fn apply(&mut self, cmd: &Cmd, f: &Fdm) {
+    /// Records `cmd`; `pipeline` is what the layer knows of the pipeline a
+    /// graphics `BindPipeline` binds ([`pipeline_info`]).
+    fn apply(&mut self, cmd: &Cmd, pipeline: Option<&PipelineInfo>) {
         let key = |k: u8, a: u32, b: u32| (k, a, b);
         match cmd {
-            Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => {
+            Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, _) => {
                 self.cmds.insert(key(0, 0, 0), cmd.clone());
-                if let Some(info) = f.pipelines.lock().get(p) {
+                if let Some(info) = pipeline {
                     if let Some(v) = &info.static_viewports {
                         set_at(&mut self.viewports, 0, v);
                     }
@@ -327,21 +329,34 @@ pub struct CbState {
 
 type Shared = Arc<Mutex<CbState>>;
 
+/// The state of `cb`: a shared lookup on the recording path; the map is
+/// written only when command buffers come and go.
 fn cb_state(f: &Fdm, cb: vk::CommandBuffer) -> Shared {
-    f.cb_states.lock().entry(cb).or_default().clone()
+    if let Some(s) = f.cb_states.read().get(&cb) {
+        return s.clone();
+    }
+    f.cb_states.write().entry(cb).or_default().clone()
 }
 
 // ---------------------------------------------------------------------------
 // Emission
 
+/// What the layer knows of the pipeline `cmd` binds, if it is a graphics
+/// `BindPipeline` of a pipeline made for a density-map pass.
+fn pipeline_info(f: &Fdm, cmd: &Cmd) -> Option<Arc<PipelineInfo>> {
+    match cmd {
+        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => f.pipelines.lock().get(p).cloned(),
+        _ => None,
+    }
+}
+
 unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mut Snapshot) {
-    st.apply(cmd, f);
+    let info = pipeline_info(f, cmd);
+    st.apply(cmd, info.as_deref());
     let d = &f.below;
     let v1 = d.fp_v1_0();
     match cmd {
         Cmd::BindPipeline(point, p) => {
-            let info =
-                if *point == vk::PipelineBindPoint::GRAPHICS { f.pipelines.lock().get(p).cloned() } else { None };
             let chosen = info.as_ref().and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(*p);
             (v1.cmd_bind_pipeline)(cb, *point, chosen);
             if let Some(info) = info {
@@ -354,9 +369,13 @@ unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mu
             }
         }
         Cmd::BindSets { point, layout, first, sets, offsets } => {
-            let sets: Vec<vk::DescriptorSet> = match t.inputs {
-                Some(inputs) => sets.iter().map(|set| shadow_set(f, *set, inputs)).collect(),
-                None => sets.clone(),
+            let shadowed: Vec<vk::DescriptorSet>;
+            let sets: &[vk::DescriptorSet] = match t.inputs {
+                Some(inputs) => {
+                    shadowed = sets.iter().map(|set| shadow_set(f, *set, inputs)).collect();
+                    &shadowed
+                }
+                None => sets,
             };
             (v1.cmd_bind_descriptor_sets)(
                 cb,
@@ -1025,7 +1044,7 @@ pub unsafe extern "system" fn allocate_command_buffers(
             let r = next();
             if r == vk::Result::SUCCESS {
                 let ci = &*info;
-                let mut states = f.cb_states.lock();
+                let mut states = f.cb_states.write();
                 for cb in slice(out, ci.command_buffer_count) {
                     let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
                     // A reused handle: the old command buffer went with its pool.
@@ -1051,7 +1070,7 @@ pub unsafe extern "system" fn free_command_buffers(
         "vkFreeCommandBuffers",
         || {
             let f = fdm(state::device(device));
-            let mut states = f.cb_states.lock();
+            let mut states = f.cb_states.write();
             for cb in slice(cbs, n) {
                 if let Some(st) = states.remove(cb) {
                     free_shadow_pools(f, &mut st.lock().shadow_pools);
@@ -2667,7 +2686,7 @@ unsafe fn go_live_quiet(f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) {
     replay_cmds(f, cb, pass, &t);
     let mut st = pass.state.clone();
     for c in &pass.cmds {
-        st.apply(c, f);
+        st.apply(c, pipeline_info(f, c).as_deref());
     }
     pass.state = st;
     pass.cmds.clear();
