@@ -385,42 +385,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::INPUT_ATTACHMENT,
         )
     });
-    let depth = scene.depth.then(|| unsafe {
-        let image = d
-            .create_image(
-                &vk::ImageCreateInfo::default()
-                    .image_type(vk::ImageType::TYPE_2D)
-                    .format(depth_format)
-                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
-                    .mip_levels(1)
-                    .array_layers(1)
-                    .samples(samples)
-                    .usage(vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT),
-                None,
-            )
-            .unwrap();
-        let req = d.get_image_memory_requirements(image);
-        let memory = d
-            .allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
-                None,
-            )
-            .unwrap();
-        d.bind_image_memory(image, memory, 0).unwrap();
-        let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::DEPTH, ..color_range() };
-        let view = d
-            .create_image_view(
-                &vk::ImageViewCreateInfo::default()
-                    .image(image)
-                    .view_type(vk::ImageViewType::TYPE_2D)
-                    .format(depth_format)
-                    .subresource_range(range),
-                None,
-            )
-            .unwrap();
-        (image, memory, view)
+    let depth = scene.depth.then(|| {
+        let usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;
+        gpu.image(depth_format, (w, h), 1, samples, usage, vk::ImageAspectFlags::DEPTH)
     });
     let made = scene.map.filter(|_| scene.map_view.is_none()).map(|m| map_image(gpu, m));
     let map_view = scene.map_view.or(made.map(|m| m.2));
@@ -1004,41 +971,8 @@ pub fn render_multiview(
     let (w, h) = size;
     let (mw, mh) = (maps[0].width, maps[0].height);
     let two_layers = vk::ImageSubresourceRange { layer_count: 2, ..color_range() };
-    let layered = |format, (w, h): (u32, u32), usage| unsafe {
-        let image = d
-            .create_image(
-                &vk::ImageCreateInfo::default()
-                    .image_type(vk::ImageType::TYPE_2D)
-                    .format(format)
-                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
-                    .mip_levels(1)
-                    .array_layers(2)
-                    .samples(vk::SampleCountFlags::TYPE_1)
-                    .usage(usage),
-                None,
-            )
-            .unwrap();
-        let req = d.get_image_memory_requirements(image);
-        let memory = d
-            .allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(gpu.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)),
-                None,
-            )
-            .unwrap();
-        d.bind_image_memory(image, memory, 0).unwrap();
-        let view = d
-            .create_image_view(
-                &vk::ImageViewCreateInfo::default()
-                    .image(image)
-                    .view_type(vk::ImageViewType::TYPE_2D_ARRAY)
-                    .format(format)
-                    .subresource_range(two_layers),
-                None,
-            )
-            .unwrap();
-        (image, memory, view)
+    let layered = |format, size: (u32, u32), usage| {
+        gpu.image(format, size, 2, vk::SampleCountFlags::TYPE_1, usage, vk::ImageAspectFlags::COLOR)
     };
     let out = layered(
         vk::Format::R8G8B8A8_UNORM,

@@ -351,9 +351,23 @@ impl Gpu {
     pub fn image_2d(
         &self,
         format: vk::Format,
-        (width, height): (u32, u32),
+        size: (u32, u32),
         samples: vk::SampleCountFlags,
         usage: vk::ImageUsageFlags,
+    ) -> (vk::Image, vk::DeviceMemory, vk::ImageView) {
+        self.image(format, size, 1, samples, usage, vk::ImageAspectFlags::COLOR)
+    }
+
+    /// A 2D single-level image of `layers` layers in device-local memory, and
+    /// a view of all of them (an array view for more than one) for `aspect`.
+    pub fn image(
+        &self,
+        format: vk::Format,
+        (width, height): (u32, u32),
+        layers: u32,
+        samples: vk::SampleCountFlags,
+        usage: vk::ImageUsageFlags,
+        aspect: vk::ImageAspectFlags,
     ) -> (vk::Image, vk::DeviceMemory, vk::ImageView) {
         let d = &self.device;
         unsafe {
@@ -364,7 +378,7 @@ impl Gpu {
                         .format(format)
                         .extent(vk::Extent3D { width, height, depth: 1 })
                         .mip_levels(1)
-                        .array_layers(1)
+                        .array_layers(layers)
                         .samples(samples)
                         .usage(usage),
                     None,
@@ -380,13 +394,15 @@ impl Gpu {
                 )
                 .unwrap();
             d.bind_image_memory(image, memory, 0).unwrap();
+            let range = vk::ImageSubresourceRange { aspect_mask: aspect, layer_count: layers, ..color_range() };
+            let view_type = if layers > 1 { vk::ImageViewType::TYPE_2D_ARRAY } else { vk::ImageViewType::TYPE_2D };
             let view = d
                 .create_image_view(
                     &vk::ImageViewCreateInfo::default()
                         .image(image)
-                        .view_type(vk::ImageViewType::TYPE_2D)
+                        .view_type(view_type)
                         .format(format)
-                        .subresource_range(color_range()),
+                        .subresource_range(range),
                     None,
                 )
                 .unwrap();
