@@ -622,6 +622,12 @@ unsafe fn end_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
 /// goes down unchanged.
 unsafe fn go_live(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass, why: &str) {
     fallback_log(dev, &pass.begin, why);
+    begin_live(f, cb, pass);
+}
+
+/// The pass begins for real, as recorded, and what was captured so far goes
+/// down unchanged; later commands go straight down.
+unsafe fn begin_live(f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) {
     begin_real(f, cb, &pass.begin);
     let mut st = pass.state.clone();
     restore(f, cb, &st.clone(), &Transform::IDENTITY);
@@ -1409,9 +1415,7 @@ unsafe fn start(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     }
     if let Some(why) = why {
         if why.is_empty() {
-            begin_real(f, cb, &pass.begin);
-            restore(f, cb, &pass.state.clone(), &Transform::IDENTITY);
-            pass.capturing = false;
+            begin_live(f, cb, &mut pass);
         } else {
             go_live(dev, f, cb, &mut pass, &why);
         }
@@ -2419,7 +2423,7 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
     let mut replays = bins::plan(&all_bins, vertex_cost);
     if replays.len() == 1 && replays[0].area == (1, 1) && !f.overlay {
         // Density 1 everywhere: the pass exactly as the application recorded it.
-        go_live_quiet(f, cb, pass);
+        begin_live(f, cb, pass);
         end_real(f, cb, &pass.begin);
         return Ok(());
     }
@@ -2677,20 +2681,6 @@ unsafe fn replay_cmds(f: &Fdm, cb: vk::CommandBuffer, pass: &Pass, t: &Transform
     for c in &pass.cmds {
         emit(f, cb, c, t, &mut st);
     }
-}
-
-/// The pass once, at 1x1, as recorded (no log: nothing falls back).
-unsafe fn go_live_quiet(f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) {
-    begin_real(f, cb, &pass.begin);
-    let t = Transform::IDENTITY;
-    replay_cmds(f, cb, pass, &t);
-    let mut st = pass.state.clone();
-    for c in &pass.cmds {
-        st.apply(c, pipeline_info(f, c).as_deref());
-    }
-    pass.state = st;
-    pass.cmds.clear();
-    pass.capturing = false;
 }
 
 /// The recording hooks (`baseline` needs only the translating ones; `None`:
