@@ -61,6 +61,41 @@ fn dump(dev: &DeviceData, input: &[u32], output: &[u32]) {
     }
 }
 
+/// Dumps a rewritten module (`dump_shaders`) and validates it
+/// (`validate_shaders`): false, logged, when it must not be sent down
+/// (`what` names the rewrite in the message).
+pub(crate) fn checked_output(dev: &DeviceData, what: &str, input: &[u32], output: &[u32]) -> bool {
+    dump(dev, input, output);
+    if !dev.settings().validate_shaders {
+        return true;
+    }
+    let log = dev.log();
+    match overlap_shaders::validate(output, target_env(dev)) {
+        Ok(()) => true,
+        Err(overlap_shaders::Error::ValidatorUnavailable(e)) => {
+            log.log_once(
+                LogLevel::Warn,
+                "OVERLAP-Shader-Unvalidated",
+                "",
+                &format!("rewritten shaders are sent unvalidated: {e} (set validate_shaders=false to silence this)"),
+            );
+            true
+        }
+        Err(e) => {
+            let input_valid = overlap_shaders::validate(input, target_env(dev)).is_ok();
+            let id = if input_valid { "OVERLAP-Shader-Invalid-Output" } else { "OVERLAP-Shader-Invalid-Input" };
+            log.error(
+                id,
+                &format!(
+                    "{what} of a module fails validation ({e}); the application's module{} is passed down unchanged",
+                    if input_valid { "" } else { ", itself invalid," }
+                ),
+            );
+            false
+        }
+    }
+}
+
 /// A module as the driver must see it.
 pub struct Rewritten {
     pub words: Vec<u32>,
@@ -119,30 +154,9 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     };
     let out = overlap_shaders::assemble(&module);
     let rewrite_us = started.elapsed().as_micros();
-    dump(dev, code, &out);
     let validating = std::time::Instant::now();
-    if dev.settings().validate_shaders {
-        let checked = overlap_shaders::validate(&out, target_env(dev));
-        if let Err(overlap_shaders::Error::ValidatorUnavailable(e)) = &checked {
-            log.log_once(
-                LogLevel::Warn,
-                "OVERLAP-Shader-Unvalidated",
-                "",
-                &format!("rewritten shaders are sent unvalidated: {e} (set validate_shaders=false to silence this)"),
-            );
-        } else if let Err(e) = checked {
-            let input_valid = overlap_shaders::validate(code, target_env(dev)).is_ok();
-            let id = if input_valid { "OVERLAP-Shader-Invalid-Output" } else { "OVERLAP-Shader-Invalid-Input" };
-            log.error(
-                id,
-                &format!(
-                    "the {} rewrite of a module fails validation ({e}); the application's module{} is passed down unchanged",
-                    il.strategy,
-                    if input_valid { "" } else { ", itself invalid," }
-                ),
-            );
-            return None;
-        }
+    if !checked_output(dev, &format!("the {} rewrite", il.strategy), code, &out) {
+        return None;
     }
     if log.enabled(LogLevel::Debug) {
         let modes: Vec<String> =

@@ -816,18 +816,7 @@ fn variant_words(dev: &DeviceData, code: &[u32], p: shader_fdm::Params) -> Optio
         return None;
     }
     let out = overlap_shaders::assemble(&m);
-    if dev.settings().validate_shaders {
-        if let Err(e) = overlap_shaders::validate(&out, crate::shader::target_env(dev)) {
-            if !matches!(e, overlap_shaders::Error::ValidatorUnavailable(_)) {
-                dev.log().error(
-                    "OVERLAP-Shader-Invalid-Output",
-                    &format!("the density-map lowering of a module fails validation ({e}); passed down unchanged"),
-                );
-                return None;
-            }
-        }
-    }
-    Some(out)
+    crate::shader::checked_output(dev, "the density-map lowering", code, &out).then_some(out)
 }
 
 /// Invocations per fragment a pipeline asks for (`FragInvocationCountEXT`).
