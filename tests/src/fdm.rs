@@ -158,17 +158,11 @@ fn layout_barrier(
     new: vk::ImageLayout,
     dst: (vk::PipelineStageFlags, vk::AccessFlags),
 ) {
-    let b = [vk::ImageMemoryBarrier::default()
-        .old_layout(old)
-        .new_layout(new)
-        .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
-        .dst_access_mask(dst.1)
-        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .image(image)
-        .subresource_range(color_range())];
-    let src = vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT;
-    unsafe { gpu.device.cmd_pipeline_barrier(cb, src, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
+    let src = (
+        vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+        vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
+    );
+    gpu.image_barrier(cb, image, color_range(), (old, new), src, dst);
 }
 
 /// Renders `scene` and reads back its RGBA8 pixels.
@@ -1007,23 +1001,13 @@ pub fn render_multiview(
                 })
                 .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 });
             d.cmd_copy_buffer_to_image(cb, b, map.0, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
-            let bar = [vk::ImageMemoryBarrier::default()
-                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .new_layout(fdm_layout)
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(map.0)
-                .subresource_range(two_layers)];
-            d.cmd_pipeline_barrier(
+            gpu.image_barrier(
                 cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &bar,
+                map.0,
+                two_layers,
+                (vk::ImageLayout::TRANSFER_DST_OPTIMAL, fdm_layout),
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
             );
         });
         let attachments = [

@@ -448,16 +448,31 @@ impl Gpu {
         layout: vk::ImageLayout,
         dst: (vk::PipelineStageFlags, vk::AccessFlags),
     ) {
+        let top = (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty());
+        self.image_barrier(cb, image, range, (vk::ImageLayout::UNDEFINED, layout), top, dst);
+    }
+
+    /// A layout transition of `image` (`layouts`: old, new) from the writes
+    /// `src` to the accesses `dst`.
+    pub fn image_barrier(
+        &self,
+        cb: vk::CommandBuffer,
+        image: vk::Image,
+        range: vk::ImageSubresourceRange,
+        (old, new): (vk::ImageLayout, vk::ImageLayout),
+        src: (vk::PipelineStageFlags, vk::AccessFlags),
+        dst: (vk::PipelineStageFlags, vk::AccessFlags),
+    ) {
         let b = [vk::ImageMemoryBarrier::default()
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(layout)
+            .old_layout(old)
+            .new_layout(new)
+            .src_access_mask(src.1)
             .dst_access_mask(dst.1)
             .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .image(image)
             .subresource_range(range)];
-        let top = vk::PipelineStageFlags::TOP_OF_PIPE;
-        unsafe { self.device.cmd_pipeline_barrier(cb, top, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
+        unsafe { self.device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
     }
 
     pub fn one_time_submit(&self, record: impl FnOnce(vk::CommandBuffer)) {
