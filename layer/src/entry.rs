@@ -372,7 +372,8 @@ unsafe extern "system" fn create_instance(
                 return r;
             }
             let handle = *p_instance;
-            let fns = ash::Instance::load(&ash::StaticFn { get_instance_proc_addr: next_gipa }, handle);
+            // Core names, or their extension aliases for a 1.0 instance.
+            let fns = ash::Instance::load_with(|name| ffi::resolve_command(name, |n| next_gipa(handle, n)), handle);
             let api_version = if info.p_application_info.is_null() || (*info.p_application_info).api_version == 0 {
                 vk::API_VERSION_1_0
             } else {
@@ -559,7 +560,9 @@ unsafe extern "system" fn create_device(
                 return r;
             }
             let handle = *p_device;
-            let fns = ash::Device::load_with(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())), handle);
+            // Core names, or their extension aliases where the application's
+            // API version lacks the core command (`ffi::resolve_command`).
+            let fns = ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle);
             let enabled = stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled);
             let mut spinlock = None;
             if enabled && plan.interlock_strategy() == Some("spinlock") {
@@ -631,10 +634,9 @@ unsafe extern "system" fn create_device(
                 // What the density-map hooks call: the layer's other hooks for
                 // this device where it has them, else the next layer.
                 let below = ash::Device::load_with(
-                    |name| {
-                        std::mem::transmute(
-                            hooks::device_hook_for(&data, name.to_bytes()).or_else(|| next_gdpa(handle, name.as_ptr())),
-                        )
+                    |name| match hooks::device_hook_for(&data, name.to_bytes()) {
+                        Some(hook) => hook as *const std::ffi::c_void,
+                        None => ffi::resolve_command(name, |n| next_gdpa(handle, n)),
                     },
                     handle,
                 );

@@ -195,3 +195,42 @@ pub fn memory_type(
         .find(|&i| props.memory_types[i as usize].property_flags.contains(want))
         .or_else(|| (0..props.memory_type_count).find(allowed))
 }
+
+/// Extension suffixes under which a core command is also known. Every command
+/// promoted to core keeps its name plus the suffix of the extension it came
+/// from (`vkCreateRenderPass2KHR`, `vkCmdSetCullModeEXT`,
+/// `vkCmdDrawIndirectCountAMD`), with the same signature.
+const ALIAS_SUFFIXES: [&[u8]; 3] = [b"KHR", b"EXT", b"AMD"];
+
+/// The next layer's command `name`, looked up by that name and, where the
+/// chain does not return it, by its extension aliases.
+///
+/// A Vulkan 1.1 application that enables `VK_KHR_create_renderpass2` calls
+/// `vkCreateRenderPass2KHR`; `vkGetDeviceProcAddr` below returns NULL for the
+/// core name there (the spec requires it for commands beyond the
+/// application's API version), so a table loaded by core names only would
+/// hold `ash`'s panicking stub. Every command the layer calls on its own
+/// behalf mirrors one the application called, under a name valid for it, so
+/// one of these names resolves.
+///
+/// # Safety
+/// `lookup` must be a `vkGet*ProcAddr` of the chain below (valid for any name).
+pub unsafe fn resolve_command(
+    name: &std::ffi::CStr,
+    lookup: impl Fn(*const c_char) -> vk::PFN_vkVoidFunction,
+) -> *const c_void {
+    if let Some(f) = lookup(name.as_ptr()) {
+        return f as *const c_void;
+    }
+    let mut alias = Vec::with_capacity(name.to_bytes().len() + 4);
+    for suffix in ALIAS_SUFFIXES {
+        alias.clear();
+        alias.extend_from_slice(name.to_bytes());
+        alias.extend_from_slice(suffix);
+        alias.push(0);
+        if let Some(f) = lookup(alias.as_ptr() as *const c_char) {
+            return f as *const c_void;
+        }
+    }
+    std::ptr::null()
+}

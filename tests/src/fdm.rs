@@ -796,23 +796,41 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         .framebuffer(framebuffer)
                         .render_area(area)
                         .clear_values(&clears);
+                    // Render pass 2 objects are driven by the render pass 2 commands.
+                    let rp2 = scene.path == Path::RenderPass2;
+                    let begin = |contents| {
+                        if rp2 {
+                            d.cmd_begin_render_pass2(cb, &info, &vk::SubpassBeginInfo::default().contents(contents));
+                        } else {
+                            d.cmd_begin_render_pass(cb, &info, contents);
+                        }
+                    };
                     match secondary {
                         Some(sc) => {
-                            d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::SECONDARY_COMMAND_BUFFERS);
+                            begin(vk::SubpassContents::SECONDARY_COMMAND_BUFFERS);
                             d.cmd_execute_commands(cb, &[sc]);
                         }
                         None => {
-                            d.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
+                            begin(vk::SubpassContents::INLINE);
                             draws(cb);
                         }
                     }
                     if let Some((p1, l1)) = second {
-                        d.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
+                        if rp2 {
+                            let begin = vk::SubpassBeginInfo::default().contents(vk::SubpassContents::INLINE);
+                            d.cmd_next_subpass2(cb, &begin, &vk::SubpassEndInfo::default());
+                        } else {
+                            d.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
+                        }
                         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, p1);
                         d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, l1, 0, &[input_set], &[]);
                         d.cmd_draw(cb, 3, 1, 0, 0);
                     }
-                    d.cmd_end_render_pass(cb);
+                    if rp2 {
+                        d.cmd_end_render_pass2(cb, &vk::SubpassEndInfo::default());
+                    } else {
+                        d.cmd_end_render_pass(cb);
+                    }
                     gpu.memory_barrier(
                         cb,
                         (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),

@@ -77,6 +77,10 @@ pub struct GpuOptions {
     pub shader_object: bool,
     /// Enable VK_EXT_fragment_density_map where listed.
     pub fdm: bool,
+    /// Be a Vulkan 1.1 application: render pass 2, dynamic rendering and
+    /// synchronization 2 come from their KHR extensions, and every command of
+    /// a newer core version is called by its extension name (`…KHR`).
+    pub khr_1_1: bool,
 }
 
 pub struct Gpu {
@@ -100,6 +104,8 @@ pub struct Gpu {
     pub shader_object: bool,
     /// VK_EXT_fragment_density_map was enabled.
     pub fdm: bool,
+    /// A Vulkan 1.1 application using the KHR names (`GpuOptions::khr_1_1`).
+    pub khr_1_1: bool,
     pub properties: vk::PhysicalDeviceProperties,
 }
 
@@ -134,7 +140,8 @@ pub fn create_instance(
         .unwrap_or_default()
         .iter()
         .any(|e| e.extension_name_as_c_str() == Ok(ash::ext::debug_utils::NAME));
-    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3).application_name(c"overlap-testapp");
+    let api = if opts.khr_1_1 { vk::API_VERSION_1_1 } else { vk::API_VERSION_1_3 };
+    let app = vk::ApplicationInfo::default().api_version(api).application_name(c"overlap-testapp");
     let exts = if has_debug_utils { vec![ash::ext::debug_utils::NAME.as_ptr()] } else { vec![] };
     let severities = vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
         | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
@@ -216,12 +223,24 @@ impl Gpu {
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f13).push_next(&mut f11);
         unsafe { instance.get_physical_device_features2(pd, &mut f2) };
-        let dynamic_rendering = vk::api_version_minor(props.api_version) >= 3 && f13.dynamic_rendering == vk::TRUE;
+        let listed = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+        let has = |n: &CStr| listed.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+        let khr_names = [
+            ash::khr::create_renderpass2::NAME,
+            ash::khr::depth_stencil_resolve::NAME,
+            ash::khr::dynamic_rendering::NAME,
+            ash::khr::synchronization2::NAME,
+        ];
+        let khr = opts.khr_1_1 && khr_names.iter().all(|n| has(n));
+        let dynamic_rendering = if opts.khr_1_1 {
+            khr
+        } else {
+            vk::api_version_minor(props.api_version) >= 3 && f13.dynamic_rendering == vk::TRUE
+        };
         let prio = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
         let mut enable13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
         let mut enable11 = vk::PhysicalDeviceVulkan11Features::default().multiview(f11.multiview == vk::TRUE);
-        let listed = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
         let interlock = opts.interlock
             && listed.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::fragment_shader_interlock::NAME));
         let supported = unsafe { instance.get_physical_device_features(pd) };
@@ -233,7 +252,6 @@ impl Gpu {
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true);
-        let has = |n: &CStr| listed.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
         let gpl = opts.pipeline_library && has(ash::ext::graphics_pipeline_library::NAME);
         let mut exts = if interlock { vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()] } else { vec![] };
         if gpl {
@@ -265,13 +283,25 @@ impl Gpu {
         let mut enable_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default()
             .pipeline_fragment_shading_rate(true)
             .primitive_fragment_shading_rate(primitive_fsr);
+        if khr {
+            exts.extend(khr_names.iter().map(|n| n.as_ptr()));
+        }
+        let mut enable_dr = vk::PhysicalDeviceDynamicRenderingFeatures::default().dynamic_rendering(true);
+        let mut enable_sync2 = vk::PhysicalDeviceSynchronization2Features::default().synchronization2(true);
         let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts)
-            .enabled_features(&features)
-            .push_next(&mut enable13);
-        if fdm && vk::api_version_minor(props.api_version) >= 2 {
-            info = info.push_next(&mut enable11);
+            .enabled_features(&features);
+        if opts.khr_1_1 {
+            // Vulkan 1.1: the 1.2/1.3 feature structures are not valid here.
+            if khr {
+                info = info.push_next(&mut enable_dr).push_next(&mut enable_sync2);
+            }
+        } else {
+            info = info.push_next(&mut enable13);
+            if fdm && vk::api_version_minor(props.api_version) >= 2 {
+                info = info.push_next(&mut enable11);
+            }
         }
         if interlock {
             info = info.push_next(&mut enable_interlock);
@@ -288,7 +318,27 @@ impl Gpu {
         if fdm {
             info = info.push_next(&mut enable_fdm);
         }
-        let device = check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?;
+        let device = if opts.khr_1_1 {
+            let mut raw = vk::Device::null();
+            let r = unsafe { (instance.fp_v1_0().create_device)(pd, &info, std::ptr::null(), &mut raw) };
+            check("vkCreateDevice", r.result())?;
+            // Commands newer than 1.1 resolve only by their extension names.
+            let gdpa = instance.fp_v1_0().get_device_proc_addr;
+            unsafe {
+                ash::Device::load_with(
+                    |name| {
+                        let f = gdpa(raw, name.as_ptr()).or_else(|| {
+                            let khr = CString::new([name.to_bytes(), b"KHR"].concat()).unwrap();
+                            gdpa(raw, khr.as_ptr())
+                        });
+                        f.map_or(std::ptr::null(), |f| f as *const c_void)
+                    },
+                    raw,
+                )
+            }
+        } else {
+            check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?
+        };
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
         Ok(Gpu {
@@ -307,6 +357,7 @@ impl Gpu {
             primitive_shading_rate: primitive_fsr,
             shader_object,
             fdm,
+            khr_1_1: opts.khr_1_1,
             properties: props,
         })
     }
@@ -343,6 +394,16 @@ impl Gpu {
         src: (vk::PipelineStageFlags, vk::AccessFlags),
         dst: (vk::PipelineStageFlags, vk::AccessFlags),
     ) {
+        if self.khr_1_1 {
+            // vkCmdPipelineBarrier2KHR (the flags of both versions share bits).
+            let b = [vk::MemoryBarrier2::default()
+                .src_stage_mask(vk::PipelineStageFlags2::from_raw(src.0.as_raw() as u64))
+                .src_access_mask(vk::AccessFlags2::from_raw(src.1.as_raw() as u64))
+                .dst_stage_mask(vk::PipelineStageFlags2::from_raw(dst.0.as_raw() as u64))
+                .dst_access_mask(vk::AccessFlags2::from_raw(dst.1.as_raw() as u64))];
+            unsafe { self.device.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&b)) };
+            return;
+        }
         let b = [vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1)];
         unsafe { self.device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &b, &[], &[]) };
     }
@@ -498,7 +559,15 @@ impl Gpu {
     pub fn submit_wait(&self, cbs: &[vk::CommandBuffer]) {
         unsafe {
             let fence = self.device.create_fence(&vk::FenceCreateInfo::default(), None).unwrap();
-            self.device.queue_submit(self.queue, &[vk::SubmitInfo::default().command_buffers(cbs)], fence).unwrap();
+            if self.khr_1_1 {
+                // vkQueueSubmit2KHR.
+                let infos: Vec<_> =
+                    cbs.iter().map(|&c| vk::CommandBufferSubmitInfo::default().command_buffer(c)).collect();
+                let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos)];
+                self.device.queue_submit2(self.queue, &submit, fence).unwrap();
+            } else {
+                self.device.queue_submit(self.queue, &[vk::SubmitInfo::default().command_buffers(cbs)], fence).unwrap();
+            }
             self.device.wait_for_fences(&[fence], true, u64::MAX).unwrap();
             self.device.destroy_fence(fence, None);
         }

@@ -48,3 +48,18 @@ fn off_hides_the_extension() {
     assert_eq!(o.code, Some(1));
     assert!(o.stderr.contains("VK_EXT_fragment_density_map is not listed"), "{}", o.stderr);
 }
+
+/// A Vulkan 1.1 application reaches render pass 2, dynamic rendering,
+/// synchronization 2 and queue submit 2 through their KHR names (the core
+/// names are NULL for it, which the test app checks first): the layer's
+/// density-map hooks must call the driver by those names, not abort.
+#[test]
+fn vulkan_1_1_application_uses_the_khr_names() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-khr"]));
+    o.assert_ok();
+    assert_eq!(o.value("core_names_null"), Some("true"), "{}", o.stdout);
+    for case in ["fdm_khr case=RenderPass2 coarse_pixels=", "fdm_khr case=Dynamic coarse_pixels="] {
+        assert!(o.stdout.contains(case), "missing {case:?} in\n{}", o.stdout);
+    }
+    assert!(o.stdout.contains("fdm_khr case=RenderPass2 subpasses=2"), "{}", o.stdout);
+}

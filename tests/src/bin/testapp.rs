@@ -25,6 +25,7 @@ fn usage() -> ! {
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
          vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
+         fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
     );
     std::process::exit(2)
@@ -74,6 +75,7 @@ fn main() {
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
+        "fdm-khr" => fdm_khr(&mut opts),
         "varyings" => {
             varyings(&opts, args.get(1).filter(|a| !a.starts_with("instances=")).map(std::path::PathBuf::from), {
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1)
@@ -579,6 +581,63 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
 /// FragCoord-dependent shading); load and clear ops; a draw from a secondary
 /// command buffer; two subpasses with an input attachment; and the passes
 /// that must render at 1x1 (a storage write, a query).
+/// A Vulkan 1.1 application (render pass 2, dynamic rendering and
+/// synchronization 2 from their KHR extensions) renders density-map passes
+/// through `vkCreateRenderPass2KHR`, `vkCmdBeginRenderPass2KHR`,
+/// `vkCmdNextSubpass2KHR`, `vkCmdEndRenderPass2KHR`, `vkCmdBeginRenderingKHR`,
+/// `vkCmdPipelineBarrier2KHR` and `vkQueueSubmit2KHR`: the layer must call the
+/// driver by a name valid for a 1.1 device (the core names are NULL there).
+fn fdm_khr(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    opts.fdm = true;
+    opts.khr_1_1 = true;
+    let g = gpu(opts)?;
+    if !g.fdm || !g.dynamic_rendering {
+        return Err(format!("needs VK_EXT_fragment_density_map and the KHR extensions (fdm={})", g.fdm));
+    }
+    // The control: the core names do not exist for this application.
+    let core = [c"vkCreateRenderPass2", c"vkCmdBeginRendering", c"vkCmdPipelineBarrier2", c"vkQueueSubmit2"];
+    for name in core {
+        let f = unsafe { (g.instance.fp_v1_0().get_device_proc_addr)(g.device.handle(), name.as_ptr()) };
+        if f.is_some() {
+            return Err(format!("{name:?} resolves on a Vulkan 1.1 device: the test cannot tell the names apart"));
+        }
+    }
+    println!("core_names_null=true");
+    let mut props = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+    let (min, max) = (props.min_fragment_density_texel_size, props.max_fragment_density_texel_size);
+    let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let input_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_input.frag.spv"))[..];
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    for path in [Path::RenderPass2, Path::Dynamic] {
+        for second_fs in [None, Some(input_fs)] {
+            if second_fs.is_some() && path == Path::Dynamic {
+                continue;
+            }
+            let s = Scene { map: Some(&map), second_fs, ..Scene::new(path, size, full_vs, size_fs, 3) };
+            let px = fdm::render(&g, &s);
+            if second_fs.is_some() {
+                // The second subpass (vkCmdNextSubpass2KHR) copies the first's colour.
+                println!("fdm_khr case={path:?} subpasses=2 rendered=true");
+                continue;
+            }
+            let (coarse, largest) = fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("{path:?}: {e}"))?;
+            if coarse == 0 || largest < 4 {
+                return Err(format!("{path:?}: nothing was shaded coarsely ({coarse} pixels, largest area {largest})"));
+            }
+            println!("fdm_khr case={path:?} coarse_pixels={coarse} largest_area={largest}");
+        }
+    }
+    Ok(())
+}
+
 fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Path, Scene};
     opts.fdm = true;
