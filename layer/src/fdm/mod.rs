@@ -212,6 +212,8 @@ pub struct Fdm {
     pub map_generation: Mutex<HashMap<vk::Image, u64>>,
     /// The last host read of each density-map view, with the generation it saw.
     pub map_cache: Mutex<HashMap<vk::ImageView, (u64, Arc<record::MapTexels>)>>,
+    /// Recent bin plans, by map contents and pass shape.
+    pub plans: record::PlanCache,
     /// Held around every queue submission, the layer's and the application's.
     pub queue_lock: Mutex<()>,
     pub reader: Mutex<Option<record::MapReader>>,
@@ -299,6 +301,7 @@ impl Fdm {
             map_layouts: Default::default(),
             map_generation: Default::default(),
             map_cache: Default::default(),
+            plans: Default::default(),
             queue_lock: Default::default(),
             reader: Default::default(),
             scratch: Default::default(),

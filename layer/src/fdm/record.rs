@@ -2003,6 +2003,58 @@ impl MapReader {
     }
 }
 
+/// Plans made recently, by map contents and pass shape: a program that
+/// re-records the same pass every frame plans it once (a 1080p map of 8x8
+/// texels has 32,400 bins).
+#[derive(Default)]
+pub struct PlanCache(Mutex<Vec<(PlanKey, Vec<bins::Replay>)>>);
+
+struct PlanKey {
+    map: Arc<MapTexels>,
+    render_area: Rect,
+    texel: (u32, u32),
+    layers: Vec<u32>,
+    vertex_cost: f64,
+}
+
+impl PlanCache {
+    const ENTRIES: usize = 8;
+
+    /// The plan for `map` and `(render area, texel size, map layers, vertex
+    /// cost)`, made by `plan` unless a recent pass had the same.
+    pub fn get_or_plan(
+        &self,
+        map: &Arc<MapTexels>,
+        (render_area, texel, layers, vertex_cost): (Rect, (u32, u32), &[u32], f64),
+        plan: impl FnOnce() -> Vec<bins::Replay>,
+    ) -> Vec<bins::Replay> {
+        let same = |k: &PlanKey| {
+            k.render_area == render_area
+                && k.texel == texel
+                && k.layers == layers
+                && k.vertex_cost == vertex_cost
+                && (Arc::ptr_eq(&k.map, map)
+                    || (k.map.width, k.map.height, k.map.layers) == (map.width, map.height, map.layers)
+                        && k.map.texels == map.texels)
+        };
+        {
+            let mut plans = self.0.lock();
+            if let Some(i) = plans.iter().position(|(k, _)| same(k)) {
+                let hit = plans.remove(i);
+                let replays = hit.1.clone();
+                plans.insert(0, hit);
+                return replays;
+            }
+        }
+        let replays = plan();
+        let key = PlanKey { map: map.clone(), render_area, texel, layers: layers.to_vec(), vertex_cost };
+        let mut plans = self.0.lock();
+        plans.insert(0, (key, replays.clone()));
+        plans.truncate(Self::ENTRIES);
+        replays
+    }
+}
+
 /// A density map as read on the host.
 pub struct MapTexels {
     pub width: u32,
@@ -2418,9 +2470,11 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
     let views: Vec<u32> =
         if view_mask == 0 { vec![0] } else { (0..32).filter(|i| view_mask & (1 << i) != 0).collect() };
     let map = bins::DensityMap { width: mw, height: mh, layers: ml, texels };
-    let all_bins = bins::bins(&map, render_area, texel, if ml > 1 { &views } else { &[0] }, super::MAX_AREA);
+    let layers: &[u32] = if ml > 1 { &views } else { &[0] };
     let vertex_cost = 2000.0 + pass.cmds.iter().map(Cmd::vertices).sum::<f64>();
-    let mut replays = bins::plan(&all_bins, vertex_cost);
+    let mut replays = f.plans.get_or_plan(&m, (render_area, texel, layers, vertex_cost), || {
+        bins::plan(&bins::bins(&map, render_area, texel, layers, super::MAX_AREA), vertex_cost)
+    });
     if replays.len() == 1 && replays[0].area == (1, 1) && !f.overlay {
         // Density 1 everywhere: the pass exactly as the application recorded it.
         begin_live(f, cb, pass);
@@ -2598,8 +2652,9 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
         })
         .collect();
     barrier(f, cb, &t4);
-    let (planned, ideal) = bins::shaded(&replays, &all_bins);
     if dev.log().enabled(LogLevel::Debug) {
+        let all_bins = bins::bins(&map, render_area, texel, layers, super::MAX_AREA);
+        let (planned, ideal) = bins::shaded(&replays, &all_bins);
         let areas: Vec<String> = replays
             .iter()
             .map(|r| {

@@ -25,6 +25,7 @@ fn usage() -> ! {
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
          vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
+         fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
     );
@@ -76,6 +77,16 @@ fn main() {
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-khr" => fdm_khr(&mut opts),
+        "fdm-client" => {
+            let size =
+                args.get(2).and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
+            fdm_client(
+                &mut opts,
+                arg(&args, 1),
+                size.unwrap_or((1920, 1080)),
+                args.get(3).and_then(|d| d.parse().ok()).unwrap_or(3),
+            )
+        }
         "varyings" => {
             varyings(&opts, args.get(1).filter(|a| !a.starts_with("instances=")).map(std::path::PathBuf::from), {
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1)
@@ -905,6 +916,83 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         "fdm_bench size={size} frames={frames} speedup={speedup:.3} ideal={ideal:.3} fraction_of_ideal={:.3} capture_replay_us_per_draw={:.3}",
         speedup / ideal,
         (per_draw[1] - per_draw[0]) * 1e6
+    );
+    Ok(())
+}
+
+/// `fdm-client FRAMES [WxH] [DRAWS]`: shaped like a real foveated client
+/// (google/bigwheels' `vk_foveation`): a full-HD pass of DRAWS full-screen
+/// draws of a cheap noise shader under a radial map at the smallest texel
+/// size the device reports (8x8: a 240x135 map, 32,400 bins; about 4% of
+/// the pixels asked at 1x1, 7% at 2x2, the rest at 4x4). Frames are passes
+/// recorded one after another (capture, planning and replay recording
+/// included); per-frame time as in `fdm-bench`, for `off` (no map),
+/// `baseline` and `binned` side by side.
+fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_noise.frag.spv"))[..];
+    let mut medians = Vec::new();
+    for mode in ["off", "baseline", "binned"] {
+        let mut o = opts.clone();
+        o.fdm = true;
+        o.layer_settings.push(("fdm".into(), SettingValue::Str(if mode == "off" { "binned" } else { mode }.into())));
+        let g = gpu(&o)?;
+        let mut props = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+        unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+        let texel = props.min_fragment_density_texel_size;
+        let (mw, mh) = (size.0.div_ceil(texel.width), size.1.div_ceil(texel.height));
+        // Radii (in pixels) that ask 1x1 for ~4% of a full-HD frame, 2x2 for ~7%.
+        let (r1, r2) = (154.0f32, 267.0f32);
+        let texels = (0..mh)
+            .flat_map(|y| (0..mw).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let dx = (x as f32 + 0.5) * texel.width as f32 - size.0 as f32 / 2.0;
+                let dy = (y as f32 + 0.5) * texel.height as f32 - size.1 as f32 / 2.0;
+                let d = (dx * dx + dy * dy).sqrt();
+                let v = if d < r1 {
+                    255
+                } else if d < r2 {
+                    127
+                } else {
+                    60
+                };
+                [v, v]
+            })
+            .collect();
+        let map = Map { width: mw, height: mh, texels };
+        let scene =
+            Scene { draws, map: (mode != "off").then_some(&map), ..Scene::new(Path::RenderPass, size, vs, fs, 3) };
+        // Per frame: (time of FRAMES+1 passes − time of 1) / FRAMES, best of
+        // 3, so image creation and the read-back are not counted (the client
+        // renders into the same attachments every frame).
+        let time = |repeat| {
+            let t = Instant::now();
+            fdm::render(&g, &Scene { repeat, ..scene });
+            t.elapsed().as_secs_f64()
+        };
+        time(1); // warm-up: shader compilation
+        let (mut best1, mut best_n) = (f64::MAX, f64::MAX);
+        for _ in 0..3 {
+            best1 = best1.min(time(1));
+            best_n = best_n.min(time(frames + 1));
+        }
+        let frame = (best_n - best1) / frames as f64;
+        println!(
+            "fdm_client mode={mode} map={mw}x{mh} texel={}x{} frame_ms={:.2}",
+            texel.width,
+            texel.height,
+            frame * 1e3
+        );
+        medians.push(frame);
+    }
+    println!(
+        "fdm_client size={}x{} draws={draws} frames={frames} binned_vs_baseline={:.3} binned_vs_off={:.3}",
+        size.0,
+        size.1,
+        medians[1] / medians[2],
+        medians[0] / medians[2]
     );
     Ok(())
 }
