@@ -933,7 +933,13 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32) 
     let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
     let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_noise.frag.spv"))[..];
     let mut medians = Vec::new();
+    // FDM_CLIENT_MODES=binned (comma-separated) runs fewer modes, for profiling.
+    let only = std::env::var("FDM_CLIENT_MODES").ok();
     for mode in ["off", "baseline", "binned"] {
+        if only.as_ref().is_some_and(|o| !o.split(',').any(|m| m == mode)) {
+            medians.push(f64::NAN);
+            continue;
+        }
         let mut o = opts.clone();
         o.fdm = true;
         o.layer_settings.push(("fdm".into(), SettingValue::Str(if mode == "off" { "binned" } else { mode }.into())));
