@@ -52,3 +52,47 @@ fn panicking_destroy_hooks_do_not_crash() {
         assert!(o.stderr.contains("OVERLAP-Internal-Panic"), "{}", o.stderr);
     }
 }
+
+/// The CLI's reader closes the pipe after the first line
+/// (`overlap link-varyings VS FS | head -1`): the CLI ends quietly, without a
+/// panic message, and is not killed by the signal.
+#[test]
+fn cli_ends_quietly_when_its_output_pipe_closes() {
+    use overlap_tests::harness::{self, overlap_cli, vk_command};
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let dir = harness::scratch("cli-pipe");
+    let compile = |name: &str, src: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, src).unwrap();
+        let spv = dir.join(format!("{name}.spv"));
+        let ok = Command::new("glslangValidator").arg("-V").arg(&path).arg("-o").arg(&spv).output().unwrap();
+        assert!(ok.status.success(), "{name}");
+        spv
+    };
+    let p = compile(
+        "p.vert",
+        "#version 450\nlayout(location=0) out vec4 a;\nlayout(location=3) out vec4 dead;\nvoid main(){ gl_Position=vec4(0); a=vec4(1); dead=a; }\n",
+    );
+    let c = compile(
+        "c.frag",
+        "#version 450\nlayout(location=0) out vec4 o;\nlayout(location=0) in vec4 a;\nvoid main(){ o=a; }\n",
+    );
+    for _ in 0..5 {
+        let mut child = vk_command(overlap_cli(), Layers::None)
+            .arg("link-varyings")
+            .arg(&p)
+            .arg(&c)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before the CLI writes its report (several lines).
+        drop(child.stdout.take());
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{status:?}\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

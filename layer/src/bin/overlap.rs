@@ -30,6 +30,27 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// `println!` for the CLI's output: a reader that closes the pipe early
+/// (`overlap link-varyings VS FS | head -1`) ends the program quietly, as
+/// command-line tools do, instead of a panic with a backtrace.
+macro_rules! say {
+    ($($t:tt)*) => {
+        say_line(format_args!($($t)*))
+    };
+}
+
+fn say_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("overlap: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let Some(cmd) = args.first().and_then(|a| a.to_str()) else {
@@ -42,7 +63,7 @@ fn main() -> ExitCode {
         "info" => info(&args[1..]),
         "link-varyings" => link_varyings(&args[1..]),
         "-h" | "--help" | "help" => {
-            println!("{USAGE}");
+            say!("{USAGE}");
             ExitCode::SUCCESS
         }
         "install" | "uninstall" => usage_error(&format!("'{cmd}' takes no arguments")),
@@ -175,10 +196,7 @@ fn install() -> ExitCode {
     })();
     match result {
         Ok(path) => {
-            println!(
-                "installed {path}\nenable it with OVERLAP=1; DISABLE_OVERLAP=1 turns it off",
-                path = path.display()
-            );
+            say!("installed {path}\nenable it with OVERLAP=1; DISABLE_OVERLAP=1 turns it off", path = path.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -196,11 +214,11 @@ fn uninstall() -> ExitCode {
     let path = dir.join(manifest::MANIFEST_FILE_NAME);
     match std::fs::remove_file(&path) {
         Ok(()) => {
-            println!("removed {}", path.display());
+            say!("removed {}", path.display());
             ExitCode::SUCCESS
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            println!("not installed ({} does not exist)", path.display());
+            say!("not installed ({} does not exist)", path.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -245,12 +263,16 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
     let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }
         .map_err(|e| format!("vkCreateInstance failed: {e:?}"))?;
     let pds = unsafe { instance.enumerate_physical_devices() }.unwrap_or_default();
-    println!("Overlap {} (layer {LAYER_NAME})", env!("CARGO_PKG_VERSION"));
-    println!(
+    say!("Overlap {} (layer {LAYER_NAME})", env!("CARGO_PKG_VERSION"));
+    say!(
         "settings: architecture={} interlock_strategy={} fdm={} varyings={} force_enable={}",
-        settings.architecture, settings.interlock_strategy, settings.fdm, settings.varyings, settings.force_enable
+        settings.architecture,
+        settings.interlock_strategy,
+        settings.fdm,
+        settings.varyings,
+        settings.force_enable
     );
-    println!("Vulkan drivers found: {}", pds.len());
+    say!("Vulkan drivers found: {}", pds.len());
     for (i, pd) in pds.iter().enumerate() {
         let facts = unsafe { DriverFacts::query(&instance, api, *pd) };
         let (profile, error) = VkLayer_overlap::profile::for_settings(settings);
@@ -258,7 +280,7 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
             eprintln!("overlap: error OVERLAP-Profile-Invalid: {e}; running as native");
         }
         let plan = Plan::new(settings, &facts, profile);
-        println!(
+        say!(
             "[{i}] {} — driver {} ({}), Vulkan {}.{}.{}",
             facts.device_name,
             if facts.driver_name.is_empty() { "unknown" } else { &facts.driver_name },
@@ -268,13 +290,13 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
             vk::api_version_patch(facts.api_version)
         );
         if let Some(p) = &plan.profile {
-            println!("    architecture              : {} ({}, {})", p.arch, p.name, p.label);
+            say!("    architecture              : {} ({}, {})", p.arch, p.name, p.label);
         }
-        println!("    fragment shader interlock : {}", plan.interlock);
-        println!("    fragment shading rate     : {}", plan.shading_rate);
-        println!("    fragment density map      : {}", plan.fdm);
-        println!("    varying linking           : {}", plan.varyings);
-        println!(
+        say!("    fragment shader interlock : {}", plan.interlock);
+        say!("    fragment shading rate     : {}", plan.shading_rate);
+        say!("    fragment density map      : {}", plan.fdm);
+        say!("    varying linking           : {}", plan.varyings);
+        say!(
             "    device hooks              : {}",
             if plan.force_hooks {
                 "all, on every device (force_enable)"
@@ -289,7 +311,7 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
             }
         );
         for c in &plan.clamped {
-            println!("    clamped                   : {c}");
+            say!("    clamped                   : {c}");
         }
     }
     unsafe { instance.destroy_instance(None) };
@@ -379,23 +401,26 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             "packed": report.packed,
             "notes": report.notes,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+        say!("{}", serde_json::to_string_pretty(&doc).unwrap());
     } else {
-        println!(
+        say!(
             "locations {} -> {}, scalar components {} -> {}",
-            report.locations_before, report.locations_after, report.components_before, report.components_after
+            report.locations_before,
+            report.locations_after,
+            report.components_before,
+            report.components_after
         );
-        println!("dead outputs removed at locations {:?}", report.removed_dead);
-        println!("constants moved to the consumer from locations {:?}", report.propagated_constants);
-        println!("uniform expressions moved to the consumer from locations {:?}", report.propagated_uniforms);
-        println!("deduplicated (removed, kept) {:?}", report.deduplicated);
-        println!("narrowed (location, components before, after) {:?}", report.narrowed);
-        println!("sums moved to the producer (kept, removed) {:?}", report.moved_sums);
-        println!("operations with constants moved to the producer, by input location {:?}", report.moved_constant_ops);
-        println!("relocated (old, new) {:?}", report.relocated);
-        println!("packed (old, new, component) {:?}", report.packed);
+        say!("dead outputs removed at locations {:?}", report.removed_dead);
+        say!("constants moved to the consumer from locations {:?}", report.propagated_constants);
+        say!("uniform expressions moved to the consumer from locations {:?}", report.propagated_uniforms);
+        say!("deduplicated (removed, kept) {:?}", report.deduplicated);
+        say!("narrowed (location, components before, after) {:?}", report.narrowed);
+        say!("sums moved to the producer (kept, removed) {:?}", report.moved_sums);
+        say!("operations with constants moved to the producer, by input location {:?}", report.moved_constant_ops);
+        say!("relocated (old, new) {:?}", report.relocated);
+        say!("packed (old, new, component) {:?}", report.packed);
         for n in &report.notes {
-            println!("note: {n}");
+            say!("note: {n}");
         }
     }
     ExitCode::SUCCESS
