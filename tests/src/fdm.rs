@@ -92,6 +92,8 @@ pub struct Scene<'a> {
     /// A second subpass running this fragment shader over the first
     /// subpass's colour, read as an input attachment (render passes, 1 sample).
     pub second_fs: Option<&'a [u8]>,
+    /// An imageless framebuffer (render passes): attachments named at begin.
+    pub imageless: bool,
 }
 
 impl<'a> Scene<'a> {
@@ -115,6 +117,7 @@ impl<'a> Scene<'a> {
             compare_ops: false,
             storage: false,
             second_fs: None,
+            imageless: false,
         }
     }
 }
@@ -405,6 +408,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         let mut render_pass = vk::RenderPass::null();
         let mut framebuffer = vk::Framebuffer::null();
         let mut clears = Vec::new();
+        let mut imageless_views: Vec<vk::ImageView> = Vec::new();
         if scene.path != Path::Dynamic {
             let mut attachments: Vec<vk::AttachmentDescription2> = Vec::new();
             let mut views = Vec::new();
@@ -566,17 +570,59 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 }
                 d.create_render_pass(&info, None).unwrap()
             };
-            framebuffer = d
-                .create_framebuffer(
-                    &vk::FramebufferCreateInfo::default()
-                        .render_pass(render_pass)
-                        .attachments(&views)
-                        .width(w)
-                        .height(h)
-                        .layers(1),
-                    None,
-                )
-                .unwrap();
+            if scene.imageless {
+                // What the application created each attachment's image with.
+                let formats: Vec<[vk::Format; 1]> = attachments.iter().map(|a| [a.format]).collect();
+                let infos: Vec<vk::FramebufferAttachmentImageInfo> = views
+                    .iter()
+                    .zip(&formats)
+                    .map(|(v, f)| {
+                        let (usage, (iw, ih)) = if Some(*v) == map_view {
+                            let m = scene.map.expect("an imageless framebuffer needs the map it makes");
+                            let u = vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST;
+                            (u, (m.width, m.height))
+                        } else if *v == out.2 {
+                            (usage, (w, h))
+                        } else if first.as_ref().is_some_and(|x| x.2 == *v) {
+                            (vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::INPUT_ATTACHMENT, (w, h))
+                        } else if depth.as_ref().is_some_and(|x| x.2 == *v) {
+                            (vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT, (w, h))
+                        } else {
+                            (vk::ImageUsageFlags::COLOR_ATTACHMENT, (w, h))
+                        };
+                        vk::FramebufferAttachmentImageInfo::default()
+                            .usage(usage)
+                            .width(iw)
+                            .height(ih)
+                            .layer_count(1)
+                            .view_formats(f)
+                    })
+                    .collect();
+                let mut atts = vk::FramebufferAttachmentsCreateInfo::default().attachment_image_infos(&infos);
+                let mut info = vk::FramebufferCreateInfo::default()
+                    .flags(vk::FramebufferCreateFlags::IMAGELESS)
+                    .render_pass(render_pass)
+                    .width(w)
+                    .height(h)
+                    .layers(1)
+                    .push_next(&mut atts);
+                // The count of the image infos; no views until begin.
+                info.attachment_count = infos.len() as u32;
+                framebuffer = d.create_framebuffer(&info, None).unwrap();
+                imageless_views = views;
+            } else {
+                framebuffer = d
+                    .create_framebuffer(
+                        &vk::FramebufferCreateInfo::default()
+                            .render_pass(render_pass)
+                            .attachments(&views)
+                            .width(w)
+                            .height(h)
+                            .layers(1),
+                        None,
+                    )
+                    .unwrap();
+            }
         }
         // Descriptors: the storage counter (first subpass) or the input attachment (second).
         let (count_buf, count_mem, count_ptr) = buffer(gpu, 4, vk::BufferUsageFlags::STORAGE_BUFFER);
@@ -791,11 +837,15 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
                     );
                 } else {
-                    let info = vk::RenderPassBeginInfo::default()
+                    let mut attached = vk::RenderPassAttachmentBeginInfo::default().attachments(&imageless_views);
+                    let mut info = vk::RenderPassBeginInfo::default()
                         .render_pass(render_pass)
                         .framebuffer(framebuffer)
                         .render_area(area)
                         .clear_values(&clears);
+                    if scene.imageless {
+                        info = info.push_next(&mut attached);
+                    }
                     // Render pass 2 objects are driven by the render pass 2 commands.
                     let rp2 = scene.path == Path::RenderPass2;
                     let begin = |contents| {

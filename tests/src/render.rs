@@ -221,7 +221,11 @@ impl Gpu {
             .ok_or(GpuError::NoDevice)? as u32;
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f13).push_next(&mut f11);
+        if vk::api_version_minor(props.api_version) >= 2 {
+            f2 = f2.push_next(&mut f12);
+        }
         unsafe { instance.get_physical_device_features2(pd, &mut f2) };
         let listed = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
         let has = |n: &CStr| listed.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
@@ -241,6 +245,8 @@ impl Gpu {
         let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
         let mut enable13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
         let mut enable11 = vk::PhysicalDeviceVulkan11Features::default().multiview(f11.multiview == vk::TRUE);
+        let mut enable12 =
+            vk::PhysicalDeviceVulkan12Features::default().imageless_framebuffer(f12.imageless_framebuffer == vk::TRUE);
         let interlock = opts.interlock
             && listed.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::fragment_shader_interlock::NAME));
         let supported = unsafe { instance.get_physical_device_features(pd) };
@@ -300,7 +306,7 @@ impl Gpu {
         } else {
             info = info.push_next(&mut enable13);
             if fdm && vk::api_version_minor(props.api_version) >= 2 {
-                info = info.push_next(&mut enable11);
+                info = info.push_next(&mut enable11).push_next(&mut enable12);
             }
         }
         if interlock {

@@ -23,6 +23,8 @@ fn binned_density_map_matrix() {
         "fdm storage_fallback=1x1 invocations=65536",
         "fdm query_fallback=1x1",
         "fdm map_rewrite=followed",
+        "fdm imageless=RenderPass coarse_pixels=",
+        "fdm imageless=RenderPass2 coarse_pixels=",
     ] {
         assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
     }

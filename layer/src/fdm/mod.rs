@@ -275,6 +275,28 @@ pub unsafe fn strip(info: &vk::DeviceCreateInfo) -> Result<StrippedFdm, StripErr
 }
 
 impl Fdm {
+    /// An image's usage as the driver sees it: density maps are read by the
+    /// layer (transfer source; `SAMPLED` keeps views of them valid), and in
+    /// `binned` mode attachments are read and written by the replays' blits
+    /// where every format they may be viewed with allows it. The same rule
+    /// for `vkCreateImage` and an imageless framebuffer's image infos.
+    pub fn driver_usage(&self, usage: vk::ImageUsageFlags, formats: &[vk::Format]) -> vk::ImageUsageFlags {
+        let mut out = usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT;
+        if usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) {
+            out |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED;
+        }
+        let attachment = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;
+        let transfer = vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST;
+        if self.mode == Mode::Binned
+            && usage.intersects(attachment)
+            && !formats.is_empty()
+            && formats.iter().all(|f| self.format_features(*f).contains(transfer))
+        {
+            out |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+        }
+        out
+    }
+
     /// # Safety
     /// `dev` was just created; `below` loads its commands.
     pub unsafe fn new(
@@ -369,20 +391,8 @@ pub unsafe extern "system" fn create_image(
             let ci = &*info;
             let mut copy = *ci;
             let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
-            copy.usage &= !(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
             copy.flags &= !(vk::ImageCreateFlags::SUBSAMPLED_EXT);
-            if density_map {
-                // Read by the layer; SAMPLED keeps views of it valid.
-                copy.usage |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED;
-            }
-            // Attachments of a binned pass are read and written by blits.
-            let attachment = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;
-            if f.mode == Mode::Binned && ci.usage.intersects(attachment) && ci.samples == vk::SampleCountFlags::TYPE_1 {
-                let feats = f.format_features(ci.format);
-                if feats.contains(vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST) {
-                    copy.usage |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
-                }
-            }
+            copy.usage = f.driver_usage(ci.usage, &[ci.format]);
             let r = (f.below.fp_v1_0().create_image)(device, &copy, alloc, out);
             if r == vk::Result::SUCCESS {
                 f.images.lock().insert(
@@ -733,9 +743,48 @@ pub unsafe extern "system" fn create_framebuffer(
         "vkCreateFramebuffer",
         || {
             let f = fdm(state::device(device));
-            let r = next();
+            // An imageless framebuffer declares its images' usage, which must
+            // match the images as created (VUID-VkRenderPassBeginInfo-framebuffer-04627):
+            // translated as `vkCreateImage` translates it.
+            let ci = &*info;
+            let translated = match crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>(ci.p_next) {
+                Some(a) if ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS) => {
+                    let infos: Vec<vk::FramebufferAttachmentImageInfo> =
+                        slice(a.p_attachment_image_infos, a.attachment_image_info_count)
+                            .iter()
+                            .map(|i| {
+                                let formats = slice(i.p_view_formats, i.view_format_count);
+                                vk::FramebufferAttachmentImageInfo { usage: f.driver_usage(i.usage, formats), ..*i }
+                            })
+                            .collect();
+                    match crate::pnext::Chain::copy(ci.p_next) {
+                        Ok(mut chain) => {
+                            if let Some(c) = chain.get_mut::<vk::FramebufferAttachmentsCreateInfo>() {
+                                c.p_attachment_image_infos = infos.as_ptr();
+                            }
+                            Some((chain, infos))
+                        }
+                        Err(e) => {
+                            state::device(device).log().log_once(
+                                LogLevel::Warn,
+                                "OVERLAP-Create-Info-Unknown",
+                                "vkCreateFramebuffer",
+                                &format!("vkCreateFramebuffer: {e}; the imageless framebuffer's usage goes down untranslated"),
+                            );
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            let r = match translated {
+                Some((mut chain, _infos)) => {
+                    let copy = vk::FramebufferCreateInfo { p_next: chain.head(), ..*ci };
+                    (f.below.fp_v1_0().create_framebuffer)(device, &copy, alloc, out)
+                }
+                None => next(),
+            };
             if r == vk::Result::SUCCESS {
-                let ci = &*info;
                 let imageless = ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS);
                 let views = if imageless { Vec::new() } else { slice(ci.p_attachments, ci.attachment_count).to_vec() };
                 f.framebuffers.lock().insert(

@@ -738,6 +738,19 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         }
         println!("fdm density_one={path:?} identical");
     }
+    // Imageless framebuffers: the attachments' usage as the application
+    // declared it matches the images (the layer adds transfer usage to both).
+    for path in [Path::RenderPass, Path::RenderPass2] {
+        let size = (256, 256);
+        let map = regions(size);
+        let s = Scene { map: Some(&map), imageless: true, ..Scene::new(path, size, full_vs, size_fs, 3) };
+        let (coarse, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))
+            .map_err(|e| format!("{path:?} imageless: {e}"))?;
+        if coarse == 0 {
+            return Err(format!("{path:?} imageless: nothing was shaded coarsely"));
+        }
+        println!("fdm imageless={path:?} coarse_pixels={coarse}");
+    }
     // Load: contents survive at the fragment's resolution (each area-sized
     // block takes the pixel the downscale samples); clear: the clear colour.
     for &path in &fdm::PATHS {
