@@ -65,3 +65,16 @@ fn vulkan_1_1_application_uses_the_khr_names() {
     }
     assert!(o.stdout.contains("fdm_khr case=RenderPass2 subpasses=2"), "{}", o.stdout);
 }
+
+/// The CTS's extended_usage_bit_compatibility group for density-map usage,
+/// mirrored over every core format and the three query entry points: a
+/// format whose compatibility class holds R8G8_UNORM supports density-map
+/// usage with EXTENDED_USAGE (54 cases were refused before).
+#[test]
+fn density_map_usage_with_extended_usage_follows_the_format_class() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-extended-usage"]));
+    o.assert_ok();
+    let line = o.value("fdm_extended_usage passed").unwrap_or("0");
+    let passed: u32 = line.split(' ').next().unwrap_or("0").parse().unwrap_or(0);
+    assert!(passed >= 3 * 10, "{}", o.stdout);
+}

@@ -82,7 +82,12 @@ pub fn translate_image_query(
 ) -> Result<(vk::ImageUsageFlags, vk::ImageCreateFlags), ()> {
     let mut usage = usage;
     if usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) {
-        if format != vk::Format::R8G8_UNORM || tiling != vk::ImageTiling::OPTIMAL {
+        // EXTENDED_USAGE: a usage that some view format of the image
+        // supports. Every view format shares the image's compatibility class
+        // (with or without a format list: conformant drivers, and the CTS's
+        // extended_usage_bit_compatibility group, judge by the class).
+        let extended = flags.contains(vk::ImageCreateFlags::EXTENDED_USAGE) && in_r8g8_class(format);
+        if (format != vk::Format::R8G8_UNORM && !extended) || tiling != vk::ImageTiling::OPTIMAL {
             return Err(());
         }
         usage = (usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
@@ -90,6 +95,39 @@ pub fn translate_image_query(
             | vk::ImageUsageFlags::SAMPLED;
     }
     Ok((usage, flags & !vk::ImageCreateFlags::SUBSAMPLED_EXT))
+}
+
+/// Whether `format` is in the 16-bit compatibility class of `R8G8_UNORM`
+/// (the spec's table of compatible formats): the formats an image can be
+/// viewed as `R8G8_UNORM` from.
+pub fn in_r8g8_class(format: vk::Format) -> bool {
+    use vk::Format as F;
+    matches!(
+        format,
+        F::R4G4B4A4_UNORM_PACK16
+            | F::B4G4R4A4_UNORM_PACK16
+            | F::R5G6B5_UNORM_PACK16
+            | F::B5G6R5_UNORM_PACK16
+            | F::R5G5B5A1_UNORM_PACK16
+            | F::B5G5R5A1_UNORM_PACK16
+            | F::A1R5G5B5_UNORM_PACK16
+            | F::A4R4G4B4_UNORM_PACK16
+            | F::A4B4G4R4_UNORM_PACK16
+            | F::R8G8_UNORM
+            | F::R8G8_SNORM
+            | F::R8G8_USCALED
+            | F::R8G8_SSCALED
+            | F::R8G8_UINT
+            | F::R8G8_SINT
+            | F::R8G8_SRGB
+            | F::R16_UNORM
+            | F::R16_SNORM
+            | F::R16_USCALED
+            | F::R16_SSCALED
+            | F::R16_UINT
+            | F::R16_SINT
+            | F::R16_SFLOAT
+    )
 }
 
 pub fn layout(l: vk::ImageLayout) -> vk::ImageLayout {

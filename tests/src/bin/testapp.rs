@@ -26,6 +26,7 @@ fn usage() -> ! {
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
          vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
+         fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
     );
@@ -77,6 +78,7 @@ fn main() {
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-khr" => fdm_khr(&mut opts),
+        "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "fdm-client" => {
             let size =
                 args.get(2).and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
@@ -592,6 +594,113 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
 /// FragCoord-dependent shading); load and clear ops; a draw from a secondary
 /// command buffer; two subpasses with an input attachment; and the passes
 /// that must render at 1x1 (a storage write, a query).
+/// Bits per texel of an uncompressed colour format, from its name
+/// (`B4G4R4A4_UNORM_PACK16` → 16, `R16_SFLOAT` → 16); `None` for depth,
+/// stencil, compressed and multi-planar formats. Independent of the layer's
+/// own table of R8G8_UNORM's compatibility class.
+fn colour_bits(format: vk::Format) -> Option<u32> {
+    let name = format!("{format:?}");
+    let first = name.split('_').next()?;
+    if name.contains("BLOCK") || name.contains("PLANE") || name.contains("422") || first.starts_with(['D', 'S']) {
+        return None;
+    }
+    let mut bits = 0;
+    let mut digits = String::new();
+    for c in first.chars().chain(std::iter::once('.')) {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            if !digits.is_empty() {
+                bits += digits.parse::<u32>().ok()?;
+                digits.clear();
+            }
+            if !"RGBAXE.".contains(c) {
+                return None;
+            }
+        }
+    }
+    (bits > 0).then_some(bits)
+}
+
+/// `dEQP-VK.image.extended_usage_bit_compatibility.{image_format_properties,
+/// image_format_properties2,image_format_list}.*_fragment_density_map_bit_ext`,
+/// mirrored: for every core format and tiling the format supports, if a
+/// compatible view format (same format, or an uncompressed colour format of
+/// the same size) supports density-map usage on its own, the image format
+/// with `EXTENDED_USAGE | MUTABLE_FORMAT` must too (the query through each
+/// of the three entry points).
+fn fdm_extended_usage(opts: &mut GpuOptions) -> Result<(), String> {
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    let usage = vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT;
+    let query = |variant: u32, format: vk::Format, tiling, flags| -> vk::Result {
+        let mut props = vk::ImageFormatProperties::default();
+        let mut props2 = vk::ImageFormatProperties2::default();
+        let list = [format];
+        let mut fl = vk::ImageFormatListCreateInfo::default().view_formats(&list);
+        let mut info = vk::PhysicalDeviceImageFormatInfo2::default()
+            .format(format)
+            .ty(vk::ImageType::TYPE_2D)
+            .tiling(tiling)
+            .usage(usage)
+            .flags(flags);
+        unsafe {
+            match variant {
+                0 => (g.instance.fp_v1_0().get_physical_device_image_format_properties)(
+                    g.pd,
+                    format,
+                    vk::ImageType::TYPE_2D,
+                    tiling,
+                    usage,
+                    flags,
+                    &mut props,
+                ),
+                1 => (g.instance.fp_v1_1().get_physical_device_image_format_properties2)(g.pd, &info, &mut props2),
+                _ => {
+                    info = info.push_next(&mut fl);
+                    (g.instance.fp_v1_1().get_physical_device_image_format_properties2)(g.pd, &info, &mut props2)
+                }
+            }
+        }
+    };
+    let formats: Vec<vk::Format> = (1..185).map(vk::Format::from_raw).collect();
+    let (mut passed, mut unsupported, mut failed) = (0, 0, Vec::new());
+    for variant in 0..3 {
+        for &format in &formats {
+            for tiling in [vk::ImageTiling::LINEAR, vk::ImageTiling::OPTIMAL] {
+                let fp = unsafe { g.instance.get_physical_device_format_properties(g.pd, format) };
+                let features = if tiling == vk::ImageTiling::OPTIMAL {
+                    fp.optimal_tiling_features
+                } else {
+                    fp.linear_tiling_features
+                };
+                if features.is_empty() {
+                    continue;
+                }
+                let compatible =
+                    |v: vk::Format| v == format || colour_bits(v).is_some_and(|b| Some(b) == colour_bits(format));
+                let supported = formats.iter().any(|&v| {
+                    compatible(v) && query(variant, v, tiling, vk::ImageCreateFlags::empty()) == vk::Result::SUCCESS
+                });
+                if !supported {
+                    unsupported += 1;
+                    continue;
+                }
+                let flags = vk::ImageCreateFlags::EXTENDED_USAGE | vk::ImageCreateFlags::MUTABLE_FORMAT;
+                match query(variant, format, tiling, flags) {
+                    vk::Result::SUCCESS => passed += 1,
+                    r => failed.push(format!("{variant}:{format:?}/{tiling:?}={r:?}")),
+                }
+            }
+        }
+    }
+    println!("fdm_extended_usage passed={passed} failed={} unsupported={unsupported}", failed.len());
+    if !failed.is_empty() {
+        return Err(format!("extended-usage queries refused: {}", failed.join(", ")));
+    }
+    Ok(())
+}
+
 /// A Vulkan 1.1 application (render pass 2, dynamic rendering and
 /// synchronization 2 from their KHR extensions) renders density-map passes
 /// through `vkCreateRenderPass2KHR`, `vkCmdBeginRenderPass2KHR`,
