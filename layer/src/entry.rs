@@ -691,9 +691,15 @@ unsafe fn features2(
         }
     };
     if fdm {
-        pnext::without_output(head, vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT, call);
+        let fdm2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT;
+        pnext::without_output(head, vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT, || {
+            pnext::without_output(head, fdm2, call)
+        });
         if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>((*p).p_next) {
             crate::fdm::fill_features(f);
+        }
+        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>((*p).p_next) {
+            crate::fdm::fill_features2(f);
         }
     } else {
         call();
@@ -845,9 +851,15 @@ unsafe fn properties2(
     let fdm = state::physical_device(pd).is_some_and(|d| d.plan().fdm_mode().is_some());
     if fdm {
         let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT;
-        pnext::without_output(p as *mut vk::BaseOutStructure, s_type, || next(pd, p));
+        let s_type2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT;
+        let head = p as *mut vk::BaseOutStructure;
+        pnext::without_output(head, s_type, || pnext::without_output(head, s_type2, || next(pd, p)));
         if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>((*p).p_next) {
             crate::fdm::fill_properties(f);
+        }
+        let limits = (*p).properties.limits;
+        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT>((*p).p_next) {
+            crate::fdm::fill_properties2(f, &limits);
         }
     } else {
         next(pd, p);

@@ -200,6 +200,10 @@ impl Plan {
                 _ => {}
             }
         }
+        // FDM2 extends FDM: hidden with it.
+        if self.hidden_extensions.contains(&FDM_EXTENSION) {
+            self.hidden_extensions.push("VK_EXT_fragment_density_map2");
+        }
     }
 
     /// The architecture forces a 1x1 shading rate for interlock pipelines
@@ -266,6 +270,7 @@ impl Plan {
         }
         if self.fdm_mode().is_some() {
             v.push((crate::fdm::EXTENSION, 2));
+            v.push((crate::fdm::EXTENSION2, 1));
         }
         v
     }

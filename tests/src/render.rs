@@ -77,6 +77,9 @@ pub struct GpuOptions {
     pub shader_object: bool,
     /// Enable VK_EXT_fragment_density_map where listed.
     pub fdm: bool,
+    /// Also enable VK_EXT_fragment_density_map2 (with its feature structure;
+    /// `fragmentDensityMapDeferred` as given) where listed.
+    pub fdm2: Option<bool>,
     /// Be a Vulkan 1.1 application: render pass 2, dynamic rendering and
     /// synchronization 2 come from their KHR extensions, and every command of
     /// a newer core version is called by its extension name (`…KHR`).
@@ -280,6 +283,12 @@ impl Gpu {
             exts.push(ash::ext::fragment_density_map::NAME.as_ptr());
         }
         let mut enable_fdm = vk::PhysicalDeviceFragmentDensityMapFeaturesEXT::default().fragment_density_map(true);
+        let fdm2 = opts.fdm2.filter(|_| fdm && has(ash::ext::fragment_density_map2::NAME));
+        if fdm2.is_some() {
+            exts.push(ash::ext::fragment_density_map2::NAME.as_ptr());
+        }
+        let mut enable_fdm2 = vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT::default()
+            .fragment_density_map_deferred(fdm2 == Some(true));
         let mut supported_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default();
         if fsr {
             let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_fsr);
@@ -323,6 +332,9 @@ impl Gpu {
         }
         if fdm {
             info = info.push_next(&mut enable_fdm);
+        }
+        if fdm2.is_some() {
+            info = info.push_next(&mut enable_fdm2);
         }
         let device = if opts.khr_1_1 {
             let mut raw = vk::Device::null();

@@ -78,3 +78,16 @@ fn density_map_usage_with_extended_usage_follows_the_format_class() {
     let passed: u32 = line.split(' ').next().unwrap_or("0").parse().unwrap_or(0);
     assert!(passed >= 3 * 10, "{}", o.stdout);
 }
+
+/// VK_EXT_fragment_density_map2 is listed with the emulated FDM (programs
+/// such as google/bigwheels' foveation benchmark enable both): a device with
+/// both renders binned; `fragmentDensityMapDeferred` is not offered, and
+/// asking for it fails device creation.
+#[test]
+fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm2"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("fdm2 deferred=0 subsampled_loads=0"), "{}", o.stdout);
+    assert!(o.stdout.contains("fdm2 rendered coarse_pixels="), "{}", o.stdout);
+    assert_eq!(o.value("fdm2 deferred_device"), Some("refused"), "{}", o.stdout);
+}

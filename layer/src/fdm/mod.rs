@@ -53,6 +53,25 @@ pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentDensityMapFeaturesEXT) {
     f.fragment_density_map_non_subsampled_images = vk::TRUE;
 }
 
+/// `VK_EXT_fragment_density_map2`, listed with the emulated FDM: no deferred
+/// map reads (the map is read when the pass is recorded).
+pub const EXTENSION2: &CStr = c"VK_EXT_fragment_density_map2";
+
+pub fn fill_features2(f: &mut vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT) {
+    f.fragment_density_map_deferred = vk::FALSE;
+}
+
+/// What the emulation honours: subsampled images are stored at full
+/// resolution and subsampled samplers are plain samplers, so the device's
+/// own limits for array layers and samplers apply; loads are downscaled to
+/// the fragment's area by the replay, not read subsampled by the shader.
+pub fn fill_properties2(p: &mut vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT, limits: &vk::PhysicalDeviceLimits) {
+    p.subsampled_loads = vk::FALSE;
+    p.subsampled_coarse_reconstruction_early_access = vk::FALSE;
+    p.max_subsampled_array_layers = limits.max_image_array_layers.max(2);
+    p.max_descriptor_set_subsampled_samplers = limits.max_descriptor_set_samplers.max(1);
+}
+
 pub fn fill_properties(p: &mut vk::PhysicalDeviceFragmentDensityMapPropertiesEXT) {
     p.min_fragment_density_texel_size = vk::Extent2D { width: MIN_TEXEL, height: MIN_TEXEL };
     p.max_fragment_density_texel_size = vk::Extent2D { width: MAX_TEXEL, height: MAX_TEXEL };
@@ -292,7 +311,16 @@ pub enum StripError {
 /// `info` must be a valid `VkDeviceCreateInfo`.
 pub unsafe fn strip(info: &vk::DeviceCreateInfo) -> Result<StrippedFdm, StripError> {
     let (kept, mut enabled) = crate::ffi::extensions_without(info, EXTENSION);
+    // FDM2 requires FDM (VUID-vkCreateDevice-ppEnabledExtensionNames-01387).
+    let kept: Vec<*const c_char> = kept.into_iter().filter(|n| CStr::from_ptr(*n) != EXTENSION2).collect();
     let mut chain = Chain::copy(info.p_next).map_err(StripError::Unknown)?;
+    if chain
+        .get::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>()
+        .is_some_and(|f| f.fragment_density_map_deferred == vk::TRUE)
+    {
+        return Err(StripError::FeatureNotPresent("fragmentDensityMapDeferred"));
+    }
+    chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>() {
         if f.fragment_density_map_dynamic == vk::TRUE {
             return Err(StripError::FeatureNotPresent("fragmentDensityMapDynamic"));
@@ -464,7 +492,8 @@ pub unsafe extern "system" fn create_image_view(
             let f = fdm(state::device(device));
             let ci = &*info;
             let mut copy = *ci;
-            copy.flags &= !(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT);
+            copy.flags &= !(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
+                | vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT);
             let r = (f.below.fp_v1_0().create_image_view)(device, &copy, alloc, out);
             if r == vk::Result::SUCCESS {
                 let mut range = ci.subresource_range;

@@ -27,6 +27,7 @@ fn usage() -> ! {
          vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
+         fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
     );
@@ -78,6 +79,7 @@ fn main() {
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-khr" => fdm_khr(&mut opts),
+        "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "fdm-client" => {
             let size =
@@ -697,6 +699,62 @@ fn fdm_extended_usage(opts: &mut GpuOptions) -> Result<(), String> {
     println!("fdm_extended_usage passed={passed} failed={} unsupported={unsupported}", failed.len());
     if !failed.is_empty() {
         return Err(format!("extended-usage queries refused: {}", failed.join(", ")));
+    }
+    Ok(())
+}
+
+/// `VK_EXT_fragment_density_map2` next to the emulated FDM (google/bigwheels
+/// enables both): listed, its features and properties filled with values the
+/// emulation honours, a device enabling both renders binned; asking for
+/// `fragmentDensityMapDeferred` (not offered) fails device creation.
+fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    opts.fdm = true;
+    opts.fdm2 = Some(false);
+    let g = gpu(opts)?;
+    let listed = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }.unwrap_or_default();
+    if !listed.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::fragment_density_map2::NAME)) {
+        return Err("VK_EXT_fragment_density_map2 is not listed".into());
+    }
+    let mut f2 = vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT::default();
+    let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut f2);
+    unsafe { g.instance.get_physical_device_features2(g.pd, &mut q) };
+    let mut p2 = vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT::default();
+    let mut p1 = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
+    let mut pq = vk::PhysicalDeviceProperties2::default().push_next(&mut p2).push_next(&mut p1);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut pq) };
+    println!(
+        "fdm2 deferred={} subsampled_loads={} max_subsampled_array_layers={} max_descriptor_set_subsampled_samplers={}",
+        f2.fragment_density_map_deferred,
+        p2.subsampled_loads,
+        p2.max_subsampled_array_layers,
+        p2.max_descriptor_set_subsampled_samplers
+    );
+    // The spec's required minimums.
+    if p2.max_subsampled_array_layers < 2 || p2.max_descriptor_set_subsampled_samplers < 1 {
+        return Err("FDM2 limits below the spec's minimums".into());
+    }
+    let (min, max) = (p1.min_fragment_density_texel_size, p1.max_fragment_density_texel_size);
+    let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    let s = Scene { map: Some(&map), ..Scene::new(Path::RenderPass2, size, full_vs, size_fs, 3) };
+    let (coarse, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel)?;
+    if coarse == 0 {
+        return Err("nothing was shaded coarsely with FDM2 enabled".into());
+    }
+    println!("fdm2 rendered coarse_pixels={coarse}");
+    drop(g);
+    let mut deferred = opts.clone();
+    deferred.fdm2 = Some(true);
+    match Gpu::new(&deferred) {
+        Err(render::GpuError::Vk(_, vk::Result::ERROR_FEATURE_NOT_PRESENT)) => println!("fdm2 deferred_device=refused"),
+        Err(e) => return Err(format!("asking for fragmentDensityMapDeferred: {e}")),
+        Ok(_) => return Err("a device with fragmentDensityMapDeferred was created".into()),
     }
     Ok(())
 }
