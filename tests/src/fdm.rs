@@ -1041,21 +1041,28 @@ pub fn render_multiview(
         size,
         vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
     );
-    let map = layered(
-        vk::Format::R8G8_UNORM,
-        (mw, mh),
-        vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST,
-    );
+    // Without a map, no density-map image either (the device may lack FDM).
+    let map = with_map.then(|| {
+        layered(
+            vk::Format::R8G8_UNORM,
+            (mw, mh),
+            vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST,
+        )
+    });
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
     let bytes: Vec<u8> = maps.iter().flat_map(|m| m.texels.iter().flatten().copied()).collect();
     let (b, mem, p) = buffer(gpu, bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC);
     let (rb, rmem, rp) = buffer(gpu, (w * h * 4 * 2) as u64, vk::BufferUsageFlags::TRANSFER_DST);
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
+        let map_image = map.map_or(vk::Image::null(), |m| m.0);
         gpu.one_time_submit(|cb| {
+            if map.is_none() {
+                return;
+            }
             gpu.image_from_undefined(
                 cb,
-                map.0,
+                map_image,
                 two_layers,
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
@@ -1068,10 +1075,10 @@ pub fn render_multiview(
                     layer_count: 2,
                 })
                 .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 });
-            d.cmd_copy_buffer_to_image(cb, b, map.0, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
+            d.cmd_copy_buffer_to_image(cb, b, map_image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
             gpu.image_barrier(
                 cb,
-                map.0,
+                map_image,
                 two_layers,
                 (vk::ImageLayout::TRANSFER_DST_OPTIMAL, fdm_layout),
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
@@ -1112,7 +1119,7 @@ pub fn render_multiview(
             rpi = rpi.push_next(&mut fdm_info);
         }
         let render_pass = d.create_render_pass2(&rpi, None).unwrap();
-        let views_all = [out.2, map.2];
+        let views_all = [out.2, map.map_or(vk::ImageView::null(), |m| m.2)];
         let views = if with_map { &views_all[..] } else { &views_all[..1] };
         let framebuffer = d
             .create_framebuffer(
@@ -1171,7 +1178,7 @@ pub fn render_multiview(
             d.destroy_buffer(bb, None);
             d.free_memory(m, None);
         }
-        for (i, m, v) in [out, map] {
+        for (i, m, v) in [Some(out), map].into_iter().flatten() {
             d.destroy_image_view(v, None);
             d.destroy_image(i, None);
             d.free_memory(m, None);

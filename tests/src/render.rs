@@ -314,7 +314,8 @@ impl Gpu {
             }
         } else {
             info = info.push_next(&mut enable13);
-            if fdm && vk::api_version_minor(props.api_version) >= 2 {
+            // Multiview (the multiview checks) and imageless framebuffers.
+            if vk::api_version_minor(props.api_version) >= 2 {
                 info = info.push_next(&mut enable11).push_next(&mut enable12);
             }
         }

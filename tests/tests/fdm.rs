@@ -91,3 +91,32 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
     assert!(o.stdout.contains("fdm2 rendered coarse_pixels="), "{}", o.stdout);
     assert_eq!(o.value("fdm2 deferred_device"), Some("refused"), "{}", o.stdout);
 }
+
+/// The multiview ladder: a plain two-view draw (no density built-ins) on
+/// lavapipe, first with the validation layer alone, then through Overlap
+/// with `fdm=off`, with the density-map device, and with a density map of
+/// 1s. Lavapipe 22.3 draws only view 0 of this pass with no layer loaded at
+/// all (view 1 keeps its clear colour), so the rungs cannot pass here; what
+/// this test holds is that no rung through Overlap differs from the driver
+/// alone — the layer adds no multiview fault of its own. (The GPU run,
+/// `ci/gpu-nvidia`, checks both views.)
+#[test]
+fn multiview_ladder_matches_the_driver_alone() {
+    let rung = |layers, setting: &str, rung: &str| {
+        let o = run(app(layers, &["multiview-ladder", rung]).env("VK_OVERLAP_EMULATION_FDM", setting));
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{rung}: {}\n{}", o.stdout, o.stderr);
+        let lines: Vec<String> = o
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("multiview_ladder "))
+            .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
+            .collect();
+        assert_eq!(lines.len(), 2, "{rung}: {}\n{}", o.stdout, o.stderr);
+        assert!(lines[0].starts_with("view=0 wrong_pixels=0 "), "{rung}: view 0 is wrong: {lines:?}");
+        lines
+    };
+    let driver = rung(Layers::Validation, "off", "plain");
+    for (setting, r) in [("off", "plain"), ("binned", "fdm-device"), ("binned", "fdm-map")] {
+        assert_eq!(rung(Layers::OverlapOverValidation, setting, r), driver, "rung {r} differs from the driver alone");
+    }
+}

@@ -28,6 +28,7 @@ fn usage() -> ! {
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
+         multiview-ladder [plain|fdm-device|fdm-map]  a plain two-view draw, one layer feature at a time\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
     );
@@ -79,6 +80,7 @@ fn main() {
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-khr" => fdm_khr(&mut opts),
+        "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "fdm-client" => {
@@ -755,6 +757,38 @@ fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
         Err(render::GpuError::Vk(_, vk::Result::ERROR_FEATURE_NOT_PRESENT)) => println!("fdm2 deferred_device=refused"),
         Err(e) => return Err(format!("asking for fragmentDensityMapDeferred: {e}")),
         Ok(_) => return Err("a device with fragmentDensityMapDeferred was created".into()),
+    }
+    Ok(())
+}
+
+/// `multiview-ladder RUNG`: a plain two-view draw (no density built-ins; each
+/// view its own colour) through render pass 2 with `viewMask` 0b11, on a
+/// device with multiview: the rungs add one thing at a time — the harness
+/// runs `plain` under the validation layer alone and through Overlap with
+/// `fdm=off`; `fdm-device` enables the emulated FDM on the device (no map in
+/// the pass); `fdm-map` adds a density map of 1s (density 1: every fragment
+/// 1x1, so the views must look exactly as without it). The first rung that
+/// fails locates the fault: driver, layer, density-map device, binned pass.
+fn multiview_ladder(opts: &mut GpuOptions, rung: &str) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map};
+    opts.fdm = rung != "plain";
+    let g = gpu(opts)?;
+    if opts.fdm && !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/multiview.frag.spv"))[..];
+    let size: (u32, u32) = (64, 48);
+    let ones = Map { width: 2, height: 2, texels: vec![[255, 255]; 4] };
+    let with_map = rung == "fdm-map";
+    let views = fdm::render_multiview(&g, size, [&ones, &ones], vs, fs, with_map);
+    // 0.25 and 0.75 of 255, rounded.
+    for (view, (pixels, red)) in views.iter().zip([64u8, 191]).enumerate() {
+        let wrong = pixels.iter().filter(|p| p[0] != red || p[1] != 128).count();
+        println!("multiview_ladder rung={rung} view={view} wrong_pixels={wrong} first={:?}", pixels[0]);
+        if wrong > 0 {
+            return Err(format!("rung {rung}: view {view} has {wrong} pixels that are not its colour"));
+        }
     }
     Ok(())
 }
