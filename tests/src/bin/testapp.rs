@@ -784,7 +784,8 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str) -> Result<(), String> {
     let views = fdm::render_multiview(&g, size, [&ones, &ones], vs, fs, with_map);
     // 0.25 and 0.75 of 255, rounded.
     for (view, (pixels, red)) in views.iter().zip([64u8, 191]).enumerate() {
-        let wrong = pixels.iter().filter(|p| p[0] != red || p[1] != 128).count();
+        // Within 1 of the exact values (unorm rounding may differ by driver).
+        let wrong = pixels.iter().filter(|p| p[0].abs_diff(red) > 1 || p[1].abs_diff(128) > 1).count();
         println!("multiview_ladder rung={rung} view={view} wrong_pixels={wrong} first={:?}", pixels[0]);
         if wrong > 0 {
             return Err(format!("rung {rung}: view {view} has {wrong} pixels that are not its colour"));
