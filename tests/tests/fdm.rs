@@ -98,8 +98,9 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
 /// 1s. Lavapipe 22.3 draws only view 0 of this pass with no layer loaded at
 /// all (view 1 keeps its clear colour), so the rungs cannot pass here; what
 /// this test holds is that no rung through Overlap differs from the driver
-/// alone — the layer adds no multiview fault of its own. (The GPU run,
-/// `ci/gpu-nvidia`, checks both views.)
+/// alone — the layer adds no multiview fault of its own. On an NVIDIA H100
+/// (`ci/gpu-nvidia`) the same program draws both views on every rung, the
+/// driver alone included.
 #[test]
 fn multiview_ladder_matches_the_driver_alone() {
     let rung = |layers, setting: &str, rung: &str| {
