@@ -74,3 +74,15 @@ pub fn debug_panic(setting: &Option<String>, command: &str) {
         }
     }
 }
+
+/// `Err(ERROR_OUT_OF_DEVICE_MEMORY)` when the `debug_fail` setting names
+/// `command`: the layer's own object creation fails there as if the device
+/// were out of memory, so tests can prove every fallback (nothing is created;
+/// the caller's fallback runs).
+#[inline]
+pub fn injected_failure(setting: &Option<String>, command: &str) -> Result<(), vk::Result> {
+    match setting {
+        Some(names) if names.split(',').any(|n| n.trim() == command) => Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY),
+        _ => Ok(()),
+    }
+}

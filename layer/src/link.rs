@@ -218,12 +218,27 @@ pub struct Linked {
     pub temporary: Vec<vk::ShaderModule>,
 }
 
-fn module(dev: &DeviceData, words: &[u32]) -> Option<vk::ShaderModule> {
+fn module(dev: &DeviceData, words: &[u32]) -> Result<vk::ShaderModule, vk::Result> {
+    crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateShaderModule")?;
     let info = vk::ShaderModuleCreateInfo::default().code(words);
     let mut m = vk::ShaderModule::null();
     // SAFETY: a valid create info for the device, sent to the next layer.
     let r = unsafe { (dev.fns.fp_v1_0().create_shader_module)(dev.handle, &info, std::ptr::null(), &mut m) };
-    (r == vk::Result::SUCCESS).then_some(m)
+    r.result_with_success(m)
+}
+
+/// The linked pair as temporary modules, or neither (one that was made is
+/// destroyed when the other cannot be).
+fn modules(dev: &DeviceData, producer: &[u32], consumer: &[u32]) -> Result<[vk::ShaderModule; 2], vk::Result> {
+    let vm = module(dev, producer)?;
+    match module(dev, consumer) {
+        Ok(fm) => Ok([vm, fm]),
+        Err(e) => {
+            // SAFETY: made above by this layer, used by nothing yet.
+            unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, vm, std::ptr::null()) };
+            Err(e)
+        }
+    }
 }
 
 /// Links the vertex→fragment interface of each eligible pipeline in
@@ -262,7 +277,18 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
             }
         };
         let Some(outcome) = outcome else { continue };
-        let (Some(vm), Some(fm)) = (module(dev, &outcome.producer), module(dev, &outcome.consumer)) else { continue };
+        let [vm, fm] = match modules(dev, &outcome.producer, &outcome.consumer) {
+            Ok(m) => m,
+            Err(e) => {
+                dev.log().log_once(
+                    LogLevel::Warn,
+                    "OVERLAP-Varyings-Skipped",
+                    "temporary modules",
+                    &format!("cannot create the linked modules ({e:?}); pipelines are created unlinked"),
+                );
+                continue;
+            }
+        };
         out.temporary.extend([vm, fm]);
         let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'static>> =
             stages.iter().map(|s| std::mem::transmute_copy(s)).collect();

@@ -152,6 +152,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description:
             "Testing only: the hook of this Vulkan command panics, to prove panics never reach the application.",
     },
+    SettingDef {
+        key: "debug_fail",
+        kind: Kind::String,
+        default: "",
+        label: "Debug: fail the layer's own allocations",
+        description: "Testing only: the layer's own calls of these Vulkan commands (comma-separated, e.g. vkCreateImage,vkAllocateMemory) fail as if out of memory, to prove every fallback.",
+    },
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -185,6 +192,8 @@ pub struct Settings {
     pub validate_shaders: bool,
     pub dump_shaders: Option<PathBuf>,
     pub debug_panic: Option<String>,
+    /// `debug_fail`: the layer's own calls that fail (comma-separated names).
+    pub debug_fail: Option<String>,
 }
 
 /// Where a setting's value came from.
@@ -453,6 +462,7 @@ impl RawSettings {
             validate_shaders: get("validate_shaders") == "true",
             dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),
+            debug_fail: Some(get("debug_fail")).filter(|s| !s.is_empty()),
         };
         (settings, self.diagnostics)
     }

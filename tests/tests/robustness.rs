@@ -96,3 +96,42 @@ fn cli_ends_quietly_when_its_output_pipe_closes() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The layer's own allocations fail (`debug_fail`, as if out of memory): a
+/// density-map pass falls back to 1x1 — logged, rendered fully (the matrix's
+/// per-pixel checks pass; only its "something was coarse" check fails, as
+/// under `fdm=baseline`), validation silent, nothing half recorded — for the
+/// scratch targets (image, memory) and for the map read (command pool,
+/// buffer).
+#[test]
+fn failed_density_map_allocations_fall_back_to_one_by_one() {
+    for command in ["vkCreateImage", "vkAllocateMemory", "vkCreateBuffer", "vkCreateCommandPool"] {
+        let o =
+            run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_DEBUG_FAIL", command));
+        assert_eq!(o.code, Some(1), "{command}: {}\n{}", o.stdout, o.stderr);
+        assert!(o.stderr.contains("nothing was shaded coarsely (0 pixels, largest area 1)"), "{command}: {}", o.stderr);
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{command}");
+        assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{command}: {}", o.stdout);
+    }
+}
+
+/// The linker's temporary modules cannot be created: pipelines are created
+/// unlinked (logged) and render exactly as with the linker off.
+#[test]
+fn failed_linked_modules_leave_pipelines_unlinked() {
+    let sums = |o: &overlap_tests::harness::Outcome| -> Vec<String> {
+        o.stdout
+            .lines()
+            .filter(|l| l.starts_with("pair="))
+            .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let off = run(app(Layers::OverlapOverValidation, &["varyings"]).env("VK_OVERLAP_EMULATION_VARYINGS", "off"));
+    off.assert_ok();
+    let failed = run(app(Layers::OverlapOverValidation, &["varyings"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkCreateShaderModule"));
+    failed.assert_ok();
+    assert!(failed.overlap_messages().contains(&"OVERLAP-Varyings-Skipped"), "{}", failed.stdout);
+    assert!(!sums(&off).is_empty());
+    assert_eq!(sums(&failed), sums(&off));
+}

@@ -1958,41 +1958,66 @@ pub struct MapReader {
 unsafe impl Send for MapReader {}
 
 impl MapReader {
-    unsafe fn new(f: &Fdm, device: vk::Device, size: u64) -> Result<MapReader, vk::Result> {
+    /// The reader's objects; on a failure, those already made are destroyed
+    /// (null handles are ignored by the destroy commands).
+    unsafe fn new(dev: &DeviceData, f: &Fdm, device: vk::Device, size: u64) -> Result<MapReader, vk::Result> {
         let d = &f.below;
+        let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
         let queue = d.get_device_queue(f.queue_family, 0);
-        let pool = d.create_command_pool(
-            &vk::CommandPoolCreateInfo::default()
-                .queue_family_index(f.queue_family)
-                .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-            None,
-        )?;
-        let cb = d.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
-        )?[0];
-        if let Some(set_data) = f.set_loader_data {
-            let _ = set_data(device, vk::Handle::as_raw(queue) as *mut _);
-            let _ = set_data(device, vk::Handle::as_raw(cb) as *mut _);
+        let mut r = MapReader {
+            queue,
+            pool: vk::CommandPool::null(),
+            cb: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            buffer: vk::Buffer::null(),
+            memory: vk::DeviceMemory::null(),
+            size,
+            ptr: std::ptr::null_mut(),
+        };
+        let made = (|| {
+            fail("vkCreateCommandPool")?;
+            r.pool = d.create_command_pool(
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(f.queue_family)
+                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                None,
+            )?;
+            r.cb = d.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default().command_pool(r.pool).command_buffer_count(1),
+            )?[0];
+            if let Some(set_data) = f.set_loader_data {
+                let _ = set_data(device, vk::Handle::as_raw(queue) as *mut _);
+                let _ = set_data(device, vk::Handle::as_raw(r.cb) as *mut _);
+            }
+            r.fence = d.create_fence(&vk::FenceCreateInfo::default(), None)?;
+            fail("vkCreateBuffer")?;
+            r.buffer = d.create_buffer(
+                &vk::BufferCreateInfo::default().size(size).usage(vk::BufferUsageFlags::TRANSFER_DST),
+                None,
+            )?;
+            let req = d.get_buffer_memory_requirements(r.buffer);
+            let ty = memory_type(
+                f,
+                req.memory_type_bits,
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            )
+            .ok_or(vk::Result::ERROR_OUT_OF_HOST_MEMORY)?;
+            fail("vkAllocateMemory")?;
+            r.memory = d.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                None,
+            )?;
+            d.bind_buffer_memory(r.buffer, r.memory, 0)?;
+            r.ptr = d.map_memory(r.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())? as *mut u8;
+            Ok(())
+        })();
+        match made {
+            Ok(()) => Ok(r),
+            Err(e) => {
+                r.destroy(d);
+                Err(e)
+            }
         }
-        let fence = d.create_fence(&vk::FenceCreateInfo::default(), None)?;
-        let buffer = d.create_buffer(
-            &vk::BufferCreateInfo::default().size(size).usage(vk::BufferUsageFlags::TRANSFER_DST),
-            None,
-        )?;
-        let req = d.get_buffer_memory_requirements(buffer);
-        let ty = memory_type(
-            f,
-            req.memory_type_bits,
-            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
-        )
-        .ok_or(vk::Result::ERROR_OUT_OF_HOST_MEMORY)?;
-        let memory = d.allocate_memory(
-            &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
-            None,
-        )?;
-        d.bind_buffer_memory(buffer, memory, 0)?;
-        let ptr = d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())? as *mut u8;
-        Ok(MapReader { queue, pool, cb, fence, buffer, memory, size, ptr })
     }
 
     pub unsafe fn destroy(self, d: &ash::Device) {
@@ -2121,7 +2146,7 @@ unsafe fn read_map(
     }
     if reader.is_none() {
         *reader = Some(
-            MapReader::new(f, dev.handle, size.max(64 * 1024))
+            MapReader::new(dev, f, dev.handle, size.max(64 * 1024))
                 .map_err(|e| format!("cannot set up map reads: {e:?}"))?,
         );
     }
@@ -2235,6 +2260,7 @@ fn scaled(n: u32, a: u32) -> u32 {
 
 /// The scratch views for `atts` at `area` (created on first use).
 unsafe fn scratch_views(
+    dev: &DeviceData,
     f: &Fdm,
     begin: &Begin,
     atts: &[Option<Att>],
@@ -2250,51 +2276,71 @@ unsafe fn scratch_views(
     }
     let d = &f.below;
     let (w, h) = (scaled(extent.0, area.0), scaled(extent.1, area.1));
+    // One attachment's scratch image, memory and view; nothing is left
+    // behind when a step fails (handles not made yet are null, which
+    // vkDestroy*/vkFreeMemory ignore).
+    let make = |a: &Att| -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
+        let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
+        let r = (|| {
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImage")?;
+            made.0 = d.create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(a.format)
+                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
+                    .mip_levels(1)
+                    .array_layers(a.range.layer_count)
+                    .samples(a.samples)
+                    .usage(
+                        (a.usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
+                            | vk::ImageUsageFlags::TRANSFER_SRC
+                            | vk::ImageUsageFlags::TRANSFER_DST,
+                    ),
+                None,
+            )?;
+            let req = d.get_image_memory_requirements(made.0);
+            let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+                .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkAllocateMemory")?;
+            made.1 = d.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                None,
+            )?;
+            d.bind_image_memory(made.0, made.1, 0)?;
+            let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+            made.2 = d.create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(made.0)
+                    .view_type(a.view_type)
+                    .format(a.format)
+                    .subresource_range(range),
+                None,
+            )?;
+            Ok(())
+        })();
+        match r {
+            Ok(()) => Ok(made),
+            Err(e) => {
+                destroy_set(d, ScratchSet { images: vec![Some(made)], framebuffer: vk::Framebuffer::null() });
+                Err(e)
+            }
+        }
+    };
     let mut images = Vec::new();
     for a in atts {
-        let Some(a) = a else {
-            images.push(None);
-            continue;
-        };
-        let image = d.create_image(
-            &vk::ImageCreateInfo::default()
-                .image_type(vk::ImageType::TYPE_2D)
-                .format(a.format)
-                .extent(vk::Extent3D { width: w, height: h, depth: 1 })
-                .mip_levels(1)
-                .array_layers(a.range.layer_count)
-                .samples(a.samples)
-                .usage(
-                    (a.usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
-                        | vk::ImageUsageFlags::TRANSFER_SRC
-                        | vk::ImageUsageFlags::TRANSFER_DST,
-                ),
-            None,
-        )?;
-        let req = d.get_image_memory_requirements(image);
-        let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
-        let memory = d.allocate_memory(
-            &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
-            None,
-        )?;
-        d.bind_image_memory(image, memory, 0)?;
-        let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
-        let view = d.create_image_view(
-            &vk::ImageViewCreateInfo::default()
-                .image(image)
-                .view_type(a.view_type)
-                .format(a.format)
-                .subresource_range(range),
-            None,
-        )?;
-        images.push(Some((image, memory, view)));
+        match a.as_ref().map(make).transpose() {
+            Ok(x) => images.push(x),
+            Err(e) => {
+                destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() });
+                return Err(e);
+            }
+        }
     }
     let mut framebuffer = vk::Framebuffer::null();
     if let Begin::RenderPass { render_pass, fb, views, .. } = begin {
         let real = if fb.imageless { views.clone() } else { fb.views.clone() };
         let all: Vec<vk::ImageView> = images.iter().zip(&real).map(|(s, r)| s.map(|s| s.2).unwrap_or(*r)).collect();
-        framebuffer = d.create_framebuffer(
+        let made = d.create_framebuffer(
             &vk::FramebufferCreateInfo::default()
                 .render_pass(*render_pass)
                 .attachments(&all)
@@ -2302,7 +2348,14 @@ unsafe fn scratch_views(
                 .height(h)
                 .layers(layers),
             None,
-        )?;
+        );
+        match made {
+            Ok(fb) => framebuffer = fb,
+            Err(e) => {
+                destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() });
+                return Err(e);
+            }
+        }
     }
     let out = (images.iter().map(|x| x.map(|x| x.2)).collect(), framebuffer);
     cache.sets.insert(key, ScratchSet { images, framebuffer });
@@ -2508,10 +2561,24 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
         replays.sort_by_key(|r| (std::cmp::Reverse(r.area.0 * r.area.1), r.rect.y, r.rect.x));
     }
     let has_color = atts.iter().flatten().any(|a| a.range.aspect_mask == vk::ImageAspectFlags::COLOR);
+    // Every replay's scratch targets exist before anything is recorded: a
+    // failure to make one (out of memory) is a fallback to 1x1 with the
+    // command buffer untouched, never a pass half replayed.
+    let mut scratch = Vec::with_capacity(replays.len());
+    for (k, r) in replays.iter().enumerate() {
+        scratch.push(if k == 0 && direct {
+            None
+        } else {
+            Some(
+                scratch_views(dev, f, &pass.begin, &atts, r.area, extent, fb_layers)
+                    .map_err(|e| format!("scratch targets: {e:?}"))?,
+            )
+        });
+    }
     // Where each real attachment's layout is now.
     let mut cur: Vec<vk::ImageLayout> =
         atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
-    for (k, r) in replays.iter().enumerate() {
+    for (k, (r, scratch)) in replays.iter().zip(scratch).enumerate() {
         if k == 0 && direct {
             let t = Transform { area: (1, 1), clip: Some(r.rect), inputs: None };
             let mut begin = pass.begin.clone();
@@ -2535,8 +2602,7 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
             }
             continue;
         }
-        let (sviews, sfb) = scratch_views(f, &pass.begin, &atts, r.area, extent, fb_layers)
-            .map_err(|e| format!("scratch targets: {e:?}"))?;
+        let Some((sviews, sfb)) = scratch else { unreachable!("only the direct replay has no scratch targets") };
         let simages: Vec<Option<vk::Image>> = {
             let cache = f.scratch.lock();
             let key_views: Vec<vk::ImageView> = atts.iter().flatten().map(|a| a.view).collect();
