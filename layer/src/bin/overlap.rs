@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! overlap run [--arch NAME] [--set KEY=VALUE]... -- CMD [ARGS]
-//! overlap install | uninstall
+//! overlap install [--prefix DIR [--libdir DIR]] [--explicit]
+//! overlap uninstall [--prefix DIR]
 //! overlap info [--arch NAME] [--set KEY=VALUE]...
 //! ```
 
@@ -18,10 +19,19 @@ use VkLayer_overlap::settings::{self, RawSettings, Settings, LAYER_NAME};
 const USAGE: &str = "usage:
   overlap run [--arch NAME] [--set KEY=VALUE]... -- CMD [ARGS]...
       run CMD with the layer beside this program active (nothing is installed)
-  overlap install      install the implicit layer manifest for this user (enable with OVERLAP=1)
-  overlap uninstall    remove it
+  overlap install [--prefix DIR [--libdir DIR]] [--explicit]
+      copy the layer library and write its manifest: for this user, the library to
+      $XDG_DATA_HOME/overlap (default ~/.local/share/overlap) and the manifest to
+      $XDG_DATA_HOME/vulkan/implicit_layer.d; with --prefix, to DIR/lib (DIR/LIBDIR)
+      and DIR/share/vulkan/implicit_layer.d, the manifest naming the library relative
+      to itself. Enable it with OVERLAP=1. --explicit writes the explicit manifest
+      (explicit_layer.d): enable it by name, VK_INSTANCE_LAYERS=VK_LAYER_OVERLAP_emulation.
+      Running it again updates the copy in place.
+  overlap uninstall [--prefix DIR]
+      remove exactly what install put there
   overlap info [--arch NAME] [--set KEY=VALUE]...
-      list the Vulkan drivers and what Overlap would emulate on each
+      list the Vulkan drivers, what Overlap would emulate on each, the installed
+      copies and which one loads with OVERLAP=1
   overlap link-varyings PRODUCER.spv CONSUMER.spv [--level safe|full] [--uniforms-visible] [--json] [-o DIR]
       link a vertex shader's outputs to a fragment shader's inputs and report";
 
@@ -58,15 +68,16 @@ fn main() -> ExitCode {
     };
     match cmd {
         "run" => run(&args[1..]),
-        "install" if args.len() == 1 => install(),
-        "uninstall" if args.len() == 1 => uninstall(),
+        "install" => install(&args[1..]),
+        "uninstall" => uninstall(&args[1..]),
         "info" => info(&args[1..]),
+        // Run by `overlap info` in a child process: which copy the loader maps.
+        LOADED_LAYER_PROBE => loaded_layer_probe(),
         "link-varyings" => link_varyings(&args[1..]),
         "-h" | "--help" | "help" => {
             say!("{USAGE}");
             ExitCode::SUCCESS
         }
-        "install" | "uninstall" => usage_error(&format!("'{cmd}' takes no arguments")),
         _ => usage_error(&format!("unknown command '{cmd}'")),
     }
 }
@@ -108,15 +119,22 @@ fn parse_settings(args: &[OsString]) -> Result<(SettingEnv, &[OsString]), String
     Ok((env, &args[i..]))
 }
 
-/// The layer library built beside this program.
+/// The layer library that goes with this program: beside it (the build
+/// tree), or in `../lib/<multiarch>` or `../lib` (a package or `--prefix`
+/// install: `/usr/bin/overlap`, `/usr/lib/x86_64-linux-gnu/libVkLayer_overlap.so`).
 fn library() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
-    let lib = exe.parent().unwrap_or(Path::new(".")).join(manifest::LIBRARY_FILE_NAME);
-    if lib.is_file() {
-        Ok(lib)
-    } else {
-        Err(format!("{} not found (build it with cargo build --release)", lib.display()))
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let beside = dir.join(manifest::LIBRARY_FILE_NAME);
+    let mut candidates = vec![beside.clone()];
+    if !manifest::MULTIARCH.is_empty() {
+        candidates.push(dir.join("../lib").join(manifest::MULTIARCH).join(manifest::LIBRARY_FILE_NAME));
     }
+    candidates.push(dir.join("../lib").join(manifest::LIBRARY_FILE_NAME));
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("{} not found (build it with cargo build --release)", beside.display()))
 }
 
 fn prepend_path(var: &str, dir: &Path, sep: &str) -> OsString {
@@ -188,17 +206,218 @@ fn run(args: &[OsString]) -> ExitCode {
     }
 }
 
-fn install() -> ExitCode {
-    let result = (|| -> Result<PathBuf, String> {
-        let lib = library()?.canonicalize().map_err(|e| e.to_string())?;
-        let dir = manifest::user_implicit_dir().ok_or("neither XDG_DATA_HOME nor HOME is set")?;
-        manifest::write(Kind::Implicit, &lib, &dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))
-    })();
-    match result {
-        Ok(path) => {
-            say!("installed {path}\nenable it with OVERLAP=1; DISABLE_OVERLAP=1 turns it off", path = path.display());
-            ExitCode::SUCCESS
+// ---------------------------------------------------------------------------
+// install / uninstall
+//
+// A user install (no --prefix) puts, under the user data folder <data>
+// ($XDG_DATA_HOME, or ~/.local/share):
+//   <data>/overlap/libVkLayer_overlap.so                 a copy of the library
+//   <data>/vulkan/implicit_layer.d/VkLayer_overlap.json  naming it by absolute path
+//   <data>/overlap/installed.json                        what was installed
+// `--prefix DIR` puts the library in DIR/lib (DIR/LIBDIR with --libdir), the
+// manifest in DIR/share/vulkan/implicit_layer.d naming the library relative to
+// itself (so the tree can be staged for a package or moved), and the record in
+// DIR/share/overlap. `--explicit` writes the manifest to explicit_layer.d.
+// Files are written under a temporary name in their folder and renamed over
+// the old one, so a program that has the old library mapped keeps its copy.
+// The record lists the files and the folders install created; uninstall
+// removes those files and, of those folders, the ones left empty.
+
+/// Where an install goes.
+struct Layout {
+    /// The folder holding `implicit_layer.d` and `explicit_layer.d`.
+    vulkan_dir: PathBuf,
+    lib_dir: PathBuf,
+    record: PathBuf,
+    /// The manifest names the library relative to itself (`--prefix`).
+    relative: bool,
+}
+
+impl Layout {
+    fn manifest(&self, kind: Kind) -> PathBuf {
+        self.vulkan_dir.join(kind.folder()).join(manifest::MANIFEST_FILE_NAME)
+    }
+}
+
+struct InstallOptions {
+    prefix: Option<PathBuf>,
+    libdir: Option<PathBuf>,
+    kind: Kind,
+}
+
+fn parse_install_options(cmd: &str, args: &[OsString]) -> Result<InstallOptions, String> {
+    let mut opts = InstallOptions { prefix: None, libdir: None, kind: Kind::Implicit };
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].to_str().unwrap_or("");
+        match a {
+            "--prefix" | "--libdir" => {
+                let v = args.get(i + 1).filter(|v| !v.is_empty()).ok_or(format!("{cmd}: {a} needs a folder"))?;
+                let slot = if a == "--prefix" { &mut opts.prefix } else { &mut opts.libdir };
+                *slot = Some(PathBuf::from(v));
+                i += 1;
+            }
+            "--explicit" if cmd == "install" => opts.kind = Kind::Explicit,
+            _ => return Err(format!("{cmd}: unexpected '{}'", args[i].to_string_lossy())),
         }
+        i += 1;
+    }
+    if opts.libdir.is_some() && (opts.prefix.is_none() || cmd == "uninstall") {
+        return Err(format!("{cmd}: --libdir goes with install --prefix"));
+    }
+    Ok(opts)
+}
+
+fn layout(opts: &InstallOptions) -> Result<Layout, String> {
+    match &opts.prefix {
+        None => {
+            let data = manifest::user_data_dir().ok_or("neither XDG_DATA_HOME nor HOME is set")?;
+            Ok(Layout {
+                vulkan_dir: data.join("vulkan"),
+                lib_dir: data.join("overlap"),
+                record: data.join("overlap").join(manifest::RECORD_FILE_NAME),
+                relative: false,
+            })
+        }
+        Some(prefix) => {
+            let prefix = std::path::absolute(prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
+            let lib_dir = prefix.join(opts.libdir.as_deref().unwrap_or(Path::new("lib")));
+            Ok(Layout {
+                vulkan_dir: prefix.join("share/vulkan"),
+                lib_dir,
+                record: prefix.join("share/overlap").join(manifest::RECORD_FILE_NAME),
+                relative: true,
+            })
+        }
+    }
+}
+
+/// What an install put where (`installed.json`).
+struct Record {
+    version: String,
+    kind: Kind,
+    library: PathBuf,
+    manifest: PathBuf,
+    /// Folders the install created, to remove when empty.
+    created_dirs: Vec<PathBuf>,
+}
+
+impl Record {
+    fn read(path: &Path) -> Result<Option<Record>, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let bad = || format!("{} is not an Overlap install record (remove it to go on)", path.display());
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|_| bad())?;
+        let s = |k: &str| v[k].as_str().map(str::to_string).ok_or_else(bad);
+        let kind = match s("kind")?.as_str() {
+            "implicit" => Kind::Implicit,
+            "explicit" => Kind::Explicit,
+            _ => return Err(bad()),
+        };
+        let created_dirs = v["created_dirs"]
+            .as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .map(|d| d.as_str().map(PathBuf::from).ok_or_else(bad))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(Record {
+            version: s("overlap_version")?,
+            kind,
+            library: PathBuf::from(s("library")?),
+            manifest: PathBuf::from(s("manifest")?),
+            created_dirs,
+        }))
+    }
+
+    fn to_json(&self) -> String {
+        let doc = serde_json::json!({
+            "overlap_version": self.version,
+            "kind": self.kind.name(),
+            "library": self.library,
+            "manifest": self.manifest,
+            "created_dirs": self.created_dirs,
+        });
+        serde_json::to_string_pretty(&doc).unwrap() + "\n"
+    }
+}
+
+/// Creates `dir` and its missing parents, adding each one created to `created`.
+fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> Result<(), String> {
+    let mut missing = Vec::new();
+    let mut d = Some(dir);
+    while let Some(p) = d.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        missing.push(p.to_path_buf());
+        d = p.parent();
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for m in missing.into_iter().rev() {
+        if !created.contains(&m) {
+            created.push(m);
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `dest` through a temporary file in the same folder and a
+/// rename (a program with the old file open or mapped keeps the old one).
+/// Returns false, touching nothing, when `dest` already holds `bytes`.
+fn write_atomically(dest: &Path, bytes: &[u8]) -> Result<bool, String> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::read(dest).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    let name = dest.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dest)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", dest.display())
+    })?;
+    Ok(true)
+}
+
+/// Whether `path` is a layer manifest naming this layer.
+fn is_overlap_manifest(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v["layer"]["name"] == LAYER_NAME)
+}
+
+/// The Vulkan loader's version (`vkEnumerateInstanceVersion`), if one loads.
+fn loader_version() -> Option<u32> {
+    let entry = unsafe { ash::Entry::load() }.ok()?;
+    Some(unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0))
+}
+
+fn version_text(v: u32) -> String {
+    format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
+}
+
+/// Whether the loader searches `dir` for manifests of `kind` with the current
+/// environment.
+fn loader_searches(kind: Kind, dir: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    manifest::loader_search_dirs(kind).iter().any(|d| canon(d) == canon(dir))
+}
+
+fn install(args: &[OsString]) -> ExitCode {
+    let opts = match parse_install_options("install", args) {
+        Ok(o) => o,
+        Err(e) => return usage_error(&e),
+    };
+    match install_with(&opts) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("overlap: install: {e}");
             ExitCode::from(1)
@@ -206,26 +425,300 @@ fn install() -> ExitCode {
     }
 }
 
-fn uninstall() -> ExitCode {
-    let Some(dir) = manifest::user_implicit_dir() else {
-        eprintln!("overlap: uninstall: neither XDG_DATA_HOME nor HOME is set");
-        return ExitCode::from(1);
+fn install_with(opts: &InstallOptions) -> Result<(), String> {
+    let source = library()?.canonicalize().map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(&source).map_err(|e| format!("cannot read {}: {e}", source.display()))?;
+    let layout = layout(opts)?;
+    let old = Record::read(&layout.record)?;
+    let mut created = old.as_ref().map(|r| r.created_dirs.clone()).unwrap_or_default();
+    let manifest_path = layout.manifest(opts.kind);
+    let manifest_dir = manifest_path.parent().unwrap().to_path_buf();
+    for dir in [&layout.lib_dir, &manifest_dir, &layout.record.parent().unwrap().to_path_buf()] {
+        create_dirs(dir, &mut created)?;
+    }
+    let canon = |p: &Path| p.canonicalize().map_err(|e| format!("{}: {e}", p.display()));
+    let library = canon(&layout.lib_dir)?.join(manifest::LIBRARY_FILE_NAME);
+    let manifest_path = canon(&manifest_dir)?.join(manifest::MANIFEST_FILE_NAME);
+
+    let library_path = if layout.relative {
+        manifest::relative_path(manifest_path.parent().unwrap(), &library).to_string_lossy().into_owned()
+    } else {
+        library.to_string_lossy().into_owned()
     };
-    let path = dir.join(manifest::MANIFEST_FILE_NAME);
-    match std::fs::remove_file(&path) {
-        Ok(()) => {
-            say!("removed {}", path.display());
-            ExitCode::SUCCESS
+    // Unknown loader (none loads): leave VK_EXT_layer_settings out, the safe side.
+    let loader = loader_version();
+    let text = manifest::render_path(opts.kind, &library_path, Some(loader.unwrap_or(0)))
+        .map_err(|e| format!("cannot render the manifest: {e}"))?;
+
+    // The record first: an install cut short leaves nothing uninstall misses.
+    let record = Record {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        kind: opts.kind,
+        library: library.clone(),
+        manifest: manifest_path.clone(),
+        created_dirs: created,
+    };
+    write_atomically(&layout.record, record.to_json().as_bytes())?;
+    let mut report = Vec::new();
+    let status = |changed: bool| if changed { "installed" } else { "up to date" };
+    let changed = write_atomically(&library, &bytes)?;
+    report.push(format!("{} {} (from {})", status(changed), library.display(), source.display()));
+    let changed = write_atomically(&manifest_path, text.as_bytes())?;
+    report.push(format!("{} {}", status(changed), manifest_path.display()));
+
+    // One Overlap manifest per location: the other kind's goes, and so does
+    // a library the previous install put elsewhere (another --libdir).
+    let other = layout.manifest(if opts.kind == Kind::Implicit { Kind::Explicit } else { Kind::Implicit });
+    if is_overlap_manifest(&other) {
+        std::fs::remove_file(&other).map_err(|e| format!("cannot remove {}: {e}", other.display()))?;
+        report.push(format!("removed {}", other.display()));
+    }
+    if let Some(old) = &old {
+        if old.library != library
+            && old.library.file_name() == Some(manifest::LIBRARY_FILE_NAME.as_ref())
+            && std::fs::remove_file(&old.library).is_ok()
+        {
+            report.push(format!("removed {}", old.library.display()));
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            say!("not installed ({} does not exist)", path.display());
-            ExitCode::SUCCESS
-        }
+    }
+
+    for line in report {
+        say!("{line}");
+    }
+    match opts.kind {
+        Kind::Implicit => say!("enable it with OVERLAP=1; DISABLE_OVERLAP=1 turns it off"),
+        Kind::Explicit => say!("enable it by name: VK_INSTANCE_LAYERS={LAYER_NAME} (or VK_LOADER_LAYERS_ENABLE)"),
+    }
+    if !loader_searches(opts.kind, manifest_path.parent().unwrap()) {
+        let data = layout.vulkan_dir.parent().unwrap_or(&layout.vulkan_dir);
+        say!(
+            "note: the Vulkan loader does not search {} with this environment: add {} to XDG_DATA_DIRS (default /usr/local/share:/usr/share){}",
+            manifest_path.parent().unwrap().display(),
+            data.display(),
+            if opts.kind == Kind::Explicit { " or the folder to VK_ADD_LAYER_PATH" } else { "" }
+        );
+    }
+    if opts.kind == Kind::Implicit && !loader.is_some_and(manifest::loader_knows_layer_settings) {
+        say!(
+            "note: the manifest leaves out {}: this Vulkan loader ({}) predates it ({}) and would refuse programs that enable every listed instance extension (the layer still reads VkLayerSettingsCreateInfoEXT)",
+            manifest::LAYER_SETTINGS_EXTENSION,
+            loader.map(version_text).unwrap_or_else(|| "none found".into()),
+            version_text(manifest::LAYER_SETTINGS_LOADER)
+        );
+    }
+    Ok(())
+}
+
+fn uninstall(args: &[OsString]) -> ExitCode {
+    let opts = match parse_install_options("uninstall", args) {
+        Ok(o) => o,
+        Err(e) => return usage_error(&e),
+    };
+    match uninstall_with(&opts) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("overlap: uninstall: cannot remove {}: {e}", path.display());
+            eprintln!("overlap: uninstall: {e}");
             ExitCode::from(1)
         }
     }
+}
+
+fn uninstall_with(opts: &InstallOptions) -> Result<(), String> {
+    let layout = layout(opts)?;
+    let remove = |path: &Path| -> Result<bool, String> {
+        match std::fs::remove_file(path) {
+            Ok(()) => {
+                say!("removed {}", path.display());
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+        }
+    };
+    let Some(record) = Record::read(&layout.record)? else {
+        // No record: for a user, a manifest an older `overlap install` wrote
+        // (it named the build tree's library), or nothing. Under a prefix
+        // (no older install used one), what is there is not ours: a
+        // package's files belong to its package manager.
+        let mut any = false;
+        for kind in [Kind::Implicit, Kind::Explicit] {
+            let m = layout.manifest(kind);
+            if opts.prefix.is_none() && is_overlap_manifest(&m) {
+                any |= remove(&m)?;
+            }
+        }
+        if !any {
+            say!("not installed ({} does not exist)", layout.record.display());
+        }
+        return Ok(());
+    };
+    // Only what this layout's install writes: never a path a damaged record
+    // names elsewhere.
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let manifests = [layout.manifest(Kind::Implicit), layout.manifest(Kind::Explicit)];
+    if !manifests.iter().any(|m| canon(m) == canon(&record.manifest)) {
+        return Err(format!(
+            "{} names {}, which is not this location's manifest",
+            layout.record.display(),
+            record.manifest.display()
+        ));
+    }
+    if record.library.file_name() != Some(manifest::LIBRARY_FILE_NAME.as_ref()) {
+        return Err(format!(
+            "{} names {}, which is not the layer library",
+            layout.record.display(),
+            record.library.display()
+        ));
+    }
+    remove(&record.manifest)?;
+    remove(&record.library)?;
+    remove(&layout.record)?;
+    // The folders install created, deepest first, where now empty (another
+    // layer's manifest keeps its folder).
+    let ours = [&record.library, &manifests[0], &manifests[1], &layout.record, &layout.lib_dir];
+    let mut dirs: Vec<&PathBuf> = record
+        .created_dirs
+        .iter()
+        .filter(|d| ours.iter().any(|f| f.starts_with(d) || f.starts_with(canon(d))))
+        .collect();
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs {
+        let _ = std::fs::remove_dir(d);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// info: the installed copies
+
+/// The hidden command `overlap info` runs in a child process with
+/// `OVERLAP=1`: creates an instance and prints the layer libraries mapped.
+const LOADED_LAYER_PROBE: &str = "__loaded-layer";
+
+fn loaded_layer_probe() -> ExitCode {
+    let Ok(entry) = (unsafe { ash::Entry::load() }) else { return ExitCode::from(1) };
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_0).application_name(c"overlap info");
+    let Ok(instance) =
+        (unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) })
+    else {
+        return ExitCode::from(1);
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut seen = Vec::new();
+    for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+        if path.ends_with(manifest::LIBRARY_FILE_NAME) && !seen.contains(&path) {
+            seen.push(path);
+            say!("loaded={path}");
+        }
+    }
+    unsafe { instance.destroy_instance(None) };
+    ExitCode::SUCCESS
+}
+
+/// What loads with `OVERLAP=1` in this environment: the library's path and
+/// the version the layer reports about itself (its `OVERLAP-Instance-Created`
+/// message), or why nothing could be found out.
+fn loaded_copy() -> Result<Option<(PathBuf, Option<String>)>, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.arg(LOADED_LAYER_PROBE);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with(settings::ENV_PREFIX) {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd
+        .env("OVERLAP", "1")
+        .env_remove("DISABLE_OVERLAP")
+        .env(settings::env_name("log_level"), "info")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run the probe: {e}"))?;
+    if !out.status.success() {
+        return Err("vkCreateInstance with OVERLAP=1 failed".into());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let Some(path) = stdout.lines().find_map(|l| l.strip_prefix("loaded=")) else { return Ok(None) };
+    // "... OVERLAP-Instance-Created: VK_LAYER_OVERLAP_emulation 0.1.0 active (...)"
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let version = stderr.lines().filter(|l| l.contains("OVERLAP-Instance-Created")).find_map(|l| {
+        let rest = &l[l.find(&format!("{LAYER_NAME} "))? + LAYER_NAME.len() + 1..];
+        let mut words = rest.split_whitespace();
+        let v = words.next()?;
+        (words.next() == Some("active")).then(|| v.to_string())
+    });
+    Ok(Some((PathBuf::from(path), version)))
+}
+
+/// Every manifest naming this layer in the loader's folders, in its search
+/// order, and what this CLI would install: the text `overlap info` prints.
+fn installed_copies(loaded: Result<Option<(PathBuf, Option<String>)>, String>) {
+    let ours = library().ok().and_then(|l| std::fs::read(l).ok());
+    say!("installed copies (in the loader's search order; with OVERLAP=1 the first implicit one loads):");
+    let mut found = 0;
+    for kind in [Kind::Implicit, Kind::Explicit] {
+        for dir in manifest::loader_search_dirs(kind) {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json") && is_overlap_manifest(p))
+                .collect();
+            files.sort();
+            for m in files {
+                found += 1;
+                say!("  {:8} {}", kind.name(), m.display());
+                let text = std::fs::read_to_string(&m).unwrap_or_default();
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                let named = v["layer"]["library_path"].as_str().unwrap_or("");
+                let lib = manifest::resolve_library(&dir, named).map(|l| l.canonicalize().unwrap_or(l));
+                let state = match &lib {
+                    None => "not found by the dynamic linker".to_string(),
+                    Some(l) => match std::fs::read(l) {
+                        Err(_) => "MISSING: programs run without the layer".to_string(),
+                        Ok(b) if ours.as_ref().is_some_and(|o| *o == b) => "identical to this overlap's library".into(),
+                        Ok(_) if ours.is_some() => "differs from this overlap's library".into(),
+                        Ok(_) => "present".into(),
+                    },
+                };
+                say!(
+                    "           library {}: {state}",
+                    lib.as_ref().map(|l| l.display().to_string()).unwrap_or_else(|| named.to_string())
+                );
+                // The record beside an `overlap install`: <data>/overlap/installed.json.
+                let record =
+                    dir.parent().and_then(Path::parent).map(|d| d.join("overlap").join(manifest::RECORD_FILE_NAME));
+                if let Some(r) = record
+                    .and_then(|r| Record::read(&r).ok().flatten())
+                    .filter(|r| Some(&r.manifest) == m.canonicalize().ok().as_ref())
+                {
+                    say!("           installed by overlap install {}", r.version);
+                }
+            }
+        }
+    }
+    if found == 0 {
+        say!("  none (overlap install puts one in {})", layout_hint());
+    }
+    let mine = env!("CARGO_PKG_VERSION");
+    match loaded {
+        Ok(Some((path, Some(v)))) if v == mine => {
+            say!("with OVERLAP=1 this copy loads: {} (Overlap {v}, the same version as this overlap)", path.display())
+        }
+        Ok(Some((path, Some(v)))) => {
+            say!("with OVERLAP=1 this copy loads: {} (Overlap {v}, NOT this overlap's version {mine})", path.display())
+        }
+        Ok(Some((path, None))) => {
+            say!("with OVERLAP=1 this copy loads: {} (its version is unknown: it did not report one)", path.display())
+        }
+        Ok(None) => say!("with OVERLAP=1 no copy of the layer loads"),
+        Err(e) => say!("with OVERLAP=1: cannot tell which copy loads ({e})"),
+    }
+}
+
+fn layout_hint() -> String {
+    manifest::user_implicit_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|| "~/.local/share/vulkan/implicit_layer.d".into())
 }
 
 fn info(args: &[OsString]) -> ExitCode {
@@ -236,6 +729,8 @@ fn info(args: &[OsString]) -> ExitCode {
     if let Some(extra) = rest.first() {
         return usage_error(&format!("info: unexpected '{}'", extra.to_string_lossy()));
     }
+    // Which installed copy loads, asked before this process's environment changes.
+    let loaded = loaded_copy();
     // The options override the environment, as they would under `run`.
     // SAFETY: single-threaded here, before the loader is loaded.
     for (k, v) in &env {
@@ -247,7 +742,9 @@ fn info(args: &[OsString]) -> ExitCode {
     for d in diagnostics {
         eprintln!("overlap: warning {}: {}", d.id, d.message);
     }
-    match query_drivers(&settings) {
+    let result = query_drivers(&settings);
+    installed_copies(loaded);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("overlap: info: {e}");
