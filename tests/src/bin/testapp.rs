@@ -126,6 +126,14 @@ fn finish(result: Result<(), String>) -> ! {
     }
 }
 
+/// The device's fragment density texel size limits (min, max).
+fn texel_limits(g: &Gpu) -> (vk::Extent2D, vk::Extent2D) {
+    let mut props = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+    (props.min_fragment_density_texel_size, props.max_fragment_density_texel_size)
+}
+
 fn gpu(opts: &GpuOptions) -> Result<Gpu, String> {
     Gpu::new(opts).map_err(|e| format!("vk:{e}"))
 }
@@ -817,10 +825,7 @@ fn fdm_khr(opts: &mut GpuOptions) -> Result<(), String> {
         }
     }
     println!("core_names_null=true");
-    let mut props = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
-    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
-    let (min, max) = (props.min_fragment_density_texel_size, props.max_fragment_density_texel_size);
+    let (min, max) = texel_limits(&g);
     let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
     let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
     let input_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_input.frag.spv"))[..];
@@ -858,10 +863,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     if !g.fdm {
         return Err("VK_EXT_fragment_density_map is not listed".into());
     }
-    let mut props = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
-    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
-    let (min, max) = (props.min_fragment_density_texel_size, props.max_fragment_density_texel_size);
+    let (min, max) = texel_limits(&g);
     println!("texel_size_min={}x{} max={}x{}", min.width, min.height, max.width, max.height);
     let fmt = unsafe { g.instance.get_physical_device_format_properties(g.pd, vk::Format::R8G8_UNORM) };
     if !fmt.optimal_tiling_features.contains(vk::FormatFeatureFlags::FRAGMENT_DENSITY_MAP_EXT) {
@@ -1159,10 +1161,7 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32) 
         o.fdm = true;
         o.layer_settings.push(("fdm".into(), SettingValue::Str(if mode == "off" { "binned" } else { mode }.into())));
         let g = gpu(&o)?;
-        let mut props = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
-        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
-        unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
-        let texel = props.min_fragment_density_texel_size;
+        let texel = texel_limits(&g).0;
         let (mw, mh) = (size.0.div_ceil(texel.width), size.1.div_ceil(texel.height));
         // Radii (in pixels) that ask 1x1 for ~4% of a full-HD frame, 2x2 for ~7%.
         let (r1, r2) = (154.0f32, 267.0f32);
