@@ -969,6 +969,16 @@ pub fn check_sizes(pixels: &[[u8; 4]], size: (u32, u32), map: &Map, texel: (u32,
         if px.len() as u32 > sx * sy {
             return Err(format!("fragment id {id} covers {} pixels, more than its area {sx}x{sy}", px.len()));
         }
+        // One fragment: one area, and every pixel of its block (clipped to
+        // the framebuffer).
+        if let Some(&(x, y)) = px.iter().find(|&&(x, y)| pixels[(y * w + x) as usize][0] != p0) {
+            return Err(format!("fragment id {id} has pixels of different areas ({x},{y})"));
+        }
+        let (bx, by) = (px[0].0 / sx * sx, px[0].1 / sy * sy);
+        let block = ((bx + sx).min(w) - bx) * ((by + sy).min(h) - by);
+        if (px.len() as u32) < block {
+            return Err(format!("fragment id {id} covers {} of the {block} pixels of its {sx}x{sy} block", px.len()));
+        }
     }
     Ok((coarse, largest))
 }
@@ -1184,5 +1194,325 @@ pub fn render_multiview(
             d.free_memory(m, None);
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The density-map checkers fed synthetic renders built the way the
+    //! shaders encode them, then deliberately wrong ones.
+    use super::*;
+
+    /// A 4x2 map over 16x16 texels: columns asking for 1x1, 2x1, 1x2, then
+    /// 2x2 above and 4x4 below ([`regions`]).
+    fn map() -> Map {
+        Map { width: 4, height: 2, texels: regions(4, 2) }
+    }
+    const TEXEL: (u32, u32) = (16, 16);
+
+    /// The area each texel asks for, at pixel (x, y).
+    fn asked(map: &Map, x: u32, y: u32) -> (u32, u32) {
+        let t = map.texels[((y / TEXEL.1).min(map.height - 1) * map.width + (x / TEXEL.0).min(map.width - 1)) as usize];
+        (requested(t[0]), requested(t[1]))
+    }
+
+    /// What `fdm_size.frag` writes at pixel (x, y) when the fragment covering
+    /// it has area `s` and starts at `origin`: R = 16·width + height, GBA the
+    /// 24-bit id `uint(FragCoord.x) + uint(FragCoord.y)·4096`, FragCoord
+    /// being the fragment's centre.
+    fn size_pixel(s: (u32, u32), origin: (u32, u32)) -> [u8; 4] {
+        let frag_coord = (origin.0 as f32 + s.0 as f32 / 2.0, origin.1 as f32 + s.1 as f32 / 2.0);
+        let id = frag_coord.0 as u32 + frag_coord.1 as u32 * 4096;
+        [(s.0 * 16 + s.1) as u8, id as u8, (id >> 8) as u8, (id >> 16) as u8]
+    }
+
+    /// A render of `fdm_size.frag` where every pixel's fragment has the area
+    /// `area(x, y)` (the same for every pixel of an aligned block) and is
+    /// aligned to it.
+    fn size_render(size: (u32, u32), area: impl Fn(u32, u32) -> (u32, u32)) -> Vec<[u8; 4]> {
+        let mut v = Vec::new();
+        for y in 0..size.1 {
+            for x in 0..size.0 {
+                let s = area(x, y);
+                v.push(size_pixel(s, (x / s.0 * s.0, y / s.1 * s.1)));
+            }
+        }
+        v
+    }
+
+    fn at(size: (u32, u32), x: u32, y: u32) -> usize {
+        (y * size.0 + x) as usize
+    }
+
+    const SIZES: [(u32, u32); 2] = [(64, 32), (62, 30)];
+
+    #[test]
+    fn sizes_of_a_correct_render_pass() {
+        let m = map();
+        for size in SIZES {
+            // Each region at the area it asks for.
+            let px = size_render(size, |x, y| asked(&m, x, y));
+            let (coarse, largest) = check_sizes(&px, size, &m, TEXEL).unwrap();
+            let want = (0..size.1)
+                .flat_map(|y| (0..size.0).map(move |x| (x, y)))
+                .filter(|&(x, y)| asked(&m, x, y) != (1, 1))
+                .count() as u64;
+            assert_eq!((coarse, largest), (want, 16), "{size:?}");
+            // Smaller areas are always allowed (1x1 everywhere is the baseline).
+            let px = size_render(size, |_, _| (1, 1));
+            assert_eq!(check_sizes(&px, size, &m, TEXEL).unwrap(), (0, 1), "{size:?}");
+            let px = size_render(size, |x, y| {
+                let (rx, ry) = asked(&m, x, y);
+                (rx.min(2), ry.min(2))
+            });
+            assert_eq!(check_sizes(&px, size, &m, TEXEL).unwrap().1, 4, "{size:?}");
+        }
+    }
+
+    #[test]
+    fn an_area_larger_than_requested_is_reported() {
+        let m = map();
+        for size in SIZES {
+            // A 2x2 fragment, aligned and with the right centre, in the
+            // column that asks for 1x1.
+            let px =
+                size_render(
+                    size,
+                    |x, y| if (4..6).contains(&x) && (4..6).contains(&y) { (2, 2) } else { asked(&m, x, y) },
+                );
+            let e = check_sizes(&px, size, &m, TEXEL).unwrap_err();
+            assert!(e.contains("exceeds the requested (1,1)"), "{e}");
+            // 4x1 in the column that asks for 2x1.
+            let px = size_render(size, |x, y| if (16..32).contains(&x) { (4, 1) } else { asked(&m, x, y) });
+            assert!(check_sizes(&px, size, &m, TEXEL).unwrap_err().contains("exceeds"));
+            // 4x4 in the 2x2 texel.
+            let px = size_render(size, |x, y| if x >= 48 && y < 16 { (4, 4) } else { asked(&m, x, y) });
+            assert!(check_sizes(&px, size, &m, TEXEL).unwrap_err().contains("exceeds"));
+        }
+    }
+
+    #[test]
+    fn an_unsupported_area_is_reported() {
+        let m = map();
+        let size = SIZES[0];
+        let mut px = size_render(size, |x, y| asked(&m, x, y));
+        px[at(size, 50, 20)][0] = 3 * 16 + 1;
+        assert!(check_sizes(&px, size, &m, TEXEL).unwrap_err().contains("not a supported area"));
+    }
+
+    #[test]
+    fn a_frag_coord_off_by_one_is_reported() {
+        let m = map();
+        for size in SIZES {
+            for (x, y) in [(3, 3), (20, 5), (36, 21), (50, 6), (52, 20)] {
+                for delta in [1, 4096, u32::MAX] {
+                    let mut px = size_render(size, |x, y| asked(&m, x, y));
+                    let p = &mut px[at(size, x, y)];
+                    let id = (p[1] as u32 | (p[2] as u32) << 8 | (p[3] as u32) << 16).wrapping_add(delta);
+                    (p[1], p[2], p[3]) = (id as u8, (id >> 8) as u8, (id >> 16) as u8);
+                    let e = check_sizes(&px, size, &m, TEXEL).unwrap_err();
+                    assert!(e.contains("is not the fragment centre"), "({x},{y}) {delta}: {e}");
+                }
+            }
+        }
+    }
+
+    /// Blocks one pixel off their alignment: every pixel of the region
+    /// carries the centre of an unaligned block.
+    #[test]
+    fn a_shifted_block_is_reported() {
+        let m = map();
+        for size in SIZES {
+            // The 2x2 region's blocks start one column late.
+            let mut px = size_render(size, |x, y| asked(&m, x, y));
+            for y in 0..16 {
+                for x in 49..size.0 {
+                    px[at(size, x, y)] = size_pixel((2, 2), ((x - 49) / 2 * 2 + 49, y / 2 * 2));
+                }
+            }
+            assert!(check_sizes(&px, size, &m, TEXEL).unwrap_err().contains("is not the fragment centre"));
+            // The whole picture one pixel to the right (a replay offset).
+            let clean = size_render(size, |x, y| asked(&m, x, y));
+            let mut px = clean.clone();
+            for y in 0..size.1 {
+                for x in 1..size.0 {
+                    px[at(size, x, y)] = clean[at(size, x - 1, y)];
+                }
+            }
+            assert!(check_sizes(&px, size, &m, TEXEL).is_err());
+            // One row down.
+            let mut px = clean.clone();
+            px[size.0 as usize..].copy_from_slice(&clean[..clean.len() - size.0 as usize]);
+            assert!(check_sizes(&px, size, &m, TEXEL).is_err());
+        }
+    }
+
+    #[test]
+    fn a_block_split_wrong_is_reported() {
+        let m = map();
+        let size = SIZES[0];
+        // One pixel of a 4x4 block carries its neighbour block's id.
+        let mut px = size_render(size, |x, y| asked(&m, x, y));
+        px[at(size, 55, 21)] = px[at(size, 56, 21)];
+        assert!(check_sizes(&px, size, &m, TEXEL).unwrap_err().contains("is not the fragment centre"));
+        // Three pixels claim one fragment whose first pixel's area is 1x2:
+        // (48,0) shaded alone, (49,0) as a 1x2 fragment centred at (49,1),
+        // (48,1) and (49,1) as a 2x2 fragment with the same centre.
+        let mut px = size_render(size, |x, y| asked(&m, x, y));
+        px[at(size, 48, 0)] = size_pixel((1, 1), (48, 0));
+        px[at(size, 49, 0)] = size_pixel((1, 2), (49, 0));
+        assert_eq!(px[at(size, 49, 0)][1..], px[at(size, 48, 1)][1..]);
+        let e = check_sizes(&px, size, &m, TEXEL).unwrap_err();
+        assert!(e.contains("covers 3 pixels, more than its area 1x2"), "{e}");
+    }
+
+    /// A 2x2-aligned block whose top row is a 2x1 fragment and bottom row a
+    /// 2x2 fragment: impossible in a correct render (a 2x2 fragment covers
+    /// its whole aligned block; density-map texels are aligned to at least
+    /// the area), yet every pixel is consistent with its own area and
+    /// centre, and no id appears more often than its area.
+    #[test]
+    fn a_block_of_mixed_areas_is_reported() {
+        let m = map();
+        let size = SIZES[0];
+        let mut px = size_render(size, |x, y| asked(&m, x, y));
+        px[at(size, 48, 0)] = size_pixel((2, 1), (48, 0));
+        px[at(size, 49, 0)] = size_pixel((2, 1), (48, 0));
+        assert!(check_sizes(&px, size, &m, TEXEL).is_err());
+    }
+
+    /// What `fdm_scene.frag` writes at an area: the scene's colour and
+    /// A = 16·width + height. The synthetic scene is a gradient (so any
+    /// shift changes colours) covering the pixels below the diagonal
+    /// x + 2y < 90, judged at each fragment's centre; the clear colour
+    /// (alpha 255, not an area) elsewhere.
+    fn scene_colour(cx: u32, cy: u32) -> Option<[u8; 3]> {
+        (cx + 2 * cy < 90).then(|| [(cx * 5 + cy) as u8, (cy * 7) as u8, (cx * cy) as u8])
+    }
+    const CLEAR: [u8; 4] = [0, 0, 64, 255];
+
+    /// The scene rendered without a density map at `area`'s resolution
+    /// (what `reference(area)` gives: pixels and width), area code 1x1.
+    fn scene_reference(size: (u32, u32), area: (u32, u32)) -> (Vec<[u8; 4]>, u32) {
+        let low = (size.0.div_ceil(area.0), size.1.div_ceil(area.1));
+        let mut v = Vec::new();
+        for j in 0..low.1 {
+            for i in 0..low.0 {
+                v.push(match scene_colour(i * area.0 + area.0 / 2, j * area.1 + area.1 / 2) {
+                    Some(c) => [c[0], c[1], c[2], 17],
+                    None => CLEAR,
+                });
+            }
+        }
+        (v, low.0)
+    }
+
+    /// A binned render: each pixel takes its region's reference pixel.
+    fn scene_render(size: (u32, u32), area: impl Fn(u32, u32) -> (u32, u32)) -> Vec<[u8; 4]> {
+        let mut v = Vec::new();
+        for y in 0..size.1 {
+            for x in 0..size.0 {
+                let a = area(x, y);
+                let (r, rw) = scene_reference(size, a);
+                let q = r[((y / a.1) * rw + x / a.0) as usize];
+                v.push(if q[3] == 17 { [q[0], q[1], q[2], (a.0 * 16 + a.1) as u8] } else { CLEAR });
+            }
+        }
+        v
+    }
+
+    fn check_scene(px: &[[u8; 4]], size: (u32, u32)) -> Result<u64, String> {
+        check_against_references(px, size, |area| scene_reference(size, area))
+    }
+
+    #[test]
+    fn a_correct_binned_render_matches_its_references() {
+        let m = map();
+        for size in SIZES {
+            let px = scene_render(size, |x, y| asked(&m, x, y));
+            let drawn = px.iter().filter(|p| p[3] != 255).count() as u64;
+            assert!(drawn > 0 && drawn < px.len() as u64);
+            assert_eq!(check_scene(&px, size).unwrap(), drawn, "{size:?}");
+            let full = scene_render(size, |_, _| (1, 1));
+            assert_eq!(check_scene(&full, size).unwrap(), drawn_at_full(size), "{size:?}");
+        }
+    }
+
+    fn drawn_at_full(size: (u32, u32)) -> u64 {
+        scene_reference(size, (1, 1)).0.iter().filter(|p| p[3] == 17).count() as u64
+    }
+
+    #[test]
+    fn a_shifted_replay_is_reported() {
+        let m = map();
+        for size in SIZES {
+            let clean = scene_render(size, |x, y| asked(&m, x, y));
+            // The whole picture one pixel right, and one pixel down.
+            let mut right = vec![CLEAR; clean.len()];
+            let mut down = vec![CLEAR; clean.len()];
+            for y in 0..size.1 {
+                for x in 0..size.0 {
+                    if x > 0 {
+                        right[at(size, x, y)] = clean[at(size, x - 1, y)];
+                    }
+                    if y > 0 {
+                        down[at(size, x, y)] = clean[at(size, x, y - 1)];
+                    }
+                }
+            }
+            for px in [right, down] {
+                let e = check_scene(&px, size).unwrap_err();
+                assert!(e.contains("the reference at that resolution has"), "{size:?}: {e}");
+            }
+            // Only the 2x1 bin replayed one low-resolution pixel off.
+            let mut px = clean.clone();
+            let (r, rw) = scene_reference(size, (2, 1));
+            for y in 0..size.1 {
+                for x in 16..32 {
+                    let q = r[(y * rw + x / 2 + 1) as usize];
+                    if q[3] == 17 && px[at(size, x, y)][3] != 255 {
+                        px[at(size, x, y)] = [q[0], q[1], q[2], 2 * 16 + 1];
+                    }
+                }
+            }
+            assert!(check_scene(&px, size).is_err(), "{size:?}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_pixel_or_area_is_reported() {
+        let m = map();
+        let size = SIZES[0];
+        let clean = scene_render(size, |x, y| asked(&m, x, y));
+        // One channel of one pixel off by one.
+        let mut px = clean.clone();
+        px[at(size, 20, 10)][1] ^= 1;
+        assert!(check_scene(&px, size).unwrap_err().contains("pixel (20,10)"));
+        // The 1x1 column labelled 2x2 (colours of one resolution, area of another).
+        let mut px = clean.clone();
+        for p in px.iter_mut().take(size.0 as usize * size.1 as usize) {
+            if p[3] == 17 {
+                p[3] = 2 * 16 + 2;
+            }
+        }
+        assert!(check_scene(&px, size).is_err());
+    }
+
+    /// Comparing only what was drawn must not let an empty or half-empty
+    /// render pass.
+    #[test]
+    fn a_render_missing_most_of_the_scene_is_reported() {
+        let m = map();
+        let size = SIZES[0];
+        let nothing = vec![CLEAR; (size.0 * size.1) as usize];
+        assert!(check_scene(&nothing, size).unwrap_err().contains("only 0 pixels match"));
+        // Only the 1x1 column drawn.
+        let mut px = scene_render(size, |x, y| asked(&m, x, y));
+        for y in 0..size.1 {
+            for x in 16..size.0 {
+                px[at(size, x, y)] = CLEAR;
+            }
+        }
+        assert!(check_scene(&px, size).unwrap_err().contains("pixels match a reference"));
     }
 }

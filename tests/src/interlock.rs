@@ -502,19 +502,217 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             d.free_memory(b.memory, None);
         }
 
-        let mut out = Outcome { words, submit_ns, module_ns, pipeline_ns, ..Default::default() };
-        for y in 0..h {
-            for xs in 0..row {
-                let x = if case.sample_shading { xs / case.samples } else { xs };
-                let v = result[(y * row + xs) as usize];
-                if v & ORDER_ERROR != 0 {
-                    out.order_errors += 1;
-                }
-                if v & !ORDER_ERROR != expected_word(case, x, y) {
-                    out.wrong_words += 1;
-                }
+        let (wrong_words, order_errors) = check_words(case, &result);
+        Outcome { words, wrong_words, order_errors, submit_ns, module_ns, pipeline_ns }
+    }
+}
+
+/// The CPU check of a case's readback (`row × height` words, row-major; with
+/// sample shading a pixel's samples are consecutive words): (words with a bit
+/// lost or an extra bit, words whose ordered-mode flag is set). A word the
+/// readback lacks counts as wrong, and so does one past the end.
+pub fn check_words(case: &Case, result: &[u32]) -> (usize, usize) {
+    let (row, h) = (case.row(), case.height);
+    let mut wrong = result.len().saturating_sub((row * h) as usize);
+    let mut order_errors = 0;
+    for y in 0..h {
+        for xs in 0..row {
+            let x = if case.sample_shading { xs / case.samples } else { xs };
+            let Some(&v) = result.get((y * row + xs) as usize) else {
+                wrong += 1;
+                continue;
+            };
+            if v & ORDER_ERROR != 0 {
+                order_errors += 1;
+            }
+            if v & !ORDER_ERROR != expected_word(case, x, y) {
+                wrong += 1;
             }
         }
-        out
+    }
+    (wrong, order_errors)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The word checker fed a faithful CPU model of `interlock.frag` and then
+    //! deliberately wrong readbacks: every corruption must be counted.
+    use super::*;
+
+    /// The shader's `dropped()`, retyped from tests/shaders/interlock.frag.
+    fn shader_drops(case: &Case, i: u32, x: u32, y: u32) -> bool {
+        case.discard && (x * 7 + y * 3 + i) % 5 == 0
+    }
+
+    /// What `interlock.frag` leaves in one word when the instances of that
+    /// pixel (or sample) run their critical sections one at a time in
+    /// `order` (draw order unless a test says otherwise): the read, the
+    /// ordered-mode check, the write.
+    fn run_sections(case: &Case, x: u32, y: u32, order: &[u32]) -> u32 {
+        let mut word = 0u32;
+        for &i in order {
+            if shader_drops(case, i, x, y) {
+                continue;
+            }
+            let mut v = word;
+            if case.ordered() {
+                let want = (0..i).filter(|&j| !shader_drops(case, j, x, y)).fold(0, |m, j| m | 1 << j);
+                if v & !(1 << i) != want {
+                    v |= 0x8000_0000;
+                }
+            }
+            word = v | 1 << i;
+        }
+        word
+    }
+
+    /// A whole readback as a correct implementation leaves it.
+    fn correct(case: &Case) -> Vec<u32> {
+        let order: Vec<u32> = (0..INSTANCES).collect();
+        let mut words = Vec::new();
+        for y in 0..case.height {
+            for xs in 0..case.row() {
+                let x = if case.sample_shading { xs / case.samples } else { xs };
+                words.push(run_sections(case, x, y, &order));
+            }
+        }
+        words
+    }
+
+    fn cases() -> Vec<Case> {
+        // Every mode, resource, discard, sample and sample-shading choice, at
+        // a small odd size.
+        matrix_sized(&[(7, 5)])
+    }
+
+    fn case(mode: &'static str, discard: bool, sample_shading: bool) -> Case {
+        *cases()
+            .iter()
+            .find(|c| c.mode == mode && c.discard == discard && c.samples == 4 && c.sample_shading == sample_shading)
+            .unwrap()
+    }
+
+    #[test]
+    fn correct_readbacks_pass() {
+        for c in cases() {
+            let words = correct(&c);
+            assert_eq!(words.len(), (c.row() * c.height) as usize);
+            assert_eq!(check_words(&c, &words), (0, 0), "{}", c.name());
+        }
+    }
+
+    /// The expected words, derived independently: all 31 instance bits
+    /// without discard; with discard, the instances whose (7x + 3y + i) is a
+    /// multiple of 5 are missing, 6 or 7 of the 31 (31 consecutive i cover
+    /// each residue 6 times, one of them 7).
+    #[test]
+    fn expected_words_follow_from_the_case() {
+        let plain = case("pixel_interlock_ordered", false, false);
+        assert_eq!(expected_word(&plain, 3, 2), (1u32 << INSTANCES) - 1);
+        let discard = case("pixel_interlock_ordered", true, false);
+        for (x, y) in [(0, 0), (1, 0), (3, 4), (6, 1)] {
+            let w = expected_word(&discard, x, y);
+            assert!(matches!(w.count_ones(), 24 | 25), "({x},{y}): {w:#x}");
+            assert_eq!(w & 1 << ((5 - (x * 7 + y * 3) % 5) % 5), 0, "({x},{y}): the first dropped instance is set");
+        }
+    }
+
+    #[test]
+    fn a_lost_bit_is_a_wrong_word() {
+        for c in cases() {
+            let mut words = correct(&c);
+            let k = words.len() / 2;
+            let bit = words[k].trailing_zeros();
+            words[k] &= !(1 << bit);
+            assert_eq!(check_words(&c, &words), (1, 0), "{}", c.name());
+        }
+    }
+
+    /// Two sections overlapping (no lock): both read the word before either
+    /// writes, so the earlier instance's bit is overwritten.
+    #[test]
+    fn a_race_between_two_instances_is_a_wrong_word() {
+        let c = case("pixel_interlock_unordered", false, false);
+        let mut words = correct(&c);
+        let (x, y) = (2, 3);
+        let read = run_sections(&c, x, y, &(0..10).collect::<Vec<_>>()); // what 10 and 11 both read
+        let _written_by_10 = read | 1 << 10;
+        let written_by_11 = read | 1 << 11; // last, over 10's write
+        let last = (12..INSTANCES).fold(written_by_11, |v, i| v | 1 << i);
+        words[(y * c.row() + x) as usize] = last;
+        assert_eq!(check_words(&c, &words), (1, 0));
+    }
+
+    #[test]
+    fn a_lost_word_is_reported() {
+        for c in cases() {
+            // Never written (still the cleared zero).
+            let mut words = correct(&c);
+            words[3] = 0;
+            assert_eq!(check_words(&c, &words), (1, 0), "{}", c.name());
+            // Missing from the readback (a short copy).
+            let mut words = correct(&c);
+            words.pop();
+            assert_eq!(check_words(&c, &words), (1, 0), "{}", c.name());
+            // One too many (a copy of the wrong size).
+            let mut words = correct(&c);
+            words.push(*words.last().unwrap());
+            assert_eq!(check_words(&c, &words), (1, 0), "{}", c.name());
+        }
+    }
+
+    /// A discarded fragment's bit set: the discard was not honoured.
+    #[test]
+    fn an_extra_bit_is_a_wrong_word() {
+        let c = case("sample_interlock_unordered", true, true);
+        let mut words = correct(&c);
+        let (x, y) = (4, 1);
+        let dropped = (0..INSTANCES).find(|&i| shader_drops(&c, i, x, y)).unwrap();
+        words[(y * c.row() + x * c.samples) as usize] |= 1 << dropped;
+        assert_eq!(check_words(&c, &words), (1, 0));
+    }
+
+    /// With sample shading every sample has its own word: a shader that
+    /// ignores gl_SampleID puts every sample's bits in sample 0's word and
+    /// leaves the others cleared.
+    #[test]
+    fn samples_sharing_one_word_are_reported() {
+        let c = case("sample_interlock_ordered", false, true);
+        let mut words = correct(&c);
+        for (k, w) in words.iter_mut().enumerate() {
+            if k as u32 % c.samples != 0 {
+                *w = 0;
+            }
+        }
+        assert_eq!(check_words(&c, &words), ((c.width * c.height * (c.samples - 1)) as usize, 0));
+    }
+
+    /// Ordered modes: an instance entering its section before an earlier
+    /// one flags the word (bit 31), which the checker counts as an order
+    /// error, not as a lost bit; in an unordered mode the same swap is fine.
+    #[test]
+    fn an_out_of_order_section_is_an_order_error() {
+        for discard in [false, true] {
+            let ordered = case("pixel_interlock_ordered", discard, false);
+            let mut words = correct(&ordered);
+            let (x, y) = (5, 2);
+            let mut order: Vec<u32> = (0..INSTANCES).collect();
+            // Two instances that both survive discard, swapped.
+            let live: Vec<u32> = order.iter().copied().filter(|&i| !shader_drops(&ordered, i, x, y)).collect();
+            let (a, b) = (live[3] as usize, live[4] as usize);
+            order.swap(a, b);
+            words[(y * ordered.row() + x) as usize] = run_sections(&ordered, x, y, &order);
+            assert_eq!(check_words(&ordered, &words), (0, 1), "discard={discard}");
+
+            let unordered = Case { mode: "pixel_interlock_unordered", ..ordered };
+            let mut words = correct(&unordered);
+            words[(y * unordered.row() + x) as usize] = run_sections(&unordered, x, y, &order);
+            assert_eq!(check_words(&unordered, &words), (0, 0), "discard={discard}");
+        }
+        // The flag alone, on a word whose bits are right.
+        let c = case("sample_interlock_ordered", false, false);
+        let mut words = correct(&c);
+        words[0] |= ORDER_ERROR;
+        assert_eq!(check_words(&c, &words), (0, 1));
     }
 }

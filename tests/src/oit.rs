@@ -50,8 +50,14 @@ pub fn reference(width: u32, height: u32) -> Image {
     Image { width, height, rgba }
 }
 
-/// The largest per-channel difference between two pictures.
+/// The largest per-channel difference between two pictures (255 when their
+/// sizes differ or a buffer does not hold its size's pixels: a zip over
+/// unequal buffers would compare only their common prefix).
 pub fn max_difference(a: &Image, b: &Image) -> u8 {
+    let bytes = |i: &Image| (i.width * i.height * 4) as usize;
+    if (a.width, a.height) != (b.width, b.height) || a.rgba.len() != bytes(a) || b.rgba.len() != bytes(b) {
+        return 255;
+    }
     a.rgba.iter().zip(&b.rgba).map(|(x, y)| x.abs_diff(*y)).max().unwrap_or(255)
 }
 
@@ -169,5 +175,70 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
             d.free_memory(memory, None);
         }
         (image, elapsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The OIT comparison: the picture must be the reference to within 2
+    /// (the testapp fails a run above that); one pixel off by 3 must show.
+    #[test]
+    fn one_pixel_off_by_three_is_reported() {
+        let want = reference(64, 64);
+        assert_eq!(max_difference(&want, &want.clone()), 0);
+        let n = want.rgba.len();
+        for byte in [0, 4 * (31 * 64 + 17) + 1, n - 2] {
+            for delta in [3i16, -3] {
+                let mut img = want.clone();
+                let v = img.rgba[byte] as i16;
+                // Away from the clamp: 3 up, or 3 down where up would overflow.
+                img.rgba[byte] = if v + delta > 255 || v + delta < 0 { v - delta } else { v + delta } as u8;
+                assert_eq!(max_difference(&img, &want), 3, "byte {byte}");
+                assert_eq!(max_difference(&want, &img), 3, "byte {byte}");
+            }
+        }
+    }
+
+    #[test]
+    fn pictures_of_different_sizes_are_not_equal() {
+        let want = reference(64, 64);
+        let mut short = want.clone();
+        short.rgba.truncate(short.rgba.len() - 4 * 64);
+        assert_eq!(max_difference(&short, &want), 255);
+        short.height -= 1;
+        assert_eq!(max_difference(&short, &want), 255);
+        let transposed = Image { width: 32, height: 128, rgba: reference(32, 128).rgba };
+        assert_eq!(max_difference(&transposed, &Image { width: 64, height: 64, ..transposed.clone() }), 255);
+        assert_eq!(max_difference(&reference(128, 64), &want), 255);
+    }
+
+    /// The reference sorts per pixel by depth: at (35, 12) of the 64x64
+    /// grid rectangles 0 (depth 0.5), 1 (0.2) and 3 (0.35) overlap, drawn
+    /// in that order; back to front is 0, 3, 1.
+    #[test]
+    fn the_reference_composites_back_to_front() {
+        let covering: Vec<usize> = (0..RECTS.len())
+            .filter(|&k| {
+                let r = RECTS[k].0;
+                (r[0]..r[2]).contains(&35) && (r[1]..r[3]).contains(&12)
+            })
+            .collect();
+        assert_eq!(covering, [0, 1, 3]);
+        let composite = |order: &[usize]| -> [u8; 4] {
+            let mut c = [BACKGROUND; 3];
+            for &k in order {
+                let col = RECTS[k].2;
+                let a = col[3] as f32 / 255.0;
+                for (ch, v) in c.iter_mut().enumerate() {
+                    *v = col[ch] as f32 / 255.0 * a + *v * (1.0 - a);
+                }
+            }
+            [c[0], c[1], c[2], 1.0].map(|v| (v * 255.0).round() as u8)
+        };
+        let got = reference(64, 64).pixel(35, 12);
+        assert_eq!(got, composite(&[0, 3, 1]));
+        assert_ne!(got, composite(&[0, 1, 3]), "draw order must give another colour here");
     }
 }

@@ -246,11 +246,97 @@ fn info_lists_lavapipe_and_the_plan() {
     assert!(out.contains("device hooks              : none"), "{out}");
 }
 
+/// The verdict of piglit's `arb_fragment_shader_interlock-image-load-store`
+/// (exit status and stdout) is `pass`, or the one known failure on lavapipe
+/// (see the test below): Err says what else it is.
+fn known_piglit_verdict(code: Option<i32>, stdout: &str) -> Result<(), String> {
+    let verdicts: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("PIGLIT: ")).collect();
+    let [verdict] = verdicts[..] else {
+        return Err(format!("{} piglit verdicts (a crash?), exit status {code:?}", verdicts.len()));
+    };
+    let verdict: serde_json::Value = serde_json::from_str(verdict).map_err(|e| format!("{verdict}: {e}"))?;
+    // piglit's probe messages: `observed|expected ROW COLUMN     R G B A`.
+    let probes = |what: &str| -> Vec<Vec<u32>> {
+        stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(what))
+            .map(|l| l.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+            .collect()
+    };
+    match verdict["result"].as_str() {
+        Some("pass") if code == Some(0) => Ok(()),
+        Some("fail") if code == Some(1) => {
+            let (observed, expected) = (probes("observed "), probes("expected "));
+            let ([seen], [want]) = (&observed[..], &expected[..]) else {
+                return Err(format!("not the known failure: {} observed, {} expected", observed.len(), expected.len()));
+            };
+            if seen.len() != 6 || want.len() != 6 || seen[..2] != want[..2] {
+                return Err(format!("unreadable probe report: {seen:?} / {want:?}"));
+            }
+            // piglit prints its left-half expectation for the right half too
+            // (wrongly): only a left-half pixel's report is exact.
+            if seen[1] >= 50 {
+                return Err(format!("a right-half pixel failed, not the known failure: {seen:?}"));
+            }
+            if [seen[2], seen[3], seen[5]] != [want[2], want[3], want[5]] || seen[4] == want[4] {
+                return Err(format!(
+                    "not the known failure (blue alone differs): observed {seen:?}, expected {want:?}"
+                ));
+            }
+            Ok(())
+        }
+        Some(v) => Err(format!("verdict {v} with exit status {code:?}")),
+        None => Err(format!("no result in {verdict}")),
+    }
+}
+
+/// The control for the piglit verdict check: it accepts a pass and the
+/// known failure, and rejects a crash, a skip, another failure, and a
+/// verdict whose exit status disagrees.
+#[test]
+fn piglit_verdict_check_rejects_crashes_and_other_failures() {
+    let pass = "PIGLIT: {\"result\": \"pass\" }\n";
+    let known = "observed 0 0     47 35 95 255\nexpected 0 0     47 35 63 255\nPIGLIT: {\"result\": \"fail\" }\n";
+    assert_eq!(known_piglit_verdict(Some(0), pass), Ok(()));
+    assert_eq!(known_piglit_verdict(Some(1), known), Ok(()));
+    let fail = |observed: &str| {
+        format!("observed {observed}\nexpected 0 0     47 35 63 255\nPIGLIT: {{\"result\": \"fail\" }}\n")
+    };
+    for (code, stdout) in [
+        (None, String::new()),                                      // killed: no verdict
+        (Some(139), "observed 0 0     47 35 95 255\n".to_string()), // crashed mid-report
+        (Some(1), pass.to_string()),                                // pass, failing status
+        (Some(0), known.to_string()),                               // fail, passing status
+        (Some(0), "PIGLIT: {\"result\": \"skip\" }\n".to_string()),
+        (Some(1), "PIGLIT: {\"result\": \"crash\" }\n".to_string()),
+        (Some(1), fail("0 0     47 36 95 255")), // green differs too
+        (Some(1), fail("0 0     47 35 63 254")), // alpha only
+        (Some(1), fail("0 0     46 35 63 255")), // red only
+        (
+            Some(1),
+            "observed 3 70     47 35 95 255\nexpected 3 70     47 35 63 255\nPIGLIT: {\"result\": \"fail\" }\n"
+                .to_string(),
+        ),
+        (Some(1), "PIGLIT: {\"result\": \"fail\" }\n".to_string()), // no probe report
+        (Some(1), format!("{known}{known}")),                       // two verdicts
+    ] {
+        assert!(known_piglit_verdict(code, &stdout).is_err(), "{code:?} accepted:\n{stdout}");
+    }
+}
+
 /// Through the layer, zink on lavapipe exposes GL_ARB_fragment_shader_interlock
-/// (lavapipe alone does not), and piglit's interlock test runs instead of
-/// skipping. (Its check assumes a 2-sample texture has exactly 2 samples;
-/// lavapipe only has 1x and 4x, so zink allocates 4 and the test's result
-/// layer doubles as sample 2's slot: see the closing note of issue 3.)
+/// (lavapipe alone does not), and piglit's interlock test runs to its
+/// verdict instead of skipping or crashing. Its verdict on lavapipe is not
+/// `pass`, and cannot be: its check assumes a 2-sample texture has exactly
+/// 2 samples; lavapipe only has 1x and 4x, so zink allocates 4 and the
+/// test's result layer doubles as sample 2's slot (see the closing note of
+/// issue 3 and README "Known limits": the same blue value under both
+/// strategies and with llvmpipe on one thread, so not a race). So the test
+/// accepts `pass`, or exactly that `fail`: piglit's own report of one pixel
+/// of the left half whose blue channel (the last-drawn triangle's colour)
+/// differs from piglit's expected value while red, green and alpha match it.
+/// Any other failure, a crash (no verdict, or an exit status that is not the
+/// verdict's), or a skip fails the test.
 #[test]
 fn zink_exposes_gl_arb_fragment_shader_interlock_through_the_layer() {
     let glx = |through: bool| {
@@ -273,6 +359,9 @@ fn zink_exposes_gl_arb_fragment_shader_interlock_through_the_layer() {
         run(&mut xvfb(cmd))
     };
     assert!(!o.stdout.contains("\"result\": \"skip\""), "{}", o.stdout);
+    if let Err(e) = known_piglit_verdict(o.code, &o.stdout) {
+        panic!("{e}\n--- stdout\n{}\n--- stderr\n{}", o.stdout, o.stderr);
+    }
     assert!(o.stderr.contains("OVERLAP-Shader-Rewritten: serialized: pixel interlock, ordered"), "{}", o.stderr);
     assert!(!o.stderr.contains("Unsupported intrinsic"), "{}", o.stderr);
 }

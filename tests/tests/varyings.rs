@@ -1,12 +1,161 @@
 //! The varying linker at pipeline creation, on a generated corpus of 32
 //! vertex/fragment pairs (tests/build.rs): rendering is bit-identical with
 //! `safe` (and, on lavapipe, with `full`) to `off`, the validation layer below
-//! sees valid linked pipelines, and the linker removes at least what
-//! spirv-opt's own interface passes remove.
+//! sees valid linked pipelines (and a deliberately mis-linked pair changes
+//! the checksums those comparisons use), and the linker removes what the
+//! corpus's own sources declare removable (dead, flat constant, duplicated
+//! outputs), at least what spirv-opt's own interface passes remove.
 
 use overlap_tests::harness::{self, app, overlap_cli, run, vk_command, Layers};
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// A `layout(location = N) [flat] in|out TYPE NAME;` declaration.
+#[derive(Clone, Debug)]
+struct Varying {
+    location: u32,
+    flat: bool,
+    ty: String,
+    name: String,
+}
+
+/// What a GLSL stage of the corpus (or tests/shaders) declares: its
+/// location-decorated outputs and inputs, and the last expression assigned
+/// to each name (`name = expr;` statements).
+struct Stage {
+    outputs: Vec<Varying>,
+    inputs: Vec<Varying>,
+    assigned: HashMap<String, String>,
+    lines: Vec<String>,
+}
+
+fn stage(path: &Path) -> Stage {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (mut outputs, mut inputs, mut assigned) = (Vec::new(), Vec::new(), HashMap::new());
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("layout(location = ") {
+            let (loc, decl) = rest.split_once(')').unwrap();
+            let words: Vec<&str> = decl.trim_end_matches(';').split_whitespace().collect();
+            let flat = words[0] == "flat";
+            let words = &words[flat as usize..];
+            let v = Varying { location: loc.parse().unwrap(), flat, ty: words[1].into(), name: words[2].into() };
+            match words[0] {
+                "out" => outputs.push(v),
+                "in" => inputs.push(v),
+                other => panic!("{}: {other} in {line}", path.display()),
+            }
+        } else if let Some((lhs, rhs)) = line.strip_suffix(';').and_then(|l| l.split_once(" = ")) {
+            if lhs.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                assigned.insert(lhs.to_string(), rhs.to_string());
+            }
+        }
+    }
+    Stage { outputs, inputs, assigned, lines: text.lines().map(str::to_string).collect() }
+}
+
+/// Scalar components of a GLSL type.
+fn components(ty: &str) -> u32 {
+    match ty {
+        "float" | "int" | "uint" | "bool" => 1,
+        _ if ["vec", "ivec", "uvec", "bvec"].iter().any(|p| ty.strip_prefix(p).is_some_and(|n| n.len() == 1)) => {
+            ty[ty.len() - 1..].parse().unwrap()
+        }
+        _ => panic!("type {ty}"),
+    }
+}
+
+/// An expression with its number literals written one way (`0.300` and
+/// `0.3` are the same value) and no spaces.
+fn normalized(expr: &str) -> String {
+    let mut out = String::new();
+    let mut chars = expr.chars().peekable();
+    let mut prev_ident = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() && !prev_ident {
+            let mut num = c.to_string();
+            while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit() || **d == '.') {
+                num.push(d);
+                chars.next();
+            }
+            out += &format!("{:?}", num.parse::<f64>().unwrap());
+            prev_ident = false;
+        } else if !c.is_whitespace() {
+            out.push(c);
+            prev_ident = c.is_alphanumeric() || c == '_';
+        }
+    }
+    out
+}
+
+/// A constant: a number, or a vector constructor of numbers.
+fn is_literal(expr: &str) -> bool {
+    let e = normalized(expr);
+    let e = e.trim_end_matches('u');
+    let inner = e.split_once('(').filter(|(f, _)| f.ends_with("vec2") || f.ends_with("vec3") || f.ends_with("vec4"));
+    match inner {
+        Some((_, args)) => args.trim_end_matches(')').split(',').all(|a| a.parse::<f64>().is_ok()),
+        None => e.parse::<f64>().is_ok(),
+    }
+}
+
+/// What the producer → consumer interface declares removable at `safe`,
+/// derived from the sources alone: outputs the consumer never declares
+/// (dead), flat outputs always assigned a literal (constants), flat outputs
+/// assigned a push-constant expression (uniform candidates), and outputs
+/// assigned the same value (after normalising literals) as an earlier
+/// output of the same type and interpolation (duplicates, as (later,
+/// earlier) locations; uniform candidates left out, since which of those
+/// move is the linker's choice).
+#[derive(Debug, Default)]
+struct Declared {
+    dead: Vec<u32>,
+    constants: Vec<u32>,
+    uniforms: Vec<u32>,
+    duplicates: Vec<(u32, u32)>,
+    locations: u32,
+    components: u32,
+    /// Components of the outputs none of the above removes.
+    kept_components: u32,
+}
+
+fn declared(producer: &Stage, consumer: &Stage) -> Declared {
+    let read: Vec<u32> = consumer.inputs.iter().map(|v| v.location).collect();
+    let mut outs = producer.outputs.clone();
+    outs.sort_by_key(|v| v.location);
+    let expr =
+        |v: &Varying| producer.assigned.get(&v.name).unwrap_or_else(|| panic!("{} is never assigned", v.name)).clone();
+    let mut d = Declared {
+        locations: outs.len() as u32,
+        components: outs.iter().map(|v| components(&v.ty)).sum(),
+        ..Default::default()
+    };
+    let mut first: BTreeMap<(bool, String, String), u32> = BTreeMap::new();
+    for v in &outs {
+        let e = expr(v);
+        if !read.contains(&v.location) {
+            d.dead.push(v.location);
+        } else if v.flat && is_literal(&e) {
+            d.constants.push(v.location);
+        } else if v.flat && e.contains("pc.") {
+            d.uniforms.push(v.location);
+        } else if let Some(&earlier) = first.get(&(v.flat, v.ty.clone(), normalized(&e))) {
+            d.duplicates.push((v.location, earlier));
+        } else {
+            first.insert((v.flat, v.ty.clone(), normalized(&e)), v.location);
+            d.kept_components += components(&v.ty);
+        }
+    }
+    d
+}
+
+fn out_dir() -> &'static Path {
+    Path::new(env!("OUT_DIR"))
+}
+
+fn shader_source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders").join(name)
+}
 
 fn corpus(level: &str) -> (harness::Outcome, std::path::PathBuf) {
     let dir = harness::scratch(&format!("corpus-{level}"));
@@ -18,6 +167,8 @@ fn corpus(level: &str) -> (harness::Outcome, std::path::PathBuf) {
     (o, dir)
 }
 
+/// Checksums equal at `off` and `safe` (the control that a wrong link would
+/// change them is `a_wrong_link_changes_the_render_checksum`).
 #[test]
 fn corpus_renders_the_same_with_the_linker() {
     let (off, off_dir) = corpus("off");
@@ -70,14 +221,33 @@ fn corpus_renders_the_same_with_the_linker() {
     // So is the tessellation evaluation shader → fragment shader pair.
     assert!(off.value("tessellation").is_some());
     assert_eq!(safe.value("tessellation"), off.value("tessellation"));
-    assert_eq!(
-        safe.stderr
-            .matches("locations 4 -> 1, components 13 -> 4 (dead [2], constants [4], uniforms [], duplicates [(5, 0)], sums moved []")
-            .count(),
-        2,
-        "{}",
-        safe.stderr
-    );
+    // Their link reports, derived from what the producers declare
+    // (tests/shaders/passthrough.geom and .tese: `used` read, `dead` not, `k`
+    // a flat constant, `dup` the same value as `used`) and what
+    // geom_consumer.frag reads (every component of what it reads): each pair
+    // linked once, at `safe`.
+    let consumer = stage(&shader_source("geom_consumer.frag"));
+    let mut reports: BTreeMap<String, usize> = BTreeMap::new();
+    for producer in ["passthrough.geom", "passthrough.tese"] {
+        let d = declared(&stage(&shader_source(producer)), &consumer);
+        assert!(!d.dead.is_empty() && !d.constants.is_empty() && !d.duplicates.is_empty(), "{producer}: {d:?}");
+        let removed = (d.dead.len() + d.constants.len() + d.uniforms.len() + d.duplicates.len()) as u32;
+        let line = format!(
+            "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved []",
+            d.locations,
+            d.locations - removed,
+            d.components,
+            d.kept_components,
+            d.dead,
+            d.constants,
+            d.uniforms,
+            d.duplicates
+        );
+        *reports.entry(line).or_default() += 1;
+    }
+    for (line, producers) in reports {
+        assert_eq!(safe.stderr.matches(&line).count(), producers, "expected {line:?}:\n{}", safe.stderr);
+    }
     // full: within one step of 8-bit rounding.
     for n in 0..32 {
         let a = std::fs::read(off_dir.join(format!("{n}.rgba"))).unwrap();
@@ -99,12 +269,23 @@ fn link_json(vert: &Path, frag: &Path) -> serde_json::Value {
     serde_json::from_str(&o.stdout).unwrap()
 }
 
+/// The linker against spirv-opt's interface passes, and against what the
+/// corpus declares removable. spirv-opt removes nothing from this corpus
+/// (every output is written, so `m <= o` alone only says "never adds"); the
+/// specific claim is per pair, from the GLSL the corpus was generated from
+/// (tests/build.rs): exactly the declared-dead outputs and the flat literal
+/// constants go, every declared duplicate is merged, a moved uniform
+/// expression is one the producer assigns from push constants, and each of
+/// those frees its location.
 #[test]
 fn linker_removes_at_least_what_spirv_opt_removes() {
-    let out = Path::new(env!("OUT_DIR"));
+    let out = out_dir();
     let dir = harness::scratch("spirv-opt");
     let (mut ours, mut theirs, mut before) = (0, 0, 0);
     let (mut comps_before, mut comps_after, mut narrowed, mut uniforms) = (0, 0, 0, 0);
+    let (mut declared_dead, mut declared_constants, mut declared_duplicates) = (0, 0, 0);
+    let locations =
+        |v: &serde_json::Value| -> Vec<u64> { v.as_array().unwrap().iter().map(|l| l.as_u64().unwrap()).collect() };
     for n in 0..32 {
         let (v, f) = (out.join(format!("corpus{n}.vert.spv")), out.join(format!("corpus{n}.frag.spv")));
         // spirv-opt's passes that shrink an interface, each stage on its own.
@@ -123,19 +304,210 @@ fn linker_removes_at_least_what_spirv_opt_removes() {
             opt["producer"]["locations_before"].as_u64().unwrap(),
         );
         assert!(m <= o, "pair {n}: {m} locations after linking, spirv-opt leaves {o}");
+
+        let d = declared(&stage(&out.join(format!("corpus{n}.vert"))), &stage(&out.join(format!("corpus{n}.frag"))));
+        let u64s = |v: &[u32]| v.iter().map(|&l| l as u64).collect::<Vec<_>>();
+        assert_eq!(mine["producer"]["locations_before"].as_u64().unwrap(), d.locations as u64, "pair {n}");
+        assert_eq!(mine["producer"]["components_before"].as_u64().unwrap(), d.components as u64, "pair {n}");
+        assert_eq!(locations(&mine["removed_dead"]), u64s(&d.dead), "pair {n}: dead outputs");
+        assert_eq!(locations(&mine["propagated_constants"]), u64s(&d.constants), "pair {n}: flat constants");
+        let merged: Vec<(u64, u64)> = mine["deduplicated"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+            .collect();
+        for &(dup, first) in &d.duplicates {
+            assert!(merged.contains(&(dup as u64, first as u64)), "pair {n}: {dup} duplicates {first}: {merged:?}");
+        }
+        let moved = locations(&mine["propagated_uniforms"]);
+        assert!(moved.iter().all(|l| d.uniforms.contains(&(*l as u32))), "pair {n}: {moved:?} vs {:?}", d.uniforms);
+        let removed = d.dead.len() + d.constants.len() + merged.len() + moved.len();
+        assert!(
+            m <= (d.locations as usize - removed) as u64,
+            "pair {n}: {m} locations left of {}, {removed} removed",
+            d.locations
+        );
+        declared_dead += d.dead.len();
+        declared_constants += d.constants.len();
+        declared_duplicates += d.duplicates.len();
+
         ours += m;
         theirs += o;
         before += mine["producer"]["locations_before"].as_u64().unwrap();
         comps_before += mine["producer"]["components_before"].as_u64().unwrap();
         comps_after += mine["producer"]["components_after"].as_u64().unwrap();
         narrowed += mine["narrowed"].as_array().unwrap().len();
-        uniforms += mine["propagated_uniforms"].as_array().unwrap().len();
+        uniforms += moved.len();
     }
     println!("corpus locations: {before} before, {theirs} after spirv-opt, {ours} after the linker");
     println!(
         "corpus components: {comps_before} before, {comps_after} after the linker ({narrowed} vectors narrowed, {uniforms} uniform expressions moved)"
     );
+    println!("declared: {declared_dead} dead, {declared_constants} flat constants, {declared_duplicates} duplicates");
+    // The corpus exercises each kind (a generator change that dropped one
+    // would leave its assertions above vacuous).
+    assert!(declared_dead > 0 && declared_constants > 0 && declared_duplicates > 0);
     assert!(uniforms > 0, "the corpus has flat uniform expressions: some must move at safe");
     assert!(narrowed > 0, "the corpus has partly read vectors: some must be narrowed");
     assert!(ours < theirs);
+}
+
+/// Where the child below finds its pairs.
+const RENDER_PAIRS: &str = "OVERLAP_TEST_RENDER_PAIRS";
+
+/// Renders the vertex/fragment SPIR-V pairs listed in $OVERLAP_TEST_RENDER_PAIRS
+/// (`VERT,FRAG` per line) exactly as `overlap-testapp varyings` renders a
+/// corpus pair (one triangle into a 64x64 target, the same push constants),
+/// printing `render<i>=<checksum>`: the child process of
+/// `a_wrong_link_changes_the_render_checksum`, which starts this test binary
+/// in the harness's environment. Without the variable it does nothing.
+#[test]
+#[ignore = "the child process of a_wrong_link_changes_the_render_checksum"]
+fn render_pairs_child() {
+    use ash::vk;
+    use overlap_tests::render::{self, Gpu, GpuOptions, RenderPath, Target};
+    let Some(list) = std::env::var_os(RENDER_PAIRS) else {
+        return;
+    };
+    let gpu = Gpu::new(&GpuOptions::default()).unwrap();
+    println!(); // libtest's "test render_pairs_child ... " has no newline yet
+    for (i, line) in std::fs::read_to_string(list).unwrap().lines().enumerate() {
+        let (vert, frag) = line.split_once(',').unwrap();
+        let (vert, frag) = (std::fs::read(vert).unwrap(), std::fs::read(frag).unwrap());
+        // As tests/src/varyings.rs draws.
+        let target = Target::new(&gpu, RenderPath::RenderPass, 64, 64);
+        let range = [vk::PushConstantRange {
+            stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
+            offset: 0,
+            size: 16,
+        }];
+        let d = &gpu.device;
+        let layout = unsafe {
+            d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
+        }
+        .unwrap();
+        let pipeline = target.pipeline_with(&gpu, layout, &vert, &frag, true);
+        gpu.one_time_submit(|cb| {
+            target.begin(&gpu, cb);
+            unsafe {
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                let tint: [f32; 4] = [0.3, 0.6, 0.2, 1.0];
+                let bytes: Vec<u8> = tint.iter().flat_map(|f| f.to_le_bytes()).collect();
+                d.cmd_push_constants(cb, layout, range[0].stage_flags, 0, &bytes);
+                d.cmd_draw(cb, 3, 1, 0, 0);
+            }
+            target.end(&gpu, cb);
+            target.record_copy_out(&gpu, cb);
+        });
+        println!("render{i}={:016x}", target.read(&gpu).checksum());
+        unsafe {
+            d.destroy_pipeline(pipeline, None);
+            d.destroy_pipeline_layout(layout, None);
+        }
+        target.destroy(&gpu);
+    }
+    for e in render::validation_errors() {
+        eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);
+    }
+}
+
+/// The control for "renders are bit-identical with the linker": a wrongly
+/// linked pair must change the checksum those comparisons use. For every
+/// corpus pair with two interpolated vec4 outputs that the fragment shader
+/// reads differently and that hold different values, the vertex shader is
+/// rebuilt (as tests/build.rs builds the corpus) with those two outputs'
+/// locations swapped, a valid interface wired wrong, which is what a linker
+/// assigning locations wrongly would hand the driver. Each is rendered next
+/// to the unmodified pair (whose checksum must be the testapp's at `off`),
+/// with the linker off: every swapped pair's checksum must differ.
+#[test]
+fn a_wrong_link_changes_the_render_checksum() {
+    let out = out_dir();
+    let dir = harness::scratch("mislinked");
+    let o = run(app(Layers::OverlapOverValidation, &["varyings"]).env("VK_OVERLAP_EMULATION_VARYINGS", "off"));
+    o.assert_ok();
+    let (mut list, mut mislinked) = (String::new(), String::new());
+    let mut swapped = Vec::new();
+    for n in 0..32 {
+        list += &format!(
+            "{},{}\n",
+            out.join(format!("corpus{n}.vert.spv")).display(),
+            out.join(format!("corpus{n}.frag.spv")).display()
+        );
+        let vs = stage(&out.join(format!("corpus{n}.vert")));
+        let fs = stage(&out.join(format!("corpus{n}.frag")));
+        // The fragment shader's statements that use an input, the input's
+        // name taken out (`c += _ * 0.2`).
+        let uses = |name: &str| -> Vec<String> {
+            fs.lines
+                .iter()
+                .filter(|l| !l.trim_start().starts_with("layout"))
+                .filter(|l| l.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == name))
+                .map(|l| normalized(l))
+                .collect()
+        };
+        let usage = |name: &str| -> Vec<String> { uses(name).iter().map(|l| l.replace(name, "_")).collect() };
+        let candidates: Vec<&Varying> = vs
+            .outputs
+            .iter()
+            .filter(|v| !v.flat && v.ty == "vec4" && fs.inputs.iter().any(|i| i.location == v.location))
+            .collect();
+        let pick = candidates.iter().enumerate().find_map(|(k, a)| {
+            candidates[k + 1..]
+                .iter()
+                .find(|b| {
+                    // Used apart (not `s0 + s1`, where a swap cancels out), differently, and
+                    // holding different values.
+                    uses(&a.name).iter().all(|l| !uses(&b.name).contains(l))
+                        && usage(&a.name) != usage(&b.name)
+                        && normalized(&vs.assigned[&a.name]) != normalized(&vs.assigned[&b.name])
+                })
+                .map(|b| (*a, *b))
+        });
+        let Some((a, b)) = pick else { continue };
+        let decl = |v: &Varying, loc: u32| format!("layout(location = {loc}) out vec4 {};", v.name);
+        let src = std::fs::read_to_string(out.join(format!("corpus{n}.vert"))).unwrap();
+        assert!(src.contains(&decl(a, a.location)) && src.contains(&decl(b, b.location)));
+        let src = src
+            .replace(&decl(a, a.location), "@A@")
+            .replace(&decl(b, b.location), &decl(b, a.location))
+            .replace("@A@", &decl(a, b.location));
+        let glsl = dir.join(format!("mislinked{n}.vert"));
+        std::fs::write(&glsl, &src).unwrap();
+        let (raw, spv) = (dir.join(format!("mislinked{n}.raw.spv")), dir.join(format!("mislinked{n}.vert.spv")));
+        let ok = Command::new("glslangValidator")
+            .args(["-V", "--target-env", "vulkan1.0", "-o"])
+            .arg(&raw)
+            .arg(&glsl)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "{src}");
+        assert!(Command::new("spirv-opt").arg("-O").arg(&raw).arg("-o").arg(&spv).status().unwrap().success());
+        swapped.push((n, format!("{} <-> {}", a.location, b.location)));
+        mislinked += &format!("{},{}\n", spv.display(), out.join(format!("corpus{n}.frag.spv")).display());
+    }
+    // The 32 pairs as they are first, then the swapped ones.
+    list += &mislinked;
+    println!("mis-linked (pair, locations swapped): {swapped:?}");
+    assert!(swapped.len() >= 8, "only {} pairs can be mis-linked: {swapped:?}", swapped.len());
+    let pairs = dir.join("pairs");
+    std::fs::write(&pairs, list).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let child = run(vk_command(&exe, Layers::OverlapOverValidation)
+        .args(["render_pairs_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(RENDER_PAIRS, &pairs)
+        .env("VK_OVERLAP_EMULATION_VARYINGS", "off"));
+    child.assert_ok();
+    assert!(child.stdout.contains("1 passed"), "{}", child.stdout);
+    let sum = |i: usize| child.value(&format!("render{i}")).unwrap_or_else(|| panic!("render{i}:\n{}", child.stdout));
+    for n in 0..32 {
+        let testapp = o.stdout.lines().find_map(|l| l.strip_prefix(&format!("pair={n} checksum="))).unwrap();
+        assert_eq!(sum(n), &testapp[..16], "pair {n}: the child renders differently from the testapp");
+    }
+    for (k, (n, what)) in swapped.iter().enumerate() {
+        assert_ne!(sum(32 + k), sum(*n), "pair {n} with locations {what} swapped renders the same");
+    }
 }
