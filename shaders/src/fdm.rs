@@ -14,8 +14,9 @@
 //!   framebuffer space (turnip's `(unscaled − offset) · fragSize` with a zero
 //!   offset); `z` and `w` are unchanged.
 //!
-//! The `FragmentDensityEXT` capability and its SPIR-V extension are removed;
-//! the built-in variables become private variables holding those values.
+//! The `FragmentDensityEXT` capability (keeping the `Shader` it implied) and
+//! its SPIR-V extension are removed; the built-in variables become private
+//! variables holding those values.
 
 use crate::varyings::{
     add_to_interface, def, find_or_add, fresh, make_private, prepend_to_function, replace_uses, retype_chains, var_type,
@@ -46,6 +47,8 @@ pub enum Unsupported {
     BuiltinInBlock,
     #[error("a density built-in's pointer is passed to a function")]
     PointerArgument,
+    #[error("malformed module: {0}")]
+    Malformed(#[from] crate::Malformed),
 }
 
 const DENSITY_EXTENSIONS: [&str; 2] = ["SPV_EXT_fragment_invocation_density", "SPV_NV_shading_rate"];
@@ -120,8 +123,17 @@ fn strip_builtin_decorations(m: &mut Module, id: Word) {
     });
 }
 
-/// Lowers the density built-ins of a fragment shader module for one variant.
-pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
+/// Lowers the density built-ins of a fragment shader module for one
+/// variant; on an error the module is left as it was.
+pub fn lower(module: &mut Module, p: &Params) -> Result<Report, Unsupported> {
+    crate::check(module)?;
+    let mut out = module.clone();
+    let report = lower_checked(&mut out, p)?;
+    *module = out;
+    Ok(report)
+}
+
+fn lower_checked(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
     let member_builtin = m.annotations.iter().any(|a| {
         a.class.opcode == Op::MemberDecorate
             && matches!(
@@ -149,21 +161,21 @@ pub fn lower(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
         let y = int_constant(m, scalar, p.area.1);
         let c = find_or_add(m, Op::ConstantComposite, Some(ty), vec![Operand::IdRef(x), Operand::IdRef(y)]);
         strip_builtin_decorations(m, v);
-        make_private(m, v, Some(c));
+        make_private(m, v, Some(c))?;
         report.frag_size = true;
     }
     for v in count_vars {
         let Some(ty) = var_type(m, v) else { continue };
         let c = int_constant(m, ty, p.invocations);
         strip_builtin_decorations(m, v);
-        make_private(m, v, Some(c));
+        make_private(m, v, Some(c))?;
         report.invocation_count = true;
     }
     for v in coord_vars {
         scale_frag_coord(m, v, p.area);
         report.frag_coord_scaled = true;
     }
-    m.capabilities.retain(|c| c.operands.first() != Some(&Operand::Capability(Capability::FragmentDensityEXT)));
+    crate::capability::remove(m, &[Capability::FragmentDensityEXT]);
     m.extensions.retain(
         |e| !matches!(e.operands.first(), Some(Operand::LiteralString(s)) if DENSITY_EXTENSIONS.contains(&s.as_str())),
     );
@@ -199,8 +211,7 @@ fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
         .collect();
     add_to_interface(m, copy);
     for f in entries {
-        let ids: Vec<Word> = (0..7).map(|_| fresh(m)).collect();
-        let [load, x, y, sx, sy, with_x, with_xy] = ids[..] else { unreachable!() };
+        let [load, x, y, sx, sy, with_x, with_xy]: [Word; 7] = std::array::from_fn(|_| fresh(m));
         let code = vec![
             Instruction::new(Op::Load, Some(vec4), Some(load), vec![Operand::IdRef(coord)]),
             Instruction::new(
@@ -295,7 +306,7 @@ mod tests {
     use crate::testing::glsl;
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const FS: &str = r#"#version 450
+    pub(super) const FS: &str = r#"#version 450
 #extension GL_EXT_fragment_invocation_density : require
 layout(location = 0) out vec4 color;
 void main() {
@@ -351,5 +362,48 @@ void main() {
         assert!(has_side_effects(&parse(&glsl(image, "frag").unwrap()).unwrap()));
         let read = "#version 450\nlayout(std430, binding=0) readonly buffer B { uint n; };\nlayout(location=0) out vec4 c;\nvoid main(){ c = vec4(float(n)); }\n";
         assert!(!has_side_effects(&parse(&glsl(read, "frag").unwrap()).unwrap()));
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::testing::{disassemble, glsl, remove};
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    /// A fragment shader whose only capability is `FragmentDensityEXT`
+    /// (which implies `Shader`) keeps a valid capability set: the lowering
+    /// once left it with none.
+    #[test]
+    fn shader_stays_declared_when_density_was_the_only_capability() {
+        let mut words = glsl(tests::FS, "frag").unwrap();
+        remove(&mut words, Op::Capability, |w| w[1] == Capability::Shader as u32);
+        validate(&words, TargetEnv::Vulkan1_1).unwrap();
+        for area in [(1, 1), (2, 4)] {
+            let mut m = parse(&words).unwrap();
+            lower(&mut m, &Params { area, invocations: 1 }).unwrap();
+            let out = assemble(&m);
+            let text = disassemble(&out);
+            validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert!(text.contains("OpCapability Shader") && !text.contains("FragmentDensityEXT"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_self_referential_type_is_an_error_and_leaves_the_module_alone() {
+        let mut words = glsl(tests::FS, "frag").unwrap();
+        let v = crate::testing::patch(
+            &mut words,
+            Op::TypeVector,
+            |w| w[3] == 4,
+            |w| {
+                w[2] = w[1];
+                w[1]
+            },
+        );
+        let mut m = parse(&words).unwrap();
+        let p = Params { area: (2, 2), invocations: 1 };
+        assert_eq!(lower(&mut m, &p), Err(Unsupported::Malformed(crate::Malformed::ForwardReference(v))));
+        assert_eq!(assemble(&m)[5..], words[5..]);
     }
 }

@@ -6,7 +6,8 @@
 //! runs the samples of a pixel one after another), every critical section is
 //! already exclusive and ordered. Lowering removes
 //! `OpBeginInvocationInterlockEXT` / `OpEndInvocationInterlockEXT`, the six
-//! interlock execution modes, the three capabilities and the extension; the
+//! interlock execution modes, the three capabilities (declaring `Shader`,
+//! which they implied, where the module does not already) and the extension; the
 //! shader's memory accesses are untouched, so the section's effects happen in
 //! the same order as with hardware interlock. Any shape of section is fine
 //! (one block, nested control flow, a called function, several pairs, pairs
@@ -96,10 +97,6 @@ pub fn uses_interlock(words: &[u32]) -> bool {
     false
 }
 
-fn is_interlock_capability(inst: &Instruction) -> bool {
-    matches!(inst.operands.first(), Some(Operand::Capability(c)) if CAPABILITIES.contains(c))
-}
-
 fn interlock_mode(inst: &Instruction) -> Option<Mode> {
     match inst.operands.get(1) {
         Some(Operand::ExecutionMode(m)) => Mode::from_execution_mode(*m),
@@ -112,9 +109,10 @@ pub fn modes(module: &Module) -> Vec<Mode> {
     module.execution_modes.iter().filter_map(interlock_mode).collect()
 }
 
-/// Removes the interlock capabilities, extension and execution modes.
+/// Removes the interlock capabilities (keeping what they implied),
+/// extension and execution modes.
 pub fn remove_interlock_declarations(module: &mut Module) {
-    module.capabilities.retain(|c| !is_interlock_capability(c));
+    crate::capability::remove(module, &CAPABILITIES);
     module.extensions.retain(|e| !matches!(e.operands.first(), Some(Operand::LiteralString(s)) if s == EXTENSION));
     module.execution_modes.retain(|m| interlock_mode(m).is_none());
 }
@@ -210,5 +208,29 @@ mod tests {
         assert!(!uses_interlock(&words));
         assert!(!uses_interlock(&[]));
         assert!(!uses_interlock(&words[..5]));
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::testing::{disassemble, only_interlock_capability};
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    /// Each interlock capability implies `Shader`: a module declaring only
+    /// it must come out declaring `Shader`, or it no longer validates.
+    #[test]
+    fn shader_stays_declared_when_interlock_was_the_only_capability() {
+        for granularity in ["pixel", "sample", "shading_rate"] {
+            let words = only_interlock_capability(granularity);
+            validate(&words, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{granularity} input: {e}"));
+            let mut m = parse(&words).unwrap();
+            let r = lower_serialized(&mut m);
+            assert_eq!((r.begins, r.ends), (1, 1));
+            let out = assemble(&m);
+            let text = disassemble(&out);
+            validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{granularity}: {e}\n{text}"));
+            assert!(text.contains("OpCapability Shader") && !text.contains("Interlock"), "{text}");
+        }
     }
 }

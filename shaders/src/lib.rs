@@ -2,13 +2,23 @@
 //! Nothing here touches Vulkan: every pass is a function from module to
 //! module, unit-tested without a GPU, and every output can be checked with
 //! [`validate`].
+//!
+//! Modules come from applications, valid or not: no pass recurses to a depth
+//! the input controls, loops on a cyclic definition or panics. A module a
+//! pass cannot handle is refused with an error value ([`Malformed`] for one
+//! whose ids do not hold together, see [`check`]), so that the layer passes
+//! it down unchanged.
 
+pub mod capability;
 pub mod fdm;
 pub mod interlock;
+mod malformed;
 pub mod spinlock;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod varyings;
+
+pub use malformed::{check, Malformed, MAX_DEPTH};
 
 use rspirv::binary::Assemble;
 use rspirv::dr::Module;
@@ -28,6 +38,17 @@ pub enum Error {
 
 /// Parses SPIR-V words into a module.
 pub fn parse(words: &[u32]) -> Result<Module, Error> {
+    // rspirv reads a literal string up to its instruction's word count
+    // without checking that count against the end of the stream (it panics):
+    // every instruction must fit first.
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let count = (first >> 16) as usize;
+        if count == 0 || count > words.len() - at {
+            return Err(Error::Parse(format!("the instruction at word {at} has a word count of {count}")));
+        }
+        at += count;
+    }
     let mut loader = rspirv::dr::Loader::new();
     rspirv::binary::parse_words(words, &mut loader).map_err(|e| Error::Parse(e.to_string()))?;
     Ok(loader.module())
@@ -69,6 +90,9 @@ pub fn validate(words: &[u32], env: TargetEnv) -> Result<(), Error> {
         TargetEnv::Vulkan1_2 => spirv_tools::TargetEnv::Vulkan_1_2,
         TargetEnv::Vulkan1_3 => spirv_tools::TargetEnv::Vulkan_1_3,
     };
+    if let Some(why) = validator_would_assert(words) {
+        return Err(Error::Invalid(why));
+    }
     let validator = spirv_tools::val::create(Some(env));
     let options = spirv_tools::val::ValidatorOptions { skip_block_layout: true, ..Default::default() };
     match validator.validate(words, Some(options)) {
@@ -78,6 +102,74 @@ pub fn validate(words: &[u32], env: TargetEnv) -> Result<(), Error> {
         }
         Err(e) => Err(Error::Invalid(e.to_string())),
     }
+}
+
+/// SPIRV-Tools is compiled with its assertions on (spirv-tools-sys does not
+/// define `NDEBUG`), and some of them fire on invalid modules, aborting the
+/// process. This finds, without running the validator, the shapes known to
+/// reach one (found by the fuzz harness), and says why such a module is
+/// invalid, as a release build of spirv-val would:
+///
+/// - `TessLevelOuter` / `TessLevelInner` declared as an array of 32-bit
+///   floats whose length is not an integer `OpConstant`
+///   (`validate_builtins.cpp`: "Array type definition is corrupt").
+fn validator_would_assert(words: &[u32]) -> Option<String> {
+    use rspirv::spirv::{BuiltIn, Decoration, Op};
+    use std::collections::HashMap;
+    let tess_level = |b: u32| b == BuiltIn::TessLevelOuter as u32 || b == BuiltIn::TessLevelInner as u32;
+    let is = |i: &[u32], op: Op| i[0] & 0xffff == op as u32;
+    let mut insts: Vec<&[u32]> = Vec::new();
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let count = (first >> 16) as usize;
+        let Some(inst) = words.get(at..at + count).filter(|_| count > 0) else { break };
+        insts.push(inst);
+        at += count;
+    }
+    // Types by id; the opcode and type of constants and variables by id.
+    let mut types: HashMap<u32, &[u32]> = HashMap::new();
+    let mut typed: HashMap<u32, (Op, u32)> = HashMap::new();
+    for i in &insts {
+        match (Op::from_u32(i[0] & 0xffff), i.len()) {
+            (Some(op), 2..) if op.is_type() => {
+                types.insert(i[1], i);
+            }
+            (Some(op), 3..) if op.is_constant() || op == Op::Variable => {
+                typed.insert(i[2], (op, i[1]));
+            }
+            _ => {}
+        }
+    }
+    // The types of the tessellation level built-ins, as the validator finds them.
+    let tess_levels = insts.iter().filter_map(|i| match **i {
+        [_, target, d, b] if is(i, Op::Decorate) && d == Decoration::BuiltIn as u32 && tess_level(b) => {
+            match *typed.get(&target)? {
+                (Op::Variable, ptr) => match types.get(&ptr)? {
+                    p @ [_, _, _, pointee] if is(p, Op::TypePointer) => Some(*pointee),
+                    _ => None,
+                },
+                (_, ty) => Some(ty),
+            }
+        }
+        [_, target, member, d, b] if is(i, Op::MemberDecorate) && d == Decoration::BuiltIn as u32 && tess_level(b) => {
+            let s = types.get(&target).filter(|s| is(s, Op::TypeStruct))?;
+            s.get(2 + member as usize).copied()
+        }
+        _ => None,
+    });
+    for ty in tess_levels {
+        let Some(&&[_, _, element, length]) = types.get(&ty).filter(|a| is(a, Op::TypeArray)) else { continue };
+        let float32 = types.get(&element).is_some_and(|f| is(f, Op::TypeFloat) && f.get(2) == Some(&32));
+        let int_constant = typed.get(&length).is_some_and(|(op, t)| {
+            matches!(op, Op::Constant | Op::ConstantNull) && types.get(t).is_some_and(|t| is(t, Op::TypeInt))
+        });
+        if float32 && !int_constant {
+            return Some(format!(
+                "a TessLevelOuter or TessLevelInner built-in is an array (id {ty}) whose length is not an integer constant"
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -150,6 +242,42 @@ mod tests {
         let words = minimal_fragment();
         assert!(parse(&words[..words.len() - 3]).is_err());
         assert!(matches!(parse_bytes(&[1, 2, 3]), Err(Error::Length(3))));
+    }
+
+    /// rspirv panicked on a string operand whose instruction's word count
+    /// ran past the end of the module (found by the fuzz harness).
+    #[test]
+    fn an_instruction_running_past_the_end_is_an_error() {
+        let mut words = minimal_fragment();
+        // OpEntryPoint (its name a string) claiming 0x105 words.
+        words[10] = 0x0105_000f;
+        assert!(matches!(parse(&words), Err(Error::Parse(_))));
+        words[10] = 0x0005_000f;
+        words.push(0x0003_0005); // a trailing OpName missing its words
+        assert!(matches!(parse(&words), Err(Error::Parse(_))));
+        words.pop();
+        words.push(0);
+        assert!(matches!(parse(&words), Err(Error::Parse(_))));
+    }
+
+    /// SPIRV-Tools asserted (aborting the process) on a tessellation level
+    /// array whose length is a specialization constant (found by the fuzz
+    /// harness); `validate` says it is invalid instead.
+    #[test]
+    fn a_tessellation_level_of_spec_constant_length_is_invalid_not_an_abort() {
+        use rspirv::spirv::Op;
+        let src = "#version 450\nlayout(vertices = 3) out;\nvoid main() { gl_TessLevelInner[0] = 1.0; gl_TessLevelOuter[0] = 1.0; }\n";
+        let mut words = crate::testing::glsl(src, "tesc").unwrap();
+        validate(&words, TargetEnv::Vulkan1_1).unwrap();
+        // The length of gl_TessLevelInner (`%uint_2 = OpConstant %uint 2`) becomes a spec constant.
+        crate::testing::patch(
+            &mut words,
+            Op::Constant,
+            |w| w[3] == 2,
+            |w| w[0] = (w[0] & 0xffff_0000) | Op::SpecConstant as u32,
+        );
+        let e = validate(&words, TargetEnv::Vulkan1_1).unwrap_err();
+        assert!(e.to_string().contains("whose length is not an integer constant"), "{e}");
     }
 
     #[test]

@@ -39,7 +39,7 @@
 
 use crate::interlock::{modes, remove_interlock_declarations, Granularity, Mode};
 use rspirv::dr::{Block, Instruction, Module, Operand};
-use rspirv::spirv::{self, BuiltIn, Capability, Decoration, Op, StorageClass, Word};
+use rspirv::spirv::{self, BuiltIn, Decoration, Op, StorageClass, Word};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Where the layer binds the lock image, and its size.
@@ -81,6 +81,8 @@ pub enum Unsupported {
     Unspillable(Op),
     #[error("the module has no fragment entry point")]
     NoEntryPoint,
+    #[error("malformed module: {0}")]
+    Malformed(#[from] crate::Malformed),
 }
 
 /// Module-level builder state: fresh ids and deduplicated types/constants.
@@ -103,8 +105,9 @@ impl Ids<'_> {
             .types_global_values
             .iter()
             .find(|i| i.class.opcode == op && i.result_type == result_type && i.operands == operands)
+            .and_then(|i| i.result_id)
         {
-            return found.result_id.unwrap();
+            return found;
         }
         let id = self.fresh();
         self.m.types_global_values.push(Instruction::new(op, result_type, Some(id), operands));
@@ -138,8 +141,13 @@ impl Ids<'_> {
         self.m.annotations.push(Instruction::new(Op::Decorate, None, None, ops));
     }
 
-    /// The input variable decorated with `builtin`, declared if missing.
-    fn builtin_input(&mut self, builtin: BuiltIn, pointee: impl FnOnce(&mut Self) -> Word) -> (Word, Word) {
+    /// The input variable decorated with `builtin` and the type it holds,
+    /// declared if missing.
+    fn builtin_input(
+        &mut self,
+        builtin: BuiltIn,
+        pointee: impl FnOnce(&mut Self) -> Word,
+    ) -> Result<(Word, Word), crate::Malformed> {
         let existing = self.m.annotations.iter().find_map(|a| match (a.class.opcode, a.operands.as_slice()) {
             (Op::Decorate, [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)])
                 if *b == builtin =>
@@ -149,24 +157,9 @@ impl Ids<'_> {
             _ => None,
         });
         if let Some(var) = existing {
-            let ptr_type = self
-                .m
-                .types_global_values
-                .iter()
-                .find(|i| i.result_id == Some(var))
-                .and_then(|i| i.result_type)
-                .unwrap();
-            let pointee = self
-                .m
-                .types_global_values
-                .iter()
-                .find(|i| i.result_id == Some(ptr_type))
-                .and_then(|i| match i.operands.get(1) {
-                    Some(Operand::IdRef(p)) => Some(*p),
-                    _ => None,
-                })
-                .unwrap();
-            return (var, pointee);
+            // A global variable (of a pointer type), not anything else decorated so.
+            let pointee = crate::varyings::var_type(self.m, var).ok_or(crate::Malformed::Unexpected(var))?;
+            return Ok((var, pointee));
         }
         let t = pointee(self);
         let ptr = self.pointer(StorageClass::Input, t);
@@ -178,10 +171,8 @@ impl Ids<'_> {
             vec![Operand::StorageClass(StorageClass::Input)],
         ));
         self.decorate(var, Decoration::BuiltIn, vec![Operand::BuiltIn(builtin)]);
-        if builtin == BuiltIn::SampleId || builtin == BuiltIn::HelperInvocation {
-            // Flat-ness is implied for integer/bool built-ins; nothing to add.
-        }
-        (var, t)
+        // Flat-ness is implied for integer and boolean built-ins: nothing to add.
+        Ok((var, t))
     }
 
     fn add_to_interface(&mut self, var: Word) {
@@ -209,8 +200,10 @@ fn block(id: Word, instructions: Vec<Instruction>) -> Block {
     Block { label: Some(label(id)), instructions }
 }
 
+/// A block's label (0, no id, for a block without one, which the loader
+/// never makes).
 fn label_of(b: &Block) -> Word {
-    b.label.as_ref().and_then(|l| l.result_id).unwrap()
+    b.label.as_ref().and_then(|l| l.result_id).unwrap_or(0)
 }
 
 /// CFG successors and structured merge/continue targets of a block.
@@ -294,6 +287,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     if module.entry_points.is_empty() {
         return Err(Unsupported::NoEntryPoint);
     }
+    crate::check(module)?;
     // Work on a copy so that an unsupported shape leaves the module intact.
     let mut m = module.clone();
     let uses_sample_id = m
@@ -344,12 +338,12 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     let frag_coord = ids.builtin_input(BuiltIn::FragCoord, |ids| {
         let f = ids.global(Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
         ids.global(Op::TypeVector, None, vec![Operand::IdRef(f), Operand::LiteralBit32(4)])
-    });
+    })?;
     ids.add_to_interface(frag_coord.0);
-    let (helper, _) = ids.builtin_input(BuiltIn::HelperInvocation, |ids| ids.bool());
+    let (helper, _) = ids.builtin_input(BuiltIn::HelperInvocation, |ids| ids.bool())?;
     ids.add_to_interface(helper);
     let sample_id = if per_sample {
-        let s = ids.builtin_input(BuiltIn::SampleId, |ids| ids.int());
+        let s = ids.builtin_input(BuiltIn::SampleId, |ids| ids.int())?;
         ids.add_to_interface(s.0);
         Some(s)
     } else {
@@ -394,7 +388,6 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     if let Some(h) = ids.m.header.as_mut() {
         h.bound = ids.next;
     }
-    let _ = Capability::Shader;
     *module = m;
     Ok(report)
 }
@@ -427,12 +420,9 @@ fn lower_section(
     let exit = blocks
         .iter()
         .position(|b| {
-            b.instructions
-                .last()
-                .map(|t| t.class.opcode == Op::Branch && t.operands == vec![Operand::IdRef(yt)])
-                .unwrap_or(false)
+            b.instructions.last().is_some_and(|t| t.class.opcode == Op::Branch && t.operands == [Operand::IdRef(yt)])
         })
-        .unwrap();
+        .ok_or(Unsupported::NotSese)?;
     let exit_id = label_of(&blocks[exit]);
 
     // The section: everything reachable from S0 up to the exit.
@@ -627,7 +617,7 @@ fn lower_section(
             after.push(blk);
         }
     }
-    let yt_pos = after.iter().position(|b| label_of(b) == yt).unwrap();
+    let yt_pos = after.iter().position(|b| label_of(b) == yt).ok_or(Unsupported::NotSese)?;
     let yt_blk = after.remove(yt_pos);
     blocks.extend(before);
     blocks.push(h_blk);
@@ -705,7 +695,7 @@ fn spill_escaping(
             }
         }
     }
-    let yt_blk = blocks.iter_mut().find(|b| label_of(b) == yt).unwrap();
+    let yt_blk = blocks.iter_mut().find(|b| label_of(b) == yt).ok_or(Unsupported::NotSese)?;
     for (k, l) in loads.into_iter().enumerate() {
         yt_blk.instructions.insert(k, l);
     }
@@ -826,6 +816,49 @@ mod tests {
             glsl("#version 450\nlayout(location=0) out vec4 o;\nvoid main() { o = vec4(1); }\n", "frag").unwrap();
         let mut m = parse(&words).unwrap();
         assert_eq!(lower(&mut m, &CFG), Err(Unsupported::NoMode));
+        assert_eq!(assemble(&m)[5..], words[5..]);
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::testing::{disassemble, only_interlock_capability, patch};
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    const CFG: Config = Config { set: 7, binding: 0, size: 2048 };
+
+    /// As for the serialized rewrite: `Shader`, implied by the interlock
+    /// capability removed, stays declared.
+    #[test]
+    fn shader_stays_declared_when_interlock_was_the_only_capability() {
+        for granularity in ["pixel", "sample", "shading_rate"] {
+            let words = only_interlock_capability(granularity);
+            validate(&words, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{granularity} input: {e}"));
+            let mut m = parse(&words).unwrap();
+            let r = lower(&mut m, &CFG).unwrap();
+            assert_eq!(r.sections, 1);
+            let out = assemble(&m);
+            let text = disassemble(&out);
+            validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{granularity}: {e}\n{text}"));
+            assert!(text.contains("OpCapability Shader") && !text.contains("Interlock"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_self_referential_type_is_an_error_and_leaves_the_module_alone() {
+        let mut words = only_interlock_capability("pixel");
+        let v = patch(
+            &mut words,
+            Op::TypeVector,
+            |w| w[3] == 4,
+            |w| {
+                w[2] = w[1];
+                w[1]
+            },
+        );
+        let mut m = parse(&words).unwrap();
+        assert_eq!(lower(&mut m, &CFG), Err(Unsupported::Malformed(crate::Malformed::ForwardReference(v))));
         assert_eq!(assemble(&m)[5..], words[5..]);
     }
 }

@@ -1,5 +1,6 @@
 //! Test helpers: GLSL and SPIR-V assembly to words through the system's
-//! glslangValidator and spirv-as (installed by ci/setup).
+//! glslangValidator and spirv-as (installed by ci/setup), and word-level
+//! patches for the invalid modules those tools refuse to make.
 
 use std::process::Command;
 
@@ -11,7 +12,22 @@ fn scratch(ext: &str) -> std::path::PathBuf {
 
 fn words_of(path: &std::path::Path) -> Vec<u32> {
     let bytes = std::fs::read(path).unwrap();
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    keep_for_fuzzing(&words);
+    words
+}
+
+/// With `OVERLAP_SHADERS_CORPUS=DIR` set, every module the tests compile,
+/// assemble or optimise is also written to DIR, as seeds for the fuzz harness
+/// (`cargo run --release -p overlap-shaders --bin fuzz -- --corpus DIR`).
+fn keep_for_fuzzing(words: &[u32]) {
+    use std::hash::{Hash, Hasher};
+    let Some(dir) = std::env::var_os("OVERLAP_SHADERS_CORPUS") else { return };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    words.hash(&mut h);
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(std::path::Path::new(&dir).join(format!("{:016x}.spv", h.finish())), bytes);
 }
 
 /// Compiles GLSL of `stage` (vert, frag, ...) for Vulkan 1.1.
@@ -116,3 +132,72 @@ pub const DIVERGENT_PAIRS: &str = r#"
                OpReturn
                OpFunctionEnd
 "#;
+
+/// The instructions of SPIR-V `words` after the header: (offset of the first
+/// word, opcode, word count), up to the first malformed word count.
+pub fn instructions(words: &[u32]) -> Vec<(usize, u32, usize)> {
+    let mut out = Vec::new();
+    let mut at = 5;
+    while let Some(&w) = words.get(at) {
+        let len = (w >> 16) as usize;
+        if len == 0 || at + len > words.len() {
+            break;
+        }
+        out.push((at, w & 0xffff, len));
+        at += len;
+    }
+    out
+}
+
+/// Calls `f` on the words of the first instruction of `op` for which
+/// `which` holds, returning what `f` returns; panics if there is none.
+pub fn patch<T>(
+    words: &mut [u32],
+    op: rspirv::spirv::Op,
+    which: impl Fn(&[u32]) -> bool,
+    f: impl FnOnce(&mut [u32]) -> T,
+) -> T {
+    let (at, _, len) = instructions(words)
+        .into_iter()
+        .find(|(at, o, len)| *o == op as u32 && which(&words[*at..at + len]))
+        .unwrap_or_else(|| panic!("no {op:?} to patch"));
+    f(&mut words[at..at + len])
+}
+
+/// Removes the first instruction of `op` for which `which` holds; panics
+/// if there is none.
+pub fn remove(words: &mut Vec<u32>, op: rspirv::spirv::Op, which: impl Fn(&[u32]) -> bool) {
+    let (at, _, len) = instructions(words)
+        .into_iter()
+        .find(|(at, o, len)| *o == op as u32 && which(&words[*at..at + len]))
+        .unwrap_or_else(|| panic!("no {op:?} to remove"));
+    words.drain(at..at + len);
+}
+
+/// A fragment shader with one critical section whose only capability is
+/// the interlock one of `granularity` ("pixel", "sample" or "shading_rate"),
+/// which implies `Shader`.
+pub fn only_interlock_capability(granularity: &str) -> Vec<u32> {
+    use rspirv::spirv::{Capability, ExecutionMode, Op};
+    let mode = if granularity == "sample" { "sample" } else { "pixel" };
+    let src = format!("#version 450\n#extension GL_ARB_fragment_shader_interlock : require\nlayout({mode}_interlock_ordered) in;\nlayout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\nvoid main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }}\n");
+    let mut words = glsl(&src, "frag").unwrap();
+    remove(&mut words, Op::Capability, |w| w[1] == Capability::Shader as u32);
+    if granularity == "shading_rate" {
+        let pixel = Capability::FragmentShaderPixelInterlockEXT as u32;
+        patch(
+            &mut words,
+            Op::Capability,
+            |w| w[1] == pixel,
+            |w| w[1] = Capability::FragmentShaderShadingRateInterlockEXT as u32,
+        );
+        let ordered = ExecutionMode::PixelInterlockOrderedEXT as u32;
+        patch(
+            &mut words,
+            Op::ExecutionMode,
+            |w| w[2] == ordered,
+            |w| w[2] = ExecutionMode::ShadingRateInterlockOrderedEXT as u32,
+        );
+    }
+    words
+}

@@ -27,7 +27,12 @@
 //! Not yet: splitting a vector across locations, uniform and UBO expression
 //! propagation, code motion (`full`); the report says which variables were
 //! left as they were and why.
+//!
+//! Both modules are checked first ([`crate::check`]); every walk over their
+//! types, constants and expressions is iterative or bounded by
+//! [`crate::MAX_DEPTH`], and an error leaves both modules as they were.
 
+use crate::{Malformed, MAX_DEPTH};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -74,6 +79,22 @@ pub struct Report {
 pub enum LinkError {
     #[error("the {0} has no entry point")]
     NoEntryPoint(&'static str),
+    #[error("the {0} is malformed: {1}")]
+    Malformed(&'static str, Malformed),
+    #[error("the {side}'s interface variable at location {location} reaches past location {MAX_LOCATIONS}")]
+    Oversized { side: &'static str, location: u32 },
+}
+
+/// Interface variables must end below this location (Vulkan devices offer at
+/// most a few dozen); past it a module is refused rather than walked.
+const MAX_LOCATIONS: u32 = 1 << 12;
+
+fn in_producer(e: Malformed) -> LinkError {
+    LinkError::Malformed("producer", e)
+}
+
+fn in_consumer(e: Malformed) -> LinkError {
+    LinkError::Malformed("consumer", e)
 }
 
 /// One location-decorated interface variable.
@@ -112,16 +133,20 @@ enum Scalar {
     Uint,
 }
 
-/// The 32-bit scalar kind and component count of a scalar or vector type.
+/// The 32-bit scalar kind and component count of a scalar or vector type
+/// (a vector's components are scalars: one level, never a walk).
 fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
+    let scalar = |t: &Instruction| match (t.class.opcode, t.operands.as_slice()) {
+        (Op::TypeFloat, [Operand::LiteralBit32(32), ..]) => Some(Scalar::Float),
+        (Op::TypeInt, [Operand::LiteralBit32(32), Operand::LiteralBit32(signed)]) => {
+            Some(if *signed == 1 { Scalar::Int } else { Scalar::Uint })
+        }
+        _ => None,
+    };
     let t = def(m, ty)?;
     match (t.class.opcode, t.operands.as_slice()) {
-        (Op::TypeFloat, [Operand::LiteralBit32(32), ..]) => Some((Scalar::Float, 1)),
-        (Op::TypeInt, [Operand::LiteralBit32(32), Operand::LiteralBit32(signed)]) => {
-            Some((if *signed == 1 { Scalar::Int } else { Scalar::Uint }, 1))
-        }
-        (Op::TypeVector, [Operand::IdRef(c), Operand::LiteralBit32(n)]) => scalar_kind(m, *c).map(|(k, _)| (k, *n)),
-        _ => None,
+        (Op::TypeVector, [Operand::IdRef(c), Operand::LiteralBit32(n)]) => Some((scalar(def(m, *c)?)?, *n)),
+        _ => Some((scalar(t)?, 1)),
     }
 }
 
@@ -136,67 +161,90 @@ pub(crate) fn def<'a>(m: &'a Module, id: Word) -> Option<&'a Instruction> {
     m.types_global_values.iter().find(|i| i.result_id == Some(id))
 }
 
-/// (locations, scalar components) a type occupies.
-fn footprint(m: &Module, ty: Word) -> (u32, u32) {
-    let Some(t) = def(m, ty) else { return (1, 4) };
-    match t.class.opcode {
-        Op::TypeFloat | Op::TypeInt | Op::TypeBool => (1, 1),
-        Op::TypeVector => match t.operands.get(1) {
-            Some(Operand::LiteralBit32(n)) => (1, *n),
-            _ => (1, 4),
-        },
-        Op::TypeMatrix => {
-            let cols = match t.operands.get(1) {
-                Some(Operand::LiteralBit32(n)) => *n,
-                _ => 4,
-            };
-            let (_, c) = match t.operands.first() {
-                Some(Operand::IdRef(col)) => footprint(m, *col),
-                _ => (1, 4),
-            };
-            (cols, cols * c)
-        }
-        Op::TypeArray => {
-            let n = match t.operands.get(1) {
-                Some(Operand::IdRef(len)) => def(m, *len)
-                    .and_then(|c| match c.operands.first() {
-                        Some(Operand::LiteralBit32(v)) => Some(*v),
-                        _ => None,
-                    })
-                    .unwrap_or(1),
-                _ => 1,
-            };
-            let (l, c) = match t.operands.first() {
-                Some(Operand::IdRef(e)) => footprint(m, *e),
-                _ => (1, 4),
-            };
-            (l * n, c * n)
-        }
-        _ => (1, 4),
-    }
+/// Why a footprint could not be computed.
+enum Footprint {
+    /// Arrays nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// More than [`MAX_LOCATIONS`] locations.
+    Oversized,
 }
 
-/// The module's location-decorated variables of `class`.
-fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
+/// (locations, scalar components) a type occupies: arrays (of arrays) of
+/// scalars, vectors and matrices; anything else counts as one vec4. The
+/// array chain is walked in a loop, at most [`MAX_DEPTH`] deep.
+fn footprint(m: &Module, ty: Word) -> Result<(u32, u32), Footprint> {
+    // Components of a vector (a matrix column); 4 for anything else.
+    let width = |t: Option<&Instruction>| match t.map(|t| (t.class.opcode, t.operands.get(1))) {
+        Some((Op::TypeVector, Some(Operand::LiteralBit32(n)))) => *n,
+        _ => 4,
+    };
+    let mut elements: u32 = 1;
+    let mut ty = ty;
+    for _ in 0..MAX_DEPTH {
+        let Some(t) = def(m, ty) else { break };
+        let (l, c) = match t.class.opcode {
+            Op::TypeFloat | Op::TypeInt | Op::TypeBool => (1, 1),
+            Op::TypeVector => (1, width(Some(t))),
+            Op::TypeMatrix => {
+                let cols = match t.operands.get(1) {
+                    Some(Operand::LiteralBit32(n)) => *n,
+                    _ => 4,
+                };
+                let column = match t.operands.first() {
+                    Some(Operand::IdRef(col)) => width(def(m, *col)),
+                    _ => 4,
+                };
+                (cols, cols.saturating_mul(column))
+            }
+            Op::TypeArray => {
+                let n = match t.operands.get(1) {
+                    Some(Operand::IdRef(len)) => match def(m, *len).and_then(|c| c.operands.first()) {
+                        Some(Operand::LiteralBit32(v)) => *v,
+                        _ => 1,
+                    },
+                    _ => 1,
+                };
+                elements = elements.checked_mul(n).filter(|e| *e <= MAX_LOCATIONS).ok_or(Footprint::Oversized)?;
+                match t.operands.first() {
+                    Some(Operand::IdRef(e)) => {
+                        ty = *e;
+                        continue;
+                    }
+                    _ => (1, 4),
+                }
+            }
+            _ => (1, 4),
+        };
+        let locations = l.checked_mul(elements).filter(|l| *l <= MAX_LOCATIONS).ok_or(Footprint::Oversized)?;
+        return Ok((locations, c.saturating_mul(elements)));
+    }
+    if def(m, ty).is_none() {
+        return Ok((elements, elements.saturating_mul(4)));
+    }
+    Err(Footprint::TooDeep)
+}
+
+/// The module's location-decorated variables of `class` (`side` names the
+/// module in errors).
+fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<Var>, LinkError> {
     let mut out = Vec::new();
     for v in &m.types_global_values {
         if v.class.opcode != Op::Variable || v.operands.first() != Some(&Operand::StorageClass(class)) {
             continue;
         }
-        let id = v.result_id.unwrap();
+        let Some(id) = v.result_id else { continue };
         let decs = decorations_of(m, id);
         let location = decs.iter().find_map(|d| match (d.operands.get(1), d.operands.get(2)) {
             (Some(Operand::Decoration(Decoration::Location)), Some(Operand::LiteralBit32(l))) => Some(*l),
             _ => None,
         });
         let Some(location) = location else { continue }; // built-ins and blocks
-        let ty = def(m, v.result_type.unwrap())
-            .and_then(|p| match p.operands.get(1) {
-                Some(Operand::IdRef(t)) => Some(*t),
-                _ => None,
-            })
-            .unwrap_or(0);
-        let (locations, components) = footprint(m, ty);
+        let ty = v.result_type.and_then(|p| pointee_of(m, p)).unwrap_or(0);
+        let (locations, components) = match footprint(m, ty) {
+            Ok(f) if location.checked_add(f.0).is_some_and(|end| end <= MAX_LOCATIONS) => f,
+            Ok(_) | Err(Footprint::Oversized) => return Err(LinkError::Oversized { side, location }),
+            Err(Footprint::TooDeep) => return Err(LinkError::Malformed(side, Malformed::TooDeep(ty))),
+        };
         let interp = decs
             .iter()
             .filter_map(|d| match d.operands.get(1) {
@@ -217,20 +265,20 @@ fn interface(m: &Module, class: StorageClass) -> Vec<Var> {
         out.push(Var { id, location, locations, components, interp, xfb, component, kind });
     }
     out.sort_by_key(|v| v.location);
-    out
+    Ok(out)
 }
 
 /// Turns an interface variable into a private one (optionally initialised),
 /// dropping its interface decorations and its entry-point listing.
-pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
-    let pointee = var_type(m, id).unwrap();
+pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) -> Result<(), Malformed> {
+    let pointee = var_type(m, id).ok_or(Malformed::Unexpected(id))?;
     let ptr = find_or_add(
         m,
         Op::TypePointer,
         None,
         vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(pointee)],
     );
-    let pos = m.types_global_values.iter().position(|i| i.result_id == Some(id)).unwrap();
+    let pos = m.types_global_values.iter().position(|i| i.result_id == Some(id)).ok_or(Malformed::Undefined(id))?;
     let mut operands = vec![Operand::StorageClass(StorageClass::Private)];
     if let Some(c) = init {
         operands.push(Operand::IdRef(c));
@@ -250,6 +298,18 @@ pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
                         | Decoration::NoPerspective
                         | Decoration::Centroid
                         | Decoration::Sample
+                        // Valid on Input and Output variables only.
+                        | Decoration::Invariant
+                        | Decoration::Patch
+                        | Decoration::Stream
+                        | Decoration::Index
+                        | Decoration::PerVertexKHR
+                        | Decoration::PerPrimitiveEXT
+                        | Decoration::PerViewNV
+                        | Decoration::PerTaskNV
+                        | Decoration::PassthroughNV
+                        | Decoration::ViewportRelativeNV
+                        | Decoration::SecondaryViewportRelativeNV
                 ))
             ))
     });
@@ -260,6 +320,7 @@ pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) {
             ep.operands.retain(|o| *o != Operand::IdRef(id));
         }
     }
+    Ok(())
 }
 
 /// Gives every access chain rooted at `root` (directly or through another
@@ -272,10 +333,12 @@ pub(crate) fn retype_chains(m: &mut Module, root: Word, class: StorageClass) {
         for (bi, b) in f.blocks.iter().enumerate() {
             for (ii, i) in b.instructions.iter().enumerate() {
                 let chain = matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain | Op::CopyObject);
-                if let (true, Some(Operand::IdRef(base))) = (chain, i.operands.first()) {
+                if let (true, Some(Operand::IdRef(base)), Some(id), Some(ty)) =
+                    (chain, i.operands.first(), i.result_id, i.result_type)
+                {
                     if roots.contains(base) {
-                        roots.insert(i.result_id.unwrap());
-                        retype.push((fi, bi, ii, i.result_type.unwrap()));
+                        roots.insert(id);
+                        retype.push((fi, bi, ii, ty));
                     }
                 }
             }
@@ -333,40 +396,71 @@ pub(crate) fn prepend_to_function(m: &mut Module, f: Word, code: Vec<Instruction
     true
 }
 
+/// A new id: the module's bound, raised by one ([`crate::check`] makes sure
+/// the module has a header and room for new ids).
 pub(crate) fn fresh(m: &mut Module) -> Word {
-    let h = m.header.as_mut().unwrap();
+    next_id(&mut m.header)
+}
+
+/// [`fresh`] on the header alone, while the functions are borrowed.
+fn next_id(header: &mut Option<rspirv::dr::ModuleHeader>) -> Word {
+    let h = header.get_or_insert_with(|| rspirv::dr::ModuleHeader::new(1));
     let id = h.bound;
-    h.bound += 1;
+    h.bound = h.bound.saturating_add(1);
     id
 }
 
 pub(crate) fn find_or_add(m: &mut Module, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
-    if let Some(i) = m
+    if let Some(id) = m
         .types_global_values
         .iter()
         .find(|i| i.class.opcode == op && i.result_type == result_type && i.operands == operands)
+        .and_then(|i| i.result_id)
     {
-        return i.result_id.unwrap();
+        return id;
     }
     let id = fresh(m);
     m.types_global_values.push(Instruction::new(op, result_type, Some(id), operands));
     id
 }
 
-/// Copies a scalar/vector type (and constant) from one module into another.
-fn copy_type(from: &Module, to: &mut Module, ty: Word) -> Option<Word> {
+/// Copies a scalar type from one module into another.
+fn copy_scalar_type(from: &Module, to: &mut Module, ty: Word) -> Option<Word> {
     let t = def(from, ty)?;
     match t.class.opcode {
         Op::TypeFloat | Op::TypeInt | Op::TypeBool => Some(find_or_add(to, t.class.opcode, None, t.operands.clone())),
-        Op::TypeVector => {
-            let Some(Operand::IdRef(c)) = t.operands.first() else { return None };
-            let c2 = copy_type(from, to, *c)?;
-            Some(find_or_add(to, Op::TypeVector, None, vec![Operand::IdRef(c2), t.operands[1].clone()]))
+        _ => None,
+    }
+}
+
+/// Copies a scalar or vector type from one module into another (a vector's
+/// components are scalars: one level, never a walk).
+fn copy_type(from: &Module, to: &mut Module, ty: Word) -> Option<Word> {
+    let t = def(from, ty)?;
+    match (t.class.opcode, t.operands.as_slice()) {
+        (Op::TypeVector, [Operand::IdRef(c), n @ Operand::LiteralBit32(_)]) => {
+            let n = n.clone();
+            let c = copy_scalar_type(from, to, *c)?;
+            Some(find_or_add(to, Op::TypeVector, None, vec![Operand::IdRef(c), n]))
+        }
+        _ => copy_scalar_type(from, to, ty),
+    }
+}
+
+/// Copies a scalar constant of a scalar type.
+fn copy_scalar_constant(from: &Module, to: &mut Module, c: Word) -> Option<Word> {
+    let k = def(from, c)?;
+    let ty = copy_scalar_type(from, to, k.result_type?)?;
+    match k.class.opcode {
+        Op::Constant | Op::ConstantTrue | Op::ConstantFalse | Op::ConstantNull => {
+            Some(find_or_add(to, k.class.opcode, Some(ty), k.operands.clone()))
         }
         _ => None,
     }
 }
 
+/// Copies a scalar or vector constant (a composite of scalar constants: two
+/// levels at most, never a walk).
 fn copy_constant(from: &Module, to: &mut Module, c: Word) -> Option<Word> {
     let k = def(from, c)?;
     let ty = copy_type(from, to, k.result_type?)?;
@@ -378,7 +472,7 @@ fn copy_constant(from: &Module, to: &mut Module, c: Word) -> Option<Word> {
             let mut parts = Vec::new();
             for o in &k.operands {
                 let Operand::IdRef(p) = o else { return None };
-                parts.push(Operand::IdRef(copy_constant(from, to, *p)?));
+                parts.push(Operand::IdRef(copy_scalar_constant(from, to, *p)?));
             }
             Some(find_or_add(to, Op::ConstantComposite, Some(ty), parts))
         }
@@ -437,10 +531,10 @@ pub(crate) fn replace_uses(m: &mut Module, from: Word, to: Word) {
 
 fn set_location(m: &mut Module, id: Word, location: u32) {
     for a in &mut m.annotations {
-        if a.operands.first() == Some(&Operand::IdRef(id))
-            && a.operands.get(1) == Some(&Operand::Decoration(Decoration::Location))
-        {
-            a.operands[2] = Operand::LiteralBit32(location);
+        if let [Operand::IdRef(t), Operand::Decoration(Decoration::Location), l, ..] = a.operands.as_mut_slice() {
+            if *t == id {
+                *l = Operand::LiteralBit32(location);
+            }
         }
     }
 }
@@ -466,7 +560,7 @@ fn components_read(m: &Module, var: Word, n: u32) -> Option<HashSet<u32>> {
             Op::Load => {
                 for w in uses(u.result_id?) {
                     match (w.class.opcode, w.operands.as_slice()) {
-                        (Op::CompositeExtract, [Operand::IdRef(_), Operand::LiteralBit32(k)]) => {
+                        (Op::CompositeExtract, [Operand::IdRef(_), Operand::LiteralBit32(k)]) if *k < n => {
                             used.insert(*k);
                         }
                         (Op::VectorShuffle, [Operand::IdRef(a), Operand::IdRef(b), sel @ ..]) => {
@@ -480,10 +574,8 @@ fn components_read(m: &Module, var: Word, n: u32) -> Option<HashSet<u32>> {
                                         used.insert(*k);
                                     }
                                 }
-                                if let Some(off) = base_b {
-                                    if *k >= off && *k < off + n {
-                                        used.insert(*k - off);
-                                    }
+                                if let Some(c) = base_b.and_then(|off| k.checked_sub(off)).filter(|c| *c < n) {
+                                    used.insert(c);
                                 }
                             }
                         }
@@ -493,7 +585,8 @@ fn components_read(m: &Module, var: Word, n: u32) -> Option<HashSet<u32>> {
             }
             Op::AccessChain | Op::InBoundsAccessChain if u.operands.len() == 2 => {
                 let Operand::IdRef(idx) = u.operands[1] else { return None };
-                used.insert(const_index(idx)?);
+                // (A constant index past the vector reads nothing defined: left alone.)
+                used.insert(const_index(idx).filter(|k| *k < n)?);
             }
             Op::Name => {}
             _ => return None,
@@ -515,7 +608,7 @@ fn narrowable_output(m: &Module, var: Word) -> bool {
     insts.iter().filter(|i| i.operands.iter().any(|o| *o == Operand::IdRef(var))).all(|u| match u.class.opcode {
         Op::Store => u.operands.first() == Some(&Operand::IdRef(var)),
         Op::AccessChain | Op::InBoundsAccessChain if u.operands.len() == 2 => {
-            let chain = u.result_id.unwrap();
+            let Some(chain) = u.result_id else { return false };
             let constant = matches!(&u.operands[1], Operand::IdRef(i) if def(m, *i).is_some_and(|c| c.class.opcode == Op::Constant));
             constant
                 && insts
@@ -545,47 +638,46 @@ fn narrowed_type(module: &mut Module, vec: Word, m: u32) -> (Word, Word) {
 
 /// Gives interface variable `var` the narrowed type; returns (old vector
 /// type, scalar type, new type).
-fn retype_var(module: &mut Module, var: Word, m: u32) -> (Word, Word, Word) {
-    let v = def(module, var).unwrap().clone();
-    let ptr = def(module, v.result_type.unwrap()).unwrap().clone();
-    let (class, vec) = match ptr.operands.as_slice() {
-        [c @ Operand::StorageClass(_), Operand::IdRef(t)] => (c.clone(), *t),
-        _ => unreachable!("a variable's type is a pointer"),
+fn retype_var(module: &mut Module, var: Word, m: u32) -> Result<(Word, Word, Word), Malformed> {
+    let ptr = def(module, var).and_then(|v| v.result_type).ok_or(Malformed::Unexpected(var))?;
+    let (class, vec) = match def(module, ptr).map(|p| p.operands.as_slice()) {
+        Some([c @ Operand::StorageClass(_), Operand::IdRef(t)]) => (c.clone(), *t),
+        _ => return Err(Malformed::Unexpected(ptr)),
     };
     let (scalar, ty) = narrowed_type(module, vec, m);
     let new_ptr = find_or_add(module, Op::TypePointer, None, vec![class, Operand::IdRef(ty)]);
     // The variable after its (possibly new) pointer type.
-    let pos = module.types_global_values.iter().position(|i| i.result_id == Some(var)).unwrap();
+    let pos =
+        module.types_global_values.iter().position(|i| i.result_id == Some(var)).ok_or(Malformed::Undefined(var))?;
     let mut inst = module.types_global_values.remove(pos);
     inst.result_type = Some(new_ptr);
     module.types_global_values.push(inst);
-    (vec, scalar, ty)
+    Ok((vec, scalar, ty))
 }
 
-fn index_constant(module: &mut Module, like: Word, value: u32) -> Word {
-    let ty = def(module, like).and_then(|c| c.result_type).unwrap();
-    find_or_add(module, Op::Constant, Some(ty), vec![Operand::LiteralBit32(value)])
+/// A constant of the type of constant `like`, with `value`.
+fn index_constant(module: &mut Module, like: Word, value: u32) -> Option<Word> {
+    let ty = def(module, like)?.result_type?;
+    Some(find_or_add(module, Op::Constant, Some(ty), vec![Operand::LiteralBit32(value)]))
 }
 
 /// Narrows consumer input `var` (an `n`-vector) to components `keep`:
 /// whole loads are widened back (unread components undefined), component
 /// access chains re-indexed.
-fn narrow_input(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
+fn narrow_input(module: &mut Module, var: Word, n: u32, keep: &[u32]) -> Result<(), Malformed> {
     let m = keep.len() as u32;
-    let (vec, scalar, ty) = retype_var(module, var, m);
+    let (vec, scalar, ty) = retype_var(module, var, m)?;
     let undef = find_or_add(module, Op::Undef, Some(scalar), vec![]);
     let pos_of = |k: u32| keep.iter().position(|x| *x == k).map(|p| p as u32);
     let mut chains: Vec<(Word, Word)> = Vec::new(); // (chain id, replacement pointer) when m == 1
-    let mut const_fixes: Vec<(Word, u32)> = Vec::new();
+    let mut const_fixes: Vec<Word> = Vec::new();
     for f in &mut module.functions {
         for b in &mut f.blocks {
             let mut out = Vec::with_capacity(b.instructions.len());
             for inst in b.instructions.drain(..) {
                 match inst.class.opcode {
                     Op::Load if inst.operands.first() == Some(&Operand::IdRef(var)) => {
-                        let h = module.header.as_mut().unwrap();
-                        let narrow = h.bound;
-                        h.bound += 1;
+                        let narrow = next_id(&mut module.header);
                         out.push(Instruction::new(Op::Load, Some(ty), Some(narrow), vec![Operand::IdRef(var)]));
                         let widened = if m == 1 {
                             let parts = (0..n)
@@ -602,10 +694,11 @@ fn narrow_input(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
                     Op::AccessChain | Op::InBoundsAccessChain
                         if inst.operands.first() == Some(&Operand::IdRef(var)) =>
                     {
+                        let Some(chain) = inst.result_id else { continue };
                         if m == 1 {
-                            chains.push((inst.result_id.unwrap(), var));
+                            chains.push((chain, var));
                         } else {
-                            const_fixes.push((inst.result_id.unwrap(), 0));
+                            const_fixes.push(chain);
                             out.push(inst);
                         }
                     }
@@ -618,7 +711,8 @@ fn narrow_input(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
     for (chain, ptr) in chains {
         replace_uses(module, chain, ptr);
     }
-    fix_chain_indices(module, const_fixes.iter().map(|c| c.0).collect(), keep);
+    fix_chain_indices(module, const_fixes, keep);
+    Ok(())
 }
 
 /// Re-indexes the component access chains `chains` (their one index is a
@@ -626,13 +720,15 @@ fn narrow_input(module: &mut Module, var: Word, n: u32, keep: &[u32]) {
 fn fix_chain_indices(module: &mut Module, chains: Vec<Word>, keep: &[u32]) {
     for chain in chains {
         let Some((fi, bi, ii)) = find_inst(module, chain) else { continue };
-        let Operand::IdRef(idx) = module.functions[fi].blocks[bi].instructions[ii].operands[1] else { continue };
+        let Some(&Operand::IdRef(idx)) = module.functions[fi].blocks[bi].instructions[ii].operands.get(1) else {
+            continue;
+        };
         let old = match def(module, idx).and_then(|c| c.operands.first()) {
             Some(Operand::LiteralBit32(k)) => *k,
             _ => continue,
         };
         let Some(new) = keep.iter().position(|k| *k == old) else { continue };
-        let c = index_constant(module, idx, new as u32);
+        let Some(c) = index_constant(module, idx, new as u32) else { continue };
         module.functions[fi].blocks[bi].instructions[ii].operands[1] = Operand::IdRef(c);
     }
 }
@@ -651,9 +747,9 @@ fn find_inst(module: &Module, id: Word) -> Option<(usize, usize, usize)> {
 /// Narrows producer output `var` (an `n`-vector, only written) to the
 /// components `keep`: whole stores keep those components; stores to a
 /// dropped component go to a private variable nobody reads.
-fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) {
+fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) -> Result<(), Malformed> {
     let m = keep.len() as u32;
-    let (_, scalar, ty) = retype_var(module, var, m);
+    let (_, scalar, ty) = retype_var(module, var, m)?;
     let sink_ptr = find_or_add(
         module,
         Op::TypePointer,
@@ -677,16 +773,17 @@ fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) {
             for inst in b.instructions.drain(..) {
                 match inst.class.opcode {
                     Op::Store if inst.operands.first() == Some(&Operand::IdRef(var)) => {
-                        let Operand::IdRef(value) = inst.operands[1] else { continue };
-                        let h = module.header.as_mut().unwrap();
-                        let part = h.bound;
-                        h.bound += 1;
+                        let (Some(&Operand::IdRef(value)), [first, ..]) = (inst.operands.get(1), keep) else {
+                            out.push(inst);
+                            continue;
+                        };
+                        let part = next_id(&mut module.header);
                         if m == 1 {
                             out.push(Instruction::new(
                                 Op::CompositeExtract,
                                 Some(ty),
                                 Some(part),
-                                vec![Operand::IdRef(value), Operand::LiteralBit32(keep[0])],
+                                vec![Operand::IdRef(value), Operand::LiteralBit32(*first)],
                             ));
                         } else {
                             let mut ops = vec![Operand::IdRef(value), Operand::IdRef(value)];
@@ -703,7 +800,7 @@ fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) {
                     Op::AccessChain | Op::InBoundsAccessChain
                         if inst.operands.first() == Some(&Operand::IdRef(var)) =>
                     {
-                        dropped.push(inst.result_id.unwrap());
+                        dropped.extend(inst.result_id);
                         out.push(inst);
                     }
                     _ => out.push(inst),
@@ -714,7 +811,9 @@ fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) {
     }
     for chain in dropped {
         let Some((fi, bi, ii)) = find_inst(module, chain) else { continue };
-        let Operand::IdRef(idx) = module.functions[fi].blocks[bi].instructions[ii].operands[1] else { continue };
+        let Some(&Operand::IdRef(idx)) = module.functions[fi].blocks[bi].instructions[ii].operands.get(1) else {
+            continue;
+        };
         let old = match def(module, idx).and_then(|c| c.operands.first()) {
             Some(Operand::LiteralBit32(k)) => *k,
             _ => continue,
@@ -732,9 +831,9 @@ fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) {
         replace_uses(module, *chain, *ptr);
     }
     fix_chain_indices(module, reindex, keep);
+    Ok(())
 }
 
-/// Links `producer` (a vertex shader) to `consumer` (a fragment shader).
 /// A uniform expression found in the producer: its instructions in
 /// definition order, and the global variables (uniform buffers, push
 /// constants) it loads from.
@@ -767,14 +866,24 @@ fn block_extent(m: &Module, ty: Word) -> u32 {
         })
         .max()
         .unwrap_or(0);
-    last + 16 * members.max(1)
+    last.saturating_add(16 * members.max(1))
+}
+
+/// Why a value is not a uniform expression [`link_with`] can propagate.
+enum NotUniform {
+    /// It is not one (nothing to say).
+    No,
+    /// It would be, but the consumer cannot see its source, or it costs too much.
+    Hidden(String),
+    /// Its definitions refer to themselves (invalid SSA).
+    Malformed(Malformed),
 }
 
 /// Whether `value` (in `m`) is an expression of constants and loads from
 /// uniform buffers or push constants the consumer can see, within the cost
-/// bound. `Err(None)`: it is not (nothing to say); `Err(Some(why))`: it
-/// would be, but the consumer cannot see its source.
-fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformExpr, Option<String>> {
+/// bound. The expression is walked depth first with a stack of its own (its
+/// instructions come out in definition order), never by recursion.
+fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformExpr, NotUniform> {
     let insts: HashMap<Word, &Instruction> = m
         .functions
         .iter()
@@ -785,24 +894,38 @@ fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformE
     let mut order: Vec<Instruction> = Vec::new();
     let mut vars: Vec<Word> = Vec::new();
     let mut seen: HashSet<Word> = HashSet::new();
-    fn visit(
-        m: &Module,
-        insts: &HashMap<Word, &Instruction>,
-        env: &LinkEnv,
-        id: Word,
-        order: &mut Vec<Instruction>,
-        vars: &mut Vec<Word>,
-        seen: &mut HashSet<Word>,
-    ) -> Result<(), Option<String>> {
+    // Instructions whose operands are being visited: meeting one again is a cycle.
+    let mut open: HashSet<Word> = HashSet::new();
+    // (id, whether its operands have been visited)
+    let mut stack: Vec<(Word, bool)> = vec![(value, false)];
+    while let Some((id, visited)) = stack.pop() {
+        if visited {
+            open.remove(&id);
+            seen.insert(id);
+            order.extend(insts.get(&id).map(|i| (*i).clone()));
+            let arithmetic = order
+                .iter()
+                .filter(|i| !matches!(i.class.opcode, Op::Load | Op::AccessChain | Op::InBoundsAccessChain))
+                .count();
+            if arithmetic > UNIFORM_COST {
+                return Err(NotUniform::Hidden(format!(
+                    "its uniform expression has more than {UNIFORM_COST} arithmetic instructions"
+                )));
+            }
+            continue;
+        }
         if seen.contains(&id) || is_constant(m, id) {
-            return Ok(());
+            continue;
+        }
+        if open.contains(&id) {
+            return Err(NotUniform::Malformed(Malformed::Cyclic(id)));
         }
         if let Some(g) = def(m, id) {
             // A global variable: a uniform buffer block or push constants.
             if g.class.opcode != Op::Variable {
-                return Err(None);
+                return Err(NotUniform::No);
             }
-            let block = pointee_of(m, g.result_type.ok_or(None)?).ok_or(None)?;
+            let block = g.result_type.and_then(|p| pointee_of(m, p)).ok_or(NotUniform::No)?;
             let is_block = decorations_of(m, block)
                 .iter()
                 .any(|d| d.operands.get(1) == Some(&Operand::Decoration(Decoration::Block)));
@@ -811,7 +934,7 @@ fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformE
                     let set = decoration_value(m, id, Decoration::DescriptorSet).unwrap_or(0);
                     let binding = decoration_value(m, id, Decoration::Binding).unwrap_or(0);
                     if !env.all_visible && !env.uniform_buffers.contains(&(set, binding)) {
-                        return Err(Some(format!(
+                        return Err(NotUniform::Hidden(format!(
                             "its uniform buffer (set {set}, binding {binding}) is not visible to the consumer"
                         )));
                     }
@@ -819,16 +942,18 @@ fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformE
                 Some(Operand::StorageClass(StorageClass::PushConstant)) => {
                     let end = block_extent(m, block);
                     if !env.all_visible && !env.push_constants.iter().any(|(o, s)| *o == 0 && *s >= end) {
-                        return Err(Some("its push constants are not all visible to the consumer".into()));
+                        return Err(NotUniform::Hidden(
+                            "its push constants are not all visible to the consumer".into(),
+                        ));
                     }
                 }
-                _ => return Err(None),
+                _ => return Err(NotUniform::No),
             }
             seen.insert(id);
             vars.push(id);
-            return Ok(());
+            continue;
         }
-        let i = insts.get(&id).ok_or(None)?;
+        let i = insts.get(&id).ok_or(NotUniform::No)?;
         let allowed = matches!(
             i.class.opcode,
             Op::Load
@@ -853,84 +978,102 @@ fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformE
                 | Op::VectorTimesScalar
         );
         if !allowed {
-            return Err(None);
+            return Err(NotUniform::No);
         }
         if matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
-            && !i.operands[1..].iter().all(|o| matches!(o, Operand::IdRef(x) if is_constant(m, *x)))
+            && !i.operands.iter().skip(1).all(|o| matches!(o, Operand::IdRef(x) if is_constant(m, *x)))
         {
-            return Err(None);
+            return Err(NotUniform::No);
         }
-        for o in &i.operands {
-            if let Operand::IdRef(src) = o {
-                visit(m, insts, env, *src, order, vars, seen)?;
-            }
-        }
-        seen.insert(id);
-        order.push((*i).clone());
-        let arithmetic = order
-            .iter()
-            .filter(|i| !matches!(i.class.opcode, Op::Load | Op::AccessChain | Op::InBoundsAccessChain))
-            .count();
-        if arithmetic > UNIFORM_COST {
-            return Err(Some(format!("its uniform expression has more than {UNIFORM_COST} arithmetic instructions")));
-        }
-        Ok(())
+        open.insert(id);
+        stack.push((id, true));
+        // Reversed, so that the operands are visited in order.
+        stack.extend(i.operands.iter().rev().filter_map(|o| match o {
+            Operand::IdRef(src) => Some((*src, false)),
+            _ => None,
+        }));
     }
-    visit(m, &insts, env, value, &mut order, &mut vars, &mut seen)?;
     // Only an expression that loads something (plain constants are step 2's).
     if !order.iter().any(|i| i.class.opcode == Op::Load) {
-        return Err(None);
+        return Err(NotUniform::No);
     }
     Ok(UniformExpr { insts: order, vars })
 }
 
 /// Copies type `ty` from `from` into `to` with its decorations (block,
 /// offsets, strides): a fresh copy, so layouts never mix with the
-/// consumer's own types.
+/// consumer's own types. The type graph is walked depth first with a stack
+/// of its own; `None` for a type that cannot be copied (or a cyclic one,
+/// which [`crate::check`] has already refused).
 fn copy_type_deep(from: &Module, to: &mut Module, ty: Word, map: &mut HashMap<Word, Word>) -> Option<Word> {
-    if let Some(t) = map.get(&ty) {
-        return Some(*t);
+    /// The types a composite type is made of (an array's length is a constant).
+    fn parts(t: &Instruction) -> impl Iterator<Item = Word> + '_ {
+        let composite =
+            matches!(t.class.opcode, Op::TypeMatrix | Op::TypeArray | Op::TypeStruct | Op::TypeRuntimeArray);
+        t.operands.iter().enumerate().filter_map(move |(k, o)| match o {
+            Operand::IdRef(x) if composite && !(t.class.opcode == Op::TypeArray && k == 1) => Some(*x),
+            _ => None,
+        })
     }
-    let t = def(from, ty)?.clone();
-    let new = match t.class.opcode {
-        Op::TypeFloat | Op::TypeInt | Op::TypeBool | Op::TypeVector => copy_type(from, to, ty)?,
-        Op::TypeMatrix => {
-            let Operand::IdRef(col) = t.operands[0] else { return None };
-            let c = copy_type_deep(from, to, col, map)?;
-            find_or_add(to, Op::TypeMatrix, None, vec![Operand::IdRef(c), t.operands[1].clone()])
+    let root = ty;
+    // Types whose parts are being copied: meeting one again is a cycle.
+    let mut open: HashSet<Word> = HashSet::new();
+    // (type, whether its parts have been copied)
+    let mut stack: Vec<(Word, bool)> = vec![(root, false)];
+    while let Some((ty, ready)) = stack.pop() {
+        if map.contains_key(&ty) {
+            continue;
         }
-        Op::TypeArray | Op::TypeStruct | Op::TypeRuntimeArray => {
-            let mut ops = Vec::new();
-            for (k, o) in t.operands.iter().enumerate() {
-                match o {
-                    Operand::IdRef(x) if t.class.opcode == Op::TypeArray && k == 1 => {
-                        ops.push(Operand::IdRef(copy_constant(from, to, *x)?))
+        let t = def(from, ty)?.clone();
+        if !ready {
+            if !open.insert(ty) {
+                return None;
+            }
+            stack.push((ty, true));
+            stack.extend(parts(&t).filter(|p| !map.contains_key(p)).map(|p| (p, false)));
+            continue;
+        }
+        open.remove(&ty);
+        let new = match t.class.opcode {
+            Op::TypeFloat | Op::TypeInt | Op::TypeBool | Op::TypeVector => copy_type(from, to, ty)?,
+            Op::TypeMatrix => {
+                let (Some(Operand::IdRef(col)), Some(n)) = (t.operands.first(), t.operands.get(1)) else { return None };
+                let c = *map.get(col)?;
+                find_or_add(to, Op::TypeMatrix, None, vec![Operand::IdRef(c), n.clone()])
+            }
+            Op::TypeArray | Op::TypeStruct | Op::TypeRuntimeArray => {
+                let mut ops = Vec::new();
+                for (k, o) in t.operands.iter().enumerate() {
+                    match o {
+                        Operand::IdRef(x) if t.class.opcode == Op::TypeArray && k == 1 => {
+                            ops.push(Operand::IdRef(copy_constant(from, to, *x)?))
+                        }
+                        Operand::IdRef(x) => ops.push(Operand::IdRef(*map.get(x)?)),
+                        other => ops.push(other.clone()),
                     }
-                    Operand::IdRef(x) => ops.push(Operand::IdRef(copy_type_deep(from, to, *x, map)?)),
-                    other => ops.push(other.clone()),
                 }
+                let id = fresh(to);
+                to.types_global_values.push(Instruction::new(t.class.opcode, None, Some(id), ops));
+                let decs: Vec<Instruction> = from
+                    .annotations
+                    .iter()
+                    .filter(|a| {
+                        matches!(a.class.opcode, Op::Decorate | Op::MemberDecorate)
+                            && a.operands.first() == Some(&Operand::IdRef(ty))
+                    })
+                    .cloned()
+                    .collect();
+                for mut d in decs {
+                    d.operands[0] = Operand::IdRef(id);
+                    to.annotations.push(d);
+                }
+                id
             }
-            let id = fresh(to);
-            to.types_global_values.push(Instruction::new(t.class.opcode, None, Some(id), ops));
-            let decs: Vec<Instruction> = from
-                .annotations
-                .iter()
-                .filter(|a| {
-                    matches!(a.class.opcode, Op::Decorate | Op::MemberDecorate)
-                        && a.operands.first() == Some(&Operand::IdRef(ty))
-                })
-                .cloned()
-                .collect();
-            for mut d in decs {
-                d.operands[0] = Operand::IdRef(id);
-                to.annotations.push(d);
-            }
-            id
-        }
-        _ => return None,
-    };
-    map.insert(ty, new);
-    Some(new)
+            _ => return None,
+        };
+        map.insert(ty, new);
+    }
+    map.get(&root).copied()
 }
 
 /// Computes `expr` (whose result is `value`) at the start of the consumer's
@@ -984,7 +1127,7 @@ fn copy_uniform_expression(
         for i in &expr.insts {
             let ty = i.result_type?;
             let new_ty = if def(from, ty)?.class.opcode == Op::TypePointer {
-                let class = def(from, ty)?.operands[0].clone();
+                let class = def(from, ty)?.operands.first()?.clone();
                 let pointee = copy_type_deep(from, to, pointee_of(from, ty)?, &mut types)?;
                 find_or_add(to, Op::TypePointer, None, vec![class, Operand::IdRef(pointee)])
             } else {
@@ -1010,8 +1153,8 @@ fn copy_uniform_expression(
             // Infs become NaNs, as interpolating them would: x*0 + x, exact.
             let (scalar_ty, n) = (
                 match def(to, result_ty)?.class.opcode {
-                    Op::TypeVector => match def(to, result_ty)?.operands[0] {
-                        Operand::IdRef(s) => s,
+                    Op::TypeVector => match def(to, result_ty)?.operands.first()? {
+                        Operand::IdRef(s) => *s,
                         _ => return None,
                     },
                     _ => result_ty,
@@ -1052,7 +1195,7 @@ fn copy_uniform_expression(
         if input_ty != result_ty {
             return None;
         }
-        make_private(to, input, None);
+        make_private(to, input, None).ok()?;
         code.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(input), Operand::IdRef(result)]));
         let entries: Vec<Word> = to
             .entry_points
@@ -1081,6 +1224,14 @@ fn use_count(m: &Module, id: Word) -> usize {
         .flat_map(|b| &b.instructions)
         .map(|i| i.operands.iter().filter(|o| **o == Operand::IdRef(id)).count())
         .sum()
+}
+
+/// The value the `OpStore` at `at` (function, block, instruction) stores.
+fn stored_value(m: &Module, at: (usize, usize, usize)) -> Option<Word> {
+    match m.functions.get(at.0)?.blocks.get(at.1)?.instructions.get(at.2)?.operands.get(1)? {
+        Operand::IdRef(v) => Some(*v),
+        _ => None,
+    }
 }
 
 /// Where the single `OpStore` to `var` is: (function, block, instruction).
@@ -1122,8 +1273,10 @@ fn single_loads<'a>(consumer: &Module, inputs: &'a [Var], gone_inputs: &HashSet<
             .filter(|x| x.operands.iter().any(|o| *o == Operand::IdRef(i.id)))
             .collect();
         if let [l] = users.as_slice() {
-            if l.class.opcode == Op::Load && use_count(consumer, l.result_id.unwrap()) == 1 {
-                loads.insert(l.result_id.unwrap(), i);
+            if let (Op::Load, Some(load)) = (l.class.opcode, l.result_id) {
+                if use_count(consumer, load) == 1 {
+                    loads.insert(load, i);
+                }
             }
         }
     }
@@ -1154,7 +1307,9 @@ fn move_constant_op(
         .cloned()
         .collect();
     for op in ops {
-        let (Operand::IdRef(x0), Operand::IdRef(x1)) = (&op.operands[0], &op.operands[1]) else { continue };
+        let (Some(op_id), [Operand::IdRef(x0), Operand::IdRef(x1)]) = (op.result_id, op.operands.as_slice()) else {
+            continue;
+        };
         let (load, constant, first) = match (loads.get(x0), loads.get(x1)) {
             (Some(_), None) if is_constant(consumer, *x1) => (*x0, *x1, true),
             (None, Some(_)) if is_constant(consumer, *x0) && op.class.opcode != Op::VectorTimesScalar => {
@@ -1174,7 +1329,7 @@ fn move_constant_op(
             continue;
         }
         let Some(at) = single_store(producer, o.id) else { continue };
-        let Operand::IdRef(v) = producer.functions[at.0].blocks[at.1].instructions[at.2].operands[1] else { continue };
+        let Some(v) = stored_value(producer, at) else { continue };
         let Some(c) = copy_constant(consumer, producer, constant) else { continue };
         let Some(pty) = var_type(producer, o.id) else { continue };
         let s = fresh(producer);
@@ -1183,7 +1338,6 @@ fn move_constant_op(
         let block = &mut producer.functions[at.0].blocks[at.1].instructions;
         block.insert(at.2, Instruction::new(op.class.opcode, Some(pty), Some(s), operands));
         block[at.2 + 1].operands[1] = Operand::IdRef(s);
-        let op_id = op.result_id.unwrap();
         for f in &mut consumer.functions {
             for bl in &mut f.blocks {
                 bl.instructions.retain(|x| x.result_id != Some(op_id));
@@ -1205,7 +1359,7 @@ fn move_sums(
     dead: &mut HashSet<Word>,
     gone_inputs: &mut HashSet<Word>,
     report: &mut Report,
-) {
+) -> Result<(), LinkError> {
     let mut loads = single_loads(consumer, inputs, gone_inputs);
     let sums: Vec<Instruction> = consumer
         .functions
@@ -1216,7 +1370,9 @@ fn move_sums(
         .cloned()
         .collect();
     for sum in sums {
-        let (Operand::IdRef(la), Operand::IdRef(lb)) = (&sum.operands[0], &sum.operands[1]) else { continue };
+        let (Some(sum_id), [Operand::IdRef(la), Operand::IdRef(lb)]) = (sum.result_id, sum.operands.as_slice()) else {
+            continue;
+        };
         let (Some(a), Some(b)) = (loads.get(la).copied(), loads.get(lb).copied()) else { continue };
         if a.id == b.id
             || a.kind != b.kind
@@ -1238,12 +1394,7 @@ fn move_sums(
         if (sa.0, sa.1) != (sb.0, sb.1) {
             continue;
         }
-        let value =
-            |at: (usize, usize, usize)| match producer.functions[at.0].blocks[at.1].instructions[at.2].operands[1] {
-                Operand::IdRef(v) => v,
-                _ => 0,
-            };
-        let (va, vb) = (value(sa), value(sb));
+        let (Some(va), Some(vb)) = (stored_value(producer, sa), stored_value(producer, sb)) else { continue };
         let Some(pty) = var_type(producer, oa.id) else { continue };
         // The producer: a's store holds the sum, after both values exist.
         let s = fresh(producer);
@@ -1257,20 +1408,20 @@ fn move_sums(
             .insert(later + 2, Instruction::new(Op::Store, None, None, vec![Operand::IdRef(oa.id), Operand::IdRef(s)]));
         block.remove(sa.2);
         // The consumer: the sum is a's input now.
-        let sum_id = sum.result_id.unwrap();
         for f in &mut consumer.functions {
             for bl in &mut f.blocks {
                 bl.instructions.retain(|x| x.result_id != Some(sum_id));
             }
         }
         replace_uses(consumer, sum_id, *la);
-        make_private(consumer, b.id, None);
+        make_private(consumer, b.id, None).map_err(in_consumer)?;
         gone_inputs.insert(b.id);
         dead.insert(ob.id);
         loads.remove(la);
         loads.remove(lb);
         report.moved_sums.push((a.location, b.location));
     }
+    Ok(())
 }
 
 /// What the pipeline lets the consumer stage see, for uniform propagation.
@@ -1298,7 +1449,8 @@ pub fn link(producer: &mut Module, consumer: &mut Module, level: Level) -> Resul
 
 /// Links `producer` (the last pre-rasterization stage) to `consumer` (a
 /// fragment shader), propagating uniform expressions where `env` says the
-/// consumer can read their sources.
+/// consumer can read their sources. On an error both modules are left as
+/// they were.
 pub fn link_with(
     producer: &mut Module,
     consumer: &mut Module,
@@ -1311,10 +1463,26 @@ pub fn link_with(
     if consumer.entry_points.is_empty() {
         return Err(LinkError::NoEntryPoint("consumer"));
     }
-    let outputs = interface(producer, StorageClass::Output);
-    let inputs = interface(consumer, StorageClass::Input);
+    crate::check(producer).map_err(in_producer)?;
+    crate::check(consumer).map_err(in_consumer)?;
+    let (mut p, mut c) = (producer.clone(), consumer.clone());
+    let report = link_checked(&mut p, &mut c, level, env)?;
+    (*producer, *consumer) = (p, c);
+    Ok(report)
+}
+
+/// [`link_with`] on checked modules, changing them in place.
+fn link_checked(
+    producer: &mut Module,
+    consumer: &mut Module,
+    level: Level,
+    env: &LinkEnv,
+) -> Result<Report, LinkError> {
+    let outputs = interface(producer, StorageClass::Output, "producer")?;
+    let inputs = interface(consumer, StorageClass::Input, "consumer")?;
     let mut report = Report::default();
     (report.locations_before, report.components_before) = usage(&outputs);
+    // (`interface` keeps every location range below MAX_LOCATIONS.)
     let read: HashSet<u32> = inputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
     let written: HashSet<u32> = outputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
 
@@ -1326,23 +1494,33 @@ pub fn link_with(
             report.removed_dead.push(o.location);
         }
     }
+    let mut gone_inputs: HashSet<Word> = HashSet::new();
     for i in &inputs {
         if !(i.location..i.location + i.locations).any(|l| written.contains(&l)) {
-            make_private(consumer, i.id, None);
+            make_private(consumer, i.id, None).map_err(in_consumer)?;
+            gone_inputs.insert(i.id);
             report.notes.push(format!("consumer input at location {} has no producer output: undefined", i.location));
         }
     }
-    let by_location: BTreeMap<u32, &Var> = inputs.iter().map(|v| (v.location, v)).collect();
-    let mut gone_inputs: HashSet<Word> = HashSet::new();
+    // Inputs by (location, component): variables may share a location.
+    let by_location: BTreeMap<(u32, u32), &Var> =
+        inputs.iter().map(|v| ((v.location, v.component.unwrap_or(0)), v)).collect();
 
     // 2. Constant propagation and 3. deduplication (whole variables with a
     //    matching input at the same location and of the same footprint).
     let mut first_with_value: HashMap<(Word, Vec<Decoration>, (u32, u32)), (Word, &Var)> = HashMap::new();
     let candidates: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id) && !o.xfb).collect();
     for o in candidates {
-        let Some(input) = by_location.get(&o.location) else { continue };
+        let Some(input) = by_location.get(&(o.location, o.component.unwrap_or(0))) else { continue };
+        if gone_inputs.contains(&input.id) {
+            continue;
+        }
         if input.locations != o.locations || input.components != o.components {
             report.notes.push(format!("location {}: input and output differ in shape; left as is", o.location));
+            continue;
+        }
+        if input.kind != o.kind {
+            report.notes.push(format!("location {}: input and output differ in type; left as is", o.location));
             continue;
         }
         let Some(values) = stored_values(producer, o.id) else {
@@ -1353,8 +1531,12 @@ pub fn link_with(
         let Some(value) = same else { continue };
         let flat = input.interp.contains(&Decoration::Flat);
         if is_constant(producer, value) && (flat || level == Level::Full) {
-            if let Some(c) = copy_constant(producer, consumer, value) {
-                make_private(consumer, input.id, Some(c));
+            let copied = copy_constant(producer, consumer, value);
+            // (Of the input's own type: a scalar kind alone does not tell bool from int.)
+            if let Some(c) =
+                copied.filter(|c| def(consumer, *c).and_then(|k| k.result_type) == var_type(consumer, input.id))
+            {
+                make_private(consumer, input.id, Some(c)).map_err(in_consumer)?;
                 gone_inputs.insert(input.id);
                 dead.insert(o.id);
                 report.propagated_constants.push(o.location);
@@ -1371,8 +1553,9 @@ pub fn link_with(
                         continue;
                     }
                 }
-                Err(Some(why)) => report.notes.push(format!("location {}: {why}", o.location)),
-                Err(None) => {}
+                Err(NotUniform::Hidden(why)) => report.notes.push(format!("location {}: {why}", o.location)),
+                Err(NotUniform::Malformed(e)) => return Err(in_producer(e)),
+                Err(NotUniform::No) => {}
             }
         }
         let key = (value, input.interp.clone(), (o.locations, o.components));
@@ -1380,7 +1563,7 @@ pub fn link_with(
             Some((kept_input, kept)) => {
                 if def_type_eq(consumer, *kept_input, input.id) {
                     replace_uses(consumer, input.id, *kept_input);
-                    make_private(consumer, input.id, None);
+                    make_private(consumer, input.id, None).map_err(in_consumer)?;
                     gone_inputs.insert(input.id);
                     dead.insert(o.id);
                     report.deduplicated.push((o.location, kept.location));
@@ -1397,13 +1580,13 @@ pub fn link_with(
     //     as one varying (interp(a) + interp(b) = interp(a + b), exact up to
     //     interpolation rounding).
     if level == Level::Full {
-        move_sums(producer, consumer, &outputs, &inputs, &mut dead, &mut gone_inputs, &mut report);
+        move_sums(producer, consumer, &outputs, &inputs, &mut dead, &mut gone_inputs, &mut report)?;
         // Then sums with and products by constants, until none is left
         // (`(a + b) * 0.5` moves whole: first the sum, then the product).
         while move_constant_op(producer, consumer, &outputs, &inputs, &dead, &gone_inputs, &mut report) {}
     }
     for id in &dead {
-        make_private(producer, *id, None);
+        make_private(producer, *id, None).map_err(in_producer)?;
     }
 
     // 3b. Component narrowing: a vector output whose consumer reads only
@@ -1426,16 +1609,16 @@ pub fn link_with(
             continue;
         }
         let Some(used) = components_read(consumer, i.id, n) else { continue };
-        if used.is_empty() || used.len() as u32 == n {
+        let keep: Vec<u32> = (0..n).filter(|k| used.contains(k)).collect();
+        if keep.is_empty() || keep.len() as u32 == n {
             continue;
         }
         if !narrowable_output(producer, o.id) {
             report.notes.push(format!("location {}: the producer reads its output back; not narrowed", o.location));
             continue;
         }
-        let keep: Vec<u32> = (0..n).filter(|k| used.contains(k)).collect();
-        narrow_input(consumer, i.id, n, &keep);
-        narrow_output(producer, o.id, &keep);
+        narrow_input(consumer, i.id, n, &keep).map_err(in_consumer)?;
+        narrow_output(producer, o.id, &keep).map_err(in_producer)?;
         let m = keep.len() as u32;
         report.narrowed.push((o.location, n, m));
         for v in [&mut outputs[oi], &mut inputs[ii]] {
@@ -1450,7 +1633,9 @@ pub fn link_with(
     //    the same scalar kind and the same interpolation decorations, so the
     //    packing is valid under every interface rule and changes no value.
     //    Everything else keeps whole locations; all survivors are renumbered
-    //    consecutively in order of their old locations.
+    //    consecutively in order of their old locations, by groups: runs of
+    //    overlapping location ranges on either side (an input array across
+    //    two outputs) move as a whole, so nothing comes to overlap.
     let survivors: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id)).collect();
     // Why a survivor keeps whole locations (the report's account of what
     // was not split or packed).
@@ -1486,10 +1671,28 @@ pub fn link_with(
             ((kind, interp), n)
         })
     };
+    let mut ranges: Vec<(u32, u32)> =
+        survivors.iter().chain(&live_inputs).map(|v| (v.location, v.location + v.locations)).collect();
+    ranges.sort_unstable();
+    let mut groups: Vec<(u32, u32)> = Vec::new(); // [first, end) of each group
+    for (first, end) in ranges {
+        match groups.last_mut() {
+            Some(g) if first < g.1 => g.1 = g.1.max(end),
+            _ => groups.push((first, end)),
+        }
+    }
+    let group_of = |location: u32| groups.iter().position(|g| g.0 <= location && location < g.1);
     let mut next = 0u32;
-    let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut moved: HashMap<usize, u32> = HashMap::new(); // group → its new first location
     let mut packed: HashMap<u32, (u32, u32)> = HashMap::new(); // old location → (location, component)
     let mut bins: Vec<((Scalar, Vec<Decoration>), u32, u32)> = Vec::new(); // (key, location, used)
+    let mut allocate = |g: usize, next: &mut u32| {
+        moved.entry(g).or_insert_with(|| {
+            let at = *next;
+            *next += groups[g].1 - groups[g].0;
+            at
+        });
+    };
     for o in &survivors {
         if let Some((key, n)) = pack_key(o) {
             match bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
@@ -1503,16 +1706,21 @@ pub fn link_with(
                     next += 1;
                 }
             }
-        } else if !map.contains_key(&o.location) {
-            map.insert(o.location, next);
-            next += o.locations;
+        } else if let Some(g) = group_of(o.location) {
+            allocate(g, &mut next);
+        }
+    }
+    // (Only an input overlapping no surviving output, of an invalid pair, is left.)
+    for i in &live_inputs {
+        if let (None, Some(g)) = (packed.get(&i.location), group_of(i.location)) {
+            allocate(g, &mut next);
         }
     }
     let place = |m: &mut Module, v: &Var, report: Option<&mut Report>| {
         let (new, component) = match packed.get(&v.location) {
             Some(&(l, c)) => (l, c),
-            None => match map.get(&v.location) {
-                Some(&l) => (l, 0),
+            None => match group_of(v.location).and_then(|g| Some(moved.get(&g)? + (v.location - groups[g].0))) {
+                Some(l) => (l, 0),
                 None => return,
             },
         };
@@ -1545,9 +1753,44 @@ pub fn link_with(
     for i in &live_inputs {
         place(consumer, i, None);
     }
-    let after = interface(producer, StorageClass::Output);
+    forget_removed(producer);
+    forget_removed(consumer);
+    let after = interface(producer, StorageClass::Output, "producer")?;
     (report.locations_after, report.components_after) = usage(&after);
     Ok(report)
+}
+
+/// Drops the names and decorations of ids no longer defined: the
+/// instructions linking removed (a sum or product moved to the producer, an
+/// access chain of a narrowed vector), which may have been named or
+/// decorated (`RelaxedPrecision` on mediump arithmetic).
+fn forget_removed(m: &mut Module) {
+    let defined: HashSet<Word> = m.all_inst_iter().filter_map(|i| i.result_id).collect();
+    let live = |o: Option<&Operand>| !matches!(o, Some(Operand::IdRef(id)) if !defined.contains(id));
+    m.debug_names.retain(|n| live(n.operands.first()));
+    m.annotations.retain(|a| match a.class.opcode {
+        Op::GroupDecorate | Op::GroupMemberDecorate => true,
+        _ => live(a.operands.first()),
+    });
+    for a in &mut m.annotations {
+        match a.class.opcode {
+            // (group, target...) and (group, (target, member)...).
+            Op::GroupDecorate => a.operands.retain(|o| live(Some(o))),
+            Op::GroupMemberDecorate => {
+                let group = a.operands.first().cloned();
+                let pairs: Vec<Operand> = a
+                    .operands
+                    .get(1..)
+                    .unwrap_or_default()
+                    .chunks(2)
+                    .filter(|pair| live(pair.first()))
+                    .flat_map(|pair| pair.iter().cloned())
+                    .collect();
+                a.operands = group.into_iter().chain(pairs).collect();
+            }
+            _ => {}
+        }
+    }
 }
 
 fn def_type_eq(m: &Module, a: Word, b: Word) -> bool {
@@ -1576,8 +1819,8 @@ mod tests {
     /// component with the same footprint and scalar kind (the Vulkan
     /// interface-matching rule), and no two inputs overlap.
     pub(super) fn interface_matches(p: &Module, c: &Module) {
-        let outs = interface(p, StorageClass::Output);
-        let ins = interface(c, StorageClass::Input);
+        let outs = interface(p, StorageClass::Output, "producer").unwrap();
+        let ins = interface(c, StorageClass::Input, "consumer").unwrap();
         for i in &ins {
             let o = outs
                 .iter()
@@ -1943,5 +2186,236 @@ mod matrix {
         }
         // Vertex: 8 types; the others: float and vec4 (4 qualifiers), int (flat).
         assert_eq!(cases, (4 * 4 + 4) * 3 * 2 + 2 * (4 + 4 + 1) * 3 * 2);
+    }
+}
+
+/// Invalid and unusual modules: an error value or a correct link, never a
+/// panic, a hang or a stack overflow.
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use crate::testing::{assemble_text, disassemble, glsl, optimize, patch};
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    const VS: &str = "#version 450\nlayout(location=0) out vec4 a;\nvoid main() { gl_Position = vec4(0); a = vec4(float(gl_VertexIndex)); }\n";
+    const FS: &str =
+        "#version 450\nlayout(location=0) in vec4 a;\nlayout(location=0) out vec4 o;\nvoid main() { o = a; }\n";
+
+    /// Links the pair, expecting `want`, and checks that both modules are
+    /// left as they were.
+    fn refused(producer: &[u32], consumer: &[u32], env: &LinkEnv, want: LinkError) {
+        let (mut p, mut c) = (parse(producer).unwrap(), parse(consumer).unwrap());
+        let before = (assemble(&p), assemble(&c));
+        assert_eq!(link_with(&mut p, &mut c, Level::Full, env), Err(want));
+        assert!((assemble(&p), assemble(&c)) == before, "an error changed the modules");
+    }
+
+    /// `%v4float = OpTypeVector %v4float 4`.
+    fn self_referential_vector(words: &mut [u32]) -> Word {
+        patch(
+            words,
+            Op::TypeVector,
+            |w| w[3] == 4,
+            |w| {
+                w[2] = w[1];
+                w[1]
+            },
+        )
+    }
+
+    /// The reproducer: this overflowed the stack (`scalar_kind` followed the
+    /// vector's component type forever) and aborted the process.
+    #[test]
+    fn a_self_referential_type_is_an_error_not_a_stack_overflow() {
+        let (vs, fs) = (glsl(VS, "vert").unwrap(), glsl(FS, "frag").unwrap());
+        let mut bad = vs.clone();
+        let v = self_referential_vector(&mut bad);
+        assert!(validate(&bad, TargetEnv::Vulkan1_1).is_err());
+        let want = LinkError::Malformed("producer", Malformed::ForwardReference(v));
+        refused(&bad, &fs, &LinkEnv::default(), want);
+        let mut bad = fs.clone();
+        let v = self_referential_vector(&mut bad);
+        refused(&vs, &bad, &LinkEnv::default(), LinkError::Malformed("consumer", Malformed::ForwardReference(v)));
+    }
+
+    #[test]
+    fn a_self_referential_constant_is_an_error() {
+        let vs = "#version 450\nlayout(location=0) flat out vec4 a;\nvoid main() { gl_Position = vec4(0); a = vec4(1, 2, 3, 4); }\n";
+        let fs = "#version 450\nlayout(location=0) flat in vec4 a;\nlayout(location=0) out vec4 o;\nvoid main() { o = a; }\n";
+        let mut bad = glsl(vs, "vert").unwrap();
+        // %c = OpConstantComposite %v4float %c ...
+        let c = patch(
+            &mut bad,
+            Op::ConstantComposite,
+            |w| w.len() == 7,
+            |w| {
+                w[3] = w[2];
+                w[2]
+            },
+        );
+        let want = LinkError::Malformed("producer", Malformed::ForwardReference(c));
+        refused(&bad, &glsl(fs, "frag").unwrap(), &LinkEnv::default(), want);
+    }
+
+    #[test]
+    fn an_undefined_id_is_an_error() {
+        let mut bad = glsl(VS, "vert").unwrap();
+        // One more id in the bound, stored to `a` without a definition.
+        let undefined = bad[3];
+        bad[3] += 1;
+        patch(&mut bad, Op::Store, |_| true, |w| w[2] = undefined);
+        let want = LinkError::Malformed("producer", Malformed::Undefined(undefined));
+        refused(&bad, &glsl(FS, "frag").unwrap(), &LinkEnv::default(), want);
+    }
+
+    /// Invalid SSA: a value computed from itself, met while following a
+    /// uniform expression through the producer's code.
+    #[test]
+    fn a_cycle_in_a_uniform_expression_is_an_error() {
+        let vs = "#version 450\nlayout(push_constant) uniform P { vec4 tint; float k; } pc;\nlayout(location=0) flat out vec4 a;\nvoid main() { gl_Position = vec4(0); a = pc.tint * pc.k; }\n";
+        let fs = "#version 450\nlayout(location=0) flat in vec4 a;\nlayout(location=0) out vec4 o;\nvoid main() { o = a; }\n";
+        let mut bad = optimize(&glsl(vs, "vert").unwrap());
+        let product = patch(
+            &mut bad,
+            Op::VectorTimesScalar,
+            |_| true,
+            |w| {
+                w[3] = w[2];
+                w[2]
+            },
+        );
+        let all = LinkEnv { all_visible: true, ..Default::default() };
+        let want = LinkError::Malformed("producer", Malformed::Cyclic(product));
+        refused(&bad, &glsl(fs, "frag").unwrap(), &all, want);
+    }
+
+    /// A producer whose output is an array of arrays `depth` deep (valid).
+    fn nested_arrays(depth: usize, length: u32) -> Vec<u32> {
+        let mut text = format!(
+            "OpCapability Shader\nOpMemoryModel Logical GLSL450\nOpEntryPoint Vertex %main \"main\" %out\nOpDecorate %out Location 0\n%void = OpTypeVoid\n%fn = OpTypeFunction %void\n%float = OpTypeFloat 32\n%uint = OpTypeInt 32 0\n%n = OpConstant %uint {length}\n%a0 = OpTypeArray %float %n\n"
+        );
+        for k in 1..depth {
+            text += &format!("%a{k} = OpTypeArray %a{} %n\n", k - 1);
+        }
+        text += &format!("%ptr = OpTypePointer Output %a{}\n%out = OpVariable %ptr Output\n%main = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n", depth - 1);
+        assemble_text(&text).unwrap()
+    }
+
+    #[test]
+    fn deep_and_huge_interface_types_are_refused() {
+        let fs = glsl(FS, "frag").unwrap();
+        let deep = nested_arrays(200, 1);
+        validate(&deep, TargetEnv::Vulkan1_1).unwrap();
+        let p = parse(&deep).unwrap();
+        let ty = var_type(&p, interface_var(&p)).unwrap();
+        refused(&deep, &fs, &LinkEnv::default(), LinkError::Malformed("producer", Malformed::TooDeep(ty)));
+        let huge = nested_arrays(2, 1 << 16);
+        refused(&huge, &fs, &LinkEnv::default(), LinkError::Oversized { side: "producer", location: 0 });
+        // Shallow and small: linked.
+        let (mut p, mut c) = (parse(&nested_arrays(2, 2)).unwrap(), parse(&fs).unwrap());
+        link(&mut p, &mut c, Level::Safe).unwrap();
+    }
+
+    fn interface_var(m: &Module) -> Word {
+        m.types_global_values.iter().rev().find(|i| i.class.opcode == Op::Variable).and_then(|i| i.result_id).unwrap()
+    }
+
+    /// An input array across two locations where the producer writes one:
+    /// compaction moved the next input into the array's second location
+    /// (found by the fuzz harness: "conflicting input location assignment").
+    #[test]
+    fn an_input_wider_than_its_output_moves_as_one_group() {
+        let vs = "#version 450\nlayout(location=0) out vec4 a;\nlayout(location=3) out vec4 b;\nvoid main() { gl_Position = vec4(0); a = vec4(float(gl_VertexIndex)); b = a * 2.0; }\n";
+        let fs = "#version 450\nlayout(location=0) in vec4 a[2];\nlayout(location=3) in vec4 b;\nlayout(location=0) out vec4 o;\nvoid main() { o = a[0] + a[1] + b; }\n";
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
+        let r = link(&mut p, &mut c, Level::Safe).unwrap();
+        assert_eq!(r.relocated, vec![(3, 2)], "{r:?}");
+        let (pw, cw) = (assemble(&p), assemble(&c));
+        validate(&pw, TargetEnv::Vulkan1_1).unwrap();
+        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&cw)));
+    }
+
+    /// An int output read as a float input (each module valid on its own):
+    /// the int constant became the float input's initialiser (found by the
+    /// fuzz harness: "Initializer type must match the data type").
+    #[test]
+    fn constants_do_not_cross_a_type_mismatch() {
+        let vs = "#version 450\nlayout(location=0) flat out int e;\nvoid main() { gl_Position = vec4(0); e = 5; }\n";
+        let fs = "#version 450\nlayout(location=0) flat in float e;\nlayout(location=0) out vec4 o;\nvoid main() { o = vec4(e); }\n";
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
+        let r = link(&mut p, &mut c, Level::Full).unwrap();
+        assert!(r.propagated_constants.is_empty(), "{r:?}");
+        assert!(r.notes.iter().any(|n| n == "location 0: input and output differ in type; left as is"), "{r:?}");
+        validate(&assemble(&p), TargetEnv::Vulkan1_1).unwrap();
+        validate(&assemble(&c), TargetEnv::Vulkan1_1).unwrap();
+    }
+
+    /// Mediump arithmetic moved to the producer left its `RelaxedPrecision`
+    /// decorations on ids the consumer no longer defines (found by the fuzz
+    /// harness, through a name of a removed id).
+    #[test]
+    fn names_and_decorations_of_removed_instructions_go_too() {
+        let vs = "#version 450\nlayout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nvoid main() { float x = float(gl_VertexIndex); gl_Position = vec4(x); a = vec4(x, 1, 2, 3); b = vec4(2, x, 4, x); }\n";
+        let fs = "#version 450\nlayout(location=0) in mediump vec4 a;\nlayout(location=1) in mediump vec4 b;\nlayout(location=0) out mediump vec4 o;\nvoid main() { o = (a + b) * 0.5; }\n";
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
+        let r = link(&mut p, &mut c, Level::Full).unwrap();
+        assert_eq!(r.moved_sums, vec![(0, 1)], "{r:?}");
+        assert_eq!(r.moved_constant_ops, vec![0], "{r:?}");
+        validate(&assemble(&p), TargetEnv::Vulkan1_1).unwrap();
+        let cw = assemble(&c);
+        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&cw)));
+    }
+
+    /// A dead invariant output became a private variable still decorated
+    /// `Invariant`, which only Input and Output variables may be (found by
+    /// the fuzz harness).
+    #[test]
+    fn dead_outputs_lose_every_interface_decoration() {
+        let vs = "#version 450\ninvariant layout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nvoid main() { gl_Position = vec4(0); a = vec4(float(gl_VertexIndex)); b = a * 2.0; }\n";
+        let fs =
+            "#version 450\nlayout(location=1) in vec4 b;\nlayout(location=0) out vec4 o;\nvoid main() { o = b; }\n";
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
+        let r = link(&mut p, &mut c, Level::Safe).unwrap();
+        assert_eq!(r.removed_dead, vec![0], "{r:?}");
+        let pw = assemble(&p);
+        validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&pw)));
+        validate(&assemble(&c), TargetEnv::Vulkan1_1).unwrap();
+    }
+
+    /// A constant index past the end of a vector input (valid SPIR-V, reading
+    /// nothing defined) narrowed the vector to no component at all: an
+    /// `OpTypeVector %float 0` (found by the fuzz harness).
+    #[test]
+    fn an_index_past_a_vector_does_not_narrow_it() {
+        let vs = "#version 450\nlayout(location=0) out vec4 b;\nvoid main() { gl_Position = vec4(0); b = vec4(float(gl_VertexIndex)); }\n";
+        let fs = "#version 450\nlayout(location=0) in vec4 b;\nlayout(location=0) out vec4 o;\nvoid main() { o = vec4(b.w); }\n";
+        let mut words = glsl(fs, "frag").unwrap();
+        // b[3] becomes b[4]: the index constant 3 (of uint) becomes 4.
+        patch(&mut words, Op::Constant, |w| w[3] == 3, |w| w[3] = 4);
+        validate(&words, TargetEnv::Vulkan1_1).unwrap();
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&words).unwrap());
+        let r = link(&mut p, &mut c, Level::Safe).unwrap();
+        assert!(r.narrowed.is_empty(), "{r:?}");
+        validate(&assemble(&p), TargetEnv::Vulkan1_1).unwrap();
+        validate(&assemble(&c), TargetEnv::Vulkan1_1).unwrap();
+    }
+
+    /// Two variables sharing a location, at components 0 and 1: each output
+    /// pairs with the input at its own component (the constant `a` was
+    /// propagated into `b` when inputs were looked up by location alone).
+    #[test]
+    fn variables_sharing_a_location_pair_by_component() {
+        let vs = "#version 450\nlayout(location=0, component=0) flat out int a;\nlayout(location=0, component=1) flat out int b;\nvoid main() { gl_Position = vec4(0); a = 7; b = gl_VertexIndex; }\n";
+        let fs = "#version 450\nlayout(location=0, component=0) flat in int a;\nlayout(location=0, component=1) flat in int b;\nlayout(location=0) out vec4 o;\nvoid main() { o = vec4(a, b, 0, 1); }\n";
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
+        let r = link(&mut p, &mut c, Level::Safe).unwrap();
+        assert_eq!(r.propagated_constants, vec![0], "{r:?}");
+        let (pw, cw) = (assemble(&p), assemble(&c));
+        validate(&pw, TargetEnv::Vulkan1_1).unwrap();
+        validate(&cw, TargetEnv::Vulkan1_1).unwrap();
+        let text = disassemble(&cw);
+        assert!(text.contains("%a = OpVariable %_ptr_Private_int Private %int_7"), "{text}");
+        assert!(text.contains("%b = OpVariable %_ptr_Input_int Input"), "{text}");
+        super::tests::interface_matches(&p, &c);
     }
 }
