@@ -2,7 +2,7 @@
 //! several threads, command buffers recorded on 8 threads through the forced
 //! hooks, and a create/destroy/render cycle under valgrind memcheck.
 
-use overlap_tests::harness::{self, app, run_with_timeout, Layers};
+use overlap_tests::harness::{self, app, run, run_with_timeout, Layers};
 use std::path::Path;
 use std::time::Duration;
 
@@ -62,4 +62,26 @@ fn create_destroy_and_render_are_leak_free_under_valgrind() {
             o.stderr
         );
     }
+}
+
+/// The leak detector every suite relies on, shown firing: a planted leak (a
+/// buffer the test app never destroys) is reported by the validation layer
+/// at vkDestroyDevice. It sits below Overlap, so the layer's own objects
+/// (scratch targets, map reader, lock image, temporary modules) are checked
+/// the same way in every test that ends with a silent validation layer —
+/// valgrind's lavapipe suppression does not hide them from it.
+#[test]
+fn a_planted_leak_is_reported_at_device_destruction() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["leak"]));
+    assert_eq!(o.code, Some(3), "{}\n{}", o.stdout, o.stderr);
+    let handle = o.value("leaked_buffer").expect("the leaked handle");
+    assert!(
+        o.stdout.contains("VUID-vkDestroyDevice-device-00378")
+            || o.stderr.contains("VUID-vkDestroyDevice-device-00378"),
+        "{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+    assert!(o.stdout.contains(handle) || o.stderr.contains(handle), "{}", o.stdout);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("1"));
 }

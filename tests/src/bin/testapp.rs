@@ -29,6 +29,7 @@ fn usage() -> ! {
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
          multiview-ladder [plain|fdm-device|fdm-map]  a plain two-view draw, one layer feature at a time\n  \
+         leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
     );
@@ -80,6 +81,7 @@ fn main() {
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-khr" => fdm_khr(&mut opts),
+        "leak" => leak(&opts),
         "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
@@ -799,6 +801,23 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str) -> Result<(), String> {
             return Err(format!("rung {rung}: view {view} has {wrong} pixels that are not its colour"));
         }
     }
+    Ok(())
+}
+
+/// `leak`: a planted leak — a buffer and its memory never destroyed before
+/// the device is. The control for the leak detector the suites rely on: the
+/// validation layer sits below Overlap, so it sees the layer's own objects
+/// as it sees these, and reports any left at vkDestroyDevice.
+fn leak(opts: &GpuOptions) -> Result<(), String> {
+    let g = gpu(opts)?;
+    unsafe {
+        let b = g
+            .device
+            .create_buffer(&vk::BufferCreateInfo::default().size(256).usage(vk::BufferUsageFlags::TRANSFER_DST), None)
+            .map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
+        println!("leaked_buffer=0x{:x}", vk::Handle::as_raw(b));
+    }
+    drop(g);
     Ok(())
 }
 
