@@ -1096,6 +1096,24 @@ fn foveated() -> overlap_tests::fdm::Map {
     overlap_tests::fdm::Map { width: mw, height: mh, texels }
 }
 
+/// Seconds per pass of `scene`: (time of `frames`+1 passes − time of 1) /
+/// `frames`, best of 3, after a warm-up (shader compilation).
+fn seconds_per_pass(g: &Gpu, scene: &overlap_tests::fdm::Scene, frames: u32) -> f64 {
+    use overlap_tests::fdm::{self, Scene};
+    let time = |repeat| {
+        let t = Instant::now();
+        fdm::render(g, &Scene { repeat, ..*scene });
+        t.elapsed().as_secs_f64()
+    };
+    time(1);
+    let (mut best1, mut best_n) = (f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        best1 = best1.min(time(1));
+        best_n = best_n.min(time(frames + 1));
+    }
+    (best_n - best1) / frames as f64
+}
+
 /// `fdm-bench FRAMES SIZE DRAWS`: a fragment-bound full-screen pass under
 /// the foveated map, `binned` against `baseline` (two instances side by
 /// side), with the ideal speedup from the fragment counts. Per-frame time =
@@ -1121,18 +1139,7 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         o.layer_settings.push(("fdm".into(), SettingValue::Str(mode.into())));
         let g = gpu(&o)?;
         let base = Scene { map: Some(&map), ..Scene::new(Path::RenderPass, (size, size), vs, fs, 3) };
-        let time = |repeat| {
-            let t = Instant::now();
-            fdm::render(&g, &Scene { repeat, ..base });
-            t.elapsed().as_secs_f64()
-        };
-        time(1); // warm-up: shader compilation
-        let (mut best1, mut best_n) = (f64::MAX, f64::MAX);
-        for _ in 0..3 {
-            best1 = best1.min(time(1));
-            best_n = best_n.min(time(frames + 1));
-        }
-        let t = (best_n - best1) / frames as f64;
+        let t = seconds_per_pass(&g, &base, frames);
         // Recording: a pass of `draws` small draws.
         let rec = Scene { map: Some(&map), draws, ..Scene::new(Path::RenderPass, (size, size), tiny, scene_fs, 9) };
         let mut best_rec = f64::MAX;
@@ -1165,7 +1172,7 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
 /// included); per-frame time as in `fdm-bench`, for `off` (no map),
 /// `baseline` and `binned` side by side.
 fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32) -> Result<(), String> {
-    use overlap_tests::fdm::{self, Map, Path, Scene};
+    use overlap_tests::fdm::{Map, Path, Scene};
     let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
     let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_noise.frag.spv"))[..];
     let mut medians = Vec::new();
@@ -1203,21 +1210,9 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32) 
         let map = Map { width: mw, height: mh, texels };
         let scene =
             Scene { draws, map: (mode != "off").then_some(&map), ..Scene::new(Path::RenderPass, size, vs, fs, 3) };
-        // Per frame: (time of FRAMES+1 passes − time of 1) / FRAMES, best of
-        // 3, so image creation and the read-back are not counted (the client
-        // renders into the same attachments every frame).
-        let time = |repeat| {
-            let t = Instant::now();
-            fdm::render(&g, &Scene { repeat, ..scene });
-            t.elapsed().as_secs_f64()
-        };
-        time(1); // warm-up: shader compilation
-        let (mut best1, mut best_n) = (f64::MAX, f64::MAX);
-        for _ in 0..3 {
-            best1 = best1.min(time(1));
-            best_n = best_n.min(time(frames + 1));
-        }
-        let frame = (best_n - best1) / frames as f64;
+        // Image creation and the read-back are not counted: the client
+        // renders into the same attachments every frame.
+        let frame = seconds_per_pass(&g, &scene, frames);
         println!(
             "fdm_client mode={mode} map={mw}x{mh} texel={}x{} frame_ms={:.2}",
             texel.width,
