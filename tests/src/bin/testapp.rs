@@ -861,8 +861,27 @@ fn fdm_khr(opts: &mut GpuOptions) -> Result<(), String> {
             let s = Scene { map: Some(&map), second_fs, ..Scene::new(path, size, full_vs, size_fs, 3) };
             let px = fdm::render(&g, &s);
             if second_fs.is_some() {
-                // The second subpass (vkCmdNextSubpass2KHR) copies the first's colour.
-                println!("fdm_khr case={path:?} subpasses=2 rendered=true");
+                // The second subpass (reached by vkCmdNextSubpass2KHR) writes
+                // its own fragment area in alpha: every pixel's area is one
+                // the map allows there, and some are coarse.
+                let mut coarse = 0;
+                for (i, p) in px.iter().enumerate() {
+                    let (x, y) = (i as u32 % size.0, i as u32 / size.0);
+                    let t = map.texels[((y / texel.1).min(mh - 1) * mw + (x / texel.0).min(mw - 1)) as usize];
+                    let (sx, sy) = ((p[3] / 16) as u32, (p[3] % 16) as u32);
+                    if ![1, 2, 4].contains(&sx)
+                        || ![1, 2, 4].contains(&sy)
+                        || sx > fdm::requested(t[0])
+                        || sy > fdm::requested(t[1])
+                    {
+                        return Err(format!("{path:?} second subpass: pixel ({x},{y}) has area ({sx},{sy})"));
+                    }
+                    coarse += (sx * sy > 1) as u32;
+                }
+                if coarse == 0 {
+                    return Err(format!("{path:?} second subpass: nothing was shaded coarsely"));
+                }
+                println!("fdm_khr case={path:?} subpasses=2 coarse_pixels={coarse}");
                 continue;
             }
             let (coarse, largest) = fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("{path:?}: {e}"))?;
