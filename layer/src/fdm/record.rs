@@ -2578,8 +2578,9 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
     // Where each real attachment's layout is now.
     let mut cur: Vec<vk::ImageLayout> =
         atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
-    for (k, (r, scratch)) in replays.iter().zip(scratch).enumerate() {
-        if k == 0 && direct {
+    for (r, scratch) in replays.iter().zip(scratch) {
+        // Only the direct replay has no scratch targets.
+        let Some((sviews, sfb)) = scratch else {
             let t = Transform { area: (1, 1), clip: Some(r.rect), inputs: None };
             let mut begin = pass.begin.clone();
             set_area(
@@ -2601,8 +2602,7 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
                 }
             }
             continue;
-        }
-        let Some((sviews, sfb)) = scratch else { unreachable!("only the direct replay has no scratch targets") };
+        };
         let simages: Vec<Option<vk::Image>> = {
             let cache = f.scratch.lock();
             let key_views: Vec<vk::ImageView> = atts.iter().flatten().map(|a| a.view).collect();
