@@ -3,7 +3,7 @@
 //! hooks (instance and device creation, physical-device bookkeeping, debug
 //! messengers). Every exported function runs under [`guard::entry`].
 
-use crate::ffi::{self, dispatch_key, NegotiateLayerInterface};
+use crate::ffi::{self, dispatch_key, pfn, NegotiateLayerInterface};
 use crate::guard::{self, debug_panic};
 use crate::hooks;
 use crate::log::{chained_messengers, Logger, Messenger};
@@ -17,16 +17,6 @@ use std::sync::Arc;
 
 pub const LAYER_DESCRIPTION: &str = "Overlap: interlock, fragment density map and varying-linking emulation";
 pub const IMPLEMENTATION_VERSION: u32 = 1;
-
-/// Casts a hook to the type `vkGet*ProcAddr` returns.
-macro_rules! pfn {
-    ($f:expr) => {
-        // SAFETY: the loader casts the pointer back to the command's own type,
-        // which `$f` has (checked by a `const _: PFN_… = …` next to each hook).
-        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
-    };
-}
-pub(crate) use pfn;
 
 /// # Safety
 /// Called by the loader with a valid `VkNegotiateLayerInterface`.

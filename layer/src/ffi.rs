@@ -234,3 +234,13 @@ pub unsafe fn resolve_command(
     }
     std::ptr::null()
 }
+
+/// Casts a hook to the type `vkGet*ProcAddr` returns.
+macro_rules! pfn {
+    ($f:expr) => {
+        // SAFETY: the loader casts the pointer back to the command's own type,
+        // which `$f` has (checked by a `const _: PFN_… = …` next to each hook).
+        Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
+    };
+}
+pub(crate) use pfn;

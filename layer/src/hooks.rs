@@ -10,7 +10,7 @@
 //! measures) and call down, installed by `force_enable` until a capability
 //! gives them work.
 
-use crate::entry::pfn;
+use crate::ffi::pfn;
 use crate::guard;
 use crate::state;
 use ash::vk;

@@ -27,4 +27,5 @@ pub mod settings;
 pub mod shader;
 pub mod shading_rate;
 pub mod spinlock;
+pub mod spirv;
 pub mod state;

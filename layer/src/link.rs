@@ -182,7 +182,7 @@ fn link_pair(dev: &DeviceData, level: Level, env: &LinkEnv, vcode: &[u32], fcode
     let link_us = started.elapsed().as_micros();
     let validating = std::time::Instant::now();
     if dev.settings().validate_shaders {
-        let env = crate::shader::target_env(dev);
+        let env = crate::spirv::target_env(dev);
         let checked = overlap_shaders::validate(&pw, env).and_then(|_| overlap_shaders::validate(&cw, env));
         if let Err(e @ overlap_shaders::Error::Invalid(_)) = checked {
             log.error(

@@ -119,6 +119,18 @@ pub struct Plan {
 
 pub const SHADING_RATE_EXTENSION: &str = "VK_KHR_fragment_shading_rate";
 pub const FDM_EXTENSION: &str = "VK_EXT_fragment_density_map";
+pub const FDM_EXTENSION_NAME: &CStr = c"VK_EXT_fragment_density_map";
+/// Listed with the emulated FDM.
+pub const FDM2_EXTENSION_NAME: &CStr = c"VK_EXT_fragment_density_map2";
+
+/// How the density map is emulated (`fdm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FdmMode {
+    /// Every pass at 1x1.
+    Baseline,
+    /// Capture and replay per fragment area.
+    Binned,
+}
 
 pub const INTERLOCK_EXTENSION: &CStr = c"VK_EXT_fragment_shader_interlock";
 
@@ -254,10 +266,10 @@ impl Plan {
     }
 
     /// The density-map mode the layer runs, if it provides the extension.
-    pub fn fdm_mode(&self) -> Option<crate::fdm::Mode> {
+    pub fn fdm_mode(&self) -> Option<FdmMode> {
         match self.fdm {
-            Capability::Emulated("baseline") => Some(crate::fdm::Mode::Baseline),
-            Capability::Emulated(_) => Some(crate::fdm::Mode::Binned),
+            Capability::Emulated("baseline") => Some(FdmMode::Baseline),
+            Capability::Emulated(_) => Some(FdmMode::Binned),
             _ => None,
         }
     }
@@ -269,8 +281,8 @@ impl Plan {
             v.push((INTERLOCK_EXTENSION, 1));
         }
         if self.fdm_mode().is_some() {
-            v.push((crate::fdm::EXTENSION, 2));
-            v.push((crate::fdm::EXTENSION2, 1));
+            v.push((FDM_EXTENSION_NAME, 2));
+            v.push((FDM2_EXTENSION_NAME, 1));
         }
         v
     }
@@ -359,11 +371,11 @@ mod tests {
             s.fdm = mode;
             Plan::new_test(&s, &facts(&[]))
         };
-        assert_eq!(with("binned").fdm_mode(), Some(crate::fdm::Mode::Binned));
-        assert_eq!(with("baseline").fdm_mode(), Some(crate::fdm::Mode::Baseline));
-        assert!(with("binned").added_extensions().iter().any(|(n, _)| *n == crate::fdm::EXTENSION));
+        assert_eq!(with("binned").fdm_mode(), Some(FdmMode::Binned));
+        assert_eq!(with("baseline").fdm_mode(), Some(FdmMode::Baseline));
+        assert!(with("binned").added_extensions().iter().any(|(n, _)| *n == FDM_EXTENSION_NAME));
         assert_eq!(with("off").fdm_mode(), None);
-        assert!(!with("off").added_extensions().iter().any(|(n, _)| *n == crate::fdm::EXTENSION));
+        assert!(!with("off").added_extensions().iter().any(|(n, _)| *n == FDM_EXTENSION_NAME));
     }
 
     #[test]

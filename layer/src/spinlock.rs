@@ -584,7 +584,7 @@ macro_rules! draw_hooks {
 
         /// The spinlock strategy's device hooks.
         pub fn hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::entry::pfn;
+            use crate::ffi::pfn;
             match name {
                 $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
                 b"vkCreatePipelineLayout" => pfn!(create_pipeline_layout as vk::PFN_vkCreatePipelineLayout),

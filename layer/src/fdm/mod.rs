@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 pub use record::{hook as record_hook, CbState};
 
-pub const EXTENSION: &CStr = c"VK_EXT_fragment_density_map";
+pub const EXTENSION: &CStr = crate::plan::FDM_EXTENSION_NAME;
 /// Largest fragment area per axis the layer renders.
 pub const MAX_AREA: u32 = 4;
 pub const MIN_TEXEL: u32 = 8;
@@ -55,7 +55,7 @@ pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentDensityMapFeaturesEXT) {
 
 /// `VK_EXT_fragment_density_map2`, listed with the emulated FDM: no deferred
 /// map reads (the map is read when the pass is recorded).
-pub const EXTENSION2: &CStr = c"VK_EXT_fragment_density_map2";
+pub const EXTENSION2: &CStr = crate::plan::FDM2_EXTENSION_NAME;
 
 pub fn fill_features2(f: &mut vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT) {
     f.fragment_density_map_deferred = vk::FALSE;
@@ -180,11 +180,8 @@ translate_flag! {
     access2(AccessFlags2): FRAGMENT_DENSITY_MAP_READ_EXT => SHADER_READ;
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Baseline,
-    Binned,
-}
+/// `fdm=baseline|binned` (decided by the plan).
+pub use crate::plan::FdmMode as Mode;
 
 #[derive(Clone, Copy, Debug)]
 pub struct ImageInfo {
@@ -883,7 +880,7 @@ pub unsafe extern "system" fn create_shader_module(
             debug_panic(&dev.debug_panic, NAME);
             let f = fdm(dev);
             let ci = &*info;
-            let code = crate::shader::words(ci.p_code, ci.code_size);
+            let code = crate::spirv::words(ci.p_code, ci.code_size);
             let density = shader_fdm::uses_density_builtins(code);
             let Ok(module) = overlap_shaders::parse(code) else { return next() };
             let fragment = module.entry_points.iter().any(|e| {
@@ -935,7 +932,7 @@ fn variant_words(dev: &DeviceData, code: &[u32], p: shader_fdm::Params) -> Optio
         return None;
     }
     let out = overlap_shaders::assemble(&m);
-    crate::shader::checked_output(dev, "the density-map lowering", code, &out).then_some(out)
+    crate::spirv::checked_output(dev, "the density-map lowering", code, &out).then_some(out)
 }
 
 /// Invocations per fragment a pipeline asks for (`FragInvocationCountEXT`).
@@ -1177,7 +1174,7 @@ destroy_hooks! {
 /// The density-map hooks (installed where the application enabled the
 /// extension on a device the layer provides it for).
 pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
-    use crate::entry::pfn;
+    use crate::ffi::pfn;
     match name {
         b"vkCreateImage" => pfn!(create_image as vk::PFN_vkCreateImage),
         b"vkDestroyImage" => pfn!(destroy_image as vk::PFN_vkDestroyImage),

@@ -738,7 +738,7 @@ macro_rules! capture_hooks {
         )*
 
         fn capture_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::entry::pfn;
+            use crate::ffi::pfn;
             match name {
                 $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
                 _ => None,
@@ -830,7 +830,7 @@ macro_rules! state_hooks {
         )*
 
         fn state_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::entry::pfn;
+            use crate::ffi::pfn;
             let core = name.strip_suffix(b"EXT").unwrap_or(name);
             match core {
                 $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
@@ -1728,7 +1728,7 @@ macro_rules! transfer_write_hooks {
         )*
 
         fn transfer_write_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::entry::pfn;
+            use crate::ffi::pfn;
             match name {
                 $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
                 _ => None,
@@ -2807,7 +2807,7 @@ unsafe fn replay_cmds(f: &Fdm, cb: vk::CommandBuffer, pass: &Pass, t: &Transform
 /// The recording hooks (`baseline` needs only the translating ones; `None`:
 /// any, for `vkGetInstanceProcAddr`).
 pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
-    use crate::entry::pfn;
+    use crate::ffi::pfn;
     if mode == Some(Mode::Baseline) {
         return match name {
             b"vkCmdPipelineBarrier" => pfn!(cmd_pipeline_barrier as vk::PFN_vkCmdPipelineBarrier),
