@@ -3,9 +3,10 @@
 //! hooks (instance and device creation, physical-device bookkeeping, debug
 //! messengers). Every exported function runs under [`guard::entry`].
 
+use crate::device::DeviceCore;
+use crate::dispatch;
 use crate::ffi::{self, dispatch_key, pfn, NegotiateLayerInterface};
 use crate::guard::{self, debug_panic};
-use crate::hooks;
 use crate::log::{chained_messengers, Logger, Messenger};
 use crate::plan::Plan;
 use crate::pnext;
@@ -139,7 +140,7 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(
             let next = (inst.next_gipa)(instance, p_name);
             // Never offer a command the chain below does not have.
             next?;
-            instance_hook(name).or_else(|| hooks::device_hook(name)).or(next)
+            instance_hook(name).or_else(|| dispatch::any_hook(name)).or(next)
         },
         || None,
     )
@@ -164,7 +165,7 @@ pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, p_name: *c
             let dev = state::device_by_key(dispatch_key(device))?;
             let next = (dev.next_gdpa)(device, p_name);
             next?;
-            if let Some(hook) = hooks::device_hook_for(dev, name) {
+            if let Some(hook) = dispatch::hook_for(dev, name) {
                 return Some(hook);
             }
             // Zero cost: the application calls the next layer directly.
@@ -578,11 +579,10 @@ unsafe extern "system" fn create_device(
                         == crate::plan::SHADING_RATE_EXTENSION.as_bytes()
                 })
             };
-            let shading_rate = (fsr_enabled && plan.forces_one_by_one_with_interlock()).then(|| {
-                crate::shading_rate::ForceOneByOne::new(
-                    next_gdpa(handle, c"vkCmdSetFragmentShadingRateKHR".as_ptr()).map(|f| std::mem::transmute(f)),
-                )
-            });
+            let next_set_fragment_shading_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR> =
+                next_gdpa(handle, c"vkCmdSetFragmentShadingRateKHR".as_ptr()).map(|f| std::mem::transmute(f));
+            let shading_rate = (fsr_enabled && plan.forces_one_by_one_with_interlock())
+                .then(|| crate::shading_rate::ForceOneByOne::new(next_set_fragment_shading_rate));
             // Shaders need the layer only where the application enabled interlock.
             let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled);
             if interlock.as_ref().is_some_and(|i| i.strategy == "serialized") && !facts.is_llvmpipe() {
@@ -604,27 +604,30 @@ unsafe extern "system" fn create_device(
             };
             let varyings = plan.varyings_level().map(|l| crate::link::Varyings::new(l, uniforms));
             let mut data = DeviceData {
-                handle,
-                physical_device: pd,
-                debug_panic: inst.settings.debug_panic.clone(),
-                instance: inst,
-                next_gdpa,
-                fns,
-                facts,
-                plan,
+                core: DeviceCore {
+                    handle,
+                    physical_device: pd,
+                    debug_panic: inst.settings.debug_panic.clone(),
+                    instance: inst,
+                    next_gdpa,
+                    fns,
+                    facts,
+                    plan,
+                    shader_object,
+                    next_create_shaders,
+                    next_set_fragment_shading_rate,
+                },
                 interlock,
                 spinlock,
                 shading_rate,
                 varyings,
-                shader_object,
-                next_create_shaders,
                 fdm: None,
             };
             if let (Some(mode), Some(s)) = (data.plan.fdm_mode(), fdm_stripped.as_ref().filter(|s| s.enabled)) {
                 // What the density-map hooks call: the layer's other hooks for
                 // this device where it has them, else the next layer.
                 let below = ash::Device::load_with(
-                    |name| match hooks::device_hook_for(&data, name.to_bytes()) {
+                    |name| match dispatch::below_fdm(&data, name.to_bytes()) {
                         Some(hook) => hook as *const std::ffi::c_void,
                         None => ffi::resolve_command(name, |n| next_gdpa(handle, n)),
                     },

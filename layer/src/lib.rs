@@ -10,12 +10,14 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod architecture;
+pub mod device;
+pub mod dispatch;
 pub mod entry;
 pub mod fdm;
 pub mod ffi;
 mod generated;
 pub mod guard;
-pub mod hooks;
+pub mod instance;
 pub mod interlock;
 pub mod link;
 pub mod log;

@@ -8,8 +8,8 @@
 //! once the pipeline exists. Anything else — inline modules, libraries, mesh
 //! pipelines, a link or validation failure — keeps the original modules.
 
+use crate::device::DeviceCore;
 use crate::settings::LogLevel;
-use crate::state::DeviceData;
 use ash::vk;
 use overlap_shaders::varyings::{link_with, Level, LinkEnv};
 use parking_lot::Mutex;
@@ -159,7 +159,7 @@ fn pair_key(producer: &[u32], consumer: &[u32], env: &LinkEnv) -> u64 {
 }
 
 /// Links one pair; `None` when the originals should be used.
-fn link_pair(dev: &DeviceData, level: Level, env: &LinkEnv, vcode: &[u32], fcode: &[u32]) -> Option<Outcome> {
+fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode: &[u32]) -> Option<Outcome> {
     let started = std::time::Instant::now();
     let (mut p, mut c) = (overlap_shaders::parse(vcode).ok()?, overlap_shaders::parse(fcode).ok()?);
     let log = dev.log();
@@ -218,7 +218,7 @@ pub struct Linked {
     pub temporary: Vec<vk::ShaderModule>,
 }
 
-fn module(dev: &DeviceData, words: &[u32]) -> Result<vk::ShaderModule, vk::Result> {
+fn module(dev: &DeviceCore, words: &[u32]) -> Result<vk::ShaderModule, vk::Result> {
     crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateShaderModule")?;
     let info = vk::ShaderModuleCreateInfo::default().code(words);
     let mut m = vk::ShaderModule::null();
@@ -229,7 +229,7 @@ fn module(dev: &DeviceData, words: &[u32]) -> Result<vk::ShaderModule, vk::Resul
 
 /// The linked pair as temporary modules, or neither (one that was made is
 /// destroyed when the other cannot be).
-fn modules(dev: &DeviceData, producer: &[u32], consumer: &[u32]) -> Result<[vk::ShaderModule; 2], vk::Result> {
+fn modules(dev: &DeviceCore, producer: &[u32], consumer: &[u32]) -> Result<[vk::ShaderModule; 2], vk::Result> {
     let vm = module(dev, producer)?;
     match module(dev, consumer) {
         Ok(fm) => Ok([vm, fm]),
@@ -246,9 +246,8 @@ fn modules(dev: &DeviceData, producer: &[u32], consumer: &[u32]) -> Result<[vk::
 ///
 /// # Safety
 /// `infos` are valid create infos of `dev`.
-pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipelineCreateInfo]) -> Linked {
+pub unsafe fn link_pipelines(dev: &DeviceCore, v: &Varyings, infos: &mut [vk::GraphicsPipelineCreateInfo]) -> Linked {
     let mut out = Linked::default();
-    let Some(v) = &dev.varyings else { return out };
     for info in infos.iter_mut() {
         if info.stage_count < 2
             || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR)
@@ -311,7 +310,7 @@ pub unsafe fn link_pipelines(dev: &DeviceData, infos: &mut [vk::GraphicsPipeline
 
 impl Linked {
     /// Destroys the temporary modules.
-    pub fn finish(self, dev: &DeviceData) {
+    pub fn finish(self, dev: &DeviceCore) {
         for m in self.temporary {
             // SAFETY: created by `module` for this call; the pipeline no longer needs it.
             unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
@@ -319,25 +318,58 @@ impl Linked {
     }
 }
 
-pub unsafe extern "system" fn create_descriptor_set_layout(
+pub unsafe fn create_descriptor_set_layout(
+    _: &DeviceCore,
+    v: &Varyings,
     device: vk::Device,
     info: *const vk::DescriptorSetLayoutCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::DescriptorSetLayout,
+    next: impl FnOnce(
+        vk::Device,
+        *const vk::DescriptorSetLayoutCreateInfo<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::DescriptorSetLayout,
+    ) -> vk::Result,
 ) -> vk::Result {
-    let next =
-        move || (crate::state::device(device).fns.fp_v1_0().create_descriptor_set_layout)(device, info, alloc, out);
-    crate::guard::entry(
-        "vkCreateDescriptorSetLayout",
-        || {
-            let dev = crate::state::device(device);
-            let r = next();
-            if let (vk::Result::SUCCESS, Some(v)) = (r, &dev.varyings) {
-                v.note_set_layout(&*info, *out);
-            }
-            r
-        },
-        next,
-    )
+    let r = next(device, info, alloc, out);
+    if r == vk::Result::SUCCESS {
+        v.note_set_layout(&*info, *out);
+    }
+    r
 }
-const _: vk::PFN_vkCreateDescriptorSetLayout = create_descriptor_set_layout;
+
+/// What the fragment stage may read through a pipeline layout (the
+/// application's, before any capability below extends it).
+pub unsafe fn create_pipeline_layout(
+    _: &DeviceCore,
+    v: &Varyings,
+    device: vk::Device,
+    info: *const vk::PipelineLayoutCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::PipelineLayout,
+    next: impl FnOnce(
+        vk::Device,
+        *const vk::PipelineLayoutCreateInfo<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::PipelineLayout,
+    ) -> vk::Result,
+) -> vk::Result {
+    let r = next(device, info, alloc, out);
+    if r == vk::Result::SUCCESS {
+        v.note_pipeline_layout(&*info, *out);
+    }
+    r
+}
+
+pub unsafe fn destroy_shader_module(
+    _: &DeviceCore,
+    v: &Varyings,
+    device: vk::Device,
+    module: vk::ShaderModule,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    next: impl FnOnce(vk::Device, vk::ShaderModule, *const vk::AllocationCallbacks<'_>),
+) {
+    v.forget(module);
+    next(device, module, alloc)
+}

@@ -7,11 +7,11 @@
 //! that fails validation (SPIRV-Tools, in process) is never sent down (the original goes, with an
 //! error).
 
-use crate::guard::{self, debug_panic};
+use crate::device::DeviceCore;
 use crate::pnext::{self, Chain};
 use crate::settings::LogLevel;
 use crate::spirv::{checked_output, words};
-use crate::state::{self, DeviceData};
+use crate::state::DeviceData;
 use ash::vk;
 use overlap_shaders::{interlock, spinlock};
 use std::ffi::c_void;
@@ -94,51 +94,48 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     Some(Rewritten { words: out, ordered })
 }
 
-pub unsafe extern "system" fn create_shader_module(
+pub unsafe fn create_shader_module(
+    _: &DeviceCore,
+    dev: &DeviceData,
     device: vk::Device,
     info: *const vk::ShaderModuleCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::ShaderModule,
+    next: impl FnOnce(
+        vk::Device,
+        *const vk::ShaderModuleCreateInfo<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::ShaderModule,
+    ) -> vk::Result,
 ) -> vk::Result {
-    const NAME: &str = "vkCreateShaderModule";
-    let next = move || (state::device(device).fns.fp_v1_0().create_shader_module)(device, info, alloc, out);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            debug_panic(&dev.debug_panic, NAME);
-            let ci = &*info;
-            let code = words(ci.p_code, ci.code_size);
-            let rewritten = rewrite(dev, code);
-            let r = match &rewritten {
-                Some(w) => {
-                    let mut copy = *ci;
-                    copy.code_size = w.words.len() * 4;
-                    copy.p_code = w.words.as_ptr();
-                    let r = (dev.fns.fp_v1_0().create_shader_module)(device, &copy, alloc, out);
-                    if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.spinlock) {
-                        s.modules.lock().insert(*out, w.ordered);
-                    }
-                    r
-                }
-                None => next(),
-            };
-            if r == vk::Result::SUCCESS {
-                // Judged on the application's code, which still declares interlock.
-                if let Some(s) = &dev.shading_rate {
-                    s.note_module(*out, code);
-                }
-                // The linker works on what the driver got.
-                if let Some(v) = &dev.varyings {
-                    v.note_module(*out, rewritten.as_ref().map(|w| &w.words[..]).unwrap_or(code));
-                }
+    let ci = &*info;
+    let code = words(ci.p_code, ci.code_size);
+    let rewritten = rewrite(dev, code);
+    let r = match &rewritten {
+        Some(w) => {
+            let mut copy = *ci;
+            copy.code_size = w.words.len() * 4;
+            copy.p_code = w.words.as_ptr();
+            let r = next(device, &copy, alloc, out);
+            if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.spinlock) {
+                s.modules.lock().insert(*out, w.ordered);
             }
             r
-        },
-        next,
-    )
+        }
+        None => next(device, info, alloc, out),
+    };
+    if r == vk::Result::SUCCESS {
+        // Judged on the application's code, which still declares interlock.
+        if let Some(s) = &dev.shading_rate {
+            s.note_module(*out, code);
+        }
+        // The linker works on what the driver got.
+        if let Some(v) = &dev.varyings {
+            v.note_module(*out, rewritten.as_ref().map(|w| &w.words[..]).unwrap_or(code));
+        }
+    }
+    r
 }
-const _: vk::PFN_vkCreateShaderModule = create_shader_module;
 
 /// The stages of one pipeline, rewritten where a stage carries its module
 /// inline (`VkShaderModuleCreateInfo` in the stage's `pNext`).
@@ -185,173 +182,164 @@ unsafe fn rewrite_stages(dev: &DeviceData, stages: &[vk::PipelineShaderStageCrea
     out
 }
 
-pub unsafe extern "system" fn create_graphics_pipelines(
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn create_graphics_pipelines(
+    _: &DeviceCore,
+    dev: &DeviceData,
     device: vk::Device,
     cache: vk::PipelineCache,
     count: u32,
     infos: *const vk::GraphicsPipelineCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Pipeline,
+    next: impl FnOnce(
+        vk::Device,
+        vk::PipelineCache,
+        u32,
+        *const vk::GraphicsPipelineCreateInfo<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::Pipeline,
+    ) -> vk::Result,
 ) -> vk::Result {
-    const NAME: &str = "vkCreateGraphicsPipelines";
-    let next = move || {
-        (state::device(device).fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out)
+    if (dev.interlock.is_none() && dev.shading_rate.is_none() && dev.varyings.is_none())
+        || count == 0
+        || infos.is_null()
+    {
+        return next(device, cache, count, infos, alloc, out);
+    }
+    let infos_in = std::slice::from_raw_parts(infos, count as usize);
+    let mut rewritten: Vec<Option<RewrittenStages>> = Vec::with_capacity(infos_in.len());
+    for info in infos_in {
+        let stages = if info.stage_count == 0 || info.p_stages.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
+        };
+        rewritten.push(rewrite_stages(dev, stages));
+    }
+    let inline: Vec<bool> = rewritten.iter().map(Option::is_some).collect();
+    if dev.spinlock.is_none()
+        && dev.shading_rate.is_none()
+        && dev.varyings.is_none()
+        && rewritten.iter().all(Option::is_none)
+    {
+        return next(device, cache, count, infos, alloc, out);
+    }
+    let mut copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
+        .iter()
+        .zip(&rewritten)
+        .map(|(info, r)| {
+            let mut c = *info;
+            if let Some(r) = r {
+                c.p_stages = r.stages.as_ptr();
+            }
+            c
+        })
+        .collect();
+    // The architecture's 1x1 rate for interlock pipelines (judged on the
+    // application's stages, which still declare interlock).
+    let mut forced = (Vec::new(), vec![false; copies.len()]);
+    if let Some(s) = &dev.shading_rate {
+        let mut originals: Vec<vk::GraphicsPipelineCreateInfo> = infos_in.to_vec();
+        forced = s.force_static(dev, &mut originals);
+        for (c, o) in copies.iter_mut().zip(&originals) {
+            c.p_next = o.p_next;
+        }
+    }
+    let linked = match &dev.varyings {
+        Some(v) => crate::link::link_pipelines(dev, v, &mut copies),
+        None => Default::default(),
     };
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            debug_panic(&dev.debug_panic, NAME);
-            if (dev.interlock.is_none() && dev.shading_rate.is_none() && dev.varyings.is_none())
-                || count == 0
-                || infos.is_null()
-            {
-                return next();
-            }
-            let infos_in = std::slice::from_raw_parts(infos, count as usize);
-            let mut rewritten: Vec<Option<RewrittenStages>> = Vec::with_capacity(infos_in.len());
-            for info in infos_in {
-                let stages = if info.stage_count == 0 || info.p_stages.is_null() {
-                    &[][..]
-                } else {
-                    std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
-                };
-                rewritten.push(rewrite_stages(dev, stages));
-            }
-            let inline: Vec<bool> = rewritten.iter().map(Option::is_some).collect();
-            if dev.spinlock.is_none()
-                && dev.shading_rate.is_none()
-                && dev.varyings.is_none()
-                && rewritten.iter().all(Option::is_none)
-            {
-                return next();
-            }
-            let mut copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
-                .iter()
-                .zip(&rewritten)
-                .map(|(info, r)| {
-                    let mut c = *info;
-                    if let Some(r) = r {
-                        c.p_stages = r.stages.as_ptr();
-                    }
-                    c
-                })
-                .collect();
-            // The architecture's 1x1 rate for interlock pipelines (judged on the
-            // application's stages, which still declare interlock).
-            let mut forced = (Vec::new(), vec![false; copies.len()]);
-            if let Some(s) = &dev.shading_rate {
-                let mut originals: Vec<vk::GraphicsPipelineCreateInfo> = infos_in.to_vec();
-                forced = s.force_static(dev, &mut originals);
-                for (c, o) in copies.iter_mut().zip(&originals) {
-                    c.p_next = o.p_next;
-                }
-            }
-            let linked = crate::link::link_pipelines(dev, &mut copies);
-            let r = (dev.fns.fp_v1_0().create_graphics_pipelines)(device, cache, count, copies.as_ptr(), alloc, out);
-            linked.finish(dev);
-            if let (Some(s), true) = (&dev.shading_rate, r.as_raw() >= 0) {
-                s.note_pipelines(std::slice::from_raw_parts(out, count as usize), &forced.1);
-            }
-            drop(forced);
-            if r.as_raw() >= 0 {
-                // Failed entries are VK_NULL_HANDLE and skipped.
-                crate::spinlock::note_pipelines(
-                    dev,
-                    infos_in,
-                    &inline,
-                    std::slice::from_raw_parts(out, count as usize),
-                );
-            }
-            r
-        },
-        next,
-    )
+    let r = next(device, cache, count, copies.as_ptr(), alloc, out);
+    linked.finish(dev);
+    if let (Some(s), true) = (&dev.shading_rate, r.as_raw() >= 0) {
+        s.note_pipelines(std::slice::from_raw_parts(out, count as usize), &forced.1);
+    }
+    drop(forced);
+    if let (Some(s), true) = (&dev.spinlock, r.as_raw() >= 0) {
+        // Failed entries are VK_NULL_HANDLE and skipped.
+        crate::spinlock::note_pipelines(dev, s, infos_in, &inline, std::slice::from_raw_parts(out, count as usize));
+    }
+    r
 }
-const _: vk::PFN_vkCreateGraphicsPipelines = create_graphics_pipelines;
 
-pub unsafe extern "system" fn create_shaders_ext(
+pub unsafe fn create_shaders_ext(
+    _: &DeviceCore,
+    dev: &DeviceData,
     device: vk::Device,
     count: u32,
     infos: *const vk::ShaderCreateInfoEXT<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::ShaderEXT,
+    next: impl FnOnce(
+        vk::Device,
+        u32,
+        *const vk::ShaderCreateInfoEXT<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::ShaderEXT,
+    ) -> vk::Result,
 ) -> vk::Result {
-    const NAME: &str = "vkCreateShadersEXT";
-    let next = move || match state::device(device).next_create_shaders {
-        Some(f) => f(device, count, infos, alloc, out),
-        None => vk::Result::ERROR_EXTENSION_NOT_PRESENT,
-    };
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            debug_panic(&dev.debug_panic, NAME);
-            let Some(down) = dev.next_create_shaders else {
-                return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
-            };
-            if count == 0 || infos.is_null() {
-                return next();
+    if dev.next_create_shaders.is_none() {
+        return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
+    }
+    if count == 0 || infos.is_null() {
+        return next(device, count, infos, alloc, out);
+    }
+    let infos_in = std::slice::from_raw_parts(infos, count as usize);
+    let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
+    for info in infos_in {
+        let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
+        code.push(if spirv {
+            rewrite(dev, words(info.p_code as *const u32, info.code_size)).map(|r| r.words)
+        } else {
+            None
+        });
+    }
+    // Under the spinlock every shader object's set layouts are extended
+    // like pipeline layouts (linked shaders must agree), and locked ones
+    // get a pipeline layout to bind the lock set with.
+    let spin = dev.spinlock.as_ref();
+    if spin.is_none() && code.iter().all(Option::is_none) {
+        return next(device, count, infos, alloc, out);
+    }
+    let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
+    for (info, c) in infos_in.iter().zip(&code) {
+        let extended =
+            spin.and_then(|s| crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts));
+        if c.is_some() && spin.is_some() && extended.is_none() {
+            dev.log().error(
+                "OVERLAP-Layout-Too-Many-Sets",
+                "vkCreateShadersEXT: an interlock shader uses the set reserved for the locks",
+            );
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        }
+        set_layouts.push(extended);
+    }
+    let copies: Vec<vk::ShaderCreateInfoEXT> = infos_in
+        .iter()
+        .zip(&code)
+        .zip(&set_layouts)
+        .map(|((info, c), layouts)| {
+            let mut copy = *info;
+            if let Some(c) = c {
+                copy.code_size = c.len() * 4;
+                copy.p_code = c.as_ptr() as *const c_void;
             }
-            let infos_in = std::slice::from_raw_parts(infos, count as usize);
-            let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
-            for info in infos_in {
-                let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
-                code.push(if spirv {
-                    rewrite(dev, words(info.p_code as *const u32, info.code_size)).map(|r| r.words)
-                } else {
-                    None
-                });
+            if let Some(l) = layouts {
+                copy.set_layout_count = l.len() as u32;
+                copy.p_set_layouts = l.as_ptr();
             }
-            // Under the spinlock every shader object's set layouts are extended
-            // like pipeline layouts (linked shaders must agree), and locked ones
-            // get a pipeline layout to bind the lock set with.
-            let spin = dev.spinlock.as_ref();
-            if spin.is_none() && code.iter().all(Option::is_none) {
-                return next();
+            copy
+        })
+        .collect();
+    let r = next(device, count, copies.as_ptr(), alloc, out);
+    if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
+        let shaders = std::slice::from_raw_parts(out, count as usize);
+        for ((shader, copy), c) in shaders.iter().zip(&copies).zip(&code) {
+            if c.is_some() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
+                s.note_shader(&dev.fns, *shader, copy);
             }
-            let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
-            for (info, c) in infos_in.iter().zip(&code) {
-                let extended = spin
-                    .and_then(|s| crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts));
-                if c.is_some() && spin.is_some() && extended.is_none() {
-                    dev.log().error(
-                        "OVERLAP-Layout-Too-Many-Sets",
-                        "vkCreateShadersEXT: an interlock shader uses the set reserved for the locks",
-                    );
-                    return vk::Result::ERROR_INITIALIZATION_FAILED;
-                }
-                set_layouts.push(extended);
-            }
-            let copies: Vec<vk::ShaderCreateInfoEXT> = infos_in
-                .iter()
-                .zip(&code)
-                .zip(&set_layouts)
-                .map(|((info, c), layouts)| {
-                    let mut copy = *info;
-                    if let Some(c) = c {
-                        copy.code_size = c.len() * 4;
-                        copy.p_code = c.as_ptr() as *const c_void;
-                    }
-                    if let Some(l) = layouts {
-                        copy.set_layout_count = l.len() as u32;
-                        copy.p_set_layouts = l.as_ptr();
-                    }
-                    copy
-                })
-                .collect();
-            let r = down(device, count, copies.as_ptr(), alloc, out);
-            if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
-                let shaders = std::slice::from_raw_parts(out, count as usize);
-                for ((shader, copy), c) in shaders.iter().zip(&copies).zip(&code) {
-                    if c.is_some() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
-                        s.note_shader(&dev.fns, *shader, copy);
-                    }
-                }
-            }
-            r
-        },
-        next,
-    )
+        }
+    }
+    r
 }
-const _: vk::PFN_vkCreateShadersEXT = create_shaders_ext;

@@ -13,9 +13,8 @@
 //! are bound, remembers what the application set, and restores it when a
 //! pipeline without interlock is bound.
 
-use crate::guard::{self, debug_panic};
+use crate::device::DeviceCore;
 use crate::pnext::Chain;
-use crate::state::{self, DeviceData};
 use ash::vk;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -89,7 +88,7 @@ impl ForceOneByOne {
     /// `infos` are valid create infos; `stages[i]` are the stages info `i` uses.
     pub unsafe fn force_static(
         &self,
-        dev: &DeviceData,
+        dev: &DeviceCore,
         infos: &mut [vk::GraphicsPipelineCreateInfo],
     ) -> (Vec<Chain>, Vec<bool>) {
         let mut chains = Vec::new();
@@ -175,34 +174,67 @@ impl ForceOneByOne {
     }
 }
 
-pub unsafe extern "system" fn cmd_set_fragment_shading_rate(
+pub unsafe fn cmd_set_fragment_shading_rate(
+    _: &DeviceCore,
+    s: &ForceOneByOne,
     cb: vk::CommandBuffer,
     size: *const vk::Extent2D,
     ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2],
+    next: impl FnOnce(vk::CommandBuffer, *const vk::Extent2D, *const [vk::FragmentShadingRateCombinerOpKHR; 2]),
 ) {
-    const NAME: &str = "vkCmdSetFragmentShadingRateKHR";
-    let next = move || {
-        if let Some(f) = state::device(cb).shading_rate.as_ref().and_then(|s| s.next_set_rate) {
-            f(cb, size, ops)
-        }
-    };
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(cb);
-            debug_panic(&dev.debug_panic, NAME);
-            let Some(s) = &dev.shading_rate else { return next() };
-            let Some(f) = s.next_set_rate else { return };
-            let mut cbs = s.command_buffers.lock();
-            let state = cbs.entry(cb).or_default();
-            state.app = Some((*size, *ops));
-            if state.forcing {
-                f(cb, &ONE, &KEEP);
-            } else {
-                f(cb, size, ops);
-            }
-        },
-        next,
-    )
+    let mut cbs = s.command_buffers.lock();
+    let state = cbs.entry(cb).or_default();
+    state.app = Some((*size, *ops));
+    if state.forcing {
+        next(cb, &ONE, &KEEP)
+    } else {
+        next(cb, size, ops)
+    }
 }
-const _: vk::PFN_vkCmdSetFragmentShadingRateKHR = cmd_set_fragment_shading_rate;
+
+pub unsafe fn cmd_bind_pipeline(
+    _: &DeviceCore,
+    s: &ForceOneByOne,
+    cb: vk::CommandBuffer,
+    point: vk::PipelineBindPoint,
+    pipeline: vk::Pipeline,
+    next: impl FnOnce(vk::CommandBuffer, vk::PipelineBindPoint, vk::Pipeline),
+) {
+    next(cb, point, pipeline);
+    s.bound(cb, point, pipeline);
+}
+
+pub unsafe fn begin_command_buffer(
+    _: &DeviceCore,
+    s: &ForceOneByOne,
+    cb: vk::CommandBuffer,
+    info: *const vk::CommandBufferBeginInfo<'_>,
+    next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
+) -> vk::Result {
+    s.begin(cb);
+    next(cb, info)
+}
+
+pub unsafe fn destroy_pipeline(
+    _: &DeviceCore,
+    s: &ForceOneByOne,
+    device: vk::Device,
+    pipeline: vk::Pipeline,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    next: impl FnOnce(vk::Device, vk::Pipeline, *const vk::AllocationCallbacks<'_>),
+) {
+    s.forget_pipeline(pipeline);
+    next(device, pipeline, alloc)
+}
+
+pub unsafe fn destroy_shader_module(
+    _: &DeviceCore,
+    s: &ForceOneByOne,
+    device: vk::Device,
+    module: vk::ShaderModule,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    next: impl FnOnce(vk::Device, vk::ShaderModule, *const vk::AllocationCallbacks<'_>),
+) {
+    s.forget_module(module);
+    next(device, module, alloc)
+}

@@ -12,8 +12,7 @@
 //! - Pipelines built from rewritten modules are remembered; before a draw with
 //!   one bound, the lock set is bound at `R` with that pipeline's layout.
 
-use crate::guard::{self, debug_panic};
-use crate::state::{self, DeviceData};
+use crate::device::DeviceCore;
 use ash::vk;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -282,67 +281,52 @@ pub unsafe fn extend_set_layouts(
     Some(v)
 }
 
-fn spinlock(dev: &DeviceData) -> Option<&Spinlock> {
-    dev.spinlock.as_ref()
-}
-
-pub unsafe extern "system" fn create_pipeline_layout(
+pub unsafe fn create_pipeline_layout(
+    core: &DeviceCore,
+    s: &Spinlock,
     device: vk::Device,
     info: *const vk::PipelineLayoutCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::PipelineLayout,
+    next: impl FnOnce(
+        vk::Device,
+        *const vk::PipelineLayoutCreateInfo<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::PipelineLayout,
+    ) -> vk::Result,
 ) -> vk::Result {
-    const NAME: &str = "vkCreatePipelineLayout";
-    let next = move || (state::device(device).fns.fp_v1_0().create_pipeline_layout)(device, info, alloc, out);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            debug_panic(&dev.debug_panic, NAME);
-            let ci = &*info;
-            let r = match spinlock(dev) {
-                None => next(),
-                Some(s) => match extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) {
-                    None => {
-                        dev.log().warn(
-                            "OVERLAP-Layout-Too-Many-Sets",
-                            &format!(
-                                "a pipeline layout uses {} sets; set {} is reserved for interlock locks: left unextended",
-                                ci.set_layout_count, s.set
-                            ),
-                        );
-                        next()
-                    }
-                    Some(layouts) => {
-                        let mut copy = *ci;
-                        copy.set_layout_count = layouts.len() as u32;
-                        copy.p_set_layouts = layouts.as_ptr();
-                        (dev.fns.fp_v1_0().create_pipeline_layout)(device, &copy, alloc, out)
-                    }
-                },
-            };
-            // What the fragment stage may read, for the varying linker.
-            if let (vk::Result::SUCCESS, Some(v)) = (r, &dev.varyings) {
-                v.note_pipeline_layout(ci, *out);
-            }
-            r
-        },
-        next,
-    )
+    let ci = &*info;
+    match extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) {
+        None => {
+            core.log().warn(
+                "OVERLAP-Layout-Too-Many-Sets",
+                &format!(
+                    "a pipeline layout uses {} sets; set {} is reserved for interlock locks: left unextended",
+                    ci.set_layout_count, s.set
+                ),
+            );
+            next(device, info, alloc, out)
+        }
+        Some(layouts) => {
+            let mut copy = *ci;
+            copy.set_layout_count = layouts.len() as u32;
+            copy.p_set_layouts = layouts.as_ptr();
+            next(device, &copy, alloc, out)
+        }
+    }
 }
-const _: vk::PFN_vkCreatePipelineLayout = create_pipeline_layout;
 
 /// Remembers the pipelines created from lock-rewritten shaders.
 ///
 /// # Safety
 /// `infos` and `pipelines` are the arrays of a successful vkCreateGraphicsPipelines.
 pub unsafe fn note_pipelines(
-    dev: &DeviceData,
+    core: &DeviceCore,
+    s: &Spinlock,
     infos: &[vk::GraphicsPipelineCreateInfo],
     inline_rewritten: &[bool],
     pipelines: &[vk::Pipeline],
 ) {
-    let Some(s) = spinlock(dev) else { return };
     let modules = s.modules.lock();
     let mut known = s.pipelines.lock();
     for ((info, inline), pipeline) in infos.iter().zip(inline_rewritten).zip(pipelines) {
@@ -364,7 +348,7 @@ pub unsafe fn note_pipelines(
         if ordered.is_some() || *inline || from_library {
             known.insert(*pipeline, info.layout);
             if ordered == Some(true) && s.warned.lock().insert(*pipeline) {
-                dev.log().warn(
+                core.log().warn(
                     "OVERLAP-Interlock-Order",
                     "a pipeline asks for ordered interlock; the spinlock strategy gives mutual exclusion but not primitive order",
                 );
@@ -373,183 +357,106 @@ pub unsafe fn note_pipelines(
     }
 }
 
-pub unsafe extern "system" fn destroy_pipeline(
+pub unsafe fn destroy_pipeline(
+    _: &DeviceCore,
+    s: &Spinlock,
     device: vk::Device,
     pipeline: vk::Pipeline,
     alloc: *const vk::AllocationCallbacks<'_>,
+    next: impl FnOnce(vk::Device, vk::Pipeline, *const vk::AllocationCallbacks<'_>),
 ) {
-    const NAME: &str = "vkDestroyPipeline";
-    let next = move || (state::device(device).fns.fp_v1_0().destroy_pipeline)(device, pipeline, alloc);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            if let Some(s) = spinlock(dev) {
-                s.pipelines.lock().remove(&pipeline);
-                s.warned.lock().remove(&pipeline);
-            }
-            if let Some(s) = &dev.shading_rate {
-                s.forget_pipeline(pipeline);
-            }
-            next()
-        },
-        next,
-    )
+    s.pipelines.lock().remove(&pipeline);
+    s.warned.lock().remove(&pipeline);
+    next(device, pipeline, alloc)
 }
-const _: vk::PFN_vkDestroyPipeline = destroy_pipeline;
 
-pub unsafe extern "system" fn destroy_shader_module(
+pub unsafe fn destroy_shader_module(
+    _: &DeviceCore,
+    s: &Spinlock,
     device: vk::Device,
     module: vk::ShaderModule,
     alloc: *const vk::AllocationCallbacks<'_>,
+    next: impl FnOnce(vk::Device, vk::ShaderModule, *const vk::AllocationCallbacks<'_>),
 ) {
-    const NAME: &str = "vkDestroyShaderModule";
-    let next = move || (state::device(device).fns.fp_v1_0().destroy_shader_module)(device, module, alloc);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            if let Some(s) = spinlock(dev) {
-                s.modules.lock().remove(&module);
-            }
-            if let Some(s) = &dev.shading_rate {
-                s.forget_module(module);
-            }
-            if let Some(v) = &dev.varyings {
-                v.forget(module);
-            }
-            next()
-        },
-        next,
-    )
+    s.modules.lock().remove(&module);
+    next(device, module, alloc)
 }
-const _: vk::PFN_vkDestroyShaderModule = destroy_shader_module;
 
-pub unsafe extern "system" fn begin_command_buffer(
+pub unsafe fn begin_command_buffer(
+    _: &DeviceCore,
+    s: &Spinlock,
     cb: vk::CommandBuffer,
     info: *const vk::CommandBufferBeginInfo<'_>,
+    next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
 ) -> vk::Result {
-    const NAME: &str = "vkBeginCommandBuffer";
-    let next = move || (state::device(cb).fns.fp_v1_0().begin_command_buffer)(cb, info);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(cb);
-            if let Some(s) = spinlock(dev) {
-                s.bound.lock().remove(&cb);
-            }
-            if let Some(s) = &dev.shading_rate {
-                s.begin(cb);
-            }
-            next()
-        },
-        next,
-    )
+    s.bound.lock().remove(&cb);
+    next(cb, info)
 }
-const _: vk::PFN_vkBeginCommandBuffer = begin_command_buffer;
 
-pub unsafe extern "system" fn cmd_bind_pipeline(
+pub unsafe fn cmd_bind_pipeline(
+    _: &DeviceCore,
+    s: &Spinlock,
     cb: vk::CommandBuffer,
     point: vk::PipelineBindPoint,
     pipeline: vk::Pipeline,
+    next: impl FnOnce(vk::CommandBuffer, vk::PipelineBindPoint, vk::Pipeline),
 ) {
-    const NAME: &str = "vkCmdBindPipeline";
-    let next = move || (state::device(cb).fns.fp_v1_0().cmd_bind_pipeline)(cb, point, pipeline);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(cb);
-            debug_panic(&dev.debug_panic, NAME);
-            if let (Some(s), vk::PipelineBindPoint::GRAPHICS) = (spinlock(dev), point) {
-                let layout = s.pipelines.lock().get(&pipeline).copied();
-                let mut bound = s.bound.lock();
-                match layout {
-                    Some(l) => bound.insert(cb, l),
-                    None => bound.remove(&cb),
-                };
-            }
-            next();
-            if let Some(s) = &dev.shading_rate {
-                s.bound(cb, point, pipeline);
-            }
-        },
-        next,
-    )
+    if point == vk::PipelineBindPoint::GRAPHICS {
+        let layout = s.pipelines.lock().get(&pipeline).copied();
+        let mut bound = s.bound.lock();
+        match layout {
+            Some(l) => bound.insert(cb, l),
+            None => bound.remove(&cb),
+        };
+    }
+    next(cb, point, pipeline)
 }
-const _: vk::PFN_vkCmdBindPipeline = cmd_bind_pipeline;
 
-pub unsafe extern "system" fn cmd_bind_shaders(
+pub unsafe fn cmd_bind_shaders(
+    _: &DeviceCore,
+    s: &Spinlock,
     cb: vk::CommandBuffer,
     count: u32,
     stages: *const vk::ShaderStageFlags,
     shaders: *const vk::ShaderEXT,
+    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::ShaderStageFlags, *const vk::ShaderEXT),
 ) {
-    const NAME: &str = "vkCmdBindShadersEXT";
-    let next = move || {
-        if let Some(f) = state::device(cb).shader_object.as_ref() {
-            (f.cmd_bind_shaders_ext)(cb, count, stages, shaders)
-        }
-    };
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(cb);
-            debug_panic(&dev.debug_panic, NAME);
-            if let Some(s) = spinlock(dev) {
-                let stages = if count == 0 { &[][..] } else { std::slice::from_raw_parts(stages, count as usize) };
-                if let Some(i) = stages.iter().position(|st| *st == vk::ShaderStageFlags::FRAGMENT) {
-                    let shader = if shaders.is_null() { vk::ShaderEXT::null() } else { *shaders.add(i) };
-                    let layout = s.shaders.lock().get(&shader).copied();
-                    let mut bound = s.bound.lock();
-                    match layout {
-                        Some(l) => bound.insert(cb, l),
-                        None => bound.remove(&cb),
-                    };
-                }
-            }
-            next()
-        },
-        next,
-    )
+    let stage_list = if count == 0 { &[][..] } else { std::slice::from_raw_parts(stages, count as usize) };
+    if let Some(i) = stage_list.iter().position(|st| *st == vk::ShaderStageFlags::FRAGMENT) {
+        let shader = if shaders.is_null() { vk::ShaderEXT::null() } else { *shaders.add(i) };
+        let layout = s.shaders.lock().get(&shader).copied();
+        let mut bound = s.bound.lock();
+        match layout {
+            Some(l) => bound.insert(cb, l),
+            None => bound.remove(&cb),
+        };
+    }
+    next(cb, count, stages, shaders)
 }
-const _: vk::PFN_vkCmdBindShadersEXT = cmd_bind_shaders;
 
-pub unsafe extern "system" fn destroy_shader(
+pub unsafe fn destroy_shader(
+    core: &DeviceCore,
+    s: &Spinlock,
     device: vk::Device,
     shader: vk::ShaderEXT,
     alloc: *const vk::AllocationCallbacks<'_>,
+    next: impl FnOnce(vk::Device, vk::ShaderEXT, *const vk::AllocationCallbacks<'_>),
 ) {
-    const NAME: &str = "vkDestroyShaderEXT";
-    let next = move || {
-        if let Some(f) = state::device(device).shader_object.as_ref() {
-            (f.destroy_shader_ext)(device, shader, alloc)
-        }
-    };
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            if let Some(s) = spinlock(dev) {
-                if let Some(layout) = s.shaders.lock().remove(&shader) {
-                    (dev.fns.fp_v1_0().destroy_pipeline_layout)(device, layout, std::ptr::null());
-                }
-            }
-            next()
-        },
-        next,
-    )
+    if let Some(layout) = s.shaders.lock().remove(&shader) {
+        (core.fns.fp_v1_0().destroy_pipeline_layout)(device, layout, std::ptr::null());
+    }
+    next(device, shader, alloc)
 }
-const _: vk::PFN_vkDestroyShaderEXT = destroy_shader;
 
-/// Binds the lock set if the command buffer's graphics pipeline uses a lock.
-fn bind_locks(dev: &DeviceData, cb: vk::CommandBuffer) {
-    let Some(s) = spinlock(dev) else { return };
+/// Before a draw: binds the lock set if the command buffer's graphics
+/// pipeline uses a lock.
+pub fn bind_locks(core: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
     let Some(layout) = s.bound.lock().get(&cb).copied() else { return };
     let sets = [s.lock_set];
     // SAFETY: `layout` was extended with the lock set layout at `s.set`
     // (VUID-vkCmdBindDescriptorSets-pDescriptorSets-00358).
     unsafe {
-        (dev.fns.fp_v1_0().cmd_bind_descriptor_sets)(
+        (core.fns.fp_v1_0().cmd_bind_descriptor_sets)(
             cb,
             vk::PipelineBindPoint::GRAPHICS,
             layout,
@@ -560,61 +467,4 @@ fn bind_locks(dev: &DeviceData, cb: vk::CommandBuffer) {
             std::ptr::null(),
         )
     };
-}
-
-/// Draw hooks: bind the locks, then draw.
-macro_rules! draw_hooks {
-    ($( $name:literal $pfn:ident fn $hook:ident(cb: vk::CommandBuffer $(, $a:ident: $t:ty)*) => $ver:ident.$field:ident; )*) => {
-        $(
-            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
-                let next = move || (state::device(cb).fns.$ver().$field)(cb $(, $a)*);
-                guard::entry(
-                    $name,
-                    || {
-                        let dev = state::device(cb);
-                        debug_panic(&dev.debug_panic, $name);
-                        bind_locks(dev, cb);
-                        next()
-                    },
-                    next,
-                )
-            }
-            const _: vk::$pfn = $hook;
-        )*
-
-        /// The spinlock strategy's device hooks.
-        pub fn hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::ffi::pfn;
-            match name {
-                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
-                b"vkCreatePipelineLayout" => pfn!(create_pipeline_layout as vk::PFN_vkCreatePipelineLayout),
-                b"vkDestroyPipeline" => pfn!(destroy_pipeline as vk::PFN_vkDestroyPipeline),
-                b"vkDestroyShaderModule" => pfn!(destroy_shader_module as vk::PFN_vkDestroyShaderModule),
-                b"vkBeginCommandBuffer" => pfn!(begin_command_buffer as vk::PFN_vkBeginCommandBuffer),
-                b"vkCmdBindPipeline" => pfn!(cmd_bind_pipeline as vk::PFN_vkCmdBindPipeline),
-                b"vkCmdBindShadersEXT" => pfn!(cmd_bind_shaders as vk::PFN_vkCmdBindShadersEXT),
-                b"vkDestroyShaderEXT" => pfn!(destroy_shader as vk::PFN_vkDestroyShaderEXT),
-                _ => None,
-            }
-        }
-    };
-}
-
-draw_hooks! {
-    "vkCmdDraw" PFN_vkCmdDraw fn cmd_draw(cb: vk::CommandBuffer, vertex_count: u32, instance_count: u32, first_vertex: u32, first_instance: u32)
-        => fp_v1_0.cmd_draw;
-    "vkCmdDrawIndexed" PFN_vkCmdDrawIndexed fn cmd_draw_indexed(cb: vk::CommandBuffer, index_count: u32, instance_count: u32, first_index: u32,
-        vertex_offset: i32, first_instance: u32)
-        => fp_v1_0.cmd_draw_indexed;
-    "vkCmdDrawIndirect" PFN_vkCmdDrawIndirect fn cmd_draw_indirect(cb: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, count: u32, stride: u32)
-        => fp_v1_0.cmd_draw_indirect;
-    "vkCmdDrawIndexedIndirect" PFN_vkCmdDrawIndexedIndirect fn cmd_draw_indexed_indirect(cb: vk::CommandBuffer, buffer: vk::Buffer,
-        offset: vk::DeviceSize, count: u32, stride: u32)
-        => fp_v1_0.cmd_draw_indexed_indirect;
-    "vkCmdDrawIndirectCount" PFN_vkCmdDrawIndirectCount fn cmd_draw_indirect_count(cb: vk::CommandBuffer, buffer: vk::Buffer,
-        offset: vk::DeviceSize, count_buffer: vk::Buffer, count_offset: vk::DeviceSize, max: u32, stride: u32)
-        => fp_v1_2.cmd_draw_indirect_count;
-    "vkCmdDrawIndexedIndirectCount" PFN_vkCmdDrawIndexedIndirectCount fn cmd_draw_indexed_indirect_count(cb: vk::CommandBuffer,
-        buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer, count_offset: vk::DeviceSize, max: u32, stride: u32)
-        => fp_v1_2.cmd_draw_indexed_indirect_count;
 }

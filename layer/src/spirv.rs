@@ -5,8 +5,8 @@
 //! rewrites SPIR-V (interlock, density-map lowering, the varying linker)
 //! calls it; it calls no capability.
 
+use crate::device::DeviceCore;
 use crate::settings::LogLevel;
-use crate::state::DeviceData;
 use ash::vk;
 use overlap_shaders::TargetEnv;
 
@@ -23,7 +23,7 @@ pub(crate) unsafe fn words<'a>(p_code: *const u32, code_size: usize) -> &'a [u32
     }
 }
 
-pub(crate) fn target_env(dev: &DeviceData) -> TargetEnv {
+pub(crate) fn target_env(dev: &DeviceCore) -> TargetEnv {
     let v = dev.facts.api_version.min(dev.instance.api_version.max(vk::API_VERSION_1_0));
     match vk::api_version_minor(v) {
         0 => TargetEnv::Vulkan1_0,
@@ -37,7 +37,7 @@ fn fnv(words: &[u32]) -> u64 {
     words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| (h ^ *w as u64).wrapping_mul(0x100_0000_01b3))
 }
 
-fn dump(dev: &DeviceData, input: &[u32], output: &[u32]) {
+fn dump(dev: &DeviceCore, input: &[u32], output: &[u32]) {
     let Some(dir) = &dev.settings().dump_shaders else {
         return;
     };
@@ -59,7 +59,7 @@ fn dump(dev: &DeviceData, input: &[u32], output: &[u32]) {
 /// Dumps a rewritten module (`dump_shaders`) and validates it
 /// (`validate_shaders`): false, logged, when it must not be sent down
 /// (`what` names the rewrite in the message).
-pub(crate) fn checked_output(dev: &DeviceData, what: &str, input: &[u32], output: &[u32]) -> bool {
+pub(crate) fn checked_output(dev: &DeviceCore, what: &str, input: &[u32], output: &[u32]) -> bool {
     dump(dev, input, output);
     if !dev.settings().validate_shaders {
         return true;

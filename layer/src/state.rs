@@ -6,9 +6,9 @@
 //! last device it looked up in a thread-local cache, validated by a global
 //! generation number that changes whenever a device is destroyed.
 
-use crate::log::Logger;
+use crate::device::DeviceCore;
+pub use crate::instance::{InstanceData, InstanceExtFns};
 use crate::plan::{DriverFacts, Plan};
-use crate::settings::Settings;
 use ash::vk;
 use parking_lot::RwLock;
 use std::cell::Cell;
@@ -16,65 +16,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
-pub struct InstanceData {
-    pub handle: vk::Instance,
-    pub next_gipa: vk::PFN_vkGetInstanceProcAddr,
-    /// The next layer's instance commands.
-    pub fns: ash::Instance,
-    /// `VkApplicationInfo::apiVersion` (1.0 when absent).
-    pub api_version: u32,
-    pub settings: Settings,
-    pub log: Logger,
-    pub ext: InstanceExtFns,
-    /// The emulated architecture (`architecture` or `profile_file`).
-    pub profile: Option<Arc<crate::profile::Profile>>,
-}
-
-/// The next layer's extension commands, resolved inside `vkCreateInstance`:
-/// after creation the loader's terminator answers `vkGetInstanceProcAddr`
-/// with its own trampolines, which would call back into this layer.
-#[derive(Clone, Copy, Default)]
-pub struct InstanceExtFns {
-    pub create_debug_utils_messenger: Option<vk::PFN_vkCreateDebugUtilsMessengerEXT>,
-    pub destroy_debug_utils_messenger: Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
-    pub enumerate_physical_device_groups: Option<vk::PFN_vkEnumeratePhysicalDeviceGroups>,
-    pub get_physical_device_features2_khr: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
-    pub get_physical_device_properties2_khr: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
-    pub get_physical_device_fragment_shading_rates: Option<vk::PFN_vkGetPhysicalDeviceFragmentShadingRatesKHR>,
-}
-
-impl InstanceExtFns {
-    /// # Safety
-    /// `instance` must have just been created through `gipa`.
-    pub unsafe fn load(gipa: vk::PFN_vkGetInstanceProcAddr, instance: vk::Instance) -> InstanceExtFns {
-        let get = |name: &std::ffi::CStr| gipa(instance, name.as_ptr());
-        // SAFETY: each pointer is cast to the type of the command it was asked for.
-        InstanceExtFns {
-            create_debug_utils_messenger: get(c"vkCreateDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
-            destroy_debug_utils_messenger: get(c"vkDestroyDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
-            enumerate_physical_device_groups: get(c"vkEnumeratePhysicalDeviceGroups")
-                .or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
-                .map(|f| std::mem::transmute(f)),
-            get_physical_device_features2_khr: get(c"vkGetPhysicalDeviceFeatures2KHR").map(|f| std::mem::transmute(f)),
-            get_physical_device_properties2_khr: get(c"vkGetPhysicalDeviceProperties2KHR")
-                .map(|f| std::mem::transmute(f)),
-            get_physical_device_fragment_shading_rates: get(c"vkGetPhysicalDeviceFragmentShadingRatesKHR")
-                .map(|f| std::mem::transmute(f)),
-        }
-    }
-}
-
+/// A device as the registry holds it: the core every capability may use,
+/// and the state of each capability the device runs (`None` where it does
+/// not). Only the dispatch table ([`crate::dispatch`]) hands a capability
+/// its state.
 pub struct DeviceData {
-    pub handle: vk::Device,
-    pub physical_device: vk::PhysicalDevice,
-    pub instance: Arc<InstanceData>,
-    pub next_gdpa: vk::PFN_vkGetDeviceProcAddr,
-    /// The next layer's device commands.
-    pub fns: ash::Device,
-    pub facts: DriverFacts,
-    pub plan: Plan,
-    /// Copied from the settings: checked by every hook.
-    pub debug_panic: Option<String>,
+    pub core: DeviceCore,
     /// `Some` when the layer provides interlock on this device.
     pub interlock: Option<crate::interlock::DeviceInterlock>,
     /// The varying linker, where it runs: the SPIR-V of every module, kept
@@ -86,21 +33,16 @@ pub struct DeviceData {
     pub fdm: Option<crate::fdm::Fdm>,
     /// The spinlock strategy's resources, where it runs.
     pub spinlock: Option<crate::spinlock::Spinlock>,
-    /// The next layer's VK_EXT_shader_object commands, where the chain has them.
-    pub shader_object: Option<ash::ext::shader_object::DeviceFn>,
-    /// The next layer's `vkCreateShadersEXT`, where the chain has it.
-    pub next_create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
+}
+
+impl std::ops::Deref for DeviceData {
+    type Target = DeviceCore;
+    fn deref(&self) -> &DeviceCore {
+        &self.core
+    }
 }
 
 impl DeviceData {
-    pub fn log(&self) -> &Logger {
-        &self.instance.log
-    }
-
-    pub fn settings(&self) -> &Settings {
-        &self.instance.settings
-    }
-
     /// Whether SPIR-V reaching the driver must go through the layer: the
     /// application enabled a capability the layer emulates in shaders.
     pub fn rewrites_shaders(&self) -> bool {

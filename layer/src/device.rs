@@ -1,0 +1,41 @@
+//! The device core: what every capability may use of a device — its handle,
+//! the next layer's commands, the driver's facts and the plan for them, the
+//! instance's settings and log. Capabilities receive it from the dispatch
+//! table ([`crate::dispatch`]) with their own state; they never look a device
+//! up themselves and never see each other's state.
+
+use crate::instance::InstanceData;
+use crate::log::Logger;
+use crate::plan::{DriverFacts, Plan};
+use crate::settings::Settings;
+use ash::vk;
+use std::sync::Arc;
+
+pub struct DeviceCore {
+    pub handle: vk::Device,
+    pub physical_device: vk::PhysicalDevice,
+    pub instance: Arc<InstanceData>,
+    pub next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+    /// The next layer's device commands.
+    pub fns: ash::Device,
+    pub facts: DriverFacts,
+    pub plan: Plan,
+    /// Copied from the settings: checked by every hook.
+    pub debug_panic: Option<String>,
+    /// The next layer's VK_EXT_shader_object commands, where the chain has them.
+    pub shader_object: Option<ash::ext::shader_object::DeviceFn>,
+    /// The next layer's `vkCreateShadersEXT`, where the chain has it.
+    pub next_create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
+    /// The next layer's `vkCmdSetFragmentShadingRateKHR`, where the chain has it.
+    pub next_set_fragment_shading_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>,
+}
+
+impl DeviceCore {
+    pub fn log(&self) -> &Logger {
+        &self.instance.log
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.instance.settings
+    }
+}
