@@ -6,6 +6,7 @@
 //! Every value changed from what the driver (plus emulation) reported is
 //! logged once as `OVERLAP-Profile-Adjusted`.
 
+use crate::id;
 use crate::log::Logger;
 use crate::plan::{Plan, FDM_EXTENSION, SHADING_RATE_EXTENSION};
 use crate::pnext;
@@ -25,12 +26,7 @@ const S_FDM_PROPS: &str = "VkPhysicalDeviceFragmentDensityMapPropertiesEXT";
 fn adjusted(log: &Logger, profile: Option<&Profile>, what: &str, before: &Value, after: &Value) {
     if before != after {
         let arch = profile.map(|p| p.arch.as_str()).unwrap_or("native");
-        log.log_once(
-            LogLevel::Info,
-            "OVERLAP-Profile-Adjusted",
-            what,
-            &format!("{what}: {before} -> {after} ({arch})"),
-        );
+        log.log_once(LogLevel::Info, id::PROFILE_ADJUSTED, what, &format!("{what}: {before} -> {after} ({arch})"));
     }
 }
 

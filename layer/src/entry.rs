@@ -7,8 +7,9 @@ use crate::device::DeviceCore;
 use crate::dispatch;
 use crate::ffi::{self, dispatch_key, pfn, NegotiateLayerInterface};
 use crate::guard::{self, debug_panic};
+use crate::id;
 use crate::log::{chained_messengers, Logger, Messenger};
-use crate::plan::Plan;
+use crate::plan::{InterlockStrategy, Plan};
 use crate::pnext;
 use crate::settings::{LogLevel, Settings, LAYER_NAME};
 use crate::state::{self, DeviceData, InstanceData};
@@ -346,7 +347,7 @@ unsafe extern "system" fn create_instance(
         "vkCreateInstance",
         || {
             let Some(next_gipa) = ffi::take_instance_link(p_create_info) else {
-                crate::log::global().error("OVERLAP-Loader-Link", "no loader link info in vkCreateInstance");
+                crate::log::global().error(id::LOADER_LINK, "no loader link info in vkCreateInstance");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let info = &*p_create_info;
@@ -376,7 +377,7 @@ unsafe extern "system" fn create_instance(
                 log.warn(d.id, &d.message);
             }
             log.info(
-                "OVERLAP-Instance-Created",
+                id::INSTANCE_CREATED,
                 &format!(
                     "{LAYER_NAME} {} active (architecture {}, interlock_strategy {}, fdm {}, varyings {}, force_enable {})",
                     env!("CARGO_PKG_VERSION"),
@@ -391,7 +392,7 @@ unsafe extern "system" fn create_instance(
             let ext = crate::state::InstanceExtFns::load(next_gipa, handle);
             let (profile, profile_error) = crate::profile::for_settings(&settings);
             if let Some(e) = profile_error {
-                log.error("OVERLAP-Profile-Invalid", &format!("{e}; running as native"));
+                log.error(id::PROFILE_INVALID, &format!("{e}; running as native"));
             }
             let data = InstanceData { handle, next_gipa, fns, api_version, settings, log, ext, profile };
             state::insert_instance(dispatch_key(handle), Arc::new(data));
@@ -482,12 +483,12 @@ unsafe extern "system" fn create_device(
         || {
             let Some(pdd) = state::physical_device(pd) else {
                 crate::log::global()
-                    .error("OVERLAP-Unknown-Handle", "vkCreateDevice on a physical device the layer has not seen");
+                    .error(id::UNKNOWN_HANDLE, "vkCreateDevice on a physical device the layer has not seen");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let inst = pdd.instance.clone();
             let Some((_, next_gdpa)) = ffi::take_device_link(p_create_info) else {
-                inst.log.error("OVERLAP-Loader-Link", "no loader link info in vkCreateDevice");
+                inst.log.error(id::LOADER_LINK, "no loader link info in vkCreateDevice");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
@@ -505,24 +506,24 @@ unsafe extern "system" fn create_device(
                 }
                 features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2);
                 if let Some((r, why)) = crate::architecture::refuse(&plan, &*p_create_info, &available) {
-                    inst.log.warn("OVERLAP-Feature-Not-Present", &format!("vkCreateDevice: {why}"));
+                    inst.log.warn(id::FEATURE_NOT_PRESENT, &format!("vkCreateDevice: {why}"));
                     return r;
                 }
             }
             // Emulated extensions and features never reach the driver.
             let mut stripped = None;
             if let Some(strategy) = plan.interlock_strategy() {
-                match crate::interlock::strip(&*p_create_info, strategy, strategy == "spinlock") {
+                match crate::interlock::strip(&*p_create_info, strategy, strategy == InterlockStrategy::Spinlock) {
                     Ok(s) => stripped = Some(s),
                     Err(crate::interlock::StripError::FeatureNotPresent(f)) => {
                         inst.log.warn(
-                            "OVERLAP-Feature-Not-Present",
+                            id::FEATURE_NOT_PRESENT,
                             &format!("{f} is not provided; vkCreateDevice fails as the spec says"),
                         );
                         return vk::Result::ERROR_FEATURE_NOT_PRESENT;
                     }
                     Err(crate::interlock::StripError::Unknown(e)) => {
-                        inst.log.error("OVERLAP-Create-Info-Unknown", &format!("vkCreateDevice: {e}; interlock cannot be stripped, the create info goes down unchanged"));
+                        inst.log.error(id::CREATE_INFO_UNKNOWN, &format!("vkCreateDevice: {e}; interlock cannot be stripped, the create info goes down unchanged"));
                     }
                 }
             }
@@ -533,13 +534,13 @@ unsafe extern "system" fn create_device(
                     Ok(s) => fdm_stripped = Some(s),
                     Err(crate::fdm::StripError::FeatureNotPresent(f)) => {
                         inst.log.warn(
-                            "OVERLAP-Feature-Not-Present",
+                            id::FEATURE_NOT_PRESENT,
                             &format!("{f} is not provided; vkCreateDevice fails as the spec says"),
                         );
                         return vk::Result::ERROR_FEATURE_NOT_PRESENT;
                     }
                     Err(crate::fdm::StripError::Unknown(e)) => {
-                        inst.log.error("OVERLAP-Create-Info-Unknown", &format!("vkCreateDevice: {e}; the density map cannot be stripped, the create info goes down unchanged"));
+                        inst.log.error(id::CREATE_INFO_UNKNOWN, &format!("vkCreateDevice: {e}; the density map cannot be stripped, the create info goes down unchanged"));
                     }
                 }
             }
@@ -556,13 +557,13 @@ unsafe extern "system" fn create_device(
             let fns = ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle);
             let enabled = stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled);
             let mut spinlock = None;
-            if enabled && plan.interlock_strategy() == Some("spinlock") {
+            if enabled && plan.interlock_strategy() == Some(InterlockStrategy::Spinlock) {
                 let set = inst.fns.get_physical_device_properties(pd).limits.max_bound_descriptor_sets - 1;
                 match crate::spinlock::Spinlock::create(&inst.fns, pd, &fns, &*down, set_loader_data, set) {
                     Ok(s) => spinlock = Some(s),
                     Err(crate::spinlock::InitError(what, e)) => {
                         inst.log.error(
-                            "OVERLAP-Spinlock-Init",
+                            id::SPINLOCK_INIT,
                             &format!("cannot create the interlock locks ({what}: {e:?}); vkCreateDevice fails"),
                         );
                         let _ = fns.device_wait_idle();
@@ -585,9 +586,9 @@ unsafe extern "system" fn create_device(
                 .then(|| crate::shading_rate::ForceOneByOne::new(next_set_fragment_shading_rate));
             // Shaders need the layer only where the application enabled interlock.
             let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled);
-            if interlock.as_ref().is_some_and(|i| i.strategy == "serialized") && !facts.is_llvmpipe() {
+            if interlock.as_ref().is_some_and(|i| i.strategy == InterlockStrategy::Serialized) && !facts.is_llvmpipe() {
                 inst.log.warn(
-                    "OVERLAP-Interlock-Serialized-Inexact",
+                    id::INTERLOCK_SERIALIZED_INEXACT,
                     &format!("interlock_strategy=serialized on {}: exact only where the rasterizer shades overlapping fragments in primitive order (llvmpipe)", facts.device_name),
                 );
             }
@@ -650,11 +651,11 @@ unsafe extern "system" fn create_device(
             let driver =
                 if data.facts.driver_name.is_empty() { "driver name not reported" } else { &data.facts.driver_name };
             data.log().info(
-                "OVERLAP-Device-Plan",
+                id::DEVICE_PLAN,
                 &format!("{} ({driver}): {}; hooks: {}", data.facts.device_name, data.plan, data.hooks_description()),
             );
             for c in &data.plan.clamped {
-                data.log().log_once(LogLevel::Info, "OVERLAP-Profile-Adjusted", c, c);
+                data.log().log_once(LogLevel::Info, id::PROFILE_ADJUSTED, c, c);
             }
             state::insert_device(dispatch_key(handle), Arc::new(data));
             vk::Result::SUCCESS
@@ -797,7 +798,7 @@ unsafe fn apply_identity(
 /// last) and the storage image in it.
 fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) {
     let Some(pdd) = state::physical_device(pd) else { return };
-    if pdd.plan().interlock_strategy() != Some("spinlock") {
+    if pdd.plan().interlock_strategy() != Some(InterlockStrategy::Spinlock) {
         return;
     }
     let log = &pdd.instance.log;
@@ -806,7 +807,7 @@ fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) 
         *v = v.saturating_sub(1);
         log.log_once(
             crate::settings::LogLevel::Info,
-            "OVERLAP-Limit-Adjusted",
+            id::LIMIT_ADJUSTED,
             name,
             &format!("{name} {before} -> {} (the last descriptor set holds the interlock locks)", *v),
         );

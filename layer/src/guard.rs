@@ -6,6 +6,7 @@
 //! pass-through) where that is possible, otherwise an error code. A fallback
 //! that panics as well yields [`OnPanic::on_panic`].
 
+use crate::id;
 use ash::vk;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -54,7 +55,7 @@ pub fn entry<R: OnPanic>(command: &'static str, body: impl FnOnce() -> R, fallba
             let _ = catch_unwind(AssertUnwindSafe(|| {
                 crate::log::global().log_once(
                     crate::settings::LogLevel::Error,
-                    "OVERLAP-Internal-Panic",
+                    id::INTERNAL_PANIC,
                     command,
                     &format!("internal error in {command}: {text}; the call falls back to the next layer"),
                 )

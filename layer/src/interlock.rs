@@ -9,7 +9,7 @@
 //! device's plan chose (see `overlap_shaders::interlock`), in
 //! [`crate::shader`].
 
-use crate::plan::INTERLOCK_EXTENSION;
+use crate::plan::{InterlockStrategy, INTERLOCK_EXTENSION};
 use crate::pnext::{self, Chain};
 use ash::vk;
 use std::ffi::c_char;
@@ -17,7 +17,7 @@ use std::ffi::c_char;
 /// What a device created with emulated interlock remembers.
 #[derive(Clone, Debug)]
 pub struct DeviceInterlock {
-    pub strategy: &'static str,
+    pub strategy: InterlockStrategy,
     /// The application enabled the extension.
     pub extension_enabled: bool,
     pub pixel: bool,
@@ -54,7 +54,7 @@ pub enum StripError {
 /// `info` must be a valid `VkDeviceCreateInfo`.
 pub unsafe fn strip(
     info: &vk::DeviceCreateInfo,
-    strategy: &'static str,
+    strategy: InterlockStrategy,
     fragment_atomics: bool,
 ) -> Result<StrippedDeviceInfo, StripError> {
     let (kept, extension_enabled) = crate::ffi::extensions_without(info, INTERLOCK_EXTENSION);
@@ -112,7 +112,7 @@ mod tests {
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
         let info =
             vk::DeviceCreateInfo::default().enabled_extension_names(&names).push_next(&mut f).push_next(&mut v12);
-        let s = unsafe { strip(&info, "serialized", false) }.unwrap();
+        let s = unsafe { strip(&info, InterlockStrategy::Serialized, false) }.unwrap();
         assert_eq!(s.info.enabled_extension_count, 1);
         assert_eq!(unsafe { CStr::from_ptr(*s.info.pp_enabled_extension_names) }, c"VK_KHR_swapchain");
         unsafe {
@@ -127,6 +127,9 @@ mod tests {
         let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_shading_rate_interlock(true);
         let info = vk::DeviceCreateInfo::default().push_next(&mut f);
-        assert!(matches!(unsafe { strip(&info, "serialized", false) }, Err(StripError::FeatureNotPresent(_))));
+        assert!(matches!(
+            unsafe { strip(&info, InterlockStrategy::Serialized, false) },
+            Err(StripError::FeatureNotPresent(_))
+        ));
     }
 }

@@ -17,6 +17,7 @@ pub mod fdm;
 pub mod ffi;
 mod generated;
 pub mod guard;
+pub mod id;
 pub mod instance;
 pub mod interlock;
 pub mod link;

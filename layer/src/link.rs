@@ -9,6 +9,7 @@
 //! pipelines, a link or validation failure — keeps the original modules.
 
 use crate::device::DeviceCore;
+use crate::id;
 use crate::settings::LogLevel;
 use ash::vk;
 use overlap_shaders::varyings::{link_with, Level, LinkEnv};
@@ -168,7 +169,7 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
         Err(e) => {
             log.log_once(
                 LogLevel::Warn,
-                "OVERLAP-Varyings-Skipped",
+                id::VARYINGS_SKIPPED,
                 &e.to_string(),
                 &format!("varying linking skipped: {e}"),
             );
@@ -186,7 +187,7 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
         let checked = overlap_shaders::validate(&pw, env).and_then(|_| overlap_shaders::validate(&cw, env));
         if let Err(e @ overlap_shaders::Error::Invalid(_)) = checked {
             log.error(
-                "OVERLAP-Shader-Invalid-Output",
+                id::SHADER_INVALID_OUTPUT,
                 &format!("the linked pair fails validation ({e}); the originals are used"),
             );
             return None;
@@ -281,7 +282,7 @@ pub unsafe fn link_pipelines(dev: &DeviceCore, v: &Varyings, infos: &mut [vk::Gr
             Err(e) => {
                 dev.log().log_once(
                     LogLevel::Warn,
-                    "OVERLAP-Varyings-Skipped",
+                    id::VARYINGS_SKIPPED,
                     "temporary modules",
                     &format!("cannot create the linked modules ({e:?}); pipelines are created unlinked"),
                 );
@@ -302,7 +303,7 @@ pub unsafe fn link_pipelines(dev: &DeviceCore, v: &Varyings, infos: &mut [vk::Gr
             } else {
                 format!("link_us={} validate_us={}", outcome.link_us, outcome.validate_us)
             };
-            log.debug("OVERLAP-Varyings-Linked", &format!("{}; {cost})", outcome.summary));
+            log.debug(id::VARYINGS_LINKED, &format!("{}; {cost})", outcome.summary));
         }
     }
     out

@@ -81,8 +81,8 @@ impl DriverFacts {
 pub enum Capability {
     /// The driver provides it; the layer stays out of the way.
     Native,
-    /// The layer provides it, by the named strategy.
-    Emulated(&'static str),
+    /// The layer provides it, this way.
+    Emulated(How),
     /// Not provided, for this reason.
     Off(&'static str),
     /// Not exposed: the emulated architecture's profile does not have it.
@@ -123,6 +123,44 @@ pub const FDM_EXTENSION_NAME: &CStr = c"VK_EXT_fragment_density_map";
 /// Listed with the emulated FDM.
 pub const FDM2_EXTENSION_NAME: &CStr = c"VK_EXT_fragment_density_map2";
 
+/// How the layer provides a capability (the strategy, mode or level its
+/// setting chose); shown in the plan's log line by its setting value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    Interlock(InterlockStrategy),
+    Fdm(FdmMode),
+    Varyings(overlap_shaders::varyings::Level),
+}
+
+impl fmt::Display for How {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            How::Interlock(InterlockStrategy::Serialized) => "serialized",
+            How::Interlock(InterlockStrategy::Spinlock) => "spinlock",
+            How::Fdm(FdmMode::Baseline) => "baseline",
+            How::Fdm(FdmMode::Binned) => "binned",
+            How::Varyings(overlap_shaders::varyings::Level::Safe) => "safe",
+            How::Varyings(overlap_shaders::varyings::Level::Full) => "full",
+        })
+    }
+}
+
+/// How interlock is emulated (`interlock_strategy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InterlockStrategy {
+    /// The critical section's begin and end are removed: exact where the
+    /// rasterizer shades overlapping fragments in primitive order (llvmpipe).
+    Serialized,
+    /// A per-pixel (or per-sample) lock in a storage image the layer owns.
+    Spinlock,
+}
+
+impl fmt::Display for InterlockStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        How::Interlock(*self).fmt(f)
+    }
+}
+
 /// How the density map is emulated (`fdm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FdmMode {
@@ -140,11 +178,11 @@ fn interlock(settings: &Settings, facts: &DriverFacts) -> Capability {
     match settings.interlock_strategy {
         "native" if native => Capability::Native,
         "native" => Capability::Off("interlock_strategy=native, and the driver lacks it"),
-        "serialized" => Capability::Emulated("serialized"),
-        "spinlock" => Capability::Emulated("spinlock"),
+        "serialized" => Capability::Emulated(How::Interlock(InterlockStrategy::Serialized)),
+        "spinlock" => Capability::Emulated(How::Interlock(InterlockStrategy::Spinlock)),
         _ if native => Capability::Native,
-        _ if facts.is_llvmpipe() => Capability::Emulated("serialized"),
-        _ => Capability::Emulated("spinlock"),
+        _ if facts.is_llvmpipe() => Capability::Emulated(How::Interlock(InterlockStrategy::Serialized)),
+        _ => Capability::Emulated(How::Interlock(InterlockStrategy::Spinlock)),
     }
 }
 
@@ -156,9 +194,9 @@ impl Plan {
         } else if settings.fdm == "off" {
             Capability::Off("fdm=off")
         } else if settings.fdm == "baseline" {
-            Capability::Emulated("baseline")
+            Capability::Emulated(How::Fdm(FdmMode::Baseline))
         } else {
-            Capability::Emulated("binned")
+            Capability::Emulated(How::Fdm(FdmMode::Binned))
         };
         let shading_rate = if facts.has_extension(SHADING_RATE_EXTENSION) {
             Capability::Native
@@ -167,8 +205,8 @@ impl Plan {
         };
         let varyings = match settings.varyings {
             "off" => Capability::Off("varyings=off"),
-            "full" => Capability::Emulated("full"),
-            _ => Capability::Emulated("safe"),
+            "full" => Capability::Emulated(How::Varyings(overlap_shaders::varyings::Level::Full)),
+            _ => Capability::Emulated(How::Varyings(overlap_shaders::varyings::Level::Safe)),
         };
         let mut plan = Plan {
             interlock,
@@ -251,16 +289,15 @@ impl Plan {
     /// The varying linker's level, where it runs.
     pub fn varyings_level(&self) -> Option<overlap_shaders::varyings::Level> {
         match self.varyings {
-            Capability::Emulated("full") => Some(overlap_shaders::varyings::Level::Full),
-            Capability::Emulated(_) => Some(overlap_shaders::varyings::Level::Safe),
+            Capability::Emulated(How::Varyings(level)) => Some(level),
             _ => None,
         }
     }
 
     /// The interlock strategy the layer runs, if it provides interlock.
-    pub fn interlock_strategy(&self) -> Option<&'static str> {
+    pub fn interlock_strategy(&self) -> Option<InterlockStrategy> {
         match self.interlock {
-            Capability::Emulated(s) => Some(s),
+            Capability::Emulated(How::Interlock(s)) => Some(s),
             _ => None,
         }
     }
@@ -268,8 +305,7 @@ impl Plan {
     /// The density-map mode the layer runs, if it provides the extension.
     pub fn fdm_mode(&self) -> Option<FdmMode> {
         match self.fdm {
-            Capability::Emulated("baseline") => Some(FdmMode::Baseline),
-            Capability::Emulated(_) => Some(FdmMode::Binned),
+            Capability::Emulated(How::Fdm(mode)) => Some(mode),
             _ => None,
         }
     }
@@ -347,7 +383,7 @@ mod tests {
             s.interlock_strategy = strategy;
             s
         };
-        assert_eq!(Plan::new_test(&with("auto"), &llvmpipe).interlock_strategy(), Some("serialized"));
+        assert_eq!(Plan::new_test(&with("auto"), &llvmpipe).interlock_strategy(), Some(InterlockStrategy::Serialized));
         assert!(Plan::new_test(&with("auto"), &llvmpipe)
             .added_extensions()
             .iter()
@@ -357,11 +393,14 @@ mod tests {
             .added_extensions()
             .iter()
             .any(|(n, _)| *n == INTERLOCK_EXTENSION));
-        assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some("spinlock"));
-        assert_eq!(Plan::new_test(&with("spinlock"), &nvidia).interlock_strategy(), Some("spinlock"));
+        assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some(InterlockStrategy::Spinlock));
+        assert_eq!(Plan::new_test(&with("spinlock"), &nvidia).interlock_strategy(), Some(InterlockStrategy::Spinlock));
         assert!(matches!(Plan::new_test(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
         // A forced strategy replaces even a native implementation.
-        assert_eq!(Plan::new_test(&with("serialized"), &nvidia).interlock_strategy(), Some("serialized"));
+        assert_eq!(
+            Plan::new_test(&with("serialized"), &nvidia).interlock_strategy(),
+            Some(InterlockStrategy::Serialized)
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! [`SETTINGS`] is the single table of keys; `manifest/VkLayer_overlap.json.in`
 //! mirrors it in `features.settings` and a test keeps the two in step.
 
+use crate::id;
 use ash::vk;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -232,7 +233,7 @@ impl RawSettings {
     fn offer(&mut self, key: &str, value: String, source: Source) {
         if find_def(key).is_none() {
             self.diagnostics.push(Diagnostic {
-                id: "OVERLAP-Setting-Unknown",
+                id: id::SETTING_UNKNOWN,
                 message: format!("unknown setting '{key}' (from {}) is ignored", source.describe()),
             });
             return;
@@ -395,10 +396,9 @@ impl RawSettings {
                         raw.offer(&k, v, Source::File);
                     }
                 }
-                Err(e) => raw.diagnostics.push(Diagnostic {
-                    id: "OVERLAP-Setting-File",
-                    message: format!("cannot read {}: {e}", path.display()),
-                }),
+                Err(e) => raw
+                    .diagnostics
+                    .push(Diagnostic { id: id::SETTING_FILE, message: format!("cannot read {}: {e}", path.display()) }),
             }
         }
         for (name, value) in std::env::vars_os() {
@@ -427,7 +427,7 @@ impl RawSettings {
                         Kind::String | Kind::Folder | Kind::File => "text".to_string(),
                     };
                     self.diagnostics.push(Diagnostic {
-                        id: "OVERLAP-Setting-Invalid",
+                        id: id::SETTING_INVALID,
                         message: format!(
                             "setting '{key}' = '{value}' (from {}) is not valid: expected {expected}; using the default '{}'",
                             source.describe(),
@@ -547,7 +547,7 @@ mod tests {
         assert_eq!(s.fdm, "binned");
         assert!(!s.force_enable);
         assert_eq!(d.len(), 2);
-        assert!(d.iter().all(|d| d.id == "OVERLAP-Setting-Invalid"));
+        assert!(d.iter().all(|d| d.id == id::SETTING_INVALID));
         let fdm = d.iter().find(|d| d.message.contains("'fdm' = 'sometimes'")).expect("fdm diagnostic");
         assert!(fdm.message.contains("off, baseline, binned"), "{}", fdm.message);
     }
@@ -556,7 +556,7 @@ mod tests {
     fn unknown_key_warns() {
         let (_, d) = resolve(&[("no_such_key", "1")]);
         assert_eq!(d.len(), 1);
-        assert_eq!(d[0].id, "OVERLAP-Setting-Unknown");
+        assert_eq!(d[0].id, id::SETTING_UNKNOWN);
         assert!(d[0].message.contains("no_such_key"));
     }
 

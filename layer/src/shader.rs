@@ -8,6 +8,8 @@
 //! error).
 
 use crate::device::DeviceCore;
+use crate::id;
+use crate::plan::InterlockStrategy;
 use crate::pnext::{self, Chain};
 use crate::settings::LogLevel;
 use crate::spirv::{checked_output, words};
@@ -34,16 +36,16 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     let mut module = match overlap_shaders::parse(code) {
         Ok(m) => m,
         Err(e) => {
-            log.warn("OVERLAP-Shader-Skipped", &format!("a module using interlock is passed down unchanged: {e}"));
+            log.warn(id::SHADER_SKIPPED, &format!("a module using interlock is passed down unchanged: {e}"));
             return None;
         }
     };
     let (summary, ordered) = match (il.strategy, &dev.spinlock) {
-        ("serialized", _) => {
+        (InterlockStrategy::Serialized, _) => {
             let r = interlock::lower_serialized(&mut module);
             (format!("{} begin / {} end removed", r.begins, r.ends), r.modes.iter().any(|m| m.ordered))
         }
-        ("spinlock", Some(s)) => {
+        (InterlockStrategy::Spinlock, Some(s)) => {
             let cfg = spinlock::Config { set: s.set, binding: 0, size: crate::spinlock::LOCK_SIZE };
             match spinlock::lower(&mut module, &cfg) {
                 Ok(r) => (
@@ -57,7 +59,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                 ),
                 Err(e) => {
                     log.warn(
-                        "OVERLAP-Shader-Skipped",
+                        id::SHADER_SKIPPED,
                         &format!("spinlock interlock cannot lower this module ({e}); passed down unchanged"),
                     );
                     return None;
@@ -66,7 +68,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         }
         (other, _) => {
             log.warn(
-                "OVERLAP-Shader-Skipped",
+                id::SHADER_SKIPPED,
                 &format!("interlock strategy {other} cannot lower this module; passed down unchanged"),
             );
             return None;
@@ -83,7 +85,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
             interlock::modes(&overlap_shaders::parse(code).ok()?).iter().map(|m| m.to_string()).collect();
         let validate_us = validating.elapsed().as_micros();
         log.debug(
-            "OVERLAP-Shader-Rewritten",
+            id::SHADER_REWRITTEN,
             &format!(
                 "{}: {} ({summary}; rewrite_us={rewrite_us} validate_us={validate_us})",
                 il.strategy,
@@ -161,7 +163,7 @@ unsafe fn rewrite_stages(dev: &DeviceData, stages: &[vk::PipelineShaderStageCrea
             Ok(c) => c,
             Err(e) => {
                 dev.log().warn(
-                    "OVERLAP-Shader-Skipped",
+                    id::SHADER_SKIPPED,
                     &format!("an inline pipeline stage module is passed down unchanged: {e}"),
                 );
                 continue;
@@ -308,7 +310,7 @@ pub unsafe fn create_shaders_ext(
             spin.and_then(|s| crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts));
         if c.is_some() && spin.is_some() && extended.is_none() {
             dev.log().error(
-                "OVERLAP-Layout-Too-Many-Sets",
+                id::LAYOUT_TOO_MANY_SETS,
                 "vkCreateShadersEXT: an interlock shader uses the set reserved for the locks",
             );
             return vk::Result::ERROR_INITIALIZATION_FAILED;

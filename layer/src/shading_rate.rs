@@ -14,6 +14,7 @@
 //! pipeline without interlock is bound.
 
 use crate::device::DeviceCore;
+use crate::id;
 use crate::pnext::Chain;
 use ash::vk;
 use parking_lot::Mutex;
@@ -116,7 +117,7 @@ impl ForceOneByOne {
                 Ok(c) => c,
                 Err(e) => {
                     dev.log().warn(
-                        "OVERLAP-Shading-Rate-Not-Forced",
+                        id::SHADING_RATE_NOT_FORCED,
                         &format!("an interlock pipeline keeps its shading rate: {e}"),
                     );
                     continue;

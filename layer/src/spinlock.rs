@@ -13,6 +13,7 @@
 //!   one bound, the lock set is bound at `R` with that pipeline's layout.
 
 use crate::device::DeviceCore;
+use crate::id;
 use ash::vk;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -299,7 +300,7 @@ pub unsafe fn create_pipeline_layout(
     match extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) {
         None => {
             core.log().warn(
-                "OVERLAP-Layout-Too-Many-Sets",
+                id::LAYOUT_TOO_MANY_SETS,
                 &format!(
                     "a pipeline layout uses {} sets; set {} is reserved for interlock locks: left unextended",
                     ci.set_layout_count, s.set
@@ -349,7 +350,7 @@ pub unsafe fn note_pipelines(
             known.insert(*pipeline, info.layout);
             if ordered == Some(true) && s.warned.lock().insert(*pipeline) {
                 core.log().warn(
-                    "OVERLAP-Interlock-Order",
+                    id::INTERLOCK_ORDER,
                     "a pipeline asks for ordered interlock; the spinlock strategy gives mutual exclusion but not primitive order",
                 );
             }

@@ -6,6 +6,7 @@
 //! calls it; it calls no capability.
 
 use crate::device::DeviceCore;
+use crate::id;
 use crate::settings::LogLevel;
 use ash::vk;
 use overlap_shaders::TargetEnv;
@@ -49,7 +50,7 @@ fn dump(dev: &DeviceCore, input: &[u32], output: &[u32]) {
     if let Err(e) = write("in", input).and_then(|_| write("out", output)) {
         dev.log().log_once(
             LogLevel::Warn,
-            "OVERLAP-Shader-Dump",
+            id::SHADER_DUMP,
             &dir.display().to_string(),
             &format!("cannot write shaders to {}: {e}", dir.display()),
         );
@@ -70,7 +71,7 @@ pub(crate) fn checked_output(dev: &DeviceCore, what: &str, input: &[u32], output
         Err(overlap_shaders::Error::ValidatorUnavailable(e)) => {
             log.log_once(
                 LogLevel::Warn,
-                "OVERLAP-Shader-Unvalidated",
+                id::SHADER_UNVALIDATED,
                 "",
                 &format!("rewritten shaders are sent unvalidated: {e} (set validate_shaders=false to silence this)"),
             );
@@ -78,7 +79,7 @@ pub(crate) fn checked_output(dev: &DeviceCore, what: &str, input: &[u32], output
         }
         Err(e) => {
             let input_valid = overlap_shaders::validate(input, target_env(dev)).is_ok();
-            let id = if input_valid { "OVERLAP-Shader-Invalid-Output" } else { "OVERLAP-Shader-Invalid-Input" };
+            let id = if input_valid { id::SHADER_INVALID_OUTPUT } else { id::SHADER_INVALID_INPUT };
             log.error(
                 id,
                 &format!(

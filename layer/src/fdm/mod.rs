@@ -27,6 +27,7 @@ mod record;
 
 use crate::ffi::slice;
 use crate::guard::{self, debug_panic};
+use crate::id;
 use crate::pnext::Chain;
 use crate::settings::LogLevel;
 use crate::state::{self, DeviceData};
@@ -589,7 +590,7 @@ unsafe fn render_pass_chain(
     let mut chain = match Chain::copy(p_next) {
         Ok(c) => c,
         Err(e) => {
-            dev.log().warn("OVERLAP-Create-Info-Unknown", &format!("{command}: {e}; passed down unchanged"));
+            dev.log().warn(id::CREATE_INFO_UNKNOWN, &format!("{command}: {e}; passed down unchanged"));
             return None;
         }
     };
@@ -831,7 +832,7 @@ pub unsafe extern "system" fn create_framebuffer(
                         Err(e) => {
                             state::device(device).log().log_once(
                                 LogLevel::Warn,
-                                "OVERLAP-Create-Info-Unknown",
+                                id::CREATE_INFO_UNKNOWN,
                                 "vkCreateFramebuffer",
                                 &format!("vkCreateFramebuffer: {e}; the imageless framebuffer's usage goes down untranslated"),
                             );
@@ -925,10 +926,8 @@ pub unsafe extern "system" fn create_shader_module(
 fn variant_words(dev: &DeviceData, code: &[u32], p: shader_fdm::Params) -> Option<Vec<u32>> {
     let mut m = overlap_shaders::parse(code).ok()?;
     if let Err(e) = shader_fdm::lower(&mut m, &p) {
-        dev.log().warn(
-            "OVERLAP-Shader-Skipped",
-            &format!("density built-ins cannot be lowered ({e}); passed down unchanged"),
-        );
+        dev.log()
+            .warn(id::SHADER_SKIPPED, &format!("density built-ins cannot be lowered ({e}); passed down unchanged"));
         return None;
     }
     let out = overlap_shaders::assemble(&m);
@@ -1106,7 +1105,7 @@ unsafe fn create_one(
     if made.len() < areas.len() {
         dev.log().log_once(
             LogLevel::Warn,
-            "OVERLAP-FDM-Variants",
+            id::FDM_VARIANTS,
             "",
             "some per-area pipeline variants could not be made; those areas fall back to 1x1",
         );

@@ -26,6 +26,7 @@ use super::bins::{self, Rect};
 use super::{fdm, Fdm, FramebufferInfo, Mode, PassInfo, PipelineInfo};
 use crate::ffi::slice;
 use crate::guard::{self, debug_panic};
+use crate::id;
 use crate::settings::LogLevel;
 use crate::state::{self, DeviceData};
 use ash::vk;
@@ -573,7 +574,7 @@ fn fallback_log(dev: &DeviceData, begin: &Begin, why: &str) {
     };
     dev.log().log_once(
         LogLevel::Info,
-        "OVERLAP-FDM-Fallback",
+        id::FDM_FALLBACK,
         &key,
         &format!("a density-map pass renders at a 1x1 fragment area: {why}"),
     );
@@ -707,7 +708,7 @@ unsafe fn unreplayable(cb: vk::CommandBuffer, why: &str) -> bool {
     if s.captured.is_some() {
         dev.log().log_once(
             LogLevel::Warn,
-            "OVERLAP-FDM-Dropped",
+            id::FDM_DROPPED,
             why,
             &format!("a secondary command buffer of a density-map pass records what the layer cannot replay ({why}); it is dropped"),
         );
@@ -1668,7 +1669,7 @@ pub unsafe extern "system" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32
                     }
                     None => dev.log().log_once(
                         LogLevel::Error,
-                        "OVERLAP-FDM-Secondary",
+                        id::FDM_SECONDARY,
                         "",
                         "a secondary command buffer executed in a density-map pass was not recorded for one; it is skipped",
                     ),
@@ -2737,7 +2738,7 @@ unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pa
             })
             .collect();
         dev.log().debug(
-            "OVERLAP-FDM-Plan",
+            id::FDM_PLAN,
             &format!(
                 "{} bins, {} replays [{}]; fragments shaded {planned} (ideal {ideal}); {} commands replayed each",
                 all_bins.len(),
