@@ -472,6 +472,25 @@ unsafe extern "system" fn enumerate_physical_device_groups(
     )
 }
 
+/// A create info the layer cannot strip: a feature it does not provide fails
+/// device creation, as the spec says; a structure it cannot copy sends the
+/// create info down unchanged (`None`).
+fn strip_failed(log: &Logger, what: &str, e: crate::pnext::StripError) -> Option<vk::Result> {
+    match e {
+        crate::pnext::StripError::FeatureNotPresent(_) => {
+            log.warn(id::FEATURE_NOT_PRESENT, &format!("{e}; vkCreateDevice fails as the spec says"));
+            Some(vk::Result::ERROR_FEATURE_NOT_PRESENT)
+        }
+        crate::pnext::StripError::Unknown(_) => {
+            log.error(
+                id::CREATE_INFO_UNKNOWN,
+                &format!("vkCreateDevice: {e}; {what} cannot be stripped, the create info goes down unchanged"),
+            );
+            None
+        }
+    }
+}
+
 unsafe extern "system" fn create_device(
     pd: vk::PhysicalDevice,
     p_create_info: *const vk::DeviceCreateInfo,
@@ -515,15 +534,10 @@ unsafe extern "system" fn create_device(
             if let Some(strategy) = plan.interlock_strategy() {
                 match crate::interlock::strip(&*p_create_info, strategy, strategy == InterlockStrategy::Spinlock) {
                     Ok(s) => stripped = Some(s),
-                    Err(crate::interlock::StripError::FeatureNotPresent(f)) => {
-                        inst.log.warn(
-                            id::FEATURE_NOT_PRESENT,
-                            &format!("{f} is not provided; vkCreateDevice fails as the spec says"),
-                        );
-                        return vk::Result::ERROR_FEATURE_NOT_PRESENT;
-                    }
-                    Err(crate::interlock::StripError::Unknown(e)) => {
-                        inst.log.error(id::CREATE_INFO_UNKNOWN, &format!("vkCreateDevice: {e}; interlock cannot be stripped, the create info goes down unchanged"));
+                    Err(e) => {
+                        if let Some(r) = strip_failed(&inst.log, "interlock", e) {
+                            return r;
+                        }
                     }
                 }
             }
@@ -532,15 +546,10 @@ unsafe extern "system" fn create_device(
             if plan.fdm_mode().is_some() {
                 match crate::fdm::strip(&*down) {
                     Ok(s) => fdm_stripped = Some(s),
-                    Err(crate::fdm::StripError::FeatureNotPresent(f)) => {
-                        inst.log.warn(
-                            id::FEATURE_NOT_PRESENT,
-                            &format!("{f} is not provided; vkCreateDevice fails as the spec says"),
-                        );
-                        return vk::Result::ERROR_FEATURE_NOT_PRESENT;
-                    }
-                    Err(crate::fdm::StripError::Unknown(e)) => {
-                        inst.log.error(id::CREATE_INFO_UNKNOWN, &format!("vkCreateDevice: {e}; the density map cannot be stripped, the create info goes down unchanged"));
+                    Err(e) => {
+                        if let Some(r) = strip_failed(&inst.log, "the density map", e) {
+                            return r;
+                        }
                     }
                 }
             }

@@ -10,7 +10,7 @@
 //! [`crate::shader`].
 
 use crate::plan::{InterlockStrategy, INTERLOCK_EXTENSION};
-use crate::pnext::{self, Chain};
+use crate::pnext::Chain;
 use ash::vk;
 use std::ffi::c_char;
 
@@ -40,13 +40,7 @@ pub struct StrippedDeviceInfo {
     _features: Option<Box<vk::PhysicalDeviceFeatures>>,
 }
 
-#[derive(Debug)]
-pub enum StripError {
-    /// The application asked for a feature the layer does not provide.
-    FeatureNotPresent(&'static str),
-    /// The create info's chain holds a structure the layer cannot copy.
-    Unknown(pnext::UnknownStructure),
-}
+pub use crate::pnext::StripError;
 
 /// Removes the extension and its feature structure from `info`.
 ///

@@ -27,12 +27,20 @@ pub struct Chain {
 
 /// A structure the layer does not know the size of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(thiserror::Error)]
+#[error("unknown structure {0:?} in a pNext chain")]
 pub struct UnknownStructure(pub vk::StructureType);
 
-impl std::fmt::Display for UnknownStructure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "unknown structure {:?} in a pNext chain", self.0)
-    }
+/// Why an emulated extension cannot be removed from a `VkDeviceCreateInfo`
+/// (interlock, density map).
+#[derive(Debug, thiserror::Error)]
+pub enum StripError {
+    /// The application asked for a feature the layer does not provide.
+    #[error("{0} is not provided")]
+    FeatureNotPresent(&'static str),
+    /// The create info's chain holds a structure the layer cannot copy.
+    #[error(transparent)]
+    Unknown(#[from] UnknownStructure),
 }
 
 impl Chain {

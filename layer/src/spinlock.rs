@@ -44,7 +44,9 @@ pub struct Spinlock {
     warned: Mutex<HashSet<vk::Pipeline>>,
 }
 
-#[derive(Debug)]
+/// The lock resources could not be made: what, and the driver's result.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: {1:?}")]
 pub struct InitError(pub &'static str, pub vk::Result);
 
 impl Spinlock {

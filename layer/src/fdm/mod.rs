@@ -298,10 +298,7 @@ pub struct StrippedFdm {
     _chain: Chain,
 }
 
-pub enum StripError {
-    FeatureNotPresent(&'static str),
-    Unknown(crate::pnext::UnknownStructure),
-}
+pub use crate::pnext::StripError;
 
 /// Removes the extension and its feature structure from `info`.
 ///
