@@ -26,8 +26,7 @@ pub struct Chain {
 }
 
 /// A structure the layer does not know the size of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[derive(thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("unknown structure {0:?} in a pNext chain")]
 pub struct UnknownStructure(pub vk::StructureType);
 

@@ -20,10 +20,41 @@
 //!
 //! **Modes** (`fdm` setting): `baseline` renders every pass at a 1x1 area
 //! (always allowed by the spec); `binned` captures each pass and replays it
-//! per group of bins at lower resolution ([`record`]).
+//! per group of bins at lower resolution.
+//!
+//! **Binned rendering.** At the begin of a pass with a density map nothing
+//! goes down: the commands recorded in the pass are kept and the density map
+//! is read on the host. At the end of the pass the layer plans replays and
+//! records, per replay, a downscale of the attachments that load, the pass
+//! into scratch targets `1/area` the size of the framebuffer, and an upscale
+//! of each of its bins into the real attachments; a pass that cannot be
+//! replayed renders once at 1x1. The files, in the order a pass meets them:
+//!
+//! - [`commands`]: the captured-command model ([`commands::Cmd`], the state
+//!   snapshot, the replay transform) and its emission;
+//! - [`capture`]: the hooks that capture commands inside a pass;
+//! - [`descriptors`]: set layouts and sets, shadowed for input attachments;
+//! - [`command_buffers`]: per-command-buffer state, its lifecycle, and the
+//!   translated barriers, events and queries;
+//! - [`pass`]: begin, subpass changes, end, secondaries; going live at 1x1;
+//! - [`queue`]: submissions, and which density maps they may have written;
+//! - [`map_readback`]: reading the density map on the host;
+//! - [`bins`]: from the map to bins and replays (pure);
+//! - [`replay_plan`]: the bin plans of recent passes;
+//! - [`scratch`]: the scratch targets and the blits to and from them;
+//! - [`replay`]: recording the plan.
 
 pub mod bins;
-mod record;
+mod capture;
+mod command_buffers;
+mod commands;
+mod descriptors;
+mod map_readback;
+mod pass;
+mod queue;
+mod replay;
+mod replay_plan;
+mod scratch;
 
 use crate::ffi::slice;
 use crate::guard::{self, debug_panic};
@@ -38,7 +69,7 @@ use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
-pub use record::{hook as record_hook, CbState};
+pub use command_buffers::CbState;
 
 pub const EXTENSION: &CStr = crate::plan::FDM_EXTENSION_NAME;
 /// Largest fragment area per axis the layer renders.
@@ -266,13 +297,13 @@ pub struct Fdm {
     /// Per density-map image: how many submissions may have written it.
     pub map_generation: Mutex<HashMap<vk::Image, u64>>,
     /// The last host read of each density-map view, with the generation it saw.
-    pub map_cache: Mutex<HashMap<vk::ImageView, (u64, Arc<record::MapTexels>)>>,
+    pub map_cache: Mutex<HashMap<vk::ImageView, (u64, Arc<map_readback::MapTexels>)>>,
     /// Recent bin plans, by map contents and pass shape.
-    pub plans: record::PlanCache,
+    pub plans: replay_plan::PlanCache,
     /// Held around every queue submission, the layer's and the application's.
     pub queue_lock: Mutex<()>,
-    pub reader: Mutex<Option<record::MapReader>>,
-    pub scratch: Mutex<record::ScratchCache>,
+    pub reader: Mutex<Option<map_readback::MapReader>>,
+    pub scratch: Mutex<scratch::ScratchCache>,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub queue_family: u32,
     pub set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
@@ -284,8 +315,8 @@ pub struct Fdm {
     pub physical_device: vk::PhysicalDevice,
     /// Descriptor set layouts (plain ones) and sets, for shadow copies whose
     /// input attachments read scratch views.
-    pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<Vec<record::LayoutBinding>>>>,
-    pub sets: Mutex<HashMap<vk::DescriptorSet, record::SetInfo>>,
+    pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<Vec<descriptors::LayoutBinding>>>>,
+    pub sets: Mutex<HashMap<vk::DescriptorSet, descriptors::SetInfo>>,
     /// The next layer's `vkCmdBeginTransformFeedbackEXT`, where it has one.
     pub begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
 }
@@ -420,7 +451,7 @@ impl Fdm {
         }
         self.scratch.lock().destroy_all(d);
         for (_, st) in self.cb_states.write().drain() {
-            record::free_shadow_pools(self, &mut st.lock().shadow_pools);
+            descriptors::free_shadow_pools(self, &mut st.lock().shadow_pools);
         }
         if let Some(r) = self.reader.lock().take() {
             r.destroy(d);
@@ -430,6 +461,10 @@ impl Fdm {
 
 pub(crate) fn fdm(dev: &DeviceData) -> &Fdm {
     dev.fdm.as_ref().expect("density-map hook on a device without it")
+}
+
+fn memory_type(f: &Fdm, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32> {
+    crate::ffi::memory_type(&f.memory, bits, want)
 }
 
 // ---------------------------------------------------------------------------
@@ -1189,5 +1224,77 @@ pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkCreateGraphicsPipelines" => pfn!(create_graphics_pipelines as vk::PFN_vkCreateGraphicsPipelines),
         b"vkDestroyPipeline" => pfn!(destroy_pipeline as vk::PFN_vkDestroyPipeline),
         _ => record_hook(mode, name),
+    }
+}
+
+/// The recording hooks (`baseline` needs only the translating ones; `None`:
+/// any, for `vkGetInstanceProcAddr`).
+fn record_hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
+    use crate::ffi::pfn;
+    if mode == Some(Mode::Baseline) {
+        return match name {
+            b"vkCmdPipelineBarrier" => pfn!(command_buffers::cmd_pipeline_barrier as vk::PFN_vkCmdPipelineBarrier),
+            b"vkCmdPipelineBarrier2" | b"vkCmdPipelineBarrier2KHR" => {
+                pfn!(command_buffers::cmd_pipeline_barrier2 as vk::PFN_vkCmdPipelineBarrier2)
+            }
+            b"vkCmdWaitEvents" => pfn!(command_buffers::cmd_wait_events as vk::PFN_vkCmdWaitEvents),
+            b"vkCmdBeginRendering" | b"vkCmdBeginRenderingKHR" => {
+                pfn!(pass::cmd_begin_rendering as vk::PFN_vkCmdBeginRendering)
+            }
+            _ => None,
+        };
+    }
+    match name {
+        b"vkAllocateCommandBuffers" => {
+            pfn!(command_buffers::allocate_command_buffers as vk::PFN_vkAllocateCommandBuffers)
+        }
+        b"vkFreeCommandBuffers" => pfn!(command_buffers::free_command_buffers as vk::PFN_vkFreeCommandBuffers),
+        b"vkBeginCommandBuffer" => pfn!(command_buffers::begin_command_buffer as vk::PFN_vkBeginCommandBuffer),
+        b"vkCmdPipelineBarrier" => pfn!(command_buffers::cmd_pipeline_barrier as vk::PFN_vkCmdPipelineBarrier),
+        b"vkCmdPipelineBarrier2" | b"vkCmdPipelineBarrier2KHR" => {
+            pfn!(command_buffers::cmd_pipeline_barrier2 as vk::PFN_vkCmdPipelineBarrier2)
+        }
+        b"vkCmdWaitEvents" => pfn!(command_buffers::cmd_wait_events as vk::PFN_vkCmdWaitEvents),
+        b"vkCmdBeginQuery" => pfn!(command_buffers::cmd_begin_query as vk::PFN_vkCmdBeginQuery),
+        b"vkCmdEndQuery" => pfn!(command_buffers::cmd_end_query as vk::PFN_vkCmdEndQuery),
+        b"vkCmdWriteTimestamp" => pfn!(command_buffers::cmd_write_timestamp as vk::PFN_vkCmdWriteTimestamp),
+        b"vkCmdBeginRenderPass" => pfn!(pass::cmd_begin_render_pass as vk::PFN_vkCmdBeginRenderPass),
+        b"vkCmdBeginRenderPass2" | b"vkCmdBeginRenderPass2KHR" => {
+            pfn!(pass::cmd_begin_render_pass2 as vk::PFN_vkCmdBeginRenderPass2)
+        }
+        b"vkCmdNextSubpass" => pfn!(pass::cmd_next_subpass as vk::PFN_vkCmdNextSubpass),
+        b"vkCmdNextSubpass2" | b"vkCmdNextSubpass2KHR" => pfn!(pass::cmd_next_subpass2 as vk::PFN_vkCmdNextSubpass2),
+        b"vkCmdEndRenderPass" => pfn!(pass::cmd_end_render_pass as vk::PFN_vkCmdEndRenderPass),
+        b"vkCmdEndRenderPass2" | b"vkCmdEndRenderPass2KHR" => {
+            pfn!(pass::cmd_end_render_pass2 as vk::PFN_vkCmdEndRenderPass2)
+        }
+        b"vkCmdBeginRendering" | b"vkCmdBeginRenderingKHR" => {
+            pfn!(pass::cmd_begin_rendering as vk::PFN_vkCmdBeginRendering)
+        }
+        b"vkCmdEndRendering" | b"vkCmdEndRenderingKHR" => pfn!(pass::cmd_end_rendering as vk::PFN_vkCmdEndRendering),
+        b"vkCmdExecuteCommands" => pfn!(pass::cmd_execute_commands as vk::PFN_vkCmdExecuteCommands),
+        b"vkQueueSubmit" => pfn!(queue::queue_submit as vk::PFN_vkQueueSubmit),
+        b"vkQueueSubmit2" | b"vkQueueSubmit2KHR" => pfn!(queue::queue_submit2 as vk::PFN_vkQueueSubmit2),
+        b"vkQueueWaitIdle" => pfn!(queue::queue_wait_idle as vk::PFN_vkQueueWaitIdle),
+        b"vkCmdCopyBufferToImage2KHR" => queue::transfer_write_hook(b"vkCmdCopyBufferToImage2"),
+        b"vkCmdCopyImage2KHR" => queue::transfer_write_hook(b"vkCmdCopyImage2"),
+        b"vkCmdBlitImage2KHR" => queue::transfer_write_hook(b"vkCmdBlitImage2"),
+        b"vkCmdResolveImage2KHR" => queue::transfer_write_hook(b"vkCmdResolveImage2"),
+        b"vkCreateDescriptorSetLayout" => {
+            pfn!(descriptors::create_descriptor_set_layout as vk::PFN_vkCreateDescriptorSetLayout)
+        }
+        b"vkAllocateDescriptorSets" => pfn!(descriptors::allocate_descriptor_sets as vk::PFN_vkAllocateDescriptorSets),
+        b"vkUpdateDescriptorSets" => pfn!(descriptors::update_descriptor_sets as vk::PFN_vkUpdateDescriptorSets),
+        b"vkUpdateDescriptorSetWithTemplate" | b"vkUpdateDescriptorSetWithTemplateKHR" => {
+            pfn!(descriptors::update_descriptor_set_with_template as vk::PFN_vkUpdateDescriptorSetWithTemplate)
+        }
+        b"vkCmdBeginTransformFeedbackEXT" => {
+            pfn!(capture::cmd_begin_transform_feedback as vk::PFN_vkCmdBeginTransformFeedbackEXT)
+        }
+        b"vkCmdSetViewportWithCountEXT" => capture::capture_hook(b"vkCmdSetViewportWithCount"),
+        b"vkCmdSetScissorWithCountEXT" => capture::capture_hook(b"vkCmdSetScissorWithCount"),
+        _ => capture::capture_hook(name)
+            .or_else(|| queue::transfer_write_hook(name))
+            .or_else(|| capture::state_hook(name)),
     }
 }

@@ -1,0 +1,270 @@
+//! Capture: the hooks of the commands a density-map pass can hold.
+//!
+//! Inside a pass being captured (mode `binned`) nothing of these goes down:
+//! binds, push constants, dynamic state (Vulkan 1.0 and the extended
+//! dynamic state of 1.3, kept as the call to make), draws and clears are
+//! kept as [`Cmd`]s, and in a secondary recorded for a density-map render
+//! pass they are kept for the primary that executes it. A bind the replays
+//! cannot honour (a pipeline not made for the pass or with side effects, a
+//! descriptor set that cannot be shadowed) makes the pass go live at 1x1
+//! ([`super::pass`]); so does a command the layer cannot replay at all
+//! (transform feedback, and the barriers, events and queries of
+//! [`super::command_buffers`]). Commands outside passes go straight down,
+//! except that a pipeline whose viewports the layer made dynamic gets its
+//! static ones set at bind.
+
+use super::command_buffers::{cb_state, CbState};
+use super::commands::{emit, Cmd, StateCall, Transform};
+use super::pass::{go_live, Begin};
+use super::{fdm, Fdm};
+use crate::ffi::slice;
+use crate::guard::{self, debug_panic};
+use crate::id;
+use crate::settings::LogLevel;
+use crate::state::{self, DeviceData};
+use ash::vk;
+use std::sync::Arc;
+
+/// A command recorded by the application.
+unsafe fn record(cb: vk::CommandBuffer, cmd: Cmd) {
+    let dev = state::device(cb);
+    let f = fdm(dev);
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    record_in(dev, f, cb, &mut s, cmd);
+}
+
+pub(super) unsafe fn record_in(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, s: &mut CbState, cmd: Cmd) {
+    if let Some(c) = &mut s.captured {
+        c.push(cmd);
+        return;
+    }
+    let Some(pass) = &mut s.pass else {
+        let mut st = std::mem::take(&mut s.snapshot);
+        emit(f, cb, &cmd, &Transform::IDENTITY, &mut st);
+        s.snapshot = st;
+        return;
+    };
+    if pass.capturing && matches!(&pass.begin, Begin::RenderPass { pass: info, .. } if info.inputs) {
+        if let Cmd::BindSets { sets, .. } = &cmd {
+            let known = f.sets.lock();
+            let layouts = f.set_layouts.lock();
+            let copyable = sets.iter().all(|set| {
+                known.get(set).is_some_and(|i| i.inputs.is_empty() || (!i.opaque && layouts.contains_key(&i.layout)))
+            });
+            drop((known, layouts));
+            if !copyable {
+                go_live(
+                    dev,
+                    f,
+                    cb,
+                    pass,
+                    "a descriptor set it binds cannot be copied to read the scratch targets' input attachments",
+                );
+            }
+        }
+    }
+    if pass.capturing {
+        if let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = &cmd {
+            let why = match f.pipelines.lock().get(p) {
+                None => Some("a pipeline bound in it was not created for a density-map pass"),
+                Some(i) if i.side_effects => Some("a pipeline bound in it writes storage or uses atomics"),
+                Some(_) => None,
+            };
+            if let Some(why) = why {
+                go_live(dev, f, cb, pass, why);
+            }
+        }
+    }
+    if pass.capturing {
+        pass.cmds.push(cmd);
+    } else {
+        emit(f, cb, &cmd, &Transform::IDENTITY, &mut pass.state);
+    }
+}
+
+/// A command the layer cannot replay, recorded inside a pass: the pass goes
+/// live first. Returns whether the command is inside a capturing secondary
+/// (where it cannot be honoured at all).
+pub(super) unsafe fn unreplayable(cb: vk::CommandBuffer, why: &str) -> bool {
+    let dev = state::device(cb);
+    let f = fdm(dev);
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    if s.captured.is_some() {
+        dev.log().log_once(
+            LogLevel::Warn,
+            id::FDM_DROPPED,
+            why,
+            &format!("a secondary command buffer of a density-map pass records what the layer cannot replay ({why}); it is dropped"),
+        );
+        return true;
+    }
+    if let Some(pass) = &mut s.pass {
+        if pass.capturing {
+            go_live(dev, f, cb, pass, why);
+        }
+    }
+    false
+}
+
+macro_rules! capture_hooks {
+    ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $make:expr; )*) => {
+        $(
+            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
+                guard::entry(
+                    $name,
+                    || {
+                        debug_panic(&state::device(cb).debug_panic, $name);
+                        record(cb, $make)
+                    },
+                    || {},
+                )
+            }
+            const _: vk::$pfn = $hook;
+        )*
+
+        pub(super) fn capture_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+            use crate::ffi::pfn;
+            match name {
+                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
+                _ => None,
+            }
+        }
+    };
+}
+
+unsafe fn v<T: Copy>(p: *const T, n: u32) -> Vec<T> {
+    slice(p, n).to_vec()
+}
+
+capture_hooks! {
+    "vkCmdBindPipeline" PFN_vkCmdBindPipeline fn cmd_bind_pipeline(cb, point: vk::PipelineBindPoint, p: vk::Pipeline)
+        => Cmd::BindPipeline(point, p);
+    "vkCmdBindDescriptorSets" PFN_vkCmdBindDescriptorSets fn cmd_bind_descriptor_sets(cb, point: vk::PipelineBindPoint,
+        layout: vk::PipelineLayout, first: u32, n: u32, sets: *const vk::DescriptorSet, no: u32, offsets: *const u32)
+        => Cmd::BindSets { point, layout, first, sets: v(sets, n), offsets: v(offsets, no) };
+    "vkCmdBindVertexBuffers" PFN_vkCmdBindVertexBuffers fn cmd_bind_vertex_buffers(cb, first: u32, n: u32,
+        buffers: *const vk::Buffer, offsets: *const vk::DeviceSize)
+        => Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n), sizes: None, strides: None };
+    "vkCmdBindVertexBuffers2" PFN_vkCmdBindVertexBuffers2 fn cmd_bind_vertex_buffers2(cb, first: u32, n: u32,
+        buffers: *const vk::Buffer, offsets: *const vk::DeviceSize, sizes: *const vk::DeviceSize, strides: *const vk::DeviceSize)
+        => Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n),
+            sizes: (!sizes.is_null()).then(|| v(sizes, n)), strides: (!strides.is_null()).then(|| v(strides, n)) };
+    "vkCmdBindIndexBuffer" PFN_vkCmdBindIndexBuffer fn cmd_bind_index_buffer(cb, b: vk::Buffer, o: vk::DeviceSize, ty: vk::IndexType)
+        => Cmd::BindIndex(b, o, ty);
+    "vkCmdPushConstants" PFN_vkCmdPushConstants fn cmd_push_constants(cb, layout: vk::PipelineLayout,
+        stages: vk::ShaderStageFlags, offset: u32, size: u32, data: *const std::ffi::c_void)
+        => Cmd::Push { layout, stages, offset, data: v(data as *const u8, size) };
+    "vkCmdSetViewport" PFN_vkCmdSetViewport fn cmd_set_viewport(cb, first: u32, n: u32, vp: *const vk::Viewport)
+        => Cmd::Viewport { first, v: v(vp, n) };
+    "vkCmdSetScissor" PFN_vkCmdSetScissor fn cmd_set_scissor(cb, first: u32, n: u32, s: *const vk::Rect2D)
+        => Cmd::Scissor { first, s: v(s, n) };
+    "vkCmdSetLineWidth" PFN_vkCmdSetLineWidth fn cmd_set_line_width(cb, w: f32) => Cmd::LineWidth(w);
+    "vkCmdSetDepthBias" PFN_vkCmdSetDepthBias fn cmd_set_depth_bias(cb, a: f32, b: f32, c: f32) => Cmd::DepthBias(a, b, c);
+    "vkCmdSetBlendConstants" PFN_vkCmdSetBlendConstants fn cmd_set_blend_constants(cb, c: *const [f32; 4]) => Cmd::Blend(*c);
+    "vkCmdSetDepthBounds" PFN_vkCmdSetDepthBounds fn cmd_set_depth_bounds(cb, a: f32, b: f32) => Cmd::Bounds(a, b);
+    "vkCmdSetStencilCompareMask" PFN_vkCmdSetStencilCompareMask fn cmd_set_stencil_compare_mask(cb, face: vk::StencilFaceFlags, m: u32)
+        => Cmd::StencilCompare(face, m);
+    "vkCmdSetStencilWriteMask" PFN_vkCmdSetStencilWriteMask fn cmd_set_stencil_write_mask(cb, face: vk::StencilFaceFlags, m: u32)
+        => Cmd::StencilWrite(face, m);
+    "vkCmdSetStencilReference" PFN_vkCmdSetStencilReference fn cmd_set_stencil_reference(cb, face: vk::StencilFaceFlags, m: u32)
+        => Cmd::StencilRef(face, m);
+    "vkCmdDraw" PFN_vkCmdDraw fn cmd_draw(cb, a: u32, b: u32, c: u32, d: u32) => Cmd::Draw(a, b, c, d);
+    "vkCmdDrawIndexed" PFN_vkCmdDrawIndexed fn cmd_draw_indexed(cb, a: u32, b: u32, c: u32, o: i32, d: u32)
+        => Cmd::DrawIndexed(a, b, c, o, d);
+    "vkCmdDrawIndirect" PFN_vkCmdDrawIndirect fn cmd_draw_indirect(cb, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
+        => Cmd::DrawIndirect(b, o, n, s);
+    "vkCmdDrawIndexedIndirect" PFN_vkCmdDrawIndexedIndirect fn cmd_draw_indexed_indirect(cb, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
+        => Cmd::DrawIndexedIndirect(b, o, n, s);
+    "vkCmdDrawIndirectCount" PFN_vkCmdDrawIndirectCount fn cmd_draw_indirect_count(cb, b: vk::Buffer, o: vk::DeviceSize,
+        c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndirectCount(b, o, c, co, m, s);
+    "vkCmdDrawIndexedIndirectCount" PFN_vkCmdDrawIndexedIndirectCount fn cmd_draw_indexed_indirect_count(cb, b: vk::Buffer,
+        o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndexedIndirectCount(b, o, c, co, m, s);
+    "vkCmdSetViewportWithCount" PFN_vkCmdSetViewportWithCount fn cmd_set_viewport_with_count(cb, n: u32, vp: *const vk::Viewport)
+        => Cmd::ViewportCount(v(vp, n));
+    "vkCmdSetScissorWithCount" PFN_vkCmdSetScissorWithCount fn cmd_set_scissor_with_count(cb, n: u32, sc: *const vk::Rect2D)
+        => Cmd::ScissorCount(v(sc, n));
+    "vkCmdClearAttachments" PFN_vkCmdClearAttachments fn cmd_clear_attachments(cb, n: u32, a: *const vk::ClearAttachment,
+        nr: u32, r: *const vk::ClearRect) => Cmd::Clear { attachments: v(a, n), rects: v(r, nr) };
+}
+
+/// Declares captured dynamic-state commands of Vulkan 1.3 (extended dynamic
+/// state 1 and 2): each is kept as the call to make, keyed by its command
+/// (and stencil face) for the state snapshot.
+macro_rules! state_hooks {
+    ($( $n:literal $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) face $face:expr => $field:ident; )*) => {
+        $(
+            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
+                guard::entry(
+                    $name,
+                    || {
+                        let call = StateCall(Arc::new(move |d: &ash::Device, cb| (d.fp_v1_3().$field)(cb $(, $a)*)));
+                        record(cb, Cmd::State { key: ($n, $face), call })
+                    },
+                    || {},
+                )
+            }
+            const _: vk::$pfn = $hook;
+        )*
+
+        pub(super) fn state_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+            use crate::ffi::pfn;
+            let core = name.strip_suffix(b"EXT").unwrap_or(name);
+            match core {
+                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
+                _ => None,
+            }
+        }
+    };
+}
+
+state_hooks! {
+    1 "vkCmdSetCullMode" PFN_vkCmdSetCullMode fn cmd_set_cull_mode(cb, m: vk::CullModeFlags) face 0 => cmd_set_cull_mode;
+    2 "vkCmdSetFrontFace" PFN_vkCmdSetFrontFace fn cmd_set_front_face(cb, m: vk::FrontFace) face 0 => cmd_set_front_face;
+    3 "vkCmdSetPrimitiveTopology" PFN_vkCmdSetPrimitiveTopology fn cmd_set_primitive_topology(cb, m: vk::PrimitiveTopology)
+        face 0 => cmd_set_primitive_topology;
+    4 "vkCmdSetDepthTestEnable" PFN_vkCmdSetDepthTestEnable fn cmd_set_depth_test_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_test_enable;
+    5 "vkCmdSetDepthWriteEnable" PFN_vkCmdSetDepthWriteEnable fn cmd_set_depth_write_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_write_enable;
+    6 "vkCmdSetDepthCompareOp" PFN_vkCmdSetDepthCompareOp fn cmd_set_depth_compare_op(cb, o: vk::CompareOp)
+        face 0 => cmd_set_depth_compare_op;
+    7 "vkCmdSetDepthBoundsTestEnable" PFN_vkCmdSetDepthBoundsTestEnable fn cmd_set_depth_bounds_test_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_bounds_test_enable;
+    8 "vkCmdSetStencilTestEnable" PFN_vkCmdSetStencilTestEnable fn cmd_set_stencil_test_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_stencil_test_enable;
+    9 "vkCmdSetStencilOp" PFN_vkCmdSetStencilOp fn cmd_set_stencil_op(cb, face: vk::StencilFaceFlags, fail: vk::StencilOp,
+        pass: vk::StencilOp, depth_fail: vk::StencilOp, op: vk::CompareOp) face face.as_raw() => cmd_set_stencil_op;
+    10 "vkCmdSetRasterizerDiscardEnable" PFN_vkCmdSetRasterizerDiscardEnable fn cmd_set_rasterizer_discard_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_rasterizer_discard_enable;
+    11 "vkCmdSetDepthBiasEnable" PFN_vkCmdSetDepthBiasEnable fn cmd_set_depth_bias_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_depth_bias_enable;
+    12 "vkCmdSetPrimitiveRestartEnable" PFN_vkCmdSetPrimitiveRestartEnable fn cmd_set_primitive_restart_enable(cb, e: vk::Bool32)
+        face 0 => cmd_set_primitive_restart_enable;
+}
+
+pub unsafe extern "system" fn cmd_begin_transform_feedback(
+    cb: vk::CommandBuffer,
+    first: u32,
+    n: u32,
+    buffers: *const vk::Buffer,
+    offsets: *const vk::DeviceSize,
+) {
+    let next = move || {
+        let dev = state::device(cb);
+        let f = fdm(dev);
+        if let Some(fp) = f.begin_transform_feedback {
+            fp(cb, first, n, buffers, offsets)
+        }
+    };
+    guard::entry(
+        "vkCmdBeginTransformFeedbackEXT",
+        || {
+            if !unreplayable(cb, "transform feedback in the pass") {
+                next()
+            }
+        },
+        next,
+    )
+}

@@ -1,0 +1,397 @@
+//! Command buffers: the state the layer keeps per command buffer
+//! ([`CbState`]), its lifecycle (allocate, free, begin: a secondary begun
+//! for a density-map render pass captures its commands), and the
+//! synchronization commands, translated for the driver (the density-map
+//! layout, stage and access become `GENERAL`, the fragment shader stage and
+//! a shader read; transitions of density-map images are noted for the map
+//! cache). Barriers, events and queries inside a captured pass cannot be
+//! replayed: the pass goes live at 1x1 first.
+
+use super::capture::unreplayable;
+use super::commands::{Cmd, Snapshot};
+use super::descriptors::free_shadow_pools;
+use super::pass::Pass;
+use super::{fdm, Fdm, Mode};
+use crate::ffi::slice;
+use crate::guard;
+use crate::state;
+use ash::vk;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// What the layer keeps per command buffer.
+#[derive(Default)]
+pub struct CbState {
+    pub(super) secondary: bool,
+    /// A secondary recorded for a density-map render pass: its commands.
+    pub(super) captured: Option<Vec<Cmd>>,
+    pub(super) snapshot: Snapshot,
+    pub(super) pass: Option<Pass>,
+    pub(super) active_queries: u32,
+    /// Density-map image layouts this command buffer leaves behind.
+    pub layouts: Vec<(vk::Image, vk::ImageLayout)>,
+    /// Density-map images this command buffer may write (transfers, layout
+    /// transitions).
+    pub map_writes: Vec<vk::Image>,
+    /// Descriptor pools of shadow sets its replays use (freed at the next
+    /// reset, when the recording cannot be pending any more).
+    pub shadow_pools: Vec<vk::DescriptorPool>,
+}
+
+pub(super) type Shared = Arc<Mutex<CbState>>;
+
+/// The state of `cb`: a shared lookup on the recording path; the map is
+/// written only when command buffers come and go.
+pub(super) fn cb_state(f: &Fdm, cb: vk::CommandBuffer) -> Shared {
+    if let Some(s) = f.cb_states.read().get(&cb) {
+        return s.clone();
+    }
+    f.cb_states.write().entry(cb).or_default().clone()
+}
+
+pub unsafe extern "system" fn allocate_command_buffers(
+    device: vk::Device,
+    info: *const vk::CommandBufferAllocateInfo<'_>,
+    out: *mut vk::CommandBuffer,
+) -> vk::Result {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().allocate_command_buffers)(device, info, out);
+    guard::entry(
+        "vkAllocateCommandBuffers",
+        || {
+            let f = fdm(state::device(device));
+            let r = next();
+            if r == vk::Result::SUCCESS {
+                let ci = &*info;
+                let mut states = f.cb_states.write();
+                for cb in slice(out, ci.command_buffer_count) {
+                    let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
+                    // A reused handle: the old command buffer went with its pool.
+                    if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
+                        free_shadow_pools(f, &mut old.lock().shadow_pools);
+                    }
+                }
+            }
+            r
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn free_command_buffers(
+    device: vk::Device,
+    pool: vk::CommandPool,
+    n: u32,
+    cbs: *const vk::CommandBuffer,
+) {
+    let next = move || (fdm(state::device(device)).below.fp_v1_0().free_command_buffers)(device, pool, n, cbs);
+    guard::entry(
+        "vkFreeCommandBuffers",
+        || {
+            let f = fdm(state::device(device));
+            let mut states = f.cb_states.write();
+            for cb in slice(cbs, n) {
+                if let Some(st) = states.remove(cb) {
+                    free_shadow_pools(f, &mut st.lock().shadow_pools);
+                }
+            }
+            drop(states);
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn begin_command_buffer(
+    cb: vk::CommandBuffer,
+    info: *const vk::CommandBufferBeginInfo<'_>,
+) -> vk::Result {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().begin_command_buffer)(cb, info);
+    guard::entry(
+        "vkBeginCommandBuffer",
+        || {
+            let f = fdm(state::device(cb));
+            let shared = cb_state(f, cb);
+            let mut s = shared.lock();
+            let secondary = s.secondary;
+            free_shadow_pools(f, &mut s.shadow_pools);
+            *s = CbState { secondary, ..Default::default() };
+            let ci = &*info;
+            if secondary
+                && f.mode == Mode::Binned
+                && ci.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE)
+                && !ci.p_inheritance_info.is_null()
+            {
+                let inh = &*ci.p_inheritance_info;
+                if f.passes.lock().get(&inh.render_pass).is_some_and(|p| p.density_map.is_some()) {
+                    s.captured = Some(Vec::new());
+                }
+            }
+            next()
+        },
+        next,
+    )
+}
+
+unsafe fn translate_image_barriers(
+    f: &Fdm,
+    s: &mut CbState,
+    b: &[vk::ImageMemoryBarrier],
+) -> Vec<vk::ImageMemoryBarrier<'static>> {
+    let images = f.images.lock();
+    b.iter()
+        .map(|x| {
+            let mut c: vk::ImageMemoryBarrier<'static> = std::mem::transmute(*x);
+            c.old_layout = super::layout(x.old_layout);
+            c.new_layout = super::layout(x.new_layout);
+            c.src_access_mask = super::access(x.src_access_mask);
+            c.dst_access_mask = super::access(x.dst_access_mask);
+            if images.get(&x.image).is_some_and(|i| i.density_map) {
+                s.layouts.push((x.image, c.new_layout));
+                s.map_writes.push(x.image);
+            }
+            c
+        })
+        .collect()
+}
+
+/// Memory and buffer barriers with the density-map access translated.
+fn translate_memory_barriers<'a>(
+    m: &[vk::MemoryBarrier<'a>],
+    b: &[vk::BufferMemoryBarrier<'a>],
+) -> (Vec<vk::MemoryBarrier<'a>>, Vec<vk::BufferMemoryBarrier<'a>>) {
+    let mems = m
+        .iter()
+        .map(|x| vk::MemoryBarrier {
+            src_access_mask: super::access(x.src_access_mask),
+            dst_access_mask: super::access(x.dst_access_mask),
+            ..*x
+        })
+        .collect();
+    let bufs = b
+        .iter()
+        .map(|x| vk::BufferMemoryBarrier {
+            src_access_mask: super::access(x.src_access_mask),
+            dst_access_mask: super::access(x.dst_access_mask),
+            ..*x
+        })
+        .collect();
+    (mems, bufs)
+}
+
+pub unsafe extern "system" fn cmd_pipeline_barrier(
+    cb: vk::CommandBuffer,
+    src: vk::PipelineStageFlags,
+    dst: vk::PipelineStageFlags,
+    deps: vk::DependencyFlags,
+    nm: u32,
+    m: *const vk::MemoryBarrier<'_>,
+    nb: u32,
+    b: *const vk::BufferMemoryBarrier<'_>,
+    ni: u32,
+    i: *const vk::ImageMemoryBarrier<'_>,
+) {
+    let next =
+        move || (fdm(state::device(cb)).below.fp_v1_0().cmd_pipeline_barrier)(cb, src, dst, deps, nm, m, nb, b, ni, i);
+    guard::entry(
+        "vkCmdPipelineBarrier",
+        || {
+            if unreplayable(cb, "a pipeline barrier inside the pass") {
+                return;
+            }
+            let f = fdm(state::device(cb));
+            let shared = cb_state(f, cb);
+            let mut s = shared.lock();
+            let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
+            let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
+            (f.below.fp_v1_0().cmd_pipeline_barrier)(
+                cb,
+                super::stages(src),
+                super::stages(dst),
+                deps,
+                nm,
+                mems.as_ptr(),
+                nb,
+                bufs.as_ptr(),
+                ni,
+                imgs.as_ptr(),
+            )
+        },
+        next,
+    )
+}
+
+unsafe fn translate_dependency(
+    f: &Fdm,
+    s: &mut CbState,
+    d: &vk::DependencyInfo,
+) -> (
+    vk::DependencyInfo<'static>,
+    Box<(
+        Vec<vk::MemoryBarrier2<'static>>,
+        Vec<vk::BufferMemoryBarrier2<'static>>,
+        Vec<vk::ImageMemoryBarrier2<'static>>,
+    )>,
+) {
+    let fix = |s_: &mut vk::PipelineStageFlags2, a: &mut vk::AccessFlags2| {
+        *s_ = super::stages2(*s_);
+        *a = super::access2(*a);
+    };
+    let mut mems: Vec<vk::MemoryBarrier2<'static>> =
+        slice(d.p_memory_barriers, d.memory_barrier_count).iter().map(|x| std::mem::transmute(*x)).collect();
+    for x in &mut mems {
+        fix(&mut x.src_stage_mask, &mut x.src_access_mask);
+        fix(&mut x.dst_stage_mask, &mut x.dst_access_mask);
+    }
+    let mut bufs: Vec<vk::BufferMemoryBarrier2<'static>> =
+        slice(d.p_buffer_memory_barriers, d.buffer_memory_barrier_count)
+            .iter()
+            .map(|x| std::mem::transmute(*x))
+            .collect();
+    for x in &mut bufs {
+        fix(&mut x.src_stage_mask, &mut x.src_access_mask);
+        fix(&mut x.dst_stage_mask, &mut x.dst_access_mask);
+    }
+    let images = f.images.lock();
+    let mut imgs: Vec<vk::ImageMemoryBarrier2<'static>> =
+        slice(d.p_image_memory_barriers, d.image_memory_barrier_count)
+            .iter()
+            .map(|x| std::mem::transmute(*x))
+            .collect();
+    for x in &mut imgs {
+        fix(&mut x.src_stage_mask, &mut x.src_access_mask);
+        fix(&mut x.dst_stage_mask, &mut x.dst_access_mask);
+        x.old_layout = super::layout(x.old_layout);
+        x.new_layout = super::layout(x.new_layout);
+        if images.get(&x.image).is_some_and(|i| i.density_map) {
+            s.layouts.push((x.image, x.new_layout));
+            s.map_writes.push(x.image);
+        }
+    }
+    let held = Box::new((mems, bufs, imgs));
+    let mut out: vk::DependencyInfo<'static> = std::mem::transmute(*d);
+    out.p_memory_barriers = held.0.as_ptr();
+    out.p_buffer_memory_barriers = held.1.as_ptr();
+    out.p_image_memory_barriers = held.2.as_ptr();
+    (out, held)
+}
+
+pub unsafe extern "system" fn cmd_pipeline_barrier2(cb: vk::CommandBuffer, d: *const vk::DependencyInfo<'_>) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_3().cmd_pipeline_barrier2)(cb, d);
+    guard::entry(
+        "vkCmdPipelineBarrier2",
+        || {
+            if unreplayable(cb, "a pipeline barrier inside the pass") {
+                return;
+            }
+            let f = fdm(state::device(cb));
+            let shared = cb_state(f, cb);
+            let mut s = shared.lock();
+            let (info, _held) = translate_dependency(f, &mut s, &*d);
+            (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info)
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn cmd_wait_events(
+    cb: vk::CommandBuffer,
+    n: u32,
+    events: *const vk::Event,
+    src: vk::PipelineStageFlags,
+    dst: vk::PipelineStageFlags,
+    nm: u32,
+    m: *const vk::MemoryBarrier<'_>,
+    nb: u32,
+    b: *const vk::BufferMemoryBarrier<'_>,
+    ni: u32,
+    i: *const vk::ImageMemoryBarrier<'_>,
+) {
+    let next =
+        move || (fdm(state::device(cb)).below.fp_v1_0().cmd_wait_events)(cb, n, events, src, dst, nm, m, nb, b, ni, i);
+    guard::entry(
+        "vkCmdWaitEvents",
+        || {
+            if unreplayable(cb, "an event wait inside the pass") {
+                return;
+            }
+            let f = fdm(state::device(cb));
+            let shared = cb_state(f, cb);
+            let mut s = shared.lock();
+            let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
+            let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
+            (f.below.fp_v1_0().cmd_wait_events)(
+                cb,
+                n,
+                events,
+                super::stages(src),
+                super::stages(dst),
+                nm,
+                mems.as_ptr(),
+                nb,
+                bufs.as_ptr(),
+                ni,
+                imgs.as_ptr(),
+            )
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn cmd_begin_query(
+    cb: vk::CommandBuffer,
+    pool: vk::QueryPool,
+    q: u32,
+    flags: vk::QueryControlFlags,
+) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_begin_query)(cb, pool, q, flags);
+    guard::entry(
+        "vkCmdBeginQuery",
+        || {
+            if unreplayable(cb, "a query inside the pass") {
+                return;
+            }
+            let f = fdm(state::device(cb));
+            cb_state(f, cb).lock().active_queries += 1;
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_end_query)(cb, pool, q);
+    guard::entry(
+        "vkCmdEndQuery",
+        || {
+            if unreplayable(cb, "a query inside the pass") {
+                return;
+            }
+            let f = fdm(state::device(cb));
+            let shared = cb_state(f, cb);
+            let mut s = shared.lock();
+            s.active_queries = s.active_queries.saturating_sub(1);
+            drop(s);
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn cmd_write_timestamp(
+    cb: vk::CommandBuffer,
+    stage: vk::PipelineStageFlags,
+    pool: vk::QueryPool,
+    q: u32,
+) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q);
+    guard::entry(
+        "vkCmdWriteTimestamp",
+        || {
+            if unreplayable(cb, "a timestamp inside the pass") {
+                return;
+            }
+            next()
+        },
+        next,
+    )
+}

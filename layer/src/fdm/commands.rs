@@ -1,0 +1,409 @@
+//! The captured-command model: what a density-map pass records ([`Cmd`]),
+//! the state in effect at its start ([`Snapshot`]), and how a command goes
+//! down again under a replay's [`Transform`]: viewports scaled by `1/area`
+//! (`x' = x/area`), scissors and clear rectangles clipped to the replay's
+//! rectangle and scaled (ends rounded up), pipelines replaced by their
+//! per-area variants, descriptor sets by shadow copies whose input
+//! attachments read the scratch views ([`super::descriptors`]). Outside
+//! replays the same emission runs with [`Transform::IDENTITY`].
+
+use super::bins::Rect;
+use super::descriptors::shadow_set;
+use super::{Fdm, PipelineInfo};
+use ash::vk;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// A captured command.
+#[derive(Clone, Debug)]
+pub enum Cmd {
+    BindPipeline(vk::PipelineBindPoint, vk::Pipeline),
+    BindSets {
+        point: vk::PipelineBindPoint,
+        layout: vk::PipelineLayout,
+        first: u32,
+        sets: Vec<vk::DescriptorSet>,
+        offsets: Vec<u32>,
+    },
+    BindVertex {
+        first: u32,
+        buffers: Vec<vk::Buffer>,
+        offsets: Vec<vk::DeviceSize>,
+        sizes: Option<Vec<vk::DeviceSize>>,
+        strides: Option<Vec<vk::DeviceSize>>,
+    },
+    BindIndex(vk::Buffer, vk::DeviceSize, vk::IndexType),
+    Push {
+        layout: vk::PipelineLayout,
+        stages: vk::ShaderStageFlags,
+        offset: u32,
+        data: Vec<u8>,
+    },
+    Viewport {
+        first: u32,
+        v: Vec<vk::Viewport>,
+    },
+    Scissor {
+        first: u32,
+        s: Vec<vk::Rect2D>,
+    },
+    LineWidth(f32),
+    DepthBias(f32, f32, f32),
+    Blend([f32; 4]),
+    Bounds(f32, f32),
+    StencilCompare(vk::StencilFaceFlags, u32),
+    StencilWrite(vk::StencilFaceFlags, u32),
+    StencilRef(vk::StencilFaceFlags, u32),
+    Draw(u32, u32, u32, u32),
+    DrawIndexed(u32, u32, u32, i32, u32),
+    DrawIndirect(vk::Buffer, vk::DeviceSize, u32, u32),
+    DrawIndexedIndirect(vk::Buffer, vk::DeviceSize, u32, u32),
+    DrawIndirectCount(vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
+    DrawIndexedIndirectCount(vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
+    Clear {
+        attachments: Vec<vk::ClearAttachment>,
+        rects: Vec<vk::ClearRect>,
+    },
+    NextSubpass,
+    /// `vkCmdSetViewportWithCount` / `vkCmdSetScissorWithCount`.
+    ViewportCount(Vec<vk::Viewport>),
+    ScissorCount(Vec<vk::Rect2D>),
+    /// Other dynamic state, kept as the call to make (key: command, face).
+    State {
+        key: (u32, u32),
+        call: StateCall,
+    },
+}
+
+/// A captured dynamic-state call with its arguments.
+#[derive(Clone)]
+pub struct StateCall(pub(super) Arc<dyn Fn(&ash::Device, vk::CommandBuffer) + Send + Sync>);
+
+impl std::fmt::Debug for StateCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateCall")
+    }
+}
+
+impl Cmd {
+    /// Vertices this command processes, for the planner (indirect: a guess).
+    pub(super) fn vertices(&self) -> f64 {
+        match self {
+            Cmd::Draw(v, i, ..) => *v as f64 * *i as f64,
+            Cmd::DrawIndexed(v, i, ..) => *v as f64 * *i as f64,
+            Cmd::DrawIndirect(_, _, n, _) | Cmd::DrawIndexedIndirect(_, _, n, _) => *n as f64 * 3000.0,
+            Cmd::DrawIndirectCount(.., max, _) | Cmd::DrawIndexedIndirectCount(.., max, _) => {
+                (*max).min(64) as f64 * 3000.0
+            }
+            _ => 0.0,
+        }
+    }
+}
+
+/// The state commands in effect, to restore before each replay.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Keyed so that a later command replaces an earlier one of the same kind.
+    cmds: BTreeMap<(u8, u32, u32), Cmd>,
+    viewports: Vec<Option<vk::Viewport>>,
+    scissors: Vec<Option<vk::Rect2D>>,
+}
+
+fn set_at<T: Copy>(v: &mut Vec<Option<T>>, first: u32, items: &[T]) {
+    let end = first as usize + items.len();
+    if v.len() < end {
+        v.resize(end, None);
+    }
+    for (i, x) in items.iter().enumerate() {
+        v[first as usize + i] = Some(*x);
+    }
+}
+
+impl Snapshot {
+    /// Records `cmd`; `pipeline` is what the layer knows of the pipeline a
+    /// graphics `BindPipeline` binds ([`pipeline_info`]).
+    fn apply(&mut self, cmd: &Cmd, pipeline: Option<&PipelineInfo>) {
+        let key = |k: u8, a: u32, b: u32| (k, a, b);
+        match cmd {
+            Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, _) => {
+                self.cmds.insert(key(0, 0, 0), cmd.clone());
+                if let Some(info) = pipeline {
+                    if let Some(v) = &info.static_viewports {
+                        set_at(&mut self.viewports, 0, v);
+                    }
+                    if let Some(s) = &info.static_scissors {
+                        set_at(&mut self.scissors, 0, s);
+                    }
+                }
+            }
+            Cmd::BindSets { point: vk::PipelineBindPoint::GRAPHICS, layout, first, sets, offsets } => {
+                // One entry per set; dynamic offsets stay with the whole bind.
+                if offsets.is_empty() {
+                    for (i, s) in sets.iter().enumerate() {
+                        let one = Cmd::BindSets {
+                            point: vk::PipelineBindPoint::GRAPHICS,
+                            layout: *layout,
+                            first: first + i as u32,
+                            sets: vec![*s],
+                            offsets: vec![],
+                        };
+                        self.cmds.insert(key(1, first + i as u32, 0), one);
+                    }
+                } else {
+                    self.cmds.insert(key(1, *first, 0), cmd.clone());
+                }
+            }
+            Cmd::BindVertex { first, buffers, .. } if buffers.len() == 1 => {
+                self.cmds.insert(key(2, *first, 0), cmd.clone());
+            }
+            Cmd::BindVertex { first, .. } => {
+                self.cmds.insert(key(2, *first, 1), cmd.clone());
+            }
+            Cmd::BindIndex(..) => {
+                self.cmds.insert(key(3, 0, 0), cmd.clone());
+            }
+            Cmd::Push { stages, offset, .. } => {
+                self.cmds.insert(key(4, *offset, stages.as_raw()), cmd.clone());
+            }
+            Cmd::Viewport { first, v } => set_at(&mut self.viewports, *first, v),
+            Cmd::Scissor { first, s } => set_at(&mut self.scissors, *first, s),
+            Cmd::ViewportCount(v) => {
+                self.viewports.clear();
+                set_at(&mut self.viewports, 0, v);
+                self.cmds.insert(key(13, 0, 0), cmd.clone());
+            }
+            Cmd::ScissorCount(v) => {
+                self.scissors.clear();
+                set_at(&mut self.scissors, 0, v);
+                self.cmds.insert(key(14, 0, 0), cmd.clone());
+            }
+            Cmd::State { key: (name, face), .. } => drop(self.cmds.insert(key(12, *name, *face), cmd.clone())),
+            Cmd::LineWidth(..) => drop(self.cmds.insert(key(5, 0, 0), cmd.clone())),
+            Cmd::DepthBias(..) => drop(self.cmds.insert(key(6, 0, 0), cmd.clone())),
+            Cmd::Blend(..) => drop(self.cmds.insert(key(7, 0, 0), cmd.clone())),
+            Cmd::Bounds(..) => drop(self.cmds.insert(key(8, 0, 0), cmd.clone())),
+            Cmd::StencilCompare(face, _) => drop(self.cmds.insert(key(9, face.as_raw(), 0), cmd.clone())),
+            Cmd::StencilWrite(face, _) => drop(self.cmds.insert(key(10, face.as_raw(), 0), cmd.clone())),
+            Cmd::StencilRef(face, _) => drop(self.cmds.insert(key(11, face.as_raw(), 0), cmd.clone())),
+            _ => {}
+        }
+    }
+}
+
+/// Framebuffer space to rendering space for one replay.
+#[derive(Clone, Copy, Debug)]
+pub struct Transform<'a> {
+    pub area: (u32, u32),
+    /// Where the replay may write, in framebuffer space (`None`: anywhere).
+    pub clip: Option<Rect>,
+    /// For a replay into scratch targets: descriptor sets whose input
+    /// attachments must read the scratch views instead.
+    pub inputs: Option<&'a InputSubst>,
+}
+
+/// Input attachments of a replay into scratch targets: real view → scratch
+/// view, and the shadow descriptor sets made for it.
+#[derive(Debug, Default)]
+pub struct InputSubst {
+    pub views: HashMap<vk::ImageView, vk::ImageView>,
+    pub(super) shadows: std::cell::RefCell<HashMap<vk::DescriptorSet, vk::DescriptorSet>>,
+    /// Pools of the shadow sets (freed with the command buffer's next reset).
+    pub pools: std::cell::RefCell<Vec<vk::DescriptorPool>>,
+}
+
+impl Transform<'_> {
+    pub const IDENTITY: Transform<'static> = Transform { area: (1, 1), clip: None, inputs: None };
+
+    pub(super) fn viewport(&self, v: &vk::Viewport) -> vk::Viewport {
+        let (ax, ay) = (self.area.0 as f32, self.area.1 as f32);
+        vk::Viewport { x: v.x / ax, y: v.y / ay, width: v.width / ax, height: v.height / ay, ..*v }
+    }
+
+    /// A framebuffer-space rectangle, clipped and scaled (ends rounded up:
+    /// a partly covered fragment is rendered).
+    pub(super) fn rect(&self, r: &vk::Rect2D) -> vk::Rect2D {
+        let (mut x0, mut y0) = (r.offset.x.max(0) as i64, r.offset.y.max(0) as i64);
+        let (mut x1, mut y1) = (x0 + r.extent.width as i64, y0 + r.extent.height as i64);
+        if let Some(c) = self.clip {
+            x0 = x0.max(c.x as i64);
+            y0 = y0.max(c.y as i64);
+            x1 = x1.min((c.x + c.w) as i64);
+            y1 = y1.min((c.y + c.h) as i64);
+        }
+        if x1 <= x0 || y1 <= y0 {
+            return vk::Rect2D::default();
+        }
+        let (ax, ay) = (self.area.0 as i64, self.area.1 as i64);
+        let (sx0, sy0) = (x0 / ax, y0 / ay);
+        let (sx1, sy1) = ((x1 + ax - 1) / ax, (y1 + ay - 1) / ay);
+        vk::Rect2D {
+            offset: vk::Offset2D { x: sx0 as i32, y: sy0 as i32 },
+            extent: vk::Extent2D { width: (sx1 - sx0) as u32, height: (sy1 - sy0) as u32 },
+        }
+    }
+}
+
+/// What the layer knows of the pipeline `cmd` binds, if it is a graphics
+/// `BindPipeline` of a pipeline made for a density-map pass.
+fn pipeline_info(f: &Fdm, cmd: &Cmd) -> Option<Arc<PipelineInfo>> {
+    match cmd {
+        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => f.pipelines.lock().get(p).cloned(),
+        _ => None,
+    }
+}
+
+pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mut Snapshot) {
+    let info = pipeline_info(f, cmd);
+    st.apply(cmd, info.as_deref());
+    let d = &f.below;
+    let v1 = d.fp_v1_0();
+    match cmd {
+        Cmd::BindPipeline(point, p) => {
+            let chosen = info.as_ref().and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(*p);
+            (v1.cmd_bind_pipeline)(cb, *point, chosen);
+            if let Some(info) = info {
+                if info.static_viewports.is_some() {
+                    emit_viewports(f, cb, t, st);
+                }
+                if info.static_scissors.is_some() {
+                    emit_scissors(f, cb, t, st);
+                }
+            }
+        }
+        Cmd::BindSets { point, layout, first, sets, offsets } => {
+            let shadowed: Vec<vk::DescriptorSet>;
+            let sets: &[vk::DescriptorSet] = match t.inputs {
+                Some(inputs) => {
+                    shadowed = sets.iter().map(|set| shadow_set(f, *set, inputs)).collect();
+                    &shadowed
+                }
+                None => sets,
+            };
+            (v1.cmd_bind_descriptor_sets)(
+                cb,
+                *point,
+                *layout,
+                *first,
+                sets.len() as u32,
+                sets.as_ptr(),
+                offsets.len() as u32,
+                offsets.as_ptr(),
+            )
+        }
+        Cmd::BindVertex { first, buffers, offsets, sizes, strides } => {
+            if sizes.is_some() || strides.is_some() {
+                (d.fp_v1_3().cmd_bind_vertex_buffers2)(
+                    cb,
+                    *first,
+                    buffers.len() as u32,
+                    buffers.as_ptr(),
+                    offsets.as_ptr(),
+                    sizes.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+                    strides.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+                )
+            } else {
+                (v1.cmd_bind_vertex_buffers)(cb, *first, buffers.len() as u32, buffers.as_ptr(), offsets.as_ptr())
+            }
+        }
+        Cmd::BindIndex(b, o, ty) => (v1.cmd_bind_index_buffer)(cb, *b, *o, *ty),
+        Cmd::Push { layout, stages, offset, data } => {
+            (v1.cmd_push_constants)(cb, *layout, *stages, *offset, data.len() as u32, data.as_ptr() as *const _)
+        }
+        Cmd::Viewport { first, v } => {
+            let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
+            (v1.cmd_set_viewport)(cb, *first, out.len() as u32, out.as_ptr())
+        }
+        Cmd::Scissor { first, s } => {
+            let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
+            (v1.cmd_set_scissor)(cb, *first, out.len() as u32, out.as_ptr())
+        }
+        Cmd::LineWidth(w) => (v1.cmd_set_line_width)(cb, *w),
+        Cmd::DepthBias(a, b, c) => (v1.cmd_set_depth_bias)(cb, *a, *b, *c),
+        Cmd::Blend(c) => (v1.cmd_set_blend_constants)(cb, c),
+        Cmd::Bounds(a, b) => (v1.cmd_set_depth_bounds)(cb, *a, *b),
+        Cmd::StencilCompare(face, v) => (v1.cmd_set_stencil_compare_mask)(cb, *face, *v),
+        Cmd::StencilWrite(face, v) => (v1.cmd_set_stencil_write_mask)(cb, *face, *v),
+        Cmd::StencilRef(face, v) => (v1.cmd_set_stencil_reference)(cb, *face, *v),
+        Cmd::Draw(a, b, c, e) => (v1.cmd_draw)(cb, *a, *b, *c, *e),
+        Cmd::DrawIndexed(a, b, c, o, e) => (v1.cmd_draw_indexed)(cb, *a, *b, *c, *o, *e),
+        Cmd::DrawIndirect(b, o, n, s) => (v1.cmd_draw_indirect)(cb, *b, *o, *n, *s),
+        Cmd::DrawIndexedIndirect(b, o, n, s) => (v1.cmd_draw_indexed_indirect)(cb, *b, *o, *n, *s),
+        Cmd::DrawIndirectCount(b, o, cbuf, co, m, s) => {
+            (d.fp_v1_2().cmd_draw_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
+        }
+        Cmd::DrawIndexedIndirectCount(b, o, cbuf, co, m, s) => {
+            (d.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
+        }
+        Cmd::Clear { attachments, rects } => {
+            let rects: Vec<vk::ClearRect> = rects
+                .iter()
+                .map(|r| vk::ClearRect { rect: t.rect(&r.rect), ..*r })
+                .filter(|r| r.rect.extent.width > 0 && r.rect.extent.height > 0)
+                .collect();
+            if !rects.is_empty() {
+                (v1.cmd_clear_attachments)(
+                    cb,
+                    attachments.len() as u32,
+                    attachments.as_ptr(),
+                    rects.len() as u32,
+                    rects.as_ptr(),
+                )
+            }
+        }
+        Cmd::NextSubpass => (v1.cmd_next_subpass)(cb, vk::SubpassContents::INLINE),
+        Cmd::ViewportCount(v) => {
+            let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
+            (d.fp_v1_3().cmd_set_viewport_with_count)(cb, out.len() as u32, out.as_ptr())
+        }
+        Cmd::ScissorCount(s) => {
+            let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
+            (d.fp_v1_3().cmd_set_scissor_with_count)(cb, out.len() as u32, out.as_ptr())
+        }
+        Cmd::State { call, .. } => (call.0)(d, cb),
+    }
+}
+
+unsafe fn emit_viewports(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
+    let v: Vec<vk::Viewport> = st.viewports.iter().map_while(|v| *v).map(|v| t.viewport(&v)).collect();
+    if !v.is_empty() {
+        (f.below.fp_v1_0().cmd_set_viewport)(cb, 0, v.len() as u32, v.as_ptr());
+    }
+}
+
+unsafe fn emit_scissors(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
+    let s: Vec<vk::Rect2D> = st.scissors.iter().map_while(|s| *s).map(|s| t.rect(&s)).collect();
+    if !s.is_empty() {
+        (f.below.fp_v1_0().cmd_set_scissor)(cb, 0, s.len() as u32, s.as_ptr());
+    }
+}
+
+/// Re-establishes `st` (the state at the start of the pass) under `t`.
+pub(super) unsafe fn restore(f: &Fdm, cb: vk::CommandBuffer, st: &Snapshot, t: &Transform) {
+    let mut scratch = st.clone();
+    for cmd in st.cmds.values() {
+        emit(f, cb, cmd, t, &mut scratch);
+    }
+    emit_viewports(f, cb, t, st);
+    emit_scissors(f, cb, t, st);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transform_scales_and_clips() {
+        let t = Transform { area: (2, 4), clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }), inputs: None };
+        let v =
+            t.viewport(&vk::Viewport { x: 0.0, y: 8.0, width: 64.0, height: -32.0, min_depth: 0.0, max_depth: 1.0 });
+        assert_eq!((v.x, v.y, v.width, v.height), (0.0, 2.0, 32.0, -8.0));
+        let s = t
+            .rect(&vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: 20, height: 100 } });
+        assert_eq!((s.offset.x, s.offset.y, s.extent.width, s.extent.height), (8, 4, 2, 4));
+        let none = t.rect(&vk::Rect2D {
+            offset: vk::Offset2D { x: 40, y: 0 },
+            extent: vk::Extent2D { width: 20, height: 100 },
+        });
+        assert_eq!(none.extent.width, 0);
+    }
+}

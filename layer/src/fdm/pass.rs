@@ -1,0 +1,559 @@
+//! Pass lifecycle: a density-map pass from its begin to its end.
+//!
+//! At `vkCmdBeginRenderPass*` / `vkCmdBeginRendering` of a pass with a
+//! density map, the begin is copied ([`Begin`]) and, in mode `binned`,
+//! nothing goes down: the pass is captured ([`super::capture`]) and the
+//! density map is read on the host at that moment (the spec's time for a
+//! non-dynamic map, [`super::map_readback`]). At its end the captured pass
+//! is replayed ([`super::replay`]).
+//!
+//! A pass that cannot be replayed is rendered once at 1x1 (the spec always
+//! allows it), logged once per reason: storage writes or atomics in a bound
+//! pipeline, queries, barriers or events in the pass, a pipeline not made for
+//! the pass, multisampled attachments that load or store, attachments without
+//! blit support, structures the layer does not copy, secondaries it did not
+//! capture. Such a pass *goes live*: it begins for real as recorded, what was
+//! captured so far goes down unchanged, and later commands go straight down.
+
+use super::capture::record_in;
+use super::command_buffers::cb_state;
+use super::commands::{emit, restore, Cmd, Snapshot, Transform};
+use super::map_readback::{density_map, MapTexels};
+use super::replay::replay;
+use super::{fdm, Fdm, FramebufferInfo, Mode, PassInfo};
+use crate::ffi::slice;
+use crate::guard;
+use crate::id;
+use crate::settings::LogLevel;
+use crate::state::{self, DeviceData};
+use ash::vk;
+use std::sync::Arc;
+
+/// A pass as begun by the application, copied.
+#[derive(Clone)]
+pub(super) enum Begin {
+    RenderPass {
+        render_pass: vk::RenderPass,
+        framebuffer: vk::Framebuffer,
+        area: vk::Rect2D,
+        clears: Vec<vk::ClearValue>,
+        /// Imageless framebuffers: the views given at begin.
+        views: Vec<vk::ImageView>,
+        pass: Arc<PassInfo>,
+        fb: Arc<FramebufferInfo>,
+    },
+    Rendering {
+        flags: vk::RenderingFlags,
+        area: vk::Rect2D,
+        layers: u32,
+        view_mask: u32,
+        colors: Vec<vk::RenderingAttachmentInfo<'static>>,
+        depth: Option<vk::RenderingAttachmentInfo<'static>>,
+        stencil: Option<vk::RenderingAttachmentInfo<'static>>,
+        map: vk::ImageView,
+        map_layout: vk::ImageLayout,
+    },
+}
+
+impl Begin {
+    pub(super) fn area(&self) -> vk::Rect2D {
+        match self {
+            Begin::RenderPass { area, .. } | Begin::Rendering { area, .. } => *area,
+        }
+    }
+}
+
+pub(super) struct Pass {
+    pub(super) begin: Begin,
+    pub(super) capturing: bool,
+    pub(super) cmds: Vec<Cmd>,
+    /// State at the start of the pass (capture) or now (live).
+    pub(super) state: Snapshot,
+    /// The density map, read on the host at the start of the pass.
+    pub(super) map: Option<Arc<MapTexels>>,
+    /// Descriptor pools of shadow sets made for the replays.
+    pub(super) shadow_pools: Vec<vk::DescriptorPool>,
+}
+
+/// Why a pass renders at 1x1, logged once per reason and pass.
+fn fallback_log(dev: &DeviceData, begin: &Begin, why: &str) {
+    let key = match begin {
+        Begin::RenderPass { render_pass, .. } => format!("{render_pass:?} {why}"),
+        Begin::Rendering { .. } => format!("rendering {why}"),
+    };
+    dev.log().log_once(
+        LogLevel::Info,
+        id::FDM_FALLBACK,
+        &key,
+        &format!("a density-map pass renders at a 1x1 fragment area: {why}"),
+    );
+}
+
+/// Begins the application's pass for real (as translated) with `INLINE` contents.
+pub(super) unsafe fn begin_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
+    match begin {
+        Begin::RenderPass { render_pass, framebuffer, area, clears, views, .. } => {
+            let mut attach = vk::RenderPassAttachmentBeginInfo::default().attachments(views);
+            let mut info = vk::RenderPassBeginInfo::default()
+                .render_pass(*render_pass)
+                .framebuffer(*framebuffer)
+                .render_area(*area)
+                .clear_values(clears);
+            if !views.is_empty() {
+                info = info.push_next(&mut attach);
+            }
+            (f.below.fp_v1_0().cmd_begin_render_pass)(cb, &info, vk::SubpassContents::INLINE)
+        }
+        Begin::Rendering { flags, area, layers, view_mask, colors, depth, stencil, .. } => {
+            let info = vk::RenderingInfo {
+                flags: *flags & !vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS,
+                render_area: *area,
+                layer_count: *layers,
+                view_mask: *view_mask,
+                color_attachment_count: colors.len() as u32,
+                p_color_attachments: colors.as_ptr(),
+                p_depth_attachment: depth.as_ref().map_or(std::ptr::null(), |d| d as *const _),
+                p_stencil_attachment: stencil.as_ref().map_or(std::ptr::null(), |d| d as *const _),
+                ..Default::default()
+            };
+            (f.below.fp_v1_3().cmd_begin_rendering)(cb, &info)
+        }
+    }
+}
+
+pub(super) unsafe fn end_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
+    match begin {
+        Begin::RenderPass { .. } => (f.below.fp_v1_0().cmd_end_render_pass)(cb),
+        Begin::Rendering { .. } => (f.below.fp_v1_3().cmd_end_rendering)(cb),
+    }
+}
+
+/// Stops capturing: the pass begins for real at 1x1 and what was captured
+/// goes down unchanged.
+pub(super) unsafe fn go_live(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass, why: &str) {
+    fallback_log(dev, &pass.begin, why);
+    begin_live(f, cb, pass);
+}
+
+/// The pass begins for real, as recorded, and what was captured so far goes
+/// down unchanged; later commands go straight down.
+pub(super) unsafe fn begin_live(f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) {
+    begin_real(f, cb, &pass.begin);
+    let mut st = pass.state.clone();
+    restore(f, cb, &st.clone(), &Transform::IDENTITY);
+    for c in std::mem::take(&mut pass.cmds) {
+        emit(f, cb, &c, &Transform::IDENTITY, &mut st);
+    }
+    pass.state = st;
+    pass.capturing = false;
+}
+
+/// Starts a density-map pass: capture (binned) or go down at once.
+unsafe fn start(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, early: Option<&str>) {
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    let mut why = early.map(str::to_string);
+    if why.is_none() && s.active_queries > 0 {
+        why = Some("a query is active across it".into());
+    }
+    if why.is_none() && f.mode == Mode::Baseline {
+        why = Some(String::new());
+    }
+    let mut pass = Pass {
+        begin,
+        capturing: true,
+        cmds: Vec::new(),
+        state: s.snapshot.clone(),
+        map: None,
+        shadow_pools: Vec::new(),
+    };
+    if why.is_none() {
+        // The spec's time for a non-dynamic map: read by the host now.
+        match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| density_map(dev, f, view, layout)) {
+            Ok(m) => pass.map = Some(m),
+            Err(e) => why = Some(e),
+        }
+    }
+    if let Some(why) = why {
+        if why.is_empty() {
+            begin_live(f, cb, &mut pass);
+        } else {
+            go_live(dev, f, cb, &mut pass, &why);
+        }
+    }
+    s.pass = Some(pass);
+}
+
+unsafe fn render_pass_begin(f: &Fdm, info: &vk::RenderPassBeginInfo) -> Option<Begin> {
+    let pass = f.passes.lock().get(&info.render_pass).cloned()?;
+    pass.density_map?;
+    let fb = f.framebuffers.lock().get(&info.framebuffer).cloned()?;
+    let mut views = Vec::new();
+    if fb.imageless {
+        if let Some(a) = crate::pnext::find::<vk::RenderPassAttachmentBeginInfo>(info.p_next) {
+            views = slice(a.p_attachments, a.attachment_count).to_vec();
+        }
+    }
+    Some(Begin::RenderPass {
+        render_pass: info.render_pass,
+        framebuffer: info.framebuffer,
+        area: info.render_area,
+        clears: slice(info.p_clear_values, info.clear_value_count).to_vec(),
+        views,
+        pass,
+        fb,
+    })
+}
+
+/// Structures in a begin info's chain the layer can carry to a replay.
+unsafe fn only_known(mut p: *const std::ffi::c_void, known: &[vk::StructureType]) -> bool {
+    while !p.is_null() {
+        let b = &*(p as *const vk::BaseInStructure);
+        if !known.contains(&b.s_type) {
+            return false;
+        }
+        p = b.p_next as *const _;
+    }
+    true
+}
+
+/// Why a render pass must render at 1x1 from its start, if it must.
+unsafe fn early_render_pass(
+    p_next: *const std::ffi::c_void,
+    sub_next: *const std::ffi::c_void,
+) -> Option<&'static str> {
+    let copyable = only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) && sub_next.is_null();
+    (!copyable).then_some("its begin info chains a structure the layer does not replay")
+}
+
+pub unsafe extern "system" fn cmd_begin_render_pass(
+    cb: vk::CommandBuffer,
+    info: *const vk::RenderPassBeginInfo<'_>,
+    contents: vk::SubpassContents,
+) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_begin_render_pass)(cb, info, contents);
+    guard::entry(
+        "vkCmdBeginRenderPass",
+        || {
+            let dev = state::device(cb);
+            let f = fdm(dev);
+            let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+            let early = early_render_pass((*info).p_next, std::ptr::null());
+            start(dev, f, cb, begin, early)
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn cmd_begin_render_pass2(
+    cb: vk::CommandBuffer,
+    info: *const vk::RenderPassBeginInfo<'_>,
+    sub: *const vk::SubpassBeginInfo<'_>,
+) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_2().cmd_begin_render_pass2)(cb, info, sub);
+    guard::entry(
+        "vkCmdBeginRenderPass2",
+        || {
+            let dev = state::device(cb);
+            let f = fdm(dev);
+            let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+            let early = early_render_pass((*info).p_next, (*sub).p_next);
+            start(dev, f, cb, begin, early)
+        },
+        next,
+    )
+}
+
+/// A subpass change or the end of a pass, in a density-map pass or not.
+unsafe fn pass_command(cb: vk::CommandBuffer, end: bool, next: impl FnOnce()) {
+    let dev = state::device(cb);
+    let f = fdm(dev);
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    let Some(pass) = &mut s.pass else {
+        drop(s);
+        return next();
+    };
+    if !end {
+        if pass.capturing {
+            pass.cmds.push(Cmd::NextSubpass);
+        } else {
+            emit(f, cb, &Cmd::NextSubpass, &Transform::IDENTITY, &mut pass.state);
+        }
+        return;
+    }
+    let mut pass = s.pass.take().unwrap();
+    if pass.capturing {
+        if let Err(why) = replay(dev, f, cb, &mut pass) {
+            go_live(dev, f, cb, &mut pass, &why);
+            end_real(f, cb, &pass.begin);
+        }
+    } else {
+        end_real(f, cb, &pass.begin);
+    }
+    s.shadow_pools.append(&mut pass.shadow_pools);
+    // After a pass the state is the pass's last (replays restore it exactly
+    // only for what they track; the application re-binds what it needs).
+    s.snapshot = pass.state;
+}
+
+pub unsafe extern "system" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_next_subpass)(cb, contents);
+    guard::entry("vkCmdNextSubpass", || pass_command(cb, false, next), next)
+}
+
+pub unsafe extern "system" fn cmd_next_subpass2(
+    cb: vk::CommandBuffer,
+    b: *const vk::SubpassBeginInfo<'_>,
+    e: *const vk::SubpassEndInfo<'_>,
+) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_2().cmd_next_subpass2)(cb, b, e);
+    guard::entry("vkCmdNextSubpass2", || pass_command(cb, false, next), next)
+}
+
+pub unsafe extern "system" fn cmd_end_render_pass(cb: vk::CommandBuffer) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_end_render_pass)(cb);
+    guard::entry("vkCmdEndRenderPass", || pass_command(cb, true, next), next)
+}
+
+pub unsafe extern "system" fn cmd_end_render_pass2(cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_2().cmd_end_render_pass2)(cb, e);
+    guard::entry("vkCmdEndRenderPass2", || pass_command(cb, true, next), next)
+}
+
+pub unsafe extern "system" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *const vk::RenderingInfo<'_>) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_3().cmd_begin_rendering)(cb, info);
+    guard::entry(
+        "vkCmdBeginRendering",
+        || {
+            let dev = state::device(cb);
+            let f = fdm(dev);
+            let ri = &*info;
+            let Some(map) = crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next)
+                .filter(|m| m.image_view != vk::ImageView::null())
+            else {
+                return next();
+            };
+            let copy_att = |a: &vk::RenderingAttachmentInfo| -> vk::RenderingAttachmentInfo<'static> {
+                let mut c: vk::RenderingAttachmentInfo<'static> = std::mem::transmute(*a);
+                c.p_next = std::ptr::null();
+                c
+            };
+            let colors: Vec<vk::RenderingAttachmentInfo<'static>> =
+                slice(ri.p_color_attachments, ri.color_attachment_count).iter().map(copy_att).collect();
+            let begin = Begin::Rendering {
+                flags: ri.flags,
+                area: ri.render_area,
+                layers: ri.layer_count,
+                view_mask: ri.view_mask,
+                colors,
+                depth: ri.p_depth_attachment.as_ref().map(copy_att),
+                stencil: ri.p_stencil_attachment.as_ref().map(copy_att),
+                map: map.image_view,
+                map_layout: super::layout(map.image_layout),
+            };
+            let atts = slice(ri.p_color_attachments, ri.color_attachment_count)
+                .iter()
+                .chain(ri.p_depth_attachment.as_ref())
+                .chain(ri.p_stencil_attachment.as_ref());
+            let mut early = None;
+            if atts.clone().any(|a| !a.p_next.is_null())
+                || !only_known(ri.p_next, &[vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT])
+            {
+                early = Some("its rendering info chains a structure the layer does not replay");
+            } else if ri.flags.intersects(vk::RenderingFlags::SUSPENDING | vk::RenderingFlags::RESUMING) {
+                early = Some("it is suspended or resumed");
+            } else if ri.flags.contains(vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS) {
+                early = Some("its contents are secondary command buffers");
+            }
+            if f.mode == Mode::Baseline || early.is_some() {
+                // Down as the application gave it, without the density map.
+                let mut chain = match crate::pnext::Chain::copy(ri.p_next) {
+                    Ok(c) => c,
+                    Err(_) => return next(),
+                };
+                chain.remove(vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT);
+                let mut c = *ri;
+                c.p_next = chain.head();
+                if let Some(why) = early {
+                    fallback_log(dev, &begin, why);
+                }
+                (f.below.fp_v1_3().cmd_begin_rendering)(cb, &c);
+                if f.mode == Mode::Baseline {
+                    return;
+                }
+                let shared = cb_state(f, cb);
+                let mut s = shared.lock();
+                let st = s.snapshot.clone();
+                s.pass = Some(Pass {
+                    begin,
+                    capturing: false,
+                    cmds: Vec::new(),
+                    state: st,
+                    map: None,
+                    shadow_pools: Vec::new(),
+                });
+                return;
+            }
+            start(dev, f, cb, begin, None)
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn cmd_end_rendering(cb: vk::CommandBuffer) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_3().cmd_end_rendering)(cb);
+    guard::entry("vkCmdEndRendering", || pass_command(cb, true, next), next)
+}
+
+pub unsafe extern "system" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32, cbs: *const vk::CommandBuffer) {
+    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_execute_commands)(cb, n, cbs);
+    guard::entry(
+        "vkCmdExecuteCommands",
+        || {
+            let dev = state::device(cb);
+            let f = fdm(dev);
+            let shared = cb_state(f, cb);
+            let in_pass = shared.lock().pass.as_ref().is_some_and(|p| matches!(p.begin, Begin::RenderPass { .. }));
+            if !in_pass {
+                return next();
+            }
+            for sec in slice(cbs, n) {
+                let cmds = cb_state(f, *sec).lock().captured.clone();
+                match cmds {
+                    Some(cmds) => {
+                        let mut s = shared.lock();
+                        for c in cmds {
+                            record_in(dev, f, cb, &mut s, c);
+                        }
+                    }
+                    None => dev.log().log_once(
+                        LogLevel::Error,
+                        id::FDM_SECONDARY,
+                        "",
+                        "a secondary command buffer executed in a density-map pass was not recorded for one; it is skipped",
+                    ),
+                }
+            }
+        },
+        next,
+    )
+}
+
+/// One attachment of a pass, as the replay handles it.
+#[derive(Clone, Debug)]
+pub(super) struct Att {
+    pub(super) view: vk::ImageView,
+    pub(super) image: vk::Image,
+    pub(super) range: vk::ImageSubresourceRange,
+    pub(super) format: vk::Format,
+    pub(super) samples: vk::SampleCountFlags,
+    pub(super) usage: vk::ImageUsageFlags,
+    pub(super) view_type: vk::ImageViewType,
+    pub(super) load: bool,
+    pub(super) store: bool,
+    pub(super) initial: vk::ImageLayout,
+    pub(super) final_: vk::ImageLayout,
+}
+
+fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
+    use vk::Format as F;
+    match format {
+        F::D16_UNORM | F::X8_D24_UNORM_PACK32 | F::D32_SFLOAT => vk::ImageAspectFlags::DEPTH,
+        F::S8_UINT => vk::ImageAspectFlags::STENCIL,
+        F::D16_UNORM_S8_UINT | F::D24_UNORM_S8_UINT | F::D32_SFLOAT_S8_UINT => {
+            vk::ImageAspectFlags::DEPTH | vk::ImageAspectFlags::STENCIL
+        }
+        _ => vk::ImageAspectFlags::COLOR,
+    }
+}
+
+fn att_of(f: &Fdm, view: vk::ImageView) -> Option<Att> {
+    let v = *f.views.lock().get(&view)?;
+    let i = *f.images.lock().get(&v.image)?;
+    let mut range = v.range;
+    range.aspect_mask = aspect_of(v.format);
+    Some(Att {
+        view,
+        image: v.image,
+        range,
+        format: v.format,
+        samples: i.samples,
+        usage: i.usage,
+        view_type: v.view_type,
+        load: false,
+        store: false,
+        initial: vk::ImageLayout::UNDEFINED,
+        final_: vk::ImageLayout::UNDEFINED,
+    })
+}
+
+/// The pass's attachments (`None` for those the layer leaves alone: unused
+/// ones and the density map) and the map's view and layout.
+pub(super) fn attachments(
+    f: &Fdm,
+    begin: &Begin,
+) -> Result<(Vec<Option<Att>>, vk::ImageView, vk::ImageLayout, (u32, u32), u32, u32), String> {
+    match begin {
+        Begin::RenderPass { pass, fb, views, .. } => {
+            let views = if fb.imageless { views.clone() } else { fb.views.clone() };
+            let map_index = pass.density_map.unwrap() as usize;
+            let map = *views.get(map_index).ok_or("the framebuffer lacks the density map")?;
+            let mut out = Vec::new();
+            for (i, d) in pass.attachments.iter().enumerate() {
+                if i == map_index || !pass.used[i] {
+                    out.push(None);
+                    continue;
+                }
+                let mut a = att_of(f, views[i]).ok_or("an attachment view the layer has not seen")?;
+                let depth_stencil = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
+                a.load = d.load_op == vk::AttachmentLoadOp::LOAD
+                    || (depth_stencil && d.stencil_load_op == vk::AttachmentLoadOp::LOAD);
+                a.store = d.store_op == vk::AttachmentStoreOp::STORE
+                    || (depth_stencil && d.stencil_store_op == vk::AttachmentStoreOp::STORE);
+                a.initial = d.initial_layout;
+                a.final_ = d.final_layout;
+                out.push(Some(a));
+            }
+            let layout = pass.attachments[map_index].initial_layout;
+            let views_mask = pass.view_mask;
+            Ok((out, map, layout, fb.extent, fb.layers, views_mask))
+        }
+        Begin::Rendering { colors, depth, stencil, map, map_layout, area, layers, view_mask, .. } => {
+            let mut out = Vec::new();
+            let mut seen = Vec::new();
+            let mut add = |a: &vk::RenderingAttachmentInfo, out: &mut Vec<Option<Att>>| -> Result<(), String> {
+                if a.image_view == vk::ImageView::null() || seen.contains(&a.image_view) {
+                    return Ok(());
+                }
+                seen.push(a.image_view);
+                let mut x = att_of(f, a.image_view).ok_or("an attachment view the layer has not seen")?;
+                x.load = a.load_op == vk::AttachmentLoadOp::LOAD;
+                x.store = a.store_op == vk::AttachmentStoreOp::STORE;
+                x.initial = a.image_layout;
+                x.final_ = a.image_layout;
+                out.push(Some(x));
+                if a.resolve_mode != vk::ResolveModeFlags::NONE && a.resolve_image_view != vk::ImageView::null() {
+                    let mut r = att_of(f, a.resolve_image_view).ok_or("a resolve view the layer has not seen")?;
+                    r.store = true;
+                    r.initial = a.resolve_image_layout;
+                    r.final_ = a.resolve_image_layout;
+                    out.push(Some(r));
+                }
+                Ok(())
+            };
+            for c in colors {
+                add(c, &mut out)?;
+            }
+            if let Some(d) = depth {
+                add(d, &mut out)?;
+            }
+            if let Some(s) = stencil {
+                add(s, &mut out)?;
+            }
+            // The framebuffer of dynamic rendering: the render area's extent.
+            let extent = (area.offset.x as u32 + area.extent.width, area.offset.y as u32 + area.extent.height);
+            Ok((out, *map, *map_layout, extent, *layers, *view_mask))
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Queue tracking: what a submission may have changed in density-map
+//! images. Transfers into a density map and layout transitions of one are
+//! noted per command buffer; at submission the layouts become the images'
+//! known layouts and the images' generations advance, so the next pass that
+//! uses such a map reads it again ([`super::map_readback`]). Submissions
+//! (the application's and the layer's own map reads) hold the queue lock.
+
+use super::command_buffers::cb_state;
+use super::{fdm, Fdm};
+use crate::ffi::slice;
+use crate::guard;
+use crate::state;
+use ash::vk;
+
+unsafe fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) {
+    for cb in cbs {
+        let (layouts, writes) = {
+            let shared = cb_state(f, cb);
+            let s = shared.lock();
+            (s.layouts.clone(), s.map_writes.clone())
+        };
+        if !layouts.is_empty() {
+            let mut m = f.map_layouts.lock();
+            for (i, l) in layouts {
+                m.insert(i, l);
+            }
+        }
+        if !writes.is_empty() {
+            let mut g = f.map_generation.lock();
+            for i in writes {
+                *g.entry(i).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// Transfer commands that write an image: a density map written by one is
+/// read again at the next pass that uses it.
+macro_rules! transfer_write_hooks {
+    ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $dst:expr, $ver:ident.$field:ident; )*) => {
+        $(
+            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
+                let next = move || (fdm(state::device(cb)).below.$ver().$field)(cb $(, $a)*);
+                guard::entry(
+                    $name,
+                    || {
+                        let f = fdm(state::device(cb));
+                        let dst: vk::Image = $dst;
+                        if f.images.lock().get(&dst).is_some_and(|i| i.density_map) {
+                            cb_state(f, cb).lock().map_writes.push(dst);
+                        }
+                        next()
+                    },
+                    next,
+                )
+            }
+            const _: vk::$pfn = $hook;
+        )*
+
+        pub(super) fn transfer_write_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
+            use crate::ffi::pfn;
+            match name {
+                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
+                _ => None,
+            }
+        }
+    };
+}
+
+transfer_write_hooks! {
+    "vkCmdCopyBufferToImage" PFN_vkCmdCopyBufferToImage fn cmd_copy_buffer_to_image(cb, src: vk::Buffer, dst: vk::Image,
+        layout: vk::ImageLayout, n: u32, r: *const vk::BufferImageCopy) => dst, fp_v1_0.cmd_copy_buffer_to_image;
+    "vkCmdCopyImage" PFN_vkCmdCopyImage fn cmd_copy_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
+        dl: vk::ImageLayout, n: u32, r: *const vk::ImageCopy) => dst, fp_v1_0.cmd_copy_image;
+    "vkCmdBlitImage" PFN_vkCmdBlitImage fn cmd_blit_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
+        dl: vk::ImageLayout, n: u32, r: *const vk::ImageBlit, filter: vk::Filter) => dst, fp_v1_0.cmd_blit_image;
+    "vkCmdResolveImage" PFN_vkCmdResolveImage fn cmd_resolve_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
+        dl: vk::ImageLayout, n: u32, r: *const vk::ImageResolve) => dst, fp_v1_0.cmd_resolve_image;
+    "vkCmdClearColorImage" PFN_vkCmdClearColorImage fn cmd_clear_color_image(cb, image: vk::Image, l: vk::ImageLayout,
+        c: *const vk::ClearColorValue, n: u32, r: *const vk::ImageSubresourceRange) => image, fp_v1_0.cmd_clear_color_image;
+    "vkCmdCopyBufferToImage2" PFN_vkCmdCopyBufferToImage2 fn cmd_copy_buffer_to_image2(cb, i: *const vk::CopyBufferToImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_copy_buffer_to_image2;
+    "vkCmdCopyImage2" PFN_vkCmdCopyImage2 fn cmd_copy_image2(cb, i: *const vk::CopyImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_copy_image2;
+    "vkCmdBlitImage2" PFN_vkCmdBlitImage2 fn cmd_blit_image2(cb, i: *const vk::BlitImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_blit_image2;
+    "vkCmdResolveImage2" PFN_vkCmdResolveImage2 fn cmd_resolve_image2(cb, i: *const vk::ResolveImageInfo2)
+        => (*i).dst_image, fp_v1_3.cmd_resolve_image2;
+}
+
+pub unsafe extern "system" fn queue_submit(
+    q: vk::Queue,
+    n: u32,
+    s: *const vk::SubmitInfo<'_>,
+    fence: vk::Fence,
+) -> vk::Result {
+    let next = move || (fdm(state::device(q)).below.fp_v1_0().queue_submit)(q, n, s, fence);
+    guard::entry(
+        "vkQueueSubmit",
+        || {
+            let f = fdm(state::device(q));
+            let _g = f.queue_lock.lock();
+            note_submitted(
+                f,
+                slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)).copied(),
+            );
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn queue_submit2(
+    q: vk::Queue,
+    n: u32,
+    s: *const vk::SubmitInfo2<'_>,
+    fence: vk::Fence,
+) -> vk::Result {
+    let next = move || (fdm(state::device(q)).below.fp_v1_3().queue_submit2)(q, n, s, fence);
+    guard::entry(
+        "vkQueueSubmit2",
+        || {
+            let f = fdm(state::device(q));
+            let _g = f.queue_lock.lock();
+            note_submitted(
+                f,
+                slice(s, n)
+                    .iter()
+                    .flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count))
+                    .map(|c| c.command_buffer),
+            );
+            next()
+        },
+        next,
+    )
+}
+
+pub unsafe extern "system" fn queue_wait_idle(q: vk::Queue) -> vk::Result {
+    let next = move || (fdm(state::device(q)).below.fp_v1_0().queue_wait_idle)(q);
+    guard::entry(
+        "vkQueueWaitIdle",
+        || {
+            let _g = fdm(state::device(q)).queue_lock.lock();
+            next()
+        },
+        next,
+    )
+}

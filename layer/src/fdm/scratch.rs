@@ -1,0 +1,279 @@
+//! Scratch targets: per (attachment views, fragment area), images `1/area`
+//! the size of the framebuffer that a replay renders into (made before
+//! anything is recorded, cached until a view they stand for is destroyed),
+//! and the transfers between them and the real attachments: layout
+//! transitions and nearest-filter blits over rectangles that map exactly at
+//! an integer scale.
+
+use super::bins::Rect;
+use super::pass::{Att, Begin};
+use super::{memory_type, Fdm};
+use crate::state::DeviceData;
+use ash::vk;
+use std::collections::HashMap;
+
+/// Scratch targets, per (attachment views, area).
+#[derive(Default)]
+pub struct ScratchCache {
+    pub(super) sets: HashMap<(Vec<vk::ImageView>, (u32, u32)), ScratchSet>,
+}
+
+pub(super) struct ScratchSet {
+    pub(super) images: Vec<Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>>,
+    framebuffer: vk::Framebuffer,
+}
+
+impl ScratchCache {
+    pub unsafe fn destroy_all(&mut self, d: &ash::Device) {
+        for (_, s) in self.sets.drain() {
+            destroy_set(d, s);
+        }
+    }
+
+    pub unsafe fn forget_view(&mut self, d: &ash::Device, view: vk::ImageView) {
+        let keys: Vec<_> = self.sets.keys().filter(|k| k.0.contains(&view)).cloned().collect();
+        for k in keys {
+            if let Some(s) = self.sets.remove(&k) {
+                destroy_set(d, s);
+            }
+        }
+    }
+}
+
+unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
+    if s.framebuffer != vk::Framebuffer::null() {
+        d.destroy_framebuffer(s.framebuffer, None);
+    }
+    for (i, m, v) in s.images.into_iter().flatten() {
+        d.destroy_image_view(v, None);
+        d.destroy_image(i, None);
+        d.free_memory(m, None);
+    }
+}
+
+fn scaled(n: u32, a: u32) -> u32 {
+    n.div_ceil(a).max(1)
+}
+
+/// The scratch views for `atts` at `area` (created on first use).
+pub(super) unsafe fn scratch_views(
+    dev: &DeviceData,
+    f: &Fdm,
+    begin: &Begin,
+    atts: &[Option<Att>],
+    area: (u32, u32),
+    extent: (u32, u32),
+    layers: u32,
+) -> Result<(Vec<Option<vk::ImageView>>, vk::Framebuffer), vk::Result> {
+    let key_views: Vec<vk::ImageView> = atts.iter().flatten().map(|a| a.view).collect();
+    let key = (key_views, area);
+    let mut cache = f.scratch.lock();
+    if let Some(s) = cache.sets.get(&key) {
+        return Ok((s.images.iter().map(|x| x.map(|x| x.2)).collect(), s.framebuffer));
+    }
+    let d = &f.below;
+    let (w, h) = (scaled(extent.0, area.0), scaled(extent.1, area.1));
+    // One attachment's scratch image, memory and view; nothing is left
+    // behind when a step fails (handles not made yet are null, which
+    // vkDestroy*/vkFreeMemory ignore).
+    let make = |a: &Att| -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
+        let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
+        let r = (|| {
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImage")?;
+            made.0 = d.create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(a.format)
+                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
+                    .mip_levels(1)
+                    .array_layers(a.range.layer_count)
+                    .samples(a.samples)
+                    .usage(
+                        (a.usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
+                            | vk::ImageUsageFlags::TRANSFER_SRC
+                            | vk::ImageUsageFlags::TRANSFER_DST,
+                    ),
+                None,
+            )?;
+            let req = d.get_image_memory_requirements(made.0);
+            let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+                .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkAllocateMemory")?;
+            made.1 = d.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                None,
+            )?;
+            d.bind_image_memory(made.0, made.1, 0)?;
+            let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+            made.2 = d.create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(made.0)
+                    .view_type(a.view_type)
+                    .format(a.format)
+                    .subresource_range(range),
+                None,
+            )?;
+            Ok(())
+        })();
+        match r {
+            Ok(()) => Ok(made),
+            Err(e) => {
+                destroy_set(d, ScratchSet { images: vec![Some(made)], framebuffer: vk::Framebuffer::null() });
+                Err(e)
+            }
+        }
+    };
+    let mut images = Vec::new();
+    for a in atts {
+        match a.as_ref().map(make).transpose() {
+            Ok(x) => images.push(x),
+            Err(e) => {
+                destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() });
+                return Err(e);
+            }
+        }
+    }
+    let mut framebuffer = vk::Framebuffer::null();
+    if let Begin::RenderPass { render_pass, fb, views, .. } = begin {
+        let real = if fb.imageless { views.clone() } else { fb.views.clone() };
+        let all: Vec<vk::ImageView> = images.iter().zip(&real).map(|(s, r)| s.map(|s| s.2).unwrap_or(*r)).collect();
+        let made = d.create_framebuffer(
+            &vk::FramebufferCreateInfo::default()
+                .render_pass(*render_pass)
+                .attachments(&all)
+                .width(w)
+                .height(h)
+                .layers(layers),
+            None,
+        );
+        match made {
+            Ok(fb) => framebuffer = fb,
+            Err(e) => {
+                destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() });
+                return Err(e);
+            }
+        }
+    }
+    let out = (images.iter().map(|x| x.map(|x| x.2)).collect(), framebuffer);
+    cache.sets.insert(key, ScratchSet { images, framebuffer });
+    Ok(out)
+}
+
+/// Pairs of (framebuffer-space, scratch-space) rectangles covering `r`
+/// exactly at an integer scale (a partial last column/row maps one scratch
+/// texel onto what is left).
+pub(super) fn scaled_regions(r: Rect, area: (u32, u32)) -> Vec<(Rect, Rect)> {
+    let split = |x: u32, w: u32, a: u32| -> Vec<(u32, u32, u32, u32)> {
+        let full = w / a * a;
+        let mut v = Vec::new();
+        if full > 0 {
+            v.push((x, full, x / a, full / a));
+        }
+        if w > full {
+            v.push((x + full, w - full, (x + full) / a, 1));
+        }
+        v
+    };
+    let mut out = Vec::new();
+    for (fx, fw, sx, sw) in split(r.x, r.w, area.0) {
+        for (fy, fh, sy, sh) in split(r.y, r.h, area.1) {
+            out.push((Rect { x: fx, y: fy, w: fw, h: fh }, Rect { x: sx, y: sy, w: sw, h: sh }));
+        }
+    }
+    out
+}
+
+fn offsets(r: Rect) -> [vk::Offset3D; 2] {
+    [
+        vk::Offset3D { x: r.x as i32, y: r.y as i32, z: 0 },
+        vk::Offset3D { x: (r.x + r.w) as i32, y: (r.y + r.h) as i32, z: 1 },
+    ]
+}
+
+pub(super) struct Transition {
+    pub(super) image: vk::Image,
+    pub(super) range: vk::ImageSubresourceRange,
+    pub(super) old: vk::ImageLayout,
+    pub(super) new: vk::ImageLayout,
+}
+
+pub(super) unsafe fn barrier(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition]) {
+    let all = vk::PipelineStageFlags::ALL_COMMANDS;
+    let rw = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let imgs: Vec<vk::ImageMemoryBarrier> = t
+        .iter()
+        .map(|t| {
+            vk::ImageMemoryBarrier::default()
+                .old_layout(t.old)
+                .new_layout(t.new)
+                .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+                .dst_access_mask(rw)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .image(t.image)
+                .subresource_range(t.range)
+        })
+        .collect();
+    let mem = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::MEMORY_WRITE).dst_access_mask(rw)];
+    f.below.cmd_pipeline_barrier(cb, all, all, vk::DependencyFlags::empty(), &mem, &[], &imgs);
+}
+
+pub(super) unsafe fn blit(
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    src: (vk::Image, &Att),
+    dst: (vk::Image, &Att),
+    pairs: &[(Rect, Rect)],
+    up: bool,
+    scratch_layers: bool,
+) {
+    let (sa, da) = (src.1, dst.1);
+    let layers = |a: &Att, scratch: bool| vk::ImageSubresourceLayers {
+        aspect_mask: a.range.aspect_mask,
+        mip_level: if scratch { 0 } else { a.range.base_mip_level },
+        base_array_layer: if scratch { 0 } else { a.range.base_array_layer },
+        layer_count: a.range.layer_count,
+    };
+    let regions: Vec<vk::ImageBlit> = pairs
+        .iter()
+        .map(|(fb, sc)| {
+            let (s, d) = if up { (*sc, *fb) } else { (*fb, *sc) };
+            vk::ImageBlit {
+                src_subresource: layers(sa, up && scratch_layers),
+                src_offsets: offsets(s),
+                dst_subresource: layers(da, !up && scratch_layers),
+                dst_offsets: offsets(d),
+            }
+        })
+        .collect();
+    if regions.is_empty() {
+        return;
+    }
+    f.below.cmd_blit_image(
+        cb,
+        src.0,
+        vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+        dst.0,
+        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+        &regions,
+        vk::Filter::NEAREST,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaled_regions_cover_exactly() {
+        let r = Rect { x: 8, y: 4, w: 13, h: 6 };
+        let pairs = scaled_regions(r, (4, 2));
+        let px: u64 = pairs.iter().map(|(f, _)| f.pixels()).sum();
+        assert_eq!(px, r.pixels());
+        for (f, s) in &pairs {
+            assert_eq!(s.x, f.x / 4);
+            assert_eq!(s.y, f.y / 2);
+            assert!(f.w == s.w * 4 || s.w == 1 && f.w < 4);
+        }
+    }
+}
