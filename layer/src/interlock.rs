@@ -96,6 +96,7 @@ pub unsafe fn strip(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pnext;
     use std::ffi::CStr;
 
     #[test]
