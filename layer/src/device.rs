@@ -28,6 +28,8 @@ pub struct DeviceCore {
     pub next_create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
     /// The next layer's `vkCmdSetFragmentShadingRateKHR`, where the chain has it.
     pub next_set_fragment_shading_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>,
+    /// The next layer's `vkCmdBeginTransformFeedbackEXT`, where the chain has it.
+    pub next_begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
 }
 
 impl DeviceCore {

@@ -68,7 +68,9 @@ impl DeviceData {
 
 /// Runs a row's handlers in order, then the next layer's command. A `wrap`
 /// handler gets `next` and calls it; a `before` handler observes the
-/// dispatchable handle and the chain goes on.
+/// dispatchable handle and the chain goes on; an `own` handler (the density
+/// map's) calls down through its own table of the commands below it, which
+/// is the rest of this chain ([`below_fdm`]).
 macro_rules! chain {
     ($dev:ident, $below:ident, [], ($($a:ident: $t:ty),*), $down:expr) => {
         $down
@@ -85,6 +87,9 @@ macro_rules! chain {
     }};
     (@call wrap, $handler:path, $core:expr, $s:ident, $next:ident, ($($a:ident),*)) => {
         $handler($core, $s, $($a,)* $next)
+    };
+    (@call own, $handler:path, $core:expr, $s:ident, $next:ident, ($($a:ident),*)) => {
+        $handler($core, $s, $($a),*)
     };
     (@call before, $handler:path, $core:expr, $s:ident, $next:ident, ($h:ident $(, $a:ident)*)) => {{
         $handler($core, $s, $h);
@@ -152,9 +157,6 @@ struct Row {
 
 /// The entry point for `name` on `dev`, where the layer intercepts it there.
 pub fn hook_for(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
-    if let Some(h) = dev.fdm.as_ref().and_then(|f| crate::fdm::hook(Some(f.mode), name)) {
-        return Some(h);
-    }
     let row = row(name)?;
     (dev.plan.force_hooks || (row.active)(dev, false)).then_some(row.top).flatten()
 }
@@ -170,7 +172,7 @@ pub fn below_fdm(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// Any entry point for `name` (for `vkGetInstanceProcAddr`, which knows no
 /// device).
 pub fn any_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-    crate::fdm::hook(None, name).or_else(|| row(name)?.top)
+    row(name)?.top
 }
 
 // Commands of optional extensions: the next layer's pointer where it has
@@ -197,6 +199,14 @@ unsafe extern "system" fn no_set_fragment_shading_rate(
     _: *const [vk::FragmentShadingRateCombinerOpKHR; 2],
 ) {
 }
+unsafe extern "system" fn no_begin_transform_feedback(
+    _: vk::CommandBuffer,
+    _: u32,
+    _: u32,
+    _: *const vk::Buffer,
+    _: *const vk::DeviceSize,
+) {
+}
 unsafe extern "system" fn no_destroy_shader(_: vk::Device, _: vk::ShaderEXT, _: *const vk::AllocationCallbacks<'_>) {}
 
 impl DeviceCore {
@@ -209,117 +219,305 @@ impl DeviceCore {
     fn down_set_fragment_shading_rate(&self) -> vk::PFN_vkCmdSetFragmentShadingRateKHR {
         self.next_set_fragment_shading_rate.unwrap_or(no_set_fragment_shading_rate)
     }
+    fn down_begin_transform_feedback(&self) -> vk::PFN_vkCmdBeginTransformFeedbackEXT {
+        self.next_begin_transform_feedback.unwrap_or(no_begin_transform_feedback)
+    }
     fn down_destroy_shader(&self) -> vk::PFN_vkDestroyShaderEXT {
         self.shader_object.as_ref().map_or(no_destroy_shader, |f| f.destroy_shader_ext)
     }
 }
 
-use crate::{link, shader, shading_rate, spinlock};
+use crate::{fdm, link, shader, shading_rate, spinlock};
 
 device_commands! {
-    // Shader and pipeline creation: the shader route composes the
-    // capabilities that rewrite SPIR-V (interlock, varying linking) and
-    // judge pipelines by their shaders (1x1 shading rate, spinlock).
-    "vkCreateShaderModule" fn create_shader_module(device: vk::Device, info: *const vk::ShaderModuleCreateInfo<'_>,
-        alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderModule) -> vk::Result
-        = PFN_vkCreateShaderModule, down |c| c.fns.fp_v1_0().create_shader_module;
-        [shaders_slot => wrap shader::create_shader_module];
-    "vkDestroyShaderModule" fn destroy_shader_module(device: vk::Device, module: vk::ShaderModule,
-        alloc: *const vk::AllocationCallbacks<'_>)
-        = PFN_vkDestroyShaderModule, down |c| c.fns.fp_v1_0().destroy_shader_module;
-        [spinlock_slot => wrap spinlock::destroy_shader_module, shading_rate_slot => wrap shading_rate::destroy_shader_module,
-         varyings_slot => wrap link::destroy_shader_module];
-    "vkCreateGraphicsPipelines" fn create_graphics_pipelines(device: vk::Device, cache: vk::PipelineCache, count: u32,
-        infos: *const vk::GraphicsPipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>,
-        out: *mut vk::Pipeline) -> vk::Result
-        = PFN_vkCreateGraphicsPipelines, down |c| c.fns.fp_v1_0().create_graphics_pipelines;
-        [shaders_slot => wrap shader::create_graphics_pipelines];
-    "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, pipeline: vk::Pipeline,
-        alloc: *const vk::AllocationCallbacks<'_>)
-        = PFN_vkDestroyPipeline, down |c| c.fns.fp_v1_0().destroy_pipeline;
-        [spinlock_slot => wrap spinlock::destroy_pipeline, shading_rate_slot => wrap shading_rate::destroy_pipeline];
+    // Resources the density map translates or remembers.
+    "vkCreateImage" fn create_image(device: vk::Device, info: *const vk::ImageCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Image) -> vk::Result
+        = PFN_vkCreateImage, down |dc| dc.fns.fp_v1_0().create_image;
+        [fdm_slot => own fdm::create_image];
+    "vkDestroyImage" fn destroy_image(device: vk::Device, handle: vk::Image, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyImage, down |dc| dc.fns.fp_v1_0().destroy_image;
+        [fdm_slot => own fdm::destroy_image];
+    "vkCreateImageView" fn create_image_view(device: vk::Device, info: *const vk::ImageViewCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ImageView) -> vk::Result
+        = PFN_vkCreateImageView, down |dc| dc.fns.fp_v1_0().create_image_view;
+        [fdm_slot => own fdm::create_image_view];
+    "vkDestroyImageView" fn destroy_image_view(device: vk::Device, handle: vk::ImageView, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyImageView, down |dc| dc.fns.fp_v1_0().destroy_image_view;
+        [fdm_slot => own fdm::destroy_image_view];
+    "vkCreateSampler" fn create_sampler(device: vk::Device, info: *const vk::SamplerCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Sampler) -> vk::Result
+        = PFN_vkCreateSampler, down |dc| dc.fns.fp_v1_0().create_sampler;
+        [fdm_slot => own fdm::create_sampler];
+    "vkCreateRenderPass" fn create_render_pass(device: vk::Device, info: *const vk::RenderPassCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::RenderPass) -> vk::Result
+        = PFN_vkCreateRenderPass, down |dc| dc.fns.fp_v1_0().create_render_pass;
+        [fdm_slot => own fdm::create_render_pass];
+    "vkCreateRenderPass2" | "vkCreateRenderPass2KHR" fn create_render_pass2(device: vk::Device, info: *const vk::RenderPassCreateInfo2<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::RenderPass) -> vk::Result
+        = PFN_vkCreateRenderPass2, down |dc| dc.fns.fp_v1_2().create_render_pass2;
+        [fdm_slot => own fdm::create_render_pass2];
+    "vkDestroyRenderPass" fn destroy_render_pass(device: vk::Device, handle: vk::RenderPass, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyRenderPass, down |dc| dc.fns.fp_v1_0().destroy_render_pass;
+        [fdm_slot => own fdm::destroy_render_pass];
+    "vkCreateFramebuffer" fn create_framebuffer(device: vk::Device, info: *const vk::FramebufferCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Framebuffer) -> vk::Result
+        = PFN_vkCreateFramebuffer, down |dc| dc.fns.fp_v1_0().create_framebuffer;
+        [fdm_slot => own fdm::create_framebuffer];
+    "vkDestroyFramebuffer" fn destroy_framebuffer(device: vk::Device, handle: vk::Framebuffer, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyFramebuffer, down |dc| dc.fns.fp_v1_0().destroy_framebuffer;
+        [fdm_slot => own fdm::destroy_framebuffer];
+    "vkCreateDescriptorSetLayout" fn create_descriptor_set_layout(device: vk::Device, info: *const vk::DescriptorSetLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorSetLayout) -> vk::Result
+        = PFN_vkCreateDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().create_descriptor_set_layout;
+        [fdm_binned_slot => own fdm::descriptors::create_descriptor_set_layout, varyings_slot => wrap link::create_descriptor_set_layout];
+    "vkAllocateDescriptorSets" fn allocate_descriptor_sets(device: vk::Device, info: *const vk::DescriptorSetAllocateInfo<'_>, out: *mut vk::DescriptorSet) -> vk::Result
+        = PFN_vkAllocateDescriptorSets, down |dc| dc.fns.fp_v1_0().allocate_descriptor_sets;
+        [fdm_binned_slot => own fdm::descriptors::allocate_descriptor_sets];
+    "vkUpdateDescriptorSets" fn update_descriptor_sets(device: vk::Device, nw: u32, writes: *const vk::WriteDescriptorSet<'_>, nc: u32, copies: *const vk::CopyDescriptorSet<'_>)
+        = PFN_vkUpdateDescriptorSets, down |dc| dc.fns.fp_v1_0().update_descriptor_sets;
+        [fdm_binned_slot => own fdm::descriptors::update_descriptor_sets];
+    "vkUpdateDescriptorSetWithTemplate" | "vkUpdateDescriptorSetWithTemplateKHR" fn update_descriptor_set_with_template(device: vk::Device, set: vk::DescriptorSet, template: vk::DescriptorUpdateTemplate, data: *const std::ffi::c_void)
+        = PFN_vkUpdateDescriptorSetWithTemplate, down |dc| dc.fns.fp_v1_1().update_descriptor_set_with_template;
+        [fdm_binned_slot => own fdm::descriptors::update_descriptor_set_with_template];
+
+    // Shaders and pipelines: the density map makes per-area variants; the shader route composes
+    // the capabilities that rewrite SPIR-V (interlock, varying linking) and judge pipelines by their
+    // shaders (1x1 shading rate, spinlock).
+    "vkCreateShaderModule" fn create_shader_module(device: vk::Device, info: *const vk::ShaderModuleCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderModule) -> vk::Result
+        = PFN_vkCreateShaderModule, down |dc| dc.fns.fp_v1_0().create_shader_module;
+        [fdm_slot => own fdm::create_shader_module, shaders_slot => wrap shader::create_shader_module];
+    "vkDestroyShaderModule" fn destroy_shader_module(device: vk::Device, handle: vk::ShaderModule, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyShaderModule, down |dc| dc.fns.fp_v1_0().destroy_shader_module;
+        [fdm_slot => own fdm::destroy_shader_module, spinlock_slot => wrap spinlock::destroy_shader_module, shading_rate_slot => wrap shading_rate::destroy_shader_module, varyings_slot => wrap link::destroy_shader_module];
+    "vkCreateGraphicsPipelines" fn create_graphics_pipelines(device: vk::Device, cache: vk::PipelineCache, count: u32, infos: *const vk::GraphicsPipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Pipeline) -> vk::Result
+        = PFN_vkCreateGraphicsPipelines, down |dc| dc.fns.fp_v1_0().create_graphics_pipelines;
+        [fdm_slot => own fdm::create_graphics_pipelines, shaders_slot => wrap shader::create_graphics_pipelines];
+    "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, handle: vk::Pipeline, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyPipeline, down |dc| dc.fns.fp_v1_0().destroy_pipeline;
+        [fdm_slot => own fdm::destroy_pipeline, spinlock_slot => wrap spinlock::destroy_pipeline, shading_rate_slot => wrap shading_rate::destroy_pipeline];
+
+    // Command buffers and synchronization.
+    "vkAllocateCommandBuffers" fn allocate_command_buffers(device: vk::Device, info: *const vk::CommandBufferAllocateInfo<'_>, out: *mut vk::CommandBuffer) -> vk::Result
+        = PFN_vkAllocateCommandBuffers, down |dc| dc.fns.fp_v1_0().allocate_command_buffers;
+        [fdm_binned_slot => own fdm::command_buffers::allocate_command_buffers];
+    "vkFreeCommandBuffers" fn free_command_buffers(device: vk::Device, pool: vk::CommandPool, n: u32, cbs: *const vk::CommandBuffer)
+        = PFN_vkFreeCommandBuffers, down |dc| dc.fns.fp_v1_0().free_command_buffers;
+        [fdm_binned_slot => own fdm::command_buffers::free_command_buffers];
+    "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
+        = PFN_vkBeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
+        [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, spinlock_slot => wrap spinlock::begin_command_buffer, shading_rate_slot => wrap shading_rate::begin_command_buffer];
+    "vkCmdPipelineBarrier" fn cmd_pipeline_barrier(cb: vk::CommandBuffer, src: vk::PipelineStageFlags, dst: vk::PipelineStageFlags, deps: vk::DependencyFlags, nm: u32, m: *const vk::MemoryBarrier<'_>, nb: u32, b: *const vk::BufferMemoryBarrier<'_>, ni: u32, i: *const vk::ImageMemoryBarrier<'_>)
+        = PFN_vkCmdPipelineBarrier, down |dc| dc.fns.fp_v1_0().cmd_pipeline_barrier;
+        [fdm_slot => own fdm::command_buffers::cmd_pipeline_barrier];
+    "vkCmdPipelineBarrier2" | "vkCmdPipelineBarrier2KHR" fn cmd_pipeline_barrier2(cb: vk::CommandBuffer, d: *const vk::DependencyInfo<'_>)
+        = PFN_vkCmdPipelineBarrier2, down |dc| dc.fns.fp_v1_3().cmd_pipeline_barrier2;
+        [fdm_slot => own fdm::command_buffers::cmd_pipeline_barrier2];
+    "vkCmdWaitEvents" fn cmd_wait_events(cb: vk::CommandBuffer, n: u32, events: *const vk::Event, src: vk::PipelineStageFlags, dst: vk::PipelineStageFlags, nm: u32, m: *const vk::MemoryBarrier<'_>, nb: u32, b: *const vk::BufferMemoryBarrier<'_>, ni: u32, i: *const vk::ImageMemoryBarrier<'_>)
+        = PFN_vkCmdWaitEvents, down |dc| dc.fns.fp_v1_0().cmd_wait_events;
+        [fdm_slot => own fdm::command_buffers::cmd_wait_events];
+    "vkCmdBeginQuery" fn cmd_begin_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32, flags: vk::QueryControlFlags)
+        = PFN_vkCmdBeginQuery, down |dc| dc.fns.fp_v1_0().cmd_begin_query;
+        [fdm_binned_slot => own fdm::command_buffers::cmd_begin_query];
+    "vkCmdEndQuery" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32)
+        = PFN_vkCmdEndQuery, down |dc| dc.fns.fp_v1_0().cmd_end_query;
+        [fdm_binned_slot => own fdm::command_buffers::cmd_end_query];
+    "vkCmdWriteTimestamp" fn cmd_write_timestamp(cb: vk::CommandBuffer, stage: vk::PipelineStageFlags, pool: vk::QueryPool, q: u32)
+        = PFN_vkCmdWriteTimestamp, down |dc| dc.fns.fp_v1_0().cmd_write_timestamp;
+        [fdm_binned_slot => own fdm::command_buffers::cmd_write_timestamp];
+
+    // Passes.
+    "vkCmdBeginRenderPass" fn cmd_begin_render_pass(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>, contents: vk::SubpassContents)
+        = PFN_vkCmdBeginRenderPass, down |dc| dc.fns.fp_v1_0().cmd_begin_render_pass;
+        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass];
+    "vkCmdBeginRenderPass2" | "vkCmdBeginRenderPass2KHR" fn cmd_begin_render_pass2(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>, sub: *const vk::SubpassBeginInfo<'_>)
+        = PFN_vkCmdBeginRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_begin_render_pass2;
+        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass2];
+    "vkCmdNextSubpass" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents)
+        = PFN_vkCmdNextSubpass, down |dc| dc.fns.fp_v1_0().cmd_next_subpass;
+        [fdm_binned_slot => own fdm::pass::cmd_next_subpass];
+    "vkCmdNextSubpass2" | "vkCmdNextSubpass2KHR" fn cmd_next_subpass2(cb: vk::CommandBuffer, b: *const vk::SubpassBeginInfo<'_>, e: *const vk::SubpassEndInfo<'_>)
+        = PFN_vkCmdNextSubpass2, down |dc| dc.fns.fp_v1_2().cmd_next_subpass2;
+        [fdm_binned_slot => own fdm::pass::cmd_next_subpass2];
+    "vkCmdEndRenderPass" fn cmd_end_render_pass(cb: vk::CommandBuffer)
+        = PFN_vkCmdEndRenderPass, down |dc| dc.fns.fp_v1_0().cmd_end_render_pass;
+        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass];
+    "vkCmdEndRenderPass2" | "vkCmdEndRenderPass2KHR" fn cmd_end_render_pass2(cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>)
+        = PFN_vkCmdEndRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_end_render_pass2;
+        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass2];
+    "vkCmdBeginRendering" | "vkCmdBeginRenderingKHR" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *const vk::RenderingInfo<'_>)
+        = PFN_vkCmdBeginRendering, down |dc| dc.fns.fp_v1_3().cmd_begin_rendering;
+        [fdm_slot => own fdm::pass::cmd_begin_rendering];
+    "vkCmdEndRendering" | "vkCmdEndRenderingKHR" fn cmd_end_rendering(cb: vk::CommandBuffer)
+        = PFN_vkCmdEndRendering, down |dc| dc.fns.fp_v1_3().cmd_end_rendering;
+        [fdm_binned_slot => own fdm::pass::cmd_end_rendering];
+    "vkCmdExecuteCommands" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32, cbs: *const vk::CommandBuffer)
+        = PFN_vkCmdExecuteCommands, down |dc| dc.fns.fp_v1_0().cmd_execute_commands;
+        [fdm_binned_slot => own fdm::pass::cmd_execute_commands];
+
+    // What a density-map pass captures; draws also bind the spinlock's lock set.
+    "vkCmdBindPipeline" fn cmd_bind_pipeline(cb: vk::CommandBuffer, point: vk::PipelineBindPoint, p: vk::Pipeline)
+        = PFN_vkCmdBindPipeline, down |dc| dc.fns.fp_v1_0().cmd_bind_pipeline;
+        [fdm_binned_slot => own fdm::capture::cmd_bind_pipeline, spinlock_slot => wrap spinlock::cmd_bind_pipeline, shading_rate_slot => wrap shading_rate::cmd_bind_pipeline];
+    "vkCmdBindDescriptorSets" fn cmd_bind_descriptor_sets(cb: vk::CommandBuffer, point: vk::PipelineBindPoint, layout: vk::PipelineLayout, first: u32, n: u32, sets: *const vk::DescriptorSet, no: u32, offsets: *const u32)
+        = PFN_vkCmdBindDescriptorSets, down |dc| dc.fns.fp_v1_0().cmd_bind_descriptor_sets;
+        [fdm_binned_slot => own fdm::capture::cmd_bind_descriptor_sets];
+    "vkCmdBindVertexBuffers" fn cmd_bind_vertex_buffers(cb: vk::CommandBuffer, first: u32, n: u32, buffers: *const vk::Buffer, offsets: *const vk::DeviceSize)
+        = PFN_vkCmdBindVertexBuffers, down |dc| dc.fns.fp_v1_0().cmd_bind_vertex_buffers;
+        [fdm_binned_slot => own fdm::capture::cmd_bind_vertex_buffers];
+    "vkCmdBindVertexBuffers2" | "vkCmdBindVertexBuffers2EXT" fn cmd_bind_vertex_buffers2(cb: vk::CommandBuffer, first: u32, n: u32, buffers: *const vk::Buffer, offsets: *const vk::DeviceSize, sizes: *const vk::DeviceSize, strides: *const vk::DeviceSize)
+        = PFN_vkCmdBindVertexBuffers2, down |dc| dc.fns.fp_v1_3().cmd_bind_vertex_buffers2;
+        [fdm_binned_slot => own fdm::capture::cmd_bind_vertex_buffers2];
+    "vkCmdBindIndexBuffer" fn cmd_bind_index_buffer(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, ty: vk::IndexType)
+        = PFN_vkCmdBindIndexBuffer, down |dc| dc.fns.fp_v1_0().cmd_bind_index_buffer;
+        [fdm_binned_slot => own fdm::capture::cmd_bind_index_buffer];
+    "vkCmdPushConstants" fn cmd_push_constants(cb: vk::CommandBuffer, layout: vk::PipelineLayout, stages: vk::ShaderStageFlags, offset: u32, size: u32, data: *const std::ffi::c_void)
+        = PFN_vkCmdPushConstants, down |dc| dc.fns.fp_v1_0().cmd_push_constants;
+        [fdm_binned_slot => own fdm::capture::cmd_push_constants];
+    "vkCmdSetViewport" fn cmd_set_viewport(cb: vk::CommandBuffer, first: u32, n: u32, vp: *const vk::Viewport)
+        = PFN_vkCmdSetViewport, down |dc| dc.fns.fp_v1_0().cmd_set_viewport;
+        [fdm_binned_slot => own fdm::capture::cmd_set_viewport];
+    "vkCmdSetScissor" fn cmd_set_scissor(cb: vk::CommandBuffer, first: u32, n: u32, s: *const vk::Rect2D)
+        = PFN_vkCmdSetScissor, down |dc| dc.fns.fp_v1_0().cmd_set_scissor;
+        [fdm_binned_slot => own fdm::capture::cmd_set_scissor];
+    "vkCmdSetLineWidth" fn cmd_set_line_width(cb: vk::CommandBuffer, w: f32)
+        = PFN_vkCmdSetLineWidth, down |dc| dc.fns.fp_v1_0().cmd_set_line_width;
+        [fdm_binned_slot => own fdm::capture::cmd_set_line_width];
+    "vkCmdSetDepthBias" fn cmd_set_depth_bias(cb: vk::CommandBuffer, a: f32, b: f32, c: f32)
+        = PFN_vkCmdSetDepthBias, down |dc| dc.fns.fp_v1_0().cmd_set_depth_bias;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_bias];
+    "vkCmdSetBlendConstants" fn cmd_set_blend_constants(cb: vk::CommandBuffer, c: *const [f32; 4])
+        = PFN_vkCmdSetBlendConstants, down |dc| dc.fns.fp_v1_0().cmd_set_blend_constants;
+        [fdm_binned_slot => own fdm::capture::cmd_set_blend_constants];
+    "vkCmdSetDepthBounds" fn cmd_set_depth_bounds(cb: vk::CommandBuffer, a: f32, b: f32)
+        = PFN_vkCmdSetDepthBounds, down |dc| dc.fns.fp_v1_0().cmd_set_depth_bounds;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_bounds];
+    "vkCmdSetStencilCompareMask" fn cmd_set_stencil_compare_mask(cb: vk::CommandBuffer, face: vk::StencilFaceFlags, m: u32)
+        = PFN_vkCmdSetStencilCompareMask, down |dc| dc.fns.fp_v1_0().cmd_set_stencil_compare_mask;
+        [fdm_binned_slot => own fdm::capture::cmd_set_stencil_compare_mask];
+    "vkCmdSetStencilWriteMask" fn cmd_set_stencil_write_mask(cb: vk::CommandBuffer, face: vk::StencilFaceFlags, m: u32)
+        = PFN_vkCmdSetStencilWriteMask, down |dc| dc.fns.fp_v1_0().cmd_set_stencil_write_mask;
+        [fdm_binned_slot => own fdm::capture::cmd_set_stencil_write_mask];
+    "vkCmdSetStencilReference" fn cmd_set_stencil_reference(cb: vk::CommandBuffer, face: vk::StencilFaceFlags, m: u32)
+        = PFN_vkCmdSetStencilReference, down |dc| dc.fns.fp_v1_0().cmd_set_stencil_reference;
+        [fdm_binned_slot => own fdm::capture::cmd_set_stencil_reference];
+    "vkCmdDraw" fn cmd_draw(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, d: u32)
+        = PFN_vkCmdDraw, down |dc| dc.fns.fp_v1_0().cmd_draw;
+        [fdm_binned_slot => own fdm::capture::cmd_draw, spinlock_slot => before spinlock::bind_locks];
+    "vkCmdDrawIndexed" fn cmd_draw_indexed(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, o: i32, d: u32)
+        = PFN_vkCmdDrawIndexed, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed;
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, spinlock_slot => before spinlock::bind_locks];
+    "vkCmdDrawIndirect" fn cmd_draw_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
+        = PFN_vkCmdDrawIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indirect;
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, spinlock_slot => before spinlock::bind_locks];
+    "vkCmdDrawIndexedIndirect" fn cmd_draw_indexed_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
+        = PFN_vkCmdDrawIndexedIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed_indirect;
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, spinlock_slot => before spinlock::bind_locks];
+    "vkCmdDrawIndirectCount" | "vkCmdDrawIndirectCountKHR" | "vkCmdDrawIndirectCountAMD" fn cmd_draw_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
+        = PFN_vkCmdDrawIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indirect_count;
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, spinlock_slot => before spinlock::bind_locks];
+    "vkCmdDrawIndexedIndirectCount" | "vkCmdDrawIndexedIndirectCountKHR" | "vkCmdDrawIndexedIndirectCountAMD" fn cmd_draw_indexed_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
+        = PFN_vkCmdDrawIndexedIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indexed_indirect_count;
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, spinlock_slot => before spinlock::bind_locks];
+    "vkCmdSetViewportWithCount" | "vkCmdSetViewportWithCountEXT" fn cmd_set_viewport_with_count(cb: vk::CommandBuffer, n: u32, vp: *const vk::Viewport)
+        = PFN_vkCmdSetViewportWithCount, down |dc| dc.fns.fp_v1_3().cmd_set_viewport_with_count;
+        [fdm_binned_slot => own fdm::capture::cmd_set_viewport_with_count];
+    "vkCmdSetScissorWithCount" | "vkCmdSetScissorWithCountEXT" fn cmd_set_scissor_with_count(cb: vk::CommandBuffer, n: u32, sc: *const vk::Rect2D)
+        = PFN_vkCmdSetScissorWithCount, down |dc| dc.fns.fp_v1_3().cmd_set_scissor_with_count;
+        [fdm_binned_slot => own fdm::capture::cmd_set_scissor_with_count];
+    "vkCmdClearAttachments" fn cmd_clear_attachments(cb: vk::CommandBuffer, n: u32, a: *const vk::ClearAttachment, nr: u32, r: *const vk::ClearRect)
+        = PFN_vkCmdClearAttachments, down |dc| dc.fns.fp_v1_0().cmd_clear_attachments;
+        [fdm_binned_slot => own fdm::capture::cmd_clear_attachments];
+    "vkCmdSetCullMode" | "vkCmdSetCullModeEXT" fn cmd_set_cull_mode(cb: vk::CommandBuffer, m: vk::CullModeFlags)
+        = PFN_vkCmdSetCullMode, down |dc| dc.fns.fp_v1_3().cmd_set_cull_mode;
+        [fdm_binned_slot => own fdm::capture::cmd_set_cull_mode];
+    "vkCmdSetFrontFace" | "vkCmdSetFrontFaceEXT" fn cmd_set_front_face(cb: vk::CommandBuffer, m: vk::FrontFace)
+        = PFN_vkCmdSetFrontFace, down |dc| dc.fns.fp_v1_3().cmd_set_front_face;
+        [fdm_binned_slot => own fdm::capture::cmd_set_front_face];
+    "vkCmdSetPrimitiveTopology" | "vkCmdSetPrimitiveTopologyEXT" fn cmd_set_primitive_topology(cb: vk::CommandBuffer, m: vk::PrimitiveTopology)
+        = PFN_vkCmdSetPrimitiveTopology, down |dc| dc.fns.fp_v1_3().cmd_set_primitive_topology;
+        [fdm_binned_slot => own fdm::capture::cmd_set_primitive_topology];
+    "vkCmdSetDepthTestEnable" | "vkCmdSetDepthTestEnableEXT" fn cmd_set_depth_test_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetDepthTestEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_test_enable;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_test_enable];
+    "vkCmdSetDepthWriteEnable" | "vkCmdSetDepthWriteEnableEXT" fn cmd_set_depth_write_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetDepthWriteEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_write_enable;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_write_enable];
+    "vkCmdSetDepthCompareOp" | "vkCmdSetDepthCompareOpEXT" fn cmd_set_depth_compare_op(cb: vk::CommandBuffer, o: vk::CompareOp)
+        = PFN_vkCmdSetDepthCompareOp, down |dc| dc.fns.fp_v1_3().cmd_set_depth_compare_op;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_compare_op];
+    "vkCmdSetDepthBoundsTestEnable" | "vkCmdSetDepthBoundsTestEnableEXT" fn cmd_set_depth_bounds_test_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetDepthBoundsTestEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_bounds_test_enable;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_bounds_test_enable];
+    "vkCmdSetStencilTestEnable" | "vkCmdSetStencilTestEnableEXT" fn cmd_set_stencil_test_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetStencilTestEnable, down |dc| dc.fns.fp_v1_3().cmd_set_stencil_test_enable;
+        [fdm_binned_slot => own fdm::capture::cmd_set_stencil_test_enable];
+    "vkCmdSetStencilOp" | "vkCmdSetStencilOpEXT" fn cmd_set_stencil_op(cb: vk::CommandBuffer, face: vk::StencilFaceFlags, fail: vk::StencilOp, pass: vk::StencilOp, depth_fail: vk::StencilOp, op: vk::CompareOp)
+        = PFN_vkCmdSetStencilOp, down |dc| dc.fns.fp_v1_3().cmd_set_stencil_op;
+        [fdm_binned_slot => own fdm::capture::cmd_set_stencil_op];
+    "vkCmdSetRasterizerDiscardEnable" | "vkCmdSetRasterizerDiscardEnableEXT" fn cmd_set_rasterizer_discard_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetRasterizerDiscardEnable, down |dc| dc.fns.fp_v1_3().cmd_set_rasterizer_discard_enable;
+        [fdm_binned_slot => own fdm::capture::cmd_set_rasterizer_discard_enable];
+    "vkCmdSetDepthBiasEnable" | "vkCmdSetDepthBiasEnableEXT" fn cmd_set_depth_bias_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetDepthBiasEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_bias_enable;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_bias_enable];
+    "vkCmdSetPrimitiveRestartEnable" | "vkCmdSetPrimitiveRestartEnableEXT" fn cmd_set_primitive_restart_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetPrimitiveRestartEnable, down |dc| dc.fns.fp_v1_3().cmd_set_primitive_restart_enable;
+        [fdm_binned_slot => own fdm::capture::cmd_set_primitive_restart_enable];
+    "vkCmdBeginTransformFeedbackEXT" fn cmd_begin_transform_feedback(cb: vk::CommandBuffer, first: u32, n: u32, buffers: *const vk::Buffer, offsets: *const vk::DeviceSize)
+        = PFN_vkCmdBeginTransformFeedbackEXT, down |dc| dc.down_begin_transform_feedback();
+        [fdm_binned_slot => own fdm::capture::cmd_begin_transform_feedback];
+
+    // Transfers that may write a density map, and submission.
+    "vkCmdCopyBufferToImage" fn cmd_copy_buffer_to_image(cb: vk::CommandBuffer, src: vk::Buffer, dst: vk::Image, layout: vk::ImageLayout, n: u32, r: *const vk::BufferImageCopy)
+        = PFN_vkCmdCopyBufferToImage, down |dc| dc.fns.fp_v1_0().cmd_copy_buffer_to_image;
+        [fdm_binned_slot => own fdm::queue::cmd_copy_buffer_to_image];
+    "vkCmdCopyImage" fn cmd_copy_image(cb: vk::CommandBuffer, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image, dl: vk::ImageLayout, n: u32, r: *const vk::ImageCopy)
+        = PFN_vkCmdCopyImage, down |dc| dc.fns.fp_v1_0().cmd_copy_image;
+        [fdm_binned_slot => own fdm::queue::cmd_copy_image];
+    "vkCmdBlitImage" fn cmd_blit_image(cb: vk::CommandBuffer, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image, dl: vk::ImageLayout, n: u32, r: *const vk::ImageBlit, filter: vk::Filter)
+        = PFN_vkCmdBlitImage, down |dc| dc.fns.fp_v1_0().cmd_blit_image;
+        [fdm_binned_slot => own fdm::queue::cmd_blit_image];
+    "vkCmdResolveImage" fn cmd_resolve_image(cb: vk::CommandBuffer, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image, dl: vk::ImageLayout, n: u32, r: *const vk::ImageResolve)
+        = PFN_vkCmdResolveImage, down |dc| dc.fns.fp_v1_0().cmd_resolve_image;
+        [fdm_binned_slot => own fdm::queue::cmd_resolve_image];
+    "vkCmdClearColorImage" fn cmd_clear_color_image(cb: vk::CommandBuffer, image: vk::Image, l: vk::ImageLayout, c: *const vk::ClearColorValue, n: u32, r: *const vk::ImageSubresourceRange)
+        = PFN_vkCmdClearColorImage, down |dc| dc.fns.fp_v1_0().cmd_clear_color_image;
+        [fdm_binned_slot => own fdm::queue::cmd_clear_color_image];
+    "vkCmdCopyBufferToImage2" | "vkCmdCopyBufferToImage2KHR" fn cmd_copy_buffer_to_image2(cb: vk::CommandBuffer, i: *const vk::CopyBufferToImageInfo2)
+        = PFN_vkCmdCopyBufferToImage2, down |dc| dc.fns.fp_v1_3().cmd_copy_buffer_to_image2;
+        [fdm_binned_slot => own fdm::queue::cmd_copy_buffer_to_image2];
+    "vkCmdCopyImage2" | "vkCmdCopyImage2KHR" fn cmd_copy_image2(cb: vk::CommandBuffer, i: *const vk::CopyImageInfo2)
+        = PFN_vkCmdCopyImage2, down |dc| dc.fns.fp_v1_3().cmd_copy_image2;
+        [fdm_binned_slot => own fdm::queue::cmd_copy_image2];
+    "vkCmdBlitImage2" | "vkCmdBlitImage2KHR" fn cmd_blit_image2(cb: vk::CommandBuffer, i: *const vk::BlitImageInfo2)
+        = PFN_vkCmdBlitImage2, down |dc| dc.fns.fp_v1_3().cmd_blit_image2;
+        [fdm_binned_slot => own fdm::queue::cmd_blit_image2];
+    "vkCmdResolveImage2" | "vkCmdResolveImage2KHR" fn cmd_resolve_image2(cb: vk::CommandBuffer, i: *const vk::ResolveImageInfo2)
+        = PFN_vkCmdResolveImage2, down |dc| dc.fns.fp_v1_3().cmd_resolve_image2;
+        [fdm_binned_slot => own fdm::queue::cmd_resolve_image2];
+    "vkQueueSubmit" fn queue_submit(q: vk::Queue, n: u32, s: *const vk::SubmitInfo<'_>, fence: vk::Fence) -> vk::Result
+        = PFN_vkQueueSubmit, down |dc| dc.fns.fp_v1_0().queue_submit;
+        [fdm_binned_slot => own fdm::queue::queue_submit];
+    "vkQueueSubmit2" | "vkQueueSubmit2KHR" fn queue_submit2(q: vk::Queue, n: u32, s: *const vk::SubmitInfo2<'_>, fence: vk::Fence) -> vk::Result
+        = PFN_vkQueueSubmit2, down |dc| dc.fns.fp_v1_3().queue_submit2;
+        [fdm_binned_slot => own fdm::queue::queue_submit2];
+    "vkQueueWaitIdle" fn queue_wait_idle(q: vk::Queue) -> vk::Result
+        = PFN_vkQueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
+        [fdm_binned_slot => own fdm::queue::queue_wait_idle];
+
+    // Shader objects, pipeline layouts and the shading rate (no density-map part).
     "vkCreateShadersEXT" fn create_shaders(device: vk::Device, count: u32, infos: *const vk::ShaderCreateInfoEXT<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderEXT) -> vk::Result
-        = PFN_vkCreateShadersEXT, down |c| c.down_create_shaders();
+        = PFN_vkCreateShadersEXT, down |dc| dc.down_create_shaders();
         [shaders_slot => wrap shader::create_shaders_ext];
     "vkDestroyShaderEXT" fn destroy_shader(device: vk::Device, shader: vk::ShaderEXT,
         alloc: *const vk::AllocationCallbacks<'_>)
-        = PFN_vkDestroyShaderEXT, down |c| c.down_destroy_shader();
+        = PFN_vkDestroyShaderEXT, down |dc| dc.down_destroy_shader();
         [spinlock_slot => wrap spinlock::destroy_shader];
     "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout) -> vk::Result
-        = PFN_vkCreatePipelineLayout, down |c| c.fns.fp_v1_0().create_pipeline_layout;
-        // The linker notes the application's layout; the spinlock extends it.
+        = PFN_vkCreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
         [varyings_slot => wrap link::create_pipeline_layout, spinlock_slot => wrap spinlock::create_pipeline_layout];
-    "vkCreateDescriptorSetLayout" fn create_descriptor_set_layout(device: vk::Device,
-        info: *const vk::DescriptorSetLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>,
-        out: *mut vk::DescriptorSetLayout) -> vk::Result
-        = PFN_vkCreateDescriptorSetLayout, down |c| c.fns.fp_v1_0().create_descriptor_set_layout;
-        [varyings_slot => wrap link::create_descriptor_set_layout];
-
-    // Command buffers and binds.
-    "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>)
-        -> vk::Result
-        = PFN_vkBeginCommandBuffer, down |c| c.fns.fp_v1_0().begin_command_buffer;
-        [spinlock_slot => wrap spinlock::begin_command_buffer, shading_rate_slot => wrap shading_rate::begin_command_buffer];
-    "vkCmdBindPipeline" fn cmd_bind_pipeline(cb: vk::CommandBuffer, point: vk::PipelineBindPoint, pipeline: vk::Pipeline)
-        = PFN_vkCmdBindPipeline, down |c| c.fns.fp_v1_0().cmd_bind_pipeline;
-        [spinlock_slot => wrap spinlock::cmd_bind_pipeline, shading_rate_slot => wrap shading_rate::cmd_bind_pipeline];
     "vkCmdBindShadersEXT" fn cmd_bind_shaders(cb: vk::CommandBuffer, count: u32, stages: *const vk::ShaderStageFlags,
         shaders: *const vk::ShaderEXT)
-        = PFN_vkCmdBindShadersEXT, down |c| c.down_bind_shaders();
+        = PFN_vkCmdBindShadersEXT, down |dc| dc.down_bind_shaders();
         [spinlock_slot => wrap spinlock::cmd_bind_shaders];
     "vkCmdSetFragmentShadingRateKHR" fn cmd_set_fragment_shading_rate(cb: vk::CommandBuffer,
         size: *const vk::Extent2D, ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2])
-        = PFN_vkCmdSetFragmentShadingRateKHR, down |c| c.down_set_fragment_shading_rate();
+        = PFN_vkCmdSetFragmentShadingRateKHR, down |dc| dc.down_set_fragment_shading_rate();
         [shading_rate_slot => wrap shading_rate::cmd_set_fragment_shading_rate];
-
-    // Render passes and submission: no capability in this table yet (the
-    // density map hooks its own, `crate::fdm::hook`); `force_enable` hooks
-    // them to measure the dispatch cost.
-    "vkCmdBeginRenderPass" fn cmd_begin_render_pass(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>,
-        contents: vk::SubpassContents)
-        = PFN_vkCmdBeginRenderPass, down |c| c.fns.fp_v1_0().cmd_begin_render_pass;
-        [];
-    "vkCmdEndRenderPass" fn cmd_end_render_pass(cb: vk::CommandBuffer)
-        = PFN_vkCmdEndRenderPass, down |c| c.fns.fp_v1_0().cmd_end_render_pass;
-        [];
-    "vkCmdBeginRendering" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *const vk::RenderingInfo<'_>)
-        = PFN_vkCmdBeginRendering, down |c| c.fns.fp_v1_3().cmd_begin_rendering;
-        [];
-    "vkCmdEndRendering" fn cmd_end_rendering(cb: vk::CommandBuffer)
-        = PFN_vkCmdEndRendering, down |c| c.fns.fp_v1_3().cmd_end_rendering;
-        [];
-    "vkQueueSubmit" fn queue_submit(queue: vk::Queue, count: u32, submits: *const vk::SubmitInfo<'_>, fence: vk::Fence)
-        -> vk::Result
-        = PFN_vkQueueSubmit, down |c| c.fns.fp_v1_0().queue_submit;
-        [];
-
-    // Draws: the spinlock binds its lock set where the bound pipeline locks.
-    "vkCmdDraw" fn cmd_draw(cb: vk::CommandBuffer, vertex_count: u32, instance_count: u32, first_vertex: u32,
-        first_instance: u32)
-        = PFN_vkCmdDraw, down |c| c.fns.fp_v1_0().cmd_draw;
-        [spinlock_slot => before spinlock::bind_locks];
-    "vkCmdDrawIndexed" fn cmd_draw_indexed(cb: vk::CommandBuffer, index_count: u32, instance_count: u32,
-        first_index: u32, vertex_offset: i32, first_instance: u32)
-        = PFN_vkCmdDrawIndexed, down |c| c.fns.fp_v1_0().cmd_draw_indexed;
-        [spinlock_slot => before spinlock::bind_locks];
-    "vkCmdDrawIndirect" fn cmd_draw_indirect(cb: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize,
-        count: u32, stride: u32)
-        = PFN_vkCmdDrawIndirect, down |c| c.fns.fp_v1_0().cmd_draw_indirect;
-        [spinlock_slot => before spinlock::bind_locks];
-    "vkCmdDrawIndexedIndirect" fn cmd_draw_indexed_indirect(cb: vk::CommandBuffer, buffer: vk::Buffer,
-        offset: vk::DeviceSize, count: u32, stride: u32)
-        = PFN_vkCmdDrawIndexedIndirect, down |c| c.fns.fp_v1_0().cmd_draw_indexed_indirect;
-        [spinlock_slot => before spinlock::bind_locks];
-    "vkCmdDrawIndirectCount" | "vkCmdDrawIndirectCountKHR" fn cmd_draw_indirect_count(cb: vk::CommandBuffer,
-        buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer, count_offset: vk::DeviceSize, max: u32,
-        stride: u32)
-        = PFN_vkCmdDrawIndirectCount, down |c| c.fns.fp_v1_2().cmd_draw_indirect_count;
-        [spinlock_slot => before spinlock::bind_locks];
-    "vkCmdDrawIndexedIndirectCount" | "vkCmdDrawIndexedIndirectCountKHR" fn cmd_draw_indexed_indirect_count(
-        cb: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer,
-        count_offset: vk::DeviceSize, max: u32, stride: u32)
-        = PFN_vkCmdDrawIndexedIndirectCount, down |c| c.fns.fp_v1_2().cmd_draw_indexed_indirect_count;
-        [spinlock_slot => before spinlock::bind_locks];
 }

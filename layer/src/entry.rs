@@ -626,6 +626,8 @@ unsafe extern "system" fn create_device(
                     shader_object,
                     next_create_shaders,
                     next_set_fragment_shading_rate,
+                    next_begin_transform_feedback: next_gdpa(handle, c"vkCmdBeginTransformFeedbackEXT".as_ptr())
+                        .map(|f| std::mem::transmute(f)),
                 },
                 interlock,
                 spinlock,
@@ -643,7 +645,7 @@ unsafe extern "system" fn create_device(
                     },
                     handle,
                 );
-                let mut fdm = crate::fdm::Fdm::new(
+                let fdm = crate::fdm::Fdm::new(
                     mode,
                     below,
                     &data.instance.fns,
@@ -652,9 +654,6 @@ unsafe extern "system" fn create_device(
                     set_loader_data,
                     data.instance.settings.fdm_overlay,
                 );
-                fdm.begin_transform_feedback = next_gdpa(handle, c"vkCmdBeginTransformFeedbackEXT".as_ptr()).map(|f| {
-                    std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCmdBeginTransformFeedbackEXT>(f)
-                });
                 data.fdm = Some(fdm);
             }
             let driver =

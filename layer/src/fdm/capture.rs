@@ -16,25 +16,22 @@
 use super::command_buffers::{cb_state, CbState};
 use super::commands::{emit, Cmd, StateCall, Transform};
 use super::pass::{go_live, Begin};
-use super::{fdm, Fdm};
+use super::Fdm;
+use crate::device::DeviceCore;
 use crate::ffi::slice;
-use crate::guard::{self, debug_panic};
 use crate::id;
 use crate::settings::LogLevel;
-use crate::state::{self, DeviceData};
 use ash::vk;
 use std::sync::Arc;
 
 /// A command recorded by the application.
-unsafe fn record(cb: vk::CommandBuffer, cmd: Cmd) {
-    let dev = state::device(cb);
-    let f = fdm(dev);
+unsafe fn record(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, cmd: Cmd) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     record_in(dev, f, cb, &mut s, cmd);
 }
 
-pub(super) unsafe fn record_in(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, s: &mut CbState, cmd: Cmd) {
+pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, s: &mut CbState, cmd: Cmd) {
     if let Some(c) = &mut s.captured {
         c.push(cmd);
         return;
@@ -86,9 +83,7 @@ pub(super) unsafe fn record_in(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer,
 /// A command the layer cannot replay, recorded inside a pass: the pass goes
 /// live first. Returns whether the command is inside a capturing secondary
 /// (where it cannot be honoured at all).
-pub(super) unsafe fn unreplayable(cb: vk::CommandBuffer, why: &str) -> bool {
-    let dev = state::device(cb);
-    let f = fdm(dev);
+pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, why: &str) -> bool {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     if s.captured.is_some() {
@@ -111,26 +106,10 @@ pub(super) unsafe fn unreplayable(cb: vk::CommandBuffer, why: &str) -> bool {
 macro_rules! capture_hooks {
     ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $make:expr; )*) => {
         $(
-            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
-                guard::entry(
-                    $name,
-                    || {
-                        debug_panic(&state::device(cb).debug_panic, $name);
-                        record(cb, $make)
-                    },
-                    || {},
-                )
+            pub unsafe fn $hook(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
+                record(dev, f, cb, $make)
             }
-            const _: vk::$pfn = $hook;
         )*
-
-        pub(super) fn capture_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::ffi::pfn;
-            match name {
-                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
-                _ => None,
-            }
-        }
     };
 }
 
@@ -195,27 +174,11 @@ capture_hooks! {
 macro_rules! state_hooks {
     ($( $n:literal $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) face $face:expr => $field:ident; )*) => {
         $(
-            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
-                guard::entry(
-                    $name,
-                    || {
-                        let call = StateCall(Arc::new(move |d: &ash::Device, cb| (d.fp_v1_3().$field)(cb $(, $a)*)));
-                        record(cb, Cmd::State { key: ($n, $face), call })
-                    },
-                    || {},
-                )
+            pub unsafe fn $hook(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
+                let call = StateCall(Arc::new(move |d: &ash::Device, cb| (d.fp_v1_3().$field)(cb $(, $a)*)));
+                record(dev, f, cb, Cmd::State { key: ($n, $face), call })
             }
-            const _: vk::$pfn = $hook;
         )*
-
-        pub(super) fn state_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::ffi::pfn;
-            let core = name.strip_suffix(b"EXT").unwrap_or(name);
-            match core {
-                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
-                _ => None,
-            }
-        }
     };
 }
 
@@ -244,7 +207,9 @@ state_hooks! {
         face 0 => cmd_set_primitive_restart_enable;
 }
 
-pub unsafe extern "system" fn cmd_begin_transform_feedback(
+pub unsafe fn cmd_begin_transform_feedback(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     first: u32,
     n: u32,
@@ -252,19 +217,11 @@ pub unsafe extern "system" fn cmd_begin_transform_feedback(
     offsets: *const vk::DeviceSize,
 ) {
     let next = move || {
-        let dev = state::device(cb);
-        let f = fdm(dev);
-        if let Some(fp) = f.begin_transform_feedback {
+        if let Some(fp) = dev.next_begin_transform_feedback {
             fp(cb, first, n, buffers, offsets)
         }
     };
-    guard::entry(
-        "vkCmdBeginTransformFeedbackEXT",
-        || {
-            if !unreplayable(cb, "transform feedback in the pass") {
-                next()
-            }
-        },
-        next,
-    )
+    if !unreplayable(dev, f, cb, "transform feedback in the pass") {
+        next()
+    }
 }

@@ -11,10 +11,9 @@ use super::capture::unreplayable;
 use super::commands::{Cmd, Snapshot};
 use super::descriptors::free_shadow_pools;
 use super::pass::Pass;
-use super::{fdm, Fdm, Mode};
+use super::{Fdm, Mode};
+use crate::device::DeviceCore;
 use crate::ffi::slice;
-use crate::guard;
-use crate::state;
 use ash::vk;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -49,87 +48,72 @@ pub(super) fn cb_state(f: &Fdm, cb: vk::CommandBuffer) -> Shared {
     f.cb_states.write().entry(cb).or_default().clone()
 }
 
-pub unsafe extern "system" fn allocate_command_buffers(
+pub unsafe fn allocate_command_buffers(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::CommandBufferAllocateInfo<'_>,
     out: *mut vk::CommandBuffer,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().allocate_command_buffers)(device, info, out);
-    guard::entry(
-        "vkAllocateCommandBuffers",
-        || {
-            let f = fdm(state::device(device));
-            let r = next();
-            if r == vk::Result::SUCCESS {
-                let ci = &*info;
-                let mut states = f.cb_states.write();
-                for cb in slice(out, ci.command_buffer_count) {
-                    let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
-                    // A reused handle: the old command buffer went with its pool.
-                    if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
-                        free_shadow_pools(f, &mut old.lock().shadow_pools);
-                    }
-                }
+    let next = move || (f.below.fp_v1_0().allocate_command_buffers)(device, info, out);
+    let r = next();
+    if r == vk::Result::SUCCESS {
+        let ci = &*info;
+        let mut states = f.cb_states.write();
+        for cb in slice(out, ci.command_buffer_count) {
+            let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
+            // A reused handle: the old command buffer went with its pool.
+            if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
+                free_shadow_pools(f, &mut old.lock().shadow_pools);
             }
-            r
-        },
-        next,
-    )
+        }
+    }
+    r
 }
 
-pub unsafe extern "system" fn free_command_buffers(
+pub unsafe fn free_command_buffers(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     pool: vk::CommandPool,
     n: u32,
     cbs: *const vk::CommandBuffer,
 ) {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().free_command_buffers)(device, pool, n, cbs);
-    guard::entry(
-        "vkFreeCommandBuffers",
-        || {
-            let f = fdm(state::device(device));
-            let mut states = f.cb_states.write();
-            for cb in slice(cbs, n) {
-                if let Some(st) = states.remove(cb) {
-                    free_shadow_pools(f, &mut st.lock().shadow_pools);
-                }
-            }
-            drop(states);
-            next()
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().free_command_buffers)(device, pool, n, cbs);
+    let mut states = f.cb_states.write();
+    for cb in slice(cbs, n) {
+        if let Some(st) = states.remove(cb) {
+            free_shadow_pools(f, &mut st.lock().shadow_pools);
+        }
+    }
+    drop(states);
+    next()
 }
 
-pub unsafe extern "system" fn begin_command_buffer(
+pub unsafe fn begin_command_buffer(
+    _: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     info: *const vk::CommandBufferBeginInfo<'_>,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().begin_command_buffer)(cb, info);
-    guard::entry(
-        "vkBeginCommandBuffer",
-        || {
-            let f = fdm(state::device(cb));
-            let shared = cb_state(f, cb);
-            let mut s = shared.lock();
-            let secondary = s.secondary;
-            free_shadow_pools(f, &mut s.shadow_pools);
-            *s = CbState { secondary, ..Default::default() };
-            let ci = &*info;
-            if secondary
-                && f.mode == Mode::Binned
-                && ci.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE)
-                && !ci.p_inheritance_info.is_null()
-            {
-                let inh = &*ci.p_inheritance_info;
-                if f.passes.lock().get(&inh.render_pass).is_some_and(|p| p.density_map.is_some()) {
-                    s.captured = Some(Vec::new());
-                }
-            }
-            next()
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().begin_command_buffer)(cb, info);
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    let secondary = s.secondary;
+    free_shadow_pools(f, &mut s.shadow_pools);
+    *s = CbState { secondary, ..Default::default() };
+    let ci = &*info;
+    if secondary
+        && f.mode == Mode::Binned
+        && ci.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE)
+        && !ci.p_inheritance_info.is_null()
+    {
+        let inh = &*ci.p_inheritance_info;
+        if f.passes.lock().get(&inh.render_pass).is_some_and(|p| p.density_map.is_some()) {
+            s.captured = Some(Vec::new());
+        }
+    }
+    next()
 }
 
 unsafe fn translate_image_barriers(
@@ -178,7 +162,9 @@ fn translate_memory_barriers<'a>(
     (mems, bufs)
 }
 
-pub unsafe extern "system" fn cmd_pipeline_barrier(
+pub unsafe fn cmd_pipeline_barrier(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     src: vk::PipelineStageFlags,
     dst: vk::PipelineStageFlags,
@@ -190,33 +176,24 @@ pub unsafe extern "system" fn cmd_pipeline_barrier(
     ni: u32,
     i: *const vk::ImageMemoryBarrier<'_>,
 ) {
-    let next =
-        move || (fdm(state::device(cb)).below.fp_v1_0().cmd_pipeline_barrier)(cb, src, dst, deps, nm, m, nb, b, ni, i);
-    guard::entry(
-        "vkCmdPipelineBarrier",
-        || {
-            if unreplayable(cb, "a pipeline barrier inside the pass") {
-                return;
-            }
-            let f = fdm(state::device(cb));
-            let shared = cb_state(f, cb);
-            let mut s = shared.lock();
-            let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
-            let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
-            (f.below.fp_v1_0().cmd_pipeline_barrier)(
-                cb,
-                super::stages(src),
-                super::stages(dst),
-                deps,
-                nm,
-                mems.as_ptr(),
-                nb,
-                bufs.as_ptr(),
-                ni,
-                imgs.as_ptr(),
-            )
-        },
-        next,
+    if unreplayable(dev, f, cb, "a pipeline barrier inside the pass") {
+        return;
+    }
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
+    let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
+    (f.below.fp_v1_0().cmd_pipeline_barrier)(
+        cb,
+        super::stages(src),
+        super::stages(dst),
+        deps,
+        nm,
+        mems.as_ptr(),
+        nb,
+        bufs.as_ptr(),
+        ni,
+        imgs.as_ptr(),
     )
 }
 
@@ -275,25 +252,24 @@ unsafe fn translate_dependency(
     (out, held)
 }
 
-pub unsafe extern "system" fn cmd_pipeline_barrier2(cb: vk::CommandBuffer, d: *const vk::DependencyInfo<'_>) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_3().cmd_pipeline_barrier2)(cb, d);
-    guard::entry(
-        "vkCmdPipelineBarrier2",
-        || {
-            if unreplayable(cb, "a pipeline barrier inside the pass") {
-                return;
-            }
-            let f = fdm(state::device(cb));
-            let shared = cb_state(f, cb);
-            let mut s = shared.lock();
-            let (info, _held) = translate_dependency(f, &mut s, &*d);
-            (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info)
-        },
-        next,
-    )
+pub unsafe fn cmd_pipeline_barrier2(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    d: *const vk::DependencyInfo<'_>,
+) {
+    if unreplayable(dev, f, cb, "a pipeline barrier inside the pass") {
+        return;
+    }
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    let (info, _held) = translate_dependency(f, &mut s, &*d);
+    (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info)
 }
 
-pub unsafe extern "system" fn cmd_wait_events(
+pub unsafe fn cmd_wait_events(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     n: u32,
     events: *const vk::Event,
@@ -306,92 +282,67 @@ pub unsafe extern "system" fn cmd_wait_events(
     ni: u32,
     i: *const vk::ImageMemoryBarrier<'_>,
 ) {
-    let next =
-        move || (fdm(state::device(cb)).below.fp_v1_0().cmd_wait_events)(cb, n, events, src, dst, nm, m, nb, b, ni, i);
-    guard::entry(
-        "vkCmdWaitEvents",
-        || {
-            if unreplayable(cb, "an event wait inside the pass") {
-                return;
-            }
-            let f = fdm(state::device(cb));
-            let shared = cb_state(f, cb);
-            let mut s = shared.lock();
-            let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
-            let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
-            (f.below.fp_v1_0().cmd_wait_events)(
-                cb,
-                n,
-                events,
-                super::stages(src),
-                super::stages(dst),
-                nm,
-                mems.as_ptr(),
-                nb,
-                bufs.as_ptr(),
-                ni,
-                imgs.as_ptr(),
-            )
-        },
-        next,
+    if unreplayable(dev, f, cb, "an event wait inside the pass") {
+        return;
+    }
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
+    let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
+    (f.below.fp_v1_0().cmd_wait_events)(
+        cb,
+        n,
+        events,
+        super::stages(src),
+        super::stages(dst),
+        nm,
+        mems.as_ptr(),
+        nb,
+        bufs.as_ptr(),
+        ni,
+        imgs.as_ptr(),
     )
 }
 
-pub unsafe extern "system" fn cmd_begin_query(
+pub unsafe fn cmd_begin_query(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     pool: vk::QueryPool,
     q: u32,
     flags: vk::QueryControlFlags,
 ) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_begin_query)(cb, pool, q, flags);
-    guard::entry(
-        "vkCmdBeginQuery",
-        || {
-            if unreplayable(cb, "a query inside the pass") {
-                return;
-            }
-            let f = fdm(state::device(cb));
-            cb_state(f, cb).lock().active_queries += 1;
-            next()
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().cmd_begin_query)(cb, pool, q, flags);
+    if unreplayable(dev, f, cb, "a query inside the pass") {
+        return;
+    }
+    cb_state(f, cb).lock().active_queries += 1;
+    next()
 }
 
-pub unsafe extern "system" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_end_query)(cb, pool, q);
-    guard::entry(
-        "vkCmdEndQuery",
-        || {
-            if unreplayable(cb, "a query inside the pass") {
-                return;
-            }
-            let f = fdm(state::device(cb));
-            let shared = cb_state(f, cb);
-            let mut s = shared.lock();
-            s.active_queries = s.active_queries.saturating_sub(1);
-            drop(s);
-            next()
-        },
-        next,
-    )
+pub unsafe fn cmd_end_query(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
+    let next = move || (f.below.fp_v1_0().cmd_end_query)(cb, pool, q);
+    if unreplayable(dev, f, cb, "a query inside the pass") {
+        return;
+    }
+    let shared = cb_state(f, cb);
+    let mut s = shared.lock();
+    s.active_queries = s.active_queries.saturating_sub(1);
+    drop(s);
+    next()
 }
 
-pub unsafe extern "system" fn cmd_write_timestamp(
+pub unsafe fn cmd_write_timestamp(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     stage: vk::PipelineStageFlags,
     pool: vk::QueryPool,
     q: u32,
 ) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q);
-    guard::entry(
-        "vkCmdWriteTimestamp",
-        || {
-            if unreplayable(cb, "a timestamp inside the pass") {
-                return;
-            }
-            next()
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q);
+    if unreplayable(dev, f, cb, "a timestamp inside the pass") {
+        return;
+    }
+    next()
 }

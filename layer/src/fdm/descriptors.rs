@@ -6,10 +6,9 @@
 //! freed with the command buffer's next reset.
 
 use super::commands::InputSubst;
-use super::{fdm, Fdm};
+use super::Fdm;
+use crate::device::DeviceCore;
 use crate::ffi::slice;
-use crate::guard;
-use crate::state;
 use ash::vk;
 use std::sync::Arc;
 
@@ -126,121 +125,98 @@ pub struct SetInfo {
     pub opaque: bool,
 }
 
-pub unsafe extern "system" fn create_descriptor_set_layout(
+pub unsafe fn create_descriptor_set_layout(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::DescriptorSetLayoutCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::DescriptorSetLayout,
 ) -> vk::Result {
-    let next =
-        move || (fdm(state::device(device)).below.fp_v1_0().create_descriptor_set_layout)(device, info, alloc, out);
-    guard::entry(
-        "vkCreateDescriptorSetLayout",
-        || {
-            let f = fdm(state::device(device));
-            let r = next();
-            let ci = &*info;
-            // Only plain layouts can be shadowed (no flags, no binding flags).
-            if r == vk::Result::SUCCESS && ci.flags.is_empty() && ci.p_next.is_null() {
-                let b = slice(ci.p_bindings, ci.binding_count)
-                    .iter()
-                    .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
-                    .collect();
-                f.set_layouts.lock().insert(*out, Arc::new(b));
-            }
-            r
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().create_descriptor_set_layout)(device, info, alloc, out);
+    let r = next();
+    let ci = &*info;
+    // Only plain layouts can be shadowed (no flags, no binding flags).
+    if r == vk::Result::SUCCESS && ci.flags.is_empty() && ci.p_next.is_null() {
+        let b = slice(ci.p_bindings, ci.binding_count)
+            .iter()
+            .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
+            .collect();
+        f.set_layouts.lock().insert(*out, Arc::new(b));
+    }
+    r
 }
 
-pub unsafe extern "system" fn allocate_descriptor_sets(
+pub unsafe fn allocate_descriptor_sets(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::DescriptorSetAllocateInfo<'_>,
     out: *mut vk::DescriptorSet,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().allocate_descriptor_sets)(device, info, out);
-    guard::entry(
-        "vkAllocateDescriptorSets",
-        || {
-            let f = fdm(state::device(device));
-            let r = next();
-            if r == vk::Result::SUCCESS {
-                let ci = &*info;
-                let mut sets = f.sets.lock();
-                let layouts = slice(ci.p_set_layouts, ci.descriptor_set_count);
-                for (set, layout) in slice(out, ci.descriptor_set_count).iter().zip(layouts) {
-                    sets.insert(*set, SetInfo { layout: *layout, ..Default::default() });
-                }
-            }
-            r
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().allocate_descriptor_sets)(device, info, out);
+    let r = next();
+    if r == vk::Result::SUCCESS {
+        let ci = &*info;
+        let mut sets = f.sets.lock();
+        let layouts = slice(ci.p_set_layouts, ci.descriptor_set_count);
+        for (set, layout) in slice(out, ci.descriptor_set_count).iter().zip(layouts) {
+            sets.insert(*set, SetInfo { layout: *layout, ..Default::default() });
+        }
+    }
+    r
 }
 
-pub unsafe extern "system" fn update_descriptor_sets(
+pub unsafe fn update_descriptor_sets(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     nw: u32,
     writes: *const vk::WriteDescriptorSet<'_>,
     nc: u32,
     copies: *const vk::CopyDescriptorSet<'_>,
 ) {
-    let next =
-        move || (fdm(state::device(device)).below.fp_v1_0().update_descriptor_sets)(device, nw, writes, nc, copies);
-    guard::entry(
-        "vkUpdateDescriptorSets",
-        || {
-            let f = fdm(state::device(device));
-            {
-                let mut sets = f.sets.lock();
-                for w in slice(writes, nw) {
-                    let Some(info) = sets.get_mut(&w.dst_set) else { continue };
-                    info.written.insert(w.dst_binding);
-                    if w.descriptor_type == vk::DescriptorType::INPUT_ATTACHMENT {
-                        for (i, img) in slice(w.p_image_info, w.descriptor_count).iter().enumerate() {
-                            let at = (w.dst_binding, w.dst_array_element + i as u32);
-                            info.put_input(at, img.image_view, img.image_layout);
-                        }
-                    }
-                }
-                for c in slice(copies, nc) {
-                    let Some(src) = sets.get(&c.src_set).cloned() else { continue };
-                    let Some(dst) = sets.get_mut(&c.dst_set) else { continue };
-                    dst.written.insert(c.dst_binding);
-                    dst.opaque |= src.opaque;
-                    let range = c.src_array_element..c.src_array_element + c.descriptor_count;
-                    for ((b, e), view, layout) in src.inputs {
-                        if b == c.src_binding && range.contains(&e) {
-                            let at = (c.dst_binding, c.dst_array_element + (e - c.src_array_element));
-                            dst.put_input(at, view, layout);
-                        }
-                    }
+    let next = move || (f.below.fp_v1_0().update_descriptor_sets)(device, nw, writes, nc, copies);
+    {
+        let mut sets = f.sets.lock();
+        for w in slice(writes, nw) {
+            let Some(info) = sets.get_mut(&w.dst_set) else { continue };
+            info.written.insert(w.dst_binding);
+            if w.descriptor_type == vk::DescriptorType::INPUT_ATTACHMENT {
+                for (i, img) in slice(w.p_image_info, w.descriptor_count).iter().enumerate() {
+                    let at = (w.dst_binding, w.dst_array_element + i as u32);
+                    info.put_input(at, img.image_view, img.image_layout);
                 }
             }
-            next()
-        },
-        next,
-    )
+        }
+        for c in slice(copies, nc) {
+            let Some(src) = sets.get(&c.src_set).cloned() else { continue };
+            let Some(dst) = sets.get_mut(&c.dst_set) else { continue };
+            dst.written.insert(c.dst_binding);
+            dst.opaque |= src.opaque;
+            let range = c.src_array_element..c.src_array_element + c.descriptor_count;
+            for ((b, e), view, layout) in src.inputs {
+                if b == c.src_binding && range.contains(&e) {
+                    let at = (c.dst_binding, c.dst_array_element + (e - c.src_array_element));
+                    dst.put_input(at, view, layout);
+                }
+            }
+        }
+    }
+    next()
 }
 
-pub unsafe extern "system" fn update_descriptor_set_with_template(
+pub unsafe fn update_descriptor_set_with_template(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     set: vk::DescriptorSet,
     template: vk::DescriptorUpdateTemplate,
     data: *const std::ffi::c_void,
 ) {
-    let next = move || {
-        (fdm(state::device(device)).below.fp_v1_1().update_descriptor_set_with_template)(device, set, template, data)
-    };
-    guard::entry(
-        "vkUpdateDescriptorSetWithTemplate",
-        || {
-            if let Some(info) = fdm(state::device(device)).sets.lock().get_mut(&set) {
-                info.opaque = true;
-            }
-            next()
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_1().update_descriptor_set_with_template)(device, set, template, data);
+    if let Some(info) = f.sets.lock().get_mut(&set) {
+        info.opaque = true;
+    }
+    next()
 }

@@ -5,7 +5,7 @@
 //! that may have written it ([`super::queue`]).
 
 use super::{memory_type, Fdm};
-use crate::state::DeviceData;
+use crate::device::DeviceCore;
 use ash::vk;
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ unsafe impl Send for MapReader {}
 impl MapReader {
     /// The reader's objects; on a failure, those already made are destroyed
     /// (null handles are ignored by the destroy commands).
-    unsafe fn new(dev: &DeviceData, f: &Fdm, device: vk::Device, size: u64) -> Result<MapReader, vk::Result> {
+    unsafe fn new(dev: &DeviceCore, f: &Fdm, device: vk::Device, size: u64) -> Result<MapReader, vk::Result> {
         let d = &f.below;
         let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
         let queue = d.get_device_queue(f.queue_family, 0);
@@ -109,7 +109,7 @@ pub struct MapTexels {
 /// re-read after a transfer or layout transition of theirs was submitted;
 /// others are read every time.
 pub(super) unsafe fn density_map(
-    dev: &DeviceData,
+    dev: &DeviceCore,
     f: &Fdm,
     view: vk::ImageView,
     expected: vk::ImageLayout,
@@ -139,7 +139,7 @@ pub(super) unsafe fn density_map(
 
 /// Reads a density map (R8G8_UNORM) on the host: `(width, height, layers, texels)`.
 unsafe fn read_map(
-    dev: &DeviceData,
+    dev: &DeviceCore,
     f: &Fdm,
     view: vk::ImageView,
     expected: vk::ImageLayout,

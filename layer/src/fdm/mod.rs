@@ -45,23 +45,22 @@
 //! - [`replay`]: recording the plan.
 
 pub mod bins;
-mod capture;
-mod command_buffers;
+pub mod capture;
+pub mod command_buffers;
 mod commands;
-mod descriptors;
+pub mod descriptors;
 mod map_readback;
-mod pass;
-mod queue;
+pub mod pass;
+pub mod queue;
 mod replay;
 mod replay_plan;
 mod scratch;
 
+use crate::device::DeviceCore;
 use crate::ffi::slice;
-use crate::guard::{self, debug_panic};
 use crate::id;
 use crate::pnext::Chain;
 use crate::settings::LogLevel;
-use crate::state::{self, DeviceData};
 use ash::vk;
 use overlap_shaders::fdm as shader_fdm;
 use parking_lot::Mutex;
@@ -317,8 +316,6 @@ pub struct Fdm {
     /// input attachments read scratch views.
     pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<Vec<descriptors::LayoutBinding>>>>,
     pub sets: Mutex<HashMap<vk::DescriptorSet, descriptors::SetInfo>>,
-    /// The next layer's `vkCmdBeginTransformFeedbackEXT`, where it has one.
-    pub begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
 }
 
 /// What `vkCreateDevice` strips for the layer.
@@ -426,7 +423,6 @@ impl Fdm {
             format_features: Default::default(),
             instance: instance.clone(),
             physical_device: pd,
-            begin_transform_feedback: None,
             set_layouts: Default::default(),
             sets: Default::default(),
         }
@@ -459,10 +455,6 @@ impl Fdm {
     }
 }
 
-pub(crate) fn fdm(dev: &DeviceData) -> &Fdm {
-    dev.fdm.as_ref().expect("density-map hook on a device without it")
-}
-
 fn memory_type(f: &Fdm, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32> {
     crate::ffi::memory_type(&f.memory, bits, want)
 }
@@ -470,106 +462,79 @@ fn memory_type(f: &Fdm, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32>
 // ---------------------------------------------------------------------------
 // Resource hooks
 
-pub unsafe extern "system" fn create_image(
+pub unsafe fn create_image(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::ImageCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Image,
 ) -> vk::Result {
-    const NAME: &str = "vkCreateImage";
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_image)(device, info, alloc, out);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            debug_panic(&dev.debug_panic, NAME);
-            let f = fdm(dev);
-            let ci = &*info;
-            let mut copy = *ci;
-            let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
-            copy.flags &= !(vk::ImageCreateFlags::SUBSAMPLED_EXT);
-            copy.usage = f.driver_usage(ci.usage, &[ci.format]);
-            let r = (f.below.fp_v1_0().create_image)(device, &copy, alloc, out);
-            if r == vk::Result::SUCCESS {
-                f.images.lock().insert(
-                    *out,
-                    ImageInfo {
-                        format: ci.format,
-                        extent: ci.extent,
-                        samples: ci.samples,
-                        usage: copy.usage,
-                        layers: ci.array_layers,
-                        density_map,
-                    },
-                );
-            }
-            r
-        },
-        next,
-    )
+    let ci = &*info;
+    let mut copy = *ci;
+    let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
+    copy.flags &= !(vk::ImageCreateFlags::SUBSAMPLED_EXT);
+    copy.usage = f.driver_usage(ci.usage, &[ci.format]);
+    let r = (f.below.fp_v1_0().create_image)(device, &copy, alloc, out);
+    if r == vk::Result::SUCCESS {
+        f.images.lock().insert(
+            *out,
+            ImageInfo {
+                format: ci.format,
+                extent: ci.extent,
+                samples: ci.samples,
+                usage: copy.usage,
+                layers: ci.array_layers,
+                density_map,
+            },
+        );
+    }
+    r
 }
 
-pub unsafe extern "system" fn create_image_view(
+pub unsafe fn create_image_view(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::ImageViewCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::ImageView,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_image_view)(device, info, alloc, out);
-    guard::entry(
-        "vkCreateImageView",
-        || {
-            let f = fdm(state::device(device));
-            let ci = &*info;
-            let mut copy = *ci;
-            copy.flags &= !(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
-                | vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT);
-            let r = (f.below.fp_v1_0().create_image_view)(device, &copy, alloc, out);
-            if r == vk::Result::SUCCESS {
-                let mut range = ci.subresource_range;
-                if let Some(img) = f.images.lock().get(&ci.image) {
-                    if range.layer_count == vk::REMAINING_ARRAY_LAYERS {
-                        range.layer_count = img.layers - range.base_array_layer;
-                    }
-                }
-                if range.level_count == vk::REMAINING_MIP_LEVELS {
-                    range.level_count = 1;
-                }
-                f.views.lock().insert(
-                    *out,
-                    ViewInfo {
-                        image: ci.image,
-                        format: ci.format,
-                        range,
-                        view_type: ci.view_type,
-                        components: ci.components,
-                    },
-                );
+    let ci = &*info;
+    let mut copy = *ci;
+    copy.flags &= !(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
+        | vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT);
+    let r = (f.below.fp_v1_0().create_image_view)(device, &copy, alloc, out);
+    if r == vk::Result::SUCCESS {
+        let mut range = ci.subresource_range;
+        if let Some(img) = f.images.lock().get(&ci.image) {
+            if range.layer_count == vk::REMAINING_ARRAY_LAYERS {
+                range.layer_count = img.layers - range.base_array_layer;
             }
-            r
-        },
-        next,
-    )
+        }
+        if range.level_count == vk::REMAINING_MIP_LEVELS {
+            range.level_count = 1;
+        }
+        f.views.lock().insert(
+            *out,
+            ViewInfo { image: ci.image, format: ci.format, range, view_type: ci.view_type, components: ci.components },
+        );
+    }
+    r
 }
 
-pub unsafe extern "system" fn create_sampler(
+pub unsafe fn create_sampler(
+    _: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::SamplerCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Sampler,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_sampler)(device, info, alloc, out);
-    guard::entry(
-        "vkCreateSampler",
-        || {
-            let f = fdm(state::device(device));
-            let mut copy = *info;
-            copy.flags &= !(vk::SamplerCreateFlags::SUBSAMPLED_EXT
-                | vk::SamplerCreateFlags::SUBSAMPLED_COARSE_RECONSTRUCTION_EXT);
-            (f.below.fp_v1_0().create_sampler)(device, &copy, alloc, out)
-        },
-        next,
-    )
+    let mut copy = *info;
+    copy.flags &=
+        !(vk::SamplerCreateFlags::SUBSAMPLED_EXT | vk::SamplerCreateFlags::SUBSAMPLED_COARSE_RECONSTRUCTION_EXT);
+    (f.below.fp_v1_0().create_sampler)(device, &copy, alloc, out)
 }
 
 /// Render pass attachment descriptions of either version.
@@ -615,7 +580,7 @@ fn translate_attachments<A: Attachment>(attachments: &mut [A], density_map: Opti
 /// structure, and the density map's attachment; `None` (logged) when the
 /// chain holds a structure the layer cannot copy.
 unsafe fn render_pass_chain(
-    dev: &DeviceData,
+    dev: &DeviceCore,
     command: &str,
     p_next: *const std::ffi::c_void,
 ) -> Option<(Chain, Option<u32>)> {
@@ -634,328 +599,299 @@ unsafe fn render_pass_chain(
     Some((chain, density_map))
 }
 
-pub unsafe extern "system" fn create_render_pass(
+pub unsafe fn create_render_pass(
+    dev: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::RenderPassCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_render_pass)(device, info, alloc, out);
-    guard::entry(
-        "vkCreateRenderPass",
-        || {
-            let dev = state::device(device);
-            let f = fdm(dev);
-            let ci = &*info;
-            let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass", ci.p_next) else {
-                return next();
-            };
-            let mut attachments: Vec<vk::AttachmentDescription> = slice(ci.p_attachments, ci.attachment_count).to_vec();
-            translate_attachments(&mut attachments, density_map);
-            let subpasses = slice(ci.p_subpasses, ci.subpass_count);
-            let mut refs: Vec<Vec<vk::AttachmentReference>> = Vec::new();
-            let mut subs: Vec<vk::SubpassDescription> = Vec::new();
-            let mut used = vec![false; attachments.len()];
-            for s in subpasses {
-                let mut c = *s;
-                let mut fix =
-                    |p: *const vk::AttachmentReference, n: u32, refs: &mut Vec<Vec<vk::AttachmentReference>>| {
-                        let v: Vec<vk::AttachmentReference> = slice(p, n)
-                            .iter()
-                            .map(|r| {
-                                if let Some(u) = used.get_mut(r.attachment as usize) {
-                                    *u = true;
-                                }
-                                vk::AttachmentReference { attachment: r.attachment, layout: layout(r.layout) }
-                            })
-                            .collect();
-                        refs.push(v);
-                        refs.last().unwrap().as_ptr()
-                    };
-                c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
-                c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
-                if !s.p_resolve_attachments.is_null() {
-                    c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
-                }
-                if !s.p_depth_stencil_attachment.is_null() {
-                    c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
-                }
-                subs.push(c);
-            }
-            let deps: Vec<vk::SubpassDependency> = slice(ci.p_dependencies, ci.dependency_count)
+    let next = move || (f.below.fp_v1_0().create_render_pass)(device, info, alloc, out);
+    let ci = &*info;
+    let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass", ci.p_next) else {
+        return next();
+    };
+    let mut attachments: Vec<vk::AttachmentDescription> = slice(ci.p_attachments, ci.attachment_count).to_vec();
+    translate_attachments(&mut attachments, density_map);
+    let subpasses = slice(ci.p_subpasses, ci.subpass_count);
+    let mut refs: Vec<Vec<vk::AttachmentReference>> = Vec::new();
+    let mut subs: Vec<vk::SubpassDescription> = Vec::new();
+    let mut used = vec![false; attachments.len()];
+    for s in subpasses {
+        let mut c = *s;
+        let mut fix = |p: *const vk::AttachmentReference, n: u32, refs: &mut Vec<Vec<vk::AttachmentReference>>| {
+            let v: Vec<vk::AttachmentReference> = slice(p, n)
                 .iter()
-                .map(|d| vk::SubpassDependency {
-                    src_stage_mask: stages(d.src_stage_mask),
-                    dst_stage_mask: stages(d.dst_stage_mask),
-                    src_access_mask: access(d.src_access_mask),
-                    dst_access_mask: access(d.dst_access_mask),
-                    ..*d
+                .map(|r| {
+                    if let Some(u) = used.get_mut(r.attachment as usize) {
+                        *u = true;
+                    }
+                    vk::AttachmentReference { attachment: r.attachment, layout: layout(r.layout) }
                 })
                 .collect();
-            let inputs = subpasses.iter().any(|s| s.input_attachment_count > 0);
-            let view_mask = chain
-                .get::<vk::RenderPassMultiviewCreateInfo>()
-                .map(|m| slice(m.p_view_masks, m.subpass_count).iter().fold(0, |a, b| a | b))
-                .unwrap_or(0);
-            let mut copy = *ci;
-            copy.p_next = chain.head();
-            copy.p_attachments = attachments.as_ptr();
-            copy.p_subpasses = subs.as_ptr();
-            copy.p_dependencies = deps.as_ptr();
-            let r = (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out);
-            if r == vk::Result::SUCCESS {
-                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
-            }
-            r
-        },
-        next,
-    )
+            refs.push(v);
+            refs.last().unwrap().as_ptr()
+        };
+        c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
+        c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
+        if !s.p_resolve_attachments.is_null() {
+            c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
+        }
+        if !s.p_depth_stencil_attachment.is_null() {
+            c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
+        }
+        subs.push(c);
+    }
+    let deps: Vec<vk::SubpassDependency> = slice(ci.p_dependencies, ci.dependency_count)
+        .iter()
+        .map(|d| vk::SubpassDependency {
+            src_stage_mask: stages(d.src_stage_mask),
+            dst_stage_mask: stages(d.dst_stage_mask),
+            src_access_mask: access(d.src_access_mask),
+            dst_access_mask: access(d.dst_access_mask),
+            ..*d
+        })
+        .collect();
+    let inputs = subpasses.iter().any(|s| s.input_attachment_count > 0);
+    let view_mask = chain
+        .get::<vk::RenderPassMultiviewCreateInfo>()
+        .map(|m| slice(m.p_view_masks, m.subpass_count).iter().fold(0, |a, b| a | b))
+        .unwrap_or(0);
+    let mut copy = *ci;
+    copy.p_next = chain.head();
+    copy.p_attachments = attachments.as_ptr();
+    copy.p_subpasses = subs.as_ptr();
+    copy.p_dependencies = deps.as_ptr();
+    let r = (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out);
+    if r == vk::Result::SUCCESS {
+        f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
+    }
+    r
 }
 
-pub unsafe extern "system" fn create_render_pass2(
+pub unsafe fn create_render_pass2(
+    dev: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::RenderPassCreateInfo2<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let down = move || fdm(state::device(device)).below.fp_v1_2().create_render_pass2;
+    let down = move || f.below.fp_v1_2().create_render_pass2;
     let next = move || down()(device, info, alloc, out);
-    guard::entry(
-        "vkCreateRenderPass2",
-        || {
-            let dev = state::device(device);
-            let f = fdm(dev);
-            let ci = &*info;
-            let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass2", ci.p_next) else {
-                return next();
-            };
-            let mut attachments: Vec<vk::AttachmentDescription2> =
-                slice(ci.p_attachments, ci.attachment_count).to_vec();
-            translate_attachments(&mut attachments, density_map);
-            let mut used = vec![false; attachments.len()];
-            let mut refs: Vec<Vec<vk::AttachmentReference2<'static>>> = Vec::new();
-            let mut chains: Vec<Chain> = Vec::new();
-            let mut subs: Vec<vk::SubpassDescription2> = Vec::new();
-            let mut view_mask = 0;
-            for s in slice(ci.p_subpasses, ci.subpass_count) {
-                let mut c = *s;
-                view_mask |= s.view_mask;
-                let mut fix = |p: *const vk::AttachmentReference2<'_>,
-                               n: u32,
-                               refs: &mut Vec<Vec<vk::AttachmentReference2<'static>>>|
-                 -> *const vk::AttachmentReference2<'static> {
-                    let v: Vec<vk::AttachmentReference2> = slice(p, n)
-                        .iter()
-                        .map(|r| {
-                            if let Some(u) = used.get_mut(r.attachment as usize) {
-                                *u = true;
-                            }
-                            let mut r2: vk::AttachmentReference2<'static> = std::mem::transmute(*r);
-                            r2.layout = layout(r.layout);
-                            r2
-                        })
-                        .collect();
-                    refs.push(v);
-                    refs.last().unwrap().as_ptr()
-                };
-                c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
-                c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
-                if !s.p_resolve_attachments.is_null() {
-                    c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
-                }
-                if !s.p_depth_stencil_attachment.is_null() {
-                    c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
-                }
-                if let Some(ds) = crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) {
-                    if !ds.p_depth_stencil_resolve_attachment.is_null() {
-                        fix(ds.p_depth_stencil_resolve_attachment, 1, &mut refs);
-                    }
-                }
-                if let Ok(mut sc) = Chain::copy(s.p_next) {
-                    c.p_next = sc.head();
-                    chains.push(sc);
-                }
-                subs.push(c);
-            }
-            let mut dep_chains: Vec<Chain> = Vec::new();
-            let deps: Vec<vk::SubpassDependency2> = slice(ci.p_dependencies, ci.dependency_count)
+    let ci = &*info;
+    let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass2", ci.p_next) else {
+        return next();
+    };
+    let mut attachments: Vec<vk::AttachmentDescription2> = slice(ci.p_attachments, ci.attachment_count).to_vec();
+    translate_attachments(&mut attachments, density_map);
+    let mut used = vec![false; attachments.len()];
+    let mut refs: Vec<Vec<vk::AttachmentReference2<'static>>> = Vec::new();
+    let mut chains: Vec<Chain> = Vec::new();
+    let mut subs: Vec<vk::SubpassDescription2> = Vec::new();
+    let mut view_mask = 0;
+    for s in slice(ci.p_subpasses, ci.subpass_count) {
+        let mut c = *s;
+        view_mask |= s.view_mask;
+        let mut fix = |p: *const vk::AttachmentReference2<'_>,
+                       n: u32,
+                       refs: &mut Vec<Vec<vk::AttachmentReference2<'static>>>|
+         -> *const vk::AttachmentReference2<'static> {
+            let v: Vec<vk::AttachmentReference2> = slice(p, n)
                 .iter()
-                .map(|d| {
-                    let mut c = *d;
-                    c.src_stage_mask = stages(d.src_stage_mask);
-                    c.dst_stage_mask = stages(d.dst_stage_mask);
-                    c.src_access_mask = access(d.src_access_mask);
-                    c.dst_access_mask = access(d.dst_access_mask);
-                    if let Ok(mut ch) = Chain::copy(d.p_next) {
-                        if let Some(b) = ch.get_mut::<vk::MemoryBarrier2>() {
-                            b.src_stage_mask = stages2(b.src_stage_mask);
-                            b.dst_stage_mask = stages2(b.dst_stage_mask);
-                            b.src_access_mask = access2(b.src_access_mask);
-                            b.dst_access_mask = access2(b.dst_access_mask);
-                        }
-                        c.p_next = ch.head();
-                        dep_chains.push(ch);
+                .map(|r| {
+                    if let Some(u) = used.get_mut(r.attachment as usize) {
+                        *u = true;
                     }
-                    c
+                    let mut r2: vk::AttachmentReference2<'static> = std::mem::transmute(*r);
+                    r2.layout = layout(r.layout);
+                    r2
                 })
                 .collect();
-            let inputs = subs.iter().any(|s| s.input_attachment_count > 0);
-            let mut copy = *ci;
-            copy.p_next = chain.head();
-            copy.p_attachments = attachments.as_ptr();
-            copy.p_subpasses = subs.as_ptr();
-            copy.p_dependencies = deps.as_ptr();
-            let r = down()(device, &copy, alloc, out);
-            if r == vk::Result::SUCCESS {
-                let attachments = attachments
-                    .iter()
-                    .map(|a| vk::AttachmentDescription {
-                        flags: a.flags,
-                        format: a.format,
-                        samples: a.samples,
-                        load_op: a.load_op,
-                        store_op: a.store_op,
-                        stencil_load_op: a.stencil_load_op,
-                        stencil_store_op: a.stencil_store_op,
-                        initial_layout: a.initial_layout,
-                        final_layout: a.final_layout,
-                    })
-                    .collect();
-                f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
+            refs.push(v);
+            refs.last().unwrap().as_ptr()
+        };
+        c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
+        c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
+        if !s.p_resolve_attachments.is_null() {
+            c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
+        }
+        if !s.p_depth_stencil_attachment.is_null() {
+            c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
+        }
+        if let Some(ds) = crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) {
+            if !ds.p_depth_stencil_resolve_attachment.is_null() {
+                fix(ds.p_depth_stencil_resolve_attachment, 1, &mut refs);
             }
-            r
-        },
-        next,
-    )
+        }
+        if let Ok(mut sc) = Chain::copy(s.p_next) {
+            c.p_next = sc.head();
+            chains.push(sc);
+        }
+        subs.push(c);
+    }
+    let mut dep_chains: Vec<Chain> = Vec::new();
+    let deps: Vec<vk::SubpassDependency2> = slice(ci.p_dependencies, ci.dependency_count)
+        .iter()
+        .map(|d| {
+            let mut c = *d;
+            c.src_stage_mask = stages(d.src_stage_mask);
+            c.dst_stage_mask = stages(d.dst_stage_mask);
+            c.src_access_mask = access(d.src_access_mask);
+            c.dst_access_mask = access(d.dst_access_mask);
+            if let Ok(mut ch) = Chain::copy(d.p_next) {
+                if let Some(b) = ch.get_mut::<vk::MemoryBarrier2>() {
+                    b.src_stage_mask = stages2(b.src_stage_mask);
+                    b.dst_stage_mask = stages2(b.dst_stage_mask);
+                    b.src_access_mask = access2(b.src_access_mask);
+                    b.dst_access_mask = access2(b.dst_access_mask);
+                }
+                c.p_next = ch.head();
+                dep_chains.push(ch);
+            }
+            c
+        })
+        .collect();
+    let inputs = subs.iter().any(|s| s.input_attachment_count > 0);
+    let mut copy = *ci;
+    copy.p_next = chain.head();
+    copy.p_attachments = attachments.as_ptr();
+    copy.p_subpasses = subs.as_ptr();
+    copy.p_dependencies = deps.as_ptr();
+    let r = down()(device, &copy, alloc, out);
+    if r == vk::Result::SUCCESS {
+        let attachments = attachments
+            .iter()
+            .map(|a| vk::AttachmentDescription {
+                flags: a.flags,
+                format: a.format,
+                samples: a.samples,
+                load_op: a.load_op,
+                store_op: a.store_op,
+                stencil_load_op: a.stencil_load_op,
+                stencil_store_op: a.stencil_store_op,
+                initial_layout: a.initial_layout,
+                final_layout: a.final_layout,
+            })
+            .collect();
+        f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
+    }
+    r
 }
 
-pub unsafe extern "system" fn create_framebuffer(
+pub unsafe fn create_framebuffer(
+    dev: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::FramebufferCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Framebuffer,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_framebuffer)(device, info, alloc, out);
-    guard::entry(
-        "vkCreateFramebuffer",
-        || {
-            let f = fdm(state::device(device));
-            // An imageless framebuffer declares its images' usage, which must
-            // match the images as created (VUID-VkRenderPassBeginInfo-framebuffer-04627):
-            // translated as `vkCreateImage` translates it.
-            let ci = &*info;
-            let translated = match crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>(ci.p_next) {
-                Some(a) if ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS) => {
-                    let infos: Vec<vk::FramebufferAttachmentImageInfo> =
-                        slice(a.p_attachment_image_infos, a.attachment_image_info_count)
-                            .iter()
-                            .map(|i| {
-                                let formats = slice(i.p_view_formats, i.view_format_count);
-                                vk::FramebufferAttachmentImageInfo { usage: f.driver_usage(i.usage, formats), ..*i }
-                            })
-                            .collect();
-                    match crate::pnext::Chain::copy(ci.p_next) {
-                        Ok(mut chain) => {
-                            if let Some(c) = chain.get_mut::<vk::FramebufferAttachmentsCreateInfo>() {
-                                c.p_attachment_image_infos = infos.as_ptr();
-                            }
-                            Some((chain, infos))
-                        }
-                        Err(e) => {
-                            state::device(device).log().log_once(
-                                LogLevel::Warn,
-                                id::CREATE_INFO_UNKNOWN,
-                                "vkCreateFramebuffer",
-                                &format!("vkCreateFramebuffer: {e}; the imageless framebuffer's usage goes down untranslated"),
-                            );
-                            None
-                        }
+    let next = move || (f.below.fp_v1_0().create_framebuffer)(device, info, alloc, out);
+    // An imageless framebuffer declares its images' usage, which must
+    // match the images as created (VUID-VkRenderPassBeginInfo-framebuffer-04627):
+    // translated as `vkCreateImage` translates it.
+    let ci = &*info;
+    let translated = match crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>(ci.p_next) {
+        Some(a) if ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS) => {
+            let infos: Vec<vk::FramebufferAttachmentImageInfo> =
+                slice(a.p_attachment_image_infos, a.attachment_image_info_count)
+                    .iter()
+                    .map(|i| {
+                        let formats = slice(i.p_view_formats, i.view_format_count);
+                        vk::FramebufferAttachmentImageInfo { usage: f.driver_usage(i.usage, formats), ..*i }
+                    })
+                    .collect();
+            match crate::pnext::Chain::copy(ci.p_next) {
+                Ok(mut chain) => {
+                    if let Some(c) = chain.get_mut::<vk::FramebufferAttachmentsCreateInfo>() {
+                        c.p_attachment_image_infos = infos.as_ptr();
                     }
+                    Some((chain, infos))
                 }
-                _ => None,
-            };
-            let r = match translated {
-                Some((mut chain, _infos)) => {
-                    let copy = vk::FramebufferCreateInfo { p_next: chain.head(), ..*ci };
-                    (f.below.fp_v1_0().create_framebuffer)(device, &copy, alloc, out)
+                Err(e) => {
+                    dev.log().log_once(
+                        LogLevel::Warn,
+                        id::CREATE_INFO_UNKNOWN,
+                        "vkCreateFramebuffer",
+                        &format!("vkCreateFramebuffer: {e}; the imageless framebuffer's usage goes down untranslated"),
+                    );
+                    None
                 }
-                None => next(),
-            };
-            if r == vk::Result::SUCCESS {
-                let imageless = ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS);
-                let views = if imageless { Vec::new() } else { slice(ci.p_attachments, ci.attachment_count).to_vec() };
-                f.framebuffers.lock().insert(
-                    *out,
-                    Arc::new(FramebufferInfo { views, imageless, extent: (ci.width, ci.height), layers: ci.layers }),
-                );
             }
-            r
-        },
-        next,
-    )
+        }
+        _ => None,
+    };
+    let r = match translated {
+        Some((mut chain, _infos)) => {
+            let copy = vk::FramebufferCreateInfo { p_next: chain.head(), ..*ci };
+            (f.below.fp_v1_0().create_framebuffer)(device, &copy, alloc, out)
+        }
+        None => next(),
+    };
+    if r == vk::Result::SUCCESS {
+        let imageless = ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS);
+        let views = if imageless { Vec::new() } else { slice(ci.p_attachments, ci.attachment_count).to_vec() };
+        f.framebuffers.lock().insert(
+            *out,
+            Arc::new(FramebufferInfo { views, imageless, extent: (ci.width, ci.height), layers: ci.layers }),
+        );
+    }
+    r
 }
 
 // ---------------------------------------------------------------------------
 // Shaders and pipelines
 
-pub unsafe extern "system" fn create_shader_module(
+pub unsafe fn create_shader_module(
+    dev: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     info: *const vk::ShaderModuleCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::ShaderModule,
 ) -> vk::Result {
-    const NAME: &str = "vkCreateShaderModule";
-    let next = move || (fdm(state::device(device)).below.fp_v1_0().create_shader_module)(device, info, alloc, out);
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            debug_panic(&dev.debug_panic, NAME);
-            let f = fdm(dev);
-            let ci = &*info;
-            let code = crate::spirv::words(ci.p_code, ci.code_size);
-            let density = shader_fdm::uses_density_builtins(code);
-            let Ok(module) = overlap_shaders::parse(code) else { return next() };
-            let fragment = module.entry_points.iter().any(|e| {
-                e.operands.first()
-                    == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Fragment))
-            });
-            let needs_variants = fragment && (density || shader_fdm::reads_frag_coord(&module));
-            let facts = ModuleFacts {
-                side_effects: shader_fdm::has_side_effects(&module),
-                sample_rate: module.capabilities.iter().any(|c| {
-                    c.operands.first()
-                        == Some(&rspirv::dr::Operand::Capability(rspirv::spirv::Capability::SampleRateShading))
-                }),
-                words: needs_variants.then(|| Arc::new(code.to_vec())),
-            };
-            // The driver never sees the density capability: the module as
-            // created holds the 1x1 values.
-            let r = if density {
-                match variant_words(dev, code, shader_fdm::Params { area: (1, 1), invocations: 1 }) {
-                    Some(w) => {
-                        let mut copy = *ci;
-                        copy.code_size = w.len() * 4;
-                        copy.p_code = w.as_ptr();
-                        (f.below.fp_v1_0().create_shader_module)(device, &copy, alloc, out)
-                    }
-                    None => next(),
-                }
-            } else {
-                next()
-            };
-            if r == vk::Result::SUCCESS {
-                f.modules.lock().insert(*out, Arc::new(facts));
+    let next = move || (f.below.fp_v1_0().create_shader_module)(device, info, alloc, out);
+    let ci = &*info;
+    let code = crate::spirv::words(ci.p_code, ci.code_size);
+    let density = shader_fdm::uses_density_builtins(code);
+    let Ok(module) = overlap_shaders::parse(code) else { return next() };
+    let fragment = module.entry_points.iter().any(|e| {
+        e.operands.first() == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Fragment))
+    });
+    let needs_variants = fragment && (density || shader_fdm::reads_frag_coord(&module));
+    let facts = ModuleFacts {
+        side_effects: shader_fdm::has_side_effects(&module),
+        sample_rate: module.capabilities.iter().any(|c| {
+            c.operands.first() == Some(&rspirv::dr::Operand::Capability(rspirv::spirv::Capability::SampleRateShading))
+        }),
+        words: needs_variants.then(|| Arc::new(code.to_vec())),
+    };
+    // The driver never sees the density capability: the module as
+    // created holds the 1x1 values.
+    let r = if density {
+        match variant_words(dev, code, shader_fdm::Params { area: (1, 1), invocations: 1 }) {
+            Some(w) => {
+                let mut copy = *ci;
+                copy.code_size = w.len() * 4;
+                copy.p_code = w.as_ptr();
+                (f.below.fp_v1_0().create_shader_module)(device, &copy, alloc, out)
             }
-            r
-        },
-        next,
-    )
+            None => next(),
+        }
+    } else {
+        next()
+    };
+    if r == vk::Result::SUCCESS {
+        f.modules.lock().insert(*out, Arc::new(facts));
+    }
+    r
 }
 
 /// The module lowered for one variant, validated; `None` (logged) when it
 /// cannot be.
-fn variant_words(dev: &DeviceData, code: &[u32], p: shader_fdm::Params) -> Option<Vec<u32>> {
+fn variant_words(dev: &DeviceCore, code: &[u32], p: shader_fdm::Params) -> Option<Vec<u32>> {
     let mut m = overlap_shaders::parse(code).ok()?;
     if let Err(e) = shader_fdm::lower(&mut m, &p) {
         dev.log()
@@ -979,7 +915,9 @@ unsafe fn invocations(info: &vk::GraphicsPipelineCreateInfo, sample_rate: bool) 
     }
 }
 
-pub unsafe extern "system" fn create_graphics_pipelines(
+pub unsafe fn create_graphics_pipelines(
+    dev: &DeviceCore,
+    f: &Fdm,
     device: vk::Device,
     cache: vk::PipelineCache,
     count: u32,
@@ -987,42 +925,30 @@ pub unsafe extern "system" fn create_graphics_pipelines(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Pipeline,
 ) -> vk::Result {
-    const NAME: &str = "vkCreateGraphicsPipelines";
-    let next = move || {
-        (fdm(state::device(device)).below.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out)
-    };
-    guard::entry(
-        NAME,
-        || {
-            let dev = state::device(device);
-            debug_panic(&dev.debug_panic, NAME);
-            let f = fdm(dev);
-            if count == 0 || infos.is_null() {
-                return next();
-            }
-            let infos_in = std::slice::from_raw_parts(infos, count as usize);
-            let mut result = vk::Result::SUCCESS;
-            // One at a time: each density-map pipeline may need variants.
-            for (i, info) in infos_in.iter().enumerate() {
-                let r = create_one(dev, f, cache, info, alloc, out.add(i));
-                if r != vk::Result::SUCCESS {
-                    result = r;
-                    if info.flags.contains(vk::PipelineCreateFlags::EARLY_RETURN_ON_FAILURE) {
-                        for j in i + 1..infos_in.len() {
-                            *out.add(j) = vk::Pipeline::null();
-                        }
-                        break;
-                    }
+    let next = move || (f.below.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out);
+    if count == 0 || infos.is_null() {
+        return next();
+    }
+    let infos_in = std::slice::from_raw_parts(infos, count as usize);
+    let mut result = vk::Result::SUCCESS;
+    // One at a time: each density-map pipeline may need variants.
+    for (i, info) in infos_in.iter().enumerate() {
+        let r = create_one(dev, f, cache, info, alloc, out.add(i));
+        if r != vk::Result::SUCCESS {
+            result = r;
+            if info.flags.contains(vk::PipelineCreateFlags::EARLY_RETURN_ON_FAILURE) {
+                for j in i + 1..infos_in.len() {
+                    *out.add(j) = vk::Pipeline::null();
                 }
+                break;
             }
-            result
-        },
-        next,
-    )
+        }
+    }
+    result
 }
 
 unsafe fn create_one(
-    dev: &DeviceData,
+    dev: &DeviceCore,
     f: &Fdm,
     cache: vk::PipelineCache,
     info: &vk::GraphicsPipelineCreateInfo,
@@ -1154,17 +1080,10 @@ unsafe fn create_one(
 macro_rules! destroy_hooks {
     ($( $name:literal fn $hook:ident($t:ty) => $field:ident, |$f:ident, $h:ident| $forget:block; )*) => {
         $(
-            pub unsafe extern "system" fn $hook(device: vk::Device, $h: $t, alloc: *const vk::AllocationCallbacks<'_>) {
-                let next = move || (fdm(state::device(device)).below.fp_v1_0().$field)(device, $h, alloc);
-                guard::entry(
-                    $name,
-                    || {
-                        let $f = fdm(state::device(device));
-                        $forget
-                        next()
-                    },
-                    next,
-                )
+            pub unsafe fn $hook(_: &DeviceCore, f: &Fdm, device: vk::Device, $h: $t, alloc: *const vk::AllocationCallbacks<'_>) {
+                let $f = f;
+                $forget
+                (f.below.fp_v1_0().$field)(device, $h, alloc)
             }
         )*
     };
@@ -1200,101 +1119,4 @@ destroy_hooks! {
             }
         }
     };
-}
-
-/// The density-map hooks (installed where the application enabled the
-/// extension on a device the layer provides it for).
-pub fn hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
-    use crate::ffi::pfn;
-    match name {
-        b"vkCreateImage" => pfn!(create_image as vk::PFN_vkCreateImage),
-        b"vkDestroyImage" => pfn!(destroy_image as vk::PFN_vkDestroyImage),
-        b"vkCreateImageView" => pfn!(create_image_view as vk::PFN_vkCreateImageView),
-        b"vkDestroyImageView" => pfn!(destroy_image_view as vk::PFN_vkDestroyImageView),
-        b"vkCreateSampler" => pfn!(create_sampler as vk::PFN_vkCreateSampler),
-        b"vkCreateRenderPass" => pfn!(create_render_pass as vk::PFN_vkCreateRenderPass),
-        b"vkCreateRenderPass2" | b"vkCreateRenderPass2KHR" => {
-            pfn!(create_render_pass2 as vk::PFN_vkCreateRenderPass2)
-        }
-        b"vkDestroyRenderPass" => pfn!(destroy_render_pass as vk::PFN_vkDestroyRenderPass),
-        b"vkCreateFramebuffer" => pfn!(create_framebuffer as vk::PFN_vkCreateFramebuffer),
-        b"vkDestroyFramebuffer" => pfn!(destroy_framebuffer as vk::PFN_vkDestroyFramebuffer),
-        b"vkCreateShaderModule" => pfn!(create_shader_module as vk::PFN_vkCreateShaderModule),
-        b"vkDestroyShaderModule" => pfn!(destroy_shader_module as vk::PFN_vkDestroyShaderModule),
-        b"vkCreateGraphicsPipelines" => pfn!(create_graphics_pipelines as vk::PFN_vkCreateGraphicsPipelines),
-        b"vkDestroyPipeline" => pfn!(destroy_pipeline as vk::PFN_vkDestroyPipeline),
-        _ => record_hook(mode, name),
-    }
-}
-
-/// The recording hooks (`baseline` needs only the translating ones; `None`:
-/// any, for `vkGetInstanceProcAddr`).
-fn record_hook(mode: Option<Mode>, name: &[u8]) -> vk::PFN_vkVoidFunction {
-    use crate::ffi::pfn;
-    if mode == Some(Mode::Baseline) {
-        return match name {
-            b"vkCmdPipelineBarrier" => pfn!(command_buffers::cmd_pipeline_barrier as vk::PFN_vkCmdPipelineBarrier),
-            b"vkCmdPipelineBarrier2" | b"vkCmdPipelineBarrier2KHR" => {
-                pfn!(command_buffers::cmd_pipeline_barrier2 as vk::PFN_vkCmdPipelineBarrier2)
-            }
-            b"vkCmdWaitEvents" => pfn!(command_buffers::cmd_wait_events as vk::PFN_vkCmdWaitEvents),
-            b"vkCmdBeginRendering" | b"vkCmdBeginRenderingKHR" => {
-                pfn!(pass::cmd_begin_rendering as vk::PFN_vkCmdBeginRendering)
-            }
-            _ => None,
-        };
-    }
-    match name {
-        b"vkAllocateCommandBuffers" => {
-            pfn!(command_buffers::allocate_command_buffers as vk::PFN_vkAllocateCommandBuffers)
-        }
-        b"vkFreeCommandBuffers" => pfn!(command_buffers::free_command_buffers as vk::PFN_vkFreeCommandBuffers),
-        b"vkBeginCommandBuffer" => pfn!(command_buffers::begin_command_buffer as vk::PFN_vkBeginCommandBuffer),
-        b"vkCmdPipelineBarrier" => pfn!(command_buffers::cmd_pipeline_barrier as vk::PFN_vkCmdPipelineBarrier),
-        b"vkCmdPipelineBarrier2" | b"vkCmdPipelineBarrier2KHR" => {
-            pfn!(command_buffers::cmd_pipeline_barrier2 as vk::PFN_vkCmdPipelineBarrier2)
-        }
-        b"vkCmdWaitEvents" => pfn!(command_buffers::cmd_wait_events as vk::PFN_vkCmdWaitEvents),
-        b"vkCmdBeginQuery" => pfn!(command_buffers::cmd_begin_query as vk::PFN_vkCmdBeginQuery),
-        b"vkCmdEndQuery" => pfn!(command_buffers::cmd_end_query as vk::PFN_vkCmdEndQuery),
-        b"vkCmdWriteTimestamp" => pfn!(command_buffers::cmd_write_timestamp as vk::PFN_vkCmdWriteTimestamp),
-        b"vkCmdBeginRenderPass" => pfn!(pass::cmd_begin_render_pass as vk::PFN_vkCmdBeginRenderPass),
-        b"vkCmdBeginRenderPass2" | b"vkCmdBeginRenderPass2KHR" => {
-            pfn!(pass::cmd_begin_render_pass2 as vk::PFN_vkCmdBeginRenderPass2)
-        }
-        b"vkCmdNextSubpass" => pfn!(pass::cmd_next_subpass as vk::PFN_vkCmdNextSubpass),
-        b"vkCmdNextSubpass2" | b"vkCmdNextSubpass2KHR" => pfn!(pass::cmd_next_subpass2 as vk::PFN_vkCmdNextSubpass2),
-        b"vkCmdEndRenderPass" => pfn!(pass::cmd_end_render_pass as vk::PFN_vkCmdEndRenderPass),
-        b"vkCmdEndRenderPass2" | b"vkCmdEndRenderPass2KHR" => {
-            pfn!(pass::cmd_end_render_pass2 as vk::PFN_vkCmdEndRenderPass2)
-        }
-        b"vkCmdBeginRendering" | b"vkCmdBeginRenderingKHR" => {
-            pfn!(pass::cmd_begin_rendering as vk::PFN_vkCmdBeginRendering)
-        }
-        b"vkCmdEndRendering" | b"vkCmdEndRenderingKHR" => pfn!(pass::cmd_end_rendering as vk::PFN_vkCmdEndRendering),
-        b"vkCmdExecuteCommands" => pfn!(pass::cmd_execute_commands as vk::PFN_vkCmdExecuteCommands),
-        b"vkQueueSubmit" => pfn!(queue::queue_submit as vk::PFN_vkQueueSubmit),
-        b"vkQueueSubmit2" | b"vkQueueSubmit2KHR" => pfn!(queue::queue_submit2 as vk::PFN_vkQueueSubmit2),
-        b"vkQueueWaitIdle" => pfn!(queue::queue_wait_idle as vk::PFN_vkQueueWaitIdle),
-        b"vkCmdCopyBufferToImage2KHR" => queue::transfer_write_hook(b"vkCmdCopyBufferToImage2"),
-        b"vkCmdCopyImage2KHR" => queue::transfer_write_hook(b"vkCmdCopyImage2"),
-        b"vkCmdBlitImage2KHR" => queue::transfer_write_hook(b"vkCmdBlitImage2"),
-        b"vkCmdResolveImage2KHR" => queue::transfer_write_hook(b"vkCmdResolveImage2"),
-        b"vkCreateDescriptorSetLayout" => {
-            pfn!(descriptors::create_descriptor_set_layout as vk::PFN_vkCreateDescriptorSetLayout)
-        }
-        b"vkAllocateDescriptorSets" => pfn!(descriptors::allocate_descriptor_sets as vk::PFN_vkAllocateDescriptorSets),
-        b"vkUpdateDescriptorSets" => pfn!(descriptors::update_descriptor_sets as vk::PFN_vkUpdateDescriptorSets),
-        b"vkUpdateDescriptorSetWithTemplate" | b"vkUpdateDescriptorSetWithTemplateKHR" => {
-            pfn!(descriptors::update_descriptor_set_with_template as vk::PFN_vkUpdateDescriptorSetWithTemplate)
-        }
-        b"vkCmdBeginTransformFeedbackEXT" => {
-            pfn!(capture::cmd_begin_transform_feedback as vk::PFN_vkCmdBeginTransformFeedbackEXT)
-        }
-        b"vkCmdSetViewportWithCountEXT" => capture::capture_hook(b"vkCmdSetViewportWithCount"),
-        b"vkCmdSetScissorWithCountEXT" => capture::capture_hook(b"vkCmdSetScissorWithCount"),
-        _ => capture::capture_hook(name)
-            .or_else(|| queue::transfer_write_hook(name))
-            .or_else(|| capture::state_hook(name)),
-    }
 }

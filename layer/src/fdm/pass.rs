@@ -20,12 +20,11 @@ use super::command_buffers::cb_state;
 use super::commands::{emit, restore, Cmd, Snapshot, Transform};
 use super::map_readback::{density_map, MapTexels};
 use super::replay::replay;
-use super::{fdm, Fdm, FramebufferInfo, Mode, PassInfo};
+use super::{Fdm, FramebufferInfo, Mode, PassInfo};
+use crate::device::DeviceCore;
 use crate::ffi::slice;
-use crate::guard;
 use crate::id;
 use crate::settings::LogLevel;
-use crate::state::{self, DeviceData};
 use ash::vk;
 use std::sync::Arc;
 
@@ -76,7 +75,7 @@ pub(super) struct Pass {
 }
 
 /// Why a pass renders at 1x1, logged once per reason and pass.
-fn fallback_log(dev: &DeviceData, begin: &Begin, why: &str) {
+fn fallback_log(dev: &DeviceCore, begin: &Begin, why: &str) {
     let key = match begin {
         Begin::RenderPass { render_pass, .. } => format!("{render_pass:?} {why}"),
         Begin::Rendering { .. } => format!("rendering {why}"),
@@ -130,7 +129,7 @@ pub(super) unsafe fn end_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
 
 /// Stops capturing: the pass begins for real at 1x1 and what was captured
 /// goes down unchanged.
-pub(super) unsafe fn go_live(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass, why: &str) {
+pub(super) unsafe fn go_live(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass, why: &str) {
     fallback_log(dev, &pass.begin, why);
     begin_live(f, cb, pass);
 }
@@ -149,7 +148,7 @@ pub(super) unsafe fn begin_live(f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass)
 }
 
 /// Starts a density-map pass: capture (binned) or go down at once.
-unsafe fn start(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, early: Option<&str>) {
+unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, early: Option<&str>) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     let mut why = early.map(str::to_string);
@@ -226,48 +225,34 @@ unsafe fn early_render_pass(
     (!copyable).then_some("its begin info chains a structure the layer does not replay")
 }
 
-pub unsafe extern "system" fn cmd_begin_render_pass(
+pub unsafe fn cmd_begin_render_pass(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     info: *const vk::RenderPassBeginInfo<'_>,
     contents: vk::SubpassContents,
 ) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_begin_render_pass)(cb, info, contents);
-    guard::entry(
-        "vkCmdBeginRenderPass",
-        || {
-            let dev = state::device(cb);
-            let f = fdm(dev);
-            let Some(begin) = render_pass_begin(f, &*info) else { return next() };
-            let early = early_render_pass((*info).p_next, std::ptr::null());
-            start(dev, f, cb, begin, early)
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().cmd_begin_render_pass)(cb, info, contents);
+    let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+    let early = early_render_pass((*info).p_next, std::ptr::null());
+    start(dev, f, cb, begin, early)
 }
 
-pub unsafe extern "system" fn cmd_begin_render_pass2(
+pub unsafe fn cmd_begin_render_pass2(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     info: *const vk::RenderPassBeginInfo<'_>,
     sub: *const vk::SubpassBeginInfo<'_>,
 ) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_2().cmd_begin_render_pass2)(cb, info, sub);
-    guard::entry(
-        "vkCmdBeginRenderPass2",
-        || {
-            let dev = state::device(cb);
-            let f = fdm(dev);
-            let Some(begin) = render_pass_begin(f, &*info) else { return next() };
-            let early = early_render_pass((*info).p_next, (*sub).p_next);
-            start(dev, f, cb, begin, early)
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_2().cmd_begin_render_pass2)(cb, info, sub);
+    let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+    let early = early_render_pass((*info).p_next, (*sub).p_next);
+    start(dev, f, cb, begin, early)
 }
 
 /// A subpass change or the end of a pass, in a density-map pass or not.
-unsafe fn pass_command(cb: vk::CommandBuffer, end: bool, next: impl FnOnce()) {
-    let dev = state::device(cb);
-    let f = fdm(dev);
+unsafe fn pass_command(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, end: bool, next: impl FnOnce()) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     let Some(pass) = &mut s.pass else {
@@ -297,147 +282,138 @@ unsafe fn pass_command(cb: vk::CommandBuffer, end: bool, next: impl FnOnce()) {
     s.snapshot = pass.state;
 }
 
-pub unsafe extern "system" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_next_subpass)(cb, contents);
-    guard::entry("vkCmdNextSubpass", || pass_command(cb, false, next), next)
+pub unsafe fn cmd_next_subpass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, contents: vk::SubpassContents) {
+    let next = move || (f.below.fp_v1_0().cmd_next_subpass)(cb, contents);
+    pass_command(dev, f, cb, false, next)
 }
 
-pub unsafe extern "system" fn cmd_next_subpass2(
+pub unsafe fn cmd_next_subpass2(
+    dev: &DeviceCore,
+    f: &Fdm,
     cb: vk::CommandBuffer,
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
 ) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_2().cmd_next_subpass2)(cb, b, e);
-    guard::entry("vkCmdNextSubpass2", || pass_command(cb, false, next), next)
+    let next = move || (f.below.fp_v1_2().cmd_next_subpass2)(cb, b, e);
+    pass_command(dev, f, cb, false, next)
 }
 
-pub unsafe extern "system" fn cmd_end_render_pass(cb: vk::CommandBuffer) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_end_render_pass)(cb);
-    guard::entry("vkCmdEndRenderPass", || pass_command(cb, true, next), next)
+pub unsafe fn cmd_end_render_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
+    let next = move || (f.below.fp_v1_0().cmd_end_render_pass)(cb);
+    pass_command(dev, f, cb, true, next)
 }
 
-pub unsafe extern "system" fn cmd_end_render_pass2(cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_2().cmd_end_render_pass2)(cb, e);
-    guard::entry("vkCmdEndRenderPass2", || pass_command(cb, true, next), next)
+pub unsafe fn cmd_end_render_pass2(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>) {
+    let next = move || (f.below.fp_v1_2().cmd_end_render_pass2)(cb, e);
+    pass_command(dev, f, cb, true, next)
 }
 
-pub unsafe extern "system" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *const vk::RenderingInfo<'_>) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_3().cmd_begin_rendering)(cb, info);
-    guard::entry(
-        "vkCmdBeginRendering",
-        || {
-            let dev = state::device(cb);
-            let f = fdm(dev);
-            let ri = &*info;
-            let Some(map) = crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next)
-                .filter(|m| m.image_view != vk::ImageView::null())
-            else {
-                return next();
-            };
-            let copy_att = |a: &vk::RenderingAttachmentInfo| -> vk::RenderingAttachmentInfo<'static> {
-                let mut c: vk::RenderingAttachmentInfo<'static> = std::mem::transmute(*a);
-                c.p_next = std::ptr::null();
-                c
-            };
-            let colors: Vec<vk::RenderingAttachmentInfo<'static>> =
-                slice(ri.p_color_attachments, ri.color_attachment_count).iter().map(copy_att).collect();
-            let begin = Begin::Rendering {
-                flags: ri.flags,
-                area: ri.render_area,
-                layers: ri.layer_count,
-                view_mask: ri.view_mask,
-                colors,
-                depth: ri.p_depth_attachment.as_ref().map(copy_att),
-                stencil: ri.p_stencil_attachment.as_ref().map(copy_att),
-                map: map.image_view,
-                map_layout: super::layout(map.image_layout),
-            };
-            let atts = slice(ri.p_color_attachments, ri.color_attachment_count)
-                .iter()
-                .chain(ri.p_depth_attachment.as_ref())
-                .chain(ri.p_stencil_attachment.as_ref());
-            let mut early = None;
-            if atts.clone().any(|a| !a.p_next.is_null())
-                || !only_known(ri.p_next, &[vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT])
-            {
-                early = Some("its rendering info chains a structure the layer does not replay");
-            } else if ri.flags.intersects(vk::RenderingFlags::SUSPENDING | vk::RenderingFlags::RESUMING) {
-                early = Some("it is suspended or resumed");
-            } else if ri.flags.contains(vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS) {
-                early = Some("its contents are secondary command buffers");
-            }
-            if f.mode == Mode::Baseline || early.is_some() {
-                // Down as the application gave it, without the density map.
-                let mut chain = match crate::pnext::Chain::copy(ri.p_next) {
-                    Ok(c) => c,
-                    Err(_) => return next(),
-                };
-                chain.remove(vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT);
-                let mut c = *ri;
-                c.p_next = chain.head();
-                if let Some(why) = early {
-                    fallback_log(dev, &begin, why);
-                }
-                (f.below.fp_v1_3().cmd_begin_rendering)(cb, &c);
-                if f.mode == Mode::Baseline {
-                    return;
-                }
-                let shared = cb_state(f, cb);
+pub unsafe fn cmd_begin_rendering(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    info: *const vk::RenderingInfo<'_>,
+) {
+    let next = move || (f.below.fp_v1_3().cmd_begin_rendering)(cb, info);
+    let ri = &*info;
+    let Some(map) = crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next)
+        .filter(|m| m.image_view != vk::ImageView::null())
+    else {
+        return next();
+    };
+    let copy_att = |a: &vk::RenderingAttachmentInfo| -> vk::RenderingAttachmentInfo<'static> {
+        let mut c: vk::RenderingAttachmentInfo<'static> = std::mem::transmute(*a);
+        c.p_next = std::ptr::null();
+        c
+    };
+    let colors: Vec<vk::RenderingAttachmentInfo<'static>> =
+        slice(ri.p_color_attachments, ri.color_attachment_count).iter().map(copy_att).collect();
+    let begin = Begin::Rendering {
+        flags: ri.flags,
+        area: ri.render_area,
+        layers: ri.layer_count,
+        view_mask: ri.view_mask,
+        colors,
+        depth: ri.p_depth_attachment.as_ref().map(copy_att),
+        stencil: ri.p_stencil_attachment.as_ref().map(copy_att),
+        map: map.image_view,
+        map_layout: super::layout(map.image_layout),
+    };
+    let atts = slice(ri.p_color_attachments, ri.color_attachment_count)
+        .iter()
+        .chain(ri.p_depth_attachment.as_ref())
+        .chain(ri.p_stencil_attachment.as_ref());
+    let mut early = None;
+    if atts.clone().any(|a| !a.p_next.is_null())
+        || !only_known(ri.p_next, &[vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT])
+    {
+        early = Some("its rendering info chains a structure the layer does not replay");
+    } else if ri.flags.intersects(vk::RenderingFlags::SUSPENDING | vk::RenderingFlags::RESUMING) {
+        early = Some("it is suspended or resumed");
+    } else if ri.flags.contains(vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS) {
+        early = Some("its contents are secondary command buffers");
+    }
+    if f.mode == Mode::Baseline || early.is_some() {
+        // Down as the application gave it, without the density map.
+        let mut chain = match crate::pnext::Chain::copy(ri.p_next) {
+            Ok(c) => c,
+            Err(_) => return next(),
+        };
+        chain.remove(vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT);
+        let mut c = *ri;
+        c.p_next = chain.head();
+        if let Some(why) = early {
+            fallback_log(dev, &begin, why);
+        }
+        (f.below.fp_v1_3().cmd_begin_rendering)(cb, &c);
+        if f.mode == Mode::Baseline {
+            return;
+        }
+        let shared = cb_state(f, cb);
+        let mut s = shared.lock();
+        let st = s.snapshot.clone();
+        s.pass =
+            Some(Pass { begin, capturing: false, cmds: Vec::new(), state: st, map: None, shadow_pools: Vec::new() });
+        return;
+    }
+    start(dev, f, cb, begin, None)
+}
+
+pub unsafe fn cmd_end_rendering(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
+    let next = move || (f.below.fp_v1_3().cmd_end_rendering)(cb);
+    pass_command(dev, f, cb, true, next)
+}
+
+pub unsafe fn cmd_execute_commands(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    n: u32,
+    cbs: *const vk::CommandBuffer,
+) {
+    let next = move || (f.below.fp_v1_0().cmd_execute_commands)(cb, n, cbs);
+    let shared = cb_state(f, cb);
+    let in_pass = shared.lock().pass.as_ref().is_some_and(|p| matches!(p.begin, Begin::RenderPass { .. }));
+    if !in_pass {
+        return next();
+    }
+    for sec in slice(cbs, n) {
+        let cmds = cb_state(f, *sec).lock().captured.clone();
+        match cmds {
+            Some(cmds) => {
                 let mut s = shared.lock();
-                let st = s.snapshot.clone();
-                s.pass = Some(Pass {
-                    begin,
-                    capturing: false,
-                    cmds: Vec::new(),
-                    state: st,
-                    map: None,
-                    shadow_pools: Vec::new(),
-                });
-                return;
-            }
-            start(dev, f, cb, begin, None)
-        },
-        next,
-    )
-}
-
-pub unsafe extern "system" fn cmd_end_rendering(cb: vk::CommandBuffer) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_3().cmd_end_rendering)(cb);
-    guard::entry("vkCmdEndRendering", || pass_command(cb, true, next), next)
-}
-
-pub unsafe extern "system" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32, cbs: *const vk::CommandBuffer) {
-    let next = move || (fdm(state::device(cb)).below.fp_v1_0().cmd_execute_commands)(cb, n, cbs);
-    guard::entry(
-        "vkCmdExecuteCommands",
-        || {
-            let dev = state::device(cb);
-            let f = fdm(dev);
-            let shared = cb_state(f, cb);
-            let in_pass = shared.lock().pass.as_ref().is_some_and(|p| matches!(p.begin, Begin::RenderPass { .. }));
-            if !in_pass {
-                return next();
-            }
-            for sec in slice(cbs, n) {
-                let cmds = cb_state(f, *sec).lock().captured.clone();
-                match cmds {
-                    Some(cmds) => {
-                        let mut s = shared.lock();
-                        for c in cmds {
-                            record_in(dev, f, cb, &mut s, c);
-                        }
-                    }
-                    None => dev.log().log_once(
-                        LogLevel::Error,
-                        id::FDM_SECONDARY,
-                        "",
-                        "a secondary command buffer executed in a density-map pass was not recorded for one; it is skipped",
-                    ),
+                for c in cmds {
+                    record_in(dev, f, cb, &mut s, c);
                 }
             }
-        },
-        next,
-    )
+            None => dev.log().log_once(
+                LogLevel::Error,
+                id::FDM_SECONDARY,
+                "",
+                "a secondary command buffer executed in a density-map pass was not recorded for one; it is skipped",
+            ),
+        }
+    }
 }
 
 /// One attachment of a pass, as the replay handles it.

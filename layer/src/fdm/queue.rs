@@ -6,10 +6,9 @@
 //! (the application's and the layer's own map reads) hold the queue lock.
 
 use super::command_buffers::cb_state;
-use super::{fdm, Fdm};
+use super::Fdm;
+use crate::device::DeviceCore;
 use crate::ffi::slice;
-use crate::guard;
-use crate::state;
 use ash::vk;
 
 unsafe fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) {
@@ -39,31 +38,14 @@ unsafe fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) 
 macro_rules! transfer_write_hooks {
     ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $dst:expr, $ver:ident.$field:ident; )*) => {
         $(
-            pub unsafe extern "system" fn $hook(cb: vk::CommandBuffer $(, $a: $t)*) {
-                let next = move || (fdm(state::device(cb)).below.$ver().$field)(cb $(, $a)*);
-                guard::entry(
-                    $name,
-                    || {
-                        let f = fdm(state::device(cb));
-                        let dst: vk::Image = $dst;
-                        if f.images.lock().get(&dst).is_some_and(|i| i.density_map) {
-                            cb_state(f, cb).lock().map_writes.push(dst);
-                        }
-                        next()
-                    },
-                    next,
-                )
+            pub unsafe fn $hook(_: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
+                let dst: vk::Image = $dst;
+                if f.images.lock().get(&dst).is_some_and(|i| i.density_map) {
+                    cb_state(f, cb).lock().map_writes.push(dst);
+                }
+                (f.below.$ver().$field)(cb $(, $a)*)
             }
-            const _: vk::$pfn = $hook;
         )*
-
-        pub(super) fn transfer_write_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
-            use crate::ffi::pfn;
-            match name {
-                $( n if n == $name.as_bytes() => pfn!($hook as vk::$pfn), )*
-                _ => None,
-            }
-        }
     };
 }
 
@@ -88,61 +70,42 @@ transfer_write_hooks! {
         => (*i).dst_image, fp_v1_3.cmd_resolve_image2;
 }
 
-pub unsafe extern "system" fn queue_submit(
+pub unsafe fn queue_submit(
+    _: &DeviceCore,
+    f: &Fdm,
     q: vk::Queue,
     n: u32,
     s: *const vk::SubmitInfo<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(q)).below.fp_v1_0().queue_submit)(q, n, s, fence);
-    guard::entry(
-        "vkQueueSubmit",
-        || {
-            let f = fdm(state::device(q));
-            let _g = f.queue_lock.lock();
-            note_submitted(
-                f,
-                slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)).copied(),
-            );
-            next()
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_0().queue_submit)(q, n, s, fence);
+    let _g = f.queue_lock.lock();
+    note_submitted(f, slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)).copied());
+    next()
 }
 
-pub unsafe extern "system" fn queue_submit2(
+pub unsafe fn queue_submit2(
+    _: &DeviceCore,
+    f: &Fdm,
     q: vk::Queue,
     n: u32,
     s: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let next = move || (fdm(state::device(q)).below.fp_v1_3().queue_submit2)(q, n, s, fence);
-    guard::entry(
-        "vkQueueSubmit2",
-        || {
-            let f = fdm(state::device(q));
-            let _g = f.queue_lock.lock();
-            note_submitted(
-                f,
-                slice(s, n)
-                    .iter()
-                    .flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count))
-                    .map(|c| c.command_buffer),
-            );
-            next()
-        },
-        next,
-    )
+    let next = move || (f.below.fp_v1_3().queue_submit2)(q, n, s, fence);
+    let _g = f.queue_lock.lock();
+    note_submitted(
+        f,
+        slice(s, n)
+            .iter()
+            .flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count))
+            .map(|c| c.command_buffer),
+    );
+    next()
 }
 
-pub unsafe extern "system" fn queue_wait_idle(q: vk::Queue) -> vk::Result {
-    let next = move || (fdm(state::device(q)).below.fp_v1_0().queue_wait_idle)(q);
-    guard::entry(
-        "vkQueueWaitIdle",
-        || {
-            let _g = fdm(state::device(q)).queue_lock.lock();
-            next()
-        },
-        next,
-    )
+pub unsafe fn queue_wait_idle(_: &DeviceCore, f: &Fdm, q: vk::Queue) -> vk::Result {
+    let next = move || (f.below.fp_v1_0().queue_wait_idle)(q);
+    let _g = f.queue_lock.lock();
+    next()
 }

@@ -14,9 +14,9 @@ use super::map_readback::density_map;
 use super::pass::{attachments, begin_live, begin_real, end_real, Begin, Pass};
 use super::scratch::{barrier, blit, scaled_regions, scratch_views, Transition};
 use super::Fdm;
+use crate::device::DeviceCore;
 use crate::id;
 use crate::settings::LogLevel;
-use crate::state::DeviceData;
 use ash::vk;
 
 /// Colour per area for `fdm_overlay`.
@@ -62,7 +62,7 @@ unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Tra
 
 /// Plans and records the replays of a captured pass; `Err(why)` when it
 /// must render at 1x1 instead (nothing has been recorded then).
-pub(super) unsafe fn replay(dev: &DeviceData, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
+pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
     let (atts, map, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     let m = match &pass.map {
         Some(m) => m.clone(),

@@ -8,7 +8,7 @@
 use super::bins::Rect;
 use super::pass::{Att, Begin};
 use super::{memory_type, Fdm};
-use crate::state::DeviceData;
+use crate::device::DeviceCore;
 use ash::vk;
 use std::collections::HashMap;
 
@@ -57,7 +57,7 @@ fn scaled(n: u32, a: u32) -> u32 {
 
 /// The scratch views for `atts` at `area` (created on first use).
 pub(super) unsafe fn scratch_views(
-    dev: &DeviceData,
+    dev: &DeviceCore,
     f: &Fdm,
     begin: &Begin,
     atts: &[Option<Att>],
