@@ -18,7 +18,7 @@
 //! its SPIR-V extension are removed; the built-in variables become private
 //! variables holding those values.
 
-use crate::varyings::{
+use crate::ir::{
     add_to_interface, def, find_or_add, fresh, make_private, prepend_to_function, replace_uses, retype_chains, var_type,
 };
 use rspirv::dr::{Instruction, Module, Operand};

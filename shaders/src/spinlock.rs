@@ -158,7 +158,7 @@ impl Ids<'_> {
         });
         if let Some(var) = existing {
             // A global variable (of a pointer type), not anything else decorated so.
-            let pointee = crate::varyings::var_type(self.m, var).ok_or(crate::Malformed::Unexpected(var))?;
+            let pointee = crate::ir::var_type(self.m, var).ok_or(crate::Malformed::Unexpected(var))?;
             return Ok((var, pointee));
         }
         let t = pointee(self);
@@ -295,7 +295,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         .iter()
         .any(|a| a.class.opcode == Op::Decorate && a.operands.get(2) == Some(&Operand::BuiltIn(BuiltIn::SampleId)));
     let per_sample = uses_sample_id && found.iter().any(|f| f.granularity == Granularity::Sample);
-    let spirv_1_4 = crate::varyings::lists_all_globals(&m);
+    let spirv_1_4 = crate::ir::lists_all_globals(&m);
     let vulkan_mm = matches!(
         m.memory_model.as_ref().and_then(|mm| mm.operands.get(1)),
         Some(Operand::MemoryModel(spirv::MemoryModel::Vulkan))
