@@ -14,9 +14,35 @@
 //! a `None` (or a [`Malformed`]), never a panic.
 
 use crate::Malformed;
-use rspirv::dr::{Instruction, Module, Operand};
-use rspirv::spirv::{Decoration, Op, StorageClass, Word};
+use rspirv::dr::{Block, Instruction, Module, Operand};
+use rspirv::spirv::{BuiltIn, Capability, Decoration, ExecutionModel, Op, StorageClass, Word};
 use std::collections::{HashMap, HashSet};
+
+/// Whether SPIR-V `words` declare one of `capabilities`: a scan of the
+/// module's leading instructions (capabilities, extensions, extended
+/// instruction imports, memory model), without parsing it, so that the
+/// layer never parses a module a pass has nothing to do in.
+pub(crate) fn declares_capability(words: &[u32], capabilities: &[Capability]) -> bool {
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let (count, op) = ((first >> 16) as usize, first & 0xffff);
+        if count == 0 {
+            return false;
+        }
+        match op {
+            o if o == Op::Capability as u32 => {
+                if words.get(at + 1).is_some_and(|c| capabilities.iter().any(|x| *x as u32 == *c)) {
+                    return true;
+                }
+            }
+            // Capabilities come first (SPIR-V 2.4, logical layout); these follow them.
+            o if o == Op::Extension as u32 || o == Op::ExtInstImport as u32 || o == Op::MemoryModel as u32 => {}
+            _ => return false,
+        }
+        at += count;
+    }
+    false
+}
 
 // Lookups.
 
@@ -39,6 +65,26 @@ pub(crate) fn is_constant(m: &Module, id: Word) -> bool {
             Op::Constant | Op::ConstantComposite | Op::ConstantTrue | Op::ConstantFalse | Op::ConstantNull
         )
     })
+}
+
+/// Every instruction of the module's function bodies, in order.
+pub(crate) fn code(m: &Module) -> impl Iterator<Item = &Instruction> {
+    m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions)
+}
+
+/// Every id an instruction reads through an `IdRef` operand (its result
+/// type aside).
+pub(crate) fn id_operands(i: &Instruction) -> impl Iterator<Item = Word> + '_ {
+    i.operands.iter().filter_map(|o| match o {
+        Operand::IdRef(id) => Some(*id),
+        _ => None,
+    })
+}
+
+/// Whether `id` is passed to a function call (as an argument, not as the
+/// function called).
+pub(crate) fn passed_to_function(m: &Module, id: Word) -> bool {
+    code(m).any(|i| i.class.opcode == Op::FunctionCall && i.operands.iter().skip(1).any(|o| *o == Operand::IdRef(id)))
 }
 
 /// The `OpDecorate` instructions whose target is `id`.
@@ -70,6 +116,43 @@ pub(crate) fn var_type(m: &Module, var: Word) -> Option<Word> {
     pointee_of(m, def(m, var)?.result_type?)
 }
 
+/// The built-in `id` is decorated with.
+pub(crate) fn builtin_of(m: &Module, id: Word) -> Option<BuiltIn> {
+    m.annotations.iter().find_map(|a| match a.operands.as_slice() {
+        [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)]
+            if *t == id && a.class.opcode == Op::Decorate =>
+        {
+            Some(*b)
+        }
+        _ => None,
+    })
+}
+
+/// The first id decorated with `builtin` (not a block member; not
+/// necessarily a variable in a malformed module).
+pub(crate) fn builtin_target(m: &Module, builtin: BuiltIn) -> Option<Word> {
+    m.annotations.iter().find_map(|a| match (a.class.opcode, a.operands.as_slice()) {
+        (Op::Decorate, [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)])
+            if *b == builtin =>
+        {
+            Some(*t)
+        }
+        _ => None,
+    })
+}
+
+/// The input variables decorated with `builtin`.
+pub(crate) fn builtin_inputs(m: &Module, builtin: BuiltIn) -> Vec<Word> {
+    m.types_global_values
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Variable && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Input))
+        })
+        .filter_map(|i| i.result_id)
+        .filter(|id| builtin_of(m, *id) == Some(builtin))
+        .collect()
+}
+
 /// Where the function-body instruction defining `id` is: (function, block,
 /// instruction).
 pub(crate) fn find_inst(module: &Module, id: Word) -> Option<(usize, usize, usize)> {
@@ -85,15 +168,51 @@ pub(crate) fn find_inst(module: &Module, id: Word) -> Option<(usize, usize, usiz
 
 /// Uses of `id` as an operand in function bodies.
 pub(crate) fn use_count(m: &Module, id: Word) -> usize {
-    m.functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .map(|i| i.operands.iter().filter(|o| **o == Operand::IdRef(id)).count())
-        .sum()
+    code(m).map(|i| i.operands.iter().filter(|o| **o == Operand::IdRef(id)).count()).sum()
+}
+
+// Blocks.
+
+/// A block's label (0, no id, for a block without one, which the loader
+/// never makes).
+pub(crate) fn label_of(b: &Block) -> Word {
+    b.label.as_ref().and_then(|l| l.result_id).unwrap_or(0)
+}
+
+/// CFG successors and structured merge/continue targets of a block.
+pub(crate) fn successors(b: &Block) -> Vec<Word> {
+    let mut out = Vec::new();
+    for i in &b.instructions {
+        match i.class.opcode {
+            Op::Branch | Op::BranchConditional | Op::Switch | Op::SelectionMerge | Op::LoopMerge => {
+                for o in &i.operands {
+                    if let Operand::IdRef(id) = o {
+                        out.push(*id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // BranchConditional's condition and Switch's selector are ids too, but not
+    // labels; callers intersect with the function's labels.
+    out
 }
 
 // Entry points and their interfaces.
+
+/// The functions of the module's entry points of execution model `model`
+/// (of every entry point for `None`).
+pub(crate) fn entry_functions(m: &Module, model: Option<ExecutionModel>) -> Vec<Word> {
+    m.entry_points
+        .iter()
+        .filter(|e| model.is_none_or(|x| e.operands.first() == Some(&Operand::ExecutionModel(x))))
+        .filter_map(|e| match e.operands.get(1) {
+            Some(Operand::IdRef(f)) => Some(*f),
+            _ => None,
+        })
+        .collect()
+}
 
 /// Whether entry points list every global variable their functions use
 /// (SPIR-V 1.4 and later) rather than only Input/Output ones.
@@ -107,6 +226,16 @@ pub(crate) fn lists_all_globals(m: &Module) -> bool {
 pub(crate) fn add_to_interface(m: &mut Module, id: Word) {
     if lists_all_globals(m) {
         for ep in &mut m.entry_points {
+            ep.operands.push(Operand::IdRef(id));
+        }
+    }
+}
+
+/// Lists an input or output variable in every entry point's interface
+/// (where it is not listed already), whatever the SPIR-V version.
+pub(crate) fn add_io_to_interface(m: &mut Module, id: Word) {
+    for ep in &mut m.entry_points {
+        if !ep.operands.iter().skip(3).any(|o| *o == Operand::IdRef(id)) {
             ep.operands.push(Operand::IdRef(id));
         }
     }
@@ -144,6 +273,31 @@ pub(crate) fn find_or_add(m: &mut Module, op: Op, result_type: Option<Word>, ope
     id
 }
 
+/// The pointer type to `pointee` in storage class `class`, declared if missing.
+pub(crate) fn pointer_type(m: &mut Module, class: StorageClass, pointee: Word) -> Word {
+    find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(class), Operand::IdRef(pointee)])
+}
+
+/// The 32-bit constant of type `ty` whose bits are `bits`, declared if missing.
+pub(crate) fn constant(m: &mut Module, ty: Word, bits: u32) -> Word {
+    find_or_add(m, Op::Constant, Some(ty), vec![Operand::LiteralBit32(bits)])
+}
+
+/// Decorates `target` with `d` and its literal or id operands `extra`.
+pub(crate) fn decorate(m: &mut Module, target: Word, d: Decoration, extra: Vec<Operand>) {
+    let mut operands = vec![Operand::IdRef(target), Operand::Decoration(d)];
+    operands.extend(extra);
+    m.annotations.push(Instruction::new(Op::Decorate, None, None, operands));
+}
+
+/// Removes `id`'s decorations of the kinds in `which`.
+pub(crate) fn remove_decorations(m: &mut Module, id: Word, which: &[Decoration]) {
+    m.annotations.retain(|a| {
+        !(a.operands.first() == Some(&Operand::IdRef(id))
+            && matches!(a.operands.get(1), Some(Operand::Decoration(d)) if which.contains(d)))
+    });
+}
+
 // Rewrites.
 
 /// Replaces every use of `from` by `to` in function bodies.
@@ -177,12 +331,7 @@ pub(crate) fn prepend_to_function(m: &mut Module, f: Word, code: Vec<Instruction
 /// dropping its interface decorations and its entry-point listing.
 pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) -> Result<(), Malformed> {
     let pointee = var_type(m, id).ok_or(Malformed::Unexpected(id))?;
-    let ptr = find_or_add(
-        m,
-        Op::TypePointer,
-        None,
-        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(pointee)],
-    );
+    let ptr = pointer_type(m, StorageClass::Private, pointee);
     let pos = m.types_global_values.iter().position(|i| i.result_id == Some(id)).ok_or(Malformed::Undefined(id))?;
     let mut operands = vec![Operand::StorageClass(StorageClass::Private)];
     if let Some(c) = init {
@@ -192,32 +341,30 @@ pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) -> Resu
     m.types_global_values.remove(pos);
     // After its pointer type (and initialiser), which may have just been added.
     m.types_global_values.push(new);
-    m.annotations.retain(|a| {
-        !(a.operands.first() == Some(&Operand::IdRef(id))
-            && matches!(
-                a.operands.get(1),
-                Some(Operand::Decoration(
-                    Decoration::Location
-                        | Decoration::Component
-                        | Decoration::Flat
-                        | Decoration::NoPerspective
-                        | Decoration::Centroid
-                        | Decoration::Sample
-                        // Valid on Input and Output variables only.
-                        | Decoration::Invariant
-                        | Decoration::Patch
-                        | Decoration::Stream
-                        | Decoration::Index
-                        | Decoration::PerVertexKHR
-                        | Decoration::PerPrimitiveEXT
-                        | Decoration::PerViewNV
-                        | Decoration::PerTaskNV
-                        | Decoration::PassthroughNV
-                        | Decoration::ViewportRelativeNV
-                        | Decoration::SecondaryViewportRelativeNV
-                ))
-            ))
-    });
+    remove_decorations(
+        m,
+        id,
+        &[
+            Decoration::Location,
+            Decoration::Component,
+            Decoration::Flat,
+            Decoration::NoPerspective,
+            Decoration::Centroid,
+            Decoration::Sample,
+            // Valid on Input and Output variables only.
+            Decoration::Invariant,
+            Decoration::Patch,
+            Decoration::Stream,
+            Decoration::Index,
+            Decoration::PerVertexKHR,
+            Decoration::PerPrimitiveEXT,
+            Decoration::PerViewNV,
+            Decoration::PerTaskNV,
+            Decoration::PassthroughNV,
+            Decoration::ViewportRelativeNV,
+            Decoration::SecondaryViewportRelativeNV,
+        ],
+    );
     retype_chains(m, id, StorageClass::Private);
     // From SPIR-V 1.4 every global a function uses is listed; before, only Input/Output.
     if !lists_all_globals(m) {
@@ -254,7 +401,7 @@ pub(crate) fn retype_chains(m: &mut Module, root: Word, class: StorageClass) {
             Some(Operand::IdRef(t)) => *t,
             _ => continue,
         };
-        let ptr = find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(class), Operand::IdRef(pointee)]);
+        let ptr = pointer_type(m, class, pointee);
         m.functions[fi].blocks[bi].instructions[ii].result_type = Some(ptr);
     }
 }
@@ -424,3 +571,4 @@ pub(crate) fn copy_type_deep(from: &Module, to: &mut Module, ty: Word, map: &mut
     }
     map.get(&root).copied()
 }
+

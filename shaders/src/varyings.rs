@@ -33,9 +33,9 @@
 //! [`crate::MAX_DEPTH`], and an error leaves both modules as they were.
 
 use crate::ir::{
-    add_to_interface, copy_constant, copy_type_deep, decoration_value, decorations_of, def, def_type_eq, find_inst,
-    find_or_add, forget_removed, fresh, is_constant, make_private, next_id, pointee_of, prepend_to_function,
-    replace_uses, use_count, var_type,
+    add_to_interface, code, constant, copy_constant, copy_type_deep, decorate, decoration_value, decorations_of, def,
+    def_type_eq, entry_functions, find_inst, find_or_add, forget_removed, fresh, is_constant, make_private, next_id,
+    pointee_of, pointer_type, prepend_to_function, replace_uses, use_count, var_type,
 };
 use crate::{Malformed, MAX_DEPTH};
 use rspirv::dr::{Instruction, Module, Operand};
@@ -306,7 +306,7 @@ fn usage(vars: &[Var]) -> (usize, usize) {
 /// `None` when some use reads it whole or in a way the linker does not
 /// follow.
 fn components_read(m: &Module, var: Word, n: u32) -> Option<HashSet<u32>> {
-    let insts: Vec<&Instruction> = m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).collect();
+    let insts: Vec<&Instruction> = code(m).collect();
     let uses = |id: Word| insts.iter().filter(move |i| i.operands.iter().any(|o| *o == Operand::IdRef(id))).copied();
     let const_index = |id: Word| match def(m, id).map(|c| (c.class.opcode, c.operands.first())) {
         Some((Op::Constant, Some(Operand::LiteralBit32(k)))) => Some(*k),
@@ -362,7 +362,7 @@ fn def_width(m: &Module, insts: &[&Instruction], id: Word) -> Option<u32> {
 /// Whether the producer only writes `var` (whole stores, or stores through
 /// constant-index access chains) and never reads it back.
 fn narrowable_output(m: &Module, var: Word) -> bool {
-    let insts: Vec<&Instruction> = m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).collect();
+    let insts: Vec<&Instruction> = code(m).collect();
     insts.iter().filter(|i| i.operands.iter().any(|o| *o == Operand::IdRef(var))).all(|u| match u.class.opcode {
         Op::Store => u.operands.first() == Some(&Operand::IdRef(var)),
         Op::AccessChain | Op::InBoundsAccessChain if u.operands.len() == 2 => {
@@ -416,7 +416,7 @@ fn retype_var(module: &mut Module, var: Word, m: u32) -> Result<(Word, Word, Wor
 /// A constant of the type of constant `like`, with `value`.
 fn index_constant(module: &mut Module, like: Word, value: u32) -> Option<Word> {
     let ty = def(module, like)?.result_type?;
-    Some(find_or_add(module, Op::Constant, Some(ty), vec![Operand::LiteralBit32(value)]))
+    Some(constant(module, ty, value))
 }
 
 /// Narrows consumer input `var` (an `n`-vector) to components `keep`:
@@ -497,12 +497,7 @@ fn fix_chain_indices(module: &mut Module, chains: Vec<Word>, keep: &[u32]) {
 fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) -> Result<(), Malformed> {
     let m = keep.len() as u32;
     let (_, scalar, ty) = retype_var(module, var, m)?;
-    let sink_ptr = find_or_add(
-        module,
-        Op::TypePointer,
-        None,
-        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(scalar)],
-    );
+    let sink_ptr = pointer_type(module, StorageClass::Private, scalar);
     let sink = fresh(module);
     module.types_global_values.push(Instruction::new(
         Op::Variable,
@@ -624,13 +619,7 @@ enum NotUniform {
 /// bound. The expression is walked depth first with a stack of its own (its
 /// instructions come out in definition order), never by recursion.
 fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformExpr, NotUniform> {
-    let insts: HashMap<Word, &Instruction> = m
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .filter_map(|i| Some((i.result_id?, i)))
-        .collect();
+    let insts: HashMap<Word, &Instruction> = code(m).filter_map(|i| Some((i.result_id?, i))).collect();
     let mut order: Vec<Instruction> = Vec::new();
     let mut vars: Vec<Word> = Vec::new();
     let mut seen: HashSet<Word> = HashSet::new();
@@ -775,12 +764,7 @@ fn copy_uniform_expression(
             to.types_global_values.push(Instruction::new(Op::Variable, Some(ptr), Some(id), vec![class]));
             for d in [Decoration::DescriptorSet, Decoration::Binding] {
                 if let Some(x) = decoration_value(from, *v, d) {
-                    to.annotations.push(Instruction::new(
-                        Op::Decorate,
-                        None,
-                        None,
-                        vec![Operand::IdRef(id), Operand::Decoration(d), Operand::LiteralBit32(x)],
-                    ));
+                    decorate(to, id, d, vec![Operand::LiteralBit32(x)]);
                 }
             }
             add_to_interface(to, id);
@@ -825,7 +809,7 @@ fn copy_uniform_expression(
                 },
                 scalar_kind(to, result_ty)?.1,
             );
-            let zero_s = find_or_add(to, Op::Constant, Some(scalar_ty), vec![Operand::LiteralBit32(0)]);
+            let zero_s = constant(to, scalar_ty, 0);
             let zero = if n == 1 {
                 zero_s
             } else {
@@ -845,12 +829,7 @@ fn copy_uniform_expression(
                 vec![Operand::IdRef(mul), Operand::IdRef(result)],
             ));
             for x in [mul, add] {
-                to.annotations.push(Instruction::new(
-                    Op::Decorate,
-                    None,
-                    None,
-                    vec![Operand::IdRef(x), Operand::Decoration(Decoration::NoContraction)],
-                ));
+                decorate(to, x, Decoration::NoContraction, vec![]);
             }
             result = add;
         }
@@ -861,14 +840,7 @@ fn copy_uniform_expression(
         }
         make_private(to, input, None).ok()?;
         code.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(input), Operand::IdRef(result)]));
-        let entries: Vec<Word> = to
-            .entry_points
-            .iter()
-            .filter_map(|e| match e.operands.get(1) {
-                Some(Operand::IdRef(f)) => Some(*f),
-                _ => None,
-            })
-            .collect();
+        let entries = entry_functions(to, None);
         if entries.len() != 1 {
             return None;
         }
@@ -919,13 +891,8 @@ fn single_loads<'a>(consumer: &Module, inputs: &'a [Var], gone_inputs: &HashSet<
         {
             continue;
         }
-        let users: Vec<&Instruction> = consumer
-            .functions
-            .iter()
-            .flat_map(|f| &f.blocks)
-            .flat_map(|b| &b.instructions)
-            .filter(|x| x.operands.iter().any(|o| *o == Operand::IdRef(i.id)))
-            .collect();
+        let users: Vec<&Instruction> =
+            code(consumer).filter(|x| x.operands.iter().any(|o| *o == Operand::IdRef(i.id))).collect();
         if let [l] = users.as_slice() {
             if let (Op::Load, Some(load)) = (l.class.opcode, l.result_id) {
                 if use_count(consumer, load) == 1 {
@@ -952,11 +919,7 @@ fn move_constant_op(
     report: &mut Report,
 ) -> bool {
     let loads = single_loads(consumer, inputs, gone_inputs);
-    let ops: Vec<Instruction> = consumer
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
+    let ops: Vec<Instruction> = code(consumer)
         .filter(|x| matches!(x.class.opcode, Op::FAdd | Op::FMul | Op::VectorTimesScalar))
         .cloned()
         .collect();
@@ -1015,14 +978,7 @@ fn move_sums(
     report: &mut Report,
 ) -> Result<(), LinkError> {
     let mut loads = single_loads(consumer, inputs, gone_inputs);
-    let sums: Vec<Instruction> = consumer
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .filter(|x| x.class.opcode == Op::FAdd)
-        .cloned()
-        .collect();
+    let sums: Vec<Instruction> = code(consumer).filter(|x| x.class.opcode == Op::FAdd).cloned().collect();
     for sum in sums {
         let (Some(sum_id), [Operand::IdRef(la), Operand::IdRef(lb)]) = (sum.result_id, sum.operands.as_slice()) else {
             continue;
@@ -1382,16 +1338,7 @@ fn link_checked(
             set_location(m, v.id, new);
         }
         if component != 0 {
-            m.annotations.push(Instruction::new(
-                Op::Decorate,
-                None,
-                None,
-                vec![
-                    Operand::IdRef(v.id),
-                    Operand::Decoration(Decoration::Component),
-                    Operand::LiteralBit32(component),
-                ],
-            ));
+            decorate(m, v.id, Decoration::Component, vec![Operand::LiteralBit32(component)]);
         }
         if let Some(r) = report {
             if packed.contains_key(&v.location) && bins.iter().any(|b| b.1 == new && b.2 > v.components) {
