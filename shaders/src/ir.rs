@@ -572,3 +572,141 @@ pub(crate) fn copy_type_deep(from: &Module, to: &mut Module, ty: Word, map: &mut
     map.get(&root).copied()
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::assemble_text;
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    /// A fragment and a vertex entry point; the fragment one reads
+    /// `FragCoord` and writes it to an output at location 0, component 0.
+    const TWO_ENTRY_POINTS: &str = "
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint Fragment %frag \"frag\" %coord %out
+               OpEntryPoint Vertex %vert \"vert\"
+               OpExecutionMode %frag OriginUpperLeft
+               OpDecorate %coord BuiltIn FragCoord
+               OpDecorate %out Location 0
+               OpDecorate %out Component 0
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+      %float = OpTypeFloat 32
+       %vec4 = OpTypeVector %float 4
+     %in_ptr = OpTypePointer Input %vec4
+    %out_ptr = OpTypePointer Output %vec4
+      %coord = OpVariable %in_ptr Input
+        %out = OpVariable %out_ptr Output
+       %frag = OpFunction %void None %fn
+         %f0 = OpLabel
+          %c = OpLoad %vec4 %coord
+               OpStore %out %c
+               OpReturn
+               OpFunctionEnd
+       %vert = OpFunction %void None %fn
+         %v0 = OpLabel
+               OpReturn
+               OpFunctionEnd
+";
+
+    fn module() -> Module {
+        let words = assemble_text(TWO_ENTRY_POINTS).unwrap();
+        validate(&words, TargetEnv::Vulkan1_1).unwrap();
+        let m = parse(&words).unwrap();
+        crate::check(&m).unwrap();
+        m
+    }
+
+    fn id_of(m: &Module, op: Op, pick: impl Fn(&Instruction) -> bool) -> Word {
+        m.types_global_values.iter().find(|i| i.class.opcode == op && pick(i)).and_then(|i| i.result_id).unwrap()
+    }
+
+    #[test]
+    fn capability_scan_stops_at_the_first_instruction_past_the_capabilities() {
+        let words = assemble_text(TWO_ENTRY_POINTS).unwrap();
+        assert!(declares_capability(&words, &[Capability::Shader]));
+        assert!(!declares_capability(&words, &[Capability::FragmentDensityEXT]));
+        assert!(!declares_capability(&words[..5], &[Capability::Shader]));
+        assert!(!declares_capability(&[], &[Capability::Shader]));
+        // A zero word count ends the scan instead of looping.
+        let mut zero = words.clone();
+        zero[5] = 0x0000_0011;
+        assert!(!declares_capability(&zero, &[Capability::Shader]));
+    }
+
+    #[test]
+    fn lookups() {
+        let m = module();
+        let coord = builtin_target(&m, BuiltIn::FragCoord).unwrap();
+        assert_eq!(builtin_inputs(&m, BuiltIn::FragCoord), [coord]);
+        assert_eq!(builtin_of(&m, coord), Some(BuiltIn::FragCoord));
+        let vec4 = id_of(&m, Op::TypeVector, |_| true);
+        assert_eq!(var_type(&m, coord), Some(vec4));
+        let out = id_of(&m, Op::Variable, |i| i.operands == [Operand::StorageClass(StorageClass::Output)]);
+        assert_eq!(decoration_value(&m, out, Decoration::Location), Some(0));
+        assert_eq!(decorations_of(&m, out).len(), 2);
+        assert!(def_type_eq(&m, coord, coord) && !def_type_eq(&m, coord, out));
+        assert_eq!(use_count(&m, coord), 1);
+        assert!(!passed_to_function(&m, coord));
+        assert_eq!(entry_functions(&m, None).len(), 2);
+        assert_eq!(entry_functions(&m, Some(ExecutionModel::Vertex)).len(), 1);
+        assert!(!lists_all_globals(&m));
+        assert_eq!(
+            label_of(&m.functions[0].blocks[0]),
+            m.functions[0].blocks[0].label.as_ref().unwrap().result_id.unwrap()
+        );
+    }
+
+    #[test]
+    fn declarations_are_deduplicated_and_ids_are_fresh() {
+        let mut m = module();
+        let bound = m.header.as_ref().unwrap().bound;
+        let float = id_of(&m, Op::TypeFloat, |_| true);
+        let existing =
+            id_of(&m, Op::TypePointer, |i| i.operands.first() == Some(&Operand::StorageClass(StorageClass::Input)));
+        let vec4 = id_of(&m, Op::TypeVector, |_| true);
+        assert_eq!(pointer_type(&mut m, StorageClass::Input, vec4), existing);
+        assert_eq!(m.header.as_ref().unwrap().bound, bound);
+        let one = constant(&mut m, float, 1.0f32.to_bits());
+        assert_eq!(one, bound);
+        assert_eq!(constant(&mut m, float, 1.0f32.to_bits()), one);
+        assert_eq!(fresh(&mut m), bound + 1);
+        assert_eq!(m.header.as_ref().unwrap().bound, bound + 2);
+    }
+
+    #[test]
+    fn an_output_made_private_loses_its_interface_decorations_and_listing() {
+        let mut m = module();
+        let out = id_of(&m, Op::Variable, |i| i.operands == [Operand::StorageClass(StorageClass::Output)]);
+        make_private(&mut m, out, None).unwrap();
+        assert!(decorations_of(&m, out).is_empty());
+        assert!(m.entry_points.iter().all(|e| !e.operands.contains(&Operand::IdRef(out))));
+        // Listing an input twice lists it once.
+        let coord = builtin_target(&m, BuiltIn::FragCoord).unwrap();
+        add_io_to_interface(&mut m, coord);
+        let listed = |m: &Module| m.entry_points.iter().filter(|e| e.operands.contains(&Operand::IdRef(coord))).count();
+        assert_eq!(listed(&m), 2);
+        add_io_to_interface(&mut m, coord);
+        assert_eq!(listed(&m), 2);
+        remove_decorations(&mut m, coord, &[Decoration::Location]);
+        assert_eq!(builtin_of(&m, coord), Some(BuiltIn::FragCoord));
+        remove_decorations(&mut m, coord, &[Decoration::BuiltIn]);
+        assert_eq!(builtin_of(&m, coord), None);
+        assert!(make_private(&mut m, 0, None).is_err());
+    }
+
+    #[test]
+    fn a_vector_constant_is_copied_with_its_types() {
+        let mut from = module();
+        let float = id_of(&from, Op::TypeFloat, |_| true);
+        let vec4 = id_of(&from, Op::TypeVector, |_| true);
+        let half = constant(&mut from, float, 0.5f32.to_bits());
+        let c = find_or_add(&mut from, Op::ConstantComposite, Some(vec4), vec![Operand::IdRef(half); 4]);
+        let mut to = module();
+        let copied = copy_constant(&from, &mut to, c).unwrap();
+        assert!(is_constant(&to, copied));
+        assert_eq!(def(&to, copied).and_then(|k| k.result_type), Some(vec4));
+        crate::check(&to).unwrap();
+        validate(&assemble(&to), TargetEnv::Vulkan1_1).unwrap();
+    }
+}
