@@ -1,32 +1,45 @@
 //! Linking the interface between two shader stages (producer → consumer),
 //! after Mesa's `nir_opt_varyings` design (`nir-opt-varyings.md`), on SPIR-V.
 //!
-//! This first part works per interface *variable* (a location range), in the
-//! seed's order:
+//! It works per interface *variable* (a location range), in this order:
 //!
 //! 1. **dead I/O** — producer outputs no consumer input reads become private
 //!    variables (their stores stay, for the driver to drop); consumer inputs
 //!    no producer output writes become private, undefined values. Built-ins and
 //!    transform-feedback outputs are never touched.
-//! 2. **constant propagation** — an output whose every store writes the same
-//!    scalar or vector constant is computed in the consumer: the input becomes
-//!    a private variable initialised with that constant, and the output dies.
-//!    `safe` does it only for flat inputs (interpolating a constant need not
-//!    be bit-exact); `full` for every input.
+//! 2. **constant and uniform propagation** — an output whose every store
+//!    writes the same value is computed in the consumer, and the output dies:
+//!    a scalar or vector constant initialises the input, now private; a
+//!    cheap expression (at most `UNIFORM_COST` arithmetic instructions) of
+//!    constants and loads from uniform buffer blocks or push constants that
+//!    [`LinkEnv`] says the consumer can see (none for [`link`]) is copied to
+//!    the start of the consumer, with its block types and descriptor
+//!    bindings, and stored into the input (an interpolated input gets
+//!    `x·0 + x`, so that infinities become NaNs as interpolation makes them).
 //! 3. **deduplication** — two outputs always storing the same value, with the
 //!    same type and interpolation decorations, become one: the consumer reads
 //!    the first, the second dies.
-//! 4. **compaction** — the survivors get consecutive locations, in order of
-//!    their old ones, in both modules.
+//! 4. **code motion** (`full`) — a fragment-shader sum of two interpolated
+//!    inputs, each read once and only by it, is computed in the producer and
+//!    passed as one varying; then sums with and products by a constant of an
+//!    interpolated input move to the producer, until none is left.
+//! 5. **narrowing** — a vector output whose consumer reads only some
+//!    components keeps only those, in order, on both sides (loads in the
+//!    consumer are widened back with undefined unread components; stores in
+//!    the producer keep the read ones).
+//! 6. **compaction** — the survivors get consecutive locations, in order of
+//!    their old ones, in both modules (overlapping ranges move together);
+//!    single-location 32-bit scalars and vectors narrower than a vec4, alone
+//!    at their location on both sides, share locations through `Component`
+//!    decorations with others of the same scalar kind and interpolation.
 //!
-//! Between 3 and 4, **narrowing**: a vector output whose consumer reads only
-//! some components keeps only those, in order, on both sides (loads in the
-//! consumer are widened back with undefined unread components; stores in
-//! the producer keep the read ones), so that compaction can pack it.
-//!
-//! Not yet: splitting a vector across locations, uniform and UBO expression
-//! propagation, code motion (`full`); the report says which variables were
-//! left as they were and why.
+//! [`Level::Safe`] keeps every value bit-identical: it propagates only into
+//! flat inputs and moves no code. [`Level::Full`] also propagates into
+//! interpolated inputs and moves code (exact up to interpolation rounding).
+//! Not done: splitting a vector across locations, uniform expressions of
+//! other instructions or sources (storage buffers, images), code motion of
+//! other shapes; the report's notes say which variables were left as they
+//! were and why.
 //!
 //! Both modules are checked first ([`crate::check`]); every walk over their
 //! types, constants and expressions is iterative or bounded by
@@ -967,7 +980,7 @@ fn move_constant_op(
     false
 }
 
-/// Step 3a: see `link_with`.
+/// Step 4, sums of two inputs (see the module documentation).
 fn move_sums(
     producer: &mut Module,
     consumer: &mut Module,
@@ -1116,8 +1129,8 @@ fn link_checked(
     let by_location: BTreeMap<(u32, u32), &Var> =
         inputs.iter().map(|v| ((v.location, v.component.unwrap_or(0)), v)).collect();
 
-    // 2. Constant propagation and 3. deduplication (whole variables with a
-    //    matching input at the same location and of the same footprint).
+    // 2. Constant and uniform propagation, 3. deduplication (whole variables
+    //    with a matching input at the same location and of the same footprint).
     let mut first_with_value: HashMap<(Word, Vec<Decoration>, (u32, u32)), (Word, &Var)> = HashMap::new();
     let candidates: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id) && !o.xfb).collect();
     for o in candidates {
@@ -1184,7 +1197,7 @@ fn link_checked(
             }
         }
     }
-    // 3a. Backward code motion (`full` only): a fragment-shader sum of two
+    // 4. Backward code motion (`full` only): a fragment-shader sum of two
     //     interpolated inputs of the same type and interpolation, each read
     //     once and only by that sum, is computed in the producer and passed
     //     as one varying (interp(a) + interp(b) = interp(a + b), exact up to
@@ -1199,7 +1212,7 @@ fn link_checked(
         make_private(producer, *id, None).map_err(in_producer)?;
     }
 
-    // 3b. Component narrowing: a vector output whose consumer reads only
+    // 5. Component narrowing: a vector output whose consumer reads only
     //     some of its components keeps only those (in order), on both sides.
     //     Exact at every level: the components that remain carry the same
     //     values, interpolated the same way.
@@ -1237,7 +1250,7 @@ fn link_checked(
         }
     }
 
-    // 4. Compaction. Single-location 32-bit scalars and vectors narrower than
+    // 6. Compaction. Single-location 32-bit scalars and vectors narrower than
     //    a vec4, alone at their location on both sides, are packed into
     //    shared locations with Component decorations — only with others of
     //    the same scalar kind and the same interpolation decorations, so the
