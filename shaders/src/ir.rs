@@ -47,7 +47,7 @@ pub(crate) fn declares_capability(words: &[u32], capabilities: &[Capability]) ->
 // Lookups.
 
 /// The global instruction (type, constant, global variable) defining `id`.
-pub(crate) fn def<'a>(m: &'a Module, id: Word) -> Option<&'a Instruction> {
+pub(crate) fn def(m: &Module, id: Word) -> Option<&Instruction> {
     m.types_global_values.iter().find(|i| i.result_id == Some(id))
 }
 
