@@ -18,8 +18,10 @@
 //! its SPIR-V extension are removed; the built-in variables become private
 //! variables holding those values.
 
-use crate::varyings::{
-    add_to_interface, def, find_or_add, fresh, make_private, prepend_to_function, replace_uses, retype_chains, var_type,
+use crate::ir::{
+    add_to_interface, builtin_inputs, code, constant, declares_capability, def, entry_functions, find_or_add, fresh,
+    make_private, passed_to_function, pointer_type, prepend_to_function, remove_decorations, replace_uses,
+    retype_chains, var_type,
 };
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Capability, Decoration, ExecutionModel, Op, StorageClass, Word};
@@ -56,71 +58,13 @@ const DENSITY_EXTENSIONS: [&str; 2] = ["SPV_EXT_fragment_invocation_density", "S
 /// Whether `words` declares the `FragmentDensityEXT` capability (a scan of
 /// the capability section, without parsing the module).
 pub fn uses_density_builtins(words: &[u32]) -> bool {
-    let mut i = 5;
-    while i < words.len() {
-        let (len, op) = ((words[i] >> 16) as usize, words[i] & 0xffff);
-        if len == 0 {
-            return false;
-        }
-        match op {
-            // OpCapability
-            17 if words.get(i + 1) == Some(&(Capability::FragmentDensityEXT as u32)) => return true,
-            // OpCapability, OpExtension, OpExtInstImport, OpMemoryModel come first.
-            17 | 10 | 11 | 14 => {}
-            _ => return false,
-        }
-        i += len;
-    }
-    false
-}
-
-fn builtin_of(m: &Module, id: Word) -> Option<BuiltIn> {
-    m.annotations.iter().find_map(|a| match a.operands.as_slice() {
-        [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)]
-            if *t == id && a.class.opcode == Op::Decorate =>
-        {
-            Some(*b)
-        }
-        _ => None,
-    })
-}
-
-/// The input variables decorated with `builtin`.
-fn builtin_vars(m: &Module, builtin: BuiltIn) -> Vec<Word> {
-    m.types_global_values
-        .iter()
-        .filter(|i| {
-            i.class.opcode == Op::Variable && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Input))
-        })
-        .filter_map(|i| i.result_id)
-        .filter(|id| builtin_of(m, *id) == Some(builtin))
-        .collect()
+    declares_capability(words, &[Capability::FragmentDensityEXT])
 }
 
 /// Whether the module reads `FragCoord` (so that a binned render needs a
 /// variant of it per area).
 pub fn reads_frag_coord(m: &Module) -> bool {
-    !builtin_vars(m, BuiltIn::FragCoord).is_empty()
-}
-
-fn passed_to_function(m: &Module, id: Word) -> bool {
-    m.functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .any(|i| i.class.opcode == Op::FunctionCall && i.operands.iter().skip(1).any(|o| *o == Operand::IdRef(id)))
-}
-
-/// An integer constant of type `ty` (32-bit, either signedness) with value `v`.
-fn int_constant(m: &mut Module, ty: Word, v: u32) -> Word {
-    find_or_add(m, Op::Constant, Some(ty), vec![Operand::LiteralBit32(v)])
-}
-
-fn strip_builtin_decorations(m: &mut Module, id: Word) {
-    m.annotations.retain(|a| {
-        !(a.operands.first() == Some(&Operand::IdRef(id))
-            && matches!(a.operands.get(1), Some(Operand::Decoration(Decoration::BuiltIn | Decoration::Flat))))
-    });
+    !builtin_inputs(m, BuiltIn::FragCoord).is_empty()
 }
 
 /// Lowers the density built-ins of a fragment shader module for one
@@ -144,10 +88,10 @@ fn lower_checked(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
     if member_builtin {
         return Err(Unsupported::BuiltinInBlock);
     }
-    let size_vars = builtin_vars(m, BuiltIn::FragSizeEXT);
-    let count_vars = builtin_vars(m, BuiltIn::FragInvocationCountEXT);
+    let size_vars = builtin_inputs(m, BuiltIn::FragSizeEXT);
+    let count_vars = builtin_inputs(m, BuiltIn::FragInvocationCountEXT);
     let scale = p.area != (1, 1);
-    let coord_vars = if scale { builtin_vars(m, BuiltIn::FragCoord) } else { Vec::new() };
+    let coord_vars = if scale { builtin_inputs(m, BuiltIn::FragCoord) } else { Vec::new() };
     for v in size_vars.iter().chain(&count_vars).chain(&coord_vars) {
         if passed_to_function(m, *v) {
             return Err(Unsupported::PointerArgument);
@@ -157,17 +101,17 @@ fn lower_checked(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
     for v in size_vars {
         let Some(ty) = var_type(m, v) else { continue };
         let Some(Operand::IdRef(scalar)) = def(m, ty).and_then(|t| t.operands.first()).cloned() else { continue };
-        let x = int_constant(m, scalar, p.area.0);
-        let y = int_constant(m, scalar, p.area.1);
+        let x = constant(m, scalar, p.area.0);
+        let y = constant(m, scalar, p.area.1);
         let c = find_or_add(m, Op::ConstantComposite, Some(ty), vec![Operand::IdRef(x), Operand::IdRef(y)]);
-        strip_builtin_decorations(m, v);
+        remove_decorations(m, v, &[Decoration::BuiltIn, Decoration::Flat]);
         make_private(m, v, Some(c))?;
         report.frag_size = true;
     }
     for v in count_vars {
         let Some(ty) = var_type(m, v) else { continue };
-        let c = int_constant(m, ty, p.invocations);
-        strip_builtin_decorations(m, v);
+        let c = constant(m, ty, p.invocations);
+        remove_decorations(m, v, &[Decoration::BuiltIn, Decoration::Flat]);
         make_private(m, v, Some(c))?;
         report.invocation_count = true;
     }
@@ -187,8 +131,7 @@ fn lower_checked(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
 fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
     let Some(vec4) = var_type(m, coord) else { return };
     let Some(Operand::IdRef(float)) = def(m, vec4).and_then(|t| t.operands.first()).cloned() else { return };
-    let ptr =
-        find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(vec4)]);
+    let ptr = pointer_type(m, StorageClass::Private, vec4);
     let copy = fresh(m);
     m.types_global_values.push(Instruction::new(
         Op::Variable,
@@ -198,17 +141,9 @@ fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
     ));
     replace_uses(m, coord, copy);
     retype_chains(m, copy, StorageClass::Private);
-    let ax = find_or_add(m, Op::Constant, Some(float), vec![Operand::LiteralBit32((area.0 as f32).to_bits())]);
-    let ay = find_or_add(m, Op::Constant, Some(float), vec![Operand::LiteralBit32((area.1 as f32).to_bits())]);
-    let entries: Vec<Word> = m
-        .entry_points
-        .iter()
-        .filter(|e| e.operands.first() == Some(&Operand::ExecutionModel(ExecutionModel::Fragment)))
-        .filter_map(|e| match e.operands.get(1) {
-            Some(Operand::IdRef(f)) => Some(*f),
-            _ => None,
-        })
-        .collect();
+    let ax = constant(m, float, (area.0 as f32).to_bits());
+    let ay = constant(m, float, (area.1 as f32).to_bits());
+    let entries = entry_functions(m, Some(ExecutionModel::Fragment));
     add_to_interface(m, copy);
     for f in entries {
         let [load, x, y, sx, sy, with_x, with_xy]: [Word; 7] = std::array::from_fn(|_| fresh(m));
@@ -256,14 +191,12 @@ pub fn has_side_effects(m: &Module) -> bool {
     let buffer_block =
         m.annotations.iter().any(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::BufferBlock)));
     let mut pointer_types: std::collections::HashMap<Word, Word> = std::collections::HashMap::new();
-    for i in
-        m.types_global_values.iter().chain(m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions))
-    {
+    for i in m.types_global_values.iter().chain(code(m)) {
         if let (Some(id), Some(ty)) = (i.result_id, i.result_type) {
             pointer_types.insert(id, ty);
         }
     }
-    m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).any(|i| {
+    code(m).any(|i| {
         let op = i.class.opcode;
         let atomic = matches!(
             op,

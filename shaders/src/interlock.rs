@@ -77,24 +77,7 @@ pub struct Report {
 /// module's leading capability instructions, so that modules without
 /// interlock are never parsed.
 pub fn uses_interlock(words: &[u32]) -> bool {
-    let mut i = 5;
-    while i < words.len() {
-        let count = (words[i] >> 16) as usize;
-        let op = words[i] & 0xffff;
-        if count == 0 {
-            return false;
-        }
-        if op != Op::Capability as u32 {
-            return false; // capabilities come first (SPIR-V 2.4, logical layout)
-        }
-        if let Some(&cap) = words.get(i + 1) {
-            if CAPABILITIES.iter().any(|c| *c as u32 == cap) {
-                return true;
-            }
-        }
-        i += count;
-    }
-    false
+    crate::ir::declares_capability(words, &CAPABILITIES)
 }
 
 fn interlock_mode(inst: &Instruction) -> Option<Mode> {

@@ -12,6 +12,7 @@
 pub mod capability;
 pub mod fdm;
 pub mod interlock;
+mod ir;
 mod malformed;
 pub mod spinlock;
 #[cfg(test)]

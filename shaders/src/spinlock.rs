@@ -38,6 +38,7 @@
 //! function variables, since the section no longer dominates what follows.
 
 use crate::interlock::{modes, remove_interlock_declarations, Granularity, Mode};
+use crate::ir::{self, id_operands, label_of, successors};
 use rspirv::dr::{Block, Instruction, Module, Operand};
 use rspirv::spirv::{self, BuiltIn, Decoration, Op, StorageClass, Word};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -85,33 +86,20 @@ pub enum Unsupported {
     Malformed(#[from] crate::Malformed),
 }
 
-/// Module-level builder state: fresh ids and deduplicated types/constants.
+/// The module being lowered, with the types and constants the lowering
+/// declares (deduplicated, see [`ir::find_or_add`]).
 struct Ids<'m> {
     m: &'m mut Module,
-    next: Word,
 }
 
 impl Ids<'_> {
     fn fresh(&mut self) -> Word {
-        let id = self.next;
-        self.next += 1;
-        id
+        ir::fresh(self.m)
     }
 
     /// A type or constant, reusing an identical declaration.
     fn global(&mut self, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
-        if let Some(found) = self
-            .m
-            .types_global_values
-            .iter()
-            .find(|i| i.class.opcode == op && i.result_type == result_type && i.operands == operands)
-            .and_then(|i| i.result_id)
-        {
-            return found;
-        }
-        let id = self.fresh();
-        self.m.types_global_values.push(Instruction::new(op, result_type, Some(id), operands));
-        id
+        ir::find_or_add(self.m, op, result_type, operands)
     }
 
     fn uint(&mut self) -> Word {
@@ -125,20 +113,14 @@ impl Ids<'_> {
     }
     fn uint_const(&mut self, v: u32) -> Word {
         let t = self.uint();
-        self.global(Op::Constant, Some(t), vec![Operand::LiteralBit32(v)])
+        ir::constant(self.m, t, v)
     }
     fn bool_const(&mut self, v: bool) -> Word {
         let t = self.bool();
         self.global(if v { Op::ConstantTrue } else { Op::ConstantFalse }, Some(t), vec![])
     }
     fn pointer(&mut self, class: StorageClass, pointee: Word) -> Word {
-        self.global(Op::TypePointer, None, vec![Operand::StorageClass(class), Operand::IdRef(pointee)])
-    }
-
-    fn decorate(&mut self, target: Word, d: Decoration, extra: Vec<Operand>) {
-        let mut ops = vec![Operand::IdRef(target), Operand::Decoration(d)];
-        ops.extend(extra);
-        self.m.annotations.push(Instruction::new(Op::Decorate, None, None, ops));
+        ir::pointer_type(self.m, class, pointee)
     }
 
     /// The input variable decorated with `builtin` and the type it holds,
@@ -148,17 +130,9 @@ impl Ids<'_> {
         builtin: BuiltIn,
         pointee: impl FnOnce(&mut Self) -> Word,
     ) -> Result<(Word, Word), crate::Malformed> {
-        let existing = self.m.annotations.iter().find_map(|a| match (a.class.opcode, a.operands.as_slice()) {
-            (Op::Decorate, [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)])
-                if *b == builtin =>
-            {
-                Some(*t)
-            }
-            _ => None,
-        });
-        if let Some(var) = existing {
+        if let Some(var) = ir::builtin_target(self.m, builtin) {
             // A global variable (of a pointer type), not anything else decorated so.
-            let pointee = crate::varyings::var_type(self.m, var).ok_or(crate::Malformed::Unexpected(var))?;
+            let pointee = ir::var_type(self.m, var).ok_or(crate::Malformed::Unexpected(var))?;
             return Ok((var, pointee));
         }
         let t = pointee(self);
@@ -170,21 +144,9 @@ impl Ids<'_> {
             Some(var),
             vec![Operand::StorageClass(StorageClass::Input)],
         ));
-        self.decorate(var, Decoration::BuiltIn, vec![Operand::BuiltIn(builtin)]);
+        ir::decorate(self.m, var, Decoration::BuiltIn, vec![Operand::BuiltIn(builtin)]);
         // Flat-ness is implied for integer and boolean built-ins: nothing to add.
         Ok((var, t))
-    }
-
-    fn add_to_interface(&mut self, var: Word) {
-        for ep in &mut self.m.entry_points {
-            if !ep.operands.iter().skip(3).any(|o| *o == Operand::IdRef(var)) {
-                ep.operands.push(Operand::IdRef(var));
-            }
-        }
-    }
-
-    fn type_of(&self, id: Word) -> Option<&Instruction> {
-        self.m.types_global_values.iter().find(|i| i.result_id == Some(id))
     }
 }
 
@@ -198,40 +160,6 @@ fn label(id: Word) -> Instruction {
 
 fn block(id: Word, instructions: Vec<Instruction>) -> Block {
     Block { label: Some(label(id)), instructions }
-}
-
-/// A block's label (0, no id, for a block without one, which the loader
-/// never makes).
-fn label_of(b: &Block) -> Word {
-    b.label.as_ref().and_then(|l| l.result_id).unwrap_or(0)
-}
-
-/// CFG successors and structured merge/continue targets of a block.
-fn successors(b: &Block) -> Vec<Word> {
-    let mut out = Vec::new();
-    for i in &b.instructions {
-        match i.class.opcode {
-            Op::Branch | Op::BranchConditional | Op::Switch | Op::SelectionMerge | Op::LoopMerge => {
-                for o in &i.operands {
-                    if let Operand::IdRef(id) = o {
-                        out.push(*id);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    // BranchConditional's condition and Switch's selector are ids too, but not
-    // labels; callers intersect with the function's labels.
-    out
-}
-
-/// Every id an instruction reads (operands and result type aside).
-fn uses(i: &Instruction) -> impl Iterator<Item = Word> + '_ {
-    i.operands.iter().filter_map(|o| match o {
-        Operand::IdRef(id) => Some(*id),
-        _ => None,
-    })
 }
 
 /// Splits block `bi` before instruction `at`, dropping that instruction; the
@@ -290,19 +218,14 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     crate::check(module)?;
     // Work on a copy so that an unsupported shape leaves the module intact.
     let mut m = module.clone();
-    let uses_sample_id = m
-        .annotations
-        .iter()
-        .any(|a| a.class.opcode == Op::Decorate && a.operands.get(2) == Some(&Operand::BuiltIn(BuiltIn::SampleId)));
+    let uses_sample_id = ir::builtin_target(&m, BuiltIn::SampleId).is_some();
     let per_sample = uses_sample_id && found.iter().any(|f| f.granularity == Granularity::Sample);
-    let spirv_1_4 = crate::varyings::lists_all_globals(&m);
     let vulkan_mm = matches!(
         m.memory_model.as_ref().and_then(|mm| mm.operands.get(1)),
         Some(Operand::MemoryModel(spirv::MemoryModel::Vulkan))
     );
     remove_interlock_declarations(&mut m);
-    let bound = m.header.as_ref().map(|h| h.bound).unwrap_or(1);
-    let mut ids = Ids { m: &mut m, next: bound };
+    let mut ids = Ids { m: &mut m };
 
     // Globals: lock image, built-ins, constants.
     let uint = ids.uint();
@@ -329,22 +252,20 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         Some(var),
         vec![Operand::StorageClass(StorageClass::UniformConstant)],
     ));
-    ids.decorate(var, Decoration::DescriptorSet, vec![Operand::LiteralBit32(cfg.set)]);
-    ids.decorate(var, Decoration::Binding, vec![Operand::LiteralBit32(cfg.binding)]);
-    if spirv_1_4 {
-        ids.add_to_interface(var);
-    }
+    ir::decorate(ids.m, var, Decoration::DescriptorSet, vec![Operand::LiteralBit32(cfg.set)]);
+    ir::decorate(ids.m, var, Decoration::Binding, vec![Operand::LiteralBit32(cfg.binding)]);
+    ir::add_to_interface(ids.m, var);
     let texel_ptr = ids.pointer(StorageClass::Image, uint);
     let frag_coord = ids.builtin_input(BuiltIn::FragCoord, |ids| {
         let f = ids.global(Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
         ids.global(Op::TypeVector, None, vec![Operand::IdRef(f), Operand::LiteralBit32(4)])
     })?;
-    ids.add_to_interface(frag_coord.0);
+    ir::add_io_to_interface(ids.m, frag_coord.0);
     let (helper, _) = ids.builtin_input(BuiltIn::HelperInvocation, |ids| ids.bool())?;
-    ids.add_to_interface(helper);
+    ir::add_io_to_interface(ids.m, helper);
     let sample_id = if per_sample {
         let s = ids.builtin_input(BuiltIn::SampleId, |ids| ids.int())?;
-        ids.add_to_interface(s.0);
+        ir::add_io_to_interface(ids.m, s.0);
         Some(s)
     } else {
         None
@@ -385,9 +306,6 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         }
     }
     ids.m.functions = functions;
-    if let Some(h) = ids.m.header.as_mut() {
-        h.bound = ids.next;
-    }
     *module = m;
     Ok(report)
 }
@@ -647,7 +565,7 @@ fn spill_escaping(
     let mut escaping: Vec<Word> = Vec::new();
     for b in blocks.iter().filter(|b| !section.contains(&label_of(b))) {
         for i in &b.instructions {
-            for u in uses(i) {
+            for u in id_operands(i) {
                 if defined.contains_key(&u) && !escaping.contains(&u) {
                     escaping.push(u);
                 }
@@ -662,7 +580,7 @@ fn spill_escaping(
     let mut vars = Vec::new();
     for v in &escaping {
         let t = defined[v];
-        let op = ids.type_of(t).map(|i| i.class.opcode).unwrap_or(Op::Nop);
+        let op = ir::def(ids.m, t).map(|i| i.class.opcode).unwrap_or(Op::Nop);
         if matches!(op, Op::TypeImage | Op::TypeSampler | Op::TypeSampledImage | Op::TypePointer | Op::TypeRuntimeArray)
         {
             return Err(Unsupported::Unspillable(op));

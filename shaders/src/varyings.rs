@@ -1,37 +1,55 @@
 //! Linking the interface between two shader stages (producer → consumer),
 //! after Mesa's `nir_opt_varyings` design (`nir-opt-varyings.md`), on SPIR-V.
 //!
-//! This first part works per interface *variable* (a location range), in the
-//! seed's order:
+//! It works per interface *variable* (a location range), in this order:
 //!
 //! 1. **dead I/O** — producer outputs no consumer input reads become private
 //!    variables (their stores stay, for the driver to drop); consumer inputs
 //!    no producer output writes become private, undefined values. Built-ins and
 //!    transform-feedback outputs are never touched.
-//! 2. **constant propagation** — an output whose every store writes the same
-//!    scalar or vector constant is computed in the consumer: the input becomes
-//!    a private variable initialised with that constant, and the output dies.
-//!    `safe` does it only for flat inputs (interpolating a constant need not
-//!    be bit-exact); `full` for every input.
+//! 2. **constant and uniform propagation** — an output whose every store
+//!    writes the same value is computed in the consumer, and the output dies:
+//!    a scalar or vector constant initialises the input, now private; a
+//!    cheap expression (at most `UNIFORM_COST` arithmetic instructions) of
+//!    constants and loads from uniform buffer blocks or push constants that
+//!    [`LinkEnv`] says the consumer can see (none for [`link`]) is copied to
+//!    the start of the consumer, with its block types and descriptor
+//!    bindings, and stored into the input (an interpolated input gets
+//!    `x·0 + x`, so that infinities become NaNs as interpolation makes them).
 //! 3. **deduplication** — two outputs always storing the same value, with the
 //!    same type and interpolation decorations, become one: the consumer reads
 //!    the first, the second dies.
-//! 4. **compaction** — the survivors get consecutive locations, in order of
-//!    their old ones, in both modules.
+//! 4. **code motion** (`full`) — a fragment-shader sum of two interpolated
+//!    inputs, each read once and only by it, is computed in the producer and
+//!    passed as one varying; then sums with and products by a constant of an
+//!    interpolated input move to the producer, until none is left.
+//! 5. **narrowing** — a vector output whose consumer reads only some
+//!    components keeps only those, in order, on both sides (loads in the
+//!    consumer are widened back with undefined unread components; stores in
+//!    the producer keep the read ones).
+//! 6. **compaction** — the survivors get consecutive locations, in order of
+//!    their old ones, in both modules (overlapping ranges move together);
+//!    single-location 32-bit scalars and vectors narrower than a vec4, alone
+//!    at their location on both sides, share locations through `Component`
+//!    decorations with others of the same scalar kind and interpolation.
 //!
-//! Between 3 and 4, **narrowing**: a vector output whose consumer reads only
-//! some components keeps only those, in order, on both sides (loads in the
-//! consumer are widened back with undefined unread components; stores in
-//! the producer keep the read ones), so that compaction can pack it.
-//!
-//! Not yet: splitting a vector across locations, uniform and UBO expression
-//! propagation, code motion (`full`); the report says which variables were
-//! left as they were and why.
+//! [`Level::Safe`] keeps every value bit-identical: it propagates only into
+//! flat inputs and moves no code. [`Level::Full`] also propagates into
+//! interpolated inputs and moves code (exact up to interpolation rounding).
+//! Not done: splitting a vector across locations, uniform expressions of
+//! other instructions or sources (storage buffers, images), code motion of
+//! other shapes; the report's notes say which variables were left as they
+//! were and why.
 //!
 //! Both modules are checked first ([`crate::check`]); every walk over their
 //! types, constants and expressions is iterative or bounded by
 //! [`crate::MAX_DEPTH`], and an error leaves both modules as they were.
 
+use crate::ir::{
+    add_to_interface, code, constant, copy_constant, copy_type_deep, decorate, decoration_value, decorations_of, def,
+    def_type_eq, entry_functions, find_inst, find_or_add, forget_removed, fresh, is_constant, make_private, next_id,
+    pointee_of, pointer_type, prepend_to_function, replace_uses, use_count, var_type,
+};
 use crate::{Malformed, MAX_DEPTH};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
@@ -150,17 +168,6 @@ fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
     }
 }
 
-pub(crate) fn decorations_of(m: &Module, id: Word) -> Vec<&Instruction> {
-    m.annotations
-        .iter()
-        .filter(|a| a.class.opcode == Op::Decorate && a.operands.first() == Some(&Operand::IdRef(id)))
-        .collect()
-}
-
-pub(crate) fn def<'a>(m: &'a Module, id: Word) -> Option<&'a Instruction> {
-    m.types_global_values.iter().find(|i| i.result_id == Some(id))
-}
-
 /// Why a footprint could not be computed.
 enum Footprint {
     /// Arrays nested deeper than [`MAX_DEPTH`].
@@ -268,218 +275,6 @@ fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<
     Ok(out)
 }
 
-/// Turns an interface variable into a private one (optionally initialised),
-/// dropping its interface decorations and its entry-point listing.
-pub(crate) fn make_private(m: &mut Module, id: Word, init: Option<Word>) -> Result<(), Malformed> {
-    let pointee = var_type(m, id).ok_or(Malformed::Unexpected(id))?;
-    let ptr = find_or_add(
-        m,
-        Op::TypePointer,
-        None,
-        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(pointee)],
-    );
-    let pos = m.types_global_values.iter().position(|i| i.result_id == Some(id)).ok_or(Malformed::Undefined(id))?;
-    let mut operands = vec![Operand::StorageClass(StorageClass::Private)];
-    if let Some(c) = init {
-        operands.push(Operand::IdRef(c));
-    }
-    let new = Instruction::new(Op::Variable, Some(ptr), Some(id), operands);
-    m.types_global_values.remove(pos);
-    // After its pointer type (and initialiser), which may have just been added.
-    m.types_global_values.push(new);
-    m.annotations.retain(|a| {
-        !(a.operands.first() == Some(&Operand::IdRef(id))
-            && matches!(
-                a.operands.get(1),
-                Some(Operand::Decoration(
-                    Decoration::Location
-                        | Decoration::Component
-                        | Decoration::Flat
-                        | Decoration::NoPerspective
-                        | Decoration::Centroid
-                        | Decoration::Sample
-                        // Valid on Input and Output variables only.
-                        | Decoration::Invariant
-                        | Decoration::Patch
-                        | Decoration::Stream
-                        | Decoration::Index
-                        | Decoration::PerVertexKHR
-                        | Decoration::PerPrimitiveEXT
-                        | Decoration::PerViewNV
-                        | Decoration::PerTaskNV
-                        | Decoration::PassthroughNV
-                        | Decoration::ViewportRelativeNV
-                        | Decoration::SecondaryViewportRelativeNV
-                ))
-            ))
-    });
-    retype_chains(m, id, StorageClass::Private);
-    // From SPIR-V 1.4 every global a function uses is listed; before, only Input/Output.
-    if !lists_all_globals(m) {
-        for ep in &mut m.entry_points {
-            ep.operands.retain(|o| *o != Operand::IdRef(id));
-        }
-    }
-    Ok(())
-}
-
-/// Gives every access chain rooted at `root` (directly or through another
-/// chain) a pointer type of storage class `class`, after `root` itself moved
-/// to that class.
-pub(crate) fn retype_chains(m: &mut Module, root: Word, class: StorageClass) {
-    let mut roots: HashSet<Word> = HashSet::from([root]);
-    let mut retype: Vec<(usize, usize, usize, Word)> = Vec::new();
-    for (fi, f) in m.functions.iter().enumerate() {
-        for (bi, b) in f.blocks.iter().enumerate() {
-            for (ii, i) in b.instructions.iter().enumerate() {
-                let chain = matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain | Op::CopyObject);
-                if let (true, Some(Operand::IdRef(base)), Some(id), Some(ty)) =
-                    (chain, i.operands.first(), i.result_id, i.result_type)
-                {
-                    if roots.contains(base) {
-                        roots.insert(id);
-                        retype.push((fi, bi, ii, ty));
-                    }
-                }
-            }
-        }
-    }
-    for (fi, bi, ii, old) in retype {
-        let pointee = match def(m, old).and_then(|p| p.operands.get(1)) {
-            Some(Operand::IdRef(t)) => *t,
-            _ => continue,
-        };
-        let ptr = find_or_add(m, Op::TypePointer, None, vec![Operand::StorageClass(class), Operand::IdRef(pointee)]);
-        m.functions[fi].blocks[bi].instructions[ii].result_type = Some(ptr);
-    }
-}
-
-/// Whether entry points list every global variable their functions use
-/// (SPIR-V 1.4 and later) rather than only Input/Output ones.
-pub(crate) fn lists_all_globals(m: &Module) -> bool {
-    let version = m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
-    (version >> 8) & 0xffff >= 0x0104
-}
-
-/// Lists a new private or resource variable in every entry point's
-/// interface where the SPIR-V version asks for it.
-pub(crate) fn add_to_interface(m: &mut Module, id: Word) {
-    if lists_all_globals(m) {
-        for ep in &mut m.entry_points {
-            ep.operands.push(Operand::IdRef(id));
-        }
-    }
-}
-
-/// The pointee type of pointer type `ptr`.
-pub(crate) fn pointee_of(m: &Module, ptr: Word) -> Option<Word> {
-    match def(m, ptr)?.operands.get(1) {
-        Some(Operand::IdRef(t)) => Some(*t),
-        _ => None,
-    }
-}
-
-/// The type a global variable holds.
-pub(crate) fn var_type(m: &Module, var: Word) -> Option<Word> {
-    pointee_of(m, def(m, var)?.result_type?)
-}
-
-/// Inserts `code` at the start of function `f` (after its variables);
-/// false when the module has no such function with a body.
-pub(crate) fn prepend_to_function(m: &mut Module, f: Word, code: Vec<Instruction>) -> bool {
-    let Some(func) = m.functions.iter_mut().find(|fun| fun.def.as_ref().and_then(|d| d.result_id) == Some(f)) else {
-        return false;
-    };
-    let Some(first) = func.blocks.first_mut() else { return false };
-    let at = first.instructions.iter().take_while(|i| i.class.opcode == Op::Variable).count();
-    first.instructions.splice(at..at, code);
-    true
-}
-
-/// A new id: the module's bound, raised by one ([`crate::check`] makes sure
-/// the module has a header and room for new ids).
-pub(crate) fn fresh(m: &mut Module) -> Word {
-    next_id(&mut m.header)
-}
-
-/// [`fresh`] on the header alone, while the functions are borrowed.
-fn next_id(header: &mut Option<rspirv::dr::ModuleHeader>) -> Word {
-    let h = header.get_or_insert_with(|| rspirv::dr::ModuleHeader::new(1));
-    let id = h.bound;
-    h.bound = h.bound.saturating_add(1);
-    id
-}
-
-pub(crate) fn find_or_add(m: &mut Module, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
-    if let Some(id) = m
-        .types_global_values
-        .iter()
-        .find(|i| i.class.opcode == op && i.result_type == result_type && i.operands == operands)
-        .and_then(|i| i.result_id)
-    {
-        return id;
-    }
-    let id = fresh(m);
-    m.types_global_values.push(Instruction::new(op, result_type, Some(id), operands));
-    id
-}
-
-/// Copies a scalar type from one module into another.
-fn copy_scalar_type(from: &Module, to: &mut Module, ty: Word) -> Option<Word> {
-    let t = def(from, ty)?;
-    match t.class.opcode {
-        Op::TypeFloat | Op::TypeInt | Op::TypeBool => Some(find_or_add(to, t.class.opcode, None, t.operands.clone())),
-        _ => None,
-    }
-}
-
-/// Copies a scalar or vector type from one module into another (a vector's
-/// components are scalars: one level, never a walk).
-fn copy_type(from: &Module, to: &mut Module, ty: Word) -> Option<Word> {
-    let t = def(from, ty)?;
-    match (t.class.opcode, t.operands.as_slice()) {
-        (Op::TypeVector, [Operand::IdRef(c), n @ Operand::LiteralBit32(_)]) => {
-            let n = n.clone();
-            let c = copy_scalar_type(from, to, *c)?;
-            Some(find_or_add(to, Op::TypeVector, None, vec![Operand::IdRef(c), n]))
-        }
-        _ => copy_scalar_type(from, to, ty),
-    }
-}
-
-/// Copies a scalar constant of a scalar type.
-fn copy_scalar_constant(from: &Module, to: &mut Module, c: Word) -> Option<Word> {
-    let k = def(from, c)?;
-    let ty = copy_scalar_type(from, to, k.result_type?)?;
-    match k.class.opcode {
-        Op::Constant | Op::ConstantTrue | Op::ConstantFalse | Op::ConstantNull => {
-            Some(find_or_add(to, k.class.opcode, Some(ty), k.operands.clone()))
-        }
-        _ => None,
-    }
-}
-
-/// Copies a scalar or vector constant (a composite of scalar constants: two
-/// levels at most, never a walk).
-fn copy_constant(from: &Module, to: &mut Module, c: Word) -> Option<Word> {
-    let k = def(from, c)?;
-    let ty = copy_type(from, to, k.result_type?)?;
-    match k.class.opcode {
-        Op::Constant | Op::ConstantTrue | Op::ConstantFalse | Op::ConstantNull => {
-            Some(find_or_add(to, k.class.opcode, Some(ty), k.operands.clone()))
-        }
-        Op::ConstantComposite => {
-            let mut parts = Vec::new();
-            for o in &k.operands {
-                let Operand::IdRef(p) = o else { return None };
-                parts.push(Operand::IdRef(copy_scalar_constant(from, to, *p)?));
-            }
-            Some(find_or_add(to, Op::ConstantComposite, Some(ty), parts))
-        }
-        _ => None,
-    }
-}
-
 /// Every value stored to `var` (None when it is written any other way:
 /// through an access chain, a copy, or passed to a function).
 fn stored_values(m: &Module, var: Word) -> Option<Vec<Word>> {
@@ -505,30 +300,6 @@ fn stored_values(m: &Module, var: Word) -> Option<Vec<Word>> {
     Some(values)
 }
 
-fn is_constant(m: &Module, id: Word) -> bool {
-    def(m, id).is_some_and(|i| {
-        matches!(
-            i.class.opcode,
-            Op::Constant | Op::ConstantComposite | Op::ConstantTrue | Op::ConstantFalse | Op::ConstantNull
-        )
-    })
-}
-
-/// Replaces every use of `from` by `to` in function bodies.
-pub(crate) fn replace_uses(m: &mut Module, from: Word, to: Word) {
-    for f in &mut m.functions {
-        for b in &mut f.blocks {
-            for i in &mut b.instructions {
-                for o in &mut i.operands {
-                    if *o == Operand::IdRef(from) {
-                        *o = Operand::IdRef(to);
-                    }
-                }
-            }
-        }
-    }
-}
-
 fn set_location(m: &mut Module, id: Word, location: u32) {
     for a in &mut m.annotations {
         if let [Operand::IdRef(t), Operand::Decoration(Decoration::Location), l, ..] = a.operands.as_mut_slice() {
@@ -548,7 +319,7 @@ fn usage(vars: &[Var]) -> (usize, usize) {
 /// `None` when some use reads it whole or in a way the linker does not
 /// follow.
 fn components_read(m: &Module, var: Word, n: u32) -> Option<HashSet<u32>> {
-    let insts: Vec<&Instruction> = m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).collect();
+    let insts: Vec<&Instruction> = code(m).collect();
     let uses = |id: Word| insts.iter().filter(move |i| i.operands.iter().any(|o| *o == Operand::IdRef(id))).copied();
     let const_index = |id: Word| match def(m, id).map(|c| (c.class.opcode, c.operands.first())) {
         Some((Op::Constant, Some(Operand::LiteralBit32(k)))) => Some(*k),
@@ -604,7 +375,7 @@ fn def_width(m: &Module, insts: &[&Instruction], id: Word) -> Option<u32> {
 /// Whether the producer only writes `var` (whole stores, or stores through
 /// constant-index access chains) and never reads it back.
 fn narrowable_output(m: &Module, var: Word) -> bool {
-    let insts: Vec<&Instruction> = m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).collect();
+    let insts: Vec<&Instruction> = code(m).collect();
     insts.iter().filter(|i| i.operands.iter().any(|o| *o == Operand::IdRef(var))).all(|u| match u.class.opcode {
         Op::Store => u.operands.first() == Some(&Operand::IdRef(var)),
         Op::AccessChain | Op::InBoundsAccessChain if u.operands.len() == 2 => {
@@ -658,7 +429,7 @@ fn retype_var(module: &mut Module, var: Word, m: u32) -> Result<(Word, Word, Wor
 /// A constant of the type of constant `like`, with `value`.
 fn index_constant(module: &mut Module, like: Word, value: u32) -> Option<Word> {
     let ty = def(module, like)?.result_type?;
-    Some(find_or_add(module, Op::Constant, Some(ty), vec![Operand::LiteralBit32(value)]))
+    Some(constant(module, ty, value))
 }
 
 /// Narrows consumer input `var` (an `n`-vector) to components `keep`:
@@ -733,29 +504,13 @@ fn fix_chain_indices(module: &mut Module, chains: Vec<Word>, keep: &[u32]) {
     }
 }
 
-fn find_inst(module: &Module, id: Word) -> Option<(usize, usize, usize)> {
-    for (fi, f) in module.functions.iter().enumerate() {
-        for (bi, b) in f.blocks.iter().enumerate() {
-            if let Some(ii) = b.instructions.iter().position(|i| i.result_id == Some(id)) {
-                return Some((fi, bi, ii));
-            }
-        }
-    }
-    None
-}
-
 /// Narrows producer output `var` (an `n`-vector, only written) to the
 /// components `keep`: whole stores keep those components; stores to a
 /// dropped component go to a private variable nobody reads.
 fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) -> Result<(), Malformed> {
     let m = keep.len() as u32;
     let (_, scalar, ty) = retype_var(module, var, m)?;
-    let sink_ptr = find_or_add(
-        module,
-        Op::TypePointer,
-        None,
-        vec![Operand::StorageClass(StorageClass::Private), Operand::IdRef(scalar)],
-    );
+    let sink_ptr = pointer_type(module, StorageClass::Private, scalar);
     let sink = fresh(module);
     module.types_global_values.push(Instruction::new(
         Op::Variable,
@@ -842,13 +597,6 @@ struct UniformExpr {
     vars: Vec<Word>,
 }
 
-fn decoration_value(m: &Module, id: Word, dec: Decoration) -> Option<u32> {
-    decorations_of(m, id).iter().find_map(|d| match (d.operands.get(1), d.operands.get(2)) {
-        (Some(Operand::Decoration(x)), Some(Operand::LiteralBit32(v))) if *x == dec => Some(*v),
-        _ => None,
-    })
-}
-
 /// Byte size of a push-constant block type, from its members' offsets (an
 /// upper bound is enough: the whole block must be visible).
 fn block_extent(m: &Module, ty: Word) -> u32 {
@@ -884,13 +632,7 @@ enum NotUniform {
 /// bound. The expression is walked depth first with a stack of its own (its
 /// instructions come out in definition order), never by recursion.
 fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformExpr, NotUniform> {
-    let insts: HashMap<Word, &Instruction> = m
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .filter_map(|i| Some((i.result_id?, i)))
-        .collect();
+    let insts: HashMap<Word, &Instruction> = code(m).filter_map(|i| Some((i.result_id?, i))).collect();
     let mut order: Vec<Instruction> = Vec::new();
     let mut vars: Vec<Word> = Vec::new();
     let mut seen: HashSet<Word> = HashSet::new();
@@ -1000,82 +742,6 @@ fn uniform_expression(m: &Module, value: Word, env: &LinkEnv) -> Result<UniformE
     Ok(UniformExpr { insts: order, vars })
 }
 
-/// Copies type `ty` from `from` into `to` with its decorations (block,
-/// offsets, strides): a fresh copy, so layouts never mix with the
-/// consumer's own types. The type graph is walked depth first with a stack
-/// of its own; `None` for a type that cannot be copied (or a cyclic one,
-/// which [`crate::check`] has already refused).
-fn copy_type_deep(from: &Module, to: &mut Module, ty: Word, map: &mut HashMap<Word, Word>) -> Option<Word> {
-    /// The types a composite type is made of (an array's length is a constant).
-    fn parts(t: &Instruction) -> impl Iterator<Item = Word> + '_ {
-        let composite =
-            matches!(t.class.opcode, Op::TypeMatrix | Op::TypeArray | Op::TypeStruct | Op::TypeRuntimeArray);
-        t.operands.iter().enumerate().filter_map(move |(k, o)| match o {
-            Operand::IdRef(x) if composite && !(t.class.opcode == Op::TypeArray && k == 1) => Some(*x),
-            _ => None,
-        })
-    }
-    let root = ty;
-    // Types whose parts are being copied: meeting one again is a cycle.
-    let mut open: HashSet<Word> = HashSet::new();
-    // (type, whether its parts have been copied)
-    let mut stack: Vec<(Word, bool)> = vec![(root, false)];
-    while let Some((ty, ready)) = stack.pop() {
-        if map.contains_key(&ty) {
-            continue;
-        }
-        let t = def(from, ty)?.clone();
-        if !ready {
-            if !open.insert(ty) {
-                return None;
-            }
-            stack.push((ty, true));
-            stack.extend(parts(&t).filter(|p| !map.contains_key(p)).map(|p| (p, false)));
-            continue;
-        }
-        open.remove(&ty);
-        let new = match t.class.opcode {
-            Op::TypeFloat | Op::TypeInt | Op::TypeBool | Op::TypeVector => copy_type(from, to, ty)?,
-            Op::TypeMatrix => {
-                let (Some(Operand::IdRef(col)), Some(n)) = (t.operands.first(), t.operands.get(1)) else { return None };
-                let c = *map.get(col)?;
-                find_or_add(to, Op::TypeMatrix, None, vec![Operand::IdRef(c), n.clone()])
-            }
-            Op::TypeArray | Op::TypeStruct | Op::TypeRuntimeArray => {
-                let mut ops = Vec::new();
-                for (k, o) in t.operands.iter().enumerate() {
-                    match o {
-                        Operand::IdRef(x) if t.class.opcode == Op::TypeArray && k == 1 => {
-                            ops.push(Operand::IdRef(copy_constant(from, to, *x)?))
-                        }
-                        Operand::IdRef(x) => ops.push(Operand::IdRef(*map.get(x)?)),
-                        other => ops.push(other.clone()),
-                    }
-                }
-                let id = fresh(to);
-                to.types_global_values.push(Instruction::new(t.class.opcode, None, Some(id), ops));
-                let decs: Vec<Instruction> = from
-                    .annotations
-                    .iter()
-                    .filter(|a| {
-                        matches!(a.class.opcode, Op::Decorate | Op::MemberDecorate)
-                            && a.operands.first() == Some(&Operand::IdRef(ty))
-                    })
-                    .cloned()
-                    .collect();
-                for mut d in decs {
-                    d.operands[0] = Operand::IdRef(id);
-                    to.annotations.push(d);
-                }
-                id
-            }
-            _ => return None,
-        };
-        map.insert(ty, new);
-    }
-    map.get(&root).copied()
-}
-
 /// Computes `expr` (whose result is `value`) at the start of the consumer's
 /// entry points and stores it into input `input`, which becomes private.
 /// `interpolated`: the input was interpolated, so Infs become NaNs as
@@ -1111,12 +777,7 @@ fn copy_uniform_expression(
             to.types_global_values.push(Instruction::new(Op::Variable, Some(ptr), Some(id), vec![class]));
             for d in [Decoration::DescriptorSet, Decoration::Binding] {
                 if let Some(x) = decoration_value(from, *v, d) {
-                    to.annotations.push(Instruction::new(
-                        Op::Decorate,
-                        None,
-                        None,
-                        vec![Operand::IdRef(id), Operand::Decoration(d), Operand::LiteralBit32(x)],
-                    ));
+                    decorate(to, id, d, vec![Operand::LiteralBit32(x)]);
                 }
             }
             add_to_interface(to, id);
@@ -1161,7 +822,7 @@ fn copy_uniform_expression(
                 },
                 scalar_kind(to, result_ty)?.1,
             );
-            let zero_s = find_or_add(to, Op::Constant, Some(scalar_ty), vec![Operand::LiteralBit32(0)]);
+            let zero_s = constant(to, scalar_ty, 0);
             let zero = if n == 1 {
                 zero_s
             } else {
@@ -1181,12 +842,7 @@ fn copy_uniform_expression(
                 vec![Operand::IdRef(mul), Operand::IdRef(result)],
             ));
             for x in [mul, add] {
-                to.annotations.push(Instruction::new(
-                    Op::Decorate,
-                    None,
-                    None,
-                    vec![Operand::IdRef(x), Operand::Decoration(Decoration::NoContraction)],
-                ));
+                decorate(to, x, Decoration::NoContraction, vec![]);
             }
             result = add;
         }
@@ -1197,14 +853,7 @@ fn copy_uniform_expression(
         }
         make_private(to, input, None).ok()?;
         code.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(input), Operand::IdRef(result)]));
-        let entries: Vec<Word> = to
-            .entry_points
-            .iter()
-            .filter_map(|e| match e.operands.get(1) {
-                Some(Operand::IdRef(f)) => Some(*f),
-                _ => None,
-            })
-            .collect();
+        let entries = entry_functions(to, None);
         if entries.len() != 1 {
             return None;
         }
@@ -1214,16 +863,6 @@ fn copy_uniform_expression(
         *to = backup;
     }
     ok.is_some()
-}
-
-/// Uses of `id` as an operand in function bodies.
-fn use_count(m: &Module, id: Word) -> usize {
-    m.functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .map(|i| i.operands.iter().filter(|o| **o == Operand::IdRef(id)).count())
-        .sum()
 }
 
 /// The value the `OpStore` at `at` (function, block, instruction) stores.
@@ -1265,13 +904,8 @@ fn single_loads<'a>(consumer: &Module, inputs: &'a [Var], gone_inputs: &HashSet<
         {
             continue;
         }
-        let users: Vec<&Instruction> = consumer
-            .functions
-            .iter()
-            .flat_map(|f| &f.blocks)
-            .flat_map(|b| &b.instructions)
-            .filter(|x| x.operands.iter().any(|o| *o == Operand::IdRef(i.id)))
-            .collect();
+        let users: Vec<&Instruction> =
+            code(consumer).filter(|x| x.operands.iter().any(|o| *o == Operand::IdRef(i.id))).collect();
         if let [l] = users.as_slice() {
             if let (Op::Load, Some(load)) = (l.class.opcode, l.result_id) {
                 if use_count(consumer, load) == 1 {
@@ -1298,11 +932,7 @@ fn move_constant_op(
     report: &mut Report,
 ) -> bool {
     let loads = single_loads(consumer, inputs, gone_inputs);
-    let ops: Vec<Instruction> = consumer
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
+    let ops: Vec<Instruction> = code(consumer)
         .filter(|x| matches!(x.class.opcode, Op::FAdd | Op::FMul | Op::VectorTimesScalar))
         .cloned()
         .collect();
@@ -1350,7 +980,7 @@ fn move_constant_op(
     false
 }
 
-/// Step 3a: see `link_with`.
+/// Step 4, sums of two inputs (see the module documentation).
 fn move_sums(
     producer: &mut Module,
     consumer: &mut Module,
@@ -1361,14 +991,7 @@ fn move_sums(
     report: &mut Report,
 ) -> Result<(), LinkError> {
     let mut loads = single_loads(consumer, inputs, gone_inputs);
-    let sums: Vec<Instruction> = consumer
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .filter(|x| x.class.opcode == Op::FAdd)
-        .cloned()
-        .collect();
+    let sums: Vec<Instruction> = code(consumer).filter(|x| x.class.opcode == Op::FAdd).cloned().collect();
     for sum in sums {
         let (Some(sum_id), [Operand::IdRef(la), Operand::IdRef(lb)]) = (sum.result_id, sum.operands.as_slice()) else {
             continue;
@@ -1506,8 +1129,8 @@ fn link_checked(
     let by_location: BTreeMap<(u32, u32), &Var> =
         inputs.iter().map(|v| ((v.location, v.component.unwrap_or(0)), v)).collect();
 
-    // 2. Constant propagation and 3. deduplication (whole variables with a
-    //    matching input at the same location and of the same footprint).
+    // 2. Constant and uniform propagation, 3. deduplication (whole variables
+    //    with a matching input at the same location and of the same footprint).
     let mut first_with_value: HashMap<(Word, Vec<Decoration>, (u32, u32)), (Word, &Var)> = HashMap::new();
     let candidates: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id) && !o.xfb).collect();
     for o in candidates {
@@ -1574,7 +1197,7 @@ fn link_checked(
             }
         }
     }
-    // 3a. Backward code motion (`full` only): a fragment-shader sum of two
+    // 4. Backward code motion (`full` only): a fragment-shader sum of two
     //     interpolated inputs of the same type and interpolation, each read
     //     once and only by that sum, is computed in the producer and passed
     //     as one varying (interp(a) + interp(b) = interp(a + b), exact up to
@@ -1589,7 +1212,7 @@ fn link_checked(
         make_private(producer, *id, None).map_err(in_producer)?;
     }
 
-    // 3b. Component narrowing: a vector output whose consumer reads only
+    // 5. Component narrowing: a vector output whose consumer reads only
     //     some of its components keeps only those (in order), on both sides.
     //     Exact at every level: the components that remain carry the same
     //     values, interpolated the same way.
@@ -1627,7 +1250,7 @@ fn link_checked(
         }
     }
 
-    // 4. Compaction. Single-location 32-bit scalars and vectors narrower than
+    // 6. Compaction. Single-location 32-bit scalars and vectors narrower than
     //    a vec4, alone at their location on both sides, are packed into
     //    shared locations with Component decorations — only with others of
     //    the same scalar kind and the same interpolation decorations, so the
@@ -1728,16 +1351,7 @@ fn link_checked(
             set_location(m, v.id, new);
         }
         if component != 0 {
-            m.annotations.push(Instruction::new(
-                Op::Decorate,
-                None,
-                None,
-                vec![
-                    Operand::IdRef(v.id),
-                    Operand::Decoration(Decoration::Component),
-                    Operand::LiteralBit32(component),
-                ],
-            ));
+            decorate(m, v.id, Decoration::Component, vec![Operand::LiteralBit32(component)]);
         }
         if let Some(r) = report {
             if packed.contains_key(&v.location) && bins.iter().any(|b| b.1 == new && b.2 > v.components) {
@@ -1758,44 +1372,6 @@ fn link_checked(
     let after = interface(producer, StorageClass::Output, "producer")?;
     (report.locations_after, report.components_after) = usage(&after);
     Ok(report)
-}
-
-/// Drops the names and decorations of ids no longer defined: the
-/// instructions linking removed (a sum or product moved to the producer, an
-/// access chain of a narrowed vector), which may have been named or
-/// decorated (`RelaxedPrecision` on mediump arithmetic).
-fn forget_removed(m: &mut Module) {
-    let defined: HashSet<Word> = m.all_inst_iter().filter_map(|i| i.result_id).collect();
-    let live = |o: Option<&Operand>| !matches!(o, Some(Operand::IdRef(id)) if !defined.contains(id));
-    m.debug_names.retain(|n| live(n.operands.first()));
-    m.annotations.retain(|a| match a.class.opcode {
-        Op::GroupDecorate | Op::GroupMemberDecorate => true,
-        _ => live(a.operands.first()),
-    });
-    for a in &mut m.annotations {
-        match a.class.opcode {
-            // (group, target...) and (group, (target, member)...).
-            Op::GroupDecorate => a.operands.retain(|o| live(Some(o))),
-            Op::GroupMemberDecorate => {
-                let group = a.operands.first().cloned();
-                let pairs: Vec<Operand> = a
-                    .operands
-                    .get(1..)
-                    .unwrap_or_default()
-                    .chunks(2)
-                    .filter(|pair| live(pair.first()))
-                    .flat_map(|pair| pair.iter().cloned())
-                    .collect();
-                a.operands = group.into_iter().chain(pairs).collect();
-            }
-            _ => {}
-        }
-    }
-}
-
-fn def_type_eq(m: &Module, a: Word, b: Word) -> bool {
-    let t = |id| m.types_global_values.iter().find(|i| i.result_id == Some(id)).and_then(|i| i.result_type);
-    t(a) == t(b)
 }
 
 #[cfg(test)]
