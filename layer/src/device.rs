@@ -20,6 +20,9 @@ pub struct DeviceCore {
     pub fns: ash::Device,
     pub facts: DriverFacts,
     pub plan: Plan,
+    /// The shader route rewrites (and validates) every module that declares
+    /// interlock: the application enabled the emulated extension.
+    pub interlock_rewrite: bool,
     /// Copied from the settings: checked by every hook.
     pub debug_panic: Option<String>,
     /// The next layer's VK_EXT_shader_object commands, where the chain has them.

@@ -615,6 +615,7 @@ unsafe extern "system" fn create_device(
             let varyings = plan.varyings_level().map(|l| crate::link::Varyings::new(l, uniforms));
             let mut data = DeviceData {
                 core: DeviceCore {
+                    interlock_rewrite: interlock.is_some(),
                     handle,
                     physical_device: pd,
                     debug_panic: inst.settings.debug_panic.clone(),

@@ -43,6 +43,8 @@ pub const SETTING_INVALID: &str = "OVERLAP-Setting-Invalid";
 pub const SETTING_UNKNOWN: &str = "OVERLAP-Setting-Unknown";
 /// Rewritten shaders cannot be written to `dump_shaders`.
 pub const SHADER_DUMP: &str = "OVERLAP-Shader-Dump";
+/// A module the layer made was validated (debug: what, and how long it took).
+pub const SHADER_CHECKED: &str = "OVERLAP-Shader-Checked";
 /// The application's module is itself invalid; it goes down unchanged.
 pub const SHADER_INVALID_INPUT: &str = "OVERLAP-Shader-Invalid-Input";
 /// A rewritten module fails validation; the application's goes down.

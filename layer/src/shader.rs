@@ -25,6 +25,17 @@ pub struct Rewritten {
     pub ordered: bool,
 }
 
+/// A module that declares interlock goes down unchanged: checked first
+/// where it may be one the layer made (a density-map variant, which the
+/// density map leaves for this route to check: `DeviceCore::interlock_rewrite`),
+/// so that every module the layer makes is validated exactly once.
+fn unchanged(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
+    if dev.fdm.is_some() {
+        crate::spirv::checked_output(dev, "a module the interlock rewrite left unchanged", code, code);
+    }
+    None
+}
+
 /// The module as the driver must see it, or `None` to send it unchanged.
 pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     let il = dev.interlock.as_ref()?;
@@ -37,7 +48,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         Ok(m) => m,
         Err(e) => {
             log.warn(id::SHADER_SKIPPED, &format!("a module using interlock is passed down unchanged: {e}"));
-            return None;
+            return unchanged(dev, code);
         }
     };
     let (summary, ordered) = match (il.strategy, &dev.spinlock) {
@@ -62,7 +73,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                         id::SHADER_SKIPPED,
                         &format!("spinlock interlock cannot lower this module ({e}); passed down unchanged"),
                     );
-                    return None;
+                    return unchanged(dev, code);
                 }
             }
         }
@@ -71,13 +82,15 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                 id::SHADER_SKIPPED,
                 &format!("interlock strategy {other} cannot lower this module; passed down unchanged"),
             );
-            return None;
+            return unchanged(dev, code);
         }
     };
     let out = overlap_shaders::assemble(&module);
     let rewrite_us = started.elapsed().as_micros();
     let validating = std::time::Instant::now();
     if !checked_output(dev, &format!("the {} rewrite", il.strategy), code, &out) {
+        // The output is invalid: the input goes down (and was checked there
+        // against validation too, so a density-map variant is not checked again).
         return None;
     }
     if log.enabled(LogLevel::Debug) {

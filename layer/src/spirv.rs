@@ -66,7 +66,12 @@ pub(crate) fn checked_output(dev: &DeviceCore, what: &str, input: &[u32], output
         return true;
     }
     let log = dev.log();
-    match overlap_shaders::validate(output, target_env(dev)) {
+    let started = std::time::Instant::now();
+    let checked = overlap_shaders::validate(output, target_env(dev));
+    if log.enabled(LogLevel::Debug) {
+        log.debug(id::SHADER_CHECKED, &format!("{what}: validate_us={}", started.elapsed().as_micros()));
+    }
+    match checked {
         Ok(()) => true,
         Err(overlap_shaders::Error::ValidatorUnavailable(e)) => {
             log.log_once(

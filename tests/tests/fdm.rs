@@ -121,3 +121,23 @@ fn multiview_ladder_matches_the_driver_alone() {
         assert_eq!(rung(Layers::OverlapOverValidation, setting, r), driver, "rung {r} differs from the driver alone");
     }
 }
+
+/// One validation per module the layer sends down: a fragment shader with
+/// both the density built-ins and interlock gets 9 per-area variants, each
+/// lowered for its area and rewritten for interlock; only the rewrite's output
+/// is validated (the lowering's intermediate is not, since it never reaches
+/// the driver), plus the application's own module, rewritten at
+/// vkCreateShaderModule. Before the route was joined up, each variant was
+/// validated twice (40 checks for 2 pipelines instead of 20).
+#[test]
+fn pipeline_route_validates_each_module_once() {
+    let o = run(
+        app(Layers::OverlapOverValidation, &["pipeline-route", "2"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
+    );
+    o.assert_ok();
+    let checks: Vec<&str> = o.stderr.lines().filter(|l| l.contains("OVERLAP-Shader-Checked")).collect();
+    // 2 pipelines x (9 area variants + the application's module).
+    assert_eq!(checks.len(), 20, "{}", checks.join("\n"));
+    assert!(checks.iter().all(|l| l.contains("the serialized rewrite")), "{}", checks.join("\n"));
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}

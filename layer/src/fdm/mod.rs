@@ -899,6 +899,12 @@ fn variant_words(dev: &DeviceCore, code: &[u32], p: shader_fdm::Params) -> Optio
         return None;
     }
     let out = overlap_shaders::assemble(&m);
+    if dev.interlock_rewrite && overlap_shaders::interlock::uses_interlock(&out) {
+        // The shader route below rewrites this variant for interlock and
+        // validates what it sends down (its rewrite, or this module where it
+        // cannot rewrite it): one validation per module sent down.
+        return Some(out);
+    }
     crate::spirv::checked_output(dev, "the density-map lowering", code, &out).then_some(out)
 }
 

@@ -85,6 +85,7 @@ fn main() {
         "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
+        "pipeline-route" => pipeline_route(&mut opts, arg(&args, 1)),
         "fdm-client" => {
             let size =
                 args.get(2).and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
@@ -1247,6 +1248,90 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32) 
         medians[1] / medians[2],
         medians[0] / medians[2]
     );
+    Ok(())
+}
+
+/// `pipeline-route N`: the cost of the layer's pipeline route. N times, a
+/// fresh fragment module that uses both emulations (the density map's
+/// fragment size and ordered interlock) and a pipeline for dynamic rendering
+/// with a density map (so the layer makes its per-area variants, each
+/// lowered, rewritten for interlock and checked). Prints the median time of
+/// vkCreateShaderModule + vkCreateGraphicsPipelines as the application sees
+/// it; the layer's debug log (`OVERLAP-Shader-Checked`) says how many
+/// modules it checked and how long validation took.
+fn pipeline_route(opts: &mut GpuOptions, n: u32) -> Result<(), String> {
+    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_interlock.frag.spv"))[..];
+    opts.fdm = true;
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    let d = &g.device;
+    let binding = [vk::DescriptorSetLayoutBinding::default()
+        .binding(0)
+        .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+        .descriptor_count(1)
+        .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+    let set_layout = unsafe {
+        d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding), None)
+    }
+    .map_err(|e| format!("vk:{e:?}"))?;
+    let layouts = [set_layout];
+    let layout =
+        unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None) }
+            .map_err(|e| format!("vk:{e:?}"))?;
+    let vertex = vk::PipelineVertexInputStateCreateInfo::default();
+    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+    let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
+    let rs = vk::PipelineRasterizationStateCreateInfo::default()
+        .polygon_mode(vk::PolygonMode::FILL)
+        .cull_mode(vk::CullModeFlags::NONE)
+        .line_width(1.0);
+    let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+    let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+    let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+    let dyn_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+    let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dyn_states);
+    let formats = [vk::Format::R8G8B8A8_UNORM];
+    let mut times = Vec::new();
+    let vsm = g.shader(vs);
+    for _ in 0..n {
+        let started = std::time::Instant::now();
+        let fsm = g.shader(fs);
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fsm)
+                .name(c"main"),
+        ];
+        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
+        let info = vk::GraphicsPipelineCreateInfo::default()
+            .flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT)
+            .stages(&stages)
+            .vertex_input_state(&vertex)
+            .input_assembly_state(&ia)
+            .viewport_state(&vp)
+            .rasterization_state(&rs)
+            .multisample_state(&ms)
+            .color_blend_state(&cb)
+            .dynamic_state(&dynamic)
+            .layout(layout)
+            .push_next(&mut rendering);
+        let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+            .map_err(|(_, e)| format!("vkCreateGraphicsPipelines: {e:?}"))?[0];
+        times.push(started.elapsed().as_secs_f64());
+        unsafe {
+            d.destroy_pipeline(p, None);
+            d.destroy_shader_module(fsm, None);
+        }
+    }
+    unsafe {
+        d.destroy_shader_module(vsm, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_descriptor_set_layout(set_layout, None);
+    }
+    times.sort_by(f64::total_cmp);
+    println!("pipeline_route pipelines={n} median_us={:.0}", times[times.len() / 2] * 1e6);
     Ok(())
 }
 
