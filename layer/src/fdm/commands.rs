@@ -241,6 +241,16 @@ impl Transform<'_> {
             extent: vk::Extent2D { width: (sx1 - sx0) as u32, height: (sy1 - sy0) as u32 },
         }
     }
+
+    /// The rectangles of a `vkCmdClearAttachments`, transformed; those left
+    /// empty by the clip are dropped.
+    pub(super) fn clear_rects(&self, rects: &[vk::ClearRect]) -> Vec<vk::ClearRect> {
+        rects
+            .iter()
+            .map(|r| vk::ClearRect { rect: self.rect(&r.rect), ..*r })
+            .filter(|r| r.rect.extent.width > 0 && r.rect.extent.height > 0)
+            .collect()
+    }
 }
 
 /// What the layer knows of the pipeline `cmd` binds, if it is a graphics
@@ -335,11 +345,7 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
             (d.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
         }
         Cmd::Clear { attachments, rects } => {
-            let rects: Vec<vk::ClearRect> = rects
-                .iter()
-                .map(|r| vk::ClearRect { rect: t.rect(&r.rect), ..*r })
-                .filter(|r| r.rect.extent.width > 0 && r.rect.extent.height > 0)
-                .collect();
+            let rects = t.clear_rects(rects);
             if !rects.is_empty() {
                 (v1.cmd_clear_attachments)(
                     cb,

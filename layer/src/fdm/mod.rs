@@ -30,19 +30,20 @@
 //! of each of its bins into the real attachments; a pass that cannot be
 //! replayed renders once at 1x1. The files, in the order a pass meets them:
 //!
-//! - [`commands`]: the captured-command model ([`commands::Cmd`], the state
+//! - `commands`: the captured-command model (`Cmd`, the state
 //!   snapshot, the replay transform) and its emission;
-//! - [`capture`]: the hooks that capture commands inside a pass;
-//! - [`descriptors`]: set layouts and sets, shadowed for input attachments;
-//! - [`command_buffers`]: per-command-buffer state, its lifecycle, and the
+//! - `capture`: the hooks that capture commands inside a pass;
+//! - `descriptors`: set layouts and sets, shadowed for input attachments;
+//! - `command_buffers`: per-command-buffer state, its lifecycle, and the
 //!   translated barriers, events and queries;
-//! - [`pass`]: begin, subpass changes, end, secondaries; going live at 1x1;
-//! - [`queue`]: submissions, and which density maps they may have written;
-//! - [`map_readback`]: reading the density map on the host;
+//! - `pass`: begin, subpass changes, end, secondaries; going live at 1x1;
+//! - `queue`: submissions, and which density maps they may have written;
+//! - `map_readback`: reading the density map on the host;
 //! - [`bins`]: from the map to bins and replays (pure);
-//! - [`replay_plan`]: the bin plans of recent passes;
-//! - [`scratch`]: the scratch targets and the blits to and from them;
-//! - [`replay`]: recording the plan.
+//! - `replay_plan`: from the bin plan to the steps each replay records
+//!   (pure, unit-tested), and the bin plans of recent passes;
+//! - `scratch`: the scratch targets and the blits to and from them;
+//! - `replay`: recording the plan.
 
 pub mod bins;
 pub mod capture;

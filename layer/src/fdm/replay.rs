@@ -1,18 +1,23 @@
 //! Replay: recording the replays of a captured pass.
 //!
-//! At the end of the pass the layer plans replays ([`super::bins`]) and
-//! records, per replay: a downscale of the attachments that load, the pass
-//! into scratch targets `1/area` the size of the framebuffer (commands under
-//! the replay's [`Transform`]), and an upscale of each of its bins into the
-//! real attachments ([`super::scratch`]). A replay at 1x1 renders directly
-//! into the real attachments where nothing it overwrites is still to be
-//! loaded. `fdm_overlay` outlines each bin in a colour per area.
+//! At the end of the pass the layer gathers what planning needs (the pass's
+//! attachments, the density map, the bin plan from [`super::bins`] through
+//! the plan cache), plans ([`super::replay_plan::plan`]), makes every scratch
+//! target the plan asks for ([`super::scratch`]) and only then records, by
+//! walking the plan: per replay its barriers, downscales, the pass itself
+//! (begun over the planned render area, into the real attachments or
+//! retargeted at the scratch targets, the captured commands under the
+//! replay's [`Transform`], descriptor sets shadowed for input attachments)
+//! and upscales; then the transitions to the final layouts. `fdm_overlay`
+//! outlines each bin in a colour per area. Any failure before recording is a
+//! fallback to 1x1 with the command buffer untouched.
 
 use super::bins::{self, Rect};
 use super::commands::{emit, restore, Cmd, InputSubst, Transform};
 use super::map_readback::density_map;
-use super::pass::{attachments, begin_live, begin_real, end_real, Begin, Pass};
-use super::scratch::{barrier, blit, scaled_regions, scratch_views, Transition};
+use super::pass::{attachments, begin_live, begin_real, end_real, Att, Begin, Pass};
+use super::replay_plan::{plan, Change, Plan, PlannedReplay, Step, Target};
+use super::scratch::{barrier, blit, scratch_targets, Targets, Transition};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::id;
@@ -31,10 +36,7 @@ fn overlay_color(area: (u32, u32)) -> [f32; 4] {
 }
 
 /// Outlines each bin of a replay (inside the pass, on colour attachment 0).
-unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Transform, has_color: bool) {
-    if !has_color {
-        return;
-    }
+unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Transform) {
     let att = [vk::ClearAttachment {
         aspect_mask: vk::ImageAspectFlags::COLOR,
         color_attachment: 0,
@@ -81,202 +83,38 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     let map = bins::DensityMap { width: mw, height: mh, layers: ml, texels };
     let layers: &[u32] = if ml > 1 { &views } else { &[0] };
     let vertex_cost = 2000.0 + pass.cmds.iter().map(Cmd::vertices).sum::<f64>();
-    let mut replays = f.plans.get_or_plan(&m, (render_area, texel, layers, vertex_cost), || {
+    let replays = f.plans.get_or_plan(&m, (render_area, texel, layers, vertex_cost), || {
         bins::plan(&bins::bins(&map, render_area, texel, layers, super::MAX_AREA), vertex_cost)
     });
-    if replays.len() == 1 && replays[0].area == (1, 1) && !f.overlay {
-        // Density 1 everywhere: the pass exactly as the application recorded it.
-        begin_live(f, cb, pass);
-        end_real(f, cb, &pass.begin);
-        return Ok(());
-    }
-    let scratch_needed = replays.iter().any(|r| r.area != (1, 1));
-    if scratch_needed {
-        for a in atts.iter().flatten() {
-            if a.samples != vk::SampleCountFlags::TYPE_1 && (a.load || a.store) {
-                return Err("a multisampled attachment loads or stores (no scaled blit for it)".into());
-            }
-            let need = vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST;
-            if (a.load || a.store) && !f.format_features(a.format).contains(need) {
-                return Err(format!("{:?} cannot be blitted", a.format));
-            }
-            if (a.load || a.store)
-                && !a.usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
-            {
-                return Err("an attachment image was not created with transfer usage".into());
-            }
+    let (planned, finish) = match plan(&atts, replays, f.overlay, &|format| f.format_features(format))? {
+        Plan::AsRecorded => {
+            begin_live(f, cb, pass);
+            end_real(f, cb, &pass.begin);
+            return Ok(());
         }
-    }
-    let loads = atts.iter().flatten().any(|a| a.load);
-    // A direct 1x1 replay writes its whole rectangle: only first, and only
-    // where nothing it overwrites must still be loaded by another replay.
-    let direct = replays.first().is_some_and(|r| {
-        r.area == (1, 1) && (!loads || replays[1..].iter().all(|o| o.bins.iter().all(|b| !b.intersects(&r.rect))))
-    });
-    if !direct {
-        replays.sort_by_key(|r| (std::cmp::Reverse(r.area.0 * r.area.1), r.rect.y, r.rect.x));
-    }
-    let has_color = atts.iter().flatten().any(|a| a.range.aspect_mask == vk::ImageAspectFlags::COLOR);
+        Plan::Replays { replays, finish } => (replays, finish),
+    };
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
-    let mut scratch = Vec::with_capacity(replays.len());
-    for (k, r) in replays.iter().enumerate() {
-        scratch.push(if k == 0 && direct {
-            None
-        } else {
-            Some(
-                scratch_views(dev, f, &pass.begin, &atts, r.area, extent, fb_layers)
+    let mut scratch = Vec::with_capacity(planned.len());
+    for p in &planned {
+        scratch.push(match p.target {
+            Target::Direct => None,
+            Target::Scratch => Some(
+                scratch_targets(dev, f, &pass.begin, &atts, p.replay.area, extent, fb_layers)
                     .map_err(|e| format!("scratch targets: {e:?}"))?,
-            )
+            ),
         });
     }
-    // Where each real attachment's layout is now.
-    let mut cur: Vec<vk::ImageLayout> =
-        atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
-    for (r, scratch) in replays.iter().zip(scratch) {
-        // Only the direct replay has no scratch targets.
-        let Some((sviews, sfb)) = scratch else {
-            let t = Transform { area: (1, 1), clip: Some(r.rect), inputs: None };
-            let mut begin = pass.begin.clone();
-            set_area(
-                &mut begin,
-                vk::Rect2D {
-                    offset: vk::Offset2D { x: r.rect.x as i32, y: r.rect.y as i32 },
-                    extent: vk::Extent2D { width: r.rect.w, height: r.rect.h },
-                },
-            );
-            begin_real(f, cb, &begin);
-            replay_cmds(f, cb, pass, &t);
-            if f.overlay {
-                overlay(f, cb, r, &t, has_color);
-            }
-            end_real(f, cb, &begin);
-            for (c, a) in cur.iter_mut().zip(&atts) {
-                if let Some(a) = a {
-                    *c = a.final_;
-                }
-            }
-            continue;
-        };
-        let simages: Vec<Option<vk::Image>> = {
-            let cache = f.scratch.lock();
-            let key_views: Vec<vk::ImageView> = atts.iter().flatten().map(|a| a.view).collect();
-            cache.sets[&(key_views, r.area)].images.iter().map(|x| x.map(|x| x.0)).collect()
-        };
-        // Down: real (rect) -> scratch, for attachments that load.
-        let mut t1 = Vec::new();
-        for (i, a) in atts.iter().enumerate() {
-            let (Some(a), Some(si)) = (a, simages[i]) else { continue };
-            let srange = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
-            if a.load {
-                t1.push(Transition {
-                    image: a.image,
-                    range: a.range,
-                    old: cur[i],
-                    new: vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                });
-                cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-                t1.push(Transition {
-                    image: si,
-                    range: srange,
-                    old: vk::ImageLayout::UNDEFINED,
-                    new: vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                });
-            }
-        }
-        if !t1.is_empty() {
-            barrier(f, cb, &t1);
-        }
-        let mut t2 = Vec::new();
-        for (i, a) in atts.iter().enumerate() {
-            let (Some(a), Some(si)) = (a, simages[i]) else { continue };
-            let srange = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
-            if a.load {
-                blit(f, cb, (a.image, a), (si, a), &scaled_regions(r.rect, r.area), false, true);
-                if a.initial != vk::ImageLayout::UNDEFINED {
-                    t2.push(Transition {
-                        image: si,
-                        range: srange,
-                        old: vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                        new: a.initial,
-                    });
-                }
-            } else if a.initial != vk::ImageLayout::UNDEFINED {
-                t2.push(Transition { image: si, range: srange, old: vk::ImageLayout::UNDEFINED, new: a.initial });
-            }
-        }
-        barrier(f, cb, &t2);
-        // The pass, at this area.
-        let subst = InputSubst {
-            views: atts.iter().zip(&sviews).filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?))).collect(),
-            ..Default::default()
-        };
-        let t = Transform { area: r.area, clip: Some(r.rect), inputs: Some(&subst) };
-        let sarea = t.rect(&vk::Rect2D {
-            offset: vk::Offset2D { x: r.rect.x as i32, y: r.rect.y as i32 },
-            extent: vk::Extent2D { width: r.rect.w, height: r.rect.h },
-        });
-        let mut begin = pass.begin.clone();
-        retarget(&mut begin, sarea, sfb, &sviews);
-        begin_real(f, cb, &begin);
-        replay_cmds(f, cb, pass, &t);
-        if f.overlay {
-            overlay(f, cb, r, &t, has_color);
-        }
-        end_real(f, cb, &begin);
-        pass.shadow_pools.extend(subst.pools.take());
-        // Up: scratch -> real, for the replay's bins.
-        let mut t3 = Vec::new();
-        for (i, a) in atts.iter().enumerate() {
-            let (Some(a), Some(si)) = (a, simages[i]) else { continue };
-            if a.store {
-                let srange = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
-                t3.push(Transition {
-                    image: si,
-                    range: srange,
-                    old: a.final_,
-                    new: vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                });
-                t3.push(Transition {
-                    image: a.image,
-                    range: a.range,
-                    old: cur[i],
-                    new: vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                });
-                cur[i] = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
-            }
-        }
-        if !t3.is_empty() {
-            barrier(f, cb, &t3);
-        }
-        for (i, a) in atts.iter().enumerate() {
-            let (Some(a), Some(si)) = (a, simages[i]) else { continue };
-            if a.store {
-                let pairs: Vec<(Rect, Rect)> =
-                    bins::rectangles(&r.bins).into_iter().flat_map(|b| scaled_regions(b, r.area)).collect();
-                blit(f, cb, (si, a), (a.image, a), &pairs, true, true);
-            }
-        }
+    for (p, targets) in planned.iter().zip(&scratch) {
+        record_replay(f, cb, pass, &atts, p, targets.as_ref());
     }
-    // Every attachment ends in its final layout.
-    let t4: Vec<Transition> = atts
-        .iter()
-        .enumerate()
-        .filter_map(|(i, a)| {
-            let a = a.as_ref()?;
-            (cur[i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED).then(|| Transition {
-                image: a.image,
-                range: a.range,
-                old: cur[i],
-                new: a.final_,
-            })
-        })
-        .collect();
-    barrier(f, cb, &t4);
+    barrier(f, cb, &transitions(&atts, None, &finish));
     if dev.log().enabled(LogLevel::Debug) {
         let all_bins = bins::bins(&map, render_area, texel, layers, super::MAX_AREA);
-        let (planned, ideal) = bins::shaded(&replays, &all_bins);
+        let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
+        let (shaded, ideal) = bins::shaded(&replays, &all_bins);
         let areas: Vec<String> = replays
             .iter()
             .map(|r| {
@@ -295,7 +133,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "{} bins, {} replays [{}]; fragments shaded {planned} (ideal {ideal}); {} commands replayed each",
+                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} commands replayed each",
                 all_bins.len(),
                 replays.len(),
                 areas.join(", "),
@@ -304,6 +142,77 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         );
     }
     Ok(())
+}
+
+/// The barriers of `changes`: on the real attachments, or on the scratch
+/// images of `targets`.
+fn transitions(atts: &[Option<Att>], targets: Option<&Targets>, changes: &[Change]) -> Vec<Transition> {
+    changes
+        .iter()
+        .filter_map(|c| {
+            let a = atts[c.attachment].as_ref()?;
+            let (image, range) = if c.scratch {
+                let image = targets?.images[c.attachment]?;
+                (image, vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range })
+            } else {
+                (a.image, a.range)
+            };
+            Some(Transition { image, range, old: c.old, new: c.new })
+        })
+        .collect()
+}
+
+/// Records one planned replay: its steps in order, into the real
+/// attachments (`targets` is `None`) or into its scratch targets.
+unsafe fn record_replay(
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    pass: &mut Pass,
+    atts: &[Option<Att>],
+    p: &PlannedReplay,
+    targets: Option<&Targets>,
+) {
+    let scratch_image = |i: usize| targets.and_then(|t| t.images[i]);
+    for step in &p.steps {
+        match step {
+            Step::Barrier(changes) => barrier(f, cb, &transitions(atts, targets, changes)),
+            Step::Downscale { attachment, regions } => {
+                let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
+                blit(f, cb, (a.image, a), (si, a), regions, false, true);
+            }
+            Step::Upscale { attachment, regions } => {
+                let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
+                blit(f, cb, (si, a), (a.image, a), regions, true, true);
+            }
+            Step::Render => {
+                let mut begin = pass.begin.clone();
+                let subst = InputSubst {
+                    views: match targets {
+                        Some(t) => {
+                            atts.iter().zip(&t.views).filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?))).collect()
+                        }
+                        None => Default::default(),
+                    },
+                    ..Default::default()
+                };
+                let mut t = p.transform();
+                match targets {
+                    Some(s) => {
+                        t.inputs = Some(&subst);
+                        retarget(&mut begin, p.render_area, s.framebuffer, &s.views);
+                    }
+                    None => set_area(&mut begin, p.render_area),
+                }
+                begin_real(f, cb, &begin);
+                replay_cmds(f, cb, pass, &t);
+                if p.outline {
+                    overlay(f, cb, &p.replay, &t);
+                }
+                end_real(f, cb, &begin);
+                pass.shadow_pools.extend(subst.pools.take());
+            }
+        }
+    }
 }
 
 fn set_area(begin: &mut Begin, area: vk::Rect2D) {

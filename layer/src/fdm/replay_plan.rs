@@ -1,10 +1,269 @@
-//! Replay planning: the bin plans ([`super::bins`]) of recent passes, by map
-//! contents and pass shape.
+//! Replay planning: what the end of a captured pass records, decided
+//! without recording anything.
+//!
+//! [`plan`] is a pure function from the captured pass (its attachments: what
+//! loads, what stores, their layouts, formats and usage) and the bin plan
+//! ([`super::bins::plan`]: replays with an area, a rectangle and the bins
+//! they store) to a [`Plan`]: the replays in recording order, each with its
+//! target (directly into the real attachments, or into scratch targets at
+//! its area), the transform its commands go down under and its render area,
+//! and its steps (layout transitions, downscales of the attachments that
+//! load, the render, upscales of its bins into the attachments that store);
+//! then the transitions that leave every attachment in its final layout.
+//! Where the pass cannot be replayed, the reason to render it at 1x1.
+//! [`super::replay`] walks the plan and records it. Recent bin plans are kept
+//! by map contents and pass shape ([`PlanCache`]).
+//!
+//! The rules:
+//! - density 1 everywhere (one 1x1 replay) without the overlay: the pass as
+//!   recorded ([`Plan::AsRecorded`]);
+//! - a replay at an area above 1x1 blits: an attachment that loads or stores
+//!   must be single-sampled, of a format that can be blitted both ways, and
+//!   made with transfer usage, or the pass renders at 1x1;
+//! - the first replay renders directly into the real attachments when it is
+//!   at 1x1 and no attachment loads or no later replay's bins meet its
+//!   rectangle (it writes its whole rectangle, so nothing another replay
+//!   still has to load may lie there); otherwise the replays go largest area
+//!   first, then top to bottom, left to right;
+//! - a replay into scratch targets downscales (real → scratch, over its
+//!   rectangle) only the attachments that load, sets every scratch target to
+//!   the attachment's initial layout, renders, then upscales its bins
+//!   (scratch → real) into the attachments that store.
 
 use super::bins::{self, Rect};
+use super::commands::Transform;
 use super::map_readback::MapTexels;
+use super::pass::Att;
+use ash::vk;
 use parking_lot::Mutex;
 use std::sync::Arc;
+
+/// What the end of a captured pass records.
+#[derive(Debug, PartialEq)]
+pub(super) enum Plan {
+    /// Density 1 everywhere: the pass exactly as the application recorded it.
+    AsRecorded,
+    Replays {
+        /// In recording order.
+        replays: Vec<PlannedReplay>,
+        /// After the last replay: every attachment to its final layout (one
+        /// barrier, recorded even when empty).
+        finish: Vec<Change>,
+    },
+}
+
+/// One replay of the captured pass and what it records.
+#[derive(Debug, PartialEq)]
+pub(super) struct PlannedReplay {
+    /// The bin plan's replay: area, rectangle, bins.
+    pub(super) replay: bins::Replay,
+    pub(super) target: Target,
+    /// The render area of its begin: the rectangle (direct) or the rectangle
+    /// in scratch space (scaled by `1/area`, ends rounded up).
+    pub(super) render_area: vk::Rect2D,
+    /// Whether its bins are outlined (`fdm_overlay` and a colour attachment).
+    pub(super) outline: bool,
+    pub(super) steps: Vec<Step>,
+}
+
+/// Where a replay renders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Target {
+    /// Into the real attachments, at 1x1 over its rectangle.
+    Direct,
+    /// Into scratch targets at its area.
+    Scratch,
+}
+
+/// One recorded step of a replay.
+#[derive(Debug, PartialEq)]
+pub(super) enum Step {
+    /// Layout transitions, as one pipeline barrier.
+    Barrier(Vec<Change>),
+    /// Real attachment → its scratch target, over (framebuffer, scratch)
+    /// rectangle pairs.
+    Downscale { attachment: usize, regions: Vec<(Rect, Rect)> },
+    /// The pass itself: begin (retargeted for scratch), the captured commands
+    /// under [`PlannedReplay::transform`], the outline, end.
+    Render,
+    /// Scratch target → real attachment, over (framebuffer, scratch)
+    /// rectangle pairs covering the replay's bins.
+    Upscale { attachment: usize, regions: Vec<(Rect, Rect)> },
+}
+
+/// A layout transition of attachment `attachment` (an index into the pass's
+/// attachments): of the real image, or of the replay's scratch target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Change {
+    pub(super) attachment: usize,
+    pub(super) scratch: bool,
+    pub(super) old: vk::ImageLayout,
+    pub(super) new: vk::ImageLayout,
+}
+
+impl PlannedReplay {
+    /// Framebuffer space to the replay's rendering space (input attachment
+    /// substitution is the recorder's: it knows the scratch views).
+    pub(super) fn transform(&self) -> Transform<'static> {
+        Transform { area: self.replay.area, clip: Some(self.replay.rect), inputs: None }
+    }
+}
+
+fn rect2d(r: Rect) -> vk::Rect2D {
+    vk::Rect2D {
+        offset: vk::Offset2D { x: r.x as i32, y: r.y as i32 },
+        extent: vk::Extent2D { width: r.w, height: r.h },
+    }
+}
+
+/// Pairs of (framebuffer-space, scratch-space) rectangles covering `r`
+/// exactly at an integer scale (a partial last column/row maps one scratch
+/// texel onto what is left).
+pub(super) fn scaled_regions(r: Rect, area: (u32, u32)) -> Vec<(Rect, Rect)> {
+    let split = |x: u32, w: u32, a: u32| -> Vec<(u32, u32, u32, u32)> {
+        let full = w / a * a;
+        let mut v = Vec::new();
+        if full > 0 {
+            v.push((x, full, x / a, full / a));
+        }
+        if w > full {
+            v.push((x + full, w - full, (x + full) / a, 1));
+        }
+        v
+    };
+    let mut out = Vec::new();
+    for (fx, fw, sx, sw) in split(r.x, r.w, area.0) {
+        for (fy, fh, sy, sh) in split(r.y, r.h, area.1) {
+            out.push((Rect { x: fx, y: fy, w: fw, h: fh }, Rect { x: sx, y: sy, w: sw, h: sh }));
+        }
+    }
+    out
+}
+
+/// Why a pass whose replays blit cannot be replayed, if it cannot.
+fn unblittable(atts: &[Option<Att>], format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags) -> Option<String> {
+    for a in atts.iter().flatten() {
+        if a.samples != vk::SampleCountFlags::TYPE_1 && (a.load || a.store) {
+            return Some("a multisampled attachment loads or stores (no scaled blit for it)".into());
+        }
+        let need = vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST;
+        if (a.load || a.store) && !format_features(a.format).contains(need) {
+            return Some(format!("{:?} cannot be blitted", a.format));
+        }
+        if (a.load || a.store)
+            && !a.usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
+        {
+            return Some("an attachment image was not created with transfer usage".into());
+        }
+    }
+    None
+}
+
+/// The plan for a captured pass with attachments `atts` (`None`: left
+/// alone) and the bin plan `replays`; `Err(why)` when it must render at 1x1.
+/// `overlay`: the `fdm_overlay` setting; `format_features`: the device's
+/// optimal-tiling features of a format.
+pub(super) fn plan(
+    atts: &[Option<Att>],
+    mut replays: Vec<bins::Replay>,
+    overlay: bool,
+    format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags,
+) -> Result<Plan, String> {
+    if replays.len() == 1 && replays[0].area == (1, 1) && !overlay {
+        return Ok(Plan::AsRecorded);
+    }
+    if replays.iter().any(|r| r.area != (1, 1)) {
+        if let Some(why) = unblittable(atts, format_features) {
+            return Err(why);
+        }
+    }
+    let loads = atts.iter().flatten().any(|a| a.load);
+    // A direct 1x1 replay writes its whole rectangle: only first, and only
+    // where nothing it overwrites must still be loaded by another replay.
+    let direct = replays.first().is_some_and(|r| {
+        r.area == (1, 1) && (!loads || replays[1..].iter().all(|o| o.bins.iter().all(|b| !b.intersects(&r.rect))))
+    });
+    if !direct {
+        replays.sort_by_key(|r| (std::cmp::Reverse(r.area.0 * r.area.1), r.rect.y, r.rect.x));
+    }
+    let has_color = atts.iter().flatten().any(|a| a.range.aspect_mask == vk::ImageAspectFlags::COLOR);
+    // Where each real attachment's layout is now.
+    let mut cur: Vec<vk::ImageLayout> =
+        atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
+    let present = || atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)));
+    let real = |attachment, old, new| Change { attachment, scratch: false, old, new };
+    let scratch = |attachment, old, new| Change { attachment, scratch: true, old, new };
+    let mut planned = Vec::with_capacity(replays.len());
+    for (k, r) in replays.into_iter().enumerate() {
+        let outline = overlay && has_color;
+        if k == 0 && direct {
+            for (i, a) in present() {
+                cur[i] = a.final_;
+            }
+            planned.push(PlannedReplay {
+                render_area: rect2d(r.rect),
+                replay: r,
+                target: Target::Direct,
+                outline,
+                steps: vec![Step::Render],
+            });
+            continue;
+        }
+        let mut steps = Vec::new();
+        // Down: real (rectangle) -> scratch, for attachments that load.
+        let mut t1 = Vec::new();
+        for (i, _) in present().filter(|(_, a)| a.load) {
+            t1.push(real(i, cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
+            cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+            t1.push(scratch(i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+        }
+        if !t1.is_empty() {
+            steps.push(Step::Barrier(t1));
+        }
+        let mut t2 = Vec::new();
+        for (i, a) in present() {
+            if a.load {
+                steps.push(Step::Downscale { attachment: i, regions: scaled_regions(r.rect, r.area) });
+                if a.initial != vk::ImageLayout::UNDEFINED {
+                    t2.push(scratch(i, vk::ImageLayout::TRANSFER_DST_OPTIMAL, a.initial));
+                }
+            } else if a.initial != vk::ImageLayout::UNDEFINED {
+                t2.push(scratch(i, vk::ImageLayout::UNDEFINED, a.initial));
+            }
+        }
+        steps.push(Step::Barrier(t2));
+        // The pass, at this area.
+        steps.push(Step::Render);
+        // Up: scratch -> real, for the replay's bins.
+        let mut t3 = Vec::new();
+        for (i, a) in present().filter(|(_, a)| a.store) {
+            t3.push(scratch(i, a.final_, vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
+            t3.push(real(i, cur[i], vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+            cur[i] = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+        }
+        if !t3.is_empty() {
+            steps.push(Step::Barrier(t3));
+        }
+        for (i, _) in present().filter(|(_, a)| a.store) {
+            let regions = bins::rectangles(&r.bins).into_iter().flat_map(|b| scaled_regions(b, r.area)).collect();
+            steps.push(Step::Upscale { attachment: i, regions });
+        }
+        let t = Transform { area: r.area, clip: Some(r.rect), inputs: None };
+        planned.push(PlannedReplay {
+            render_area: t.rect(&rect2d(r.rect)),
+            replay: r,
+            target: Target::Scratch,
+            outline,
+            steps,
+        });
+    }
+    // Every attachment ends in its final layout.
+    let finish = present()
+        .filter(|(i, a)| cur[*i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED)
+        .map(|(i, a)| real(i, cur[i], a.final_))
+        .collect();
+    Ok(Plan::Replays { replays: planned, finish })
+}
 
 /// Plans made recently, by map contents and pass shape: a program that
 /// re-records the same pass every frame plans it once (a 1080p map of 8x8
@@ -55,5 +314,325 @@ impl PlanCache {
         plans.insert(0, (key, replays.clone()));
         plans.truncate(Self::ENTRIES);
         replays
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vk::ImageLayout as L;
+
+    #[test]
+    fn scaled_regions_cover_exactly() {
+        let r = Rect { x: 8, y: 4, w: 13, h: 6 };
+        let pairs = scaled_regions(r, (4, 2));
+        let px: u64 = pairs.iter().map(|(f, _)| f.pixels()).sum();
+        assert_eq!(px, r.pixels());
+        for (f, s) in &pairs {
+            assert_eq!(s.x, f.x / 4);
+            assert_eq!(s.y, f.y / 2);
+            assert!(f.w == s.w * 4 || s.w == 1 && f.w < 4);
+        }
+    }
+
+    fn r(x: u32, y: u32, w: u32, h: u32) -> Rect {
+        Rect { x, y, w, h }
+    }
+
+    fn rect2d(x: i32, y: i32, w: u32, h: u32) -> vk::Rect2D {
+        vk::Rect2D { offset: vk::Offset2D { x, y }, extent: vk::Extent2D { width: w, height: h } }
+    }
+
+    /// A replay storing exactly its rectangle.
+    fn replay(area: (u32, u32), rect: Rect) -> bins::Replay {
+        bins::Replay { area, rect, bins: vec![rect] }
+    }
+
+    /// A single-sampled colour attachment, blittable, made with transfer
+    /// usage, rendered from COLOR_ATTACHMENT_OPTIMAL to SHADER_READ_ONLY_OPTIMAL.
+    fn att(load: bool, store: bool) -> Att {
+        Att {
+            view: vk::ImageView::null(),
+            image: vk::Image::null(),
+            range: vk::ImageSubresourceRange {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                base_mip_level: 0,
+                level_count: 1,
+                base_array_layer: 0,
+                layer_count: 1,
+            },
+            format: vk::Format::R8G8B8A8_UNORM,
+            samples: vk::SampleCountFlags::TYPE_1,
+            usage: vk::ImageUsageFlags::COLOR_ATTACHMENT
+                | vk::ImageUsageFlags::TRANSFER_SRC
+                | vk::ImageUsageFlags::TRANSFER_DST,
+            view_type: vk::ImageViewType::TYPE_2D,
+            load,
+            store,
+            initial: L::COLOR_ATTACHMENT_OPTIMAL,
+            final_: L::SHADER_READ_ONLY_OPTIMAL,
+        }
+    }
+
+    fn blittable(_: vk::Format) -> vk::FormatFeatureFlags {
+        vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST
+    }
+
+    fn real(attachment: usize, old: vk::ImageLayout, new: vk::ImageLayout) -> Change {
+        Change { attachment, scratch: false, old, new }
+    }
+
+    fn scratch(attachment: usize, old: vk::ImageLayout, new: vk::ImageLayout) -> Change {
+        Change { attachment, scratch: true, old, new }
+    }
+
+    fn replays_of(p: Result<Plan, String>) -> (Vec<PlannedReplay>, Vec<Change>) {
+        match p {
+            Ok(Plan::Replays { replays, finish }) => (replays, finish),
+            other => panic!("expected replays, got {other:?}"),
+        }
+    }
+
+    fn downscaled(p: &PlannedReplay) -> Vec<usize> {
+        p.steps
+            .iter()
+            .filter_map(|s| if let Step::Downscale { attachment, .. } = s { Some(*attachment) } else { None })
+            .collect()
+    }
+
+    fn upscaled(p: &PlannedReplay) -> Vec<usize> {
+        p.steps
+            .iter()
+            .filter_map(|s| if let Step::Upscale { attachment, .. } = s { Some(*attachment) } else { None })
+            .collect()
+    }
+
+    #[test]
+    fn density_one_is_the_pass_as_recorded_unless_outlined() {
+        let atts = [Some(att(true, true))];
+        let one = || vec![replay((1, 1), r(0, 0, 64, 64))];
+        assert_eq!(plan(&atts, one(), false, &blittable), Ok(Plan::AsRecorded));
+        // The overlay draws on the pass: one direct replay over the whole area.
+        let (replays, finish) = replays_of(plan(&atts, one(), true, &blittable));
+        assert_eq!(replays.len(), 1);
+        assert_eq!(replays[0].target, Target::Direct);
+        assert_eq!(replays[0].steps, vec![Step::Render]);
+        assert_eq!(replays[0].render_area, rect2d(0, 0, 64, 64));
+        assert!(replays[0].outline);
+        // The direct replay leaves the attachment in its final layout.
+        assert_eq!(finish, vec![]);
+        // Nothing to outline on without a colour attachment.
+        let mut depth = att(true, true);
+        depth.range.aspect_mask = vk::ImageAspectFlags::DEPTH;
+        let (replays, _) = replays_of(plan(&[Some(depth)], one(), true, &blittable));
+        assert!(!replays[0].outline);
+    }
+
+    #[test]
+    fn a_one_by_one_replay_with_nothing_left_to_load_goes_direct_and_first() {
+        // The 2x2 replay's bins lie outside the 1x1 replay's rectangle: what
+        // it loads is still there when it runs, after the direct one.
+        let replays = vec![replay((1, 1), r(0, 0, 32, 64)), replay((2, 2), r(32, 0, 32, 64))];
+        let (planned, finish) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable));
+        assert_eq!(
+            planned.iter().map(|p| (p.replay.area, p.target)).collect::<Vec<_>>(),
+            [((1, 1), Target::Direct), ((2, 2), Target::Scratch)]
+        );
+        assert_eq!(planned[0].steps, vec![Step::Render]);
+        assert_eq!(planned[0].render_area, rect2d(0, 0, 32, 64));
+        // After the direct replay the attachment is in its final layout: the
+        // scratch replay starts from there.
+        assert_eq!(
+            planned[1].steps[0],
+            Step::Barrier(vec![
+                real(0, L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
+                scratch(0, L::UNDEFINED, L::TRANSFER_DST_OPTIMAL)
+            ])
+        );
+        assert_eq!(finish, vec![real(0, L::TRANSFER_DST_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)]);
+        // Nothing loads: the direct replay may overwrite anything.
+        let overlapping = vec![replay((1, 1), r(0, 0, 64, 64)), replay((2, 2), r(32, 0, 32, 64))];
+        let (planned, _) = replays_of(plan(&[Some(att(false, true))], overlapping, false, &blittable));
+        assert_eq!(planned[0].target, Target::Direct);
+        assert_eq!(planned[0].replay.area, (1, 1));
+    }
+
+    #[test]
+    fn a_one_by_one_replay_over_what_another_still_loads_is_not_direct() {
+        // The 1x1 replay's rectangle covers the 2x2 replay's bins: rendering it
+        // first into the real attachment would overwrite what the 2x2 loads.
+        let replays = vec![
+            bins::Replay { area: (1, 1), rect: r(0, 0, 64, 64), bins: vec![r(0, 0, 32, 64)] },
+            replay((2, 2), r(32, 0, 32, 64)),
+        ];
+        let (planned, _) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable));
+        assert_eq!(
+            planned.iter().map(|p| (p.replay.area, p.target)).collect::<Vec<_>>(),
+            [((2, 2), Target::Scratch), ((1, 1), Target::Scratch)]
+        );
+        // The 1x1 replay through scratch loads and stores only its bins.
+        assert_eq!(planned[1].render_area, rect2d(0, 0, 64, 64));
+        assert_eq!(downscaled(&planned[1]), [0]);
+        let up = planned[1].steps.iter().find_map(|s| match s {
+            Step::Upscale { regions, .. } => Some(regions.clone()),
+            _ => None,
+        });
+        assert_eq!(up, Some(vec![(r(0, 0, 32, 64), r(0, 0, 32, 64))]));
+    }
+
+    #[test]
+    fn a_replay_above_one_by_one_loads_through_a_downscale() {
+        let rect = r(16, 0, 16, 16);
+        let (planned, finish) =
+            replays_of(plan(&[Some(att(true, true))], vec![replay((2, 2), rect)], false, &blittable));
+        assert_eq!(planned.len(), 1);
+        let p = &planned[0];
+        assert_eq!(p.target, Target::Scratch);
+        // The rectangle in scratch space, half the size on each axis.
+        assert_eq!(p.render_area, rect2d(8, 0, 8, 8));
+        let pairs = vec![(rect, r(8, 0, 8, 8))];
+        assert_eq!(
+            p.steps,
+            vec![
+                Step::Barrier(vec![
+                    real(0, L::COLOR_ATTACHMENT_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
+                    scratch(0, L::UNDEFINED, L::TRANSFER_DST_OPTIMAL),
+                ]),
+                Step::Downscale { attachment: 0, regions: pairs.clone() },
+                Step::Barrier(vec![scratch(0, L::TRANSFER_DST_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)]),
+                Step::Render,
+                Step::Barrier(vec![
+                    scratch(0, L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
+                    real(0, L::TRANSFER_SRC_OPTIMAL, L::TRANSFER_DST_OPTIMAL),
+                ]),
+                Step::Upscale { attachment: 0, regions: pairs },
+            ]
+        );
+        assert_eq!(finish, vec![real(0, L::TRANSFER_DST_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)]);
+    }
+
+    #[test]
+    fn a_scratch_target_goes_to_the_initial_layout_unless_it_is_undefined() {
+        // Loaded from an UNDEFINED layout: downscaled, but its scratch target
+        // stays in TRANSFER_DST (there is no layout to render from).
+        let mut undefined = att(true, false);
+        undefined.initial = L::UNDEFINED;
+        let atts = [Some(undefined), Some(att(true, false))];
+        let (planned, _) = replays_of(plan(&atts, vec![replay((2, 2), r(0, 0, 32, 32))], false, &blittable));
+        let p = &planned[0];
+        assert_eq!(downscaled(p), [0, 1]);
+        assert_eq!(p.steps[3], Step::Barrier(vec![scratch(1, L::TRANSFER_DST_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)]));
+        assert_eq!(p.steps[4], Step::Render);
+        // Neither stores: no upscale and no barrier for one.
+        assert_eq!(p.steps.len(), 5);
+    }
+
+    #[test]
+    fn an_attachment_stored_but_not_loaded_gets_no_downscale() {
+        let mut cleared = att(false, true);
+        cleared.initial = L::UNDEFINED;
+        let stored = att(false, true);
+        let mut transient = att(false, false);
+        transient.final_ = L::COLOR_ATTACHMENT_OPTIMAL;
+        let atts = [Some(cleared), None, Some(stored), Some(transient)];
+        let (planned, finish) = replays_of(plan(&atts, vec![replay((2, 2), r(0, 0, 32, 32))], false, &blittable));
+        let p = &planned[0];
+        assert_eq!(downscaled(p), Vec::<usize>::new());
+        assert_eq!(upscaled(p), [0, 2]);
+        // No load: no barrier before the scratch targets are set to the
+        // initial layouts (none for an UNDEFINED one).
+        assert_eq!(
+            p.steps[..2],
+            [
+                Step::Barrier(vec![
+                    scratch(2, L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL),
+                    scratch(3, L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL),
+                ]),
+                Step::Render,
+            ]
+        );
+        assert_eq!(
+            p.steps[2],
+            Step::Barrier(vec![
+                scratch(0, L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
+                real(0, L::UNDEFINED, L::TRANSFER_DST_OPTIMAL),
+                scratch(2, L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
+                real(2, L::COLOR_ATTACHMENT_OPTIMAL, L::TRANSFER_DST_OPTIMAL),
+            ])
+        );
+        // The transient attachment is already in its final layout.
+        assert_eq!(
+            finish,
+            vec![
+                real(0, L::TRANSFER_DST_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL),
+                real(2, L::TRANSFER_DST_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL),
+            ]
+        );
+    }
+
+    #[test]
+    fn replays_go_largest_area_first_and_each_loads_what_the_last_stored() {
+        // The first replay is not 1x1: nothing goes direct, so all are sorted
+        // by area (largest first), then top to bottom, left to right.
+        let replays = vec![
+            replay((1, 2), r(0, 32, 16, 16)),
+            replay((2, 2), r(32, 0, 16, 16)),
+            replay((2, 1), r(16, 16, 16, 16)),
+            replay((2, 2), r(0, 0, 16, 16)),
+            replay((4, 4), r(32, 32, 32, 32)),
+        ];
+        let (planned, _) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable));
+        let order: Vec<((u32, u32), u32, u32)> =
+            planned.iter().map(|p| (p.replay.area, p.replay.rect.x, p.replay.rect.y)).collect();
+        assert_eq!(order, [((4, 4), 32, 32), ((2, 2), 0, 0), ((2, 2), 32, 0), ((2, 1), 16, 16), ((1, 2), 0, 32)]);
+        assert!(planned.iter().all(|p| p.target == Target::Scratch));
+        // The real attachment starts in its initial layout, then each replay
+        // loads it from where the previous replay's upscale left it.
+        let first_load = |p: &PlannedReplay| match &p.steps[0] {
+            Step::Barrier(c) => c[0],
+            s => panic!("{s:?}"),
+        };
+        assert_eq!(first_load(&planned[0]), real(0, L::COLOR_ATTACHMENT_OPTIMAL, L::TRANSFER_SRC_OPTIMAL));
+        for p in &planned[1..] {
+            assert_eq!(first_load(p), real(0, L::TRANSFER_DST_OPTIMAL, L::TRANSFER_SRC_OPTIMAL));
+        }
+    }
+
+    #[test]
+    fn what_cannot_be_blitted_renders_at_one_by_one() {
+        let two = || vec![replay((2, 2), r(0, 0, 32, 32))];
+        let mut ms = att(true, false);
+        ms.samples = vk::SampleCountFlags::TYPE_4;
+        let why = plan(&[Some(ms.clone())], two(), false, &blittable).unwrap_err();
+        assert!(why.contains("multisampled"), "{why}");
+        // A multisampled attachment that neither loads nor stores is never blitted.
+        ms.load = false;
+        assert!(plan(&[Some(ms)], two(), false, &blittable).is_ok());
+        let no_blit_dst = |_: vk::Format| vk::FormatFeatureFlags::BLIT_SRC;
+        let why = plan(&[Some(att(false, true))], two(), false, &no_blit_dst).unwrap_err();
+        assert!(why.contains("cannot be blitted"), "{why}");
+        let mut no_transfer = att(true, true);
+        no_transfer.usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_DST;
+        let why = plan(&[Some(no_transfer)], two(), false, &blittable).unwrap_err();
+        assert!(why.contains("transfer usage"), "{why}");
+    }
+
+    #[test]
+    fn clears_are_transformed_to_the_replay_rectangle() {
+        let replays = vec![replay((1, 1), r(0, 0, 16, 16)), replay((2, 2), r(16, 0, 16, 16))];
+        let (planned, _) = replays_of(plan(&[Some(att(false, true))], replays, false, &blittable));
+        let clear = |x, y, w, h| vk::ClearRect { rect: rect2d(x, y, w, h), base_array_layer: 0, layer_count: 1 };
+        let whole = [clear(0, 0, 64, 64)];
+        for p in &planned {
+            // A clear of everything clears exactly the replay's render area.
+            let rects = p.transform().clear_rects(&whole);
+            assert_eq!(rects.iter().map(|c| c.rect).collect::<Vec<_>>(), [p.render_area], "{:?}", p.replay);
+        }
+        let scaled = &planned[1];
+        assert_eq!(scaled.render_area, rect2d(8, 0, 8, 8));
+        // Clipped to the rectangle, then scaled with the ends rounded up;
+        // a clear outside the rectangle is dropped.
+        let rects = scaled.transform().clear_rects(&[clear(20, 3, 30, 2), clear(40, 0, 8, 8)]);
+        assert_eq!(rects.iter().map(|c| c.rect).collect::<Vec<_>>(), [rect2d(10, 1, 6, 2)]);
     }
 }

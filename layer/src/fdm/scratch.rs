@@ -2,8 +2,8 @@
 //! the size of the framebuffer that a replay renders into (made before
 //! anything is recorded, cached until a view they stand for is destroyed),
 //! and the transfers between them and the real attachments: layout
-//! transitions and nearest-filter blits over rectangles that map exactly at
-//! an integer scale.
+//! transitions and nearest-filter blits over the rectangle pairs the plan
+//! gives ([`super::replay_plan::scaled_regions`]).
 
 use super::bins::Rect;
 use super::pass::{Att, Begin};
@@ -15,11 +15,11 @@ use std::collections::HashMap;
 /// Scratch targets, per (attachment views, area).
 #[derive(Default)]
 pub struct ScratchCache {
-    pub(super) sets: HashMap<(Vec<vk::ImageView>, (u32, u32)), ScratchSet>,
+    sets: HashMap<(Vec<vk::ImageView>, (u32, u32)), ScratchSet>,
 }
 
-pub(super) struct ScratchSet {
-    pub(super) images: Vec<Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>>,
+struct ScratchSet {
+    images: Vec<Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>>,
     framebuffer: vk::Framebuffer,
 }
 
@@ -55,8 +55,26 @@ fn scaled(n: u32, a: u32) -> u32 {
     n.div_ceil(a).max(1)
 }
 
-/// The scratch views for `atts` at `area` (created on first use).
-pub(super) unsafe fn scratch_views(
+/// A replay's scratch targets: per attachment (`None` where the pass's is),
+/// the image and its view; and the framebuffer of a render pass.
+pub(super) struct Targets {
+    pub(super) views: Vec<Option<vk::ImageView>>,
+    pub(super) images: Vec<Option<vk::Image>>,
+    pub(super) framebuffer: vk::Framebuffer,
+}
+
+impl ScratchSet {
+    fn targets(&self) -> Targets {
+        Targets {
+            views: self.images.iter().map(|x| x.map(|x| x.2)).collect(),
+            images: self.images.iter().map(|x| x.map(|x| x.0)).collect(),
+            framebuffer: self.framebuffer,
+        }
+    }
+}
+
+/// The scratch targets for `atts` at `area` (created on first use).
+pub(super) unsafe fn scratch_targets(
     dev: &DeviceCore,
     f: &Fdm,
     begin: &Begin,
@@ -64,12 +82,12 @@ pub(super) unsafe fn scratch_views(
     area: (u32, u32),
     extent: (u32, u32),
     layers: u32,
-) -> Result<(Vec<Option<vk::ImageView>>, vk::Framebuffer), vk::Result> {
+) -> Result<Targets, vk::Result> {
     let key_views: Vec<vk::ImageView> = atts.iter().flatten().map(|a| a.view).collect();
     let key = (key_views, area);
     let mut cache = f.scratch.lock();
     if let Some(s) = cache.sets.get(&key) {
-        return Ok((s.images.iter().map(|x| x.map(|x| x.2)).collect(), s.framebuffer));
+        return Ok(s.targets());
     }
     let d = &f.below;
     let (w, h) = (scaled(extent.0, area.0), scaled(extent.1, area.1));
@@ -154,33 +172,10 @@ pub(super) unsafe fn scratch_views(
             }
         }
     }
-    let out = (images.iter().map(|x| x.map(|x| x.2)).collect(), framebuffer);
-    cache.sets.insert(key, ScratchSet { images, framebuffer });
+    let set = ScratchSet { images, framebuffer };
+    let out = set.targets();
+    cache.sets.insert(key, set);
     Ok(out)
-}
-
-/// Pairs of (framebuffer-space, scratch-space) rectangles covering `r`
-/// exactly at an integer scale (a partial last column/row maps one scratch
-/// texel onto what is left).
-pub(super) fn scaled_regions(r: Rect, area: (u32, u32)) -> Vec<(Rect, Rect)> {
-    let split = |x: u32, w: u32, a: u32| -> Vec<(u32, u32, u32, u32)> {
-        let full = w / a * a;
-        let mut v = Vec::new();
-        if full > 0 {
-            v.push((x, full, x / a, full / a));
-        }
-        if w > full {
-            v.push((x + full, w - full, (x + full) / a, 1));
-        }
-        v
-    };
-    let mut out = Vec::new();
-    for (fx, fw, sx, sw) in split(r.x, r.w, area.0) {
-        for (fy, fh, sy, sh) in split(r.y, r.h, area.1) {
-            out.push((Rect { x: fx, y: fy, w: fw, h: fh }, Rect { x: sx, y: sy, w: sw, h: sh }));
-        }
-    }
-    out
 }
 
 fn offsets(r: Rect) -> [vk::Offset3D; 2] {
@@ -258,22 +253,4 @@ pub(super) unsafe fn blit(
         &regions,
         vk::Filter::NEAREST,
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scaled_regions_cover_exactly() {
-        let r = Rect { x: 8, y: 4, w: 13, h: 6 };
-        let pairs = scaled_regions(r, (4, 2));
-        let px: u64 = pairs.iter().map(|(f, _)| f.pixels()).sum();
-        assert_eq!(px, r.pixels());
-        for (f, s) in &pairs {
-            assert_eq!(s.x, f.x / 4);
-            assert_eq!(s.y, f.y / 2);
-            assert!(f.w == s.w * 4 || s.w == 1 && f.w < 4);
-        }
-    }
 }
