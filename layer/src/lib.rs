@@ -1,6 +1,6 @@
 //! Overlap: a Vulkan layer that emulates fragment shader interlock, fragment
 //! density maps and cross-stage varying optimization on drivers that lack
-//! them. See `ARCHITECTURE.md` for the design; this crate is the
+//! them. See `docs/ARCHITECTURE.md` for the design; this crate is the
 //! Vulkan-facing part (the SPIR-V passes live in `overlap-shaders`).
 //!
 //! The shared library exports only the loader interface (see `exports.map`).
