@@ -67,10 +67,13 @@ impl DeviceData {
 }
 
 /// Runs a row's handlers in order, then the next layer's command. A `wrap`
-/// handler gets `next` and calls it; a `before` handler observes the
-/// dispatchable handle and the chain goes on; an `own` handler (the density
-/// map's) calls down through its own table of the commands below it, which
-/// is the rest of this chain ([`below_fdm`]).
+/// handler gets `next` and calls it; an `own` handler (the density map's)
+/// calls down through its own table of the commands below it, which is the
+/// rest of this chain ([`below_fdm`]). Observers: `before` sees the
+/// dispatchable handle before the chain goes on; `forget` (destroy commands)
+/// sees the destroyed handle before it goes down; `created` (create commands
+/// of the form `(device, info, allocator, out)`) sees the create info and the
+/// new handle after a successful creation.
 macro_rules! chain {
     ($dev:ident, $below:ident, [], ($($a:ident: $t:ty),*), $down:expr) => {
         $down
@@ -91,6 +94,17 @@ macro_rules! chain {
     (@call own, $handler:path, $core:expr, $s:ident, $next:ident, ($($a:ident),*)) => {
         $handler($core, $s, $($a),*)
     };
+    (@call forget, $handler:path, $core:expr, $s:ident, $next:ident, ($h:ident, $x:ident $(, $a:ident)*)) => {{
+        $handler($s, $x);
+        $next($h, $x $(, $a)*)
+    }};
+    (@call created, $handler:path, $core:expr, $s:ident, $next:ident, ($h:ident, $info:ident, $alloc:ident, $out:ident)) => {{
+        let r = $next($h, $info, $alloc, $out);
+        if r == vk::Result::SUCCESS {
+            $handler($s, &*$info, *$out);
+        }
+        r
+    }};
     (@call before, $handler:path, $core:expr, $s:ident, $next:ident, ($h:ident $(, $a:ident)*)) => {{
         $handler($core, $s, $h);
         $next($h $(, $a)*)
@@ -236,13 +250,13 @@ device_commands! {
         [fdm_slot => own fdm::create_image];
     "vkDestroyImage" fn destroy_image(device: vk::Device, handle: vk::Image, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyImage, down |dc| dc.fns.fp_v1_0().destroy_image;
-        [fdm_slot => own fdm::destroy_image];
+        [fdm_slot => forget fdm::Fdm::forget_image];
     "vkCreateImageView" fn create_image_view(device: vk::Device, info: *const vk::ImageViewCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ImageView) -> vk::Result
         = PFN_vkCreateImageView, down |dc| dc.fns.fp_v1_0().create_image_view;
         [fdm_slot => own fdm::create_image_view];
     "vkDestroyImageView" fn destroy_image_view(device: vk::Device, handle: vk::ImageView, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyImageView, down |dc| dc.fns.fp_v1_0().destroy_image_view;
-        [fdm_slot => own fdm::destroy_image_view];
+        [fdm_slot => forget fdm::Fdm::forget_view];
     "vkCreateSampler" fn create_sampler(device: vk::Device, info: *const vk::SamplerCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Sampler) -> vk::Result
         = PFN_vkCreateSampler, down |dc| dc.fns.fp_v1_0().create_sampler;
         [fdm_slot => own fdm::create_sampler];
@@ -254,16 +268,16 @@ device_commands! {
         [fdm_slot => own fdm::create_render_pass2];
     "vkDestroyRenderPass" fn destroy_render_pass(device: vk::Device, handle: vk::RenderPass, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyRenderPass, down |dc| dc.fns.fp_v1_0().destroy_render_pass;
-        [fdm_slot => own fdm::destroy_render_pass];
+        [fdm_slot => forget fdm::Fdm::forget_render_pass];
     "vkCreateFramebuffer" fn create_framebuffer(device: vk::Device, info: *const vk::FramebufferCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Framebuffer) -> vk::Result
         = PFN_vkCreateFramebuffer, down |dc| dc.fns.fp_v1_0().create_framebuffer;
         [fdm_slot => own fdm::create_framebuffer];
     "vkDestroyFramebuffer" fn destroy_framebuffer(device: vk::Device, handle: vk::Framebuffer, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyFramebuffer, down |dc| dc.fns.fp_v1_0().destroy_framebuffer;
-        [fdm_slot => own fdm::destroy_framebuffer];
+        [fdm_slot => forget fdm::Fdm::forget_framebuffer];
     "vkCreateDescriptorSetLayout" fn create_descriptor_set_layout(device: vk::Device, info: *const vk::DescriptorSetLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorSetLayout) -> vk::Result
         = PFN_vkCreateDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().create_descriptor_set_layout;
-        [fdm_binned_slot => own fdm::descriptors::create_descriptor_set_layout, varyings_slot => wrap link::create_descriptor_set_layout];
+        [fdm_binned_slot => created fdm::Fdm::note_set_layout, varyings_slot => created link::Varyings::note_set_layout];
     "vkAllocateDescriptorSets" fn allocate_descriptor_sets(device: vk::Device, info: *const vk::DescriptorSetAllocateInfo<'_>, out: *mut vk::DescriptorSet) -> vk::Result
         = PFN_vkAllocateDescriptorSets, down |dc| dc.fns.fp_v1_0().allocate_descriptor_sets;
         [fdm_binned_slot => own fdm::descriptors::allocate_descriptor_sets];
@@ -282,13 +296,16 @@ device_commands! {
         [fdm_slot => own fdm::create_shader_module, shaders_slot => wrap shader::create_shader_module];
     "vkDestroyShaderModule" fn destroy_shader_module(device: vk::Device, handle: vk::ShaderModule, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyShaderModule, down |dc| dc.fns.fp_v1_0().destroy_shader_module;
-        [fdm_slot => own fdm::destroy_shader_module, spinlock_slot => wrap spinlock::destroy_shader_module, shading_rate_slot => wrap shading_rate::destroy_shader_module, varyings_slot => wrap link::destroy_shader_module];
+        [fdm_slot => forget fdm::Fdm::forget_module, spinlock_slot => forget spinlock::Spinlock::forget_module,
+         shading_rate_slot => forget shading_rate::ForceOneByOne::forget_module,
+         varyings_slot => forget link::Varyings::forget];
     "vkCreateGraphicsPipelines" fn create_graphics_pipelines(device: vk::Device, cache: vk::PipelineCache, count: u32, infos: *const vk::GraphicsPipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Pipeline) -> vk::Result
         = PFN_vkCreateGraphicsPipelines, down |dc| dc.fns.fp_v1_0().create_graphics_pipelines;
         [fdm_slot => own fdm::create_graphics_pipelines, shaders_slot => wrap shader::create_graphics_pipelines];
     "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, handle: vk::Pipeline, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyPipeline, down |dc| dc.fns.fp_v1_0().destroy_pipeline;
-        [fdm_slot => own fdm::destroy_pipeline, spinlock_slot => wrap spinlock::destroy_pipeline, shading_rate_slot => wrap shading_rate::destroy_pipeline];
+        [fdm_slot => forget fdm::Fdm::forget_pipeline, spinlock_slot => forget spinlock::Spinlock::forget_pipeline,
+         shading_rate_slot => forget shading_rate::ForceOneByOne::forget_pipeline];
 
     // Command buffers and synchronization.
     "vkAllocateCommandBuffers" fn allocate_command_buffers(device: vk::Device, info: *const vk::CommandBufferAllocateInfo<'_>, out: *mut vk::CommandBuffer) -> vk::Result
@@ -299,7 +316,8 @@ device_commands! {
         [fdm_binned_slot => own fdm::command_buffers::free_command_buffers];
     "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
         = PFN_vkBeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
-        [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, spinlock_slot => wrap spinlock::begin_command_buffer, shading_rate_slot => wrap shading_rate::begin_command_buffer];
+        [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, spinlock_slot => before spinlock::forget_bound,
+         shading_rate_slot => before shading_rate::begin_command_buffer];
     "vkCmdPipelineBarrier" fn cmd_pipeline_barrier(cb: vk::CommandBuffer, src: vk::PipelineStageFlags, dst: vk::PipelineStageFlags, deps: vk::DependencyFlags, nm: u32, m: *const vk::MemoryBarrier<'_>, nb: u32, b: *const vk::BufferMemoryBarrier<'_>, ni: u32, i: *const vk::ImageMemoryBarrier<'_>)
         = PFN_vkCmdPipelineBarrier, down |dc| dc.fns.fp_v1_0().cmd_pipeline_barrier;
         [fdm_slot => own fdm::command_buffers::cmd_pipeline_barrier];
@@ -511,7 +529,7 @@ device_commands! {
     "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout) -> vk::Result
         = PFN_vkCreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
-        [varyings_slot => wrap link::create_pipeline_layout, spinlock_slot => wrap spinlock::create_pipeline_layout];
+        [varyings_slot => created link::Varyings::note_pipeline_layout, spinlock_slot => wrap spinlock::create_pipeline_layout];
     "vkCmdBindShadersEXT" fn cmd_bind_shaders(cb: vk::CommandBuffer, count: u32, stages: *const vk::ShaderStageFlags,
         shaders: *const vk::ShaderEXT)
         = PFN_vkCmdBindShadersEXT, down |dc| dc.down_bind_shaders();

@@ -205,37 +205,7 @@ pub unsafe fn cmd_bind_pipeline(
     s.bound(cb, point, pipeline);
 }
 
-pub unsafe fn begin_command_buffer(
-    _: &DeviceCore,
-    s: &ForceOneByOne,
-    cb: vk::CommandBuffer,
-    info: *const vk::CommandBufferBeginInfo<'_>,
-    next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
-) -> vk::Result {
+/// At vkBeginCommandBuffer: the command buffer's rates start over.
+pub fn begin_command_buffer(_: &DeviceCore, s: &ForceOneByOne, cb: vk::CommandBuffer) {
     s.begin(cb);
-    next(cb, info)
-}
-
-pub unsafe fn destroy_pipeline(
-    _: &DeviceCore,
-    s: &ForceOneByOne,
-    device: vk::Device,
-    pipeline: vk::Pipeline,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::Pipeline, *const vk::AllocationCallbacks<'_>),
-) {
-    s.forget_pipeline(pipeline);
-    next(device, pipeline, alloc)
-}
-
-pub unsafe fn destroy_shader_module(
-    _: &DeviceCore,
-    s: &ForceOneByOne,
-    device: vk::Device,
-    module: vk::ShaderModule,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::ShaderModule, *const vk::AllocationCallbacks<'_>),
-) {
-    s.forget_module(module);
-    next(device, module, alloc)
 }

@@ -160,23 +160,23 @@ impl Spinlock {
             let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
         }
         device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).map_err(e("init begin"))?;
-        let to_general = [vk::ImageMemoryBarrier::default()
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(vk::ImageLayout::GENERAL)
-            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(image)
-            .subresource_range(range)];
-        device.cmd_pipeline_barrier(
-            cb,
-            vk::PipelineStageFlags::TOP_OF_PIPE,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &to_general,
-        );
+        // The lock image: to GENERAL, cleared to 0, then ready for the shaders.
+        let barrier = |old: vk::ImageLayout,
+                       src: (vk::PipelineStageFlags, vk::AccessFlags),
+                       dst: (vk::PipelineStageFlags, vk::AccessFlags)| {
+            let b = [vk::ImageMemoryBarrier::default()
+                .old_layout(old)
+                .new_layout(vk::ImageLayout::GENERAL)
+                .src_access_mask(src.1)
+                .dst_access_mask(dst.1)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .image(image)
+                .subresource_range(range)];
+            device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b);
+        };
+        let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+        barrier(vk::ImageLayout::UNDEFINED, (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()), transfer);
         device.cmd_clear_color_image(
             cb,
             image,
@@ -184,24 +184,9 @@ impl Spinlock {
             &vk::ClearColorValue { uint32: [0; 4] },
             &[range],
         );
-        let ready = [vk::ImageMemoryBarrier::default()
-            .old_layout(vk::ImageLayout::GENERAL)
-            .new_layout(vk::ImageLayout::GENERAL)
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(image)
-            .subresource_range(range)];
-        device.cmd_pipeline_barrier(
-            cb,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::FRAGMENT_SHADER,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &ready,
-        );
+        let shaders =
+            (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+        barrier(vk::ImageLayout::GENERAL, transfer, shaders);
         device.end_command_buffer(cb).map_err(e("init end"))?;
         let cbs = [cb];
         device
@@ -360,40 +345,20 @@ pub unsafe fn note_pipelines(
     }
 }
 
-pub unsafe fn destroy_pipeline(
-    _: &DeviceCore,
-    s: &Spinlock,
-    device: vk::Device,
-    pipeline: vk::Pipeline,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::Pipeline, *const vk::AllocationCallbacks<'_>),
-) {
-    s.pipelines.lock().remove(&pipeline);
-    s.warned.lock().remove(&pipeline);
-    next(device, pipeline, alloc)
+impl Spinlock {
+    pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
+        self.pipelines.lock().remove(&pipeline);
+        self.warned.lock().remove(&pipeline);
+    }
+
+    pub fn forget_module(&self, module: vk::ShaderModule) {
+        self.modules.lock().remove(&module);
+    }
 }
 
-pub unsafe fn destroy_shader_module(
-    _: &DeviceCore,
-    s: &Spinlock,
-    device: vk::Device,
-    module: vk::ShaderModule,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::ShaderModule, *const vk::AllocationCallbacks<'_>),
-) {
-    s.modules.lock().remove(&module);
-    next(device, module, alloc)
-}
-
-pub unsafe fn begin_command_buffer(
-    _: &DeviceCore,
-    s: &Spinlock,
-    cb: vk::CommandBuffer,
-    info: *const vk::CommandBufferBeginInfo<'_>,
-    next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
-) -> vk::Result {
+/// At vkBeginCommandBuffer: no locked pipeline is bound.
+pub fn forget_bound(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
     s.bound.lock().remove(&cb);
-    next(cb, info)
 }
 
 pub unsafe fn cmd_bind_pipeline(

@@ -125,26 +125,21 @@ pub struct SetInfo {
     pub opaque: bool,
 }
 
-pub unsafe fn create_descriptor_set_layout(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::DescriptorSetLayoutCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::DescriptorSetLayout,
-) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().create_descriptor_set_layout)(device, info, alloc, out);
-    let r = next();
-    let ci = &*info;
-    // Only plain layouts can be shadowed (no flags, no binding flags).
-    if r == vk::Result::SUCCESS && ci.flags.is_empty() && ci.p_next.is_null() {
-        let b = slice(ci.p_bindings, ci.binding_count)
-            .iter()
-            .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
-            .collect();
-        f.set_layouts.lock().insert(*out, Arc::new(b));
+impl Fdm {
+    /// After vkCreateDescriptorSetLayout: what a shadow copy needs (only
+    /// plain layouts can be shadowed: no flags, no binding flags).
+    ///
+    /// # Safety
+    /// `ci` is the create info of `layout` (VUID-vkCreateDescriptorSetLayout-pCreateInfo-parameter).
+    pub unsafe fn note_set_layout(&self, ci: &vk::DescriptorSetLayoutCreateInfo, layout: vk::DescriptorSetLayout) {
+        if ci.flags.is_empty() && ci.p_next.is_null() {
+            let b = slice(ci.p_bindings, ci.binding_count)
+                .iter()
+                .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
+                .collect();
+            self.set_layouts.lock().insert(layout, Arc::new(b));
+        }
     }
-    r
 }
 
 pub unsafe fn allocate_descriptor_sets(

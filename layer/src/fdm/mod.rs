@@ -1081,49 +1081,47 @@ unsafe fn create_one(
     vk::Result::SUCCESS
 }
 
-/// Destroy hooks: the layer forgets what it knew of the object (`forget`,
-/// given the device state and the handle), then the next layer destroys it.
-/// A panic falls back to destroying it unchanged.
-macro_rules! destroy_hooks {
-    ($( $name:literal fn $hook:ident($t:ty) => $field:ident, |$f:ident, $h:ident| $forget:block; )*) => {
-        $(
-            pub unsafe fn $hook(_: &DeviceCore, f: &Fdm, device: vk::Device, $h: $t, alloc: *const vk::AllocationCallbacks<'_>) {
-                let $f = f;
-                $forget
-                (f.below.fp_v1_0().$field)(device, $h, alloc)
-            }
-        )*
-    };
-}
+/// What the layer forgets when the application destroys an object (the
+/// `forget` handlers of the destroy rows, before the object goes down).
+impl Fdm {
+    pub fn forget_image(&self, image: vk::Image) {
+        self.images.lock().remove(&image);
+        self.map_layouts.lock().remove(&image);
+        self.map_generation.lock().remove(&image);
+    }
 
-destroy_hooks! {
-    "vkDestroyImage" fn destroy_image(vk::Image) => destroy_image, |f, image| {
-        f.images.lock().remove(&image);
-        f.map_layouts.lock().remove(&image);
-        f.map_generation.lock().remove(&image);
-    };
-    "vkDestroyImageView" fn destroy_image_view(vk::ImageView) => destroy_image_view, |f, view| {
-        f.views.lock().remove(&view);
-        f.map_cache.lock().remove(&view);
-        f.scratch.lock().forget_view(&f.below, view);
-    };
-    "vkDestroyRenderPass" fn destroy_render_pass(vk::RenderPass) => destroy_render_pass, |f, pass| {
-        f.passes.lock().remove(&pass);
-    };
-    "vkDestroyFramebuffer" fn destroy_framebuffer(vk::Framebuffer) => destroy_framebuffer, |f, fb| {
-        f.framebuffers.lock().remove(&fb);
-    };
-    "vkDestroyShaderModule" fn destroy_shader_module(vk::ShaderModule) => destroy_shader_module, |f, module| {
-        f.modules.lock().remove(&module);
-    };
-    "vkDestroyPipeline" fn destroy_pipeline(vk::Pipeline) => destroy_pipeline, |f, pipeline| {
-        // The per-area variants go with the application's pipeline.
-        if let Some(p) = f.pipelines.lock().remove(&pipeline) {
+    pub fn forget_view(&self, view: vk::ImageView) {
+        self.views.lock().remove(&view);
+        self.map_cache.lock().remove(&view);
+        // SAFETY: the scratch targets made for this view are the layer's own and
+        // no longer used by pending work (VUID-vkDestroyImageView-imageView-01026:
+        // the view's own pending work is complete, and replays using it too).
+        unsafe { self.scratch.lock().forget_view(&self.below, view) };
+    }
+
+    pub fn forget_render_pass(&self, pass: vk::RenderPass) {
+        self.passes.lock().remove(&pass);
+    }
+
+    pub fn forget_framebuffer(&self, fb: vk::Framebuffer) {
+        self.framebuffers.lock().remove(&fb);
+    }
+
+    pub fn forget_module(&self, module: vk::ShaderModule) {
+        self.modules.lock().remove(&module);
+    }
+
+    /// The per-area variants go with the application's pipeline.
+    pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
+        if let Some(p) = self.pipelines.lock().remove(&pipeline) {
             for (area, v) in &p.variants {
                 if *area != (1, 1) {
-                    (f.below.fp_v1_0().destroy_pipeline)(f.below.handle(), *v, std::ptr::null());
+                    // SAFETY: the variant is the layer's own, made with the
+                    // application's pipeline, which no pending work uses
+                    // (VUID-vkDestroyPipeline-pipeline-00765).
+                    unsafe { (self.below.fp_v1_0().destroy_pipeline)(self.below.handle(), *v, std::ptr::null()) };
                 }
             }
         }
-    };
+    }
 }
