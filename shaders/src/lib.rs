@@ -13,6 +13,7 @@ pub mod capability;
 pub mod fdm;
 pub mod interlock;
 mod ir;
+mod values;
 mod malformed;
 pub mod spinlock;
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! Linking the interface between two shader stages (producer → consumer),
 //! after Mesa's `nir_opt_varyings` design (`nir-opt-varyings.md`), on SPIR-V.
 //!
-//! It works per interface *variable* (a location range), in this order:
+//! It works per interface *variable* (a location range), in this order,
+//! after [`crate::values::canonicalize`] has given equal values one id in both
+//! modules (local variables stored once, copies, equal expressions: what
+//! unoptimized SPIR-V spells many ways):
 //!
 //! 1. **dead I/O** — producer outputs no consumer input reads become private
 //!    variables (their stores stay, for the driver to drop); consumer inputs
@@ -1089,6 +1092,9 @@ pub fn link_with(
     crate::check(producer).map_err(in_producer)?;
     crate::check(consumer).map_err(in_consumer)?;
     let (mut p, mut c) = (producer.clone(), consumer.clone());
+    // 0. Values as they are, not as they are spelled (unoptimized SPIR-V).
+    crate::values::canonicalize(&mut p);
+    crate::values::canonicalize(&mut c);
     let report = link_checked(&mut p, &mut c, level, env)?;
     (*producer, *consumer) = (p, c);
     Ok(report)
