@@ -301,7 +301,7 @@ void main() {
 #[cfg(test)]
 mod robustness {
     use super::*;
-    use crate::testing::{disassemble, glsl, remove};
+    use crate::testing::{assert_shader_declared, glsl, remove, self_referential_vector};
     use crate::{assemble, parse, validate, TargetEnv};
 
     /// A fragment shader whose only capability is `FragmentDensityEXT`
@@ -315,25 +315,14 @@ mod robustness {
         for area in [(1, 1), (2, 4)] {
             let mut m = parse(&words).unwrap();
             lower(&mut m, &Params { area, invocations: 1 }).unwrap();
-            let out = assemble(&m);
-            let text = disassemble(&out);
-            validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
-            assert!(text.contains("OpCapability Shader") && !text.contains("FragmentDensityEXT"), "{text}");
+            assert_shader_declared(&m, &format!("area {area:?}"), "FragmentDensityEXT");
         }
     }
 
     #[test]
     fn a_self_referential_type_is_an_error_and_leaves_the_module_alone() {
         let mut words = glsl(tests::FS, "frag").unwrap();
-        let v = crate::testing::patch(
-            &mut words,
-            Op::TypeVector,
-            |w| w[3] == 4,
-            |w| {
-                w[2] = w[1];
-                w[1]
-            },
-        );
+        let v = self_referential_vector(&mut words);
         let mut m = parse(&words).unwrap();
         let p = Params { area: (2, 2), invocations: 1 };
         assert_eq!(lower(&mut m, &p), Err(Unsupported::Malformed(crate::Malformed::ForwardReference(v))));

@@ -197,23 +197,15 @@ mod tests {
 #[cfg(test)]
 mod robustness {
     use super::*;
-    use crate::testing::{disassemble, only_interlock_capability};
-    use crate::{assemble, parse, validate, TargetEnv};
+    use crate::testing::lowering_keeps_shader_declared;
 
     /// Each interlock capability implies `Shader`: a module declaring only
     /// it must come out declaring `Shader`, or it no longer validates.
     #[test]
     fn shader_stays_declared_when_interlock_was_the_only_capability() {
-        for granularity in ["pixel", "sample", "shading_rate"] {
-            let words = only_interlock_capability(granularity);
-            validate(&words, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{granularity} input: {e}"));
-            let mut m = parse(&words).unwrap();
-            let r = lower_serialized(&mut m);
+        lowering_keeps_shader_declared(|m| {
+            let r = lower_serialized(m);
             assert_eq!((r.begins, r.ends), (1, 1));
-            let out = assemble(&m);
-            let text = disassemble(&out);
-            validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{granularity}: {e}\n{text}"));
-            assert!(text.contains("OpCapability Shader") && !text.contains("Interlock"), "{text}");
-        }
+        });
     }
 }

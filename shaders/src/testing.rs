@@ -30,44 +30,47 @@ fn keep_for_fuzzing(words: &[u32]) {
     let _ = std::fs::write(std::path::Path::new(&dir).join(format!("{:016x}.spv", h.finish())), bytes);
 }
 
-/// Compiles GLSL of `stage` (vert, frag, ...) for Vulkan 1.1.
-pub fn glsl(src: &str, stage: &str) -> Result<Vec<u32>, String> {
-    let input = scratch(stage);
+/// Runs `tool` with `args`, `-o OUTPUT` and an input file holding `text`
+/// (named with `ext`), and returns the words it writes; on failure, what
+/// `failed` makes of its output.
+fn words_from(
+    tool: &str,
+    args: &[&str],
+    ext: &str,
+    text: &str,
+    failed: impl FnOnce(&std::process::Output) -> String,
+) -> Result<Vec<u32>, String> {
+    let input = scratch(ext);
     let output = scratch("spv");
-    std::fs::write(&input, src).unwrap();
-    let out = Command::new("glslangValidator")
-        .args(["-V", "--target-env", "vulkan1.1", "-o"])
+    std::fs::write(&input, text).unwrap();
+    let out = Command::new(tool)
+        .args(args)
+        .arg("-o")
         .arg(&output)
         .arg(&input)
         .output()
-        .map_err(|e| format!("glslangValidator: {e}"))?;
+        .map_err(|e| format!("{tool}: {e}"))?;
     let _ = std::fs::remove_file(&input);
     if !out.status.success() {
-        return Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+        return Err(failed(&out));
     }
     let w = words_of(&output);
     let _ = std::fs::remove_file(&output);
     Ok(w)
 }
 
+/// Compiles GLSL of `stage` (vert, frag, ...) for Vulkan 1.1.
+pub fn glsl(src: &str, stage: &str) -> Result<Vec<u32>, String> {
+    words_from("glslangValidator", &["-V", "--target-env", "vulkan1.1"], stage, src, |out| {
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    })
+}
+
 /// Assembles SPIR-V text with spirv-as.
 pub fn assemble_text(text: &str) -> Result<Vec<u32>, String> {
-    let input = scratch("spvasm");
-    let output = scratch("spv");
-    std::fs::write(&input, text).unwrap();
-    let out = Command::new("spirv-as")
-        .args(["--target-env", "vulkan1.1", "-o"])
-        .arg(&output)
-        .arg(&input)
-        .output()
-        .map_err(|e| format!("spirv-as: {e}"))?;
-    let _ = std::fs::remove_file(&input);
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    let w = words_of(&output);
-    let _ = std::fs::remove_file(&output);
-    Ok(w)
+    words_from("spirv-as", &["--target-env", "vulkan1.1"], "spvasm", text, |out| {
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    })
 }
 
 /// Disassembles words with spirv-dis.
@@ -172,6 +175,43 @@ pub fn remove(words: &mut Vec<u32>, op: rspirv::spirv::Op, which: impl Fn(&[u32]
         .find(|(at, o, len)| *o == op as u32 && which(&words[*at..at + len]))
         .unwrap_or_else(|| panic!("no {op:?} to remove"));
     words.drain(at..at + len);
+}
+
+/// `%v4float = OpTypeVector %v4float 4`: the first 4-component vector type
+/// made its own component type. Returns its id.
+pub fn self_referential_vector(words: &mut [u32]) -> u32 {
+    patch(
+        words,
+        rspirv::spirv::Op::TypeVector,
+        |w| w[3] == 4,
+        |w| {
+            w[2] = w[1];
+            w[1]
+        },
+    )
+}
+
+/// Checks a module lowered from one whose only capability implied `Shader`
+/// (`context` names the case): it validates, declares `Shader`, and no
+/// capability named with `removed` is left.
+pub fn assert_shader_declared(m: &rspirv::dr::Module, context: &str, removed: &str) {
+    let out = crate::assemble(m);
+    let text = disassemble(&out);
+    crate::validate(&out, crate::TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{context}: {e}\n{text}"));
+    assert!(text.contains("OpCapability Shader") && !text.contains(removed), "{text}");
+}
+
+/// For each interlock granularity: the module whose only capability is that
+/// interlock's (valid), lowered by `lower`, validates and declares `Shader`,
+/// with no interlock capability left.
+pub fn lowering_keeps_shader_declared(lower: impl Fn(&mut rspirv::dr::Module)) {
+    for granularity in ["pixel", "sample", "shading_rate"] {
+        let words = only_interlock_capability(granularity);
+        crate::validate(&words, crate::TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{granularity} input: {e}"));
+        let mut m = crate::parse(&words).unwrap();
+        lower(&mut m);
+        assert_shader_declared(&m, granularity, "Interlock");
+    }
 }
 
 /// A fragment shader with one critical section whose only capability is

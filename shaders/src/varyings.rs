@@ -1776,7 +1776,7 @@ mod matrix {
 #[cfg(test)]
 mod robustness {
     use super::*;
-    use crate::testing::{assemble_text, disassemble, glsl, optimize, patch};
+    use crate::testing::{assemble_text, disassemble, glsl, optimize, patch, self_referential_vector};
     use crate::{assemble, parse, validate, TargetEnv};
 
     const VS: &str = "#version 450\nlayout(location=0) out vec4 a;\nvoid main() { gl_Position = vec4(0); a = vec4(float(gl_VertexIndex)); }\n";
@@ -1792,17 +1792,21 @@ mod robustness {
         assert!((assemble(&p), assemble(&c)) == before, "an error changed the modules");
     }
 
-    /// `%v4float = OpTypeVector %v4float 4`.
-    fn self_referential_vector(words: &mut [u32]) -> Word {
-        patch(
-            words,
-            Op::TypeVector,
-            |w| w[3] == 4,
-            |w| {
-                w[2] = w[1];
-                w[1]
-            },
-        )
+    /// The pair compiled from GLSL and linked at `level`; both results
+    /// validate (see [`valid`]).
+    fn linked(vs: &str, fs: &str, level: Level) -> (Module, Module, Report) {
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
+        let r = link(&mut p, &mut c, level).unwrap();
+        valid(&p, &c);
+        (p, c, r)
+    }
+
+    /// Both modules validate (a failure shows the module's disassembly).
+    fn valid(p: &Module, c: &Module) {
+        for (what, m) in [("producer", p), ("consumer", c)] {
+            let w = assemble(m);
+            validate(&w, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{what}: {e}\n{}", disassemble(&w)));
+        }
     }
 
     /// The reproducer: this overflowed the stack (`scalar_kind` followed the
@@ -1909,12 +1913,8 @@ mod robustness {
     fn an_input_wider_than_its_output_moves_as_one_group() {
         let vs = "#version 450\nlayout(location=0) out vec4 a;\nlayout(location=3) out vec4 b;\nvoid main() { gl_Position = vec4(0); a = vec4(float(gl_VertexIndex)); b = a * 2.0; }\n";
         let fs = "#version 450\nlayout(location=0) in vec4 a[2];\nlayout(location=3) in vec4 b;\nlayout(location=0) out vec4 o;\nvoid main() { o = a[0] + a[1] + b; }\n";
-        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
-        let r = link(&mut p, &mut c, Level::Safe).unwrap();
+        let (_, _, r) = linked(vs, fs, Level::Safe);
         assert_eq!(r.relocated, vec![(3, 2)], "{r:?}");
-        let (pw, cw) = (assemble(&p), assemble(&c));
-        validate(&pw, TargetEnv::Vulkan1_1).unwrap();
-        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&cw)));
     }
 
     /// An int output read as a float input (each module valid on its own):
@@ -1924,12 +1924,9 @@ mod robustness {
     fn constants_do_not_cross_a_type_mismatch() {
         let vs = "#version 450\nlayout(location=0) flat out int e;\nvoid main() { gl_Position = vec4(0); e = 5; }\n";
         let fs = "#version 450\nlayout(location=0) flat in float e;\nlayout(location=0) out vec4 o;\nvoid main() { o = vec4(e); }\n";
-        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
-        let r = link(&mut p, &mut c, Level::Full).unwrap();
+        let (_, _, r) = linked(vs, fs, Level::Full);
         assert!(r.propagated_constants.is_empty(), "{r:?}");
         assert!(r.notes.iter().any(|n| n == "location 0: input and output differ in type; left as is"), "{r:?}");
-        validate(&assemble(&p), TargetEnv::Vulkan1_1).unwrap();
-        validate(&assemble(&c), TargetEnv::Vulkan1_1).unwrap();
     }
 
     /// Mediump arithmetic moved to the producer left its `RelaxedPrecision`
@@ -1939,13 +1936,9 @@ mod robustness {
     fn names_and_decorations_of_removed_instructions_go_too() {
         let vs = "#version 450\nlayout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nvoid main() { float x = float(gl_VertexIndex); gl_Position = vec4(x); a = vec4(x, 1, 2, 3); b = vec4(2, x, 4, x); }\n";
         let fs = "#version 450\nlayout(location=0) in mediump vec4 a;\nlayout(location=1) in mediump vec4 b;\nlayout(location=0) out mediump vec4 o;\nvoid main() { o = (a + b) * 0.5; }\n";
-        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
-        let r = link(&mut p, &mut c, Level::Full).unwrap();
+        let (_, _, r) = linked(vs, fs, Level::Full);
         assert_eq!(r.moved_sums, vec![(0, 1)], "{r:?}");
         assert_eq!(r.moved_constant_ops, vec![0], "{r:?}");
-        validate(&assemble(&p), TargetEnv::Vulkan1_1).unwrap();
-        let cw = assemble(&c);
-        validate(&cw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&cw)));
     }
 
     /// A dead invariant output became a private variable still decorated
@@ -1956,12 +1949,8 @@ mod robustness {
         let vs = "#version 450\ninvariant layout(location=0) out vec4 a;\nlayout(location=1) out vec4 b;\nvoid main() { gl_Position = vec4(0); a = vec4(float(gl_VertexIndex)); b = a * 2.0; }\n";
         let fs =
             "#version 450\nlayout(location=1) in vec4 b;\nlayout(location=0) out vec4 o;\nvoid main() { o = b; }\n";
-        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
-        let r = link(&mut p, &mut c, Level::Safe).unwrap();
+        let (_, _, r) = linked(vs, fs, Level::Safe);
         assert_eq!(r.removed_dead, vec![0], "{r:?}");
-        let pw = assemble(&p);
-        validate(&pw, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&pw)));
-        validate(&assemble(&c), TargetEnv::Vulkan1_1).unwrap();
     }
 
     /// A constant index past the end of a vector input (valid SPIR-V, reading
@@ -1978,8 +1967,7 @@ mod robustness {
         let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&words).unwrap());
         let r = link(&mut p, &mut c, Level::Safe).unwrap();
         assert!(r.narrowed.is_empty(), "{r:?}");
-        validate(&assemble(&p), TargetEnv::Vulkan1_1).unwrap();
-        validate(&assemble(&c), TargetEnv::Vulkan1_1).unwrap();
+        valid(&p, &c);
     }
 
     /// Two variables sharing a location, at components 0 and 1: each output
@@ -1989,13 +1977,9 @@ mod robustness {
     fn variables_sharing_a_location_pair_by_component() {
         let vs = "#version 450\nlayout(location=0, component=0) flat out int a;\nlayout(location=0, component=1) flat out int b;\nvoid main() { gl_Position = vec4(0); a = 7; b = gl_VertexIndex; }\n";
         let fs = "#version 450\nlayout(location=0, component=0) flat in int a;\nlayout(location=0, component=1) flat in int b;\nlayout(location=0) out vec4 o;\nvoid main() { o = vec4(a, b, 0, 1); }\n";
-        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
-        let r = link(&mut p, &mut c, Level::Safe).unwrap();
+        let (p, c, r) = linked(vs, fs, Level::Safe);
         assert_eq!(r.propagated_constants, vec![0], "{r:?}");
-        let (pw, cw) = (assemble(&p), assemble(&c));
-        validate(&pw, TargetEnv::Vulkan1_1).unwrap();
-        validate(&cw, TargetEnv::Vulkan1_1).unwrap();
-        let text = disassemble(&cw);
+        let text = disassemble(&assemble(&c));
         assert!(text.contains("%a = OpVariable %_ptr_Private_int Private %int_7"), "{text}");
         assert!(text.contains("%b = OpVariable %_ptr_Input_int Input"), "{text}");
         super::tests::interface_matches(&p, &c);

@@ -133,26 +133,6 @@ pub struct Rendered {
     pub execute_s: f64,
 }
 
-fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags) -> (vk::Buffer, vk::DeviceMemory, *mut u8) {
-    let d = &gpu.device;
-    unsafe {
-        let b = d.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None).unwrap();
-        let req = d.get_buffer_memory_requirements(b);
-        let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let m = d
-            .allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(gpu.memory_type(req.memory_type_bits, host)),
-                None,
-            )
-            .unwrap();
-        d.bind_buffer_memory(b, m, 0).unwrap();
-        let p = d.map_memory(m, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()).unwrap() as *mut u8;
-        (b, m, p)
-    }
-}
-
 fn layout_barrier(
     gpu: &Gpu,
     cb: vk::CommandBuffer,
@@ -200,11 +180,10 @@ fn upload(
     to: vk::ImageLayout,
     dst: (vk::PipelineStageFlags, vk::AccessFlags),
 ) {
-    let d = &gpu.device;
-    let (b, mem, p) = buffer(gpu, data.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC);
+    let staging = gpu.buffer(data.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true);
     assert_eq!(data.len(), (w * h) as usize * texel);
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
-    gpu.one_time_submit(|cb| unsafe {
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), staging.map, data.len()) };
+    gpu.one_time_submit(|cb| {
         gpu.image_from_undefined(
             cb,
             image,
@@ -212,34 +191,10 @@ fn upload(
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
         );
-        let region = vk::BufferImageCopy::default()
-            .image_subresource(vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            })
-            .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-        d.cmd_copy_buffer_to_image(cb, b, image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
+        gpu.copy_buffer_to_image(cb, staging.buffer, image, (w, h), 1);
         layout_barrier(gpu, cb, image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, to, dst);
     });
-    unsafe {
-        d.destroy_buffer(b, None);
-        d.free_memory(mem, None);
-    }
-}
-
-/// Copies `layers` layers of a colour image (TRANSFER_SRC_OPTIMAL) into `buffer`.
-fn copy_out(gpu: &Gpu, cb: vk::CommandBuffer, image: vk::Image, (w, h): (u32, u32), layers: u32, buffer: vk::Buffer) {
-    let region = vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: layers,
-        })
-        .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-    unsafe { gpu.device.cmd_copy_image_to_buffer(cb, image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, buffer, &[region]) };
+    gpu.destroy_buffer(staging);
 }
 
 /// What a test pipeline is made of (one RGBA8 colour attachment).
@@ -495,23 +450,31 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 .aspect_mask(vk::ImageAspectFlags::DEPTH)];
             let input = [r(a_first.unwrap_or(0), vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)];
             let c1 = [r(a_color, color_layout)];
-            let mut subs = vec![vk::SubpassDescription2::default()
-                .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-                .color_attachments(&c0)];
-            if a_resolve.is_some() {
-                subs[0] = subs[0].resolve_attachments(&res);
-            }
-            if a_depth.is_some() {
-                subs[0] = subs[0].depth_stencil_attachment(&ds[0]);
-            }
-            if two {
-                subs.push(
-                    vk::SubpassDescription2::default()
+            // The subpasses, in either version's structures: the first
+            // (resolve and depth where there are), the input-attachment one.
+            macro_rules! subpasses {
+                ($desc:ty, $c0:expr, $res:expr, $ds:expr, $input:expr, $c1:expr) => {{
+                    let mut subs = vec![<$desc>::default()
                         .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-                        .input_attachments(&input)
-                        .color_attachments(&c1),
-                );
+                        .color_attachments($c0)];
+                    if a_resolve.is_some() {
+                        subs[0] = subs[0].resolve_attachments($res);
+                    }
+                    if a_depth.is_some() {
+                        subs[0] = subs[0].depth_stencil_attachment(&$ds[0]);
+                    }
+                    if two {
+                        subs.push(
+                            <$desc>::default()
+                                .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                                .input_attachments($input)
+                                .color_attachments($c1),
+                        );
+                    }
+                    subs
+                }};
             }
+            let subs = subpasses!(vk::SubpassDescription2, &c0, &res, ds, &input, &c1);
             let deps = [vk::SubpassDependency2::default()
                 .src_subpass(0)
                 .dst_subpass(1)
@@ -535,23 +498,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             } else {
                 let a1: Vec<vk::AttachmentDescription> = attachments.iter().map(to_v1).collect();
                 let (c0v, resv, dsv, inv, c1v) = (refs1(&c0), refs1(&res), refs1(&ds), refs1(&input), refs1(&c1));
-                let mut s1 = vec![vk::SubpassDescription::default()
-                    .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-                    .color_attachments(&c0v)];
-                if a_resolve.is_some() {
-                    s1[0] = s1[0].resolve_attachments(&resv);
-                }
-                if a_depth.is_some() {
-                    s1[0] = s1[0].depth_stencil_attachment(&dsv[0]);
-                }
-                if two {
-                    s1.push(
-                        vk::SubpassDescription::default()
-                            .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-                            .input_attachments(&inv)
-                            .color_attachments(&c1v),
-                    );
-                }
+                let s1 = subpasses!(vk::SubpassDescription, &c0v, &resv, dsv, &inv, &c1v);
                 let d1: Vec<vk::SubpassDependency> = deps
                     .iter()
                     .map(|x| vk::SubpassDependency {
@@ -611,29 +558,19 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 framebuffer = d.create_framebuffer(&info, None).unwrap();
                 imageless_views = views;
             } else {
-                framebuffer = d
-                    .create_framebuffer(
-                        &vk::FramebufferCreateInfo::default()
-                            .render_pass(render_pass)
-                            .attachments(&views)
-                            .width(w)
-                            .height(h)
-                            .layers(1),
-                        None,
-                    )
-                    .unwrap();
+                framebuffer = gpu.framebuffer(render_pass, &views, (w, h));
             }
         }
         // Descriptors: the storage counter (first subpass) or the input attachment (second).
-        let (count_buf, count_mem, count_ptr) = buffer(gpu, 4, vk::BufferUsageFlags::STORAGE_BUFFER);
-        *(count_ptr as *mut u32) = 0;
+        let count = gpu.buffer(4, vk::BufferUsageFlags::STORAGE_BUFFER, true);
+        *(count.map as *mut u32) = 0;
         let storage_binding = [vk::DescriptorSetLayoutBinding::default()
             .binding(0)
             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
         let (storage_layout, storage_pool, storage_set) = gpu.descriptor_set(&storage_binding);
-        let binfo = [vk::DescriptorBufferInfo { buffer: count_buf, offset: 0, range: 4 }];
+        let binfo = [vk::DescriptorBufferInfo { buffer: count.buffer, offset: 0, range: 4 }];
         d.update_descriptor_sets(
             &[vk::WriteDescriptorSet::default()
                 .dst_set(storage_set)
@@ -760,7 +697,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             d.end_command_buffer(sc).unwrap();
             sc
         });
-        let (rb, rmem, rp) = buffer(gpu, (w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST);
+        let readback = gpu.buffer((w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
         let mut record_s = 0.0;
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
@@ -888,16 +825,14 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     );
                 }
             }
-            copy_out(gpu, cb, out.0, (w, h), 1, rb);
+            gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 1, readback.buffer);
             record_s = t.elapsed().as_secs_f64();
         });
         let execute_s = started.elapsed().as_secs_f64() - record_s;
-        let pixels = std::slice::from_raw_parts(rp as *const [u8; 4], (w * h) as usize).to_vec();
-        let invocations = *(count_ptr as *const u32);
-        d.destroy_buffer(rb, None);
-        d.free_memory(rmem, None);
-        d.destroy_buffer(count_buf, None);
-        d.free_memory(count_mem, None);
+        let pixels = std::slice::from_raw_parts(readback.map as *const [u8; 4], (w * h) as usize).to_vec();
+        let invocations = *(count.map as *const u32);
+        gpu.destroy_buffer(readback);
+        gpu.destroy_buffer(count);
         d.destroy_command_pool(sec_pool, None);
         d.destroy_query_pool(query_pool, None);
         for (p, l) in [Some((pipe0, layout0)), second].into_iter().flatten() {
@@ -912,10 +847,8 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             d.destroy_framebuffer(framebuffer, None);
             d.destroy_render_pass(render_pass, None);
         }
-        for (i, m, v) in [Some(out), ms, first, depth, made].into_iter().flatten() {
-            d.destroy_image_view(v, None);
-            d.destroy_image(i, None);
-            d.free_memory(m, None);
+        for image in [Some(out), ms, first, depth, made].into_iter().flatten() {
+            gpu.destroy_image(image);
         }
         Rendered { pixels, invocations, record_s, execute_s }
     }
@@ -1061,10 +994,10 @@ pub fn render_multiview(
     });
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
     let bytes: Vec<u8> = maps.iter().flat_map(|m| m.texels.iter().flatten().copied()).collect();
-    let (b, mem, p) = buffer(gpu, bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC);
-    let (rb, rmem, rp) = buffer(gpu, (w * h * 4 * 2) as u64, vk::BufferUsageFlags::TRANSFER_DST);
+    let staging = gpu.buffer(bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true);
+    let readback = gpu.buffer((w * h * 4 * 2) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.map, bytes.len());
         let map_image = map.map_or(vk::Image::null(), |m| m.0);
         gpu.one_time_submit(|cb| {
             if map.is_none() {
@@ -1077,15 +1010,7 @@ pub fn render_multiview(
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
             );
-            let region = vk::BufferImageCopy::default()
-                .image_subresource(vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 2,
-                })
-                .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 });
-            d.cmd_copy_buffer_to_image(cb, b, map_image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
+            gpu.copy_buffer_to_image(cb, staging.buffer, map_image, (mw, mh), 2);
             gpu.image_barrier(
                 cb,
                 map_image,
@@ -1131,17 +1056,7 @@ pub fn render_multiview(
         let render_pass = d.create_render_pass2(&rpi, None).unwrap();
         let views_all = [out.2, map.map_or(vk::ImageView::null(), |m| m.2)];
         let views = if with_map { &views_all[..] } else { &views_all[..1] };
-        let framebuffer = d
-            .create_framebuffer(
-                &vk::FramebufferCreateInfo::default()
-                    .render_pass(render_pass)
-                    .attachments(views)
-                    .width(w)
-                    .height(h)
-                    .layers(1),
-                None,
-            )
-            .unwrap();
+        let framebuffer = gpu.framebuffer(render_pass, views, (w, h));
         let (pipeline, layout) = pipeline(
             gpu,
             &PipelineDesc {
@@ -1176,22 +1091,18 @@ pub fn render_multiview(
                 (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
             );
-            copy_out(gpu, cb, out.0, (w, h), 2, rb);
+            gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 2, readback.buffer);
         });
-        let all = std::slice::from_raw_parts(rp as *const [u8; 4], (w * h * 2) as usize);
+        let all = std::slice::from_raw_parts(readback.map as *const [u8; 4], (w * h * 2) as usize);
         let result = [all[..(w * h) as usize].to_vec(), all[(w * h) as usize..].to_vec()];
         d.destroy_pipeline(pipeline, None);
         d.destroy_pipeline_layout(layout, None);
         d.destroy_framebuffer(framebuffer, None);
         d.destroy_render_pass(render_pass, None);
-        for (bb, m) in [(b, mem), (rb, rmem)] {
-            d.destroy_buffer(bb, None);
-            d.free_memory(m, None);
-        }
-        for (i, m, v) in [Some(out), map].into_iter().flatten() {
-            d.destroy_image_view(v, None);
-            d.destroy_image(i, None);
-            d.free_memory(m, None);
+        gpu.destroy_buffer(staging);
+        gpu.destroy_buffer(readback);
+        for image in [Some(out), map].into_iter().flatten() {
+            gpu.destroy_image(image);
         }
         result
     }

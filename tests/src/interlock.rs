@@ -147,34 +147,6 @@ pub struct Outcome {
     pub pipeline_ns: u64,
 }
 
-pub(crate) struct Buffer {
-    pub buffer: vk::Buffer,
-    pub memory: vk::DeviceMemory,
-}
-
-pub(crate) fn buffer(gpu: &Gpu, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Buffer {
-    unsafe {
-        let buffer = gpu.device.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None).unwrap();
-        let req = gpu.device.get_buffer_memory_requirements(buffer);
-        let flags = if host {
-            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT
-        } else {
-            vk::MemoryPropertyFlags::DEVICE_LOCAL
-        };
-        let memory = gpu
-            .device
-            .allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(gpu.memory_type(req.memory_type_bits, flags)),
-                None,
-            )
-            .unwrap();
-        gpu.device.bind_buffer_memory(buffer, memory, 0).unwrap();
-        Buffer { buffer, memory }
-    }
-}
-
 /// Runs one case on `gpu` (created with `interlock` where the mode needs it).
 pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
     let d = &gpu.device;
@@ -191,15 +163,14 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST,
         );
         let range = crate::render::color_range();
-        let storage = buffer(
-            gpu,
+        let storage = gpu.buffer(
             bytes,
             vk::BufferUsageFlags::STORAGE_BUFFER
                 | vk::BufferUsageFlags::TRANSFER_SRC
                 | vk::BufferUsageFlags::TRANSFER_DST,
             false,
         );
-        let readback = buffer(gpu, bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
+        let readback = gpu.buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
 
         // A colour attachment of the case's sample count (nothing is written to it).
         let (color, color_memory, color_view) =
@@ -215,18 +186,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let sub = [vk::SubpassDescription::default().color_attachments(&refs)];
         let render_pass =
             d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None).unwrap();
-        let views = [color_view];
-        let framebuffer = d
-            .create_framebuffer(
-                &vk::FramebufferCreateInfo::default()
-                    .render_pass(render_pass)
-                    .attachments(&views)
-                    .width(w)
-                    .height(h)
-                    .layers(1),
-                None,
-            )
-            .unwrap();
+        let framebuffer = gpu.framebuffer(render_pass, &[color_view], (w, h));
 
         let bindings = [
             vk::DescriptorSetLayoutBinding::default()
@@ -374,12 +334,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 &vk::ClearColorValue { uint32: [0; 4] },
                 &[range],
             );
-            d.cmd_fill_buffer(cb, storage.buffer, 0, vk::WHOLE_SIZE, 0);
-            gpu.memory_barrier(
-                cb,
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-            );
+            gpu.zero_for_fragment_shaders(cb, storage.buffer);
             if case.shader_object {
                 gpu.image_from_undefined(
                     cb,
@@ -443,20 +398,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
             );
             match case.resource {
-                Resource::Image => d.cmd_copy_image_to_buffer(
-                    cb,
-                    image,
-                    vk::ImageLayout::GENERAL,
-                    readback.buffer,
-                    &[vk::BufferImageCopy::default()
-                        .image_subresource(vk::ImageSubresourceLayers {
-                            aspect_mask: vk::ImageAspectFlags::COLOR,
-                            mip_level: 0,
-                            base_array_layer: 0,
-                            layer_count: 1,
-                        })
-                        .image_extent(vk::Extent3D { width: row, height: h, depth: 1 })],
-                ),
+                Resource::Image => {
+                    gpu.copy_image_to_buffer(cb, image, vk::ImageLayout::GENERAL, (row, h), 1, readback.buffer)
+                }
                 Resource::Buffer => d.cmd_copy_buffer(
                     cb,
                     storage.buffer,
@@ -471,9 +415,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             );
         });
         let submit_ns = started.elapsed().as_nanos() as u64;
-        let p = d.map_memory(readback.memory, 0, bytes, vk::MemoryMapFlags::empty()).unwrap() as *const u32;
-        let result = std::slice::from_raw_parts(p, words).to_vec();
-        d.unmap_memory(readback.memory);
+        let result = std::slice::from_raw_parts(readback.map as *const u32, words).to_vec();
 
         if case.shader_object {
             for sh in shaders {
@@ -491,16 +433,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         d.destroy_descriptor_set_layout(set_layout, None);
         d.destroy_framebuffer(framebuffer, None);
         d.destroy_render_pass(render_pass, None);
-        d.destroy_image_view(color_view, None);
-        d.destroy_image(color, None);
-        d.free_memory(color_memory, None);
-        d.destroy_image_view(view, None);
-        d.destroy_image(image, None);
-        d.free_memory(image_memory, None);
-        for b in [storage, readback] {
-            d.destroy_buffer(b.buffer, None);
-            d.free_memory(b.memory, None);
-        }
+        gpu.destroy_image((color, color_memory, color_view));
+        gpu.destroy_image((image, image_memory, view));
+        gpu.destroy_buffer(storage);
+        gpu.destroy_buffer(readback);
 
         let (wrong_words, order_errors) = check_words(case, &result);
         Outcome { words, wrong_words, order_errors, submit_ns, module_ns, pipeline_ns }

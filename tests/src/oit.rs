@@ -5,7 +5,6 @@
 //! definition (sorting each pixel's rectangles by depth), independently of
 //! the GPU path.
 
-use crate::interlock::{buffer, Buffer};
 use crate::render::{Gpu, Image};
 use ash::vk;
 
@@ -70,8 +69,8 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
     let pixels = (width * height) as u64;
     unsafe {
         let counts =
-            buffer(gpu, pixels * 4, vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST, false);
-        let lists = buffer(gpu, pixels * K * 8, vk::BufferUsageFlags::STORAGE_BUFFER, false);
+            gpu.buffer(pixels * 4, vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST, false);
+        let lists = gpu.buffer(pixels * K * 8, vk::BufferUsageFlags::STORAGE_BUFFER, false);
         let target = crate::render::Target::new(gpu, crate::render::RenderPath::RenderPass, width, height);
 
         let bindings = [0, 1].map(|b| {
@@ -136,12 +135,7 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
         let pc: Vec<u8> = [width, height].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
-            d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
-            gpu.memory_barrier(
-                cb,
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-            );
+            gpu.zero_for_fragment_shaders(cb, counts.buffer);
             target.begin(gpu, cb);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, insert);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
@@ -169,11 +163,8 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
         d.destroy_descriptor_pool(pool, None);
         d.destroy_descriptor_set_layout(set_layout, None);
         target.destroy(gpu);
-        for b in [counts, lists] {
-            let Buffer { buffer, memory } = b;
-            d.destroy_buffer(buffer, None);
-            d.free_memory(memory, None);
-        }
+        gpu.destroy_buffer(counts);
+        gpu.destroy_buffer(lists);
         (image, elapsed)
     }
 }

@@ -56,6 +56,20 @@ pub fn validation_errors() -> Vec<Message> {
         .collect()
 }
 
+/// Prints the validation errors (stderr), their count and the ids of
+/// Overlap's messages (stdout, the lines the suites read), and returns the
+/// errors.
+pub fn print_messages() -> Vec<Message> {
+    let errors = validation_errors();
+    for e in &errors {
+        eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);
+    }
+    let overlap: Vec<String> = messages().into_iter().filter(|m| m.id.starts_with("OVERLAP-")).map(|m| m.id).collect();
+    println!("VALIDATION_ERRORS={}", errors.len());
+    println!("OVERLAP_MESSAGES={}", overlap.join(","));
+    errors
+}
+
 /// A value for `VkLayerSettingsCreateInfoEXT`.
 #[derive(Clone, Debug)]
 pub enum SettingValue {
@@ -427,6 +441,156 @@ impl Gpu {
         unsafe { self.device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &b, &[], &[]) };
     }
 
+    /// A buffer in memory of its own: host-visible, coherent and mapped
+    /// (`host`: `map` points at it while the buffer lives) or device-local.
+    pub fn buffer(&self, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Buffer {
+        let d = &self.device;
+        unsafe {
+            let buffer = d.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None).unwrap();
+            let req = d.get_buffer_memory_requirements(buffer);
+            let flags = if host {
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT
+            } else {
+                vk::MemoryPropertyFlags::DEVICE_LOCAL
+            };
+            let memory = d
+                .allocate_memory(
+                    &vk::MemoryAllocateInfo::default()
+                        .allocation_size(req.size)
+                        .memory_type_index(self.memory_type(req.memory_type_bits, flags)),
+                    None,
+                )
+                .unwrap();
+            d.bind_buffer_memory(buffer, memory, 0).unwrap();
+            let map = if host {
+                d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()).unwrap() as *mut u8
+            } else {
+                std::ptr::null_mut()
+            };
+            Buffer { buffer, memory, map }
+        }
+    }
+
+    pub fn destroy_buffer(&self, b: Buffer) {
+        unsafe {
+            self.device.destroy_buffer(b.buffer, None);
+            self.device.free_memory(b.memory, None);
+        }
+    }
+
+    /// Destroys an image made by [`Self::image`] or [`Self::image_2d`].
+    pub fn destroy_image(&self, (image, memory, view): (vk::Image, vk::DeviceMemory, vk::ImageView)) {
+        unsafe {
+            self.device.destroy_image_view(view, None);
+            self.device.destroy_image(image, None);
+            self.device.free_memory(memory, None);
+        }
+    }
+
+    /// Copies the first `layers` layers of a colour image (in `layout`) to
+    /// `buffer`, tightly packed.
+    pub fn copy_image_to_buffer(
+        &self,
+        cb: vk::CommandBuffer,
+        image: vk::Image,
+        layout: vk::ImageLayout,
+        size: (u32, u32),
+        layers: u32,
+        buffer: vk::Buffer,
+    ) {
+        unsafe { self.device.cmd_copy_image_to_buffer(cb, image, layout, buffer, &[copy_region(size, layers)]) };
+    }
+
+    /// Copies tightly packed texels from `buffer` into the first `layers`
+    /// layers of a colour image in TRANSFER_DST_OPTIMAL.
+    pub fn copy_buffer_to_image(
+        &self,
+        cb: vk::CommandBuffer,
+        buffer: vk::Buffer,
+        image: vk::Image,
+        size: (u32, u32),
+        layers: u32,
+    ) {
+        let region = [copy_region(size, layers)];
+        unsafe {
+            self.device.cmd_copy_buffer_to_image(cb, buffer, image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &region)
+        };
+    }
+
+    /// A framebuffer of `views` (one layer) for `render_pass`.
+    pub fn framebuffer(
+        &self,
+        render_pass: vk::RenderPass,
+        views: &[vk::ImageView],
+        (width, height): (u32, u32),
+    ) -> vk::Framebuffer {
+        unsafe {
+            self.device.create_framebuffer(
+                &vk::FramebufferCreateInfo::default()
+                    .render_pass(render_pass)
+                    .attachments(views)
+                    .width(width)
+                    .height(height)
+                    .layers(1),
+                None,
+            )
+        }
+        .unwrap()
+    }
+
+    /// Zeroes `buffer` and makes the zeros visible to fragment shaders'
+    /// reads and writes.
+    pub fn zero_for_fragment_shaders(&self, cb: vk::CommandBuffer, buffer: vk::Buffer) {
+        unsafe { self.device.cmd_fill_buffer(cb, buffer, 0, vk::WHOLE_SIZE, 0) };
+        self.memory_barrier(
+            cb,
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+            (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+        );
+    }
+
+    /// Creates a graphics pipeline of `stages` without vertex input: filled
+    /// and unculled, one sample, one colour attachment (`color_writes`: all
+    /// of RGBA, or none), viewport and scissor dynamic, and `dynamic` too.
+    /// `create` completes the create info (render pass or rendering info,
+    /// flags, chained state) and creates the pipeline.
+    pub fn pipeline<R>(
+        &self,
+        stages: &[vk::PipelineShaderStageCreateInfo],
+        layout: vk::PipelineLayout,
+        topology: vk::PrimitiveTopology,
+        color_writes: bool,
+        dynamic: &[vk::DynamicState],
+        create: impl FnOnce(vk::GraphicsPipelineCreateInfo<'_>) -> R,
+    ) -> R {
+        let vertex = vk::PipelineVertexInputStateCreateInfo::default();
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(topology);
+        let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
+        let rs = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(vk::CullModeFlags::NONE)
+            .line_width(1.0);
+        let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+        let mask = if color_writes { vk::ColorComponentFlags::RGBA } else { vk::ColorComponentFlags::empty() };
+        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(mask)];
+        let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+        let dyn_states: Vec<vk::DynamicState> =
+            [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR].iter().chain(dynamic).copied().collect();
+        let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dyn_states);
+        create(
+            vk::GraphicsPipelineCreateInfo::default()
+                .stages(stages)
+                .vertex_input_state(&vertex)
+                .input_assembly_state(&ia)
+                .viewport_state(&vp)
+                .rasterization_state(&rs)
+                .multisample_state(&ms)
+                .color_blend_state(&cb)
+                .dynamic_state(&dyn_info)
+                .layout(layout),
+        )
+    }
+
     /// A 2D single-level image in device-local memory, and a view of it.
     pub fn image_2d(
         &self,
@@ -674,8 +838,7 @@ pub struct Target {
     framebuffer: vk::Framebuffer,
     layout: vk::PipelineLayout,
     pub pipeline: vk::Pipeline,
-    readback: vk::Buffer,
-    readback_memory: vk::DeviceMemory,
+    readback: Buffer,
 }
 
 impl Target {
@@ -715,56 +878,14 @@ impl Target {
                         None,
                     )
                     .unwrap();
-                let views = [view];
-                let fb = d
-                    .create_framebuffer(
-                        &vk::FramebufferCreateInfo::default()
-                            .render_pass(rp)
-                            .attachments(&views)
-                            .width(width)
-                            .height(height)
-                            .layers(1),
-                        None,
-                    )
-                    .unwrap();
-                (rp, fb)
+                (rp, gpu.framebuffer(rp, &[view], (width, height)))
             } else {
                 (vk::RenderPass::null(), vk::Framebuffer::null())
             };
             let layout = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None).unwrap();
             let pipeline = scene_pipeline(gpu, layout, render_pass);
-            let size = (width * height * 4) as u64;
-            let readback = d
-                .create_buffer(
-                    &vk::BufferCreateInfo::default().size(size).usage(vk::BufferUsageFlags::TRANSFER_DST),
-                    None,
-                )
-                .unwrap();
-            let req = d.get_buffer_memory_requirements(readback);
-            let readback_memory = d
-                .allocate_memory(
-                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(gpu.memory_type(
-                        req.memory_type_bits,
-                        vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
-                    )),
-                    None,
-                )
-                .unwrap();
-            d.bind_buffer_memory(readback, readback_memory, 0).unwrap();
-            Target {
-                path,
-                width,
-                height,
-                image,
-                memory,
-                view,
-                render_pass,
-                framebuffer,
-                layout,
-                pipeline,
-                readback,
-                readback_memory,
-            }
+            let readback = gpu.buffer((width * height * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+            Target { path, width, height, image, memory, view, render_pass, framebuffer, layout, pipeline, readback }
         }
     }
 
@@ -911,42 +1032,20 @@ impl Target {
         from: (vk::ImageLayout, vk::PipelineStageFlags, vk::AccessFlags),
         to: (vk::ImageLayout, vk::PipelineStageFlags, vk::AccessFlags),
     ) {
-        let b = [vk::ImageMemoryBarrier::default()
-            .old_layout(from.0)
-            .new_layout(to.0)
-            .src_access_mask(from.2)
-            .dst_access_mask(to.2)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(self.image)
-            .subresource_range(color_range())];
-        unsafe { gpu.device.cmd_pipeline_barrier(cb, from.1, to.1, vk::DependencyFlags::empty(), &[], &[], &b) };
+        gpu.image_barrier(cb, self.image, color_range(), (from.0, to.0), (from.1, from.2), (to.1, to.2));
     }
 
     /// Copies the image (in TRANSFER_SRC_OPTIMAL) to the readback buffer.
     pub fn record_copy_out(&self, gpu: &Gpu, cb: vk::CommandBuffer) {
-        let region = vk::BufferImageCopy::default()
-            .image_subresource(vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            })
-            .image_extent(vk::Extent3D { width: self.width, height: self.height, depth: 1 });
+        let size = (self.width, self.height);
+        gpu.copy_image_to_buffer(cb, self.image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, size, 1, self.readback.buffer);
         unsafe {
-            gpu.device.cmd_copy_image_to_buffer(
-                cb,
-                self.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                self.readback,
-                &[region],
-            );
             let b = [vk::BufferMemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::HOST_READ)
                 .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .buffer(self.readback)
+                .buffer(self.readback.buffer)
                 .size(vk::WHOLE_SIZE)];
             gpu.device.cmd_pipeline_barrier(
                 cb,
@@ -961,14 +1060,11 @@ impl Target {
     }
 
     /// Reads the readback buffer (after a submission that ran [`Self::record_copy_out`]).
-    pub fn read(&self, gpu: &Gpu) -> Image {
+    /// (The readback buffer stays mapped: `_gpu` is not needed.)
+    pub fn read(&self, _gpu: &Gpu) -> Image {
         let size = (self.width * self.height * 4) as usize;
-        unsafe {
-            let p = gpu.device.map_memory(self.readback_memory, 0, size as u64, vk::MemoryMapFlags::empty()).unwrap();
-            let rgba = std::slice::from_raw_parts(p as *const u8, size).to_vec();
-            gpu.device.unmap_memory(self.readback_memory);
-            Image { width: self.width, height: self.height, rgba }
-        }
+        let rgba = unsafe { std::slice::from_raw_parts(self.readback.map, size) }.to_vec();
+        Image { width: self.width, height: self.height, rgba }
     }
 
     /// Renders the scene once and reads it back.
@@ -991,13 +1087,41 @@ impl Target {
                 d.destroy_framebuffer(self.framebuffer, None);
                 d.destroy_render_pass(self.render_pass, None);
             }
-            d.destroy_image_view(self.view, None);
-            d.destroy_image(self.image, None);
-            d.free_memory(self.memory, None);
-            d.destroy_buffer(self.readback, None);
-            d.free_memory(self.readback_memory, None);
         }
+        gpu.destroy_image((self.image, self.memory, self.view));
+        gpu.destroy_buffer(self.readback);
     }
+}
+
+/// A shader stage running `module`'s `main`.
+pub fn stage(stage: vk::ShaderStageFlags, module: vk::ShaderModule) -> vk::PipelineShaderStageCreateInfo<'static> {
+    vk::PipelineShaderStageCreateInfo::default().stage(stage).module(module).name(c"main")
+}
+
+/// A buffer and its memory, made by [`Gpu::buffer`].
+pub struct Buffer {
+    pub buffer: vk::Buffer,
+    pub memory: vk::DeviceMemory,
+    /// The mapped memory of a host-visible buffer; null otherwise.
+    pub map: *mut u8,
+}
+
+// The mapping is the buffer's memory, valid while the buffer lives; reads
+// and writes through it are ordered by the caller, as for the handles.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+/// A tightly packed copy of the first `layers` layers of a colour image's
+/// first level.
+fn copy_region((width, height): (u32, u32), layers: u32) -> vk::BufferImageCopy {
+    vk::BufferImageCopy::default()
+        .image_subresource(vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: 0,
+            layer_count: layers,
+        })
+        .image_extent(vk::Extent3D { width, height, depth: 1 })
 }
 
 pub fn color_range() -> vk::ImageSubresourceRange {
@@ -1041,54 +1165,25 @@ fn pipeline_stages(
     let fs = gpu.shader(frag);
     let extra_modules: Vec<(vk::ShaderStageFlags, vk::ShaderModule)> =
         extra.iter().map(|(st, code)| (*st, gpu.shader(code))).collect();
-    let mut stages = vec![
-        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
-        vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
-    ];
-    for (st, m) in &extra_modules {
-        stages.push(vk::PipelineShaderStageCreateInfo::default().stage(*st).module(*m).name(c"main"));
-    }
+    let mut stages = vec![stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
+    stages.extend(extra_modules.iter().map(|(st, m)| stage(*st, *m)));
     let tessellated = extra.iter().any(|(st, _)| *st == vk::ShaderStageFlags::TESSELLATION_CONTROL);
     let tess = vk::PipelineTessellationStateCreateInfo::default().patch_control_points(3);
-    let vertex = vk::PipelineVertexInputStateCreateInfo::default();
-    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(if tessellated {
-        vk::PrimitiveTopology::PATCH_LIST
-    } else {
-        vk::PrimitiveTopology::TRIANGLE_LIST
-    });
-    let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
-    let rs = vk::PipelineRasterizationStateCreateInfo::default()
-        .polygon_mode(vk::PolygonMode::FILL)
-        .cull_mode(vk::CullModeFlags::NONE)
-        .line_width(1.0);
-    let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-    let mask = if color_writes { vk::ColorComponentFlags::RGBA } else { vk::ColorComponentFlags::empty() };
-    let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(mask)];
-    let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-    let dyn_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
-    let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dyn_states);
+    let topology = if tessellated { vk::PrimitiveTopology::PATCH_LIST } else { vk::PrimitiveTopology::TRIANGLE_LIST };
     let formats = [COLOR_FORMAT];
     let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
-    let mut info = vk::GraphicsPipelineCreateInfo::default()
-        .stages(&stages)
-        .vertex_input_state(&vertex)
-        .input_assembly_state(&ia)
-        .viewport_state(&vp)
-        .rasterization_state(&rs)
-        .multisample_state(&ms)
-        .color_blend_state(&cb)
-        .dynamic_state(&dynamic)
-        .layout(layout)
-        .render_pass(render_pass);
-    if render_pass == vk::RenderPass::null() {
-        info = info.push_next(&mut rendering);
-    }
-    if tessellated {
-        info = info.tessellation_state(&tess);
-    }
-    let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-        .map_err(|(_, e)| e)
-        .expect("vkCreateGraphicsPipelines")[0];
+    let p = gpu.pipeline(&stages, layout, topology, color_writes, &[], |info| {
+        let mut info = info.render_pass(render_pass);
+        if render_pass == vk::RenderPass::null() {
+            info = info.push_next(&mut rendering);
+        }
+        if tessellated {
+            info = info.tessellation_state(&tess);
+        }
+        unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+            .map_err(|(_, e)| e)
+            .expect("vkCreateGraphicsPipelines")[0]
+    });
     unsafe {
         d.destroy_shader_module(vs, None);
         d.destroy_shader_module(fs, None);

@@ -3,8 +3,7 @@
 //! which rates the shader saw (`gl_ShadingRateEXT`). Used to check the
 //! architectures' behaviour (GFX10.3 forces 1x1 with interlock, GFX11 not).
 
-use crate::interlock::{buffer, Buffer};
-use crate::render::{Gpu, RenderPath, Target};
+use crate::render::{stage, Gpu, RenderPath, Target};
 use ash::vk;
 
 pub struct Outcome {
@@ -30,15 +29,14 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
     let dynamic = request == Request::Dynamic;
     let d = &gpu.device;
     unsafe {
-        let counts = buffer(
-            gpu,
+        let counts = gpu.buffer(
             8,
             vk::BufferUsageFlags::STORAGE_BUFFER
                 | vk::BufferUsageFlags::TRANSFER_DST
                 | vk::BufferUsageFlags::TRANSFER_SRC,
             false,
         );
-        let readback = buffer(gpu, 8, vk::BufferUsageFlags::TRANSFER_DST, true);
+        let readback = gpu.buffer(8, vk::BufferUsageFlags::TRANSFER_DST, true);
         let target = Target::new(gpu, RenderPath::RenderPass, size, size);
         let binding = [vk::DescriptorSetLayoutBinding::default()
             .binding(0)
@@ -69,10 +67,7 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
         } else {
             include_bytes!(concat!(env!("OUT_DIR"), "/vrs.frag.spv"))
         });
-        let stages = [
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
-        ];
+        let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
         let two = vk::Extent2D { width: 2, height: 2 };
         let keep = [vk::FragmentShadingRateCombinerOpKHR::KEEP; 2];
         let mut rate = if request == Request::Primitive {
@@ -85,45 +80,19 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
         } else {
             vk::PipelineFragmentShadingRateStateCreateInfoKHR::default().fragment_size(two).combiner_ops(keep)
         };
-        let vertex = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-        let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
-        let rs = vk::PipelineRasterizationStateCreateInfo::default()
-            .polygon_mode(vk::PolygonMode::FILL)
-            .cull_mode(vk::CullModeFlags::NONE)
-            .line_width(1.0);
-        let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
-        let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-        let mut dyn_states = vec![vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
-        if dynamic {
-            dyn_states.push(vk::DynamicState::FRAGMENT_SHADING_RATE_KHR);
-        }
-        let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dyn_states);
-        let mut pinfo = vk::GraphicsPipelineCreateInfo::default()
-            .stages(&stages)
-            .vertex_input_state(&vertex)
-            .input_assembly_state(&ia)
-            .viewport_state(&vp)
-            .rasterization_state(&rs)
-            .multisample_state(&ms)
-            .color_blend_state(&cbs)
-            .dynamic_state(&dyn_info)
-            .layout(layout)
-            .render_pass(target.render_pass());
-        if !dynamic {
-            pinfo = pinfo.push_next(&mut rate);
-        }
-        let pipeline =
-            d.create_graphics_pipelines(vk::PipelineCache::null(), &[pinfo], None).map_err(|(_, e)| e).unwrap()[0];
+        let dyn_states: &[vk::DynamicState] =
+            if dynamic { &[vk::DynamicState::FRAGMENT_SHADING_RATE_KHR] } else { &[] };
+        let topology = vk::PrimitiveTopology::TRIANGLE_LIST;
+        let pipeline = gpu.pipeline(&stages, layout, topology, true, dyn_states, |info| {
+            let mut info = info.render_pass(target.render_pass());
+            if !dynamic {
+                info = info.push_next(&mut rate);
+            }
+            d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0]
+        });
         let fsr = ash::khr::fragment_shading_rate::Device::new(&gpu.instance, &gpu.device);
         gpu.one_time_submit(|cb| {
-            d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
-            gpu.memory_barrier(
-                cb,
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-            );
+            gpu.zero_for_fragment_shaders(cb, counts.buffer);
             target.begin(gpu, cb);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             if dynamic {
@@ -149,9 +118,8 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
                 (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
             );
         });
-        let p = d.map_memory(readback.memory, 0, 8, vk::MemoryMapFlags::empty()).unwrap() as *const u32;
+        let p = readback.map as *const u32;
         let (invocations, rates) = (*p, *p.add(1));
-        d.unmap_memory(readback.memory);
         d.destroy_pipeline(pipeline, None);
         d.destroy_shader_module(vs, None);
         d.destroy_shader_module(fs, None);
@@ -159,10 +127,8 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
         d.destroy_descriptor_pool(pool, None);
         d.destroy_descriptor_set_layout(set_layout, None);
         target.destroy(gpu);
-        for Buffer { buffer, memory } in [counts, readback] {
-            d.destroy_buffer(buffer, None);
-            d.free_memory(memory, None);
-        }
+        gpu.destroy_buffer(counts);
+        gpu.destroy_buffer(readback);
         Outcome { invocations, rates, pixels: size * size }
     }
 }

@@ -37,7 +37,7 @@
 //! exits 0, 1 (a check failed), 2 (usage) or 3 (validation errors).
 
 use ash::vk;
-use overlap_tests::render::{self, Gpu, GpuOptions};
+use overlap_tests::render::{self, Buffer, Gpu, GpuOptions};
 
 const SCENE_VERT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/oit_stress.vert.spv"));
 const FLAT_VERT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/oit_stress_flat.vert.spv"));
@@ -165,48 +165,6 @@ fn parse_args() -> Opts {
     o
 }
 
-/// A buffer and its memory (host-visible ones stay mapped).
-struct Buf {
-    buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
-    map: *mut u8,
-}
-
-fn buffer(g: &Gpu, size: u64, usage: vk::BufferUsageFlags, host: bool) -> Buf {
-    let d = &g.device;
-    unsafe {
-        let buffer = d.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None).unwrap();
-        let req = d.get_buffer_memory_requirements(buffer);
-        let flags = if host {
-            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT
-        } else {
-            vk::MemoryPropertyFlags::DEVICE_LOCAL
-        };
-        let memory = d
-            .allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(g.memory_type(req.memory_type_bits, flags)),
-                None,
-            )
-            .unwrap();
-        d.bind_buffer_memory(buffer, memory, 0).unwrap();
-        let map = if host {
-            d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()).unwrap() as *mut u8
-        } else {
-            std::ptr::null_mut()
-        };
-        Buf { buffer, memory, map }
-    }
-}
-
-fn destroy_buffer(g: &Gpu, b: Buf) {
-    unsafe {
-        g.device.destroy_buffer(b.buffer, None);
-        g.device.free_memory(b.memory, None);
-    }
-}
-
 /// An image with its memory and view.
 struct Img {
     image: vk::Image,
@@ -220,11 +178,7 @@ fn image(g: &Gpu, format: vk::Format, w: u32, h: u32, usage: vk::ImageUsageFlags
 }
 
 fn destroy_image(g: &Gpu, i: Img) {
-    unsafe {
-        g.device.destroy_image_view(i.view, None);
-        g.device.destroy_image(i.image, None);
-        g.device.free_memory(i.memory, None);
-    }
+    g.destroy_image((i.image, i.memory, i.view));
 }
 
 fn range(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceRange {
@@ -236,7 +190,7 @@ struct FrameImages {
     color: Img,
     depth: Img,
     viewport: Img,
-    abuffer: Buf,
+    abuffer: Buffer,
     abuffer_view: vk::BufferView,
     aux: Img,
     aux_depth: Img,
@@ -266,7 +220,7 @@ fn create_frame_images(g: &Gpu, o: &Opts, render_pass: vk::RenderPass, mode: Mod
         vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED,
         vk::ImageAspectFlags::COLOR,
     );
-    let abuffer = buffer(g, w as u64 * h as u64 * OIT_LAYERS * 8, vk::BufferUsageFlags::STORAGE_TEXEL_BUFFER, false);
+    let abuffer = g.buffer(w as u64 * h as u64 * OIT_LAYERS * 8, vk::BufferUsageFlags::STORAGE_TEXEL_BUFFER, false);
     let abuffer_view = unsafe {
         d.create_buffer_view(
             &vk::BufferViewCreateInfo::default()
@@ -283,18 +237,7 @@ fn create_frame_images(g: &Gpu, o: &Opts, render_pass: vk::RenderPass, mode: Mod
     let aux_spin =
         (mode == Mode::Spin).then(|| image(g, vk::Format::R32_UINT, w, h, aux_usage, vk::ImageAspectFlags::COLOR));
     let views = [color.view, depth.view];
-    let framebuffer = unsafe {
-        d.create_framebuffer(
-            &vk::FramebufferCreateInfo::default()
-                .render_pass(render_pass)
-                .attachments(&views)
-                .width(w)
-                .height(h)
-                .layers(1),
-            None,
-        )
-        .unwrap()
-    };
+    let framebuffer = g.framebuffer(render_pass, &views, (w, h));
     // Initial layouts, as the sample's transitions in createFrameImages.
     g.one_time_submit(|cb| {
         let all = (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
@@ -320,7 +263,7 @@ fn destroy_frame_images(g: &Gpu, f: FrameImages) {
         g.device.destroy_framebuffer(f.framebuffer, None);
         g.device.destroy_buffer_view(f.abuffer_view, None);
     }
-    destroy_buffer(g, f.abuffer);
+    g.destroy_buffer(f.abuffer);
     for i in [Some(f.color), Some(f.depth), Some(f.viewport), Some(f.aux), Some(f.aux_depth), f.aux_spin]
         .into_iter()
         .flatten()
@@ -502,7 +445,7 @@ fn destroy_pipelines(g: &Gpu, p: Pipelines) {
 
 /// The sample's updateAllDescriptorSets: every binding whose resource exists
 /// is written; the others keep what they held.
-fn update_sets(g: &Gpu, sets: &[vk::DescriptorSet], ubos: &[Buf], f: &FrameImages, fresh: bool) {
+fn update_sets(g: &Gpu, sets: &[vk::DescriptorSet], ubos: &[Buffer], f: &FrameImages, fresh: bool) {
     let storage = |view| {
         [vk::DescriptorImageInfo {
             sampler: vk::Sampler::null(),
@@ -552,7 +495,7 @@ fn update_sets(g: &Gpu, sets: &[vk::DescriptorSet], ubos: &[Buf], f: &FrameImage
     }
 }
 
-fn write_ubo(ubo: &Buf, o: &Opts) {
+fn write_ubo(ubo: &Buffer, o: &Opts) {
     let mut data = [0u8; UBO_SIZE as usize];
     let ident = |m: &mut [f32; 16]| {
         for i in 0..4 {
@@ -589,8 +532,8 @@ fn record_frame(
     render_pass: vk::RenderPass,
     layout: vk::PipelineLayout,
     set: vk::DescriptorSet,
-    vb: &Buf,
-    ib: &Buf,
+    vb: &Buffer,
+    ib: &Buffer,
     index_count: u32,
 ) {
     let d = &g.device;
@@ -710,7 +653,7 @@ fn record_frame(
 }
 
 /// The sample's saveImageToFile: the viewport image to a host buffer, read.
-fn read_back(g: &Gpu, o: &Opts, f: &FrameImages, host: &Buf) -> u64 {
+fn read_back(g: &Gpu, o: &Opts, f: &FrameImages, host: &Buffer) -> u64 {
     let color_range = range(vk::ImageAspectFlags::COLOR);
     g.one_time_submit(|cb| {
         let tr = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE);
@@ -723,23 +666,8 @@ fn read_back(g: &Gpu, o: &Opts, f: &FrameImages, host: &Buf) -> u64 {
             all,
             tr,
         );
-        let region = vk::BufferImageCopy::default()
-            .image_subresource(vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            })
-            .image_extent(vk::Extent3D { width: o.width, height: o.height, depth: 1 });
-        unsafe {
-            g.device.cmd_copy_image_to_buffer(
-                cb,
-                f.viewport.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                host.buffer,
-                &[region],
-            )
-        };
+        let src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+        g.copy_image_to_buffer(cb, f.viewport.image, src, (o.width, o.height), 1, host.buffer);
         g.image_barrier(
             cb,
             f.viewport.image,
@@ -776,14 +704,7 @@ fn main() {
     let d = &g.device;
     let result = unsafe { run(&g, &o) };
     unsafe { d.device_wait_idle().unwrap() };
-    let errors = render::validation_errors();
-    for e in &errors {
-        eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);
-    }
-    let overlap: Vec<String> =
-        render::messages().into_iter().filter(|m| m.id.starts_with("OVERLAP-")).map(|m| m.id).collect();
-    println!("VALIDATION_ERRORS={}", errors.len());
-    println!("OVERLAP_MESSAGES={}", overlap.join(","));
+    let errors = render::print_messages();
     drop(g);
     match result {
         Err(e) => {
@@ -871,14 +792,14 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
     let set_layouts = [set_layout];
     let layout =
         d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts), None).unwrap();
-    let ubos: Vec<Buf> = (0..RING).map(|_| buffer(g, UBO_SIZE, vk::BufferUsageFlags::UNIFORM_BUFFER, true)).collect();
+    let ubos: Vec<Buffer> = (0..RING).map(|_| g.buffer(UBO_SIZE, vk::BufferUsageFlags::UNIFORM_BUFFER, true)).collect();
 
     let (vertices, indices) = scene(o);
-    let vb = buffer(g, (vertices.len() * 4) as u64, vk::BufferUsageFlags::VERTEX_BUFFER, true);
+    let vb = g.buffer((vertices.len() * 4) as u64, vk::BufferUsageFlags::VERTEX_BUFFER, true);
     std::ptr::copy_nonoverlapping(vertices.as_ptr() as *const u8, vb.map, vertices.len() * 4);
-    let ib = buffer(g, (indices.len() * 4) as u64, vk::BufferUsageFlags::INDEX_BUFFER, true);
+    let ib = g.buffer((indices.len() * 4) as u64, vk::BufferUsageFlags::INDEX_BUFFER, true);
     std::ptr::copy_nonoverlapping(indices.as_ptr() as *const u8, ib.map, indices.len() * 4);
-    let host = buffer(g, (o.width * o.height * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+    let host = g.buffer((o.width * o.height * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
 
     let cmd_pool = d
         .create_command_pool(
@@ -961,7 +882,7 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
     }
     d.destroy_command_pool(cmd_pool, None);
     for b in ubos.into_iter().chain([vb, ib, host]) {
-        destroy_buffer(g, b);
+        g.destroy_buffer(b);
     }
     d.destroy_pipeline_layout(layout, None);
     d.destroy_descriptor_pool(pool, None);

@@ -107,14 +107,7 @@ fn main() {
 }
 
 fn finish(result: Result<(), String>) -> ! {
-    let errors = render::validation_errors();
-    for e in &errors {
-        eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);
-    }
-    let overlap: Vec<String> =
-        render::messages().into_iter().filter(|m| m.id.starts_with("OVERLAP-")).map(|m| m.id).collect();
-    println!("VALIDATION_ERRORS={}", errors.len());
-    println!("OVERLAP_MESSAGES={}", overlap.join(","));
+    let errors = render::print_messages();
     match result {
         Err(e) if e.starts_with("vk:") => {
             println!("VK_ERROR={}", &e[3..]);
@@ -1279,46 +1272,23 @@ fn pipeline_route(opts: &mut GpuOptions, n: u32) -> Result<(), String> {
     let layout =
         unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None) }
             .map_err(|e| format!("vk:{e:?}"))?;
-    let vertex = vk::PipelineVertexInputStateCreateInfo::default();
-    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-    let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
-    let rs = vk::PipelineRasterizationStateCreateInfo::default()
-        .polygon_mode(vk::PolygonMode::FILL)
-        .cull_mode(vk::CullModeFlags::NONE)
-        .line_width(1.0);
-    let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-    let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
-    let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-    let dyn_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
-    let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dyn_states);
     let formats = [vk::Format::R8G8B8A8_UNORM];
     let mut times = Vec::new();
     let vsm = g.shader(vs);
     for _ in 0..n {
         let started = std::time::Instant::now();
         let fsm = g.shader(fs);
-        let stages = [
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::FRAGMENT)
-                .module(fsm)
-                .name(c"main"),
-        ];
+        let stages =
+            [render::stage(vk::ShaderStageFlags::VERTEX, vsm), render::stage(vk::ShaderStageFlags::FRAGMENT, fsm)];
         let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
-        let info = vk::GraphicsPipelineCreateInfo::default()
-            .flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT)
-            .stages(&stages)
-            .vertex_input_state(&vertex)
-            .input_assembly_state(&ia)
-            .viewport_state(&vp)
-            .rasterization_state(&rs)
-            .multisample_state(&ms)
-            .color_blend_state(&cb)
-            .dynamic_state(&dynamic)
-            .layout(layout)
-            .push_next(&mut rendering);
-        let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-            .map_err(|(_, e)| format!("vkCreateGraphicsPipelines: {e:?}"))?[0];
+        let topology = vk::PrimitiveTopology::TRIANGLE_LIST;
+        let p = g.pipeline(&stages, layout, topology, true, &[], |info| {
+            let info = info
+                .flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT)
+                .push_next(&mut rendering);
+            unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+                .map_err(|(_, e)| format!("vkCreateGraphicsPipelines: {e:?}"))
+        })?[0];
         times.push(started.elapsed().as_secs_f64());
         unsafe {
             d.destroy_pipeline(p, None);
