@@ -13,11 +13,11 @@ pub mod capability;
 pub mod fdm;
 pub mod interlock;
 mod ir;
-mod values;
 mod malformed;
 pub mod spinlock;
 #[cfg(test)]
 pub(crate) mod testing;
+mod values;
 pub mod varyings;
 
 pub use malformed::{check, Malformed, MAX_DEPTH};

@@ -316,7 +316,9 @@ fn read_only_globals(m: &Module) -> HashSet<Word> {
     let buffer_blocks: HashSet<Word> = m
         .annotations
         .iter()
-        .filter(|a| a.class.opcode == Op::Decorate && a.operands.get(1) == Some(&Operand::Decoration(Decoration::BufferBlock)))
+        .filter(|a| {
+            a.class.opcode == Op::Decorate && a.operands.get(1) == Some(&Operand::Decoration(Decoration::BufferBlock))
+        })
         .filter_map(|a| match a.operands.first() {
             Some(Operand::IdRef(id)) => Some(*id),
             _ => None,
@@ -336,10 +338,9 @@ fn read_only_globals(m: &Module) -> HashSet<Word> {
         .filter(|i| i.class.opcode == Op::Variable)
         .filter(|i| match i.operands.first() {
             Some(Operand::StorageClass(StorageClass::Input | StorageClass::PushConstant)) => true,
-            Some(Operand::StorageClass(StorageClass::Uniform)) => i
-                .result_type
-                .and_then(|t| pointee.get(&t))
-                .is_some_and(|t| !buffer_blocks.contains(t)),
+            Some(Operand::StorageClass(StorageClass::Uniform)) => {
+                i.result_type.and_then(|t| pointee.get(&t)).is_some_and(|t| !buffer_blocks.contains(t))
+            }
             _ => false,
         })
         .filter_map(|i| i.result_id)
@@ -355,7 +356,9 @@ fn key(i: &Instruction, read_only: &HashSet<Word>, chains: &HashMap<Word, Word>)
         || (op == Op::Load && i.operands.len() == 1 && {
             // A load from read-only memory: the variable itself or a chain into it.
             match i.operands.first() {
-                Some(Operand::IdRef(p)) => read_only.contains(p) || chains.get(p).is_some_and(|r| read_only.contains(r)),
+                Some(Operand::IdRef(p)) => {
+                    read_only.contains(p) || chains.get(p).is_some_and(|r| read_only.contains(r))
+                }
                 _ => false,
             }
         });

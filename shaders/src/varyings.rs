@@ -1801,6 +1801,48 @@ mod robustness {
         (p, c, r)
     }
 
+    /// The issue's example, as glslang emits it without `-O`: two outputs
+    /// assigned from one local variable are stored from two different loads,
+    /// yet they are one value and are merged.
+    #[test]
+    fn outputs_assigned_from_one_local_variable_are_deduplicated() {
+        let vs = "#version 450\nlayout(location = 0) out vec2 d1;\nlayout(location = 1) out vec2 d2;\n\
+                  void main() { vec2 q = vec2(gl_VertexIndex) * 0.5; d1 = q; d2 = q; gl_Position = vec4(q, 0, 1); }";
+        let fs = "#version 450\nlayout(location = 0) in vec2 d1;\nlayout(location = 1) in vec2 d2;\n\
+                  layout(location = 0) out vec4 o;\nvoid main() { o = vec4(d1, d2); }";
+        // As compiled, the two stores write different ids (the control: the
+        // linker cannot have merged them by comparing ids as written).
+        let raw = parse(&glsl(vs, "vert").unwrap()).unwrap();
+        let outputs: Vec<Word> = raw
+            .types_global_values
+            .iter()
+            .filter(|i| {
+                i.class.opcode == Op::Variable
+                    && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Output))
+            })
+            .filter_map(|i| i.result_id)
+            .collect();
+        let stored: Vec<Vec<Word>> =
+            outputs.iter().filter_map(|o| stored_values(&raw, *o)).filter(|v| !v.is_empty()).collect();
+        assert!(stored.len() >= 2 && stored[0] != stored[1], "{stored:?}");
+        let (_, _, r) = linked(vs, fs, Level::Safe);
+        // (the second location, the first it now reads)
+        assert_eq!(r.deduplicated, vec![(1, 0)], "{r:?}");
+    }
+
+    /// A local variable stored twice (its initial value, then in a branch)
+    /// is not one value: the output it feeds is not a constant.
+    #[test]
+    fn a_variable_stored_in_a_branch_is_not_forwarded() {
+        let vs = "#version 450\nlayout(location = 0) flat out int v;\n\
+                  void main() { int a = 0; if (gl_VertexIndex > 1) { a = gl_VertexIndex; } v = a; gl_Position = vec4(0); }";
+        let fs = "#version 450\nlayout(location = 0) flat in int v;\nlayout(location = 0) out vec4 o;\n\
+                  void main() { o = vec4(float(v)); }";
+        let (_, _, r) = linked(vs, fs, Level::Safe);
+        assert!(r.propagated_constants.is_empty(), "{r:?}");
+        assert_eq!(r.locations_after, 1, "{r:?}");
+    }
+
     /// Both modules validate (a failure shows the module's disassembly).
     fn valid(p: &Module, c: &Module) {
         for (what, m) in [("producer", p), ("consumer", c)] {
