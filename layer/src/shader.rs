@@ -395,9 +395,8 @@ pub unsafe fn create_shaders_ext(
     for (info, c) in infos_in.iter().zip(&code) {
         // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter: a non-zero
         // `setLayoutCount` comes with that many valid set layouts.
-        let extended = spin.and_then(|s| unsafe {
-            crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts)
-        });
+        let extended = spin
+            .and_then(|s| unsafe { crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts) });
         if c.is_some() && spin.is_some() && extended.is_none() {
             dev.log().error(
                 id::LAYOUT_TOO_MANY_SETS,

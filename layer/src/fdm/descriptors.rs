@@ -49,13 +49,14 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
     };
     inputs.pools.borrow_mut().push(pool);
     let layouts = [info.layout];
-    // SAFETY: the pool is the layer's own, just made with room for this
-    // layout's descriptors. `info.layout` is the layout the application
-    // allocated `set` with; this relies on it not being destroyed yet, which
-    // the spec does not require of the application while `set` lives (a
-    // known gap: the layer does not track vkDestroyDescriptorSetLayout).
+    // Known gap: the spec lets the application destroy `info.layout` while `set` lives, and the layer does not
+    // track vkDestroyDescriptorSetLayout.
+    // SAFETY: the pool is the layer's own, just made with room for this layout's descriptors; `info.layout` is the
+    // layout the application allocated `set` with, relied on to be alive (see the gap above).
     let Ok(shadow) = (unsafe {
-        d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts))
+        d.allocate_descriptor_sets(
+            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+        )
     }) else {
         return set;
     };
@@ -98,11 +99,9 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
         })
         .collect();
     // Copies are applied after writes within one call: two calls.
-    // SAFETY: `shadow` is the layer's own set, in no command buffer yet
-    // (VUID-vkUpdateDescriptorSets-None-03047 cannot apply); `set` is valid
-    // (the caller's guarantee); the views are the application's input
-    // attachments or the replay's scratch views, alive while the command
-    // buffer is recording; the arrays are live Vecs.
+    // SAFETY: `shadow` is the layer's own set, in no command buffer yet (VUID-vkUpdateDescriptorSets-None-03047
+    // cannot apply); `set` is valid (the caller's guarantee); the views are the application's input attachments or
+    // the replay's scratch views, alive while the command buffer is recording; the arrays are live Vecs.
     unsafe {
         d.update_descriptor_sets(&[], &copies);
         d.update_descriptor_sets(&writes, &[]);
@@ -194,10 +193,8 @@ pub unsafe fn allocate_descriptor_sets(
     let r = next();
     if r == vk::Result::SUCCESS {
         // SAFETY: VUID-vkAllocateDescriptorSets-pAllocateInfo-parameter,
-        // VUID-VkDescriptorSetAllocateInfo-pSetLayouts-parameter and
-        // VUID-vkAllocateDescriptorSets-pDescriptorSets-parameter: the info
-        // is valid, and both arrays hold `descriptorSetCount` handles (the
-        // sets written by the successful call).
+        // VUID-VkDescriptorSetAllocateInfo-pSetLayouts-parameter, VUID-vkAllocateDescriptorSets-pDescriptorSets-parameter:
+        // both arrays hold `descriptorSetCount` handles (the sets written by the successful call).
         let (layouts, new) = unsafe {
             let ci = &*info;
             (slice(ci.p_set_layouts, ci.descriptor_set_count), slice(out, ci.descriptor_set_count))

@@ -50,13 +50,10 @@ impl MapReader {
             size,
             ptr: std::ptr::null_mut(),
         };
-        // SAFETY: every create info is built here from locals; every handle
-        // used is one made just above by the layer (the pool, the buffer, its
-        // memory). The loader's `vkSetDeviceLoaderData` gives the layer's own
-        // dispatchable handles the device's dispatch table, as the loader
-        // interface requires of objects a layer creates (`device` is this
-        // device's handle: the caller's guarantee). The memory is mapped
-        // once, whole, and host visible.
+        // `vkSetDeviceLoaderData` gives the layer's own dispatchable handles the device's dispatch table, as the
+        // loader interface requires of objects a layer creates (`device` is this device: the caller's guarantee).
+        // SAFETY: every create info is built here from locals; every handle used is one made just above by the layer
+        // (the pool, the buffer, its memory); the memory is host visible and mapped once, whole.
         let made = (|| unsafe {
             fail("vkCreateCommandPool")?;
             r.pool = d.create_command_pool(
@@ -112,11 +109,9 @@ impl MapReader {
     /// every submission of the reader's command buffer was waited for on its
     /// fence.
     pub unsafe fn destroy(self, d: &ash::Device) {
-        // SAFETY: the objects are the layer's own, and no submitted work uses
-        // them (the caller's guarantee): VUID-vkDestroyBuffer-buffer-00922,
-        // VUID-vkFreeMemory-memory-00677, VUID-vkDestroyFence-fence-01120,
-        // VUID-vkDestroyCommandPool-commandPool-00041. Freeing mapped memory
-        // unmaps it.
+        // SAFETY: the objects are the layer's own, and no submitted work uses them (the caller's guarantee):
+        // VUID-vkDestroyBuffer-buffer-00922, VUID-vkFreeMemory-memory-00677, VUID-vkDestroyFence-fence-01120,
+        // VUID-vkDestroyCommandPool-commandPool-00041. Freeing mapped memory unmaps it.
         unsafe {
             d.destroy_buffer(self.buffer, None);
             d.free_memory(self.memory, None);
@@ -235,10 +230,9 @@ unsafe fn read_map(
             .subresource_range(range)]
     };
     let all = vk::PipelineStageFlags::ALL_COMMANDS;
-    // SAFETY: recorded into the reader's own command buffer, begun above
-    // under the reader lock; `v.image` is the density map's image, valid
-    // with `view` (the caller's guarantee), in `layout`; the buffer is the
-    // reader's, at least `size` bytes (it was remade above if smaller).
+    // SAFETY: recorded into the reader's own command buffer, begun above under the reader lock; `v.image` is the
+    // density map's image, valid with `view` (the caller's guarantee), in `layout`; the buffer is the reader's, at
+    // least `size` bytes (it was remade above if smaller).
     unsafe {
         d.cmd_pipeline_barrier(r.cb, all, all, vk::DependencyFlags::empty(), &[], &[], &barrier(layout, src_layout))
     };
@@ -271,10 +265,9 @@ unsafe fn read_map(
     {
         let _g = f.queue_lock.lock();
         let cbs = [r.cb];
-        // SAFETY: the queue lock is held (the queue's external
-        // synchronization with the application's submissions through the
-        // layer); the command buffer is executable and the fence unsignaled
-        // (reset after the last read; VUID-vkQueueSubmit-fence-00063).
+        // SAFETY: the queue lock is held (the queue's external synchronization with the application's submissions
+        // through the layer); the command buffer is executable and the fence unsignaled (reset after the last read;
+        // VUID-vkQueueSubmit-fence-00063).
         unsafe { d.queue_submit(r.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], r.fence) }.map_err(e)?;
     }
     // SAFETY: the reader's own fence, submitted just above; waited for
@@ -283,10 +276,9 @@ unsafe fn read_map(
         d.wait_for_fences(&[r.fence], true, u64::MAX).map_err(e)?;
         d.reset_fences(&[r.fence]).map_err(e)?;
     }
-    // SAFETY: `r.ptr` maps the whole of the reader's host-coherent memory, at
-    // least `r.size >= size` bytes, and the copy into it finished (the fence
-    // was waited for after a transfer-to-host barrier); the buffer stays
-    // mapped while the reader lock is held.
+    // SAFETY: `r.ptr` maps the whole of the reader's host-coherent memory, at least `r.size >= size` bytes, and the
+    // copy into it finished (the fence was waited for after a transfer-to-host barrier); the buffer stays mapped
+    // while the reader lock is held.
     let bytes = unsafe { std::slice::from_raw_parts(r.ptr, size as usize) };
     let pick = |s: vk::ComponentSwizzle, own: usize, t: &[u8]| -> u8 {
         match s {

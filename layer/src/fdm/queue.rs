@@ -135,9 +135,7 @@ pub unsafe fn queue_submit2(
     // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter and
     // VUID-VkSubmitInfo2-pCommandBufferInfos-parameter: `s` holds `n` valid
     // submit infos, each with `commandBufferInfoCount` infos.
-    let cbs = unsafe {
-        slice(s, n).iter().flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count))
-    };
+    let cbs = unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count)) };
     note_submitted(f, cbs.map(|c| c.command_buffer));
     next()
 }

@@ -62,11 +62,10 @@ impl ScratchCache {
 /// The set's objects were made on `d` by the layer, and no submitted work
 /// that uses them is still executing.
 unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
-    // SAFETY: the layer's own objects, unused by pending work (the caller's
-    // guarantee): VUID-vkDestroyFramebuffer-framebuffer-00892,
-    // VUID-vkDestroyImageView-imageView-01026, VUID-vkDestroyImage-image-01000,
-    // VUID-vkFreeMemory-memory-00677. Null handles (a step that failed) are
-    // ignored by these commands.
+    // Null handles (a step that failed) are ignored by these commands.
+    // SAFETY: the layer's own objects, unused by pending work (the caller's guarantee):
+    // VUID-vkDestroyFramebuffer-framebuffer-00892, VUID-vkDestroyImageView-imageView-01026,
+    // VUID-vkDestroyImage-image-01000, VUID-vkFreeMemory-memory-00677.
     unsafe {
         if s.framebuffer != vk::Framebuffer::null() {
             d.destroy_framebuffer(s.framebuffer, None);
@@ -129,10 +128,9 @@ pub(super) unsafe fn scratch_targets(
     // vkDestroy*/vkFreeMemory ignore).
     let make = |a: &Att| -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
         let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
-        // SAFETY: every create info is built here from locals and the
-        // attachment's own format, samples, usage and view type (valid for an
-        // image the application made: the caller's guarantee); every handle
-        // used is one made just above by the layer.
+        // SAFETY: every create info is built here from locals and the attachment's own format, samples, usage and
+        // view type (valid for an image the application made: the caller's guarantee); every handle used is one made
+        // just above by the layer.
         let r = (|| unsafe {
             crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImage")?;
             made.0 = d.create_image(
@@ -174,7 +172,9 @@ pub(super) unsafe fn scratch_targets(
             Ok(()) => Ok(made),
             Err(e) => {
                 // SAFETY: the objects just made by the layer, never used.
-                unsafe { destroy_set(d, ScratchSet { images: vec![Some(made)], framebuffer: vk::Framebuffer::null() }) };
+                unsafe {
+                    destroy_set(d, ScratchSet { images: vec![Some(made)], framebuffer: vk::Framebuffer::null() })
+                };
                 Err(e)
             }
         }
