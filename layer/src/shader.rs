@@ -7,6 +7,8 @@
 //! that fails validation (SPIRV-Tools, in process) is never sent down (the original goes, with an
 //! error).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use crate::device::DeviceCore;
 use crate::id;
 use crate::plan::InterlockStrategy;
@@ -109,6 +111,15 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     Some(Rewritten { words: out, ordered })
 }
 
+/// `vkCreateShaderModule`: the interlock rewrite, then the notes of the
+/// 1x1 rate, the linker and the spinlock.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateShaderModule` call:
+/// `info` points at a valid create info
+/// (VUID-vkCreateShaderModule-pCreateInfo-parameter) whose code is
+/// `codeSize` bytes (VUID-VkShaderModuleCreateInfo-pCode-parameter), and
+/// `out` is writable (VUID-vkCreateShaderModule-pShaderModule-parameter).
 pub unsafe fn create_shader_module(
     _: &DeviceCore,
     dev: &DeviceData,
@@ -123,8 +134,13 @@ pub unsafe fn create_shader_module(
         *mut vk::ShaderModule,
     ) -> vk::Result,
 ) -> vk::Result {
-    let ci = &*info;
-    let code = words(ci.p_code, ci.code_size);
+    // SAFETY: VUID-vkCreateShaderModule-pCreateInfo-parameter and
+    // VUID-VkShaderModuleCreateInfo-pCode-parameter: `info` is a valid create
+    // info whose `pCode` holds `codeSize` bytes, alive for this call.
+    let (ci, code) = unsafe {
+        let ci = &*info;
+        (ci, words(ci.p_code, ci.code_size))
+    };
     let rewritten = rewrite(dev, code);
     let r = match &rewritten {
         Some(w) => {
@@ -133,20 +149,25 @@ pub unsafe fn create_shader_module(
             copy.p_code = w.words.as_ptr();
             let r = next(device, &copy, alloc, out);
             if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.spinlock) {
-                s.modules.lock().insert(*out, w.ordered);
+                // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter:
+                // `out` is valid, and the call down wrote the handle.
+                s.modules.lock().insert(unsafe { *out }, w.ordered);
             }
             r
         }
         None => next(device, info, alloc, out),
     };
     if r == vk::Result::SUCCESS {
+        // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter: `out` is
+        // valid, and the successful call down wrote the handle.
+        let module = unsafe { *out };
         // Judged on the application's code, which still declares interlock.
         if let Some(s) = &dev.shading_rate {
-            s.note_module(*out, code);
+            s.note_module(module, code);
         }
         // The linker works on what the driver got.
         if let Some(v) = &dev.varyings {
-            v.note_module(*out, rewritten.as_ref().map(|w| &w.words[..]).unwrap_or(code));
+            v.note_module(module, rewritten.as_ref().map(|w| &w.words[..]).unwrap_or(code));
         }
     }
     r
@@ -154,25 +175,40 @@ pub unsafe fn create_shader_module(
 
 /// The stages of one pipeline, rewritten where a stage carries its module
 /// inline (`VkShaderModuleCreateInfo` in the stage's `pNext`).
-struct RewrittenStages {
-    stages: Vec<vk::PipelineShaderStageCreateInfo<'static>>,
+struct RewrittenStages<'a> {
+    /// The application's stages (borrowing what they borrow), with the
+    /// rewritten ones pointing at `_chains`.
+    stages: Vec<vk::PipelineShaderStageCreateInfo<'a>>,
     _chains: Vec<Chain>,
     _code: Vec<Vec<u32>>,
 }
 
-unsafe fn rewrite_stages(dev: &DeviceData, stages: &[vk::PipelineShaderStageCreateInfo]) -> Option<RewrittenStages> {
+/// # Safety
+/// `stages` are valid stage create infos (VUID-VkGraphicsPipelineCreateInfo-pStages-06600):
+/// their `pNext` chains are valid and an inline `VkShaderModuleCreateInfo`
+/// holds `codeSize` bytes of code.
+unsafe fn rewrite_stages<'a>(
+    dev: &DeviceData,
+    stages: &[vk::PipelineShaderStageCreateInfo<'a>],
+) -> Option<RewrittenStages<'a>> {
     let mut out: Option<RewrittenStages> = None;
     for (i, stage) in stages.iter().enumerate() {
         if stage.module != vk::ShaderModule::null() {
             continue;
         }
-        let Some(inline) = pnext::find::<vk::ShaderModuleCreateInfo>(stage.p_next) else {
+        // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pNext-pNext (the
+        // caller's guarantee): the stage's chain is valid; an inline module's
+        // `pCode` holds `codeSize` bytes (VUID-VkShaderModuleCreateInfo-pCode-parameter).
+        let Some(inline) = (unsafe { pnext::find::<vk::ShaderModuleCreateInfo>(stage.p_next) }) else {
             continue;
         };
-        let Some(Rewritten { words: code, .. }) = rewrite(dev, words(inline.p_code, inline.code_size)) else {
+        // SAFETY: as above (VUID-VkShaderModuleCreateInfo-pCode-parameter).
+        let Some(Rewritten { words: code, .. }) = rewrite(dev, unsafe { words(inline.p_code, inline.code_size) })
+        else {
             continue;
         };
-        let mut chain = match Chain::copy(stage.p_next) {
+        // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pNext-pNext: the chain is valid.
+        let mut chain = match unsafe { Chain::copy(stage.p_next) } {
             Ok(c) => c,
             Err(e) => {
                 dev.log().warn(
@@ -186,7 +222,7 @@ unsafe fn rewrite_stages(dev: &DeviceData, stages: &[vk::PipelineShaderStageCrea
         m.code_size = code.len() * 4;
         m.p_code = code.as_ptr();
         let r = out.get_or_insert_with(|| RewrittenStages {
-            stages: stages.iter().map(|s| std::mem::transmute_copy(s)).collect(),
+            stages: stages.to_vec(),
             _chains: Vec::new(),
             _code: Vec::new(),
         });
@@ -197,6 +233,15 @@ unsafe fn rewrite_stages(dev: &DeviceData, stages: &[vk::PipelineShaderStageCrea
     out
 }
 
+/// `vkCreateGraphicsPipelines`: inline modules rewritten, the 1x1 rate
+/// forced, the varyings linked; the spinlock and the 1x1 rate note the
+/// pipelines made.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateGraphicsPipelines` call:
+/// `infos` points at `count` valid create infos
+/// (VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter) and `out` at
+/// `count` writable handles (VUID-vkCreateGraphicsPipelines-pPipelines-parameter).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn create_graphics_pipelines(
     _: &DeviceCore,
@@ -222,15 +267,20 @@ pub unsafe fn create_graphics_pipelines(
     {
         return next(device, cache, count, infos, alloc, out);
     }
-    let infos_in = std::slice::from_raw_parts(infos, count as usize);
+    // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter: `infos`
+    // (non-null here) points at `count` valid create infos, alive for this call.
+    let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
     let mut rewritten: Vec<Option<RewrittenStages>> = Vec::with_capacity(infos_in.len());
     for info in infos_in {
         let stages = if info.stage_count == 0 || info.p_stages.is_null() {
             &[][..]
         } else {
-            std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
+            // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: a
+            // non-null `pStages` points at `stageCount` valid stage infos.
+            unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) }
         };
-        rewritten.push(rewrite_stages(dev, stages));
+        // SAFETY: the stages are valid (VUID-VkGraphicsPipelineCreateInfo-pStages-06600).
+        rewritten.push(unsafe { rewrite_stages(dev, stages) });
     }
     let inline: Vec<bool> = rewritten.iter().map(Option::is_some).collect();
     if dev.spinlock.is_none()
@@ -256,28 +306,47 @@ pub unsafe fn create_graphics_pipelines(
     let mut forced = (Vec::new(), vec![false; copies.len()]);
     if let Some(s) = &dev.shading_rate {
         let mut originals: Vec<vk::GraphicsPipelineCreateInfo> = infos_in.to_vec();
-        forced = s.force_static(dev, &mut originals);
+        // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter:
+        // `originals` are copies of the application's valid create infos.
+        forced = unsafe { s.force_static(dev, &mut originals) };
         for (c, o) in copies.iter_mut().zip(&originals) {
             c.p_next = o.p_next;
         }
     }
     let linked = match &dev.varyings {
-        Some(v) => crate::link::link_pipelines(dev, v, &mut copies),
+        // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter:
+        // `copies` are the valid create infos with stages that point into
+        // `rewritten` (alive until after the call down).
+        Some(v) => unsafe { crate::link::link_pipelines(dev, v, &mut copies) },
         None => Default::default(),
     };
     let r = next(device, cache, count, copies.as_ptr(), alloc, out);
     linked.finish(dev);
+    // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
+    // points at `count` handles, each written by the call down (a failed
+    // one as VK_NULL_HANDLE).
+    let pipelines = || unsafe { std::slice::from_raw_parts(out, count as usize) };
     if let (Some(s), true) = (&dev.shading_rate, r.as_raw() >= 0) {
-        s.note_pipelines(std::slice::from_raw_parts(out, count as usize), &forced.1);
+        s.note_pipelines(pipelines(), &forced.1);
     }
     drop(forced);
     if let (Some(s), true) = (&dev.spinlock, r.as_raw() >= 0) {
         // Failed entries are VK_NULL_HANDLE and skipped.
-        crate::spinlock::note_pipelines(dev, s, infos_in, &inline, std::slice::from_raw_parts(out, count as usize));
+        // SAFETY: `infos_in` and `pipelines()` are the arrays of a successful
+        // vkCreateGraphicsPipelines (the function's contract).
+        unsafe { crate::spinlock::note_pipelines(dev, s, infos_in, &inline, pipelines()) };
     }
     r
 }
 
+/// `vkCreateShadersEXT`: SPIR-V code rewritten, set layouts extended under
+/// the spinlock, locked fragment shaders noted.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateShadersEXT` call: `infos`
+/// points at `count` valid create infos
+/// (VUID-vkCreateShadersEXT-pCreateInfos-parameter) and `out` at `count`
+/// writable handles (VUID-vkCreateShadersEXT-pShaders-parameter).
 pub unsafe fn create_shaders_ext(
     _: &DeviceCore,
     dev: &DeviceData,
@@ -300,12 +369,17 @@ pub unsafe fn create_shaders_ext(
     if count == 0 || infos.is_null() {
         return next(device, count, infos, alloc, out);
     }
-    let infos_in = std::slice::from_raw_parts(infos, count as usize);
+    // SAFETY: VUID-vkCreateShadersEXT-pCreateInfos-parameter: `infos`
+    // (non-null here) points at `count` valid create infos.
+    let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
     let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
     for info in infos_in {
         let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
         code.push(if spirv {
-            rewrite(dev, words(info.p_code as *const u32, info.code_size)).map(|r| r.words)
+            // SAFETY: VUID-VkShaderCreateInfoEXT-pCode-parameter: `pCode`
+            // holds `codeSize` bytes; SPIR-V code is aligned to 4 bytes
+            // (VUID-VkShaderCreateInfoEXT-pCode-08493).
+            rewrite(dev, unsafe { words(info.p_code as *const u32, info.code_size) }).map(|r| r.words)
         } else {
             None
         });
@@ -319,8 +393,10 @@ pub unsafe fn create_shaders_ext(
     }
     let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
     for (info, c) in infos_in.iter().zip(&code) {
-        let extended =
-            spin.and_then(|s| crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts));
+        // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter: a non-zero
+        // `setLayoutCount` comes with that many valid set layouts.
+        let extended = spin
+            .and_then(|s| unsafe { crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts) });
         if c.is_some() && spin.is_some() && extended.is_none() {
             dev.log().error(
                 id::LAYOUT_TOO_MANY_SETS,
@@ -349,10 +425,14 @@ pub unsafe fn create_shaders_ext(
         .collect();
     let r = next(device, count, copies.as_ptr(), alloc, out);
     if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
-        let shaders = std::slice::from_raw_parts(out, count as usize);
+        // SAFETY: VUID-vkCreateShadersEXT-pShaders-parameter: `out` points at
+        // `count` handles, written by the successful call down.
+        let shaders = unsafe { std::slice::from_raw_parts(out, count as usize) };
         for ((shader, copy), c) in shaders.iter().zip(&copies).zip(&code) {
             if c.is_some() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
-                s.note_shader(&dev.fns, *shader, copy);
+                // SAFETY: `copy` is the create info `shader` was made from
+                // (its arrays live in `copies`, `code` and `set_layouts`).
+                unsafe { s.note_shader(&dev.fns, *shader, copy) };
             }
         }
     }

@@ -5,6 +5,8 @@
 //! rewrites SPIR-V (interlock, density-map lowering, the varying linker)
 //! calls it; it calls no capability.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use crate::device::DeviceCore;
 use crate::id;
 use crate::settings::LogLevel;
@@ -15,12 +17,16 @@ use overlap_shaders::TargetEnv;
 ///
 /// # Safety
 /// VUID-VkShaderModuleCreateInfo-pCode-parameter: `p_code` points at
-/// `code_size / 4` words.
+/// `code_size / 4` aligned words (it is a `const uint32_t *`), and the caller
+/// picks `'a` no longer than the create info that holds them lives.
 pub(crate) unsafe fn words<'a>(p_code: *const u32, code_size: usize) -> &'a [u32] {
     if p_code.is_null() || code_size < 4 {
         &[]
     } else {
-        std::slice::from_raw_parts(p_code, code_size / 4)
+        // SAFETY: VUID-VkShaderModuleCreateInfo-pCode-parameter (the caller's
+        // guarantee): `p_code` is non-null and points at `code_size / 4`
+        // valid, aligned `u32`s that live for `'a`.
+        unsafe { std::slice::from_raw_parts(p_code, code_size / 4) }
     }
 }
 

@@ -13,6 +13,8 @@
 //! except that a pipeline whose viewports the layer made dynamic gets its
 //! static ones set at bind.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::command_buffers::{cb_state, CbState};
 use super::commands::{emit, Cmd, StateCall, Transform};
 use super::pass::{go_live, Begin};
@@ -25,12 +27,22 @@ use ash::vk;
 use std::sync::Arc;
 
 /// A command recorded by the application.
+///
+/// # Safety
+/// `cmd` was just recorded by a valid call of the application into `cb`, a
+/// recording command buffer of `f`'s device held by the caller (the capture
+/// rule of [`super::commands`]).
 unsafe fn record(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, cmd: Cmd) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    record_in(dev, f, cb, &mut s, cmd);
+    // SAFETY: the caller's guarantee; `s` is `cb`'s own state.
+    unsafe { record_in(dev, f, cb, &mut s, cmd) };
 }
 
+/// [`record`] with `cb`'s state `s` already locked.
+///
+/// # Safety
+/// As [`record`]; `s` is the state of `cb`.
 pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, s: &mut CbState, cmd: Cmd) {
     if let Some(c) = &mut s.captured {
         c.push(cmd);
@@ -38,7 +50,9 @@ pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
     }
     let Some(pass) = &mut s.pass else {
         let mut st = std::mem::take(&mut s.snapshot);
-        emit(f, cb, &cmd, &Transform::IDENTITY, &mut st);
+        // SAFETY: the capture rule: `cmd` goes down at once into the
+        // recording `cb` it was recorded in (the caller's guarantee).
+        unsafe { emit(f, cb, &cmd, &Transform::IDENTITY, &mut st) };
         s.snapshot = st;
         return;
     };
@@ -51,13 +65,17 @@ pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
             });
             drop((known, layouts));
             if !copyable {
-                go_live(
-                    dev,
-                    f,
-                    cb,
-                    pass,
-                    "a descriptor set it binds cannot be copied to read the scratch targets' input attachments",
-                );
+                // SAFETY: `cb` is the recording command buffer of `pass`,
+                // held by the caller.
+                unsafe {
+                    go_live(
+                        dev,
+                        f,
+                        cb,
+                        pass,
+                        "a descriptor set it binds cannot be copied to read the scratch targets' input attachments",
+                    )
+                };
             }
         }
     }
@@ -69,20 +87,28 @@ pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
                 Some(_) => None,
             };
             if let Some(why) = why {
-                go_live(dev, f, cb, pass, why);
+                // SAFETY: `cb` is the recording command buffer of `pass`,
+                // held by the caller.
+                unsafe { go_live(dev, f, cb, pass, why) };
             }
         }
     }
     if pass.capturing {
         pass.cmds.push(cmd);
     } else {
-        emit(f, cb, &cmd, &Transform::IDENTITY, &mut pass.state);
+        // SAFETY: the capture rule: the pass is live, `cmd` goes down at once
+        // into the recording `cb` it was recorded in.
+        unsafe { emit(f, cb, &cmd, &Transform::IDENTITY, &mut pass.state) };
     }
 }
 
 /// A command the layer cannot replay, recorded inside a pass: the pass goes
 /// live first. Returns whether the command is inside a capturing secondary
 /// (where it cannot be honoured at all).
+///
+/// # Safety
+/// `cb` is a recording command buffer of `f`'s device, held by the caller
+/// (the application's call being hooked).
 pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, why: &str) -> bool {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
@@ -97,7 +123,9 @@ pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuff
     }
     if let Some(pass) = &mut s.pass {
         if pass.capturing {
-            go_live(dev, f, cb, pass, why);
+            // SAFETY: `cb` is the recording command buffer of `pass`, held by
+            // the caller.
+            unsafe { go_live(dev, f, cb, pass, why) };
         }
     }
     false
@@ -106,15 +134,27 @@ pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuff
 macro_rules! capture_hooks {
     ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $make:expr; )*) => {
         $(
+            #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
+            ///
+            /// # Safety
+            #[doc = concat!("The arguments are those of a valid `", $name, "` call.")]
             pub unsafe fn $hook(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
-                record(dev, f, cb, $make)
+                let cmd = $make;
+                // SAFETY: the application's valid call records `cmd` into its
+                // recording `cb`, held during the call (the capture rule).
+                unsafe { record(dev, f, cb, cmd) }
             }
         )*
     };
 }
 
+/// An owned copy of the `n` items at `p` (none for a null `p` or `n == 0`).
+///
+/// # Safety
+/// A non-null `p` points at `n` valid items.
 unsafe fn v<T: Copy>(p: *const T, n: u32) -> Vec<T> {
-    slice(p, n).to_vec()
+    // SAFETY: the caller's guarantee; the items are copied at once.
+    unsafe { slice(p, n) }.to_vec()
 }
 
 capture_hooks! {
@@ -122,26 +162,53 @@ capture_hooks! {
         => Cmd::BindPipeline(point, p);
     "vkCmdBindDescriptorSets" PFN_vkCmdBindDescriptorSets fn cmd_bind_descriptor_sets(cb, point: vk::PipelineBindPoint,
         layout: vk::PipelineLayout, first: u32, n: u32, sets: *const vk::DescriptorSet, no: u32, offsets: *const u32)
-        => Cmd::BindSets { point, layout, first, sets: v(sets, n), offsets: v(offsets, no) };
+        => {
+            // SAFETY: VUID-vkCmdBindDescriptorSets-pDescriptorSets-parameter and
+            // VUID-vkCmdBindDescriptorSets-pDynamicOffsets-parameter.
+            unsafe { Cmd::BindSets { point, layout, first, sets: v(sets, n), offsets: v(offsets, no) } }
+        };
     "vkCmdBindVertexBuffers" PFN_vkCmdBindVertexBuffers fn cmd_bind_vertex_buffers(cb, first: u32, n: u32,
         buffers: *const vk::Buffer, offsets: *const vk::DeviceSize)
-        => Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n), sizes: None, strides: None };
+        => {
+            // SAFETY: VUID-vkCmdBindVertexBuffers-pBuffers-parameter and
+            // VUID-vkCmdBindVertexBuffers-pOffsets-parameter.
+            unsafe { Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n), sizes: None, strides: None } }
+        };
     "vkCmdBindVertexBuffers2" PFN_vkCmdBindVertexBuffers2 fn cmd_bind_vertex_buffers2(cb, first: u32, n: u32,
         buffers: *const vk::Buffer, offsets: *const vk::DeviceSize, sizes: *const vk::DeviceSize, strides: *const vk::DeviceSize)
-        => Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n),
-            sizes: (!sizes.is_null()).then(|| v(sizes, n)), strides: (!strides.is_null()).then(|| v(strides, n)) };
+        => {
+            // SAFETY: VUID-vkCmdBindVertexBuffers2-pBuffers-parameter,
+            // VUID-vkCmdBindVertexBuffers2-pOffsets-parameter, and for non-null pointers
+            // VUID-vkCmdBindVertexBuffers2-pSizes-parameter and VUID-vkCmdBindVertexBuffers2-pStrides-parameter.
+            unsafe { Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n),
+                sizes: (!sizes.is_null()).then(|| v(sizes, n)), strides: (!strides.is_null()).then(|| v(strides, n)) } }
+        };
     "vkCmdBindIndexBuffer" PFN_vkCmdBindIndexBuffer fn cmd_bind_index_buffer(cb, b: vk::Buffer, o: vk::DeviceSize, ty: vk::IndexType)
         => Cmd::BindIndex(b, o, ty);
     "vkCmdPushConstants" PFN_vkCmdPushConstants fn cmd_push_constants(cb, layout: vk::PipelineLayout,
         stages: vk::ShaderStageFlags, offset: u32, size: u32, data: *const std::ffi::c_void)
-        => Cmd::Push { layout, stages, offset, data: v(data as *const u8, size) };
+        => {
+            // SAFETY: VUID-vkCmdPushConstants-pValues-parameter: `size` bytes.
+            unsafe { Cmd::Push { layout, stages, offset, data: v(data as *const u8, size) } }
+        };
     "vkCmdSetViewport" PFN_vkCmdSetViewport fn cmd_set_viewport(cb, first: u32, n: u32, vp: *const vk::Viewport)
-        => Cmd::Viewport { first, v: v(vp, n) };
+        => {
+            // SAFETY: VUID-vkCmdSetViewport-pViewports-parameter.
+            unsafe { Cmd::Viewport { first, v: v(vp, n) } }
+        };
     "vkCmdSetScissor" PFN_vkCmdSetScissor fn cmd_set_scissor(cb, first: u32, n: u32, s: *const vk::Rect2D)
-        => Cmd::Scissor { first, s: v(s, n) };
+        => {
+            // SAFETY: VUID-vkCmdSetScissor-pScissors-parameter.
+            unsafe { Cmd::Scissor { first, s: v(s, n) } }
+        };
     "vkCmdSetLineWidth" PFN_vkCmdSetLineWidth fn cmd_set_line_width(cb, w: f32) => Cmd::LineWidth(w);
     "vkCmdSetDepthBias" PFN_vkCmdSetDepthBias fn cmd_set_depth_bias(cb, a: f32, b: f32, c: f32) => Cmd::DepthBias(a, b, c);
-    "vkCmdSetBlendConstants" PFN_vkCmdSetBlendConstants fn cmd_set_blend_constants(cb, c: *const [f32; 4]) => Cmd::Blend(*c);
+    "vkCmdSetBlendConstants" PFN_vkCmdSetBlendConstants fn cmd_set_blend_constants(cb, c: *const [f32; 4])
+        => {
+            // SAFETY: `blendConstants` is the application's `const float[4]`
+            // (the command's signature; it has no other valid form).
+            unsafe { Cmd::Blend(*c) }
+        };
     "vkCmdSetDepthBounds" PFN_vkCmdSetDepthBounds fn cmd_set_depth_bounds(cb, a: f32, b: f32) => Cmd::Bounds(a, b);
     "vkCmdSetStencilCompareMask" PFN_vkCmdSetStencilCompareMask fn cmd_set_stencil_compare_mask(cb, face: vk::StencilFaceFlags, m: u32)
         => Cmd::StencilCompare(face, m);
@@ -161,11 +228,21 @@ capture_hooks! {
     "vkCmdDrawIndexedIndirectCount" PFN_vkCmdDrawIndexedIndirectCount fn cmd_draw_indexed_indirect_count(cb, b: vk::Buffer,
         o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndexedIndirectCount(b, o, c, co, m, s);
     "vkCmdSetViewportWithCount" PFN_vkCmdSetViewportWithCount fn cmd_set_viewport_with_count(cb, n: u32, vp: *const vk::Viewport)
-        => Cmd::ViewportCount(v(vp, n));
+        => {
+            // SAFETY: VUID-vkCmdSetViewportWithCount-pViewports-parameter.
+            unsafe { Cmd::ViewportCount(v(vp, n)) }
+        };
     "vkCmdSetScissorWithCount" PFN_vkCmdSetScissorWithCount fn cmd_set_scissor_with_count(cb, n: u32, sc: *const vk::Rect2D)
-        => Cmd::ScissorCount(v(sc, n));
+        => {
+            // SAFETY: VUID-vkCmdSetScissorWithCount-pScissors-parameter.
+            unsafe { Cmd::ScissorCount(v(sc, n)) }
+        };
     "vkCmdClearAttachments" PFN_vkCmdClearAttachments fn cmd_clear_attachments(cb, n: u32, a: *const vk::ClearAttachment,
-        nr: u32, r: *const vk::ClearRect) => Cmd::Clear { attachments: v(a, n), rects: v(r, nr) };
+        nr: u32, r: *const vk::ClearRect) => {
+            // SAFETY: VUID-vkCmdClearAttachments-pAttachments-parameter and
+            // VUID-vkCmdClearAttachments-pRects-parameter.
+            unsafe { Cmd::Clear { attachments: v(a, n), rects: v(r, nr) } }
+        };
 }
 
 /// Declares captured dynamic-state commands of Vulkan 1.3 (extended dynamic
@@ -174,9 +251,18 @@ capture_hooks! {
 macro_rules! state_hooks {
     ($( $n:literal $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) face $face:expr => $field:ident; )*) => {
         $(
+            #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
+            ///
+            /// # Safety
+            #[doc = concat!("The arguments are those of a valid `", $name, "` call.")]
             pub unsafe fn $hook(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
-                let call = StateCall(Arc::new(move |d: &ash::Device, cb| (d.fp_v1_3().$field)(cb $(, $a)*)));
-                record(dev, f, cb, Cmd::State { key: ($n, $face), call })
+                // SAFETY: a `StateCall` is called only by `emit`, with this device's table and the recording command
+                // buffer the call was captured in (the capture rule); its arguments are the plain values of the
+                // application's valid call.
+                let call = StateCall(Arc::new(move |d: &ash::Device, cb| unsafe { (d.fp_v1_3().$field)(cb $(, $a)*) }));
+                // SAFETY: the application's valid call records it into its
+                // recording `cb`, held during the call (the capture rule).
+                unsafe { record(dev, f, cb, Cmd::State { key: ($n, $face), call }) }
             }
         )*
     };
@@ -207,6 +293,10 @@ state_hooks! {
         face 0 => cmd_set_primitive_restart_enable;
 }
 
+/// `vkCmdBeginTransformFeedbackEXT`: a pass holding it goes live at 1x1.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginTransformFeedbackEXT` call.
 pub unsafe fn cmd_begin_transform_feedback(
     dev: &DeviceCore,
     f: &Fdm,
@@ -218,10 +308,14 @@ pub unsafe fn cmd_begin_transform_feedback(
 ) {
     let next = move || {
         if let Some(fp) = dev.next_begin_transform_feedback {
-            fp(cb, first, n, buffers, offsets)
+            // SAFETY: the application's arguments of a valid call go down
+            // unchanged to the next layer's entry point for this device.
+            unsafe { fp(cb, first, n, buffers, offsets) }
         }
     };
-    if !unreplayable(dev, f, cb, "transform feedback in the pass") {
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if !unsafe { unreplayable(dev, f, cb, "transform feedback in the pass") } {
         next()
     }
 }

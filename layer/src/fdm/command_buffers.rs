@@ -7,6 +7,8 @@
 //! cache). Barriers, events and queries inside a captured pass cannot be
 //! replayed: the pass goes live at 1x1 first.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::capture::unreplayable;
 use super::commands::{Cmd, Snapshot};
 use super::descriptors::free_shadow_pools;
@@ -48,6 +50,10 @@ pub(super) fn cb_state(f: &Fdm, cb: vk::CommandBuffer) -> Shared {
     f.cb_states.write().entry(cb).or_default().clone()
 }
 
+/// `vkAllocateCommandBuffers`: a fresh state per new command buffer.
+///
+/// # Safety
+/// The arguments are those of a valid `vkAllocateCommandBuffers` call.
 pub unsafe fn allocate_command_buffers(
     _: &DeviceCore,
     f: &Fdm,
@@ -55,22 +61,36 @@ pub unsafe fn allocate_command_buffers(
     info: *const vk::CommandBufferAllocateInfo<'_>,
     out: *mut vk::CommandBuffer,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().allocate_command_buffers)(device, info, out);
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().allocate_command_buffers)(device, info, out) };
     let r = next();
     if r == vk::Result::SUCCESS {
-        let ci = &*info;
+        // SAFETY: VUID-vkAllocateCommandBuffers-pAllocateInfo-parameter and
+        // VUID-vkAllocateCommandBuffers-pCommandBuffers-parameter: a valid
+        // info, and `commandBufferCount` handles written by the call.
+        let (ci, new) = unsafe {
+            let ci = &*info;
+            (ci, slice(out, ci.command_buffer_count))
+        };
         let mut states = f.cb_states.write();
-        for cb in slice(out, ci.command_buffer_count) {
+        for cb in new {
             let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
             // A reused handle: the old command buffer went with its pool.
             if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
-                free_shadow_pools(f, &mut old.lock().shadow_pools);
+                // SAFETY: the old command buffer was freed with its pool,
+                // which the application may do only once none of its command
+                // buffers is pending (VUID-vkDestroyCommandPool-commandPool-00041).
+                unsafe { free_shadow_pools(f, &mut old.lock().shadow_pools) };
             }
         }
     }
     r
 }
 
+/// `vkFreeCommandBuffers`: their states and shadow pools go.
+///
+/// # Safety
+/// The arguments are those of a valid `vkFreeCommandBuffers` call.
 pub unsafe fn free_command_buffers(
     _: &DeviceCore,
     f: &Fdm,
@@ -79,36 +99,52 @@ pub unsafe fn free_command_buffers(
     n: u32,
     cbs: *const vk::CommandBuffer,
 ) {
-    let next = move || (f.below.fp_v1_0().free_command_buffers)(device, pool, n, cbs);
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().free_command_buffers)(device, pool, n, cbs) };
     let mut states = f.cb_states.write();
-    for cb in slice(cbs, n) {
+    // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-00048: `cbs` holds
+    // `n` handles (null ones ignored).
+    for cb in unsafe { slice(cbs, n) } {
         if let Some(st) = states.remove(cb) {
-            free_shadow_pools(f, &mut st.lock().shadow_pools);
+            // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-00047: the
+            // command buffer is not pending, so neither are its replays.
+            unsafe { free_shadow_pools(f, &mut st.lock().shadow_pools) };
         }
     }
     drop(states);
     next()
 }
 
+/// `vkBeginCommandBuffer`: its state starts again; a secondary continuing a
+/// density-map render pass captures its commands (mode `binned`).
+///
+/// # Safety
+/// The arguments are those of a valid `vkBeginCommandBuffer` call.
 pub unsafe fn begin_command_buffer(
     _: &DeviceCore,
     f: &Fdm,
     cb: vk::CommandBuffer,
     info: *const vk::CommandBufferBeginInfo<'_>,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().begin_command_buffer)(cb, info);
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().begin_command_buffer)(cb, info) };
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     let secondary = s.secondary;
-    free_shadow_pools(f, &mut s.shadow_pools);
+    // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00049: `cb` is not
+    // recording or pending, so neither are its earlier replays.
+    unsafe { free_shadow_pools(f, &mut s.shadow_pools) };
     *s = CbState { secondary, ..Default::default() };
-    let ci = &*info;
+    // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter: a valid info.
+    let ci = unsafe { &*info };
     if secondary
         && f.mode == Mode::Binned
         && ci.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE)
         && !ci.p_inheritance_info.is_null()
     {
-        let inh = &*ci.p_inheritance_info;
+        // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00051: a secondary's
+        // non-null `pInheritanceInfo` is a valid inheritance info.
+        let inh = unsafe { &*ci.p_inheritance_info };
         if f.passes.lock().get(&inh.render_pass).is_some_and(|p| p.density_map.is_some()) {
             s.captured = Some(Vec::new());
         }
@@ -116,15 +152,18 @@ pub unsafe fn begin_command_buffer(
     next()
 }
 
-unsafe fn translate_image_barriers(
+/// Image barriers with the density-map layout, access translated; the
+/// density maps' new layouts and writes are noted in `s`. The copies keep
+/// the application's `pNext` (and its borrow).
+fn translate_image_barriers<'a>(
     f: &Fdm,
     s: &mut CbState,
-    b: &[vk::ImageMemoryBarrier],
-) -> Vec<vk::ImageMemoryBarrier<'static>> {
+    b: &[vk::ImageMemoryBarrier<'a>],
+) -> Vec<vk::ImageMemoryBarrier<'a>> {
     let images = f.images.lock();
     b.iter()
         .map(|x| {
-            let mut c: vk::ImageMemoryBarrier<'static> = std::mem::transmute(*x);
+            let mut c = *x;
             c.old_layout = super::layout(x.old_layout);
             c.new_layout = super::layout(x.new_layout);
             c.src_access_mask = super::access(x.src_access_mask);
@@ -162,6 +201,11 @@ fn translate_memory_barriers<'a>(
     (mems, bufs)
 }
 
+/// `vkCmdPipelineBarrier`, translated (a pass it is in goes live first).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdPipelineBarrier` call.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_pipeline_barrier(
     dev: &DeviceCore,
     f: &Fdm,
@@ -176,64 +220,78 @@ pub unsafe fn cmd_pipeline_barrier(
     ni: u32,
     i: *const vk::ImageMemoryBarrier<'_>,
 ) {
-    if unreplayable(dev, f, cb, "a pipeline barrier inside the pass") {
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if unsafe { unreplayable(dev, f, cb, "a pipeline barrier inside the pass") } {
         return;
     }
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
-    let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
-    (f.below.fp_v1_0().cmd_pipeline_barrier)(
-        cb,
-        super::stages(src),
-        super::stages(dst),
-        deps,
-        nm,
-        mems.as_ptr(),
-        nb,
-        bufs.as_ptr(),
-        ni,
-        imgs.as_ptr(),
-    )
+    // SAFETY: VUID-vkCmdPipelineBarrier-pMemoryBarriers-parameter,
+    // VUID-vkCmdPipelineBarrier-pBufferMemoryBarriers-parameter and
+    // VUID-vkCmdPipelineBarrier-pImageMemoryBarriers-parameter: each array holds its count of valid barriers.
+    let (m, b, i) = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
+    let (mems, bufs) = translate_memory_barriers(m, b);
+    let imgs = translate_image_barriers(f, &mut s, i);
+    // SAFETY: the application's valid call with the density-map stages,
+    // accesses and layouts translated (in live Vecs of the same counts).
+    unsafe {
+        (f.below.fp_v1_0().cmd_pipeline_barrier)(
+            cb,
+            super::stages(src),
+            super::stages(dst),
+            deps,
+            nm,
+            mems.as_ptr(),
+            nb,
+            bufs.as_ptr(),
+            ni,
+            imgs.as_ptr(),
+        )
+    }
 }
 
-unsafe fn translate_dependency(
+/// A dependency info with the density-map stages, access and layouts
+/// translated, and the arrays it points at; the density maps' new layouts
+/// and writes are noted in `s`. The copies keep the application's `pNext`
+/// chains (and their borrow).
+///
+/// # Safety
+/// `d` is a valid dependency info (its barrier arrays hold their counts).
+unsafe fn translate_dependency<'a>(
     f: &Fdm,
     s: &mut CbState,
-    d: &vk::DependencyInfo,
+    d: &vk::DependencyInfo<'a>,
 ) -> (
-    vk::DependencyInfo<'static>,
-    Box<(
-        Vec<vk::MemoryBarrier2<'static>>,
-        Vec<vk::BufferMemoryBarrier2<'static>>,
-        Vec<vk::ImageMemoryBarrier2<'static>>,
-    )>,
+    vk::DependencyInfo<'a>,
+    Box<(Vec<vk::MemoryBarrier2<'a>>, Vec<vk::BufferMemoryBarrier2<'a>>, Vec<vk::ImageMemoryBarrier2<'a>>)>,
 ) {
     let fix = |s_: &mut vk::PipelineStageFlags2, a: &mut vk::AccessFlags2| {
         *s_ = super::stages2(*s_);
         *a = super::access2(*a);
     };
-    let mut mems: Vec<vk::MemoryBarrier2<'static>> =
-        slice(d.p_memory_barriers, d.memory_barrier_count).iter().map(|x| std::mem::transmute(*x)).collect();
+    // SAFETY: VUID-VkDependencyInfo-pMemoryBarriers-parameter, VUID-VkDependencyInfo-pBufferMemoryBarriers-parameter
+    // and VUID-VkDependencyInfo-pImageMemoryBarriers-parameter (the caller's guarantee): each array holds its count
+    // of valid barriers.
+    let (m, b, i) = unsafe {
+        (
+            slice(d.p_memory_barriers, d.memory_barrier_count),
+            slice(d.p_buffer_memory_barriers, d.buffer_memory_barrier_count),
+            slice(d.p_image_memory_barriers, d.image_memory_barrier_count),
+        )
+    };
+    let mut mems: Vec<vk::MemoryBarrier2<'a>> = m.to_vec();
     for x in &mut mems {
         fix(&mut x.src_stage_mask, &mut x.src_access_mask);
         fix(&mut x.dst_stage_mask, &mut x.dst_access_mask);
     }
-    let mut bufs: Vec<vk::BufferMemoryBarrier2<'static>> =
-        slice(d.p_buffer_memory_barriers, d.buffer_memory_barrier_count)
-            .iter()
-            .map(|x| std::mem::transmute(*x))
-            .collect();
+    let mut bufs: Vec<vk::BufferMemoryBarrier2<'a>> = b.to_vec();
     for x in &mut bufs {
         fix(&mut x.src_stage_mask, &mut x.src_access_mask);
         fix(&mut x.dst_stage_mask, &mut x.dst_access_mask);
     }
     let images = f.images.lock();
-    let mut imgs: Vec<vk::ImageMemoryBarrier2<'static>> =
-        slice(d.p_image_memory_barriers, d.image_memory_barrier_count)
-            .iter()
-            .map(|x| std::mem::transmute(*x))
-            .collect();
+    let mut imgs: Vec<vk::ImageMemoryBarrier2<'a>> = i.to_vec();
     for x in &mut imgs {
         fix(&mut x.src_stage_mask, &mut x.src_access_mask);
         fix(&mut x.dst_stage_mask, &mut x.dst_access_mask);
@@ -245,28 +303,43 @@ unsafe fn translate_dependency(
         }
     }
     let held = Box::new((mems, bufs, imgs));
-    let mut out: vk::DependencyInfo<'static> = std::mem::transmute(*d);
+    let mut out = *d;
     out.p_memory_barriers = held.0.as_ptr();
     out.p_buffer_memory_barriers = held.1.as_ptr();
     out.p_image_memory_barriers = held.2.as_ptr();
     (out, held)
 }
 
+/// `vkCmdPipelineBarrier2`, translated (a pass it is in goes live first).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdPipelineBarrier2` call.
 pub unsafe fn cmd_pipeline_barrier2(
     dev: &DeviceCore,
     f: &Fdm,
     cb: vk::CommandBuffer,
     d: *const vk::DependencyInfo<'_>,
 ) {
-    if unreplayable(dev, f, cb, "a pipeline barrier inside the pass") {
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if unsafe { unreplayable(dev, f, cb, "a pipeline barrier inside the pass") } {
         return;
     }
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    let (info, _held) = translate_dependency(f, &mut s, &*d);
-    (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info)
+    // SAFETY: VUID-vkCmdPipelineBarrier2-pDependencyInfo-parameter: a valid
+    // dependency info.
+    let (info, _held) = unsafe { translate_dependency(f, &mut s, &*d) };
+    // SAFETY: the application's valid call, translated; `info` points into
+    // `_held`, alive until the end of this function.
+    unsafe { (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info) }
 }
 
+/// `vkCmdWaitEvents`, translated (a pass it is in goes live first).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdWaitEvents` call.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_wait_events(
     dev: &DeviceCore,
     f: &Fdm,
@@ -282,28 +355,41 @@ pub unsafe fn cmd_wait_events(
     ni: u32,
     i: *const vk::ImageMemoryBarrier<'_>,
 ) {
-    if unreplayable(dev, f, cb, "an event wait inside the pass") {
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if unsafe { unreplayable(dev, f, cb, "an event wait inside the pass") } {
         return;
     }
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    let (mems, bufs) = translate_memory_barriers(slice(m, nm), slice(b, nb));
-    let imgs = translate_image_barriers(f, &mut s, slice(i, ni));
-    (f.below.fp_v1_0().cmd_wait_events)(
-        cb,
-        n,
-        events,
-        super::stages(src),
-        super::stages(dst),
-        nm,
-        mems.as_ptr(),
-        nb,
-        bufs.as_ptr(),
-        ni,
-        imgs.as_ptr(),
-    )
+    // SAFETY: VUID-vkCmdWaitEvents-pMemoryBarriers-parameter, VUID-vkCmdWaitEvents-pBufferMemoryBarriers-parameter
+    // and VUID-vkCmdWaitEvents-pImageMemoryBarriers-parameter: each array holds its count of valid barriers.
+    let (m, b, i) = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
+    let (mems, bufs) = translate_memory_barriers(m, b);
+    let imgs = translate_image_barriers(f, &mut s, i);
+    // SAFETY: the application's valid call with the density-map stages,
+    // accesses and layouts translated (in live Vecs of the same counts).
+    unsafe {
+        (f.below.fp_v1_0().cmd_wait_events)(
+            cb,
+            n,
+            events,
+            super::stages(src),
+            super::stages(dst),
+            nm,
+            mems.as_ptr(),
+            nb,
+            bufs.as_ptr(),
+            ni,
+            imgs.as_ptr(),
+        )
+    }
 }
 
+/// `vkCmdBeginQuery` (a pass it is in goes live first).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginQuery` call.
 pub unsafe fn cmd_begin_query(
     dev: &DeviceCore,
     f: &Fdm,
@@ -312,17 +398,27 @@ pub unsafe fn cmd_begin_query(
     q: u32,
     flags: vk::QueryControlFlags,
 ) {
-    let next = move || (f.below.fp_v1_0().cmd_begin_query)(cb, pool, q, flags);
-    if unreplayable(dev, f, cb, "a query inside the pass") {
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().cmd_begin_query)(cb, pool, q, flags) };
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
         return;
     }
     cb_state(f, cb).lock().active_queries += 1;
     next()
 }
 
+/// `vkCmdEndQuery` (a pass it is in goes live first).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdEndQuery` call.
 pub unsafe fn cmd_end_query(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
-    let next = move || (f.below.fp_v1_0().cmd_end_query)(cb, pool, q);
-    if unreplayable(dev, f, cb, "a query inside the pass") {
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().cmd_end_query)(cb, pool, q) };
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
         return;
     }
     let shared = cb_state(f, cb);
@@ -332,6 +428,10 @@ pub unsafe fn cmd_end_query(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, po
     next()
 }
 
+/// `vkCmdWriteTimestamp` (a pass it is in goes live first).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdWriteTimestamp` call.
 pub unsafe fn cmd_write_timestamp(
     dev: &DeviceCore,
     f: &Fdm,
@@ -340,8 +440,11 @@ pub unsafe fn cmd_write_timestamp(
     pool: vk::QueryPool,
     q: u32,
 ) {
-    let next = move || (f.below.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q);
-    if unreplayable(dev, f, cb, "a timestamp inside the pass") {
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q) };
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if unsafe { unreplayable(dev, f, cb, "a timestamp inside the pass") } {
         return;
     }
     next()

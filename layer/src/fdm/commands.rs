@@ -6,6 +6,23 @@
 //! per-area variants, descriptor sets by shadow copies whose input
 //! attachments read the scratch views ([`super::descriptors`]). Outside
 //! replays the same emission runs with [`Transform::IDENTITY`].
+//!
+//! **Why emitting is sound (the capture rule).** A command is emitted into
+//! the command buffer the application recorded it in, while that command
+//! buffer is still recording: at once, or at the end of its pass (the
+//! application's `vkCmdEndRenderPass*`/`vkCmdEndRendering` is valid only in
+//! the recording state: VUID-vkCmdEndRenderPass-commandBuffer-recording),
+//! from the hook that holds it (its external synchronization). Destroying
+//! an object a recording command buffer uses, or freeing or updating (without
+//! update-after-bind) a descriptor set bound in it, makes it invalid, so
+//! every handle a captured command names is still alive then. The arguments
+//! were valid when the application recorded them and their arrays were
+//! copied into the [`Cmd`]; a [`Transform`] changes only viewports and
+//! scissors (scaled, clipped, never negative), pipelines (a per-area variant
+//! made from the same create info) and descriptor sets (a shadow copy with
+//! the same layout).
+
+#![deny(unsafe_op_in_unsafe_fn)]
 
 use super::bins::Rect;
 use super::descriptors::shadow_set;
@@ -75,7 +92,9 @@ pub enum Cmd {
     },
 }
 
-/// A captured dynamic-state call with its arguments.
+/// A captured dynamic-state call with its arguments. It is called only by
+/// [`emit`], with the device and command buffer the call was captured for
+/// (the capture rule above): its body calls the command down unchecked.
 #[derive(Clone)]
 pub struct StateCall(pub(super) Arc<dyn Fn(&ash::Device, vk::CommandBuffer) + Send + Sync>);
 
@@ -262,135 +281,163 @@ fn pipeline_info(f: &Fdm, cmd: &Cmd) -> Option<Arc<PipelineInfo>> {
     }
 }
 
+/// Sends `cmd` down into `cb` under `t`, and notes it in `st`.
+///
+/// # Safety
+/// The capture rule (module doc): `cb` is the recording command buffer of
+/// `f`'s device that the application recorded `cmd` in, held by the caller,
+/// at the point of the pass (or its replay) where `cmd` belongs; `t.inputs`
+/// holds scratch views of this replay.
 pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mut Snapshot) {
     let info = pipeline_info(f, cmd);
     st.apply(cmd, info.as_deref());
     let d = &f.below;
     let v1 = d.fp_v1_0();
-    match cmd {
-        Cmd::BindPipeline(point, p) => {
-            let chosen = info.as_ref().and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(*p);
-            (v1.cmd_bind_pipeline)(cb, *point, chosen);
-            if let Some(info) = info {
-                if info.static_viewports.is_some() {
-                    emit_viewports(f, cb, t, st);
-                }
-                if info.static_scissors.is_some() {
-                    emit_scissors(f, cb, t, st);
+    // SAFETY: the capture rule (module doc): `cb` is recording, every handle
+    // in `cmd` is alive, and every array passed is a live Vec of the count
+    // given; the commands go through the next layer's table of this device.
+    unsafe {
+        match cmd {
+            Cmd::BindPipeline(point, p) => {
+                let chosen = info.as_ref().and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(*p);
+                (v1.cmd_bind_pipeline)(cb, *point, chosen);
+                if let Some(info) = info {
+                    if info.static_viewports.is_some() {
+                        emit_viewports(f, cb, t, st);
+                    }
+                    if info.static_scissors.is_some() {
+                        emit_scissors(f, cb, t, st);
+                    }
                 }
             }
-        }
-        Cmd::BindSets { point, layout, first, sets, offsets } => {
-            let shadowed: Vec<vk::DescriptorSet>;
-            let sets: &[vk::DescriptorSet] = match t.inputs {
-                Some(inputs) => {
-                    shadowed = sets.iter().map(|set| shadow_set(f, *set, inputs)).collect();
-                    &shadowed
-                }
-                None => sets,
-            };
-            (v1.cmd_bind_descriptor_sets)(
-                cb,
-                *point,
-                *layout,
-                *first,
-                sets.len() as u32,
-                sets.as_ptr(),
-                offsets.len() as u32,
-                offsets.as_ptr(),
-            )
-        }
-        Cmd::BindVertex { first, buffers, offsets, sizes, strides } => {
-            if sizes.is_some() || strides.is_some() {
-                (d.fp_v1_3().cmd_bind_vertex_buffers2)(
+            Cmd::BindSets { point, layout, first, sets, offsets } => {
+                let shadowed: Vec<vk::DescriptorSet>;
+                let sets: &[vk::DescriptorSet] = match t.inputs {
+                    Some(inputs) => {
+                        shadowed = sets.iter().map(|set| shadow_set(f, *set, inputs)).collect();
+                        &shadowed
+                    }
+                    None => sets,
+                };
+                (v1.cmd_bind_descriptor_sets)(
                     cb,
+                    *point,
+                    *layout,
                     *first,
-                    buffers.len() as u32,
-                    buffers.as_ptr(),
+                    sets.len() as u32,
+                    sets.as_ptr(),
+                    offsets.len() as u32,
                     offsets.as_ptr(),
-                    sizes.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-                    strides.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-                )
-            } else {
-                (v1.cmd_bind_vertex_buffers)(cb, *first, buffers.len() as u32, buffers.as_ptr(), offsets.as_ptr())
-            }
-        }
-        Cmd::BindIndex(b, o, ty) => (v1.cmd_bind_index_buffer)(cb, *b, *o, *ty),
-        Cmd::Push { layout, stages, offset, data } => {
-            (v1.cmd_push_constants)(cb, *layout, *stages, *offset, data.len() as u32, data.as_ptr() as *const _)
-        }
-        Cmd::Viewport { first, v } => {
-            let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
-            (v1.cmd_set_viewport)(cb, *first, out.len() as u32, out.as_ptr())
-        }
-        Cmd::Scissor { first, s } => {
-            let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
-            (v1.cmd_set_scissor)(cb, *first, out.len() as u32, out.as_ptr())
-        }
-        Cmd::LineWidth(w) => (v1.cmd_set_line_width)(cb, *w),
-        Cmd::DepthBias(a, b, c) => (v1.cmd_set_depth_bias)(cb, *a, *b, *c),
-        Cmd::Blend(c) => (v1.cmd_set_blend_constants)(cb, c),
-        Cmd::Bounds(a, b) => (v1.cmd_set_depth_bounds)(cb, *a, *b),
-        Cmd::StencilCompare(face, v) => (v1.cmd_set_stencil_compare_mask)(cb, *face, *v),
-        Cmd::StencilWrite(face, v) => (v1.cmd_set_stencil_write_mask)(cb, *face, *v),
-        Cmd::StencilRef(face, v) => (v1.cmd_set_stencil_reference)(cb, *face, *v),
-        Cmd::Draw(a, b, c, e) => (v1.cmd_draw)(cb, *a, *b, *c, *e),
-        Cmd::DrawIndexed(a, b, c, o, e) => (v1.cmd_draw_indexed)(cb, *a, *b, *c, *o, *e),
-        Cmd::DrawIndirect(b, o, n, s) => (v1.cmd_draw_indirect)(cb, *b, *o, *n, *s),
-        Cmd::DrawIndexedIndirect(b, o, n, s) => (v1.cmd_draw_indexed_indirect)(cb, *b, *o, *n, *s),
-        Cmd::DrawIndirectCount(b, o, cbuf, co, m, s) => {
-            (d.fp_v1_2().cmd_draw_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
-        }
-        Cmd::DrawIndexedIndirectCount(b, o, cbuf, co, m, s) => {
-            (d.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
-        }
-        Cmd::Clear { attachments, rects } => {
-            let rects = t.clear_rects(rects);
-            if !rects.is_empty() {
-                (v1.cmd_clear_attachments)(
-                    cb,
-                    attachments.len() as u32,
-                    attachments.as_ptr(),
-                    rects.len() as u32,
-                    rects.as_ptr(),
                 )
             }
+            Cmd::BindVertex { first, buffers, offsets, sizes, strides } => {
+                if sizes.is_some() || strides.is_some() {
+                    (d.fp_v1_3().cmd_bind_vertex_buffers2)(
+                        cb,
+                        *first,
+                        buffers.len() as u32,
+                        buffers.as_ptr(),
+                        offsets.as_ptr(),
+                        sizes.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+                        strides.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+                    )
+                } else {
+                    (v1.cmd_bind_vertex_buffers)(cb, *first, buffers.len() as u32, buffers.as_ptr(), offsets.as_ptr())
+                }
+            }
+            Cmd::BindIndex(b, o, ty) => (v1.cmd_bind_index_buffer)(cb, *b, *o, *ty),
+            Cmd::Push { layout, stages, offset, data } => {
+                (v1.cmd_push_constants)(cb, *layout, *stages, *offset, data.len() as u32, data.as_ptr() as *const _)
+            }
+            Cmd::Viewport { first, v } => {
+                let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
+                (v1.cmd_set_viewport)(cb, *first, out.len() as u32, out.as_ptr())
+            }
+            Cmd::Scissor { first, s } => {
+                let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
+                (v1.cmd_set_scissor)(cb, *first, out.len() as u32, out.as_ptr())
+            }
+            Cmd::LineWidth(w) => (v1.cmd_set_line_width)(cb, *w),
+            Cmd::DepthBias(a, b, c) => (v1.cmd_set_depth_bias)(cb, *a, *b, *c),
+            Cmd::Blend(c) => (v1.cmd_set_blend_constants)(cb, c),
+            Cmd::Bounds(a, b) => (v1.cmd_set_depth_bounds)(cb, *a, *b),
+            Cmd::StencilCompare(face, v) => (v1.cmd_set_stencil_compare_mask)(cb, *face, *v),
+            Cmd::StencilWrite(face, v) => (v1.cmd_set_stencil_write_mask)(cb, *face, *v),
+            Cmd::StencilRef(face, v) => (v1.cmd_set_stencil_reference)(cb, *face, *v),
+            Cmd::Draw(a, b, c, e) => (v1.cmd_draw)(cb, *a, *b, *c, *e),
+            Cmd::DrawIndexed(a, b, c, o, e) => (v1.cmd_draw_indexed)(cb, *a, *b, *c, *o, *e),
+            Cmd::DrawIndirect(b, o, n, s) => (v1.cmd_draw_indirect)(cb, *b, *o, *n, *s),
+            Cmd::DrawIndexedIndirect(b, o, n, s) => (v1.cmd_draw_indexed_indirect)(cb, *b, *o, *n, *s),
+            Cmd::DrawIndirectCount(b, o, cbuf, co, m, s) => {
+                (d.fp_v1_2().cmd_draw_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
+            }
+            Cmd::DrawIndexedIndirectCount(b, o, cbuf, co, m, s) => {
+                (d.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
+            }
+            Cmd::Clear { attachments, rects } => {
+                let rects = t.clear_rects(rects);
+                if !rects.is_empty() {
+                    (v1.cmd_clear_attachments)(
+                        cb,
+                        attachments.len() as u32,
+                        attachments.as_ptr(),
+                        rects.len() as u32,
+                        rects.as_ptr(),
+                    )
+                }
+            }
+            Cmd::NextSubpass => (v1.cmd_next_subpass)(cb, vk::SubpassContents::INLINE),
+            Cmd::ViewportCount(v) => {
+                let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
+                (d.fp_v1_3().cmd_set_viewport_with_count)(cb, out.len() as u32, out.as_ptr())
+            }
+            Cmd::ScissorCount(s) => {
+                let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
+                (d.fp_v1_3().cmd_set_scissor_with_count)(cb, out.len() as u32, out.as_ptr())
+            }
+            Cmd::State { call, .. } => (call.0)(d, cb),
         }
-        Cmd::NextSubpass => (v1.cmd_next_subpass)(cb, vk::SubpassContents::INLINE),
-        Cmd::ViewportCount(v) => {
-            let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
-            (d.fp_v1_3().cmd_set_viewport_with_count)(cb, out.len() as u32, out.as_ptr())
-        }
-        Cmd::ScissorCount(s) => {
-            let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
-            (d.fp_v1_3().cmd_set_scissor_with_count)(cb, out.len() as u32, out.as_ptr())
-        }
-        Cmd::State { call, .. } => (call.0)(d, cb),
     }
 }
 
+/// # Safety
+/// `cb` is a recording command buffer of `f`'s device, held by the caller.
 unsafe fn emit_viewports(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
     let v: Vec<vk::Viewport> = st.viewports.iter().map_while(|v| *v).map(|v| t.viewport(&v)).collect();
     if !v.is_empty() {
-        (f.below.fp_v1_0().cmd_set_viewport)(cb, 0, v.len() as u32, v.as_ptr());
+        // SAFETY: `cb` is recording (the caller's guarantee); `v` is a live
+        // Vec of the count given.
+        unsafe { (f.below.fp_v1_0().cmd_set_viewport)(cb, 0, v.len() as u32, v.as_ptr()) };
     }
 }
 
+/// # Safety
+/// `cb` is a recording command buffer of `f`'s device, held by the caller.
 unsafe fn emit_scissors(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
     let s: Vec<vk::Rect2D> = st.scissors.iter().map_while(|s| *s).map(|s| t.rect(&s)).collect();
     if !s.is_empty() {
-        (f.below.fp_v1_0().cmd_set_scissor)(cb, 0, s.len() as u32, s.as_ptr());
+        // SAFETY: `cb` is recording (the caller's guarantee); `s` is a live
+        // Vec of the count given.
+        unsafe { (f.below.fp_v1_0().cmd_set_scissor)(cb, 0, s.len() as u32, s.as_ptr()) };
     }
 }
 
 /// Re-establishes `st` (the state at the start of the pass) under `t`.
+///
+/// # Safety
+/// As [`emit`], for every command of `st`: `cb` is the recording command
+/// buffer they were recorded in.
 pub(super) unsafe fn restore(f: &Fdm, cb: vk::CommandBuffer, st: &Snapshot, t: &Transform) {
     let mut scratch = st.clone();
-    for cmd in st.cmds.values() {
-        emit(f, cb, cmd, t, &mut scratch);
+    // SAFETY: the caller's guarantee (the capture rule) for every command
+    // of `st` and for `cb`.
+    unsafe {
+        for cmd in st.cmds.values() {
+            emit(f, cb, cmd, t, &mut scratch);
+        }
+        emit_viewports(f, cb, t, st);
+        emit_scissors(f, cb, t, st);
     }
-    emit_viewports(f, cb, t, st);
-    emit_scissors(f, cb, t, st);
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! not updated through a template can be copied; the copies' pools are
 //! freed with the command buffer's next reset.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::commands::InputSubst;
 use super::Fdm;
 use crate::device::DeviceCore;
@@ -15,6 +17,12 @@ use std::sync::Arc;
 /// `set`, or a copy of it whose input attachments name the replay's scratch
 /// views (made once per set and replay target, freed with the command
 /// buffer's next reset).
+///
+/// # Safety
+/// `set` is a valid descriptor set of the device, bound in the command
+/// buffer being recorded (so neither freed nor updated meanwhile without
+/// invalidating it: VUID-vkFreeDescriptorSets-pDescriptorSets-00309), and
+/// the caller holds the command buffer (its external synchronization).
 pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputSubst) -> vk::DescriptorSet {
     if let Some(s) = inputs.shadows.borrow().get(&set) {
         return *s;
@@ -32,16 +40,24 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
             None => sizes.push(vk::DescriptorPoolSize { ty: b.ty, descriptor_count: b.count }),
         }
     }
-    let Ok(pool) =
+    // SAFETY: a create info built here from a live Vec; `below` is the next
+    // layer's table for this device.
+    let Ok(pool) = (unsafe {
         d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
-    else {
+    }) else {
         return set;
     };
     inputs.pools.borrow_mut().push(pool);
     let layouts = [info.layout];
-    let Ok(shadow) = d.allocate_descriptor_sets(
-        &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
-    ) else {
+    // Known gap: the spec lets the application destroy `info.layout` while `set` lives, and the layer does not
+    // track vkDestroyDescriptorSetLayout.
+    // SAFETY: the pool is the layer's own, just made with room for this layout's descriptors; `info.layout` is the
+    // layout the application allocated `set` with, relied on to be alive (see the gap above).
+    let Ok(shadow) = (unsafe {
+        d.allocate_descriptor_sets(
+            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+        )
+    }) else {
         return set;
     };
     let shadow = shadow[0];
@@ -83,17 +99,33 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
         })
         .collect();
     // Copies are applied after writes within one call: two calls.
-    d.update_descriptor_sets(&[], &copies);
-    d.update_descriptor_sets(&writes, &[]);
+    // SAFETY: `shadow` is the layer's own set, in no command buffer yet (VUID-vkUpdateDescriptorSets-None-03047
+    // cannot apply); `set` is valid (the caller's guarantee); the views are the application's input attachments or
+    // the replay's scratch views, alive while the command buffer is recording; the arrays are live Vecs.
+    unsafe {
+        d.update_descriptor_sets(&[], &copies);
+        d.update_descriptor_sets(&writes, &[]);
+    }
     inputs.shadows.borrow_mut().insert(set, shadow);
     shadow
 }
 
 /// Destroys the shadow-set pools of a command buffer whose recording can no
 /// longer be pending.
+///
+/// # Safety
+/// The pools are the layer's own and no submitted work that uses their sets
+/// is still executing (VUID-vkDestroyDescriptorPool-descriptorPool-00303):
+/// the command buffer that recorded them is being reset, freed or begun
+/// again, which the application may only do once it is not pending
+/// (VUID-vkResetCommandBuffer-commandBuffer-00045,
+/// VUID-vkFreeCommandBuffers-pCommandBuffers-00047,
+/// VUID-vkBeginCommandBuffer-commandBuffer-00049).
 pub(super) unsafe fn free_shadow_pools(f: &Fdm, pools: &mut Vec<vk::DescriptorPool>) {
     for p in pools.drain(..) {
-        f.below.destroy_descriptor_pool(p, None);
+        // SAFETY: VUID-vkDestroyDescriptorPool-descriptorPool-00303: the
+        // caller's guarantee that no work using the pool is pending.
+        unsafe { f.below.destroy_descriptor_pool(p, None) };
     }
 }
 
@@ -133,7 +165,9 @@ impl Fdm {
     /// `ci` is the create info of `layout` (VUID-vkCreateDescriptorSetLayout-pCreateInfo-parameter).
     pub unsafe fn note_set_layout(&self, ci: &vk::DescriptorSetLayoutCreateInfo, layout: vk::DescriptorSetLayout) {
         if ci.flags.is_empty() && ci.p_next.is_null() {
-            let b = slice(ci.p_bindings, ci.binding_count)
+            // SAFETY: VUID-VkDescriptorSetLayoutCreateInfo-pBindings-parameter:
+            // `pBindings` holds `bindingCount` valid bindings.
+            let b = unsafe { slice(ci.p_bindings, ci.binding_count) }
                 .iter()
                 .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
                 .collect();
@@ -142,6 +176,10 @@ impl Fdm {
     }
 }
 
+/// `vkAllocateDescriptorSets`: the new sets' layouts are remembered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkAllocateDescriptorSets` call.
 pub unsafe fn allocate_descriptor_sets(
     _: &DeviceCore,
     f: &Fdm,
@@ -149,19 +187,31 @@ pub unsafe fn allocate_descriptor_sets(
     info: *const vk::DescriptorSetAllocateInfo<'_>,
     out: *mut vk::DescriptorSet,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().allocate_descriptor_sets)(device, info, out);
+    // SAFETY: the application's arguments of a valid vkAllocateDescriptorSets
+    // go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().allocate_descriptor_sets)(device, info, out) };
     let r = next();
     if r == vk::Result::SUCCESS {
-        let ci = &*info;
+        // SAFETY: VUID-vkAllocateDescriptorSets-pAllocateInfo-parameter,
+        // VUID-VkDescriptorSetAllocateInfo-pSetLayouts-parameter, VUID-vkAllocateDescriptorSets-pDescriptorSets-parameter:
+        // both arrays hold `descriptorSetCount` handles (the sets written by the successful call).
+        let (layouts, new) = unsafe {
+            let ci = &*info;
+            (slice(ci.p_set_layouts, ci.descriptor_set_count), slice(out, ci.descriptor_set_count))
+        };
         let mut sets = f.sets.lock();
-        let layouts = slice(ci.p_set_layouts, ci.descriptor_set_count);
-        for (set, layout) in slice(out, ci.descriptor_set_count).iter().zip(layouts) {
+        for (set, layout) in new.iter().zip(layouts) {
             sets.insert(*set, SetInfo { layout: *layout, ..Default::default() });
         }
     }
     r
 }
 
+/// `vkUpdateDescriptorSets`: which bindings are written, and the input
+/// attachments, are remembered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkUpdateDescriptorSets` call.
 pub unsafe fn update_descriptor_sets(
     _: &DeviceCore,
     f: &Fdm,
@@ -171,20 +221,29 @@ pub unsafe fn update_descriptor_sets(
     nc: u32,
     copies: *const vk::CopyDescriptorSet<'_>,
 ) {
-    let next = move || (f.below.fp_v1_0().update_descriptor_sets)(device, nw, writes, nc, copies);
+    // SAFETY: the application's arguments of a valid vkUpdateDescriptorSets
+    // go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().update_descriptor_sets)(device, nw, writes, nc, copies) };
     {
         let mut sets = f.sets.lock();
-        for w in slice(writes, nw) {
+        // SAFETY: VUID-vkUpdateDescriptorSets-pDescriptorWrites-parameter:
+        // `writes` holds `nw` valid writes.
+        for w in unsafe { slice(writes, nw) } {
             let Some(info) = sets.get_mut(&w.dst_set) else { continue };
             info.written.insert(w.dst_binding);
             if w.descriptor_type == vk::DescriptorType::INPUT_ATTACHMENT {
-                for (i, img) in slice(w.p_image_info, w.descriptor_count).iter().enumerate() {
+                // SAFETY: VUID-VkWriteDescriptorSet-descriptorType-00322: an
+                // input attachment write's `pImageInfo` holds `descriptorCount` infos.
+                let images = unsafe { slice(w.p_image_info, w.descriptor_count) };
+                for (i, img) in images.iter().enumerate() {
                     let at = (w.dst_binding, w.dst_array_element + i as u32);
                     info.put_input(at, img.image_view, img.image_layout);
                 }
             }
         }
-        for c in slice(copies, nc) {
+        // SAFETY: VUID-vkUpdateDescriptorSets-pDescriptorCopies-parameter:
+        // `copies` holds `nc` valid copies.
+        for c in unsafe { slice(copies, nc) } {
             let Some(src) = sets.get(&c.src_set).cloned() else { continue };
             let Some(dst) = sets.get_mut(&c.dst_set) else { continue };
             dst.written.insert(c.dst_binding);
@@ -201,6 +260,11 @@ pub unsafe fn update_descriptor_sets(
     next()
 }
 
+/// `vkUpdateDescriptorSetWithTemplate`: the set's contents become unknown
+/// to the layer (it is not shadowed).
+///
+/// # Safety
+/// The arguments are those of a valid `vkUpdateDescriptorSetWithTemplate` call.
 pub unsafe fn update_descriptor_set_with_template(
     _: &DeviceCore,
     f: &Fdm,
@@ -209,7 +273,9 @@ pub unsafe fn update_descriptor_set_with_template(
     template: vk::DescriptorUpdateTemplate,
     data: *const std::ffi::c_void,
 ) {
-    let next = move || (f.below.fp_v1_1().update_descriptor_set_with_template)(device, set, template, data);
+    // SAFETY: the application's arguments of a valid
+    // vkUpdateDescriptorSetWithTemplate go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_1().update_descriptor_set_with_template)(device, set, template, data) };
     if let Some(info) = f.sets.lock().get_mut(&set) {
         info.opaque = true;
     }

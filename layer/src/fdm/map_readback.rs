@@ -4,6 +4,8 @@
 //! every write the layer can see is read again only after a submission
 //! that may have written it ([`super::queue`]).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::{memory_type, Fdm};
 use crate::device::DeviceCore;
 use ash::vk;
@@ -27,10 +29,17 @@ unsafe impl Send for MapReader {}
 impl MapReader {
     /// The reader's objects; on a failure, those already made are destroyed
     /// (null handles are ignored by the destroy commands).
+    ///
+    /// # Safety
+    /// `device` is the device of `f` (its dispatchable handle), created with
+    /// a queue of `f.queue_family`.
     unsafe fn new(dev: &DeviceCore, f: &Fdm, device: vk::Device, size: u64) -> Result<MapReader, vk::Result> {
         let d = &f.below;
         let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
-        let queue = d.get_device_queue(f.queue_family, 0);
+        // SAFETY: VUID-vkGetDeviceQueue-queueFamilyIndex-00384 and
+        // VUID-vkGetDeviceQueue-queueIndex-00385: the device was created with
+        // queue 0 of `f.queue_family` (the caller's guarantee).
+        let queue = unsafe { d.get_device_queue(f.queue_family, 0) };
         let mut r = MapReader {
             queue,
             pool: vk::CommandPool::null(),
@@ -41,7 +50,11 @@ impl MapReader {
             size,
             ptr: std::ptr::null_mut(),
         };
-        let made = (|| {
+        // `vkSetDeviceLoaderData` gives the layer's own dispatchable handles the device's dispatch table, as the
+        // loader interface requires of objects a layer creates (`device` is this device: the caller's guarantee).
+        // SAFETY: every create info is built here from locals; every handle used is one made just above by the layer
+        // (the pool, the buffer, its memory); the memory is host visible and mapped once, whole.
+        let made = (|| unsafe {
             fail("vkCreateCommandPool")?;
             r.pool = d.create_command_pool(
                 &vk::CommandPoolCreateInfo::default()
@@ -81,17 +94,30 @@ impl MapReader {
         match made {
             Ok(()) => Ok(r),
             Err(e) => {
-                r.destroy(d);
+                // SAFETY: the objects are the layer's own and nothing was
+                // submitted with them.
+                unsafe { r.destroy(d) };
                 Err(e)
             }
         }
     }
 
+    /// Destroys the reader's objects.
+    ///
+    /// # Safety
+    /// `d` is the device the reader was made on, and no read is in flight:
+    /// every submission of the reader's command buffer was waited for on its
+    /// fence.
     pub unsafe fn destroy(self, d: &ash::Device) {
-        d.destroy_buffer(self.buffer, None);
-        d.free_memory(self.memory, None);
-        d.destroy_fence(self.fence, None);
-        d.destroy_command_pool(self.pool, None);
+        // SAFETY: the objects are the layer's own, and no submitted work uses them (the caller's guarantee):
+        // VUID-vkDestroyBuffer-buffer-00922, VUID-vkFreeMemory-memory-00677, VUID-vkDestroyFence-fence-01120,
+        // VUID-vkDestroyCommandPool-commandPool-00041. Freeing mapped memory unmaps it.
+        unsafe {
+            d.destroy_buffer(self.buffer, None);
+            d.free_memory(self.memory, None);
+            d.destroy_fence(self.fence, None);
+            d.destroy_command_pool(self.pool, None);
+        }
     }
 }
 
@@ -108,6 +134,11 @@ pub struct MapTexels {
 /// see every write to (usage only transfer, sampling and the map) are
 /// re-read after a transfer or layout transition of theirs was submitted;
 /// others are read every time.
+///
+/// # Safety
+/// `view` is a valid image view of the device (the density-map attachment
+/// of a render pass being begun), and its image is in `expected` (the
+/// layout the pass expects it in) or in the layout last noted for it.
 pub(super) unsafe fn density_map(
     dev: &DeviceCore,
     f: &Fdm,
@@ -129,7 +160,9 @@ pub(super) unsafe fn density_map(
             }
         }
     }
-    let (width, height, layers, texels) = read_map(dev, f, view, expected)?;
+    // SAFETY: the caller's guarantee: `view` is valid and in `expected` or
+    // its noted layout.
+    let (width, height, layers, texels) = unsafe { read_map(dev, f, view, expected)? };
     let m = Arc::new(MapTexels { width, height, layers, texels });
     if cacheable {
         f.map_cache.lock().insert(view, (generation, m.clone()));
@@ -138,6 +171,9 @@ pub(super) unsafe fn density_map(
 }
 
 /// Reads a density map (R8G8_UNORM) on the host: `(width, height, layers, texels)`.
+///
+/// # Safety
+/// As [`density_map`].
 unsafe fn read_map(
     dev: &DeviceCore,
     f: &Fdm,
@@ -157,21 +193,28 @@ unsafe fn read_map(
     let d = &f.below;
     let mut reader = f.reader.lock();
     if reader.as_ref().is_some_and(|r| r.size < size) {
-        reader.take().unwrap().destroy(d);
+        // SAFETY: every read waits for its fence before it returns (below),
+        // and the reader lock is held: no read is in flight.
+        unsafe { reader.take().unwrap().destroy(d) };
     }
     if reader.is_none() {
-        *reader = Some(
-            MapReader::new(dev, f, dev.handle, size.max(64 * 1024))
-                .map_err(|e| format!("cannot set up map reads: {e:?}"))?,
-        );
+        // SAFETY: `dev.handle` is the device of `f`, whose queue family
+        // `f.queue_family` it was created with.
+        let made = unsafe { MapReader::new(dev, f, dev.handle, size.max(64 * 1024)) };
+        *reader = Some(made.map_err(|e| format!("cannot set up map reads: {e:?}"))?);
     }
     let r = reader.as_ref().unwrap();
     let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::COLOR, level_count: 1, ..v.range };
     let e = |x: vk::Result| format!("map read failed: {x:?}");
-    d.begin_command_buffer(
-        r.cb,
-        &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-    )
+    // SAFETY: the reader's command buffer is the layer's own, not pending
+    // (the last read waited for its fence) and used only under the reader
+    // lock (its external synchronization); its pool allows resets.
+    unsafe {
+        d.begin_command_buffer(
+            r.cb,
+            &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+        )
+    }
     .map_err(e)?;
     let direct = layout == vk::ImageLayout::GENERAL || layout == vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
     let src_layout = if direct { layout } else { vk::ImageLayout::TRANSFER_SRC_OPTIMAL };
@@ -187,7 +230,12 @@ unsafe fn read_map(
             .subresource_range(range)]
     };
     let all = vk::PipelineStageFlags::ALL_COMMANDS;
-    d.cmd_pipeline_barrier(r.cb, all, all, vk::DependencyFlags::empty(), &[], &[], &barrier(layout, src_layout));
+    // SAFETY: recorded into the reader's own command buffer, begun above under the reader lock; `v.image` is the
+    // density map's image, valid with `view` (the caller's guarantee), in `layout`; the buffer is the reader's, at
+    // least `size` bytes (it was remade above if smaller).
+    unsafe {
+        d.cmd_pipeline_barrier(r.cb, all, all, vk::DependencyFlags::empty(), &[], &[], &barrier(layout, src_layout))
+    };
     let region = vk::BufferImageCopy::default()
         .image_subresource(vk::ImageSubresourceLayers {
             aspect_mask: vk::ImageAspectFlags::COLOR,
@@ -196,27 +244,42 @@ unsafe fn read_map(
             layer_count: layers,
         })
         .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-    d.cmd_copy_image_to_buffer(r.cb, v.image, src_layout, r.buffer, &[region]);
-    d.cmd_pipeline_barrier(
-        r.cb,
-        all,
-        all | vk::PipelineStageFlags::HOST,
-        vk::DependencyFlags::empty(),
-        &[vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::HOST_READ)],
-        &[],
-        &barrier(src_layout, layout),
-    );
-    d.end_command_buffer(r.cb).map_err(e)?;
+    // SAFETY: as above: the reader's own command buffer in the recording
+    // state, the map's image in `src_layout`, the reader's buffer.
+    unsafe {
+        d.cmd_copy_image_to_buffer(r.cb, v.image, src_layout, r.buffer, &[region]);
+        d.cmd_pipeline_barrier(
+            r.cb,
+            all,
+            all | vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ)],
+            &[],
+            &barrier(src_layout, layout),
+        );
+        d.end_command_buffer(r.cb)
+    }
+    .map_err(e)?;
     {
         let _g = f.queue_lock.lock();
         let cbs = [r.cb];
-        d.queue_submit(r.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], r.fence).map_err(e)?;
+        // SAFETY: the queue lock is held (the queue's external synchronization with the application's submissions
+        // through the layer); the command buffer is executable and the fence unsignaled (reset after the last read;
+        // VUID-vkQueueSubmit-fence-00063).
+        unsafe { d.queue_submit(r.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], r.fence) }.map_err(e)?;
     }
-    d.wait_for_fences(&[r.fence], true, u64::MAX).map_err(e)?;
-    d.reset_fences(&[r.fence]).map_err(e)?;
-    let bytes = std::slice::from_raw_parts(r.ptr, size as usize);
+    // SAFETY: the reader's own fence, submitted just above; waited for
+    // before it is reset (VUID-vkResetFences-pFences-01123).
+    unsafe {
+        d.wait_for_fences(&[r.fence], true, u64::MAX).map_err(e)?;
+        d.reset_fences(&[r.fence]).map_err(e)?;
+    }
+    // SAFETY: `r.ptr` maps the whole of the reader's host-coherent memory, at least `r.size >= size` bytes, and the
+    // copy into it finished (the fence was waited for after a transfer-to-host barrier); the buffer stays mapped
+    // while the reader lock is held.
+    let bytes = unsafe { std::slice::from_raw_parts(r.ptr, size as usize) };
     let pick = |s: vk::ComponentSwizzle, own: usize, t: &[u8]| -> u8 {
         match s {
             vk::ComponentSwizzle::IDENTITY => t[own],

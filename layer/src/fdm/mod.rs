@@ -45,6 +45,8 @@
 //! - `scratch`: the scratch targets and the blits to and from them;
 //! - `replay`: recording the plan.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod bins;
 pub mod capture;
 pub mod command_buffers;
@@ -320,8 +322,11 @@ pub struct Fdm {
 }
 
 /// What `vkCreateDevice` strips for the layer.
-pub struct StrippedFdm {
-    pub info: vk::DeviceCreateInfo<'static>,
+/// `info` borrows what the application's create info borrows (its queue
+/// infos, features, layer and extension names: `_names` points at the
+/// application's strings) and points into `_names` and `_chain`.
+pub struct StrippedFdm<'a> {
+    pub info: vk::DeviceCreateInfo<'a>,
     pub enabled: bool,
     _names: Vec<*const c_char>,
     _chain: Chain,
@@ -333,11 +338,15 @@ pub use crate::pnext::StripError;
 ///
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
-pub unsafe fn strip(info: &vk::DeviceCreateInfo) -> Result<StrippedFdm, StripError> {
-    let (kept, mut enabled) = crate::ffi::extensions_without(info, EXTENSION);
+pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>) -> Result<StrippedFdm<'a>, StripError> {
+    // SAFETY: the caller's guarantee: a valid create info.
+    let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
     // FDM2 requires FDM (VUID-vkCreateDevice-ppEnabledExtensionNames-01387).
-    let kept: Vec<*const c_char> = kept.into_iter().filter(|n| CStr::from_ptr(*n) != EXTENSION2).collect();
-    let mut chain = Chain::copy(info.p_next).map_err(StripError::Unknown)?;
+    // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter: each
+    // name is a null-terminated UTF-8 string.
+    let kept: Vec<*const c_char> = kept.into_iter().filter(|n| unsafe { CStr::from_ptr(*n) } != EXTENSION2).collect();
+    // SAFETY: VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain.
+    let mut chain = unsafe { Chain::copy(info.p_next) }.map_err(StripError::Unknown)?;
     if chain
         .get::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>()
         .is_some_and(|f| f.fragment_density_map_deferred == vk::TRUE)
@@ -352,12 +361,7 @@ pub unsafe fn strip(info: &vk::DeviceCreateInfo) -> Result<StrippedFdm, StripErr
         enabled &= f.fragment_density_map == vk::TRUE || f.fragment_density_map_non_subsampled_images == vk::TRUE;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT);
-    let mut out = StrippedFdm {
-        info: std::mem::transmute::<vk::DeviceCreateInfo, _>(*info),
-        enabled,
-        _names: kept,
-        _chain: chain,
-    };
+    let mut out = StrippedFdm { info: *info, enabled, _names: kept, _chain: chain };
     out.info.enabled_extension_count = out._names.len() as u32;
     out.info.pp_enabled_extension_names = out._names.as_ptr();
     out.info.p_next = out._chain.head();
@@ -388,7 +392,8 @@ impl Fdm {
     }
 
     /// # Safety
-    /// `dev` was just created; `below` loads its commands.
+    /// `dev` was just created from `info` on `pd`, a physical device of
+    /// `instance`; `below` loads its commands.
     pub unsafe fn new(
         mode: Mode,
         below: ash::Device,
@@ -398,8 +403,16 @@ impl Fdm {
         set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
         overlay: bool,
     ) -> Fdm {
-        let queue_family =
-            if info.queue_create_info_count > 0 { (*info.p_queue_create_infos).queue_family_index } else { 0 };
+        let queue_family = if info.queue_create_info_count > 0 {
+            // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
+            // `queueCreateInfoCount` (> 0) valid queue create infos.
+            unsafe { (*info.p_queue_create_infos).queue_family_index }
+        } else {
+            0
+        };
+        // SAFETY: `pd` is the physical device of `instance` the device was
+        // created from (the caller's guarantee).
+        let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
         Fdm {
             mode,
             below,
@@ -417,7 +430,7 @@ impl Fdm {
             queue_lock: Default::default(),
             reader: Default::default(),
             scratch: Default::default(),
-            memory: instance.get_physical_device_memory_properties(pd),
+            memory,
             queue_family,
             set_loader_data,
             overlay,
@@ -430,6 +443,8 @@ impl Fdm {
     }
 
     pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        // SAFETY: `physical_device` is the physical device of `instance` the
+        // device was created from (both outlive the device).
         *self.format_features.lock().entry(format).or_insert_with(|| unsafe {
             self.instance.get_physical_device_format_properties(self.physical_device, format).optimal_tiling_features
         })
@@ -439,19 +454,24 @@ impl Fdm {
     /// The device is idle.
     pub unsafe fn destroy(&self) {
         let d = &self.below;
-        for (_, p) in self.pipelines.lock().drain() {
-            for (area, v) in &p.variants {
-                if *area != (1, 1) {
-                    d.destroy_pipeline(*v, None);
+        // SAFETY: the layer's own objects (pipeline variants, scratch
+        // targets, shadow pools, the map reader) on an idle device (the
+        // caller's guarantee): no submitted work uses them.
+        unsafe {
+            for (_, p) in self.pipelines.lock().drain() {
+                for (area, v) in &p.variants {
+                    if *area != (1, 1) {
+                        d.destroy_pipeline(*v, None);
+                    }
                 }
             }
-        }
-        self.scratch.lock().destroy_all(d);
-        for (_, st) in self.cb_states.write().drain() {
-            descriptors::free_shadow_pools(self, &mut st.lock().shadow_pools);
-        }
-        if let Some(r) = self.reader.lock().take() {
-            r.destroy(d);
+            self.scratch.lock().destroy_all(d);
+            for (_, st) in self.cb_states.write().drain() {
+                descriptors::free_shadow_pools(self, &mut st.lock().shadow_pools);
+            }
+            if let Some(r) = self.reader.lock().take() {
+                r.destroy(d);
+            }
         }
     }
 }
@@ -463,6 +483,11 @@ fn memory_type(f: &Fdm, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32>
 // ---------------------------------------------------------------------------
 // Resource hooks
 
+/// `vkCreateImage`: the density-map usage and subsampled flag translated;
+/// the image remembered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateImage` call.
 pub unsafe fn create_image(
     _: &DeviceCore,
     f: &Fdm,
@@ -471,15 +496,19 @@ pub unsafe fn create_image(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Image,
 ) -> vk::Result {
-    let ci = &*info;
+    // SAFETY: VUID-vkCreateImage-pCreateInfo-parameter: a valid info.
+    let ci = unsafe { &*info };
     let mut copy = *ci;
     let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
     copy.flags &= !(vk::ImageCreateFlags::SUBSAMPLED_EXT);
     copy.usage = f.driver_usage(ci.usage, &[ci.format]);
-    let r = (f.below.fp_v1_0().create_image)(device, &copy, alloc, out);
+    // SAFETY: the application's valid call, with a copy of its info whose
+    // usage and flags the driver supports.
+    let r = unsafe { (f.below.fp_v1_0().create_image)(device, &copy, alloc, out) };
     if r == vk::Result::SUCCESS {
         f.images.lock().insert(
-            *out,
+            // SAFETY: VUID-vkCreateImage-pImage-parameter: written by the call.
+            unsafe { *out },
             ImageInfo {
                 format: ci.format,
                 extent: ci.extent,
@@ -493,6 +522,10 @@ pub unsafe fn create_image(
     r
 }
 
+/// `vkCreateImageView`: the density-map flags dropped; the view remembered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateImageView` call.
 pub unsafe fn create_image_view(
     _: &DeviceCore,
     f: &Fdm,
@@ -501,11 +534,13 @@ pub unsafe fn create_image_view(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::ImageView,
 ) -> vk::Result {
-    let ci = &*info;
+    // SAFETY: VUID-vkCreateImageView-pCreateInfo-parameter: a valid info.
+    let ci = unsafe { &*info };
     let mut copy = *ci;
     copy.flags &= !(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
         | vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT);
-    let r = (f.below.fp_v1_0().create_image_view)(device, &copy, alloc, out);
+    // SAFETY: the application's valid call, without the flags the driver lacks.
+    let r = unsafe { (f.below.fp_v1_0().create_image_view)(device, &copy, alloc, out) };
     if r == vk::Result::SUCCESS {
         let mut range = ci.subresource_range;
         if let Some(img) = f.images.lock().get(&ci.image) {
@@ -517,13 +552,18 @@ pub unsafe fn create_image_view(
             range.level_count = 1;
         }
         f.views.lock().insert(
-            *out,
+            // SAFETY: VUID-vkCreateImageView-pView-parameter: written by the call.
+            unsafe { *out },
             ViewInfo { image: ci.image, format: ci.format, range, view_type: ci.view_type, components: ci.components },
         );
     }
     r
 }
 
+/// `vkCreateSampler`: the subsampled flags dropped.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateSampler` call.
 pub unsafe fn create_sampler(
     _: &DeviceCore,
     f: &Fdm,
@@ -532,10 +572,12 @@ pub unsafe fn create_sampler(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Sampler,
 ) -> vk::Result {
-    let mut copy = *info;
+    // SAFETY: VUID-vkCreateSampler-pCreateInfo-parameter: a valid info.
+    let mut copy = unsafe { *info };
     copy.flags &=
         !(vk::SamplerCreateFlags::SUBSAMPLED_EXT | vk::SamplerCreateFlags::SUBSAMPLED_COARSE_RECONSTRUCTION_EXT);
-    (f.below.fp_v1_0().create_sampler)(device, &copy, alloc, out)
+    // SAFETY: the application's valid call, without the subsampled flags.
+    unsafe { (f.below.fp_v1_0().create_sampler)(device, &copy, alloc, out) }
 }
 
 /// Render pass attachment descriptions of either version.
@@ -580,12 +622,16 @@ fn translate_attachments<A: Attachment>(attachments: &mut [A], density_map: Opti
 /// A copy of a render pass create info's chain without the density-map
 /// structure, and the density map's attachment; `None` (logged) when the
 /// chain holds a structure the layer cannot copy.
+///
+/// # Safety
+/// `p_next` is a valid `pNext` chain.
 unsafe fn render_pass_chain(
     dev: &DeviceCore,
     command: &str,
     p_next: *const std::ffi::c_void,
 ) -> Option<(Chain, Option<u32>)> {
-    let mut chain = match Chain::copy(p_next) {
+    // SAFETY: the caller's guarantee.
+    let mut chain = match unsafe { Chain::copy(p_next) } {
         Ok(c) => c,
         Err(e) => {
             dev.log().warn(id::CREATE_INFO_UNKNOWN, &format!("{command}: {e}; passed down unchanged"));
@@ -600,6 +646,11 @@ unsafe fn render_pass_chain(
     Some((chain, density_map))
 }
 
+/// `vkCreateRenderPass`: layouts, stages and access translated, the
+/// density-map structure dropped; the pass remembered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateRenderPass` call.
 pub unsafe fn create_render_pass(
     dev: &DeviceCore,
     f: &Fdm,
@@ -608,21 +659,30 @@ pub unsafe fn create_render_pass(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().create_render_pass)(device, info, alloc, out);
-    let ci = &*info;
-    let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass", ci.p_next) else {
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().create_render_pass)(device, info, alloc, out) };
+    // SAFETY: VUID-vkCreateRenderPass-pCreateInfo-parameter and
+    // VUID-VkRenderPassCreateInfo-pNext-pNext: a valid info and chain.
+    let ci = unsafe { &*info };
+    let Some((mut chain, density_map)) = (unsafe { render_pass_chain(dev, "vkCreateRenderPass", ci.p_next) }) else {
         return next();
     };
-    let mut attachments: Vec<vk::AttachmentDescription> = slice(ci.p_attachments, ci.attachment_count).to_vec();
+    // SAFETY: VUID-VkRenderPassCreateInfo-pAttachments-parameter and
+    // VUID-VkRenderPassCreateInfo-pSubpasses-parameter: each array holds its count of valid items.
+    let (attachments_in, subpasses) =
+        unsafe { (slice(ci.p_attachments, ci.attachment_count), slice(ci.p_subpasses, ci.subpass_count)) };
+    let mut attachments: Vec<vk::AttachmentDescription> = attachments_in.to_vec();
     translate_attachments(&mut attachments, density_map);
-    let subpasses = slice(ci.p_subpasses, ci.subpass_count);
     let mut refs: Vec<Vec<vk::AttachmentReference>> = Vec::new();
     let mut subs: Vec<vk::SubpassDescription> = Vec::new();
     let mut used = vec![false; attachments.len()];
     for s in subpasses {
         let mut c = *s;
         let mut fix = |p: *const vk::AttachmentReference, n: u32, refs: &mut Vec<Vec<vk::AttachmentReference>>| {
-            let v: Vec<vk::AttachmentReference> = slice(p, n)
+            // SAFETY: VUID-VkSubpassDescription-pInputAttachments-parameter, -pColorAttachments-parameter,
+            // -pResolveAttachments-parameter and -pDepthStencilAttachment-parameter: called with each array and its
+            // count (the optional ones only when non-null).
+            let v: Vec<vk::AttachmentReference> = unsafe { slice(p, n) }
                 .iter()
                 .map(|r| {
                     if let Some(u) = used.get_mut(r.attachment as usize) {
@@ -644,7 +704,8 @@ pub unsafe fn create_render_pass(
         }
         subs.push(c);
     }
-    let deps: Vec<vk::SubpassDependency> = slice(ci.p_dependencies, ci.dependency_count)
+    // SAFETY: VUID-VkRenderPassCreateInfo-pDependencies-parameter.
+    let deps: Vec<vk::SubpassDependency> = unsafe { slice(ci.p_dependencies, ci.dependency_count) }
         .iter()
         .map(|d| vk::SubpassDependency {
             src_stage_mask: stages(d.src_stage_mask),
@@ -657,20 +718,31 @@ pub unsafe fn create_render_pass(
     let inputs = subpasses.iter().any(|s| s.input_attachment_count > 0);
     let view_mask = chain
         .get::<vk::RenderPassMultiviewCreateInfo>()
-        .map(|m| slice(m.p_view_masks, m.subpass_count).iter().fold(0, |a, b| a | b))
+        // SAFETY: VUID-VkRenderPassMultiviewCreateInfo-pViewMasks-parameter
+        // (the copied structure still points at the application's array).
+        .map(|m| unsafe { slice(m.p_view_masks, m.subpass_count) }.iter().fold(0, |a, b| a | b))
         .unwrap_or(0);
     let mut copy = *ci;
     copy.p_next = chain.head();
     copy.p_attachments = attachments.as_ptr();
     copy.p_subpasses = subs.as_ptr();
     copy.p_dependencies = deps.as_ptr();
-    let r = (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out);
+    // SAFETY: the application's valid call with its arrays translated into
+    // live Vecs of the same counts and its chain copied without the
+    // density-map structure.
+    let r = unsafe { (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out) };
     if r == vk::Result::SUCCESS {
-        f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
+        // SAFETY: VUID-vkCreateRenderPass-pRenderPass-parameter: written by the call.
+        let pass = unsafe { *out };
+        f.passes.lock().insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
     }
     r
 }
 
+/// `vkCreateRenderPass2`: as [`create_render_pass`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateRenderPass2` call.
 pub unsafe fn create_render_pass2(
     dev: &DeviceCore,
     f: &Fdm,
@@ -680,34 +752,41 @@ pub unsafe fn create_render_pass2(
     out: *mut vk::RenderPass,
 ) -> vk::Result {
     let down = move || f.below.fp_v1_2().create_render_pass2;
-    let next = move || down()(device, info, alloc, out);
-    let ci = &*info;
-    let Some((mut chain, density_map)) = render_pass_chain(dev, "vkCreateRenderPass2", ci.p_next) else {
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { down()(device, info, alloc, out) };
+    // SAFETY: VUID-vkCreateRenderPass2-pCreateInfo-parameter and
+    // VUID-VkRenderPassCreateInfo2-pNext-pNext: a valid info and chain.
+    let ci = unsafe { &*info };
+    let Some((mut chain, density_map)) = (unsafe { render_pass_chain(dev, "vkCreateRenderPass2", ci.p_next) }) else {
         return next();
     };
-    let mut attachments: Vec<vk::AttachmentDescription2> = slice(ci.p_attachments, ci.attachment_count).to_vec();
+    // SAFETY: VUID-VkRenderPassCreateInfo2-pAttachments-parameter and
+    // VUID-VkRenderPassCreateInfo2-pSubpasses-parameter: each array holds its count of valid items.
+    let (attachments_in, subpasses) =
+        unsafe { (slice(ci.p_attachments, ci.attachment_count), slice(ci.p_subpasses, ci.subpass_count)) };
+    let mut attachments: Vec<vk::AttachmentDescription2> = attachments_in.to_vec();
     translate_attachments(&mut attachments, density_map);
     let mut used = vec![false; attachments.len()];
-    let mut refs: Vec<Vec<vk::AttachmentReference2<'static>>> = Vec::new();
+    // The references keep the application's `pNext` (and its borrow: they
+    // are used only within this call).
+    let mut refs: Vec<Vec<vk::AttachmentReference2>> = Vec::new();
     let mut chains: Vec<Chain> = Vec::new();
     let mut subs: Vec<vk::SubpassDescription2> = Vec::new();
     let mut view_mask = 0;
-    for s in slice(ci.p_subpasses, ci.subpass_count) {
+    for s in subpasses {
         let mut c = *s;
         view_mask |= s.view_mask;
-        let mut fix = |p: *const vk::AttachmentReference2<'_>,
-                       n: u32,
-                       refs: &mut Vec<Vec<vk::AttachmentReference2<'static>>>|
-         -> *const vk::AttachmentReference2<'static> {
-            let v: Vec<vk::AttachmentReference2> = slice(p, n)
+        let mut fix = |p, n: u32, refs: &mut Vec<Vec<_>>| {
+            // SAFETY: the -parameter VUIDs of VkSubpassDescription2's pInputAttachments, pColorAttachments,
+            // pResolveAttachments, pDepthStencilAttachment and VkSubpassDescriptionDepthStencilResolve's
+            // pDepthStencilResolveAttachment: each array with its count (optional ones only when non-null).
+            let v: Vec<vk::AttachmentReference2> = unsafe { slice::<vk::AttachmentReference2>(p, n) }
                 .iter()
                 .map(|r| {
                     if let Some(u) = used.get_mut(r.attachment as usize) {
                         *u = true;
                     }
-                    let mut r2: vk::AttachmentReference2<'static> = std::mem::transmute(*r);
-                    r2.layout = layout(r.layout);
-                    r2
+                    vk::AttachmentReference2 { layout: layout(r.layout), ..*r }
                 })
                 .collect();
             refs.push(v);
@@ -721,19 +800,22 @@ pub unsafe fn create_render_pass2(
         if !s.p_depth_stencil_attachment.is_null() {
             c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
         }
-        if let Some(ds) = crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) {
+        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain.
+        if let Some(ds) = unsafe { crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) } {
             if !ds.p_depth_stencil_resolve_attachment.is_null() {
                 fix(ds.p_depth_stencil_resolve_attachment, 1, &mut refs);
             }
         }
-        if let Ok(mut sc) = Chain::copy(s.p_next) {
+        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain.
+        if let Ok(mut sc) = unsafe { Chain::copy(s.p_next) } {
             c.p_next = sc.head();
             chains.push(sc);
         }
         subs.push(c);
     }
     let mut dep_chains: Vec<Chain> = Vec::new();
-    let deps: Vec<vk::SubpassDependency2> = slice(ci.p_dependencies, ci.dependency_count)
+    // SAFETY: VUID-VkRenderPassCreateInfo2-pDependencies-parameter.
+    let deps: Vec<vk::SubpassDependency2> = unsafe { slice(ci.p_dependencies, ci.dependency_count) }
         .iter()
         .map(|d| {
             let mut c = *d;
@@ -741,7 +823,8 @@ pub unsafe fn create_render_pass2(
             c.dst_stage_mask = stages(d.dst_stage_mask);
             c.src_access_mask = access(d.src_access_mask);
             c.dst_access_mask = access(d.dst_access_mask);
-            if let Ok(mut ch) = Chain::copy(d.p_next) {
+            // SAFETY: VUID-VkSubpassDependency2-pNext-pNext: a valid chain.
+            if let Ok(mut ch) = unsafe { Chain::copy(d.p_next) } {
                 if let Some(b) = ch.get_mut::<vk::MemoryBarrier2>() {
                     b.src_stage_mask = stages2(b.src_stage_mask);
                     b.dst_stage_mask = stages2(b.dst_stage_mask);
@@ -760,7 +843,10 @@ pub unsafe fn create_render_pass2(
     copy.p_attachments = attachments.as_ptr();
     copy.p_subpasses = subs.as_ptr();
     copy.p_dependencies = deps.as_ptr();
-    let r = down()(device, &copy, alloc, out);
+    // SAFETY: the application's valid call with its arrays translated into
+    // live Vecs of the same counts and its chains copied (alive in `chain`,
+    // `chains`, `dep_chains`).
+    let r = unsafe { down()(device, &copy, alloc, out) };
     if r == vk::Result::SUCCESS {
         let attachments = attachments
             .iter()
@@ -776,11 +862,18 @@ pub unsafe fn create_render_pass2(
                 final_layout: a.final_layout,
             })
             .collect();
-        f.passes.lock().insert(*out, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
+        // SAFETY: VUID-vkCreateRenderPass2-pRenderPass-parameter: written by the call.
+        let pass = unsafe { *out };
+        f.passes.lock().insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
     }
     r
 }
 
+/// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated
+/// as `vkCreateImage` translates it; the framebuffer remembered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateFramebuffer` call.
 pub unsafe fn create_framebuffer(
     dev: &DeviceCore,
     f: &Fdm,
@@ -789,22 +882,29 @@ pub unsafe fn create_framebuffer(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Framebuffer,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().create_framebuffer)(device, info, alloc, out);
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().create_framebuffer)(device, info, alloc, out) };
     // An imageless framebuffer declares its images' usage, which must
     // match the images as created (VUID-VkRenderPassBeginInfo-framebuffer-04627):
     // translated as `vkCreateImage` translates it.
-    let ci = &*info;
-    let translated = match crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>(ci.p_next) {
+    // SAFETY: VUID-vkCreateFramebuffer-pCreateInfo-parameter and
+    // VUID-VkFramebufferCreateInfo-pNext-pNext: a valid info and chain.
+    let (ci, attachments_info) =
+        unsafe { (&*info, crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>((*info).p_next)) };
+    let translated = match attachments_info {
         Some(a) if ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS) => {
+            // SAFETY: VUID-VkFramebufferAttachmentsCreateInfo-pAttachmentImageInfos-parameter.
             let infos: Vec<vk::FramebufferAttachmentImageInfo> =
-                slice(a.p_attachment_image_infos, a.attachment_image_info_count)
+                unsafe { slice(a.p_attachment_image_infos, a.attachment_image_info_count) }
                     .iter()
                     .map(|i| {
-                        let formats = slice(i.p_view_formats, i.view_format_count);
+                        // SAFETY: VUID-VkFramebufferAttachmentImageInfo-pViewFormats-parameter.
+                        let formats = unsafe { slice(i.p_view_formats, i.view_format_count) };
                         vk::FramebufferAttachmentImageInfo { usage: f.driver_usage(i.usage, formats), ..*i }
                     })
                     .collect();
-            match crate::pnext::Chain::copy(ci.p_next) {
+            // SAFETY: VUID-VkFramebufferCreateInfo-pNext-pNext: a valid chain.
+            match unsafe { crate::pnext::Chain::copy(ci.p_next) } {
                 Ok(mut chain) => {
                     if let Some(c) = chain.get_mut::<vk::FramebufferAttachmentsCreateInfo>() {
                         c.p_attachment_image_infos = infos.as_ptr();
@@ -827,15 +927,21 @@ pub unsafe fn create_framebuffer(
     let r = match translated {
         Some((mut chain, _infos)) => {
             let copy = vk::FramebufferCreateInfo { p_next: chain.head(), ..*ci };
-            (f.below.fp_v1_0().create_framebuffer)(device, &copy, alloc, out)
+            // SAFETY: the application's valid call with its chain copied and
+            // the image infos' usage translated (alive in `chain`, `_infos`).
+            unsafe { (f.below.fp_v1_0().create_framebuffer)(device, &copy, alloc, out) }
         }
         None => next(),
     };
     if r == vk::Result::SUCCESS {
         let imageless = ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS);
-        let views = if imageless { Vec::new() } else { slice(ci.p_attachments, ci.attachment_count).to_vec() };
+        // SAFETY: VUID-VkFramebufferCreateInfo-flags-02778: without the
+        // imageless flag, `pAttachments` holds `attachmentCount` views.
+        let views =
+            if imageless { Vec::new() } else { unsafe { slice(ci.p_attachments, ci.attachment_count) }.to_vec() };
         f.framebuffers.lock().insert(
-            *out,
+            // SAFETY: VUID-vkCreateFramebuffer-pFramebuffer-parameter: written by the call.
+            unsafe { *out },
             Arc::new(FramebufferInfo { views, imageless, extent: (ci.width, ci.height), layers: ci.layers }),
         );
     }
@@ -845,6 +951,11 @@ pub unsafe fn create_framebuffer(
 // ---------------------------------------------------------------------------
 // Shaders and pipelines
 
+/// `vkCreateShaderModule`: the density built-ins lowered for a 1x1 area;
+/// what variants need remembered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateShaderModule` call.
 pub unsafe fn create_shader_module(
     dev: &DeviceCore,
     f: &Fdm,
@@ -853,9 +964,15 @@ pub unsafe fn create_shader_module(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::ShaderModule,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().create_shader_module)(device, info, alloc, out);
-    let ci = &*info;
-    let code = crate::spirv::words(ci.p_code, ci.code_size);
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().create_shader_module)(device, info, alloc, out) };
+    // SAFETY: VUID-vkCreateShaderModule-pCreateInfo-parameter and
+    // VUID-VkShaderModuleCreateInfo-pCode-parameter: a valid info whose code
+    // holds `codeSize` bytes, alive for this call.
+    let (ci, code) = unsafe {
+        let ci = &*info;
+        (ci, crate::spirv::words(ci.p_code, ci.code_size))
+    };
     let density = shader_fdm::uses_density_builtins(code);
     let Ok(module) = overlap_shaders::parse(code) else { return next() };
     let fragment = module.entry_points.iter().any(|e| {
@@ -877,7 +994,9 @@ pub unsafe fn create_shader_module(
                 let mut copy = *ci;
                 copy.code_size = w.len() * 4;
                 copy.p_code = w.as_ptr();
-                (f.below.fp_v1_0().create_shader_module)(device, &copy, alloc, out)
+                // SAFETY: the application's valid call with its code lowered
+                // (a live Vec, validated).
+                unsafe { (f.below.fp_v1_0().create_shader_module)(device, &copy, alloc, out) }
             }
             None => next(),
         }
@@ -885,7 +1004,8 @@ pub unsafe fn create_shader_module(
         next()
     };
     if r == vk::Result::SUCCESS {
-        f.modules.lock().insert(*out, Arc::new(facts));
+        // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter: written by the call.
+        f.modules.lock().insert(unsafe { *out }, Arc::new(facts));
     }
     r
 }
@@ -910,8 +1030,13 @@ fn variant_words(dev: &DeviceCore, code: &[u32], p: shader_fdm::Params) -> Optio
 }
 
 /// Invocations per fragment a pipeline asks for (`FragInvocationCountEXT`).
+///
+/// # Safety
+/// `info` is a valid create info of a pipeline with a fragment shader.
 unsafe fn invocations(info: &vk::GraphicsPipelineCreateInfo, sample_rate: bool) -> u32 {
-    let Some(ms) = info.p_multisample_state.as_ref() else { return 1 };
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pMultisampleState-09027: a
+    // non-null `pMultisampleState` is valid.
+    let Some(ms) = (unsafe { info.p_multisample_state.as_ref() }) else { return 1 };
     let samples = ms.rasterization_samples.as_raw().max(1);
     if sample_rate {
         samples
@@ -922,6 +1047,12 @@ unsafe fn invocations(info: &vk::GraphicsPipelineCreateInfo, sample_rate: bool) 
     }
 }
 
+/// `vkCreateGraphicsPipelines`: one at a time, each density-map pipeline
+/// with its per-area variants.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateGraphicsPipelines` call.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn create_graphics_pipelines(
     dev: &DeviceCore,
     f: &Fdm,
@@ -932,20 +1063,27 @@ pub unsafe fn create_graphics_pipelines(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Pipeline,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out);
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next =
+        move || unsafe { (f.below.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out) };
     if count == 0 || infos.is_null() {
         return next();
     }
-    let infos_in = std::slice::from_raw_parts(infos, count as usize);
+    // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter: `count`
+    // valid create infos.
+    let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
     let mut result = vk::Result::SUCCESS;
     // One at a time: each density-map pipeline may need variants.
     for (i, info) in infos_in.iter().enumerate() {
-        let r = create_one(dev, f, cache, info, alloc, out.add(i));
+        // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
+        // holds `count` handles, `i < count`; `info` is valid.
+        let r = unsafe { create_one(dev, f, cache, info, alloc, out.add(i)) };
         if r != vk::Result::SUCCESS {
             result = r;
             if info.flags.contains(vk::PipelineCreateFlags::EARLY_RETURN_ON_FAILURE) {
                 for j in i + 1..infos_in.len() {
-                    *out.add(j) = vk::Pipeline::null();
+                    // SAFETY: as above, `j < count`.
+                    unsafe { *out.add(j) = vk::Pipeline::null() };
                 }
                 break;
             }
@@ -954,6 +1092,12 @@ pub unsafe fn create_graphics_pipelines(
     result
 }
 
+/// One pipeline of a `vkCreateGraphicsPipelines` (and, for a density-map
+/// pass, its per-area variants).
+///
+/// # Safety
+/// `info` is a valid create info of the device's pipeline, `alloc` valid or
+/// null, and `out` a writable handle.
 unsafe fn create_one(
     dev: &DeviceCore,
     f: &Fdm,
@@ -966,7 +1110,9 @@ unsafe fn create_one(
     let flag = vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
     let for_density_map =
         info.flags.contains(flag) || f.passes.lock().get(&info.render_pass).is_some_and(|p| p.density_map.is_some());
-    let stages = slice(info.p_stages, info.stage_count);
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: `stageCount`
+    // valid stages (none for a library without shader stages).
+    let stages = unsafe { slice(info.p_stages, info.stage_count) };
     let facts: Vec<Option<Arc<ModuleFacts>>> = {
         let modules = f.modules.lock();
         stages.iter().map(|s| modules.get(&s.module).cloned()).collect()
@@ -975,35 +1121,43 @@ unsafe fn create_one(
     let mut copy = *info;
     copy.flags &= !flag;
     if !for_density_map {
-        return down(dev.handle, cache, 1, &copy, alloc, out);
+        // SAFETY: the application's valid info, without the density-map flag.
+        return unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
     }
     let mut pinfo = PipelineInfo { side_effects, ..Default::default() };
     // Binned replays set viewports and scissors per bin: make them dynamic.
-    let dynamic_in: Vec<vk::DynamicState> = info
-        .p_dynamic_state
-        .as_ref()
-        .map(|d| slice(d.p_dynamic_states, d.dynamic_state_count).to_vec())
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter: a non-null dynamic state is valid.
+    let dynamic_in: Vec<vk::DynamicState> = unsafe { info.p_dynamic_state.as_ref() }
+        // SAFETY: VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter: `dynamicStateCount` states.
+        .map(|d| unsafe { slice(d.p_dynamic_states, d.dynamic_state_count) }.to_vec())
         .unwrap_or_default();
     let mut dynamic = dynamic_in.clone();
     let mut dyn_info;
-    let viewport_state = info.p_viewport_state.as_ref();
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pViewportState-09025: a
+    // non-null `pViewportState` is valid.
+    let viewport_state = unsafe { info.p_viewport_state.as_ref() };
     if f.mode == Mode::Binned {
         if let Some(vs) = viewport_state {
             if !dynamic_in.contains(&vk::DynamicState::VIEWPORT)
                 && !dynamic_in.contains(&vk::DynamicState::VIEWPORT_WITH_COUNT)
             {
-                pinfo.static_viewports = Some(slice(vs.p_viewports, vs.viewport_count).to_vec());
+                // SAFETY: static viewports: `pViewports` holds `viewportCount`
+                // viewports (it is ignored only where they are dynamic).
+                pinfo.static_viewports = Some(unsafe { slice(vs.p_viewports, vs.viewport_count) }.to_vec());
                 dynamic.push(vk::DynamicState::VIEWPORT);
             }
             if !dynamic_in.contains(&vk::DynamicState::SCISSOR)
                 && !dynamic_in.contains(&vk::DynamicState::SCISSOR_WITH_COUNT)
             {
-                pinfo.static_scissors = Some(slice(vs.p_scissors, vs.scissor_count).to_vec());
+                // SAFETY: static scissors: `pScissors` holds `scissorCount`
+                // rectangles (it is ignored only where they are dynamic).
+                pinfo.static_scissors = Some(unsafe { slice(vs.p_scissors, vs.scissor_count) }.to_vec());
                 dynamic.push(vk::DynamicState::SCISSOR);
             }
         }
         if dynamic.len() != dynamic_in.len() {
-            dyn_info = info.p_dynamic_state.as_ref().copied().unwrap_or_default();
+            // SAFETY: as above (VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter).
+            dyn_info = unsafe { info.p_dynamic_state.as_ref() }.copied().unwrap_or_default();
             dyn_info.dynamic_state_count = dynamic.len() as u32;
             dyn_info.p_dynamic_states = dynamic.as_ptr();
             copy.p_dynamic_state = &dyn_info;
@@ -1020,16 +1174,22 @@ unsafe fn create_one(
         (Some(_), Mode::Binned) => &AREAS[..],
     };
     if areas.is_empty() {
-        let r = down(dev.handle, cache, 1, &copy, alloc, out);
+        // SAFETY: the application's valid info with viewports and scissors
+        // made dynamic (`dyn_info`, `dynamic` alive); `out` is writable and
+        // written on success (the caller's guarantee).
+        let r = unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
         if r == vk::Result::SUCCESS {
-            pinfo.variants.insert((1, 1), *out);
-            f.pipelines.lock().insert(*out, Arc::new(pinfo));
+            // SAFETY: `out` was written by the successful call.
+            let p = unsafe { *out };
+            pinfo.variants.insert((1, 1), p);
+            f.pipelines.lock().insert(p, Arc::new(pinfo));
         }
         return r;
     }
     let fs = fs.unwrap();
     let m = facts[fs].clone().unwrap();
-    let inv = invocations(info, m.sample_rate);
+    // SAFETY: the caller's guarantee: a valid info, with a fragment stage.
+    let inv = unsafe { invocations(info, m.sample_rate) };
     let mut made: Vec<((u32, u32), vk::Pipeline)> = Vec::new();
     for &area in areas {
         let Some(words) = variant_words(dev, m.words.as_ref().unwrap(), shader_fdm::Params { area, invocations: inv })
@@ -1039,7 +1199,9 @@ unsafe fn create_one(
         let mci =
             vk::ShaderModuleCreateInfo { code_size: words.len() * 4, p_code: words.as_ptr(), ..Default::default() };
         let mut module = vk::ShaderModule::null();
-        let r = (f.below.fp_v1_0().create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module);
+        // SAFETY: a create info built here over a live Vec of the lowered
+        // (validated) code.
+        let r = unsafe { (f.below.fp_v1_0().create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module) };
         if r != vk::Result::SUCCESS {
             break;
         }
@@ -1048,8 +1210,14 @@ unsafe fn create_one(
         let mut c = copy;
         c.p_stages = st.as_ptr();
         let mut p = vk::Pipeline::null();
-        let r = down(dev.handle, cache, 1, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p);
-        (f.below.fp_v1_0().destroy_shader_module)(dev.handle, module, std::ptr::null());
+        // SAFETY: the application's valid info with the fragment stage's module replaced by the variant's (a module
+        // of this device, alive until after the call) and the stages in a live Vec; a module may be destroyed once
+        // the pipelines made from it exist.
+        let r = unsafe {
+            let r = down(dev.handle, cache, 1, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p);
+            (f.below.fp_v1_0().destroy_shader_module)(dev.handle, module, std::ptr::null());
+            r
+        };
         if r != vk::Result::SUCCESS {
             if area == (1, 1) {
                 return r;
@@ -1060,10 +1228,13 @@ unsafe fn create_one(
     }
     if made.first().map(|m| m.0) != Some((1, 1)) {
         // The variants could not be made: the application's stages as they are.
-        let r = down(dev.handle, cache, 1, &copy, alloc, out);
+        // SAFETY: as for a pipeline without variants above.
+        let r = unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
         if r == vk::Result::SUCCESS {
-            pinfo.variants.insert((1, 1), *out);
-            f.pipelines.lock().insert(*out, Arc::new(pinfo));
+            // SAFETY: `out` was written by the successful call.
+            let p = unsafe { *out };
+            pinfo.variants.insert((1, 1), p);
+            f.pipelines.lock().insert(p, Arc::new(pinfo));
         }
         return r;
     }
@@ -1075,9 +1246,11 @@ unsafe fn create_one(
             "some per-area pipeline variants could not be made; those areas fall back to 1x1",
         );
     }
-    *out = made[0].1;
+    let first = made[0].1;
+    // SAFETY: `out` is writable (the caller's guarantee).
+    unsafe { *out = first };
     pinfo.variants = made.into_iter().collect();
-    f.pipelines.lock().insert(*out, Arc::new(pinfo));
+    f.pipelines.lock().insert(first, Arc::new(pinfo));
     vk::Result::SUCCESS
 }
 

@@ -15,6 +15,8 @@
 //! capture. Such a pass *goes live*: it begins for real as recorded, what was
 //! captured so far goes down unchanged, and later commands go straight down.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::capture::record_in;
 use super::command_buffers::cb_state;
 use super::commands::{emit, restore, Cmd, Snapshot, Transform};
@@ -89,6 +91,12 @@ fn fallback_log(dev: &DeviceCore, begin: &Begin, why: &str) {
 }
 
 /// Begins the application's pass for real (as translated) with `INLINE` contents.
+///
+/// # Safety
+/// `cb` is a recording command buffer of `f`'s device, held by the caller,
+/// outside a render pass; `begin` is a copy of a valid begin the
+/// application recorded in it (alive: the capture rule of
+/// [`super::commands`]), or one retargeted at the layer's scratch targets.
 pub(super) unsafe fn begin_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
     match begin {
         Begin::RenderPass { render_pass, framebuffer, area, clears, views, .. } => {
@@ -101,7 +109,9 @@ pub(super) unsafe fn begin_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
             if !views.is_empty() {
                 info = info.push_next(&mut attach);
             }
-            (f.below.fp_v1_0().cmd_begin_render_pass)(cb, &info, vk::SubpassContents::INLINE)
+            // SAFETY: the caller's guarantee; the info and its chain are
+            // locals pointing into `begin`'s Vecs.
+            unsafe { (f.below.fp_v1_0().cmd_begin_render_pass)(cb, &info, vk::SubpassContents::INLINE) }
         }
         Begin::Rendering { flags, area, layers, view_mask, colors, depth, stencil, .. } => {
             let info = vk::RenderingInfo {
@@ -115,39 +125,67 @@ pub(super) unsafe fn begin_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
                 p_stencil_attachment: stencil.as_ref().map_or(std::ptr::null(), |d| d as *const _),
                 ..Default::default()
             };
-            (f.below.fp_v1_3().cmd_begin_rendering)(cb, &info)
+            // SAFETY: the caller's guarantee; the info points into
+            // `begin`'s Vec and options (attachments without `pNext`).
+            unsafe { (f.below.fp_v1_3().cmd_begin_rendering)(cb, &info) }
         }
     }
 }
 
+/// Ends the pass `begin` began.
+///
+/// # Safety
+/// `cb` is a recording command buffer of `f`'s device, held by the caller,
+/// inside the pass [`begin_real`] began from `begin` (in its last subpass).
 pub(super) unsafe fn end_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
-    match begin {
-        Begin::RenderPass { .. } => (f.below.fp_v1_0().cmd_end_render_pass)(cb),
-        Begin::Rendering { .. } => (f.below.fp_v1_3().cmd_end_rendering)(cb),
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        match begin {
+            Begin::RenderPass { .. } => (f.below.fp_v1_0().cmd_end_render_pass)(cb),
+            Begin::Rendering { .. } => (f.below.fp_v1_3().cmd_end_rendering)(cb),
+        }
     }
 }
 
 /// Stops capturing: the pass begins for real at 1x1 and what was captured
 /// goes down unchanged.
+///
+/// # Safety
+/// As [`begin_live`].
 pub(super) unsafe fn go_live(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass, why: &str) {
     fallback_log(dev, &pass.begin, why);
-    begin_live(f, cb, pass);
+    // SAFETY: the caller's guarantee.
+    unsafe { begin_live(f, cb, pass) };
 }
 
 /// The pass begins for real, as recorded, and what was captured so far goes
 /// down unchanged; later commands go straight down.
+///
+/// # Safety
+/// `cb` is the recording command buffer of `f`'s device that `pass` was
+/// begun (and so far captured) in, held by the caller, with nothing of the
+/// pass sent down yet (the capture rule of [`super::commands`]).
 pub(super) unsafe fn begin_live(f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) {
-    begin_real(f, cb, &pass.begin);
     let mut st = pass.state.clone();
-    restore(f, cb, &st.clone(), &Transform::IDENTITY);
-    for c in std::mem::take(&mut pass.cmds) {
-        emit(f, cb, &c, &Transform::IDENTITY, &mut st);
+    // SAFETY: the caller's guarantee (the capture rule): the begin, the
+    // state at the start of the pass, then the captured commands in order.
+    unsafe {
+        begin_real(f, cb, &pass.begin);
+        restore(f, cb, &st.clone(), &Transform::IDENTITY);
+        for c in std::mem::take(&mut pass.cmds) {
+            emit(f, cb, &c, &Transform::IDENTITY, &mut st);
+        }
     }
     pass.state = st;
     pass.capturing = false;
 }
 
 /// Starts a density-map pass: capture (binned) or go down at once.
+///
+/// # Safety
+/// `cb` is the application's recording command buffer of `f`'s device,
+/// held during its call, outside a render pass; `begin` is a copy of the
+/// valid begin it is recording.
 unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, early: Option<&str>) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
@@ -168,36 +206,52 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now.
-        match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| density_map(dev, f, view, layout)) {
+        // SAFETY: the map's view is named by the valid begin being recorded,
+        // in the layout that begin expects it in.
+        match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| unsafe { density_map(dev, f, view, layout) })
+        {
             Ok(m) => pass.map = Some(m),
             Err(e) => why = Some(e),
         }
     }
     if let Some(why) = why {
-        if why.is_empty() {
-            begin_live(f, cb, &mut pass);
-        } else {
-            go_live(dev, f, cb, &mut pass, &why);
+        // SAFETY: the caller's guarantee: `cb` is recording `pass`'s begin,
+        // nothing of it sent down yet.
+        unsafe {
+            if why.is_empty() {
+                begin_live(f, cb, &mut pass);
+            } else {
+                go_live(dev, f, cb, &mut pass, &why);
+            }
         }
     }
     s.pass = Some(pass);
 }
 
+/// The begin of a density-map render pass, copied (`None` for a pass
+/// without a density map).
+///
+/// # Safety
+/// `info` is a valid `VkRenderPassBeginInfo` (its chain and clear values).
 unsafe fn render_pass_begin(f: &Fdm, info: &vk::RenderPassBeginInfo) -> Option<Begin> {
     let pass = f.passes.lock().get(&info.render_pass).cloned()?;
     pass.density_map?;
     let fb = f.framebuffers.lock().get(&info.framebuffer).cloned()?;
     let mut views = Vec::new();
     if fb.imageless {
-        if let Some(a) = crate::pnext::find::<vk::RenderPassAttachmentBeginInfo>(info.p_next) {
-            views = slice(a.p_attachments, a.attachment_count).to_vec();
+        // SAFETY: VUID-VkRenderPassBeginInfo-pNext-pNext: a valid chain.
+        if let Some(a) = unsafe { crate::pnext::find::<vk::RenderPassAttachmentBeginInfo>(info.p_next) } {
+            // SAFETY: VUID-VkRenderPassAttachmentBeginInfo-pAttachments-parameter: `attachmentCount` views.
+            views = unsafe { slice(a.p_attachments, a.attachment_count) }.to_vec();
         }
     }
     Some(Begin::RenderPass {
         render_pass: info.render_pass,
         framebuffer: info.framebuffer,
         area: info.render_area,
-        clears: slice(info.p_clear_values, info.clear_value_count).to_vec(),
+        // SAFETY: VUID-VkRenderPassBeginInfo-pClearValues-parameter (the
+        // values are copied at once).
+        clears: unsafe { slice(info.p_clear_values, info.clear_value_count) }.to_vec(),
         views,
         pass,
         fb,
@@ -205,9 +259,14 @@ unsafe fn render_pass_begin(f: &Fdm, info: &vk::RenderPassBeginInfo) -> Option<B
 }
 
 /// Structures in a begin info's chain the layer can carry to a replay.
+///
+/// # Safety
+/// `p` is a valid `pNext` chain.
 unsafe fn only_known(mut p: *const std::ffi::c_void, known: &[vk::StructureType]) -> bool {
     while !p.is_null() {
-        let b = &*(p as *const vk::BaseInStructure);
+        // SAFETY: the caller's guarantee: every non-null link of a valid chain
+        // starts with `sType` and `pNext` (VkBaseInStructure).
+        let b = unsafe { &*(p as *const vk::BaseInStructure) };
         if !known.contains(&b.s_type) {
             return false;
         }
@@ -217,14 +276,24 @@ unsafe fn only_known(mut p: *const std::ffi::c_void, known: &[vk::StructureType]
 }
 
 /// Why a render pass must render at 1x1 from its start, if it must.
+///
+/// # Safety
+/// `p_next` is a valid `pNext` chain (`sub_next` is only compared with null).
 unsafe fn early_render_pass(
     p_next: *const std::ffi::c_void,
     sub_next: *const std::ffi::c_void,
 ) -> Option<&'static str> {
-    let copyable = only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) && sub_next.is_null();
+    // SAFETY: the caller's guarantee.
+    let copyable =
+        unsafe { only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) } && sub_next.is_null();
     (!copyable).then_some("its begin info chains a structure the layer does not replay")
 }
 
+/// `vkCmdBeginRenderPass`: a density-map pass starts (captured in mode
+/// `binned`).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginRenderPass` call.
 pub unsafe fn cmd_begin_render_pass(
     dev: &DeviceCore,
     f: &Fdm,
@@ -232,12 +301,21 @@ pub unsafe fn cmd_begin_render_pass(
     info: *const vk::RenderPassBeginInfo<'_>,
     contents: vk::SubpassContents,
 ) {
-    let next = move || (f.below.fp_v1_0().cmd_begin_render_pass)(cb, info, contents);
-    let Some(begin) = render_pass_begin(f, &*info) else { return next() };
-    let early = early_render_pass((*info).p_next, std::ptr::null());
-    start(dev, f, cb, begin, early)
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().cmd_begin_render_pass)(cb, info, contents) };
+    // SAFETY: VUID-vkCmdBeginRenderPass-pRenderPassBegin-parameter: a valid
+    // begin info; `cb` is recording, held during this call.
+    unsafe {
+        let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+        let early = early_render_pass((*info).p_next, std::ptr::null());
+        start(dev, f, cb, begin, early)
+    }
 }
 
+/// `vkCmdBeginRenderPass2`: as [`cmd_begin_render_pass`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginRenderPass2` call.
 pub unsafe fn cmd_begin_render_pass2(
     dev: &DeviceCore,
     f: &Fdm,
@@ -245,13 +323,23 @@ pub unsafe fn cmd_begin_render_pass2(
     info: *const vk::RenderPassBeginInfo<'_>,
     sub: *const vk::SubpassBeginInfo<'_>,
 ) {
-    let next = move || (f.below.fp_v1_2().cmd_begin_render_pass2)(cb, info, sub);
-    let Some(begin) = render_pass_begin(f, &*info) else { return next() };
-    let early = early_render_pass((*info).p_next, (*sub).p_next);
-    start(dev, f, cb, begin, early)
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_2().cmd_begin_render_pass2)(cb, info, sub) };
+    // SAFETY: VUID-vkCmdBeginRenderPass2-pRenderPassBegin-parameter and
+    // VUID-vkCmdBeginRenderPass2-pSubpassBeginInfo-parameter: valid infos;
+    // `cb` is recording, held during this call.
+    unsafe {
+        let Some(begin) = render_pass_begin(f, &*info) else { return next() };
+        let early = early_render_pass((*info).p_next, (*sub).p_next);
+        start(dev, f, cb, begin, early)
+    }
 }
 
 /// A subpass change or the end of a pass, in a density-map pass or not.
+///
+/// # Safety
+/// `cb` is the application's recording command buffer of `f`'s device,
+/// held during its valid call of the command that `next` sends down.
 unsafe fn pass_command(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, end: bool, next: impl FnOnce()) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
@@ -263,18 +351,25 @@ unsafe fn pass_command(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, end: bo
         if pass.capturing {
             pass.cmds.push(Cmd::NextSubpass);
         } else {
-            emit(f, cb, &Cmd::NextSubpass, &Transform::IDENTITY, &mut pass.state);
+            // SAFETY: the capture rule: the live pass's subpass change goes
+            // down at once into the recording `cb`.
+            unsafe { emit(f, cb, &Cmd::NextSubpass, &Transform::IDENTITY, &mut pass.state) };
         }
         return;
     }
     let mut pass = s.pass.take().unwrap();
-    if pass.capturing {
-        if let Err(why) = replay(dev, f, cb, &mut pass) {
-            go_live(dev, f, cb, &mut pass, &why);
+    // SAFETY: the application's valid end of the pass in the recording `cb`
+    // (the capture rule of `super::commands`): a captured pass is replayed
+    // (or goes live, nothing of it sent down yet, then ends); a live one ends.
+    unsafe {
+        if pass.capturing {
+            if let Err(why) = replay(dev, f, cb, &mut pass) {
+                go_live(dev, f, cb, &mut pass, &why);
+                end_real(f, cb, &pass.begin);
+            }
+        } else {
             end_real(f, cb, &pass.begin);
         }
-    } else {
-        end_real(f, cb, &pass.begin);
     }
     s.shadow_pools.append(&mut pass.shadow_pools);
     // After a pass the state is the pass's last (replays restore it exactly
@@ -282,11 +377,21 @@ unsafe fn pass_command(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, end: bo
     s.snapshot = pass.state;
 }
 
+/// `vkCmdNextSubpass`.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdNextSubpass` call.
 pub unsafe fn cmd_next_subpass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, contents: vk::SubpassContents) {
-    let next = move || (f.below.fp_v1_0().cmd_next_subpass)(cb, contents);
-    pass_command(dev, f, cb, false, next)
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().cmd_next_subpass)(cb, contents) };
+    // SAFETY: the application's valid call on its recording `cb`, held now.
+    unsafe { pass_command(dev, f, cb, false, next) }
 }
 
+/// `vkCmdNextSubpass2`.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdNextSubpass2` call.
 pub unsafe fn cmd_next_subpass2(
     dev: &DeviceCore,
     f: &Fdm,
@@ -294,58 +399,95 @@ pub unsafe fn cmd_next_subpass2(
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
 ) {
-    let next = move || (f.below.fp_v1_2().cmd_next_subpass2)(cb, b, e);
-    pass_command(dev, f, cb, false, next)
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_2().cmd_next_subpass2)(cb, b, e) };
+    // SAFETY: the application's valid call on its recording `cb`, held now.
+    unsafe { pass_command(dev, f, cb, false, next) }
 }
 
+/// `vkCmdEndRenderPass`.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdEndRenderPass` call.
 pub unsafe fn cmd_end_render_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
-    let next = move || (f.below.fp_v1_0().cmd_end_render_pass)(cb);
-    pass_command(dev, f, cb, true, next)
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().cmd_end_render_pass)(cb) };
+    // SAFETY: the application's valid call on its recording `cb`, held now.
+    unsafe { pass_command(dev, f, cb, true, next) }
 }
 
+/// `vkCmdEndRenderPass2`.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdEndRenderPass2` call.
 pub unsafe fn cmd_end_render_pass2(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>) {
-    let next = move || (f.below.fp_v1_2().cmd_end_render_pass2)(cb, e);
-    pass_command(dev, f, cb, true, next)
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_2().cmd_end_render_pass2)(cb, e) };
+    // SAFETY: the application's valid call on its recording `cb`, held now.
+    unsafe { pass_command(dev, f, cb, true, next) }
 }
 
+/// `vkCmdBeginRendering` with a density map: a density-map pass starts.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginRendering` call.
 pub unsafe fn cmd_begin_rendering(
     dev: &DeviceCore,
     f: &Fdm,
     cb: vk::CommandBuffer,
     info: *const vk::RenderingInfo<'_>,
 ) {
-    let next = move || (f.below.fp_v1_3().cmd_begin_rendering)(cb, info);
-    let ri = &*info;
-    let Some(map) = crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next)
-        .filter(|m| m.image_view != vk::ImageView::null())
-    else {
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_3().cmd_begin_rendering)(cb, info) };
+    // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter and
+    // VUID-VkRenderingInfo-pNext-pNext: a valid info with a valid chain.
+    let (ri, map) = unsafe {
+        let ri = &*info;
+        (ri, crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next))
+    };
+    let Some(map) = map.filter(|m| m.image_view != vk::ImageView::null()) else {
         return next();
     };
+    // Field by field, without `pNext` (a chain the copy must not borrow:
+    // one makes the pass go live below): the copy borrows nothing.
     let copy_att = |a: &vk::RenderingAttachmentInfo| -> vk::RenderingAttachmentInfo<'static> {
-        let mut c: vk::RenderingAttachmentInfo<'static> = std::mem::transmute(*a);
-        c.p_next = std::ptr::null();
-        c
+        vk::RenderingAttachmentInfo::default()
+            .image_view(a.image_view)
+            .image_layout(a.image_layout)
+            .resolve_mode(a.resolve_mode)
+            .resolve_image_view(a.resolve_image_view)
+            .resolve_image_layout(a.resolve_image_layout)
+            .load_op(a.load_op)
+            .store_op(a.store_op)
+            .clear_value(a.clear_value)
     };
-    let colors: Vec<vk::RenderingAttachmentInfo<'static>> =
-        slice(ri.p_color_attachments, ri.color_attachment_count).iter().map(copy_att).collect();
+    // SAFETY: VUID-VkRenderingInfo-pColorAttachments-parameter and VUID-VkRenderingInfo-pDepthAttachment-parameter,
+    // VUID-VkRenderingInfo-pStencilAttachment-parameter: `colorAttachmentCount` valid attachments, and valid (or
+    // null) depth and stencil attachments.
+    let (colors_in, depth_in, stencil_in) = unsafe {
+        (
+            slice(ri.p_color_attachments, ri.color_attachment_count),
+            ri.p_depth_attachment.as_ref(),
+            ri.p_stencil_attachment.as_ref(),
+        )
+    };
+    let colors: Vec<vk::RenderingAttachmentInfo<'static>> = colors_in.iter().map(copy_att).collect();
     let begin = Begin::Rendering {
         flags: ri.flags,
         area: ri.render_area,
         layers: ri.layer_count,
         view_mask: ri.view_mask,
         colors,
-        depth: ri.p_depth_attachment.as_ref().map(copy_att),
-        stencil: ri.p_stencil_attachment.as_ref().map(copy_att),
+        depth: depth_in.map(copy_att),
+        stencil: stencil_in.map(copy_att),
         map: map.image_view,
         map_layout: super::layout(map.image_layout),
     };
-    let atts = slice(ri.p_color_attachments, ri.color_attachment_count)
-        .iter()
-        .chain(ri.p_depth_attachment.as_ref())
-        .chain(ri.p_stencil_attachment.as_ref());
+    let atts = colors_in.iter().chain(depth_in).chain(stencil_in);
     let mut early = None;
+    // SAFETY: VUID-VkRenderingInfo-pNext-pNext: a valid chain.
     if atts.clone().any(|a| !a.p_next.is_null())
-        || !only_known(ri.p_next, &[vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT])
+        || !unsafe { only_known(ri.p_next, &[vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT]) }
     {
         early = Some("its rendering info chains a structure the layer does not replay");
     } else if ri.flags.intersects(vk::RenderingFlags::SUSPENDING | vk::RenderingFlags::RESUMING) {
@@ -355,7 +497,8 @@ pub unsafe fn cmd_begin_rendering(
     }
     if f.mode == Mode::Baseline || early.is_some() {
         // Down as the application gave it, without the density map.
-        let mut chain = match crate::pnext::Chain::copy(ri.p_next) {
+        // SAFETY: VUID-VkRenderingInfo-pNext-pNext: a valid chain.
+        let mut chain = match unsafe { crate::pnext::Chain::copy(ri.p_next) } {
             Ok(c) => c,
             Err(_) => return next(),
         };
@@ -365,7 +508,9 @@ pub unsafe fn cmd_begin_rendering(
         if let Some(why) = early {
             fallback_log(dev, &begin, why);
         }
-        (f.below.fp_v1_3().cmd_begin_rendering)(cb, &c);
+        // SAFETY: the application's valid info, with the density-map
+        // structure left out of a copy of its chain (alive in `chain`).
+        unsafe { (f.below.fp_v1_3().cmd_begin_rendering)(cb, &c) };
         if f.mode == Mode::Baseline {
             return;
         }
@@ -376,14 +521,27 @@ pub unsafe fn cmd_begin_rendering(
             Some(Pass { begin, capturing: false, cmds: Vec::new(), state: st, map: None, shadow_pools: Vec::new() });
         return;
     }
-    start(dev, f, cb, begin, None)
+    // SAFETY: `cb` is recording, held during this call; `begin` is a copy
+    // of the valid info.
+    unsafe { start(dev, f, cb, begin, None) }
 }
 
+/// `vkCmdEndRendering`.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdEndRendering` call.
 pub unsafe fn cmd_end_rendering(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
-    let next = move || (f.below.fp_v1_3().cmd_end_rendering)(cb);
-    pass_command(dev, f, cb, true, next)
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_3().cmd_end_rendering)(cb) };
+    // SAFETY: the application's valid call on its recording `cb`, held now.
+    unsafe { pass_command(dev, f, cb, true, next) }
 }
 
+/// `vkCmdExecuteCommands`: in a density-map render pass, the commands the
+/// secondaries captured are recorded into the primary instead.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdExecuteCommands` call.
 pub unsafe fn cmd_execute_commands(
     dev: &DeviceCore,
     f: &Fdm,
@@ -391,19 +549,25 @@ pub unsafe fn cmd_execute_commands(
     n: u32,
     cbs: *const vk::CommandBuffer,
 ) {
-    let next = move || (f.below.fp_v1_0().cmd_execute_commands)(cb, n, cbs);
+    // SAFETY: the application's arguments of a valid call go down unchanged.
+    let next = move || unsafe { (f.below.fp_v1_0().cmd_execute_commands)(cb, n, cbs) };
     let shared = cb_state(f, cb);
     let in_pass = shared.lock().pass.as_ref().is_some_and(|p| matches!(p.begin, Begin::RenderPass { .. }));
     if !in_pass {
         return next();
     }
-    for sec in slice(cbs, n) {
+    // SAFETY: VUID-vkCmdExecuteCommands-pCommandBuffers-parameter: `n`
+    // valid command buffers.
+    for sec in unsafe { slice(cbs, n) } {
         let cmds = cb_state(f, *sec).lock().captured.clone();
         match cmds {
             Some(cmds) => {
                 let mut s = shared.lock();
                 for c in cmds {
-                    record_in(dev, f, cb, &mut s, c);
+                    // SAFETY: the capture rule, through the secondary: it is executable
+                    // (VUID-vkCmdExecuteCommands-pCommandBuffers-00089), its commands valid and objects alive;
+                    // invalidating it would invalidate `cb`.
+                    unsafe { record_in(dev, f, cb, &mut s, c) };
                 }
             }
             None => dev.log().log_once(

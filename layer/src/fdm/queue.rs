@@ -5,13 +5,15 @@
 //! uses such a map reads it again ([`super::map_readback`]). Submissions
 //! (the application's and the layer's own map reads) hold the queue lock.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::command_buffers::cb_state;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
 use ash::vk;
 
-unsafe fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) {
+fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) {
     for cb in cbs {
         let (layouts, writes) = {
             let shared = cb_state(f, cb);
@@ -38,12 +40,18 @@ unsafe fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) 
 macro_rules! transfer_write_hooks {
     ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $dst:expr, $ver:ident.$field:ident; )*) => {
         $(
+            #[doc = concat!("`", $name, "`: notes a write into a density map.")]
+            ///
+            /// # Safety
+            #[doc = concat!("The arguments are those of a valid `", $name, "` call.")]
             pub unsafe fn $hook(_: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
                 let dst: vk::Image = $dst;
                 if f.images.lock().get(&dst).is_some_and(|i| i.density_map) {
                     cb_state(f, cb).lock().map_writes.push(dst);
                 }
-                (f.below.$ver().$field)(cb $(, $a)*)
+                // SAFETY: the application's arguments of a valid call go down
+                // unchanged through the next layer's entry point for this device.
+                unsafe { (f.below.$ver().$field)(cb $(, $a)*) }
             }
         )*
     };
@@ -61,15 +69,32 @@ transfer_write_hooks! {
     "vkCmdClearColorImage" PFN_vkCmdClearColorImage fn cmd_clear_color_image(cb, image: vk::Image, l: vk::ImageLayout,
         c: *const vk::ClearColorValue, n: u32, r: *const vk::ImageSubresourceRange) => image, fp_v1_0.cmd_clear_color_image;
     "vkCmdCopyBufferToImage2" PFN_vkCmdCopyBufferToImage2 fn cmd_copy_buffer_to_image2(cb, i: *const vk::CopyBufferToImageInfo2)
-        => (*i).dst_image, fp_v1_3.cmd_copy_buffer_to_image2;
+        => {
+            // SAFETY: VUID-vkCmdCopyBufferToImage2-pCopyBufferToImageInfo-parameter: `i` is a valid info.
+            unsafe { (*i).dst_image }
+        }, fp_v1_3.cmd_copy_buffer_to_image2;
     "vkCmdCopyImage2" PFN_vkCmdCopyImage2 fn cmd_copy_image2(cb, i: *const vk::CopyImageInfo2)
-        => (*i).dst_image, fp_v1_3.cmd_copy_image2;
+        => {
+            // SAFETY: VUID-vkCmdCopyImage2-pCopyImageInfo-parameter: `i` is a valid info.
+            unsafe { (*i).dst_image }
+        }, fp_v1_3.cmd_copy_image2;
     "vkCmdBlitImage2" PFN_vkCmdBlitImage2 fn cmd_blit_image2(cb, i: *const vk::BlitImageInfo2)
-        => (*i).dst_image, fp_v1_3.cmd_blit_image2;
+        => {
+            // SAFETY: VUID-vkCmdBlitImage2-pBlitImageInfo-parameter: `i` is a valid info.
+            unsafe { (*i).dst_image }
+        }, fp_v1_3.cmd_blit_image2;
     "vkCmdResolveImage2" PFN_vkCmdResolveImage2 fn cmd_resolve_image2(cb, i: *const vk::ResolveImageInfo2)
-        => (*i).dst_image, fp_v1_3.cmd_resolve_image2;
+        => {
+            // SAFETY: VUID-vkCmdResolveImage2-pResolveImageInfo-parameter: `i` is a valid info.
+            unsafe { (*i).dst_image }
+        }, fp_v1_3.cmd_resolve_image2;
 }
 
+/// `vkQueueSubmit`: the submitted command buffers' density-map layouts and
+/// writes become known, under the queue lock.
+///
+/// # Safety
+/// The arguments are those of a valid `vkQueueSubmit` call.
 pub unsafe fn queue_submit(
     _: &DeviceCore,
     f: &Fdm,
@@ -78,12 +103,23 @@ pub unsafe fn queue_submit(
     s: *const vk::SubmitInfo<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().queue_submit)(q, n, s, fence);
+    // SAFETY: the application's arguments of a valid vkQueueSubmit go down
+    // unchanged; the queue lock is held around it (the queue's external
+    // synchronization, shared with the layer's own map reads).
+    let next = move || unsafe { (f.below.fp_v1_0().queue_submit)(q, n, s, fence) };
     let _g = f.queue_lock.lock();
-    note_submitted(f, slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)).copied());
+    // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter and
+    // VUID-VkSubmitInfo-pCommandBuffers-parameter: `s` holds `n` valid submit
+    // infos, each with `commandBufferCount` command buffers.
+    let cbs = unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)) };
+    note_submitted(f, cbs.copied());
     next()
 }
 
+/// `vkQueueSubmit2`: as [`queue_submit`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkQueueSubmit2` call.
 pub unsafe fn queue_submit2(
     _: &DeviceCore,
     f: &Fdm,
@@ -92,20 +128,26 @@ pub unsafe fn queue_submit2(
     s: *const vk::SubmitInfo2<'_>,
     fence: vk::Fence,
 ) -> vk::Result {
-    let next = move || (f.below.fp_v1_3().queue_submit2)(q, n, s, fence);
+    // SAFETY: as in `queue_submit`: the application's arguments of a valid
+    // vkQueueSubmit2 go down unchanged, under the queue lock.
+    let next = move || unsafe { (f.below.fp_v1_3().queue_submit2)(q, n, s, fence) };
     let _g = f.queue_lock.lock();
-    note_submitted(
-        f,
-        slice(s, n)
-            .iter()
-            .flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count))
-            .map(|c| c.command_buffer),
-    );
+    // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter and
+    // VUID-VkSubmitInfo2-pCommandBufferInfos-parameter: `s` holds `n` valid
+    // submit infos, each with `commandBufferInfoCount` infos.
+    let cbs = unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count)) };
+    note_submitted(f, cbs.map(|c| c.command_buffer));
     next()
 }
 
+/// `vkQueueWaitIdle`, under the queue lock.
+///
+/// # Safety
+/// `q` is a valid queue of the device (VUID-vkQueueWaitIdle-queue-parameter).
 pub unsafe fn queue_wait_idle(_: &DeviceCore, f: &Fdm, q: vk::Queue) -> vk::Result {
-    let next = move || (f.below.fp_v1_0().queue_wait_idle)(q);
+    // SAFETY: VUID-vkQueueWaitIdle-queue-parameter: the application's queue
+    // goes down unchanged, under the queue lock (its external synchronization).
+    let next = move || unsafe { (f.below.fp_v1_0().queue_wait_idle)(q) };
     let _g = f.queue_lock.lock();
     next()
 }

@@ -12,6 +12,8 @@
 //! outlines each bin in a colour per area. Any failure before recording is a
 //! fallback to 1x1 with the command buffer untouched.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::bins::{self, Rect};
 use super::commands::{emit, restore, Cmd, InputSubst, Transform};
 use super::map_readback::density_map;
@@ -36,6 +38,10 @@ fn overlay_color(area: (u32, u32)) -> [f32; 4] {
 }
 
 /// Outlines each bin of a replay (inside the pass, on colour attachment 0).
+///
+/// # Safety
+/// `cb` is a recording command buffer of `f`'s device, held by the caller,
+/// inside a replay of a pass with a colour attachment 0.
 unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Transform) {
     let att = [vk::ClearAttachment {
         aspect_mask: vk::ImageAspectFlags::COLOR,
@@ -58,17 +64,27 @@ unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Tra
         push(vk::Rect2D { offset: e.offset, extent: vk::Extent2D { width: 1.min(w), height: h } });
     }
     if !rects.is_empty() {
-        (f.below.fp_v1_0().cmd_clear_attachments)(cb, 1, att.as_ptr(), rects.len() as u32, rects.as_ptr());
+        // SAFETY: the caller's guarantee (recording, inside the replay, colour
+        // attachment 0 exists); the arrays are live locals of the counts given.
+        unsafe { (f.below.fp_v1_0().cmd_clear_attachments)(cb, 1, att.as_ptr(), rects.len() as u32, rects.as_ptr()) };
     }
 }
 
 /// Plans and records the replays of a captured pass; `Err(why)` when it
 /// must render at 1x1 instead (nothing has been recorded then).
+///
+/// # Safety
+/// `cb` is the recording command buffer of `f`'s device that `pass` was
+/// captured in, held by the caller at the application's end of the pass,
+/// outside any render pass; the capture rule of [`super::commands`] holds
+/// for `pass`'s commands, begin and attachments.
 pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
     let (atts, map, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     let m = match &pass.map {
         Some(m) => m.clone(),
-        None => density_map(dev, f, map, map_layout)?,
+        // SAFETY: the map's view is alive (the capture rule: the pass's
+        // begin names it) and in the layout the pass expects it in.
+        None => unsafe { density_map(dev, f, map, map_layout)? },
     };
     let (mw, mh, ml, texels) = (m.width, m.height, m.layers, &m.texels);
     let ra = pass.begin.area();
@@ -88,8 +104,12 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     });
     let (planned, finish) = match plan(&atts, replays, f.overlay, &|format| f.format_features(format))? {
         Plan::AsRecorded => {
-            begin_live(f, cb, pass);
-            end_real(f, cb, &pass.begin);
+            // SAFETY: the caller's guarantee: `cb` is recording at the end of
+            // the captured `pass`, outside a render pass.
+            unsafe {
+                begin_live(f, cb, pass);
+                end_real(f, cb, &pass.begin);
+            }
             return Ok(());
         }
         Plan::Replays { replays, finish } => (replays, finish),
@@ -101,16 +121,23 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     for p in &planned {
         scratch.push(match p.target {
             Target::Direct => None,
+            // SAFETY: the pass's begin and attachments are alive (the
+            // capture rule).
             Target::Scratch => Some(
-                scratch_targets(dev, f, &pass.begin, &atts, p.replay.area, extent, fb_layers)
+                unsafe { scratch_targets(dev, f, &pass.begin, &atts, p.replay.area, extent, fb_layers) }
                     .map_err(|e| format!("scratch targets: {e:?}"))?,
             ),
         });
     }
-    for (p, targets) in planned.iter().zip(&scratch) {
-        record_replay(f, cb, pass, &atts, p, targets.as_ref());
+    // SAFETY: the caller's guarantee: `cb` is recording at the end of the
+    // captured `pass`, outside a render pass; the targets were made above
+    // for these attachments.
+    unsafe {
+        for (p, targets) in planned.iter().zip(&scratch) {
+            record_replay(f, cb, pass, &atts, p, targets.as_ref());
+        }
+        barrier(f, cb, &transitions(&atts, None, &finish));
     }
-    barrier(f, cb, &transitions(&atts, None, &finish));
     if dev.log().enabled(LogLevel::Debug) {
         let all_bins = bins::bins(&map, render_area, texel, layers, super::MAX_AREA);
         let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
@@ -164,6 +191,10 @@ fn transitions(atts: &[Option<Att>], targets: Option<&Targets>, changes: &[Chang
 
 /// Records one planned replay: its steps in order, into the real
 /// attachments (`targets` is `None`) or into its scratch targets.
+///
+/// # Safety
+/// As [`replay`]; `atts` are `pass`'s attachments and `targets` the scratch
+/// targets made for them at the replay's area.
 unsafe fn record_replay(
     f: &Fdm,
     cb: vk::CommandBuffer,
@@ -173,43 +204,50 @@ unsafe fn record_replay(
     targets: Option<&Targets>,
 ) {
     let scratch_image = |i: usize| targets.and_then(|t| t.images[i]);
-    for step in &p.steps {
-        match step {
-            Step::Barrier(changes) => barrier(f, cb, &transitions(atts, targets, changes)),
-            Step::Downscale { attachment, regions } => {
-                let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
-                blit(f, cb, (a.image, a), (si, a), regions, false, true);
-            }
-            Step::Upscale { attachment, regions } => {
-                let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
-                blit(f, cb, (si, a), (a.image, a), regions, true, true);
-            }
-            Step::Render => {
-                let mut begin = pass.begin.clone();
-                let subst = InputSubst {
-                    views: match targets {
-                        Some(t) => {
-                            atts.iter().zip(&t.views).filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?))).collect()
+    // SAFETY: the caller's guarantee: `cb` is recording, outside a render pass except between the begin and end of a
+    // `Render` step (the steps keep barriers and blits outside it); the images are the pass's attachments (alive: the
+    // capture rule) and the scratch targets, in the layouts the plan's barriers put them in.
+    unsafe {
+        for step in &p.steps {
+            match step {
+                Step::Barrier(changes) => barrier(f, cb, &transitions(atts, targets, changes)),
+                Step::Downscale { attachment, regions } => {
+                    let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
+                    blit(f, cb, (a.image, a), (si, a), regions, false, true);
+                }
+                Step::Upscale { attachment, regions } => {
+                    let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
+                    blit(f, cb, (si, a), (a.image, a), regions, true, true);
+                }
+                Step::Render => {
+                    let mut begin = pass.begin.clone();
+                    let subst = InputSubst {
+                        views: match targets {
+                            Some(t) => atts
+                                .iter()
+                                .zip(&t.views)
+                                .filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?)))
+                                .collect(),
+                            None => Default::default(),
+                        },
+                        ..Default::default()
+                    };
+                    let mut t = p.transform();
+                    match targets {
+                        Some(s) => {
+                            t.inputs = Some(&subst);
+                            retarget(&mut begin, p.render_area, s.framebuffer, &s.views);
                         }
-                        None => Default::default(),
-                    },
-                    ..Default::default()
-                };
-                let mut t = p.transform();
-                match targets {
-                    Some(s) => {
-                        t.inputs = Some(&subst);
-                        retarget(&mut begin, p.render_area, s.framebuffer, &s.views);
+                        None => set_area(&mut begin, p.render_area),
                     }
-                    None => set_area(&mut begin, p.render_area),
+                    begin_real(f, cb, &begin);
+                    replay_cmds(f, cb, pass, &t);
+                    if p.outline {
+                        overlay(f, cb, &p.replay, &t);
+                    }
+                    end_real(f, cb, &begin);
+                    pass.shadow_pools.extend(subst.pools.take());
                 }
-                begin_real(f, cb, &begin);
-                replay_cmds(f, cb, pass, &t);
-                if p.outline {
-                    overlay(f, cb, &p.replay, &t);
-                }
-                end_real(f, cb, &begin);
-                pass.shadow_pools.extend(subst.pools.take());
             }
         }
     }
@@ -261,10 +299,18 @@ fn retarget(begin: &mut Begin, area: vk::Rect2D, fb: vk::Framebuffer, views: &[O
     }
 }
 
+/// The state at the start of the pass, then its commands, under `t`.
+///
+/// # Safety
+/// The capture rule of [`super::commands`]: `cb` is the recording command
+/// buffer `pass` was captured in, inside a (replay's) begin of the pass.
 unsafe fn replay_cmds(f: &Fdm, cb: vk::CommandBuffer, pass: &Pass, t: &Transform) {
     let mut st = pass.state.clone();
-    restore(f, cb, &pass.state, t);
-    for c in &pass.cmds {
-        emit(f, cb, c, t, &mut st);
+    // SAFETY: the caller's guarantee (the capture rule).
+    unsafe {
+        restore(f, cb, &pass.state, t);
+        for c in &pass.cmds {
+            emit(f, cb, c, t, &mut st);
+        }
     }
 }

@@ -5,6 +5,8 @@
 //! transitions and nearest-filter blits over the rectangle pairs the plan
 //! gives ([`super::replay_plan::scaled_regions`]).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use super::bins::Rect;
 use super::pass::{Att, Begin};
 use super::{memory_type, Fdm};
@@ -24,30 +26,55 @@ struct ScratchSet {
 }
 
 impl ScratchCache {
+    /// Destroys every scratch target.
+    ///
+    /// # Safety
+    /// `d` is the device they were made on, and it is idle (being destroyed).
     pub unsafe fn destroy_all(&mut self, d: &ash::Device) {
         for (_, s) in self.sets.drain() {
-            destroy_set(d, s);
+            // SAFETY: the device is idle (the caller's guarantee): no work
+            // using the set is pending.
+            unsafe { destroy_set(d, s) };
         }
     }
 
+    /// Destroys the scratch targets that stand for `view`.
+    ///
+    /// # Safety
+    /// `d` is the device they were made on, and `view` is being destroyed by
+    /// a valid `vkDestroyImageView`: every submitted command that refers to
+    /// it has completed (VUID-vkDestroyImageView-imageView-01026). Every
+    /// replay into these targets was recorded for a pass that named `view`,
+    /// so none of it is pending either.
     pub unsafe fn forget_view(&mut self, d: &ash::Device, view: vk::ImageView) {
         let keys: Vec<_> = self.sets.keys().filter(|k| k.0.contains(&view)).cloned().collect();
         for k in keys {
             if let Some(s) = self.sets.remove(&k) {
-                destroy_set(d, s);
+                // SAFETY: VUID-vkDestroyImageView-imageView-01026 (the
+                // caller's guarantee): no pending work uses the set.
+                unsafe { destroy_set(d, s) };
             }
         }
     }
 }
 
+/// # Safety
+/// The set's objects were made on `d` by the layer, and no submitted work
+/// that uses them is still executing.
 unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
-    if s.framebuffer != vk::Framebuffer::null() {
-        d.destroy_framebuffer(s.framebuffer, None);
-    }
-    for (i, m, v) in s.images.into_iter().flatten() {
-        d.destroy_image_view(v, None);
-        d.destroy_image(i, None);
-        d.free_memory(m, None);
+    // Null handles (a step that failed) are ignored by these commands.
+    // SAFETY: the layer's own objects, unused by pending work (the caller's guarantee):
+    // VUID-vkDestroyFramebuffer-framebuffer-00892, VUID-vkDestroyImageView-imageView-01026,
+    // VUID-vkDestroyImage-image-01000, VUID-vkFreeMemory-memory-00677.
+    unsafe {
+        if s.framebuffer != vk::Framebuffer::null() {
+            d.destroy_framebuffer(s.framebuffer, None);
+        }
+        for (i, m, v) in s.images.into_iter().flatten() {
+            d.destroy_image_view(v, None);
+            d.destroy_image(i, None);
+            d.free_memory(m, None);
+        }
     }
 }
 
@@ -74,6 +101,11 @@ impl ScratchSet {
 }
 
 /// The scratch targets for `atts` at `area` (created on first use).
+///
+/// # Safety
+/// `begin` and `atts` describe a pass being recorded on the device of `f`:
+/// its render pass and the views of `atts` (and, for a render pass, of its
+/// framebuffer) are valid.
 pub(super) unsafe fn scratch_targets(
     dev: &DeviceCore,
     f: &Fdm,
@@ -96,7 +128,10 @@ pub(super) unsafe fn scratch_targets(
     // vkDestroy*/vkFreeMemory ignore).
     let make = |a: &Att| -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
         let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
-        let r = (|| {
+        // SAFETY: every create info is built here from locals and the attachment's own format, samples, usage and
+        // view type (valid for an image the application made: the caller's guarantee); every handle used is one made
+        // just above by the layer.
+        let r = (|| unsafe {
             crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImage")?;
             made.0 = d.create_image(
                 &vk::ImageCreateInfo::default()
@@ -136,7 +171,10 @@ pub(super) unsafe fn scratch_targets(
         match r {
             Ok(()) => Ok(made),
             Err(e) => {
-                destroy_set(d, ScratchSet { images: vec![Some(made)], framebuffer: vk::Framebuffer::null() });
+                // SAFETY: the objects just made by the layer, never used.
+                unsafe {
+                    destroy_set(d, ScratchSet { images: vec![Some(made)], framebuffer: vk::Framebuffer::null() })
+                };
                 Err(e)
             }
         }
@@ -146,7 +184,8 @@ pub(super) unsafe fn scratch_targets(
         match a.as_ref().map(make).transpose() {
             Ok(x) => images.push(x),
             Err(e) => {
-                destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() });
+                // SAFETY: the objects just made by the layer, never used.
+                unsafe { destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() }) };
                 return Err(e);
             }
         }
@@ -155,19 +194,25 @@ pub(super) unsafe fn scratch_targets(
     if let Begin::RenderPass { render_pass, fb, views, .. } = begin {
         let real = if fb.imageless { views.clone() } else { fb.views.clone() };
         let all: Vec<vk::ImageView> = images.iter().zip(&real).map(|(s, r)| s.map(|s| s.2).unwrap_or(*r)).collect();
-        let made = d.create_framebuffer(
-            &vk::FramebufferCreateInfo::default()
-                .render_pass(*render_pass)
-                .attachments(&all)
-                .width(w)
-                .height(h)
-                .layers(layers),
-            None,
-        );
+        // SAFETY: the application's render pass and views of the pass being
+        // recorded (valid: the caller's guarantee), with the layer's scratch
+        // views in place of the scratched attachments; a live Vec of them.
+        let made = unsafe {
+            d.create_framebuffer(
+                &vk::FramebufferCreateInfo::default()
+                    .render_pass(*render_pass)
+                    .attachments(&all)
+                    .width(w)
+                    .height(h)
+                    .layers(layers),
+                None,
+            )
+        };
         match made {
             Ok(fb) => framebuffer = fb,
             Err(e) => {
-                destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() });
+                // SAFETY: the objects just made by the layer, never used.
+                unsafe { destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() }) };
                 return Err(e);
             }
         }
@@ -192,6 +237,12 @@ pub(super) struct Transition {
     pub(super) new: vk::ImageLayout,
 }
 
+/// Records the layout transitions `t` (and a full memory barrier).
+///
+/// # Safety
+/// `cb` is a command buffer of the device in the recording state, held by
+/// the caller (its external synchronization), outside a render pass; the
+/// images are valid and in the `old` layouts when the barrier executes.
 pub(super) unsafe fn barrier(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition]) {
     let all = vk::PipelineStageFlags::ALL_COMMANDS;
     let rw = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
@@ -210,9 +261,18 @@ pub(super) unsafe fn barrier(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition]) {
         })
         .collect();
     let mem = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::MEMORY_WRITE).dst_access_mask(rw)];
-    f.below.cmd_pipeline_barrier(cb, all, all, vk::DependencyFlags::empty(), &mem, &[], &imgs);
+    // SAFETY: the caller's guarantee (a recording command buffer outside a
+    // render pass, valid images); the arrays are live Vecs.
+    unsafe { f.below.cmd_pipeline_barrier(cb, all, all, vk::DependencyFlags::empty(), &mem, &[], &imgs) };
 }
 
+/// Records nearest-filter blits from `src` to `dst` over `pairs`
+/// (framebuffer rectangle, scratch rectangle), downscaling or, with `up`,
+/// upscaling.
+///
+/// # Safety
+/// As [`barrier`]; `src` is in `TRANSFER_SRC_OPTIMAL` and `dst` in
+/// `TRANSFER_DST_OPTIMAL`, both made with the transfer usages.
 pub(super) unsafe fn blit(
     f: &Fdm,
     cb: vk::CommandBuffer,
@@ -244,13 +304,18 @@ pub(super) unsafe fn blit(
     if regions.is_empty() {
         return;
     }
-    f.below.cmd_blit_image(
-        cb,
-        src.0,
-        vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-        dst.0,
-        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-        &regions,
-        vk::Filter::NEAREST,
-    );
+    // SAFETY: the caller's guarantee (a recording command buffer outside a
+    // render pass, the images in the transfer layouts); the regions are a
+    // live Vec.
+    unsafe {
+        f.below.cmd_blit_image(
+            cb,
+            src.0,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            dst.0,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            &regions,
+            vk::Filter::NEAREST,
+        )
+    };
 }
