@@ -4,6 +4,8 @@
 //! table ([`crate::dispatch`]) with their own state; they never look a device
 //! up themselves and never see each other's state.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use crate::instance::InstanceData;
 use crate::log::Logger;
 use crate::plan::{DriverFacts, Plan};

@@ -6,6 +6,8 @@
 //! pass-through) where that is possible, otherwise an error code. A fallback
 //! that panics as well yields [`OnPanic::on_panic`].
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use crate::id;
 use ash::vk;
 use std::panic::{catch_unwind, AssertUnwindSafe};

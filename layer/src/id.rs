@@ -1,6 +1,8 @@
 //! Every message id the layer logs, in one place (the README's list of
 //! messages matches these). Ids are stable: programs and tests match them.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 /// A create info holds a structure the layer cannot copy; it goes down unchanged.
 pub const CREATE_INFO_UNKNOWN: &str = "OVERLAP-Create-Info-Unknown";
 /// What the layer does on a device, and which hooks it installs there.

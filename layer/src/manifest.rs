@@ -15,6 +15,8 @@
 //! them unchecked, where the spec wants `VK_ERROR_EXTENSION_NOT_PRESENT` from
 //! a device whose profile hides them. `tests/tests/install.rs` shows both.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use std::io;
 use std::path::{Component, Path, PathBuf};
 

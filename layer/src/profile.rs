@@ -10,6 +10,8 @@
 //! honoured; boolean features are ANDed; limits are clamped towards the more
 //! restrictive of the two. It never claims more than the driver can do.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
