@@ -49,7 +49,9 @@ pub unsafe fn apply_features(log: &Logger, plan: &Plan, p_next: *mut std::ffi::c
     if plan.profile.is_none() && plan.hidden_extensions.is_empty() {
         return;
     }
-    if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(p_next) {
+    // SAFETY: `p_next` is a valid, writable output chain (the caller's
+    // guarantee; the "-pNext-pNext" valid usage of the structure it extends).
+    if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(p_next) } {
         bools(
             log,
             plan,
@@ -62,7 +64,8 @@ pub unsafe fn apply_features(log: &Logger, plan: &Plan, p_next: *mut std::ffi::c
             ],
         );
     }
-    if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentShadingRateFeaturesKHR>(p_next) {
+    // SAFETY: as above.
+    if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShadingRateFeaturesKHR>(p_next) } {
         bools(
             log,
             plan,
@@ -75,7 +78,8 @@ pub unsafe fn apply_features(log: &Logger, plan: &Plan, p_next: *mut std::ffi::c
             ],
         );
     }
-    if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>(p_next) {
+    // SAFETY: as above.
+    if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>(p_next) } {
         bools(
             log,
             plan,
@@ -160,7 +164,9 @@ pub unsafe fn apply_properties(
     if p_next.is_null() {
         return;
     }
-    if let Some(p) = pnext::find_mut::<vk::PhysicalDeviceFragmentShadingRatePropertiesKHR>(p_next) {
+    // SAFETY: `p_next` is a valid, writable output chain (the caller's
+    // guarantee; the "-pNext-pNext" valid usage of the structure it extends).
+    if let Some(p) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShadingRatePropertiesKHR>(p_next) } {
         clamp_members(
             log,
             plan,
@@ -225,7 +231,8 @@ pub unsafe fn apply_properties(
             ],
         );
     }
-    if let Some(p) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>(p_next) {
+    // SAFETY: as above.
+    if let Some(p) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>(p_next) } {
         clamp_members(
             log,
             plan,
@@ -249,10 +256,14 @@ pub unsafe fn refuse(plan: &Plan, info: &vk::DeviceCreateInfo, available: &Avail
     let names: &[*const c_char] = if info.enabled_extension_count == 0 {
         &[]
     } else {
-        std::slice::from_raw_parts(info.pp_enabled_extension_names, info.enabled_extension_count as usize)
+        // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter:
+        // `enabledExtensionCount` null-terminated UTF-8 strings (`info` is
+        // valid, the caller's guarantee).
+        unsafe { std::slice::from_raw_parts(info.pp_enabled_extension_names, info.enabled_extension_count as usize) }
     };
     for n in names {
-        let n = std::ffi::CStr::from_ptr(*n).to_string_lossy();
+        // SAFETY: as above.
+        let n = unsafe { std::ffi::CStr::from_ptr(*n) }.to_string_lossy();
         if plan.hidden_extensions.iter().any(|h| *h == n) {
             return Some((
                 vk::Result::ERROR_EXTENSION_NOT_PRESENT,
@@ -267,7 +278,8 @@ pub unsafe fn refuse(plan: &Plan, info: &vk::DeviceCreateInfo, available: &Avail
             .find(|((_, a), (_, h))| *a == vk::TRUE && *h != vk::TRUE)
             .map(|((n, _), _)| n.to_string())
     };
-    if let Some(f) = pnext::find::<vk::PhysicalDeviceFragmentShadingRateFeaturesKHR>(info.p_next) {
+    // SAFETY: a valid create info has a valid chain (VUID-VkDeviceCreateInfo-pNext-pNext).
+    if let Some(f) = unsafe { pnext::find::<vk::PhysicalDeviceFragmentShadingRateFeaturesKHR>(info.p_next) } {
         let asked = [
             ("pipelineFragmentShadingRate", f.pipeline_fragment_shading_rate),
             ("primitiveFragmentShadingRate", f.primitive_fragment_shading_rate),
@@ -285,7 +297,8 @@ pub unsafe fn refuse(plan: &Plan, info: &vk::DeviceCreateInfo, available: &Avail
             ));
         }
     }
-    if let Some(f) = pnext::find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(info.p_next) {
+    // SAFETY: as above.
+    if let Some(f) = unsafe { pnext::find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(info.p_next) } {
         let asked = [
             ("fragmentShaderSampleInterlock", f.fragment_shader_sample_interlock),
             ("fragmentShaderPixelInterlock", f.fragment_shader_pixel_interlock),

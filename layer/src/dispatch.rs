@@ -89,10 +89,15 @@ macro_rules! chain {
         }
     }};
     (@call wrap, $handler:path, $core:expr, $s:ident, $next:ident, ($($a:ident),*)) => {
-        $handler($core, $s, $($a,)* $next)
+        // SAFETY: the handler's contract: the arguments are those the
+        // application (or the layer above) passed to this Vulkan command,
+        // which its valid usage rules make valid (the loader calls down with
+        // them unchanged), and `next` is the rest of the chain for them.
+        unsafe { $handler($core, $s, $($a,)* $next) }
     };
     (@call own, $handler:path, $core:expr, $s:ident, $next:ident, ($($a:ident),*)) => {
-        $handler($core, $s, $($a),*)
+        // SAFETY: as for `wrap`: the arguments of a valid call of this command.
+        unsafe { $handler($core, $s, $($a),*) }
     };
     (@call forget, $handler:path, $core:expr, $s:ident, $next:ident, ($h:ident, $x:ident $(, $a:ident)*)) => {{
         $handler($s, $x);
@@ -101,7 +106,10 @@ macro_rules! chain {
     (@call created, $handler:path, $core:expr, $s:ident, $next:ident, ($h:ident, $info:ident, $alloc:ident, $out:ident)) => {{
         let r = $next($h, $info, $alloc, $out);
         if r == vk::Result::SUCCESS {
-            $handler($s, &*$info, *$out);
+            // SAFETY: the create info of a valid call (its -pCreateInfo-parameter
+            // VUID) and the handle the command wrote on success (its output
+            // pointer's -parameter VUID).
+            unsafe { $handler($s, &*$info, *$out) };
         }
         r
     }};
@@ -122,6 +130,12 @@ macro_rules! device_commands {
             [$($slot:ident => $kind:ident $handler:path),* $(,)?];
     )*) => {
         $(
+            #[doc = concat!("`", $name, "` through the layer's handlers (below the density map when `BELOW_FDM`).")]
+            ///
+            /// # Safety
+            /// The loader, the layer above or the density-map capability calls
+            /// it with the arguments of a valid call of the command, per its
+            /// valid usage rules.
             unsafe extern "system" fn $entry<const BELOW_FDM: bool>($h: $ht $(, $a: $t)*) $(-> $ret)? {
                 guard::entry(
                     $name,
@@ -130,12 +144,18 @@ macro_rules! device_commands {
                         guard::debug_panic(&dev.debug_panic, $name);
                         chain!(dev, BELOW_FDM, [$($slot => $kind $handler),*], ($h: $ht $(, $a: $t)*), {
                             let $c: &DeviceCore = &dev.core;
-                            ($down)($h $(, $a)*)
+                            // SAFETY: the next layer's command (or the stub that
+                            // stands for an optional one it lacks), with the
+                            // arguments of a valid call of it: the caller's, or
+                            // those a handler made valid in their place.
+                            unsafe { ($down)($h $(, $a)*) }
                         })
                     },
                     || {
                         let $c: &DeviceCore = &state::device($h).core;
-                        ($down)($h $(, $a)*)
+                        // SAFETY: the next layer's command with the caller's
+                        // arguments, unchanged (a valid call of it).
+                        unsafe { ($down)($h $(, $a)*) }
                     },
                 )
             }
@@ -191,6 +211,10 @@ pub fn any_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 
 // Commands of optional extensions: the next layer's pointer where it has
 // the command (the entry points are handed out only then), else a stub.
+/// A stub for a command the chain below lacks.
+///
+/// # Safety
+/// None: it ignores its arguments (`unsafe` only to have the command's type).
 unsafe extern "system" fn no_create_shaders(
     _: vk::Device,
     _: u32,
@@ -200,6 +224,10 @@ unsafe extern "system" fn no_create_shaders(
 ) -> vk::Result {
     vk::Result::ERROR_EXTENSION_NOT_PRESENT
 }
+/// A stub for a command the chain below lacks.
+///
+/// # Safety
+/// None: it ignores its arguments (`unsafe` only to have the command's type).
 unsafe extern "system" fn no_bind_shaders(
     _: vk::CommandBuffer,
     _: u32,
@@ -207,12 +235,20 @@ unsafe extern "system" fn no_bind_shaders(
     _: *const vk::ShaderEXT,
 ) {
 }
+/// A stub for a command the chain below lacks.
+///
+/// # Safety
+/// None: it ignores its arguments (`unsafe` only to have the command's type).
 unsafe extern "system" fn no_set_fragment_shading_rate(
     _: vk::CommandBuffer,
     _: *const vk::Extent2D,
     _: *const [vk::FragmentShadingRateCombinerOpKHR; 2],
 ) {
 }
+/// A stub for a command the chain below lacks.
+///
+/// # Safety
+/// None: it ignores its arguments (`unsafe` only to have the command's type).
 unsafe extern "system" fn no_begin_transform_feedback(
     _: vk::CommandBuffer,
     _: u32,
@@ -221,6 +257,10 @@ unsafe extern "system" fn no_begin_transform_feedback(
     _: *const vk::DeviceSize,
 ) {
 }
+/// A stub for a command the chain below lacks.
+///
+/// # Safety
+/// None: it ignores its arguments (`unsafe` only to have the command's type).
 unsafe extern "system" fn no_destroy_shader(_: vk::Device, _: vk::ShaderEXT, _: *const vk::AllocationCallbacks<'_>) {}
 
 impl DeviceCore {

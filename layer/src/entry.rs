@@ -27,16 +27,23 @@ pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(p: *mut Neg
     guard::entry(
         "vkNegotiateLoaderLayerInterfaceVersion",
         || {
-            if p.is_null() || (*p).s_type != ffi::LAYER_NEGOTIATE_INTERFACE_STRUCT {
+            if p.is_null() {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             }
-            if (*p).loader_layer_interface_version < 2 {
+            // SAFETY: the loader passes a valid, writable
+            // VkNegotiateLayerInterface for the layer to fill
+            // (LoaderLayerInterface.md, "Layer Version Negotiation"); not null.
+            let p = unsafe { &mut *p };
+            if p.s_type != ffi::LAYER_NEGOTIATE_INTERFACE_STRUCT {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             }
-            (*p).loader_layer_interface_version = ffi::CURRENT_LOADER_LAYER_INTERFACE_VERSION;
-            (*p).pfn_get_instance_proc_addr = Some(vkGetInstanceProcAddr);
-            (*p).pfn_get_device_proc_addr = Some(vkGetDeviceProcAddr);
-            (*p).pfn_get_physical_device_proc_addr = None;
+            if p.loader_layer_interface_version < 2 {
+                return vk::Result::ERROR_INITIALIZATION_FAILED;
+            }
+            p.loader_layer_interface_version = ffi::CURRENT_LOADER_LAYER_INTERFACE_VERSION;
+            p.pfn_get_instance_proc_addr = Some(vkGetInstanceProcAddr);
+            p.pfn_get_device_proc_addr = Some(vkGetDeviceProcAddr);
+            p.pfn_get_physical_device_proc_addr = None;
             vk::Result::SUCCESS
         },
         || vk::Result::ERROR_INITIALIZATION_FAILED,
@@ -130,15 +137,21 @@ pub unsafe extern "system" fn vkGetInstanceProcAddr(
             if p_name.is_null() {
                 return None;
             }
-            let name = CStr::from_ptr(p_name).to_bytes();
+            // SAFETY: VUID-vkGetInstanceProcAddr-pName-parameter: a
+            // null-terminated UTF-8 string.
+            let name = unsafe { CStr::from_ptr(p_name) }.to_bytes();
             if GLOBAL_COMMANDS.contains(&name) {
                 return instance_hook(name);
             }
             if instance == vk::Instance::null() {
                 return None;
             }
-            let inst = state::instance(dispatch_key(instance))?;
-            let next = (inst.next_gipa)(instance, p_name);
+            // SAFETY: VUID-vkGetInstanceProcAddr-instance-parameter: a valid
+            // (so dispatchable) instance.
+            let inst = state::instance(unsafe { dispatch_key(instance) })?;
+            // SAFETY: the next layer's vkGetInstanceProcAddr for an instance
+            // created through it, with the caller's valid arguments.
+            let next = unsafe { (inst.next_gipa)(instance, p_name) };
             // Never offer a command the chain below does not have.
             next?;
             instance_hook(name).or_else(|| dispatch::any_hook(name)).or(next)
@@ -157,14 +170,20 @@ pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, p_name: *c
             if p_name.is_null() || device == vk::Device::null() {
                 return None;
             }
-            let name = CStr::from_ptr(p_name).to_bytes();
+            // SAFETY: VUID-vkGetDeviceProcAddr-pName-parameter: a
+            // null-terminated UTF-8 string.
+            let name = unsafe { CStr::from_ptr(p_name) }.to_bytes();
             match name {
                 b"vkGetDeviceProcAddr" => return pfn!(vkGetDeviceProcAddr as vk::PFN_vkGetDeviceProcAddr),
                 b"vkDestroyDevice" => return pfn!(destroy_device as vk::PFN_vkDestroyDevice),
                 _ => {}
             }
-            let dev = state::device_by_key(dispatch_key(device))?;
-            let next = (dev.next_gdpa)(device, p_name);
+            // SAFETY: VUID-vkGetDeviceProcAddr-device-parameter: a valid (so
+            // dispatchable) device.
+            let dev = state::device_by_key(unsafe { dispatch_key(device) })?;
+            // SAFETY: the next layer's vkGetDeviceProcAddr for a device created
+            // through it, with the caller's valid arguments.
+            let next = unsafe { (dev.next_gdpa)(device, p_name) };
             next?;
             if let Some(hook) = dispatch::hook_for(dev, name) {
                 return Some(hook);
@@ -199,12 +218,18 @@ fn copy_str(dst: &mut [c_char], src: &str) {
 /// # Safety
 /// `count` must be valid; `out`, when non-null, must hold `*count` items.
 pub unsafe fn fill<T: Copy>(items: &[T], count: *mut u32, out: *mut T) -> vk::Result {
+    // SAFETY: `count` is valid and writable (the caller's guarantee; the
+    // command's "-pPropertyCount-parameter" valid usage).
+    let count = unsafe { &mut *count };
     if out.is_null() {
         *count = items.len() as u32;
         return vk::Result::SUCCESS;
     }
     let n = (*count as usize).min(items.len());
-    std::ptr::copy_nonoverlapping(items.as_ptr(), out, n);
+    // SAFETY: `out` holds `*count` ≥ `n` items (the caller's guarantee; the
+    // command's "-pProperties-parameter" valid usage), the application's
+    // memory, which cannot overlap the layer's `items`.
+    unsafe { std::ptr::copy_nonoverlapping(items.as_ptr(), out, n) };
     *count = n as u32;
     if n < items.len() {
         vk::Result::INCOMPLETE
@@ -213,8 +238,14 @@ pub unsafe fn fill<T: Copy>(items: &[T], count: *mut u32, out: *mut T) -> vk::Re
     }
 }
 
+/// Whether `pLayerName` names this layer.
+///
+/// # Safety
+/// `p_layer_name` is null or a null-terminated string.
 unsafe fn is_this_layer(p_layer_name: *const c_char) -> bool {
-    !p_layer_name.is_null() && CStr::from_ptr(p_layer_name).to_bytes() == LAYER_NAME.as_bytes()
+    // SAFETY: not null here, so a null-terminated string (the caller's
+    // guarantee; the "-pLayerName-parameter" valid usage of the command).
+    !p_layer_name.is_null() && unsafe { CStr::from_ptr(p_layer_name) }.to_bytes() == LAYER_NAME.as_bytes()
 }
 
 /// # Safety
@@ -226,7 +257,9 @@ pub unsafe extern "system" fn vkEnumerateInstanceLayerProperties(
 ) -> vk::Result {
     guard::entry(
         "vkEnumerateInstanceLayerProperties",
-        || fill(&[layer_properties()], count, props),
+        // SAFETY: VUID-vkEnumerateInstanceLayerProperties-pPropertyCount-parameter
+        // and -pProperties-parameter: `count` is valid, `props` null or holding `*count` items.
+        || unsafe { fill(&[layer_properties()], count, props) },
         || vk::Result::ERROR_UNKNOWN,
     )
 }
@@ -242,8 +275,11 @@ pub unsafe extern "system" fn vkEnumerateInstanceExtensionProperties(
     guard::entry(
         "vkEnumerateInstanceExtensionProperties",
         || {
-            if is_this_layer(p_layer_name) {
-                *count = 0;
+            // SAFETY: VUID-vkEnumerateInstanceExtensionProperties-pLayerName-parameter
+            // and -pPropertyCount-parameter: null or a string, and a valid count.
+            if unsafe { is_this_layer(p_layer_name) } {
+                // SAFETY: as above.
+                unsafe { *count = 0 };
                 vk::Result::SUCCESS
             } else {
                 vk::Result::ERROR_LAYER_NOT_PRESENT
@@ -263,7 +299,9 @@ pub unsafe extern "system" fn vkEnumerateDeviceLayerProperties(
 ) -> vk::Result {
     guard::entry(
         "vkEnumerateDeviceLayerProperties",
-        || fill(&[layer_properties()], count, props),
+        // SAFETY: VUID-vkEnumerateDeviceLayerProperties-pPropertyCount-parameter
+        // and -pProperties-parameter: `count` is valid, `props` null or holding `*count` items.
+        || unsafe { fill(&[layer_properties()], count, props) },
         || vk::Result::ERROR_UNKNOWN,
     )
 }
@@ -288,8 +326,12 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
                 Some(pdd) => added_extensions(pdd.plan()),
                 None => Vec::new(),
             };
-            if is_this_layer(p_layer_name) {
-                return fill(&added, count, props);
+            // SAFETY: VUID-vkEnumerateDeviceExtensionProperties-pLayerName-parameter,
+            // -pPropertyCount-parameter and -pProperties-parameter: a string or
+            // null, a valid count, and null or room for `*count` items.
+            if unsafe { is_this_layer(p_layer_name) } {
+                // SAFETY: as above.
+                return unsafe { fill(&added, count, props) };
             }
             let Some(pdd) = pdd else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -297,15 +339,19 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
             let next = pdd.instance.fns.fp_v1_0().enumerate_device_extension_properties;
             let hidden = pdd.plan().hidden_extensions.clone();
             if (added.is_empty() && hidden.is_empty()) || !p_layer_name.is_null() {
-                return next(pd, p_layer_name, count, props);
+                // SAFETY: the next layer's command with the caller's valid arguments.
+                return unsafe { next(pd, p_layer_name, count, props) };
             }
             let mut n = 0u32;
-            let r = next(pd, p_layer_name, &mut n, std::ptr::null_mut());
+            // SAFETY: `pd` is valid (VUID-vkEnumerateDeviceExtensionProperties-physicalDevice-parameter),
+            // `pLayerName` null here; a live count and no array.
+            let r = unsafe { next(pd, p_layer_name, &mut n, std::ptr::null_mut()) };
             if r != vk::Result::SUCCESS {
                 return r;
             }
             let mut all = vec![vk::ExtensionProperties::default(); n as usize];
-            let r = next(pd, p_layer_name, &mut n, all.as_mut_ptr());
+            // SAFETY: as above, with `all`, a live Vec of `n` items.
+            let r = unsafe { next(pd, p_layer_name, &mut n, all.as_mut_ptr()) };
             if r.as_raw() < 0 {
                 return r;
             }
@@ -320,7 +366,8 @@ pub unsafe extern "system" fn vkEnumerateDeviceExtensionProperties(
                     all.push(e);
                 }
             }
-            fill(&all, count, props)
+            // SAFETY: as for `added` above.
+            unsafe { fill(&all, count, props) }
         },
         || vk::Result::ERROR_UNKNOWN,
     )
@@ -338,6 +385,9 @@ fn added_extensions(plan: &Plan) -> Vec<vk::ExtensionProperties> {
         .collect()
 }
 
+/// # Safety
+/// The loader calls it with the arguments of a valid `vkCreateInstance`
+/// call, the chain holding this layer's link info.
 unsafe extern "system" fn create_instance(
     p_create_info: *const vk::InstanceCreateInfo,
     p_allocator: *const vk::AllocationCallbacks,
@@ -346,33 +396,60 @@ unsafe extern "system" fn create_instance(
     guard::entry(
         "vkCreateInstance",
         || {
-            let Some(next_gipa) = ffi::take_instance_link(p_create_info) else {
+            // SAFETY: the loader's create info for this layer's vkCreateInstance
+            // (VUID-vkCreateInstance-pCreateInfo-parameter), whose chain holds
+            // the link info (LoaderLayerInterface.md, "Layer Instance Creation").
+            let Some(next_gipa) = (unsafe { ffi::take_instance_link(p_create_info) }) else {
                 crate::log::global().error(id::LOADER_LINK, "no loader link info in vkCreateInstance");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
-            let info = &*p_create_info;
-            let (settings, diagnostics) = Settings::for_instance(info);
+            // SAFETY: VUID-vkCreateInstance-pCreateInfo-parameter: a valid
+            // create info, alive for the call.
+            let info = unsafe { &*p_create_info };
+            // SAFETY: as above.
+            let (settings, diagnostics) = unsafe { Settings::for_instance(info) };
             debug_panic(&settings.debug_panic, "vkCreateInstance");
-            let Some(next_create) = next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) else {
+            // SAFETY: the next layer's vkGetInstanceProcAddr, asked for a
+            // global command with a null instance (its valid usage allows it).
+            let Some(next_create) = (unsafe { next_gipa(vk::Instance::null(), c"vkCreateInstance".as_ptr()) }) else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
-            let next_create: vk::PFN_vkCreateInstance = std::mem::transmute(next_create);
-            let stripped = crate::settings::strip_own_settings(info);
+            // SAFETY: vkGetInstanceProcAddr returns, for "vkCreateInstance",
+            // that command as `PFN_vkVoidFunction`, to be cast back to its own
+            // type (the spec's "Command Function Pointers"): PFN_vkCreateInstance.
+            let next_create =
+                unsafe { std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkCreateInstance>(next_create) };
+            // SAFETY: as for `info`.
+            let stripped = unsafe { crate::settings::strip_own_settings(info) };
             let down = stripped.as_ref().map(|s| &s.info as *const vk::InstanceCreateInfo).unwrap_or(p_create_info);
-            let r = next_create(down, p_allocator, p_instance);
+            // SAFETY: the next layer's vkCreateInstance with the caller's
+            // valid arguments, or a copy of its create info without this
+            // layer's own settings structure (alive in `stripped`).
+            let r = unsafe { next_create(down, p_allocator, p_instance) };
             if r != vk::Result::SUCCESS {
                 return r;
             }
-            let handle = *p_instance;
+            // SAFETY: VUID-vkCreateInstance-pInstance-parameter: a valid
+            // pointer, written by the successful command.
+            let handle = unsafe { *p_instance };
             // Core names, or their extension aliases for a 1.0 instance.
-            let fns = ash::Instance::load_with(|name| ffi::resolve_command(name, |n| next_gipa(handle, n)), handle);
-            let api_version = if info.p_application_info.is_null() || (*info.p_application_info).api_version == 0 {
-                vk::API_VERSION_1_0
-            } else {
-                (*info.p_application_info).api_version
+            // SAFETY: `next_gipa` is the next layer's vkGetInstanceProcAddr and
+            // `handle` was just created through it, so each name resolves to
+            // its command or null, as `load_with` requires; ash asks with
+            // null-terminated names (VUID-vkGetInstanceProcAddr-pName-parameter).
+            let fns = unsafe {
+                ash::Instance::load_with(|name| ffi::resolve_command(name, |n| next_gipa(handle, n)), handle)
+            };
+            // SAFETY: VUID-VkInstanceCreateInfo-pApplicationInfo-parameter: a
+            // non-null pApplicationInfo points at a valid VkApplicationInfo.
+            let app = unsafe { info.p_application_info.as_ref() };
+            let api_version = match app {
+                Some(a) if a.api_version != 0 => a.api_version,
+                _ => vk::API_VERSION_1_0,
             };
             // Messengers chained to the create info hear about creation only.
-            let log = Logger::new(settings.log_level, chained_messengers(info.p_next));
+            // SAFETY: a valid create info has a valid chain (VUID-VkInstanceCreateInfo-pNext-pNext).
+            let log = Logger::new(settings.log_level, unsafe { chained_messengers(info.p_next) });
             for d in &diagnostics {
                 log.warn(d.id, &d.message);
             }
@@ -389,27 +466,36 @@ unsafe extern "system" fn create_instance(
                 ),
             );
             log.remove_messenger(vk::DebugUtilsMessengerEXT::null());
-            let ext = crate::state::InstanceExtFns::load(next_gipa, handle);
+            // SAFETY: `handle` was just created through `next_gipa`.
+            let ext = unsafe { crate::state::InstanceExtFns::load(next_gipa, handle) };
             let (profile, profile_error) = crate::profile::for_settings(&settings);
             if let Some(e) = profile_error {
                 log.error(id::PROFILE_INVALID, &format!("{e}; running as native"));
             }
             let data = InstanceData { handle, next_gipa, fns, api_version, settings, log, ext, profile };
-            state::insert_instance(dispatch_key(handle), Arc::new(data));
+            // SAFETY: a valid instance, just created (dispatchable).
+            state::insert_instance(unsafe { dispatch_key(handle) }, Arc::new(data));
             vk::Result::SUCCESS
         },
         || vk::Result::ERROR_INITIALIZATION_FAILED,
     )
 }
 
+/// # Safety
+/// The loader calls it with the arguments of a valid `vkDestroyInstance` call.
 unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocator: *const vk::AllocationCallbacks) {
     if instance == vk::Instance::null() {
         return;
     }
-    let key = dispatch_key(instance);
+    // SAFETY: VUID-vkDestroyInstance-instance-parameter: a non-null instance
+    // is valid (so dispatchable).
+    let key = unsafe { dispatch_key(instance) };
     let destroy = move || {
         if let Some(inst) = state::remove_instance(key) {
-            (inst.fns.fp_v1_0().destroy_instance)(instance, p_allocator);
+            // SAFETY: the next layer's vkDestroyInstance with the caller's valid
+            // arguments; the layer's entry is gone, and the application
+            // destroyed every child first (VUID-vkDestroyInstance-instance-00629).
+            unsafe { (inst.fns.fp_v1_0().destroy_instance)(instance, p_allocator) };
         }
     };
     guard::entry(
@@ -424,6 +510,9 @@ unsafe extern "system" fn destroy_instance(instance: vk::Instance, p_allocator: 
     )
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkEnumeratePhysicalDevices` call.
 unsafe extern "system" fn enumerate_physical_devices(
     instance: vk::Instance,
     count: *mut u32,
@@ -432,12 +521,19 @@ unsafe extern "system" fn enumerate_physical_devices(
     guard::entry(
         "vkEnumeratePhysicalDevices",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else {
+            // SAFETY: VUID-vkEnumeratePhysicalDevices-instance-parameter: a
+            // valid (so dispatchable) instance.
+            let Some(inst) = state::instance(unsafe { dispatch_key(instance) }) else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
-            let r = (inst.fns.fp_v1_0().enumerate_physical_devices)(instance, count, pds);
+            // SAFETY: the next layer's command with the caller's valid arguments.
+            let r = unsafe { (inst.fns.fp_v1_0().enumerate_physical_devices)(instance, count, pds) };
             if r.as_raw() >= 0 && !pds.is_null() {
-                state::insert_physical_devices(&inst, std::slice::from_raw_parts(pds, *count as usize));
+                // SAFETY: on success or VK_INCOMPLETE the command wrote `*count`
+                // handles to `pds` (VUID-vkEnumeratePhysicalDevices-pPhysicalDevices-parameter
+                // makes it an array of the count the caller passed, the most it may write).
+                let written = unsafe { std::slice::from_raw_parts(pds, *count as usize) };
+                state::insert_physical_devices(&inst, written);
             }
             r
         },
@@ -445,6 +541,9 @@ unsafe extern "system" fn enumerate_physical_devices(
     )
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkEnumeratePhysicalDeviceGroups` call.
 unsafe extern "system" fn enumerate_physical_device_groups(
     instance: vk::Instance,
     count: *mut u32,
@@ -453,16 +552,22 @@ unsafe extern "system" fn enumerate_physical_device_groups(
     guard::entry(
         "vkEnumeratePhysicalDeviceGroups",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else {
+            // SAFETY: VUID-vkEnumeratePhysicalDeviceGroups-instance-parameter:
+            // a valid (so dispatchable) instance.
+            let Some(inst) = state::instance(unsafe { dispatch_key(instance) }) else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             // Core and KHR names share a signature; whichever the chain has.
             let Some(next) = inst.ext.enumerate_physical_device_groups else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
-            let r = next(instance, count, groups);
+            // SAFETY: the next layer's command with the caller's valid arguments.
+            let r = unsafe { next(instance, count, groups) };
             if r.as_raw() >= 0 && !groups.is_null() {
-                for g in std::slice::from_raw_parts(groups, *count as usize) {
+                // SAFETY: as in enumerate_physical_devices: `*count` structures
+                // written (VUID-vkEnumeratePhysicalDeviceGroups-pPhysicalDeviceGroupProperties-parameter).
+                let written = unsafe { std::slice::from_raw_parts(groups, *count as usize) };
+                for g in written {
                     state::insert_physical_devices(&inst, &g.physical_devices[..g.physical_device_count as usize]);
                 }
             }
@@ -491,6 +596,24 @@ fn strip_failed(log: &Logger, what: &str, e: crate::pnext::StripError) -> Option
     }
 }
 
+/// The next layer's device command `$name` as its own type `$pfn`, `None`
+/// where the chain below lacks it.
+macro_rules! next_device_command {
+    ($gdpa:expr, $device:expr, $name:literal as $pfn:ty) => {
+        // SAFETY: `$gdpa` is the next layer's vkGetDeviceProcAddr and `$device`
+        // was created through it; the name is a null-terminated literal
+        // (VUID-vkGetDeviceProcAddr-pName-parameter). What it returns for a
+        // command, as `PFN_vkVoidFunction`, is cast back to that command's own
+        // type (the spec's "Command Function Pointers"): `$pfn` is the PFN of
+        // `$name`. `Option` of a function pointer is a nullable pointer, so
+        // NULL stays `None`.
+        unsafe { std::mem::transmute::<vk::PFN_vkVoidFunction, Option<$pfn>>(($gdpa)($device, $name.as_ptr())) }
+    };
+}
+
+/// # Safety
+/// The loader calls it with the arguments of a valid `vkCreateDevice` call,
+/// the chain holding this layer's link info.
 unsafe extern "system" fn create_device(
     pd: vk::PhysicalDevice,
     p_create_info: *const vk::DeviceCreateInfo,
@@ -506,12 +629,19 @@ unsafe extern "system" fn create_device(
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let inst = pdd.instance.clone();
-            let Some((_, next_gdpa)) = ffi::take_device_link(p_create_info) else {
+            // SAFETY: the loader's create info for this layer's vkCreateDevice
+            // (VUID-vkCreateDevice-pCreateInfo-parameter), whose chain holds
+            // the link info (LoaderLayerInterface.md, "Layer Device Creation").
+            let Some((_, next_gdpa)) = (unsafe { ffi::take_device_link(p_create_info) }) else {
                 inst.log.error(id::LOADER_LINK, "no loader link info in vkCreateDevice");
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             debug_panic(&inst.settings.debug_panic, "vkCreateDevice");
-            let set_loader_data = ffi::device_loader_data_callback(p_create_info);
+            // SAFETY: as above.
+            let set_loader_data = unsafe { ffi::device_loader_data_callback(p_create_info) };
+            // SAFETY: VUID-vkCreateDevice-pCreateInfo-parameter: a valid create
+            // info, alive for the call.
+            let info = unsafe { &*p_create_info };
             let (facts, plan) = pdd.decided().clone();
             if plan.profile.is_some() {
                 // Ask only for structures of extensions the chain below knows.
@@ -523,8 +653,11 @@ unsafe extern "system" fn create_device(
                 if facts.has_extension("VK_EXT_fragment_shader_interlock") || plan.interlock_strategy().is_some() {
                     f2 = f2.push_next(&mut available.interlock);
                 }
-                features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2);
-                if let Some((r, why)) = crate::architecture::refuse(&plan, &*p_create_info, &available) {
+                // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter)
+                // and `f2` a live chain of structures the chain below knows.
+                unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
+                // SAFETY: `info` is valid (as above).
+                if let Some((r, why)) = unsafe { crate::architecture::refuse(&plan, info, &available) } {
                     inst.log.warn(id::FEATURE_NOT_PRESENT, &format!("vkCreateDevice: {why}"));
                     return r;
                 }
@@ -532,7 +665,8 @@ unsafe extern "system" fn create_device(
             // Emulated extensions and features never reach the driver.
             let mut stripped = None;
             if let Some(strategy) = plan.interlock_strategy() {
-                match crate::interlock::strip(&*p_create_info, strategy, strategy == InterlockStrategy::Spinlock) {
+                // SAFETY: `info` is valid (as above).
+                match unsafe { crate::interlock::strip(info, strategy, strategy == InterlockStrategy::Spinlock) } {
                     Ok(s) => stripped = Some(s),
                     Err(e) => {
                         if let Some(r) = strip_failed(&inst.log, "interlock", e) {
@@ -544,7 +678,8 @@ unsafe extern "system" fn create_device(
             let mut down = stripped.as_ref().map(|s| &s.info as *const vk::DeviceCreateInfo).unwrap_or(p_create_info);
             let mut fdm_stripped = None;
             if plan.fdm_mode().is_some() {
-                match crate::fdm::strip(&*down) {
+                // SAFETY: `down` is `info` or the interlock copy of it, alive in `stripped`.
+                match unsafe { crate::fdm::strip(&*down) } {
                     Ok(s) => fdm_stripped = Some(s),
                     Err(e) => {
                         if let Some(r) = strip_failed(&inst.log, "the density map", e) {
@@ -556,41 +691,63 @@ unsafe extern "system" fn create_device(
             if let Some(s) = &fdm_stripped {
                 down = &s.info;
             }
-            let r = (inst.fns.fp_v1_0().create_device)(pd, down, p_allocator, p_device);
+            // SAFETY: the next layer's vkCreateDevice with the caller's
+            // arguments, the create info possibly a copy without the emulated
+            // extensions and features (alive in `stripped` and `fdm_stripped`).
+            let r = unsafe { (inst.fns.fp_v1_0().create_device)(pd, down, p_allocator, p_device) };
             if r != vk::Result::SUCCESS {
                 return r;
             }
-            let handle = *p_device;
+            // SAFETY: VUID-vkCreateDevice-pDevice-parameter: a valid pointer,
+            // written by the successful command.
+            let handle = unsafe { *p_device };
             // Core names, or their extension aliases where the application's
             // API version lacks the core command (`ffi::resolve_command`).
-            let fns = ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle);
+            // SAFETY: `next_gdpa` is the next layer's vkGetDeviceProcAddr and
+            // `handle` was just created through it, so each name resolves to
+            // its command or null, as `load_with` requires.
+            let fns =
+                unsafe { ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle) };
             let enabled = stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled);
             let mut spinlock = None;
             if enabled && plan.interlock_strategy() == Some(InterlockStrategy::Spinlock) {
-                let set = inst.fns.get_physical_device_properties(pd).limits.max_bound_descriptor_sets - 1;
-                match crate::spinlock::Spinlock::create(&inst.fns, pd, &fns, &*down, set_loader_data, set) {
+                // SAFETY: `pd` is valid (as above).
+                let set = unsafe { inst.fns.get_physical_device_properties(pd) }.limits.max_bound_descriptor_sets - 1;
+                // SAFETY: `fns` is the device just created from `down` on `pd`,
+                // `set_loader_data` the loader's callback from its chain.
+                match unsafe { crate::spinlock::Spinlock::create(&inst.fns, pd, &fns, &*down, set_loader_data, set) } {
                     Ok(s) => spinlock = Some(s),
                     Err(crate::spinlock::InitError(what, e)) => {
                         inst.log.error(
                             id::SPINLOCK_INIT,
                             &format!("cannot create the interlock locks ({what}: {e:?}); vkCreateDevice fails"),
                         );
-                        let _ = fns.device_wait_idle();
-                        (fns.fp_v1_0().destroy_device)(handle, p_allocator);
+                        // SAFETY: the device was created above, with
+                        // `p_allocator`, and the application has not seen it.
+                        // Not upheld: lock objects made before the failure are
+                        // not destroyed first (VUID-vkDestroyDevice-device-05137).
+                        unsafe {
+                            let _ = fns.device_wait_idle();
+                            (fns.fp_v1_0().destroy_device)(handle, p_allocator);
+                        }
                         return vk::Result::ERROR_INITIALIZATION_FAILED;
                     }
                 }
             }
-            let next_create_shaders = next_gdpa(handle, c"vkCreateShadersEXT".as_ptr()).map(|f| std::mem::transmute(f));
-            let fsr_enabled = {
-                let ci = &*p_create_info;
-                (0..ci.enabled_extension_count as usize).any(|i| {
-                    std::ffi::CStr::from_ptr(*ci.pp_enabled_extension_names.add(i)).to_bytes()
-                        == crate::plan::SHADING_RATE_EXTENSION.as_bytes()
-                })
-            };
-            let next_set_fragment_shading_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR> =
-                next_gdpa(handle, c"vkCmdSetFragmentShadingRateKHR".as_ptr()).map(|f| std::mem::transmute(f));
+            let next_create_shaders =
+                next_device_command!(next_gdpa, handle, c"vkCreateShadersEXT" as vk::PFN_vkCreateShadersEXT);
+            // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter:
+            // `enabledExtensionCount` null-terminated UTF-8 strings.
+            let names = unsafe { ffi::slice(info.pp_enabled_extension_names, info.enabled_extension_count) };
+            let fsr_enabled = names.iter().any(|n| {
+                // SAFETY: as above.
+                unsafe { CStr::from_ptr(*n) }.to_bytes() == crate::plan::SHADING_RATE_EXTENSION.as_bytes()
+            });
+            let next_set_fragment_shading_rate = next_device_command!(
+                next_gdpa,
+                handle,
+                c"vkCmdSetFragmentShadingRateKHR" as vk::PFN_vkCmdSetFragmentShadingRateKHR
+            );
             let shading_rate = (fsr_enabled && plan.forces_one_by_one_with_interlock())
                 .then(|| crate::shading_rate::ForceOneByOne::new(next_set_fragment_shading_rate));
             // Shaders need the layer only where the application enabled interlock.
@@ -604,7 +761,14 @@ unsafe extern "system" fn create_device(
             // Loaded through the next layer's GDPA: the loader's own
             // vkGetDeviceProcAddr cannot be called inside vkCreateDevice.
             let shader_object = next_create_shaders.map(|_| {
-                ash::ext::shader_object::DeviceFn::load(|name| std::mem::transmute(next_gdpa(handle, name.as_ptr())))
+                // SAFETY: `next_gdpa` is the next layer's vkGetDeviceProcAddr
+                // and `handle` was created through it; ash asks with
+                // null-terminated names and casts each pointer to the type of
+                // the command it asked for.
+                ash::ext::shader_object::DeviceFn::load(|name| {
+                    unsafe { next_gdpa(handle, name.as_ptr()) }
+                        .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
+                })
             });
             // Uniform propagation measured slower on llvmpipe (docs/BENCHMARKS.md).
             let uniforms = match inst.settings.varyings_uniforms {
@@ -627,8 +791,11 @@ unsafe extern "system" fn create_device(
                     shader_object,
                     next_create_shaders,
                     next_set_fragment_shading_rate,
-                    next_begin_transform_feedback: next_gdpa(handle, c"vkCmdBeginTransformFeedbackEXT".as_ptr())
-                        .map(|f| std::mem::transmute(f)),
+                    next_begin_transform_feedback: next_device_command!(
+                        next_gdpa,
+                        handle,
+                        c"vkCmdBeginTransformFeedbackEXT" as vk::PFN_vkCmdBeginTransformFeedbackEXT
+                    ),
                 },
                 interlock,
                 spinlock,
@@ -639,22 +806,32 @@ unsafe extern "system" fn create_device(
             if let (Some(mode), Some(s)) = (data.plan.fdm_mode(), fdm_stripped.as_ref().filter(|s| s.enabled)) {
                 // What the density-map hooks call: the layer's other hooks for
                 // this device where it has them, else the next layer.
-                let below = ash::Device::load_with(
-                    |name| match dispatch::below_fdm(&data, name.to_bytes()) {
-                        Some(hook) => hook as *const std::ffi::c_void,
-                        None => ffi::resolve_command(name, |n| next_gdpa(handle, n)),
-                    },
-                    handle,
-                );
-                let fdm = crate::fdm::Fdm::new(
-                    mode,
-                    below,
-                    &data.instance.fns,
-                    pd,
-                    &s.info,
-                    set_loader_data,
-                    data.instance.settings.fdm_overlay,
-                );
+                // SAFETY: each name resolves to a pointer of its command's type
+                // or null, as `load_with` requires: the layer's entry point of
+                // that command's row (declared with its PFN type in the
+                // dispatch table), else the next layer's command.
+                let below = unsafe {
+                    ash::Device::load_with(
+                        |name| match dispatch::below_fdm(&data, name.to_bytes()) {
+                            Some(hook) => hook as *const std::ffi::c_void,
+                            None => ffi::resolve_command(name, |n| next_gdpa(handle, n)),
+                        },
+                        handle,
+                    )
+                };
+                // SAFETY: the device was just created from `s.info`'s original,
+                // and `below` loads its commands (Fdm::new's contract).
+                let fdm = unsafe {
+                    crate::fdm::Fdm::new(
+                        mode,
+                        below,
+                        &data.instance.fns,
+                        pd,
+                        &s.info,
+                        set_loader_data,
+                        data.instance.settings.fdm_overlay,
+                    )
+                };
                 data.fdm = Some(fdm);
             }
             let driver =
@@ -666,7 +843,8 @@ unsafe extern "system" fn create_device(
             for c in &data.plan.clamped {
                 data.log().log_once(LogLevel::Info, id::PROFILE_ADJUSTED, c, c);
             }
-            state::insert_device(dispatch_key(handle), Arc::new(data));
+            // SAFETY: a valid device, just created (dispatchable).
+            state::insert_device(unsafe { dispatch_key(handle) }, Arc::new(data));
             vk::Result::SUCCESS
         },
         || vk::Result::ERROR_INITIALIZATION_FAILED,
@@ -674,12 +852,19 @@ unsafe extern "system" fn create_device(
 }
 
 /// Fills the emulated features after the driver filled the rest of the chain.
+///
+/// # Safety
+/// `next` is the next layer's `vkGetPhysicalDeviceFeatures2` (or its KHR
+/// alias) and `pd`, `p` valid arguments for it: `p` a writable
+/// `VkPhysicalDeviceFeatures2` with a valid output chain.
 unsafe fn features2(
     pd: vk::PhysicalDevice,
     p: *mut vk::PhysicalDeviceFeatures2,
     next: vk::PFN_vkGetPhysicalDeviceFeatures2,
 ) {
-    let Some(pdd) = state::physical_device(pd) else { return next(pd, p) };
+    // SAFETY: the caller's guarantee (VUID-vkGetPhysicalDeviceFeatures2-pFeatures-parameter).
+    let next = || unsafe { next(pd, p) };
+    let Some(pdd) = state::physical_device(pd) else { return next() };
     let plan = pdd.plan();
     let head = p as *mut vk::BaseOutStructure;
     let interlock = plan.interlock_strategy().is_some();
@@ -688,49 +873,73 @@ unsafe fn features2(
     let call = || {
         if interlock {
             let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
-            pnext::without_output(head, s_type, || next(pd, p))
+            // SAFETY: `head` is the caller's writable structure with a valid
+            // output chain (VUID-VkPhysicalDeviceFeatures2-pNext-pNext).
+            unsafe { pnext::without_output(head, s_type, next) }
         } else {
-            next(pd, p)
+            next()
         }
     };
     if fdm {
+        let fdm1 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT;
         let fdm2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT;
-        pnext::without_output(head, vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT, || {
-            pnext::without_output(head, fdm2, call)
-        });
-        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>((*p).p_next) {
-            crate::fdm::fill_features(f);
-        }
-        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>((*p).p_next) {
-            crate::fdm::fill_features2(f);
-        }
+        // SAFETY: as above.
+        unsafe { pnext::without_output(head, fdm1, || pnext::without_output(head, fdm2, call)) };
     } else {
         call();
     }
+    // SAFETY: `p` is valid (the caller's guarantee); `without_output` linked
+    // back what it unlinked, so this is the application's output chain.
+    let chain = unsafe { (*p).p_next };
+    if fdm {
+        // SAFETY: a valid, writable output chain (as above).
+        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>(chain) } {
+            crate::fdm::fill_features(f);
+        }
+        // SAFETY: as above.
+        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>(chain) } {
+            crate::fdm::fill_features2(f);
+        }
+    }
     if interlock {
-        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>((*p).p_next) {
+        // SAFETY: as above.
+        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(chain) } {
             crate::interlock::fill_features(f);
         }
     }
-    crate::architecture::apply_features(&pdd.instance.log, plan, (*p).p_next);
+    // SAFETY: as above.
+    unsafe { crate::architecture::apply_features(&pdd.instance.log, plan, chain) };
 }
 
+/// # Safety
+/// The application (or the layer above) calls it with the arguments of a
+/// valid `vkDestroyDevice` call.
 unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const vk::AllocationCallbacks) {
     if device == vk::Device::null() {
         return;
     }
-    let key = dispatch_key(device);
+    // SAFETY: VUID-vkDestroyDevice-device-parameter: a non-null device is
+    // valid (so dispatchable).
+    let key = unsafe { dispatch_key(device) };
     let destroy = move || {
         if let Some(dev) = state::remove_device(key) {
-            if let Some(s) = &dev.spinlock {
-                let _ = dev.fns.device_wait_idle();
-                s.destroy(&dev.fns);
+            // SAFETY: the application destroyed every child of the device and
+            // no command on it runs (VUID-vkDestroyDevice-device-05137, and
+            // `device` is externally synchronized); the layer's own objects go
+            // first, once the device is idle, then the next layer's
+            // vkDestroyDevice with the caller's arguments. The registry entry is
+            // gone, so no hook finds the device again.
+            unsafe {
+                if let Some(s) = &dev.spinlock {
+                    let _ = dev.fns.device_wait_idle();
+                    s.destroy(&dev.fns);
+                }
+                if let Some(f) = &dev.fdm {
+                    let _ = dev.fns.device_wait_idle();
+                    f.destroy();
+                }
+                (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
             }
-            if let Some(f) = &dev.fdm {
-                let _ = dev.fns.device_wait_idle();
-                f.destroy();
-            }
-            (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
         }
     };
     guard::entry(
@@ -745,6 +954,9 @@ unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const
     )
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkCreateDebugUtilsMessengerEXT` call.
 unsafe extern "system" fn create_debug_utils_messenger(
     instance: vk::Instance,
     p_create_info: *const vk::DebugUtilsMessengerCreateInfoEXT,
@@ -754,15 +966,21 @@ unsafe extern "system" fn create_debug_utils_messenger(
     guard::entry(
         "vkCreateDebugUtilsMessengerEXT",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else {
+            // SAFETY: VUID-vkCreateDebugUtilsMessengerEXT-instance-parameter: a
+            // valid (so dispatchable) instance.
+            let Some(inst) = state::instance(unsafe { dispatch_key(instance) }) else {
                 return vk::Result::ERROR_INITIALIZATION_FAILED;
             };
             let Some(next) = inst.ext.create_debug_utils_messenger else {
                 return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
             };
-            let r = next(instance, p_create_info, p_allocator, p_messenger);
+            // SAFETY: the next layer's command with the caller's valid arguments.
+            let r = unsafe { next(instance, p_create_info, p_allocator, p_messenger) };
             if r == vk::Result::SUCCESS {
-                if let Some(m) = Messenger::from_create_info(&*p_create_info, *p_messenger) {
+                // SAFETY: VUID-vkCreateDebugUtilsMessengerEXT-pCreateInfo-parameter
+                // (with a valid pfnUserCallback) and -pMessenger-parameter, which
+                // the successful command wrote.
+                if let Some(m) = unsafe { Messenger::from_create_info(&*p_create_info, *p_messenger) } {
                     inst.log.add_messenger(m);
                 }
             }
@@ -772,6 +990,9 @@ unsafe extern "system" fn create_debug_utils_messenger(
     )
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkDestroyDebugUtilsMessengerEXT` call.
 unsafe extern "system" fn destroy_debug_utils_messenger(
     instance: vk::Instance,
     messenger: vk::DebugUtilsMessengerEXT,
@@ -780,12 +1001,16 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
     guard::entry(
         "vkDestroyDebugUtilsMessengerEXT",
         || {
-            let Some(inst) = state::instance(dispatch_key(instance)) else {
+            // SAFETY: VUID-vkDestroyDebugUtilsMessengerEXT-instance-parameter:
+            // a valid (so dispatchable) instance.
+            let Some(inst) = state::instance(unsafe { dispatch_key(instance) }) else {
                 return;
             };
             inst.log.remove_messenger(messenger);
             if let Some(next) = inst.ext.destroy_debug_utils_messenger {
-                next(instance, messenger, p_allocator);
+                // SAFETY: the next layer's command with the caller's valid
+                // arguments; the layer no longer calls the messenger.
+                unsafe { next(instance, messenger, p_allocator) };
             }
         },
         || {},
@@ -793,6 +1018,9 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
 }
 
 /// The architecture profile's properties and identity.
+///
+/// # Safety
+/// `p_next` is null or a valid, writable output chain.
 unsafe fn apply_identity(
     pd: vk::PhysicalDevice,
     props: &mut vk::PhysicalDeviceProperties,
@@ -800,7 +1028,10 @@ unsafe fn apply_identity(
 ) {
     let Some(pdd) = state::physical_device(pd) else { return };
     let inst = &pdd.instance;
-    crate::architecture::apply_properties(&inst.log, pdd.plan(), inst.settings.spoof_identity, props, p_next);
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        crate::architecture::apply_properties(&inst.log, pdd.plan(), inst.settings.spoof_identity, props, p_next)
+    };
 }
 
 /// Limits the spinlock strategy takes for itself: one descriptor set (the
@@ -827,48 +1058,76 @@ fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) 
     take("maxPerStageResources", &mut limits.max_per_stage_resources);
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkGetPhysicalDeviceProperties` call.
 unsafe extern "system" fn get_physical_device_properties(pd: vk::PhysicalDevice, p: *mut vk::PhysicalDeviceProperties) {
     let next = |pd| state::physical_device(pd).map(|d| d.instance.fns.fp_v1_0().get_physical_device_properties);
     guard::entry(
         "vkGetPhysicalDeviceProperties",
         || {
             if let Some(n) = next(pd) {
-                n(pd, p);
-                adjust_limits(pd, &mut (*p).limits);
-                apply_identity(pd, &mut *p, std::ptr::null_mut());
+                // SAFETY: the next layer's command with the caller's valid
+                // arguments; VUID-vkGetPhysicalDeviceProperties-pProperties-parameter:
+                // `p` is valid and writable, filled by the command.
+                unsafe {
+                    n(pd, p);
+                    adjust_limits(pd, &mut (*p).limits);
+                    apply_identity(pd, &mut *p, std::ptr::null_mut());
+                }
             }
         },
         || {
             if let Some(n) = next(pd) {
-                n(pd, p)
+                // SAFETY: the next layer's command with the caller's valid arguments.
+                unsafe { n(pd, p) }
             }
         },
     )
 }
 
+/// The driver's properties with the emulated and governed ones filled.
+///
+/// # Safety
+/// `next` is the next layer's `vkGetPhysicalDeviceProperties2` (or its KHR
+/// alias) and `pd`, `p` valid arguments for it: `p` a writable
+/// `VkPhysicalDeviceProperties2` with a valid output chain.
 unsafe fn properties2(
     pd: vk::PhysicalDevice,
     p: *mut vk::PhysicalDeviceProperties2,
     next: vk::PFN_vkGetPhysicalDeviceProperties2,
 ) {
+    // SAFETY: the caller's guarantee (VUID-vkGetPhysicalDeviceProperties2-pProperties-parameter).
+    let next = || unsafe { next(pd, p) };
     let fdm = state::physical_device(pd).is_some_and(|d| d.plan().fdm_mode().is_some());
     if fdm {
         let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT;
         let s_type2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT;
         let head = p as *mut vk::BaseOutStructure;
-        pnext::without_output(head, s_type, || pnext::without_output(head, s_type2, || next(pd, p)));
-        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>((*p).p_next) {
+        // SAFETY: `head` is the caller's writable structure with a valid
+        // output chain (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
+        unsafe { pnext::without_output(head, s_type, || pnext::without_output(head, s_type2, next)) };
+    } else {
+        next();
+    }
+    // SAFETY: `p` is valid and writable, filled by the command (the caller's
+    // guarantee); `without_output` linked back what it unlinked.
+    let props = unsafe { &mut *p };
+    if fdm {
+        // SAFETY: the application's valid, writable output chain (as above).
+        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>(props.p_next) } {
             crate::fdm::fill_properties(f);
         }
-        let limits = (*p).properties.limits;
-        if let Some(f) = pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT>((*p).p_next) {
+        let limits = props.properties.limits;
+        // SAFETY: as above.
+        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT>(props.p_next) }
+        {
             crate::fdm::fill_properties2(f, &limits);
         }
-    } else {
-        next(pd, p);
     }
-    adjust_limits(pd, &mut (*p).properties.limits);
-    apply_identity(pd, &mut (*p).properties, (*p).p_next);
+    adjust_limits(pd, &mut props.properties.limits);
+    // SAFETY: as above.
+    unsafe { apply_identity(pd, &mut props.properties, props.p_next) };
 }
 
 /// The `*2` physical-device queries, core and KHR: `body` with the next
@@ -876,18 +1135,27 @@ unsafe fn properties2(
 macro_rules! query2_hooks {
     ($( $hook:ident $name:literal $pfn:ident $info:ident => $body:ident, |$d:ident| $next:expr; )*) => {
         $(
+            #[doc = concat!("`", $name, "`.")]
+            ///
+            /// # Safety
+            /// The loader or the layer above calls it with the arguments of a
+            /// valid call of the command.
             unsafe extern "system" fn $hook(pd: vk::PhysicalDevice, p: *mut vk::$info<'_>) {
                 let next = |pd| state::physical_device(pd).and_then(|$d| $next);
                 guard::entry(
                     $name,
                     || {
                         if let Some(n) = next(pd) {
-                            $body(pd, p, n)
+                            // SAFETY: `n` is the next layer's command and `pd`,
+                            // `p` the caller's valid arguments for it, as `$body`
+                            // requires.
+                            unsafe { $body(pd, p, n) }
                         }
                     },
                     || {
                         if let Some(n) = next(pd) {
-                            n(pd, p)
+                            // SAFETY: the next layer's command with the caller's valid arguments.
+                            unsafe { n(pd, p) }
                         }
                     },
                 )
@@ -910,6 +1178,10 @@ query2_hooks! {
 
 /// The driver's fragment shading rates, without those larger than the
 /// architecture's `maxFragmentSize` (the list keeps its required order).
+///
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkGetPhysicalDeviceFragmentShadingRatesKHR` call.
 unsafe extern "system" fn get_physical_device_fragment_shading_rates(
     pd: vk::PhysicalDevice,
     count: *mut u32,
@@ -917,7 +1189,8 @@ unsafe extern "system" fn get_physical_device_fragment_shading_rates(
 ) -> vk::Result {
     let next = move || -> vk::Result {
         match state::physical_device(pd).and_then(|d| d.instance.ext.get_physical_device_fragment_shading_rates) {
-            Some(n) => n(pd, count, rates),
+            // SAFETY: the next layer's command with the caller's valid arguments.
+            Some(n) => unsafe { n(pd, count, rates) },
             None => vk::Result::ERROR_EXTENSION_NOT_PRESENT,
         }
     };
@@ -933,23 +1206,32 @@ unsafe extern "system" fn get_physical_device_fragment_shading_rates(
                 return next();
             };
             let mut total = 0u32;
-            let r = n(pd, &mut total, std::ptr::null_mut());
+            // SAFETY: `pd` is valid
+            // (VUID-vkGetPhysicalDeviceFragmentShadingRatesKHR-physicalDevice-parameter);
+            // a live count and no array.
+            let r = unsafe { n(pd, &mut total, std::ptr::null_mut()) };
             if r != vk::Result::SUCCESS {
                 return r;
             }
             let mut all = vec![vk::PhysicalDeviceFragmentShadingRateKHR::default(); total as usize];
-            let r = n(pd, &mut total, all.as_mut_ptr());
+            // SAFETY: as above, with `all`, a live Vec of `total` structures.
+            let r = unsafe { n(pd, &mut total, all.as_mut_ptr()) };
             if r.as_raw() < 0 {
                 return r;
             }
             all.truncate(total as usize);
             all.retain(|f| f.fragment_size.width <= mw && f.fragment_size.height <= mh);
+            // SAFETY: VUID-vkGetPhysicalDeviceFragmentShadingRatesKHR-pFragmentShadingRateCount-parameter:
+            // a valid, writable count.
+            let count = unsafe { &mut *count };
             if rates.is_null() {
                 *count = all.len() as u32;
                 return vk::Result::SUCCESS;
             }
             // Output structures keep the application's sType and pNext.
-            let out = std::slice::from_raw_parts_mut(rates, *count as usize);
+            // SAFETY: VUID-vkGetPhysicalDeviceFragmentShadingRatesKHR-pFragmentShadingRates-parameter:
+            // a non-null array holds `*count` structures, writable.
+            let out = unsafe { std::slice::from_raw_parts_mut(rates, *count as usize) };
             for (o, f) in out.iter_mut().zip(&all) {
                 o.sample_counts = f.sample_counts;
                 o.fragment_size = f.fragment_size;
@@ -970,6 +1252,9 @@ fn emulates_fdm(pd: vk::PhysicalDevice) -> bool {
     state::physical_device(pd).is_some_and(|d| d.plan().fdm_mode().is_some())
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkGetPhysicalDeviceFormatProperties` call.
 unsafe extern "system" fn get_physical_device_format_properties(
     pd: vk::PhysicalDevice,
     format: vk::Format,
@@ -977,7 +1262,8 @@ unsafe extern "system" fn get_physical_device_format_properties(
 ) {
     let next = move || {
         if let Some(d) = state::physical_device(pd) {
-            (d.instance.fns.fp_v1_0().get_physical_device_format_properties)(pd, format, p)
+            // SAFETY: the next layer's command with the caller's valid arguments.
+            unsafe { (d.instance.fns.fp_v1_0().get_physical_device_format_properties)(pd, format, p) }
         }
     };
     guard::entry(
@@ -985,13 +1271,18 @@ unsafe extern "system" fn get_physical_device_format_properties(
         || {
             next();
             if emulates_fdm(pd) {
-                crate::fdm::fill_format(format, &mut *p);
+                // SAFETY: VUID-vkGetPhysicalDeviceFormatProperties-pFormatProperties-parameter:
+                // valid and writable.
+                crate::fdm::fill_format(format, unsafe { &mut *p });
             }
         },
         next,
     )
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkGetPhysicalDeviceFormatProperties2` call.
 unsafe extern "system" fn get_physical_device_format_properties2(
     pd: vk::PhysicalDevice,
     format: vk::Format,
@@ -999,7 +1290,8 @@ unsafe extern "system" fn get_physical_device_format_properties2(
 ) {
     let next = move || {
         if let Some(d) = state::physical_device(pd) {
-            (d.instance.fns.fp_v1_1().get_physical_device_format_properties2)(pd, format, p)
+            // SAFETY: the next layer's command with the caller's valid arguments.
+            unsafe { (d.instance.fns.fp_v1_1().get_physical_device_format_properties2)(pd, format, p) }
         }
     };
     guard::entry(
@@ -1007,8 +1299,12 @@ unsafe extern "system" fn get_physical_device_format_properties2(
         || {
             next();
             if emulates_fdm(pd) {
-                crate::fdm::fill_format(format, &mut (*p).format_properties);
-                if let Some(f3) = pnext::find_mut::<vk::FormatProperties3>((*p).p_next) {
+                // SAFETY: VUID-vkGetPhysicalDeviceFormatProperties2-pFormatProperties-parameter:
+                // valid and writable.
+                let p = unsafe { &mut *p };
+                crate::fdm::fill_format(format, &mut p.format_properties);
+                // SAFETY: a valid, writable output chain (VUID-VkFormatProperties2-pNext-pNext).
+                if let Some(f3) = unsafe { pnext::find_mut::<vk::FormatProperties3>(p.p_next) } {
                     crate::fdm::fill_format3(format, f3);
                 }
             }
@@ -1017,6 +1313,9 @@ unsafe extern "system" fn get_physical_device_format_properties2(
     )
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkGetPhysicalDeviceImageFormatProperties` call.
 unsafe extern "system" fn get_physical_device_image_format_properties(
     pd: vk::PhysicalDevice,
     format: vk::Format,
@@ -1027,9 +1326,13 @@ unsafe extern "system" fn get_physical_device_image_format_properties(
     p: *mut vk::ImageFormatProperties,
 ) -> vk::Result {
     let next = move |usage, flags| match state::physical_device(pd) {
-        Some(d) => (d.instance.fns.fp_v1_0().get_physical_device_image_format_properties)(
-            pd, format, ty, tiling, usage, flags, p,
-        ),
+        // SAFETY: the next layer's command with the caller's valid arguments,
+        // `usage` and `flags` possibly translated (valid values of their types).
+        Some(d) => unsafe {
+            (d.instance.fns.fp_v1_0().get_physical_device_image_format_properties)(
+                pd, format, ty, tiling, usage, flags, p,
+            )
+        },
         None => vk::Result::ERROR_INITIALIZATION_FAILED,
     };
     guard::entry(
@@ -1039,21 +1342,26 @@ unsafe extern "system" fn get_physical_device_image_format_properties(
                 return next(usage, flags);
             }
             match crate::fdm::translate_image_query(format, tiling, usage, flags) {
-                Ok((u, f)) => next(u, f),
-                Err(()) => vk::Result::ERROR_FORMAT_NOT_SUPPORTED,
+                Some((u, f)) => next(u, f),
+                None => vk::Result::ERROR_FORMAT_NOT_SUPPORTED,
             }
         },
         move || next(usage, flags),
     )
 }
 
+/// # Safety
+/// The loader or the layer above calls it with the arguments of a valid
+/// `vkGetPhysicalDeviceImageFormatProperties2` call.
 unsafe extern "system" fn get_physical_device_image_format_properties2(
     pd: vk::PhysicalDevice,
     info: *const vk::PhysicalDeviceImageFormatInfo2<'_>,
     p: *mut vk::ImageFormatProperties2<'_>,
 ) -> vk::Result {
     let next = move |info: *const vk::PhysicalDeviceImageFormatInfo2| match state::physical_device(pd) {
-        Some(d) => (d.instance.fns.fp_v1_1().get_physical_device_image_format_properties2)(pd, info, p),
+        // SAFETY: the next layer's command with the caller's valid arguments,
+        // or a copy of its info with usage and flags translated.
+        Some(d) => unsafe { (d.instance.fns.fp_v1_1().get_physical_device_image_format_properties2)(pd, info, p) },
         None => vk::Result::ERROR_INITIALIZATION_FAILED,
     };
     guard::entry(
@@ -1062,15 +1370,17 @@ unsafe extern "system" fn get_physical_device_image_format_properties2(
             if !emulates_fdm(pd) {
                 return next(info);
             }
-            let i = &*info;
+            // SAFETY: VUID-vkGetPhysicalDeviceImageFormatProperties2-pImageFormatInfo-parameter:
+            // a valid structure.
+            let i = unsafe { &*info };
             match crate::fdm::translate_image_query(i.format, i.tiling, i.usage, i.flags) {
-                Ok((usage, flags)) => {
+                Some((usage, flags)) => {
                     let mut copy = *i;
                     copy.usage = usage;
                     copy.flags = flags;
                     next(&copy)
                 }
-                Err(()) => vk::Result::ERROR_FORMAT_NOT_SUPPORTED,
+                None => vk::Result::ERROR_FORMAT_NOT_SUPPORTED,
             }
         },
         move || next(info),

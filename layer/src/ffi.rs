@@ -71,13 +71,20 @@ pub struct LayerDeviceCreateInfo {
 /// `p_next` must be a valid Vulkan `pNext` chain.
 unsafe fn find_link_info(mut p_next: *const c_void, s_type: vk::StructureType) -> *mut c_void {
     while !p_next.is_null() {
-        let base = p_next as *const vk::BaseInStructure;
-        // Both loader structs share the same header layout.
-        let info = p_next as *const LayerInstanceCreateInfo;
-        if (*base).s_type == s_type && (*info).function == VK_LAYER_LINK_INFO {
-            return p_next as *mut c_void;
+        // SAFETY: every structure of a valid pNext chain starts with the
+        // VkBaseInStructure header (the caller's guarantee; VUID-VkInstanceCreateInfo-pNext-pNext,
+        // VUID-VkDeviceCreateInfo-pNext-pNext).
+        let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
+        if base.s_type == s_type {
+            // SAFETY: a structure of a loader create-info sType is a
+            // `VkLayerInstanceCreateInfo` or `VkLayerDeviceCreateInfo`, which
+            // share this layout (LoaderLayerInterface.md, `vk_layer.h`).
+            let info = unsafe { &*(p_next as *const LayerInstanceCreateInfo) };
+            if info.function == VK_LAYER_LINK_INFO {
+                return p_next as *mut c_void;
+            }
         }
-        p_next = (*base).p_next as *const c_void;
+        p_next = base.p_next as *const c_void;
     }
     std::ptr::null_mut()
 }
@@ -90,18 +97,27 @@ unsafe fn find_link_info(mut p_next: *const c_void, s_type: vk::StructureType) -
 /// `create_info` must be the `VkInstanceCreateInfo` the loader passed to this
 /// layer's `vkCreateInstance`.
 pub unsafe fn take_instance_link(create_info: *const vk::InstanceCreateInfo) -> Option<vk::PFN_vkGetInstanceProcAddr> {
-    let info = find_link_info((*create_info).p_next, vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
+    // SAFETY: the caller passes the loader's valid create info, whose chain
+    // is valid (VUID-vkCreateInstance-pCreateInfo-parameter).
+    let info = unsafe { find_link_info((*create_info).p_next, vk::StructureType::LOADER_INSTANCE_CREATE_INFO) }
         as *mut LayerInstanceCreateInfo;
     if info.is_null() {
         return None;
     }
-    let link = (*info).u[0] as *mut LayerInstanceLink;
-    if link.is_null() {
-        return None;
+    // SAFETY: the loader's link-info structure holds `pLayerInfo`, a list of
+    // `VkLayerInstanceLink` with this layer's first, and the layer advances
+    // it for the next layer (LoaderLayerInterface.md, "Layer Instance
+    // Creation"). The loader owns the structure for the duration of the
+    // call and expects this write.
+    unsafe {
+        let link = (*info).u[0] as *mut LayerInstanceLink;
+        if link.is_null() {
+            return None;
+        }
+        let gipa = (*link).pfn_next_get_instance_proc_addr;
+        (*info).u[0] = (*link).p_next as *mut c_void;
+        Some(gipa)
     }
-    let gipa = (*link).pfn_next_get_instance_proc_addr;
-    (*info).u[0] = (*link).p_next as *mut c_void;
-    Some(gipa)
 }
 
 /// The device counterpart of [`take_instance_link`]: the next layer's GIPA
@@ -113,18 +129,24 @@ pub unsafe fn take_instance_link(create_info: *const vk::InstanceCreateInfo) -> 
 pub unsafe fn take_device_link(
     create_info: *const vk::DeviceCreateInfo,
 ) -> Option<(vk::PFN_vkGetInstanceProcAddr, vk::PFN_vkGetDeviceProcAddr)> {
-    let info = find_link_info((*create_info).p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO)
+    // SAFETY: the caller passes the loader's valid create info, whose chain
+    // is valid (VUID-vkCreateDevice-pCreateInfo-parameter).
+    let info = unsafe { find_link_info((*create_info).p_next, vk::StructureType::LOADER_DEVICE_CREATE_INFO) }
         as *mut LayerDeviceCreateInfo;
     if info.is_null() {
         return None;
     }
-    let link = (*info).u[0] as *mut LayerDeviceLink;
-    if link.is_null() {
-        return None;
+    // SAFETY: as in `take_instance_link`, with `VkLayerDeviceLink`
+    // (LoaderLayerInterface.md, "Layer Device Creation").
+    unsafe {
+        let link = (*info).u[0] as *mut LayerDeviceLink;
+        if link.is_null() {
+            return None;
+        }
+        let out = ((*link).pfn_next_get_instance_proc_addr, (*link).pfn_next_get_device_proc_addr);
+        (*info).u[0] = (*link).p_next as *mut c_void;
+        Some(out)
     }
-    let out = ((*link).pfn_next_get_instance_proc_addr, (*link).pfn_next_get_device_proc_addr);
-    (*info).u[0] = (*link).p_next as *mut c_void;
-    Some(out)
 }
 
 /// The dispatch key of a dispatchable handle: the loader's dispatch-table
@@ -135,7 +157,10 @@ pub unsafe fn take_device_link(
 /// `handle` must be a valid dispatchable handle.
 #[inline]
 pub unsafe fn dispatch_key<H: vk::Handle>(handle: H) -> usize {
-    *(handle.as_raw() as *const usize)
+    // SAFETY: a dispatchable handle points at an object whose first word is
+    // the loader's dispatch table pointer (LoaderLayerInterface.md,
+    // "Dispatchable Object Creation"); the caller guarantees the handle is valid.
+    unsafe { *(handle.as_raw() as *const usize) }
 }
 
 /// The loader's `vkSetDeviceLoaderData` from a device create info chain.
@@ -143,15 +168,29 @@ pub unsafe fn dispatch_key<H: vk::Handle>(handle: H) -> usize {
 /// # Safety
 /// `create_info` must be the `VkDeviceCreateInfo` the loader passed down.
 pub unsafe fn device_loader_data_callback(create_info: *const vk::DeviceCreateInfo) -> Option<PfnSetDeviceLoaderData> {
-    let mut p = (*create_info).p_next;
+    // SAFETY: the loader's valid create info (VUID-vkCreateDevice-pCreateInfo-parameter).
+    let mut p = unsafe { (*create_info).p_next };
     while !p.is_null() {
-        let info = p as *const LayerDeviceCreateInfo;
-        if (*info).s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO && (*info).function == VK_LOADER_DATA_CALLBACK
-        {
-            let f = (*info).u[0];
-            return (!f.is_null()).then(|| std::mem::transmute::<*mut c_void, PfnSetDeviceLoaderData>(f));
+        // SAFETY: every structure of a valid chain starts with the
+        // VkBaseInStructure header (VUID-VkDeviceCreateInfo-pNext-pNext).
+        let base = unsafe { &*(p as *const vk::BaseInStructure) };
+        if base.s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO {
+            // SAFETY: a structure of this sType is the loader's
+            // `VkLayerDeviceCreateInfo` (LoaderLayerInterface.md, `vk_layer.h`).
+            let info = unsafe { &*(p as *const LayerDeviceCreateInfo) };
+            if info.function == VK_LOADER_DATA_CALLBACK {
+                let f = info.u[0];
+                // SAFETY: with `function == VK_LOADER_DATA_CALLBACK` the
+                // union holds `pfnSetDeviceLoaderData`, a
+                // `PFN_vkSetDeviceLoaderData` (`vk_layer.h`), which
+                // `PfnSetDeviceLoaderData` declares with the same ABI and
+                // signature; a data pointer and a function pointer have the
+                // same size on every platform Vulkan runs on. Null was ruled out.
+                return (!f.is_null())
+                    .then(|| unsafe { std::mem::transmute::<*mut c_void, PfnSetDeviceLoaderData>(f) });
+            }
         }
-        p = (*(p as *const vk::BaseInStructure)).p_next as *const c_void;
+        p = base.p_next as *const c_void;
     }
     None
 }
@@ -165,7 +204,10 @@ pub unsafe fn slice<'a, T>(p: *const T, n: u32) -> &'a [T] {
     if p.is_null() || n == 0 {
         &[]
     } else {
-        std::slice::from_raw_parts(p, n as usize)
+        // SAFETY: non-null and non-empty: the caller guarantees `n` valid
+        // items that outlive `'a` (for create infos, the array's
+        // "-parameter" valid usage).
+        unsafe { std::slice::from_raw_parts(p, n as usize) }
     }
 }
 
@@ -178,8 +220,11 @@ pub unsafe fn extensions_without(
     info: &vk::DeviceCreateInfo,
     name: &std::ffi::CStr,
 ) -> (Vec<*const std::ffi::c_char>, bool) {
-    let names = slice(info.pp_enabled_extension_names, info.enabled_extension_count);
-    let is_it = |n: &*const std::ffi::c_char| std::ffi::CStr::from_ptr(*n) == name;
+    // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter: an
+    // array of `enabledExtensionCount` null-terminated UTF-8 strings.
+    let names = unsafe { slice(info.pp_enabled_extension_names, info.enabled_extension_count) };
+    // SAFETY: each name is a null-terminated string (as above).
+    let is_it = |n: &*const std::ffi::c_char| unsafe { std::ffi::CStr::from_ptr(*n) } == name;
     (names.iter().copied().filter(|n| !is_it(n)).collect(), names.iter().any(is_it))
 }
 
@@ -238,8 +283,11 @@ pub unsafe fn resolve_command(
 /// Casts a hook to the type `vkGet*ProcAddr` returns.
 macro_rules! pfn {
     ($f:expr) => {
-        // SAFETY: the loader casts the pointer back to the command's own type,
-        // which `$f` has (checked by a `const _: PFN_… = …` next to each hook).
+        // SAFETY: `PFN_vkVoidFunction` is the type `vkGet*ProcAddr` returns for
+        // every command; the caller casts it back to the command's own type
+        // (the spec's "Command Function Pointers"), which `$f` has, checked by
+        // the `as vk::PFN_…` cast at each use (a function item coerces only to
+        // its own signature). Function pointers of any signature have one size.
         Some(unsafe { std::mem::transmute::<*const (), unsafe extern "system" fn()>($f as *const ()) })
     };
 }

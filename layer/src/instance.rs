@@ -37,19 +37,48 @@ impl InstanceExtFns {
     /// # Safety
     /// `instance` must have just been created through `gipa`.
     pub unsafe fn load(gipa: vk::PFN_vkGetInstanceProcAddr, instance: vk::Instance) -> InstanceExtFns {
-        let get = |name: &std::ffi::CStr| gipa(instance, name.as_ptr());
-        // SAFETY: each pointer is cast to the type of the command it was asked for.
-        InstanceExtFns {
-            create_debug_utils_messenger: get(c"vkCreateDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
-            destroy_debug_utils_messenger: get(c"vkDestroyDebugUtilsMessengerEXT").map(|f| std::mem::transmute(f)),
-            enumerate_physical_device_groups: get(c"vkEnumeratePhysicalDeviceGroups")
-                .or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
-                .map(|f| std::mem::transmute(f)),
-            get_physical_device_features2_khr: get(c"vkGetPhysicalDeviceFeatures2KHR").map(|f| std::mem::transmute(f)),
-            get_physical_device_properties2_khr: get(c"vkGetPhysicalDeviceProperties2KHR")
-                .map(|f| std::mem::transmute(f)),
-            get_physical_device_fragment_shading_rates: get(c"vkGetPhysicalDeviceFragmentShadingRatesKHR")
-                .map(|f| std::mem::transmute(f)),
+        // SAFETY: `gipa` is the next layer's vkGetInstanceProcAddr and
+        // `instance` was created through it (the caller's guarantee); the
+        // names are null-terminated (VUID-vkGetInstanceProcAddr-pName-parameter).
+        let get = |name: &std::ffi::CStr| unsafe { gipa(instance, name.as_ptr()) };
+        // SAFETY (every transmute below): vkGetInstanceProcAddr returns, as
+        // `PFN_vkVoidFunction`, a pointer to the command it was asked for, or
+        // NULL; the caller must cast it to that command's type (the spec's
+        // "Command Function Pointers"), which is the `PFN_` named in each
+        // transmute. `Option<fn>` of any signature has the layout of a
+        // nullable pointer, so NULL stays `None`. Core and KHR names of a
+        // promoted command share one signature.
+        unsafe {
+            InstanceExtFns {
+                create_debug_utils_messenger: std::mem::transmute::<
+                    vk::PFN_vkVoidFunction,
+                    Option<vk::PFN_vkCreateDebugUtilsMessengerEXT>,
+                >(get(c"vkCreateDebugUtilsMessengerEXT")),
+                destroy_debug_utils_messenger: std::mem::transmute::<
+                    vk::PFN_vkVoidFunction,
+                    Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
+                >(get(c"vkDestroyDebugUtilsMessengerEXT")),
+                enumerate_physical_device_groups: std::mem::transmute::<
+                    vk::PFN_vkVoidFunction,
+                    Option<vk::PFN_vkEnumeratePhysicalDeviceGroups>,
+                >(
+                    get(c"vkEnumeratePhysicalDeviceGroups").or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR")),
+                ),
+                get_physical_device_features2_khr: std::mem::transmute::<
+                    vk::PFN_vkVoidFunction,
+                    Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
+                >(get(c"vkGetPhysicalDeviceFeatures2KHR")),
+                get_physical_device_properties2_khr: std::mem::transmute::<
+                    vk::PFN_vkVoidFunction,
+                    Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
+                >(get(c"vkGetPhysicalDeviceProperties2KHR")),
+                get_physical_device_fragment_shading_rates: std::mem::transmute::<
+                    vk::PFN_vkVoidFunction,
+                    Option<vk::PFN_vkGetPhysicalDeviceFragmentShadingRatesKHR>,
+                >(get(
+                    c"vkGetPhysicalDeviceFragmentShadingRatesKHR",
+                )),
+            }
         }
     }
 }

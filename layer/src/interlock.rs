@@ -32,8 +32,13 @@ pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentShaderInterlockFeaturesEX
 }
 
 /// `VkDeviceCreateInfo` without the emulated extension and feature structure.
-pub struct StrippedDeviceInfo {
-    pub info: vk::DeviceCreateInfo<'static>,
+///
+/// `info` borrows the application's create info for `'a` (queue create
+/// infos, extension names, the structures the copied chain points at) and
+/// points into the fields below for the rest: heap memory (`Vec`, `Box`,
+/// the chain's nodes), which stays put when the struct moves.
+pub struct StrippedDeviceInfo<'a> {
+    pub info: vk::DeviceCreateInfo<'a>,
     pub interlock: DeviceInterlock,
     _names: Vec<*const c_char>,
     _chain: Chain,
@@ -46,13 +51,18 @@ pub use crate::pnext::StripError;
 ///
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
-pub unsafe fn strip(
-    info: &vk::DeviceCreateInfo,
+pub unsafe fn strip<'a>(
+    info: &vk::DeviceCreateInfo<'a>,
     strategy: InterlockStrategy,
     fragment_atomics: bool,
-) -> Result<StrippedDeviceInfo, StripError> {
-    let (kept, extension_enabled) = crate::ffi::extensions_without(info, INTERLOCK_EXTENSION);
-    let mut chain = Chain::copy(info.p_next).map_err(StripError::Unknown)?;
+) -> Result<StrippedDeviceInfo<'a>, StripError> {
+    // SAFETY: `info` is a valid create info (the caller's guarantee), so its
+    // extension names and chain are valid
+    // (VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter,
+    // VUID-VkDeviceCreateInfo-pNext-pNext).
+    let (kept, extension_enabled) = unsafe { crate::ffi::extensions_without(info, INTERLOCK_EXTENSION) };
+    // SAFETY: as above.
+    let mut chain = unsafe { Chain::copy(info.p_next) }.map_err(StripError::Unknown)?;
     let (mut pixel, mut sample) = (false, false);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>() {
         if f.fragment_shader_shading_rate_interlock == vk::TRUE {
@@ -71,13 +81,16 @@ pub unsafe fn strip(
             let mut f = if info.p_enabled_features.is_null() {
                 vk::PhysicalDeviceFeatures::default()
             } else {
-                *info.p_enabled_features
+                // SAFETY: VUID-VkDeviceCreateInfo-pEnabledFeatures-parameter: a
+                // non-null pEnabledFeatures points at a valid structure.
+                unsafe { *info.p_enabled_features }
             };
             f.fragment_stores_and_atomics = vk::TRUE;
             features = Some(Box::new(f));
         }
     }
-    let mut out: vk::DeviceCreateInfo<'static> = std::mem::transmute_copy(info);
+    // A plain copy: the borrow of the application's data keeps its lifetime `'a`.
+    let mut out: vk::DeviceCreateInfo<'a> = *info;
     if let Some(f) = &features {
         out.p_enabled_features = &**f;
     }
@@ -107,9 +120,12 @@ mod tests {
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
         let info =
             vk::DeviceCreateInfo::default().enabled_extension_names(&names).push_next(&mut f).push_next(&mut v12);
+        // SAFETY: `info` is built from the live arrays and structures above.
         let s = unsafe { strip(&info, InterlockStrategy::Serialized, false) }.unwrap();
         assert_eq!(s.info.enabled_extension_count, 1);
+        // SAFETY: `s` keeps the one remaining name, a literal.
         assert_eq!(unsafe { CStr::from_ptr(*s.info.pp_enabled_extension_names) }, c"VK_KHR_swapchain");
+        // SAFETY: `s.info`'s chain is the copy `s` owns.
         unsafe {
             assert!(pnext::find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(s.info.p_next).is_none());
             assert!(pnext::find::<vk::PhysicalDeviceVulkan12Features>(s.info.p_next).is_some());
@@ -122,6 +138,7 @@ mod tests {
         let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_shading_rate_interlock(true);
         let info = vk::DeviceCreateInfo::default().push_next(&mut f);
+        // SAFETY: `info` links only the live `f`.
         assert!(matches!(
             unsafe { strip(&info, InterlockStrategy::Serialized, false) },
             Err(StripError::FeatureNotPresent(_))

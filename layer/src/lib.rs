@@ -7,7 +7,9 @@
 
 // The library must be named libVkLayer_overlap.so, as the manifest says.
 #![allow(non_snake_case)]
-#![allow(clippy::missing_safety_doc)]
+// Every unsafe operation sits in an `unsafe` block with a `SAFETY` comment
+// naming the rule it relies on, inside unsafe fns too.
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod architecture;
 pub mod device;

@@ -72,7 +72,9 @@ impl Varyings {
     /// # Safety
     /// `info` is a valid create info.
     pub unsafe fn note_set_layout(&self, info: &vk::DescriptorSetLayoutCreateInfo, layout: vk::DescriptorSetLayout) {
-        let bindings = crate::ffi::slice(info.p_bindings, info.binding_count)
+        // SAFETY: VUID-VkDescriptorSetLayoutCreateInfo-pBindings-parameter:
+        // `bindingCount` valid bindings (`info` is valid, the caller's guarantee).
+        let bindings = unsafe { crate::ffi::slice(info.p_bindings, info.binding_count) }
             .iter()
             .map(|b| (b.binding, b.descriptor_type, b.stage_flags))
             .collect();
@@ -86,7 +88,9 @@ impl Varyings {
     /// `info` is a valid create info.
     pub unsafe fn note_pipeline_layout(&self, info: &vk::PipelineLayoutCreateInfo, layout: vk::PipelineLayout) {
         let mut env = LinkEnv::default();
-        let sets = crate::ffi::slice(info.p_set_layouts, info.set_layout_count);
+        // SAFETY: VUID-VkPipelineLayoutCreateInfo-pSetLayouts-parameter:
+        // `setLayoutCount` handles (`info` is valid, the caller's guarantee).
+        let sets = unsafe { crate::ffi::slice(info.p_set_layouts, info.set_layout_count) };
         let known = self.set_layouts.lock();
         for (set, l) in sets.iter().enumerate() {
             for (binding, ty, stages) in known.get(l).map(|v| &v[..]).unwrap_or(&[]) {
@@ -97,7 +101,10 @@ impl Varyings {
                 }
             }
         }
-        for r in crate::ffi::slice(info.p_push_constant_ranges, info.push_constant_range_count) {
+        // SAFETY: VUID-VkPipelineLayoutCreateInfo-pPushConstantRanges-parameter:
+        // `pushConstantRangeCount` valid ranges.
+        let ranges = unsafe { crate::ffi::slice(info.p_push_constant_ranges, info.push_constant_range_count) };
+        for r in ranges {
             if r.stage_flags.contains(vk::ShaderStageFlags::FRAGMENT) {
                 env.push_constants.push((r.offset, r.size));
             }
@@ -212,10 +219,12 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
 }
 
 /// Linked stage arrays for some pipelines, and the temporary modules to
-/// destroy after `vkCreateGraphicsPipelines`.
+/// destroy after `vkCreateGraphicsPipelines`. The stage arrays are copies of
+/// the application's, so they borrow what it passed for `'a` (entry point
+/// names, specialization info, `pNext`).
 #[derive(Default)]
-pub struct Linked {
-    stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'static>>>,
+pub struct Linked<'a> {
+    stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'a>>>,
     pub temporary: Vec<vk::ShaderModule>,
 }
 
@@ -223,7 +232,10 @@ fn module(dev: &DeviceCore, words: &[u32]) -> Result<vk::ShaderModule, vk::Resul
     crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateShaderModule")?;
     let info = vk::ShaderModuleCreateInfo::default().code(words);
     let mut m = vk::ShaderModule::null();
-    // SAFETY: a valid create info for the device, sent to the next layer.
+    // SAFETY: a valid create info for the device, sent to the next layer:
+    // `code` sets pCode and codeSize from the live slice `words`
+    // (VUID-VkShaderModuleCreateInfo-pCode-parameter), `m` is a live output
+    // (VUID-vkCreateShaderModule-pShaderModule-parameter).
     let r = unsafe { (dev.fns.fp_v1_0().create_shader_module)(dev.handle, &info, std::ptr::null(), &mut m) };
     r.result_with_success(m)
 }
@@ -235,7 +247,8 @@ fn modules(dev: &DeviceCore, producer: &[u32], consumer: &[u32]) -> Result<[vk::
     match module(dev, consumer) {
         Ok(fm) => Ok([vm, fm]),
         Err(e) => {
-            // SAFETY: made above by this layer, used by nothing yet.
+            // SAFETY: `vm` is a valid module of this device, made above by this
+            // layer and used by nothing yet (VUID-vkDestroyShaderModule-shaderModule-parameter).
             unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, vm, std::ptr::null()) };
             Err(e)
         }
@@ -247,16 +260,25 @@ fn modules(dev: &DeviceCore, producer: &[u32], consumer: &[u32]) -> Result<[vk::
 ///
 /// # Safety
 /// `infos` are valid create infos of `dev`.
-pub unsafe fn link_pipelines(dev: &DeviceCore, v: &Varyings, infos: &mut [vk::GraphicsPipelineCreateInfo]) -> Linked {
+pub unsafe fn link_pipelines<'a>(
+    dev: &DeviceCore,
+    v: &Varyings,
+    infos: &mut [vk::GraphicsPipelineCreateInfo<'a>],
+) -> Linked<'a> {
     let mut out = Linked::default();
     for info in infos.iter_mut() {
         if info.stage_count < 2
             || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR)
-            || crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some()
+            // SAFETY: a valid create info has a valid chain
+            // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext).
+            || unsafe { crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next) }.is_some()
         {
             continue;
         }
-        let stages = std::slice::from_raw_parts(info.p_stages, info.stage_count as usize);
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: a pipeline
+        // with shader stages (not a library, `stageCount` ≥ 2) points pStages
+        // at `stageCount` valid stage create infos.
+        let stages = unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) };
         // The fragment shader's producer: the last pre-rasterization stage.
         let find = |s: vk::ShaderStageFlags| stages.iter().position(|x| x.stage == s);
         let producer = find(vk::ShaderStageFlags::GEOMETRY)
@@ -290,8 +312,7 @@ pub unsafe fn link_pipelines(dev: &DeviceCore, v: &Varyings, infos: &mut [vk::Gr
             }
         };
         out.temporary.extend([vm, fm]);
-        let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'static>> =
-            stages.iter().map(|s| std::mem::transmute_copy(s)).collect();
+        let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'a>> = stages.to_vec();
         copy[vs].module = vm;
         copy[fs].module = fm;
         info.p_stages = copy.as_ptr();
@@ -309,11 +330,13 @@ pub unsafe fn link_pipelines(dev: &DeviceCore, v: &Varyings, infos: &mut [vk::Gr
     out
 }
 
-impl Linked {
+impl Linked<'_> {
     /// Destroys the temporary modules.
     pub fn finish(self, dev: &DeviceCore) {
         for m in self.temporary {
-            // SAFETY: created by `module` for this call; the pipeline no longer needs it.
+            // SAFETY: created by `module` for this call and used only by it; a
+            // shader module may be destroyed while pipelines created from it
+            // are in use (vkDestroyShaderModule), and pipeline creation has returned.
             unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
         }
     }

@@ -32,6 +32,7 @@ pub struct Messenger {
 // creating the messenger allows it to be called from any thread that calls
 // Vulkan on the instance.
 unsafe impl Send for Messenger {}
+// SAFETY: as for `Send`: the layer only copies the fields and calls the callback.
 unsafe impl Sync for Messenger {}
 
 impl Messenger {
@@ -58,10 +59,19 @@ impl Messenger {
 pub unsafe fn chained_messengers(mut p_next: *const c_void) -> Vec<Messenger> {
     let mut out = Vec::new();
     while !p_next.is_null() {
-        let base = &*(p_next as *const vk::BaseInStructure);
+        // SAFETY: every structure of a valid pNext chain starts with the
+        // VkBaseInStructure header (the caller's guarantee;
+        // VUID-VkInstanceCreateInfo-pNext-pNext).
+        let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
         if base.s_type == vk::StructureType::DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT {
-            let info = &*(p_next as *const vk::DebugUtilsMessengerCreateInfoEXT);
-            out.extend(Messenger::from_create_info(info, vk::DebugUtilsMessengerEXT::null()));
+            // SAFETY: a structure of this sType is a
+            // VkDebugUtilsMessengerCreateInfoEXT, whose pfnUserCallback is
+            // valid (VUID-VkDebugUtilsMessengerCreateInfoEXT-pfnUserCallback-parameter).
+            let m = unsafe {
+                let info = &*(p_next as *const vk::DebugUtilsMessengerCreateInfoEXT);
+                Messenger::from_create_info(info, vk::DebugUtilsMessengerEXT::null())
+            };
+            out.extend(m);
         }
         p_next = base.p_next as *const c_void;
     }

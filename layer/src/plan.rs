@@ -33,9 +33,12 @@ impl DriverFacts {
     /// # Safety
     /// `pd` must belong to `instance`.
     pub unsafe fn query(instance: &ash::Instance, instance_api: u32, pd: vk::PhysicalDevice) -> DriverFacts {
-        let props = instance.get_physical_device_properties(pd);
-        let extensions: Vec<String> = instance
-            .enumerate_device_extension_properties(pd)
+        // SAFETY: `pd` belongs to `instance` (the caller's guarantee;
+        // VUID-vkGetPhysicalDeviceProperties-physicalDevice-parameter); ash
+        // passes its own valid output pointers.
+        let props = unsafe { instance.get_physical_device_properties(pd) };
+        // SAFETY: as above (VUID-vkEnumerateDeviceExtensionProperties-physicalDevice-parameter).
+        let extensions: Vec<String> = unsafe { instance.enumerate_device_extension_properties(pd) }
             .unwrap_or_default()
             .iter()
             .map(|e| e.extension_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned())
@@ -49,12 +52,18 @@ impl DriverFacts {
         {
             let mut driver = vk::PhysicalDeviceDriverProperties::default();
             let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
-            instance.get_physical_device_properties2(pd, &mut p2);
+            // SAFETY: as above; instance and device are at least 1.1 here, so
+            // the core command exists, and VkPhysicalDeviceDriverProperties is
+            // core in 1.2 or the device has VK_KHR_driver_properties
+            // (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
+            unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
             driver_id = Some(driver.driver_id);
             driver_name = driver.driver_name_as_c_str().unwrap_or(c"").to_string_lossy().into_owned();
         }
         DriverFacts {
-            device_name: CStr::from_ptr(props.device_name.as_ptr()).to_string_lossy().into_owned(),
+            // SAFETY: `deviceName` is a null-terminated UTF-8 string in its
+            // fixed-size array (VkPhysicalDeviceProperties, filled by the driver).
+            device_name: unsafe { CStr::from_ptr(props.device_name.as_ptr()) }.to_string_lossy().into_owned(),
             vendor_id: props.vendor_id,
             api_version: props.api_version,
             driver_id,

@@ -50,7 +50,10 @@ impl Chain {
     pub unsafe fn copy(mut p_next: *const c_void) -> Result<Chain, UnknownStructure> {
         let mut nodes = Vec::new();
         while !p_next.is_null() {
-            let base = &*(p_next as *const vk::BaseInStructure);
+            // SAFETY: every structure of a valid pNext chain starts with the
+            // VkBaseInStructure header (the caller's guarantee; the
+            // "VUID-…-pNext-pNext" valid usage of the structure it extends).
+            let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
             let size = struct_size(base.s_type)
                 .or_else(|| {
                     (base.s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO
@@ -59,7 +62,11 @@ impl Chain {
                 })
                 .ok_or(UnknownStructure(base.s_type))?;
             let mut words = vec![0u64; size.div_ceil(8)];
-            std::ptr::copy_nonoverlapping(p_next as *const u8, words.as_mut_ptr() as *mut u8, size);
+            // SAFETY: the structure at `p_next` has sType `base.s_type`, whose
+            // size is `size` (the generated table of ash's structures, or the
+            // loader's create-info layout); `words` is a fresh Vec of at
+            // least `size` bytes, so the ranges are valid and disjoint.
+            unsafe { std::ptr::copy_nonoverlapping(p_next as *const u8, words.as_mut_ptr() as *mut u8, size) };
             nodes.push(Node { s_type: base.s_type, words });
             p_next = base.p_next as *const c_void;
         }
@@ -100,7 +107,9 @@ impl Chain {
     pub fn push<T: vk::TaggedStructure>(&mut self, value: &T) {
         let size = std::mem::size_of::<T>();
         let mut words = vec![0u64; size.div_ceil(8)];
-        // SAFETY: `T` is a plain Vulkan structure of `size` bytes.
+        // SAFETY: `value` is a live `T` of `size` bytes (a plain Vulkan
+        // structure, no padding read as anything but bytes); `words` is a
+        // fresh Vec of at least `size` bytes, disjoint from it.
         unsafe { std::ptr::copy_nonoverlapping(value as *const T as *const u8, words.as_mut_ptr() as *mut u8, size) };
         self.nodes.push(Node { s_type: T::STRUCTURE_TYPE, words });
     }
@@ -111,7 +120,9 @@ impl Chain {
         let ptrs: Vec<*mut u64> = self.nodes.iter_mut().map(|n| n.words.as_mut_ptr()).collect();
         for (i, p) in ptrs.iter().enumerate() {
             let next = ptrs.get(i + 1).copied().unwrap_or(std::ptr::null_mut());
-            // SAFETY: every node starts with the VkBaseOutStructure header.
+            // SAFETY: every node is a copied Vulkan structure, which starts
+            // with the VkBaseOutStructure header; `*p` points into a live
+            // node's Vec (`ptrs` was just taken from `self.nodes`).
             unsafe { (*(*p as *mut vk::BaseOutStructure)).p_next = next as *mut vk::BaseOutStructure };
         }
         ptrs.first().map(|p| *p as *const c_void).unwrap_or(std::ptr::null())
@@ -124,9 +135,13 @@ impl Chain {
 /// `p_next` must be a valid `pNext` chain.
 pub unsafe fn find<'a, T: vk::TaggedStructure>(mut p_next: *const c_void) -> Option<&'a T> {
     while !p_next.is_null() {
-        let base = &*(p_next as *const vk::BaseInStructure);
+        // SAFETY: every structure of a valid pNext chain starts with the
+        // VkBaseInStructure header (the caller's guarantee).
+        let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
         if base.s_type == T::STRUCTURE_TYPE {
-            return Some(&*(p_next as *const T));
+            // SAFETY: a structure of sType `T::STRUCTURE_TYPE` is a `T`
+            // (ash's `TaggedStructure`), valid for the chain's lifetime.
+            return Some(unsafe { &*(p_next as *const T) });
         }
         p_next = base.p_next as *const c_void;
     }
@@ -140,9 +155,14 @@ pub unsafe fn find<'a, T: vk::TaggedStructure>(mut p_next: *const c_void) -> Opt
 /// `p_next` must be a valid, writable `pNext` chain.
 pub unsafe fn find_mut<'a, T: vk::TaggedStructure>(mut p_next: *mut c_void) -> Option<&'a mut T> {
     while !p_next.is_null() {
-        let base = &mut *(p_next as *mut vk::BaseOutStructure);
+        // SAFETY: every structure of a valid output chain starts with the
+        // VkBaseOutStructure header, and is writable (the caller's guarantee;
+        // the "-pNext-pNext" valid usage of the structure it extends).
+        let base = unsafe { &mut *(p_next as *mut vk::BaseOutStructure) };
         if base.s_type == T::STRUCTURE_TYPE {
-            return Some(&mut *(p_next as *mut T));
+            // SAFETY: a structure of sType `T::STRUCTURE_TYPE` is a `T` (ash's
+            // `TaggedStructure`); `base` is not used again.
+            return Some(unsafe { &mut *(p_next as *mut T) });
         }
         p_next = base.p_next as *mut c_void;
     }
@@ -163,19 +183,28 @@ pub unsafe fn without_output<R>(
 ) -> R {
     let mut removed: Vec<(*mut vk::BaseOutStructure, *mut vk::BaseOutStructure)> = Vec::new();
     let mut prev = head;
-    while !(*prev).p_next.is_null() {
-        let cur = (*prev).p_next;
-        if (*cur).s_type == s_type {
-            (*prev).p_next = (*cur).p_next;
-            removed.push((prev, cur));
-        } else {
-            prev = cur;
+    // SAFETY: `head` and every structure of its chain are valid, writable
+    // structures that start with the VkBaseOutStructure header (the caller's
+    // guarantee); only their `pNext` members are written.
+    unsafe {
+        while !(*prev).p_next.is_null() {
+            let cur = (*prev).p_next;
+            if (*cur).s_type == s_type {
+                (*prev).p_next = (*cur).p_next;
+                removed.push((prev, cur));
+            } else {
+                prev = cur;
+            }
         }
     }
     let r = f();
-    for (prev, cur) in removed.into_iter().rev() {
-        (*cur).p_next = (*prev).p_next;
-        (*prev).p_next = cur;
+    // SAFETY: the same structures as above, still valid (the caller's
+    // guarantee covers the call), relinked in reverse order of unlinking.
+    unsafe {
+        for (prev, cur) in removed.into_iter().rev() {
+            (*cur).p_next = (*prev).p_next;
+            (*prev).p_next = cur;
+        }
     }
     r
 }
@@ -191,6 +220,7 @@ mod tests {
             vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default().fragment_shader_pixel_interlock(true);
         let mut c = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
         let info = vk::DeviceCreateInfo::default().push_next(&mut a).push_next(&mut b).push_next(&mut c);
+        // SAFETY: `info`'s chain links the three live structures above.
         let mut chain = unsafe { Chain::copy(info.p_next) }.unwrap();
         assert!(
             chain
@@ -201,6 +231,8 @@ mod tests {
         );
         assert!(chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT));
         let head = chain.head();
+        // SAFETY: `head` is the relinked copy, alive with `chain`; `info`'s
+        // chain is the live structures above.
         unsafe {
             assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(head).is_none());
             assert_eq!(find::<vk::PhysicalDeviceVulkan12Features>(head).unwrap().timeline_semaphore, vk::TRUE);
@@ -217,6 +249,7 @@ mod tests {
             p_next: std::ptr::null_mut(),
             ..Default::default()
         };
+        // SAFETY: a one-structure chain: `odd`, a live header with a null `pNext`.
         let r = unsafe { Chain::copy(&mut odd as *mut _ as *const c_void) };
         assert_eq!(r.err(), Some(UnknownStructure(vk::StructureType::from_raw(0x7fff_fff0))));
     }
@@ -228,6 +261,7 @@ mod tests {
         let mut c = vk::PhysicalDeviceVulkan13Features::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut a).push_next(&mut b).push_next(&mut c);
         let head = &mut f2 as *mut _ as *mut vk::BaseOutStructure;
+        // SAFETY: `f2`'s chain links the three live structures above.
         unsafe {
             without_output(head, vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT, || {
                 assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(f2.p_next).is_none());

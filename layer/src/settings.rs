@@ -293,24 +293,34 @@ pub fn parse_settings_file(text: &str) -> Vec<(String, String)> {
 pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(String, String)> {
     let mut out = Vec::new();
     while !p_next.is_null() {
-        let base = &*(p_next as *const vk::BaseInStructure);
+        // SAFETY: every structure of a valid pNext chain starts with the
+        // VkBaseInStructure header (the caller's guarantee;
+        // VUID-VkInstanceCreateInfo-pNext-pNext).
+        let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
         if base.s_type == vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT {
-            let info = &*(p_next as *const vk::LayerSettingsCreateInfoEXT);
+            // SAFETY: a structure of this sType is a VkLayerSettingsCreateInfoEXT.
+            let info = unsafe { &*(p_next as *const vk::LayerSettingsCreateInfoEXT) };
             let settings: &[vk::LayerSettingEXT] = if info.setting_count == 0 || info.p_settings.is_null() {
                 &[]
             } else {
-                // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter.
-                std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
+                // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter:
+                // `settingCount` valid VkLayerSettingEXT structures.
+                unsafe { std::slice::from_raw_parts(info.p_settings, info.setting_count as usize) }
             };
             for s in settings {
                 if s.p_layer_name.is_null() || s.p_setting_name.is_null() {
                     continue;
                 }
-                if CStr::from_ptr(s.p_layer_name).to_bytes() != LAYER_NAME.as_bytes() {
+                // SAFETY: VUID-VkLayerSettingEXT-pLayerName-parameter and
+                // VUID-VkLayerSettingEXT-pSettingName-parameter: null-terminated
+                // UTF-8 strings (null was ruled out above).
+                let (layer, name) = unsafe { (CStr::from_ptr(s.p_layer_name), CStr::from_ptr(s.p_setting_name)) };
+                if layer.to_bytes() != LAYER_NAME.as_bytes() {
                     continue;
                 }
-                let key = CStr::from_ptr(s.p_setting_name).to_string_lossy().into_owned();
-                if let Some(v) = setting_value_string(s) {
+                let key = name.to_string_lossy().into_owned();
+                // SAFETY: `s` is a valid VkLayerSettingEXT (as above).
+                if let Some(v) = unsafe { setting_value_string(s) } {
                     out.push((key, v));
                 }
             }
@@ -325,59 +335,86 @@ pub unsafe fn create_info_settings(mut p_next: *const std::ffi::c_void) -> Vec<(
 /// `VK_EXT_layer_settings` (the validation layer of Vulkan 1.3.239 rejects its
 /// sType) never see it. A struct that also carries other layers' settings
 /// stays; a chain the layer cannot copy is passed down unchanged.
-pub struct StrippedInstanceInfo {
-    pub info: vk::InstanceCreateInfo<'static>,
+///
+/// `info` borrows the application's create info for `'a` and points at
+/// `_chain`'s nodes (heap memory, which stays put when the struct moves) for
+/// its `pNext`.
+pub struct StrippedInstanceInfo<'a> {
+    pub info: vk::InstanceCreateInfo<'a>,
     _chain: crate::pnext::Chain,
 }
 
 /// Whether `p` is a `VkLayerSettingsCreateInfoEXT` holding only Overlap's settings.
+///
+/// # Safety
+/// `info` must be a valid `VkLayerSettingsCreateInfoEXT`.
 unsafe fn is_own_settings(info: &vk::LayerSettingsCreateInfoEXT) -> bool {
     if info.setting_count == 0 || info.p_settings.is_null() {
         return false;
     }
-    std::slice::from_raw_parts(info.p_settings, info.setting_count as usize)
-        .iter()
-        .all(|s| !s.p_layer_name.is_null() && CStr::from_ptr(s.p_layer_name).to_bytes() == LAYER_NAME.as_bytes())
+    // SAFETY: VUID-VkLayerSettingsCreateInfoEXT-pSettings-parameter: `settingCount`
+    // valid structures (null and zero were ruled out above).
+    let settings = unsafe { std::slice::from_raw_parts(info.p_settings, info.setting_count as usize) };
+    settings.iter().all(|s| {
+        // SAFETY: VUID-VkLayerSettingEXT-pLayerName-parameter: a null-terminated
+        // UTF-8 string (null was ruled out).
+        !s.p_layer_name.is_null() && unsafe { CStr::from_ptr(s.p_layer_name) }.to_bytes() == LAYER_NAME.as_bytes()
+    })
 }
 
 /// See [`StrippedInstanceInfo`]; `None` when there is nothing to unlink.
 ///
 /// # Safety
 /// `info` must be a valid `VkInstanceCreateInfo`.
-pub unsafe fn strip_own_settings(info: &vk::InstanceCreateInfo) -> Option<StrippedInstanceInfo> {
-    let own = crate::pnext::find::<vk::LayerSettingsCreateInfoEXT>(info.p_next)?;
-    if !is_own_settings(own) {
+pub unsafe fn strip_own_settings<'a>(info: &vk::InstanceCreateInfo<'a>) -> Option<StrippedInstanceInfo<'a>> {
+    // SAFETY: `info` is valid (the caller's guarantee), so is its chain
+    // (VUID-VkInstanceCreateInfo-pNext-pNext), and a structure found in it is
+    // a valid VkLayerSettingsCreateInfoEXT.
+    let own = unsafe { crate::pnext::find::<vk::LayerSettingsCreateInfoEXT>(info.p_next) }?;
+    // SAFETY: as above.
+    if !unsafe { is_own_settings(own) } {
         return None;
     }
-    let mut chain = crate::pnext::Chain::copy(info.p_next).ok()?;
+    // SAFETY: as above.
+    let mut chain = unsafe { crate::pnext::Chain::copy(info.p_next) }.ok()?;
     chain.remove(vk::StructureType::LAYER_SETTINGS_CREATE_INFO_EXT);
-    let mut out: vk::InstanceCreateInfo<'static> = std::mem::transmute_copy(info);
+    // A plain copy: the borrow of the application's data keeps its lifetime `'a`.
+    let mut out: vk::InstanceCreateInfo<'a> = *info;
     out.p_next = chain.head();
     Some(StrippedInstanceInfo { info: out, _chain: chain })
 }
 
 /// The first value of a `VkLayerSettingEXT`, as text.
+///
+/// # Safety
+/// `s` must be a valid `VkLayerSettingEXT`.
 unsafe fn setting_value_string(s: &vk::LayerSettingEXT) -> Option<String> {
     if s.value_count == 0 || s.p_values.is_null() {
         return None;
     }
     let p = s.p_values;
-    Some(match s.ty {
-        vk::LayerSettingTypeEXT::BOOL32 => (*(p as *const vk::Bool32) != 0).to_string(),
-        vk::LayerSettingTypeEXT::INT32 => (*(p as *const i32)).to_string(),
-        vk::LayerSettingTypeEXT::INT64 => (*(p as *const i64)).to_string(),
-        vk::LayerSettingTypeEXT::UINT32 => (*(p as *const u32)).to_string(),
-        vk::LayerSettingTypeEXT::UINT64 => (*(p as *const u64)).to_string(),
-        vk::LayerSettingTypeEXT::FLOAT32 => (*(p as *const f32)).to_string(),
-        vk::LayerSettingTypeEXT::FLOAT64 => (*(p as *const f64)).to_string(),
-        vk::LayerSettingTypeEXT::STRING => {
-            let strs = p as *const *const std::ffi::c_char;
-            if (*strs).is_null() {
-                return None;
+    // SAFETY: VUID-VkLayerSettingEXT-pValues-parameter: with `valueCount` not 0,
+    // `pValues` points at `valueCount` values of the type `type` names (the
+    // VkLayerSettingEXT description); only the first is read. A STRING value
+    // is a pointer to a null-terminated UTF-8 string, checked for null.
+    Some(unsafe {
+        match s.ty {
+            vk::LayerSettingTypeEXT::BOOL32 => (*(p as *const vk::Bool32) != 0).to_string(),
+            vk::LayerSettingTypeEXT::INT32 => (*(p as *const i32)).to_string(),
+            vk::LayerSettingTypeEXT::INT64 => (*(p as *const i64)).to_string(),
+            vk::LayerSettingTypeEXT::UINT32 => (*(p as *const u32)).to_string(),
+            vk::LayerSettingTypeEXT::UINT64 => (*(p as *const u64)).to_string(),
+            vk::LayerSettingTypeEXT::FLOAT32 => (*(p as *const f32)).to_string(),
+            vk::LayerSettingTypeEXT::FLOAT64 => (*(p as *const f64)).to_string(),
+            vk::LayerSettingTypeEXT::STRING => {
+                let strs = p as *const *const std::ffi::c_char;
+                if (*strs).is_null() {
+                    return None;
+                }
+                CStr::from_ptr(*strs).to_string_lossy().into_owned()
             }
-            CStr::from_ptr(*strs).to_string_lossy().into_owned()
+            _ => return None,
         }
-        _ => return None,
     })
 }
 
@@ -499,7 +536,8 @@ impl Settings {
     /// # Safety
     /// `create_info` must be a valid `VkInstanceCreateInfo`.
     pub unsafe fn for_instance(create_info: &vk::InstanceCreateInfo) -> (Settings, Vec<Diagnostic>) {
-        RawSettings::gather(create_info_settings(create_info.p_next)).resolve()
+        // SAFETY: a valid create info has a valid chain (VUID-VkInstanceCreateInfo-pNext-pNext).
+        RawSettings::gather(unsafe { create_info_settings(create_info.p_next) }).resolve()
     }
 
     pub fn defaults() -> Settings {
@@ -611,6 +649,7 @@ mod tests {
             },
         ];
         let info = vk::LayerSettingsCreateInfoEXT::default().settings(&entries);
+        // SAFETY: a one-structure chain: `info`, over the live entries above.
         let got = unsafe { create_info_settings(&info as *const _ as *const _) };
         assert_eq!(
             got,

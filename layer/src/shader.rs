@@ -7,8 +7,6 @@
 //! that fails validation (SPIRV-Tools, in process) is never sent down (the original goes, with an
 //! error).
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use crate::device::DeviceCore;
 use crate::id;
 use crate::plan::InterlockStrategy;

@@ -70,14 +70,22 @@ impl ForceOneByOne {
     unsafe fn uses_interlock(&self, stages: &[vk::PipelineShaderStageCreateInfo]) -> bool {
         let modules = self.modules.lock();
         stages.iter().filter(|s| s.stage == vk::ShaderStageFlags::FRAGMENT).any(|s| {
-            modules.contains(&s.module)
-                || crate::pnext::find::<vk::ShaderModuleCreateInfo>(s.p_next).is_some_and(|m| {
+            if modules.contains(&s.module) {
+                return true;
+            }
+            // SAFETY: a valid stage create info has a valid chain
+            // (VUID-VkPipelineShaderStageCreateInfo-pNext-pNext); an inline
+            // module's pCode holds codeSize / 4 words
+            // (VUID-VkShaderModuleCreateInfo-pCode-parameter).
+            unsafe {
+                crate::pnext::find::<vk::ShaderModuleCreateInfo>(s.p_next).is_some_and(|m| {
                     !m.p_code.is_null()
                         && overlap_shaders::interlock::uses_interlock(std::slice::from_raw_parts(
                             m.p_code,
                             m.code_size / 4,
                         ))
                 })
+            }
         })
     }
 
@@ -86,7 +94,7 @@ impl ForceOneByOne {
     /// which pipelines keep a dynamic rate.
     ///
     /// # Safety
-    /// `infos` are valid create infos; `stages[i]` are the stages info `i` uses.
+    /// `infos` are valid create infos.
     pub unsafe fn force_static(
         &self,
         dev: &DeviceCore,
@@ -98,22 +106,33 @@ impl ForceOneByOne {
             let stages = if info.stage_count == 0 {
                 &[][..]
             } else {
-                std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
+                // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: a
+                // pipeline with shader stages points pStages at `stageCount`
+                // valid stage create infos.
+                unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) }
             };
-            if !self.uses_interlock(stages) {
+            // SAFETY: the stages are valid (as above).
+            if !unsafe { self.uses_interlock(stages) } {
                 continue;
             }
-            let dynamic_rate = !info.p_dynamic_state.is_null() && {
-                let d = &*info.p_dynamic_state;
-                d.dynamic_state_count > 0
-                    && std::slice::from_raw_parts(d.p_dynamic_states, d.dynamic_state_count as usize)
-                        .contains(&vk::DynamicState::FRAGMENT_SHADING_RATE_KHR)
-            };
+            // SAFETY: a non-null pDynamicState points at a valid
+            // VkPipelineDynamicStateCreateInfo (VkGraphicsPipelineCreateInfo's
+            // valid usage), whose pDynamicStates holds `dynamicStateCount`
+            // values (VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter).
+            let dynamic_rate = !info.p_dynamic_state.is_null()
+                && unsafe {
+                    let d = &*info.p_dynamic_state;
+                    d.dynamic_state_count > 0
+                        && std::slice::from_raw_parts(d.p_dynamic_states, d.dynamic_state_count as usize)
+                            .contains(&vk::DynamicState::FRAGMENT_SHADING_RATE_KHR)
+                };
             dynamic[i] = dynamic_rate;
             if dynamic_rate {
                 continue;
             }
-            let mut chain = match Chain::copy(info.p_next) {
+            // SAFETY: a valid create info has a valid chain
+            // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext).
+            let mut chain = match unsafe { Chain::copy(info.p_next) } {
                 Ok(c) => c,
                 Err(e) => {
                     dev.log().warn(
@@ -155,7 +174,8 @@ impl ForceOneByOne {
     /// dynamic rate, restore the application's rate after them.
     ///
     /// # Safety
-    /// `cb` is recording.
+    /// `cb` is a command buffer of this device in the recording state, as
+    /// vkCmdBindPipeline just required (VUID-vkCmdBindPipeline-commandBuffer-recording).
     pub unsafe fn bound(&self, cb: vk::CommandBuffer, point: vk::PipelineBindPoint, pipeline: vk::Pipeline) {
         if point != vk::PipelineBindPoint::GRAPHICS {
             return;
@@ -166,15 +186,26 @@ impl ForceOneByOne {
         let state = cbs.entry(cb).or_default();
         let was = std::mem::replace(&mut state.forcing, forcing);
         if forcing {
-            set_rate(cb, &ONE, &KEEP);
+            // SAFETY: `cb` is recording (the caller's guarantee); a live 1x1
+            // size and KEEP ops (VUID-vkCmdSetFragmentShadingRateKHR-pFragmentSize-parameter),
+            // valid for the device since the pipeline asked for this dynamic state.
+            unsafe { set_rate(cb, &ONE, &KEEP) };
         } else if was {
             if let Some((size, ops)) = state.app {
-                set_rate(cb, &size, &ops);
+                // SAFETY: `cb` is recording; the application's own last rate
+                // on this command buffer, which was valid when it set it.
+                unsafe { set_rate(cb, &size, &ops) };
             }
         }
     }
 }
 
+/// Remembers the application's rate; while an interlock pipeline with a
+/// dynamic rate is bound, sends 1x1/KEEP down instead.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdSetFragmentShadingRateKHR`
+/// call; `next` calls down.
 pub unsafe fn cmd_set_fragment_shading_rate(
     _: &DeviceCore,
     s: &ForceOneByOne,
@@ -185,7 +216,9 @@ pub unsafe fn cmd_set_fragment_shading_rate(
 ) {
     let mut cbs = s.command_buffers.lock();
     let state = cbs.entry(cb).or_default();
-    state.app = Some((*size, *ops));
+    // SAFETY: VUID-vkCmdSetFragmentShadingRateKHR-pFragmentSize-parameter and
+    // -combinerOps-parameter: valid pointers to a size and two combiner ops.
+    state.app = Some(unsafe { (*size, *ops) });
     if state.forcing {
         next(cb, &ONE, &KEEP)
     } else {
@@ -193,6 +226,11 @@ pub unsafe fn cmd_set_fragment_shading_rate(
     }
 }
 
+/// Forces or restores the rate after the bind ([`ForceOneByOne::bound`]).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBindPipeline` call; `next`
+/// calls down.
 pub unsafe fn cmd_bind_pipeline(
     _: &DeviceCore,
     s: &ForceOneByOne,
@@ -202,7 +240,8 @@ pub unsafe fn cmd_bind_pipeline(
     next: impl FnOnce(vk::CommandBuffer, vk::PipelineBindPoint, vk::Pipeline),
 ) {
     next(cb, point, pipeline);
-    s.bound(cb, point, pipeline);
+    // SAFETY: `cb` is recording (VUID-vkCmdBindPipeline-commandBuffer-recording).
+    unsafe { s.bound(cb, point, pipeline) };
 }
 
 /// At vkBeginCommandBuffer: the command buffer's rates start over.

@@ -64,8 +64,13 @@ impl Spinlock {
         set: u32,
     ) -> Result<Spinlock, InitError> {
         let e = |what: &'static str| move |r: vk::Result| InitError(what, r);
-        let image = device
-            .create_image(
+        // SAFETY (every Vulkan call in this function): `device` was just
+        // created from `info` on `pd` of `instance` (the caller's guarantee),
+        // every create info below is built here from live locals and is valid
+        // for it, and ash passes its own valid output pointers. Rules beyond
+        // that are named at each call.
+        let image = unsafe {
+            device.create_image(
                 &vk::ImageCreateInfo::default()
                     .image_type(vk::ImageType::TYPE_2D)
                     .format(vk::Format::R32_UINT)
@@ -76,18 +81,25 @@ impl Spinlock {
                     .usage(vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST),
                 None,
             )
-            .map_err(e("lock image"))?;
-        let req = device.get_image_memory_requirements(image);
-        let props = instance.get_physical_device_memory_properties(pd);
+        }
+        .map_err(e("lock image"))?;
+        // SAFETY: as above.
+        let (req, props) = unsafe {
+            (device.get_image_memory_requirements(image), instance.get_physical_device_memory_properties(pd))
+        };
         let type_index = crate::ffi::memory_type(&props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
             .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
-        let memory = device
-            .allocate_memory(
+        // SAFETY: as above; the size and a type allowed by the image's
+        // requirements (VUID-vkBindImageMemory-memory-01047), bound once at offset 0.
+        let memory = unsafe {
+            device.allocate_memory(
                 &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
                 None,
             )
-            .map_err(e("lock memory"))?;
-        device.bind_image_memory(image, memory, 0).map_err(e("bind lock memory"))?;
+        }
+        .map_err(e("lock memory"))?;
+        // SAFETY: as above.
+        unsafe { device.bind_image_memory(image, memory, 0) }.map_err(e("bind lock memory"))?;
         let range = vk::ImageSubresourceRange {
             aspect_mask: vk::ImageAspectFlags::COLOR,
             base_mip_level: 0,
@@ -95,8 +107,9 @@ impl Spinlock {
             base_array_layer: 0,
             layer_count: 1,
         };
-        let view = device
-            .create_image_view(
+        // SAFETY: as above; the image is bound to memory and has STORAGE usage.
+        let view = unsafe {
+            device.create_image_view(
                 &vk::ImageViewCreateInfo::default()
                     .image(image)
                     .view_type(vk::ImageViewType::TYPE_2D)
@@ -104,62 +117,93 @@ impl Spinlock {
                     .subresource_range(range),
                 None,
             )
-            .map_err(e("lock view"))?;
+        }
+        .map_err(e("lock view"))?;
         let binding = [vk::DescriptorSetLayoutBinding::default()
             .binding(0)
             .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-        let lock_layout = device
-            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding), None)
-            .map_err(e("lock set layout"))?;
-        let empty_layout = device
-            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None)
-            .map_err(e("empty set layout"))?;
+        // SAFETY: as above.
+        let lock_layout = unsafe {
+            device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding), None)
+        }
+        .map_err(e("lock set layout"))?;
+        // SAFETY: as above.
+        let empty_layout =
+            unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None) }
+                .map_err(e("empty set layout"))?;
         let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
-        let pool = device
-            .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
-            .map_err(e("lock pool"))?;
+        // SAFETY: as above.
+        let pool = unsafe {
+            device.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
+        }
+        .map_err(e("lock pool"))?;
         let layouts = [lock_layout];
-        let lock_set = device
-            .allocate_descriptor_sets(
+        // SAFETY: as above; the pool has room for this one set of one storage image.
+        let lock_set = unsafe {
+            device.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
             )
-            .map_err(e("lock set"))?[0];
+        }
+        .map_err(e("lock set"))?[0];
         let image_info = [vk::DescriptorImageInfo {
             sampler: vk::Sampler::null(),
             image_view: view,
             image_layout: vk::ImageLayout::GENERAL,
         }];
-        device.update_descriptor_sets(
-            &[vk::WriteDescriptorSet::default()
-                .dst_set(lock_set)
-                .dst_binding(0)
-                .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-                .image_info(&image_info)],
-            &[],
-        );
+        // SAFETY: as above; the write matches binding 0 of the set's layout
+        // (one storage image), and the set is used by no command buffer yet.
+        unsafe {
+            device.update_descriptor_sets(
+                &[vk::WriteDescriptorSet::default()
+                    .dst_set(lock_set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .image_info(&image_info)],
+                &[],
+            )
+        };
 
         // Clear the locks once: GENERAL layout, all zero (unlocked).
-        let family = std::slice::from_raw_parts(info.p_queue_create_infos, info.queue_create_info_count as usize)
+        // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
+        // `queueCreateInfoCount` valid queue create infos (`info` is valid).
+        let queue_infos =
+            unsafe { std::slice::from_raw_parts(info.p_queue_create_infos, info.queue_create_info_count as usize) };
+        let family = queue_infos
             .first()
             .map(|q| q.queue_family_index)
             .ok_or(InitError("no queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
-        let queue = device.get_device_queue(family, 0);
-        let cmd_pool = device
-            .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
-            .map_err(e("init pool"))?;
-        let cb = device
-            .allocate_command_buffers(
+        // SAFETY: queue 0 of a family the device was created with, which has
+        // at least one queue (VUID-vkGetDeviceQueue-queueFamilyIndex-00384,
+        // VUID-vkGetDeviceQueue-queueIndex-00385). Assumed: that create info's
+        // flags are 0 (VUID-vkGetDeviceQueue-flags-01841).
+        let queue = unsafe { device.get_device_queue(family, 0) };
+        // SAFETY: as for the resources above.
+        let cmd_pool = unsafe {
+            device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
+        }
+        .map_err(e("init pool"))?;
+        // SAFETY: as above.
+        let cb = unsafe {
+            device.allocate_command_buffers(
                 &vk::CommandBufferAllocateInfo::default().command_pool(cmd_pool).command_buffer_count(1),
             )
-            .map_err(e("init command buffer"))?[0];
-        if let Some(set_data) = set_loader_data {
-            // SAFETY: the loader's callback for objects a layer creates itself.
-            let _ = set_data(device.handle(), vk::Handle::as_raw(queue) as *mut _);
-            let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
         }
-        device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).map_err(e("init begin"))?;
+        .map_err(e("init command buffer"))?[0];
+        if let Some(set_data) = set_loader_data {
+            // SAFETY: the loader's vkSetDeviceLoaderData, which a layer must
+            // call on every dispatchable object it creates or obtains from the
+            // chain below before using it (LoaderLayerInterface.md,
+            // "Creating New Dispatchable Objects"); `queue` and `cb` are such
+            // objects of `device`.
+            unsafe {
+                let _ = set_data(device.handle(), vk::Handle::as_raw(queue) as *mut _);
+                let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
+            }
+        }
+        // SAFETY: a fresh command buffer in the initial state.
+        unsafe { device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()) }.map_err(e("init begin"))?;
         // The lock image: to GENERAL, cleared to 0, then ready for the shaders.
         let barrier = |old: vk::ImageLayout,
                        src: (vk::PipelineStageFlags, vk::AccessFlags),
@@ -173,27 +217,40 @@ impl Spinlock {
                 .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .image(image)
                 .subresource_range(range)];
-            device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b);
+            // SAFETY: `cb` is recording; `image` is the layer's lock image,
+            // whole (`range`), in the layout `old` names.
+            unsafe { device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
         };
         let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
         barrier(vk::ImageLayout::UNDEFINED, (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()), transfer);
-        device.cmd_clear_color_image(
-            cb,
-            image,
-            vk::ImageLayout::GENERAL,
-            &vk::ClearColorValue { uint32: [0; 4] },
-            &[range],
-        );
+        // SAFETY: `cb` is recording; the image has TRANSFER_DST usage and is
+        // in the GENERAL layout it names (VUID-vkCmdClearColorImage-image-00002,
+        // VUID-vkCmdClearColorImage-imageLayout-00004).
+        unsafe {
+            device.cmd_clear_color_image(
+                cb,
+                image,
+                vk::ImageLayout::GENERAL,
+                &vk::ClearColorValue { uint32: [0; 4] },
+                &[range],
+            )
+        };
         let shaders =
             (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
         barrier(vk::ImageLayout::GENERAL, transfer, shaders);
-        device.end_command_buffer(cb).map_err(e("init end"))?;
+        // SAFETY: `cb` is recording.
+        unsafe { device.end_command_buffer(cb) }.map_err(e("init end"))?;
         let cbs = [cb];
-        device
-            .queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null())
+        // SAFETY: `cb` is executable and `queue` is of the family its pool
+        // was made for (VUID-vkQueueSubmit-pCommandBuffers-00074).
+        unsafe { device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null()) }
             .map_err(e("init submit"))?;
-        device.queue_wait_idle(queue).map_err(e("init wait"))?;
-        device.destroy_command_pool(cmd_pool, None);
+        // SAFETY: `queue` is valid; the device is not yet visible to the
+        // application, so nothing else submits to it.
+        unsafe { device.queue_wait_idle(queue) }.map_err(e("init wait"))?;
+        // SAFETY: the queue is idle, so `cb` is not pending
+        // (VUID-vkDestroyCommandPool-commandPool-00041).
+        unsafe { device.destroy_command_pool(cmd_pool, None) };
         Ok(Spinlock {
             set,
             image,
@@ -214,38 +271,55 @@ impl Spinlock {
     /// Remembers a locked fragment shader object and makes its layout.
     ///
     /// # Safety
-    /// `info` is the (extended) create info `shader` was made from.
+    /// `info` is the (extended) create info `shader` was made from, valid,
+    /// and `device` is the device it was made on.
     pub unsafe fn note_shader(&self, device: &ash::Device, shader: vk::ShaderEXT, info: &vk::ShaderCreateInfoEXT) {
         let layouts = if info.set_layout_count == 0 {
             &[][..]
         } else {
-            std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize)
+            // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter:
+            // `setLayoutCount` handles (`info` is valid).
+            unsafe { std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize) }
         };
         let ranges = if info.push_constant_range_count == 0 {
             &[][..]
         } else {
-            std::slice::from_raw_parts(info.p_push_constant_ranges, info.push_constant_range_count as usize)
+            // SAFETY: VUID-VkShaderCreateInfoEXT-pPushConstantRanges-parameter.
+            unsafe { std::slice::from_raw_parts(info.p_push_constant_ranges, info.push_constant_range_count as usize) }
         };
-        if let Ok(layout) = device.create_pipeline_layout(
-            &vk::PipelineLayoutCreateInfo::default().set_layouts(layouts).push_constant_ranges(ranges),
-            None,
-        ) {
+        // SAFETY: set layouts and ranges a valid shader was created with make
+        // a valid pipeline layout create info for the same device.
+        let layout = unsafe {
+            device.create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default().set_layouts(layouts).push_constant_ranges(ranges),
+                None,
+            )
+        };
+        if let Ok(layout) = layout {
             self.shaders.lock().insert(shader, layout);
         }
     }
 
     /// # Safety
-    /// The device is idle and being destroyed.
+    /// `device` is the device the locks were made on, idle and being
+    /// destroyed; nothing uses the locks again.
     pub unsafe fn destroy(&self, device: &ash::Device) {
-        for (_, layout) in self.shaders.lock().drain() {
-            device.destroy_pipeline_layout(layout, None);
+        // SAFETY: the layer's own objects of `device`, made without
+        // allocation callbacks; the device is idle, so no command buffer
+        // using them is pending (VUID-vkDestroyImage-image-01000 and the
+        // like), and vkDestroyDevice requires them gone first
+        // (VUID-vkDestroyDevice-device-05137).
+        unsafe {
+            for (_, layout) in self.shaders.lock().drain() {
+                device.destroy_pipeline_layout(layout, None);
+            }
+            device.destroy_descriptor_pool(self.pool, None);
+            device.destroy_descriptor_set_layout(self.lock_layout, None);
+            device.destroy_descriptor_set_layout(self.empty_layout, None);
+            device.destroy_image_view(self.view, None);
+            device.destroy_image(self.image, None);
+            device.free_memory(self.memory, None);
         }
-        device.destroy_descriptor_pool(self.pool, None);
-        device.destroy_descriptor_set_layout(self.lock_layout, None);
-        device.destroy_descriptor_set_layout(self.empty_layout, None);
-        device.destroy_image_view(self.view, None);
-        device.destroy_image(self.image, None);
-        device.free_memory(self.memory, None);
     }
 }
 
@@ -262,13 +336,21 @@ pub unsafe fn extend_set_layouts(
     if count > s.set {
         return None;
     }
-    let mut v: Vec<vk::DescriptorSetLayout> =
-        if count == 0 { Vec::new() } else { std::slice::from_raw_parts(layouts, count as usize).to_vec() };
+    let mut v: Vec<vk::DescriptorSetLayout> = if count == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `layouts` points at `count` handles (the caller's guarantee).
+        unsafe { std::slice::from_raw_parts(layouts, count as usize) }.to_vec()
+    };
     v.resize(s.set as usize, s.empty_layout);
     v.push(s.lock_layout);
     Some(v)
 }
 
+/// Extends every pipeline layout with the padding and lock set layouts.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreatePipelineLayout` call; `next` calls down.
 pub unsafe fn create_pipeline_layout(
     core: &DeviceCore,
     s: &Spinlock,
@@ -283,8 +365,11 @@ pub unsafe fn create_pipeline_layout(
         *mut vk::PipelineLayout,
     ) -> vk::Result,
 ) -> vk::Result {
-    let ci = &*info;
-    match extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) {
+    // SAFETY: VUID-vkCreatePipelineLayout-pCreateInfo-parameter.
+    let ci = unsafe { &*info };
+    // SAFETY: VUID-VkPipelineLayoutCreateInfo-pSetLayouts-parameter:
+    // `setLayoutCount` handles.
+    match unsafe { extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) } {
         None => {
             core.log().warn(
                 id::LAYOUT_TOO_MANY_SETS,
@@ -307,7 +392,8 @@ pub unsafe fn create_pipeline_layout(
 /// Remembers the pipelines created from lock-rewritten shaders.
 ///
 /// # Safety
-/// `infos` and `pipelines` are the arrays of a successful vkCreateGraphicsPipelines.
+/// `infos` and `pipelines` are the arrays of a successful
+/// vkCreateGraphicsPipelines (valid create infos).
 pub unsafe fn note_pipelines(
     core: &DeviceCore,
     s: &Spinlock,
@@ -324,15 +410,24 @@ pub unsafe fn note_pipelines(
         let stages = if info.stage_count == 0 {
             &[][..]
         } else {
-            std::slice::from_raw_parts(info.p_stages, info.stage_count as usize)
+            // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: a
+            // pipeline with shader stages points pStages at `stageCount`
+            // valid stage create infos.
+            unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) }
         };
         let ordered = stages.iter().filter_map(|st| modules.get(&st.module)).copied().reduce(|a, b| a || b);
-        let from_library = crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some_and(|l| {
-            l.library_count > 0
-                && std::slice::from_raw_parts(l.p_libraries, l.library_count as usize)
-                    .iter()
-                    .any(|p| known.contains_key(p))
-        });
+        // SAFETY: a valid create info has a valid chain
+        // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext), and a library
+        // list holds `libraryCount` handles
+        // (VUID-VkPipelineLibraryCreateInfoKHR-pLibraries-parameter).
+        let from_library = unsafe {
+            crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some_and(|l| {
+                l.library_count > 0
+                    && std::slice::from_raw_parts(l.p_libraries, l.library_count as usize)
+                        .iter()
+                        .any(|p| known.contains_key(p))
+            })
+        };
         if ordered.is_some() || *inline || from_library {
             known.insert(*pipeline, info.layout);
             if ordered == Some(true) && s.warned.lock().insert(*pipeline) {
@@ -361,6 +456,10 @@ pub fn forget_bound(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
     s.bound.lock().remove(&cb);
 }
 
+/// Remembers whether the bound graphics pipeline uses a lock.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBindPipeline` call; `next` calls down.
 pub unsafe fn cmd_bind_pipeline(
     _: &DeviceCore,
     s: &Spinlock,
@@ -380,6 +479,10 @@ pub unsafe fn cmd_bind_pipeline(
     next(cb, point, pipeline)
 }
 
+/// Remembers whether the bound fragment shader object uses a lock.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBindShadersEXT` call; `next` calls down.
 pub unsafe fn cmd_bind_shaders(
     _: &DeviceCore,
     s: &Spinlock,
@@ -389,9 +492,16 @@ pub unsafe fn cmd_bind_shaders(
     shaders: *const vk::ShaderEXT,
     next: impl FnOnce(vk::CommandBuffer, u32, *const vk::ShaderStageFlags, *const vk::ShaderEXT),
 ) {
-    let stage_list = if count == 0 { &[][..] } else { std::slice::from_raw_parts(stages, count as usize) };
+    let stage_list = if count == 0 {
+        &[][..]
+    } else {
+        // SAFETY: VUID-vkCmdBindShadersEXT-pStages-parameter: `stageCount` stages.
+        unsafe { std::slice::from_raw_parts(stages, count as usize) }
+    };
     if let Some(i) = stage_list.iter().position(|st| *st == vk::ShaderStageFlags::FRAGMENT) {
-        let shader = if shaders.is_null() { vk::ShaderEXT::null() } else { *shaders.add(i) };
+        // SAFETY: VUID-vkCmdBindShadersEXT-pShaders-parameter: a non-null
+        // pShaders holds `stageCount` handles, and `i` < `stageCount`.
+        let shader = if shaders.is_null() { vk::ShaderEXT::null() } else { unsafe { *shaders.add(i) } };
         let layout = s.shaders.lock().get(&shader).copied();
         let mut bound = s.bound.lock();
         match layout {
@@ -402,6 +512,10 @@ pub unsafe fn cmd_bind_shaders(
     next(cb, count, stages, shaders)
 }
 
+/// Destroys the pipeline layout made for a locked fragment shader object.
+///
+/// # Safety
+/// The arguments are those of a valid `vkDestroyShaderEXT` call; `next` calls down.
 pub unsafe fn destroy_shader(
     core: &DeviceCore,
     s: &Spinlock,
@@ -411,7 +525,14 @@ pub unsafe fn destroy_shader(
     next: impl FnOnce(vk::Device, vk::ShaderEXT, *const vk::AllocationCallbacks<'_>),
 ) {
     if let Some(layout) = s.shaders.lock().remove(&shader) {
-        (core.fns.fp_v1_0().destroy_pipeline_layout)(device, layout, std::ptr::null());
+        // SAFETY: the layer's own layout of this device, made by `note_shader`
+        // without allocation callbacks (VUID-vkDestroyPipelineLayout-pipelineLayout-00300).
+        // The layer passes it to vkCmdBindDescriptorSets only in command
+        // buffers that bound this shader; VUID-vkDestroyPipelineLayout-pipelineLayout-02004
+        // holds as long as none of them is still recording, which is assumed
+        // (an application destroying a bound shader leaves such a command
+        // buffer invalid anyway).
+        unsafe { (core.fns.fp_v1_0().destroy_pipeline_layout)(device, layout, std::ptr::null()) };
     }
     next(device, shader, alloc)
 }

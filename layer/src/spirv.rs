@@ -5,8 +5,6 @@
 //! rewrites SPIR-V (interlock, density-map lowering, the varying linker)
 //! calls it; it calls no capability.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use crate::device::DeviceCore;
 use crate::id;
 use crate::settings::LogLevel;

@@ -122,7 +122,8 @@ impl PhysicalDeviceData {
     pub fn decided(&self) -> &(DriverFacts, Plan) {
         self.decided.get_or_init(|| {
             // SAFETY: the handle was enumerated from this instance, which is alive
-            // while this entry is in the map.
+            // while this entry is in the map (`remove_instance` drops the
+            // instance's physical devices with it), as DriverFacts::query requires.
             let facts = unsafe { DriverFacts::query(&self.instance.fns, self.instance.api_version, self.handle) };
             let plan = Plan::new(&self.instance.settings, &facts, self.instance.profile.clone());
             (facts, plan)
@@ -185,7 +186,10 @@ pub fn device_by_key<'a>(key: usize) -> Option<&'a DeviceData> {
 /// The device of any handle dispatched by a device (device, queue, command buffer).
 #[inline]
 pub fn device<'a, H: vk::Handle>(handle: H) -> &'a DeviceData {
-    // SAFETY: the loader only passes valid dispatchable handles.
+    // SAFETY: every device command requires its first parameter to be a
+    // valid handle (its "-parameter" valid usage, e.g.
+    // VUID-vkCmdDraw-commandBuffer-parameter), and devices, queues and
+    // command buffers are dispatchable (LoaderLayerInterface.md).
     let key = unsafe { crate::ffi::dispatch_key(handle) };
     device_by_key(key).expect("Overlap: a device command on a device the layer did not create")
 }

@@ -8,6 +8,8 @@
 //! overlap info [--arch NAME] [--set KEY=VALUE]...
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use ash::vk;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -396,7 +398,12 @@ fn is_overlap_manifest(path: &Path) -> bool {
 
 /// The Vulkan loader's version (`vkEnumerateInstanceVersion`), if one loads.
 fn loader_version() -> Option<u32> {
+    // SAFETY: ash's `Entry::load` contract: the library it opens is the
+    // system's Vulkan loader, whose initialisers are trusted, and `entry`
+    // outlives every object made through it.
     let entry = unsafe { ash::Entry::load() }.ok()?;
+    // SAFETY: a global command with ash's own valid output pointer
+    // (VUID-vkEnumerateInstanceVersion-pApiVersion-parameter).
     Some(unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0))
 }
 
@@ -596,8 +603,13 @@ fn uninstall_with(opts: &InstallOptions) -> Result<(), String> {
 const LOADED_LAYER_PROBE: &str = "__loaded-layer";
 
 fn loaded_layer_probe() -> ExitCode {
+    // SAFETY: ash's `Entry::load` contract: the library it opens is the
+    // system's Vulkan loader, whose initialisers are trusted, and `entry`
+    // outlives every object made through it.
     let Ok(entry) = (unsafe { ash::Entry::load() }) else { return ExitCode::from(1) };
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_0).application_name(c"overlap info");
+    // SAFETY: a valid create info built here, alive for the call
+    // (VUID-vkCreateInstance-pCreateInfo-parameter).
     let Ok(instance) =
         (unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) })
     else {
@@ -611,6 +623,8 @@ fn loaded_layer_probe() -> ExitCode {
             say!("loaded={path}");
         }
     }
+    // SAFETY: nothing was created from `instance`
+    // (VUID-vkDestroyInstance-instance-00629), and it is not used again.
     unsafe { instance.destroy_instance(None) };
     ExitCode::SUCCESS
 }
@@ -754,11 +768,19 @@ fn info(args: &[OsString]) -> ExitCode {
 }
 
 fn query_drivers(settings: &Settings) -> Result<(), String> {
+    // SAFETY: ash's `Entry::load` contract: the library it opens is the
+    // system's Vulkan loader, whose initialisers are trusted, and `entry`
+    // outlives every object made through it.
     let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("cannot load the Vulkan loader: {e}"))?;
+    // SAFETY: a global command with ash's own valid output pointer
+    // (VUID-vkEnumerateInstanceVersion-pApiVersion-parameter).
     let api = unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0);
     let app = vk::ApplicationInfo::default().api_version(api).application_name(c"overlap info");
+    // SAFETY: a valid create info built here, alive for the call
+    // (VUID-vkCreateInstance-pCreateInfo-parameter).
     let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }
         .map_err(|e| format!("vkCreateInstance failed: {e:?}"))?;
+    // SAFETY: `instance` is valid (VUID-vkEnumeratePhysicalDevices-instance-parameter).
     let pds = unsafe { instance.enumerate_physical_devices() }.unwrap_or_default();
     say!("Overlap {} (layer {LAYER_NAME})", env!("CARGO_PKG_VERSION"));
     say!(
@@ -771,6 +793,7 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
     );
     say!("Vulkan drivers found: {}", pds.len());
     for (i, pd) in pds.iter().enumerate() {
+        // SAFETY: `pd` was enumerated from `instance` (DriverFacts::query's contract).
         let facts = unsafe { DriverFacts::query(&instance, api, *pd) };
         let (profile, error) = VkLayer_overlap::profile::for_settings(settings);
         if let Some(e) = error {
@@ -811,6 +834,8 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
             say!("    clamped                   : {c}");
         }
     }
+    // SAFETY: nothing was created from `instance` (physical devices are not
+    // created; VUID-vkDestroyInstance-instance-00629), and it is not used again.
     unsafe { instance.destroy_instance(None) };
     Ok(())
 }

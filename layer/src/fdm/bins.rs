@@ -17,8 +17,6 @@
 //! area may be smaller than requested), the a7xx bin-merging idea applied to
 //! whole replays.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 /// An integer rectangle in framebuffer space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Rect {

@@ -13,8 +13,6 @@
 //! except that a pipeline whose viewports the layer made dynamic gets its
 //! static ones set at bind.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::command_buffers::{cb_state, CbState};
 use super::commands::{emit, Cmd, StateCall, Transform};
 use super::pass::{go_live, Begin};

@@ -7,8 +7,6 @@
 //! cache). Barriers, events and queries inside a captured pass cannot be
 //! replayed: the pass goes live at 1x1 first.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::capture::unreplayable;
 use super::commands::{Cmd, Snapshot};
 use super::descriptors::free_shadow_pools;

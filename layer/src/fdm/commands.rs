@@ -22,8 +22,6 @@
 //! made from the same create info) and descriptor sets (a shadow copy with
 //! the same layout).
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::bins::Rect;
 use super::descriptors::shadow_set;
 use super::{Fdm, PipelineInfo};

@@ -5,8 +5,6 @@
 //! not updated through a template can be copied; the copies' pools are
 //! freed with the command buffer's next reset.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::commands::InputSubst;
 use super::Fdm;
 use crate::device::DeviceCore;

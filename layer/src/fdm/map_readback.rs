@@ -4,8 +4,6 @@
 //! every write the layer can see is read again only after a submission
 //! that may have written it ([`super::queue`]).
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::{memory_type, Fdm};
 use crate::device::DeviceCore;
 use ash::vk;

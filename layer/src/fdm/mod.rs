@@ -45,8 +45,6 @@
 //! - `scratch`: the scratch targets and the blits to and from them;
 //! - `replay`: recording the plan.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 pub mod bins;
 pub mod capture;
 pub mod command_buffers;
@@ -125,14 +123,14 @@ pub fn fill_format3(format: vk::Format, p: &mut vk::FormatProperties3) {
     }
 }
 
-/// An image format query as the driver can answer it, or `Err` when the
-/// layer's answer is "not supported".
+/// An image format query as the driver can answer it (its usage and flags),
+/// or `None` where the layer's answer is "not supported".
 pub fn translate_image_query(
     format: vk::Format,
     tiling: vk::ImageTiling,
     usage: vk::ImageUsageFlags,
     flags: vk::ImageCreateFlags,
-) -> Result<(vk::ImageUsageFlags, vk::ImageCreateFlags), ()> {
+) -> Option<(vk::ImageUsageFlags, vk::ImageCreateFlags)> {
     let mut usage = usage;
     if usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) {
         // EXTENDED_USAGE: a usage that some view format of the image
@@ -141,13 +139,13 @@ pub fn translate_image_query(
         // extended_usage_bit_compatibility group, judge by the class).
         let extended = flags.contains(vk::ImageCreateFlags::EXTENDED_USAGE) && in_r8g8_class(format);
         if (format != vk::Format::R8G8_UNORM && !extended) || tiling != vk::ImageTiling::OPTIMAL {
-            return Err(());
+            return None;
         }
         usage = (usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
             | vk::ImageUsageFlags::TRANSFER_SRC
             | vk::ImageUsageFlags::SAMPLED;
     }
-    Ok((usage, flags & !vk::ImageCreateFlags::SUBSAMPLED_EXT))
+    Some((usage, flags & !vk::ImageCreateFlags::SUBSAMPLED_EXT))
 }
 
 /// Whether `format` is in the 16-bit compatibility class of `R8G8_UNORM`

@@ -15,8 +15,6 @@
 //! capture. Such a pass *goes live*: it begins for real as recorded, what was
 //! captured so far goes down unchanged, and later commands go straight down.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::capture::record_in;
 use super::command_buffers::cb_state;
 use super::commands::{emit, restore, Cmd, Snapshot, Transform};

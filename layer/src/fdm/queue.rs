@@ -5,8 +5,6 @@
 //! uses such a map reads it again ([`super::map_readback`]). Submissions
 //! (the application's and the layer's own map reads) hold the queue lock.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::command_buffers::cb_state;
 use super::Fdm;
 use crate::device::DeviceCore;

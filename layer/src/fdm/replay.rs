@@ -12,8 +12,6 @@
 //! outlines each bin in a colour per area. Any failure before recording is a
 //! fallback to 1x1 with the command buffer untouched.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::bins::{self, Rect};
 use super::commands::{emit, restore, Cmd, InputSubst, Transform};
 use super::map_readback::density_map;

@@ -30,8 +30,6 @@
 //!   the attachment's initial layout, renders, then upscales its bins
 //!   (scratch → real) into the attachments that store.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::bins::{self, Rect};
 use super::commands::Transform;
 use super::map_readback::MapTexels;

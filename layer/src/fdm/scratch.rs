@@ -5,8 +5,6 @@
 //! transitions and nearest-filter blits over the rectangle pairs the plan
 //! gives ([`super::replay_plan::scaled_regions`]).
 
-#![deny(unsafe_op_in_unsafe_fn)]
-
 use super::bins::Rect;
 use super::pass::{Att, Begin};
 use super::{memory_type, Fdm};
