@@ -11,7 +11,9 @@
 //! driver to see. A capability that is not running on the device is skipped;
 //! a row none of whose capabilities runs on a device is not handed out by
 //! `vkGetDeviceProcAddr` at all (the application calls the next layer
-//! directly), unless `force_enable` asks for every hook.
+//! directly), unless `force_enable` asks for every hook: then such a row's
+//! entry point is its pass-through instance (`PASS`: the lookup,
+//! `debug_panic` and the call down, no chain), the cost `ci/bench` measures.
 //!
 //! The density-map capability records commands and replays them later, so
 //! it keeps its own table of "the commands below it": the same entry points
@@ -136,12 +138,18 @@ macro_rules! device_commands {
             /// The loader, the layer above or the density-map capability calls
             /// it with the arguments of a valid call of the command, per its
             /// valid usage rules.
-            unsafe extern "system" fn $entry<const BELOW_FDM: bool>($h: $ht $(, $a: $t)*) $(-> $ret)? {
+            unsafe extern "system" fn $entry<const BELOW_FDM: bool, const PASS: bool>($h: $ht $(, $a: $t)*) $(-> $ret)? {
                 guard::entry(
                     $name,
                     || {
                         let dev = state::device($h);
                         guard::debug_panic(&dev.debug_panic, $name);
+                        if PASS {
+                            let $c: &DeviceCore = &dev.core;
+                            // SAFETY: the next layer's command with the caller's
+                            // arguments, unchanged (a valid call of it).
+                            return unsafe { ($down)($h $(, $a)*) };
+                        }
                         chain!(dev, BELOW_FDM, [$($slot => $kind $handler),*], ($h: $ht $(, $a: $t)*), {
                             let $c: &DeviceCore = &dev.core;
                             // SAFETY: the next layer's command (or the stub that
@@ -159,7 +167,7 @@ macro_rules! device_commands {
                     },
                 )
             }
-            const _: vk::$pfn = $entry::<false>;
+            const _: vk::$pfn = $entry::<false, false>;
         )*
 
         /// The row of a command name: its entry points (whole chain, below
@@ -169,8 +177,9 @@ macro_rules! device_commands {
             match name {
                 $(
                     n if n == $name.as_bytes() $(|| n == $alias.as_bytes())* => Some(Row {
-                        top: pfn!($entry::<false> as vk::$pfn),
-                        below_fdm: pfn!($entry::<true> as vk::$pfn),
+                        top: pfn!($entry::<false, false> as vk::$pfn),
+                        below_fdm: pfn!($entry::<true, false> as vk::$pfn),
+                        pass: pfn!($entry::<false, true> as vk::$pfn),
                         active: |_dev: &DeviceData, _below: bool| false $(|| _dev.$slot(_below).is_some())*,
                     }),
                 )*
@@ -186,13 +195,22 @@ macro_rules! device_commands {
 struct Row {
     top: vk::PFN_vkVoidFunction,
     below_fdm: vk::PFN_vkVoidFunction,
+    /// Lookup, `debug_panic` and the call down only: what `force_enable`
+    /// installs where no capability of the row runs on the device.
+    pass: vk::PFN_vkVoidFunction,
     active: fn(&DeviceData, bool) -> bool,
 }
 
 /// The entry point for `name` on `dev`, where the layer intercepts it there.
 pub fn hook_for(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let row = row(name)?;
-    (dev.plan.force_hooks || (row.active)(dev, false)).then_some(row.top).flatten()
+    if (row.active)(dev, false) {
+        row.top
+    } else if dev.plan.force_hooks {
+        row.pass
+    } else {
+        None
+    }
 }
 
 /// What the density-map capability calls for `name`: the entry point below
@@ -200,7 +218,13 @@ pub fn hook_for(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// layer's command).
 pub fn below_fdm(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let row = row(name)?;
-    (dev.plan.force_hooks || (row.active)(dev, true)).then_some(row.below_fdm).flatten()
+    if (row.active)(dev, true) {
+        row.below_fdm
+    } else if dev.plan.force_hooks {
+        row.pass
+    } else {
+        None
+    }
 }
 
 /// Any entry point for `name` (for `vkGetInstanceProcAddr`, which knows no
