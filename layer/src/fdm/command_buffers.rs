@@ -218,35 +218,57 @@ pub unsafe fn cmd_pipeline_barrier(
     ni: u32,
     i: *const vk::ImageMemoryBarrier<'_>,
 ) {
+    // SAFETY: VUID-vkCmdPipelineBarrier-pMemoryBarriers-parameter,
+    // VUID-vkCmdPipelineBarrier-pBufferMemoryBarriers-parameter and
+    // VUID-vkCmdPipelineBarrier-pImageMemoryBarriers-parameter: each array holds its count of valid barriers.
+    let arrays = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
     // SAFETY: `cb` is the application's recording command buffer, held
     // during its call.
-    if unsafe { unreplayable(dev, f, cb, "a pipeline barrier inside the pass") } {
+    unsafe {
+        translated_barriers(dev, f, cb, "a pipeline barrier inside the pass", arrays, |m, b, i| {
+            // SAFETY: the application's valid call with the density-map
+            // stages, accesses and layouts translated (same counts).
+            (f.below.fp_v1_0().cmd_pipeline_barrier)(
+                cb,
+                super::stages(src),
+                super::stages(dst),
+                deps,
+                nm,
+                m.as_ptr(),
+                nb,
+                b.as_ptr(),
+                ni,
+                i.as_ptr(),
+            )
+        })
+    }
+}
+
+/// The synchronization commands of Vulkan 1.0 (`vkCmdPipelineBarrier`,
+/// `vkCmdWaitEvents`): a pass they are in goes live first (`why`); their
+/// barriers go down translated (`down` gets the memory, buffer and image
+/// barriers), and the density maps' new layouts are noted.
+///
+/// # Safety
+/// `cb` is the application's recording command buffer, held during its call;
+/// `down` records the command into it.
+unsafe fn translated_barriers(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    why: &str,
+    (m, b, i): (&[vk::MemoryBarrier], &[vk::BufferMemoryBarrier], &[vk::ImageMemoryBarrier]),
+    down: impl FnOnce(&[vk::MemoryBarrier], &[vk::BufferMemoryBarrier], &[vk::ImageMemoryBarrier]),
+) {
+    // SAFETY: the caller's command buffer, as above.
+    if unsafe { unreplayable(dev, f, cb, why) } {
         return;
     }
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    // SAFETY: VUID-vkCmdPipelineBarrier-pMemoryBarriers-parameter,
-    // VUID-vkCmdPipelineBarrier-pBufferMemoryBarriers-parameter and
-    // VUID-vkCmdPipelineBarrier-pImageMemoryBarriers-parameter: each array holds its count of valid barriers.
-    let (m, b, i) = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
     let (mems, bufs) = translate_memory_barriers(m, b);
     let imgs = translate_image_barriers(f, &mut s, i);
-    // SAFETY: the application's valid call with the density-map stages,
-    // accesses and layouts translated (in live Vecs of the same counts).
-    unsafe {
-        (f.below.fp_v1_0().cmd_pipeline_barrier)(
-            cb,
-            super::stages(src),
-            super::stages(dst),
-            deps,
-            nm,
-            mems.as_ptr(),
-            nb,
-            bufs.as_ptr(),
-            ni,
-            imgs.as_ptr(),
-        )
-    }
+    down(&mems, &bufs, &imgs)
 }
 
 /// A dependency info with the density-map stages, access and layouts
@@ -353,34 +375,29 @@ pub unsafe fn cmd_wait_events(
     ni: u32,
     i: *const vk::ImageMemoryBarrier<'_>,
 ) {
-    // SAFETY: `cb` is the application's recording command buffer, held
-    // during its call.
-    if unsafe { unreplayable(dev, f, cb, "an event wait inside the pass") } {
-        return;
-    }
-    let shared = cb_state(f, cb);
-    let mut s = shared.lock();
     // SAFETY: VUID-vkCmdWaitEvents-pMemoryBarriers-parameter, VUID-vkCmdWaitEvents-pBufferMemoryBarriers-parameter
     // and VUID-vkCmdWaitEvents-pImageMemoryBarriers-parameter: each array holds its count of valid barriers.
-    let (m, b, i) = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
-    let (mems, bufs) = translate_memory_barriers(m, b);
-    let imgs = translate_image_barriers(f, &mut s, i);
-    // SAFETY: the application's valid call with the density-map stages,
-    // accesses and layouts translated (in live Vecs of the same counts).
+    let arrays = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
     unsafe {
-        (f.below.fp_v1_0().cmd_wait_events)(
-            cb,
-            n,
-            events,
-            super::stages(src),
-            super::stages(dst),
-            nm,
-            mems.as_ptr(),
-            nb,
-            bufs.as_ptr(),
-            ni,
-            imgs.as_ptr(),
-        )
+        translated_barriers(dev, f, cb, "an event wait inside the pass", arrays, |m, b, i| {
+            // SAFETY: the application's valid call with the density-map
+            // stages, accesses and layouts translated (same counts).
+            (f.below.fp_v1_0().cmd_wait_events)(
+                cb,
+                n,
+                events,
+                super::stages(src),
+                super::stages(dst),
+                nm,
+                m.as_ptr(),
+                nb,
+                b.as_ptr(),
+                ni,
+                i.as_ptr(),
+            )
+        })
     }
 }
 
