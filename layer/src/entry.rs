@@ -821,7 +821,7 @@ unsafe extern "system" fn create_device(
                 };
                 // SAFETY: the device was just created from `s.info`'s original,
                 // and `below` loads its commands (Fdm::new's contract).
-                let fdm = unsafe {
+                let mut fdm = unsafe {
                     crate::fdm::Fdm::new(
                         mode,
                         below,
@@ -832,6 +832,7 @@ unsafe extern "system" fn create_device(
                         data.instance.settings.fdm_overlay,
                     )
                 };
+                fdm.misreplay = data.instance.settings.debug_fdm_misreplay;
                 data.fdm = Some(fdm);
             }
             let driver =

@@ -160,6 +160,13 @@ pub const SETTINGS: &[SettingDef] = &[
         label: "Debug: fail the layer's own allocations",
         description: "Testing only: the layer's own calls of these Vulkan commands (comma-separated, e.g. vkCreateImage,vkAllocateMemory) fail as if out of memory, to prove every fallback.",
     },
+    SettingDef {
+        key: "debug_fdm_misreplay",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Debug: replay density-map passes wrongly",
+        description: "Testing only: replays above 1x1 shift their viewports by one fragment, to prove the density-map checks catch a wrong replay.",
+    },
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -195,6 +202,8 @@ pub struct Settings {
     pub debug_panic: Option<String>,
     /// `debug_fail`: the layer's own calls that fail (comma-separated names).
     pub debug_fail: Option<String>,
+    /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one fragment.
+    pub debug_fdm_misreplay: bool,
 }
 
 /// Where a setting's value came from.
@@ -500,6 +509,7 @@ impl RawSettings {
             dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),
             debug_fail: Some(get("debug_fail")).filter(|s| !s.is_empty()),
+            debug_fdm_misreplay: get("debug_fdm_misreplay") == "true",
         };
         (settings, self.diagnostics)
     }

@@ -34,12 +34,19 @@ fn binned_density_map_matrix() {
 
 /// The same checks fail where nothing renders coarsely (`baseline` shades
 /// everything at 1x1, which the spec allows, but the matrix asks for coarse
-/// regions): the matrix can tell a binned render from a 1x1 one.
+/// regions): the matrix can tell a binned render from a 1x1 one. The matrix
+/// runs to the end, and every family that expects coarse shading fires:
+/// fragment sizes, imageless framebuffers, load (contents at the fragment's
+/// resolution), secondaries and subpasses, the map rewrite.
 #[test]
 fn baseline_renders_at_one_by_one_and_the_matrix_notices() {
     let o = run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_FDM", "baseline"));
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
-    assert!(o.stderr.contains("nothing was shaded coarsely"), "{}", o.stderr);
+    assert!(o.stdout.contains("nothing was shaded coarsely"), "{}", o.stdout);
+    for family in ["sizes", "imageless", "load_clear", "secondary_subpasses", "map_rewrite"] {
+        assert!(o.stdout.contains(&format!("fdm FAILED family={family}:")), "{family} did not fire:\n{}", o.stdout);
+    }
+    assert!(o.stdout.contains("fdm query_fallback=1x1"), "the matrix stopped early:\n{}", o.stdout);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
 
@@ -139,5 +146,27 @@ fn pipeline_route_validates_each_module_once() {
     // 2 pipelines x (9 area variants + the application's module).
     assert_eq!(checks.len(), 20, "{}", checks.join("\n"));
     assert!(checks.iter().all(|l| l.contains("the serialized rewrite")), "{}", checks.join("\n"));
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}
+
+/// A deliberately wrong replay (`debug_fdm_misreplay`: replays above 1x1
+/// shift their viewports by one fragment) is caught: the matrix runs to the
+/// end and the reference comparisons (plain, depth, compare ops, and the
+/// two-subpass pass) fail, while the families a viewport cannot affect (the
+/// fallbacks, density 1) still pass — the control for the reference checker,
+/// whose clean run is `binned_density_map_matrix`.
+#[test]
+fn a_wrong_replay_is_caught_by_the_reference_checks() {
+    let o =
+        run(app(Layers::OverlapOverValidation, &["fdm", "quick"])
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_MISREPLAY", "true"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    for family in ["references", "secondary_subpasses"] {
+        assert!(o.stdout.contains(&format!("fdm FAILED family={family}:")), "{family} did not fire:\n{}", o.stdout);
+    }
+    // It ran to the end: the last families reported.
+    for line in ["fdm density_one=Dynamic identical", "fdm storage_fallback=1x1", "fdm query_fallback=1x1"] {
+        assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
+    }
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }

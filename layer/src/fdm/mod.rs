@@ -307,6 +307,9 @@ pub struct Fdm {
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub queue_family: u32,
     pub set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+    /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one
+    /// fragment (a deliberately wrong replay, for the tests' controls).
+    pub misreplay: bool,
     /// `fdm_overlay`: tint each bin by its area.
     pub overlay: bool,
     /// Format features, for blits.
@@ -432,6 +435,7 @@ impl Fdm {
             queue_family,
             set_loader_data,
             overlay,
+            misreplay: false,
             format_features: Default::default(),
             instance: instance.clone(),
             physical_device: pd,

@@ -933,6 +933,19 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     if variant == Some("multiview") {
         return fdm_multiview(&g, texel_of, full_vs, size_fs);
     }
+    // Every check family runs to the end: a failure is printed as
+    // `fdm FAILED family=F: …` and the matrix goes on, so a deliberately wrong
+    // replay (`debug_fdm_misreplay`) shows which families catch it.
+    let failures = std::cell::RefCell::new(Vec::<String>::new());
+    let fail = |family: &str, e: String| {
+        println!("fdm FAILED family={family}: {e}");
+        failures.borrow_mut().push(family.to_string());
+    };
+    let family = |name: &str, r: Result<(), String>| {
+        if let Err(e) = r {
+            fail(name, e);
+        }
+    };
     for &path in &fdm::PATHS {
         for samples in [1u32, 4] {
             for &size in sizes {
@@ -940,20 +953,27 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
                 let case = format!("{path:?} {samples}x {size:?}");
                 let s = Scene { samples, map: Some(&map), ..Scene::new(path, size, full_vs, size_fs, 3) };
                 let px = fdm::render(&g, &s);
-                let (coarse, largest) =
-                    fdm::check_sizes(&px, size, &map, texel_of(size, &map)).map_err(|e| format!("{case}: {e}"))?;
+                let (coarse, largest) = fdm::check_sizes(&px, size, &map, texel_of(size, &map)).unwrap_or_else(|e| {
+                    fail("sizes", format!("{case}: {e}"));
+                    (0, 0)
+                });
                 if coarse == 0 || largest < 4 {
-                    return Err(format!(
-                        "{case}: nothing was shaded coarsely ({coarse} pixels, largest area {largest})"
-                    ));
+                    fail(
+                        "sizes",
+                        format!("{case}: nothing was shaded coarsely ({coarse} pixels, largest area {largest})"),
+                    );
                 }
-                let s = Scene { samples, ..Scene::new(path, size, scene_vs, scene_fs, 9) };
-                let compared = against_references(&s, &map).map_err(|e| format!("{case} (scene): {e}"))?;
+                let reference = |s: &Scene, what: &str| {
+                    against_references(s, &map).unwrap_or_else(|e| {
+                        fail("references", format!("{case} ({what}): {e}"));
+                        0
+                    })
+                };
+                let compared = reference(&Scene { samples, ..Scene::new(path, size, scene_vs, scene_fs, 9) }, "scene");
                 let s = Scene { samples, depth: true, ..Scene::new(path, size, depth_vs, scene_fs, 6) };
-                let mut depth = against_references(&s, &map).map_err(|e| format!("{case} (depth): {e}"))?;
+                let mut depth = reference(&s, "depth");
                 // The compare op changes between the two draws, inside the pass.
-                let s = Scene { compare_ops: true, ..s };
-                depth += against_references(&s, &map).map_err(|e| format!("{case} (compare ops): {e}"))?;
+                depth += reference(&Scene { compare_ops: true, ..s }, "compare ops");
                 println!(
                     "fdm case={path:?} samples={samples} size={}x{} coarse_pixels={coarse} largest_area={largest} reference_pixels={compared} depth_pixels={depth}",
                     size.0, size.1
@@ -963,83 +983,109 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     }
     // Density 1 everywhere is the scene without a density map, bit for bit,
     // for colour- and FragCoord-dependent shading.
-    let size = (128, 96);
-    let ones = Map { width: 4, height: 3, texels: vec![[255, 255]; 12] };
-    for &path in &fdm::PATHS {
-        for (vs, fs, n) in [(scene_vs, scene_fs, 9), (full_vs, size_fs, 3)] {
-            let s = Scene::new(path, size, vs, fs, n);
-            if fdm::render(&g, &Scene { map: Some(&ones), ..s }) != fdm::render(&g, &s) {
-                return Err(format!("{path:?}: density 1 everywhere differs from no density map"));
+    family(
+        "density_one",
+        (|| -> Result<(), String> {
+            let size = (128, 96);
+            let ones = Map { width: 4, height: 3, texels: vec![[255, 255]; 12] };
+            for &path in &fdm::PATHS {
+                for (vs, fs, n) in [(scene_vs, scene_fs, 9), (full_vs, size_fs, 3)] {
+                    let s = Scene::new(path, size, vs, fs, n);
+                    if fdm::render(&g, &Scene { map: Some(&ones), ..s }) != fdm::render(&g, &s) {
+                        return Err(format!("{path:?}: density 1 everywhere differs from no density map"));
+                    }
+                }
+                println!("fdm density_one={path:?} identical");
             }
-        }
-        println!("fdm density_one={path:?} identical");
-    }
+            Ok(())
+        })(),
+    );
     // Imageless framebuffers: the attachments' usage as the application
     // declared it matches the images (the layer adds transfer usage to both).
-    for path in [Path::RenderPass, Path::RenderPass2] {
-        let size = (256, 256);
-        let map = regions(size);
-        let s = Scene { map: Some(&map), imageless: true, ..Scene::new(path, size, full_vs, size_fs, 3) };
-        let (coarse, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))
-            .map_err(|e| format!("{path:?} imageless: {e}"))?;
-        if coarse == 0 {
-            return Err(format!("{path:?} imageless: nothing was shaded coarsely"));
-        }
-        println!("fdm imageless={path:?} coarse_pixels={coarse}");
-    }
+    family(
+        "imageless",
+        (|| -> Result<(), String> {
+            for path in [Path::RenderPass, Path::RenderPass2] {
+                let size = (256, 256);
+                let map = regions(size);
+                let s = Scene { map: Some(&map), imageless: true, ..Scene::new(path, size, full_vs, size_fs, 3) };
+                let (coarse, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))
+                    .map_err(|e| format!("{path:?} imageless: {e}"))?;
+                if coarse == 0 {
+                    return Err(format!("{path:?} imageless: nothing was shaded coarsely"));
+                }
+                println!("fdm imageless={path:?} coarse_pixels={coarse}");
+            }
+            Ok(())
+        })(),
+    );
     // Load: contents survive at the fragment's resolution (each area-sized
     // block takes the pixel the downscale samples); clear: the clear colour.
-    for &path in &fdm::PATHS {
-        let size = (250, 190);
-        let coarse = Map { width: 8, height: 6, texels: vec![[60, 60]; 48] };
-        let original: Vec<[u8; 4]> = (0..size.1)
-            .flat_map(|y| (0..size.0).map(move |x| [x as u8, y as u8, ((x >> 8) | (y >> 8) << 4) as u8, 255]))
-            .collect();
-        let s = Scene { map: Some(&coarse), load: Some(&original), ..Scene::new(path, size, full_vs, size_fs, 0) };
-        let px = fdm::render(&g, &s);
-        for by in (0..size.1).step_by(4) {
-            for bx in (0..size.0).step_by(4) {
-                let (bw, bh) = ((size.0 - bx).min(4), (size.1 - by).min(4));
-                let block: Vec<(u32, u32)> = (by..by + bh).flat_map(|y| (bx..bx + bw).map(move |x| (x, y))).collect();
-                let v = px[(by * size.0 + bx) as usize];
-                // One fragment: one value, loaded from one of its pixels.
-                if block.iter().any(|(x, y)| px[(y * size.0 + x) as usize] != v)
-                    || !block.iter().any(|(x, y)| original[(y * size.0 + x) as usize] == v)
-                {
-                    return Err(format!(
-                        "{path:?} load: the 4x4 fragment at ({bx},{by}) is not one of its loaded pixels"
-                    ));
+    family(
+        "load_clear",
+        (|| -> Result<(), String> {
+            for &path in &fdm::PATHS {
+                let size = (250, 190);
+                let coarse = Map { width: 8, height: 6, texels: vec![[60, 60]; 48] };
+                let original: Vec<[u8; 4]> = (0..size.1)
+                    .flat_map(|y| (0..size.0).map(move |x| [x as u8, y as u8, ((x >> 8) | (y >> 8) << 4) as u8, 255]))
+                    .collect();
+                let s =
+                    Scene { map: Some(&coarse), load: Some(&original), ..Scene::new(path, size, full_vs, size_fs, 0) };
+                let px = fdm::render(&g, &s);
+                for by in (0..size.1).step_by(4) {
+                    for bx in (0..size.0).step_by(4) {
+                        let (bw, bh) = ((size.0 - bx).min(4), (size.1 - by).min(4));
+                        let block: Vec<(u32, u32)> =
+                            (by..by + bh).flat_map(|y| (bx..bx + bw).map(move |x| (x, y))).collect();
+                        let v = px[(by * size.0 + bx) as usize];
+                        // One fragment: one value, loaded from one of its pixels.
+                        if block.iter().any(|(x, y)| px[(y * size.0 + x) as usize] != v)
+                            || !block.iter().any(|(x, y)| original[(y * size.0 + x) as usize] == v)
+                        {
+                            return Err(format!(
+                                "{path:?} load: the 4x4 fragment at ({bx},{by}) is not one of its loaded pixels"
+                            ));
+                        }
+                    }
                 }
+                let px = fdm::render(&g, &Scene { map: Some(&coarse), ..Scene::new(path, size, full_vs, size_fs, 0) });
+                if px.iter().any(|p| *p != [0, 0, 0, 255]) {
+                    return Err(format!("{path:?} clear: not every pixel holds the clear colour"));
+                }
+                println!("fdm load_clear={path:?} ok");
             }
-        }
-        let px = fdm::render(&g, &Scene { map: Some(&coarse), ..Scene::new(path, size, full_vs, size_fs, 0) });
-        if px.iter().any(|p| *p != [0, 0, 0, 255]) {
-            return Err(format!("{path:?} clear: not every pixel holds the clear colour"));
-        }
-        println!("fdm load_clear={path:?} ok");
-    }
-    for path in [Path::RenderPass, Path::RenderPass2] {
-        let size = (256, 256);
-        let map = regions(size);
-        // A draw recorded in a secondary command buffer.
-        let s = Scene { map: Some(&map), secondary: true, ..Scene::new(path, size, full_vs, size_fs, 3) };
-        let (coarse, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
-        if coarse == 0 {
-            return Err(format!("{path:?} secondary: nothing was shaded coarsely"));
-        }
-        // Two subpasses, the second reading the first as an input attachment.
-        let s = Scene { second_fs: Some(input_fs), ..Scene::new(path, size, scene_vs, scene_fs, 9) };
-        let compared = against_references(&s, &map).map_err(|e| format!("{path:?} subpasses: {e}"))?;
-        // Binned, not fallen back: the second subpass shades coarsely too.
-        let px = fdm::render(&g, &Scene { map: Some(&map), ..s });
-        let coarse_inputs = px.iter().filter(|p| p[3] != 17 && p[3] != 255).count();
-        if coarse_inputs == 0 {
-            return Err(format!("{path:?} subpasses: nothing was shaded coarsely"));
-        }
-        println!(
-            "fdm secondary={path:?} coarse_pixels={coarse} subpasses_reference_pixels={compared} subpasses_coarse_pixels={coarse_inputs}"
-        );
-    }
+            Ok(())
+        })(),
+    );
+    family(
+        "secondary_subpasses",
+        (|| -> Result<(), String> {
+            for path in [Path::RenderPass, Path::RenderPass2] {
+                let size = (256, 256);
+                let map = regions(size);
+                // A draw recorded in a secondary command buffer.
+                let s = Scene { map: Some(&map), secondary: true, ..Scene::new(path, size, full_vs, size_fs, 3) };
+                let (coarse, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
+                if coarse == 0 {
+                    return Err(format!("{path:?} secondary: nothing was shaded coarsely"));
+                }
+                // Two subpasses, the second reading the first as an input attachment.
+                let s = Scene { second_fs: Some(input_fs), ..Scene::new(path, size, scene_vs, scene_fs, 9) };
+                let compared = against_references(&s, &map).map_err(|e| format!("{path:?} subpasses: {e}"))?;
+                // Binned, not fallen back: the second subpass shades coarsely too.
+                let px = fdm::render(&g, &Scene { map: Some(&map), ..s });
+                let coarse_inputs = px.iter().filter(|p| p[3] != 17 && p[3] != 255).count();
+                if coarse_inputs == 0 {
+                    return Err(format!("{path:?} subpasses: nothing was shaded coarsely"));
+                }
+                println!(
+                    "fdm secondary={path:?} coarse_pixels={coarse} subpasses_reference_pixels={compared} subpasses_coarse_pixels={coarse_inputs}"
+                );
+            }
+            Ok(())
+        })(),
+    );
     // One map image, read at two passes with a rewrite in between: the
     // second pass follows the new contents (the layer re-reads a map after a
     // submitted write to it), while an unchanged map may come from its cache.
@@ -1047,46 +1093,73 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     let map = regions(size);
     let img = fdm::map_image(&g, &map);
     let s = Scene { map: Some(&map), map_view: Some(img.2), ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3) };
-    let (first, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
-    let (again, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
-    let ones = Map { width: map.width, height: map.height, texels: vec![[255, 255]; map.texels.len()] };
-    fdm::write_map(&g, img.0, &ones);
-    let (after, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &ones, texel_of(size, &ones))?;
-    if first == 0 || again != first || after != 0 {
-        return Err(format!("map rewrite: {first} then {again} coarse pixels, {after} after the map became all 1"));
-    }
+    family(
+        "map_rewrite",
+        (|| -> Result<(), String> {
+            let (first, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
+            let (again, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
+            let ones = Map { width: map.width, height: map.height, texels: vec![[255, 255]; map.texels.len()] };
+            fdm::write_map(&g, img.0, &ones);
+            let (after, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &ones, texel_of(size, &ones))?;
+            if first == 0 || again != first || after != 0 {
+                return Err(format!(
+                    "map rewrite: {first} then {again} coarse pixels, {after} after the map became all 1"
+                ));
+            }
+            println!("fdm map_rewrite=followed coarse_pixels={first}/{again}/{after}");
+            Ok(())
+        })(),
+    );
     unsafe {
         g.device.destroy_image_view(img.2, None);
         g.device.destroy_image(img.0, None);
         g.device.free_memory(img.1, None);
     }
-    println!("fdm map_rewrite=followed coarse_pixels={first}/{again}/{after}");
     // A storage write cannot be replayed: 1x1, each pixel shaded once.
     let size = (256, 256);
     let map = regions(size);
-    let r = fdm::render_full(
-        &g,
-        &Scene { map: Some(&map), storage: true, ..Scene::new(Path::RenderPass, size, full_vs, storage_fs, 3) },
+    family(
+        "storage_fallback",
+        (|| -> Result<(), String> {
+            let r = fdm::render_full(
+                &g,
+                &Scene { map: Some(&map), storage: true, ..Scene::new(Path::RenderPass, size, full_vs, storage_fs, 3) },
+            );
+            let (coarse, _) = fdm::check_sizes(&r.pixels, size, &map, texel_of(size, &map))?;
+            if coarse != 0 || r.invocations != size.0 * size.1 {
+                return Err(format!(
+                    "a pass with a storage write shaded {coarse} pixels coarsely and {} invocations",
+                    r.invocations
+                ));
+            }
+            println!("fdm storage_fallback=1x1 invocations={}", r.invocations);
+            Ok(())
+        })(),
     );
-    let (coarse, _) = fdm::check_sizes(&r.pixels, size, &map, texel_of(size, &map))?;
-    if coarse != 0 || r.invocations != size.0 * size.1 {
-        return Err(format!(
-            "a pass with a storage write shaded {coarse} pixels coarsely and {} invocations",
-            r.invocations
-        ));
-    }
-    println!("fdm storage_fallback=1x1 invocations={}", r.invocations);
     // A query inside the pass cannot be replayed either.
-    let px = fdm::render(
-        &g,
-        &Scene { map: Some(&map), query: true, ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3) },
+    family(
+        "query_fallback",
+        (|| -> Result<(), String> {
+            let px = fdm::render(
+                &g,
+                &Scene { map: Some(&map), query: true, ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3) },
+            );
+            let (coarse, _) = fdm::check_sizes(&px, size, &map, texel_of(size, &map))?;
+            if coarse != 0 {
+                return Err(format!("a pass with a query shaded {coarse} pixels coarsely"));
+            }
+            println!("fdm query_fallback=1x1");
+            Ok(())
+        })(),
     );
-    let (coarse, _) = fdm::check_sizes(&px, size, &map, texel_of(size, &map))?;
-    if coarse != 0 {
-        return Err(format!("a pass with a query shaded {coarse} pixels coarsely"));
+    let failures = failures.into_inner();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        let mut families: Vec<String> = failures.clone();
+        families.dedup();
+        Err(format!("{} check(s) failed, in families: {}", failures.len(), families.join(", ")))
     }
-    println!("fdm query_fallback=1x1");
-    Ok(())
 }
 
 /// A 16x16 foveated map: the centre at 1x1, a ring at 2x2, the rest 4x4.
