@@ -581,6 +581,17 @@ device_commands! {
         = PFN_vkQueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
         [fdm_binned_slot => own fdm::queue::queue_wait_idle];
 
+    // Query pools: the density map lets fragment-invocation statistics stay
+    // active across a binned pass.
+    "vkCreateQueryPool" fn create_query_pool(device: vk::Device, info: *const vk::QueryPoolCreateInfo<'_>,
+        alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::QueryPool) -> vk::Result
+        = PFN_vkCreateQueryPool, down |dc| dc.fns.fp_v1_0().create_query_pool;
+        [fdm_binned_slot => created fdm::Fdm::note_query_pool];
+    "vkDestroyQueryPool" fn destroy_query_pool(device: vk::Device, pool: vk::QueryPool,
+        alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyQueryPool, down |dc| dc.fns.fp_v1_0().destroy_query_pool;
+        [fdm_binned_slot => forget fdm::Fdm::forget_query_pool];
+
     // Shader objects, pipeline layouts and the shading rate (no density-map part).
     "vkCreateShadersEXT" fn create_shaders(device: vk::Device, count: u32, infos: *const vk::ShaderCreateInfoEXT<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderEXT) -> vk::Result

@@ -74,6 +74,10 @@ pub struct Scene<'a> {
     pub map_view: Option<vk::ImageView>,
     /// Record an occlusion query around the draw (inside the pass).
     pub query: bool,
+    /// Count fragment-shader invocations with a pipeline-statistics query
+    /// begun before the pass and ended after it (outside it, so the pass can
+    /// still be binned): a count the driver makes, not the layer.
+    pub stats: bool,
     /// Passes recorded (the benchmark's frames).
     pub repeat: u32,
     /// Draws per pass.
@@ -109,6 +113,7 @@ impl<'a> Scene<'a> {
             map: None,
             map_view: None,
             query: false,
+            stats: false,
             repeat: 1,
             draws: 1,
             load: None,
@@ -127,6 +132,8 @@ pub struct Rendered {
     pub pixels: Vec<[u8; 4]>,
     /// The storage counter (`Scene::storage`).
     pub invocations: u32,
+    /// Fragment-shader invocations the driver counted (`Scene::stats`).
+    pub fs_invocations: Option<u64>,
     /// Seconds spent recording the command buffer.
     pub record_s: f64,
     /// Seconds from submission to completion.
@@ -643,6 +650,15 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 None,
             )
             .unwrap();
+        let stats_pool = d
+            .create_query_pool(
+                &vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::PIPELINE_STATISTICS)
+                    .pipeline_statistics(vk::QueryPipelineStatisticFlags::FRAGMENT_SHADER_INVOCATIONS)
+                    .query_count(1),
+                None,
+            )
+            .unwrap();
         let sec_pool = d
             .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family), None)
             .unwrap();
@@ -705,6 +721,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             for _ in 0..scene.repeat.max(1) {
                 if scene.query {
                     d.cmd_reset_query_pool(cb, query_pool, 0, 1);
+                }
+                if scene.stats {
+                    d.cmd_reset_query_pool(cb, stats_pool, 0, 1);
+                    d.cmd_begin_query(cb, stats_pool, 0, vk::QueryControlFlags::empty());
                 }
                 if scene.path == Path::Dynamic {
                     let att =
@@ -824,6 +844,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
                     );
                 }
+                if scene.stats {
+                    d.cmd_end_query(cb, stats_pool, 0);
+                }
             }
             gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 1, readback.buffer);
             record_s = t.elapsed().as_secs_f64();
@@ -831,6 +854,13 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         let execute_s = started.elapsed().as_secs_f64() - record_s;
         let pixels = std::slice::from_raw_parts(readback.map as *const [u8; 4], (w * h) as usize).to_vec();
         let invocations = *(count.map as *const u32);
+        let fs_invocations = scene.stats.then(|| {
+            let mut n = [0u64];
+            d.get_query_pool_results(stats_pool, 0, &mut n, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT)
+                .unwrap();
+            n[0]
+        });
+        d.destroy_query_pool(stats_pool, None);
         gpu.destroy_buffer(readback);
         gpu.destroy_buffer(count);
         d.destroy_command_pool(sec_pool, None);
@@ -850,7 +880,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         for image in [Some(out), ms, first, depth, made].into_iter().flatten() {
             gpu.destroy_image(image);
         }
-        Rendered { pixels, invocations, record_s, execute_s }
+        Rendered { pixels, invocations, fs_invocations, record_s, execute_s }
     }
 }
 

@@ -271,7 +271,8 @@ impl Gpu {
             .fragment_stores_and_atomics(supported.fragment_stores_and_atomics == vk::TRUE)
             .sample_rate_shading(supported.sample_rate_shading == vk::TRUE)
             .geometry_shader(supported.geometry_shader == vk::TRUE)
-            .tessellation_shader(supported.tessellation_shader == vk::TRUE);
+            .tessellation_shader(supported.tessellation_shader == vk::TRUE)
+            .pipeline_statistics_query(supported.pipeline_statistics_query == vk::TRUE);
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true);

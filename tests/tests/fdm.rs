@@ -36,14 +36,15 @@ fn binned_density_map_matrix() {
 /// everything at 1x1, which the spec allows, but the matrix asks for coarse
 /// regions): the matrix can tell a binned render from a 1x1 one. The matrix
 /// runs to the end, and every family that expects coarse shading fires:
-/// fragment sizes, imageless framebuffers, load (contents at the fragment's
-/// resolution), secondaries and subpasses, the map rewrite.
+/// fragment sizes, the driver's count of fragment-shader invocations,
+/// imageless framebuffers, load (contents at the fragment's resolution),
+/// secondaries and subpasses, the map rewrite.
 #[test]
 fn baseline_renders_at_one_by_one_and_the_matrix_notices() {
     let o = run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_FDM", "baseline"));
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("nothing was shaded coarsely"), "{}", o.stdout);
-    for family in ["sizes", "imageless", "load_clear", "secondary_subpasses", "map_rewrite"] {
+    for family in ["sizes", "fs_invocations", "imageless", "load_clear", "secondary_subpasses", "map_rewrite"] {
         assert!(o.stdout.contains(&format!("fdm FAILED family={family}:")), "{family} did not fire:\n{}", o.stdout);
     }
     assert!(o.stdout.contains("fdm query_fallback=1x1"), "the matrix stopped early:\n{}", o.stdout);

@@ -420,7 +420,9 @@ pub unsafe fn cmd_begin_query(
     if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
         return;
     }
-    cb_state(f, cb).lock().active_queries += 1;
+    if !f.replays_count(pool) {
+        cb_state(f, cb).lock().active_queries += 1;
+    }
     next()
 }
 
@@ -436,10 +438,11 @@ pub unsafe fn cmd_end_query(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, po
     if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
         return;
     }
-    let shared = cb_state(f, cb);
-    let mut s = shared.lock();
-    s.active_queries = s.active_queries.saturating_sub(1);
-    drop(s);
+    if !f.replays_count(pool) {
+        let shared = cb_state(f, cb);
+        let mut s = shared.lock();
+        s.active_queries = s.active_queries.saturating_sub(1);
+    }
     next()
 }
 
@@ -463,4 +466,31 @@ pub unsafe fn cmd_write_timestamp(
         return;
     }
     next()
+}
+
+impl Fdm {
+    /// After vkCreateQueryPool: whether a query of the pool may stay active
+    /// across a binned pass. Only a pipeline-statistics pool counting
+    /// fragment-shader invocations alone may: that count is
+    /// implementation-dependent (an implementation may execute more or fewer
+    /// invocations than there are pixels), and replays at coarse areas shade
+    /// fewer fragments, as density-map hardware does. Any other query (an
+    /// occlusion count, vertex or primitive counts) would count each replay,
+    /// so the pass renders once at 1x1 (`OVERLAP-FDM-Fallback`).
+    pub fn note_query_pool(&self, info: &vk::QueryPoolCreateInfo, pool: vk::QueryPool) {
+        let fs_only = info.query_type == vk::QueryType::PIPELINE_STATISTICS
+            && info.pipeline_statistics == vk::QueryPipelineStatisticFlags::FRAGMENT_SHADER_INVOCATIONS;
+        if fs_only {
+            self.replay_counting_pools.lock().insert(pool);
+        }
+    }
+
+    pub fn forget_query_pool(&self, pool: vk::QueryPool) {
+        self.replay_counting_pools.lock().remove(&pool);
+    }
+
+    /// Whether queries of `pool` may stay active across a binned pass.
+    fn replays_count(&self, pool: vk::QueryPool) -> bool {
+        self.replay_counting_pools.lock().contains(&pool)
+    }
 }

@@ -307,6 +307,9 @@ pub struct Fdm {
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub queue_family: u32,
     pub set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+    /// Pipeline-statistics pools counting fragment-shader invocations alone:
+    /// their queries may stay active across a binned pass.
+    pub replay_counting_pools: Mutex<std::collections::HashSet<vk::QueryPool>>,
     /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one
     /// fragment (a deliberately wrong replay, for the tests' controls).
     pub misreplay: bool,
@@ -436,6 +439,7 @@ impl Fdm {
             set_loader_data,
             overlay,
             misreplay: false,
+            replay_counting_pools: Default::default(),
             format_features: Default::default(),
             instance: instance.clone(),
             physical_device: pd,

@@ -981,6 +981,32 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             }
         }
     }
+    // Fragment-shader invocations as the driver counts them (a pipeline
+    // statistics query around the pass, which the layer lets stay active
+    // across a binned pass) — a count the layer does not make. Under a map
+    // asking 2x2 everywhere and one asking 4x4, the counts differ by the
+    // fragments a quarter and a sixteenth of the pixels make (lavapipe also
+    // counts the fragments of its blits, the same in both: the difference
+    // cancels them).
+    for &path in &fdm::PATHS {
+        let size = (256, 256);
+        let uniform = |d: u8| Map { width: 8, height: 8, texels: vec![[d, d]; 64] };
+        let (two, four) = (uniform(127), uniform(60));
+        let s = Scene { stats: true, ..Scene::new(path, size, full_vs, size_fs, 3) };
+        let at2 = fdm::render_full(&g, &Scene { map: Some(&two), ..s }).fs_invocations;
+        let at4 = fdm::render_full(&g, &Scene { map: Some(&four), ..s }).fs_invocations;
+        let pixels = (size.0 * size.1) as u64;
+        let want = pixels / 4 - pixels / 16;
+        match (at2, at4) {
+            (Some(at2), Some(at4)) if at2 > at4 && (at2 - at4).abs_diff(want) * 10 <= want => {
+                println!("fdm fs_invocations={path:?} at_2x2={at2} at_4x4={at4}")
+            }
+            (at2, at4) => fail(
+                "fs_invocations",
+                format!("{path:?}: {at2:?} fragment-shader invocations at 2x2, {at4:?} at 4x4 (want {want} fewer at 4x4, within 10%)"),
+            ),
+        }
+    }
     // Density 1 everywhere is the scene without a density map, bit for bit,
     // for colour- and FragCoord-dependent shading.
     family(
