@@ -115,6 +115,21 @@ fn failed_density_map_allocations_fall_back_to_one_by_one() {
     }
 }
 
+/// The map read fails after its command buffer was begun (`debug_fail` of
+/// the reader's `vkEndCommandBuffer`): the pass falls back to 1x1, and the
+/// command buffer is reset, so the next pass's read can begin it again
+/// (VUID-vkBeginCommandBuffer-commandBuffer-00049 stays silent).
+#[test]
+fn a_map_read_failing_while_recording_leaves_its_command_buffer_reusable() {
+    // Several passes, each reading its map.
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-bench", "2", "64", "2"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkEndCommandBuffer"));
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert!(!o.stderr.contains("VUID-vkBeginCommandBuffer-commandBuffer-00049"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+    assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
+}
+
 /// The linker's temporary modules cannot be created: pipelines are created
 /// unlinked (logged) and render exactly as with the linker off.
 #[test]
