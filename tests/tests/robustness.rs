@@ -130,6 +130,22 @@ fn a_map_read_failing_while_recording_leaves_its_command_buffer_reusable() {
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
 }
 
+/// The spinlock's initialization fails after the lock image, view, set
+/// layouts, pool and set were made (`debug_fail` of its command pool):
+/// vkCreateDevice fails, and everything the lock made is destroyed before
+/// the device (the validation layer's leak check at vkDestroyDevice,
+/// VUID-vkDestroyDevice-device-00378, stays silent).
+#[test]
+fn a_failed_spinlock_init_leaves_nothing_behind() {
+    let o = run(app(Layers::OverlapOverValidation, &["interlock-features"])
+        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "spinlock")
+        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkCreateCommandPool"));
+    assert_eq!(o.code, Some(4), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.value("VK_ERROR").unwrap().contains("ERROR_INITIALIZATION_FAILED"), "{}", o.stdout);
+    assert!(o.stderr.contains("OVERLAP-Spinlock-Init") || o.stdout.contains("OVERLAP-Spinlock-Init"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+}
+
 /// The linker's temporary modules cannot be created: pipelines are created
 /// unlinked (logged) and render exactly as with the linker off.
 #[test]
