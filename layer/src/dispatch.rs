@@ -287,7 +287,18 @@ unsafe extern "system" fn no_begin_transform_feedback(
 /// None: it ignores its arguments (`unsafe` only to have the command's type).
 unsafe extern "system" fn no_destroy_shader(_: vk::Device, _: vk::ShaderEXT, _: *const vk::AllocationCallbacks<'_>) {}
 
+/// A stub for a command the chain below lacks.
+///
+/// # Safety
+/// None: it ignores its arguments (`unsafe` only to have the command's type).
+unsafe extern "system" fn no_queue_present(_: vk::Queue, _: *const vk::PresentInfoKHR<'_>) -> vk::Result {
+    vk::Result::ERROR_EXTENSION_NOT_PRESENT
+}
+
 impl DeviceCore {
+    fn down_queue_present(&self) -> vk::PFN_vkQueuePresentKHR {
+        self.next_queue_present.unwrap_or(no_queue_present)
+    }
     fn down_create_shaders(&self) -> vk::PFN_vkCreateShadersEXT {
         self.next_create_shaders.unwrap_or(no_create_shaders)
     }
@@ -580,6 +591,17 @@ device_commands! {
     "vkQueueWaitIdle" fn queue_wait_idle(q: vk::Queue) -> vk::Result
         = PFN_vkQueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
         [fdm_binned_slot => own fdm::queue::queue_wait_idle];
+    // The layer's map reads submit on a queue of the application's: every command that needs the queue (or all
+    // queues) externally synchronized takes the same lock.
+    "vkQueueBindSparse" fn queue_bind_sparse(q: vk::Queue, n: u32, b: *const vk::BindSparseInfo<'_>, fence: vk::Fence) -> vk::Result
+        = PFN_vkQueueBindSparse, down |dc| dc.fns.fp_v1_0().queue_bind_sparse;
+        [fdm_binned_slot => own fdm::queue::queue_bind_sparse];
+    "vkQueuePresentKHR" fn queue_present(q: vk::Queue, info: *const vk::PresentInfoKHR<'_>) -> vk::Result
+        = PFN_vkQueuePresentKHR, down |dc| dc.down_queue_present();
+        [fdm_binned_slot => own fdm::queue::queue_present];
+    "vkDeviceWaitIdle" fn device_wait_idle(device: vk::Device) -> vk::Result
+        = PFN_vkDeviceWaitIdle, down |dc| dc.fns.fp_v1_0().device_wait_idle;
+        [fdm_binned_slot => own fdm::queue::device_wait_idle];
 
     // Shader objects, pipeline layouts and the shading rate (no density-map part).
     "vkCreateShadersEXT" fn create_shaders(device: vk::Device, count: u32, infos: *const vk::ShaderCreateInfoEXT<'_>,
@@ -602,4 +624,27 @@ device_commands! {
         size: *const vk::Extent2D, ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2])
         = PFN_vkCmdSetFragmentShadingRateKHR, down |dc| dc.down_set_fragment_shading_rate();
         [shading_rate_slot => wrap shading_rate::cmd_set_fragment_shading_rate];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::COMMANDS;
+
+    /// The density map's reads submit on queue 0 of the application's first
+    /// family under the queue lock: every command that needs that queue
+    /// externally synchronized is a row (whose density-map handler takes the
+    /// lock), not only the submissions.
+    #[test]
+    fn every_command_that_synchronizes_a_queue_is_a_row() {
+        for name in [
+            "vkQueueSubmit",
+            "vkQueueSubmit2",
+            "vkQueueWaitIdle",
+            "vkQueueBindSparse",
+            "vkQueuePresentKHR",
+            "vkDeviceWaitIdle",
+        ] {
+            assert!(COMMANDS.contains(&name), "{name}");
+        }
+    }
 }

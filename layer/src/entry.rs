@@ -806,6 +806,11 @@ unsafe extern "system" fn create_device(
                         handle,
                         c"vkCmdBeginTransformFeedbackEXT" as vk::PFN_vkCmdBeginTransformFeedbackEXT
                     ),
+                    next_queue_present: next_device_command!(
+                        next_gdpa,
+                        handle,
+                        c"vkQueuePresentKHR" as vk::PFN_vkQueuePresentKHR
+                    ),
                 },
                 interlock,
                 spinlock,
