@@ -353,6 +353,18 @@ device_commands! {
     "vkCreateDescriptorSetLayout" fn create_descriptor_set_layout(device: vk::Device, info: *const vk::DescriptorSetLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorSetLayout) -> vk::Result
         = PFN_vkCreateDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().create_descriptor_set_layout;
         [fdm_binned_slot => created fdm::Fdm::note_set_layout, varyings_slot => created link::Varyings::note_set_layout];
+    "vkDestroyDescriptorSetLayout" fn destroy_descriptor_set_layout(device: vk::Device, handle: vk::DescriptorSetLayout, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().destroy_descriptor_set_layout;
+        [fdm_binned_slot => forget fdm::Fdm::forget_set_layout];
+    "vkFreeDescriptorSets" fn free_descriptor_sets(device: vk::Device, pool: vk::DescriptorPool, n: u32, sets: *const vk::DescriptorSet) -> vk::Result
+        = PFN_vkFreeDescriptorSets, down |dc| dc.fns.fp_v1_0().free_descriptor_sets;
+        [fdm_binned_slot => own fdm::descriptors::free_descriptor_sets];
+    "vkResetDescriptorPool" fn reset_descriptor_pool(device: vk::Device, pool: vk::DescriptorPool, flags: vk::DescriptorPoolResetFlags) -> vk::Result
+        = PFN_vkResetDescriptorPool, down |dc| dc.fns.fp_v1_0().reset_descriptor_pool;
+        [fdm_binned_slot => forget fdm::Fdm::forget_pool];
+    "vkDestroyDescriptorPool" fn destroy_descriptor_pool(device: vk::Device, pool: vk::DescriptorPool, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyDescriptorPool, down |dc| dc.fns.fp_v1_0().destroy_descriptor_pool;
+        [fdm_binned_slot => forget fdm::Fdm::forget_pool];
     "vkAllocateDescriptorSets" fn allocate_descriptor_sets(device: vk::Device, info: *const vk::DescriptorSetAllocateInfo<'_>, out: *mut vk::DescriptorSet) -> vk::Result
         = PFN_vkAllocateDescriptorSets, down |dc| dc.fns.fp_v1_0().allocate_descriptor_sets;
         [fdm_binned_slot => own fdm::descriptors::allocate_descriptor_sets];

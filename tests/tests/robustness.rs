@@ -146,6 +146,20 @@ fn a_failed_spinlock_init_leaves_nothing_behind() {
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
 }
 
+/// The application destroys its descriptor set layouts once its sets are
+/// written (the spec allows it while the sets are in use): a binned pass
+/// whose second subpass reads an input attachment cannot shadow the set (a
+/// set whose layout is destroyed cannot be copied from), so it renders live
+/// at 1x1, logged, with a silent validation layer — no shadow allocated
+/// from the destroyed layout.
+#[test]
+fn input_sets_are_not_shadowed_after_their_layout_is_destroyed() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-destroyed-layout"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("fdm_destroyed_layout path=RenderPass2 coarse_inputs=0"), "{}", o.stdout);
+    assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
+}
+
 /// The linker's temporary modules cannot be created: pipelines are created
 /// unlinked (logged) and render exactly as with the linker off.
 #[test]
