@@ -33,6 +33,8 @@ pub struct DeviceCore {
     pub next_set_fragment_shading_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>,
     /// The next layer's `vkCmdBeginTransformFeedbackEXT`, where the chain has it.
     pub next_begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
+    /// The next layer's `vkQueuePresentKHR`, where the chain has it.
+    pub next_queue_present: Option<vk::PFN_vkQueuePresentKHR>,
 }
 
 impl DeviceCore {

@@ -287,7 +287,18 @@ unsafe extern "system" fn no_begin_transform_feedback(
 /// None: it ignores its arguments (`unsafe` only to have the command's type).
 unsafe extern "system" fn no_destroy_shader(_: vk::Device, _: vk::ShaderEXT, _: *const vk::AllocationCallbacks<'_>) {}
 
+/// A stub for a command the chain below lacks.
+///
+/// # Safety
+/// None: it ignores its arguments (`unsafe` only to have the command's type).
+unsafe extern "system" fn no_queue_present(_: vk::Queue, _: *const vk::PresentInfoKHR<'_>) -> vk::Result {
+    vk::Result::ERROR_EXTENSION_NOT_PRESENT
+}
+
 impl DeviceCore {
+    fn down_queue_present(&self) -> vk::PFN_vkQueuePresentKHR {
+        self.next_queue_present.unwrap_or(no_queue_present)
+    }
     fn down_create_shaders(&self) -> vk::PFN_vkCreateShadersEXT {
         self.next_create_shaders.unwrap_or(no_create_shaders)
     }
@@ -342,6 +353,18 @@ device_commands! {
     "vkCreateDescriptorSetLayout" fn create_descriptor_set_layout(device: vk::Device, info: *const vk::DescriptorSetLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorSetLayout) -> vk::Result
         = PFN_vkCreateDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().create_descriptor_set_layout;
         [fdm_binned_slot => created fdm::Fdm::note_set_layout, varyings_slot => created link::Varyings::note_set_layout];
+    "vkDestroyDescriptorSetLayout" fn destroy_descriptor_set_layout(device: vk::Device, handle: vk::DescriptorSetLayout, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().destroy_descriptor_set_layout;
+        [fdm_binned_slot => forget fdm::Fdm::forget_set_layout];
+    "vkFreeDescriptorSets" fn free_descriptor_sets(device: vk::Device, pool: vk::DescriptorPool, n: u32, sets: *const vk::DescriptorSet) -> vk::Result
+        = PFN_vkFreeDescriptorSets, down |dc| dc.fns.fp_v1_0().free_descriptor_sets;
+        [fdm_binned_slot => own fdm::descriptors::free_descriptor_sets];
+    "vkResetDescriptorPool" fn reset_descriptor_pool(device: vk::Device, pool: vk::DescriptorPool, flags: vk::DescriptorPoolResetFlags) -> vk::Result
+        = PFN_vkResetDescriptorPool, down |dc| dc.fns.fp_v1_0().reset_descriptor_pool;
+        [fdm_binned_slot => forget fdm::Fdm::forget_pool];
+    "vkDestroyDescriptorPool" fn destroy_descriptor_pool(device: vk::Device, pool: vk::DescriptorPool, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyDescriptorPool, down |dc| dc.fns.fp_v1_0().destroy_descriptor_pool;
+        [fdm_binned_slot => forget fdm::Fdm::forget_pool];
     "vkAllocateDescriptorSets" fn allocate_descriptor_sets(device: vk::Device, info: *const vk::DescriptorSetAllocateInfo<'_>, out: *mut vk::DescriptorSet) -> vk::Result
         = PFN_vkAllocateDescriptorSets, down |dc| dc.fns.fp_v1_0().allocate_descriptor_sets;
         [fdm_binned_slot => own fdm::descriptors::allocate_descriptor_sets];
@@ -580,6 +603,17 @@ device_commands! {
     "vkQueueWaitIdle" fn queue_wait_idle(q: vk::Queue) -> vk::Result
         = PFN_vkQueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
         [fdm_binned_slot => own fdm::queue::queue_wait_idle];
+    // The layer's map reads submit on a queue of the application's: every command that needs the queue (or all
+    // queues) externally synchronized takes the same lock.
+    "vkQueueBindSparse" fn queue_bind_sparse(q: vk::Queue, n: u32, b: *const vk::BindSparseInfo<'_>, fence: vk::Fence) -> vk::Result
+        = PFN_vkQueueBindSparse, down |dc| dc.fns.fp_v1_0().queue_bind_sparse;
+        [fdm_binned_slot => own fdm::queue::queue_bind_sparse];
+    "vkQueuePresentKHR" fn queue_present(q: vk::Queue, info: *const vk::PresentInfoKHR<'_>) -> vk::Result
+        = PFN_vkQueuePresentKHR, down |dc| dc.down_queue_present();
+        [fdm_binned_slot => own fdm::queue::queue_present];
+    "vkDeviceWaitIdle" fn device_wait_idle(device: vk::Device) -> vk::Result
+        = PFN_vkDeviceWaitIdle, down |dc| dc.fns.fp_v1_0().device_wait_idle;
+        [fdm_binned_slot => own fdm::queue::device_wait_idle];
 
     // Query pools: the density map lets fragment-invocation statistics stay
     // active across a binned pass.
@@ -613,4 +647,27 @@ device_commands! {
         size: *const vk::Extent2D, ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2])
         = PFN_vkCmdSetFragmentShadingRateKHR, down |dc| dc.down_set_fragment_shading_rate();
         [shading_rate_slot => wrap shading_rate::cmd_set_fragment_shading_rate];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::COMMANDS;
+
+    /// The density map's reads submit on queue 0 of the application's first
+    /// family under the queue lock: every command that needs that queue
+    /// externally synchronized is a row (whose density-map handler takes the
+    /// lock), not only the submissions.
+    #[test]
+    fn every_command_that_synchronizes_a_queue_is_a_row() {
+        for name in [
+            "vkQueueSubmit",
+            "vkQueueSubmit2",
+            "vkQueueWaitIdle",
+            "vkQueueBindSparse",
+            "vkQueuePresentKHR",
+            "vkDeviceWaitIdle",
+        ] {
+            assert!(COMMANDS.contains(&name), "{name}");
+        }
+    }
 }

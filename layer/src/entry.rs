@@ -715,7 +715,17 @@ unsafe extern "system" fn create_device(
                 let set = unsafe { inst.fns.get_physical_device_properties(pd) }.limits.max_bound_descriptor_sets - 1;
                 // SAFETY: `fns` is the device just created from `down` on `pd`,
                 // `set_loader_data` the loader's callback from its chain.
-                match unsafe { crate::spinlock::Spinlock::create(&inst.fns, pd, &fns, &*down, set_loader_data, set) } {
+                match unsafe {
+                    crate::spinlock::Spinlock::create(
+                        &inst.fns,
+                        pd,
+                        &fns,
+                        &*down,
+                        set_loader_data,
+                        set,
+                        &inst.settings.debug_fail,
+                    )
+                } {
                     Ok(s) => spinlock = Some(s),
                     Err(crate::spinlock::InitError(what, e)) => {
                         inst.log.error(
@@ -723,9 +733,9 @@ unsafe extern "system" fn create_device(
                             &format!("cannot create the interlock locks ({what}: {e:?}); vkCreateDevice fails"),
                         );
                         // SAFETY: the device was created above, with
-                        // `p_allocator`, and the application has not seen it.
-                        // Not upheld: lock objects made before the failure are
-                        // not destroyed first (VUID-vkDestroyDevice-device-05137).
+                        // `p_allocator`, and the application has not seen it;
+                        // `Spinlock::create` destroyed the lock objects it had
+                        // made (VUID-vkDestroyDevice-device-05137).
                         unsafe {
                             let _ = fns.device_wait_idle();
                             (fns.fp_v1_0().destroy_device)(handle, p_allocator);
@@ -795,6 +805,11 @@ unsafe extern "system" fn create_device(
                         next_gdpa,
                         handle,
                         c"vkCmdBeginTransformFeedbackEXT" as vk::PFN_vkCmdBeginTransformFeedbackEXT
+                    ),
+                    next_queue_present: next_device_command!(
+                        next_gdpa,
+                        handle,
+                        c"vkQueuePresentKHR" as vk::PFN_vkQueuePresentKHR
                     ),
                 },
                 interlock,

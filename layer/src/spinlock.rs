@@ -62,210 +62,250 @@ impl Spinlock {
         info: &vk::DeviceCreateInfo,
         set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
         set: u32,
+        debug_fail: &Option<String>,
     ) -> Result<Spinlock, InitError> {
-        let e = |what: &'static str| move |r: vk::Result| InitError(what, r);
-        // SAFETY (every Vulkan call in this function): `device` was just
-        // created from `info` on `pd` of `instance` (the caller's guarantee),
-        // every create info below is built here from live locals and is valid
-        // for it, and ash passes its own valid output pointers. Rules beyond
-        // that are named at each call.
-        let image = unsafe {
-            device.create_image(
-                &vk::ImageCreateInfo::default()
-                    .image_type(vk::ImageType::TYPE_2D)
-                    .format(vk::Format::R32_UINT)
-                    .extent(vk::Extent3D { width: LOCK_SIZE, height: LOCK_SIZE, depth: 1 })
-                    .mip_levels(1)
-                    .array_layers(1)
-                    .samples(vk::SampleCountFlags::TYPE_1)
-                    .usage(vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST),
-                None,
-            )
-        }
-        .map_err(e("lock image"))?;
-        // SAFETY: as above.
-        let (req, props) = unsafe {
-            (device.get_image_memory_requirements(image), instance.get_physical_device_memory_properties(pd))
-        };
-        let type_index = crate::ffi::memory_type(&props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
-        // SAFETY: as above; the size and a type allowed by the image's
-        // requirements (VUID-vkBindImageMemory-memory-01047), bound once at offset 0.
-        let memory = unsafe {
-            device.allocate_memory(
-                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
-                None,
-            )
-        }
-        .map_err(e("lock memory"))?;
-        // SAFETY: as above.
-        unsafe { device.bind_image_memory(image, memory, 0) }.map_err(e("bind lock memory"))?;
-        let range = vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        };
-        // SAFETY: as above; the image is bound to memory and has STORAGE usage.
-        let view = unsafe {
-            device.create_image_view(
-                &vk::ImageViewCreateInfo::default()
-                    .image(image)
-                    .view_type(vk::ImageViewType::TYPE_2D)
-                    .format(vk::Format::R32_UINT)
-                    .subresource_range(range),
-                None,
-            )
-        }
-        .map_err(e("lock view"))?;
-        let binding = [vk::DescriptorSetLayoutBinding::default()
-            .binding(0)
-            .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-        // SAFETY: as above.
-        let lock_layout = unsafe {
-            device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding), None)
-        }
-        .map_err(e("lock set layout"))?;
-        // SAFETY: as above.
-        let empty_layout =
-            unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None) }
-                .map_err(e("empty set layout"))?;
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
-        // SAFETY: as above.
-        let pool = unsafe {
-            device.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
-        }
-        .map_err(e("lock pool"))?;
-        let layouts = [lock_layout];
-        // SAFETY: as above; the pool has room for this one set of one storage image.
-        let lock_set = unsafe {
-            device.allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
-            )
-        }
-        .map_err(e("lock set"))?[0];
-        let image_info = [vk::DescriptorImageInfo {
-            sampler: vk::Sampler::null(),
-            image_view: view,
-            image_layout: vk::ImageLayout::GENERAL,
-        }];
-        // SAFETY: as above; the write matches binding 0 of the set's layout
-        // (one storage image), and the set is used by no command buffer yet.
-        unsafe {
-            device.update_descriptor_sets(
-                &[vk::WriteDescriptorSet::default()
-                    .dst_set(lock_set)
-                    .dst_binding(0)
-                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-                    .image_info(&image_info)],
-                &[],
-            )
-        };
-
-        // Clear the locks once: GENERAL layout, all zero (unlocked).
-        // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
-        // `queueCreateInfoCount` valid queue create infos (`info` is valid).
-        let queue_infos =
-            unsafe { std::slice::from_raw_parts(info.p_queue_create_infos, info.queue_create_info_count as usize) };
-        let family = queue_infos
-            .first()
-            .map(|q| q.queue_family_index)
-            .ok_or(InitError("no queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
-        // SAFETY: queue 0 of a family the device was created with, which has
-        // at least one queue (VUID-vkGetDeviceQueue-queueFamilyIndex-00384,
-        // VUID-vkGetDeviceQueue-queueIndex-00385). Assumed: that create info's
-        // flags are 0 (VUID-vkGetDeviceQueue-flags-01841).
-        let queue = unsafe { device.get_device_queue(family, 0) };
-        // SAFETY: as for the resources above.
-        let cmd_pool = unsafe {
-            device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
-        }
-        .map_err(e("init pool"))?;
-        // SAFETY: as above.
-        let cb = unsafe {
-            device.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default().command_pool(cmd_pool).command_buffer_count(1),
-            )
-        }
-        .map_err(e("init command buffer"))?[0];
-        if let Some(set_data) = set_loader_data {
-            // SAFETY: the loader's vkSetDeviceLoaderData, which a layer must
-            // call on every dispatchable object it creates or obtains from the
-            // chain below before using it (LoaderLayerInterface.md,
-            // "Creating New Dispatchable Objects"); `queue` and `cb` are such
-            // objects of `device`.
-            unsafe {
-                let _ = set_data(device.handle(), vk::Handle::as_raw(queue) as *mut _);
-                let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
-            }
-        }
-        // SAFETY: a fresh command buffer in the initial state.
-        unsafe { device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()) }.map_err(e("init begin"))?;
-        // The lock image: to GENERAL, cleared to 0, then ready for the shaders.
-        let barrier = |old: vk::ImageLayout,
-                       src: (vk::PipelineStageFlags, vk::AccessFlags),
-                       dst: (vk::PipelineStageFlags, vk::AccessFlags)| {
-            let b = [vk::ImageMemoryBarrier::default()
-                .old_layout(old)
-                .new_layout(vk::ImageLayout::GENERAL)
-                .src_access_mask(src.1)
-                .dst_access_mask(dst.1)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(image)
-                .subresource_range(range)];
-            // SAFETY: `cb` is recording; `image` is the layer's lock image,
-            // whole (`range`), in the layout `old` names.
-            unsafe { device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
-        };
-        let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
-        barrier(vk::ImageLayout::UNDEFINED, (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()), transfer);
-        // SAFETY: `cb` is recording; the image has TRANSFER_DST usage and is
-        // in the GENERAL layout it names (VUID-vkCmdClearColorImage-image-00002,
-        // VUID-vkCmdClearColorImage-imageLayout-00004).
-        unsafe {
-            device.cmd_clear_color_image(
-                cb,
-                image,
-                vk::ImageLayout::GENERAL,
-                &vk::ClearColorValue { uint32: [0; 4] },
-                &[range],
-            )
-        };
-        let shaders =
-            (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-        barrier(vk::ImageLayout::GENERAL, transfer, shaders);
-        // SAFETY: `cb` is recording.
-        unsafe { device.end_command_buffer(cb) }.map_err(e("init end"))?;
-        let cbs = [cb];
-        // SAFETY: `cb` is executable and `queue` is of the family its pool
-        // was made for (VUID-vkQueueSubmit-pCommandBuffers-00074).
-        unsafe { device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null()) }
-            .map_err(e("init submit"))?;
-        // SAFETY: `queue` is valid; the device is not yet visible to the
-        // application, so nothing else submits to it.
-        unsafe { device.queue_wait_idle(queue) }.map_err(e("init wait"))?;
-        // SAFETY: the queue is idle, so `cb` is not pending
-        // (VUID-vkDestroyCommandPool-commandPool-00041).
-        unsafe { device.destroy_command_pool(cmd_pool, None) };
-        Ok(Spinlock {
+        let mut s = Spinlock {
             set,
-            image,
-            memory,
-            view,
-            lock_layout,
-            empty_layout,
-            pool,
-            lock_set,
+            image: vk::Image::null(),
+            memory: vk::DeviceMemory::null(),
+            view: vk::ImageView::null(),
+            lock_layout: vk::DescriptorSetLayout::null(),
+            empty_layout: vk::DescriptorSetLayout::null(),
+            pool: vk::DescriptorPool::null(),
+            lock_set: vk::DescriptorSet::null(),
             modules: Default::default(),
             pipelines: Default::default(),
             shaders: Default::default(),
             bound: Default::default(),
             warned: Default::default(),
-        })
+        };
+        let mut cmd_pool = vk::CommandPool::null();
+        // Each object is stored as soon as it is made, so that a failure
+        // destroys exactly what exists (null handles are ignored).
+        let made = (|s: &mut Spinlock, cmd_pool: &mut vk::CommandPool| -> Result<(), InitError> {
+            let e = |what: &'static str| move |r: vk::Result| InitError(what, r);
+            // SAFETY (every Vulkan call in this function): `device` was just
+            // created from `info` on `pd` of `instance` (the caller's guarantee),
+            // every create info below is built here from live locals and is valid
+            // for it, and ash passes its own valid output pointers. Rules beyond
+            // that are named at each call.
+            let image = unsafe {
+                device.create_image(
+                    &vk::ImageCreateInfo::default()
+                        .image_type(vk::ImageType::TYPE_2D)
+                        .format(vk::Format::R32_UINT)
+                        .extent(vk::Extent3D { width: LOCK_SIZE, height: LOCK_SIZE, depth: 1 })
+                        .mip_levels(1)
+                        .array_layers(1)
+                        .samples(vk::SampleCountFlags::TYPE_1)
+                        .usage(vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST),
+                    None,
+                )
+            }
+            .map_err(e("lock image"))?;
+            s.image = image;
+            // SAFETY: as above.
+            let (req, props) = unsafe {
+                (device.get_image_memory_requirements(image), instance.get_physical_device_memory_properties(pd))
+            };
+            let type_index =
+                crate::ffi::memory_type(&props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+                    .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
+            // SAFETY: as above; the size and a type allowed by the image's
+            // requirements (VUID-vkBindImageMemory-memory-01047), bound once at offset 0.
+            let memory = unsafe {
+                device.allocate_memory(
+                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
+                    None,
+                )
+            }
+            .map_err(e("lock memory"))?;
+            s.memory = memory;
+            // SAFETY: as above.
+            unsafe { device.bind_image_memory(image, memory, 0) }.map_err(e("bind lock memory"))?;
+            let range = vk::ImageSubresourceRange {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                base_mip_level: 0,
+                level_count: 1,
+                base_array_layer: 0,
+                layer_count: 1,
+            };
+            // SAFETY: as above; the image is bound to memory and has STORAGE usage.
+            let view = unsafe {
+                device.create_image_view(
+                    &vk::ImageViewCreateInfo::default()
+                        .image(image)
+                        .view_type(vk::ImageViewType::TYPE_2D)
+                        .format(vk::Format::R32_UINT)
+                        .subresource_range(range),
+                    None,
+                )
+            }
+            .map_err(e("lock view"))?;
+            s.view = view;
+            let binding = [vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+            // SAFETY: as above.
+            let lock_layout = unsafe {
+                device.create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding),
+                    None,
+                )
+            }
+            .map_err(e("lock set layout"))?;
+            s.lock_layout = lock_layout;
+            // SAFETY: as above.
+            let empty_layout =
+                unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None) }
+                    .map_err(e("empty set layout"))?;
+            s.empty_layout = empty_layout;
+            let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
+            // SAFETY: as above.
+            let pool = unsafe {
+                device.create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes),
+                    None,
+                )
+            }
+            .map_err(e("lock pool"))?;
+            s.pool = pool;
+            let layouts = [lock_layout];
+            // SAFETY: as above; the pool has room for this one set of one storage image.
+            let lock_set = unsafe {
+                device.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+                )
+            }
+            .map_err(e("lock set"))?[0];
+            s.lock_set = lock_set;
+            let image_info = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }];
+            // SAFETY: as above; the write matches binding 0 of the set's layout
+            // (one storage image), and the set is used by no command buffer yet.
+            unsafe {
+                device.update_descriptor_sets(
+                    &[vk::WriteDescriptorSet::default()
+                        .dst_set(lock_set)
+                        .dst_binding(0)
+                        .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                        .image_info(&image_info)],
+                    &[],
+                )
+            };
+
+            // Clear the locks once: GENERAL layout, all zero (unlocked).
+            // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
+            // `queueCreateInfoCount` valid queue create infos (`info` is valid).
+            let queue_infos =
+                unsafe { std::slice::from_raw_parts(info.p_queue_create_infos, info.queue_create_info_count as usize) };
+            let family = queue_infos
+                .first()
+                .map(|q| q.queue_family_index)
+                .ok_or(InitError("no queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
+            // SAFETY: queue 0 of a family the device was created with, which has
+            // at least one queue (VUID-vkGetDeviceQueue-queueFamilyIndex-00384,
+            // VUID-vkGetDeviceQueue-queueIndex-00385). Assumed: that create info's
+            // flags are 0 (VUID-vkGetDeviceQueue-flags-01841).
+            let queue = unsafe { device.get_device_queue(family, 0) };
+            crate::guard::injected_failure(debug_fail, "vkCreateCommandPool").map_err(e("init pool"))?;
+            // SAFETY: as for the resources above.
+            *cmd_pool = unsafe {
+                device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
+            }
+            .map_err(e("init pool"))?;
+            // SAFETY: as above.
+            let cb = unsafe {
+                device.allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default().command_pool(*cmd_pool).command_buffer_count(1),
+                )
+            }
+            .map_err(e("init command buffer"))?[0];
+            if let Some(set_data) = set_loader_data {
+                // SAFETY: the loader's vkSetDeviceLoaderData, which a layer must
+                // call on every dispatchable object it creates or obtains from the
+                // chain below before using it (LoaderLayerInterface.md,
+                // "Creating New Dispatchable Objects"); `queue` and `cb` are such
+                // objects of `device`.
+                unsafe {
+                    let _ = set_data(device.handle(), vk::Handle::as_raw(queue) as *mut _);
+                    let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
+                }
+            }
+            // SAFETY: a fresh command buffer in the initial state.
+            unsafe { device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()) }
+                .map_err(e("init begin"))?;
+            // The lock image: to GENERAL, cleared to 0, then ready for the shaders.
+            let barrier = |old: vk::ImageLayout,
+                           src: (vk::PipelineStageFlags, vk::AccessFlags),
+                           dst: (vk::PipelineStageFlags, vk::AccessFlags)| {
+                let b = [vk::ImageMemoryBarrier::default()
+                    .old_layout(old)
+                    .new_layout(vk::ImageLayout::GENERAL)
+                    .src_access_mask(src.1)
+                    .dst_access_mask(dst.1)
+                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .image(image)
+                    .subresource_range(range)];
+                // SAFETY: `cb` is recording; `image` is the layer's lock image,
+                // whole (`range`), in the layout `old` names.
+                unsafe { device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
+            };
+            let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+            barrier(
+                vk::ImageLayout::UNDEFINED,
+                (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()),
+                transfer,
+            );
+            // SAFETY: `cb` is recording; the image has TRANSFER_DST usage and is
+            // in the GENERAL layout it names (VUID-vkCmdClearColorImage-image-00002,
+            // VUID-vkCmdClearColorImage-imageLayout-00004).
+            unsafe {
+                device.cmd_clear_color_image(
+                    cb,
+                    image,
+                    vk::ImageLayout::GENERAL,
+                    &vk::ClearColorValue { uint32: [0; 4] },
+                    &[range],
+                )
+            };
+            let shaders =
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+            barrier(vk::ImageLayout::GENERAL, transfer, shaders);
+            // SAFETY: `cb` is recording.
+            unsafe { device.end_command_buffer(cb) }.map_err(e("init end"))?;
+            let cbs = [cb];
+            // SAFETY: `cb` is executable and `queue` is of the family its pool
+            // was made for (VUID-vkQueueSubmit-pCommandBuffers-00074).
+            unsafe {
+                device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null())
+            }
+            .map_err(e("init submit"))?;
+            // SAFETY: `queue` is valid; the device is not yet visible to the
+            // application, so nothing else submits to it.
+            unsafe { device.queue_wait_idle(queue) }.map_err(e("init wait"))?;
+            Ok(())
+        })(&mut s, &mut cmd_pool);
+        // SAFETY: the objects are the layer's own, made above on `device`, which the application has not seen; the
+        // wait (whatever its result) leaves the initialization's command buffer not pending where it was submitted
+        // (VUID-vkDestroyCommandPool-commandPool-00041, VUID-vkDestroyImage-image-01000 and the like). vkDestroyDevice
+        // requires them gone first on the error path (VUID-vkDestroyDevice-device-05137).
+        unsafe {
+            if made.is_err() {
+                let _ = device.device_wait_idle();
+            }
+            device.destroy_command_pool(cmd_pool, None);
+            if made.is_err() {
+                s.destroy(device);
+            }
+        }
+        made.map(|()| s)
     }
 
     /// Remembers a locked fragment shader object and makes its layout.

@@ -98,6 +98,9 @@ pub struct Scene<'a> {
     pub second_fs: Option<&'a [u8]>,
     /// An imageless framebuffer (render passes): attachments named at begin.
     pub imageless: bool,
+    /// The descriptor set layouts are destroyed once the sets are written and
+    /// the pipelines made, before anything is recorded (the spec allows it).
+    pub destroy_set_layouts: bool,
 }
 
 impl<'a> Scene<'a> {
@@ -123,6 +126,7 @@ impl<'a> Scene<'a> {
             storage: false,
             second_fs: None,
             imageless: false,
+            destroy_set_layouts: false,
         }
     }
 }
@@ -644,6 +648,13 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 vk::SampleCountFlags::TYPE_1,
             )
         });
+        let (storage_layout, input_layout) = if scene.destroy_set_layouts {
+            d.destroy_descriptor_set_layout(storage_layout, None);
+            d.destroy_descriptor_set_layout(input_layout, None);
+            (vk::DescriptorSetLayout::null(), vk::DescriptorSetLayout::null())
+        } else {
+            (storage_layout, input_layout)
+        };
         let query_pool = d
             .create_query_pool(
                 &vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::OCCLUSION).query_count(1),

@@ -115,6 +115,51 @@ fn failed_density_map_allocations_fall_back_to_one_by_one() {
     }
 }
 
+/// The map read fails after its command buffer was begun (`debug_fail` of
+/// the reader's `vkEndCommandBuffer`): the pass falls back to 1x1, and the
+/// command buffer is reset, so the next pass's read can begin it again
+/// (VUID-vkBeginCommandBuffer-commandBuffer-00049 stays silent).
+#[test]
+fn a_map_read_failing_while_recording_leaves_its_command_buffer_reusable() {
+    // Several passes, each reading its map.
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-bench", "2", "64", "2"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkEndCommandBuffer"));
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert!(!o.stderr.contains("VUID-vkBeginCommandBuffer-commandBuffer-00049"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+    assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
+}
+
+/// The spinlock's initialization fails after the lock image, view, set
+/// layouts, pool and set were made (`debug_fail` of its command pool):
+/// vkCreateDevice fails, and everything the lock made is destroyed before
+/// the device (the validation layer's leak check at vkDestroyDevice,
+/// VUID-vkDestroyDevice-device-00378, stays silent).
+#[test]
+fn a_failed_spinlock_init_leaves_nothing_behind() {
+    let o = run(app(Layers::OverlapOverValidation, &["interlock-features"])
+        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "spinlock")
+        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkCreateCommandPool"));
+    assert_eq!(o.code, Some(4), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.value("VK_ERROR").unwrap().contains("ERROR_INITIALIZATION_FAILED"), "{}", o.stdout);
+    assert!(o.stderr.contains("OVERLAP-Spinlock-Init") || o.stdout.contains("OVERLAP-Spinlock-Init"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+}
+
+/// The application destroys its descriptor set layouts once its sets are
+/// written (the spec allows it while the sets are in use): a binned pass
+/// whose second subpass reads an input attachment cannot shadow the set (a
+/// set whose layout is destroyed cannot be copied from), so it renders live
+/// at 1x1, logged, with a silent validation layer — no shadow allocated
+/// from the destroyed layout.
+#[test]
+fn input_sets_are_not_shadowed_after_their_layout_is_destroyed() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-destroyed-layout"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("fdm_destroyed_layout path=RenderPass2 coarse_inputs=0"), "{}", o.stdout);
+    assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
+}
+
 /// The linker's temporary modules cannot be created: pipelines are created
 /// unlinked (logged) and render exactly as with the linker off.
 #[test]

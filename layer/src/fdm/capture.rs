@@ -57,11 +57,12 @@ pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
     if pass.capturing && matches!(&pass.begin, Begin::RenderPass { pass: info, .. } if info.inputs) {
         if let Cmd::BindSets { sets, .. } = &cmd {
             let known = f.sets.lock();
-            let layouts = f.set_layouts.lock();
             let copyable = sets.iter().all(|set| {
-                known.get(set).is_some_and(|i| i.inputs.is_empty() || (!i.opaque && layouts.contains_key(&i.layout)))
+                known
+                    .get(set)
+                    .is_some_and(|i| i.inputs.is_empty() || (!i.opaque && i.layout.as_ref().is_some_and(|l| l.alive())))
             });
-            drop((known, layouts));
+            drop(known);
             if !copyable {
                 // SAFETY: `cb` is the recording command buffer of `pass`,
                 // held by the caller.

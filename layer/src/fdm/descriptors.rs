@@ -29,10 +29,12 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
     if !info.inputs.iter().any(|(_, view, _)| inputs.views.contains_key(view)) {
         return set;
     }
-    let Some(layout) = f.set_layouts.lock().get(&info.layout).cloned() else { return set };
+    // A layout destroyed since the pass was captured (the capture went live for one destroyed before): the set
+    // goes unshadowed rather than be copied from (VUID-VkCopyDescriptorSet-srcSet-parameter).
+    let Some(layout) = info.layout.clone().filter(|l| l.alive()) else { return set };
     let d = &f.below;
     let mut sizes: Vec<vk::DescriptorPoolSize> = Vec::new();
-    for b in layout.iter().filter(|b| b.count > 0) {
+    for b in layout.bindings.iter().filter(|b| b.count > 0) {
         match sizes.iter_mut().find(|s| s.ty == b.ty) {
             Some(s) => s.descriptor_count += b.count,
             None => sizes.push(vk::DescriptorPoolSize { ty: b.ty, descriptor_count: b.count }),
@@ -46,11 +48,10 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
         return set;
     };
     inputs.pools.borrow_mut().push(pool);
-    let layouts = [info.layout];
-    // Known gap: the spec lets the application destroy `info.layout` while `set` lives, and the layer does not
-    // track vkDestroyDescriptorSetLayout.
-    // SAFETY: the pool is the layer's own, just made with room for this layout's descriptors; `info.layout` is the
-    // layout the application allocated `set` with, relied on to be alive (see the gap above).
+    let layouts = [layout.layout];
+    // SAFETY: the pool is the layer's own, just made with room for this layout's descriptors; `layout.layout` is
+    // the layout the application allocated `set` with, not destroyed (checked above; the caller holds the command
+    // buffer that binds `set`, and a destroy of the layout marks it before it goes down).
     let Ok(shadow) = (unsafe {
         d.allocate_descriptor_sets(
             &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
@@ -61,6 +62,7 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
     let shadow = shadow[0];
     // Everything as the application wrote it, then the input attachments.
     let copies: Vec<vk::CopyDescriptorSet> = layout
+        .bindings
         .iter()
         .filter(|b| b.count > 0 && info.written.contains(&b.binding))
         .map(|b| {
@@ -143,10 +145,32 @@ impl SetInfo {
     }
 }
 
+/// A plain descriptor set layout: its handle and bindings, and whether the
+/// application destroyed it (the spec allows that while sets made from it
+/// are in use, but those sets can then no longer be copied from: the
+/// validation layer rejects such a copy, VUID-VkCopyDescriptorSet-srcSet-parameter,
+/// so they are not shadowed and a pass that needs it goes live at 1x1).
+#[derive(Debug)]
+pub struct LayoutInfo {
+    pub layout: vk::DescriptorSetLayout,
+    pub bindings: Vec<LayoutBinding>,
+    pub destroyed: std::sync::atomic::AtomicBool,
+}
+
+impl LayoutInfo {
+    /// The application's layout is alive: sets made from it can be shadowed.
+    pub fn alive(&self) -> bool {
+        !self.destroyed.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 /// What the layer knows of a descriptor set, for shadow copies.
 #[derive(Clone, Debug, Default)]
 pub struct SetInfo {
-    pub layout: vk::DescriptorSetLayout,
+    /// The set's layout where it is plain (`None`: the set is not shadowed).
+    pub layout: Option<Arc<LayoutInfo>>,
+    /// The pool it came from (forgotten with it).
+    pub pool: vk::DescriptorPool,
     /// Input attachments written: ((binding, element), view, layout).
     pub inputs: Vec<((u32, u32), vk::ImageView, vk::ImageLayout)>,
     /// Bindings written at least once (only those are copied).
@@ -165,13 +189,51 @@ impl Fdm {
         if ci.flags.is_empty() && ci.p_next.is_null() {
             // SAFETY: VUID-VkDescriptorSetLayoutCreateInfo-pBindings-parameter:
             // `pBindings` holds `bindingCount` valid bindings.
-            let b = unsafe { slice(ci.p_bindings, ci.binding_count) }
+            let bindings = unsafe { slice(ci.p_bindings, ci.binding_count) }
                 .iter()
                 .map(|b| LayoutBinding { binding: b.binding, ty: b.descriptor_type, count: b.descriptor_count })
                 .collect();
-            self.set_layouts.lock().insert(layout, Arc::new(b));
+            let info = LayoutInfo { layout, bindings, destroyed: Default::default() };
+            self.set_layouts.lock().insert(layout, Arc::new(info));
         }
     }
+
+    /// vkDestroyDescriptorSetLayout: the handle may come back for another
+    /// layout; sets made from it are no longer shadowed.
+    pub fn forget_set_layout(&self, layout: vk::DescriptorSetLayout) {
+        if let Some(l) = self.set_layouts.lock().remove(&layout) {
+            l.destroyed.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// vkResetDescriptorPool, vkDestroyDescriptorPool: the pool's sets are gone.
+    pub fn forget_pool(&self, pool: vk::DescriptorPool) {
+        self.sets.lock().retain(|_, i| i.pool != pool);
+    }
+}
+
+/// `vkFreeDescriptorSets`: the freed sets are forgotten.
+///
+/// # Safety
+/// The arguments are those of a valid `vkFreeDescriptorSets` call.
+pub unsafe fn free_descriptor_sets(
+    _: &DeviceCore,
+    f: &Fdm,
+    device: vk::Device,
+    pool: vk::DescriptorPool,
+    n: u32,
+    sets: *const vk::DescriptorSet,
+) -> vk::Result {
+    {
+        // SAFETY: VUID-vkFreeDescriptorSets-pDescriptorSets-00310: `sets` holds `n` handles, valid sets or null.
+        let freed = unsafe { slice(sets, n) };
+        let mut known = f.sets.lock();
+        for s in freed {
+            known.remove(s);
+        }
+    }
+    // SAFETY: the application's arguments of a valid vkFreeDescriptorSets go down unchanged.
+    unsafe { (f.below.fp_v1_0().free_descriptor_sets)(device, pool, n, sets) }
 }
 
 /// `vkAllocateDescriptorSets`: the new sets' layouts are remembered.
@@ -197,9 +259,20 @@ pub unsafe fn allocate_descriptor_sets(
             let ci = &*info;
             (slice(ci.p_set_layouts, ci.descriptor_set_count), slice(out, ci.descriptor_set_count))
         };
+        let pool = {
+            // SAFETY: as above (`info` is valid).
+            unsafe { (*info).descriptor_pool }
+        };
+        let known = f.set_layouts.lock();
+        let new: Vec<(vk::DescriptorSet, SetInfo)> = new
+            .iter()
+            .zip(layouts)
+            .map(|(set, layout)| (*set, SetInfo { layout: known.get(layout).cloned(), pool, ..Default::default() }))
+            .collect();
+        drop(known);
         let mut sets = f.sets.lock();
-        for (set, layout) in new.iter().zip(layouts) {
-            sets.insert(*set, SetInfo { layout: *layout, ..Default::default() });
+        for (set, info) in new {
+            sets.insert(set, info);
         }
     }
     r

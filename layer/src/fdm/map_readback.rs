@@ -168,6 +168,22 @@ pub(super) unsafe fn density_map(
     Ok(m)
 }
 
+/// The reader's command buffer while it records: dropped (a failed step, a
+/// panic) before it is ended, it is reset, so the next read can begin it.
+struct Recording<'a> {
+    d: &'a ash::Device,
+    cb: vk::CommandBuffer,
+}
+
+impl Drop for Recording<'_> {
+    fn drop(&mut self) {
+        // SAFETY: VUID-vkResetCommandBuffer-commandBuffer-00046: the reader's pool was made with
+        // RESET_COMMAND_BUFFER; VUID-vkResetCommandBuffer-commandBuffer-00045: the command buffer is recording (not
+        // pending), and the reader lock is held (its external synchronization).
+        let _ = unsafe { self.d.reset_command_buffer(self.cb, vk::CommandBufferResetFlags::empty()) };
+    }
+}
+
 /// Reads a density map (R8G8_UNORM) on the host: `(width, height, layers, texels)`.
 ///
 /// # Safety
@@ -214,6 +230,9 @@ unsafe fn read_map(
         )
     }
     .map_err(e)?;
+    // From here until it is ended, a failure (or a panic) must not leave the command buffer recording: the next
+    // read's vkBeginCommandBuffer would break VUID-vkBeginCommandBuffer-commandBuffer-00049.
+    let recording = Recording { d, cb: r.cb };
     let direct = layout == vk::ImageLayout::GENERAL || layout == vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
     let src_layout = if direct { layout } else { vk::ImageLayout::TRANSFER_SRC_OPTIMAL };
     let barrier = |old, new| {
@@ -257,9 +276,13 @@ unsafe fn read_map(
             &[],
             &barrier(src_layout, layout),
         );
-        d.end_command_buffer(r.cb)
     }
-    .map_err(e)?;
+    crate::guard::injected_failure(&dev.settings().debug_fail, "vkEndCommandBuffer").map_err(e)?;
+    std::mem::forget(recording);
+    // SAFETY: the reader's own command buffer in the recording state, under
+    // the reader lock. A failed end leaves it invalid, which the next begin
+    // may reset (its pool allows resets), so nothing is left to undo.
+    unsafe { d.end_command_buffer(r.cb) }.map_err(e)?;
     {
         let _g = f.queue_lock.lock();
         let cbs = [r.cb];

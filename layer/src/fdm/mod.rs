@@ -321,7 +321,7 @@ pub struct Fdm {
     pub physical_device: vk::PhysicalDevice,
     /// Descriptor set layouts (plain ones) and sets, for shadow copies whose
     /// input attachments read scratch views.
-    pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<Vec<descriptors::LayoutBinding>>>>,
+    pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<descriptors::LayoutInfo>>>,
     pub sets: Mutex<HashMap<vk::DescriptorSet, descriptors::SetInfo>>,
 }
 

@@ -3,7 +3,8 @@
 //! noted per command buffer; at submission the layouts become the images'
 //! known layouts and the images' generations advance, so the next pass that
 //! uses such a map reads it again ([`super::map_readback`]). Submissions
-//! (the application's and the layer's own map reads) hold the queue lock.
+//! (the application's and the layer's own map reads), waits, sparse binds
+//! and presents hold the queue lock.
 
 use super::command_buffers::cb_state;
 use super::Fdm;
@@ -146,6 +147,58 @@ pub unsafe fn queue_wait_idle(_: &DeviceCore, f: &Fdm, q: vk::Queue) -> vk::Resu
     // SAFETY: VUID-vkQueueWaitIdle-queue-parameter: the application's queue
     // goes down unchanged, under the queue lock (its external synchronization).
     let next = move || unsafe { (f.below.fp_v1_0().queue_wait_idle)(q) };
+    let _g = f.queue_lock.lock();
+    next()
+}
+
+/// `vkQueueBindSparse`, under the queue lock.
+///
+/// # Safety
+/// The arguments are those of a valid `vkQueueBindSparse` call.
+pub unsafe fn queue_bind_sparse(
+    _: &DeviceCore,
+    f: &Fdm,
+    q: vk::Queue,
+    n: u32,
+    b: *const vk::BindSparseInfo<'_>,
+    fence: vk::Fence,
+) -> vk::Result {
+    // SAFETY: the application's arguments of a valid vkQueueBindSparse go
+    // down unchanged, under the queue lock (the queue's external
+    // synchronization, shared with the layer's own map reads).
+    let next = move || unsafe { (f.below.fp_v1_0().queue_bind_sparse)(q, n, b, fence) };
+    let _g = f.queue_lock.lock();
+    next()
+}
+
+/// `vkQueuePresentKHR`, under the queue lock (its entry point is handed out
+/// only where the chain below has the command).
+///
+/// # Safety
+/// The arguments are those of a valid `vkQueuePresentKHR` call.
+pub unsafe fn queue_present(
+    dev: &DeviceCore,
+    f: &Fdm,
+    q: vk::Queue,
+    info: *const vk::PresentInfoKHR<'_>,
+) -> vk::Result {
+    let Some(present) = dev.next_queue_present else { return vk::Result::ERROR_EXTENSION_NOT_PRESENT };
+    let _g = f.queue_lock.lock();
+    // SAFETY: the application's arguments of a valid vkQueuePresentKHR go
+    // down unchanged to the next layer's command, under the queue lock (the
+    // queue's external synchronization).
+    unsafe { present(q, info) }
+}
+
+/// `vkDeviceWaitIdle`, under the queue lock: it needs every queue of the
+/// device externally synchronized, the map reads' queue included.
+///
+/// # Safety
+/// `device` is a valid device (VUID-vkDeviceWaitIdle-device-parameter).
+pub unsafe fn device_wait_idle(_: &DeviceCore, f: &Fdm, device: vk::Device) -> vk::Result {
+    // SAFETY: VUID-vkDeviceWaitIdle-device-parameter: the application's
+    // device goes down unchanged, under the queue lock.
+    let next = move || unsafe { (f.below.fp_v1_0().device_wait_idle)(device) };
     let _g = f.queue_lock.lock();
     next()
 }

@@ -80,6 +80,7 @@ fn main() {
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
+        "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts),
         "fdm-khr" => fdm_khr(&mut opts),
         "leak" => leak(&opts),
         "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
@@ -884,6 +885,34 @@ fn fdm_khr(opts: &mut GpuOptions) -> Result<(), String> {
             }
             println!("fdm_khr case={path:?} coarse_pixels={coarse} largest_area={largest}");
         }
+    }
+    Ok(())
+}
+
+/// `fdm-destroyed-layout`: two subpasses, the second reading the first as
+/// an input attachment, with the descriptor set layouts destroyed before
+/// recording (the sets stay valid, but can no longer be copied from, so the
+/// layer cannot shadow the input set: the pass renders live at 1x1).
+fn fdm_destroyed_layout(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    let scene_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/scene.vert.spv"))[..];
+    let scene_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_scene.frag.spv"))[..];
+    let input_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_input.frag.spv"))[..];
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (size.0.div_ceil(32u32), size.1.div_ceil(32u32));
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    for path in [Path::RenderPass, Path::RenderPass2] {
+        let s = Scene {
+            map: Some(&map),
+            second_fs: Some(input_fs),
+            destroy_set_layouts: true,
+            ..Scene::new(path, size, scene_vs, scene_fs, 9)
+        };
+        let px = fdm::render(&g, &s);
+        let coarse_inputs = px.iter().filter(|p| p[3] != 17 && p[3] != 255).count();
+        println!("fdm_destroyed_layout path={path:?} coarse_inputs={coarse_inputs}");
     }
     Ok(())
 }
