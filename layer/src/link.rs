@@ -3,10 +3,12 @@
 //! Modules' SPIR-V is kept from `vkCreateShaderModule` (as sent to the
 //! driver). At `vkCreateGraphicsPipelines`, the fragment shader and its
 //! producer — the last pre-rasterization stage: geometry, else tessellation
-//! evaluation, else vertex — both from shader modules (no pipeline libraries)
-//! get linked; the linked pair goes down as two temporary modules, destroyed
-//! once the pipeline exists. Anything else — inline modules, libraries, mesh
-//! pipelines, a link or validation failure — keeps the original modules.
+//! evaluation, else vertex — get linked when both are in the create info's
+//! stages, as shader modules or inline (`VkShaderModuleCreateInfo` in the
+//! stage's `pNext`). A linked module stage goes down as a temporary module,
+//! destroyed once the pipeline exists; a linked inline stage goes down inline,
+//! in a copy of its chain. Anything else — libraries, mesh pipelines, a link
+//! or validation failure — keeps the original stages.
 
 use crate::device::DeviceCore;
 use crate::id;
@@ -226,6 +228,57 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
 pub struct Linked<'a> {
     stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'a>>>,
     pub temporary: Vec<vk::ShaderModule>,
+    /// The copied chains of linked inline stages, and the linked code they
+    /// point at.
+    chains: Vec<crate::pnext::Chain>,
+    outcomes: Vec<Arc<Outcome>>,
+}
+
+/// The code of a stage as the driver gets it: its module's (noted at
+/// `vkCreateShaderModule`), or the inline `VkShaderModuleCreateInfo`'s.
+///
+/// # Safety
+/// `stage` is a valid stage create info (its chain valid, inline code of
+/// `codeSize` bytes).
+unsafe fn stage_code(v: &Varyings, stage: &vk::PipelineShaderStageCreateInfo<'_>) -> Option<Arc<Vec<u32>>> {
+    if stage.module != vk::ShaderModule::null() {
+        return v.code(stage.module);
+    }
+    // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pNext-pNext: the stage's
+    // chain is valid (the caller's guarantee).
+    let inline = unsafe { crate::pnext::find::<vk::ShaderModuleCreateInfo>(stage.p_next) }?;
+    // SAFETY: VUID-VkShaderModuleCreateInfo-pCode-parameter: `pCode` holds
+    // `codeSize` bytes, alive for this call.
+    let code = unsafe { crate::spirv::words(inline.p_code, inline.code_size) };
+    (!code.is_empty()).then(|| Arc::new(code.to_vec()))
+}
+
+/// Points `stage` at `code`: a temporary module for a module stage, a copy of
+/// its chain with the linked code for an inline stage.
+///
+/// # Safety
+/// `stage` is a valid stage create info; `outcome` stays alive (in `out`)
+/// until the pipeline is created.
+unsafe fn point_at(
+    dev: &DeviceCore,
+    stage: &mut vk::PipelineShaderStageCreateInfo<'_>,
+    code: &[u32],
+    out: &mut Linked<'_>,
+) -> Result<(), String> {
+    if stage.module != vk::ShaderModule::null() {
+        let m = module(dev, code).map_err(|e| format!("cannot create a linked module ({e:?})"))?;
+        out.temporary.push(m);
+        stage.module = m;
+        return Ok(());
+    }
+    // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pNext-pNext: the chain is valid.
+    let mut chain = unsafe { crate::pnext::Chain::copy(stage.p_next) }.map_err(|e| e.to_string())?;
+    let m = chain.get_mut::<vk::ShaderModuleCreateInfo>().ok_or("no inline module")?;
+    m.code_size = code.len() * 4;
+    m.p_code = code.as_ptr();
+    stage.p_next = chain.head();
+    out.chains.push(chain);
+    Ok(())
 }
 
 fn module(dev: &DeviceCore, words: &[u32]) -> Result<vk::ShaderModule, vk::Result> {
@@ -238,21 +291,6 @@ fn module(dev: &DeviceCore, words: &[u32]) -> Result<vk::ShaderModule, vk::Resul
     // (VUID-vkCreateShaderModule-pShaderModule-parameter).
     let r = unsafe { (dev.fns.fp_v1_0().create_shader_module)(dev.handle, &info, std::ptr::null(), &mut m) };
     r.result_with_success(m)
-}
-
-/// The linked pair as temporary modules, or neither (one that was made is
-/// destroyed when the other cannot be).
-fn modules(dev: &DeviceCore, producer: &[u32], consumer: &[u32]) -> Result<[vk::ShaderModule; 2], vk::Result> {
-    let vm = module(dev, producer)?;
-    match module(dev, consumer) {
-        Ok(fm) => Ok([vm, fm]),
-        Err(e) => {
-            // SAFETY: `vm` is a valid module of this device, made above by this
-            // layer and used by nothing yet (VUID-vkDestroyShaderModule-shaderModule-parameter).
-            unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, vm, std::ptr::null()) };
-            Err(e)
-        }
-    }
 }
 
 /// Links the vertex→fragment interface of each eligible pipeline in
@@ -287,7 +325,11 @@ pub unsafe fn link_pipelines<'a>(
         let (Some(vs), Some(fs)) = (producer, find(vk::ShaderStageFlags::FRAGMENT)) else {
             continue;
         };
-        let (Some(vcode), Some(fcode)) = (v.code(stages[vs].module), v.code(stages[fs].module)) else { continue };
+        // SAFETY: the stages are valid (pStages-06600 above).
+        let (Some(vcode), Some(fcode)) = (unsafe { stage_code(v, &stages[vs]) }, unsafe { stage_code(v, &stages[fs]) })
+        else {
+            continue;
+        };
         let env = v.env(info.layout);
         let key = pair_key(&vcode, &fcode, &env);
         let (outcome, cached) = match v.cached(key, &vcode, &fcode, &env) {
@@ -299,22 +341,28 @@ pub unsafe fn link_pipelines<'a>(
             }
         };
         let Some(outcome) = outcome else { continue };
-        let [vm, fm] = match modules(dev, &outcome.producer, &outcome.consumer) {
-            Ok(m) => m,
-            Err(e) => {
-                dev.log().log_once(
-                    LogLevel::Warn,
-                    id::VARYINGS_SKIPPED,
-                    "temporary modules",
-                    &format!("cannot create the linked modules ({e:?}); pipelines are created unlinked"),
-                );
-                continue;
-            }
-        };
-        out.temporary.extend([vm, fm]);
         let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'a>> = stages.to_vec();
-        copy[vs].module = vm;
-        copy[fs].module = fm;
+        let (made, chains) = (out.temporary.len(), out.chains.len());
+        // SAFETY: the stages are valid (pStages-06600); `outcome` is kept in
+        // `out` until the pipeline is created.
+        let pointed = unsafe { point_at(dev, &mut copy[vs], &outcome.producer, &mut out) }
+            .and_then(|_| unsafe { point_at(dev, &mut copy[fs], &outcome.consumer, &mut out) });
+        if let Err(e) = pointed {
+            dev.log().log_once(
+                LogLevel::Warn,
+                id::VARYINGS_SKIPPED,
+                "linked stages",
+                &format!("cannot pass the linked stages down ({e}); pipelines are created unlinked"),
+            );
+            for m in out.temporary.drain(made..) {
+                // SAFETY: made by `module` for this call and used by nothing
+                // yet (VUID-vkDestroyShaderModule-shaderModule-parameter).
+                unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
+            }
+            out.chains.truncate(chains);
+            continue;
+        }
+        out.outcomes.push(outcome.clone());
         info.p_stages = copy.as_ptr();
         out.stages.push(copy);
         let log = dev.log();

@@ -906,6 +906,37 @@ impl Target {
         pipeline(gpu, layout, self.render_pass, vert, frag, color_writes)
     }
 
+    /// The pipeline of [`Target::pipeline_with`] with both stages' code
+    /// inline: a `VkShaderModuleCreateInfo` in each stage's `pNext`, no
+    /// module (needs [`GpuOptions::pipeline_library`]).
+    pub fn pipeline_inline(&self, gpu: &Gpu, layout: vk::PipelineLayout, vert: &[u8], frag: &[u8]) -> vk::Pipeline {
+        let read = |b: &[u8]| ash::util::read_spv(&mut std::io::Cursor::new(b)).expect("SPIR-V");
+        let (vw, fw) = (read(vert), read(frag));
+        let mut vi = vk::ShaderModuleCreateInfo::default().code(&vw);
+        let mut fi = vk::ShaderModuleCreateInfo::default().code(&fw);
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::VERTEX)
+                .name(c"main")
+                .push_next(&mut vi),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .name(c"main")
+                .push_next(&mut fi),
+        ];
+        let formats = [COLOR_FORMAT];
+        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
+        gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |info| {
+            let mut info = info.render_pass(self.render_pass);
+            if self.render_pass == vk::RenderPass::null() {
+                info = info.push_next(&mut rendering);
+            }
+            unsafe { gpu.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+                .map_err(|(_, e)| e)
+                .expect("vkCreateGraphicsPipelines")[0]
+        })
+    }
+
     /// A pipeline with a geometry stage between `vert` and `frag`.
     pub fn pipeline_with_geometry(
         &self,

@@ -9,8 +9,20 @@ include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
 /// Renders pair `n` of the corpus (`instances` copies of its triangle); also
 /// returns the pipeline creation and the submission times in nanoseconds.
 pub fn render(gpu: &Gpu, n: usize, instances: u32) -> (Image, u64, u64) {
+    render_via(gpu, n, instances, false)
+}
+
+/// [`render`], with the stages' code inline in the pipeline (`inline`) or
+/// from shader modules.
+pub fn render_via(gpu: &Gpu, n: usize, instances: u32, inline: bool) -> (Image, u64, u64) {
     let (vert, frag) = CORPUS[n];
-    draw(gpu, instances, |target, layout| target.pipeline_with(gpu, layout, vert, frag, true))
+    draw(gpu, instances, |target, layout| {
+        if inline {
+            target.pipeline_inline(gpu, layout, vert, frag)
+        } else {
+            target.pipeline_with(gpu, layout, vert, frag, true)
+        }
+    })
 }
 
 /// The geometry-shader pair (passthrough.geom → geom_consumer.frag) over the

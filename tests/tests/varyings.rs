@@ -167,6 +167,31 @@ fn corpus(level: &str) -> (harness::Outcome, std::path::PathBuf) {
     (o, dir)
 }
 
+/// The corpus with every stage's code inline (`VkShaderModuleCreateInfo`
+/// in the stage's `pNext`, no module; issue 13, item 3): linked like modules,
+/// bit-identical at `safe` to `off`, the validation layer below silent.
+#[test]
+fn inline_stages_are_linked_and_render_the_same() {
+    let corpus = |level: &str| {
+        let o = run(app(Layers::OverlapOverValidation, &["varyings", "inline"])
+            .env("VK_OVERLAP_EMULATION_VARYINGS", level)
+            .env("VK_OVERLAP_EMULATION_VARYINGS_UNIFORMS", "on")
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+        o.assert_ok();
+        o
+    };
+    let (off, safe) = (corpus("off"), corpus("safe"));
+    let sums = |o: &harness::Outcome| -> Vec<String> {
+        o.stdout.lines().filter(|l| l.starts_with("pair=")).map(|l| l.split_whitespace().take(2).collect()).collect()
+    };
+    assert_eq!(sums(&off).len(), 32);
+    assert_eq!(sums(&safe), sums(&off), "inline stages at safe must be bit-identical");
+    assert_eq!(off.stderr.matches("OVERLAP-Varyings-Linked").count(), 0);
+    let linked =
+        safe.stderr.lines().filter(|l| l.contains("OVERLAP-Varyings-Linked") && !l.ends_with("; cached)")).count();
+    assert!(linked >= 25, "only {linked} of 32 inline pairs linked at safe:\n{}", safe.stderr);
+}
+
 /// Checksums equal at `off` and `safe` (the control that a wrong link would
 /// change them is `a_wrong_link_changes_the_render_checksum`).
 #[test]

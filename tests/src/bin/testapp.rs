@@ -31,7 +31,7 @@ fn usage() -> ! {
          multiview-ladder [plain|fdm-device|fdm-map]  a plain two-view draw, one layer feature at a time\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
-         varyings [DIR] [instances=N]  render every pair of the varying corpus (raw images to DIR)"
+         varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)"
     );
     std::process::exit(2)
 }
@@ -98,7 +98,10 @@ fn main() {
             )
         }
         "varyings" => {
-            varyings(&opts, args.get(1).filter(|a| !a.starts_with("instances=")).map(std::path::PathBuf::from), {
+            let inline = args.iter().any(|a| a == "inline");
+            opts.pipeline_library |= inline;
+            let dir = args.get(1).filter(|a| !a.starts_with("instances=") && *a != "inline");
+            varyings(&opts, dir.map(std::path::PathBuf::from), inline, {
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1)
             })
         }
@@ -569,10 +572,10 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
 
 /// Renders every pair of the varying corpus; prints a checksum each and
 /// writes the raw RGBA8 images to `dir`.
-fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) -> Result<(), String> {
+fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, inline: bool, instances: u32) -> Result<(), String> {
     let g = gpu(opts)?;
     for n in 0..overlap_tests::varyings::CORPUS.len() {
-        let (img, pipeline_ns, submit_ns) = overlap_tests::varyings::render(&g, n, instances);
+        let (img, pipeline_ns, submit_ns) = overlap_tests::varyings::render_via(&g, n, instances, inline);
         let sum = img.checksum();
         println!("pair={n} checksum={sum:016x} pipeline_ns={pipeline_ns} submit_ns={submit_ns}");
         if let Some(d) = &dir {
@@ -583,7 +586,7 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, instances: u32) 
     // Again, from new modules with the same code: the layer's link cache
     // must hand back the same linked pairs.
     for n in 0..overlap_tests::varyings::CORPUS.len() {
-        let (img, pipeline_ns, _) = overlap_tests::varyings::render(&g, n, instances);
+        let (img, pipeline_ns, _) = overlap_tests::varyings::render_via(&g, n, instances, inline);
         let sum = img.checksum();
         println!("repeat={n} checksum={sum:016x} repeat_pipeline_ns={pipeline_ns}");
     }
