@@ -1048,6 +1048,15 @@ unsafe fn apply_identity(
     unsafe {
         crate::architecture::apply_properties(&inst.log, pdd.plan(), inst.settings.spoof_identity, props, p_next)
     };
+    // Emulated interlock orders pixels, not coarse fragments: interlock
+    // pipelines run at 1x1 (`Plan::forces_one_by_one_with_interlock`), which
+    // is what this property says.
+    if pdd.plan().interlock_strategy().is_some() && !p_next.is_null() {
+        // SAFETY: the caller's guarantee (a valid, writable output chain).
+        if let Some(p) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShadingRatePropertiesKHR>(p_next) } {
+            p.fragment_shading_rate_with_fragment_shader_interlock = vk::FALSE;
+        }
+    }
 }
 
 /// Limits the spinlock strategy takes for itself: one descriptor set (the

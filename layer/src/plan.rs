@@ -265,17 +265,22 @@ impl Plan {
         }
     }
 
-    /// The architecture forces a 1x1 shading rate for interlock pipelines
-    /// (GFX10.3: `fragmentShadingRateWithFragmentShaderInterlock` false),
-    /// and the driver has VRS for it to matter.
+    /// Interlock pipelines run at a 1x1 shading rate, and the driver has VRS
+    /// for it to matter: the architecture says so (GFX10.3:
+    /// `fragmentShadingRateWithFragmentShaderInterlock` false), or the layer
+    /// emulates interlock — its locks order pixels (or samples), not coarse
+    /// fragments, so a coarse fragment would not exclude the fragments of
+    /// other primitives in the pixels it covers.
     pub fn forces_one_by_one_with_interlock(&self) -> bool {
+        if !(self.exposes(SHADING_RATE_EXTENSION) && self.exposes("VK_EXT_fragment_shader_interlock")) {
+            return false;
+        }
+        if self.interlock_strategy().is_some() {
+            return true;
+        }
         let Some(p) = &self.profile else { return false };
-        self.exposes(SHADING_RATE_EXTENSION)
-            && self.exposes("VK_EXT_fragment_shader_interlock")
-            && p.property(
-                "VkPhysicalDeviceFragmentShadingRatePropertiesKHR",
-                "fragmentShadingRateWithFragmentShaderInterlock",
-            ) == Some(&serde_json::Value::Bool(false))
+        p.property("VkPhysicalDeviceFragmentShadingRatePropertiesKHR", "fragmentShadingRateWithFragmentShaderInterlock")
+            == Some(&serde_json::Value::Bool(false))
     }
 
     /// Whether the application may see `extension` (a governed one).
