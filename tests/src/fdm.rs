@@ -101,6 +101,10 @@ pub struct Scene<'a> {
     /// The descriptor set layouts are destroyed once the sets are written and
     /// the pipelines made, before anything is recorded (the spec allows it).
     pub destroy_set_layouts: bool,
+    /// An existing RGBA8 colour target (1 sample; colour attachment and
+    /// transfer usages) rendered into instead of one made for this render,
+    /// and left alive after it.
+    pub target: Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>,
 }
 
 impl<'a> Scene<'a> {
@@ -127,6 +131,7 @@ impl<'a> Scene<'a> {
             second_fs: None,
             imageless: false,
             destroy_set_layouts: false,
+            target: None,
         }
     }
 }
@@ -338,7 +343,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     let depth_format = vk::Format::D32_SFLOAT;
     let usage =
         vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
-    let out = gpu.image_2d(color_format, (w, h), vk::SampleCountFlags::TYPE_1, usage);
+    let out = scene.target.unwrap_or_else(|| gpu.image_2d(color_format, (w, h), vk::SampleCountFlags::TYPE_1, usage));
     let ms = msaa.then(|| gpu.image_2d(color_format, (w, h), samples, vk::ImageUsageFlags::COLOR_ATTACHMENT));
     let first = two.then(|| {
         gpu.image_2d(
@@ -888,7 +893,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             d.destroy_framebuffer(framebuffer, None);
             d.destroy_render_pass(render_pass, None);
         }
-        for image in [Some(out), ms, first, depth, made].into_iter().flatten() {
+        for image in [scene.target.is_none().then_some(out), ms, first, depth, made].into_iter().flatten() {
             gpu.destroy_image(image);
         }
         Rendered { pixels, invocations, fs_invocations, record_s, execute_s }

@@ -163,6 +163,20 @@ fn input_sets_are_not_shadowed_after_their_layout_is_destroyed() {
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
 }
 
+/// The density map's view and image are recreated while the colour target
+/// stays (and every render has a render pass of its own): the layer's cached
+/// scratch framebuffer, which names the density map's view and was made for
+/// the render pass, is not reused for the new view or render pass, so the
+/// validation layer below sees no use of a destroyed view and every render is
+/// binned alike.
+#[test]
+fn scratch_targets_follow_a_recreated_density_map_view_and_render_pass() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-recreated-map"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("fdm_recreated_map coarse_pixels="), "{}", o.stdout);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}\n{}", o.stdout, o.stderr);
+}
+
 /// The linker's temporary modules cannot be created: pipelines are created
 /// unlinked (logged) and render exactly as with the linker off.
 #[test]

@@ -1280,6 +1280,11 @@ impl Fdm {
 
     pub fn forget_render_pass(&self, pass: vk::RenderPass) {
         self.passes.lock().remove(&pass);
+        // SAFETY: the scratch targets made for this render pass are the
+        // layer's own and no longer used by pending work
+        // (VUID-vkDestroyRenderPass-renderPass-00873: the render pass's
+        // pending work is complete, and the replays begun with it too).
+        unsafe { self.scratch.lock().forget_render_pass(&self.below, pass) };
     }
 
     pub fn forget_framebuffer(&self, fb: vk::Framebuffer) {

@@ -1,6 +1,9 @@
-//! Scratch targets: per (attachment views, fragment area), images `1/area`
-//! the size of the framebuffer that a replay renders into (made before
-//! anything is recorded, cached until a view they stand for is destroyed),
+//! Scratch targets: per [`Key`] (everything they are made from: the
+//! attachments by position, the render pass, the fragment area, the extent
+//! and layers), images `1/area` the size of the framebuffer that a replay
+//! renders into and, for a render pass, the framebuffer naming them (made
+//! before anything is recorded, cached until a view or the render pass they
+//! were made from is destroyed),
 //! and the transfers between them and the real attachments: layout
 //! transitions and nearest-filter blits over the rectangle pairs the plan
 //! gives ([`super::replay_plan::scaled_regions`]).
@@ -12,10 +15,51 @@ use crate::device::DeviceCore;
 use ash::vk;
 use std::collections::HashMap;
 
-/// Scratch targets, per (attachment views, area).
+/// Scratch targets, per [`Key`].
 #[derive(Default)]
 pub struct ScratchCache {
-    sets: HashMap<(Vec<vk::ImageView>, (u32, u32)), ScratchSet>,
+    sets: HashMap<Key, ScratchSet>,
+}
+
+/// Everything a [`ScratchSet`] is made from: a set is reused only for a
+/// pass that would make the same one, and it goes when any of these objects
+/// is destroyed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    /// By position: for a render pass, every attachment of the framebuffer
+    /// (`Some`; scratched or not, the density map's and unused ones
+    /// included: the cached framebuffer names them all); for dynamic
+    /// rendering, the attachments the replay scratches (`Some`) in the order
+    /// the begin is retargeted.
+    views: Vec<Option<vk::ImageView>>,
+    /// Which positions the replay scratches.
+    scratched: Vec<bool>,
+    /// The render pass the framebuffer was made for (null for dynamic
+    /// rendering, which has no framebuffer).
+    render_pass: vk::RenderPass,
+    area: (u32, u32),
+    extent: (u32, u32),
+    layers: u32,
+}
+
+impl Key {
+    fn new(begin: &Begin, atts: &[Option<Att>], area: (u32, u32), extent: (u32, u32), layers: u32) -> Key {
+        let scratched = atts.iter().map(Option::is_some).collect();
+        let (views, render_pass) = match begin {
+            Begin::RenderPass { render_pass, fb, views, .. } => {
+                let real = if fb.imageless { views } else { &fb.views };
+                (real.iter().map(|v| Some(*v)).collect(), *render_pass)
+            }
+            Begin::Rendering { .. } => {
+                (atts.iter().map(|a| a.as_ref().map(|a| a.view)).collect(), vk::RenderPass::null())
+            }
+        };
+        Key { views, scratched, render_pass, area, extent, layers }
+    }
+
+    fn uses_view(&self, view: vk::ImageView) -> bool {
+        self.views.contains(&Some(view))
+    }
 }
 
 struct ScratchSet {
@@ -36,7 +80,8 @@ impl ScratchCache {
         }
     }
 
-    /// Destroys the scratch targets that stand for `view`.
+    /// Destroys the scratch targets made with `view` in any position
+    /// (scratched or not: the density map's, an unused attachment's).
     ///
     /// # Safety
     /// `d` is the device they were made on, and `view` is being destroyed by
@@ -45,14 +90,36 @@ impl ScratchCache {
     /// replay into these targets was recorded for a pass that named `view`,
     /// so none of it is pending either.
     pub unsafe fn forget_view(&mut self, d: &ash::Device, view: vk::ImageView) {
-        let keys: Vec<_> = self.sets.keys().filter(|k| k.0.contains(&view)).cloned().collect();
-        for k in keys {
-            if let Some(s) = self.sets.remove(&k) {
-                // SAFETY: VUID-vkDestroyImageView-imageView-01026 (the
-                // caller's guarantee): no pending work uses the set.
-                unsafe { destroy_set(d, s) };
-            }
+        for s in self.take(|k| k.uses_view(view)) {
+            // SAFETY: VUID-vkDestroyImageView-imageView-01026 (the caller's
+            // guarantee): no pending work uses the set.
+            unsafe { destroy_set(d, s) };
         }
+    }
+
+    /// Destroys the scratch targets made for `pass` (their framebuffer).
+    ///
+    /// # Safety
+    /// `d` is the device they were made on, and `pass` is being destroyed by
+    /// a valid `vkDestroyRenderPass`: every submitted command that refers to
+    /// it has completed (VUID-vkDestroyRenderPass-renderPass-00873). Every
+    /// replay into these targets was recorded for a pass begun with `pass`,
+    /// so none of it is pending either.
+    pub unsafe fn forget_render_pass(&mut self, d: &ash::Device, pass: vk::RenderPass) {
+        if pass == vk::RenderPass::null() {
+            return;
+        }
+        for s in self.take(|k| k.render_pass == pass) {
+            // SAFETY: VUID-vkDestroyRenderPass-renderPass-00873 (the caller's
+            // guarantee): no pending work uses the set.
+            unsafe { destroy_set(d, s) };
+        }
+    }
+
+    /// Removes the sets whose key matches.
+    fn take(&mut self, matches: impl Fn(&Key) -> bool) -> Vec<ScratchSet> {
+        let keys: Vec<Key> = self.sets.keys().filter(|k| matches(k)).cloned().collect();
+        keys.iter().filter_map(|k| self.sets.remove(k)).collect()
     }
 }
 
@@ -113,8 +180,7 @@ pub(super) unsafe fn scratch_targets(
     extent: (u32, u32),
     layers: u32,
 ) -> Result<Targets, vk::Result> {
-    let key_views: Vec<vk::ImageView> = atts.iter().flatten().map(|a| a.view).collect();
-    let key = (key_views, area);
+    let key = Key::new(begin, atts, area, extent, layers);
     let mut cache = f.scratch.lock();
     if let Some(s) = cache.sets.get(&key) {
         return Ok(s.targets());
@@ -316,4 +382,43 @@ pub(super) unsafe fn blit(
             vk::Filter::NEAREST,
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ash::vk::Handle;
+
+    fn key(views: &[u64], scratched: &[bool], pass: u64) -> Key {
+        Key {
+            views: views.iter().map(|v| Some(vk::ImageView::from_raw(*v))).collect(),
+            scratched: scratched.to_vec(),
+            render_pass: vk::RenderPass::from_raw(pass),
+            area: (2, 2),
+            extent: (256, 256),
+            layers: 1,
+        }
+    }
+
+    fn set() -> ScratchSet {
+        ScratchSet { images: Vec::new(), framebuffer: vk::Framebuffer::null() }
+    }
+
+    /// Passes that share their scratched views but not the density map's
+    /// view, or not the render pass, get sets of their own; a set goes with
+    /// any view it was made from (the density map's included) and with its
+    /// render pass.
+    #[test]
+    fn sets_are_keyed_and_forgotten_by_every_object_they_are_made_from() {
+        let mut c = ScratchCache::default();
+        // Colour 1 scratched, density map 2 or 3, render passes 10 and 11.
+        c.sets.insert(key(&[1, 2], &[true, false], 10), set());
+        c.sets.insert(key(&[1, 3], &[true, false], 10), set());
+        c.sets.insert(key(&[1, 2], &[true, false], 11), set());
+        assert_eq!(c.sets.len(), 3);
+        assert_eq!(c.take(|k| k.uses_view(vk::ImageView::from_raw(3))).len(), 1);
+        assert_eq!(c.take(|k| k.render_pass == vk::RenderPass::from_raw(11)).len(), 1);
+        assert_eq!(c.take(|k| k.uses_view(vk::ImageView::from_raw(2))).len(), 1);
+        assert!(c.sets.is_empty());
+    }
 }

@@ -81,6 +81,7 @@ fn main() {
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts),
+        "fdm-recreated-map" => fdm_recreated_map(&mut opts),
         "fdm-khr" => fdm_khr(&mut opts),
         "leak" => leak(&opts),
         "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
@@ -916,6 +917,58 @@ fn fdm_destroyed_layout(opts: &mut GpuOptions) -> Result<(), String> {
         let px = fdm::render(&g, &s);
         let coarse_inputs = px.iter().filter(|p| p[3] != 17 && p[3] != 255).count();
         println!("fdm_destroyed_layout path={path:?} coarse_inputs={coarse_inputs}");
+    }
+    Ok(())
+}
+
+/// One colour target kept across renders, its density map's view and image
+/// recreated (and each render's render pass its own): a binned pass, then the
+/// same pass with a new map, then through render pass 2. Every render is
+/// binned and right; nothing of the layer's may name the destroyed map view
+/// or render pass (the validation layer below says so).
+fn fdm_recreated_map(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    let (min, max) = texel_limits(&g);
+    let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let texel = (
+        fdm::texel_size(size.0, map.width, min.width, max.width),
+        fdm::texel_size(size.1, map.height, min.height, max.height),
+    );
+    let usage =
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+    let target = g.image_2d(vk::Format::R8G8B8A8_UNORM, size, vk::SampleCountFlags::TYPE_1, usage);
+    let render = |path, view| -> Result<u64, String> {
+        let s = Scene {
+            map: Some(&map),
+            map_view: Some(view),
+            target: Some(target),
+            ..Scene::new(path, size, full_vs, size_fs, 3)
+        };
+        let (coarse, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel)?;
+        if coarse == 0 {
+            return Err(format!("{path:?}: nothing was shaded coarsely"));
+        }
+        Ok(coarse)
+    };
+    let first_map = fdm::map_image(&g, &map);
+    let first = render(Path::RenderPass, first_map.2)?;
+    // The new map is made before the old one goes, so that its view cannot
+    // reuse the old handle.
+    let second_map = fdm::map_image(&g, &map);
+    g.destroy_image(first_map);
+    let second = render(Path::RenderPass, second_map.2)?;
+    let third = render(Path::RenderPass2, second_map.2)?;
+    g.destroy_image(second_map);
+    g.destroy_image(target);
+    println!("fdm_recreated_map coarse_pixels={first}/{second}/{third}");
+    if first != second || second != third {
+        return Err(format!("the renders differ: {first}/{second}/{third} coarse pixels"));
     }
     Ok(())
 }
