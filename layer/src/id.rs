@@ -29,6 +29,9 @@ pub const INTERNAL_PANIC: &str = "OVERLAP-Internal-Panic";
 pub const LAYOUT_TOO_MANY_SETS: &str = "OVERLAP-Layout-Too-Many-Sets";
 /// A device limit reported differently (a set reserved, an architecture's value).
 pub const LIMIT_ADJUSTED: &str = "OVERLAP-Limit-Adjusted";
+/// The varying linker's cache on disk cannot be read or written, or holds a
+/// damaged entry (ignored: linked again).
+pub const LINK_CACHE: &str = "OVERLAP-Link-Cache";
 /// The loader's link information is missing from a create info.
 pub const LOADER_LINK: &str = "OVERLAP-Loader-Link";
 /// An architecture profile value the driver cannot honour was clamped.

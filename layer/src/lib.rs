@@ -13,6 +13,7 @@
 
 pub mod architecture;
 pub mod device;
+pub mod disk_cache;
 pub mod dispatch;
 pub mod entry;
 pub mod fdm;

@@ -9,15 +9,21 @@
 //! destroyed once the pipeline exists; a linked inline stage goes down inline,
 //! in a copy of its chain. Anything else — libraries, mesh pipelines, a link
 //! or validation failure — keeps the original stages.
+//!
+//! Link results are cached by content: in memory for the device, and on disk
+//! (`link_cache`, `crate::disk_cache`) for later processes. A disk entry
+//! holds a pair that was linked and validated (or found not worth linking)
+//! under exactly the key's settings, so a hit is used without either.
 
 use crate::device::DeviceCore;
+use crate::disk_cache::DiskCache;
 use crate::id;
 use crate::settings::LogLevel;
 use ash::vk;
 use overlap_shaders::varyings::{link_with, Level, LinkEnv};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub struct Varyings {
     pub level: Level,
@@ -33,7 +39,19 @@ pub struct Varyings {
     set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Vec<(u32, vk::DescriptorType, vk::ShaderStageFlags)>>>,
     /// Per pipeline layout: what its fragment stage may read.
     layouts: Mutex<HashMap<vk::PipelineLayout, Arc<LinkEnv>>>,
+    /// The cache on disk, opened at the first link (`None`: `link_cache=off`
+    /// or no cache folder).
+    disk: OnceLock<Option<DiskCache>>,
 }
+
+/// The bound of the cache on disk.
+const DISK_BYTES: u64 = 64 << 20;
+
+/// Part of every disk key, with the layer's version: bump it whenever the
+/// linker (`overlap_shaders::varyings`, what it calls, or `link_pair` here)
+/// changes what a link produces, so that caches written by an older build of
+/// the same version are not used.
+const LINKER_REVISION: u32 = 1;
 
 /// At most this many pairs are remembered; the cache is emptied when full.
 const CACHE_PAIRS: usize = 256;
@@ -64,6 +82,7 @@ impl Varyings {
             cache: Default::default(),
             set_layouts: Default::default(),
             layouts: Default::default(),
+            disk: OnceLock::new(),
         }
     }
 
@@ -168,10 +187,22 @@ fn pair_key(producer: &[u32], consumer: &[u32], env: &LinkEnv) -> u64 {
     h.finish()
 }
 
-/// Links one pair; `None` when the originals should be used.
-fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode: &[u32]) -> Option<Outcome> {
+/// What linking one pair gave.
+enum Linking {
+    Linked(Outcome),
+    /// Nothing to gain: the originals are used (and this is worth caching).
+    Nothing,
+    /// Linking or validation failed (logged); the originals are used, and
+    /// the next process tries again (and logs it again).
+    Failed,
+}
+
+/// Links one pair.
+fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode: &[u32]) -> Linking {
     let started = std::time::Instant::now();
-    let (mut p, mut c) = (overlap_shaders::parse(vcode).ok()?, overlap_shaders::parse(fcode).ok()?);
+    let (Ok(mut p), Ok(mut c)) = (overlap_shaders::parse(vcode), overlap_shaders::parse(fcode)) else {
+        return Linking::Failed;
+    };
     let log = dev.log();
     let report = match link_with(&mut p, &mut c, level, env) {
         Ok(r) => r,
@@ -182,11 +213,11 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
                 &e.to_string(),
                 &format!("varying linking skipped: {e}"),
             );
-            return None;
+            return Linking::Failed;
         }
     };
     if report.locations_after == report.locations_before && report.components_after == report.components_before {
-        return None; // nothing to gain
+        return Linking::Nothing;
     }
     let (pw, cw) = (overlap_shaders::assemble(&p), overlap_shaders::assemble(&c));
     let link_us = started.elapsed().as_micros();
@@ -199,7 +230,7 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
                 id::SHADER_INVALID_OUTPUT,
                 &format!("the linked pair fails validation ({e}); the originals are used"),
             );
-            return None;
+            return Linking::Failed;
         }
     }
     let summary = format!(
@@ -217,7 +248,115 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
         report.narrowed,
         report.packed,
     );
-    Some(Outcome { producer: pw, consumer: cw, summary, link_us, validate_us: validating.elapsed().as_micros() })
+    let validate_us = validating.elapsed().as_micros();
+    Linking::Linked(Outcome { producer: pw, consumer: cw, summary, link_us, validate_us })
+}
+
+/// Words of `text`, four bytes each (zero-padded).
+fn text_words(text: &str) -> impl Iterator<Item = u32> + '_ {
+    text.as_bytes().chunks(4).map(|c| {
+        let mut b = [0u8; 4];
+        b[..c.len()].copy_from_slice(c);
+        u32::from_le_bytes(b)
+    })
+}
+
+/// The disk key of a pair: everything a link's result depends on — the
+/// layer's version and `LINKER_REVISION`, the level, the target environment
+/// (validation), `validate_shaders`, what the pipeline layout lets the
+/// fragment stage read, and both modules' words.
+fn disk_key(dev: &DeviceCore, level: Level, env: &LinkEnv, producer: &[u32], consumer: &[u32]) -> Vec<u32> {
+    let context = format!(
+        "overlap {} linker {LINKER_REVISION} level {level:?} target {:?} validate {}",
+        env!("CARGO_PKG_VERSION"),
+        crate::spirv::target_env(dev),
+        dev.settings().validate_shaders,
+    );
+    let mut key = Vec::with_capacity(8 + producer.len() + consumer.len());
+    key.push(context.len() as u32);
+    key.extend(text_words(&context));
+    let mut ubos: Vec<&(u32, u32)> = env.uniform_buffers.iter().collect();
+    ubos.sort();
+    key.push(ubos.len() as u32);
+    key.extend(ubos.iter().flat_map(|(s, b)| [*s, *b]));
+    key.push(env.push_constants.len() as u32);
+    key.extend(env.push_constants.iter().flat_map(|(o, s)| [*o, *s]));
+    key.push(producer.len() as u32);
+    key.extend_from_slice(producer);
+    key.push(consumer.len() as u32);
+    key.extend_from_slice(consumer);
+    key
+}
+
+/// A disk entry's payload: `[linked, producer words, consumer words,
+/// summary bytes]`, then those (an unlinked entry has none).
+fn encode(outcome: Option<&Outcome>) -> Vec<u32> {
+    let Some(o) = outcome else {
+        return vec![0, 0, 0, 0];
+    };
+    let mut w = vec![1, o.producer.len() as u32, o.consumer.len() as u32, o.summary.len() as u32];
+    w.extend_from_slice(&o.producer);
+    w.extend_from_slice(&o.consumer);
+    w.extend(text_words(&o.summary));
+    w
+}
+
+/// The outcome a payload holds (`Ok(None)`: not worth linking), or why it
+/// is not one.
+fn decode(w: &[u32]) -> Result<Option<Outcome>, &'static str> {
+    let [linked, p, c, s, rest @ ..] = w else {
+        return Err("short payload");
+    };
+    let (p, c, s) = (*p as usize, *c as usize, *s as usize);
+    match linked {
+        0 if rest.is_empty() && p == 0 && c == 0 && s == 0 => return Ok(None),
+        1 if rest.len() == p + c + s.div_ceil(4) => {}
+        _ => return Err("payload lengths"),
+    }
+    let (producer, rest) = rest.split_at(p);
+    let (consumer, summary) = rest.split_at(c);
+    // Both modules are whole SPIR-V: the magic number and a header.
+    if [producer, consumer].iter().any(|m| m.len() < 5 || m[0] != 0x0723_0203) {
+        return Err("not SPIR-V");
+    }
+    let bytes: Vec<u8> = summary.iter().flat_map(|w| w.to_le_bytes()).take(s).collect();
+    let summary = String::from_utf8(bytes).map_err(|_| "summary")?;
+    Ok(Some(Outcome { producer: producer.to_vec(), consumer: consumer.to_vec(), summary, link_us: 0, validate_us: 0 }))
+}
+
+impl Varyings {
+    fn disk(&self, dev: &DeviceCore) -> Option<&DiskCache> {
+        self.disk
+            .get_or_init(|| {
+                let on = dev.settings().link_cache;
+                on.then(|| crate::disk_cache::default_dir("linked")).flatten().map(|d| DiskCache::new(d, DISK_BYTES))
+            })
+            .as_ref()
+    }
+}
+
+fn disk_warning(dev: &DeviceCore, bad: &crate::disk_cache::Bad) {
+    let key = match bad {
+        crate::disk_cache::Bad::Corrupt(p, _) | crate::disk_cache::Bad::Io(p, _) => p.display().to_string(),
+    };
+    dev.log().log_once(
+        LogLevel::Warn,
+        id::LINK_CACHE,
+        &key,
+        &format!("link cache: {bad}; the entry is ignored and the pair linked again"),
+    );
+}
+
+/// Where a pair's outcome came from, for the debug log.
+enum Source {
+    Memory,
+    Disk {
+        read_us: u128,
+    },
+    /// Linked now; `stored`: written to the disk cache.
+    Linked {
+        stored: bool,
+    },
 }
 
 /// Linked stage arrays for some pipelines, and the temporary modules to
@@ -332,12 +471,49 @@ pub unsafe fn link_pipelines<'a>(
         };
         let env = v.env(info.layout);
         let key = pair_key(&vcode, &fcode, &env);
-        let (outcome, cached) = match v.cached(key, &vcode, &fcode, &env) {
-            Some(hit) => (hit, true),
+        let (outcome, source) = match v.cached(key, &vcode, &fcode, &env) {
+            Some(hit) => (hit, Source::Memory),
             None => {
-                let fresh = link_pair(dev, v.level, &env, &vcode, &fcode).map(Arc::new);
+                let reading = std::time::Instant::now();
+                let disk = v.disk(dev).map(|d| (d, disk_key(dev, v.level, &env, &vcode, &fcode)));
+                let stored = disk.as_ref().and_then(|(d, k)| match d.get(k) {
+                    Ok(hit) => hit,
+                    Err(bad) => {
+                        disk_warning(dev, &bad);
+                        None
+                    }
+                });
+                let decoded = stored.and_then(|w| match decode(&w) {
+                    Ok(o) => Some(o),
+                    Err(why) => {
+                        let path = disk.as_ref().map(|(d, _)| d.dir().display().to_string()).unwrap_or_default();
+                        disk_warning(dev, &crate::disk_cache::Bad::Corrupt(path.into(), why));
+                        None
+                    }
+                });
+                let (fresh, source) = match decoded {
+                    Some(o) => (o, Source::Disk { read_us: reading.elapsed().as_micros() }),
+                    None => match link_pair(dev, v.level, &env, &vcode, &fcode) {
+                        Linking::Failed => (None, Source::Linked { stored: false }),
+                        done => {
+                            let o = match done {
+                                Linking::Linked(o) => Some(o),
+                                _ => None,
+                            };
+                            let stored = disk.as_ref().is_some_and(|(d, k)| match d.put(k, &encode(o.as_ref())) {
+                                Ok(()) => true,
+                                Err(bad) => {
+                                    disk_warning(dev, &bad);
+                                    false
+                                }
+                            });
+                            (o, Source::Linked { stored })
+                        }
+                    },
+                };
+                let fresh = fresh.map(Arc::new);
                 v.remember(key, vcode, fcode, env, fresh.clone());
-                (fresh, false)
+                (fresh, source)
             }
         };
         let Some(outcome) = outcome else { continue };
@@ -367,10 +543,15 @@ pub unsafe fn link_pipelines<'a>(
         out.stages.push(copy);
         let log = dev.log();
         if log.enabled(LogLevel::Debug) {
-            let cost = if cached {
-                "cached".to_string()
-            } else {
-                format!("link_us={} validate_us={}", outcome.link_us, outcome.validate_us)
+            let cost = match source {
+                Source::Memory => "cached".to_string(),
+                Source::Disk { read_us } => format!("disk_cache=hit read_us={read_us}"),
+                Source::Linked { stored } => format!(
+                    "link_us={} validate_us={} disk_cache={}",
+                    outcome.link_us,
+                    outcome.validate_us,
+                    if stored { "stored" } else { "off" }
+                ),
             };
             log.debug(id::VARYINGS_LINKED, &format!("{}; {cost})", outcome.summary));
         }

@@ -55,6 +55,7 @@ pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spi
 pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
 pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS: &[&str] = &["auto", "on", "off"];
+pub const LINK_CACHE: &[&str] = &["on", "off"];
 
 /// Every setting the layer reads. Order is the order Vulkan Configurator shows.
 pub const SETTINGS: &[SettingDef] = &[
@@ -132,6 +133,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description: "Move uniform, UBO and push-constant expressions from the fragment shader's producer into the fragment shader: auto does it everywhere but on llvmpipe, where it measured slower.",
     },
     SettingDef {
+        key: "link_cache",
+        kind: Kind::Enum(LINK_CACHE),
+        default: "on",
+        label: "Link cache on disk",
+        description: "Keep linked shader pairs in $XDG_CACHE_HOME/overlap/linked (default ~/.cache; at most 64 MiB), so that later runs skip linking and validation.",
+    },
+    SettingDef {
         key: "validate_shaders",
         kind: Kind::Bool,
         default: "true",
@@ -197,6 +205,8 @@ pub struct Settings {
     pub fdm_overlay: bool,
     pub varyings: &'static str,
     pub varyings_uniforms: &'static str,
+    /// `link_cache=on`: linked pairs are kept on disk.
+    pub link_cache: bool,
     pub validate_shaders: bool,
     pub dump_shaders: Option<PathBuf>,
     pub debug_panic: Option<String>,
@@ -505,6 +515,7 @@ impl RawSettings {
             fdm_overlay: get("fdm_overlay") == "true",
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
             varyings_uniforms: enum_value(VARYINGS_UNIFORMS, get("varyings_uniforms")),
+            link_cache: get("link_cache") == "on",
             validate_shaders: get("validate_shaders") == "true",
             dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),

@@ -3,9 +3,10 @@
 //!
 //! The children get a clean environment: every inherited `VK_*`, `OVERLAP`
 //! and `DISABLE_OVERLAP` variable is removed, lavapipe is the only driver,
-//! `XDG_DATA_HOME` and the working directory are empty scratch folders (so no
-//! installed layer or settings file leaks in), and the layers are named
-//! explicitly through `VK_INSTANCE_LAYERS`.
+//! `XDG_DATA_HOME`, `XDG_CACHE_HOME` and the working directory are empty
+//! scratch folders (so no installed layer, settings file or link cache of an
+//! earlier run leaks in), and the layers are named explicitly through
+//! `VK_INSTANCE_LAYERS`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -99,6 +100,7 @@ pub fn vk_command(program: impl AsRef<std::ffi::OsStr>, layers: Layers) -> Comma
         .env("NODEVICE_SELECT", "1")
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
         .current_dir(&home);
     let list = match layers {
         Layers::None => None,

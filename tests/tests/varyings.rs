@@ -575,3 +575,155 @@ fn unoptimized_spirv_links_like_optimized() {
     }
     assert_eq!(raw_total, opt_total);
 }
+
+/// The checksums of a corpus run: every pair, the geometry and tessellation
+/// pairs.
+fn render_sums(o: &harness::Outcome) -> Vec<String> {
+    let mut sums: Vec<String> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("pair="))
+        .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(sums.len(), 32, "{}", o.stdout);
+    for key in ["geometry", "tessellation"] {
+        sums.push(format!("{key}={}", o.value(key).expect(key)));
+    }
+    sums
+}
+
+/// The corpus at `safe` with the link cache in `cache` (`XDG_CACHE_HOME`).
+fn cached_corpus(cache: &Path, layers: Layers, extra: &[(&str, &str)]) -> Command {
+    let dir = harness::scratch("cached-corpus");
+    let mut cmd = app(layers, &["varyings", dir.to_str().unwrap()]);
+    cmd.env("XDG_CACHE_HOME", cache)
+        .env("VK_OVERLAP_EMULATION_VARYINGS", "safe")
+        .env("VK_OVERLAP_EMULATION_VARYINGS_UNIFORMS", "on")
+        .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug");
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// `OVERLAP-Varyings-Linked` lines whose cost says `what` (`disk_cache=hit`,
+/// `disk_cache=stored`, ...).
+fn linked_with(o: &harness::Outcome, what: &str) -> usize {
+    o.stderr.lines().filter(|l| l.contains("OVERLAP-Varyings-Linked") && l.contains(what)).count()
+}
+
+/// The entries of the link cache under `cache`, and whether anything else
+/// (a temporary file) is there.
+fn cache_entries(cache: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let dir = cache.join("overlap/linked");
+    let all: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(d) => d.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    all.into_iter().partition(|p| p.extension().is_some_and(|x| x == "olc"))
+}
+
+/// Issue 13, item 6: a first process fills the cache on disk (one entry per
+/// distinct pair, linked or not worth linking); a second finds every linked
+/// pair there (neither links nor validates) and renders the same, with the
+/// validation layer below silent.
+#[test]
+fn a_second_process_finds_every_pair_in_the_disk_cache() {
+    let cache = harness::scratch("link-cache");
+    let first = run(&mut cached_corpus(&cache, Layers::OverlapOverValidation, &[]));
+    first.assert_ok();
+    let stored = linked_with(&first, "disk_cache=stored");
+    assert!(stored >= 25, "only {stored} pairs stored:\n{}", first.stderr);
+    assert_eq!(linked_with(&first, "disk_cache=hit"), 0);
+    let (entries, other) = cache_entries(&cache);
+    assert!(other.is_empty(), "{other:?}");
+    // One per distinct pair (the corpus, its geometry and tessellation
+    // pairs, ...), linked or not worth linking.
+    assert!(entries.len() >= stored, "{stored} linked, {} entries", entries.len());
+    let second = run(&mut cached_corpus(&cache, Layers::OverlapOverValidation, &[]));
+    second.assert_ok();
+    assert_eq!(linked_with(&second, "disk_cache=hit"), stored, "{}", second.stderr);
+    assert_eq!(linked_with(&second, "link_us="), 0, "a pair was linked again:\n{}", second.stderr);
+    assert!(!second.stderr.contains("OVERLAP-Link-Cache"), "{}", second.stderr);
+    assert!(!second.stderr.contains("OVERLAP-Shader-Checked"), "{}", second.stderr);
+    assert_eq!(render_sums(&second), render_sums(&first));
+    assert_eq!(cache_entries(&cache).0.len(), entries.len());
+}
+
+/// A truncated, a bit-flipped and an overwritten entry are each ignored with
+/// one `OVERLAP-Link-Cache` warning, linked again (and rewritten), and the
+/// render does not change.
+#[test]
+fn a_damaged_disk_cache_entry_is_ignored_with_a_warning() {
+    let cache = harness::scratch("link-cache-damaged");
+    let first = run(&mut cached_corpus(&cache, Layers::Overlap, &[]));
+    first.assert_ok();
+    let stored = linked_with(&first, "disk_cache=stored");
+    let (mut entries, _) = cache_entries(&cache);
+    // The largest entries: most likely linked pairs (an unlinked one holds
+    // no modules of its own).
+    entries.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).unwrap().len()));
+    let bytes = std::fs::read(&entries[0]).unwrap();
+    std::fs::write(&entries[0], &bytes[..bytes.len() / 2]).unwrap();
+    let mut bytes = std::fs::read(&entries[1]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(&entries[1], bytes).unwrap();
+    std::fs::write(&entries[2], b"not a cache entry at all").unwrap();
+    let second = run(&mut cached_corpus(&cache, Layers::Overlap, &[]));
+    second.assert_ok();
+    let warnings = second.stderr.lines().filter(|l| l.contains("OVERLAP-Link-Cache")).count();
+    assert_eq!(warnings, 3, "{}", second.stderr);
+    // The damaged entries were linked again (those that hold a linked pair
+    // say so), the others found.
+    let (restored, hits) = (linked_with(&second, "disk_cache=stored"), linked_with(&second, "disk_cache=hit"));
+    assert!((1..=3).contains(&restored), "{}", second.stderr);
+    assert_eq!(restored + hits, stored, "{}", second.stderr);
+    assert_eq!(render_sums(&second), render_sums(&first));
+    // Rewritten: a third process finds them all.
+    let third = run(&mut cached_corpus(&cache, Layers::Overlap, &[]));
+    third.assert_ok();
+    assert_eq!(linked_with(&third, "disk_cache=hit"), stored, "{}", third.stderr);
+    assert!(!third.stderr.contains("OVERLAP-Link-Cache"));
+}
+
+/// Two processes filling one cache at once both succeed, render the same,
+/// and leave only whole entries (a third process uses every one, with no
+/// warning) and no temporary file.
+#[test]
+fn two_processes_fill_the_disk_cache_at_once() {
+    let cache = harness::scratch("link-cache-concurrent");
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| run(&mut cached_corpus(&cache, Layers::Overlap, &[])));
+        let b = s.spawn(|| run(&mut cached_corpus(&cache, Layers::Overlap, &[])));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    a.assert_ok();
+    b.assert_ok();
+    assert_eq!(render_sums(&a), render_sums(&b));
+    for o in [&a, &b] {
+        assert!(!o.stderr.contains("OVERLAP-Link-Cache"), "{}", o.stderr);
+    }
+    let (entries, other) = cache_entries(&cache);
+    assert!(entries.len() >= 34, "{entries:?}");
+    assert!(other.is_empty(), "{other:?}");
+    let linked = linked_with(&a, "disk_cache=");
+    let third = run(&mut cached_corpus(&cache, Layers::Overlap, &[]));
+    third.assert_ok();
+    assert_eq!(linked_with(&third, "disk_cache=hit"), linked, "{}", third.stderr);
+    assert!(!third.stderr.contains("OVERLAP-Link-Cache"));
+    assert_eq!(render_sums(&third), render_sums(&a));
+}
+
+/// `link_cache=off` writes nothing and reads nothing.
+#[test]
+fn link_cache_off_writes_nothing() {
+    let cache = harness::scratch("link-cache-off");
+    let off = [("VK_OVERLAP_EMULATION_LINK_CACHE", "off")];
+    let o = run(&mut cached_corpus(&cache, Layers::Overlap, &off));
+    o.assert_ok();
+    assert!(linked_with(&o, "disk_cache=off") >= 25, "{}", o.stderr);
+    assert_eq!(linked_with(&o, "disk_cache=stored") + linked_with(&o, "disk_cache=hit"), 0);
+    // (The driver may keep its own cache there.)
+    assert!(!cache.join("overlap").exists(), "link_cache=off wrote into {}", cache.display());
+}

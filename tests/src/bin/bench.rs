@@ -13,10 +13,10 @@
 //! interlock matrix.
 //!
 //! usage: overlap-bench [ROUNDS] [K] [N] [REPS]   (defaults 9 64 1000 9)
-//!        overlap-bench varyings [ROUNDS]        (the varying linker only)
+//!        overlap-bench varyings [ROUNDS]        (the varying linker only; cold and warm link cache)
 //!        overlap-bench rewrite                  (the interlock rewrite's cost only)
 
-use overlap_tests::harness::{app, run_with_timeout, Layers};
+use overlap_tests::harness::{app, run_with_timeout, scratch, Layers};
 use std::time::Duration;
 
 struct Config {
@@ -95,8 +95,14 @@ fn main() {
 
 /// The varying corpus drawn 2000 times per pair (a varying-heavy frame) with
 /// the linker off, safe and full; and the linker's cost next to pipeline
-/// creation, from the layer's debug log.
+/// creation, from the layer's debug log: on a cold link cache (a fresh
+/// `XDG_CACHE_HOME`) and on a warm one (the same folder, a second process).
+/// Mesa's own shader cache is one folder for every run, warm after the first.
 fn varyings_section(rounds: u64) {
+    let mesa_cache = scratch("bench-mesa-cache");
+    let mut warm_read_us = Vec::new();
+    let mut warm_pipeline_us = Vec::new();
+    let mut warm_linked = 0;
     let levels = ["off", "safe", "full"];
     let mut frame: Vec<Vec<f64>> = vec![Vec::new(); 3];
     let mut link_us = Vec::new();
@@ -108,6 +114,8 @@ fn varyings_section(rounds: u64) {
             let k = (i + round) % 3;
             let mut cmd = app(Layers::Overlap, &["varyings", "instances=2000"]);
             cmd.env("VK_OVERLAP_EMULATION_VARYINGS", levels[k]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug");
+            let link_cache = scratch("bench-link-cache");
+            cmd.env("MESA_SHADER_CACHE_DIR", &mesa_cache).env("XDG_CACHE_HOME", &link_cache);
             let o = run_with_timeout(&mut cmd, Duration::from_secs(600));
             o.assert_ok();
             let total: f64 = o
@@ -139,6 +147,25 @@ fn varyings_section(rounds: u64) {
                         .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("repeat_pipeline_ns=")))
                         .map(|v| v.parse::<f64>().unwrap() / 1000.0),
                 );
+                // The same program again: every pair from the link cache on disk.
+                let mut cmd = app(Layers::Overlap, &["varyings", "instances=2000"]);
+                cmd.env("VK_OVERLAP_EMULATION_VARYINGS", "safe").env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug");
+                cmd.env("MESA_SHADER_CACHE_DIR", &mesa_cache).env("XDG_CACHE_HOME", &link_cache);
+                let w = run_with_timeout(&mut cmd, Duration::from_secs(600));
+                w.assert_ok();
+                warm_linked += w.stderr.matches("link_us=").count();
+                warm_read_us.extend(
+                    w.stderr
+                        .split_whitespace()
+                        .filter_map(|x| x.trim_end_matches(')').strip_prefix("read_us="))
+                        .filter_map(|v| v.parse::<f64>().ok()),
+                );
+                warm_pipeline_us.extend(
+                    w.stdout
+                        .lines()
+                        .filter_map(|l| l.split_whitespace().find_map(|x| x.strip_prefix("pipeline_ns=")))
+                        .map(|v| v.parse::<f64>().unwrap() / 1000.0),
+                );
             }
         }
     }
@@ -154,6 +181,12 @@ fn varyings_section(rounds: u64) {
     let (l, v, p) = (median_f(&mut link_us), median_f(&mut validate_us), median_f(&mut pipeline_us));
     println!("\nLinker per pipeline (safe): link {l:.0} us, spirv-val {v:.0} us, vkCreateGraphicsPipelines as the app sees it {p:.0} us");
     println!("(link share of pipeline creation {:.1}%, with validation {:.1}%)", 100.0 * l / p, 100.0 * (l + v) / p);
+    let (rd, wp) = (median_f(&mut warm_read_us), median_f(&mut warm_pipeline_us));
+    println!(
+        "Second process, link cache on disk warm: {} pairs from disk, {warm_linked} linked; read {rd:.0} us, vkCreateGraphicsPipelines {wp:.0} us (linker share {:.1}%)",
+        warm_read_us.len(),
+        100.0 * rd / wp
+    );
     let r = median_f(&mut repeat_us);
     println!(
         "Same pair again, new modules (link cache hit): vkCreateGraphicsPipelines {r:.0} us ({:.3} of the first)",
