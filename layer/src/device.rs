@@ -1,8 +1,8 @@
 //! The device core: what every capability may use of a device — its handle,
 //! the next layer's commands, the driver's facts and the plan for them, the
 //! instance's settings and log. Capabilities receive it from the dispatch
-//! table ([`crate::dispatch`]) with their own state; they never look a device
-//! up themselves and never see each other's state.
+//! table (`dispatch.rs`, above them) with their own state; they never look a
+//! device up themselves and never see each other's state.
 
 use crate::instance::InstanceData;
 use crate::log::Logger;

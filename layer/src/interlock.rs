@@ -6,8 +6,8 @@
 //! rest of the chain without it. At `vkCreateDevice` the extension name and
 //! the feature structure are removed from what goes down, and the device
 //! remembers what was enabled. Shaders are lowered by the strategy the
-//! device's plan chose (see `overlap_shaders::interlock`), in
-//! [`crate::shader`].
+//! device's plan chose (see `overlap_shaders::interlock`), in the shader
+//! route (`shader.rs`, above the capabilities).
 
 use crate::plan::{InterlockStrategy, INTERLOCK_EXTENSION};
 use crate::pnext::Chain;

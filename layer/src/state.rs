@@ -18,8 +18,8 @@ use std::sync::{Arc, LazyLock};
 
 /// A device as the registry holds it: the core every capability may use,
 /// and the state of each capability the device runs (`None` where it does
-/// not). Only the dispatch table ([`crate::dispatch`]) hands a capability
-/// its state.
+/// not). Only the dispatch table (`dispatch.rs`, above the registry) hands a
+/// capability its state.
 pub struct DeviceData {
     pub core: DeviceCore,
     /// `Some` when the layer provides interlock on this device.
