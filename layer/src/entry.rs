@@ -759,7 +759,7 @@ unsafe extern "system" fn create_device(
                 c"vkCmdSetFragmentShadingRateKHR" as vk::PFN_vkCmdSetFragmentShadingRateKHR
             );
             let shading_rate = (fsr_enabled && plan.forces_one_by_one_with_interlock())
-                .then(|| crate::shading_rate::ForceOneByOne::new(next_set_fragment_shading_rate));
+                .then(crate::shading_rate::ForceOneByOne::default);
             // Shaders need the layer only where the application enabled interlock.
             let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled);
             if interlock.as_ref().is_some_and(|i| i.strategy == InterlockStrategy::Serialized) && !facts.is_llvmpipe() {

@@ -34,23 +34,14 @@ struct CommandBufferRate {
     app: Option<(vk::Extent2D, [vk::FragmentShadingRateCombinerOpKHR; 2])>,
 }
 
+#[derive(Default)]
 pub struct ForceOneByOne {
-    pub next_set_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>,
     modules: Mutex<HashSet<vk::ShaderModule>>,
     dynamic_pipelines: Mutex<HashSet<vk::Pipeline>>,
     command_buffers: Mutex<HashMap<vk::CommandBuffer, CommandBufferRate>>,
 }
 
 impl ForceOneByOne {
-    pub fn new(next_set_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>) -> ForceOneByOne {
-        ForceOneByOne {
-            next_set_rate,
-            modules: Default::default(),
-            dynamic_pipelines: Default::default(),
-            command_buffers: Default::default(),
-        }
-    }
-
     pub fn note_module(&self, module: vk::ShaderModule, code: &[u32]) {
         if overlap_shaders::interlock::uses_interlock(code) {
             self.modules.lock().insert(module);
@@ -173,16 +164,23 @@ impl ForceOneByOne {
     }
 
     /// After vkCmdBindPipeline: force 1x1 for interlock pipelines with a
-    /// dynamic rate, restore the application's rate after them.
+    /// dynamic rate, restore the application's rate after them, through
+    /// `set_rate` (the next layer's vkCmdSetFragmentShadingRateKHR).
     ///
     /// # Safety
     /// `cb` is a command buffer of this device in the recording state, as
     /// vkCmdBindPipeline just required (VUID-vkCmdBindPipeline-commandBuffer-recording).
-    pub unsafe fn bound(&self, cb: vk::CommandBuffer, point: vk::PipelineBindPoint, pipeline: vk::Pipeline) {
+    pub unsafe fn bound(
+        &self,
+        set_rate: Option<vk::PFN_vkCmdSetFragmentShadingRateKHR>,
+        cb: vk::CommandBuffer,
+        point: vk::PipelineBindPoint,
+        pipeline: vk::Pipeline,
+    ) {
         if point != vk::PipelineBindPoint::GRAPHICS {
             return;
         }
-        let Some(set_rate) = self.next_set_rate else { return };
+        let Some(set_rate) = set_rate else { return };
         let forcing = self.dynamic_pipelines.lock().contains(&pipeline);
         let mut cbs = self.command_buffers.lock();
         let state = cbs.entry(cb).or_default();
@@ -234,7 +232,7 @@ pub unsafe fn cmd_set_fragment_shading_rate(
 /// The arguments are those of a valid `vkCmdBindPipeline` call; `next`
 /// calls down.
 pub unsafe fn cmd_bind_pipeline(
-    _: &DeviceCore,
+    core: &DeviceCore,
     s: &ForceOneByOne,
     cb: vk::CommandBuffer,
     point: vk::PipelineBindPoint,
@@ -243,7 +241,7 @@ pub unsafe fn cmd_bind_pipeline(
 ) {
     next(cb, point, pipeline);
     // SAFETY: `cb` is recording (VUID-vkCmdBindPipeline-commandBuffer-recording).
-    unsafe { s.bound(cb, point, pipeline) };
+    unsafe { s.bound(core.next_set_fragment_shading_rate, cb, point, pipeline) };
 }
 
 /// At vkBeginCommandBuffer: the command buffer's rates start over.
