@@ -79,11 +79,34 @@ pub fn debug_panic(setting: &Option<String>, command: &str) {
 /// `Err(ERROR_OUT_OF_DEVICE_MEMORY)` when the `debug_fail` setting names
 /// `command`: the layer's own object creation fails there as if the device
 /// were out of memory, so tests can prove every fallback (nothing is created;
-/// the caller's fallback runs).
+/// the caller's fallback runs). `command:device_lost` makes it fail with
+/// `ERROR_DEVICE_LOST` instead (the layer's own submissions and waits).
 #[inline]
 pub fn injected_failure(setting: &Option<String>, command: &str) -> Result<(), vk::Result> {
-    match setting {
-        Some(names) if names.split(',').any(|n| n.trim() == command) => Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY),
-        _ => Ok(()),
+    let Some(names) = setting else { return Ok(()) };
+    for n in names.split(',') {
+        let (name, how) = n.trim().split_once(':').unwrap_or((n.trim(), ""));
+        if name == command {
+            return Err(match how {
+                "device_lost" => vk::Result::ERROR_DEVICE_LOST,
+                _ => vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::injected_failure;
+    use ash::vk;
+
+    #[test]
+    fn injected_failures_name_their_command_and_code() {
+        let s = Some("vkCreateImage, vkWaitForFences:device_lost".to_string());
+        assert_eq!(injected_failure(&s, "vkCreateImage"), Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY));
+        assert_eq!(injected_failure(&s, "vkWaitForFences"), Err(vk::Result::ERROR_DEVICE_LOST));
+        assert_eq!(injected_failure(&s, "vkCreateBuffer"), Ok(()));
+        assert_eq!(injected_failure(&None, "vkCreateImage"), Ok(()));
     }
 }
