@@ -30,6 +30,7 @@ fn usage() -> ! {
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
          multiview-ladder [plain|fdm-device|fdm-map]  a plain two-view draw, one layer feature at a time\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
+         host-leak                  a planted host leak (heap blocks whose pointers are dropped): valgrind's control\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          fdm-destroyed-layout [before|in-pass|kept]  an input-attachment set whose layout is destroyed\n  \
          fdm-device-lost            one density-map pass, then what submit and the waits return\n  \
@@ -89,6 +90,7 @@ fn main() {
         "fdm-recreated-map" => fdm_recreated_map(&mut opts),
         "fdm-khr" => fdm_khr(&mut opts),
         "leak" => leak(&opts),
+        "host-leak" => host_leak(),
         "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
@@ -812,6 +814,15 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str) -> Result<(), String> {
 /// the device is. The control for the leak detector the suites rely on: the
 /// validation layer sits below Overlap, so it sees the layer's own objects
 /// as it sees these, and reports any left at vkDestroyDevice.
+fn host_leak() -> Result<(), String> {
+    for i in 0..16u8 {
+        // The only pointer to each block is forgotten: definitely lost.
+        std::mem::forget(std::hint::black_box(vec![i; 4096]));
+    }
+    println!("host_leak=16x4096");
+    Ok(())
+}
+
 fn leak(opts: &GpuOptions) -> Result<(), String> {
     let g = gpu(opts)?;
     unsafe {
