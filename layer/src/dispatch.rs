@@ -661,8 +661,8 @@ device_commands! {
 mod tests {
     use super::COMMANDS;
 
-    /// The density map's reads submit on queue 0 of the application's first
-    /// family under the queue lock: every command that needs that queue
+    /// The density map's reads submit on queue 0 of a family the application
+    /// created (`ffi::layer_queue`) under the queue lock: every command that needs that queue
     /// externally synchronized is a row (whose density-map handler takes the
     /// lock), not only the submissions.
     #[test]

@@ -102,7 +102,7 @@ fn cli_ends_quietly_when_its_output_pipe_closes() {
 /// per-pixel checks pass; only its "something was coarse" check fails, as
 /// under `fdm=baseline`), validation silent, nothing half recorded — for the
 /// scratch targets (image, memory, view, framebuffer) and for the map read
-/// (command pool, command buffer, fence, buffer).
+/// (command pool, command buffer, fence, buffer, its submission and wait).
 #[test]
 fn failed_density_map_allocations_fall_back_to_one_by_one() {
     for command in [
@@ -114,6 +114,8 @@ fn failed_density_map_allocations_fall_back_to_one_by_one() {
         "vkCreateCommandPool",
         "vkAllocateCommandBuffers",
         "vkCreateFence",
+        "vkQueueSubmit",
+        "vkWaitForFences",
     ] {
         let o =
             run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_DEBUG_FAIL", command));
