@@ -219,12 +219,19 @@ fn failed_linked_modules_leave_pipelines_unlinked() {
     };
     let off = run(app(Layers::OverlapOverValidation, &["varyings"]).env("VK_OVERLAP_EMULATION_VARYINGS", "off"));
     off.assert_ok();
-    let failed = run(app(Layers::OverlapOverValidation, &["varyings"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkCreateShaderModule"));
-    failed.assert_ok();
-    assert!(failed.overlap_messages().contains(&"OVERLAP-Varyings-Skipped"), "{}", failed.stdout);
     assert!(!sums(&off).is_empty());
-    assert_eq!(sums(&failed), sums(&off));
+    // Every temporary module fails, or only from the second on: the first
+    // pipeline's producer module was made and its consumer's was not, so the
+    // producer's is destroyed at once (the validation layer's leak report at
+    // vkDestroyDevice stays silent).
+    for fail in ["vkCreateShaderModule", "vkCreateShaderModule@2"] {
+        let failed =
+            run(app(Layers::OverlapOverValidation, &["varyings"]).env("VK_OVERLAP_EMULATION_DEBUG_FAIL", fail));
+        failed.assert_ok();
+        assert_eq!(failed.value("VALIDATION_ERRORS"), Some("0"), "{fail}");
+        assert!(failed.overlap_messages().contains(&"OVERLAP-Varyings-Skipped"), "{fail}: {}", failed.stdout);
+        assert_eq!(sums(&failed), sums(&off), "{fail}");
+    }
 }
 
 /// The per-area pipeline variants cannot be made (`debug_fail` of the
