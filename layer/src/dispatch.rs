@@ -614,6 +614,14 @@ device_commands! {
     "vkDeviceWaitIdle" fn device_wait_idle(device: vk::Device) -> vk::Result
         = PFN_vkDeviceWaitIdle, down |dc| dc.fns.fp_v1_0().device_wait_idle;
         [fdm_binned_slot => own fdm::queue::device_wait_idle];
+    // Waits return the device loss the layer's own map read met.
+    "vkWaitForFences" fn wait_for_fences(device: vk::Device, n: u32, fences: *const vk::Fence, all: vk::Bool32,
+        timeout: u64) -> vk::Result
+        = PFN_vkWaitForFences, down |dc| dc.fns.fp_v1_0().wait_for_fences;
+        [fdm_binned_slot => own fdm::queue::wait_for_fences];
+    "vkGetFenceStatus" fn get_fence_status(device: vk::Device, fence: vk::Fence) -> vk::Result
+        = PFN_vkGetFenceStatus, down |dc| dc.fns.fp_v1_0().get_fence_status;
+        [fdm_binned_slot => own fdm::queue::get_fence_status];
 
     // Query pools: the density map lets fragment-invocation statistics stay
     // active across a binned pass.
@@ -653,8 +661,8 @@ device_commands! {
 mod tests {
     use super::COMMANDS;
 
-    /// The density map's reads submit on queue 0 of the application's first
-    /// family under the queue lock: every command that needs that queue
+    /// The density map's reads submit on queue 0 of a family the application
+    /// created (`ffi::layer_queue`) under the queue lock: every command that needs that queue
     /// externally synchronized is a row (whose density-map handler takes the
     /// lock), not only the submissions.
     #[test]

@@ -740,7 +740,12 @@ unsafe extern "system" fn create_device(
                             let _ = fns.device_wait_idle();
                             (fns.fp_v1_0().destroy_device)(handle, p_allocator);
                         }
-                        return vk::Result::ERROR_INITIALIZATION_FAILED;
+                        // Out of memory is an error vkCreateDevice may return as it is; anything else is a
+                        // failed initialization.
+                        return match e {
+                            vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => e,
+                            _ => vk::Result::ERROR_INITIALIZATION_FAILED,
+                        };
                     }
                 }
             }

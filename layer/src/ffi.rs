@@ -241,6 +241,52 @@ pub fn memory_type(
         .or_else(|| (0..props.memory_type_count).find(allowed))
 }
 
+/// A queue the application created that the layer may also submit to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerQueue {
+    pub family: u32,
+    /// The flags of the queue's create info: `vkGetDeviceQueue` may only
+    /// fetch a queue created with none (VUID-vkGetDeviceQueue-flags-01841),
+    /// `vkGetDeviceQueue2` names them.
+    pub flags: vk::DeviceQueueCreateFlags,
+}
+
+/// The queue for the layer's own work: queue 0 of a family the application
+/// created queues of, whose family can run `needs` (graphics or compute
+/// work includes transfers), preferring one created without flags; `None`
+/// when no created family can.
+pub fn layer_queue(
+    created: &[vk::DeviceQueueCreateInfo],
+    families: &[vk::QueueFamilyProperties],
+    needs: vk::QueueFlags,
+) -> Option<LayerQueue> {
+    let capable = |q: &&vk::DeviceQueueCreateInfo| {
+        q.queue_count > 0
+            && families.get(q.queue_family_index as usize).is_some_and(|f| f.queue_flags.intersects(needs))
+    };
+    let q = created.iter().filter(capable).find(|q| q.flags.is_empty()).or_else(|| created.iter().find(capable))?;
+    Some(LayerQueue { family: q.queue_family_index, flags: q.flags })
+}
+
+/// Queue 0 of `q`, through `vkGetDeviceQueue2` where its create info had flags.
+///
+/// # Safety
+/// `device` was created with queue 0 of `q.family` and `q.flags` (a
+/// [`layer_queue`] of its create info).
+pub unsafe fn get_layer_queue(device: &ash::Device, q: LayerQueue) -> vk::Queue {
+    if q.flags.is_empty() {
+        // SAFETY: VUID-vkGetDeviceQueue-queueFamilyIndex-00384, -queueIndex-00385 and -flags-01841: queue 0 of a
+        // family the device was created with, from a create info without flags (the caller's guarantee).
+        unsafe { device.get_device_queue(q.family, 0) }
+    } else {
+        let info = vk::DeviceQueueInfo2::default().flags(q.flags).queue_family_index(q.family).queue_index(0);
+        // SAFETY: VUID-VkDeviceQueueInfo2-flags-06225 and -queueIndex-01843: the flags, family and index of a queue
+        // the device was created with (the caller's guarantee); queue create flags exist only from Vulkan 1.1, where
+        // vkGetDeviceQueue2 is core.
+        unsafe { device.get_device_queue2(&info) }
+    }
+}
+
 /// Extension suffixes under which a core command is also known. Every command
 /// promoted to core keeps its name plus the suffix of the extension it came
 /// from (`vkCreateRenderPass2KHR`, `vkCmdSetCullModeEXT`,
@@ -292,3 +338,35 @@ macro_rules! pfn {
     };
 }
 pub(crate) use pfn;
+
+#[cfg(test)]
+mod tests {
+    use super::{layer_queue, LayerQueue};
+    use ash::vk;
+
+    #[test]
+    fn the_layer_queue_is_a_created_capable_one_preferring_no_flags() {
+        let fam = |f| vk::QueueFamilyProperties { queue_flags: f, queue_count: 2, ..Default::default() };
+        let families = [fam(vk::QueueFlags::TRANSFER), fam(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)];
+        let q = |family, flags| vk::DeviceQueueCreateInfo {
+            queue_family_index: family,
+            queue_count: 1,
+            flags,
+            ..Default::default()
+        };
+        let protected = vk::DeviceQueueCreateFlags::PROTECTED;
+        let need = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE;
+        // The first created family cannot clear an image: the next one.
+        assert_eq!(
+            layer_queue(&[q(0, vk::DeviceQueueCreateFlags::empty()), q(1, protected)], &families, need),
+            Some(LayerQueue { family: 1, flags: protected })
+        );
+        // A protected-capable queue only where no other is created.
+        assert_eq!(
+            layer_queue(&[q(1, protected), q(1, vk::DeviceQueueCreateFlags::empty())], &families, need),
+            Some(LayerQueue { family: 1, flags: vk::DeviceQueueCreateFlags::empty() })
+        );
+        assert_eq!(layer_queue(&[q(0, vk::DeviceQueueCreateFlags::empty())], &families, need), None);
+        assert_eq!(layer_queue(&[], &families, need), None);
+    }
+}

@@ -79,11 +79,60 @@ pub fn debug_panic(setting: &Option<String>, command: &str) {
 /// `Err(ERROR_OUT_OF_DEVICE_MEMORY)` when the `debug_fail` setting names
 /// `command`: the layer's own object creation fails there as if the device
 /// were out of memory, so tests can prove every fallback (nothing is created;
-/// the caller's fallback runs).
+/// the caller's fallback runs). `command:device_lost` makes it fail with
+/// `ERROR_DEVICE_LOST` instead (the layer's own submissions and waits);
+/// `command@N` fails only from the N-th of the layer's calls of it in this
+/// process on (a failure after earlier ones succeeded).
 #[inline]
 pub fn injected_failure(setting: &Option<String>, command: &str) -> Result<(), vk::Result> {
-    match setting {
-        Some(names) if names.split(',').any(|n| n.trim() == command) => Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY),
-        _ => Ok(()),
+    let Some(names) = setting else { return Ok(()) };
+    for n in names.split(',') {
+        let (name, how) = n.trim().split_once(':').unwrap_or((n.trim(), ""));
+        let (name, from) = match name.split_once('@') {
+            Some((name, nth)) => (name, nth.parse::<u64>().unwrap_or(1)),
+            None => (name, 1),
+        };
+        if name == command && (from <= 1 || nth_call(command) >= from) {
+            return Err(match how {
+                "device_lost" => vk::Result::ERROR_DEVICE_LOST,
+                _ => vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// How many times `command`'s injection point was reached, this one included.
+fn nth_call(command: &str) -> u64 {
+    static CALLS: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+    let mut calls = CALLS.lock().unwrap_or_else(|e| e.into_inner());
+    match calls.iter_mut().find(|(c, _)| c == command) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            calls.push((command.to_string(), 1));
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::injected_failure;
+    use ash::vk;
+
+    #[test]
+    fn injected_failures_name_their_command_and_code() {
+        let s = Some("vkCreateImage, vkWaitForFences:device_lost".to_string());
+        assert_eq!(injected_failure(&s, "vkCreateImage"), Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY));
+        assert_eq!(injected_failure(&s, "vkWaitForFences"), Err(vk::Result::ERROR_DEVICE_LOST));
+        assert_eq!(injected_failure(&s, "vkCreateBuffer"), Ok(()));
+        assert_eq!(injected_failure(&None, "vkCreateImage"), Ok(()));
+        // From the third call on (a name no other test uses: the count is per process).
+        let third = Some("vkTestOnly@3".to_string());
+        let got: Vec<bool> = (0..4).map(|_| injected_failure(&third, "vkTestOnly").is_err()).collect();
+        assert_eq!(got, [false, false, true, true]);
     }
 }

@@ -5,6 +5,8 @@
 pub const CREATE_INFO_UNKNOWN: &str = "OVERLAP-Create-Info-Unknown";
 /// What the layer does on a device, and which hooks it installs there.
 pub const DEVICE_PLAN: &str = "OVERLAP-Device-Plan";
+/// The device was lost in the layer's own density-map read; later submissions and waits return it.
+pub const FDM_DEVICE_LOST: &str = "OVERLAP-FDM-Device-Lost";
 /// A secondary command buffer of a density-map pass recorded what cannot be replayed.
 pub const FDM_DROPPED: &str = "OVERLAP-FDM-Dropped";
 /// A density-map pass is rendered once at 1x1, and why.

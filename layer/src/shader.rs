@@ -425,13 +425,34 @@ pub unsafe fn create_shaders_ext(
     if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
         // SAFETY: VUID-vkCreateShadersEXT-pShaders-parameter: `out` points at
         // `count` handles, written by the successful call down.
-        let shaders = unsafe { std::slice::from_raw_parts(out, count as usize) };
+        let shaders = unsafe { std::slice::from_raw_parts_mut(out, count as usize) };
+        let mut noted = Ok(());
         for ((shader, copy), c) in shaders.iter().zip(&copies).zip(&code) {
-            if c.is_some() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
+            if noted.is_ok() && c.is_some() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
                 // SAFETY: `copy` is the create info `shader` was made from
                 // (its arrays live in `copies`, `code` and `set_layouts`).
-                unsafe { s.note_shader(&dev.fns, *shader, copy) };
+                noted = unsafe { s.note_shader(&dev.fns, *shader, copy, &dev.settings().debug_fail) };
             }
+        }
+        if let Err(e) = noted {
+            // A locked shader without its layout could not have its lock set bound: the creation fails as the
+            // driver's would have, and nothing of it stays.
+            dev.log().error(
+                id::SPINLOCK_INIT,
+                &format!("vkCreateShadersEXT: the lock's pipeline layout cannot be made ({e:?}); the creation fails"),
+            );
+            for shader in shaders.iter_mut() {
+                // SAFETY: the shaders just made by the call down, which the application has not seen, and the
+                // layouts the layer made for them: nothing uses them (VUID-vkDestroyShaderEXT-shader-08482).
+                unsafe {
+                    s.forget_shader(&dev.fns, *shader);
+                    if let Some(so) = &dev.shader_object {
+                        (so.destroy_shader_ext)(device, *shader, alloc);
+                    }
+                }
+                *shader = vk::ShaderEXT::null();
+            }
+            return e;
         }
     }
     r

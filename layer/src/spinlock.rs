@@ -51,7 +51,8 @@ pub struct InitError(pub &'static str, pub vk::Result);
 
 impl Spinlock {
     /// Creates the lock resources on a new device and clears the locks, on
-    /// queue 0 of the first queue family the application created.
+    /// queue 0 of a graphics or compute family the application created
+    /// ([`crate::ffi::layer_queue`]).
     ///
     /// # Safety
     /// `device` was just created from `info` with `set_loader_data` from its chain.
@@ -84,11 +85,13 @@ impl Spinlock {
         // destroys exactly what exists (null handles are ignored).
         let made = (|s: &mut Spinlock, cmd_pool: &mut vk::CommandPool| -> Result<(), InitError> {
             let e = |what: &'static str| move |r: vk::Result| InitError(what, r);
+            let fail = |command| crate::guard::injected_failure(debug_fail, command);
             // SAFETY (every Vulkan call in this function): `device` was just
             // created from `info` on `pd` of `instance` (the caller's guarantee),
             // every create info below is built here from live locals and is valid
             // for it, and ash passes its own valid output pointers. Rules beyond
             // that are named at each call.
+            fail("vkCreateImage").map_err(e("lock image"))?;
             let image = unsafe {
                 device.create_image(
                     &vk::ImageCreateInfo::default()
@@ -113,6 +116,7 @@ impl Spinlock {
                     .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
             // SAFETY: as above; the size and a type allowed by the image's
             // requirements (VUID-vkBindImageMemory-memory-01047), bound once at offset 0.
+            fail("vkAllocateMemory").map_err(e("lock memory"))?;
             let memory = unsafe {
                 device.allocate_memory(
                     &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
@@ -131,6 +135,7 @@ impl Spinlock {
                 layer_count: 1,
             };
             // SAFETY: as above; the image is bound to memory and has STORAGE usage.
+            fail("vkCreateImageView").map_err(e("lock view"))?;
             let view = unsafe {
                 device.create_image_view(
                     &vk::ImageViewCreateInfo::default()
@@ -149,6 +154,7 @@ impl Spinlock {
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
             // SAFETY: as above.
+            fail("vkCreateDescriptorSetLayout").map_err(e("lock set layout"))?;
             let lock_layout = unsafe {
                 device.create_descriptor_set_layout(
                     &vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding),
@@ -164,6 +170,7 @@ impl Spinlock {
             s.empty_layout = empty_layout;
             let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
             // SAFETY: as above.
+            fail("vkCreateDescriptorPool").map_err(e("lock pool"))?;
             let pool = unsafe {
                 device.create_descriptor_pool(
                     &vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes),
@@ -174,6 +181,7 @@ impl Spinlock {
             s.pool = pool;
             let layouts = [lock_layout];
             // SAFETY: as above; the pool has room for this one set of one storage image.
+            fail("vkAllocateDescriptorSets").map_err(e("lock set"))?;
             let lock_set = unsafe {
                 device.allocate_descriptor_sets(
                     &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
@@ -202,24 +210,24 @@ impl Spinlock {
             // Clear the locks once: GENERAL layout, all zero (unlocked).
             // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
             // `queueCreateInfoCount` valid queue create infos (`info` is valid).
-            let queue_infos =
-                unsafe { std::slice::from_raw_parts(info.p_queue_create_infos, info.queue_create_info_count as usize) };
-            let family = queue_infos
-                .first()
-                .map(|q| q.queue_family_index)
-                .ok_or(InitError("no queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
-            // SAFETY: queue 0 of a family the device was created with, which has
-            // at least one queue (VUID-vkGetDeviceQueue-queueFamilyIndex-00384,
-            // VUID-vkGetDeviceQueue-queueIndex-00385). Assumed: that create info's
-            // flags are 0 (VUID-vkGetDeviceQueue-flags-01841).
-            let queue = unsafe { device.get_device_queue(family, 0) };
-            crate::guard::injected_failure(debug_fail, "vkCreateCommandPool").map_err(e("init pool"))?;
+            let queue_infos = unsafe { crate::ffi::slice(info.p_queue_create_infos, info.queue_create_info_count) };
+            // SAFETY: `pd` is the physical device of `instance` the device was created on.
+            let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+            // Clearing a colour image needs a graphics or compute queue.
+            let lq =
+                crate::ffi::layer_queue(queue_infos, &families, vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+                    .ok_or(InitError("no graphics or compute queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
+            let family = lq.family;
+            // SAFETY: queue 0 of a family the device was created with, fetched with its create flags.
+            let queue = unsafe { crate::ffi::get_layer_queue(device, lq) };
+            fail("vkCreateCommandPool").map_err(e("init pool"))?;
             // SAFETY: as for the resources above.
             *cmd_pool = unsafe {
                 device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
             }
             .map_err(e("init pool"))?;
             // SAFETY: as above.
+            fail("vkAllocateCommandBuffers").map_err(e("init command buffer"))?;
             let cb = unsafe {
                 device.allocate_command_buffers(
                     &vk::CommandBufferAllocateInfo::default().command_pool(*cmd_pool).command_buffer_count(1),
@@ -280,6 +288,7 @@ impl Spinlock {
             barrier(vk::ImageLayout::GENERAL, transfer, shaders);
             // SAFETY: `cb` is recording.
             unsafe { device.end_command_buffer(cb) }.map_err(e("init end"))?;
+            fail("vkQueueSubmit").map_err(e("init submit"))?;
             let cbs = [cb];
             // SAFETY: `cb` is executable and `queue` is of the family its pool
             // was made for (VUID-vkQueueSubmit-pCommandBuffers-00074).
@@ -308,25 +317,25 @@ impl Spinlock {
         made.map(|()| s)
     }
 
-    /// Remembers a locked fragment shader object and makes its layout.
+    /// Remembers a locked fragment shader object and makes its layout; the
+    /// driver's error where the layout cannot be made (the shader then
+    /// cannot have its lock set bound: the caller destroys it).
     ///
     /// # Safety
     /// `info` is the (extended) create info `shader` was made from, valid,
     /// and `device` is the device it was made on.
-    pub unsafe fn note_shader(&self, device: &ash::Device, shader: vk::ShaderEXT, info: &vk::ShaderCreateInfoEXT) {
-        let layouts = if info.set_layout_count == 0 {
-            &[][..]
-        } else {
-            // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter:
-            // `setLayoutCount` handles (`info` is valid).
-            unsafe { std::slice::from_raw_parts(info.p_set_layouts, info.set_layout_count as usize) }
-        };
-        let ranges = if info.push_constant_range_count == 0 {
-            &[][..]
-        } else {
-            // SAFETY: VUID-VkShaderCreateInfoEXT-pPushConstantRanges-parameter.
-            unsafe { std::slice::from_raw_parts(info.p_push_constant_ranges, info.push_constant_range_count as usize) }
-        };
+    pub unsafe fn note_shader(
+        &self,
+        device: &ash::Device,
+        shader: vk::ShaderEXT,
+        info: &vk::ShaderCreateInfoEXT,
+        debug_fail: &Option<String>,
+    ) -> Result<(), vk::Result> {
+        // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter: `setLayoutCount` handles (`info` is valid).
+        let layouts = unsafe { crate::ffi::slice(info.p_set_layouts, info.set_layout_count) };
+        // SAFETY: VUID-VkShaderCreateInfoEXT-pPushConstantRanges-parameter.
+        let ranges = unsafe { crate::ffi::slice(info.p_push_constant_ranges, info.push_constant_range_count) };
+        crate::guard::injected_failure(debug_fail, "vkCreatePipelineLayout")?;
         // SAFETY: set layouts and ranges a valid shader was created with make
         // a valid pipeline layout create info for the same device.
         let layout = unsafe {
@@ -334,9 +343,20 @@ impl Spinlock {
                 &vk::PipelineLayoutCreateInfo::default().set_layouts(layouts).push_constant_ranges(ranges),
                 None,
             )
-        };
-        if let Ok(layout) = layout {
-            self.shaders.lock().insert(shader, layout);
+        }?;
+        self.shaders.lock().insert(shader, layout);
+        Ok(())
+    }
+
+    /// Destroys the layout [`Spinlock::note_shader`] made for `shader`, if any.
+    ///
+    /// # Safety
+    /// `device` is the device the layout was made on, and no command buffer
+    /// that bound `shader` is recording or pending.
+    pub unsafe fn forget_shader(&self, device: &ash::Device, shader: vk::ShaderEXT) {
+        if let Some(layout) = self.shaders.lock().remove(&shader) {
+            // SAFETY: the layer's own layout, unused (the caller's guarantee).
+            unsafe { device.destroy_pipeline_layout(layout, None) };
         }
     }
 
@@ -564,7 +584,10 @@ pub unsafe fn destroy_shader(
     alloc: *const vk::AllocationCallbacks<'_>,
     next: impl FnOnce(vk::Device, vk::ShaderEXT, *const vk::AllocationCallbacks<'_>),
 ) {
-    if let Some(layout) = s.shaders.lock().remove(&shader) {
+    let layout = s.shaders.lock().remove(&shader);
+    // The shader goes down first, then the layout the layer made for it.
+    next(device, shader, alloc);
+    if let Some(layout) = layout {
         // SAFETY: the layer's own layout of this device, made by `note_shader`
         // without allocation callbacks (VUID-vkDestroyPipelineLayout-pipelineLayout-00300).
         // The layer passes it to vkCmdBindDescriptorSets only in command
@@ -574,7 +597,6 @@ pub unsafe fn destroy_shader(
         // buffer invalid anyway).
         unsafe { (core.fns.fp_v1_0().destroy_pipeline_layout)(device, layout, std::ptr::null()) };
     }
-    next(device, shader, alloc)
 }
 
 /// Before a draw: binds the lock set if the command buffer's graphics

@@ -101,6 +101,9 @@ pub struct Scene<'a> {
     /// The descriptor set layouts are destroyed once the sets are written and
     /// the pipelines made, before anything is recorded (the spec allows it).
     pub destroy_set_layouts: bool,
+    /// The input attachment's set layout is destroyed inside the pass, after
+    /// the second subpass bound its set and drew (the spec allows it).
+    pub destroy_set_layouts_in_pass: bool,
     /// An existing RGBA8 colour target (1 sample; colour attachment and
     /// transfer usages) rendered into instead of one made for this render,
     /// and left alive after it.
@@ -131,6 +134,7 @@ impl<'a> Scene<'a> {
             second_fs: None,
             imageless: false,
             destroy_set_layouts: false,
+            destroy_set_layouts_in_pass: false,
             target: None,
         }
     }
@@ -230,6 +234,35 @@ struct PipelineDesc<'a> {
     density_map: bool,
     /// The depth compare op is dynamic.
     compare_ops: bool,
+}
+
+/// A pipeline for subpass 0 of `render_pass`, a one-sample density-map pass
+/// of `size` (triangle list, no vertex input), and its layout (with `set`).
+pub fn density_map_pipeline(
+    gpu: &Gpu,
+    render_pass: vk::RenderPass,
+    vs: &[u8],
+    fs: &[u8],
+    set: Option<vk::DescriptorSetLayout>,
+    size: (u32, u32),
+) -> (vk::Pipeline, vk::PipelineLayout) {
+    pipeline(
+        gpu,
+        &PipelineDesc {
+            vs,
+            fs,
+            set,
+            render_pass,
+            subpass: 0,
+            samples: vk::SampleCountFlags::TYPE_1,
+            depth: None,
+            viewport: (size.0 as f32, size.1 as f32),
+            size,
+            dynamic_rendering: false,
+            density_map: true,
+            compare_ops: false,
+        },
+    )
 }
 
 /// A graphics pipeline (triangle list, no vertex input) and its layout.
@@ -848,6 +881,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, p1);
                         d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, l1, 0, &[input_set], &[]);
                         d.cmd_draw(cb, 3, 1, 0, 0);
+                        if scene.destroy_set_layouts_in_pass {
+                            d.destroy_descriptor_set_layout(input_layout, None);
+                        }
                     }
                     if rp2 {
                         d.cmd_end_render_pass2(cb, &vk::SubpassEndInfo::default());
@@ -885,6 +921,8 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             d.destroy_pipeline(p, None);
             d.destroy_pipeline_layout(l, None);
         }
+        let input_layout =
+            if scene.destroy_set_layouts_in_pass && two { vk::DescriptorSetLayout::null() } else { input_layout };
         for (l, p) in [(storage_layout, storage_pool), (input_layout, input_pool)] {
             d.destroy_descriptor_pool(p, None);
             d.destroy_descriptor_set_layout(l, None);

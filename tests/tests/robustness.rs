@@ -101,11 +101,25 @@ fn cli_ends_quietly_when_its_output_pipe_closes() {
 /// density-map pass falls back to 1x1 — logged, rendered fully (the matrix's
 /// per-pixel checks pass; only its "something was coarse" check fails, as
 /// under `fdm=baseline`), validation silent, nothing half recorded — for the
-/// scratch targets (image, memory) and for the map read (command pool,
-/// buffer).
+/// scratch targets (image, memory, view, framebuffer) and for the map read
+/// (command pool, command buffer, fence, buffer, its submission and wait).
 #[test]
 fn failed_density_map_allocations_fall_back_to_one_by_one() {
-    for command in ["vkCreateImage", "vkAllocateMemory", "vkCreateBuffer", "vkCreateCommandPool"] {
+    for command in [
+        "vkCreateImage",
+        // A scratch image or view failing after earlier ones were made.
+        "vkCreateImage@2",
+        "vkCreateImageView@3",
+        "vkAllocateMemory",
+        "vkCreateImageView",
+        "vkCreateFramebuffer",
+        "vkCreateBuffer",
+        "vkCreateCommandPool",
+        "vkAllocateCommandBuffers",
+        "vkCreateFence",
+        "vkQueueSubmit",
+        "vkWaitForFences",
+    ] {
         let o =
             run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_DEBUG_FAIL", command));
         assert_eq!(o.code, Some(1), "{command}: {}\n{}", o.stdout, o.stderr);
@@ -133,20 +147,38 @@ fn a_map_read_failing_while_recording_leaves_its_command_buffer_reusable() {
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
 }
 
-/// The spinlock's initialization fails after the lock image, view, set
-/// layouts, pool and set were made (`debug_fail` of its command pool):
-/// vkCreateDevice fails, and everything the lock made is destroyed before
-/// the device (the validation layer's leak check at vkDestroyDevice,
-/// VUID-vkDestroyDevice-device-00378, stays silent).
+/// The spinlock's initialization fails at each of its objects (`debug_fail`:
+/// the lock image, its memory and view, the set layouts, pool and set, the
+/// command pool and buffer of the clear, its submission): vkCreateDevice
+/// fails with the out-of-memory error the application would have got, and
+/// everything the lock made is destroyed before the device (the validation
+/// layer's leak check at vkDestroyDevice, VUID-vkDestroyDevice-device-00378,
+/// stays silent).
 #[test]
 fn a_failed_spinlock_init_leaves_nothing_behind() {
+    for command in [
+        "vkCreateImage",
+        "vkAllocateMemory",
+        "vkCreateImageView",
+        "vkCreateDescriptorSetLayout",
+        "vkCreateDescriptorPool",
+        "vkAllocateDescriptorSets",
+        "vkCreateCommandPool",
+        "vkAllocateCommandBuffers",
+        "vkQueueSubmit",
+    ] {
+        let o = run(app(Layers::OverlapOverValidation, &["interlock-features"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "spinlock")
+            .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", command));
+        assert_eq!(o.code, Some(4), "{command}: {}\n{}", o.stdout, o.stderr);
+        assert!(o.value("VK_ERROR").unwrap().contains("ERROR_OUT_OF_DEVICE_MEMORY"), "{command}: {}", o.stdout);
+        assert!(o.overlap_messages().contains(&"OVERLAP-Spinlock-Init"), "{command}: {}", o.stdout);
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{command}: {}", o.stderr);
+    }
+    // The control: without the injection the same program creates its device.
     let o = run(app(Layers::OverlapOverValidation, &["interlock-features"])
-        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "spinlock")
-        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkCreateCommandPool"));
-    assert_eq!(o.code, Some(4), "{}\n{}", o.stdout, o.stderr);
-    assert!(o.value("VK_ERROR").unwrap().contains("ERROR_INITIALIZATION_FAILED"), "{}", o.stdout);
-    assert!(o.stderr.contains("OVERLAP-Spinlock-Init") || o.stdout.contains("OVERLAP-Spinlock-Init"), "{}", o.stderr);
-    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "spinlock"));
+    o.assert_ok();
 }
 
 /// The application destroys its descriptor set layouts once its sets are
@@ -190,10 +222,120 @@ fn failed_linked_modules_leave_pipelines_unlinked() {
     };
     let off = run(app(Layers::OverlapOverValidation, &["varyings"]).env("VK_OVERLAP_EMULATION_VARYINGS", "off"));
     off.assert_ok();
-    let failed = run(app(Layers::OverlapOverValidation, &["varyings"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkCreateShaderModule"));
-    failed.assert_ok();
-    assert!(failed.overlap_messages().contains(&"OVERLAP-Varyings-Skipped"), "{}", failed.stdout);
     assert!(!sums(&off).is_empty());
-    assert_eq!(sums(&failed), sums(&off));
+    // Every temporary module fails, or only from the second on: the first
+    // pipeline's producer module was made and its consumer's was not, so the
+    // producer's is destroyed at once (the validation layer's leak report at
+    // vkDestroyDevice stays silent).
+    for fail in ["vkCreateShaderModule", "vkCreateShaderModule@2"] {
+        let failed =
+            run(app(Layers::OverlapOverValidation, &["varyings"]).env("VK_OVERLAP_EMULATION_DEBUG_FAIL", fail));
+        failed.assert_ok();
+        assert_eq!(failed.value("VALIDATION_ERRORS"), Some("0"), "{fail}");
+        assert!(failed.overlap_messages().contains(&"OVERLAP-Varyings-Skipped"), "{fail}: {}", failed.stdout);
+        assert_eq!(sums(&failed), sums(&off), "{fail}");
+    }
+}
+
+/// The per-area pipeline variants cannot be made (`debug_fail` of the
+/// variants' modules, or of the variant pipelines, not the application's
+/// own): the pipelines are created, and every pass binding one renders at
+/// 1x1 — logged, the per-pixel checks passing, validation silent. Without
+/// the check at the replay (seen once by disabling it), the 1x1 pipeline is
+/// bound in coarse replays and the references family fails.
+#[test]
+fn missing_pipeline_variants_render_their_passes_at_one_by_one() {
+    for command in ["vkCreateShaderModule", "vkCreateGraphicsPipelines"] {
+        let o =
+            run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_DEBUG_FAIL", command));
+        assert_eq!(o.code, Some(1), "{command}: {}\n{}", o.stdout, o.stderr);
+        assert!(o.stdout.contains("nothing was shaded coarsely (0 pixels, largest area 1)"), "{command}: {}", o.stdout);
+        assert!(!o.stdout.contains("fdm FAILED family=references"), "{command}: {}", o.stdout);
+        assert!(!o.stdout.contains("fdm FAILED family=density_one"), "{command}: {}", o.stdout);
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{command}");
+        let ids = o.overlap_messages();
+        assert!(ids.contains(&"OVERLAP-FDM-Variants") && ids.contains(&"OVERLAP-FDM-Fallback"), "{command}: {ids:?}");
+    }
+}
+
+/// The input attachment's set layout is destroyed inside the pass after its
+/// set was bound (the spec allows it): the set cannot be copied for the
+/// replays, so the pass renders at 1x1, exactly the render without a density
+/// map, validation silent. Before the fix the set went down unshadowed: the
+/// replays read the real attachment (VUID-vkCmdDraw-None-02699 and a render
+/// unlike the 1x1 one).
+#[test]
+fn an_input_set_layout_destroyed_in_the_pass_renders_it_at_one_by_one() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-destroyed-layout", "in-pass"]));
+    o.assert_ok();
+    for path in ["RenderPass", "RenderPass2"] {
+        let line = format!("fdm_destroyed_layout path={path} coarse_inputs=0 identical_to_no_map=true");
+        assert!(o.stdout.contains(&line), "{}", o.stdout);
+    }
+    assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
+}
+
+/// The shadow copies of input-attachment sets are made before anything of
+/// the replays is recorded; when their pool or set cannot be made
+/// (`debug_fail`) the pass renders at 1x1 (the render without a density
+/// map), validation silent. The control: without the failure the same pass
+/// is binned (its second subpass shades coarsely).
+#[test]
+fn shadow_sets_that_cannot_be_made_render_the_pass_at_one_by_one() {
+    let kept = run(&mut app(Layers::OverlapOverValidation, &["fdm-destroyed-layout", "kept"]));
+    kept.assert_ok();
+    assert!(kept.stdout.contains("path=RenderPass coarse_inputs=") && !kept.stdout.contains("coarse_inputs=0"));
+    for command in ["vkCreateDescriptorPool", "vkAllocateDescriptorSets"] {
+        let o = run(app(Layers::OverlapOverValidation, &["fdm-destroyed-layout", "kept"])
+            .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", command));
+        o.assert_ok();
+        for path in ["RenderPass", "RenderPass2"] {
+            let line = format!("fdm_destroyed_layout path={path} coarse_inputs=0 identical_to_no_map=true");
+            assert!(o.stdout.contains(&line), "{command}: {}", o.stdout);
+        }
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{command}");
+        assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{command}: {}", o.stdout);
+    }
+}
+
+/// The map read's fence wait fails (`debug_fail` of its vkWaitForFences, out
+/// of memory) with its command buffer still pending: the next read waits
+/// for it before it begins the command buffer or submits with the fence
+/// again. Without that wait (seen once by disabling it) the validation layer
+/// aborts the program at the second read.
+#[test]
+fn a_failed_map_read_wait_leaves_nothing_pending() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-bench", "2", "64", "2"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkWaitForFences"));
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+    assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
+}
+
+/// `VK_ERROR_DEVICE_LOST` in the layer's own map read (its submission or its
+/// fence wait, `debug_fail=...:device_lost`), inside vkCmdBeginRenderPass,
+/// which returns nothing: the pass is recorded at 1x1, and the device's next
+/// vkQueueSubmit, vkWaitForFences, vkGetFenceStatus and vkDeviceWaitIdle
+/// return it — no hang (the program's wait has a 10 s limit, the test two
+/// minutes), no panic, validation silent through the teardown. The control:
+/// without the loss every call succeeds.
+#[test]
+fn a_device_loss_in_the_map_read_reaches_the_application() {
+    let ok = run(&mut app(Layers::OverlapOverValidation, &["fdm-device-lost"]));
+    ok.assert_ok();
+    for key in ["queue_submit", "wait_for_fences", "device_wait_idle"] {
+        assert_eq!(ok.value(key), Some("SUCCESS"), "{key}: {}", ok.stdout);
+    }
+    for command in ["vkWaitForFences:device_lost", "vkQueueSubmit:device_lost"] {
+        let o =
+            run(app(Layers::OverlapOverValidation, &["fdm-device-lost"])
+                .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", command));
+        o.assert_ok();
+        assert_eq!(o.value("end_command_buffer"), Some("SUCCESS"), "{command}: {}", o.stdout);
+        for key in ["queue_submit", "wait_for_fences", "get_fence_status", "device_wait_idle"] {
+            assert_eq!(o.value(key), Some("ERROR_DEVICE_LOST"), "{command} {key}: {}", o.stdout);
+        }
+        assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Device-Lost"), "{command}: {}", o.stdout);
+        assert!(!o.stderr.contains("panicked"), "{command}: {}", o.stderr);
+    }
 }

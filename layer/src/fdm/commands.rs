@@ -23,7 +23,6 @@
 //! the same layout).
 
 use super::bins::Rect;
-use super::descriptors::shadow_set;
 use super::{Fdm, PipelineInfo};
 use ash::vk;
 use std::collections::{BTreeMap, HashMap};
@@ -137,6 +136,11 @@ fn set_at<T: Copy>(v: &mut Vec<Option<T>>, first: u32, items: &[T]) {
 }
 
 impl Snapshot {
+    /// The state commands in effect (bound pipelines and sets among them).
+    pub(super) fn commands(&self) -> impl Iterator<Item = &Cmd> {
+        self.cmds.values()
+    }
+
     /// Records `cmd`; `pipeline` is what the layer knows of the pipeline a
     /// graphics `BindPipeline` binds ([`pipeline_info`]).
     fn apply(&mut self, cmd: &Cmd, pipeline: Option<&PipelineInfo>) {
@@ -312,7 +316,9 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
                 let shadowed: Vec<vk::DescriptorSet>;
                 let sets: &[vk::DescriptorSet] = match t.inputs {
                     Some(inputs) => {
-                        shadowed = sets.iter().map(|set| shadow_set(f, *set, inputs)).collect();
+                        // Made before the replays were recorded (`super::replay`).
+                        let made = inputs.shadows.borrow();
+                        shadowed = sets.iter().map(|set| made.get(set).copied().unwrap_or(*set)).collect();
                         &shadowed
                     }
                     None => sets,

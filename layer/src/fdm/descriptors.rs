@@ -13,26 +13,42 @@ use ash::vk;
 use std::sync::Arc;
 
 /// `set`, or a copy of it whose input attachments name the replay's scratch
-/// views (made once per set and replay target, freed with the command
-/// buffer's next reset).
+/// views (made once per set and replay target, before anything of the
+/// replays is recorded, freed with the command buffer's next reset);
+/// `Err(why)` when a copy is needed and cannot be made (its layout was
+/// destroyed, or out of memory): the pass then renders at 1x1.
 ///
 /// # Safety
 /// `set` is a valid descriptor set of the device, bound in the command
 /// buffer being recorded (so neither freed nor updated meanwhile without
 /// invalidating it: VUID-vkFreeDescriptorSets-pDescriptorSets-00309), and
 /// the caller holds the command buffer (its external synchronization).
-pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputSubst) -> vk::DescriptorSet {
+pub(super) unsafe fn shadow_set(
+    dev: &DeviceCore,
+    f: &Fdm,
+    set: vk::DescriptorSet,
+    inputs: &InputSubst,
+) -> Result<vk::DescriptorSet, String> {
     if let Some(s) = inputs.shadows.borrow().get(&set) {
-        return *s;
+        return Ok(*s);
     }
-    let Some(info) = f.sets.lock().get(&set).cloned() else { return set };
+    let Some(info) = f.sets.lock().get(&set).cloned() else { return Ok(set) };
     if !info.inputs.iter().any(|(_, view, _)| inputs.views.contains_key(view)) {
-        return set;
+        return Ok(set);
     }
-    // A layout destroyed since the pass was captured (the capture went live for one destroyed before): the set
-    // goes unshadowed rather than be copied from (VUID-VkCopyDescriptorSet-srcSet-parameter).
-    let Some(layout) = info.layout.clone().filter(|l| l.alive()) else { return set };
+    // Held until the copy is written: a destroy of the layout (which marks it first, under this lock) waits, so
+    // the layout is alive for the allocation and the copy (VUID-VkCopyDescriptorSet-srcSet-parameter).
+    let _layouts = f.set_layouts.lock();
+    // A layout destroyed since the set was bound: the set cannot be copied from, and the original would read the
+    // real attachments instead of the scratch ones.
+    let Some(layout) = info.layout.clone().filter(|l| l.alive()) else {
+        return Err(
+            "a descriptor set with input attachments it binds cannot be copied (its layout is destroyed)".into()
+        );
+    };
     let d = &f.below;
+    let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
+    let oom = |what: &str, e: vk::Result| format!("a shadow descriptor {what} cannot be made: {e:?}");
     let mut sizes: Vec<vk::DescriptorPoolSize> = Vec::new();
     for b in layout.bindings.iter().filter(|b| b.count > 0) {
         match sizes.iter_mut().find(|s| s.ty == b.ty) {
@@ -40,25 +56,24 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
             None => sizes.push(vk::DescriptorPoolSize { ty: b.ty, descriptor_count: b.count }),
         }
     }
+    fail("vkCreateDescriptorPool").map_err(|e| oom("pool", e))?;
     // SAFETY: a create info built here from a live Vec; `below` is the next
     // layer's table for this device.
-    let Ok(pool) = (unsafe {
+    let pool = unsafe {
         d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
-    }) else {
-        return set;
-    };
+    }
+    .map_err(|e| oom("pool", e))?;
     inputs.pools.borrow_mut().push(pool);
     let layouts = [layout.layout];
+    fail("vkAllocateDescriptorSets").map_err(|e| oom("set", e))?;
     // SAFETY: the pool is the layer's own, just made with room for this layout's descriptors; `layout.layout` is
-    // the layout the application allocated `set` with, not destroyed (checked above; the caller holds the command
-    // buffer that binds `set`, and a destroy of the layout marks it before it goes down).
-    let Ok(shadow) = (unsafe {
+    // the layout the application allocated `set` with, not destroyed (checked above, under the lock a destroy takes).
+    let shadow = unsafe {
         d.allocate_descriptor_sets(
             &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
         )
-    }) else {
-        return set;
-    };
+    }
+    .map_err(|e| oom("set", e))?;
     let shadow = shadow[0];
     // Everything as the application wrote it, then the input attachments.
     let copies: Vec<vk::CopyDescriptorSet> = layout
@@ -107,7 +122,7 @@ pub(super) unsafe fn shadow_set(f: &Fdm, set: vk::DescriptorSet, inputs: &InputS
         d.update_descriptor_sets(&writes, &[]);
     }
     inputs.shadows.borrow_mut().insert(set, shadow);
-    shadow
+    Ok(shadow)
 }
 
 /// Destroys the shadow-set pools of a command buffer whose recording can no

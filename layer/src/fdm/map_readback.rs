@@ -19,6 +19,10 @@ pub struct MapReader {
     memory: vk::DeviceMemory,
     size: u64,
     ptr: *mut u8,
+    /// A read was submitted and its fence wait failed: the command buffer
+    /// may still be pending and the fence signaled, so the next read waits
+    /// for it (and resets it) before it begins the command buffer again.
+    pending: bool,
 }
 
 // SAFETY: used only under the device's reader lock.
@@ -30,14 +34,19 @@ impl MapReader {
     ///
     /// # Safety
     /// `device` is the device of `f` (its dispatchable handle), created with
-    /// a queue of `f.queue_family`.
-    unsafe fn new(dev: &DeviceCore, f: &Fdm, device: vk::Device, size: u64) -> Result<MapReader, vk::Result> {
+    /// queue 0 of `q` (`f.queue`).
+    unsafe fn new(
+        dev: &DeviceCore,
+        f: &Fdm,
+        device: vk::Device,
+        q: crate::ffi::LayerQueue,
+        size: u64,
+    ) -> Result<MapReader, vk::Result> {
         let d = &f.below;
         let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
-        // SAFETY: VUID-vkGetDeviceQueue-queueFamilyIndex-00384 and
-        // VUID-vkGetDeviceQueue-queueIndex-00385: the device was created with
-        // queue 0 of `f.queue_family` (the caller's guarantee).
-        let queue = unsafe { d.get_device_queue(f.queue_family, 0) };
+        // SAFETY: queue 0 of a family the device was created with, fetched with its create flags (the caller's
+        // guarantee).
+        let queue = unsafe { crate::ffi::get_layer_queue(d, q) };
         let mut r = MapReader {
             queue,
             pool: vk::CommandPool::null(),
@@ -47,6 +56,7 @@ impl MapReader {
             memory: vk::DeviceMemory::null(),
             size,
             ptr: std::ptr::null_mut(),
+            pending: false,
         };
         // `vkSetDeviceLoaderData` gives the layer's own dispatchable handles the device's dispatch table, as the
         // loader interface requires of objects a layer creates (`device` is this device: the caller's guarantee).
@@ -56,10 +66,11 @@ impl MapReader {
             fail("vkCreateCommandPool")?;
             r.pool = d.create_command_pool(
                 &vk::CommandPoolCreateInfo::default()
-                    .queue_family_index(f.queue_family)
+                    .queue_family_index(q.family)
                     .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
                 None,
             )?;
+            fail("vkAllocateCommandBuffers")?;
             r.cb = d.allocate_command_buffers(
                 &vk::CommandBufferAllocateInfo::default().command_pool(r.pool).command_buffer_count(1),
             )?[0];
@@ -67,6 +78,7 @@ impl MapReader {
                 let _ = set_data(device, vk::Handle::as_raw(queue) as *mut _);
                 let _ = set_data(device, vk::Handle::as_raw(r.cb) as *mut _);
             }
+            fail("vkCreateFence")?;
             r.fence = d.create_fence(&vk::FenceCreateInfo::default(), None)?;
             fail("vkCreateBuffer")?;
             r.buffer = d.create_buffer(
@@ -205,19 +217,40 @@ unsafe fn read_map(
     let size = (w * h * layers * 2) as u64;
     let layout = f.map_layouts.lock().get(&v.image).copied().unwrap_or(expected);
     let d = &f.below;
+    if f.lost.load(std::sync::atomic::Ordering::Acquire) {
+        return Err("the device is lost".into());
+    }
+    let queue = f.queue.ok_or("no queue of the device can copy the map")?;
+    let lost = |x: vk::Result| {
+        if x == vk::Result::ERROR_DEVICE_LOST {
+            note_device_lost(dev, f);
+        }
+        x
+    };
     let mut reader = f.reader.lock();
+    if let Some(r) = reader.as_mut().filter(|r| r.pending) {
+        // SAFETY: the reader's own fence, submitted with its last read, whose wait failed; waited for before it is
+        // reset (VUID-vkResetFences-pFences-01123), under the reader lock.
+        unsafe {
+            d.wait_for_fences(&[r.fence], true, u64::MAX)
+                .map_err(lost)
+                .map_err(|x| format!("map read failed: {x:?}"))?;
+            d.reset_fences(&[r.fence]).map_err(|x| format!("map read failed: {x:?}"))?;
+        }
+        r.pending = false;
+    }
     if reader.as_ref().is_some_and(|r| r.size < size) {
         // SAFETY: every read waits for its fence before it returns (below),
         // and the reader lock is held: no read is in flight.
         unsafe { reader.take().unwrap().destroy(d) };
     }
     if reader.is_none() {
-        // SAFETY: `dev.handle` is the device of `f`, whose queue family
-        // `f.queue_family` it was created with.
-        let made = unsafe { MapReader::new(dev, f, dev.handle, size.max(64 * 1024)) };
+        // SAFETY: `dev.handle` is the device of `f`, created with queue 0 of
+        // `f.queue` (a `layer_queue` of its create info).
+        let made = unsafe { MapReader::new(dev, f, dev.handle, queue, size.max(64 * 1024)) };
         *reader = Some(made.map_err(|e| format!("cannot set up map reads: {e:?}"))?);
     }
-    let r = reader.as_ref().unwrap();
+    let r = reader.as_mut().unwrap();
     let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::COLOR, level_count: 1, ..v.range };
     let e = |x: vk::Result| format!("map read failed: {x:?}");
     // SAFETY: the reader's command buffer is the layer's own, not pending
@@ -283,20 +316,30 @@ unsafe fn read_map(
     // the reader lock. A failed end leaves it invalid, which the next begin
     // may reset (its pool allows resets), so nothing is left to undo.
     unsafe { d.end_command_buffer(r.cb) }.map_err(e)?;
+    let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command).map_err(lost);
     {
         let _g = f.queue_lock.lock();
         let cbs = [r.cb];
+        fail("vkQueueSubmit").map_err(e)?;
         // SAFETY: the queue lock is held (the queue's external synchronization with the application's submissions
-        // through the layer); the command buffer is executable and the fence unsignaled (reset after the last read;
-        // VUID-vkQueueSubmit-fence-00063).
-        unsafe { d.queue_submit(r.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], r.fence) }.map_err(e)?;
+        // through the layer); the command buffer is executable and the fence unsignaled (reset after the last read,
+        // or after the wait above where that read's wait failed; VUID-vkQueueSubmit-fence-00063).
+        unsafe { d.queue_submit(r.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], r.fence) }
+            .map_err(lost)
+            .map_err(e)?;
     }
+    // From here the command buffer is pending until the fence is waited for: a failed wait leaves it so, and the
+    // next read waits again before it begins it (VUID-vkBeginCommandBuffer-commandBuffer-00049) or submits with the
+    // fence (VUID-vkQueueSubmit-fence-00063).
+    r.pending = true;
     // SAFETY: the reader's own fence, submitted just above; waited for
     // before it is reset (VUID-vkResetFences-pFences-01123).
     unsafe {
-        d.wait_for_fences(&[r.fence], true, u64::MAX).map_err(e)?;
+        fail("vkWaitForFences").map_err(e)?;
+        d.wait_for_fences(&[r.fence], true, u64::MAX).map_err(lost).map_err(e)?;
         d.reset_fences(&[r.fence]).map_err(e)?;
     }
+    r.pending = false;
     // SAFETY: `r.ptr` maps the whole of the reader's host-coherent memory, at least `r.size >= size` bytes, and the
     // copy into it finished (the fence was waited for after a transfer-to-host barrier); the buffer stays mapped
     // while the reader lock is held.
@@ -312,4 +355,17 @@ unsafe fn read_map(
     };
     let texels = bytes.chunks_exact(2).map(|t| [pick(v.components.r, 0, t), pick(v.components.g, 1, t)]).collect();
     Ok((w, h, layers, texels))
+}
+
+/// A `VK_ERROR_DEVICE_LOST` met by the layer's own submission or wait: it
+/// cannot be returned by the command that met it (`vkCmdBeginRenderPass*`
+/// returns nothing), so the device remembers it and its next submissions
+/// and waits return it ([`super::queue`]); no map is read again.
+pub(super) fn note_device_lost(dev: &DeviceCore, f: &Fdm) {
+    if !f.lost.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        dev.log().error(
+            crate::id::FDM_DEVICE_LOST,
+            "the device was lost during a density-map read; the device's next submissions and waits return VK_ERROR_DEVICE_LOST",
+        );
+    }
 }

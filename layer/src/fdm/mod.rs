@@ -276,6 +276,10 @@ pub struct PipelineInfo {
     pub static_scissors: Option<Vec<vk::Rect2D>>,
     /// Variants per fragment area (the application's handle is area 1x1).
     pub variants: HashMap<(u32, u32), vk::Pipeline>,
+    /// Its fragment shader reads FragCoord or a density built-in: a replay
+    /// above 1x1 needs its variant (one that could not be made renders the
+    /// pass at 1x1).
+    pub needs_variants: bool,
     pub side_effects: bool,
 }
 
@@ -305,7 +309,13 @@ pub struct Fdm {
     pub reader: Mutex<Option<map_readback::MapReader>>,
     pub scratch: Mutex<scratch::ScratchCache>,
     pub memory: vk::PhysicalDeviceMemoryProperties,
-    pub queue_family: u32,
+    /// The application's queue the map reads submit on (`None`: no queue
+    /// can copy, every pass renders at 1x1).
+    pub queue: Option<crate::ffi::LayerQueue>,
+    /// A `VK_ERROR_DEVICE_LOST` met by the layer's own submission or wait
+    /// (inside a command that returns nothing): the device's later
+    /// submissions and waits return it.
+    pub lost: std::sync::atomic::AtomicBool,
     pub set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
     /// Pipeline-statistics pools counting fragment-shader invocations alone:
     /// their queries may stay active across a binned pass.
@@ -407,13 +417,20 @@ impl Fdm {
         set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
         overlay: bool,
     ) -> Fdm {
-        let queue_family = if info.queue_create_info_count > 0 {
-            // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
-            // `queueCreateInfoCount` (> 0) valid queue create infos.
-            unsafe { (*info.p_queue_create_infos).queue_family_index }
-        } else {
-            0
+        // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter: `queueCreateInfoCount` valid queue create
+        // infos; `pd` is the physical device of `instance` the device was created from (the caller's guarantee).
+        let (created, families) = unsafe {
+            (
+                crate::ffi::slice(info.p_queue_create_infos, info.queue_create_info_count),
+                instance.get_physical_device_queue_family_properties(pd),
+            )
         };
+        // The map read copies an image into a buffer: any graphics, compute or transfer queue.
+        let queue = crate::ffi::layer_queue(
+            created,
+            &families,
+            vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER,
+        );
         // SAFETY: `pd` is the physical device of `instance` the device was
         // created from (the caller's guarantee).
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
@@ -435,7 +452,8 @@ impl Fdm {
             reader: Default::default(),
             scratch: Default::default(),
             memory,
-            queue_family,
+            queue,
+            lost: Default::default(),
             set_loader_data,
             overlay,
             misreplay: false,
@@ -446,6 +464,11 @@ impl Fdm {
             set_layouts: Default::default(),
             sets: Default::default(),
         }
+    }
+
+    /// The layer's own work met `VK_ERROR_DEVICE_LOST` ([`Fdm::lost`]).
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
@@ -1194,6 +1217,8 @@ unsafe fn create_one(
     }
     let fs = fs.unwrap();
     let m = facts[fs].clone().unwrap();
+    pinfo.needs_variants = true;
+    let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
     // SAFETY: the caller's guarantee: a valid info, with a fragment stage.
     let inv = unsafe { invocations(info, m.sample_rate) };
     let mut made: Vec<((u32, u32), vk::Pipeline)> = Vec::new();
@@ -1207,7 +1232,9 @@ unsafe fn create_one(
         let mut module = vk::ShaderModule::null();
         // SAFETY: a create info built here over a live Vec of the lowered
         // (validated) code.
-        let r = unsafe { (f.below.fp_v1_0().create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module) };
+        let r = fail("vkCreateShaderModule").err().unwrap_or_else(|| unsafe {
+            (f.below.fp_v1_0().create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module)
+        });
         if r != vk::Result::SUCCESS {
             break;
         }
@@ -1219,8 +1246,12 @@ unsafe fn create_one(
         // SAFETY: the application's valid info with the fragment stage's module replaced by the variant's (a module
         // of this device, alive until after the call) and the stages in a live Vec; a module may be destroyed once
         // the pipelines made from it exist.
+        // (The 1x1 variant is the application's pipeline: only the layer's own variants take the injection.)
+        let injected = if area == (1, 1) { None } else { fail("vkCreateGraphicsPipelines").err() };
         let r = unsafe {
-            let r = down(dev.handle, cache, 1, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p);
+            let r = injected.unwrap_or_else(|| {
+                down(dev.handle, cache, 1, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p)
+            });
             (f.below.fp_v1_0().destroy_shader_module)(dev.handle, module, std::ptr::null());
             r
         };
@@ -1233,7 +1264,13 @@ unsafe fn create_one(
         made.push((area, p));
     }
     if made.first().map(|m| m.0) != Some((1, 1)) {
-        // The variants could not be made: the application's stages as they are.
+        // The variants could not be made: the application's stages as they are (its passes render at 1x1).
+        dev.log().log_once(
+            LogLevel::Warn,
+            id::FDM_VARIANTS,
+            "",
+            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
+        );
         // SAFETY: as for a pipeline without variants above.
         let r = unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
         if r == vk::Result::SUCCESS {
@@ -1249,7 +1286,7 @@ unsafe fn create_one(
             LogLevel::Warn,
             id::FDM_VARIANTS,
             "",
-            "some per-area pipeline variants could not be made; those areas fall back to 1x1",
+            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
         );
     }
     let first = made[0].1;

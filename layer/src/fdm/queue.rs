@@ -107,6 +107,9 @@ pub unsafe fn queue_submit(
     // synchronization, shared with the layer's own map reads).
     let next = move || unsafe { (f.below.fp_v1_0().queue_submit)(q, n, s, fence) };
     let _g = f.queue_lock.lock();
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
     // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter and
     // VUID-VkSubmitInfo-pCommandBuffers-parameter: `s` holds `n` valid submit
     // infos, each with `commandBufferCount` command buffers.
@@ -131,6 +134,9 @@ pub unsafe fn queue_submit2(
     // vkQueueSubmit2 go down unchanged, under the queue lock.
     let next = move || unsafe { (f.below.fp_v1_3().queue_submit2)(q, n, s, fence) };
     let _g = f.queue_lock.lock();
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
     // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter and
     // VUID-VkSubmitInfo2-pCommandBufferInfos-parameter: `s` holds `n` valid
     // submit infos, each with `commandBufferInfoCount` infos.
@@ -148,7 +154,12 @@ pub unsafe fn queue_wait_idle(_: &DeviceCore, f: &Fdm, q: vk::Queue) -> vk::Resu
     // goes down unchanged, under the queue lock (its external synchronization).
     let next = move || unsafe { (f.below.fp_v1_0().queue_wait_idle)(q) };
     let _g = f.queue_lock.lock();
-    next()
+    // Still waits: whatever was submitted before the loss finishes before the application destroys it.
+    let r = next();
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
+    r
 }
 
 /// `vkQueueBindSparse`, under the queue lock.
@@ -168,6 +179,9 @@ pub unsafe fn queue_bind_sparse(
     // synchronization, shared with the layer's own map reads).
     let next = move || unsafe { (f.below.fp_v1_0().queue_bind_sparse)(q, n, b, fence) };
     let _g = f.queue_lock.lock();
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
     next()
 }
 
@@ -184,6 +198,9 @@ pub unsafe fn queue_present(
 ) -> vk::Result {
     let Some(present) = dev.next_queue_present else { return vk::Result::ERROR_EXTENSION_NOT_PRESENT };
     let _g = f.queue_lock.lock();
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
     // SAFETY: the application's arguments of a valid vkQueuePresentKHR go
     // down unchanged to the next layer's command, under the queue lock (the
     // queue's external synchronization).
@@ -200,5 +217,44 @@ pub unsafe fn device_wait_idle(_: &DeviceCore, f: &Fdm, device: vk::Device) -> v
     // device goes down unchanged, under the queue lock.
     let next = move || unsafe { (f.below.fp_v1_0().device_wait_idle)(device) };
     let _g = f.queue_lock.lock();
-    next()
+    // Still waits: whatever was submitted before the loss finishes before the application destroys it.
+    let r = next();
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
+    r
+}
+
+/// `vkWaitForFences`: `VK_ERROR_DEVICE_LOST` once the layer's own work met
+/// it (the application's submissions since then were not made, so their
+/// fences would never signal); otherwise down unchanged.
+///
+/// # Safety
+/// The arguments are those of a valid `vkWaitForFences` call.
+pub unsafe fn wait_for_fences(
+    _: &DeviceCore,
+    f: &Fdm,
+    device: vk::Device,
+    n: u32,
+    fences: *const vk::Fence,
+    all: vk::Bool32,
+    timeout: u64,
+) -> vk::Result {
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
+    // SAFETY: the application's arguments of a valid vkWaitForFences go down unchanged.
+    unsafe { (f.below.fp_v1_0().wait_for_fences)(device, n, fences, all, timeout) }
+}
+
+/// `vkGetFenceStatus`: as [`wait_for_fences`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkGetFenceStatus` call.
+pub unsafe fn get_fence_status(_: &DeviceCore, f: &Fdm, device: vk::Device, fence: vk::Fence) -> vk::Result {
+    if f.is_lost() {
+        return vk::Result::ERROR_DEVICE_LOST;
+    }
+    // SAFETY: the application's arguments of a valid vkGetFenceStatus go down unchanged.
+    unsafe { (f.below.fp_v1_0().get_fence_status)(device, fence) }
 }

@@ -14,6 +14,7 @@
 
 use super::bins::{self, Rect};
 use super::commands::{emit, restore, Cmd, InputSubst, Transform};
+use super::descriptors::{free_shadow_pools, shadow_set};
 use super::map_readback::density_map;
 use super::pass::{attachments, begin_live, begin_real, end_real, Att, Begin, Pass};
 use super::replay_plan::{plan, Change, Plan, PlannedReplay, Step, Target};
@@ -112,6 +113,18 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         }
         Plan::Replays { replays, finish } => (replays, finish),
     };
+    // A pipeline whose fragment shader needs a per-area variant that could not be made (out of memory) cannot be
+    // replayed at that area: 1x1, before anything is recorded.
+    {
+        let pipelines = f.pipelines.lock();
+        for c in pass.state.commands().chain(&pass.cmds) {
+            let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = c else { continue };
+            let Some(info) = pipelines.get(p).filter(|i| i.needs_variants) else { continue };
+            if planned.iter().any(|r| !info.variants.contains_key(&r.replay.area)) {
+                return Err("a pipeline it binds lacks the per-area variant a replay needs".into());
+            }
+        }
+    }
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
@@ -127,14 +140,38 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             ),
         });
     }
+    // So are the shadow copies of the descriptor sets whose input attachments must read a replay's scratch views.
+    let mut substs: Vec<InputSubst> = Vec::with_capacity(planned.len());
+    for targets in &scratch {
+        let subst = InputSubst {
+            views: match targets {
+                Some(t) => atts.iter().zip(&t.views).filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?))).collect(),
+                None => Default::default(),
+            },
+            ..Default::default()
+        };
+        // SAFETY: the caller's guarantee (the capture rule holds for `pass`).
+        let made = if subst.views.is_empty() { Ok(()) } else { unsafe { shadow_sets(dev, f, pass, &subst) } };
+        substs.push(subst);
+        if let Err(why) = made {
+            for s in &substs {
+                // SAFETY: the layer's own pools, just made; nothing was recorded with their sets.
+                unsafe { free_shadow_pools(f, &mut s.pools.borrow_mut()) };
+            }
+            return Err(why);
+        }
+    }
     // SAFETY: the caller's guarantee: `cb` is recording at the end of the
-    // captured `pass`, outside a render pass; the targets were made above
-    // for these attachments.
+    // captured `pass`, outside a render pass; the targets and shadow sets
+    // were made above for these attachments.
     unsafe {
-        for (p, targets) in planned.iter().zip(&scratch) {
-            record_replay(f, cb, pass, &atts, p, targets.as_ref());
+        for ((p, targets), subst) in planned.iter().zip(&scratch).zip(&substs) {
+            record_replay(f, cb, pass, &atts, p, targets.as_ref(), subst);
         }
         barrier(f, cb, &transitions(&atts, None, &finish));
+    }
+    for s in substs {
+        pass.shadow_pools.extend(s.pools.take());
     }
     if dev.log().enabled(LogLevel::Debug) {
         let all_bins = bins::bins(&map, render_area, texel, layers, super::MAX_AREA);
@@ -187,12 +224,32 @@ fn transitions(atts: &[Option<Att>], targets: Option<&Targets>, changes: &[Chang
         .collect()
 }
 
+/// Makes the shadow copy of every descriptor set `pass` binds (at its start
+/// or in it) whose input attachments `subst` retargets; `Err(why)` when one
+/// cannot be made.
+///
+/// # Safety
+/// As [`replay`].
+unsafe fn shadow_sets(dev: &DeviceCore, f: &Fdm, pass: &Pass, subst: &InputSubst) -> Result<(), String> {
+    for c in pass.state.commands().chain(&pass.cmds) {
+        if let Cmd::BindSets { sets, .. } = c {
+            for set in sets {
+                // SAFETY: the caller's guarantee (the capture rule): a set bound in the pass being ended is valid and
+                // bound in the recording command buffer the caller holds.
+                unsafe { shadow_set(dev, f, *set, subst) }?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Records one planned replay: its steps in order, into the real
 /// attachments (`targets` is `None`) or into its scratch targets.
 ///
 /// # Safety
 /// As [`replay`]; `atts` are `pass`'s attachments and `targets` the scratch
-/// targets made for them at the replay's area.
+/// targets made for them at the replay's area, `subst` their views and the
+/// shadow sets made for them.
 unsafe fn record_replay(
     f: &Fdm,
     cb: vk::CommandBuffer,
@@ -200,6 +257,7 @@ unsafe fn record_replay(
     atts: &[Option<Att>],
     p: &PlannedReplay,
     targets: Option<&Targets>,
+    subst: &InputSubst,
 ) {
     let scratch_image = |i: usize| targets.and_then(|t| t.images[i]);
     // SAFETY: the caller's guarantee: `cb` is recording, outside a render pass except between the begin and end of a
@@ -219,21 +277,10 @@ unsafe fn record_replay(
                 }
                 Step::Render => {
                     let mut begin = pass.begin.clone();
-                    let subst = InputSubst {
-                        views: match targets {
-                            Some(t) => atts
-                                .iter()
-                                .zip(&t.views)
-                                .filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?)))
-                                .collect(),
-                            None => Default::default(),
-                        },
-                        ..Default::default()
-                    };
                     let mut t = p.transform();
                     match targets {
                         Some(s) => {
-                            t.inputs = Some(&subst);
+                            t.inputs = Some(subst);
                             retarget(&mut begin, p.render_area, s.framebuffer, &s.views);
                         }
                         None => set_area(&mut begin, p.render_area),
@@ -244,7 +291,6 @@ unsafe fn record_replay(
                         overlay(f, cb, &p.replay, &t);
                     }
                     end_real(f, cb, &begin);
-                    pass.shadow_pools.extend(subst.pools.take());
                 }
             }
         }

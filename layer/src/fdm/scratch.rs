@@ -222,6 +222,7 @@ pub(super) unsafe fn scratch_targets(
             )?;
             d.bind_image_memory(made.0, made.1, 0)?;
             let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImageView")?;
             made.2 = d.create_image_view(
                 &vk::ImageViewCreateInfo::default()
                     .image(made.0)
@@ -261,17 +262,18 @@ pub(super) unsafe fn scratch_targets(
         // SAFETY: the application's render pass and views of the pass being
         // recorded (valid: the caller's guarantee), with the layer's scratch
         // views in place of the scratched attachments; a live Vec of them.
-        let made = unsafe {
-            d.create_framebuffer(
-                &vk::FramebufferCreateInfo::default()
-                    .render_pass(*render_pass)
-                    .attachments(&all)
-                    .width(w)
-                    .height(h)
-                    .layers(layers),
-                None,
-            )
-        };
+        let made =
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateFramebuffer").and_then(|()| unsafe {
+                d.create_framebuffer(
+                    &vk::FramebufferCreateInfo::default()
+                        .render_pass(*render_pass)
+                        .attachments(&all)
+                        .width(w)
+                        .height(h)
+                        .layers(layers),
+                    None,
+                )
+            });
         match made {
             Ok(fb) => framebuffer = fb,
             Err(e) => {

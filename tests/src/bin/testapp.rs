@@ -30,7 +30,11 @@ fn usage() -> ! {
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
          multiview-ladder [plain|fdm-device|fdm-map]  a plain two-view draw, one layer feature at a time\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
+         host-leak                  a planted host leak (heap blocks whose pointers are dropped): valgrind's control\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
+         fdm-destroyed-layout [before|in-pass|kept]  an input-attachment set whose layout is destroyed\n  \
+         fdm-device-lost            one density-map pass, then what submit and the waits return\n  \
+         stress THREADS ITERATIONS  density-map, interlock and linked pipelines recorded on THREADS threads, checked\n  \
          varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)"
     );
     std::process::exit(2)
@@ -80,10 +84,13 @@ fn main() {
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
-        "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts),
+        "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts, args.get(1).map(String::as_str).unwrap_or("before")),
+        "fdm-device-lost" => fdm_device_lost(&mut opts),
+        "stress" => stress(&mut opts, arg(&args, 1), arg(&args, 2)),
         "fdm-recreated-map" => fdm_recreated_map(&mut opts),
         "fdm-khr" => fdm_khr(&mut opts),
         "leak" => leak(&opts),
+        "host-leak" => host_leak(),
         "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
@@ -807,6 +814,15 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str) -> Result<(), String> {
 /// the device is. The control for the leak detector the suites rely on: the
 /// validation layer sits below Overlap, so it sees the layer's own objects
 /// as it sees these, and reports any left at vkDestroyDevice.
+fn host_leak() -> Result<(), String> {
+    for i in 0..16u8 {
+        // The only pointer to each block is forgotten: definitely lost.
+        std::mem::forget(std::hint::black_box(vec![i; 4096]));
+    }
+    println!("host_leak=16x4096");
+    Ok(())
+}
+
 fn leak(opts: &GpuOptions) -> Result<(), String> {
     let g = gpu(opts)?;
     unsafe {
@@ -893,11 +909,14 @@ fn fdm_khr(opts: &mut GpuOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// `fdm-destroyed-layout`: two subpasses, the second reading the first as
-/// an input attachment, with the descriptor set layouts destroyed before
-/// recording (the sets stay valid, but can no longer be copied from, so the
-/// layer cannot shadow the input set: the pass renders live at 1x1).
-fn fdm_destroyed_layout(opts: &mut GpuOptions) -> Result<(), String> {
+/// `fdm-destroyed-layout [before|in-pass|kept]`: two subpasses, the second
+/// reading the first as an input attachment, with the descriptor set
+/// layouts destroyed before recording, or the input set's inside the pass
+/// after it was bound (the sets stay valid, but can no longer be copied from,
+/// so the layer cannot shadow the input set: the pass renders at 1x1), or
+/// kept (the layer shadows the set). Prints whether the render is the one
+/// without a density map (what a 1x1 pass must give).
+fn fdm_destroyed_layout(opts: &mut GpuOptions, when: &str) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Path, Scene};
     opts.fdm = true;
     let g = gpu(opts)?;
@@ -911,13 +930,319 @@ fn fdm_destroyed_layout(opts: &mut GpuOptions) -> Result<(), String> {
         let s = Scene {
             map: Some(&map),
             second_fs: Some(input_fs),
-            destroy_set_layouts: true,
+            destroy_set_layouts: when == "before",
+            destroy_set_layouts_in_pass: when == "in-pass",
             ..Scene::new(path, size, scene_vs, scene_fs, 9)
         };
         let px = fdm::render(&g, &s);
         let coarse_inputs = px.iter().filter(|p| p[3] != 17 && p[3] != 255).count();
-        println!("fdm_destroyed_layout path={path:?} coarse_inputs={coarse_inputs}");
+        let without_map = fdm::render(&g, &Scene { map: None, ..s });
+        println!(
+            "fdm_destroyed_layout path={path:?} coarse_inputs={coarse_inputs} identical_to_no_map={}",
+            px == without_map
+        );
     }
+    Ok(())
+}
+
+/// `fdm-device-lost`: one density-map render pass (no draws: the layer reads
+/// the map at its begin), then the results of vkEndCommandBuffer,
+/// vkQueueSubmit, vkWaitForFences, vkGetFenceStatus and vkDeviceWaitIdle, as
+/// `NAME=RESULT` lines; every object is destroyed afterwards (a loss the
+/// layer reports must leave nothing pending it did not wait for).
+fn fdm_device_lost(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map};
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    let d = &g.device;
+    let size = (64u32, 64u32);
+    let map = Map { width: 8, height: 8, texels: vec![[60, 60]; 64] };
+    let map_img = fdm::map_image(&g, &map);
+    let target = g.image_2d(
+        vk::Format::R8G8B8A8_UNORM,
+        size,
+        vk::SampleCountFlags::TYPE_1,
+        vk::ImageUsageFlags::COLOR_ATTACHMENT,
+    );
+    let name = |r: vk::Result| format!("{r:?}");
+    let result = |r: Result<(), vk::Result>| r.err().map_or("SUCCESS".to_string(), name);
+    unsafe {
+        let render_pass = fdm_render_pass(&g, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)?;
+        let framebuffer = g.framebuffer(render_pass, &[target.2, map_img.2], size);
+        let pool = d
+            .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(g.queue_family), None)
+            .map_err(|e| format!("vkCreateCommandPool: {e:?}"))?;
+        let cb = d
+            .allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
+            )
+            .map_err(|e| format!("vkAllocateCommandBuffers: {e:?}"))?[0];
+        d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).map_err(|e| format!("{e:?}"))?;
+        let clears = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0; 4] } }, vk::ClearValue::default()];
+        d.cmd_begin_render_pass(
+            cb,
+            &vk::RenderPassBeginInfo::default()
+                .render_pass(render_pass)
+                .framebuffer(framebuffer)
+                .render_area(vk::Rect2D {
+                    offset: vk::Offset2D::default(),
+                    extent: vk::Extent2D { width: size.0, height: size.1 },
+                })
+                .clear_values(&clears),
+            vk::SubpassContents::INLINE,
+        );
+        d.cmd_end_render_pass(cb);
+        println!("end_command_buffer={}", result(d.end_command_buffer(cb)));
+        let fence = d.create_fence(&vk::FenceCreateInfo::default(), None).map_err(|e| format!("{e:?}"))?;
+        let cbs = [cb];
+        println!(
+            "queue_submit={}",
+            result(d.queue_submit(g.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], fence))
+        );
+        // A finite timeout: a layer that hid the loss would leave this fence unsignaled only if it did not submit.
+        println!("wait_for_fences={}", result(d.wait_for_fences(&[fence], true, 10_000_000_000)));
+        println!(
+            "get_fence_status={}",
+            d.get_fence_status(fence).map_or_else(name, |s| format!("SUCCESS signaled={s}"))
+        );
+        println!("device_wait_idle={}", result(d.device_wait_idle()));
+        d.destroy_fence(fence, None);
+        d.destroy_command_pool(pool, None);
+        d.destroy_framebuffer(framebuffer, None);
+        d.destroy_render_pass(render_pass, None);
+    }
+    g.destroy_image(target);
+    g.destroy_image(map_img);
+    Ok(())
+}
+
+/// A render pass of one RGBA8 colour attachment (cleared, stored, ending in
+/// `final_layout`) and a density map (attachment 1).
+fn fdm_render_pass(g: &Gpu, final_layout: vk::ImageLayout) -> Result<vk::RenderPass, String> {
+    let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
+    let attachments = [
+        vk::AttachmentDescription::default()
+            .format(vk::Format::R8G8B8A8_UNORM)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .load_op(vk::AttachmentLoadOp::CLEAR)
+            .store_op(vk::AttachmentStoreOp::STORE)
+            .initial_layout(vk::ImageLayout::UNDEFINED)
+            .final_layout(final_layout),
+        vk::AttachmentDescription::default()
+            .format(vk::Format::R8G8_UNORM)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .load_op(vk::AttachmentLoadOp::LOAD)
+            .store_op(vk::AttachmentStoreOp::DONT_CARE)
+            .initial_layout(fdm_layout)
+            .final_layout(fdm_layout),
+    ];
+    let colour = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
+    let subpass = [vk::SubpassDescription::default().color_attachments(&colour)];
+    let mut density = vk::RenderPassFragmentDensityMapCreateInfoEXT::default()
+        .fragment_density_map_attachment(vk::AttachmentReference { attachment: 1, layout: fdm_layout });
+    let info =
+        vk::RenderPassCreateInfo::default().attachments(&attachments).subpasses(&subpass).push_next(&mut density);
+    unsafe { g.device.create_render_pass(&info, None) }.map_err(|e| format!("vkCreateRenderPass: {e:?}"))
+}
+
+/// `stress THREADS ITERATIONS`: every capability at once. Each thread makes
+/// its own pipelines — one whose fragment shader reads the fragment area
+/// through varyings the linker removes, propagates and merges
+/// (`fdm_linked`), one that counts draws per pixel in an interlock critical
+/// section (`fdm_interlock`) — then, ITERATIONS times, records one command
+/// buffer with a binned density-map pass of the first and a density-map
+/// pass of the second (which stores, so it renders at 1x1), submits it (the
+/// queue shared under a lock: lavapipe offers one queue) and checks both:
+/// the areas and fragment ids of the first (fdm::check_sizes, some coarse),
+/// and every pixel's count of the second.
+fn stress(opts: &mut GpuOptions, threads: u32, iterations: u32) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map};
+    opts.fdm = true;
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    if !g.fdm || !g.interlock {
+        return Err(format!("needs fragment density maps and interlock (fdm={} interlock={})", g.fdm, g.interlock));
+    }
+    let families = unsafe { g.instance.get_physical_device_queue_family_properties(g.pd) };
+    println!(
+        "stress queue_families={} queues_in_family={} queues_used=1",
+        families.len(),
+        families[g.queue_family as usize].queue_count
+    );
+    let (min, max) = texel_limits(&g);
+    let size = (256u32, 256u32);
+    let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    let map_img = fdm::map_image(&g, &map);
+    let render_pass = fdm_render_pass(&g, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)?;
+    let queue = std::sync::Mutex::new(());
+    let draws = 4u32;
+    let linked_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_linked.vert.spv"))[..];
+    let linked_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_linked.frag.spv"))[..];
+    let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let interlock_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_interlock.frag.spv"))[..];
+    let d = &g.device;
+    let thread = |t: u32| -> Result<u64, String> {
+        let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC;
+        let target = g.image_2d(vk::Format::R8G8B8A8_UNORM, size, vk::SampleCountFlags::TYPE_1, usage);
+        let counts_usage =
+            vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+        let counts = g.image_2d(vk::Format::R32_UINT, size, vk::SampleCountFlags::TYPE_1, counts_usage);
+        let framebuffer = g.framebuffer(render_pass, &[target.2, map_img.2], size);
+        let binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+        let (set_layout, set_pool, set) = g.descriptor_set(&binding);
+        let image_info = [vk::DescriptorImageInfo {
+            sampler: vk::Sampler::null(),
+            image_view: counts.2,
+            image_layout: vk::ImageLayout::GENERAL,
+        }];
+        let linked = fdm::density_map_pipeline(&g, render_pass, linked_vs, linked_fs, None, size);
+        let locked = fdm::density_map_pipeline(&g, render_pass, full_vs, interlock_fs, Some(set_layout), size);
+        let colour_out = g.buffer((size.0 * size.1 * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+        let counts_out = g.buffer((size.0 * size.1 * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+        let mut coarse_total = 0;
+        let result = unsafe {
+            d.update_descriptor_sets(
+                &[vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .image_info(&image_info)],
+                &[],
+            );
+            let pool = d
+                .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(g.queue_family), None)
+                .map_err(|e| format!("{e:?}"))?;
+            let cb = d
+                .allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
+                )
+                .map_err(|e| format!("{e:?}"))?[0];
+            let area =
+                vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: size.0, height: size.1 } };
+            let clears = [
+                vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } },
+                vk::ClearValue::default(),
+            ];
+            let begin = vk::RenderPassBeginInfo::default()
+                .render_pass(render_pass)
+                .framebuffer(framebuffer)
+                .render_area(area)
+                .clear_values(&clears);
+            let transfer =
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::TRANSFER_READ);
+            let shader =
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+            let attachment = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+            let mut result = Ok(());
+            for i in 0..iterations {
+                d.reset_command_pool(pool, vk::CommandPoolResetFlags::empty()).map_err(|e| format!("{e:?}"))?;
+                d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).map_err(|e| format!("{e:?}"))?;
+                let range = render::color_range();
+                g.image_barrier(
+                    cb,
+                    counts.0,
+                    range,
+                    (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
+                    shader,
+                    transfer,
+                );
+                d.cmd_clear_color_image(
+                    cb,
+                    counts.0,
+                    vk::ImageLayout::GENERAL,
+                    &vk::ClearColorValue { uint32: [0; 4] },
+                    &[range],
+                );
+                g.memory_barrier(cb, transfer, shader);
+                // The linked pipeline, binned.
+                d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, linked.0);
+                d.cmd_draw(cb, 3, 1, 0, 0);
+                d.cmd_end_render_pass(cb);
+                g.memory_barrier(cb, attachment, transfer);
+                g.copy_image_to_buffer(cb, target.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, size, 1, colour_out.buffer);
+                g.memory_barrier(cb, transfer, attachment);
+                // The interlock pipeline: DRAWS full-screen triangles, each adding its fragment area per pixel.
+                d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, locked.0);
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, locked.1, 0, &[set], &[]);
+                for _ in 0..draws {
+                    d.cmd_draw(cb, 3, 1, 0, 0);
+                }
+                d.cmd_end_render_pass(cb);
+                g.memory_barrier(cb, shader, transfer);
+                g.copy_image_to_buffer(cb, counts.0, vk::ImageLayout::GENERAL, size, 1, counts_out.buffer);
+                g.memory_barrier(cb, transfer, (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ));
+                d.end_command_buffer(cb).map_err(|e| format!("{e:?}"))?;
+                let fence = d.create_fence(&vk::FenceCreateInfo::default(), None).map_err(|e| format!("{e:?}"))?;
+                {
+                    let _q = queue.lock().unwrap();
+                    let cbs = [cb];
+                    d.queue_submit(g.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], fence)
+                        .map_err(|e| format!("vkQueueSubmit: {e:?}"))?;
+                }
+                d.wait_for_fences(&[fence], true, u64::MAX).map_err(|e| format!("vkWaitForFences: {e:?}"))?;
+                d.destroy_fence(fence, None);
+                let px = std::slice::from_raw_parts(colour_out.map as *const [u8; 4], (size.0 * size.1) as usize);
+                let n = std::slice::from_raw_parts(counts_out.map as *const u32, (size.0 * size.1) as usize);
+                let checked = fdm::check_sizes(px, size, &map, texel).and_then(|(coarse, largest)| {
+                    if coarse == 0 || largest < 4 {
+                        return Err(format!("nothing was shaded coarsely ({coarse} pixels, largest area {largest})"));
+                    }
+                    match n.iter().position(|&c| c != draws) {
+                        Some(p) => Err(format!("interlock: pixel {p} counted {} of {draws} draws", n[p])),
+                        None => Ok(coarse),
+                    }
+                });
+                match checked {
+                    Ok(c) => coarse_total += c,
+                    Err(e) => {
+                        result = Err(format!("thread {t} iteration {i}: {e}"));
+                        break;
+                    }
+                }
+            }
+            d.destroy_command_pool(pool, None);
+            for (p, l) in [linked, locked] {
+                d.destroy_pipeline(p, None);
+                d.destroy_pipeline_layout(l, None);
+            }
+            d.destroy_descriptor_pool(set_pool, None);
+            d.destroy_descriptor_set_layout(set_layout, None);
+            d.destroy_framebuffer(framebuffer, None);
+            result
+        };
+        g.destroy_buffer(colour_out);
+        g.destroy_buffer(counts_out);
+        g.destroy_image(counts);
+        g.destroy_image(target);
+        result.map(|()| coarse_total)
+    };
+    let results: Vec<Result<u64, String>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads).map(|t| s.spawn(move || thread(t))).collect();
+        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into()))).collect()
+    });
+    unsafe { d.destroy_render_pass(render_pass, None) };
+    g.destroy_image(map_img);
+    let mut coarse = Vec::new();
+    for r in results {
+        coarse.push(r?);
+    }
+    // The same passes everywhere: the same coarse pixels on every thread.
+    if coarse.windows(2).any(|w| w[0] != w[1]) {
+        return Err(format!("threads shaded different coarse pixel counts: {coarse:?}"));
+    }
+    println!(
+        "stress threads={threads} iterations={iterations} coarse_pixels_per_thread={} interlock_draws={draws}",
+        coarse[0]
+    );
     Ok(())
 }
 
