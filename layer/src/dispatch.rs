@@ -233,6 +233,49 @@ pub fn any_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
     row(name)?.top
 }
 
+/// Commands the layer provides itself, whether or not the chain below has
+/// them: `vkCmdEndRendering2EXT` (and its `KHR` alias) of the emulated
+/// `VK_EXT_fragment_density_map_offset`.
+pub fn provided(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
+    match name {
+        b"vkCmdEndRendering2EXT" | b"vkCmdEndRendering2KHR" if dev.fdm.is_some() => {
+            // SAFETY: a function pointer cast to the type-erased
+            // `PFN_vkVoidFunction`; the application calls it as the command
+            // it asked for, whose type is `cmd_end_rendering2`'s.
+            Some(unsafe {
+                std::mem::transmute::<crate::fdm::PfnCmdEndRendering2, unsafe extern "system" fn()>(cmd_end_rendering2)
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `vkCmdEndRendering2EXT`: the end of a dynamic render pass with its
+/// density offsets; the driver gets `vkCmdEndRendering` (it lacks the
+/// command and the offsets are the layer's).
+///
+/// # Safety
+/// The application calls it with the arguments of a valid call of the command.
+unsafe extern "system" fn cmd_end_rendering2(cb: vk::CommandBuffer, info: *const crate::fdm::RenderingEndInfo) {
+    const NAME: &str = "vkCmdEndRendering2EXT";
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(cb);
+            guard::debug_panic(&dev.debug_panic, NAME);
+            match dev.fdm_binned_slot(false) {
+                // SAFETY: the arguments of a valid call (the caller's guarantee).
+                Some(f) => unsafe { crate::fdm::pass::cmd_end_rendering2(&dev.core, f, cb, info) },
+                // SAFETY: the end of the render pass instance the valid call
+                // ends, without the structure the driver lacks.
+                None => unsafe { (dev.core.fns.fp_v1_3().cmd_end_rendering)(cb) },
+            }
+        },
+        // SAFETY: as above.
+        || unsafe { (state::device(cb).core.fns.fp_v1_3().cmd_end_rendering)(cb) },
+    )
+}
+
 // Commands of optional extensions: the next layer's pointer where it has
 // the command (the entry points are handed out only then), else a stub.
 /// A stub for a command the chain below lacks.
