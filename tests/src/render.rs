@@ -94,6 +94,9 @@ pub struct GpuOptions {
     /// Also enable VK_EXT_fragment_density_map2 (with its feature structure;
     /// `fragmentDensityMapDeferred` as given) where listed.
     pub fdm2: Option<bool>,
+    /// Also enable VK_EXT_fragment_density_map_offset (and its feature)
+    /// where listed.
+    pub fdm_offset: bool,
     /// Be a Vulkan 1.1 application: render pass 2, dynamic rendering and
     /// synchronization 2 come from their KHR extensions, and every command of
     /// a newer core version is called by its extension name (`…KHR`).
@@ -121,6 +124,8 @@ pub struct Gpu {
     pub shader_object: bool,
     /// VK_EXT_fragment_density_map was enabled.
     pub fdm: bool,
+    /// VK_EXT_fragment_density_map_offset was enabled.
+    pub fdm_offset: bool,
     /// A Vulkan 1.1 application using the KHR names (`GpuOptions::khr_1_1`).
     pub khr_1_1: bool,
     pub properties: vk::PhysicalDeviceProperties,
@@ -304,6 +309,13 @@ impl Gpu {
         }
         let mut enable_fdm2 = vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT::default()
             .fragment_density_map_deferred(fdm2 == Some(true));
+        // The EXT extension's structures have the QCOM original's types.
+        let fdm_offset = opts.fdm_offset && fdm && has(c"VK_EXT_fragment_density_map_offset");
+        if fdm_offset {
+            exts.push(c"VK_EXT_fragment_density_map_offset".as_ptr());
+        }
+        let mut enable_fdm_offset =
+            vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM::default().fragment_density_map_offset(true);
         let mut supported_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default();
         if fsr {
             let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_fsr);
@@ -352,6 +364,9 @@ impl Gpu {
         if fdm2.is_some() {
             info = info.push_next(&mut enable_fdm2);
         }
+        if fdm_offset {
+            info = info.push_next(&mut enable_fdm_offset);
+        }
         let device = if opts.khr_1_1 {
             let mut raw = vk::Device::null();
             let r = unsafe { (instance.fp_v1_0().create_device)(pd, &info, std::ptr::null(), &mut raw) };
@@ -391,6 +406,7 @@ impl Gpu {
             primitive_shading_rate: primitive_fsr,
             shader_object,
             fdm,
+            fdm_offset,
             khr_1_1: opts.khr_1_1,
             properties: props,
         })
@@ -608,6 +624,21 @@ impl Gpu {
     pub fn image(
         &self,
         format: vk::Format,
+        size: (u32, u32),
+        layers: u32,
+        samples: vk::SampleCountFlags,
+        usage: vk::ImageUsageFlags,
+        aspect: vk::ImageAspectFlags,
+    ) -> (vk::Image, vk::DeviceMemory, vk::ImageView) {
+        self.image_with_flags(vk::ImageCreateFlags::empty(), format, size, layers, samples, usage, aspect)
+    }
+
+    /// As [`Gpu::image`], created with `flags`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn image_with_flags(
+        &self,
+        flags: vk::ImageCreateFlags,
+        format: vk::Format,
         (width, height): (u32, u32),
         layers: u32,
         samples: vk::SampleCountFlags,
@@ -619,6 +650,7 @@ impl Gpu {
             let image = d
                 .create_image(
                     &vk::ImageCreateInfo::default()
+                        .flags(flags)
                         .image_type(vk::ImageType::TYPE_2D)
                         .format(format)
                         .extent(vk::Extent3D { width, height, depth: 1 })
