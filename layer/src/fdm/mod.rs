@@ -10,7 +10,10 @@
 //! resolution), the `FRAGMENT_DENSITY_MAP_OPTIMAL` layout (as `GENERAL`), the
 //! density-process stage (as the fragment shader stage) and access (as a
 //! shader read), the render pass and dynamic rendering attachment
-//! structures, and the pipeline creation flag.
+//! structures, and the pipeline creation flag. `VK_EXT_fragment_density_map_offset`
+//! (and its QCOM original) is listed with it: the offsets given at the end of a
+//! pass shift each view's bin grid ([`bins`]); the offset image flag is
+//! translated away; `vkCmdEndRendering2EXT` is the layer's own.
 //!
 //! **Shaders.** `overlap_shaders::fdm` turns `FragSizeEXT` and
 //! `FragInvocationCountEXT` into constants and scales `FragCoord`; a
