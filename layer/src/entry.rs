@@ -815,6 +815,12 @@ unsafe extern "system" fn create_device(
                         handle,
                         c"vkQueuePresentKHR" as vk::PFN_vkQueuePresentKHR
                     ),
+                    // SAFETY: the next layer's vkGetDeviceProcAddr for the device created through it, with
+                    // null-terminated names (VUID-vkGetDeviceProcAddr-pName-parameter); ash casts each pointer to
+                    // its command's type.
+                    state: crate::device::StateFns::load(|name| unsafe {
+                        next_gdpa(handle, name.as_ptr()).map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
+                    }),
                 },
                 interlock,
                 spinlock,
@@ -856,6 +862,7 @@ unsafe extern "system" fn create_device(
                 let without: Vec<&str> = without.split(',').map(str::trim).collect();
                 fdm.one_area_per_pass = without.contains(&"per_view_areas");
                 fdm.without_offsets = without.contains(&"offsets");
+                fdm.without_dynamic_state = without.contains(&"dynamic_state");
                 data.fdm = Some(fdm);
             }
             let driver =

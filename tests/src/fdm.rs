@@ -1293,6 +1293,211 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
     }
 }
 
+/// Dynamic state beyond Vulkan 1.3 that a binned pass changes between draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DynState {
+    /// `vkCmdSetColorWriteEnableEXT`: on, then off.
+    ColorWriteEnable,
+    /// `vkCmdSetLogicOpEXT` (logic op enabled in the pipeline): COPY, then NO_OP.
+    LogicOp,
+    /// `vkCmdSetColorWriteMaskEXT` (extended dynamic state 3): RGBA, then none.
+    ColorWriteMask,
+    /// `vkCmdSetLineStippleEXT` (stippled lines): a solid pattern, then an
+    /// empty one.
+    LineStipple,
+}
+
+/// A binned pass (render pass 2, 64x64, a map asking 2x2 everywhere; or,
+/// without `with_map`, the same pass without a density map, for the driver
+/// alone) that draws red with `state` letting it write, then changes `state`
+/// so that nothing is written and draws green (quads; for `LineStipple`, two
+/// horizontal lines at rows 16 and 48): each draw must see the state set
+/// before it, so the result is red where the first draw covers and never
+/// green. Returns the pixels.
+pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[u8; 4]> {
+    let d = &gpu.device;
+    let (w, h) = (64u32, 64u32);
+    let texels = vec![[127u8, 127u8]; 4];
+    let map = Map { width: 2, height: 2, texels };
+    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_dyn.vert.spv"))[..];
+    let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_dyn.frag.spv"))[..];
+    let out = gpu.image(
+        vk::Format::R8G8B8A8_UNORM,
+        (w, h),
+        1,
+        vk::SampleCountFlags::TYPE_1,
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+        vk::ImageAspectFlags::COLOR,
+    );
+    let map_img = with_map.then(|| map_image(gpu, &map));
+    let readback = gpu.buffer((w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+    let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
+    unsafe {
+        let attachments = [
+            vk::AttachmentDescription2::default()
+                .format(vk::Format::R8G8B8A8_UNORM)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::CLEAR)
+                .store_op(vk::AttachmentStoreOp::STORE)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+            vk::AttachmentDescription2::default()
+                .format(vk::Format::R8G8_UNORM)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::LOAD)
+                .store_op(vk::AttachmentStoreOp::DONT_CARE)
+                .initial_layout(fdm_layout)
+                .final_layout(fdm_layout),
+        ];
+        let colour = [vk::AttachmentReference2::default()
+            .attachment(0)
+            .layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .aspect_mask(vk::ImageAspectFlags::COLOR)];
+        let subs = [vk::SubpassDescription2::default()
+            .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+            .color_attachments(&colour)];
+        let mut fdm_info = vk::RenderPassFragmentDensityMapCreateInfoEXT::default()
+            .fragment_density_map_attachment(vk::AttachmentReference { attachment: 1, layout: fdm_layout });
+        let mut rpi = vk::RenderPassCreateInfo2::default().subpasses(&subs);
+        rpi = if with_map {
+            rpi.attachments(&attachments).push_next(&mut fdm_info)
+        } else {
+            rpi.attachments(&attachments[..1])
+        };
+        let render_pass = d.create_render_pass2(&rpi, None).unwrap();
+        let views = [out.2, map_img.map_or(vk::ImageView::null(), |m| m.2)];
+        let framebuffer = gpu.framebuffer(render_pass, &views[..if with_map { 2 } else { 1 }], (w, h));
+        let range = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT)
+            .size(24)];
+        let layout = d
+            .create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
+            .unwrap();
+        let (vsm, fsm) = (gpu.shader(vs), gpu.shader(fs));
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fsm)
+                .name(c"main"),
+        ];
+        let lines = state == DynState::LineStipple;
+        let vin = vk::PipelineVertexInputStateCreateInfo::default();
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(if lines {
+            vk::PrimitiveTopology::LINE_LIST
+        } else {
+            vk::PrimitiveTopology::TRIANGLE_LIST
+        });
+        let vp = [vk::Viewport { x: 0.0, y: 0.0, width: w as f32, height: h as f32, min_depth: 0.0, max_depth: 1.0 }];
+        let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
+        let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
+        let mut line_state = vk::PipelineRasterizationLineStateCreateInfoEXT::default()
+            .line_rasterization_mode(gpu.dynamic_state.line_stipple.unwrap_or_default())
+            .stippled_line_enable(true)
+            .line_stipple_factor(1)
+            .line_stipple_pattern(0xffff);
+        let mut rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
+        if lines {
+            rs = rs.push_next(&mut line_state);
+        }
+        let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+        let dss = vk::PipelineDepthStencilStateCreateInfo::default();
+        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+        let cbs = vk::PipelineColorBlendStateCreateInfo::default()
+            .attachments(&blend)
+            .logic_op_enable(state == DynState::LogicOp)
+            .logic_op(vk::LogicOp::COPY);
+        let dynamic = [match state {
+            DynState::ColorWriteEnable => vk::DynamicState::COLOR_WRITE_ENABLE_EXT,
+            DynState::LogicOp => vk::DynamicState::LOGIC_OP_EXT,
+            DynState::ColorWriteMask => vk::DynamicState::COLOR_WRITE_MASK_EXT,
+            DynState::LineStipple => vk::DynamicState::LINE_STIPPLE_EXT,
+        }];
+        let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
+        let info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(&stages)
+            .vertex_input_state(&vin)
+            .input_assembly_state(&ia)
+            .viewport_state(&vps)
+            .rasterization_state(&rs)
+            .multisample_state(&msi)
+            .depth_stencil_state(&dss)
+            .color_blend_state(&cbs)
+            .dynamic_state(&dyn_info)
+            .layout(layout)
+            .render_pass(render_pass);
+        let pipeline = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
+        d.destroy_shader_module(vsm, None);
+        d.destroy_shader_module(fsm, None);
+        let load = |name: &std::ffi::CStr| {
+            (gpu.instance.fp_v1_0().get_device_proc_addr)(d.handle(), name.as_ptr())
+                .unwrap_or_else(|| panic!("{name:?} is not offered"))
+        };
+        let set = |cb: vk::CommandBuffer, on: bool| match state {
+            DynState::ColorWriteEnable => {
+                let f: vk::PFN_vkCmdSetColorWriteEnableEXT = std::mem::transmute(load(c"vkCmdSetColorWriteEnableEXT"));
+                f(cb, 1, &(on as vk::Bool32));
+            }
+            DynState::LogicOp => {
+                let f: vk::PFN_vkCmdSetLogicOpEXT = std::mem::transmute(load(c"vkCmdSetLogicOpEXT"));
+                f(cb, if on { vk::LogicOp::COPY } else { vk::LogicOp::NO_OP });
+            }
+            DynState::ColorWriteMask => {
+                let f: vk::PFN_vkCmdSetColorWriteMaskEXT = std::mem::transmute(load(c"vkCmdSetColorWriteMaskEXT"));
+                let mask = if on { vk::ColorComponentFlags::RGBA } else { vk::ColorComponentFlags::empty() };
+                f(cb, 0, 1, &mask);
+            }
+            DynState::LineStipple => {
+                let f: vk::PFN_vkCmdSetLineStippleKHR = std::mem::transmute(load(c"vkCmdSetLineStippleEXT"));
+                f(cb, 1, if on { 0xffff } else { 0 });
+            }
+        };
+        let push = |cb: vk::CommandBuffer, color: [f32; 4], y: f32| {
+            let mut data = Vec::with_capacity(24);
+            for v in color.iter().chain(&[if lines { 1.0 } else { 0.0 }, y]) {
+                data.extend_from_slice(&v.to_ne_bytes());
+            }
+            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT, 0, &data);
+        };
+        let vertices = if lines { 2 } else { 6 };
+        gpu.one_time_submit(|cb| {
+            let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }; 2];
+            let begin = vk::RenderPassBeginInfo::default()
+                .render_pass(render_pass)
+                .framebuffer(framebuffer)
+                .render_area(sc[0])
+                .clear_values(&clear);
+            d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            set(cb, true);
+            // Rows 16 and 48: NDC -0.5 and 0.5 (pixel centres 16.5 and 48.5 round to them).
+            push(cb, [1.0, 0.0, 0.0, 1.0], -15.0 / 32.0);
+            d.cmd_draw(cb, vertices, 1, 0, 0);
+            set(cb, false);
+            push(cb, [0.0, 1.0, 0.0, 1.0], 17.0 / 32.0);
+            d.cmd_draw(cb, vertices, 1, 0, 0);
+            d.cmd_end_render_pass(cb);
+            gpu.memory_barrier(
+                cb,
+                (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+            );
+            gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 1, readback.buffer);
+        });
+        let pixels = std::slice::from_raw_parts(readback.map as *const [u8; 4], (w * h) as usize).to_vec();
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_framebuffer(framebuffer, None);
+        d.destroy_render_pass(render_pass, None);
+        gpu.destroy_buffer(readback);
+        gpu.destroy_image(out);
+        if let Some(m) = map_img {
+            gpu.destroy_image(m);
+        }
+        pixels
+    }
+}
+
 /// The fragment area (width, height) each pixel of an `fdm_size.frag`
 /// render was shaded at.
 pub fn areas(pixels: &[[u8; 4]]) -> Vec<(u32, u32)> {

@@ -229,3 +229,56 @@ fn a_wrong_replay_is_caught_by_the_reference_checks() {
     }
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
+
+/// The verdict lines of `fdm-dynamic-state`: per state, `red=… green=… ok|WRONG`.
+fn dynamic_state_verdicts(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("fdm dynamic_state="))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(s, v)| (s.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Dynamic state beyond Vulkan 1.3 (issue 17, item 5) changed between two
+/// draws of a binned pass is replayed per draw: colour write enable, extended
+/// dynamic state 3's colour write mask and line stipple let the first draw
+/// write and stop the second. Logic op is held to the driver alone (the same
+/// pass without a map, validation layer only): lavapipe 22.3 keeps the first
+/// logic op a command buffer sets (its `vkCmdSetLogicOpEXT` marks the
+/// rasterizer state dirty, not the blend state), so the second draw writes
+/// there with or without the layer.
+#[test]
+fn dynamic_state_beyond_1_3_is_replayed_per_draw() {
+    let driver = run(&mut app(Layers::Validation, &["fdm-dynamic-state", "plain"]));
+    assert_eq!(driver.value("VALIDATION_ERRORS"), Some("0"), "{}\n{}", driver.stdout, driver.stderr);
+    let driver = dynamic_state_verdicts(&driver.stdout);
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-dynamic-state"]));
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}\n{}", o.stdout, o.stderr);
+    let binned = dynamic_state_verdicts(&o.stdout);
+    assert_eq!(binned.len(), 4, "{}", o.stdout);
+    for (state, verdict) in &binned {
+        if state == "LogicOp" {
+            let alone = driver.iter().find(|(s, _)| s == state).map(|(_, v)| v);
+            assert_eq!(Some(verdict), alone, "{state}: the binned pass differs from the driver alone");
+        } else {
+            assert!(verdict.ends_with(" ok"), "{state}: {verdict}");
+        }
+    }
+}
+
+/// The negative control: without the capture the state reaches the driver
+/// before the replays, both draws see the last value, and nothing is red
+/// (logic op too: the driver alone shows the second draw's green).
+#[test]
+fn dynamic_state_sent_down_at_once_fails_the_check() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic-state"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "dynamic_state"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    let verdicts = dynamic_state_verdicts(&o.stdout);
+    assert_eq!(verdicts.len(), 4, "{}", o.stdout);
+    for (state, verdict) in &verdicts {
+        assert!(verdict.starts_with("red=0 green=0 "), "{state}: {verdict}");
+    }
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}

@@ -410,7 +410,8 @@ const LAYER_DEVICE_EXTENSIONS: [(&str, &str, &[&str]); 5] = [
 /// `vkCmdEndRendering2EXT`; `VK_QCOM_FRAGMENT_DENSITY_MAP_OFFSET_SPEC_VERSION 3`,
 /// which also extends `VkRenderingEndInfoEXT`); the local registry may only
 /// lack them or hold an older revision.
-const NEWER_THAN_LOCAL_REGISTRY: [&str; 2] = ["VK_EXT_fragment_density_map_offset", "VK_QCOM_fragment_density_map_offset"];
+const NEWER_THAN_LOCAL_REGISTRY: [&str; 2] =
+    ["VK_EXT_fragment_density_map_offset", "VK_QCOM_fragment_density_map_offset"];
 
 /// `device_extensions` as the Khronos extension layers write them, with
 /// their entry points.

@@ -374,6 +374,9 @@ pub struct Fdm {
     pub one_area_per_pass: bool,
     /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
     pub without_offsets: bool,
+    /// `debug_fdm_without=dynamic_state`: dynamic state beyond Vulkan 1.3 goes
+    /// down at once instead of being captured (part 1's behaviour; a control).
+    pub without_dynamic_state: bool,
     /// `fdm_overlay`: tint each bin by its area.
     pub overlay: bool,
     /// Format features, for blits.
@@ -510,6 +513,7 @@ impl Fdm {
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,
+            without_dynamic_state: false,
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
             instance: instance.clone(),

@@ -31,6 +31,7 @@ fn usage() -> ! {
          multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped]  a plain two-view draw, one layer feature at a time\n  \
          fdm-multiview [quick]      per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
          fdm-offset                 VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
+         fdm-dynamic-state [plain]  dynamic state beyond Vulkan 1.3 changed between draws of a binned pass (plain: no map)\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)"
@@ -93,6 +94,7 @@ fn main() {
         ),
         "fdm-multiview" => fdm_multiview(&mut opts, args.get(1).map(String::as_str) == Some("quick")),
         "fdm-offset" => fdm_offset(&mut opts),
+        "fdm-dynamic-state" => fdm_dynamic_state(&mut opts, args.get(1).map(String::as_str) == Some("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "pipeline-route" => pipeline_route(&mut opts, arg(&args, 1)),
@@ -1598,6 +1600,56 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `fdm-dynamic-state`: dynamic state beyond Vulkan 1.3 (colour write
+/// enable, logic op, extended dynamic state 3's colour write mask, line
+/// stipple), each where the driver has it, changed between two draws of a
+/// binned pass: the first draw (red) writes, the second (green) is stopped
+/// by the state set before it. Each replay must see each draw's state: the
+/// result is red where the first draw covers and never green. Without the
+/// capture (`debug_fdm_without=dynamic_state`) the state reaches the driver
+/// before the replays, both draws see the last value, and nothing is red.
+/// `plain`: the same pass without a density map (no FDM device), for the
+/// driver alone.
+fn fdm_dynamic_state(opts: &mut GpuOptions, plain: bool) -> Result<(), String> {
+    use overlap_tests::fdm::{self, DynState};
+    opts.fdm = !plain;
+    opts.dynamic_state = true;
+    let g = gpu(opts)?;
+    if !plain && !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let ds = g.dynamic_state;
+    let cases = [
+        (DynState::ColorWriteEnable, ds.color_write_enable),
+        (DynState::LogicOp, ds.logic_op),
+        (DynState::ColorWriteMask, ds.color_write_mask),
+        (DynState::LineStipple, ds.line_stipple.is_some()),
+    ];
+    let mut failed = Vec::new();
+    for (state, supported) in cases {
+        if !supported {
+            println!("fdm dynamic_state={state:?} unsupported");
+            continue;
+        }
+        let px = fdm::render_dynamic_state(&g, state, !plain);
+        let red = px.iter().filter(|p| p[0] > 200 && p[1] < 50).count();
+        let green = px.iter().filter(|p| p[1] > 200).count();
+        let ok = match state {
+            DynState::LineStipple => red > 0 && green == 0,
+            _ => red == px.len(),
+        };
+        println!("fdm dynamic_state={state:?} red={red} green={green} {}", if ok { "ok" } else { "WRONG" });
+        if !ok {
+            failed.push(format!("{state:?} (red {red}, green {green} of {})", px.len()));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("a draw did not see the state set before it: {}", failed.join(", ")))
+    }
 }
 
 /// `fdm-offset`: `VK_EXT_fragment_density_map_offset`. A map of 4x4 with a
