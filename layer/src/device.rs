@@ -35,6 +35,35 @@ pub struct DeviceCore {
     pub next_begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
     /// The next layer's `vkQueuePresentKHR`, where the chain has it.
     pub next_queue_present: Option<vk::PFN_vkQueuePresentKHR>,
+    /// The next layer's dynamic-state commands of extensions.
+    pub state: StateFns,
+}
+
+/// The next layer's dynamic-state commands beyond Vulkan 1.3 (colour write
+/// enable, extended dynamic state 2 and 3, line stipple). A command the chain
+/// lacks is ash's stub; its entry point is handed out only where the next
+/// layer has the command (`vkGetDeviceProcAddr` asks it first), so the
+/// application never reaches a stub, and the density map calls one only to
+/// replay a call the application made.
+pub struct StateFns {
+    pub color_write: ash::ext::color_write_enable::DeviceFn,
+    pub eds2: ash::ext::extended_dynamic_state2::DeviceFn,
+    pub eds3: ash::ext::extended_dynamic_state3::DeviceFn,
+    pub line: ash::ext::line_rasterization::DeviceFn,
+    pub line_khr: ash::khr::line_rasterization::DeviceFn,
+}
+
+impl StateFns {
+    /// Loads them with `load` (a name to the next layer's pointer, or null).
+    pub fn load(mut load: impl FnMut(&std::ffi::CStr) -> *const std::ffi::c_void) -> StateFns {
+        StateFns {
+            color_write: ash::ext::color_write_enable::DeviceFn::load(&mut load),
+            eds2: ash::ext::extended_dynamic_state2::DeviceFn::load(&mut load),
+            eds3: ash::ext::extended_dynamic_state3::DeviceFn::load(&mut load),
+            line: ash::ext::line_rasterization::DeviceFn::load(&mut load),
+            line_khr: ash::khr::line_rasterization::DeviceFn::load(&mut load),
+        }
+    }
 }
 
 impl DeviceCore {

@@ -233,6 +233,49 @@ pub fn any_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
     row(name)?.top
 }
 
+/// Commands the layer provides itself, whether or not the chain below has
+/// them: `vkCmdEndRendering2EXT` (and its `KHR` alias) of the emulated
+/// `VK_EXT_fragment_density_map_offset`.
+pub fn provided(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
+    match name {
+        b"vkCmdEndRendering2EXT" | b"vkCmdEndRendering2KHR" if dev.fdm.is_some() => {
+            // SAFETY: a function pointer cast to the type-erased
+            // `PFN_vkVoidFunction`; the application calls it as the command
+            // it asked for, whose type is `cmd_end_rendering2`'s.
+            Some(unsafe {
+                std::mem::transmute::<crate::fdm::PfnCmdEndRendering2, unsafe extern "system" fn()>(cmd_end_rendering2)
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `vkCmdEndRendering2EXT`: the end of a dynamic render pass with its
+/// density offsets; the driver gets `vkCmdEndRendering` (it lacks the
+/// command and the offsets are the layer's).
+///
+/// # Safety
+/// The application calls it with the arguments of a valid call of the command.
+unsafe extern "system" fn cmd_end_rendering2(cb: vk::CommandBuffer, info: *const crate::fdm::RenderingEndInfo) {
+    const NAME: &str = "vkCmdEndRendering2EXT";
+    guard::entry(
+        NAME,
+        || {
+            let dev = state::device(cb);
+            guard::debug_panic(&dev.debug_panic, NAME);
+            match dev.fdm_binned_slot(false) {
+                // SAFETY: the arguments of a valid call (the caller's guarantee).
+                Some(f) => unsafe { crate::fdm::pass::cmd_end_rendering2(&dev.core, f, cb, info) },
+                // SAFETY: the end of the render pass instance the valid call
+                // ends, without the structure the driver lacks.
+                None => unsafe { (dev.core.fns.fp_v1_3().cmd_end_rendering)(cb) },
+            }
+        },
+        // SAFETY: as above.
+        || unsafe { (state::device(cb).core.fns.fp_v1_3().cmd_end_rendering)(cb) },
+    )
+}
+
 // Commands of optional extensions: the next layer's pointer where it has
 // the command (the entry points are handed out only then), else a stub.
 /// A stub for a command the chain below lacks.
@@ -633,6 +676,73 @@ device_commands! {
         alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyQueryPool, down |dc| dc.fns.fp_v1_0().destroy_query_pool;
         [fdm_binned_slot => forget fdm::Fdm::forget_query_pool];
+
+    // Dynamic state beyond Vulkan 1.3 (colour write enable, extended dynamic
+    // state 2 and 3, line stipple): captured in a binned pass, so each replay
+    // sees the value each draw saw.
+    "vkCmdSetColorWriteEnableEXT" fn cmd_set_color_write_enable(cb: vk::CommandBuffer, n: u32, e: *const vk::Bool32)
+        = PFN_vkCmdSetColorWriteEnableEXT, down |dc| dc.state.color_write.cmd_set_color_write_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_color_write_enable];
+    "vkCmdSetLogicOpEXT" fn cmd_set_logic_op(cb: vk::CommandBuffer, op: vk::LogicOp)
+        = PFN_vkCmdSetLogicOpEXT, down |dc| dc.state.eds2.cmd_set_logic_op_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_logic_op];
+    "vkCmdSetPatchControlPointsEXT" fn cmd_set_patch_control_points(cb: vk::CommandBuffer, n: u32)
+        = PFN_vkCmdSetPatchControlPointsEXT, down |dc| dc.state.eds2.cmd_set_patch_control_points_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_patch_control_points];
+    "vkCmdSetLineStippleEXT" fn cmd_set_line_stipple(cb: vk::CommandBuffer, factor: u32, pattern: u16)
+        = PFN_vkCmdSetLineStippleKHR, down |dc| dc.state.line.cmd_set_line_stipple_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_line_stipple];
+    "vkCmdSetLineStippleKHR" fn cmd_set_line_stipple_khr(cb: vk::CommandBuffer, factor: u32, pattern: u16)
+        = PFN_vkCmdSetLineStippleKHR, down |dc| dc.state.line_khr.cmd_set_line_stipple_khr;
+        [fdm_binned_slot => own fdm::capture::cmd_set_line_stipple_khr];
+    "vkCmdSetDepthClampEnableEXT" fn cmd_set_depth_clamp_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetDepthClampEnableEXT, down |dc| dc.state.eds3.cmd_set_depth_clamp_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_clamp_enable];
+    "vkCmdSetPolygonModeEXT" fn cmd_set_polygon_mode(cb: vk::CommandBuffer, m: vk::PolygonMode)
+        = PFN_vkCmdSetPolygonModeEXT, down |dc| dc.state.eds3.cmd_set_polygon_mode_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_polygon_mode];
+    "vkCmdSetRasterizationSamplesEXT" fn cmd_set_rasterization_samples(cb: vk::CommandBuffer, s: vk::SampleCountFlags)
+        = PFN_vkCmdSetRasterizationSamplesEXT, down |dc| dc.state.eds3.cmd_set_rasterization_samples_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_rasterization_samples];
+    "vkCmdSetSampleMaskEXT" fn cmd_set_sample_mask(cb: vk::CommandBuffer, s: vk::SampleCountFlags, m: *const vk::SampleMask)
+        = PFN_vkCmdSetSampleMaskEXT, down |dc| dc.state.eds3.cmd_set_sample_mask_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_sample_mask];
+    "vkCmdSetAlphaToCoverageEnableEXT" fn cmd_set_alpha_to_coverage_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetAlphaToCoverageEnableEXT, down |dc| dc.state.eds3.cmd_set_alpha_to_coverage_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_alpha_to_coverage_enable];
+    "vkCmdSetAlphaToOneEnableEXT" fn cmd_set_alpha_to_one_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetAlphaToOneEnableEXT, down |dc| dc.state.eds3.cmd_set_alpha_to_one_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_alpha_to_one_enable];
+    "vkCmdSetLogicOpEnableEXT" fn cmd_set_logic_op_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetLogicOpEnableEXT, down |dc| dc.state.eds3.cmd_set_logic_op_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_logic_op_enable];
+    "vkCmdSetColorBlendEnableEXT" fn cmd_set_color_blend_enable(cb: vk::CommandBuffer, first: u32, n: u32, e: *const vk::Bool32)
+        = PFN_vkCmdSetColorBlendEnableEXT, down |dc| dc.state.eds3.cmd_set_color_blend_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_color_blend_enable];
+    "vkCmdSetColorBlendEquationEXT" fn cmd_set_color_blend_equation(cb: vk::CommandBuffer, first: u32, n: u32, e: *const vk::ColorBlendEquationEXT)
+        = PFN_vkCmdSetColorBlendEquationEXT, down |dc| dc.state.eds3.cmd_set_color_blend_equation_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_color_blend_equation];
+    "vkCmdSetColorWriteMaskEXT" fn cmd_set_color_write_mask(cb: vk::CommandBuffer, first: u32, n: u32, m: *const vk::ColorComponentFlags)
+        = PFN_vkCmdSetColorWriteMaskEXT, down |dc| dc.state.eds3.cmd_set_color_write_mask_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_color_write_mask];
+    "vkCmdSetTessellationDomainOriginEXT" fn cmd_set_tessellation_domain_origin(cb: vk::CommandBuffer, o: vk::TessellationDomainOrigin)
+        = PFN_vkCmdSetTessellationDomainOriginEXT, down |dc| dc.state.eds3.cmd_set_tessellation_domain_origin_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_tessellation_domain_origin];
+    "vkCmdSetDepthClipEnableEXT" fn cmd_set_depth_clip_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetDepthClipEnableEXT, down |dc| dc.state.eds3.cmd_set_depth_clip_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_clip_enable];
+    "vkCmdSetProvokingVertexModeEXT" fn cmd_set_provoking_vertex_mode(cb: vk::CommandBuffer, m: vk::ProvokingVertexModeEXT)
+        = PFN_vkCmdSetProvokingVertexModeEXT, down |dc| dc.state.eds3.cmd_set_provoking_vertex_mode_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_provoking_vertex_mode];
+    "vkCmdSetLineRasterizationModeEXT" fn cmd_set_line_rasterization_mode(cb: vk::CommandBuffer, m: vk::LineRasterizationModeEXT)
+        = PFN_vkCmdSetLineRasterizationModeEXT, down |dc| dc.state.eds3.cmd_set_line_rasterization_mode_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_line_rasterization_mode];
+    "vkCmdSetLineStippleEnableEXT" fn cmd_set_line_stipple_enable(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetLineStippleEnableEXT, down |dc| dc.state.eds3.cmd_set_line_stipple_enable_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_line_stipple_enable];
+    "vkCmdSetDepthClipNegativeOneToOneEXT" fn cmd_set_depth_clip_negative_one_to_one(cb: vk::CommandBuffer, e: vk::Bool32)
+        = PFN_vkCmdSetDepthClipNegativeOneToOneEXT, down |dc| dc.state.eds3.cmd_set_depth_clip_negative_one_to_one_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_depth_clip_negative_one_to_one];
 
     // Shader objects, pipeline layouts and the shading rate (no density-map part).
     "vkCreateShadersEXT" fn create_shaders(device: vk::Device, count: u32, infos: *const vk::ShaderCreateInfoEXT<'_>,

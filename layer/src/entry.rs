@@ -184,6 +184,10 @@ pub unsafe extern "system" fn vkGetDeviceProcAddr(device: vk::Device, p_name: *c
             // SAFETY: the next layer's vkGetDeviceProcAddr for a device created
             // through it, with the caller's valid arguments.
             let next = unsafe { (dev.next_gdpa)(device, p_name) };
+            // Commands the layer provides where the chain below lacks them.
+            if let Some(provided) = dispatch::provided(dev, name) {
+                return Some(provided);
+            }
             next?;
             if let Some(hook) = dispatch::hook_for(dev, name) {
                 return Some(hook);
@@ -816,6 +820,12 @@ unsafe extern "system" fn create_device(
                         handle,
                         c"vkQueuePresentKHR" as vk::PFN_vkQueuePresentKHR
                     ),
+                    // SAFETY: the next layer's vkGetDeviceProcAddr for the device created through it, with
+                    // null-terminated names (VUID-vkGetDeviceProcAddr-pName-parameter); ash casts each pointer to
+                    // its command's type.
+                    state: crate::device::StateFns::load(|name| unsafe {
+                        next_gdpa(handle, name.as_ptr()).map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
+                    }),
                 },
                 interlock,
                 spinlock,
@@ -853,6 +863,11 @@ unsafe extern "system" fn create_device(
                     )
                 };
                 fdm.misreplay = data.instance.settings.debug_fdm_misreplay;
+                let without = data.instance.settings.debug_fdm_without.clone().unwrap_or_default();
+                let without: Vec<&str> = without.split(',').map(str::trim).collect();
+                fdm.one_area_per_pass = without.contains(&"per_view_areas");
+                fdm.without_offsets = without.contains(&"offsets");
+                fdm.without_dynamic_state = without.contains(&"dynamic_state");
                 data.fdm = Some(fdm);
             }
             let driver =
@@ -904,8 +919,13 @@ unsafe fn features2(
     if fdm {
         let fdm1 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT;
         let fdm2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT;
+        let offset = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM;
         // SAFETY: as above.
-        unsafe { pnext::without_output(head, fdm1, || pnext::without_output(head, fdm2, call)) };
+        unsafe {
+            pnext::without_output(head, fdm1, || {
+                pnext::without_output(head, fdm2, || pnext::without_output(head, offset, call))
+            })
+        };
     } else {
         call();
     }
@@ -920,6 +940,10 @@ unsafe fn features2(
         // SAFETY: as above.
         if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>(chain) } {
             crate::fdm::fill_features2(f);
+        }
+        // SAFETY: as above.
+        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM>(chain) } {
+            crate::fdm::fill_offset_features(f);
         }
     }
     if interlock {
@@ -1133,10 +1157,15 @@ unsafe fn properties2(
     if fdm {
         let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT;
         let s_type2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT;
+        let offset = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_PROPERTIES_QCOM;
         let head = p as *mut vk::BaseOutStructure;
         // SAFETY: `head` is the caller's writable structure with a valid
         // output chain (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
-        unsafe { pnext::without_output(head, s_type, || pnext::without_output(head, s_type2, next)) };
+        unsafe {
+            pnext::without_output(head, s_type, || {
+                pnext::without_output(head, s_type2, || pnext::without_output(head, offset, next))
+            })
+        };
     } else {
         next();
     }
@@ -1153,6 +1182,12 @@ unsafe fn properties2(
         if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT>(props.p_next) }
         {
             crate::fdm::fill_properties2(f, &limits);
+        }
+        // SAFETY: as above.
+        if let Some(f) =
+            unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM>(props.p_next) }
+        {
+            crate::fdm::fill_offset_properties(f);
         }
     }
     adjust_limits(pd, &mut props.properties.limits);

@@ -131,6 +131,10 @@ pub const FDM_EXTENSION: &str = "VK_EXT_fragment_density_map";
 pub const FDM_EXTENSION_NAME: &CStr = c"VK_EXT_fragment_density_map";
 /// Listed with the emulated FDM.
 pub const FDM2_EXTENSION_NAME: &CStr = c"VK_EXT_fragment_density_map2";
+/// Listed with the emulated FDM: density offsets at the end of a pass.
+pub const FDM_OFFSET_EXTENSION_NAME: &CStr = c"VK_EXT_fragment_density_map_offset";
+/// Its Qualcomm original (render pass 2 only), the same structures.
+pub const FDM_OFFSET_QCOM_EXTENSION_NAME: &CStr = c"VK_QCOM_fragment_density_map_offset";
 
 /// How the layer provides a capability (the strategy, mode or level its
 /// setting chose); shown in the plan's log line by its setting value.
@@ -262,6 +266,8 @@ impl Plan {
         // FDM2 extends FDM: hidden with it.
         if self.hidden_extensions.contains(&FDM_EXTENSION) {
             self.hidden_extensions.push("VK_EXT_fragment_density_map2");
+            self.hidden_extensions.push("VK_EXT_fragment_density_map_offset");
+            self.hidden_extensions.push("VK_QCOM_fragment_density_map_offset");
         }
     }
 
@@ -333,6 +339,8 @@ impl Plan {
         if self.fdm_mode().is_some() {
             v.push((FDM_EXTENSION_NAME, 2));
             v.push((FDM2_EXTENSION_NAME, 1));
+            v.push((FDM_OFFSET_EXTENSION_NAME, 1));
+            v.push((FDM_OFFSET_QCOM_EXTENSION_NAME, 3));
         }
         v
     }

@@ -175,6 +175,13 @@ pub const SETTINGS: &[SettingDef] = &[
         label: "Debug: replay density-map passes wrongly",
         description: "Testing only: replays above 1x1 shift their viewports by one fragment, to prove the density-map checks catch a wrong replay.",
     },
+    SettingDef {
+        key: "debug_fdm_without",
+        kind: Kind::String,
+        default: "",
+        label: "Debug: density-map features switched off",
+        description: "Testing only: comma-separated density-map features the layer leaves out (per_view_areas: a multiview pass gives every view the smallest area any view asks for; offsets: density offsets are ignored; dynamic_state: dynamic state beyond Vulkan 1.3 goes down at once instead of being captured), to prove the tests notice.",
+    },
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -214,6 +221,8 @@ pub struct Settings {
     pub debug_fail: Option<String>,
     /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one fragment.
     pub debug_fdm_misreplay: bool,
+    /// `debug_fdm_without`: density-map features left out (comma-separated).
+    pub debug_fdm_without: Option<String>,
 }
 
 /// Where a setting's value came from.
@@ -521,6 +530,7 @@ impl RawSettings {
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),
             debug_fail: Some(get("debug_fail")).filter(|s| !s.is_empty()),
             debug_fdm_misreplay: get("debug_fdm_misreplay") == "true",
+            debug_fdm_without: Some(get("debug_fdm_without")).filter(|s| !s.is_empty()),
         };
         (settings, self.diagnostics)
     }

@@ -15,6 +15,7 @@
 
 use crate::render::{color_range, Gpu};
 use ash::vk;
+use std::ffi::c_void;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
@@ -234,6 +235,8 @@ struct PipelineDesc<'a> {
     density_map: bool,
     /// The depth compare op is dynamic.
     compare_ops: bool,
+    /// Dynamic rendering: the pipeline's view mask.
+    view_mask: u32,
 }
 
 /// A pipeline for subpass 0 of `render_pass`, a one-sample density-map pass
@@ -261,6 +264,7 @@ pub fn density_map_pipeline(
             dynamic_rendering: false,
             density_map: true,
             compare_ops: false,
+            view_mask: 0,
         },
     )
 }
@@ -307,7 +311,8 @@ fn pipeline(gpu: &Gpu, p: &PipelineDesc) -> (vk::Pipeline, vk::PipelineLayout) {
         let dynamic = [vk::DynamicState::DEPTH_COMPARE_OP];
         let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
         let formats = [vk::Format::R8G8B8A8_UNORM];
-        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
+        let mut rendering =
+            vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats).view_mask(p.view_mask);
         if let Some(f) = p.depth {
             rendering = rendering.depth_attachment_format(f);
         }
@@ -671,6 +676,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     dynamic_rendering: scene.path == Path::Dynamic,
                     density_map: scene.map.is_some() || scene.map_view.is_some(),
                     compare_ops: scene.compare_ops && subpass == 0,
+                    view_mask: 0,
                 },
             )
         };
@@ -946,6 +952,19 @@ pub fn texel_size(fb: u32, map: u32, min: u32, max: u32) -> u32 {
 /// Checks a render of `fdm_size.frag`; returns (pixels shaded at an area
 /// above 1, the largest area seen).
 pub fn check_sizes(pixels: &[[u8; 4]], size: (u32, u32), map: &Map, texel: (u32, u32)) -> Result<(u64, u32), String> {
+    check_sizes_with(pixels, size, |x, y| {
+        let t = map.texels[((y / texel.1).min(map.height - 1) * map.width + (x / texel.0).min(map.width - 1)) as usize];
+        (requested(t[0]), requested(t[1]))
+    })
+}
+
+/// [`check_sizes`] with the requested area of each pixel given by
+/// `requested_at(x, y)` (a map seen through density offsets, say).
+pub fn check_sizes_with(
+    pixels: &[[u8; 4]],
+    size: (u32, u32),
+    requested_at: impl Fn(u32, u32) -> (u32, u32),
+) -> Result<(u64, u32), String> {
     let (w, h) = size;
     let mut coarse = 0;
     let mut largest = 1;
@@ -954,9 +973,7 @@ pub fn check_sizes(pixels: &[[u8; 4]], size: (u32, u32), map: &Map, texel: (u32,
         for x in 0..w {
             let p = pixels[(y * w + x) as usize];
             let (sx, sy) = ((p[0] / 16) as u32, (p[0] % 16) as u32);
-            let t =
-                map.texels[((y / texel.1).min(map.height - 1) * map.width + (x / texel.0).min(map.width - 1)) as usize];
-            let (rx, ry) = (requested(t[0]), requested(t[1]));
+            let (rx, ry) = requested_at(x, y);
             if ![1, 2, 4].contains(&sx) || ![1, 2, 4].contains(&sy) {
                 return Err(format!("pixel ({x},{y}): FragSizeEXT ({sx},{sy}) is not a supported area"));
             }
@@ -1044,28 +1061,60 @@ pub fn check_against_references(
     Ok(compared)
 }
 
-/// A multiview render pass (render pass 2, views 0 and 1) drawing
-/// `fdm_size.frag` full screen into a two-layer target, with a two-layer
-/// density map (`maps[v]` for view `v`, same size) or, without `with_map`,
-/// none: the pixels of each view.
-pub fn render_multiview(
-    gpu: &Gpu,
-    size: (u32, u32),
-    maps: [&Map; 2],
-    vs: &[u8],
-    fs: &[u8],
-    with_map: bool,
-) -> [Vec<[u8; 4]>; 2] {
+/// A multiview pass: one RGBA8 target and (with `with_map`) a density map,
+/// both with a layer per view.
+pub struct Multiview<'a> {
+    pub path: Path,
+    pub size: (u32, u32),
+    /// Per view, its layer of the density map (all of one size).
+    pub maps: Vec<&'a Map>,
+    pub vs: &'a [u8],
+    pub fs: &'a [u8],
+    pub vertices: u32,
+    /// With a density map (without: no density-map image or structure at all,
+    /// for a device that may lack FDM).
+    pub with_map: bool,
+    /// Density offsets given at the end of the pass, per view (render pass 2:
+    /// in `VkSubpassEndInfo`; dynamic rendering: through
+    /// `vkCmdEndRendering2EXT`); the images get the offset flag.
+    pub offsets: Option<Vec<vk::Offset2D>>,
+}
+
+impl<'a> Multiview<'a> {
+    pub fn new(path: Path, size: (u32, u32), maps: Vec<&'a Map>, vs: &'a [u8], fs: &'a [u8], vertices: u32) -> Self {
+        Multiview { path, size, maps, vs, fs, vertices, with_map: true, offsets: None }
+    }
+}
+
+/// `vkCmdEndRendering2EXT`'s info (ash 0.38 predates it).
+#[repr(C)]
+struct RenderingEndInfo {
+    s_type: vk::StructureType,
+    p_next: *const c_void,
+}
+
+/// Renders `mv` (view mask: one bit per map) and reads back each view's
+/// pixels.
+pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
     let d = &gpu.device;
-    let (w, h) = size;
-    let (mw, mh) = (maps[0].width, maps[0].height);
-    let two_layers = vk::ImageSubresourceRange { layer_count: 2, ..color_range() };
+    let (w, h) = mv.size;
+    let n = mv.maps.len() as u32;
+    let view_mask = (1u32 << n) - 1;
+    let (mw, mh) = (mv.maps[0].width, mv.maps[0].height);
+    let with_map = mv.with_map;
+    let dynamic = mv.path == Path::Dynamic;
+    let flags = if mv.offsets.is_some() {
+        vk::ImageCreateFlags::FRAGMENT_DENSITY_MAP_OFFSET_QCOM
+    } else {
+        vk::ImageCreateFlags::empty()
+    };
+    let layers = vk::ImageSubresourceRange { layer_count: n, ..color_range() };
     let layered = |format, size: (u32, u32), usage| {
-        gpu.image(format, size, 2, vk::SampleCountFlags::TYPE_1, usage, vk::ImageAspectFlags::COLOR)
+        gpu.image_with_flags(flags, format, size, n, vk::SampleCountFlags::TYPE_1, usage, vk::ImageAspectFlags::COLOR)
     };
     let out = layered(
         vk::Format::R8G8B8A8_UNORM,
-        size,
+        mv.size,
         vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
     );
     // Without a map, no density-map image either (the device may lack FDM).
@@ -1077,9 +1126,9 @@ pub fn render_multiview(
         )
     });
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
-    let bytes: Vec<u8> = maps.iter().flat_map(|m| m.texels.iter().flatten().copied()).collect();
+    let bytes: Vec<u8> = mv.maps.iter().flat_map(|m| m.texels.iter().flatten().copied()).collect();
     let staging = gpu.buffer(bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true);
-    let readback = gpu.buffer((w * h * 4 * 2) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+    let readback = gpu.buffer((w * h * 4 * n) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.map, bytes.len());
         let map_image = map.map_or(vk::Image::null(), |m| m.0);
@@ -1090,20 +1139,239 @@ pub fn render_multiview(
             gpu.image_from_undefined(
                 cb,
                 map_image,
-                two_layers,
+                layers,
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
             );
-            gpu.copy_buffer_to_image(cb, staging.buffer, map_image, (mw, mh), 2);
+            gpu.copy_buffer_to_image(cb, staging.buffer, map_image, (mw, mh), n);
             gpu.image_barrier(
                 cb,
                 map_image,
-                two_layers,
+                layers,
                 (vk::ImageLayout::TRANSFER_DST_OPTIMAL, fdm_layout),
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
                 (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
             );
         });
+        let attachments = [
+            vk::AttachmentDescription2::default()
+                .format(vk::Format::R8G8B8A8_UNORM)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::CLEAR)
+                .store_op(vk::AttachmentStoreOp::STORE)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+            vk::AttachmentDescription2::default()
+                .format(vk::Format::R8G8_UNORM)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::LOAD)
+                .store_op(vk::AttachmentStoreOp::DONT_CARE)
+                .initial_layout(fdm_layout)
+                .final_layout(fdm_layout),
+        ];
+        let used = if with_map { &attachments[..] } else { &attachments[..1] };
+        let colour = [vk::AttachmentReference2::default()
+            .attachment(0)
+            .layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .aspect_mask(vk::ImageAspectFlags::COLOR)];
+        let masks = [view_mask];
+        let map_ref = vk::AttachmentReference { attachment: 1, layout: fdm_layout };
+        let render_pass = match mv.path {
+            Path::Dynamic => vk::RenderPass::null(),
+            Path::RenderPass2 => {
+                let subs = [vk::SubpassDescription2::default()
+                    .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                    .view_mask(view_mask)
+                    .color_attachments(&colour)];
+                let mut fdm_info =
+                    vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(map_ref);
+                let mut rpi = vk::RenderPassCreateInfo2::default()
+                    .attachments(used)
+                    .subpasses(&subs)
+                    .correlated_view_masks(&masks);
+                if with_map {
+                    rpi = rpi.push_next(&mut fdm_info);
+                }
+                d.create_render_pass2(&rpi, None).unwrap()
+            }
+            Path::RenderPass => {
+                let used1: Vec<vk::AttachmentDescription> = used.iter().map(to_v1).collect();
+                let colour1 = refs1(&colour);
+                let subs = [vk::SubpassDescription::default()
+                    .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                    .color_attachments(&colour1)];
+                let mut multiview =
+                    vk::RenderPassMultiviewCreateInfo::default().view_masks(&masks).correlation_masks(&masks);
+                let mut fdm_info =
+                    vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(map_ref);
+                let mut rpi =
+                    vk::RenderPassCreateInfo::default().attachments(&used1).subpasses(&subs).push_next(&mut multiview);
+                if with_map {
+                    rpi = rpi.push_next(&mut fdm_info);
+                }
+                d.create_render_pass(&rpi, None).unwrap()
+            }
+        };
+        let views_all = [out.2, map.map_or(vk::ImageView::null(), |m| m.2)];
+        let views = if with_map { &views_all[..] } else { &views_all[..1] };
+        let framebuffer = if dynamic { vk::Framebuffer::null() } else { gpu.framebuffer(render_pass, views, (w, h)) };
+        let (pipeline, layout) = pipeline(
+            gpu,
+            &PipelineDesc {
+                vs: mv.vs,
+                fs: mv.fs,
+                set: None,
+                render_pass,
+                subpass: 0,
+                samples: vk::SampleCountFlags::TYPE_1,
+                depth: None,
+                viewport: (w as f32, h as f32),
+                size: mv.size,
+                dynamic_rendering: dynamic,
+                density_map: with_map,
+                compare_ops: false,
+                view_mask: if dynamic { view_mask } else { 0 },
+            },
+        );
+        let end_rendering2 = (dynamic && mv.offsets.is_some()).then(|| {
+            let f = (gpu.instance.fp_v1_0().get_device_proc_addr)(d.handle(), c"vkCmdEndRendering2EXT".as_ptr())
+                .expect("vkCmdEndRendering2EXT");
+            std::mem::transmute::<
+                unsafe extern "system" fn(),
+                unsafe extern "system" fn(vk::CommandBuffer, *const RenderingEndInfo),
+            >(f)
+        });
+        let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
+        let offsets = mv.offsets.clone().unwrap_or_default();
+        let mut offset_info =
+            vk::SubpassFragmentDensityMapOffsetEndInfoQCOM::default().fragment_density_offsets(&offsets);
+        gpu.one_time_submit(|cb| {
+            let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }; 2];
+            if dynamic {
+                gpu.image_from_undefined(
+                    cb,
+                    out.0,
+                    layers,
+                    vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                    (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                );
+                let colors = [vk::RenderingAttachmentInfo::default()
+                    .image_view(out.2)
+                    .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+                    .load_op(vk::AttachmentLoadOp::CLEAR)
+                    .store_op(vk::AttachmentStoreOp::STORE)
+                    .clear_value(clear[0])];
+                let mut fdm_att = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
+                    .image_view(views_all[1])
+                    .image_layout(fdm_layout);
+                let mut info = vk::RenderingInfo::default()
+                    .render_area(area)
+                    .layer_count(1)
+                    .view_mask(view_mask)
+                    .color_attachments(&colors);
+                if with_map {
+                    info = info.push_next(&mut fdm_att);
+                }
+                d.cmd_begin_rendering(cb, &info);
+            } else {
+                let begin = vk::RenderPassBeginInfo::default()
+                    .render_pass(render_pass)
+                    .framebuffer(framebuffer)
+                    .render_area(area)
+                    .clear_values(&clear);
+                d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+            }
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            d.cmd_draw(cb, mv.vertices, 1, 0, 0);
+            match (mv.path, &end_rendering2) {
+                (Path::Dynamic, Some(end2)) => {
+                    let info = RenderingEndInfo {
+                        s_type: vk::StructureType::from_raw(1_000_619_003),
+                        p_next: &offset_info as *const _ as *const c_void,
+                    };
+                    end2(cb, &info);
+                }
+                (Path::Dynamic, None) => d.cmd_end_rendering(cb),
+                (Path::RenderPass2, _) if mv.offsets.is_some() => {
+                    d.cmd_end_render_pass2(cb, &vk::SubpassEndInfo::default().push_next(&mut offset_info))
+                }
+                _ => d.cmd_end_render_pass(cb),
+            }
+            if dynamic {
+                gpu.image_barrier(
+                    cb,
+                    out.0,
+                    layers,
+                    (vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+                    (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+                );
+            } else {
+                gpu.memory_barrier(
+                    cb,
+                    (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+                );
+            }
+            gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), n, readback.buffer);
+        });
+        let all = std::slice::from_raw_parts(readback.map as *const [u8; 4], (w * h * n) as usize);
+        let result = all.chunks((w * h) as usize).map(<[_]>::to_vec).collect();
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_pipeline_layout(layout, None);
+        if !dynamic {
+            d.destroy_framebuffer(framebuffer, None);
+            d.destroy_render_pass(render_pass, None);
+        }
+        gpu.destroy_buffer(staging);
+        gpu.destroy_buffer(readback);
+        for image in [Some(out), map].into_iter().flatten() {
+            gpu.destroy_image(image);
+        }
+        result
+    }
+}
+
+/// Dynamic state beyond Vulkan 1.3 that a binned pass changes between draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DynState {
+    /// `vkCmdSetColorWriteEnableEXT`: on, then off.
+    ColorWriteEnable,
+    /// `vkCmdSetLogicOpEXT` (logic op enabled in the pipeline): COPY, then NO_OP.
+    LogicOp,
+    /// `vkCmdSetColorWriteMaskEXT` (extended dynamic state 3): RGBA, then none.
+    ColorWriteMask,
+    /// `vkCmdSetLineStippleEXT` (stippled lines): a solid pattern, then an
+    /// empty one.
+    LineStipple,
+}
+
+/// A binned pass (render pass 2, 64x64, a map asking 2x2 everywhere; or,
+/// without `with_map`, the same pass without a density map, for the driver
+/// alone) that draws red with `state` letting it write, then changes `state`
+/// so that nothing is written and draws green (quads; for `LineStipple`, two
+/// horizontal lines at rows 16 and 48): each draw must see the state set
+/// before it, so the result is red where the first draw covers and never
+/// green. Returns the pixels.
+pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[u8; 4]> {
+    let d = &gpu.device;
+    let (w, h) = (64u32, 64u32);
+    let texels = vec![[127u8, 127u8]; 4];
+    let map = Map { width: 2, height: 2, texels };
+    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_dyn.vert.spv"))[..];
+    let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_dyn.frag.spv"))[..];
+    let out = gpu.image(
+        vk::Format::R8G8B8A8_UNORM,
+        (w, h),
+        1,
+        vk::SampleCountFlags::TYPE_1,
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+        vk::ImageAspectFlags::COLOR,
+    );
+    let map_img = with_map.then(|| map_image(gpu, &map));
+    let readback = gpu.buffer((w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+    let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
+    unsafe {
         let attachments = [
             vk::AttachmentDescription2::default()
                 .format(vk::Format::R8G8B8A8_UNORM)
@@ -1126,39 +1394,111 @@ pub fn render_multiview(
             .aspect_mask(vk::ImageAspectFlags::COLOR)];
         let subs = [vk::SubpassDescription2::default()
             .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-            .view_mask(0b11)
             .color_attachments(&colour)];
         let mut fdm_info = vk::RenderPassFragmentDensityMapCreateInfoEXT::default()
             .fragment_density_map_attachment(vk::AttachmentReference { attachment: 1, layout: fdm_layout });
-        let mut rpi = vk::RenderPassCreateInfo2::default()
-            .attachments(if with_map { &attachments[..] } else { &attachments[..1] })
-            .subpasses(&subs)
-            .correlated_view_masks(&[0b11]);
-        if with_map {
-            rpi = rpi.push_next(&mut fdm_info);
-        }
+        let mut rpi = vk::RenderPassCreateInfo2::default().subpasses(&subs);
+        rpi = if with_map {
+            rpi.attachments(&attachments).push_next(&mut fdm_info)
+        } else {
+            rpi.attachments(&attachments[..1])
+        };
         let render_pass = d.create_render_pass2(&rpi, None).unwrap();
-        let views_all = [out.2, map.map_or(vk::ImageView::null(), |m| m.2)];
-        let views = if with_map { &views_all[..] } else { &views_all[..1] };
-        let framebuffer = gpu.framebuffer(render_pass, views, (w, h));
-        let (pipeline, layout) = pipeline(
-            gpu,
-            &PipelineDesc {
-                vs,
-                fs,
-                set: None,
-                render_pass,
-                subpass: 0,
-                samples: vk::SampleCountFlags::TYPE_1,
-                depth: None,
-                viewport: (w as f32, h as f32),
-                size,
-                dynamic_rendering: false,
-                density_map: with_map,
-                compare_ops: false,
-            },
-        );
+        let views = [out.2, map_img.map_or(vk::ImageView::null(), |m| m.2)];
+        let framebuffer = gpu.framebuffer(render_pass, &views[..if with_map { 2 } else { 1 }], (w, h));
+        let range = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT)
+            .size(24)];
+        let layout = d
+            .create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
+            .unwrap();
+        let (vsm, fsm) = (gpu.shader(vs), gpu.shader(fs));
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vsm).name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fsm)
+                .name(c"main"),
+        ];
+        let lines = state == DynState::LineStipple;
+        let vin = vk::PipelineVertexInputStateCreateInfo::default();
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(if lines {
+            vk::PrimitiveTopology::LINE_LIST
+        } else {
+            vk::PrimitiveTopology::TRIANGLE_LIST
+        });
+        let vp = [vk::Viewport { x: 0.0, y: 0.0, width: w as f32, height: h as f32, min_depth: 0.0, max_depth: 1.0 }];
         let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
+        let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
+        let mut line_state = vk::PipelineRasterizationLineStateCreateInfoEXT::default()
+            .line_rasterization_mode(gpu.dynamic_state.line_stipple.unwrap_or_default())
+            .stippled_line_enable(true)
+            .line_stipple_factor(1)
+            .line_stipple_pattern(0xffff);
+        let mut rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
+        if lines {
+            rs = rs.push_next(&mut line_state);
+        }
+        let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+        let dss = vk::PipelineDepthStencilStateCreateInfo::default();
+        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+        let cbs = vk::PipelineColorBlendStateCreateInfo::default()
+            .attachments(&blend)
+            .logic_op_enable(state == DynState::LogicOp)
+            .logic_op(vk::LogicOp::COPY);
+        let dynamic = [match state {
+            DynState::ColorWriteEnable => vk::DynamicState::COLOR_WRITE_ENABLE_EXT,
+            DynState::LogicOp => vk::DynamicState::LOGIC_OP_EXT,
+            DynState::ColorWriteMask => vk::DynamicState::COLOR_WRITE_MASK_EXT,
+            DynState::LineStipple => vk::DynamicState::LINE_STIPPLE_EXT,
+        }];
+        let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
+        let info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(&stages)
+            .vertex_input_state(&vin)
+            .input_assembly_state(&ia)
+            .viewport_state(&vps)
+            .rasterization_state(&rs)
+            .multisample_state(&msi)
+            .depth_stencil_state(&dss)
+            .color_blend_state(&cbs)
+            .dynamic_state(&dyn_info)
+            .layout(layout)
+            .render_pass(render_pass);
+        let pipeline = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
+        d.destroy_shader_module(vsm, None);
+        d.destroy_shader_module(fsm, None);
+        let load = |name: &std::ffi::CStr| {
+            (gpu.instance.fp_v1_0().get_device_proc_addr)(d.handle(), name.as_ptr())
+                .unwrap_or_else(|| panic!("{name:?} is not offered"))
+        };
+        let set = |cb: vk::CommandBuffer, on: bool| match state {
+            DynState::ColorWriteEnable => {
+                let f: vk::PFN_vkCmdSetColorWriteEnableEXT = std::mem::transmute(load(c"vkCmdSetColorWriteEnableEXT"));
+                f(cb, 1, &(on as vk::Bool32));
+            }
+            DynState::LogicOp => {
+                let f: vk::PFN_vkCmdSetLogicOpEXT = std::mem::transmute(load(c"vkCmdSetLogicOpEXT"));
+                f(cb, if on { vk::LogicOp::COPY } else { vk::LogicOp::NO_OP });
+            }
+            DynState::ColorWriteMask => {
+                let f: vk::PFN_vkCmdSetColorWriteMaskEXT = std::mem::transmute(load(c"vkCmdSetColorWriteMaskEXT"));
+                let mask = if on { vk::ColorComponentFlags::RGBA } else { vk::ColorComponentFlags::empty() };
+                f(cb, 0, 1, &mask);
+            }
+            DynState::LineStipple => {
+                let f: vk::PFN_vkCmdSetLineStippleKHR = std::mem::transmute(load(c"vkCmdSetLineStippleEXT"));
+                f(cb, 1, if on { 0xffff } else { 0 });
+            }
+        };
+        let push = |cb: vk::CommandBuffer, color: [f32; 4], y: f32| {
+            let mut data = Vec::with_capacity(24);
+            for v in color.iter().chain(&[if lines { 1.0 } else { 0.0 }, y]) {
+                data.extend_from_slice(&v.to_ne_bytes());
+            }
+            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT, 0, &data);
+        };
+        let vertices = if lines { 2 } else { 6 };
         gpu.one_time_submit(|cb| {
             let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }; 2];
             let begin = vk::RenderPassBeginInfo::default()
@@ -1168,28 +1508,39 @@ pub fn render_multiview(
                 .clear_values(&clear);
             d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            d.cmd_draw(cb, 3, 1, 0, 0);
+            set(cb, true);
+            // Rows 16 and 48: NDC -0.5 and 0.5 (pixel centres 16.5 and 48.5 round to them).
+            push(cb, [1.0, 0.0, 0.0, 1.0], -15.0 / 32.0);
+            d.cmd_draw(cb, vertices, 1, 0, 0);
+            set(cb, false);
+            push(cb, [0.0, 1.0, 0.0, 1.0], 17.0 / 32.0);
+            d.cmd_draw(cb, vertices, 1, 0, 0);
             d.cmd_end_render_pass(cb);
             gpu.memory_barrier(
                 cb,
                 (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
             );
-            gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 2, readback.buffer);
+            gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 1, readback.buffer);
         });
-        let all = std::slice::from_raw_parts(readback.map as *const [u8; 4], (w * h * 2) as usize);
-        let result = [all[..(w * h) as usize].to_vec(), all[(w * h) as usize..].to_vec()];
+        let pixels = std::slice::from_raw_parts(readback.map as *const [u8; 4], (w * h) as usize).to_vec();
         d.destroy_pipeline(pipeline, None);
         d.destroy_pipeline_layout(layout, None);
         d.destroy_framebuffer(framebuffer, None);
         d.destroy_render_pass(render_pass, None);
-        gpu.destroy_buffer(staging);
         gpu.destroy_buffer(readback);
-        for image in [Some(out), map].into_iter().flatten() {
-            gpu.destroy_image(image);
+        gpu.destroy_image(out);
+        if let Some(m) = map_img {
+            gpu.destroy_image(m);
         }
-        result
+        pixels
     }
+}
+
+/// The fragment area (width, height) each pixel of an `fdm_size.frag`
+/// render was shaded at.
+pub fn areas(pixels: &[[u8; 4]]) -> Vec<(u32, u32)> {
+    pixels.iter().map(|p| ((p[0] / 16) as u32, (p[0] % 16) as u32)).collect()
 }
 
 #[cfg(test)]

@@ -94,6 +94,13 @@ pub struct GpuOptions {
     /// Also enable VK_EXT_fragment_density_map2 (with its feature structure;
     /// `fragmentDensityMapDeferred` as given) where listed.
     pub fdm2: Option<bool>,
+    /// Also enable VK_EXT_fragment_density_map_offset (and its feature)
+    /// where listed.
+    pub fdm_offset: bool,
+    /// Enable the dynamic state beyond Vulkan 1.3 the driver lists: colour
+    /// write enable, extended dynamic state 2 (logic op) and 3 (colour write
+    /// mask), line rasterization (stippled lines), with the features they need.
+    pub dynamic_state: bool,
     /// Be a Vulkan 1.1 application: render pass 2, dynamic rendering and
     /// synchronization 2 come from their KHR extensions, and every command of
     /// a newer core version is called by its extension name (`…KHR`).
@@ -121,9 +128,26 @@ pub struct Gpu {
     pub shader_object: bool,
     /// VK_EXT_fragment_density_map was enabled.
     pub fdm: bool,
+    /// VK_EXT_fragment_density_map_offset was enabled.
+    pub fdm_offset: bool,
+    /// What `GpuOptions::dynamic_state` enabled.
+    pub dynamic_state: DynamicStateSupport,
     /// A Vulkan 1.1 application using the KHR names (`GpuOptions::khr_1_1`).
     pub khr_1_1: bool,
     pub properties: vk::PhysicalDeviceProperties,
+}
+
+/// Dynamic state beyond Vulkan 1.3 that a device was created with.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DynamicStateSupport {
+    /// `vkCmdSetColorWriteEnableEXT`.
+    pub color_write_enable: bool,
+    /// `vkCmdSetLogicOpEXT` (and the `logicOp` feature).
+    pub logic_op: bool,
+    /// `vkCmdSetColorWriteMaskEXT`.
+    pub color_write_mask: bool,
+    /// `vkCmdSetLineStippleEXT`, with this line mode's stippling.
+    pub line_stipple: Option<vk::LineRasterizationModeEXT>,
 }
 
 #[derive(Debug)]
@@ -272,7 +296,8 @@ impl Gpu {
             .sample_rate_shading(supported.sample_rate_shading == vk::TRUE)
             .geometry_shader(supported.geometry_shader == vk::TRUE)
             .tessellation_shader(supported.tessellation_shader == vk::TRUE)
-            .pipeline_statistics_query(supported.pipeline_statistics_query == vk::TRUE);
+            .pipeline_statistics_query(supported.pipeline_statistics_query == vk::TRUE)
+            .logic_op(opts.dynamic_state && supported.logic_op == vk::TRUE);
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true);
@@ -304,6 +329,70 @@ impl Gpu {
         }
         let mut enable_fdm2 = vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT::default()
             .fragment_density_map_deferred(fdm2 == Some(true));
+        // The EXT extension's structures have the QCOM original's types.
+        let fdm_offset = opts.fdm_offset && fdm && has(c"VK_EXT_fragment_density_map_offset");
+        if fdm_offset {
+            exts.push(c"VK_EXT_fragment_density_map_offset".as_ptr());
+        }
+        let mut enable_fdm_offset =
+            vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM::default().fragment_density_map_offset(true);
+        // Dynamic state beyond 1.3: what the driver lists and supports.
+        let mut cwe = vk::PhysicalDeviceColorWriteEnableFeaturesEXT::default();
+        let mut eds2 = vk::PhysicalDeviceExtendedDynamicState2FeaturesEXT::default();
+        let mut eds3 = vk::PhysicalDeviceExtendedDynamicState3FeaturesEXT::default();
+        let mut lines = vk::PhysicalDeviceLineRasterizationFeaturesEXT::default();
+        if opts.dynamic_state {
+            let mut q = vk::PhysicalDeviceFeatures2::default()
+                .push_next(&mut cwe)
+                .push_next(&mut eds2)
+                .push_next(&mut eds3)
+                .push_next(&mut lines);
+            unsafe { instance.get_physical_device_features2(pd, &mut q) };
+        }
+        let ds = opts.dynamic_state;
+        let mut dynamic_state = DynamicStateSupport {
+            color_write_enable: ds && has(ash::ext::color_write_enable::NAME) && cwe.color_write_enable == vk::TRUE,
+            logic_op: ds
+                && has(ash::ext::extended_dynamic_state2::NAME)
+                && eds2.extended_dynamic_state2_logic_op == vk::TRUE
+                && supported.logic_op == vk::TRUE,
+            color_write_mask: ds
+                && has(ash::ext::extended_dynamic_state3::NAME)
+                && eds3.extended_dynamic_state3_color_write_mask == vk::TRUE,
+            line_stipple: None,
+        };
+        if ds && has(ash::ext::line_rasterization::NAME) {
+            if lines.rectangular_lines == vk::TRUE && lines.stippled_rectangular_lines == vk::TRUE {
+                dynamic_state.line_stipple = Some(vk::LineRasterizationModeEXT::RECTANGULAR);
+            } else if lines.bresenham_lines == vk::TRUE && lines.stippled_bresenham_lines == vk::TRUE {
+                dynamic_state.line_stipple = Some(vk::LineRasterizationModeEXT::BRESENHAM);
+            }
+        }
+        let mut enable_cwe = vk::PhysicalDeviceColorWriteEnableFeaturesEXT::default().color_write_enable(true);
+        let mut enable_eds2 =
+            vk::PhysicalDeviceExtendedDynamicState2FeaturesEXT::default().extended_dynamic_state2_logic_op(true);
+        let mut enable_eds3 = vk::PhysicalDeviceExtendedDynamicState3FeaturesEXT::default()
+            .extended_dynamic_state3_color_write_mask(true);
+        let mut enable_lines = vk::PhysicalDeviceLineRasterizationFeaturesEXT::default();
+        match dynamic_state.line_stipple {
+            Some(vk::LineRasterizationModeEXT::RECTANGULAR) => {
+                enable_lines = enable_lines.rectangular_lines(true).stippled_rectangular_lines(true)
+            }
+            Some(_) => enable_lines = enable_lines.bresenham_lines(true).stippled_bresenham_lines(true),
+            None => {}
+        }
+        if dynamic_state.color_write_enable {
+            exts.push(ash::ext::color_write_enable::NAME.as_ptr());
+        }
+        if dynamic_state.logic_op {
+            exts.push(ash::ext::extended_dynamic_state2::NAME.as_ptr());
+        }
+        if dynamic_state.color_write_mask {
+            exts.push(ash::ext::extended_dynamic_state3::NAME.as_ptr());
+        }
+        if dynamic_state.line_stipple.is_some() {
+            exts.push(ash::ext::line_rasterization::NAME.as_ptr());
+        }
         let mut supported_fsr = vk::PhysicalDeviceFragmentShadingRateFeaturesKHR::default();
         if fsr {
             let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_fsr);
@@ -352,6 +441,21 @@ impl Gpu {
         if fdm2.is_some() {
             info = info.push_next(&mut enable_fdm2);
         }
+        if fdm_offset {
+            info = info.push_next(&mut enable_fdm_offset);
+        }
+        if dynamic_state.color_write_enable {
+            info = info.push_next(&mut enable_cwe);
+        }
+        if dynamic_state.logic_op {
+            info = info.push_next(&mut enable_eds2);
+        }
+        if dynamic_state.color_write_mask {
+            info = info.push_next(&mut enable_eds3);
+        }
+        if dynamic_state.line_stipple.is_some() {
+            info = info.push_next(&mut enable_lines);
+        }
         let device = if opts.khr_1_1 {
             let mut raw = vk::Device::null();
             let r = unsafe { (instance.fp_v1_0().create_device)(pd, &info, std::ptr::null(), &mut raw) };
@@ -391,6 +495,8 @@ impl Gpu {
             primitive_shading_rate: primitive_fsr,
             shader_object,
             fdm,
+            fdm_offset,
+            dynamic_state,
             khr_1_1: opts.khr_1_1,
             properties: props,
         })
@@ -608,6 +714,21 @@ impl Gpu {
     pub fn image(
         &self,
         format: vk::Format,
+        size: (u32, u32),
+        layers: u32,
+        samples: vk::SampleCountFlags,
+        usage: vk::ImageUsageFlags,
+        aspect: vk::ImageAspectFlags,
+    ) -> (vk::Image, vk::DeviceMemory, vk::ImageView) {
+        self.image_with_flags(vk::ImageCreateFlags::empty(), format, size, layers, samples, usage, aspect)
+    }
+
+    /// As [`Gpu::image`], created with `flags`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn image_with_flags(
+        &self,
+        flags: vk::ImageCreateFlags,
+        format: vk::Format,
         (width, height): (u32, u32),
         layers: u32,
         samples: vk::SampleCountFlags,
@@ -619,6 +740,7 @@ impl Gpu {
             let image = d
                 .create_image(
                     &vk::ImageCreateInfo::default()
+                        .flags(flags)
                         .image_type(vk::ImageType::TYPE_2D)
                         .format(format)
                         .extent(vk::Extent3D { width, height, depth: 1 })

@@ -51,12 +51,15 @@ fn baseline_renders_at_one_by_one_and_the_matrix_notices() {
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
 
-/// `fdm=off` hides the extension.
+/// `fdm=off` hides the extension, and the offset extension with it.
 #[test]
 fn off_hides_the_extension() {
     let o = run(app(Layers::OverlapOverValidation, &["fdm", "quick"]).env("VK_OVERLAP_EMULATION_FDM", "off"));
     assert_eq!(o.code, Some(1));
     assert!(o.stderr.contains("VK_EXT_fragment_density_map is not listed"), "{}", o.stderr);
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-offset"]).env("VK_OVERLAP_EMULATION_FDM", "off"));
+    assert_eq!(o.code, Some(1));
+    assert!(o.stderr.contains("VK_EXT_fragment_density_map_offset is not listed"), "{}", o.stderr);
 }
 
 /// A Vulkan 1.1 application reaches render pass 2, dynamic rendering,
@@ -103,31 +106,86 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
 /// The multiview ladder: a plain two-view draw (no density built-ins) on
 /// lavapipe, first with the validation layer alone, then through Overlap
 /// with `fdm=off`, with the density-map device, and with a density map of
-/// 1s. Lavapipe 22.3 draws only view 0 of this pass with no layer loaded at
-/// all (view 1 keeps its clear colour), so the rungs cannot pass here; what
-/// this test holds is that no rung through Overlap differs from the driver
-/// alone — the layer adds no multiview fault of its own. On an NVIDIA H100
-/// (`ci/gpu-nvidia`) the same program draws both views on every rung, the
-/// driver alone included.
+/// 1s. With geometry inside the viewport (two triangles covering it) every
+/// rung draws both views, the driver alone included. The control that
+/// names the driver: the same pass drawing one triangle twice the
+/// viewport's size, which the clipper splits, loses view 1 with no layer
+/// loaded at all — lavapipe 22.3's draw module sets the view index when a
+/// run of clipped primitives starts and its view loop never restarts the run,
+/// so every clipped primitive lands in view 0. That, not the layer, is why
+/// the project's earlier check (and the CTS's multiview density-map cases,
+/// whose quad is surrounded by mirrored copies outside the viewport) saw
+/// view 1 empty on lavapipe.
 #[test]
-fn multiview_ladder_matches_the_driver_alone() {
-    let rung = |layers, setting: &str, rung: &str| {
-        let o = run(app(layers, &["multiview-ladder", rung]).env("VK_OVERLAP_EMULATION_FDM", setting));
-        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{rung}: {}\n{}", o.stdout, o.stderr);
-        let lines: Vec<String> = o
-            .stdout
-            .lines()
-            .filter_map(|l| l.strip_prefix("multiview_ladder "))
-            .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
-            .collect();
-        assert_eq!(lines.len(), 2, "{rung}: {}\n{}", o.stdout, o.stderr);
-        assert!(lines[0].starts_with("view=0 wrong_pixels=0 "), "{rung}: view 0 is wrong: {lines:?}");
-        lines
+fn multiview_ladder_draws_every_view() {
+    let rung = |layers, setting: &str, rung: &str, geometry: &str| {
+        run(app(layers, &["multiview-ladder", rung, geometry]).env("VK_OVERLAP_EMULATION_FDM", setting))
     };
-    let driver = rung(Layers::Validation, "off", "plain");
+    let driver = rung(Layers::Validation, "off", "plain", "quad");
+    driver.assert_ok();
+    let clipped = rung(Layers::Validation, "off", "plain", "clipped");
+    assert_eq!(clipped.code, Some(1), "{}\n{}", clipped.stdout, clipped.stderr);
+    assert!(clipped.stdout.contains("geometry=clipped view=0 wrong_pixels=0 "), "{}", clipped.stdout);
+    assert!(clipped.stderr.contains("view 1 has 3072 pixels that are not its colour"), "{}", clipped.stderr);
+    assert_eq!(clipped.value("VALIDATION_ERRORS"), Some("0"));
     for (setting, r) in [("off", "plain"), ("binned", "fdm-device"), ("binned", "fdm-map")] {
-        assert_eq!(rung(Layers::OverlapOverValidation, setting, r), driver, "rung {r} differs from the driver alone");
+        let o = rung(Layers::OverlapOverValidation, setting, r, "quad");
+        o.assert_ok();
+        assert!(o.stdout.contains("view=1 wrong_pixels=0 "), "rung {r}: {}", o.stdout);
     }
+}
+
+/// Multiview with per-view areas (issue 17, item 4): each view gets the
+/// areas of its own layer of the density map — view 0 asks for 1x1 on the
+/// left half, the others for 2x2 everywhere — over render pass 1, render
+/// pass 2 and dynamic rendering, with 2, 4 and 6 views.
+#[test]
+fn multiview_views_get_their_own_areas() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-multiview"]));
+    o.assert_ok();
+    for path in ["RenderPass", "RenderPass2", "Dynamic"] {
+        for n in [2, 4, 6] {
+            let line = format!("fdm multiview path={path} views={n} per_view=ok");
+            assert!(o.stdout.contains(&line), "missing {line:?} in\n{}", o.stdout);
+        }
+    }
+}
+
+/// The negative control: one area for all views (part 1's rule, the
+/// smallest any view asks for) shades view 1's left half at 1x1, and the
+/// check fires.
+#[test]
+fn one_area_for_all_views_fails_the_per_view_check() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-multiview", "quick"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "per_view_areas"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("view 1 asks for 2x2 everywhere but pixel"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}
+
+/// `VK_EXT_fragment_density_map_offset` (issue 17, item 3): listed with its
+/// feature and granularity; offsets given at the end of the pass (render
+/// pass 2 and `vkCmdEndRendering2EXT`, one and two views with different
+/// offsets) move the fine block of the map by the offset.
+#[test]
+fn density_offsets_move_the_coarse_regions() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-offset"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("fdm_offset feature=1 granularity=4x4"), "{}", o.stdout);
+    let lines = o.stdout.lines().filter(|l| l.starts_with("fdm offset path=")).count();
+    assert_eq!(lines, 6, "{}", o.stdout);
+}
+
+/// The negative control: offsets ignored leave the fine block in place, and
+/// the pixels the offset moved it onto are shaded coarser than asked.
+#[test]
+fn ignoring_the_offsets_fails_the_offset_check() {
+    let o =
+        run(app(Layers::OverlapOverValidation, &["fdm-offset"])
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "offsets"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("exceeds the requested (1,1)"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
 
 /// One validation per module the layer sends down: a fragment shader with
@@ -168,6 +226,59 @@ fn a_wrong_replay_is_caught_by_the_reference_checks() {
     // It ran to the end: the last families reported.
     for line in ["fdm density_one=Dynamic identical", "fdm storage_fallback=1x1", "fdm query_fallback=1x1"] {
         assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
+    }
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}
+
+/// The verdict lines of `fdm-dynamic-state`: per state, `red=… green=… ok|WRONG`.
+fn dynamic_state_verdicts(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("fdm dynamic_state="))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(s, v)| (s.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Dynamic state beyond Vulkan 1.3 (issue 17, item 5) changed between two
+/// draws of a binned pass is replayed per draw: colour write enable, extended
+/// dynamic state 3's colour write mask and line stipple let the first draw
+/// write and stop the second. Logic op is held to the driver alone (the same
+/// pass without a map, validation layer only): lavapipe 22.3 keeps the first
+/// logic op a command buffer sets (its `vkCmdSetLogicOpEXT` marks the
+/// rasterizer state dirty, not the blend state), so the second draw writes
+/// there with or without the layer.
+#[test]
+fn dynamic_state_beyond_1_3_is_replayed_per_draw() {
+    let driver = run(&mut app(Layers::Validation, &["fdm-dynamic-state", "plain"]));
+    assert_eq!(driver.value("VALIDATION_ERRORS"), Some("0"), "{}\n{}", driver.stdout, driver.stderr);
+    let driver = dynamic_state_verdicts(&driver.stdout);
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-dynamic-state"]));
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}\n{}", o.stdout, o.stderr);
+    let binned = dynamic_state_verdicts(&o.stdout);
+    assert_eq!(binned.len(), 4, "{}", o.stdout);
+    for (state, verdict) in &binned {
+        if state == "LogicOp" {
+            let alone = driver.iter().find(|(s, _)| s == state).map(|(_, v)| v);
+            assert_eq!(Some(verdict), alone, "{state}: the binned pass differs from the driver alone");
+        } else {
+            assert!(verdict.ends_with(" ok"), "{state}: {verdict}");
+        }
+    }
+}
+
+/// The negative control: without the capture the state reaches the driver
+/// before the replays, both draws see the last value, and nothing is red
+/// (logic op too: the driver alone shows the second draw's green).
+#[test]
+fn dynamic_state_sent_down_at_once_fails_the_check() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic-state"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "dynamic_state"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    let verdicts = dynamic_state_verdicts(&o.stdout);
+    assert_eq!(verdicts.len(), 4, "{}", o.stdout);
+    for (state, verdict) in &verdicts {
+        assert!(verdict.starts_with("red=0 green=0 "), "{state}: {verdict}");
     }
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }

@@ -56,14 +56,17 @@ fn device_extensions_are_the_drivers_without_duplicates() {
     assert!(!expected.iter().any(|e| e == "VK_EXT_fragment_shader_interlock"));
     assert!(!expected.iter().any(|e| e == "VK_EXT_fragment_density_map"));
     assert!(!expected.iter().any(|e| e == "VK_EXT_fragment_density_map2"));
+    assert!(!expected.iter().any(|e| e.ends_with("_fragment_density_map_offset")));
     expected.push("VK_EXT_fragment_shader_interlock".into());
     expected.push("VK_EXT_fragment_density_map".into());
     expected.push("VK_EXT_fragment_density_map2".into());
+    expected.push("VK_EXT_fragment_density_map_offset".into());
+    expected.push("VK_QCOM_fragment_density_map_offset".into());
     expected.sort();
     assert_eq!(list(&with), expected);
     assert_eq!(with.value("device_extension_duplicates"), Some("0"));
     // Asked by name, the layer lists its own: the emulated ones.
-    assert_eq!(with.value("overlap_device_extensions"), Some("3"));
+    assert_eq!(with.value("overlap_device_extensions"), Some("5"));
     // With emulation off, the driver's list exactly.
     let native = run(app(Layers::OverlapOverValidation, &["probe"])
         .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "native")

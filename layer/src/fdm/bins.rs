@@ -6,16 +6,28 @@
 //! to the render area. Its *requested* area is `1/density` per axis; the
 //! layer gives it the largest power of two no larger than that, than the
 //! layer's maximum and than what keeps the bin's start aligned, so a bin
-//! always starts on a fragment boundary.
+//! always starts on a fragment boundary (the seed's "`b_s` must be a
+//! multiple of `1/s`").
+//!
+//! **Views.** A multiview pass plans per view: view `k` reads its own layer
+//! of the map ([`View::layer`]) and has its own grid, shifted by its density
+//! offset ([`View::offset`], `VK_EXT_fragment_density_map_offset`: the spec
+//! fetches region centre `c` at `c - offset`, so the grid shifted by
+//! `offset` gives every region exactly one texel, and the coarse regions
+//! move with the map). A bin records which views ask for its area there
+//! ([`Bin::views`], bit `k` for view `k`); where two views ask for the same
+//! area over the same rectangle it is one bin. In turnip's terms each view
+//! gets its own `b_s` and `s`; the replays below are shared by all views.
 //!
 //! A *replay* renders the whole captured pass once, at one fragment area,
-//! over a rectangle (the bounding box of its bins) and stores only its bins.
-//! Each replay repeats all vertex work; pixels inside its rectangle but not
-//! in its bins are shaded for nothing. The planner starts from one replay per
-//! area and greedily merges the pair whose merge saves the most (the merged
-//! replay uses the smaller area on each axis, which is always allowed: an
-//! area may be smaller than requested), the a7xx bin-merging idea applied to
-//! whole replays.
+//! over a rectangle (the bounding box of its bins), in every view, and
+//! stores only its bins, each in the views that asked for it. Each replay
+//! repeats all vertex work; pixels inside its rectangle but not in its bins
+//! are shaded for nothing. The planner starts from one replay per area (the
+//! union over views) and greedily merges the pair whose merge saves the most
+//! (the merged replay uses the smaller area on each axis, which is always
+//! allowed: an area may be smaller than requested), the a7xx bin-merging
+//! idea applied to whole replays.
 
 /// An integer rectangle in framebuffer space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,6 +59,24 @@ pub struct Bin {
     /// The area the density map asks for (after the power-of-two, maximum
     /// and alignment clamps).
     pub area: (u32, u32),
+    /// The views that ask for `area` over `rect`: bit `k` for the `k`-th
+    /// [`View`] given to [`bins`].
+    pub views: u32,
+}
+
+/// One view of the pass as the planner sees it: the map layer it reads and
+/// its density offset in framebuffer pixels (`(0, 0)` without one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct View {
+    pub layer: u32,
+    pub offset: (i32, i32),
+}
+
+impl View {
+    /// A view of map layer `layer` without an offset.
+    pub const fn layer(layer: u32) -> View {
+        View { layer, offset: (0, 0) }
+    }
 }
 
 /// One render of the captured pass.
@@ -55,7 +85,15 @@ pub struct Replay {
     pub area: (u32, u32),
     /// Bounding box of `bins`, aligned to `area` at its start.
     pub rect: Rect,
-    pub bins: Vec<Rect>,
+    /// The bins it stores, each in the views its mask names.
+    pub bins: Vec<Bin>,
+}
+
+impl Replay {
+    /// The rectangles it stores in view `k`.
+    pub fn rects_of(&self, k: u32) -> Vec<Rect> {
+        self.bins.iter().filter(|b| b.views & (1 << k) != 0).map(|b| b.rect).collect()
+    }
 }
 
 /// The map as the planner needs it: per texel, the density in 1/255 units
@@ -98,41 +136,84 @@ fn alignment(x: u32) -> u32 {
     }
 }
 
-/// Bins of `render_area` with their areas. `views` selects the map layers
-/// (a multiview pass takes the smallest area of all its views, per axis).
-pub fn bins(map: &DensityMap, render_area: Rect, texel: (u32, u32), views: &[u32], max_area: u32) -> Vec<Bin> {
+/// The grid cells of one axis that meet `[x0, x1)`: per cell, its start
+/// and end clipped to the range and its texel index (clamped to the map, as
+/// the spec clamps the offset fetch), for a grid of `t`-pixel cells whose
+/// origin is at `origin`.
+fn cells(x0: u32, x1: u32, t: u32, origin: i32, texels: u32) -> Vec<(u32, u32, u32)> {
+    let (t64, o) = (t as i64, origin as i64);
+    let mut k = (x0 as i64 - o).div_euclid(t64);
     let mut out = Vec::new();
-    if render_area.w == 0 || render_area.h == 0 {
+    loop {
+        let start = k * t64 + o;
+        if start >= x1 as i64 {
+            break;
+        }
+        let (a, b) = (start.max(x0 as i64), (start + t64).min(x1 as i64));
+        if b > a {
+            out.push((a as u32, b as u32, k.clamp(0, texels as i64 - 1) as u32));
+        }
+        k += 1;
+    }
+    out
+}
+
+/// Bins of `render_area` with their areas, per view (`views[k]` names the
+/// map layer and offset of view `k`). With `one_area` every view gets, per
+/// region of the first view's grid, the smallest area any view asks for
+/// there (part 1's rule; the tests' negative control).
+pub fn bins(
+    map: &DensityMap,
+    render_area: Rect,
+    texel: (u32, u32),
+    views: &[View],
+    max_area: u32,
+    one_area: bool,
+) -> Vec<Bin> {
+    let mut out: Vec<Bin> = Vec::new();
+    if render_area.w == 0 || render_area.h == 0 || views.is_empty() || map.width == 0 || map.height == 0 {
         return out;
     }
     let (tw, th) = texel;
-    let (x0, y0) = (render_area.x, render_area.y);
-    let (x1, y1) = (x0 + render_area.w, y0 + render_area.h);
-    let mut by = y0 / th * th;
-    while by < y1 {
-        let mut bx = x0 / tw * tw;
-        while bx < x1 {
-            let rect = Rect {
-                x: bx.max(x0),
-                y: by.max(y0),
-                w: (bx + tw).min(x1) - bx.max(x0),
-                h: (by + th).min(y1) - by.max(y0),
-            };
-            let (i, j) = ((bx / tw).min(map.width - 1), (by / th).min(map.height - 1));
-            let (mut ax, mut ay) = (max_area, max_area);
-            for &layer in views {
-                let layer = layer.min(map.layers - 1);
-                let t = map.texels[((layer * map.height + j) * map.width + i) as usize];
-                ax = ax.min(area_for_density(t[0], max_area));
-                ay = ay.min(area_for_density(t[1], max_area));
+    let (x1, y1) = (render_area.x + render_area.w, render_area.y + render_area.h);
+    let area_at = |view: &View, i: u32, j: u32| {
+        let layer = view.layer.min(map.layers.max(1) - 1);
+        let t = map.texels[((layer * map.height + j) * map.width + i) as usize];
+        (area_for_density(t[0], max_area), area_for_density(t[1], max_area))
+    };
+    let all = if views.len() >= 32 { u32::MAX } else { (1u32 << views.len()) - 1 };
+    // Where each (rectangle, area) is in `out`: views asking for the same
+    // area over the same rectangle share a bin.
+    let mut index: std::collections::HashMap<(Rect, (u32, u32)), usize> = Default::default();
+    let grids: Vec<(usize, View)> =
+        if one_area { vec![(0, views[0])] } else { views.iter().copied().enumerate().collect() };
+    for (k, view) in grids {
+        let rows = cells(render_area.y, y1, th, view.offset.1, map.height);
+        let columns = cells(render_area.x, x1, tw, view.offset.0, map.width);
+        for &(ya, yb, j) in &rows {
+            for &(xa, xb, i) in &columns {
+                let rect = Rect { x: xa, y: ya, w: xb - xa, h: yb - ya };
+                let (mut ax, mut ay, mask) = if one_area {
+                    views
+                        .iter()
+                        .map(|v| area_at(v, i, j))
+                        .fold((max_area, max_area, all), |(ax, ay, m), (x, y)| (ax.min(x), ay.min(y), m))
+                } else {
+                    let (x, y) = area_at(&view, i, j);
+                    (x, y, 1 << k)
+                };
+                // A bin starts on a fragment boundary.
+                ax = ax.min(alignment(rect.x));
+                ay = ay.min(alignment(rect.y));
+                match index.get(&(rect, (ax, ay))) {
+                    Some(&n) => out[n].views |= mask,
+                    None => {
+                        index.insert((rect, (ax, ay)), out.len());
+                        out.push(Bin { rect, area: (ax, ay), views: mask });
+                    }
+                }
             }
-            // A bin starts on a fragment boundary.
-            ax = ax.min(alignment(rect.x));
-            ay = ay.min(alignment(rect.y));
-            out.push(Bin { rect, area: (ax, ay) });
-            bx += tw;
         }
-        by += th;
     }
     out
 }
@@ -143,8 +224,8 @@ fn cost(r: &Replay, vertex_cost: f64) -> f64 {
     vertex_cost + r.rect.pixels() as f64 / (r.area.0 * r.area.1) as f64
 }
 
-fn bounding_box(bins: &[Rect]) -> Rect {
-    bins[1..].iter().fold(bins[0], |b, r| b.union(r))
+fn bounding_box(bins: &[Bin]) -> Rect {
+    bins[1..].iter().fold(bins[0].rect, |b, r| b.union(&r.rect))
 }
 
 /// `b` extended to start on a fragment boundary of `area` (bins are
@@ -182,11 +263,11 @@ pub fn rectangles(rects: &[Rect]) -> Vec<Rect> {
 /// Groups bins into replays. `vertex_cost` is what one more replay costs, in
 /// shaded pixels.
 pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
-    let mut by_area: Vec<((u32, u32), Vec<Rect>)> = Vec::new();
+    let mut by_area: Vec<((u32, u32), Vec<Bin>)> = Vec::new();
     for b in bins {
         match by_area.iter_mut().find(|(a, _)| *a == b.area) {
-            Some((_, v)) => v.push(b.rect),
-            None => by_area.push((b.area, vec![b.rect])),
+            Some((_, v)) => v.push(*b),
+            None => by_area.push((b.area, vec![*b])),
         }
     }
     // Start from the rectangles each area's bins form (a ring of bins is
@@ -198,10 +279,13 @@ pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
     let mut replays: Vec<(Replay, Rect)> = by_area
         .into_iter()
         .flat_map(|(area, bins)| {
-            let rects = rectangles(&bins);
-            let mut inside: Vec<Vec<Rect>> = vec![Vec::new(); rects.len()];
+            // Every bin lies in the rectangle that absorbed it (the views'
+            // grids may overlap when their offsets differ: a bin goes to the
+            // first rectangle holding it).
+            let rects = rectangles(&bins.iter().map(|b| b.rect).collect::<Vec<_>>());
+            let mut inside: Vec<Vec<Bin>> = vec![Vec::new(); rects.len()];
             for b in &bins {
-                if let Some(k) = rects.iter().position(|r| r.union(b) == *r) {
+                if let Some(k) = rects.iter().position(|r| r.union(&b.rect) == *r) {
                     inside[k].push(*b);
                 }
             }
@@ -238,12 +322,14 @@ pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
     replays
 }
 
-/// Fragments shaded by a plan, and by the ideal (every bin once at its own
-/// area), for the benchmark and the log.
-pub fn shaded(replays: &[Replay], bins: &[Bin]) -> (u64, u64) {
-    let planned = replays.iter().map(|r| r.rect.pixels().div_ceil((r.area.0 * r.area.1) as u64)).sum();
-    let ideal = bins.iter().map(|b| b.rect.pixels().div_ceil((b.area.0 * b.area.1) as u64)).sum();
-    (planned, ideal)
+/// Fragments shaded by a plan over `views` views (every replay renders all
+/// of them), and by the ideal (every bin once at its own area in each view
+/// that asks for it), for the benchmark and the log.
+pub fn shaded(replays: &[Replay], bins: &[Bin], views: u32) -> (u64, u64) {
+    let planned: u64 = replays.iter().map(|r| r.rect.pixels().div_ceil((r.area.0 * r.area.1) as u64)).sum();
+    let ideal =
+        bins.iter().map(|b| b.rect.pixels().div_ceil((b.area.0 * b.area.1) as u64) * b.views.count_ones() as u64).sum();
+    (planned * views.max(1) as u64, ideal)
 }
 
 #[cfg(test)]
@@ -279,7 +365,7 @@ mod tests {
         let texels = map_of(4, 4, |x, _| [if x < 2 { 255 } else { 60 }, 255]);
         let map = DensityMap { width: 4, height: 4, layers: 1, texels: &texels };
         let area = Rect { x: 3, y: 0, w: 57, h: 61 };
-        let b = bins(&map, area, (16, 16), &[0], 4);
+        let b = bins(&map, area, (16, 16), &[View::layer(0)], 4, false);
         let covered: u64 = b.iter().map(|b| b.rect.pixels()).sum();
         assert_eq!(covered, area.pixels());
         for (i, x) in b.iter().enumerate() {
@@ -292,13 +378,61 @@ mod tests {
         assert!(b.iter().filter(|b| b.rect.x >= 32).all(|b| b.area == (4, 1)));
     }
 
+    /// Each view gets the areas of its own map layer; views asking for the
+    /// same area over the same region share a bin. `one_area` (part 1's
+    /// rule) gives both the smaller.
     #[test]
-    fn multiview_takes_the_smallest_area() {
-        let mut texels = map_of(2, 2, |_, _| [60, 60]);
+    fn multiview_bins_are_per_view() {
+        let mut texels = map_of(2, 2, |x, _| if x == 0 { [60, 60] } else { [120, 255] });
         texels.extend(map_of(2, 2, |_, _| [120, 255]));
         let map = DensityMap { width: 2, height: 2, layers: 2, texels: &texels };
-        let b = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &[0, 1], 4);
-        assert!(b.iter().all(|b| b.area == (2, 1)));
+        let views = [View::layer(0), View::layer(1)];
+        let b = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &views, 4, false);
+        // Left column: view 0 asks for 4x4, view 1 for 2x1; right column: both 2x1.
+        let left: Vec<&Bin> = b.iter().filter(|b| b.rect.x == 0).collect();
+        assert_eq!(left.len(), 4, "{b:?}");
+        assert!(left.iter().any(|b| b.area == (4, 4) && b.views == 0b01));
+        assert!(left.iter().any(|b| b.area == (2, 1) && b.views == 0b10));
+        assert!(b.iter().filter(|b| b.rect.x == 16).all(|b| b.area == (2, 1) && b.views == 0b11));
+        assert_eq!(b.len(), 6);
+        let one = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &views, 4, true);
+        assert_eq!(one.len(), 4);
+        assert!(one.iter().all(|b| b.area == (2, 1) && b.views == 0b11));
+        // Every view holds every pixel once, in the plan too.
+        for vertex_cost in [0.0, 1e9] {
+            let replays = plan(&b, vertex_cost);
+            for k in 0..2 {
+                let px: u64 = replays.iter().flat_map(|r| r.rects_of(k)).map(|r| r.pixels()).sum();
+                assert_eq!(px, 32 * 32, "view {k} at vertex cost {vertex_cost}");
+            }
+        }
+    }
+
+    /// A density offset shifts the view's grid by the offset: the region
+    /// whose centre `c` fetches texel `(c - offset) / texel` is the texel's
+    /// own region moved by the offset, and the fetch is clamped at the map's
+    /// edges.
+    #[test]
+    fn an_offset_moves_the_regions_with_the_map() {
+        // One 1x1 texel at (1, 1) of a 4x4 map of 4x4 texels, 16-pixel regions.
+        let texels = map_of(4, 4, |x, y| if (x, y) == (1, 1) { [255, 255] } else { [50, 50] });
+        let map = DensityMap { width: 4, height: 4, layers: 1, texels: &texels };
+        let all = Rect { x: 0, y: 0, w: 64, h: 64 };
+        let fine = |offset| -> Vec<Rect> {
+            bins(&map, all, (16, 16), &[View { layer: 0, offset }], 4, false)
+                .into_iter()
+                .filter(|b| b.area == (1, 1))
+                .map(|b| b.rect)
+                .collect()
+        };
+        assert_eq!(fine((0, 0)), [Rect { x: 16, y: 16, w: 16, h: 16 }]);
+        assert_eq!(fine((8, -4)), [Rect { x: 24, y: 12, w: 16, h: 16 }]);
+        assert_eq!(fine((-16, 32)), [Rect { x: 0, y: 48, w: 16, h: 16 }]);
+        // The bins still cover the render area once.
+        let b = bins(&map, all, (16, 16), &[View { layer: 0, offset: (8, -4) }], 4, false);
+        assert_eq!(b.iter().map(|b| b.rect.pixels()).sum::<u64>(), all.pixels());
+        // The first column (x 0..8) fetches texel column -1, clamped to 0.
+        assert!(b.iter().filter(|b| b.rect.x == 0).all(|b| b.area == (4, 4) || b.rect.y == 0));
     }
 
     #[test]
@@ -336,11 +470,11 @@ mod tests {
             [v, v]
         });
         let map = DensityMap { width: 8, height: 8, layers: 1, texels: &texels };
-        let bins = bins(&map, Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), &[0], 4);
+        let bins = bins(&map, Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), &[View::layer(0)], 4, false);
         for vertex_cost in [0.0, 1000.0, 1e9] {
             let replays = plan(&bins, vertex_cost);
             for b in &bins {
-                let holders: Vec<&Replay> = replays.iter().filter(|r| r.bins.contains(&b.rect)).collect();
+                let holders: Vec<&Replay> = replays.iter().filter(|r| r.bins.contains(b)).collect();
                 assert_eq!(holders.len(), 1, "{b:?}");
                 let r = holders[0];
                 assert!(r.area.0 <= b.area.0 && r.area.1 <= b.area.1);
@@ -350,14 +484,14 @@ mod tests {
             if vertex_cost == 0.0 {
                 // The centre, and the two rings as four rectangles each.
                 assert_eq!(replays.len(), 9, "no merging when replays are free");
-                let (planned, ideal) = shaded(&replays, &bins);
+                let (planned, ideal) = shaded(&replays, &bins, 1);
                 assert_eq!(planned, ideal, "nothing shaded twice");
             }
             if vertex_cost == 1e9 {
                 assert_eq!(replays.len(), 1, "one replay when vertex work dominates");
                 assert_eq!(replays[0].area, (1, 1));
             }
-            let (planned, ideal) = shaded(&replays, &bins);
+            let (planned, ideal) = shaded(&replays, &bins, 1);
             assert!(planned >= ideal);
         }
     }
@@ -365,19 +499,19 @@ mod tests {
     /// The merge as first written: every pair's bins walked for its box.
     /// The oracle for the box-union merge (same savings, same ties).
     fn plan_by_walking_bins(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
-        let mut by_area: Vec<((u32, u32), Vec<Rect>)> = Vec::new();
+        let mut by_area: Vec<((u32, u32), Vec<Bin>)> = Vec::new();
         for b in bins {
             match by_area.iter_mut().find(|(a, _)| *a == b.area) {
-                Some((_, v)) => v.push(b.rect),
-                None => by_area.push((b.area, vec![b.rect])),
+                Some((_, v)) => v.push(*b),
+                None => by_area.push((b.area, vec![*b])),
             }
         }
-        let walk = |bins: &[Rect], area| aligned(bounding_box(bins), area);
+        let walk = |bins: &[Bin], area| aligned(bounding_box(bins), area);
         let mut replays: Vec<Replay> = by_area
             .into_iter()
             .flat_map(|(area, bins)| {
-                rectangles(&bins).into_iter().map(move |r| {
-                    let inside: Vec<Rect> = bins.iter().filter(|b| r.union(b) == r).copied().collect();
+                rectangles(&bins.iter().map(|b| b.rect).collect::<Vec<_>>()).into_iter().map(move |r| {
+                    let inside: Vec<Bin> = bins.iter().filter(|b| r.union(&b.rect) == r).copied().collect();
                     Replay { area, rect: walk(&inside, area), bins: inside }
                 })
             })
@@ -387,7 +521,7 @@ mod tests {
             for i in 0..replays.len() {
                 for j in i + 1..replays.len() {
                     let area = (replays[i].area.0.min(replays[j].area.0), replays[i].area.1.min(replays[j].area.1));
-                    let bins: Vec<Rect> = replays[i].bins.iter().chain(&replays[j].bins).copied().collect();
+                    let bins: Vec<Bin> = replays[i].bins.iter().chain(&replays[j].bins).copied().collect();
                     let merged = Replay { area, rect: walk(&bins, area), bins };
                     let saving =
                         cost(&replays[i], vertex_cost) + cost(&replays[j], vertex_cost) - cost(&merged, vertex_cost);
@@ -431,7 +565,7 @@ mod tests {
         }
         for (w, h, texels) in &maps {
             let map = DensityMap { width: *w, height: *h, layers: 1, texels };
-            let bins = bins(&map, Rect { x: 0, y: 0, w: w * 8 - 3, h: h * 8 }, (8, 8), &[0], 4);
+            let bins = bins(&map, Rect { x: 0, y: 0, w: w * 8 - 3, h: h * 8 }, (8, 8), &[View::layer(0)], 4, false);
             for vertex_cost in [0.0, 50.0, 2000.0, 1e9] {
                 assert_eq!(plan(&bins, vertex_cost), plan_by_walking_bins(&bins, vertex_cost), "{w}x{h} {vertex_cost}");
             }

@@ -1,8 +1,10 @@
 //! Capture: the hooks of the commands a density-map pass can hold.
 //!
 //! Inside a pass being captured (mode `binned`) nothing of these goes down:
-//! binds, push constants, dynamic state (Vulkan 1.0 and the extended
-//! dynamic state of 1.3, kept as the call to make), draws and clears are
+//! binds, push constants, dynamic state (Vulkan 1.0, the extended dynamic
+//! state of 1.3, and beyond it colour write enable, logic op, patch control
+//! points, line stipple and extended dynamic state 3, kept as the call to
+//! make), draws and clears are
 //! kept as [`Cmd`]s, and in a secondary recorded for a density-map render
 //! pass they are kept for the primary that executes it. A bind the replays
 //! cannot honour (a pipeline not made for the pass or with side effects, a
@@ -290,6 +292,142 @@ state_hooks! {
         face 0 => cmd_set_depth_bias_enable;
     12 "vkCmdSetPrimitiveRestartEnable" PFN_vkCmdSetPrimitiveRestartEnable fn cmd_set_primitive_restart_enable(cb, e: vk::Bool32)
         face 0 => cmd_set_primitive_restart_enable;
+}
+
+/// A dynamic-state call of an extension: captured like the 1.3 ones, or,
+/// with `debug_fdm_without=dynamic_state`, sent down at once (part 1's
+/// behaviour: the value reaches the driver before the replays, so every
+/// replay sees the pass's last one).
+///
+/// # Safety
+/// `call` makes the application's valid call (with its arguments copied) on
+/// the next layer's command, `cb` being its recording command buffer held by
+/// the caller.
+unsafe fn record_state(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, key: (u32, u32), call: StateCall) {
+    if f.without_dynamic_state {
+        (call.0)(&f.below, cb);
+        return;
+    }
+    // SAFETY: the caller's guarantee (the capture rule).
+    unsafe { record(dev, f, cb, Cmd::State { key, call }) }
+}
+
+/// Declares captured dynamic-state commands of extensions beyond Vulkan 1.3
+/// with plain arguments: each is kept as the call to make on the next
+/// layer's command (`dev.state`), keyed by its command for the snapshot.
+macro_rules! ext_state_hooks {
+    ($( $n:literal $name:literal fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $table:ident . $field:ident; )*) => {
+        $(
+            #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
+            ///
+            /// # Safety
+            #[doc = concat!("The arguments are those of a valid `", $name, "` call.")]
+            pub unsafe fn $hook(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
+                let fp = dev.state.$table.$field;
+                // SAFETY: a `StateCall` is called only with the recording command buffer the call was captured in
+                // (the capture rule); `fp` is the next layer's command the application called (its row is handed
+                // out only where the next layer has it), with the plain values of that valid call.
+                let call = StateCall(Arc::new(move |_: &ash::Device, cb| unsafe { fp(cb $(, $a)*) }));
+                // SAFETY: the application's valid call, on its recording `cb` held during the call.
+                unsafe { record_state(dev, f, cb, ($n, 0), call) }
+            }
+        )*
+    };
+}
+
+ext_state_hooks! {
+    20 "vkCmdSetLogicOpEXT" fn cmd_set_logic_op(cb, op: vk::LogicOp) => eds2.cmd_set_logic_op_ext;
+    21 "vkCmdSetPatchControlPointsEXT" fn cmd_set_patch_control_points(cb, n: u32) => eds2.cmd_set_patch_control_points_ext;
+    22 "vkCmdSetLineStippleEXT" fn cmd_set_line_stipple(cb, factor: u32, pattern: u16) => line.cmd_set_line_stipple_ext;
+    23 "vkCmdSetLineStippleKHR" fn cmd_set_line_stipple_khr(cb, factor: u32, pattern: u16) => line_khr.cmd_set_line_stipple_khr;
+    24 "vkCmdSetDepthClampEnableEXT" fn cmd_set_depth_clamp_enable(cb, e: vk::Bool32) => eds3.cmd_set_depth_clamp_enable_ext;
+    25 "vkCmdSetPolygonModeEXT" fn cmd_set_polygon_mode(cb, m: vk::PolygonMode) => eds3.cmd_set_polygon_mode_ext;
+    26 "vkCmdSetRasterizationSamplesEXT" fn cmd_set_rasterization_samples(cb, s: vk::SampleCountFlags)
+        => eds3.cmd_set_rasterization_samples_ext;
+    27 "vkCmdSetAlphaToCoverageEnableEXT" fn cmd_set_alpha_to_coverage_enable(cb, e: vk::Bool32)
+        => eds3.cmd_set_alpha_to_coverage_enable_ext;
+    28 "vkCmdSetAlphaToOneEnableEXT" fn cmd_set_alpha_to_one_enable(cb, e: vk::Bool32) => eds3.cmd_set_alpha_to_one_enable_ext;
+    29 "vkCmdSetLogicOpEnableEXT" fn cmd_set_logic_op_enable(cb, e: vk::Bool32) => eds3.cmd_set_logic_op_enable_ext;
+    30 "vkCmdSetTessellationDomainOriginEXT" fn cmd_set_tessellation_domain_origin(cb, o: vk::TessellationDomainOrigin)
+        => eds3.cmd_set_tessellation_domain_origin_ext;
+    31 "vkCmdSetDepthClipEnableEXT" fn cmd_set_depth_clip_enable(cb, e: vk::Bool32) => eds3.cmd_set_depth_clip_enable_ext;
+    32 "vkCmdSetProvokingVertexModeEXT" fn cmd_set_provoking_vertex_mode(cb, m: vk::ProvokingVertexModeEXT)
+        => eds3.cmd_set_provoking_vertex_mode_ext;
+    33 "vkCmdSetLineRasterizationModeEXT" fn cmd_set_line_rasterization_mode(cb, m: vk::LineRasterizationModeEXT)
+        => eds3.cmd_set_line_rasterization_mode_ext;
+    34 "vkCmdSetLineStippleEnableEXT" fn cmd_set_line_stipple_enable(cb, e: vk::Bool32) => eds3.cmd_set_line_stipple_enable_ext;
+    35 "vkCmdSetDepthClipNegativeOneToOneEXT" fn cmd_set_depth_clip_negative_one_to_one(cb, e: vk::Bool32)
+        => eds3.cmd_set_depth_clip_negative_one_to_one_ext;
+}
+
+/// `vkCmdSetColorWriteEnableEXT`: captured inside a density-map pass.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdSetColorWriteEnableEXT` call.
+pub unsafe fn cmd_set_color_write_enable(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    n: u32,
+    e: *const vk::Bool32,
+) {
+    let fp = dev.state.color_write.cmd_set_color_write_enable_ext;
+    // SAFETY: VUID-vkCmdSetColorWriteEnableEXT-pColorWriteEnables-parameter: `n` values, copied at once.
+    let items = unsafe { v(e, n) };
+    // SAFETY: as for `ext_state_hooks!`; the array is the closure's own copy, of the count given.
+    let call = StateCall(Arc::new(move |_: &ash::Device, cb| unsafe { fp(cb, n, items.as_ptr()) }));
+    // SAFETY: the application's valid call, on its recording `cb` held during the call.
+    unsafe { record_state(dev, f, cb, (36, 0), call) }
+}
+
+/// `vkCmdSetSampleMaskEXT`: captured inside a density-map pass.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdSetSampleMaskEXT` call.
+pub unsafe fn cmd_set_sample_mask(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    samples: vk::SampleCountFlags,
+    mask: *const vk::SampleMask,
+) {
+    let fp = dev.state.eds3.cmd_set_sample_mask_ext;
+    // SAFETY: VUID-vkCmdSetSampleMaskEXT-pSampleMask-parameter: ceil(samples / 32) words, copied at once.
+    let items = unsafe { v(mask, samples.as_raw().div_ceil(32)) };
+    // SAFETY: as for `ext_state_hooks!`; the array is the closure's own copy, of the length `samples` implies.
+    let call = StateCall(Arc::new(move |_: &ash::Device, cb| unsafe { fp(cb, samples, items.as_ptr()) }));
+    // SAFETY: the application's valid call, on its recording `cb` held during the call.
+    unsafe { record_state(dev, f, cb, (37, 0), call) }
+}
+
+/// Declares captured dynamic-state commands of extended dynamic state 3
+/// that set a range of colour attachments (`first`, count, items): the items
+/// are copied; the key is the command and `first`.
+macro_rules! attachment_state_hooks {
+    ($( $n:literal $name:literal fn $hook:ident($it:ty) => $field:ident; )*) => {
+        $(
+            #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
+            ///
+            /// # Safety
+            #[doc = concat!("The arguments are those of a valid `", $name, "` call.")]
+            pub unsafe fn $hook(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, first: u32, n: u32, items: *const $it) {
+                let fp = dev.state.eds3.$field;
+                // SAFETY: the command's array `-parameter` VUID: `n` valid items, copied at once.
+                let items: Vec<$it> = unsafe { v(items, n) };
+                // SAFETY: as for `ext_state_hooks!`; the array is the closure's own copy, of the count given.
+                let call = StateCall(Arc::new(move |_: &ash::Device, cb| unsafe { fp(cb, first, n, items.as_ptr()) }));
+                // SAFETY: the application's valid call, on its recording `cb` held during the call.
+                unsafe { record_state(dev, f, cb, ($n, first), call) }
+            }
+        )*
+    };
+}
+
+attachment_state_hooks! {
+    38 "vkCmdSetColorBlendEnableEXT" fn cmd_set_color_blend_enable(vk::Bool32) => cmd_set_color_blend_enable_ext;
+    39 "vkCmdSetColorBlendEquationEXT" fn cmd_set_color_blend_equation(vk::ColorBlendEquationEXT)
+        => cmd_set_color_blend_equation_ext;
+    40 "vkCmdSetColorWriteMaskEXT" fn cmd_set_color_write_mask(vk::ColorComponentFlags) => cmd_set_color_write_mask_ext;
 }
 
 /// `vkCmdBeginTransformFeedbackEXT`: a pass holding it goes live at 1x1.

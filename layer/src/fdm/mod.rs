@@ -10,7 +10,10 @@
 //! resolution), the `FRAGMENT_DENSITY_MAP_OPTIMAL` layout (as `GENERAL`), the
 //! density-process stage (as the fragment shader stage) and access (as a
 //! shader read), the render pass and dynamic rendering attachment
-//! structures, and the pipeline creation flag.
+//! structures, and the pipeline creation flag. `VK_EXT_fragment_density_map_offset`
+//! (and its QCOM original) is listed with it: the offsets given at the end of a
+//! pass shift each view's bin grid ([`bins`]); the offset image flag is
+//! translated away; `vkCmdEndRendering2EXT` is the layer's own.
 //!
 //! **Shaders.** `overlap_shaders::fdm` turns `FragSizeEXT` and
 //! `FragInvocationCountEXT` into constants and scales `FragCoord`; a
@@ -104,6 +107,54 @@ pub fn fill_properties2(p: &mut vk::PhysicalDeviceFragmentDensityMap2PropertiesE
     p.max_descriptor_set_subsampled_samplers = limits.max_descriptor_set_samplers.max(1);
 }
 
+/// `VK_EXT_fragment_density_map_offset` (and the QCOM original, whose
+/// structures have the same types): offsets are applied by shifting each
+/// view's bin grid ([`bins`]).
+pub const OFFSET_EXTENSIONS: [&CStr; 2] =
+    [crate::plan::FDM_OFFSET_EXTENSION_NAME, crate::plan::FDM_OFFSET_QCOM_EXTENSION_NAME];
+
+pub fn fill_offset_features(f: &mut vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM) {
+    f.fragment_density_map_offset = vk::TRUE;
+}
+
+/// Offsets in multiples of the largest area: a shifted bin still starts on
+/// a fragment boundary of every area (`b_s` a multiple of `1/s`).
+pub fn fill_offset_properties(p: &mut vk::PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM) {
+    p.fragment_density_offset_granularity = vk::Extent2D { width: MAX_AREA, height: MAX_AREA };
+}
+
+/// `VkRenderingEndInfoEXT` (`VK_EXT_fragment_density_map_offset`; ash
+/// 0.38 predates it): the end of a dynamic render pass, whose chain may hold
+/// the density offsets.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RenderingEndInfo {
+    pub s_type: vk::StructureType,
+    pub p_next: *const std::ffi::c_void,
+}
+
+/// `VK_STRUCTURE_TYPE_RENDERING_END_INFO_EXT` (= `_KHR`).
+pub const RENDERING_END_INFO: vk::StructureType = vk::StructureType::from_raw(1_000_619_003);
+
+/// `vkCmdEndRendering2EXT` / `vkCmdEndRendering2KHR`.
+pub type PfnCmdEndRendering2 = unsafe extern "system" fn(vk::CommandBuffer, *const RenderingEndInfo);
+
+/// The density offsets a `pNext` chain at the end of a pass gives
+/// (`VkRenderPassFragmentDensityMapOffsetEndInfoEXT`, the QCOM structure's
+/// type), empty without them.
+///
+/// # Safety
+/// `p_next` is a valid `pNext` chain.
+pub unsafe fn end_offsets(p_next: *const std::ffi::c_void) -> Vec<vk::Offset2D> {
+    // SAFETY: the caller's guarantee.
+    match unsafe { crate::pnext::find::<vk::SubpassFragmentDensityMapOffsetEndInfoQCOM>(p_next) } {
+        // SAFETY: VUID-VkRenderPassFragmentDensityMapOffsetEndInfoEXT-pFragmentDensityOffsets-parameter:
+        // `fragmentDensityOffsetCount` offsets.
+        Some(o) => unsafe { slice(o.p_fragment_density_offsets, o.fragment_density_offset_count) }.to_vec(),
+        None => Vec::new(),
+    }
+}
+
 pub fn fill_properties(p: &mut vk::PhysicalDeviceFragmentDensityMapPropertiesEXT) {
     p.min_fragment_density_texel_size = vk::Extent2D { width: MIN_TEXEL, height: MIN_TEXEL };
     p.max_fragment_density_texel_size = vk::Extent2D { width: MAX_TEXEL, height: MAX_TEXEL };
@@ -145,8 +196,13 @@ pub fn translate_image_query(
             | vk::ImageUsageFlags::TRANSFER_SRC
             | vk::ImageUsageFlags::SAMPLED;
     }
-    Some((usage, flags & !vk::ImageCreateFlags::SUBSAMPLED_EXT))
+    Some((usage, flags & !DRIVER_LACKS_FLAGS))
 }
+
+/// Image create flags of the emulated extensions: images are stored at full
+/// resolution and never shifted, so the driver is asked without them.
+pub const DRIVER_LACKS_FLAGS: vk::ImageCreateFlags =
+    vk::ImageCreateFlags::from_raw(vk::ImageCreateFlags::SUBSAMPLED_EXT.as_raw() | 0x0000_8000);
 
 /// Whether `format` is in the 16-bit compatibility class of `R8G8_UNORM`
 /// (the spec's table of compatible formats): the formats an image can be
@@ -323,6 +379,14 @@ pub struct Fdm {
     /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one
     /// fragment (a deliberately wrong replay, for the tests' controls).
     pub misreplay: bool,
+    /// `debug_fdm_without=per_view_areas`: a multiview pass gives every view
+    /// the smallest area any view asks for (part 1's rule; a control).
+    pub one_area_per_pass: bool,
+    /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
+    pub without_offsets: bool,
+    /// `debug_fdm_without=dynamic_state`: dynamic state beyond Vulkan 1.3 goes
+    /// down at once instead of being captured (part 1's behaviour; a control).
+    pub without_dynamic_state: bool,
     /// `fdm_overlay`: tint each bin by its area.
     pub overlay: bool,
     /// Format features, for blits.
@@ -358,7 +422,14 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>) -> Result<StrippedFdm<'
     // FDM2 requires FDM (VUID-vkCreateDevice-ppEnabledExtensionNames-01387).
     // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter: each
     // name is a null-terminated UTF-8 string.
-    let kept: Vec<*const c_char> = kept.into_iter().filter(|n| unsafe { CStr::from_ptr(*n) } != EXTENSION2).collect();
+    let kept: Vec<*const c_char> = kept
+        .into_iter()
+        .filter(|n| {
+            // SAFETY: as above.
+            let n = unsafe { CStr::from_ptr(*n) };
+            n != EXTENSION2 && !OFFSET_EXTENSIONS.contains(&n)
+        })
+        .collect();
     // SAFETY: VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain.
     let mut chain = unsafe { Chain::copy(info.p_next) }.map_err(StripError::Unknown)?;
     if chain
@@ -368,6 +439,7 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>) -> Result<StrippedFdm<'
         return Err(StripError::FeatureNotPresent("fragmentDensityMapDeferred"));
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT);
+    chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>() {
         if f.fragment_density_map_dynamic == vk::TRUE {
             return Err(StripError::FeatureNotPresent("fragmentDensityMapDynamic"));
@@ -457,6 +529,9 @@ impl Fdm {
             set_loader_data,
             overlay,
             misreplay: false,
+            one_area_per_pass: false,
+            without_offsets: false,
+            without_dynamic_state: false,
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
             instance: instance.clone(),
@@ -529,7 +604,7 @@ pub unsafe fn create_image(
     let ci = unsafe { &*info };
     let mut copy = *ci;
     let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
-    copy.flags &= !(vk::ImageCreateFlags::SUBSAMPLED_EXT);
+    copy.flags &= !DRIVER_LACKS_FLAGS;
     copy.usage = f.driver_usage(ci.usage, &[ci.format]);
     // SAFETY: the application's valid call, with a copy of its info whose
     // usage and flags the driver supports.
@@ -929,7 +1004,12 @@ pub unsafe fn create_framebuffer(
                     .map(|i| {
                         // SAFETY: VUID-VkFramebufferAttachmentImageInfo-pViewFormats-parameter.
                         let formats = unsafe { slice(i.p_view_formats, i.view_format_count) };
-                        vk::FramebufferAttachmentImageInfo { usage: f.driver_usage(i.usage, formats), ..*i }
+                        vk::FramebufferAttachmentImageInfo {
+                            usage: f.driver_usage(i.usage, formats),
+                            // As the images were created (VUID-VkRenderPassBeginInfo-framebuffer-03211).
+                            flags: i.flags & !DRIVER_LACKS_FLAGS,
+                            ..*i
+                        }
                     })
                     .collect();
             // SAFETY: VUID-VkFramebufferCreateInfo-pNext-pNext: a valid chain.

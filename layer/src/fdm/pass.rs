@@ -72,6 +72,9 @@ pub(super) struct Pass {
     pub(super) map: Option<Arc<MapTexels>>,
     /// Descriptor pools of shadow sets made for the replays.
     pub(super) shadow_pools: Vec<vk::DescriptorPool>,
+    /// The density offsets per layer given at the end of the pass
+    /// (`VK_EXT_fragment_density_map_offset`; empty: none).
+    pub(super) offsets: Vec<vk::Offset2D>,
 }
 
 /// Why a pass renders at 1x1, logged once per reason and pass.
@@ -201,6 +204,7 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         state: s.snapshot.clone(),
         map: None,
         shadow_pools: Vec::new(),
+        offsets: Vec::new(),
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now.
@@ -338,7 +342,14 @@ pub unsafe fn cmd_begin_render_pass2(
 /// # Safety
 /// `cb` is the application's recording command buffer of `f`'s device,
 /// held during its valid call of the command that `next` sends down.
-unsafe fn pass_command(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, end: bool, next: impl FnOnce()) {
+unsafe fn pass_command(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    end: bool,
+    offsets: Vec<vk::Offset2D>,
+    next: impl FnOnce(),
+) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     let Some(pass) = &mut s.pass else {
@@ -356,6 +367,7 @@ unsafe fn pass_command(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, end: bo
         return;
     }
     let mut pass = s.pass.take().unwrap();
+    pass.offsets = offsets;
     // SAFETY: the application's valid end of the pass in the recording `cb`
     // (the capture rule of `super::commands`): a captured pass is replayed
     // (or goes live, nothing of it sent down yet, then ends); a live one ends.
@@ -383,7 +395,7 @@ pub unsafe fn cmd_next_subpass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { (f.below.fp_v1_0().cmd_next_subpass)(cb, contents) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
-    unsafe { pass_command(dev, f, cb, false, next) }
+    unsafe { pass_command(dev, f, cb, false, Vec::new(), next) }
 }
 
 /// `vkCmdNextSubpass2`.
@@ -397,10 +409,11 @@ pub unsafe fn cmd_next_subpass2(
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
 ) {
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_2().cmd_next_subpass2)(cb, b, e) };
+    // SAFETY: the application's valid call, without density offsets (the
+    // driver lacks them; those of a subpass other than the last are ignored).
+    let next = move || unsafe { without_offsets(e, |e| (f.below.fp_v1_2().cmd_next_subpass2)(cb, b, e)) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
-    unsafe { pass_command(dev, f, cb, false, next) }
+    unsafe { pass_command(dev, f, cb, false, Vec::new(), next) }
 }
 
 /// `vkCmdEndRenderPass`.
@@ -411,7 +424,35 @@ pub unsafe fn cmd_end_render_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuff
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { (f.below.fp_v1_0().cmd_end_render_pass)(cb) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
-    unsafe { pass_command(dev, f, cb, true, next) }
+    unsafe { pass_command(dev, f, cb, true, Vec::new(), next) }
+}
+
+/// Calls `down` with `e`, or with a copy of it whose chain lacks the density
+/// offsets (`VK_EXT_fragment_density_map_offset` is the layer's: the driver
+/// must not see its structure).
+///
+/// # Safety
+/// `e` is a valid `VkSubpassEndInfo`.
+unsafe fn without_offsets(e: *const vk::SubpassEndInfo<'_>, down: impl FnOnce(*const vk::SubpassEndInfo<'_>)) {
+    let offsets = vk::StructureType::SUBPASS_FRAGMENT_DENSITY_MAP_OFFSET_END_INFO_QCOM;
+    // SAFETY: VUID-VkSubpassEndInfo-pNext-pNext: a valid chain (the caller's guarantee).
+    let (has, chain) = unsafe {
+        let p = (*e).p_next;
+        (crate::pnext::find::<vk::SubpassFragmentDensityMapOffsetEndInfoQCOM>(p).is_some(), p)
+    };
+    if !has {
+        return down(e);
+    }
+    // SAFETY: as above.
+    match unsafe { crate::pnext::Chain::copy(chain) } {
+        Ok(mut c) => {
+            c.remove(offsets);
+            // SAFETY: the caller's valid info, its chain copied without the offsets (alive in `c`).
+            let copy = vk::SubpassEndInfo { p_next: c.head(), ..unsafe { *e } };
+            down(&copy)
+        }
+        Err(_) => down(e),
+    }
 }
 
 /// `vkCmdEndRenderPass2`.
@@ -419,10 +460,13 @@ pub unsafe fn cmd_end_render_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuff
 /// # Safety
 /// The arguments are those of a valid `vkCmdEndRenderPass2` call.
 pub unsafe fn cmd_end_render_pass2(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>) {
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_2().cmd_end_render_pass2)(cb, e) };
+    // SAFETY: the application's valid call, without density offsets.
+    let next = move || unsafe { without_offsets(e, |e| (f.below.fp_v1_2().cmd_end_render_pass2)(cb, e)) };
+    // The offsets of the last subpass, applied by the replays.
+    // SAFETY: VUID-vkCmdEndRenderPass2-pSubpassEndInfo-parameter: a valid info and chain.
+    let offsets = unsafe { super::end_offsets((*e).p_next) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
-    unsafe { pass_command(dev, f, cb, true, next) }
+    unsafe { pass_command(dev, f, cb, true, offsets, next) }
 }
 
 /// `vkCmdBeginRendering` with a density map: a density-map pass starts.
@@ -515,8 +559,15 @@ pub unsafe fn cmd_begin_rendering(
         let shared = cb_state(f, cb);
         let mut s = shared.lock();
         let st = s.snapshot.clone();
-        s.pass =
-            Some(Pass { begin, capturing: false, cmds: Vec::new(), state: st, map: None, shadow_pools: Vec::new() });
+        s.pass = Some(Pass {
+            begin,
+            capturing: false,
+            cmds: Vec::new(),
+            state: st,
+            map: None,
+            shadow_pools: Vec::new(),
+            offsets: Vec::new(),
+        });
         return;
     }
     // SAFETY: `cb` is recording, held during this call; `begin` is a copy
@@ -532,7 +583,30 @@ pub unsafe fn cmd_end_rendering(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { (f.below.fp_v1_3().cmd_end_rendering)(cb) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
-    unsafe { pass_command(dev, f, cb, true, next) }
+    unsafe { pass_command(dev, f, cb, true, Vec::new(), next) }
+}
+
+/// `vkCmdEndRendering2EXT` (the layer provides it): as `vkCmdEndRendering`,
+/// with the density offsets its chain gives.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdEndRendering2EXT` call.
+pub unsafe fn cmd_end_rendering2(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    info: *const super::RenderingEndInfo,
+) {
+    // SAFETY: the end the valid call asks for; the driver lacks the command and its structures.
+    let next = move || unsafe { (f.below.fp_v1_3().cmd_end_rendering)(cb) };
+    // SAFETY: VUID-vkCmdEndRendering2EXT-pRenderingEndInfo-parameter: null or a valid info and chain.
+    let offsets = match unsafe { info.as_ref() } {
+        // SAFETY: as above.
+        Some(i) => unsafe { super::end_offsets(i.p_next) },
+        None => Vec::new(),
+    };
+    // SAFETY: the application's valid call on its recording `cb`, held now.
+    unsafe { pass_command(dev, f, cb, true, offsets, next) }
 }
 
 /// `vkCmdExecuteCommands`: in a density-map render pass, the commands the

@@ -53,7 +53,7 @@ unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Tra
             rects.push(vk::ClearRect { rect: r, base_array_layer: 0, layer_count: 1 });
         }
     };
-    for b in &replay.bins {
+    for b in replay.bins.iter().map(|b| b.rect) {
         let e = t.rect(&vk::Rect2D {
             offset: vk::Offset2D { x: b.x as i32, y: b.y as i32 },
             extent: vk::Extent2D { width: b.w, height: b.h },
@@ -93,15 +93,24 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         bins::texel_size(extent.0, mw, super::MIN_TEXEL, super::MAX_TEXEL),
         bins::texel_size(extent.1, mh, super::MIN_TEXEL, super::MAX_TEXEL),
     );
-    let views: Vec<u32> =
-        if view_mask == 0 { vec![0] } else { (0..32).filter(|i| view_mask & (1 << i) != 0).collect() };
+    // The views of a multiview pass (none without): each reads its layer of
+    // a layered map (layer 0 of a single-layer one) with its own offset.
+    let views: Vec<u32> = (0..32).filter(|i| view_mask & (1 << i) != 0).collect();
+    let planned_views: Vec<bins::View> = if views.is_empty() { vec![0] } else { views.clone() }
+        .into_iter()
+        .map(|v| {
+            let layer = if ml > 1 { v } else { 0 };
+            let o = if f.without_offsets { None } else { pass.offsets.get(layer as usize) };
+            bins::View { layer, offset: o.map_or((0, 0), |o| (o.x, o.y)) }
+        })
+        .collect();
     let map = bins::DensityMap { width: mw, height: mh, layers: ml, texels };
-    let layers: &[u32] = if ml > 1 { &views } else { &[0] };
     let vertex_cost = 2000.0 + pass.cmds.iter().map(Cmd::vertices).sum::<f64>();
-    let replays = f.plans.get_or_plan(&m, (render_area, texel, layers, vertex_cost), || {
-        bins::plan(&bins::bins(&map, render_area, texel, layers, super::MAX_AREA), vertex_cost)
+    let one_area = f.one_area_per_pass;
+    let replays = f.plans.get_or_plan(&m, (render_area, texel, &planned_views, vertex_cost), || {
+        bins::plan(&bins::bins(&map, render_area, texel, &planned_views, super::MAX_AREA, one_area), vertex_cost)
     });
-    let (planned, finish) = match plan(&atts, replays, f.overlay, &|format| f.format_features(format))? {
+    let (planned, finish) = match plan(&atts, replays, f.overlay, &|format| f.format_features(format), &views)? {
         Plan::AsRecorded => {
             // SAFETY: the caller's guarantee: `cb` is recording at the end of
             // the captured `pass`, outside a render pass.
@@ -174,9 +183,9 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         pass.shadow_pools.extend(s.pools.take());
     }
     if dev.log().enabled(LogLevel::Debug) {
-        let all_bins = bins::bins(&map, render_area, texel, layers, super::MAX_AREA);
+        let all_bins = bins::bins(&map, render_area, texel, &planned_views, super::MAX_AREA, one_area);
         let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
-        let (shaded, ideal) = bins::shaded(&replays, &all_bins);
+        let (shaded, ideal) = bins::shaded(&replays, &all_bins, planned_views.len() as u32);
         let areas: Vec<String> = replays
             .iter()
             .map(|r| {
@@ -269,11 +278,15 @@ unsafe fn record_replay(
                 Step::Barrier(changes) => barrier(f, cb, &transitions(atts, targets, changes)),
                 Step::Downscale { attachment, regions } => {
                     let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
-                    blit(f, cb, (a.image, a), (si, a), regions, false, true);
+                    blit(f, cb, (a.image, a), (si, a), regions, false, true, None);
                 }
-                Step::Upscale { attachment, regions } => {
+                Step::Upscale { attachment, layers, regions } => {
                     let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
-                    blit(f, cb, (si, a), (a.image, a), regions, true, true);
+                    // A view's layer past the attachment's (an invalid pass) is not blitted.
+                    let inside = layers.is_none_or(|(first, n)| first + n <= a.range.layer_count);
+                    if inside {
+                        blit(f, cb, (si, a), (a.image, a), regions, true, true, *layers);
+                    }
                 }
                 Step::Render => {
                     let mut begin = pass.begin.clone();

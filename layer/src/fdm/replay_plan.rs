@@ -28,7 +28,12 @@
 //! - a replay into scratch targets downscales (real → scratch, over its
 //!   rectangle) only the attachments that load, sets every scratch target to
 //!   the attachment's initial layout, renders, then upscales its bins
-//!   (scratch → real) into the attachments that store.
+//!   (scratch → real) into the attachments that store;
+//! - a replay renders every view of a multiview pass; each view's upscale
+//!   (its layer of the attachments) takes only the bins that view asked for
+//!   at the replay's area, so each view gets the areas of its own map layer
+//!   (one upscale over all the views' layers where every bin is asked for by
+//!   every view).
 
 use super::bins::{self, Rect};
 use super::commands::Transform;
@@ -87,8 +92,9 @@ pub(super) enum Step {
     /// under [`PlannedReplay::transform`], the outline, end.
     Render,
     /// Scratch target → real attachment, over (framebuffer, scratch)
-    /// rectangle pairs covering the replay's bins.
-    Upscale { attachment: usize, regions: Vec<(Rect, Rect)> },
+    /// rectangle pairs covering the replay's bins, in the attachment's
+    /// layers `layers` (first, count; relative to its view; `None`: all).
+    Upscale { attachment: usize, layers: Option<(u32, u32)>, regions: Vec<(Rect, Rect)> },
 }
 
 /// A layout transition of attachment `attachment` (an index into the pass's
@@ -159,15 +165,42 @@ fn unblittable(atts: &[Option<Att>], format_features: &dyn Fn(vk::Format) -> vk:
     None
 }
 
+/// The upscales of one replay's bins into attachment `attachment`: `views`
+/// are the view indices of a multiview pass (bit `k` of a bin's mask is view
+/// `views[k]`, which renders to layer `views[k]`), empty without multiview.
+fn upscales(r: &bins::Replay, attachment: usize, views: &[u32]) -> Vec<Step> {
+    let regions = |rects: Vec<Rect>| -> Vec<(Rect, Rect)> {
+        bins::rectangles(&rects).into_iter().flat_map(|b| scaled_regions(b, r.area)).collect()
+    };
+    let all = |rects| Step::Upscale { attachment, layers: None, regions: regions(rects) };
+    if views.is_empty() {
+        return vec![all(r.bins.iter().map(|b| b.rect).collect())];
+    }
+    let mask = if views.len() >= 32 { u32::MAX } else { (1u32 << views.len()) - 1 };
+    let contiguous = views.iter().enumerate().all(|(k, v)| *v == k as u32);
+    if contiguous && r.bins.iter().all(|b| b.views & mask == mask) {
+        let rects = r.bins.iter().map(|b| b.rect).collect();
+        return vec![Step::Upscale { attachment, layers: Some((0, views.len() as u32)), regions: regions(rects) }];
+    }
+    (0..views.len() as u32)
+        .map(|k| (k, r.rects_of(k)))
+        .filter(|(_, rects)| !rects.is_empty())
+        .map(|(k, rects)| Step::Upscale { attachment, layers: Some((views[k as usize], 1)), regions: regions(rects) })
+        .collect()
+}
+
 /// The plan for a captured pass with attachments `atts` (`None`: left
 /// alone) and the bin plan `replays`; `Err(why)` when it must render at 1x1.
 /// `overlay`: the `fdm_overlay` setting; `format_features`: the device's
-/// optimal-tiling features of a format.
+/// optimal-tiling features of a format; `views`: the view indices of a
+/// multiview pass (empty without multiview), in the order of the bins' view
+/// masks.
 pub(super) fn plan(
     atts: &[Option<Att>],
     mut replays: Vec<bins::Replay>,
     overlay: bool,
     format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags,
+    views: &[u32],
 ) -> Result<Plan, String> {
     if replays.len() == 1 && replays[0].area == (1, 1) && !overlay {
         return Ok(Plan::AsRecorded);
@@ -181,7 +214,7 @@ pub(super) fn plan(
     // A direct 1x1 replay writes its whole rectangle: only first, and only
     // where nothing it overwrites must still be loaded by another replay.
     let direct = replays.first().is_some_and(|r| {
-        r.area == (1, 1) && (!loads || replays[1..].iter().all(|o| o.bins.iter().all(|b| !b.intersects(&r.rect))))
+        r.area == (1, 1) && (!loads || replays[1..].iter().all(|o| o.bins.iter().all(|b| !b.rect.intersects(&r.rect))))
     });
     if !direct {
         replays.sort_by_key(|r| (std::cmp::Reverse(r.area.0 * r.area.1), r.rect.y, r.rect.x));
@@ -245,8 +278,7 @@ pub(super) fn plan(
             steps.push(Step::Barrier(t3));
         }
         for (i, _) in present().filter(|(_, a)| a.store) {
-            let regions = bins::rectangles(&r.bins).into_iter().flat_map(|b| scaled_regions(b, r.area)).collect();
-            steps.push(Step::Upscale { attachment: i, regions });
+            steps.extend(upscales(&r, i, views));
         }
         let t = Transform { area: r.area, clip: Some(r.rect), inputs: None };
         planned.push(PlannedReplay {
@@ -275,25 +307,26 @@ struct PlanKey {
     map: Arc<MapTexels>,
     render_area: Rect,
     texel: (u32, u32),
-    layers: Vec<u32>,
+    views: Vec<bins::View>,
     vertex_cost: f64,
 }
 
 impl PlanCache {
     const ENTRIES: usize = 8;
 
-    /// The plan for `map` and `(render area, texel size, map layers, vertex
-    /// cost)`, made by `plan` unless a recent pass had the same.
+    /// The plan for `map` and `(render area, texel size, views (map layers
+    /// and offsets), vertex cost)`, made by `plan` unless a recent pass had
+    /// the same.
     pub fn get_or_plan(
         &self,
         map: &Arc<MapTexels>,
-        (render_area, texel, layers, vertex_cost): (Rect, (u32, u32), &[u32], f64),
+        (render_area, texel, views, vertex_cost): (Rect, (u32, u32), &[bins::View], f64),
         plan: impl FnOnce() -> Vec<bins::Replay>,
     ) -> Vec<bins::Replay> {
         let same = |k: &PlanKey| {
             k.render_area == render_area
                 && k.texel == texel
-                && k.layers == layers
+                && k.views == views
                 && k.vertex_cost == vertex_cost
                 && (Arc::ptr_eq(&k.map, map)
                     || (k.map.width, k.map.height, k.map.layers) == (map.width, map.height, map.layers)
@@ -309,7 +342,7 @@ impl PlanCache {
             }
         }
         let replays = plan();
-        let key = PlanKey { map: map.clone(), render_area, texel, layers: layers.to_vec(), vertex_cost };
+        let key = PlanKey { map: map.clone(), render_area, texel, views: views.to_vec(), vertex_cost };
         let mut plans = self.0.lock();
         plans.insert(0, (key, replays.clone()));
         plans.truncate(Self::ENTRIES);
@@ -345,7 +378,12 @@ mod tests {
 
     /// A replay storing exactly its rectangle.
     fn replay(area: (u32, u32), rect: Rect) -> bins::Replay {
-        bins::Replay { area, rect, bins: vec![rect] }
+        bins::Replay { area, rect, bins: vec![bin(rect)] }
+    }
+
+    /// A bin asked for by one view.
+    fn bin(rect: Rect) -> bins::Bin {
+        bins::Bin { rect, area: (1, 1), views: 1 }
     }
 
     /// A single-sampled colour attachment, blittable, made with transfer
@@ -411,9 +449,9 @@ mod tests {
     fn density_one_is_the_pass_as_recorded_unless_outlined() {
         let atts = [Some(att(true, true))];
         let one = || vec![replay((1, 1), r(0, 0, 64, 64))];
-        assert_eq!(plan(&atts, one(), false, &blittable), Ok(Plan::AsRecorded));
+        assert_eq!(plan(&atts, one(), false, &blittable, &[]), Ok(Plan::AsRecorded));
         // The overlay draws on the pass: one direct replay over the whole area.
-        let (replays, finish) = replays_of(plan(&atts, one(), true, &blittable));
+        let (replays, finish) = replays_of(plan(&atts, one(), true, &blittable, &[]));
         assert_eq!(replays.len(), 1);
         assert_eq!(replays[0].target, Target::Direct);
         assert_eq!(replays[0].steps, vec![Step::Render]);
@@ -424,7 +462,7 @@ mod tests {
         // Nothing to outline on without a colour attachment.
         let mut depth = att(true, true);
         depth.range.aspect_mask = vk::ImageAspectFlags::DEPTH;
-        let (replays, _) = replays_of(plan(&[Some(depth)], one(), true, &blittable));
+        let (replays, _) = replays_of(plan(&[Some(depth)], one(), true, &blittable, &[]));
         assert!(!replays[0].outline);
     }
 
@@ -433,7 +471,7 @@ mod tests {
         // The 2x2 replay's bins lie outside the 1x1 replay's rectangle: what
         // it loads is still there when it runs, after the direct one.
         let replays = vec![replay((1, 1), r(0, 0, 32, 64)), replay((2, 2), r(32, 0, 32, 64))];
-        let (planned, finish) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable));
+        let (planned, finish) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable, &[]));
         assert_eq!(
             planned.iter().map(|p| (p.replay.area, p.target)).collect::<Vec<_>>(),
             [((1, 1), Target::Direct), ((2, 2), Target::Scratch)]
@@ -452,7 +490,7 @@ mod tests {
         assert_eq!(finish, vec![real(0, L::TRANSFER_DST_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)]);
         // Nothing loads: the direct replay may overwrite anything.
         let overlapping = vec![replay((1, 1), r(0, 0, 64, 64)), replay((2, 2), r(32, 0, 32, 64))];
-        let (planned, _) = replays_of(plan(&[Some(att(false, true))], overlapping, false, &blittable));
+        let (planned, _) = replays_of(plan(&[Some(att(false, true))], overlapping, false, &blittable, &[]));
         assert_eq!(planned[0].target, Target::Direct);
         assert_eq!(planned[0].replay.area, (1, 1));
     }
@@ -462,10 +500,10 @@ mod tests {
         // The 1x1 replay's rectangle covers the 2x2 replay's bins: rendering it
         // first into the real attachment would overwrite what the 2x2 loads.
         let replays = vec![
-            bins::Replay { area: (1, 1), rect: r(0, 0, 64, 64), bins: vec![r(0, 0, 32, 64)] },
+            bins::Replay { area: (1, 1), rect: r(0, 0, 64, 64), bins: vec![bin(r(0, 0, 32, 64))] },
             replay((2, 2), r(32, 0, 32, 64)),
         ];
-        let (planned, _) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable));
+        let (planned, _) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable, &[]));
         assert_eq!(
             planned.iter().map(|p| (p.replay.area, p.target)).collect::<Vec<_>>(),
             [((2, 2), Target::Scratch), ((1, 1), Target::Scratch)]
@@ -484,7 +522,7 @@ mod tests {
     fn a_replay_above_one_by_one_loads_through_a_downscale() {
         let rect = r(16, 0, 16, 16);
         let (planned, finish) =
-            replays_of(plan(&[Some(att(true, true))], vec![replay((2, 2), rect)], false, &blittable));
+            replays_of(plan(&[Some(att(true, true))], vec![replay((2, 2), rect)], false, &blittable, &[]));
         assert_eq!(planned.len(), 1);
         let p = &planned[0];
         assert_eq!(p.target, Target::Scratch);
@@ -505,7 +543,7 @@ mod tests {
                     scratch(0, L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
                     real(0, L::TRANSFER_SRC_OPTIMAL, L::TRANSFER_DST_OPTIMAL),
                 ]),
-                Step::Upscale { attachment: 0, regions: pairs },
+                Step::Upscale { attachment: 0, layers: None, regions: pairs },
             ]
         );
         assert_eq!(finish, vec![real(0, L::TRANSFER_DST_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)]);
@@ -518,7 +556,7 @@ mod tests {
         let mut undefined = att(true, false);
         undefined.initial = L::UNDEFINED;
         let atts = [Some(undefined), Some(att(true, false))];
-        let (planned, _) = replays_of(plan(&atts, vec![replay((2, 2), r(0, 0, 32, 32))], false, &blittable));
+        let (planned, _) = replays_of(plan(&atts, vec![replay((2, 2), r(0, 0, 32, 32))], false, &blittable, &[]));
         let p = &planned[0];
         assert_eq!(downscaled(p), [0, 1]);
         assert_eq!(p.steps[3], Step::Barrier(vec![scratch(1, L::TRANSFER_DST_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)]));
@@ -535,7 +573,7 @@ mod tests {
         let mut transient = att(false, false);
         transient.final_ = L::COLOR_ATTACHMENT_OPTIMAL;
         let atts = [Some(cleared), None, Some(stored), Some(transient)];
-        let (planned, finish) = replays_of(plan(&atts, vec![replay((2, 2), r(0, 0, 32, 32))], false, &blittable));
+        let (planned, finish) = replays_of(plan(&atts, vec![replay((2, 2), r(0, 0, 32, 32))], false, &blittable, &[]));
         let p = &planned[0];
         assert_eq!(downscaled(p), Vec::<usize>::new());
         assert_eq!(upscaled(p), [0, 2]);
@@ -581,7 +619,7 @@ mod tests {
             replay((2, 2), r(0, 0, 16, 16)),
             replay((4, 4), r(32, 32, 32, 32)),
         ];
-        let (planned, _) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable));
+        let (planned, _) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable, &[]));
         let order: Vec<((u32, u32), u32, u32)> =
             planned.iter().map(|p| (p.replay.area, p.replay.rect.x, p.replay.rect.y)).collect();
         assert_eq!(order, [((4, 4), 32, 32), ((2, 2), 0, 0), ((2, 2), 32, 0), ((2, 1), 16, 16), ((1, 2), 0, 32)]);
@@ -598,29 +636,72 @@ mod tests {
         }
     }
 
+    /// A multiview replay renders every view; each view's upscale (its layer)
+    /// takes only the bins that view asked for at the replay's area. Where
+    /// every view asked for every bin, one upscale covers all their layers.
+    #[test]
+    fn each_view_upscales_only_the_bins_it_asked_for() {
+        let (left, right) = (r(0, 0, 16, 16), r(16, 0, 16, 16));
+        let replay = |masks: [u32; 2]| bins::Replay {
+            area: (2, 2),
+            rect: r(0, 0, 32, 16),
+            bins: vec![
+                bins::Bin { rect: left, area: (2, 2), views: masks[0] },
+                bins::Bin { rect: right, area: (2, 2), views: masks[1] },
+            ],
+        };
+        type Upscales = Vec<(Option<(u32, u32)>, Vec<(Rect, Rect)>)>;
+        let ups = |rep: bins::Replay, views: &[u32]| -> Upscales {
+            let (planned, _) = replays_of(plan(&[Some(att(false, true))], vec![rep], false, &blittable, views));
+            planned[0]
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Upscale { layers, regions, .. } => Some((*layers, regions.clone())),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(
+            ups(replay([0b11, 0b10]), &[0, 1]),
+            [(Some((0, 1)), vec![(left, r(0, 0, 8, 8))]), (Some((1, 1)), vec![(r(0, 0, 32, 16), r(0, 0, 16, 8))])]
+        );
+        assert_eq!(ups(replay([0b11, 0b11]), &[0, 1]), [(Some((0, 2)), vec![(r(0, 0, 32, 16), r(0, 0, 16, 8))])]);
+        // Views 0 and 2 (view mask 0b101): layers 0 and 2, never layer 1.
+        assert_eq!(
+            ups(replay([0b11, 0b11]), &[0, 2]),
+            [
+                (Some((0, 1)), vec![(r(0, 0, 32, 16), r(0, 0, 16, 8))]),
+                (Some((2, 1)), vec![(r(0, 0, 32, 16), r(0, 0, 16, 8))])
+            ]
+        );
+        // Without multiview: all the attachment's layers.
+        assert_eq!(ups(replay([1, 1]), &[]), [(None, vec![(r(0, 0, 32, 16), r(0, 0, 16, 8))])]);
+    }
+
     #[test]
     fn what_cannot_be_blitted_renders_at_one_by_one() {
         let two = || vec![replay((2, 2), r(0, 0, 32, 32))];
         let mut ms = att(true, false);
         ms.samples = vk::SampleCountFlags::TYPE_4;
-        let why = plan(&[Some(ms.clone())], two(), false, &blittable).unwrap_err();
+        let why = plan(&[Some(ms.clone())], two(), false, &blittable, &[]).unwrap_err();
         assert!(why.contains("multisampled"), "{why}");
         // A multisampled attachment that neither loads nor stores is never blitted.
         ms.load = false;
-        assert!(plan(&[Some(ms)], two(), false, &blittable).is_ok());
+        assert!(plan(&[Some(ms)], two(), false, &blittable, &[]).is_ok());
         let no_blit_dst = |_: vk::Format| vk::FormatFeatureFlags::BLIT_SRC;
-        let why = plan(&[Some(att(false, true))], two(), false, &no_blit_dst).unwrap_err();
+        let why = plan(&[Some(att(false, true))], two(), false, &no_blit_dst, &[]).unwrap_err();
         assert!(why.contains("cannot be blitted"), "{why}");
         let mut no_transfer = att(true, true);
         no_transfer.usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_DST;
-        let why = plan(&[Some(no_transfer)], two(), false, &blittable).unwrap_err();
+        let why = plan(&[Some(no_transfer)], two(), false, &blittable, &[]).unwrap_err();
         assert!(why.contains("transfer usage"), "{why}");
     }
 
     #[test]
     fn clears_are_transformed_to_the_replay_rectangle() {
         let replays = vec![replay((1, 1), r(0, 0, 16, 16)), replay((2, 2), r(16, 0, 16, 16))];
-        let (planned, _) = replays_of(plan(&[Some(att(false, true))], replays, false, &blittable));
+        let (planned, _) = replays_of(plan(&[Some(att(false, true))], replays, false, &blittable, &[]));
         let clear = |x, y, w, h| vk::ClearRect { rect: rect2d(x, y, w, h), base_array_layer: 0, layer_count: 1 };
         let whole = [clear(0, 0, 64, 64)];
         for p in &planned {

@@ -334,11 +334,14 @@ pub(super) unsafe fn barrier(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition]) {
 
 /// Records nearest-filter blits from `src` to `dst` over `pairs`
 /// (framebuffer rectangle, scratch rectangle), downscaling or, with `up`,
-/// upscaling.
+/// upscaling, in the attachment's layers `sub` (first and count relative to
+/// its view; `None`: all of them).
 ///
 /// # Safety
 /// As [`barrier`]; `src` is in `TRANSFER_SRC_OPTIMAL` and `dst` in
-/// `TRANSFER_DST_OPTIMAL`, both made with the transfer usages.
+/// `TRANSFER_DST_OPTIMAL`, both made with the transfer usages; `sub` lies
+/// within the attachment's layers.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn blit(
     f: &Fdm,
     cb: vk::CommandBuffer,
@@ -347,13 +350,15 @@ pub(super) unsafe fn blit(
     pairs: &[(Rect, Rect)],
     up: bool,
     scratch_layers: bool,
+    sub: Option<(u32, u32)>,
 ) {
     let (sa, da) = (src.1, dst.1);
+    let (first, count) = sub.unwrap_or((0, sa.range.layer_count));
     let layers = |a: &Att, scratch: bool| vk::ImageSubresourceLayers {
         aspect_mask: a.range.aspect_mask,
         mip_level: if scratch { 0 } else { a.range.base_mip_level },
-        base_array_layer: if scratch { 0 } else { a.range.base_array_layer },
-        layer_count: a.range.layer_count,
+        base_array_layer: if scratch { 0 } else { a.range.base_array_layer } + first,
+        layer_count: count,
     };
     let regions: Vec<vk::ImageBlit> = pairs
         .iter()

@@ -28,7 +28,10 @@ fn usage() -> ! {
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
-         multiview-ladder [plain|fdm-device|fdm-map]  a plain two-view draw, one layer feature at a time\n  \
+         multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped]  a plain two-view draw, one layer feature at a time\n  \
+         fdm-multiview [quick]      per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
+         fdm-offset                 VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
+         fdm-dynamic-state [plain]  dynamic state beyond Vulkan 1.3 changed between draws of a binned pass (plain: no map)\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          host-leak                  a planted host leak (heap blocks whose pointers are dropped): valgrind's control\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
@@ -91,7 +94,14 @@ fn main() {
         "fdm-khr" => fdm_khr(&mut opts),
         "leak" => leak(&opts),
         "host-leak" => host_leak(),
-        "multiview-ladder" => multiview_ladder(&mut opts, args.get(1).map(String::as_str).unwrap_or("plain")),
+        "multiview-ladder" => multiview_ladder(
+            &mut opts,
+            args.get(1).map(String::as_str).unwrap_or("plain"),
+            args.get(2).map(String::as_str).unwrap_or("quad"),
+        ),
+        "fdm-multiview" => fdm_multiview(&mut opts, args.get(1).map(String::as_str) == Some("quick")),
+        "fdm-offset" => fdm_offset(&mut opts),
+        "fdm-dynamic-state" => fdm_dynamic_state(&mut opts, args.get(1).map(String::as_str) == Some("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "pipeline-route" => pipeline_route(&mut opts, arg(&args, 1)),
@@ -777,34 +787,49 @@ fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// `multiview-ladder RUNG`: a plain two-view draw (no density built-ins; each
-/// view its own colour) through render pass 2 with `viewMask` 0b11, on a
-/// device with multiview: the rungs add one thing at a time — the harness
-/// runs `plain` under the validation layer alone and through Overlap with
-/// `fdm=off`; `fdm-device` enables the emulated FDM on the device (no map in
-/// the pass); `fdm-map` adds a density map of 1s (density 1: every fragment
-/// 1x1, so the views must look exactly as without it). The first rung that
-/// fails locates the fault: driver, layer, density-map device, binned pass.
-fn multiview_ladder(opts: &mut GpuOptions, rung: &str) -> Result<(), String> {
-    use overlap_tests::fdm::{self, Map};
+/// `multiview-ladder RUNG [GEOMETRY]`: a plain two-view draw (no density
+/// built-ins; each view its own colour) through render pass 2 with
+/// `viewMask` 0b11, on a device with multiview: the rungs add one thing at a
+/// time — the harness runs `plain` under the validation layer alone and
+/// through Overlap with `fdm=off`; `fdm-device` enables the emulated FDM on
+/// the device (no map in the pass); `fdm-map` adds a density map of 1s
+/// (density 1: every fragment 1x1, so the views must look exactly as without
+/// it). The first rung that fails locates the fault: driver, layer,
+/// density-map device, binned pass. GEOMETRY `quad` (default) covers the
+/// viewport with two triangles inside it; `clipped` with one triangle twice
+/// the viewport's size, which the clipper splits: lavapipe 22.3 draws the
+/// primitives it clips into view 0 only, with no layer loaded (its draw
+/// module sets the view index when a clipped primitive run starts, and the
+/// view loop never restarts the run).
+fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Multiview, Path};
     opts.fdm = rung != "plain";
     let g = gpu(opts)?;
     if opts.fdm && !g.fdm {
         return Err("VK_EXT_fragment_density_map is not listed".into());
     }
-    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let (vs, vertices) = match geometry {
+        "clipped" => (&include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..], 3),
+        _ => (&include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..], 6),
+    };
     let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/multiview.frag.spv"))[..];
     let size: (u32, u32) = (64, 48);
     let ones = Map { width: 2, height: 2, texels: vec![[255, 255]; 4] };
-    let with_map = rung == "fdm-map";
-    let views = fdm::render_multiview(&g, size, [&ones, &ones], vs, fs, with_map);
+    let mv = Multiview {
+        with_map: rung == "fdm-map",
+        ..Multiview::new(Path::RenderPass2, size, vec![&ones, &ones], vs, fs, vertices)
+    };
+    let views = fdm::render_multiview(&g, &mv);
     // 0.25 and 0.75 of 255, rounded.
     for (view, (pixels, red)) in views.iter().zip([64u8, 191]).enumerate() {
         // Within 1 of the exact values (unorm rounding may differ by driver).
         let wrong = pixels.iter().filter(|p| p[0].abs_diff(red) > 1 || p[1].abs_diff(128) > 1).count();
-        println!("multiview_ladder rung={rung} view={view} wrong_pixels={wrong} first={:?}", pixels[0]);
+        println!(
+            "multiview_ladder rung={rung} geometry={geometry} view={view} wrong_pixels={wrong} first={:?}",
+            pixels[0]
+        );
         if wrong > 0 {
-            return Err(format!("rung {rung}: view {view} has {wrong} pixels that are not its colour"));
+            return Err(format!("rung {rung} ({geometry}): view {view} has {wrong} pixels that are not its colour"));
         }
     }
     Ok(())
@@ -1341,7 +1366,8 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     };
     let sizes: &[(u32, u32)] = if variant == Some("quick") { &[(256, 256)] } else { &[(256, 256), (250, 190)] };
     if variant == Some("multiview") {
-        return fdm_multiview(&g, texel_of, full_vs, size_fs);
+        drop(g);
+        return fdm_multiview(opts, false);
     }
     // Every check family runs to the end: a failure is printed as
     // `fdm FAILED family=F: …` and the matrix goes on, so a deliberately wrong
@@ -1830,43 +1856,210 @@ fn fdm_demo(opts: &mut GpuOptions, out: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `fdm multiview`: one area for both views of a multiview pass, the smaller
-/// of the two views' maps (the spec's rule when areas cannot differ per
-/// view), checked on both views; first, without a density map, whether the
-/// driver draws view 1 at all.
-fn fdm_multiview(
-    g: &Gpu,
-    texel_of: impl Fn((u32, u32), &overlap_tests::fdm::Map) -> (u32, u32),
-    full_vs: &[u8],
-    size_fs: &[u8],
-) -> Result<(), String> {
-    use overlap_tests::fdm::{self, Map};
+/// `fdm-multiview` (also `fdm multiview`): per-view areas. View 0's map
+/// asks for 1x1 on the left half and 4x4 on the right; every other view's
+/// for 2x2 everywhere. Every view is checked against its own map layer
+/// (areas never above the requested ones, one fragment per area-sized block
+/// with its centre as FragCoord); views 1.. are shaded at exactly 2x2
+/// everywhere and view 0's left half at 1x1. Part 1's rule — one area for
+/// all views, the smallest — would shade every view's left half at 1x1
+/// (`debug_fdm_without=per_view_areas` shows the check firing). Over render
+/// pass 1 (`VkRenderPassMultiviewCreateInfo`), render pass 2 and dynamic
+/// rendering (`viewMask`), with 2, 4 and 6 views (as the device allows).
+fn fdm_multiview(opts: &mut GpuOptions, quick: bool) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Multiview, Path};
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let quad = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
     let size: (u32, u32) = (256, 256);
     let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
-    let view0 = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
-    // View 1 asks for 2x2 everywhere: where view 0 asks for 4x4, both get 2x2.
-    let view1 = Map { width: mw, height: mh, texels: vec![[127, 127]; (mw * mh) as usize] };
-    let [_, plain1] = fdm::render_multiview(g, size, [&view0, &view1], full_vs, size_fs, false);
-    let drawn = plain1.iter().filter(|p| p[0] == 17).count();
-    println!("fdm multiview_without_map view1_drawn={drawn}");
-    if drawn == 0 {
-        return Err("the driver does not draw view 1 of a multiview pass even without a density map".into());
-    }
-    let both = Map {
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    let split = |left: u8, right: u8| Map {
         width: mw,
         height: mh,
-        texels: view0.texels.iter().zip(&view1.texels).map(|(a, b)| [a[0].max(b[0]), a[1].max(b[1])]).collect(),
+        texels: (0..mw * mh).map(|i| if i % mw < mw / 2 { [left, left] } else { [right, right] }).collect(),
     };
-    let [p0, p1] = fdm::render_multiview(g, size, [&view0, &view1], full_vs, size_fs, true);
-    let (c0, l0) =
-        fdm::check_sizes(&p0, size, &both, texel_of(size, &both)).map_err(|e| format!("multiview view 0: {e}"))?;
-    let (c1, l1) =
-        fdm::check_sizes(&p1, size, &both, texel_of(size, &both)).map_err(|e| format!("multiview view 1: {e}"))?;
-    if p0.iter().zip(&p1).any(|(a, b)| a[0] != b[0]) || c0 == 0 || c0 != c1 || l0 != 4 || l1 != 4 {
-        return Err(format!(
-            "multiview: the views' areas differ, nothing is coarse or the largest is not 2x2 ({c0}, {c1} coarse pixels; largest {l0}, {l1})"
-        ));
+    let view0 = split(255, 50);
+    let others = split(127, 127);
+    let mut props = vk::PhysicalDeviceMultiviewProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+    let counts: Vec<u32> = [2u32, 4, 6]
+        .into_iter()
+        .filter(|n| *n <= props.max_multiview_view_count)
+        .take(if quick { 1 } else { 3 })
+        .collect();
+    let paths: Vec<Path> = fdm::PATHS.into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering).collect();
+    for &path in &paths {
+        for &n in &counts {
+            let mut maps = vec![&view0];
+            maps.extend(std::iter::repeat_n(&others, n as usize - 1));
+            let views = fdm::render_multiview(&g, &Multiview::new(path, size, maps.clone(), quad, size_fs, 6));
+            let case = format!("{path:?} {n} views");
+            let mut coarse = Vec::new();
+            for (v, (px, map)) in views.iter().zip(&maps).enumerate() {
+                let (c, _) = fdm::check_sizes(px, size, map, texel).map_err(|e| format!("{case}, view {v}: {e}"))?;
+                coarse.push(c);
+                let areas = fdm::areas(px);
+                let left = |i: usize| (i as u32 % size.0) < size.0 / 2;
+                if v == 0 {
+                    if let Some(i) = (0..areas.len()).find(|&i| left(i) && areas[i] != (1, 1)) {
+                        return Err(format!("{case}: view 0 asks for 1x1 at pixel {i} but got {:?}", areas[i]));
+                    }
+                } else if let Some(i) = (0..areas.len()).find(|&i| areas[i] != (2, 2)) {
+                    return Err(format!(
+                        "{case}: view {v} asks for 2x2 everywhere but pixel ({},{}) got {:?} (one area for all views?)",
+                        i as u32 % size.0,
+                        i as u32 / size.0,
+                        areas[i]
+                    ));
+                }
+            }
+            println!("fdm multiview path={path:?} views={n} per_view=ok coarse_pixels={coarse:?}");
+        }
     }
-    println!("fdm multiview=one_area coarse_pixels={c0}");
+    Ok(())
+}
+
+/// `fdm-dynamic-state`: dynamic state beyond Vulkan 1.3 (colour write
+/// enable, logic op, extended dynamic state 3's colour write mask, line
+/// stipple), each where the driver has it, changed between two draws of a
+/// binned pass: the first draw (red) writes, the second (green) is stopped
+/// by the state set before it. Each replay must see each draw's state: the
+/// result is red where the first draw covers and never green. Without the
+/// capture (`debug_fdm_without=dynamic_state`) the state reaches the driver
+/// before the replays, both draws see the last value, and nothing is red.
+/// `plain`: the same pass without a density map (no FDM device), for the
+/// driver alone.
+fn fdm_dynamic_state(opts: &mut GpuOptions, plain: bool) -> Result<(), String> {
+    use overlap_tests::fdm::{self, DynState};
+    opts.fdm = !plain;
+    opts.dynamic_state = true;
+    let g = gpu(opts)?;
+    if !plain && !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let ds = g.dynamic_state;
+    let cases = [
+        (DynState::ColorWriteEnable, ds.color_write_enable),
+        (DynState::LogicOp, ds.logic_op),
+        (DynState::ColorWriteMask, ds.color_write_mask),
+        (DynState::LineStipple, ds.line_stipple.is_some()),
+    ];
+    let mut failed = Vec::new();
+    for (state, supported) in cases {
+        if !supported {
+            println!("fdm dynamic_state={state:?} unsupported");
+            continue;
+        }
+        let px = fdm::render_dynamic_state(&g, state, !plain);
+        let red = px.iter().filter(|p| p[0] > 200 && p[1] < 50).count();
+        let green = px.iter().filter(|p| p[1] > 200).count();
+        let ok = match state {
+            DynState::LineStipple => red > 0 && green == 0,
+            _ => red == px.len(),
+        };
+        println!("fdm dynamic_state={state:?} red={red} green={green} {}", if ok { "ok" } else { "WRONG" });
+        if !ok {
+            failed.push(format!("{state:?} (red {red}, green {green} of {})", px.len()));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("a draw did not see the state set before it: {}", failed.join(", ")))
+    }
+}
+
+/// `fdm-offset`: `VK_EXT_fragment_density_map_offset`. A map of 4x4 with a
+/// block of 2x2 texels asking for 1x1, given offsets at the end of the pass
+/// (render pass 2: `VkSubpassEndInfo`; dynamic rendering:
+/// `vkCmdEndRendering2EXT`), one view and two views with different offsets:
+/// each view's areas never exceed those of its map seen through its offset
+/// (the spec's fetch: region centre `c` reads texel `(c - offset) / texel`,
+/// clamped to the map), the fine block is shaded at 1x1 where the offset
+/// moved it, and the rest coarsely. Ignoring the offsets
+/// (`debug_fdm_without=offsets`) leaves the fine block where it was: pixels
+/// it moved onto are shaded at 4x4 and the check fires.
+fn fdm_offset(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Multiview, Path};
+    opts.fdm = true;
+    opts.fdm_offset = true;
+    let g = gpu(opts)?;
+    if !g.fdm_offset {
+        return Err("VK_EXT_fragment_density_map_offset is not listed".into());
+    }
+    let mut features = vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut features);
+    unsafe { g.instance.get_physical_device_features2(g.pd, &mut f2) };
+    let mut props = vk::PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+    let gran = props.fragment_density_offset_granularity;
+    println!("fdm_offset feature={} granularity={}x{}", features.fragment_density_map_offset, gran.width, gran.height);
+    if features.fragment_density_map_offset != vk::TRUE || gran.width == 0 || gran.height == 0 {
+        return Err("fragmentDensityMapOffset is not offered, or its granularity is zero".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let quad = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (8u32, 8u32);
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    let fine = |i: u32, j: u32| (3..5).contains(&i) && (3..5).contains(&j);
+    let map = Map {
+        width: mw,
+        height: mh,
+        texels: (0..mw * mh).map(|k| if fine(k % mw, k / mw) { [255, 255] } else { [50, 50] }).collect(),
+    };
+    // Offsets in multiples of the granularity, not of the texel.
+    let o = |x: i32, y: i32| vk::Offset2D { x: x * gran.width as i32, y: y * gran.height as i32 };
+    let cases: Vec<Vec<vk::Offset2D>> = vec![vec![o(10, -6)], vec![o(10, -6), o(-8, 4)]];
+    let paths: Vec<Path> =
+        [Path::RenderPass2, Path::Dynamic].into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering).collect();
+    for &path in &paths {
+        for offsets in &cases {
+            let n = offsets.len();
+            let mut mv = Multiview::new(path, size, vec![&map; n], quad, size_fs, 6);
+            mv.offsets = Some(offsets.clone());
+            let views = fdm::render_multiview(&g, &mv);
+            for (v, (px, off)) in views.iter().zip(offsets).enumerate() {
+                let case = format!("{path:?} {n} view(s), view {v} offset ({},{})", off.x, off.y);
+                // The texel a pixel's region fetches, through the offset.
+                let texel_at = |x: u32, y: u32| {
+                    let i = (x as i64 - off.x as i64).div_euclid(texel.0 as i64).clamp(0, mw as i64 - 1) as u32;
+                    let j = (y as i64 - off.y as i64).div_euclid(texel.1 as i64).clamp(0, mh as i64 - 1) as u32;
+                    (i, j)
+                };
+                let requested = |x, y| {
+                    let (i, j) = texel_at(x, y);
+                    let t = map.texels[(j * mw + i) as usize];
+                    (fdm::requested(t[0]), fdm::requested(t[1]))
+                };
+                let (coarse, largest) =
+                    fdm::check_sizes_with(px, size, requested).map_err(|e| format!("{case}: {e}"))?;
+                let areas = fdm::areas(px);
+                let moved = (0..areas.len() as u32).filter(|k| {
+                    let (i, j) = texel_at(k % size.0, k / size.0);
+                    fine(i, j)
+                });
+                let fine_px = moved.clone().count();
+                if fine_px == 0 || moved.clone().any(|k| areas[k as usize] != (1, 1)) {
+                    return Err(format!("{case}: the fine block is not shaded at 1x1 where the offset moved it"));
+                }
+                if largest < 16 || coarse < (size.0 * size.1 / 2) as u64 {
+                    return Err(format!("{case}: too little is coarse ({coarse} pixels, largest area {largest})"));
+                }
+                println!("fdm offset path={path:?} views={n} view={v} offset=({},{}) fine_pixels={fine_px} coarse_pixels={coarse}", off.x, off.y);
+            }
+        }
+    }
     Ok(())
 }
