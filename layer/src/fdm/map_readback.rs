@@ -9,6 +9,14 @@ use crate::device::DeviceCore;
 use ash::vk;
 use std::sync::Arc;
 
+/// How long a map read waits for its copy: the queue may still run the
+/// application's earlier work, but a wait that never ends would hang the
+/// application inside `vkCmdBeginRenderPass*` on a GPU that stops without
+/// reporting a device loss. An expired wait is a failed read (the pass
+/// renders at 1x1, logged; the read stays pending and the next one waits
+/// for it first).
+const WAIT_NS: u64 = 5_000_000_000;
+
 /// The host side of reading density maps.
 pub struct MapReader {
     queue: vk::Queue,
@@ -232,7 +240,7 @@ unsafe fn read_map(
         // SAFETY: the reader's own fence, submitted with its last read, whose wait failed; waited for before it is
         // reset (VUID-vkResetFences-pFences-01123), under the reader lock.
         unsafe {
-            d.wait_for_fences(&[r.fence], true, u64::MAX)
+            d.wait_for_fences(&[r.fence], true, WAIT_NS)
                 .map_err(lost)
                 .map_err(|x| format!("map read failed: {x:?}"))?;
             d.reset_fences(&[r.fence]).map_err(|x| format!("map read failed: {x:?}"))?;
@@ -336,7 +344,7 @@ unsafe fn read_map(
     // before it is reset (VUID-vkResetFences-pFences-01123).
     unsafe {
         fail("vkWaitForFences").map_err(e)?;
-        d.wait_for_fences(&[r.fence], true, u64::MAX).map_err(lost).map_err(e)?;
+        d.wait_for_fences(&[r.fence], true, WAIT_NS).map_err(lost).map_err(e)?;
         d.reset_fences(&[r.fence]).map_err(e)?;
     }
     r.pending = false;
