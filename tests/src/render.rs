@@ -937,6 +937,83 @@ impl Target {
         })
     }
 
+    /// The pipeline of [`Target::pipeline_with`] built from four graphics
+    /// pipeline libraries (vertex input, pre-rasterization, fragment shader,
+    /// fragment output; the modules destroyed once the libraries exist) and
+    /// linked with link-time optimization (`lto`) or without (fast linking);
+    /// also returns the libraries (needs [`GpuOptions::pipeline_library`]).
+    pub fn pipeline_libraries(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        vert: &[u8],
+        frag: &[u8],
+        lto: bool,
+    ) -> (vk::Pipeline, [vk::Pipeline; 4]) {
+        type F = vk::GraphicsPipelineLibraryFlagsEXT;
+        let d = &gpu.device;
+        let (vs, fs) = (gpu.shader(vert), gpu.shader(frag));
+        let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
+        let retain = if lto {
+            vk::PipelineCreateFlags::RETAIN_LINK_TIME_OPTIMIZATION_INFO_EXT
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
+        let libs = gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |full| {
+            let make = |subset: F| -> vk::Pipeline {
+                let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
+                let mut info = vk::GraphicsPipelineCreateInfo::default()
+                    .flags(vk::PipelineCreateFlags::LIBRARY_KHR | retain)
+                    .push_next(&mut gpl);
+                if subset == F::VERTEX_INPUT_INTERFACE {
+                    info.p_vertex_input_state = full.p_vertex_input_state;
+                    info.p_input_assembly_state = full.p_input_assembly_state;
+                }
+                if subset == F::PRE_RASTERIZATION_SHADERS {
+                    info.stage_count = 1;
+                    info.p_stages = &stages[0];
+                    info.p_viewport_state = full.p_viewport_state;
+                    info.p_rasterization_state = full.p_rasterization_state;
+                    info.p_dynamic_state = full.p_dynamic_state;
+                }
+                if subset == F::FRAGMENT_SHADER {
+                    info.stage_count = 1;
+                    info.p_stages = &stages[1];
+                    info.p_multisample_state = full.p_multisample_state;
+                }
+                if subset == F::FRAGMENT_OUTPUT_INTERFACE {
+                    info.p_color_blend_state = full.p_color_blend_state;
+                    info.p_multisample_state = full.p_multisample_state;
+                }
+                if subset == F::PRE_RASTERIZATION_SHADERS || subset == F::FRAGMENT_SHADER {
+                    info.layout = layout;
+                }
+                info.render_pass = self.render_pass;
+                unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+                    .map_err(|(_, e)| e)
+                    .expect("vkCreateGraphicsPipelines (library)")[0]
+            };
+            [
+                make(F::VERTEX_INPUT_INTERFACE),
+                make(F::PRE_RASTERIZATION_SHADERS),
+                make(F::FRAGMENT_SHADER),
+                make(F::FRAGMENT_OUTPUT_INTERFACE),
+            ]
+        });
+        unsafe {
+            d.destroy_shader_module(vs, None);
+            d.destroy_shader_module(fs, None);
+        }
+        let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
+        let flags =
+            if lto { vk::PipelineCreateFlags::LINK_TIME_OPTIMIZATION_EXT } else { vk::PipelineCreateFlags::empty() };
+        let info = vk::GraphicsPipelineCreateInfo::default().flags(flags).layout(layout).push_next(&mut linked);
+        let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+            .map_err(|(_, e)| e)
+            .expect("vkCreateGraphicsPipelines (link)")[0];
+        (p, libs)
+    }
+
     /// A pipeline with a geometry stage between `vert` and `frag`.
     pub fn pipeline_with_geometry(
         &self,
