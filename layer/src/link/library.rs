@@ -538,3 +538,27 @@ pub(super) unsafe fn monolithic(v: &Varyings, info: &vk::GraphicsPipelineCreateI
     let info: vk::GraphicsPipelineCreateInfo<'static> = unsafe { std::mem::transmute(out) };
     Ok(Monolithic { info, _parts: parts, _stages: stages, _dynamic: dynamic, _chain: chain })
 }
+
+#[cfg(test)]
+mod library_tests {
+    use super::*;
+
+    /// A chain of structures without pointers besides `pNext` is copied
+    /// (the dropped types left out); one with another pointer is refused.
+    #[test]
+    fn only_plain_chains_are_kept() {
+        let mut size = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default().required_subgroup_size(32);
+        let mut inline = vk::ShaderModuleCreateInfo::default();
+        let info = vk::PipelineShaderStageCreateInfo::default().push_next(&mut size).push_next(&mut inline);
+        // SAFETY: a chain of live structures built just above.
+        let chain = unsafe { plain_chain(info.p_next, &[vk::StructureType::SHADER_MODULE_CREATE_INFO]) }.unwrap();
+        assert!(!chain.contains(vk::StructureType::SHADER_MODULE_CREATE_INFO));
+        assert_eq!(chain.get::<vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo>().unwrap().required_subgroup_size, 32);
+        let enables = [vk::TRUE];
+        let mut writes = vk::PipelineColorWriteCreateInfoEXT::default().color_write_enables(&enables);
+        let blend = vk::PipelineColorBlendStateCreateInfo::default().push_next(&mut writes);
+        // SAFETY: as above.
+        let refused = unsafe { plain_chain(blend.p_next, &[]) };
+        assert!(refused.is_err_and(|e| e.contains("PIPELINE_COLOR_WRITE_CREATE_INFO_EXT")));
+    }
+}
