@@ -553,7 +553,10 @@ mod library_tests {
         // SAFETY: a chain of live structures built just above.
         let chain = unsafe { plain_chain(info.p_next, &[vk::StructureType::SHADER_MODULE_CREATE_INFO]) }.unwrap();
         assert!(!chain.contains(vk::StructureType::SHADER_MODULE_CREATE_INFO));
-        assert_eq!(chain.get::<vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo>().unwrap().required_subgroup_size, 32);
+        assert_eq!(
+            chain.get::<vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo>().unwrap().required_subgroup_size,
+            32
+        );
         let enables = [vk::TRUE];
         let mut writes = vk::PipelineColorWriteCreateInfoEXT::default().color_write_enables(&enables);
         let blend = vk::PipelineColorBlendStateCreateInfo::default().push_next(&mut writes);
