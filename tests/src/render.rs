@@ -942,6 +942,8 @@ impl Target {
     /// fragment output; the modules destroyed once the libraries exist) and
     /// linked with link-time optimization (`lto`) or without (fast linking);
     /// also returns the libraries (needs [`GpuOptions::pipeline_library`]).
+    /// `own_interfaces`: only the two shader libraries; the final link
+    /// defines the vertex input and fragment output state itself.
     pub fn pipeline_libraries(
         &self,
         gpu: &Gpu,
@@ -949,7 +951,8 @@ impl Target {
         vert: &[u8],
         frag: &[u8],
         lto: bool,
-    ) -> (vk::Pipeline, [vk::Pipeline; 4]) {
+        own_interfaces: bool,
+    ) -> (vk::Pipeline, Vec<vk::Pipeline>) {
         type F = vk::GraphicsPipelineLibraryFlagsEXT;
         let d = &gpu.device;
         let (vs, fs) = (gpu.shader(vert), gpu.shader(frag));
@@ -959,7 +962,7 @@ impl Target {
         } else {
             vk::PipelineCreateFlags::empty()
         };
-        let libs = gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |full| {
+        gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |full| {
             let make = |subset: F| -> vk::Pipeline {
                 let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
                 let mut info = vk::GraphicsPipelineCreateInfo::default()
@@ -993,25 +996,43 @@ impl Target {
                     .map_err(|(_, e)| e)
                     .expect("vkCreateGraphicsPipelines (library)")[0]
             };
-            [
-                make(F::VERTEX_INPUT_INTERFACE),
-                make(F::PRE_RASTERIZATION_SHADERS),
-                make(F::FRAGMENT_SHADER),
-                make(F::FRAGMENT_OUTPUT_INTERFACE),
-            ]
-        });
-        unsafe {
-            d.destroy_shader_module(vs, None);
-            d.destroy_shader_module(fs, None);
-        }
-        let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
-        let flags =
-            if lto { vk::PipelineCreateFlags::LINK_TIME_OPTIMIZATION_EXT } else { vk::PipelineCreateFlags::empty() };
-        let info = vk::GraphicsPipelineCreateInfo::default().flags(flags).layout(layout).push_next(&mut linked);
-        let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-            .map_err(|(_, e)| e)
-            .expect("vkCreateGraphicsPipelines (link)")[0];
-        (p, libs)
+            let subsets: &[F] = if own_interfaces {
+                &[F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER]
+            } else {
+                &[
+                    F::VERTEX_INPUT_INTERFACE,
+                    F::PRE_RASTERIZATION_SHADERS,
+                    F::FRAGMENT_SHADER,
+                    F::FRAGMENT_OUTPUT_INTERFACE,
+                ]
+            };
+            let libs: Vec<vk::Pipeline> = subsets.iter().map(|s| make(*s)).collect();
+            unsafe {
+                d.destroy_shader_module(vs, None);
+                d.destroy_shader_module(fs, None);
+            }
+            let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
+            let flags = if lto {
+                vk::PipelineCreateFlags::LINK_TIME_OPTIMIZATION_EXT
+            } else {
+                vk::PipelineCreateFlags::empty()
+            };
+            let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default()
+                .flags(F::VERTEX_INPUT_INTERFACE | F::FRAGMENT_OUTPUT_INTERFACE);
+            let mut info = vk::GraphicsPipelineCreateInfo::default().flags(flags).layout(layout).push_next(&mut linked);
+            if own_interfaces {
+                info = info.push_next(&mut gpl);
+                info.p_vertex_input_state = full.p_vertex_input_state;
+                info.p_input_assembly_state = full.p_input_assembly_state;
+                info.p_color_blend_state = full.p_color_blend_state;
+                info.p_multisample_state = full.p_multisample_state;
+                info.render_pass = self.render_pass;
+            }
+            let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+                .map_err(|(_, e)| e)
+                .expect("vkCreateGraphicsPipelines (link)")[0];
+            (p, libs)
+        })
     }
 
     /// A pipeline with a geometry stage between `vert` and `frag`.

@@ -211,7 +211,8 @@ fn inline_stages_are_linked_and_render_the_same() {
 /// output) and linked with link-time optimization are linked exactly as the
 /// module path links the same pairs (every report, cache hits included, so
 /// the same count), render bit-identical to `off`, and the validation layer
-/// below stays silent. Controls: fast linking (no link-time optimization)
+/// below stays silent; so are two shader libraries whose final link holds
+/// the interface state itself. Controls: fast linking (no link-time optimization)
 /// links nothing, and neither does the library route disabled
 /// (`debug_fail=link-libraries`, which also shows the fallback: the
 /// application's final link goes down as it is and renders the same).
@@ -253,6 +254,11 @@ fn pipeline_libraries_are_linked_at_link_time_optimization() {
     let lto = corpus("libraries", "safe", "");
     assert_eq!(sums(&lto), sums(&off), "linked libraries at safe must be bit-identical");
     linked_as_modules(&lto).unwrap();
+    // Two shader libraries; the final link defines the vertex input and
+    // fragment output state itself.
+    let own = corpus("libraries-own", "safe", "");
+    assert_eq!(sums(&own), sums(&off), "linked shader libraries at safe must be bit-identical");
+    linked_as_modules(&own).unwrap();
     let fast = corpus("libraries-fast", "safe", "");
     assert_eq!(sums(&fast), sums(&off));
     assert!(linked_as_modules(&fast).is_err());

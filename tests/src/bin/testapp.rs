@@ -32,7 +32,7 @@ fn usage() -> ! {
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          fdm-khr                    a Vulkan 1.1 application: density-map passes through the KHR command names\n  \
          varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)\n  \
-         varyings pairs|libraries|libraries-fast [instances=N]  the corpus pairs only, each twice: from modules, or from four pipeline libraries linked with link-time optimization or fast"
+         varyings pairs|libraries|libraries-fast|libraries-own [instances=N]  the corpus pairs only, each twice: from modules, or from four pipeline libraries linked with link-time optimization or fast (own: two shader libraries, the final link holding the interface state)"
     );
     std::process::exit(2)
 }
@@ -102,7 +102,7 @@ fn main() {
         "varyings" => {
             let flag = |f: &str| args.iter().any(|a| a == f);
             let inline = flag("inline");
-            let libraries = if flag("libraries") {
+            let libraries = if flag("libraries") || flag("libraries-own") {
                 Some(true)
             } else if flag("libraries-fast") {
                 Some(false)
@@ -110,12 +110,12 @@ fn main() {
                 None
             };
             opts.pipeline_library |= inline || libraries.is_some();
-            let words = ["inline", "libraries", "libraries-fast", "pairs"];
+            let words = ["inline", "libraries", "libraries-fast", "libraries-own", "pairs"];
             let dir = args.get(1).filter(|a| !a.starts_with("instances=") && !words.contains(&a.as_str()));
             let instances =
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1);
             match libraries {
-                Some(lto) => varyings_libraries(&opts, lto, instances),
+                Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
                 None if flag("pairs") => varyings_pairs(&opts, instances),
                 None => varyings(&opts, dir.map(std::path::PathBuf::from), inline, instances),
             }
@@ -628,8 +628,10 @@ fn varyings_pairs(opts: &GpuOptions, instances: u32) -> Result<(), String> {
 }
 
 /// [`varyings_pairs`] through graphics pipeline libraries, linked with
-/// link-time optimization (`lto`) or fast.
-fn varyings_libraries(opts: &GpuOptions, lto: bool, instances: u32) -> Result<(), String> {
+/// link-time optimization (`lto`) or fast (`own_interfaces`: two shader
+/// libraries, the final link holding the vertex input and fragment output
+/// state).
+fn varyings_libraries(opts: &GpuOptions, lto: bool, own_interfaces: bool, instances: u32) -> Result<(), String> {
     let g = gpu(opts)?;
     let exts = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }.map_err(|e| e.to_string())?;
     if !exts.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::graphics_pipeline_library::NAME)) {
@@ -637,7 +639,8 @@ fn varyings_libraries(opts: &GpuOptions, lto: bool, instances: u32) -> Result<()
     }
     for pass in ["pair", "repeat"] {
         for n in 0..overlap_tests::varyings::CORPUS.len() {
-            let (img, pipeline_ns, _) = overlap_tests::varyings::render_libraries(&g, n, instances, lto);
+            let (img, pipeline_ns, _) =
+                overlap_tests::varyings::render_libraries(&g, n, instances, lto, own_interfaces);
             println!("{pass}={n} checksum={:016x} pipeline_ns={pipeline_ns}", img.checksum());
         }
     }
