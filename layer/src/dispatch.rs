@@ -435,7 +435,8 @@ device_commands! {
     "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, handle: vk::Pipeline, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyPipeline, down |dc| dc.fns.fp_v1_0().destroy_pipeline;
         [fdm_slot => forget fdm::Fdm::forget_pipeline, spinlock_slot => forget spinlock::Spinlock::forget_pipeline,
-         shading_rate_slot => forget shading_rate::ForceOneByOne::forget_pipeline];
+         shading_rate_slot => forget shading_rate::ForceOneByOne::forget_pipeline,
+         varyings_slot => forget link::Varyings::forget_pipeline];
 
     // Command buffers and synchronization.
     "vkAllocateCommandBuffers" fn allocate_command_buffers(device: vk::Device, info: *const vk::CommandBufferAllocateInfo<'_>, out: *mut vk::CommandBuffer) -> vk::Result

@@ -25,6 +25,8 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+mod library;
+
 pub struct Varyings {
     pub level: Level,
     /// Whether uniform expressions move into the fragment shader
@@ -42,6 +44,8 @@ pub struct Varyings {
     /// The cache on disk, opened at the first link (`None`: `link_cache=off`
     /// or no cache folder).
     disk: OnceLock<Option<DiskCache>>,
+    /// The graphics pipeline libraries remembered, by handle (`library`).
+    libraries: Mutex<HashMap<vk::Pipeline, Arc<library::Library>>>,
 }
 
 /// The bound of the cache on disk.
@@ -83,6 +87,7 @@ impl Varyings {
             set_layouts: Default::default(),
             layouts: Default::default(),
             disk: OnceLock::new(),
+            libraries: Default::default(),
         }
     }
 
@@ -371,6 +376,8 @@ pub struct Linked<'a> {
     /// point at.
     chains: Vec<crate::pnext::Chain>,
     outcomes: Vec<Arc<Outcome>>,
+    /// Final links of libraries sent down as monolithic pipelines.
+    monolithic: Vec<library::Monolithic>,
 }
 
 /// The code of a stage as the driver gets it: its module's (noted at
@@ -433,7 +440,10 @@ fn module(dev: &DeviceCore, words: &[u32]) -> Result<vk::ShaderModule, vk::Resul
 }
 
 /// Links the vertex→fragment interface of each eligible pipeline in
-/// `infos`, pointing its stages at linked temporary modules.
+/// `infos`, pointing its stages at linked temporary modules. A final link
+/// of graphics pipeline libraries that asks for link-time optimization goes
+/// down as the monolithic pipeline it stands for when that links
+/// (`library`); any other final link goes down as it is.
 ///
 /// # Safety
 /// `infos` are valid create infos of `dev`.
@@ -443,120 +453,169 @@ pub unsafe fn link_pipelines<'a>(
     infos: &mut [vk::GraphicsPipelineCreateInfo<'a>],
 ) -> Linked<'a> {
     let mut out = Linked::default();
+    let log = dev.log();
     for info in infos.iter_mut() {
-        if info.stage_count < 2
-            || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR)
-            // SAFETY: a valid create info has a valid chain
-            // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext).
-            || unsafe { crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next) }.is_some()
-        {
-            continue;
-        }
-        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: a pipeline
-        // with shader stages (not a library, `stageCount` ≥ 2) points pStages
-        // at `stageCount` valid stage create infos.
-        let stages = unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) };
-        // The fragment shader's producer: the last pre-rasterization stage.
-        let find = |s: vk::ShaderStageFlags| stages.iter().position(|x| x.stage == s);
-        let producer = find(vk::ShaderStageFlags::GEOMETRY)
-            .or_else(|| find(vk::ShaderStageFlags::TESSELLATION_EVALUATION))
-            .or_else(|| find(vk::ShaderStageFlags::VERTEX));
-        let (Some(vs), Some(fs)) = (producer, find(vk::ShaderStageFlags::FRAGMENT)) else {
-            continue;
-        };
-        // SAFETY: the stages are valid (pStages-06600 above).
-        let (Some(vcode), Some(fcode)) = (unsafe { stage_code(v, &stages[vs]) }, unsafe { stage_code(v, &stages[fs]) })
-        else {
-            continue;
-        };
-        let env = v.env(info.layout);
-        let key = pair_key(&vcode, &fcode, &env);
-        let (outcome, source) = match v.cached(key, &vcode, &fcode, &env) {
-            Some(hit) => (hit, Source::Memory),
-            None => {
-                let reading = std::time::Instant::now();
-                let disk = v.disk(dev).map(|d| (d, disk_key(dev, v.level, &env, &vcode, &fcode)));
-                let stored = disk.as_ref().and_then(|(d, k)| match d.get(k) {
-                    Ok(hit) => hit,
-                    Err(bad) => {
-                        disk_warning(dev, &bad);
-                        None
-                    }
-                });
-                let decoded = stored.and_then(|w| match decode(&w) {
-                    Ok(o) => Some(o),
-                    Err(why) => {
-                        let path = disk.as_ref().map(|(d, _)| d.dir().display().to_string()).unwrap_or_default();
-                        disk_warning(dev, &crate::disk_cache::Bad::Corrupt(path.into(), why));
-                        None
-                    }
-                });
-                let (fresh, source) = match decoded {
-                    Some(o) => (o, Source::Disk { read_us: reading.elapsed().as_micros() }),
-                    None => match link_pair(dev, v.level, &env, &vcode, &fcode) {
-                        Linking::Failed => (None, Source::Linked { stored: false }),
-                        done => {
-                            let o = match done {
-                                Linking::Linked(o) => Some(o),
-                                _ => None,
-                            };
-                            let stored = disk.as_ref().is_some_and(|(d, k)| match d.put(k, &encode(o.as_ref())) {
-                                Ok(()) => true,
-                                Err(bad) => {
-                                    disk_warning(dev, &bad);
-                                    false
-                                }
-                            });
-                            (o, Source::Linked { stored })
-                        }
-                    },
-                };
-                let fresh = fresh.map(Arc::new);
-                v.remember(key, vcode, fcode, env, fresh.clone());
-                (fresh, source)
-            }
-        };
-        let Some(outcome) = outcome else { continue };
-        let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'a>> = stages.to_vec();
-        let (made, chains) = (out.temporary.len(), out.chains.len());
-        // SAFETY: the stages are valid (pStages-06600); `outcome` is kept in
-        // `out` until the pipeline is created.
-        let pointed = unsafe { point_at(dev, &mut copy[vs], &outcome.producer, &mut out) }
-            .and_then(|_| unsafe { point_at(dev, &mut copy[fs], &outcome.consumer, &mut out) });
-        if let Err(e) = pointed {
-            dev.log().log_once(
-                LogLevel::Warn,
+        // SAFETY: a valid create info (the caller's guarantee).
+        match unsafe { library::final_link(info) } {
+            // SAFETY: as above.
+            None => _ = unsafe { link_one(dev, v, info, &mut out) },
+            Some(false) => log.log_once(
+                LogLevel::Debug,
                 id::VARYINGS_SKIPPED,
-                "linked stages",
-                &format!("cannot pass the linked stages down ({e}); pipelines are created unlinked"),
-            );
-            for m in out.temporary.drain(made..) {
-                // SAFETY: made by `module` for this call and used by nothing
-                // yet (VUID-vkDestroyShaderModule-shaderModule-parameter).
-                unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
+                "fast link",
+                "a final link of pipeline libraries without link-time optimization (fast linking) is left unlinked",
+            ),
+            Some(true) => {
+                let built = crate::guard::injected_failure(&dev.settings().debug_fail, "link-libraries")
+                    .map_err(|e| format!("{e:?} (debug_fail)"))
+                    // SAFETY: a valid create info, a final link.
+                    .and_then(|_| unsafe { library::monolithic(v, info) });
+                match built {
+                    Err(why) => log.debug(
+                        id::VARYINGS_SKIPPED,
+                        &format!("a final link of pipeline libraries is passed down unlinked: {why}"),
+                    ),
+                    Ok(m) => {
+                        let original = *info;
+                        *info = m.info;
+                        // SAFETY: `m.info` is a valid monolithic create info
+                        // (what `m` owns, and `info`'s chain), alive in `out`.
+                        if unsafe { link_one(dev, v, info, &mut out) } {
+                            out.monolithic.push(m);
+                        } else {
+                            *info = original;
+                        }
+                    }
+                }
             }
-            out.chains.truncate(chains);
-            continue;
-        }
-        out.outcomes.push(outcome.clone());
-        info.p_stages = copy.as_ptr();
-        out.stages.push(copy);
-        let log = dev.log();
-        if log.enabled(LogLevel::Debug) {
-            let cost = match source {
-                Source::Memory => "cached".to_string(),
-                Source::Disk { read_us } => format!("disk_cache=hit read_us={read_us}"),
-                Source::Linked { stored } => format!(
-                    "link_us={} validate_us={} disk_cache={}",
-                    outcome.link_us,
-                    outcome.validate_us,
-                    if stored { "stored" } else { "off" }
-                ),
-            };
-            log.debug(id::VARYINGS_LINKED, &format!("{}; {cost})", outcome.summary));
         }
     }
     out
+}
+
+/// Links one pipeline's pair (see `link_pipelines`); true if its stages now
+/// point at linked code.
+///
+/// # Safety
+/// `info` is a valid create info of `dev`.
+unsafe fn link_one<'a>(
+    dev: &DeviceCore,
+    v: &Varyings,
+    info: &mut vk::GraphicsPipelineCreateInfo<'a>,
+    out: &mut Linked<'a>,
+) -> bool {
+    if info.stage_count < 2
+        || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR)
+        // SAFETY: a valid create info has a valid chain
+        // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext).
+        || unsafe { crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next) }.is_some()
+    {
+        return false;
+    }
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: a pipeline
+    // with shader stages (not a library, `stageCount` ≥ 2) points pStages
+    // at `stageCount` valid stage create infos.
+    let stages = unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) };
+    // The fragment shader's producer: the last pre-rasterization stage.
+    let find = |s: vk::ShaderStageFlags| stages.iter().position(|x| x.stage == s);
+    let producer = find(vk::ShaderStageFlags::GEOMETRY)
+        .or_else(|| find(vk::ShaderStageFlags::TESSELLATION_EVALUATION))
+        .or_else(|| find(vk::ShaderStageFlags::VERTEX));
+    let (Some(vs), Some(fs)) = (producer, find(vk::ShaderStageFlags::FRAGMENT)) else {
+        return false;
+    };
+    // SAFETY: the stages are valid (pStages-06600 above).
+    let (Some(vcode), Some(fcode)) = (unsafe { stage_code(v, &stages[vs]) }, unsafe { stage_code(v, &stages[fs]) })
+    else {
+        return false;
+    };
+    let env = v.env(info.layout);
+    let key = pair_key(&vcode, &fcode, &env);
+    let (outcome, source) = match v.cached(key, &vcode, &fcode, &env) {
+        Some(hit) => (hit, Source::Memory),
+        None => {
+            let reading = std::time::Instant::now();
+            let disk = v.disk(dev).map(|d| (d, disk_key(dev, v.level, &env, &vcode, &fcode)));
+            let stored = disk.as_ref().and_then(|(d, k)| match d.get(k) {
+                Ok(hit) => hit,
+                Err(bad) => {
+                    disk_warning(dev, &bad);
+                    None
+                }
+            });
+            let decoded = stored.and_then(|w| match decode(&w) {
+                Ok(o) => Some(o),
+                Err(why) => {
+                    let path = disk.as_ref().map(|(d, _)| d.dir().display().to_string()).unwrap_or_default();
+                    disk_warning(dev, &crate::disk_cache::Bad::Corrupt(path.into(), why));
+                    None
+                }
+            });
+            let (fresh, source) = match decoded {
+                Some(o) => (o, Source::Disk { read_us: reading.elapsed().as_micros() }),
+                None => match link_pair(dev, v.level, &env, &vcode, &fcode) {
+                    Linking::Failed => (None, Source::Linked { stored: false }),
+                    done => {
+                        let o = match done {
+                            Linking::Linked(o) => Some(o),
+                            _ => None,
+                        };
+                        let stored = disk.as_ref().is_some_and(|(d, k)| match d.put(k, &encode(o.as_ref())) {
+                            Ok(()) => true,
+                            Err(bad) => {
+                                disk_warning(dev, &bad);
+                                false
+                            }
+                        });
+                        (o, Source::Linked { stored })
+                    }
+                },
+            };
+            let fresh = fresh.map(Arc::new);
+            v.remember(key, vcode, fcode, env, fresh.clone());
+            (fresh, source)
+        }
+    };
+    let Some(outcome) = outcome else { return false };
+    let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'a>> = stages.to_vec();
+    let (made, chains) = (out.temporary.len(), out.chains.len());
+    // SAFETY: the stages are valid (pStages-06600); `outcome` is kept in
+    // `out` until the pipeline is created.
+    let pointed = unsafe { point_at(dev, &mut copy[vs], &outcome.producer, out) }
+        .and_then(|_| unsafe { point_at(dev, &mut copy[fs], &outcome.consumer, out) });
+    if let Err(e) = pointed {
+        dev.log().log_once(
+            LogLevel::Warn,
+            id::VARYINGS_SKIPPED,
+            "linked stages",
+            &format!("cannot pass the linked stages down ({e}); pipelines are created unlinked"),
+        );
+        for m in out.temporary.drain(made..) {
+            // SAFETY: made by `module` for this call and used by nothing
+            // yet (VUID-vkDestroyShaderModule-shaderModule-parameter).
+            unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
+        }
+        out.chains.truncate(chains);
+        return false;
+    }
+    out.outcomes.push(outcome.clone());
+    info.p_stages = copy.as_ptr();
+    out.stages.push(copy);
+    let log = dev.log();
+    if log.enabled(LogLevel::Debug) {
+        let cost = match source {
+            Source::Memory => "cached".to_string(),
+            Source::Disk { read_us } => format!("disk_cache=hit read_us={read_us}"),
+            Source::Linked { stored } => format!(
+                "link_us={} validate_us={} disk_cache={}",
+                outcome.link_us,
+                outcome.validate_us,
+                if stored { "stored" } else { "off" }
+            ),
+        };
+        log.debug(id::VARYINGS_LINKED, &format!("{}; {cost})", outcome.summary));
+    }
+    true
 }
 
 impl Linked<'_> {

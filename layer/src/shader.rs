@@ -319,6 +319,18 @@ pub unsafe fn create_graphics_pipelines(
         None => Default::default(),
     };
     let r = next(device, cache, count, copies.as_ptr(), alloc, out);
+    if let (Some(v), true) = (&dev.varyings, r.as_raw() >= 0) {
+        // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
+        // points at `count` handles written by the call down; `copies` are
+        // the valid create infos they were made from, still alive.
+        let made = unsafe { std::slice::from_raw_parts(out, count as usize) };
+        for (info, pipeline) in copies.iter().zip(made) {
+            if info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) && *pipeline != vk::Pipeline::null() {
+                // SAFETY: as above: the create info `pipeline` was made from.
+                unsafe { v.note_library(dev, info, *pipeline) };
+            }
+        }
+    }
     linked.finish(dev);
     // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
     // points at `count` handles, each written by the call down (a failed

@@ -1059,6 +1059,104 @@ impl Target {
         })
     }
 
+    /// The pipeline of [`Target::pipeline_with`] built from four graphics
+    /// pipeline libraries (vertex input, pre-rasterization, fragment shader,
+    /// fragment output; the modules destroyed once the libraries exist) and
+    /// linked with link-time optimization (`lto`) or without (fast linking);
+    /// also returns the libraries (needs [`GpuOptions::pipeline_library`]).
+    /// `own_interfaces`: only the two shader libraries; the final link
+    /// defines the vertex input and fragment output state itself.
+    pub fn pipeline_libraries(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        vert: &[u8],
+        frag: &[u8],
+        lto: bool,
+        own_interfaces: bool,
+    ) -> (vk::Pipeline, Vec<vk::Pipeline>) {
+        type F = vk::GraphicsPipelineLibraryFlagsEXT;
+        let d = &gpu.device;
+        let (vs, fs) = (gpu.shader(vert), gpu.shader(frag));
+        let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
+        let retain = if lto {
+            vk::PipelineCreateFlags::RETAIN_LINK_TIME_OPTIMIZATION_INFO_EXT
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
+        gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |full| {
+            let make = |subset: F| -> vk::Pipeline {
+                let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
+                let mut info = vk::GraphicsPipelineCreateInfo::default()
+                    .flags(vk::PipelineCreateFlags::LIBRARY_KHR | retain)
+                    .push_next(&mut gpl);
+                if subset == F::VERTEX_INPUT_INTERFACE {
+                    info.p_vertex_input_state = full.p_vertex_input_state;
+                    info.p_input_assembly_state = full.p_input_assembly_state;
+                }
+                if subset == F::PRE_RASTERIZATION_SHADERS {
+                    info.stage_count = 1;
+                    info.p_stages = &stages[0];
+                    info.p_viewport_state = full.p_viewport_state;
+                    info.p_rasterization_state = full.p_rasterization_state;
+                    info.p_dynamic_state = full.p_dynamic_state;
+                }
+                if subset == F::FRAGMENT_SHADER {
+                    info.stage_count = 1;
+                    info.p_stages = &stages[1];
+                    info.p_multisample_state = full.p_multisample_state;
+                }
+                if subset == F::FRAGMENT_OUTPUT_INTERFACE {
+                    info.p_color_blend_state = full.p_color_blend_state;
+                    info.p_multisample_state = full.p_multisample_state;
+                }
+                if subset == F::PRE_RASTERIZATION_SHADERS || subset == F::FRAGMENT_SHADER {
+                    info.layout = layout;
+                }
+                info.render_pass = self.render_pass;
+                unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+                    .map_err(|(_, e)| e)
+                    .expect("vkCreateGraphicsPipelines (library)")[0]
+            };
+            let subsets: &[F] = if own_interfaces {
+                &[F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER]
+            } else {
+                &[
+                    F::VERTEX_INPUT_INTERFACE,
+                    F::PRE_RASTERIZATION_SHADERS,
+                    F::FRAGMENT_SHADER,
+                    F::FRAGMENT_OUTPUT_INTERFACE,
+                ]
+            };
+            let libs: Vec<vk::Pipeline> = subsets.iter().map(|s| make(*s)).collect();
+            unsafe {
+                d.destroy_shader_module(vs, None);
+                d.destroy_shader_module(fs, None);
+            }
+            let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
+            let flags = if lto {
+                vk::PipelineCreateFlags::LINK_TIME_OPTIMIZATION_EXT
+            } else {
+                vk::PipelineCreateFlags::empty()
+            };
+            let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default()
+                .flags(F::VERTEX_INPUT_INTERFACE | F::FRAGMENT_OUTPUT_INTERFACE);
+            let mut info = vk::GraphicsPipelineCreateInfo::default().flags(flags).layout(layout).push_next(&mut linked);
+            if own_interfaces {
+                info = info.push_next(&mut gpl);
+                info.p_vertex_input_state = full.p_vertex_input_state;
+                info.p_input_assembly_state = full.p_input_assembly_state;
+                info.p_color_blend_state = full.p_color_blend_state;
+                info.p_multisample_state = full.p_multisample_state;
+                info.render_pass = self.render_pass;
+            }
+            let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+                .map_err(|(_, e)| e)
+                .expect("vkCreateGraphicsPipelines (link)")[0];
+            (p, libs)
+        })
+    }
+
     /// A pipeline with a geometry stage between `vert` and `frag`.
     pub fn pipeline_with_geometry(
         &self,

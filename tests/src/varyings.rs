@@ -25,6 +25,24 @@ pub fn render_via(gpu: &Gpu, n: usize, instances: u32, inline: bool) -> (Image, 
     })
 }
 
+/// Renders pair `n` through four graphics pipeline libraries (or two, the
+/// final link holding the interface state: `own_interfaces`) linked with
+/// link-time optimization (`lto`) or without; the libraries are destroyed
+/// after the draw.
+pub fn render_libraries(gpu: &Gpu, n: usize, instances: u32, lto: bool, own_interfaces: bool) -> (Image, u64, u64) {
+    let (vert, frag) = CORPUS[n];
+    let mut libs = Vec::new();
+    let out = draw(gpu, instances, |target, layout| {
+        let (p, l) = target.pipeline_libraries(gpu, layout, vert, frag, lto, own_interfaces);
+        libs.extend(l);
+        p
+    });
+    for l in libs {
+        unsafe { gpu.device.destroy_pipeline(l, None) };
+    }
+    out
+}
+
 /// The geometry-shader pair (passthrough.geom → geom_consumer.frag) over the
 /// scene's vertex shader.
 pub fn render_geometry(gpu: &Gpu) -> Image {

@@ -206,6 +206,70 @@ fn inline_stages_are_linked_and_render_the_same() {
     assert_eq!(reports(&safe), wanted, "inline stages must be linked as their modules are");
 }
 
+/// Issue 13, item 1: the corpus pairs built as four graphics pipeline
+/// libraries (vertex input, pre-rasterization, fragment shader, fragment
+/// output) and linked with link-time optimization are linked exactly as the
+/// module path links the same pairs (every report, cache hits included, so
+/// the same count), render bit-identical to `off`, and the validation layer
+/// below stays silent; so are two shader libraries whose final link holds
+/// the interface state itself. Controls: fast linking (no link-time optimization)
+/// links nothing, and neither does the library route disabled
+/// (`debug_fail=link-libraries`, which also shows the fallback: the
+/// application's final link goes down as it is and renders the same).
+#[test]
+fn pipeline_libraries_are_linked_at_link_time_optimization() {
+    let corpus = |route: &str, level: &str, fail: &str| {
+        let o = run(app(Layers::OverlapOverValidation, &["varyings", route])
+            .env("VK_OVERLAP_EMULATION_VARYINGS", level)
+            .env("VK_OVERLAP_EMULATION_VARYINGS_UNIFORMS", "on")
+            .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", fail)
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+        o.assert_ok();
+        o
+    };
+    let sums = |o: &harness::Outcome| -> Vec<String> {
+        o.stdout.lines().filter(|l| l.contains("checksum=")).map(|l| l.split_whitespace().take(2).collect()).collect()
+    };
+    // Each linked pipeline's report, its cost (timings, cache) cut off.
+    let reports = |o: &harness::Outcome| -> Vec<String> {
+        let mut r: Vec<String> = o
+            .stderr
+            .lines()
+            .filter(|l| l.contains("OVERLAP-Varyings-Linked"))
+            .map(|l| l.rsplit_once("; ").map_or(l, |(a, _)| a).to_string())
+            .collect();
+        r.sort();
+        r
+    };
+    let modules = corpus("pairs", "safe", "");
+    let wanted = reports(&modules);
+    assert!(!wanted.is_empty(), "the module path linked nothing:\n{}", modules.stderr);
+    let linked_as_modules = |o: &harness::Outcome| -> Result<(), String> {
+        let got = reports(o);
+        (got == wanted).then_some(()).ok_or(format!("{} linked pipelines, {} wanted", got.len(), wanted.len()))
+    };
+    let off = corpus("libraries", "off", "");
+    assert_eq!(sums(&off).len(), 2 * 32, "{}", off.stdout);
+    assert_eq!(sums(&modules), sums(&off), "libraries at off render as modules do");
+    let lto = corpus("libraries", "safe", "");
+    assert_eq!(sums(&lto), sums(&off), "linked libraries at safe must be bit-identical");
+    linked_as_modules(&lto).unwrap();
+    // Two shader libraries; the final link defines the vertex input and
+    // fragment output state itself.
+    let own = corpus("libraries-own", "safe", "");
+    assert_eq!(sums(&own), sums(&off), "linked shader libraries at safe must be bit-identical");
+    linked_as_modules(&own).unwrap();
+    let fast = corpus("libraries-fast", "safe", "");
+    assert_eq!(sums(&fast), sums(&off));
+    assert!(linked_as_modules(&fast).is_err());
+    assert_eq!(reports(&fast).len(), 0, "fast linking must stay unlinked");
+    let disabled = corpus("libraries", "safe", "link-libraries");
+    assert_eq!(sums(&disabled), sums(&off), "the fallback renders the same");
+    assert!(linked_as_modules(&disabled).is_err());
+    assert_eq!(reports(&disabled).len(), 0, "disabled, the library route links nothing");
+    assert!(disabled.stderr.contains("passed down unlinked"), "{}", disabled.stderr);
+}
+
 /// Checksums equal at `off` and `safe` (the control that a wrong link would
 /// change them is `a_wrong_link_changes_the_render_checksum`).
 #[test]

@@ -38,7 +38,8 @@ fn usage() -> ! {
          fdm-destroyed-layout [before|in-pass|kept]  an input-attachment set whose layout is destroyed\n  \
          fdm-device-lost            one density-map pass, then what submit and the waits return\n  \
          stress THREADS ITERATIONS  density-map, interlock and linked pipelines recorded on THREADS threads, checked\n  \
-         varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)"
+         varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)\n  \
+         varyings pairs|libraries|libraries-fast|libraries-own [instances=N]  the corpus pairs only, each twice: from modules, or from four pipeline libraries linked with link-time optimization or fast (own: two shader libraries, the final link holding the interface state)"
     );
     std::process::exit(2)
 }
@@ -116,12 +117,25 @@ fn main() {
             )
         }
         "varyings" => {
-            let inline = args.iter().any(|a| a == "inline");
-            opts.pipeline_library |= inline;
-            let dir = args.get(1).filter(|a| !a.starts_with("instances=") && *a != "inline");
-            varyings(&opts, dir.map(std::path::PathBuf::from), inline, {
-                args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1)
-            })
+            let flag = |f: &str| args.iter().any(|a| a == f);
+            let inline = flag("inline");
+            let libraries = if flag("libraries") || flag("libraries-own") {
+                Some(true)
+            } else if flag("libraries-fast") {
+                Some(false)
+            } else {
+                None
+            };
+            opts.pipeline_library |= inline || libraries.is_some();
+            let words = ["inline", "libraries", "libraries-fast", "libraries-own", "pairs"];
+            let dir = args.get(1).filter(|a| !a.starts_with("instances=") && !words.contains(&a.as_str()));
+            let instances =
+                args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1);
+            match libraries {
+                Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
+                None if flag("pairs") => varyings_pairs(&opts, instances),
+                None => varyings(&opts, dir.map(std::path::PathBuf::from), inline, instances),
+            }
         }
         _ => usage(),
     };
@@ -614,6 +628,39 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, inline: bool, in
     let img = overlap_tests::varyings::render_tessellation(&g);
     let sum = img.checksum();
     println!("tessellation={sum:016x}");
+    Ok(())
+}
+
+/// The corpus pairs (no geometry or tessellation pair), each twice, from
+/// shader modules: checksums and pipeline creation times.
+fn varyings_pairs(opts: &GpuOptions, instances: u32) -> Result<(), String> {
+    let g = gpu(opts)?;
+    for pass in ["pair", "repeat"] {
+        for n in 0..overlap_tests::varyings::CORPUS.len() {
+            let (img, pipeline_ns, _) = overlap_tests::varyings::render_via(&g, n, instances, false);
+            println!("{pass}={n} checksum={:016x} pipeline_ns={pipeline_ns}", img.checksum());
+        }
+    }
+    Ok(())
+}
+
+/// [`varyings_pairs`] through graphics pipeline libraries, linked with
+/// link-time optimization (`lto`) or fast (`own_interfaces`: two shader
+/// libraries, the final link holding the vertex input and fragment output
+/// state).
+fn varyings_libraries(opts: &GpuOptions, lto: bool, own_interfaces: bool, instances: u32) -> Result<(), String> {
+    let g = gpu(opts)?;
+    let exts = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }.map_err(|e| e.to_string())?;
+    if !exts.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::graphics_pipeline_library::NAME)) {
+        return Err("VK_EXT_graphics_pipeline_library is not available".into());
+    }
+    for pass in ["pair", "repeat"] {
+        for n in 0..overlap_tests::varyings::CORPUS.len() {
+            let (img, pipeline_ns, _) =
+                overlap_tests::varyings::render_libraries(&g, n, instances, lto, own_interfaces);
+            println!("{pass}={n} checksum={:016x} pipeline_ns={pipeline_ns}", img.checksum());
+        }
+    }
     Ok(())
 }
 
