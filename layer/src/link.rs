@@ -8,7 +8,8 @@
 //! stage's `pNext`). A linked module stage goes down as a temporary module,
 //! destroyed once the pipeline exists; a linked inline stage goes down inline,
 //! in a copy of its chain. Anything else — libraries, mesh pipelines, a link
-//! or validation failure — keeps the original stages.
+//! or validation failure — keeps the original stages. Shader objects made as
+//! a linked set are linked the same way (`shader_object`).
 //!
 //! Link results are cached by content: in memory for the device, and on disk
 //! (`link_cache`, `crate::disk_cache`) for later processes. A disk entry

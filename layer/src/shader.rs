@@ -349,8 +349,9 @@ pub unsafe fn create_graphics_pipelines(
     r
 }
 
-/// `vkCreateShadersEXT`: SPIR-V code rewritten, set layouts extended under
-/// the spinlock, locked fragment shaders noted.
+/// `vkCreateShadersEXT`: SPIR-V code rewritten, a linked set's varyings
+/// linked (`link::link_shader_objects`), set layouts extended under the
+/// spinlock, locked fragment shaders noted.
 ///
 /// # Safety
 /// The arguments are those of a valid `vkCreateShadersEXT` call: `infos`
