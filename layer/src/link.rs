@@ -8,7 +8,8 @@
 //! stage's `pNext`). A linked module stage goes down as a temporary module,
 //! destroyed once the pipeline exists; a linked inline stage goes down inline,
 //! in a copy of its chain. Anything else — libraries, mesh pipelines, a link
-//! or validation failure — keeps the original stages.
+//! or validation failure — keeps the original stages. Shader objects made as
+//! a linked set are linked the same way (`shader_object`).
 //!
 //! Link results are cached by content: in memory for the device, and on disk
 //! (`link_cache`, `crate::disk_cache`) for later processes. A disk entry
@@ -26,6 +27,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 mod library;
+mod shader_object;
+
+pub use shader_object::{link_shader_objects, LinkedShaders};
 
 pub struct Varyings {
     pub level: Level,
@@ -530,8 +534,47 @@ unsafe fn link_one<'a>(
         return false;
     };
     let env = v.env(info.layout);
+    let (outcome, source) = outcome_of(dev, v, vcode, fcode, env);
+    let Some(outcome) = outcome else { return false };
+    let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'a>> = stages.to_vec();
+    let (made, chains) = (out.temporary.len(), out.chains.len());
+    // SAFETY: the stages are valid (pStages-06600); `outcome` is kept in
+    // `out` until the pipeline is created.
+    let pointed = unsafe { point_at(dev, &mut copy[vs], &outcome.producer, out) }
+        .and_then(|_| unsafe { point_at(dev, &mut copy[fs], &outcome.consumer, out) });
+    if let Err(e) = pointed {
+        dev.log().log_once(
+            LogLevel::Warn,
+            id::VARYINGS_SKIPPED,
+            "linked stages",
+            &format!("cannot pass the linked stages down ({e}); pipelines are created unlinked"),
+        );
+        for m in out.temporary.drain(made..) {
+            // SAFETY: made by `module` for this call and used by nothing
+            // yet (VUID-vkDestroyShaderModule-shaderModule-parameter).
+            unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
+        }
+        out.chains.truncate(chains);
+        return false;
+    }
+    out.outcomes.push(outcome.clone());
+    info.p_stages = copy.as_ptr();
+    out.stages.push(copy);
+    log_linked(dev, &outcome, &source);
+    true
+}
+
+/// The outcome for a pair: from the memory cache, the disk cache, or linked
+/// now (and remembered in both).
+fn outcome_of(
+    dev: &DeviceCore,
+    v: &Varyings,
+    vcode: Arc<Vec<u32>>,
+    fcode: Arc<Vec<u32>>,
+    env: Arc<LinkEnv>,
+) -> (Option<Arc<Outcome>>, Source) {
     let key = pair_key(&vcode, &fcode, &env);
-    let (outcome, source) = match v.cached(key, &vcode, &fcode, &env) {
+    match v.cached(key, &vcode, &fcode, &env) {
         Some(hit) => (hit, Source::Memory),
         None => {
             let reading = std::time::Instant::now();
@@ -575,35 +618,14 @@ unsafe fn link_one<'a>(
             v.remember(key, vcode, fcode, env, fresh.clone());
             (fresh, source)
         }
-    };
-    let Some(outcome) = outcome else { return false };
-    let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'a>> = stages.to_vec();
-    let (made, chains) = (out.temporary.len(), out.chains.len());
-    // SAFETY: the stages are valid (pStages-06600); `outcome` is kept in
-    // `out` until the pipeline is created.
-    let pointed = unsafe { point_at(dev, &mut copy[vs], &outcome.producer, out) }
-        .and_then(|_| unsafe { point_at(dev, &mut copy[fs], &outcome.consumer, out) });
-    if let Err(e) = pointed {
-        dev.log().log_once(
-            LogLevel::Warn,
-            id::VARYINGS_SKIPPED,
-            "linked stages",
-            &format!("cannot pass the linked stages down ({e}); pipelines are created unlinked"),
-        );
-        for m in out.temporary.drain(made..) {
-            // SAFETY: made by `module` for this call and used by nothing
-            // yet (VUID-vkDestroyShaderModule-shaderModule-parameter).
-            unsafe { (dev.fns.fp_v1_0().destroy_shader_module)(dev.handle, m, std::ptr::null()) };
-        }
-        out.chains.truncate(chains);
-        return false;
     }
-    out.outcomes.push(outcome.clone());
-    info.p_stages = copy.as_ptr();
-    out.stages.push(copy);
+}
+
+/// The debug log's line for a linked pair (`OVERLAP-Varyings-Linked`).
+fn log_linked(dev: &DeviceCore, outcome: &Outcome, source: &Source) {
     let log = dev.log();
     if log.enabled(LogLevel::Debug) {
-        let cost = match source {
+        let cost = match *source {
             Source::Memory => "cached".to_string(),
             Source::Disk { read_us } => format!("disk_cache=hit read_us={read_us}"),
             Source::Linked { stored } => format!(
@@ -615,7 +637,6 @@ unsafe fn link_one<'a>(
         };
         log.debug(id::VARYINGS_LINKED, &format!("{}; {cost})", outcome.summary));
     }
-    true
 }
 
 impl Linked<'_> {

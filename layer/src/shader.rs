@@ -349,8 +349,9 @@ pub unsafe fn create_graphics_pipelines(
     r
 }
 
-/// `vkCreateShadersEXT`: SPIR-V code rewritten, set layouts extended under
-/// the spinlock, locked fragment shaders noted.
+/// `vkCreateShadersEXT`: SPIR-V code rewritten, a linked set's varyings
+/// linked (`link::link_shader_objects`), set layouts extended under the
+/// spinlock, locked fragment shaders noted.
 ///
 /// # Safety
 /// The arguments are those of a valid `vkCreateShadersEXT` call: `infos`
@@ -398,7 +399,7 @@ pub unsafe fn create_shaders_ext(
     // like pipeline layouts (linked shaders must agree), and locked ones
     // get a pipeline layout to bind the lock set with.
     let spin = dev.spinlock.as_ref();
-    if spin.is_none() && code.iter().all(Option::is_none) {
+    if spin.is_none() && dev.varyings.is_none() && code.iter().all(Option::is_none) {
         return next(device, count, infos, alloc, out);
     }
     let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
@@ -416,7 +417,7 @@ pub unsafe fn create_shaders_ext(
         }
         set_layouts.push(extended);
     }
-    let copies: Vec<vk::ShaderCreateInfoEXT> = infos_in
+    let mut copies: Vec<vk::ShaderCreateInfoEXT> = infos_in
         .iter()
         .zip(&code)
         .zip(&set_layouts)
@@ -433,6 +434,9 @@ pub unsafe fn create_shaders_ext(
             copy
         })
         .collect();
+    // SAFETY: `copies` are the valid create infos, their arrays alive in
+    // `infos_in`, `code` and `set_layouts` until after the call down.
+    let _linked = dev.varyings.as_ref().map(|v| unsafe { crate::link::link_shader_objects(dev, v, &mut copies) });
     let r = next(device, count, copies.as_ptr(), alloc, out);
     if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
         // SAFETY: VUID-vkCreateShadersEXT-pShaders-parameter: `out` points at

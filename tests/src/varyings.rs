@@ -117,3 +117,92 @@ fn draw(
     target.destroy(gpu);
     (image, pipeline_ns, submit_ns)
 }
+
+/// Renders pair `n` through two shader objects (`VK_EXT_shader_object`,
+/// dynamic rendering, every state dynamic) made in one `vkCreateShadersEXT`
+/// call, as a linked set (`VK_SHADER_CREATE_LINK_STAGE_BIT_EXT` on both:
+/// `linked`) or as two unlinked shaders; the image, the creation and the
+/// submission times (needs [`crate::render::GpuOptions::shader_object`]).
+pub fn render_shader_objects(gpu: &Gpu, n: usize, instances: u32, linked: bool) -> (Image, u64, u64) {
+    let (vert, frag) = CORPUS[n];
+    let read = |b: &[u8]| ash::util::read_spv(&mut std::io::Cursor::new(b)).expect("SPIR-V");
+    let (vw, fw) = (read(vert), read(frag));
+    let bytes = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let (vb, fb) = (bytes(&vw), bytes(&fw));
+    let target = Target::new(gpu, RenderPath::Dynamic, 64, 64);
+    let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+    let range = [vk::PushConstantRange { stage_flags: stages, offset: 0, size: 16 }];
+    let layout = unsafe {
+        gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
+    }
+    .unwrap();
+    let flags = if linked { vk::ShaderCreateFlagsEXT::LINK_STAGE } else { vk::ShaderCreateFlagsEXT::empty() };
+    let infos = [
+        vk::ShaderCreateInfoEXT::default()
+            .flags(flags)
+            .stage(vk::ShaderStageFlags::VERTEX)
+            .next_stage(vk::ShaderStageFlags::FRAGMENT)
+            .code_type(vk::ShaderCodeTypeEXT::SPIRV)
+            .code(&vb)
+            .name(c"main")
+            .push_constant_ranges(&range),
+        vk::ShaderCreateInfoEXT::default()
+            .flags(flags)
+            .stage(vk::ShaderStageFlags::FRAGMENT)
+            .code_type(vk::ShaderCodeTypeEXT::SPIRV)
+            .code(&fb)
+            .name(c"main")
+            .push_constant_ranges(&range),
+    ];
+    let so = ash::ext::shader_object::Device::new(&gpu.instance, &gpu.device);
+    let t = std::time::Instant::now();
+    let shaders = unsafe { so.create_shaders(&infos, None) }.map_err(|(_, e)| e).expect("vkCreateShadersEXT");
+    let pipeline_ns = t.elapsed().as_nanos() as u64;
+    let t = std::time::Instant::now();
+    gpu.one_time_submit(|cb| {
+        target.begin(gpu, cb);
+        let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: 64, height: 64 } };
+        let viewport = vk::Viewport { x: 0.0, y: 0.0, width: 64.0, height: 64.0, min_depth: 0.0, max_depth: 1.0 };
+        unsafe {
+            so.cmd_bind_shaders(cb, &[vk::ShaderStageFlags::VERTEX, vk::ShaderStageFlags::FRAGMENT], &shaders);
+            so.cmd_set_viewport_with_count(cb, &[viewport]);
+            so.cmd_set_scissor_with_count(cb, &[area]);
+            so.cmd_set_rasterizer_discard_enable(cb, false);
+            so.cmd_set_cull_mode(cb, vk::CullModeFlags::NONE);
+            so.cmd_set_front_face(cb, vk::FrontFace::COUNTER_CLOCKWISE);
+            so.cmd_set_depth_test_enable(cb, false);
+            so.cmd_set_depth_write_enable(cb, false);
+            so.cmd_set_depth_bias_enable(cb, false);
+            so.cmd_set_depth_bounds_test_enable(cb, false);
+            so.cmd_set_depth_clamp_enable(cb, false);
+            so.cmd_set_stencil_test_enable(cb, false);
+            so.cmd_set_primitive_topology(cb, vk::PrimitiveTopology::TRIANGLE_LIST);
+            so.cmd_set_primitive_restart_enable(cb, false);
+            so.cmd_set_polygon_mode(cb, vk::PolygonMode::FILL);
+            so.cmd_set_rasterization_samples(cb, vk::SampleCountFlags::TYPE_1);
+            so.cmd_set_sample_mask(cb, vk::SampleCountFlags::TYPE_1, &[!0]);
+            so.cmd_set_alpha_to_coverage_enable(cb, false);
+            so.cmd_set_alpha_to_one_enable(cb, false);
+            so.cmd_set_logic_op_enable(cb, false);
+            so.cmd_set_color_blend_enable(cb, 0, &[vk::FALSE]);
+            so.cmd_set_color_write_mask(cb, 0, &[vk::ColorComponentFlags::RGBA]);
+            so.cmd_set_vertex_input(cb, &[], &[]);
+            let tint: [f32; 4] = [0.3, 0.6, 0.2, 1.0];
+            let bytes: Vec<u8> = tint.iter().flat_map(|f| f.to_le_bytes()).collect();
+            gpu.device.cmd_push_constants(cb, layout, stages, 0, &bytes);
+            gpu.device.cmd_draw(cb, 3, instances, 0, 0);
+        }
+        target.end(gpu, cb);
+        target.record_copy_out(gpu, cb);
+    });
+    let submit_ns = t.elapsed().as_nanos() as u64;
+    let image = target.read(gpu);
+    unsafe {
+        for s in shaders {
+            so.destroy_shader(s, None);
+        }
+        gpu.device.destroy_pipeline_layout(layout, None);
+    }
+    target.destroy(gpu);
+    (image, pipeline_ns, submit_ns)
+}

@@ -39,7 +39,8 @@ fn usage() -> ! {
          fdm-device-lost            one density-map pass, then what submit and the waits return\n  \
          stress THREADS ITERATIONS  density-map, interlock and linked pipelines recorded on THREADS threads, checked\n  \
          varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)\n  \
-         varyings pairs|libraries|libraries-fast|libraries-own [instances=N]  the corpus pairs only, each twice: from modules, or from four pipeline libraries linked with link-time optimization or fast (own: two shader libraries, the final link holding the interface state)"
+         varyings pairs|libraries|libraries-fast|libraries-own [instances=N]  the corpus pairs only, each twice: from modules, or from four pipeline libraries linked with link-time optimization or fast (own: two shader libraries, the final link holding the interface state)\n  \
+         varyings shader-objects|shader-objects-unlinked [instances=N]  the corpus pairs, each twice, as two shader objects made together, linked (LINK_STAGE) or not"
     );
     std::process::exit(2)
 }
@@ -127,11 +128,14 @@ fn main() {
                 None
             };
             opts.pipeline_library |= inline || libraries.is_some();
+            let objects = ["shader-objects", "shader-objects-unlinked"].into_iter().find(|w| flag(w));
+            opts.shader_object |= objects.is_some();
             let words = ["inline", "libraries", "libraries-fast", "libraries-own", "pairs"];
             let dir = args.get(1).filter(|a| !a.starts_with("instances=") && !words.contains(&a.as_str()));
             let instances =
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1);
             match libraries {
+                _ if objects.is_some() => varyings_shader_objects(&opts, objects == Some("shader-objects"), instances),
                 Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
                 None if flag("pairs") => varyings_pairs(&opts, instances),
                 None => varyings(&opts, dir.map(std::path::PathBuf::from), inline, instances),
@@ -658,6 +662,23 @@ fn varyings_libraries(opts: &GpuOptions, lto: bool, own_interfaces: bool, instan
         for n in 0..overlap_tests::varyings::CORPUS.len() {
             let (img, pipeline_ns, _) =
                 overlap_tests::varyings::render_libraries(&g, n, instances, lto, own_interfaces);
+            println!("{pass}={n} checksum={:016x} pipeline_ns={pipeline_ns}", img.checksum());
+        }
+    }
+    Ok(())
+}
+
+/// [`varyings_pairs`] through shader objects made together in one
+/// `vkCreateShadersEXT` call, as a linked set (`linked`) or unlinked.
+fn varyings_shader_objects(opts: &GpuOptions, linked: bool, instances: u32) -> Result<(), String> {
+    let g = gpu(opts)?;
+    if !g.shader_object {
+        println!("shader_objects=unsupported: the driver has no VK_EXT_shader_object");
+        return Ok(());
+    }
+    for pass in ["pair", "repeat"] {
+        for n in 0..overlap_tests::varyings::CORPUS.len() {
+            let (img, pipeline_ns, _) = overlap_tests::varyings::render_shader_objects(&g, n, instances, linked);
             println!("{pass}={n} checksum={:016x} pipeline_ns={pipeline_ns}", img.checksum());
         }
     }

@@ -1,0 +1,117 @@
+//! Shader objects (`VK_EXT_shader_object`) for the varying linker.
+//!
+//! Shader objects created together in one `vkCreateShadersEXT` call with
+//! `VK_SHADER_CREATE_LINK_STAGE_BIT_EXT` form a linked set: the application
+//! promises to bind them together, so their interface may change as a
+//! pipeline's does. Of such a set, the fragment shader and its producer —
+//! the last pre-rasterization stage of the set: geometry, else tessellation
+//! evaluation, else vertex — are linked like a pipeline's pair (the same
+//! caches, the same log line), when both are SPIR-V and both carry the
+//! link flag. Their linked code replaces `pCode`/`codeSize` in the copies of
+//! the create infos sent down (the application's arrays are never written).
+//! Unlinked shader objects can be bound with any partner, so they are left
+//! alone.
+//!
+//! The fragment stage's environment (which uniform buffers and push
+//! constants it may read) comes from the fragment create info's set
+//! layouts and push constant ranges, as a pipeline's comes from its layout.
+
+use super::{log_linked, outcome_of, Outcome, Varyings};
+use crate::device::DeviceCore;
+use ash::vk;
+use overlap_shaders::varyings::LinkEnv;
+use std::sync::Arc;
+
+/// The linked code the copied create infos point at; alive until
+/// `vkCreateShadersEXT` has returned.
+#[derive(Default)]
+pub struct LinkedShaders {
+    _outcomes: Vec<Arc<Outcome>>,
+}
+
+impl Varyings {
+    /// What a fragment stage created with these set layouts and push
+    /// constant ranges may read (see `note_pipeline_layout`).
+    fn env_of(&self, sets: &[vk::DescriptorSetLayout], ranges: &[vk::PushConstantRange]) -> Arc<LinkEnv> {
+        if !self.uniforms {
+            return Arc::default();
+        }
+        let mut env = LinkEnv::default();
+        let known = self.set_layouts.lock();
+        for (set, l) in sets.iter().enumerate() {
+            for (binding, ty, stages) in known.get(l).map(|v| &v[..]).unwrap_or(&[]) {
+                let ubo =
+                    matches!(*ty, vk::DescriptorType::UNIFORM_BUFFER | vk::DescriptorType::UNIFORM_BUFFER_DYNAMIC);
+                if ubo && stages.contains(vk::ShaderStageFlags::FRAGMENT) {
+                    env.uniform_buffers.insert((set as u32, *binding));
+                }
+            }
+        }
+        for r in ranges {
+            if r.stage_flags.contains(vk::ShaderStageFlags::FRAGMENT) {
+                env.push_constants.push((r.offset, r.size));
+            }
+        }
+        Arc::new(env)
+    }
+}
+
+/// The SPIR-V words of a create info, if it is SPIR-V that may be linked.
+///
+/// # Safety
+/// `info` is a valid create info.
+unsafe fn linkable(info: &vk::ShaderCreateInfoEXT<'_>) -> Option<Arc<Vec<u32>>> {
+    let ok = info.code_type == vk::ShaderCodeTypeEXT::SPIRV
+        && info.flags.contains(vk::ShaderCreateFlagsEXT::LINK_STAGE)
+        && !info.p_code.is_null();
+    // SAFETY: VUID-VkShaderCreateInfoEXT-pCode-parameter: `pCode` holds
+    // `codeSize` bytes; SPIR-V code is 4-byte aligned
+    // (VUID-VkShaderCreateInfoEXT-pCode-08493).
+    let words = ok.then(|| unsafe { crate::spirv::words(info.p_code as *const u32, info.code_size) })?;
+    (!words.is_empty()).then(|| Arc::new(words.to_vec()))
+}
+
+/// Links the fragment shader of the linked set in `infos` (the copies that
+/// go down, their code already as the driver gets it) with its producer,
+/// pointing both copies at the linked code, which the result keeps alive.
+///
+/// # Safety
+/// `infos` are valid create infos of one `vkCreateShadersEXT` call on `dev`.
+pub unsafe fn link_shader_objects(
+    dev: &DeviceCore,
+    v: &Varyings,
+    infos: &mut [vk::ShaderCreateInfoEXT<'_>],
+) -> LinkedShaders {
+    let mut out = LinkedShaders::default();
+    let linked = |i: &vk::ShaderCreateInfoEXT<'_>| i.flags.contains(vk::ShaderCreateFlagsEXT::LINK_STAGE);
+    let find = |s: vk::ShaderStageFlags| infos.iter().position(|i| i.stage == s && linked(i));
+    let producer = find(vk::ShaderStageFlags::GEOMETRY)
+        .or_else(|| find(vk::ShaderStageFlags::TESSELLATION_EVALUATION))
+        .or_else(|| find(vk::ShaderStageFlags::VERTEX));
+    let (Some(p), Some(f)) = (producer, find(vk::ShaderStageFlags::FRAGMENT)) else {
+        return out;
+    };
+    // SAFETY: valid create infos (the caller's guarantee).
+    let (Some(vcode), Some(fcode)) = (unsafe { linkable(&infos[p]) }, unsafe { linkable(&infos[f]) }) else {
+        return out;
+    };
+    let fi = &infos[f];
+    // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter and
+    // -pPushConstantRanges-parameter: the counts' worth of valid elements.
+    let (sets, ranges) = unsafe {
+        (
+            crate::ffi::slice(fi.p_set_layouts, fi.set_layout_count),
+            crate::ffi::slice(fi.p_push_constant_ranges, fi.push_constant_range_count),
+        )
+    };
+    let env = v.env_of(sets, ranges);
+    let (outcome, source) = outcome_of(dev, v, vcode, fcode, env);
+    let Some(outcome) = outcome else { return out };
+    infos[p].code_size = outcome.producer.len() * 4;
+    infos[p].p_code = outcome.producer.as_ptr() as *const std::ffi::c_void;
+    infos[f].code_size = outcome.consumer.len() * 4;
+    infos[f].p_code = outcome.consumer.as_ptr() as *const std::ffi::c_void;
+    log_linked(dev, &outcome, &source);
+    out._outcomes.push(outcome);
+    out
+}
