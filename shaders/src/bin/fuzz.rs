@@ -653,7 +653,7 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             }),
         ));
         let mut m = module.clone();
-        let cfg = spinlock::Config { set: 7, binding: 0, size: 2048 };
+        let cfg = spinlock::Config { set: 7, binding: 0, size: 2048, block: (0, 0) };
         passes.push((
             Pass::Spinlock,
             Box::new(move || spinlock::lower(&mut m, &cfg).map(|_| one(&m)).map_err(|e| e.to_string())),
