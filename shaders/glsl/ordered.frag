@@ -9,9 +9,13 @@
 // in each of its cells has left (or skipped) its section. Mode 2 (unordered)
 // is the fallback where order cannot be had: a per-cell mutex only.
 //
-// Cell (uints): count, done, finished (one bit per rank), mutex, then
-// `slots` keys of two uints. A cell is clean (all zero) between draws: the
-// last fragment of a draw to finish with it resets it.
+// Cell (uints): a header of 8 — 0 slots used, 1 invocations registered,
+// 2 invocations done, 3 mutex, 4-5 finished bits (one per slot), 6 flags
+// (1: a key out of range) — then `slots` slots of two uints: (multiplicity
+// << 24 | instance, primitive). A slot holds a key and how many invocations
+// have it (a primitive's samples when shading per sample, in the dedup
+// count mode 3; a line's fragments ...). The header is zero between draws:
+// the last invocation of a draw to finish with a cell resets it.
 //
 // Compiled twice by `shaders/glsl/generate` into shaders/src/generated/: with
 // the GLSL450 memory model (device scope) and with the Vulkan memory model
@@ -35,29 +39,30 @@
 
 layout(set = 0, binding = 1, std430) coherent buffer OverlapCells { uint w[]; } ovl_cells;
 layout(set = 0, binding = 2, std140) uniform OverlapControl {
-    uint mode;      // 0 count, 1 run, 2 unordered (mutex only)
+    uint mode;      // 0 count, 1 run, 2 unordered (mutex only), 3 count merging equal keys
     uint grid;      // cells per side (a power of two); pixels further apart share cells
-    uint slots;     // keys per cell (at most 32: one finished bit each)
+    uint slots;     // slots per cell (at most 64: one finished bit each)
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
 } ovl_ctl;
-// 0: cells overflowed, 1: expired waits, 2: keys not found.
+// 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
 
 // Set by the rewritten shader before ovl_begin().
-uvec2 ovl_origin;   // the fragment's area: origin and size in pixels
+uvec2 ovl_origin;   // the fragment's area (in cells: pixels, or samples): origin and size
 uvec2 ovl_size;
 uvec2 ovl_key;      // (instance index, primitive id)
 bool ovl_helper;    // a helper invocation (or demoted): takes part in nothing
 
-// Per-fragment state, for each cell of the area (at most 4x4).
-uint ovl_rank[16];  // keys smaller than this fragment's; NO_RANK: no order here
-uint ovl_mult[16];  // keys equal to it (a primitive's samples, or lines of a triangle)
-uint ovl_n[16];     // the cell's count
+// Per-invocation state, for each cell of the area (at most 4x4).
+uvec2 ovl_smaller[16]; // the slots holding smaller keys
+uvec2 ovl_equal[16];   // the slots holding this invocation's key; 0: no order in this cell
 uint ovl_flags;
 uint ovl_polls;
 
-const uint NO_RANK = 0xffffffffu;
+const uint HEADER = 8u;
+const uint MULT = 0x01000000u;
+const uint INSTANCE = 0x00ffffffu;
 const uint REGISTERED = 1u;
 const uint FINISHED = 2u;
 const uint HOLDS = 4u;
@@ -66,7 +71,7 @@ const uint EXPIRED = 8u;
 uint ovl_cell(uint dx, uint dy) {
     uint m = ovl_ctl.grid - 1u;
     uvec2 p = ovl_origin + uvec2(dx, dy);
-    return ((p.y & m) * ovl_ctl.grid + (p.x & m)) * (4u + 2u * ovl_ctl.slots);
+    return ((p.y & m) * ovl_ctl.grid + (p.x & m)) * (HEADER + 2u * ovl_ctl.slots);
 }
 
 bool ovl_less(uvec2 a, uvec2 b) {
@@ -78,48 +83,84 @@ bool ovl_less(uvec2 a, uvec2 b) {
     return a.x < b.x || (a.x == b.x && a.y < b.y);
 }
 
-// The count draw: register in every cell of the area.
-void ovl_count() {
+uvec2 ovl_bit(uint j) {
+    return j < 32u ? uvec2(1u << j, 0u) : uvec2(0u, 1u << (j - 32u));
+}
+
+// A new slot for the key, or (dedup) one more invocation on its slot.
+void ovl_append(uint c, bool dedup) {
+    uint n = atomicLoad(ovl_cells.w[c], SCOPE, STORAGE, ACQ);
+    if (dedup) {
+        for (uint j = 0u; j < min(n, ovl_ctl.slots); j++) {
+            uint hi = ovl_cells.w[c + HEADER + 2u * j];
+            if ((hi & INSTANCE) == ovl_key.x && ovl_cells.w[c + HEADER + 2u * j + 1u] == ovl_key.y) {
+                atomicAdd(ovl_cells.w[c + HEADER + 2u * j], MULT, SCOPE, STORAGE, RELAXED);
+                return;
+            }
+        }
+    }
+    uint s = atomicAdd(ovl_cells.w[c], 1u, SCOPE, STORAGE, RELAXED);
+    if (s < ovl_ctl.slots) {
+        ovl_cells.w[c + HEADER + 2u * s] = MULT | ovl_key.x;
+        ovl_cells.w[c + HEADER + 2u * s + 1u] = ovl_key.y;
+    } else if (s == ovl_ctl.slots) {
+        atomicAdd(ovl_counters.c[0], 1u, SCOPE, STORAGE, RELAXED);
+    }
+}
+
+// The count draw: register in every cell of the area. In mode 3 equal keys
+// share a slot: appends take the cell's mutex (free in the count draw).
+void ovl_count(bool dedup) {
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
             uint c = ovl_cell(dx, dy);
-            uint s = atomicAdd(ovl_cells.w[c], 1u, SCOPE, STORAGE, RELAXED);
-            if (s < ovl_ctl.slots) {
-                ovl_cells.w[c + 4u + 2u * s] = ovl_key.x;
-                ovl_cells.w[c + 5u + 2u * s] = ovl_key.y;
-            } else if (s == ovl_ctl.slots) {
-                atomicAdd(ovl_counters.c[0], 1u, SCOPE, STORAGE, RELAXED);
+            atomicAdd(ovl_cells.w[c + 1u], 1u, SCOPE, STORAGE, RELAXED);
+            if (ovl_key.x > INSTANCE) {
+                if ((atomicOr(ovl_cells.w[c + 6u], 1u, SCOPE, STORAGE, RELAXED) & 1u) == 0u) {
+                    atomicAdd(ovl_counters.c[3], 1u, SCOPE, STORAGE, RELAXED);
+                }
+            } else if (!dedup) {
+                ovl_append(c, false);
+            } else {
+                // A try per iteration: a lane that fails leaves and retries,
+                // so none waits on a holder of its own subgroup.
+                for (;;) {
+                    if (atomicCompSwap(ovl_cells.w[c + 3u], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == 0u) {
+                        ovl_append(c, true);
+                        atomicStore(ovl_cells.w[c + 3u], 0u, SCOPE, STORAGE, REL);
+                        break;
+                    }
+                }
             }
         }
     }
 }
 
-// The run draw: this fragment's rank in every cell (after the barrier that
-// follows the count draw, the cells hold every key of the draw).
+// The run draw: the slots of smaller keys and of this key in every cell
+// (after the barrier that follows the count draw, the cells hold every key).
 void ovl_lookup() {
     uint k = 0u;
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
             uint c = ovl_cell(dx, dy);
             uint n = atomicLoad(ovl_cells.w[c], SCOPE, STORAGE, ACQ);
-            uint rank = 0u;
-            uint mult = 0u;
-            if (n <= ovl_ctl.slots) {
+            uvec2 smaller = uvec2(0u);
+            uvec2 equal = uvec2(0u);
+            if (n <= ovl_ctl.slots && ovl_cells.w[c + 6u] == 0u) {
                 for (uint j = 0u; j < n; j++) {
-                    uvec2 other = uvec2(ovl_cells.w[c + 4u + 2u * j], ovl_cells.w[c + 5u + 2u * j]);
+                    uvec2 other = uvec2(ovl_cells.w[c + HEADER + 2u * j] & INSTANCE, ovl_cells.w[c + HEADER + 2u * j + 1u]);
                     if (other == ovl_key) {
-                        mult++;
+                        equal |= ovl_bit(j);
                     } else if (ovl_less(other, ovl_key)) {
-                        rank++;
+                        smaller |= ovl_bit(j);
                     }
                 }
-                if (mult == 0u) {
+                if (equal == uvec2(0u)) {
                     atomicAdd(ovl_counters.c[2], 1u, SCOPE, STORAGE, RELAXED);
                 }
             }
-            ovl_rank[k] = mult == 0u ? NO_RANK : rank;
-            ovl_mult[k] = mult;
-            ovl_n[k] = n;
+            ovl_smaller[k] = smaller;
+            ovl_equal[k] = equal;
             k++;
         }
     }
@@ -130,11 +171,12 @@ void ovl_lookup() {
 bool ovl_begin() {
     ovl_flags = 0u;
     ovl_polls = 0u;
+    bool counting = ovl_ctl.mode == 0u || ovl_ctl.mode == 3u;
     if (ovl_helper) {
-        return ovl_ctl.mode == 0u;
+        return counting;
     }
-    if (ovl_ctl.mode == 0u) {
-        ovl_count();
+    if (counting) {
+        ovl_count(ovl_ctl.mode == 3u);
         return true;
     }
     if (ovl_ctl.mode == 1u) {
@@ -144,9 +186,9 @@ bool ovl_begin() {
     return false;
 }
 
-// Leaves the area's cells for good: one finished bit of its rank group in
-// each cell, and the last fragment of the draw in a cell resets it. Never
-// blocks; runs once.
+// Leaves the area's cells for good: one invocation less on its slot (the
+// last sets the slot's finished bit), and the last invocation of the draw in
+// a cell resets the cell's header. Never blocks; runs once.
 void ovl_finish() {
     if ((ovl_flags & (REGISTERED | FINISHED)) != REGISTERED) {
         return;
@@ -156,27 +198,37 @@ void ovl_finish() {
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
             uint c = ovl_cell(dx, dy);
-            uint rank = ovl_rank[k];
-            uint mult = ovl_mult[k];
-            if (rank != NO_RANK) {
-                uint group = (mult >= 32u ? 0xffffffffu : ((1u << mult) - 1u)) << rank;
-                for (uint tries = 0u; tries < 32u; tries++) {
-                    uint f = atomicLoad(ovl_cells.w[c + 2u], SCOPE, STORAGE, RELAXED);
-                    uint free = group & ~f;
-                    if (free == 0u) {
-                        break;
-                    }
-                    uint bit = 1u << uint(findLSB(free));
-                    if ((atomicOr(ovl_cells.w[c + 2u], bit, SCOPE, STORAGE, REL) & bit) == 0u) {
-                        break;
+            uvec2 equal = ovl_equal[k];
+            bool left = false;
+            for (uint word = 0u; word < 2u && !left; word++) {
+                uint bits = word == 0u ? equal.x : equal.y;
+                while (bits != 0u && !left) {
+                    uint j = uint(findLSB(bits)) + 32u * word;
+                    bits &= bits - 1u;
+                    uint at = c + HEADER + 2u * j;
+                    for (uint tries = 0u; tries < 256u; tries++) {
+                        uint hi = atomicLoad(ovl_cells.w[at], SCOPE, STORAGE, RELAXED);
+                        if (hi < MULT) {
+                            break; // every invocation of this slot has left
+                        }
+                        if (atomicCompSwap(ovl_cells.w[at], hi, hi - MULT, SCOPE, STORAGE, RELAXED, STORAGE, RELAXED) == hi) {
+                            if (hi < 2u * MULT) {
+                                atomicOr(ovl_cells.w[c + 4u + j / 32u], 1u << (j % 32u), SCOPE, STORAGE, REL);
+                            }
+                            left = true;
+                            break;
+                        }
                     }
                 }
             }
-            uint done = atomicAdd(ovl_cells.w[c + 1u], 1u, SCOPE, STORAGE, ACQREL) + 1u;
-            if (done == ovl_n[k]) {
+            uint done = atomicAdd(ovl_cells.w[c + 2u], 1u, SCOPE, STORAGE, ACQREL) + 1u;
+            if (done == atomicLoad(ovl_cells.w[c + 1u], SCOPE, STORAGE, RELAXED)) {
                 atomicStore(ovl_cells.w[c], 0u, SCOPE, STORAGE, RELAXED);
                 atomicStore(ovl_cells.w[c + 1u], 0u, SCOPE, STORAGE, RELAXED);
                 atomicStore(ovl_cells.w[c + 2u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 4u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 5u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 6u], 0u, SCOPE, STORAGE, RELAXED);
             }
             k++;
         }
@@ -184,20 +236,22 @@ void ovl_finish() {
 }
 
 // One try to enter the critical section: every smaller key has finished in
-// each cell (or the wait expired), and every cell's mutex is free (all or
-// none are taken: no invocation holds one while it waits).
+// each cell (or the wait expired, or the section runs a second time), and
+// every cell's mutex is free (all or none are taken: no invocation holds one
+// while it waits).
 bool ovl_try_enter() {
     if (ovl_helper) {
         return true;
     }
-    if ((ovl_flags & (REGISTERED | EXPIRED)) == REGISTERED) {
+    if ((ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED) {
         uint k = 0u;
         for (uint dy = 0u; dy < ovl_size.y; dy++) {
             for (uint dx = 0u; dx < ovl_size.x; dx++) {
-                uint rank = ovl_rank[k];
-                if (rank != NO_RANK && rank != 0u) {
-                    uint need = rank >= 32u ? 0xffffffffu : ((1u << rank) - 1u);
-                    uint f = atomicLoad(ovl_cells.w[ovl_cell(dx, dy) + 2u], SCOPE, STORAGE, ACQ);
+                uvec2 need = ovl_smaller[k];
+                if (need != uvec2(0u)) {
+                    uint c = ovl_cell(dx, dy);
+                    uvec2 f = uvec2(atomicLoad(ovl_cells.w[c + 4u], SCOPE, STORAGE, ACQ),
+                                    atomicLoad(ovl_cells.w[c + 5u], SCOPE, STORAGE, ACQ));
                     if ((f & need) != need) {
                         ovl_polls++;
                         if (ovl_polls < ovl_ctl.timeout) {

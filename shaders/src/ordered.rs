@@ -57,17 +57,20 @@ pub const LIBRARIES: [(&str, &str, &[u8]); 4] = [
 pub const MODE_COUNT: u32 = 0;
 pub const MODE_RUN: u32 = 1;
 pub const MODE_UNORDERED: u32 = 2;
+/// The count draw where equal keys share a slot (per-sample shading, lines
+/// and points: several invocations of one primitive in one cell).
+pub const MODE_COUNT_MERGED: u32 = 3;
 /// Bindings of the reserved set the protocol reads.
 pub const BINDING_CELLS: u32 = 1;
 pub const BINDING_CONTROL: u32 = 2;
 pub const BINDING_COUNTERS: u32 = 3;
-/// The counters buffer: overflowed cells, expired waits, keys not found.
-pub const COUNTERS: usize = 3;
-/// Words of a cell's header (count, done, finished bits, mutex); each slot
-/// holds a key of two words.
-pub const CELL_HEADER: u32 = 4;
-/// A cell's slots are bits of one word.
-pub const MAX_SLOTS: u32 = 32;
+/// The counters buffer: overflowed cells, expired waits, keys not found,
+/// keys out of range (an instance index of 2^24 or more).
+pub const COUNTERS: usize = 4;
+/// Words of a cell's header; each slot holds a key of two words.
+pub const CELL_HEADER: u32 = 8;
+/// A cell's slots are bits of two words.
+pub const MAX_SLOTS: u32 = 64;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -91,6 +94,12 @@ pub struct Report {
     /// writes (and sample counts) would happen in the count draw too, so the
     /// layer does not order its draws.
     pub early_fragment_tests: bool,
+    /// Sample interlock in a module that reads `SampleId`: one cell per
+    /// sample (declaring it would force sample shading).
+    pub per_sample_cells: bool,
+    /// The module reads `SampleId`: it runs per sample, so a primitive has
+    /// several invocations per pixel (the layer merges their keys).
+    pub per_sample: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -254,7 +263,9 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         key: global("ovl_key")?,
         helper: global("ovl_helper")?,
     };
-    let mut report = Report { modes: found, early_fragment_tests, ..Default::default() };
+    let per_sample = ir::builtin_target(module, BuiltIn::SampleId).is_some();
+    let per_sample_cells = per_sample && found.iter().all(|f| f.granularity == crate::interlock::Granularity::Sample);
+    let mut report = Report { modes: found, early_fragment_tests, per_sample_cells, per_sample, ..Default::default() };
     let mut ids = Ids { m: &mut m };
 
     // The sections, in the application's functions.
@@ -300,14 +311,14 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         }
     }
     ids.m.functions = functions;
-    prologue(&mut ids, entry, cfg, &p)?;
+    prologue(&mut ids, entry, cfg, &p, per_sample_cells)?;
     *module = m;
     Ok(report)
 }
 
 /// The entry's prologue: the protocol's inputs, then `if (ovl_begin())
 /// terminate;`, before any of the application's code.
-fn prologue(ids: &mut Ids, entry: Word, cfg: &Config, p: &Protocol) -> Result<(), Unsupported> {
+fn prologue(ids: &mut Ids, entry: Word, cfg: &Config, p: &Protocol, per_sample_cells: bool) -> Result<(), Unsupported> {
     let uint = ids.uint();
     let int = ids.int();
     let bool_t = ids.bool();
@@ -396,6 +407,21 @@ fn prologue(ids: &mut Ids, entry: Word, cfg: &Config, p: &Protocol) -> Result<()
             let oy = emit(ids, Op::ISub, uint, vec![id(fy), id(hy)]);
             (ox, oy, sx, sy)
         }
+        None if per_sample_cells => {
+            // One cell per sample: (2x + s % 2, 4y + s / 2), up to 8 samples
+            // without sharing.
+            let (sid_var, sid_t) = ids.builtin_input(BuiltIn::SampleId, |_| int)?;
+            let sid = emit(ids, Op::Load, sid_t, vec![id(sid_var)]);
+            let su = if sid_t == uint { sid } else { emit(ids, Op::Bitcast, uint, vec![id(sid)]) };
+            let four = ids.uint_const(4);
+            let low = emit(ids, Op::BitwiseAnd, uint, vec![id(su), id(one)]);
+            let high = emit(ids, Op::ShiftRightLogical, uint, vec![id(su), id(one)]);
+            let x2 = emit(ids, Op::IMul, uint, vec![id(fx), id(two)]);
+            let y4 = emit(ids, Op::IMul, uint, vec![id(fy), id(four)]);
+            let ox = emit(ids, Op::IAdd, uint, vec![id(x2), id(low)]);
+            let oy = emit(ids, Op::IAdd, uint, vec![id(y4), id(high)]);
+            (ox, oy, one, one)
+        }
         None => (fx, fy, one, one),
     };
     let origin = emit(ids, Op::CompositeConstruct, v2uint, vec![id(ox), id(oy)]);
@@ -462,6 +488,27 @@ pub struct VertexReport {
     /// it twice (the count draw) would repeat them, so the layer does not
     /// order draws with it.
     pub side_effects: bool,
+    /// The shader captures transform feedback (`Xfb`): likewise.
+    pub transform_feedback: bool,
+}
+
+/// Whether SPIR-V `words` declare a vertex entry point: a scan of the
+/// leading instructions (up to the first function), so that other modules
+/// are never parsed.
+pub fn declares_vertex_entry(words: &[u32]) -> bool {
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let (count, op) = ((first >> 16) as usize, first & 0xffff);
+        if count == 0 {
+            return false;
+        }
+        match op {
+            15 if words.get(at + 1) == Some(&0) => return true, // OpEntryPoint Vertex
+            54 => return false,                                 // OpFunction
+            _ => at += count,
+        }
+    }
+    false
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -486,6 +533,8 @@ pub fn add_instance_output(module: &mut Module, location: u32) -> Result<Option<
         return Err(VertexUnsupported::Location(l));
     }
     let side_effects = writes_storage(module);
+    let transform_feedback =
+        module.execution_modes.iter().any(|i| i.operands.get(1) == Some(&Operand::ExecutionMode(ExecutionMode::Xfb)));
     let mut m = module.clone();
     let mut ids = Ids { m: &mut m };
     let int = ids.int();
@@ -532,7 +581,7 @@ pub fn add_instance_output(module: &mut Module, location: u32) -> Result<Option<
         }
     }
     *module = m;
-    Ok(Some(VertexReport { side_effects }))
+    Ok(Some(VertexReport { side_effects, transform_feedback }))
 }
 
 /// Whether the module writes memory other than its own invocation's
@@ -720,6 +769,20 @@ mod tests {
         assert!(!plain.contains("ShadingRateKHR"), "{plain}");
     }
 
+    /// Sample interlock in a module that reads SampleId gets a cell per
+    /// sample; pixel interlock keeps pixel cells (its samples' invocations
+    /// merge in one slot at run time).
+    #[test]
+    fn per_sample_cells_only_for_sample_interlock_reading_sample_id() {
+        let body = "void main() { ivec2 p = ivec2(gl_FragCoord.x * 4.0 + float(gl_SampleID), gl_FragCoord.y); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }";
+        let (r, text) = lower_glsl("sample_interlock_ordered", body);
+        assert!(r.per_sample_cells && r.per_sample, "{text}");
+        let (r, _) = lower_glsl("pixel_interlock_ordered", body);
+        assert!(!r.per_sample_cells && r.per_sample);
+        let (r, _) = lower_glsl("sample_interlock_ordered", SHAPES[0]);
+        assert!(!r.per_sample_cells && !r.per_sample);
+    }
+
     #[test]
     fn early_fragment_tests_are_reported() {
         let src = format!(
@@ -752,6 +815,7 @@ mod tests {
         ] {
             let words = glsl_for(src, "vert", env).unwrap();
             let mut m = parse(&words).unwrap();
+            assert!(declares_vertex_entry(&words));
             let r = add_instance_output(&mut m, 31).unwrap().unwrap();
             assert_eq!(r.side_effects, side_effects);
             let out = assemble(&m);
@@ -763,6 +827,7 @@ mod tests {
         let frag =
             glsl("#version 450\nlayout(location=0) out vec4 o;\nvoid main() { o = vec4(1); }\n", "frag").unwrap();
         let mut m = parse(&frag).unwrap();
+        assert!(!declares_vertex_entry(&frag));
         assert_eq!(add_instance_output(&mut m, 31), Ok(None));
         // The reserved location taken.
         let taken = glsl(
