@@ -359,8 +359,10 @@ fn interlock_matrix(
     opts.interlock = true;
     opts.shader_object = variant == Some("shader-object");
     opts.pipeline_library = variant == Some("inline");
+    let coverage = matches!(variant, Some("coverage" | "coverage-none"));
+    opts.shading_rate = coverage;
     let g = gpu(opts)?;
-    let negative = variant == Some("none");
+    let negative = matches!(variant, Some("none" | "coverage-none"));
     let inline = variant == Some("inline");
     if !g.interlock && !negative {
         println!("interlock=unsupported");
@@ -368,9 +370,19 @@ fn interlock_matrix(
     }
     let mut failures = 0;
     let mut lost = 0;
-    let cases = match size.and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?))) {
-        Some(wh) => interlock::matrix_sized(&[wh]),
-        None => interlock::matrix(variant == Some("quick") || negative || inline || variant == Some("shader-object")),
+    let sized = size.and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
+    let sizes: Vec<(u32, u32)> = match sized {
+        Some(wh) => vec![wh],
+        None if variant == Some("all") || variant.is_none() => vec![(64, 64), (37, 23)],
+        None => vec![(37, 23)],
+    };
+    // The 2x2 rate at each sample count, and shading-rate interlock.
+    let rate_ok = |samples: u32| g.shading_rate && g.shading_rate_interlock && g.supports_rate(2, 2, samples);
+    let cases = match variant {
+        Some("coverage") => interlock::coverage_matrix(&sizes, &interlock::COVERAGE_MODES),
+        Some("coverage-none") => interlock::coverage_matrix(&sizes, &["none", "none_rate"]),
+        Some("draws") => interlock::draws_matrix(&sizes),
+        _ => interlock::matrix_sized(&sizes),
     };
     if variant == Some("shader-object") && !g.shader_object {
         println!("shader_object=unsupported");
@@ -383,11 +395,16 @@ fn interlock_matrix(
         if case.shader_object && case.samples != 1 {
             continue;
         }
-        if negative {
+        if negative && !coverage {
             if !case.mode.starts_with("pixel_interlock_unordered") {
                 continue;
             }
             case.mode = "none";
+        }
+        if coverage && case.shading_rate() && !rate_ok(case.samples) {
+            // Reported, never passed silently.
+            println!("case={} result=unsupported", case.name());
+            continue;
         }
         let o = interlock::run(&g, &case);
         let ok = o.wrong_words == 0 && o.order_errors == 0;
@@ -459,18 +476,7 @@ fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Opt
     if mode != "none" && !g.interlock {
         return Err("VK_EXT_fragment_shader_interlock is not available".into());
     }
-    let case = Case {
-        mode,
-        resource: Resource::Image,
-        discard: false,
-        samples: 1,
-        sample_shading: false,
-        width: w,
-        height: h,
-        delay: 0,
-        inline_module: false,
-        shader_object: false,
-    };
+    let case = Case::plain(mode, Resource::Image, false, 1, false, w, h);
     let mut times = Vec::new();
     let mut wrong = 0;
     for _ in 0..reps {
