@@ -667,6 +667,7 @@ unsafe extern "system" fn create_device(
             // The ordered strategy reads PrimitiveId: without geometryShader
             // the device gets the spinlock (logged).
             let mut strategy = plan.interlock_strategy();
+            let mut ordered_demote = false;
             if strategy == Some(InterlockStrategy::Ordered)
                 // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
                 && unsafe { inst.fns.get_physical_device_features(pd) }.geometry_shader != vk::TRUE
@@ -678,9 +679,20 @@ unsafe extern "system" fn create_device(
                 strategy = Some(InterlockStrategy::Spinlock);
             }
             if let Some(strategy) = strategy {
+                // Demote (Vulkan 1.3 core): the ordered strategy's discards.
+                let demote =
+                    strategy == InterlockStrategy::Ordered && vk::api_version_minor(facts.api_version) >= 3 && {
+                        let mut d = vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures::default();
+                        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut d);
+                        // SAFETY: `pd` is valid; a Vulkan 1.3 driver knows the structure.
+                        unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
+                        d.shader_demote_to_helper_invocation == vk::TRUE
+                    };
+                ordered_demote = demote;
                 let needs = crate::interlock::Needs {
                     atomics: strategy.locks(),
                     geometry: strategy == InterlockStrategy::Ordered,
+                    demote,
                 };
                 let shading_rate = plan.exposes(crate::plan::SHADING_RATE_EXTENSION);
                 // SAFETY: `info` is valid (as above).
@@ -756,6 +768,7 @@ unsafe extern "system" fn create_device(
                         wait: inst.settings.interlock_ordered_wait,
                         reverse: inst.settings.debug_ordered_reverse,
                         shading_rate: rates,
+                        demote: ordered_demote,
                     });
                 // SAFETY: `fns` is the device just created from `down` on `pd`,
                 // `set_loader_data` the loader's callback from its chain.
@@ -768,7 +781,7 @@ unsafe extern "system" fn create_device(
                         set_loader_data,
                         set,
                         &inst.settings.debug_fail,
-                        if ordered.is_some() { (0, 0) } else { block },
+                        block,
                         ordered,
                     )
                 } {

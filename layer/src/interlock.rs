@@ -33,6 +33,9 @@ pub struct Needs {
     pub atomics: bool,
     /// `geometryShader` (the ordered strategy reads `PrimitiveId`).
     pub geometry: bool,
+    /// `shaderDemoteToHelperInvocation` (the ordered strategy demotes
+    /// discards before a section), where the driver has it.
+    pub demote: bool,
 }
 
 /// Fills the interlock features the layer provides: shading-rate interlock
@@ -90,6 +93,18 @@ pub unsafe fn strip<'a>(
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT);
     // The spinlock's atomics on the lock image need fragmentStoresAndAtomics;
     // the ordered strategy's PrimitiveId, geometryShader.
+    if needs.demote && extension_enabled {
+        if let Some(f) = chain.get_mut::<vk::PhysicalDeviceVulkan13Features>() {
+            f.shader_demote_to_helper_invocation = vk::TRUE;
+        } else if let Some(f) = chain.get_mut::<vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures>() {
+            f.shader_demote_to_helper_invocation = vk::TRUE;
+        } else {
+            chain.push(
+                &vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures::default()
+                    .shader_demote_to_helper_invocation(true),
+            );
+        }
+    }
     let mut features = None;
     if (needs.atomics || needs.geometry) && extension_enabled {
         let enable = |f: &mut vk::PhysicalDeviceFeatures| {

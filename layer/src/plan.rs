@@ -423,8 +423,12 @@ mod tests {
             .added_extensions()
             .iter()
             .any(|(n, _)| *n == INTERLOCK_EXTENSION));
-        assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some(InterlockStrategy::Spinlock));
+        // Any other GPU without interlock: the ordered strategy (the spinlock
+        // for unordered shaders).
+        assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some(InterlockStrategy::Ordered));
         assert_eq!(Plan::new_test(&with("spinlock"), &nvidia).interlock_strategy(), Some(InterlockStrategy::Spinlock));
+        assert_eq!(Plan::new_test(&with("ordered"), &nvidia).interlock_strategy(), Some(InterlockStrategy::Ordered));
+        assert_eq!(Plan::new_test(&with("ordered"), &llvmpipe).interlock_strategy(), Some(InterlockStrategy::Ordered));
         assert!(matches!(Plan::new_test(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
         // A forced strategy replaces even a native implementation.
         assert_eq!(

@@ -134,15 +134,20 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
             let wants_order = interlock::modes(&module).iter().any(|m| m.ordered);
             let lowered = match &s.ordered {
                 Some(o) if wants_order && o.ready(dev, s) => {
-                    let cfg =
-                        ordered::Config { set: s.set, location: o.cfg.location, shading_rate: o.cfg.shading_rate };
+                    let cfg = ordered::Config {
+                        set: s.set,
+                        location: o.cfg.location,
+                        shading_rate: o.cfg.shading_rate,
+                        demote: o.cfg.demote,
+                    };
                     match ordered::lower(&mut module, &cfg) {
                         Ok(r) => Some((
                             format!(
-                                "{} section(s) in primitive order{}, {} value(s) spilled",
+                                "{} section(s) in primitive order{}, {} value(s) spilled, {} discard(s) demoted",
                                 r.sections,
                                 if cfg.shading_rate { " per coarse fragment" } else { "" },
-                                r.spilled_values
+                                r.spilled_values,
+                                r.kills_demoted
                             ),
                             ModuleKind::Ordered {
                                 early_fragment_tests: r.early_fragment_tests,

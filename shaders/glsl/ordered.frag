@@ -122,13 +122,22 @@ void ovl_count(bool dedup) {
             } else if (!dedup) {
                 ovl_append(c, false);
             } else {
-                // A try per iteration: a lane that fails leaves and retries,
-                // so none waits on a holder of its own subgroup.
-                for (;;) {
-                    if (atomicCompSwap(ovl_cells.w[c + 3u], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == 0u) {
+                // One try per iteration, and the winner's append and release
+                // inside that iteration (both paths meet before the loop goes
+                // on: no lane spins past a holder of its own subgroup that
+                // has not run yet). Bounded: an expired wait appends a slot
+                // of its own without the mutex (equal keys in two slots are
+                // still one group, at the cost of a slot).
+                bool done = false;
+                for (uint tries = 0u; !done; tries++) {
+                    if (tries >= ovl_ctl.timeout) {
+                        atomicAdd(ovl_counters.c[1], 1u, SCOPE, STORAGE, RELAXED);
+                        ovl_append(c, false);
+                        done = true;
+                    } else if (atomicCompSwap(ovl_cells.w[c + 3u], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == 0u) {
                         ovl_append(c, true);
                         atomicStore(ovl_cells.w[c + 3u], 0u, SCOPE, STORAGE, REL);
-                        break;
+                        done = true;
                     }
                 }
             }
@@ -250,8 +259,11 @@ bool ovl_try_enter() {
                 uvec2 need = ovl_smaller[k];
                 if (need != uvec2(0u)) {
                     uint c = ovl_cell(dx, dy);
-                    uvec2 f = uvec2(atomicLoad(ovl_cells.w[c + 4u], SCOPE, STORAGE, ACQ),
-                                    atomicLoad(ovl_cells.w[c + 5u], SCOPE, STORAGE, ACQ));
+                    // Relaxed: the mutex taken below (acquire) synchronizes
+                    // with the predecessor's release of it, which came
+                    // before its finished bit; no fence on every poll.
+                    uvec2 f = uvec2(atomicLoad(ovl_cells.w[c + 4u], SCOPE, STORAGE, RELAXED),
+                                    atomicLoad(ovl_cells.w[c + 5u], SCOPE, STORAGE, RELAXED));
                     if ((f & need) != need) {
                         ovl_polls++;
                         if (ovl_polls < ovl_ctl.timeout) {

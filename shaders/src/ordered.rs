@@ -83,6 +83,10 @@ pub struct Config {
     /// fragment (only where the application enabled a fragment shading
     /// rate feature, which the built-in needs).
     pub shading_rate: bool,
+    /// `discard` before a section becomes finish, demote and carry on as a
+    /// helper (the device has `shaderDemoteToHelperInvocation`): see
+    /// [`demote_kills`].
+    pub demote: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,6 +104,8 @@ pub struct Report {
     /// The module reads `SampleId`: it runs per sample, so a primitive has
     /// several invocations per pixel (the layer merges their keys).
     pub per_sample: bool,
+    /// Kills turned into finish + demote + carry on ([`demote_kills`]).
+    pub kills_demoted: usize,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -311,9 +317,110 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         }
     }
     ids.m.functions = functions;
+    if cfg.demote {
+        report.kills_demoted = demote_kills(&mut ids, app_functions, &p);
+    }
     prologue(&mut ids, entry, cfg, &p, per_sample_cells)?;
     *module = m;
     Ok(report)
+}
+
+/// On SIMT hardware the lanes of a subgroup that take different paths run
+/// one path after the other, and a lane that waits in a section's retry
+/// loop for a predecessor of its own subgroup stalls it if that predecessor
+/// is on a path that never comes back to the loop: a `discard` before the
+/// section (measured on an H100: the waits ran into their bound). So a kill
+/// (`OpKill`, `OpTerminateInvocation`) from whose selection a section can
+/// still be reached becomes: finish, demote, and branch to the selection's
+/// merge — the lane comes back as a helper invocation (its stores, atomics
+/// and outputs have no effect, which is what a discarded invocation's
+/// remaining code would have had) and meets the others at the loop, where
+/// helpers pass straight through. Kills in other shapes (a loop's or a
+/// switch's blocks) stay. Returns how many were turned.
+fn demote_kills(ids: &mut Ids, app_functions: usize, p: &Protocol) -> usize {
+    let t_true = ids.bool_const(true);
+    let mut turned = 0;
+    let mut functions = std::mem::take(&mut ids.m.functions);
+    for f in functions.iter_mut().take(app_functions) {
+        let labels: std::collections::HashMap<Word, usize> =
+            f.blocks.iter().enumerate().map(|(i, b)| (ir::label_of(b), i)).collect();
+        // Blocks from which a section's retry loop is reachable.
+        let has_loop = |b: &rspirv::dr::Block| {
+            b.instructions
+                .iter()
+                .any(|i| i.class.opcode == Op::FunctionCall && i.operands.first() == Some(&Operand::IdRef(p.try_enter)))
+        };
+        let reaches = |from: Word| -> bool {
+            let mut seen = std::collections::HashSet::new();
+            let mut stack = vec![from];
+            while let Some(l) = stack.pop() {
+                let Some(&bi) = labels.get(&l) else { continue };
+                if !seen.insert(l) {
+                    continue;
+                }
+                if has_loop(&f.blocks[bi]) {
+                    return true;
+                }
+                stack.extend(ir::successors(&f.blocks[bi]));
+            }
+            false
+        };
+        let mut edits = Vec::new();
+        for (bi, b) in f.blocks.iter().enumerate() {
+            let Some(last) = b.instructions.last() else { continue };
+            if !matches!(last.class.opcode, Op::Kill | Op::TerminateInvocation) {
+                continue;
+            }
+            let kill = ir::label_of(b);
+            // The selection whose conditional branch leads here.
+            let header = f.blocks.iter().find_map(|h| {
+                let n = h.instructions.len();
+                let (merge, branch) = (h.instructions.get(n.checked_sub(2)?)?, h.instructions.last()?);
+                if merge.class.opcode != Op::SelectionMerge || branch.class.opcode != Op::BranchConditional {
+                    return None;
+                }
+                let targets = &branch.operands[1..3];
+                match merge.operands.first() {
+                    Some(Operand::IdRef(m)) if targets.contains(&Operand::IdRef(kill)) && *m != kill => Some(*m),
+                    _ => None,
+                }
+            });
+            if let Some(merge) = header.filter(|m| reaches(*m)) {
+                edits.push((bi, kill, merge));
+            }
+        }
+        for (bi, kill, merge) in edits {
+            let b = &mut f.blocks[bi];
+            b.instructions.pop();
+            b.instructions.push(inst(Op::DemoteToHelperInvocation, None, None, vec![]));
+            b.instructions.push(inst(Op::Store, None, None, vec![Operand::IdRef(p.helper), Operand::IdRef(t_true)]));
+            b.instructions.push(inst(Op::Branch, None, None, vec![Operand::IdRef(merge)]));
+            // The merge has a new predecessor: its phis get an undefined value from it.
+            let mi = labels[&merge];
+            let phis: Vec<(usize, Word)> = f.blocks[mi]
+                .instructions
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.class.opcode == Op::Phi)
+                .filter_map(|(k, i)| Some((k, i.result_type?)))
+                .collect();
+            for (k, ty) in phis {
+                let undef = ids.global(Op::Undef, Some(ty), vec![]);
+                let phi = &mut f.blocks[mi].instructions[k];
+                phi.operands.push(Operand::IdRef(undef));
+                phi.operands.push(Operand::IdRef(kill));
+            }
+            turned += 1;
+        }
+    }
+    ids.m.functions = functions;
+    if turned > 0 {
+        add_capability(ids.m, Capability::DemoteToHelperInvocation);
+        if version(ids.m) < 0x0001_0600 {
+            add_extension(ids.m, "SPV_EXT_demote_to_helper_invocation");
+        }
+    }
+    turned
 }
 
 /// The entry's prologue: the protocol's inputs, then `if (ovl_begin())
@@ -635,7 +742,7 @@ mod tests {
     use crate::testing::{disassemble, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config = Config { set: 7, location: 31, shading_rate: false };
+    const CFG: Config = Config { set: 7, location: 31, shading_rate: false, demote: false };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 
@@ -712,6 +819,25 @@ mod tests {
                 }
             }
             assert!(kills >= 2, "{text}");
+        }
+    }
+
+    /// A discard before the section becomes finish, demote and a branch to
+    /// the selection's merge; the discard after it stays a kill.
+    #[test]
+    fn discards_before_the_section_are_demoted() {
+        let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}{}\n", SHAPES[3]);
+        for env in ["vulkan1.1", "vulkan1.3"] {
+            let words = glsl_for(&src, "frag", env).unwrap();
+            let target = if env == "vulkan1.1" { TargetEnv::Vulkan1_1 } else { TargetEnv::Vulkan1_3 };
+            let mut m = parse(&words).unwrap();
+            let r = lower(&mut m, &Config { demote: true, ..CFG }).unwrap();
+            let out = assemble(&m);
+            let text = disassemble(&out);
+            validate(&out, target).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            // Before the section and inside it; not the final one.
+            assert_eq!(r.kills_demoted, 2, "{text}");
+            assert!(text.contains("OpDemoteToHelperInvocation"), "{text}");
         }
     }
 

@@ -54,6 +54,9 @@ pub struct Config {
     /// The application enabled a fragment shading rate: fragment shaders
     /// read the coarse fragment's size.
     pub shading_rate: bool,
+    /// The device has demote enabled: discards before a section are demoted
+    /// (`overlap_shaders::ordered::Config::demote`).
+    pub demote: bool,
 }
 
 /// Where a command buffer records.

@@ -432,8 +432,10 @@ fn interlock_matrix(
     }
 }
 
-/// Prints the interlock features as queried, then asks for shading-rate
-/// interlock, which must fail with VK_ERROR_FEATURE_NOT_PRESENT.
+/// Prints the interlock features (and, where the device has fragment
+/// shading rates, whether rates apply with interlock) as queried, then asks
+/// for shading-rate interlock: refused (VK_ERROR_FEATURE_NOT_PRESENT) unless
+/// the device has fragment shading rates.
 fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
     opts.interlock = true;
     let g = gpu(opts)?;
@@ -446,6 +448,25 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
     );
     println!("enabled={}", g.interlock);
     println!("max_bound_descriptor_sets={}", g.properties.limits.max_bound_descriptor_sets);
+    println!(
+        "max_vertex_output_components={} max_fragment_input_components={}",
+        g.properties.limits.max_vertex_output_components, g.properties.limits.max_fragment_input_components
+    );
+    let has_fsr = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }
+        .unwrap_or_default()
+        .iter()
+        .any(|e| e.extension_name_as_c_str() == Ok(ash::khr::fragment_shading_rate::NAME));
+    if has_fsr {
+        let mut fsr = vk::PhysicalDeviceFragmentShadingRatePropertiesKHR::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut fsr);
+        unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+        println!(
+            "rate_with_interlock={} max_fragment_size={}x{}",
+            fsr.fragment_shading_rate_with_fragment_shader_interlock,
+            fsr.max_fragment_size.width,
+            fsr.max_fragment_size.height
+        );
+    }
     let prio = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(g.queue_family).queue_priorities(&prio)];
     let exts = [ash::ext::fragment_shader_interlock::NAME.as_ptr()];
