@@ -441,6 +441,7 @@ pub unsafe fn create_graphics_pipelines(
 /// points at `count` valid create infos
 /// (VUID-vkCreateShadersEXT-pCreateInfos-parameter) and `out` at `count`
 /// writable handles (VUID-vkCreateShadersEXT-pShaders-parameter).
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn create_shaders_ext(
     _: &DeviceCore,
     dev: &DeviceData,

@@ -91,6 +91,7 @@ impl Spinlock {
     ///
     /// # Safety
     /// `device` was just created from `info` with `set_loader_data` from its chain.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn create(
         instance: &ash::Instance,
         pd: vk::PhysicalDevice,
@@ -534,8 +535,7 @@ unsafe fn several_invocations_per_primitive(info: &vk::GraphicsPipelineCreateInf
     // SAFETY: as above (VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter).
     let dynamic = unsafe { info.p_dynamic_state.as_ref() }.is_some_and(|d| {
         unsafe { crate::ffi::slice(d.p_dynamic_states, d.dynamic_state_count) }
-            .iter()
-            .any(|s| *s == vk::DynamicState::POLYGON_MODE_EXT)
+            .contains(&vk::DynamicState::POLYGON_MODE_EXT)
     });
     sample_shading || not_fill || dynamic
 }
@@ -752,6 +752,7 @@ pub fn bind_set(
 ///
 /// # Safety
 /// The arguments are those of a valid `vkCmdDraw` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_draw(
     core: &DeviceCore,
     s: &Spinlock,

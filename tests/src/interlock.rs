@@ -688,9 +688,6 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         gpu.destroy_buffer(flags);
         gpu.destroy_buffer(flags_readback);
 
-        if std::env::var_os("OVERLAP_TEST_DUMP_WORDS").is_some() {
-            eprintln!("words {}: {:x?}", case.name(), &result[..result.len().min(8)]);
-        }
         let (wrong_words, order_errors) = check_words(case, &result);
         // The coverage family flags order errors apart from the words.
         let order_errors = if case.coverage { flagged } else { order_errors };

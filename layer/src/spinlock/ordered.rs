@@ -65,7 +65,7 @@ enum Pass {
     None,
     /// A render pass instance (or a secondary inheriting one): the pass and
     /// the subpass.
-    RenderPass(vk::RenderPass, u32),
+    Subpass(vk::RenderPass, u32),
     Dynamic,
     /// A secondary whose pass the layer does not know.
     Unknown,
@@ -342,7 +342,7 @@ impl Ordered {
             return Some("a pipeline-statistics, primitives-generated or transform-feedback query is active (the count draw would be counted)");
         }
         match state.pass {
-            Pass::RenderPass(rp, subpass) => {
+            Pass::Subpass(rp, subpass) => {
                 let ok = self.render_passes.lock().get(&rp).and_then(|v| v.get(subpass as usize).copied());
                 match ok {
                     Some(true) => None,
@@ -444,10 +444,7 @@ pub fn draw(
         bind(s.lock_set);
         return run();
     };
-    let why = order
-        .err()
-        .or_else(|| if multi_draw { Some("a multi-draw indirect call") } else { None })
-        .or_else(|| o.blocker(cb));
+    let why = order.err().or(multi_draw.then_some("a multi-draw indirect call")).or_else(|| o.blocker(cb));
     match why {
         None => {
             barrier(core, cb, true);
@@ -635,7 +632,7 @@ pub unsafe fn cmd_begin_render_pass(
     if let Some(o) = &s.ordered {
         before_pass(core, o, cb);
         // SAFETY: VUID-vkCmdBeginRenderPass-pRenderPassBegin-parameter.
-        o.set_pass(cb, Pass::RenderPass(unsafe { (*info).render_pass }, 0));
+        o.set_pass(cb, Pass::Subpass(unsafe { (*info).render_pass }, 0));
     }
     next(cb, info, contents)
 }
@@ -653,7 +650,7 @@ pub unsafe fn cmd_begin_render_pass2(
     if let Some(o) = &s.ordered {
         before_pass(core, o, cb);
         // SAFETY: VUID-vkCmdBeginRenderPass2-pRenderPassBegin-parameter.
-        o.set_pass(cb, Pass::RenderPass(unsafe { (*info).render_pass }, 0));
+        o.set_pass(cb, Pass::Subpass(unsafe { (*info).render_pass }, 0));
     }
     next(cb, info, sub)
 }
@@ -661,8 +658,8 @@ pub unsafe fn cmd_begin_render_pass2(
 fn next_subpass(s: &Spinlock, cb: vk::CommandBuffer) {
     if let Some(o) = &s.ordered {
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
-            if let Pass::RenderPass(rp, i) = st.pass {
-                st.pass = Pass::RenderPass(rp, i + 1);
+            if let Pass::Subpass(rp, i) = st.pass {
+                st.pass = Pass::Subpass(rp, i + 1);
             }
         }
     }
@@ -777,7 +774,7 @@ pub unsafe fn begin_command_buffer(
                 // whose chain is valid (VUID-VkCommandBufferInheritanceInfo-pNext-pNext).
                 let inh = unsafe { &*bi.p_inheritance_info };
                 if inh.render_pass != vk::RenderPass::null() {
-                    state.pass = Pass::RenderPass(inh.render_pass, inh.subpass);
+                    state.pass = Pass::Subpass(inh.render_pass, inh.subpass);
                 } else if unsafe { crate::pnext::find::<vk::CommandBufferInheritanceRenderingInfo>(inh.p_next) }
                     .is_some()
                 {
