@@ -24,6 +24,10 @@ fn main() {
             interlock_variants(&path, Path::new(&out));
             continue;
         }
+        if name == "interlock_coverage.frag" {
+            coverage_variants(&path, Path::new(&out));
+            continue;
+        }
         if name == "vrs.frag" {
             for (suffix, define) in [("", None), ("-interlock", Some("-DINTERLOCK"))] {
                 let mut cmd = Command::new("glslangValidator");
@@ -104,6 +108,27 @@ fn interlock_variants(src: &Path, out: &Path) {
             let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
             assert!(status.success(), "glslangValidator failed on {name}");
         }
+    }
+}
+
+fn coverage_variants(src: &Path, out: &Path) {
+    for mode in [
+        "pixel_interlock_ordered",
+        "pixel_interlock_unordered",
+        "shading_rate_interlock_ordered",
+        "shading_rate_interlock_unordered",
+        "none",
+    ] {
+        let name = format!("interlock_coverage-{mode}.frag.spv");
+        let mut cmd = Command::new("glslangValidator");
+        cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
+        if mode == "none" {
+            cmd.arg("-DNO_INTERLOCK");
+        } else {
+            cmd.arg(format!("-DMODE={mode}"));
+        }
+        let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
+        assert!(status.success(), "glslangValidator failed on {name}");
     }
 }
 

@@ -51,6 +51,11 @@ impl DeviceData {
     fn spinlock_slot(&self, _: bool) -> Option<&crate::spinlock::Spinlock> {
         self.spinlock.as_ref()
     }
+    /// The spinlock capability where it runs the ordered strategy.
+    #[inline]
+    fn ordered_slot(&self, _: bool) -> Option<&crate::spinlock::Spinlock> {
+        self.spinlock.as_ref().filter(|s| s.ordered.is_some())
+    }
     #[inline]
     fn shading_rate_slot(&self, _: bool) -> Option<&crate::shading_rate::ForceOneByOne> {
         self.shading_rate.as_ref()
@@ -380,13 +385,13 @@ device_commands! {
         [fdm_slot => own fdm::create_sampler];
     "vkCreateRenderPass" fn create_render_pass(device: vk::Device, info: *const vk::RenderPassCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::RenderPass) -> vk::Result
         = PFN_vkCreateRenderPass, down |dc| dc.fns.fp_v1_0().create_render_pass;
-        [fdm_slot => own fdm::create_render_pass];
+        [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap spinlock::ordered::create_render_pass];
     "vkCreateRenderPass2" | "vkCreateRenderPass2KHR" fn create_render_pass2(device: vk::Device, info: *const vk::RenderPassCreateInfo2<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::RenderPass) -> vk::Result
         = PFN_vkCreateRenderPass2, down |dc| dc.fns.fp_v1_2().create_render_pass2;
-        [fdm_slot => own fdm::create_render_pass2];
+        [fdm_slot => own fdm::create_render_pass2, ordered_slot => wrap spinlock::ordered::create_render_pass2];
     "vkDestroyRenderPass" fn destroy_render_pass(device: vk::Device, handle: vk::RenderPass, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyRenderPass, down |dc| dc.fns.fp_v1_0().destroy_render_pass;
-        [fdm_slot => forget fdm::Fdm::forget_render_pass];
+        [fdm_slot => forget fdm::Fdm::forget_render_pass, ordered_slot => forget spinlock::ordered::forget_render_pass];
     "vkCreateFramebuffer" fn create_framebuffer(device: vk::Device, info: *const vk::FramebufferCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Framebuffer) -> vk::Result
         = PFN_vkCreateFramebuffer, down |dc| dc.fns.fp_v1_0().create_framebuffer;
         [fdm_slot => own fdm::create_framebuffer];
@@ -441,14 +446,15 @@ device_commands! {
     // Command buffers and synchronization.
     "vkAllocateCommandBuffers" fn allocate_command_buffers(device: vk::Device, info: *const vk::CommandBufferAllocateInfo<'_>, out: *mut vk::CommandBuffer) -> vk::Result
         = PFN_vkAllocateCommandBuffers, down |dc| dc.fns.fp_v1_0().allocate_command_buffers;
-        [fdm_binned_slot => own fdm::command_buffers::allocate_command_buffers];
+        [fdm_binned_slot => own fdm::command_buffers::allocate_command_buffers,
+         ordered_slot => wrap spinlock::ordered::allocate_command_buffers];
     "vkFreeCommandBuffers" fn free_command_buffers(device: vk::Device, pool: vk::CommandPool, n: u32, cbs: *const vk::CommandBuffer)
         = PFN_vkFreeCommandBuffers, down |dc| dc.fns.fp_v1_0().free_command_buffers;
         [fdm_binned_slot => own fdm::command_buffers::free_command_buffers];
     "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
         = PFN_vkBeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
         [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, spinlock_slot => before spinlock::forget_bound,
-         shading_rate_slot => before shading_rate::begin_command_buffer];
+         ordered_slot => wrap spinlock::ordered::begin_command_buffer, shading_rate_slot => before shading_rate::begin_command_buffer];
     "vkCmdPipelineBarrier" fn cmd_pipeline_barrier(cb: vk::CommandBuffer, src: vk::PipelineStageFlags, dst: vk::PipelineStageFlags, deps: vk::DependencyFlags, nm: u32, m: *const vk::MemoryBarrier<'_>, nb: u32, b: *const vk::BufferMemoryBarrier<'_>, ni: u32, i: *const vk::ImageMemoryBarrier<'_>)
         = PFN_vkCmdPipelineBarrier, down |dc| dc.fns.fp_v1_0().cmd_pipeline_barrier;
         [fdm_slot => own fdm::command_buffers::cmd_pipeline_barrier];
@@ -460,10 +466,10 @@ device_commands! {
         [fdm_slot => own fdm::command_buffers::cmd_wait_events];
     "vkCmdBeginQuery" fn cmd_begin_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32, flags: vk::QueryControlFlags)
         = PFN_vkCmdBeginQuery, down |dc| dc.fns.fp_v1_0().cmd_begin_query;
-        [fdm_binned_slot => own fdm::command_buffers::cmd_begin_query];
+        [fdm_binned_slot => own fdm::command_buffers::cmd_begin_query, ordered_slot => wrap spinlock::ordered::cmd_begin_query];
     "vkCmdEndQuery" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32)
         = PFN_vkCmdEndQuery, down |dc| dc.fns.fp_v1_0().cmd_end_query;
-        [fdm_binned_slot => own fdm::command_buffers::cmd_end_query];
+        [fdm_binned_slot => own fdm::command_buffers::cmd_end_query, ordered_slot => wrap spinlock::ordered::cmd_end_query];
     "vkCmdWriteTimestamp" fn cmd_write_timestamp(cb: vk::CommandBuffer, stage: vk::PipelineStageFlags, pool: vk::QueryPool, q: u32)
         = PFN_vkCmdWriteTimestamp, down |dc| dc.fns.fp_v1_0().cmd_write_timestamp;
         [fdm_binned_slot => own fdm::command_buffers::cmd_write_timestamp];
@@ -471,28 +477,28 @@ device_commands! {
     // Passes.
     "vkCmdBeginRenderPass" fn cmd_begin_render_pass(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>, contents: vk::SubpassContents)
         = PFN_vkCmdBeginRenderPass, down |dc| dc.fns.fp_v1_0().cmd_begin_render_pass;
-        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass];
+        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass, ordered_slot => wrap spinlock::ordered::cmd_begin_render_pass];
     "vkCmdBeginRenderPass2" | "vkCmdBeginRenderPass2KHR" fn cmd_begin_render_pass2(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>, sub: *const vk::SubpassBeginInfo<'_>)
         = PFN_vkCmdBeginRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_begin_render_pass2;
-        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass2];
+        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass2, ordered_slot => wrap spinlock::ordered::cmd_begin_render_pass2];
     "vkCmdNextSubpass" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents)
         = PFN_vkCmdNextSubpass, down |dc| dc.fns.fp_v1_0().cmd_next_subpass;
-        [fdm_binned_slot => own fdm::pass::cmd_next_subpass];
+        [fdm_binned_slot => own fdm::pass::cmd_next_subpass, ordered_slot => wrap spinlock::ordered::cmd_next_subpass];
     "vkCmdNextSubpass2" | "vkCmdNextSubpass2KHR" fn cmd_next_subpass2(cb: vk::CommandBuffer, b: *const vk::SubpassBeginInfo<'_>, e: *const vk::SubpassEndInfo<'_>)
         = PFN_vkCmdNextSubpass2, down |dc| dc.fns.fp_v1_2().cmd_next_subpass2;
-        [fdm_binned_slot => own fdm::pass::cmd_next_subpass2];
+        [fdm_binned_slot => own fdm::pass::cmd_next_subpass2, ordered_slot => wrap spinlock::ordered::cmd_next_subpass2];
     "vkCmdEndRenderPass" fn cmd_end_render_pass(cb: vk::CommandBuffer)
         = PFN_vkCmdEndRenderPass, down |dc| dc.fns.fp_v1_0().cmd_end_render_pass;
-        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass];
+        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass, ordered_slot => before spinlock::ordered::end_pass];
     "vkCmdEndRenderPass2" | "vkCmdEndRenderPass2KHR" fn cmd_end_render_pass2(cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>)
         = PFN_vkCmdEndRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_end_render_pass2;
-        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass2];
+        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass2, ordered_slot => before spinlock::ordered::end_pass];
     "vkCmdBeginRendering" | "vkCmdBeginRenderingKHR" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *const vk::RenderingInfo<'_>)
         = PFN_vkCmdBeginRendering, down |dc| dc.fns.fp_v1_3().cmd_begin_rendering;
-        [fdm_slot => own fdm::pass::cmd_begin_rendering];
+        [fdm_slot => own fdm::pass::cmd_begin_rendering, ordered_slot => wrap spinlock::ordered::cmd_begin_rendering];
     "vkCmdEndRendering" | "vkCmdEndRenderingKHR" fn cmd_end_rendering(cb: vk::CommandBuffer)
         = PFN_vkCmdEndRendering, down |dc| dc.fns.fp_v1_3().cmd_end_rendering;
-        [fdm_binned_slot => own fdm::pass::cmd_end_rendering];
+        [fdm_binned_slot => own fdm::pass::cmd_end_rendering, ordered_slot => before spinlock::ordered::end_pass];
     "vkCmdExecuteCommands" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32, cbs: *const vk::CommandBuffer)
         = PFN_vkCmdExecuteCommands, down |dc| dc.fns.fp_v1_0().cmd_execute_commands;
         [fdm_binned_slot => own fdm::pass::cmd_execute_commands];
@@ -545,22 +551,22 @@ device_commands! {
         [fdm_binned_slot => own fdm::capture::cmd_set_stencil_reference];
     "vkCmdDraw" fn cmd_draw(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, d: u32)
         = PFN_vkCmdDraw, down |dc| dc.fns.fp_v1_0().cmd_draw;
-        [fdm_binned_slot => own fdm::capture::cmd_draw, spinlock_slot => before spinlock::bind_locks];
+        [fdm_binned_slot => own fdm::capture::cmd_draw, spinlock_slot => wrap spinlock::cmd_draw];
     "vkCmdDrawIndexed" fn cmd_draw_indexed(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, o: i32, d: u32)
         = PFN_vkCmdDrawIndexed, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, spinlock_slot => before spinlock::bind_locks];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, spinlock_slot => wrap spinlock::cmd_draw_indexed];
     "vkCmdDrawIndirect" fn cmd_draw_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
         = PFN_vkCmdDrawIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indirect;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, spinlock_slot => before spinlock::bind_locks];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, spinlock_slot => wrap spinlock::cmd_draw_indirect];
     "vkCmdDrawIndexedIndirect" fn cmd_draw_indexed_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
         = PFN_vkCmdDrawIndexedIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed_indirect;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, spinlock_slot => before spinlock::bind_locks];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, spinlock_slot => wrap spinlock::cmd_draw_indexed_indirect];
     "vkCmdDrawIndirectCount" | "vkCmdDrawIndirectCountKHR" | "vkCmdDrawIndirectCountAMD" fn cmd_draw_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
         = PFN_vkCmdDrawIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indirect_count;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, spinlock_slot => before spinlock::bind_locks];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, spinlock_slot => wrap spinlock::cmd_draw_indirect_count];
     "vkCmdDrawIndexedIndirectCount" | "vkCmdDrawIndexedIndirectCountKHR" | "vkCmdDrawIndexedIndirectCountAMD" fn cmd_draw_indexed_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
         = PFN_vkCmdDrawIndexedIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indexed_indirect_count;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, spinlock_slot => before spinlock::bind_locks];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, spinlock_slot => wrap spinlock::cmd_draw_indexed_indirect_count];
     "vkCmdSetViewportWithCount" | "vkCmdSetViewportWithCountEXT" fn cmd_set_viewport_with_count(cb: vk::CommandBuffer, n: u32, vp: *const vk::Viewport)
         = PFN_vkCmdSetViewportWithCount, down |dc| dc.fns.fp_v1_3().cmd_set_viewport_with_count;
         [fdm_binned_slot => own fdm::capture::cmd_set_viewport_with_count];
@@ -640,10 +646,10 @@ device_commands! {
         [fdm_binned_slot => own fdm::queue::cmd_resolve_image2];
     "vkQueueSubmit" fn queue_submit(q: vk::Queue, n: u32, s: *const vk::SubmitInfo<'_>, fence: vk::Fence) -> vk::Result
         = PFN_vkQueueSubmit, down |dc| dc.fns.fp_v1_0().queue_submit;
-        [fdm_binned_slot => own fdm::queue::queue_submit];
+        [fdm_binned_slot => own fdm::queue::queue_submit, ordered_slot => wrap spinlock::ordered::queue_submit];
     "vkQueueSubmit2" | "vkQueueSubmit2KHR" fn queue_submit2(q: vk::Queue, n: u32, s: *const vk::SubmitInfo2<'_>, fence: vk::Fence) -> vk::Result
         = PFN_vkQueueSubmit2, down |dc| dc.fns.fp_v1_3().queue_submit2;
-        [fdm_binned_slot => own fdm::queue::queue_submit2];
+        [fdm_binned_slot => own fdm::queue::queue_submit2, ordered_slot => wrap spinlock::ordered::queue_submit2];
     "vkQueueWaitIdle" fn queue_wait_idle(q: vk::Queue) -> vk::Result
         = PFN_vkQueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
         [fdm_binned_slot => own fdm::queue::queue_wait_idle];
@@ -672,11 +678,11 @@ device_commands! {
     "vkCreateQueryPool" fn create_query_pool(device: vk::Device, info: *const vk::QueryPoolCreateInfo<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::QueryPool) -> vk::Result
         = PFN_vkCreateQueryPool, down |dc| dc.fns.fp_v1_0().create_query_pool;
-        [fdm_binned_slot => created fdm::Fdm::note_query_pool];
+        [fdm_binned_slot => created fdm::Fdm::note_query_pool, ordered_slot => created spinlock::ordered::note_query_pool];
     "vkDestroyQueryPool" fn destroy_query_pool(device: vk::Device, pool: vk::QueryPool,
         alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyQueryPool, down |dc| dc.fns.fp_v1_0().destroy_query_pool;
-        [fdm_binned_slot => forget fdm::Fdm::forget_query_pool];
+        [fdm_binned_slot => forget fdm::Fdm::forget_query_pool, ordered_slot => forget spinlock::ordered::forget_query_pool];
 
     // Dynamic state beyond Vulkan 1.3 (colour write enable, extended dynamic
     // state 2 and 3, line stipple): captured in a binned pass, so each replay
@@ -762,6 +768,14 @@ device_commands! {
         shaders: *const vk::ShaderEXT)
         = PFN_vkCmdBindShadersEXT, down |dc| dc.down_bind_shaders();
         [spinlock_slot => wrap spinlock::cmd_bind_shaders];
+    // The ordered interlock strategy zeroes its cells on the queue of the next submission: it needs each
+    // queue's family.
+    "vkGetDeviceQueue" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue)
+        = PFN_vkGetDeviceQueue, down |dc| dc.fns.fp_v1_0().get_device_queue;
+        [ordered_slot => wrap spinlock::ordered::get_device_queue];
+    "vkGetDeviceQueue2" fn get_device_queue2(device: vk::Device, info: *const vk::DeviceQueueInfo2<'_>, out: *mut vk::Queue)
+        = PFN_vkGetDeviceQueue2, down |dc| dc.fns.fp_v1_1().get_device_queue2;
+        [ordered_slot => wrap spinlock::ordered::get_device_queue2];
     "vkCmdSetFragmentShadingRateKHR" fn cmd_set_fragment_shading_rate(cb: vk::CommandBuffer,
         size: *const vk::Extent2D, ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2])
         = PFN_vkCmdSetFragmentShadingRateKHR, down |dc| dc.down_set_fragment_shading_rate();

@@ -668,9 +668,39 @@ unsafe extern "system" fn create_device(
             }
             // Emulated extensions and features never reach the driver.
             let mut stripped = None;
-            if let Some(strategy) = plan.interlock_strategy() {
+            // The ordered strategy reads PrimitiveId: without geometryShader
+            // the device gets the spinlock (logged).
+            let mut strategy = plan.interlock_strategy();
+            let mut ordered_demote = false;
+            if strategy == Some(InterlockStrategy::Ordered)
+                // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
+                && unsafe { inst.fns.get_physical_device_features(pd) }.geometry_shader != vk::TRUE
+            {
+                inst.log.warn(
+                    id::INTERLOCK_ORDER_FALLBACK,
+                    "ordered interlock needs geometryShader (PrimitiveId in fragment shaders), which the driver lacks: the device gets the spinlock (mutual exclusion, not primitive order)",
+                );
+                strategy = Some(InterlockStrategy::Spinlock);
+            }
+            if let Some(strategy) = strategy {
+                // Demote (Vulkan 1.3 core): the ordered strategy's discards.
+                let demote =
+                    strategy == InterlockStrategy::Ordered && vk::api_version_minor(facts.api_version) >= 3 && {
+                        let mut d = vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures::default();
+                        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut d);
+                        // SAFETY: `pd` is valid; a Vulkan 1.3 driver knows the structure.
+                        unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
+                        d.shader_demote_to_helper_invocation == vk::TRUE
+                    };
+                ordered_demote = demote;
+                let needs = crate::interlock::Needs {
+                    atomics: strategy.locks(),
+                    geometry: strategy == InterlockStrategy::Ordered,
+                    demote,
+                };
+                let shading_rate = plan.exposes(crate::plan::SHADING_RATE_EXTENSION);
                 // SAFETY: `info` is valid (as above).
-                match unsafe { crate::interlock::strip(info, strategy, strategy == InterlockStrategy::Spinlock) } {
+                match unsafe { crate::interlock::strip(info, strategy, needs, shading_rate) } {
                     Ok(s) => stripped = Some(s),
                     Err(e) => {
                         if let Some(r) = strip_failed(&inst.log, "interlock", e) {
@@ -714,9 +744,36 @@ unsafe extern "system" fn create_device(
                 unsafe { ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle) };
             let enabled = stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled);
             let mut spinlock = None;
-            if enabled && plan.interlock_strategy() == Some(InterlockStrategy::Spinlock) {
+            if enabled && strategy.is_some_and(|s| s.locks()) {
                 // SAFETY: `pd` is valid (as above).
-                let set = unsafe { inst.fns.get_physical_device_properties(pd) }.limits.max_bound_descriptor_sets - 1;
+                let limits = unsafe { inst.fns.get_physical_device_properties(pd) }.limits;
+                let set = limits.max_bound_descriptor_sets - 1;
+                // Coarse fragments: one lock per aligned block of the largest
+                // fragment size (the ordered strategy reads the coarse
+                // fragment's size instead), unless 1x1 is forced.
+                // SAFETY: `info` is valid (as above): a valid chain.
+                let rates = unsafe { shading_rate_features_enabled(info) } && !plan.forces_one_by_one_with_interlock();
+                let block = if rates {
+                    let mut fsr = vk::PhysicalDeviceFragmentShadingRatePropertiesKHR::default();
+                    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut fsr);
+                    // SAFETY: `pd` is valid; the driver has the extension
+                    // (the application enabled it), so it knows the structure.
+                    unsafe { (inst.fns.fp_v1_1().get_physical_device_properties2)(pd, &mut p2) };
+                    let log2 = |v: u32| v.max(1).ilog2().min(2);
+                    (log2(fsr.max_fragment_size.width), log2(fsr.max_fragment_size.height))
+                } else {
+                    (0, 0)
+                };
+                let ordered =
+                    (strategy == Some(InterlockStrategy::Ordered)).then(|| crate::spinlock::ordered::Config {
+                        location: ordered_location(&limits),
+                        slots: inst.settings.interlock_ordered_slots,
+                        grid: inst.settings.interlock_ordered_grid,
+                        wait: inst.settings.interlock_ordered_wait,
+                        reverse: inst.settings.debug_ordered_reverse,
+                        shading_rate: rates,
+                        demote: ordered_demote,
+                    });
                 // SAFETY: `fns` is the device just created from `down` on `pd`,
                 // `set_loader_data` the loader's callback from its chain.
                 match unsafe {
@@ -728,6 +785,8 @@ unsafe extern "system" fn create_device(
                         set_loader_data,
                         set,
                         &inst.settings.debug_fail,
+                        block,
+                        ordered,
                     )
                 } {
                     Ok(s) => spinlock = Some(s),
@@ -949,7 +1008,7 @@ unsafe fn features2(
     if interlock {
         // SAFETY: as above.
         if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(chain) } {
-            crate::interlock::fill_features(f);
+            crate::interlock::fill_features(f, plan.exposes(crate::plan::SHADING_RATE_EXTENSION));
         }
     }
     // SAFETY: as above.
@@ -977,6 +1036,9 @@ unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const
             unsafe {
                 if let Some(s) = &dev.spinlock {
                     let _ = dev.fns.device_wait_idle();
+                    if let Some(o) = &s.ordered {
+                        o.final_report(dev.log());
+                    }
                     s.destroy(&dev.fns);
                 }
                 if let Some(f) = &dev.fdm {
@@ -1062,6 +1124,27 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
     )
 }
 
+/// Whether the application enabled a fragment shading rate (pipeline,
+/// primitive or attachment rates).
+///
+/// # Safety
+/// `info` is a valid `VkDeviceCreateInfo`.
+unsafe fn shading_rate_features_enabled(info: &vk::DeviceCreateInfo) -> bool {
+    // SAFETY: the caller's guarantee (VUID-VkDeviceCreateInfo-pNext-pNext).
+    unsafe { pnext::find::<vk::PhysicalDeviceFragmentShadingRateFeaturesKHR>(info.p_next) }.is_some_and(|f| {
+        f.pipeline_fragment_shading_rate == vk::TRUE
+            || f.primitive_fragment_shading_rate == vk::TRUE
+            || f.attachment_fragment_shading_rate == vk::TRUE
+    })
+}
+
+/// The location the ordered strategy passes the instance index at: the last
+/// the driver has in both the vertex outputs and the fragment inputs
+/// (`adjust_limits` reports the varying limits below it).
+fn ordered_location(driver: &vk::PhysicalDeviceLimits) -> u32 {
+    (driver.max_vertex_output_components.min(driver.max_fragment_input_components) / 4).saturating_sub(1)
+}
+
 /// The architecture profile's properties and identity.
 ///
 /// # Safety
@@ -1077,39 +1160,59 @@ unsafe fn apply_identity(
     unsafe {
         crate::architecture::apply_properties(&inst.log, pdd.plan(), inst.settings.spoof_identity, props, p_next)
     };
-    // Emulated interlock orders pixels, not coarse fragments: interlock
-    // pipelines run at 1x1 (`Plan::forces_one_by_one_with_interlock`), which
-    // is what this property says.
-    if pdd.plan().interlock_strategy().is_some() && !p_next.is_null() {
+    // Emulated interlock covers coarse fragments (the spinlock's blocks, the
+    // ordered strategy's areas), unless the architecture forbids rates with
+    // interlock (its profile already said false).
+    if pdd.plan().interlock_strategy().is_some()
+        && !pdd.plan().profile_forbids_rates_with_interlock()
+        && !p_next.is_null()
+    {
         // SAFETY: the caller's guarantee (a valid, writable output chain).
         if let Some(p) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShadingRatePropertiesKHR>(p_next) } {
-            p.fragment_shading_rate_with_fragment_shader_interlock = vk::FALSE;
+            p.fragment_shading_rate_with_fragment_shader_interlock = vk::TRUE;
         }
     }
 }
 
-/// Limits the spinlock strategy takes for itself: one descriptor set (the
-/// last) and the storage image in it.
+/// Limits the spinlock and ordered strategies take for themselves: one
+/// descriptor set (the last) and what it holds (the lock image; the ordered
+/// strategy's two storage buffers and uniform buffer), and, for the ordered
+/// strategy, the last varying location (the instance index).
 fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) {
     let Some(pdd) = state::physical_device(pd) else { return };
-    if pdd.plan().interlock_strategy() != Some(InterlockStrategy::Spinlock) {
+    let strategy = pdd.plan().interlock_strategy();
+    if !strategy.is_some_and(|s| s.locks()) {
         return;
     }
     let log = &pdd.instance.log;
-    let take = |name: &str, v: &mut u32| {
+    let take = |name: &str, v: &mut u32, n: u32, why: &str| {
         let before = *v;
-        *v = v.saturating_sub(1);
+        *v = v.saturating_sub(n);
         log.log_once(
             crate::settings::LogLevel::Info,
             id::LIMIT_ADJUSTED,
             name,
-            &format!("{name} {before} -> {} (the last descriptor set holds the interlock locks)", *v),
+            &format!("{name} {before} -> {} ({why})", *v),
         );
     };
-    take("maxBoundDescriptorSets", &mut limits.max_bound_descriptor_sets);
-    take("maxPerStageDescriptorStorageImages", &mut limits.max_per_stage_descriptor_storage_images);
-    take("maxDescriptorSetStorageImages", &mut limits.max_descriptor_set_storage_images);
-    take("maxPerStageResources", &mut limits.max_per_stage_resources);
+    let set = "the last descriptor set holds the interlock locks";
+    let ordered = strategy == Some(InterlockStrategy::Ordered);
+    take("maxBoundDescriptorSets", &mut limits.max_bound_descriptor_sets, 1, set);
+    take("maxPerStageDescriptorStorageImages", &mut limits.max_per_stage_descriptor_storage_images, 1, set);
+    take("maxDescriptorSetStorageImages", &mut limits.max_descriptor_set_storage_images, 1, set);
+    take("maxPerStageResources", &mut limits.max_per_stage_resources, if ordered { 4 } else { 1 }, set);
+    if ordered {
+        take("maxPerStageDescriptorStorageBuffers", &mut limits.max_per_stage_descriptor_storage_buffers, 2, set);
+        take("maxDescriptorSetStorageBuffers", &mut limits.max_descriptor_set_storage_buffers, 2, set);
+        take("maxPerStageDescriptorUniformBuffers", &mut limits.max_per_stage_descriptor_uniform_buffers, 1, set);
+        take("maxDescriptorSetUniformBuffers", &mut limits.max_descriptor_set_uniform_buffers, 1, set);
+        let kept = 4 * ordered_location(limits);
+        let why = "the last location carries the instance index for ordered interlock";
+        let v = limits.max_vertex_output_components;
+        take("maxVertexOutputComponents", &mut limits.max_vertex_output_components, v.saturating_sub(kept), why);
+        let f = limits.max_fragment_input_components;
+        take("maxFragmentInputComponents", &mut limits.max_fragment_input_components, f.saturating_sub(kept), why);
+    }
 }
 
 /// # Safety

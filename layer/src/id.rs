@@ -23,6 +23,14 @@ pub const FEATURE_NOT_PRESENT: &str = "OVERLAP-Feature-Not-Present";
 pub const INSTANCE_CREATED: &str = "OVERLAP-Instance-Created";
 /// A pipeline asks for ordered interlock that the strategy does not order.
 pub const INTERLOCK_ORDER: &str = "OVERLAP-Interlock-Order";
+/// An ordered-interlock pipeline or draw runs with mutual exclusion only
+/// (the ordered strategy's fallback), and why.
+pub const INTERLOCK_ORDER_FALLBACK: &str = "OVERLAP-Interlock-Order-Fallback";
+/// The GPU reported sections the ordered strategy could not order: cells
+/// that overflowed, waits that expired, keys not found.
+pub const INTERLOCK_ORDER_LOST: &str = "OVERLAP-Interlock-Order-Lost";
+/// The ordered strategy's cells: made, cleared, or not made.
+pub const INTERLOCK_ORDERED_CELLS: &str = "OVERLAP-Interlock-Ordered-Cells";
 /// `serialized` on a driver that does not shade in primitive order.
 pub const INTERLOCK_SERIALIZED_INEXACT: &str = "OVERLAP-Interlock-Serialized-Inexact";
 /// A panic inside the layer, contained; the call fell back to the next layer.

@@ -2,8 +2,9 @@
 //!
 //! Advertising: the extension is added to the driver's list and
 //! `VkPhysicalDeviceFragmentShaderInterlockFeaturesEXT` is filled (pixel and
-//! sample interlock, never shading-rate interlock) after the driver filled the
-//! rest of the chain without it. At `vkCreateDevice` the extension name and
+//! sample interlock; shading-rate interlock where the driver has
+//! `VK_KHR_fragment_shading_rate`: the locks cover coarse fragments) after
+//! the driver filled the rest of the chain without it. At `vkCreateDevice` the extension name and
 //! the feature structure are removed from what goes down, and the device
 //! remembers what was enabled. Shaders are lowered by the strategy the
 //! device's plan chose (see `overlap_shaders::interlock`), in the shader
@@ -22,13 +23,27 @@ pub struct DeviceInterlock {
     pub extension_enabled: bool,
     pub pixel: bool,
     pub sample: bool,
+    pub shading_rate: bool,
 }
 
-/// Fills the interlock features the layer provides.
-pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT) {
+/// Device features the strategy needs from the driver.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Needs {
+    /// `fragmentStoresAndAtomics` (the locks and cells).
+    pub atomics: bool,
+    /// `geometryShader` (the ordered strategy reads `PrimitiveId`).
+    pub geometry: bool,
+    /// `shaderDemoteToHelperInvocation` (the ordered strategy demotes
+    /// discards before a section), where the driver has it.
+    pub demote: bool,
+}
+
+/// Fills the interlock features the layer provides: shading-rate interlock
+/// where the driver has fragment shading rates (`shading_rate`).
+pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT, shading_rate: bool) {
     f.fragment_shader_pixel_interlock = vk::TRUE;
     f.fragment_shader_sample_interlock = vk::TRUE;
-    f.fragment_shader_shading_rate_interlock = vk::FALSE;
+    f.fragment_shader_shading_rate_interlock = vk::Bool32::from(shading_rate);
 }
 
 /// `VkDeviceCreateInfo` without the emulated extension and feature structure.
@@ -47,14 +62,17 @@ pub struct StrippedDeviceInfo<'a> {
 
 pub use crate::pnext::StripError;
 
-/// Removes the extension and its feature structure from `info`.
+/// Removes the extension and its feature structure from `info`, and
+/// enables what the strategy `needs`; shading-rate interlock is accepted
+/// where the driver has fragment shading rates (`shading_rate`).
 ///
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
 pub unsafe fn strip<'a>(
     info: &vk::DeviceCreateInfo<'a>,
     strategy: InterlockStrategy,
-    fragment_atomics: bool,
+    needs: Needs,
+    shading_rate: bool,
 ) -> Result<StrippedDeviceInfo<'a>, StripError> {
     // SAFETY: `info` is a valid create info (the caller's guarantee), so its
     // extension names and chain are valid
@@ -63,20 +81,42 @@ pub unsafe fn strip<'a>(
     let (kept, extension_enabled) = unsafe { crate::ffi::extensions_without(info, INTERLOCK_EXTENSION) };
     // SAFETY: as above.
     let mut chain = unsafe { Chain::copy(info.p_next) }.map_err(StripError::Unknown)?;
-    let (mut pixel, mut sample) = (false, false);
+    let (mut pixel, mut sample, mut rate) = (false, false, false);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>() {
-        if f.fragment_shader_shading_rate_interlock == vk::TRUE {
+        rate = f.fragment_shader_shading_rate_interlock == vk::TRUE;
+        if rate && !shading_rate {
             return Err(StripError::FeatureNotPresent("fragmentShaderShadingRateInterlock"));
         }
         pixel = f.fragment_shader_pixel_interlock == vk::TRUE;
         sample = f.fragment_shader_sample_interlock == vk::TRUE;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT);
-    // The spinlock's atomics on the lock image need fragmentStoresAndAtomics.
+    // The spinlock's atomics on the lock image need fragmentStoresAndAtomics;
+    // the ordered strategy's PrimitiveId, geometryShader.
+    if needs.demote && extension_enabled {
+        if let Some(f) = chain.get_mut::<vk::PhysicalDeviceVulkan13Features>() {
+            f.shader_demote_to_helper_invocation = vk::TRUE;
+        } else if let Some(f) = chain.get_mut::<vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures>() {
+            f.shader_demote_to_helper_invocation = vk::TRUE;
+        } else {
+            chain.push(
+                &vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures::default()
+                    .shader_demote_to_helper_invocation(true),
+            );
+        }
+    }
     let mut features = None;
-    if fragment_atomics && extension_enabled {
+    if (needs.atomics || needs.geometry) && extension_enabled {
+        let enable = |f: &mut vk::PhysicalDeviceFeatures| {
+            if needs.atomics {
+                f.fragment_stores_and_atomics = vk::TRUE;
+            }
+            if needs.geometry {
+                f.geometry_shader = vk::TRUE;
+            }
+        };
         if let Some(f2) = chain.get_mut::<vk::PhysicalDeviceFeatures2>() {
-            f2.features.fragment_stores_and_atomics = vk::TRUE;
+            enable(&mut f2.features);
         } else {
             let mut f = if info.p_enabled_features.is_null() {
                 vk::PhysicalDeviceFeatures::default()
@@ -85,7 +125,7 @@ pub unsafe fn strip<'a>(
                 // non-null pEnabledFeatures points at a valid structure.
                 unsafe { *info.p_enabled_features }
             };
-            f.fragment_stores_and_atomics = vk::TRUE;
+            enable(&mut f);
             features = Some(Box::new(f));
         }
     }
@@ -99,7 +139,7 @@ pub unsafe fn strip<'a>(
     out.pp_enabled_extension_names = if kept.is_empty() { std::ptr::null() } else { kept.as_ptr() };
     Ok(StrippedDeviceInfo {
         info: out,
-        interlock: DeviceInterlock { strategy, extension_enabled, pixel, sample },
+        interlock: DeviceInterlock { strategy, extension_enabled, pixel, sample, shading_rate: rate },
         _names: kept,
         _chain: chain,
         _features: features,
@@ -121,7 +161,7 @@ mod tests {
         let info =
             vk::DeviceCreateInfo::default().enabled_extension_names(&names).push_next(&mut f).push_next(&mut v12);
         // SAFETY: `info` is built from the live arrays and structures above.
-        let s = unsafe { strip(&info, InterlockStrategy::Serialized, false) }.unwrap();
+        let s = unsafe { strip(&info, InterlockStrategy::Serialized, Needs::default(), false) }.unwrap();
         assert_eq!(s.info.enabled_extension_count, 1);
         // SAFETY: `s` keeps the one remaining name, a literal.
         assert_eq!(unsafe { CStr::from_ptr(*s.info.pp_enabled_extension_names) }, c"VK_KHR_swapchain");
@@ -133,15 +173,20 @@ mod tests {
         assert!(s.interlock.extension_enabled && s.interlock.pixel && !s.interlock.sample);
     }
 
+    /// Shading-rate interlock is refused where the driver has no shading
+    /// rates, accepted and remembered where it has.
     #[test]
-    fn shading_rate_interlock_is_refused() {
+    fn shading_rate_interlock_needs_shading_rates() {
         let mut f = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_shading_rate_interlock(true);
         let info = vk::DeviceCreateInfo::default().push_next(&mut f);
         // SAFETY: `info` links only the live `f`.
         assert!(matches!(
-            unsafe { strip(&info, InterlockStrategy::Serialized, false) },
+            unsafe { strip(&info, InterlockStrategy::Serialized, Needs::default(), false) },
             Err(StripError::FeatureNotPresent(_))
         ));
+        // SAFETY: as above.
+        let s = unsafe { strip(&info, InterlockStrategy::Spinlock, Needs::default(), true) }.unwrap();
+        assert!(s.interlock.shading_rate);
     }
 }

@@ -150,6 +150,7 @@ impl fmt::Display for How {
         f.write_str(match self {
             How::Interlock(InterlockStrategy::Serialized) => "serialized",
             How::Interlock(InterlockStrategy::Spinlock) => "spinlock",
+            How::Interlock(InterlockStrategy::Ordered) => "ordered",
             How::Fdm(FdmMode::Baseline) => "baseline",
             How::Fdm(FdmMode::Binned) => "binned",
             How::Varyings(overlap_shaders::varyings::Level::Safe) => "safe",
@@ -166,6 +167,17 @@ pub enum InterlockStrategy {
     Serialized,
     /// A per-pixel (or per-sample) lock in a storage image the layer owns.
     Spinlock,
+    /// Fragment shaders that declare an ordered mode enter their sections in
+    /// primitive order (count, then run: `overlap_shaders::ordered`); those
+    /// that declare only unordered modes get the spinlock.
+    Ordered,
+}
+
+impl InterlockStrategy {
+    /// The strategy needs the spinlock capability's reserved set.
+    pub fn locks(self) -> bool {
+        matches!(self, InterlockStrategy::Spinlock | InterlockStrategy::Ordered)
+    }
 }
 
 impl fmt::Display for InterlockStrategy {
@@ -193,9 +205,10 @@ fn interlock(settings: &Settings, facts: &DriverFacts) -> Capability {
         "native" => Capability::Off("interlock_strategy=native, and the driver lacks it"),
         "serialized" => Capability::Emulated(How::Interlock(InterlockStrategy::Serialized)),
         "spinlock" => Capability::Emulated(How::Interlock(InterlockStrategy::Spinlock)),
+        "ordered" => Capability::Emulated(How::Interlock(InterlockStrategy::Ordered)),
         _ if native => Capability::Native,
         _ if facts.is_llvmpipe() => Capability::Emulated(How::Interlock(InterlockStrategy::Serialized)),
-        _ => Capability::Emulated(How::Interlock(InterlockStrategy::Spinlock)),
+        _ => Capability::Emulated(How::Interlock(InterlockStrategy::Ordered)),
     }
 }
 
@@ -273,17 +286,20 @@ impl Plan {
 
     /// Interlock pipelines run at a 1x1 shading rate, and the driver has VRS
     /// for it to matter: the architecture says so (GFX10.3:
-    /// `fragmentShadingRateWithFragmentShaderInterlock` false), or the layer
-    /// emulates interlock — its locks order pixels (or samples), not coarse
-    /// fragments, so a coarse fragment would not exclude the fragments of
-    /// other primitives in the pixels it covers.
+    /// `fragmentShadingRateWithFragmentShaderInterlock` false). Emulated
+    /// interlock covers coarse fragments (the spinlock locks aligned blocks
+    /// of the largest fragment size, the ordered strategy every pixel of a
+    /// coarse fragment), so it forces nothing by itself.
     pub fn forces_one_by_one_with_interlock(&self) -> bool {
         if !(self.exposes(SHADING_RATE_EXTENSION) && self.exposes("VK_EXT_fragment_shader_interlock")) {
             return false;
         }
-        if self.interlock_strategy().is_some() {
-            return true;
-        }
+        self.profile_forbids_rates_with_interlock()
+    }
+
+    /// The architecture's `fragmentShadingRateWithFragmentShaderInterlock`
+    /// is false.
+    pub fn profile_forbids_rates_with_interlock(&self) -> bool {
         let Some(p) = &self.profile else { return false };
         p.property("VkPhysicalDeviceFragmentShadingRatePropertiesKHR", "fragmentShadingRateWithFragmentShaderInterlock")
             == Some(&serde_json::Value::Bool(false))
@@ -415,8 +431,12 @@ mod tests {
             .added_extensions()
             .iter()
             .any(|(n, _)| *n == INTERLOCK_EXTENSION));
-        assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some(InterlockStrategy::Spinlock));
+        // Any other GPU without interlock: the ordered strategy (the spinlock
+        // for unordered shaders).
+        assert_eq!(Plan::new_test(&with("auto"), &gpu).interlock_strategy(), Some(InterlockStrategy::Ordered));
         assert_eq!(Plan::new_test(&with("spinlock"), &nvidia).interlock_strategy(), Some(InterlockStrategy::Spinlock));
+        assert_eq!(Plan::new_test(&with("ordered"), &nvidia).interlock_strategy(), Some(InterlockStrategy::Ordered));
+        assert_eq!(Plan::new_test(&with("ordered"), &llvmpipe).interlock_strategy(), Some(InterlockStrategy::Ordered));
         assert!(matches!(Plan::new_test(&with("native"), &llvmpipe).interlock, Capability::Off(_)));
         // A forced strategy replaces even a native implementation.
         assert_eq!(

@@ -51,7 +51,10 @@ pub struct SettingDef {
 
 pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug"];
 pub const ARCHITECTURES: &[&str] = &["native", "gfx9", "gfx10", "gfx10_3", "gfx11", "a6xx", "a7xx"];
-pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spinlock"];
+pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spinlock", "ordered"];
+pub const ORDERED_SLOTS: &[&str] = &["32", "64", "16", "8"];
+pub const ORDERED_GRIDS: &[&str] = &["2048", "4096", "1024", "512", "256"];
+pub const ORDERED_WAITS: &[&str] = &["1048576", "65536", "4096", "64"];
 pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
 pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS: &[&str] = &["auto", "on", "off"];
@@ -99,8 +102,28 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::Enum(INTERLOCK_STRATEGIES),
         default: "auto",
         label: "Interlock strategy",
-        description:
-            "How VK_EXT_fragment_shader_interlock is provided: auto picks native, serialized (llvmpipe) or spinlock.",
+        description: "How VK_EXT_fragment_shader_interlock is provided: auto picks native, serialized (llvmpipe) or ordered (any other GPU: primitive order for ordered modes, a spinlock for unordered ones).",
+    },
+    SettingDef {
+        key: "interlock_ordered_slots",
+        kind: Kind::Enum(ORDERED_SLOTS),
+        default: "32",
+        label: "Ordered interlock: fragments per pixel",
+        description: "How many primitives of one draw a pixel's cell keeps in order (ordered strategy); a pixel covered by more loses order there (logged). Memory: grid x grid x (32 + 8 x slots) bytes.",
+    },
+    SettingDef {
+        key: "interlock_ordered_grid",
+        kind: Kind::Enum(ORDERED_GRIDS),
+        default: "2048",
+        label: "Ordered interlock: cell grid",
+        description: "Cells per side of the ordered strategy's grid; pixels further apart share a cell, which costs slots.",
+    },
+    SettingDef {
+        key: "interlock_ordered_wait",
+        kind: Kind::Enum(ORDERED_WAITS),
+        default: "1048576",
+        label: "Ordered interlock: longest wait",
+        description: "Polls after which a critical section waiting for its predecessors enters anyway, under the mutex (counted and logged).",
     },
     SettingDef {
         key: "fdm",
@@ -169,6 +192,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description: "Testing only: the layer's own calls of these Vulkan commands (comma-separated, e.g. vkCreateImage,vkAllocateMemory; the README lists every call that takes it) fail as if out of memory, or as if the device were lost with NAME:device_lost (vkQueueSubmit:device_lost, vkWaitForFences:device_lost), or from the N-th call on with NAME@N, to prove every fallback.",
     },
     SettingDef {
+        key: "debug_ordered_reverse",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Debug: reverse the ordered interlock's order",
+        description: "Testing only: the ordered strategy enters critical sections in reverse primitive order, to prove the order checks see its order.",
+    },
+    SettingDef {
         key: "debug_fdm_misreplay",
         kind: Kind::Bool,
         default: "false",
@@ -208,6 +238,12 @@ pub struct Settings {
     pub profile_file: Option<PathBuf>,
     pub spoof_identity: bool,
     pub interlock_strategy: &'static str,
+    /// `interlock_ordered_slots`, `_grid`, `_wait`: the ordered strategy's cells.
+    pub interlock_ordered_slots: u32,
+    pub interlock_ordered_grid: u32,
+    pub interlock_ordered_wait: u32,
+    /// `debug_ordered_reverse`: testing only, reverse primitive order.
+    pub debug_ordered_reverse: bool,
     pub fdm: &'static str,
     pub fdm_overlay: bool,
     pub varyings: &'static str,
@@ -520,6 +556,10 @@ impl RawSettings {
             profile_file: Some(get("profile_file")).filter(|s| !s.is_empty()).map(PathBuf::from),
             spoof_identity: get("spoof_identity") == "true",
             interlock_strategy: enum_value(INTERLOCK_STRATEGIES, get("interlock_strategy")),
+            interlock_ordered_slots: enum_value(ORDERED_SLOTS, get("interlock_ordered_slots")).parse().unwrap_or(32),
+            interlock_ordered_grid: enum_value(ORDERED_GRIDS, get("interlock_ordered_grid")).parse().unwrap_or(2048),
+            interlock_ordered_wait: enum_value(ORDERED_WAITS, get("interlock_ordered_wait")).parse().unwrap_or(1 << 20),
+            debug_ordered_reverse: get("debug_ordered_reverse") == "true",
             fdm: enum_value(FDM_MODES, get("fdm")),
             fdm_overlay: get("fdm_overlay") == "true",
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),

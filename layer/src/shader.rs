@@ -12,17 +12,18 @@ use crate::id;
 use crate::plan::InterlockStrategy;
 use crate::pnext::{self, Chain};
 use crate::settings::LogLevel;
+use crate::spinlock::{ModuleKind, PipelineKind};
 use crate::spirv::{checked_output, words};
 use crate::state::DeviceData;
 use ash::vk;
-use overlap_shaders::{interlock, spinlock};
+use overlap_shaders::{interlock, ordered, spinlock};
 use std::ffi::c_void;
 
 /// A module as the driver must see it.
 pub struct Rewritten {
     pub words: Vec<u32>,
-    /// The module asked for ordered interlock.
-    pub ordered: bool,
+    /// What the rewrite made of it.
+    pub kind: ModuleKind,
 }
 
 /// A module that declares interlock goes down unchanged: checked first
@@ -36,11 +37,70 @@ fn unchanged(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     None
 }
 
+/// The spinlock's lowering: the summary for the log, and the kind.
+fn lower_locked(
+    s: &crate::spinlock::Spinlock,
+    module: &mut rspirv::dr::Module,
+) -> Result<(String, ModuleKind), spinlock::Unsupported> {
+    let cfg = spinlock::Config { set: s.set, binding: 0, size: crate::spinlock::LOCK_SIZE, block: s.block };
+    let r = spinlock::lower(module, &cfg)?;
+    Ok((
+        format!(
+            "{} section(s) locked per {}{}, {} value(s) spilled",
+            r.sections,
+            if r.per_sample_locks { "sample" } else { "pixel" },
+            if s.block != (0, 0) { format!(" in {}x{} blocks", 1 << s.block.0, 1 << s.block.1) } else { String::new() },
+            r.spilled_values
+        ),
+        ModuleKind::Locked { ordered: r.ordered() },
+    ))
+}
+
+/// A vertex shader on a device running the ordered strategy gets the
+/// instance-index output its ordered fragment shaders read.
+fn rewrite_vertex(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
+    let s = dev.spinlock.as_ref()?;
+    let o = s.ordered.as_ref()?;
+    if !ordered::declares_vertex_entry(code) {
+        return None;
+    }
+    let log = dev.log();
+    let mut module = match overlap_shaders::parse(code) {
+        Ok(m) => m,
+        Err(e) => {
+            log.warn(
+                id::SHADER_SKIPPED,
+                &format!("a vertex shader is passed down without the instance index that ordered interlock needs: {e}"),
+            );
+            return None;
+        }
+    };
+    let report = match ordered::add_instance_output(&mut module, o.cfg.location) {
+        Ok(Some(r)) => r,
+        Ok(None) => return None,
+        Err(e) => {
+            log.warn(
+                id::SHADER_SKIPPED,
+                &format!("a vertex shader is passed down without the instance index ({e}); ordered interlock pipelines with it are not ordered"),
+            );
+            return None;
+        }
+    };
+    let out = overlap_shaders::assemble(&module);
+    if !checked_output(dev, "the ordered strategy's instance output", code, &out) {
+        return None;
+    }
+    Some(Rewritten {
+        words: out,
+        kind: ModuleKind::Vertex { side_effects: report.side_effects, transform_feedback: report.transform_feedback },
+    })
+}
+
 /// The module as the driver must see it, or `None` to send it unchanged.
 pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
     let il = dev.interlock.as_ref()?;
     if !interlock::uses_interlock(code) {
-        return None;
+        return rewrite_vertex(dev, code);
     }
     let log = dev.log();
     let started = std::time::Instant::now();
@@ -51,44 +111,79 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
             return unchanged(dev, code);
         }
     };
-    let (summary, ordered) = match (il.strategy, &dev.spinlock) {
+    let skipped = |e: &dyn std::fmt::Display| {
+        log.warn(
+            id::SHADER_SKIPPED,
+            &format!("{} interlock cannot lower this module ({e}); passed down unchanged", il.strategy),
+        );
+        unchanged(dev, code)
+    };
+    let (summary, kind) = match (il.strategy, &dev.spinlock) {
         (InterlockStrategy::Serialized, _) => {
             let r = interlock::lower_serialized(&mut module);
-            (format!("{} begin / {} end removed", r.begins, r.ends), r.modes.iter().any(|m| m.ordered))
+            (
+                format!("{} begin / {} end removed", r.begins, r.ends),
+                ModuleKind::Locked { ordered: r.modes.iter().any(|m| m.ordered) },
+            )
         }
-        (InterlockStrategy::Spinlock, Some(s)) => {
-            let cfg = spinlock::Config { set: s.set, binding: 0, size: crate::spinlock::LOCK_SIZE };
-            match spinlock::lower(&mut module, &cfg) {
-                Ok(r) => (
-                    format!(
-                        "{} section(s) locked per {}, {} value(s) spilled",
-                        r.sections,
-                        if r.per_sample_locks { "sample" } else { "pixel" },
-                        r.spilled_values
-                    ),
-                    r.ordered(),
-                ),
-                Err(e) => {
-                    log.warn(
-                        id::SHADER_SKIPPED,
-                        &format!("spinlock interlock cannot lower this module ({e}); passed down unchanged"),
-                    );
-                    return unchanged(dev, code);
+        (InterlockStrategy::Spinlock, Some(s)) => match lower_locked(s, &mut module) {
+            Ok(r) => r,
+            Err(e) => return skipped(&e),
+        },
+        (InterlockStrategy::Ordered, Some(s)) => {
+            let wants_order = interlock::modes(&module).iter().any(|m| m.ordered);
+            let lowered = match &s.ordered {
+                Some(o) if wants_order && o.ready(dev, s) => {
+                    let cfg = ordered::Config {
+                        set: s.set,
+                        location: o.cfg.location,
+                        shading_rate: o.cfg.shading_rate,
+                        demote: o.cfg.demote,
+                    };
+                    match ordered::lower(&mut module, &cfg) {
+                        Ok(r) => Some((
+                            format!(
+                                "{} section(s) in primitive order{}, {} value(s) spilled, {} discard(s) demoted",
+                                r.sections,
+                                if cfg.shading_rate { " per coarse fragment" } else { "" },
+                                r.spilled_values,
+                                r.kills_demoted
+                            ),
+                            ModuleKind::Ordered {
+                                early_fragment_tests: r.early_fragment_tests,
+                                per_sample: r.per_sample,
+                            },
+                        )),
+                        Err(e) => {
+                            log.warn(
+                                id::INTERLOCK_ORDER_FALLBACK,
+                                &format!("ordered interlock cannot lower this module ({e}); it gets the spinlock: mutual exclusion but not primitive order"),
+                            );
+                            None
+                        }
+                    }
                 }
+                _ => None,
+            };
+            match lowered {
+                Some(r) => r,
+                None => match lower_locked(s, &mut module) {
+                    Ok(r) => r,
+                    Err(e) => return skipped(&e),
+                },
             }
         }
-        (other, _) => {
-            log.warn(
-                id::SHADER_SKIPPED,
-                &format!("interlock strategy {other} cannot lower this module; passed down unchanged"),
-            );
-            return unchanged(dev, code);
-        }
+        (other, _) => return skipped(&format!("no resources for the {other} strategy")),
     };
     let out = overlap_shaders::assemble(&module);
     let rewrite_us = started.elapsed().as_micros();
     let validating = std::time::Instant::now();
-    if !checked_output(dev, &format!("the {} rewrite", il.strategy), code, &out) {
+    let strategy = match kind {
+        ModuleKind::Ordered { .. } => "ordered".to_string(),
+        ModuleKind::Locked { .. } if il.strategy == InterlockStrategy::Ordered => "spinlock".to_string(),
+        _ => il.strategy.to_string(),
+    };
+    if !checked_output(dev, &format!("the {strategy} rewrite"), code, &out) {
         // The output is invalid: the input goes down (and was checked there
         // against validation too, so a density-map variant is not checked again).
         return None;
@@ -99,14 +194,10 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         let validate_us = validating.elapsed().as_micros();
         log.debug(
             id::SHADER_REWRITTEN,
-            &format!(
-                "{}: {} ({summary}; rewrite_us={rewrite_us} validate_us={validate_us})",
-                il.strategy,
-                modes.join(", ")
-            ),
+            &format!("{strategy}: {} ({summary}; rewrite_us={rewrite_us} validate_us={validate_us})", modes.join(", ")),
         );
     }
-    Some(Rewritten { words: out, ordered })
+    Some(Rewritten { words: out, kind })
 }
 
 /// `vkCreateShaderModule`: the interlock rewrite, then the notes of the
@@ -149,7 +240,7 @@ pub unsafe fn create_shader_module(
             if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.spinlock) {
                 // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter:
                 // `out` is valid, and the call down wrote the handle.
-                s.modules.lock().insert(unsafe { *out }, w.ordered);
+                s.modules.lock().insert(unsafe { *out }, w.kind);
             }
             r
         }
@@ -177,6 +268,8 @@ struct RewrittenStages<'a> {
     /// The application's stages (borrowing what they borrow), with the
     /// rewritten ones pointing at `_chains`.
     stages: Vec<vk::PipelineShaderStageCreateInfo<'a>>,
+    /// What the rewrite made of each stage (`None`: not rewritten).
+    kinds: Vec<Option<ModuleKind>>,
     _chains: Vec<Chain>,
     _code: Vec<Vec<u32>>,
 }
@@ -201,7 +294,7 @@ unsafe fn rewrite_stages<'a>(
             continue;
         };
         // SAFETY: as above (VUID-VkShaderModuleCreateInfo-pCode-parameter).
-        let Some(Rewritten { words: code, .. }) = rewrite(dev, unsafe { words(inline.p_code, inline.code_size) })
+        let Some(Rewritten { words: code, kind }) = rewrite(dev, unsafe { words(inline.p_code, inline.code_size) })
         else {
             continue;
         };
@@ -221,9 +314,11 @@ unsafe fn rewrite_stages<'a>(
         m.p_code = code.as_ptr();
         let r = out.get_or_insert_with(|| RewrittenStages {
             stages: stages.to_vec(),
+            kinds: vec![None; stages.len()],
             _chains: Vec::new(),
             _code: Vec::new(),
         });
+        r.kinds[i] = Some(kind);
         r.stages[i].p_next = chain.head();
         r._chains.push(chain);
         r._code.push(code);
@@ -280,7 +375,8 @@ pub unsafe fn create_graphics_pipelines(
         // SAFETY: the stages are valid (VUID-VkGraphicsPipelineCreateInfo-pStages-06600).
         rewritten.push(unsafe { rewrite_stages(dev, stages) });
     }
-    let inline: Vec<bool> = rewritten.iter().map(Option::is_some).collect();
+    let inline: Vec<Vec<Option<ModuleKind>>> =
+        rewritten.iter().map(|r| r.as_ref().map(|r| r.kinds.clone()).unwrap_or_default()).collect();
     if dev.spinlock.is_none()
         && dev.shading_rate.is_none()
         && dev.varyings.is_none()
@@ -358,6 +454,7 @@ pub unsafe fn create_graphics_pipelines(
 /// points at `count` valid create infos
 /// (VUID-vkCreateShadersEXT-pCreateInfos-parameter) and `out` at `count`
 /// writable handles (VUID-vkCreateShadersEXT-pShaders-parameter).
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn create_shaders_ext(
     _: &DeviceCore,
     dev: &DeviceData,
@@ -384,16 +481,19 @@ pub unsafe fn create_shaders_ext(
     // (non-null here) points at `count` valid create infos.
     let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
     let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
+    let mut kinds: Vec<Option<ModuleKind>> = Vec::with_capacity(infos_in.len());
     for info in infos_in {
         let spirv = info.code_type == vk::ShaderCodeTypeEXT::SPIRV && !info.p_code.is_null();
-        code.push(if spirv {
+        let r = if spirv {
             // SAFETY: VUID-VkShaderCreateInfoEXT-pCode-parameter: `pCode`
             // holds `codeSize` bytes; SPIR-V code is aligned to 4 bytes
             // (VUID-VkShaderCreateInfoEXT-pCode-08493).
-            rewrite(dev, unsafe { words(info.p_code as *const u32, info.code_size) }).map(|r| r.words)
+            rewrite(dev, unsafe { words(info.p_code as *const u32, info.code_size) })
         } else {
             None
-        });
+        };
+        kinds.push(r.as_ref().map(|r| r.kind));
+        code.push(r.map(|r| r.words));
     }
     // Under the spinlock every shader object's set layouts are extended
     // like pipeline layouts (linked shaders must agree), and locked ones
@@ -443,11 +543,27 @@ pub unsafe fn create_shaders_ext(
         // `count` handles, written by the successful call down.
         let shaders = unsafe { std::slice::from_raw_parts_mut(out, count as usize) };
         let mut noted = Ok(());
-        for ((shader, copy), c) in shaders.iter().zip(&copies).zip(&code) {
-            if noted.is_ok() && c.is_some() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
+        for ((shader, copy), k) in shaders.iter().zip(&copies).zip(&kinds) {
+            let kind = match k {
+                Some(ModuleKind::Ordered { .. }) => {
+                    let why = "a fragment shader object (dynamic rendering)";
+                    dev.log().log_once(
+                        LogLevel::Warn,
+                        id::INTERLOCK_ORDER_FALLBACK,
+                        why,
+                        &format!(
+                            "ordered interlock: draws run with mutual exclusion but not primitive order with {why}"
+                        ),
+                    );
+                    PipelineKind::Ordered { order: Err(why), merge: true }
+                }
+                Some(ModuleKind::Locked { .. }) => PipelineKind::Locked,
+                _ => continue,
+            };
+            if noted.is_ok() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
                 // SAFETY: `copy` is the create info `shader` was made from
                 // (its arrays live in `copies`, `code` and `set_layouts`).
-                noted = unsafe { s.note_shader(&dev.fns, *shader, copy, &dev.settings().debug_fail) };
+                noted = unsafe { s.note_shader(&dev.fns, *shader, copy, kind, &dev.settings().debug_fail) };
             }
         }
         if let Err(e) = noted {

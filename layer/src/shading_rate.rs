@@ -6,9 +6,8 @@
 //! `vkCmdSetFragmentShadingRateKHR` rate, or the primitive and attachment
 //! rates ask: the layer forces a 1x1 fragment size with both combiner
 //! operations KEEP, as the hardware would. Under GFX11 the requested rates
-//! apply. The same forcing runs wherever the layer emulates interlock on a
-//! VRS driver: its locks order pixels (or samples), not coarse fragments
-//! (`Plan::forces_one_by_one_with_interlock`).
+//! apply, and so do they under the layer's emulated interlock, whose locks
+//! cover coarse fragments (`Plan::forces_one_by_one_with_interlock`).
 //!
 //! Static state is rewritten at pipeline creation. For pipelines with the
 //! rate dynamic, the layer sets 1x1/KEEP after binding them and while they

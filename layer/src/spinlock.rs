@@ -11,6 +11,11 @@
 //!   exactly as the application's were.
 //! - Pipelines built from rewritten modules are remembered; before a draw with
 //!   one bound, the lock set is bound at `R` with that pipeline's layout.
+//! - Under the `ordered` strategy the reserved set also holds the cells of
+//!   primitive order, and draws of ordered pipelines are recorded twice
+//!   ([`ordered`]).
+
+pub mod ordered;
 
 use crate::device::DeviceCore;
 use crate::id;
@@ -21,26 +26,57 @@ use std::collections::{HashMap, HashSet};
 /// Side of the square lock image; pixels further apart share locks.
 pub const LOCK_SIZE: u32 = 2048;
 
+/// What the shader route made of a module (`shader.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleKind {
+    /// A fragment shader lowered with the lock (`ordered`: it asked for
+    /// order, which the lock does not give).
+    Locked { ordered: bool },
+    /// A fragment shader lowered for the ordered strategy (`per_sample`: it
+    /// reads `SampleId`).
+    Ordered { early_fragment_tests: bool, per_sample: bool },
+    /// A vertex shader that writes the instance index for the ordered
+    /// fragment shaders.
+    Vertex { side_effects: bool, transform_feedback: bool },
+}
+
+/// How draws with a pipeline (or fragment shader object) bound go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipelineKind {
+    /// The lock set is bound.
+    Locked,
+    /// Ordered: recorded twice, or (`Err`, the reason) the unordered set is
+    /// bound: mutual exclusion only. `merge`: a primitive may have several
+    /// invocations in one cell (per-sample shading, lines, points), so the
+    /// count draw merges equal keys.
+    Ordered { order: Result<(), &'static str>, merge: bool },
+}
+
 pub struct Spinlock {
     /// The reserved descriptor set index.
     pub set: u32,
     image: vk::Image,
     memory: vk::DeviceMemory,
     view: vk::ImageView,
+    /// log2 of the lock block (see `overlap_shaders::spinlock::Config::block`).
+    pub block: (u32, u32),
+    /// The ordered strategy's state, where it runs.
+    pub ordered: Option<ordered::Ordered>,
+    set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
     pub lock_layout: vk::DescriptorSetLayout,
     pub empty_layout: vk::DescriptorSetLayout,
     pool: vk::DescriptorPool,
     pub lock_set: vk::DescriptorSet,
-    /// Shader modules rewritten with a lock, and whether they asked for order.
-    pub modules: Mutex<HashMap<vk::ShaderModule, bool>>,
+    /// Shader modules the route rewrote, and how.
+    pub modules: Mutex<HashMap<vk::ShaderModule, ModuleKind>>,
     /// Pipelines using a lock, with their (extended) layouts.
-    pub pipelines: Mutex<HashMap<vk::Pipeline, vk::PipelineLayout>>,
+    pub pipelines: Mutex<HashMap<vk::Pipeline, (vk::PipelineLayout, PipelineKind)>>,
     /// Locked fragment shader objects, with a pipeline layout made from
     /// their (extended) set layouts and push constant ranges.
-    pub shaders: Mutex<HashMap<vk::ShaderEXT, vk::PipelineLayout>>,
+    pub shaders: Mutex<HashMap<vk::ShaderEXT, (vk::PipelineLayout, PipelineKind)>>,
     /// Command buffers whose bound graphics pipeline (or fragment shader
     /// object) uses a lock, with the layout to bind the lock set with.
-    pub bound: Mutex<HashMap<vk::CommandBuffer, vk::PipelineLayout>>,
+    pub bound: Mutex<HashMap<vk::CommandBuffer, (vk::PipelineLayout, PipelineKind)>>,
     warned: Mutex<HashSet<vk::Pipeline>>,
 }
 
@@ -56,6 +92,7 @@ impl Spinlock {
     ///
     /// # Safety
     /// `device` was just created from `info` with `set_loader_data` from its chain.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn create(
         instance: &ash::Instance,
         pd: vk::PhysicalDevice,
@@ -64,12 +101,17 @@ impl Spinlock {
         set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
         set: u32,
         debug_fail: &Option<String>,
+        block: (u32, u32),
+        ordered: Option<ordered::Config>,
     ) -> Result<Spinlock, InitError> {
         let mut s = Spinlock {
             set,
             image: vk::Image::null(),
             memory: vk::DeviceMemory::null(),
             view: vk::ImageView::null(),
+            block,
+            ordered: ordered.map(ordered::Ordered::new),
+            set_loader_data,
             lock_layout: vk::DescriptorSetLayout::null(),
             empty_layout: vk::DescriptorSetLayout::null(),
             pool: vk::DescriptorPool::null(),
@@ -148,11 +190,15 @@ impl Spinlock {
             }
             .map_err(e("lock view"))?;
             s.view = view;
-            let binding = [vk::DescriptorSetLayoutBinding::default()
+            let mut binding = vec![vk::DescriptorSetLayoutBinding::default()
                 .binding(0)
                 .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+            // The ordered strategy's cells, control block and counters.
+            if s.ordered.is_some() {
+                binding.extend(ordered::Ordered::bindings());
+            }
             // SAFETY: as above.
             fail("vkCreateDescriptorSetLayout").map_err(e("lock set layout"))?;
             let lock_layout = unsafe {
@@ -168,7 +214,11 @@ impl Spinlock {
                 unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None) }
                     .map_err(e("empty set layout"))?;
             s.empty_layout = empty_layout;
-            let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
+            let mut sizes = vec![vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
+            if s.ordered.is_some() {
+                sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 });
+                sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 1 });
+            }
             // SAFETY: as above.
             fail("vkCreateDescriptorPool").map_err(e("lock pool"))?;
             let pool = unsafe {
@@ -329,6 +379,7 @@ impl Spinlock {
         device: &ash::Device,
         shader: vk::ShaderEXT,
         info: &vk::ShaderCreateInfoEXT,
+        kind: PipelineKind,
         debug_fail: &Option<String>,
     ) -> Result<(), vk::Result> {
         // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter: `setLayoutCount` handles (`info` is valid).
@@ -344,7 +395,7 @@ impl Spinlock {
                 None,
             )
         }?;
-        self.shaders.lock().insert(shader, layout);
+        self.shaders.lock().insert(shader, (layout, kind));
         Ok(())
     }
 
@@ -354,7 +405,7 @@ impl Spinlock {
     /// `device` is the device the layout was made on, and no command buffer
     /// that bound `shader` is recording or pending.
     pub unsafe fn forget_shader(&self, device: &ash::Device, shader: vk::ShaderEXT) {
-        if let Some(layout) = self.shaders.lock().remove(&shader) {
+        if let Some((layout, _)) = self.shaders.lock().remove(&shader) {
             // SAFETY: the layer's own layout, unused (the caller's guarantee).
             unsafe { device.destroy_pipeline_layout(layout, None) };
         }
@@ -364,13 +415,17 @@ impl Spinlock {
     /// `device` is the device the locks were made on, idle and being
     /// destroyed; nothing uses the locks again.
     pub unsafe fn destroy(&self, device: &ash::Device) {
+        if let Some(o) = &self.ordered {
+            // SAFETY: the caller's guarantee.
+            unsafe { o.destroy(device) };
+        }
         // SAFETY: the layer's own objects of `device`, made without
         // allocation callbacks; the device is idle, so no command buffer
         // using them is pending (VUID-vkDestroyImage-image-01000 and the
         // like), and vkDestroyDevice requires them gone first
         // (VUID-vkDestroyDevice-device-05137).
         unsafe {
-            for (_, layout) in self.shaders.lock().drain() {
+            for (_, (layout, _)) in self.shaders.lock().drain() {
                 device.destroy_pipeline_layout(layout, None);
             }
             device.destroy_descriptor_pool(self.pool, None);
@@ -449,21 +504,74 @@ pub unsafe fn create_pipeline_layout(
     }
 }
 
-/// Remembers the pipelines created from lock-rewritten shaders.
+/// How a pipeline whose fragment shader the ordered strategy lowered runs
+/// its draws: in order, or with mutual exclusion only (the reason).
+fn ordered_pipeline(
+    info: &vk::GraphicsPipelineCreateInfo,
+    stages: &[vk::PipelineShaderStageCreateInfo],
+    kinds: &[Option<ModuleKind>],
+    early_fragment_tests: bool,
+    library: bool,
+) -> Result<(), &'static str> {
+    if early_fragment_tests {
+        return Err("the fragment shader asks for early fragment tests (the count draw would write depth and stencil)");
+    }
+    if library || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) {
+        return Err("a graphics pipeline library");
+    }
+    if stages.iter().any(|st| !matches!(st.stage, vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT)) {
+        return Err("geometry, tessellation or mesh stages (the instance index comes from the vertex shader)");
+    }
+    let vertex = stages.iter().zip(kinds).find(|(st, _)| st.stage == vk::ShaderStageFlags::VERTEX).map(|(_, k)| *k);
+    match vertex {
+        Some(Some(ModuleKind::Vertex { side_effects: false, transform_feedback: false })) => Ok(()),
+        Some(Some(ModuleKind::Vertex { transform_feedback: true, .. })) => {
+            Err("transform feedback (the count draw would capture too)")
+        }
+        Some(Some(ModuleKind::Vertex { side_effects: true, .. })) => {
+            Err("the vertex shader writes memory (the count draw runs it again)")
+        }
+        _ => Err("a vertex shader without the layer's instance-index output"),
+    }
+}
+
+/// Whether a primitive may have several invocations at one pixel: sample
+/// shading, or polygons drawn as lines or points (a triangle's edges share
+/// its primitive id). Dynamic state counts as may.
+///
+/// # Safety
+/// `info` is a valid create info (its state pointers null or valid).
+unsafe fn several_invocations_per_primitive(info: &vk::GraphicsPipelineCreateInfo) -> bool {
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pMultisampleState-parameter
+    // and -pRasterizationState-parameter: null or valid.
+    let (ms, rs) = unsafe { (info.p_multisample_state.as_ref(), info.p_rasterization_state.as_ref()) };
+    let sample_shading = ms.is_none_or(|m| m.sample_shading_enable == vk::TRUE);
+    let not_fill = rs.is_none_or(|r| r.polygon_mode != vk::PolygonMode::FILL);
+    // SAFETY: as above (VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter).
+    let dynamic = unsafe { info.p_dynamic_state.as_ref() }.is_some_and(|d| {
+        unsafe { crate::ffi::slice(d.p_dynamic_states, d.dynamic_state_count) }
+            .contains(&vk::DynamicState::POLYGON_MODE_EXT)
+    });
+    sample_shading || not_fill || dynamic
+}
+
+/// Remembers the pipelines created from rewritten fragment shaders, and
+/// how their draws go.
 ///
 /// # Safety
 /// `infos` and `pipelines` are the arrays of a successful
-/// vkCreateGraphicsPipelines (valid create infos).
+/// vkCreateGraphicsPipelines (valid create infos); `inline[i]` holds the
+/// kinds of pipeline `i`'s stages that the route rewrote inline.
 pub unsafe fn note_pipelines(
     core: &DeviceCore,
     s: &Spinlock,
     infos: &[vk::GraphicsPipelineCreateInfo],
-    inline_rewritten: &[bool],
+    inline: &[Vec<Option<ModuleKind>>],
     pipelines: &[vk::Pipeline],
 ) {
     let modules = s.modules.lock();
     let mut known = s.pipelines.lock();
-    for ((info, inline), pipeline) in infos.iter().zip(inline_rewritten).zip(pipelines) {
+    for ((info, inline), pipeline) in infos.iter().zip(inline).zip(pipelines) {
         if *pipeline == vk::Pipeline::null() {
             continue;
         }
@@ -475,28 +583,58 @@ pub unsafe fn note_pipelines(
             // valid stage create infos.
             unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) }
         };
-        let ordered = stages.iter().filter_map(|st| modules.get(&st.module)).copied().reduce(|a, b| a || b);
+        let kinds: Vec<Option<ModuleKind>> = stages
+            .iter()
+            .enumerate()
+            .map(|(i, st)| inline.get(i).copied().flatten().or_else(|| modules.get(&st.module).copied()))
+            .collect();
+        let fragment =
+            stages.iter().zip(&kinds).find(|(st, _)| st.stage == vk::ShaderStageFlags::FRAGMENT).and_then(|(_, k)| *k);
         // SAFETY: a valid create info has a valid chain
         // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext), and a library
         // list holds `libraryCount` handles
         // (VUID-VkPipelineLibraryCreateInfoKHR-pLibraries-parameter).
-        let from_library = unsafe {
-            crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some_and(|l| {
-                l.library_count > 0
-                    && std::slice::from_raw_parts(l.p_libraries, l.library_count as usize)
-                        .iter()
-                        .any(|p| known.contains_key(p))
-            })
+        let libraries: Vec<PipelineKind> = unsafe {
+            crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next)
+                .map(|l| crate::ffi::slice(l.p_libraries, l.library_count))
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| known.get(p).map(|k| k.1))
+                .collect()
         };
-        if ordered.is_some() || *inline || from_library {
-            known.insert(*pipeline, info.layout);
-            if ordered == Some(true) && s.warned.lock().insert(*pipeline) {
-                core.log().warn(
-                    id::INTERLOCK_ORDER,
-                    "a pipeline asks for ordered interlock; the spinlock strategy gives mutual exclusion but not primitive order",
-                );
+        let from_library = unsafe { crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next) }.is_some();
+        let kind = match fragment {
+            Some(ModuleKind::Locked { ordered }) => {
+                if ordered && s.warned.lock().insert(*pipeline) {
+                    core.log().warn(
+                        id::INTERLOCK_ORDER,
+                        "a pipeline asks for ordered interlock; the spinlock strategy gives mutual exclusion but not primitive order",
+                    );
+                }
+                PipelineKind::Locked
             }
+            Some(ModuleKind::Ordered { early_fragment_tests, per_sample }) => PipelineKind::Ordered {
+                order: ordered_pipeline(info, stages, &kinds, early_fragment_tests, from_library),
+                // SAFETY: a valid create info's state pointers are null or valid.
+                merge: per_sample || unsafe { several_invocations_per_primitive(info) },
+            },
+            _ if libraries.iter().any(|k| matches!(k, PipelineKind::Ordered { .. })) => {
+                PipelineKind::Ordered { order: Err("a graphics pipeline library"), merge: true }
+            }
+            _ if !libraries.is_empty() => PipelineKind::Locked,
+            _ => continue,
+        };
+        if let PipelineKind::Ordered { order: Err(why), .. } = kind {
+            core.log().log_once(
+                crate::settings::LogLevel::Warn,
+                id::INTERLOCK_ORDER_FALLBACK,
+                why,
+                &format!(
+                    "ordered interlock: a pipeline's draws run with mutual exclusion but not primitive order: {why}"
+                ),
+            );
         }
+        known.insert(*pipeline, (info.layout, kind));
     }
 }
 
@@ -587,7 +725,7 @@ pub unsafe fn destroy_shader(
     let layout = s.shaders.lock().remove(&shader);
     // The shader goes down first, then the layout the layer made for it.
     next(device, shader, alloc);
-    if let Some(layout) = layout {
+    if let Some((layout, _)) = layout {
         // SAFETY: the layer's own layout of this device, made by `note_shader`
         // without allocation callbacks (VUID-vkDestroyPipelineLayout-pipelineLayout-00300).
         // The layer passes it to vkCmdBindDescriptorSets only in command
@@ -599,13 +737,18 @@ pub unsafe fn destroy_shader(
     }
 }
 
-/// Before a draw: binds the lock set if the command buffer's graphics
-/// pipeline uses a lock.
-pub fn bind_locks(core: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
-    let Some(layout) = s.bound.lock().get(&cb).copied() else { return };
-    let sets = [s.lock_set];
-    // SAFETY: `layout` was extended with the lock set layout at `s.set`
-    // (VUID-vkCmdBindDescriptorSets-pDescriptorSets-00358).
+/// Binds `set` at the reserved index with `layout` (a layout extended with
+/// the reserved set layout).
+pub fn bind_set(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    layout: vk::PipelineLayout,
+    set: vk::DescriptorSet,
+) {
+    let sets = [set];
+    // SAFETY: `layout` was extended with the reserved set layout at `s.set`,
+    // which `set` was allocated with (VUID-vkCmdBindDescriptorSets-pDescriptorSets-00358).
     unsafe {
         (core.fns.fp_v1_0().cmd_bind_descriptor_sets)(
             cb,
@@ -618,4 +761,131 @@ pub fn bind_locks(core: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
             std::ptr::null(),
         )
     };
+}
+
+/// `vkCmdDraw` with an interlock pipeline bound: the reserved set bound
+/// first, and for the ordered strategy the count draw before it
+/// ([`ordered::draw`]).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDraw` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    a: u32,
+    b: u32,
+    c: u32,
+    d: u32,
+    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw)(cb, a, b, c, d) };
+    ordered::draw(core, s, cb, false, count, || next(cb, a, b, c, d))
+}
+
+/// `vkCmdDrawIndexed`: as [`cmd_draw`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndexed` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indexed(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    a: u32,
+    b: u32,
+    c: u32,
+    o: i32,
+    d: u32,
+    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, i32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed)(cb, a, b, c, o, d) };
+    ordered::draw(core, s, cb, false, count, || next(cb, a, b, c, o, d))
+}
+
+/// `vkCmdDrawIndirect`: as [`cmd_draw`]; more than one draw per call is not ordered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndirect` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indirect(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    n: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indirect)(cb, b, o, n, st) };
+    ordered::draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
+}
+
+/// `vkCmdDrawIndexedIndirect`: as [`cmd_draw_indirect`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndexedIndirect` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indexed_indirect(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    n: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed_indirect)(cb, b, o, n, st) };
+    ordered::draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
+}
+
+/// `vkCmdDrawIndirectCount`: as [`cmd_draw_indirect`] (`maxDrawCount` above 1 is not ordered).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndirectCount` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indirect_count(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    c: vk::Buffer,
+    co: vk::DeviceSize,
+    m: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indirect_count)(cb, b, o, c, co, m, st) };
+    ordered::draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
+}
+
+/// `vkCmdDrawIndexedIndirectCount`: as [`cmd_draw_indirect_count`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndexedIndirectCount` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indexed_indirect_count(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    c: vk::Buffer,
+    co: vk::DeviceSize,
+    m: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, b, o, c, co, m, st) };
+    ordered::draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
 }

@@ -13,7 +13,9 @@ pub mod capability;
 pub mod fdm;
 pub mod interlock;
 mod ir;
+pub mod library;
 mod malformed;
+pub mod ordered;
 pub mod spinlock;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -29,7 +29,11 @@
 //! under the Vulkan memory model). The lock coordinate is the pixel
 //! (x·8 + sample for per-sample locks, used only where the shader already
 //! reads `SampleId`, since declaring it would force sample shading) wrapped
-//! to the lock image's size: two pixels sharing a lock only contend.
+//! to the lock image's size: two pixels sharing a lock only contend. Where a
+//! shading rate can apply, the pixel coordinate is first divided by the
+//! largest fragment size (`Config::block`): a coarse fragment lies in one
+//! aligned block of that size, so it shares the lock with every fragment in
+//! the pixels it covers (pixel, sample and shading-rate interlock alike).
 //!
 //! A lock gives mutual exclusion, not primitive order: ordered modes are
 //! reported (`Report::ordered`) so the layer can warn.
@@ -50,6 +54,11 @@ pub struct Config {
     pub binding: u32,
     /// The lock image is `size` × `size` R32_UINT texels (a power of two).
     pub size: u32,
+    /// log2 of the lock block (width, height): one lock per aligned block of
+    /// `1 << block.0` × `1 << block.1` pixels. (0, 0) without a shading rate;
+    /// with one, the largest fragment size, so that a coarse fragment and
+    /// every fragment in the pixels it covers share the lock.
+    pub block: (u32, u32),
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -80,6 +89,8 @@ pub enum Unsupported {
     LoopHeader,
     #[error("a value of a type that cannot live in a function variable ({0:?}) is used after its critical section")]
     Unspillable(Op),
+    #[error("a lock block of 2^{0:?} pixels (fragment sizes stop at 4x4)")]
+    Block((u32, u32)),
     #[error("the module has no fragment entry point")]
     NoEntryPoint,
     #[error("malformed module: {0}")]
@@ -88,44 +99,44 @@ pub enum Unsupported {
 
 /// The module being lowered, with the types and constants the lowering
 /// declares (deduplicated, see [`ir::find_or_add`]).
-struct Ids<'m> {
-    m: &'m mut Module,
+pub(crate) struct Ids<'m> {
+    pub(crate) m: &'m mut Module,
 }
 
 impl Ids<'_> {
-    fn fresh(&mut self) -> Word {
+    pub(crate) fn fresh(&mut self) -> Word {
         ir::fresh(self.m)
     }
 
     /// A type or constant, reusing an identical declaration.
-    fn global(&mut self, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
+    pub(crate) fn global(&mut self, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
         ir::find_or_add(self.m, op, result_type, operands)
     }
 
-    fn uint(&mut self) -> Word {
+    pub(crate) fn uint(&mut self) -> Word {
         self.global(Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(0)])
     }
-    fn int(&mut self) -> Word {
+    pub(crate) fn int(&mut self) -> Word {
         self.global(Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)])
     }
-    fn bool(&mut self) -> Word {
+    pub(crate) fn bool(&mut self) -> Word {
         self.global(Op::TypeBool, None, vec![])
     }
-    fn uint_const(&mut self, v: u32) -> Word {
+    pub(crate) fn uint_const(&mut self, v: u32) -> Word {
         let t = self.uint();
         ir::constant(self.m, t, v)
     }
-    fn bool_const(&mut self, v: bool) -> Word {
+    pub(crate) fn bool_const(&mut self, v: bool) -> Word {
         let t = self.bool();
         self.global(if v { Op::ConstantTrue } else { Op::ConstantFalse }, Some(t), vec![])
     }
-    fn pointer(&mut self, class: StorageClass, pointee: Word) -> Word {
+    pub(crate) fn pointer(&mut self, class: StorageClass, pointee: Word) -> Word {
         ir::pointer_type(self.m, class, pointee)
     }
 
     /// The input variable decorated with `builtin` and the type it holds,
     /// declared if missing.
-    fn builtin_input(
+    pub(crate) fn builtin_input(
         &mut self,
         builtin: BuiltIn,
         pointee: impl FnOnce(&mut Self) -> Word,
@@ -150,22 +161,22 @@ impl Ids<'_> {
     }
 }
 
-fn inst(op: Op, result_type: Option<Word>, result_id: Option<Word>, operands: Vec<Operand>) -> Instruction {
+pub(crate) fn inst(op: Op, result_type: Option<Word>, result_id: Option<Word>, operands: Vec<Operand>) -> Instruction {
     Instruction::new(op, result_type, result_id, operands)
 }
 
-fn label(id: Word) -> Instruction {
+pub(crate) fn label(id: Word) -> Instruction {
     inst(Op::Label, None, Some(id), vec![])
 }
 
-fn block(id: Word, instructions: Vec<Instruction>) -> Block {
+pub(crate) fn block(id: Word, instructions: Vec<Instruction>) -> Block {
     Block { label: Some(label(id)), instructions }
 }
 
 /// Splits block `bi` before instruction `at`, dropping that instruction; the
 /// head keeps the label and branches to the new tail, which keeps the rest.
 /// Phis that named the block as predecessor now name the tail.
-fn split(ids: &mut Ids, blocks: &mut Vec<Block>, bi: usize, at: usize) -> Word {
+pub(crate) fn split(ids: &mut Ids, blocks: &mut Vec<Block>, bi: usize, at: usize) -> Word {
     let old = label_of(&blocks[bi]);
     let tail_id = ids.fresh();
     let mut rest = blocks[bi].instructions.split_off(at);
@@ -184,7 +195,7 @@ fn split(ids: &mut Ids, blocks: &mut Vec<Block>, bi: usize, at: usize) -> Word {
     tail_id
 }
 
-fn find_op(blocks: &[Block], from: usize, op: Op) -> Option<(usize, usize)> {
+pub(crate) fn find_op(blocks: &[Block], from: usize, op: Op) -> Option<(usize, usize)> {
     blocks
         .iter()
         .enumerate()
@@ -193,6 +204,7 @@ fn find_op(blocks: &[Block], from: usize, op: Op) -> Option<(usize, usize)> {
 }
 
 struct Lock {
+    block: (u32, u32),
     /// Id of the lock image variable, and the pointer type for texels.
     var: Word,
     texel_ptr: Word,
@@ -208,6 +220,9 @@ struct Lock {
 
 /// Lowers `module` for the spinlock strategy.
 pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
+    if cfg.block.0 > 2 || cfg.block.1 > 2 {
+        return Err(Unsupported::Block(cfg.block));
+    }
     let found = modes(module);
     if found.is_empty() {
         return Err(Unsupported::NoMode);
@@ -280,6 +295,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         rel |= 0x2000; // MakeAvailable
     }
     let lock = Lock {
+        block: cfg.block,
         var,
         texel_ptr,
         frag_coord,
@@ -297,7 +313,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     let mut functions = std::mem::take(&mut ids.m.functions);
     for f in &mut functions {
         while let Some((bi, ii)) = find_op(&f.blocks, 0, Op::BeginInvocationInterlockEXT) {
-            let spilled = lower_section(&mut ids, &mut f.blocks, bi, ii, &lock)?;
+            let spilled = lower_section(&mut ids, &mut f.blocks, bi, ii, &mut LockGuard { lock: &lock, ptr: 0 })?;
             report.sections += 1;
             report.spilled_values += spilled;
         }
@@ -310,12 +326,136 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     Ok(report)
 }
 
-fn lower_section(
+/// How a critical section is entered and left: the spinlock's lock, or the
+/// ordered strategy's protocol (`crate::ordered`).
+pub(crate) trait Guard {
+    /// Appends one try to enter to `b` (the retry loop's body); returns the
+    /// id of the bool that says it entered (helper invocations always do).
+    fn try_enter(&mut self, ids: &mut Ids, b: &mut Vec<Instruction>) -> Word;
+    /// What leaves the section: at its exit, and before a kill or demote
+    /// inside it (the ids of `try_enter` dominate both).
+    fn leave(&self, ids: &mut Ids) -> Vec<Instruction>;
+}
+
+/// One lock image texel per pixel (or sample, or block).
+struct LockGuard<'a> {
+    lock: &'a Lock,
+    /// The texel pointer of this section, made by `try_enter`.
+    ptr: Word,
+}
+
+impl Guard for LockGuard<'_> {
+    fn try_enter(&mut self, ids: &mut Ids, b: &mut Vec<Instruction>) -> Word {
+        let lock = self.lock;
+        let uint = ids.uint();
+        let int = ids.int();
+        let bool_t = ids.bool();
+        let zero = ids.uint_const(0);
+        let one = ids.uint_const(1);
+        let eight = ids.uint_const(8);
+        let float = ids.global(Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
+        let v2int = ids.global(Op::TypeVector, None, vec![Operand::IdRef(int), Operand::LiteralBit32(2)]);
+        let fc = ids.fresh();
+        b.push(inst(Op::Load, Some(lock.frag_coord.1), Some(fc), vec![Operand::IdRef(lock.frag_coord.0)]));
+        let (fx, fy) = (ids.fresh(), ids.fresh());
+        b.push(inst(Op::CompositeExtract, Some(float), Some(fx), vec![Operand::IdRef(fc), Operand::LiteralBit32(0)]));
+        b.push(inst(Op::CompositeExtract, Some(float), Some(fy), vec![Operand::IdRef(fc), Operand::LiteralBit32(1)]));
+        let (mut ux, mut uy) = (ids.fresh(), ids.fresh());
+        b.push(inst(Op::ConvertFToU, Some(uint), Some(ux), vec![Operand::IdRef(fx)]));
+        b.push(inst(Op::ConvertFToU, Some(uint), Some(uy), vec![Operand::IdRef(fy)]));
+        // One lock per aligned block of the largest fragment size.
+        for (v, shift) in [(&mut ux, lock.block.0), (&mut uy, lock.block.1)] {
+            if shift > 0 {
+                let (k, shifted) = (ids.uint_const(shift), ids.fresh());
+                b.push(inst(
+                    Op::ShiftRightLogical,
+                    Some(uint),
+                    Some(shifted),
+                    vec![Operand::IdRef(*v), Operand::IdRef(k)],
+                ));
+                *v = shifted;
+            }
+        }
+        let mut x_word = ux;
+        if let Some((sid_var, sid_t)) = lock.sample_id {
+            let sid = ids.fresh();
+            b.push(inst(Op::Load, Some(sid_t), Some(sid), vec![Operand::IdRef(sid_var)]));
+            let sidu = if sid_t == uint {
+                sid
+            } else {
+                let c = ids.fresh();
+                b.push(inst(Op::Bitcast, Some(uint), Some(c), vec![Operand::IdRef(sid)]));
+                c
+            };
+            let (scaled, sum) = (ids.fresh(), ids.fresh());
+            b.push(inst(Op::IMul, Some(uint), Some(scaled), vec![Operand::IdRef(ux), Operand::IdRef(eight)]));
+            b.push(inst(Op::IAdd, Some(uint), Some(sum), vec![Operand::IdRef(scaled), Operand::IdRef(sidu)]));
+            x_word = sum;
+        }
+        let (lx, ly, ix, iy, coord) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
+        b.push(inst(
+            Op::BitwiseAnd,
+            Some(uint),
+            Some(lx),
+            vec![Operand::IdRef(x_word), Operand::IdRef(lock.size_mask)],
+        ));
+        b.push(inst(Op::BitwiseAnd, Some(uint), Some(ly), vec![Operand::IdRef(uy), Operand::IdRef(lock.size_mask)]));
+        b.push(inst(Op::Bitcast, Some(int), Some(ix), vec![Operand::IdRef(lx)]));
+        b.push(inst(Op::Bitcast, Some(int), Some(iy), vec![Operand::IdRef(ly)]));
+        b.push(inst(Op::CompositeConstruct, Some(v2int), Some(coord), vec![Operand::IdRef(ix), Operand::IdRef(iy)]));
+        let ptr = ids.fresh();
+        b.push(inst(
+            Op::ImageTexelPointer,
+            Some(lock.texel_ptr),
+            Some(ptr),
+            vec![Operand::IdRef(lock.var), Operand::IdRef(coord), Operand::IdRef(zero)],
+        ));
+        self.ptr = ptr;
+        let (helper, old, free, acquired) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
+        b.push(inst(Op::Load, Some(bool_t), Some(helper), vec![Operand::IdRef(lock.helper)]));
+        b.push(inst(
+            Op::AtomicCompareExchange,
+            Some(uint),
+            Some(old),
+            vec![
+                Operand::IdRef(ptr),
+                Operand::IdRef(lock.scope),
+                Operand::IdRef(lock.acquire),
+                Operand::IdRef(lock.relaxed),
+                Operand::IdRef(one),
+                Operand::IdRef(zero),
+            ],
+        ));
+        b.push(inst(Op::IEqual, Some(bool_t), Some(free), vec![Operand::IdRef(old), Operand::IdRef(zero)]));
+        b.push(inst(Op::LogicalOr, Some(bool_t), Some(acquired), vec![Operand::IdRef(free), Operand::IdRef(helper)]));
+        acquired
+    }
+
+    fn leave(&self, ids: &mut Ids) -> Vec<Instruction> {
+        let zero = ids.uint_const(0);
+        vec![inst(
+            Op::AtomicStore,
+            None,
+            None,
+            vec![
+                Operand::IdRef(self.ptr),
+                Operand::IdRef(self.lock.scope),
+                Operand::IdRef(self.lock.release),
+                Operand::IdRef(zero),
+            ],
+        )]
+    }
+}
+
+/// Lowers the section that starts at instruction `ii` of block `bi` into the
+/// retry loop of the module documentation, entered and left by `guard`;
+/// returns how many values were spilled.
+pub(crate) fn lower_section(
     ids: &mut Ids,
     blocks: &mut Vec<Block>,
     bi: usize,
     ii: usize,
-    lock: &Lock,
+    guard: &mut dyn Guard,
 ) -> Result<usize, Unsupported> {
     // The matching end: the first after the begin, in layout order.
     let (ei, ej) = {
@@ -367,73 +507,13 @@ fn lower_section(
     }
 
     let (h, body, sel_merge, cont) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
-    let uint = ids.uint();
-    let int = ids.int();
     let bool_t = ids.bool();
-    let zero = ids.uint_const(0);
-    let one = ids.uint_const(1);
-    let eight = ids.uint_const(8);
     let t_true = ids.bool_const(true);
     let t_false = ids.bool_const(false);
-    let float = ids.global(Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
-    let v2int = ids.global(Op::TypeVector, None, vec![Operand::IdRef(int), Operand::LiteralBit32(2)]);
 
-    // Body: compute the lock texel, try to acquire.
+    // Body: one try to enter.
     let mut b = Vec::new();
-    let fc = ids.fresh();
-    b.push(inst(Op::Load, Some(lock.frag_coord.1), Some(fc), vec![Operand::IdRef(lock.frag_coord.0)]));
-    let (fx, fy) = (ids.fresh(), ids.fresh());
-    b.push(inst(Op::CompositeExtract, Some(float), Some(fx), vec![Operand::IdRef(fc), Operand::LiteralBit32(0)]));
-    b.push(inst(Op::CompositeExtract, Some(float), Some(fy), vec![Operand::IdRef(fc), Operand::LiteralBit32(1)]));
-    let (ux, uy) = (ids.fresh(), ids.fresh());
-    b.push(inst(Op::ConvertFToU, Some(uint), Some(ux), vec![Operand::IdRef(fx)]));
-    b.push(inst(Op::ConvertFToU, Some(uint), Some(uy), vec![Operand::IdRef(fy)]));
-    let mut x_word = ux;
-    if let Some((sid_var, sid_t)) = lock.sample_id {
-        let sid = ids.fresh();
-        b.push(inst(Op::Load, Some(sid_t), Some(sid), vec![Operand::IdRef(sid_var)]));
-        let sidu = if sid_t == uint {
-            sid
-        } else {
-            let c = ids.fresh();
-            b.push(inst(Op::Bitcast, Some(uint), Some(c), vec![Operand::IdRef(sid)]));
-            c
-        };
-        let (scaled, sum) = (ids.fresh(), ids.fresh());
-        b.push(inst(Op::IMul, Some(uint), Some(scaled), vec![Operand::IdRef(ux), Operand::IdRef(eight)]));
-        b.push(inst(Op::IAdd, Some(uint), Some(sum), vec![Operand::IdRef(scaled), Operand::IdRef(sidu)]));
-        x_word = sum;
-    }
-    let (lx, ly, ix, iy, coord) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
-    b.push(inst(Op::BitwiseAnd, Some(uint), Some(lx), vec![Operand::IdRef(x_word), Operand::IdRef(lock.size_mask)]));
-    b.push(inst(Op::BitwiseAnd, Some(uint), Some(ly), vec![Operand::IdRef(uy), Operand::IdRef(lock.size_mask)]));
-    b.push(inst(Op::Bitcast, Some(int), Some(ix), vec![Operand::IdRef(lx)]));
-    b.push(inst(Op::Bitcast, Some(int), Some(iy), vec![Operand::IdRef(ly)]));
-    b.push(inst(Op::CompositeConstruct, Some(v2int), Some(coord), vec![Operand::IdRef(ix), Operand::IdRef(iy)]));
-    let ptr = ids.fresh();
-    b.push(inst(
-        Op::ImageTexelPointer,
-        Some(lock.texel_ptr),
-        Some(ptr),
-        vec![Operand::IdRef(lock.var), Operand::IdRef(coord), Operand::IdRef(zero)],
-    ));
-    let (helper, old, free, acquired) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
-    b.push(inst(Op::Load, Some(bool_t), Some(helper), vec![Operand::IdRef(lock.helper)]));
-    b.push(inst(
-        Op::AtomicCompareExchange,
-        Some(uint),
-        Some(old),
-        vec![
-            Operand::IdRef(ptr),
-            Operand::IdRef(lock.scope),
-            Operand::IdRef(lock.acquire),
-            Operand::IdRef(lock.relaxed),
-            Operand::IdRef(one),
-            Operand::IdRef(zero),
-        ],
-    ));
-    b.push(inst(Op::IEqual, Some(bool_t), Some(free), vec![Operand::IdRef(old), Operand::IdRef(zero)]));
-    b.push(inst(Op::LogicalOr, Some(bool_t), Some(acquired), vec![Operand::IdRef(free), Operand::IdRef(helper)]));
+    let acquired = guard.try_enter(ids, &mut b);
     b.push(inst(
         Op::SelectionMerge,
         None,
@@ -446,15 +526,6 @@ fn lower_section(
         None,
         vec![Operand::IdRef(acquired), Operand::IdRef(s0), Operand::IdRef(sel_merge)],
     ));
-    let release = |ids: &mut Ids| -> Instruction {
-        let _ = ids;
-        inst(
-            Op::AtomicStore,
-            None,
-            None,
-            vec![Operand::IdRef(ptr), Operand::IdRef(lock.scope), Operand::IdRef(lock.release), Operand::IdRef(zero)],
-        )
-    };
 
     // Release before leaving the section by kill or demotion.
     for blk in blocks.iter_mut().filter(|blk| section.contains(&label_of(blk))) {
@@ -464,8 +535,10 @@ fn lower_section(
                 blk.instructions[k].class.opcode,
                 Op::Kill | Op::TerminateInvocation | Op::DemoteToHelperInvocation
             ) {
-                blk.instructions.insert(k, release(ids));
-                k += 1;
+                let leave = guard.leave(ids);
+                let n = leave.len();
+                blk.instructions.splice(k..k, leave);
+                k += n;
             }
             k += 1;
         }
@@ -473,7 +546,7 @@ fn lower_section(
     // The exit releases and joins the selection.
     let exit_blk = &mut blocks[exit];
     exit_blk.instructions.pop();
-    exit_blk.instructions.push(release(ids));
+    exit_blk.instructions.extend(guard.leave(ids));
     exit_blk.instructions.push(inst(Op::Branch, None, None, vec![Operand::IdRef(sel_merge)]));
     // X enters the loop.
     let xi = labels[&x];
@@ -630,7 +703,7 @@ mod tests {
     use crate::testing::{assemble_text, disassemble, glsl};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048 };
+    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0) };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 
@@ -672,6 +745,27 @@ mod tests {
                 assert!(!r.per_sample_locks);
             }
         }
+    }
+
+    /// Under a shading rate, one lock per aligned block of the largest
+    /// fragment size: the pixel coordinates are shifted right first; refused
+    /// beyond 4x4.
+    #[test]
+    fn block_locks_shift_the_coordinates() {
+        let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }}\n");
+        let words = glsl(&src, "frag").unwrap();
+        let shifts = |cfg: &Config| {
+            let mut m = parse(&words).unwrap();
+            lower(&mut m, cfg).unwrap();
+            let out = assemble(&m);
+            validate(&out, TargetEnv::Vulkan1_1).unwrap();
+            disassemble(&out).matches("OpShiftRightLogical").count()
+        };
+        assert_eq!(shifts(&CFG), 0);
+        assert_eq!(shifts(&Config { block: (2, 2), ..CFG }), 2);
+        assert_eq!(shifts(&Config { block: (1, 0), ..CFG }), 1);
+        let mut m = parse(&words).unwrap();
+        assert_eq!(lower(&mut m, &Config { block: (3, 2), ..CFG }), Err(Unsupported::Block((3, 2))));
     }
 
     #[test]
@@ -744,7 +838,7 @@ mod robustness {
     use crate::testing::{lowering_keeps_shader_declared, only_interlock_capability, self_referential_vector};
     use crate::{assemble, parse};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048 };
+    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0) };
 
     /// As for the serialized rewrite: `Shader`, implied by the interlock
     /// capability removed, stays declared.

@@ -61,7 +61,12 @@ fn words_from(
 
 /// Compiles GLSL of `stage` (vert, frag, ...) for Vulkan 1.1.
 pub fn glsl(src: &str, stage: &str) -> Result<Vec<u32>, String> {
-    words_from("glslangValidator", &["-V", "--target-env", "vulkan1.1"], stage, src, |out| {
+    glsl_for(src, stage, "vulkan1.1")
+}
+
+/// Compiles GLSL of `stage` for the target environment `env` (vulkan1.0 ...).
+pub fn glsl_for(src: &str, stage: &str, env: &str) -> Result<Vec<u32>, String> {
+    words_from("glslangValidator", &["-V", "--target-env", env], stage, src, |out| {
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
     })
 }

@@ -4,7 +4,16 @@
 //! {1x, 4x MSAA} × {without, with sample shading} × sizes. Each case draws 31
 //! instanced full-screen quads whose fragments set their instance's bit with a
 //! non-atomic read-modify-write inside the critical section
-//! (`tests/shaders/interlock.frag`); the result is checked on the CPU.
+//! (`tests/shaders/interlock.frag`); the result is checked on the CPU. The
+//! instances may be split over several draws (`draws`), each recorded in a
+//! secondary command buffer (`secondaries`).
+//!
+//! The coverage family (`coverage_matrix`) mirrors the CTS cases without
+//! sample shading that the first family lacks: the words accumulate each
+//! instance's coverage mask (`tests/shaders/interlock_coverage.frag`), the
+//! quad is a triangle strip, discard happens before, inside and after the
+//! section (the CTS's killOdd), and the shading-rate modes draw at a 2x2
+//! pipeline rate with one word per coarse fragment.
 
 use crate::render::Gpu;
 use ash::vk;
@@ -38,15 +47,57 @@ pub struct Case {
     /// Draw with shader objects (VK_EXT_shader_object) and dynamic rendering
     /// instead of a pipeline and a render pass (1 sample only).
     pub shader_object: bool,
+    /// The instances split over this many draws (instance order kept through
+    /// firstInstance).
+    pub draws: u32,
+    /// Each draw recorded in a secondary command buffer of its own.
+    pub secondaries: bool,
+    /// The coverage family (see the module documentation): `discard` is the
+    /// CTS's killOdd, `sample_shading` is false.
+    pub coverage: bool,
 }
 
 pub const MODES: [&str; 4] =
     ["pixel_interlock_ordered", "pixel_interlock_unordered", "sample_interlock_ordered", "sample_interlock_unordered"];
 
 impl Case {
+    /// A case of the first family, one draw.
+    #[allow(clippy::too_many_arguments)]
+    pub fn plain(
+        mode: &'static str,
+        resource: Resource,
+        discard: bool,
+        samples: u32,
+        sample_shading: bool,
+        width: u32,
+        height: u32,
+    ) -> Case {
+        Case {
+            mode,
+            resource,
+            discard,
+            samples,
+            sample_shading,
+            width,
+            height,
+            delay: 0,
+            inline_module: false,
+            shader_object: false,
+            draws: 1,
+            secondaries: false,
+            coverage: false,
+        }
+    }
+
     pub fn name(&self) -> String {
+        let split = match (self.draws, self.secondaries) {
+            (1, false) => String::new(),
+            (n, false) => format!(".draws{n}"),
+            (n, true) => format!(".secondaries{n}"),
+        };
         format!(
-            "{}.{}.{}.{}x.{}.{}x{}",
+            "{}{}.{}.{}.{}x.{}.{}x{}{split}",
+            if self.coverage { "coverage." } else { "" },
             self.mode,
             if self.resource == Resource::Image { "image" } else { "ssbo" },
             if self.discard { "discard" } else { "no_discard" },
@@ -61,12 +112,67 @@ impl Case {
         self.mode.ends_with("_ordered")
     }
 
+    /// A shading-rate mode: drawn at a 2x2 pipeline rate.
+    pub fn shading_rate(&self) -> bool {
+        self.mode.starts_with("shading_rate") || self.mode == "none_rate"
+    }
+
+    /// Coverage bits per instance in a word (the CTS's bitsPerQuad).
+    fn bits(&self) -> u32 {
+        if self.shading_rate() {
+            self.samples * 4
+        } else {
+            self.samples
+        }
+    }
+
+    /// Instances drawn.
+    pub fn instances(&self) -> u32 {
+        if self.coverage {
+            32 / self.bits()
+        } else {
+            INSTANCES
+        }
+    }
+
+    /// Pixels per word side (2: one word per 2x2 coarse fragment).
+    fn divide(&self) -> u32 {
+        if self.coverage && self.shading_rate() {
+            2
+        } else {
+            1
+        }
+    }
+
     /// Words per row of the result.
     fn row(&self) -> u32 {
-        self.width * if self.sample_shading { self.samples } else { 1 }
+        self.width / self.divide() * if self.sample_shading { self.samples } else { 1 }
+    }
+
+    /// Rows of the result.
+    fn rows(&self) -> u32 {
+        self.height / self.divide()
     }
 
     fn spirv(&self) -> &'static [u8] {
+        if self.coverage {
+            macro_rules! coverage {
+                ($($mode:literal),*) => {
+                    match self.mode {
+                        $($mode => include_bytes!(concat!(env!("OUT_DIR"), "/interlock_coverage-", $mode, ".frag.spv")),)*
+                        "none_rate" => include_bytes!(concat!(env!("OUT_DIR"), "/interlock_coverage-none.frag.spv")),
+                        _ => panic!("unknown coverage mode {}", self.mode),
+                    }
+                };
+            }
+            return coverage!(
+                "pixel_interlock_ordered",
+                "pixel_interlock_unordered",
+                "shading_rate_interlock_ordered",
+                "shading_rate_interlock_unordered",
+                "none"
+            );
+        }
         macro_rules! pick {
             ($($mode:literal),*) => {
                 match (self.mode, self.sample_shading) {
@@ -102,18 +208,7 @@ pub fn matrix_sized(sizes: &[(u32, u32)]) -> Vec<Case> {
                 for samples in [1, 4] {
                     for sample_shading in [false, true] {
                         for &(width, height) in sizes {
-                            v.push(Case {
-                                mode,
-                                resource,
-                                discard,
-                                samples,
-                                sample_shading,
-                                width,
-                                height,
-                                delay: 0,
-                                inline_module: false,
-                                shader_object: false,
-                            });
+                            v.push(Case::plain(mode, resource, discard, samples, sample_shading, width, height));
                         }
                     }
                 }
@@ -123,12 +218,64 @@ pub fn matrix_sized(sizes: &[(u32, u32)]) -> Vec<Case> {
     v
 }
 
+/// The modes of the coverage family; `none` and `none_rate` (the 2x2 rate)
+/// are its negative controls.
+pub const COVERAGE_MODES: [&str; 4] = [
+    "pixel_interlock_ordered",
+    "pixel_interlock_unordered",
+    "shading_rate_interlock_ordered",
+    "shading_rate_interlock_unordered",
+];
+
+/// The coverage family over the given sizes (rounded down to even sizes:
+/// whole 2x2 coarse fragments).
+pub fn coverage_matrix(sizes: &[(u32, u32)], modes: &[&'static str]) -> Vec<Case> {
+    let mut v = Vec::new();
+    for &mode in modes {
+        for resource in [Resource::Image, Resource::Buffer] {
+            for kill_odd in [false, true] {
+                for samples in [1, 4] {
+                    for &(width, height) in sizes {
+                        v.push(Case {
+                            coverage: true,
+                            ..Case::plain(mode, resource, kill_odd, samples, false, width & !1, height & !1)
+                        });
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The first family's ordered modes with the instances split over several
+/// draws: 31 draws of one instance, 4 draws of 7 or 8, and 4 draws each in
+/// its own secondary command buffer.
+pub fn draws_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
+    let mut v = Vec::new();
+    for c in matrix_sized(sizes) {
+        if !c.mode.ends_with("_ordered") || c.resource != Resource::Image {
+            continue;
+        }
+        for (draws, secondaries) in [(31, false), (4, false), (4, true)] {
+            v.push(Case { draws, secondaries, ..c });
+        }
+    }
+    v
+}
+
 fn dropped(discard: bool, i: u32, x: u32, y: u32) -> bool {
     discard && (x * 7 + y * 3 + i) % 5 == 0
 }
 
-/// The word every pixel (or sample) must hold at the end.
+/// The word every pixel (or sample) must hold at the end. In the coverage
+/// family every instance covers every word completely (the quad covers the
+/// target, whole coarse fragments), so a word is all ones — or zero at odd
+/// x with killOdd.
 pub fn expected_word(case: &Case, x: u32, y: u32) -> u32 {
+    if case.coverage {
+        return if case.discard && x % 2 == 1 { 0 } else { u32::MAX };
+    }
     (0..INSTANCES).filter(|&i| !dropped(case.discard, i, x, y)).fold(0, |m, i| m | 1 << i)
 }
 
@@ -150,7 +297,8 @@ pub struct Outcome {
 /// Runs one case on `gpu` (created with `interlock` where the mode needs it).
 pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
     let d = &gpu.device;
-    let (w, h, row) = (case.width, case.height, case.row());
+    let (w, row) = (case.width, case.row());
+    let h = case.rows();
     let words = (row * h) as usize;
     let bytes = (words * 4) as u64;
     let samples = vk::SampleCountFlags::from_raw(case.samples);
@@ -171,10 +319,19 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             false,
         );
         let readback = gpu.buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
+        // The coverage family's order flags, one word per result word.
+        let flags = gpu.buffer(
+            bytes,
+            vk::BufferUsageFlags::STORAGE_BUFFER
+                | vk::BufferUsageFlags::TRANSFER_SRC
+                | vk::BufferUsageFlags::TRANSFER_DST,
+            false,
+        );
+        let flags_readback = gpu.buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
 
         // A colour attachment of the case's sample count (nothing is written to it).
         let (color, color_memory, color_view) =
-            gpu.image_2d(vk::Format::R8G8B8A8_UNORM, (w, h), samples, vk::ImageUsageFlags::COLOR_ATTACHMENT);
+            gpu.image_2d(vk::Format::R8G8B8A8_UNORM, (w, case.height), samples, vk::ImageUsageFlags::COLOR_ATTACHMENT);
         let att = [vk::AttachmentDescription::default()
             .format(vk::Format::R8G8B8A8_UNORM)
             .samples(samples)
@@ -186,7 +343,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let sub = [vk::SubpassDescription::default().color_attachments(&refs)];
         let render_pass =
             d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None).unwrap();
-        let framebuffer = gpu.framebuffer(render_pass, &[color_view], (w, h));
+        let framebuffer = gpu.framebuffer(render_pass, &[color_view], (w, case.height));
 
         let bindings = [
             vk::DescriptorSetLayoutBinding::default()
@@ -199,6 +356,11 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::FRAGMENT),
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(2)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT),
         ];
         let (set_layout, pool, set) = gpu.descriptor_set(&bindings);
         let layouts = [set_layout];
@@ -208,6 +370,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             image_layout: vk::ImageLayout::GENERAL,
         }];
         let buffer_info = [vk::DescriptorBufferInfo { buffer: storage.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        let flags_info = [vk::DescriptorBufferInfo { buffer: flags.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         d.update_descriptor_sets(
             &[
                 vk::WriteDescriptorSet::default()
@@ -220,6 +383,11 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                     .dst_binding(1)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .buffer_info(&buffer_info),
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(2)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&flags_info),
             ],
             &[],
         );
@@ -231,15 +399,25 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             )
             .unwrap();
 
-        let vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/interlock.vert.spv")));
+        let vs_spirv: &[u8] = if case.coverage {
+            include_bytes!(concat!(env!("OUT_DIR"), "/interlock_strip.vert.spv"))
+        } else {
+            include_bytes!(concat!(env!("OUT_DIR"), "/interlock.vert.spv"))
+        };
+        let vs = gpu.shader(vs_spirv);
         let t = std::time::Instant::now();
         let fs_words = ash::util::read_spv(&mut std::io::Cursor::new(case.spirv())).unwrap();
         let fs = if case.inline_module { vk::ShaderModule::null() } else { gpu.shader(case.spirv()) };
         let module_ns = t.elapsed().as_nanos() as u64;
         let mut inline = vk::ShaderModuleCreateInfo::default().code(&fs_words);
-        let spec_data: [u32; 3] =
-            [(case.resource == Resource::Buffer) as u32, case.discard as u32, case.ordered() as u32];
-        let entries = [0u32, 1, 2].map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 });
+        let spec_data: [u32; 5] = [
+            (case.resource == Resource::Buffer) as u32,
+            case.discard as u32,
+            case.ordered() as u32,
+            case.bits(),
+            case.divide(),
+        ];
+        let entries = [0u32, 1, 2, 3, 4].map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 });
         let spec_bytes: Vec<u8> = spec_data.iter().flat_map(|v| v.to_ne_bytes()).collect();
         let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&spec_bytes);
         let stages = [
@@ -259,10 +437,16 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             },
         ];
         let vertex = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let (topology, vertices) = if case.coverage {
+            (vk::PrimitiveTopology::TRIANGLE_STRIP, 4)
+        } else {
+            (vk::PrimitiveTopology::TRIANGLE_LIST, 6)
+        };
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(topology);
+        let (fw, fh) = (case.width, case.height);
         let viewports =
-            [vk::Viewport { x: 0.0, y: 0.0, width: w as f32, height: h as f32, min_depth: 0.0, max_depth: 1.0 }];
-        let scissors = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } }];
+            [vk::Viewport { x: 0.0, y: 0.0, width: fw as f32, height: fh as f32, min_depth: 0.0, max_depth: 1.0 }];
+        let scissors = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: fw, height: fh } }];
         let vp = vk::PipelineViewportStateCreateInfo::default().viewports(&viewports).scissors(&scissors);
         let rs = vk::PipelineRasterizationStateCreateInfo::default()
             .polygon_mode(vk::PolygonMode::FILL)
@@ -275,7 +459,11 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let blend =
             [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::empty())];
         let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
-        let info = vk::GraphicsPipelineCreateInfo::default()
+        // The shading-rate modes: a 2x2 pipeline rate.
+        let mut rate = vk::PipelineFragmentShadingRateStateCreateInfoKHR::default()
+            .fragment_size(vk::Extent2D { width: 2, height: 2 })
+            .combiner_ops([vk::FragmentShadingRateCombinerOpKHR::KEEP; 2]);
+        let mut info = vk::GraphicsPipelineCreateInfo::default()
             .stages(&stages)
             .vertex_input_state(&vertex)
             .input_assembly_state(&ia)
@@ -285,6 +473,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .color_blend_state(&cbs)
             .layout(layout)
             .render_pass(render_pass);
+        if case.coverage && case.shading_rate() {
+            info = info.push_next(&mut rate);
+        }
         let t = std::time::Instant::now();
         let so = ash::ext::shader_object::Device::new(&gpu.instance, &gpu.device);
         let (pipeline, shaders) = if case.shader_object {
@@ -318,6 +509,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         };
         let pipeline_ns = t.elapsed().as_nanos() as u64;
 
+        let secondary_pool = d
+            .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family), None)
+            .unwrap();
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
             gpu.image_from_undefined(
@@ -335,6 +529,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 &[range],
             );
             gpu.zero_for_fragment_shaders(cb, storage.buffer);
+            gpu.zero_for_fragment_shaders(cb, flags.buffer);
             if case.shader_object {
                 gpu.image_from_undefined(
                     cb,
@@ -379,14 +574,58 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                         .render_pass(render_pass)
                         .framebuffer(framebuffer)
                         .render_area(scissors[0]),
-                    vk::SubpassContents::INLINE,
+                    if case.secondaries {
+                        vk::SubpassContents::SECONDARY_COMMAND_BUFFERS
+                    } else {
+                        vk::SubpassContents::INLINE
+                    },
                 );
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             }
-            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
-            let pc: Vec<u8> = [row, case.samples, case.delay].iter().flat_map(|v| v.to_ne_bytes()).collect();
-            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
-            d.cmd_draw(cb, 6, INSTANCES, 0, 0);
+            let second = if case.coverage { h / 4 } else { case.samples };
+            let pc: Vec<u8> = [row, second, case.delay].iter().flat_map(|v| v.to_ne_bytes()).collect();
+            // The instances, in order, over `draws` draws (firstInstance keeps
+            // each instance's index).
+            let per = case.instances().div_ceil(case.draws.max(1));
+            let draws: Vec<(u32, u32)> = (0..case.instances())
+                .step_by(per as usize)
+                .map(|first| (first, per.min(case.instances() - first)))
+                .collect();
+            let record = |cb: vk::CommandBuffer, draws: &[(u32, u32)]| {
+                if !case.shader_object {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                }
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
+                d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
+                for &(first, count) in draws {
+                    d.cmd_draw(cb, vertices, count, 0, first);
+                }
+            };
+            if case.secondaries {
+                let secondaries = d
+                    .allocate_command_buffers(
+                        &vk::CommandBufferAllocateInfo::default()
+                            .command_pool(secondary_pool)
+                            .level(vk::CommandBufferLevel::SECONDARY)
+                            .command_buffer_count(draws.len() as u32),
+                    )
+                    .unwrap();
+                for (sc, draw) in secondaries.iter().zip(&draws) {
+                    let inheritance =
+                        vk::CommandBufferInheritanceInfo::default().render_pass(render_pass).framebuffer(framebuffer);
+                    d.begin_command_buffer(
+                        *sc,
+                        &vk::CommandBufferBeginInfo::default()
+                            .flags(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE)
+                            .inheritance_info(&inheritance),
+                    )
+                    .unwrap();
+                    record(*sc, std::slice::from_ref(draw));
+                    d.end_command_buffer(*sc).unwrap();
+                }
+                d.cmd_execute_commands(cb, &secondaries);
+            } else {
+                record(cb, &draws);
+            }
             if case.shader_object {
                 d.cmd_end_rendering(cb);
             } else {
@@ -408,6 +647,12 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                     &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes }],
                 ),
             }
+            d.cmd_copy_buffer(
+                cb,
+                flags.buffer,
+                flags_readback.buffer,
+                &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes }],
+            );
             gpu.memory_barrier(
                 cb,
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
@@ -416,6 +661,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         });
         let submit_ns = started.elapsed().as_nanos() as u64;
         let result = std::slice::from_raw_parts(readback.map as *const u32, words).to_vec();
+        let flagged =
+            std::slice::from_raw_parts(flags_readback.map as *const u32, words).iter().filter(|f| **f != 0).count();
+        d.destroy_command_pool(secondary_pool, None);
 
         if case.shader_object {
             for sh in shaders {
@@ -437,8 +685,12 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         gpu.destroy_image((image, image_memory, view));
         gpu.destroy_buffer(storage);
         gpu.destroy_buffer(readback);
+        gpu.destroy_buffer(flags);
+        gpu.destroy_buffer(flags_readback);
 
         let (wrong_words, order_errors) = check_words(case, &result);
+        // The coverage family flags order errors apart from the words.
+        let order_errors = if case.coverage { flagged } else { order_errors };
         Outcome { words, wrong_words, order_errors, submit_ns, module_ns, pipeline_ns }
     }
 }
@@ -448,7 +700,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
 /// lost or an extra bit, words whose ordered-mode flag is set). A word the
 /// readback lacks counts as wrong, and so does one past the end.
 pub fn check_words(case: &Case, result: &[u32]) -> (usize, usize) {
-    let (row, h) = (case.row(), case.height);
+    let (row, h) = (case.row(), case.rows());
     let mut wrong = result.len().saturating_sub((row * h) as usize);
     let mut order_errors = 0;
     for y in 0..h {
@@ -458,10 +710,12 @@ pub fn check_words(case: &Case, result: &[u32]) -> (usize, usize) {
                 wrong += 1;
                 continue;
             };
-            if v & ORDER_ERROR != 0 {
+            // The coverage family uses every bit (its order flags are apart).
+            let flag = if case.coverage { 0 } else { ORDER_ERROR };
+            if v & flag != 0 {
                 order_errors += 1;
             }
-            if v & !ORDER_ERROR != expected_word(case, x, y) {
+            if v & !flag != expected_word(case, x, y) {
                 wrong += 1;
             }
         }

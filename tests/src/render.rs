@@ -124,6 +124,8 @@ pub struct Gpu {
     pub shading_rate: bool,
     /// ... with primitiveFragmentShadingRate.
     pub primitive_shading_rate: bool,
+    /// fragmentShaderShadingRateInterlock was enabled (with shading rates and interlock).
+    pub shading_rate_interlock: bool,
     /// VK_EXT_shader_object was enabled.
     pub shader_object: bool,
     /// VK_EXT_fragment_density_map was enabled.
@@ -298,9 +300,19 @@ impl Gpu {
             .tessellation_shader(supported.tessellation_shader == vk::TRUE)
             .pipeline_statistics_query(supported.pipeline_statistics_query == vk::TRUE)
             .logic_op(opts.dynamic_state && supported.logic_op == vk::TRUE);
+        let mut supported_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default();
+        if interlock {
+            let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_interlock);
+            unsafe { instance.get_physical_device_features2(pd, &mut q) };
+        }
+        let shading_rate_interlock = interlock
+            && opts.shading_rate
+            && has(ash::khr::fragment_shading_rate::NAME)
+            && supported_interlock.fragment_shader_shading_rate_interlock == vk::TRUE;
         let mut enable_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default()
             .fragment_shader_pixel_interlock(true)
-            .fragment_shader_sample_interlock(true);
+            .fragment_shader_sample_interlock(true)
+            .fragment_shader_shading_rate_interlock(shading_rate_interlock);
         let gpl = opts.pipeline_library && has(ash::ext::graphics_pipeline_library::NAME);
         let mut exts = if interlock { vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()] } else { vec![] };
         if gpl {
@@ -493,12 +505,30 @@ impl Gpu {
             interlock,
             shading_rate: fsr,
             primitive_shading_rate: primitive_fsr,
+            shading_rate_interlock,
             shader_object,
             fdm,
             fdm_offset,
             dynamic_state,
             khr_1_1: opts.khr_1_1,
             properties: props,
+        })
+    }
+
+    /// Whether the device lists the fragment size w×h at `samples` samples
+    /// (vkGetPhysicalDeviceFragmentShadingRatesKHR).
+    pub fn supports_rate(&self, w: u32, h: u32, samples: u32) -> bool {
+        let fsr = ash::khr::fragment_shading_rate::Instance::new(&self.entry, &self.instance);
+        let mut n = 0u32;
+        let _ =
+            unsafe { (fsr.fp().get_physical_device_fragment_shading_rates_khr)(self.pd, &mut n, std::ptr::null_mut()) };
+        let mut rates = vec![vk::PhysicalDeviceFragmentShadingRateKHR::default(); n as usize];
+        let _ =
+            unsafe { (fsr.fp().get_physical_device_fragment_shading_rates_khr)(self.pd, &mut n, rates.as_mut_ptr()) };
+        rates.iter().take(n as usize).any(|r| {
+            r.fragment_size.width == w
+                && r.fragment_size.height == h
+                && r.sample_counts.contains(vk::SampleCountFlags::from_raw(samples))
         })
     }
 

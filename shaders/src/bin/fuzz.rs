@@ -523,6 +523,8 @@ enum Pass {
     Parse,
     Serialized,
     Spinlock,
+    /// The ordered strategy's fragment lowering and vertex output.
+    Ordered,
     Fdm,
     Link,
 }
@@ -653,10 +655,29 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             }),
         ));
         let mut m = module.clone();
-        let cfg = spinlock::Config { set: 7, binding: 0, size: 2048 };
+        let cfg = spinlock::Config { set: 7, binding: 0, size: 2048, block: (0, 0) };
         passes.push((
             Pass::Spinlock,
             Box::new(move || spinlock::lower(&mut m, &cfg).map(|_| one(&m)).map_err(|e| e.to_string())),
+        ));
+        let mut m = module.clone();
+        let cfg = overlap_shaders::ordered::Config {
+            set: 7,
+            location: 31,
+            shading_rate: rng.chance(50),
+            demote: rng.chance(50),
+        };
+        passes.push((
+            Pass::Ordered,
+            Box::new(move || overlap_shaders::ordered::lower(&mut m, &cfg).map(|_| one(&m)).map_err(|e| e.to_string())),
+        ));
+    } else if overlap_shaders::ordered::declares_vertex_entry(&case.words) {
+        let mut m = module.clone();
+        passes.push((
+            Pass::Ordered,
+            Box::new(move || {
+                overlap_shaders::ordered::add_instance_output(&mut m, 31).map(|_| one(&m)).map_err(|e| e.to_string())
+            }),
         ));
     }
     if side == Side::Consumer {
@@ -824,7 +845,7 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         print!("{name:>17}");
     }
     println!();
-    for pass in [Pass::Parse, Pass::Serialized, Pass::Spinlock, Pass::Fdm, Pass::Link] {
+    for pass in [Pass::Parse, Pass::Serialized, Pass::Spinlock, Pass::Ordered, Pass::Fdm, Pass::Link] {
         print!("{:<12}", format!("{pass:?}"));
         for (o, _) in &outcomes {
             print!("{:>17}", stats.outcomes.get(&(pass, *o)).copied().unwrap_or(0));

@@ -394,8 +394,10 @@ fn interlock_matrix(
     opts.interlock = true;
     opts.shader_object = variant == Some("shader-object");
     opts.pipeline_library = variant == Some("inline");
+    let coverage = matches!(variant, Some("coverage" | "coverage-none"));
+    opts.shading_rate = coverage;
     let g = gpu(opts)?;
-    let negative = variant == Some("none");
+    let negative = matches!(variant, Some("none" | "coverage-none"));
     let inline = variant == Some("inline");
     if !g.interlock && !negative {
         println!("interlock=unsupported");
@@ -403,9 +405,19 @@ fn interlock_matrix(
     }
     let mut failures = 0;
     let mut lost = 0;
-    let cases = match size.and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?))) {
-        Some(wh) => interlock::matrix_sized(&[wh]),
-        None => interlock::matrix(variant == Some("quick") || negative || inline || variant == Some("shader-object")),
+    let sized = size.and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
+    let sizes: Vec<(u32, u32)> = match sized {
+        Some(wh) => vec![wh],
+        None if variant == Some("all") || variant.is_none() => vec![(64, 64), (37, 23)],
+        None => vec![(37, 23)],
+    };
+    // The 2x2 rate at each sample count, and shading-rate interlock.
+    let rate_ok = |samples: u32| g.shading_rate && g.shading_rate_interlock && g.supports_rate(2, 2, samples);
+    let cases = match variant {
+        Some("coverage") => interlock::coverage_matrix(&sizes, &interlock::COVERAGE_MODES),
+        Some("coverage-none") => interlock::coverage_matrix(&sizes, &["none", "none_rate"]),
+        Some("draws") => interlock::draws_matrix(&sizes),
+        _ => interlock::matrix_sized(&sizes),
     };
     if variant == Some("shader-object") && !g.shader_object {
         println!("shader_object=unsupported");
@@ -418,11 +430,16 @@ fn interlock_matrix(
         if case.shader_object && case.samples != 1 {
             continue;
         }
-        if negative {
+        if negative && !coverage {
             if !case.mode.starts_with("pixel_interlock_unordered") {
                 continue;
             }
             case.mode = "none";
+        }
+        if coverage && case.shading_rate() && !rate_ok(case.samples) {
+            // Reported, never passed silently.
+            println!("case={} result=unsupported", case.name());
+            continue;
         }
         let o = interlock::run(&g, &case);
         let ok = o.wrong_words == 0 && o.order_errors == 0;
@@ -450,8 +467,10 @@ fn interlock_matrix(
     }
 }
 
-/// Prints the interlock features as queried, then asks for shading-rate
-/// interlock, which must fail with VK_ERROR_FEATURE_NOT_PRESENT.
+/// Prints the interlock features (and, where the device has fragment
+/// shading rates, whether rates apply with interlock) as queried, then asks
+/// for shading-rate interlock: refused (VK_ERROR_FEATURE_NOT_PRESENT) unless
+/// the device has fragment shading rates.
 fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
     opts.interlock = true;
     let g = gpu(opts)?;
@@ -464,6 +483,25 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
     );
     println!("enabled={}", g.interlock);
     println!("max_bound_descriptor_sets={}", g.properties.limits.max_bound_descriptor_sets);
+    println!(
+        "max_vertex_output_components={} max_fragment_input_components={}",
+        g.properties.limits.max_vertex_output_components, g.properties.limits.max_fragment_input_components
+    );
+    let has_fsr = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }
+        .unwrap_or_default()
+        .iter()
+        .any(|e| e.extension_name_as_c_str() == Ok(ash::khr::fragment_shading_rate::NAME));
+    if has_fsr {
+        let mut fsr = vk::PhysicalDeviceFragmentShadingRatePropertiesKHR::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut fsr);
+        unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+        println!(
+            "rate_with_interlock={} max_fragment_size={}x{}",
+            fsr.fragment_shading_rate_with_fragment_shader_interlock,
+            fsr.max_fragment_size.width,
+            fsr.max_fragment_size.height
+        );
+    }
     let prio = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(g.queue_family).queue_priorities(&prio)];
     let exts = [ash::ext::fragment_shader_interlock::NAME.as_ptr()];
@@ -494,18 +532,7 @@ fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Opt
     if mode != "none" && !g.interlock {
         return Err("VK_EXT_fragment_shader_interlock is not available".into());
     }
-    let case = Case {
-        mode,
-        resource: Resource::Image,
-        discard: false,
-        samples: 1,
-        sample_shading: false,
-        width: w,
-        height: h,
-        delay: 0,
-        inline_module: false,
-        shader_object: false,
-    };
+    let case = Case::plain(mode, Resource::Image, false, 1, false, w, h);
     let mut times = Vec::new();
     let mut wrong = 0;
     for _ in 0..reps {

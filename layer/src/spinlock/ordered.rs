@@ -1,0 +1,1037 @@
+//! The device side of the `ordered` interlock strategy
+//! (`overlap_shaders::ordered` rewrites the shaders and documents the
+//! protocol).
+//!
+//! - **Cells**: a storage buffer of `grid`² cells (`4 + 2·slots` words
+//!   each; pixels further apart share cells), a uniform block per mode
+//!   (count, run, unordered) and a host-visible counters buffer, in three
+//!   descriptor sets of the reserved set's layout (bindings 1–3; binding 0
+//!   is the spinlock's lock image). They are made when the first ordered
+//!   module is rewritten (not at device creation: 1.1 GB by default), and
+//!   zeroed by a fill the layer submits, with a barrier, right before the
+//!   application's next `vkQueueSubmit`; from then on the protocol leaves
+//!   every cell zero after each draw.
+//! - **Draws** with an ordered pipeline bound become `barrier, bind(count),
+//!   draw, barrier, bind(run), draw` — the same command twice, so the same
+//!   fragments. The barriers are by-region fragment-shader → fragment-shader
+//!   memory barriers, which need a self-dependency in the subpass: every
+//!   render pass made on the device gets one per subpass (and one from each
+//!   subpass to the next), which changes no compatibility. Before every
+//!   render pass (and dynamic rendering) a barrier orders the previous
+//!   pass's cells before this one's.
+//! - **Fallbacks** (logged once per reason, `OVERLAP-Interlock-Order-Fallback`):
+//!   the draw binds the unordered set (a mutex per cell, no order) where
+//!   order cannot be had — dynamic rendering (no barrier may be recorded
+//!   inside it without `VK_KHR_dynamic_rendering_local_read`, which the
+//!   layer does not use yet), multiview subpasses, a pass the layer does not
+//!   know (a secondary without inheritance), an active pipeline-statistics,
+//!   primitives-generated or transform-feedback query (the count draw would
+//!   be counted), multi-draw indirect calls (one key space per call), and
+//!   pipelines the layer cannot order (decided at creation: see
+//!   [`super::PipelineKind`]).
+//! - **Counters**: overflowed cells, expired waits and keys not found are
+//!   read at each submission and at device destruction, and logged
+//!   (`OVERLAP-Interlock-Order-Lost`): order lost there, never silently.
+
+use super::{PipelineKind, Spinlock};
+use crate::device::DeviceCore;
+use crate::id;
+use ash::vk;
+use overlap_shaders::ordered::{MODE_COUNT, MODE_COUNT_MERGED, MODE_RUN, MODE_UNORDERED};
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+
+/// The ordered strategy's settings and limits, fixed at device creation.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The fragment shaders' instance-index input location (the vertex
+    /// shaders' output); the layer reports the varying limits below it.
+    pub location: u32,
+    pub slots: u32,
+    pub grid: u32,
+    pub wait: u32,
+    pub reverse: bool,
+    /// The application enabled a fragment shading rate: fragment shaders
+    /// read the coarse fragment's size.
+    pub shading_rate: bool,
+    /// The device has demote enabled: discards before a section are demoted
+    /// (`overlap_shaders::ordered::Config::demote`).
+    pub demote: bool,
+}
+
+/// Where a command buffer records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    None,
+    /// A render pass instance (or a secondary inheriting one): the pass and
+    /// the subpass.
+    Subpass(vk::RenderPass, u32),
+    Dynamic,
+    /// A secondary whose pass the layer does not know.
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct CommandBufferState {
+    pass: Pass,
+    /// Active queries the count draw would disturb.
+    counting_queries: u32,
+}
+
+/// The cells and their descriptor sets.
+struct Cells {
+    buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
+    counters: *const u32,
+    cells: vk::Buffer,
+    bytes: u64,
+    pool: vk::DescriptorPool,
+    /// Count, count merging equal keys, run and unordered sets.
+    sets: [vk::DescriptorSet; 4],
+    /// Not zeroed yet: the next submission does it first.
+    pending_clear: bool,
+    /// The clear command buffer per queue family.
+    clear: HashMap<u32, (vk::CommandPool, vk::CommandBuffer)>,
+    /// The counters last logged.
+    logged: [u32; overlap_shaders::ordered::COUNTERS],
+}
+
+// SAFETY: `counters` points into host-visible memory the layer mapped and
+// owns until `destroy`; it is read under the `Mutex` that holds `Cells`.
+unsafe impl Send for Cells {}
+
+pub struct Ordered {
+    pub cfg: Config,
+    cells: Mutex<Option<Result<Cells, ()>>>,
+    /// Per render pass made on the device: per subpass, whether it has the
+    /// layer's self-dependency (not in multiview subpasses).
+    render_passes: Mutex<HashMap<vk::RenderPass, Vec<bool>>>,
+    command_buffers: Mutex<HashMap<vk::CommandBuffer, CommandBufferState>>,
+    secondaries: Mutex<HashSet<vk::CommandBuffer>>,
+    query_pools: Mutex<HashMap<vk::QueryPool, vk::QueryType>>,
+    queues: Mutex<HashMap<vk::Queue, u32>>,
+}
+
+/// The barrier between the count and the run draw, and between ordered
+/// draws: fragment-shader writes to fragment-shader reads and writes.
+fn barrier(core: &DeviceCore, cb: vk::CommandBuffer, inside_pass: bool) {
+    let mb = [vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+        .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+    let flags = if inside_pass { vk::DependencyFlags::BY_REGION } else { vk::DependencyFlags::empty() };
+    // SAFETY: `cb` is recording (the caller's command is being recorded);
+    // inside a render pass instance the subpass has the layer's
+    // self-dependency with these scopes and BY_REGION
+    // (VUID-vkCmdPipelineBarrier-None-07889), and only a memory barrier is
+    // recorded there (VUID-vkCmdPipelineBarrier-bufferMemoryBarrierCount-01178).
+    unsafe {
+        (core.fns.fp_v1_0().cmd_pipeline_barrier)(
+            cb,
+            vk::PipelineStageFlags::FRAGMENT_SHADER,
+            vk::PipelineStageFlags::FRAGMENT_SHADER,
+            flags,
+            1,
+            mb.as_ptr(),
+            0,
+            std::ptr::null(),
+            0,
+            std::ptr::null(),
+        )
+    };
+}
+
+impl Ordered {
+    pub fn new(cfg: Config) -> Ordered {
+        Ordered {
+            cfg,
+            cells: Mutex::new(None),
+            render_passes: Default::default(),
+            command_buffers: Default::default(),
+            secondaries: Default::default(),
+            query_pools: Default::default(),
+            queues: Default::default(),
+        }
+    }
+
+    /// The set layout bindings 1–3 (cells, control, counters).
+    pub fn bindings() -> [vk::DescriptorSetLayoutBinding<'static>; 3] {
+        use overlap_shaders::ordered::{BINDING_CELLS, BINDING_CONTROL, BINDING_COUNTERS};
+        let b = |binding, ty| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(binding)
+                .descriptor_type(ty)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+        };
+        [
+            b(BINDING_CELLS, vk::DescriptorType::STORAGE_BUFFER),
+            b(BINDING_CONTROL, vk::DescriptorType::UNIFORM_BUFFER),
+            b(BINDING_COUNTERS, vk::DescriptorType::STORAGE_BUFFER),
+        ]
+    }
+
+    /// Makes the cells if they are not made yet; false when they cannot be
+    /// (the module is then lowered with the spinlock, logged).
+    pub fn ready(&self, core: &DeviceCore, s: &Spinlock) -> bool {
+        let mut cells = self.cells.lock();
+        if cells.is_none() {
+            let made = self.make(core, s);
+            match &made {
+                Ok(c) => core.log().info(
+                    id::INTERLOCK_ORDERED_CELLS,
+                    &format!(
+                        "ordered interlock: {} x {} cells of {} keys ({} MiB), zeroed before the next submission",
+                        self.cfg.grid,
+                        self.cfg.grid,
+                        self.cfg.slots,
+                        c.bytes >> 20
+                    ),
+                ),
+                Err(why) => core.log().error(
+                    id::INTERLOCK_ORDERED_CELLS,
+                    &format!("ordered interlock: cannot make the cells ({why}); ordered shaders get the spinlock"),
+                ),
+            }
+            *cells = Some(made.map_err(|_| ()));
+        }
+        matches!(*cells, Some(Ok(_)))
+    }
+
+    fn make(&self, core: &DeviceCore, s: &Spinlock) -> Result<Cells, String> {
+        let d = &core.fns;
+        let words = u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * self.cfg.slots);
+        let bytes = u64::from(self.cfg.grid) * u64::from(self.cfg.grid) * words * 4;
+        // SAFETY: the physical device the device was created on.
+        let props = unsafe { core.instance.fns.get_physical_device_memory_properties(core.physical_device) };
+        let mut c = Cells {
+            buffers: Vec::new(),
+            counters: std::ptr::null(),
+            cells: vk::Buffer::null(),
+            bytes,
+            pool: vk::DescriptorPool::null(),
+            sets: [vk::DescriptorSet::null(); 4],
+            pending_clear: true,
+            clear: HashMap::new(),
+            logged: [0; overlap_shaders::ordered::COUNTERS],
+        };
+        let r = (|| -> Result<(), String> {
+            let mut buffer = |size: u64, usage: vk::BufferUsageFlags, want: vk::MemoryPropertyFlags| {
+                crate::guard::injected_failure(&core.settings().debug_fail, "vkCreateBuffer")
+                    .map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
+                // SAFETY: a valid create info built here, on the layer's device.
+                let b = unsafe { d.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None) }
+                    .map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
+                // SAFETY: `b` was just made on this device.
+                let req = unsafe { d.get_buffer_memory_requirements(b) };
+                let Some(ty) = (0..props.memory_type_count).find(|&i| {
+                    req.memory_type_bits & (1 << i) != 0 && props.memory_types[i as usize].property_flags.contains(want)
+                }) else {
+                    // SAFETY: made above, used by nothing.
+                    unsafe { d.destroy_buffer(b, None) };
+                    return Err(format!("no memory type with {want:?}"));
+                };
+                crate::guard::injected_failure(&core.settings().debug_fail, "vkAllocateMemory")
+                    .map_err(|e| format!("vkAllocateMemory: {e:?}"))
+                    .inspect_err(|_| unsafe { d.destroy_buffer(b, None) })?;
+                // SAFETY: a size and a type the buffer's requirements allow
+                // (VUID-vkBindBufferMemory-memory-01035), bound once at 0.
+                let m = match unsafe {
+                    d.allocate_memory(
+                        &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                        None,
+                    )
+                } {
+                    Ok(m) => m,
+                    Err(e) => {
+                        // SAFETY: made above, used by nothing.
+                        unsafe { d.destroy_buffer(b, None) };
+                        return Err(format!("vkAllocateMemory ({size} bytes): {e:?}"));
+                    }
+                };
+                c.buffers.push((b, m));
+                // SAFETY: as above.
+                unsafe { d.bind_buffer_memory(b, m, 0) }.map_err(|e| format!("vkBindBufferMemory: {e:?}"))?;
+                Ok((b, m))
+            };
+            let (cells, _) = buffer(
+                bytes,
+                vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST,
+                vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            )?;
+            let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+            let (control, control_mem) = buffer(1024, vk::BufferUsageFlags::UNIFORM_BUFFER, host)?;
+            let (counters, counters_mem) = buffer(64, vk::BufferUsageFlags::STORAGE_BUFFER, host)?;
+            c.cells = cells;
+            // SAFETY: host-visible memory of the layer's own, mapped once, whole.
+            let map = |m| unsafe { d.map_memory(m, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) };
+            let control_map = map(control_mem).map_err(|e| format!("vkMapMemory: {e:?}"))? as *mut u32;
+            let counters_map = map(counters_mem).map_err(|e| format!("vkMapMemory: {e:?}"))? as *mut u32;
+            for (k, mode) in [MODE_COUNT, MODE_COUNT_MERGED, MODE_RUN, MODE_UNORDERED].into_iter().enumerate() {
+                let block = [mode, self.cfg.grid, self.cfg.slots, self.cfg.wait, u32::from(self.cfg.reverse)];
+                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 20 bytes long.
+                unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), control_map.add(64 * k), block.len()) };
+            }
+            // SAFETY: the mapping is 64 bytes (16 words).
+            unsafe { std::ptr::write_bytes(counters_map, 0, 16) };
+            c.counters = counters_map;
+            let sizes = [
+                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 4 },
+                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 8 },
+                vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 4 },
+            ];
+            // SAFETY: a valid create info built here.
+            c.pool = unsafe {
+                d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(4).pool_sizes(&sizes), None)
+            }
+            .map_err(|e| format!("vkCreateDescriptorPool: {e:?}"))?;
+            let layouts = [s.lock_layout; 4];
+            // SAFETY: the pool has room for four sets of the reserved layout.
+            let sets = unsafe {
+                d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(c.pool).set_layouts(&layouts),
+                )
+            }
+            .map_err(|e| format!("vkAllocateDescriptorSets: {e:?}"))?;
+            c.sets.copy_from_slice(&sets);
+            let image = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: s.view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }];
+            let cells_info = [vk::DescriptorBufferInfo { buffer: cells, offset: 0, range: vk::WHOLE_SIZE }];
+            let counters_info = [vk::DescriptorBufferInfo { buffer: counters, offset: 0, range: vk::WHOLE_SIZE }];
+            let controls: Vec<[vk::DescriptorBufferInfo; 1]> = (0..4u64)
+                .map(|k| [vk::DescriptorBufferInfo { buffer: control, offset: 256 * k, range: 256 }])
+                .collect();
+            let mut writes = Vec::new();
+            for (k, set) in c.sets.iter().enumerate() {
+                let w = |binding, ty| {
+                    vk::WriteDescriptorSet::default().dst_set(*set).dst_binding(binding).descriptor_type(ty)
+                };
+                writes.push(w(0, vk::DescriptorType::STORAGE_IMAGE).image_info(&image));
+                writes.push(w(1, vk::DescriptorType::STORAGE_BUFFER).buffer_info(&cells_info));
+                writes.push(w(2, vk::DescriptorType::UNIFORM_BUFFER).buffer_info(&controls[k]));
+                writes.push(w(3, vk::DescriptorType::STORAGE_BUFFER).buffer_info(&counters_info));
+            }
+            // SAFETY: each write matches its binding of the reserved layout;
+            // the sets are new and used by no command buffer.
+            unsafe { d.update_descriptor_sets(&writes, &[]) };
+            Ok(())
+        })();
+        match r {
+            Ok(()) => Ok(c),
+            Err(e) => {
+                // SAFETY: the layer's own objects, used by nothing yet.
+                unsafe { destroy_cells(d, &c) };
+                Err(e)
+            }
+        }
+    }
+
+    fn sets(&self) -> Option<[vk::DescriptorSet; 4]> {
+        match &*self.cells.lock() {
+            Some(Ok(c)) => Some(c.sets),
+            _ => None,
+        }
+    }
+
+    /// Why the draw about to be recorded on `cb` cannot be ordered, if so.
+    fn blocker(&self, cb: vk::CommandBuffer) -> Option<&'static str> {
+        let state = self.command_buffers.lock().get(&cb).copied();
+        let Some(state) = state else { return Some("a command buffer the layer has not seen begin") };
+        if state.counting_queries > 0 {
+            return Some("a pipeline-statistics, primitives-generated or transform-feedback query is active (the count draw would be counted)");
+        }
+        match state.pass {
+            Pass::Subpass(rp, subpass) => {
+                let ok = self.render_passes.lock().get(&rp).and_then(|v| v.get(subpass as usize).copied());
+                match ok {
+                    Some(true) => None,
+                    Some(false) => Some("a multiview subpass"),
+                    None => Some("a render pass made before the layer's ordered strategy ran"),
+                }
+            }
+            Pass::Dynamic => Some("dynamic rendering (barriers inside it need VK_KHR_dynamic_rendering_local_read)"),
+            Pass::Unknown => Some("a secondary command buffer whose render pass the layer does not know"),
+            Pass::None => Some("a draw outside a render pass"),
+        }
+    }
+}
+
+/// # Safety
+/// The objects are the layer's own, on `d`, used by no pending work.
+unsafe fn destroy_cells(d: &ash::Device, c: &Cells) {
+    // SAFETY: the caller's guarantee; null handles are ignored.
+    unsafe {
+        for (pool, _) in c.clear.values() {
+            d.destroy_command_pool(*pool, None);
+        }
+        d.destroy_descriptor_pool(c.pool, None);
+        for (b, m) in &c.buffers {
+            d.destroy_buffer(*b, None);
+            d.free_memory(*m, None);
+        }
+    }
+}
+
+impl Ordered {
+    /// Logs what the counters gained since the last submission (the device
+    /// is idle: the last word).
+    pub fn final_report(&self, log: &crate::log::Logger) {
+        if let Some(Ok(c)) = &mut *self.cells.lock() {
+            report_counters(log, c);
+        }
+    }
+
+    /// # Safety
+    /// The device is idle and being destroyed.
+    pub unsafe fn destroy(&self, d: &ash::Device) {
+        if let Some(Ok(c)) = &*self.cells.lock() {
+            // SAFETY: the caller's guarantee.
+            unsafe { destroy_cells(d, c) };
+        }
+    }
+}
+
+/// Logs what the counters gained since they were last logged.
+fn report_counters(log: &crate::log::Logger, c: &mut Cells) {
+    if c.counters.is_null() {
+        return;
+    }
+    let mut now = [0u32; overlap_shaders::ordered::COUNTERS];
+    for (k, v) in now.iter_mut().enumerate() {
+        // SAFETY: `counters` maps at least 16 words of coherent host-visible
+        // memory the GPU updates atomically; a volatile read of a word.
+        *v = unsafe { std::ptr::read_volatile(c.counters.add(k)) };
+    }
+    if now != c.logged {
+        let d: Vec<u32> = now.iter().zip(&c.logged).map(|(a, b)| a.wrapping_sub(*b)).collect();
+        log.warn(
+            id::INTERLOCK_ORDER_LOST,
+            &format!(
+                "ordered interlock could not order some critical sections (mutual exclusion kept): {} cell(s) held more primitives of one draw than interlock_ordered_slots, {} wait(s) expired (interlock_ordered_wait), {} key(s) not found, {} cell(s) with an instance index of 2^24 or more; totals {:?}",
+                d[0], d[1], d[2], d[3], now
+            ),
+        );
+        c.logged = now;
+    }
+}
+
+// Draws.
+
+/// Before a draw with an interlock pipeline bound: binds the reserved set;
+/// for an ordered pipeline that can be ordered here, records the count draw
+/// (through `count`, the command with the same arguments, straight to the
+/// next layer) between barriers first. `run` records the application's draw.
+pub fn draw(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    multi_draw: bool,
+    count: impl FnOnce(),
+    run: impl FnOnce(),
+) {
+    let Some((layout, kind)) = s.bound.lock().get(&cb).copied() else { return run() };
+    let bind = |set: vk::DescriptorSet| super::bind_set(core, s, cb, layout, set);
+    let (o, order, merge) = match (&s.ordered, kind) {
+        (Some(o), PipelineKind::Ordered { order, merge }) => (o, order, merge),
+        _ => {
+            bind(s.lock_set);
+            return run();
+        }
+    };
+    let Some([count_set, merged_set, run_set, unordered_set]) = o.sets() else {
+        // Cannot happen: ordered modules are made only once the cells exist.
+        bind(s.lock_set);
+        return run();
+    };
+    let why = order.err().or(multi_draw.then_some("a multi-draw indirect call")).or_else(|| o.blocker(cb));
+    match why {
+        None => {
+            barrier(core, cb, true);
+            bind(if merge { merged_set } else { count_set });
+            count();
+            barrier(core, cb, true);
+            bind(run_set);
+            run();
+        }
+        Some(why) => {
+            core.log().log_once(
+                crate::settings::LogLevel::Warn,
+                id::INTERLOCK_ORDER_FALLBACK,
+                why,
+                &format!("ordered interlock: draws run with mutual exclusion but not primitive order here: {why}"),
+            );
+            bind(unordered_set);
+            run();
+        }
+    }
+}
+
+// Render passes.
+
+/// The dependencies the layer adds to a render pass: each subpass on itself
+/// (for the barriers between the count and the run draw) and each subpass
+/// on the one before (cells are reused across subpasses).
+fn added_dependencies(subpasses: u32, multiview: &[bool]) -> Vec<vk::SubpassDependency> {
+    let stage = vk::PipelineStageFlags::FRAGMENT_SHADER;
+    let dep = |src, dst| vk::SubpassDependency {
+        src_subpass: src,
+        dst_subpass: dst,
+        src_stage_mask: stage,
+        dst_stage_mask: stage,
+        src_access_mask: vk::AccessFlags::SHADER_WRITE,
+        dst_access_mask: vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+        dependency_flags: vk::DependencyFlags::BY_REGION,
+    };
+    let mut v = Vec::new();
+    for i in 0..subpasses {
+        if !multiview.get(i as usize).copied().unwrap_or(false) {
+            v.push(dep(i, i));
+        }
+        if i > 0 {
+            v.push(dep(i - 1, i));
+        }
+    }
+    v
+}
+
+/// `vkCreateRenderPass`: the layer's dependencies added (none where the
+/// pass is multiview: its dependency counts are tied to view offsets).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateRenderPass` call; `next` calls down.
+pub unsafe fn create_render_pass(
+    _: &DeviceCore,
+    s: &Spinlock,
+    device: vk::Device,
+    info: *const vk::RenderPassCreateInfo<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+    next: impl FnOnce(
+        vk::Device,
+        *const vk::RenderPassCreateInfo<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::RenderPass,
+    ) -> vk::Result,
+) -> vk::Result {
+    let Some(o) = &s.ordered else { return next(device, info, alloc, out) };
+    // SAFETY: VUID-vkCreateRenderPass-pCreateInfo-parameter.
+    let ci = unsafe { &*info };
+    // SAFETY: a valid create info has a valid chain (VUID-VkRenderPassCreateInfo-pNext-pNext).
+    let multiview = unsafe { crate::pnext::find::<vk::RenderPassMultiviewCreateInfo>(ci.p_next) }
+        .is_some_and(|m| m.subpass_count > 0);
+    if multiview {
+        let r = next(device, info, alloc, out);
+        if r == vk::Result::SUCCESS {
+            // SAFETY: written by the successful call.
+            o.render_passes.lock().insert(unsafe { *out }, vec![false; ci.subpass_count as usize]);
+        }
+        return r;
+    }
+    // SAFETY: VUID-VkRenderPassCreateInfo-pDependencies-parameter.
+    let mut deps = unsafe { crate::ffi::slice(ci.p_dependencies, ci.dependency_count) }.to_vec();
+    deps.extend(added_dependencies(ci.subpass_count, &[]));
+    let mut copy = *ci;
+    copy.dependency_count = deps.len() as u32;
+    copy.p_dependencies = deps.as_ptr();
+    let r = next(device, &copy, alloc, out);
+    if r == vk::Result::SUCCESS {
+        // SAFETY: written by the successful call.
+        o.render_passes.lock().insert(unsafe { *out }, vec![true; ci.subpass_count as usize]);
+    }
+    r
+}
+
+/// `vkCreateRenderPass2`: as [`create_render_pass`]; multiview subpasses
+/// (a view mask) get no self-dependency.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCreateRenderPass2` call; `next` calls down.
+pub unsafe fn create_render_pass2(
+    _: &DeviceCore,
+    s: &Spinlock,
+    device: vk::Device,
+    info: *const vk::RenderPassCreateInfo2<'_>,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+    next: impl FnOnce(
+        vk::Device,
+        *const vk::RenderPassCreateInfo2<'_>,
+        *const vk::AllocationCallbacks<'_>,
+        *mut vk::RenderPass,
+    ) -> vk::Result,
+) -> vk::Result {
+    let Some(o) = &s.ordered else { return next(device, info, alloc, out) };
+    // SAFETY: VUID-vkCreateRenderPass2-pCreateInfo-parameter.
+    let ci = unsafe { &*info };
+    // SAFETY: VUID-VkRenderPassCreateInfo2-pSubpasses-parameter.
+    let subpasses = unsafe { crate::ffi::slice(ci.p_subpasses, ci.subpass_count) };
+    let multiview: Vec<bool> = subpasses.iter().map(|sp| sp.view_mask != 0).collect();
+    // SAFETY: VUID-VkRenderPassCreateInfo2-pDependencies-parameter.
+    let mut deps = unsafe { crate::ffi::slice(ci.p_dependencies, ci.dependency_count) }.to_vec();
+    for d in added_dependencies(ci.subpass_count, &multiview) {
+        let mut d2 = vk::SubpassDependency2::default()
+            .src_subpass(d.src_subpass)
+            .dst_subpass(d.dst_subpass)
+            .src_stage_mask(d.src_stage_mask)
+            .dst_stage_mask(d.dst_stage_mask)
+            .src_access_mask(d.src_access_mask)
+            .dst_access_mask(d.dst_access_mask)
+            .dependency_flags(d.dependency_flags);
+        if multiview.iter().any(|m| *m) {
+            // Between multiview subpasses: view-local (the views match).
+            d2 = d2.dependency_flags(d.dependency_flags | vk::DependencyFlags::VIEW_LOCAL);
+        }
+        deps.push(d2);
+    }
+    let mut copy = *ci;
+    copy.dependency_count = deps.len() as u32;
+    copy.p_dependencies = deps.as_ptr();
+    let r = next(device, &copy, alloc, out);
+    if r == vk::Result::SUCCESS {
+        // SAFETY: written by the successful call.
+        o.render_passes.lock().insert(unsafe { *out }, multiview.iter().map(|m| !m).collect());
+    }
+    r
+}
+
+pub fn forget_render_pass(s: &Spinlock, rp: vk::RenderPass) {
+    if let Some(o) = &s.ordered {
+        o.render_passes.lock().remove(&rp);
+    }
+}
+
+impl Ordered {
+    fn set_pass(&self, cb: vk::CommandBuffer, pass: Pass) {
+        self.command_buffers
+            .lock()
+            .entry(cb)
+            .or_insert(CommandBufferState { pass: Pass::None, counting_queries: 0 })
+            .pass = pass;
+    }
+}
+
+/// Before a render pass begins: the barrier that orders the cells of the
+/// passes before it (only once the device has ordered shaders).
+fn before_pass(core: &DeviceCore, o: &Ordered, cb: vk::CommandBuffer) {
+    if o.sets().is_some() {
+        barrier(core, cb, false);
+    }
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginRenderPass` call; `next` calls down.
+pub unsafe fn cmd_begin_render_pass(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    info: *const vk::RenderPassBeginInfo<'_>,
+    contents: vk::SubpassContents,
+    next: impl FnOnce(vk::CommandBuffer, *const vk::RenderPassBeginInfo<'_>, vk::SubpassContents),
+) {
+    if let Some(o) = &s.ordered {
+        before_pass(core, o, cb);
+        // SAFETY: VUID-vkCmdBeginRenderPass-pRenderPassBegin-parameter.
+        o.set_pass(cb, Pass::Subpass(unsafe { (*info).render_pass }, 0));
+    }
+    next(cb, info, contents)
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginRenderPass2` call; `next` calls down.
+pub unsafe fn cmd_begin_render_pass2(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    info: *const vk::RenderPassBeginInfo<'_>,
+    sub: *const vk::SubpassBeginInfo<'_>,
+    next: impl FnOnce(vk::CommandBuffer, *const vk::RenderPassBeginInfo<'_>, *const vk::SubpassBeginInfo<'_>),
+) {
+    if let Some(o) = &s.ordered {
+        before_pass(core, o, cb);
+        // SAFETY: VUID-vkCmdBeginRenderPass2-pRenderPassBegin-parameter.
+        o.set_pass(cb, Pass::Subpass(unsafe { (*info).render_pass }, 0));
+    }
+    next(cb, info, sub)
+}
+
+fn next_subpass(s: &Spinlock, cb: vk::CommandBuffer) {
+    if let Some(o) = &s.ordered {
+        if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
+            if let Pass::Subpass(rp, i) = st.pass {
+                st.pass = Pass::Subpass(rp, i + 1);
+            }
+        }
+    }
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkCmdNextSubpass` call; `next` calls down.
+pub unsafe fn cmd_next_subpass(
+    _: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    contents: vk::SubpassContents,
+    next: impl FnOnce(vk::CommandBuffer, vk::SubpassContents),
+) {
+    next_subpass(s, cb);
+    next(cb, contents)
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkCmdNextSubpass2` call; `next` calls down.
+pub unsafe fn cmd_next_subpass2(
+    _: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    b: *const vk::SubpassBeginInfo<'_>,
+    e: *const vk::SubpassEndInfo<'_>,
+    next: impl FnOnce(vk::CommandBuffer, *const vk::SubpassBeginInfo<'_>, *const vk::SubpassEndInfo<'_>),
+) {
+    next_subpass(s, cb);
+    next(cb, b, e)
+}
+
+/// At the end of a render pass or of dynamic rendering.
+pub fn end_pass(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
+    if let Some(o) = &s.ordered {
+        o.set_pass(cb, Pass::None);
+    }
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginRendering` call; `next` calls down.
+pub unsafe fn cmd_begin_rendering(
+    core: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    info: *const vk::RenderingInfo<'_>,
+    next: impl FnOnce(vk::CommandBuffer, *const vk::RenderingInfo<'_>),
+) {
+    if let Some(o) = &s.ordered {
+        // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter.
+        let resuming = unsafe { (*info).flags }.contains(vk::RenderingFlags::RESUMING);
+        if !resuming {
+            before_pass(core, o, cb);
+        }
+        o.set_pass(cb, Pass::Dynamic);
+    }
+    next(cb, info)
+}
+
+// Command buffers, queries, queues.
+
+/// # Safety
+/// The arguments are those of a valid `vkAllocateCommandBuffers` call; `next` calls down.
+pub unsafe fn allocate_command_buffers(
+    _: &DeviceCore,
+    s: &Spinlock,
+    device: vk::Device,
+    info: *const vk::CommandBufferAllocateInfo<'_>,
+    out: *mut vk::CommandBuffer,
+    next: impl FnOnce(vk::Device, *const vk::CommandBufferAllocateInfo<'_>, *mut vk::CommandBuffer) -> vk::Result,
+) -> vk::Result {
+    let r = next(device, info, out);
+    if let (Some(o), vk::Result::SUCCESS) = (&s.ordered, r) {
+        // SAFETY: VUID-vkAllocateCommandBuffers-pAllocateInfo-parameter, and
+        // the successful call wrote `commandBufferCount` handles
+        // (VUID-vkAllocateCommandBuffers-pCommandBuffers-parameter).
+        let (ci, cbs) = unsafe { (&*info, crate::ffi::slice(out, (*info).command_buffer_count)) };
+        let mut sec = o.secondaries.lock();
+        for cb in cbs {
+            // A handle may be reused after a pool was destroyed: its level is this allocation's.
+            if ci.level == vk::CommandBufferLevel::SECONDARY {
+                sec.insert(*cb);
+            } else {
+                sec.remove(cb);
+            }
+        }
+    }
+    r
+}
+
+/// `vkBeginCommandBuffer`: nothing bound, no query; a secondary continuing
+/// a render pass records in its inherited subpass (or dynamic rendering).
+///
+/// # Safety
+/// The arguments are those of a valid `vkBeginCommandBuffer` call; `next` calls down.
+pub unsafe fn begin_command_buffer(
+    _: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    info: *const vk::CommandBufferBeginInfo<'_>,
+    next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
+) -> vk::Result {
+    if let Some(o) = &s.ordered {
+        let mut state = CommandBufferState { pass: Pass::None, counting_queries: 0 };
+        // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter.
+        let bi = unsafe { &*info };
+        if o.secondaries.lock().contains(&cb) && bi.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE) {
+            state.pass = Pass::Unknown;
+            if !bi.p_inheritance_info.is_null() {
+                // SAFETY: a secondary command buffer's begin info points at a
+                // valid inheritance info (VUID-vkBeginCommandBuffer-commandBuffer-00051),
+                // whose chain is valid (VUID-VkCommandBufferInheritanceInfo-pNext-pNext).
+                let inh = unsafe { &*bi.p_inheritance_info };
+                if inh.render_pass != vk::RenderPass::null() {
+                    state.pass = Pass::Subpass(inh.render_pass, inh.subpass);
+                } else if unsafe { crate::pnext::find::<vk::CommandBufferInheritanceRenderingInfo>(inh.p_next) }
+                    .is_some()
+                {
+                    state.pass = Pass::Dynamic;
+                }
+                if !inh.pipeline_statistics.is_empty() {
+                    state.counting_queries = 1;
+                }
+            }
+        }
+        o.command_buffers.lock().insert(cb, state);
+    }
+    next(cb, info)
+}
+
+/// `vkCreateQueryPool`: the layer remembers the pool's type.
+pub fn note_query_pool(s: &Spinlock, info: &vk::QueryPoolCreateInfo, pool: vk::QueryPool) {
+    if let Some(o) = &s.ordered {
+        o.query_pools.lock().insert(pool, info.query_type);
+    }
+}
+
+pub fn forget_query_pool(s: &Spinlock, pool: vk::QueryPool) {
+    if let Some(o) = &s.ordered {
+        o.query_pools.lock().remove(&pool);
+    }
+}
+
+fn counting(o: &Ordered, pool: vk::QueryPool) -> bool {
+    matches!(
+        o.query_pools.lock().get(&pool),
+        Some(
+            &vk::QueryType::PIPELINE_STATISTICS
+                | &vk::QueryType::PRIMITIVES_GENERATED_EXT
+                | &vk::QueryType::TRANSFORM_FEEDBACK_STREAM_EXT
+        )
+    )
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginQuery` call; `next` calls down.
+pub unsafe fn cmd_begin_query(
+    _: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    pool: vk::QueryPool,
+    q: u32,
+    flags: vk::QueryControlFlags,
+    next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32, vk::QueryControlFlags),
+) {
+    if let Some(o) = s.ordered.as_ref().filter(|o| counting(o, pool)) {
+        if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
+            st.counting_queries += 1;
+        }
+    }
+    next(cb, pool, q, flags)
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkCmdEndQuery` call; `next` calls down.
+pub unsafe fn cmd_end_query(
+    _: &DeviceCore,
+    s: &Spinlock,
+    cb: vk::CommandBuffer,
+    pool: vk::QueryPool,
+    q: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32),
+) {
+    if let Some(o) = s.ordered.as_ref().filter(|o| counting(o, pool)) {
+        if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
+            st.counting_queries = st.counting_queries.saturating_sub(1);
+        }
+    }
+    next(cb, pool, q)
+}
+
+/// `vkGetDeviceQueue`: the layer remembers each queue's family (its clear
+/// command buffer must come from that family).
+///
+/// # Safety
+/// The arguments are those of a valid `vkGetDeviceQueue` call; `next` calls down.
+pub unsafe fn get_device_queue(
+    _: &DeviceCore,
+    s: &Spinlock,
+    device: vk::Device,
+    family: u32,
+    index: u32,
+    out: *mut vk::Queue,
+    next: impl FnOnce(vk::Device, u32, u32, *mut vk::Queue),
+) {
+    next(device, family, index, out);
+    if let Some(o) = &s.ordered {
+        // SAFETY: VUID-vkGetDeviceQueue-pQueue-parameter: written by the call.
+        o.queues.lock().insert(unsafe { *out }, family);
+    }
+}
+
+/// # Safety
+/// The arguments are those of a valid `vkGetDeviceQueue2` call; `next` calls down.
+pub unsafe fn get_device_queue2(
+    _: &DeviceCore,
+    s: &Spinlock,
+    device: vk::Device,
+    info: *const vk::DeviceQueueInfo2<'_>,
+    out: *mut vk::Queue,
+    next: impl FnOnce(vk::Device, *const vk::DeviceQueueInfo2<'_>, *mut vk::Queue),
+) {
+    next(device, info, out);
+    if let Some(o) = &s.ordered {
+        // SAFETY: VUID-vkGetDeviceQueue2-pQueueInfo-parameter and -pQueue-parameter.
+        let (family, q) = unsafe { ((*info).queue_family_index, *out) };
+        if q != vk::Queue::null() {
+            o.queues.lock().insert(q, family);
+        }
+    }
+}
+
+impl Ordered {
+    /// At a submission on `queue`: the counters logged, and the clear
+    /// command buffer (recorded for the queue's family) when the cells are
+    /// still to be zeroed. Returns it, to go first in this submission.
+    fn before_submit(&self, core: &DeviceCore, s: &Spinlock, queue: vk::Queue) -> Option<vk::CommandBuffer> {
+        let mut guard = self.cells.lock();
+        let Some(Ok(c)) = &mut *guard else { return None };
+        report_counters(core.log(), c);
+        if !c.pending_clear {
+            return None;
+        }
+        let Some(family) = self.queues.lock().get(&queue).copied() else {
+            core.log().log_once(
+                crate::settings::LogLevel::Error,
+                id::INTERLOCK_ORDERED_CELLS,
+                "queue",
+                "ordered interlock: a submission on a queue the layer did not see vkGetDeviceQueue return; the cells are zeroed on the next known queue",
+            );
+            return None;
+        };
+        let d = &core.fns;
+        let cb = match c.clear.get(&family) {
+            Some((_, cb)) => *cb,
+            None => {
+                // SAFETY: valid create and allocate infos for this device; the
+                // family is one the application created a queue in.
+                let made = unsafe {
+                    d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
+                }
+                .and_then(|pool| {
+                    // SAFETY: as above.
+                    let cb = unsafe {
+                        d.allocate_command_buffers(
+                            &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
+                        )
+                    };
+                    match cb {
+                        Ok(v) => Ok((pool, v[0])),
+                        Err(e) => {
+                            // SAFETY: made above, used by nothing.
+                            unsafe { d.destroy_command_pool(pool, None) };
+                            Err(e)
+                        }
+                    }
+                });
+                let Ok((pool, cb)) = made else {
+                    core.log().error(id::INTERLOCK_ORDERED_CELLS, "ordered interlock: cannot make the command buffer that zeroes the cells; tried again at the next submission");
+                    return None;
+                };
+                if let Some(set_data) = s.set_loader_data {
+                    // SAFETY: the loader's vkSetDeviceLoaderData on a
+                    // dispatchable object the layer got from the chain below
+                    // (LoaderLayerInterface.md, "Creating New Dispatchable Objects").
+                    unsafe {
+                        let _ = set_data(d.handle(), vk::Handle::as_raw(cb) as *mut _);
+                    }
+                }
+                let range = vk::WHOLE_SIZE;
+                // SAFETY: a fresh command buffer; the fill covers the layer's
+                // cells buffer (TRANSFER_DST usage), then a barrier makes the
+                // zeros visible to every later fragment shader on the queue.
+                let rec = unsafe {
+                    d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).and_then(|_| {
+                        d.cmd_fill_buffer(cb, c.cells, 0, range, 0);
+                        let mb = [vk::MemoryBarrier::default()
+                            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+                        d.cmd_pipeline_barrier(
+                            cb,
+                            vk::PipelineStageFlags::TRANSFER,
+                            vk::PipelineStageFlags::FRAGMENT_SHADER,
+                            vk::DependencyFlags::empty(),
+                            &mb,
+                            &[],
+                            &[],
+                        );
+                        d.end_command_buffer(cb)
+                    })
+                };
+                if rec.is_err() {
+                    // SAFETY: not submitted.
+                    unsafe { d.destroy_command_pool(pool, None) };
+                    core.log().error(
+                        id::INTERLOCK_ORDERED_CELLS,
+                        "ordered interlock: cannot record the zeroing of the cells; tried again at the next submission",
+                    );
+                    return None;
+                }
+                c.clear.insert(family, (pool, cb));
+                cb
+            }
+        };
+        c.pending_clear = false;
+        core.log().info(id::INTERLOCK_ORDERED_CELLS, "ordered interlock: the cells are zeroed before this submission");
+        Some(cb)
+    }
+}
+
+/// `vkQueueSubmit`: the cells' zeroing goes first where it is pending.
+///
+/// # Safety
+/// The arguments are those of a valid `vkQueueSubmit` call; `next` calls down.
+pub unsafe fn queue_submit(
+    core: &DeviceCore,
+    s: &Spinlock,
+    queue: vk::Queue,
+    n: u32,
+    submits: *const vk::SubmitInfo<'_>,
+    fence: vk::Fence,
+    next: impl FnOnce(vk::Queue, u32, *const vk::SubmitInfo<'_>, vk::Fence) -> vk::Result,
+) -> vk::Result {
+    let Some(clear) = s.ordered.as_ref().and_then(|o| o.before_submit(core, s, queue)) else {
+        return next(queue, n, submits, fence);
+    };
+    let cbs = [clear];
+    let mut all = vec![vk::SubmitInfo::default().command_buffers(&cbs)];
+    // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter: `submitCount` valid infos.
+    all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });
+    next(queue, all.len() as u32, all.as_ptr(), fence)
+}
+
+/// `vkQueueSubmit2`: as [`queue_submit`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkQueueSubmit2` call; `next` calls down.
+pub unsafe fn queue_submit2(
+    core: &DeviceCore,
+    s: &Spinlock,
+    queue: vk::Queue,
+    n: u32,
+    submits: *const vk::SubmitInfo2<'_>,
+    fence: vk::Fence,
+    next: impl FnOnce(vk::Queue, u32, *const vk::SubmitInfo2<'_>, vk::Fence) -> vk::Result,
+) -> vk::Result {
+    let Some(clear) = s.ordered.as_ref().and_then(|o| o.before_submit(core, s, queue)) else {
+        return next(queue, n, submits, fence);
+    };
+    let cbs = [vk::CommandBufferSubmitInfo::default().command_buffer(clear)];
+    let mut all = vec![vk::SubmitInfo2::default().command_buffer_infos(&cbs)];
+    // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter: `submitCount` valid infos.
+    all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });
+    next(queue, all.len() as u32, all.as_ptr(), fence)
+}

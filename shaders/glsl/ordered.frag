@@ -1,0 +1,323 @@
+#version 450
+// The ordered interlock strategy's protocol (`overlap_shaders::ordered`):
+// functions the layer links into every fragment shader that declares an
+// ordered interlock mode. Each ordered draw is recorded twice with the same
+// state: a *count* draw (mode 0), in which every fragment appends its key
+// (instance, primitive) to the cell of each pixel it covers and terminates,
+// then, after a barrier, the *run* draw (mode 1): the application's shader,
+// whose critical section is entered only when every fragment of a smaller key
+// in each of its cells has left (or skipped) its section. Mode 2 (unordered)
+// is the fallback where order cannot be had: a per-cell mutex only.
+//
+// Cell (uints): a header of 8 — 0 slots used, 1 invocations registered,
+// 2 invocations done, 3 mutex, 4-5 finished bits (one per slot), 6 flags
+// (1: a key out of range) — then `slots` slots of two uints: (multiplicity
+// << 24 | instance, primitive). A slot holds a key and how many invocations
+// have it (a primitive's samples when shading per sample, in the dedup
+// count mode 3; a line's fragments ...). The header is zero between draws:
+// the last invocation of a draw to finish with a cell resets it.
+//
+// Compiled twice by `shaders/glsl/generate` into shaders/src/generated/: with
+// the GLSL450 memory model (device scope) and with the Vulkan memory model
+// (-DVULKAN_MM: queue-family scope, visibility operations); the module's own
+// model picks one. Set 0 becomes the reserved set when linked.
+#extension GL_KHR_memory_scope_semantics : require
+#ifdef VULKAN_MM
+#pragma use_vulkan_memory_model
+#define SCOPE gl_ScopeQueueFamily
+#define ACQ (gl_SemanticsAcquire | gl_SemanticsMakeVisible)
+#define REL (gl_SemanticsRelease | gl_SemanticsMakeAvailable)
+#define ACQREL (gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible)
+#else
+#define SCOPE gl_ScopeDevice
+#define ACQ gl_SemanticsAcquire
+#define REL gl_SemanticsRelease
+#define ACQREL gl_SemanticsAcquireRelease
+#endif
+#define STORAGE (gl_StorageSemanticsBuffer | gl_StorageSemanticsImage)
+#define RELAXED gl_SemanticsRelaxed
+
+layout(set = 0, binding = 1, std430) coherent buffer OverlapCells { uint w[]; } ovl_cells;
+layout(set = 0, binding = 2, std140) uniform OverlapControl {
+    uint mode;      // 0 count, 1 run, 2 unordered (mutex only), 3 count merging equal keys
+    uint grid;      // cells per side (a power of two); pixels further apart share cells
+    uint slots;     // slots per cell (at most 64: one finished bit each)
+    uint timeout;   // polls before a wait gives up and enters under the mutex
+    uint reverse;   // testing only: the key order reversed
+} ovl_ctl;
+// 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
+layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
+
+// Set by the rewritten shader before ovl_begin().
+uvec2 ovl_origin;   // the fragment's area (in cells: pixels, or samples): origin and size
+uvec2 ovl_size;
+uvec2 ovl_key;      // (instance index, primitive id)
+bool ovl_helper;    // a helper invocation (or demoted): takes part in nothing
+
+// Per-invocation state, for each cell of the area (at most 4x4).
+uvec2 ovl_smaller[16]; // the slots holding smaller keys
+uvec2 ovl_equal[16];   // the slots holding this invocation's key; 0: no order in this cell
+uint ovl_flags;
+uint ovl_polls;
+
+const uint HEADER = 8u;
+const uint MULT = 0x01000000u;
+const uint INSTANCE = 0x00ffffffu;
+const uint REGISTERED = 1u;
+const uint FINISHED = 2u;
+const uint HOLDS = 4u;
+const uint EXPIRED = 8u;
+
+uint ovl_cell(uint dx, uint dy) {
+    uint m = ovl_ctl.grid - 1u;
+    uvec2 p = ovl_origin + uvec2(dx, dy);
+    return ((p.y & m) * ovl_ctl.grid + (p.x & m)) * (HEADER + 2u * ovl_ctl.slots);
+}
+
+bool ovl_less(uvec2 a, uvec2 b) {
+    if (ovl_ctl.reverse != 0u) {
+        uvec2 t = a;
+        a = b;
+        b = t;
+    }
+    return a.x < b.x || (a.x == b.x && a.y < b.y);
+}
+
+uvec2 ovl_bit(uint j) {
+    return j < 32u ? uvec2(1u << j, 0u) : uvec2(0u, 1u << (j - 32u));
+}
+
+// A new slot for the key, or (dedup) one more invocation on its slot.
+void ovl_append(uint c, bool dedup) {
+    uint n = atomicLoad(ovl_cells.w[c], SCOPE, STORAGE, ACQ);
+    if (dedup) {
+        for (uint j = 0u; j < min(n, ovl_ctl.slots); j++) {
+            uint hi = ovl_cells.w[c + HEADER + 2u * j];
+            if ((hi & INSTANCE) == ovl_key.x && ovl_cells.w[c + HEADER + 2u * j + 1u] == ovl_key.y) {
+                atomicAdd(ovl_cells.w[c + HEADER + 2u * j], MULT, SCOPE, STORAGE, RELAXED);
+                return;
+            }
+        }
+    }
+    uint s = atomicAdd(ovl_cells.w[c], 1u, SCOPE, STORAGE, RELAXED);
+    if (s < ovl_ctl.slots) {
+        ovl_cells.w[c + HEADER + 2u * s] = MULT | ovl_key.x;
+        ovl_cells.w[c + HEADER + 2u * s + 1u] = ovl_key.y;
+    } else if (s == ovl_ctl.slots) {
+        atomicAdd(ovl_counters.c[0], 1u, SCOPE, STORAGE, RELAXED);
+    }
+}
+
+// The count draw: register in every cell of the area. In mode 3 equal keys
+// share a slot: appends take the cell's mutex (free in the count draw).
+void ovl_count(bool dedup) {
+    for (uint dy = 0u; dy < ovl_size.y; dy++) {
+        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+            uint c = ovl_cell(dx, dy);
+            atomicAdd(ovl_cells.w[c + 1u], 1u, SCOPE, STORAGE, RELAXED);
+            if (ovl_key.x > INSTANCE) {
+                if ((atomicOr(ovl_cells.w[c + 6u], 1u, SCOPE, STORAGE, RELAXED) & 1u) == 0u) {
+                    atomicAdd(ovl_counters.c[3], 1u, SCOPE, STORAGE, RELAXED);
+                }
+            } else if (!dedup) {
+                ovl_append(c, false);
+            } else {
+                // One try per iteration, and the winner's append and release
+                // inside that iteration (both paths meet before the loop goes
+                // on: no lane spins past a holder of its own subgroup that
+                // has not run yet). Bounded: an expired wait appends a slot
+                // of its own without the mutex (equal keys in two slots are
+                // still one group, at the cost of a slot).
+                bool done = false;
+                for (uint tries = 0u; !done; tries++) {
+                    if (tries >= ovl_ctl.timeout) {
+                        atomicAdd(ovl_counters.c[1], 1u, SCOPE, STORAGE, RELAXED);
+                        ovl_append(c, false);
+                        done = true;
+                    } else if (atomicCompSwap(ovl_cells.w[c + 3u], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == 0u) {
+                        ovl_append(c, true);
+                        atomicStore(ovl_cells.w[c + 3u], 0u, SCOPE, STORAGE, REL);
+                        done = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The run draw: the slots of smaller keys and of this key in every cell
+// (after the barrier that follows the count draw, the cells hold every key).
+void ovl_lookup() {
+    uint k = 0u;
+    for (uint dy = 0u; dy < ovl_size.y; dy++) {
+        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+            uint c = ovl_cell(dx, dy);
+            uint n = atomicLoad(ovl_cells.w[c], SCOPE, STORAGE, ACQ);
+            uvec2 smaller = uvec2(0u);
+            uvec2 equal = uvec2(0u);
+            if (n <= ovl_ctl.slots && ovl_cells.w[c + 6u] == 0u) {
+                for (uint j = 0u; j < n; j++) {
+                    uvec2 other = uvec2(ovl_cells.w[c + HEADER + 2u * j] & INSTANCE, ovl_cells.w[c + HEADER + 2u * j + 1u]);
+                    if (other == ovl_key) {
+                        equal |= ovl_bit(j);
+                    } else if (ovl_less(other, ovl_key)) {
+                        smaller |= ovl_bit(j);
+                    }
+                }
+                if (equal == uvec2(0u)) {
+                    atomicAdd(ovl_counters.c[2], 1u, SCOPE, STORAGE, RELAXED);
+                }
+            }
+            ovl_smaller[k] = smaller;
+            ovl_equal[k] = equal;
+            k++;
+        }
+    }
+}
+
+// At the entry, after the inputs are set: true in the count draw, where the
+// caller terminates the invocation.
+bool ovl_begin() {
+    ovl_flags = 0u;
+    ovl_polls = 0u;
+    bool counting = ovl_ctl.mode == 0u || ovl_ctl.mode == 3u;
+    if (ovl_helper) {
+        return counting;
+    }
+    if (counting) {
+        ovl_count(ovl_ctl.mode == 3u);
+        return true;
+    }
+    if (ovl_ctl.mode == 1u) {
+        ovl_flags = REGISTERED;
+        ovl_lookup();
+    }
+    return false;
+}
+
+// Leaves the area's cells for good: one invocation less on its slot (the
+// last sets the slot's finished bit), and the last invocation of the draw in
+// a cell resets the cell's header. Never blocks; runs once.
+void ovl_finish() {
+    if ((ovl_flags & (REGISTERED | FINISHED)) != REGISTERED) {
+        return;
+    }
+    ovl_flags |= FINISHED;
+    uint k = 0u;
+    for (uint dy = 0u; dy < ovl_size.y; dy++) {
+        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+            uint c = ovl_cell(dx, dy);
+            uvec2 equal = ovl_equal[k];
+            bool left = false;
+            for (uint word = 0u; word < 2u && !left; word++) {
+                uint bits = word == 0u ? equal.x : equal.y;
+                while (bits != 0u && !left) {
+                    uint j = uint(findLSB(bits)) + 32u * word;
+                    bits &= bits - 1u;
+                    uint at = c + HEADER + 2u * j;
+                    for (uint tries = 0u; tries < 256u; tries++) {
+                        uint hi = atomicLoad(ovl_cells.w[at], SCOPE, STORAGE, RELAXED);
+                        if (hi < MULT) {
+                            break; // every invocation of this slot has left
+                        }
+                        if (atomicCompSwap(ovl_cells.w[at], hi, hi - MULT, SCOPE, STORAGE, RELAXED, STORAGE, RELAXED) == hi) {
+                            if (hi < 2u * MULT) {
+                                atomicOr(ovl_cells.w[c + 4u + j / 32u], 1u << (j % 32u), SCOPE, STORAGE, REL);
+                            }
+                            left = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            uint done = atomicAdd(ovl_cells.w[c + 2u], 1u, SCOPE, STORAGE, ACQREL) + 1u;
+            if (done == atomicLoad(ovl_cells.w[c + 1u], SCOPE, STORAGE, RELAXED)) {
+                atomicStore(ovl_cells.w[c], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 1u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 2u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 4u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 5u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[c + 6u], 0u, SCOPE, STORAGE, RELAXED);
+            }
+            k++;
+        }
+    }
+}
+
+// One try to enter the critical section: every smaller key has finished in
+// each cell (or the wait expired, or the section runs a second time), and
+// every cell's mutex is free (all or none are taken: no invocation holds one
+// while it waits).
+bool ovl_try_enter() {
+    if (ovl_helper) {
+        return true;
+    }
+    if ((ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED) {
+        uint k = 0u;
+        for (uint dy = 0u; dy < ovl_size.y; dy++) {
+            for (uint dx = 0u; dx < ovl_size.x; dx++) {
+                uvec2 need = ovl_smaller[k];
+                if (need != uvec2(0u)) {
+                    uint c = ovl_cell(dx, dy);
+                    // Relaxed: the mutex taken below (acquire) synchronizes
+                    // with the predecessor's release of it, which came
+                    // before its finished bit; no fence on every poll.
+                    uvec2 f = uvec2(atomicLoad(ovl_cells.w[c + 4u], SCOPE, STORAGE, RELAXED),
+                                    atomicLoad(ovl_cells.w[c + 5u], SCOPE, STORAGE, RELAXED));
+                    if ((f & need) != need) {
+                        ovl_polls++;
+                        if (ovl_polls < ovl_ctl.timeout) {
+                            return false;
+                        }
+                        ovl_flags |= EXPIRED;
+                        atomicAdd(ovl_counters.c[1], 1u, SCOPE, STORAGE, RELAXED);
+                    }
+                }
+                k++;
+            }
+        }
+    }
+    uint taken = 0u;
+    for (uint dy = 0u; dy < ovl_size.y; dy++) {
+        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+            uint c = ovl_cell(dx, dy);
+            if (atomicCompSwap(ovl_cells.w[c + 3u], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) != 0u) {
+                uint j = 0u;
+                for (uint ey = 0u; ey < ovl_size.y && j < taken; ey++) {
+                    for (uint ex = 0u; ex < ovl_size.x && j < taken; ex++) {
+                        atomicStore(ovl_cells.w[ovl_cell(ex, ey) + 3u], 0u, SCOPE, STORAGE, RELAXED);
+                        j++;
+                    }
+                }
+                return false;
+            }
+            taken++;
+        }
+    }
+    ovl_flags |= HOLDS;
+    return true;
+}
+
+// Leaves the critical section (at its end, or before a kill or demote inside it).
+void ovl_leave() {
+    if ((ovl_flags & HOLDS) != 0u) {
+        ovl_flags &= ~HOLDS;
+        for (uint dy = 0u; dy < ovl_size.y; dy++) {
+            for (uint dx = 0u; dx < ovl_size.x; dx++) {
+                atomicStore(ovl_cells.w[ovl_cell(dx, dy) + 3u], 0u, SCOPE, STORAGE, REL);
+            }
+        }
+    }
+    ovl_finish();
+}
+
+// Only so that every function is compiled; never linked.
+layout(location = 0) out uvec4 ovl_unused;
+void main() {
+    if (ovl_begin()) {
+        discard;
+    }
+    ovl_unused = uvec4(ovl_try_enter() ? 1u : 0u);
+    ovl_leave();
+    ovl_finish();
+}
