@@ -117,10 +117,20 @@ impl Varyings {
     /// # Safety
     /// `info` is a valid create info.
     pub unsafe fn note_pipeline_layout(&self, info: &vk::PipelineLayoutCreateInfo, layout: vk::PipelineLayout) {
-        let mut env = LinkEnv::default();
         // SAFETY: VUID-VkPipelineLayoutCreateInfo-pSetLayouts-parameter:
         // `setLayoutCount` handles (`info` is valid, the caller's guarantee).
         let sets = unsafe { crate::ffi::slice(info.p_set_layouts, info.set_layout_count) };
+        // SAFETY: VUID-VkPipelineLayoutCreateInfo-pPushConstantRanges-parameter:
+        // `pushConstantRangeCount` valid ranges.
+        let ranges = unsafe { crate::ffi::slice(info.p_push_constant_ranges, info.push_constant_range_count) };
+        self.layouts.lock().insert(layout, Arc::new(self.env_from(sets, ranges)));
+    }
+
+    /// What a fragment stage using these set layouts and push constant
+    /// ranges may read: the uniform buffers visible to it, its push
+    /// constant ranges (the pipeline layouts' and the shader objects' rule).
+    fn env_from(&self, sets: &[vk::DescriptorSetLayout], ranges: &[vk::PushConstantRange]) -> LinkEnv {
+        let mut env = LinkEnv::default();
         let known = self.set_layouts.lock();
         for (set, l) in sets.iter().enumerate() {
             for (binding, ty, stages) in known.get(l).map(|v| &v[..]).unwrap_or(&[]) {
@@ -131,15 +141,12 @@ impl Varyings {
                 }
             }
         }
-        // SAFETY: VUID-VkPipelineLayoutCreateInfo-pPushConstantRanges-parameter:
-        // `pushConstantRangeCount` valid ranges.
-        let ranges = unsafe { crate::ffi::slice(info.p_push_constant_ranges, info.push_constant_range_count) };
         for r in ranges {
             if r.stage_flags.contains(vk::ShaderStageFlags::FRAGMENT) {
                 env.push_constants.push((r.offset, r.size));
             }
         }
-        self.layouts.lock().insert(layout, Arc::new(env));
+        env
     }
 
     fn env(&self, layout: vk::PipelineLayout) -> Arc<LinkEnv> {

@@ -36,23 +36,7 @@ impl Varyings {
         if !self.uniforms {
             return Arc::default();
         }
-        let mut env = LinkEnv::default();
-        let known = self.set_layouts.lock();
-        for (set, l) in sets.iter().enumerate() {
-            for (binding, ty, stages) in known.get(l).map(|v| &v[..]).unwrap_or(&[]) {
-                let ubo =
-                    matches!(*ty, vk::DescriptorType::UNIFORM_BUFFER | vk::DescriptorType::UNIFORM_BUFFER_DYNAMIC);
-                if ubo && stages.contains(vk::ShaderStageFlags::FRAGMENT) {
-                    env.uniform_buffers.insert((set as u32, *binding));
-                }
-            }
-        }
-        for r in ranges {
-            if r.stage_flags.contains(vk::ShaderStageFlags::FRAGMENT) {
-                env.push_constants.push((r.offset, r.size));
-            }
-        }
-        Arc::new(env)
+        Arc::new(self.env_from(sets, ranges))
     }
 }
 
