@@ -44,18 +44,10 @@ fn create_destroy_and_render_are_leak_free_under_valgrind() {
         (&["render", "renderpass", "32", "32"][..], "auto"),
         (&["interlock-features"][..], "spinlock"),
     ] {
-        let mut cmd = harness::vk_command("valgrind", Layers::Overlap);
-        cmd.args([
-            "--keep-debuginfo=yes",
-            "--leak-check=full",
-            "--errors-for-leak-kinds=definite",
-            "--error-exitcode=99",
-        ])
-        .arg(format!("--suppressions={}", supp.display()))
-        .arg(harness::testapp())
-        .args(args)
-        .env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "1")
-        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy);
+        let mut cmd = memcheck(&supp);
+        cmd.args(args)
+            .env("VK_OVERLAP_EMULATION_FORCE_ENABLE", "1")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy);
         let o = run_with_timeout(&mut cmd, Duration::from_secs(300));
         assert_eq!(o.code, Some(0), "valgrind {args:?} reports errors:\n{}", o.stderr);
         assert!(
@@ -134,17 +126,8 @@ fn every_capability_is_leak_free_under_valgrind() {
     assert!(harness::have("valgrind"), "valgrind is missing: run ci/setup");
     let supp = Path::new(env!("CARGO_MANIFEST_DIR")).join("valgrind.supp");
     for strategy in ["auto", "spinlock"] {
-        let mut cmd = harness::vk_command("valgrind", Layers::Overlap);
-        cmd.args([
-            "--keep-debuginfo=yes",
-            "--leak-check=full",
-            "--errors-for-leak-kinds=definite",
-            "--error-exitcode=99",
-        ])
-        .arg(format!("--suppressions={}", supp.display()))
-        .arg(harness::testapp())
-        .args(["stress", "2", "2"])
-        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy);
+        let mut cmd = memcheck(&supp);
+        cmd.args(["stress", "2", "2"]).env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy);
         let o = run_with_timeout(&mut cmd, Duration::from_secs(300));
         assert_eq!(o.code, Some(0), "valgrind stress ({strategy}) reports errors:\n{}\n{}", o.stdout, o.stderr);
         assert!(o.stdout.contains("stress threads=2 iterations=2"), "{}", o.stdout);
@@ -160,4 +143,14 @@ fn every_capability_is_leak_free_under_valgrind() {
     let o = run_with_timeout(&mut cmd, Duration::from_secs(120));
     assert_eq!(o.code, Some(99), "{}", o.stderr);
     assert!(o.stderr.contains("definitely lost: 65,536 bytes in 16 blocks"), "{}", o.stderr);
+}
+
+/// valgrind memcheck through Overlap over the test app: definite leaks and
+/// memory errors exit 99, with the project's suppressions.
+fn memcheck(supp: &Path) -> std::process::Command {
+    let mut cmd = harness::vk_command("valgrind", Layers::Overlap);
+    cmd.args(["--keep-debuginfo=yes", "--leak-check=full", "--errors-for-leak-kinds=definite", "--error-exitcode=99"])
+        .arg(format!("--suppressions={}", supp.display()))
+        .arg(harness::testapp());
+    cmd
 }
