@@ -13,11 +13,16 @@
 //! - **copies**: `OpCopyObject` is replaced by its operand;
 //! - **equal expressions** (value numbering): two instructions with the same
 //!   opcode, result type and operands, of a side-effect-free kind (arithmetic,
-//!   conversions, comparisons, composites, access chains, and loads from
+//!   conversions, comparisons, composites, access chains, `GLSL.std.450`
+//!   functions but `Modf` and `Frexp`, and loads from
 //!   read-only memory: inputs, push constants, uniform blocks), are one value
 //!   where the first dominates the second (the first is in the function's
 //!   first block, or both are in one block). Results that carry decorations
 //!   (`NoContraction`, `RelaxedPrecision`, …) are left alone.
+//!
+//! - **unused results**: a side-effect-free instruction of those kinds, or a
+//!   plain load (no memory-access operand), whose result nothing uses is
+//!   removed — so an input read only into a dead value is not read at all.
 //!
 //! Rounds repeat until nothing changes (at most [`ROUNDS`]); each round is a
 //! linear walk with one replacement map, so the cost stays linear in the
@@ -36,7 +41,7 @@ pub const ROUNDS: usize = 8;
 pub fn canonicalize(m: &mut Module) -> usize {
     let mut removed = 0;
     for _ in 0..ROUNDS {
-        let n = forward_locals(m) + number_values(m);
+        let n = forward_locals(m) + number_values(m) + remove_unused(m);
         if n == 0 {
             break;
         }
@@ -209,6 +214,39 @@ fn forward_locals(m: &mut Module) -> usize {
     removed
 }
 
+/// Side-effect-free instructions (and plain loads) whose results nothing
+/// uses. Returns the instructions removed.
+fn remove_unused(m: &mut Module) -> usize {
+    let glsl = glsl_set(m);
+    let mut used: HashSet<Word> = HashSet::new();
+    for f in &m.functions {
+        for b in &f.blocks {
+            for i in &b.instructions {
+                used.extend(i.operands.iter().filter_map(|o| match o {
+                    Operand::IdRef(id) => Some(*id),
+                    _ => None,
+                }));
+            }
+        }
+    }
+    let mut drop: HashSet<(usize, usize, usize)> = HashSet::new();
+    for (fi, f) in m.functions.iter().enumerate() {
+        for (bi, b) in f.blocks.iter().enumerate() {
+            for (ii, i) in b.instructions.iter().enumerate() {
+                let Some(r) = i.result_id else { continue };
+                let removable =
+                    pure(i.class.opcode) || pure_ext(i, glsl) || (i.class.opcode == Op::Load && i.operands.len() == 1);
+                if removable && !used.contains(&r) {
+                    drop.insert((fi, bi, ii));
+                }
+            }
+        }
+    }
+    let removed = drop.len();
+    remove(m, &drop);
+    removed
+}
+
 /// Removes the instructions at `at` (function, block, index).
 fn remove(m: &mut Module, at: &HashSet<(usize, usize, usize)>) {
     if at.is_empty() {
@@ -310,6 +348,22 @@ fn pure(op: Op) -> bool {
     )
 }
 
+/// The id of the module's `GLSL.std.450` instruction set, if it imports it.
+fn glsl_set(m: &Module) -> Option<Word> {
+    m.ext_inst_imports
+        .iter()
+        .find(|i| matches!(i.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450"))
+        .and_then(|i| i.result_id)
+}
+
+/// A `GLSL.std.450` instruction: a function of its operands, except `Modf`
+/// (35) and `Frexp` (51), which also write through a pointer.
+fn pure_ext(i: &Instruction, glsl: Option<Word>) -> bool {
+    i.class.opcode == Op::ExtInst
+        && glsl.is_some_and(|set| i.operands.first() == Some(&Operand::IdRef(set)))
+        && matches!(i.operands.get(1), Some(Operand::LiteralExtInstInteger(n)) if *n != 35 && *n != 51)
+}
+
 /// Global variables whose memory a shader cannot write: inputs, push
 /// constants, uniform blocks (not `BufferBlock` storage).
 fn read_only_globals(m: &Module) -> HashSet<Word> {
@@ -348,11 +402,17 @@ fn read_only_globals(m: &Module) -> HashSet<Word> {
 }
 
 /// The instruction's value-numbering key, if it has one.
-fn key(i: &Instruction, read_only: &HashSet<Word>, chains: &HashMap<Word, Word>) -> Option<(Op, Word, Vec<Operand>)> {
+fn key(
+    i: &Instruction,
+    read_only: &HashSet<Word>,
+    chains: &HashMap<Word, Word>,
+    glsl: Option<Word>,
+) -> Option<(Op, Word, Vec<Operand>)> {
     let op = i.class.opcode;
     let ty = i.result_type?;
     i.result_id?;
     let numbered = pure(op)
+        || pure_ext(i, glsl)
         || (op == Op::Load && i.operands.len() == 1 && {
             // A load from read-only memory: the variable itself or a chain into it.
             match i.operands.first() {
@@ -369,6 +429,7 @@ fn key(i: &Instruction, read_only: &HashSet<Word>, chains: &HashMap<Word, Word>)
 fn number_values(m: &mut Module) -> usize {
     let decorated = decorated(m);
     let read_only = read_only_globals(m);
+    let glsl = glsl_set(m);
     let mut map: HashMap<Word, Word> = HashMap::new();
     let mut drop: HashSet<(usize, usize, usize)> = HashSet::new();
     for (fi, f) in m.functions.iter().enumerate() {
@@ -396,7 +457,7 @@ fn number_values(m: &mut Module) -> usize {
                     }
                     continue;
                 }
-                let Some(mut k) = key(i, &read_only, &chains) else { continue };
+                let Some(mut k) = key(i, &read_only, &chains, glsl) else { continue };
                 // Operands as already renumbered in this round.
                 for o in &mut k.2 {
                     if let Operand::IdRef(id) = o {

@@ -278,6 +278,14 @@ fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<
     Ok(out)
 }
 
+/// Whether any instruction of a function uses `id`.
+fn referenced_in_code(m: &Module, id: Word) -> bool {
+    m.functions
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| b.instructions.iter()))
+        .any(|i| i.operands.contains(&Operand::IdRef(id)))
+}
+
 /// Every value stored to `var` (None when it is written any other way:
 /// through an access chain, a copy, or passed to a function).
 fn stored_values(m: &Module, var: Word) -> Option<Vec<Word>> {
@@ -1060,6 +1068,11 @@ pub struct LinkEnv {
     /// Assume the consumer sees every uniform buffer and push constant (for
     /// analysing a pair without its pipeline layout).
     pub all_visible: bool,
+    /// Compare values as they are spelled, without [`crate::values`]'s
+    /// canonical form first (the control of the tests that show the
+    /// linker sees through unoptimized SPIR-V; `overlap link-varyings
+    /// --as-spelled`).
+    pub as_spelled: bool,
 }
 
 /// Most arithmetic instructions a propagated uniform expression may have
@@ -1093,8 +1106,10 @@ pub fn link_with(
     crate::check(consumer).map_err(in_consumer)?;
     let (mut p, mut c) = (producer.clone(), consumer.clone());
     // 0. Values as they are, not as they are spelled (unoptimized SPIR-V).
-    crate::values::canonicalize(&mut p);
-    crate::values::canonicalize(&mut c);
+    if !env.as_spelled {
+        crate::values::canonicalize(&mut p);
+        crate::values::canonicalize(&mut c);
+    }
     let report = link_checked(&mut p, &mut c, level, env)?;
     (*producer, *consumer) = (p, c);
     Ok(report)
@@ -1108,8 +1123,16 @@ fn link_checked(
     env: &LinkEnv,
 ) -> Result<Report, LinkError> {
     let outputs = interface(producer, StorageClass::Output, "producer")?;
-    let inputs = interface(consumer, StorageClass::Input, "consumer")?;
     let mut report = Report::default();
+    // 0b. Inputs the consumer declares but never reads (unoptimized SPIR-V
+    //     keeps every declared input in the interface) are no input.
+    for i in interface(consumer, StorageClass::Input, "consumer")? {
+        if !env.as_spelled && !referenced_in_code(consumer, i.id) {
+            make_private(consumer, i.id, None).map_err(in_consumer)?;
+            report.notes.push(format!("consumer input at location {} is never read", i.location));
+        }
+    }
+    let inputs = interface(consumer, StorageClass::Input, "consumer")?;
     (report.locations_before, report.components_before) = usage(&outputs);
     // (`interface` keeps every location range below MAX_LOCATIONS.)
     let read: HashSet<u32> = inputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
@@ -1799,6 +1822,27 @@ mod robustness {
         let r = link(&mut p, &mut c, level).unwrap();
         valid(&p, &c);
         (p, c, r)
+    }
+
+    /// Unoptimized SPIR-V keeps every declared input in the interface, and
+    /// reads an input into a value nothing uses (`vec3 v = normalize(b);`
+    /// with `v` unused): neither is a read, so the producer's outputs for
+    /// them are dead. Control: compared as spelled, both stay.
+    #[test]
+    fn inputs_declared_or_read_into_dead_values_are_unread() {
+        let vs = "#version 450\nlayout(location = 0) out vec4 a;\nlayout(location = 1) out vec3 b;\n\
+                  layout(location = 2) out vec2 c;\n\
+                  void main() { a = vec4(gl_VertexIndex); b = a.xyz * 2.0; c = a.xy; gl_Position = a; }";
+        let fs = "#version 450\nlayout(location = 0) in vec4 a;\nlayout(location = 1) in vec3 b;\n\
+                  layout(location = 2) in vec2 c;\nlayout(location = 0) out vec4 o;\n\
+                  void main() { vec3 v = normalize(b); float w = length(v) * 2.0; o = a; }";
+        let (_, _, r) = linked(vs, fs, Level::Safe);
+        assert_eq!(r.removed_dead, vec![1, 2], "{r:?}");
+        assert_eq!(r.locations_after, 1, "{r:?}");
+        let (mut p, mut c) = (parse(&glsl(vs, "vert").unwrap()).unwrap(), parse(&glsl(fs, "frag").unwrap()).unwrap());
+        let spelled = LinkEnv { as_spelled: true, ..Default::default() };
+        let r = link_with(&mut p, &mut c, Level::Safe, &spelled).unwrap();
+        assert!(r.removed_dead.is_empty(), "as spelled: {r:?}");
     }
 
     /// The issue's example, as glslang emits it without `-O`: two outputs

@@ -34,7 +34,7 @@ const USAGE: &str = "usage:
   overlap info [--arch NAME] [--set KEY=VALUE]...
       list the Vulkan drivers, what Overlap would emulate on each, the installed
       copies and which one loads with OVERLAP=1
-  overlap link-varyings PRODUCER.spv CONSUMER.spv [--level safe|full] [--uniforms-visible] [--json] [-o DIR]
+  overlap link-varyings PRODUCER.spv CONSUMER.spv [--level safe|full] [--uniforms-visible] [--as-spelled] [--json] [-o DIR]
       link a vertex shader's outputs to a fragment shader's inputs and report";
 
 fn usage_error(msg: &str) -> ExitCode {
@@ -858,6 +858,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             }
             "--json" => json = true,
             "--uniforms-visible" => env.all_visible = true,
+            "--as-spelled" => env.as_spelled = true,
             "-o" => {
                 let Some(d) = args.get(i + 1) else { return usage_error("-o needs a folder") };
                 out_dir = Some(PathBuf::from(d));
