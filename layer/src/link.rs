@@ -250,7 +250,7 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
         }
     }
     let summary = format!(
-        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, constant ops moved {:?}, narrowed {:?}, packed {:?}",
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, constant ops moved {:?}, narrowed {:?}, packed {:?}, split {:?}",
         report.locations_before,
         report.locations_after,
         report.components_before,
@@ -263,6 +263,7 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
         report.moved_constant_ops,
         report.narrowed,
         report.packed,
+        report.split,
     );
     let validate_us = validating.elapsed().as_micros();
     Linking::Linked(Outcome { producer: pw, consumer: cw, summary, link_us, validate_us })

@@ -49,9 +49,9 @@
 //! [`crate::MAX_DEPTH`], and an error leaves both modules as they were.
 
 use crate::ir::{
-    add_to_interface, code, constant, copy_constant, copy_type_deep, decorate, decoration_value, decorations_of, def,
-    def_type_eq, entry_functions, find_inst, find_or_add, forget_removed, fresh, is_constant, make_private, next_id,
-    pointee_of, pointer_type, prepend_to_function, replace_uses, use_count, var_type,
+    add_io_to_interface, add_to_interface, code, constant, copy_constant, copy_type_deep, decorate, decoration_value,
+    decorations_of, def, def_type_eq, entry_functions, find_inst, find_or_add, forget_removed, fresh, is_constant,
+    make_private, next_id, pointee_of, pointer_type, prepend_to_function, replace_uses, use_count, var_type,
 };
 use crate::{Malformed, MAX_DEPTH};
 use rspirv::dr::{Instruction, Module, Operand};
@@ -93,6 +93,9 @@ pub struct Report {
     /// Old location → (new location, component), for outputs packed into a
     /// location shared with others.
     pub packed: Vec<(u32, u32, u32)>,
+    /// (old location, components in the first part, the second part's
+    /// location) of vectors split across two locations (scalar granularity).
+    pub split: Vec<(u32, u32, u32)>,
     pub notes: Vec<String>,
 }
 
@@ -598,6 +601,148 @@ fn narrow_output(module: &mut Module, var: Word, keep: &[u32]) -> Result<(), Mal
     }
     fix_chain_indices(module, reindex, keep);
     Ok(())
+}
+
+/// Whether the consumer only reads `var` through plain loads of the whole
+/// variable or of one component (an access chain with a constant index):
+/// the uses a split into two variables can rewrite.
+fn split_readable(m: &Module, var: Word) -> bool {
+    let insts: Vec<&Instruction> = code(m).collect();
+    let plain_loads_of = |id: Word| {
+        insts
+            .iter()
+            .filter(|i| i.operands.contains(&Operand::IdRef(id)))
+            .all(|i| i.class.opcode == Op::Load && i.operands.len() == 1)
+    };
+    insts.iter().filter(|i| i.operands.contains(&Operand::IdRef(var))).all(|u| match u.class.opcode {
+        Op::Load => u.operands.len() == 1,
+        Op::AccessChain | Op::InBoundsAccessChain if u.operands.len() == 2 => {
+            let constant = matches!(&u.operands[1], Operand::IdRef(i) if def(m, *i).is_some_and(|c| c.class.opcode == Op::Constant));
+            constant && u.result_id.is_some_and(plain_loads_of)
+        }
+        _ => false,
+    })
+}
+
+/// Splits interface variable `var` (an `n`-vector, at most written — see
+/// [`narrowable_output`] — or read as [`split_readable`] says) after
+/// component `k`: `var` keeps components `0..k`, a new variable of the same
+/// storage class and decorations (but its location, `second`, component 0)
+/// takes `k..n`. Whole stores store both parts, whole loads load both and
+/// put them together, component access chains point into the part that
+/// holds their component. Returns the new variable.
+fn split_var(module: &mut Module, var: Word, n: u32, k: u32, second: u32) -> Result<Word, Malformed> {
+    let ptr = def(module, var).and_then(|v| v.result_type).ok_or(Malformed::Unexpected(var))?;
+    let class = match def(module, ptr).and_then(|p| p.operands.first()) {
+        Some(Operand::StorageClass(c)) => *c,
+        _ => return Err(Malformed::Unexpected(ptr)),
+    };
+    let (vec, _, first_ty) = retype_var(module, var, k)?;
+    let (_, second_ty) = narrowed_type(module, vec, n - k);
+    let second_ptr = pointer_type(module, class, second_ty);
+    let var2 = fresh(module);
+    module.types_global_values.push(Instruction::new(
+        Op::Variable,
+        Some(second_ptr),
+        Some(var2),
+        vec![Operand::StorageClass(class)],
+    ));
+    add_io_to_interface(module, var2);
+    let copied: Vec<Instruction> = module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate && a.operands.first() == Some(&Operand::IdRef(var)))
+        .filter(|a| {
+            !matches!(a.operands.get(1), Some(Operand::Decoration(Decoration::Location | Decoration::Component)))
+        })
+        .map(|a| {
+            let mut a = a.clone();
+            a.operands[0] = Operand::IdRef(var2);
+            a
+        })
+        .collect();
+    module.annotations.extend(copied);
+    decorate(module, var2, Decoration::Location, vec![Operand::LiteralBit32(second)]);
+    let part = |first: bool, value: Word, out: &mut Vec<Instruction>, header: &mut Option<rspirv::dr::ModuleHeader>| {
+        let (range, ty) = if first { (0..k, first_ty) } else { (k..n, second_ty) };
+        let id = next_id(header);
+        out.push(if range.len() == 1 {
+            Instruction::new(
+                Op::CompositeExtract,
+                Some(ty),
+                Some(id),
+                vec![Operand::IdRef(value), Operand::LiteralBit32(range.start)],
+            )
+        } else {
+            let mut ops = vec![Operand::IdRef(value), Operand::IdRef(value)];
+            ops.extend(range.map(Operand::LiteralBit32));
+            Instruction::new(Op::VectorShuffle, Some(ty), Some(id), ops)
+        });
+        id
+    };
+    let mut chains: Vec<Word> = Vec::new();
+    for f in &mut module.functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for inst in b.instructions.drain(..) {
+                let on_var = inst.operands.first() == Some(&Operand::IdRef(var));
+                match inst.class.opcode {
+                    Op::Store if on_var => {
+                        let Some(&Operand::IdRef(value)) = inst.operands.get(1) else {
+                            out.push(inst);
+                            continue;
+                        };
+                        let a = part(true, value, &mut out, &mut module.header);
+                        let b2 = part(false, value, &mut out, &mut module.header);
+                        out.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(var), Operand::IdRef(a)]));
+                        out.push(Instruction::new(
+                            Op::Store,
+                            None,
+                            None,
+                            vec![Operand::IdRef(var2), Operand::IdRef(b2)],
+                        ));
+                    }
+                    Op::Load if on_var => {
+                        let (a, b2) = (next_id(&mut module.header), next_id(&mut module.header));
+                        out.push(Instruction::new(Op::Load, Some(first_ty), Some(a), vec![Operand::IdRef(var)]));
+                        out.push(Instruction::new(Op::Load, Some(second_ty), Some(b2), vec![Operand::IdRef(var2)]));
+                        out.push(Instruction::new(
+                            Op::CompositeConstruct,
+                            Some(vec),
+                            inst.result_id,
+                            vec![Operand::IdRef(a), Operand::IdRef(b2)],
+                        ));
+                    }
+                    Op::AccessChain | Op::InBoundsAccessChain if on_var => {
+                        chains.extend(inst.result_id);
+                        out.push(inst);
+                    }
+                    _ => out.push(inst),
+                }
+            }
+            b.instructions = out;
+        }
+    }
+    // Component chains: into the part that holds the component.
+    for chain in chains {
+        let Some((fi, bi, ii)) = find_inst(module, chain) else { continue };
+        let Some(&Operand::IdRef(idx)) = module.functions[fi].blocks[bi].instructions[ii].operands.get(1) else {
+            continue;
+        };
+        let Some(Operand::LiteralBit32(c)) = def(module, idx).and_then(|c| c.operands.first()).cloned() else {
+            continue;
+        };
+        let (target, at, width) = if c < k { (var, c, k) } else { (var2, c - k, n - k) };
+        if width == 1 {
+            module.functions[fi].blocks[bi].instructions.remove(ii);
+            replace_uses(module, chain, target);
+        } else {
+            let Some(new_idx) = index_constant(module, idx, at) else { continue };
+            let inst = &mut module.functions[fi].blocks[bi].instructions[ii];
+            inst.operands = vec![Operand::IdRef(target), Operand::IdRef(new_idx)];
+        }
+    }
+    Ok(var2)
 }
 
 /// A uniform expression found in the producer: its instructions in
@@ -1345,12 +1490,31 @@ fn link_checked(
             at
         });
     };
+    // Variables split at a location's end: (old location, components in the
+    // first part, the second part's location).
+    let mut splits: Vec<(u32, u32, u32)> = Vec::new();
     for o in &survivors {
         if let Some((key, n)) = pack_key(o) {
+            let room = bins.iter().position(|b| b.0 == key && b.2 < 4);
             match bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
                 Some(bin) => {
                     packed.insert(o.location, (bin.1, bin.2));
                     bin.2 += n;
+                }
+                // Scalar granularity: the components that fit fill the open
+                // location, the rest opens the next one.
+                None if room.is_some_and(|_| {
+                    narrowable_output(producer, o.id)
+                        && input_at.get(&o.location).is_some_and(|i| split_readable(consumer, i.id))
+                }) =>
+                {
+                    let bin = &mut bins[room.unwrap_or_default()];
+                    let first = 4 - bin.2;
+                    packed.insert(o.location, (bin.1, bin.2));
+                    bin.2 = 4;
+                    splits.push((o.location, first, next));
+                    bins.push((key, next, n - first));
+                    next += 1;
                 }
                 None => {
                     packed.insert(o.location, (next, 0));
@@ -1362,6 +1526,26 @@ fn link_checked(
             allocate(g, &mut next);
         }
     }
+    // A split whose second location kept room for the whole vector saved
+    // nothing: the vector goes there whole, before what joined it.
+    splits.retain(|&(old, first, second)| {
+        let Some(bin) = bins.iter_mut().find(|b| b.1 == second) else { return true };
+        if bin.2 + first > 4 {
+            return true;
+        }
+        bin.2 += first;
+        for (l, c) in packed.values_mut() {
+            if *l == second {
+                *c += first;
+            }
+        }
+        if let Some((was, _)) = packed.insert(old, (second, 0)) {
+            if let Some(b) = bins.iter_mut().find(|b| b.1 == was) {
+                b.2 -= first;
+            }
+        }
+        false
+    });
     // (Only an input overlapping no surviving output, of an invalid pair, is left.)
     for i in &live_inputs {
         if let (None, Some(g)) = (packed.get(&i.location), group_of(i.location)) {
@@ -1395,6 +1579,12 @@ fn link_checked(
     }
     for i in &live_inputs {
         place(consumer, i, None);
+    }
+    for (old, first, second) in splits {
+        let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
+        split_var(producer, o.id, o.components, first, second).map_err(in_producer)?;
+        split_var(consumer, i.id, i.components, first, second).map_err(in_consumer)?;
+        report.split.push((old, first, second));
     }
     forget_removed(producer);
     forget_removed(consumer);
@@ -1453,6 +1643,33 @@ mod tests {
 
     const VS: &str = "#version 450\n";
     const FS: &str = "#version 450\nlayout(location=0) out vec4 o;\n";
+
+    /// Scalar granularity: three interpolated float vectors of 3, 3 and 2
+    /// components fill two locations (the second vec3 split after its first
+    /// component), where whole-variable packing needs three. The consumer
+    /// reads the split vector whole and by component; a written-back output
+    /// (the producer reads it) is not split.
+    #[test]
+    fn vectors_split_across_locations_fill_them() {
+        let vs = format!("{VS}layout(location=0) out vec3 a;\nlayout(location=1) out vec3 b;\nlayout(location=2) out vec2 c;\n\
+            void main() {{ float t = float(gl_VertexIndex); gl_Position = vec4(t); a = vec3(t, 1.5 * t, 2.5 * t); b = a.zyx * 3.0; b.y = t * 7.0; c = a.xy + 0.25; }}\n");
+        let fs = format!(
+            "{FS}layout(location=0) in vec3 a;\nlayout(location=1) in vec3 b;\nlayout(location=2) in vec2 c;\n\
+            void main() {{ o = vec4(a + b, b.z + c.x) * c.y; }}\n"
+        );
+        let (r, p, c) = pair(&vs, &fs, Level::Safe);
+        assert_eq!((r.locations_before, r.locations_after), (3, 2), "{r:?}");
+        assert_eq!(r.split, vec![(1, 1, 1)], "{r:?}");
+        assert_eq!(r.components_after, 8, "{r:?}");
+        for text in [&p, &c] {
+            assert!(!text.contains("Location 2"), "{text}");
+        }
+        // Read back by the producer: no split, three locations.
+        let vs_back = vs.replace("c = a.xy + 0.25;", "c = a.xy + b.xy;");
+        let (r, _, _) = pair(&vs_back, &fs, Level::Safe);
+        assert!(r.split.is_empty(), "{r:?}");
+        assert_eq!(r.locations_after, 3, "{r:?}");
+    }
 
     #[test]
     fn dead_outputs_are_removed_and_survivors_compacted() {

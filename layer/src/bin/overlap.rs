@@ -922,6 +922,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
             "moved_constant_ops": report.moved_constant_ops,
             "relocated": report.relocated,
             "packed": report.packed,
+            "split": report.split,
             "notes": report.notes,
         });
         say!("{}", serde_json::to_string_pretty(&doc).unwrap());
@@ -942,6 +943,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         say!("operations with constants moved to the producer, by input location {:?}", report.moved_constant_ops);
         say!("relocated (old, new) {:?}", report.relocated);
         say!("packed (old, new, component) {:?}", report.packed);
+        say!("split (old, components in the first part, second location) {:?}", report.split);
         for n in &report.notes {
             say!("note: {n}");
         }
