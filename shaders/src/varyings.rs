@@ -1429,6 +1429,9 @@ fn link_checked(
     //    shared locations with Component decorations — only with others of
     //    the same scalar kind and the same interpolation decorations, so the
     //    packing is valid under every interface rule and changes no value.
+    //    Scalar granularity: a vector that does not fit the open location of
+    //    its group fills it and goes on at the next (`split_var` on both
+    //    sides), unless the next location had room for it whole anyway.
     //    Everything else keeps whole locations; all survivors are renumbered
     //    consecutively in order of their old locations, by groups: runs of
     //    overlapping location ranges on either side (an input array across
