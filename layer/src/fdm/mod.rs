@@ -384,6 +384,9 @@ pub struct Fdm {
     pub one_area_per_pass: bool,
     /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
     pub without_offsets: bool,
+    /// `debug_fdm_without=msaa`: a multisampled attachment that loads or
+    /// stores renders its pass at 1x1 (part 1's fallback; a control).
+    pub without_msaa: bool,
     /// `debug_fdm_without=dynamic_state`: dynamic state beyond Vulkan 1.3 goes
     /// down at once instead of being captured (part 1's behaviour; a control).
     pub without_dynamic_state: bool,
@@ -531,6 +534,7 @@ impl Fdm {
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,
+            without_msaa: false,
             without_dynamic_state: false,
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
