@@ -335,22 +335,28 @@ fn retarget(begin: &mut Begin, area: vk::Rect2D, fb: vk::Framebuffer, views: &[O
             v.clear();
         }
         Begin::Rendering { colors, depth, stencil, .. } => {
+            // The scratch views in the order `attachments` lists the views:
+            // per attachment its view, then its resolve view, each the first
+            // time it is named (the depth and stencil attachments of one
+            // image share theirs).
             let mut it = views.iter().flatten();
             let mut seen: Vec<(vk::ImageView, vk::ImageView)> = Vec::new();
+            let mut scratch = |real: vk::ImageView, it: &mut dyn Iterator<Item = &vk::ImageView>| {
+                if let Some((_, s)) = seen.iter().find(|(r, _)| *r == real) {
+                    return *s;
+                }
+                let s = *it.next().unwrap();
+                seen.push((real, s));
+                s
+            };
             let mut fix = |a: &mut vk::RenderingAttachmentInfo<'static>,
                            it: &mut dyn Iterator<Item = &vk::ImageView>| {
                 if a.image_view == vk::ImageView::null() {
                     return;
                 }
-                if let Some((_, s)) = seen.iter().find(|(r, _)| *r == a.image_view) {
-                    a.image_view = *s;
-                    return;
-                }
-                let s = *it.next().unwrap();
-                seen.push((a.image_view, s));
-                a.image_view = s;
+                a.image_view = scratch(a.image_view, it);
                 if a.resolve_mode != vk::ResolveModeFlags::NONE && a.resolve_image_view != vk::ImageView::null() {
-                    a.resolve_image_view = *it.next().unwrap();
+                    a.resolve_image_view = scratch(a.resolve_image_view, it);
                 }
             };
             for c in colors.iter_mut() {

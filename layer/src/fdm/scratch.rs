@@ -208,7 +208,10 @@ pub(super) unsafe fn scratch_targets(
     // One attachment's scratch image, memory and view; nothing is left
     // behind when a step fails (handles not made yet are null, which
     // vkDestroy*/vkFreeMemory ignore).
-    let make = |a: &Att, (w, h): (u32, u32), view: bool| -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
+    let make = |a: &Att,
+                (w, h): (u32, u32),
+                view: bool|
+     -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
         let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
         // SAFETY: every create info is built here from locals and the attachment's own format, samples, usage and
         // view type (valid for an image the application made: the caller's guarantee); every handle used is one made
