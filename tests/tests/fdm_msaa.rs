@@ -31,7 +31,7 @@ fn the_one_by_one_fallback_fails_the_multisampled_check() {
     let o =
         run(app(Layers::OverlapOverValidation, &["fdm-msaa"]).env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "msaa"));
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
-    assert!(o.stderr.contains("too little was shaded coarsely (0 of"), "{}", o.stderr);
+    assert!(o.stderr.contains("too little was shaded coarsely ("), "{}", o.stderr);
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
