@@ -927,6 +927,7 @@ unsafe extern "system" fn create_device(
                 fdm.one_area_per_pass = without.contains(&"per_view_areas");
                 fdm.without_offsets = without.contains(&"offsets");
                 fdm.without_msaa = without.contains(&"msaa");
+                fdm.without_library_variants = without.contains(&"library_variants");
                 fdm.without_dynamic_state = without.contains(&"dynamic_state");
                 data.fdm = Some(fdm);
             }

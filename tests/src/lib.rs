@@ -4,6 +4,7 @@
 //! Khronos validation layer.
 
 pub mod fdm;
+pub mod fdm_library;
 pub mod fdm_msaa;
 pub mod harness;
 pub mod interlock;

@@ -32,6 +32,7 @@ fn usage() -> ! {
          fdm-multiview [quick]      per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
          fdm-offset                 VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
          fdm-msaa                   multisampled attachments loading and storing in a density-map pass: every sample judged\n  \
+         fdm-library                FragSizeEXT in a fragment-shader pipeline library, linked fast and with link-time optimization\n  \
          fdm-dynamic-state [plain]  dynamic state beyond Vulkan 1.3 changed between draws of a binned pass (plain: no map)\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          host-leak                  a planted host leak (heap blocks whose pointers are dropped): valgrind's control\n  \
@@ -105,6 +106,7 @@ fn main() {
         "fdm-multiview" => fdm_multiview(&mut opts, args.get(1).map(String::as_str) == Some("quick")),
         "fdm-offset" => fdm_offset(&mut opts),
         "fdm-msaa" => fdm_msaa(&mut opts),
+        "fdm-library" => fdm_library(&mut opts),
         "fdm-dynamic-state" => fdm_dynamic_state(&mut opts, args.get(1).map(String::as_str) == Some("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
@@ -2211,6 +2213,43 @@ fn fdm_msaa(opts: &mut GpuOptions) -> Result<(), String> {
                     ));
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// `fdm-library`: `FragSizeEXT` and `FragCoord` in a fragment-shader
+/// pipeline library, linked fast and with link-time optimization, drawn in a
+/// density-map render pass (`overlap_tests::fdm_library`).
+fn fdm_library(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map};
+    opts.fdm = true;
+    opts.pipeline_library = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut gpl);
+    unsafe { g.instance.get_physical_device_features2(g.pd, &mut f2) };
+    if gpl.graphics_pipeline_library != vk::TRUE {
+        return Err("graphicsPipelineLibrary is not offered".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let size = (256u32, 256u32);
+    let (mw, mh) = (8, 8);
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    for lto in [false, true] {
+        let px = overlap_tests::fdm_library::render(&g, &map, size, lto);
+        let (coarse, largest) =
+            fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("fdm_library lto={lto}: {e}"))?;
+        println!("fdm_library lto={lto} coarse_pixels={coarse} largest_area={largest}");
+        if largest < 4 || coarse < (size.0 * size.1 / 2) as u64 {
+            return Err(format!(
+                "fdm_library lto={lto}: too little was shaded coarsely ({coarse} pixels, largest area {largest})"
+            ));
         }
     }
     Ok(())
