@@ -63,6 +63,9 @@ fn inside(x: u32, y: u32) -> bool {
     (RECT.0..RECT.2).contains(&x) && (RECT.1..RECT.3).contains(&y)
 }
 
+/// The resolves: colour, and depth/stencil where the path has it.
+pub type Resolved = (Vec<[u8; 4]>, Option<Vec<(f32, u8)>>);
+
 /// Every sample read back, and the resolves.
 pub struct Output {
     pub size: (u32, u32),
@@ -70,7 +73,7 @@ pub struct Output {
     /// Per pixel (row-major), per sample.
     pub ms: Vec<Sample>,
     /// Colour resolve, and the depth/stencil one where the path has it.
-    pub resolve: Option<(Vec<[u8; 4]>, Option<Vec<(f32, u8)>>)>,
+    pub resolve: Option<Resolved>,
 }
 
 impl Output {
