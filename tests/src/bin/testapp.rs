@@ -2241,15 +2241,18 @@ fn fdm_library(opts: &mut GpuOptions) -> Result<(), String> {
     let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
     let texel =
         (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
-    for lto in [false, true] {
-        let px = overlap_tests::fdm_library::render(&g, &map, size, lto);
-        let (coarse, largest) =
-            fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("fdm_library lto={lto}: {e}"))?;
-        println!("fdm_library lto={lto} coarse_pixels={coarse} largest_area={largest}");
-        if largest < 4 || coarse < (size.0 * size.1 / 2) as u64 {
-            return Err(format!(
-                "fdm_library lto={lto}: too little was shaded coarsely ({coarse} pixels, largest area {largest})"
-            ));
+    for dynamic in [false, true].into_iter().filter(|d| !d || g.dynamic_rendering) {
+        for lto in [false, true] {
+            let px = overlap_tests::fdm_library::render(&g, &map, size, lto, dynamic);
+            let case = format!("dynamic={dynamic} lto={lto}");
+            let (coarse, largest) =
+                fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("fdm_library {case}: {e}"))?;
+            println!("fdm_library {case} coarse_pixels={coarse} largest_area={largest}");
+            if largest < 4 || coarse < (size.0 * size.1 / 2) as u64 {
+                return Err(format!(
+                    "fdm_library {case}: too little was shaded coarsely ({coarse} pixels, largest area {largest})"
+                ));
+            }
         }
     }
     Ok(())
