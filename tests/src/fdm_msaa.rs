@@ -19,13 +19,15 @@ use crate::fdm::{self, Map, Path};
 use crate::render::Gpu;
 use ash::vk;
 
-pub const SIZE: (u32, u32) = (256, 256);
+/// The viewport every pass draws with (larger than a framebuffer of another
+/// size: the scene stays in place).
+pub const VIEWPORT: (u32, u32) = (256, 256);
 const COLOUR: vk::Format = vk::Format::R8G8B8A8_UNORM;
 pub const DEPTH: vk::Format = vk::Format::D32_SFLOAT_S8_UINT;
 /// The rectangle the density-map pass draws (`fdm_msaa_rect.vert`): x0, y0,
-/// x1, y1 in pixels (its edges lie on the boundaries of an 8x8 map's texels,
+/// x1, y1 in pixels (its edges lie on the boundaries of 32-pixel map texels,
 /// so it covers whole blocks).
-const RECT: (u32, u32, u32, u32) = (SIZE.0 / 8, SIZE.1 / 4, SIZE.0 * 7 / 8, SIZE.1 * 3 / 4);
+const RECT: (u32, u32, u32, u32) = (VIEWPORT.0 / 8, VIEWPORT.1 / 4, VIEWPORT.0 * 7 / 8, VIEWPORT.1 * 3 / 4);
 const DRAWN: [u8; 4] = [200, 50, 100, 255];
 const DRAWN_DEPTH: f32 = 0.5;
 const DRAWN_STENCIL: u8 = 100;
@@ -34,6 +36,8 @@ const DRAWN_STENCIL: u8 = 100;
 pub struct Case {
     pub path: Path,
     pub samples: u32,
+    /// The framebuffer's size.
+    pub size: (u32, u32),
     /// Resolve attachments: colour (every path), depth/stencil (render pass
     /// 2's depth/stencil resolve, dynamic rendering's resolve).
     pub resolve: bool,
@@ -182,9 +186,18 @@ fn pipeline(gpu: &Gpu, layout: vk::PipelineLayout, p: &PipeDesc) -> vk::Pipeline
     ];
     let vin = vk::PipelineVertexInputStateCreateInfo::default();
     let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-    let vp =
-        [vk::Viewport { x: 0.0, y: 0.0, width: SIZE.0 as f32, height: SIZE.1 as f32, min_depth: 0.0, max_depth: 1.0 }];
-    let sc = [vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: SIZE.0, height: SIZE.1 } }];
+    let vp = [vk::Viewport {
+        x: 0.0,
+        y: 0.0,
+        width: VIEWPORT.0 as f32,
+        height: VIEWPORT.1 as f32,
+        min_depth: 0.0,
+        max_depth: 1.0,
+    }];
+    let sc = [vk::Rect2D {
+        offset: vk::Offset2D::default(),
+        extent: vk::Extent2D { width: VIEWPORT.0, height: VIEWPORT.1 },
+    }];
     let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
     let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
     let mask = [p.only_sample.map_or(!0, |s| 1u32 << s)];
@@ -395,7 +408,8 @@ fn attachment(
 /// Renders `case` (prefill, the density-map pass with `map`, readback).
 pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     let d = &gpu.device;
-    let (w, h) = SIZE;
+    let size = case.size;
+    let (w, h) = size;
     let n = case.samples;
     let ms = vk::SampleCountFlags::from_raw(n);
     let one = vk::SampleCountFlags::TYPE_1;
@@ -403,13 +417,13 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     let ds_aspect = vk::ImageAspectFlags::DEPTH | vk::ImageAspectFlags::STENCIL;
     let colour_usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | transfer;
     let ds_usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT | transfer;
-    let colour: Img = gpu.image_2d(COLOUR, SIZE, ms, colour_usage | vk::ImageUsageFlags::SAMPLED);
-    let depth: Img = gpu.image(DEPTH, SIZE, 1, ms, ds_usage | vk::ImageUsageFlags::SAMPLED, ds_aspect);
+    let colour: Img = gpu.image_2d(COLOUR, size, ms, colour_usage | vk::ImageUsageFlags::SAMPLED);
+    let depth: Img = gpu.image(DEPTH, size, 1, ms, ds_usage | vk::ImageUsageFlags::SAMPLED, ds_aspect);
     let depth_view = view(gpu, depth.0, DEPTH, vk::ImageAspectFlags::DEPTH);
     let stencil_view = view(gpu, depth.0, DEPTH, vk::ImageAspectFlags::STENCIL);
-    let colour_resolve: Option<Img> = case.resolve.then(|| gpu.image_2d(COLOUR, SIZE, one, colour_usage));
+    let colour_resolve: Option<Img> = case.resolve.then(|| gpu.image_2d(COLOUR, size, one, colour_usage));
     let ds_resolve: Option<Img> =
-        (case.resolve && case.path != Path::RenderPass).then(|| gpu.image(DEPTH, SIZE, 1, one, ds_usage, ds_aspect));
+        (case.resolve && case.path != Path::RenderPass).then(|| gpu.image(DEPTH, size, 1, one, ds_usage, ds_aspect));
     let map_img = fdm::map_image(gpu, map);
     let colour_layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
     let ds_layout = vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL;
@@ -443,7 +457,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
         None,
         None,
     );
-    let fill_fb = gpu.framebuffer(fill_pass, &[colour.2, depth.2], SIZE);
+    let fill_fb = gpu.framebuffer(fill_pass, &[colour.2, depth.2], size);
     let fills: Vec<vk::Pipeline> = (0..n)
         .map(|s| {
             let p = PipeDesc {
@@ -489,7 +503,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
         (vk::RenderPass::null(), vk::Framebuffer::null())
     } else {
         let pass = render_pass(gpu, case.path == Path::RenderPass2, &atts, a_cr, a_dsr, Some(atts.len() as u32 - 1));
-        let fb = gpu.framebuffer(pass, &views, SIZE);
+        let fb = gpu.framebuffer(pass, &views, size);
         (pass, fb)
     };
     let draw = pipeline(
@@ -714,14 +728,14 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     }
     gpu.destroy_buffer(out);
     gpu.destroy_buffer(resolved);
-    Output { size: SIZE, samples: n, ms: ms_out, resolve }
+    Output { size, samples: n, ms: ms_out, resolve }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const TEXEL: (u32, u32) = (SIZE.0 / 8, SIZE.1 / 8);
+    const TEXEL: (u32, u32) = (VIEWPORT.0 / 8, VIEWPORT.1 / 8);
 
     fn map() -> Map {
         Map { width: 8, height: 8, texels: fdm::regions(8, 8) }
@@ -730,7 +744,7 @@ mod tests {
     /// What a correct binned render stores, every pixel at `area(x, y)`
     /// (loading the block's pixel at offset `pick` in it).
     fn render_at(area: impl Fn(u32, u32) -> (u32, u32), pick: (u32, u32), samples: u32) -> Output {
-        let (w, h) = SIZE;
+        let (w, h) = VIEWPORT;
         let mut ms = Vec::new();
         for y in 0..h {
             for x in 0..w {
@@ -739,7 +753,7 @@ mod tests {
                 ms.extend((0..samples).map(|s| expected(c, s, inside(x, y))));
             }
         }
-        Output { size: SIZE, samples, ms, resolve: None }
+        Output { size: VIEWPORT, samples, ms, resolve: None }
     }
 
     fn asked(x: u32, y: u32) -> (u32, u32) {
@@ -753,7 +767,7 @@ mod tests {
         let out = render_at(asked, (1, 1), 4);
         let coarse = check(&out, &map(), TEXEL).unwrap();
         // Three quarters of the target asks for more than 1x1.
-        assert_eq!(coarse, (SIZE.0 * 3 / 4 * SIZE.1) as u64);
+        assert_eq!(coarse, (VIEWPORT.0 * 3 / 4 * VIEWPORT.1) as u64);
         // At 1x1 everywhere (the fallback): correct, but nothing is coarse.
         assert_eq!(check(&render_at(|_, _| (1, 1), (0, 0), 4), &map(), TEXEL), Ok(0));
     }
@@ -762,7 +776,7 @@ mod tests {
     fn a_sample_moved_or_a_block_too_large_is_reported() {
         // Samples 0 and 1 swapped in one pixel of a coarse block.
         let mut out = render_at(asked, (1, 1), 4);
-        let i = ((20 * SIZE.0 + 200) * 4) as usize;
+        let i = ((20 * VIEWPORT.0 + 200) * 4) as usize;
         out.ms.swap(i, i + 1);
         assert!(check(&out, &map(), TEXEL).unwrap_err().contains("pixel 200,20"));
         // Every pixel's samples from sample 0.
@@ -773,7 +787,7 @@ mod tests {
         }
         assert!(check(&out, &map(), TEXEL).is_err());
         // The 1x1 column rendered at 2x2.
-        let out = render_at(|x, y| if x < SIZE.0 / 4 { (2, 2) } else { asked(x, y) }, (1, 1), 4);
+        let out = render_at(|x, y| if x < VIEWPORT.0 / 4 { (2, 2) } else { asked(x, y) }, (1, 1), 4);
         assert!(check(&out, &map(), TEXEL).unwrap_err().contains("at most 1x1"));
     }
 

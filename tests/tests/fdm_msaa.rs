@@ -2,8 +2,8 @@
 //! passes (issue 17, item 5) on lavapipe through the layer, validation layer
 //! below: `overlap-testapp fdm-msaa` judges every sample of a colour and a
 //! depth/stencil attachment against the known scene, for render pass 1, 2
-//! and dynamic rendering, with and without resolves; and its negative
-//! control.
+//! and dynamic rendering, with and without resolves, at a size of whole map
+//! texels and one cut short; and its negative control.
 
 use overlap_tests::harness::{app, run, Layers};
 
@@ -12,12 +12,14 @@ fn multisampled_loads_and_stores_are_binned_sample_for_sample() {
     let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-msaa"]));
     o.assert_ok();
     let cases: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("fdm_msaa path=")).collect();
-    // lavapipe offers 4 samples (besides 1): 3 paths, with and without resolves.
-    assert_eq!(cases.len(), 6, "{}", o.stdout);
-    for path in ["RenderPass", "RenderPass2", "Dynamic"] {
-        for resolve in ["false", "true"] {
-            let head = format!("fdm_msaa path={path} samples=4 resolve={resolve} coarse_pixels=");
-            assert!(cases.iter().any(|l| l.starts_with(&head)), "missing {head:?} in\n{}", o.stdout);
+    // lavapipe offers 4 samples (besides 1): 2 sizes, 3 paths, with and without resolves.
+    assert_eq!(cases.len(), 12, "{}", o.stdout);
+    for size in ["256x256", "250x190"] {
+        for path in ["RenderPass", "RenderPass2", "Dynamic"] {
+            for resolve in ["false", "true"] {
+                let head = format!("fdm_msaa path={path} samples=4 size={size} resolve={resolve} coarse_pixels=");
+                assert!(cases.iter().any(|l| l.starts_with(&head)), "missing {head:?} in\n{}", o.stdout);
+            }
         }
     }
     assert!(!o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stderr);

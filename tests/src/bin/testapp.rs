@@ -2190,27 +2190,32 @@ fn fdm_msaa(opts: &mut GpuOptions) -> Result<(), String> {
     let (min, max) = texel_limits(&g);
     let (mw, mh) = (8, 8);
     let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
-    let size = fdm_msaa::SIZE;
-    let texel =
-        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
-    // Pixels whose texel asks for more than 1x1.
-    let asked_coarse = (0..size.0 * size.1)
-        .filter(|k| {
-            let t = map.texels[((k / size.0 / texel.1) * mw + (k % size.0) / texel.0) as usize];
-            fdm::requested(t[0]) * fdm::requested(t[1]) > 1
-        })
-        .count() as u64;
-    for &n in &samples {
-        for path in PATHS.into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering) {
-            for resolve in [false, true] {
-                let case = Case { path, samples: n, resolve };
-                let out = fdm_msaa::render(&g, &case, &map);
-                let coarse = fdm_msaa::check(&out, &map, texel).map_err(|e| format!("fdm_msaa {case:?}: {e}"))?;
-                println!("fdm_msaa path={path:?} samples={n} resolve={resolve} coarse_pixels={coarse}/{asked_coarse}");
-                if coarse * 2 < asked_coarse {
-                    return Err(format!(
-                        "fdm_msaa {case:?}: too little was shaded coarsely ({coarse} of {asked_coarse} pixels asking for it)"
-                    ));
+    // A framebuffer of whole map texels, and one whose last column and row of blocks are cut short.
+    for size in [fdm_msaa::VIEWPORT, (250, 190)] {
+        let texel =
+            (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+        // Pixels whose texel asks for more than 1x1.
+        let asked_coarse = (0..size.0 * size.1)
+            .filter(|k| {
+                let t = map.texels[((k / size.0 / texel.1) * mw + (k % size.0) / texel.0) as usize];
+                fdm::requested(t[0]) * fdm::requested(t[1]) > 1
+            })
+            .count() as u64;
+        for &n in &samples {
+            for path in PATHS.into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering) {
+                for resolve in [false, true] {
+                    let case = Case { path, samples: n, size, resolve };
+                    let out = fdm_msaa::render(&g, &case, &map);
+                    let coarse = fdm_msaa::check(&out, &map, texel).map_err(|e| format!("fdm_msaa {case:?}: {e}"))?;
+                    println!(
+                        "fdm_msaa path={path:?} samples={n} size={}x{} resolve={resolve} coarse_pixels={coarse}/{asked_coarse}",
+                        size.0, size.1
+                    );
+                    if coarse * 2 < asked_coarse {
+                        return Err(format!(
+                            "fdm_msaa {case:?}: too little was shaded coarsely ({coarse} of {asked_coarse} pixels asking for it)"
+                        ));
+                    }
                 }
             }
         }
