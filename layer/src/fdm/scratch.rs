@@ -6,7 +6,9 @@
 //! were made from is destroyed),
 //! and the transfers between them and the real attachments: layout
 //! transitions and nearest-filter blits over the rectangle pairs the plan
-//! gives ([`super::replay_plan::scaled_regions`]).
+//! gives ([`super::replay_plan::scaled_regions`]); for a multisampled
+//! attachment, which no blit takes, copies through an intermediate image
+//! made with its scratch target ([`super::replay_plan::scaled_copies`]).
 
 use super::bins::Rect;
 use super::pass::{Att, Begin};
