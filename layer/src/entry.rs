@@ -926,6 +926,8 @@ unsafe extern "system" fn create_device(
                 let without: Vec<&str> = without.split(',').map(str::trim).collect();
                 fdm.one_area_per_pass = without.contains(&"per_view_areas");
                 fdm.without_offsets = without.contains(&"offsets");
+                fdm.without_msaa = without.contains(&"msaa");
+                fdm.without_library_variants = without.contains(&"library_variants");
                 fdm.without_dynamic_state = without.contains(&"dynamic_state");
                 data.fdm = Some(fdm);
             }

@@ -4,6 +4,8 @@
 //! Khronos validation layer.
 
 pub mod fdm;
+pub mod fdm_library;
+pub mod fdm_msaa;
 pub mod harness;
 pub mod interlock;
 pub mod oit;

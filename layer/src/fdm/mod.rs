@@ -384,6 +384,12 @@ pub struct Fdm {
     pub one_area_per_pass: bool,
     /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
     pub without_offsets: bool,
+    /// `debug_fdm_without=library_variants`: a link of graphics pipeline
+    /// libraries gets no per-area variants (part 1's behaviour; a control).
+    pub without_library_variants: bool,
+    /// `debug_fdm_without=msaa`: a multisampled attachment that loads or
+    /// stores renders its pass at 1x1 (part 1's fallback; a control).
+    pub without_msaa: bool,
     /// `debug_fdm_without=dynamic_state`: dynamic state beyond Vulkan 1.3 goes
     /// down at once instead of being captured (part 1's behaviour; a control).
     pub without_dynamic_state: bool,
@@ -531,6 +537,8 @@ impl Fdm {
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,
+            without_msaa: false,
+            without_library_variants: false,
             without_dynamic_state: false,
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
@@ -1217,8 +1225,17 @@ unsafe fn create_one(
 ) -> vk::Result {
     let down = f.below.fp_v1_0().create_graphics_pipelines;
     let flag = vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
-    let for_density_map =
-        info.flags.contains(flag) || f.passes.lock().get(&info.render_pass).is_some_and(|p| p.density_map.is_some());
+    // The graphics pipeline libraries it links, and what the layer made of
+    // those made for a density-map pass.
+    // SAFETY: the caller's guarantee: a valid info (VUID-VkPipelineLibraryCreateInfoKHR-pLibraries-parameter).
+    let libraries = unsafe { libraries(info) };
+    let library_infos: Vec<Option<Arc<PipelineInfo>>> = {
+        let pipelines = f.pipelines.lock();
+        libraries.iter().map(|l| pipelines.get(l).cloned()).collect()
+    };
+    let for_density_map = info.flags.contains(flag)
+        || f.passes.lock().get(&info.render_pass).is_some_and(|p| p.density_map.is_some())
+        || library_infos.iter().any(Option::is_some);
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: `stageCount`
     // valid stages (none for a library without shader stages).
     let stages = unsafe { slice(info.p_stages, info.stage_count) };
@@ -1234,6 +1251,17 @@ unsafe fn create_one(
         return unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
     }
     let mut pinfo = PipelineInfo { side_effects, ..Default::default() };
+    // What the linked libraries bring: their side effects, the static
+    // viewports and scissors the layer made dynamic in them.
+    for l in library_infos.iter().flatten() {
+        pinfo.side_effects |= l.side_effects;
+        if pinfo.static_viewports.is_none() {
+            pinfo.static_viewports = l.static_viewports.clone();
+        }
+        if pinfo.static_scissors.is_none() {
+            pinfo.static_scissors = l.static_scissors.clone();
+        }
+    }
     // Binned replays set viewports and scissors per bin: make them dynamic.
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter: a non-null dynamic state is valid.
     let dynamic_in: Vec<vk::DynamicState> = unsafe { info.p_dynamic_state.as_ref() }
@@ -1282,6 +1310,15 @@ unsafe fn create_one(
         (Some(_), Mode::Baseline) => &AREAS[..1],
         (Some(_), Mode::Binned) => &AREAS[..],
     };
+    // A fragment-shader library with per-area variants: the link is made once
+    // per variant.
+    let variant_library = library_infos.iter().position(|l| l.as_ref().is_some_and(|l| l.needs_variants));
+    if let (true, Some(k), false) = (areas.is_empty(), variant_library, f.without_library_variants) {
+        let lib = library_infos[k].clone().unwrap();
+        // SAFETY: the caller's guarantee; `copy` is the application's info
+        // with viewports and scissors made dynamic.
+        return unsafe { link_variants(dev, f, cache, &copy, alloc, out, (libraries, k, &lib), pinfo) };
+    }
     if areas.is_empty() {
         // SAFETY: the application's valid info with viewports and scissors
         // made dynamic (`dyn_info`, `dynamic` alive); `out` is writable and
@@ -1372,6 +1409,97 @@ unsafe fn create_one(
     let first = made[0].1;
     // SAFETY: `out` is writable (the caller's guarantee).
     unsafe { *out = first };
+    pinfo.variants = made.into_iter().collect();
+    f.pipelines.lock().insert(first, Arc::new(pinfo));
+    vk::Result::SUCCESS
+}
+
+/// The graphics pipeline libraries `info` links (none without
+/// `VkPipelineLibraryCreateInfoKHR`).
+///
+/// # Safety
+/// `info` is a valid create info.
+unsafe fn libraries<'a>(info: &'a vk::GraphicsPipelineCreateInfo) -> &'a [vk::Pipeline] {
+    // SAFETY: the caller's guarantee: a valid chain
+    // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext), whose library list
+    // holds `libraryCount` handles (VUID-VkPipelineLibraryCreateInfoKHR-pLibraries-parameter).
+    unsafe {
+        match crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next) {
+            Some(l) => slice(l.p_libraries, l.library_count),
+            None => &[],
+        }
+    }
+}
+
+/// A link of graphics pipeline libraries of which library `k` of
+/// `libraries` (`lib`) has per-area variants: the application's link is the
+/// 1x1 variant; each other area links the same libraries with library `k`'s
+/// variant for that area in its place (a variant that cannot be made leaves
+/// that area out: passes replayed at it render at 1x1). `pinfo` is what the
+/// pipeline carries besides its variants.
+///
+/// # Safety
+/// As [`create_one`]; `info` is its create info (the application's, with
+/// viewports and scissors made dynamic), `libraries` the libraries it links.
+#[allow(clippy::too_many_arguments)]
+unsafe fn link_variants(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cache: vk::PipelineCache,
+    info: &vk::GraphicsPipelineCreateInfo,
+    alloc: *const vk::AllocationCallbacks,
+    out: *mut vk::Pipeline,
+    (libraries, k, lib): (&[vk::Pipeline], usize, &PipelineInfo),
+    mut pinfo: PipelineInfo,
+) -> vk::Result {
+    let down = f.below.fp_v1_0().create_graphics_pipelines;
+    // SAFETY: the caller's guarantee: a valid info; `out` is writable.
+    let r = unsafe { down(dev.handle, cache, 1, info, alloc, out) };
+    if r != vk::Result::SUCCESS {
+        return r;
+    }
+    // SAFETY: `out` was written by the successful call.
+    let first = unsafe { *out };
+    let mut made = vec![((1, 1), first)];
+    // SAFETY: the caller's guarantee: a valid chain.
+    let chain = unsafe { Chain::copy(info.p_next) };
+    let mut complete = chain.is_ok();
+    if let Ok(mut chain) = chain {
+        for area in AREAS[1..].iter().copied() {
+            let Some(variant) = lib.variants.get(&area) else {
+                complete = false;
+                continue;
+            };
+            let mut list = libraries.to_vec();
+            list[k] = *variant;
+            if let Some(l) = chain.get_mut::<vk::PipelineLibraryCreateInfoKHR>() {
+                l.p_libraries = list.as_ptr();
+            }
+            let mut c = *info;
+            c.p_next = chain.head();
+            let mut p = vk::Pipeline::null();
+            let injected = crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateGraphicsPipelines");
+            // SAFETY: the application's valid info with its chain copied and the library list naming library `k`'s
+            // variant instead (a library the layer made from the same create info but the fragment stage's code,
+            // alive), both live locals.
+            let r =
+                injected.err().unwrap_or_else(|| unsafe { down(dev.handle, cache, 1, &c, std::ptr::null(), &mut p) });
+            if r != vk::Result::SUCCESS {
+                complete = false;
+                continue;
+            }
+            made.push((area, p));
+        }
+    }
+    if !complete {
+        dev.log().log_once(
+            LogLevel::Warn,
+            id::FDM_VARIANTS,
+            "",
+            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
+        );
+    }
+    pinfo.needs_variants = true;
     pinfo.variants = made.into_iter().collect();
     f.pipelines.lock().insert(first, Arc::new(pinfo));
     vk::Result::SUCCESS

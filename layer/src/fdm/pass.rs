@@ -735,17 +735,30 @@ pub(super) fn attachments(
             let mut out = Vec::new();
             let mut seen = Vec::new();
             let mut add = |a: &vk::RenderingAttachmentInfo, out: &mut Vec<Option<Att>>| -> Result<(), String> {
-                if a.image_view == vk::ImageView::null() || seen.contains(&a.image_view) {
+                if a.image_view == vk::ImageView::null() {
                     return Ok(());
                 }
-                seen.push(a.image_view);
-                let mut x = att_of(f, a.image_view).ok_or("an attachment view the layer has not seen")?;
-                x.load = a.load_op == vk::AttachmentLoadOp::LOAD;
-                x.store = a.store_op == vk::AttachmentStoreOp::STORE;
-                x.initial = a.image_layout;
-                x.final_ = a.image_layout;
-                out.push(Some(x));
-                if a.resolve_mode != vk::ResolveModeFlags::NONE && a.resolve_image_view != vk::ImageView::null() {
+                // A view named twice (the depth and stencil attachments of
+                // one image) is one attachment, loaded or stored where either
+                // aspect is; so is a resolve view.
+                let (load, store) =
+                    (a.load_op == vk::AttachmentLoadOp::LOAD, a.store_op == vk::AttachmentStoreOp::STORE);
+                if let Some(x) = out.iter_mut().flatten().find(|x| x.view == a.image_view) {
+                    x.load |= load;
+                    x.store |= store;
+                } else if !seen.contains(&a.image_view) {
+                    seen.push(a.image_view);
+                    let mut x = att_of(f, a.image_view).ok_or("an attachment view the layer has not seen")?;
+                    (x.load, x.store) = (load, store);
+                    x.initial = a.image_layout;
+                    x.final_ = a.image_layout;
+                    out.push(Some(x));
+                }
+                if a.resolve_mode != vk::ResolveModeFlags::NONE
+                    && a.resolve_image_view != vk::ImageView::null()
+                    && !seen.contains(&a.resolve_image_view)
+                {
+                    seen.push(a.resolve_image_view);
                     let mut r = att_of(f, a.resolve_image_view).ok_or("a resolve view the layer has not seen")?;
                     r.store = true;
                     r.initial = a.resolve_image_layout;

@@ -18,7 +18,7 @@ use super::descriptors::{free_shadow_pools, shadow_set};
 use super::map_readback::density_map;
 use super::pass::{attachments, begin_live, begin_real, end_real, Att, Begin, Pass};
 use super::replay_plan::{plan, Change, Plan, PlannedReplay, Step, Target};
-use super::scratch::{barrier, blit, scratch_targets, Targets, Transition};
+use super::scratch::{barrier, blit, copied, copy_scaled, scratch_targets, Targets, Transition};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::id;
@@ -110,6 +110,9 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     let replays = f.plans.get_or_plan(&m, (render_area, texel, &planned_views, vertex_cost), || {
         bins::plan(&bins::bins(&map, render_area, texel, &planned_views, super::MAX_AREA, one_area), vertex_cost)
     });
+    if f.without_msaa && atts.iter().flatten().any(copied) && replays.iter().any(|r| r.area != (1, 1)) {
+        return Err("a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
+    }
     let (planned, finish) = match plan(&atts, replays, f.overlay, &|format| f.format_features(format), &views)? {
         Plan::AsRecorded => {
             // SAFETY: the caller's guarantee: `cb` is recording at the end of
@@ -269,6 +272,7 @@ unsafe fn record_replay(
     subst: &InputSubst,
 ) {
     let scratch_image = |i: usize| targets.and_then(|t| t.images[i]);
+    let mid_image = |i: usize| targets.and_then(|t| t.mids[i]);
     // SAFETY: the caller's guarantee: `cb` is recording, outside a render pass except between the begin and end of a
     // `Render` step (the steps keep barriers and blits outside it); the images are the pass's attachments (alive: the
     // capture rule) and the scratch targets, in the layouts the plan's barriers put them in.
@@ -278,14 +282,20 @@ unsafe fn record_replay(
                 Step::Barrier(changes) => barrier(f, cb, &transitions(atts, targets, changes)),
                 Step::Downscale { attachment, regions } => {
                     let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
-                    blit(f, cb, (a.image, a), (si, a), regions, false, true, None);
+                    match mid_image(*attachment) {
+                        // Multisampled: copies through the intermediate image, every sample kept.
+                        Some(mid) => copy_scaled(f, cb, a.image, si, mid, a, regions, p.replay.area, false, None),
+                        None => blit(f, cb, (a.image, a), (si, a), regions, false, true, None),
+                    }
                 }
                 Step::Upscale { attachment, layers, regions } => {
                     let (Some(a), Some(si)) = (&atts[*attachment], scratch_image(*attachment)) else { continue };
                     // A view's layer past the attachment's (an invalid pass) is not blitted.
                     let inside = layers.is_none_or(|(first, n)| first + n <= a.range.layer_count);
-                    if inside {
-                        blit(f, cb, (si, a), (a.image, a), regions, true, true, *layers);
+                    match mid_image(*attachment) {
+                        _ if !inside => {}
+                        Some(mid) => copy_scaled(f, cb, si, a.image, mid, a, regions, p.replay.area, true, *layers),
+                        None => blit(f, cb, (si, a), (a.image, a), regions, true, true, *layers),
                     }
                 }
                 Step::Render => {
@@ -325,22 +335,28 @@ fn retarget(begin: &mut Begin, area: vk::Rect2D, fb: vk::Framebuffer, views: &[O
             v.clear();
         }
         Begin::Rendering { colors, depth, stencil, .. } => {
+            // The scratch views in the order `attachments` lists the views:
+            // per attachment its view, then its resolve view, each the first
+            // time it is named (the depth and stencil attachments of one
+            // image share theirs).
             let mut it = views.iter().flatten();
             let mut seen: Vec<(vk::ImageView, vk::ImageView)> = Vec::new();
+            let mut scratch = |real: vk::ImageView, it: &mut dyn Iterator<Item = &vk::ImageView>| {
+                if let Some((_, s)) = seen.iter().find(|(r, _)| *r == real) {
+                    return *s;
+                }
+                let s = *it.next().unwrap();
+                seen.push((real, s));
+                s
+            };
             let mut fix = |a: &mut vk::RenderingAttachmentInfo<'static>,
                            it: &mut dyn Iterator<Item = &vk::ImageView>| {
                 if a.image_view == vk::ImageView::null() {
                     return;
                 }
-                if let Some((_, s)) = seen.iter().find(|(r, _)| *r == a.image_view) {
-                    a.image_view = *s;
-                    return;
-                }
-                let s = *it.next().unwrap();
-                seen.push((a.image_view, s));
-                a.image_view = s;
+                a.image_view = scratch(a.image_view, it);
                 if a.resolve_mode != vk::ResolveModeFlags::NONE && a.resolve_image_view != vk::ImageView::null() {
-                    a.resolve_image_view = *it.next().unwrap();
+                    a.resolve_image_view = scratch(a.resolve_image_view, it);
                 }
             };
             for c in colors.iter_mut() {

@@ -17,9 +17,12 @@
 //! The rules:
 //! - density 1 everywhere (one 1x1 replay) without the overlay: the pass as
 //!   recorded ([`Plan::AsRecorded`]);
-//! - a replay at an area above 1x1 blits: an attachment that loads or stores
-//!   must be single-sampled, of a format that can be blitted both ways, and
-//!   made with transfer usage, or the pass renders at 1x1;
+//! - a replay at an area above 1x1 scales what loads and stores: by blits
+//!   for single-sampled attachments (a format that can be blitted both ways),
+//!   by copies through an intermediate image for multisampled ones (a format
+//!   with the transfer features; every sample kept, [`scaled_copies`]); the
+//!   attachment must be made with transfer usage, or the pass renders at
+//!   1x1;
 //! - the first replay renders directly into the real attachments when it is
 //!   at 1x1 and no attachment loads or no later replay's bins meet its
 //!   rectangle (it writes its whole rectangle, so nothing another replay
@@ -146,13 +149,93 @@ pub(super) fn scaled_regions(r: Rect, area: (u32, u32)) -> Vec<(Rect, Rect)> {
     out
 }
 
-/// Why a pass whose replays blit cannot be replayed, if it cannot.
+/// A copy region between two images of the same format and sample count:
+/// source offset, destination offset, extent (texels; every sample of each
+/// texel is copied).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct CopyRegion {
+    pub(super) src: (u32, u32),
+    pub(super) dst: (u32, u32),
+    pub(super) extent: (u32, u32),
+}
+
+/// The two copy stages that scale a multisampled attachment over the
+/// (framebuffer, scratch) rectangle pairs `pairs` at `area`, through an
+/// intermediate image whose x is in framebuffer space and y in scratch space
+/// (a blit cannot take multisampled images; a copy keeps every sample: sample
+/// `i` of a texel comes from sample `i` of the texel it maps from).
+///
+/// Up (scratch → real): stage 1 copies scratch columns into the
+/// intermediate, each repeated `area.0` times; stage 2 copies its rows into
+/// the real image, each repeated `area.1` times. Down (real → scratch): stage
+/// 1 copies one real row per scratch row into the intermediate, stage 2 one
+/// intermediate column per scratch column; the texel taken from each
+/// `area`-sized block is the one a nearest-filter blit takes (its centre:
+/// offset `min(area, what is left) / 2`), as for single-sampled attachments.
+/// Runs that map one to one (an axis at area 1) are merged into one region.
+pub(super) fn scaled_copies(pairs: &[(Rect, Rect)], area: (u32, u32), up: bool) -> [Vec<CopyRegion>; 2] {
+    // Along one axis: (framebuffer start, length, scratch start), a scale,
+    // → (framebuffer line, scratch line) for every line the copy touches.
+    let lines = |f: u32, n: u32, s: u32, a: u32| -> Vec<(u32, u32)> {
+        if up {
+            (0..n).map(|k| (f + k, s + k / a)).collect()
+        } else {
+            (0..n.div_ceil(a))
+                .map(|k| {
+                    let left = (n - k * a).min(a);
+                    (f + k * a + left / 2, s + k)
+                })
+                .collect()
+        }
+    };
+    // Consecutive lines whose sources are consecutive too, as (src, dst, run).
+    let runs = |v: Vec<(u32, u32)>| -> Vec<(u32, u32, u32)> {
+        let mut out: Vec<(u32, u32, u32)> = Vec::new();
+        for (src, dst) in v {
+            match out.last_mut() {
+                Some((s, d, n)) if *s + *n == src && *d + *n == dst => *n += 1,
+                _ => out.push((src, dst, 1)),
+            }
+        }
+        out
+    };
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for (fb, sc) in pairs {
+        let cols = lines(fb.x, fb.w, sc.x, area.0);
+        let rows = lines(fb.y, fb.h, sc.y, area.1);
+        if up {
+            // Scratch columns → intermediate (x framebuffer, y scratch).
+            for (s, d, n) in runs(cols.iter().map(|&(f, s)| (s, f)).collect()) {
+                first.push(CopyRegion { src: (s, sc.y), dst: (d, sc.y), extent: (n, sc.h) });
+            }
+            // Intermediate rows → real.
+            for (s, d, n) in runs(rows.iter().map(|&(f, s)| (s, f)).collect()) {
+                second.push(CopyRegion { src: (fb.x, s), dst: (fb.x, d), extent: (fb.w, n) });
+            }
+        } else {
+            // Real rows → intermediate.
+            for (s, d, n) in runs(rows) {
+                first.push(CopyRegion { src: (fb.x, s), dst: (fb.x, d), extent: (fb.w, n) });
+            }
+            // Intermediate columns → scratch.
+            for (s, d, n) in runs(cols) {
+                second.push(CopyRegion { src: (s, sc.y), dst: (d, sc.y), extent: (n, sc.h) });
+            }
+        }
+    }
+    [first, second]
+}
+
+/// Why a pass whose replays blit cannot be replayed, if it cannot. A
+/// multisampled attachment is scaled by copies ([`scaled_copies`]), which
+/// need the transfer features instead of the blit ones.
 fn unblittable(atts: &[Option<Att>], format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags) -> Option<String> {
     for a in atts.iter().flatten() {
-        if a.samples != vk::SampleCountFlags::TYPE_1 && (a.load || a.store) {
-            return Some("a multisampled attachment loads or stores (no scaled blit for it)".into());
-        }
-        let need = vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST;
+        let need = if a.samples == vk::SampleCountFlags::TYPE_1 {
+            vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST
+        } else {
+            vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST
+        };
         if (a.load || a.store) && !format_features(a.format).contains(need) {
             return Some(format!("{:?} cannot be blitted", a.format));
         }
@@ -682,12 +765,18 @@ mod tests {
     #[test]
     fn what_cannot_be_blitted_renders_at_one_by_one() {
         let two = || vec![replay((2, 2), r(0, 0, 32, 32))];
-        let mut ms = att(true, false);
+        // A multisampled attachment is copied, not blitted: it needs the
+        // transfer features, not the blit ones.
+        let mut ms = att(true, true);
         ms.samples = vk::SampleCountFlags::TYPE_4;
         let why = plan(&[Some(ms.clone())], two(), false, &blittable, &[]).unwrap_err();
-        assert!(why.contains("multisampled"), "{why}");
-        // A multisampled attachment that neither loads nor stores is never blitted.
+        assert!(why.contains("cannot be blitted"), "{why}");
+        let transfer = |_: vk::Format| vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST;
+        let (planned, _) = replays_of(plan(&[Some(ms.clone())], two(), false, &transfer, &[]));
+        assert_eq!((downscaled(&planned[0]), upscaled(&planned[0])), (vec![0], vec![0]));
+        // A multisampled attachment that neither loads nor stores is never scaled.
         ms.load = false;
+        ms.store = false;
         assert!(plan(&[Some(ms)], two(), false, &blittable, &[]).is_ok());
         let no_blit_dst = |_: vk::Format| vk::FormatFeatureFlags::BLIT_SRC;
         let why = plan(&[Some(att(false, true))], two(), false, &no_blit_dst, &[]).unwrap_err();
@@ -696,6 +785,57 @@ mod tests {
         no_transfer.usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_DST;
         let why = plan(&[Some(no_transfer)], two(), false, &blittable, &[]).unwrap_err();
         assert!(why.contains("transfer usage"), "{why}");
+    }
+
+    /// Where every texel of the scaled image comes from, following the copy
+    /// stages through the intermediate image (a map from destination texel
+    /// to source texel).
+    fn follow(stages: &[Vec<CopyRegion>; 2]) -> std::collections::BTreeMap<(u32, u32), (u32, u32)> {
+        let apply = |regions: &[CopyRegion], from: &dyn Fn((u32, u32)) -> Option<(u32, u32)>| {
+            let mut out = std::collections::BTreeMap::new();
+            for c in regions {
+                for y in 0..c.extent.1 {
+                    for x in 0..c.extent.0 {
+                        let src = (c.src.0 + x, c.src.1 + y);
+                        let prev = out.insert((c.dst.0 + x, c.dst.1 + y), from(src).expect("read before written"));
+                        assert!(prev.is_none(), "{:?} written twice", (c.dst.0 + x, c.dst.1 + y));
+                    }
+                }
+            }
+            out
+        };
+        let mid = apply(&stages[0], &|p| Some(p));
+        apply(&stages[1], &|p| mid.get(&p).copied())
+    }
+
+    /// Up: every framebuffer texel of the pairs gets the scratch texel
+    /// `(x / area, y / area)` (bins are aligned to their area), nothing else
+    /// is written; down: every scratch texel gets the centre of its block
+    /// (the texel a nearest blit takes), the partial last column one of what
+    /// is left.
+    #[test]
+    fn multisampled_scaling_copies_map_every_texel_like_the_blit() {
+        let area = (2, 4);
+        // 34 columns: 17 full blocks; 10 rows: 2 full blocks and 2 rows left.
+        let pairs = scaled_regions(r(4, 8, 34, 10), area);
+        let up = follow(&scaled_copies(&pairs, area, true));
+        assert_eq!(up.len(), 34 * 10);
+        for (&(x, y), &s) in &up {
+            assert!((4..38).contains(&x) && (8..18).contains(&y), "{x},{y} is outside the rectangle");
+            assert_eq!(s, (x / 2, y / 4), "at {x},{y}");
+        }
+        let down = follow(&scaled_copies(&pairs, area, false));
+        assert_eq!(down.len(), 17 * 3);
+        for (&(sx, sy), &f) in &down {
+            let want_y = if sy < 4 { sy * 4 + 2 } else { 16 + 1 };
+            assert_eq!(f, (sx * 2 + 1, want_y), "scratch {sx},{sy}");
+        }
+        // An axis at area 1 is one region per rectangle on that axis.
+        let flat = scaled_copies(&[(r(0, 0, 16, 8), r(0, 0, 16, 4))], (1, 2), true);
+        assert_eq!(flat[0], vec![CopyRegion { src: (0, 0), dst: (0, 0), extent: (16, 4) }]);
+        let up = follow(&flat);
+        assert_eq!(up.len(), 16 * 8);
+        assert!(up.iter().all(|(&(x, y), &s)| s == (x, y / 2)), "{up:?}");
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //! were made from is destroyed),
 //! and the transfers between them and the real attachments: layout
 //! transitions and nearest-filter blits over the rectangle pairs the plan
-//! gives ([`super::replay_plan::scaled_regions`]).
+//! gives ([`super::replay_plan::scaled_regions`]); for a multisampled
+//! attachment, which no blit takes, copies through an intermediate image
+//! made with its scratch target ([`super::replay_plan::scaled_copies`]).
 
 use super::bins::Rect;
 use super::pass::{Att, Begin};
+use super::replay_plan::{scaled_copies, CopyRegion};
 use super::{memory_type, Fdm};
 use crate::device::DeviceCore;
 use ash::vk;
@@ -34,6 +37,9 @@ struct Key {
     views: Vec<Option<vk::ImageView>>,
     /// Which positions the replay scratches.
     scratched: Vec<bool>,
+    /// Which positions are scaled by copies (multisampled, loaded or
+    /// stored): they get an intermediate image too.
+    copied: Vec<bool>,
     /// The render pass the framebuffer was made for (null for dynamic
     /// rendering, which has no framebuffer).
     render_pass: vk::RenderPass,
@@ -45,6 +51,7 @@ struct Key {
 impl Key {
     fn new(begin: &Begin, atts: &[Option<Att>], area: (u32, u32), extent: (u32, u32), layers: u32) -> Key {
         let scratched = atts.iter().map(Option::is_some).collect();
+        let copied = atts.iter().map(|a| a.as_ref().is_some_and(copied)).collect();
         let (views, render_pass) = match begin {
             Begin::RenderPass { render_pass, fb, views, .. } => {
                 let real = if fb.imageless { views } else { &fb.views };
@@ -54,7 +61,7 @@ impl Key {
                 (atts.iter().map(|a| a.as_ref().map(|a| a.view)).collect(), vk::RenderPass::null())
             }
         };
-        Key { views, scratched, render_pass, area, extent, layers }
+        Key { views, scratched, copied, render_pass, area, extent, layers }
     }
 
     fn uses_view(&self, view: vk::ImageView) -> bool {
@@ -62,8 +69,18 @@ impl Key {
     }
 }
 
+/// Whether a replay scales `a` by copies through an intermediate image
+/// ([`super::replay_plan::scaled_copies`]): it is multisampled (no blit
+/// takes it) and it loads or stores.
+pub(super) fn copied(a: &Att) -> bool {
+    a.samples != vk::SampleCountFlags::TYPE_1 && (a.load || a.store)
+}
+
 struct ScratchSet {
     images: Vec<Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>>,
+    /// Per attachment scaled by copies: its intermediate image (x at the
+    /// framebuffer's size, y at the scratch target's; no view).
+    mids: Vec<Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>>,
     framebuffer: vk::Framebuffer,
 }
 
@@ -135,7 +152,7 @@ unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
         if s.framebuffer != vk::Framebuffer::null() {
             d.destroy_framebuffer(s.framebuffer, None);
         }
-        for (i, m, v) in s.images.into_iter().flatten() {
+        for (i, m, v) in s.images.into_iter().chain(s.mids).flatten() {
             d.destroy_image_view(v, None);
             d.destroy_image(i, None);
             d.free_memory(m, None);
@@ -152,6 +169,8 @@ fn scaled(n: u32, a: u32) -> u32 {
 pub(super) struct Targets {
     pub(super) views: Vec<Option<vk::ImageView>>,
     pub(super) images: Vec<Option<vk::Image>>,
+    /// The intermediate images of the attachments scaled by copies.
+    pub(super) mids: Vec<Option<vk::Image>>,
     pub(super) framebuffer: vk::Framebuffer,
 }
 
@@ -160,6 +179,7 @@ impl ScratchSet {
         Targets {
             views: self.images.iter().map(|x| x.map(|x| x.2)).collect(),
             images: self.images.iter().map(|x| x.map(|x| x.0)).collect(),
+            mids: self.mids.iter().map(|x| x.map(|x| x.0)).collect(),
             framebuffer: self.framebuffer,
         }
     }
@@ -190,7 +210,10 @@ pub(super) unsafe fn scratch_targets(
     // One attachment's scratch image, memory and view; nothing is left
     // behind when a step fails (handles not made yet are null, which
     // vkDestroy*/vkFreeMemory ignore).
-    let make = |a: &Att| -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
+    let make = |a: &Att,
+                (w, h): (u32, u32),
+                view: bool|
+     -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
         let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
         // SAFETY: every create info is built here from locals and the attachment's own format, samples, usage and
         // view type (valid for an image the application made: the caller's guarantee); every handle used is one made
@@ -221,6 +244,9 @@ pub(super) unsafe fn scratch_targets(
                 None,
             )?;
             d.bind_image_memory(made.0, made.1, 0)?;
+            if !view {
+                return Ok(());
+            }
             let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
             crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImageView")?;
             made.2 = d.create_image_view(
@@ -238,19 +264,28 @@ pub(super) unsafe fn scratch_targets(
             Err(e) => {
                 // SAFETY: the objects just made by the layer, never used.
                 unsafe {
-                    destroy_set(d, ScratchSet { images: vec![Some(made)], framebuffer: vk::Framebuffer::null() })
+                    destroy_set(
+                        d,
+                        ScratchSet { images: vec![Some(made)], mids: Vec::new(), framebuffer: vk::Framebuffer::null() },
+                    )
                 };
                 Err(e)
             }
         }
     };
     let mut images = Vec::new();
+    let mut mids = Vec::new();
     for a in atts {
-        match a.as_ref().map(make).transpose() {
-            Ok(x) => images.push(x),
+        let made = a.as_ref().map(|a| make(a, (w, h), true)).transpose().and_then(|x| {
+            images.push(x);
+            // The intermediate of a copied attachment: x in framebuffer space, y in scratch space.
+            a.as_ref().filter(|a| copied(a)).map(|a| make(a, (extent.0.max(1), h), false)).transpose()
+        });
+        match made {
+            Ok(x) => mids.push(x),
             Err(e) => {
                 // SAFETY: the objects just made by the layer, never used.
-                unsafe { destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() }) };
+                unsafe { destroy_set(d, ScratchSet { images, mids, framebuffer: vk::Framebuffer::null() }) };
                 return Err(e);
             }
         }
@@ -278,12 +313,12 @@ pub(super) unsafe fn scratch_targets(
             Ok(fb) => framebuffer = fb,
             Err(e) => {
                 // SAFETY: the objects just made by the layer, never used.
-                unsafe { destroy_set(d, ScratchSet { images, framebuffer: vk::Framebuffer::null() }) };
+                unsafe { destroy_set(d, ScratchSet { images, mids, framebuffer: vk::Framebuffer::null() }) };
                 return Err(e);
             }
         }
     }
-    let set = ScratchSet { images, framebuffer };
+    let set = ScratchSet { images, mids, framebuffer };
     let out = set.targets();
     cache.sets.insert(key, set);
     Ok(out)
@@ -391,6 +426,68 @@ pub(super) unsafe fn blit(
     };
 }
 
+/// Records the scaling copies of a multisampled attachment from `src` to
+/// `dst` over `pairs` (framebuffer rectangle, scratch rectangle), through
+/// the intermediate image `mid` ([`scaled_copies`]: downscaling or, with
+/// `up`, upscaling; every sample kept), in the attachment's layers `sub`
+/// (first and count relative to its view; `None`: all of them); the
+/// intermediate's contents are discarded first, and a barrier orders its two
+/// stages.
+///
+/// # Safety
+/// As [`blit`]; `mid` is the attachment's intermediate image made by
+/// [`scratch_targets`] (idle but for the commands recorded before in `cb`,
+/// which the barrier before the first stage orders).
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn copy_scaled(
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    src: vk::Image,
+    dst: vk::Image,
+    mid: vk::Image,
+    a: &Att,
+    pairs: &[(Rect, Rect)],
+    area: (u32, u32),
+    up: bool,
+    sub: Option<(u32, u32)>,
+) {
+    let [first, second] = scaled_copies(pairs, area, up);
+    if first.is_empty() {
+        return;
+    }
+    let (base, count) = sub.unwrap_or((0, a.range.layer_count));
+    let layers = |real: bool| vk::ImageSubresourceLayers {
+        aspect_mask: a.range.aspect_mask,
+        mip_level: if real { a.range.base_mip_level } else { 0 },
+        base_array_layer: if real { a.range.base_array_layer } else { 0 } + base,
+        layer_count: count,
+    };
+    let regions = |v: &[CopyRegion], src_real: bool, dst_real: bool| -> Vec<vk::ImageCopy> {
+        v.iter()
+            .map(|c| vk::ImageCopy {
+                src_subresource: layers(src_real),
+                src_offset: vk::Offset3D { x: c.src.0 as i32, y: c.src.1 as i32, z: 0 },
+                dst_subresource: layers(dst_real),
+                dst_offset: vk::Offset3D { x: c.dst.0 as i32, y: c.dst.1 as i32, z: 0 },
+                extent: vk::Extent3D { width: c.extent.0, height: c.extent.1, depth: 1 },
+            })
+            .collect()
+    };
+    let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+    let mid_to = |old| [Transition { image: mid, range, old, new: vk::ImageLayout::GENERAL }];
+    let (src_layout, dst_layout) = (vk::ImageLayout::TRANSFER_SRC_OPTIMAL, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+    let g = vk::ImageLayout::GENERAL;
+    // SAFETY: the caller's guarantee (a recording command buffer outside a render pass; `src` and `dst` in the
+    // transfer layouts, `mid` made for this attachment at this area: the same format and samples, its layers, large
+    // enough for the regions); the regions are live Vecs.
+    unsafe {
+        barrier(f, cb, &mid_to(vk::ImageLayout::UNDEFINED));
+        f.below.cmd_copy_image(cb, src, src_layout, mid, g, &regions(&first, !up, false));
+        barrier(f, cb, &mid_to(g));
+        f.below.cmd_copy_image(cb, mid, g, dst, dst_layout, &regions(&second, false, up));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,6 +497,7 @@ mod tests {
         Key {
             views: views.iter().map(|v| Some(vk::ImageView::from_raw(*v))).collect(),
             scratched: scratched.to_vec(),
+            copied: vec![false; scratched.len()],
             render_pass: vk::RenderPass::from_raw(pass),
             area: (2, 2),
             extent: (256, 256),
@@ -408,7 +506,7 @@ mod tests {
     }
 
     fn set() -> ScratchSet {
-        ScratchSet { images: Vec::new(), framebuffer: vk::Framebuffer::null() }
+        ScratchSet { images: Vec::new(), mids: Vec::new(), framebuffer: vk::Framebuffer::null() }
     }
 
     /// Passes that share their scratched views but not the density map's

@@ -31,6 +31,8 @@ fn usage() -> ! {
          multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped]  a plain two-view draw, one layer feature at a time\n  \
          fdm-multiview [quick]      per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
          fdm-offset                 VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
+         fdm-msaa                   multisampled attachments loading and storing in a density-map pass: every sample judged\n  \
+         fdm-library                FragSizeEXT in a fragment-shader pipeline library, linked fast and with link-time optimization\n  \
          fdm-dynamic-state [plain]  dynamic state beyond Vulkan 1.3 changed between draws of a binned pass (plain: no map)\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          host-leak                  a planted host leak (heap blocks whose pointers are dropped): valgrind's control\n  \
@@ -103,6 +105,8 @@ fn main() {
         ),
         "fdm-multiview" => fdm_multiview(&mut opts, args.get(1).map(String::as_str) == Some("quick")),
         "fdm-offset" => fdm_offset(&mut opts),
+        "fdm-msaa" => fdm_msaa(&mut opts),
+        "fdm-library" => fdm_library(&mut opts),
         "fdm-dynamic-state" => fdm_dynamic_state(&mut opts, args.get(1).map(String::as_str) == Some("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
@@ -2153,6 +2157,106 @@ fn fdm_offset(opts: &mut GpuOptions) -> Result<(), String> {
                     return Err(format!("{case}: too little is coarse ({coarse} pixels, largest area {largest})"));
                 }
                 println!("fdm offset path={path:?} views={n} view={v} offset=({},{}) fine_pixels={fine_px} coarse_pixels={coarse}", off.x, off.y);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `fdm-msaa`: multisampled colour and depth/stencil attachments that load
+/// and store in a density-map pass, at every sample count of 2, 4 and 8 the
+/// driver offers for them, through every path, with and without resolves
+/// (`overlap_tests::fdm_msaa`).
+fn fdm_msaa(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, PATHS};
+    use overlap_tests::fdm_msaa::{self, Case};
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let l = &g.properties.limits;
+    let counts = l.framebuffer_color_sample_counts
+        & l.framebuffer_depth_sample_counts
+        & l.framebuffer_stencil_sample_counts
+        & l.sampled_image_color_sample_counts
+        & l.sampled_image_depth_sample_counts
+        & l.sampled_image_stencil_sample_counts;
+    let samples: Vec<u32> =
+        [2, 4, 8].into_iter().filter(|n| counts.contains(vk::SampleCountFlags::from_raw(*n))).collect();
+    if samples.is_empty() {
+        return Err("the driver offers no multisampled colour, depth and stencil attachments".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let (mw, mh) = (8, 8);
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    // A framebuffer of whole map texels, and one whose last column and row of blocks are cut short.
+    for size in [fdm_msaa::VIEWPORT, (250, 190)] {
+        let texel =
+            (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+        // Pixels whose texel asks for more than 1x1.
+        let asked_coarse = (0..size.0 * size.1)
+            .filter(|k| {
+                let t = map.texels[((k / size.0 / texel.1) * mw + (k % size.0) / texel.0) as usize];
+                fdm::requested(t[0]) * fdm::requested(t[1]) > 1
+            })
+            .count() as u64;
+        for &n in &samples {
+            for path in PATHS.into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering) {
+                for resolve in [false, true] {
+                    let case = Case { path, samples: n, size, resolve };
+                    let out = fdm_msaa::render(&g, &case, &map);
+                    let coarse = fdm_msaa::check(&out, &map, texel).map_err(|e| format!("fdm_msaa {case:?}: {e}"))?;
+                    println!(
+                        "fdm_msaa path={path:?} samples={n} size={}x{} resolve={resolve} coarse_pixels={coarse}/{asked_coarse}",
+                        size.0, size.1
+                    );
+                    if coarse * 2 < asked_coarse {
+                        return Err(format!(
+                            "fdm_msaa {case:?}: too little was shaded coarsely ({coarse} of {asked_coarse} pixels asking for it)"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `fdm-library`: `FragSizeEXT` and `FragCoord` in a fragment-shader
+/// pipeline library, linked fast and with link-time optimization, drawn in a
+/// density-map render pass (`overlap_tests::fdm_library`).
+fn fdm_library(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map};
+    opts.fdm = true;
+    opts.pipeline_library = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut gpl);
+    unsafe { g.instance.get_physical_device_features2(g.pd, &mut f2) };
+    if gpl.graphics_pipeline_library != vk::TRUE {
+        return Err("graphicsPipelineLibrary is not offered".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let size = (256u32, 256u32);
+    let (mw, mh) = (8, 8);
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    for dynamic in [false, true].into_iter().filter(|d| !d || g.dynamic_rendering) {
+        for lto in [false, true] {
+            let px = overlap_tests::fdm_library::render(&g, &map, size, lto, dynamic);
+            let case = format!("dynamic={dynamic} lto={lto}");
+            let (coarse, largest) =
+                fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("fdm_library {case}: {e}"))?;
+            println!("fdm_library {case} coarse_pixels={coarse} largest_area={largest}");
+            if largest < 4 || coarse < (size.0 * size.1 / 2) as u64 {
+                return Err(format!(
+                    "fdm_library {case}: too little was shaded coarsely ({coarse} pixels, largest area {largest})"
+                ));
             }
         }
     }
