@@ -43,6 +43,22 @@ fn main() {
             }
             continue;
         }
+        if name == "oit_ordered_insert.frag" {
+            for (suffix, define) in [("ordered", Some("-DORDERED")), ("unordered", Some("-DUNORDERED")), ("none", None)]
+            {
+                let mut cmd = Command::new("glslangValidator");
+                cmd.args(["-V", "--target-env", "vulkan1.1"]);
+                cmd.args(define);
+                let status = cmd
+                    .arg("-o")
+                    .arg(Path::new(&out).join(format!("oit_ordered_insert-{suffix}.frag.spv")))
+                    .arg(&path)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "glslangValidator failed on {name}");
+            }
+            continue;
+        }
         if name == "oit_insert.frag" {
             for (suffix, define) in [("", None), ("-none", Some("-DNO_INTERLOCK"))] {
                 let mut cmd = Command::new("glslangValidator");

@@ -7,6 +7,7 @@ pub mod fdm;
 pub mod harness;
 pub mod interlock;
 pub mod oit;
+pub mod oit_ordered;
 pub mod render;
 pub mod varyings;
 pub mod vrs;

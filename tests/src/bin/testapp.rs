@@ -24,6 +24,7 @@ fn usage() -> ! {
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
+         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [reps=N] [out=PNG] [ref=PNG] [nocheck]  the ordered OIT scene (tail blending), checked against the CPU reference\n  \
          vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
@@ -85,6 +86,7 @@ fn main() {
         }
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
+        "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "vrs" => vrs(&mut opts),
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
@@ -589,6 +591,58 @@ fn oit(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result<(), Str
     );
     if with_interlock && worst > 2 {
         return Err(format!("OIT differs from the reference by up to {worst}"));
+    }
+    Ok(())
+}
+
+/// Renders the ordered OIT scene (issue 12: tail blending, where the order
+/// of a pixel's fragments changes the picture) and compares it with the CPU
+/// reference, which processes each pixel's fragments in primitive order:
+/// prints the differing pixels and the median time of `reps` renders. Fails
+/// on any difference (tolerance 0: the scene computes in integers) unless
+/// `nocheck` (the negative controls: `reverse` draws the layers last to
+/// first, `section=none` has no critical section).
+fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result<(), String> {
+    use overlap_tests::oit_ordered::{self as scene, Section};
+    let get = |k: &str| rest.iter().find_map(|a| a.strip_prefix(k).and_then(|v| v.strip_prefix('=')));
+    let flag = |k: &str| rest.iter().any(|a| a == k);
+    let layers: u32 = get("layers").map(|v| v.parse().map_err(|_| "layers=N")).transpose()?.unwrap_or(8);
+    if !(1..=scene::MAX_LAYERS).contains(&layers) || w % 64 != 0 || h % 64 != 0 || w == 0 || h == 0 {
+        return Err(format!("1 to {} layers, sizes multiples of 64", scene::MAX_LAYERS));
+    }
+    let section: Section = get("section").unwrap_or("ordered").parse()?;
+    let reverse = flag("reverse");
+    let reps: usize = get("reps").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    if section != Section::None && !g.interlock {
+        return Err("VK_EXT_fragment_shader_interlock is not available".into());
+    }
+    let reference = scene::reference(w, h, layers, false);
+    let mut times = Vec::new();
+    let mut wrong = 0;
+    let mut image = None;
+    for _ in 0..reps {
+        let (img, ns) = scene::render(&g, w, h, layers, section, reverse);
+        wrong = wrong.max(scene::differing_pixels(&img, &reference));
+        times.push(ns);
+        image = Some(img);
+    }
+    times.sort();
+    let image = image.unwrap();
+    if let Some(p) = get("out") {
+        image.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+    }
+    if let Some(p) = get("ref") {
+        reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+    }
+    println!(
+        "oit_ordered={section:?} size={w}x{h} layers={layers} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}",
+        overlap_tests::oit::max_difference(&image, &reference),
+        times[times.len() / 2]
+    );
+    if wrong > 0 && !flag("nocheck") {
+        return Err(format!("ordered OIT: {wrong} pixels differ from the reference"));
     }
     Ok(())
 }
