@@ -5,7 +5,7 @@
 // each with its own colour and a depth unrelated to its draw order. Layer i
 // is instance i (`reverse`: instance i draws layer layers-1-i, the wrong
 // order the reference check must catch).
-layout(push_constant) uniform P { uint width; uint height; uint layers; uint reverse; } pc;
+layout(push_constant) uniform P { uint width; uint height; uint layers; uint flags; } pc;
 layout(location = 0) flat out uint v_color;
 layout(location = 1) flat out uint v_depth;
 
@@ -17,9 +17,12 @@ const uvec3 PALETTE[16] = uvec3[16](
     uvec3(170, 110, 40), uvec3(255, 250, 200), uvec3(128, 0, 0), uvec3(170, 255, 195));
 
 void main() {
-    uint i = pc.reverse != 0u ? pc.layers - 1u - uint(gl_InstanceIndex) : uint(gl_InstanceIndex);
+    uint i = (pc.flags & 1u) != 0u ? pc.layers - 1u - uint(gl_InstanceIndex) : uint(gl_InstanceIndex);
     vec4 r = vec4(float((i * 5u) % 24u), float((i * 11u) % 24u), float(64u - (i * 7u) % 24u),
                   float(64u - (i * 13u) % 24u)) / 64.0;
+    if ((pc.flags & 2u) != 0u) {
+        r = vec4(0.0, 0.0, 1.0, 1.0);
+    }
     vec2 corner = vec2((gl_VertexIndex == 1 || gl_VertexIndex >= 4) ? r.z : r.x,
                        (gl_VertexIndex == 2 || gl_VertexIndex == 3 || gl_VertexIndex == 5) ? r.w : r.y);
     gl_Position = vec4(corner * 2.0 - 1.0, 0.0, 1.0);

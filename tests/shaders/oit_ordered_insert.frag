@@ -19,7 +19,7 @@ const uint BACKGROUND = 26u;
 layout(set = 0, binding = 0, std430) coherent buffer Counts { uint count[]; };
 layout(set = 0, binding = 1, std430) coherent buffer Slots { uvec2 slot[]; };
 layout(set = 0, binding = 2, std430) coherent buffer Tail { uvec4 tail[]; };
-layout(push_constant) uniform P { uint width; uint height; uint layers; uint reverse; } pc;
+layout(push_constant) uniform P { uint width; uint height; uint layers; uint flags; } pc;
 layout(location = 0) flat in uint v_color;
 layout(location = 1) flat in uint v_depth;
 layout(location = 0) out vec4 o_color;

@@ -7,7 +7,7 @@ const uint BACKGROUND = 26u;
 layout(set = 0, binding = 0, std430) readonly buffer Counts { uint count[]; };
 layout(set = 0, binding = 1, std430) readonly buffer Slots { uvec2 slot[]; };
 layout(set = 0, binding = 2, std430) readonly buffer Tail { uvec4 tail[]; };
-layout(push_constant) uniform P { uint width; uint height; uint layers; uint reverse; } pc;
+layout(push_constant) uniform P { uint width; uint height; uint layers; uint flags; } pc;
 layout(location = 0) out vec4 o_color;
 
 void main() {

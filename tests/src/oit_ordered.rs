@@ -54,8 +54,8 @@ pub fn rect(i: u32) -> [u32; 4] {
     [(i * 5) % 24, (i * 11) % 24, 64 - (i * 7) % 24, 64 - (i * 13) % 24]
 }
 
-fn covers(i: u32, x: u32, y: u32, width: u32, height: u32) -> bool {
-    let r = rect(i);
+fn covers(i: u32, x: u32, y: u32, width: u32, height: u32, full: bool) -> bool {
+    let r = if full { [0, 0, 64, 64] } else { rect(i) };
     x * 64 >= r[0] * width && x * 64 < r[2] * width && y * 64 >= r[1] * height && y * 64 < r[3] * height
 }
 
@@ -105,12 +105,13 @@ pub fn pixel(order: impl IntoIterator<Item = u32>) -> [u8; 4] {
 }
 
 /// The expected picture (`reverse`: the layers reach each pixel last to
-/// first — the wrong order, for the controls).
-pub fn reference(width: u32, height: u32, layers: u32, reverse: bool) -> Image {
+/// first — the wrong order, for the controls; `full`: every layer covers
+/// the whole target).
+pub fn reference(width: u32, height: u32, layers: u32, reverse: bool, full: bool) -> Image {
     let mut rgba = Vec::with_capacity((width * height * 4) as usize);
     for y in 0..height {
         for x in 0..width {
-            let covering = (0..layers).filter(|&i| covers(i, x, y, width, height));
+            let covering = (0..layers).filter(|&i| covers(i, x, y, width, height, full));
             let px = if reverse { pixel(covering.rev()) } else { pixel(covering) };
             rgba.extend(px);
         }
@@ -149,9 +150,17 @@ impl std::str::FromStr for Section {
 
 /// Renders the scene: `layers` rectangles in two draws (layers [0, n/2) and
 /// [n/2, n), so the order crosses a draw boundary too), `reverse` drawing
-/// them last to first. Returns the picture and the submission's wall time
+/// them last to first, `full` every layer over the whole target. Returns the picture and the submission's wall time
 /// in nanoseconds (both passes).
-pub fn render(gpu: &Gpu, width: u32, height: u32, layers: u32, section: Section, reverse: bool) -> (Image, u64) {
+pub fn render(
+    gpu: &Gpu,
+    width: u32,
+    height: u32,
+    layers: u32,
+    section: Section,
+    reverse: bool,
+    full: bool,
+) -> (Image, u64) {
     assert!(width % 64 == 0 && height % 64 == 0, "OIT sizes are multiples of 64");
     assert!((1..=MAX_LAYERS).contains(&layers), "1 to {MAX_LAYERS} layers");
     let d = &gpu.device;
@@ -211,7 +220,8 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, layers: u32, section: Section,
             include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_resolve.frag.spv")),
             true,
         );
-        let pc: Vec<u8> = [width, height, layers, reverse as u32].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let flags = reverse as u32 | (full as u32) << 1;
+        let pc: Vec<u8> = [width, height, layers, flags].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let half = layers / 2;
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
@@ -269,12 +279,15 @@ mod tests {
     /// sorted, so their arrival order does not matter).
     #[test]
     fn order_changes_the_picture_only_through_the_tail() {
-        let forward = reference(128, 128, 8, false);
-        let reversed = reference(128, 128, 8, true);
+        let forward = reference(128, 128, 8, false, false);
+        let reversed = reference(128, 128, 8, true, false);
         let differ = differing_pixels(&forward, &reversed);
         assert!(differ > 128 * 128 / 4, "{differ} pixels differ");
         for layers in 1..=K as u32 {
-            assert_eq!(differing_pixels(&reference(64, 64, layers, false), &reference(64, 64, layers, true)), 0);
+            assert_eq!(
+                differing_pixels(&reference(64, 64, layers, false, false), &reference(64, 64, layers, true, false)),
+                0
+            );
         }
     }
 
@@ -306,10 +319,15 @@ mod tests {
     #[test]
     fn every_layer_covers_the_centre_and_sizes_must_match() {
         for i in 0..MAX_LAYERS {
-            assert!(covers(i, 32, 32, 64, 64), "layer {i}");
+            assert!(covers(i, 32, 32, 64, 64, false), "layer {i}");
+            assert!(covers(i, 0, 63, 64, 64, true), "layer {i}");
         }
-        let a = reference(64, 64, 8, false);
-        let b = reference(128, 64, 8, false);
+        // Full layers: one colour everywhere, order-sensitive as well.
+        let full = reference(64, 64, 8, false, true);
+        assert!(full.rgba.chunks(4).all(|p| p == full.pixel(0, 0)));
+        assert_ne!(full.pixel(0, 0), reference(64, 64, 8, true, true).pixel(0, 0));
+        let a = reference(64, 64, 8, false, false);
+        let b = reference(128, 64, 8, false, false);
         assert_eq!(differing_pixels(&a, &b), 128 * 64);
     }
 }

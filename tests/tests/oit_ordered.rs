@@ -28,7 +28,8 @@ fn wrong_pixels(o: &Outcome) -> usize {
 
 /// Every strategy equals the reference on lavapipe (the ordered one forced:
 /// its count and run draws, across the scene's two draws), at 8 layers (6
-/// beyond the kept 2 go to the tail) and 16; validation silent.
+/// beyond the kept 2 go to the tail) and 16, and 16 full-target layers;
+/// validation silent.
 #[test]
 fn ordered_oit_matches_its_cpu_reference() {
     for strategy in ["serialized", "ordered", "spinlock"] {
@@ -39,6 +40,10 @@ fn ordered_oit_matches_its_cpu_reference() {
             assert_eq!(wrong_pixels(&o), 0, "{strategy} {layers}: {}", o.stdout);
         }
     }
+    // Every layer over the whole target (the benchmark's shape).
+    let o = scene("ordered", &["layers=16", "full"]);
+    o.assert_ok();
+    assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
 }
 
 /// The check can fail: the layers drawn last to first (a wrong order) give
