@@ -25,7 +25,7 @@ fn usage() -> ! {
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
          oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [out=PNG] [ref=PNG] [nocheck]  the ordered OIT scene (tail blending), checked against the CPU reference\n  \
-         vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
+         vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
@@ -672,21 +672,28 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
         .map(|r| format!("{}x{}", r.fragment_size.width, r.fragment_size.height))
         .collect();
     println!("rates={}", list.join(","));
-    for interlock in [false, true] {
+    use overlap_tests::vrs::{Request, Section};
+    let mut errors = 0;
+    for section in [Section::None, Section::Unordered, Section::Ordered] {
+        let interlock = section != Section::None;
         if interlock && !g.interlock {
             continue;
         }
-        use overlap_tests::vrs::Request;
         for request in [Request::Static, Request::Dynamic, Request::Primitive] {
             if request == Request::Primitive && !g.primitive_shading_rate {
                 continue;
             }
-            let o = overlap_tests::vrs::run(&g, interlock, request, 64);
+            let o = overlap_tests::vrs::run(&g, section, request, 64);
+            errors += o.errors;
             println!(
-                "vrs interlock={interlock} request={request:?} invocations={} pixels={} rates=0x{:x}",
-                o.invocations, o.pixels, o.rates
+                "vrs interlock={interlock} section={section:?} request={request:?} invocations={} pixels={} rates=0x{:x} errors={} error_kinds=0x{:x}",
+                o.invocations, o.pixels, o.rates, o.errors, o.kinds
             );
         }
+    }
+    // gl_FragCoord off the fragment's centre, or derivatives not its size.
+    if errors > 0 {
+        return Err(format!("vrs: {errors} invocations saw a wrong gl_FragCoord or derivative"));
     }
     Ok(())
 }
