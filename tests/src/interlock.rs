@@ -932,4 +932,28 @@ mod tests {
         words[0] |= ORDER_ERROR;
         assert_eq!(check_words(&c, &words), (0, 1));
     }
+
+    /// The coverage rows with sample shading (the CTS's shading-rate modes
+    /// at 4x with sample shading): one word per sample, 32 instances of one
+    /// bit, killOdd on the word's column (odd samples), 1x1 words.
+    #[test]
+    fn per_sample_coverage_words() {
+        let rows = coverage_matrix(&[(8, 6)], &COVERAGE_MODES);
+        let sampled: Vec<&Case> = rows.iter().filter(|c| c.sample_shading).collect();
+        assert_eq!(sampled.len(), 8);
+        assert!(sampled.iter().all(|c| c.shading_rate() && c.samples == 4));
+        let kill = *sampled.iter().find(|c| c.discard).unwrap();
+        assert_eq!((kill.instances(), kill.row(), kill.rows()), (32, 32, 6));
+        let good: Vec<u32> = (0..6 * 32).map(|i| if i % 2 == 1 { 0 } else { u32::MAX }).collect();
+        assert_eq!(check_words(kill, &good), (0, 0));
+        // One lost bit on an even sample, one extra bit on an odd one.
+        let mut bad = good.clone();
+        bad[4] &= !(1 << 7);
+        bad[33] = 1;
+        assert_eq!(check_words(kill, &bad), (2, 0));
+        // A pixel's odd sample is not its odd pixel: the killed words are
+        // every other sample.
+        let by_pixel: Vec<u32> = (0..6 * 32).map(|i| if (i / 4) % 2 == 1 { 0 } else { u32::MAX }).collect();
+        assert!(check_words(kill, &by_pixel).0 > 0);
+    }
 }
