@@ -98,7 +98,7 @@ pub fn pixel(order: impl IntoIterator<Item = u32>) -> [u8; 4] {
         let evicted = if kept[far].0 > me.0 { std::mem::replace(&mut kept[far], me).1 } else { me.1 };
         tail = Some(over_tail(evicted, tail.unwrap_or(bg)));
     }
-    kept.sort_by(|a, b| b.0.cmp(&a.0)); // far to near
+    kept.sort_by_key(|f| std::cmp::Reverse(f.0)); // far to near
     let c = kept.iter().fold(tail.unwrap_or(bg), |c, f| over(f.1, c));
     let q = c.map(|v| ((v + (1 << 15)) >> 16) as u8);
     [q[0], q[1], q[2], 255]
@@ -161,7 +161,7 @@ pub fn render(
     reverse: bool,
     full: bool,
 ) -> (Image, u64) {
-    assert!(width % 64 == 0 && height % 64 == 0, "OIT sizes are multiples of 64");
+    assert!(width.is_multiple_of(64) && height.is_multiple_of(64), "OIT sizes are multiples of 64");
     assert!((1..=MAX_LAYERS).contains(&layers), "1 to {MAX_LAYERS} layers");
     let d = &gpu.device;
     let pixels = (width * height) as u64;

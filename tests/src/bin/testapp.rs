@@ -609,7 +609,8 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
     let get = |k: &str| rest.iter().find_map(|a| a.strip_prefix(k).and_then(|v| v.strip_prefix('=')));
     let flag = |k: &str| rest.iter().any(|a| a == k);
     let layers: u32 = get("layers").map(|v| v.parse().map_err(|_| "layers=N")).transpose()?.unwrap_or(8);
-    if !(1..=scene::MAX_LAYERS).contains(&layers) || w % 64 != 0 || h % 64 != 0 || w == 0 || h == 0 {
+    if !(1..=scene::MAX_LAYERS).contains(&layers) || !w.is_multiple_of(64) || !h.is_multiple_of(64) || w == 0 || h == 0
+    {
         return Err(format!("1 to {} layers, sizes multiples of 64", scene::MAX_LAYERS));
     }
     let section: Section = get("section").unwrap_or("ordered").parse()?;
