@@ -29,13 +29,31 @@ fn main() {
             continue;
         }
         if name == "vrs.frag" {
-            for (suffix, define) in [("", None), ("-interlock", Some("-DINTERLOCK"))] {
+            for (suffix, defines) in
+                [("", &[][..]), ("-interlock", &["-DINTERLOCK"][..]), ("-ordered", &["-DINTERLOCK", "-DORDERED"][..])]
+            {
                 let mut cmd = Command::new("glslangValidator");
                 cmd.args(["-V", "--target-env", "vulkan1.2"]);
-                cmd.args(define);
+                cmd.args(defines);
                 let status = cmd
                     .arg("-o")
                     .arg(Path::new(&out).join(format!("vrs{suffix}.frag.spv")))
+                    .arg(&path)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "glslangValidator failed on {name}");
+            }
+            continue;
+        }
+        if name == "oit_ordered_insert.frag" {
+            for (suffix, define) in [("ordered", Some("-DORDERED")), ("unordered", Some("-DUNORDERED")), ("none", None)]
+            {
+                let mut cmd = Command::new("glslangValidator");
+                cmd.args(["-V", "--target-env", "vulkan1.1"]);
+                cmd.args(define);
+                let status = cmd
+                    .arg("-o")
+                    .arg(Path::new(&out).join(format!("oit_ordered_insert-{suffix}.frag.spv")))
                     .arg(&path)
                     .status()
                     .unwrap();
@@ -119,16 +137,24 @@ fn coverage_variants(src: &Path, out: &Path) {
         "shading_rate_interlock_unordered",
         "none",
     ] {
-        let name = format!("interlock_coverage-{mode}.frag.spv");
-        let mut cmd = Command::new("glslangValidator");
-        cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
-        if mode == "none" {
-            cmd.arg("-DNO_INTERLOCK");
-        } else {
-            cmd.arg(format!("-DMODE={mode}"));
+        // Per-sample words: the shading-rate modes only (the first family
+        // has the pixel and sample modes with sample shading).
+        let per_sample: &[bool] = if mode.starts_with("shading_rate") { &[false, true] } else { &[false] };
+        for &sample in per_sample {
+            let name = format!("interlock_coverage-{mode}{}.frag.spv", if sample { "-sample" } else { "" });
+            let mut cmd = Command::new("glslangValidator");
+            cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
+            if mode == "none" {
+                cmd.arg("-DNO_INTERLOCK");
+            } else {
+                cmd.arg(format!("-DMODE={mode}"));
+            }
+            if sample {
+                cmd.arg("-DSAMPLE_WORDS");
+            }
+            let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
+            assert!(status.success(), "glslangValidator failed on {name}");
         }
-        let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
-        assert!(status.success(), "glslangValidator failed on {name}");
     }
 }
 

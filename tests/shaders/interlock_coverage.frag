@@ -9,8 +9,12 @@
 // (the CTS clobbers the word; a flag keeps order errors apart from lost
 // bits). KILL_ODD is the CTS's killOdd: discard before the section for
 // y < quarter and odd x, inside it for odd x, and after it always.
+// SAMPLE_WORDS: the CTS's shading-rate modes with sample shading (its
+// isSampleInterlock cases): one word per sample (x * SAMPLES + gl_SampleID,
+// which makes the shader run per sample), one bit per instance, the 2x2
+// rate still requested (sample shading makes fragments 1x1).
 // Built in variants by tests/build.rs: MODE (the interlock layout), or
-// NO_INTERLOCK (the negative control).
+// NO_INTERLOCK (the negative control); SAMPLE_WORDS besides.
 #extension GL_ARB_fragment_shader_interlock : enable
 #extension GL_NV_shading_rate_image : enable
 #ifndef NO_INTERLOCK
@@ -21,6 +25,7 @@ layout(constant_id = 1) const bool KILL_ODD = false;
 layout(constant_id = 2) const bool CHECK_ORDER = false;
 layout(constant_id = 3) const uint BITS = 1u;         // bits per instance
 layout(constant_id = 4) const int DIVIDE = 1;         // 2: one word per 2x2 coarse fragment
+layout(constant_id = 5) const int SAMPLES = 1;        // SAMPLE_WORDS: words per pixel
 
 layout(set = 0, binding = 0, r32ui) uniform coherent uimage2D img;
 layout(set = 0, binding = 1, std430) coherent buffer Words { uint data[]; } words;
@@ -33,7 +38,12 @@ layout(location = 0) out vec4 o_color;
 void main() {
     ivec2 c = ivec2(gl_FragCoord.xy) / DIVIDE;
     uint i = uint(v_instance);
+#ifdef SAMPLE_WORDS
+    c.x = c.x * SAMPLES + gl_SampleID;
+    uint mask = 1u << i;
+#else
     uint mask = uint(gl_SampleMaskIn[0]) << (i * BITS);
+#endif
     uint previous = (1u << (i * BITS)) - 1u;
     if (KILL_ODD && uint(c.y) < pc.quarter && (c.x & 1) != 0) {
         discard;

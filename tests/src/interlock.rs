@@ -8,12 +8,14 @@
 //! instances may be split over several draws (`draws`), each recorded in a
 //! secondary command buffer (`secondaries`).
 //!
-//! The coverage family (`coverage_matrix`) mirrors the CTS cases without
-//! sample shading that the first family lacks: the words accumulate each
+//! The coverage family (`coverage_matrix`) mirrors the CTS cases that the
+//! first family lacks: the words accumulate each
 //! instance's coverage mask (`tests/shaders/interlock_coverage.frag`), the
 //! quad is a triangle strip, discard happens before, inside and after the
 //! section (the CTS's killOdd), and the shading-rate modes draw at a 2x2
-//! pipeline rate with one word per coarse fragment.
+//! pipeline rate with one word per coarse fragment. The CTS's shading-rate
+//! modes with sample shading (4x) are there too: one word per sample, one
+//! bit per instance (sample shading makes the fragments 1x1).
 
 use crate::render::Gpu;
 use ash::vk;
@@ -119,7 +121,9 @@ impl Case {
 
     /// Coverage bits per instance in a word (the CTS's bitsPerQuad).
     fn bits(&self) -> u32 {
-        if self.shading_rate() {
+        if self.coverage && self.sample_shading {
+            1
+        } else if self.shading_rate() {
             self.samples * 4
         } else {
             self.samples
@@ -137,7 +141,7 @@ impl Case {
 
     /// Pixels per word side (2: one word per 2x2 coarse fragment).
     fn divide(&self) -> u32 {
-        if self.coverage && self.shading_rate() {
+        if self.coverage && self.shading_rate() && !self.sample_shading {
             2
         } else {
             1
@@ -155,6 +159,19 @@ impl Case {
     }
 
     fn spirv(&self) -> &'static [u8] {
+        if self.coverage && self.sample_shading {
+            return match self.mode {
+                "shading_rate_interlock_ordered" => include_bytes!(concat!(
+                    env!("OUT_DIR"),
+                    "/interlock_coverage-shading_rate_interlock_ordered-sample.frag.spv"
+                )),
+                "shading_rate_interlock_unordered" => include_bytes!(concat!(
+                    env!("OUT_DIR"),
+                    "/interlock_coverage-shading_rate_interlock_unordered-sample.frag.spv"
+                )),
+                _ => panic!("no per-sample coverage variant of {}", self.mode),
+            };
+        }
         if self.coverage {
             macro_rules! coverage {
                 ($($mode:literal),*) => {
@@ -234,11 +251,17 @@ pub fn coverage_matrix(sizes: &[(u32, u32)], modes: &[&'static str]) -> Vec<Case
     for &mode in modes {
         for resource in [Resource::Image, Resource::Buffer] {
             for kill_odd in [false, true] {
-                for samples in [1, 4] {
+                // (samples, sample shading): the CTS skips sample shading at
+                // 1x, and the first family has the pixel modes' rows with it.
+                let mut shapes = vec![(1, false), (4, false)];
+                if mode.starts_with("shading_rate") {
+                    shapes.push((4, true));
+                }
+                for &(samples, sample_shading) in &shapes {
                     for &(width, height) in sizes {
                         v.push(Case {
                             coverage: true,
-                            ..Case::plain(mode, resource, kill_odd, samples, false, width & !1, height & !1)
+                            ..Case::plain(mode, resource, kill_odd, samples, sample_shading, width & !1, height & !1)
                         });
                     }
                 }
@@ -410,14 +433,16 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let fs = if case.inline_module { vk::ShaderModule::null() } else { gpu.shader(case.spirv()) };
         let module_ns = t.elapsed().as_nanos() as u64;
         let mut inline = vk::ShaderModuleCreateInfo::default().code(&fs_words);
-        let spec_data: [u32; 5] = [
+        let spec_data: [u32; 6] = [
             (case.resource == Resource::Buffer) as u32,
             case.discard as u32,
             case.ordered() as u32,
             case.bits(),
             case.divide(),
+            case.samples,
         ];
-        let entries = [0u32, 1, 2, 3, 4].map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 });
+        let entries =
+            [0u32, 1, 2, 3, 4, 5].map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 });
         let spec_bytes: Vec<u8> = spec_data.iter().flat_map(|v| v.to_ne_bytes()).collect();
         let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&spec_bytes);
         let stages = [
@@ -705,7 +730,8 @@ pub fn check_words(case: &Case, result: &[u32]) -> (usize, usize) {
     let mut order_errors = 0;
     for y in 0..h {
         for xs in 0..row {
-            let x = if case.sample_shading { xs / case.samples } else { xs };
+            // The coverage family's killOdd is on the word's column (the CTS's).
+            let x = if case.sample_shading && !case.coverage { xs / case.samples } else { xs };
             let Some(&v) = result.get((y * row + xs) as usize) else {
                 wrong += 1;
                 continue;
@@ -762,7 +788,8 @@ mod tests {
         let mut words = Vec::new();
         for y in 0..case.height {
             for xs in 0..case.row() {
-                let x = if case.sample_shading { xs / case.samples } else { xs };
+                // The coverage family's killOdd is on the word's column (the CTS's).
+                let x = if case.sample_shading && !case.coverage { xs / case.samples } else { xs };
                 words.push(run_sections(case, x, y, &order));
             }
         }
@@ -904,5 +931,29 @@ mod tests {
         let mut words = correct(&c);
         words[0] |= ORDER_ERROR;
         assert_eq!(check_words(&c, &words), (0, 1));
+    }
+
+    /// The coverage rows with sample shading (the CTS's shading-rate modes
+    /// at 4x with sample shading): one word per sample, 32 instances of one
+    /// bit, killOdd on the word's column (odd samples), 1x1 words.
+    #[test]
+    fn per_sample_coverage_words() {
+        let rows = coverage_matrix(&[(8, 6)], &COVERAGE_MODES);
+        let sampled: Vec<&Case> = rows.iter().filter(|c| c.sample_shading).collect();
+        assert_eq!(sampled.len(), 8);
+        assert!(sampled.iter().all(|c| c.shading_rate() && c.samples == 4));
+        let kill = *sampled.iter().find(|c| c.discard).unwrap();
+        assert_eq!((kill.instances(), kill.row(), kill.rows()), (32, 32, 6));
+        let good: Vec<u32> = (0..6 * 32).map(|i| if i % 2 == 1 { 0 } else { u32::MAX }).collect();
+        assert_eq!(check_words(kill, &good), (0, 0));
+        // One lost bit on an even sample, one extra bit on an odd one.
+        let mut bad = good.clone();
+        bad[4] &= !(1 << 7);
+        bad[33] = 1;
+        assert_eq!(check_words(kill, &bad), (2, 0));
+        // A pixel's odd sample is not its odd pixel: the killed words are
+        // every other sample.
+        let by_pixel: Vec<u32> = (0..6 * 32).map(|i| if (i / 4) % 2 == 1 { 0 } else { u32::MAX }).collect();
+        assert!(check_words(kill, &by_pixel).0 > 0);
     }
 }

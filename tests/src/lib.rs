@@ -9,6 +9,7 @@ pub mod fdm_msaa;
 pub mod harness;
 pub mod interlock;
 pub mod oit;
+pub mod oit_ordered;
 pub mod render;
 pub mod varyings;
 pub mod vrs;

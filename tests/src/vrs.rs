@@ -10,7 +10,22 @@ pub struct Outcome {
     pub invocations: u32,
     /// Bit `r` set when the shader saw `gl_ShadingRateEXT == r`.
     pub rates: u32,
+    /// Invocations whose gl_FragCoord was not at the centre of their
+    /// fragment, or whose derivatives were not the fragment's size.
+    pub errors: u32,
+    /// Which checks failed: bit 0 the centre, bit 1 the derivatives.
+    pub kinds: u32,
     pub pixels: u32,
+}
+
+/// The fragment shader's critical section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    None,
+    /// pixel_interlock_unordered.
+    Unordered,
+    /// pixel_interlock_ordered (dEQP-VK.fragment_shading_rate's interlock cases).
+    Ordered,
 }
 
 /// How the 2x2 rate is asked for.
@@ -25,18 +40,18 @@ pub enum Request {
 }
 
 /// Draws a full-screen triangle asking for a 2x2 rate.
-pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
+pub fn run(gpu: &Gpu, section: Section, request: Request, size: u32) -> Outcome {
     let dynamic = request == Request::Dynamic;
     let d = &gpu.device;
     unsafe {
         let counts = gpu.buffer(
-            8,
+            16,
             vk::BufferUsageFlags::STORAGE_BUFFER
                 | vk::BufferUsageFlags::TRANSFER_DST
                 | vk::BufferUsageFlags::TRANSFER_SRC,
             false,
         );
-        let readback = gpu.buffer(8, vk::BufferUsageFlags::TRANSFER_DST, true);
+        let readback = gpu.buffer(16, vk::BufferUsageFlags::TRANSFER_DST, true);
         let target = Target::new(gpu, RenderPath::RenderPass, size, size);
         let binding = [vk::DescriptorSetLayoutBinding::default()
             .binding(0)
@@ -62,10 +77,10 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
         } else {
             include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))
         });
-        let fs = gpu.shader(if interlock {
-            include_bytes!(concat!(env!("OUT_DIR"), "/vrs-interlock.frag.spv"))
-        } else {
-            include_bytes!(concat!(env!("OUT_DIR"), "/vrs.frag.spv"))
+        let fs = gpu.shader(match section {
+            Section::Ordered => include_bytes!(concat!(env!("OUT_DIR"), "/vrs-ordered.frag.spv")),
+            Section::Unordered => include_bytes!(concat!(env!("OUT_DIR"), "/vrs-interlock.frag.spv")),
+            Section::None => include_bytes!(concat!(env!("OUT_DIR"), "/vrs.frag.spv")),
         });
         let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
         let two = vk::Extent2D { width: 2, height: 2 };
@@ -110,7 +125,7 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
                 cb,
                 counts.buffer,
                 readback.buffer,
-                &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: 8 }],
+                &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: 16 }],
             );
             gpu.memory_barrier(
                 cb,
@@ -119,7 +134,7 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
             );
         });
         let p = readback.map as *const u32;
-        let (invocations, rates) = (*p, *p.add(1));
+        let (invocations, rates, errors, kinds) = (*p, *p.add(1), *p.add(2), *p.add(3));
         d.destroy_pipeline(pipeline, None);
         d.destroy_shader_module(vs, None);
         d.destroy_shader_module(fs, None);
@@ -129,6 +144,6 @@ pub fn run(gpu: &Gpu, interlock: bool, request: Request, size: u32) -> Outcome {
         target.destroy(gpu);
         gpu.destroy_buffer(counts);
         gpu.destroy_buffer(readback);
-        Outcome { invocations, rates, pixels: size * size }
+        Outcome { invocations, rates, errors, kinds, pixels: size * size }
     }
 }

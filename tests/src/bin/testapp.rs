@@ -24,7 +24,8 @@ fn usage() -> ! {
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
-         vrs                        invocations of a 2x2-rate draw with and without interlock\n  \
+         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [out=PNG] [ref=PNG] [nocheck]  the ordered OIT scene (tail blending), checked against the CPU reference\n  \
+         vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
@@ -87,6 +88,7 @@ fn main() {
         }
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
+        "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "vrs" => vrs(&mut opts),
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
@@ -597,6 +599,63 @@ fn oit(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result<(), Str
     Ok(())
 }
 
+/// Renders the ordered OIT scene (issue 12: tail blending, where the order
+/// of a pixel's fragments changes the picture) and compares it with the CPU
+/// reference, which processes each pixel's fragments in primitive order:
+/// prints the most differing pixels and largest channel difference of
+/// `reps` renders and their median time. Fails
+/// on any difference (tolerance 0: the scene computes in integers) unless
+/// `nocheck` (the negative controls: `reverse` draws the layers last to
+/// first, `section=none` has no critical section). `full`: every layer
+/// covers the target (exactly `layers` fragments a pixel, for the benchmark).
+fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result<(), String> {
+    use overlap_tests::oit_ordered::{self as scene, Section};
+    let get = |k: &str| rest.iter().find_map(|a| a.strip_prefix(k).and_then(|v| v.strip_prefix('=')));
+    let flag = |k: &str| rest.iter().any(|a| a == k);
+    let layers: u32 = get("layers").map(|v| v.parse().map_err(|_| "layers=N")).transpose()?.unwrap_or(8);
+    if !(1..=scene::MAX_LAYERS).contains(&layers) || !w.is_multiple_of(64) || !h.is_multiple_of(64) || w == 0 || h == 0
+    {
+        return Err(format!("1 to {} layers, sizes multiples of 64", scene::MAX_LAYERS));
+    }
+    let section: Section = get("section").unwrap_or("ordered").parse()?;
+    let reverse = flag("reverse");
+    let full = flag("full");
+    let reps: usize = get("reps").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    if section != Section::None && !g.interlock {
+        return Err("VK_EXT_fragment_shader_interlock is not available".into());
+    }
+    let reference = scene::reference(w, h, layers, false, full);
+    let mut times = Vec::new();
+    let (mut wrong, mut worst) = (0, 0);
+    let mut image = None;
+    for _ in 0..reps {
+        let (img, ns) = scene::render(&g, w, h, layers, section, reverse, full);
+        wrong = wrong.max(scene::differing_pixels(&img, &reference));
+        worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
+        times.push(ns);
+        image = Some(img);
+    }
+    times.sort();
+    let image = image.unwrap();
+    if let Some(p) = get("out") {
+        image.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+    }
+    if let Some(p) = get("ref") {
+        reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+    }
+    println!(
+        "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}",
+        worst,
+        times[times.len() / 2]
+    );
+    if wrong > 0 && !flag("nocheck") {
+        return Err(format!("ordered OIT: {wrong} pixels differ from the reference"));
+    }
+    Ok(())
+}
+
 /// A full-screen draw at a requested 2x2 shading rate (static and dynamic),
 /// with and without interlock: invocations and the rates the shader saw.
 fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
@@ -618,21 +677,28 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
         .map(|r| format!("{}x{}", r.fragment_size.width, r.fragment_size.height))
         .collect();
     println!("rates={}", list.join(","));
-    for interlock in [false, true] {
+    use overlap_tests::vrs::{Request, Section};
+    let mut errors = 0;
+    for section in [Section::None, Section::Unordered, Section::Ordered] {
+        let interlock = section != Section::None;
         if interlock && !g.interlock {
             continue;
         }
-        use overlap_tests::vrs::Request;
         for request in [Request::Static, Request::Dynamic, Request::Primitive] {
             if request == Request::Primitive && !g.primitive_shading_rate {
                 continue;
             }
-            let o = overlap_tests::vrs::run(&g, interlock, request, 64);
+            let o = overlap_tests::vrs::run(&g, section, request, 64);
+            errors += o.errors;
             println!(
-                "vrs interlock={interlock} request={request:?} invocations={} pixels={} rates=0x{:x}",
-                o.invocations, o.pixels, o.rates
+                "vrs interlock={interlock} section={section:?} request={request:?} invocations={} pixels={} rates=0x{:x} errors={} error_kinds=0x{:x}",
+                o.invocations, o.pixels, o.rates, o.errors, o.kinds
             );
         }
+    }
+    // gl_FragCoord off the fragment's centre, or derivatives not its size.
+    if errors > 0 {
+        return Err(format!("vrs: {errors} invocations saw a wrong gl_FragCoord or derivative"));
     }
     Ok(())
 }
