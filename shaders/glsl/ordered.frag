@@ -38,6 +38,13 @@
 #define RELAXED gl_SemanticsRelaxed
 
 layout(set = 0, binding = 1, std430) coherent buffer OverlapCells { uint w[]; } ovl_cells;
+// The same cells, read-only and not coherent: the run draw's lookup. From
+// the barrier after the count draw until every invocation of the cell has
+// looked its key up, a cell's slot count, flags and keys do not change (the
+// multiplicities do; the lookup masks them out), so its loads may be cached
+// and are made four words at a time: one dependent round trip per eight
+// slots rather than per slot.
+layout(set = 0, binding = 1, std430) readonly buffer OverlapKeys { uvec4 q[]; } ovl_keys;
 layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint mode;      // 0 count, 1 run, 2 unordered (mutex only), 3 count merging equal keys
     uint grid;      // cells per side (a power of two); pixels further apart share cells
@@ -57,6 +64,8 @@ bool ovl_helper;    // a helper invocation (or demoted): takes part in nothing
 // Per-invocation state, for each cell of the area (at most 4x4).
 uvec2 ovl_smaller[16]; // the slots holding smaller keys
 uvec2 ovl_equal[16];   // the slots holding this invocation's key; 0: no order in this cell
+uint ovl_registered[16]; // the invocations registered in the cell (fixed in the run draw)
+uint ovl_single;       // bit k: cell k's key is in one slot, this invocation alone on it
 uint ovl_flags;
 uint ovl_polls;
 
@@ -147,27 +156,48 @@ void ovl_count(bool dedup) {
 
 // The run draw: the slots of smaller keys and of this key in every cell
 // (after the barrier that follows the count draw, the cells hold every key).
+// The header and the first eight slots are loaded together (a cell has at
+// least eight slots, and the cell size is a multiple of four words).
 void ovl_lookup() {
     uint k = 0u;
+    ovl_single = 0u;
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
-            uint c = ovl_cell(dx, dy);
-            uint n = atomicLoad(ovl_cells.w[c], SCOPE, STORAGE, ACQ);
+            uint q = ovl_cell(dx, dy) / 4u;
+            uvec4 h0 = ovl_keys.q[q];      // slots used, registered, done, mutex
+            uvec4 h1 = ovl_keys.q[q + 1u]; // finished bits, flags
+            uint n = min(h0.x, ovl_ctl.slots);
             uvec2 smaller = uvec2(0u);
             uvec2 equal = uvec2(0u);
-            if (n <= ovl_ctl.slots && ovl_cells.w[c + 6u] == 0u) {
-                for (uint j = 0u; j < n; j++) {
-                    uvec2 other = uvec2(ovl_cells.w[c + HEADER + 2u * j] & INSTANCE, ovl_cells.w[c + HEADER + 2u * j + 1u]);
-                    if (other == ovl_key) {
-                        equal |= ovl_bit(j);
-                    } else if (ovl_less(other, ovl_key)) {
-                        smaller |= ovl_bit(j);
+            uint mult = 0u;
+            uint j = 0u;
+            do {
+                uint at = q + HEADER / 4u + j / 2u;
+                uvec4 s[4] = uvec4[4](ovl_keys.q[at], ovl_keys.q[at + 1u], ovl_keys.q[at + 2u], ovl_keys.q[at + 3u]);
+                for (uint i = 0u; i < 8u; i++) {
+                    uvec4 pair = s[i / 2u];
+                    uvec2 other = (i & 1u) == 0u ? pair.xy : pair.zw;
+                    other.x &= INSTANCE;
+                    if (j + i < n) {
+                        if (other == ovl_key) {
+                            equal |= ovl_bit(j + i);
+                            mult += ((i & 1u) == 0u ? pair.x : pair.z) / MULT;
+                        } else if (ovl_less(other, ovl_key)) {
+                            smaller |= ovl_bit(j + i);
+                        }
                     }
                 }
-                if (equal == uvec2(0u)) {
-                    atomicAdd(ovl_counters.c[2], 1u, SCOPE, STORAGE, RELAXED);
-                }
+                j += 8u;
+            } while (j < n);
+            if (h0.x > ovl_ctl.slots || h1.z != 0u) {
+                smaller = uvec2(0u);
+                equal = uvec2(0u);
+            } else if (equal == uvec2(0u)) {
+                atomicAdd(ovl_counters.c[2], 1u, SCOPE, STORAGE, RELAXED);
+            } else if (mult == 1u) {
+                ovl_single |= 1u << k;
             }
+            ovl_registered[k] = h0.y;
             ovl_smaller[k] = smaller;
             ovl_equal[k] = equal;
             k++;
@@ -209,6 +239,12 @@ void ovl_finish() {
             uint c = ovl_cell(dx, dy);
             uvec2 equal = ovl_equal[k];
             bool left = false;
+            if ((ovl_single & (1u << k)) != 0u) {
+                // No other invocation decrements this slot: it is finished.
+                uint j = equal.x != 0u ? uint(findLSB(equal.x)) : 32u + uint(findLSB(equal.y));
+                atomicOr(ovl_cells.w[c + 4u + j / 32u], 1u << (j % 32u), SCOPE, STORAGE, REL);
+                left = true;
+            }
             for (uint word = 0u; word < 2u && !left; word++) {
                 uint bits = word == 0u ? equal.x : equal.y;
                 while (bits != 0u && !left) {
@@ -231,7 +267,7 @@ void ovl_finish() {
                 }
             }
             uint done = atomicAdd(ovl_cells.w[c + 2u], 1u, SCOPE, STORAGE, ACQREL) + 1u;
-            if (done == atomicLoad(ovl_cells.w[c + 1u], SCOPE, STORAGE, RELAXED)) {
+            if (done == ovl_registered[k]) {
                 atomicStore(ovl_cells.w[c], 0u, SCOPE, STORAGE, RELAXED);
                 atomicStore(ovl_cells.w[c + 1u], 0u, SCOPE, STORAGE, RELAXED);
                 atomicStore(ovl_cells.w[c + 2u], 0u, SCOPE, STORAGE, RELAXED);
