@@ -2,7 +2,7 @@
 //! (`overlap_shaders::ordered` rewrites the shaders and documents the
 //! protocol).
 //!
-//! - **Cells**: a storage buffer of `grid`² cells (`4 + 2·slots` words
+//! - **Cells**: a storage buffer of `grid`² cells (`8 + 2·slots` words
 //!   each; pixels further apart share cells), a uniform block per mode
 //!   (count, run, unordered) and a host-visible counters buffer, in three
 //!   descriptor sets of the reserved set's layout (bindings 1–3; binding 0
