@@ -305,9 +305,9 @@ fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<
                 _ => None,
             })
             .collect();
-        let xfb = decs.iter().any(|d| {
-            matches!(d.operands.get(1), Some(Operand::Decoration(Decoration::XfbBuffer | Decoration::Offset)))
-        });
+        // Captured by transform feedback: an `Offset` (front ends give every
+        // output of a stage that captures any an `XfbBuffer`).
+        let xfb = decs.iter().any(|d| matches!(d.operands.get(1), Some(Operand::Decoration(Decoration::Offset))));
         let component = decs.iter().find_map(|d| match (d.operands.get(1), d.operands.get(2)) {
             (Some(Operand::Decoration(Decoration::Component)), Some(Operand::LiteralBit32(c))) => Some(*c),
             _ => None,

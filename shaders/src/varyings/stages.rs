@@ -290,3 +290,278 @@ pub(super) fn every_vertex(m: &mut Module, var: Word, element: Word) -> Option<W
     };
     Some(crate::ir::find_or_add(m, Op::ConstantComposite, Some(array), vec![Operand::IdRef(element); n]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{disassemble, glsl};
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    const VERT: &str = "#version 450
+layout(location = 0) out vec4 pos_v;
+layout(location = 1) out vec4 chain_v;
+layout(location = 2) out float k_v;
+void main() {
+    vec2 p = vec2(float(gl_VertexIndex & 1), float(gl_VertexIndex >> 1)) * 1.5 - 0.75;
+    gl_Position = vec4(p, 0.0, 1.0);
+    pos_v = vec4(p * 0.5 + 0.5, 0.25, 1.0);
+    chain_v = vec4(p, p * 2.0);
+    k_v = 0.5;
+}
+";
+
+    const TESC: &str = "#version 450
+layout(vertices = 3) out;
+layout(location = 0) in vec4 pos_v[];
+layout(location = 1) in vec4 chain_v[];
+layout(location = 2) in float k_v[];
+layout(location = 0) out vec4 pos_t[];
+layout(location = 1) out vec4 chain_t[];
+layout(location = 2) out vec4 back_t[];
+layout(location = 3) patch out vec4 konst_p;
+layout(location = 4) patch out vec4 used_p;
+layout(location = 5) patch out vec4 arr_p[2];
+void main() {
+    int i = gl_InvocationID;
+    gl_out[gl_InvocationID].gl_Position = gl_in[i].gl_Position;
+    pos_t[gl_InvocationID] = pos_v[i] * k_v[i];
+    chain_t[gl_InvocationID] = chain_v[i] + vec4(1.0);
+    back_t[gl_InvocationID] = pos_v[i] * 0.25;
+    barrier();
+    if (i == 0) {
+        gl_TessLevelInner[0] = 1.0;
+        gl_TessLevelOuter[0] = 1.0;
+        gl_TessLevelOuter[1] = 1.0;
+        gl_TessLevelOuter[2] = 1.0;
+        konst_p = vec4(0.25, 0.5, 0.75, 1.0);
+        used_p = back_t[0] + back_t[1] + back_t[2];
+        arr_p[0] = vec4(0.125);
+        arr_p[1] = pos_v[0];
+    }
+}
+";
+
+    /// `INDEX`: how the evaluation shader indexes the patch array.
+    const TESE: &str = "#version 450
+layout(triangles, equal_spacing, ccw) in;
+layout(location = 0) in vec4 pos_t[];
+layout(location = 1) in vec4 chain_t[];
+layout(location = 3) patch in vec4 konst_p;
+layout(location = 4) patch in vec4 used_p;
+layout(location = 5) patch in vec4 arr_p[2];
+layout(location = 0) out vec4 color;
+layout(location = 1) out vec4 chain_e;
+void main() {
+    vec3 t = gl_TessCoord;
+    gl_Position = t.x * gl_in[0].gl_Position + t.y * gl_in[1].gl_Position + t.z * gl_in[2].gl_Position;
+    color = (t.x * pos_t[0] + t.y * pos_t[1] + t.z * pos_t[2]) * konst_p + used_p * 0.1 + arr_p[INDEX];
+    chain_e = chain_t[0] + chain_t[1] + chain_t[2];
+}
+";
+
+    const FRAG: &str = "#version 450
+layout(location = 0) in vec4 color;
+layout(location = 0) out vec4 o;
+void main() { o = clamp(color, 0.0, 1.0); }
+";
+
+    /// A geometry shader reading `a` and `d` (the vertex or evaluation
+    /// shader's first two outputs, under the names `A`, `D`), with a
+    /// per-vertex flat constant `k` when `K`, writing `ca` (read), `e` (not
+    /// read) and `cap` (transform feedback only, when `XFB`).
+    fn geom(a: &str, d: &str, k: bool, xfb: bool) -> String {
+        let mut s =
+            String::from("#version 450\nlayout(triangles) in;\nlayout(triangle_strip, max_vertices = 3) out;\n");
+        s += &format!("layout(location = 0) in vec4 {a}[];\nlayout(location = 1) in vec4 {d}[];\n");
+        if k {
+            s += "layout(location = 2) flat in int k[];\n";
+        }
+        s += "layout(location = 0) out vec4 ca;\nlayout(location = 1) out vec4 e;\n";
+        if xfb {
+            s += "layout(xfb_buffer = 0, xfb_offset = 0, location = 2) out vec4 cap;\n";
+        }
+        s += "void main() {\n    for (int i = 0; i < 3; i++) {\n        gl_Position = gl_in[i].gl_Position;\n";
+        let scale = if k { "float(k[i]) * 0.5" } else { "1.0" };
+        s += &format!("        ca = {a}[i] * {scale};\n        e = {d}[i];\n");
+        if xfb {
+            s += &format!("        cap = {a}[i];\n");
+        }
+        s += "        EmitVertex();\n    }\n    EndPrimitive();\n}\n";
+        s
+    }
+
+    const VERT_GS: &str = "#version 450
+layout(location = 0) out vec4 a;
+layout(location = 1) out vec4 d;
+layout(location = 2) flat out int k;
+void main() {
+    vec2 p = vec2(float(gl_VertexIndex & 1), float(gl_VertexIndex >> 1)) * 1.5 - 0.75;
+    gl_Position = vec4(p, 0.0, 1.0);
+    a = vec4(p * 0.5 + 0.5, 0.25, 1.0);
+    d = a.yxzw;
+    k = 2;
+}
+";
+
+    fn compile(sources: &[(&str, &str)]) -> Vec<Module> {
+        sources.iter().map(|(src, st)| parse(&glsl(src, st).unwrap_or_else(|e| panic!("{st}: {e}"))).unwrap()).collect()
+    }
+
+    /// Every module validates and every adjacent interface matches,
+    /// location by location and component by component.
+    fn checked(modules: &[Module]) {
+        for m in modules {
+            let w = assemble(m);
+            validate(&w, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&w)));
+        }
+        for w in modules.windows(2) {
+            super::super::tests::interface_matches(&w[0], &w[1]);
+        }
+    }
+
+    fn linked(sources: &[(&str, &str)], level: Level) -> Vec<PairReport> {
+        let mut modules = compile(sources);
+        let reports = link_stages(&mut modules, level, &[]).unwrap();
+        checked(&modules);
+        reports
+    }
+
+    fn tessellation(index: &str) -> Vec<(String, &'static str)> {
+        vec![
+            (VERT.to_string(), "vert"),
+            (TESC.to_string(), "tesc"),
+            (TESE.replace("INDEX", index), "tese"),
+            (FRAG.to_string(), "frag"),
+        ]
+    }
+
+    fn refs<'a>(v: &'a [(String, &'static str)]) -> Vec<(&'a str, &'static str)> {
+        v.iter().map(|(s, st)| (s.as_str(), *st)).collect()
+    }
+
+    #[test]
+    fn tessellation_pairs_are_linked_last_pair_first() {
+        let src = tessellation("int(t.x > 0.5)");
+        let r = linked(&refs(&src), Level::Safe);
+        let stages: Vec<(Stage, Stage)> = r.iter().map(|p| (p.producer, p.consumer)).collect();
+        use Stage::*;
+        assert_eq!(
+            stages,
+            vec![
+                (TessellationEvaluation, Fragment),
+                (TessellationControl, TessellationEvaluation),
+                (Vertex, TessellationControl)
+            ]
+        );
+        // TES → FS: chain_e is not read.
+        assert_eq!(r[0].report.removed_dead, vec![1], "{:?}", r[0].report);
+        assert_eq!((r[0].report.locations_before, r[0].report.locations_after), (2, 1));
+        // TCS → TES: chain_t only fed chain_e (now dead); back_t is read back
+        // by the TCS (kept, placed last); konst_p is a constant patch
+        // varying (propagated); arr_p is indexed indirectly (kept in place).
+        let t = &r[1].report;
+        assert_eq!(t.unused_inputs, vec![1], "{t:?}");
+        assert_eq!(t.removed_dead, vec![1], "{t:?}");
+        assert_eq!(t.read_back, vec![2], "{t:?}");
+        assert_eq!(t.propagated_constants, vec![3], "{t:?}");
+        assert_eq!(t.kept_in_place, vec![5], "{t:?}");
+        assert_eq!(t.placed_last, vec![(2, 2)], "{t:?}");
+        assert!(!t.relocated.iter().any(|(from, _)| *from == 5), "{t:?}");
+        assert_eq!((t.locations_before, t.locations_after), (7, 5), "{t:?}");
+        // VS → TCS: chain_v dies with chain_t; k_v is the same constant for
+        // every vertex (propagated into the per-vertex array).
+        let v = &r[2].report;
+        assert_eq!(v.unused_inputs, vec![1], "{v:?}");
+        assert_eq!(v.removed_dead, vec![1], "{v:?}");
+        assert_eq!(v.propagated_constants, vec![2], "{v:?}");
+        assert_eq!((v.locations_before, v.locations_after), (3, 1), "{v:?}");
+    }
+
+    /// The controls: linked first pair first, chain_v survives (it only
+    /// dies once the later pairs have been linked); a constant index into
+    /// arr_p lets it move; the output not read back is the one removed.
+    #[test]
+    fn controls_first_pair_first_and_constant_index() {
+        let src = tessellation("int(t.x > 0.5)");
+        let mut m = compile(&refs(&src));
+        let first = link_with_pair(&mut m, 0);
+        assert!(first.removed_dead.is_empty() && first.unused_inputs.is_empty(), "{first:?}");
+        let src = tessellation("1");
+        let r = linked(&refs(&src), Level::Safe);
+        let t = &r[1].report;
+        assert!(t.kept_in_place.is_empty(), "{t:?}");
+        assert!(t.relocated.iter().any(|(from, _)| *from == 5), "{t:?}");
+    }
+
+    fn link_with_pair(m: &mut [Module], i: usize) -> Report {
+        let (a, b) = m.split_at_mut(i + 1);
+        link_with(&mut a[i], &mut b[0], Level::Safe, &LinkEnv::default()).unwrap()
+    }
+
+    #[test]
+    fn geometry_pairs_keep_transform_feedback_last() {
+        let gs = geom("a", "d", true, true);
+        let r = linked(&[(VERT_GS, "vert"), (&gs, "geom"), (FRAG, "frag")], Level::Safe);
+        // GS → FS: e dead; cap captured (kept) and placed after color.
+        let g = &r[0].report;
+        assert_eq!(g.removed_dead, vec![1], "{g:?}");
+        assert_eq!(g.placed_last, vec![(2, 1)], "{g:?}");
+        assert_eq!((g.locations_before, g.locations_after), (3, 2), "{g:?}");
+        // VS → GS: d fed only e; k is a flat constant for every vertex.
+        let v = &r[1].report;
+        assert_eq!(v.removed_dead, vec![1], "{v:?}");
+        assert_eq!(v.propagated_constants, vec![2], "{v:?}");
+        assert_eq!((v.locations_before, v.locations_after), (3, 1), "{v:?}");
+        // Control: without transform feedback, cap is not declared and
+        // nothing is placed last.
+        let gs = geom("a", "d", true, false);
+        let r = linked(&[(VERT_GS, "vert"), (&gs, "geom"), (FRAG, "frag")], Level::Safe);
+        assert!(r[0].report.placed_last.is_empty(), "{:?}", r[0].report);
+    }
+
+    #[test]
+    fn five_stages_carry_a_dead_varying_back_to_the_vertex_shader() {
+        let tese = TESE.replace("INDEX", "int(t.x > 0.5)");
+        let gs = geom("color", "chain_e", false, false);
+        let r = linked(&[(VERT, "vert"), (TESC, "tesc"), (&tese, "tese"), (&gs, "geom"), (FRAG, "frag")], Level::Full);
+        assert_eq!(r.len(), 4);
+        for (p, dead) in r.iter().zip([vec![1], vec![1], vec![1], vec![1]]) {
+            assert_eq!(p.report.removed_dead, dead, "{:?} -> {:?}: {:?}", p.producer, p.consumer, p.report);
+        }
+    }
+
+    #[test]
+    fn a_wrong_stage_order_is_an_error_and_changes_nothing() {
+        let mut m = compile(&[(FRAG, "frag"), (VERT_GS, "vert")]);
+        let before: Vec<Vec<u32>> = m.iter().map(assemble).collect();
+        assert_eq!(link_stages(&mut m, Level::Safe, &[]), Err(LinkError::Order("fragment", "vertex")));
+        assert_eq!(m.iter().map(assemble).collect::<Vec<_>>(), before);
+    }
+
+    /// An input read only into a private variable nobody reads is dead; one
+    /// read into a branch condition is not.
+    #[test]
+    fn live_inputs_follow_values_to_what_the_shader_does() {
+        let fs = "#version 450
+layout(location = 0) in vec4 a;
+layout(location = 1) in vec4 b;
+layout(location = 2) flat in int c;
+layout(location = 0) out vec4 o;
+vec4 unused;
+void main() { unused = a * 2.0; if (c > 0) { o = vec4(1.0); } else { o = b; } }
+";
+        let m = parse(&glsl(fs, "frag").unwrap()).unwrap();
+        let live = live_inputs(&m);
+        let id = |name: &str| {
+            m.debug_names
+                .iter()
+                .find(|n| matches!(n.operands.get(1), Some(Operand::LiteralString(s)) if s == name))
+                .and_then(|n| match n.operands.first() {
+                    Some(Operand::IdRef(x)) => Some(*x),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert!(!live.contains(&id("a")) && live.contains(&id("b")) && live.contains(&id("c")), "{live:?}");
+    }
+}
