@@ -5,6 +5,7 @@ use crate::render::{Gpu, Image, RenderPath, Target};
 use ash::vk;
 
 include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
+include!(concat!(env!("OUT_DIR"), "/stage_corpus.rs"));
 
 /// Renders pair `n` of the corpus (`instances` copies of its triangle); also
 /// returns the pipeline creation and the submission times in nanoseconds.
@@ -71,6 +72,24 @@ pub fn render_tessellation(gpu: &Gpu) -> Image {
         )
     })
     .0
+}
+
+/// Renders chain `n` of the stage-chain corpus (`STAGE_CORPUS`: vertex,
+/// tessellation and/or geometry, fragment) from shader modules.
+pub fn render_chain(gpu: &Gpu, n: usize) -> Image {
+    let (stages, _, _) = STAGE_CORPUS[n];
+    let code =
+        |ext: &str| stages.iter().find(|(e, _)| *e == ext).map(|(_, c)| *c).expect("a vertex and a fragment stage");
+    let extra: Vec<(vk::ShaderStageFlags, &[u8])> = stages
+        .iter()
+        .filter_map(|(e, c)| match *e {
+            "tesc" => Some((vk::ShaderStageFlags::TESSELLATION_CONTROL, *c)),
+            "tese" => Some((vk::ShaderStageFlags::TESSELLATION_EVALUATION, *c)),
+            "geom" => Some((vk::ShaderStageFlags::GEOMETRY, *c)),
+            _ => None,
+        })
+        .collect();
+    draw(gpu, 1, |target, layout| target.pipeline_with_stages(gpu, layout, code("vert"), &extra, code("frag"))).0
 }
 
 /// One triangle (`instances` times) into a 64x64 target through the pipeline
