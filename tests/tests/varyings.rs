@@ -1095,13 +1095,16 @@ fn stage_chains_link_every_pair_last_first() {
 /// linked once, the log line naming every pair.
 #[test]
 fn stage_chains_render_the_same_with_the_linker() {
-    let chains = |level: &str| {
-        let o = run(app(Layers::OverlapOverValidation, &["varyings", "stages"])
+    let chains_via = |level: &str, route: &[&str]| {
+        let mut args = vec!["varyings", "stages"];
+        args.extend(route);
+        let o = run(app(Layers::OverlapOverValidation, &args)
             .env("VK_OVERLAP_EMULATION_VARYINGS", level)
             .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
         o.assert_ok();
         o
     };
+    let chains = |level: &str| chains_via(level, &[]);
     let sums = |o: &harness::Outcome| -> Vec<String> {
         o.stdout.lines().filter(|l| l.starts_with("chain=")).map(str::to_string).collect()
     };
@@ -1132,6 +1135,26 @@ fn stage_chains_render_the_same_with_the_linker() {
     // full: nothing in these chains is exact only up to rounding (no code
     // moves out of their fragment shaders), so bit-identical too.
     assert_eq!(sums(&full), sums(&off), "full");
+    // The renders see the varyings: the variants indexing the patch array
+    // by a non-constant render otherwise than those indexing it by 1.
+    let distinct: std::collections::HashSet<String> =
+        sums(&off).iter().map(|l| l.split_once(' ').unwrap().1.to_string()).collect();
+    assert!(distinct.len() >= 3, "{distinct:?}");
+    // Inline stages: linked as modules are (each line the same, cost cut
+    // off), rendering the same.
+    let inline = chains_via("safe", &["inline"]);
+    assert_eq!(sums(&inline), sums(&off), "inline stages at safe must be bit-identical");
+    let reports = |o: &harness::Outcome| -> Vec<String> {
+        let mut r: Vec<String> = o
+            .stderr
+            .lines()
+            .filter(|l| l.contains("OVERLAP-Varyings-Linked"))
+            .map(|l| l.rsplit_once("; ").map_or(l, |(a, _)| a).to_string())
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(reports(&inline), reports(&safe), "inline stages must be linked as their modules are");
 }
 
 /// Pairs whose interpolated and flat vectors only fit fewer locations when

@@ -144,7 +144,7 @@ fn main() {
                 _ if objects.is_some() => varyings_shader_objects(&opts, objects == Some("shader-objects"), instances),
                 Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
                 None if flag("pairs") => varyings_pairs(&opts, instances),
-                None if flag("stages") => varyings_stages(&opts),
+                None if flag("stages") => varyings_stages(&opts, inline),
                 None => varyings(&opts, dir.map(std::path::PathBuf::from), inline, instances),
             }
         }
@@ -733,13 +733,13 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, inline: bool, in
     Ok(())
 }
 
-/// The stage-chain corpus (those that render), each from shader modules:
-/// `chain=<n> checksum=<sum>`.
-fn varyings_stages(opts: &GpuOptions) -> Result<(), String> {
+/// The stage-chain corpus (those that render), each from shader modules or
+/// with inline code (`inline`): `chain=<n> checksum=<sum>`.
+fn varyings_stages(opts: &GpuOptions, inline: bool) -> Result<(), String> {
     let g = gpu(opts)?;
     for (n, (_, renders, _)) in overlap_tests::varyings::STAGE_CORPUS.iter().enumerate() {
         if *renders {
-            println!("chain={n} checksum={:016x}", overlap_tests::varyings::render_chain(&g, n).checksum());
+            println!("chain={n} checksum={:016x}", overlap_tests::varyings::render_chain(&g, n, inline).checksum());
         }
     }
     Ok(())
