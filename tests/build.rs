@@ -304,8 +304,11 @@ pub fn varying_corpus(out: &Path) {
 struct Chain {
     stages: Vec<(&'static str, String)>,
     render: bool,
-    pairs: Vec<(&'static str, &'static str, u32, u32, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>)>,
+    pairs: Vec<Declared>,
 }
+
+/// One pair's declared figures (see `Chain`).
+type Declared = (&'static str, &'static str, u32, u32, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>);
 
 /// The vertex shader of a chain: `pos` (read on), `chain` (read by the next
 /// stage into an output that dies only once the later pairs are linked) and
