@@ -184,13 +184,18 @@ pub(super) fn live_inputs(m: &Module) -> HashSet<Word> {
         .filter_map(|i| i.result_id)
         .collect();
     let defs: HashMap<Word, &Instruction> = code(m).filter_map(|i| Some((i.result_id?, i))).collect();
-    let class_of = |var: Word| -> Option<StorageClass> {
-        let v = crate::ir::def(m, var).or_else(|| defs.get(&var).copied())?;
-        match (v.class.opcode, v.operands.first()) {
-            (Op::Variable, Some(Operand::StorageClass(c))) => Some(*c),
+    // The storage class of every variable, global or in a function.
+    let classes: HashMap<Word, StorageClass> = m
+        .types_global_values
+        .iter()
+        .chain(code(m))
+        .filter(|v| v.class.opcode == Op::Variable)
+        .filter_map(|v| match v.operands.first() {
+            Some(Operand::StorageClass(c)) => Some((v.result_id?, *c)),
             _ => None,
-        }
-    };
+        })
+        .collect();
+    let class_of = |var: Word| classes.get(&var).copied();
     let local = |var: Word| matches!(class_of(var), Some(StorageClass::Private | StorageClass::Function));
     // Stores into local variables, by variable.
     let mut stores: HashMap<Word, Vec<&Instruction>> = HashMap::new();
