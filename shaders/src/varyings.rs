@@ -1324,12 +1324,13 @@ fn link_checked(
     (report.locations_before, report.components_before) = usage(&outputs);
     let written: HashSet<u32> = outputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
 
-    // 1. Dead I/O. Inputs whose values the consumer never uses first (after
-    //    the later pair's link, the values of its dead outputs).
+    // 1. Dead I/O. Inputs whose values the consumer never uses first (read
+    //    into values nothing uses; after the later pair's link, the values
+    //    of its dead outputs).
     let mut gone_inputs: HashSet<Word> = HashSet::new();
     let live = stages::live_inputs(consumer);
     for i in &inputs {
-        if !live.contains(&i.id) {
+        if !env.as_spelled && !live.contains(&i.id) {
             make_private(consumer, i.id, None).map_err(in_consumer)?;
             gone_inputs.insert(i.id);
             report.unused_inputs.push(i.location);

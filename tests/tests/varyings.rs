@@ -959,6 +959,7 @@ fn public_corpus_links_like_optimized() {
             "{level}: components as spelled {spelled_components}, canonical {shipped_components}: no effect seen"
         );
     }
+}
 
 /// The stage name `link-varyings` reports for a GLSL extension.
 fn stage_name(ext: &str) -> &'static str {
