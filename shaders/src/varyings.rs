@@ -199,6 +199,8 @@ fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
 
 /// Why a footprint could not be computed.
 enum Footprint {
+    /// An array of structures (blocks): not walked.
+    Structures,
     /// Arrays nested deeper than [`MAX_DEPTH`].
     TooDeep,
     /// More than [`MAX_LOCATIONS`] locations.
@@ -232,6 +234,7 @@ fn footprint(m: &Module, ty: Word) -> Result<(u32, u32), Footprint> {
                 };
                 (cols, cols.saturating_mul(column))
             }
+            Op::TypeStruct if elements > 1 => return Err(Footprint::Structures),
             Op::TypeArray => {
                 let n = match t.operands.get(1) {
                     Some(Operand::IdRef(len)) => match def(m, *len).and_then(|c| c.operands.first()) {
@@ -280,7 +283,14 @@ fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<
             (Some(Operand::Decoration(Decoration::Location)), Some(Operand::LiteralBit32(l))) => Some(*l),
             _ => None,
         });
-        let Some(location) = location else { continue }; // built-ins and blocks
+        let Some(location) = location else {
+            // Built-ins, and blocks whose members carry the locations: those
+            // the linker does not place, so it links nothing around them.
+            if stages::member_locations(m, v) {
+                return Err(LinkError::Stage(side, "an interface block with locations on its members"));
+            }
+            continue;
+        };
         let mut ty = v.result_type.and_then(|p| pointee_of(m, p)).unwrap_or(0);
         let patch = decs.iter().any(|d| d.operands.get(1) == Some(&Operand::Decoration(Decoration::Patch)));
         let per_vertex = arrayed && !patch;
@@ -291,10 +301,11 @@ fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<
                 _ => return Err(LinkError::Malformed(side, Malformed::Unexpected(id))),
             }
         }
-        let (locations, components) = match footprint(m, ty) {
+        let (locations, components) = match stages::block_footprint(m, ty, side)?.map_or_else(|| footprint(m, ty), Ok) {
             Ok(f) if location.checked_add(f.0).is_some_and(|end| end <= MAX_LOCATIONS) => f,
             Ok(_) | Err(Footprint::Oversized) => return Err(LinkError::Oversized { side, location }),
             Err(Footprint::TooDeep) => return Err(LinkError::Malformed(side, Malformed::TooDeep(ty))),
+            Err(Footprint::Structures) => return Err(LinkError::Stage(side, "an array of interface blocks")),
         };
         let interp = decs
             .iter()

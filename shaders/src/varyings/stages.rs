@@ -277,6 +277,43 @@ pub(super) fn indirectly_indexed(m: &Module, var: Word, per_vertex: bool) -> boo
     })
 }
 
+/// Whether interface variable `v` (an `OpVariable`) is a block (or an
+/// array of blocks) whose members carry `Location` decorations.
+pub(super) fn member_locations(m: &Module, v: &Instruction) -> bool {
+    let mut ty = v.result_type.and_then(|p| crate::ir::pointee_of(m, p)).unwrap_or(0);
+    for _ in 0..MAX_DEPTH {
+        match crate::ir::def(m, ty).map(|t| (t.class.opcode, t.operands.first())) {
+            Some((Op::TypeArray, Some(Operand::IdRef(e)))) => ty = *e,
+            _ => break,
+        }
+    }
+    m.annotations.iter().any(|a| {
+        a.class.opcode == Op::MemberDecorate
+            && a.operands.first() == Some(&Operand::IdRef(ty))
+            && a.operands.get(2) == Some(&Operand::Decoration(rspirv::spirv::Decoration::Location))
+    })
+}
+
+/// The footprint (locations, scalar components) of a structure type (an
+/// interface block with its location on the variable): its members', one
+/// after the other; `None` for any other type. A structure member is
+/// refused (the linker does not walk nested structures).
+pub(super) fn block_footprint(m: &Module, ty: Word, side: &'static str) -> Result<Option<(u32, u32)>, LinkError> {
+    let Some(t) = crate::ir::def(m, ty).filter(|t| t.class.opcode == Op::TypeStruct) else { return Ok(None) };
+    let (mut locations, mut components) = (0u32, 0u32);
+    for member in &t.operands {
+        let Operand::IdRef(mt) = member else { continue };
+        if crate::ir::def(m, *mt).is_some_and(|d| d.class.opcode == Op::TypeStruct) {
+            return Err(LinkError::Stage(side, "an interface structure nested in a structure"));
+        }
+        let (l, c) =
+            super::footprint(m, *mt).map_err(|_| LinkError::Stage(side, "an interface block too large or nested"))?;
+        locations = locations.saturating_add(l);
+        components = components.saturating_add(c);
+    }
+    Ok(Some((locations, components)))
+}
+
 /// A constant of the per-vertex array type of input `var` with `element`
 /// (a constant of its element type) for every vertex; `None` when the
 /// types do not fit.
@@ -533,6 +570,45 @@ void main() {
         for (p, dead) in r.iter().zip([vec![1], vec![1], vec![1], vec![1]]) {
             assert_eq!(p.report.removed_dead, dead, "{:?} -> {:?}: {:?}", p.producer, p.consumer, p.report);
         }
+    }
+
+    /// A block with its location on the variable spans its members'
+    /// locations (a vec4 and a vec2: two), so nothing is placed inside it;
+    /// a block with locations on its members is not linked at all (an
+    /// error, both modules as they were).
+    #[test]
+    fn interface_blocks_keep_their_footprint() {
+        let vs = "#version 450
+layout(location = 0) out VS_OUT { vec4 a; vec2 b; } vs_out;
+layout(location = 3) out vec4 c;
+layout(location = 5) out vec4 d;
+void main() { vs_out.a = vec4(1); vs_out.b = vec2(float(gl_VertexIndex)); c = vec4(3); d = vec4(gl_VertexIndex); gl_Position = vec4(0); }
+";
+        let fs = "#version 450
+layout(location = 0) in VS_OUT { vec4 a; vec2 b; } vs_in;
+layout(location = 5) in vec4 d;
+layout(location = 0) out vec4 o;
+void main() { o = vs_in.a + vec4(vs_in.b, 0, 0) + d; }
+";
+        let r = linked(&[(vs, "vert"), (fs, "frag")], Level::Safe);
+        let r = &r[0].report;
+        assert_eq!(r.removed_dead, vec![3], "{r:?}");
+        assert_eq!(r.relocated, vec![(5, 2)], "{r:?}");
+        assert_eq!((r.locations_before, r.locations_after), (4, 3), "{r:?}");
+        let vs = "#version 450
+out Blk { layout(location = 5) vec4 d; } b;
+layout(location = 0) out vec4 a;
+void main() { b.d = vec4(1); a = vec4(2); gl_Position = vec4(0); }
+";
+        let fs = "#version 450
+in Blk { layout(location = 5) vec4 d; } b;
+layout(location = 0) out vec4 o;
+void main() { o = b.d; }
+";
+        let mut m = compile(&[(vs, "vert"), (fs, "frag")]);
+        let before: Vec<Vec<u32>> = m.iter().map(assemble).collect();
+        assert!(matches!(link_stages(&mut m, Level::Safe, &[]), Err(LinkError::Stage(..))));
+        assert_eq!(m.iter().map(assemble).collect::<Vec<_>>(), before);
     }
 
     #[test]
