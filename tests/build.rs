@@ -8,6 +8,7 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
     println!("cargo:rerun-if-changed={}", dir.display());
     varying_corpus(Path::new(&out));
+    stage_corpus(Path::new(&out));
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -292,4 +293,232 @@ pub fn varying_corpus(out: &Path) {
     }
     table += "];\n";
     std::fs::write(out.join("corpus.rs"), table).unwrap();
+}
+
+/// A stage chain of the corpus: its stages (GLSL extension, source), whether
+/// it renders (transform feedback needs a device feature the renderer does
+/// not enable), and per pair, in linking order (the last pair first), what
+/// the sources declare: (producer extension, consumer extension, locations
+/// before, locations after at `safe`, dead output locations, constant
+/// output locations, outputs read back, locations kept in place).
+struct Chain {
+    stages: Vec<(&'static str, String)>,
+    render: bool,
+    pairs: Vec<Declared>,
+}
+
+/// One pair's declared figures (see `Chain`).
+type Declared = (&'static str, &'static str, u32, u32, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>);
+
+/// The vertex shader of a chain: `pos` (read on), `chain` (read by the next
+/// stage into an output that dies only once the later pairs are linked) and
+/// `k` (the same constant for every vertex), at locations `loc`.
+fn chain_vert(loc: [u32; 3], flat_int: bool) -> String {
+    let k = if flat_int {
+        format!("layout(location = {}) flat out int k_v;", loc[2])
+    } else {
+        format!("layout(location = {}) out float k_v;", loc[2])
+    };
+    let kv = if flat_int { "2" } else { "0.5" };
+    format!(
+        "#version 450
+layout(location = {}) out vec4 pos_v;
+layout(location = {}) out vec4 chain_v;
+{k}
+void main() {{
+    vec2 p = vec2(float(gl_VertexIndex & 1), float(gl_VertexIndex >> 1)) * 1.5 - 0.75;
+    gl_Position = vec4(p, 0.0, 1.0);
+    pos_v = vec4(p * 0.5 + 0.5, 0.25, 1.0);
+    chain_v = vec4(p, p * 2.0);
+    k_v = {kv};
+}}
+",
+        loc[0], loc[1]
+    )
+}
+
+/// The tessellation control shader: `pos_t` (read), `chain_t` (fed only
+/// the evaluation shader's unread output), `back_t` (read back, not read by
+/// the evaluation shader), `konst_p` (a constant patch varying), `used_p`
+/// (patch, read), `arr_p[2]` (patch array).
+fn chain_tesc(loc: [u32; 3]) -> String {
+    format!(
+        "#version 450
+layout(vertices = 3) out;
+layout(location = {}) in vec4 pos_v[];
+layout(location = {}) in vec4 chain_v[];
+layout(location = {}) in float k_v[];
+layout(location = 0) out vec4 pos_t[];
+layout(location = 1) out vec4 chain_t[];
+layout(location = 2) out vec4 back_t[];
+layout(location = 3) patch out vec4 konst_p;
+layout(location = 4) patch out vec4 used_p;
+layout(location = 5) patch out vec4 arr_p[2];
+void main() {{
+    int i = gl_InvocationID;
+    gl_out[gl_InvocationID].gl_Position = gl_in[i].gl_Position;
+    pos_t[gl_InvocationID] = pos_v[i] * k_v[i];
+    chain_t[gl_InvocationID] = chain_v[i] + vec4(1.0);
+    back_t[gl_InvocationID] = pos_v[i] * 0.25;
+    barrier();
+    if (i == 0) {{
+        gl_TessLevelInner[0] = 1.0;
+        gl_TessLevelOuter[0] = 1.0;
+        gl_TessLevelOuter[1] = 1.0;
+        gl_TessLevelOuter[2] = 1.0;
+        konst_p = vec4(0.25, 0.5, 0.75, 1.0);
+        used_p = back_t[0] + back_t[1] + back_t[2];
+        arr_p[0] = vec4(0.125);
+        arr_p[1] = pos_v[0] * 0.5;
+    }}
+}}
+",
+        loc[0], loc[1], loc[2]
+    )
+}
+
+/// The evaluation shader: `color` (read on) and `chain_e` (not read by
+/// the next stage, or read into a geometry output that is not); `arr_p`
+/// indexed by a non-constant (`indirect`) or a constant.
+fn chain_tese(indirect: bool) -> String {
+    let index = if indirect { "int(t.x > 0.5)" } else { "1" };
+    format!(
+        "#version 450
+layout(triangles, equal_spacing, ccw) in;
+layout(location = 0) in vec4 pos_t[];
+layout(location = 1) in vec4 chain_t[];
+layout(location = 3) patch in vec4 konst_p;
+layout(location = 4) patch in vec4 used_p;
+layout(location = 5) patch in vec4 arr_p[2];
+layout(location = 0) out vec4 color;
+layout(location = 1) out vec4 chain_e;
+void main() {{
+    vec3 t = gl_TessCoord;
+    gl_Position = t.x * gl_in[0].gl_Position + t.y * gl_in[1].gl_Position + t.z * gl_in[2].gl_Position;
+    color = (t.x * pos_t[0] + t.y * pos_t[1] + t.z * pos_t[2]) * konst_p + used_p * 0.1 + arr_p[{index}] * 0.5;
+    chain_e = chain_t[0] + chain_t[1] + chain_t[2];
+}}
+"
+    )
+}
+
+/// The geometry shader: reads `a` and `d` (and a flat per-vertex constant
+/// `k` when `k`) at locations `loc`; writes `ca` (read), `e` (not read)
+/// and, with `xfb`, `cap` (captured by transform feedback only).
+fn chain_geom(loc: [u32; 3], k: bool, xfb: bool) -> String {
+    let mut s = String::from("#version 450\nlayout(triangles) in;\nlayout(triangle_strip, max_vertices = 3) out;\n");
+    s += &format!("layout(location = {}) in vec4 a[];\nlayout(location = {}) in vec4 d[];\n", loc[0], loc[1]);
+    if k {
+        s += &format!("layout(location = {}) flat in int k[];\n", loc[2]);
+    }
+    s += "layout(location = 0) out vec4 ca;\nlayout(location = 1) out vec4 e;\n";
+    if xfb {
+        s += "layout(xfb_buffer = 0, xfb_offset = 0, location = 2) out vec4 cap;\n";
+    }
+    s += "void main() {\n    for (int i = 0; i < 3; i++) {\n        gl_Position = gl_in[i].gl_Position;\n";
+    let scale = if k { "float(k[i]) * 0.5" } else { "1.0" };
+    s += &format!("        ca = a[i] * {scale};\n        e = d[i];\n");
+    if xfb {
+        s += "        cap = a[i];\n";
+    }
+    s += "        EmitVertex();\n    }\n    EndPrimitive();\n}\n";
+    s
+}
+
+const CHAIN_FRAG: &str = "#version 450
+layout(location = 0) in vec4 color;
+layout(location = 0) out vec4 o_color;
+void main() { o_color = clamp(color, 0.0, 1.0); }
+";
+
+/// The stage-chain corpus (issue 13, item 4): vertex → tessellation →
+/// fragment, vertex → geometry → fragment and all five stages, each with
+/// dense or sparse vertex outputs, an indirectly or directly indexed patch
+/// array, with or without a transform-feedback output; the expectations are
+/// the roles the generator gave each varying (see `Chain`).
+fn stage_corpus(out: &Path) {
+    let mut chains = Vec::new();
+    for variant in 0..4u32 {
+        let (a, b) = (variant & 1 == 1, variant & 2 == 2);
+        // Vertex → tessellation control → evaluation → fragment (a: sparse, b: indirect).
+        let loc = if a { [0, 2, 4] } else { [0, 1, 2] };
+        let in_place = if b { vec![5] } else { vec![] };
+        chains.push(Chain {
+            stages: vec![
+                ("vert", chain_vert(loc, false)),
+                ("tesc", chain_tesc(loc)),
+                ("tese", chain_tese(b)),
+                ("frag", CHAIN_FRAG.to_string()),
+            ],
+            render: true,
+            pairs: vec![
+                ("tese", "frag", 2, 1, vec![1], vec![], vec![], vec![]),
+                ("tesc", "tese", 7, 5, vec![1], vec![3], vec![2], in_place.clone()),
+                ("vert", "tesc", 3, 1, vec![loc[1]], vec![loc[2]], vec![], vec![]),
+            ],
+        });
+        // Vertex → geometry → fragment (a: sparse, b: transform feedback).
+        let xfb = u32::from(b);
+        chains.push(Chain {
+            stages: vec![
+                ("vert", chain_vert(loc, true)),
+                ("geom", chain_geom(loc, true, b)),
+                ("frag", CHAIN_FRAG.to_string()),
+            ],
+            render: !b,
+            pairs: vec![
+                ("geom", "frag", 2 + xfb, 1 + xfb, vec![1], vec![], vec![], vec![]),
+                ("vert", "geom", 3, 1, vec![loc[1]], vec![loc[2]], vec![], vec![]),
+            ],
+        });
+        // All five stages (a: indirect, b: transform feedback).
+        let in_place = if a { vec![5] } else { vec![] };
+        chains.push(Chain {
+            stages: vec![
+                ("vert", chain_vert([0, 1, 2], false)),
+                ("tesc", chain_tesc([0, 1, 2])),
+                ("tese", chain_tese(a)),
+                ("geom", chain_geom([0, 1, 2], false, b)),
+                ("frag", CHAIN_FRAG.to_string()),
+            ],
+            render: !b,
+            pairs: vec![
+                ("geom", "frag", 2 + xfb, 1 + xfb, vec![1], vec![], vec![], vec![]),
+                ("tese", "geom", 2, 1, vec![1], vec![], vec![], vec![]),
+                ("tesc", "tese", 7, 5, vec![1], vec![3], vec![2], in_place),
+                ("vert", "tesc", 3, 1, vec![1], vec![2], vec![], vec![]),
+            ],
+        });
+    }
+    let mut table = String::from(
+        "/// (stages as (GLSL extension, SPIR-V), renders, per pair in linking order: (producer, consumer,\n/// locations before, after, dead, constants, read back, kept in place)).\n#[allow(clippy::type_complexity)]\npub const STAGE_CORPUS: &[(&[(&str, &[u8])], bool, &[(&str, &str, u32, u32, &[u32], &[u32], &[u32], &[u32])])] = &[\n",
+    );
+    for (n, c) in chains.iter().enumerate() {
+        table += "    (&[";
+        for (ext, src) in &c.stages {
+            let glsl = out.join(format!("chain{n}.{ext}"));
+            std::fs::write(&glsl, src).unwrap();
+            let spv = out.join(format!("chain{n}.{ext}.spv"));
+            let ok = Command::new("glslangValidator")
+                .args(["-V", "--target-env", "vulkan1.0", "-o"])
+                .arg(&spv)
+                .arg(&glsl)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chain {n} {ext}:\n{src}");
+            let ok = Command::new("spirv-opt").arg("-O").arg(&spv).arg("-o").arg(&spv).status().unwrap().success();
+            assert!(ok, "spirv-opt chain {n} {ext}");
+            table += &format!("(\"{ext}\", include_bytes!(concat!(env!(\"OUT_DIR\"), \"/chain{n}.{ext}.spv\"))), ");
+        }
+        table += &format!("], {}, &[", c.render);
+        for (p, q, before, after, dead, constants, back, in_place) in &c.pairs {
+            table += &format!(
+                "(\"{p}\", \"{q}\", {before}, {after}, &{dead:?}, &{constants:?}, &{back:?}, &{in_place:?}), "
+            );
+        }
+        table += "]),\n";
+    }
+    table += "];\n";
+    std::fs::write(out.join("stage_corpus.rs"), table).unwrap();
 }

@@ -1,11 +1,13 @@
 //! The varying linker at pipeline creation (`overlap_shaders::varyings`).
 //!
 //! Modules' SPIR-V is kept from `vkCreateShaderModule` (as sent to the
-//! driver). At `vkCreateGraphicsPipelines`, the fragment shader and its
-//! producer — the last pre-rasterization stage: geometry, else tessellation
-//! evaluation, else vertex — get linked when both are in the create info's
-//! stages, as shader modules or inline (`VkShaderModuleCreateInfo` in the
-//! stage's `pNext`). A linked module stage goes down as a temporary module,
+//! driver). At `vkCreateGraphicsPipelines`, the create info's stages — as
+//! shader modules or inline (`VkShaderModuleCreateInfo` in the stage's
+//! `pNext`) — form a chain (vertex, tessellation control and evaluation,
+//! geometry, fragment: those present, in that order), and every adjacent
+//! pair of it is linked, the last pair first (`link_stages`); only the
+//! fragment stage's environment is known (uniform expressions move into it
+//! alone). A linked module stage goes down as a temporary module,
 //! destroyed once the pipeline exists; a linked inline stage goes down inline,
 //! in a copy of its chain. Anything else — libraries, mesh pipelines, a link
 //! or validation failure — keeps the original stages. Shader objects made as
@@ -21,7 +23,7 @@ use crate::disk_cache::DiskCache;
 use crate::id;
 use crate::settings::LogLevel;
 use ash::vk;
-use overlap_shaders::varyings::{link_with, Level, LinkEnv};
+use overlap_shaders::varyings::{link_stages, Level, LinkEnv, PairReport, Report};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -59,23 +61,23 @@ const DISK_BYTES: u64 = 64 << 20;
 /// linker (`overlap_shaders::varyings`, what it calls, or `link_pair` here)
 /// changes what a link produces, so that caches written by an older build of
 /// the same version are not used.
-const LINKER_REVISION: u32 = 1;
+const LINKER_REVISION: u32 = 2;
 
 /// At most this many pairs are remembered; the cache is emptied when full.
 const CACHE_PAIRS: usize = 256;
 
 struct Cached {
-    producer: Arc<Vec<u32>>,
-    consumer: Arc<Vec<u32>>,
+    /// The chain's stages, in pipeline order.
+    codes: Vec<Arc<Vec<u32>>>,
     env: Arc<LinkEnv>,
     /// `None`: linking gains nothing or failed; the originals are used.
     outcome: Option<Arc<Outcome>>,
 }
 
-/// A linked pair and what the linker did, for the debug log.
+/// A linked chain of stages (in pipeline order) and what the linker did, for
+/// the debug log.
 struct Outcome {
-    producer: Vec<u32>,
-    consumer: Vec<u32>,
+    stages: Vec<Vec<u32>>,
     summary: String,
     link_us: u128,
     validate_us: u128,
@@ -164,38 +166,32 @@ impl Varyings {
         self.modules.lock().get(&module).cloned()
     }
 
-    /// The cached outcome for this pair: `Some(outcome)` on a hit.
-    fn cached(&self, key: u64, producer: &[u32], consumer: &[u32], env: &LinkEnv) -> Option<Option<Arc<Outcome>>> {
+    /// The cached outcome for this chain: `Some(outcome)` on a hit.
+    fn cached(&self, key: u64, codes: &[Arc<Vec<u32>>], env: &LinkEnv) -> Option<Option<Arc<Outcome>>> {
         let cache = self.cache.lock();
         let hit = cache.get(&key)?;
-        // A hash collision must not hand out another pair's shaders.
-        (hit.producer[..] == *producer && hit.consumer[..] == *consumer && *hit.env == *env)
-            .then(|| hit.outcome.clone())
+        // A hash collision must not hand out another chain's shaders.
+        let same = hit.codes.len() == codes.len() && hit.codes.iter().zip(codes).all(|(a, b)| a[..] == b[..]);
+        (same && *hit.env == *env).then(|| hit.outcome.clone())
     }
 
-    fn remember(
-        &self,
-        key: u64,
-        producer: Arc<Vec<u32>>,
-        consumer: Arc<Vec<u32>>,
-        env: Arc<LinkEnv>,
-        outcome: Option<Arc<Outcome>>,
-    ) {
+    fn remember(&self, key: u64, codes: Vec<Arc<Vec<u32>>>, env: Arc<LinkEnv>, outcome: Option<Arc<Outcome>>) {
         let mut cache = self.cache.lock();
         if cache.len() >= CACHE_PAIRS {
             cache.clear();
         }
-        cache.insert(key, Cached { producer, consumer, env, outcome });
+        cache.insert(key, Cached { codes, env, outcome });
     }
 }
 
-/// The cache key of a pair and what its pipeline layout lets the fragment
+/// The cache key of a chain and what its pipeline layout lets the fragment
 /// stage read (the level is fixed per device, as is the cache).
-fn pair_key(producer: &[u32], consumer: &[u32], env: &LinkEnv) -> u64 {
+fn chain_key(codes: &[Arc<Vec<u32>>], env: &LinkEnv) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    producer.hash(&mut h);
-    consumer.hash(&mut h);
+    for c in codes {
+        c[..].hash(&mut h);
+    }
     let mut ubos: Vec<&(u32, u32)> = env.uniform_buffers.iter().collect();
     ubos.sort();
     ubos.hash(&mut h);
@@ -203,7 +199,7 @@ fn pair_key(producer: &[u32], consumer: &[u32], env: &LinkEnv) -> u64 {
     h.finish()
 }
 
-/// What linking one pair gave.
+/// What linking one chain gave.
 enum Linking {
     Linked(Outcome),
     /// Nothing to gain: the originals are used (and this is worth caching).
@@ -213,14 +209,66 @@ enum Linking {
     Failed,
 }
 
-/// Links one pair.
-fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode: &[u32]) -> Linking {
+/// One pair's figures and steps, as the log line gives them.
+fn pair_summary(r: &Report) -> String {
+    format!(
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, constant ops moved {:?}, narrowed {:?}, packed {:?}, split {:?}",
+        r.locations_before,
+        r.locations_after,
+        r.components_before,
+        r.components_after,
+        r.removed_dead,
+        r.propagated_constants,
+        r.propagated_uniforms,
+        r.deduplicated,
+        r.moved_sums,
+        r.moved_constant_ops,
+        r.narrowed,
+        r.packed,
+        r.split,
+    )
+}
+
+/// The log's account of a chain's links: the last pair's as
+/// [`pair_summary`] says it, then each earlier pair's, in linking order
+/// (named by its stages, with the inputs found unused, the outputs read back
+/// and those kept in place or placed last).
+fn chain_summary(reports: &[PairReport]) -> String {
+    let mut out = String::new();
+    for (k, p) in reports.iter().enumerate() {
+        let r = &p.report;
+        if k > 0 {
+            out += &format!(", then {}->{}: ", p.producer.name(), p.consumer.name());
+        }
+        out += &pair_summary(r);
+        let extra = [("unused inputs", &r.unused_inputs), ("read back", &r.read_back), ("in place", &r.kept_in_place)];
+        for (what, v) in extra {
+            if !v.is_empty() {
+                out += &format!(", {what} {v:?}");
+            }
+        }
+        if !r.placed_last.is_empty() {
+            out += &format!(", placed last {:?}", r.placed_last);
+        }
+    }
+    out
+}
+
+/// Links one chain of stages (pipeline order); `env`: what the fragment
+/// stage, if it is the last, may read.
+fn link_chain(dev: &DeviceCore, level: Level, env: &LinkEnv, codes: &[Arc<Vec<u32>>]) -> Linking {
     let started = std::time::Instant::now();
-    let (Ok(mut p), Ok(mut c)) = (overlap_shaders::parse(vcode), overlap_shaders::parse(fcode)) else {
+    let Ok(mut modules) = codes.iter().map(|c| overlap_shaders::parse(c)).collect::<Result<Vec<_>, _>>() else {
         return Linking::Failed;
     };
     let log = dev.log();
-    let report = match link_with(&mut p, &mut c, level, env) {
+    // Only the fragment stage's environment is known (the pipeline layout's
+    // rule for what a stage may read is per stage; the others get none).
+    let mut envs = vec![LinkEnv::default(); modules.len()];
+    if let Some(last) = envs.last_mut() {
+        *last = env.clone();
+    }
+    let reports = match link_stages(&mut modules, level, &envs) {
         Ok(r) => r,
         Err(e) => {
             log.log_once(
@@ -232,41 +280,28 @@ fn link_pair(dev: &DeviceCore, level: Level, env: &LinkEnv, vcode: &[u32], fcode
             return Linking::Failed;
         }
     };
-    if report.locations_after == report.locations_before && report.components_after == report.components_before {
+    let unchanged = |r: &Report| r.locations_after == r.locations_before && r.components_after == r.components_before;
+    if reports.iter().all(|p| unchanged(&p.report)) {
         return Linking::Nothing;
     }
-    let (pw, cw) = (overlap_shaders::assemble(&p), overlap_shaders::assemble(&c));
+    let words: Vec<Vec<u32>> = modules.iter().map(overlap_shaders::assemble).collect();
     let link_us = started.elapsed().as_micros();
     let validating = std::time::Instant::now();
     if dev.settings().validate_shaders {
-        let env = crate::spirv::target_env(dev);
-        let checked = overlap_shaders::validate(&pw, env).and_then(|_| overlap_shaders::validate(&cw, env));
-        if let Err(e @ overlap_shaders::Error::Invalid(_)) = checked {
-            log.error(
-                id::SHADER_INVALID_OUTPUT,
-                &format!("the linked pair fails validation ({e}); the originals are used"),
-            );
-            return Linking::Failed;
+        let target = crate::spirv::target_env(dev);
+        for w in &words {
+            if let Err(e @ overlap_shaders::Error::Invalid(_)) = overlap_shaders::validate(w, target) {
+                log.error(
+                    id::SHADER_INVALID_OUTPUT,
+                    &format!("the linked stages fail validation ({e}); the originals are used"),
+                );
+                return Linking::Failed;
+            }
         }
     }
-    let summary = format!(
-        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, constant ops moved {:?}, narrowed {:?}, packed {:?}, split {:?}",
-        report.locations_before,
-        report.locations_after,
-        report.components_before,
-        report.components_after,
-        report.removed_dead,
-        report.propagated_constants,
-        report.propagated_uniforms,
-        report.deduplicated,
-        report.moved_sums,
-        report.moved_constant_ops,
-        report.narrowed,
-        report.packed,
-        report.split,
-    );
+    let summary = chain_summary(&reports);
     let validate_us = validating.elapsed().as_micros();
-    Linking::Linked(Outcome { producer: pw, consumer: cw, summary, link_us, validate_us })
+    Linking::Linked(Outcome { stages: words, summary, link_us, validate_us })
 }
 
 /// Words of `text`, four bytes each (zero-padded).
@@ -278,18 +313,18 @@ fn text_words(text: &str) -> impl Iterator<Item = u32> + '_ {
     })
 }
 
-/// The disk key of a pair: everything a link's result depends on — the
+/// The disk key of a chain: everything a link's result depends on — the
 /// layer's version and `LINKER_REVISION`, the level, the target environment
 /// (validation), `validate_shaders`, what the pipeline layout lets the
-/// fragment stage read, and both modules' words.
-fn disk_key(dev: &DeviceCore, level: Level, env: &LinkEnv, producer: &[u32], consumer: &[u32]) -> Vec<u32> {
+/// fragment stage read, and every stage's words.
+fn disk_key(dev: &DeviceCore, level: Level, env: &LinkEnv, codes: &[Arc<Vec<u32>>]) -> Vec<u32> {
     let context = format!(
         "overlap {} linker {LINKER_REVISION} level {level:?} target {:?} validate {}",
         env!("CARGO_PKG_VERSION"),
         crate::spirv::target_env(dev),
         dev.settings().validate_shaders,
     );
-    let mut key = Vec::with_capacity(8 + producer.len() + consumer.len());
+    let mut key = Vec::with_capacity(8 + codes.iter().map(|c| c.len() + 1).sum::<usize>());
     key.push(context.len() as u32);
     key.extend(text_words(&context));
     let mut ubos: Vec<&(u32, u32)> = env.uniform_buffers.iter().collect();
@@ -298,47 +333,63 @@ fn disk_key(dev: &DeviceCore, level: Level, env: &LinkEnv, producer: &[u32], con
     key.extend(ubos.iter().flat_map(|(s, b)| [*s, *b]));
     key.push(env.push_constants.len() as u32);
     key.extend(env.push_constants.iter().flat_map(|(o, s)| [*o, *s]));
-    key.push(producer.len() as u32);
-    key.extend_from_slice(producer);
-    key.push(consumer.len() as u32);
-    key.extend_from_slice(consumer);
+    key.push(codes.len() as u32);
+    for c in codes {
+        key.push(c.len() as u32);
+        key.extend_from_slice(c);
+    }
     key
 }
 
-/// A disk entry's payload: `[linked, producer words, consumer words,
-/// summary bytes]`, then those (an unlinked entry has none).
+/// A disk entry's payload: `[linked, stages, summary bytes, each stage's
+/// words]`, then the stages' words and the summary (an unlinked entry has
+/// none of them).
 fn encode(outcome: Option<&Outcome>) -> Vec<u32> {
     let Some(o) = outcome else {
-        return vec![0, 0, 0, 0];
+        return vec![0, 0, 0];
     };
-    let mut w = vec![1, o.producer.len() as u32, o.consumer.len() as u32, o.summary.len() as u32];
-    w.extend_from_slice(&o.producer);
-    w.extend_from_slice(&o.consumer);
+    let mut w = vec![1, o.stages.len() as u32, o.summary.len() as u32];
+    w.extend(o.stages.iter().map(|s| s.len() as u32));
+    for s in &o.stages {
+        w.extend_from_slice(s);
+    }
     w.extend(text_words(&o.summary));
     w
 }
 
+/// Most stages a chain has (vertex to fragment).
+const MAX_STAGES: usize = 5;
+
 /// The outcome a payload holds (`Ok(None)`: not worth linking), or why it
 /// is not one.
 fn decode(w: &[u32]) -> Result<Option<Outcome>, &'static str> {
-    let [linked, p, c, s, rest @ ..] = w else {
+    let [linked, n, s, rest @ ..] = w else {
         return Err("short payload");
     };
-    let (p, c, s) = (*p as usize, *c as usize, *s as usize);
+    let (n, s) = (*n as usize, *s as usize);
     match linked {
-        0 if rest.is_empty() && p == 0 && c == 0 && s == 0 => return Ok(None),
-        1 if rest.len() == p + c + s.div_ceil(4) => {}
+        0 if rest.is_empty() && n == 0 && s == 0 => return Ok(None),
+        1 if (2..=MAX_STAGES).contains(&n) && rest.len() >= n => {}
         _ => return Err("payload lengths"),
     }
-    let (producer, rest) = rest.split_at(p);
-    let (consumer, summary) = rest.split_at(c);
-    // Both modules are whole SPIR-V: the magic number and a header.
-    if [producer, consumer].iter().any(|m| m.len() < 5 || m[0] != 0x0723_0203) {
-        return Err("not SPIR-V");
+    let (lens, mut rest) = rest.split_at(n);
+    let total: usize = lens.iter().map(|l| *l as usize).sum();
+    if rest.len() != total + s.div_ceil(4) {
+        return Err("payload lengths");
     }
-    let bytes: Vec<u8> = summary.iter().flat_map(|w| w.to_le_bytes()).take(s).collect();
+    let mut stages = Vec::with_capacity(n);
+    for l in lens {
+        let (stage, tail) = rest.split_at(*l as usize);
+        // Every stage is whole SPIR-V: the magic number and a header.
+        if stage.len() < 5 || stage[0] != 0x0723_0203 {
+            return Err("not SPIR-V");
+        }
+        stages.push(stage.to_vec());
+        rest = tail;
+    }
+    let bytes: Vec<u8> = rest.iter().flat_map(|w| w.to_le_bytes()).take(s).collect();
     let summary = String::from_utf8(bytes).map_err(|_| "summary")?;
-    Ok(Some(Outcome { producer: producer.to_vec(), consumer: consumer.to_vec(), summary, link_us: 0, validate_us: 0 }))
+    Ok(Some(Outcome { stages, summary, link_us: 0, validate_us: 0 }))
 }
 
 impl Varyings {
@@ -451,8 +502,8 @@ fn module(dev: &DeviceCore, words: &[u32]) -> Result<vk::ShaderModule, vk::Resul
     r.result_with_success(m)
 }
 
-/// Links the vertex→fragment interface of each eligible pipeline in
-/// `infos`, pointing its stages at linked temporary modules. A final link
+/// Links the stage interfaces of each eligible pipeline in `infos`,
+/// pointing its stages at linked temporary modules. A final link
 /// of graphics pipeline libraries that asks for link-time optimization goes
 /// down as the monolithic pipeline it stands for when that links
 /// (`library`); any other final link goes down as it is.
@@ -505,7 +556,7 @@ pub unsafe fn link_pipelines<'a>(
     out
 }
 
-/// Links one pipeline's pair (see `link_pipelines`); true if its stages now
+/// Links one pipeline's chain of stages (see `link_pipelines`); true if its stages now
 /// point at linked code.
 ///
 /// # Safety
@@ -528,28 +579,30 @@ unsafe fn link_one<'a>(
     // with shader stages (not a library, `stageCount` ≥ 2) points pStages
     // at `stageCount` valid stage create infos.
     let stages = unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) };
-    // The fragment shader's producer: the last pre-rasterization stage.
-    let find = |s: vk::ShaderStageFlags| stages.iter().position(|x| x.stage == s);
-    let producer = find(vk::ShaderStageFlags::GEOMETRY)
-        .or_else(|| find(vk::ShaderStageFlags::TESSELLATION_EVALUATION))
-        .or_else(|| find(vk::ShaderStageFlags::VERTEX));
-    let (Some(vs), Some(fs)) = (producer, find(vk::ShaderStageFlags::FRAGMENT)) else {
+    let chain = chain_of(|s| stages.iter().position(|x| x.stage == s));
+    let mut codes = Vec::with_capacity(chain.len());
+    for at in &chain {
+        // SAFETY: the stages are valid (pStages-06600 above).
+        let Some(code) = (unsafe { stage_code(v, &stages[*at]) }) else { return false };
+        codes.push(code);
+    }
+    if codes.len() < 2 {
         return false;
-    };
-    // SAFETY: the stages are valid (pStages-06600 above).
-    let (Some(vcode), Some(fcode)) = (unsafe { stage_code(v, &stages[vs]) }, unsafe { stage_code(v, &stages[fs]) })
-    else {
-        return false;
-    };
+    }
     let env = v.env(info.layout);
-    let (outcome, source) = outcome_of(dev, v, vcode, fcode, env);
+    let (outcome, source) = outcome_of(dev, v, codes.clone(), env);
     let Some(outcome) = outcome else { return false };
     let mut copy: Vec<vk::PipelineShaderStageCreateInfo<'a>> = stages.to_vec();
     let (made, chains) = (out.temporary.len(), out.chains.len());
-    // SAFETY: the stages are valid (pStages-06600); `outcome` is kept in
-    // `out` until the pipeline is created.
-    let pointed = unsafe { point_at(dev, &mut copy[vs], &outcome.producer, out) }
-        .and_then(|_| unsafe { point_at(dev, &mut copy[fs], &outcome.consumer, out) });
+    // Each stage the link changed points at its linked code.
+    let mut pointed = Ok(());
+    for (k, at) in chain.iter().enumerate() {
+        if pointed.is_ok() && outcome.stages[k] != *codes[k] {
+            // SAFETY: the stages are valid (pStages-06600); `outcome` is
+            // kept in `out` until the pipeline is created.
+            pointed = unsafe { point_at(dev, &mut copy[*at], &outcome.stages[k], out) };
+        }
+    }
     if let Err(e) = pointed {
         dev.log().log_once(
             LogLevel::Warn,
@@ -572,21 +625,36 @@ unsafe fn link_one<'a>(
     true
 }
 
-/// The outcome for a pair: from the memory cache, the disk cache, or linked
-/// now (and remembered in both).
+/// The positions of a pipeline's stages in chain order (vertex,
+/// tessellation control, tessellation evaluation, geometry, fragment; those
+/// `find` finds).
+fn chain_of(find: impl Fn(vk::ShaderStageFlags) -> Option<usize>) -> Vec<usize> {
+    [
+        vk::ShaderStageFlags::VERTEX,
+        vk::ShaderStageFlags::TESSELLATION_CONTROL,
+        vk::ShaderStageFlags::TESSELLATION_EVALUATION,
+        vk::ShaderStageFlags::GEOMETRY,
+        vk::ShaderStageFlags::FRAGMENT,
+    ]
+    .into_iter()
+    .filter_map(find)
+    .collect()
+}
+
+/// The outcome for a chain: from the memory cache, the disk cache, or
+/// linked now (and remembered in both).
 fn outcome_of(
     dev: &DeviceCore,
     v: &Varyings,
-    vcode: Arc<Vec<u32>>,
-    fcode: Arc<Vec<u32>>,
+    codes: Vec<Arc<Vec<u32>>>,
     env: Arc<LinkEnv>,
 ) -> (Option<Arc<Outcome>>, Source) {
-    let key = pair_key(&vcode, &fcode, &env);
-    match v.cached(key, &vcode, &fcode, &env) {
+    let key = chain_key(&codes, &env);
+    match v.cached(key, &codes, &env) {
         Some(hit) => (hit, Source::Memory),
         None => {
             let reading = std::time::Instant::now();
-            let disk = v.disk(dev).map(|d| (d, disk_key(dev, v.level, &env, &vcode, &fcode)));
+            let disk = v.disk(dev).map(|d| (d, disk_key(dev, v.level, &env, &codes)));
             let stored = disk.as_ref().and_then(|(d, k)| match d.get(k) {
                 Ok(hit) => hit,
                 Err(bad) => {
@@ -604,7 +672,7 @@ fn outcome_of(
             });
             let (fresh, source) = match decoded {
                 Some(o) => (o, Source::Disk { read_us: reading.elapsed().as_micros() }),
-                None => match link_pair(dev, v.level, &env, &vcode, &fcode) {
+                None => match link_chain(dev, v.level, &env, &codes) {
                     Linking::Failed => (None, Source::Linked { stored: false }),
                     done => {
                         let o = match done {
@@ -623,13 +691,13 @@ fn outcome_of(
                 },
             };
             let fresh = fresh.map(Arc::new);
-            v.remember(key, vcode, fcode, env, fresh.clone());
+            v.remember(key, codes, env, fresh.clone());
             (fresh, source)
         }
     }
 }
 
-/// The debug log's line for a linked pair (`OVERLAP-Varyings-Linked`).
+/// The debug log's line for a linked chain (`OVERLAP-Varyings-Linked`).
 fn log_linked(dev: &DeviceCore, outcome: &Outcome, source: &Source) {
     let log = dev.log();
     if log.enabled(LogLevel::Debug) {

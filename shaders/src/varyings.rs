@@ -96,6 +96,17 @@ pub struct Report {
     /// (old location, components in the first part, the second part's
     /// location) of vectors split across two locations (scalar granularity).
     pub split: Vec<(u32, u32, u32)>,
+    /// Consumer inputs whose values the consumer never uses (they reach no
+    /// output, memory write or branch): removed with their outputs.
+    pub unused_inputs: Vec<u32>,
+    /// Tessellation control outputs the consumer does not read but the
+    /// producer reads back: kept, placed after the others.
+    pub read_back: Vec<u32>,
+    /// Locations of varyings indexed indirectly: kept where they are.
+    pub kept_in_place: Vec<u32>,
+    /// Outputs the consumer does not read (transform feedback, read back):
+    /// old location → new location, after all the others.
+    pub placed_last: Vec<(u32, u32)>,
     pub notes: Vec<String>,
 }
 
@@ -107,7 +118,14 @@ pub enum LinkError {
     Malformed(&'static str, Malformed),
     #[error("the {side}'s interface variable at location {location} reaches past location {MAX_LOCATIONS}")]
     Oversized { side: &'static str, location: u32 },
+    #[error("the {0} has {1}")]
+    Stage(&'static str, &'static str),
+    #[error("a {0} stage cannot feed a {1} stage")]
+    Order(&'static str, &'static str),
 }
+
+mod stages;
+pub use stages::{link_stages, stage_of, PairReport, Stage};
 
 /// Interface variables must end below this location (Vulkan devices offer at
 /// most a few dozen); past it a module is refused rather than walked.
@@ -134,8 +152,13 @@ struct Var {
     /// The Component decoration, if any.
     component: Option<u32>,
     /// The scalar kind (float, int, uint) and component count of a 32-bit
-    /// scalar or vector.
+    /// scalar or vector (of the element, for a per-vertex array).
     kind: Option<(Scalar, u32)>,
+    /// An array over the vertices of a patch or primitive (`stages`): its
+    /// footprint and kind are its element's.
+    per_vertex: bool,
+    /// Indexed with a non-constant slot index: it keeps its location.
+    indirect: bool,
 }
 
 impl Var {
@@ -143,7 +166,7 @@ impl Var {
     /// location: narrower than a vec4, not captured by transform feedback,
     /// and not already placed at a component by the application.
     fn packable(&self) -> Option<(Scalar, u32)> {
-        if self.component.is_some() || self.xfb {
+        if self.component.is_some() || self.xfb || self.per_vertex || self.indirect {
             return None;
         }
         self.kind.filter(|(_, n)| *n < 4)
@@ -176,6 +199,8 @@ fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
 
 /// Why a footprint could not be computed.
 enum Footprint {
+    /// An array of structures (blocks): not walked.
+    Structures,
     /// Arrays nested deeper than [`MAX_DEPTH`].
     TooDeep,
     /// More than [`MAX_LOCATIONS`] locations.
@@ -209,6 +234,7 @@ fn footprint(m: &Module, ty: Word) -> Result<(u32, u32), Footprint> {
                 };
                 (cols, cols.saturating_mul(column))
             }
+            Op::TypeStruct if elements > 1 => return Err(Footprint::Structures),
             Op::TypeArray => {
                 let n = match t.operands.get(1) {
                     Some(Operand::IdRef(len)) => match def(m, *len).and_then(|c| c.operands.first()) {
@@ -238,8 +264,14 @@ fn footprint(m: &Module, ty: Word) -> Result<(u32, u32), Footprint> {
 }
 
 /// The module's location-decorated variables of `class` (`side` names the
-/// module in errors).
+/// module in errors), non-patch ones arrays over vertices where the stage's
+/// are.
 fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<Var>, LinkError> {
+    let stage = stage_of(m, side)?;
+    let arrayed = match class {
+        StorageClass::Input => stages::per_vertex_inputs(stage),
+        _ => stages::per_vertex_outputs(stage),
+    };
     let mut out = Vec::new();
     for v in &m.types_global_values {
         if v.class.opcode != Op::Variable || v.operands.first() != Some(&Operand::StorageClass(class)) {
@@ -251,12 +283,29 @@ fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<
             (Some(Operand::Decoration(Decoration::Location)), Some(Operand::LiteralBit32(l))) => Some(*l),
             _ => None,
         });
-        let Some(location) = location else { continue }; // built-ins and blocks
-        let ty = v.result_type.and_then(|p| pointee_of(m, p)).unwrap_or(0);
-        let (locations, components) = match footprint(m, ty) {
+        let Some(location) = location else {
+            // Built-ins, and blocks whose members carry the locations: those
+            // the linker does not place, so it links nothing around them.
+            if stages::member_locations(m, v) {
+                return Err(LinkError::Stage(side, "an interface block with locations on its members"));
+            }
+            continue;
+        };
+        let mut ty = v.result_type.and_then(|p| pointee_of(m, p)).unwrap_or(0);
+        let patch = decs.iter().any(|d| d.operands.get(1) == Some(&Operand::Decoration(Decoration::Patch)));
+        let per_vertex = arrayed && !patch;
+        if per_vertex {
+            // The element of the array over vertices.
+            match def(m, ty).map(|t| (t.class.opcode, t.operands.first())) {
+                Some((Op::TypeArray, Some(Operand::IdRef(e)))) => ty = *e,
+                _ => return Err(LinkError::Malformed(side, Malformed::Unexpected(id))),
+            }
+        }
+        let (locations, components) = match stages::block_footprint(m, ty, side)?.map_or_else(|| footprint(m, ty), Ok) {
             Ok(f) if location.checked_add(f.0).is_some_and(|end| end <= MAX_LOCATIONS) => f,
             Ok(_) | Err(Footprint::Oversized) => return Err(LinkError::Oversized { side, location }),
             Err(Footprint::TooDeep) => return Err(LinkError::Malformed(side, Malformed::TooDeep(ty))),
+            Err(Footprint::Structures) => return Err(LinkError::Stage(side, "an array of interface blocks")),
         };
         let interp = decs
             .iter()
@@ -267,15 +316,16 @@ fn interface(m: &Module, class: StorageClass, side: &'static str) -> Result<Vec<
                 _ => None,
             })
             .collect();
-        let xfb = decs.iter().any(|d| {
-            matches!(d.operands.get(1), Some(Operand::Decoration(Decoration::XfbBuffer | Decoration::Offset)))
-        });
+        // Captured by transform feedback: an `Offset` (front ends give every
+        // output of a stage that captures any an `XfbBuffer`).
+        let xfb = decs.iter().any(|d| matches!(d.operands.get(1), Some(Operand::Decoration(Decoration::Offset))));
         let component = decs.iter().find_map(|d| match (d.operands.get(1), d.operands.get(2)) {
             (Some(Operand::Decoration(Decoration::Component)), Some(Operand::LiteralBit32(c))) => Some(*c),
             _ => None,
         });
         let kind = scalar_kind(m, ty);
-        out.push(Var { id, location, locations, components, interp, xfb, component, kind });
+        let indirect = stages::indirectly_indexed(m, id, per_vertex);
+        out.push(Var { id, location, locations, components, interp, xfb, component, kind, per_vertex, indirect });
     }
     out.sort_by_key(|v| v.location);
     Ok(out)
@@ -1267,6 +1317,10 @@ fn link_checked(
     level: Level,
     env: &LinkEnv,
 ) -> Result<Report, LinkError> {
+    let producer_stage = stage_of(producer, "producer")?;
+    // Only a fragment shader interpolates its inputs; any other consumer
+    // reads what was written, as a flat input does.
+    let interpolating = stage_of(consumer, "consumer")? == Stage::Fragment;
     let outputs = interface(producer, StorageClass::Output, "producer")?;
     let mut report = Report::default();
     // 0b. Inputs the consumer declares but never reads (unoptimized SPIR-V
@@ -1279,20 +1333,41 @@ fn link_checked(
     }
     let inputs = interface(consumer, StorageClass::Input, "consumer")?;
     (report.locations_before, report.components_before) = usage(&outputs);
-    // (`interface` keeps every location range below MAX_LOCATIONS.)
-    let read: HashSet<u32> = inputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
     let written: HashSet<u32> = outputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
 
-    // 1. Dead I/O.
+    // 1. Dead I/O. Inputs whose values the consumer never uses first (read
+    //    into values nothing uses; after the later pair's link, the values
+    //    of its dead outputs).
+    let mut gone_inputs: HashSet<Word> = HashSet::new();
+    let live = stages::live_inputs(consumer);
+    for i in &inputs {
+        if !env.as_spelled && !live.contains(&i.id) {
+            make_private(consumer, i.id, None).map_err(in_consumer)?;
+            gone_inputs.insert(i.id);
+            report.unused_inputs.push(i.location);
+        }
+    }
+    // (`interface` keeps every location range below MAX_LOCATIONS.)
+    let read: HashSet<u32> = inputs
+        .iter()
+        .filter(|v| !gone_inputs.contains(&v.id))
+        .flat_map(|v| v.location..v.location + v.locations)
+        .collect();
     let mut dead: HashSet<Word> = HashSet::new();
     for o in &outputs {
         if !o.xfb && !(o.location..o.location + o.locations).any(|l| read.contains(&l)) {
+            if producer_stage == Stage::TessellationControl && stages::reads_back(producer, o.id) {
+                report.read_back.push(o.location);
+                continue;
+            }
             dead.insert(o.id);
             report.removed_dead.push(o.location);
         }
     }
-    let mut gone_inputs: HashSet<Word> = HashSet::new();
     for i in &inputs {
+        if gone_inputs.contains(&i.id) {
+            continue;
+        }
         if !(i.location..i.location + i.locations).any(|l| written.contains(&l)) {
             make_private(consumer, i.id, None).map_err(in_consumer)?;
             gone_inputs.insert(i.id);
@@ -1312,6 +1387,10 @@ fn link_checked(
         if gone_inputs.contains(&input.id) {
             continue;
         }
+        if o.indirect || input.indirect {
+            report.notes.push(format!("location {}: indexed indirectly; kept in place", o.location));
+            continue;
+        }
         if input.locations != o.locations || input.components != o.components {
             report.notes.push(format!("location {}: input and output differ in shape; left as is", o.location));
             continue;
@@ -1326,9 +1405,15 @@ fn link_checked(
         };
         let same = values.first().filter(|v| values.iter().all(|x| x == *v)).copied();
         let Some(value) = same else { continue };
-        let flat = input.interp.contains(&Decoration::Flat);
+        let flat = input.interp.contains(&Decoration::Flat) || !interpolating;
         if is_constant(producer, value) && (flat || level == Level::Full) {
             let copied = copy_constant(producer, consumer, value);
+            // Into an array over vertices: every vertex's element.
+            let copied = if input.per_vertex {
+                copied.and_then(|c| stages::every_vertex(consumer, input.id, c))
+            } else {
+                copied
+            };
             // (Of the input's own type: a scalar kind alone does not tell bool from int.)
             if let Some(c) =
                 copied.filter(|c| def(consumer, *c).and_then(|k| k.result_type) == var_type(consumer, input.id))
@@ -1376,7 +1461,7 @@ fn link_checked(
     //     once and only by that sum, is computed in the producer and passed
     //     as one varying (interp(a) + interp(b) = interp(a + b), exact up to
     //     interpolation rounding).
-    if level == Level::Full {
+    if level == Level::Full && interpolating {
         move_sums(producer, consumer, &outputs, &inputs, &mut dead, &mut gone_inputs, &mut report)?;
         // Then sums with and products by constants, until none is left
         // (`(a + b) * 0.5` moves whole: first the sum, then the product).
@@ -1394,7 +1479,7 @@ fn link_checked(
     let mut inputs = inputs;
     for oi in 0..outputs.len() {
         let o = outputs[oi].clone();
-        if dead.contains(&o.id) || o.xfb || o.component.is_some() || o.locations != 1 {
+        if dead.contains(&o.id) || o.xfb || o.component.is_some() || o.locations != 1 || o.per_vertex || o.indirect {
             continue;
         }
         let Some((_, n)) = o.kind.filter(|(_, n)| *n >= 2) else { continue };
@@ -1402,7 +1487,7 @@ fn link_checked(
             continue;
         };
         let i = inputs[ii].clone();
-        if i.kind != o.kind || i.component.is_some() || i.locations != 1 {
+        if i.kind != o.kind || i.component.is_some() || i.locations != 1 || i.per_vertex || i.indirect {
             continue;
         }
         let Some(used) = components_read(consumer, i.id, n) else { continue };
@@ -1484,19 +1569,43 @@ fn link_checked(
     let group_of = |location: u32| groups.iter().position(|g| g.0 <= location && location < g.1);
     let mut next = 0u32;
     let mut moved: HashMap<usize, u32> = HashMap::new(); // group → its new first location
+                                                         // Groups with an indirectly indexed varying stay where they are; the
+                                                         // others are placed around them.
+    let fixed: Vec<usize> =
+        survivors.iter().chain(&live_inputs).filter(|v| v.indirect).filter_map(|v| group_of(v.location)).collect();
+    for g in &fixed {
+        if moved.insert(*g, groups[*g].0).is_none() {
+            report.kept_in_place.push(groups[*g].0);
+        }
+    }
+    let fixed_ranges: Vec<(u32, u32)> = fixed.iter().map(|g| groups[*g]).collect();
+    // The first free location at or after `at` for `size` locations (each
+    // step passes one fixed range for good: at most their number of steps).
+    let free = |mut at: u32, size: u32| {
+        while let Some(r) = fixed_ranges.iter().find(|r| at < r.1 && r.0 < at + size) {
+            at = r.1;
+        }
+        at
+    };
     let mut packed: HashMap<u32, (u32, u32)> = HashMap::new(); // old location → (location, component)
     let mut bins: Vec<((Scalar, Vec<Decoration>), u32, u32)> = Vec::new(); // (key, location, used)
     let mut allocate = |g: usize, next: &mut u32| {
         moved.entry(g).or_insert_with(|| {
-            let at = *next;
-            *next += groups[g].1 - groups[g].0;
+            let at = free(*next, groups[g].1 - groups[g].0);
+            *next = at + (groups[g].1 - groups[g].0);
             at
         });
     };
     // Variables split at a location's end: (old location, components in the
     // first part, the second part's location).
     let mut splits: Vec<(u32, u32, u32)> = Vec::new();
-    for o in &survivors {
+    // Outputs the consumer does not read (transform feedback only, read
+    // back by a tessellation control shader) go after all the others.
+    let unread = |o: &Var| {
+        !live_inputs.iter().any(|i| i.location < o.location + o.locations && o.location < i.location + i.locations)
+    };
+    let (last, read_first): (Vec<&Var>, Vec<&Var>) = survivors.iter().copied().partition(|o| unread(o));
+    for o in read_first.iter().chain(&last) {
         if let Some((key, n)) = pack_key(o) {
             let room = bins.iter().position(|b| b.0 == key && b.2 < 4);
             match bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
@@ -1515,14 +1624,16 @@ fn link_checked(
                     let first = 4 - bin.2;
                     packed.insert(o.location, (bin.1, bin.2));
                     bin.2 = 4;
-                    splits.push((o.location, first, next));
-                    bins.push((key, next, n - first));
-                    next += 1;
+                    let at = free(next, 1);
+                    splits.push((o.location, first, at));
+                    bins.push((key, at, n - first));
+                    next = at + 1;
                 }
                 None => {
-                    packed.insert(o.location, (next, 0));
-                    bins.push((key, next, n));
-                    next += 1;
+                    let at = free(next, 1);
+                    packed.insert(o.location, (at, 0));
+                    bins.push((key, at, n));
+                    next = at + 1;
                 }
             }
         } else if let Some(g) = group_of(o.location) {
@@ -1579,6 +1690,13 @@ fn link_checked(
     };
     for o in &survivors {
         place(producer, o, Some(&mut report));
+    }
+    for o in &last {
+        if let Some(g) = group_of(o.location).filter(|g| !fixed.contains(g)) {
+            if let Some(at) = moved.get(&g) {
+                report.placed_last.push((o.location, at + (o.location - groups[g].0)));
+            }
+        }
     }
     for i in &live_inputs {
         place(consumer, i, None);

@@ -1214,6 +1214,19 @@ impl Target {
         pipeline_stages(gpu, layout, self.render_pass, vert, &extra, frag, true)
     }
 
+    /// A pipeline of `vert`, the `extra` stages (tessellation, geometry) and
+    /// `frag` (3-vertex patches when tessellated).
+    pub fn pipeline_with_stages(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        vert: &[u8],
+        extra: &[(vk::ShaderStageFlags, &[u8])],
+        frag: &[u8],
+    ) -> vk::Pipeline {
+        pipeline_stages(gpu, layout, self.render_pass, vert, extra, frag, true)
+    }
+
     /// Begins rendering into the target, clearing it to [`CLEAR_RGBA`].
     pub fn begin(&self, gpu: &Gpu, cb: vk::CommandBuffer) {
         let d = &gpu.device;

@@ -5,6 +5,7 @@ use crate::render::{Gpu, Image, RenderPath, Target};
 use ash::vk;
 
 include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
+include!(concat!(env!("OUT_DIR"), "/stage_corpus.rs"));
 
 /// Renders pair `n` of the corpus (`instances` copies of its triangle); also
 /// returns the pipeline creation and the submission times in nanoseconds.
@@ -71,6 +72,61 @@ pub fn render_tessellation(gpu: &Gpu) -> Image {
         )
     })
     .0
+}
+
+/// Renders chain `n` of the stage-chain corpus (`STAGE_CORPUS`: vertex,
+/// tessellation and/or geometry, fragment) from shader modules, or with
+/// every stage's code inline (`inline`: a `VkShaderModuleCreateInfo` in each
+/// stage's `pNext`; needs [`crate::render::GpuOptions::pipeline_library`]).
+pub fn render_chain(gpu: &Gpu, n: usize, inline: bool) -> Image {
+    let (stages, _, _) = STAGE_CORPUS[n];
+    if inline {
+        return draw(gpu, 1, |target, layout| chain_inline(gpu, target, layout, stages)).0;
+    }
+    let code =
+        |ext: &str| stages.iter().find(|(e, _)| *e == ext).map(|(_, c)| *c).expect("a vertex and a fragment stage");
+    let extra: Vec<(vk::ShaderStageFlags, &[u8])> =
+        stages.iter().filter(|(e, _)| !matches!(*e, "vert" | "frag")).map(|(e, c)| (stage_flag(e), *c)).collect();
+    draw(gpu, 1, |target, layout| target.pipeline_with_stages(gpu, layout, code("vert"), &extra, code("frag"))).0
+}
+
+/// The stage flag of a GLSL extension.
+fn stage_flag(ext: &str) -> vk::ShaderStageFlags {
+    match ext {
+        "vert" => vk::ShaderStageFlags::VERTEX,
+        "tesc" => vk::ShaderStageFlags::TESSELLATION_CONTROL,
+        "tese" => vk::ShaderStageFlags::TESSELLATION_EVALUATION,
+        "geom" => vk::ShaderStageFlags::GEOMETRY,
+        _ => vk::ShaderStageFlags::FRAGMENT,
+    }
+}
+
+/// A pipeline of `stages` with their code inline (3-vertex patches when
+/// tessellated).
+fn chain_inline(gpu: &Gpu, target: &Target, layout: vk::PipelineLayout, stages: &[(&str, &[u8])]) -> vk::Pipeline {
+    let words: Vec<Vec<u32>> =
+        stages.iter().map(|(_, b)| ash::util::read_spv(&mut std::io::Cursor::new(b)).expect("SPIR-V")).collect();
+    let mut modules: Vec<vk::ShaderModuleCreateInfo> =
+        words.iter().map(|w| vk::ShaderModuleCreateInfo::default().code(w)).collect();
+    let infos: Vec<vk::PipelineShaderStageCreateInfo> = modules
+        .iter_mut()
+        .zip(stages)
+        .map(|(m, (ext, _))| {
+            vk::PipelineShaderStageCreateInfo::default().stage(stage_flag(ext)).name(c"main").push_next(m)
+        })
+        .collect();
+    let tessellated = stages.iter().any(|(e, _)| *e == "tesc");
+    let tess = vk::PipelineTessellationStateCreateInfo::default().patch_control_points(3);
+    let topology = if tessellated { vk::PrimitiveTopology::PATCH_LIST } else { vk::PrimitiveTopology::TRIANGLE_LIST };
+    gpu.pipeline(&infos, layout, topology, true, &[], |info| {
+        let mut info = info.render_pass(target.render_pass());
+        if tessellated {
+            info = info.tessellation_state(&tess);
+        }
+        unsafe { gpu.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+            .map_err(|(_, e)| e)
+            .expect("vkCreateGraphicsPipelines (inline stages)")[0]
+    })
 }
 
 /// One triangle (`instances` times) into a 64x64 target through the pipeline

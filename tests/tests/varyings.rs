@@ -961,6 +961,203 @@ fn public_corpus_links_like_optimized() {
     }
 }
 
+/// The stage name `link-varyings` reports for a GLSL extension.
+fn stage_name(ext: &str) -> &'static str {
+    match ext {
+        "vert" => "vertex",
+        "tesc" => "tess control",
+        "tese" => "tess evaluation",
+        "geom" => "geometry",
+        "frag" => "fragment",
+        _ => panic!("{ext}"),
+    }
+}
+
+/// The location-decorated `Input` or `Output` variables of a disassembled
+/// module: (location, component) → (pointee type name with a per-vertex
+/// array level taken off where `arrayed` and the variable is not `Patch`).
+fn interface_of(text: &str, class: &str, arrayed: bool) -> BTreeMap<(u32, u32), String> {
+    let mut location = HashMap::new();
+    let mut component = HashMap::new();
+    let mut patch = Vec::new();
+    let mut out = BTreeMap::new();
+    for line in text.lines().map(str::trim) {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["OpDecorate", id, "Location", l] => _ = location.insert(id.to_string(), l.parse::<u32>().unwrap()),
+            ["OpDecorate", id, "Component", c] => _ = component.insert(id.to_string(), c.parse::<u32>().unwrap()),
+            ["OpDecorate", id, "Patch"] => patch.push(id.to_string()),
+            [id, "=", "OpVariable", ty, c, ..] if *c == class => {
+                let Some(l) = location.get(*id) else { continue };
+                let pointee = ty.strip_prefix(&format!("%_ptr_{class}_")).unwrap_or(ty).to_string();
+                // `_arr_v4float_uint_32`: one array level over vertices.
+                let pointee = if arrayed && !patch.contains(&id.to_string()) {
+                    let inner = pointee.strip_prefix("_arr_").unwrap_or_else(|| panic!("{line}: not an array"));
+                    inner.rsplit_once("_uint_").map_or(inner, |(e, _)| e).to_string()
+                } else {
+                    pointee
+                };
+                out.insert((*l, component.get(*id).copied().unwrap_or(0)), pointee);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Issue 13, item 4: every adjacent stage pair of the generated chains
+/// (vertex → tessellation → fragment, vertex → geometry → fragment, all five
+/// stages) is linked, the last pair first: per pair exactly the outputs the
+/// generator made dead go — among them the vertex shader's `chain_v`, which
+/// only dies once the later pairs are linked — the constants it made (a
+/// constant patch varying, a per-vertex constant) move, the tessellation
+/// control output read back stays and is placed last, the indirectly
+/// indexed patch array stays in place (and moves in the variants indexing it
+/// directly), a transform-feedback output stays and is placed last; every
+/// linked stage passes spirv-val and every consumer input has its producer
+/// output, location by location and component by component, of the same
+/// type. Control: the vertex → tessellation control (or geometry) pair
+/// linked alone keeps `chain_v`.
+#[test]
+fn stage_chains_link_every_pair_last_first() {
+    let out = out_dir();
+    let dir = harness::scratch("chains");
+    let (mut before, mut after) = (0, 0);
+    for (n, (stages, _, pairs)) in overlap_tests::varyings::STAGE_CORPUS.iter().enumerate() {
+        let files: Vec<PathBuf> = stages.iter().map(|(ext, _)| out.join(format!("chain{n}.{ext}.spv"))).collect();
+        // Whether the generator gave the geometry shader a captured output.
+        let xfb = std::fs::read_to_string(out.join(format!("chain{n}.geom"))).is_ok_and(|g| g.contains("xfb_offset"));
+        let linked = dir.join(n.to_string());
+        let o = run(vk_command(overlap_cli(), Layers::None)
+            .arg("link-varyings")
+            .args(&files)
+            .arg("--json")
+            .arg("-o")
+            .arg(&linked));
+        assert_eq!(o.code, Some(0), "chain {n}: {}", o.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        let got = doc["pairs"].as_array().unwrap();
+        assert_eq!(got.len(), pairs.len(), "chain {n}");
+        let list = |v: &serde_json::Value| -> Vec<u32> {
+            v.as_array().unwrap().iter().map(|l| l.as_u64().unwrap() as u32).collect()
+        };
+        for (g, (p, c, b, a, dead, constants, back, in_place)) in got.iter().zip(pairs.iter()) {
+            let ctx = format!("chain {n} {p}->{c}: {g}");
+            assert_eq!(
+                (g["producer"].as_str().unwrap(), g["consumer"].as_str().unwrap()),
+                (stage_name(p), stage_name(c))
+            );
+            assert_eq!(g["locations_before"].as_u64().unwrap() as u32, *b, "{ctx}");
+            assert_eq!(g["locations_after"].as_u64().unwrap() as u32, *a, "{ctx}");
+            assert_eq!(list(&g["removed_dead"]), *dead, "{ctx}");
+            assert_eq!(list(&g["propagated_constants"]), *constants, "{ctx}");
+            assert_eq!(list(&g["read_back"]), *back, "{ctx}");
+            assert_eq!(list(&g["kept_in_place"]), *in_place, "{ctx}");
+            // Outputs the consumer does not read (read back, captured) go last.
+            let last = g["placed_last"].as_array().unwrap().len();
+            let captured = *p == "geom" && xfb;
+            assert_eq!(last, back.len() + usize::from(captured), "{ctx}");
+            before += b;
+            after += a;
+        }
+        // Every linked stage valid; every adjacent interface matching.
+        let texts: Vec<String> = stages
+            .iter()
+            .map(|(ext, _)| {
+                let f = linked.join(format!("chain{n}.{ext}.spv"));
+                let ok = Command::new("spirv-val").args(["--target-env", "vulkan1.0"]).arg(&f).status().unwrap();
+                assert!(ok.success(), "chain {n} {ext}: spirv-val");
+                let dis = Command::new("spirv-dis").arg(&f).output().unwrap();
+                String::from_utf8(dis.stdout).unwrap()
+            })
+            .collect();
+        for k in 1..stages.len() {
+            let (p, c) = (stages[k - 1].0, stages[k].0);
+            let outputs = interface_of(&texts[k - 1], "Output", p == "tesc");
+            let inputs = interface_of(&texts[k], "Input", matches!(c, "tesc" | "tese" | "geom"));
+            assert!(!inputs.is_empty(), "chain {n} {c}: no inputs left");
+            for (at, ty) in &inputs {
+                assert_eq!(outputs.get(at), Some(ty), "chain {n} {p}->{c}: input at {at:?}");
+            }
+        }
+        // Control: the first pair alone keeps the varying that dies only
+        // once the later pairs are linked.
+        let first = run(vk_command(overlap_cli(), Layers::None).arg("link-varyings").args(&files[..2]).arg("--json"));
+        let first: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
+        let (_, _, _, _, dead, ..) = pairs.last().unwrap();
+        assert!(!dead.is_empty());
+        assert!(!list(&first["removed_dead"]).contains(&dead[0]), "chain {n}: the first pair alone removed {dead:?}");
+    }
+    println!("stage chains: {before} locations before, {after} after linking every pair (safe)");
+}
+
+/// The chains that render (no transform feedback: its device feature is
+/// not enabled) render bit-identically at `safe` and `full` to `off`, the validation layer below silent; at `safe` each is
+/// linked once, the log line naming every pair.
+#[test]
+fn stage_chains_render_the_same_with_the_linker() {
+    let chains_via = |level: &str, route: &[&str]| {
+        let mut args = vec!["varyings", "stages"];
+        args.extend(route);
+        let o = run(app(Layers::OverlapOverValidation, &args)
+            .env("VK_OVERLAP_EMULATION_VARYINGS", level)
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+        o.assert_ok();
+        o
+    };
+    let chains = |level: &str| chains_via(level, &[]);
+    let sums = |o: &harness::Outcome| -> Vec<String> {
+        o.stdout.lines().filter(|l| l.starts_with("chain=")).map(str::to_string).collect()
+    };
+    let (off, safe, full) = (chains("off"), chains("safe"), chains("full"));
+    let rendered = overlap_tests::varyings::STAGE_CORPUS.iter().filter(|c| c.1).count();
+    assert_eq!(sums(&off).len(), rendered);
+    assert!(rendered >= 8, "{rendered}");
+    assert_eq!(sums(&safe), sums(&off), "safe must be bit-identical");
+    assert_eq!(off.stderr.matches("OVERLAP-Varyings-Linked").count(), 0);
+    let linked: Vec<&str> = safe.stderr.lines().filter(|l| l.contains("OVERLAP-Varyings-Linked")).collect();
+    assert_eq!(linked.len(), rendered, "{}", safe.stderr);
+    for (n, (stages, renders, _)) in overlap_tests::varyings::STAGE_CORPUS.iter().enumerate() {
+        if !renders {
+            continue;
+        }
+        // Each earlier pair is named in the chain's line, in linking order.
+        let names: Vec<String> = stages
+            .windows(2)
+            .rev()
+            .skip(1)
+            .map(|w| format!("then {}->{}:", stage_name(w[0].0), stage_name(w[1].0)))
+            .collect();
+        assert!(
+            linked.iter().any(|l| names.iter().all(|name| l.contains(name.as_str()))),
+            "chain {n}: no line names {names:?}"
+        );
+    }
+    // full: nothing in these chains is exact only up to rounding (no code
+    // moves out of their fragment shaders), so bit-identical too.
+    assert_eq!(sums(&full), sums(&off), "full");
+    // The renders see the varyings: the variants indexing the patch array
+    // by a non-constant render otherwise than those indexing it by 1.
+    let distinct: std::collections::HashSet<String> =
+        sums(&off).iter().map(|l| l.split_once(' ').unwrap().1.to_string()).collect();
+    assert!(distinct.len() >= 3, "{distinct:?}");
+    // Inline stages: linked as modules are (each line the same, cost cut
+    // off), rendering the same.
+    let inline = chains_via("safe", &["inline"]);
+    assert_eq!(sums(&inline), sums(&off), "inline stages at safe must be bit-identical");
+    let reports = |o: &harness::Outcome| -> Vec<String> {
+        let mut r: Vec<String> = o
+            .stderr
+            .lines()
+            .filter(|l| l.contains("OVERLAP-Varyings-Linked"))
+            .map(|l| l.rsplit_once("; ").map_or(l, |(a, _)| a).to_string())
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(reports(&inline), reports(&safe), "inline stages must be linked as their modules are");
+}
+
 /// Pairs whose interpolated and flat vectors only fit fewer locations when
 /// one is split across two (scalar granularity); read whole, by component
 /// and written through component chains. The vertex shader draws the

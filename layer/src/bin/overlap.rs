@@ -35,7 +35,8 @@ const USAGE: &str = "usage:
       list the Vulkan drivers, what Overlap would emulate on each, the installed
       copies and which one loads with OVERLAP=1
   overlap link-varyings PRODUCER.spv CONSUMER.spv [--level safe|full] [--uniforms-visible] [--as-spelled] [--json] [-o DIR]
-      link a vertex shader's outputs to a fragment shader's inputs and report";
+  overlap link-varyings VERT.spv [TESC.spv TESE.spv] [GEOM.spv] FRAG.spv ...   (every adjacent pair, the last first)
+      link each stage's outputs to the next stage's inputs and report";
 
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("overlap: {msg}\n{USAGE}");
@@ -840,6 +841,106 @@ fn query_drivers(settings: &Settings) -> Result<(), String> {
     Ok(())
 }
 
+/// `link-varyings` of three or more stages (a pipeline's, in order): every
+/// adjacent pair linked, the last first; one report per pair, in linking
+/// order (the fragment stage, last, sees what `env` says; the others nothing).
+fn link_stage_chain(
+    files: &[PathBuf],
+    level: overlap_shaders::varyings::Level,
+    env: &overlap_shaders::varyings::LinkEnv,
+    json: bool,
+    out_dir: Option<&Path>,
+) -> ExitCode {
+    use overlap_shaders::varyings::{link_stages, LinkEnv};
+    let mut modules = Vec::new();
+    for p in files {
+        let parsed = std::fs::read(p)
+            .map_err(|e| e.to_string())
+            .and_then(|b| overlap_shaders::parse_bytes(&b).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(m) => modules.push(m),
+            Err(e) => {
+                eprintln!("overlap: {}: {e}", p.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    // (`--as-spelled`, the control, holds for every pair.)
+    let mut envs = vec![LinkEnv { as_spelled: env.as_spelled, ..Default::default() }; modules.len()];
+    if let Some(last) = envs.last_mut() {
+        *last = env.clone();
+    }
+    let reports = match link_stages(&mut modules, level, &envs) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("overlap: link-varyings: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(dir) = out_dir {
+        for (p, m) in files.iter().zip(&modules) {
+            let words = overlap_shaders::assemble(m);
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let written = std::fs::create_dir_all(dir)
+                .and_then(|_| std::fs::write(dir.join(p.file_name().unwrap_or(p.as_os_str())), bytes));
+            if let Err(e) = written {
+                eprintln!("overlap: cannot write into {}: {e}", dir.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if json {
+        let pairs: Vec<serde_json::Value> = reports
+            .iter()
+            .map(|p| {
+                let r = &p.report;
+                serde_json::json!({
+                    "producer": p.producer.name(),
+                    "consumer": p.consumer.name(),
+                    "locations_before": r.locations_before,
+                    "locations_after": r.locations_after,
+                    "components_before": r.components_before,
+                    "components_after": r.components_after,
+                    "removed_dead": r.removed_dead,
+                    "unused_inputs": r.unused_inputs,
+                    "propagated_constants": r.propagated_constants,
+                    "propagated_uniforms": r.propagated_uniforms,
+                    "deduplicated": r.deduplicated,
+                    "narrowed": r.narrowed,
+                    "read_back": r.read_back,
+                    "kept_in_place": r.kept_in_place,
+                    "placed_last": r.placed_last,
+                    "relocated": r.relocated,
+                    "packed": r.packed,
+                    "notes": r.notes,
+                })
+            })
+            .collect();
+        say!("{}", serde_json::to_string_pretty(&serde_json::json!({ "pairs": pairs })).unwrap());
+    } else {
+        for p in &reports {
+            let r = &p.report;
+            say!(
+                "{} -> {}: locations {} -> {}, scalar components {} -> {} (dead {:?}, unused inputs {:?}, constants {:?}, duplicates {:?}, read back {:?}, in place {:?}, placed last {:?})",
+                p.producer.name(),
+                p.consumer.name(),
+                r.locations_before,
+                r.locations_after,
+                r.components_before,
+                r.components_after,
+                r.removed_dead,
+                r.unused_inputs,
+                r.propagated_constants,
+                r.deduplicated,
+                r.read_back,
+                r.kept_in_place,
+                r.placed_last
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn link_varyings(args: &[OsString]) -> ExitCode {
     use overlap_shaders::varyings::{link_with, Level, LinkEnv};
     let mut files = Vec::new();
@@ -869,8 +970,11 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         }
         i += 1;
     }
+    if files.len() > 2 {
+        return link_stage_chain(&files, level, &env, json, out_dir.as_deref());
+    }
     let [producer_path, consumer_path] = files.as_slice() else {
-        return usage_error("link-varyings takes PRODUCER.spv CONSUMER.spv");
+        return usage_error("link-varyings takes PRODUCER.spv CONSUMER.spv, or a pipeline's stages in order");
     };
     let load = |p: &Path| -> Result<rspirv::dr::Module, String> {
         let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;

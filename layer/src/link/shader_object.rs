@@ -3,11 +3,10 @@
 //! Shader objects created together in one `vkCreateShadersEXT` call with
 //! `VK_SHADER_CREATE_LINK_STAGE_BIT_EXT` form a linked set: the application
 //! promises to bind them together, so their interface may change as a
-//! pipeline's does. Of such a set, the fragment shader and its producer —
-//! the last pre-rasterization stage of the set: geometry, else tessellation
-//! evaluation, else vertex — are linked like a pipeline's pair (the same
-//! caches, the same log line), when both are SPIR-V and both carry the
-//! link flag. Their linked code replaces `pCode`/`codeSize` in the copies of
+//! pipeline's does. Such a set's stages that are SPIR-V and carry the link
+//! flag form a chain (vertex, tessellation control and evaluation, geometry,
+//! fragment) linked like a pipeline's, every adjacent pair, the last first
+//! (the same caches, the same log line). Their linked code replaces `pCode`/`codeSize` in the copies of
 //! the create infos sent down (the application's arrays are never written).
 //! Unlinked shader objects can be bound with any partner, so they are left
 //! alone.
@@ -16,7 +15,7 @@
 //! constants it may read) comes from the fragment create info's set
 //! layouts and push constant ranges, as a pipeline's comes from its layout.
 
-use super::{log_linked, outcome_of, Outcome, Varyings};
+use super::{chain_of, log_linked, outcome_of, Outcome, Varyings};
 use crate::device::DeviceCore;
 use ash::vk;
 use overlap_shaders::varyings::LinkEnv;
@@ -68,33 +67,37 @@ pub unsafe fn link_shader_objects(
 ) -> LinkedShaders {
     let mut out = LinkedShaders::default();
     let linked = |i: &vk::ShaderCreateInfoEXT<'_>| i.flags.contains(vk::ShaderCreateFlagsEXT::LINK_STAGE);
-    let find = |s: vk::ShaderStageFlags| infos.iter().position(|i| i.stage == s && linked(i));
-    let producer = find(vk::ShaderStageFlags::GEOMETRY)
-        .or_else(|| find(vk::ShaderStageFlags::TESSELLATION_EVALUATION))
-        .or_else(|| find(vk::ShaderStageFlags::VERTEX));
-    let (Some(p), Some(f)) = (producer, find(vk::ShaderStageFlags::FRAGMENT)) else {
+    let chain = chain_of(|s| infos.iter().position(|i| i.stage == s && linked(i)));
+    let mut codes = Vec::with_capacity(chain.len());
+    for at in &chain {
+        // SAFETY: valid create infos (the caller's guarantee).
+        let Some(code) = (unsafe { linkable(&infos[*at]) }) else { return out };
+        codes.push(code);
+    }
+    if codes.len() < 2 {
         return out;
+    }
+    // What the fragment stage may read, when it is the chain's last.
+    let env = match chain.last().map(|f| &infos[*f]).filter(|i| i.stage == vk::ShaderStageFlags::FRAGMENT) {
+        Some(fi) => {
+            // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter and
+            // -pPushConstantRanges-parameter: the counts' worth of valid elements.
+            let (sets, ranges) = unsafe {
+                (
+                    crate::ffi::slice(fi.p_set_layouts, fi.set_layout_count),
+                    crate::ffi::slice(fi.p_push_constant_ranges, fi.push_constant_range_count),
+                )
+            };
+            v.env_of(sets, ranges)
+        }
+        None => Arc::default(),
     };
-    // SAFETY: valid create infos (the caller's guarantee).
-    let (Some(vcode), Some(fcode)) = (unsafe { linkable(&infos[p]) }, unsafe { linkable(&infos[f]) }) else {
-        return out;
-    };
-    let fi = &infos[f];
-    // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter and
-    // -pPushConstantRanges-parameter: the counts' worth of valid elements.
-    let (sets, ranges) = unsafe {
-        (
-            crate::ffi::slice(fi.p_set_layouts, fi.set_layout_count),
-            crate::ffi::slice(fi.p_push_constant_ranges, fi.push_constant_range_count),
-        )
-    };
-    let env = v.env_of(sets, ranges);
-    let (outcome, source) = outcome_of(dev, v, vcode, fcode, env);
+    let (outcome, source) = outcome_of(dev, v, codes, env);
     let Some(outcome) = outcome else { return out };
-    infos[p].code_size = outcome.producer.len() * 4;
-    infos[p].p_code = outcome.producer.as_ptr() as *const std::ffi::c_void;
-    infos[f].code_size = outcome.consumer.len() * 4;
-    infos[f].p_code = outcome.consumer.as_ptr() as *const std::ffi::c_void;
+    for (k, at) in chain.iter().enumerate() {
+        infos[*at].code_size = outcome.stages[k].len() * 4;
+        infos[*at].p_code = outcome.stages[k].as_ptr() as *const std::ffi::c_void;
+    }
     log_linked(dev, &outcome, &source);
     out._outcomes.push(outcome);
     out

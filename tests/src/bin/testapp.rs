@@ -136,7 +136,7 @@ fn main() {
             opts.pipeline_library |= inline || libraries.is_some();
             let objects = ["shader-objects", "shader-objects-unlinked"].into_iter().find(|w| flag(w));
             opts.shader_object |= objects.is_some();
-            let words = ["inline", "libraries", "libraries-fast", "libraries-own", "pairs"];
+            let words = ["inline", "libraries", "libraries-fast", "libraries-own", "pairs", "stages"];
             let dir = args.get(1).filter(|a| !a.starts_with("instances=") && !words.contains(&a.as_str()));
             let instances =
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1);
@@ -144,6 +144,7 @@ fn main() {
                 _ if objects.is_some() => varyings_shader_objects(&opts, objects == Some("shader-objects"), instances),
                 Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
                 None if flag("pairs") => varyings_pairs(&opts, instances),
+                None if flag("stages") => varyings_stages(&opts, inline),
                 None => varyings(&opts, dir.map(std::path::PathBuf::from), inline, instances),
             }
         }
@@ -729,6 +730,18 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, inline: bool, in
     let img = overlap_tests::varyings::render_tessellation(&g);
     let sum = img.checksum();
     println!("tessellation={sum:016x}");
+    Ok(())
+}
+
+/// The stage-chain corpus (those that render), each from shader modules or
+/// with inline code (`inline`): `chain=<n> checksum=<sum>`.
+fn varyings_stages(opts: &GpuOptions, inline: bool) -> Result<(), String> {
+    let g = gpu(opts)?;
+    for (n, (_, renders, _)) in overlap_tests::varyings::STAGE_CORPUS.iter().enumerate() {
+        if *renders {
+            println!("chain={n} checksum={:016x}", overlap_tests::varyings::render_chain(&g, n, inline).checksum());
+        }
+    }
     Ok(())
 }
 
