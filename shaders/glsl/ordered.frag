@@ -194,7 +194,9 @@ void ovl_lookup() {
                 equal = uvec2(0u);
             } else if (equal == uvec2(0u)) {
                 atomicAdd(ovl_counters.c[2], 1u, SCOPE, STORAGE, RELAXED);
-            } else if (mult == 1u) {
+            } else if (mult == 1u && bitCount(equal.x) + bitCount(equal.y) == 1) {
+                // One slot with one invocation left on it: this one. (With
+                // the key in several slots the one left is not known here.)
                 ovl_single |= 1u << k;
             }
             ovl_registered[k] = h0.y;
