@@ -171,6 +171,52 @@ fn ensure_flat(m: &mut Module, var: Word) {
 
 /// The highest location an `Input` (`Output`) variable or block member is
 /// decorated with.
+/// How many locations a value of type `ty` occupies (nesting past 16 levels
+/// counts as one: a bound, not a walk as deep as the input).
+fn span(m: &Module, ty: Word, depth: u32) -> u32 {
+    let Some(t) = ir::def(m, ty) else { return 1 };
+    if depth > 16 {
+        return 1;
+    }
+    let literal = |i: usize| match t.operands.get(i) {
+        Some(Operand::LiteralBit32(n)) => *n,
+        _ => 1,
+    };
+    let id = |i: usize| match t.operands.get(i) {
+        Some(Operand::IdRef(x)) => Some(*x),
+        _ => None,
+    };
+    match t.class.opcode {
+        Op::TypeVector => {
+            let wide = id(0)
+                .and_then(|c| ir::def(m, c))
+                .is_some_and(|c| c.operands.first() == Some(&Operand::LiteralBit32(64)));
+            if wide && literal(1) > 2 {
+                2
+            } else {
+                1
+            }
+        }
+        Op::TypeMatrix => literal(1).saturating_mul(id(0).map_or(1, |c| span(m, c, depth + 1))),
+        Op::TypeArray => {
+            let len = id(1).and_then(|c| ir::def(m, c)).and_then(|c| match c.operands.first() {
+                Some(Operand::LiteralBit32(n)) => Some(*n),
+                _ => None,
+            });
+            len.unwrap_or(1).saturating_mul(id(0).map_or(1, |e| span(m, e, depth + 1)))
+        }
+        Op::TypeStruct => t
+            .operands
+            .iter()
+            .filter_map(|o| match o {
+                Operand::IdRef(x) => Some(span(m, *x, depth + 1)),
+                _ => None,
+            })
+            .fold(0u32, |a, b| a.saturating_add(b)),
+        _ => 1,
+    }
+}
+
 fn max_location(m: &Module, class: StorageClass) -> Option<u32> {
     let vars: Vec<(Word, Word)> = m
         .types_global_values
@@ -192,8 +238,19 @@ fn max_location(m: &Module, class: StorageClass) -> Option<u32> {
                 ) if *t == pointee => Some(*l),
                 _ => None,
             };
+            // The last location the variable (or block member) spans.
+            let ty = match a.operands.as_slice() {
+                [Operand::IdRef(_), Operand::LiteralBit32(k), ..] if a.class.opcode == Op::MemberDecorate => {
+                    match ir::def(m, pointee).map(|t| (t.class.opcode, t.operands.get(*k as usize))) {
+                        Some((Op::TypeStruct, Some(Operand::IdRef(member)))) => *member,
+                        _ => pointee,
+                    }
+                }
+                _ => pointee,
+            };
             if let Some(l) = loc {
-                max = Some(max.map_or(l, |x: u32| x.max(l)));
+                let last = l.saturating_add(span(m, ty, 0).saturating_sub(1));
+                max = Some(max.map_or(last, |x: u32| x.max(last)));
             }
         }
     }
@@ -962,6 +1019,15 @@ mod tests {
         )
         .unwrap();
         let mut m = parse(&taken).unwrap();
+        assert_eq!(add_instance_output(&mut m, 31), Err(VertexUnsupported::Location(31)));
+        // Taken by a matrix that starts below it (found by the fuzzer: the
+        // start location alone let a mat2 at 30 collide with the output).
+        let spanned = glsl(
+            "#version 450\nlayout(location=30) out mat2 x;\nvoid main() { x = mat2(1); gl_Position = vec4(0); }\n",
+            "vert",
+        )
+        .unwrap();
+        let mut m = parse(&spanned).unwrap();
         assert_eq!(add_instance_output(&mut m, 31), Err(VertexUnsupported::Location(31)));
     }
 

@@ -9,7 +9,8 @@
 //! swap instructions, change an opcode to one of the same word count) and
 //! runs every pass that applies to it — the serialized and spinlock interlock
 //! rewrites, the density-map lowering, and the varying linker with a partner
-//! seed of the other side — each inside `catch_unwind`, timed. Inputs are
+//! seed of an adjacent stage (either way; vertex, tessellation, geometry,
+//! fragment), as a pair or through the chain driver — each inside `catch_unwind`, timed. Inputs are
 //! classified with spirv-val, and every pass outcome as: valid output,
 //! refusal (an error value), panic, invalid output, or slow (over a second).
 //!
@@ -25,7 +26,7 @@
 //! cargo run --release -p overlap-shaders --bin fuzz -- --corpus /tmp/corpus --iterations 20000
 //! ```
 
-use overlap_shaders::varyings::{Level, LinkEnv};
+use overlap_shaders::varyings::{link_stages, stage_of, Level, LinkEnv, Stage};
 use overlap_shaders::{assemble, fdm, interlock, parse, spinlock, validate, TargetEnv};
 use rspirv::dr::{Module, Operand};
 use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
@@ -142,10 +143,12 @@ struct Seed {
     name: String,
     words: Vec<u32>,
     env: TargetEnv,
-    side: Side,
     /// Interface locations: outputs of a producer, inputs of a consumer.
     locations: HashSet<u32>,
-    /// Seeds of the other side with the most locations in common.
+    /// The graphics stage the linker sees (None: not a linkable stage).
+    stage: Option<Stage>,
+    /// Seeds of an adjacent stage (either way) with the most locations in
+    /// common: the partners the linker is fuzzed with.
     partners: Vec<usize>,
 }
 
@@ -356,17 +359,16 @@ fn seeds(args: &Args) -> Vec<Seed> {
             Side::Producer => rspirv::spirv::StorageClass::Output,
             _ => rspirv::spirv::StorageClass::Input,
         };
-        let locations = locations(&m, class);
-        out.push(Seed { name, words, env, side, locations, partners: Vec::new() });
+        let mut locations = locations(&m, class);
+        // (A tessellation control shader is both: its inputs and outputs.)
+        locations.extend(self::locations(&m, rspirv::spirv::StorageClass::Output));
+        let stage = stage_of(&m, "seed").ok();
+        out.push(Seed { name, words, env, locations, stage, partners: Vec::new() });
     }
     for i in 0..out.len() {
-        let want = match out[i].side {
-            Side::Producer => Side::Consumer,
-            Side::Consumer => Side::Producer,
-            Side::Other => continue,
-        };
+        let Some(stage) = out[i].stage else { continue };
         let mut scored: Vec<(usize, usize)> = (0..out.len())
-            .filter(|j| out[*j].side == want)
+            .filter(|j| out[*j].stage.is_some_and(|t| stage.feeds(t) || t.feeds(stage)))
             .map(|j| (out[i].locations.intersection(&out[j].locations).count(), j))
             .collect();
         scored.sort_by_key(|(score, j)| (std::cmp::Reverse(*score), *j));
@@ -686,20 +688,30 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
         let p = fdm::Params { area: areas[rng.below(areas.len())], invocations: [1, 4][rng.below(2)] };
         passes.push((Pass::Fdm, Box::new(move || fdm::lower(&mut m, &p).map(|_| one(&m)).map_err(|e| e.to_string()))));
     }
-    if let (Some(partner), Side::Producer | Side::Consumer) = (case.partner, side) {
-        if let Ok(other) = parse(&partner.words) {
+    if let (Some(partner), Ok(stage)) = (case.partner, stage_of(&module, "case")) {
+        if let (Ok(other), Some(theirs)) = (parse(&partner.words), partner.stage) {
             let level = if rng.chance(50) { Level::Safe } else { Level::Full };
             let link_env = LinkEnv { all_visible: rng.chance(50), ..Default::default() };
-            let (mut p, mut c, pe, ce) = match side {
-                Side::Producer => (module.clone(), other, env, partner.env),
-                _ => (other, module.clone(), partner.env, env),
+            // In pipeline order: the partner first where it feeds this stage.
+            let (p, c, pe, ce) = if theirs.feeds(stage) {
+                (other, module.clone(), partner.env, env)
+            } else {
+                (module.clone(), other, env, partner.env)
             };
+            let mut pair = [p, c];
+            // Half the time through the chain driver (every adjacent pair),
+            // else the pair alone (a fragment consumer's uniform rule).
+            let chain = rng.chance(50);
             passes.push((
                 Pass::Link,
                 Box::new(move || {
-                    overlap_shaders::varyings::link_with(&mut p, &mut c, level, &link_env)
-                        .map(|_| vec![(assemble(&p), pe), (assemble(&c), ce)])
-                        .map_err(|e| e.to_string())
+                    let linked = if chain {
+                        link_stages(&mut pair, level, &[LinkEnv::default(), link_env]).map(|_| ())
+                    } else {
+                        let [p, c] = &mut pair;
+                        overlap_shaders::varyings::link_with(p, c, level, &link_env).map(|_| ())
+                    };
+                    linked.map(|_| vec![(assemble(&pair[0]), pe), (assemble(&pair[1]), ce)]).map_err(|e| e.to_string())
                 }),
             ));
         }

@@ -67,7 +67,7 @@ impl Stage {
     }
 
     /// Whether `next` may follow this stage in a pipeline.
-    fn feeds(self, next: Stage) -> bool {
+    pub fn feeds(self, next: Stage) -> bool {
         use Stage::*;
         matches!(
             (self, next),
