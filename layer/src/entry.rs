@@ -854,7 +854,8 @@ unsafe extern "system" fn create_device(
                 "off" => false,
                 _ => !facts.is_llvmpipe(),
             };
-            let varyings = plan.varyings_level().map(|l| crate::link::Varyings::new(l, uniforms));
+            let varyings =
+                plan.varyings_level().map(|l| crate::link::Varyings::new(l, uniforms, inst.settings.link_cache));
             let mut data = DeviceData {
                 core: DeviceCore {
                     interlock_rewrite: interlock.is_some(),

@@ -47,15 +47,22 @@ pub struct Varyings {
     set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Vec<(u32, vk::DescriptorType, vk::ShaderStageFlags)>>>,
     /// Per pipeline layout: what its fragment stage may read.
     layouts: Mutex<HashMap<vk::PipelineLayout, Arc<LinkEnv>>>,
-    /// The cache on disk, opened at the first link (`None`: `link_cache=off`
-    /// or no cache folder).
-    disk: OnceLock<Option<DiskCache>>,
+    /// The cache on disk, opened with the device and read ahead from then
+    /// (`None`: `link_cache=off` or no cache folder).
+    disk: Option<DiskCache>,
+    /// The words every disk key starts with (the layer version, linker
+    /// revision, level, target environment and validation).
+    key_context: OnceLock<Vec<u32>>,
     /// The graphics pipeline libraries remembered, by handle (`library`).
     libraries: Mutex<HashMap<vk::Pipeline, Arc<library::Library>>>,
 }
 
 /// The bound of the cache on disk.
 const DISK_BYTES: u64 = 64 << 20;
+
+/// The newest entries up to this many bytes are read ahead when the device
+/// is made (a few hundred pipelines' worth).
+const READ_AHEAD_BYTES: u64 = 8 << 20;
 
 /// Part of every disk key, with the layer's version: bump it whenever the
 /// linker (`overlap_shaders::varyings`, what it calls, or `link_pair` here)
@@ -84,7 +91,14 @@ struct Outcome {
 }
 
 impl Varyings {
-    pub fn new(level: Level, uniforms: bool) -> Varyings {
+    /// The linker of a device; `link_cache`: whether linked chains are kept
+    /// on disk (the cache is opened and read ahead now).
+    pub fn new(level: Level, uniforms: bool, link_cache: bool) -> Varyings {
+        let disk = link_cache.then(|| crate::disk_cache::default_dir("linked")).flatten().map(|d| {
+            let c = DiskCache::new(d, DISK_BYTES);
+            c.read_ahead(READ_AHEAD_BYTES);
+            c
+        });
         Varyings {
             level,
             uniforms,
@@ -92,7 +106,8 @@ impl Varyings {
             cache: Default::default(),
             set_layouts: Default::default(),
             layouts: Default::default(),
-            disk: OnceLock::new(),
+            disk,
+            key_context: OnceLock::new(),
             libraries: Default::default(),
         }
     }
@@ -317,16 +332,19 @@ fn text_words(text: &str) -> impl Iterator<Item = u32> + '_ {
 /// layer's version and `LINKER_REVISION`, the level, the target environment
 /// (validation), `validate_shaders`, what the pipeline layout lets the
 /// fragment stage read, and every stage's words.
-fn disk_key(dev: &DeviceCore, level: Level, env: &LinkEnv, codes: &[Arc<Vec<u32>>]) -> Vec<u32> {
-    let context = format!(
-        "overlap {} linker {LINKER_REVISION} level {level:?} target {:?} validate {}",
-        env!("CARGO_PKG_VERSION"),
-        crate::spirv::target_env(dev),
-        dev.settings().validate_shaders,
-    );
-    let mut key = Vec::with_capacity(8 + codes.iter().map(|c| c.len() + 1).sum::<usize>());
-    key.push(context.len() as u32);
-    key.extend(text_words(&context));
+fn disk_key(v: &Varyings, dev: &DeviceCore, env: &LinkEnv, codes: &[Arc<Vec<u32>>]) -> Vec<u32> {
+    let context = v.key_context.get_or_init(|| {
+        let text = format!(
+            "overlap {} linker {LINKER_REVISION} level {:?} target {:?} validate {}",
+            env!("CARGO_PKG_VERSION"),
+            v.level,
+            crate::spirv::target_env(dev),
+            dev.settings().validate_shaders,
+        );
+        std::iter::once(text.len() as u32).chain(text_words(&text)).collect()
+    });
+    let mut key = Vec::with_capacity(context.len() + 8 + codes.iter().map(|c| c.len() + 1).sum::<usize>());
+    key.extend_from_slice(context);
     let mut ubos: Vec<&(u32, u32)> = env.uniform_buffers.iter().collect();
     ubos.sort();
     key.push(ubos.len() as u32);
@@ -393,13 +411,8 @@ fn decode(w: &[u32]) -> Result<Option<Outcome>, &'static str> {
 }
 
 impl Varyings {
-    fn disk(&self, dev: &DeviceCore) -> Option<&DiskCache> {
-        self.disk
-            .get_or_init(|| {
-                let on = dev.settings().link_cache;
-                on.then(|| crate::disk_cache::default_dir("linked")).flatten().map(|d| DiskCache::new(d, DISK_BYTES))
-            })
-            .as_ref()
+    fn disk(&self) -> Option<&DiskCache> {
+        self.disk.as_ref()
     }
 }
 
@@ -654,7 +667,7 @@ fn outcome_of(
         Some(hit) => (hit, Source::Memory),
         None => {
             let reading = std::time::Instant::now();
-            let disk = v.disk(dev).map(|d| (d, disk_key(dev, v.level, &env, &codes)));
+            let disk = v.disk().map(|d| (d, disk_key(v, dev, &env, &codes)));
             let stored = disk.as_ref().and_then(|(d, k)| match d.get(k) {
                 Ok(hit) => hit,
                 Err(bad) => {
