@@ -546,7 +546,7 @@ pub unsafe fn create_shaders_ext(
         for ((shader, copy), k) in shaders.iter().zip(&copies).zip(&kinds) {
             let kind = match k {
                 Some(ModuleKind::Ordered { .. }) => {
-                    let why = "a fragment shader object (dynamic rendering)";
+                    let why = "a fragment shader object (vertex shader objects, bound with any partner, do not pass the instance index the ordered keys need)";
                     dev.log().log_once(
                         LogLevel::Warn,
                         id::INTERLOCK_ORDER_FALLBACK,

@@ -54,6 +54,10 @@ pub struct Case {
     pub draws: u32,
     /// Each draw recorded in a secondary command buffer of its own.
     pub secondaries: bool,
+    /// A pipeline drawing in dynamic rendering instead of a render pass: the
+    /// colour attachment is cleared (and resolved at 4x), stored and checked
+    /// after the pass (the ordered strategy splits the rendering).
+    pub dynamic_rendering: bool,
     /// The coverage family (see the module documentation): `discard` is the
     /// CTS's killOdd, `sample_shading` is false.
     pub coverage: bool,
@@ -87,6 +91,7 @@ impl Case {
             shader_object: false,
             draws: 1,
             secondaries: false,
+            dynamic_rendering: false,
             coverage: false,
         }
     }
@@ -97,6 +102,7 @@ impl Case {
             (n, false) => format!(".draws{n}"),
             (n, true) => format!(".secondaries{n}"),
         };
+        let split = if self.dynamic_rendering { format!("{split}.dynamic") } else { split };
         format!(
             "{}{}.{}.{}.{}x.{}.{}x{}{split}",
             if self.coverage { "coverage." } else { "" },
@@ -287,6 +293,26 @@ pub fn draws_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
     v
 }
 
+/// The first family's ordered modes in dynamic rendering: one draw, 31
+/// draws of one instance and 4 draws.
+pub fn dynamic_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
+    let mut v = Vec::new();
+    for c in matrix_sized(sizes) {
+        if !c.mode.ends_with("_ordered") || c.resource != Resource::Image {
+            continue;
+        }
+        for draws in [1, 31, 4] {
+            v.push(Case { draws, dynamic_rendering: true, ..c });
+        }
+    }
+    v
+}
+
+/// The colour a dynamic-rendering case clears its attachment to (exact in
+/// R8G8B8A8_UNORM), and its bytes.
+const CLEAR: [f32; 4] = [1.0, 0.0, 0.2, 1.0];
+const CLEAR_BYTES: [u8; 4] = [255, 0, 51, 255];
+
 fn dropped(discard: bool, i: u32, x: u32, y: u32) -> bool {
     discard && (x * 7 + y * 3 + i) % 5 == 0
 }
@@ -310,6 +336,9 @@ pub struct Outcome {
     /// Words where an invocation saw its predecessors' bits incomplete.
     pub order_errors: usize,
     pub words: usize,
+    /// Dynamic rendering: pixels of the (resolved) colour attachment that
+    /// do not hold the clear colour after the pass.
+    pub wrong_colour: usize,
     /// Wall time of the submission (clear, draw, copy) in nanoseconds.
     pub submit_ns: u64,
     /// Wall time of vkCreateShaderModule (fragment) and vkCreateGraphicsPipelines.
@@ -353,8 +382,25 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let flags_readback = gpu.buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
 
         // A colour attachment of the case's sample count (nothing is written to it).
+        let dynamic = case.dynamic_rendering && !case.shader_object;
+        let colour_usage = if dynamic && case.samples == 1 {
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC
+        } else {
+            vk::ImageUsageFlags::COLOR_ATTACHMENT
+        };
         let (color, color_memory, color_view) =
-            gpu.image_2d(vk::Format::R8G8B8A8_UNORM, (w, case.height), samples, vk::ImageUsageFlags::COLOR_ATTACHMENT);
+            gpu.image_2d(vk::Format::R8G8B8A8_UNORM, (w, case.height), samples, colour_usage);
+        // Dynamic rendering at 4x resolves into a one-sample image.
+        let resolved = (dynamic && case.samples > 1).then(|| {
+            gpu.image_2d(
+                vk::Format::R8G8B8A8_UNORM,
+                (w, case.height),
+                vk::SampleCountFlags::TYPE_1,
+                vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+            )
+        });
+        let colour_bytes = u64::from(w * case.height * 4);
+        let colour_readback = gpu.buffer(colour_bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
         let att = [vk::AttachmentDescription::default()
             .format(vk::Format::R8G8B8A8_UNORM)
             .samples(samples)
@@ -498,6 +544,11 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .color_blend_state(&cbs)
             .layout(layout)
             .render_pass(render_pass);
+        let colour_formats = [vk::Format::R8G8B8A8_UNORM];
+        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&colour_formats);
+        if dynamic {
+            info = info.render_pass(vk::RenderPass::null()).push_next(&mut rendering);
+        }
         if case.coverage && case.shading_rate() {
             info = info.push_next(&mut rate);
         }
@@ -592,6 +643,36 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 so.cmd_set_color_blend_enable(cb, 0, &[vk::FALSE]);
                 so.cmd_set_color_write_mask(cb, 0, &[vk::ColorComponentFlags::empty()]);
                 so.cmd_set_vertex_input(cb, &[], &[]);
+            } else if dynamic {
+                let targets: Vec<vk::Image> = [Some(color), resolved.map(|r| r.0)].into_iter().flatten().collect();
+                for t in targets {
+                    gpu.image_from_undefined(
+                        cb,
+                        t,
+                        range,
+                        vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                        (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                    );
+                }
+                let mut att = vk::RenderingAttachmentInfo::default()
+                    .image_view(color_view)
+                    .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+                    .load_op(vk::AttachmentLoadOp::CLEAR)
+                    .clear_value(vk::ClearValue { color: vk::ClearColorValue { float32: CLEAR } });
+                att = match resolved {
+                    // The multisampled image itself is not kept.
+                    Some(r) => att
+                        .store_op(vk::AttachmentStoreOp::DONT_CARE)
+                        .resolve_mode(vk::ResolveModeFlags::AVERAGE)
+                        .resolve_image_view(r.2)
+                        .resolve_image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL),
+                    None => att.store_op(vk::AttachmentStoreOp::STORE),
+                };
+                let atts = [att];
+                d.cmd_begin_rendering(
+                    cb,
+                    &vk::RenderingInfo::default().render_area(scissors[0]).layer_count(1).color_attachments(&atts),
+                );
             } else {
                 d.cmd_begin_render_pass(
                     cb,
@@ -651,10 +732,29 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             } else {
                 record(cb, &draws);
             }
-            if case.shader_object {
+            if case.shader_object || dynamic {
                 d.cmd_end_rendering(cb);
             } else {
                 d.cmd_end_render_pass(cb);
+            }
+            if dynamic {
+                let kept = resolved.map_or(color, |r| r.0);
+                gpu.image_barrier(
+                    cb,
+                    kept,
+                    range,
+                    (vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+                    (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE),
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+                );
+                gpu.copy_image_to_buffer(
+                    cb,
+                    kept,
+                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                    (w, case.height),
+                    1,
+                    colour_readback.buffer,
+                );
             }
             gpu.memory_barrier(
                 cb,
@@ -688,6 +788,14 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let result = std::slice::from_raw_parts(readback.map as *const u32, words).to_vec();
         let flagged =
             std::slice::from_raw_parts(flags_readback.map as *const u32, words).iter().filter(|f| **f != 0).count();
+        let wrong_colour = if dynamic {
+            std::slice::from_raw_parts(colour_readback.map, colour_bytes as usize)
+                .chunks_exact(4)
+                .filter(|p| *p != CLEAR_BYTES)
+                .count()
+        } else {
+            0
+        };
         d.destroy_command_pool(secondary_pool, None);
 
         if case.shader_object {
@@ -707,6 +815,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         d.destroy_framebuffer(framebuffer, None);
         d.destroy_render_pass(render_pass, None);
         gpu.destroy_image((color, color_memory, color_view));
+        if let Some(r) = resolved {
+            gpu.destroy_image(r);
+        }
+        gpu.destroy_buffer(colour_readback);
         gpu.destroy_image((image, image_memory, view));
         gpu.destroy_buffer(storage);
         gpu.destroy_buffer(readback);
@@ -716,7 +828,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let (wrong_words, order_errors) = check_words(case, &result);
         // The coverage family flags order errors apart from the words.
         let order_errors = if case.coverage { flagged } else { order_errors };
-        Outcome { words, wrong_words, order_errors, submit_ns, module_ns, pipeline_ns }
+        Outcome { words, wrong_words, order_errors, wrong_colour, submit_ns, module_ns, pipeline_ns }
     }
 }
 

@@ -306,6 +306,40 @@ fn reversed_order_expires_waits_and_says_so() {
     // Without the reversal, nothing expires (the ordered() runs above).
 }
 
+/// Dynamic rendering: the layer ends and begins the rendering around each
+/// ordered draw (no barrier may be recorded inside it), so ordered draws
+/// there are ordered, not a logged fallback as before; the colour the
+/// application cleared (and resolved at 4x) survives the parts, and the
+/// validation layer below sees every part (`ordered` fails on any error or
+/// fallback). Control: with the key order reversed the waits inside the
+/// split rendering gate and expire, as in render passes.
+#[test]
+fn dynamic_rendering_is_split_around_ordered_draws() {
+    let o = ordered("dynamic");
+    let names: Vec<&str> = o.stdout.lines().filter_map(|l| l.strip_prefix("case=")).collect();
+    assert_eq!(names.len(), interlock::dynamic_matrix(&[(37, 23)]).len());
+    assert!(names.iter().all(|l| l.contains(".dynamic ") && l.contains(" wrong_colour=0 ")), "{}", o.stdout);
+    let reversed = run_with_timeout(
+        app(Layers::OverlapOverValidation, &["interlock", "dynamic"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "64")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_WAIT", "64")
+            .env("VK_OVERLAP_EMULATION_DEBUG_ORDERED_REVERSE", "true"),
+        Duration::from_secs(600),
+    );
+    reversed.assert_ok();
+    assert_eq!(reversed.value("lost_words"), Some("0"));
+    let expired: u64 = reversed
+        .stderr
+        .lines()
+        .filter(|l| l.contains("OVERLAP-Interlock-Order-Lost"))
+        .filter_map(|l| l.split(" cell(s) held").nth(1)?.split(", ").nth(1)?.split(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(expired > 100, "{}", reversed.stderr);
+    assert!(!reversed.overlap_messages().contains(&"OVERLAP-Interlock-Order-Fallback"), "{}", reversed.stderr);
+}
+
 /// Cells too few for a pixel's primitives: 4x MSAA counts the quad's
 /// shared diagonal twice (62 primitives at 31 instances), more than 32
 /// slots: order is lost there and said, never silently (words are kept).

@@ -21,14 +21,28 @@
 //!   pass's cells before this one's.
 //! - **Fallbacks** (logged once per reason, `OVERLAP-Interlock-Order-Fallback`):
 //!   the draw binds the unordered set (a mutex per cell, no order) where
-//!   order cannot be had — dynamic rendering (no barrier may be recorded
-//!   inside it without `VK_KHR_dynamic_rendering_local_read`, which the
-//!   layer does not use yet), multiview subpasses, a pass the layer does not
+//!   order cannot be had — dynamic rendering the layer cannot split (below),
+//!   multiview subpasses, a pass the layer does not
 //!   know (a secondary without inheritance), an active pipeline-statistics,
 //!   primitives-generated or transform-feedback query (the count draw would
 //!   be counted), multi-draw indirect calls (one key space per call), and
 //!   pipelines the layer cannot order (decided at creation: see
 //!   [`super::PipelineKind`]).
+//! - **Dynamic rendering** allows no barrier inside it (without
+//!   `VK_KHR_dynamic_rendering_local_read`, whose barriers cover attachment
+//!   accesses only), so around an ordered draw the layer ends the rendering
+//!   and begins it again: `end, barrier, begin, count draw, end, barrier,
+//!   begin, run draw`. Every part after the application's begins with its
+//!   attachments loaded; the application's store operations become
+//!   `STORE` (`NONE` for a read-only attachment), since a later part reads
+//!   what an earlier part left — a `DONT_CARE` result is undefined, so a
+//!   stored one is a correct one; resolves happen at the end of every part,
+//!   the last one's last. Bound state (pipeline, sets, push constants,
+//!   dynamic state) is command-buffer state and survives. Not split (the
+//!   draw falls back, logged): rendering that suspends or resumes, records
+//!   its draws in secondaries, has a view mask, chains a structure other
+//!   than a shading-rate attachment, or has a query begun inside it (a
+//!   query must end in the rendering it began in).
 //! - **Counters**: overflowed cells, expired waits and keys not found are
 //!   read at each submission and at device destruction, and logged
 //!   (`OVERLAP-Interlock-Order-Lost`): order lost there, never silently.
@@ -66,7 +80,9 @@ enum Pass {
     /// A render pass instance (or a secondary inheriting one): the pass and
     /// the subpass.
     Subpass(vk::RenderPass, u32),
-    Dynamic,
+    /// Dynamic rendering: `Ok` where the layer can split it (its later
+    /// parts are in `Ordered::splits`), else why not.
+    Dynamic(Result<(), &'static str>),
     /// A secondary whose pass the layer does not know.
     Unknown,
 }
@@ -76,6 +92,152 @@ struct CommandBufferState {
     pass: Pass,
     /// Active queries the count draw would disturb.
     counting_queries: u32,
+    /// Queries begun inside the current dynamic rendering and not ended.
+    queries_inside: u32,
+}
+
+/// A dynamic rendering instance the layer can split around ordered draws:
+/// what every later part begins with (attachments loaded and stored).
+struct Split {
+    render_area: vk::Rect2D,
+    layer_count: u32,
+    colors: Vec<vk::RenderingAttachmentInfo<'static>>,
+    depth: Option<vk::RenderingAttachmentInfo<'static>>,
+    stencil: Option<vk::RenderingAttachmentInfo<'static>>,
+    rate: Option<vk::RenderingFragmentShadingRateAttachmentInfoKHR<'static>>,
+}
+
+// SAFETY: the structures hold handles and no pointer (their `pNext` are
+// null: a chained one makes the rendering unsplittable).
+unsafe impl Send for Split {}
+
+/// Whether `layout` makes the attachment's aspect read-only (`stencil`: the
+/// stencil aspect's, else the depth or colour one's).
+fn read_only(layout: vk::ImageLayout, stencil: bool) -> bool {
+    use vk::ImageLayout as L;
+    match layout {
+        L::DEPTH_STENCIL_READ_ONLY_OPTIMAL | L::READ_ONLY_OPTIMAL | L::SHADER_READ_ONLY_OPTIMAL => true,
+        L::DEPTH_READ_ONLY_OPTIMAL | L::DEPTH_READ_ONLY_STENCIL_ATTACHMENT_OPTIMAL => !stencil,
+        L::STENCIL_READ_ONLY_OPTIMAL | L::DEPTH_ATTACHMENT_STENCIL_READ_ONLY_OPTIMAL => stencil,
+        _ => false,
+    }
+}
+
+impl Split {
+    /// The parts of `info`, if the layer can split it: what later parts
+    /// begin with, and the application's attachments with their store
+    /// operations made to keep what they hold (`none`: whether
+    /// `VK_ATTACHMENT_STORE_OP_NONE` may be used).
+    ///
+    /// # Safety
+    /// `info` is a valid `VkRenderingInfo`.
+    #[allow(clippy::type_complexity)]
+    unsafe fn of(
+        info: &vk::RenderingInfo<'_>,
+        none: bool,
+    ) -> Result<(Split, [Vec<vk::RenderingAttachmentInfo<'static>>; 3]), &'static str> {
+        use vk::RenderingFlags as F;
+        if info.flags.intersects(F::SUSPENDING | F::RESUMING) {
+            return Err("dynamic rendering that suspends or resumes (the layer does not split it)");
+        }
+        if info.flags.contains(F::CONTENTS_SECONDARY_COMMAND_BUFFERS) {
+            return Err("dynamic rendering whose draws are in secondary command buffers");
+        }
+        if info.view_mask != 0 {
+            return Err("multiview dynamic rendering");
+        }
+        let mut rate = None;
+        let mut p = info.p_next;
+        while !p.is_null() {
+            // SAFETY: a valid chain (the caller's guarantee) starts every
+            // structure with the base header.
+            let base = unsafe { &*(p as *const vk::BaseInStructure) };
+            if base.s_type != vk::StructureType::RENDERING_FRAGMENT_SHADING_RATE_ATTACHMENT_INFO_KHR {
+                return Err("dynamic rendering with a chained structure the layer does not split it with");
+            }
+            // SAFETY: the structure of that sType.
+            let r = unsafe { *(p as *const vk::RenderingFragmentShadingRateAttachmentInfoKHR<'_>) };
+            rate = Some(vk::RenderingFragmentShadingRateAttachmentInfoKHR {
+                p_next: std::ptr::null(),
+                image_view: r.image_view,
+                image_layout: r.image_layout,
+                shading_rate_attachment_texel_size: r.shading_rate_attachment_texel_size,
+                ..Default::default()
+            });
+            p = base.p_next as *const std::ffi::c_void;
+        }
+        let copy = |a: &vk::RenderingAttachmentInfo<'_>, stencil: bool| {
+            if !a.p_next.is_null() {
+                return Err("dynamic rendering with a chained attachment structure");
+            }
+            let kept = if read_only(a.image_layout, stencil) {
+                match a.store_op {
+                    vk::AttachmentStoreOp::DONT_CARE if none => vk::AttachmentStoreOp::NONE,
+                    vk::AttachmentStoreOp::DONT_CARE => return Err("a read-only attachment stored with DONT_CARE"),
+                    op => op,
+                }
+            } else {
+                vk::AttachmentStoreOp::STORE
+            };
+            let first = vk::RenderingAttachmentInfo { p_next: std::ptr::null(), store_op: kept, ..*a };
+            let later = vk::RenderingAttachmentInfo { load_op: vk::AttachmentLoadOp::LOAD, ..first };
+            // SAFETY (lifetime): the copies hold no pointer.
+            Ok(unsafe {
+                std::mem::transmute::<
+                    (vk::RenderingAttachmentInfo<'_>, vk::RenderingAttachmentInfo<'_>),
+                    (vk::RenderingAttachmentInfo<'static>, vk::RenderingAttachmentInfo<'static>),
+                >((first, later))
+            })
+        };
+        // SAFETY: the counts and arrays of a valid VkRenderingInfo.
+        let colors = unsafe { crate::ffi::slice(info.p_color_attachments, info.color_attachment_count) };
+        let (mut first, mut later) = (Vec::new(), Vec::new());
+        for a in colors {
+            let (f, l) = copy(a, false)?;
+            first.push(f);
+            later.push(l);
+        }
+        // SAFETY: null or a valid attachment (the caller's guarantee).
+        let depth = unsafe { info.p_depth_attachment.as_ref() }.map(|a| copy(a, false)).transpose()?;
+        // SAFETY: as above.
+        let stencil = unsafe { info.p_stencil_attachment.as_ref() }.map(|a| copy(a, true)).transpose()?;
+        let split = Split {
+            render_area: info.render_area,
+            layer_count: info.layer_count,
+            colors: later,
+            depth: depth.map(|d| d.1),
+            stencil: stencil.map(|d| d.1),
+            rate,
+        };
+        Ok((split, [first, depth.map(|d| d.0).into_iter().collect(), stencil.map(|d| d.0).into_iter().collect()]))
+    }
+
+    /// Ends the current part of the rendering on `cb` and begins the next,
+    /// with the barrier between them.
+    fn next_part(&self, core: &DeviceCore, cb: vk::CommandBuffer) {
+        let mut rate = self.rate;
+        let mut info = vk::RenderingInfo::default()
+            .render_area(self.render_area)
+            .layer_count(self.layer_count)
+            .color_attachments(&self.colors);
+        if let Some(d) = &self.depth {
+            info = info.depth_attachment(d);
+        }
+        if let Some(st) = &self.stencil {
+            info = info.stencil_attachment(st);
+        }
+        if let Some(r) = rate.as_mut() {
+            info = info.push_next(r);
+        }
+        // SAFETY: `cb` is recording inside the dynamic rendering `self` was
+        // made from (the caller's draw is being recorded there); the new
+        // part begins with the same attachments, loaded, as the spec allows
+        // any rendering to.
+        unsafe { (core.fns.fp_v1_3().cmd_end_rendering)(cb) };
+        barrier(core, cb, false);
+        // SAFETY: as above; `info` and what it points at live to the call.
+        unsafe { (core.fns.fp_v1_3().cmd_begin_rendering)(cb, &info) };
+    }
 }
 
 /// The cells and their descriptor sets.
@@ -106,6 +268,8 @@ pub struct Ordered {
     /// layer's self-dependency (not in multiview subpasses).
     render_passes: Mutex<HashMap<vk::RenderPass, Vec<bool>>>,
     command_buffers: Mutex<HashMap<vk::CommandBuffer, CommandBufferState>>,
+    /// The dynamic rendering each command buffer records in, where split.
+    splits: Mutex<HashMap<vk::CommandBuffer, std::sync::Arc<Split>>>,
     secondaries: Mutex<HashSet<vk::CommandBuffer>>,
     query_pools: Mutex<HashMap<vk::QueryPool, vk::QueryType>>,
     queues: Mutex<HashMap<vk::Queue, u32>>,
@@ -146,6 +310,7 @@ impl Ordered {
             cells: Mutex::new(None),
             render_passes: Default::default(),
             command_buffers: Default::default(),
+            splits: Default::default(),
             secondaries: Default::default(),
             query_pools: Default::default(),
             queues: Default::default(),
@@ -350,7 +515,11 @@ impl Ordered {
                     None => Some("a render pass made before the layer's ordered strategy ran"),
                 }
             }
-            Pass::Dynamic => Some("dynamic rendering (barriers inside it need VK_KHR_dynamic_rendering_local_read)"),
+            Pass::Dynamic(Err(why)) => Some(why),
+            Pass::Dynamic(Ok(())) if state.queries_inside > 0 => {
+                Some("a query begun inside dynamic rendering (it must end in the rendering it began in)")
+            }
+            Pass::Dynamic(Ok(())) => None,
             Pass::Unknown => Some("a secondary command buffer whose render pass the layer does not know"),
             Pass::None => Some("a draw outside a render pass"),
         }
@@ -447,10 +616,15 @@ pub fn draw(
     let why = order.err().or(multi_draw.then_some("a multi-draw indirect call")).or_else(|| o.blocker(cb));
     match why {
         None => {
-            barrier(core, cb, true);
+            let split = o.splits.lock().get(&cb).cloned();
+            let between = || match &split {
+                Some(sp) => sp.next_part(core, cb),
+                None => barrier(core, cb, true),
+            };
+            between();
             bind(if merge { merged_set } else { count_set });
             count();
-            barrier(core, cb, true);
+            between();
             bind(run_set);
             run();
         }
@@ -606,7 +780,7 @@ impl Ordered {
         self.command_buffers
             .lock()
             .entry(cb)
-            .or_insert(CommandBufferState { pass: Pass::None, counting_queries: 0 })
+            .or_insert(CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0 })
             .pass = pass;
     }
 }
@@ -696,6 +870,7 @@ pub unsafe fn cmd_next_subpass2(
 pub fn end_pass(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
     if let Some(o) = &s.ordered {
         o.set_pass(cb, Pass::None);
+        o.splits.lock().remove(&cb);
     }
 }
 
@@ -710,11 +885,37 @@ pub unsafe fn cmd_begin_rendering(
 ) {
     if let Some(o) = &s.ordered {
         // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter.
-        let resuming = unsafe { (*info).flags }.contains(vk::RenderingFlags::RESUMING);
-        if !resuming {
+        let i = unsafe { &*info };
+        if !i.flags.contains(vk::RenderingFlags::RESUMING) {
             before_pass(core, o, cb);
         }
-        o.set_pass(cb, Pass::Dynamic);
+        if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
+            st.queries_inside = 0;
+        }
+        // Split only once the device has ordered shaders (a draw can be
+        // ordered only then): otherwise the store operations stay as asked.
+        let version = core.facts.api_version.min(core.instance.api_version.max(vk::API_VERSION_1_0));
+        let none = vk::api_version_minor(version) >= 3;
+        let split = match o.sets() {
+            // SAFETY: `i` is the valid VkRenderingInfo of this call.
+            Some(_) => unsafe { Split::of(i, none) },
+            None => Err("dynamic rendering begun before the device had ordered shaders"),
+        };
+        match split {
+            Ok((split, [colors, depth, stencil])) => {
+                o.splits.lock().insert(cb, std::sync::Arc::new(split));
+                o.set_pass(cb, Pass::Dynamic(Ok(())));
+                let mut patched = *i;
+                patched.p_color_attachments = colors.as_ptr();
+                patched.p_depth_attachment = depth.first().map_or(std::ptr::null(), |d| d as *const _);
+                patched.p_stencil_attachment = stencil.first().map_or(std::ptr::null(), |d| d as *const _);
+                return next(cb, &patched);
+            }
+            Err(why) => {
+                o.splits.lock().remove(&cb);
+                o.set_pass(cb, Pass::Dynamic(Err(why)));
+            }
+        }
     }
     next(cb, info)
 }
@@ -763,7 +964,8 @@ pub unsafe fn begin_command_buffer(
     next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
 ) -> vk::Result {
     if let Some(o) = &s.ordered {
-        let mut state = CommandBufferState { pass: Pass::None, counting_queries: 0 };
+        let mut state = CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0 };
+        o.splits.lock().remove(&cb);
         // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter.
         let bi = unsafe { &*info };
         if o.secondaries.lock().contains(&cb) && bi.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE) {
@@ -778,7 +980,9 @@ pub unsafe fn begin_command_buffer(
                 } else if unsafe { crate::pnext::find::<vk::CommandBufferInheritanceRenderingInfo>(inh.p_next) }
                     .is_some()
                 {
-                    state.pass = Pass::Dynamic;
+                    state.pass = Pass::Dynamic(Err(
+                        "a secondary command buffer inside dynamic rendering (the layer cannot end and begin the rendering there)",
+                    ));
                 }
                 if !inh.pipeline_statistics.is_empty() {
                     state.counting_queries = 1;
@@ -825,9 +1029,11 @@ pub unsafe fn cmd_begin_query(
     flags: vk::QueryControlFlags,
     next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32, vk::QueryControlFlags),
 ) {
-    if let Some(o) = s.ordered.as_ref().filter(|o| counting(o, pool)) {
+    if let Some(o) = &s.ordered {
+        let counts = counting(o, pool);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
-            st.counting_queries += 1;
+            st.counting_queries += u32::from(counts);
+            st.queries_inside += u32::from(matches!(st.pass, Pass::Dynamic(_)));
         }
     }
     next(cb, pool, q, flags)
@@ -843,9 +1049,13 @@ pub unsafe fn cmd_end_query(
     q: u32,
     next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32),
 ) {
-    if let Some(o) = s.ordered.as_ref().filter(|o| counting(o, pool)) {
+    if let Some(o) = &s.ordered {
+        let counts = counting(o, pool);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
-            st.counting_queries = st.counting_queries.saturating_sub(1);
+            st.counting_queries = st.counting_queries.saturating_sub(u32::from(counts));
+            if matches!(st.pass, Pass::Dynamic(_)) {
+                st.queries_inside = st.queries_inside.saturating_sub(1);
+            }
         }
     }
     next(cb, pool, q)

@@ -424,8 +424,13 @@ fn interlock_matrix(
         Some("coverage") => interlock::coverage_matrix(&sizes, &interlock::COVERAGE_MODES),
         Some("coverage-none") => interlock::coverage_matrix(&sizes, &["none", "none_rate"]),
         Some("draws") => interlock::draws_matrix(&sizes),
+        Some("dynamic") => interlock::dynamic_matrix(&sizes),
         _ => interlock::matrix_sized(&sizes),
     };
+    if variant == Some("dynamic") && !g.dynamic_rendering {
+        println!("dynamic_rendering=unsupported");
+        return Err("dynamic rendering is not available".into());
+    }
     if variant == Some("shader-object") && !g.shader_object {
         println!("shader_object=unsupported");
         return Ok(());
@@ -449,17 +454,18 @@ fn interlock_matrix(
             continue;
         }
         let o = interlock::run(&g, &case);
-        let ok = o.wrong_words == 0 && o.order_errors == 0;
+        let ok = o.wrong_words == 0 && o.order_errors == 0 && o.wrong_colour == 0;
         lost += o.wrong_words;
         if !ok {
             failures += 1;
         }
         println!(
-            "case={} words={} wrong={} order_errors={} module_ns={} pipeline_ns={} result={}",
+            "case={} words={} wrong={} order_errors={} wrong_colour={} module_ns={} pipeline_ns={} result={}",
             case.name(),
             o.words,
             o.wrong_words,
             o.order_errors,
+            o.wrong_colour,
             o.module_ns,
             o.pipeline_ns,
             if ok { "pass" } else { "fail" }
