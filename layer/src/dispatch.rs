@@ -268,6 +268,9 @@ unsafe extern "system" fn cmd_end_rendering2(cb: vk::CommandBuffer, info: *const
         || {
             let dev = state::device(cb);
             guard::debug_panic(&dev.debug_panic, NAME);
+            if let Some(s) = dev.ordered_slot(false) {
+                crate::spinlock::ordered::end_pass(&dev.core, s, cb);
+            }
             match dev.fdm_binned_slot(false) {
                 // SAFETY: the arguments of a valid call (the caller's guarantee).
                 Some(f) => unsafe { crate::fdm::pass::cmd_end_rendering2(&dev.core, f, cb, info) },

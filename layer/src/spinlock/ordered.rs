@@ -777,6 +777,9 @@ pub fn forget_render_pass(s: &Spinlock, rp: vk::RenderPass) {
 
 impl Ordered {
     fn set_pass(&self, cb: vk::CommandBuffer, pass: Pass) {
+        if pass != Pass::Dynamic(Ok(())) {
+            self.splits.lock().remove(&cb);
+        }
         self.command_buffers
             .lock()
             .entry(cb)
