@@ -83,9 +83,14 @@ fn main() {
             args.get(2).map(String::as_str),
             args.get(3).and_then(|d| d.parse().ok()).unwrap_or(0),
         ),
-        "interlock-bench" => {
-            interlock_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3), args.get(4).map(String::as_str))
-        }
+        "interlock-bench" => interlock_bench(
+            &mut opts,
+            arg(&args, 1),
+            arg(&args, 2),
+            arg(&args, 3),
+            args.get(4).map(String::as_str),
+            &args[5.min(args.len())..],
+        ),
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
@@ -534,7 +539,17 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
 
 /// The median wall time of REPS submissions of one interlock case: 31
 /// full-screen instances doing the read-modify-write in the critical section.
-fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Option<&str>) -> Result<(), String> {
+/// `interlock-bench W H REPS [MODE] [dynamic] [draws=N]`: the median submit
+/// time of one case (31 full-screen instances), drawn in a render pass or in
+/// dynamic rendering, in one draw or `N`.
+fn interlock_bench(
+    opts: &mut GpuOptions,
+    w: u32,
+    h: u32,
+    reps: usize,
+    mode: Option<&str>,
+    rest: &[String],
+) -> Result<(), String> {
     use overlap_tests::interlock::{self, Case, Resource};
     opts.interlock = true;
     let g = gpu(opts)?;
@@ -545,7 +560,12 @@ fn interlock_bench(opts: &mut GpuOptions, w: u32, h: u32, reps: usize, mode: Opt
     if mode != "none" && !g.interlock {
         return Err("VK_EXT_fragment_shader_interlock is not available".into());
     }
-    let case = Case::plain(mode, Resource::Image, false, 1, false, w, h);
+    let dynamic_rendering = rest.iter().any(|a| a == "dynamic");
+    if dynamic_rendering && !g.dynamic_rendering {
+        return Err("dynamic rendering is not available".into());
+    }
+    let draws = rest.iter().find_map(|a| a.strip_prefix("draws=")?.parse().ok()).unwrap_or(1);
+    let case = Case { dynamic_rendering, draws, ..Case::plain(mode, Resource::Image, false, 1, false, w, h) };
     let mut times = Vec::new();
     let mut wrong = 0;
     for _ in 0..reps {
