@@ -34,7 +34,10 @@
 //!    their old ones, in both modules (overlapping ranges move together);
 //!    single-location 32-bit scalars and vectors narrower than a vec4, alone
 //!    at their location on both sides, share locations through `Component`
-//!    decorations with others of the same scalar kind and interpolation.
+//!    decorations with others of the same scalar kind and interpolation;
+//!    at `full`, convergent ones (the same on every vertex of a primitive,
+//!    [`convergent`]) with any group of their kind that has room, the rest
+//!    as flat.
 //!
 //! [`Level::Safe`] keeps every value bit-identical: it propagates only into
 //! flat inputs and moves no code. [`Level::Full`] also propagates into
@@ -96,6 +99,10 @@ pub struct Report {
     /// (old location, components in the first part, the second part's
     /// location) of vectors split across two locations (scalar granularity).
     pub split: Vec<(u32, u32, u32)>,
+    /// (old location, whether it became flat) of convergent varyings (the
+    /// same on every vertex of a primitive) packed with a group of another
+    /// interpolation than their own (`full`).
+    pub convergent: Vec<(u32, bool)>,
     /// Consumer inputs whose values the consumer never uses (they reach no
     /// output, memory write or branch): removed with their outputs.
     pub unused_inputs: Vec<u32>,
@@ -124,6 +131,7 @@ pub enum LinkError {
     Order(&'static str, &'static str),
 }
 
+mod convergent;
 mod stages;
 pub use stages::{link_stages, stage_of, PairReport, Stage};
 
@@ -1509,6 +1517,25 @@ fn link_checked(
         }
     }
 
+    // 5b. The convergent group (`full`, into a fragment shader): outputs the
+    //     same on every vertex of a primitive, interpolated floats, may be
+    //     packed with any group of their kind that has room (`convergent`).
+    let convergent: HashSet<Word> = if level == Level::Full && interpolating {
+        outputs
+            .iter()
+            .filter(|o| !dead.contains(&o.id) && o.kind.is_some_and(|(k, _)| k == Scalar::Float))
+            .filter(|o| {
+                inputs.iter().any(|i| {
+                    i.location == o.location && !gone_inputs.contains(&i.id) && !i.interp.contains(&Decoration::Flat)
+                })
+            })
+            .filter(|o| convergent::convergent_output(producer, o.id, producer_stage))
+            .map(|o| o.id)
+            .collect()
+    } else {
+        HashSet::new()
+    };
+
     // 6. Compaction. Single-location 32-bit scalars and vectors narrower than
     //    a vec4, alone at their location on both sides, are packed into
     //    shared locations with Component decorations — only with others of
@@ -1605,7 +1632,37 @@ fn link_checked(
         !live_inputs.iter().any(|i| i.location < o.location + o.locations && o.location < i.location + i.locations)
     };
     let (last, read_first): (Vec<&Var>, Vec<&Var>) = survivors.iter().copied().partition(|o| unread(o));
-    for o in read_first.iter().chain(&last) {
+    // Convergent varyings after the other read ones, to fill what room they
+    // left (the seed's order); old location → the interpolation they get.
+    let (converging, others): (Vec<&Var>, Vec<&Var>) =
+        read_first.iter().copied().partition(|o| convergent.contains(&o.id) && pack_key(o).is_some());
+    let mut promoted: BTreeMap<u32, Vec<Decoration>> = BTreeMap::new();
+    for o in others.iter().chain(&converging).chain(&last) {
+        if let Some(((kind, own), n)) = pack_key(o).filter(|_| convergent.contains(&o.id)) {
+            // Room in a group of its own interpolation first, then any.
+            let room = |b: &((Scalar, Vec<Decoration>), u32, u32)| b.0 .0 == kind && b.2 + n <= 4;
+            let at = bins.iter().position(|b| room(b) && b.0 .1 == own).or_else(|| bins.iter().position(room));
+            let interp = match at {
+                Some(b) => {
+                    let bin = &mut bins[b];
+                    packed.insert(o.location, (bin.1, bin.2));
+                    bin.2 += n;
+                    bin.0 .1.clone()
+                }
+                // The rest is packed as flat, where later ones may join.
+                None => {
+                    let at = free(next, 1);
+                    packed.insert(o.location, (at, 0));
+                    bins.push(((kind, vec![Decoration::Flat]), at, n));
+                    next = at + 1;
+                    vec![Decoration::Flat]
+                }
+            };
+            if interp != own {
+                promoted.insert(o.location, interp);
+            }
+            continue;
+        }
         if let Some((key, n)) = pack_key(o) {
             let room = bins.iter().position(|b| b.0 == key && b.2 < 4);
             match bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
@@ -1701,6 +1758,18 @@ fn link_checked(
     for i in &live_inputs {
         place(consumer, i, None);
     }
+    // Convergent varyings in a group of another interpolation take its
+    // decorations on both sides; those now flat store x·0 + x.
+    for (old, interp) in promoted {
+        let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
+        let flat = interp.contains(&Decoration::Flat);
+        if flat && !convergent::flush_infinities(producer, o.id) {
+            return Err(LinkError::Malformed("producer", Malformed::Unexpected(o.id)));
+        }
+        convergent::set_interpolation(producer, o.id, &interp);
+        convergent::set_interpolation(consumer, i.id, &interp);
+        report.convergent.push((old, flat));
+    }
     for (old, first, second) in splits {
         let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
         split_var(producer, o.id, o.components, first, second).map_err(in_producer)?;
@@ -1750,6 +1819,15 @@ mod tests {
                 i.component
             );
         }
+        // Inputs sharing a location share their interpolation (Vulkan's
+        // rule for components of one location).
+        let mut interp_at: HashMap<u32, Vec<Decoration>> = HashMap::new();
+        for i in ins.iter().filter(|i| i.locations == 1) {
+            let mut d = i.interp.clone();
+            d.sort_by_key(|d| *d as u32);
+            let first = interp_at.entry(i.location).or_insert_with(|| d.clone());
+            assert_eq!(*first, d, "location {}: inputs of different interpolation", i.location);
+        }
         let mut used = HashSet::new();
         for i in &ins {
             let width = if i.locations == 1 { i.components } else { 4 };
@@ -1790,6 +1868,72 @@ mod tests {
         let (r, _, _) = pair(&vs_back, &fs, Level::Safe);
         assert!(r.split.is_empty(), "{r:?}");
         assert_eq!(r.locations_after, 3, "{r:?}");
+    }
+
+    /// The convergent group: a push-constant expression (not propagated:
+    /// [`link`] shows the consumer no push constants) is the same on every
+    /// vertex, so at `full` it fills the interpolated group's last component
+    /// and a second one the flat group's (promoted to flat, its store
+    /// `x·0 + x`): two locations where `safe` needs three. Controls: the
+    /// same at `safe`, and with the value varying per vertex, or stored
+    /// under a branch, three locations and no convergent packing.
+    #[test]
+    fn convergent_varyings_fill_any_group() {
+        let vs = format!(
+            "{VS}layout(push_constant) uniform P {{ vec4 tint; }} pc;\n\
+            layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 b;\n\
+            layout(location=2) out float u;\nlayout(location=3) noperspective out float v;\n\
+            void main() {{ float t = float(gl_VertexIndex); gl_Position = vec4(t); a = vec3(t, 2.0 * t, 3.0 * t); \
+            b = vec3(t * 5.0); u = pc.tint.x * pc.tint.y * pc.tint.z; V; }}\n"
+        );
+        let fs = format!(
+            "{FS}layout(location=0) in vec3 a;\nlayout(location=1) flat in vec3 b;\n\
+            layout(location=2) in float u;\nlayout(location=3) noperspective in float v;\n\
+            void main() {{ o = vec4(a + b, u * v); }}\n"
+        );
+        let convergent = vs.replace("V;", "v = pc.tint.w + pc.tint.x;");
+        let (r, p, c) = pair(&convergent, &fs, Level::Full);
+        assert_eq!((r.locations_before, r.locations_after), (4, 2), "{r:?}");
+        assert_eq!(r.convergent, vec![(3, true)], "{r:?}");
+        assert!(r.packed.contains(&(2, 0, 3)) && r.packed.contains(&(3, 1, 3)), "{r:?}");
+        assert!(!c.contains("NoPerspective"), "{c}");
+        assert!(p.matches("NoContraction").count() >= 2, "{p}");
+        let (r, _, _) = pair(&convergent, &fs, Level::Safe);
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
+        for v in ["v = pc.tint.w + t;", "if (t > 1.0) v = pc.tint.w; else v = pc.tint.x;"] {
+            let (r, _, _) = pair(&vs.replace("V;", v), &fs, Level::Full);
+            assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{v}: {r:?}");
+        }
+    }
+
+    /// A tessellation evaluation shader's patch inputs are convergent (one
+    /// value for the whole patch): an output computed from one fills the
+    /// flat group of the fragment shader's inputs at `full`; an output from
+    /// `gl_TessCoord` does not.
+    #[test]
+    fn patch_inputs_are_convergent() {
+        let tese = "#version 450\nlayout(triangles) in;\nlayout(location=0) patch in float k;\n\
+            layout(location=0) out vec4 a;\nlayout(location=1) flat out vec3 b;\nlayout(location=2) out float u;\n\
+            void main() { vec3 t = gl_TessCoord; gl_Position = vec4(t, 1.0); a = vec4(t * 2.0, t.y); b = t; u = U; }\n";
+        let fs = format!(
+            "{FS}layout(location=0) in vec4 a;\nlayout(location=1) flat in vec3 b;\nlayout(location=2) in float u;\n\
+            void main() {{ o = a + vec4(b, u); }}\n"
+        );
+        let link_tese = |u: &str| {
+            let mut p = parse(&glsl(&tese.replace("U;", u), "tese").unwrap()).unwrap();
+            let mut c = parse(&glsl(&fs, "frag").unwrap()).unwrap();
+            let r = link(&mut p, &mut c, Level::Full).unwrap();
+            for w in [assemble(&p), assemble(&c)] {
+                validate(&w, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&w)));
+            }
+            interface_matches(&p, &c);
+            r
+        };
+        // (`a` fills its location: the patch value joins `b`'s, flat.)
+        let r = link_tese("k * 3.0 + 1.0;");
+        assert_eq!((r.locations_after, r.convergent.clone()), (2, vec![(2, true)]), "{r:?}");
+        let r = link_tese("t.x * k;");
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
     }
 
     #[test]
