@@ -103,6 +103,9 @@ pub struct Report {
     /// same on every vertex of a primitive) packed with a group of another
     /// interpolation than their own (`full`).
     pub convergent: Vec<(u32, bool)>,
+    /// Locations of arrays and matrices split into one varying per element
+    /// (column) on both sides.
+    pub split_arrays: Vec<u32>,
     /// Consumer inputs whose values the consumer never uses (they reach no
     /// output, memory write or branch): removed with their outputs.
     pub unused_inputs: Vec<u32>,
@@ -131,6 +134,7 @@ pub enum LinkError {
     Order(&'static str, &'static str),
 }
 
+mod arrays;
 mod convergent;
 mod stages;
 pub use stages::{link_stages, stage_of, PairReport, Stage};
@@ -1329,8 +1333,21 @@ fn link_checked(
     // Only a fragment shader interpolates its inputs; any other consumer
     // reads what was written, as a flat input does.
     let interpolating = stage_of(consumer, "consumer")? == Stage::Fragment;
-    let outputs = interface(producer, StorageClass::Output, "producer")?;
     let mut report = Report::default();
+    // 0a. Arrays and matrices whose every use on both sides has a constant
+    //     element index become one varying per element (`arrays`).
+    {
+        let outputs = interface(producer, StorageClass::Output, "producer")?;
+        let inputs = interface(consumer, StorageClass::Input, "consumer")?;
+        report.split_arrays = arrays::split_pairs(producer, consumer, &outputs, &inputs).map_err(|(p, e)| {
+            if p {
+                in_producer(e)
+            } else {
+                in_consumer(e)
+            }
+        })?;
+    }
+    let outputs = interface(producer, StorageClass::Output, "producer")?;
     // 0b. Inputs the consumer declares but never reads (unoptimized SPIR-V
     //     keeps every declared input in the interface) are no input.
     for i in interface(consumer, StorageClass::Input, "consumer")? {
@@ -1936,6 +1953,50 @@ mod tests {
         assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
     }
 
+    /// Arrays and matrices indexed with constants are split into one
+    /// varying per element (column), which then compact like vectors: a
+    /// `vec2[2]`, a `mat2` read whole and a `float[3]` of which two
+    /// elements are read take 3 locations instead of 7 at `safe`. Controls:
+    /// an element read with a non-constant index keeps the array whole (in
+    /// its own locations), and so does a matrix whose column the producer
+    /// writes with one.
+    #[test]
+    fn constant_indexed_arrays_and_matrices_are_split() {
+        let vs = format!(
+            "{VS}layout(location=0) out vec2 a[2];\nlayout(location=2) out mat2 m;\nlayout(location=4) out float w[3];\n\
+            M\nvoid main() {{ float t = float(gl_VertexIndex); gl_Position = vec4(t); a[0] = vec2(t, 1.0 + t); \
+            a[1] = a[0] * 2.0; W; w[0] = t * 3.0; w[1] = t; w[2] = t * 4.0; }}\n"
+        );
+        let fs = format!(
+            "{FS}layout(location=0) in vec2 a[2];\nlayout(location=2) in mat2 m;\nlayout(location=4) in float w[3];\n\
+            void main() {{ o = vec4(a[0] + m * a[1], w[0], R); }}\n"
+        );
+        let split_vs = vs.replace("M\n", "").replace("W;", "m = mat2(t, 2.0 * t, 3.0, t * t);");
+        let (r, p, c) = pair(&split_vs, &fs.replace("R", "w[2]"), Level::Safe);
+        assert_eq!(r.split_arrays, vec![0, 2, 4], "{r:?}");
+        assert_eq!((r.locations_before, r.locations_after), (7, 3), "{r:?}");
+        assert_eq!(r.removed_dead, vec![5], "{r:?}");
+        // (No interface variable of an array or matrix type is left.)
+        for text in [&p, &c] {
+            let variables: Vec<&str> = text.lines().filter(|l| l.contains("OpVariable")).collect();
+            assert!(variables.iter().all(|v| !v.contains("_arr_") && !v.contains("mat2")), "{text}");
+        }
+        // Indirectly indexed: `w` stays an array in locations of its own.
+        let (r, _, _) = pair(&split_vs, &fs.replace("R", "w[uint(gl_FragCoord.x) % 3u]"), Level::Safe);
+        assert_eq!(r.split_arrays, vec![0, 2], "{r:?}");
+        assert_eq!(r.locations_after, 5, "{r:?}");
+        // A column written with a non-constant index in the producer: the
+        // matrix stays whole.
+        let dynamic = vs.replace("M\n", "").replace("W;", "m = mat2(1.0); m[gl_VertexIndex & 1] = vec2(t);");
+        let (r, _, _) = pair(&dynamic, &fs.replace("R", "w[2]"), Level::Safe);
+        assert_eq!((r.split_arrays.clone(), r.locations_after), (vec![0, 4], 4), "{r:?}");
+        // Written through a function's `out` parameter (glslang copies it
+        // back whole): split like any whole store.
+        let call = vs.replace("M\n", "void fill(out mat2 x, float t) { x = mat2(t); }\n").replace("W;", "fill(m, t);");
+        let (r, _, _) = pair(&call, &fs.replace("R", "w[2]"), Level::Safe);
+        assert_eq!((r.split_arrays.clone(), r.locations_after), (vec![0, 2, 4], 3), "{r:?}");
+    }
+
     #[test]
     fn dead_outputs_are_removed_and_survivors_compacted() {
         let vs = format!("{VS}layout(location=0) out vec4 a;\nlayout(location=3) out vec4 dead;\nlayout(location=5) out vec2 b;\nvoid main() {{ gl_Position = vec4(0); a = vec4(1,2,3,float(gl_VertexIndex)); dead = a * 2.0; b = a.xy; }}\n");
@@ -2037,8 +2098,9 @@ mod tests {
 
     #[test]
     fn whole_variables_say_why() {
-        let vs = format!("{VS}layout(location=0) out vec4 a[2];\nlayout(location=2) out mat2 m;\nvoid main() {{ gl_Position = vec4(0); a[0] = vec4(gl_VertexIndex); a[1] = vec4(1); m = mat2(float(gl_VertexIndex)); }}\n");
-        let fs = format!("{FS}layout(location=0) in vec4 a[2];\nlayout(location=2) in mat2 m;\nvoid main() {{ o = a[0] + a[1] + vec4(m[0], m[1]); }}\n");
+        // (Indexed with non-constant indices: not split into elements.)
+        let vs = format!("{VS}layout(location=0) out vec4 a[2];\nlayout(location=2) out mat2 m;\nvoid main() {{ gl_Position = vec4(0); a[0] = vec4(gl_VertexIndex); a[1] = vec4(1); m = mat2(1.0); m[gl_VertexIndex & 1] = vec2(float(gl_VertexIndex)); }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a[2];\nlayout(location=2) in mat2 m;\nvoid main() {{ o = a[int(gl_FragCoord.x) & 1] + vec4(m[0], m[1]); }}\n");
         let (r, _, _) = pair(&vs, &fs, Level::Safe);
         assert!(r.notes.iter().any(|n| n == "location 0: kept whole: an array or matrix (whole locations)"), "{r:?}");
         assert!(r.notes.iter().any(|n| n == "location 2: kept whole: an array or matrix (whole locations)"), "{r:?}");

@@ -1049,6 +1049,7 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         say!("packed (old, new, component) {:?}", report.packed);
         say!("split (old, components in the first part, second location) {:?}", report.split);
         say!("convergent, in another interpolation group (old location, now flat) {:?}", report.convergent);
+        say!("arrays and matrices split into elements, by location {:?}", report.split_arrays);
         for n in &report.notes {
             say!("note: {n}");
         }
