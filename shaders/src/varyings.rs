@@ -42,10 +42,12 @@
 //! [`Level::Safe`] keeps every value bit-identical: it propagates only into
 //! flat inputs and moves no code. [`Level::Full`] also propagates into
 //! interpolated inputs and moves code (exact up to interpolation rounding).
-//! Not done: splitting a vector across locations, uniform expressions of
-//! other instructions or sources (storage buffers, images), code motion of
-//! other shapes; the report's notes say which variables were left as they
-//! were and why.
+//! Before all of these, arrays and matrices whose every use has a constant
+//! element index are split into one varying per element ([`arrays`]).
+//! Not done: 16-bit packing, splitting a convergent vector across two
+//! groups, uniform expressions of other instructions or sources (storage
+//! buffers, images), code motion of other shapes; the report's notes say
+//! which variables were left as they were and why.
 //!
 //! Both modules are checked first ([`crate::check`]); every walk over their
 //! types, constants and expressions is iterative or bounded by
@@ -1803,7 +1805,7 @@ fn link_checked(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{disassemble, glsl};
+    use crate::testing::{disassemble, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
     fn pair(vs: &str, fs: &str, level: Level) -> (Report, String, String) {
@@ -1921,6 +1923,38 @@ mod tests {
             let (r, _, _) = pair(&vs.replace("V;", v), &fs, Level::Full);
             assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{v}: {r:?}");
         }
+    }
+
+    /// A value read through a buffer device address taken from push
+    /// constants is not convergent (the draw may write that memory): the
+    /// pair keeps three locations at `full`; read from the push constants
+    /// themselves, it joins the flat group: two.
+    #[test]
+    fn buffer_device_address_loads_are_not_convergent() {
+        let vs = "#version 450\n#extension GL_EXT_buffer_reference : require\n\
+            layout(buffer_reference) buffer B { vec4 x; };\n\
+            layout(push_constant) uniform P { vec4 tint; B b; } pc;\n\
+            layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 f;\n\
+            layout(location=2) out float u;\nlayout(location=3) out float v;\n\
+            void main() { float t = float(gl_VertexIndex); gl_Position = vec4(t); a = vec3(t, 2.0 * t, 3.0 * t); \
+            f = vec3(t * 5.0); u = t * 0.5; V; }\n";
+        let fs = format!(
+            "{FS}layout(location=0) in vec3 a;\nlayout(location=1) flat in vec3 f;\n\
+            layout(location=2) in float u;\nlayout(location=3) in float v;\n\
+            void main() {{ o = vec4(a + f, u * v); }}\n"
+        );
+        let linked = |v: &str| {
+            let mut p = parse(&glsl_for(&vs.replace("V;", v), "vert", "vulkan1.2").unwrap()).unwrap();
+            let mut c = parse(&glsl(&fs, "frag").unwrap()).unwrap();
+            let r = link(&mut p, &mut c, Level::Full).unwrap();
+            validate(&assemble(&p), TargetEnv::Vulkan1_2).unwrap_or_else(|e| panic!("{e}"));
+            interface_matches(&p, &c);
+            r
+        };
+        let r = linked("v = pc.b.x.y + pc.tint.w;");
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
+        let r = linked("v = pc.tint.y + pc.tint.w;");
+        assert_eq!((r.locations_after, r.convergent.clone()), (2, vec![(3, true)]), "{r:?}");
     }
 
     /// A tessellation evaluation shader's patch inputs are convergent (one

@@ -11,7 +11,8 @@
 //! - every store to it is a plain `OpStore` in the first block of an entry
 //!   point's function (run unconditionally, once, by every invocation), and
 //! - every stored value is computed ([`convergent_value`]) only from
-//!   constants, loads from uniform blocks and push constants, and, in a
+//!   constants, loads from uniform blocks and push constants (not through
+//!   a buffer device address read from them), and, in a
 //!   tessellation evaluation shader, patch inputs (uniform within a patch, so
 //!   within each of its primitives) — through side-effect-free arithmetic
 //!   ([`crate::values::pure`], pure `GLSL.std.450` functions) and access
@@ -48,6 +49,11 @@ pub(super) fn convergent_value(m: &Module, value: Word, stage: Stage) -> bool {
             continue;
         }
         if let Some(i) = insts.get(&id) {
+            // Memory reached through a buffer device address may be written
+            // by the draw itself: not known to be the same for every vertex.
+            if i.class.opcode == Op::Load && physical(m, &insts, i) {
+                return false;
+            }
             let operands: &[Operand] = if pure_ext(i, glsl) {
                 &i.operands[2..]
             } else if pure(i.class.opcode) || i.class.opcode == Op::Load {
@@ -84,6 +90,17 @@ pub(super) fn convergent_value(m: &Module, value: Word, stage: Stage) -> bool {
         }
     }
     true
+}
+
+/// Whether load `i` reads through a `PhysicalStorageBuffer` pointer (or one
+/// whose type is not known).
+fn physical(m: &Module, insts: &HashMap<Word, &Instruction>, i: &Instruction) -> bool {
+    let Some(Operand::IdRef(ptr)) = i.operands.first() else { return true };
+    let ty = insts.get(ptr).and_then(|p| p.result_type).or_else(|| def(m, *ptr).and_then(|p| p.result_type));
+    match ty.and_then(|t| def(m, t)).map(|t| (t.class.opcode, t.operands.first())) {
+        Some((Op::TypePointer, Some(Operand::StorageClass(c)))) => *c == StorageClass::PhysicalStorageBuffer,
+        _ => true,
+    }
 }
 
 /// Whether output `var` of a `stage` producer is convergent: every store is
