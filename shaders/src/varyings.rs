@@ -1894,8 +1894,9 @@ mod tests {
     /// vertex, so at `full` it fills the interpolated group's last component
     /// and a second one the flat group's (promoted to flat, its store
     /// `x·0 + x`): two locations where `safe` needs three. Controls: the
-    /// same at `safe`, and with the value varying per vertex, or stored
-    /// under a branch, three locations and no convergent packing.
+    /// same at `safe`, and with the value varying per vertex, stored under
+    /// a branch or read back by the producer, three locations and no
+    /// convergent packing.
     #[test]
     fn convergent_varyings_fill_any_group() {
         let vs = format!(
@@ -1919,7 +1920,13 @@ mod tests {
         assert!(p.matches("NoContraction").count() >= 2, "{p}");
         let (r, _, _) = pair(&convergent, &fs, Level::Safe);
         assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
-        for v in ["v = pc.tint.w + t;", "if (t > 1.0) v = pc.tint.w; else v = pc.tint.x;"] {
+        let controls = [
+            "v = pc.tint.w + t;",
+            "if (t > 1.0) v = pc.tint.w; else v = pc.tint.x;",
+            // Read back by the producer.
+            "v = pc.tint.w + pc.tint.x; b.x = v * 2.0;",
+        ];
+        for v in controls {
             let (r, _, _) = pair(&vs.replace("V;", v), &fs, Level::Full);
             assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{v}: {r:?}");
         }

@@ -105,7 +105,8 @@ fn physical(m: &Module, insts: &HashMap<Word, &Instruction>, i: &Instruction) ->
 
 /// Whether output `var` of a `stage` producer is convergent: every store is
 /// a plain store, in the first block of an entry point's function, of a
-/// [`convergent_value`]; nothing else uses it but loads.
+/// [`convergent_value`]; nothing else uses it (the producer does not read
+/// it back: a promoted one stores `x·0 + x`).
 pub(super) fn convergent_output(m: &Module, var: Word, stage: Stage) -> bool {
     if stage == Stage::Geometry {
         return false;
@@ -126,7 +127,7 @@ pub(super) fn convergent_output(m: &Module, var: Word, stage: Stage) -> bool {
                         }
                         stores += 1;
                     }
-                    (Op::Load, _) | (Op::Name, _) => {}
+                    // (Read back, its value would change with x·0 + x.)
                     _ => return false,
                 }
             }
