@@ -1545,7 +1545,11 @@ fn link_checked(
             .filter(|o| !dead.contains(&o.id) && o.kind.is_some_and(|(k, _)| k == Scalar::Float))
             .filter(|o| {
                 inputs.iter().any(|i| {
-                    i.location == o.location && !gone_inputs.contains(&i.id) && !i.interp.contains(&Decoration::Flat)
+                    // (Not a `Sample` one either: it may be what makes the
+                    // fragment shader run per sample.)
+                    i.location == o.location
+                        && !gone_inputs.contains(&i.id)
+                        && !i.interp.iter().any(|d| matches!(d, Decoration::Flat | Decoration::Sample))
                 })
             })
             .filter(|o| convergent::convergent_output(producer, o.id, producer_stage))
@@ -1895,8 +1899,9 @@ mod tests {
     /// and a second one the flat group's (promoted to flat, its store
     /// `x·0 + x`): two locations where `safe` needs three. Controls: the
     /// same at `safe`, and with the value varying per vertex, stored under
-    /// a branch or read back by the producer, three locations and no
-    /// convergent packing.
+    /// a branch, read back by the producer or interpolated per sample
+    /// (which may be what makes the fragment shader run per sample), three
+    /// locations and no convergent packing.
     #[test]
     fn convergent_varyings_fill_any_group() {
         let vs = format!(
@@ -1930,6 +1935,10 @@ mod tests {
             let (r, _, _) = pair(&vs.replace("V;", v), &fs, Level::Full);
             assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{v}: {r:?}");
         }
+        // Interpolated per sample: it keeps its group.
+        let (vs_s, fs_s) = (convergent.replace("noperspective", "sample"), fs.replace("noperspective", "sample"));
+        let (r, _, _) = pair(&vs_s, &fs_s, Level::Full);
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
     }
 
     /// A value read through a buffer device address taken from push

@@ -20,7 +20,9 @@
 //!
 //! As the seed says, a flat varying is never convergent (it may be an
 //! integer, or hold an infinity that interpolation would turn into a NaN);
-//! only floating-point interpolated ones are. Moving one between
+//! only floating-point interpolated ones are, and not those interpolated per
+//! `Sample` (that decoration may be what makes the fragment shader run per
+//! sample). Moving one between
 //! interpolation modes is exact only up to interpolation rounding, so the
 //! linker does it at `full` only; when one becomes flat its producer stores
 //! `x·0 + x` (exact; an infinity becomes a NaN, as interpolating it made it).
