@@ -443,6 +443,9 @@ fn stage_corpus(out: &Path) {
         // Vertex → tessellation control → evaluation → fragment (a: sparse, b: indirect).
         let loc = if a { [0, 2, 4] } else { [0, 1, 2] };
         let in_place = if b { vec![5] } else { vec![] };
+        // A constant-indexed arr_p is split into its elements; the unread
+        // one (location 5) dies.
+        let (arr_after, arr_dead) = if b { (5, vec![1]) } else { (4, vec![1, 5]) };
         chains.push(Chain {
             stages: vec![
                 ("vert", chain_vert(loc, false)),
@@ -453,7 +456,7 @@ fn stage_corpus(out: &Path) {
             render: true,
             pairs: vec![
                 ("tese", "frag", 2, 1, vec![1], vec![], vec![], vec![]),
-                ("tesc", "tese", 7, 5, vec![1], vec![3], vec![2], in_place.clone()),
+                ("tesc", "tese", 7, arr_after, arr_dead, vec![3], vec![2], in_place.clone()),
                 ("vert", "tesc", 3, 1, vec![loc[1]], vec![loc[2]], vec![], vec![]),
             ],
         });
@@ -473,6 +476,7 @@ fn stage_corpus(out: &Path) {
         });
         // All five stages (a: indirect, b: transform feedback).
         let in_place = if a { vec![5] } else { vec![] };
+        let (arr_after, arr_dead) = if a { (5, vec![1]) } else { (4, vec![1, 5]) };
         chains.push(Chain {
             stages: vec![
                 ("vert", chain_vert([0, 1, 2], false)),
@@ -485,7 +489,7 @@ fn stage_corpus(out: &Path) {
             pairs: vec![
                 ("geom", "frag", 2 + xfb, 1 + xfb, vec![1], vec![], vec![], vec![]),
                 ("tese", "geom", 2, 1, vec![1], vec![], vec![], vec![]),
-                ("tesc", "tese", 7, 5, vec![1], vec![3], vec![2], in_place),
+                ("tesc", "tese", 7, arr_after, arr_dead, vec![3], vec![2], in_place),
                 ("vert", "tesc", 3, 1, vec![1], vec![2], vec![], vec![]),
             ],
         });

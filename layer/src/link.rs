@@ -227,7 +227,7 @@ enum Linking {
 /// One pair's figures and steps, as the log line gives them.
 fn pair_summary(r: &Report) -> String {
     format!(
-        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, constant ops moved {:?}, narrowed {:?}, packed {:?}, split {:?}",
+        "locations {} -> {}, components {} -> {} (dead {:?}, constants {:?}, uniforms {:?}, duplicates {:?}, sums moved {:?}, constant ops moved {:?}, narrowed {:?}, packed {:?}, split {:?}, convergent {:?}, arrays split {:?}",
         r.locations_before,
         r.locations_after,
         r.components_before,
@@ -241,6 +241,8 @@ fn pair_summary(r: &Report) -> String {
         r.narrowed,
         r.packed,
         r.split,
+        r.convergent,
+        r.split_arrays,
     )
 }
 

@@ -266,7 +266,7 @@ fn remove(m: &mut Module, at: &HashSet<(usize, usize, usize)>) {
 
 /// Side-effect-free instructions whose result depends only on their
 /// operands (and the result type).
-fn pure(op: Op) -> bool {
+pub(crate) fn pure(op: Op) -> bool {
     use Op::*;
     matches!(
         op,
@@ -349,7 +349,7 @@ fn pure(op: Op) -> bool {
 }
 
 /// The id of the module's `GLSL.std.450` instruction set, if it imports it.
-fn glsl_set(m: &Module) -> Option<Word> {
+pub(crate) fn glsl_set(m: &Module) -> Option<Word> {
     m.ext_inst_imports
         .iter()
         .find(|i| matches!(i.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450"))
@@ -358,7 +358,7 @@ fn glsl_set(m: &Module) -> Option<Word> {
 
 /// A `GLSL.std.450` instruction: a function of its operands, except `Modf`
 /// (35) and `Frexp` (51), which also write through a pointer.
-fn pure_ext(i: &Instruction, glsl: Option<Word>) -> bool {
+pub(crate) fn pure_ext(i: &Instruction, glsl: Option<Word>) -> bool {
     i.class.opcode == Op::ExtInst
         && glsl.is_some_and(|set| i.operands.first() == Some(&Operand::IdRef(set)))
         && matches!(i.operands.get(1), Some(Operand::LiteralExtInstInteger(n)) if *n != 35 && *n != 51)

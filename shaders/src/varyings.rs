@@ -34,15 +34,20 @@
 //!    their old ones, in both modules (overlapping ranges move together);
 //!    single-location 32-bit scalars and vectors narrower than a vec4, alone
 //!    at their location on both sides, share locations through `Component`
-//!    decorations with others of the same scalar kind and interpolation.
+//!    decorations with others of the same scalar kind and interpolation;
+//!    at `full`, convergent ones (the same on every vertex of a primitive,
+//!    [`convergent`]) with any group of their kind that has room, the rest
+//!    as flat.
 //!
 //! [`Level::Safe`] keeps every value bit-identical: it propagates only into
 //! flat inputs and moves no code. [`Level::Full`] also propagates into
 //! interpolated inputs and moves code (exact up to interpolation rounding).
-//! Not done: splitting a vector across locations, uniform expressions of
-//! other instructions or sources (storage buffers, images), code motion of
-//! other shapes; the report's notes say which variables were left as they
-//! were and why.
+//! Before all of these, arrays and matrices whose every use has a constant
+//! element index are split into one varying per element ([`arrays`]).
+//! Not done: 16-bit packing, splitting a convergent vector across two
+//! groups, uniform expressions of other instructions or sources (storage
+//! buffers, images), code motion of other shapes; the report's notes say
+//! which variables were left as they were and why.
 //!
 //! Both modules are checked first ([`crate::check`]); every walk over their
 //! types, constants and expressions is iterative or bounded by
@@ -96,6 +101,13 @@ pub struct Report {
     /// (old location, components in the first part, the second part's
     /// location) of vectors split across two locations (scalar granularity).
     pub split: Vec<(u32, u32, u32)>,
+    /// (old location, whether it became flat) of convergent varyings (the
+    /// same on every vertex of a primitive) packed with a group of another
+    /// interpolation than their own (`full`).
+    pub convergent: Vec<(u32, bool)>,
+    /// Locations of arrays and matrices split into one varying per element
+    /// (column) on both sides.
+    pub split_arrays: Vec<u32>,
     /// Consumer inputs whose values the consumer never uses (they reach no
     /// output, memory write or branch): removed with their outputs.
     pub unused_inputs: Vec<u32>,
@@ -124,6 +136,8 @@ pub enum LinkError {
     Order(&'static str, &'static str),
 }
 
+mod arrays;
+mod convergent;
 mod stages;
 pub use stages::{link_stages, stage_of, PairReport, Stage};
 
@@ -1321,8 +1335,21 @@ fn link_checked(
     // Only a fragment shader interpolates its inputs; any other consumer
     // reads what was written, as a flat input does.
     let interpolating = stage_of(consumer, "consumer")? == Stage::Fragment;
-    let outputs = interface(producer, StorageClass::Output, "producer")?;
     let mut report = Report::default();
+    // 0a. Arrays and matrices whose every use on both sides has a constant
+    //     element index become one varying per element (`arrays`).
+    {
+        let outputs = interface(producer, StorageClass::Output, "producer")?;
+        let inputs = interface(consumer, StorageClass::Input, "consumer")?;
+        report.split_arrays = arrays::split_pairs(producer, consumer, &outputs, &inputs).map_err(|(p, e)| {
+            if p {
+                in_producer(e)
+            } else {
+                in_consumer(e)
+            }
+        })?;
+    }
+    let outputs = interface(producer, StorageClass::Output, "producer")?;
     // 0b. Inputs the consumer declares but never reads (unoptimized SPIR-V
     //     keeps every declared input in the interface) are no input.
     for i in interface(consumer, StorageClass::Input, "consumer")? {
@@ -1509,6 +1536,29 @@ fn link_checked(
         }
     }
 
+    // 5b. The convergent group (`full`, into a fragment shader): outputs the
+    //     same on every vertex of a primitive, interpolated floats, may be
+    //     packed with any group of their kind that has room (`convergent`).
+    let convergent: HashSet<Word> = if level == Level::Full && interpolating {
+        outputs
+            .iter()
+            .filter(|o| !dead.contains(&o.id) && o.kind.is_some_and(|(k, _)| k == Scalar::Float))
+            .filter(|o| {
+                inputs.iter().any(|i| {
+                    // (Not a `Sample` one either: it may be what makes the
+                    // fragment shader run per sample.)
+                    i.location == o.location
+                        && !gone_inputs.contains(&i.id)
+                        && !i.interp.iter().any(|d| matches!(d, Decoration::Flat | Decoration::Sample))
+                })
+            })
+            .filter(|o| convergent::convergent_output(producer, o.id, producer_stage))
+            .map(|o| o.id)
+            .collect()
+    } else {
+        HashSet::new()
+    };
+
     // 6. Compaction. Single-location 32-bit scalars and vectors narrower than
     //    a vec4, alone at their location on both sides, are packed into
     //    shared locations with Component decorations — only with others of
@@ -1605,7 +1655,37 @@ fn link_checked(
         !live_inputs.iter().any(|i| i.location < o.location + o.locations && o.location < i.location + i.locations)
     };
     let (last, read_first): (Vec<&Var>, Vec<&Var>) = survivors.iter().copied().partition(|o| unread(o));
-    for o in read_first.iter().chain(&last) {
+    // Convergent varyings after the other read ones, to fill what room they
+    // left (the seed's order); old location → the interpolation they get.
+    let (converging, others): (Vec<&Var>, Vec<&Var>) =
+        read_first.iter().copied().partition(|o| convergent.contains(&o.id) && pack_key(o).is_some());
+    let mut promoted: BTreeMap<u32, Vec<Decoration>> = BTreeMap::new();
+    for o in others.iter().chain(&converging).chain(&last) {
+        if let Some(((kind, own), n)) = pack_key(o).filter(|_| convergent.contains(&o.id)) {
+            // Room in a group of its own interpolation first, then any.
+            let room = |b: &((Scalar, Vec<Decoration>), u32, u32)| b.0 .0 == kind && b.2 + n <= 4;
+            let at = bins.iter().position(|b| room(b) && b.0 .1 == own).or_else(|| bins.iter().position(room));
+            let interp = match at {
+                Some(b) => {
+                    let bin = &mut bins[b];
+                    packed.insert(o.location, (bin.1, bin.2));
+                    bin.2 += n;
+                    bin.0 .1.clone()
+                }
+                // The rest is packed as flat, where later ones may join.
+                None => {
+                    let at = free(next, 1);
+                    packed.insert(o.location, (at, 0));
+                    bins.push(((kind, vec![Decoration::Flat]), at, n));
+                    next = at + 1;
+                    vec![Decoration::Flat]
+                }
+            };
+            if interp != own {
+                promoted.insert(o.location, interp);
+            }
+            continue;
+        }
         if let Some((key, n)) = pack_key(o) {
             let room = bins.iter().position(|b| b.0 == key && b.2 < 4);
             match bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
@@ -1701,6 +1781,18 @@ fn link_checked(
     for i in &live_inputs {
         place(consumer, i, None);
     }
+    // Convergent varyings in a group of another interpolation take its
+    // decorations on both sides; those now flat store x·0 + x.
+    for (old, interp) in promoted {
+        let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
+        let flat = interp.contains(&Decoration::Flat);
+        if flat && !convergent::flush_infinities(producer, o.id) {
+            return Err(LinkError::Malformed("producer", Malformed::Unexpected(o.id)));
+        }
+        convergent::set_interpolation(producer, o.id, &interp);
+        convergent::set_interpolation(consumer, i.id, &interp);
+        report.convergent.push((old, flat));
+    }
     for (old, first, second) in splits {
         let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
         split_var(producer, o.id, o.components, first, second).map_err(in_producer)?;
@@ -1717,7 +1809,7 @@ fn link_checked(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{disassemble, glsl};
+    use crate::testing::{disassemble, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
     fn pair(vs: &str, fs: &str, level: Level) -> (Report, String, String) {
@@ -1749,6 +1841,15 @@ mod tests {
                 i.location,
                 i.component
             );
+        }
+        // Inputs sharing a location share their interpolation (Vulkan's
+        // rule for components of one location).
+        let mut interp_at: HashMap<u32, Vec<Decoration>> = HashMap::new();
+        for i in ins.iter().filter(|i| i.locations == 1) {
+            let mut d = i.interp.clone();
+            d.sort_by_key(|d| *d as u32);
+            let first = interp_at.entry(i.location).or_insert_with(|| d.clone());
+            assert_eq!(*first, d, "location {}: inputs of different interpolation", i.location);
         }
         let mut used = HashSet::new();
         for i in &ins {
@@ -1790,6 +1891,160 @@ mod tests {
         let (r, _, _) = pair(&vs_back, &fs, Level::Safe);
         assert!(r.split.is_empty(), "{r:?}");
         assert_eq!(r.locations_after, 3, "{r:?}");
+    }
+
+    /// The convergent group: a push-constant expression (not propagated:
+    /// [`link`] shows the consumer no push constants) is the same on every
+    /// vertex, so at `full` it fills the interpolated group's last component
+    /// and a second one the flat group's (promoted to flat, its store
+    /// `x·0 + x`): two locations where `safe` needs three. Controls: the
+    /// same at `safe`, and with the value varying per vertex, stored under
+    /// a branch, read back by the producer or interpolated per sample
+    /// (which may be what makes the fragment shader run per sample), three
+    /// locations and no convergent packing.
+    #[test]
+    fn convergent_varyings_fill_any_group() {
+        let vs = format!(
+            "{VS}layout(push_constant) uniform P {{ vec4 tint; }} pc;\n\
+            layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 b;\n\
+            layout(location=2) out float u;\nlayout(location=3) noperspective out float v;\n\
+            void main() {{ float t = float(gl_VertexIndex); gl_Position = vec4(t); a = vec3(t, 2.0 * t, 3.0 * t); \
+            b = vec3(t * 5.0); u = pc.tint.x * pc.tint.y * pc.tint.z; V; }}\n"
+        );
+        let fs = format!(
+            "{FS}layout(location=0) in vec3 a;\nlayout(location=1) flat in vec3 b;\n\
+            layout(location=2) in float u;\nlayout(location=3) noperspective in float v;\n\
+            void main() {{ o = vec4(a + b, u * v); }}\n"
+        );
+        let convergent = vs.replace("V;", "v = pc.tint.w + pc.tint.x;");
+        let (r, p, c) = pair(&convergent, &fs, Level::Full);
+        assert_eq!((r.locations_before, r.locations_after), (4, 2), "{r:?}");
+        assert_eq!(r.convergent, vec![(3, true)], "{r:?}");
+        assert!(r.packed.contains(&(2, 0, 3)) && r.packed.contains(&(3, 1, 3)), "{r:?}");
+        assert!(!c.contains("NoPerspective"), "{c}");
+        assert!(p.matches("NoContraction").count() >= 2, "{p}");
+        let (r, _, _) = pair(&convergent, &fs, Level::Safe);
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
+        let controls = [
+            "v = pc.tint.w + t;",
+            "if (t > 1.0) v = pc.tint.w; else v = pc.tint.x;",
+            // Read back by the producer.
+            "v = pc.tint.w + pc.tint.x; b.x = v * 2.0;",
+        ];
+        for v in controls {
+            let (r, _, _) = pair(&vs.replace("V;", v), &fs, Level::Full);
+            assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{v}: {r:?}");
+        }
+        // Interpolated per sample: it keeps its group.
+        let (vs_s, fs_s) = (convergent.replace("noperspective", "sample"), fs.replace("noperspective", "sample"));
+        let (r, _, _) = pair(&vs_s, &fs_s, Level::Full);
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
+    }
+
+    /// A value read through a buffer device address taken from push
+    /// constants is not convergent (the draw may write that memory): the
+    /// pair keeps three locations at `full`; read from the push constants
+    /// themselves, it joins the flat group: two.
+    #[test]
+    fn buffer_device_address_loads_are_not_convergent() {
+        let vs = "#version 450\n#extension GL_EXT_buffer_reference : require\n\
+            layout(buffer_reference) buffer B { vec4 x; };\n\
+            layout(push_constant) uniform P { vec4 tint; B b; } pc;\n\
+            layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 f;\n\
+            layout(location=2) out float u;\nlayout(location=3) out float v;\n\
+            void main() { float t = float(gl_VertexIndex); gl_Position = vec4(t); a = vec3(t, 2.0 * t, 3.0 * t); \
+            f = vec3(t * 5.0); u = t * 0.5; V; }\n";
+        let fs = format!(
+            "{FS}layout(location=0) in vec3 a;\nlayout(location=1) flat in vec3 f;\n\
+            layout(location=2) in float u;\nlayout(location=3) in float v;\n\
+            void main() {{ o = vec4(a + f, u * v); }}\n"
+        );
+        let linked = |v: &str| {
+            let mut p = parse(&glsl_for(&vs.replace("V;", v), "vert", "vulkan1.2").unwrap()).unwrap();
+            let mut c = parse(&glsl(&fs, "frag").unwrap()).unwrap();
+            let r = link(&mut p, &mut c, Level::Full).unwrap();
+            validate(&assemble(&p), TargetEnv::Vulkan1_2).unwrap_or_else(|e| panic!("{e}"));
+            interface_matches(&p, &c);
+            r
+        };
+        let r = linked("v = pc.b.x.y + pc.tint.w;");
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
+        let r = linked("v = pc.tint.y + pc.tint.w;");
+        assert_eq!((r.locations_after, r.convergent.clone()), (2, vec![(3, true)]), "{r:?}");
+    }
+
+    /// A tessellation evaluation shader's patch inputs are convergent (one
+    /// value for the whole patch): an output computed from one fills the
+    /// flat group of the fragment shader's inputs at `full`; an output from
+    /// `gl_TessCoord` does not.
+    #[test]
+    fn patch_inputs_are_convergent() {
+        let tese = "#version 450\nlayout(triangles) in;\nlayout(location=0) patch in float k;\n\
+            layout(location=0) out vec4 a;\nlayout(location=1) flat out vec3 b;\nlayout(location=2) out float u;\n\
+            void main() { vec3 t = gl_TessCoord; gl_Position = vec4(t, 1.0); a = vec4(t * 2.0, t.y); b = t; u = U; }\n";
+        let fs = format!(
+            "{FS}layout(location=0) in vec4 a;\nlayout(location=1) flat in vec3 b;\nlayout(location=2) in float u;\n\
+            void main() {{ o = a + vec4(b, u); }}\n"
+        );
+        let link_tese = |u: &str| {
+            let mut p = parse(&glsl(&tese.replace("U;", u), "tese").unwrap()).unwrap();
+            let mut c = parse(&glsl(&fs, "frag").unwrap()).unwrap();
+            let r = link(&mut p, &mut c, Level::Full).unwrap();
+            for w in [assemble(&p), assemble(&c)] {
+                validate(&w, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&w)));
+            }
+            interface_matches(&p, &c);
+            r
+        };
+        // (`a` fills its location: the patch value joins `b`'s, flat.)
+        let r = link_tese("k * 3.0 + 1.0;");
+        assert_eq!((r.locations_after, r.convergent.clone()), (2, vec![(2, true)]), "{r:?}");
+        let r = link_tese("t.x * k;");
+        assert_eq!((r.locations_after, r.convergent.len()), (3, 0), "{r:?}");
+    }
+
+    /// Arrays and matrices indexed with constants are split into one
+    /// varying per element (column), which then compact like vectors: a
+    /// `vec2[2]`, a `mat2` read whole and a `float[3]` of which two
+    /// elements are read take 3 locations instead of 7 at `safe`. Controls:
+    /// an element read with a non-constant index keeps the array whole (in
+    /// its own locations), and so does a matrix whose column the producer
+    /// writes with one.
+    #[test]
+    fn constant_indexed_arrays_and_matrices_are_split() {
+        let vs = format!(
+            "{VS}layout(location=0) out vec2 a[2];\nlayout(location=2) out mat2 m;\nlayout(location=4) out float w[3];\n\
+            M\nvoid main() {{ float t = float(gl_VertexIndex); gl_Position = vec4(t); a[0] = vec2(t, 1.0 + t); \
+            a[1] = a[0] * 2.0; W; w[0] = t * 3.0; w[1] = t; w[2] = t * 4.0; }}\n"
+        );
+        let fs = format!(
+            "{FS}layout(location=0) in vec2 a[2];\nlayout(location=2) in mat2 m;\nlayout(location=4) in float w[3];\n\
+            void main() {{ o = vec4(a[0] + m * a[1], w[0], R); }}\n"
+        );
+        let split_vs = vs.replace("M\n", "").replace("W;", "m = mat2(t, 2.0 * t, 3.0, t * t);");
+        let (r, p, c) = pair(&split_vs, &fs.replace("R", "w[2]"), Level::Safe);
+        assert_eq!(r.split_arrays, vec![0, 2, 4], "{r:?}");
+        assert_eq!((r.locations_before, r.locations_after), (7, 3), "{r:?}");
+        assert_eq!(r.removed_dead, vec![5], "{r:?}");
+        // (No interface variable of an array or matrix type is left.)
+        for text in [&p, &c] {
+            let variables: Vec<&str> = text.lines().filter(|l| l.contains("OpVariable")).collect();
+            assert!(variables.iter().all(|v| !v.contains("_arr_") && !v.contains("mat2")), "{text}");
+        }
+        // Indirectly indexed: `w` stays an array in locations of its own.
+        let (r, _, _) = pair(&split_vs, &fs.replace("R", "w[uint(gl_FragCoord.x) % 3u]"), Level::Safe);
+        assert_eq!(r.split_arrays, vec![0, 2], "{r:?}");
+        assert_eq!(r.locations_after, 5, "{r:?}");
+        // A column written with a non-constant index in the producer: the
+        // matrix stays whole.
+        let dynamic = vs.replace("M\n", "").replace("W;", "m = mat2(1.0); m[gl_VertexIndex & 1] = vec2(t);");
+        let (r, _, _) = pair(&dynamic, &fs.replace("R", "w[2]"), Level::Safe);
+        assert_eq!((r.split_arrays.clone(), r.locations_after), (vec![0, 4], 4), "{r:?}");
+        // Written through a function's `out` parameter (glslang copies it
+        // back whole): split like any whole store.
+        let call = vs.replace("M\n", "void fill(out mat2 x, float t) { x = mat2(t); }\n").replace("W;", "fill(m, t);");
+        let (r, _, _) = pair(&call, &fs.replace("R", "w[2]"), Level::Safe);
+        assert_eq!((r.split_arrays.clone(), r.locations_after), (vec![0, 2, 4], 3), "{r:?}");
     }
 
     #[test]
@@ -1893,8 +2148,9 @@ mod tests {
 
     #[test]
     fn whole_variables_say_why() {
-        let vs = format!("{VS}layout(location=0) out vec4 a[2];\nlayout(location=2) out mat2 m;\nvoid main() {{ gl_Position = vec4(0); a[0] = vec4(gl_VertexIndex); a[1] = vec4(1); m = mat2(float(gl_VertexIndex)); }}\n");
-        let fs = format!("{FS}layout(location=0) in vec4 a[2];\nlayout(location=2) in mat2 m;\nvoid main() {{ o = a[0] + a[1] + vec4(m[0], m[1]); }}\n");
+        // (Indexed with non-constant indices: not split into elements.)
+        let vs = format!("{VS}layout(location=0) out vec4 a[2];\nlayout(location=2) out mat2 m;\nvoid main() {{ gl_Position = vec4(0); a[0] = vec4(gl_VertexIndex); a[1] = vec4(1); m = mat2(1.0); m[gl_VertexIndex & 1] = vec2(float(gl_VertexIndex)); }}\n");
+        let fs = format!("{FS}layout(location=0) in vec4 a[2];\nlayout(location=2) in mat2 m;\nvoid main() {{ o = a[int(gl_FragCoord.x) & 1] + vec4(m[0], m[1]); }}\n");
         let (r, _, _) = pair(&vs, &fs, Level::Safe);
         assert!(r.notes.iter().any(|n| n == "location 0: kept whole: an array or matrix (whole locations)"), "{r:?}");
         assert!(r.notes.iter().any(|n| n == "location 2: kept whole: an array or matrix (whole locations)"), "{r:?}");

@@ -1259,3 +1259,174 @@ fn split_vectors_render_the_same() {
         assert_ne!(sum(&control, 2 * n), sum(&control, 2 * n + 1), "pair {n}: the split placement changes nothing");
     }
 }
+
+/// Pairs whose arrays and matrices, indexed only with constants, the linker
+/// splits into one varying per element (column) at `safe` (issue 13, item 5).
+const ARRAY_PAIRS: [(&str, &str); 2] = [
+    (
+        "layout(location=0) out vec2 a[2];\nlayout(location=2) out mat2 m;\nlayout(location=4) out float w[3];\n\
+         void main() { a[0] = p.yx; a[1] = p * 0.5 + 0.125; m = mat2(p.x, p.y * 2.0, 1.0 - p.x, 0.25); \
+         w[0] = p.x * p.y; w[1] = 3.0; w[2] = p.y + 0.5; }",
+        "layout(location=0) in vec2 a[2];\nlayout(location=2) in mat2 m;\nlayout(location=4) in float w[3];\n\
+         void main() { o = vec4(a[0] + m * a[1], w[0], w[2]) * 0.5; }",
+    ),
+    (
+        "layout(location=0) flat out ivec2 k[3];\nlayout(location=3) flat out int j;\n\
+         void main() { ivec2 q = ivec2(p * 90.0); k[0] = q; k[1] = q.yx * 3 + 20; k[2] = q + 40; j = q.x ^ 5; }",
+        "layout(location=0) flat in ivec2 k[3];\nlayout(location=3) flat in int j;\n\
+         void main() { o = vec4(vec2(k[1]) * 0.004, vec2(k[2] - j) * 0.006); }",
+    ),
+];
+
+/// Pairs with convergent varyings (push-constant expressions, the same on
+/// every vertex; the fragment shader is not shown the push constants, as
+/// `varyings_uniforms=off` sets), which the linker packs with another
+/// interpolation group at `full` (issue 13, item 5).
+const CONVERGENT_PAIRS: [(&str, &str); 2] = [
+    (
+        "layout(push_constant) uniform P { vec4 tint; } pc;\n\
+         layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 b;\n\
+         layout(location=2) out float u;\nlayout(location=3) noperspective out float v;\n\
+         void main() { a = vec3(p, p.x * p.y); b = vec3(p.yx, 0.5); u = pc.tint.x * pc.tint.y * pc.tint.z; \
+         v = pc.tint.w - pc.tint.y; }",
+        "layout(location=0) in vec3 a;\nlayout(location=1) flat in vec3 b;\n\
+         layout(location=2) in float u;\nlayout(location=3) noperspective in float v;\n\
+         void main() { o = vec4(a * 0.5, u) + vec4(b * 0.25, 0.0) * v; }",
+    ),
+    (
+        "layout(push_constant) uniform P { vec4 tint; } pc;\n\
+         layout(location=0) flat out vec3 f;\nlayout(location=1) out vec2 d;\nlayout(location=2) out vec4 c;\n\
+         layout(location=3) out float t;\nlayout(location=4) out vec2 s;\n\
+         void main() { f = vec3(p.yx, float(gl_VertexIndex)); d = p * 0.75; c = vec4(p, 1.0 - p.x, p.y * 0.5); \
+         t = pc.tint.x * pc.tint.z - pc.tint.w; s = pc.tint.yx * pc.tint.z + 0.25; }",
+        "layout(location=0) flat in vec3 f;\nlayout(location=1) in vec2 d;\nlayout(location=2) in vec4 c;\n\
+         layout(location=3) in float t;\nlayout(location=4) in vec2 s;\n\
+         void main() { o = c * s.x + vec4(f * 0.01 + t, d.x * s.y - d.y); }",
+    ),
+];
+
+/// Renders `pairs` (vertex, fragment bodies over `p`, the corner of a
+/// full-screen triangle) at `off` and at `level` through Overlap with the
+/// validation layer below, and the control: each producer as the CLI links
+/// it at `level` next to the consumer as written, without the linker.
+/// Returns (off, linked, control) outcomes after checking that `level`
+/// linked every pair with `marker` in its log line and the CLI said
+/// `cli_marker`.
+fn render_linked_pairs(
+    tag: &str,
+    pairs: &[(&str, &str)],
+    level: &str,
+    marker: &str,
+    cli_marker: &str,
+) -> (harness::Outcome, harness::Outcome, harness::Outcome) {
+    let dir = harness::scratch(tag);
+    let (mut list, mut control) = (String::new(), String::new());
+    for (n, (vs, fs)) in pairs.iter().enumerate() {
+        let vs = format!(
+            "#version 450\n{}",
+            vs.replace(
+                "void main() {",
+                "void main() { vec2 p = vec2((gl_VertexIndex << 1) & 2, gl_VertexIndex & 2); \
+                 gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);"
+            )
+        );
+        let fs = format!("#version 450\nlayout(location=0) out vec4 o;\n{fs}");
+        for (src, ext) in [(&vs, "vert"), (&fs, "frag")] {
+            let glsl = dir.join(format!("{tag}{n}.{ext}"));
+            std::fs::write(&glsl, src).unwrap();
+            let ok = Command::new("glslangValidator")
+                .args(["-V", "-o"])
+                .arg(dir.join(format!("{tag}{n}.{ext}.spv")))
+                .arg(&glsl)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "{src}");
+        }
+        let (v, f) = (dir.join(format!("{tag}{n}.vert.spv")), dir.join(format!("{tag}{n}.frag.spv")));
+        let linked = dir.join("linked");
+        let o = run(vk_command(overlap_cli(), Layers::None)
+            .args(["link-varyings", "--level", level, "-o"])
+            .arg(&linked)
+            .arg(&v)
+            .arg(&f));
+        assert_eq!(o.code, Some(0), "{}", o.stderr);
+        assert!(o.stdout.contains(cli_marker), "{}", o.stdout);
+        let renamed = dir.join(format!("linked{n}.vert.spv"));
+        std::fs::rename(linked.join(format!("{tag}{n}.vert.spv")), &renamed).unwrap();
+        list += &format!("{},{}\n", v.display(), f.display());
+        control += &format!("{},{}\n{},{}\n", v.display(), f.display(), renamed.display(), f.display());
+    }
+    let (list_file, mismatched) = (dir.join("pairs.txt"), dir.join("control.txt"));
+    std::fs::write(&list_file, &list).unwrap();
+    std::fs::write(&mismatched, &control).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let render = |level: &str, file: &Path, layers: Layers| {
+        let child = run(vk_command(&exe, layers)
+            .args(["render_pairs_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(RENDER_PAIRS, file)
+            .env("VK_OVERLAP_EMULATION_VARYINGS", level)
+            .env("VK_OVERLAP_EMULATION_VARYINGS_UNIFORMS", "off")
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+        assert!(child.stdout.contains("1 passed"), "{}\n{}", child.stdout, child.stderr);
+        child
+    };
+    let off = render("off", &list_file, Layers::OverlapOverValidation);
+    let linked = render(level, &list_file, Layers::OverlapOverValidation);
+    // (An interface that does not match: no validation layer, no linker.)
+    let control = render("off", &mismatched, Layers::None);
+    assert!(
+        !off.stderr.contains("VALIDATION ERROR") && !linked.stderr.contains("VALIDATION ERROR"),
+        "{}",
+        linked.stderr
+    );
+    let marked = linked.stderr.lines().filter(|l| l.contains("OVERLAP-Varyings-Linked") && l.contains(marker)).count();
+    assert!(marked >= pairs.len(), "{marked} linked pipelines with {marker}:\n{}", linked.stderr);
+    for n in 0..pairs.len() {
+        let sum = |o: &harness::Outcome, i: usize| o.value(&format!("render{i}")).unwrap().to_string();
+        assert_eq!(sum(&control, 2 * n), sum(&off, n), "pair {n}: the control renders the pair differently");
+        assert_ne!(sum(&control, 2 * n), sum(&control, 2 * n + 1), "pair {n}: the linked placement changes nothing");
+    }
+    (off, linked, control)
+}
+
+/// Arrays and matrices split into elements render what the unlinked pairs
+/// render at `safe`, bit for bit, with the validation layer below Overlap.
+/// Control: each producer as linked at `safe` with its consumer as written
+/// renders differently, so the elements' new places are what the checksums
+/// see.
+#[test]
+fn split_arrays_render_the_same() {
+    let (off, safe, _) = render_linked_pairs(
+        "array-pairs",
+        &ARRAY_PAIRS,
+        "safe",
+        "arrays split [",
+        "arrays and matrices split into elements, by location [",
+    );
+    for n in 0..ARRAY_PAIRS.len() {
+        let sum = |o: &harness::Outcome| o.value(&format!("render{n}")).unwrap().to_string();
+        assert_eq!(sum(&off), sum(&safe), "pair {n}: safe renders differently from off");
+    }
+}
+
+/// Convergent varyings packed with another interpolation group at `full`
+/// (interpolated ones promoted to flat, noperspective ones packed with
+/// perspective ones) render, on lavapipe, what the unlinked pairs render,
+/// bit for bit (`full` promises this only up to interpolation rounding:
+/// lavapipe interpolates equal values exactly for these pairs), with the
+/// validation layer below. Control as in [`split_arrays_render_the_same`].
+#[test]
+fn convergent_varyings_render_the_same() {
+    let (off, full, _) = render_linked_pairs(
+        "convergent-pairs",
+        &CONVERGENT_PAIRS,
+        "full",
+        "convergent [(",
+        "convergent, in another interpolation group (old location, now flat) [(",
+    );
+    for n in 0..CONVERGENT_PAIRS.len() {
+        let sum = |o: &harness::Outcome| o.value(&format!("render{n}")).unwrap().to_string();
+        assert_eq!(sum(&off), sum(&full), "pair {n}: full renders differently from off");
+    }
+}

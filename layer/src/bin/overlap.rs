@@ -1048,6 +1048,8 @@ fn link_varyings(args: &[OsString]) -> ExitCode {
         say!("relocated (old, new) {:?}", report.relocated);
         say!("packed (old, new, component) {:?}", report.packed);
         say!("split (old, components in the first part, second location) {:?}", report.split);
+        say!("convergent, in another interpolation group (old location, now flat) {:?}", report.convergent);
+        say!("arrays and matrices split into elements, by location {:?}", report.split_arrays);
         for n in &report.notes {
             say!("note: {n}");
         }

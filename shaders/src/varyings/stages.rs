@@ -521,7 +521,8 @@ void main() {
 
     /// The controls: linked first pair first, chain_v survives (it only
     /// dies once the later pairs have been linked); a constant index into
-    /// arr_p lets it move; the output not read back is the one removed.
+    /// arr_p lets it move (split, its unread element dies); the output not
+    /// read back is the one removed.
     #[test]
     fn controls_first_pair_first_and_constant_index() {
         let src = tessellation("int(t.x > 0.5)");
@@ -532,7 +533,10 @@ void main() {
         let r = linked(&refs(&src), Level::Safe);
         let t = &r[1].report;
         assert!(t.kept_in_place.is_empty(), "{t:?}");
-        assert!(t.relocated.iter().any(|(from, _)| *from == 5), "{t:?}");
+        // (Split into its elements: the unread one dies, the read one moves.)
+        assert_eq!(t.split_arrays, vec![5], "{t:?}");
+        assert!(t.removed_dead.contains(&5), "{t:?}");
+        assert!(t.relocated.iter().any(|(from, _)| *from == 6), "{t:?}");
     }
 
     fn link_with_pair(m: &mut [Module], i: usize) -> Report {
