@@ -109,6 +109,9 @@ pub struct Scene<'a> {
     /// transfer usages) rendered into instead of one made for this render,
     /// and left alive after it.
     pub target: Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>,
+    /// The pipeline is bound in the first pass only: later passes (`repeat`)
+    /// draw with what the application left bound (the spec keeps it).
+    pub bind_once: bool,
 }
 
 impl<'a> Scene<'a> {
@@ -137,6 +140,7 @@ impl<'a> Scene<'a> {
             destroy_set_layouts: false,
             destroy_set_layouts_in_pass: false,
             target: None,
+            bind_once: false,
         }
     }
 }
@@ -719,8 +723,11 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             .unwrap();
         let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
         // The draws of the first subpass, into `cb`.
+        let bound = std::cell::Cell::new(false);
         let draws = |cb: vk::CommandBuffer| {
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipe0);
+            if !(scene.bind_once && bound.replace(true)) {
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipe0);
+            }
             if scene.storage {
                 d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout0, 0, &[storage_set], &[]);
             }

@@ -141,6 +141,16 @@ impl Snapshot {
         self.cmds.values()
     }
 
+    /// The state after `cmds`, recorded after this one (what the application
+    /// has bound at the end of a captured pass).
+    pub(super) fn after<'a>(&self, f: &Fdm, cmds: impl IntoIterator<Item = &'a Cmd>) -> Snapshot {
+        let mut st = self.clone();
+        for c in cmds {
+            st.apply(c, pipeline_info(f, c).as_deref());
+        }
+        st
+    }
+
     /// Records `cmd`; `pipeline` is what the layer knows of the pipeline a
     /// graphics `BindPipeline` binds ([`pipeline_info`]).
     fn apply(&mut self, cmd: &Cmd, pipeline: Option<&PipelineInfo>) {

@@ -373,17 +373,29 @@ unsafe fn pass_command(
     // (or goes live, nothing of it sent down yet, then ends); a live one ends.
     unsafe {
         if pass.capturing {
-            if let Err(why) = replay(dev, f, cb, &mut pass) {
-                go_live(dev, f, cb, &mut pass, &why);
-                end_real(f, cb, &pass.begin);
+            match replay(dev, f, cb, &mut pass) {
+                Err(why) => {
+                    go_live(dev, f, cb, &mut pass, &why);
+                    end_real(f, cb, &pass.begin);
+                }
+                Ok(()) => {
+                    // The replays left the last area's pipeline variants and
+                    // scaled viewports bound: the application's own state
+                    // at the end of its pass goes back (outside any pass,
+                    // where every state command is valid), as it expects
+                    // to find it in the next pass.
+                    let last = pass.state.after(f, &pass.cmds);
+                    restore(f, cb, &last, &Transform::IDENTITY);
+                    pass.state = last;
+                }
             }
         } else {
             end_real(f, cb, &pass.begin);
         }
     }
     s.shadow_pools.append(&mut pass.shadow_pools);
-    // After a pass the state is the pass's last (replays restore it exactly
-    // only for what they track; the application re-binds what it needs).
+    // After a pass the state is the pass's last (what the replays track;
+    // state they do not track is as the last replay left it).
     s.snapshot = pass.state;
 }
 

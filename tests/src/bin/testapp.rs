@@ -1666,6 +1666,29 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             Ok(())
         })(),
     );
+    // State after a binned pass: the application's pipeline (not a replay's
+    // per-area variant) and its viewport stay bound, so a second pass that
+    // draws without binding again renders what the first did.
+    family(
+        "state_after_pass",
+        (|| -> Result<(), String> {
+            let size = (256, 256);
+            let map = regions(size);
+            for &path in &fdm::PATHS {
+                let s = Scene { map: Some(&map), ..Scene::new(path, size, full_vs, size_fs, 3) };
+                let once = fdm::render(&g, &s);
+                let unbound = fdm::render(&g, &Scene { repeat: 2, bind_once: true, ..s });
+                let differ = once.iter().zip(&unbound).filter(|(a, b)| a != b).count();
+                if differ != 0 {
+                    return Err(format!(
+                        "{path:?}: a second pass drawing with the pipeline bound before it differs in {differ} pixels"
+                    ));
+                }
+                println!("fdm state_after_pass={path:?} identical");
+            }
+            Ok(())
+        })(),
+    );
     // Imageless framebuffers: the attachments' usage as the application
     // declared it matches the images (the layer adds transfer usage to both).
     family(
