@@ -137,6 +137,15 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             }
         }
     }
+    // So is a shader object that cannot be replayed or lacks a variant.
+    let areas: Vec<(u32, u32)> = planned.iter().map(|r| r.replay.area).collect();
+    let bound = pass.state.commands().chain(&pass.cmds).filter_map(|c| match c {
+        Cmd::BindShaders(b) => Some(b),
+        _ => None,
+    });
+    if let Some(why) = super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &areas) {
+        return Err(why.into());
+    }
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
