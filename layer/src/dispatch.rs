@@ -451,6 +451,9 @@ device_commands! {
     "vkFreeCommandBuffers" fn free_command_buffers(device: vk::Device, pool: vk::CommandPool, n: u32, cbs: *const vk::CommandBuffer)
         = PFN_vkFreeCommandBuffers, down |dc| dc.fns.fp_v1_0().free_command_buffers;
         [fdm_binned_slot => own fdm::command_buffers::free_command_buffers];
+    "vkDestroyCommandPool" fn destroy_command_pool(device: vk::Device, handle: vk::CommandPool, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyCommandPool, down |dc| dc.fns.fp_v1_0().destroy_command_pool;
+        [fdm_binned_slot => forget fdm::Fdm::forget_command_pool];
     "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
         = PFN_vkBeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
         [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, spinlock_slot => before spinlock::forget_bound,

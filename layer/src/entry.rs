@@ -937,6 +937,7 @@ unsafe extern "system" fn create_device(
                 fdm.without_msaa = without.contains(&"msaa");
                 fdm.without_library_variants = without.contains(&"library_variants");
                 fdm.without_shader_object_variants = without.contains(&"shader_object_variants");
+                fdm.scratch.get_mut().shared = without.contains(&"scratch_per_command_buffer");
                 fdm.without_dynamic_state = without.contains(&"dynamic_state");
                 data.fdm = Some(fdm);
             }

@@ -45,7 +45,8 @@
 //! - [`bins`]: from the map to bins and replays (pure);
 //! - `replay_plan`: from the bin plan to the steps each replay records
 //!   (pure, unit-tested), and the bin plans of recent passes;
-//! - `scratch`: the scratch targets and the blits to and from them;
+//! - `scratch`: the scratch targets (claimed per command buffer) and the
+//!   blits to and from them;
 //! - `replay`: recording the plan;
 //! - [`shader_objects`]: shader objects' per-area variants.
 

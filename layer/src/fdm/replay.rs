@@ -156,7 +156,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             // SAFETY: the pass's begin and attachments are alive (the
             // capture rule).
             Target::Scratch => Some(
-                unsafe { scratch_targets(dev, f, &pass.begin, &atts, p.replay.area, extent, fb_layers) }
+                unsafe { scratch_targets(dev, f, cb, &pass.begin, &atts, p.replay.area, extent, fb_layers) }
                     .map_err(|e| format!("scratch targets: {e:?}"))?,
             ),
         });
@@ -216,11 +216,12 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} commands replayed each",
+                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} commands replayed each; {} scratch sets for its attachments",
                 all_bins.len(),
                 replays.len(),
                 areas.join(", "),
-                pass.cmds.len()
+                pass.cmds.len(),
+                atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
             ),
         );
     }
