@@ -51,6 +51,8 @@ pub struct StateFns {
     pub eds3: ash::ext::extended_dynamic_state3::DeviceFn,
     pub line: ash::ext::line_rasterization::DeviceFn,
     pub line_khr: ash::khr::line_rasterization::DeviceFn,
+    /// `vkCmdSetVertexInputEXT` (vertex input dynamic state, or shader objects).
+    pub vertex_input: ash::ext::vertex_input_dynamic_state::DeviceFn,
 }
 
 impl StateFns {
@@ -62,6 +64,7 @@ impl StateFns {
             eds3: ash::ext::extended_dynamic_state3::DeviceFn::load(&mut load),
             line: ash::ext::line_rasterization::DeviceFn::load(&mut load),
             line_khr: ash::khr::line_rasterization::DeviceFn::load(&mut load),
+            vertex_input: ash::ext::vertex_input_dynamic_state::DeviceFn::load(&mut load),
         }
     }
 }

@@ -454,6 +454,9 @@ device_commands! {
     "vkFreeCommandBuffers" fn free_command_buffers(device: vk::Device, pool: vk::CommandPool, n: u32, cbs: *const vk::CommandBuffer)
         = PFN_vkFreeCommandBuffers, down |dc| dc.fns.fp_v1_0().free_command_buffers;
         [fdm_binned_slot => own fdm::command_buffers::free_command_buffers];
+    "vkDestroyCommandPool" fn destroy_command_pool(device: vk::Device, handle: vk::CommandPool, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyCommandPool, down |dc| dc.fns.fp_v1_0().destroy_command_pool;
+        [fdm_binned_slot => forget fdm::Fdm::forget_command_pool];
     "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
         = PFN_vkBeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
         [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, spinlock_slot => before spinlock::forget_bound,
@@ -735,6 +738,10 @@ device_commands! {
     "vkCmdSetColorWriteMaskEXT" fn cmd_set_color_write_mask(cb: vk::CommandBuffer, first: u32, n: u32, m: *const vk::ColorComponentFlags)
         = PFN_vkCmdSetColorWriteMaskEXT, down |dc| dc.state.eds3.cmd_set_color_write_mask_ext;
         [fdm_binned_slot => own fdm::capture::cmd_set_color_write_mask];
+    "vkCmdSetVertexInputEXT" fn cmd_set_vertex_input(cb: vk::CommandBuffer, nb: u32, b: *const vk::VertexInputBindingDescription2EXT<'_>,
+        na: u32, a: *const vk::VertexInputAttributeDescription2EXT<'_>)
+        = PFN_vkCmdSetVertexInputEXT, down |dc| dc.state.vertex_input.cmd_set_vertex_input_ext;
+        [fdm_binned_slot => own fdm::capture::cmd_set_vertex_input];
     "vkCmdSetTessellationDomainOriginEXT" fn cmd_set_tessellation_domain_origin(cb: vk::CommandBuffer, o: vk::TessellationDomainOrigin)
         = PFN_vkCmdSetTessellationDomainOriginEXT, down |dc| dc.state.eds3.cmd_set_tessellation_domain_origin_ext;
         [fdm_binned_slot => own fdm::capture::cmd_set_tessellation_domain_origin];
@@ -754,15 +761,15 @@ device_commands! {
         = PFN_vkCmdSetDepthClipNegativeOneToOneEXT, down |dc| dc.state.eds3.cmd_set_depth_clip_negative_one_to_one_ext;
         [fdm_binned_slot => own fdm::capture::cmd_set_depth_clip_negative_one_to_one];
 
-    // Shader objects, pipeline layouts and the shading rate (no density-map part).
+    // Shader objects (the density map's variants and captured binds), pipeline layouts and the shading rate.
     "vkCreateShadersEXT" fn create_shaders(device: vk::Device, count: u32, infos: *const vk::ShaderCreateInfoEXT<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderEXT) -> vk::Result
         = PFN_vkCreateShadersEXT, down |dc| dc.down_create_shaders();
-        [shaders_slot => wrap shader::create_shaders_ext];
+        [fdm_slot => own fdm::shader_objects::create_shaders, shaders_slot => wrap shader::create_shaders_ext];
     "vkDestroyShaderEXT" fn destroy_shader(device: vk::Device, shader: vk::ShaderEXT,
         alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyShaderEXT, down |dc| dc.down_destroy_shader();
-        [spinlock_slot => wrap spinlock::destroy_shader];
+        [fdm_slot => forget fdm::Fdm::forget_shader, spinlock_slot => wrap spinlock::destroy_shader];
     "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout) -> vk::Result
         = PFN_vkCreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
@@ -770,7 +777,7 @@ device_commands! {
     "vkCmdBindShadersEXT" fn cmd_bind_shaders(cb: vk::CommandBuffer, count: u32, stages: *const vk::ShaderStageFlags,
         shaders: *const vk::ShaderEXT)
         = PFN_vkCmdBindShadersEXT, down |dc| dc.down_bind_shaders();
-        [spinlock_slot => wrap spinlock::cmd_bind_shaders];
+        [fdm_binned_slot => own fdm::capture::cmd_bind_shaders, spinlock_slot => wrap spinlock::cmd_bind_shaders];
     // The ordered interlock strategy zeroes its cells on the queue of the next submission: it needs each
     // queue's family.
     "vkGetDeviceQueue" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue)

@@ -922,6 +922,14 @@ unsafe extern "system" fn create_device(
                         data.instance.settings.fdm_overlay,
                     )
                 };
+                // SAFETY: as for `below`: each name resolves to a pointer of its command's type (the layer's entry
+                // point of its row, else the next layer's), all present where the next layer has vkCreateShadersEXT.
+                fdm.below_shader_object = data.next_create_shaders.map(|_| {
+                    ash::ext::shader_object::DeviceFn::load(|name| match dispatch::below_fdm(&data, name.to_bytes()) {
+                        Some(hook) => hook as *const std::ffi::c_void,
+                        None => unsafe { ffi::resolve_command(name, |n| next_gdpa(handle, n)) },
+                    })
+                });
                 fdm.misreplay = data.instance.settings.debug_fdm_misreplay;
                 let without = data.instance.settings.debug_fdm_without.clone().unwrap_or_default();
                 let without: Vec<&str> = without.split(',').map(str::trim).collect();
@@ -929,6 +937,8 @@ unsafe extern "system" fn create_device(
                 fdm.without_offsets = without.contains(&"offsets");
                 fdm.without_msaa = without.contains(&"msaa");
                 fdm.without_library_variants = without.contains(&"library_variants");
+                fdm.without_shader_object_variants = without.contains(&"shader_object_variants");
+                fdm.scratch.get_mut().shared = without.contains(&"scratch_per_command_buffer");
                 fdm.without_dynamic_state = without.contains(&"dynamic_state");
                 data.fdm = Some(fdm);
             }

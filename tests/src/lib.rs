@@ -6,6 +6,8 @@
 pub mod fdm;
 pub mod fdm_library;
 pub mod fdm_msaa;
+pub mod fdm_queues;
+pub mod fdm_shader_objects;
 pub mod harness;
 pub mod interlock;
 pub mod oit;

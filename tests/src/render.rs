@@ -105,6 +105,8 @@ pub struct GpuOptions {
     /// synchronization 2 come from their KHR extensions, and every command of
     /// a newer core version is called by its extension name (`…KHR`).
     pub khr_1_1: bool,
+    /// Ask for a second queue of the graphics family where it has one.
+    pub second_queue: bool,
 }
 
 pub struct Gpu {
@@ -114,6 +116,8 @@ pub struct Gpu {
     pub pd: vk::PhysicalDevice,
     pub device: ash::Device,
     pub queue: vk::Queue,
+    /// Queue 1 of the same family ([`GpuOptions::second_queue`]).
+    pub second_queue: Option<vk::Queue>,
     pub queue_family: u32,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub dynamic_rendering: bool,
@@ -258,10 +262,11 @@ impl Gpu {
         let pd = *pds.first().ok_or(GpuError::NoDevice)?;
         let props = unsafe { instance.get_physical_device_properties(pd) };
         let device_name = unsafe { CStr::from_ptr(props.device_name.as_ptr()) }.to_string_lossy().into_owned();
-        let queue_family = unsafe { instance.get_physical_device_queue_family_properties(pd) }
-            .iter()
-            .position(|q| q.queue_flags.contains(vk::QueueFlags::GRAPHICS))
-            .ok_or(GpuError::NoDevice)? as u32;
+        let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+        let queue_family =
+            families.iter().position(|q| q.queue_flags.contains(vk::QueueFlags::GRAPHICS)).ok_or(GpuError::NoDevice)?
+                as u32;
+        let two_queues = opts.second_queue && families[queue_family as usize].queue_count >= 2;
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
@@ -284,8 +289,10 @@ impl Gpu {
         } else {
             vk::api_version_minor(props.api_version) >= 3 && f13.dynamic_rendering == vk::TRUE
         };
-        let prio = [1.0f32];
-        let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&prio)];
+        let prio = [1.0f32, 1.0];
+        let queues = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(queue_family)
+            .queue_priorities(&prio[..if two_queues { 2 } else { 1 }])];
         let mut enable13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
         let mut enable11 = vk::PhysicalDeviceVulkan11Features::default().multiview(f11.multiview == vk::TRUE);
         let mut enable12 =
@@ -490,6 +497,7 @@ impl Gpu {
             check("vkCreateDevice", unsafe { instance.create_device(pd, &info, None) })?
         };
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        let second_queue = two_queues.then(|| unsafe { device.get_device_queue(queue_family, 1) });
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
         Ok(Gpu {
             entry,
@@ -498,6 +506,7 @@ impl Gpu {
             pd,
             device,
             queue,
+            second_queue,
             queue_family,
             memory,
             dynamic_rendering,

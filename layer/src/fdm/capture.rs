@@ -3,8 +3,8 @@
 //! Inside a pass being captured (mode `binned`) nothing of these goes down:
 //! binds, push constants, dynamic state (Vulkan 1.0, the extended dynamic
 //! state of 1.3, and beyond it colour write enable, logic op, patch control
-//! points, line stipple and extended dynamic state 3, kept as the call to
-//! make), draws and clears are
+//! points, line stipple, vertex input and extended dynamic state 3, kept as
+//! the call to make), shader object binds, draws and clears are
 //! kept as [`Cmd`]s, and in a secondary recorded for a density-map render
 //! pass they are kept for the primary that executes it. A bind the replays
 //! cannot honour (a pipeline not made for the pass or with side effects, a
@@ -380,6 +380,58 @@ pub unsafe fn cmd_set_color_write_enable(
     unsafe { record_state(dev, f, cb, (36, 0), call) }
 }
 
+/// `vkCmdSetVertexInputEXT`: captured inside a density-map pass (shader
+/// objects need it). The descriptions are kept as plain values (their
+/// `pNext` is null: VUID-VkVertexInputBindingDescription2EXT-pNext-pNext and
+/// VUID-VkVertexInputAttributeDescription2EXT-pNext-pNext).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdSetVertexInputEXT` call.
+pub unsafe fn cmd_set_vertex_input(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    nb: u32,
+    b: *const vk::VertexInputBindingDescription2EXT<'_>,
+    na: u32,
+    a: *const vk::VertexInputAttributeDescription2EXT<'_>,
+) {
+    let fp = dev.state.vertex_input.cmd_set_vertex_input_ext;
+    // SAFETY: VUID-vkCmdSetVertexInputEXT-pVertexBindingDescriptions-parameter and
+    // -pVertexAttributeDescriptions-parameter: the counts given, copied at once.
+    let (bindings, attributes) = unsafe { (slice(b, nb), slice(a, na)) };
+    let bindings: Vec<(u32, u32, vk::VertexInputRate, u32)> =
+        bindings.iter().map(|x| (x.binding, x.stride, x.input_rate, x.divisor)).collect();
+    let attributes: Vec<(u32, u32, vk::Format, u32)> =
+        attributes.iter().map(|x| (x.location, x.binding, x.format, x.offset)).collect();
+    let call = StateCall(Arc::new(move |_: &ash::Device, cb| {
+        let b: Vec<vk::VertexInputBindingDescription2EXT> = bindings
+            .iter()
+            .map(|&(binding, stride, input_rate, divisor)| vk::VertexInputBindingDescription2EXT {
+                binding,
+                stride,
+                input_rate,
+                divisor,
+                ..Default::default()
+            })
+            .collect();
+        let a: Vec<vk::VertexInputAttributeDescription2EXT> = attributes
+            .iter()
+            .map(|&(location, binding, format, offset)| vk::VertexInputAttributeDescription2EXT {
+                location,
+                binding,
+                format,
+                offset,
+                ..Default::default()
+            })
+            .collect();
+        // SAFETY: as for `ext_state_hooks!`; the arrays are rebuilt from the closure's own copies, of the counts given.
+        unsafe { fp(cb, b.len() as u32, b.as_ptr(), a.len() as u32, a.as_ptr()) }
+    }));
+    // SAFETY: the application's valid call, on its recording `cb` held during the call.
+    unsafe { record_state(dev, f, cb, (41, 0), call) }
+}
+
 /// `vkCmdSetSampleMaskEXT`: captured inside a density-map pass.
 ///
 /// # Safety
@@ -428,6 +480,35 @@ attachment_state_hooks! {
     39 "vkCmdSetColorBlendEquationEXT" fn cmd_set_color_blend_equation(vk::ColorBlendEquationEXT)
         => cmd_set_color_blend_equation_ext;
     40 "vkCmdSetColorWriteMaskEXT" fn cmd_set_color_write_mask(vk::ColorComponentFlags) => cmd_set_color_write_mask_ext;
+}
+
+/// `vkCmdBindShadersEXT`: captured inside a density-map pass (a bind of
+/// more than eight stages makes the pass go live).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBindShadersEXT` call.
+pub unsafe fn cmd_bind_shaders(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    n: u32,
+    stages: *const vk::ShaderStageFlags,
+    shaders: *const vk::ShaderEXT,
+) {
+    // SAFETY: VUID-vkCmdBindShadersEXT-pStages-parameter and -pShaders-parameter.
+    match unsafe { super::commands::ShaderBinds::new(n, stages, shaders) } {
+        // SAFETY: the application's valid call, on its recording `cb` held during the call.
+        Some(b) => unsafe { record(dev, f, cb, Cmd::BindShaders(b)) },
+        None => {
+            // SAFETY: as above.
+            if !unsafe { unreplayable(dev, f, cb, "vkCmdBindShadersEXT of more than eight stages") } {
+                if let Some(so) = &f.below_shader_object {
+                    // SAFETY: the application's arguments of a valid call go down unchanged.
+                    unsafe { (so.cmd_bind_shaders_ext)(cb, n, stages, shaders) }
+                }
+            }
+        }
+    }
 }
 
 /// `vkCmdBeginTransformFeedbackEXT`: a pass holding it goes live at 1x1.

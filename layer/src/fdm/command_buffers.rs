@@ -22,6 +22,8 @@ use std::sync::Arc;
 #[derive(Default)]
 pub struct CbState {
     pub(super) secondary: bool,
+    /// The pool it was allocated from (its destruction frees it).
+    pub(super) pool: vk::CommandPool,
     /// A secondary recorded for a density-map render pass: its commands.
     pub(super) captured: Option<Vec<Cmd>>,
     pub(super) snapshot: Snapshot,
@@ -35,6 +37,9 @@ pub struct CbState {
     /// Descriptor pools of shadow sets its replays use (freed at the next
     /// reset, when the recording cannot be pending any more).
     pub shadow_pools: Vec<vk::DescriptorPool>,
+    /// Its replays claimed scratch sets (released when it is begun again or
+    /// freed: [`super::scratch::ScratchCache`]).
+    pub(super) holds_scratch: bool,
 }
 
 pub(super) type Shared = Arc<Mutex<CbState>>;
@@ -72,13 +77,21 @@ pub unsafe fn allocate_command_buffers(
         };
         let mut states = f.cb_states.write();
         for cb in new {
-            let st = CbState { secondary: ci.level == vk::CommandBufferLevel::SECONDARY, ..Default::default() };
+            let st = CbState {
+                secondary: ci.level == vk::CommandBufferLevel::SECONDARY,
+                pool: ci.command_pool,
+                ..Default::default()
+            };
             // A reused handle: the old command buffer went with its pool.
             if let Some(old) = states.insert(*cb, Arc::new(Mutex::new(st))) {
+                let mut old = old.lock();
                 // SAFETY: the old command buffer was freed with its pool,
                 // which the application may do only once none of its command
                 // buffers is pending (VUID-vkDestroyCommandPool-commandPool-00041).
-                unsafe { free_shadow_pools(f, &mut old.lock().shadow_pools) };
+                unsafe { free_shadow_pools(f, &mut old.shadow_pools) };
+                if old.holds_scratch {
+                    f.scratch.lock().release(*cb);
+                }
             }
         }
     }
@@ -104,13 +117,40 @@ pub unsafe fn free_command_buffers(
     // `n` handles (null ones ignored).
     for cb in unsafe { slice(cbs, n) } {
         if let Some(st) = states.remove(cb) {
+            let mut st = st.lock();
             // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-00047: the
             // command buffer is not pending, so neither are its replays.
-            unsafe { free_shadow_pools(f, &mut st.lock().shadow_pools) };
+            unsafe { free_shadow_pools(f, &mut st.shadow_pools) };
+            if st.holds_scratch {
+                f.scratch.lock().release(*cb);
+            }
         }
     }
     drop(states);
     next()
+}
+
+impl Fdm {
+    /// `vkDestroyCommandPool` frees the pool's command buffers: their states,
+    /// shadow pools and scratch claims go.
+    pub fn forget_command_pool(&self, pool: vk::CommandPool) {
+        // Each state is looked at with no other lock held (a recording
+        // thread may hold its command buffer's state and ask for the map).
+        let all: Vec<(vk::CommandBuffer, Shared)> =
+            self.cb_states.read().iter().map(|(cb, s)| (*cb, s.clone())).collect();
+        let gone: Vec<vk::CommandBuffer> =
+            all.into_iter().filter(|(_, s)| s.lock().pool == pool).map(|(cb, _)| cb).collect();
+        for cb in gone {
+            let Some(st) = self.cb_states.write().remove(&cb) else { continue };
+            let mut st = st.lock();
+            // SAFETY: VUID-vkDestroyCommandPool-commandPool-00041: none of the
+            // pool's command buffers is pending, so neither are their replays.
+            unsafe { free_shadow_pools(self, &mut st.shadow_pools) };
+            if st.holds_scratch {
+                self.scratch.lock().release(cb);
+            }
+        }
+    }
 }
 
 /// `vkBeginCommandBuffer`: its state starts again; a secondary continuing a
@@ -128,11 +168,15 @@ pub unsafe fn begin_command_buffer(
     let next = move || unsafe { (f.below.fp_v1_0().begin_command_buffer)(cb, info) };
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    let secondary = s.secondary;
+    let (secondary, pool) = (s.secondary, s.pool);
     // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00049: `cb` is not
     // recording or pending, so neither are its earlier replays.
     unsafe { free_shadow_pools(f, &mut s.shadow_pools) };
-    *s = CbState { secondary, ..Default::default() };
+    if s.holds_scratch {
+        // Not pending either (as above): its scratch sets are free.
+        f.scratch.lock().release(cb);
+    }
+    *s = CbState { secondary, pool, ..Default::default() };
     // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter: a valid info.
     let ci = unsafe { &*info };
     if secondary

@@ -3,7 +3,7 @@
 //! down again under a replay's [`Transform`]: viewports scaled by `1/area`
 //! (`x' = x/area`), scissors and clear rectangles clipped to the replay's
 //! rectangle and scaled (ends rounded up), pipelines replaced by their
-//! per-area variants, descriptor sets by shadow copies whose input
+//! per-area variants (shader objects too), descriptor sets by shadow copies whose input
 //! attachments read the scratch views ([`super::descriptors`]). Outside
 //! replays the same emission runs with [`Transform::IDENTITY`].
 //!
@@ -87,6 +87,57 @@ pub enum Cmd {
         key: (u32, u32),
         call: StateCall,
     },
+    /// `vkCmdBindShadersEXT`.
+    BindShaders(ShaderBinds),
+}
+
+/// The stages and shader objects of a `vkCmdBindShadersEXT`, kept without
+/// allocating: each stage is named at most once
+/// (VUID-vkCmdBindShadersEXT-pStages-08463), so eight cover every stage
+/// but the rarest (a bind of more goes live: [`ShaderBinds::new`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ShaderBinds {
+    n: usize,
+    stages: [vk::ShaderStageFlags; 8],
+    shaders: [vk::ShaderEXT; 8],
+}
+
+impl ShaderBinds {
+    /// A copy of the call's arrays (`shaders` null: every stage unbound);
+    /// `None` for more than eight stages.
+    ///
+    /// # Safety
+    /// `stages` holds `n` stages and a non-null `shaders` `n` objects
+    /// (VUID-vkCmdBindShadersEXT-pStages-parameter and -pShaders-parameter).
+    pub unsafe fn new(n: u32, stages: *const vk::ShaderStageFlags, shaders: *const vk::ShaderEXT) -> Option<Self> {
+        let n = n as usize;
+        if n > 8 {
+            return None;
+        }
+        let mut b = ShaderBinds { n, stages: Default::default(), shaders: Default::default() };
+        // SAFETY: the caller's guarantee; `n <= 8`.
+        let (st, sh) = unsafe { (crate::ffi::slice(stages, n as u32), crate::ffi::slice(shaders, n as u32)) };
+        if st.len() != n {
+            return None;
+        }
+        b.stages[..n].copy_from_slice(st);
+        if sh.len() == n {
+            b.shaders[..n].copy_from_slice(sh);
+        }
+        Some(b)
+    }
+
+    fn one(stage: vk::ShaderStageFlags, shader: vk::ShaderEXT) -> Self {
+        let mut b = ShaderBinds { n: 1, stages: Default::default(), shaders: Default::default() };
+        b.stages[0] = stage;
+        b.shaders[0] = shader;
+        b
+    }
+
+    /// Each stage with its object (null: unbound).
+    pub fn iter(&self) -> impl Iterator<Item = (vk::ShaderStageFlags, vk::ShaderEXT)> + '_ {
+        self.stages[..self.n].iter().copied().zip(self.shaders[..self.n].iter().copied())
+    }
 }
 
 /// A captured dynamic-state call with its arguments. It is called only by
@@ -123,6 +174,8 @@ pub struct Snapshot {
     cmds: BTreeMap<(u8, u32, u32), Cmd>,
     viewports: Vec<Option<vk::Viewport>>,
     scissors: Vec<Option<vk::Rect2D>>,
+    /// Some graphics stage's shader object is among `cmds` (key 15).
+    shaders: bool,
 }
 
 fn set_at<T: Copy>(v: &mut Vec<Option<T>>, first: u32, items: &[T]) {
@@ -157,6 +210,10 @@ impl Snapshot {
         let key = |k: u8, a: u32, b: u32| (k, a, b);
         match cmd {
             Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, _) => {
+                // A graphics pipeline unbinds the graphics stages' shader objects.
+                if std::mem::take(&mut self.shaders) {
+                    self.cmds.retain(|k, _| k.0 != 15);
+                }
                 self.cmds.insert(key(0, 0, 0), cmd.clone());
                 if let Some(info) = pipeline {
                     if let Some(v) = &info.static_viewports {
@@ -209,6 +266,15 @@ impl Snapshot {
                 self.cmds.insert(key(14, 0, 0), cmd.clone());
             }
             Cmd::State { key: (name, face), .. } => drop(self.cmds.insert(key(12, *name, *face), cmd.clone())),
+            // Per graphics stage (compute is not replayed with a pass); an
+            // object bound to a graphics stage unbinds the graphics pipeline.
+            Cmd::BindShaders(b) => {
+                for (stage, shader) in b.iter().filter(|(s, _)| *s != vk::ShaderStageFlags::COMPUTE) {
+                    self.cmds.insert(key(15, stage.as_raw(), 0), Cmd::BindShaders(ShaderBinds::one(stage, shader)));
+                    self.cmds.remove(&key(0, 0, 0));
+                    self.shaders = true;
+                }
+            }
             Cmd::LineWidth(..) => drop(self.cmds.insert(key(5, 0, 0), cmd.clone())),
             Cmd::DepthBias(..) => drop(self.cmds.insert(key(6, 0, 0), cmd.clone())),
             Cmd::Blend(..) => drop(self.cmds.insert(key(7, 0, 0), cmd.clone())),
@@ -410,6 +476,20 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
                 (d.fp_v1_3().cmd_set_scissor_with_count)(cb, out.len() as u32, out.as_ptr())
             }
             Cmd::State { call, .. } => (call.0)(d, cb),
+            Cmd::BindShaders(b) => {
+                if let Some(so) = &f.below_shader_object {
+                    let mut shaders = b.shaders;
+                    if t.area != (1, 1) {
+                        let known = f.shader_objects.lock();
+                        for s in &mut shaders[..b.n] {
+                            if let Some(v) = known.get(s).and_then(|o| o.variants.get(&t.area)) {
+                                *s = *v;
+                            }
+                        }
+                    }
+                    (so.cmd_bind_shaders_ext)(cb, b.n as u32, b.stages.as_ptr(), shaders.as_ptr())
+                }
+            }
         }
     }
 }

@@ -45,8 +45,10 @@
 //! - [`bins`]: from the map to bins and replays (pure);
 //! - `replay_plan`: from the bin plan to the steps each replay records
 //!   (pure, unit-tested), and the bin plans of recent passes;
-//! - `scratch`: the scratch targets and the blits to and from them;
-//! - `replay`: recording the plan.
+//! - `scratch`: the scratch targets (claimed per command buffer) and the
+//!   blits to and from them;
+//! - `replay`: recording the plan;
+//! - [`shader_objects`]: shader objects' per-area variants.
 
 pub mod bins;
 pub mod capture;
@@ -59,6 +61,7 @@ pub mod queue;
 mod replay;
 mod replay_plan;
 mod scratch;
+pub mod shader_objects;
 
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -351,6 +354,12 @@ pub struct Fdm {
     pub framebuffers: Mutex<HashMap<vk::Framebuffer, Arc<FramebufferInfo>>>,
     pub modules: Mutex<HashMap<vk::ShaderModule, Arc<ModuleFacts>>>,
     pub pipelines: Mutex<HashMap<vk::Pipeline, Arc<PipelineInfo>>>,
+    /// Shader objects made on this device, with their per-area variants.
+    pub shader_objects: Mutex<HashMap<vk::ShaderEXT, Arc<shader_objects::ShaderObjectInfo>>>,
+    /// `VK_EXT_shader_object`'s commands below the density map (the layer's
+    /// other hooks where it has them, else the next layer's), where the
+    /// chain has the extension.
+    pub below_shader_object: Option<ash::ext::shader_object::DeviceFn>,
     pub cb_states: parking_lot::RwLock<HashMap<vk::CommandBuffer, Arc<Mutex<CbState>>>>,
     /// Layouts of density-map images after the last submission that changed them.
     pub map_layouts: Mutex<HashMap<vk::Image, vk::ImageLayout>>,
@@ -387,6 +396,10 @@ pub struct Fdm {
     /// `debug_fdm_without=library_variants`: a link of graphics pipeline
     /// libraries gets no per-area variants (part 1's behaviour; a control).
     pub without_library_variants: bool,
+    /// `debug_fdm_without=shader_object_variants`: shader objects get no
+    /// per-area variants; the application's object is replayed at every
+    /// area (a control).
+    pub without_shader_object_variants: bool,
     /// `debug_fdm_without=msaa`: a multisampled attachment that loads or
     /// stores renders its pass at 1x1 (part 1's fallback; a control).
     pub without_msaa: bool,
@@ -521,6 +534,8 @@ impl Fdm {
             framebuffers: Default::default(),
             modules: Default::default(),
             pipelines: Default::default(),
+            shader_objects: Default::default(),
+            below_shader_object: None,
             cb_states: Default::default(),
             map_layouts: Default::default(),
             map_generation: Default::default(),
@@ -539,6 +554,7 @@ impl Fdm {
             without_offsets: false,
             without_msaa: false,
             without_library_variants: false,
+            without_shader_object_variants: false,
             without_dynamic_state: false,
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
@@ -576,6 +592,9 @@ impl Fdm {
                         d.destroy_pipeline(*v, None);
                     }
                 }
+            }
+            for (_, o) in self.shader_objects.lock().drain() {
+                self.destroy_variants(&o);
             }
             self.scratch.lock().destroy_all(d);
             for (_, st) in self.cb_states.write().drain() {

@@ -368,6 +368,8 @@ unsafe fn pass_command(
     }
     let mut pass = s.pass.take().unwrap();
     pass.offsets = offsets;
+    // Its replays may claim scratch sets.
+    s.holds_scratch |= pass.capturing;
     // SAFETY: the application's valid end of the pass in the recording `cb`
     // (the capture rule of `super::commands`): a captured pass is replayed
     // (or goes live, nothing of it sent down yet, then ends); a live one ends.

@@ -137,6 +137,15 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             }
         }
     }
+    // So is a shader object that cannot be replayed or lacks a variant.
+    let areas: Vec<(u32, u32)> = planned.iter().map(|r| r.replay.area).collect();
+    let bound = pass.state.commands().chain(&pass.cmds).filter_map(|c| match c {
+        Cmd::BindShaders(b) => Some(b),
+        _ => None,
+    });
+    if let Some(why) = super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &areas) {
+        return Err(why.into());
+    }
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
@@ -147,7 +156,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             // SAFETY: the pass's begin and attachments are alive (the
             // capture rule).
             Target::Scratch => Some(
-                unsafe { scratch_targets(dev, f, &pass.begin, &atts, p.replay.area, extent, fb_layers) }
+                unsafe { scratch_targets(dev, f, cb, &pass.begin, &atts, p.replay.area, extent, fb_layers) }
                     .map_err(|e| format!("scratch targets: {e:?}"))?,
             ),
         });
@@ -207,11 +216,12 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} commands replayed each",
+                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} commands replayed each; {} scratch sets for its attachments",
                 all_bins.len(),
                 replays.len(),
                 areas.join(", "),
-                pass.cmds.len()
+                pass.cmds.len(),
+                atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
             ),
         );
     }

@@ -18,10 +18,41 @@ use crate::device::DeviceCore;
 use ash::vk;
 use std::collections::HashMap;
 
-/// Scratch targets, per [`Key`].
+/// Scratch targets, per [`Key`]: one or more sets, each claimed by the
+/// command buffer that records replays into it.
+///
+/// **Claims.** A set is used by one command buffer at a time: the one that
+/// recorded replays into it holds it until it is begun again or freed (then
+/// no recording of it can be pending: VUID-vkBeginCommandBuffer-commandBuffer-00049,
+/// VUID-vkFreeCommandBuffers-pCommandBuffers-00047). Another command buffer
+/// replaying a pass of the same key takes a free set or makes one more. So
+/// two command buffers that may execute at once — on two queues, say —
+/// never share scratch targets, whatever queues they are submitted to;
+/// within one command buffer, passes run in order and its own barriers
+/// order their use. The cost is memory: as many sets of a key as command
+/// buffers holding replays of it at once (typically the frames in flight
+/// that render to the same attachments; swapchain images differ per frame,
+/// and so do their keys).
 #[derive(Default)]
 pub struct ScratchCache {
-    sets: HashMap<Key, ScratchSet>,
+    sets: HashMap<Key, Vec<Claimed>>,
+    /// `debug_fdm_without=scratch_per_command_buffer`: one set per key,
+    /// shared by every command buffer (part 1's rule; a control).
+    pub shared: bool,
+}
+
+struct Claimed {
+    set: ScratchSet,
+    holder: Option<vk::CommandBuffer>,
+}
+
+/// Which set of a key `cb` uses: the one it holds, else a free one (`None`:
+/// one more is to be made). `shared`: the first, whoever holds it.
+fn claim<T: Copy + PartialEq>(holders: &[Option<T>], cb: T, shared: bool) -> Option<usize> {
+    if shared {
+        return (!holders.is_empty()).then_some(0);
+    }
+    holders.iter().position(|h| *h == Some(cb)).or_else(|| holders.iter().position(Option::is_none))
 }
 
 /// Everything a [`ScratchSet`] is made from: a set is reused only for a
@@ -90,11 +121,24 @@ impl ScratchCache {
     /// # Safety
     /// `d` is the device they were made on, and it is idle (being destroyed).
     pub unsafe fn destroy_all(&mut self, d: &ash::Device) {
-        for (_, s) in self.sets.drain() {
+        for s in self.sets.drain().flat_map(|(_, v)| v) {
             // SAFETY: the device is idle (the caller's guarantee): no work
             // using the set is pending.
-            unsafe { destroy_set(d, s) };
+            unsafe { destroy_set(d, s.set) };
         }
+    }
+
+    /// `cb` is begun again or freed: the sets it held are free (no
+    /// recording of it is pending any more).
+    pub fn release(&mut self, cb: vk::CommandBuffer) {
+        for c in self.sets.values_mut().flatten().filter(|c| c.holder == Some(cb)) {
+            c.holder = None;
+        }
+    }
+
+    /// How many sets are made for keys naming `view` (for the tests' log).
+    fn count_with(&self, view: vk::ImageView) -> usize {
+        self.sets.iter().filter(|(k, _)| k.uses_view(view)).map(|(_, v)| v.len()).sum()
     }
 
     /// Destroys the scratch targets made with `view` in any position
@@ -136,7 +180,7 @@ impl ScratchCache {
     /// Removes the sets whose key matches.
     fn take(&mut self, matches: impl Fn(&Key) -> bool) -> Vec<ScratchSet> {
         let keys: Vec<Key> = self.sets.keys().filter(|k| matches(k)).cloned().collect();
-        keys.iter().filter_map(|k| self.sets.remove(k)).collect()
+        keys.iter().filter_map(|k| self.sets.remove(k)).flatten().map(|c| c.set).collect()
     }
 }
 
@@ -185,15 +229,18 @@ impl ScratchSet {
     }
 }
 
-/// The scratch targets for `atts` at `area` (created on first use).
+/// The scratch targets for `atts` at `area` that `cb` records its replays
+/// into, claimed for it ([`ScratchCache`]; created when none is free).
 ///
 /// # Safety
-/// `begin` and `atts` describe a pass being recorded on the device of `f`:
-/// its render pass and the views of `atts` (and, for a render pass, of its
-/// framebuffer) are valid.
+/// `begin` and `atts` describe a pass being recorded on the device of `f`
+/// into `cb`: its render pass and the views of `atts` (and, for a render
+/// pass, of its framebuffer) are valid.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn scratch_targets(
     dev: &DeviceCore,
     f: &Fdm,
+    cb: vk::CommandBuffer,
     begin: &Begin,
     atts: &[Option<Att>],
     area: (u32, u32),
@@ -202,8 +249,15 @@ pub(super) unsafe fn scratch_targets(
 ) -> Result<Targets, vk::Result> {
     let key = Key::new(begin, atts, area, extent, layers);
     let mut cache = f.scratch.lock();
-    if let Some(s) = cache.sets.get(&key) {
-        return Ok(s.targets());
+    let shared = cache.shared;
+    if let Some(claimed) = cache.sets.get_mut(&key) {
+        let holders: Vec<Option<vk::CommandBuffer>> = claimed.iter().map(|c| c.holder).collect();
+        if let Some(i) = claim(&holders, cb, shared) {
+            if !shared {
+                claimed[i].holder = Some(cb);
+            }
+            return Ok(claimed[i].set.targets());
+        }
     }
     let d = &f.below;
     let (w, h) = (scaled(extent.0, area.0), scaled(extent.1, area.1));
@@ -320,8 +374,14 @@ pub(super) unsafe fn scratch_targets(
     }
     let set = ScratchSet { images, mids, framebuffer };
     let out = set.targets();
-    cache.sets.insert(key, set);
+    cache.sets.entry(key).or_default().push(Claimed { set, holder: (!shared).then_some(cb) });
     Ok(out)
+}
+
+/// How many scratch sets are made for keys naming `view` (the debug log's
+/// figure, which the tests read).
+pub(super) fn sets_with(f: &Fdm, view: vk::ImageView) -> usize {
+    f.scratch.lock().count_with(view)
 }
 
 fn offsets(r: Rect) -> [vk::Offset3D; 2] {
@@ -517,13 +577,41 @@ mod tests {
     fn sets_are_keyed_and_forgotten_by_every_object_they_are_made_from() {
         let mut c = ScratchCache::default();
         // Colour 1 scratched, density map 2 or 3, render passes 10 and 11.
-        c.sets.insert(key(&[1, 2], &[true, false], 10), set());
-        c.sets.insert(key(&[1, 3], &[true, false], 10), set());
-        c.sets.insert(key(&[1, 2], &[true, false], 11), set());
+        c.sets.insert(key(&[1, 2], &[true, false], 10), vec![Claimed { set: set(), holder: None }]);
+        c.sets.insert(key(&[1, 3], &[true, false], 10), vec![Claimed { set: set(), holder: None }]);
+        c.sets.insert(key(&[1, 2], &[true, false], 11), vec![Claimed { set: set(), holder: None }]);
         assert_eq!(c.sets.len(), 3);
         assert_eq!(c.take(|k| k.uses_view(vk::ImageView::from_raw(3))).len(), 1);
         assert_eq!(c.take(|k| k.render_pass == vk::RenderPass::from_raw(11)).len(), 1);
         assert_eq!(c.take(|k| k.uses_view(vk::ImageView::from_raw(2))).len(), 1);
         assert!(c.sets.is_empty());
+    }
+
+    #[test]
+    fn a_command_buffer_keeps_its_set_and_others_never_share_it() {
+        // Nothing made yet: one is to be made.
+        assert_eq!(claim::<u32>(&[], 1, false), None);
+        // Its own set, wherever it is.
+        assert_eq!(claim(&[Some(2), Some(1)], 1, false), Some(1));
+        // Another command buffer's set is never taken; a free one is.
+        assert_eq!(claim(&[Some(2)], 1, false), None);
+        assert_eq!(claim(&[Some(2), None], 1, false), Some(1));
+        // Shared (the control): the first, held or not.
+        assert_eq!(claim(&[Some(2)], 1, true), Some(0));
+        assert_eq!(claim::<u32>(&[], 1, true), None);
+    }
+
+    /// A command buffer's release frees its sets only.
+    #[test]
+    fn a_release_frees_the_sets_of_that_command_buffer() {
+        let mut c = ScratchCache::default();
+        let (a, b) = (vk::CommandBuffer::from_raw(7), vk::CommandBuffer::from_raw(8));
+        c.sets.insert(
+            key(&[1, 2], &[true, false], 10),
+            vec![Claimed { set: set(), holder: Some(a) }, Claimed { set: set(), holder: Some(b) }],
+        );
+        c.release(a);
+        let holders: Vec<_> = c.sets.values().flatten().map(|x| x.holder).collect();
+        assert_eq!(holders, vec![None, Some(b)]);
     }
 }

@@ -34,6 +34,8 @@ fn usage() -> ! {
          fdm-offset                 VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
          fdm-msaa                   multisampled attachments loading and storing in a density-map pass: every sample judged\n  \
          fdm-library                FragSizeEXT in a fragment-shader pipeline library, linked fast and with link-time optimization\n  \
+         fdm-shader-objects         FragSizeEXT in a fragment shader object, alone or linked, bound in or before the pass\n  \
+         fdm-queues [W H ROUNDS REPEATS] two command buffers' density-map passes on one target, on two queues at once\n  \
          fdm-dynamic-state [plain]  dynamic state beyond Vulkan 1.3 changed between draws of a binned pass (plain: no map)\n  \
          leak                       a planted leak (a buffer never destroyed): the leak detector's control\n  \
          host-leak                  a planted host leak (heap blocks whose pointers are dropped): valgrind's control\n  \
@@ -114,6 +116,8 @@ fn main() {
         "fdm-offset" => fdm_offset(&mut opts),
         "fdm-msaa" => fdm_msaa(&mut opts),
         "fdm-library" => fdm_library(&mut opts),
+        "fdm-shader-objects" => fdm_shader_objects(&mut opts),
+        "fdm-queues" => fdm_queues(&mut opts, &args[1..]),
         "fdm-dynamic-state" => fdm_dynamic_state(&mut opts, args.get(1).map(String::as_str) == Some("plain")),
         "fdm2" => fdm2(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
@@ -2347,6 +2351,91 @@ fn fdm_msaa(opts: &mut GpuOptions) -> Result<(), String> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// `fdm-shader-objects`: `FragSizeEXT` and `FragCoord` in a fragment
+/// shader object, unlinked and bound in the pass, and linked with its vertex
+/// shader and bound before it (`overlap_tests::fdm_shader_objects`).
+/// Unsupported (and said so) where the device lists no `VK_EXT_shader_object`.
+fn fdm_shader_objects(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map};
+    opts.shader_object = true;
+    let plain = gpu(opts)?;
+    if !plain.shader_object {
+        println!("fdm_shader_objects=unsupported: the device lists no VK_EXT_shader_object");
+        return Ok(());
+    }
+    drop(plain);
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    if !g.dynamic_rendering {
+        return Err("shader objects need dynamic rendering".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let size = (256u32, 256u32);
+    let (mw, mh) = (8, 8);
+    let map = Map { width: mw, height: mh, texels: fdm::regions(mw, mh) };
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    for (linked, bind_before) in [(false, false), (true, true)] {
+        let px = overlap_tests::fdm_shader_objects::render(&g, &map, size, linked, bind_before);
+        let case = format!("linked={linked} bound_before_pass={bind_before}");
+        let (coarse, largest) =
+            fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("fdm_shader_objects {case}: {e}"))?;
+        println!("fdm_shader_objects {case} coarse_pixels={coarse} largest_area={largest}");
+        if largest < 4 || coarse < (size.0 * size.1 / 2) as u64 {
+            return Err(format!(
+                "fdm_shader_objects {case}: too little was shaded coarsely ({coarse} pixels, largest area {largest})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `fdm-queues [W] [H] [ROUNDS] [REPEATS]`: two command buffers render alternating
+/// stripes of one target in density-map passes (`overlap_tests::fdm_queues`,
+/// recorded and submitted REPEATS times),
+/// one after the other on one queue, then (ROUNDS times) on two queues at
+/// once where the graphics family has two; every picture must be exact.
+fn fdm_queues(opts: &mut GpuOptions, args: &[String]) -> Result<(), String> {
+    use overlap_tests::fdm_queues::{render, wrong_pixels, Submit, STRIPE};
+    opts.fdm = true;
+    opts.second_queue = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    if !g.dynamic_rendering {
+        return Err("the passes need dynamic rendering".into());
+    }
+    let arg = |i: usize, d: u32| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (w, h, rounds, repeats) = (arg(0, 320), arg(1, 64), arg(2, 1), arg(3, 1));
+    let passes = w.div_ceil(STRIPE).div_ceil(2);
+    let reference = render(&g, (w, h), passes, Submit::OneQueue, repeats);
+    let wrong = wrong_pixels(&reference, w);
+    println!("fdm_queues one_queue size={w}x{h} passes={passes} wrong_pixels={wrong}");
+    if wrong > 0 {
+        return Err(format!("fdm_queues one queue: {wrong} wrong pixels"));
+    }
+    if g.second_queue.is_none() {
+        println!("fdm_queues two_queues=unsupported: the graphics queue family has one queue");
+        return Ok(());
+    }
+    let mut total = 0;
+    for round in 0..rounds {
+        let px = render(&g, (w, h), passes, Submit::TwoQueues, repeats);
+        let wrong = wrong_pixels(&px, w);
+        let differ = px.iter().zip(&reference).filter(|(a, b)| a != b).count();
+        println!("fdm_queues two_queues round={round} wrong_pixels={wrong} differ_from_one_queue={differ}");
+        total += wrong + differ;
+    }
+    if total > 0 {
+        return Err(format!("fdm_queues two queues: {total} wrong or differing pixels over {rounds} rounds"));
     }
     Ok(())
 }
