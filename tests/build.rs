@@ -128,6 +128,19 @@ fn interlock_variants(src: &Path, out: &Path) {
             assert!(status.success(), "glslangValidator failed on {name}");
         }
     }
+    // The ordered modes with early fragment tests.
+    for mode in ["pixel_interlock_ordered", "sample_interlock_ordered"] {
+        for per_sample in [false, true] {
+            let name = format!("interlock-early-{mode}-{}.frag.spv", if per_sample { "sample" } else { "pixel" });
+            let mut cmd = Command::new("glslangValidator");
+            cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag", "-DEARLY"]).arg(format!("-DMODE={mode}"));
+            if per_sample {
+                cmd.arg("-DPER_SAMPLE");
+            }
+            let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
+            assert!(status.success(), "glslangValidator failed on {name}");
+        }
+    }
 }
 
 fn coverage_variants(src: &Path, out: &Path) {

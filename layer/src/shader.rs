@@ -555,7 +555,7 @@ pub unsafe fn create_shaders_ext(
                             "ordered interlock: draws run with mutual exclusion but not primitive order with {why}"
                         ),
                     );
-                    PipelineKind::Ordered { order: Err(why), merge: true }
+                    PipelineKind::Ordered { order: Err(why), merge: true, early: false }
                 }
                 Some(ModuleKind::Locked { .. }) => PipelineKind::Locked,
                 _ => continue,

@@ -48,8 +48,10 @@ pub enum PipelineKind {
     /// Ordered: recorded twice, or (`Err`, the reason) the unordered set is
     /// bound: mutual exclusion only. `merge`: a primitive may have several
     /// invocations in one cell (per-sample shading, lines, points), so the
-    /// count draw merges equal keys.
-    Ordered { order: Result<(), &'static str>, merge: bool },
+    /// count draw merges equal keys. `early`: the fragment shader has early
+    /// fragment tests (the count draw's samples pass them too: it cannot be
+    /// ordered while an occlusion query counts).
+    Ordered { order: Result<(), &'static str>, merge: bool, early: bool },
 }
 
 pub struct Spinlock {
@@ -506,15 +508,19 @@ pub unsafe fn create_pipeline_layout(
 
 /// How a pipeline whose fragment shader the ordered strategy lowered runs
 /// its draws: in order, or with mutual exclusion only (the reason).
-fn ordered_pipeline(
+///
+/// # Safety
+/// `info` is a valid create info (its state pointers null or valid).
+unsafe fn ordered_pipeline(
     info: &vk::GraphicsPipelineCreateInfo,
     stages: &[vk::PipelineShaderStageCreateInfo],
     kinds: &[Option<ModuleKind>],
     early_fragment_tests: bool,
     library: bool,
 ) -> Result<(), &'static str> {
-    if early_fragment_tests {
-        return Err("the fragment shader asks for early fragment tests (the count draw would write depth and stencil)");
+    // SAFETY: the caller's guarantee.
+    if early_fragment_tests && unsafe { writes_depth_or_stencil(info) } {
+        return Err("the fragment shader asks for early fragment tests and the pipeline may write depth or stencil (the count draw would write them before its fragments are dropped)");
     }
     if library || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) {
         return Err("a graphics pipeline library");
@@ -533,6 +539,34 @@ fn ordered_pipeline(
         }
         _ => Err("a vertex shader without the layer's instance-index output"),
     }
+}
+
+/// Whether a pipeline may write depth or stencil: its depth-stencil state
+/// (null: no depth or stencil attachment) with depth writes or a stencil
+/// test that may write, statically or through dynamic state. With early
+/// fragment tests those writes happen before the fragment shader, so the
+/// ordered strategy's count draw, whose fragments leave no trace
+/// otherwise, would make them.
+///
+/// # Safety
+/// `info` is a valid create info (its state pointers null or valid).
+unsafe fn writes_depth_or_stencil(info: &vk::GraphicsPipelineCreateInfo) -> bool {
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDepthStencilState-parameter: null or valid.
+    let Some(ds) = (unsafe { info.p_depth_stencil_state.as_ref() }) else { return false };
+    // SAFETY: as above (VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter).
+    let dynamic: &[vk::DynamicState] = match unsafe { info.p_dynamic_state.as_ref() } {
+        Some(d) => unsafe { crate::ffi::slice(d.p_dynamic_states, d.dynamic_state_count) },
+        None => &[],
+    };
+    let has = |s: vk::DynamicState| dynamic.contains(&s);
+    let depth_test = ds.depth_test_enable == vk::TRUE || has(vk::DynamicState::DEPTH_TEST_ENABLE);
+    let depth = depth_test && (ds.depth_write_enable == vk::TRUE || has(vk::DynamicState::DEPTH_WRITE_ENABLE));
+    let keeps = |s: &vk::StencilOpState| {
+        s.write_mask == 0 || [s.fail_op, s.pass_op, s.depth_fail_op].iter().all(|op| *op == vk::StencilOp::KEEP)
+    };
+    let stencil = (ds.stencil_test_enable == vk::TRUE || has(vk::DynamicState::STENCIL_TEST_ENABLE))
+        && (has(vk::DynamicState::STENCIL_OP) || has(vk::DynamicState::STENCIL_WRITE_MASK) || !keeps(&ds.front) || !keeps(&ds.back));
+    depth || stencil
 }
 
 /// Whether a primitive may have several invocations at one pixel: sample
@@ -614,12 +648,14 @@ pub unsafe fn note_pipelines(
                 PipelineKind::Locked
             }
             Some(ModuleKind::Ordered { early_fragment_tests, per_sample }) => PipelineKind::Ordered {
-                order: ordered_pipeline(info, stages, &kinds, early_fragment_tests, from_library),
+                // SAFETY: a valid create info's state pointers are null or valid.
+                order: unsafe { ordered_pipeline(info, stages, &kinds, early_fragment_tests, from_library) },
+                early: early_fragment_tests,
                 // SAFETY: a valid create info's state pointers are null or valid.
                 merge: per_sample || unsafe { several_invocations_per_primitive(info) },
             },
             _ if libraries.iter().any(|k| matches!(k, PipelineKind::Ordered { .. })) => {
-                PipelineKind::Ordered { order: Err("a graphics pipeline library"), merge: true }
+                PipelineKind::Ordered { order: Err("a graphics pipeline library"), merge: true, early: false }
             }
             _ if !libraries.is_empty() => PipelineKind::Locked,
             _ => continue,
@@ -888,4 +924,52 @@ pub unsafe fn cmd_draw_indexed_indirect_count(
     // SAFETY: the same valid call, straight to the next layer.
     let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, b, o, c, co, m, st) };
     ordered::draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writes(ds: Option<&vk::PipelineDepthStencilStateCreateInfo>, dynamic: &[vk::DynamicState]) -> bool {
+        let dyn_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(dynamic);
+        let mut info = vk::GraphicsPipelineCreateInfo::default().dynamic_state(&dyn_info);
+        if let Some(ds) = ds {
+            info = info.depth_stencil_state(ds);
+        }
+        // SAFETY: the create info points at live structures of this frame.
+        unsafe { writes_depth_or_stencil(&info) }
+    }
+
+    /// The rule that lets a fragment shader with early fragment tests be
+    /// ordered: only a pipeline that cannot write depth or stencil.
+    #[test]
+    fn early_tests_order_only_without_depth_or_stencil_writes() {
+        let test_only = vk::PipelineDepthStencilStateCreateInfo::default()
+            .depth_test_enable(true)
+            .depth_compare_op(vk::CompareOp::LESS);
+        // No depth-stencil state (no attachment), a test without writes.
+        assert!(!writes(None, &[]));
+        assert!(!writes(Some(&test_only), &[]));
+        // Writes, static or dynamic.
+        assert!(writes(Some(&test_only.depth_write_enable(true)), &[]));
+        assert!(writes(Some(&test_only), &[vk::DynamicState::DEPTH_WRITE_ENABLE]));
+        // Depth writes need the depth test (dynamic counts as may).
+        let no_test = vk::PipelineDepthStencilStateCreateInfo::default().depth_write_enable(true);
+        assert!(!writes(Some(&no_test), &[]));
+        assert!(writes(Some(&no_test), &[vk::DynamicState::DEPTH_TEST_ENABLE]));
+        // Stencil: a test whose operations keep, or with no write mask, writes nothing.
+        let keep = vk::StencilOpState::default()
+            .fail_op(vk::StencilOp::KEEP)
+            .pass_op(vk::StencilOp::KEEP)
+            .depth_fail_op(vk::StencilOp::KEEP)
+            .write_mask(!0);
+        let incr = keep.pass_op(vk::StencilOp::INCREMENT_AND_CLAMP);
+        let stencil = |front, back| test_only.stencil_test_enable(true).front(front).back(back);
+        assert!(!writes(Some(&stencil(keep, keep)), &[]));
+        assert!(writes(Some(&stencil(keep, incr)), &[]));
+        assert!(!writes(Some(&stencil(incr.write_mask(0), incr.write_mask(0))), &[]));
+        assert!(writes(Some(&stencil(keep, keep)), &[vk::DynamicState::STENCIL_OP]));
+        assert!(!writes(Some(&test_only.front(incr).back(incr)), &[]));
+        assert!(writes(Some(&test_only.front(incr).back(incr)), &[vk::DynamicState::STENCIL_TEST_ENABLE]));
+    }
 }

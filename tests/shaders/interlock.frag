@@ -6,10 +6,14 @@
 // set, and flag bit 31 otherwise. Built in variants by tests/build.rs:
 //   MODE: the interlock layout qualifier; PER_SAMPLE: one word per sample
 //   (uses gl_SampleID, so sample shading); NO_INTERLOCK: no critical section
-//   at all (the negative control).
+//   at all (the negative control); EARLY: early fragment tests, as OIT
+//   shaders ask for (nvpro's through post_depth_coverage).
 #extension GL_ARB_fragment_shader_interlock : enable
 #ifndef NO_INTERLOCK
 layout(MODE) in;
+#endif
+#ifdef EARLY
+layout(early_fragment_tests) in;
 #endif
 layout(constant_id = 0) const int RESOURCE = 0;       // 0: storage image, 1: SSBO
 layout(constant_id = 1) const bool DISCARD = false;   // discard some fragments first

@@ -58,6 +58,8 @@ pub struct Case {
     /// colour attachment is cleared (and resolved at 4x), stored and checked
     /// after the pass (the ordered strategy splits the rendering).
     pub dynamic_rendering: bool,
+    /// The fragment shader asks for early fragment tests (ordered modes).
+    pub early_tests: bool,
     /// The coverage family (see the module documentation): `discard` is the
     /// CTS's killOdd, `sample_shading` is false.
     pub coverage: bool,
@@ -92,6 +94,7 @@ impl Case {
             draws: 1,
             secondaries: false,
             dynamic_rendering: false,
+            early_tests: false,
             coverage: false,
         }
     }
@@ -103,6 +106,7 @@ impl Case {
             (n, true) => format!(".secondaries{n}"),
         };
         let split = if self.dynamic_rendering { format!("{split}.dynamic") } else { split };
+        let split = if self.early_tests { format!("{split}.early") } else { split };
         format!(
             "{}{}.{}.{}.{}x.{}.{}x{}{split}",
             if self.coverage { "coverage." } else { "" },
@@ -165,6 +169,23 @@ impl Case {
     }
 
     fn spirv(&self) -> &'static [u8] {
+        if self.early_tests {
+            return match (self.mode, self.sample_shading) {
+                ("pixel_interlock_ordered", false) => {
+                    include_bytes!(concat!(env!("OUT_DIR"), "/interlock-early-pixel_interlock_ordered-pixel.frag.spv"))
+                }
+                ("pixel_interlock_ordered", true) => {
+                    include_bytes!(concat!(env!("OUT_DIR"), "/interlock-early-pixel_interlock_ordered-sample.frag.spv"))
+                }
+                ("sample_interlock_ordered", false) => {
+                    include_bytes!(concat!(env!("OUT_DIR"), "/interlock-early-sample_interlock_ordered-pixel.frag.spv"))
+                }
+                ("sample_interlock_ordered", true) => {
+                    include_bytes!(concat!(env!("OUT_DIR"), "/interlock-early-sample_interlock_ordered-sample.frag.spv"))
+                }
+                _ => panic!("no early-tests variant of {}", self.mode),
+            };
+        }
         if self.coverage && self.sample_shading {
             return match self.mode {
                 "shading_rate_interlock_ordered" => include_bytes!(concat!(
@@ -303,6 +324,21 @@ pub fn dynamic_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
         }
         for draws in [1, 31, 4] {
             v.push(Case { draws, dynamic_rendering: true, ..c });
+        }
+    }
+    v
+}
+
+/// The first family's ordered modes with early fragment tests (no depth or
+/// stencil attachment: nothing the count draw could write), one draw and 4.
+pub fn early_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
+    let mut v = Vec::new();
+    for c in matrix_sized(sizes) {
+        if !c.mode.ends_with("_ordered") || c.resource != Resource::Image {
+            continue;
+        }
+        for draws in [1, 4] {
+            v.push(Case { draws, early_tests: true, ..c });
         }
     }
     v

@@ -333,6 +333,20 @@ fn dynamic_rendering_is_split_around_ordered_draws() {
     assert!(!reversed.overlap_messages().contains(&"OVERLAP-Interlock-Order-Fallback"), "{}", reversed.stderr);
 }
 
+/// Ordered sections in a fragment shader with early fragment tests (as OIT
+/// shaders ask for: nvpro's through `post_depth_coverage`) are ordered where
+/// the pipeline writes neither depth nor stencil — here it has no depth or
+/// stencil attachment — instead of falling back (`ordered` fails on any
+/// fallback; the rule's control, a pipeline that writes depth, is the
+/// layer's unit test `early_tests_order_only_without_depth_or_stencil_writes`).
+#[test]
+fn early_fragment_tests_without_depth_writes_are_ordered() {
+    let o = ordered("early");
+    let names: Vec<&str> = o.stdout.lines().filter_map(|l| l.strip_prefix("case=")).collect();
+    assert_eq!(names.len(), interlock::early_matrix(&[(37, 23)]).len());
+    assert!(names.iter().all(|l| l.contains(".early ")), "{}", o.stdout);
+}
+
 /// Cells too few for a pixel's primitives: 4x MSAA counts the quad's
 /// shared diagonal twice (62 primitives at 31 instances), more than 32
 /// slots: order is lost there and said, never silently (words are kept).

@@ -94,6 +94,9 @@ struct CommandBufferState {
     counting_queries: u32,
     /// Queries begun inside the current dynamic rendering and not ended.
     queries_inside: u32,
+    /// Active occlusion queries (the samples of a count draw with early
+    /// fragment tests would count).
+    occlusion_queries: u32,
 }
 
 /// A dynamic rendering instance the layer can split around ordered draws:
@@ -500,11 +503,14 @@ impl Ordered {
     }
 
     /// Why the draw about to be recorded on `cb` cannot be ordered, if so.
-    fn blocker(&self, cb: vk::CommandBuffer) -> Option<&'static str> {
+    fn blocker(&self, cb: vk::CommandBuffer, early: bool) -> Option<&'static str> {
         let state = self.command_buffers.lock().get(&cb).copied();
         let Some(state) = state else { return Some("a command buffer the layer has not seen begin") };
         if state.counting_queries > 0 {
             return Some("a pipeline-statistics, primitives-generated or transform-feedback query is active (the count draw would be counted)");
+        }
+        if early && state.occlusion_queries > 0 {
+            return Some("an occlusion query is active and the fragment shader has early fragment tests (the count draw's samples would be counted)");
         }
         match state.pass {
             Pass::Subpass(rp, subpass) => {
@@ -601,8 +607,8 @@ pub fn draw(
 ) {
     let Some((layout, kind)) = s.bound.lock().get(&cb).copied() else { return run() };
     let bind = |set: vk::DescriptorSet| super::bind_set(core, s, cb, layout, set);
-    let (o, order, merge) = match (&s.ordered, kind) {
-        (Some(o), PipelineKind::Ordered { order, merge }) => (o, order, merge),
+    let (o, order, merge, early) = match (&s.ordered, kind) {
+        (Some(o), PipelineKind::Ordered { order, merge, early }) => (o, order, merge, early),
         _ => {
             bind(s.lock_set);
             return run();
@@ -613,7 +619,7 @@ pub fn draw(
         bind(s.lock_set);
         return run();
     };
-    let why = order.err().or(multi_draw.then_some("a multi-draw indirect call")).or_else(|| o.blocker(cb));
+    let why = order.err().or(multi_draw.then_some("a multi-draw indirect call")).or_else(|| o.blocker(cb, early));
     match why {
         None => {
             let split = o.splits.lock().get(&cb).cloned();
@@ -783,7 +789,7 @@ impl Ordered {
         self.command_buffers
             .lock()
             .entry(cb)
-            .or_insert(CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0 })
+            .or_insert(CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0, occlusion_queries: 0 })
             .pass = pass;
     }
 }
@@ -967,7 +973,7 @@ pub unsafe fn begin_command_buffer(
     next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
 ) -> vk::Result {
     if let Some(o) = &s.ordered {
-        let mut state = CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0 };
+        let mut state = CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0, occlusion_queries: 0 };
         o.splits.lock().remove(&cb);
         // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter.
         let bi = unsafe { &*info };
@@ -989,6 +995,9 @@ pub unsafe fn begin_command_buffer(
                 }
                 if !inh.pipeline_statistics.is_empty() {
                     state.counting_queries = 1;
+                }
+                if inh.occlusion_query_enable == vk::TRUE {
+                    state.occlusion_queries = 1;
                 }
             }
         }
@@ -1034,8 +1043,10 @@ pub unsafe fn cmd_begin_query(
 ) {
     if let Some(o) = &s.ordered {
         let counts = counting(o, pool);
+        let occlusion = o.query_pools.lock().get(&pool) == Some(&vk::QueryType::OCCLUSION);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
             st.counting_queries += u32::from(counts);
+            st.occlusion_queries += u32::from(occlusion);
             st.queries_inside += u32::from(matches!(st.pass, Pass::Dynamic(_)));
         }
     }
@@ -1054,8 +1065,10 @@ pub unsafe fn cmd_end_query(
 ) {
     if let Some(o) = &s.ordered {
         let counts = counting(o, pool);
+        let occlusion = o.query_pools.lock().get(&pool) == Some(&vk::QueryType::OCCLUSION);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
             st.counting_queries = st.counting_queries.saturating_sub(u32::from(counts));
+            st.occlusion_queries = st.occlusion_queries.saturating_sub(u32::from(occlusion));
             if matches!(st.pass, Pass::Dynamic(_)) {
                 st.queries_inside = st.queries_inside.saturating_sub(1);
             }

@@ -434,6 +434,7 @@ fn interlock_matrix(
         Some("coverage-none") => interlock::coverage_matrix(&sizes, &["none", "none_rate"]),
         Some("draws") => interlock::draws_matrix(&sizes),
         Some("dynamic") => interlock::dynamic_matrix(&sizes),
+        Some("early") => interlock::early_matrix(&sizes),
         _ => interlock::matrix_sized(&sizes),
     };
     if variant == Some("dynamic") && !g.dynamic_rendering {
