@@ -565,7 +565,10 @@ unsafe fn writes_depth_or_stencil(info: &vk::GraphicsPipelineCreateInfo) -> bool
         s.write_mask == 0 || [s.fail_op, s.pass_op, s.depth_fail_op].iter().all(|op| *op == vk::StencilOp::KEEP)
     };
     let stencil = (ds.stencil_test_enable == vk::TRUE || has(vk::DynamicState::STENCIL_TEST_ENABLE))
-        && (has(vk::DynamicState::STENCIL_OP) || has(vk::DynamicState::STENCIL_WRITE_MASK) || !keeps(&ds.front) || !keeps(&ds.back));
+        && (has(vk::DynamicState::STENCIL_OP)
+            || has(vk::DynamicState::STENCIL_WRITE_MASK)
+            || !keeps(&ds.front)
+            || !keeps(&ds.back));
     depth || stencil
 }
 

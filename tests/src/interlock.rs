@@ -181,7 +181,10 @@ impl Case {
                     include_bytes!(concat!(env!("OUT_DIR"), "/interlock-early-sample_interlock_ordered-pixel.frag.spv"))
                 }
                 ("sample_interlock_ordered", true) => {
-                    include_bytes!(concat!(env!("OUT_DIR"), "/interlock-early-sample_interlock_ordered-sample.frag.spv"))
+                    include_bytes!(concat!(
+                        env!("OUT_DIR"),
+                        "/interlock-early-sample_interlock_ordered-sample.frag.spv"
+                    ))
                 }
                 _ => panic!("no early-tests variant of {}", self.mode),
             };

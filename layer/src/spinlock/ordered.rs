@@ -789,7 +789,12 @@ impl Ordered {
         self.command_buffers
             .lock()
             .entry(cb)
-            .or_insert(CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0, occlusion_queries: 0 })
+            .or_insert(CommandBufferState {
+                pass: Pass::None,
+                counting_queries: 0,
+                queries_inside: 0,
+                occlusion_queries: 0,
+            })
             .pass = pass;
     }
 }
@@ -973,7 +978,8 @@ pub unsafe fn begin_command_buffer(
     next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
 ) -> vk::Result {
     if let Some(o) = &s.ordered {
-        let mut state = CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0, occlusion_queries: 0 };
+        let mut state =
+            CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0, occlusion_queries: 0 };
         o.splits.lock().remove(&cb);
         // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter.
         let bi = unsafe { &*info };
