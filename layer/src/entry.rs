@@ -764,16 +764,39 @@ unsafe extern "system" fn create_device(
                 } else {
                     (0, 0)
                 };
-                let ordered =
-                    (strategy == Some(InterlockStrategy::Ordered)).then(|| crate::spinlock::ordered::Config {
-                        location: ordered_location(&limits),
-                        slots: inst.settings.interlock_ordered_slots,
-                        grid: inst.settings.interlock_ordered_grid,
-                        wait: inst.settings.interlock_ordered_wait,
-                        reverse: inst.settings.debug_ordered_reverse,
-                        shading_rate: rates,
-                        demote: ordered_demote,
-                    });
+                let ordered = (strategy == Some(InterlockStrategy::Ordered)).then(|| {
+                    // The cells are one storage buffer bound whole: within the
+                    // driver's range and allocation size.
+                    let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
+                    let max_alloc = if vk::api_version_minor(facts.api_version) >= 1 {
+                        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut m3);
+                        // SAFETY: `pd` is valid; a Vulkan 1.1 driver knows the structure.
+                        unsafe { (inst.fns.fp_v1_1().get_physical_device_properties2)(pd, &mut p2) };
+                        m3.max_memory_allocation_size
+                    } else {
+                        u64::MAX
+                    };
+                    let asked = inst.settings.interlock_ordered_grid;
+                    let slots = inst.settings.interlock_ordered_slots;
+                    let max_bytes = u64::from(limits.max_storage_buffer_range).min(max_alloc);
+                    let grid = crate::spinlock::ordered::fit_grid(asked, slots, max_bytes);
+                    if grid != asked {
+                        inst.log.warn(
+                            id::INTERLOCK_ORDERED_CELLS,
+                            &format!("ordered interlock: interlock_ordered_grid {asked} -> {grid}: {asked}x{asked} cells of {slots} keys exceed the driver's maxStorageBufferRange / maxMemoryAllocationSize ({max_bytes} bytes); pixels further apart share cells"),
+                        );
+                    }
+                    grid
+                });
+                let ordered = ordered.map(|grid| crate::spinlock::ordered::Config {
+                    location: ordered_location(&limits),
+                    slots: inst.settings.interlock_ordered_slots,
+                    grid,
+                    wait: inst.settings.interlock_ordered_wait,
+                    reverse: inst.settings.debug_ordered_reverse,
+                    shading_rate: rates,
+                    demote: ordered_demote,
+                });
                 // SAFETY: `fns` is the device just created from `down` on `pd`,
                 // `set_loader_data` the loader's callback from its chain.
                 match unsafe {

@@ -243,6 +243,20 @@ impl Split {
     }
 }
 
+/// The grid, halved until the cells (`grid`² cells of `slots` keys) fit in
+/// `max_bytes` (the driver's `maxStorageBufferRange`, and its
+/// `maxMemoryAllocationSize`): the cells are one storage buffer, bound
+/// whole. Pixels further apart then share cells (contention, and keys from
+/// more pixels in a cell).
+pub fn fit_grid(grid: u32, slots: u32, max_bytes: u64) -> u32 {
+    let cell = u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * slots) * 4;
+    let mut g = grid.max(1);
+    while g > 1 && u64::from(g) * u64::from(g) * cell > max_bytes {
+        g /= 2;
+    }
+    g
+}
+
 /// The cells and their descriptor sets.
 struct Cells {
     buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
@@ -1266,4 +1280,23 @@ pub unsafe fn queue_submit2(
     // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter: `submitCount` valid infos.
     all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });
     next(queue, all.len() as u32, all.as_ptr(), fence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_fits_the_drivers_storage_buffer_range() {
+        let cell = |slots: u32| u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * slots) * 4;
+        // Room for the grid asked: kept.
+        assert_eq!(fit_grid(2048, 32, u64::from(u32::MAX)), 2048);
+        // lavapipe's 128 MiB range: 2048 x 2048 cells of 32 keys are 1.1 GiB.
+        let g = fit_grid(2048, 32, 128 << 20);
+        assert!(u64::from(g) * u64::from(g) * cell(32) <= 128 << 20);
+        assert!(u64::from(2 * g) * u64::from(2 * g) * cell(32) > 128 << 20, "halved once too often: {g}");
+        assert_eq!(g, 512);
+        // Nothing fits: one cell (every pixel shares it).
+        assert_eq!(fit_grid(2048, 32, 1), 1);
+    }
 }
