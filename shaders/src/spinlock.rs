@@ -1144,6 +1144,12 @@ mod tests {
             // Every atomic on a texel the lock's or the lane's scratch: selected.
             assert_eq!(text.matches("OpImageTexelPointer").count(), 3, "{text}");
         }
+        // No per-sample locks: a quad's lanes need not share a sample.
+        let (r, _) = lower_quad(
+            "sample_interlock_ordered",
+            "void main() { ivec2 p = ivec2(gl_FragCoord.x * 4.0 + float(gl_SampleID), gl_FragCoord.y); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }",
+        );
+        assert!(r.quad_locks && !r.per_sample_locks);
         // The per-lane lowering has no group operation.
         let (r, text) = lower_glsl("pixel_interlock_ordered", body);
         assert!(!r.quad_locks);
