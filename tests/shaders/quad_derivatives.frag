@@ -7,11 +7,14 @@
 // every lane. The section also adds one to its pixel's word, unguarded, so
 // that a lock that loses mutual exclusion shows as lost words. Only quads
 // without helpers are judged: lavapipe's helpers read 0 from buffers (with
-// or without a section), and a triangle's edges make partial quads.
+// or without a section), and a triangle's edges make partial quads. With
+// `kill`, a third of the fragments (leaders and not) discard inside the
+// section after their increment: the rest of their quad runs on, and the
+// lock must still be freed (a hang) and still exclude (lost words).
 #extension GL_ARB_fragment_shader_interlock : require
 layout(pixel_interlock_ordered) in;
 layout(set = 0, binding = 0, std430) coherent buffer Data { uint invocations; uint errors; uint kinds; uint pad; uint w[]; } data;
-layout(push_constant) uniform P { uint size; } pc;
+layout(push_constant) uniform P { uint size; uint kill; } pc;
 layout(location = 0) out vec4 o_color;
 void main() {
     uvec2 xy = uvec2(gl_FragCoord.xy);
@@ -28,6 +31,9 @@ void main() {
     if (!coord || !ramp) {
         atomicAdd(data.errors, 1u);
         atomicOr(data.kinds, (coord ? 0u : 1u) | (ramp ? 0u : 2u));
+    }
+    if (pc.kill != 0u && (xy.x + 2u * xy.y) % 3u == 0u) {
+        discard;
     }
     endInvocationInterlockARB();
     o_color = vec4(1.0);

@@ -162,8 +162,9 @@ pub struct Derivatives {
 
 /// `instances` full-screen triangles (`size`² pixels, at most 64 wide: the
 /// ramp's rows are 64 apart) whose pixel_interlock_ordered section checks
-/// derivatives and adds one to its pixel's word (`quad_derivatives.frag`).
-pub fn derivatives(gpu: &Gpu, size: u32, instances: u32) -> Derivatives {
+/// derivatives and adds one to its pixel's word (`quad_derivatives.frag`);
+/// with `kill` a third of the fragments then discard inside the section.
+pub fn derivatives(gpu: &Gpu, size: u32, instances: u32, kill: bool) -> Derivatives {
     let d = &gpu.device;
     let n = (size * size) as usize;
     unsafe {
@@ -190,7 +191,7 @@ pub fn derivatives(gpu: &Gpu, size: u32, instances: u32) -> Derivatives {
                 .buffer_info(&info)],
             &[],
         );
-        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 4 }];
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
         let layout = d
             .create_pipeline_layout(
                 &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&push),
@@ -208,7 +209,8 @@ pub fn derivatives(gpu: &Gpu, size: u32, instances: u32) -> Derivatives {
             target.begin(gpu, cb);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
-            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &size.to_le_bytes());
+            let constants: Vec<u8> = [size, kill as u32].iter().flat_map(|v| v.to_le_bytes()).collect();
+            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &constants);
             d.cmd_draw(cb, 3, instances, 0, 0);
             target.end(gpu, cb);
             gpu.memory_barrier(
