@@ -764,6 +764,30 @@ unsafe extern "system" fn create_device(
                 } else {
                     (0, 0)
                 };
+                // Quad locks need subgroup ballots in fragment shaders (and
+                // SPIR-V 1.3: Vulkan 1.1 for the application and the driver).
+                let effective = inst.api_version.min(facts.api_version);
+                let ballots = vk::api_version_minor(effective) >= 1 && {
+                    let mut sg = vk::PhysicalDeviceSubgroupProperties::default();
+                    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut sg);
+                    // SAFETY: `pd` is valid; a Vulkan 1.1 driver knows the structure.
+                    unsafe { (inst.fns.fp_v1_1().get_physical_device_properties2)(pd, &mut p2) };
+                    sg.supported_stages.contains(vk::ShaderStageFlags::FRAGMENT)
+                        && sg.supported_operations.contains(vk::SubgroupFeatureFlags::BALLOT)
+                };
+                let quad = ballots && !inst.settings.debug_spinlock_per_lane;
+                // The debug control keeps the quad locks' blocks, so that it
+                // differs from them only in how a quad enters.
+                let block = if ballots && !quad { ((block.0 + 1).min(3), (block.1 + 1).min(3)) } else { block };
+                if !quad {
+                    inst.log.warn(
+                        id::SPINLOCK_PER_LANE,
+                        &format!(
+                            "interlock locks are taken per lane, not per quad ({}): derivatives inside a critical section are undefined where lanes of a quad contend",
+                            if ballots { "debug_spinlock_per_lane" } else { "no subgroup ballots in fragment shaders on Vulkan 1.1" }
+                        ),
+                    );
+                }
                 let ordered = (strategy == Some(InterlockStrategy::Ordered)).then(|| {
                     // The cells are one storage buffer bound whole: within the
                     // driver's range and allocation size.
@@ -809,6 +833,7 @@ unsafe extern "system" fn create_device(
                         set,
                         &inst.settings.debug_fail,
                         block,
+                        quad,
                         ordered,
                     )
                 } {

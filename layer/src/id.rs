@@ -72,6 +72,10 @@ pub const SHADER_UNVALIDATED: &str = "OVERLAP-Shader-Unvalidated";
 pub const SHADING_RATE_NOT_FORCED: &str = "OVERLAP-Shading-Rate-Not-Forced";
 /// The spinlock's resources cannot be created; device creation fails.
 pub const SPINLOCK_INIT: &str = "OVERLAP-Spinlock-Init";
+/// The spinlock locks per lane, not per quad (no subgroup ballots in
+/// fragment shaders, or `debug_spinlock_per_lane`): derivatives inside a
+/// critical section are undefined where a quad's lanes contend.
+pub const SPINLOCK_PER_LANE: &str = "OVERLAP-Spinlock-Per-Lane";
 /// A call on a handle the layer has not seen.
 pub const UNKNOWN_HANDLE: &str = "OVERLAP-Unknown-Handle";
 /// A pipeline's stages were linked (debug: what changed, timings).

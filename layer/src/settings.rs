@@ -199,6 +199,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description: "Testing only: the ordered strategy enters critical sections in reverse primitive order, to prove the order checks see its order.",
     },
     SettingDef {
+        key: "debug_spinlock_per_lane",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Debug: spinlock locks per lane",
+        description: "Testing only: the spinlock lowers critical sections per lane (each lane takes its own lock, as on a device without subgroup ballots) instead of per quad, on the quad locks' blocks (2x2 pixels, or twice the largest fragment size), to prove the derivative checks see the difference.",
+    },
+    SettingDef {
         key: "debug_fdm_misreplay",
         kind: Kind::Bool,
         default: "false",
@@ -244,6 +251,8 @@ pub struct Settings {
     pub interlock_ordered_wait: u32,
     /// `debug_ordered_reverse`: testing only, reverse primitive order.
     pub debug_ordered_reverse: bool,
+    /// `debug_spinlock_per_lane`: testing only, the per-lane spinlock lowering.
+    pub debug_spinlock_per_lane: bool,
     pub fdm: &'static str,
     pub fdm_overlay: bool,
     pub varyings: &'static str,
@@ -560,6 +569,7 @@ impl RawSettings {
             interlock_ordered_grid: enum_value(ORDERED_GRIDS, get("interlock_ordered_grid")).parse().unwrap_or(2048),
             interlock_ordered_wait: enum_value(ORDERED_WAITS, get("interlock_ordered_wait")).parse().unwrap_or(1 << 20),
             debug_ordered_reverse: get("debug_ordered_reverse") == "true",
+            debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
             fdm: enum_value(FDM_MODES, get("fdm")),
             fdm_overlay: get("fdm_overlay") == "true",
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),

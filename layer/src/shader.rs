@@ -42,14 +42,29 @@ fn lower_locked(
     s: &crate::spinlock::Spinlock,
     module: &mut rspirv::dr::Module,
 ) -> Result<(String, ModuleKind), spinlock::Unsupported> {
-    let cfg = spinlock::Config { set: s.set, binding: 0, size: crate::spinlock::LOCK_SIZE, block: s.block };
+    let cfg =
+        spinlock::Config { set: s.set, binding: 0, size: crate::spinlock::LOCK_SIZE, block: s.block, quad: s.quad };
     let r = spinlock::lower(module, &cfg)?;
     Ok((
         format!(
             "{} section(s) locked per {}{}, {} value(s) spilled",
             r.sections,
-            if r.per_sample_locks { "sample" } else { "pixel" },
-            if s.block != (0, 0) { format!(" in {}x{} blocks", 1 << s.block.0, 1 << s.block.1) } else { String::new() },
+            if r.quad_locks {
+                "quad"
+            } else if r.per_sample_locks {
+                "sample"
+            } else {
+                "pixel"
+            },
+            {
+                // A quad lock covers a quad's 2x2 fragments of the largest size.
+                let b = if r.quad_locks { (s.block.0 + 1, s.block.1 + 1) } else { s.block };
+                if b != (0, 0) {
+                    format!(" in {}x{} blocks", 1 << b.0, 1 << b.1)
+                } else {
+                    String::new()
+                }
+            },
             r.spilled_values
         ),
         ModuleKind::Locked { ordered: r.ordered() },

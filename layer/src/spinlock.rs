@@ -62,6 +62,9 @@ pub struct Spinlock {
     view: vk::ImageView,
     /// log2 of the lock block (see `overlap_shaders::spinlock::Config::block`).
     pub block: (u32, u32),
+    /// Quad locks (`overlap_shaders::spinlock::Config::quad`): the device
+    /// has subgroup ballots in fragment shaders.
+    pub quad: bool,
     /// The ordered strategy's state, where it runs.
     pub ordered: Option<ordered::Ordered>,
     set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
@@ -104,6 +107,7 @@ impl Spinlock {
         set: u32,
         debug_fail: &Option<String>,
         block: (u32, u32),
+        quad: bool,
         ordered: Option<ordered::Config>,
     ) -> Result<Spinlock, InitError> {
         let mut s = Spinlock {
@@ -112,6 +116,7 @@ impl Spinlock {
             memory: vk::DeviceMemory::null(),
             view: vk::ImageView::null(),
             block,
+            quad,
             ordered: ordered.map(ordered::Ordered::new),
             set_loader_data,
             lock_layout: vk::DescriptorSetLayout::null(),

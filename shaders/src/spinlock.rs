@@ -8,10 +8,10 @@
 //! ```text
 //! X:     ...before begin...              ; branches to H
 //! H:     OpLoopMerge Yt C                ; while (!done)
-//! Body:  old = atomicCompSwap(lock[p], 0, 1)   (acquire)
-//!        if (old == 0 || helper) {
-//!   S0 ...section...                    ; kills inside first release
-//!   Yx     atomicStore(lock[p], 0)      (release)
+//! Body:  entered = try to enter          ; per lane, or per quad (below)
+//!        if (entered) {
+//!   S0 ...section...                    ; kills inside first leave
+//!   Yx     leave                        (release)
 //!        }
 //! SM:    done = phi(true from Yx, false from Body)
 //! C:     if (done) break                ; to Yt, else back to H
@@ -21,19 +21,69 @@
 //! A lane never spins on a lock held by a lane of its own subgroup: a lane
 //! that fails to acquire leaves the body and retries on the next iteration,
 //! after the holder has finished and released (the deadlock that a naive
-//! `while (!acquire) {}` has on SIMT hardware). Helper invocations do not take
-//! the lock (their atomics have no effect, so they pass straight through), an
-//! invocation demoted or killed inside the section releases first. Entering
-//! has acquire and leaving release semantics for uniform (buffer) and image
-//! memory, at device scope (queue-family scope and MakeVisible/MakeAvailable
-//! under the Vulkan memory model). The lock coordinate is the pixel
-//! (x·8 + sample for per-sample locks, used only where the shader already
-//! reads `SampleId`, since declaring it would force sample shading) wrapped
-//! to the lock image's size: two pixels sharing a lock only contend. Where a
-//! shading rate can apply, the pixel coordinate is first divided by the
-//! largest fragment size (`Config::block`): a coarse fragment lies in one
-//! aligned block of that size, so it shares the lock with every fragment in
-//! the pixels it covers (pixel, sample and shading-rate interlock alike).
+//! `while (!acquire) {}` has on SIMT hardware). Entering has acquire and
+//! leaving release semantics for uniform (buffer) and image memory, at device
+//! scope (queue-family scope and MakeVisible/MakeAvailable under the Vulkan
+//! memory model). The lock coordinate is the pixel divided by the lock block
+//! (below), wrapped to the lock image's size: two blocks sharing a lock only
+//! contend. Where a shading rate can apply, the block is built on the largest
+//! fragment size (`Config::block`): a coarse fragment lies in one aligned
+//! block of that size, so it shares the lock with every fragment in the
+//! pixels it covers (pixel, sample and shading-rate interlock alike).
+//!
+//! **Quad locks** (`Config::quad`, the default where the device has subgroup
+//! ballots in fragment shaders). Derivatives (`dFdx`, implicit-LOD sampling)
+//! inside a section need the four lanes of a quad to run it together, helpers
+//! included; lanes that each take their own lock enter in different
+//! iterations whenever they contend (always at a coarse rate, where a quad's
+//! fragments share a lock). So a quad enters as a unit:
+//!
+//! - The lock block is a quad's area: 2x2 pixels, or twice the largest
+//!   fragment size (quads are 2x2 fragments aligned to even fragment
+//!   coordinates, and fragment sizes are powers of two, so every quad of any
+//!   fragment size lies in one aligned block and all its lanes name one lock).
+//!   Per-sample locks are not used: a quad's lanes need not share a sample.
+//!   The locks fill the left half of the lock image; the right half holds a
+//!   scratch texel per pixel, which is never written.
+//! - One try: a ballot of `!HelperInvocation` gives the active non-helper
+//!   lanes of the quad (the quad is `SubgroupLocalInvocationId / 4`, as for
+//!   the quad group operations); the lowest of them, the leader, swaps the
+//!   lock from 0 to their number `n`. The other lanes swap their own scratch
+//!   texel, comparing with a value it never holds: straight-line code, and no
+//!   second atomic on the lock's address (with every lane's atomics on the
+//!   lock, the H100's interlock bench took 1.5-1.6 times as long). A second
+//!   ballot of "the leader took it" tells the quad; every active lane of the
+//!   quad, helpers included, then runs the section in that iteration. A quad of helpers only enters at
+//!   once (their atomics have no effect).
+//! - The lock is a count of the lanes inside. Leaving — at the exit, or
+//!   before a kill or demote inside the section — is a ballot of the lanes
+//!   there that still count; the lowest subtracts their number from the lock
+//!   (release), the others subtract 0 from their scratch texel, and all count
+//!   no more (a function variable: a demoted lane, a helper from then on,
+//!   does not subtract again at the exit). The last subtraction frees the
+//!   lock, so neither a killed leader nor a killed non-leader leaves the rest
+//!   of its quad unprotected or the lock held.
+//! - Lanes of one quad that reach the section on different paths (control
+//!   flow that diverges inside a quad) are separate ballots, each with its
+//!   own leader and count: still exclusive, as each takes the lock; their
+//!   derivatives are undefined there anyway. The deadlock argument is
+//!   unchanged: a quad that fails goes round, no lane waits inside a try,
+//!   and a holder leaves within its iteration.
+//! - Memory order: the lock's acquire and release are the leader's and the
+//!   leaving lane's; the quad's other lanes are ordered with them only as far
+//!   as the hardware's fences act for the whole subgroup, which the Vulkan
+//!   memory model (per invocation; a ballot does not synchronize) does not
+//!   promise. The race detector judges it on the GPU (`ci/gpu-ordered`,
+//!   `ci/gpu-nvidia`: no word lost on the H100).
+//!
+//! The cost: more contention (a lock per 2x2 pixels instead of per pixel;
+//! at a coarse rate per 2x2 coarse fragments) and three ballots per
+//! section. Without ballots the per-lane lowering stays: each lane takes its
+//! own lock (x·8 + sample for per-sample locks, used only where the shader
+//! already reads `SampleId`, since declaring it would force sample shading),
+//! helper invocations pass straight through, and an invocation demoted or
+//! killed inside the section releases first: derivatives inside a section
+//! are then undefined where lanes of a quad contend.
 //!
 //! A lock gives mutual exclusion, not primitive order: ordered modes are
 //! reported (`Report::ordered`) so the layer can warn.
@@ -55,10 +105,15 @@ pub struct Config {
     /// The lock image is `size` × `size` R32_UINT texels (a power of two).
     pub size: u32,
     /// log2 of the lock block (width, height): one lock per aligned block of
-    /// `1 << block.0` × `1 << block.1` pixels. (0, 0) without a shading rate;
+    /// `1 << block.0` × `1 << block.1` pixels, at most 8x8. (0, 0) without a shading rate;
     /// with one, the largest fragment size, so that a coarse fragment and
-    /// every fragment in the pixels it covers share the lock.
+    /// every fragment in the pixels it covers share the lock. With quad locks
+    /// the block is twice as wide and high (a quad's 2x2 fragments).
     pub block: (u32, u32),
+    /// Quad locks (see the module documentation): a quad enters a section as
+    /// a unit. Needs subgroup ballots in fragment shaders (SPIR-V 1.3, which
+    /// the lowering declares); without, each lane takes its own lock.
+    pub quad: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,6 +121,8 @@ pub struct Report {
     pub modes: Vec<Mode>,
     pub sections: usize,
     pub per_sample_locks: bool,
+    /// A quad enters each section as a unit ([`Config::quad`]).
+    pub quad_locks: bool,
     /// Values carried out of a section through function variables.
     pub spilled_values: usize,
 }
@@ -89,7 +146,7 @@ pub enum Unsupported {
     LoopHeader,
     #[error("a value of a type that cannot live in a function variable ({0:?}) is used after its critical section")]
     Unspillable(Op),
-    #[error("a lock block of 2^{0:?} pixels (fragment sizes stop at 4x4)")]
+    #[error("a lock block of 2^{0:?} pixels (quads of the largest fragment size, 4x4, stop at 8x8)")]
     Block((u32, u32)),
     #[error("the module has no fragment entry point")]
     NoEntryPoint,
@@ -204,7 +261,11 @@ pub(crate) fn find_op(blocks: &[Block], from: usize, op: Op) -> Option<(usize, u
 }
 
 struct Lock {
+    /// log2 of the lock block actually used (twice the configured one with
+    /// quad locks).
     block: (u32, u32),
+    /// Quad locks: `SubgroupLocalInvocationId` and its type.
+    quad: Option<(Word, Word)>,
     /// Id of the lock image variable, and the pointer type for texels.
     var: Word,
     texel_ptr: Word,
@@ -216,11 +277,15 @@ struct Lock {
     release: Word,
     relaxed: Word,
     size_mask: Word,
+    /// The lock image's side.
+    size: u32,
 }
 
 /// Lowers `module` for the spinlock strategy.
 pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
-    if cfg.block.0 > 2 || cfg.block.1 > 2 {
+    // A quad's 2x2 fragments, each at most the largest fragment size (4x4).
+    let block = if cfg.quad { (cfg.block.0 + 1, cfg.block.1 + 1) } else { cfg.block };
+    if block.0 > 3 || block.1 > 3 {
         return Err(Unsupported::Block(cfg.block));
     }
     let found = modes(module);
@@ -234,7 +299,8 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     // Work on a copy so that an unsupported shape leaves the module intact.
     let mut m = module.clone();
     let uses_sample_id = ir::builtin_target(&m, BuiltIn::SampleId).is_some();
-    let per_sample = uses_sample_id && found.iter().any(|f| f.granularity == Granularity::Sample);
+    // Not with quad locks: a quad's lanes need not share a sample index.
+    let per_sample = !cfg.quad && uses_sample_id && found.iter().any(|f| f.granularity == Granularity::Sample);
     let vulkan_mm = matches!(
         m.memory_model.as_ref().and_then(|mm| mm.operands.get(1)),
         Some(Operand::MemoryModel(spirv::MemoryModel::Vulkan))
@@ -285,6 +351,31 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     } else {
         None
     };
+    let quad = if cfg.quad {
+        for c in [spirv::Capability::GroupNonUniform, spirv::Capability::GroupNonUniformBallot] {
+            if !ids.m.capabilities.iter().any(|i| i.operands.first() == Some(&Operand::Capability(c))) {
+                ids.m.capabilities.push(inst(Op::Capability, None, None, vec![Operand::Capability(c)]));
+            }
+        }
+        // Group operations are SPIR-V 1.3 (Vulkan 1.1, which the layer checks).
+        if let Some(h) = ids.m.header.as_mut() {
+            if h.version() < (1, 3) {
+                h.set_version(1, 3);
+            }
+        }
+        let s = ids.builtin_input(BuiltIn::SubgroupLocalInvocationId, |ids| ids.uint())?;
+        ir::add_io_to_interface(ids.m, s.0);
+        // An integer input of a fragment shader, built-in or not, is Flat.
+        if !ir::decorations_of(ids.m, s.0)
+            .iter()
+            .any(|d| d.operands.get(1) == Some(&Operand::Decoration(Decoration::Flat)))
+        {
+            ir::decorate(ids.m, s.0, Decoration::Flat, vec![]);
+        }
+        Some(s)
+    } else {
+        None
+    };
     let (scope, mut acq, mut rel) = if vulkan_mm {
         (5u32, 0x2 | 0x40 | 0x800, 0x4 | 0x40 | 0x800)
     } else {
@@ -295,7 +386,8 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         rel |= 0x2000; // MakeAvailable
     }
     let lock = Lock {
-        block: cfg.block,
+        block,
+        quad,
         var,
         texel_ptr,
         frag_coord,
@@ -306,14 +398,21 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         release: ids.uint_const(rel),
         relaxed: ids.uint_const(0),
         size_mask: ids.uint_const(cfg.size - 1),
+        size: cfg.size,
     };
     let _ = (int, bool_t);
 
-    let mut report = Report { modes: found, per_sample_locks: per_sample, ..Default::default() };
+    let mut report = Report { modes: found, per_sample_locks: per_sample, quad_locks: cfg.quad, ..Default::default() };
     let mut functions = std::mem::take(&mut ids.m.functions);
     for f in &mut functions {
         while let Some((bi, ii)) = find_op(&f.blocks, 0, Op::BeginInvocationInterlockEXT) {
-            let spilled = lower_section(&mut ids, &mut f.blocks, bi, ii, &mut LockGuard { lock: &lock, ptr: 0 })?;
+            let spilled = lower_section(
+                &mut ids,
+                &mut f.blocks,
+                bi,
+                ii,
+                &mut LockGuard { lock: &lock, ptr: 0, held: None, quad: None },
+            )?;
             report.sections += 1;
             report.spilled_values += spilled;
         }
@@ -335,6 +434,11 @@ pub(crate) trait Guard {
     /// What leaves the section: at its exit, and before a kill or demote
     /// inside it (the ids of `try_enter` dominate both).
     fn leave(&self, ids: &mut Ids) -> Vec<Instruction>;
+    /// Function variables the guard uses (declared in the function's first
+    /// block), asked for after the section is lowered.
+    fn locals(&mut self) -> Vec<Instruction> {
+        Vec::new()
+    }
 }
 
 /// One lock image texel per pixel (or sample, or block).
@@ -342,6 +446,11 @@ struct LockGuard<'a> {
     lock: &'a Lock,
     /// The texel pointer of this section, made by `try_enter`.
     ptr: Word,
+    /// Quad locks: the function variable that says this lane still counts
+    /// in the lock (a non-helper lane in the section), and its declaration.
+    held: Option<(Word, Instruction)>,
+    /// Quad locks: the ids of the try that leaving uses.
+    quad: Option<Quad>,
 }
 
 impl Guard for LockGuard<'_> {
@@ -363,6 +472,7 @@ impl Guard for LockGuard<'_> {
         let (mut ux, mut uy) = (ids.fresh(), ids.fresh());
         b.push(inst(Op::ConvertFToU, Some(uint), Some(ux), vec![Operand::IdRef(fx)]));
         b.push(inst(Op::ConvertFToU, Some(uint), Some(uy), vec![Operand::IdRef(fy)]));
+        let pixel = (ux, uy);
         // One lock per aligned block of the largest fragment size.
         for (v, shift) in [(&mut ux, lock.block.0), (&mut uy, lock.block.1)] {
             if shift > 0 {
@@ -411,6 +521,9 @@ impl Guard for LockGuard<'_> {
             vec![Operand::IdRef(lock.var), Operand::IdRef(coord), Operand::IdRef(zero)],
         ));
         self.ptr = ptr;
+        if let Some(sid) = lock.quad {
+            return self.try_enter_quad(ids, b, sid, pixel, (ux, ly));
+        }
         let (helper, old, free, acquired) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
         b.push(inst(Op::Load, Some(bool_t), Some(helper), vec![Operand::IdRef(lock.helper)]));
         b.push(inst(
@@ -433,6 +546,41 @@ impl Guard for LockGuard<'_> {
 
     fn leave(&self, ids: &mut Ids) -> Vec<Instruction> {
         let zero = ids.uint_const(0);
+        if let (Some((held, _)), Some(q)) = (&self.held, &self.quad) {
+            // Quad locks: the lanes here that still count leave together —
+            // the lowest of them subtracts their number from the lock (the
+            // last subtraction frees it), the others their scratch texel's 0
+            // — and count no more.
+            let (uint, bool_t) = (ids.uint(), ids.bool());
+            let f = ids.bool_const(false);
+            let mut b = Vec::new();
+            let h = ids.fresh();
+            b.push(inst(Op::Load, Some(bool_t), Some(h), vec![Operand::IdRef(*held)]));
+            let here = Self::quad_bits(ids, &mut b, q, h);
+            let first = Self::lowest(ids, &mut b, q, here);
+            let ptr = self.texel(ids, &mut b, q, first);
+            let (n, dec, left) = (ids.fresh(), ids.fresh(), ids.fresh());
+            b.push(inst(Op::BitCount, Some(uint), Some(n), vec![Operand::IdRef(here)]));
+            b.push(inst(
+                Op::Select,
+                Some(uint),
+                Some(dec),
+                vec![Operand::IdRef(first), Operand::IdRef(n), Operand::IdRef(zero)],
+            ));
+            b.push(inst(
+                Op::AtomicISub,
+                Some(uint),
+                Some(left),
+                vec![
+                    Operand::IdRef(ptr),
+                    Operand::IdRef(self.lock.scope),
+                    Operand::IdRef(self.lock.release),
+                    Operand::IdRef(dec),
+                ],
+            ));
+            b.push(inst(Op::Store, None, None, vec![Operand::IdRef(*held), Operand::IdRef(f)]));
+            return b;
+        }
         vec![inst(
             Op::AtomicStore,
             None,
@@ -444,6 +592,195 @@ impl Guard for LockGuard<'_> {
                 Operand::IdRef(zero),
             ],
         )]
+    }
+
+    fn locals(&mut self) -> Vec<Instruction> {
+        self.held.take().map(|(_, decl)| decl).into_iter().collect()
+    }
+}
+
+/// A quad's lanes and where they point (quad locks).
+struct Quad {
+    /// This lane's word of a ballot, the shift to its quad's 4 bits, and its
+    /// own bit among them.
+    word: Word,
+    shift: Word,
+    me: Word,
+    /// The lock's texel, and this lane's scratch texel (never written): x, y.
+    lock: (Word, Word),
+    scratch: (Word, Word),
+}
+
+impl LockGuard<'_> {
+    /// The 4 bits of this lane's quad in a ballot of `pred`.
+    fn quad_bits(ids: &mut Ids, b: &mut Vec<Instruction>, q: &Quad, pred: Word) -> Word {
+        let uint = ids.uint();
+        let v4uint = ids.global(Op::TypeVector, None, vec![Operand::IdRef(uint), Operand::LiteralBit32(4)]);
+        let subgroup = ids.uint_const(spirv::Scope::Subgroup as u32);
+        let fifteen = ids.uint_const(15);
+        let (ballot, w, shifted, bits) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
+        b.push(inst(
+            Op::GroupNonUniformBallot,
+            Some(v4uint),
+            Some(ballot),
+            vec![Operand::IdRef(subgroup), Operand::IdRef(pred)],
+        ));
+        b.push(inst(
+            Op::VectorExtractDynamic,
+            Some(uint),
+            Some(w),
+            vec![Operand::IdRef(ballot), Operand::IdRef(q.word)],
+        ));
+        b.push(inst(
+            Op::ShiftRightLogical,
+            Some(uint),
+            Some(shifted),
+            vec![Operand::IdRef(w), Operand::IdRef(q.shift)],
+        ));
+        b.push(inst(Op::BitwiseAnd, Some(uint), Some(bits), vec![Operand::IdRef(shifted), Operand::IdRef(fifteen)]));
+        bits
+    }
+
+    /// Whether this lane is the lowest of `bits` (none: false).
+    fn lowest(ids: &mut Ids, b: &mut Vec<Instruction>, q: &Quad, bits: Word) -> Word {
+        let (uint, bool_t) = (ids.uint(), ids.bool());
+        let (negated, low, is) = (ids.fresh(), ids.fresh(), ids.fresh());
+        b.push(inst(Op::SNegate, Some(uint), Some(negated), vec![Operand::IdRef(bits)]));
+        b.push(inst(Op::BitwiseAnd, Some(uint), Some(low), vec![Operand::IdRef(bits), Operand::IdRef(negated)]));
+        b.push(inst(Op::IEqual, Some(bool_t), Some(is), vec![Operand::IdRef(low), Operand::IdRef(q.me)]));
+        is
+    }
+
+    /// The texel pointer of the lock, or of this lane's scratch texel.
+    fn texel(&self, ids: &mut Ids, b: &mut Vec<Instruction>, q: &Quad, on_lock: Word) -> Word {
+        let int = ids.int();
+        let v2int = ids.global(Op::TypeVector, None, vec![Operand::IdRef(int), Operand::LiteralBit32(2)]);
+        let zero = ids.uint_const(0);
+        // Per component: a vector select needs a vector condition before SPIR-V 1.4.
+        let (x, y, coord, ptr) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
+        for (r, l, s) in [(x, q.lock.0, q.scratch.0), (y, q.lock.1, q.scratch.1)] {
+            b.push(inst(
+                Op::Select,
+                Some(int),
+                Some(r),
+                vec![Operand::IdRef(on_lock), Operand::IdRef(l), Operand::IdRef(s)],
+            ));
+        }
+        b.push(inst(Op::CompositeConstruct, Some(v2int), Some(coord), vec![Operand::IdRef(x), Operand::IdRef(y)]));
+        b.push(inst(
+            Op::ImageTexelPointer,
+            Some(self.lock.texel_ptr),
+            Some(ptr),
+            vec![Operand::IdRef(self.lock.var), Operand::IdRef(coord), Operand::IdRef(zero)],
+        ));
+        ptr
+    }
+
+    /// One try of a quad (see the module documentation): the lowest active
+    /// non-helper lane of the quad swaps the lock from 0 to the number of
+    /// active non-helper lanes; the others swap their scratch texel, which
+    /// never holds the value they compare with (so no branch, and no second
+    /// atomic on the lock's address). A second ballot tells the quad.
+    /// `pixel`: this lane's pixel; `lock`: the lock's x and y (y wrapped).
+    fn try_enter_quad(
+        &mut self,
+        ids: &mut Ids,
+        b: &mut Vec<Instruction>,
+        sid: (Word, Word),
+        pixel: (Word, Word),
+        lock_xy: (Word, Word),
+    ) -> Word {
+        let lock = self.lock;
+        let (uint, int, bool_t) = (ids.uint(), ids.int(), ids.bool());
+        let half = lock.size / 2;
+        let (zero, one, three, five, quad_base, never, half_mask) = (
+            ids.uint_const(0),
+            ids.uint_const(1),
+            ids.uint_const(3),
+            ids.uint_const(5),
+            ids.uint_const(28),
+            ids.uint_const(u32::MAX),
+            ids.uint_const(half - 1),
+        );
+        let half_c = ids.uint_const(half);
+        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
+            let r = ids.fresh();
+            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
+            r
+        };
+        // Locks in the left half of the image, scratch texels in the right.
+        let lx = op(b, Op::BitwiseAnd, uint, &[lock_xy.0, half_mask]);
+        let (ix, iy) = (op(b, Op::Bitcast, int, &[lx]), op(b, Op::Bitcast, int, &[lock_xy.1]));
+
+        let sx = op(b, Op::BitwiseAnd, uint, &[pixel.0, half_mask]);
+        let sx = op(b, Op::IAdd, uint, &[sx, half_c]);
+        let sy = op(b, Op::BitwiseAnd, uint, &[pixel.1, lock.size_mask]);
+        let (jx, jy) = (op(b, Op::Bitcast, int, &[sx]), op(b, Op::Bitcast, int, &[sy]));
+
+        let raw = op(b, Op::Load, sid.1, &[sid.0]);
+        let lane = if sid.1 == uint { raw } else { op(b, Op::Bitcast, uint, &[raw]) };
+        let helper = op(b, Op::Load, bool_t, &[lock.helper]);
+        let counts = op(b, Op::LogicalNot, bool_t, &[helper]);
+        let word = op(b, Op::ShiftRightLogical, uint, &[lane, five]);
+        let shift = op(b, Op::BitwiseAnd, uint, &[lane, quad_base]);
+        let within = op(b, Op::BitwiseAnd, uint, &[lane, three]);
+        let me = op(b, Op::ShiftLeftLogical, uint, &[one, within]);
+        let q = Quad { word, shift, me, lock: (ix, iy), scratch: (jx, jy) };
+        let active = Self::quad_bits(ids, b, &q, counts);
+        let leader = Self::lowest(ids, b, &q, active);
+        let ptr = self.texel(ids, b, &q, leader);
+        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
+            let r = ids.fresh();
+            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
+            r
+        };
+        let n = op(b, Op::BitCount, uint, &[active]);
+        let expected = op(b, Op::Select, uint, &[leader, zero, never]);
+        let old = ids.fresh();
+        b.push(inst(
+            Op::AtomicCompareExchange,
+            Some(uint),
+            Some(old),
+            vec![
+                Operand::IdRef(ptr),
+                Operand::IdRef(lock.scope),
+                Operand::IdRef(lock.acquire),
+                Operand::IdRef(lock.relaxed),
+                Operand::IdRef(n),
+                Operand::IdRef(expected),
+            ],
+        ));
+        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
+            let r = ids.fresh();
+            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
+            r
+        };
+        let free = op(b, Op::IEqual, bool_t, &[old, zero]);
+        let took = op(b, Op::LogicalAnd, bool_t, &[leader, free]);
+        let taken = Self::quad_bits(ids, b, &q, took);
+        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
+            let r = ids.fresh();
+            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
+            r
+        };
+        let quad_took = op(b, Op::INotEqual, bool_t, &[taken, zero]);
+        // A quad of helpers only takes no lock (its atomics have no effect).
+        let helpers_only = op(b, Op::IEqual, bool_t, &[active, zero]);
+        let entered = op(b, Op::LogicalOr, bool_t, &[quad_took, helpers_only]);
+        let held = match &self.held {
+            Some((v, _)) => *v,
+            None => {
+                let ptr_t = ids.pointer(StorageClass::Function, bool_t);
+                let v = ids.fresh();
+                let decl =
+                    inst(Op::Variable, Some(ptr_t), Some(v), vec![Operand::StorageClass(StorageClass::Function)]);
+                self.held = Some((v, decl));
+                v
+            }
+        };
+        b.push(inst(Op::Store, None, None, vec![Operand::IdRef(held), Operand::IdRef(counts)]));
+        self.quad = Some(q);
+        entered
     }
 }
 
@@ -618,6 +955,10 @@ pub(crate) fn lower_section(
     blocks.push(c_blk);
     blocks.push(yt_blk);
     blocks.extend(after);
+    let locals = guard.locals();
+    for (k, v) in locals.into_iter().enumerate() {
+        blocks[0].instructions.insert(k, v);
+    }
     Ok(spilled)
 }
 
@@ -703,7 +1044,7 @@ mod tests {
     use crate::testing::{assemble_text, disassemble, glsl};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0) };
+    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 
@@ -749,7 +1090,7 @@ mod tests {
 
     /// Under a shading rate, one lock per aligned block of the largest
     /// fragment size: the pixel coordinates are shifted right first; refused
-    /// beyond 4x4.
+    /// beyond 8x8.
     #[test]
     fn block_locks_shift_the_coordinates() {
         let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }}\n");
@@ -765,7 +1106,101 @@ mod tests {
         assert_eq!(shifts(&Config { block: (2, 2), ..CFG }), 2);
         assert_eq!(shifts(&Config { block: (1, 0), ..CFG }), 1);
         let mut m = parse(&words).unwrap();
-        assert_eq!(lower(&mut m, &Config { block: (3, 2), ..CFG }), Err(Unsupported::Block((3, 2))));
+        assert_eq!(lower(&mut m, &Config { block: (4, 2), ..CFG }), Err(Unsupported::Block((4, 2))));
+    }
+
+    const QUAD: Config = Config { quad: true, ..CFG };
+
+    fn lower_quad(mode: &str, body: &str) -> (Report, String) {
+        let src = format!("{HEAD}layout({mode}) in;\n{IMG}{body}\n");
+        let mut m = parse(&glsl(&src, "frag").unwrap()).unwrap();
+        let report = lower(&mut m, &QUAD).unwrap();
+        let out = assemble(&m);
+        let text = disassemble(&out);
+        validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        (report, text)
+    }
+
+    /// Quad locks: one ballot to find the quad's leader, its compare-swap,
+    /// one ballot to tell the quad; SPIR-V 1.3 with the group capabilities,
+    /// the lock block twice the configured one (a quad of 2x2 fragments).
+    #[test]
+    fn quad_locks_ballot_and_count() {
+        let body = "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); vec2 d = dFdx(gl_FragCoord.xy); endInvocationInterlockARB(); o = vec4(d, 0, 1); }";
+        for mode in ["pixel_interlock_ordered", "sample_interlock_unordered"] {
+            let (r, text) = lower_quad(mode, body);
+            assert!(r.quad_locks && r.sections == 1, "{text}");
+            // Two for the try, one for leaving.
+            assert_eq!(text.matches("OpGroupNonUniformBallot").count(), 3, "{text}");
+            assert!(text.contains("OpCapability GroupNonUniformBallot"), "{text}");
+            assert!(text.contains("Version: 1.3"), "{text}");
+            assert!(text.contains("BuiltIn SubgroupLocalInvocationId"), "{text}");
+            assert_eq!(text.matches("OpAtomicCompareExchange").count(), 1, "{text}");
+            // Released by a count: the lanes that leave take themselves off.
+            assert_eq!(text.matches("OpAtomicISub").count(), 1, "{text}");
+            assert!(!text.contains("OpAtomicStore"), "{text}");
+            // Two for the block, beside the ballots' (by 5 and by the quad's first lane).
+            assert_eq!(text.matches("OpShiftRightLogical").count() - 4, 2, "{text}");
+            // Every atomic on a texel the lock's or the lane's scratch: selected.
+            assert_eq!(text.matches("OpImageTexelPointer").count(), 3, "{text}");
+        }
+        // No per-sample locks: a quad's lanes need not share a sample.
+        let (r, _) = lower_quad(
+            "sample_interlock_ordered",
+            "void main() { ivec2 p = ivec2(gl_FragCoord.x * 4.0 + float(gl_SampleID), gl_FragCoord.y); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }",
+        );
+        assert!(r.quad_locks && !r.per_sample_locks);
+        // The per-lane lowering has no group operation.
+        let (r, text) = lower_glsl("pixel_interlock_ordered", body);
+        assert!(!r.quad_locks);
+        assert!(!text.contains("OpGroupNonUniform"), "{text}");
+    }
+
+    /// The block: 2x2 pixels without a shading rate, 8x8 at 4x4 fragments.
+    #[test]
+    fn quad_blocks_are_twice_the_fragment_size() {
+        let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }}\n");
+        let words = glsl(&src, "frag").unwrap();
+        let shifts = |cfg: &Config| {
+            let mut m = parse(&words).unwrap();
+            lower(&mut m, cfg).unwrap();
+            let out = assemble(&m);
+            validate(&out, TargetEnv::Vulkan1_1).unwrap();
+            let text = disassemble(&out);
+            // Beside the ballots' (by 5 and by the quad's first lane).
+            text.lines().filter(|l| l.contains("OpShiftRightLogical") && l.contains("uint_3")).count()
+        };
+        assert_eq!(shifts(&QUAD), 0);
+        assert_eq!(shifts(&Config { block: (2, 2), ..QUAD }), 2);
+        let mut m = parse(&words).unwrap();
+        assert_eq!(lower(&mut m, &Config { block: (3, 2), ..QUAD }), Err(Unsupported::Block((3, 2))));
+    }
+
+    /// A discard or demote inside the section: the lane takes itself off the
+    /// count first (the quad's other lanes still hold the lock), and counts
+    /// no more (a demoted lane reaches the exit as a helper).
+    #[test]
+    fn quad_discard_and_demote_inside_the_section_leave_the_count_first() {
+        let (_, text) = lower_quad(
+            "pixel_interlock_ordered",
+            "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); uint v = imageLoad(img, p).x; if (v > 5u) discard; imageStore(img, p, uvec4(v + 1u)); endInvocationInterlockARB(); o = vec4(1); }",
+        );
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        let kill = lines.iter().position(|l| *l == "OpKill" || *l == "OpTerminateInvocation").expect("kill");
+        assert!(lines[kill - 2].contains("OpAtomicISub"), "{text}");
+        assert!(lines[kill - 1].starts_with("OpStore"), "{text}");
+        assert_eq!(text.matches("OpAtomicISub").count(), 2, "{text}");
+        let demote = format!(
+            "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n#extension GL_EXT_demote_to_helper_invocation : require\nlayout(pixel_interlock_ordered) in;\n{IMG}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); uint v = imageLoad(img, p).x; if (v > 5u) demote; imageStore(img, p, uvec4(v + 1u)); endInvocationInterlockARB(); o = vec4(1); }}\n"
+        );
+        let mut m = parse(&glsl(&demote, "frag").unwrap()).unwrap();
+        lower(&mut m, &QUAD).unwrap();
+        let out = assemble(&m);
+        let text = disassemble(&out);
+        validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        let d = lines.iter().position(|l| l.starts_with("OpDemoteToHelperInvocation")).expect("demote");
+        assert!(lines[d - 2].contains("OpAtomicISub"), "{text}");
     }
 
     #[test]
@@ -838,7 +1273,7 @@ mod robustness {
     use crate::testing::{lowering_keeps_shader_declared, only_interlock_capability, self_referential_vector};
     use crate::{assemble, parse};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0) };
+    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false };
 
     /// As for the serialized rewrite: `Shader`, implied by the interlock
     /// capability removed, stays declared.

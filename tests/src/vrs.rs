@@ -147,3 +147,95 @@ pub fn run(gpu: &Gpu, section: Section, request: Request, size: u32) -> Outcome 
         Outcome { invocations, rates, errors, kinds, pixels: size * size }
     }
 }
+
+/// What [`derivatives`] saw.
+pub struct Derivatives {
+    pub invocations: u32,
+    /// Invocations whose derivatives inside the section were wrong.
+    pub errors: u32,
+    /// Bit 0: gl_FragCoord's; bit 1: a value read inside the section.
+    pub kinds: u32,
+    /// Increments of the pixels' words lost (mutual exclusion broken).
+    pub lost: u64,
+    pub pixels: u32,
+}
+
+/// `instances` full-screen triangles (`size`² pixels, at most 64 wide: the
+/// ramp's rows are 64 apart) whose pixel_interlock_ordered section checks
+/// derivatives and adds one to its pixel's word (`quad_derivatives.frag`);
+/// with `kill` a third of the fragments then discard inside the section.
+pub fn derivatives(gpu: &Gpu, size: u32, instances: u32, kill: bool) -> Derivatives {
+    let d = &gpu.device;
+    let n = (size * size) as usize;
+    unsafe {
+        let data = gpu.buffer(16 + 8 * n as u64, vk::BufferUsageFlags::STORAGE_BUFFER, true);
+        let words = std::slice::from_raw_parts_mut(data.map as *mut u32, 4 + 2 * n);
+        words.fill(0);
+        for (i, w) in words[4..4 + n].iter_mut().enumerate() {
+            *w = (i as u32 % size) + 64 * (i as u32 / size);
+        }
+        let target = Target::new(gpu, RenderPath::RenderPass, size, size);
+        let binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+        let (set_layout, pool, set) = gpu.descriptor_set(&binding);
+        let layouts = [set_layout];
+        let info = [vk::DescriptorBufferInfo { buffer: data.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        d.update_descriptor_sets(
+            &[vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&info)],
+            &[],
+        );
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
+        let layout = d
+            .create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&push),
+                None,
+            )
+            .unwrap();
+        let vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")));
+        let fs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/quad_derivatives.frag.spv")));
+        let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
+        let pipeline = gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |info| {
+            let info = info.render_pass(target.render_pass());
+            d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0]
+        });
+        gpu.one_time_submit(|cb| {
+            target.begin(gpu, cb);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
+            let constants: Vec<u8> = [size, kill as u32].iter().flat_map(|v| v.to_le_bytes()).collect();
+            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::FRAGMENT, 0, &constants);
+            d.cmd_draw(cb, 3, instances, 0, 0);
+            target.end(gpu, cb);
+            gpu.memory_barrier(
+                cb,
+                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
+                (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+            );
+        });
+        let words = std::slice::from_raw_parts(data.map as *const u32, 4 + 2 * n);
+        let counted: u64 = words[4 + n..].iter().map(|w| *w as u64).sum();
+        let out = Derivatives {
+            invocations: words[0],
+            errors: words[1],
+            kinds: words[2],
+            lost: (n as u64 * instances as u64).saturating_sub(counted),
+            pixels: size * size,
+        };
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_shader_module(vs, None);
+        d.destroy_shader_module(fs, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_descriptor_pool(pool, None);
+        d.destroy_descriptor_set_layout(set_layout, None);
+        target.destroy(gpu);
+        gpu.destroy_buffer(data);
+        out
+    }
+}

@@ -26,6 +26,7 @@ fn usage() -> ! {
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
          oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [out=PNG] [ref=PNG] [nocheck]  the ordered OIT scene (tail blending), checked against the CPU reference\n  \
          vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
+         quad-derivatives [SIZE] [INSTANCES] [kill]  derivatives inside an ordered critical section of INSTANCES full-screen triangles (SIZE <= 64), and its lost words (kill: a third discard inside it)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
@@ -97,6 +98,12 @@ fn main() {
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "vrs" => vrs(&mut opts),
+        "quad-derivatives" => quad_derivatives(
+            &mut opts,
+            args.get(1).map(|_| arg(&args, 1)).unwrap_or(64),
+            args.get(2).map(|_| arg(&args, 2)).unwrap_or(16),
+            args.get(3).is_some_and(|a| a == "kill"),
+        ),
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
@@ -731,6 +738,28 @@ fn vrs(opts: &mut GpuOptions) -> Result<(), String> {
     // gl_FragCoord off the fragment's centre, or derivatives not its size.
     if errors > 0 {
         return Err(format!("vrs: {errors} invocations saw a wrong gl_FragCoord or derivative"));
+    }
+    Ok(())
+}
+
+/// Derivatives inside a critical section at 1x1 (`overlap_tests::vrs::derivatives`).
+fn quad_derivatives(opts: &mut GpuOptions, size: u32, instances: u32, kill: bool) -> Result<(), String> {
+    if size == 0 || size > 64 || instances == 0 {
+        usage();
+    }
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    if !g.interlock {
+        println!("quad_derivatives=unsupported");
+        return Ok(());
+    }
+    let o = overlap_tests::vrs::derivatives(&g, size, instances, kill);
+    println!(
+        "quad_derivatives size={size}x{size} instances={instances} kill={kill} invocations={} pixels={} errors={} error_kinds=0x{:x} lost={}",
+        o.invocations, o.pixels, o.errors, o.kinds, o.lost
+    );
+    if o.errors > 0 || o.lost > 0 {
+        return Err(format!("quad-derivatives: {} invocations saw wrong derivatives, {} words lost", o.errors, o.lost));
     }
     Ok(())
 }
