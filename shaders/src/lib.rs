@@ -40,6 +40,22 @@ pub enum Error {
     ValidatorUnavailable(String),
 }
 
+/// The opcodes an OpSpecConstantOp may hold (the SPIR-V specification's
+/// list, Shader and Kernel capabilities together).
+const SPEC_CONSTANT_OPS: &[rspirv::spirv::Op] = {
+    use rspirv::spirv::Op::*;
+    &[
+        SConvert, UConvert, FConvert, SNegate, Not, IAdd, ISub, IMul, UDiv, SDiv, UMod, SRem, SMod,
+        ShiftRightLogical, ShiftRightArithmetic, ShiftLeftLogical, BitwiseOr, BitwiseXor, BitwiseAnd,
+        VectorShuffle, CompositeExtract, CompositeInsert, LogicalOr, LogicalAnd, LogicalNot, LogicalEqual,
+        LogicalNotEqual, Select, IEqual, INotEqual, ULessThan, SLessThan, UGreaterThan, SGreaterThan,
+        ULessThanEqual, SLessThanEqual, UGreaterThanEqual, SGreaterThanEqual, QuantizeToF16, ConvertFToS,
+        ConvertSToF, ConvertFToU, ConvertUToF, ConvertPtrToU, ConvertUToPtr, GenericCastToPtr, PtrCastToGeneric,
+        Bitcast, FNegate, FAdd, FSub, FMul, FDiv, FRem, FMod, AccessChain, InBoundsAccessChain, PtrAccessChain,
+        InBoundsPtrAccessChain,
+    ]
+};
+
 /// Parses SPIR-V words into a module.
 pub fn parse(words: &[u32]) -> Result<Module, Error> {
     // rspirv reads a literal string up to its instruction's word count
@@ -50,6 +66,18 @@ pub fn parse(words: &[u32]) -> Result<Module, Error> {
         let count = (first >> 16) as usize;
         if count == 0 || count > words.len() - at {
             return Err(Error::Parse(format!("the instruction at word {at} has a word count of {count}")));
+        }
+        // rspirv parses an OpSpecConstantOp's operands by the grammar of the
+        // opcode it holds, and panics on kinds it cannot read there (a
+        // result id, another OpSpecConstantOp): only the opcodes the spec
+        // allows in it go on.
+        if first & 0xffff == rspirv::spirv::Op::SpecConstantOp as u32 && count >= 4 {
+            let inner = words[at + 3];
+            if !SPEC_CONSTANT_OPS.iter().any(|op| *op as u32 == inner) {
+                return Err(Error::Parse(format!(
+                    "the OpSpecConstantOp at word {at} holds opcode {inner}, which it may not"
+                )));
+            }
         }
         at += count;
     }
@@ -262,6 +290,28 @@ mod tests {
         words.pop();
         words.push(0);
         assert!(matches!(parse(&words), Err(Error::Parse(_))));
+    }
+
+    /// rspirv panicked on an OpSpecConstantOp holding an opcode it may not
+    /// (another OpSpecConstantOp: its grammar has a result id among its
+    /// operands) — found by the fuzz harness (seed 1, case 100 149).
+    #[test]
+    fn a_spec_constant_op_holding_a_forbidden_opcode_is_an_error() {
+        let base = minimal_fragment();
+        let with = |inner: u32| {
+            let mut words = base.clone();
+            let id = words[3];
+            words[3] = id + 3;
+            // %int = OpTypeInt 32 1; %one = OpConstant %int 1;
+            // %x = OpSpecConstantOp %int <inner> %one %one
+            words.extend([0x0004_0015, id, 32, 1, 0x0004_002b, id, id + 1, 1]);
+            words.extend([0x0006_0034, id, id + 2, inner, id + 1, id + 1]);
+            words
+        };
+        let iadd = rspirv::spirv::Op::IAdd as u32;
+        assert!(parse(&with(iadd)).is_ok(), "the allowed opcode parses");
+        let spec_op = rspirv::spirv::Op::SpecConstantOp as u32;
+        assert!(matches!(parse(&with(spec_op)), Err(Error::Parse(m)) if m.contains("holds opcode 52")));
     }
 
     /// SPIRV-Tools asserted (aborting the process) on a tessellation level
