@@ -15,8 +15,9 @@
 //! Opening and reading a file costs tens of microseconds of system calls on
 //! the application's thread, a tenth of what a pipeline costs a fast driver
 //! to create from its own cache. So [`DiskCache::read_ahead`] reads the
-//! newest entries, up to a byte budget, on a thread of its own as soon as
-//! the cache is opened; a lookup takes its entry from there (checked as a
+//! newest entries, up to a byte budget, on a thread of its own once the
+//! caller first asks (the linker: at its first lookup); a lookup takes its
+//! entry from there (checked as a
 //! file read then would be) and reads the file itself only when the
 //! entry was not read ahead (yet). The thread stops and is joined when the
 //! cache is dropped, before the layer can be unloaded.
@@ -53,6 +54,8 @@ pub struct DiskCache {
     tmp_counter: AtomicU32,
     ahead: Arc<Ahead>,
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Whether [`DiskCache::read_ahead`] ran (a lookup's check, no lock).
+    read_ahead_started: AtomicBool,
 }
 
 /// What [`DiskCache::read_ahead`] read, checked, and the modification time
@@ -172,6 +175,7 @@ impl DiskCache {
             tmp_counter: AtomicU32::new(0),
             ahead: Arc::default(),
             reader: Mutex::new(None),
+            read_ahead_started: AtomicBool::new(false),
         }
     }
 
@@ -179,10 +183,10 @@ impl DiskCache {
     /// of its own (once per cache; nothing happens when the thread cannot be
     /// made).
     pub fn read_ahead(&self, budget: u64) {
-        let mut reader = self.reader.lock();
-        if reader.is_some() {
+        if self.read_ahead_started.swap(true, Ordering::Relaxed) {
             return;
         }
+        let mut reader = self.reader.lock();
         let (dir, ahead) = (self.dir.clone(), self.ahead.clone());
         let read = move || {
             let Ok(listing) = std::fs::read_dir(&dir) else {

@@ -60,8 +60,8 @@ pub struct Varyings {
 /// The bound of the cache on disk.
 const DISK_BYTES: u64 = 64 << 20;
 
-/// The newest entries up to this many bytes are read ahead when the device
-/// is made (a few hundred pipelines' worth).
+/// The newest entries up to this many bytes are read ahead from the first
+/// lookup on (a few hundred pipelines' worth).
 const READ_AHEAD_BYTES: u64 = 8 << 20;
 
 /// Part of every disk key, with the layer's version: bump it whenever the
@@ -92,13 +92,13 @@ struct Outcome {
 
 impl Varyings {
     /// The linker of a device; `link_cache`: whether linked chains are kept
-    /// on disk (the cache is opened and read ahead now).
+    /// on disk (read ahead from the first lookup on: a device that links
+    /// nothing reads nothing).
     pub fn new(level: Level, uniforms: bool, link_cache: bool) -> Varyings {
-        let disk = link_cache.then(|| crate::disk_cache::default_dir("linked")).flatten().map(|d| {
-            let c = DiskCache::new(d, DISK_BYTES);
-            c.read_ahead(READ_AHEAD_BYTES);
-            c
-        });
+        let disk = link_cache
+            .then(|| crate::disk_cache::default_dir("linked"))
+            .flatten()
+            .map(|d| DiskCache::new(d, DISK_BYTES));
         Varyings {
             level,
             uniforms,
@@ -669,7 +669,10 @@ fn outcome_of(
         Some(hit) => (hit, Source::Memory),
         None => {
             let reading = std::time::Instant::now();
-            let disk = v.disk().map(|d| (d, disk_key(v, dev, &env, &codes)));
+            let disk = v.disk().map(|d| {
+                d.read_ahead(READ_AHEAD_BYTES);
+                (d, disk_key(v, dev, &env, &codes))
+            });
             let stored = disk.as_ref().and_then(|(d, k)| match d.get(k) {
                 Ok(hit) => hit,
                 Err(bad) => {
