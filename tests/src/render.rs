@@ -94,6 +94,8 @@ pub struct GpuOptions {
     /// Also enable VK_EXT_fragment_density_map2 (with its feature structure;
     /// `fragmentDensityMapDeferred` as given) where listed.
     pub fdm2: Option<bool>,
+    /// With `fdm`, also ask for `fragmentDensityMapDynamic`.
+    pub fdm_dynamic: bool,
     /// Also enable VK_EXT_fragment_density_map_offset (and its feature)
     /// where listed.
     pub fdm_offset: bool,
@@ -341,7 +343,9 @@ impl Gpu {
         if fdm {
             exts.push(ash::ext::fragment_density_map::NAME.as_ptr());
         }
-        let mut enable_fdm = vk::PhysicalDeviceFragmentDensityMapFeaturesEXT::default().fragment_density_map(true);
+        let mut enable_fdm = vk::PhysicalDeviceFragmentDensityMapFeaturesEXT::default()
+            .fragment_density_map(true)
+            .fragment_density_map_dynamic(opts.fdm_dynamic);
         let fdm2 = opts.fdm2.filter(|_| fdm && has(ash::ext::fragment_density_map2::NAME));
         if fdm2.is_some() {
             exts.push(ash::ext::fragment_density_map2::NAME.as_ptr());

@@ -121,7 +121,7 @@ fn vulkaninfo_through_the_layer_matches_except_what_it_emulates() {
     for want in [
         "VK_EXT_fragment_density_map",
         "fragmentDensityMap                    = true",
-        "fragmentDensityMapDynamic             = false",
+        "fragmentDensityMapDynamic             = true",
         "fragmentDensityMapNonSubsampledImages = true",
         "fragmentDensityInvocations = false",
     ] {

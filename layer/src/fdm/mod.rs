@@ -85,18 +85,24 @@ pub const MAX_TEXEL: u32 = 256;
 /// The areas a pipeline variant is made for.
 pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
 
+/// Dynamic and deferred maps (`fragmentDensityMapDynamic`,
+/// `fragmentDensityMapDeferred`) are honoured at density 1: a pass whose map
+/// view has either flag renders at 1x1 — a fragment area no larger than any
+/// map asks for, which the spec allows — without reading the map, so its
+/// contents may come from anywhere, at any time before the pass executes.
+/// Logged per pass (`OVERLAP-FDM-Fallback`); no work is saved there.
 pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentDensityMapFeaturesEXT) {
     f.fragment_density_map = vk::TRUE;
-    f.fragment_density_map_dynamic = vk::FALSE;
+    f.fragment_density_map_dynamic = vk::TRUE;
     f.fragment_density_map_non_subsampled_images = vk::TRUE;
 }
 
-/// `VK_EXT_fragment_density_map2`, listed with the emulated FDM: no deferred
-/// map reads (the map is read when the pass is recorded).
+/// `VK_EXT_fragment_density_map2`, listed with the emulated FDM; deferred
+/// maps are honoured at density 1 (see [`fill_features`]).
 pub const EXTENSION2: &CStr = crate::plan::FDM2_EXTENSION_NAME;
 
 pub fn fill_features2(f: &mut vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT) {
-    f.fragment_density_map_deferred = vk::FALSE;
+    f.fragment_density_map_deferred = vk::TRUE;
 }
 
 /// What the emulation honours: subsampled images are stored at full
@@ -291,6 +297,9 @@ pub struct ViewInfo {
     pub range: vk::ImageSubresourceRange,
     pub view_type: vk::ImageViewType,
     pub components: vk::ComponentMapping,
+    /// Made with the dynamic or deferred density-map flag: passes with it as
+    /// their map render at 1x1 ([`fill_features`]).
+    pub dynamic_or_deferred: bool,
 }
 
 /// A render pass as the layer needs it.
@@ -451,18 +460,9 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>) -> Result<StrippedFdm<'
         .collect();
     // SAFETY: VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain.
     let mut chain = unsafe { Chain::copy(info.p_next) }.map_err(StripError::Unknown)?;
-    if chain
-        .get::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>()
-        .is_some_and(|f| f.fragment_density_map_deferred == vk::TRUE)
-    {
-        return Err(StripError::FeatureNotPresent("fragmentDensityMapDeferred"));
-    }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT);
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>() {
-        if f.fragment_density_map_dynamic == vk::TRUE {
-            return Err(StripError::FeatureNotPresent("fragmentDensityMapDynamic"));
-        }
         enabled &= f.fragment_density_map == vk::TRUE || f.fragment_density_map_non_subsampled_images == vk::TRUE;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT);
@@ -685,7 +685,17 @@ pub unsafe fn create_image_view(
         f.views.lock().insert(
             // SAFETY: VUID-vkCreateImageView-pView-parameter: written by the call.
             unsafe { *out },
-            ViewInfo { image: ci.image, format: ci.format, range, view_type: ci.view_type, components: ci.components },
+            ViewInfo {
+                image: ci.image,
+                format: ci.format,
+                range,
+                view_type: ci.view_type,
+                components: ci.components,
+                dynamic_or_deferred: ci.flags.intersects(
+                    vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
+                        | vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT,
+                ),
+            },
         );
     }
     r

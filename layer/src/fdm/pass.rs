@@ -197,6 +197,12 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     if why.is_none() && f.mode == Mode::Baseline {
         why = Some(String::new());
     }
+    if why.is_none() {
+        let map = attachments(f, &begin).ok().map(|(_, view, ..)| view);
+        if map.is_some_and(|v| f.views.lock().get(&v).is_some_and(|i| i.dynamic_or_deferred)) {
+            why = Some("its density map view is dynamic or deferred: the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+        }
+    }
     let mut pass = Pass {
         begin,
         capturing: true,

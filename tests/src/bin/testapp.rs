@@ -1015,13 +1015,41 @@ fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
     }
     println!("fdm2 rendered coarse_pixels={coarse}");
     drop(g);
+    // Deferred and dynamic maps: honoured at density 1. A pass whose map
+    // view has either flag renders exactly as without a map (1x1), whatever
+    // the map holds.
     let mut deferred = opts.clone();
     deferred.fdm2 = Some(true);
-    match Gpu::new(&deferred) {
-        Err(render::GpuError::Vk(_, vk::Result::ERROR_FEATURE_NOT_PRESENT)) => println!("fdm2 deferred_device=refused"),
-        Err(e) => return Err(format!("asking for fragmentDensityMapDeferred: {e}")),
-        Ok(_) => return Err("a device with fragmentDensityMapDeferred was created".into()),
+    deferred.fdm_dynamic = true;
+    let g = Gpu::new(&deferred).map_err(|e| format!("a device with deferred and dynamic maps: {e}"))?;
+    println!("fdm2 deferred_device=created");
+    let plain = fdm::render(&g, &Scene { map: None, ..s });
+    let img = fdm::map_image(&g, &map);
+    for (name, flag) in [
+        ("deferred", vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT),
+        ("dynamic", vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT),
+    ] {
+        let view = unsafe {
+            g.device.create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .flags(flag)
+                    .image(img.0)
+                    .view_type(vk::ImageViewType::TYPE_2D)
+                    .format(vk::Format::R8G8_UNORM)
+                    .subresource_range(render::color_range()),
+                None,
+            )
+        }
+        .map_err(|e| format!("{name} view: {e}"))?;
+        let px = fdm::render(&g, &Scene { map_view: Some(view), ..s });
+        unsafe { g.device.destroy_image_view(view, None) };
+        let differ = px.iter().zip(&plain).filter(|(a, b)| a != b).count();
+        if differ != 0 {
+            return Err(format!("a {name} map: {differ} pixels differ from the pass at density 1"));
+        }
+        println!("fdm2 {name}_map=density_one");
     }
+    g.destroy_image(img);
     Ok(())
 }
 
