@@ -165,6 +165,13 @@ impl Ids<'_> {
         ir::fresh(self.m)
     }
 
+    /// Appends `%r = op t args...` (every operand an id) to `b`; returns `%r`.
+    pub(crate) fn op(&mut self, b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]) -> Word {
+        let r = self.fresh();
+        b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
+        r
+    }
+
     /// A type or constant, reusing an identical declaration.
     pub(crate) fn global(&mut self, op: Op, result_type: Option<Word>, operands: Vec<Operand>) -> Word {
         ir::find_or_add(self.m, op, result_type, operands)
@@ -524,24 +531,10 @@ impl Guard for LockGuard<'_> {
         if let Some(sid) = lock.quad {
             return self.try_enter_quad(ids, b, sid, pixel, (ux, ly));
         }
-        let (helper, old, free, acquired) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
-        b.push(inst(Op::Load, Some(bool_t), Some(helper), vec![Operand::IdRef(lock.helper)]));
-        b.push(inst(
-            Op::AtomicCompareExchange,
-            Some(uint),
-            Some(old),
-            vec![
-                Operand::IdRef(ptr),
-                Operand::IdRef(lock.scope),
-                Operand::IdRef(lock.acquire),
-                Operand::IdRef(lock.relaxed),
-                Operand::IdRef(one),
-                Operand::IdRef(zero),
-            ],
-        ));
-        b.push(inst(Op::IEqual, Some(bool_t), Some(free), vec![Operand::IdRef(old), Operand::IdRef(zero)]));
-        b.push(inst(Op::LogicalOr, Some(bool_t), Some(acquired), vec![Operand::IdRef(free), Operand::IdRef(helper)]));
-        acquired
+        let helper = ids.op(b, Op::Load, bool_t, &[lock.helper]);
+        let old = ids.op(b, Op::AtomicCompareExchange, uint, &[ptr, lock.scope, lock.acquire, lock.relaxed, one, zero]);
+        let free = ids.op(b, Op::IEqual, bool_t, &[old, zero]);
+        ids.op(b, Op::LogicalOr, bool_t, &[free, helper])
     }
 
     fn leave(&self, ids: &mut Ids) -> Vec<Instruction> {
@@ -703,70 +696,38 @@ impl LockGuard<'_> {
             ids.uint_const(half - 1),
         );
         let half_c = ids.uint_const(half);
-        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
-            let r = ids.fresh();
-            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
-            r
-        };
         // Locks in the left half of the image, scratch texels in the right.
-        let lx = op(b, Op::BitwiseAnd, uint, &[lock_xy.0, half_mask]);
-        let (ix, iy) = (op(b, Op::Bitcast, int, &[lx]), op(b, Op::Bitcast, int, &[lock_xy.1]));
+        let lx = ids.op(b, Op::BitwiseAnd, uint, &[lock_xy.0, half_mask]);
+        let (ix, iy) = (ids.op(b, Op::Bitcast, int, &[lx]), ids.op(b, Op::Bitcast, int, &[lock_xy.1]));
 
-        let sx = op(b, Op::BitwiseAnd, uint, &[pixel.0, half_mask]);
-        let sx = op(b, Op::IAdd, uint, &[sx, half_c]);
-        let sy = op(b, Op::BitwiseAnd, uint, &[pixel.1, lock.size_mask]);
-        let (jx, jy) = (op(b, Op::Bitcast, int, &[sx]), op(b, Op::Bitcast, int, &[sy]));
+        let sx = ids.op(b, Op::BitwiseAnd, uint, &[pixel.0, half_mask]);
+        let sx = ids.op(b, Op::IAdd, uint, &[sx, half_c]);
+        let sy = ids.op(b, Op::BitwiseAnd, uint, &[pixel.1, lock.size_mask]);
+        let (jx, jy) = (ids.op(b, Op::Bitcast, int, &[sx]), ids.op(b, Op::Bitcast, int, &[sy]));
 
-        let raw = op(b, Op::Load, sid.1, &[sid.0]);
-        let lane = if sid.1 == uint { raw } else { op(b, Op::Bitcast, uint, &[raw]) };
-        let helper = op(b, Op::Load, bool_t, &[lock.helper]);
-        let counts = op(b, Op::LogicalNot, bool_t, &[helper]);
-        let word = op(b, Op::ShiftRightLogical, uint, &[lane, five]);
-        let shift = op(b, Op::BitwiseAnd, uint, &[lane, quad_base]);
-        let within = op(b, Op::BitwiseAnd, uint, &[lane, three]);
-        let me = op(b, Op::ShiftLeftLogical, uint, &[one, within]);
+        let raw = ids.op(b, Op::Load, sid.1, &[sid.0]);
+        let lane = if sid.1 == uint { raw } else { ids.op(b, Op::Bitcast, uint, &[raw]) };
+        let helper = ids.op(b, Op::Load, bool_t, &[lock.helper]);
+        let counts = ids.op(b, Op::LogicalNot, bool_t, &[helper]);
+        let word = ids.op(b, Op::ShiftRightLogical, uint, &[lane, five]);
+        let shift = ids.op(b, Op::BitwiseAnd, uint, &[lane, quad_base]);
+        let within = ids.op(b, Op::BitwiseAnd, uint, &[lane, three]);
+        let me = ids.op(b, Op::ShiftLeftLogical, uint, &[one, within]);
         let q = Quad { word, shift, me, lock: (ix, iy), scratch: (jx, jy) };
         let active = Self::quad_bits(ids, b, &q, counts);
         let leader = Self::lowest(ids, b, &q, active);
         let ptr = self.texel(ids, b, &q, leader);
-        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
-            let r = ids.fresh();
-            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
-            r
-        };
-        let n = op(b, Op::BitCount, uint, &[active]);
-        let expected = op(b, Op::Select, uint, &[leader, zero, never]);
-        let old = ids.fresh();
-        b.push(inst(
-            Op::AtomicCompareExchange,
-            Some(uint),
-            Some(old),
-            vec![
-                Operand::IdRef(ptr),
-                Operand::IdRef(lock.scope),
-                Operand::IdRef(lock.acquire),
-                Operand::IdRef(lock.relaxed),
-                Operand::IdRef(n),
-                Operand::IdRef(expected),
-            ],
-        ));
-        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
-            let r = ids.fresh();
-            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
-            r
-        };
-        let free = op(b, Op::IEqual, bool_t, &[old, zero]);
-        let took = op(b, Op::LogicalAnd, bool_t, &[leader, free]);
+        let n = ids.op(b, Op::BitCount, uint, &[active]);
+        let expected = ids.op(b, Op::Select, uint, &[leader, zero, never]);
+        let old =
+            ids.op(b, Op::AtomicCompareExchange, uint, &[ptr, lock.scope, lock.acquire, lock.relaxed, n, expected]);
+        let free = ids.op(b, Op::IEqual, bool_t, &[old, zero]);
+        let took = ids.op(b, Op::LogicalAnd, bool_t, &[leader, free]);
         let taken = Self::quad_bits(ids, b, &q, took);
-        let mut op = |b: &mut Vec<Instruction>, op: Op, t: Word, args: &[Word]| {
-            let r = ids.fresh();
-            b.push(inst(op, Some(t), Some(r), args.iter().map(|a| Operand::IdRef(*a)).collect()));
-            r
-        };
-        let quad_took = op(b, Op::INotEqual, bool_t, &[taken, zero]);
+        let quad_took = ids.op(b, Op::INotEqual, bool_t, &[taken, zero]);
         // A quad of helpers only takes no lock (its atomics have no effect).
-        let helpers_only = op(b, Op::IEqual, bool_t, &[active, zero]);
-        let entered = op(b, Op::LogicalOr, bool_t, &[quad_took, helpers_only]);
+        let helpers_only = ids.op(b, Op::IEqual, bool_t, &[active, zero]);
+        let entered = ids.op(b, Op::LogicalOr, bool_t, &[quad_took, helpers_only]);
         let held = match &self.held {
             Some((v, _)) => *v,
             None => {
