@@ -101,8 +101,24 @@ fn main() {
     }
 }
 
+/// Compiles the fragment shader `src` to `out/name` with the `-D` defines:
+/// `MODE=<mode>` (or `NO_INTERLOCK` for the mode `none`) and `extra`.
+fn frag_variant(src: &Path, out: &Path, name: &str, mode: &str, extra: &[&str]) {
+    let mut cmd = Command::new("glslangValidator");
+    cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
+    if mode == "none" {
+        cmd.arg("-DNO_INTERLOCK");
+    } else {
+        cmd.arg(format!("-DMODE={mode}"));
+    }
+    cmd.args(extra.iter().map(|d| format!("-D{d}")));
+    let status = cmd.arg("-o").arg(out.join(name)).arg(src).status().expect("glslangValidator");
+    assert!(status.success(), "glslangValidator failed on {name}");
+}
+
 /// interlock.frag: every interlock mode, with and without per-sample words,
-/// plus the no-interlock negative control.
+/// plus the no-interlock negative control, and the ordered modes with early
+/// fragment tests.
 fn interlock_variants(src: &Path, out: &Path) {
     let modes = [
         "pixel_interlock_ordered",
@@ -111,34 +127,18 @@ fn interlock_variants(src: &Path, out: &Path) {
         "sample_interlock_unordered",
         "none",
     ];
+    let words = |per_sample: bool| if per_sample { "sample" } else { "pixel" };
+    let defines = |per_sample: bool| if per_sample { &["PER_SAMPLE"][..] } else { &[][..] };
     for mode in modes {
         for per_sample in [false, true] {
-            let name = format!("interlock-{mode}-{}.frag.spv", if per_sample { "sample" } else { "pixel" });
-            let mut cmd = Command::new("glslangValidator");
-            cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
-            if mode == "none" {
-                cmd.arg("-DNO_INTERLOCK");
-            } else {
-                cmd.arg(format!("-DMODE={mode}"));
-            }
-            if per_sample {
-                cmd.arg("-DPER_SAMPLE");
-            }
-            let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
-            assert!(status.success(), "glslangValidator failed on {name}");
+            let name = format!("interlock-{mode}-{}.frag.spv", words(per_sample));
+            frag_variant(src, out, &name, mode, defines(per_sample));
         }
     }
-    // The ordered modes with early fragment tests.
     for mode in ["pixel_interlock_ordered", "sample_interlock_ordered"] {
         for per_sample in [false, true] {
-            let name = format!("interlock-early-{mode}-{}.frag.spv", if per_sample { "sample" } else { "pixel" });
-            let mut cmd = Command::new("glslangValidator");
-            cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag", "-DEARLY"]).arg(format!("-DMODE={mode}"));
-            if per_sample {
-                cmd.arg("-DPER_SAMPLE");
-            }
-            let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
-            assert!(status.success(), "glslangValidator failed on {name}");
+            let name = format!("interlock-early-{mode}-{}.frag.spv", words(per_sample));
+            frag_variant(src, out, &name, mode, &[&["EARLY"][..], defines(per_sample)].concat());
         }
     }
 }
@@ -156,18 +156,7 @@ fn coverage_variants(src: &Path, out: &Path) {
         let per_sample: &[bool] = if mode.starts_with("shading_rate") { &[false, true] } else { &[false] };
         for &sample in per_sample {
             let name = format!("interlock_coverage-{mode}{}.frag.spv", if sample { "-sample" } else { "" });
-            let mut cmd = Command::new("glslangValidator");
-            cmd.args(["-V", "--target-env", "vulkan1.1", "-S", "frag"]);
-            if mode == "none" {
-                cmd.arg("-DNO_INTERLOCK");
-            } else {
-                cmd.arg(format!("-DMODE={mode}"));
-            }
-            if sample {
-                cmd.arg("-DSAMPLE_WORDS");
-            }
-            let status = cmd.arg("-o").arg(out.join(&name)).arg(src).status().expect("glslangValidator");
-            assert!(status.success(), "glslangValidator failed on {name}");
+            frag_variant(src, out, &name, mode, if sample { &["SAMPLE_WORDS"] } else { &[] });
         }
     }
 }
