@@ -233,6 +233,20 @@ pub(crate) fn add_to_interface(m: &mut Module, id: Word) {
 
 /// Lists an input or output variable in every entry point's interface
 /// (where it is not listed already), whatever the SPIR-V version.
+/// A new global variable of pointer type `ptr_type` in `class`, listed in
+/// every entry point's interface.
+pub(crate) fn add_io_variable(m: &mut Module, ptr_type: Word, class: StorageClass) -> Word {
+    let id = fresh(m);
+    m.types_global_values.push(Instruction::new(
+        Op::Variable,
+        Some(ptr_type),
+        Some(id),
+        vec![Operand::StorageClass(class)],
+    ));
+    add_io_to_interface(m, id);
+    id
+}
+
 pub(crate) fn add_io_to_interface(m: &mut Module, id: Word) {
     for ep in &mut m.entry_points {
         if !ep.operands.iter().skip(3).any(|o| *o == Operand::IdRef(id)) {

@@ -54,7 +54,7 @@
 //! [`crate::MAX_DEPTH`], and an error leaves both modules as they were.
 
 use crate::ir::{
-    add_io_to_interface, add_to_interface, code, constant, copy_constant, copy_type_deep, decorate, decoration_value,
+    add_io_variable, add_to_interface, code, constant, copy_constant, copy_type_deep, decorate, decoration_value,
     decorations_of, def, def_type_eq, entry_functions, find_inst, find_or_add, forget_removed, fresh, is_constant,
     make_private, next_id, pointee_of, pointer_type, prepend_to_function, replace_uses, use_count, var_type,
 };
@@ -704,14 +704,7 @@ fn split_var(module: &mut Module, var: Word, n: u32, k: u32, second: u32) -> Res
     let (vec, _, first_ty) = retype_var(module, var, k)?;
     let (_, second_ty) = narrowed_type(module, vec, n - k);
     let second_ptr = pointer_type(module, class, second_ty);
-    let var2 = fresh(module);
-    module.types_global_values.push(Instruction::new(
-        Op::Variable,
-        Some(second_ptr),
-        Some(var2),
-        vec![Operand::StorageClass(class)],
-    ));
-    add_io_to_interface(module, var2);
+    let var2 = add_io_variable(module, second_ptr, class);
     let copied: Vec<Instruction> = module
         .annotations
         .iter()

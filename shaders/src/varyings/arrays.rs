@@ -17,7 +17,7 @@
 //! where it was, interpolated as it was.
 
 use super::Var;
-use crate::ir::{add_io_to_interface, code, decorate, def, fresh, next_id, pointer_type, replace_uses, var_type};
+use crate::ir::{add_io_variable, code, decorate, def, next_id, pointer_type, replace_uses, var_type};
 use crate::Malformed;
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, Op, Word};
@@ -117,14 +117,7 @@ fn split(m: &mut Module, var: Word, location: u32) -> Result<(), Malformed> {
         .collect();
     let mut parts = Vec::with_capacity(n as usize);
     for k in 0..n {
-        let id = fresh(m);
-        m.types_global_values.push(Instruction::new(
-            Op::Variable,
-            Some(elem_ptr),
-            Some(id),
-            vec![Operand::StorageClass(class)],
-        ));
-        add_io_to_interface(m, id);
+        let id = add_io_variable(m, elem_ptr, class);
         m.annotations.extend(kept.iter().map(|a| {
             let mut a = a.clone();
             a.operands[0] = Operand::IdRef(id);
