@@ -898,7 +898,6 @@ pub unsafe fn cmd_next_subpass2(
 pub fn end_pass(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
     if let Some(o) = &s.ordered {
         o.set_pass(cb, Pass::None);
-        o.splits.lock().remove(&cb);
     }
 }
 
@@ -940,7 +939,6 @@ pub unsafe fn cmd_begin_rendering(
                 return next(cb, &patched);
             }
             Err(why) => {
-                o.splits.lock().remove(&cb);
                 o.set_pass(cb, Pass::Dynamic(Err(why)));
             }
         }
@@ -1039,15 +1037,19 @@ pub fn forget_query_pool(s: &Spinlock, pool: vk::QueryPool) {
     }
 }
 
-fn counting(o: &Ordered, pool: vk::QueryPool) -> bool {
-    matches!(
-        o.query_pools.lock().get(&pool),
+/// What a query of `pool` means to the count draw: (it counts the draw's
+/// primitives or invocations, it is an occlusion query), from one lookup.
+fn query_kind(o: &Ordered, pool: vk::QueryPool) -> (bool, bool) {
+    let ty = o.query_pools.lock().get(&pool).copied();
+    let counting = matches!(
+        ty,
         Some(
-            &vk::QueryType::PIPELINE_STATISTICS
-                | &vk::QueryType::PRIMITIVES_GENERATED_EXT
-                | &vk::QueryType::TRANSFORM_FEEDBACK_STREAM_EXT
+            vk::QueryType::PIPELINE_STATISTICS
+                | vk::QueryType::PRIMITIVES_GENERATED_EXT
+                | vk::QueryType::TRANSFORM_FEEDBACK_STREAM_EXT
         )
-    )
+    );
+    (counting, ty == Some(vk::QueryType::OCCLUSION))
 }
 
 /// # Safety
@@ -1062,8 +1064,7 @@ pub unsafe fn cmd_begin_query(
     next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32, vk::QueryControlFlags),
 ) {
     if let Some(o) = &s.ordered {
-        let counts = counting(o, pool);
-        let occlusion = o.query_pools.lock().get(&pool) == Some(&vk::QueryType::OCCLUSION);
+        let (counts, occlusion) = query_kind(o, pool);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
             st.counting_queries += u32::from(counts);
             st.occlusion_queries += u32::from(occlusion);
@@ -1084,8 +1085,7 @@ pub unsafe fn cmd_end_query(
     next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32),
 ) {
     if let Some(o) = &s.ordered {
-        let counts = counting(o, pool);
-        let occlusion = o.query_pools.lock().get(&pool) == Some(&vk::QueryType::OCCLUSION);
+        let (counts, occlusion) = query_kind(o, pool);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
             st.counting_queries = st.counting_queries.saturating_sub(u32::from(counts));
             st.occlusion_queries = st.occlusion_queries.saturating_sub(u32::from(occlusion));
