@@ -197,12 +197,6 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     if why.is_none() && f.mode == Mode::Baseline {
         why = Some(String::new());
     }
-    if why.is_none() {
-        let map = attachments(f, &begin).ok().map(|(_, view, ..)| view);
-        if map.is_some_and(|v| f.views.lock().get(&v).is_some_and(|i| i.dynamic_or_deferred)) {
-            why = Some("its density map view is dynamic or deferred: the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
-        }
-    }
     let mut pass = Pass {
         begin,
         capturing: true,
@@ -213,11 +207,17 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         offsets: Vec::new(),
     };
     if why.is_none() {
-        // The spec's time for a non-dynamic map: read by the host now.
-        // SAFETY: the map's view is named by the valid begin being recorded,
-        // in the layout that begin expects it in.
-        match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| unsafe { density_map(dev, f, view, layout) })
-        {
+        // The spec's time for a non-dynamic map: read by the host now. A
+        // dynamic or deferred map is not read: the pass renders at 1x1
+        // (`super::fill_features`).
+        match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| {
+            if f.views.lock().get(&view).is_some_and(|i| i.dynamic_or_deferred) {
+                return Err("its density map view is dynamic or deferred: the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+            }
+            // SAFETY: the map's view is named by the valid begin being
+            // recorded, in the layout that begin expects it in.
+            unsafe { density_map(dev, f, view, layout) }
+        }) {
             Ok(m) => pass.map = Some(m),
             Err(e) => why = Some(e),
         }
