@@ -820,6 +820,28 @@ impl Gpu {
         }
     }
 
+    /// A set of one storage buffer at binding 0 for the fragment stage,
+    /// `buffer` written into it whole: its layout, pool and the set.
+    pub fn storage_buffer_set(
+        &self,
+        buffer: vk::Buffer,
+    ) -> (vk::DescriptorSetLayout, vk::DescriptorPool, vk::DescriptorSet) {
+        let binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+        let (set_layout, pool, set) = self.descriptor_set(&binding);
+        let info = [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        let write = [vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(&info)];
+        unsafe { self.device.update_descriptor_sets(&write, &[]) };
+        (set_layout, pool, set)
+    }
+
     /// A set layout of `bindings`, a pool sized for exactly one set of it,
     /// and that set.
     pub fn descriptor_set(

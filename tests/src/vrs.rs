@@ -53,22 +53,8 @@ pub fn run(gpu: &Gpu, section: Section, request: Request, size: u32) -> Outcome 
         );
         let readback = gpu.buffer(16, vk::BufferUsageFlags::TRANSFER_DST, true);
         let target = Target::new(gpu, RenderPath::RenderPass, size, size);
-        let binding = [vk::DescriptorSetLayoutBinding::default()
-            .binding(0)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-        let (set_layout, pool, set) = gpu.descriptor_set(&binding);
+        let (set_layout, pool, set) = gpu.storage_buffer_set(counts.buffer);
         let layouts = [set_layout];
-        let info = [vk::DescriptorBufferInfo { buffer: counts.buffer, offset: 0, range: vk::WHOLE_SIZE }];
-        d.update_descriptor_sets(
-            &[vk::WriteDescriptorSet::default()
-                .dst_set(set)
-                .dst_binding(0)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(&info)],
-            &[],
-        );
         let layout =
             d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts), None).unwrap();
 
@@ -175,22 +161,8 @@ pub fn derivatives(gpu: &Gpu, size: u32, instances: u32, kill: bool) -> Derivati
             *w = (i as u32 % size) + 64 * (i as u32 / size);
         }
         let target = Target::new(gpu, RenderPath::RenderPass, size, size);
-        let binding = [vk::DescriptorSetLayoutBinding::default()
-            .binding(0)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-        let (set_layout, pool, set) = gpu.descriptor_set(&binding);
+        let (set_layout, pool, set) = gpu.storage_buffer_set(data.buffer);
         let layouts = [set_layout];
-        let info = [vk::DescriptorBufferInfo { buffer: data.buffer, offset: 0, range: vk::WHOLE_SIZE }];
-        d.update_descriptor_sets(
-            &[vk::WriteDescriptorSet::default()
-                .dst_set(set)
-                .dst_binding(0)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(&info)],
-            &[],
-        );
         let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
         let layout = d
             .create_pipeline_layout(
