@@ -68,7 +68,7 @@ const READ_AHEAD_BYTES: u64 = 8 << 20;
 /// linker (`overlap_shaders::varyings`, what it calls, or `link_pair` here)
 /// changes what a link produces, so that caches written by an older build of
 /// the same version are not used.
-const LINKER_REVISION: u32 = 3;
+const LINKER_REVISION: u32 = 4;
 
 /// At most this many pairs are remembered; the cache is emptied when full.
 const CACHE_PAIRS: usize = 256;

@@ -32,20 +32,22 @@
 //!    the producer keep the read ones).
 //! 6. **compaction** — the survivors get consecutive locations, in order of
 //!    their old ones, in both modules (overlapping ranges move together);
-//!    single-location 32-bit scalars and vectors narrower than a vec4, alone
-//!    at their location on both sides, share locations through `Component`
-//!    decorations with others of the same scalar kind and interpolation;
-//!    at `full`, convergent ones (the same on every vertex of a primitive,
-//!    [`convergent`]) with any group of their kind that has room, the rest
-//!    as flat.
+//!    single-location 32- and 16-bit scalars and vectors narrower than a
+//!    vec4, alone at their location on both sides, share locations through
+//!    `Component` decorations with others of the same scalar kind, width and
+//!    interpolation (a 16-bit value takes a whole component, as Vulkan
+//!    assigns them; the widths are not mixed in a location); at `full`,
+//!    convergent ones (the same on every vertex of a primitive,
+//!    [`convergent`]) with any group of their kind that has room — a vector
+//!    with no room whole filling the holes of two groups, each part taking
+//!    its group's interpolation —, the rest as flat.
 //!
 //! [`Level::Safe`] keeps every value bit-identical: it propagates only into
 //! flat inputs and moves no code. [`Level::Full`] also propagates into
 //! interpolated inputs and moves code (exact up to interpolation rounding).
 //! Before all of these, arrays and matrices whose every use has a constant
 //! element index are split into one varying per element ([`arrays`]).
-//! Not done: 16-bit packing, splitting a convergent vector across two
-//! groups, uniform expressions of other instructions or sources (storage
+//! Code motion (step 4) takes 32-bit floats only. Not done: uniform expressions of other instructions or sources (storage
 //! buffers, images), code motion of other shapes; the report's notes say
 //! which variables were left as they were and why.
 //!
@@ -103,7 +105,8 @@ pub struct Report {
     pub split: Vec<(u32, u32, u32)>,
     /// (old location, whether it became flat) of convergent varyings (the
     /// same on every vertex of a primitive) packed with a group of another
-    /// interpolation than their own (`full`).
+    /// interpolation than their own (`full`; a vector split over two groups:
+    /// once for each part in another group).
     pub convergent: Vec<(u32, bool)>,
     /// Locations of arrays and matrices split into one varying per element
     /// (column) on both sides.
@@ -187,20 +190,40 @@ impl Var {
     }
 }
 
+/// The scalar kind of a packable varying. 16-bit ones are kinds of their
+/// own: each still takes a whole 32-bit component of a location (Vulkan's
+/// location and component rules do not pack them tighter), and the two
+/// widths are not mixed in one location (the seed's 16-bit groups).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Scalar {
     Float,
     Int,
     Uint,
+    Float16,
+    Int16,
+    Uint16,
 }
 
-/// The 32-bit scalar kind and component count of a scalar or vector type
-/// (a vector's components are scalars: one level, never a walk).
+impl Scalar {
+    /// A floating-point kind (interpolation turns its infinities into NaNs).
+    fn is_float(self) -> bool {
+        matches!(self, Scalar::Float | Scalar::Float16)
+    }
+}
+
+/// The 32- or 16-bit scalar kind and component count of a scalar or vector
+/// type (a vector's components are scalars: one level, never a walk).
 fn scalar_kind(m: &Module, ty: Word) -> Option<(Scalar, u32)> {
     let scalar = |t: &Instruction| match (t.class.opcode, t.operands.as_slice()) {
         (Op::TypeFloat, [Operand::LiteralBit32(32), ..]) => Some(Scalar::Float),
-        (Op::TypeInt, [Operand::LiteralBit32(32), Operand::LiteralBit32(signed)]) => {
-            Some(if *signed == 1 { Scalar::Int } else { Scalar::Uint })
+        (Op::TypeFloat, [Operand::LiteralBit32(16), ..]) => Some(Scalar::Float16),
+        (Op::TypeInt, [Operand::LiteralBit32(w @ (16 | 32)), Operand::LiteralBit32(signed)]) => {
+            Some(match (w, signed) {
+                (32, 1) => Scalar::Int,
+                (32, _) => Scalar::Uint,
+                (_, 1) => Scalar::Int16,
+                _ => Scalar::Uint16,
+            })
         }
         _ => None,
     };
@@ -691,11 +714,17 @@ fn split_readable(m: &Module, var: Word) -> bool {
 /// Splits interface variable `var` (an `n`-vector, at most written — see
 /// [`narrowable_output`] — or read as [`split_readable`] says) after
 /// component `k`: `var` keeps components `0..k`, a new variable of the same
-/// storage class and decorations (but its location, `second`, component 0)
-/// takes `k..n`. Whole stores store both parts, whole loads load both and
+/// storage class and decorations (but its location and component, the pair
+/// given) takes `k..n`. Whole stores store both parts, whole loads load both and
 /// put them together, component access chains point into the part that
 /// holds their component. Returns the new variable.
-fn split_var(module: &mut Module, var: Word, n: u32, k: u32, second: u32) -> Result<Word, Malformed> {
+fn split_var(
+    module: &mut Module,
+    var: Word,
+    n: u32,
+    k: u32,
+    (second, component): (u32, u32),
+) -> Result<Word, Malformed> {
     let ptr = def(module, var).and_then(|v| v.result_type).ok_or(Malformed::Unexpected(var))?;
     let class = match def(module, ptr).and_then(|p| p.operands.first()) {
         Some(Operand::StorageClass(c)) => *c,
@@ -720,6 +749,9 @@ fn split_var(module: &mut Module, var: Word, n: u32, k: u32, second: u32) -> Res
         .collect();
     module.annotations.extend(copied);
     decorate(module, var2, Decoration::Location, vec![Operand::LiteralBit32(second)]);
+    if component != 0 {
+        decorate(module, var2, Decoration::Component, vec![Operand::LiteralBit32(component)]);
+    }
     let part = |first: bool, value: Word, out: &mut Vec<Instruction>, header: &mut Option<rspirv::dr::ModuleHeader>| {
         let (range, ty) = if first { (0..k, first_ty) } else { (k..n, second_ty) };
         let id = next_id(header);
@@ -1022,7 +1054,7 @@ fn copy_uniform_expression(
         }
         let mut result = *ids.get(&value)?;
         let result_ty = code.last()?.result_type?;
-        let float = scalar_kind(to, result_ty).is_some_and(|(k, _)| k == Scalar::Float);
+        let float = scalar_kind(to, result_ty).is_some_and(|(k, _)| k.is_float());
         if interpolated && float {
             // Infs become NaNs, as interpolating them would: x*0 + x, exact.
             let (scalar_ty, n) = (
@@ -1535,7 +1567,7 @@ fn link_checked(
     let convergent: HashSet<Word> = if level == Level::Full && interpolating {
         outputs
             .iter()
-            .filter(|o| !dead.contains(&o.id) && o.kind.is_some_and(|(k, _)| k == Scalar::Float))
+            .filter(|o| !dead.contains(&o.id) && o.kind.is_some_and(|(k, _)| k.is_float()))
             .filter(|o| {
                 inputs.iter().any(|i| {
                     // (Not a `Sample` one either: it may be what makes the
@@ -1575,7 +1607,7 @@ fn link_checked(
         } else if o.locations > 1 {
             Some("an array or matrix (whole locations)")
         } else if o.kind.is_none() {
-            Some("not a 32-bit scalar or vector")
+            Some("not a 32- or 16-bit scalar or vector")
         } else {
             None
         };
@@ -1641,7 +1673,10 @@ fn link_checked(
     };
     // Variables split at a location's end: (old location, components in the
     // first part, the second part's location).
-    let mut splits: Vec<(u32, u32, u32)> = Vec::new();
+    // Variables split at a location's end: (old location, components in the
+    // first part, the second part's location and component, and its
+    // interpolation where a convergent one's differs from the first's).
+    let mut splits: Vec<(u32, u32, u32, u32, Option<Vec<Decoration>>)> = Vec::new();
     // Outputs the consumer does not read (transform feedback only, read
     // back by a tessellation control shader) go after all the others.
     let unread = |o: &Var| {
@@ -1658,15 +1693,47 @@ fn link_checked(
             // Room in a group of its own interpolation first, then any.
             let room = |b: &((Scalar, Vec<Decoration>), u32, u32)| b.0 .0 == kind && b.2 + n <= 4;
             let at = bins.iter().position(|b| room(b) && b.0 .1 == own).or_else(|| bins.iter().position(room));
-            let interp = match at {
-                Some(b) => {
+            // No room for it whole: a vector fills a hole of its kind (its
+            // own interpolation first) and goes on at a new location of
+            // that group's interpolation, as the scalars it is made of would.
+            let hole = |b: &((Scalar, Vec<Decoration>), u32, u32)| b.0 .0 == kind && b.2 < 4;
+            let split = (n > 1
+                && narrowable_output(producer, o.id)
+                && input_at.get(&o.location).is_some_and(|i| split_readable(consumer, i.id)))
+            .then(|| bins.iter().position(|b| hole(b) && b.0 .1 == own).or_else(|| bins.iter().position(hole)))
+            .flatten();
+            let interp = match (at, split) {
+                (Some(b), _) => {
                     let bin = &mut bins[b];
                     packed.insert(o.location, (bin.1, bin.2));
                     bin.2 += n;
                     bin.0 .1.clone()
                 }
+                (None, Some(b)) => {
+                    let (first, interp) = (4 - bins[b].2, bins[b].0 .1.clone());
+                    packed.insert(o.location, (bins[b].1, bins[b].2));
+                    bins[b].2 = 4;
+                    // The rest: into a second hole with room for it, of any
+                    // interpolation (it takes that group's), else a new
+                    // location of the first part's interpolation.
+                    let rest = n - first;
+                    match bins.iter().position(|x| x.0 .0 == kind && x.2 + rest <= 4) {
+                        Some(b2) => {
+                            let (at, component, own2) = (bins[b2].1, bins[b2].2, bins[b2].0 .1.clone());
+                            bins[b2].2 += rest;
+                            splits.push((o.location, first, at, component, (own2 != interp).then_some(own2)));
+                        }
+                        None => {
+                            let at = free(next, 1);
+                            splits.push((o.location, first, at, 0, None));
+                            bins.push(((kind, interp.clone()), at, rest));
+                            next = at + 1;
+                        }
+                    }
+                    interp
+                }
                 // The rest is packed as flat, where later ones may join.
-                None => {
+                (None, None) => {
                     let at = free(next, 1);
                     packed.insert(o.location, (at, 0));
                     bins.push(((kind, vec![Decoration::Flat]), at, n));
@@ -1698,7 +1765,7 @@ fn link_checked(
                     packed.insert(o.location, (bin.1, bin.2));
                     bin.2 = 4;
                     let at = free(next, 1);
-                    splits.push((o.location, first, at));
+                    splits.push((o.location, first, at, 0, None));
                     bins.push((key, at, n - first));
                     next = at + 1;
                 }
@@ -1715,7 +1782,10 @@ fn link_checked(
     }
     // A split whose second location kept room for the whole vector saved
     // nothing: the vector goes there whole, before what joined it.
-    splits.retain(|&(old, first, second)| {
+    splits.retain(|&(old, first, second, component, _)| {
+        if component != 0 {
+            return true; // (in a hole of another group: it never had room whole)
+        }
         let Some(bin) = bins.iter_mut().find(|b| b.1 == second) else { return true };
         if bin.2 + first > 4 {
             return true;
@@ -1786,10 +1856,18 @@ fn link_checked(
         convergent::set_interpolation(consumer, i.id, &interp);
         report.convergent.push((old, flat));
     }
-    for (old, first, second) in splits {
+    for (old, first, second, component, interp) in splits {
         let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
-        split_var(producer, o.id, o.components, first, second).map_err(in_producer)?;
-        split_var(consumer, i.id, i.components, first, second).map_err(in_consumer)?;
+        let p2 = split_var(producer, o.id, o.components, first, (second, component)).map_err(in_producer)?;
+        let c2 = split_var(consumer, i.id, i.components, first, (second, component)).map_err(in_consumer)?;
+        if let Some(interp) = interp {
+            if interp.contains(&Decoration::Flat) && !convergent::flush_infinities(producer, p2) {
+                return Err(LinkError::Malformed("producer", Malformed::Unexpected(o.id)));
+            }
+            convergent::set_interpolation(producer, p2, &interp);
+            convergent::set_interpolation(consumer, c2, &interp);
+            report.convergent.push((old, interp.contains(&Decoration::Flat)));
+        }
         report.split.push((old, first, second));
     }
     forget_removed(producer);
@@ -1938,6 +2016,38 @@ mod tests {
     /// constants is not convergent (the draw may write that memory): the
     /// pair keeps three locations at `full`; read from the push constants
     /// themselves, it joins the flat group: two.
+    /// The seed works on scalars: a convergent vec2 with no room whole in
+    /// any group fills the holes of two groups of different interpolation
+    /// (its first component smooth in `a`'s location, its second flat in
+    /// `b`'s, `x·0 + x` stored): two locations where whole vectors need
+    /// three. Controls: at `safe` (no convergent group) three locations, and
+    /// with the value varying per vertex no split.
+    #[test]
+    fn a_convergent_vector_fills_holes_of_two_groups() {
+        let vs = format!(
+            "{VS}layout(push_constant) uniform P {{ vec4 tint; }} pc;\n\
+            layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 b;\nlayout(location=2) out vec2 w;\n\
+            void main() {{ float t = float(gl_VertexIndex); gl_Position = vec4(t); a = vec3(t, 2.0 * t, 3.0 * t); \
+            b = vec3(t * 5.0); W; }}\n"
+        );
+        let fs = format!(
+            "{FS}layout(location=0) in vec3 a;\nlayout(location=1) flat in vec3 b;\nlayout(location=2) in vec2 w;\n\
+            void main() {{ o = vec4(a + b, w.x - w.y); }}\n"
+        );
+        let convergent = vs.replace("W;", "w = pc.tint.xy * pc.tint.zw;");
+        let (r, p, c) = pair(&convergent, &fs, Level::Full);
+        assert_eq!((r.locations_before, r.locations_after), (3, 2), "{r:?}");
+        assert_eq!(r.split, vec![(2, 1, 1)], "{r:?}");
+        assert!(r.packed.contains(&(2, 0, 3)), "{r:?}");
+        assert!(c.matches("Component 3").count() >= 2, "{c}");
+        assert!(p.contains("NoContraction"), "{p}");
+        let (r, _, _) = pair(&convergent, &fs, Level::Safe);
+        assert_eq!((r.locations_after, r.split.len()), (3, 0), "{r:?}");
+        let varying = vs.replace("W;", "w = pc.tint.xy * t;");
+        let (r, _, _) = pair(&varying, &fs, Level::Full);
+        assert_eq!(r.locations_after, 3, "{r:?}");
+    }
+
     #[test]
     fn buffer_device_address_loads_are_not_convergent() {
         let vs = "#version 450\n#extension GL_EXT_buffer_reference : require\n\
@@ -2225,6 +2335,49 @@ mod tests {
         assert_eq!(r.packed, vec![(0, 0, 0), (1, 0, 1), (2, 1, 0), (4, 1, 1)], "{r:?}");
         assert_eq!(r.relocated, vec![(3, 2), (5, 3), (6, 4)], "{r:?}");
         assert!(p.contains("Component 1"), "{p}");
+    }
+
+    /// 16-bit varyings pack like 32-bit ones — each takes a whole component
+    /// — but only with 16-bit ones of their kind and interpolation (the
+    /// seed's 16-bit groups), never beside a 32-bit value.
+    #[test]
+    fn sixteen_bit_varyings_pack_in_groups_of_their_own() {
+        let ext = "#extension GL_EXT_shader_explicit_arithmetic_types : require\n";
+        let vars = [
+            ("", "float16_t", "a", "float16_t(gl_VertexIndex)"),
+            ("", "f16vec2", "b", "f16vec2(gl_VertexIndex, 2)"),
+            ("", "float", "c", "float(gl_VertexIndex) * 3.0"),
+            ("flat", "int16_t", "d", "int16_t(gl_VertexIndex)"),
+            ("flat", "i16vec2", "e", "i16vec2(gl_VertexIndex, 5)"),
+            ("flat", "int", "f", "gl_VertexIndex * 7"),
+            ("", "float16_t", "g", "float16_t(gl_VertexIndex) * float16_t(9.0)"),
+            ("flat", "uint16_t", "h", "uint16_t(gl_VertexIndex)"),
+        ];
+        let (mut vs, mut fs, mut body, mut sum) = (
+            format!("{VS}{ext}"),
+            format!("#version 450\n{ext}layout(location=0) out vec4 o;\n"),
+            String::new(),
+            String::new(),
+        );
+        for (n, (q, ty, name, value)) in vars.iter().enumerate() {
+            vs += &format!("layout(location={n}) {q} out {ty} {name};\n");
+            fs += &format!("layout(location={n}) {q} in {ty} {name};\n");
+            body += &format!("{name} = {value}; ");
+            let read = if ty.contains("vec2") {
+                format!("float({name}.x) + float({name}.y)")
+            } else {
+                format!("float({name})")
+            };
+            sum += &format!(" + {read}");
+        }
+        let vs = format!("{vs}void main() {{ gl_Position = vec4(0); {body}}}\n");
+        let fs = format!("{fs}void main() {{ o = vec4(0.0{sum}); }}\n");
+        let (r, p, c) = pair(&vs, &fs, Level::Safe);
+        // a+b+g: smooth 16-bit floats; c alone (32-bit); d+e: flat 16-bit
+        // ints; f alone (32-bit int); h alone (16-bit uint).
+        assert_eq!((r.locations_before, r.locations_after), (8, 5), "{r:?}");
+        assert_eq!(r.packed, vec![(0, 0, 0), (1, 0, 1), (3, 2, 0), (4, 2, 1), (6, 0, 3)], "{r:?}");
+        assert!(p.contains("StorageInputOutput16") && c.contains("Component 3"), "{p}\n{c}");
     }
 
     #[test]

@@ -1227,7 +1227,7 @@ const ARRAY_PAIRS: [(&str, &str); 2] = [
 /// every vertex; the fragment shader is not shown the push constants, as
 /// `varyings_uniforms=off` sets), which the linker packs with another
 /// interpolation group at `full` (issue 13, item 5).
-const CONVERGENT_PAIRS: [(&str, &str); 2] = [
+const CONVERGENT_PAIRS: [(&str, &str); 3] = [
     (
         "layout(push_constant) uniform P { vec4 tint; } pc;\n\
          layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 b;\n\
@@ -1247,6 +1247,17 @@ const CONVERGENT_PAIRS: [(&str, &str); 2] = [
         "layout(location=0) flat in vec3 f;\nlayout(location=1) in vec2 d;\nlayout(location=2) in vec4 c;\n\
          layout(location=3) in float t;\nlayout(location=4) in vec2 s;\n\
          void main() { o = c * s.x + vec4(f * 0.01 + t, d.x * s.y - d.y); }",
+    ),
+    // A convergent vec2 with no room whole anywhere: split over the holes
+    // of two groups, its first component smooth, its second flat.
+    (
+        "layout(push_constant) uniform P { vec4 tint; } pc;\n\
+         layout(location=0) out vec3 a;\nlayout(location=1) flat out vec3 b;\n\
+         layout(location=2) noperspective out vec2 w;\n\
+         void main() { a = vec3(p, p.x * p.y); b = vec3(p.yx, 0.5); w = pc.tint.xy * pc.tint.zw; }",
+        "layout(location=0) in vec3 a;\nlayout(location=1) flat in vec3 b;\n\
+         layout(location=2) noperspective in vec2 w;\n\
+         void main() { o = vec4(a * w.x, w.y) + vec4(b * 0.25, 0.0); }",
     ),
 ];
 
