@@ -213,6 +213,11 @@ fn probe(opts: &GpuOptions) -> Result<(), String> {
     ext_names.dedup();
     println!("device_extensions={}", ext_names.join(","));
     println!("device_extension_duplicates={}", count - ext_names.len());
+    // What decides whether 16-bit varyings can reach the driver at all.
+    let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f11);
+    unsafe { g.instance.get_physical_device_features2(g.pd, &mut f2) };
+    println!("storage_input_output16={}", f11.storage_input_output16 == vk::TRUE);
     // The layer's own list, asked by name.
     let mut n = 0u32;
     let r = unsafe {
