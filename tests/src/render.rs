@@ -1140,16 +1140,43 @@ impl Target {
         lto: bool,
         own_interfaces: bool,
     ) -> (vk::Pipeline, Vec<vk::Pipeline>) {
+        self.pipeline_libraries_with_stages(gpu, layout, vert, &[], frag, lto, own_interfaces)
+    }
+
+    /// [`Target::pipeline_libraries`] with `extra` stages (tessellation,
+    /// geometry; 3-vertex patches when tessellated) in the
+    /// pre-rasterization library beside the vertex shader.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pipeline_libraries_with_stages(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        vert: &[u8],
+        extra: &[(vk::ShaderStageFlags, &[u8])],
+        frag: &[u8],
+        lto: bool,
+        own_interfaces: bool,
+    ) -> (vk::Pipeline, Vec<vk::Pipeline>) {
         type F = vk::GraphicsPipelineLibraryFlagsEXT;
         let d = &gpu.device;
         let (vs, fs) = (gpu.shader(vert), gpu.shader(frag));
-        let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
+        let extra_modules: Vec<(vk::ShaderStageFlags, vk::ShaderModule)> =
+            extra.iter().map(|(st, code)| (*st, gpu.shader(code))).collect();
+        // Pre-rasterization stages first (vertex and the extra ones), the fragment shader last.
+        let mut stages = vec![stage(vk::ShaderStageFlags::VERTEX, vs)];
+        stages.extend(extra_modules.iter().map(|(st, m)| stage(*st, *m)));
+        stages.push(stage(vk::ShaderStageFlags::FRAGMENT, fs));
+        let pre = stages.len() - 1;
+        let tessellated = extra.iter().any(|(st, _)| *st == vk::ShaderStageFlags::TESSELLATION_CONTROL);
+        let tess = vk::PipelineTessellationStateCreateInfo::default().patch_control_points(3);
+        let topology =
+            if tessellated { vk::PrimitiveTopology::PATCH_LIST } else { vk::PrimitiveTopology::TRIANGLE_LIST };
         let retain = if lto {
             vk::PipelineCreateFlags::RETAIN_LINK_TIME_OPTIMIZATION_INFO_EXT
         } else {
             vk::PipelineCreateFlags::empty()
         };
-        gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |full| {
+        gpu.pipeline(&stages, layout, topology, true, &[], |full| {
             let make = |subset: F| -> vk::Pipeline {
                 let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
                 let mut info = vk::GraphicsPipelineCreateInfo::default()
@@ -1160,15 +1187,18 @@ impl Target {
                     info.p_input_assembly_state = full.p_input_assembly_state;
                 }
                 if subset == F::PRE_RASTERIZATION_SHADERS {
-                    info.stage_count = 1;
-                    info.p_stages = &stages[0];
+                    info.stage_count = pre as u32;
+                    info.p_stages = stages.as_ptr();
+                    if tessellated {
+                        info.p_tessellation_state = &tess;
+                    }
                     info.p_viewport_state = full.p_viewport_state;
                     info.p_rasterization_state = full.p_rasterization_state;
                     info.p_dynamic_state = full.p_dynamic_state;
                 }
                 if subset == F::FRAGMENT_SHADER {
                     info.stage_count = 1;
-                    info.p_stages = &stages[1];
+                    info.p_stages = &stages[pre];
                     info.p_multisample_state = full.p_multisample_state;
                 }
                 if subset == F::FRAGMENT_OUTPUT_INTERFACE {
@@ -1197,6 +1227,9 @@ impl Target {
             unsafe {
                 d.destroy_shader_module(vs, None);
                 d.destroy_shader_module(fs, None);
+                for (_, m) in &extra_modules {
+                    d.destroy_shader_module(*m, None);
+                }
             }
             let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
             let flags = if lto {

@@ -74,20 +74,47 @@ pub fn render_tessellation(gpu: &Gpu) -> Image {
     .0
 }
 
+/// How a chain's pipeline is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainRoute {
+    /// From shader modules.
+    Modules,
+    /// Every stage's code inline (a `VkShaderModuleCreateInfo` in each
+    /// stage's `pNext`).
+    Inline,
+    /// Four graphics pipeline libraries (every stage before the fragment
+    /// shader in the pre-rasterization one), linked with link-time
+    /// optimization (true) or fast.
+    Libraries(bool),
+}
+
 /// Renders chain `n` of the stage-chain corpus (`STAGE_CORPUS`: vertex,
-/// tessellation and/or geometry, fragment) from shader modules, or with
-/// every stage's code inline (`inline`: a `VkShaderModuleCreateInfo` in each
-/// stage's `pNext`; needs [`crate::render::GpuOptions::pipeline_library`]).
-pub fn render_chain(gpu: &Gpu, n: usize, inline: bool) -> Image {
+/// tessellation and/or geometry, fragment) by `route` (all but
+/// [`ChainRoute::Modules`] need [`crate::render::GpuOptions::pipeline_library`]).
+pub fn render_chain(gpu: &Gpu, n: usize, route: ChainRoute) -> Image {
     let (stages, _, _) = STAGE_CORPUS[n];
-    if inline {
+    if route == ChainRoute::Inline {
         return draw(gpu, 1, |target, layout| chain_inline(gpu, target, layout, stages)).0;
     }
     let code =
         |ext: &str| stages.iter().find(|(e, _)| *e == ext).map(|(_, c)| *c).expect("a vertex and a fragment stage");
     let extra: Vec<(vk::ShaderStageFlags, &[u8])> =
         stages.iter().filter(|(e, _)| !matches!(*e, "vert" | "frag")).map(|(e, c)| (stage_flag(e), *c)).collect();
-    draw(gpu, 1, |target, layout| target.pipeline_with_stages(gpu, layout, code("vert"), &extra, code("frag"))).0
+    let mut libs = Vec::new();
+    let image = draw(gpu, 1, |target, layout| match route {
+        ChainRoute::Libraries(lto) => {
+            let (p, l) =
+                target.pipeline_libraries_with_stages(gpu, layout, code("vert"), &extra, code("frag"), lto, false);
+            libs = l;
+            p
+        }
+        _ => target.pipeline_with_stages(gpu, layout, code("vert"), &extra, code("frag")),
+    })
+    .0;
+    for l in libs {
+        unsafe { gpu.device.destroy_pipeline(l, None) };
+    }
+    image
 }
 
 /// The stage flag of a GLSL extension.

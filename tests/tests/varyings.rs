@@ -1156,6 +1156,16 @@ fn stage_chains_render_the_same_with_the_linker() {
         r
     };
     assert_eq!(reports(&inline), reports(&safe), "inline stages must be linked as their modules are");
+    // Pipeline libraries (every stage before the fragment shader in the
+    // pre-rasterization library), linked with link-time optimization: the
+    // same reports and renders as the modules. Control: a fast link is not
+    // linked (the libraries' interfaces stay as the application made them).
+    let libraries = chains_via("safe", &["libraries"]);
+    assert_eq!(sums(&libraries), sums(&off), "chains through pipeline libraries at safe must be bit-identical");
+    assert_eq!(reports(&libraries), reports(&safe), "chains through libraries must be linked as their modules are");
+    let fast = chains_via("safe", &["libraries-fast"]);
+    assert_eq!(sums(&fast), sums(&off));
+    assert_eq!(fast.stderr.matches("OVERLAP-Varyings-Linked").count(), 0, "{}", fast.stderr);
 }
 
 /// Pairs whose interpolated and flat vectors only fit fewer locations when

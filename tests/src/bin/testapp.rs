@@ -8,6 +8,7 @@
 
 use ash::vk;
 use overlap_tests::render::{self, Gpu, GpuOptions, RenderPath, SettingValue, Target};
+use overlap_tests::varyings::ChainRoute;
 use std::time::Instant;
 
 fn usage() -> ! {
@@ -46,7 +47,8 @@ fn usage() -> ! {
          stress THREADS ITERATIONS  density-map, interlock and linked pipelines recorded on THREADS threads, checked\n  \
          varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)\n  \
          varyings pairs|libraries|libraries-fast|libraries-own [instances=N]  the corpus pairs only, each twice: from modules, or from four pipeline libraries linked with link-time optimization or fast (own: two shader libraries, the final link holding the interface state)\n  \
-         varyings shader-objects|shader-objects-unlinked [instances=N]  the corpus pairs, each twice, as two shader objects made together, linked (LINK_STAGE) or not"
+         varyings shader-objects|shader-objects-unlinked [instances=N]  the corpus pairs, each twice, as two shader objects made together, linked (LINK_STAGE) or not\n  \
+         varyings stages [inline|libraries|libraries-fast]  the stage-chain corpus: from modules, inline code, or pipeline libraries (link-time optimized or fast)"
     );
     std::process::exit(2)
 }
@@ -158,9 +160,12 @@ fn main() {
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1);
             match libraries {
                 _ if objects.is_some() => varyings_shader_objects(&opts, objects == Some("shader-objects"), instances),
+                Some(lto) if flag("stages") => varyings_stages(&opts, ChainRoute::Libraries(lto)),
                 Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
                 None if flag("pairs") => varyings_pairs(&opts, instances),
-                None if flag("stages") => varyings_stages(&opts, inline),
+                None if flag("stages") => {
+                    varyings_stages(&opts, if inline { ChainRoute::Inline } else { ChainRoute::Modules })
+                }
                 None => varyings(&opts, dir.map(std::path::PathBuf::from), inline, instances),
             }
         }
@@ -798,13 +803,13 @@ fn varyings(opts: &GpuOptions, dir: Option<std::path::PathBuf>, inline: bool, in
     Ok(())
 }
 
-/// The stage-chain corpus (those that render), each from shader modules or
-/// with inline code (`inline`): `chain=<n> checksum=<sum>`.
-fn varyings_stages(opts: &GpuOptions, inline: bool) -> Result<(), String> {
+/// The stage-chain corpus (those that render), each by `route` (modules,
+/// inline code, pipeline libraries): `chain=<n> checksum=<sum>`.
+fn varyings_stages(opts: &GpuOptions, route: ChainRoute) -> Result<(), String> {
     let g = gpu(opts)?;
     for (n, (_, renders, _)) in overlap_tests::varyings::STAGE_CORPUS.iter().enumerate() {
         if *renders {
-            println!("chain={n} checksum={:016x}", overlap_tests::varyings::render_chain(&g, n, inline).checksum());
+            println!("chain={n} checksum={:016x}", overlap_tests::varyings::render_chain(&g, n, route).checksum());
         }
     }
     Ok(())
