@@ -86,6 +86,9 @@ pub enum ChainRoute {
     /// shader in the pre-rasterization one), linked with link-time
     /// optimization (true) or fast.
     Libraries(bool),
+    /// One shader object per stage, made together, linked (true) or not
+    /// (needs [`crate::render::GpuOptions::shader_object`]).
+    ShaderObjects(bool),
 }
 
 /// Renders chain `n` of the stage-chain corpus (`STAGE_CORPUS`: vertex,
@@ -93,8 +96,13 @@ pub enum ChainRoute {
 /// [`ChainRoute::Modules`] need [`crate::render::GpuOptions::pipeline_library`]).
 pub fn render_chain(gpu: &Gpu, n: usize, route: ChainRoute) -> Image {
     let (stages, _, _) = STAGE_CORPUS[n];
-    if route == ChainRoute::Inline {
-        return draw(gpu, 1, |target, layout| chain_inline(gpu, target, layout, stages)).0;
+    match route {
+        ChainRoute::Inline => return draw(gpu, 1, |target, layout| chain_inline(gpu, target, layout, stages)).0,
+        ChainRoute::ShaderObjects(linked) => {
+            let stages: Vec<(vk::ShaderStageFlags, &[u8])> = stages.iter().map(|(e, c)| (stage_flag(e), *c)).collect();
+            return shader_objects_draw(gpu, &stages, 1, linked).0;
+        }
+        _ => {}
     }
     let code =
         |ext: &str| stages.iter().find(|(e, _)| *e == ext).map(|(_, c)| *c).expect("a vertex and a fragment stage");
@@ -208,46 +216,78 @@ fn draw(
 /// submission times (needs [`crate::render::GpuOptions::shader_object`]).
 pub fn render_shader_objects(gpu: &Gpu, n: usize, instances: u32, linked: bool) -> (Image, u64, u64) {
     let (vert, frag) = CORPUS[n];
-    let read = |b: &[u8]| ash::util::read_spv(&mut std::io::Cursor::new(b)).expect("SPIR-V");
-    let (vw, fw) = (read(vert), read(frag));
-    let bytes = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
-    let (vb, fb) = (bytes(&vw), bytes(&fw));
+    shader_objects_draw(
+        gpu,
+        &[(vk::ShaderStageFlags::VERTEX, vert), (vk::ShaderStageFlags::FRAGMENT, frag)],
+        instances,
+        linked,
+    )
+}
+
+/// One triangle (`instances` times; a 3-vertex patch when tessellated) into
+/// a 64x64 target through shader objects of `stages` (in pipeline order),
+/// every state dynamic; the image, the creation and the submission times.
+fn shader_objects_draw(
+    gpu: &Gpu,
+    stages: &[(vk::ShaderStageFlags, &[u8])],
+    instances: u32,
+    linked: bool,
+) -> (Image, u64, u64) {
+    let codes: Vec<Vec<u8>> = stages
+        .iter()
+        .map(|(_, b)| {
+            let w = ash::util::read_spv(&mut std::io::Cursor::new(b)).expect("SPIR-V");
+            w.iter().flat_map(|x| x.to_le_bytes()).collect()
+        })
+        .collect();
     let target = Target::new(gpu, RenderPath::Dynamic, 64, 64);
-    let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
-    let range = [vk::PushConstantRange { stage_flags: stages, offset: 0, size: 16 }];
+    let all = stages.iter().fold(vk::ShaderStageFlags::empty(), |a, (s, _)| a | *s);
+    let range = [vk::PushConstantRange { stage_flags: all, offset: 0, size: 16 }];
     let layout = unsafe {
         gpu.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
     }
     .unwrap();
     let flags = if linked { vk::ShaderCreateFlagsEXT::LINK_STAGE } else { vk::ShaderCreateFlagsEXT::empty() };
-    let infos = [
-        vk::ShaderCreateInfoEXT::default()
-            .flags(flags)
-            .stage(vk::ShaderStageFlags::VERTEX)
-            .next_stage(vk::ShaderStageFlags::FRAGMENT)
-            .code_type(vk::ShaderCodeTypeEXT::SPIRV)
-            .code(&vb)
-            .name(c"main")
-            .push_constant_ranges(&range),
-        vk::ShaderCreateInfoEXT::default()
-            .flags(flags)
-            .stage(vk::ShaderStageFlags::FRAGMENT)
-            .code_type(vk::ShaderCodeTypeEXT::SPIRV)
-            .code(&fb)
-            .name(c"main")
-            .push_constant_ranges(&range),
-    ];
+    let infos: Vec<vk::ShaderCreateInfoEXT> = stages
+        .iter()
+        .zip(&codes)
+        .enumerate()
+        .map(|(i, ((stage, _), code))| {
+            let next = stages.get(i + 1).map_or(vk::ShaderStageFlags::empty(), |s| s.0);
+            vk::ShaderCreateInfoEXT::default()
+                .flags(flags)
+                .stage(*stage)
+                .next_stage(next)
+                .code_type(vk::ShaderCodeTypeEXT::SPIRV)
+                .code(code)
+                .name(c"main")
+                .push_constant_ranges(&range)
+        })
+        .collect();
     let so = ash::ext::shader_object::Device::new(&gpu.instance, &gpu.device);
     let t = std::time::Instant::now();
     let shaders = unsafe { so.create_shaders(&infos, None) }.map_err(|(_, e)| e).expect("vkCreateShadersEXT");
     let pipeline_ns = t.elapsed().as_nanos() as u64;
+    // Every graphics stage bound: the absent ones to nothing.
+    let every = [
+        vk::ShaderStageFlags::VERTEX,
+        vk::ShaderStageFlags::TESSELLATION_CONTROL,
+        vk::ShaderStageFlags::TESSELLATION_EVALUATION,
+        vk::ShaderStageFlags::GEOMETRY,
+        vk::ShaderStageFlags::FRAGMENT,
+    ];
+    let bound: Vec<vk::ShaderEXT> = every
+        .iter()
+        .map(|e| stages.iter().position(|(s, _)| s == e).map_or(vk::ShaderEXT::null(), |i| shaders[i]))
+        .collect();
+    let tessellated = all.contains(vk::ShaderStageFlags::TESSELLATION_CONTROL);
     let t = std::time::Instant::now();
     gpu.one_time_submit(|cb| {
         target.begin(gpu, cb);
         let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: 64, height: 64 } };
         let viewport = vk::Viewport { x: 0.0, y: 0.0, width: 64.0, height: 64.0, min_depth: 0.0, max_depth: 1.0 };
         unsafe {
-            so.cmd_bind_shaders(cb, &[vk::ShaderStageFlags::VERTEX, vk::ShaderStageFlags::FRAGMENT], &shaders);
+            so.cmd_bind_shaders(cb, &every, &bound);
             so.cmd_set_viewport_with_count(cb, &[viewport]);
             so.cmd_set_scissor_with_count(cb, &[area]);
             so.cmd_set_rasterizer_discard_enable(cb, false);
@@ -259,7 +299,13 @@ pub fn render_shader_objects(gpu: &Gpu, n: usize, instances: u32, linked: bool) 
             so.cmd_set_depth_bounds_test_enable(cb, false);
             so.cmd_set_depth_clamp_enable(cb, false);
             so.cmd_set_stencil_test_enable(cb, false);
-            so.cmd_set_primitive_topology(cb, vk::PrimitiveTopology::TRIANGLE_LIST);
+            if tessellated {
+                so.cmd_set_primitive_topology(cb, vk::PrimitiveTopology::PATCH_LIST);
+                so.cmd_set_patch_control_points(cb, 3);
+                so.cmd_set_tessellation_domain_origin(cb, vk::TessellationDomainOrigin::UPPER_LEFT);
+            } else {
+                so.cmd_set_primitive_topology(cb, vk::PrimitiveTopology::TRIANGLE_LIST);
+            }
             so.cmd_set_primitive_restart_enable(cb, false);
             so.cmd_set_polygon_mode(cb, vk::PolygonMode::FILL);
             so.cmd_set_rasterization_samples(cb, vk::SampleCountFlags::TYPE_1);
@@ -272,7 +318,7 @@ pub fn render_shader_objects(gpu: &Gpu, n: usize, instances: u32, linked: bool) 
             so.cmd_set_vertex_input(cb, &[], &[]);
             let tint: [f32; 4] = [0.3, 0.6, 0.2, 1.0];
             let bytes: Vec<u8> = tint.iter().flat_map(|f| f.to_le_bytes()).collect();
-            gpu.device.cmd_push_constants(cb, layout, stages, 0, &bytes);
+            gpu.device.cmd_push_constants(cb, layout, all, 0, &bytes);
             gpu.device.cmd_draw(cb, 3, instances, 0, 0);
         }
         target.end(gpu, cb);

@@ -48,7 +48,7 @@ fn usage() -> ! {
          varyings [DIR] [instances=N] [inline]  render every pair of the varying corpus (raw images to DIR; inline: the stages' code in the pipeline, not in modules)\n  \
          varyings pairs|libraries|libraries-fast|libraries-own [instances=N]  the corpus pairs only, each twice: from modules, or from four pipeline libraries linked with link-time optimization or fast (own: two shader libraries, the final link holding the interface state)\n  \
          varyings shader-objects|shader-objects-unlinked [instances=N]  the corpus pairs, each twice, as two shader objects made together, linked (LINK_STAGE) or not\n  \
-         varyings stages [inline|libraries|libraries-fast]  the stage-chain corpus: from modules, inline code, or pipeline libraries (link-time optimized or fast)"
+         varyings stages [inline|libraries|libraries-fast|shader-objects|shader-objects-unlinked]  the stage-chain corpus: from modules, inline code, pipeline libraries (link-time optimized or fast) or shader objects (linked or not)"
     );
     std::process::exit(2)
 }
@@ -159,6 +159,9 @@ fn main() {
             let instances =
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1);
             match libraries {
+                _ if objects.is_some() && flag("stages") => {
+                    varyings_stages(&opts, ChainRoute::ShaderObjects(objects == Some("shader-objects")))
+                }
                 _ if objects.is_some() => varyings_shader_objects(&opts, objects == Some("shader-objects"), instances),
                 Some(lto) if flag("stages") => varyings_stages(&opts, ChainRoute::Libraries(lto)),
                 Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
