@@ -83,6 +83,9 @@ pub struct Spinlock {
     /// object) uses a lock, with the layout to bind the lock set with.
     pub bound: Mutex<HashMap<vk::CommandBuffer, (vk::PipelineLayout, PipelineKind)>>,
     warned: Mutex<HashSet<vk::Pipeline>>,
+    /// Graphics pipeline libraries (ordered strategy): what each brings to
+    /// a link.
+    library_parts: Mutex<HashMap<vk::Pipeline, LibraryPart>>,
 }
 
 /// The lock resources could not be made: what, and the driver's result.
@@ -128,6 +131,7 @@ impl Spinlock {
             shaders: Default::default(),
             bound: Default::default(),
             warned: Default::default(),
+            library_parts: Default::default(),
         };
         let mut cmd_pool = vk::CommandPool::null();
         // Each object is stored as soon as it is made, so that a failure
@@ -530,6 +534,16 @@ unsafe fn ordered_pipeline(
     if library || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) {
         return Err("a graphics pipeline library");
     }
+    pre_rasterization_verdict(stages, kinds)
+}
+
+/// Whether the pre-rasterization stages of an ordered pipeline (or
+/// library) can carry the instance index: a vertex shader alone before the
+/// fragment shader, rewritten, without side effects.
+fn pre_rasterization_verdict(
+    stages: &[vk::PipelineShaderStageCreateInfo],
+    kinds: &[Option<ModuleKind>],
+) -> Result<(), &'static str> {
     if stages.iter().any(|st| !matches!(st.stage, vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT)) {
         return Err("geometry, tessellation or mesh stages (the instance index comes from the vertex shader)");
     }
@@ -597,6 +611,81 @@ unsafe fn several_invocations_per_primitive(info: &vk::GraphicsPipelineCreateInf
     sample_shading || not_fill || dynamic
 }
 
+/// What a graphics pipeline library brings to an ordered link.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LibraryPart {
+    /// A fragment shader lowered for the ordered strategy: (early fragment
+    /// tests, reads `SampleId`, early tests while the library's
+    /// depth-stencil state may write).
+    fragment: Option<(bool, bool, bool)>,
+    /// The pre-rasterization stages' verdict
+    /// ([`pre_rasterization_verdict`]).
+    pre_rasterization: Option<Result<(), &'static str>>,
+    /// Sample shading, from its multisample state (where it has one).
+    sample_shading: Option<bool>,
+    /// Polygons drawn as lines or points, from its rasterization (and
+    /// dynamic) state (where it has one).
+    not_fill: Option<bool>,
+}
+
+impl LibraryPart {
+    /// The part of library `info` (a valid create info with the library
+    /// flag) whose stages have `kinds`.
+    ///
+    /// # Safety
+    /// `info` is a valid create info (its state pointers null or valid).
+    unsafe fn of(
+        info: &vk::GraphicsPipelineCreateInfo,
+        stages: &[vk::PipelineShaderStageCreateInfo],
+        kinds: &[Option<ModuleKind>],
+    ) -> LibraryPart {
+        type F = vk::GraphicsPipelineLibraryFlagsEXT;
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
+        let subsets = unsafe { crate::pnext::find::<vk::GraphicsPipelineLibraryCreateInfoEXT>(info.p_next) }
+            .map_or(F::empty(), |g| g.flags);
+        let fragment = stages.iter().zip(kinds).find_map(|(st, k)| match (st.stage, k) {
+            (vk::ShaderStageFlags::FRAGMENT, Some(ModuleKind::Ordered { early_fragment_tests, per_sample })) => {
+                // SAFETY: the caller's guarantee.
+                let writes = *early_fragment_tests && unsafe { writes_depth_or_stencil(info) };
+                Some((*early_fragment_tests, *per_sample, writes))
+            }
+            _ => None,
+        });
+        let pre_rasterization =
+            subsets.contains(F::PRE_RASTERIZATION_SHADERS).then(|| pre_rasterization_verdict(stages, kinds));
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pMultisampleState-parameter
+        // and -pRasterizationState-parameter: null or valid.
+        let (ms, rs) = unsafe { (info.p_multisample_state.as_ref(), info.p_rasterization_state.as_ref()) };
+        let sample_shading = ms.map(|m| m.sample_shading_enable == vk::TRUE);
+        // SAFETY: as above (VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter).
+        let dynamic_polygon = unsafe { info.p_dynamic_state.as_ref() }.is_some_and(|d| {
+            unsafe { crate::ffi::slice(d.p_dynamic_states, d.dynamic_state_count) }
+                .contains(&vk::DynamicState::POLYGON_MODE_EXT)
+        });
+        let not_fill = rs.map(|r| r.polygon_mode != vk::PolygonMode::FILL || dynamic_polygon);
+        LibraryPart { fragment, pre_rasterization, sample_shading, not_fill }
+    }
+}
+
+/// How the draws of a link of graphics pipeline libraries go, where one of
+/// its parts holds an ordered fragment shader: in order when a
+/// pre-rasterization part can carry the instance index (and early fragment
+/// tests write no depth or stencil). `own`: the link's own state (the
+/// interface subsets it may define itself).
+fn linked_kind(parts: &[LibraryPart], own: LibraryPart) -> Option<PipelineKind> {
+    let (early, per_sample, writes) = parts.iter().find_map(|p| p.fragment)?;
+    let order = if writes {
+        Err("the fragment shader asks for early fragment tests and the pipeline may write depth or stencil (the count draw would write them before its fragments are dropped)")
+    } else {
+        parts.iter().find_map(|p| p.pre_rasterization).unwrap_or(Err("a link without a pre-rasterization library"))
+    };
+    let all = || parts.iter().chain(std::iter::once(&own));
+    // Unknown (no part says) counts as may.
+    let sample_shading = all().filter_map(|p| p.sample_shading).reduce(|a, b| a || b).unwrap_or(true);
+    let not_fill = all().filter_map(|p| p.not_fill).reduce(|a, b| a || b).unwrap_or(true);
+    Some(PipelineKind::Ordered { order, merge: per_sample || sample_shading || not_fill, early })
+}
+
 /// Remembers the pipelines created from rewritten fragment shaders, and
 /// how their draws go.
 ///
@@ -636,14 +725,28 @@ pub unsafe fn note_pipelines(
         // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext), and a library
         // list holds `libraryCount` handles
         // (VUID-VkPipelineLibraryCreateInfoKHR-pLibraries-parameter).
-        let libraries: Vec<PipelineKind> = unsafe {
+        let linked: &[vk::Pipeline] = unsafe {
             crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next)
                 .map(|l| crate::ffi::slice(l.p_libraries, l.library_count))
                 .unwrap_or_default()
-                .iter()
-                .filter_map(|p| known.get(p).map(|k| k.1))
-                .collect()
         };
+        let libraries: Vec<PipelineKind> = linked.iter().filter_map(|p| known.get(p).map(|k| k.1)).collect();
+        let is_library = info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR);
+        if is_library && s.ordered.is_some() {
+            // SAFETY: a valid create info (the caller's guarantee).
+            let part = unsafe { LibraryPart::of(info, stages, &kinds) };
+            s.library_parts.lock().insert(*pipeline, part);
+        }
+        // A link (not itself a library) of libraries one of which holds an
+        // ordered fragment shader.
+        let ordered_link = (!is_library && !linked.is_empty())
+            .then(|| {
+                let stored = s.library_parts.lock();
+                let parts: Vec<LibraryPart> = linked.iter().filter_map(|p| stored.get(p).copied()).collect();
+                // SAFETY: a valid create info (the caller's guarantee).
+                linked_kind(&parts, unsafe { LibraryPart::of(info, &[], &[]) })
+            })
+            .flatten();
         let from_library = unsafe { crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next) }.is_some();
         let kind = match fragment {
             Some(ModuleKind::Locked { ordered }) => {
@@ -662,13 +765,15 @@ pub unsafe fn note_pipelines(
                 // SAFETY: a valid create info's state pointers are null or valid.
                 merge: per_sample || unsafe { several_invocations_per_primitive(info) },
             },
+            _ if ordered_link.is_some() => ordered_link.unwrap_or(PipelineKind::Locked),
             _ if libraries.iter().any(|k| matches!(k, PipelineKind::Ordered { .. })) => {
                 PipelineKind::Ordered { order: Err("a graphics pipeline library"), merge: true, early: false }
             }
             _ if !libraries.is_empty() => PipelineKind::Locked,
             _ => continue,
         };
-        if let PipelineKind::Ordered { order: Err(why), .. } = kind {
+        // (A library is never bound: its link says how draws go.)
+        if let (PipelineKind::Ordered { order: Err(why), .. }, false) = (kind, is_library) {
             core.log().log_once(
                 crate::settings::LogLevel::Warn,
                 id::INTERLOCK_ORDER_FALLBACK,
@@ -686,6 +791,7 @@ impl Spinlock {
     pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
         self.pipelines.lock().remove(&pipeline);
         self.warned.lock().remove(&pipeline);
+        self.library_parts.lock().remove(&pipeline);
     }
 
     pub fn forget_module(&self, module: vk::ShaderModule) {
@@ -946,6 +1052,41 @@ mod tests {
         }
         // SAFETY: the create info points at live structures of this frame.
         unsafe { writes_depth_or_stencil(&info) }
+    }
+
+    /// How a link of libraries goes: ordered when one part holds the
+    /// ordered fragment shader and another a pre-rasterization part that
+    /// carries the instance index; merged keys where any part may shade a
+    /// primitive several times in a pixel, or none says.
+    #[test]
+    fn links_of_libraries_are_ordered_from_their_parts() {
+        let fragment =
+            LibraryPart { fragment: Some((false, false, false)), sample_shading: Some(false), ..Default::default() };
+        let pre = LibraryPart { pre_rasterization: Some(Ok(())), not_fill: Some(false), ..Default::default() };
+        let none = LibraryPart::default();
+        let ordered = |order, merge| Some(PipelineKind::Ordered { order, merge, early: false });
+        assert_eq!(linked_kind(&[pre, fragment], none), ordered(Ok(()), false));
+        // No ordered fragment shader: not an ordered link.
+        assert_eq!(linked_kind(&[pre], none), None);
+        // The pre-rasterization part's verdict, or its absence.
+        let tess = LibraryPart { pre_rasterization: Some(Err("tess")), ..pre };
+        assert_eq!(linked_kind(&[tess, fragment], none), ordered(Err("tess"), false));
+        assert!(matches!(linked_kind(&[fragment], none), Some(PipelineKind::Ordered { order: Err(_), .. })));
+        // Early fragment tests with depth or stencil writes.
+        let early = LibraryPart { fragment: Some((true, false, true)), ..fragment };
+        assert!(matches!(
+            linked_kind(&[pre, early], none),
+            Some(PipelineKind::Ordered { order: Err(_), early: true, .. })
+        ));
+        // Merging: sample shading or lines anywhere (the link's own state
+        // too), per-sample reads, or nothing said.
+        let shading = LibraryPart { sample_shading: Some(true), ..none };
+        assert_eq!(linked_kind(&[pre, fragment, shading], none), ordered(Ok(()), true));
+        assert_eq!(linked_kind(&[pre, fragment], shading), ordered(Ok(()), true));
+        let per_sample = LibraryPart { fragment: Some((false, true, false)), ..fragment };
+        assert_eq!(linked_kind(&[pre, per_sample], none), ordered(Ok(()), true));
+        let silent = LibraryPart { sample_shading: None, ..fragment };
+        assert_eq!(linked_kind(&[pre, silent], none), ordered(Ok(()), true));
     }
 
     /// The rule that lets a fragment shader with early fragment tests be

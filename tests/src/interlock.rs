@@ -63,6 +63,10 @@ pub struct Case {
     /// The coverage family (see the module documentation): `discard` is the
     /// CTS's killOdd, `sample_shading` is false.
     pub coverage: bool,
+    /// The pipeline is a fast link of four graphics pipeline libraries
+    /// (VK_EXT_graphics_pipeline_library), as vkd3d-proton and DXVK build
+    /// theirs.
+    pub libraries: bool,
 }
 
 pub const MODES: [&str; 4] =
@@ -96,6 +100,7 @@ impl Case {
             dynamic_rendering: false,
             early_tests: false,
             coverage: false,
+            libraries: false,
         }
     }
 
@@ -107,6 +112,7 @@ impl Case {
         };
         let split = if self.dynamic_rendering { format!("{split}.dynamic") } else { split };
         let split = if self.early_tests { format!("{split}.early") } else { split };
+        let split = if self.libraries { format!("{split}.libraries") } else { split };
         format!(
             "{}{}.{}.{}.{}x.{}.{}x{}{split}",
             if self.coverage { "coverage." } else { "" },
@@ -342,6 +348,21 @@ pub fn early_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
         }
         for draws in [1, 4] {
             v.push(Case { draws, early_tests: true, ..c });
+        }
+    }
+    v
+}
+
+/// The first family's ordered modes through graphics pipeline libraries
+/// (a fast link of four), one draw and 4.
+pub fn library_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
+    let mut v = Vec::new();
+    for c in matrix_sized(sizes) {
+        if !c.mode.ends_with("_ordered") || c.resource != Resource::Image {
+            continue;
+        }
+        for draws in [1, 4] {
+            v.push(Case { draws, libraries: true, ..c });
         }
     }
     v
@@ -593,6 +614,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         }
         let t = std::time::Instant::now();
         let so = ash::ext::shader_object::Device::new(&gpu.instance, &gpu.device);
+        let mut libraries = Vec::new();
         let (pipeline, shaders) = if case.shader_object {
             let vs_words = ash::util::read_spv(&mut std::io::Cursor::new(
                 &include_bytes!(concat!(env!("OUT_DIR"), "/interlock.vert.spv"))[..],
@@ -617,6 +639,10 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                     .specialization_info(&spec),
             ];
             (vk::Pipeline::null(), so.create_shaders(&infos, None).map_err(|(_, e)| e).expect("vkCreateShadersEXT"))
+        } else if case.libraries {
+            let (p, l) = link_libraries(d, &info);
+            libraries = l;
+            (p, Vec::new())
         } else {
             let p =
                 d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
@@ -843,6 +869,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             }
         } else {
             d.destroy_pipeline(pipeline, None);
+            for l in libraries {
+                d.destroy_pipeline(l, None);
+            }
         }
         d.destroy_shader_module(vs, None);
         if fs != vk::ShaderModule::null() {
@@ -1107,4 +1136,91 @@ mod tests {
         let by_pixel: Vec<u32> = (0..6 * 32).map(|i| if (i / 4) % 2 == 1 { 0 } else { u32::MAX }).collect();
         assert!(check_words(kill, &by_pixel).0 > 0);
     }
+}
+
+/// The pipeline `full` describes, made as four graphics pipeline libraries
+/// (vertex input, pre-rasterization shaders, fragment shader, fragment
+/// output; each with the state its subset takes) and a fast link of them;
+/// returns the link and the libraries (kept until the link is destroyed:
+/// lavapipe 22.3 crashes drawing with a link whose libraries are gone).
+///
+/// # Safety
+/// `full` is a valid create info of a complete pipeline whose first stage
+/// is the vertex shader and second the fragment shader.
+unsafe fn link_libraries(d: &ash::Device, full: &vk::GraphicsPipelineCreateInfo) -> (vk::Pipeline, Vec<vk::Pipeline>) {
+    type F = vk::GraphicsPipelineLibraryFlagsEXT;
+    let make = |subset: F| -> vk::Pipeline {
+        let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
+        let mut info =
+            vk::GraphicsPipelineCreateInfo::default().flags(vk::PipelineCreateFlags::LIBRARY_KHR).push_next(&mut gpl);
+        info.layout = full.layout;
+        info.render_pass = full.render_pass;
+        // (The rendering formats of dynamic rendering, and a shading rate.)
+        let mut chain = full.p_next;
+        let mut rendering = None;
+        let mut rate = None;
+        while !chain.is_null() {
+            let base = &*(chain as *const vk::BaseInStructure);
+            match base.s_type {
+                vk::StructureType::PIPELINE_RENDERING_CREATE_INFO => {
+                    rendering = Some(*(chain as *const vk::PipelineRenderingCreateInfo))
+                }
+                vk::StructureType::PIPELINE_FRAGMENT_SHADING_RATE_STATE_CREATE_INFO_KHR => {
+                    rate = Some(*(chain as *const vk::PipelineFragmentShadingRateStateCreateInfoKHR))
+                }
+                _ => {}
+            }
+            chain = base.p_next as *const std::ffi::c_void;
+        }
+        if subset == F::VERTEX_INPUT_INTERFACE {
+            info.p_vertex_input_state = full.p_vertex_input_state;
+            info.p_input_assembly_state = full.p_input_assembly_state;
+        }
+        if subset == F::PRE_RASTERIZATION_SHADERS {
+            info.stage_count = 1;
+            info.p_stages = full.p_stages;
+            info.p_viewport_state = full.p_viewport_state;
+            info.p_rasterization_state = full.p_rasterization_state;
+        }
+        if subset == F::FRAGMENT_SHADER {
+            info.stage_count = 1;
+            info.p_stages = full.p_stages.add(1);
+            info.p_multisample_state = full.p_multisample_state;
+            info.p_depth_stencil_state = full.p_depth_stencil_state;
+        }
+        if subset == F::FRAGMENT_OUTPUT_INTERFACE {
+            info.p_color_blend_state = full.p_color_blend_state;
+            info.p_multisample_state = full.p_multisample_state;
+        }
+        let mut r = rendering.map(|mut r| {
+            r.p_next = std::ptr::null();
+            r
+        });
+        if let Some(r) = r.as_mut() {
+            if subset != F::VERTEX_INPUT_INTERFACE {
+                info = info.push_next(r);
+            }
+        }
+        let mut q = rate.map(|mut q| {
+            q.p_next = std::ptr::null_mut();
+            q
+        });
+        if let Some(q) = q.as_mut() {
+            if subset == F::PRE_RASTERIZATION_SHADERS || subset == F::FRAGMENT_SHADER {
+                info = info.push_next(q);
+            }
+        }
+        d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None)
+            .map_err(|(_, e)| e)
+            .expect("vkCreateGraphicsPipelines (library)")[0]
+    };
+    let libs: Vec<vk::Pipeline> =
+        [F::VERTEX_INPUT_INTERFACE, F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER, F::FRAGMENT_OUTPUT_INTERFACE]
+            .into_iter()
+            .map(make)
+            .collect();
+    let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
+    let info = vk::GraphicsPipelineCreateInfo::default().layout(full.layout).push_next(&mut linked);
+    let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
+    (p, libs)
 }

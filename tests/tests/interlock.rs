@@ -347,6 +347,24 @@ fn early_fragment_tests_without_depth_writes_are_ordered() {
     assert!(names.iter().all(|l| l.contains(".early ")), "{}", o.stdout);
 }
 
+/// Graphics pipeline libraries (a fast link of four, as vkd3d-proton and
+/// DXVK build their pipelines where the driver has them): the link of an
+/// ordered fragment-shader library and a pre-rasterization library whose
+/// vertex shader carries the instance index is ordered, not a logged
+/// fallback as before (`ordered` fails on any fallback; seen failing with
+/// links treated as before). Control: with the key order reversed the
+/// waits gate and expire, so the link's draws do run the ordered protocol.
+#[test]
+fn pipeline_library_links_are_ordered() {
+    let o = ordered("libraries");
+    let names: Vec<&str> = o.stdout.lines().filter_map(|l| l.strip_prefix("case=")).collect();
+    assert_eq!(names.len(), interlock::library_matrix(&[(37, 23)]).len());
+    assert!(names.iter().all(|l| l.contains(".libraries ")), "{}", o.stdout);
+    let (reversed, expired) = reversed("libraries");
+    assert!(expired > 100, "{}", reversed.stderr);
+    assert!(!reversed.overlap_messages().contains(&"OVERLAP-Interlock-Order-Fallback"), "{}", reversed.stderr);
+}
+
 /// Cells too few for a pixel's primitives: 4x MSAA counts the quad's
 /// shared diagonal twice (62 primitives at 31 instances), more than 32
 /// slots: order is lost there and said, never silently (words are kept).

@@ -27,7 +27,8 @@
 //!   primitives-generated or transform-feedback query (the count draw would
 //!   be counted), multi-draw indirect calls (one key space per call), and
 //!   pipelines the layer cannot order (decided at creation: see
-//!   [`super::PipelineKind`]).
+//!   [`super::PipelineKind`]; a link of graphics pipeline libraries is
+//!   decided from what each library brought, [`super::LibraryPart`]).
 //! - **Dynamic rendering** allows no barrier inside it (without
 //!   `VK_KHR_dynamic_rendering_local_read`, whose barriers cover attachment
 //!   accesses only), so around an ordered draw the layer ends the rendering

@@ -429,7 +429,7 @@ fn interlock_matrix(
     use overlap_tests::interlock;
     opts.interlock = true;
     opts.shader_object = variant == Some("shader-object");
-    opts.pipeline_library = variant == Some("inline");
+    opts.pipeline_library = matches!(variant, Some("inline" | "libraries"));
     let coverage = matches!(variant, Some("coverage" | "coverage-none"));
     opts.shading_rate = coverage;
     let g = gpu(opts)?;
@@ -455,6 +455,7 @@ fn interlock_matrix(
         Some("draws") => interlock::draws_matrix(&sizes),
         Some("dynamic") => interlock::dynamic_matrix(&sizes),
         Some("early") => interlock::early_matrix(&sizes),
+        Some("libraries") => interlock::library_matrix(&sizes),
         _ => interlock::matrix_sized(&sizes),
     };
     if variant == Some("dynamic") && !g.dynamic_rendering {
