@@ -560,19 +560,17 @@ pub unsafe fn create_shaders_ext(
         let mut noted = Ok(());
         for ((shader, copy), k) in shaders.iter().zip(&copies).zip(&kinds) {
             let kind = match k {
-                Some(ModuleKind::Ordered { .. }) => {
-                    let why = "a fragment shader object (vertex shader objects, bound with any partner, do not pass the instance index the ordered keys need)";
-                    dev.log().log_once(
-                        LogLevel::Warn,
-                        id::INTERLOCK_ORDER_FALLBACK,
-                        why,
-                        &format!(
-                            "ordered interlock: draws run with mutual exclusion but not primitive order with {why}"
-                        ),
-                    );
-                    PipelineKind::Ordered { order: Err(why), merge: true, early: false }
+                // Whether its draws are ordered is decided when it is bound,
+                // from its partners (`spinlock::cmd_bind_shaders`); the
+                // rasterization state is dynamic, so keys are merged.
+                Some(ModuleKind::Ordered { early_fragment_tests, .. }) => {
+                    PipelineKind::Ordered { order: Ok(()), merge: true, early: *early_fragment_tests }
                 }
                 Some(ModuleKind::Locked { .. }) => PipelineKind::Locked,
+                Some(vertex @ ModuleKind::Vertex { .. }) if copy.stage == vk::ShaderStageFlags::VERTEX => {
+                    s.note_vertex_object(*shader, *vertex);
+                    continue;
+                }
                 _ => continue,
             };
             if noted.is_ok() && copy.stage == vk::ShaderStageFlags::FRAGMENT {

@@ -86,6 +86,36 @@ pub struct Spinlock {
     /// Graphics pipeline libraries (ordered strategy): what each brings to
     /// a link.
     library_parts: Mutex<HashMap<vk::Pipeline, LibraryPart>>,
+    /// Vertex shader objects (ordered strategy): whether each carries the
+    /// instance index ([`pre_rasterization_verdict`]'s rule).
+    vertex_objects: Mutex<HashMap<vk::ShaderEXT, Result<(), &'static str>>>,
+    /// Per command buffer, the shader objects bound before the fragment
+    /// stage (ordered strategy).
+    bound_objects: Mutex<HashMap<vk::CommandBuffer, BoundObjects>>,
+}
+
+/// The pre-rasterization shader objects a command buffer has bound.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BoundObjects {
+    /// The vertex shader object's verdict (`None`: none bound, or one the
+    /// layer did not make with the instance index).
+    vertex: Option<Result<(), &'static str>>,
+    /// The tessellation, geometry, task and mesh stages bound to a shader
+    /// object (not to nothing).
+    extra: vk::ShaderStageFlags,
+}
+
+impl BoundObjects {
+    /// How an ordered fragment shader object with these partners draws.
+    fn order(&self, early: bool) -> Result<(), &'static str> {
+        if early {
+            return Err("a fragment shader object with early fragment tests (depth and stencil writes are dynamic state with shader objects: the count draw could write them)");
+        }
+        if !self.extra.is_empty() {
+            return Err("geometry, tessellation or mesh stages (the instance index comes from the vertex shader)");
+        }
+        self.vertex.unwrap_or(Err("a vertex shader object without the layer's instance-index output"))
+    }
 }
 
 /// The lock resources could not be made: what, and the driver's result.
@@ -132,6 +162,8 @@ impl Spinlock {
             bound: Default::default(),
             warned: Default::default(),
             library_parts: Default::default(),
+            vertex_objects: Default::default(),
+            bound_objects: Default::default(),
         };
         let mut cmd_pool = vk::CommandPool::null();
         // Each object is stored as soon as it is made, so that a failure
@@ -408,6 +440,18 @@ impl Spinlock {
         }?;
         self.shaders.lock().insert(shader, (layout, kind));
         Ok(())
+    }
+
+    /// Remembers a vertex shader object the ordered strategy rewrote, and
+    /// whether its draws can carry the instance index.
+    pub fn note_vertex_object(&self, shader: vk::ShaderEXT, kind: ModuleKind) {
+        if let ModuleKind::Vertex { .. } = kind {
+            let verdict = pre_rasterization_verdict(
+                &[vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX)],
+                &[Some(kind)],
+            );
+            self.vertex_objects.lock().insert(shader, verdict);
+        }
     }
 
     /// Destroys the layout [`Spinlock::note_shader`] made for `shader`, if any.
@@ -802,6 +846,7 @@ impl Spinlock {
 /// At vkBeginCommandBuffer: no locked pipeline is bound.
 pub fn forget_bound(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
     s.bound.lock().remove(&cb);
+    s.bound_objects.lock().remove(&cb);
 }
 
 /// Remembers whether the bound graphics pipeline uses a lock.
@@ -846,15 +891,45 @@ pub unsafe fn cmd_bind_shaders(
         // SAFETY: VUID-vkCmdBindShadersEXT-pStages-parameter: `stageCount` stages.
         unsafe { std::slice::from_raw_parts(stages, count as usize) }
     };
-    if let Some(i) = stage_list.iter().position(|st| *st == vk::ShaderStageFlags::FRAGMENT) {
-        // SAFETY: VUID-vkCmdBindShadersEXT-pShaders-parameter: a non-null
-        // pShaders holds `stageCount` handles, and `i` < `stageCount`.
-        let shader = if shaders.is_null() { vk::ShaderEXT::null() } else { unsafe { *shaders.add(i) } };
-        let layout = s.shaders.lock().get(&shader).copied();
+    // SAFETY: VUID-vkCmdBindShadersEXT-pShaders-parameter: a non-null
+    // pShaders holds `stageCount` handles, and `i` < `stageCount`.
+    let shader_at = |i: usize| if shaders.is_null() { vk::ShaderEXT::null() } else { unsafe { *shaders.add(i) } };
+    // The ordered strategy: what is bound before the fragment stage.
+    let partners = s.ordered.as_ref().map(|_| {
+        let mut all = s.bound_objects.lock();
+        let b = all.entry(cb).or_default();
+        for (i, st) in stage_list.iter().enumerate() {
+            let shader = shader_at(i);
+            match *st {
+                vk::ShaderStageFlags::VERTEX => {
+                    b.vertex = (shader != vk::ShaderEXT::null())
+                        .then(|| s.vertex_objects.lock().get(&shader).copied())
+                        .flatten();
+                }
+                vk::ShaderStageFlags::FRAGMENT | vk::ShaderStageFlags::COMPUTE => {}
+                other if shader == vk::ShaderEXT::null() => b.extra &= !other,
+                other => b.extra |= other,
+            }
+        }
+        *b
+    });
+    let fragment = stage_list.iter().position(|st| *st == vk::ShaderStageFlags::FRAGMENT).map(shader_at);
+    if fragment.is_some() || partners.is_some() {
         let mut bound = s.bound.lock();
-        match layout {
+        let current = match fragment {
+            Some(f) => s.shaders.lock().get(&f).copied(),
+            None => bound.get(&cb).copied(),
+        };
+        let decided = match (current, partners) {
+            (Some((layout, PipelineKind::Ordered { merge, early, .. })), Some(p)) => {
+                Some((layout, PipelineKind::Ordered { order: p.order(early), merge, early }))
+            }
+            (other, _) => other,
+        };
+        match decided {
             Some(l) => bound.insert(cb, l),
-            None => bound.remove(&cb),
+            None if fragment.is_some() => bound.remove(&cb),
+            None => None,
         };
     }
     next(cb, count, stages, shaders)
@@ -873,6 +948,7 @@ pub unsafe fn destroy_shader(
     next: impl FnOnce(vk::Device, vk::ShaderEXT, *const vk::AllocationCallbacks<'_>),
 ) {
     let layout = s.shaders.lock().remove(&shader);
+    s.vertex_objects.lock().remove(&shader);
     // The shader goes down first, then the layout the layer made for it.
     next(device, shader, alloc);
     if let Some((layout, _)) = layout {
