@@ -1165,6 +1165,29 @@ mod tests {
         assert_eq!(linked_kind(&[pre, silent], none), ordered(Ok(()), true));
     }
 
+    /// An ordered fragment shader object draws in order only beside a
+    /// vertex shader object that carries the instance index, with no
+    /// tessellation, geometry or mesh object bound, and without early
+    /// fragment tests (depth and stencil writes are dynamic state).
+    #[test]
+    fn shader_objects_are_ordered_from_their_partners() {
+        let ok = BoundObjects { vertex: Some(Ok(())), extra: vk::ShaderStageFlags::empty() };
+        assert_eq!(ok.order(false), Ok(()));
+        assert!(ok.order(true).is_err());
+        assert!(BoundObjects { vertex: None, ..ok }.order(false).is_err());
+        assert_eq!(BoundObjects { vertex: Some(Err("writes")), ..ok }.order(false), Err("writes"));
+        assert!(BoundObjects { extra: vk::ShaderStageFlags::GEOMETRY, ..ok }.order(false).is_err());
+        // The vertex verdict is the pipelines' rule.
+        let verdict = |kind| {
+            pre_rasterization_verdict(
+                &[vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX)],
+                &[Some(kind)],
+            )
+        };
+        assert_eq!(verdict(ModuleKind::Vertex { side_effects: false, transform_feedback: false }), Ok(()));
+        assert!(verdict(ModuleKind::Vertex { side_effects: true, transform_feedback: false }).is_err());
+    }
+
     /// The rule that lets a fragment shader with early fragment tests be
     /// ordered: only a pipeline that cannot write depth or stencil.
     #[test]
