@@ -10,7 +10,7 @@
 //! with its centre as `FragCoord`).
 
 use crate::fdm::{self, Map};
-use crate::render::{color_range, Gpu};
+use crate::render::{color_range, link_libraries, Gpu, LibrarySplit};
 use ash::vk;
 
 const COLOUR: vk::Format = vk::Format::R8G8B8A8_UNORM;
@@ -19,7 +19,6 @@ const COLOUR: vk::Format = vk::Format::R8G8B8A8_UNORM;
 /// from libraries (`lto`: with link-time optimization), in a render pass or
 /// (`dynamic`) dynamic rendering; the pixels.
 pub fn render(gpu: &Gpu, map: &Map, size: (u32, u32), lto: bool, dynamic: bool) -> Vec<[u8; 4]> {
-    type F = vk::GraphicsPipelineLibraryFlagsEXT;
     let d = &gpu.device;
     let vert = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
     let frag = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
@@ -81,68 +80,14 @@ pub fn render(gpu: &Gpu, map: &Map, size: (u32, u32), lto: bool, dynamic: bool) 
     let (vs, fs) = (gpu.shader(vert), gpu.shader(frag));
     let stage = |s, m| vk::PipelineShaderStageCreateInfo::default().stage(s).module(m).name(c"main");
     let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
-    let retain = if lto {
-        vk::PipelineCreateFlags::RETAIN_LINK_TIME_OPTIMIZATION_INFO_EXT
-    } else {
-        vk::PipelineCreateFlags::empty()
-    };
     let depth_stencil = vk::PipelineDepthStencilStateCreateInfo::default();
+    let split = LibrarySplit { pre_stages: 1, lto, own_interfaces: false };
     let (pipeline, libs) = gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |full| {
-        let make = |subset: F| -> vk::Pipeline {
-            let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
-            let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
-            let mut info = vk::GraphicsPipelineCreateInfo::default()
-                .flags(vk::PipelineCreateFlags::LIBRARY_KHR | retain)
-                .push_next(&mut gpl);
-            if subset == F::VERTEX_INPUT_INTERFACE {
-                info.p_vertex_input_state = full.p_vertex_input_state;
-                info.p_input_assembly_state = full.p_input_assembly_state;
-            } else if dynamic {
-                info = info.flags(info.flags | density);
-                // The rendering info where it is read: the fragment shader and output subsets.
-                if subset != F::PRE_RASTERIZATION_SHADERS {
-                    info = info.push_next(&mut rendering);
-                }
-            } else {
-                info.render_pass = render_pass;
-            }
-            if subset == F::PRE_RASTERIZATION_SHADERS {
-                info.stage_count = 1;
-                info.p_stages = &stages[0];
-                info.p_viewport_state = full.p_viewport_state;
-                info.p_rasterization_state = full.p_rasterization_state;
-                info.p_dynamic_state = full.p_dynamic_state;
-                info.layout = layout;
-            }
-            if subset == F::FRAGMENT_SHADER {
-                info.stage_count = 1;
-                info.p_stages = &stages[1];
-                info.p_multisample_state = full.p_multisample_state;
-                info.p_depth_stencil_state = &depth_stencil;
-                info.layout = layout;
-            }
-            if subset == F::FRAGMENT_OUTPUT_INTERFACE {
-                info.p_color_blend_state = full.p_color_blend_state;
-                info.p_multisample_state = full.p_multisample_state;
-            }
-            unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-                .map_err(|(_, e)| e)
-                .expect("vkCreateGraphicsPipelines (library)")[0]
-        };
-        let libs: Vec<vk::Pipeline> =
-            [F::VERTEX_INPUT_INTERFACE, F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER, F::FRAGMENT_OUTPUT_INTERFACE]
-                .into_iter()
-                .map(make)
-                .collect();
-        let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
-        let flags =
-            if lto { vk::PipelineCreateFlags::LINK_TIME_OPTIMIZATION_EXT } else { vk::PipelineCreateFlags::empty() };
-        let info =
-            vk::GraphicsPipelineCreateInfo::default().flags(flags | density).layout(layout).push_next(&mut linked);
-        let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-            .map_err(|(_, e)| e)
-            .expect("vkCreateGraphicsPipelines (link)")[0];
-        (p, libs)
+        let mut rendering = vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats);
+        let mut full = full.flags(density).depth_stencil_state(&depth_stencil);
+        full = if dynamic { full.push_next(&mut rendering) } else { full.render_pass(render_pass) };
+        // SAFETY: a complete pipeline's create info, the vertex shader first.
+        unsafe { link_libraries(d, &full, split) }
     });
     unsafe {
         d.destroy_shader_module(vs, None);

@@ -640,7 +640,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             ];
             (vk::Pipeline::null(), so.create_shaders(&infos, None).map_err(|(_, e)| e).expect("vkCreateShadersEXT"))
         } else if case.libraries {
-            let (p, l) = link_libraries(d, &info);
+            let split = crate::render::LibrarySplit { pre_stages: 1, ..Default::default() };
+            let (p, l) = crate::render::link_libraries(d, &info, split);
             libraries = l;
             (p, Vec::new())
         } else {
@@ -1136,91 +1137,4 @@ mod tests {
         let by_pixel: Vec<u32> = (0..6 * 32).map(|i| if (i / 4) % 2 == 1 { 0 } else { u32::MAX }).collect();
         assert!(check_words(kill, &by_pixel).0 > 0);
     }
-}
-
-/// The pipeline `full` describes, made as four graphics pipeline libraries
-/// (vertex input, pre-rasterization shaders, fragment shader, fragment
-/// output; each with the state its subset takes) and a fast link of them;
-/// returns the link and the libraries (kept until the link is destroyed:
-/// lavapipe 22.3 crashes drawing with a link whose libraries are gone).
-///
-/// # Safety
-/// `full` is a valid create info of a complete pipeline whose first stage
-/// is the vertex shader and second the fragment shader.
-unsafe fn link_libraries(d: &ash::Device, full: &vk::GraphicsPipelineCreateInfo) -> (vk::Pipeline, Vec<vk::Pipeline>) {
-    type F = vk::GraphicsPipelineLibraryFlagsEXT;
-    let make = |subset: F| -> vk::Pipeline {
-        let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
-        let mut info =
-            vk::GraphicsPipelineCreateInfo::default().flags(vk::PipelineCreateFlags::LIBRARY_KHR).push_next(&mut gpl);
-        info.layout = full.layout;
-        info.render_pass = full.render_pass;
-        // (The rendering formats of dynamic rendering, and a shading rate.)
-        let mut chain = full.p_next;
-        let mut rendering = None;
-        let mut rate = None;
-        while !chain.is_null() {
-            let base = &*(chain as *const vk::BaseInStructure);
-            match base.s_type {
-                vk::StructureType::PIPELINE_RENDERING_CREATE_INFO => {
-                    rendering = Some(*(chain as *const vk::PipelineRenderingCreateInfo))
-                }
-                vk::StructureType::PIPELINE_FRAGMENT_SHADING_RATE_STATE_CREATE_INFO_KHR => {
-                    rate = Some(*(chain as *const vk::PipelineFragmentShadingRateStateCreateInfoKHR))
-                }
-                _ => {}
-            }
-            chain = base.p_next as *const std::ffi::c_void;
-        }
-        if subset == F::VERTEX_INPUT_INTERFACE {
-            info.p_vertex_input_state = full.p_vertex_input_state;
-            info.p_input_assembly_state = full.p_input_assembly_state;
-        }
-        if subset == F::PRE_RASTERIZATION_SHADERS {
-            info.stage_count = 1;
-            info.p_stages = full.p_stages;
-            info.p_viewport_state = full.p_viewport_state;
-            info.p_rasterization_state = full.p_rasterization_state;
-        }
-        if subset == F::FRAGMENT_SHADER {
-            info.stage_count = 1;
-            info.p_stages = full.p_stages.add(1);
-            info.p_multisample_state = full.p_multisample_state;
-            info.p_depth_stencil_state = full.p_depth_stencil_state;
-        }
-        if subset == F::FRAGMENT_OUTPUT_INTERFACE {
-            info.p_color_blend_state = full.p_color_blend_state;
-            info.p_multisample_state = full.p_multisample_state;
-        }
-        let mut r = rendering.map(|mut r| {
-            r.p_next = std::ptr::null();
-            r
-        });
-        if let Some(r) = r.as_mut() {
-            if subset != F::VERTEX_INPUT_INTERFACE {
-                info = info.push_next(r);
-            }
-        }
-        let mut q = rate.map(|mut q| {
-            q.p_next = std::ptr::null_mut();
-            q
-        });
-        if let Some(q) = q.as_mut() {
-            if subset == F::PRE_RASTERIZATION_SHADERS || subset == F::FRAGMENT_SHADER {
-                info = info.push_next(q);
-            }
-        }
-        d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None)
-            .map_err(|(_, e)| e)
-            .expect("vkCreateGraphicsPipelines (library)")[0]
-    };
-    let libs: Vec<vk::Pipeline> =
-        [F::VERTEX_INPUT_INTERFACE, F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER, F::FRAGMENT_OUTPUT_INTERFACE]
-            .into_iter()
-            .map(make)
-            .collect();
-    let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
-    let info = vk::GraphicsPipelineCreateInfo::default().layout(full.layout).push_next(&mut linked);
-    let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
-    (p, libs)
 }

@@ -1157,7 +1157,6 @@ impl Target {
         lto: bool,
         own_interfaces: bool,
     ) -> (vk::Pipeline, Vec<vk::Pipeline>) {
-        type F = vk::GraphicsPipelineLibraryFlagsEXT;
         let d = &gpu.device;
         let (vs, fs) = (gpu.shader(vert), gpu.shader(frag));
         let extra_modules: Vec<(vk::ShaderStageFlags, vk::ShaderModule)> =
@@ -1166,93 +1165,27 @@ impl Target {
         let mut stages = vec![stage(vk::ShaderStageFlags::VERTEX, vs)];
         stages.extend(extra_modules.iter().map(|(st, m)| stage(*st, *m)));
         stages.push(stage(vk::ShaderStageFlags::FRAGMENT, fs));
-        let pre = stages.len() - 1;
         let tessellated = extra.iter().any(|(st, _)| *st == vk::ShaderStageFlags::TESSELLATION_CONTROL);
         let tess = vk::PipelineTessellationStateCreateInfo::default().patch_control_points(3);
         let topology =
             if tessellated { vk::PrimitiveTopology::PATCH_LIST } else { vk::PrimitiveTopology::TRIANGLE_LIST };
-        let retain = if lto {
-            vk::PipelineCreateFlags::RETAIN_LINK_TIME_OPTIMIZATION_INFO_EXT
-        } else {
-            vk::PipelineCreateFlags::empty()
-        };
-        gpu.pipeline(&stages, layout, topology, true, &[], |full| {
-            let make = |subset: F| -> vk::Pipeline {
-                let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
-                let mut info = vk::GraphicsPipelineCreateInfo::default()
-                    .flags(vk::PipelineCreateFlags::LIBRARY_KHR | retain)
-                    .push_next(&mut gpl);
-                if subset == F::VERTEX_INPUT_INTERFACE {
-                    info.p_vertex_input_state = full.p_vertex_input_state;
-                    info.p_input_assembly_state = full.p_input_assembly_state;
-                }
-                if subset == F::PRE_RASTERIZATION_SHADERS {
-                    info.stage_count = pre as u32;
-                    info.p_stages = stages.as_ptr();
-                    if tessellated {
-                        info.p_tessellation_state = &tess;
-                    }
-                    info.p_viewport_state = full.p_viewport_state;
-                    info.p_rasterization_state = full.p_rasterization_state;
-                    info.p_dynamic_state = full.p_dynamic_state;
-                }
-                if subset == F::FRAGMENT_SHADER {
-                    info.stage_count = 1;
-                    info.p_stages = &stages[pre];
-                    info.p_multisample_state = full.p_multisample_state;
-                }
-                if subset == F::FRAGMENT_OUTPUT_INTERFACE {
-                    info.p_color_blend_state = full.p_color_blend_state;
-                    info.p_multisample_state = full.p_multisample_state;
-                }
-                if subset == F::PRE_RASTERIZATION_SHADERS || subset == F::FRAGMENT_SHADER {
-                    info.layout = layout;
-                }
-                info.render_pass = self.render_pass;
-                unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-                    .map_err(|(_, e)| e)
-                    .expect("vkCreateGraphicsPipelines (library)")[0]
-            };
-            let subsets: &[F] = if own_interfaces {
-                &[F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER]
-            } else {
-                &[
-                    F::VERTEX_INPUT_INTERFACE,
-                    F::PRE_RASTERIZATION_SHADERS,
-                    F::FRAGMENT_SHADER,
-                    F::FRAGMENT_OUTPUT_INTERFACE,
-                ]
-            };
-            let libs: Vec<vk::Pipeline> = subsets.iter().map(|s| make(*s)).collect();
-            unsafe {
-                d.destroy_shader_module(vs, None);
-                d.destroy_shader_module(fs, None);
-                for (_, m) in &extra_modules {
-                    d.destroy_shader_module(*m, None);
-                }
+        let split = LibrarySplit { pre_stages: stages.len() - 1, lto, own_interfaces };
+        let out = gpu.pipeline(&stages, layout, topology, true, &[], |full| {
+            let mut full = full.render_pass(self.render_pass);
+            if tessellated {
+                full = full.tessellation_state(&tess);
             }
-            let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
-            let flags = if lto {
-                vk::PipelineCreateFlags::LINK_TIME_OPTIMIZATION_EXT
-            } else {
-                vk::PipelineCreateFlags::empty()
-            };
-            let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default()
-                .flags(F::VERTEX_INPUT_INTERFACE | F::FRAGMENT_OUTPUT_INTERFACE);
-            let mut info = vk::GraphicsPipelineCreateInfo::default().flags(flags).layout(layout).push_next(&mut linked);
-            if own_interfaces {
-                info = info.push_next(&mut gpl);
-                info.p_vertex_input_state = full.p_vertex_input_state;
-                info.p_input_assembly_state = full.p_input_assembly_state;
-                info.p_color_blend_state = full.p_color_blend_state;
-                info.p_multisample_state = full.p_multisample_state;
-                info.render_pass = self.render_pass;
+            // SAFETY: a complete pipeline's create info, its stages in pipeline order.
+            unsafe { link_libraries(d, &full, split) }
+        });
+        unsafe {
+            d.destroy_shader_module(vs, None);
+            d.destroy_shader_module(fs, None);
+            for (_, m) in &extra_modules {
+                d.destroy_shader_module(*m, None);
             }
-            let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-                .map_err(|(_, e)| e)
-                .expect("vkCreateGraphicsPipelines (link)")[0];
-            (p, libs)
-        })
+        }
+        out
     }
 
     /// A pipeline with a geometry stage between `vert` and `frag`.
@@ -1573,4 +1506,144 @@ pub fn expected_scene_pixel(x: u32, y: u32, width: u32, height: u32) -> Option<[
         return Some(CLEAR_RGBA);
     }
     None
+}
+
+/// How [`link_libraries`] makes a pipeline of graphics pipeline libraries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LibrarySplit {
+    /// The first `pre_stages` stages go to the pre-rasterization library,
+    /// the next (the fragment shader) to the fragment-shader library.
+    pub pre_stages: usize,
+    /// Linked with link-time optimization (the libraries retaining what it
+    /// needs), else fast.
+    pub lto: bool,
+    /// Only the two shader libraries: the link defines the vertex input and
+    /// fragment output state itself.
+    pub own_interfaces: bool,
+}
+
+/// The pipeline `full` describes (a complete pipeline's create info, its
+/// stages in pipeline order) made as graphics pipeline libraries — vertex
+/// input, pre-rasterization shaders, fragment shader, fragment output, each
+/// with the state its subset takes (the chain's rendering formats, its
+/// shading rate and `full`'s flags where the shader and output subsets take
+/// them) — and linked; returns the link and the libraries (keep them
+/// until the link is destroyed: lavapipe 22.3 crashes drawing with a link
+/// whose libraries are gone). Needs `VK_EXT_graphics_pipeline_library`.
+///
+/// # Safety
+/// `full` is valid and its chain holds only structures that may chain to a
+/// graphics pipeline's create info.
+pub unsafe fn link_libraries(
+    d: &ash::Device,
+    full: &vk::GraphicsPipelineCreateInfo,
+    split: LibrarySplit,
+) -> (vk::Pipeline, Vec<vk::Pipeline>) {
+    type F = vk::GraphicsPipelineLibraryFlagsEXT;
+    // (The rendering formats of dynamic rendering, and a shading rate.)
+    let (mut rendering, mut rate) = (None, None);
+    let mut chain = full.p_next;
+    while !chain.is_null() {
+        // SAFETY: a valid chain (the caller's guarantee).
+        let base = unsafe { &*(chain as *const vk::BaseInStructure) };
+        match base.s_type {
+            vk::StructureType::PIPELINE_RENDERING_CREATE_INFO => {
+                rendering = Some(unsafe { *(chain as *const vk::PipelineRenderingCreateInfo) })
+            }
+            vk::StructureType::PIPELINE_FRAGMENT_SHADING_RATE_STATE_CREATE_INFO_KHR => {
+                rate = Some(unsafe { *(chain as *const vk::PipelineFragmentShadingRateStateCreateInfoKHR) })
+            }
+            _ => {}
+        }
+        chain = base.p_next as *const c_void;
+    }
+    let retain = if split.lto {
+        vk::PipelineCreateFlags::RETAIN_LINK_TIME_OPTIMIZATION_INFO_EXT
+    } else {
+        vk::PipelineCreateFlags::empty()
+    };
+    // SAFETY: `pStages` holds `stageCount` stages (the caller's guarantee).
+    let stages = unsafe { std::slice::from_raw_parts(full.p_stages, full.stage_count as usize) };
+    let make = |subset: F| -> vk::Pipeline {
+        let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default().flags(subset);
+        let mut info = vk::GraphicsPipelineCreateInfo::default()
+            .flags(vk::PipelineCreateFlags::LIBRARY_KHR | retain)
+            .push_next(&mut gpl);
+        info.render_pass = full.render_pass;
+        let mut r = rendering.map(|r| vk::PipelineRenderingCreateInfo { p_next: std::ptr::null(), ..r });
+        let mut q =
+            rate.map(|q| vk::PipelineFragmentShadingRateStateCreateInfoKHR { p_next: std::ptr::null_mut(), ..q });
+        match subset {
+            F::VERTEX_INPUT_INTERFACE => {
+                info.p_vertex_input_state = full.p_vertex_input_state;
+                info.p_input_assembly_state = full.p_input_assembly_state;
+            }
+            F::PRE_RASTERIZATION_SHADERS => {
+                info.stage_count = split.pre_stages as u32;
+                info.p_stages = stages.as_ptr();
+                info.p_tessellation_state = full.p_tessellation_state;
+                info.p_viewport_state = full.p_viewport_state;
+                info.p_rasterization_state = full.p_rasterization_state;
+                info.p_dynamic_state = full.p_dynamic_state;
+                info.layout = full.layout;
+            }
+            F::FRAGMENT_SHADER => {
+                info.stage_count = 1;
+                info.p_stages = &stages[split.pre_stages];
+                info.p_multisample_state = full.p_multisample_state;
+                info.p_depth_stencil_state = full.p_depth_stencil_state;
+                info.layout = full.layout;
+            }
+            _ => {
+                info.p_color_blend_state = full.p_color_blend_state;
+                info.p_multisample_state = full.p_multisample_state;
+            }
+        }
+        if subset != F::VERTEX_INPUT_INTERFACE {
+            info.flags |= full.flags;
+        }
+        // The rendering formats where they are read: the fragment shader and
+        // output subsets (Debian's validation layer takes a pre-rasterization
+        // library with them for one with fragment output state).
+        if let (Some(r), F::FRAGMENT_SHADER | F::FRAGMENT_OUTPUT_INTERFACE) = (r.as_mut(), subset) {
+            info = info.push_next(r);
+        }
+        if let (Some(q), F::PRE_RASTERIZATION_SHADERS | F::FRAGMENT_SHADER) = (q.as_mut(), subset) {
+            info = info.push_next(q);
+        }
+        // SAFETY: a library's create info made of `full`'s valid state.
+        unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+            .map_err(|(_, e)| e)
+            .expect("vkCreateGraphicsPipelines (library)")[0]
+    };
+    let subsets: &[F] = if split.own_interfaces {
+        &[F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER]
+    } else {
+        &[F::VERTEX_INPUT_INTERFACE, F::PRE_RASTERIZATION_SHADERS, F::FRAGMENT_SHADER, F::FRAGMENT_OUTPUT_INTERFACE]
+    };
+    let libs: Vec<vk::Pipeline> = subsets.iter().map(|s| make(*s)).collect();
+    let mut linked = vk::PipelineLibraryCreateInfoKHR::default().libraries(&libs);
+    let lto =
+        if split.lto { vk::PipelineCreateFlags::LINK_TIME_OPTIMIZATION_EXT } else { vk::PipelineCreateFlags::empty() };
+    let mut info =
+        vk::GraphicsPipelineCreateInfo::default().flags(lto | full.flags).layout(full.layout).push_next(&mut linked);
+    let mut gpl = vk::GraphicsPipelineLibraryCreateInfoEXT::default()
+        .flags(F::VERTEX_INPUT_INTERFACE | F::FRAGMENT_OUTPUT_INTERFACE);
+    let mut r = rendering.map(|r| vk::PipelineRenderingCreateInfo { p_next: std::ptr::null(), ..r });
+    if split.own_interfaces {
+        info = info.push_next(&mut gpl);
+        info.p_vertex_input_state = full.p_vertex_input_state;
+        info.p_input_assembly_state = full.p_input_assembly_state;
+        info.p_color_blend_state = full.p_color_blend_state;
+        info.p_multisample_state = full.p_multisample_state;
+        info.render_pass = full.render_pass;
+        if let Some(r) = r.as_mut() {
+            info = info.push_next(r);
+        }
+    }
+    // SAFETY: the libraries just made, and `full`'s layout.
+    let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+        .map_err(|(_, e)| e)
+        .expect("vkCreateGraphicsPipelines (link)")[0];
+    (p, libs)
 }
