@@ -1003,6 +1003,11 @@ unsafe extern "system" fn create_device(
                 fdm.without_gpu_plan = without.contains(&"gpu_plan");
                 // SAFETY: as for `below`: the layer enabled the extension on this device (`s.gpu_plan`), so the next
                 // layer resolves its commands; each pointer is of its command's type.
+                // SAFETY: each name resolves to the next layer's command of that name (or null), as `load_with`
+                // requires.
+                fdm.raw = s.gpu_plan.then(|| unsafe {
+                    ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle)
+                });
                 fdm.conditional = s.gpu_plan.then(|| {
                     ash::ext::conditional_rendering::DeviceFn::load(|name| {
                         unsafe { next_gdpa(handle, name.as_ptr()) }

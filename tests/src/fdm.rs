@@ -112,6 +112,11 @@ pub struct Scene<'a> {
     /// The pipeline is bound in the first pass only: later passes (`repeat`)
     /// draw with what the application left bound (the spec keeps it).
     pub bind_once: bool,
+    /// The GPU writes this map into this density-map image in the same
+    /// command buffer, before each pass (a copy from a buffer, then the
+    /// barrier to the density-map stage): what a dynamic map's plan must
+    /// follow, unlike the image's contents when the pass is recorded.
+    pub map_write: Option<(vk::Image, &'a Map)>,
 }
 
 impl<'a> Scene<'a> {
@@ -141,6 +146,7 @@ impl<'a> Scene<'a> {
             destroy_set_layouts_in_pass: false,
             target: None,
             bind_once: false,
+            map_write: None,
         }
     }
 }
@@ -776,11 +782,36 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             sc
         });
         let readback = gpu.buffer((w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+        let map_source = scene.map_write.map(|(_, m)| {
+            let bytes: Vec<u8> = m.texels.iter().flatten().copied().collect();
+            let b = gpu.buffer(bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.map, bytes.len());
+            b
+        });
         let mut record_s = 0.0;
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
             let t = std::time::Instant::now();
             for _ in 0..scene.repeat.max(1) {
+                if let (Some((image, m)), Some(src)) = (scene.map_write, &map_source) {
+                    gpu.image_barrier(
+                        cb,
+                        image,
+                        color_range(),
+                        (fdm_layout, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
+                        (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::empty()),
+                        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                    );
+                    gpu.copy_buffer_to_image(cb, src.buffer, image, (m.width, m.height), 1);
+                    layout_barrier(
+                        gpu,
+                        cb,
+                        image,
+                        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                        fdm_layout,
+                        (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
+                    );
+                }
                 if scene.query {
                     d.cmd_reset_query_pool(cb, query_pool, 0, 1);
                 }
@@ -927,6 +958,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         });
         d.destroy_query_pool(stats_pool, None);
         gpu.destroy_buffer(readback);
+        if let Some(b) = map_source {
+            gpu.destroy_buffer(b);
+        }
         gpu.destroy_buffer(count);
         d.destroy_command_pool(sec_pool, None);
         d.destroy_query_pool(query_pool, None);

@@ -450,7 +450,8 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         .filter(|(_, a)| a.as_ref().is_some_and(|a| a.store && a.range.aspect_mask == vk::ImageAspectFlags::COLOR))
         .map(|(i, _)| i)
         .collect();
-    let d = &f.below;
+    // Objects through the next layer (`Fdm::raw`), commands through `below` as every replay's.
+    let d = f.raw.as_ref().unwrap_or(&f.below);
     let nr = regions.len() as u32;
     let table = 9 * nr;
     let texels = table + ROW * nr;

@@ -424,6 +424,10 @@ pub struct Fdm {
     pub conditional: Option<ash::ext::conditional_rendering::DeviceFn>,
     /// The GPU plan's pipelines, made at first use.
     pub gpu_plan: Mutex<gpu_plan::Objects>,
+    /// The next layer's device commands, none of them the layer's own
+    /// hooks: the GPU plan's objects are made and destroyed through it (the
+    /// layer's hooks must not see them, and are gone at vkDestroyDevice).
+    pub raw: Option<ash::Device>,
     /// `debug_fdm_without=gpu_plan`: a dynamic or deferred map is read on the
     /// host when the pass is recorded, as a static one (stale where the GPU
     /// writes it later; a control).
@@ -582,6 +586,7 @@ impl Fdm {
             overlay,
             conditional: None,
             gpu_plan: Default::default(),
+            raw: None,
             without_gpu_plan: false,
             misreplay: false,
             one_area_per_pass: false,
@@ -630,8 +635,8 @@ impl Fdm {
             for (_, o) in self.shader_objects.lock().drain() {
                 self.destroy_variants(&o);
             }
+            self.gpu_plan.lock().destroy(self.raw.as_ref().unwrap_or(d));
             self.scratch.lock().destroy_all(d);
-            self.gpu_plan.lock().destroy(d);
             for (_, st) in self.cb_states.write().drain() {
                 descriptors::free_shadow_pools(self, &mut st.lock().shadow_pools);
             }
