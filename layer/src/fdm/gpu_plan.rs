@@ -46,6 +46,20 @@ use std::collections::HashMap;
 
 /// Regions per axis at most.
 pub const GRID: u32 = 8;
+/// The commands a pass's replays may record at most: the grid is halved
+/// (8, 4, 2, 1 regions per axis) until every (region, area) replay of the
+/// captured commands fits, so a pass of many draws records a bounded
+/// number of replays (coarser regions: larger areas shaded finer).
+const RECORDED: usize = 40_000;
+
+/// Regions per axis for a pass of `cmds` captured commands.
+pub(super) fn grid_for(cmds: usize) -> u32 {
+    let mut g = GRID;
+    while g > 1 && (g * g) as usize * AREAS.len() * (cmds + 8) > RECORDED {
+        g /= 2;
+    }
+    g
+}
 /// The candidate areas, in the plan shader's order: index `log2(x) * 3 + log2(y)`.
 pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
 /// Words of the region table per region.
@@ -92,6 +106,9 @@ impl Objects {
     /// # Safety
     /// The device is idle.
     pub unsafe fn destroy(&mut self, d: &ash::Device) {
+        if !self.made && self.owned.is_empty() {
+            return;
+        }
         // SAFETY: the caller's guarantee; the layer's own objects (null ones are ignored).
         unsafe {
             for (_, o) in self.owned.drain() {
@@ -288,7 +305,7 @@ pub(super) struct Region {
 /// pixels: up to [`GRID`] per axis, each a block of whole texels (the last
 /// texel clamped to the map, as the spec clamps), its cap the largest area
 /// its start's alignment allows (at most `max_area`).
-pub(super) fn regions(render_area: Rect, texel: (u32, u32), map: (u32, u32), max_area: u32) -> Vec<Region> {
+pub(super) fn regions(render_area: Rect, texel: (u32, u32), map: (u32, u32), max_area: u32, grid: u32) -> Vec<Region> {
     // Per axis: (pixel start, pixel end, first texel, end texel, cap).
     let axis = |start: u32, len: u32, t: u32, texels: u32| -> Vec<(u32, u32, u32, u32, u32)> {
         if len == 0 || texels == 0 {
@@ -297,7 +314,7 @@ pub(super) fn regions(render_area: Rect, texel: (u32, u32), map: (u32, u32), max
         let end = start + len;
         let (first, last) = (start / t, (end - 1) / t);
         let n = last - first + 1;
-        let groups = n.min(GRID);
+        let groups = n.min(grid.max(1));
         (0..groups)
             .map(|g| {
                 let (a, b) = (first + g * n / groups, first + (g + 1) * n / groups);
@@ -405,7 +422,8 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         texel_size(extent.0, mw, super::MIN_TEXEL, super::MAX_TEXEL),
         texel_size(extent.1, mh, super::MIN_TEXEL, super::MAX_TEXEL),
     );
-    let regions = regions(render_area, texel, (mw, mh), super::MAX_AREA);
+    let grid = grid_for(pass.cmds.len() + pass.state.commands().count());
+    let regions = regions(render_area, texel, (mw, mh), super::MAX_AREA, grid);
     if regions.is_empty() {
         return Err("an empty render area".into());
     }
@@ -709,21 +727,26 @@ mod tests {
     #[test]
     fn regions_are_whole_texels_aligned_and_cover_the_render_area() {
         // 256x256 at 32-pixel texels: one region per texel, caps at the maximum.
-        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (8, 8), 4);
+        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (8, 8), 4, GRID);
         assert_eq!(r.len(), 64);
         assert_eq!(r[9].rect, Rect { x: 32, y: 32, w: 32, h: 32 });
         assert_eq!(r[9].row, [1, 1, 2, 2, 4, 4, 0, 0]);
         // 1024 wide at 8-pixel texels: 128 texels in 8 groups of 16.
-        let r = regions(Rect { x: 0, y: 0, w: 1024, h: 8 }, (8, 8), (128, 1), 4);
+        let r = regions(Rect { x: 0, y: 0, w: 1024, h: 8 }, (8, 8), (128, 1), 4, GRID);
         assert_eq!(r.len(), 8);
         assert!(r.iter().all(|x| x.rect.w == 128 && x.row[2] - x.row[0] == 16));
         // An odd start caps the first region at 1; the rest covers exactly.
-        let r = regions(Rect { x: 3, y: 0, w: 60, h: 16 }, (16, 16), (4, 1), 4);
+        let r = regions(Rect { x: 3, y: 0, w: 60, h: 16 }, (16, 16), (4, 1), 4, GRID);
         assert_eq!(r[0].rect.x, 3);
         assert_eq!(r[0].row[4], 1);
         assert_eq!(r.iter().map(|x| x.rect.w).sum::<u32>(), 60);
+        // A pass of many commands gets fewer regions.
+        assert_eq!(grid_for(2), 8);
+        assert_eq!(grid_for(100), 4);
+        assert_eq!(grid_for(1000), 2);
+        assert_eq!(grid_for(100_000), 1);
         // Past the map: the last texel is clamped.
-        let r = regions(Rect { x: 0, y: 0, w: 64, h: 8 }, (8, 8), (2, 1), 4);
+        let r = regions(Rect { x: 0, y: 0, w: 64, h: 8 }, (8, 8), (2, 1), 4, GRID);
         assert_eq!(r.last().unwrap().row[2], 2);
     }
 }

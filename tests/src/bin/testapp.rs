@@ -2069,6 +2069,61 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         speedup / ideal,
         (per_draw[1] - per_draw[0]) * 1e6
     );
+    // The same map as a dynamic one, rewritten by the GPU (a copy) in the
+    // same command buffer before every pass, planned on the GPU: at most
+    // 8x8 regions of whole texels, each at the smallest area its texels ask
+    // for (`dynamic_ideal` counts those fragments).
+    let mut o = opts.clone();
+    o.fdm = true;
+    o.fdm2 = Some(true);
+    o.fdm_dynamic = true;
+    o.layer_settings.push(("fdm".into(), SettingValue::Str("binned".into())));
+    let g = gpu(&o)?;
+    let img = fdm::map_image(&g, &map);
+    let view = unsafe {
+        g.device.create_image_view(
+            &vk::ImageViewCreateInfo::default()
+                .flags(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT)
+                .image(img.0)
+                .view_type(vk::ImageViewType::TYPE_2D)
+                .format(vk::Format::R8G8_UNORM)
+                .subresource_range(render::color_range()),
+            None,
+        )
+    }
+    .map_err(|e| format!("dynamic view: {e}"))?;
+    let dynamic = |s: Scene<'static>| -> Scene<'_> { Scene { map: None, map_view: Some(view), map_write: Some((img.0, &map)), ..s } };
+    let t = seconds_per_pass(&g, &dynamic(Scene::new(Path::RenderPass, (size, size), vs, fs, 3)), frames);
+    let rec = Scene { draws, ..dynamic(Scene::new(Path::RenderPass, (size, size), tiny, scene_fs, 9)) };
+    let mut best_rec = f64::MAX;
+    for _ in 0..3 {
+        best_rec = best_rec.min(fdm::render_full(&g, &rec).record_s);
+    }
+    unsafe { g.device.destroy_image_view(view, None) };
+    g.destroy_image(img);
+    let groups = map.width.min(8);
+    let group = |g: u32| (g * map.width / groups, (g + 1) * map.width / groups);
+    let mut dynamic_fragments = 0u64;
+    for gy in 0..groups {
+        for gx in 0..groups {
+            let ((x0, x1), (y0, y1)) = (group(gx), group(gy));
+            let texels = (y0..y1).flat_map(|y| (x0..x1).map(move |x| (x, y)));
+            let (ax, ay) = texels.fold((4, 4), |(ax, ay), (x, y)| {
+                let t = map.texels[(y * map.width + x) as usize];
+                (fdm::requested(t[0]).min(ax), fdm::requested(t[1]).min(ay))
+            });
+            dynamic_fragments += ((x1 - x0) * bin * (y1 - y0) * bin) as u64 / (ax * ay) as u64;
+        }
+    }
+    let dynamic_ideal = (size as f64 * size as f64) / dynamic_fragments as f64;
+    let dynamic_speedup = per_frame[0] / t;
+    println!(
+        "fdm_bench map=dynamic frame_ms={:.3} record_us_per_draw={:.3} speedup={dynamic_speedup:.3} fraction_of_ideal={:.3} dynamic_ideal={dynamic_ideal:.3} fraction_of_dynamic_ideal={:.3}",
+        t * 1e3,
+        best_rec * 1e6 / draws as f64,
+        dynamic_speedup / ideal,
+        dynamic_speedup / dynamic_ideal
+    );
     Ok(())
 }
 
