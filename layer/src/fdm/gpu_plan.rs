@@ -603,7 +603,10 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         d.cmd_push_constants(cb, plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
         d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
         barrier(f, cb, &[]);
-        // 2. Per area: the downscales, then per region its replay and upscale, on its predicate.
+        // 2. Per area: the downscales, then per region its replay and upscale, on its predicate (in one render
+        // pass instance per area where the pass has one subpass: conditional rendering may not span a subpass
+        // change; with several, a render pass instance per region and area).
+        let one_subpass = !pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass));
         let real = |i: usize, old, new| -> Transition {
             let a = atts[i].as_ref().unwrap();
             Transition { image: a.image, range: a.range, old, new }
@@ -633,6 +636,74 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
                 t2.push(scratch(i, old, a.initial));
             }
             barrier(f, cb, &t2);
+            if one_subpass {
+                // One render pass instance per area over the whole render
+                // area (the scratch targets of each area are its own), each
+                // region's commands clipped to it under its predicate; then
+                // one upscale pass per stored attachment, a conditional draw
+                // per region.
+                let tr_all = Transform { area: *area, clip: Some(render_area), inputs: None };
+                let all = vk::Rect2D {
+                    offset: vk::Offset2D { x: render_area.x as i32, y: render_area.y as i32 },
+                    extent: vk::Extent2D { width: render_area.w, height: render_area.h },
+                };
+                let mut begin = pass.begin.clone();
+                retarget(&mut begin, tr_all.rect(&all), t.framebuffer, &t.views);
+                begin_real(f, cb, &begin);
+                for (ri, r) in regions.iter().enumerate() {
+                    let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
+                        .buffer(buffer)
+                        .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
+                    let tr = Transform { area: *area, clip: Some(r.rect), inputs: None };
+                    (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
+                    replay_cmds(f, cb, pass, &tr);
+                    (cond.cmd_end_conditional_rendering_ext)(cb);
+                }
+                end_real(f, cb, &begin);
+                let mut t3 = Vec::new();
+                for &i in &stored {
+                    let a = atts[i].as_ref().unwrap();
+                    t3.push(scratch(i, a.final_, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL));
+                    t3.push(real(i, cur[i], vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL));
+                    cur[i] = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+                }
+                barrier(f, cb, &t3);
+                for (k, (rp, pipeline)) in up.iter().copied().enumerate() {
+                    d.cmd_begin_render_pass(
+                        cb,
+                        &vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(framebuffers[k]).render_area(all),
+                        vk::SubpassContents::INLINE,
+                    );
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k][ai]], &[]);
+                    let vp = vk::Viewport {
+                        x: render_area.x as f32,
+                        y: render_area.y as f32,
+                        width: render_area.w as f32,
+                        height: render_area.h as f32,
+                        min_depth: 0.0,
+                        max_depth: 1.0,
+                    };
+                    d.cmd_set_viewport(cb, 0, &[vp]);
+                    let pc: Vec<u8> = [area.0, area.1].iter().flat_map(|w| w.to_le_bytes()).collect();
+                    d.cmd_push_constants(cb, up_layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
+                    for (ri, r) in regions.iter().enumerate() {
+                        let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
+                            .buffer(buffer)
+                            .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
+                        let rect = vk::Rect2D {
+                            offset: vk::Offset2D { x: r.rect.x as i32, y: r.rect.y as i32 },
+                            extent: vk::Extent2D { width: r.rect.w, height: r.rect.h },
+                        };
+                        d.cmd_set_scissor(cb, 0, &[rect]);
+                        (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
+                        d.cmd_draw(cb, 3, 1, 0, 0);
+                        (cond.cmd_end_conditional_rendering_ext)(cb);
+                    }
+                    d.cmd_end_render_pass(cb);
+                }
+                continue;
+            }
             for (ri, r) in regions.iter().enumerate() {
                 let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
                     .buffer(buffer)
