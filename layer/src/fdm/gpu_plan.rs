@@ -45,7 +45,7 @@ use ash::vk;
 use std::collections::HashMap;
 
 /// Regions per axis at most.
-pub const GRID: u32 = 8;
+pub const GRID: u32 = 16;
 /// The commands a pass's replays may record at most: the grid is halved
 /// (8, 4, 2, 1 regions per axis) until every (region, area) replay of the
 /// captured commands fits, so a pass of many draws records a bounded
