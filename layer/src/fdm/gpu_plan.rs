@@ -193,16 +193,23 @@ unsafe fn make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Result
                 .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE),
             None,
         )?;
-        let samplers = [o.sampler];
-        let sampled = [vk::DescriptorSetLayoutBinding::default()
-            .binding(0)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::FRAGMENT)
-            .immutable_samplers(&samplers)];
+        let samplers = [o.sampler; AREAS.len()];
+        let sampled = [
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                .descriptor_count(AREAS.len() as u32)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+                .immutable_samplers(&samplers),
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(1)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT),
+        ];
         o.up_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&sampled), None)?;
-        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 12 }];
         let sl = [o.up_set_layout];
         o.up_layout = d.create_pipeline_layout(
             &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
@@ -453,6 +460,10 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
     if inputs {
         return Err("its density map is dynamic or deferred and it reads input attachments".into());
     }
+    // Conditional rendering may not span a subpass change: one subpass only.
+    if pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass)) {
+        return Err("its density map is dynamic or deferred and it has several subpasses".into());
+    }
     // Scratch targets per area, claimed for `cb`.
     let mut targets: Vec<Targets> = Vec::with_capacity(AREAS.len());
     for area in AREAS {
@@ -468,18 +479,31 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         .filter(|(_, a)| a.as_ref().is_some_and(|a| a.store && a.range.aspect_mask == vk::ImageAspectFlags::COLOR))
         .map(|(i, _)| i)
         .collect();
-    // Objects through the next layer (`Fdm::raw`), commands through `below` as every replay's.
+    // Region bounds for the upscale: column x starts then the end, row y starts then the end.
+    let (mut xs, mut ys): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    for r in &regions {
+        if !xs.contains(&r.rect.x) {
+            xs.push(r.rect.x);
+        }
+        if !ys.contains(&r.rect.y) {
+            ys.push(r.rect.y);
+        }
+    }
+    let (columns, rows) = (xs.len() as u32, ys.len() as u32);
+    xs.push(render_area.x + render_area.w);
+    ys.push(render_area.y + render_area.h);
     let d = f.raw.as_ref().unwrap_or(&f.below);
     let nr = regions.len() as u32;
     let table = 9 * nr;
-    let texels = table + ROW * nr;
+    let bounds = table + ROW * nr;
+    let texels = bounds + columns + rows + 2;
     let size = (texels as u64) * 4 + (mw * mh * 2) as u64;
     // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
     let mut o = f.gpu_plan.lock();
     let mut owned = Owned { buffer: vk::Buffer::null(), memory: vk::DeviceMemory::null(), framebuffers: Vec::new() };
     let mut pool = vk::DescriptorPool::null();
     let mut plan_set = vk::DescriptorSet::null();
-    let mut up_sets: Vec<Vec<vk::DescriptorSet>> = Vec::new();
+    let mut up_sets: Vec<vk::DescriptorSet> = Vec::new();
     let mut up: Vec<(vk::RenderPass, vk::Pipeline)> = Vec::new();
     // SAFETY: create infos built here from locals, the layer's own objects and the pass's attachment views (alive:
     // the capture rule); on failure everything made here is destroyed before returning.
@@ -502,26 +526,29 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         owned.memory =
             d.allocate_memory(&vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty), None)?;
         d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
-        let samplers = (stored.len() * AREAS.len()) as u32;
+        let n = stored.len() as u32;
         let sizes = [
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 },
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: samplers.max(1) },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+                descriptor_count: (AREAS.len() as u32 * n).max(1),
+            },
         ];
-        pool = d.create_descriptor_pool(
-            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + samplers).pool_sizes(&sizes),
-            None,
-        )?;
+        pool =
+            d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes), None)?;
         let sl = [o.plan_set_layout];
-        plan_set = d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))?[0];
+        plan_set =
+            d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))?
+                [0];
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
-        d.update_descriptor_sets(
-            &[vk::WriteDescriptorSet::default()
-                .dst_set(plan_set)
-                .dst_binding(0)
+        let storage = |set| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(1)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(&bi)],
-            &[],
-        );
+                .buffer_info(&bi)
+        };
+        d.update_descriptor_sets(&[storage(plan_set).dst_binding(0)], &[]);
         for (k, &i) in stored.iter().enumerate() {
             let a = atts[i].as_ref().unwrap();
             let views = [a.view];
@@ -534,27 +561,30 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
                     .layers(1),
                 None,
             )?);
-            let mut sets = Vec::new();
-            for t in &targets {
-                let sl = [o.up_set_layout];
-                let s =
-                    d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))?[0];
-                let ii = [vk::DescriptorImageInfo {
+            let sl = [o.up_set_layout];
+            let s =
+                d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))?
+                    [0];
+            let ii: Vec<vk::DescriptorImageInfo> = targets
+                .iter()
+                .map(|t| vk::DescriptorImageInfo {
                     sampler: vk::Sampler::null(),
                     image_view: t.views[i].unwrap(),
                     image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-                }];
-                d.update_descriptor_sets(
-                    &[vk::WriteDescriptorSet::default()
+                })
+                .collect();
+            d.update_descriptor_sets(
+                &[
+                    vk::WriteDescriptorSet::default()
                         .dst_set(s)
                         .dst_binding(0)
                         .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                        .image_info(&ii)],
-                    &[],
-                );
-                sets.push(s);
-            }
-            up_sets.push(sets);
+                        .image_info(&ii),
+                    storage(s),
+                ],
+                &[],
+            );
+            up_sets.push(s);
         }
         Ok::<(), vk::Result>(())
     })();
@@ -572,20 +602,26 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
     o.owned.insert(pool, owned);
     drop(o);
     pass.shadow_pools.push(pool);
-    let mut rows: Vec<u32> = Vec::with_capacity((ROW * nr) as usize);
+    let mut words: Vec<u32> = Vec::with_capacity((ROW * nr) as usize + xs.len() + ys.len());
     for r in &regions {
-        rows.extend_from_slice(&r.row);
+        words.extend_from_slice(&r.row);
     }
-    let row_bytes: Vec<u8> = rows.iter().flat_map(|w| w.to_le_bytes()).collect();
+    words.extend(&xs);
+    words.extend(&ys);
+    let table_bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let present = || atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)));
     let mut cur: Vec<vk::ImageLayout> =
         atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
+    let all = vk::Rect2D {
+        offset: vk::Offset2D { x: render_area.x as i32, y: render_area.y as i32 },
+        extent: vk::Extent2D { width: render_area.w, height: render_area.h },
+    };
     // SAFETY: the caller's guarantee: `cb` is recording at the end of the captured `pass`, outside a render pass;
     // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
     unsafe {
         // 1. The plan: everything before (the map's writers included) done, the map copied, the regions' areas.
         barrier(f, cb, &[]);
-        d.cmd_update_buffer(cb, buffer, table as u64 * 4, &row_bytes);
+        d.cmd_update_buffer(cb, buffer, table as u64 * 4, &table_bytes);
         let copy = vk::BufferImageCopy::default()
             .buffer_offset(texels as u64 * 4)
             .image_subresource(vk::ImageSubresourceLayers {
@@ -603,25 +639,24 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         d.cmd_push_constants(cb, plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
         d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
         barrier(f, cb, &[]);
-        // 2. Per area: the downscales, then per region its replay and upscale, on its predicate (in one render
-        // pass instance per area where the pass has one subpass: conditional rendering may not span a subpass
-        // change; with several, a render pass instance per region and area).
-        let one_subpass = !pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass));
+        // 2. Per area: the downscales of what loads (its scratch targets only), then one render pass instance over
+        // the render area, each region's commands clipped to it under its predicate (skipped where the region
+        // chose another area).
         let real = |i: usize, old, new| -> Transition {
             let a = atts[i].as_ref().unwrap();
             Transition { image: a.image, range: a.range, old, new }
         };
+        let scratch = |t: &Targets, i: usize, old, new| -> Transition {
+            let a = atts[i].as_ref().unwrap();
+            let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+            Transition { image: t.images[i].unwrap(), range, old, new }
+        };
         for (ai, (area, t)) in AREAS.iter().zip(&targets).enumerate() {
-            let scratch = |i: usize, old, new| -> Transition {
-                let a = atts[i].as_ref().unwrap();
-                let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
-                Transition { image: t.images[i].unwrap(), range, old, new }
-            };
             let mut t1 = Vec::new();
             for (i, _) in present().filter(|(_, a)| a.load) {
                 t1.push(real(i, cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
                 cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-                t1.push(scratch(i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+                t1.push(scratch(t, i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
             }
             if !t1.is_empty() {
                 barrier(f, cb, &t1);
@@ -633,143 +668,59 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
             let mut t2 = Vec::new();
             for (i, a) in present().filter(|(_, a)| a.initial != vk::ImageLayout::UNDEFINED) {
                 let old = if a.load { vk::ImageLayout::TRANSFER_DST_OPTIMAL } else { vk::ImageLayout::UNDEFINED };
-                t2.push(scratch(i, old, a.initial));
+                t2.push(scratch(t, i, old, a.initial));
             }
             barrier(f, cb, &t2);
-            if one_subpass {
-                // One render pass instance per area over the whole render
-                // area (the scratch targets of each area are its own), each
-                // region's commands clipped to it under its predicate; then
-                // one upscale pass per stored attachment, a conditional draw
-                // per region.
-                let tr_all = Transform { area: *area, clip: Some(render_area), inputs: None };
-                let all = vk::Rect2D {
-                    offset: vk::Offset2D { x: render_area.x as i32, y: render_area.y as i32 },
-                    extent: vk::Extent2D { width: render_area.w, height: render_area.h },
-                };
-                let mut begin = pass.begin.clone();
-                retarget(&mut begin, tr_all.rect(&all), t.framebuffer, &t.views);
-                begin_real(f, cb, &begin);
-                for (ri, r) in regions.iter().enumerate() {
-                    let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
-                        .buffer(buffer)
-                        .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
-                    let tr = Transform { area: *area, clip: Some(r.rect), inputs: None };
-                    (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
-                    replay_cmds(f, cb, pass, &tr);
-                    (cond.cmd_end_conditional_rendering_ext)(cb);
-                }
-                end_real(f, cb, &begin);
-                let mut t3 = Vec::new();
-                for &i in &stored {
-                    let a = atts[i].as_ref().unwrap();
-                    t3.push(scratch(i, a.final_, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL));
-                    t3.push(real(i, cur[i], vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL));
-                    cur[i] = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
-                }
-                barrier(f, cb, &t3);
-                for (k, (rp, pipeline)) in up.iter().copied().enumerate() {
-                    d.cmd_begin_render_pass(
-                        cb,
-                        &vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(framebuffers[k]).render_area(all),
-                        vk::SubpassContents::INLINE,
-                    );
-                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k][ai]], &[]);
-                    let vp = vk::Viewport {
-                        x: render_area.x as f32,
-                        y: render_area.y as f32,
-                        width: render_area.w as f32,
-                        height: render_area.h as f32,
-                        min_depth: 0.0,
-                        max_depth: 1.0,
-                    };
-                    d.cmd_set_viewport(cb, 0, &[vp]);
-                    let pc: Vec<u8> = [area.0, area.1].iter().flat_map(|w| w.to_le_bytes()).collect();
-                    d.cmd_push_constants(cb, up_layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
-                    for (ri, r) in regions.iter().enumerate() {
-                        let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
-                            .buffer(buffer)
-                            .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
-                        let rect = vk::Rect2D {
-                            offset: vk::Offset2D { x: r.rect.x as i32, y: r.rect.y as i32 },
-                            extent: vk::Extent2D { width: r.rect.w, height: r.rect.h },
-                        };
-                        d.cmd_set_scissor(cb, 0, &[rect]);
-                        (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
-                        d.cmd_draw(cb, 3, 1, 0, 0);
-                        (cond.cmd_end_conditional_rendering_ext)(cb);
-                    }
-                    d.cmd_end_render_pass(cb);
-                }
-                continue;
-            }
+            let tr_all = Transform { area: *area, clip: Some(render_area), inputs: None };
+            let mut begin = pass.begin.clone();
+            retarget(&mut begin, tr_all.rect(&all), t.framebuffer, &t.views);
+            begin_real(f, cb, &begin);
             for (ri, r) in regions.iter().enumerate() {
                 let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
                     .buffer(buffer)
                     .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
                 let tr = Transform { area: *area, clip: Some(r.rect), inputs: None };
-                let rect = vk::Rect2D {
-                    offset: vk::Offset2D { x: r.rect.x as i32, y: r.rect.y as i32 },
-                    extent: vk::Extent2D { width: r.rect.w, height: r.rect.h },
-                };
-                let mut begin = pass.begin.clone();
-                retarget(&mut begin, tr.rect(&rect), t.framebuffer, &t.views);
                 (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
-                begin_real(f, cb, &begin);
                 replay_cmds(f, cb, pass, &tr);
-                end_real(f, cb, &begin);
                 (cond.cmd_end_conditional_rendering_ext)(cb);
-                let mut t3 = Vec::new();
-                for &i in &stored {
-                    let a = atts[i].as_ref().unwrap();
-                    t3.push(scratch(i, a.final_, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL));
-                    t3.push(real(i, cur[i], vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL));
-                    cur[i] = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
-                }
-                barrier(f, cb, &t3);
-                (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
-                for (k, (rp, pipeline)) in up.iter().copied().enumerate() {
-                    d.cmd_begin_render_pass(
-                        cb,
-                        &vk::RenderPassBeginInfo::default()
-                            .render_pass(rp)
-                            .framebuffer(framebuffers[k])
-                            .render_area(rect),
-                        vk::SubpassContents::INLINE,
-                    );
-                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k][ai]], &[]);
-                    let vp = vk::Viewport {
-                        x: r.rect.x as f32,
-                        y: r.rect.y as f32,
-                        width: r.rect.w as f32,
-                        height: r.rect.h as f32,
-                        min_depth: 0.0,
-                        max_depth: 1.0,
-                    };
-                    d.cmd_set_viewport(cb, 0, &[vp]);
-                    d.cmd_set_scissor(cb, 0, &[rect]);
-                    let pc: Vec<u8> = [area.0, area.1].iter().flat_map(|w| w.to_le_bytes()).collect();
-                    d.cmd_push_constants(cb, up_layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
-                    d.cmd_draw(cb, 3, 1, 0, 0);
-                    d.cmd_end_render_pass(cb);
-                }
-                (cond.cmd_end_conditional_rendering_ext)(cb);
-                // The scratch targets back to where the next region's begin expects them.
-                let mut t4 = Vec::new();
-                for (i, a) in present().filter(|(_, a)| a.initial != vk::ImageLayout::UNDEFINED) {
-                    let now = if stored.contains(&i) { vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL } else { a.final_ };
-                    if now != a.initial {
-                        t4.push(scratch(i, now, a.initial));
-                    }
-                }
-                if !t4.is_empty() {
-                    barrier(f, cb, &t4);
-                }
             }
+            end_real(f, cb, &begin);
         }
-        // 3. Every attachment to its final layout.
+        // 3. One upscale draw per stored colour attachment: each pixel from the scratch target of its region's area.
+        let mut t3 = Vec::new();
+        for &i in &stored {
+            let a = atts[i].as_ref().unwrap();
+            for t in &targets {
+                t3.push(scratch(t, i, a.final_, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL));
+            }
+            t3.push(real(i, cur[i], vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL));
+            cur[i] = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+        }
+        barrier(f, cb, &t3);
+        for (k, (rp, pipeline)) in up.iter().copied().enumerate() {
+            d.cmd_begin_render_pass(
+                cb,
+                &vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(framebuffers[k]).render_area(all),
+                vk::SubpassContents::INLINE,
+            );
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k]], &[]);
+            let vp = vk::Viewport {
+                x: render_area.x as f32,
+                y: render_area.y as f32,
+                width: render_area.w as f32,
+                height: render_area.h as f32,
+                min_depth: 0.0,
+                max_depth: 1.0,
+            };
+            d.cmd_set_viewport(cb, 0, &[vp]);
+            d.cmd_set_scissor(cb, 0, &[all]);
+            let pc: Vec<u8> = [columns, rows, bounds].iter().flat_map(|w| w.to_le_bytes()).collect();
+            d.cmd_push_constants(cb, up_layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
+            d.cmd_draw(cb, 3, 1, 0, 0);
+            d.cmd_end_render_pass(cb);
+        }
+        // 4. Every attachment to its final layout.
         let finish: Vec<Transition> = present()
             .filter(|(i, a)| cur[*i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED)
             .map(|(i, a)| real(i, cur[i], a.final_))
