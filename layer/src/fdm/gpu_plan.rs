@@ -45,7 +45,7 @@ use ash::vk;
 use std::collections::HashMap;
 
 /// Regions per axis at most.
-pub const GRID: u32 = 16;
+pub const GRID: u32 = 8;
 /// The commands a pass's replays may record at most: the grid is halved
 /// (8, 4, 2, 1 regions per axis) until every (region, area) replay of the
 /// captured commands fits, so a pass of many draws records a bounded
@@ -82,12 +82,20 @@ pub struct Objects {
     /// Per colour format: the upscale's render pass and pipeline.
     up: HashMap<vk::Format, (vk::RenderPass, vk::Pipeline)>,
     owned: HashMap<vk::DescriptorPool, Owned>,
+    /// Plan buffers of passes whose command buffers were reset or freed, with
+    /// their memory and size: the next passes take them (an allocation per
+    /// recorded pass costs more than the plan).
+    free: Vec<(vk::Buffer, vk::DeviceMemory, u64)>,
 }
+
+/// Free plan buffers kept at most.
+const FREE_BUFFERS: usize = 16;
 
 /// What one planned pass made for its command buffer.
 struct Owned {
     buffer: vk::Buffer,
     memory: vk::DeviceMemory,
+    size: u64,
     framebuffers: Vec<vk::Framebuffer>,
 }
 
@@ -97,7 +105,11 @@ impl Objects {
     /// # Safety
     /// No work using them is pending (the shadow pools' rule).
     pub unsafe fn release(&mut self, d: &ash::Device, pool: vk::DescriptorPool) {
-        if let Some(o) = self.owned.remove(&pool) {
+        if let Some(mut o) = self.owned.remove(&pool) {
+            if self.free.len() < FREE_BUFFERS && o.buffer != vk::Buffer::null() {
+                self.free.push((o.buffer, o.memory, o.size));
+                (o.buffer, o.memory) = (vk::Buffer::null(), vk::DeviceMemory::null());
+            }
             // SAFETY: the caller's guarantee.
             unsafe { destroy_owned(d, o) };
         }
@@ -111,6 +123,10 @@ impl Objects {
         }
         // SAFETY: the caller's guarantee; the layer's own objects (null ones are ignored).
         unsafe {
+            for (b, m, _) in self.free.drain(..) {
+                d.destroy_buffer(b, None);
+                d.free_memory(m, None);
+            }
             for (_, o) in self.owned.drain() {
                 destroy_owned(d, o);
             }
@@ -409,6 +425,7 @@ pub(super) fn unsupported(
 /// # Safety
 /// As [`super::replay::replay`].
 pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
+    let started = std::time::Instant::now();
     let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     let map_layout = super::layout(map_layout);
     if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers, !pass.offsets.is_empty()) {
@@ -499,8 +516,10 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
     let texels = bounds + columns + rows + 2;
     let size = (texels as u64) * 4 + (mw * mh * 2) as u64;
     // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
+    let checked_us = started.elapsed().as_micros();
     let mut o = f.gpu_plan.lock();
-    let mut owned = Owned { buffer: vk::Buffer::null(), memory: vk::DeviceMemory::null(), framebuffers: Vec::new() };
+    let mut owned =
+        Owned { buffer: vk::Buffer::null(), memory: vk::DeviceMemory::null(), size, framebuffers: Vec::new() };
     let mut pool = vk::DescriptorPool::null();
     let mut plan_set = vk::DescriptorSet::null();
     let mut up_sets: Vec<vk::DescriptorSet> = Vec::new();
@@ -512,20 +531,27 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         for &i in &stored {
             up.push(upscale_pipeline(d, &mut o, atts[i].as_ref().unwrap().format)?);
         }
-        owned.buffer = d.create_buffer(
-            &vk::BufferCreateInfo::default().size(size).usage(
-                vk::BufferUsageFlags::STORAGE_BUFFER
-                    | vk::BufferUsageFlags::TRANSFER_DST
-                    | vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT,
-            ),
-            None,
-        )?;
-        let req = d.get_buffer_memory_requirements(owned.buffer);
-        let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
-        owned.memory =
-            d.allocate_memory(&vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty), None)?;
-        d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
+        if let Some(k) = o.free.iter().position(|x| x.2 >= size) {
+            let (b, m, s) = o.free.swap_remove(k);
+            (owned.buffer, owned.memory, owned.size) = (b, m, s);
+        } else {
+            owned.buffer = d.create_buffer(
+                &vk::BufferCreateInfo::default().size(size).usage(
+                    vk::BufferUsageFlags::STORAGE_BUFFER
+                        | vk::BufferUsageFlags::TRANSFER_DST
+                        | vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT,
+                ),
+                None,
+            )?;
+            let req = d.get_buffer_memory_requirements(owned.buffer);
+            let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+                .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
+            owned.memory = d.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                None,
+            )?;
+            d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
+        }
         let n = stored.len() as u32;
         let sizes = [
             vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
@@ -602,6 +628,7 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
     o.owned.insert(pool, owned);
     drop(o);
     pass.shadow_pools.push(pool);
+    let made_us = started.elapsed().as_micros();
     let mut words: Vec<u32> = Vec::with_capacity((ROW * nr) as usize + xs.len() + ys.len());
     for r in &regions {
         words.extend_from_slice(&r.row);
@@ -731,11 +758,13 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {nr} regions of the {}x{} render area, {} areas each; {} commands replayed per region and area",
+                "GPU plan: {nr} regions of the {}x{} render area, {} areas each; {} commands replayed per region and area; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
                 render_area.w,
                 render_area.h,
                 AREAS.len(),
-                pass.cmds.len()
+                pass.cmds.len(),
+                made_us - checked_us,
+                started.elapsed().as_micros() - made_us
             ),
         );
     }

@@ -2101,7 +2101,7 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
     }
     unsafe { g.device.destroy_image_view(view, None) };
     g.destroy_image(img);
-    let groups = map.width.min(16);
+    let groups = map.width.min(8);
     let group = |g: u32| (g * map.width / groups, (g + 1) * map.width / groups);
     let mut dynamic_fragments = 0u64;
     for gy in 0..groups {
