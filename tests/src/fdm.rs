@@ -809,7 +809,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         image,
                         vk::ImageLayout::TRANSFER_DST_OPTIMAL,
                         fdm_layout,
-                        (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT),
+                        (
+                            vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT,
+                            vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT,
+                        ),
                     );
                 }
                 if scene.query {

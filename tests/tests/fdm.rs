@@ -129,8 +129,9 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
 /// map asks for 1x1, and the check fires.
 #[test]
 fn a_dynamic_map_planned_at_recording_fails_the_check() {
-    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "gpu_plan"));
+    let o =
+        run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "gpu_plan"));
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("exceeds the requested (1,1)"), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));

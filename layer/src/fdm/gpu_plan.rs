@@ -280,8 +280,7 @@ unsafe fn upscale_pipeline(
                 .name(c"main"),
         ];
         let vi = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia =
-            vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
         let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
         let rs = vk::PipelineRasterizationStateCreateInfo::default()
             .polygon_mode(vk::PolygonMode::FILL)
@@ -385,7 +384,9 @@ pub(super) fn unsupported(
         return Some("its density map is dynamic or deferred and it ends with density offsets".into());
     }
     if map_layout != vk::ImageLayout::GENERAL && map_layout != vk::ImageLayout::TRANSFER_SRC_OPTIMAL {
-        return Some(format!("its dynamic or deferred density map is in {map_layout:?}, which the GPU plan cannot copy"));
+        return Some(format!(
+            "its dynamic or deferred density map is in {map_layout:?}, which the GPU plan cannot copy"
+        ));
     }
     for a in atts.iter().flatten() {
         let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
@@ -424,7 +425,12 @@ pub(super) fn unsupported(
 ///
 /// # Safety
 /// As [`super::replay::replay`].
-pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
+pub(super) unsafe fn replay_gpu(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    pass: &mut Pass,
+) -> Result<(), String> {
     let started = std::time::Instant::now();
     let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     let map_layout = super::layout(map_layout);
@@ -560,12 +566,14 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
                 descriptor_count: (AREAS.len() as u32 * n).max(1),
             },
         ];
-        pool =
-            d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes), None)?;
+        pool = d.create_descriptor_pool(
+            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes),
+            None,
+        )?;
         let sl = [o.plan_set_layout];
-        plan_set =
-            d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))?
-                [0];
+        plan_set = d.allocate_descriptor_sets(
+            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+        )?[0];
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         let storage = |set| {
             vk::WriteDescriptorSet::default()
@@ -578,19 +586,21 @@ pub(super) unsafe fn replay_gpu(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer
         for (k, &i) in stored.iter().enumerate() {
             let a = atts[i].as_ref().unwrap();
             let views = [a.view];
-            owned.framebuffers.push(d.create_framebuffer(
-                &vk::FramebufferCreateInfo::default()
-                    .render_pass(up[k].0)
-                    .attachments(&views)
-                    .width(extent.0)
-                    .height(extent.1)
-                    .layers(1),
-                None,
-            )?);
+            owned.framebuffers.push(
+                d.create_framebuffer(
+                    &vk::FramebufferCreateInfo::default()
+                        .render_pass(up[k].0)
+                        .attachments(&views)
+                        .width(extent.0)
+                        .height(extent.1)
+                        .layers(1),
+                    None,
+                )?,
+            );
             let sl = [o.up_set_layout];
-            let s =
-                d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))?
-                    [0];
+            let s = d.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+            )?[0];
             let ii: Vec<vk::DescriptorImageInfo> = targets
                 .iter()
                 .map(|t| vk::DescriptorImageInfo {

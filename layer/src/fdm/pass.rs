@@ -391,8 +391,11 @@ unsafe fn pass_command(
     // (or goes live, nothing of it sent down yet, then ends); a live one ends.
     unsafe {
         if pass.capturing {
-            let replayed =
-                if pass.gpu { super::gpu_plan::replay_gpu(dev, f, cb, &mut pass) } else { replay(dev, f, cb, &mut pass) };
+            let replayed = if pass.gpu {
+                super::gpu_plan::replay_gpu(dev, f, cb, &mut pass)
+            } else {
+                replay(dev, f, cb, &mut pass)
+            };
             match replayed {
                 Err(why) => {
                     go_live(dev, f, cb, &mut pass, &why);

@@ -1112,7 +1112,9 @@ fn fdm_dynamic(opts: &mut GpuOptions) -> Result<(), String> {
         });
         match checked {
             Ok((coarse, largest)) => {
-                println!("fdm_dynamic path={path:?} coarse_pixels={coarse} largest_area={largest} follows_written_map=1")
+                println!(
+                    "fdm_dynamic path={path:?} coarse_pixels={coarse} largest_area={largest} follows_written_map=1"
+                )
             }
             Err(e) => {
                 println!("fdm_dynamic path={path:?} follows_written_map=0");
@@ -2092,7 +2094,9 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         )
     }
     .map_err(|e| format!("dynamic view: {e}"))?;
-    let dynamic = |s: Scene<'static>| -> Scene<'_> { Scene { map: None, map_view: Some(view), map_write: Some((img.0, &map)), ..s } };
+    let dynamic = |s: Scene<'static>| -> Scene<'_> {
+        Scene { map: None, map_view: Some(view), map_write: Some((img.0, &map)), ..s }
+    };
     let t = seconds_per_pass(&g, &dynamic(Scene::new(Path::RenderPass, (size, size), vs, fs, 3)), frames);
     let rec = Scene { draws, ..dynamic(Scene::new(Path::RenderPass, (size, size), tiny, scene_fs, 9)) };
     let mut best_rec = f64::MAX;
