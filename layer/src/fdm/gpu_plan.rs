@@ -32,7 +32,7 @@
 //! that are not 2D.
 
 use super::bins::{alignment, texel_size, Rect};
-use super::commands::{Cmd, Transform};
+use super::commands::{restore_compute, Cmd, Transform};
 use super::pass::{attachments, begin_real, end_real, Att, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
@@ -675,6 +675,9 @@ pub(super) unsafe fn replay_gpu(
         let pc: Vec<u8> = [mw, nr, table, texels].iter().flat_map(|w| w.to_le_bytes()).collect();
         d.cmd_push_constants(cb, plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
         d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
+        // The application's compute pipeline and sets as it left them (its push constants go back with the
+        // graphics state at the end of the pass).
+        restore_compute(f, cb, &pass.state);
         barrier(f, cb, &[]);
         // 2. Per area: the downscales of what loads (its scratch targets only), then one render pass instance over
         // the render area, each region's commands clipped to it under its predicate (skipped where the region
