@@ -713,13 +713,17 @@ unsafe extern "system" fn create_device(
             let mut fdm_stripped = None;
             if let Some(mode) = plan.fdm_mode() {
                 // The GPU plan of dynamic and deferred maps needs the driver's conditional rendering.
-                let conditional = mode == crate::fdm::Mode::Binned && {
+                // The extension needs Vulkan 1.1 (or VK_KHR_get_physical_device_properties2): only where the
+                // application's effective version is 1.1 or later (its instance may then query the feature).
+                let effective = inst.api_version.min(facts.api_version);
+                let conditional = mode == crate::fdm::Mode::Binned && vk::api_version_minor(effective) >= 1 && {
                     // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
                     let listed = unsafe { inst.fns.enumerate_device_extension_properties(pd) }.unwrap_or_default();
                     listed.iter().any(|e| e.extension_name_as_c_str() == Ok(crate::fdm::CONDITIONAL_RENDERING)) && {
                         let mut c = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default();
                         let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut c);
-                        // SAFETY: `pd` is valid; the driver lists the extension, so it knows the structure.
+                        // SAFETY: `pd` is valid; the driver lists the extension, so it knows the structure, and the
+                        // effective version has the command.
                         unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
                         c.conditional_rendering == vk::TRUE
                     }

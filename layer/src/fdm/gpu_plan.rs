@@ -372,7 +372,7 @@ pub(super) fn unsupported(
     offsets: bool,
 ) -> Option<String> {
     if f.conditional.is_none() {
-        return Some("its density map is dynamic or deferred and the driver lacks VK_EXT_conditional_rendering for the GPU plan (or the application enabled it itself)".into());
+        return Some("its density map is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, the application enabled it itself, or it is a Vulkan 1.0 application)".into());
     }
     if view_mask != 0 {
         return Some("its density map is dynamic or deferred and it is multiview (the GPU plan is single-view)".into());
