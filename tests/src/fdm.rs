@@ -117,6 +117,10 @@ pub struct Scene<'a> {
     /// barrier to the density-map stage): what a dynamic map's plan must
     /// follow, unlike the image's contents when the pass is recorded.
     pub map_write: Option<(vk::Image, &'a Map)>,
+    /// A compute pipeline writing 42 into a buffer is bound (with its set)
+    /// before each pass and dispatched after it without binding again
+    /// ([`Rendered::marker`]).
+    pub compute_marker: bool,
 }
 
 impl<'a> Scene<'a> {
@@ -147,6 +151,7 @@ impl<'a> Scene<'a> {
             target: None,
             bind_once: false,
             map_write: None,
+            compute_marker: false,
         }
     }
 }
@@ -162,6 +167,8 @@ pub struct Rendered {
     pub record_s: f64,
     /// Seconds from submission to completion.
     pub execute_s: f64,
+    /// What the dispatch after the pass wrote (`Scene::compute_marker`).
+    pub marker: Option<u32>,
 }
 
 fn layout_barrier(
@@ -788,6 +795,43 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.map, bytes.len());
             b
         });
+        // The compute marker: a pipeline and set bound before the pass, dispatched after it.
+        let marker = scene.compute_marker.then(|| {
+            let buffer = gpu.buffer(4, vk::BufferUsageFlags::STORAGE_BUFFER, true);
+            *(buffer.map as *mut u32) = 0;
+            let binding = [vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+            let (set_layout, pool, set) = gpu.descriptor_set(&binding);
+            let bi = [vk::DescriptorBufferInfo { buffer: buffer.buffer, offset: 0, range: 4 }];
+            d.update_descriptor_sets(
+                &[vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&bi)],
+                &[],
+            );
+            let sets = [set_layout];
+            let layout =
+                d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
+            let module = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/fdm_marker.comp.spv")));
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(c"main");
+            let pipe = d
+                .create_compute_pipelines(
+                    vk::PipelineCache::null(),
+                    &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)],
+                    None,
+                )
+                .unwrap()[0];
+            d.destroy_shader_module(module, None);
+            (buffer, set_layout, pool, set, layout, pipe)
+        });
         let mut record_s = 0.0;
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
@@ -821,6 +865,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 if scene.stats {
                     d.cmd_reset_query_pool(cb, stats_pool, 0, 1);
                     d.cmd_begin_query(cb, stats_pool, 0, vk::QueryControlFlags::empty());
+                }
+                if let Some((_, _, _, set, layout, pipe)) = &marker {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, *pipe);
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, *layout, 0, &[*set], &[]);
                 }
                 if scene.path == Path::Dynamic {
                     let att =
@@ -946,6 +994,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 if scene.stats {
                     d.cmd_end_query(cb, stats_pool, 0);
                 }
+                if marker.is_some() {
+                    d.cmd_dispatch(cb, 1, 1, 1);
+                }
             }
             gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 1, readback.buffer);
             record_s = t.elapsed().as_secs_f64();
@@ -960,6 +1011,15 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             n[0]
         });
         d.destroy_query_pool(stats_pool, None);
+        let marker = marker.map(|(buffer, set_layout, pool, _, layout, pipe)| {
+            let v = *(buffer.map as *const u32);
+            d.destroy_pipeline(pipe, None);
+            d.destroy_pipeline_layout(layout, None);
+            d.destroy_descriptor_pool(pool, None);
+            d.destroy_descriptor_set_layout(set_layout, None);
+            gpu.destroy_buffer(buffer);
+            v
+        });
         gpu.destroy_buffer(readback);
         if let Some(b) = map_source {
             gpu.destroy_buffer(b);
@@ -984,7 +1044,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         for image in [scene.target.is_none().then_some(out), ms, first, depth, made].into_iter().flatten() {
             gpu.destroy_image(image);
         }
-        Rendered { pixels, invocations, fs_invocations, record_s, execute_s }
+        Rendered { pixels, invocations, fs_invocations, record_s, execute_s, marker }
     }
 }
 

@@ -122,6 +122,20 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
     let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
     assert_eq!(lines.count(), 3, "{}", o.stdout);
     assert!(o.stderr.contains("GPU plan: 64 regions"), "{}", o.stderr);
+    assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
+}
+
+/// The negative control of the compute state: without the restore after the
+/// GPU plan's dispatch (`debug_fdm_without=compute_restore`) the
+/// application's dispatch after the pass runs the layer's pipeline.
+#[test]
+fn a_dynamic_map_pass_without_the_compute_restore_fails_the_marker_check() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "compute_restore"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
+    assert_eq!(lines.count(), 3, "{}", o.stdout);
+    assert!(o.stderr.contains("not 42: its compute pipeline or set was not left bound"), "{}", o.stderr);
 }
 
 /// The negative control: the map read on the host when the pass is recorded

@@ -677,7 +677,9 @@ pub(super) unsafe fn replay_gpu(
         d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
         // The application's compute pipeline and sets as it left them (its push constants go back with the
         // graphics state at the end of the pass).
-        restore_compute(f, cb, &pass.state);
+        if !f.without_compute_restore {
+            restore_compute(f, cb, &pass.state);
+        }
         barrier(f, cb, &[]);
         // 2. Per area: the downscales of what loads (its scratch targets only), then one render pass instance over
         // the render area, each region's commands clipped to it under its predicate (skipped where the region

@@ -432,6 +432,10 @@ pub struct Fdm {
     /// host when the pass is recorded, as a static one (stale where the GPU
     /// writes it later; a control).
     pub without_gpu_plan: bool,
+    /// `debug_fdm_without=compute_restore`: the application's compute
+    /// pipeline and sets are not bound again after the GPU plan's dispatch
+    /// (a control).
+    pub without_compute_restore: bool,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     pub instance: ash::Instance,
@@ -588,6 +592,7 @@ impl Fdm {
             gpu_plan: Default::default(),
             raw: None,
             without_gpu_plan: false,
+            without_compute_restore: false,
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,

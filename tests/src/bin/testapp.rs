@@ -1122,6 +1122,23 @@ fn fdm_dynamic(opts: &mut GpuOptions) -> Result<(), String> {
             }
         }
     }
+    // The application's compute pipeline and set, bound before the pass and
+    // dispatched after it without binding again, are still bound after the
+    // GPU plan's own dispatch.
+    fdm::write_map(&g, img.0, &stale);
+    let s = Scene {
+        map_view: Some(view),
+        map_write: Some((img.0, &written)),
+        compute_marker: true,
+        ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3)
+    };
+    let marker = fdm::render_full(&g, &s).marker;
+    println!("fdm_dynamic compute_marker={}", marker.unwrap_or(0));
+    if marker != Some(42) {
+        result = Err(format!(
+            "the dispatch after the pass wrote {marker:?}, not 42: its compute pipeline or set was not left bound"
+        ));
+    }
     unsafe { g.device.destroy_image_view(view, None) };
     g.destroy_image(img);
     result
