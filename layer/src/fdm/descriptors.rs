@@ -141,7 +141,9 @@ pub(super) unsafe fn free_shadow_pools(f: &Fdm, pools: &mut Vec<vk::DescriptorPo
         // SAFETY: VUID-vkDestroyDescriptorPool-descriptorPool-00303: the
         // caller's guarantee that no work using the pool is pending.
         unsafe {
-            f.gpu_plan.lock().release(f.raw.as_ref().unwrap_or(&f.below), p);
+            if let Some(raw) = &f.raw {
+                f.gpu_plan.lock().release(raw, p);
+            }
             f.below.destroy_descriptor_pool(p, None)
         };
     }

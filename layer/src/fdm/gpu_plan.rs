@@ -118,9 +118,6 @@ impl Objects {
     /// # Safety
     /// The device is idle.
     pub unsafe fn destroy(&mut self, d: &ash::Device) {
-        if !self.made && self.owned.is_empty() {
-            return;
-        }
         // SAFETY: the caller's guarantee; the layer's own objects (null ones are ignored).
         unsafe {
             for (b, m, _) in self.free.drain(..) {
@@ -130,6 +127,17 @@ impl Objects {
             for (_, o) in self.owned.drain() {
                 destroy_owned(d, o);
             }
+            self.destroy_common(d);
+        }
+    }
+
+    /// The pipelines and what they are made of.
+    ///
+    /// # Safety
+    /// No work using them is pending.
+    unsafe fn destroy_common(&mut self, d: &ash::Device) {
+        // SAFETY: the caller's guarantee; the layer's own objects (null ones are ignored).
+        unsafe {
             for (_, (rp, p)) in self.up.drain() {
                 d.destroy_pipeline(p, None);
                 d.destroy_render_pass(rp, None);
@@ -143,7 +151,8 @@ impl Objects {
             d.destroy_shader_module(self.up_vs, None);
             d.destroy_shader_module(self.up_fs, None);
         }
-        *self = Objects::default();
+        let (owned, free) = (std::mem::take(&mut self.owned), std::mem::take(&mut self.free));
+        *self = Objects { owned, free, ..Objects::default() };
     }
 }
 
@@ -172,6 +181,19 @@ unsafe fn make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Result
     if o.made {
         return Ok(());
     }
+    // SAFETY: the caller's guarantee.
+    let made = unsafe { try_make_common(d, o) };
+    if made.is_err() {
+        // What was made goes (null handles are ignored), so the next pass tries again from nothing.
+        // SAFETY: the layer's own objects, just made, never used.
+        unsafe { o.destroy_common(d) };
+    }
+    made
+}
+
+/// # Safety
+/// As [`make_common`].
+unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Result> {
     // SAFETY: create infos built here from locals and the layer's embedded SPIR-V (validated by its build).
     unsafe {
         let storage = [vk::DescriptorSetLayoutBinding::default()
@@ -515,7 +537,7 @@ pub(super) unsafe fn replay_gpu(
     let (columns, rows) = (xs.len() as u32, ys.len() as u32);
     xs.push(render_area.x + render_area.w);
     ys.push(render_area.y + render_area.h);
-    let d = f.raw.as_ref().unwrap_or(&f.below);
+    let d = f.raw.as_ref().ok_or("the GPU plan has no device of the next layer")?;
     let nr = regions.len() as u32;
     let table = 9 * nr;
     let bounds = table + ROW * nr;

@@ -640,7 +640,10 @@ impl Fdm {
             for (_, o) in self.shader_objects.lock().drain() {
                 self.destroy_variants(&o);
             }
-            self.gpu_plan.lock().destroy(self.raw.as_ref().unwrap_or(d));
+            // Made only through `raw` (the GPU plan runs only where it is set).
+            if let Some(raw) = &self.raw {
+                self.gpu_plan.lock().destroy(raw);
+            }
             self.scratch.lock().destroy_all(d);
             for (_, st) in self.cb_states.write().drain() {
                 descriptors::free_shadow_pools(self, &mut st.lock().shadow_pools);
