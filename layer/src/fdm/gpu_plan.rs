@@ -231,23 +231,27 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
                 .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE),
             None,
         )?;
-        let samplers = [o.sampler; AREAS.len()];
+        let samplers = [o.sampler];
         let sampled = [
             vk::DescriptorSetLayoutBinding::default()
                 .binding(0)
                 .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                .descriptor_count(AREAS.len() as u32)
+                .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::FRAGMENT)
                 .immutable_samplers(&samplers),
             vk::DescriptorSetLayoutBinding::default()
                 .binding(1)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                 .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::FRAGMENT),
+                .stage_flags(vk::ShaderStageFlags::VERTEX),
         ];
         o.up_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&sampled), None)?;
-        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 12 }];
+        let push = [vk::PushConstantRange {
+            stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
+            offset: 0,
+            size: 24,
+        }];
         let sl = [o.up_set_layout];
         o.up_layout = d.create_pipeline_layout(
             &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
@@ -550,7 +554,7 @@ pub(super) unsafe fn replay_gpu(
         Owned { buffer: vk::Buffer::null(), memory: vk::DeviceMemory::null(), size, framebuffers: Vec::new() };
     let mut pool = vk::DescriptorPool::null();
     let mut plan_set = vk::DescriptorSet::null();
-    let mut up_sets: Vec<vk::DescriptorSet> = Vec::new();
+    let mut up_sets: Vec<Vec<vk::DescriptorSet>> = Vec::new();
     let mut up: Vec<(vk::RenderPass, vk::Pipeline)> = Vec::new();
     // SAFETY: create infos built here from locals, the layer's own objects and the pass's attachment views (alive:
     // the capture rule); on failure everything made here is destroyed before returning.
@@ -580,13 +584,10 @@ pub(super) unsafe fn replay_gpu(
             )?;
             d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
         }
-        let n = stored.len() as u32;
+        let n = stored.len() as u32 * AREAS.len() as u32;
         let sizes = [
             vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-                descriptor_count: (AREAS.len() as u32 * n).max(1),
-            },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
         ];
         pool = d.create_descriptor_pool(
             &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes),
@@ -619,30 +620,30 @@ pub(super) unsafe fn replay_gpu(
                     None,
                 )?,
             );
-            let sl = [o.up_set_layout];
-            let s = d.allocate_descriptor_sets(
+            // A set per area: its scratch view, and the plan buffer.
+            let sl = [o.up_set_layout; AREAS.len()];
+            let sets = d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
-            )?[0];
-            let ii: Vec<vk::DescriptorImageInfo> = targets
-                .iter()
-                .map(|t| vk::DescriptorImageInfo {
+            )?;
+            for (set, t) in sets.iter().zip(&targets) {
+                let ii = [vk::DescriptorImageInfo {
                     sampler: vk::Sampler::null(),
                     image_view: t.views[i].unwrap(),
                     image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-                })
-                .collect();
-            d.update_descriptor_sets(
-                &[
-                    vk::WriteDescriptorSet::default()
-                        .dst_set(s)
-                        .dst_binding(0)
-                        .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                        .image_info(&ii),
-                    storage(s),
-                ],
-                &[],
-            );
-            up_sets.push(s);
+                }];
+                d.update_descriptor_sets(
+                    &[
+                        vk::WriteDescriptorSet::default()
+                            .dst_set(*set)
+                            .dst_binding(0)
+                            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                            .image_info(&ii),
+                        storage(*set),
+                    ],
+                    &[],
+                );
+            }
+            up_sets.push(sets);
         }
         Ok::<(), vk::Result>(())
     })();
@@ -750,7 +751,8 @@ pub(super) unsafe fn replay_gpu(
             }
             end_real(f, cb, &begin);
         }
-        // 3. One upscale draw per stored colour attachment: each pixel from the scratch target of its region's area.
+        // 3. The upscale of each stored colour attachment: per area an instanced draw of the regions' quads, each
+        // region drawn only by the area it chose, from that area's scratch target.
         let mut t3 = Vec::new();
         for &i in &stored {
             let a = atts[i].as_ref().unwrap();
@@ -768,7 +770,6 @@ pub(super) unsafe fn replay_gpu(
                 vk::SubpassContents::INLINE,
             );
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k]], &[]);
             let vp = vk::Viewport {
                 x: render_area.x as f32,
                 y: render_area.y as f32,
@@ -779,9 +780,15 @@ pub(super) unsafe fn replay_gpu(
             };
             d.cmd_set_viewport(cb, 0, &[vp]);
             d.cmd_set_scissor(cb, 0, &[all]);
-            let pc: Vec<u8> = [columns, rows, bounds].iter().flat_map(|w| w.to_le_bytes()).collect();
-            d.cmd_push_constants(cb, up_layout, vk::ShaderStageFlags::FRAGMENT, 0, &pc);
-            d.cmd_draw(cb, 3, 1, 0, 0);
+            // Per area, an instance per region: the quads of the regions that chose it.
+            for (ai, area) in AREAS.iter().enumerate() {
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k][ai]], &[]);
+                let pc: Vec<u8> =
+                    [area.0, area.1, ai as u32, columns, rows, bounds].iter().flat_map(|w| w.to_le_bytes()).collect();
+                let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+                d.cmd_push_constants(cb, up_layout, stages, 0, &pc);
+                d.cmd_draw(cb, 6, nr, 0, 0);
+            }
             d.cmd_end_render_pass(cb);
         }
         // 4. Every attachment to its final layout.
