@@ -15,17 +15,22 @@
 //!    per (region, candidate area): 1 for the region's area, 0 for the 8
 //!    others;
 //! 2. per candidate area, the downscales of what loads (unconditional blits:
-//!    they write only that area's scratch targets), then per region the
-//!    replay of the captured pass into the scratch targets over the region
-//!    and its upscale into the real colour attachments — a draw of the
-//!    layer's (`fdm_upscale.vert/.frag`: pixel `p` takes scratch texel
-//!    `p / area`) — both under `vkCmdBeginConditionalRenderingEXT` on the
-//!    predicate of (region, area), which skips draws, dispatches and clears
-//!    but not copies: nothing unconditional writes a real attachment.
+//!    they write only that area's scratch targets), then one render pass
+//!    instance into that area's scratch targets over the render area, in
+//!    which each region's commands (clipped to it) go down under
+//!    `vkCmdBeginConditionalRenderingEXT` on the predicate of (region, area)
+//!    — skipped where the region chose another area (conditional rendering
+//!    skips draws, dispatches and clears, not copies: nothing unconditional
+//!    writes a real attachment);
+//! 3. per stored colour attachment, the upscale: per area an instanced draw
+//!    of the layer's (`fdm_upscale.vert/.frag`) whose instance `r` covers
+//!    region `r` only if the region chose that area, pixel `p` taking texel
+//!    `p / area` of its scratch target.
 //!
 //! Exactly one area per region executes. What cannot be covered renders at
-//! 1x1 as before (the reason logged once): no conditional rendering on the
-//! driver (or the application enabled it itself), multiview, density
+//! 1x1 as before (the reason logged once): no conditional rendering (the
+//! driver lacks it, the application enabled it itself, or it is a Vulkan 1.0
+//! application), several subpasses, input attachments, multiview, density
 //! offsets, layered framebuffers, depth/stencil attachments that store,
 //! multisampled attachments that load or store, stored colour formats that
 //! cannot be sampled and drawn (integer formats included), attachment views
