@@ -711,9 +711,25 @@ unsafe extern "system" fn create_device(
             }
             let mut down = stripped.as_ref().map(|s| &s.info as *const vk::DeviceCreateInfo).unwrap_or(p_create_info);
             let mut fdm_stripped = None;
-            if plan.fdm_mode().is_some() {
+            if let Some(mode) = plan.fdm_mode() {
+                // The GPU plan of dynamic and deferred maps needs the driver's conditional rendering.
+                // The extension needs Vulkan 1.1 (or VK_KHR_get_physical_device_properties2): only where the
+                // application's effective version is 1.1 or later (its instance may then query the feature).
+                let effective = inst.api_version.min(facts.api_version);
+                let conditional = mode == crate::fdm::Mode::Binned && vk::api_version_minor(effective) >= 1 && {
+                    // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
+                    let listed = unsafe { inst.fns.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+                    listed.iter().any(|e| e.extension_name_as_c_str() == Ok(crate::fdm::CONDITIONAL_RENDERING)) && {
+                        let mut c = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default();
+                        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut c);
+                        // SAFETY: `pd` is valid; the driver lists the extension, so it knows the structure, and the
+                        // effective version has the command.
+                        unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
+                        c.conditional_rendering == vk::TRUE
+                    }
+                };
                 // SAFETY: `down` is `info` or the interlock copy of it, alive in `stripped`.
-                match unsafe { crate::fdm::strip(&*down) } {
+                match unsafe { crate::fdm::strip(&*down, conditional) } {
                     Ok(s) => fdm_stripped = Some(s),
                     Err(e) => {
                         if let Some(r) = strip_failed(&inst.log, "the density map", e) {
@@ -988,6 +1004,21 @@ unsafe extern "system" fn create_device(
                 fdm.without_shader_object_variants = without.contains(&"shader_object_variants");
                 fdm.scratch.get_mut().shared = without.contains(&"scratch_per_command_buffer");
                 fdm.without_dynamic_state = without.contains(&"dynamic_state");
+                fdm.without_gpu_plan = without.contains(&"gpu_plan");
+                fdm.without_compute_restore = without.contains(&"compute_restore");
+                // SAFETY: as for `below`: the layer enabled the extension on this device (`s.gpu_plan`), so the next
+                // layer resolves its commands; each pointer is of its command's type.
+                // SAFETY: each name resolves to the next layer's command of that name (or null), as `load_with`
+                // requires.
+                fdm.raw = s.gpu_plan.then(|| unsafe {
+                    ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle)
+                });
+                fdm.conditional = s.gpu_plan.then(|| {
+                    ash::ext::conditional_rendering::DeviceFn::load(|name| {
+                        unsafe { next_gdpa(handle, name.as_ptr()) }
+                            .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
+                    })
+                });
                 data.fdm = Some(fdm);
             }
             let driver =

@@ -217,7 +217,7 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::String,
         default: "",
         label: "Debug: density-map features switched off",
-        description: "Testing only: comma-separated density-map features the layer leaves out (per_view_areas: a multiview pass gives every view the smallest area any view asks for; offsets: density offsets are ignored; dynamic_state: dynamic state beyond Vulkan 1.3 goes down at once instead of being captured; msaa: a multisampled attachment that loads or stores renders its pass at 1x1; library_variants: a link of graphics pipeline libraries gets no per-area variants; shader_object_variants: shader objects get no per-area variants; scratch_per_command_buffer: scratch targets are shared by every command buffer), to prove the tests notice.",
+        description: "Testing only: comma-separated density-map features the layer leaves out (per_view_areas: a multiview pass gives every view the smallest area any view asks for; offsets: density offsets are ignored; dynamic_state: dynamic state beyond Vulkan 1.3 goes down at once instead of being captured; msaa: a multisampled attachment that loads or stores renders its pass at 1x1; library_variants: a link of graphics pipeline libraries gets no per-area variants; shader_object_variants: shader objects get no per-area variants; scratch_per_command_buffer: scratch targets are shared by every command buffer; gpu_plan: a dynamic or deferred density map is read on the host when the pass is recorded, as a static one, instead of planned on the GPU when it executes; compute_restore: the application's compute pipeline and sets are not bound again after the GPU plan's dispatch), to prove the tests notice.",
     },
 ];
 

@@ -26,6 +26,14 @@ use crate::ir::{
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Capability, Decoration, ExecutionModel, Op, StorageClass, Word};
 
+/// The layer's own shaders of the density-map GPU plan (compiled from
+/// `glsl/` by `glsl/generate`, SPIR-V 1.0): the compute step that reads the
+/// map and writes the conditional-rendering predicates, and the upscale
+/// (a triangle over a region, the scratch target fetched at `p / area`).
+pub const GPU_PLAN_COMP: &[u8] = include_bytes!("generated/fdm_plan.comp.spv");
+pub const UPSCALE_VERT: &[u8] = include_bytes!("generated/fdm_upscale.vert.spv");
+pub const UPSCALE_FRAG: &[u8] = include_bytes!("generated/fdm_upscale.frag.spv");
+
 /// The per-variant values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Params {
@@ -235,6 +243,29 @@ pub fn has_side_effects(m: &Module) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn generated_gpu_plan_shaders_are_up_to_date() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("glsl");
+        for (name, embedded) in [
+            ("fdm_plan.comp", super::GPU_PLAN_COMP),
+            ("fdm_upscale.vert", super::UPSCALE_VERT),
+            ("fdm_upscale.frag", super::UPSCALE_FRAG),
+        ] {
+            let out = std::env::temp_dir().join(format!("overlap-{}-{name}.spv", std::process::id()));
+            let status = std::process::Command::new("glslangValidator")
+                .args(["-V", "--target-env", "vulkan1.0", "-o"])
+                .arg(&out)
+                .arg(dir.join(name))
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("glslangValidator runs");
+            assert!(status.success(), "{name} compiles");
+            let fresh = std::fs::read(&out).unwrap();
+            let _ = std::fs::remove_file(&out);
+            assert!(fresh == embedded, "{name}: run shaders/glsl/generate");
+        }
+    }
+
     use super::*;
     use crate::testing::glsl;
     use crate::{assemble, parse, validate, TargetEnv};

@@ -112,6 +112,15 @@ pub struct Scene<'a> {
     /// The pipeline is bound in the first pass only: later passes (`repeat`)
     /// draw with what the application left bound (the spec keeps it).
     pub bind_once: bool,
+    /// The GPU writes this map into this density-map image in the same
+    /// command buffer, before each pass (a copy from a buffer, then the
+    /// barrier to the density-map stage): what a dynamic map's plan must
+    /// follow, unlike the image's contents when the pass is recorded.
+    pub map_write: Option<(vk::Image, &'a Map)>,
+    /// A compute pipeline writing 42 into a buffer is bound (with its set)
+    /// before each pass and dispatched after it without binding again
+    /// ([`Rendered::marker`]).
+    pub compute_marker: bool,
 }
 
 impl<'a> Scene<'a> {
@@ -141,6 +150,8 @@ impl<'a> Scene<'a> {
             destroy_set_layouts_in_pass: false,
             target: None,
             bind_once: false,
+            map_write: None,
+            compute_marker: false,
         }
     }
 }
@@ -156,6 +167,8 @@ pub struct Rendered {
     pub record_s: f64,
     /// Seconds from submission to completion.
     pub execute_s: f64,
+    /// What the dispatch after the pass wrote (`Scene::compute_marker`).
+    pub marker: Option<u32>,
 }
 
 fn layout_barrier(
@@ -776,17 +789,86 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             sc
         });
         let readback = gpu.buffer((w * h * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+        let map_source = scene.map_write.map(|(_, m)| {
+            let bytes: Vec<u8> = m.texels.iter().flatten().copied().collect();
+            let b = gpu.buffer(bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.map, bytes.len());
+            b
+        });
+        // The compute marker: a pipeline and set bound before the pass, dispatched after it.
+        let marker = scene.compute_marker.then(|| {
+            let buffer = gpu.buffer(4, vk::BufferUsageFlags::STORAGE_BUFFER, true);
+            *(buffer.map as *mut u32) = 0;
+            let binding = [vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+            let (set_layout, pool, set) = gpu.descriptor_set(&binding);
+            let bi = [vk::DescriptorBufferInfo { buffer: buffer.buffer, offset: 0, range: 4 }];
+            d.update_descriptor_sets(
+                &[vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&bi)],
+                &[],
+            );
+            let sets = [set_layout];
+            let layout =
+                d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
+            let module = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/fdm_marker.comp.spv")));
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(c"main");
+            let pipe = d
+                .create_compute_pipelines(
+                    vk::PipelineCache::null(),
+                    &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)],
+                    None,
+                )
+                .unwrap()[0];
+            d.destroy_shader_module(module, None);
+            (buffer, set_layout, pool, set, layout, pipe)
+        });
         let mut record_s = 0.0;
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
             let t = std::time::Instant::now();
             for _ in 0..scene.repeat.max(1) {
+                if let (Some((image, m)), Some(src)) = (scene.map_write, &map_source) {
+                    gpu.image_barrier(
+                        cb,
+                        image,
+                        color_range(),
+                        (fdm_layout, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
+                        (vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT, vk::AccessFlags::empty()),
+                        (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                    );
+                    gpu.copy_buffer_to_image(cb, src.buffer, image, (m.width, m.height), 1);
+                    layout_barrier(
+                        gpu,
+                        cb,
+                        image,
+                        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                        fdm_layout,
+                        (
+                            vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT,
+                            vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT,
+                        ),
+                    );
+                }
                 if scene.query {
                     d.cmd_reset_query_pool(cb, query_pool, 0, 1);
                 }
                 if scene.stats {
                     d.cmd_reset_query_pool(cb, stats_pool, 0, 1);
                     d.cmd_begin_query(cb, stats_pool, 0, vk::QueryControlFlags::empty());
+                }
+                if let Some((_, _, _, set, layout, pipe)) = &marker {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, *pipe);
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, *layout, 0, &[*set], &[]);
                 }
                 if scene.path == Path::Dynamic {
                     let att =
@@ -912,6 +994,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 if scene.stats {
                     d.cmd_end_query(cb, stats_pool, 0);
                 }
+                if marker.is_some() {
+                    d.cmd_dispatch(cb, 1, 1, 1);
+                }
             }
             gpu.copy_image_to_buffer(cb, out.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (w, h), 1, readback.buffer);
             record_s = t.elapsed().as_secs_f64();
@@ -926,7 +1011,19 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             n[0]
         });
         d.destroy_query_pool(stats_pool, None);
+        let marker = marker.map(|(buffer, set_layout, pool, _, layout, pipe)| {
+            let v = *(buffer.map as *const u32);
+            d.destroy_pipeline(pipe, None);
+            d.destroy_pipeline_layout(layout, None);
+            d.destroy_descriptor_pool(pool, None);
+            d.destroy_descriptor_set_layout(set_layout, None);
+            gpu.destroy_buffer(buffer);
+            v
+        });
         gpu.destroy_buffer(readback);
+        if let Some(b) = map_source {
+            gpu.destroy_buffer(b);
+        }
         gpu.destroy_buffer(count);
         d.destroy_command_pool(sec_pool, None);
         d.destroy_query_pool(query_pool, None);
@@ -947,7 +1044,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         for image in [scene.target.is_none().then_some(out), ms, first, depth, made].into_iter().flatten() {
             gpu.destroy_image(image);
         }
-        Rendered { pixels, invocations, fs_invocations, record_s, execute_s }
+        Rendered { pixels, invocations, fs_invocations, record_s, execute_s, marker }
     }
 }
 

@@ -96,7 +96,8 @@ fn density_map_usage_with_extended_usage_follows_the_format_class() {
 /// VK_EXT_fragment_density_map2 is listed with the emulated FDM (programs
 /// such as google/bigwheels' foveation benchmark enable both): a device with
 /// both renders binned; `fragmentDensityMapDeferred` and
-/// `fragmentDensityMapDynamic` are offered and honoured at density 1.
+/// `fragmentDensityMapDynamic` are offered, and passes with deferred and
+/// dynamic maps are planned on the GPU: coarse where the map asks.
 #[test]
 fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
     let o = run(app(Layers::OverlapOverValidation, &["fdm2"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"));
@@ -104,11 +105,50 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
     assert!(o.stdout.contains("fdm2 deferred=1 subsampled_loads=0"), "{}", o.stdout);
     assert!(o.stdout.contains("fdm2 rendered coarse_pixels="), "{}", o.stdout);
     assert_eq!(o.value("fdm2 deferred_device"), Some("created"), "{}", o.stdout);
-    // Deferred and dynamic maps render at density 1 (the map not read),
-    // logged; the coarse render above shows the same map is read otherwise.
-    assert_eq!(o.value("fdm2 deferred_map"), Some("density_one"), "{}", o.stdout);
-    assert_eq!(o.value("fdm2 dynamic_map"), Some("density_one"), "{}", o.stdout);
-    assert!(o.stderr.contains("density map view is dynamic or deferred"), "{}", o.stderr);
+    // Deferred and dynamic maps follow the map (checked pixel by pixel
+    // against it), planned on the GPU: no fallback logged.
+    assert!(o.stdout.contains("fdm2 deferred_map=coarse coarse_pixels="), "{}", o.stdout);
+    assert!(o.stdout.contains("fdm2 dynamic_map=coarse coarse_pixels="), "{}", o.stdout);
+    assert!(!o.stderr.contains("dynamic or deferred"), "{}", o.stderr);
+}
+
+/// A dynamic map written by the GPU in the same command buffer just before
+/// the pass (issue 17, item 2): every pass type's areas are exactly those
+/// of the written map, not of the contents at recording (4x4 everywhere).
+#[test]
+fn a_dynamic_map_written_by_the_gpu_is_followed() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+    o.assert_ok();
+    let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
+    assert_eq!(lines.count(), 3, "{}", o.stdout);
+    assert!(o.stderr.contains("GPU plan: 64 regions"), "{}", o.stderr);
+    assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
+}
+
+/// The negative control of the compute state: without the restore after the
+/// GPU plan's dispatch (`debug_fdm_without=compute_restore`) the
+/// application's dispatch after the pass runs the layer's pipeline.
+#[test]
+fn a_dynamic_map_pass_without_the_compute_restore_fails_the_marker_check() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "compute_restore"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
+    assert_eq!(lines.count(), 3, "{}", o.stdout);
+    assert!(o.stderr.contains("not 42: its compute pipeline or set was not left bound"), "{}", o.stderr);
+}
+
+/// The negative control: the map read on the host when the pass is recorded
+/// (`debug_fdm_without=gpu_plan`) is stale, asks for 4x4 where the written
+/// map asks for 1x1, and the check fires.
+#[test]
+fn a_dynamic_map_planned_at_recording_fails_the_check() {
+    let o =
+        run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "gpu_plan"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("exceeds the requested (1,1)"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
 
 /// The multiview ladder: a plain two-view draw (no density built-ins) on

@@ -128,7 +128,7 @@ pub fn texel_size(framebuffer: u32, map: u32, min: u32, max: u32) -> u32 {
 }
 
 /// Largest power of two dividing `x` (`x = 0` allows anything).
-fn alignment(x: u32) -> u32 {
+pub(super) fn alignment(x: u32) -> u32 {
     if x == 0 {
         u32::MAX
     } else {

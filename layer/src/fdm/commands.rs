@@ -176,6 +176,9 @@ pub struct Snapshot {
     scissors: Vec<Option<vk::Rect2D>>,
     /// Some graphics stage's shader object is among `cmds` (key 15).
     shaders: bool,
+    /// The compute pipeline and sets bound (keyed as `cmds`): not part of a
+    /// replay, restored after the GPU plan's own dispatch ([`restore_compute`]).
+    compute: BTreeMap<(u8, u32, u32), Cmd>,
 }
 
 fn set_at<T: Copy>(v: &mut Vec<Option<T>>, first: u32, items: &[T]) {
@@ -223,6 +226,13 @@ impl Snapshot {
                         set_at(&mut self.scissors, 0, s);
                     }
                 }
+            }
+            Cmd::BindPipeline(vk::PipelineBindPoint::COMPUTE, _) => {
+                self.compute.insert(key(0, 0, 0), cmd.clone());
+            }
+            Cmd::BindSets { point: vk::PipelineBindPoint::COMPUTE, first, .. } => {
+                // The latest bind from each first set, in set order.
+                self.compute.insert(key(1, *first, 0), cmd.clone());
             }
             Cmd::BindSets { point: vk::PipelineBindPoint::GRAPHICS, layout, first, sets, offsets } => {
                 // One entry per set; dynamic offsets stay with the whole bind.
@@ -537,6 +547,21 @@ pub(super) unsafe fn restore(f: &Fdm, cb: vk::CommandBuffer, st: &Snapshot, t: &
         }
         emit_viewports(f, cb, t, st);
         emit_scissors(f, cb, t, st);
+    }
+}
+
+/// Re-establishes the compute pipeline and sets of `st` (after the layer's
+/// own dispatch disturbed them).
+///
+/// # Safety
+/// As [`restore`].
+pub(super) unsafe fn restore_compute(f: &Fdm, cb: vk::CommandBuffer, st: &Snapshot) {
+    let mut scratch = st.clone();
+    // SAFETY: the caller's guarantee (the capture rule) for every command of `st` and for `cb`.
+    unsafe {
+        for cmd in st.compute.values() {
+            emit(f, cb, cmd, &Transform::IDENTITY, &mut scratch);
+        }
     }
 }
 

@@ -140,7 +140,12 @@ pub(super) unsafe fn free_shadow_pools(f: &Fdm, pools: &mut Vec<vk::DescriptorPo
     for p in pools.drain(..) {
         // SAFETY: VUID-vkDestroyDescriptorPool-descriptorPool-00303: the
         // caller's guarantee that no work using the pool is pending.
-        unsafe { f.below.destroy_descriptor_pool(p, None) };
+        unsafe {
+            if let Some(raw) = &f.raw {
+                f.gpu_plan.lock().release(raw, p);
+            }
+            f.below.destroy_descriptor_pool(p, None)
+        };
     }
 }
 

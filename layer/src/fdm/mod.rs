@@ -55,6 +55,7 @@ pub mod capture;
 pub mod command_buffers;
 mod commands;
 pub mod descriptors;
+mod gpu_plan;
 mod map_readback;
 pub mod pass;
 pub mod queue;
@@ -417,6 +418,24 @@ pub struct Fdm {
     pub without_dynamic_state: bool,
     /// `fdm_overlay`: tint each bin by its area.
     pub overlay: bool,
+    /// The driver's `VK_EXT_conditional_rendering`, enabled by the layer:
+    /// passes with a dynamic or deferred map are planned on the GPU
+    /// ([`gpu_plan`]); `None`: they render at 1x1.
+    pub conditional: Option<ash::ext::conditional_rendering::DeviceFn>,
+    /// The GPU plan's pipelines, made at first use.
+    pub gpu_plan: Mutex<gpu_plan::Objects>,
+    /// The next layer's device commands, none of them the layer's own
+    /// hooks: the GPU plan's objects are made and destroyed through it (the
+    /// layer's hooks must not see them, and are gone at vkDestroyDevice).
+    pub raw: Option<ash::Device>,
+    /// `debug_fdm_without=gpu_plan`: a dynamic or deferred map is read on the
+    /// host when the pass is recorded, as a static one (stale where the GPU
+    /// writes it later; a control).
+    pub without_gpu_plan: bool,
+    /// `debug_fdm_without=compute_restore`: the application's compute
+    /// pipeline and sets are not bound again after the GPU plan's dispatch
+    /// (a control).
+    pub without_compute_restore: bool,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     pub instance: ash::Instance,
@@ -434,19 +453,32 @@ pub struct Fdm {
 pub struct StrippedFdm<'a> {
     pub info: vk::DeviceCreateInfo<'a>,
     pub enabled: bool,
+    /// The layer enabled `VK_EXT_conditional_rendering` for the GPU plan of
+    /// dynamic and deferred maps ([`gpu_plan`]).
+    pub gpu_plan: bool,
     _names: Vec<*const c_char>,
     _chain: Chain,
 }
 
 pub use crate::pnext::StripError;
 
+/// `VK_EXT_conditional_rendering`: the GPU plan's predicates.
+pub const CONDITIONAL_RENDERING: &CStr = c"VK_EXT_conditional_rendering";
+
 /// Removes the extension and its feature structure from `info`.
 ///
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
-pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>) -> Result<StrippedFdm<'a>, StripError> {
+/// With `conditional` (the driver has `VK_EXT_conditional_rendering` and its
+/// feature, mode `binned`), the layer enables it for the GPU plan unless the
+/// application enabled it itself (its own conditional rendering could be
+/// active around a pass: the layer's may not nest in it).
+pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> Result<StrippedFdm<'a>, StripError> {
     // SAFETY: the caller's guarantee: a valid create info.
     let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
+    // SAFETY: as above.
+    let (_, app_conditional) = unsafe { crate::ffi::extensions_without(info, CONDITIONAL_RENDERING) };
+    let gpu_plan = conditional && !app_conditional;
     // FDM2 requires FDM (VUID-vkCreateDevice-ppEnabledExtensionNames-01387).
     // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter: each
     // name is a null-terminated UTF-8 string.
@@ -466,7 +498,14 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>) -> Result<StrippedFdm<'
         enabled &= f.fragment_density_map == vk::TRUE || f.fragment_density_map_non_subsampled_images == vk::TRUE;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT);
-    let mut out = StrippedFdm { info: *info, enabled, _names: kept, _chain: chain };
+    let mut kept = kept;
+    if gpu_plan && enabled {
+        kept.push(CONDITIONAL_RENDERING.as_ptr());
+        chain.remove(vk::StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
+        chain.push(&vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true));
+    }
+    let gpu_plan = gpu_plan && enabled;
+    let mut out = StrippedFdm { info: *info, enabled, gpu_plan, _names: kept, _chain: chain };
     out.info.enabled_extension_count = out._names.len() as u32;
     out.info.pp_enabled_extension_names = out._names.as_ptr();
     out.info.p_next = out._chain.head();
@@ -549,6 +588,11 @@ impl Fdm {
             lost: Default::default(),
             set_loader_data,
             overlay,
+            conditional: None,
+            gpu_plan: Default::default(),
+            raw: None,
+            without_gpu_plan: false,
+            without_compute_restore: false,
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,
@@ -595,6 +639,10 @@ impl Fdm {
             }
             for (_, o) in self.shader_objects.lock().drain() {
                 self.destroy_variants(&o);
+            }
+            // Made only through `raw` (the GPU plan runs only where it is set).
+            if let Some(raw) = &self.raw {
+                self.gpu_plan.lock().destroy(raw);
             }
             self.scratch.lock().destroy_all(d);
             for (_, st) in self.cb_states.write().drain() {

@@ -75,6 +75,9 @@ pub(super) struct Pass {
     /// The density offsets per layer given at the end of the pass
     /// (`VK_EXT_fragment_density_map_offset`; empty: none).
     pub(super) offsets: Vec<vk::Offset2D>,
+    /// Its map is dynamic or deferred: planned on the GPU at its end
+    /// ([`super::gpu_plan`]), never read on the host.
+    pub(super) gpu: bool,
 }
 
 /// Why a pass renders at 1x1, logged once per reason and pass.
@@ -205,20 +208,27 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         map: None,
         shadow_pools: Vec::new(),
         offsets: Vec::new(),
+        gpu: false,
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now. A
-        // dynamic or deferred map is not read: the pass renders at 1x1
-        // (`super::fill_features`).
+        // dynamic or deferred map is not read: the GPU plans the pass when
+        // it executes (`super::gpu_plan`), or without conditional rendering
+        // the pass renders at 1x1. `debug_fdm_without=gpu_plan` reads it
+        // now all the same (stale: the control).
         match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| {
-            if f.views.lock().get(&view).is_some_and(|i| i.dynamic_or_deferred) {
-                return Err("its density map view is dynamic or deferred: the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+            if f.views.lock().get(&view).is_some_and(|i| i.dynamic_or_deferred) && !f.without_gpu_plan {
+                if f.conditional.is_none() {
+                    return Err("its density map view is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, the application enabled it itself, or it is a Vulkan 1.0 application): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+                }
+                return Ok(None);
             }
             // SAFETY: the map's view is named by the valid begin being
             // recorded, in the layout that begin expects it in.
-            unsafe { density_map(dev, f, view, layout) }
+            unsafe { density_map(dev, f, view, layout) }.map(Some)
         }) {
-            Ok(m) => pass.map = Some(m),
+            Ok(Some(m)) => pass.map = Some(m),
+            Ok(None) => pass.gpu = true,
             Err(e) => why = Some(e),
         }
     }
@@ -381,7 +391,12 @@ unsafe fn pass_command(
     // (or goes live, nothing of it sent down yet, then ends); a live one ends.
     unsafe {
         if pass.capturing {
-            match replay(dev, f, cb, &mut pass) {
+            let replayed = if pass.gpu {
+                super::gpu_plan::replay_gpu(dev, f, cb, &mut pass)
+            } else {
+                replay(dev, f, cb, &mut pass)
+            };
+            match replayed {
                 Err(why) => {
                     go_live(dev, f, cb, &mut pass, &why);
                     end_real(f, cb, &pass.begin);
@@ -587,6 +602,7 @@ pub unsafe fn cmd_begin_rendering(
             map: None,
             shadow_pools: Vec::new(),
             offsets: Vec::new(),
+            gpu: false,
         });
         return;
     }

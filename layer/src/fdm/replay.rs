@@ -337,7 +337,7 @@ fn set_area(begin: &mut Begin, area: vk::Rect2D) {
 }
 
 /// Points a begin at the scratch targets.
-fn retarget(begin: &mut Begin, area: vk::Rect2D, fb: vk::Framebuffer, views: &[Option<vk::ImageView>]) {
+pub(super) fn retarget(begin: &mut Begin, area: vk::Rect2D, fb: vk::Framebuffer, views: &[Option<vk::ImageView>]) {
     set_area(begin, area);
     match begin {
         Begin::RenderPass { framebuffer, views: v, .. } => {
@@ -387,7 +387,7 @@ fn retarget(begin: &mut Begin, area: vk::Rect2D, fb: vk::Framebuffer, views: &[O
 /// # Safety
 /// The capture rule of [`super::commands`]: `cb` is the recording command
 /// buffer `pass` was captured in, inside a (replay's) begin of the pass.
-unsafe fn replay_cmds(f: &Fdm, cb: vk::CommandBuffer, pass: &Pass, t: &Transform) {
+pub(super) unsafe fn replay_cmds(f: &Fdm, cb: vk::CommandBuffer, pass: &Pass, t: &Transform) {
     let mut st = pass.state.clone();
     // SAFETY: the caller's guarantee (the capture rule).
     unsafe {

@@ -204,6 +204,20 @@ unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
     }
 }
 
+/// `SAMPLED` for a single-sampled colour scratch target whose format can be
+/// sampled: the GPU plan's upscale reads it ([`super::gpu_plan`]).
+fn sampled(f: &Fdm, a: &Att) -> vk::ImageUsageFlags {
+    let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
+    if colour
+        && a.samples == vk::SampleCountFlags::TYPE_1
+        && f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE)
+    {
+        vk::ImageUsageFlags::SAMPLED
+    } else {
+        vk::ImageUsageFlags::empty()
+    }
+}
+
 fn scaled(n: u32, a: u32) -> u32 {
     n.div_ceil(a).max(1)
 }
@@ -285,7 +299,8 @@ pub(super) unsafe fn scratch_targets(
                     .usage(
                         (a.usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
                             | vk::ImageUsageFlags::TRANSFER_SRC
-                            | vk::ImageUsageFlags::TRANSFER_DST,
+                            | vk::ImageUsageFlags::TRANSFER_DST
+                            | sampled(f, a),
                     ),
                 None,
             )?;

@@ -1,0 +1,852 @@
+//! The GPU plan: passes whose density map is dynamic or deferred, planned
+//! when the pass executes, with no host read.
+//!
+//! A dynamic map's contents are those when the pass executes on the queue
+//! (the GPU may write it earlier in the same command buffer); a deferred
+//! map's those at `vkEndCommandBuffer`, which the contents at execution
+//! include. So nothing read at recording can be right: the plan is made by
+//! the GPU. At the end of the captured pass the layer records:
+//!
+//! 1. a copy of the map into a buffer of its own and a compute dispatch
+//!    (`fdm_plan.comp`) that gives each *region* of the render area — a block
+//!    of whole map texels, up to [`GRID`]x[`GRID`] of them — the largest
+//!    power-of-two area per axis no larger than what every texel in it asks
+//!    for (smaller than asked is always allowed), and writes one predicate
+//!    per (region, candidate area): 1 for the region's area, 0 for the 8
+//!    others;
+//! 2. per candidate area, the downscales of what loads (unconditional blits:
+//!    they write only that area's scratch targets), then one render pass
+//!    instance into that area's scratch targets over the render area, in
+//!    which each region's commands (clipped to it) go down under
+//!    `vkCmdBeginConditionalRenderingEXT` on the predicate of (region, area)
+//!    — skipped where the region chose another area (conditional rendering
+//!    skips draws, dispatches and clears, not copies: nothing unconditional
+//!    writes a real attachment);
+//! 3. per stored colour attachment, the upscale: per area an instanced draw
+//!    of the layer's (`fdm_upscale.vert/.frag`) whose instance `r` covers
+//!    region `r` only if the region chose that area, pixel `p` taking texel
+//!    `p / area` of its scratch target.
+//!
+//! Exactly one area per region executes. What cannot be covered renders at
+//! 1x1 as before (the reason logged once): no conditional rendering (the
+//! driver lacks it, the application enabled it itself, or it is a Vulkan 1.0
+//! application), several subpasses, input attachments, multiview, density
+//! offsets, layered framebuffers, depth/stencil attachments that store,
+//! multisampled attachments that load or store, stored colour formats that
+//! cannot be sampled and drawn (integer formats included), attachment views
+//! that are not 2D.
+
+use super::bins::{alignment, texel_size, Rect};
+use super::commands::{restore_compute, Cmd, Transform};
+use super::pass::{attachments, begin_real, end_real, Att, Pass};
+use super::replay::{replay_cmds, retarget};
+use super::replay_plan::scaled_regions;
+use super::scratch::{barrier, blit, scratch_targets, Targets, Transition};
+use super::{memory_type, Fdm};
+use crate::device::DeviceCore;
+use crate::id;
+use crate::settings::LogLevel;
+use ash::vk;
+use std::collections::HashMap;
+
+/// Regions per axis at most.
+pub const GRID: u32 = 8;
+/// The commands a pass's replays may record at most: the grid is halved
+/// (8, 4, 2, 1 regions per axis) until every (region, area) replay of the
+/// captured commands fits, so a pass of many draws records a bounded
+/// number of replays (coarser regions: larger areas shaded finer).
+const RECORDED: usize = 40_000;
+
+/// Regions per axis for a pass of `cmds` captured commands.
+pub(super) fn grid_for(cmds: usize) -> u32 {
+    let mut g = GRID;
+    while g > 1 && (g * g) as usize * AREAS.len() * (cmds + 8) > RECORDED {
+        g /= 2;
+    }
+    g
+}
+/// The candidate areas, in the plan shader's order: index `log2(x) * 3 + log2(y)`.
+pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
+/// Words of the region table per region.
+const ROW: u32 = 8;
+
+/// The layer's pipelines for the GPU plan (made at first use) and the
+/// per-command-buffer objects each planned pass owns, by the descriptor pool
+/// that goes with the command buffer's shadow pools.
+#[derive(Default)]
+pub struct Objects {
+    made: bool,
+    plan_set_layout: vk::DescriptorSetLayout,
+    plan_layout: vk::PipelineLayout,
+    plan_pipeline: vk::Pipeline,
+    sampler: vk::Sampler,
+    up_set_layout: vk::DescriptorSetLayout,
+    up_layout: vk::PipelineLayout,
+    up_vs: vk::ShaderModule,
+    up_fs: vk::ShaderModule,
+    /// Per colour format: the upscale's render pass and pipeline.
+    up: HashMap<vk::Format, (vk::RenderPass, vk::Pipeline)>,
+    owned: HashMap<vk::DescriptorPool, Owned>,
+    /// Plan buffers of passes whose command buffers were reset or freed, with
+    /// their memory and size: the next passes take them (an allocation per
+    /// recorded pass costs more than the plan).
+    free: Vec<(vk::Buffer, vk::DeviceMemory, u64)>,
+}
+
+/// Free plan buffers kept at most.
+const FREE_BUFFERS: usize = 16;
+
+/// What one planned pass made for its command buffer.
+struct Owned {
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    size: u64,
+    framebuffers: Vec<vk::Framebuffer>,
+}
+
+impl Objects {
+    /// The objects of the pass that owns `pool` go (with it).
+    ///
+    /// # Safety
+    /// No work using them is pending (the shadow pools' rule).
+    pub unsafe fn release(&mut self, d: &ash::Device, pool: vk::DescriptorPool) {
+        if let Some(mut o) = self.owned.remove(&pool) {
+            if self.free.len() < FREE_BUFFERS && o.buffer != vk::Buffer::null() {
+                self.free.push((o.buffer, o.memory, o.size));
+                (o.buffer, o.memory) = (vk::Buffer::null(), vk::DeviceMemory::null());
+            }
+            // SAFETY: the caller's guarantee.
+            unsafe { destroy_owned(d, o) };
+        }
+    }
+
+    /// # Safety
+    /// The device is idle.
+    pub unsafe fn destroy(&mut self, d: &ash::Device) {
+        // SAFETY: the caller's guarantee; the layer's own objects (null ones are ignored).
+        unsafe {
+            for (b, m, _) in self.free.drain(..) {
+                d.destroy_buffer(b, None);
+                d.free_memory(m, None);
+            }
+            for (_, o) in self.owned.drain() {
+                destroy_owned(d, o);
+            }
+            self.destroy_common(d);
+        }
+    }
+
+    /// The pipelines and what they are made of.
+    ///
+    /// # Safety
+    /// No work using them is pending.
+    unsafe fn destroy_common(&mut self, d: &ash::Device) {
+        // SAFETY: the caller's guarantee; the layer's own objects (null ones are ignored).
+        unsafe {
+            for (_, (rp, p)) in self.up.drain() {
+                d.destroy_pipeline(p, None);
+                d.destroy_render_pass(rp, None);
+            }
+            d.destroy_pipeline(self.plan_pipeline, None);
+            d.destroy_pipeline_layout(self.plan_layout, None);
+            d.destroy_descriptor_set_layout(self.plan_set_layout, None);
+            d.destroy_pipeline_layout(self.up_layout, None);
+            d.destroy_descriptor_set_layout(self.up_set_layout, None);
+            d.destroy_sampler(self.sampler, None);
+            d.destroy_shader_module(self.up_vs, None);
+            d.destroy_shader_module(self.up_fs, None);
+        }
+        let (owned, free) = (std::mem::take(&mut self.owned), std::mem::take(&mut self.free));
+        *self = Objects { owned, free, ..Objects::default() };
+    }
+}
+
+/// # Safety
+/// No work using `o` is pending.
+unsafe fn destroy_owned(d: &ash::Device, o: Owned) {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        for fb in o.framebuffers {
+            d.destroy_framebuffer(fb, None);
+        }
+        d.destroy_buffer(o.buffer, None);
+        d.free_memory(o.memory, None);
+    }
+}
+
+fn words(code: &[u8]) -> Vec<u32> {
+    code.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// Makes the pipelines shared by every format (once).
+///
+/// # Safety
+/// `d` is `f`'s device.
+unsafe fn make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Result> {
+    if o.made {
+        return Ok(());
+    }
+    // SAFETY: the caller's guarantee.
+    let made = unsafe { try_make_common(d, o) };
+    if made.is_err() {
+        // What was made goes (null handles are ignored), so the next pass tries again from nothing.
+        // SAFETY: the layer's own objects, just made, never used.
+        unsafe { o.destroy_common(d) };
+    }
+    made
+}
+
+/// # Safety
+/// As [`make_common`].
+unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Result> {
+    // SAFETY: create infos built here from locals and the layer's embedded SPIR-V (validated by its build).
+    unsafe {
+        let storage = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+        o.plan_set_layout =
+            d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&storage), None)?;
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 16 }];
+        let sl = [o.plan_set_layout];
+        o.plan_layout = d.create_pipeline_layout(
+            &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
+            None,
+        )?;
+        let code = words(overlap_shaders::fdm::GPU_PLAN_COMP);
+        let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None)?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let made = d.create_compute_pipelines(
+            vk::PipelineCache::null(),
+            &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(o.plan_layout)],
+            None,
+        );
+        d.destroy_shader_module(module, None);
+        o.plan_pipeline = made.map_err(|(_, e)| e)?[0];
+        o.sampler = d.create_sampler(
+            &vk::SamplerCreateInfo::default()
+                .mag_filter(vk::Filter::NEAREST)
+                .min_filter(vk::Filter::NEAREST)
+                .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE),
+            None,
+        )?;
+        let samplers = [o.sampler];
+        let sampled = [
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+                .immutable_samplers(&samplers),
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(1)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::VERTEX),
+        ];
+        o.up_set_layout =
+            d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&sampled), None)?;
+        let push = [vk::PushConstantRange {
+            stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
+            offset: 0,
+            size: 24,
+        }];
+        let sl = [o.up_set_layout];
+        o.up_layout = d.create_pipeline_layout(
+            &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
+            None,
+        )?;
+        let vs = words(overlap_shaders::fdm::UPSCALE_VERT);
+        o.up_vs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&vs), None)?;
+        let fs = words(overlap_shaders::fdm::UPSCALE_FRAG);
+        o.up_fs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
+    }
+    o.made = true;
+    Ok(())
+}
+
+/// The upscale's render pass and pipeline for colour `format` (made once).
+///
+/// # Safety
+/// `d` is `f`'s device; [`make_common`] succeeded on `o`.
+unsafe fn upscale_pipeline(
+    d: &ash::Device,
+    o: &mut Objects,
+    format: vk::Format,
+) -> Result<(vk::RenderPass, vk::Pipeline), vk::Result> {
+    if let Some(x) = o.up.get(&format) {
+        return Ok(*x);
+    }
+    let layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+    let att = [vk::AttachmentDescription::default()
+        .format(format)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .load_op(vk::AttachmentLoadOp::LOAD)
+        .store_op(vk::AttachmentStoreOp::STORE)
+        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .initial_layout(layout)
+        .final_layout(layout)];
+    let refs = [vk::AttachmentReference { attachment: 0, layout }];
+    let sub = [vk::SubpassDescription::default()
+        .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+        .color_attachments(&refs)];
+    // SAFETY: create infos built here from locals; the modules and layout are the layer's own (make_common).
+    unsafe {
+        let rp = d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None)?;
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::VERTEX)
+                .module(o.up_vs)
+                .name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(o.up_fs)
+                .name(c"main"),
+        ];
+        let vi = vk::PipelineVertexInputStateCreateInfo::default();
+        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
+        let rs = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(vk::CullModeFlags::NONE)
+            .line_width(1.0);
+        let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+        let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+        let dynamic = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+        let ds = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
+        let info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(&stages)
+            .vertex_input_state(&vi)
+            .input_assembly_state(&ia)
+            .viewport_state(&vp)
+            .rasterization_state(&rs)
+            .multisample_state(&ms)
+            .color_blend_state(&cb)
+            .dynamic_state(&ds)
+            .layout(o.up_layout)
+            .render_pass(rp)
+            .subpass(0);
+        let p = match d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) {
+            Ok(p) => p[0],
+            Err((_, e)) => {
+                d.destroy_render_pass(rp, None);
+                return Err(e);
+            }
+        };
+        o.up.insert(format, (rp, p));
+        Ok((rp, p))
+    }
+}
+
+/// One region: its rectangle in framebuffer space and the row of its table
+/// (first texel x, y, end texel x, y, cap x, y, 0, 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Region {
+    pub(super) rect: Rect,
+    pub(super) row: [u32; ROW as usize],
+}
+
+/// The regions of `render_area` over a map of `map` texels of `texel`
+/// pixels: up to [`GRID`] per axis, each a block of whole texels (the last
+/// texel clamped to the map, as the spec clamps), its cap the largest area
+/// its start's alignment allows (at most `max_area`).
+pub(super) fn regions(render_area: Rect, texel: (u32, u32), map: (u32, u32), max_area: u32, grid: u32) -> Vec<Region> {
+    // Per axis: (pixel start, pixel end, first texel, end texel, cap).
+    let axis = |start: u32, len: u32, t: u32, texels: u32| -> Vec<(u32, u32, u32, u32, u32)> {
+        if len == 0 || texels == 0 {
+            return Vec::new();
+        }
+        let end = start + len;
+        let (first, last) = (start / t, (end - 1) / t);
+        let n = last - first + 1;
+        let groups = n.min(grid.max(1));
+        (0..groups)
+            .map(|g| {
+                let (a, b) = (first + g * n / groups, first + (g + 1) * n / groups);
+                let (x0, x1) = ((a * t).max(start), (b * t).min(end));
+                let (t0, t1) = (a.min(texels - 1), (b - 1).min(texels - 1) + 1);
+                (x0, x1, t0, t1, alignment(x0).min(max_area))
+            })
+            .collect()
+    };
+    let columns = axis(render_area.x, render_area.w, texel.0, map.0);
+    let rows = axis(render_area.y, render_area.h, texel.1, map.1);
+    let mut out = Vec::new();
+    for &(y0, y1, ty0, ty1, cy) in &rows {
+        for &(x0, x1, tx0, tx1, cx) in &columns {
+            out.push(Region {
+                rect: Rect { x: x0, y: y0, w: x1 - x0, h: y1 - y0 },
+                row: [tx0, ty0, tx1, ty1, cx, cy, 0, 0],
+            });
+        }
+    }
+    out
+}
+
+/// Why a pass with a dynamic or deferred map cannot be planned on the GPU,
+/// if it cannot (its attachments `atts`, the map's layout, its view mask,
+/// framebuffer layers and density offsets).
+pub(super) fn unsupported(
+    f: &Fdm,
+    atts: &[Option<Att>],
+    map_layout: vk::ImageLayout,
+    view_mask: u32,
+    layers: u32,
+    offsets: bool,
+) -> Option<String> {
+    if f.conditional.is_none() {
+        return Some("its density map is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, the application enabled it itself, or it is a Vulkan 1.0 application)".into());
+    }
+    if view_mask != 0 {
+        return Some("its density map is dynamic or deferred and it is multiview (the GPU plan is single-view)".into());
+    }
+    if layers > 1 {
+        return Some("its density map is dynamic or deferred and its framebuffer is layered".into());
+    }
+    if offsets {
+        return Some("its density map is dynamic or deferred and it ends with density offsets".into());
+    }
+    if map_layout != vk::ImageLayout::GENERAL && map_layout != vk::ImageLayout::TRANSFER_SRC_OPTIMAL {
+        return Some(format!(
+            "its dynamic or deferred density map is in {map_layout:?}, which the GPU plan cannot copy"
+        ));
+    }
+    for a in atts.iter().flatten() {
+        let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
+        if a.samples != vk::SampleCountFlags::TYPE_1 && (a.load || a.store) {
+            return Some("its density map is dynamic or deferred and a multisampled attachment loads or stores".into());
+        }
+        if !colour && a.store {
+            return Some("its density map is dynamic or deferred and a depth/stencil attachment stores (the GPU plan's upscale draws colour only)".into());
+        }
+        if (a.load || a.store) && a.view_type != vk::ImageViewType::TYPE_2D {
+            return Some(format!("its density map is dynamic or deferred and an attachment view is {:?}", a.view_type));
+        }
+        let feats = f.format_features(a.format);
+        if a.load
+            && (!feats.contains(vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST)
+                || !a.usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST))
+        {
+            return Some(format!("its density map is dynamic or deferred and {:?} cannot be blitted", a.format));
+        }
+        if a.store {
+            let integer = format!("{:?}", a.format).contains("INT");
+            let need = vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::COLOR_ATTACHMENT;
+            if integer || !feats.contains(need) {
+                return Some(format!(
+                    "its density map is dynamic or deferred and {:?} cannot be sampled and drawn by the GPU plan's upscale",
+                    a.format
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Plans a captured pass on the GPU and records its replays; `Err(why)`
+/// when it must render at 1x1 instead (nothing recorded then).
+///
+/// # Safety
+/// As [`super::replay::replay`].
+pub(super) unsafe fn replay_gpu(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    pass: &mut Pass,
+) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
+    let map_layout = super::layout(map_layout);
+    if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers, !pass.offsets.is_empty()) {
+        return Err(why);
+    }
+    let cond = f.conditional.as_ref().unwrap();
+    let v = *f.views.lock().get(&map_view).ok_or("the density map view is unknown")?;
+    let img = *f.images.lock().get(&v.image).ok_or("the density map image is unknown")?;
+    if v.format != vk::Format::R8G8_UNORM {
+        return Err(format!("the density map's format is {:?}, not R8G8_UNORM", v.format));
+    }
+    let mip = v.range.base_mip_level;
+    let (mw, mh) = ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1));
+    let ra = pass.begin.area();
+    let render_area =
+        Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
+    let texel = (
+        texel_size(extent.0, mw, super::MIN_TEXEL, super::MAX_TEXEL),
+        texel_size(extent.1, mh, super::MIN_TEXEL, super::MAX_TEXEL),
+    );
+    let grid = grid_for(pass.cmds.len() + pass.state.commands().count());
+    let regions = regions(render_area, texel, (mw, mh), super::MAX_AREA, grid);
+    if regions.is_empty() {
+        return Err("an empty render area".into());
+    }
+    // Every area's pipeline variants and shader objects, as for a host plan.
+    {
+        let pipelines = f.pipelines.lock();
+        for c in pass.state.commands().chain(&pass.cmds) {
+            let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = c else { continue };
+            let Some(info) = pipelines.get(p).filter(|i| i.needs_variants) else { continue };
+            if AREAS.iter().any(|a| !info.variants.contains_key(a)) {
+                return Err("a pipeline it binds lacks the per-area variant a replay needs".into());
+            }
+        }
+    }
+    let bound = pass.state.commands().chain(&pass.cmds).filter_map(|c| match c {
+        Cmd::BindShaders(b) => Some(b),
+        _ => None,
+    });
+    if let Some(why) = super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &AREAS) {
+        return Err(why.into());
+    }
+    // Input attachments would read scratch views through shadow sets: not in the GPU plan.
+    let inputs = pass.state.commands().chain(&pass.cmds).any(|c| match c {
+        Cmd::BindSets { sets, .. } => sets.iter().any(|s| f.sets.lock().get(s).is_some_and(|i| !i.inputs.is_empty())),
+        _ => false,
+    });
+    if inputs {
+        return Err("its density map is dynamic or deferred and it reads input attachments".into());
+    }
+    // Conditional rendering may not span a subpass change: one subpass only.
+    if pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass)) {
+        return Err("its density map is dynamic or deferred and it has several subpasses".into());
+    }
+    // Scratch targets per area, claimed for `cb`.
+    let mut targets: Vec<Targets> = Vec::with_capacity(AREAS.len());
+    for area in AREAS {
+        // SAFETY: the pass's begin and attachments are alive (the capture rule).
+        targets.push(
+            unsafe { scratch_targets(dev, f, cb, &pass.begin, &atts, area, extent, fb_layers) }
+                .map_err(|e| format!("scratch targets: {e:?}"))?,
+        );
+    }
+    let stored: Vec<usize> = atts
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.as_ref().is_some_and(|a| a.store && a.range.aspect_mask == vk::ImageAspectFlags::COLOR))
+        .map(|(i, _)| i)
+        .collect();
+    // Region bounds for the upscale: column x starts then the end, row y starts then the end.
+    let (mut xs, mut ys): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    for r in &regions {
+        if !xs.contains(&r.rect.x) {
+            xs.push(r.rect.x);
+        }
+        if !ys.contains(&r.rect.y) {
+            ys.push(r.rect.y);
+        }
+    }
+    let (columns, rows) = (xs.len() as u32, ys.len() as u32);
+    xs.push(render_area.x + render_area.w);
+    ys.push(render_area.y + render_area.h);
+    let d = f.raw.as_ref().ok_or("the GPU plan has no device of the next layer")?;
+    let nr = regions.len() as u32;
+    let table = 9 * nr;
+    let bounds = table + ROW * nr;
+    let texels = bounds + columns + rows + 2;
+    let size = (texels as u64) * 4 + (mw * mh * 2) as u64;
+    // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
+    let checked_us = started.elapsed().as_micros();
+    let mut o = f.gpu_plan.lock();
+    let mut owned =
+        Owned { buffer: vk::Buffer::null(), memory: vk::DeviceMemory::null(), size, framebuffers: Vec::new() };
+    let mut pool = vk::DescriptorPool::null();
+    let mut plan_set = vk::DescriptorSet::null();
+    let mut up_sets: Vec<Vec<vk::DescriptorSet>> = Vec::new();
+    let mut up: Vec<(vk::RenderPass, vk::Pipeline)> = Vec::new();
+    // SAFETY: create infos built here from locals, the layer's own objects and the pass's attachment views (alive:
+    // the capture rule); on failure everything made here is destroyed before returning.
+    let made = (|| unsafe {
+        make_common(d, &mut o)?;
+        for &i in &stored {
+            up.push(upscale_pipeline(d, &mut o, atts[i].as_ref().unwrap().format)?);
+        }
+        if let Some(k) = o.free.iter().position(|x| x.2 >= size) {
+            let (b, m, s) = o.free.swap_remove(k);
+            (owned.buffer, owned.memory, owned.size) = (b, m, s);
+        } else {
+            owned.buffer = d.create_buffer(
+                &vk::BufferCreateInfo::default().size(size).usage(
+                    vk::BufferUsageFlags::STORAGE_BUFFER
+                        | vk::BufferUsageFlags::TRANSFER_DST
+                        | vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT,
+                ),
+                None,
+            )?;
+            let req = d.get_buffer_memory_requirements(owned.buffer);
+            let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+                .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
+            owned.memory = d.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                None,
+            )?;
+            d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
+        }
+        let n = stored.len() as u32 * AREAS.len() as u32;
+        let sizes = [
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
+        ];
+        pool = d.create_descriptor_pool(
+            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes),
+            None,
+        )?;
+        let sl = [o.plan_set_layout];
+        plan_set = d.allocate_descriptor_sets(
+            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+        )?[0];
+        let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        let storage = |set| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(1)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&bi)
+        };
+        d.update_descriptor_sets(&[storage(plan_set).dst_binding(0)], &[]);
+        for (k, &i) in stored.iter().enumerate() {
+            let a = atts[i].as_ref().unwrap();
+            let views = [a.view];
+            owned.framebuffers.push(
+                d.create_framebuffer(
+                    &vk::FramebufferCreateInfo::default()
+                        .render_pass(up[k].0)
+                        .attachments(&views)
+                        .width(extent.0)
+                        .height(extent.1)
+                        .layers(1),
+                    None,
+                )?,
+            );
+            // A set per area: its scratch view, and the plan buffer.
+            let sl = [o.up_set_layout; AREAS.len()];
+            let sets = d.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+            )?;
+            for (set, t) in sets.iter().zip(&targets) {
+                let ii = [vk::DescriptorImageInfo {
+                    sampler: vk::Sampler::null(),
+                    image_view: t.views[i].unwrap(),
+                    image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+                }];
+                d.update_descriptor_sets(
+                    &[
+                        vk::WriteDescriptorSet::default()
+                            .dst_set(*set)
+                            .dst_binding(0)
+                            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                            .image_info(&ii),
+                        storage(*set),
+                    ],
+                    &[],
+                );
+            }
+            up_sets.push(sets);
+        }
+        Ok::<(), vk::Result>(())
+    })();
+    if let Err(e) = made {
+        // SAFETY: the objects just made by the layer, never used.
+        unsafe {
+            destroy_owned(d, owned);
+            d.destroy_descriptor_pool(pool, None);
+        }
+        return Err(format!("the GPU plan's objects: {e:?}"));
+    }
+    let (plan_pipeline, plan_layout, up_layout) = (o.plan_pipeline, o.plan_layout, o.up_layout);
+    let buffer = owned.buffer;
+    let framebuffers = owned.framebuffers.clone();
+    o.owned.insert(pool, owned);
+    drop(o);
+    pass.shadow_pools.push(pool);
+    let made_us = started.elapsed().as_micros();
+    let mut words: Vec<u32> = Vec::with_capacity((ROW * nr) as usize + xs.len() + ys.len());
+    for r in &regions {
+        words.extend_from_slice(&r.row);
+    }
+    words.extend(&xs);
+    words.extend(&ys);
+    let table_bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let present = || atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)));
+    let mut cur: Vec<vk::ImageLayout> =
+        atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
+    let all = vk::Rect2D {
+        offset: vk::Offset2D { x: render_area.x as i32, y: render_area.y as i32 },
+        extent: vk::Extent2D { width: render_area.w, height: render_area.h },
+    };
+    // SAFETY: the caller's guarantee: `cb` is recording at the end of the captured `pass`, outside a render pass;
+    // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
+    unsafe {
+        // 1. The plan: everything before (the map's writers included) done, the map copied, the regions' areas.
+        barrier(f, cb, &[]);
+        d.cmd_update_buffer(cb, buffer, table as u64 * 4, &table_bytes);
+        let copy = vk::BufferImageCopy::default()
+            .buffer_offset(texels as u64 * 4)
+            .image_subresource(vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                mip_level: mip,
+                base_array_layer: v.range.base_array_layer,
+                layer_count: 1,
+            })
+            .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 });
+        d.cmd_copy_image_to_buffer(cb, v.image, map_layout, buffer, &[copy]);
+        barrier(f, cb, &[]);
+        d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, plan_pipeline);
+        d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, plan_layout, 0, &[plan_set], &[]);
+        let pc: Vec<u8> = [mw, nr, table, texels].iter().flat_map(|w| w.to_le_bytes()).collect();
+        d.cmd_push_constants(cb, plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
+        d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
+        // The application's compute pipeline and sets as it left them (its push constants go back with the
+        // graphics state at the end of the pass).
+        if !f.without_compute_restore {
+            restore_compute(f, cb, &pass.state);
+        }
+        barrier(f, cb, &[]);
+        // 2. Per area: the downscales of what loads (its scratch targets only), then one render pass instance over
+        // the render area, each region's commands clipped to it under its predicate (skipped where the region
+        // chose another area).
+        let real = |i: usize, old, new| -> Transition {
+            let a = atts[i].as_ref().unwrap();
+            Transition { image: a.image, range: a.range, old, new }
+        };
+        let scratch = |t: &Targets, i: usize, old, new| -> Transition {
+            let a = atts[i].as_ref().unwrap();
+            let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+            Transition { image: t.images[i].unwrap(), range, old, new }
+        };
+        for (ai, (area, t)) in AREAS.iter().zip(&targets).enumerate() {
+            let mut t1 = Vec::new();
+            for (i, _) in present().filter(|(_, a)| a.load) {
+                t1.push(real(i, cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
+                cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+                t1.push(scratch(t, i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+            }
+            if !t1.is_empty() {
+                barrier(f, cb, &t1);
+                for (i, a) in present().filter(|(_, a)| a.load) {
+                    let pairs: Vec<(Rect, Rect)> = regions.iter().flat_map(|r| scaled_regions(r.rect, *area)).collect();
+                    blit(f, cb, (a.image, a), (t.images[i].unwrap(), a), &pairs, false, true, None);
+                }
+            }
+            let mut t2 = Vec::new();
+            for (i, a) in present().filter(|(_, a)| a.initial != vk::ImageLayout::UNDEFINED) {
+                let old = if a.load { vk::ImageLayout::TRANSFER_DST_OPTIMAL } else { vk::ImageLayout::UNDEFINED };
+                t2.push(scratch(t, i, old, a.initial));
+            }
+            barrier(f, cb, &t2);
+            let tr_all = Transform { area: *area, clip: Some(render_area), inputs: None };
+            let mut begin = pass.begin.clone();
+            retarget(&mut begin, tr_all.rect(&all), t.framebuffer, &t.views);
+            begin_real(f, cb, &begin);
+            for (ri, r) in regions.iter().enumerate() {
+                let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
+                    .buffer(buffer)
+                    .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
+                let tr = Transform { area: *area, clip: Some(r.rect), inputs: None };
+                (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
+                replay_cmds(f, cb, pass, &tr);
+                (cond.cmd_end_conditional_rendering_ext)(cb);
+            }
+            end_real(f, cb, &begin);
+        }
+        // 3. The upscale of each stored colour attachment: per area an instanced draw of the regions' quads, each
+        // region drawn only by the area it chose, from that area's scratch target.
+        let mut t3 = Vec::new();
+        for &i in &stored {
+            let a = atts[i].as_ref().unwrap();
+            for t in &targets {
+                t3.push(scratch(t, i, a.final_, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL));
+            }
+            t3.push(real(i, cur[i], vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL));
+            cur[i] = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+        }
+        barrier(f, cb, &t3);
+        for (k, (rp, pipeline)) in up.iter().copied().enumerate() {
+            d.cmd_begin_render_pass(
+                cb,
+                &vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(framebuffers[k]).render_area(all),
+                vk::SubpassContents::INLINE,
+            );
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            let vp = vk::Viewport {
+                x: render_area.x as f32,
+                y: render_area.y as f32,
+                width: render_area.w as f32,
+                height: render_area.h as f32,
+                min_depth: 0.0,
+                max_depth: 1.0,
+            };
+            d.cmd_set_viewport(cb, 0, &[vp]);
+            d.cmd_set_scissor(cb, 0, &[all]);
+            // Per area, an instance per region: the quads of the regions that chose it.
+            for (ai, area) in AREAS.iter().enumerate() {
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k][ai]], &[]);
+                let pc: Vec<u8> =
+                    [area.0, area.1, ai as u32, columns, rows, bounds].iter().flat_map(|w| w.to_le_bytes()).collect();
+                let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+                d.cmd_push_constants(cb, up_layout, stages, 0, &pc);
+                d.cmd_draw(cb, 6, nr, 0, 0);
+            }
+            d.cmd_end_render_pass(cb);
+        }
+        // 4. Every attachment to its final layout.
+        let finish: Vec<Transition> = present()
+            .filter(|(i, a)| cur[*i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED)
+            .map(|(i, a)| real(i, cur[i], a.final_))
+            .collect();
+        barrier(f, cb, &finish);
+    }
+    if dev.log().enabled(LogLevel::Debug) {
+        dev.log().debug(
+            id::FDM_PLAN,
+            &format!(
+                "GPU plan: {nr} regions of the {}x{} render area, {} areas each; {} commands replayed per region and area; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
+                render_area.w,
+                render_area.h,
+                AREAS.len(),
+                pass.cmds.len(),
+                made_us - checked_us,
+                started.elapsed().as_micros() - made_us
+            ),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_are_whole_texels_aligned_and_cover_the_render_area() {
+        // 256x256 at 32-pixel texels: one region per texel, caps at the maximum.
+        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (8, 8), 4, GRID);
+        assert_eq!(r.len(), 64);
+        assert_eq!(r[9].rect, Rect { x: 32, y: 32, w: 32, h: 32 });
+        assert_eq!(r[9].row, [1, 1, 2, 2, 4, 4, 0, 0]);
+        // 1024 wide at 8-pixel texels: 128 texels in 8 groups of 16.
+        let r = regions(Rect { x: 0, y: 0, w: 1024, h: 8 }, (8, 8), (128, 1), 4, GRID);
+        assert_eq!(r.len(), 8);
+        assert!(r.iter().all(|x| x.rect.w == 128 && x.row[2] - x.row[0] == 16));
+        // An odd start caps the first region at 1; the rest covers exactly.
+        let r = regions(Rect { x: 3, y: 0, w: 60, h: 16 }, (16, 16), (4, 1), 4, GRID);
+        assert_eq!(r[0].rect.x, 3);
+        assert_eq!(r[0].row[4], 1);
+        assert_eq!(r.iter().map(|x| x.rect.w).sum::<u32>(), 60);
+        // A pass of many commands gets fewer regions.
+        assert_eq!(grid_for(2), 8);
+        assert_eq!(grid_for(100), 4);
+        assert_eq!(grid_for(1000), 2);
+        assert_eq!(grid_for(100_000), 1);
+        // Past the map: the last texel is clamped.
+        let r = regions(Rect { x: 0, y: 0, w: 64, h: 8 }, (8, 8), (2, 1), 4, GRID);
+        assert_eq!(r.last().unwrap().row[2], 2);
+    }
+}

@@ -1,0 +1,37 @@
+#version 450
+// The GPU plan's upscale (layer/src/fdm/gpu_plan.rs): one instanced draw
+// per candidate area, an instance per region. Instance r places a quad over
+// region r (the region bounds in the plan buffer) when the plan shader chose
+// this draw's area for it (its predicate set), and collapses it otherwise,
+// so each pixel is drawn once, by its region's area, from that area's
+// scratch target (the fragment shader).
+layout(set = 0, binding = 1, std430) readonly buffer Plan { uint words[]; };
+// Word offsets into `words`: the region bounds (columns + 1 x starts, then
+// rows + 1 y starts); the predicates are at 0, 9 per region.
+layout(push_constant) uniform Params {
+    ivec2 area;
+    uint area_index;
+    uint columns;
+    uint rows;
+    uint bounds;
+} pc;
+
+void main() {
+    uint r = uint(gl_InstanceIndex);
+    if (words[r * 9u + pc.area_index] == 0u) {
+        gl_Position = vec4(2.0, 2.0, 2.0, 1.0);
+        return;
+    }
+    uint cx = r % pc.columns, cy = r / pc.columns;
+    uint xs = pc.bounds, ys = pc.bounds + pc.columns + 1u;
+    vec2 lo = vec2(float(words[xs]), float(words[ys]));
+    vec2 hi = vec2(float(words[xs + pc.columns]), float(words[ys + pc.rows]));
+    vec2 a = vec2(float(words[xs + cx]), float(words[ys + cy]));
+    vec2 b = vec2(float(words[xs + cx + 1u]), float(words[ys + cy + 1u]));
+    // Two triangles: corners 0 1 2, 2 1 3 of the rectangle (a, b).
+    const uint corner[6] = uint[6](0u, 1u, 2u, 2u, 1u, 3u);
+    uint c = corner[gl_VertexIndex];
+    vec2 p = vec2((c & 1u) != 0u ? b.x : a.x, (c & 2u) != 0u ? b.y : a.y);
+    // The viewport is the render area (lo, hi).
+    gl_Position = vec4((p - lo) / (hi - lo) * 2.0 - 1.0, 0.0, 1.0);
+}
