@@ -1672,11 +1672,10 @@ fn link_checked(
         });
     };
     // Variables split at a location's end: (old location, components in the
-    // first part, the second part's location).
-    // Variables split at a location's end: (old location, components in the
     // first part, the second part's location and component, and its
     // interpolation where a convergent one's differs from the first's).
-    let mut splits: Vec<(u32, u32, u32, u32, Option<Vec<Decoration>>)> = Vec::new();
+    type Split = (u32, u32, u32, u32, Option<Vec<Decoration>>);
+    let mut splits: Vec<Split> = Vec::new();
     // Outputs the consumer does not read (transform feedback only, read
     // back by a tessellation control shader) go after all the others.
     let unread = |o: &Var| {
