@@ -373,6 +373,22 @@ pub fn map_image(gpu: &Gpu, m: &Map) -> (vk::Image, vk::DeviceMemory, vk::ImageV
     img
 }
 
+/// A 2D view of density-map image `image` with `flags` (dynamic, deferred).
+pub fn map_view(gpu: &Gpu, image: vk::Image, flags: vk::ImageViewCreateFlags) -> Result<vk::ImageView, String> {
+    unsafe {
+        gpu.device.create_image_view(
+            &vk::ImageViewCreateInfo::default()
+                .flags(flags)
+                .image(image)
+                .view_type(vk::ImageViewType::TYPE_2D)
+                .format(vk::Format::R8G8_UNORM)
+                .subresource_range(crate::render::color_range()),
+            None,
+        )
+    }
+    .map_err(|e| format!("density-map view ({flags:?}): {e}"))
+}
+
 /// Writes `m` into an existing density map image (from UNDEFINED).
 pub fn write_map(gpu: &Gpu, image: vk::Image, m: &Map) {
     let bytes: Vec<u8> = m.texels.iter().flatten().copied().collect();

@@ -1043,18 +1043,7 @@ fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
         ("deferred", vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT),
         ("dynamic", vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT),
     ] {
-        let view = unsafe {
-            g.device.create_image_view(
-                &vk::ImageViewCreateInfo::default()
-                    .flags(flag)
-                    .image(img.0)
-                    .view_type(vk::ImageViewType::TYPE_2D)
-                    .format(vk::Format::R8G8_UNORM)
-                    .subresource_range(render::color_range()),
-                None,
-            )
-        }
-        .map_err(|e| format!("{name} view: {e}"))?;
+        let view = fdm::map_view(&g, img.0, flag)?;
         let px = fdm::render(&g, &Scene { map_view: Some(view), ..s });
         unsafe { g.device.destroy_image_view(view, None) };
         let (coarse, _) = fdm::check_sizes(&px, size, &map, texel).map_err(|e| format!("a {name} map: {e}"))?;
@@ -1087,18 +1076,7 @@ fn fdm_dynamic(opts: &mut GpuOptions) -> Result<(), String> {
     let texel =
         (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
     let img = fdm::map_image(&g, &stale);
-    let view = unsafe {
-        g.device.create_image_view(
-            &vk::ImageViewCreateInfo::default()
-                .flags(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT)
-                .image(img.0)
-                .view_type(vk::ImageViewType::TYPE_2D)
-                .format(vk::Format::R8G8_UNORM)
-                .subresource_range(render::color_range()),
-            None,
-        )
-    }
-    .map_err(|e| format!("dynamic view: {e}"))?;
+    let view = fdm::map_view(&g, img.0, vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT)?;
     let mut result = Ok(());
     for path in [Path::RenderPass, Path::RenderPass2, Path::Dynamic] {
         // The map asks for 4x4 everywhere when the pass is recorded.
@@ -2113,18 +2091,7 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
     o.layer_settings.push(("fdm".into(), SettingValue::Str("binned".into())));
     let g = gpu(&o)?;
     let img = fdm::map_image(&g, &map);
-    let view = unsafe {
-        g.device.create_image_view(
-            &vk::ImageViewCreateInfo::default()
-                .flags(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT)
-                .image(img.0)
-                .view_type(vk::ImageViewType::TYPE_2D)
-                .format(vk::Format::R8G8_UNORM)
-                .subresource_range(render::color_range()),
-            None,
-        )
-    }
-    .map_err(|e| format!("dynamic view: {e}"))?;
+    let view = fdm::map_view(&g, img.0, vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT)?;
     let dynamic = |s: Scene<'static>| -> Scene<'_> {
         Scene { map: None, map_view: Some(view), map_write: Some((img.0, &map)), ..s }
     };
