@@ -1198,11 +1198,14 @@ pub struct Multiview<'a> {
     /// in `VkSubpassEndInfo`; dynamic rendering: through
     /// `vkCmdEndRendering2EXT`); the images get the offset flag.
     pub offsets: Option<Vec<vk::Offset2D>>,
+    /// The pass recorded this many times in its command buffer (render
+    /// passes only; for timing: the last one's pixels are read).
+    pub repeat: u32,
 }
 
 impl<'a> Multiview<'a> {
     pub fn new(path: Path, size: (u32, u32), maps: Vec<&'a Map>, vs: &'a [u8], fs: &'a [u8], vertices: u32) -> Self {
-        Multiview { path, size, maps, vs, fs, vertices, with_map: true, offsets: None }
+        Multiview { path, size, maps, vs, fs, vertices, with_map: true, offsets: None, repeat: 1 }
     }
 }
 
@@ -1399,6 +1402,25 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                     .framebuffer(framebuffer)
                     .render_area(area)
                     .clear_values(&clear);
+                // Earlier passes for timing (`repeat`), each after the last.
+                for _ in 1..mv.repeat.max(1) {
+                    d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                    d.cmd_draw(cb, mv.vertices, 1, 0, 0);
+                    d.cmd_end_render_pass(cb);
+                    let barrier = vk::MemoryBarrier::default()
+                        .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+                        .dst_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+                    d.cmd_pipeline_barrier(
+                        cb,
+                        vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                        vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                        vk::DependencyFlags::empty(),
+                        &[barrier],
+                        &[],
+                        &[],
+                    );
+                }
                 d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
             }
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);

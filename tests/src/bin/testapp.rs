@@ -2034,6 +2034,23 @@ fn seconds_per_pass(g: &Gpu, scene: &overlap_tests::fdm::Scene, frames: u32) -> 
     (best_n - best1) / frames as f64
 }
 
+/// [`seconds_per_pass`] of a multiview pass.
+fn seconds_per_multiview(g: &Gpu, mv: &overlap_tests::fdm::Multiview, frames: u32) -> f64 {
+    use overlap_tests::fdm::{self, Multiview};
+    let time = |repeat| {
+        let t = Instant::now();
+        fdm::render_multiview(g, &Multiview { repeat, maps: mv.maps.clone(), offsets: None, ..*mv });
+        t.elapsed().as_secs_f64()
+    };
+    time(1);
+    let (mut best1, mut best_n) = (f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        best1 = best1.min(time(1));
+        best_n = best_n.min(time(frames + 1));
+    }
+    (best_n - best1) / frames as f64
+}
+
 /// `fdm-bench FRAMES SIZE DRAWS`: a fragment-bound full-screen pass under
 /// the foveated map, `binned` against `baseline` (two instances side by
 /// side), with the ideal speedup from the fragment counts. Per-frame time =
@@ -2125,6 +2142,37 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         best_rec * 1e6 / draws as f64,
         dynamic_speedup / ideal,
         dynamic_speedup / dynamic_ideal
+    );
+    // Multiview, two views (render pass 1 with a view mask): view 0 under
+    // the foveated map, view 1 under it shifted by two texels (an eye's
+    // offset), each view planned on its own layer; `baseline` against
+    // `binned`, the ideal from both views' fragments.
+    let mut shifted = fdm::Map { width: map.width, height: map.height, texels: map.texels.clone() };
+    for y in 0..map.height {
+        for x in 0..map.width {
+            let from = x.saturating_sub(2);
+            shifted.texels[(y * map.width + x) as usize] = map.texels[(y * map.width + from) as usize];
+        }
+    }
+    let view_fragments = |m: &fdm::Map| -> u64 {
+        m.texels.iter().map(|t| (bin * bin) as u64 / (fdm::requested(t[0]) * fdm::requested(t[1])) as u64).sum()
+    };
+    let multiview_ideal = 2.0 * (size as f64 * size as f64) / (view_fragments(&map) + view_fragments(&shifted)) as f64;
+    let mut mv_frame = Vec::new();
+    for mode in ["baseline", "binned"] {
+        let mut o = opts.clone();
+        o.fdm = true;
+        o.layer_settings.push(("fdm".into(), SettingValue::Str(mode.into())));
+        let g = gpu(&o)?;
+        let mv = fdm::Multiview::new(Path::RenderPass, (size, size), vec![&map, &shifted], vs, fs, 3);
+        mv_frame.push(seconds_per_multiview(&g, &mv, frames));
+    }
+    let mv_speedup = mv_frame[0] / mv_frame[1];
+    println!(
+        "fdm_bench multiview=2 baseline_ms={:.3} binned_ms={:.3} speedup={mv_speedup:.3} ideal={multiview_ideal:.3} fraction_of_ideal={:.3}",
+        mv_frame[0] * 1e3,
+        mv_frame[1] * 1e3,
+        mv_speedup / multiview_ideal
     );
     Ok(())
 }
