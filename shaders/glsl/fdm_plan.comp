@@ -1,22 +1,38 @@
 #version 450
 // The density-map GPU plan (layer/src/fdm/gpu_plan.rs): one invocation per
-// region of the render area. A region is a block of whole map texels; it
-// gets, per axis, the largest power-of-two area no larger than what every
-// texel in it asks for (1/density, at most the region's cap: the layer's
-// maximum area and its start's alignment), and writes one predicate per
-// candidate area (index log2(x) * 3 + log2(y)): 1 for its area, 0 for the
-// others. The replay of (region, area) is recorded under conditional
-// rendering on that predicate.
+// region of the render area. A region is a rectangle of framebuffer pixels
+// (whole map texels where it can be); per view it gets, per axis, the
+// largest power-of-two area no larger than what every texel any of its
+// pixels fetches asks for (1/density, at most the region's cap: the layer's
+// maximum area and its start's alignment). A pixel p of view v fetches
+// texel (p - offset_v) / texel_size of the view's map layer, clamped to the
+// map (the spec's density fetch with VK_EXT_fragment_density_map_offset).
+// The view's choice (index log2(x) * 3 + log2(y)) is written for the
+// upscale, and one predicate per candidate area: 1 where any view chose
+// it. The replay of (region, area) is recorded under conditional rendering
+// on that predicate; every view of it renders, each view's upscale takes
+// the area that view chose.
 layout(local_size_x = 64) in;
 layout(set = 0, binding = 0, std430) buffer Plan { uint words[]; };
-// Word offsets into `words`: the region table (8 words per region: first
-// texel x, y, end texel x, y (exclusive), cap x, y) and the map's texels
-// (R8G8, two per word, rows of `map_width` texels).
+// Word offsets into `words`: the predicates (9 per region) at 0, the
+// choices (a region's per view, views * regions) at `choices`, the region
+// table (8 words per region: pixel x0, y0, x1, y1 (exclusive), cap x, y)
+// at `table`, per view index below `views` 4 words (offset x, y as int, the
+// word where its map layer's texels start, 1 if the view is rendered) at
+// `views_at`; texels are R8G8, two per word, rows of `map_width`. A view
+// not rendered gets choice 9 (none).
 layout(push_constant) uniform Params {
     uint map_width;
+    uint map_height;
     uint regions;
+    uint choices;
     uint table;
-    uint texels;
+    uint views_at;
+    uint views;
+    // Bit 0: every view takes the smallest area any view chose
+    // (debug_fdm_without=per_view_areas, a control).
+    uint flags;
+    uvec2 texel;
 } pc;
 
 uint area_for(uint d, uint cap) {
@@ -30,6 +46,13 @@ uint area_for(uint d, uint cap) {
     return a;
 }
 
+// The texels pixels [p0, p1) fetch on one axis through offset o.
+uvec2 texels(uint p0, uint p1, int o, uint t, uint n) {
+    int a = (int(p0) - o) >= 0 ? (int(p0) - o) / int(t) : -1;
+    int b = (int(p1) - 1 - o) >= 0 ? (int(p1) - 1 - o) / int(t) : -1;
+    return uvec2(clamp(a, 0, int(n) - 1), clamp(b, 0, int(n) - 1) + 1);
+}
+
 void main() {
     uint r = gl_GlobalInvocationID.x;
     if (r >= pc.regions) {
@@ -37,18 +60,43 @@ void main() {
     }
     uint b = pc.table + r * 8u;
     uint x0 = words[b], y0 = words[b + 1u], x1 = words[b + 2u], y1 = words[b + 3u];
-    uint ax = words[b + 4u], ay = words[b + 5u];
-    for (uint y = y0; y < y1; y++) {
-        for (uint x = x0; x < x1; x++) {
-            uint k = y * pc.map_width + x;
-            uint w = words[pc.texels + k / 2u];
-            uint t = (k & 1u) == 0u ? (w & 0xffffu) : (w >> 16u);
-            ax = min(ax, area_for(t & 0xffu, ax));
-            ay = min(ay, area_for(t >> 8u, ay));
+    uint least_x = words[b + 4u], least_y = words[b + 5u];
+    for (uint v = 0u; v < pc.views; v++) {
+        uint vb = pc.views_at + v * 4u;
+        if (words[vb + 3u] == 0u) {
+            words[pc.choices + v * pc.regions + r] = 9u;
+            continue;
         }
+        int ox = int(words[vb]), oy = int(words[vb + 1u]);
+        uint base = words[vb + 2u];
+        uvec2 tx = texels(x0, x1, ox, pc.texel.x, pc.map_width);
+        uvec2 ty = texels(y0, y1, oy, pc.texel.y, pc.map_height);
+        uint ax = words[b + 4u], ay = words[b + 5u];
+        for (uint y = ty.x; y < ty.y; y++) {
+            for (uint x = tx.x; x < tx.y; x++) {
+                uint k = y * pc.map_width + x;
+                uint w = words[base + k / 2u];
+                uint t = (k & 1u) == 0u ? (w & 0xffffu) : (w >> 16u);
+                ax = min(ax, area_for(t & 0xffu, ax));
+                ay = min(ay, area_for(t >> 8u, ay));
+            }
+        }
+        words[pc.choices + v * pc.regions + r] = uint(findLSB(ax)) * 3u + uint(findLSB(ay));
+        least_x = min(least_x, ax);
+        least_y = min(least_y, ay);
     }
-    uint chosen = uint(findLSB(ax)) * 3u + uint(findLSB(ay));
+    uint chosen_by_any = 0u;
+    for (uint v = 0u; v < pc.views; v++) {
+        uint at = pc.choices + v * pc.regions + r;
+        if (words[pc.views_at + v * 4u + 3u] == 0u) {
+            continue;
+        }
+        if ((pc.flags & 1u) != 0u) {
+            words[at] = uint(findLSB(least_x)) * 3u + uint(findLSB(least_y));
+        }
+        chosen_by_any |= 1u << words[at];
+    }
     for (uint i = 0u; i < 9u; i++) {
-        words[r * 9u + i] = i == chosen ? 1u : 0u;
+        words[r * 9u + i] = (chosen_by_any >> i) & 1u;
     }
 }

@@ -2,24 +2,34 @@
 // The GPU plan's upscale (layer/src/fdm/gpu_plan.rs): one instanced draw
 // per candidate area, an instance per region. Instance r places a quad over
 // region r (the region bounds in the plan buffer) when the plan shader chose
-// this draw's area for it (its predicate set), and collapses it otherwise,
-// so each pixel is drawn once, by its region's area, from that area's
-// scratch target (the fragment shader).
+// this draw's area for it in this view, and collapses it otherwise, so each
+// pixel of each view is drawn once, by the area its view chose for its
+// region, from that area's scratch target (the fragment shader). A
+// multiview pass is upscaled view by view (a render pass per view's layer,
+// not a multiview one: no view-index state of the driver's is involved),
+// each reading its own view's choices.
 layout(set = 0, binding = 1, std430) readonly buffer Plan { uint words[]; };
 // Word offsets into `words`: the region bounds (columns + 1 x starts, then
-// rows + 1 y starts); the predicates are at 0, 9 per region.
+// rows + 1 y starts); the choices at `choices` (a region's per view index);
+// `view` is the view drawn, `layer` its layer of the scratch target (the
+// fragment shader's).
 layout(push_constant) uniform Params {
     ivec2 area;
     uint area_index;
     uint columns;
     uint rows;
     uint bounds;
+    uint choices;
+    uint regions;
+    uint view;
+    uint layer;
 } pc;
 
 void main() {
     uint r = uint(gl_InstanceIndex);
-    if (words[r * 9u + pc.area_index] == 0u) {
-        gl_Position = vec4(2.0, 2.0, 2.0, 1.0);
+    if (words[pc.choices + pc.view * pc.regions + r] != pc.area_index) {
+        // Degenerate (zero area, inside the clip volume: nothing is clipped).
+        gl_Position = vec4(0.0, 0.0, 0.0, 1.0);
         return;
     }
     uint cx = r % pc.columns, cy = r / pc.columns;

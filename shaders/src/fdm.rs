@@ -33,6 +33,9 @@ use rspirv::spirv::{BuiltIn, Capability, Decoration, ExecutionModel, Op, Storage
 pub const GPU_PLAN_COMP: &[u8] = include_bytes!("generated/fdm_plan.comp.spv");
 pub const UPSCALE_VERT: &[u8] = include_bytes!("generated/fdm_upscale.vert.spv");
 pub const UPSCALE_FRAG: &[u8] = include_bytes!("generated/fdm_upscale.frag.spv");
+/// The upscale's fragment shader for layered scratch targets (compiled
+/// with `ARRAY`: a multiview pass's, each view reading its layer).
+pub const UPSCALE_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_array.frag.spv");
 
 /// The per-variant values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,14 +249,17 @@ mod tests {
     #[test]
     fn generated_gpu_plan_shaders_are_up_to_date() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("glsl");
-        for (name, embedded) in [
-            ("fdm_plan.comp", super::GPU_PLAN_COMP),
-            ("fdm_upscale.vert", super::UPSCALE_VERT),
-            ("fdm_upscale.frag", super::UPSCALE_FRAG),
+        for (name, defines, embedded) in [
+            ("fdm_plan.comp", "", super::GPU_PLAN_COMP),
+            ("fdm_upscale.vert", "", super::UPSCALE_VERT),
+            ("fdm_upscale.frag", "", super::UPSCALE_FRAG),
+            ("fdm_upscale.frag", "-DARRAY", super::UPSCALE_ARRAY_FRAG),
         ] {
-            let out = std::env::temp_dir().join(format!("overlap-{}-{name}.spv", std::process::id()));
+            let out = std::env::temp_dir().join(format!("overlap-{}-{name}{defines}.spv", std::process::id()));
             let status = std::process::Command::new("glslangValidator")
-                .args(["-V", "--target-env", "vulkan1.0", "-o"])
+                .args(["-V", "--target-env", "vulkan1.0"])
+                .args((!defines.is_empty()).then_some(defines))
+                .arg("-o")
                 .arg(&out)
                 .arg(dir.join(name))
                 .stdout(std::process::Stdio::null())

@@ -1201,11 +1201,15 @@ pub struct Multiview<'a> {
     /// The pass recorded this many times in its command buffer (render
     /// passes only; for timing: the last one's pixels are read).
     pub repeat: u32,
+    /// The density map's view flags (dynamic, deferred: the layer plans
+    /// such passes on the GPU).
+    pub map_flags: vk::ImageViewCreateFlags,
 }
 
 impl<'a> Multiview<'a> {
     pub fn new(path: Path, size: (u32, u32), maps: Vec<&'a Map>, vs: &'a [u8], fs: &'a [u8], vertices: u32) -> Self {
-        Multiview { path, size, maps, vs, fs, vertices, with_map: true, offsets: None, repeat: 1 }
+        let map_flags = vk::ImageViewCreateFlags::empty();
+        Multiview { path, size, maps, vs, fs, vertices, with_map: true, offsets: None, repeat: 1, map_flags }
     }
 }
 
@@ -1335,7 +1339,18 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 d.create_render_pass(&rpi, None).unwrap()
             }
         };
-        let views_all = [out.2, map.map_or(vk::ImageView::null(), |m| m.2)];
+        // A view with the map flags asked for (the image's own view has none).
+        let flagged = map.filter(|_| !mv.map_flags.is_empty()).map(|m| {
+            let range = vk::ImageSubresourceRange { layer_count: n, ..color_range() };
+            let info = vk::ImageViewCreateInfo::default()
+                .flags(mv.map_flags)
+                .image(m.0)
+                .view_type(if n > 1 { vk::ImageViewType::TYPE_2D_ARRAY } else { vk::ImageViewType::TYPE_2D })
+                .format(vk::Format::R8G8_UNORM)
+                .subresource_range(range);
+            d.create_image_view(&info, None).unwrap()
+        });
+        let views_all = [out.2, flagged.or(map.map(|m| m.2)).unwrap_or_default()];
         let views = if with_map { &views_all[..] } else { &views_all[..1] };
         let framebuffer = if dynamic { vk::Framebuffer::null() } else { gpu.framebuffer(render_pass, views, (w, h)) };
         let (pipeline, layout) = pipeline(
@@ -1467,6 +1482,9 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
         }
         gpu.destroy_buffer(staging);
         gpu.destroy_buffer(readback);
+        if let Some(v) = flagged {
+            d.destroy_image_view(v, None);
+        }
         for image in [Some(out), map].into_iter().flatten() {
             gpu.destroy_image(image);
         }

@@ -193,7 +193,7 @@ fn multiview_views_get_their_own_areas() {
     o.assert_ok();
     for path in ["RenderPass", "RenderPass2", "Dynamic"] {
         for n in [2, 4, 6] {
-            let line = format!("fdm multiview path={path} views={n} per_view=ok");
+            let line = format!("fdm multiview path={path} views={n} dynamic=false per_view=ok");
             assert!(o.stdout.contains(&line), "missing {line:?} in\n{}", o.stdout);
         }
     }
@@ -234,6 +234,45 @@ fn ignoring_the_offsets_fails_the_offset_check() {
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("exceeds the requested (1,1)"), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}
+
+/// Dynamic maps in multiview passes and with density offsets are planned
+/// on the GPU too (issue 17, items 2-4 together): the per-view check of
+/// `fdm-multiview` (2, 4 and 6 views, every path) and the offset check of
+/// `fdm-offset` hold with the map's view dynamic, every pass planned on the
+/// GPU (its debug line), none falling back.
+#[test]
+fn dynamic_maps_get_per_view_areas_and_offsets_on_the_gpu() {
+    for (args, lines, prefix) in [
+        (&["fdm-multiview", "dynamic"][..], 9, "fdm multiview path="),
+        (&["fdm-offset", "dynamic"][..], 6, "fdm offset path="),
+    ] {
+        let o = run(app(Layers::OverlapOverValidation, args).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+        o.assert_ok();
+        let ok = o.stdout.lines().filter(|l| l.starts_with(prefix) && l.contains("dynamic=true")).count();
+        assert_eq!(ok, lines, "{args:?}:\n{}", o.stdout);
+        let planned = o.stderr.matches("GPU plan:").count();
+        assert_eq!(planned, if args[0] == "fdm-offset" { 4 } else { 9 }, "{args:?}:\n{}", o.stderr);
+        assert!(!o.stderr.contains("OVERLAP-FDM-Fallback"), "{args:?}:\n{}", o.stderr);
+    }
+}
+
+/// Their controls: the GPU plan giving every view the smallest area any
+/// view asks for, or ignoring the offsets, fails the same checks.
+#[test]
+fn dynamic_maps_without_per_view_areas_or_offsets_fail_the_checks() {
+    for (without, args, message) in [
+        ("per_view_areas", &["fdm-multiview", "quick", "dynamic"][..], "view 1 asks for 2x2 everywhere but pixel"),
+        ("offsets", &["fdm-offset", "dynamic"][..], "exceeds the requested (1,1)"),
+    ] {
+        let o = run(app(Layers::OverlapOverValidation, args)
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without)
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+        assert_eq!(o.code, Some(1), "{without}: {}\n{}", o.stdout, o.stderr);
+        assert!(o.stderr.contains(message), "{without}: {}", o.stderr);
+        assert!(o.stderr.contains("GPU plan:"), "{without}: not planned on the GPU\n{}", o.stderr);
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+    }
 }
 
 /// One validation per module the layer sends down: a fragment shader with

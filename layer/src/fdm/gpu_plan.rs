@@ -7,13 +7,14 @@
 //! include. So nothing read at recording can be right: the plan is made by
 //! the GPU. At the end of the captured pass the layer records:
 //!
-//! 1. a copy of the map into a buffer of its own and a compute dispatch
-//!    (`fdm_plan.comp`) that gives each *region* of the render area — a block
-//!    of whole map texels, up to [`GRID`]x[`GRID`] of them — the largest
-//!    power-of-two area per axis no larger than what every texel in it asks
-//!    for (smaller than asked is always allowed), and writes one predicate
-//!    per (region, candidate area): 1 for the region's area, 0 for the 8
-//!    others;
+//! 1. a copy of the map (each view's layer) into a buffer of its own and a
+//!    compute dispatch (`fdm_plan.comp`) that gives each *region* of the
+//!    render area — a block of whole map texels, up to [`GRID`]x[`GRID`] of
+//!    them — per view the largest power-of-two area per axis no larger than
+//!    what every texel its pixels fetch asks for (through the view's density
+//!    offset; smaller than asked is always allowed), and writes one
+//!    predicate per (region, candidate area): 1 where any view chose that
+//!    area, 0 elsewhere;
 //! 2. per candidate area, the downscales of what loads (unconditional blits:
 //!    they write only that area's scratch targets), then one render pass
 //!    instance into that area's scratch targets over the render area, in
@@ -25,13 +26,18 @@
 //! 3. per stored colour attachment, the upscale: per area an instanced draw
 //!    of the layer's (`fdm_upscale.vert/.frag`) whose instance `r` covers
 //!    region `r` only if the region chose that area, pixel `p` taking texel
-//!    `p / area` of its scratch target.
+//!    `p / area` of its scratch target. A multiview pass is upscaled view by
+//!    view (a render pass over each view's layer of the attachment): each
+//!    view takes the area it chose, from its layer of the scratch target.
 //!
-//! Exactly one area per region executes. What cannot be covered renders at
+//! Per view exactly one area per region is upscaled; a region is replayed
+//! at each area some view chose (every replay renders every view, as in a
+//! host plan). The region grid follows the first view's density offset, so
+//! its regions stay whole texels of that view. What cannot be covered renders at
 //! 1x1 as before (the reason logged once): no conditional rendering (the
 //! driver lacks it, the application enabled it itself, or it is a Vulkan 1.0
-//! application), several subpasses, input attachments, multiview, density
-//! offsets, layered framebuffers, depth/stencil attachments that store,
+//! application), several subpasses, input attachments, layered framebuffers
+//! (outside multiview), depth/stencil attachments that store,
 //! multisampled attachments that load or store, stored colour formats that
 //! cannot be sampled and drawn (integer formats included), attachment views
 //! that are not 2D.
@@ -69,6 +75,8 @@ pub(super) fn grid_for(cmds: usize) -> u32 {
 pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
 /// Words of the region table per region.
 const ROW: u32 = 8;
+/// Words of the view table per view index.
+const VIEW_WORDS: u32 = 4;
 
 /// The layer's pipelines for the GPU plan (made at first use) and the
 /// per-command-buffer objects each planned pass owns, by the descriptor pool
@@ -84,8 +92,11 @@ pub struct Objects {
     up_layout: vk::PipelineLayout,
     up_vs: vk::ShaderModule,
     up_fs: vk::ShaderModule,
-    /// Per colour format: the upscale's render pass and pipeline.
-    up: HashMap<vk::Format, (vk::RenderPass, vk::Pipeline)>,
+    /// The upscale's fragment shader for layered scratch targets.
+    up_array_fs: vk::ShaderModule,
+    /// Per colour format and whether the scratch target is layered: the
+    /// upscale's render pass and pipeline.
+    up: HashMap<(vk::Format, bool), (vk::RenderPass, vk::Pipeline)>,
     owned: HashMap<vk::DescriptorPool, Owned>,
     /// Plan buffers of passes whose command buffers were reset or freed, with
     /// their memory and size: the next passes take them (an allocation per
@@ -102,6 +113,8 @@ struct Owned {
     memory: vk::DeviceMemory,
     size: u64,
     framebuffers: Vec<vk::Framebuffer>,
+    /// Per view of a multiview pass, a view of each stored attachment's layer.
+    views: Vec<vk::ImageView>,
 }
 
 impl Objects {
@@ -153,8 +166,9 @@ impl Objects {
             d.destroy_pipeline_layout(self.up_layout, None);
             d.destroy_descriptor_set_layout(self.up_set_layout, None);
             d.destroy_sampler(self.sampler, None);
-            d.destroy_shader_module(self.up_vs, None);
-            d.destroy_shader_module(self.up_fs, None);
+            for m in [self.up_vs, self.up_fs, self.up_array_fs] {
+                d.destroy_shader_module(m, None);
+            }
         }
         let (owned, free) = (std::mem::take(&mut self.owned), std::mem::take(&mut self.free));
         *self = Objects { owned, free, ..Objects::default() };
@@ -168,6 +182,9 @@ unsafe fn destroy_owned(d: &ash::Device, o: Owned) {
     unsafe {
         for fb in o.framebuffers {
             d.destroy_framebuffer(fb, None);
+        }
+        for v in o.views {
+            d.destroy_image_view(v, None);
         }
         d.destroy_buffer(o.buffer, None);
         d.free_memory(o.memory, None);
@@ -208,7 +225,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
             .stage_flags(vk::ShaderStageFlags::COMPUTE)];
         o.plan_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&storage), None)?;
-        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 16 }];
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 40 }];
         let sl = [o.plan_set_layout];
         o.plan_layout = d.create_pipeline_layout(
             &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
@@ -255,7 +272,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
         let push = [vk::PushConstantRange {
             stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
             offset: 0,
-            size: 24,
+            size: 40,
         }];
         let sl = [o.up_set_layout];
         o.up_layout = d.create_pipeline_layout(
@@ -266,12 +283,15 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
         o.up_vs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&vs), None)?;
         let fs = words(overlap_shaders::fdm::UPSCALE_FRAG);
         o.up_fs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
+        let fs = words(overlap_shaders::fdm::UPSCALE_ARRAY_FRAG);
+        o.up_array_fs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
     }
     o.made = true;
     Ok(())
 }
 
-/// The upscale's render pass and pipeline for colour `format` (made once).
+/// The upscale's render pass and pipeline for colour `format`, reading
+/// scratch targets that are layered or not (made once).
 ///
 /// # Safety
 /// `d` is `f`'s device; [`make_common`] succeeded on `o`.
@@ -279,8 +299,9 @@ unsafe fn upscale_pipeline(
     d: &ash::Device,
     o: &mut Objects,
     format: vk::Format,
+    layered: bool,
 ) -> Result<(vk::RenderPass, vk::Pipeline), vk::Result> {
-    if let Some(x) = o.up.get(&format) {
+    if let Some(x) = o.up.get(&(format, layered)) {
         return Ok(*x);
     }
     let layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
@@ -297,18 +318,13 @@ unsafe fn upscale_pipeline(
     let sub = [vk::SubpassDescription::default()
         .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
         .color_attachments(&refs)];
+    let (vs, fs) = (o.up_vs, if layered { o.up_array_fs } else { o.up_fs });
     // SAFETY: create infos built here from locals; the modules and layout are the layer's own (make_common).
     unsafe {
         let rp = d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None)?;
         let stages = [
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::VERTEX)
-                .module(o.up_vs)
-                .name(c"main"),
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::FRAGMENT)
-                .module(o.up_fs)
-                .name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
         ];
         let vi = vk::PipelineVertexInputStateCreateInfo::default();
         let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
@@ -341,50 +357,57 @@ unsafe fn upscale_pipeline(
                 return Err(e);
             }
         };
-        o.up.insert(format, (rp, p));
+        o.up.insert((format, layered), (rp, p));
         Ok((rp, p))
     }
 }
 
 /// One region: its rectangle in framebuffer space and the row of its table
-/// (first texel x, y, end texel x, y, cap x, y, 0, 0).
+/// (pixel x0, y0, end x, y, cap x, y, 0, 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Region {
     pub(super) rect: Rect,
     pub(super) row: [u32; ROW as usize],
 }
 
-/// The regions of `render_area` over a map of `map` texels of `texel`
-/// pixels: up to [`GRID`] per axis, each a block of whole texels (the last
-/// texel clamped to the map, as the spec clamps), its cap the largest area
-/// its start's alignment allows (at most `max_area`).
-pub(super) fn regions(render_area: Rect, texel: (u32, u32), map: (u32, u32), max_area: u32, grid: u32) -> Vec<Region> {
-    // Per axis: (pixel start, pixel end, first texel, end texel, cap).
-    let axis = |start: u32, len: u32, t: u32, texels: u32| -> Vec<(u32, u32, u32, u32, u32)> {
-        if len == 0 || texels == 0 {
+/// The regions of `render_area` over a grid of `texel`-pixel cells whose
+/// origin is `shift` (a view's density offset: cell `k` covers pixels
+/// `shift + k * texel` on): up to `grid` per axis, each a block of whole
+/// cells, its cap the largest area its start's alignment allows (at most
+/// `max_area`). Which texels a region's pixels fetch (clamped to the map,
+/// through each view's offset) the plan shader works out.
+pub(super) fn regions(
+    render_area: Rect,
+    texel: (u32, u32),
+    shift: (i32, i32),
+    max_area: u32,
+    grid: u32,
+) -> Vec<Region> {
+    // Per axis: (pixel start, pixel end, cap).
+    let axis = |start: u32, len: u32, t: u32, shift: i32| -> Vec<(u32, u32, u32)> {
+        if len == 0 || t == 0 {
             return Vec::new();
         }
-        let end = start + len;
-        let (first, last) = (start / t, (end - 1) / t);
+        let (start, end, t, shift) = (start as i64, start as i64 + len as i64, t as i64, shift as i64);
+        let (first, last) = ((start - shift).div_euclid(t), (end - 1 - shift).div_euclid(t));
         let n = last - first + 1;
-        let groups = n.min(grid.max(1));
+        let groups = n.min(grid.max(1) as i64);
         (0..groups)
             .map(|g| {
                 let (a, b) = (first + g * n / groups, first + (g + 1) * n / groups);
-                let (x0, x1) = ((a * t).max(start), (b * t).min(end));
-                let (t0, t1) = (a.min(texels - 1), (b - 1).min(texels - 1) + 1);
-                (x0, x1, t0, t1, alignment(x0).min(max_area))
+                let (x0, x1) = ((shift + a * t).max(start) as u32, (shift + b * t).min(end) as u32);
+                (x0, x1, alignment(x0).min(max_area))
             })
             .collect()
     };
-    let columns = axis(render_area.x, render_area.w, texel.0, map.0);
-    let rows = axis(render_area.y, render_area.h, texel.1, map.1);
+    let columns = axis(render_area.x, render_area.w, texel.0, shift.0);
+    let rows = axis(render_area.y, render_area.h, texel.1, shift.1);
     let mut out = Vec::new();
-    for &(y0, y1, ty0, ty1, cy) in &rows {
-        for &(x0, x1, tx0, tx1, cx) in &columns {
+    for &(y0, y1, cy) in &rows {
+        for &(x0, x1, cx) in &columns {
             out.push(Region {
                 rect: Rect { x: x0, y: y0, w: x1 - x0, h: y1 - y0 },
-                row: [tx0, ty0, tx1, ty1, cx, cy, 0, 0],
+                row: [x0, y0, x1, y1, cx, cy, 0, 0],
             });
         }
     }
@@ -392,27 +415,20 @@ pub(super) fn regions(render_area: Rect, texel: (u32, u32), map: (u32, u32), max
 }
 
 /// Why a pass with a dynamic or deferred map cannot be planned on the GPU,
-/// if it cannot (its attachments `atts`, the map's layout, its view mask,
-/// framebuffer layers and density offsets).
+/// if it cannot (its attachments `atts`, the map's layout, its view mask and
+/// framebuffer layers).
 pub(super) fn unsupported(
     f: &Fdm,
     atts: &[Option<Att>],
     map_layout: vk::ImageLayout,
     view_mask: u32,
     layers: u32,
-    offsets: bool,
 ) -> Option<String> {
     if f.conditional.is_none() {
         return Some("its density map is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, the application enabled it itself, or it is a Vulkan 1.0 application)".into());
     }
-    if view_mask != 0 {
-        return Some("its density map is dynamic or deferred and it is multiview (the GPU plan is single-view)".into());
-    }
-    if layers > 1 {
+    if layers > 1 && view_mask == 0 {
         return Some("its density map is dynamic or deferred and its framebuffer is layered".into());
-    }
-    if offsets {
-        return Some("its density map is dynamic or deferred and it ends with density offsets".into());
     }
     if map_layout != vk::ImageLayout::GENERAL && map_layout != vk::ImageLayout::TRANSFER_SRC_OPTIMAL {
         return Some(format!(
@@ -427,7 +443,9 @@ pub(super) fn unsupported(
         if !colour && a.store {
             return Some("its density map is dynamic or deferred and a depth/stencil attachment stores (the GPU plan's upscale draws colour only)".into());
         }
-        if (a.load || a.store) && a.view_type != vk::ImageViewType::TYPE_2D {
+        // A multiview pass's attachments may be arrays (a layer per view).
+        let array = view_mask != 0 && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
+        if (a.load || a.store) && a.view_type != vk::ImageViewType::TYPE_2D && !array {
             return Some(format!("its density map is dynamic or deferred and an attachment view is {:?}", a.view_type));
         }
         let feats = f.format_features(a.format);
@@ -465,7 +483,7 @@ pub(super) unsafe fn replay_gpu(
     let started = std::time::Instant::now();
     let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     let map_layout = super::layout(map_layout);
-    if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers, !pass.offsets.is_empty()) {
+    if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers) {
         return Err(why);
     }
     let cond = f.conditional.as_ref().unwrap();
@@ -476,6 +494,19 @@ pub(super) unsafe fn replay_gpu(
     }
     let mip = v.range.base_mip_level;
     let (mw, mh) = ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1));
+    // Per view index below the highest rendered one: whether it is rendered, its map layer (its own of a layered
+    // map, layer 0 of a single-layer one) and its density offset (given per layer), as for a host plan.
+    let map_layers = v.range.layer_count.max(1);
+    let view_count = 32 - view_mask.leading_zeros().min(31);
+    let views: Vec<(bool, u32, (i32, i32))> = (0..view_count)
+        .map(|i| {
+            let rendered = view_mask == 0 || view_mask & (1 << i) != 0;
+            let layer = if map_layers > 1 { i.min(map_layers - 1) } else { 0 };
+            let o = if f.without_offsets { None } else { pass.offsets.get(layer as usize) };
+            (rendered, layer, o.map_or((0, 0), |o| (o.x, o.y)))
+        })
+        .collect();
+    let shift = views.iter().find(|v| v.0).map_or((0, 0), |v| v.2);
     let ra = pass.begin.area();
     let render_area =
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
@@ -484,7 +515,7 @@ pub(super) unsafe fn replay_gpu(
         texel_size(extent.1, mh, super::MIN_TEXEL, super::MAX_TEXEL),
     );
     let grid = grid_for(pass.cmds.len() + pass.state.commands().count());
-    let regions = regions(render_area, texel, (mw, mh), super::MAX_AREA, grid);
+    let regions = regions(render_area, texel, shift, super::MAX_AREA, grid);
     if regions.is_empty() {
         return Err("an empty render area".into());
     }
@@ -527,6 +558,12 @@ pub(super) unsafe fn replay_gpu(
                 .map_err(|e| format!("scratch targets: {e:?}"))?,
         );
     }
+    // The views upscaled, with their layer (of the attachment's view and of the scratch target).
+    let drawn: Vec<(u32, u32)> = if view_mask == 0 {
+        vec![(0, 0)]
+    } else {
+        (0..32).filter(|v| view_mask & (1 << v) != 0).map(|v| (v, v)).collect()
+    };
     let stored: Vec<usize> = atts
         .iter()
         .enumerate()
@@ -548,15 +585,27 @@ pub(super) unsafe fn replay_gpu(
     ys.push(render_area.y + render_area.h);
     let d = f.raw.as_ref().ok_or("the GPU plan has no device of the next layer")?;
     let nr = regions.len() as u32;
-    let table = 9 * nr;
+    let choices = 9 * nr;
+    let table = choices + view_count * nr;
     let bounds = table + ROW * nr;
-    let texels = bounds + columns + rows + 2;
-    let size = (texels as u64) * 4 + (mw * mh * 2) as u64;
+    let views_at = bounds + columns + rows + 2;
+    let texels = views_at + VIEW_WORDS * view_count;
+    // Each map layer a view reads, once, at `texels + k * layer_words`.
+    let layer_words = (mw * mh).div_ceil(2);
+    let mut layers: Vec<u32> = views.iter().filter(|v| v.0).map(|v| v.1).collect();
+    layers.sort_unstable();
+    layers.dedup();
+    let size = (texels as u64 + layer_words as u64 * layers.len() as u64) * 4;
     // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
     let checked_us = started.elapsed().as_micros();
     let mut o = f.gpu_plan.lock();
-    let mut owned =
-        Owned { buffer: vk::Buffer::null(), memory: vk::DeviceMemory::null(), size, framebuffers: Vec::new() };
+    let mut owned = Owned {
+        buffer: vk::Buffer::null(),
+        memory: vk::DeviceMemory::null(),
+        size,
+        framebuffers: Vec::new(),
+        views: Vec::new(),
+    };
     let mut pool = vk::DescriptorPool::null();
     let mut plan_set = vk::DescriptorSet::null();
     let mut up_sets: Vec<Vec<vk::DescriptorSet>> = Vec::new();
@@ -566,7 +615,8 @@ pub(super) unsafe fn replay_gpu(
     let made = (|| unsafe {
         make_common(d, &mut o)?;
         for &i in &stored {
-            up.push(upscale_pipeline(d, &mut o, atts[i].as_ref().unwrap().format)?);
+            let a = atts[i].as_ref().unwrap();
+            up.push(upscale_pipeline(d, &mut o, a.format, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)?);
         }
         if let Some(k) = o.free.iter().position(|x| x.2 >= size) {
             let (b, m, s) = o.free.swap_remove(k);
@@ -613,18 +663,38 @@ pub(super) unsafe fn replay_gpu(
         d.update_descriptor_sets(&[storage(plan_set).dst_binding(0)], &[]);
         for (k, &i) in stored.iter().enumerate() {
             let a = atts[i].as_ref().unwrap();
-            let views = [a.view];
-            owned.framebuffers.push(
-                d.create_framebuffer(
-                    &vk::FramebufferCreateInfo::default()
-                        .render_pass(up[k].0)
-                        .attachments(&views)
-                        .width(extent.0)
-                        .height(extent.1)
-                        .layers(1),
-                    None,
-                )?,
-            );
+            // The attachment's view itself, or per view of a multiview pass a view of its layer.
+            for &(_, layer) in &drawn {
+                let view = if view_mask == 0 {
+                    a.view
+                } else {
+                    let range = vk::ImageSubresourceRange {
+                        base_array_layer: a.range.base_array_layer + layer,
+                        layer_count: 1,
+                        level_count: 1,
+                        ..a.range
+                    };
+                    let info = vk::ImageViewCreateInfo::default()
+                        .image(a.image)
+                        .view_type(vk::ImageViewType::TYPE_2D)
+                        .format(a.format)
+                        .subresource_range(range);
+                    owned.views.push(d.create_image_view(&info, None)?);
+                    *owned.views.last().unwrap()
+                };
+                let views = [view];
+                owned.framebuffers.push(
+                    d.create_framebuffer(
+                        &vk::FramebufferCreateInfo::default()
+                            .render_pass(up[k].0)
+                            .attachments(&views)
+                            .width(extent.0)
+                            .height(extent.1)
+                            .layers(1),
+                        None,
+                    )?,
+                );
+            }
             // A set per area: its scratch view, and the plan buffer.
             let sl = [o.up_set_layout; AREAS.len()];
             let sets = d.allocate_descriptor_sets(
@@ -667,12 +737,16 @@ pub(super) unsafe fn replay_gpu(
     drop(o);
     pass.shadow_pools.push(pool);
     let made_us = started.elapsed().as_micros();
-    let mut words: Vec<u32> = Vec::with_capacity((ROW * nr) as usize + xs.len() + ys.len());
+    let mut words: Vec<u32> = Vec::with_capacity((texels - table) as usize);
     for r in &regions {
         words.extend_from_slice(&r.row);
     }
     words.extend(&xs);
     words.extend(&ys);
+    for &(rendered, layer, (ox, oy)) in &views {
+        let k = layers.iter().position(|&l| l == layer).unwrap_or(0) as u32;
+        words.extend([ox as u32, oy as u32, texels + k * layer_words, rendered as u32]);
+    }
     let table_bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let present = || atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)));
     let mut cur: Vec<vk::ImageLayout> =
@@ -686,21 +760,34 @@ pub(super) unsafe fn replay_gpu(
     unsafe {
         // 1. The plan: everything before (the map's writers included) done, the map copied, the regions' areas.
         barrier(f, cb, &[]);
-        d.cmd_update_buffer(cb, buffer, table as u64 * 4, &table_bytes);
-        let copy = vk::BufferImageCopy::default()
-            .buffer_offset(texels as u64 * 4)
-            .image_subresource(vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: mip,
-                base_array_layer: v.range.base_array_layer,
-                layer_count: 1,
+        // At most 65536 bytes per update (the table of 8x8 regions and 32 views is far below).
+        for (k, chunk) in table_bytes.chunks(65536).enumerate() {
+            d.cmd_update_buffer(cb, buffer, table as u64 * 4 + k as u64 * 65536, chunk);
+        }
+        let copies: Vec<vk::BufferImageCopy> = layers
+            .iter()
+            .enumerate()
+            .map(|(k, &layer)| {
+                vk::BufferImageCopy::default()
+                    .buffer_offset((texels + k as u32 * layer_words) as u64 * 4)
+                    .image_subresource(vk::ImageSubresourceLayers {
+                        aspect_mask: vk::ImageAspectFlags::COLOR,
+                        mip_level: mip,
+                        base_array_layer: v.range.base_array_layer + layer,
+                        layer_count: 1,
+                    })
+                    .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 })
             })
-            .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 });
-        d.cmd_copy_image_to_buffer(cb, v.image, map_layout, buffer, &[copy]);
+            .collect();
+        d.cmd_copy_image_to_buffer(cb, v.image, map_layout, buffer, &copies);
         barrier(f, cb, &[]);
         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, plan_pipeline);
         d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, plan_layout, 0, &[plan_set], &[]);
-        let pc: Vec<u8> = [mw, nr, table, texels].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let flags = f.one_area_per_pass as u32;
+        let pc: Vec<u8> = [mw, mh, nr, choices, table, views_at, view_count, flags, texel.0, texel.1]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
         d.cmd_push_constants(cb, plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
         d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
         // The application's compute pipeline and sets as it left them (its push constants go back with the
@@ -769,32 +856,46 @@ pub(super) unsafe fn replay_gpu(
         }
         barrier(f, cb, &t3);
         for (k, (rp, pipeline)) in up.iter().copied().enumerate() {
-            d.cmd_begin_render_pass(
-                cb,
-                &vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(framebuffers[k]).render_area(all),
-                vk::SubpassContents::INLINE,
-            );
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            let vp = vk::Viewport {
-                x: render_area.x as f32,
-                y: render_area.y as f32,
-                width: render_area.w as f32,
-                height: render_area.h as f32,
-                min_depth: 0.0,
-                max_depth: 1.0,
-            };
-            d.cmd_set_viewport(cb, 0, &[vp]);
-            d.cmd_set_scissor(cb, 0, &[all]);
-            // Per area, an instance per region: the quads of the regions that chose it.
-            for (ai, area) in AREAS.iter().enumerate() {
-                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &[up_sets[k][ai]], &[]);
-                let pc: Vec<u8> =
-                    [area.0, area.1, ai as u32, columns, rows, bounds].iter().flat_map(|w| w.to_le_bytes()).collect();
-                let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
-                d.cmd_push_constants(cb, up_layout, stages, 0, &pc);
-                d.cmd_draw(cb, 6, nr, 0, 0);
+            for (j, &(view, layer)) in drawn.iter().enumerate() {
+                d.cmd_begin_render_pass(
+                    cb,
+                    &vk::RenderPassBeginInfo::default()
+                        .render_pass(rp)
+                        .framebuffer(framebuffers[k * drawn.len() + j])
+                        .render_area(all),
+                    vk::SubpassContents::INLINE,
+                );
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                let vp = vk::Viewport {
+                    x: render_area.x as f32,
+                    y: render_area.y as f32,
+                    width: render_area.w as f32,
+                    height: render_area.h as f32,
+                    min_depth: 0.0,
+                    max_depth: 1.0,
+                };
+                d.cmd_set_viewport(cb, 0, &[vp]);
+                d.cmd_set_scissor(cb, 0, &[all]);
+                // Per area, an instance per region: the quads of the regions that chose it in this view.
+                for (ai, area) in AREAS.iter().enumerate() {
+                    d.cmd_bind_descriptor_sets(
+                        cb,
+                        vk::PipelineBindPoint::GRAPHICS,
+                        up_layout,
+                        0,
+                        &[up_sets[k][ai]],
+                        &[],
+                    );
+                    let pc: Vec<u8> = [area.0, area.1, ai as u32, columns, rows, bounds, choices, nr, view, layer]
+                        .iter()
+                        .flat_map(|w| w.to_le_bytes())
+                        .collect();
+                    let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+                    d.cmd_push_constants(cb, up_layout, stages, 0, &pc);
+                    d.cmd_draw(cb, 6, nr, 0, 0);
+                }
+                d.cmd_end_render_pass(cb);
             }
-            d.cmd_end_render_pass(cb);
         }
         // 4. Every attachment to its final layout.
         let finish: Vec<Transition> = present()
@@ -827,16 +928,16 @@ mod tests {
     #[test]
     fn regions_are_whole_texels_aligned_and_cover_the_render_area() {
         // 256x256 at 32-pixel texels: one region per texel, caps at the maximum.
-        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (8, 8), 4, GRID);
+        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (0, 0), 4, GRID);
         assert_eq!(r.len(), 64);
         assert_eq!(r[9].rect, Rect { x: 32, y: 32, w: 32, h: 32 });
-        assert_eq!(r[9].row, [1, 1, 2, 2, 4, 4, 0, 0]);
+        assert_eq!(r[9].row, [32, 32, 64, 64, 4, 4, 0, 0]);
         // 1024 wide at 8-pixel texels: 128 texels in 8 groups of 16.
-        let r = regions(Rect { x: 0, y: 0, w: 1024, h: 8 }, (8, 8), (128, 1), 4, GRID);
+        let r = regions(Rect { x: 0, y: 0, w: 1024, h: 8 }, (8, 8), (0, 0), 4, GRID);
         assert_eq!(r.len(), 8);
-        assert!(r.iter().all(|x| x.rect.w == 128 && x.row[2] - x.row[0] == 16));
+        assert!(r.iter().all(|x| x.rect.w == 128 && x.row[2] - x.row[0] == 128));
         // An odd start caps the first region at 1; the rest covers exactly.
-        let r = regions(Rect { x: 3, y: 0, w: 60, h: 16 }, (16, 16), (4, 1), 4, GRID);
+        let r = regions(Rect { x: 3, y: 0, w: 60, h: 16 }, (16, 16), (0, 0), 4, GRID);
         assert_eq!(r[0].rect.x, 3);
         assert_eq!(r[0].row[4], 1);
         assert_eq!(r.iter().map(|x| x.rect.w).sum::<u32>(), 60);
@@ -845,8 +946,16 @@ mod tests {
         assert_eq!(grid_for(100), 4);
         assert_eq!(grid_for(1000), 2);
         assert_eq!(grid_for(100_000), 1);
-        // Past the map: the last texel is clamped.
-        let r = regions(Rect { x: 0, y: 0, w: 64, h: 8 }, (8, 8), (2, 1), 4, GRID);
-        assert_eq!(r.last().unwrap().row[2], 2);
+        // A density offset shifts the grid: cells start at 4 + 32k (x) and -8 + 32k (y); the cells cut by the
+        // render area's edge are regions of their own, and the whole area is covered.
+        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (4, -8), 4, GRID);
+        let columns: Vec<Rect> = r.iter().filter(|x| x.rect.y == 0).map(|x| x.rect).collect();
+        assert_eq!((columns[0].x, columns[0].w), (0, 4));
+        assert!(columns[1..].iter().all(|c| c.x % 32 == 4));
+        assert_eq!(columns.iter().map(|c| c.w).sum::<u32>(), 256);
+        let rows: Vec<Rect> = r.iter().filter(|x| x.rect.x == 0).map(|x| x.rect).collect();
+        assert!(rows.iter().all(|c| c.y == 0 || c.y % 32 == 24));
+        assert_eq!(rows.iter().map(|c| c.h).sum::<u32>(), 256);
+        assert!(r.iter().all(|x| x.row[4] == alignment(x.rect.x).min(4) && x.row[5] == alignment(x.rect.y).min(4)));
     }
 }

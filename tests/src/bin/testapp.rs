@@ -122,8 +122,8 @@ fn main() {
             args.get(1).map(String::as_str).unwrap_or("plain"),
             args.get(2).map(String::as_str).unwrap_or("quad"),
         ),
-        "fdm-multiview" => fdm_multiview(&mut opts, args.get(1).map(String::as_str) == Some("quick")),
-        "fdm-offset" => fdm_offset(&mut opts),
+        "fdm-multiview" => fdm_multiview(&mut opts, args[1..].iter().any(|a| a == "quick"), dynamic_map(&args)),
+        "fdm-offset" => fdm_offset(&mut opts, dynamic_map(&args)),
         "fdm-msaa" => fdm_msaa(&mut opts),
         "fdm-library" => fdm_library(&mut opts),
         "fdm-shader-objects" => fdm_shader_objects(&mut opts),
@@ -1716,7 +1716,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     let sizes: &[(u32, u32)] = if variant == Some("quick") { &[(256, 256)] } else { &[(256, 256), (250, 190)] };
     if variant == Some("multiview") {
         drop(g);
-        return fdm_multiview(opts, false);
+        return fdm_multiview(opts, false, false);
     }
     // Every check family runs to the end: a failure is printed as
     // `fdm FAILED family=F: …` and the matrix goes on, so a deliberately wrong
@@ -2332,9 +2332,26 @@ fn fdm_demo(opts: &mut GpuOptions, out: &str) -> Result<(), String> {
 /// (`debug_fdm_without=per_view_areas` shows the check firing). Over render
 /// pass 1 (`VkRenderPassMultiviewCreateInfo`), render pass 2 and dynamic
 /// rendering (`viewMask`), with 2, 4 and 6 views (as the device allows).
-fn fdm_multiview(opts: &mut GpuOptions, quick: bool) -> Result<(), String> {
+/// `dynamic`: the density map's view of `fdm-multiview` and `fdm-offset` is
+/// dynamic (the layer plans such passes on the GPU when they execute).
+fn dynamic_map(args: &[String]) -> bool {
+    args[1..].iter().any(|a| a == "dynamic")
+}
+
+/// The map-view flags and the device option for a dynamic map.
+fn dynamic_flags(opts: &mut GpuOptions, dynamic: bool) -> vk::ImageViewCreateFlags {
+    opts.fdm_dynamic = dynamic;
+    if dynamic {
+        vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
+    } else {
+        vk::ImageViewCreateFlags::empty()
+    }
+}
+
+fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Multiview, Path};
     opts.fdm = true;
+    let map_flags = dynamic_flags(opts, dynamic);
     let g = gpu(opts)?;
     if !g.fdm {
         return Err("VK_EXT_fragment_density_map is not listed".into());
@@ -2366,7 +2383,8 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool) -> Result<(), String> {
         for &n in &counts {
             let mut maps = vec![&view0];
             maps.extend(std::iter::repeat_n(&others, n as usize - 1));
-            let views = fdm::render_multiview(&g, &Multiview::new(path, size, maps.clone(), quad, size_fs, 6));
+            let mv = Multiview { map_flags, ..Multiview::new(path, size, maps.clone(), quad, size_fs, 6) };
+            let views = fdm::render_multiview(&g, &mv);
             let case = format!("{path:?} {n} views");
             let mut coarse = Vec::new();
             for (v, (px, map)) in views.iter().zip(&maps).enumerate() {
@@ -2387,7 +2405,7 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool) -> Result<(), String> {
                     ));
                 }
             }
-            println!("fdm multiview path={path:?} views={n} per_view=ok coarse_pixels={coarse:?}");
+            println!("fdm multiview path={path:?} views={n} dynamic={dynamic} per_view=ok coarse_pixels={coarse:?}");
         }
     }
     Ok(())
@@ -2453,10 +2471,11 @@ fn fdm_dynamic_state(opts: &mut GpuOptions, plain: bool) -> Result<(), String> {
 /// moved it, and the rest coarsely. Ignoring the offsets
 /// (`debug_fdm_without=offsets`) leaves the fine block where it was: pixels
 /// it moved onto are shaded at 4x4 and the check fires.
-fn fdm_offset(opts: &mut GpuOptions) -> Result<(), String> {
+fn fdm_offset(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Multiview, Path};
     opts.fdm = true;
     opts.fdm_offset = true;
+    let map_flags = dynamic_flags(opts, dynamic);
     let g = gpu(opts)?;
     if !g.fdm_offset {
         return Err("VK_EXT_fragment_density_map_offset is not listed".into());
@@ -2493,7 +2512,7 @@ fn fdm_offset(opts: &mut GpuOptions) -> Result<(), String> {
     for &path in &paths {
         for offsets in &cases {
             let n = offsets.len();
-            let mut mv = Multiview::new(path, size, vec![&map; n], quad, size_fs, 6);
+            let mut mv = Multiview { map_flags, ..Multiview::new(path, size, vec![&map; n], quad, size_fs, 6) };
             mv.offsets = Some(offsets.clone());
             let views = fdm::render_multiview(&g, &mv);
             for (v, (px, off)) in views.iter().zip(offsets).enumerate() {
@@ -2523,7 +2542,7 @@ fn fdm_offset(opts: &mut GpuOptions) -> Result<(), String> {
                 if largest < 16 || coarse < (size.0 * size.1 / 2) as u64 {
                     return Err(format!("{case}: too little is coarse ({coarse} pixels, largest area {largest})"));
                 }
-                println!("fdm offset path={path:?} views={n} view={v} offset=({},{}) fine_pixels={fine_px} coarse_pixels={coarse}", off.x, off.y);
+                println!("fdm offset path={path:?} views={n} view={v} dynamic={dynamic} offset=({},{}) fine_pixels={fine_px} coarse_pixels={coarse}", off.x, off.y);
             }
         }
     }
