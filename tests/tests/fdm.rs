@@ -117,12 +117,22 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
 /// of the written map, not of the contents at recording (4x4 everywhere).
 #[test]
 fn a_dynamic_map_written_by_the_gpu_is_followed() {
-    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
-    o.assert_ok();
-    let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
-    assert_eq!(lines.count(), 3, "{}", o.stdout);
-    assert!(o.stderr.contains("GPU plan: 64 regions"), "{}", o.stderr);
-    assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
+    // Both forms of the replays: the pass once with each run of draws once per region (what this pass of one
+    // draw gets), and the whole pass per region (forced; what passes of many draws get).
+    for (without, form) in
+        [("", "once per area, each run of draws once per region"), ("gpu_plan_by_draw", "per region and area")]
+    {
+        let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without));
+        o.assert_ok();
+        let lines =
+            o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
+        assert_eq!(lines.count(), 3, "{}", o.stdout);
+        assert!(o.stderr.contains("GPU plan: 64 regions"), "{}", o.stderr);
+        assert!(o.stderr.contains(&format!("replayed {form};")), "{form}: {}", o.stderr);
+        assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
+    }
 }
 
 /// The negative control of the compute state: without the restore after the

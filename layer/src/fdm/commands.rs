@@ -165,6 +165,21 @@ impl Cmd {
             _ => 0.0,
         }
     }
+
+    /// A command that writes attachments (a draw or a clear): what the GPU
+    /// plan issues once per region.
+    pub(super) fn writes(&self) -> bool {
+        matches!(
+            self,
+            Cmd::Draw(..)
+                | Cmd::DrawIndexed(..)
+                | Cmd::DrawIndirect(..)
+                | Cmd::DrawIndexedIndirect(..)
+                | Cmd::DrawIndirectCount(..)
+                | Cmd::DrawIndexedIndirectCount(..)
+                | Cmd::Clear { .. }
+        )
+    }
 }
 
 /// The state commands in effect, to restore before each replay.
@@ -523,7 +538,7 @@ unsafe fn emit_viewports(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Sna
 
 /// # Safety
 /// `cb` is a recording command buffer of `f`'s device, held by the caller.
-unsafe fn emit_scissors(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
+pub(super) unsafe fn emit_scissors(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
     let s: Vec<vk::Rect2D> = st.scissors.iter().map_while(|s| *s).map(|s| t.rect(&s)).collect();
     if !s.is_empty() {
         // SAFETY: `cb` is recording (the caller's guarantee); `s` is a live

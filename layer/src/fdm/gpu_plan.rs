@@ -43,7 +43,7 @@
 //! that are not 2D.
 
 use super::bins::{alignment, texel_size, Rect};
-use super::commands::{restore_compute, Cmd, Transform};
+use super::commands::{emit, emit_scissors, restore, restore_compute, Cmd, Transform};
 use super::pass::{attachments, begin_real, end_real, Att, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
@@ -514,7 +514,8 @@ pub(super) unsafe fn replay_gpu(
         texel_size(extent.0, mw, super::MIN_TEXEL, super::MAX_TEXEL),
         texel_size(extent.1, mh, super::MIN_TEXEL, super::MAX_TEXEL),
     );
-    let grid = grid_for(pass.cmds.len() + pass.state.commands().count());
+    let restored = pass.state.commands().count() + 2;
+    let grid = grid_for(pass.cmds.len() + restored);
     let regions = regions(render_area, texel, shift, super::MAX_AREA, grid);
     if regions.is_empty() {
         return Err("an empty render area".into());
@@ -564,6 +565,15 @@ pub(super) unsafe fn replay_gpu(
     } else {
         (0..32).filter(|v| view_mask & (1 << v) != 0).map(|v| (v, v)).collect()
     };
+    // Per area, either each region replays the whole pass under its predicate, or the pass goes down once and
+    // each run of draws and clears once per region (scissor, predicate, the run): whichever records fewer
+    // commands (a pass of few draws among much state: by draw).
+    let runs: Vec<usize> =
+        pass.cmds.chunk_by(|a, b| a.writes() && b.writes()).filter(|r| r[0].writes()).map(<[Cmd]>::len).collect();
+    let nreg = regions.len();
+    let per_region = nreg * (restored + pass.cmds.len() + 2);
+    let per_draw = restored + pass.cmds.len() + runs.iter().map(|k| nreg * (k + 3) + 1).sum::<usize>();
+    let by_draw = per_draw < per_region && !f.without_gpu_plan_by_draw;
     let stored: Vec<usize> = atts
         .iter()
         .enumerate()
@@ -832,14 +842,42 @@ pub(super) unsafe fn replay_gpu(
             let mut begin = pass.begin.clone();
             retarget(&mut begin, tr_all.rect(&all), t.framebuffer, &t.views);
             begin_real(f, cb, &begin);
-            for (ri, r) in regions.iter().enumerate() {
-                let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
+            let candidates: Vec<(usize, Transform)> = regions
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| area.0 <= r.row[4] && area.1 <= r.row[5])
+                .map(|(ri, r)| (ri, Transform { area: *area, clip: Some(r.rect), inputs: None }))
+                .collect();
+            let predicate = |ri: usize| {
+                vk::ConditionalRenderingBeginInfoEXT::default()
                     .buffer(buffer)
-                    .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
-                let tr = Transform { area: *area, clip: Some(r.rect), inputs: None };
-                (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
-                replay_cmds(f, cb, pass, &tr);
-                (cond.cmd_end_conditional_rendering_ext)(cb);
+                    .offset(((ri as u32 * 9 + ai as u32) * 4) as u64)
+            };
+            if by_draw {
+                // The pass once, its state commands as they come; each run of draws and clears once per region
+                // that may choose this area (its cap allows it), under its predicate, scissors clipped to it.
+                let mut st = pass.state.clone();
+                restore(f, cb, &pass.state, &tr_all);
+                for run in pass.cmds.chunk_by(|a, b| a.writes() && b.writes()) {
+                    if !run[0].writes() {
+                        run.iter().for_each(|c| emit(f, cb, c, &tr_all, &mut st));
+                        continue;
+                    }
+                    for (ri, tr) in &candidates {
+                        emit_scissors(f, cb, tr, &st);
+                        (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
+                        run.iter().for_each(|c| emit(f, cb, c, tr, &mut st));
+                        (cond.cmd_end_conditional_rendering_ext)(cb);
+                    }
+                    emit_scissors(f, cb, &tr_all, &st);
+                }
+            } else {
+                // Per region that may choose this area, the whole pass under its predicate.
+                for (ri, tr) in &candidates {
+                    (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
+                    replay_cmds(f, cb, pass, tr);
+                    (cond.cmd_end_conditional_rendering_ext)(cb);
+                }
             }
             end_real(f, cb, &begin);
         }
@@ -908,11 +946,12 @@ pub(super) unsafe fn replay_gpu(
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {nr} regions of the {}x{} render area, {} areas each; {} commands replayed per region and area; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
+                "GPU plan: {nr} regions of the {}x{} render area, {} areas each; {} commands replayed {}; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
                 render_area.w,
                 render_area.h,
                 AREAS.len(),
                 pass.cmds.len(),
+                if by_draw { "once per area, each run of draws once per region" } else { "per region and area" },
                 made_us - checked_us,
                 started.elapsed().as_micros() - made_us
             ),

@@ -436,6 +436,9 @@ pub struct Fdm {
     /// pipeline and sets are not bound again after the GPU plan's dispatch
     /// (a control).
     pub without_compute_restore: bool,
+    /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
+    /// whole pass per region and area (the other form, for the tests).
+    pub without_gpu_plan_by_draw: bool,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     pub instance: ash::Instance,
@@ -593,6 +596,7 @@ impl Fdm {
             raw: None,
             without_gpu_plan: false,
             without_compute_restore: false,
+            without_gpu_plan_by_draw: false,
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,
