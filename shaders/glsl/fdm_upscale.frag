@@ -3,9 +3,15 @@
 // drawn at this area takes texel p / area of the area's scratch target (the
 // region's start is aligned to its area): nearest, exact at the edges.
 // ARRAY: the scratch target is layered (a multiview pass's, a layer per
-// view), the draw's view reads `layer`.
-#ifdef ARRAY
+// view), the draw's view reads `layer`. MS: it is multisampled; the draw
+// writes sample `sample` only (its pipeline's sample mask) and reads that
+// sample.
+#if defined(ARRAY) && defined(MS)
+layout(set = 0, binding = 0) uniform sampler2DMSArray scratch;
+#elif defined(ARRAY)
 layout(set = 0, binding = 0) uniform sampler2DArray scratch;
+#elif defined(MS)
+layout(set = 0, binding = 0) uniform sampler2DMS scratch;
 #else
 layout(set = 0, binding = 0) uniform sampler2D scratch;
 #endif
@@ -13,13 +19,19 @@ layout(push_constant) uniform Params {
     ivec2 area;
     uint words[7];
     uint layer;
+    uint sample_index;
 } pc;
 layout(location = 0) out vec4 colour;
 
 void main() {
-#ifdef ARRAY
-    colour = texelFetch(scratch, ivec3(ivec2(gl_FragCoord.xy) / pc.area, int(pc.layer)), 0);
+    ivec2 p = ivec2(gl_FragCoord.xy) / pc.area;
+#if defined(ARRAY) && defined(MS)
+    colour = texelFetch(scratch, ivec3(p, int(pc.layer)), int(pc.sample_index));
+#elif defined(ARRAY)
+    colour = texelFetch(scratch, ivec3(p, int(pc.layer)), 0);
+#elif defined(MS)
+    colour = texelFetch(scratch, p, int(pc.sample_index));
 #else
-    colour = texelFetch(scratch, ivec2(gl_FragCoord.xy) / pc.area, 0);
+    colour = texelFetch(scratch, p, 0);
 #endif
 }

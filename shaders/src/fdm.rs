@@ -34,8 +34,11 @@ pub const GPU_PLAN_COMP: &[u8] = include_bytes!("generated/fdm_plan.comp.spv");
 pub const UPSCALE_VERT: &[u8] = include_bytes!("generated/fdm_upscale.vert.spv");
 pub const UPSCALE_FRAG: &[u8] = include_bytes!("generated/fdm_upscale.frag.spv");
 /// The upscale's fragment shader for layered scratch targets (compiled
-/// with `ARRAY`: a multiview pass's, each view reading its layer).
+/// with `ARRAY`: a multiview pass's, each view reading its layer), for
+/// multisampled ones (`MS`: one sample per draw) and both.
 pub const UPSCALE_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_array.frag.spv");
+pub const UPSCALE_MS_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_ms.frag.spv");
+pub const UPSCALE_MS_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_ms_array.frag.spv");
 
 /// The per-variant values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -254,11 +257,14 @@ mod tests {
             ("fdm_upscale.vert", "", super::UPSCALE_VERT),
             ("fdm_upscale.frag", "", super::UPSCALE_FRAG),
             ("fdm_upscale.frag", "-DARRAY", super::UPSCALE_ARRAY_FRAG),
+            ("fdm_upscale.frag", "-DMS", super::UPSCALE_MS_FRAG),
+            ("fdm_upscale.frag", "-DARRAY -DMS", super::UPSCALE_MS_ARRAY_FRAG),
         ] {
-            let out = std::env::temp_dir().join(format!("overlap-{}-{name}{defines}.spv", std::process::id()));
+            let tag = defines.replace(' ', "");
+            let out = std::env::temp_dir().join(format!("overlap-{}-{name}{tag}.spv", std::process::id()));
             let status = std::process::Command::new("glslangValidator")
                 .args(["-V", "--target-env", "vulkan1.0"])
-                .args((!defines.is_empty()).then_some(defines))
+                .args(defines.split_whitespace())
                 .arg("-o")
                 .arg(&out)
                 .arg(dir.join(name))

@@ -41,6 +41,11 @@ pub struct Case {
     /// Resolve attachments: colour (every path), depth/stencil (render pass
     /// 2's depth/stencil resolve, dynamic rendering's resolve).
     pub resolve: bool,
+    /// The map's view is dynamic (the layer plans the pass on the GPU) and
+    /// the depth/stencil attachment loads without storing (what the GPU
+    /// plan's upscale serves: colour); no depth/stencil resolve. Only the
+    /// colour samples are judged then.
+    pub gpu_plan: bool,
 }
 
 /// What sample `s` of pixel (x, y) holds: colour, depth, stencil.
@@ -74,6 +79,8 @@ pub type Resolved = (Vec<[u8; 4]>, Option<Vec<(f32, u8)>>);
 pub struct Output {
     pub size: (u32, u32),
     pub samples: u32,
+    /// Only colour was stored (depth and stencil are not judged).
+    pub colour_only: bool,
     /// Per pixel (row-major), per sample.
     pub ms: Vec<Sample>,
     /// Colour resolve, and the depth/stencil one where the path has it.
@@ -101,7 +108,16 @@ pub fn check(out: &Output, map: &Map, texel: (u32, u32)) -> Result<u64, String> 
         let ys = by..(by + area.1).min(h);
         let pixels: Vec<(u32, u32)> = ys.flat_map(|y| xs.clone().map(move |x| (x, y))).collect();
         pixels.iter().any(|&c| {
-            pixels.iter().all(|&(x, y)| (0..out.samples).all(|s| out.at(x, y, s) == expected(c, s, inside(x, y))))
+            pixels.iter().all(|&(x, y)| {
+                (0..out.samples).all(|s| {
+                    let (got, want) = (out.at(x, y, s), expected(c, s, inside(x, y)));
+                    if out.colour_only {
+                        got.0 == want.0
+                    } else {
+                        got == want
+                    }
+                })
+            })
         })
     };
     let mut blocks = std::collections::HashMap::new();
@@ -422,9 +438,15 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     let depth_view = view(gpu, depth.0, DEPTH, vk::ImageAspectFlags::DEPTH);
     let stencil_view = view(gpu, depth.0, DEPTH, vk::ImageAspectFlags::STENCIL);
     let colour_resolve: Option<Img> = case.resolve.then(|| gpu.image_2d(COLOUR, size, one, colour_usage));
-    let ds_resolve: Option<Img> =
-        (case.resolve && case.path != Path::RenderPass).then(|| gpu.image(DEPTH, size, 1, one, ds_usage, ds_aspect));
+    let ds_resolve: Option<Img> = (case.resolve && case.path != Path::RenderPass && !case.gpu_plan)
+        .then(|| gpu.image(DEPTH, size, 1, one, ds_usage, ds_aspect));
     let map_img = fdm::map_image(gpu, map);
+    let map_view = if case.gpu_plan {
+        fdm::map_view(gpu, map_img.0, vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT).unwrap()
+    } else {
+        map_img.2
+    };
+    let ds_store = if case.gpu_plan { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE };
     let colour_layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
     let ds_layout = vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL;
     let read_colour = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL;
@@ -476,7 +498,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     let dynamic = case.path == Path::Dynamic;
     let mut atts = vec![
         attachment(COLOUR, n, load, store, (colour_layout, read_colour)),
-        attachment(DEPTH, n, load, store, (ds_layout, read_ds)),
+        attachment(DEPTH, n, load, ds_store, (ds_layout, read_ds)),
     ];
     let mut views = vec![colour.2, depth.2];
     let a_cr = colour_resolve.map(|r| {
@@ -498,7 +520,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
             .initial_layout(fdm_layout)
             .final_layout(fdm_layout),
     );
-    views.push(map_img.2);
+    views.push(map_view);
     let (pass, fb) = if dynamic {
         (vk::RenderPass::null(), vk::Framebuffer::null())
     } else {
@@ -605,11 +627,12 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
                 gpu.image_from_undefined(cb, r.0, range(ds_aspect), ds_layout, all);
             }
             let att = |v: vk::ImageView, layout, resolve: Option<(vk::ImageView, vk::ResolveModeFlags)>| {
+                let colour = layout == colour_layout;
                 let mut a = vk::RenderingAttachmentInfo::default()
                     .image_view(v)
                     .image_layout(layout)
                     .load_op(load)
-                    .store_op(store);
+                    .store_op(if colour { store } else { ds_store });
                 if let Some((rv, mode)) = resolve {
                     a = a.resolve_mode(mode).resolve_image_view(rv).resolve_image_layout(layout);
                 }
@@ -618,7 +641,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
             let colours = [att(colour.2, colour_layout, colour_resolve.map(|r| (r.2, vk::ResolveModeFlags::AVERAGE)))];
             let ds = att(depth.2, ds_layout, ds_resolve.map(|r| (r.2, vk::ResolveModeFlags::SAMPLE_ZERO)));
             let mut fdm_info = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
-                .image_view(map_img.2)
+                .image_view(map_view)
                 .image_layout(fdm_layout);
             let info = vk::RenderingInfo::default()
                 .render_area(full)
@@ -722,13 +745,16 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
         }
         d.destroy_image_view(depth_view, None);
         d.destroy_image_view(stencil_view, None);
+        if map_view != map_img.2 {
+            d.destroy_image_view(map_view, None);
+        }
     }
     for i in [Some(colour), Some(depth), colour_resolve, ds_resolve, Some(map_img)].into_iter().flatten() {
         gpu.destroy_image(i);
     }
     gpu.destroy_buffer(out);
     gpu.destroy_buffer(resolved);
-    Output { size, samples: n, ms: ms_out, resolve }
+    Output { size, samples: n, colour_only: case.gpu_plan, ms: ms_out, resolve }
 }
 
 #[cfg(test)]
@@ -753,7 +779,7 @@ mod tests {
                 ms.extend((0..samples).map(|s| expected(c, s, inside(x, y))));
             }
         }
-        Output { size: VIEWPORT, samples, ms, resolve: None }
+        Output { size: VIEWPORT, samples, colour_only: false, ms, resolve: None }
     }
 
     fn asked(x: u32, y: u32) -> (u32, u32) {

@@ -37,3 +37,27 @@ fn the_one_by_one_fallback_fails_the_multisampled_check() {
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
+
+/// The same passes with a dynamic map, planned on the GPU (issue 17, items
+/// 2 and 5 together): the multisampled colour attachment that loads and
+/// stores is scaled down by copies and up one sample at a time, and every
+/// colour sample is judged (the depth/stencil attachment loads but does not
+/// store: the GPU plan's upscale serves colour). Every pass is planned on
+/// the GPU; with `debug_fdm_without=msaa` they render at 1x1 and the check
+/// fires.
+#[test]
+fn multisampled_colour_with_a_dynamic_map_is_planned_on_the_gpu() {
+    let o = run(
+        app(Layers::OverlapOverValidation, &["fdm-msaa", "dynamic"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
+    );
+    o.assert_ok();
+    let cases = o.stdout.lines().filter(|l| l.starts_with("fdm_msaa path=") && l.contains(" map=dynamic ")).count();
+    assert_eq!(cases, 12, "{}", o.stdout);
+    assert_eq!(o.stderr.matches("GPU plan:").count(), 12, "{}", o.stderr);
+    assert!(!o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stderr);
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-msaa", "dynamic"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "msaa"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("too little was shaded coarsely ("), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}

@@ -37,17 +37,18 @@
 //! 1x1 as before (the reason logged once): no conditional rendering (the
 //! driver lacks it, the application enabled it itself, or it is a Vulkan 1.0
 //! application), several subpasses, input attachments, layered framebuffers
-//! (outside multiview), depth/stencil attachments that store,
-//! multisampled attachments that load or store, stored colour formats that
-//! cannot be sampled and drawn (integer formats included), attachment views
-//! that are not 2D.
+//! (outside multiview), depth/stencil attachments that store, stored colour
+//! formats that cannot be sampled and drawn at their sample count (integer
+//! formats included), attachment views that are not 2D. A multisampled
+//! attachment is scaled down by copies (every sample kept) and up by a draw
+//! per sample, each writing its sample only (its pipeline's sample mask).
 
 use super::bins::{alignment, texel_size, Rect};
 use super::commands::{emit, emit_scissors, restore, restore_compute, Cmd, Transform};
 use super::pass::{attachments, begin_real, end_real, Att, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
-use super::scratch::{barrier, blit, scratch_targets, Targets, Transition};
+use super::scratch::{barrier, blit, copy_scaled, sampled, scratch_targets, Targets, Transition};
 use super::{memory_type, Fdm};
 use crate::device::DeviceCore;
 use crate::id;
@@ -92,16 +93,28 @@ pub struct Objects {
     up_layout: vk::PipelineLayout,
     up_vs: vk::ShaderModule,
     up_fs: vk::ShaderModule,
-    /// The upscale's fragment shader for layered scratch targets.
+    /// The upscale's fragment shaders for layered, multisampled, and layered
+    /// multisampled scratch targets.
     up_array_fs: vk::ShaderModule,
-    /// Per colour format and whether the scratch target is layered: the
-    /// upscale's render pass and pipeline.
-    up: HashMap<(vk::Format, bool), (vk::RenderPass, vk::Pipeline)>,
+    up_ms_fs: vk::ShaderModule,
+    up_ms_array_fs: vk::ShaderModule,
+    /// Per colour format, whether the scratch target is layered, and its
+    /// samples: the upscale's render pass and its pipeline per sample (one
+    /// for a single-sampled target; per sample `i` one writing sample `i`
+    /// only, through its sample mask, for a multisampled one).
+    up: HashMap<(vk::Format, bool, vk::SampleCountFlags), Upscale>,
     owned: HashMap<vk::DescriptorPool, Owned>,
     /// Plan buffers of passes whose command buffers were reset or freed, with
     /// their memory and size: the next passes take them (an allocation per
     /// recorded pass costs more than the plan).
     free: Vec<(vk::Buffer, vk::DeviceMemory, u64)>,
+}
+
+/// The upscale of one kind of attachment.
+#[derive(Clone, Debug)]
+struct Upscale {
+    render_pass: vk::RenderPass,
+    pipelines: Vec<vk::Pipeline>,
 }
 
 /// Free plan buffers kept at most.
@@ -156,9 +169,11 @@ impl Objects {
     unsafe fn destroy_common(&mut self, d: &ash::Device) {
         // SAFETY: the caller's guarantee; the layer's own objects (null ones are ignored).
         unsafe {
-            for (_, (rp, p)) in self.up.drain() {
-                d.destroy_pipeline(p, None);
-                d.destroy_render_pass(rp, None);
+            for (_, u) in self.up.drain() {
+                for p in u.pipelines {
+                    d.destroy_pipeline(p, None);
+                }
+                d.destroy_render_pass(u.render_pass, None);
             }
             d.destroy_pipeline(self.plan_pipeline, None);
             d.destroy_pipeline_layout(self.plan_layout, None);
@@ -166,7 +181,7 @@ impl Objects {
             d.destroy_pipeline_layout(self.up_layout, None);
             d.destroy_descriptor_set_layout(self.up_set_layout, None);
             d.destroy_sampler(self.sampler, None);
-            for m in [self.up_vs, self.up_fs, self.up_array_fs] {
+            for m in [self.up_vs, self.up_fs, self.up_array_fs, self.up_ms_fs, self.up_ms_array_fs] {
                 d.destroy_shader_module(m, None);
             }
         }
@@ -272,7 +287,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
         let push = [vk::PushConstantRange {
             stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
             offset: 0,
-            size: 40,
+            size: 44,
         }];
         let sl = [o.up_set_layout];
         o.up_layout = d.create_pipeline_layout(
@@ -283,15 +298,21 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
         o.up_vs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&vs), None)?;
         let fs = words(overlap_shaders::fdm::UPSCALE_FRAG);
         o.up_fs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
-        let fs = words(overlap_shaders::fdm::UPSCALE_ARRAY_FRAG);
-        o.up_array_fs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
+        for (code, module) in [
+            (overlap_shaders::fdm::UPSCALE_ARRAY_FRAG, &mut o.up_array_fs),
+            (overlap_shaders::fdm::UPSCALE_MS_FRAG, &mut o.up_ms_fs),
+            (overlap_shaders::fdm::UPSCALE_MS_ARRAY_FRAG, &mut o.up_ms_array_fs),
+        ] {
+            let fs = words(code);
+            *module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
+        }
     }
     o.made = true;
     Ok(())
 }
 
-/// The upscale's render pass and pipeline for colour `format`, reading
-/// scratch targets that are layered or not (made once).
+/// The upscale's render pass and pipelines for colour `format` at
+/// `samples`, reading scratch targets that are layered or not (made once).
 ///
 /// # Safety
 /// `d` is `f`'s device; [`make_common`] succeeded on `o`.
@@ -300,14 +321,15 @@ unsafe fn upscale_pipeline(
     o: &mut Objects,
     format: vk::Format,
     layered: bool,
-) -> Result<(vk::RenderPass, vk::Pipeline), vk::Result> {
-    if let Some(x) = o.up.get(&(format, layered)) {
-        return Ok(*x);
+    samples: vk::SampleCountFlags,
+) -> Result<Upscale, vk::Result> {
+    if let Some(x) = o.up.get(&(format, layered, samples)) {
+        return Ok(x.clone());
     }
     let layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
     let att = [vk::AttachmentDescription::default()
         .format(format)
-        .samples(vk::SampleCountFlags::TYPE_1)
+        .samples(samples)
         .load_op(vk::AttachmentLoadOp::LOAD)
         .store_op(vk::AttachmentStoreOp::STORE)
         .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
@@ -318,12 +340,24 @@ unsafe fn upscale_pipeline(
     let sub = [vk::SubpassDescription::default()
         .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
         .color_attachments(&refs)];
-    let (vs, fs) = (o.up_vs, if layered { o.up_array_fs } else { o.up_fs });
-    // SAFETY: create infos built here from locals; the modules and layout are the layer's own (make_common).
-    unsafe {
-        let rp = d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None)?;
+    let ms = samples != vk::SampleCountFlags::TYPE_1;
+    let fs = match (layered, ms) {
+        (false, false) => o.up_fs,
+        (true, false) => o.up_array_fs,
+        (false, true) => o.up_ms_fs,
+        (true, true) => o.up_ms_array_fs,
+    };
+    let mut made = Upscale { render_pass: vk::RenderPass::null(), pipelines: Vec::new() };
+    // SAFETY: create infos built here from locals; the modules and layout are the layer's own (make_common); what
+    // was made is destroyed on failure.
+    let r = (|| unsafe {
+        made.render_pass =
+            d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None)?;
         let stages = [
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::VERTEX).module(vs).name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::VERTEX)
+                .module(o.up_vs)
+                .name(c"main"),
             vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
         ];
         let vi = vk::PipelineVertexInputStateCreateInfo::default();
@@ -333,33 +367,48 @@ unsafe fn upscale_pipeline(
             .polygon_mode(vk::PolygonMode::FILL)
             .cull_mode(vk::CullModeFlags::NONE)
             .line_width(1.0);
-        let ms = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
         let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
         let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
         let dynamic = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
         let ds = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
-        let info = vk::GraphicsPipelineCreateInfo::default()
-            .stages(&stages)
-            .vertex_input_state(&vi)
-            .input_assembly_state(&ia)
-            .viewport_state(&vp)
-            .rasterization_state(&rs)
-            .multisample_state(&ms)
-            .color_blend_state(&cb)
-            .dynamic_state(&ds)
-            .layout(o.up_layout)
-            .render_pass(rp)
-            .subpass(0);
-        let p = match d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) {
-            Ok(p) => p[0],
-            Err((_, e)) => {
-                d.destroy_render_pass(rp, None);
-                return Err(e);
+        for i in 0..samples.as_raw().max(1) {
+            let mask = [1u32 << i];
+            let mut msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(samples);
+            if ms {
+                msi = msi.sample_mask(&mask);
             }
-        };
-        o.up.insert((format, layered), (rp, p));
-        Ok((rp, p))
+            let info = vk::GraphicsPipelineCreateInfo::default()
+                .stages(&stages)
+                .vertex_input_state(&vi)
+                .input_assembly_state(&ia)
+                .viewport_state(&vp)
+                .rasterization_state(&rs)
+                .multisample_state(&msi)
+                .color_blend_state(&cb)
+                .dynamic_state(&ds)
+                .layout(o.up_layout)
+                .render_pass(made.render_pass)
+                .subpass(0);
+            let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e)?;
+            made.pipelines.push(p[0]);
+            if !ms {
+                break;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = r {
+        // SAFETY: the objects just made by the layer, never used.
+        unsafe {
+            for p in made.pipelines {
+                d.destroy_pipeline(p, None);
+            }
+            d.destroy_render_pass(made.render_pass, None);
+        }
+        return Err(e);
     }
+    o.up.insert((format, layered, samples), made.clone());
+    Ok(made)
 }
 
 /// One region: its rectangle in framebuffer space and the row of its table
@@ -437,8 +486,9 @@ pub(super) fn unsupported(
     }
     for a in atts.iter().flatten() {
         let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
-        if a.samples != vk::SampleCountFlags::TYPE_1 && (a.load || a.store) {
-            return Some("its density map is dynamic or deferred and a multisampled attachment loads or stores".into());
+        let ms = a.samples != vk::SampleCountFlags::TYPE_1;
+        if ms && (a.load || a.store) && f.without_msaa {
+            return Some("its density map is dynamic or deferred and a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
         }
         if !colour && a.store {
             return Some("its density map is dynamic or deferred and a depth/stencil attachment stores (the GPU plan's upscale draws colour only)".into());
@@ -449,19 +499,25 @@ pub(super) fn unsupported(
             return Some(format!("its density map is dynamic or deferred and an attachment view is {:?}", a.view_type));
         }
         let feats = f.format_features(a.format);
+        // What loads is scaled down by blits, or by copies where multisampled (every sample kept).
+        let scale = if ms {
+            vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST
+        } else {
+            vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST
+        };
         if a.load
-            && (!feats.contains(vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST)
+            && (!feats.contains(scale)
                 || !a.usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST))
         {
             return Some(format!("its density map is dynamic or deferred and {:?} cannot be blitted", a.format));
         }
-        if a.store {
-            let integer = format!("{:?}", a.format).contains("INT");
+        if a.store && colour {
+            // The upscale samples the scratch target (a multisampled one sample by sample).
             let need = vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::COLOR_ATTACHMENT;
-            if integer || !feats.contains(need) {
+            if !feats.contains(need) || sampled(f, a).is_empty() {
                 return Some(format!(
-                    "its density map is dynamic or deferred and {:?} cannot be sampled and drawn by the GPU plan's upscale",
-                    a.format
+                    "its density map is dynamic or deferred and {:?} at {:?} cannot be sampled and drawn by the GPU plan's upscale",
+                    a.format, a.samples
                 ));
             }
         }
@@ -619,14 +675,15 @@ pub(super) unsafe fn replay_gpu(
     let mut pool = vk::DescriptorPool::null();
     let mut plan_set = vk::DescriptorSet::null();
     let mut up_sets: Vec<Vec<vk::DescriptorSet>> = Vec::new();
-    let mut up: Vec<(vk::RenderPass, vk::Pipeline)> = Vec::new();
+    let mut up: Vec<Upscale> = Vec::new();
     // SAFETY: create infos built here from locals, the layer's own objects and the pass's attachment views (alive:
     // the capture rule); on failure everything made here is destroyed before returning.
     let made = (|| unsafe {
         make_common(d, &mut o)?;
         for &i in &stored {
             let a = atts[i].as_ref().unwrap();
-            up.push(upscale_pipeline(d, &mut o, a.format, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)?);
+            let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
+            up.push(upscale_pipeline(d, &mut o, a.format, layered, a.samples)?);
         }
         if let Some(k) = o.free.iter().position(|x| x.2 >= size) {
             let (b, m, s) = o.free.swap_remove(k);
@@ -696,7 +753,7 @@ pub(super) unsafe fn replay_gpu(
                 owned.framebuffers.push(
                     d.create_framebuffer(
                         &vk::FramebufferCreateInfo::default()
-                            .render_pass(up[k].0)
+                            .render_pass(up[k].render_pass)
                             .attachments(&views)
                             .width(extent.0)
                             .height(extent.1)
@@ -829,7 +886,13 @@ pub(super) unsafe fn replay_gpu(
                 barrier(f, cb, &t1);
                 for (i, a) in present().filter(|(_, a)| a.load) {
                     let pairs: Vec<(Rect, Rect)> = regions.iter().flat_map(|r| scaled_regions(r.rect, *area)).collect();
-                    blit(f, cb, (a.image, a), (t.images[i].unwrap(), a), &pairs, false, true, None);
+                    match t.mids[i] {
+                        // Multisampled: copies through the intermediate image, every sample kept.
+                        Some(mid) => {
+                            copy_scaled(f, cb, a.image, t.images[i].unwrap(), mid, a, &pairs, *area, false, None)
+                        }
+                        None => blit(f, cb, (a.image, a), (t.images[i].unwrap(), a), &pairs, false, true, None),
+                    }
                 }
             }
             let mut t2 = Vec::new();
@@ -893,17 +956,16 @@ pub(super) unsafe fn replay_gpu(
             cur[i] = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
         }
         barrier(f, cb, &t3);
-        for (k, (rp, pipeline)) in up.iter().copied().enumerate() {
+        for (k, u) in up.iter().enumerate() {
             for (j, &(view, layer)) in drawn.iter().enumerate() {
                 d.cmd_begin_render_pass(
                     cb,
                     &vk::RenderPassBeginInfo::default()
-                        .render_pass(rp)
+                        .render_pass(u.render_pass)
                         .framebuffer(framebuffers[k * drawn.len() + j])
                         .render_area(all),
                     vk::SubpassContents::INLINE,
                 );
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
                 let vp = vk::Viewport {
                     x: render_area.x as f32,
                     y: render_area.y as f32,
@@ -912,25 +974,22 @@ pub(super) unsafe fn replay_gpu(
                     min_depth: 0.0,
                     max_depth: 1.0,
                 };
-                d.cmd_set_viewport(cb, 0, &[vp]);
-                d.cmd_set_scissor(cb, 0, &[all]);
-                // Per area, an instance per region: the quads of the regions that chose it in this view.
-                for (ai, area) in AREAS.iter().enumerate() {
-                    d.cmd_bind_descriptor_sets(
-                        cb,
-                        vk::PipelineBindPoint::GRAPHICS,
-                        up_layout,
-                        0,
-                        &[up_sets[k][ai]],
-                        &[],
-                    );
-                    let pc: Vec<u8> = [area.0, area.1, ai as u32, columns, rows, bounds, choices, nr, view, layer]
-                        .iter()
-                        .flat_map(|w| w.to_le_bytes())
-                        .collect();
-                    let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
-                    d.cmd_push_constants(cb, up_layout, stages, 0, &pc);
-                    d.cmd_draw(cb, 6, nr, 0, 0);
+                // Per sample of a multisampled attachment a pipeline writing that sample only.
+                for (sample, &pipeline) in u.pipelines.iter().enumerate() {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                    d.cmd_set_viewport(cb, 0, &[vp]);
+                    d.cmd_set_scissor(cb, 0, &[all]);
+                    // Per area, an instance per region: the quads of the regions that chose it in this view.
+                    for (ai, area) in AREAS.iter().enumerate() {
+                        let set = [up_sets[k][ai]];
+                        d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &set, &[]);
+                        let words =
+                            [area.0, area.1, ai as u32, columns, rows, bounds, choices, nr, view, layer, sample as u32];
+                        let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                        let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+                        d.cmd_push_constants(cb, up_layout, stages, 0, &pc);
+                        d.cmd_draw(cb, 6, nr, 0, 0);
+                    }
                 }
                 d.cmd_end_render_pass(cb);
             }

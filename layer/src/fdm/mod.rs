@@ -441,6 +441,10 @@ pub struct Fdm {
     pub without_gpu_plan_by_draw: bool,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
+    /// The sample counts of sampled colour images (non-integer formats): the
+    /// GPU plan's upscale of a multisampled attachment samples its scratch
+    /// target.
+    pub sampled_color_samples: vk::SampleCountFlags,
     pub instance: ash::Instance,
     pub physical_device: vk::PhysicalDevice,
     /// Descriptor set layouts (plain ones) and sets, for shadow copies whose
@@ -567,7 +571,10 @@ impl Fdm {
         // SAFETY: `pd` is the physical device of `instance` the device was
         // created from (the caller's guarantee).
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
+        // SAFETY: as above.
+        let limits = unsafe { instance.get_physical_device_properties(pd) }.limits;
         Fdm {
+            sampled_color_samples: limits.sampled_image_color_sample_counts,
             mode,
             below,
             images: Default::default(),

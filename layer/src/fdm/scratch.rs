@@ -204,18 +204,25 @@ unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
     }
 }
 
-/// `SAMPLED` for a single-sampled colour scratch target whose format can be
-/// sampled: the GPU plan's upscale reads it ([`super::gpu_plan`]).
-fn sampled(f: &Fdm, a: &Att) -> vk::ImageUsageFlags {
+/// `SAMPLED` for a colour scratch target the GPU plan's upscale can read
+/// ([`super::gpu_plan`]): its format can be sampled, at its sample count.
+pub(super) fn sampled(f: &Fdm, a: &Att) -> vk::ImageUsageFlags {
     let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
     if colour
-        && a.samples == vk::SampleCountFlags::TYPE_1
+        && !integer(a.format)
+        && (a.samples == vk::SampleCountFlags::TYPE_1 || f.sampled_color_samples.contains(a.samples))
         && f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE)
     {
         vk::ImageUsageFlags::SAMPLED
     } else {
         vk::ImageUsageFlags::empty()
     }
+}
+
+/// An integer (unnormalized, unscaled) format: never filtered or drawn by
+/// the GPU plan's upscale.
+pub(super) fn integer(format: vk::Format) -> bool {
+    format!("{format:?}").contains("INT")
 }
 
 fn scaled(n: u32, a: u32) -> u32 {

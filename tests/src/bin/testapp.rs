@@ -124,7 +124,7 @@ fn main() {
         ),
         "fdm-multiview" => fdm_multiview(&mut opts, args[1..].iter().any(|a| a == "quick"), dynamic_map(&args)),
         "fdm-offset" => fdm_offset(&mut opts, dynamic_map(&args)),
-        "fdm-msaa" => fdm_msaa(&mut opts),
+        "fdm-msaa" => fdm_msaa(&mut opts, dynamic_map(&args)),
         "fdm-library" => fdm_library(&mut opts),
         "fdm-shader-objects" => fdm_shader_objects(&mut opts),
         "fdm-queues" => fdm_queues(&mut opts, &args[1..]),
@@ -2553,10 +2553,11 @@ fn fdm_offset(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
 /// and store in a density-map pass, at every sample count of 2, 4 and 8 the
 /// driver offers for them, through every path, with and without resolves
 /// (`overlap_tests::fdm_msaa`).
-fn fdm_msaa(opts: &mut GpuOptions) -> Result<(), String> {
+fn fdm_msaa(opts: &mut GpuOptions, gpu_plan: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Path, PATHS};
     use overlap_tests::fdm_msaa::{self, Case};
     opts.fdm = true;
+    dynamic_flags(opts, gpu_plan);
     let g = gpu(opts)?;
     if !g.fdm {
         return Err("VK_EXT_fragment_density_map is not listed".into());
@@ -2590,12 +2591,12 @@ fn fdm_msaa(opts: &mut GpuOptions) -> Result<(), String> {
         for &n in &samples {
             for path in PATHS.into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering) {
                 for resolve in [false, true] {
-                    let case = Case { path, samples: n, size, resolve };
+                    let case = Case { path, samples: n, size, resolve, gpu_plan };
                     let out = fdm_msaa::render(&g, &case, &map);
                     let coarse = fdm_msaa::check(&out, &map, texel).map_err(|e| format!("fdm_msaa {case:?}: {e}"))?;
                     println!(
-                        "fdm_msaa path={path:?} samples={n} size={}x{} resolve={resolve} coarse_pixels={coarse}/{asked_coarse}",
-                        size.0, size.1
+                        "fdm_msaa path={path:?} samples={n} size={}x{} resolve={resolve}{} coarse_pixels={coarse}/{asked_coarse}",
+                        size.0, size.1, if gpu_plan { " map=dynamic" } else { "" }
                     );
                     if coarse * 2 < asked_coarse {
                         return Err(format!(
