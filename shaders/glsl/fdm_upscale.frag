@@ -5,7 +5,8 @@
 // ARRAY: the scratch target is layered (a multiview pass's, a layer per
 // view), the draw's view reads `layer`. MS: it is multisampled; the draw
 // writes sample `sample` only (its pipeline's sample mask) and reads that
-// sample.
+// sample. DEPTH: the scratch target is a depth one (read through a
+// depth-aspect view), written to the fragment's depth.
 #if defined(ARRAY) && defined(MS)
 layout(set = 0, binding = 0) uniform sampler2DMSArray scratch;
 #elif defined(ARRAY)
@@ -21,17 +22,24 @@ layout(push_constant) uniform Params {
     uint layer;
     uint sample_index;
 } pc;
+#ifndef DEPTH
 layout(location = 0) out vec4 colour;
+#endif
 
 void main() {
     ivec2 p = ivec2(gl_FragCoord.xy) / pc.area;
 #if defined(ARRAY) && defined(MS)
-    colour = texelFetch(scratch, ivec3(p, int(pc.layer)), int(pc.sample_index));
+    vec4 texel = texelFetch(scratch, ivec3(p, int(pc.layer)), int(pc.sample_index));
 #elif defined(ARRAY)
-    colour = texelFetch(scratch, ivec3(p, int(pc.layer)), 0);
+    vec4 texel = texelFetch(scratch, ivec3(p, int(pc.layer)), 0);
 #elif defined(MS)
-    colour = texelFetch(scratch, p, int(pc.sample_index));
+    vec4 texel = texelFetch(scratch, p, int(pc.sample_index));
 #else
-    colour = texelFetch(scratch, p, 0);
+    vec4 texel = texelFetch(scratch, p, 0);
+#endif
+#ifdef DEPTH
+    gl_FragDepth = texel.r;
+#else
+    colour = texel;
 #endif
 }

@@ -39,6 +39,11 @@ pub const UPSCALE_FRAG: &[u8] = include_bytes!("generated/fdm_upscale.frag.spv")
 pub const UPSCALE_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_array.frag.spv");
 pub const UPSCALE_MS_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_ms.frag.spv");
 pub const UPSCALE_MS_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_ms_array.frag.spv");
+/// The four for depth attachments (`DEPTH`: the fragment's depth written).
+pub const UPSCALE_DEPTH_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_depth.frag.spv");
+pub const UPSCALE_DEPTH_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_depth_array.frag.spv");
+pub const UPSCALE_DEPTH_MS_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_depth_ms.frag.spv");
+pub const UPSCALE_DEPTH_MS_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_depth_ms_array.frag.spv");
 
 /// The per-variant values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -259,6 +264,10 @@ mod tests {
             ("fdm_upscale.frag", "-DARRAY", super::UPSCALE_ARRAY_FRAG),
             ("fdm_upscale.frag", "-DMS", super::UPSCALE_MS_FRAG),
             ("fdm_upscale.frag", "-DARRAY -DMS", super::UPSCALE_MS_ARRAY_FRAG),
+            ("fdm_upscale.frag", "-DDEPTH", super::UPSCALE_DEPTH_FRAG),
+            ("fdm_upscale.frag", "-DDEPTH -DARRAY", super::UPSCALE_DEPTH_ARRAY_FRAG),
+            ("fdm_upscale.frag", "-DDEPTH -DMS", super::UPSCALE_DEPTH_MS_FRAG),
+            ("fdm_upscale.frag", "-DDEPTH -DMS -DARRAY", super::UPSCALE_DEPTH_MS_ARRAY_FRAG),
         ] {
             let tag = defines.replace(' ', "");
             let out = std::env::temp_dir().join(format!("overlap-{}-{name}{tag}.spv", std::process::id()));

@@ -42,9 +42,9 @@ pub struct Case {
     /// 2's depth/stencil resolve, dynamic rendering's resolve).
     pub resolve: bool,
     /// The map's view is dynamic (the layer plans the pass on the GPU) and
-    /// the depth/stencil attachment loads without storing (what the GPU
-    /// plan's upscale serves: colour); no depth/stencil resolve. Only the
-    /// colour samples are judged then.
+    /// the stencil aspect loads without storing (the GPU plan's upscale
+    /// writes colour and depth); no depth/stencil resolve. The stencil
+    /// samples are not judged then.
     pub gpu_plan: bool,
 }
 
@@ -79,8 +79,8 @@ pub type Resolved = (Vec<[u8; 4]>, Option<Vec<(f32, u8)>>);
 pub struct Output {
     pub size: (u32, u32),
     pub samples: u32,
-    /// Only colour was stored (depth and stencil are not judged).
-    pub colour_only: bool,
+    /// Stencil was not stored (and is not judged).
+    pub no_stencil: bool,
     /// Per pixel (row-major), per sample.
     pub ms: Vec<Sample>,
     /// Colour resolve, and the depth/stencil one where the path has it.
@@ -111,8 +111,8 @@ pub fn check(out: &Output, map: &Map, texel: (u32, u32)) -> Result<u64, String> 
             pixels.iter().all(|&(x, y)| {
                 (0..out.samples).all(|s| {
                     let (got, want) = (out.at(x, y, s), expected(c, s, inside(x, y)));
-                    if out.colour_only {
-                        got.0 == want.0
+                    if out.no_stencil {
+                        (got.0, got.1) == (want.0, want.1)
                     } else {
                         got == want
                     }
@@ -446,7 +446,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     } else {
         map_img.2
     };
-    let ds_store = if case.gpu_plan { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE };
+    let stencil_store = if case.gpu_plan { vk::AttachmentStoreOp::DONT_CARE } else { vk::AttachmentStoreOp::STORE };
     let colour_layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
     let ds_layout = vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL;
     let read_colour = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL;
@@ -498,7 +498,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     let dynamic = case.path == Path::Dynamic;
     let mut atts = vec![
         attachment(COLOUR, n, load, store, (colour_layout, read_colour)),
-        attachment(DEPTH, n, load, ds_store, (ds_layout, read_ds)),
+        attachment(DEPTH, n, load, store, (ds_layout, read_ds)).stencil_store_op(stencil_store),
     ];
     let mut views = vec![colour.2, depth.2];
     let a_cr = colour_resolve.map(|r| {
@@ -627,12 +627,11 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
                 gpu.image_from_undefined(cb, r.0, range(ds_aspect), ds_layout, all);
             }
             let att = |v: vk::ImageView, layout, resolve: Option<(vk::ImageView, vk::ResolveModeFlags)>| {
-                let colour = layout == colour_layout;
                 let mut a = vk::RenderingAttachmentInfo::default()
                     .image_view(v)
                     .image_layout(layout)
                     .load_op(load)
-                    .store_op(if colour { store } else { ds_store });
+                    .store_op(store);
                 if let Some((rv, mode)) = resolve {
                     a = a.resolve_mode(mode).resolve_image_view(rv).resolve_image_layout(layout);
                 }
@@ -640,6 +639,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
             };
             let colours = [att(colour.2, colour_layout, colour_resolve.map(|r| (r.2, vk::ResolveModeFlags::AVERAGE)))];
             let ds = att(depth.2, ds_layout, ds_resolve.map(|r| (r.2, vk::ResolveModeFlags::SAMPLE_ZERO)));
+            let stencil = ds.store_op(stencil_store);
             let mut fdm_info = vk::RenderingFragmentDensityMapAttachmentInfoEXT::default()
                 .image_view(map_view)
                 .image_layout(fdm_layout);
@@ -648,7 +648,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
                 .layer_count(1)
                 .color_attachments(&colours)
                 .depth_attachment(&ds)
-                .stencil_attachment(&ds)
+                .stencil_attachment(&stencil)
                 .push_next(&mut fdm_info);
             d.cmd_begin_rendering(cb, &info);
         } else {
@@ -754,7 +754,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
     }
     gpu.destroy_buffer(out);
     gpu.destroy_buffer(resolved);
-    Output { size, samples: n, colour_only: case.gpu_plan, ms: ms_out, resolve }
+    Output { size, samples: n, no_stencil: case.gpu_plan, ms: ms_out, resolve }
 }
 
 #[cfg(test)]
@@ -779,7 +779,7 @@ mod tests {
                 ms.extend((0..samples).map(|s| expected(c, s, inside(x, y))));
             }
         }
-        Output { size: VIEWPORT, samples, colour_only: false, ms, resolve: None }
+        Output { size: VIEWPORT, samples, no_stencil: false, ms, resolve: None }
     }
 
     fn asked(x: u32, y: u32) -> (u32, u32) {

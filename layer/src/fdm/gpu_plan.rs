@@ -98,6 +98,9 @@ pub struct Objects {
     up_array_fs: vk::ShaderModule,
     up_ms_fs: vk::ShaderModule,
     up_ms_array_fs: vk::ShaderModule,
+    /// The same four writing the fragment's depth (plain, layered,
+    /// multisampled, both).
+    up_depth_fs: [vk::ShaderModule; 4],
     /// Per colour format, whether the scratch target is layered, and its
     /// samples: the upscale's render pass and its pipeline per sample (one
     /// for a single-sampled target; per sample `i` one writing sample `i`
@@ -181,7 +184,11 @@ impl Objects {
             d.destroy_pipeline_layout(self.up_layout, None);
             d.destroy_descriptor_set_layout(self.up_set_layout, None);
             d.destroy_sampler(self.sampler, None);
-            for m in [self.up_vs, self.up_fs, self.up_array_fs, self.up_ms_fs, self.up_ms_array_fs] {
+            for m in [self.up_vs, self.up_fs, self.up_array_fs, self.up_ms_fs, self.up_ms_array_fs]
+                .iter()
+                .chain(&self.up_depth_fs)
+            {
+                let m = *m;
                 d.destroy_shader_module(m, None);
             }
         }
@@ -306,13 +313,24 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
             let fs = words(code);
             *module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
         }
+        let depth = [
+            overlap_shaders::fdm::UPSCALE_DEPTH_FRAG,
+            overlap_shaders::fdm::UPSCALE_DEPTH_ARRAY_FRAG,
+            overlap_shaders::fdm::UPSCALE_DEPTH_MS_FRAG,
+            overlap_shaders::fdm::UPSCALE_DEPTH_MS_ARRAY_FRAG,
+        ];
+        for (code, module) in depth.into_iter().zip(&mut o.up_depth_fs) {
+            let fs = words(code);
+            *module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&fs), None)?;
+        }
     }
     o.made = true;
     Ok(())
 }
 
-/// The upscale's render pass and pipelines for colour `format` at
+/// The upscale's render pass and pipelines for colour or depth `format` at
 /// `samples`, reading scratch targets that are layered or not (made once).
+/// A depth format's pass writes depth (test ALWAYS), its stencil kept.
 ///
 /// # Safety
 /// `d` is `f`'s device; [`make_common`] succeeded on `o`.
@@ -326,26 +344,32 @@ unsafe fn upscale_pipeline(
     if let Some(x) = o.up.get(&(format, layered, samples)) {
         return Ok(x.clone());
     }
-    let layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+    let depth = super::scratch::is_depth(format);
+    let layout = upscale_layout(depth).1;
     let att = [vk::AttachmentDescription::default()
         .format(format)
         .samples(samples)
         .load_op(vk::AttachmentLoadOp::LOAD)
         .store_op(vk::AttachmentStoreOp::STORE)
-        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
-        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .stencil_load_op(vk::AttachmentLoadOp::LOAD)
+        .stencil_store_op(vk::AttachmentStoreOp::STORE)
         .initial_layout(layout)
         .final_layout(layout)];
     let refs = [vk::AttachmentReference { attachment: 0, layout }];
-    let sub = [vk::SubpassDescription::default()
-        .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-        .color_attachments(&refs)];
+    let sub = [if depth {
+        vk::SubpassDescription::default()
+            .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+            .depth_stencil_attachment(&refs[0])
+    } else {
+        vk::SubpassDescription::default().pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS).color_attachments(&refs)
+    }];
     let ms = samples != vk::SampleCountFlags::TYPE_1;
-    let fs = match (layered, ms) {
-        (false, false) => o.up_fs,
-        (true, false) => o.up_array_fs,
-        (false, true) => o.up_ms_fs,
-        (true, true) => o.up_ms_array_fs,
+    let fs = match (depth, layered, ms) {
+        (false, false, false) => o.up_fs,
+        (false, true, false) => o.up_array_fs,
+        (false, false, true) => o.up_ms_fs,
+        (false, true, true) => o.up_ms_array_fs,
+        (true, l, m) => o.up_depth_fs[l as usize + 2 * m as usize],
     };
     let mut made = Upscale { render_pass: vk::RenderPass::null(), pipelines: Vec::new() };
     // SAFETY: create infos built here from locals; the modules and layout are the layer's own (make_common); what
@@ -368,16 +392,20 @@ unsafe fn upscale_pipeline(
             .cull_mode(vk::CullModeFlags::NONE)
             .line_width(1.0);
         let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
-        let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
+        let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(if depth { &[] } else { &blend });
         let dynamic = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
         let ds = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
+        let dss = vk::PipelineDepthStencilStateCreateInfo::default()
+            .depth_test_enable(true)
+            .depth_write_enable(true)
+            .depth_compare_op(vk::CompareOp::ALWAYS);
         for i in 0..samples.as_raw().max(1) {
             let mask = [1u32 << i];
             let mut msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(samples);
             if ms {
                 msi = msi.sample_mask(&mask);
             }
-            let info = vk::GraphicsPipelineCreateInfo::default()
+            let mut info = vk::GraphicsPipelineCreateInfo::default()
                 .stages(&stages)
                 .vertex_input_state(&vi)
                 .input_assembly_state(&ia)
@@ -389,6 +417,9 @@ unsafe fn upscale_pipeline(
                 .layout(o.up_layout)
                 .render_pass(made.render_pass)
                 .subpass(0);
+            if depth {
+                info = info.depth_stencil_state(&dss);
+            }
             let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e)?;
             made.pipelines.push(p[0]);
             if !ms {
@@ -409,6 +440,16 @@ unsafe fn upscale_pipeline(
     }
     o.up.insert((format, layered, samples), made.clone());
     Ok(made)
+}
+
+/// The layouts of the upscale: the scratch target's, sampled, and the real
+/// attachment's, drawn (a depth attachment's or a colour one's).
+fn upscale_layout(depth: bool) -> (vk::ImageLayout, vk::ImageLayout) {
+    if depth {
+        (vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL, vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+    } else {
+        (vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+    }
 }
 
 /// One region: its rectangle in framebuffer space and the row of its table
@@ -490,8 +531,8 @@ pub(super) fn unsupported(
         if ms && (a.load || a.store) && f.without_msaa {
             return Some("its density map is dynamic or deferred and a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
         }
-        if !colour && a.store {
-            return Some("its density map is dynamic or deferred and a depth/stencil attachment stores (the GPU plan's upscale draws colour only)".into());
+        if a.store_stencil {
+            return Some("its density map is dynamic or deferred and a stencil attachment stores (the GPU plan's upscale writes colour and depth only)".into());
         }
         // A multiview pass's attachments may be arrays (a layer per view).
         let array = view_mask != 0 && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
@@ -511,9 +552,14 @@ pub(super) fn unsupported(
         {
             return Some(format!("its density map is dynamic or deferred and {:?} cannot be blitted", a.format));
         }
-        if a.store && colour {
+        if a.store {
             // The upscale samples the scratch target (a multisampled one sample by sample).
-            let need = vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::COLOR_ATTACHMENT;
+            let attachment = if colour {
+                vk::FormatFeatureFlags::COLOR_ATTACHMENT
+            } else {
+                vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
+            };
+            let need = vk::FormatFeatureFlags::SAMPLED_IMAGE | attachment;
             if !feats.contains(need) || sampled(f, a).is_empty() {
                 return Some(format!(
                     "its density map is dynamic or deferred and {:?} at {:?} cannot be sampled and drawn by the GPU plan's upscale",
@@ -630,12 +676,8 @@ pub(super) unsafe fn replay_gpu(
     let per_region = nreg * (restored + pass.cmds.len() + 2);
     let per_draw = restored + pass.cmds.len() + runs.iter().map(|k| nreg * (k + 3) + 1).sum::<usize>();
     let by_draw = per_draw < per_region && !f.without_gpu_plan_by_draw;
-    let stored: Vec<usize> = atts
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.as_ref().is_some_and(|a| a.store && a.range.aspect_mask == vk::ImageAspectFlags::COLOR))
-        .map(|(i, _)| i)
-        .collect();
+    let stored: Vec<usize> =
+        atts.iter().enumerate().filter(|(_, a)| a.as_ref().is_some_and(|a| a.store)).map(|(i, _)| i).collect();
     // Region bounds for the upscale: column x starts then the end, row y starts then the end.
     let (mut xs, mut ys): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     for r in &regions {
@@ -767,11 +809,31 @@ pub(super) unsafe fn replay_gpu(
             let sets = d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
             )?;
+            let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
             for (set, t) in sets.iter().zip(&targets) {
+                // A depth/stencil scratch target is sampled through a view of its depth aspect.
+                let image_view = if depth {
+                    let range = vk::ImageSubresourceRange {
+                        aspect_mask: vk::ImageAspectFlags::DEPTH,
+                        base_mip_level: 0,
+                        level_count: 1,
+                        base_array_layer: 0,
+                        ..a.range
+                    };
+                    let info = vk::ImageViewCreateInfo::default()
+                        .image(t.images[i].unwrap())
+                        .view_type(a.view_type)
+                        .format(a.format)
+                        .subresource_range(range);
+                    owned.views.push(d.create_image_view(&info, None)?);
+                    *owned.views.last().unwrap()
+                } else {
+                    t.views[i].unwrap()
+                };
                 let ii = [vk::DescriptorImageInfo {
                     sampler: vk::Sampler::null(),
-                    image_view: t.views[i].unwrap(),
-                    image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+                    image_view,
+                    image_layout: upscale_layout(depth).0,
                 }];
                 d.update_descriptor_sets(
                     &[
@@ -949,11 +1011,12 @@ pub(super) unsafe fn replay_gpu(
         let mut t3 = Vec::new();
         for &i in &stored {
             let a = atts[i].as_ref().unwrap();
+            let (read, write) = upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
             for t in &targets {
-                t3.push(scratch(t, i, a.final_, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL));
+                t3.push(scratch(t, i, a.final_, read));
             }
-            t3.push(real(i, cur[i], vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL));
-            cur[i] = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+            t3.push(real(i, cur[i], write));
+            cur[i] = write;
         }
         barrier(f, cb, &t3);
         for (k, u) in up.iter().enumerate() {

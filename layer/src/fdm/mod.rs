@@ -445,6 +445,8 @@ pub struct Fdm {
     /// GPU plan's upscale of a multisampled attachment samples its scratch
     /// target.
     pub sampled_color_samples: vk::SampleCountFlags,
+    /// The same for depth images (the upscale of a stored depth attachment).
+    pub sampled_depth_samples: vk::SampleCountFlags,
     pub instance: ash::Instance,
     pub physical_device: vk::PhysicalDevice,
     /// Descriptor set layouts (plain ones) and sets, for shadow copies whose
@@ -575,6 +577,7 @@ impl Fdm {
         let limits = unsafe { instance.get_physical_device_properties(pd) }.limits;
         Fdm {
             sampled_color_samples: limits.sampled_image_color_sample_counts,
+            sampled_depth_samples: limits.sampled_image_depth_sample_counts,
             mode,
             below,
             images: Default::default(),

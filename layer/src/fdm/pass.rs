@@ -700,6 +700,8 @@ pub(super) struct Att {
     pub(super) view_type: vk::ImageViewType,
     pub(super) load: bool,
     pub(super) store: bool,
+    /// Its stencil aspect stores (a depth/stencil attachment's).
+    pub(super) store_stencil: bool,
     pub(super) initial: vk::ImageLayout,
     pub(super) final_: vk::ImageLayout,
 }
@@ -731,6 +733,7 @@ fn att_of(f: &Fdm, view: vk::ImageView) -> Option<Att> {
         view_type: v.view_type,
         load: false,
         store: false,
+        store_stencil: false,
         initial: vk::ImageLayout::UNDEFINED,
         final_: vk::ImageLayout::UNDEFINED,
     })
@@ -757,8 +760,9 @@ pub(super) fn attachments(
                 let depth_stencil = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
                 a.load = d.load_op == vk::AttachmentLoadOp::LOAD
                     || (depth_stencil && d.stencil_load_op == vk::AttachmentLoadOp::LOAD);
-                a.store = d.store_op == vk::AttachmentStoreOp::STORE
-                    || (depth_stencil && d.stencil_store_op == vk::AttachmentStoreOp::STORE);
+                a.store_stencil = a.range.aspect_mask.contains(vk::ImageAspectFlags::STENCIL)
+                    && d.stencil_store_op == vk::AttachmentStoreOp::STORE;
+                a.store = d.store_op == vk::AttachmentStoreOp::STORE || (depth_stencil && a.store_stencil);
                 a.initial = d.initial_layout;
                 a.final_ = d.final_layout;
                 out.push(Some(a));
@@ -770,47 +774,50 @@ pub(super) fn attachments(
         Begin::Rendering { colors, depth, stencil, map, map_layout, area, layers, view_mask, .. } => {
             let mut out = Vec::new();
             let mut seen = Vec::new();
-            let mut add = |a: &vk::RenderingAttachmentInfo, out: &mut Vec<Option<Att>>| -> Result<(), String> {
-                if a.image_view == vk::ImageView::null() {
-                    return Ok(());
-                }
-                // A view named twice (the depth and stencil attachments of
-                // one image) is one attachment, loaded or stored where either
-                // aspect is; so is a resolve view.
-                let (load, store) =
-                    (a.load_op == vk::AttachmentLoadOp::LOAD, a.store_op == vk::AttachmentStoreOp::STORE);
-                if let Some(x) = out.iter_mut().flatten().find(|x| x.view == a.image_view) {
-                    x.load |= load;
-                    x.store |= store;
-                } else if !seen.contains(&a.image_view) {
-                    seen.push(a.image_view);
-                    let mut x = att_of(f, a.image_view).ok_or("an attachment view the layer has not seen")?;
-                    (x.load, x.store) = (load, store);
-                    x.initial = a.image_layout;
-                    x.final_ = a.image_layout;
-                    out.push(Some(x));
-                }
-                if a.resolve_mode != vk::ResolveModeFlags::NONE
-                    && a.resolve_image_view != vk::ImageView::null()
-                    && !seen.contains(&a.resolve_image_view)
-                {
-                    seen.push(a.resolve_image_view);
-                    let mut r = att_of(f, a.resolve_image_view).ok_or("a resolve view the layer has not seen")?;
-                    r.store = true;
-                    r.initial = a.resolve_image_layout;
-                    r.final_ = a.resolve_image_layout;
-                    out.push(Some(r));
-                }
-                Ok(())
-            };
+            let mut add =
+                |a: &vk::RenderingAttachmentInfo, out: &mut Vec<Option<Att>>, stencil: bool| -> Result<(), String> {
+                    if a.image_view == vk::ImageView::null() {
+                        return Ok(());
+                    }
+                    // A view named twice (the depth and stencil attachments of
+                    // one image) is one attachment, loaded or stored where either
+                    // aspect is; so is a resolve view.
+                    let (load, store) =
+                        (a.load_op == vk::AttachmentLoadOp::LOAD, a.store_op == vk::AttachmentStoreOp::STORE);
+                    if let Some(x) = out.iter_mut().flatten().find(|x| x.view == a.image_view) {
+                        x.load |= load;
+                        x.store |= store;
+                        x.store_stencil |= stencil && store;
+                    } else if !seen.contains(&a.image_view) {
+                        seen.push(a.image_view);
+                        let mut x = att_of(f, a.image_view).ok_or("an attachment view the layer has not seen")?;
+                        (x.load, x.store, x.store_stencil) = (load, store, stencil && store);
+                        x.initial = a.image_layout;
+                        x.final_ = a.image_layout;
+                        out.push(Some(x));
+                    }
+                    if a.resolve_mode != vk::ResolveModeFlags::NONE
+                        && a.resolve_image_view != vk::ImageView::null()
+                        && !seen.contains(&a.resolve_image_view)
+                    {
+                        seen.push(a.resolve_image_view);
+                        let mut r = att_of(f, a.resolve_image_view).ok_or("a resolve view the layer has not seen")?;
+                        r.store = true;
+                        r.store_stencil = stencil;
+                        r.initial = a.resolve_image_layout;
+                        r.final_ = a.resolve_image_layout;
+                        out.push(Some(r));
+                    }
+                    Ok(())
+                };
             for c in colors {
-                add(c, &mut out)?;
+                add(c, &mut out, false)?;
             }
             if let Some(d) = depth {
-                add(d, &mut out)?;
+                add(d, &mut out, false)?;
             }
             if let Some(s) = stencil {
-                add(s, &mut out)?;
+                add(s, &mut out, true)?;
             }
             // The framebuffer of dynamic rendering: the render area's extent.
             let extent = (area.offset.x as u32 + area.extent.width, area.offset.y as u32 + area.extent.height);

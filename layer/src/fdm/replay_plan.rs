@@ -490,6 +490,7 @@ mod tests {
             view_type: vk::ImageViewType::TYPE_2D,
             load,
             store,
+            store_stencil: false,
             initial: L::COLOR_ATTACHMENT_OPTIMAL,
             final_: L::SHADER_READ_ONLY_OPTIMAL,
         }

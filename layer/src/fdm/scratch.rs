@@ -204,19 +204,35 @@ unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
     }
 }
 
-/// `SAMPLED` for a colour scratch target the GPU plan's upscale can read
-/// ([`super::gpu_plan`]): its format can be sampled, at its sample count.
+/// `SAMPLED` for a colour or depth scratch target the GPU plan's upscale
+/// can read ([`super::gpu_plan`]): its format can be sampled, at its sample
+/// count.
 pub(super) fn sampled(f: &Fdm, a: &Att) -> vk::ImageUsageFlags {
     let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
-    if colour
-        && !integer(a.format)
-        && (a.samples == vk::SampleCountFlags::TYPE_1 || f.sampled_color_samples.contains(a.samples))
+    let depth = a.range.aspect_mask.contains(vk::ImageAspectFlags::DEPTH);
+    let counts = if colour { f.sampled_color_samples } else { f.sampled_depth_samples };
+    if (colour && !integer(a.format) || depth)
+        && (a.samples == vk::SampleCountFlags::TYPE_1 || counts.contains(a.samples))
         && f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE)
     {
         vk::ImageUsageFlags::SAMPLED
     } else {
         vk::ImageUsageFlags::empty()
     }
+}
+
+/// A depth (or depth/stencil) format.
+pub(super) fn is_depth(format: vk::Format) -> bool {
+    use vk::Format as F;
+    matches!(
+        format,
+        F::D16_UNORM
+            | F::X8_D24_UNORM_PACK32
+            | F::D32_SFLOAT
+            | F::D16_UNORM_S8_UINT
+            | F::D24_UNORM_S8_UINT
+            | F::D32_SFLOAT_S8_UINT
+    )
 }
 
 /// An integer (unnormalized, unscaled) format: never filtered or drawn by
