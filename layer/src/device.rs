@@ -53,6 +53,9 @@ pub struct StateFns {
     pub line_khr: ash::khr::line_rasterization::DeviceFn,
     /// `vkCmdSetVertexInputEXT` (vertex input dynamic state, or shader objects).
     pub vertex_input: ash::ext::vertex_input_dynamic_state::DeviceFn,
+    /// The application's own conditional rendering (the density map's GPU
+    /// plan must not nest in it).
+    pub conditional: ash::ext::conditional_rendering::DeviceFn,
 }
 
 impl StateFns {
@@ -65,6 +68,7 @@ impl StateFns {
             line: ash::ext::line_rasterization::DeviceFn::load(&mut load),
             line_khr: ash::khr::line_rasterization::DeviceFn::load(&mut load),
             vertex_input: ash::ext::vertex_input_dynamic_state::DeviceFn::load(&mut load),
+            conditional: ash::ext::conditional_rendering::DeviceFn::load(&mut load),
         }
     }
 }

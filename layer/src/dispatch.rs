@@ -690,6 +690,16 @@ device_commands! {
         = PFN_vkDestroyQueryPool, down |dc| dc.fns.fp_v1_0().destroy_query_pool;
         [fdm_binned_slot => forget fdm::Fdm::forget_query_pool, ordered_slot => forget spinlock::ordered::forget_query_pool];
 
+    // The application's conditional rendering: the density map's GPU plan
+    // records its own scopes only outside it.
+    "vkCmdBeginConditionalRenderingEXT" fn cmd_begin_conditional_rendering(cb: vk::CommandBuffer,
+        info: *const vk::ConditionalRenderingBeginInfoEXT<'_>)
+        = PFN_vkCmdBeginConditionalRenderingEXT, down |dc| dc.state.conditional.cmd_begin_conditional_rendering_ext;
+        [fdm_binned_slot => own fdm::command_buffers::cmd_begin_conditional_rendering];
+    "vkCmdEndConditionalRenderingEXT" fn cmd_end_conditional_rendering(cb: vk::CommandBuffer)
+        = PFN_vkCmdEndConditionalRenderingEXT, down |dc| dc.state.conditional.cmd_end_conditional_rendering_ext;
+        [fdm_binned_slot => own fdm::command_buffers::cmd_end_conditional_rendering];
+
     // Dynamic state beyond Vulkan 1.3 (colour write enable, extended dynamic
     // state 2 and 3, line stipple): captured in a binned pass, so each replay
     // sees the value each draw saw.

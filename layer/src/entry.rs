@@ -1007,6 +1007,7 @@ unsafe extern "system" fn create_device(
                 fdm.without_gpu_plan = without.contains(&"gpu_plan");
                 fdm.without_compute_restore = without.contains(&"compute_restore");
                 fdm.without_gpu_plan_by_draw = without.contains(&"gpu_plan_by_draw");
+                fdm.without_app_conditional = without.contains(&"app_conditional");
                 // SAFETY: as for `below`: the layer enabled the extension on this device (`s.gpu_plan`), so the next
                 // layer resolves its commands; each pointer is of its command's type.
                 // SAFETY: each name resolves to the next layer's command of that name (or null), as `load_with`

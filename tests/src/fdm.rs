@@ -121,6 +121,10 @@ pub struct Scene<'a> {
     /// before each pass and dispatched after it without binding again
     /// ([`Rendered::marker`]).
     pub compute_marker: bool,
+    /// The pass is recorded inside the application's own conditional
+    /// rendering on a predicate of this value (the device enabled
+    /// `VK_EXT_conditional_rendering`).
+    pub app_conditional: Option<u32>,
 }
 
 impl<'a> Scene<'a> {
@@ -152,6 +156,7 @@ impl<'a> Scene<'a> {
             bind_once: false,
             map_write: None,
             compute_marker: false,
+            app_conditional: None,
         }
     }
 }
@@ -848,6 +853,12 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             d.destroy_shader_module(module, None);
             (buffer, set_layout, pool, set, layout, pipe)
         });
+        // The application's predicate.
+        let predicate = scene.app_conditional.map(|v| {
+            let b = gpu.buffer(4, vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT, true);
+            *(b.map as *mut u32) = v;
+            b
+        });
         let mut record_s = 0.0;
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
@@ -885,6 +896,11 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                 if let Some((_, _, _, set, layout, pipe)) = &marker {
                     d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, *pipe);
                     d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, *layout, 0, &[*set], &[]);
+                }
+                let conditional = gpu.conditional_rendering.as_ref().zip(predicate.as_ref());
+                if let Some((c, p)) = conditional {
+                    let info = vk::ConditionalRenderingBeginInfoEXT::default().buffer(p.buffer);
+                    (c.fp().cmd_begin_conditional_rendering_ext)(cb, &info);
                 }
                 if scene.path == Path::Dynamic {
                     let att =
@@ -1007,6 +1023,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
                     );
                 }
+                if let Some((c, _)) = conditional {
+                    (c.fp().cmd_end_conditional_rendering_ext)(cb);
+                }
                 if scene.stats {
                     d.cmd_end_query(cb, stats_pool, 0);
                 }
@@ -1037,7 +1056,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             v
         });
         gpu.destroy_buffer(readback);
-        if let Some(b) = map_source {
+        for b in [map_source, predicate].into_iter().flatten() {
             gpu.destroy_buffer(b);
         }
         gpu.destroy_buffer(count);

@@ -99,6 +99,9 @@ pub struct GpuOptions {
     /// Also enable VK_EXT_fragment_density_map_offset (and its feature)
     /// where listed.
     pub fdm_offset: bool,
+    /// Enable VK_EXT_conditional_rendering (the application's own, with its
+    /// feature) where listed.
+    pub conditional_rendering: bool,
     /// Enable the dynamic state beyond Vulkan 1.3 the driver lists: colour
     /// write enable, extended dynamic state 2 (logic op) and 3 (colour write
     /// mask), line rasterization (stippled lines), with the features they need.
@@ -138,6 +141,9 @@ pub struct Gpu {
     pub fdm: bool,
     /// VK_EXT_fragment_density_map_offset was enabled.
     pub fdm_offset: bool,
+    /// The application's VK_EXT_conditional_rendering
+    /// (`GpuOptions::conditional_rendering`).
+    pub conditional_rendering: Option<ash::ext::conditional_rendering::Device>,
     /// What `GpuOptions::dynamic_state` enabled.
     pub dynamic_state: DynamicStateSupport,
     /// A Vulkan 1.1 application using the KHR names (`GpuOptions::khr_1_1`).
@@ -359,6 +365,12 @@ impl Gpu {
         }
         let mut enable_fdm_offset =
             vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM::default().fragment_density_map_offset(true);
+        let conditional = opts.conditional_rendering && has(ash::ext::conditional_rendering::NAME);
+        if conditional {
+            exts.push(ash::ext::conditional_rendering::NAME.as_ptr());
+        }
+        let mut enable_conditional =
+            vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
         // Dynamic state beyond 1.3: what the driver lists and supports.
         let mut cwe = vk::PhysicalDeviceColorWriteEnableFeaturesEXT::default();
         let mut eds2 = vk::PhysicalDeviceExtendedDynamicState2FeaturesEXT::default();
@@ -464,6 +476,9 @@ impl Gpu {
         if fdm2.is_some() {
             info = info.push_next(&mut enable_fdm2);
         }
+        if conditional {
+            info = info.push_next(&mut enable_conditional);
+        }
         if fdm_offset {
             info = info.push_next(&mut enable_fdm_offset);
         }
@@ -503,6 +518,8 @@ impl Gpu {
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let second_queue = two_queues.then(|| unsafe { device.get_device_queue(queue_family, 1) });
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
+        let conditional_rendering =
+            conditional.then(|| ash::ext::conditional_rendering::Device::new(&instance, &device));
         Ok(Gpu {
             entry,
             instance,
@@ -522,6 +539,7 @@ impl Gpu {
             shader_object,
             fdm,
             fdm_offset,
+            conditional_rendering,
             dynamic_state,
             khr_1_1: opts.khr_1_1,
             properties: props,

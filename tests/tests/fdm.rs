@@ -135,6 +135,32 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
     }
 }
 
+/// An application that enables `VK_EXT_conditional_rendering` itself (as
+/// DXVK and vkd3d-proton do) still gets dynamic maps planned on the GPU: the
+/// layer shares the extension. A pass inside the application's own
+/// conditional rendering renders at 1x1 (the layer's scopes may not nest in
+/// it) and obeys the application's predicate (all shaded under 1, nothing
+/// under 0). Control: with the application's scope ignored
+/// (`debug_fdm_without=app_conditional`) the validation layer reports the
+/// nesting and the predicate is not obeyed.
+#[test]
+fn an_application_with_its_own_conditional_rendering_keeps_the_gpu_plan() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic", "app-conditional"])
+        .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+    o.assert_ok();
+    let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
+    assert_eq!(lines.count(), 3, "{}", o.stdout);
+    assert_eq!(o.stderr.matches("GPU plan:").count(), 4, "{}", o.stderr);
+    for line in ["fdm_dynamic app_predicate=1 wrong_pixels=0", "fdm_dynamic app_predicate=0 wrong_pixels=0"] {
+        assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
+    }
+    assert!(o.stderr.contains("the application's conditional rendering is active around it"), "{}", o.stderr);
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic", "app-conditional"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "app_conditional"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("VUID-vkCmdBeginConditionalRenderingEXT-None-01980"), "{}", o.stderr);
+}
+
 /// The negative control of the compute state: without the restore after the
 /// GPU plan's dispatch (`debug_fdm_without=compute_restore`) the
 /// application's dispatch after the pass runs the layer's pipeline.

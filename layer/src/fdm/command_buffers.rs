@@ -29,6 +29,10 @@ pub struct CbState {
     pub(super) snapshot: Snapshot,
     pub(super) pass: Option<Pass>,
     pub(super) active_queries: u32,
+    /// The application's conditional rendering is active (begun in it and
+    /// not ended), or inherited (a secondary begun with
+    /// `conditionalRenderingEnable`): the GPU plan's scopes may not nest in it.
+    pub(super) app_conditional: bool,
     /// Density-map image layouts this command buffer leaves behind.
     pub layouts: Vec<(vk::Image, vk::ImageLayout)>,
     /// Density-map images this command buffer may write (transfers, layout
@@ -179,6 +183,15 @@ pub unsafe fn begin_command_buffer(
     *s = CbState { secondary, pool, ..Default::default() };
     // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter: a valid info.
     let ci = unsafe { &*info };
+    if secondary && !ci.p_inheritance_info.is_null() {
+        // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00051: a valid inheritance info, its chain valid too.
+        let inherited = unsafe {
+            crate::pnext::find::<vk::CommandBufferInheritanceConditionalRenderingInfoEXT>(
+                (*ci.p_inheritance_info).p_next,
+            )
+        };
+        s.app_conditional = inherited.is_some_and(|c| c.conditional_rendering_enable == vk::TRUE);
+    }
     if secondary
         && f.mode == Mode::Binned
         && ci.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE)
@@ -468,6 +481,43 @@ pub unsafe fn cmd_begin_query(
         cb_state(f, cb).lock().active_queries += 1;
     }
     next()
+}
+
+/// `vkCmdBeginConditionalRenderingEXT`: the application's scope begins (a
+/// pass it is in goes live first: its replays would each need the scope).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdBeginConditionalRenderingEXT` call.
+pub unsafe fn cmd_begin_conditional_rendering(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    info: *const vk::ConditionalRenderingBeginInfoEXT<'_>,
+) {
+    let fp = dev.state.conditional.cmd_begin_conditional_rendering_ext;
+    // SAFETY: `cb` is the application's recording command buffer, held during its call.
+    if unsafe { unreplayable(dev, f, cb, "conditional rendering inside the pass") } {
+        return;
+    }
+    cb_state(f, cb).lock().app_conditional = true;
+    // SAFETY: the application's arguments of a valid call go down unchanged (the entry point is handed out only where
+    // the next layer has the command).
+    unsafe { fp(cb, info) }
+}
+
+/// `vkCmdEndConditionalRenderingEXT`: the application's scope ends.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdEndConditionalRenderingEXT` call.
+pub unsafe fn cmd_end_conditional_rendering(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
+    let fp = dev.state.conditional.cmd_end_conditional_rendering_ext;
+    // SAFETY: `cb` is the application's recording command buffer, held during its call.
+    if unsafe { unreplayable(dev, f, cb, "conditional rendering inside the pass") } {
+        return;
+    }
+    cb_state(f, cb).lock().app_conditional = false;
+    // SAFETY: as above.
+    unsafe { fp(cb) }
 }
 
 /// `vkCmdEndQuery` (a pass it is in goes live first).

@@ -35,8 +35,8 @@
 //! host plan). The region grid follows the first view's density offset, so
 //! its regions stay whole texels of that view. What cannot be covered renders at
 //! 1x1 as before (the reason logged once): no conditional rendering (the
-//! driver lacks it, the application enabled it itself, or it is a Vulkan 1.0
-//! application), several subpasses, input attachments, layered framebuffers
+//! driver lacks it, or it is a Vulkan 1.0 application), the application's
+//! own conditional rendering around the pass, several subpasses, input attachments, layered framebuffers
 //! (outside multiview), depth/stencil attachments that store, stored colour
 //! formats that cannot be sampled and drawn at their sample count (integer
 //! formats included), attachment views that are not 2D. A multisampled
@@ -515,7 +515,7 @@ pub(super) fn unsupported(
     layers: u32,
 ) -> Option<String> {
     if f.conditional.is_none() {
-        return Some("its density map is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, the application enabled it itself, or it is a Vulkan 1.0 application)".into());
+        return Some("its density map is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, or it is a Vulkan 1.0 application)".into());
     }
     if layers > 1 && view_mask == 0 {
         return Some("its density map is dynamic or deferred and its framebuffer is layered".into());

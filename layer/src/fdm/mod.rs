@@ -439,6 +439,10 @@ pub struct Fdm {
     /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
     /// whole pass per region and area (the other form, for the tests).
     pub without_gpu_plan_by_draw: bool,
+    /// `debug_fdm_without=app_conditional`: the GPU plan ignores the
+    /// application's conditional rendering around a pass (and nests its own
+    /// in it, which the spec forbids: a control).
+    pub without_app_conditional: bool,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     /// The sample counts of sampled colour images (non-integer formats): the
@@ -479,15 +483,17 @@ pub const CONDITIONAL_RENDERING: &CStr = c"VK_EXT_conditional_rendering";
 /// # Safety
 /// `info` must be a valid `VkDeviceCreateInfo`.
 /// With `conditional` (the driver has `VK_EXT_conditional_rendering` and its
-/// feature, mode `binned`), the layer enables it for the GPU plan unless the
-/// application enabled it itself (its own conditional rendering could be
-/// active around a pass: the layer's may not nest in it).
+/// feature, mode `binned`), the layer enables it for the GPU plan, with its
+/// `conditionalRendering` feature; where the application enabled the
+/// extension itself, the layer shares it (a pass inside the application's
+/// own conditional rendering renders at 1x1: the layer's scopes may not
+/// nest in it).
 pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> Result<StrippedFdm<'a>, StripError> {
     // SAFETY: the caller's guarantee: a valid create info.
     let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
     // SAFETY: as above.
     let (_, app_conditional) = unsafe { crate::ffi::extensions_without(info, CONDITIONAL_RENDERING) };
-    let gpu_plan = conditional && !app_conditional;
+    let gpu_plan = conditional;
     // FDM2 requires FDM (VUID-vkCreateDevice-ppEnabledExtensionNames-01387).
     // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter: each
     // name is a null-terminated UTF-8 string.
@@ -509,9 +515,19 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT);
     let mut kept = kept;
     if gpu_plan && enabled {
-        kept.push(CONDITIONAL_RENDERING.as_ptr());
+        if !app_conditional {
+            kept.push(CONDITIONAL_RENDERING.as_ptr());
+        }
+        // The application's inherited-conditional-rendering choice is kept.
+        let inherited = chain
+            .get::<vk::PhysicalDeviceConditionalRenderingFeaturesEXT>()
+            .is_some_and(|c| c.inherited_conditional_rendering == vk::TRUE);
         chain.remove(vk::StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
-        chain.push(&vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true));
+        chain.push(
+            &vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default()
+                .conditional_rendering(true)
+                .inherited_conditional_rendering(inherited),
+        );
     }
     let gpu_plan = gpu_plan && enabled;
     let mut out = StrippedFdm { info: *info, enabled, gpu_plan, _names: kept, _chain: chain };
@@ -607,6 +623,7 @@ impl Fdm {
             without_gpu_plan: false,
             without_compute_restore: false,
             without_gpu_plan_by_draw: false,
+            without_app_conditional: false,
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,

@@ -130,7 +130,7 @@ fn main() {
         "fdm-queues" => fdm_queues(&mut opts, &args[1..]),
         "fdm-dynamic-state" => fdm_dynamic_state(&mut opts, args.get(1).map(String::as_str) == Some("plain")),
         "fdm2" => fdm2(&mut opts),
-        "fdm-dynamic" => fdm_dynamic(&mut opts),
+        "fdm-dynamic" => fdm_dynamic(&mut opts, args[1..].iter().any(|a| a == "app-conditional")),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "pipeline-route" => pipeline_route(&mut opts, arg(&args, 1)),
         "fdm-client" => {
@@ -1060,12 +1060,16 @@ fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
 /// pixel's FragSizeEXT must be exactly the area the written map asks for
 /// (the 256x256 framebuffer has 8x8 texels of 32 pixels: one GPU-plan region
 /// per texel), which a plan made from the map at recording cannot give.
-fn fdm_dynamic(opts: &mut GpuOptions) -> Result<(), String> {
+fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Path, Scene};
     opts.fdm = true;
     opts.fdm2 = Some(true);
     opts.fdm_dynamic = true;
+    opts.conditional_rendering = app_conditional;
     let g = gpu(opts)?;
+    if app_conditional && g.conditional_rendering.is_none() {
+        return Err("the device lists no VK_EXT_conditional_rendering".into());
+    }
     let (min, max) = texel_limits(&g);
     let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
     let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
@@ -1131,6 +1135,31 @@ fn fdm_dynamic(opts: &mut GpuOptions) -> Result<(), String> {
             "the dispatch after the pass wrote {marker:?}, not 42: its compute pipeline or set was not left bound"
         ));
     }
+    // The application's own conditional rendering around a pass: the layer
+    // may not nest its scopes in it (the validation layer would report it),
+    // so that pass renders at 1x1, and it obeys the application's predicate:
+    // every pixel shaded 1x1 under a predicate of 1, none under 0 (only the
+    // clear).
+    if app_conditional {
+        for value in [1u32, 0] {
+            fdm::write_map(&g, img.0, &stale);
+            let s = Scene {
+                map_view: Some(view),
+                map_write: Some((img.0, &written)),
+                app_conditional: Some(value),
+                ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3)
+            };
+            let px = fdm::render(&g, &s);
+            let want = if value == 1 { 17 } else { 0 };
+            let wrong = px.iter().filter(|p| p[0] != want).count();
+            println!("fdm_dynamic app_predicate={value} wrong_pixels={wrong}");
+            if wrong > 0 {
+                result = Err(format!(
+                    "inside the application's conditional rendering (predicate {value}) {wrong} pixels are not {want}"
+                ));
+            }
+        }
+    }
     unsafe { g.device.destroy_image_view(view, None) };
     g.destroy_image(img);
     result
@@ -1159,6 +1188,7 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result
     }
     let (vs, vertices) = match geometry {
         "clipped" => (&include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..], 3),
+        "mirrored" => (&include_bytes!(concat!(env!("OUT_DIR"), "/mirrored.vert.spv"))[..], 54),
         _ => (&include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..], 6),
     };
     let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/multiview.frag.spv"))[..];
