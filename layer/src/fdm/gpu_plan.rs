@@ -36,8 +36,9 @@
 //! its regions stay whole texels of that view. What cannot be covered renders at
 //! 1x1 as before (the reason logged once): no conditional rendering (the
 //! driver lacks it, or it is a Vulkan 1.0 application), the application's
-//! own conditional rendering around the pass, several subpasses, input attachments, layered framebuffers
-//! (outside multiview), depth/stencil attachments that store, stored colour
+//! own conditional rendering around the pass, several subpasses, input
+//! attachments, layered framebuffers (outside multiview), stencil that
+//! stores (no stencil export in the upscale), stored colour
 //! formats that cannot be sampled and drawn at their sample count (integer
 //! formats included), attachment views that are not 2D. A multisampled
 //! attachment is scaled down by copies (every sample kept) and up by a draw
