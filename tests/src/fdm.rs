@@ -676,7 +676,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-        let (input_layout, input_pool, input_set) = gpu.descriptor_set(&input_binding);
+        // Render pass 2's input layout chains empty binding flags (as the CTS's layouts do): as plain as none.
+        let (input_layout, input_pool, input_set) =
+            gpu.descriptor_set_chained(&input_binding, scene.path == Path::RenderPass2);
         if let Some(f) = &first {
             let iinfo = [vk::DescriptorImageInfo {
                 sampler: vk::Sampler::null(),

@@ -866,15 +866,30 @@ impl Gpu {
         &self,
         bindings: &[vk::DescriptorSetLayoutBinding],
     ) -> (vk::DescriptorSetLayout, vk::DescriptorPool, vk::DescriptorSet) {
+        self.descriptor_set_chained(bindings, false)
+    }
+
+    /// [`Gpu::descriptor_set`], the layout made with `binding_flags`: a
+    /// `VkDescriptorSetLayoutBindingFlagsCreateInfo` whose flags are all
+    /// empty (what some programs always chain, the CTS among them).
+    pub fn descriptor_set_chained(
+        &self,
+        bindings: &[vk::DescriptorSetLayoutBinding],
+        binding_flags: bool,
+    ) -> (vk::DescriptorSetLayout, vk::DescriptorPool, vk::DescriptorSet) {
         let d = &self.device;
+        let flags = vec![vk::DescriptorBindingFlags::empty(); bindings.len()];
+        let mut chained = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&flags);
+        let mut info = vk::DescriptorSetLayoutCreateInfo::default().bindings(bindings);
+        if binding_flags {
+            info = info.push_next(&mut chained);
+        }
         let sizes: Vec<vk::DescriptorPoolSize> = bindings
             .iter()
             .map(|b| vk::DescriptorPoolSize { ty: b.descriptor_type, descriptor_count: b.descriptor_count })
             .collect();
         unsafe {
-            let set_layout = d
-                .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(bindings), None)
-                .unwrap();
+            let set_layout = d.create_descriptor_set_layout(&info, None).unwrap();
             let pool = d
                 .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
                 .unwrap();

@@ -206,7 +206,18 @@ impl Fdm {
     /// # Safety
     /// `ci` is the create info of `layout` (VUID-vkCreateDescriptorSetLayout-pCreateInfo-parameter).
     pub unsafe fn note_set_layout(&self, ci: &vk::DescriptorSetLayoutCreateInfo, layout: vk::DescriptorSetLayout) {
-        if ci.flags.is_empty() && ci.p_next.is_null() {
+        // A chain of nothing but binding flags that are all empty (what some programs, the CTS among them, always
+        // pass) is as plain as none.
+        // SAFETY: VUID-VkDescriptorSetLayoutCreateInfo-pNext-pNext: a valid chain; the binding flags structure's
+        // `pBindingFlags` holds `bindingCount` flags (VUID-VkDescriptorSetLayoutBindingFlagsCreateInfo-pBindingFlags-parameter).
+        let plain_chain = ci.p_next.is_null()
+            || unsafe {
+                let base = &*(ci.p_next as *const vk::BaseInStructure);
+                base.p_next.is_null()
+                    && crate::pnext::find::<vk::DescriptorSetLayoutBindingFlagsCreateInfo>(ci.p_next)
+                        .is_some_and(|b| slice(b.p_binding_flags, b.binding_count).iter().all(|f| f.is_empty()))
+            };
+        if ci.flags.is_empty() && plain_chain {
             // SAFETY: VUID-VkDescriptorSetLayoutCreateInfo-pBindings-parameter:
             // `pBindings` holds `bindingCount` valid bindings.
             let bindings = unsafe { slice(ci.p_bindings, ci.binding_count) }
