@@ -221,6 +221,9 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
                 if f.conditional.is_none() {
                     return Err("its density map view is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, or it is a Vulkan 1.0 application): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
                 }
+                if s.secondary {
+                    return Err("its density map view is dynamic or deferred and it is recorded in a secondary command buffer (the GPU plan's upscale begins render passes, which a secondary may not): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+                }
                 if s.app_conditional && !f.without_app_conditional {
                     return Err("its density map view is dynamic or deferred and the application's conditional rendering is active around it (the GPU plan's may not nest in it): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
                 }
