@@ -676,9 +676,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-        // Render pass 2's input layout chains empty binding flags (as the CTS's layouts do): as plain as none.
+        // Render pass 2's input layout chains empty binding flags (as the CTS's layouts do): as plain as none. (A
+        // Vulkan 1.1 application has no binding flags without VK_EXT_descriptor_indexing.)
         let (input_layout, input_pool, input_set) =
-            gpu.descriptor_set_chained(&input_binding, scene.path == Path::RenderPass2);
+            gpu.descriptor_set_chained(&input_binding, scene.path == Path::RenderPass2 && !gpu.khr_1_1);
         if let Some(f) = &first {
             let iinfo = [vk::DescriptorImageInfo {
                 sampler: vk::Sampler::null(),
