@@ -10,6 +10,7 @@ pub mod fdm_queues;
 pub mod fdm_shader_objects;
 pub mod harness;
 pub mod interlock;
+pub mod local_read;
 pub mod oit;
 pub mod oit_ordered;
 pub mod render;

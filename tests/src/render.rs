@@ -102,6 +102,8 @@ pub struct GpuOptions {
     /// Enable VK_EXT_conditional_rendering (the application's own, with its
     /// feature) where listed.
     pub conditional_rendering: bool,
+    /// Enable VK_KHR_dynamic_rendering_local_read (and multiview) where listed.
+    pub local_read: bool,
     /// Enable the dynamic state beyond Vulkan 1.3 the driver lists: colour
     /// write enable, extended dynamic state 2 (logic op) and 3 (colour write
     /// mask), line rasterization (stippled lines), with the features they need.
@@ -371,6 +373,12 @@ impl Gpu {
         }
         let mut enable_conditional =
             vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
+        let local_read = opts.local_read && has(ash::khr::dynamic_rendering_local_read::NAME);
+        if local_read {
+            exts.push(ash::khr::dynamic_rendering_local_read::NAME.as_ptr());
+        }
+        let mut enable_local_read =
+            vk::PhysicalDeviceDynamicRenderingLocalReadFeaturesKHR::default().dynamic_rendering_local_read(true);
         // Dynamic state beyond 1.3: what the driver lists and supports.
         let mut cwe = vk::PhysicalDeviceColorWriteEnableFeaturesEXT::default();
         let mut eds2 = vk::PhysicalDeviceExtendedDynamicState2FeaturesEXT::default();
@@ -478,6 +486,9 @@ impl Gpu {
         }
         if conditional {
             info = info.push_next(&mut enable_conditional);
+        }
+        if local_read {
+            info = info.push_next(&mut enable_local_read);
         }
         if fdm_offset {
             info = info.push_next(&mut enable_fdm_offset);

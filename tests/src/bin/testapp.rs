@@ -117,6 +117,7 @@ fn main() {
         "fdm-khr" => fdm_khr(&mut opts),
         "leak" => leak(&opts),
         "host-leak" => host_leak(),
+        "local-read-multiview" => local_read_multiview(&mut opts),
         "multiview-ladder" => multiview_ladder(
             &mut opts,
             args.get(1).map(String::as_str).unwrap_or("plain"),
@@ -1212,6 +1213,40 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result
         }
     }
     Ok(())
+}
+
+/// `local-read-multiview`: no density map. A multiview dynamic rendering
+/// with 2, 4 and 6 views (as the device allows) writes colour attachment 0,
+/// then copies it into attachment 1 through `VK_KHR_dynamic_rendering_local_read`
+/// after a by-region barrier, without and with `VIEW_LOCAL`
+/// (`overlap_tests::local_read`): the shape of the CTS's dynamic-rendering
+/// `render_copy` density-map cases, for the driver alone.
+fn local_read_multiview(opts: &mut GpuOptions) -> Result<(), String> {
+    opts.local_read = true;
+    let g = gpu(opts)?;
+    let mut props = vk::PhysicalDeviceMultiviewProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+    let listed = unsafe { g.instance.enumerate_device_extension_properties(g.pd) }.unwrap_or_default();
+    if !listed.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::khr::dynamic_rendering_local_read::NAME)) {
+        println!("local_read_multiview=unsupported: no VK_KHR_dynamic_rendering_local_read");
+        return Ok(());
+    }
+    let mut failed = Vec::new();
+    for views in [2u32, 4, 6].into_iter().filter(|v| *v <= props.max_multiview_view_count) {
+        for view_local in [false, true] {
+            let wrong = overlap_tests::local_read::render(&g, views, view_local);
+            println!("local_read_multiview views={views} view_local={view_local} wrong_pixels_per_view={wrong:?}");
+            if wrong.iter().any(|w| *w > 0) {
+                failed.push(format!("{views} views (view_local {view_local})"));
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("views lost in: {}", failed.join(", ")))
+    }
 }
 
 /// `leak`: a planted leak — a buffer and its memory never destroyed before
