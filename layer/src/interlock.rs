@@ -79,8 +79,22 @@ pub unsafe fn strip<'a>(
     // (VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter,
     // VUID-VkDeviceCreateInfo-pNext-pNext).
     let (kept, extension_enabled) = unsafe { crate::ffi::extensions_without(info, INTERLOCK_EXTENSION) };
-    // SAFETY: as above.
-    let mut chain = unsafe { Chain::copy(info.p_next) }.map_err(StripError::Unknown)?;
+    // SAFETY: as above; the chain is alive for the call.
+    let mut chain = unsafe { Chain::copy_prefix(info.p_next) };
+    // What this strip reads, removes or edits must lie before any structure the layer cannot copy (a newer
+    // extension's, after them, is linked as it is).
+    let edited = [
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT,
+        vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+        vk::StructureType::PHYSICAL_DEVICE_SHADER_DEMOTE_TO_HELPER_INVOCATION_FEATURES,
+        vk::StructureType::PHYSICAL_DEVICE_FEATURES_2,
+    ];
+    if edited.iter().any(|t| chain.tail_contains(*t)) {
+        // SAFETY: as above.
+        if let Err(e) = unsafe { Chain::copy(info.p_next) } {
+            return Err(StripError::Unknown(e));
+        }
+    }
     let (mut pixel, mut sample, mut rate) = (false, false, false);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>() {
         rate = f.fragment_shader_shading_rate_interlock == vk::TRUE;

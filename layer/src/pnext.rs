@@ -8,7 +8,9 @@
 //! lets the caller edit the list, and links the copies on demand. The size of
 //! each structure comes from the generated table of every structure `ash`
 //! knows; a chain holding an unknown structure cannot be copied, and the
-//! caller falls back with a logged reason.
+//! caller falls back with a logged reason — or, with [`Chain::copy_prefix`],
+//! the copy stops at the first unknown structure and links the rest of the
+//! application's chain as it is (what can be edited is the known prefix).
 
 use crate::generated::struct_sizes::struct_size;
 use ash::vk;
@@ -20,9 +22,22 @@ struct Node {
     words: Vec<u64>,
 }
 
+/// The size of a structure the layer can copy: one of ash's, or the loader's
+/// create info (which the loader chains into instance and device create infos).
+fn copied_size(s_type: vk::StructureType) -> Option<usize> {
+    struct_size(s_type).or_else(|| {
+        (s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO
+            || s_type == vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
+            .then_some(std::mem::size_of::<crate::ffi::LayerDeviceCreateInfo>())
+    })
+}
+
 #[derive(Default)]
 pub struct Chain {
     nodes: Vec<Node>,
+    /// The application's chain from its first unknown structure on, linked
+    /// after the copies as it is ([`Chain::copy_prefix`]).
+    tail: Option<std::ptr::NonNull<c_void>>,
 }
 
 /// A structure the layer does not know the size of.
@@ -54,13 +69,7 @@ impl Chain {
             // VkBaseInStructure header (the caller's guarantee; the
             // "VUID-…-pNext-pNext" valid usage of the structure it extends).
             let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
-            let size = struct_size(base.s_type)
-                .or_else(|| {
-                    (base.s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO
-                        || base.s_type == vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
-                        .then_some(std::mem::size_of::<crate::ffi::LayerDeviceCreateInfo>())
-                })
-                .ok_or(UnknownStructure(base.s_type))?;
+            let size = copied_size(base.s_type).ok_or(UnknownStructure(base.s_type))?;
             let mut words = vec![0u64; size.div_ceil(8)];
             // SAFETY: the structure at `p_next` has sType `base.s_type`, whose
             // size is `size` (the generated table of ash's structures, or the
@@ -70,7 +79,57 @@ impl Chain {
             nodes.push(Node { s_type: base.s_type, words });
             p_next = base.p_next as *const c_void;
         }
-        Ok(Chain { nodes })
+        Ok(Chain { nodes, tail: None })
+    }
+
+    /// Copies the chain starting at `p_next` up to its first structure of
+    /// unknown size; that structure and the rest stay the application's,
+    /// linked after the copies (read them with [`Chain::tail_contains`]).
+    ///
+    /// # Safety
+    /// `p_next` must be a valid `pNext` chain, alive while the chain's head
+    /// is used.
+    pub unsafe fn copy_prefix(mut p_next: *const c_void) -> Chain {
+        let mut known = p_next;
+        let mut n = 0;
+        while !known.is_null() {
+            // SAFETY: the caller's guarantee: a valid chain of structures starting with the VkBaseInStructure header.
+            let base = unsafe { &*(known as *const vk::BaseInStructure) };
+            if copied_size(base.s_type).is_none() {
+                break;
+            }
+            n += 1;
+            known = base.p_next as *const c_void;
+        }
+        let mut nodes = Vec::with_capacity(n);
+        for _ in 0..n {
+            // SAFETY: as above; each of these `n` structures has a known size (checked just above).
+            let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
+            let size = copied_size(base.s_type).unwrap_or(0);
+            let mut words = vec![0u64; size.div_ceil(8)];
+            // SAFETY: the structure at `p_next` is `size` bytes (the generated table); `words` is a fresh Vec of at
+            // least `size` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(p_next as *const u8, words.as_mut_ptr() as *mut u8, size) };
+            nodes.push(Node { s_type: base.s_type, words });
+            p_next = base.p_next as *const c_void;
+        }
+        Chain { nodes, tail: std::ptr::NonNull::new(known as *mut c_void) }
+    }
+
+    /// Whether the application's part of the chain (after its first unknown
+    /// structure, [`Chain::copy_prefix`]) holds a structure of `s_type`,
+    /// which the copy cannot remove or edit.
+    pub fn tail_contains(&self, s_type: vk::StructureType) -> bool {
+        let mut p = self.tail.map_or(std::ptr::null(), |t| t.as_ptr() as *const c_void);
+        while !p.is_null() {
+            // SAFETY: the tail is the rest of the valid chain given to `copy_prefix` (its caller's guarantee).
+            let base = unsafe { &*(p as *const vk::BaseInStructure) };
+            if base.s_type == s_type {
+                return true;
+            }
+            p = base.p_next as *const c_void;
+        }
+        false
     }
 
     pub fn contains(&self, s_type: vk::StructureType) -> bool {
@@ -118,14 +177,18 @@ impl Chain {
     /// The pointer stays valid until the chain is edited or dropped.
     pub fn head(&mut self) -> *const c_void {
         let ptrs: Vec<*mut u64> = self.nodes.iter_mut().map(|n| n.words.as_mut_ptr()).collect();
+        let tail = self.tail.map_or(std::ptr::null_mut(), |t| t.as_ptr() as *mut u64);
+        if ptrs.is_empty() {
+            return tail as *const c_void;
+        }
         for (i, p) in ptrs.iter().enumerate() {
-            let next = ptrs.get(i + 1).copied().unwrap_or(std::ptr::null_mut());
+            let next = ptrs.get(i + 1).copied().unwrap_or(tail);
             // SAFETY: every node is a copied Vulkan structure, which starts
             // with the VkBaseOutStructure header; `*p` points into a live
             // node's Vec (`ptrs` was just taken from `self.nodes`).
             unsafe { (*(*p as *mut vk::BaseOutStructure)).p_next = next as *mut vk::BaseOutStructure };
         }
-        ptrs.first().map(|p| *p as *const c_void).unwrap_or(std::ptr::null())
+        ptrs[0] as *const c_void
     }
 }
 
@@ -212,6 +275,39 @@ pub unsafe fn without_output<R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_copy_edits_what_precedes_an_unknown_structure() {
+        let mut a = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default();
+        // A structure no table knows (a made-up sType), then a known one after it.
+        let mut c = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
+        let mut unknown = vk::BaseOutStructure {
+            s_type: vk::StructureType::from_raw(1_000_999_000),
+            p_next: &mut c as *mut _ as *mut vk::BaseOutStructure,
+            ..Default::default()
+        };
+        a.p_next = &mut unknown as *mut _ as *mut c_void;
+        let info = vk::DeviceCreateInfo { p_next: &a as *const _ as *const c_void, ..Default::default() };
+        // SAFETY: `info`'s chain links the live structures above.
+        assert!(unsafe { Chain::copy(info.p_next) }.is_err());
+        // SAFETY: as above.
+        let mut chain = unsafe { Chain::copy_prefix(info.p_next) };
+        assert!(chain.tail_contains(vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_3_FEATURES));
+        assert!(!chain.tail_contains(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT));
+        assert!(chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT));
+        chain.push(&vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true));
+        let head = chain.head();
+        // SAFETY: the copies (alive with `chain`) then the application's unknown structure and the one after it.
+        unsafe {
+            assert!(find::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(head).is_none());
+            assert!(find::<vk::PhysicalDeviceConditionalRenderingFeaturesEXT>(head).is_some());
+            assert_eq!(find::<vk::PhysicalDeviceVulkan13Features>(head).unwrap().dynamic_rendering, vk::TRUE);
+        }
+        // Nothing known before the unknown structure: the head is the application's chain.
+        // SAFETY: as above.
+        let mut only = unsafe { Chain::copy_prefix(&unknown as *const _ as *const c_void) };
+        assert_eq!(only.head(), &unknown as *const _ as *const c_void);
+    }
 
     #[test]
     fn copy_edit_and_relink() {

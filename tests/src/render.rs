@@ -104,6 +104,10 @@ pub struct GpuOptions {
     pub conditional_rendering: bool,
     /// Enable VK_KHR_dynamic_rendering_local_read (and multiview) where listed.
     pub local_read: bool,
+    /// Chain a structure no layer or driver knows (a made-up sType) into the
+    /// device create info: `Some(true)` at the end of the chain (after the
+    /// density-map features), `Some(false)` at its head (before them).
+    pub unknown_structure: Option<bool>,
     /// Enable the dynamic state beyond Vulkan 1.3 the driver lists: colour
     /// write enable, extended dynamic state 2 (logic op) and 3 (colour write
     /// mask), line rasterization (stippled lines), with the features they need.
@@ -504,6 +508,27 @@ impl Gpu {
         }
         if dynamic_state.line_stipple.is_some() {
             info = info.push_next(&mut enable_lines);
+        }
+        let mut unknown =
+            vk::BaseOutStructure { s_type: vk::StructureType::from_raw(1_000_999_000), ..Default::default() };
+        match opts.unknown_structure {
+            Some(false) => {
+                unknown.p_next = info.p_next as *mut vk::BaseOutStructure;
+                info.p_next = &unknown as *const _ as *const c_void;
+            }
+            Some(true) => unsafe {
+                // The chain's structures are the locals above: the last one's pNext goes to the unknown one.
+                let mut p = info.p_next as *mut vk::BaseOutStructure;
+                if p.is_null() {
+                    info.p_next = &unknown as *const _ as *const c_void;
+                } else {
+                    while !(*p).p_next.is_null() {
+                        p = (*p).p_next;
+                    }
+                    (*p).p_next = &mut unknown;
+                }
+            },
+            None => {}
         }
         let device = if opts.khr_1_1 {
             let mut raw = vk::Device::null();

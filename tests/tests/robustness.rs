@@ -339,3 +339,21 @@ fn a_device_loss_in_the_map_read_reaches_the_application() {
         assert!(!o.stderr.contains("panicked"), "{command}: {}", o.stderr);
     }
 }
+
+/// A device create info chaining a structure no one knows (a newer
+/// extension's; the CTS chains such) after the density-map features: the
+/// layer strips what it must from the part it can copy and links the rest as
+/// it is — the device is created and renders coarsely. Before the features
+/// (the control) they cannot be removed: the create info goes down unchanged,
+/// logged, and lavapipe refuses the feature it lacks.
+#[test]
+fn an_unknown_structure_after_the_density_map_features_is_linked_as_it_is() {
+    let o = run(&mut app(Layers::Overlap, &["fdm-unknown-structure", "after"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("fdm_unknown_structure position=after device=created coarse_pixels="), "{}", o.stdout);
+    assert!(!o.stderr.contains("the density map cannot be stripped"), "{}", o.stderr);
+    let o = run(&mut app(Layers::Overlap, &["fdm-unknown-structure", "before"]));
+    assert_ne!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("the density map cannot be stripped"), "{}", o.stderr);
+    assert!(o.stdout.contains("device=failed"), "{}", o.stdout);
+}

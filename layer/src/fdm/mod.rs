@@ -505,8 +505,22 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
             n != EXTENSION2 && !OFFSET_EXTENSIONS.contains(&n)
         })
         .collect();
-    // SAFETY: VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain.
-    let mut chain = unsafe { Chain::copy(info.p_next) }.map_err(StripError::Unknown)?;
+    // SAFETY: VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain, alive for the call.
+    let mut chain = unsafe { Chain::copy_prefix(info.p_next) };
+    // What this strip removes or replaces must lie before any structure the layer cannot copy (a newer extension's,
+    // after them in the chain, is linked as it is).
+    let edited = [
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT,
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT,
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM,
+        vk::StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT,
+    ];
+    if edited.iter().any(|t| chain.tail_contains(*t)) {
+        // SAFETY: as above.
+        if let Err(e) = unsafe { Chain::copy(info.p_next) } {
+            return Err(StripError::Unknown(e));
+        }
+    }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT);
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>() {

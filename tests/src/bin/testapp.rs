@@ -31,11 +31,13 @@ fn usage() -> ! {
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
-         fdm-dynamic                a dynamic density map the GPU writes in the same command buffer: the areas follow it\n  \
-         multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped]  a plain two-view draw, one layer feature at a time\n  \
-         fdm-multiview [quick]      per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
-         fdm-offset                 VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
-         fdm-msaa                   multisampled attachments loading and storing in a density-map pass: every sample judged\n  \
+         fdm-dynamic [app-conditional]  a dynamic density map the GPU writes in the same command buffer: the areas follow it (app-conditional: the application enables conditional rendering itself)\n  \
+         multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped|mirrored]  a plain two-view draw, one layer feature at a time (mirrored: the CTS's mesh)
+  local-read-multiview       no density map: a multiview local-read copy inside one dynamic rendering, 2/4/6 views
+  fdm-unknown-structure after|before  the density-map device with an unknown structure chained after or before its features\n  \
+         fdm-multiview [quick] [dynamic]  per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
+         fdm-offset [dynamic]       VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
+         fdm-msaa [dynamic]         multisampled attachments loading and storing in a density-map pass: every sample judged\n  \
          fdm-library                FragSizeEXT in a fragment-shader pipeline library, linked fast and with link-time optimization\n  \
          fdm-shader-objects         FragSizeEXT in a fragment shader object, alone or linked, bound in or before the pass\n  \
          fdm-queues [W H ROUNDS REPEATS] two command buffers' density-map passes on one target, on two queues at once\n  \
@@ -118,6 +120,7 @@ fn main() {
         "leak" => leak(&opts),
         "host-leak" => host_leak(),
         "local-read-multiview" => local_read_multiview(&mut opts),
+        "fdm-unknown-structure" => fdm_unknown_structure(&mut opts, args.get(1).map(String::as_str) == Some("after")),
         "multiview-ladder" => multiview_ladder(
             &mut opts,
             args.get(1).map(String::as_str).unwrap_or("plain"),
@@ -1247,6 +1250,43 @@ fn local_read_multiview(opts: &mut GpuOptions) -> Result<(), String> {
     } else {
         Err(format!("views lost in: {}", failed.join(", ")))
     }
+}
+
+/// `fdm-unknown-structure after|before`: the density-map device with a
+/// structure nobody knows chained into its create info (a newer extension's,
+/// as the CTS chains). After the density-map features, the layer strips what
+/// it must from the known part and links the rest as it is: the device is
+/// created and a pass renders coarsely. Before them, the features cannot be
+/// removed (the unknown structure cannot be copied): the create info goes
+/// down unchanged, logged, and the driver refuses the extension it lacks.
+fn fdm_unknown_structure(opts: &mut GpuOptions, after: bool) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    opts.fdm = true;
+    opts.unknown_structure = Some(after);
+    let position = if after { "after" } else { "before" };
+    let g = match gpu(opts) {
+        Ok(g) => g,
+        Err(e) => {
+            println!("fdm_unknown_structure position={position} device=failed");
+            return Err(e);
+        }
+    };
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let size = (256u32, 256u32);
+    let map = Map { width: 8, height: 8, texels: fdm::regions(8, 8) };
+    let texel = (fdm::texel_size(size.0, 8, min.width, max.width), fdm::texel_size(size.1, 8, min.height, max.height));
+    let px = fdm::render(&g, &Scene { map: Some(&map), ..Scene::new(Path::RenderPass, size, vs, fs, 3) });
+    let (coarse, _) = fdm::check_sizes(&px, size, &map, texel)?;
+    println!("fdm_unknown_structure position={position} device=created coarse_pixels={coarse}");
+    if coarse == 0 {
+        return Err("nothing was shaded coarsely".into());
+    }
+    Ok(())
 }
 
 /// `leak`: a planted leak — a buffer and its memory never destroyed before
