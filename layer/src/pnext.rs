@@ -116,6 +116,14 @@ impl Chain {
         Chain { nodes, tail: std::ptr::NonNull::new(known as *mut c_void) }
     }
 
+    /// The first structure of type `T` in the application's part of the
+    /// chain ([`Chain::copy_prefix`]): readable, not editable.
+    pub fn tail_find<T: vk::TaggedStructure>(&self) -> Option<&T> {
+        let tail = self.tail?;
+        // SAFETY: the tail is the rest of the valid chain given to `copy_prefix` (its caller's guarantee).
+        unsafe { find::<T>(tail.as_ptr() as *const c_void) }
+    }
+
     /// Whether the application's part of the chain (after its first unknown
     /// structure, [`Chain::copy_prefix`]) holds a structure of `s_type`,
     /// which the copy cannot remove or edit.

@@ -507,15 +507,25 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
         .collect();
     // SAFETY: VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain, alive for the call.
     let mut chain = unsafe { Chain::copy_prefix(info.p_next) };
-    // What this strip removes or replaces must lie before any structure the layer cannot copy (a newer extension's,
-    // after them in the chain, is linked as it is).
-    let edited = [
-        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT,
-        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT,
-        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM,
-        vk::StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT,
-    ];
-    if edited.iter().any(|t| chain.tail_contains(*t)) {
+    // What this strip must remove lies before any structure the layer cannot copy (a newer extension's, after
+    // them in the chain, is linked as it is); a density-map feature structure after one is left in place where it
+    // asks for nothing (a driver ignores structures of extensions it lacks; asking for a feature it would refuse).
+    // (fragmentDensityMap, fragmentDensityMapDynamic, fragmentDensityMapNonSubsampledImages) of a structure there.
+    let tail_fdm = chain.tail_find::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>().map(|f| {
+        (
+            f.fragment_density_map == vk::TRUE,
+            f.fragment_density_map_dynamic == vk::TRUE,
+            f.fragment_density_map_non_subsampled_images == vk::TRUE,
+        )
+    });
+    let tail_asks = tail_fdm.is_some_and(|(a, b, c)| a || b || c)
+        || chain
+            .tail_find::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>()
+            .is_some_and(|f| f.fragment_density_map_deferred == vk::TRUE)
+        || chain
+            .tail_find::<vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM>()
+            .is_some_and(|f| f.fragment_density_map_offset == vk::TRUE);
+    if tail_asks {
         // SAFETY: as above.
         if let Err(e) = unsafe { Chain::copy(info.p_next) } {
             return Err(StripError::Unknown(e));
@@ -523,25 +533,38 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT);
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM);
-    if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>() {
-        enabled &= f.fragment_density_map == vk::TRUE || f.fragment_density_map_non_subsampled_images == vk::TRUE;
+    let asked = chain
+        .get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>()
+        .map(|f| f.fragment_density_map == vk::TRUE || f.fragment_density_map_non_subsampled_images == vk::TRUE)
+        .or(tail_fdm.map(|(a, _, c)| a || c));
+    if let Some(asked) = asked {
+        enabled &= asked;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT);
     let mut kept = kept;
+    let mut gpu_plan = gpu_plan;
     if gpu_plan && enabled {
-        if !app_conditional {
-            kept.push(CONDITIONAL_RENDERING.as_ptr());
+        let tail_conditional =
+            chain.tail_find::<vk::PhysicalDeviceConditionalRenderingFeaturesEXT>().map(|c| c.conditional_rendering);
+        match tail_conditional {
+            // The application's structure, out of reach: on already, or the GPU plan goes without.
+            Some(on) => gpu_plan = on == vk::TRUE && app_conditional,
+            None => {
+                if !app_conditional {
+                    kept.push(CONDITIONAL_RENDERING.as_ptr());
+                }
+                // The application's inherited-conditional-rendering choice is kept.
+                let inherited = chain
+                    .get::<vk::PhysicalDeviceConditionalRenderingFeaturesEXT>()
+                    .is_some_and(|c| c.inherited_conditional_rendering == vk::TRUE);
+                chain.remove(vk::StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
+                chain.push(
+                    &vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default()
+                        .conditional_rendering(true)
+                        .inherited_conditional_rendering(inherited),
+                );
+            }
         }
-        // The application's inherited-conditional-rendering choice is kept.
-        let inherited = chain
-            .get::<vk::PhysicalDeviceConditionalRenderingFeaturesEXT>()
-            .is_some_and(|c| c.inherited_conditional_rendering == vk::TRUE);
-        chain.remove(vk::StructureType::PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
-        chain.push(
-            &vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default()
-                .conditional_rendering(true)
-                .inherited_conditional_rendering(inherited),
-        );
     }
     let gpu_plan = gpu_plan && enabled;
     let mut out = StrippedFdm { info: *info, enabled, gpu_plan, _names: kept, _chain: chain };
