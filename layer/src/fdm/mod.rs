@@ -525,7 +525,8 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
         || chain
             .tail_find::<vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM>()
             .is_some_and(|f| f.fragment_density_map_offset == vk::TRUE);
-    if tail_asks {
+    // (Without the extension enabled nothing needs removing: those bits are the application's own mistake.)
+    if tail_asks && enabled {
         // SAFETY: as above.
         if let Err(e) = unsafe { Chain::copy(info.p_next) } {
             return Err(StripError::Unknown(e));
