@@ -90,10 +90,7 @@ pub unsafe fn strip<'a>(
         vk::StructureType::PHYSICAL_DEVICE_FEATURES_2,
     ];
     if edited.iter().any(|t| chain.tail_contains(*t)) {
-        // SAFETY: as above.
-        if let Err(e) = unsafe { Chain::copy(info.p_next) } {
-            return Err(StripError::Unknown(e));
-        }
+        chain.tail_error()?;
     }
     let (mut pixel, mut sample, mut rate) = (false, false, false);
     if let Some(f) = chain.get::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>() {

@@ -62,24 +62,11 @@ impl Chain {
     ///
     /// # Safety
     /// `p_next` must be a valid `pNext` chain.
-    pub unsafe fn copy(mut p_next: *const c_void) -> Result<Chain, UnknownStructure> {
-        let mut nodes = Vec::new();
-        while !p_next.is_null() {
-            // SAFETY: every structure of a valid pNext chain starts with the
-            // VkBaseInStructure header (the caller's guarantee; the
-            // "VUID-…-pNext-pNext" valid usage of the structure it extends).
-            let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
-            let size = copied_size(base.s_type).ok_or(UnknownStructure(base.s_type))?;
-            let mut words = vec![0u64; size.div_ceil(8)];
-            // SAFETY: the structure at `p_next` has sType `base.s_type`, whose
-            // size is `size` (the generated table of ash's structures, or the
-            // loader's create-info layout); `words` is a fresh Vec of at
-            // least `size` bytes, so the ranges are valid and disjoint.
-            unsafe { std::ptr::copy_nonoverlapping(p_next as *const u8, words.as_mut_ptr() as *mut u8, size) };
-            nodes.push(Node { s_type: base.s_type, words });
-            p_next = base.p_next as *const c_void;
-        }
-        Ok(Chain { nodes, tail: None })
+    pub unsafe fn copy(p_next: *const c_void) -> Result<Chain, UnknownStructure> {
+        // SAFETY: the caller's guarantee.
+        let chain = unsafe { Chain::copy_prefix(p_next) };
+        chain.tail_error()?;
+        Ok(chain)
     }
 
     /// Copies the chain starting at `p_next` up to its first structure of
@@ -90,30 +77,34 @@ impl Chain {
     /// `p_next` must be a valid `pNext` chain, alive while the chain's head
     /// is used.
     pub unsafe fn copy_prefix(mut p_next: *const c_void) -> Chain {
-        let mut known = p_next;
-        let mut n = 0;
-        while !known.is_null() {
-            // SAFETY: the caller's guarantee: a valid chain of structures starting with the VkBaseInStructure header.
-            let base = unsafe { &*(known as *const vk::BaseInStructure) };
-            if copied_size(base.s_type).is_none() {
-                break;
-            }
-            n += 1;
-            known = base.p_next as *const c_void;
-        }
-        let mut nodes = Vec::with_capacity(n);
-        for _ in 0..n {
-            // SAFETY: as above; each of these `n` structures has a known size (checked just above).
+        let mut nodes = Vec::new();
+        while !p_next.is_null() {
+            // SAFETY: every structure of a valid pNext chain starts with the
+            // VkBaseInStructure header (the caller's guarantee; the
+            // "VUID-…-pNext-pNext" valid usage of the structure it extends).
             let base = unsafe { &*(p_next as *const vk::BaseInStructure) };
-            let size = copied_size(base.s_type).unwrap_or(0);
+            let Some(size) = copied_size(base.s_type) else { break };
             let mut words = vec![0u64; size.div_ceil(8)];
-            // SAFETY: the structure at `p_next` is `size` bytes (the generated table); `words` is a fresh Vec of at
-            // least `size` bytes.
+            // SAFETY: the structure at `p_next` has sType `base.s_type`, whose
+            // size is `size` (the generated table of ash's structures, or the
+            // loader's create-info layout); `words` is a fresh Vec of at
+            // least `size` bytes, so the ranges are valid and disjoint.
             unsafe { std::ptr::copy_nonoverlapping(p_next as *const u8, words.as_mut_ptr() as *mut u8, size) };
             nodes.push(Node { s_type: base.s_type, words });
             p_next = base.p_next as *const c_void;
         }
-        Chain { nodes, tail: std::ptr::NonNull::new(known as *mut c_void) }
+        Chain { nodes, tail: std::ptr::NonNull::new(p_next as *mut c_void) }
+    }
+
+    /// The first structure the copy stopped at ([`Chain::copy_prefix`]), as
+    /// an error; `Ok` when the whole chain was copied.
+    pub fn tail_error(&self) -> Result<(), UnknownStructure> {
+        match self.tail {
+            // SAFETY: the tail is the rest of the valid chain given to `copy_prefix` (its caller's guarantee): a
+            // structure starting with the VkBaseInStructure header.
+            Some(t) => Err(UnknownStructure(unsafe { (*(t.as_ptr() as *const vk::BaseInStructure)).s_type })),
+            None => Ok(()),
+        }
     }
 
     /// The first structure of type `T` in the application's part of the

@@ -46,7 +46,7 @@
 
 use super::bins::{alignment, texel_size, Rect};
 use super::commands::{emit, emit_scissors, restore, restore_compute, Cmd, Transform};
-use super::pass::{attachments, begin_real, end_real, Att, Pass};
+use super::pass::{aspect_of, attachments, begin_real, end_real, Att, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
 use super::scratch::{barrier, blit, copy_scaled, sampled, scratch_targets, Targets, Transition};
@@ -345,7 +345,7 @@ unsafe fn upscale_pipeline(
     if let Some(x) = o.up.get(&(format, layered, samples)) {
         return Ok(x.clone());
     }
-    let depth = super::scratch::is_depth(format);
+    let depth = aspect_of(format).contains(vk::ImageAspectFlags::DEPTH);
     let layout = upscale_layout(depth).1;
     let att = [vk::AttachmentDescription::default()
         .format(format)
@@ -662,12 +662,8 @@ pub(super) unsafe fn replay_gpu(
                 .map_err(|e| format!("scratch targets: {e:?}"))?,
         );
     }
-    // The views upscaled, with their layer (of the attachment's view and of the scratch target).
-    let drawn: Vec<(u32, u32)> = if view_mask == 0 {
-        vec![(0, 0)]
-    } else {
-        (0..32).filter(|v| view_mask & (1 << v) != 0).map(|v| (v, v)).collect()
-    };
+    // The views upscaled: view `v` is layer `v` of the attachment's view and of the scratch target.
+    let drawn: Vec<u32> = (0..view_count).filter(|&v| views[v as usize].0).collect();
     // Per area, either each region replays the whole pass under its predicate, or the pass goes down once and
     // each run of draws and clears once per region (scissor, predicate, the run): whichever records fewer
     // commands (a pass of few draws among much state: by draw).
@@ -774,7 +770,7 @@ pub(super) unsafe fn replay_gpu(
         for (k, &i) in stored.iter().enumerate() {
             let a = atts[i].as_ref().unwrap();
             // The attachment's view itself, or per view of a multiview pass a view of its layer.
-            for &(_, layer) in &drawn {
+            for &layer in &drawn {
                 let view = if view_mask == 0 {
                     a.view
                 } else {
@@ -1021,7 +1017,8 @@ pub(super) unsafe fn replay_gpu(
         }
         barrier(f, cb, &t3);
         for (k, u) in up.iter().enumerate() {
-            for (j, &(view, layer)) in drawn.iter().enumerate() {
+            for (j, &view) in drawn.iter().enumerate() {
+                let layer = view;
                 d.cmd_begin_render_pass(
                     cb,
                     &vk::RenderPassBeginInfo::default()

@@ -527,10 +527,7 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
             .is_some_and(|f| f.fragment_density_map_offset == vk::TRUE);
     // (Without the extension enabled nothing needs removing: those bits are the application's own mistake.)
     if tail_asks && enabled {
-        // SAFETY: as above.
-        if let Err(e) = unsafe { Chain::copy(info.p_next) } {
-            return Err(StripError::Unknown(e));
-        }
+        chain.tail_error()?;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT);
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM);

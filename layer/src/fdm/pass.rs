@@ -712,7 +712,7 @@ pub(super) struct Att {
     pub(super) final_: vk::ImageLayout,
 }
 
-fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
+pub(super) fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
     use vk::Format as F;
     match format {
         F::D16_UNORM | F::X8_D24_UNORM_PACK32 | F::D32_SFLOAT => vk::ImageAspectFlags::DEPTH,

@@ -221,20 +221,6 @@ pub(super) fn sampled(f: &Fdm, a: &Att) -> vk::ImageUsageFlags {
     }
 }
 
-/// A depth (or depth/stencil) format.
-pub(super) fn is_depth(format: vk::Format) -> bool {
-    use vk::Format as F;
-    matches!(
-        format,
-        F::D16_UNORM
-            | F::X8_D24_UNORM_PACK32
-            | F::D32_SFLOAT
-            | F::D16_UNORM_S8_UINT
-            | F::D24_UNORM_S8_UINT
-            | F::D32_SFLOAT_S8_UINT
-    )
-}
-
 /// An integer (unnormalized, unscaled) format: never filtered or drawn by
 /// the GPU plan's upscale.
 pub(super) fn integer(format: vk::Format) -> bool {
