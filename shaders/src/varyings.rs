@@ -2305,6 +2305,28 @@ mod tests {
         assert_eq!(r.locations_after, 2);
     }
 
+    /// A vertex and fragment shader (after the heads `vs` and `fs`) passing
+    /// `vars` — (interpolation qualifier, type, name, value written) — at
+    /// locations 0, 1, …; the fragment shader sums `read(type, name)` of each.
+    fn declared_pair(
+        mut vs: String,
+        mut fs: String,
+        vars: &[(&str, &str, &str, &str)],
+        read: impl Fn(&str, &str) -> String,
+    ) -> (String, String) {
+        let (mut body, mut sum) = (String::new(), String::new());
+        for (n, (q, ty, name, value)) in vars.iter().enumerate() {
+            vs += &format!("layout(location={n}) {q} out {ty} {name};\n");
+            fs += &format!("layout(location={n}) {q} in {ty} {name};\n");
+            body += &format!("{name} = {value}; ");
+            sum += &format!(" + {}", read(ty, name));
+        }
+        (
+            format!("{vs}void main() {{ gl_Position = vec4(0); {body}}}\n"),
+            format!("{fs}void main() {{ o = vec4(0.0{sum}); }}\n"),
+        )
+    }
+
     #[test]
     fn narrow_outputs_share_locations_by_kind_and_interpolation() {
         let vars = [
@@ -2316,17 +2338,14 @@ mod tests {
             ("", "vec3", "f", "vec3(float(gl_VertexIndex) * 7.0)"),
             ("flat", "uint", "h", "uint(gl_VertexIndex)"),
         ];
-        let (mut vs, mut fs, mut body, mut sum) = (VS.to_string(), FS.to_string(), String::new(), String::new());
-        for (n, (q, ty, name, value)) in vars.iter().enumerate() {
-            vs += &format!("layout(location={n}) {q} out {ty} {name};\n");
-            fs += &format!("layout(location={n}) {q} in {ty} {name};\n");
-            body += &format!("{name} = {value}; ");
-            // The vec3 is read whole (all components), so it is not narrowed.
-            let read = if *ty == "vec3" { format!("{name}.x + {name}.y + {name}.z") } else { name.to_string() };
-            sum += &format!(" + float({read})");
-        }
-        let vs = format!("{vs}void main() {{ gl_Position = vec4(0); {body}}}\n");
-        let fs = format!("{fs}void main() {{ o = vec4(0.0{sum}); }}\n");
+        // The vec3 is read whole (all components), so it is not narrowed.
+        let (vs, fs) = declared_pair(VS.to_string(), FS.to_string(), &vars, |ty, name| {
+            if ty == "vec3" {
+                format!("float({name}.x + {name}.y + {name}.z)")
+            } else {
+                format!("float({name})")
+            }
+        });
         let (r, p, _) = pair(&vs, &fs, Level::Safe);
         // a+b: flat ints; c+e: smooth floats; d alone (noperspective); f (a
         // vec3) does not fit beside c+e; h (uint) does not join the ints.
@@ -2352,25 +2371,18 @@ mod tests {
             ("", "float16_t", "g", "float16_t(gl_VertexIndex) * float16_t(9.0)"),
             ("flat", "uint16_t", "h", "uint16_t(gl_VertexIndex)"),
         ];
-        let (mut vs, mut fs, mut body, mut sum) = (
+        let (vs, fs) = declared_pair(
             format!("{VS}{ext}"),
             format!("#version 450\n{ext}layout(location=0) out vec4 o;\n"),
-            String::new(),
-            String::new(),
+            &vars,
+            |ty, name| {
+                if ty.contains("vec2") {
+                    format!("float({name}.x) + float({name}.y)")
+                } else {
+                    format!("float({name})")
+                }
+            },
         );
-        for (n, (q, ty, name, value)) in vars.iter().enumerate() {
-            vs += &format!("layout(location={n}) {q} out {ty} {name};\n");
-            fs += &format!("layout(location={n}) {q} in {ty} {name};\n");
-            body += &format!("{name} = {value}; ");
-            let read = if ty.contains("vec2") {
-                format!("float({name}.x) + float({name}.y)")
-            } else {
-                format!("float({name})")
-            };
-            sum += &format!(" + {read}");
-        }
-        let vs = format!("{vs}void main() {{ gl_Position = vec4(0); {body}}}\n");
-        let fs = format!("{fs}void main() {{ o = vec4(0.0{sum}); }}\n");
         let (r, p, c) = pair(&vs, &fs, Level::Safe);
         // a+b+g: smooth 16-bit floats; c alone (32-bit); d+e: flat 16-bit
         // ints; f alone (32-bit int); h alone (16-bit uint).

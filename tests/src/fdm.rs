@@ -841,19 +841,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             let sets = [set_layout];
             let layout =
                 d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None).unwrap();
-            let module = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/fdm_marker.comp.spv")));
-            let stage = vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::COMPUTE)
-                .module(module)
-                .name(c"main");
-            let pipe = d
-                .create_compute_pipelines(
-                    vk::PipelineCache::null(),
-                    &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)],
-                    None,
-                )
-                .unwrap()[0];
-            d.destroy_shader_module(module, None);
+            let pipe = gpu.compute_pipeline(include_bytes!(concat!(env!("OUT_DIR"), "/fdm_marker.comp.spv")), layout);
             (buffer, set_layout, pool, set, layout, pipe)
         });
         // The application's predicate.

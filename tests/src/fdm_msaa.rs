@@ -582,20 +582,7 @@ pub fn render(gpu: &Gpu, case: &Case, map: &Map) -> Output {
                 None,
             )
             .unwrap();
-        let module = gpu.shader(read_cs);
-        let stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(module)
-            .name(c"main");
-        let pipe = d
-            .create_compute_pipelines(
-                vk::PipelineCache::null(),
-                &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)],
-                None,
-            )
-            .unwrap()[0];
-        d.destroy_shader_module(module, None);
-        (pipe, layout, sampler)
+        (gpu.compute_pipeline(read_cs, layout), layout, sampler)
     };
 
     let all = (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);

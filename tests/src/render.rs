@@ -334,53 +334,39 @@ impl Gpu {
             .fragment_shader_pixel_interlock(true)
             .fragment_shader_sample_interlock(true)
             .fragment_shader_shading_rate_interlock(shading_rate_interlock);
-        let gpl = opts.pipeline_library && has(ash::ext::graphics_pipeline_library::NAME);
         let mut exts = if interlock { vec![ash::ext::fragment_shader_interlock::NAME.as_ptr()] } else { vec![] };
-        if gpl {
-            exts.push(ash::khr::pipeline_library::NAME.as_ptr());
-            exts.push(ash::ext::graphics_pipeline_library::NAME.as_ptr());
-        }
+        // An extension asked for and listed is enabled (with the ones it needs before it).
+        let mut enable = |asked: bool, names: &[&'static CStr]| -> bool {
+            let on = asked && has(names[names.len() - 1]);
+            if on {
+                exts.extend(names.iter().map(|n| n.as_ptr()));
+            }
+            on
+        };
+        let gpl = enable(
+            opts.pipeline_library,
+            &[ash::khr::pipeline_library::NAME, ash::ext::graphics_pipeline_library::NAME],
+        );
         let mut enable_gpl =
             vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default().graphics_pipeline_library(true);
-        let fsr = opts.shading_rate && has(ash::khr::fragment_shading_rate::NAME);
-        if fsr {
-            exts.push(ash::khr::fragment_shading_rate::NAME.as_ptr());
-        }
-        let shader_object = opts.shader_object && has(ash::ext::shader_object::NAME);
-        if shader_object {
-            exts.push(ash::ext::shader_object::NAME.as_ptr());
-        }
+        let fsr = enable(opts.shading_rate, &[ash::khr::fragment_shading_rate::NAME]);
+        let shader_object = enable(opts.shader_object, &[ash::ext::shader_object::NAME]);
         let mut enable_so = vk::PhysicalDeviceShaderObjectFeaturesEXT::default().shader_object(true);
-        let fdm = opts.fdm && has(ash::ext::fragment_density_map::NAME);
-        if fdm {
-            exts.push(ash::ext::fragment_density_map::NAME.as_ptr());
-        }
+        let fdm = enable(opts.fdm, &[ash::ext::fragment_density_map::NAME]);
         let mut enable_fdm = vk::PhysicalDeviceFragmentDensityMapFeaturesEXT::default()
             .fragment_density_map(true)
             .fragment_density_map_dynamic(opts.fdm_dynamic);
-        let fdm2 = opts.fdm2.filter(|_| fdm && has(ash::ext::fragment_density_map2::NAME));
-        if fdm2.is_some() {
-            exts.push(ash::ext::fragment_density_map2::NAME.as_ptr());
-        }
+        let fdm2 = opts.fdm2.filter(|_| enable(fdm, &[ash::ext::fragment_density_map2::NAME]));
         let mut enable_fdm2 = vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT::default()
             .fragment_density_map_deferred(fdm2 == Some(true));
         // The EXT extension's structures have the QCOM original's types.
-        let fdm_offset = opts.fdm_offset && fdm && has(c"VK_EXT_fragment_density_map_offset");
-        if fdm_offset {
-            exts.push(c"VK_EXT_fragment_density_map_offset".as_ptr());
-        }
+        let fdm_offset = enable(opts.fdm_offset && fdm, &[c"VK_EXT_fragment_density_map_offset"]);
         let mut enable_fdm_offset =
             vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM::default().fragment_density_map_offset(true);
-        let conditional = opts.conditional_rendering && has(ash::ext::conditional_rendering::NAME);
-        if conditional {
-            exts.push(ash::ext::conditional_rendering::NAME.as_ptr());
-        }
+        let conditional = enable(opts.conditional_rendering, &[ash::ext::conditional_rendering::NAME]);
         let mut enable_conditional =
             vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
-        let local_read = opts.local_read && has(ash::khr::dynamic_rendering_local_read::NAME);
-        if local_read {
-            exts.push(ash::khr::dynamic_rendering_local_read::NAME.as_ptr());
-        }
+        let local_read = enable(opts.local_read, &[ash::khr::dynamic_rendering_local_read::NAME]);
         let mut enable_local_read =
             vk::PhysicalDeviceDynamicRenderingLocalReadFeaturesKHR::default().dynamic_rendering_local_read(true);
         // Dynamic state beyond 1.3: what the driver lists and supports.
@@ -603,6 +589,27 @@ impl Gpu {
         (0..self.memory.memory_type_count)
             .find(|&i| bits & (1 << i) != 0 && self.memory.memory_types[i as usize].property_flags.contains(flags))
             .expect("no suitable memory type")
+    }
+
+    /// A compute pipeline of `spirv` (entry point `main`) with `layout`.
+    pub fn compute_pipeline(&self, spirv: &[u8], layout: vk::PipelineLayout) -> vk::Pipeline {
+        let module = self.shader(spirv);
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        unsafe {
+            let pipe = self
+                .device
+                .create_compute_pipelines(
+                    vk::PipelineCache::null(),
+                    &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)],
+                    None,
+                )
+                .unwrap()[0];
+            self.device.destroy_shader_module(module, None);
+            pipe
+        }
     }
 
     pub fn shader(&self, spirv: &[u8]) -> vk::ShaderModule {
