@@ -1779,11 +1779,7 @@ fn fdm_recreated_map(opts: &mut GpuOptions) -> Result<(), String> {
 
 fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Path, Scene};
-    opts.fdm = true;
-    let g = gpu(opts)?;
-    if !g.fdm {
-        return Err("VK_EXT_fragment_density_map is not listed".into());
-    }
+    let g = fdm_gpu(opts)?;
     let (min, max) = texel_limits(&g);
     println!("texel_size_min={}x{} max={}x{}", min.width, min.height, max.width, max.height);
     let fmt = unsafe { g.instance.get_physical_device_format_properties(g.pd, vk::Format::R8G8_UNORM) };
@@ -2437,6 +2433,16 @@ fn fdm_demo(opts: &mut GpuOptions, out: &str) -> Result<(), String> {
 /// (`debug_fdm_without=per_view_areas` shows the check firing). Over render
 /// pass 1 (`VkRenderPassMultiviewCreateInfo`), render pass 2 and dynamic
 /// rendering (`viewMask`), with 2, 4 and 6 views (as the device allows).
+/// A device with the density map enabled (`opts.fdm`), which must be listed.
+fn fdm_gpu(opts: &mut GpuOptions) -> Result<Gpu, String> {
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    if !g.fdm {
+        return Err("VK_EXT_fragment_density_map is not listed".into());
+    }
+    Ok(g)
+}
+
 /// `dynamic`: the density map's view of `fdm-multiview` and `fdm-offset` is
 /// dynamic (the layer plans such passes on the GPU when they execute).
 fn dynamic_map(args: &[String]) -> bool {
@@ -2455,12 +2461,8 @@ fn dynamic_flags(opts: &mut GpuOptions, dynamic: bool) -> vk::ImageViewCreateFla
 
 fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Multiview, Path};
-    opts.fdm = true;
     let map_flags = dynamic_flags(opts, dynamic);
-    let g = gpu(opts)?;
-    if !g.fdm {
-        return Err("VK_EXT_fragment_density_map is not listed".into());
-    }
+    let g = fdm_gpu(opts)?;
     let (min, max) = texel_limits(&g);
     let quad = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
     let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
@@ -2661,12 +2663,8 @@ fn fdm_offset(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
 fn fdm_msaa(opts: &mut GpuOptions, gpu_plan: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Path, PATHS};
     use overlap_tests::fdm_msaa::{self, Case};
-    opts.fdm = true;
     dynamic_flags(opts, gpu_plan);
-    let g = gpu(opts)?;
-    if !g.fdm {
-        return Err("VK_EXT_fragment_density_map is not listed".into());
-    }
+    let g = fdm_gpu(opts)?;
     let l = &g.properties.limits;
     let counts = l.framebuffer_color_sample_counts
         & l.framebuffer_depth_sample_counts
@@ -2728,11 +2726,7 @@ fn fdm_shader_objects(opts: &mut GpuOptions) -> Result<(), String> {
         return Ok(());
     }
     drop(plain);
-    opts.fdm = true;
-    let g = gpu(opts)?;
-    if !g.fdm {
-        return Err("VK_EXT_fragment_density_map is not listed".into());
-    }
+    let g = fdm_gpu(opts)?;
     if !g.dynamic_rendering {
         return Err("shader objects need dynamic rendering".into());
     }
@@ -2764,12 +2758,8 @@ fn fdm_shader_objects(opts: &mut GpuOptions) -> Result<(), String> {
 /// once where the graphics family has two; every picture must be exact.
 fn fdm_queues(opts: &mut GpuOptions, args: &[String]) -> Result<(), String> {
     use overlap_tests::fdm_queues::{render, wrong_pixels, Submit, STRIPE};
-    opts.fdm = true;
     opts.second_queue = true;
-    let g = gpu(opts)?;
-    if !g.fdm {
-        return Err("VK_EXT_fragment_density_map is not listed".into());
-    }
+    let g = fdm_gpu(opts)?;
     if !g.dynamic_rendering {
         return Err("the passes need dynamic rendering".into());
     }
@@ -2805,12 +2795,8 @@ fn fdm_queues(opts: &mut GpuOptions, args: &[String]) -> Result<(), String> {
 /// density-map render pass (`overlap_tests::fdm_library`).
 fn fdm_library(opts: &mut GpuOptions) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map};
-    opts.fdm = true;
     opts.pipeline_library = true;
-    let g = gpu(opts)?;
-    if !g.fdm {
-        return Err("VK_EXT_fragment_density_map is not listed".into());
-    }
+    let g = fdm_gpu(opts)?;
     let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
     let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut gpl);
     unsafe { g.instance.get_physical_device_features2(g.pd, &mut f2) };
