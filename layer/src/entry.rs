@@ -999,6 +999,7 @@ unsafe extern "system" fn create_device(
                 let without: Vec<&str> = without.split(',').map(str::trim).collect();
                 fdm.one_area_per_pass = without.contains(&"per_view_areas");
                 fdm.without_offsets = without.contains(&"offsets");
+                fdm.without_edge_fragments = without.contains(&"edge_fragments");
                 fdm.without_msaa = without.contains(&"msaa");
                 fdm.without_library_variants = without.contains(&"library_variants");
                 fdm.without_shader_object_variants = without.contains(&"shader_object_variants");

@@ -353,7 +353,7 @@ impl Plan {
             v.push((INTERLOCK_EXTENSION, 1));
         }
         if self.fdm_mode().is_some() {
-            v.push((FDM_EXTENSION_NAME, 2));
+            v.push((FDM_EXTENSION_NAME, 3));
             v.push((FDM2_EXTENSION_NAME, 1));
             v.push((FDM_OFFSET_EXTENSION_NAME, 1));
             v.push((FDM_OFFSET_QCOM_EXTENSION_NAME, 3));

@@ -1074,9 +1074,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     }
 }
 
-/// The spec's region size for a framebuffer dimension and map dimension.
+/// The spec's region size for a framebuffer dimension and map dimension
+/// (revision 3: `2^ceil(log2(floor(fb / map)))`, clamped to the limits).
 pub fn texel_size(fb: u32, map: u32, min: u32, max: u32) -> u32 {
-    fb.div_ceil(map).next_power_of_two().clamp(min, max)
+    (fb / map).max(1).next_power_of_two().clamp(min, max)
 }
 
 /// Checks a render of `fdm_size.frag`; returns (pixels shaded at an area

@@ -35,6 +35,22 @@ fn binned_density_map_matrix() {
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
 }
 
+/// The negative control of the matrix's edge check: bins that end the
+/// render area inside a fragment (`debug_fdm_without=edge_fragments`) leave
+/// the pixels of that partial fragment uncovered by a quad that ends at the
+/// viewport's edge (the CTS's mesh); only that family fails.
+#[test]
+fn partial_fragments_at_the_render_areas_end_fail_the_edge_check() {
+    let o =
+        run(app(Layers::OverlapOverValidation, &["fdm"])
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "edge_fragments"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("FAILED family=edges"), "{}", o.stdout);
+    let verdict = o.stderr.lines().find(|l| l.starts_with("CHECK FAILED")).unwrap_or_default();
+    assert!(verdict.ends_with("in families: edges"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}
+
 /// The same checks fail where nothing renders coarsely (`baseline` shades
 /// everything at 1x1, which the spec allows, but the matrix asks for coarse
 /// regions): the matrix can tell a binned render from a 1x1 one. The matrix
@@ -132,7 +148,13 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
         assert!(o.stderr.contains("GPU plan: 64 regions"), "{}", o.stderr);
         assert!(o.stderr.contains(&format!("replayed {form};")), "{form}: {}", o.stderr);
         assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
+        assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic edges path=")).count(), 3, "{}", o.stdout);
     }
+    // The control: regions that end the render area inside a fragment leave its pixels there uncovered.
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "edge_fragments"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("a quad ending at the viewport's edge"), "{}", o.stderr);
 }
 
 /// An application that enables `VK_EXT_conditional_rendering` itself (as
@@ -150,7 +172,8 @@ fn an_application_with_its_own_conditional_rendering_keeps_the_gpu_plan() {
     o.assert_ok();
     let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
     assert_eq!(lines.count(), 3, "{}", o.stdout);
-    assert_eq!(o.stderr.matches("GPU plan:").count(), 4, "{}", o.stderr);
+    // Three passes of the paths, three at a size the areas do not divide, the compute-state pass.
+    assert_eq!(o.stderr.matches("GPU plan:").count(), 7, "{}", o.stderr);
     for line in ["fdm_dynamic app_predicate=1 wrong_pixels=0", "fdm_dynamic app_predicate=0 wrong_pixels=0"] {
         assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
     }

@@ -397,7 +397,7 @@ fn bad_install_arguments_exit_2() {
 /// commands as in the registry): what a manifest's `device_extensions` would
 /// list.
 const LAYER_DEVICE_EXTENSIONS: [(&str, &str, &[&str]); 5] = [
-    ("VK_EXT_fragment_density_map", "2", &[]),
+    ("VK_EXT_fragment_density_map", "3", &[]),
     ("VK_EXT_fragment_density_map2", "1", &[]),
     ("VK_EXT_fragment_density_map_offset", "1", &["vkCmdEndRendering2EXT"]),
     ("VK_EXT_fragment_shader_interlock", "1", &[]),

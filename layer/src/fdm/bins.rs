@@ -120,11 +120,23 @@ pub fn area_for_density(d: u8, max: u32) -> u32 {
     a
 }
 
-/// The spec's region size: `2^ceil(log2(framebuffer / map))`, clamped to the
-/// texel size limits.
+/// The spec's region size before the limits clamp it (revision 3 of the
+/// extension): `2^ceil(log2(floor(framebuffer / map)))`.
+pub fn region_size(framebuffer: u32, map: u32) -> u32 {
+    (framebuffer / map.max(1)).max(1).next_power_of_two()
+}
+
+/// The region size clamped to the texel size limits.
 pub fn texel_size(framebuffer: u32, map: u32, min: u32, max: u32) -> u32 {
-    let ratio = framebuffer.div_ceil(map.max(1)).max(1);
-    ratio.next_power_of_two().clamp(min, max)
+    region_size(framebuffer, map).clamp(min, max)
+}
+
+/// The largest fragment area along an axis: at most `max_area`, and no
+/// larger than the region size before the limits, so that a fragment never
+/// spans two of the formula's regions where the limits make the layer's
+/// regions larger (a smaller area than the map asks for is always allowed).
+pub fn area_cap(framebuffer: u32, map: u32, max_area: u32) -> u32 {
+    region_size(framebuffer, map).min(max_area)
 }
 
 /// Largest power of two dividing `x` (`x = 0` allows anything).
@@ -158,17 +170,40 @@ fn cells(x0: u32, x1: u32, t: u32, origin: i32, texels: u32) -> Vec<(u32, u32, u
     out
 }
 
+/// The span `[a, b)` (starting on a fragment boundary of `area`) as spans of
+/// whole fragments where it ends the render area at `end` (with `whole`):
+/// its whole fragments at `area`, then the rest at the largest area that
+/// divides it. A partial fragment at the render area's end would be covered
+/// only where the primitive covers its centre, which lies beyond the end
+/// (the CTS's quad ending at the viewport's edge would leave those pixels
+/// uncovered). Elsewhere the span as it is.
+pub(super) fn whole_fragments(a: u32, b: u32, area: u32, end: u32, whole: bool) -> Vec<(u32, u32, u32)> {
+    if !whole || b != end || (b - a) % area == 0 {
+        return vec![(a, b, area)];
+    }
+    let e = a + (b - a) / area * area;
+    let rest = (e, b, alignment(b - e).min(area));
+    if e > a {
+        vec![(a, e, area), rest]
+    } else {
+        vec![rest]
+    }
+}
+
 /// Bins of `render_area` with their areas, per view (`views[k]` names the
 /// map layer and offset of view `k`). With `one_area` every view gets, per
 /// region of the first view's grid, the smallest area any view asks for
-/// there (part 1's rule; the tests' negative control).
+/// there (part 1's rule; the tests' negative control). With `whole_edges`
+/// a cell that ends the render area is cut into whole fragments
+/// ([`whole_fragments`]).
 pub fn bins(
     map: &DensityMap,
     render_area: Rect,
     texel: (u32, u32),
     views: &[View],
-    max_area: u32,
+    max_area: (u32, u32),
     one_area: bool,
+    whole_edges: bool,
 ) -> Vec<Bin> {
     let mut out: Vec<Bin> = Vec::new();
     if render_area.w == 0 || render_area.h == 0 || views.is_empty() || map.width == 0 || map.height == 0 {
@@ -179,7 +214,7 @@ pub fn bins(
     let area_at = |view: &View, i: u32, j: u32| {
         let layer = view.layer.min(map.layers.max(1) - 1);
         let t = map.texels[((layer * map.height + j) * map.width + i) as usize];
-        (area_for_density(t[0], max_area), area_for_density(t[1], max_area))
+        (area_for_density(t[0], max_area.0), area_for_density(t[1], max_area.1))
     };
     let all = if views.len() >= 32 { u32::MAX } else { (1u32 << views.len()) - 1 };
     // Where each (rectangle, area) is in `out`: views asking for the same
@@ -192,24 +227,27 @@ pub fn bins(
         let columns = cells(render_area.x, x1, tw, view.offset.0, map.width);
         for &(ya, yb, j) in &rows {
             for &(xa, xb, i) in &columns {
-                let rect = Rect { x: xa, y: ya, w: xb - xa, h: yb - ya };
-                let (mut ax, mut ay, mask) = if one_area {
+                let (ax, ay, mask) = if one_area {
                     views
                         .iter()
                         .map(|v| area_at(v, i, j))
-                        .fold((max_area, max_area, all), |(ax, ay, m), (x, y)| (ax.min(x), ay.min(y), m))
+                        .fold((max_area.0, max_area.1, all), |(ax, ay, m), (x, y)| (ax.min(x), ay.min(y), m))
                 } else {
                     let (x, y) = area_at(&view, i, j);
                     (x, y, 1 << k)
                 };
                 // A bin starts on a fragment boundary.
-                ax = ax.min(alignment(rect.x));
-                ay = ay.min(alignment(rect.y));
-                match index.get(&(rect, (ax, ay))) {
-                    Some(&n) => out[n].views |= mask,
-                    None => {
-                        index.insert((rect, (ax, ay)), out.len());
-                        out.push(Bin { rect, area: (ax, ay), views: mask });
+                let (ax, ay) = (ax.min(alignment(xa)), ay.min(alignment(ya)));
+                for (xa, xb, ax) in whole_fragments(xa, xb, ax, x1, whole_edges) {
+                    for &(ya, yb, ay) in &whole_fragments(ya, yb, ay, y1, whole_edges) {
+                        let rect = Rect { x: xa, y: ya, w: xb - xa, h: yb - ya };
+                        match index.get(&(rect, (ax, ay))) {
+                            Some(&n) => out[n].views |= mask,
+                            None => {
+                                index.insert((rect, (ax, ay)), out.len());
+                                out.push(Bin { rect, area: (ax, ay), views: mask });
+                            }
+                        }
                     }
                 }
             }
@@ -351,9 +389,40 @@ mod tests {
     #[test]
     fn texel_size_follows_the_spec_formula() {
         assert_eq!(texel_size(256, 16, 8, 256), 16);
-        assert_eq!(texel_size(250, 16, 8, 256), 16); // ceil(250/16) = 16
-        assert_eq!(texel_size(257, 16, 8, 256), 32);
+        assert_eq!(texel_size(250, 16, 8, 256), 16); // floor(250/16) = 15
+        assert_eq!(texel_size(257, 16, 8, 256), 16); // revision 3: floor(257/16) = 16 (revision 2: 32)
+        assert_eq!(texel_size(272, 16, 8, 256), 32);
+        assert_eq!(texel_size(143, 16, 8, 256), 8); // floor: 8 (revision 2: 16)
         assert_eq!(texel_size(64, 64, 8, 256), 8); // clamped to the minimum
+        assert_eq!(region_size(33, 16), 2); // the CTS's density_formula cases (revision 2: 4)
+        assert_eq!(region_size(15, 16), 1);
+    }
+
+    #[test]
+    fn cells_ending_the_render_area_end_on_whole_fragments() {
+        assert_eq!(whole_fragments(224, 250, 4, 250, true), vec![(224, 248, 4), (248, 250, 2)]);
+        assert_eq!(whole_fragments(248, 251, 4, 251, true), vec![(248, 251, 1)]);
+        assert_eq!(whole_fragments(32, 33, 2, 33, true), vec![(32, 33, 1)]);
+        assert_eq!(whole_fragments(224, 250, 4, 256, true), vec![(224, 250, 4)]); // not the end
+        assert_eq!(whole_fragments(224, 248, 4, 248, true), vec![(224, 248, 4)]);
+        assert_eq!(whole_fragments(224, 250, 4, 250, false), vec![(224, 250, 4)]);
+    }
+
+    #[test]
+    fn fragment_areas_stay_within_the_unclamped_region() {
+        // 33 pixels over 16 texels: regions of 2 before the 8-pixel minimum, so no fragment wider than 2.
+        assert_eq!(area_cap(33, 16, 4), 2);
+        assert_eq!(area_cap(64, 16, 4), 4);
+        assert_eq!(area_cap(1024, 16, 4), 4);
+        assert_eq!(area_cap(16, 16, 4), 1);
+        // A uniform map asking for 4x4 over such a framebuffer gets 2x2 bins.
+        let texels = vec![[63u8, 63u8]; 16 * 16];
+        let map = DensityMap { width: 16, height: 16, layers: 1, texels: &texels };
+        let area = Rect { x: 0, y: 0, w: 33, h: 33 };
+        let view = View { layer: 0, offset: (0, 0) };
+        let b = bins(&map, area, (8, 8), &[view], (area_cap(33, 16, 4), area_cap(33, 16, 4)), false, true);
+        assert!(!b.is_empty() && b.iter().all(|b| b.area.0 <= 2 && b.area.1 <= 2), "{b:?}");
+        assert!(b.iter().any(|b| b.area == (2, 2)));
     }
 
     fn map_of(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 2]) -> Vec<[u8; 2]> {
@@ -365,7 +434,7 @@ mod tests {
         let texels = map_of(4, 4, |x, _| [if x < 2 { 255 } else { 60 }, 255]);
         let map = DensityMap { width: 4, height: 4, layers: 1, texels: &texels };
         let area = Rect { x: 3, y: 0, w: 57, h: 61 };
-        let b = bins(&map, area, (16, 16), &[View::layer(0)], 4, false);
+        let b = bins(&map, area, (16, 16), &[View::layer(0)], (4, 4), false, true);
         let covered: u64 = b.iter().map(|b| b.rect.pixels()).sum();
         assert_eq!(covered, area.pixels());
         for (i, x) in b.iter().enumerate() {
@@ -387,7 +456,7 @@ mod tests {
         texels.extend(map_of(2, 2, |_, _| [120, 255]));
         let map = DensityMap { width: 2, height: 2, layers: 2, texels: &texels };
         let views = [View::layer(0), View::layer(1)];
-        let b = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &views, 4, false);
+        let b = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &views, (4, 4), false, true);
         // Left column: view 0 asks for 4x4, view 1 for 2x1; right column: both 2x1.
         let left: Vec<&Bin> = b.iter().filter(|b| b.rect.x == 0).collect();
         assert_eq!(left.len(), 4, "{b:?}");
@@ -395,7 +464,7 @@ mod tests {
         assert!(left.iter().any(|b| b.area == (2, 1) && b.views == 0b10));
         assert!(b.iter().filter(|b| b.rect.x == 16).all(|b| b.area == (2, 1) && b.views == 0b11));
         assert_eq!(b.len(), 6);
-        let one = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &views, 4, true);
+        let one = bins(&map, Rect { x: 0, y: 0, w: 32, h: 32 }, (16, 16), &views, (4, 4), true, true);
         assert_eq!(one.len(), 4);
         assert!(one.iter().all(|b| b.area == (2, 1) && b.views == 0b11));
         // Every view holds every pixel once, in the plan too.
@@ -419,7 +488,7 @@ mod tests {
         let map = DensityMap { width: 4, height: 4, layers: 1, texels: &texels };
         let all = Rect { x: 0, y: 0, w: 64, h: 64 };
         let fine = |offset| -> Vec<Rect> {
-            bins(&map, all, (16, 16), &[View { layer: 0, offset }], 4, false)
+            bins(&map, all, (16, 16), &[View { layer: 0, offset }], (4, 4), false, true)
                 .into_iter()
                 .filter(|b| b.area == (1, 1))
                 .map(|b| b.rect)
@@ -429,7 +498,7 @@ mod tests {
         assert_eq!(fine((8, -4)), [Rect { x: 24, y: 12, w: 16, h: 16 }]);
         assert_eq!(fine((-16, 32)), [Rect { x: 0, y: 48, w: 16, h: 16 }]);
         // The bins still cover the render area once.
-        let b = bins(&map, all, (16, 16), &[View { layer: 0, offset: (8, -4) }], 4, false);
+        let b = bins(&map, all, (16, 16), &[View { layer: 0, offset: (8, -4) }], (4, 4), false, true);
         assert_eq!(b.iter().map(|b| b.rect.pixels()).sum::<u64>(), all.pixels());
         // The first column (x 0..8) fetches texel column -1, clamped to 0.
         assert!(b.iter().filter(|b| b.rect.x == 0).all(|b| b.area == (4, 4) || b.rect.y == 0));
@@ -470,7 +539,7 @@ mod tests {
             [v, v]
         });
         let map = DensityMap { width: 8, height: 8, layers: 1, texels: &texels };
-        let bins = bins(&map, Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), &[View::layer(0)], 4, false);
+        let bins = bins(&map, Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), &[View::layer(0)], (4, 4), false, true);
         for vertex_cost in [0.0, 1000.0, 1e9] {
             let replays = plan(&bins, vertex_cost);
             for b in &bins {
@@ -565,7 +634,8 @@ mod tests {
         }
         for (w, h, texels) in &maps {
             let map = DensityMap { width: *w, height: *h, layers: 1, texels };
-            let bins = bins(&map, Rect { x: 0, y: 0, w: w * 8 - 3, h: h * 8 }, (8, 8), &[View::layer(0)], 4, false);
+            let bins =
+                bins(&map, Rect { x: 0, y: 0, w: w * 8 - 3, h: h * 8 }, (8, 8), &[View::layer(0)], (4, 4), false, true);
             for vertex_cost in [0.0, 50.0, 2000.0, 1e9] {
                 assert_eq!(plan(&bins, vertex_cost), plan_by_walking_bins(&bins, vertex_cost), "{w}x{h} {vertex_cost}");
             }

@@ -44,7 +44,7 @@
 //! attachment is scaled down by copies (every sample kept) and up by a draw
 //! per sample, each writing its sample only (its pipeline's sample mask).
 
-use super::bins::{alignment, texel_size, Rect};
+use super::bins::{alignment, area_cap, texel_size, whole_fragments, Rect};
 use super::commands::{emit, emit_scissors, restore, restore_compute, Cmd, Transform};
 use super::pass::{aspect_of, attachments, begin_real, end_real, Att, Pass};
 use super::replay::{replay_cmds, retarget};
@@ -465,17 +465,19 @@ pub(super) struct Region {
 /// origin is `shift` (a view's density offset: cell `k` covers pixels
 /// `shift + k * texel` on): up to `grid` per axis, each a block of whole
 /// cells, its cap the largest area its start's alignment allows (at most
-/// `max_area`). Which texels a region's pixels fetch (clamped to the map,
+/// `max_area` per axis); where one ends the render area inside a fragment
+/// of its cap, the rest is a region of its own (`whole_edges`). Which texels a region's pixels fetch (clamped to the map,
 /// through each view's offset) the plan shader works out.
 pub(super) fn regions(
     render_area: Rect,
     texel: (u32, u32),
     shift: (i32, i32),
-    max_area: u32,
+    max_area: (u32, u32),
     grid: u32,
+    whole_edges: bool,
 ) -> Vec<Region> {
     // Per axis: (pixel start, pixel end, cap).
-    let axis = |start: u32, len: u32, t: u32, shift: i32| -> Vec<(u32, u32, u32)> {
+    let axis = |start: u32, len: u32, t: u32, shift: i32, max_area: u32| -> Vec<(u32, u32, u32)> {
         if len == 0 || t == 0 {
             return Vec::new();
         }
@@ -484,15 +486,17 @@ pub(super) fn regions(
         let n = last - first + 1;
         let groups = n.min(grid.max(1) as i64);
         (0..groups)
-            .map(|g| {
+            .flat_map(|g| {
                 let (a, b) = (first + g * n / groups, first + (g + 1) * n / groups);
                 let (x0, x1) = ((shift + a * t).max(start) as u32, (shift + b * t).min(end) as u32);
-                (x0, x1, alignment(x0).min(max_area))
+                // As a host plan's bins: whole fragments where the render area ends (any area below the cap is a
+                // power of two that divides it too).
+                whole_fragments(x0, x1, alignment(x0).min(max_area), end as u32, whole_edges)
             })
             .collect()
     };
-    let columns = axis(render_area.x, render_area.w, texel.0, shift.0);
-    let rows = axis(render_area.y, render_area.h, texel.1, shift.1);
+    let columns = axis(render_area.x, render_area.w, texel.0, shift.0, max_area.0);
+    let rows = axis(render_area.y, render_area.h, texel.1, shift.1, max_area.1);
     let mut out = Vec::new();
     for &(y0, y1, cy) in &rows {
         for &(x0, x1, cx) in &columns {
@@ -619,7 +623,8 @@ pub(super) unsafe fn replay_gpu(
     );
     let restored = pass.state.commands().count() + 2;
     let grid = grid_for(pass.cmds.len() + restored);
-    let regions = regions(render_area, texel, shift, super::MAX_AREA, grid);
+    let cap = (area_cap(extent.0, mw, super::MAX_AREA), area_cap(extent.1, mh, super::MAX_AREA));
+    let regions = regions(render_area, texel, shift, cap, grid, !f.without_edge_fragments);
     if regions.is_empty() {
         return Err("an empty render area".into());
     }
@@ -1087,16 +1092,16 @@ mod tests {
     #[test]
     fn regions_are_whole_texels_aligned_and_cover_the_render_area() {
         // 256x256 at 32-pixel texels: one region per texel, caps at the maximum.
-        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (0, 0), 4, GRID);
+        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (0, 0), (4, 4), GRID, true);
         assert_eq!(r.len(), 64);
         assert_eq!(r[9].rect, Rect { x: 32, y: 32, w: 32, h: 32 });
         assert_eq!(r[9].row, [32, 32, 64, 64, 4, 4, 0, 0]);
         // 1024 wide at 8-pixel texels: 128 texels in 8 groups of 16.
-        let r = regions(Rect { x: 0, y: 0, w: 1024, h: 8 }, (8, 8), (0, 0), 4, GRID);
+        let r = regions(Rect { x: 0, y: 0, w: 1024, h: 8 }, (8, 8), (0, 0), (4, 4), GRID, true);
         assert_eq!(r.len(), 8);
         assert!(r.iter().all(|x| x.rect.w == 128 && x.row[2] - x.row[0] == 128));
         // An odd start caps the first region at 1; the rest covers exactly.
-        let r = regions(Rect { x: 3, y: 0, w: 60, h: 16 }, (16, 16), (0, 0), 4, GRID);
+        let r = regions(Rect { x: 3, y: 0, w: 60, h: 16 }, (16, 16), (0, 0), (4, 4), GRID, true);
         assert_eq!(r[0].rect.x, 3);
         assert_eq!(r[0].row[4], 1);
         assert_eq!(r.iter().map(|x| x.rect.w).sum::<u32>(), 60);
@@ -1107,7 +1112,7 @@ mod tests {
         assert_eq!(grid_for(100_000), 1);
         // A density offset shifts the grid: cells start at 4 + 32k (x) and -8 + 32k (y); the cells cut by the
         // render area's edge are regions of their own, and the whole area is covered.
-        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (4, -8), 4, GRID);
+        let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (4, -8), (4, 4), GRID, true);
         let columns: Vec<Rect> = r.iter().filter(|x| x.rect.y == 0).map(|x| x.rect).collect();
         assert_eq!((columns[0].x, columns[0].w), (0, 4));
         assert!(columns[1..].iter().all(|c| c.x % 32 == 4));

@@ -403,6 +403,9 @@ pub struct Fdm {
     pub one_area_per_pass: bool,
     /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
     pub without_offsets: bool,
+    /// `debug_fdm_without=edge_fragments`: a bin or region that ends the
+    /// render area may end inside a fragment (a control).
+    pub without_edge_fragments: bool,
     /// `debug_fdm_without=library_variants`: a link of graphics pipeline
     /// libraries gets no per-area variants (part 1's behaviour; a control).
     pub without_library_variants: bool,
@@ -662,6 +665,7 @@ impl Fdm {
             misreplay: false,
             one_area_per_pass: false,
             without_offsets: false,
+            without_edge_fragments: false,
             without_msaa: false,
             without_library_variants: false,
             without_shader_object_variants: false,

@@ -93,6 +93,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         bins::texel_size(extent.0, mw, super::MIN_TEXEL, super::MAX_TEXEL),
         bins::texel_size(extent.1, mh, super::MIN_TEXEL, super::MAX_TEXEL),
     );
+    let cap = (bins::area_cap(extent.0, mw, super::MAX_AREA), bins::area_cap(extent.1, mh, super::MAX_AREA));
     // The views of a multiview pass (none without): each reads its layer of
     // a layered map (layer 0 of a single-layer one) with its own offset.
     let views: Vec<u32> = (0..32).filter(|i| view_mask & (1 << i) != 0).collect();
@@ -107,8 +108,11 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     let map = bins::DensityMap { width: mw, height: mh, layers: ml, texels };
     let vertex_cost = 2000.0 + pass.cmds.iter().map(Cmd::vertices).sum::<f64>();
     let one_area = f.one_area_per_pass;
-    let replays = f.plans.get_or_plan(&m, (render_area, texel, &planned_views, vertex_cost), || {
-        bins::plan(&bins::bins(&map, render_area, texel, &planned_views, super::MAX_AREA, one_area), vertex_cost)
+    let replays = f.plans.get_or_plan(&m, (render_area, (texel, cap), &planned_views, vertex_cost), || {
+        bins::plan(
+            &bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.without_edge_fragments),
+            vertex_cost,
+        )
     });
     if f.without_msaa && atts.iter().flatten().any(copied) && replays.iter().any(|r| r.area != (1, 1)) {
         return Err("a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
@@ -195,7 +199,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         pass.shadow_pools.extend(s.pools.take());
     }
     if dev.log().enabled(LogLevel::Debug) {
-        let all_bins = bins::bins(&map, render_area, texel, &planned_views, super::MAX_AREA, one_area);
+        let all_bins = bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.without_edge_fragments);
         let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
         let (shaded, ideal) = bins::shaded(&replays, &all_bins, planned_views.len() as u32);
         let areas: Vec<String> = replays

@@ -389,7 +389,8 @@ pub struct PlanCache(Mutex<Vec<(PlanKey, Vec<bins::Replay>)>>);
 struct PlanKey {
     map: Arc<MapTexels>,
     render_area: Rect,
-    texel: (u32, u32),
+    /// Texel size and area cap.
+    grid: ((u32, u32), (u32, u32)),
     views: Vec<bins::View>,
     vertex_cost: f64,
 }
@@ -397,18 +398,18 @@ struct PlanKey {
 impl PlanCache {
     const ENTRIES: usize = 8;
 
-    /// The plan for `map` and `(render area, texel size, views (map layers
+    /// The plan for `map` and `(render area, (texel size, area cap), views (map layers
     /// and offsets), vertex cost)`, made by `plan` unless a recent pass had
     /// the same.
     pub fn get_or_plan(
         &self,
         map: &Arc<MapTexels>,
-        (render_area, texel, views, vertex_cost): (Rect, (u32, u32), &[bins::View], f64),
+        (render_area, grid, views, vertex_cost): (Rect, ((u32, u32), (u32, u32)), &[bins::View], f64),
         plan: impl FnOnce() -> Vec<bins::Replay>,
     ) -> Vec<bins::Replay> {
         let same = |k: &PlanKey| {
             k.render_area == render_area
-                && k.texel == texel
+                && k.grid == grid
                 && k.views == views
                 && k.vertex_cost == vertex_cost
                 && (Arc::ptr_eq(&k.map, map)
@@ -425,7 +426,7 @@ impl PlanCache {
             }
         }
         let replays = plan();
-        let key = PlanKey { map: map.clone(), render_area, texel, views: views.to_vec(), vertex_cost };
+        let key = PlanKey { map: map.clone(), render_area, grid, views: views.to_vec(), vertex_cost };
         let mut plans = self.0.lock();
         plans.insert(0, (key, replays.clone()));
         plans.truncate(Self::ENTRIES);

@@ -1122,6 +1122,27 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), Strin
             }
         }
     }
+    // A size the areas do not divide, under a quad ending at the viewport's
+    // edge: the regions that end the render area end on whole fragments
+    // (every pixel covered; the matrix's `edges` family, planned on the GPU).
+    {
+        let quad_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
+        let size = (250, 190);
+        let fours = Map { width: 8, height: 6, texels: vec![[60, 60]; 48] };
+        let texel =
+            (fdm::texel_size(size.0, 8, min.width, max.width), fdm::texel_size(size.1, 6, min.height, max.height));
+        let img = fdm::map_image(&g, &fours);
+        let view = fdm::map_view(&g, img.0, vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT)?;
+        for path in [Path::RenderPass, Path::RenderPass2, Path::Dynamic] {
+            let s = Scene { map_view: Some(view), ..Scene::new(path, size, quad_vs, size_fs, 6) };
+            match fdm::check_sizes(&fdm::render(&g, &s), size, &fours, texel) {
+                Ok((coarse, _)) => println!("fdm_dynamic edges path={path:?} coarse_pixels={coarse}"),
+                Err(e) => result = Err(format!("{path:?}, a quad ending at the viewport's edge: {e}")),
+            }
+        }
+        unsafe { g.device.destroy_image_view(view, None) };
+        g.destroy_image(img);
+    }
     // The application's compute pipeline and set, bound before the pass and
     // dispatched after it without binding again, are still bound after the
     // GPU plan's own dispatch.
@@ -1793,6 +1814,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         )
     };
     let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let quad_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
     let scene_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/scene.vert.spv"))[..];
     let depth_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_depth.vert.spv"))[..];
     let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
@@ -1848,6 +1870,18 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
                         "sizes",
                         format!("{case}: nothing was shaded coarsely ({coarse} pixels, largest area {largest})"),
                     );
+                }
+                // A quad that ends exactly at the viewport's edge (the CTS's mesh): at a size the areas do not
+                // divide, the fragments at the far edges must still cover every pixel up to it.
+                // (With the regions map and with one asking 4x4 everywhere.)
+                if size.0 % 4 != 0 || size.1 % 4 != 0 {
+                    let fours = Map { width: map.width, height: map.height, texels: vec![[60, 60]; map.texels.len()] };
+                    for m in [&map, &fours] {
+                        let s = Scene { samples, map: Some(m), ..Scene::new(path, size, quad_vs, size_fs, 6) };
+                        if let Err(e) = fdm::check_sizes(&fdm::render(&g, &s), size, m, texel_of(size, m)) {
+                            fail("edges", format!("{case}, a quad ending at the viewport's edge: {e}"));
+                        }
+                    }
                 }
                 let reference = |s: &Scene, what: &str| {
                     against_references(s, &map).unwrap_or_else(|e| {
@@ -1974,12 +2008,21 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
                         let block: Vec<(u32, u32)> =
                             (by..by + bh).flat_map(|y| (bx..bx + bw).map(move |x| (x, y))).collect();
                         let v = px[(by * size.0 + bx) as usize];
-                        // One fragment: one value, loaded from one of its pixels.
-                        if block.iter().any(|(x, y)| px[(y * size.0 + x) as usize] != v)
-                            || !block.iter().any(|(x, y)| original[(y * size.0 + x) as usize] == v)
-                        {
+                        let loaded_here =
+                            |v: [u8; 4]| block.iter().any(|(x, y)| original[(y * size.0 + x) as usize] == v);
+                        // One fragment: one value, loaded from one of its pixels. A block the framebuffer cuts may
+                        // be shaded at smaller areas (whole fragments at the edge): each pixel's value then comes
+                        // from its block.
+                        let wrong = if bw == 4 && bh == 4 {
+                            block.iter().any(|(x, y)| px[(y * size.0 + x) as usize] != v) || !loaded_here(v)
+                        } else {
+                            block.iter().any(|(x, y)| !loaded_here(px[(y * size.0 + x) as usize]))
+                        };
+                        if wrong {
+                            let found: Vec<[u8; 4]> =
+                                block.iter().map(|(x, y)| px[(y * size.0 + x) as usize]).collect();
                             return Err(format!(
-                                "{path:?} load: the 4x4 fragment at ({bx},{by}) is not one of its loaded pixels"
+                                "{path:?} load: the 4x4 fragment at ({bx},{by}) is not one of its loaded pixels: {found:?}"
                             ));
                         }
                     }
