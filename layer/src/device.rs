@@ -56,6 +56,9 @@ pub struct StateFns {
     /// The application's own conditional rendering (the density map's GPU
     /// plan must not nest in it).
     pub conditional: ash::ext::conditional_rendering::DeviceFn,
+    /// `VK_KHR_dynamic_rendering_local_read`'s remapping commands (state of
+    /// one dynamic rendering: a density-map pass goes live at them).
+    pub local_read: ash::khr::dynamic_rendering_local_read::DeviceFn,
 }
 
 impl StateFns {
@@ -69,6 +72,7 @@ impl StateFns {
             line_khr: ash::khr::line_rasterization::DeviceFn::load(&mut load),
             vertex_input: ash::ext::vertex_input_dynamic_state::DeviceFn::load(&mut load),
             conditional: ash::ext::conditional_rendering::DeviceFn::load(&mut load),
+            local_read: ash::khr::dynamic_rendering_local_read::DeviceFn::load(&mut load),
         }
     }
 }

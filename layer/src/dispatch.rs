@@ -748,6 +748,16 @@ device_commands! {
     "vkCmdSetColorWriteMaskEXT" fn cmd_set_color_write_mask(cb: vk::CommandBuffer, first: u32, n: u32, m: *const vk::ColorComponentFlags)
         = PFN_vkCmdSetColorWriteMaskEXT, down |dc| dc.state.eds3.cmd_set_color_write_mask_ext;
         [fdm_binned_slot => own fdm::capture::cmd_set_color_write_mask];
+    // Dynamic rendering local read's remapping: state of the rendering it is recorded in (its begin resets it), so a
+    // captured pass goes live at it rather than carry it into other passes' replays.
+    "vkCmdSetRenderingAttachmentLocationsKHR" fn cmd_set_rendering_attachment_locations(cb: vk::CommandBuffer,
+        i: *const vk::RenderingAttachmentLocationInfoKHR<'_>)
+        = PFN_vkCmdSetRenderingAttachmentLocationsKHR, down |dc| dc.state.local_read.cmd_set_rendering_attachment_locations_khr;
+        [fdm_binned_slot => own fdm::command_buffers::cmd_set_rendering_attachment_locations];
+    "vkCmdSetRenderingInputAttachmentIndicesKHR" fn cmd_set_rendering_input_attachment_indices(cb: vk::CommandBuffer,
+        i: *const vk::RenderingInputAttachmentIndexInfoKHR<'_>)
+        = PFN_vkCmdSetRenderingInputAttachmentIndicesKHR, down |dc| dc.state.local_read.cmd_set_rendering_input_attachment_indices_khr;
+        [fdm_binned_slot => own fdm::command_buffers::cmd_set_rendering_input_attachment_indices];
     "vkCmdSetVertexInputEXT" fn cmd_set_vertex_input(cb: vk::CommandBuffer, nb: u32, b: *const vk::VertexInputBindingDescription2EXT<'_>,
         na: u32, a: *const vk::VertexInputAttributeDescription2EXT<'_>)
         = PFN_vkCmdSetVertexInputEXT, down |dc| dc.state.vertex_input.cmd_set_vertex_input_ext;

@@ -1000,6 +1000,7 @@ unsafe extern "system" fn create_device(
                 fdm.one_area_per_pass = without.contains(&"per_view_areas");
                 fdm.without_offsets = without.contains(&"offsets");
                 fdm.without_edge_fragments = without.contains(&"edge_fragments");
+                fdm.without_per_layer = without.contains(&"per_layer");
                 fdm.without_msaa = without.contains(&"msaa");
                 fdm.without_library_variants = without.contains(&"library_variants");
                 fdm.without_shader_object_variants = without.contains(&"shader_object_variants");
@@ -1074,10 +1075,13 @@ unsafe fn features2(
         let fdm1 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT;
         let fdm2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT;
         let offset = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM;
+        let layered = crate::fdm::layered::FEATURES;
         // SAFETY: as above.
         unsafe {
             pnext::without_output(head, fdm1, || {
-                pnext::without_output(head, fdm2, || pnext::without_output(head, offset, call))
+                pnext::without_output(head, fdm2, || {
+                    pnext::without_output(head, offset, || pnext::without_output(head, layered, call))
+                })
             })
         };
     } else {
@@ -1098,6 +1102,12 @@ unsafe fn features2(
         // SAFETY: as above.
         if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM>(chain) } {
             crate::fdm::fill_offset_features(f);
+        }
+        // SAFETY: as above.
+        if let Some(f) =
+            unsafe { pnext::find_mut::<crate::fdm::layered::FeaturesValve>(chain) }.filter(|_| plan.fdm_layered)
+        {
+            crate::fdm::layered::fill_features(f);
         }
     }
     if interlock {
@@ -1361,7 +1371,11 @@ unsafe fn properties2(
         // output chain (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
         unsafe {
             pnext::without_output(head, s_type, || {
-                pnext::without_output(head, s_type2, || pnext::without_output(head, offset, next))
+                pnext::without_output(head, s_type2, || {
+                    pnext::without_output(head, offset, || {
+                        pnext::without_output(head, crate::fdm::layered::PROPERTIES, next)
+                    })
+                })
             })
         };
     } else {
@@ -1386,6 +1400,13 @@ unsafe fn properties2(
             unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM>(props.p_next) }
         {
             crate::fdm::fill_offset_properties(f);
+        }
+        let layered = state::physical_device(pd).is_some_and(|d| d.plan().fdm_layered);
+        // SAFETY: as above.
+        if let Some(f) =
+            unsafe { pnext::find_mut::<crate::fdm::layered::PropertiesValve>(props.p_next) }.filter(|_| layered)
+        {
+            crate::fdm::layered::fill_properties(f, &limits);
         }
     }
     adjust_limits(pd, &mut props.properties.limits);

@@ -116,6 +116,10 @@ pub struct Plan {
     /// `VK_KHR_fragment_shading_rate`: never emulated, only exposed or hidden.
     pub shading_rate: Capability,
     pub fdm: Capability,
+    /// `VK_VALVE_fragment_density_map_layered` is listed with the emulated
+    /// FDM: the driver has what it depends on (Vulkan 1.4 or
+    /// `VK_KHR_maintenance5`).
+    pub fdm_layered: bool,
     pub varyings: Capability,
     pub force_hooks: bool,
     /// The emulated architecture, where one is set.
@@ -237,6 +241,7 @@ impl Plan {
         let mut plan = Plan {
             interlock,
             shading_rate,
+            fdm_layered: crate::fdm::layered::available(facts.api_version, |e| facts.has_extension(e)),
             fdm,
             varyings,
             force_hooks: settings.force_enable,
@@ -281,6 +286,7 @@ impl Plan {
             self.hidden_extensions.push("VK_EXT_fragment_density_map2");
             self.hidden_extensions.push("VK_EXT_fragment_density_map_offset");
             self.hidden_extensions.push("VK_QCOM_fragment_density_map_offset");
+            self.hidden_extensions.push("VK_VALVE_fragment_density_map_layered");
         }
     }
 
@@ -357,6 +363,9 @@ impl Plan {
             v.push((FDM2_EXTENSION_NAME, 1));
             v.push((FDM_OFFSET_EXTENSION_NAME, 1));
             v.push((FDM_OFFSET_QCOM_EXTENSION_NAME, 3));
+            if self.fdm_layered {
+                v.push((crate::fdm::layered::EXTENSION, 1));
+            }
         }
         v
     }

@@ -22,10 +22,11 @@ struct Node {
     words: Vec<u64>,
 }
 
-/// The size of a structure the layer can copy: one of ash's, or the loader's
-/// create info (which the loader chains into instance and device create infos).
+/// The size of a structure the layer can copy: one of ash's, one of the
+/// newer ones the layer defines itself, or the loader's create info (which
+/// the loader chains into instance and device create infos).
 fn copied_size(s_type: vk::StructureType) -> Option<usize> {
-    struct_size(s_type).or_else(|| {
+    struct_size(s_type).or_else(|| crate::fdm::layered::struct_size(s_type)).or_else(|| {
         (s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO
             || s_type == vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
             .then_some(std::mem::size_of::<crate::ffi::LayerDeviceCreateInfo>())

@@ -241,6 +241,84 @@ fn upload(
 }
 
 /// What a test pipeline is made of (one RGBA8 colour attachment).
+/// `VK_VALVE_fragment_density_map_layered`'s structures and bits (newer than
+/// ash 0.38; the registry's layouts).
+pub mod layered {
+    use ash::vk;
+    use std::ffi::{c_void, CStr};
+
+    pub const EXTENSION: &CStr = c"VK_VALVE_fragment_density_map_layered";
+    pub const RENDER_PASS_PER_LAYER: vk::RenderPassCreateFlags = vk::RenderPassCreateFlags::from_raw(0x4);
+    pub const RENDERING_PER_LAYER: vk::RenderingFlags = vk::RenderingFlags::from_raw(0x20);
+    pub const PIPELINE_PER_LAYER: vk::PipelineCreateFlags2KHR = vk::PipelineCreateFlags2KHR::from_raw(1 << 40);
+
+    #[repr(C)]
+    pub struct Features {
+        pub s_type: vk::StructureType,
+        pub p_next: *mut c_void,
+        pub fragment_density_map_layered: vk::Bool32,
+    }
+
+    impl Features {
+        pub fn new() -> Features {
+            Features {
+                s_type: vk::StructureType::from_raw(1_000_611_000),
+                p_next: std::ptr::null_mut(),
+                fragment_density_map_layered: vk::TRUE,
+            }
+        }
+    }
+
+    impl Default for Features {
+        fn default() -> Self {
+            Features { fragment_density_map_layered: vk::FALSE, ..Features::new() }
+        }
+    }
+
+    #[repr(C)]
+    pub struct Properties {
+        pub s_type: vk::StructureType,
+        pub p_next: *mut c_void,
+        pub max_fragment_density_map_layers: u32,
+    }
+
+    impl Default for Properties {
+        fn default() -> Self {
+            Properties {
+                s_type: vk::StructureType::from_raw(1_000_611_001),
+                p_next: std::ptr::null_mut(),
+                max_fragment_density_map_layers: 0,
+            }
+        }
+    }
+
+    #[repr(C)]
+    pub struct PipelineInfo {
+        pub s_type: vk::StructureType,
+        pub p_next: *const c_void,
+        pub max_fragment_density_map_layers: u32,
+    }
+
+    impl PipelineInfo {
+        pub fn new(layers: u32) -> PipelineInfo {
+            PipelineInfo {
+                s_type: vk::StructureType::from_raw(1_000_611_002),
+                p_next: std::ptr::null(),
+                max_fragment_density_map_layers: layers,
+            }
+        }
+    }
+
+    // SAFETY: each is a Vulkan structure (sType, pNext first) extending these, per the registry.
+    unsafe impl vk::ExtendsPhysicalDeviceFeatures2 for Features {}
+    // SAFETY: as above.
+    unsafe impl vk::ExtendsDeviceCreateInfo for Features {}
+    // SAFETY: as above.
+    unsafe impl vk::ExtendsPhysicalDeviceProperties2 for Properties {}
+    // SAFETY: as above.
+    unsafe impl vk::ExtendsGraphicsPipelineCreateInfo for PipelineInfo {}
+}
+
 struct PipelineDesc<'a> {
     vs: &'a [u8],
     fs: &'a [u8],
@@ -259,6 +337,10 @@ struct PipelineDesc<'a> {
     compare_ops: bool,
     /// Dynamic rendering: the pipeline's view mask.
     view_mask: u32,
+    /// Made for a per-layer pass of this many layers
+    /// (`VK_VALVE_fragment_density_map_layered`: the pipeline bit through
+    /// `VkPipelineCreateFlags2CreateInfoKHR`, and its structure).
+    per_layer: Option<u32>,
 }
 
 /// A pipeline for subpass 0 of `render_pass`, a one-sample density-map pass
@@ -287,6 +369,7 @@ pub fn density_map_pipeline(
             density_map: true,
             compare_ops: false,
             view_mask: 0,
+            per_layer: None,
         },
     )
 }
@@ -358,6 +441,19 @@ fn pipeline(gpu: &Gpu, p: &PipelineDesc) -> (vk::Pipeline, vk::PipelineLayout) {
             if p.density_map {
                 info = info.flags(vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT);
             }
+        }
+        // The flags then come through the Flags2 structure alone (it replaces `flags`).
+        let mut flags2 = vk::PipelineCreateFlags2CreateInfoKHR::default().flags(
+            layered::PIPELINE_PER_LAYER
+                | if p.dynamic_rendering && p.density_map {
+                    vk::PipelineCreateFlags2KHR::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT
+                } else {
+                    vk::PipelineCreateFlags2KHR::empty()
+                },
+        );
+        let mut layered_info = layered::PipelineInfo::new(p.per_layer.unwrap_or(1));
+        if p.per_layer.is_some() {
+            info = info.push_next(&mut flags2).push_next(&mut layered_info);
         }
         let pipe = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
         d.destroy_shader_module(vsm, None);
@@ -718,6 +814,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                     density_map: scene.map.is_some() || scene.map_view.is_some(),
                     compare_ops: scene.compare_ops && subpass == 0,
                     view_mask: 0,
+                    per_layer: None,
                 },
             )
         };
@@ -1215,12 +1312,29 @@ pub struct Multiview<'a> {
     /// The density map's view flags (dynamic, deferred: the layer plans
     /// such passes on the GPU).
     pub map_flags: vk::ImageViewCreateFlags,
+    /// A layered framebuffer of one layer per map instead of multiview
+    /// (`VK_VALVE_fragment_density_map_layered`: the per-layer bit on the
+    /// pass and the pipeline; `vs` must write `gl_Layer` from the instance
+    /// index, each draw has one instance per layer).
+    pub layered: bool,
 }
 
 impl<'a> Multiview<'a> {
     pub fn new(path: Path, size: (u32, u32), maps: Vec<&'a Map>, vs: &'a [u8], fs: &'a [u8], vertices: u32) -> Self {
         let map_flags = vk::ImageViewCreateFlags::empty();
-        Multiview { path, size, maps, vs, fs, vertices, with_map: true, offsets: None, repeat: 1, map_flags }
+        Multiview {
+            path,
+            size,
+            maps,
+            vs,
+            fs,
+            vertices,
+            with_map: true,
+            offsets: None,
+            repeat: 1,
+            map_flags,
+            layered: false,
+        }
     }
 }
 
@@ -1237,7 +1351,8 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
     let d = &gpu.device;
     let (w, h) = mv.size;
     let n = mv.maps.len() as u32;
-    let view_mask = (1u32 << n) - 1;
+    let view_mask = if mv.layered { 0 } else { (1u32 << n) - 1 };
+    let instances = if mv.layered { n } else { 1 };
     let (mw, mh) = (mv.maps[0].width, mv.maps[0].height);
     let with_map = mv.with_map;
     let dynamic = mv.path == Path::Dynamic;
@@ -1323,10 +1438,12 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                     .color_attachments(&colour)];
                 let mut fdm_info =
                     vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(map_ref);
-                let mut rpi = vk::RenderPassCreateInfo2::default()
-                    .attachments(used)
-                    .subpasses(&subs)
-                    .correlated_view_masks(&masks);
+                let mut rpi = vk::RenderPassCreateInfo2::default().attachments(used).subpasses(&subs);
+                if mv.layered {
+                    rpi = rpi.flags(layered::RENDER_PASS_PER_LAYER);
+                } else {
+                    rpi = rpi.correlated_view_masks(&masks);
+                }
                 if with_map {
                     rpi = rpi.push_next(&mut fdm_info);
                 }
@@ -1342,8 +1459,12 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                     vk::RenderPassMultiviewCreateInfo::default().view_masks(&masks).correlation_masks(&masks);
                 let mut fdm_info =
                     vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(map_ref);
-                let mut rpi =
-                    vk::RenderPassCreateInfo::default().attachments(&used1).subpasses(&subs).push_next(&mut multiview);
+                let mut rpi = vk::RenderPassCreateInfo::default().attachments(&used1).subpasses(&subs);
+                if mv.layered {
+                    rpi = rpi.flags(layered::RENDER_PASS_PER_LAYER);
+                } else {
+                    rpi = rpi.push_next(&mut multiview);
+                }
                 if with_map {
                     rpi = rpi.push_next(&mut fdm_info);
                 }
@@ -1363,7 +1484,19 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
         });
         let views_all = [out.2, flagged.or(map.map(|m| m.2)).unwrap_or_default()];
         let views = if with_map { &views_all[..] } else { &views_all[..1] };
-        let framebuffer = if dynamic { vk::Framebuffer::null() } else { gpu.framebuffer(render_pass, views, (w, h)) };
+        let framebuffer = if dynamic {
+            vk::Framebuffer::null()
+        } else if mv.layered {
+            let info = vk::FramebufferCreateInfo::default()
+                .render_pass(render_pass)
+                .attachments(views)
+                .width(w)
+                .height(h)
+                .layers(n);
+            d.create_framebuffer(&info, None).unwrap()
+        } else {
+            gpu.framebuffer(render_pass, views, (w, h))
+        };
         let (pipeline, layout) = pipeline(
             gpu,
             &PipelineDesc {
@@ -1380,6 +1513,7 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 density_map: with_map,
                 compare_ops: false,
                 view_mask: if dynamic { view_mask } else { 0 },
+                per_layer: mv.layered.then_some(n),
             },
         );
         let end_rendering2 = (dynamic && mv.offsets.is_some()).then(|| {
@@ -1415,9 +1549,12 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                     .image_layout(fdm_layout);
                 let mut info = vk::RenderingInfo::default()
                     .render_area(area)
-                    .layer_count(1)
+                    .layer_count(if mv.layered { n } else { 1 })
                     .view_mask(view_mask)
                     .color_attachments(&colors);
+                if mv.layered {
+                    info = info.flags(layered::RENDERING_PER_LAYER);
+                }
                 if with_map {
                     info = info.push_next(&mut fdm_att);
                 }
@@ -1432,7 +1569,7 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 for _ in 1..mv.repeat.max(1) {
                     d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
                     d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                    d.cmd_draw(cb, mv.vertices, 1, 0, 0);
+                    d.cmd_draw(cb, mv.vertices, instances, 0, 0);
                     d.cmd_end_render_pass(cb);
                     let barrier = vk::MemoryBarrier::default()
                         .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
@@ -1450,7 +1587,7 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
             }
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            d.cmd_draw(cb, mv.vertices, 1, 0, 0);
+            d.cmd_draw(cb, mv.vertices, instances, 0, 0);
             match (mv.path, &end_rendering2) {
                 (Path::Dynamic, Some(end2)) => {
                     let info = RenderingEndInfo {

@@ -8,10 +8,24 @@
 use crate::render::{color_range, Gpu};
 use ash::vk;
 
-/// Renders with `views` views (`view_local`: the barrier inside the
-/// rendering has `VIEW_LOCAL`); per view, the pixels of attachment 1 that do
-/// not hold that view's colour.
-pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
+/// How closely the rendering follows the CTS case.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shape {
+    /// The barrier inside the rendering has `VIEW_LOCAL`.
+    pub view_local: bool,
+    /// The copy writes location 0, remapped to attachment 1
+    /// (`VkRenderingAttachmentLocationInfoKHR` {UNUSED, 0} in its pipeline and
+    /// `vkCmdSetRenderingAttachmentLocationsKHR` before it), both pipelines
+    /// writing every attachment (the CTS's).
+    pub remap: bool,
+    /// The rendering's `layerCount` is the view count (the CTS's), not 1,
+    /// and attachment 1 stays in `COLOR_ATTACHMENT_OPTIMAL`.
+    pub cts_layers: bool,
+}
+
+/// Renders with `views` views in `shape`; per view, the pixels of
+/// attachment 1 that do not hold that view's colour.
+pub fn render(gpu: &Gpu, views: u32, shape: Shape) -> Vec<usize> {
     let d = &gpu.device;
     let (w, h) = (32u32, 32u32);
     let format = vk::Format::R8G8B8A8_UNORM;
@@ -31,9 +45,15 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
     let first = make(usage | vk::ImageUsageFlags::INPUT_ATTACHMENT);
     let copy = make(usage);
     let local = vk::ImageLayout::RENDERING_LOCAL_READ_KHR;
+    let copy_layout = if shape.cts_layers { vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL } else { local };
     let quad = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
     let fs_view = &include_bytes!(concat!(env!("OUT_DIR"), "/view_colour.frag.spv"))[..];
-    let fs_copy = &include_bytes!(concat!(env!("OUT_DIR"), "/local_read_copy.frag.spv"))[..];
+    let fs_copy = if shape.remap {
+        &include_bytes!(concat!(env!("OUT_DIR"), "/local_read_copy_loc0.frag.spv"))[..]
+    } else {
+        &include_bytes!(concat!(env!("OUT_DIR"), "/local_read_copy.frag.spv"))[..]
+    };
+    let locations = [vk::ATTACHMENT_UNUSED, 0];
     let binding = [vk::DescriptorSetLayoutBinding::default()
         .binding(0)
         .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
@@ -79,7 +99,7 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
                 vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
             let blend: Vec<vk::PipelineColorBlendAttachmentState> = (0..2)
                 .map(|i| {
-                    vk::PipelineColorBlendAttachmentState::default().color_write_mask(if i == writes {
+                    vk::PipelineColorBlendAttachmentState::default().color_write_mask(if i == writes || shape.remap {
                         vk::ColorComponentFlags::RGBA
                     } else {
                         vk::ColorComponentFlags::empty()
@@ -89,7 +109,8 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
             let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
             let mut rendering =
                 vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats).view_mask(view_mask);
-            let info = vk::GraphicsPipelineCreateInfo::default()
+            let mut remap = vk::RenderingAttachmentLocationInfoKHR::default().color_attachment_locations(&locations);
+            let mut info = vk::GraphicsPipelineCreateInfo::default()
                 .stages(&stages)
                 .vertex_input_state(&vi)
                 .input_assembly_state(&ia)
@@ -99,6 +120,9 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
                 .color_blend_state(&cb)
                 .layout(layout)
                 .push_next(&mut rendering);
+            if shape.remap && writes == 1 {
+                info = info.push_next(&mut remap);
+            }
             let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).unwrap()[0];
             d.destroy_shader_module(vsm, None);
             d.destroy_shader_module(fsm, None);
@@ -108,14 +132,14 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
         gpu.one_time_submit(|cb| {
             let att = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
             gpu.image_from_undefined(cb, first.0, range, local, att);
-            gpu.image_from_undefined(cb, copy.0, range, local, att);
+            gpu.image_from_undefined(cb, copy.0, range, copy_layout, att);
             let clear = vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } };
-            let colours: Vec<vk::RenderingAttachmentInfo> = [first.2, copy.2]
+            let colours: Vec<vk::RenderingAttachmentInfo> = [(first.2, local), (copy.2, copy_layout)]
                 .iter()
-                .map(|v| {
+                .map(|&(v, layout)| {
                     vk::RenderingAttachmentInfo::default()
-                        .image_view(*v)
-                        .image_layout(local)
+                        .image_view(v)
+                        .image_layout(layout)
                         .load_op(vk::AttachmentLoadOp::CLEAR)
                         .store_op(vk::AttachmentStoreOp::STORE)
                         .clear_value(clear)
@@ -124,14 +148,14 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
             let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
             let info = vk::RenderingInfo::default()
                 .render_area(area)
-                .layer_count(1)
+                .layer_count(if shape.cts_layers { views } else { 1 })
                 .view_mask(view_mask)
                 .color_attachments(&colours);
             d.cmd_begin_rendering(cb, &info);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, write);
             d.cmd_draw(cb, 6, 1, 0, 0);
             let mut flags = vk::DependencyFlags::BY_REGION;
-            if view_local {
+            if shape.view_local {
                 flags |= vk::DependencyFlags::VIEW_LOCAL;
             }
             let b = [vk::MemoryBarrier::default()
@@ -146,6 +170,11 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
                 &[],
                 &[],
             );
+            if shape.remap {
+                let lr = ash::khr::dynamic_rendering_local_read::Device::new(&gpu.instance, d);
+                let info = vk::RenderingAttachmentLocationInfoKHR::default().color_attachment_locations(&locations);
+                lr.cmd_set_rendering_attachment_locations(cb, &info);
+            }
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, read);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
             d.cmd_draw(cb, 6, 1, 0, 0);
@@ -154,7 +183,7 @@ pub fn render(gpu: &Gpu, views: u32, view_local: bool) -> Vec<usize> {
                 cb,
                 copy.0,
                 range,
-                (local, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+                (copy_layout, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
                 att,
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
             );

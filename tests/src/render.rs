@@ -104,6 +104,9 @@ pub struct GpuOptions {
     pub conditional_rendering: bool,
     /// Enable VK_KHR_dynamic_rendering_local_read (and multiview) where listed.
     pub local_read: bool,
+    /// With `fdm`, enable VK_VALVE_fragment_density_map_layered (its
+    /// feature, `VK_KHR_maintenance5` and `shaderOutputLayer`) where listed.
+    pub fdm_layered: bool,
     /// Chain a structure no layer or driver knows (a made-up sType) into the
     /// device create info: `Some(true)` at the end of the chain (after the
     /// density-map features), `Some(false)` at its head (before them).
@@ -147,6 +150,8 @@ pub struct Gpu {
     pub fdm: bool,
     /// VK_EXT_fragment_density_map_offset was enabled.
     pub fdm_offset: bool,
+    /// VK_VALVE_fragment_density_map_layered was enabled (`GpuOptions::fdm_layered`).
+    pub fdm_layered: bool,
     /// The application's VK_EXT_conditional_rendering
     /// (`GpuOptions::conditional_rendering`).
     pub conditional_rendering: Option<ash::ext::conditional_rendering::Device>,
@@ -363,6 +368,16 @@ impl Gpu {
         let fdm_offset = enable(opts.fdm_offset && fdm, &[c"VK_EXT_fragment_density_map_offset"]);
         let mut enable_fdm_offset =
             vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM::default().fragment_density_map_offset(true);
+        // The per-layer pipeline bit lives in VkPipelineCreateFlags2 (maintenance5).
+        let fdm_layered = enable(
+            opts.fdm_layered && fdm && f12.shader_output_layer == vk::TRUE,
+            &[ash::khr::maintenance5::NAME, crate::fdm::layered::EXTENSION],
+        );
+        let mut enable_m5 = vk::PhysicalDeviceMaintenance5FeaturesKHR::default().maintenance5(true);
+        let mut enable_layered = crate::fdm::layered::Features::new();
+        if fdm_layered {
+            enable12 = enable12.shader_output_layer(true);
+        }
         let conditional = enable(opts.conditional_rendering, &[ash::ext::conditional_rendering::NAME]);
         let mut enable_conditional =
             vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
@@ -483,6 +498,9 @@ impl Gpu {
         if fdm_offset {
             info = info.push_next(&mut enable_fdm_offset);
         }
+        if fdm_layered {
+            info = info.push_next(&mut enable_m5).push_next(&mut enable_layered);
+        }
         if dynamic_state.color_write_enable {
             info = info.push_next(&mut enable_cwe);
         }
@@ -561,6 +579,7 @@ impl Gpu {
             shader_object,
             fdm,
             fdm_offset,
+            fdm_layered,
             conditional_rendering,
             dynamic_state,
             khr_1_1: opts.khr_1_1,

@@ -410,8 +410,10 @@ const LAYER_DEVICE_EXTENSIONS: [(&str, &str, &[&str]); 5] = [
 /// `vkCmdEndRendering2EXT`; `VK_QCOM_FRAGMENT_DENSITY_MAP_OFFSET_SPEC_VERSION 3`,
 /// which also extends `VkRenderingEndInfoEXT`); the local registry may only
 /// lack them or hold an older revision.
-const NEWER_THAN_LOCAL_REGISTRY: [&str; 2] =
-    ["VK_EXT_fragment_density_map_offset", "VK_QCOM_fragment_density_map_offset"];
+/// `VK_EXT_fragment_density_map` is at revision 3 (2025: the texel size's
+/// floor), the local registry's at 2.
+const NEWER_THAN_LOCAL_REGISTRY: [&str; 3] =
+    ["VK_EXT_fragment_density_map", "VK_EXT_fragment_density_map_offset", "VK_QCOM_fragment_density_map_offset"];
 
 /// `device_extensions` as the Khronos extension layers write them, with
 /// their entry points.

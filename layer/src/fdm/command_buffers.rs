@@ -588,3 +588,45 @@ impl Fdm {
         self.replay_counting_pools.lock().contains(&pool)
     }
 }
+
+/// `vkCmdSetRenderingAttachmentLocationsKHR`: a captured pass goes live first
+/// (the remapping is state of this one rendering, which its replays' begins
+/// would reset; local reads inside a pass need a barrier there, which makes
+/// it go live anyway).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdSetRenderingAttachmentLocationsKHR` call.
+pub unsafe fn cmd_set_rendering_attachment_locations(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    i: *const vk::RenderingAttachmentLocationInfoKHR<'_>,
+) {
+    // SAFETY: `cb` is the application's recording command buffer, held
+    // during its call.
+    if unsafe { unreplayable(dev, f, cb, "an attachment location remapping inside the pass") } {
+        return;
+    }
+    // SAFETY: the application's arguments of a valid call go down unchanged (the entry point is handed out only
+    // where the next layer has the command).
+    unsafe { (dev.state.local_read.cmd_set_rendering_attachment_locations_khr)(cb, i) }
+}
+
+/// `vkCmdSetRenderingInputAttachmentIndicesKHR`: as
+/// [`cmd_set_rendering_attachment_locations`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdSetRenderingInputAttachmentIndicesKHR` call.
+pub unsafe fn cmd_set_rendering_input_attachment_indices(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    i: *const vk::RenderingInputAttachmentIndexInfoKHR<'_>,
+) {
+    // SAFETY: as above.
+    if unsafe { unreplayable(dev, f, cb, "an input attachment index remapping inside the pass") } {
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { (dev.state.local_read.cmd_set_rendering_input_attachment_indices_khr)(cb, i) }
+}

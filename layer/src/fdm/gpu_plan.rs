@@ -523,7 +523,10 @@ pub(super) fn unsupported(
         return Some("its density map is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, or it is a Vulkan 1.0 application)".into());
     }
     if layers > 1 && view_mask == 0 {
-        return Some("its density map is dynamic or deferred and its framebuffer is layered".into());
+        return Some(
+            "its density map is dynamic or deferred and its framebuffer is layered (without the per-layer density bit)"
+                .into(),
+        );
     }
     if map_layout != vk::ImageLayout::GENERAL && map_layout != vk::ImageLayout::TRANSFER_SRC_OPTIMAL {
         return Some(format!(
@@ -539,7 +542,7 @@ pub(super) fn unsupported(
         if a.store_stencil {
             return Some("its density map is dynamic or deferred and a stencil attachment stores (the GPU plan's upscale writes colour and depth only)".into());
         }
-        // A multiview pass's attachments may be arrays (a layer per view).
+        // A multiview (or per-layer) pass's attachments may be arrays (a layer per view).
         let array = view_mask != 0 && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
         if (a.load || a.store) && a.view_type != vk::ImageViewType::TYPE_2D && !array {
             return Some(format!("its density map is dynamic or deferred and an attachment view is {:?}", a.view_type));
@@ -589,6 +592,8 @@ pub(super) unsafe fn replay_gpu(
 ) -> Result<(), String> {
     let started = std::time::Instant::now();
     let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
+    // The layers of a per-layer pass are planned as views (the replays still begin the pass as the application did).
+    let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.without_per_layer);
     let map_layout = super::layout(map_layout);
     if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers) {
         return Err(why);

@@ -56,6 +56,7 @@ pub mod command_buffers;
 mod commands;
 pub mod descriptors;
 mod gpu_plan;
+pub mod layered;
 mod map_readback;
 pub mod pass;
 pub mod queue;
@@ -316,6 +317,9 @@ pub struct PassInfo {
     pub view_mask: u32,
     /// Some subpass reads input attachments.
     pub inputs: bool,
+    /// Created with the per-layer density bit
+    /// (`VK_VALVE_fragment_density_map_layered`).
+    pub per_layer: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -403,6 +407,9 @@ pub struct Fdm {
     pub one_area_per_pass: bool,
     /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
     pub without_offsets: bool,
+    /// `debug_fdm_without=per_layer`: a per-layer pass's layers all read
+    /// map layer 0 (a control).
+    pub without_per_layer: bool,
     /// `debug_fdm_without=edge_fragments`: a bin or region that ends the
     /// render area may end inside a fragment (a control).
     pub without_edge_fragments: bool,
@@ -505,7 +512,7 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
         .filter(|n| {
             // SAFETY: as above.
             let n = unsafe { CStr::from_ptr(*n) };
-            n != EXTENSION2 && !OFFSET_EXTENSIONS.contains(&n)
+            n != EXTENSION2 && !OFFSET_EXTENSIONS.contains(&n) && n != layered::EXTENSION
         })
         .collect();
     // SAFETY: VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain, alive for the call.
@@ -527,13 +534,15 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
             .is_some_and(|f| f.fragment_density_map_deferred == vk::TRUE)
         || chain
             .tail_find::<vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM>()
-            .is_some_and(|f| f.fragment_density_map_offset == vk::TRUE);
+            .is_some_and(|f| f.fragment_density_map_offset == vk::TRUE)
+        || chain.tail_find::<layered::FeaturesValve>().is_some_and(|f| f.fragment_density_map_layered == vk::TRUE);
     // (Without the extension enabled nothing needs removing: those bits are the application's own mistake.)
     if tail_asks && enabled {
         chain.tail_error()?;
     }
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT);
     chain.remove(vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM);
+    chain.remove(layered::FEATURES);
     let asked = chain
         .get::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>()
         .map(|f| f.fragment_density_map == vk::TRUE || f.fragment_density_map_non_subsampled_images == vk::TRUE)
@@ -666,6 +675,7 @@ impl Fdm {
             one_area_per_pass: false,
             without_offsets: false,
             without_edge_fragments: false,
+            without_per_layer: false,
             without_msaa: false,
             without_library_variants: false,
             without_shader_object_variants: false,
@@ -981,7 +991,9 @@ pub unsafe fn create_render_pass(
         // (the copied structure still points at the application's array).
         .map(|m| unsafe { slice(m.p_view_masks, m.subpass_count) }.iter().fold(0, |a, b| a | b))
         .unwrap_or(0);
+    let per_layer = ci.flags.contains(layered::RENDER_PASS_PER_LAYER);
     let mut copy = *ci;
+    copy.flags &= !layered::RENDER_PASS_PER_LAYER;
     copy.p_next = chain.head();
     copy.p_attachments = attachments.as_ptr();
     copy.p_subpasses = subs.as_ptr();
@@ -993,7 +1005,9 @@ pub unsafe fn create_render_pass(
     if r == vk::Result::SUCCESS {
         // SAFETY: VUID-vkCreateRenderPass-pRenderPass-parameter: written by the call.
         let pass = unsafe { *out };
-        f.passes.lock().insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
+        f.passes
+            .lock()
+            .insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }));
     }
     r
 }
@@ -1097,7 +1111,9 @@ pub unsafe fn create_render_pass2(
         })
         .collect();
     let inputs = subs.iter().any(|s| s.input_attachment_count > 0);
+    let per_layer = ci.flags.contains(layered::RENDER_PASS_PER_LAYER);
     let mut copy = *ci;
+    copy.flags &= !layered::RENDER_PASS_PER_LAYER;
     copy.p_next = chain.head();
     copy.p_attachments = attachments.as_ptr();
     copy.p_subpasses = subs.as_ptr();
@@ -1123,7 +1139,9 @@ pub unsafe fn create_render_pass2(
             .collect();
         // SAFETY: VUID-vkCreateRenderPass2-pRenderPass-parameter: written by the call.
         let pass = unsafe { *out };
-        f.passes.lock().insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs }));
+        f.passes
+            .lock()
+            .insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }));
     }
     r
 }
@@ -1380,7 +1398,30 @@ unsafe fn create_one(
         let pipelines = f.pipelines.lock();
         libraries.iter().map(|l| pipelines.get(l).cloned()).collect()
     };
+    // The density-map bit may come through `VkPipelineCreateFlags2CreateInfoKHR` (which then replaces `flags`),
+    // with the per-layer bit of VK_VALVE_fragment_density_map_layered and that extension's structure: none of them
+    // reach the driver.
+    let flag2 = vk::PipelineCreateFlags2KHR::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
+    let flags2 = unsafe { crate::pnext::find::<vk::PipelineCreateFlags2CreateInfoKHR>(info.p_next) }.map(|c| c.flags);
+    // SAFETY: as above.
+    let layered_info = unsafe { crate::pnext::find::<layered::PipelineInfoValve>(info.p_next) }.is_some();
+    let mut chain = None;
+    if layered_info || flags2.is_some_and(|f| f.intersects(flag2 | layered::PIPELINE_PER_LAYER)) {
+        // SAFETY: as above.
+        let mut c = unsafe { Chain::copy_prefix(info.p_next) };
+        if c.tail_contains(layered::PIPELINE_INFO) {
+            // Left in place (after a structure the layer cannot copy): the driver ignores what it does not know.
+            dev.log().warn(id::CREATE_INFO_UNKNOWN, "vkCreateGraphicsPipelines: the layered density-map structure follows a structure the layer cannot copy; passed down in place");
+        }
+        c.remove(layered::PIPELINE_INFO);
+        if let Some(f2) = c.get_mut::<vk::PipelineCreateFlags2CreateInfoKHR>() {
+            f2.flags &= !(flag2 | layered::PIPELINE_PER_LAYER);
+        }
+        chain = Some(c);
+    }
     let for_density_map = info.flags.contains(flag)
+        || flags2.is_some_and(|f| f.contains(flag2))
         || f.passes.lock().get(&info.render_pass).is_some_and(|p| p.density_map.is_some())
         || library_infos.iter().any(Option::is_some);
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: `stageCount`
@@ -1393,6 +1434,9 @@ unsafe fn create_one(
     let side_effects = facts.iter().flatten().any(|m| m.side_effects);
     let mut copy = *info;
     copy.flags &= !flag;
+    if let Some(c) = chain.as_mut() {
+        copy.p_next = c.head();
+    }
     if !for_density_map {
         // SAFETY: the application's valid info, without the density-map flag.
         return unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };

@@ -60,6 +60,34 @@ impl Begin {
             Begin::RenderPass { area, .. } | Begin::Rendering { area, .. } => *area,
         }
     }
+
+    /// Begun with the per-layer density bit (`VK_VALVE_fragment_density_map_layered`).
+    pub(super) fn per_layer(&self) -> bool {
+        match self {
+            Begin::RenderPass { pass, .. } => pass.per_layer,
+            Begin::Rendering { flags, .. } => flags.contains(super::layered::RENDERING_PER_LAYER),
+        }
+    }
+
+    /// The views the density map is planned for, as a mask: a multiview
+    /// pass's `view_mask`; a per-layer pass's framebuffer layers (each reads
+    /// its own map layer, with its own offset, as a view would: the
+    /// framebuffer layer a primitive lands in is the shaders' choice, so
+    /// every replay renders them all); 0 otherwise (one view, map layer 0).
+    pub(super) fn planned_views(&self, view_mask: u32, fb_layers: u32, without_per_layer: bool) -> u32 {
+        if view_mask != 0 {
+            view_mask
+        } else if self.per_layer() && fb_layers > 1 && !without_per_layer {
+            let n = fb_layers.min(super::layered::MAX_LAYERS);
+            if n >= 32 {
+                u32::MAX
+            } else {
+                (1 << n) - 1
+            }
+        } else {
+            0
+        }
+    }
 }
 
 pub(super) struct Pass {
@@ -119,7 +147,8 @@ pub(super) unsafe fn begin_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
         }
         Begin::Rendering { flags, area, layers, view_mask, colors, depth, stencil, .. } => {
             let info = vk::RenderingInfo {
-                flags: *flags & !vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS,
+                flags: *flags
+                    & !(vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS | super::layered::RENDERING_PER_LAYER),
                 render_area: *area,
                 layer_count: *layers,
                 view_mask: *view_mask,
@@ -587,6 +616,7 @@ pub unsafe fn cmd_begin_rendering(
         };
         chain.remove(vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT);
         let mut c = *ri;
+        c.flags &= !super::layered::RENDERING_PER_LAYER;
         c.p_next = chain.head();
         if let Some(why) = early {
             fallback_log(dev, &begin, why);

@@ -96,6 +96,8 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     let cap = (bins::area_cap(extent.0, mw, super::MAX_AREA), bins::area_cap(extent.1, mh, super::MAX_AREA));
     // The views of a multiview pass (none without): each reads its layer of
     // a layered map (layer 0 of a single-layer one) with its own offset.
+    // (Or the layers of a per-layer pass, planned as views.)
+    let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.without_per_layer);
     let views: Vec<u32> = (0..32).filter(|i| view_mask & (1 << i) != 0).collect();
     let planned_views: Vec<bins::View> = if views.is_empty() { vec![0] } else { views.clone() }
         .into_iter()

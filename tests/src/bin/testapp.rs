@@ -34,6 +34,7 @@ fn usage() -> ! {
          fdm-dynamic [app-conditional]  a dynamic density map the GPU writes in the same command buffer: the areas follow it (app-conditional: the application enables conditional rendering itself)\n  \
          multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped|mirrored]  a plain two-view draw, one layer feature at a time (mirrored: the CTS's mesh)
   local-read-multiview       no density map: a multiview local-read copy inside one dynamic rendering, 2/4/6 views
+  fdm-layered [dynamic]      VK_VALVE_fragment_density_map_layered: each layer of a layered framebuffer gets its own map layer's areas
   fdm-unknown-structure after|before  the density-map device with an unknown structure chained after or before its features\n  \
          fdm-multiview [quick] [dynamic]  per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
          fdm-offset [dynamic]       VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
@@ -120,6 +121,7 @@ fn main() {
         "leak" => leak(&opts),
         "host-leak" => host_leak(),
         "local-read-multiview" => local_read_multiview(&mut opts),
+        "fdm-layered" => fdm_layered(&mut opts, dynamic_map(&args)),
         "fdm-unknown-structure" => fdm_unknown_structure(&mut opts, args.get(1).map(String::as_str) == Some("after")),
         "multiview-ladder" => multiview_ladder(
             &mut opts,
@@ -1257,12 +1259,23 @@ fn local_read_multiview(opts: &mut GpuOptions) -> Result<(), String> {
         return Ok(());
     }
     let mut failed = Vec::new();
-    for views in [2u32, 4, 6].into_iter().filter(|v| *v <= props.max_multiview_view_count) {
-        for view_local in [false, true] {
-            let wrong = overlap_tests::local_read::render(&g, views, view_local);
-            println!("local_read_multiview views={views} view_local={view_local} wrong_pixels_per_view={wrong:?}");
+    use overlap_tests::local_read::Shape;
+    let shapes = [
+        Shape::default(),
+        Shape { view_local: true, ..Shape::default() },
+        Shape { remap: true, ..Shape::default() },
+        Shape { remap: true, cts_layers: true, ..Shape::default() },
+        Shape { remap: true, cts_layers: true, view_local: true },
+    ];
+    for views in [2u32, 4, 5, 6].into_iter().filter(|v| *v <= props.max_multiview_view_count) {
+        for shape in shapes {
+            let wrong = overlap_tests::local_read::render(&g, views, shape);
+            let Shape { view_local, remap, cts_layers } = shape;
+            println!(
+                "local_read_multiview views={views} view_local={view_local} remap={remap} cts_layers={cts_layers} wrong_pixels_per_view={wrong:?}"
+            );
             if wrong.iter().any(|w| *w > 0) {
-                failed.push(format!("{views} views (view_local {view_local})"));
+                failed.push(format!("{views} views ({shape:?})"));
             }
         }
     }
@@ -2556,6 +2569,74 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<()
                 }
             }
             println!("fdm multiview path={path:?} views={n} dynamic={dynamic} per_view=ok coarse_pixels={coarse:?}");
+        }
+    }
+    Ok(())
+}
+
+/// `fdm-layered [dynamic]`: `VK_VALVE_fragment_density_map_layered` — a
+/// layered framebuffer of 2 and 4 layers (no multiview; the vertex shader
+/// writes `gl_Layer` from the instance index, one instance per layer) with
+/// the per-layer bit on the pass and the pipeline: layer 0's map asks 1x1
+/// left and 4x4 right, the other layers' 2x2 everywhere; each layer must get
+/// its own map layer's areas (render pass 1, 2, dynamic rendering). Where the
+/// extension is not listed (the driver lacks `VK_KHR_maintenance5` and
+/// Vulkan 1.4, which it depends on) it says so and checks nothing.
+fn fdm_layered(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Multiview, Path};
+    let map_flags = dynamic_flags(opts, dynamic);
+    opts.fdm_layered = true;
+    let g = fdm_gpu(opts)?;
+    if !g.fdm_layered {
+        println!("fdm_layered listed=0");
+        return Ok(());
+    }
+    let mut props = overlap_tests::fdm::layered::Properties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
+    println!("fdm_layered listed=1 max_layers={}", props.max_fragment_density_map_layers);
+    let (min, max) = texel_limits(&g);
+    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen_layered.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    let split = |left: u8, right: u8| Map {
+        width: mw,
+        height: mh,
+        texels: (0..mw * mh).map(|i| if i % mw < mw / 2 { [left, left] } else { [right, right] }).collect(),
+    };
+    let layer0 = split(255, 50);
+    let others = split(127, 127);
+    let paths: Vec<Path> = fdm::PATHS.into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering).collect();
+    for &path in &paths {
+        for n in [2u32, 4].into_iter().filter(|n| *n <= props.max_fragment_density_map_layers) {
+            let mut maps = vec![&layer0];
+            maps.extend(std::iter::repeat_n(&others, n as usize - 1));
+            let mv = Multiview { map_flags, layered: true, ..Multiview::new(path, size, maps.clone(), vs, size_fs, 3) };
+            let layers = fdm::render_multiview(&g, &mv);
+            let case = format!("{path:?} {n} layers");
+            let mut coarse = Vec::new();
+            for (l, (px, map)) in layers.iter().zip(&maps).enumerate() {
+                let (c, _) = fdm::check_sizes(px, size, map, texel).map_err(|e| format!("{case}, layer {l}: {e}"))?;
+                coarse.push(c);
+                let areas = fdm::areas(px);
+                let left = |i: usize| (i as u32 % size.0) < size.0 / 2;
+                if l == 0 {
+                    if let Some(i) = (0..areas.len()).find(|&i| left(i) && areas[i] != (1, 1)) {
+                        return Err(format!("{case}: layer 0 asks for 1x1 at pixel {i} but got {:?}", areas[i]));
+                    }
+                } else if let Some(i) = (0..areas.len()).find(|&i| areas[i] != (2, 2)) {
+                    return Err(format!(
+                        "{case}: layer {l} asks for 2x2 everywhere but pixel ({},{}) got {:?} (one map layer for all?)",
+                        i as u32 % size.0,
+                        i as u32 / size.0,
+                        areas[i]
+                    ));
+                }
+            }
+            println!("fdm layered path={path:?} layers={n} dynamic={dynamic} per_layer=ok coarse_pixels={coarse:?}");
         }
     }
     Ok(())
