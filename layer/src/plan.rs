@@ -469,6 +469,25 @@ mod tests {
     }
 
     #[test]
+    fn the_layered_extension_follows_its_dependency_and_the_profile() {
+        let names = |p: &Plan| p.added_extensions().iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        let layered = crate::fdm::layered::EXTENSION;
+        // lavapipe 22.3: Vulkan 1.3 without maintenance5.
+        assert!(!names(&Plan::new_test(&Settings::defaults(), &facts(&[]))).contains(&layered));
+        let m5 = Plan::new_test(&Settings::defaults(), &facts(&["VK_KHR_maintenance5"]));
+        assert!(names(&m5).contains(&layered));
+        let a6xx = Plan::new(
+            &Settings::defaults(),
+            &facts(&["VK_KHR_maintenance5"]),
+            crate::profile::Profile::builtin("a6xx").map(std::sync::Arc::new),
+        );
+        // The profile keeps FDM, so the extension with it; its texel limits are the binning's.
+        assert!(names(&a6xx).contains(&layered));
+        assert_eq!(crate::architecture::fdm_texel_limits(&a6xx), ((32, 32), (256, 256)));
+        assert_eq!(crate::architecture::fdm_texel_limits(&m5), ((8, 8), (256, 256)));
+    }
+
+    #[test]
     fn force_enable_turns_hooks_on() {
         let mut s = Settings::defaults();
         s.force_enable = true;

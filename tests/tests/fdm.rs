@@ -433,3 +433,18 @@ fn dynamic_state_sent_down_at_once_fails_the_check() {
     }
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
+
+/// `VK_VALVE_fragment_density_map_layered` depends on `VK_KHR_maintenance5`
+/// or Vulkan 1.4 (its pipeline bit exists only in `VkPipelineCreateFlags2`):
+/// lavapipe 22.3 has neither, so the layer does not list it there (the
+/// per-layer checks run on the NVIDIA machine, `ci/gpu-nvidia`).
+#[test]
+fn the_layered_extension_is_listed_only_with_its_dependency() {
+    let probe = run(&mut app(Layers::None, &["probe"]));
+    probe.assert_ok();
+    let driver = probe.value("device_extensions").unwrap_or_default().to_string();
+    assert!(!driver.contains("VK_KHR_maintenance5"), "{driver}");
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-layered"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("fdm_layered listed=0"), "{}", o.stdout);
+}

@@ -622,10 +622,8 @@ pub(super) unsafe fn replay_gpu(
     let ra = pass.begin.area();
     let render_area =
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
-    let texel = (
-        texel_size(extent.0, mw, super::MIN_TEXEL, super::MAX_TEXEL),
-        texel_size(extent.1, mh, super::MIN_TEXEL, super::MAX_TEXEL),
-    );
+    let ((min_w, min_h), (max_w, max_h)) = f.texel_limits;
+    let texel = (texel_size(extent.0, mw, min_w, max_w), texel_size(extent.1, mh, min_h, max_h));
     let restored = pass.state.commands().count() + 2;
     let grid = grid_for(pass.cmds.len() + restored);
     let cap = (area_cap(extent.0, mw, super::MAX_AREA), area_cap(extent.1, mh, super::MAX_AREA));

@@ -407,6 +407,9 @@ pub struct Fdm {
     pub one_area_per_pass: bool,
     /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
     pub without_offsets: bool,
+    /// The texel size limits the device reports (`MIN_TEXEL`/`MAX_TEXEL`,
+    /// or the architecture profile's): the binning's.
+    pub texel_limits: ((u32, u32), (u32, u32)),
     /// `debug_fdm_without=per_layer`: a per-layer pass's layers all read
     /// map layer 0 (a control).
     pub without_per_layer: bool,
@@ -676,6 +679,7 @@ impl Fdm {
             without_offsets: false,
             without_edge_fragments: false,
             without_per_layer: false,
+            texel_limits: ((MIN_TEXEL, MIN_TEXEL), (MAX_TEXEL, MAX_TEXEL)),
             without_msaa: false,
             without_library_variants: false,
             without_shader_object_variants: false,
