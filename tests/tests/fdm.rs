@@ -118,7 +118,7 @@ fn density_map_usage_with_extended_usage_follows_the_format_class() {
 fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
     let o = run(app(Layers::OverlapOverValidation, &["fdm2"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"));
     o.assert_ok();
-    assert!(o.stdout.contains("fdm2 deferred=1 subsampled_loads=0"), "{}", o.stdout);
+    assert!(o.stdout.contains("fdm2 deferred=1 subsampled_loads=1"), "{}", o.stdout);
     assert!(o.stdout.contains("fdm2 rendered coarse_pixels="), "{}", o.stdout);
     assert_eq!(o.value("fdm2 deferred_device"), Some("created"), "{}", o.stdout);
     // Deferred and dynamic maps follow the map (checked pixel by pixel

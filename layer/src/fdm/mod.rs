@@ -109,10 +109,12 @@ pub fn fill_features2(f: &mut vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT) 
 
 /// What the emulation honours: subsampled images are stored at full
 /// resolution and subsampled samplers are plain samplers, so the device's
-/// own limits for array layers and samplers apply; loads are downscaled to
-/// the fragment's area by the replay, not read subsampled by the shader.
+/// own limits for array layers and samplers apply; a load of a subsampled
+/// attachment is resampled to the pass's own density (the replay downscales
+/// the full-resolution contents to each fragment's area: `subsampledLoads`);
+/// no sampler reads early (no coarse reconstruction in the vertex stage).
 pub fn fill_properties2(p: &mut vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT, limits: &vk::PhysicalDeviceLimits) {
-    p.subsampled_loads = vk::FALSE;
+    p.subsampled_loads = vk::TRUE;
     p.subsampled_coarse_reconstruction_early_access = vk::FALSE;
     p.max_subsampled_array_layers = limits.max_image_array_layers.max(2);
     p.max_descriptor_set_subsampled_samplers = limits.max_descriptor_set_samplers.max(1);
