@@ -21,7 +21,7 @@ const S_INTERLOCK: &str = "VkPhysicalDeviceFragmentShaderInterlockFeaturesEXT";
 const S_FSR_FEATURES: &str = "VkPhysicalDeviceFragmentShadingRateFeaturesKHR";
 const S_FSR_PROPS: &str = "VkPhysicalDeviceFragmentShadingRatePropertiesKHR";
 const S_FDM_FEATURES: &str = "VkPhysicalDeviceFragmentDensityMapFeaturesEXT";
-const S_FDM_PROPS: &str = "VkPhysicalDeviceFragmentDensityMapPropertiesEXT";
+pub(crate) const S_FDM_PROPS: &str = "VkPhysicalDeviceFragmentDensityMapPropertiesEXT";
 
 fn adjusted(log: &Logger, profile: Option<&Profile>, what: &str, before: &Value, after: &Value) {
     if before != after {
@@ -244,30 +244,6 @@ pub unsafe fn apply_properties(
             ],
         );
     }
-}
-
-/// The density-map texel size limits the device reports under `plan` (the
-/// emulation's, clamped by the profile's): `(min, max)` per axis. The
-/// binning must use what the application was told.
-pub fn fdm_texel_limits(plan: &Plan) -> ((u32, u32), (u32, u32)) {
-    let mut p = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
-    crate::fdm::fill_properties(&mut p);
-    let extent = |e: vk::Extent2D| json!({"width": e.width, "height": e.height});
-    let get = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0) as u32;
-    let mut out = [
-        (p.min_fragment_density_texel_size, "minFragmentDensityTexelSize"),
-        (p.max_fragment_density_texel_size, "maxFragmentDensityTexelSize"),
-    ]
-    .map(|(e, name)| {
-        let v = match plan.profile.as_deref().and_then(|pr| pr.property(S_FDM_PROPS, name)) {
-            Some(pv) => crate::profile::clamp(name, &extent(e), pv),
-            None => extent(e),
-        };
-        (get(&v, "width"), get(&v, "height"))
-    });
-    // A profile whose minimum exceeds the emulation's maximum: the minimum wins (never an empty range).
-    out[1] = (out[1].0.max(out[0].0), out[1].1.max(out[0].1));
-    (out[0], out[1])
 }
 
 /// Why `vkCreateDevice` must fail under the plan, if it must: a hidden

@@ -1001,7 +1001,7 @@ unsafe extern "system" fn create_device(
                 fdm.without_offsets = without.contains(&"offsets");
                 fdm.without_edge_fragments = without.contains(&"edge_fragments");
                 fdm.without_per_layer = without.contains(&"per_layer");
-                fdm.texel_limits = crate::architecture::fdm_texel_limits(&data.plan);
+                fdm.texel_limits = crate::fdm::texel_limits(&data.plan);
                 fdm.without_msaa = without.contains(&"msaa");
                 fdm.without_library_variants = without.contains(&"library_variants");
                 fdm.without_shader_object_variants = without.contains(&"shader_object_variants");

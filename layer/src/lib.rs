@@ -35,3 +35,4 @@ pub mod shading_rate;
 pub mod spinlock;
 pub mod spirv;
 pub mod state;
+pub mod vk_newer;

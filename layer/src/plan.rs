@@ -241,7 +241,7 @@ impl Plan {
         let mut plan = Plan {
             interlock,
             shading_rate,
-            fdm_layered: crate::fdm::layered::available(facts.api_version, |e| facts.has_extension(e)),
+            fdm_layered: crate::vk_newer::fdm_layered_available(facts.api_version, |e| facts.has_extension(e)),
             fdm,
             varyings,
             force_hooks: settings.force_enable,
@@ -364,7 +364,7 @@ impl Plan {
             v.push((FDM_OFFSET_EXTENSION_NAME, 1));
             v.push((FDM_OFFSET_QCOM_EXTENSION_NAME, 3));
             if self.fdm_layered {
-                v.push((crate::fdm::layered::EXTENSION, 1));
+                v.push((crate::vk_newer::EXTENSION, 1));
             }
         }
         v
@@ -471,7 +471,7 @@ mod tests {
     #[test]
     fn the_layered_extension_follows_its_dependency_and_the_profile() {
         let names = |p: &Plan| p.added_extensions().iter().map(|(n, _)| *n).collect::<Vec<_>>();
-        let layered = crate::fdm::layered::EXTENSION;
+        let layered = crate::vk_newer::EXTENSION;
         // lavapipe 22.3: Vulkan 1.3 without maintenance5.
         assert!(!names(&Plan::new_test(&Settings::defaults(), &facts(&[]))).contains(&layered));
         let m5 = Plan::new_test(&Settings::defaults(), &facts(&["VK_KHR_maintenance5"]));
@@ -481,10 +481,8 @@ mod tests {
             &facts(&["VK_KHR_maintenance5"]),
             crate::profile::Profile::builtin("a6xx").map(std::sync::Arc::new),
         );
-        // The profile keeps FDM, so the extension with it; its texel limits are the binning's.
+        // The profile keeps FDM, so the extension with it.
         assert!(names(&a6xx).contains(&layered));
-        assert_eq!(crate::architecture::fdm_texel_limits(&a6xx), ((32, 32), (256, 256)));
-        assert_eq!(crate::architecture::fdm_texel_limits(&m5), ((8, 8), (256, 256)));
     }
 
     #[test]

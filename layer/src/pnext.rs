@@ -26,7 +26,7 @@ struct Node {
 /// newer ones the layer defines itself, or the loader's create info (which
 /// the loader chains into instance and device create infos).
 fn copied_size(s_type: vk::StructureType) -> Option<usize> {
-    struct_size(s_type).or_else(|| crate::fdm::layered::struct_size(s_type)).or_else(|| {
+    struct_size(s_type).or_else(|| crate::vk_newer::struct_size(s_type)).or_else(|| {
         (s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO
             || s_type == vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
             .then_some(std::mem::size_of::<crate::ffi::LayerDeviceCreateInfo>())

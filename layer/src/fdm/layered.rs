@@ -6,89 +6,22 @@
 //! framebuffer layer is a view of the plan (its map layer, its offset), every
 //! replay renders every layer (the shaders choose a primitive's layer), and
 //! the upscale takes each layer's bins from its own choice of area. The
-//! structures and flag bits are newer than ash 0.38: they are defined here,
-//! stripped before the driver, and their sizes known to [`crate::pnext`].
+//! structures and flag bits are newer than ash 0.38 ([`crate::vk_newer`]):
+//! they are stripped before the driver.
 //!
 //! The extension needs `VK_KHR_maintenance5` or Vulkan 1.4 (its pipeline bit
 //! exists only in `VkPipelineCreateFlags2`): it is listed only where the
 //! driver has one of them.
 
+pub use crate::vk_newer::{
+    FeaturesValve, PipelineInfoValve, PropertiesValve, EXTENSION, FEATURES, PIPELINE_INFO, PIPELINE_PER_LAYER,
+    PROPERTIES, RENDERING_PER_LAYER, RENDER_PASS_PER_LAYER,
+};
 use ash::vk;
-use std::ffi::{c_void, CStr};
 
-pub const EXTENSION: &CStr = c"VK_VALVE_fragment_density_map_layered";
-pub const FEATURES: vk::StructureType = vk::StructureType::from_raw(1_000_611_000);
-pub const PROPERTIES: vk::StructureType = vk::StructureType::from_raw(1_000_611_001);
-pub const PIPELINE_INFO: vk::StructureType = vk::StructureType::from_raw(1_000_611_002);
-/// `VK_RENDER_PASS_CREATE_PER_LAYER_FRAGMENT_DENSITY_BIT_VALVE`.
-pub const RENDER_PASS_PER_LAYER: vk::RenderPassCreateFlags = vk::RenderPassCreateFlags::from_raw(0x4);
-/// `VK_RENDERING_PER_LAYER_FRAGMENT_DENSITY_BIT_VALVE`.
-pub const RENDERING_PER_LAYER: vk::RenderingFlags = vk::RenderingFlags::from_raw(0x20);
-/// `VK_PIPELINE_CREATE_2_PER_LAYER_FRAGMENT_DENSITY_BIT_VALVE`.
-pub const PIPELINE_PER_LAYER: vk::PipelineCreateFlags2KHR = vk::PipelineCreateFlags2KHR::from_raw(1 << 40);
 /// The most layers a per-layer pass may have: as many as the plan's view
 /// masks hold, within the driver's framebuffer layers.
 pub const MAX_LAYERS: u32 = 32;
-
-/// `VkPhysicalDeviceFragmentDensityMapLayeredFeaturesVALVE`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct FeaturesValve {
-    pub s_type: vk::StructureType,
-    pub p_next: *mut c_void,
-    pub fragment_density_map_layered: vk::Bool32,
-}
-
-/// `VkPhysicalDeviceFragmentDensityMapLayeredPropertiesVALVE`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct PropertiesValve {
-    pub s_type: vk::StructureType,
-    pub p_next: *mut c_void,
-    pub max_fragment_density_map_layers: u32,
-}
-
-/// `VkPipelineFragmentDensityMapLayeredCreateInfoVALVE`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct PipelineInfoValve {
-    pub s_type: vk::StructureType,
-    pub p_next: *const c_void,
-    pub max_fragment_density_map_layers: u32,
-}
-
-// SAFETY: each begins with its own structure type and `pNext`, as the
-// registry defines it.
-unsafe impl vk::TaggedStructure for FeaturesValve {
-    const STRUCTURE_TYPE: vk::StructureType = FEATURES;
-}
-// SAFETY: as above.
-unsafe impl vk::TaggedStructure for PropertiesValve {
-    const STRUCTURE_TYPE: vk::StructureType = PROPERTIES;
-}
-// SAFETY: as above.
-unsafe impl vk::TaggedStructure for PipelineInfoValve {
-    const STRUCTURE_TYPE: vk::StructureType = PIPELINE_INFO;
-}
-
-/// The sizes of the structures ash 0.38 lacks (for copying chains).
-pub fn struct_size(s_type: vk::StructureType) -> Option<usize> {
-    match s_type {
-        FEATURES => Some(std::mem::size_of::<FeaturesValve>()),
-        PROPERTIES => Some(std::mem::size_of::<PropertiesValve>()),
-        PIPELINE_INFO => Some(std::mem::size_of::<PipelineInfoValve>()),
-        _ => None,
-    }
-}
-
-/// Whether the driver satisfies the extension's dependency (Vulkan 1.4,
-/// `VK_KHR_maintenance5` or `VK_KHR_extended_flags`).
-pub fn available(api_version: u32, has_extension: impl Fn(&str) -> bool) -> bool {
-    vk::api_version_minor(api_version) >= 4
-        || vk::api_version_major(api_version) > 1
-        || has_extension("VK_KHR_maintenance5")
-        || has_extension("VK_KHR_extended_flags")
-}
 
 pub fn fill_features(f: &mut FeaturesValve) {
     f.fragment_density_map_layered = vk::TRUE;
@@ -96,28 +29,4 @@ pub fn fill_features(f: &mut FeaturesValve) {
 
 pub fn fill_properties(p: &mut PropertiesValve, limits: &vk::PhysicalDeviceLimits) {
     p.max_fragment_density_map_layers = limits.max_framebuffer_layers.clamp(2, MAX_LAYERS);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn structures_have_the_registry_layout() {
-        // sType, padding, pNext, one 32-bit member, padding.
-        assert_eq!(std::mem::size_of::<FeaturesValve>(), 24);
-        assert_eq!(std::mem::size_of::<PropertiesValve>(), 24);
-        assert_eq!(std::mem::size_of::<PipelineInfoValve>(), 24);
-        assert_eq!(std::mem::offset_of!(FeaturesValve, fragment_density_map_layered), 16);
-        assert_eq!(struct_size(PIPELINE_INFO), Some(24));
-        assert_eq!(struct_size(vk::StructureType::APPLICATION_INFO), None);
-    }
-
-    #[test]
-    fn listed_only_with_its_dependency() {
-        let none = |_: &str| false;
-        assert!(!available(vk::make_api_version(0, 1, 3, 230), none));
-        assert!(available(vk::make_api_version(0, 1, 4, 300), none));
-        assert!(available(vk::make_api_version(0, 1, 3, 230), |e| e == "VK_KHR_maintenance5"));
-    }
 }

@@ -174,6 +174,30 @@ pub fn fill_properties(p: &mut vk::PhysicalDeviceFragmentDensityMapPropertiesEXT
     p.fragment_density_invocations = vk::FALSE;
 }
 
+/// The density-map texel size limits the device reports under `plan` (the
+/// emulation's, clamped by the profile's): `(min, max)` per axis. The
+/// binning must use what the application was told.
+pub fn texel_limits(plan: &crate::plan::Plan) -> ((u32, u32), (u32, u32)) {
+    let mut p = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
+    fill_properties(&mut p);
+    let extent = |e: vk::Extent2D| serde_json::json!({"width": e.width, "height": e.height});
+    let get = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
+    let mut out = [
+        (p.min_fragment_density_texel_size, "minFragmentDensityTexelSize"),
+        (p.max_fragment_density_texel_size, "maxFragmentDensityTexelSize"),
+    ]
+    .map(|(e, name)| {
+        let v = match plan.profile.as_deref().and_then(|pr| pr.property(crate::architecture::S_FDM_PROPS, name)) {
+            Some(pv) => crate::profile::clamp(name, &extent(e), pv),
+            None => extent(e),
+        };
+        (get(&v, "width"), get(&v, "height"))
+    });
+    // A profile whose minimum exceeds the emulation's maximum: the minimum wins (never an empty range).
+    out[1] = (out[1].0.max(out[0].0), out[1].1.max(out[0].1));
+    (out[0], out[1])
+}
+
 /// Adds the density-map format feature where the spec requires it.
 pub fn fill_format(format: vk::Format, p: &mut vk::FormatProperties) {
     if format == vk::Format::R8G8_UNORM {
@@ -1749,5 +1773,30 @@ impl Fdm {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::{DriverFacts, Plan};
+    use crate::settings::Settings;
+    use ash::vk;
+
+    #[test]
+    fn binning_uses_the_texel_limits_the_device_reports() {
+        let facts = DriverFacts {
+            device_name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            vendor_id: 0x10005,
+            api_version: vk::make_api_version(0, 1, 3, 230),
+            driver_id: None,
+            driver_name: String::new(),
+            extensions: Vec::new(),
+        };
+        let native = Plan::new(&Settings::defaults(), &facts, None);
+        assert_eq!(super::texel_limits(&native), ((8, 8), (256, 256)));
+        // The a6xx profile's minimum is 32x32 (its maximum, 1024, above the emulation's).
+        let a6xx =
+            Plan::new(&Settings::defaults(), &facts, crate::profile::Profile::builtin("a6xx").map(std::sync::Arc::new));
+        assert_eq!(super::texel_limits(&a6xx), ((32, 32), (256, 256)));
     }
 }
