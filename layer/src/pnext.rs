@@ -12,6 +12,7 @@
 //! the copy stops at the first unknown structure and links the rest of the
 //! application's chain as it is (what can be edited is the known prefix).
 
+use crate::generated::newer_struct_sizes::newer_struct_size;
 use crate::generated::struct_sizes::struct_size;
 use ash::vk;
 use std::ffi::c_void;
@@ -22,11 +23,11 @@ struct Node {
     words: Vec<u64>,
 }
 
-/// The size of a structure the layer can copy: one of ash's, one of the
-/// newer ones the layer defines itself, or the loader's create info (which
-/// the loader chains into instance and device create infos).
+/// The size of a structure the layer can copy: one of ash's, one the
+/// registry defines after it (Vulkan 1.4.360), or the loader's create info
+/// (which the loader chains into instance and device create infos).
 fn copied_size(s_type: vk::StructureType) -> Option<usize> {
-    struct_size(s_type).or_else(|| crate::vk_newer::struct_size(s_type)).or_else(|| {
+    struct_size(s_type).or_else(|| newer_struct_size(s_type.as_raw())).or_else(|| {
         (s_type == vk::StructureType::LOADER_DEVICE_CREATE_INFO
             || s_type == vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
             .then_some(std::mem::size_of::<crate::ffi::LayerDeviceCreateInfo>())
@@ -375,5 +376,27 @@ mod tests {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/struct_sizes.py");
         let out = std::process::Command::new("python3").arg(script).arg("--check").output().expect("python3");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// The registry-made table's layout computation gives ash's (rustc's)
+    /// size for every structure both know, and knows none ash knows.
+    #[test]
+    fn the_registry_sizes_agree_with_ash() {
+        use crate::generated::newer_struct_sizes::CHECKED;
+        assert!(CHECKED.len() > 700, "{}", CHECKED.len());
+        let mut wrong = Vec::new();
+        for &(s_type, size) in CHECKED {
+            let t = vk::StructureType::from_raw(s_type);
+            if struct_size(t) != Some(size) {
+                wrong.push(format!("{t:?}: ash {:?}, registry {size}", struct_size(t)));
+            }
+            assert_eq!(newer_struct_size(s_type), None, "{t:?}");
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        // Newer ones the layer meets: the layered density map's, and the structure the CTS chains into its
+        // devices on the NVIDIA machine (cooperative matrix 2).
+        assert_eq!(newer_struct_size(1_000_611_002), Some(24));
+        assert_eq!(newer_struct_size(1_000_593_000), Some(48));
+        assert_eq!(copied_size(vk::StructureType::from_raw(1_000_593_000)), Some(48));
     }
 }

@@ -1,6 +1,7 @@
 //! Vulkan definitions newer than ash 0.38 that the layer needs: their
 //! structures (in the registry's layout, with their structure types), flag
-//! bits and sizes (for copying chains in `pnext`).
+//! bits (their sizes are in `generated::newer_struct_sizes`, from the
+//! registry).
 //!
 //! `VK_VALVE_fragment_density_map_layered` (its emulation: `fdm::layered`).
 
@@ -59,16 +60,6 @@ unsafe impl vk::TaggedStructure for PipelineInfoValve {
     const STRUCTURE_TYPE: vk::StructureType = PIPELINE_INFO;
 }
 
-/// The sizes of the structures ash 0.38 lacks (for copying chains).
-pub fn struct_size(s_type: vk::StructureType) -> Option<usize> {
-    match s_type {
-        FEATURES => Some(std::mem::size_of::<FeaturesValve>()),
-        PROPERTIES => Some(std::mem::size_of::<PropertiesValve>()),
-        PIPELINE_INFO => Some(std::mem::size_of::<PipelineInfoValve>()),
-        _ => None,
-    }
-}
-
 /// Whether the driver satisfies the extension's dependency (Vulkan 1.4,
 /// `VK_KHR_maintenance5` or `VK_KHR_extended_flags`).
 pub fn fdm_layered_available(api_version: u32, has_extension: impl Fn(&str) -> bool) -> bool {
@@ -89,8 +80,6 @@ mod tests {
         assert_eq!(std::mem::size_of::<PropertiesValve>(), 24);
         assert_eq!(std::mem::size_of::<PipelineInfoValve>(), 24);
         assert_eq!(std::mem::offset_of!(FeaturesValve, fragment_density_map_layered), 16);
-        assert_eq!(struct_size(PIPELINE_INFO), Some(24));
-        assert_eq!(struct_size(vk::StructureType::APPLICATION_INFO), None);
     }
 
     #[test]

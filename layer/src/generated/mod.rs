@@ -3,3 +3,8 @@
 #[rustfmt::skip]
 #[allow(clippy::all)]
 pub mod struct_sizes;
+/// From the registry (`layer/gen/newer_struct_sizes.py`, not rerun in CI:
+/// its layout computation is checked against ash's by a unit test).
+#[rustfmt::skip]
+#[allow(clippy::all)]
+pub mod newer_struct_sizes;
