@@ -2515,13 +2515,12 @@ fn dynamic_flags(opts: &mut GpuOptions, dynamic: bool) -> vk::ImageViewCreateFla
     }
 }
 
-fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<(), String> {
-    use overlap_tests::fdm::{self, Map, Multiview, Path};
-    let map_flags = dynamic_flags(opts, dynamic);
-    let g = fdm_gpu(opts)?;
-    let (min, max) = texel_limits(&g);
-    let quad = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
-    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+/// The maps of `fdm-multiview` and `fdm-layered` over a 256x256
+/// framebuffer: `(size, texel size, first, others)` — the first asks 1x1 on
+/// the left half and 4x4 on the right, the others 2x2 everywhere.
+fn own_area_maps(g: &Gpu) -> ((u32, u32), (u32, u32), overlap_tests::fdm::Map, overlap_tests::fdm::Map) {
+    use overlap_tests::fdm::{self, Map};
+    let (min, max) = texel_limits(g);
     let size: (u32, u32) = (256, 256);
     let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
     let texel =
@@ -2531,8 +2530,51 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<()
         height: mh,
         texels: (0..mw * mh).map(|i| if i % mw < mw / 2 { [left, left] } else { [right, right] }).collect(),
     };
-    let view0 = split(255, 50);
-    let others = split(127, 127);
+    (size, texel, split(255, 50), split(127, 127))
+}
+
+/// The per-view (or per-layer) judgement of `fdm-multiview` and
+/// `fdm-layered`: every image passes the area checks against its own map;
+/// image 0 (its map asks 1x1 on the left half) is 1x1 there, every other
+/// (2x2 everywhere) 2x2 everywhere. Per image, its pixels shaded coarsely.
+fn own_areas(
+    case: &str,
+    what: &str,
+    images: &[Vec<[u8; 4]>],
+    maps: &[&overlap_tests::fdm::Map],
+    size: (u32, u32),
+    texel: (u32, u32),
+) -> Result<Vec<u64>, String> {
+    use overlap_tests::fdm;
+    let mut coarse = Vec::new();
+    for (k, (px, map)) in images.iter().zip(maps).enumerate() {
+        let (c, _) = fdm::check_sizes(px, size, map, texel).map_err(|e| format!("{case}, {what} {k}: {e}"))?;
+        coarse.push(c);
+        let areas = fdm::areas(px);
+        let left = |i: usize| (i as u32 % size.0) < size.0 / 2;
+        if k == 0 {
+            if let Some(i) = (0..areas.len()).find(|&i| left(i) && areas[i] != (1, 1)) {
+                return Err(format!("{case}: {what} 0 asks for 1x1 at pixel {i} but got {:?}", areas[i]));
+            }
+        } else if let Some(i) = (0..areas.len()).find(|&i| areas[i] != (2, 2)) {
+            return Err(format!(
+                "{case}: {what} {k} asks for 2x2 everywhere but pixel ({},{}) got {:?} (one area for all {what}s?)",
+                i as u32 % size.0,
+                i as u32 / size.0,
+                areas[i]
+            ));
+        }
+    }
+    Ok(coarse)
+}
+
+fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Multiview, Path};
+    let map_flags = dynamic_flags(opts, dynamic);
+    let g = fdm_gpu(opts)?;
+    let quad = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let (size, texel, view0, others) = own_area_maps(&g);
     let mut props = vk::PhysicalDeviceMultiviewProperties::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
     unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
@@ -2549,25 +2591,7 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<()
             let mv = Multiview { map_flags, ..Multiview::new(path, size, maps.clone(), quad, size_fs, 6) };
             let views = fdm::render_multiview(&g, &mv);
             let case = format!("{path:?} {n} views");
-            let mut coarse = Vec::new();
-            for (v, (px, map)) in views.iter().zip(&maps).enumerate() {
-                let (c, _) = fdm::check_sizes(px, size, map, texel).map_err(|e| format!("{case}, view {v}: {e}"))?;
-                coarse.push(c);
-                let areas = fdm::areas(px);
-                let left = |i: usize| (i as u32 % size.0) < size.0 / 2;
-                if v == 0 {
-                    if let Some(i) = (0..areas.len()).find(|&i| left(i) && areas[i] != (1, 1)) {
-                        return Err(format!("{case}: view 0 asks for 1x1 at pixel {i} but got {:?}", areas[i]));
-                    }
-                } else if let Some(i) = (0..areas.len()).find(|&i| areas[i] != (2, 2)) {
-                    return Err(format!(
-                        "{case}: view {v} asks for 2x2 everywhere but pixel ({},{}) got {:?} (one area for all views?)",
-                        i as u32 % size.0,
-                        i as u32 / size.0,
-                        areas[i]
-                    ));
-                }
-            }
+            let coarse = own_areas(&case, "view", &views, &maps, size, texel)?;
             println!("fdm multiview path={path:?} views={n} dynamic={dynamic} per_view=ok coarse_pixels={coarse:?}");
         }
     }
@@ -2583,7 +2607,7 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<()
 /// extension is not listed (the driver lacks `VK_KHR_maintenance5` and
 /// Vulkan 1.4, which it depends on) it says so and checks nothing.
 fn fdm_layered(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
-    use overlap_tests::fdm::{self, Map, Multiview, Path};
+    use overlap_tests::fdm::{self, Multiview, Path};
     let map_flags = dynamic_flags(opts, dynamic);
     opts.fdm_layered = true;
     let g = fdm_gpu(opts)?;
@@ -2595,20 +2619,9 @@ fn fdm_layered(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
     let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
     unsafe { g.instance.get_physical_device_properties2(g.pd, &mut p2) };
     println!("fdm_layered listed=1 max_layers={}", props.max_fragment_density_map_layers);
-    let (min, max) = texel_limits(&g);
     let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen_layered.vert.spv"))[..];
     let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
-    let size: (u32, u32) = (256, 256);
-    let (mw, mh) = (size.0.div_ceil(32), size.1.div_ceil(32));
-    let texel =
-        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
-    let split = |left: u8, right: u8| Map {
-        width: mw,
-        height: mh,
-        texels: (0..mw * mh).map(|i| if i % mw < mw / 2 { [left, left] } else { [right, right] }).collect(),
-    };
-    let layer0 = split(255, 50);
-    let others = split(127, 127);
+    let (size, texel, layer0, others) = own_area_maps(&g);
     let paths: Vec<Path> = fdm::PATHS.into_iter().filter(|p| *p != Path::Dynamic || g.dynamic_rendering).collect();
     for &path in &paths {
         for n in [2u32, 4].into_iter().filter(|n| *n <= props.max_fragment_density_map_layers) {
@@ -2617,25 +2630,7 @@ fn fdm_layered(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
             let mv = Multiview { map_flags, layered: true, ..Multiview::new(path, size, maps.clone(), vs, size_fs, 3) };
             let layers = fdm::render_multiview(&g, &mv);
             let case = format!("{path:?} {n} layers");
-            let mut coarse = Vec::new();
-            for (l, (px, map)) in layers.iter().zip(&maps).enumerate() {
-                let (c, _) = fdm::check_sizes(px, size, map, texel).map_err(|e| format!("{case}, layer {l}: {e}"))?;
-                coarse.push(c);
-                let areas = fdm::areas(px);
-                let left = |i: usize| (i as u32 % size.0) < size.0 / 2;
-                if l == 0 {
-                    if let Some(i) = (0..areas.len()).find(|&i| left(i) && areas[i] != (1, 1)) {
-                        return Err(format!("{case}: layer 0 asks for 1x1 at pixel {i} but got {:?}", areas[i]));
-                    }
-                } else if let Some(i) = (0..areas.len()).find(|&i| areas[i] != (2, 2)) {
-                    return Err(format!(
-                        "{case}: layer {l} asks for 2x2 everywhere but pixel ({},{}) got {:?} (one map layer for all?)",
-                        i as u32 % size.0,
-                        i as u32 / size.0,
-                        areas[i]
-                    ));
-                }
-            }
+            let coarse = own_areas(&case, "layer", &layers, &maps, size, texel)?;
             println!("fdm layered path={path:?} layers={n} dynamic={dynamic} per_layer=ok coarse_pixels={coarse:?}");
         }
     }
