@@ -178,7 +178,7 @@ fn cells(x0: u32, x1: u32, t: u32, origin: i32, texels: u32) -> Vec<(u32, u32, u
 /// (the CTS's quad ending at the viewport's edge would leave those pixels
 /// uncovered). Elsewhere the span as it is.
 pub(super) fn whole_fragments(a: u32, b: u32, area: u32, end: u32, whole: bool) -> Vec<(u32, u32, u32)> {
-    if !whole || b != end || (b - a) % area == 0 {
+    if !whole || b != end || (b - a).is_multiple_of(area) {
         return vec![(a, b, area)];
     }
     let e = a + (b - a) / area * area;

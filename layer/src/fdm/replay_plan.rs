@@ -386,11 +386,14 @@ pub(super) fn plan(
 #[derive(Default)]
 pub struct PlanCache(Mutex<Vec<(PlanKey, Vec<bins::Replay>)>>);
 
+/// A pass's texel size and largest area per axis (`bins::texel_size`,
+/// `bins::area_cap`).
+type TexelGrid = ((u32, u32), (u32, u32));
+
 struct PlanKey {
     map: Arc<MapTexels>,
     render_area: Rect,
-    /// Texel size and area cap.
-    grid: ((u32, u32), (u32, u32)),
+    grid: TexelGrid,
     views: Vec<bins::View>,
     vertex_cost: f64,
 }
@@ -404,7 +407,7 @@ impl PlanCache {
     pub fn get_or_plan(
         &self,
         map: &Arc<MapTexels>,
-        (render_area, grid, views, vertex_cost): (Rect, ((u32, u32), (u32, u32)), &[bins::View], f64),
+        (render_area, grid, views, vertex_cost): (Rect, TexelGrid, &[bins::View], f64),
         plan: impl FnOnce() -> Vec<bins::Replay>,
     ) -> Vec<bins::Replay> {
         let same = |k: &PlanKey| {
