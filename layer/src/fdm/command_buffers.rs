@@ -204,6 +204,28 @@ pub unsafe fn begin_command_buffer(
             s.captured = Some(Vec::new());
         }
     }
+    drop(s);
+    if secondary && !ci.p_inheritance_info.is_null() {
+        // SAFETY: as above (VUID-vkBeginCommandBuffer-commandBuffer-00051).
+        let inh = unsafe { &*ci.p_inheritance_info };
+        let per_layer = super::layered::RENDERING_PER_LAYER;
+        // SAFETY: as above: its chain is valid.
+        let inherited = unsafe { crate::pnext::find::<vk::CommandBufferInheritanceRenderingInfo>(inh.p_next) };
+        if inherited.is_some_and(|r| r.flags.contains(per_layer)) {
+            // The per-layer density bit of an inherited rendering comes off as it comes off the rendering's begin
+            // (the two must match below).
+            // SAFETY: as above.
+            let mut chain = unsafe { crate::pnext::Chain::copy_prefix(inh.p_next) };
+            if let Some(r) = chain.get_mut::<vk::CommandBufferInheritanceRenderingInfo>() {
+                r.flags &= !per_layer;
+            }
+            let inh_copy = vk::CommandBufferInheritanceInfo { p_next: chain.head(), ..*inh };
+            let info_copy = vk::CommandBufferBeginInfo { p_inheritance_info: &inh_copy, ..*ci };
+            // SAFETY: the application's valid info with its inheritance info and chain copied (alive here), the
+            // one bit taken off.
+            return unsafe { (f.below.fp_v1_0().begin_command_buffer)(cb, &info_copy) };
+        }
+    }
     next()
 }
 
