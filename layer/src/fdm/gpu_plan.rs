@@ -466,8 +466,9 @@ pub(super) struct Region {
 /// `shift + k * texel` on): up to `grid` per axis, each a block of whole
 /// cells, its cap the largest area its start's alignment allows (at most
 /// `max_area` per axis); where one ends the render area inside a fragment
-/// of its cap, the rest is a region of its own (`whole_edges`). Which texels a region's pixels fetch (clamped to the map,
-/// through each view's offset) the plan shader works out.
+/// of its cap, the rest is a region of its own (`whole_edges`). Which
+/// texels a region's pixels fetch (clamped to the map, through each view's
+/// offset) the plan shader works out.
 pub(super) fn regions(
     render_area: Rect,
     texel: (u32, u32),
