@@ -21,7 +21,7 @@ const S_INTERLOCK: &str = "VkPhysicalDeviceFragmentShaderInterlockFeaturesEXT";
 const S_FSR_FEATURES: &str = "VkPhysicalDeviceFragmentShadingRateFeaturesKHR";
 const S_FSR_PROPS: &str = "VkPhysicalDeviceFragmentShadingRatePropertiesKHR";
 const S_FDM_FEATURES: &str = "VkPhysicalDeviceFragmentDensityMapFeaturesEXT";
-pub(crate) const S_FDM_PROPS: &str = "VkPhysicalDeviceFragmentDensityMapPropertiesEXT";
+const S_FDM_PROPS: &str = "VkPhysicalDeviceFragmentDensityMapPropertiesEXT";
 
 fn adjusted(log: &Logger, profile: Option<&Profile>, what: &str, before: &Value, after: &Value) {
     if before != after {
@@ -233,17 +233,23 @@ pub unsafe fn apply_properties(
     }
     // SAFETY: as above.
     if let Some(p) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>(p_next) } {
-        clamp_members(
-            log,
-            plan,
-            S_FDM_PROPS,
-            &mut [
-                ("minFragmentDensityTexelSize", Member::Extent(&mut p.min_fragment_density_texel_size)),
-                ("maxFragmentDensityTexelSize", Member::Extent(&mut p.max_fragment_density_texel_size)),
-                ("fragmentDensityInvocations", Member::Bool(&mut p.fragment_density_invocations)),
-            ],
-        );
+        clamp_fdm_properties(log, plan, p);
     }
+}
+
+/// The density-map properties clamped towards the profile's (what the
+/// application is told, and what the emulation's binning uses).
+pub fn clamp_fdm_properties(log: &Logger, plan: &Plan, p: &mut vk::PhysicalDeviceFragmentDensityMapPropertiesEXT) {
+    clamp_members(
+        log,
+        plan,
+        S_FDM_PROPS,
+        &mut [
+            ("minFragmentDensityTexelSize", Member::Extent(&mut p.min_fragment_density_texel_size)),
+            ("maxFragmentDensityTexelSize", Member::Extent(&mut p.max_fragment_density_texel_size)),
+            ("fragmentDensityInvocations", Member::Bool(&mut p.fragment_density_invocations)),
+        ],
+    );
 }
 
 /// Why `vkCreateDevice` must fail under the plan, if it must: a hidden

@@ -1001,7 +1001,7 @@ unsafe extern "system" fn create_device(
                 fdm.without_offsets = without.contains(&"offsets");
                 fdm.without_edge_fragments = without.contains(&"edge_fragments");
                 fdm.without_per_layer = without.contains(&"per_layer");
-                fdm.texel_limits = crate::fdm::texel_limits(&data.plan);
+                fdm.texel_limits = crate::fdm::texel_limits(&data.instance.log, &data.plan);
                 fdm.without_msaa = without.contains(&"msaa");
                 fdm.without_library_variants = without.contains(&"library_variants");
                 fdm.without_shader_object_variants = without.contains(&"shader_object_variants");
@@ -1362,7 +1362,8 @@ unsafe fn properties2(
 ) {
     // SAFETY: the caller's guarantee (VUID-vkGetPhysicalDeviceProperties2-pProperties-parameter).
     let next = || unsafe { next(pd, p) };
-    let fdm = state::physical_device(pd).is_some_and(|d| d.plan().fdm_mode().is_some());
+    let (fdm, layered) =
+        state::physical_device(pd).map_or((false, false), |d| (d.plan().fdm_mode().is_some(), d.plan().fdm_layered));
     if fdm {
         let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT;
         let s_type2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT;
@@ -1402,7 +1403,6 @@ unsafe fn properties2(
         {
             crate::fdm::fill_offset_properties(f);
         }
-        let layered = state::physical_device(pd).is_some_and(|d| d.plan().fdm_layered);
         // SAFETY: as above.
         if let Some(f) =
             unsafe { pnext::find_mut::<crate::fdm::layered::PropertiesValve>(props.p_next) }.filter(|_| layered)

@@ -139,6 +139,10 @@ pub fn area_cap(framebuffer: u32, map: u32, max_area: u32) -> u32 {
     region_size(framebuffer, map).min(max_area)
 }
 
+/// A pass's texel size and largest fragment area, per axis ([`texel_size`],
+/// [`area_cap`]).
+pub type TexelGrid = ((u32, u32), (u32, u32));
+
 /// Largest power of two dividing `x` (`x = 0` allows anything).
 pub(super) fn alignment(x: u32) -> u32 {
     if x == 0 {

@@ -183,48 +183,41 @@ pub unsafe fn begin_command_buffer(
     *s = CbState { secondary, pool, ..Default::default() };
     // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter: a valid info.
     let ci = unsafe { &*info };
-    if secondary && !ci.p_inheritance_info.is_null() {
-        // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00051: a valid inheritance info, its chain valid too.
-        let inherited = unsafe {
-            crate::pnext::find::<vk::CommandBufferInheritanceConditionalRenderingInfoEXT>(
-                (*ci.p_inheritance_info).p_next,
-            )
-        };
-        s.app_conditional = inherited.is_some_and(|c| c.conditional_rendering_enable == vk::TRUE);
-    }
-    if secondary
-        && f.mode == Mode::Binned
+    // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00051: a secondary's non-null inheritance info is valid, its
+    // chain too (a primary's is ignored).
+    let Some(inh) = (unsafe { ci.p_inheritance_info.as_ref() }).filter(|_| secondary) else {
+        drop(s);
+        return next();
+    };
+    // SAFETY: as above: a valid chain.
+    let (conditional, rendering) = unsafe {
+        (
+            crate::pnext::find::<vk::CommandBufferInheritanceConditionalRenderingInfoEXT>(inh.p_next),
+            crate::pnext::find::<vk::CommandBufferInheritanceRenderingInfo>(inh.p_next),
+        )
+    };
+    s.app_conditional = conditional.is_some_and(|c| c.conditional_rendering_enable == vk::TRUE);
+    if f.mode == Mode::Binned
         && ci.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE)
-        && !ci.p_inheritance_info.is_null()
+        && f.passes.lock().get(&inh.render_pass).is_some_and(|p| p.density_map.is_some())
     {
-        // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00051: a secondary's
-        // non-null `pInheritanceInfo` is a valid inheritance info.
-        let inh = unsafe { &*ci.p_inheritance_info };
-        if f.passes.lock().get(&inh.render_pass).is_some_and(|p| p.density_map.is_some()) {
-            s.captured = Some(Vec::new());
-        }
+        s.captured = Some(Vec::new());
     }
     drop(s);
-    if secondary && !ci.p_inheritance_info.is_null() {
-        // SAFETY: as above (VUID-vkBeginCommandBuffer-commandBuffer-00051).
-        let inh = unsafe { &*ci.p_inheritance_info };
-        let per_layer = super::layered::RENDERING_PER_LAYER;
-        // SAFETY: as above: its chain is valid.
-        let inherited = unsafe { crate::pnext::find::<vk::CommandBufferInheritanceRenderingInfo>(inh.p_next) };
-        if inherited.is_some_and(|r| r.flags.contains(per_layer)) {
-            // The per-layer density bit of an inherited rendering comes off as it comes off the rendering's begin
-            // (the two must match below).
-            // SAFETY: as above.
-            let mut chain = unsafe { crate::pnext::Chain::copy_prefix(inh.p_next) };
-            if let Some(r) = chain.get_mut::<vk::CommandBufferInheritanceRenderingInfo>() {
-                r.flags &= !per_layer;
-            }
-            let inh_copy = vk::CommandBufferInheritanceInfo { p_next: chain.head(), ..*inh };
-            let info_copy = vk::CommandBufferBeginInfo { p_inheritance_info: &inh_copy, ..*ci };
-            // SAFETY: the application's valid info with its inheritance info and chain copied (alive here), the
-            // one bit taken off.
-            return unsafe { (f.below.fp_v1_0().begin_command_buffer)(cb, &info_copy) };
+    let per_layer = super::layered::RENDERING_PER_LAYER;
+    if rendering.is_some_and(|r| r.flags.contains(per_layer)) {
+        // The per-layer density bit of an inherited rendering comes off as it comes off the rendering's begin
+        // (the two must match below).
+        // SAFETY: as above.
+        let mut chain = unsafe { crate::pnext::Chain::copy_prefix(inh.p_next) };
+        if let Some(r) = chain.get_mut::<vk::CommandBufferInheritanceRenderingInfo>() {
+            r.flags &= !per_layer;
         }
+        let inh_copy = vk::CommandBufferInheritanceInfo { p_next: chain.head(), ..*inh };
+        let info_copy = vk::CommandBufferBeginInfo { p_inheritance_info: &inh_copy, ..*ci };
+        // SAFETY: the application's valid info with its inheritance info and chain copied (alive here), the one
+        // bit taken off.
+        return unsafe { (f.below.fp_v1_0().begin_command_buffer)(cb, &info_copy) };
     }
     next()
 }

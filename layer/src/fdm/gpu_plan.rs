@@ -44,7 +44,7 @@
 //! attachment is scaled down by copies (every sample kept) and up by a draw
 //! per sample, each writing its sample only (its pipeline's sample mask).
 
-use super::bins::{alignment, area_cap, texel_size, whole_fragments, Rect};
+use super::bins::{alignment, whole_fragments, Rect};
 use super::commands::{emit, emit_scissors, restore, restore_compute, Cmd, Transform};
 use super::pass::{aspect_of, attachments, begin_real, end_real, Att, Pass};
 use super::replay::{replay_cmds, retarget};
@@ -623,11 +623,9 @@ pub(super) unsafe fn replay_gpu(
     let ra = pass.begin.area();
     let render_area =
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
-    let ((min_w, min_h), (max_w, max_h)) = f.texel_limits;
-    let texel = (texel_size(extent.0, mw, min_w, max_w), texel_size(extent.1, mh, min_h, max_h));
+    let (texel, cap) = f.texel_grid(extent, (mw, mh));
     let restored = pass.state.commands().count() + 2;
     let grid = grid_for(pass.cmds.len() + restored);
-    let cap = (area_cap(extent.0, mw, super::MAX_AREA), area_cap(extent.1, mh, super::MAX_AREA));
     let regions = regions(render_area, texel, shift, cap, grid, !f.without_edge_fragments);
     if regions.is_empty() {
         return Err("an empty render area".into());

@@ -175,27 +175,27 @@ pub fn fill_properties(p: &mut vk::PhysicalDeviceFragmentDensityMapPropertiesEXT
 }
 
 /// The density-map texel size limits the device reports under `plan` (the
-/// emulation's, clamped by the profile's): `(min, max)` per axis. The
+/// emulation's, clamped by the profile's: `architecture`'s clamp, which
+/// `vkGetPhysicalDeviceProperties2` applies): `(min, max)` per axis. The
 /// binning must use what the application was told.
-pub fn texel_limits(plan: &crate::plan::Plan) -> ((u32, u32), (u32, u32)) {
+pub fn texel_limits(log: &crate::log::Logger, plan: &crate::plan::Plan) -> ((u32, u32), (u32, u32)) {
     let mut p = vk::PhysicalDeviceFragmentDensityMapPropertiesEXT::default();
     fill_properties(&mut p);
-    let extent = |e: vk::Extent2D| serde_json::json!({"width": e.width, "height": e.height});
-    let get = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
-    let mut out = [
-        (p.min_fragment_density_texel_size, "minFragmentDensityTexelSize"),
-        (p.max_fragment_density_texel_size, "maxFragmentDensityTexelSize"),
-    ]
-    .map(|(e, name)| {
-        let v = match plan.profile.as_deref().and_then(|pr| pr.property(crate::architecture::S_FDM_PROPS, name)) {
-            Some(pv) => crate::profile::clamp(name, &extent(e), pv),
-            None => extent(e),
-        };
-        (get(&v, "width"), get(&v, "height"))
-    });
+    crate::architecture::clamp_fdm_properties(log, plan, &mut p);
+    let (min, max) = (p.min_fragment_density_texel_size, p.max_fragment_density_texel_size);
     // A profile whose minimum exceeds the emulation's maximum: the minimum wins (never an empty range).
-    out[1] = (out[1].0.max(out[0].0), out[1].1.max(out[0].1));
-    (out[0], out[1])
+    ((min.width, min.height), (max.width.max(min.width), max.height.max(min.height)))
+}
+
+impl Fdm {
+    /// The texel size (within the limits the device reports) and the largest
+    /// fragment area of a pass of `extent` over a map of `map` texels: what
+    /// both plans bin with.
+    pub(super) fn texel_grid(&self, extent: (u32, u32), map: (u32, u32)) -> bins::TexelGrid {
+        let ((min_w, min_h), (max_w, max_h)) = self.texel_limits;
+        let texel = (bins::texel_size(extent.0, map.0, min_w, max_w), bins::texel_size(extent.1, map.1, min_h, max_h));
+        (texel, (bins::area_cap(extent.0, map.0, MAX_AREA), bins::area_cap(extent.1, map.1, MAX_AREA)))
+    }
 }
 
 /// Adds the density-map format feature where the spec requires it.
@@ -1792,11 +1792,12 @@ mod tests {
             driver_name: String::new(),
             extensions: Vec::new(),
         };
+        let log = crate::log::Logger::new(crate::settings::LogLevel::Error, Vec::new());
         let native = Plan::new(&Settings::defaults(), &facts, None);
-        assert_eq!(super::texel_limits(&native), ((8, 8), (256, 256)));
+        assert_eq!(super::texel_limits(&log, &native), ((8, 8), (256, 256)));
         // The a6xx profile's minimum is 32x32 (its maximum, 1024, above the emulation's).
         let a6xx =
             Plan::new(&Settings::defaults(), &facts, crate::profile::Profile::builtin("a6xx").map(std::sync::Arc::new));
-        assert_eq!(super::texel_limits(&a6xx), ((32, 32), (256, 256)));
+        assert_eq!(super::texel_limits(&log, &a6xx), ((32, 32), (256, 256)));
     }
 }

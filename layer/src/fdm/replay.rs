@@ -89,9 +89,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     let ra = pass.begin.area();
     let render_area =
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
-    let ((min_w, min_h), (max_w, max_h)) = f.texel_limits;
-    let texel = (bins::texel_size(extent.0, mw, min_w, max_w), bins::texel_size(extent.1, mh, min_h, max_h));
-    let cap = (bins::area_cap(extent.0, mw, super::MAX_AREA), bins::area_cap(extent.1, mh, super::MAX_AREA));
+    let (texel, cap) = f.texel_grid(extent, (mw, mh));
     // The views of a multiview pass (none without): each reads its layer of
     // a layered map (layer 0 of a single-layer one) with its own offset.
     // (Or the layers of a per-layer pass, planned as views.)

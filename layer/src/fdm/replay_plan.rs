@@ -386,14 +386,10 @@ pub(super) fn plan(
 #[derive(Default)]
 pub struct PlanCache(Mutex<Vec<(PlanKey, Vec<bins::Replay>)>>);
 
-/// A pass's texel size and largest area per axis (`bins::texel_size`,
-/// `bins::area_cap`).
-type TexelGrid = ((u32, u32), (u32, u32));
-
 struct PlanKey {
     map: Arc<MapTexels>,
     render_area: Rect,
-    grid: TexelGrid,
+    grid: bins::TexelGrid,
     views: Vec<bins::View>,
     vertex_cost: f64,
 }
@@ -407,7 +403,7 @@ impl PlanCache {
     pub fn get_or_plan(
         &self,
         map: &Arc<MapTexels>,
-        (render_area, grid, views, vertex_cost): (Rect, TexelGrid, &[bins::View], f64),
+        (render_area, grid, views, vertex_cost): (Rect, bins::TexelGrid, &[bins::View], f64),
         plan: impl FnOnce() -> Vec<bins::Replay>,
     ) -> Vec<bins::Replay> {
         let same = |k: &PlanKey| {
