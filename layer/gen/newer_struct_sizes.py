@@ -31,10 +31,10 @@ class Registry:
     def __init__(self, paths):
         self.types = {}
         self.consts = {}
-        self.enums = set()
-        self.ext_enum_values = {}
-        for p in paths:
-            root = ET.parse(p).getroot()
+        roots = [ET.parse(p).getroot() for p in paths]
+        # vk.xml first: its enums and extensions give the structure types.
+        self.root = roots[0]
+        for root in roots:
             for t in root.iter("type"):
                 name = t.get("name") or (t.find("name").text if t.find("name") is not None else None)
                 if name:
@@ -46,11 +46,6 @@ class Registry:
                             self.consts[c.get("name")] = c.get("value")
                         elif c.get("alias"):
                             self.consts[c.get("name")] = ("alias", c.get("alias"))
-            for t in root.iter("type"):
-                if t.get("category") == "enum":
-                    self.enums.add(t.get("name"))
-            # Structure type values: core and extension enums.
-            self.root = root if os.path.basename(p).startswith("vk") else getattr(self, "root", root)
         self.stypes = self._stypes()
         # Provisional extensions (beta: their structures change between revisions): left out.
         self.provisional = set()
@@ -123,11 +118,7 @@ class Registry:
             if name in seen:
                 return None
             return self.struct_layout(t, cat == "union", seen + (name,))
-        if t.get("requires") and name.startswith("Std"):
-            return None
-        if cat is None and t.get("requires"):
-            return None  # platform types (Display, HANDLE, ...): not needed by the layer
-        return None
+        return None  # Std video and platform types (Display, HANDLE, ...): their structures are left out
 
     @staticmethod
     def member_text(m):
@@ -152,7 +143,7 @@ class Registry:
         for m in self.members(t):
             ty = m.find("type").text
             text = self.member_text(m)
-            tail = (m.find("name").tail or "")
+            tail = m.find("name").tail or ""
             pointer = "*" in text.split(m.find("name").text)[0]
             if pointer:
                 l = (8, 8)
@@ -189,16 +180,12 @@ class Registry:
 
 
 def ash_known():
-    text = open(ASH_TABLE).read()
-    return set(re.findall(r"StructureType::(\w+) =>", text)), text
-
-
-def to_ash_name(stype):
-    return stype[len("VK_STRUCTURE_TYPE_"):]
+    """The structure types ash's table knows, by name without `VK_STRUCTURE_TYPE_`."""
+    return set(re.findall(r"StructureType::(\w+) =>", open(ASH_TABLE).read()))
 
 
 def render(reg, source):
-    known, _ = ash_known()
+    known = ash_known()
     newer, checked = [], []
     for name, t in sorted(reg.types.items()):
         if t.get("category") != "struct" or t.get("alias") or name in reg.provisional:
@@ -213,8 +200,7 @@ def render(reg, source):
         if l is None:
             continue
         value = reg.stypes[stype]
-        ash_name = to_ash_name(stype)
-        if ash_name in known:
+        if stype[len("VK_STRUCTURE_TYPE_"):] in known:
             checked.append((value, l[0], name))
         else:
             newer.append((value, l[0], name))
