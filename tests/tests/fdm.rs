@@ -7,7 +7,13 @@
 //! with an input attachment, passes with a storage write or a query rendered
 //! once at 1x1), and its negative control.
 
-use overlap_tests::harness::{app, run, Layers};
+use overlap_tests::harness::{app, run, Layers, Outcome};
+
+/// The test program `args` through Overlap over validation, with the density
+/// map leaving `what` out (`debug_fdm_without`): a control.
+fn without(args: &[&str], what: &str) -> Outcome {
+    run(app(Layers::OverlapOverValidation, args).env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", what))
+}
 
 #[test]
 fn binned_density_map_matrix() {
@@ -41,9 +47,7 @@ fn binned_density_map_matrix() {
 /// viewport's edge (the CTS's mesh); only that family fails.
 #[test]
 fn partial_fragments_at_the_render_areas_end_fail_the_edge_check() {
-    let o =
-        run(app(Layers::OverlapOverValidation, &["fdm"])
-            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "edge_fragments"));
+    let o = without(&["fdm"], "edge_fragments");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("FAILED family=edges"), "{}", o.stdout);
     let verdict = o.stderr.lines().find(|l| l.starts_with("CHECK FAILED")).unwrap_or_default();
@@ -151,8 +155,7 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
         assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic edges path=")).count(), 3, "{}", o.stdout);
     }
     // The control: regions that end the render area inside a fragment leave its pixels there uncovered.
-    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "edge_fragments"));
+    let o = without(&["fdm-dynamic"], "edge_fragments");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("a quad ending at the viewport's edge"), "{}", o.stderr);
 }
@@ -178,8 +181,7 @@ fn an_application_with_its_own_conditional_rendering_keeps_the_gpu_plan() {
         assert!(o.stdout.contains(line), "missing {line:?} in\n{}", o.stdout);
     }
     assert!(o.stderr.contains("the application's conditional rendering is active around it"), "{}", o.stderr);
-    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic", "app-conditional"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "app_conditional"));
+    let o = without(&["fdm-dynamic", "app-conditional"], "app_conditional");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("VUID-vkCmdBeginConditionalRenderingEXT-None-01980"), "{}", o.stderr);
 }
@@ -189,8 +191,7 @@ fn an_application_with_its_own_conditional_rendering_keeps_the_gpu_plan() {
 /// application's dispatch after the pass runs the layer's pipeline.
 #[test]
 fn a_dynamic_map_pass_without_the_compute_restore_fails_the_marker_check() {
-    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "compute_restore"));
+    let o = without(&["fdm-dynamic"], "compute_restore");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
     assert_eq!(lines.count(), 3, "{}", o.stdout);
@@ -202,9 +203,7 @@ fn a_dynamic_map_pass_without_the_compute_restore_fails_the_marker_check() {
 /// map asks for 1x1, and the check fires.
 #[test]
 fn a_dynamic_map_planned_at_recording_fails_the_check() {
-    let o =
-        run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
-            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "gpu_plan"));
+    let o = without(&["fdm-dynamic"], "gpu_plan");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("exceeds the requested (1,1)"), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
@@ -268,8 +267,7 @@ fn multiview_views_get_their_own_areas() {
 /// check fires.
 #[test]
 fn one_area_for_all_views_fails_the_per_view_check() {
-    let o = run(app(Layers::OverlapOverValidation, &["fdm-multiview", "quick"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "per_view_areas"));
+    let o = without(&["fdm-multiview", "quick"], "per_view_areas");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("view 1 asks for 2x2 everywhere but pixel"), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
@@ -292,9 +290,7 @@ fn density_offsets_move_the_coarse_regions() {
 /// the pixels the offset moved it onto are shaded coarser than asked.
 #[test]
 fn ignoring_the_offsets_fails_the_offset_check() {
-    let o =
-        run(app(Layers::OverlapOverValidation, &["fdm-offset"])
-            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "offsets"));
+    let o = without(&["fdm-offset"], "offsets");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("exceeds the requested (1,1)"), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
@@ -423,8 +419,7 @@ fn dynamic_state_beyond_1_3_is_replayed_per_draw() {
 /// (logic op too: the driver alone shows the second draw's green).
 #[test]
 fn dynamic_state_sent_down_at_once_fails_the_check() {
-    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic-state"])
-        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "dynamic_state"));
+    let o = without(&["fdm-dynamic-state"], "dynamic_state");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     let verdicts = dynamic_state_verdicts(&o.stdout);
     assert_eq!(verdicts.len(), 4, "{}", o.stdout);
