@@ -11,6 +11,7 @@
 
 pub mod capability;
 pub mod fdm;
+pub mod first_draw;
 pub mod interlock;
 mod ir;
 pub mod library;

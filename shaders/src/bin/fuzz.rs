@@ -528,6 +528,8 @@ enum Pass {
     /// The ordered strategy's fragment lowering and vertex output.
     Ordered,
     Fdm,
+    /// The first-draw gate of lavapipe's multiview workaround.
+    FirstDraw,
     Link,
 }
 
@@ -687,6 +689,15 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             Pass::Ordered,
             Box::new(move || {
                 overlap_shaders::ordered::add_instance_output(&mut m, 31).map(|_| one(&m)).map_err(|e| e.to_string())
+            }),
+        ));
+    }
+    if overlap_shaders::ordered::declares_vertex_entry(&case.words) {
+        let mut m = module.clone();
+        passes.push((
+            Pass::FirstDraw,
+            Box::new(move || {
+                overlap_shaders::first_draw::gate(&mut m, "main").map(|_| one(&m)).map_err(|e| e.to_string())
             }),
         ));
     }
@@ -865,7 +876,7 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         print!("{name:>17}");
     }
     println!();
-    for pass in [Pass::Parse, Pass::Serialized, Pass::Spinlock, Pass::Ordered, Pass::Fdm, Pass::Link] {
+    for pass in [Pass::Parse, Pass::Serialized, Pass::Spinlock, Pass::Ordered, Pass::Fdm, Pass::FirstDraw, Pass::Link] {
         print!("{:<12}", format!("{pass:?}"));
         for (o, _) in &outcomes {
             print!("{:>17}", stats.outcomes.get(&(pass, *o)).copied().unwrap_or(0));
