@@ -728,8 +728,29 @@ unsafe extern "system" fn create_device(
                         c.conditional_rendering == vk::TRUE
                     }
                 };
+                // lavapipe's multiview loss, worked around where the setting asks (auto: llvmpipe) and the driver
+                // has multi-draw and draw parameters; not beside the spinlock, whose draw hooks the workaround's
+                // multi-draws would pass by.
+                let flush = mode == crate::fdm::Mode::Binned
+                    && match inst.settings.fdm_multiview_flush {
+                        "on" => true,
+                        "off" => false,
+                        _ => facts.is_llvmpipe(),
+                    }
+                    && !matches!(strategy, Some(InterlockStrategy::Spinlock | InterlockStrategy::Ordered))
+                    && vk::api_version_minor(effective) >= 1
+                    && facts.has_extension("VK_EXT_multi_draw")
+                    && {
+                        let mut m = vk::PhysicalDeviceMultiDrawFeaturesEXT::default();
+                        let mut p = vk::PhysicalDeviceShaderDrawParametersFeatures::default();
+                        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut m).push_next(&mut p);
+                        // SAFETY: `pd` is valid; the driver lists the extension, so it knows the structure, and the
+                        // effective version has the command and the draw-parameters structure.
+                        unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
+                        m.multi_draw == vk::TRUE && p.shader_draw_parameters == vk::TRUE
+                    };
                 // SAFETY: `down` is `info` or the interlock copy of it, alive in `stripped`.
-                match unsafe { crate::fdm::strip(&*down, conditional) } {
+                match unsafe { crate::fdm::strip(&*down, conditional, flush) } {
                     Ok(s) => fdm_stripped = Some(s),
                     Err(e) => {
                         if let Some(r) = strip_failed(&inst.log, "the density map", e) {
@@ -1023,6 +1044,14 @@ unsafe extern "system" fn create_device(
                         unsafe { next_gdpa(handle, name.as_ptr()) }
                             .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
                     })
+                });
+                fdm.flush = s.flush.then(|| {
+                    crate::fdm::multiview_flush::Flush::new(ash::ext::multi_draw::DeviceFn::load(|name| {
+                        // SAFETY: the layer enabled the extension on this device (`s.flush`): the next layer
+                        // resolves its commands, each pointer of its command's type.
+                        unsafe { next_gdpa(handle, name.as_ptr()) }
+                            .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
+                    }))
                 });
                 data.fdm = Some(fdm);
             }

@@ -17,6 +17,8 @@ pub const FDM_PLAN: &str = "OVERLAP-FDM-Plan";
 pub const FDM_SECONDARY: &str = "OVERLAP-FDM-Secondary";
 /// Per-area pipeline variants made (or not) for a density-map pass.
 pub const FDM_VARIANTS: &str = "OVERLAP-FDM-Variants";
+/// A multiview pipeline the multiview flush (lavapipe) cannot cover, and why.
+pub const FDM_MULTIVIEW_FLUSH: &str = "OVERLAP-FDM-Multiview-Flush";
 /// The application asked for a feature the layer does not provide.
 pub const FEATURE_NOT_PRESENT: &str = "OVERLAP-Feature-Not-Present";
 /// The layer is active on an instance (with its version).

@@ -58,6 +58,7 @@ pub const ORDERED_WAITS: &[&str] = &["1048576", "65536", "4096", "64"];
 pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
 pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS: &[&str] = &["auto", "on", "off"];
+pub const MULTIVIEW_FLUSH: &[&str] = &["auto", "on", "off"];
 pub const LINK_CACHE: &[&str] = &["on", "off"];
 
 /// Every setting the layer reads. Order is the order Vulkan Configurator shows.
@@ -139,6 +140,13 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "false",
         label: "Density map overlay",
         description: "Outline each bin of a binned density-map pass in a colour per fragment area (debugging).",
+    },
+    SettingDef {
+        key: "fdm_multiview_flush",
+        kind: Kind::Enum(MULTIVIEW_FLUSH),
+        default: "auto",
+        label: "Multiview flush (lavapipe)",
+        description: "On a density-map device, draw each direct multiview draw as a multi-draw led by an invisible one, so that lavapipe's draw module starts every view's clipped primitives with that view's index: auto on llvmpipe only.",
     },
     SettingDef {
         key: "varyings",
@@ -255,6 +263,8 @@ pub struct Settings {
     pub debug_spinlock_per_lane: bool,
     pub fdm: &'static str,
     pub fdm_overlay: bool,
+    /// `fdm_multiview_flush`: `auto`, `on` or `off`.
+    pub fdm_multiview_flush: &'static str,
     pub varyings: &'static str,
     pub varyings_uniforms: &'static str,
     /// `link_cache=on`: linked pairs are kept on disk.
@@ -572,6 +582,7 @@ impl RawSettings {
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
             fdm: enum_value(FDM_MODES, get("fdm")),
             fdm_overlay: get("fdm_overlay") == "true",
+            fdm_multiview_flush: enum_value(MULTIVIEW_FLUSH, get("fdm_multiview_flush")),
             varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
             varyings_uniforms: enum_value(VARYINGS_UNIFORMS, get("varyings_uniforms")),
             link_cache: get("link_cache") == "on",

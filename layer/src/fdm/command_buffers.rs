@@ -120,6 +120,7 @@ pub unsafe fn free_command_buffers(
     // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-00048: `cbs` holds
     // `n` handles (null ones ignored).
     for cb in unsafe { slice(cbs, n) } {
+        super::multiview_flush::forget_command_buffer(f, *cb);
         if let Some(st) = states.remove(cb) {
             let mut st = st.lock();
             // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-00047: the
@@ -145,6 +146,7 @@ impl Fdm {
         let gone: Vec<vk::CommandBuffer> =
             all.into_iter().filter(|(_, s)| s.lock().pool == pool).map(|(cb, _)| cb).collect();
         for cb in gone {
+            super::multiview_flush::forget_command_buffer(self, cb);
             let Some(st) = self.cb_states.write().remove(&cb) else { continue };
             let mut st = st.lock();
             // SAFETY: VUID-vkDestroyCommandPool-commandPool-00041: none of the
@@ -181,6 +183,7 @@ pub unsafe fn begin_command_buffer(
         f.scratch.lock().release(cb);
     }
     *s = CbState { secondary, pool, ..Default::default() };
+    super::multiview_flush::forget_command_buffer(f, cb);
     // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter: a valid info.
     let ci = unsafe { &*info };
     // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00051: a secondary's non-null inheritance info is valid, its

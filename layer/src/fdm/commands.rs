@@ -394,6 +394,27 @@ fn pipeline_info(f: &Fdm, cmd: &Cmd) -> Option<Arc<PipelineInfo>> {
 pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mut Snapshot) {
     let info = pipeline_info(f, cmd);
     st.apply(cmd, info.as_deref());
+    if f.flush.is_some() {
+        use super::multiview_flush::{draw, Direct};
+        let direct = match *cmd {
+            Cmd::Draw(count, instances, first_vertex, first_instance) => {
+                Some(Direct::Vertices { count, instances, first_vertex, first_instance })
+            }
+            Cmd::DrawIndexed(count, instances, first_index, vertex_offset, first_instance) => {
+                Some(Direct::Indexed { count, instances, first_index, vertex_offset, first_instance })
+            }
+            Cmd::DrawIndirect(..)
+            | Cmd::DrawIndexedIndirect(..)
+            | Cmd::DrawIndirectCount(..)
+            | Cmd::DrawIndexedIndirectCount(..) => Some(Direct::Indirect),
+            _ => None,
+        };
+        // SAFETY: the capture rule (module doc): `cb` is recording, inside
+        // the pass the draw was recorded in, with its valid arguments.
+        if direct.is_some_and(|d| unsafe { draw(f, cb, d) }.is_some()) {
+            return;
+        }
+    }
     let d = &f.below;
     let v1 = d.fp_v1_0();
     // SAFETY: the capture rule (module doc): `cb` is recording, every handle
@@ -404,6 +425,9 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
             Cmd::BindPipeline(point, p) => {
                 let chosen = info.as_ref().and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(*p);
                 (v1.cmd_bind_pipeline)(cb, *point, chosen);
+                if *point == vk::PipelineBindPoint::GRAPHICS {
+                    super::multiview_flush::bound(f, cb, chosen);
+                }
                 if let Some(info) = info {
                     if info.static_viewports.is_some() {
                         emit_viewports(f, cb, t, st);
@@ -512,7 +536,8 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
                             }
                         }
                     }
-                    (so.cmd_bind_shaders_ext)(cb, b.n as u32, b.stages.as_ptr(), shaders.as_ptr())
+                    (so.cmd_bind_shaders_ext)(cb, b.n as u32, b.stages.as_ptr(), shaders.as_ptr());
+                    super::multiview_flush::bound(f, cb, vk::Pipeline::null());
                 }
             }
         }

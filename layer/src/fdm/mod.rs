@@ -58,6 +58,7 @@ pub mod descriptors;
 mod gpu_plan;
 pub mod layered;
 mod map_readback;
+pub mod multiview_flush;
 pub mod pass;
 pub mod queue;
 mod replay;
@@ -364,6 +365,9 @@ pub struct ModuleFacts {
     /// The application's SPIR-V, kept for fragment shaders that read
     /// FragCoord or a density built-in: they need a variant per area.
     pub words: Option<Arc<Vec<u32>>>,
+    /// The application's SPIR-V of a module with a vertex entry point, kept
+    /// where the multiview flush runs (its partner pipelines gate it).
+    pub vertex: Option<Arc<Vec<u32>>>,
 }
 
 /// A pipeline made for a density-map pass.
@@ -482,6 +486,9 @@ pub struct Fdm {
     /// application's conditional rendering around a pass (and nests its own
     /// in it, which the spec forbids: a control).
     pub without_app_conditional: bool,
+    /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
+    /// where it does not run.
+    pub flush: Option<multiview_flush::Flush>,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     /// The sample counts of sampled colour images (non-integer formats): the
@@ -508,6 +515,9 @@ pub struct StrippedFdm<'a> {
     /// The layer enabled `VK_EXT_conditional_rendering` for the GPU plan of
     /// dynamic and deferred maps ([`gpu_plan`]).
     pub gpu_plan: bool,
+    /// The layer enabled `VK_EXT_multi_draw` and `shaderDrawParameters` for
+    /// the multiview flush ([`multiview_flush`]).
+    pub flush: bool,
     _names: Vec<*const c_char>,
     _chain: Chain,
 }
@@ -527,7 +537,15 @@ pub const CONDITIONAL_RENDERING: &CStr = c"VK_EXT_conditional_rendering";
 /// extension itself, the layer shares it (a pass inside the application's
 /// own conditional rendering renders at 1x1: the layer's scopes may not
 /// nest in it).
-pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> Result<StrippedFdm<'a>, StripError> {
+/// With `flush` (the driver has what [`multiview_flush`] needs, and the
+/// setting asks for it), the layer enables `VK_EXT_multi_draw` with
+/// `multiDraw` and `shaderDrawParameters`, unless a feature structure it
+/// would have to change lies out of its reach.
+pub unsafe fn strip<'a>(
+    info: &vk::DeviceCreateInfo<'a>,
+    conditional: bool,
+    flush: bool,
+) -> Result<StrippedFdm<'a>, StripError> {
     // SAFETY: the caller's guarantee: a valid create info.
     let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
     // SAFETY: as above.
@@ -606,7 +624,9 @@ pub unsafe fn strip<'a>(info: &vk::DeviceCreateInfo<'a>, conditional: bool) -> R
         }
     }
     let gpu_plan = gpu_plan && enabled;
-    let mut out = StrippedFdm { info: *info, enabled, gpu_plan, _names: kept, _chain: chain };
+    // SAFETY: as above.
+    let flush = flush && enabled && unsafe { multiview_flush::enable(info, &mut kept, &mut chain) };
+    let mut out = StrippedFdm { info: *info, enabled, gpu_plan, flush, _names: kept, _chain: chain };
     out.info.enabled_extension_count = out._names.len() as u32;
     out.info.pp_enabled_extension_names = out._names.as_ptr();
     out.info.p_next = out._chain.head();
@@ -712,6 +732,7 @@ impl Fdm {
             without_dynamic_state: false,
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
+            flush: None,
             instance: instance.clone(),
             physical_device: pd,
             set_layouts: Default::default(),
@@ -1297,6 +1318,11 @@ pub unsafe fn create_shader_module(
             c.operands.first() == Some(&rspirv::dr::Operand::Capability(rspirv::spirv::Capability::SampleRateShading))
         }),
         words: needs_variants.then(|| Arc::new(code.to_vec())),
+        vertex: (f.flush.is_some()
+            && module.entry_points.iter().any(|e| {
+                e.operands.first() == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Vertex))
+            }))
+        .then(|| Arc::new(code.to_vec())),
     };
     // The driver never sees the density capability: the module as
     // created holds the 1x1 values.
@@ -1404,6 +1430,30 @@ pub unsafe fn create_graphics_pipelines(
     result
 }
 
+/// One pipeline made through `below`, with its multiview-flush partner
+/// where that runs (every pipeline [`create_one`] makes: the application's
+/// and each per-area variant).
+///
+/// # Safety
+/// `info` is a valid create info of `f`'s device, `alloc` valid or null,
+/// `out` writable.
+unsafe fn create_down(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cache: vk::PipelineCache,
+    info: &vk::GraphicsPipelineCreateInfo,
+    alloc: *const vk::AllocationCallbacks,
+    out: *mut vk::Pipeline,
+) -> vk::Result {
+    // SAFETY: the caller's guarantee.
+    let r = unsafe { (f.below.fp_v1_0().create_graphics_pipelines)(dev.handle, cache, 1, info, alloc, out) };
+    if r == vk::Result::SUCCESS && f.flush.is_some() {
+        // SAFETY: `out` was written by the successful call from `info`.
+        unsafe { multiview_flush::make_partner(dev, f, cache, info, *out) };
+    }
+    r
+}
+
 /// One pipeline of a `vkCreateGraphicsPipelines` (and, for a density-map
 /// pass, its per-area variants).
 ///
@@ -1418,7 +1468,6 @@ unsafe fn create_one(
     alloc: *const vk::AllocationCallbacks,
     out: *mut vk::Pipeline,
 ) -> vk::Result {
-    let down = f.below.fp_v1_0().create_graphics_pipelines;
     let flag = vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
     // The graphics pipeline libraries it links, and what the layer made of
     // those made for a density-map pass.
@@ -1469,7 +1518,7 @@ unsafe fn create_one(
     }
     if !for_density_map {
         // SAFETY: the application's valid info, without the density-map flag.
-        return unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
+        return unsafe { create_down(dev, f, cache, &copy, alloc, out) };
     }
     let mut pinfo = PipelineInfo { side_effects, ..Default::default() };
     // What the linked libraries bring: their side effects, the static
@@ -1544,7 +1593,7 @@ unsafe fn create_one(
         // SAFETY: the application's valid info with viewports and scissors
         // made dynamic (`dyn_info`, `dynamic` alive); `out` is writable and
         // written on success (the caller's guarantee).
-        let r = unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
+        let r = unsafe { create_down(dev, f, cache, &copy, alloc, out) };
         if r == vk::Result::SUCCESS {
             // SAFETY: `out` was written by the successful call.
             let p = unsafe { *out };
@@ -1588,7 +1637,7 @@ unsafe fn create_one(
         let injected = if area == (1, 1) { None } else { fail("vkCreateGraphicsPipelines").err() };
         let r = unsafe {
             let r = injected.unwrap_or_else(|| {
-                down(dev.handle, cache, 1, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p)
+                create_down(dev, f, cache, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p)
             });
             (f.below.fp_v1_0().destroy_shader_module)(dev.handle, module, std::ptr::null());
             r
@@ -1610,7 +1659,7 @@ unsafe fn create_one(
             "some per-area pipeline variants could not be made; passes binding them render at 1x1",
         );
         // SAFETY: as for a pipeline without variants above.
-        let r = unsafe { down(dev.handle, cache, 1, &copy, alloc, out) };
+        let r = unsafe { create_down(dev, f, cache, &copy, alloc, out) };
         if r == vk::Result::SUCCESS {
             // SAFETY: `out` was written by the successful call.
             let p = unsafe { *out };
@@ -1763,9 +1812,11 @@ impl Fdm {
 
     /// The per-area variants go with the application's pipeline.
     pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
+        multiview_flush::forget(self, pipeline);
         if let Some(p) = self.pipelines.lock().remove(&pipeline) {
             for (area, v) in &p.variants {
                 if *area != (1, 1) {
+                    multiview_flush::forget(self, *v);
                     // SAFETY: the variant is the layer's own, made with the
                     // application's pipeline, which no pending work uses
                     // (VUID-vkDestroyPipeline-pipeline-00765).

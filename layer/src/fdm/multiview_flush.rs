@@ -1,0 +1,384 @@
+//! lavapipe's multiview loss, worked around (setting `fdm_multiview_flush`).
+//!
+//! **The driver's fault.** lavapipe hands each draw to gallium's draw
+//! module, which loops over the views of a multiview pass inside the draw.
+//! Primitives that need clipping go through its primitive pipeline, whose
+//! last stage buffers them and takes the rasterizer's view index only when a
+//! run starts (after a flush); the view loop flushes nothing, so once a
+//! view's clipped primitives are buffered, the next view's clipped
+//! primitives join them and land in the earlier view's layer. Chunks that
+//! need no clipping take the other path, which flushes first and sets the
+//! view index every time. (Mesa 22.3 to 24.0 at least; the tests' control
+//! shows it with no layer loaded: `overlap-testapp multiview-ladder plain
+//! clipped|mirrored`.)
+//!
+//! **The workaround.** A direct draw of a pipeline made for a multiview
+//! pass goes down as `vkCmdDrawMultiEXT` (or its indexed form) of two draws:
+//! the application's first triangle again, then the application's draw.
+//! The pipeline bound for it is a partner whose vertex shader went through
+//! [`overlap_shaders::first_draw::gate`]: where `DrawIndex` is 0 the
+//! triangle collapses to one point inside the clip volume (no clipping, no
+//! coverage), and the application's draw sees its own `DrawIndex`. In every
+//! view the collapsed triangle takes the unclipped path, which flushes the
+//! earlier view's buffered primitives with their own index and starts the
+//! next run with this view's.
+//!
+//! **What it costs and where it stops.** A second pipeline per multiview
+//! pipeline, made with it; pipeline-statistics and primitives-generated
+//! queries count one more primitive per view and instance. It applies to
+//! pipelines of triangles (static topology, filled polygons) whose last
+//! pre-rasterization stage is a vertex shader module without side effects,
+//! transform feedback or cull distances, outside graphics pipeline
+//! libraries; to direct draws of at least one triangle. Indirect draws go
+//! down as they are, with the application's pipeline bound (the partner's
+//! `DrawIndex` rule would hide their first draw).
+
+use super::Fdm;
+use crate::device::DeviceCore;
+use crate::ffi::slice;
+use crate::id;
+use crate::pnext::Chain;
+use crate::settings::LogLevel;
+use ash::vk;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+
+/// `VK_EXT_multi_draw`.
+pub const MULTI_DRAW: &CStr = c"VK_EXT_multi_draw";
+
+/// The workaround's state on a device where it runs.
+pub struct Flush {
+    /// `vkCmdDrawMulti*EXT` of the next layer.
+    fns: ash::ext::multi_draw::DeviceFn,
+    /// Pipeline (the application's, or a per-area variant) → its partner.
+    partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
+    /// Per command buffer: the pipeline with a partner the application has
+    /// bound, and whether the partner is what the driver has bound now.
+    bound: Mutex<HashMap<vk::CommandBuffer, Bound>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bound {
+    plain: vk::Pipeline,
+    partner: vk::Pipeline,
+    partner_bound: bool,
+}
+
+impl Flush {
+    pub fn new(fns: ash::ext::multi_draw::DeviceFn) -> Flush {
+        Flush { fns, partners: Default::default(), bound: Default::default() }
+    }
+}
+
+/// Enables `VK_EXT_multi_draw` with `multiDraw`, and `shaderDrawParameters`,
+/// in a device create info being stripped (`kept`: its extension names,
+/// `chain`: its copied chain); false (nothing changed) where a structure it
+/// would change lies beyond what the layer could copy.
+///
+/// # Safety
+/// `info` is the valid create info `kept` and `chain` were made from.
+pub(super) unsafe fn enable(info: &vk::DeviceCreateInfo, kept: &mut Vec<*const c_char>, chain: &mut Chain) -> bool {
+    let tail_draw = chain.tail_find::<vk::PhysicalDeviceMultiDrawFeaturesEXT>().map(|f| f.multi_draw == vk::TRUE);
+    let tail_params =
+        chain.tail_find::<vk::PhysicalDeviceVulkan11Features>().map(|f| f.shader_draw_parameters == vk::TRUE).or(chain
+            .tail_find::<vk::PhysicalDeviceShaderDrawParametersFeatures>()
+            .map(|f| f.shader_draw_parameters == vk::TRUE));
+    if tail_draw == Some(false) || tail_params == Some(false) {
+        return false;
+    }
+    // SAFETY: the caller's guarantee.
+    let (_, listed) = unsafe { crate::ffi::extensions_without(info, MULTI_DRAW) };
+    if !listed {
+        kept.push(MULTI_DRAW.as_ptr());
+    }
+    if tail_draw.is_none() {
+        match chain.get_mut::<vk::PhysicalDeviceMultiDrawFeaturesEXT>() {
+            Some(f) => f.multi_draw = vk::TRUE,
+            None => chain.push(&vk::PhysicalDeviceMultiDrawFeaturesEXT::default().multi_draw(true)),
+        }
+    }
+    if tail_params.is_none() {
+        if let Some(f) = chain.get_mut::<vk::PhysicalDeviceVulkan11Features>() {
+            f.shader_draw_parameters = vk::TRUE;
+        } else if let Some(f) = chain.get_mut::<vk::PhysicalDeviceShaderDrawParametersFeatures>() {
+            f.shader_draw_parameters = vk::TRUE;
+        } else {
+            chain.push(&vk::PhysicalDeviceShaderDrawParametersFeatures::default().shader_draw_parameters(true));
+        }
+    }
+    true
+}
+
+/// Whether `info` describes a pipeline the workaround applies to, and if
+/// so its vertex stage's index, words and entry point name.
+///
+/// # Safety
+/// `info` is a valid graphics pipeline create info of `f`'s device.
+unsafe fn eligible(
+    f: &Fdm,
+    info: &vk::GraphicsPipelineCreateInfo,
+) -> Result<(usize, std::sync::Arc<Vec<u32>>, String), &'static str> {
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
+    let (rendering, library, libraries) = unsafe {
+        (
+            crate::pnext::find::<vk::PipelineRenderingCreateInfo>(info.p_next).map(|r| r.view_mask),
+            crate::pnext::find::<vk::GraphicsPipelineLibraryCreateInfoEXT>(info.p_next).is_some(),
+            crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some(),
+        )
+    };
+    let view_mask = if info.render_pass == vk::RenderPass::null() {
+        rendering.unwrap_or(0)
+    } else {
+        f.passes.lock().get(&info.render_pass).map_or(0, |p| p.view_mask)
+    };
+    if view_mask.count_ones() < 2 {
+        return Err("");
+    }
+    if library || libraries || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) {
+        return Err("a graphics pipeline library");
+    }
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter: a
+    // non-null dynamic state is valid, with `dynamicStateCount` states.
+    let dynamic: &[vk::DynamicState] = unsafe {
+        match info.p_dynamic_state.as_ref() {
+            Some(d) => slice(d.p_dynamic_states, d.dynamic_state_count),
+            None => &[],
+        }
+    };
+    if dynamic.contains(&vk::DynamicState::PRIMITIVE_TOPOLOGY) || dynamic.contains(&vk::DynamicState::POLYGON_MODE_EXT)
+    {
+        return Err("a dynamic topology or polygon mode");
+    }
+    // SAFETY: with a vertex stage, `pInputAssemblyState` is a valid pointer
+    // where the topology is static (VUID-VkGraphicsPipelineCreateInfo-pStages-02098),
+    // and a non-null rasterization state is valid.
+    let (topology, polygon) = unsafe {
+        (
+            info.p_input_assembly_state.as_ref().map(|a| a.topology),
+            info.p_rasterization_state.as_ref().map(|r| r.polygon_mode),
+        )
+    };
+    let triangles = [
+        vk::PrimitiveTopology::TRIANGLE_LIST,
+        vk::PrimitiveTopology::TRIANGLE_STRIP,
+        vk::PrimitiveTopology::TRIANGLE_FAN,
+    ];
+    if !topology.is_some_and(|t| triangles.contains(&t)) || polygon.is_some_and(|p| p != vk::PolygonMode::FILL) {
+        return Err("");
+    }
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: `stageCount` valid stages.
+    let stages = unsafe { slice(info.p_stages, info.stage_count) };
+    let pre_raster = vk::ShaderStageFlags::TESSELLATION_CONTROL
+        | vk::ShaderStageFlags::TESSELLATION_EVALUATION
+        | vk::ShaderStageFlags::GEOMETRY
+        | vk::ShaderStageFlags::MESH_EXT
+        | vk::ShaderStageFlags::TASK_EXT;
+    if stages.iter().any(|s| s.stage.intersects(pre_raster)) {
+        return Err("a tessellation, geometry or mesh stage");
+    }
+    let Some(at) = stages.iter().position(|s| s.stage == vk::ShaderStageFlags::VERTEX) else { return Err("") };
+    let vs = &stages[at];
+    let words = f.modules.lock().get(&vs.module).and_then(|m| m.vertex.clone());
+    let Some(words) = words else { return Err("a vertex shader given inline or by identifier") };
+    // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pName-parameter: a null-terminated UTF-8 string.
+    let name = unsafe { CStr::from_ptr(vs.p_name) }.to_string_lossy().into_owned();
+    Ok((at, words, name))
+}
+
+/// After the pipeline `made` was created from `info`: its partner, made
+/// where the workaround applies (a failure is logged; the pipeline then
+/// draws as recorded).
+///
+/// # Safety
+/// `info` is the valid create info `made` was just created from on `f`'s
+/// device, through `f.below`.
+pub(super) unsafe fn make_partner(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cache: vk::PipelineCache,
+    info: &vk::GraphicsPipelineCreateInfo,
+    made: vk::Pipeline,
+) {
+    let Some(flush) = &f.flush else { return };
+    // SAFETY: the caller's guarantee.
+    let (at, words, name) = match unsafe { eligible(f, info) } {
+        Ok(e) => e,
+        Err("") => return,
+        Err(why) => {
+            dev.log().log_once(
+                LogLevel::Info,
+                id::FDM_MULTIVIEW_FLUSH,
+                why,
+                &format!("a multiview pipeline with {why} draws as recorded (lavapipe may put clipped primitives of later views into view 0)"),
+            );
+            return;
+        }
+    };
+    let gated = match overlap_shaders::parse(&words) {
+        Ok(mut m) => match overlap_shaders::first_draw::gate(&mut m, &name) {
+            Ok(()) => overlap_shaders::assemble(&m),
+            Err(e) => {
+                let why = e.to_string();
+                dev.log().log_once(
+                    LogLevel::Info,
+                    id::FDM_MULTIVIEW_FLUSH,
+                    &why,
+                    &format!("a multiview pipeline's vertex shader cannot be gated ({why}); it draws as recorded"),
+                );
+                return;
+            }
+        },
+        Err(_) => return,
+    };
+    if !crate::spirv::checked_output(dev, "the multiview flush's first-draw gate", &words, &gated) {
+        return;
+    }
+    let mci = vk::ShaderModuleCreateInfo { code_size: gated.len() * 4, p_code: gated.as_ptr(), ..Default::default() };
+    let mut module = vk::ShaderModule::null();
+    let d = f.below.fp_v1_0();
+    // SAFETY: a create info built here over a live Vec of validated code.
+    if unsafe { (d.create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module) } != vk::Result::SUCCESS {
+        return;
+    }
+    // SAFETY: as for `info` (the caller's guarantee): `stageCount` valid stages.
+    let mut stages = unsafe { slice(info.p_stages, info.stage_count) }.to_vec();
+    stages[at].module = module;
+    let mut copy = *info;
+    copy.p_stages = stages.as_ptr();
+    // Creation feedback is the application's pipeline's: the partner's
+    // creation leaves it alone.
+    let mut chain = None;
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
+    if unsafe { crate::pnext::find::<vk::PipelineCreationFeedbackCreateInfo>(info.p_next) }.is_some() {
+        // SAFETY: as above.
+        let mut c = unsafe { Chain::copy_prefix(info.p_next) };
+        c.remove(vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO);
+        copy.p_next = c.head();
+        chain = Some(c);
+    }
+    let mut partner = vk::Pipeline::null();
+    // SAFETY: the application's valid info with its vertex module replaced
+    // by the gated one (same interface, alive until after the call), its
+    // stages in a live Vec and its chain (if copied) in `chain`.
+    let r = unsafe {
+        let r = (d.create_graphics_pipelines)(dev.handle, cache, 1, &copy, std::ptr::null(), &mut partner);
+        (d.destroy_shader_module)(dev.handle, module, std::ptr::null());
+        r
+    };
+    drop(chain);
+    if r == vk::Result::SUCCESS {
+        flush.partners.lock().insert(made, partner);
+    }
+}
+
+/// `pipeline` is being destroyed: its partner goes with it.
+pub(super) fn forget(f: &Fdm, pipeline: vk::Pipeline) {
+    let Some(flush) = &f.flush else { return };
+    if let Some(partner) = flush.partners.lock().remove(&pipeline) {
+        // SAFETY: the partner is the layer's own, made with `pipeline`, which
+        // no pending work uses (VUID-vkDestroyPipeline-pipeline-00765).
+        unsafe { (f.below.fp_v1_0().destroy_pipeline)(f.below.handle(), partner, std::ptr::null()) };
+    }
+}
+
+/// `cb` is freed or begun again: nothing of it is bound any more.
+pub(super) fn forget_command_buffer(f: &Fdm, cb: vk::CommandBuffer) {
+    if let Some(flush) = &f.flush {
+        flush.bound.lock().remove(&cb);
+    }
+}
+
+/// The graphics pipeline `pipeline` was just bound in `cb` (the driver has
+/// it bound; `null`: shader objects replaced it).
+pub(super) fn bound(f: &Fdm, cb: vk::CommandBuffer, pipeline: vk::Pipeline) {
+    let Some(flush) = &f.flush else { return };
+    let partner = flush.partners.lock().get(&pipeline).copied();
+    let mut b = flush.bound.lock();
+    match partner {
+        Some(partner) => drop(b.insert(cb, Bound { plain: pipeline, partner, partner_bound: false })),
+        None => drop(b.remove(&cb)),
+    }
+}
+
+/// The draw `which` is about to go down in `cb`: `Some` draws it as a
+/// multi-draw led by the collapsed triangle (done); `None` leaves it to the
+/// caller, with the application's pipeline bound.
+///
+/// # Safety
+/// `cb` is a recording command buffer of `f`'s device held by the caller,
+/// inside a pass, with the arguments of a valid draw of that kind.
+pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, which: Direct) -> Option<()> {
+    let flush = f.flush.as_ref()?;
+    let mut all = flush.bound.lock();
+    let b = all.get_mut(&cb)?;
+    let drawable = match which {
+        Direct::Vertices { count, instances, .. } | Direct::Indexed { count, instances, .. } => {
+            count >= 3 && instances > 0
+        }
+        Direct::Indirect => false,
+    };
+    let want = if drawable { b.partner } else { b.plain };
+    if b.partner_bound != drawable {
+        // SAFETY: the caller's guarantee: `cb` is recording; both pipelines
+        // were made from the same create info, so the state the
+        // application set stays valid.
+        unsafe { (f.below.fp_v1_0().cmd_bind_pipeline)(cb, vk::PipelineBindPoint::GRAPHICS, want) };
+        b.partner_bound = drawable;
+    }
+    if !drawable {
+        return None;
+    }
+    drop(all);
+    // SAFETY: the caller's guarantee; the arrays are live for the calls.
+    unsafe {
+        match which {
+            Direct::Vertices { count, instances, first_vertex, first_instance } => {
+                let draws = [
+                    vk::MultiDrawInfoEXT { first_vertex, vertex_count: 3 },
+                    vk::MultiDrawInfoEXT { first_vertex, vertex_count: count },
+                ];
+                let stride = std::mem::size_of::<vk::MultiDrawInfoEXT>() as u32;
+                (flush.fns.cmd_draw_multi_ext)(cb, 2, draws.as_ptr(), instances, first_instance, stride)
+            }
+            Direct::Indexed { count, instances, first_index, vertex_offset, first_instance } => {
+                let draws = [
+                    vk::MultiDrawIndexedInfoEXT { first_index, index_count: 3, vertex_offset },
+                    vk::MultiDrawIndexedInfoEXT { first_index, index_count: count, vertex_offset },
+                ];
+                let stride = std::mem::size_of::<vk::MultiDrawIndexedInfoEXT>() as u32;
+                (flush.fns.cmd_draw_multi_indexed_ext)(
+                    cb,
+                    2,
+                    draws.as_ptr(),
+                    instances,
+                    first_instance,
+                    stride,
+                    std::ptr::null(),
+                )
+            }
+            Direct::Indirect => {}
+        }
+    }
+    Some(())
+}
+
+/// A draw about to go down.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Direct {
+    Vertices {
+        count: u32,
+        instances: u32,
+        first_vertex: u32,
+        first_instance: u32,
+    },
+    Indexed {
+        count: u32,
+        instances: u32,
+        first_index: u32,
+        vertex_offset: i32,
+        first_instance: u32,
+    },
+    /// Any indirect draw.
+    Indirect,
+}
