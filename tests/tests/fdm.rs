@@ -224,7 +224,10 @@ fn a_dynamic_map_planned_at_recording_fails_the_check() {
 /// copies wholly outside the viewport (`createFullScreenMeshWithMirrors`),
 /// which the clipper rejects: `mirrored` draws exactly that mesh, and view
 /// 1 is empty with no layer loaded too (the offset cases' copy pass draws
-/// the split full-screen triangle of `clipped`).
+/// the split full-screen triangle of `clipped`). On a density-map device the
+/// layer works around it (`fdm_multiview_flush`, auto on llvmpipe): both
+/// clipped geometries draw both views through Overlap, with and without a
+/// map; the control with the workaround off loses view 1 again.
 #[test]
 fn multiview_ladder_draws_every_view() {
     let rung = |layers, setting: &str, rung: &str, geometry: &str| {
@@ -243,6 +246,18 @@ fn multiview_ladder_draws_every_view() {
         let o = rung(Layers::OverlapOverValidation, setting, r, "quad");
         o.assert_ok();
         assert!(o.stdout.contains("view=1 wrong_pixels=0 "), "rung {r}: {}", o.stdout);
+    }
+    for r in ["fdm-device", "fdm-map"] {
+        for geometry in ["clipped", "mirrored"] {
+            let o = rung(Layers::OverlapOverValidation, "binned", r, geometry);
+            o.assert_ok();
+            assert!(o.stdout.contains(&format!("geometry={geometry} view=1 wrong_pixels=0 ")), "{}", o.stdout);
+            let lost = run(app(Layers::OverlapOverValidation, &["multiview-ladder", r, geometry])
+                .env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", "off"));
+            assert_eq!(lost.code, Some(1), "{}\n{}", lost.stdout, lost.stderr);
+            assert!(lost.stderr.contains("view 1 has 3072 pixels that are not its colour"), "{}", lost.stderr);
+            assert_eq!(lost.value("VALIDATION_ERRORS"), Some("0"));
+        }
     }
 }
 
