@@ -59,6 +59,9 @@ pub struct StateFns {
     /// `VK_KHR_dynamic_rendering_local_read`'s remapping commands (state of
     /// one dynamic rendering: a density-map pass goes live at them).
     pub local_read: ash::khr::dynamic_rendering_local_read::DeviceFn,
+    /// `VK_EXT_multi_draw`'s draws (captured in density-map passes; the
+    /// layer's multiview flush issues them too).
+    pub multi_draw: ash::ext::multi_draw::DeviceFn,
 }
 
 impl StateFns {
@@ -73,6 +76,7 @@ impl StateFns {
             vertex_input: ash::ext::vertex_input_dynamic_state::DeviceFn::load(&mut load),
             conditional: ash::ext::conditional_rendering::DeviceFn::load(&mut load),
             local_read: ash::khr::dynamic_rendering_local_read::DeviceFn::load(&mut load),
+            multi_draw: ash::ext::multi_draw::DeviceFn::load(&mut load),
         }
     }
 }

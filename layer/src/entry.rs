@@ -1045,13 +1045,12 @@ unsafe extern "system" fn create_device(
                             .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
                     })
                 });
-                fdm.flush = s.flush.then(|| {
-                    crate::fdm::multiview_flush::Flush::new(ash::ext::multi_draw::DeviceFn::load(|name| {
-                        // SAFETY: the layer enabled the extension on this device (`s.flush`): the next layer
-                        // resolves its commands, each pointer of its command's type.
-                        unsafe { next_gdpa(handle, name.as_ptr()) }
-                            .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
-                    }))
+                fdm.flush = s.flush.then(crate::fdm::multiview_flush::Flush::new);
+                fdm.multi_draw = ash::ext::multi_draw::DeviceFn::load(|name| {
+                    // SAFETY: the next layer's vkGetDeviceProcAddr for this device, with a null-terminated name;
+                    // each pointer is of its command's type (null where the extension is not enabled).
+                    unsafe { next_gdpa(handle, name.as_ptr()) }
+                        .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
                 });
                 data.fdm = Some(fdm);
             }

@@ -1317,6 +1317,9 @@ pub struct Multiview<'a> {
     /// pass and the pipeline; `vs` must write `gl_Layer` from the instance
     /// index, each draw has one instance per layer).
     pub layered: bool,
+    /// Draw through `vkCmdDrawMultiEXT` (the device must have it): the
+    /// vertices in two halves, as two draws.
+    pub multi_draw: bool,
 }
 
 impl<'a> Multiview<'a> {
@@ -1334,6 +1337,7 @@ impl<'a> Multiview<'a> {
             repeat: 1,
             map_flags,
             layered: false,
+            multi_draw: false,
         }
     }
 }
@@ -1587,7 +1591,18 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
             }
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            d.cmd_draw(cb, mv.vertices, instances, 0, 0);
+            if mv.multi_draw {
+                let md = ash::ext::multi_draw::Device::new(&gpu.instance, d);
+                let half = mv.vertices / 6 * 3;
+                let draws = [
+                    vk::MultiDrawInfoEXT { first_vertex: 0, vertex_count: half },
+                    vk::MultiDrawInfoEXT { first_vertex: half, vertex_count: mv.vertices - half },
+                ];
+                let stride = std::mem::size_of::<vk::MultiDrawInfoEXT>() as u32;
+                (md.fp().cmd_draw_multi_ext)(cb, 2, draws.as_ptr(), instances, 0, stride);
+            } else {
+                d.cmd_draw(cb, mv.vertices, instances, 0, 0);
+            }
             match (mv.path, &end_rendering2) {
                 (Path::Dynamic, Some(end2)) => {
                     let info = RenderingEndInfo {

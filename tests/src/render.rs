@@ -104,6 +104,8 @@ pub struct GpuOptions {
     pub conditional_rendering: bool,
     /// Enable VK_KHR_dynamic_rendering_local_read (and multiview) where listed.
     pub local_read: bool,
+    /// Enable VK_EXT_multi_draw (and its feature) where listed.
+    pub multi_draw: bool,
     /// With `fdm`, enable VK_VALVE_fragment_density_map_layered (its
     /// feature, `VK_KHR_maintenance5` and `shaderOutputLayer`) where listed.
     pub fdm_layered: bool,
@@ -152,6 +154,8 @@ pub struct Gpu {
     pub fdm_offset: bool,
     /// VK_VALVE_fragment_density_map_layered was enabled (`GpuOptions::fdm_layered`).
     pub fdm_layered: bool,
+    /// VK_EXT_multi_draw was enabled (`GpuOptions::multi_draw`).
+    pub multi_draw: bool,
     /// The application's VK_EXT_conditional_rendering
     /// (`GpuOptions::conditional_rendering`).
     pub conditional_rendering: Option<ash::ext::conditional_rendering::Device>,
@@ -381,6 +385,8 @@ impl Gpu {
         let conditional = enable(opts.conditional_rendering, &[ash::ext::conditional_rendering::NAME]);
         let mut enable_conditional =
             vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
+        let multi_draw = enable(opts.multi_draw, &[ash::ext::multi_draw::NAME]);
+        let mut enable_multi_draw = vk::PhysicalDeviceMultiDrawFeaturesEXT::default().multi_draw(true);
         let local_read = enable(opts.local_read, &[ash::khr::dynamic_rendering_local_read::NAME]);
         let mut enable_local_read =
             vk::PhysicalDeviceDynamicRenderingLocalReadFeaturesKHR::default().dynamic_rendering_local_read(true);
@@ -492,6 +498,9 @@ impl Gpu {
         if conditional {
             info = info.push_next(&mut enable_conditional);
         }
+        if multi_draw {
+            info = info.push_next(&mut enable_multi_draw);
+        }
         if local_read {
             info = info.push_next(&mut enable_local_read);
         }
@@ -580,6 +589,7 @@ impl Gpu {
             fdm,
             fdm_offset,
             fdm_layered,
+            multi_draw,
             conditional_rendering,
             dynamic_state,
             khr_1_1: opts.khr_1_1,

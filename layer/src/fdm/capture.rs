@@ -149,6 +149,20 @@ macro_rules! capture_hooks {
     };
 }
 
+/// An owned copy of the `n` items at `p`, `stride` bytes apart (none for a
+/// null `p` or `n == 0`).
+///
+/// # Safety
+/// A non-null `p` points at `n` valid items `stride` bytes apart, each
+/// aligned as `T` (`stride` a multiple of `T`'s alignment).
+unsafe fn strided<T: Copy>(p: *const T, n: u32, stride: u32) -> Vec<T> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller's guarantee: item `i` lies `i * stride` bytes past `p`.
+    (0..n as usize).map(|i| unsafe { *(p as *const u8).add(i * stride as usize).cast::<T>() }).collect()
+}
+
 /// An owned copy of the `n` items at `p` (none for a null `p` or `n == 0`).
 ///
 /// # Safety
@@ -228,6 +242,27 @@ capture_hooks! {
         c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndirectCount(b, o, c, co, m, s);
     "vkCmdDrawIndexedIndirectCount" PFN_vkCmdDrawIndexedIndirectCount fn cmd_draw_indexed_indirect_count(cb, b: vk::Buffer,
         o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndexedIndirectCount(b, o, c, co, m, s);
+    "vkCmdDrawMultiEXT" PFN_vkCmdDrawMultiEXT fn cmd_draw_multi(cb, n: u32, draws: *const vk::MultiDrawInfoEXT,
+        instances: u32, first: u32, stride: u32)
+        => {
+            // SAFETY: VUID-vkCmdDrawMultiEXT-pVertexInfo-parameter: `drawCount`
+            // structures `stride` bytes apart (a multiple of 4, at least their size).
+            unsafe { Cmd::DrawMulti { draws: strided(draws, n, stride), instances, first_instance: first } }
+        };
+    "vkCmdDrawMultiIndexedEXT" PFN_vkCmdDrawMultiIndexedEXT fn cmd_draw_multi_indexed(cb, n: u32,
+        draws: *const vk::MultiDrawIndexedInfoEXT, instances: u32, first: u32, stride: u32, offset: *const i32)
+        => {
+            // SAFETY: VUID-vkCmdDrawMultiIndexedEXT-pIndexInfo-parameter (as above), and a
+            // non-null `pVertexOffset` points at one value (VUID-vkCmdDrawMultiIndexedEXT-pVertexOffset-parameter).
+            unsafe {
+                Cmd::DrawMultiIndexed {
+                    draws: strided(draws, n, stride),
+                    instances,
+                    first_instance: first,
+                    vertex_offset: offset.as_ref().copied(),
+                }
+            }
+        };
     "vkCmdSetViewportWithCount" PFN_vkCmdSetViewportWithCount fn cmd_set_viewport_with_count(cb, n: u32, vp: *const vk::Viewport)
         => {
             // SAFETY: VUID-vkCmdSetViewportWithCount-pViewports-parameter.

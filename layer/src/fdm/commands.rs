@@ -74,6 +74,19 @@ pub enum Cmd {
     DrawIndexedIndirect(vk::Buffer, vk::DeviceSize, u32, u32),
     DrawIndirectCount(vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
     DrawIndexedIndirectCount(vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
+    /// `vkCmdDrawMultiEXT`.
+    DrawMulti {
+        draws: Vec<vk::MultiDrawInfoEXT>,
+        instances: u32,
+        first_instance: u32,
+    },
+    /// `vkCmdDrawMultiIndexedEXT` (`vertex_offset`: its `pVertexOffset`).
+    DrawMultiIndexed {
+        draws: Vec<vk::MultiDrawIndexedInfoEXT>,
+        instances: u32,
+        first_instance: u32,
+        vertex_offset: Option<i32>,
+    },
     Clear {
         attachments: Vec<vk::ClearAttachment>,
         rects: Vec<vk::ClearRect>,
@@ -162,6 +175,12 @@ impl Cmd {
             Cmd::DrawIndirectCount(.., max, _) | Cmd::DrawIndexedIndirectCount(.., max, _) => {
                 (*max).min(64) as f64 * 3000.0
             }
+            Cmd::DrawMulti { draws, instances, .. } => {
+                draws.iter().map(|d| d.vertex_count as f64).sum::<f64>() * *instances as f64
+            }
+            Cmd::DrawMultiIndexed { draws, instances, .. } => {
+                draws.iter().map(|d| d.index_count as f64).sum::<f64>() * *instances as f64
+            }
             _ => 0.0,
         }
     }
@@ -177,6 +196,8 @@ impl Cmd {
                 | Cmd::DrawIndexedIndirect(..)
                 | Cmd::DrawIndirectCount(..)
                 | Cmd::DrawIndexedIndirectCount(..)
+                | Cmd::DrawMulti { .. }
+                | Cmd::DrawMultiIndexed { .. }
                 | Cmd::Clear { .. }
         )
     }
@@ -396,13 +417,34 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
     st.apply(cmd, info.as_deref());
     if f.flush.is_some() {
         use super::multiview_flush::{draw, Direct};
-        let direct = match *cmd {
+        let (one, one_indexed);
+        let direct = match cmd {
             Cmd::Draw(count, instances, first_vertex, first_instance) => {
-                Some(Direct::Vertices { count, instances, first_vertex, first_instance })
+                one = [vk::MultiDrawInfoEXT { first_vertex: *first_vertex, vertex_count: *count }];
+                Some(Direct::Vertices { draws: &one, instances: *instances, first_instance: *first_instance })
             }
             Cmd::DrawIndexed(count, instances, first_index, vertex_offset, first_instance) => {
-                Some(Direct::Indexed { count, instances, first_index, vertex_offset, first_instance })
+                one_indexed = [vk::MultiDrawIndexedInfoEXT {
+                    first_index: *first_index,
+                    index_count: *count,
+                    vertex_offset: *vertex_offset,
+                }];
+                Some(Direct::Indexed {
+                    draws: &one_indexed,
+                    instances: *instances,
+                    first_instance: *first_instance,
+                    vertex_offset: None,
+                })
             }
+            Cmd::DrawMulti { draws, instances, first_instance } => {
+                Some(Direct::Vertices { draws, instances: *instances, first_instance: *first_instance })
+            }
+            Cmd::DrawMultiIndexed { draws, instances, first_instance, vertex_offset } => Some(Direct::Indexed {
+                draws,
+                instances: *instances,
+                first_instance: *first_instance,
+                vertex_offset: *vertex_offset,
+            }),
             Cmd::DrawIndirect(..)
             | Cmd::DrawIndexedIndirect(..)
             | Cmd::DrawIndirectCount(..)
@@ -502,6 +544,25 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
             }
             Cmd::DrawIndexedIndirectCount(b, o, cbuf, co, m, s) => {
                 (d.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, *b, *o, *cbuf, *co, *m, *s)
+            }
+            Cmd::DrawMulti { draws, instances, first_instance } => (f.multi_draw.cmd_draw_multi_ext)(
+                cb,
+                draws.len() as u32,
+                draws.as_ptr(),
+                *instances,
+                *first_instance,
+                std::mem::size_of::<vk::MultiDrawInfoEXT>() as u32,
+            ),
+            Cmd::DrawMultiIndexed { draws, instances, first_instance, vertex_offset } => {
+                (f.multi_draw.cmd_draw_multi_indexed_ext)(
+                    cb,
+                    draws.len() as u32,
+                    draws.as_ptr(),
+                    *instances,
+                    *first_instance,
+                    std::mem::size_of::<vk::MultiDrawIndexedInfoEXT>() as u32,
+                    vertex_offset.as_ref().map_or(std::ptr::null(), |o| o as *const i32),
+                )
             }
             Cmd::Clear { attachments, rects } => {
                 let rects = t.clear_rects(rects);

@@ -489,6 +489,9 @@ pub struct Fdm {
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     pub flush: Option<multiview_flush::Flush>,
+    /// `VK_EXT_multi_draw`'s draws of the next layer (null where neither the
+    /// application nor the layer enabled it: then nothing calls them).
+    pub multi_draw: ash::ext::multi_draw::DeviceFn,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     /// The sample counts of sampled colour images (non-integer formats): the
@@ -733,6 +736,7 @@ impl Fdm {
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
             flush: None,
+            multi_draw: ash::ext::multi_draw::DeviceFn::load(|_| std::ptr::null()),
             instance: instance.clone(),
             physical_device: pd,
             set_layouts: Default::default(),

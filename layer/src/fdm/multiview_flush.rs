@@ -49,8 +49,6 @@ pub const MULTI_DRAW: &CStr = c"VK_EXT_multi_draw";
 
 /// The workaround's state on a device where it runs.
 pub struct Flush {
-    /// `vkCmdDrawMulti*EXT` of the next layer.
-    fns: ash::ext::multi_draw::DeviceFn,
     /// Pipeline (the application's, or a per-area variant) → its partner.
     partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
     /// Per command buffer: the pipeline with a partner the application has
@@ -66,8 +64,14 @@ struct Bound {
 }
 
 impl Flush {
-    pub fn new(fns: ash::ext::multi_draw::DeviceFn) -> Flush {
-        Flush { fns, partners: Default::default(), bound: Default::default() }
+    pub fn new() -> Flush {
+        Flush { partners: Default::default(), bound: Default::default() }
+    }
+}
+
+impl Default for Flush {
+    fn default() -> Self {
+        Flush::new()
     }
 }
 
@@ -312,12 +316,20 @@ pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, which: Direct) -> Opti
     let flush = f.flush.as_ref()?;
     let mut all = flush.bound.lock();
     let b = all.get_mut(&cb)?;
-    let drawable = match which {
-        Direct::Vertices { count, instances, .. } | Direct::Indexed { count, instances, .. } => {
-            count >= 3 && instances > 0
-        }
-        Direct::Indirect => false,
+    // The collapsed triangle: the first three vertices of the first draw of
+    // at least one triangle (drawn once per instance).
+    let lead = match which {
+        Direct::Vertices { draws, instances, .. } => (instances > 0)
+            .then(|| draws.iter().find(|d| d.vertex_count >= 3))
+            .flatten()
+            .map(|d| Lead::Vertices(vk::MultiDrawInfoEXT { vertex_count: 3, ..*d })),
+        Direct::Indexed { draws, instances, .. } => (instances > 0)
+            .then(|| draws.iter().find(|d| d.index_count >= 3))
+            .flatten()
+            .map(|d| Lead::Indexed(vk::MultiDrawIndexedInfoEXT { index_count: 3, ..*d })),
+        Direct::Indirect => None,
     };
+    let drawable = lead.is_some();
     let want = if drawable { b.partner } else { b.plain };
     if b.partner_bound != drawable {
         // SAFETY: the caller's guarantee: `cb` is recording; both pipelines
@@ -326,58 +338,54 @@ pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, which: Direct) -> Opti
         unsafe { (f.below.fp_v1_0().cmd_bind_pipeline)(cb, vk::PipelineBindPoint::GRAPHICS, want) };
         b.partner_bound = drawable;
     }
-    if !drawable {
-        return None;
-    }
     drop(all);
     // SAFETY: the caller's guarantee; the arrays are live for the calls.
     unsafe {
-        match which {
-            Direct::Vertices { count, instances, first_vertex, first_instance } => {
-                let draws = [
-                    vk::MultiDrawInfoEXT { first_vertex, vertex_count: 3 },
-                    vk::MultiDrawInfoEXT { first_vertex, vertex_count: count },
-                ];
+        match (lead?, which) {
+            (Lead::Vertices(lead), Direct::Vertices { draws, instances, first_instance }) => {
+                let all: Vec<vk::MultiDrawInfoEXT> = std::iter::once(lead).chain(draws.iter().copied()).collect();
                 let stride = std::mem::size_of::<vk::MultiDrawInfoEXT>() as u32;
-                (flush.fns.cmd_draw_multi_ext)(cb, 2, draws.as_ptr(), instances, first_instance, stride)
+                (f.multi_draw.cmd_draw_multi_ext)(cb, all.len() as u32, all.as_ptr(), instances, first_instance, stride)
             }
-            Direct::Indexed { count, instances, first_index, vertex_offset, first_instance } => {
-                let draws = [
-                    vk::MultiDrawIndexedInfoEXT { first_index, index_count: 3, vertex_offset },
-                    vk::MultiDrawIndexedInfoEXT { first_index, index_count: count, vertex_offset },
-                ];
+            (Lead::Indexed(lead), Direct::Indexed { draws, instances, first_instance, vertex_offset }) => {
+                let all: Vec<vk::MultiDrawIndexedInfoEXT> =
+                    std::iter::once(lead).chain(draws.iter().copied()).collect();
                 let stride = std::mem::size_of::<vk::MultiDrawIndexedInfoEXT>() as u32;
-                (flush.fns.cmd_draw_multi_indexed_ext)(
+                (f.multi_draw.cmd_draw_multi_indexed_ext)(
                     cb,
-                    2,
-                    draws.as_ptr(),
+                    all.len() as u32,
+                    all.as_ptr(),
                     instances,
                     first_instance,
                     stride,
-                    std::ptr::null(),
+                    vertex_offset.as_ref().map_or(std::ptr::null(), |o| o as *const i32),
                 )
             }
-            Direct::Indirect => {}
+            _ => return None,
         }
     }
     Some(())
 }
 
-/// A draw about to go down.
+enum Lead {
+    Vertices(vk::MultiDrawInfoEXT),
+    Indexed(vk::MultiDrawIndexedInfoEXT),
+}
+
+/// A draw about to go down: direct ones as the draws of a multi-draw
+/// (`vertex_offset`: a multi-draw's shared `pVertexOffset`).
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Direct {
+pub(super) enum Direct<'a> {
     Vertices {
-        count: u32,
+        draws: &'a [vk::MultiDrawInfoEXT],
         instances: u32,
-        first_vertex: u32,
         first_instance: u32,
     },
     Indexed {
-        count: u32,
+        draws: &'a [vk::MultiDrawIndexedInfoEXT],
         instances: u32,
-        first_index: u32,
-        vertex_offset: i32,
         first_instance: u32,
+        vertex_offset: Option<i32>,
     },
     /// Any indirect draw.
     Indirect,

@@ -32,7 +32,7 @@ fn usage() -> ! {
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
          fdm-dynamic [app-conditional]  a dynamic density map the GPU writes in the same command buffer: the areas follow it (app-conditional: the application enables conditional rendering itself)\n  \
-         multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped|mirrored]  a plain two-view draw, one layer feature at a time (mirrored: the CTS's mesh)
+         multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped|mirrored|mirrored-multi]  a plain two-view draw, one layer feature at a time (mirrored: the CTS's mesh; -multi: in two draws of vkCmdDrawMultiEXT)
   local-read-multiview       no density map: a multiview local-read copy inside one dynamic rendering, 2/4/6 views
   fdm-layered [dynamic]      VK_VALVE_fragment_density_map_layered: each layer of a layered framebuffer gets its own map layer's areas
   fdm-unknown-structure after|before  the density-map device with an unknown structure chained after or before its features\n  \
@@ -1205,17 +1205,25 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), Strin
 /// the viewport's size, which the clipper splits: lavapipe 22.3 draws the
 /// primitives it clips into view 0 only, with no layer loaded (its draw
 /// module sets the view index when a clipped primitive run starts, and the
-/// view loop never restarts the run).
+/// view loop never restarts the run); `mirrored` the CTS's mesh (a quad and
+/// eight copies outside the viewport); `mirrored-multi` the same mesh as two
+/// draws of one `vkCmdDrawMultiEXT` (27 vertices each: both hold clipped
+/// primitives, the first the quad too).
 fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Multiview, Path};
     opts.fdm = rung != "plain";
+    let multi_draw = geometry == "mirrored-multi";
+    opts.multi_draw = multi_draw;
     let g = gpu(opts)?;
     if opts.fdm && !g.fdm {
         return Err("VK_EXT_fragment_density_map is not listed".into());
     }
+    if multi_draw && !g.multi_draw {
+        return Err("VK_EXT_multi_draw is not listed".into());
+    }
     let (vs, vertices) = match geometry {
         "clipped" => (&include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..], 3),
-        "mirrored" => (&include_bytes!(concat!(env!("OUT_DIR"), "/mirrored.vert.spv"))[..], 54),
+        "mirrored" | "mirrored-multi" => (&include_bytes!(concat!(env!("OUT_DIR"), "/mirrored.vert.spv"))[..], 54),
         _ => (&include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..], 6),
     };
     let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/multiview.frag.spv"))[..];
@@ -1223,6 +1231,7 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result
     let ones = Map { width: 2, height: 2, texels: vec![[255, 255]; 4] };
     let mv = Multiview {
         with_map: rung == "fdm-map",
+        multi_draw,
         ..Multiview::new(Path::RenderPass2, size, vec![&ones, &ones], vs, fs, vertices)
     };
     let views = fdm::render_multiview(&g, &mv);
