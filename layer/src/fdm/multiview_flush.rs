@@ -49,6 +49,8 @@ pub const MULTI_DRAW: &CStr = c"VK_EXT_multi_draw";
 
 /// The workaround's state on a device where it runs.
 pub struct Flush {
+    /// Some partner was ever made (until then binds and draws cost one load).
+    any: std::sync::atomic::AtomicBool,
     /// Pipeline (the application's, or a per-area variant) → its partner.
     partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
     /// Per command buffer: the pipeline with a partner the application has
@@ -65,7 +67,7 @@ struct Bound {
 
 impl Flush {
     pub fn new() -> Flush {
-        Flush { partners: Default::default(), bound: Default::default() }
+        Flush { any: Default::default(), partners: Default::default(), bound: Default::default() }
     }
 }
 
@@ -273,6 +275,7 @@ pub(super) unsafe fn make_partner(
     drop(chain);
     if r == vk::Result::SUCCESS {
         flush.partners.lock().insert(made, partner);
+        flush.any.store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -296,7 +299,7 @@ pub(super) fn forget_command_buffer(f: &Fdm, cb: vk::CommandBuffer) {
 /// The graphics pipeline `pipeline` was just bound in `cb` (the driver has
 /// it bound; `null`: shader objects replaced it).
 pub(super) fn bound(f: &Fdm, cb: vk::CommandBuffer, pipeline: vk::Pipeline) {
-    let Some(flush) = &f.flush else { return };
+    let Some(flush) = f.flush.as_ref().filter(|f| f.any.load(std::sync::atomic::Ordering::Acquire)) else { return };
     let partner = flush.partners.lock().get(&pipeline).copied();
     let mut b = flush.bound.lock();
     match partner {
@@ -313,7 +316,7 @@ pub(super) fn bound(f: &Fdm, cb: vk::CommandBuffer, pipeline: vk::Pipeline) {
 /// `cb` is a recording command buffer of `f`'s device held by the caller,
 /// inside a pass, with the arguments of a valid draw of that kind.
 pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, which: Direct) -> Option<()> {
-    let flush = f.flush.as_ref()?;
+    let flush = f.flush.as_ref().filter(|f| f.any.load(std::sync::atomic::Ordering::Acquire))?;
     let mut all = flush.bound.lock();
     let b = all.get_mut(&cb)?;
     // The collapsed triangle: the first three vertices of the first draw of
