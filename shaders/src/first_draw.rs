@@ -106,7 +106,7 @@ fn written(m: &Module, o: &Output) -> bool {
         _ => None,
     };
     code(m).any(|i| {
-        if !i.operands.iter().any(|x| *x == Operand::IdRef(o.var)) {
+        if !i.operands.contains(&Operand::IdRef(o.var)) {
             return false;
         }
         match o.member {
