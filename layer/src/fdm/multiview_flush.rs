@@ -393,3 +393,76 @@ pub(super) enum Direct<'a> {
     /// Any indirect draw.
     Indirect,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pnext::find;
+    use std::ffi::c_void;
+
+    /// What `enable` leaves in a create info: extension names and the two
+    /// features as the driver would read them.
+    fn enabled(info: &vk::DeviceCreateInfo) -> Option<(Vec<String>, bool, bool)> {
+        let mut kept: Vec<*const c_char> = Vec::new();
+        // SAFETY: `info` and its chain are live (built by the caller).
+        let mut chain = unsafe { Chain::copy_prefix(info.p_next) };
+        // SAFETY: as above.
+        if !unsafe { enable(info, &mut kept, &mut chain) } {
+            return None;
+        }
+        // SAFETY: the names are the layer's own constants.
+        let names = kept.iter().map(|n| unsafe { CStr::from_ptr(*n) }.to_string_lossy().into_owned()).collect();
+        let head = chain.head();
+        // SAFETY: the copied chain, alive with `chain`.
+        let (draw, params) = unsafe {
+            (
+                find::<vk::PhysicalDeviceMultiDrawFeaturesEXT>(head).is_some_and(|f| f.multi_draw == vk::TRUE),
+                find::<vk::PhysicalDeviceVulkan11Features>(head).map(|f| f.shader_draw_parameters).or(find::<
+                    vk::PhysicalDeviceShaderDrawParametersFeatures,
+                >(
+                    head
+                )
+                .map(|f| f.shader_draw_parameters))
+                    == Some(vk::TRUE),
+            )
+        };
+        Some((names, draw, params))
+    }
+
+    #[test]
+    fn the_features_are_added_or_set_where_the_application_chained_them() {
+        // Nothing chained: both structures pushed, the extension named.
+        let info = vk::DeviceCreateInfo::default();
+        assert_eq!(enabled(&info), Some((vec!["VK_EXT_multi_draw".into()], true, true)));
+        // The application's Vulkan 1.1 features (the CTS chains them): set there, no second structure.
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default().multiview(true);
+        let mut md = vk::PhysicalDeviceMultiDrawFeaturesEXT::default();
+        let info = vk::DeviceCreateInfo::default().push_next(&mut v11).push_next(&mut md);
+        let (_, draw, params) = enabled(&info).unwrap();
+        assert!(draw && params);
+        let mut kept = Vec::new();
+        // SAFETY: `info`'s chain links the live structures above.
+        let mut chain = unsafe { Chain::copy_prefix(info.p_next) };
+        // SAFETY: as above.
+        assert!(unsafe { enable(&info, &mut kept, &mut chain) });
+        assert!(chain.get::<vk::PhysicalDeviceShaderDrawParametersFeatures>().is_none());
+        assert_eq!(chain.get::<vk::PhysicalDeviceVulkan11Features>().unwrap().multiview, vk::TRUE);
+    }
+
+    #[test]
+    fn a_feature_off_beyond_the_copyable_chain_leaves_the_create_info_alone() {
+        // The application's multi-draw features after a structure the layer cannot copy: off there, the create
+        // info is left alone; on there, it stays in place (the driver reads it there) and the rest is added.
+        for on in [false, true] {
+            let mut md = vk::PhysicalDeviceMultiDrawFeaturesEXT::default().multi_draw(on);
+            let mut unknown = vk::BaseOutStructure {
+                s_type: vk::StructureType::from_raw(1_000_999_000),
+                p_next: &mut md as *mut _ as *mut vk::BaseOutStructure,
+                ..Default::default()
+            };
+            let info = vk::DeviceCreateInfo { p_next: &mut unknown as *mut _ as *const c_void, ..Default::default() };
+            let expected = on.then(|| (vec!["VK_EXT_multi_draw".to_string()], true, true));
+            assert_eq!(enabled(&info), expected);
+        }
+    }
+}
