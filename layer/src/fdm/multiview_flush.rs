@@ -116,15 +116,22 @@ pub(super) unsafe fn enable(info: &vk::DeviceCreateInfo, kept: &mut Vec<*const c
     true
 }
 
-/// Whether `info` describes a pipeline the workaround applies to, and if
-/// so its vertex stage's index, words and entry point name.
+/// Whether the workaround applies to a pipeline.
+enum Eligible {
+    /// Yes: its vertex stage's index, words and entry point name.
+    Yes(usize, std::sync::Arc<Vec<u32>>, String),
+    /// Nothing to do: not a multiview pipeline of filled triangles drawn by
+    /// a vertex shader.
+    NotMultiviewTriangles,
+    /// A multiview pipeline the workaround cannot cover, and why.
+    Uncovered(&'static str),
+}
+
+/// Whether `info` describes a pipeline the workaround applies to.
 ///
 /// # Safety
 /// `info` is a valid graphics pipeline create info of `f`'s device.
-unsafe fn eligible(
-    f: &Fdm,
-    info: &vk::GraphicsPipelineCreateInfo,
-) -> Result<(usize, std::sync::Arc<Vec<u32>>, String), &'static str> {
+unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> Eligible {
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
     let (rendering, library, libraries) = unsafe {
         (
@@ -139,10 +146,10 @@ unsafe fn eligible(
         f.passes.lock().get(&info.render_pass).map_or(0, |p| p.view_mask)
     };
     if view_mask.count_ones() < 2 {
-        return Err("");
+        return Eligible::NotMultiviewTriangles;
     }
     if library || libraries || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) {
-        return Err("a graphics pipeline library");
+        return Eligible::Uncovered("a graphics pipeline library");
     }
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter: a
     // non-null dynamic state is valid, with `dynamicStateCount` states.
@@ -154,7 +161,7 @@ unsafe fn eligible(
     };
     if dynamic.contains(&vk::DynamicState::PRIMITIVE_TOPOLOGY) || dynamic.contains(&vk::DynamicState::POLYGON_MODE_EXT)
     {
-        return Err("a dynamic topology or polygon mode");
+        return Eligible::Uncovered("a dynamic topology or polygon mode");
     }
     // SAFETY: with a vertex stage, `pInputAssemblyState` is a valid pointer
     // where the topology is static (VUID-VkGraphicsPipelineCreateInfo-pStages-02098),
@@ -170,8 +177,13 @@ unsafe fn eligible(
         vk::PrimitiveTopology::TRIANGLE_STRIP,
         vk::PrimitiveTopology::TRIANGLE_FAN,
     ];
-    if !topology.is_some_and(|t| triangles.contains(&t)) || polygon.is_some_and(|p| p != vk::PolygonMode::FILL) {
-        return Err("");
+    match topology {
+        None => return Eligible::NotMultiviewTriangles,
+        Some(t) if !triangles.contains(&t) => return Eligible::Uncovered("lines, points or patches"),
+        Some(_) => {}
+    }
+    if polygon.is_some_and(|p| p != vk::PolygonMode::FILL) {
+        return Eligible::Uncovered("a polygon mode other than fill");
     }
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: `stageCount` valid stages.
     let stages = unsafe { slice(info.p_stages, info.stage_count) };
@@ -181,15 +193,17 @@ unsafe fn eligible(
         | vk::ShaderStageFlags::MESH_EXT
         | vk::ShaderStageFlags::TASK_EXT;
     if stages.iter().any(|s| s.stage.intersects(pre_raster)) {
-        return Err("a tessellation, geometry or mesh stage");
+        return Eligible::Uncovered("a tessellation, geometry or mesh stage");
     }
-    let Some(at) = stages.iter().position(|s| s.stage == vk::ShaderStageFlags::VERTEX) else { return Err("") };
+    let Some(at) = stages.iter().position(|s| s.stage == vk::ShaderStageFlags::VERTEX) else {
+        return Eligible::NotMultiviewTriangles;
+    };
     let vs = &stages[at];
     let words = f.modules.lock().get(&vs.module).and_then(|m| m.vertex.clone());
-    let Some(words) = words else { return Err("a vertex shader given inline or by identifier") };
+    let Some(words) = words else { return Eligible::Uncovered("a vertex shader given inline or by identifier") };
     // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pName-parameter: a null-terminated UTF-8 string.
     let name = unsafe { CStr::from_ptr(vs.p_name) }.to_string_lossy().into_owned();
-    Ok((at, words, name))
+    Eligible::Yes(at, words, name)
 }
 
 /// After the pipeline `made` was created from `info`: its partner, made
@@ -209,9 +223,9 @@ pub(super) unsafe fn make_partner(
     let Some(flush) = &f.flush else { return };
     // SAFETY: the caller's guarantee.
     let (at, words, name) = match unsafe { eligible(f, info) } {
-        Ok(e) => e,
-        Err("") => return,
-        Err(why) => {
+        Eligible::Yes(at, words, name) => (at, words, name),
+        Eligible::NotMultiviewTriangles => return,
+        Eligible::Uncovered(why) => {
             dev.log().log_once(
                 LogLevel::Info,
                 id::FDM_MULTIVIEW_FLUSH,
