@@ -1046,12 +1046,7 @@ unsafe extern "system" fn create_device(
                     })
                 });
                 fdm.flush = s.flush.then(crate::fdm::multiview_flush::Flush::new);
-                fdm.multi_draw = ash::ext::multi_draw::DeviceFn::load(|name| {
-                    // SAFETY: the next layer's vkGetDeviceProcAddr for this device, with a null-terminated name;
-                    // each pointer is of its command's type (null where the extension is not enabled).
-                    unsafe { next_gdpa(handle, name.as_ptr()) }
-                        .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
-                });
+                fdm.multi_draw = data.core.state.multi_draw.clone();
                 data.fdm = Some(fdm);
             }
             let driver =

@@ -489,8 +489,9 @@ pub struct Fdm {
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     pub flush: Option<multiview_flush::Flush>,
-    /// `VK_EXT_multi_draw`'s draws of the next layer (null where neither the
-    /// application nor the layer enabled it: then nothing calls them).
+    /// `VK_EXT_multi_draw`'s draws of the next layer (the device core's
+    /// `state.multi_draw`; null where neither the application nor the layer
+    /// enabled it: then nothing calls them).
     pub multi_draw: ash::ext::multi_draw::DeviceFn,
     /// Format features, for blits.
     pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
