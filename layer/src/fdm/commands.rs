@@ -415,47 +415,10 @@ fn pipeline_info(f: &Fdm, cmd: &Cmd) -> Option<Arc<PipelineInfo>> {
 pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transform, st: &mut Snapshot) {
     let info = pipeline_info(f, cmd);
     st.apply(cmd, info.as_deref());
-    if f.flush.is_some() {
-        use super::multiview_flush::{draw, Direct};
-        let (one, one_indexed);
-        let direct = match cmd {
-            Cmd::Draw(count, instances, first_vertex, first_instance) => {
-                one = [vk::MultiDrawInfoEXT { first_vertex: *first_vertex, vertex_count: *count }];
-                Some(Direct::Vertices { draws: &one, instances: *instances, first_instance: *first_instance })
-            }
-            Cmd::DrawIndexed(count, instances, first_index, vertex_offset, first_instance) => {
-                one_indexed = [vk::MultiDrawIndexedInfoEXT {
-                    first_index: *first_index,
-                    index_count: *count,
-                    vertex_offset: *vertex_offset,
-                }];
-                Some(Direct::Indexed {
-                    draws: &one_indexed,
-                    instances: *instances,
-                    first_instance: *first_instance,
-                    vertex_offset: None,
-                })
-            }
-            Cmd::DrawMulti { draws, instances, first_instance } => {
-                Some(Direct::Vertices { draws, instances: *instances, first_instance: *first_instance })
-            }
-            Cmd::DrawMultiIndexed { draws, instances, first_instance, vertex_offset } => Some(Direct::Indexed {
-                draws,
-                instances: *instances,
-                first_instance: *first_instance,
-                vertex_offset: *vertex_offset,
-            }),
-            Cmd::DrawIndirect(..)
-            | Cmd::DrawIndexedIndirect(..)
-            | Cmd::DrawIndirectCount(..)
-            | Cmd::DrawIndexedIndirectCount(..) => Some(Direct::Indirect),
-            _ => None,
-        };
-        // SAFETY: the capture rule (module doc): `cb` is recording, inside
-        // the pass the draw was recorded in, with its valid arguments.
-        if direct.is_some_and(|d| unsafe { draw(f, cb, d) }.is_some()) {
-            return;
-        }
+    // SAFETY: the capture rule (module doc): `cb` is recording, inside the
+    // pass `cmd` was recorded in, with its valid arguments.
+    if unsafe { super::multiview_flush::draw(f, cb, cmd) } {
+        return;
     }
     let d = &f.below;
     let v1 = d.fp_v1_0();

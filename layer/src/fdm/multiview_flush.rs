@@ -33,6 +33,7 @@
 //! down as they are, with the application's pipeline bound (the partner's
 //! `DrawIndex` rule would hide their first draw).
 
+use super::commands::Cmd;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -322,17 +323,54 @@ pub(super) fn bound(f: &Fdm, cb: vk::CommandBuffer, pipeline: vk::Pipeline) {
     }
 }
 
-/// The draw `which` is about to go down in `cb`: `Some` draws it as a
-/// multi-draw led by the collapsed triangle (done); `None` leaves it to the
-/// caller, with the application's pipeline bound.
+/// The command `cmd` is about to go down in `cb`: true where it was a
+/// direct draw of a pipeline with a partner, now drawn as a multi-draw led
+/// by the collapsed triangle; false leaves it to the caller (any other draw
+/// with the application's pipeline bound again).
 ///
 /// # Safety
 /// `cb` is a recording command buffer of `f`'s device held by the caller,
-/// inside a pass, with the arguments of a valid draw of that kind.
-pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, which: Direct) -> Option<()> {
-    let flush = f.flush.as_ref().filter(|f| f.any.load(std::sync::atomic::Ordering::Acquire))?;
+/// inside the pass `cmd` was recorded in, with its valid arguments.
+pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd) -> bool {
+    let Some(flush) = f.flush.as_ref().filter(|f| f.any.load(std::sync::atomic::Ordering::Acquire)) else {
+        return false;
+    };
+    let (one, one_indexed);
+    let which = match cmd {
+        Cmd::Draw(count, instances, first_vertex, first_instance) => {
+            one = [vk::MultiDrawInfoEXT { first_vertex: *first_vertex, vertex_count: *count }];
+            Direct::Vertices { draws: &one, instances: *instances, first_instance: *first_instance }
+        }
+        Cmd::DrawIndexed(count, instances, first_index, vertex_offset, first_instance) => {
+            one_indexed = [vk::MultiDrawIndexedInfoEXT {
+                first_index: *first_index,
+                index_count: *count,
+                vertex_offset: *vertex_offset,
+            }];
+            Direct::Indexed {
+                draws: &one_indexed,
+                instances: *instances,
+                first_instance: *first_instance,
+                vertex_offset: None,
+            }
+        }
+        Cmd::DrawMulti { draws, instances, first_instance } => {
+            Direct::Vertices { draws, instances: *instances, first_instance: *first_instance }
+        }
+        Cmd::DrawMultiIndexed { draws, instances, first_instance, vertex_offset } => Direct::Indexed {
+            draws,
+            instances: *instances,
+            first_instance: *first_instance,
+            vertex_offset: *vertex_offset,
+        },
+        Cmd::DrawIndirect(..)
+        | Cmd::DrawIndexedIndirect(..)
+        | Cmd::DrawIndirectCount(..)
+        | Cmd::DrawIndexedIndirectCount(..) => Direct::Indirect,
+        _ => return false,
+    };
     let mut all = flush.bound.lock();
-    let b = all.get_mut(&cb)?;
+    let Some(b) = all.get_mut(&cb) else { return false };
     // The collapsed triangle: the first three vertices of the first draw of
     // at least one triangle (drawn once per instance).
     let lead = match which {
@@ -358,13 +396,13 @@ pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, which: Direct) -> Opti
     drop(all);
     // SAFETY: the caller's guarantee; the arrays are live for the calls.
     unsafe {
-        match (lead?, which) {
-            (Lead::Vertices(lead), Direct::Vertices { draws, instances, first_instance }) => {
+        match (lead, which) {
+            (Some(Lead::Vertices(lead)), Direct::Vertices { draws, instances, first_instance }) => {
                 let all: Vec<vk::MultiDrawInfoEXT> = std::iter::once(lead).chain(draws.iter().copied()).collect();
                 let stride = std::mem::size_of::<vk::MultiDrawInfoEXT>() as u32;
                 (f.multi_draw.cmd_draw_multi_ext)(cb, all.len() as u32, all.as_ptr(), instances, first_instance, stride)
             }
-            (Lead::Indexed(lead), Direct::Indexed { draws, instances, first_instance, vertex_offset }) => {
+            (Some(Lead::Indexed(lead)), Direct::Indexed { draws, instances, first_instance, vertex_offset }) => {
                 let all: Vec<vk::MultiDrawIndexedInfoEXT> =
                     std::iter::once(lead).chain(draws.iter().copied()).collect();
                 let stride = std::mem::size_of::<vk::MultiDrawIndexedInfoEXT>() as u32;
@@ -378,10 +416,10 @@ pub(super) unsafe fn draw(f: &Fdm, cb: vk::CommandBuffer, which: Direct) -> Opti
                     vertex_offset.as_ref().map_or(std::ptr::null(), |o| o as *const i32),
                 )
             }
-            _ => return None,
+            _ => return false,
         }
     }
-    Some(())
+    true
 }
 
 enum Lead {
@@ -392,7 +430,7 @@ enum Lead {
 /// A draw about to go down: direct ones as the draws of a multi-draw
 /// (`vertex_offset`: a multi-draw's shared `pVertexOffset`).
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Direct<'a> {
+enum Direct<'a> {
     Vertices {
         draws: &'a [vk::MultiDrawInfoEXT],
         instances: u32,
