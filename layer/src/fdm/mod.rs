@@ -1813,6 +1813,7 @@ impl Fdm {
 
     pub fn forget_module(&self, module: vk::ShaderModule) {
         self.modules.lock().remove(&module);
+        multiview_flush::forget_module(self, module);
     }
 
     /// The per-area variants go with the application's pipeline.

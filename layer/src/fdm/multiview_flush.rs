@@ -57,6 +57,10 @@ pub struct Flush {
     /// Per command buffer: the pipeline with a partner the application has
     /// bound, and whether the partner is what the driver has bound now.
     bound: Mutex<HashMap<vk::CommandBuffer, Bound>>,
+    /// Per vertex module and entry point: its gated code (validated), or
+    /// `None` where it cannot be gated. Made once for the application's
+    /// pipeline and all its per-area variants; forgotten with the module.
+    gated: Mutex<HashMap<(vk::ShaderModule, String), Option<std::sync::Arc<Vec<u32>>>>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -68,7 +72,12 @@ struct Bound {
 
 impl Flush {
     pub fn new() -> Flush {
-        Flush { any: Default::default(), partners: Default::default(), bound: Default::default() }
+        Flush {
+            any: Default::default(),
+            partners: Default::default(),
+            bound: Default::default(),
+            gated: Default::default(),
+        }
     }
 }
 
@@ -119,8 +128,8 @@ pub(super) unsafe fn enable(info: &vk::DeviceCreateInfo, kept: &mut Vec<*const c
 
 /// Whether the workaround applies to a pipeline.
 enum Eligible {
-    /// Yes: its vertex stage's index, words and entry point name.
-    Yes(usize, std::sync::Arc<Vec<u32>>, String),
+    /// Yes: its vertex stage's index, module, words and entry point name.
+    Yes(usize, vk::ShaderModule, std::sync::Arc<Vec<u32>>, String),
     /// Nothing to do: not a multiview pipeline of filled triangles drawn by
     /// a vertex shader.
     NotMultiviewTriangles,
@@ -204,7 +213,26 @@ unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> Eligible {
     let Some(words) = words else { return Eligible::Uncovered("a vertex shader given inline or by identifier") };
     // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pName-parameter: a null-terminated UTF-8 string.
     let name = unsafe { CStr::from_ptr(vs.p_name) }.to_string_lossy().into_owned();
-    Eligible::Yes(at, words, name)
+    Eligible::Yes(at, vs.module, words, name)
+}
+
+/// `words` with the first draw of entry point `name` gated, validated;
+/// `None` (logged once per reason) where that cannot be done.
+fn gate(dev: &DeviceCore, words: &[u32], name: &str) -> Option<std::sync::Arc<Vec<u32>>> {
+    let mut m = overlap_shaders::parse(words).ok()?;
+    if let Err(e) = overlap_shaders::first_draw::gate(&mut m, name) {
+        let why = e.to_string();
+        dev.log().log_once(
+            LogLevel::Info,
+            id::FDM_MULTIVIEW_FLUSH,
+            &why,
+            &format!("a multiview pipeline's vertex shader cannot be gated ({why}); it draws as recorded"),
+        );
+        return None;
+    }
+    let gated = overlap_shaders::assemble(&m);
+    crate::spirv::checked_output(dev, "the multiview flush's first-draw gate", words, &gated)
+        .then(|| std::sync::Arc::new(gated))
 }
 
 /// After the pipeline `made` was created from `info`: its partner, made
@@ -223,8 +251,8 @@ pub(super) unsafe fn make_partner(
 ) {
     let Some(flush) = &f.flush else { return };
     // SAFETY: the caller's guarantee.
-    let (at, words, name) = match unsafe { eligible(f, info) } {
-        Eligible::Yes(at, words, name) => (at, words, name),
+    let (at, vs, words, name) = match unsafe { eligible(f, info) } {
+        Eligible::Yes(at, vs, words, name) => (at, vs, words, name),
         Eligible::NotMultiviewTriangles => return,
         Eligible::Uncovered(why) => {
             dev.log().log_once(
@@ -236,25 +264,17 @@ pub(super) unsafe fn make_partner(
             return;
         }
     };
-    let gated = match overlap_shaders::parse(&words) {
-        Ok(mut m) => match overlap_shaders::first_draw::gate(&mut m, &name) {
-            Ok(()) => overlap_shaders::assemble(&m),
-            Err(e) => {
-                let why = e.to_string();
-                dev.log().log_once(
-                    LogLevel::Info,
-                    id::FDM_MULTIVIEW_FLUSH,
-                    &why,
-                    &format!("a multiview pipeline's vertex shader cannot be gated ({why}); it draws as recorded"),
-                );
-                return;
-            }
-        },
-        Err(_) => return,
+    let key = (vs, name);
+    let known = flush.gated.lock().get(&key).cloned();
+    let gated = match known {
+        Some(g) => g,
+        None => {
+            let g = gate(dev, &words, &key.1);
+            flush.gated.lock().insert(key, g.clone());
+            g
+        }
     };
-    if !crate::spirv::checked_output(dev, "the multiview flush's first-draw gate", &words, &gated) {
-        return;
-    }
+    let Some(gated) = gated else { return };
     let mci = vk::ShaderModuleCreateInfo { code_size: gated.len() * 4, p_code: gated.as_ptr(), ..Default::default() };
     let mut module = vk::ShaderModule::null();
     let d = f.below.fp_v1_0();
@@ -291,6 +311,14 @@ pub(super) unsafe fn make_partner(
     if r == vk::Result::SUCCESS {
         flush.partners.lock().insert(made, partner);
         flush.any.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// `module` is being destroyed: its gated code goes with it (a later module
+/// may get its handle).
+pub(super) fn forget_module(f: &Fdm, module: vk::ShaderModule) {
+    if let Some(flush) = &f.flush {
+        flush.gated.lock().retain(|(m, _), _| *m != module);
     }
 }
 
