@@ -60,8 +60,11 @@ pub struct Flush {
     /// Per vertex module and entry point: its gated code (validated), or
     /// `None` where it cannot be gated. Made once for the application's
     /// pipeline and all its per-area variants; forgotten with the module.
-    gated: Mutex<HashMap<(vk::ShaderModule, String), Option<std::sync::Arc<Vec<u32>>>>>,
+    gated: Mutex<HashMap<(vk::ShaderModule, String), Option<Gated>>>,
 }
+
+/// A vertex module's gated code.
+type Gated = std::sync::Arc<Vec<u32>>;
 
 #[derive(Clone, Copy, Debug)]
 struct Bound {
@@ -218,7 +221,7 @@ unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> Eligible {
 
 /// `words` with the first draw of entry point `name` gated, validated;
 /// `None` (logged once per reason) where that cannot be done.
-fn gate(dev: &DeviceCore, words: &[u32], name: &str) -> Option<std::sync::Arc<Vec<u32>>> {
+fn gate(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Gated> {
     let mut m = overlap_shaders::parse(words).ok()?;
     if let Err(e) = overlap_shaders::first_draw::gate(&mut m, name) {
         let why = e.to_string();
