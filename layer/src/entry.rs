@@ -914,7 +914,16 @@ unsafe extern "system" fn create_device(
             let shading_rate = (fsr_enabled && plan.forces_one_by_one_with_interlock())
                 .then(crate::shading_rate::ForceOneByOne::default);
             // Shaders need the layer only where the application enabled interlock.
-            let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled);
+            let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled).map(|i| {
+                // llvmpipe drops a tile's earlier commands under an opaque full-tile triangle, memory writes
+                // and all (overlap_shaders::opaque): interlock shaders must never look opaque to it.
+                let never_opaque = match inst.settings.interlock_never_opaque {
+                    "on" => true,
+                    "off" => false,
+                    _ => facts.is_llvmpipe(),
+                };
+                crate::interlock::DeviceInterlock { never_opaque, ..i }
+            });
             if interlock.as_ref().is_some_and(|i| i.strategy == InterlockStrategy::Serialized) && !facts.is_llvmpipe() {
                 inst.log.warn(
                     id::INTERLOCK_SERIALIZED_INEXACT,

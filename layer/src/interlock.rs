@@ -24,6 +24,10 @@ pub struct DeviceInterlock {
     pub pixel: bool,
     pub sample: bool,
     pub shading_rate: bool,
+    /// Every interlock shader gets a discard that is never taken
+    /// (`interlock_never_opaque`; `overlap_shaders::opaque`), so that
+    /// llvmpipe keeps the earlier primitives of a tile a later one covers.
+    pub never_opaque: bool,
 }
 
 /// Device features the strategy needs from the driver.
@@ -150,7 +154,14 @@ pub unsafe fn strip<'a>(
     out.pp_enabled_extension_names = if kept.is_empty() { std::ptr::null() } else { kept.as_ptr() };
     Ok(StrippedDeviceInfo {
         info: out,
-        interlock: DeviceInterlock { strategy, extension_enabled, pixel, sample, shading_rate: rate },
+        interlock: DeviceInterlock {
+            strategy,
+            extension_enabled,
+            pixel,
+            sample,
+            shading_rate: rate,
+            never_opaque: false,
+        },
         _names: kept,
         _chain: chain,
         _features: features,

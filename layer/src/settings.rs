@@ -59,6 +59,7 @@ pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
 pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS: &[&str] = &["auto", "on", "off"];
 pub const MULTIVIEW_FLUSH: &[&str] = &["auto", "on", "off"];
+pub const NEVER_OPAQUE: &[&str] = &["auto", "on", "off"];
 pub const LINK_CACHE: &[&str] = &["on", "off"];
 
 /// Every setting the layer reads. Order is the order Vulkan Configurator shows.
@@ -125,6 +126,13 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "1048576",
         label: "Ordered interlock: longest wait",
         description: "Polls after which a critical section waiting for its predecessors enters anyway, under the mutex (counted and logged).",
+    },
+    SettingDef {
+        key: "interlock_never_opaque",
+        kind: Kind::Enum(NEVER_OPAQUE),
+        default: "auto",
+        label: "Interlock: never opaque (lavapipe)",
+        description: "Give every fragment shader that uses interlock a discard that is never taken, so that llvmpipe does not drop the earlier primitives of a tile that a later one covers: auto on llvmpipe only.",
     },
     SettingDef {
         key: "fdm",
@@ -261,6 +269,8 @@ pub struct Settings {
     pub debug_ordered_reverse: bool,
     /// `debug_spinlock_per_lane`: testing only, the per-lane spinlock lowering.
     pub debug_spinlock_per_lane: bool,
+    /// `interlock_never_opaque`: `auto`, `on` or `off`.
+    pub interlock_never_opaque: &'static str,
     pub fdm: &'static str,
     pub fdm_overlay: bool,
     /// `fdm_multiview_flush`: `auto`, `on` or `off`.
@@ -580,6 +590,7 @@ impl RawSettings {
             interlock_ordered_wait: enum_value(ORDERED_WAITS, get("interlock_ordered_wait")).parse().unwrap_or(1 << 20),
             debug_ordered_reverse: get("debug_ordered_reverse") == "true",
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
+            interlock_never_opaque: enum_value(NEVER_OPAQUE, get("interlock_never_opaque")),
             fdm: enum_value(FDM_MODES, get("fdm")),
             fdm_overlay: get("fdm_overlay") == "true",
             fdm_multiview_flush: enum_value(MULTIVIEW_FLUSH, get("fdm_multiview_flush")),

@@ -190,6 +190,12 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         }
         (other, _) => return skipped(&format!("no resources for the {other} strategy")),
     };
+    // llvmpipe would drop earlier primitives under an opaque full-tile one (overlap_shaders::opaque).
+    let summary = match il.never_opaque.then(|| overlap_shaders::opaque::add_untaken_discard(&mut module)) {
+        None => summary,
+        Some(Ok(_)) => format!("{summary}, an untaken discard so that llvmpipe never takes it as opaque"),
+        Some(Err(e)) => return skipped(&e),
+    };
     let out = overlap_shaders::assemble(&module);
     let rewrite_us = started.elapsed().as_micros();
     let validating = std::time::Instant::now();

@@ -16,6 +16,7 @@ pub mod interlock;
 mod ir;
 pub mod library;
 mod malformed;
+pub mod opaque;
 pub mod ordered;
 pub mod spinlock;
 #[cfg(test)]

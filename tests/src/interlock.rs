@@ -67,6 +67,12 @@ pub struct Case {
     /// (VK_EXT_graphics_pipeline_library), as vkd3d-proton and DXVK build
     /// theirs.
     pub libraries: bool,
+    /// The shape of a rasterizer-ordered-view program (`rov_matrix`): the
+    /// colour attachment is written with its full mask and no blending, as a
+    /// D3D pixel shader's render target is, so that one full-screen triangle
+    /// of a later instance covers whole 64x64 tiles with a shader llvmpipe
+    /// may take as opaque.
+    pub colour_writes: bool,
 }
 
 pub const MODES: [&str; 4] =
@@ -101,6 +107,7 @@ impl Case {
             early_tests: false,
             coverage: false,
             libraries: false,
+            colour_writes: false,
         }
     }
 
@@ -113,6 +120,7 @@ impl Case {
         let split = if self.dynamic_rendering { format!("{split}.dynamic") } else { split };
         let split = if self.early_tests { format!("{split}.early") } else { split };
         let split = if self.libraries { format!("{split}.libraries") } else { split };
+        let split = if self.colour_writes { format!("{split}.colour_writes") } else { split };
         format!(
             "{}{}.{}.{}.{}x.{}.{}x{}{split}",
             if self.coverage { "coverage." } else { "" },
@@ -368,6 +376,31 @@ pub fn library_matrix(sizes: &[(u32, u32)]) -> Vec<Case> {
     v
 }
 
+/// The shape of a real rasterizer-ordered-view program (one draw of 31
+/// full-screen quads, a colour attachment written with its full mask and no
+/// blending, a read-modify-write in an ordered section checked against every
+/// earlier primitive), without discard (with one, llvmpipe never takes the
+/// shader as opaque): ordered modes × {image, buffer} × {1x, 4x} × {render
+/// pass, dynamic rendering}. `mode` "none" gives the same cases without a
+/// critical section (the driver-alone control), `discard` the variant with
+/// discards.
+pub fn rov_matrix(sizes: &[(u32, u32)], modes: &[&'static str], discard: bool) -> Vec<Case> {
+    let mut v = Vec::new();
+    for &mode in modes {
+        for resource in [Resource::Image, Resource::Buffer] {
+            for samples in [1, 4] {
+                for dynamic_rendering in [false, true] {
+                    for &(width, height) in sizes {
+                        let c = Case::plain(mode, resource, discard, samples, false, width, height);
+                        v.push(Case { dynamic_rendering, colour_writes: true, ..c });
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
 /// The colour a dynamic-rendering case clears its attachment to (exact in
 /// R8G8B8A8_UNORM), and its bytes.
 const CLEAR: [f32; 4] = [1.0, 0.0, 0.2, 1.0];
@@ -397,7 +430,8 @@ pub struct Outcome {
     pub order_errors: usize,
     pub words: usize,
     /// Dynamic rendering: pixels of the (resolved) colour attachment that
-    /// do not hold the clear colour after the pass.
+    /// do not hold the clear colour after the pass (with `colour_writes`,
+    /// the shader's zero).
     pub wrong_colour: usize,
     /// Wall time of the submission (clear, draw, copy) in nanoseconds.
     pub submit_ns: u64,
@@ -441,7 +475,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         );
         let flags_readback = gpu.buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true);
 
-        // A colour attachment of the case's sample count (nothing is written to it).
+        // A colour attachment of the case's sample count (written only with `colour_writes`).
         let dynamic = case.dynamic_rendering && !case.shader_object;
         let colour_usage = if dynamic && case.samples == 1 {
             vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC
@@ -587,8 +621,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .rasterization_samples(samples)
             .sample_shading_enable(case.sample_shading)
             .min_sample_shading(1.0);
-        let blend =
-            [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::empty())];
+        let written = if case.colour_writes { vk::ColorComponentFlags::RGBA } else { vk::ColorComponentFlags::empty() };
+        let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(written)];
         let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
         // The shading-rate modes: a 2x2 pipeline rate.
         let mut rate = vk::PipelineFragmentShadingRateStateCreateInfoKHR::default()
@@ -857,7 +891,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let wrong_colour = if dynamic {
             std::slice::from_raw_parts(colour_readback.map, colour_bytes as usize)
                 .chunks_exact(4)
-                .filter(|p| *p != CLEAR_BYTES)
+                .filter(|p| *p != if case.colour_writes { [0; 4] } else { CLEAR_BYTES })
                 .count()
         } else {
             0

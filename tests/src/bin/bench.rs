@@ -15,6 +15,7 @@
 //! usage: overlap-bench [ROUNDS] [K] [N] [REPS]   (defaults 9 64 1000 9)
 //!        overlap-bench varyings [ROUNDS]        (the varying linker only; cold and warm link cache)
 //!        overlap-bench rewrite                  (the interlock rewrite's cost only)
+//!        overlap-bench oit [ROUNDS]             (the OIT frame times only)
 
 use overlap_tests::harness::{app, run_with_timeout, scratch, Layers};
 use std::time::Duration;
@@ -34,7 +35,7 @@ fn median(v: &mut [u64]) -> f64 {
 
 fn main() {
     let mut raw: Vec<String> = std::env::args().skip(1).collect();
-    let only = raw.first().filter(|a| *a == "varyings" || *a == "rewrite").cloned();
+    let only = raw.first().filter(|a| ["varyings", "rewrite", "oit"].contains(&a.as_str())).cloned();
     if only.is_some() {
         raw.remove(0);
     }
@@ -44,6 +45,7 @@ fn main() {
     match only.as_deref() {
         Some("varyings") => return varyings_section(rounds),
         Some("rewrite") => return rewrite_section(),
+        Some("oit") => return oit_section(rounds),
         _ => {}
     }
     let mut configs = [
@@ -199,21 +201,30 @@ fn median_f(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// OIT frame time on lavapipe: serialized vs no interlock, spinlock vs serialized.
+/// OIT frame time on lavapipe: serialized vs no interlock, spinlock vs
+/// serialized, and serialized without the untaken discard that keeps
+/// llvmpipe from taking interlock shaders as opaque (`interlock_never_opaque`).
 fn oit_section(rounds: u64) {
-    let configs: [(&str, &str, bool); 3] =
-        [("serialized", "serialized", false), ("no interlock", "serialized", true), ("spinlock", "spinlock", false)];
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    // (strategy, no critical section, interlock_never_opaque)
+    let configs: [(&str, bool, &str); 4] = [
+        ("serialized", false, "auto"),
+        ("serialized", true, "auto"),
+        ("spinlock", false, "auto"),
+        ("serialized", false, "off"),
+    ];
+    let n = configs.len();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
     for round in 0..rounds as usize {
-        for i in 0..3 {
-            let k = (i + round) % 3;
-            let (_, strategy, none) = configs[k];
+        for i in 0..n {
+            let k = (i + round) % n;
+            let (strategy, none, never_opaque) = configs[k];
             let mut args = vec!["oit", "512", "512", "reps=5"];
             if none {
                 args.push("none");
             }
             let mut cmd = app(Layers::Overlap, &args);
-            cmd.env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy);
+            cmd.env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy)
+                .env("VK_OVERLAP_EMULATION_INTERLOCK_NEVER_OPAQUE", never_opaque);
             let o = run_with_timeout(&mut cmd, Duration::from_secs(600));
             o.assert_ok();
             let line = o.stdout.lines().find(|l| l.starts_with("oit=")).unwrap();
@@ -227,6 +238,7 @@ fn oit_section(rounds: u64) {
     println!("|---|---:|---:|");
     println!("| no interlock (same shader, no critical section) | {:.2} | 1.000 |", m[1] / 1e6);
     println!("| serialized | {:.2} | {:.3} vs no interlock |", m[0] / 1e6, m[0] / m[1]);
+    println!("| serialized without the untaken discard | {:.2} | {:.3} vs no interlock |", m[3] / 1e6, m[3] / m[1]);
     println!("| spinlock (forced) | {:.2} | {:.3} vs serialized |", m[2] / 1e6, m[2] / m[0]);
 }
 

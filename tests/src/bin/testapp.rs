@@ -441,7 +441,7 @@ fn interlock_matrix(
     let coverage = matches!(variant, Some("coverage" | "coverage-none"));
     opts.shading_rate = coverage;
     let g = gpu(opts)?;
-    let negative = matches!(variant, Some("none" | "coverage-none"));
+    let negative = matches!(variant, Some("none" | "coverage-none" | "rov-none" | "rov-none-discard"));
     let inline = variant == Some("inline");
     if !g.interlock && !negative {
         println!("interlock=unsupported");
@@ -453,6 +453,8 @@ fn interlock_matrix(
     let sizes: Vec<(u32, u32)> = match sized {
         Some(wh) => vec![wh],
         None if variant == Some("all") || variant.is_none() => vec![(64, 64), (37, 23)],
+        // Whole 64x64 tiles inside one triangle of the quad (rov: llvmpipe's opaque-tile rule).
+        None if variant.is_some_and(|v| v.starts_with("rov")) => vec![(256, 192)],
         None => vec![(37, 23)],
     };
     // The 2x2 rate at each sample count, and shading-rate interlock.
@@ -464,6 +466,9 @@ fn interlock_matrix(
         Some("dynamic") => interlock::dynamic_matrix(&sizes),
         Some("early") => interlock::early_matrix(&sizes),
         Some("libraries") => interlock::library_matrix(&sizes),
+        Some("rov") => interlock::rov_matrix(&sizes, &["pixel_interlock_ordered", "sample_interlock_ordered"], false),
+        Some("rov-none") => interlock::rov_matrix(&sizes, &["none"], false),
+        Some("rov-none-discard") => interlock::rov_matrix(&sizes, &["none"], true),
         _ => interlock::matrix_sized(&sizes),
     };
     if variant == Some("dynamic") && !g.dynamic_rendering {
@@ -472,7 +477,7 @@ fn interlock_matrix(
     }
     if variant == Some("shader-object") && !g.shader_object {
         println!("shader_object=unsupported");
-        return Ok(());
+        return Err("VK_EXT_shader_object is not available".into());
     }
     for mut case in cases {
         case.delay = delay;
@@ -481,7 +486,7 @@ fn interlock_matrix(
         if case.shader_object && case.samples != 1 {
             continue;
         }
-        if negative && !coverage {
+        if negative && !coverage && case.mode != "none" {
             if !case.mode.starts_with("pixel_interlock_unordered") {
                 continue;
             }
