@@ -51,6 +51,17 @@
 //! buffers, images), code motion of other shapes; the report's notes say
 //! which variables were left as they were and why.
 //!
+//! Outputs the producer reads back (GLSL `out` variables are read-write;
+//! HLSL translators keep outputs in the output variables throughout) stay
+//! variables with their loads in every step: dead removal, propagation and
+//! deduplication make them private and keep their stores and initializers;
+//! deduplication merges two outputs only where the same blocks store them
+//! (one value id stored in a loop or under a condition is not one value);
+//! code motion changes only the store of an output nothing else sees
+//! ([`only_stored`]), and the removed output of a moved sum keeps its one
+//! whole store; narrowing, splitting and convergent packing take only
+//! outputs that are only written. Tested by evaluation (`varyings/readback.rs`).
+//!
 //! Both modules are checked first ([`crate::check`]); every walk over their
 //! types, constants and expressions is iterative or bounded by
 //! [`crate::MAX_DEPTH`], and an error leaves both modules as they were.
@@ -141,6 +152,8 @@ pub enum LinkError {
 
 mod arrays;
 mod convergent;
+#[cfg(test)]
+mod readback;
 mod stages;
 pub use stages::{link_stages, stage_of, PairReport, Stage};
 
@@ -377,28 +390,69 @@ fn referenced_in_code(m: &Module, id: Word) -> bool {
 }
 
 /// Every value stored to `var` (None when it is written any other way:
-/// through an access chain, a copy, or passed to a function).
+/// through an access chain, a copy, or passed to a function). Loads of it
+/// are allowed (the producer may read its output back): the passes that
+/// use this keep the variable and its stores, so a load still reads what it
+/// read. An initializer counts as a value stored.
 fn stored_values(m: &Module, var: Word) -> Option<Vec<Word>> {
-    let mut values = Vec::new();
-    for f in &m.functions {
-        for b in &f.blocks {
+    Some(whole_stores(m, var)?.into_iter().map(|(_, v)| v).collect())
+}
+
+/// Where an initializer of a variable is "stored" in [`whole_stores`]: before
+/// every block.
+const INITIALIZER: (usize, usize) = (usize::MAX, usize::MAX);
+
+/// The initializer of global variable `var`, if it has one.
+fn initializer(m: &Module, var: Word) -> Option<Word> {
+    match def(m, var)?.operands.get(1) {
+        Some(Operand::IdRef(init)) => Some(*init),
+        _ => None,
+    }
+}
+
+/// Every whole store to `var`, as (function, block) and the value stored
+/// (its initializer as one at [`INITIALIZER`]); None when `var` is written
+/// or used any other way than by whole stores and whole loads (an access
+/// chain, `OpCopyMemory`, `OpCopyObject`, a function call, a `OpPhi` or
+/// `OpSelect` of pointers ...).
+fn whole_stores(m: &Module, var: Word) -> Option<Vec<((usize, usize), Word)>> {
+    let mut values: Vec<((usize, usize), Word)> = initializer(m, var).map(|i| (INITIALIZER, i)).into_iter().collect();
+    if m.functions.iter().any(|f| f.parameters.iter().any(|p| p.result_id == Some(var))) {
+        return None;
+    }
+    for (fi, f) in m.functions.iter().enumerate() {
+        for (bi, b) in f.blocks.iter().enumerate() {
             for i in &b.instructions {
-                match i.class.opcode {
-                    Op::Store if i.operands.first() == Some(&Operand::IdRef(var)) => match i.operands.get(1) {
-                        Some(Operand::IdRef(v)) => values.push(*v),
-                        _ => return None,
-                    },
-                    Op::Load | Op::Name => {}
-                    _ if i.operands.iter().any(|o| *o == Operand::IdRef(var)) => return None,
-                    _ => {}
+                if !i.operands.contains(&Operand::IdRef(var)) {
+                    continue;
                 }
-            }
-            if f.parameters.iter().any(|p| p.result_id == Some(var)) {
-                return None;
+                match (i.class.opcode, i.operands.as_slice()) {
+                    (Op::Store, [Operand::IdRef(p), Operand::IdRef(v), ..]) if *p == var && *v != var => {
+                        values.push(((fi, bi), *v))
+                    }
+                    (Op::Load, [Operand::IdRef(p), ..]) if *p == var => {}
+                    _ => return None,
+                }
             }
         }
     }
     Some(values)
+}
+
+/// Whether the producer's only uses of output `var` are whole `OpStore`s to
+/// it (and it has no initializer): nothing reads it back, writes part of
+/// it, copies it or passes it anywhere, so a pass may change what is stored
+/// and where (code motion) without any other instruction seeing it.
+fn only_stored(m: &Module, var: Word) -> bool {
+    whole_stores(m, var).is_some_and(|s| s.iter().all(|(at, _)| *at != INITIALIZER))
+        && !code(m).any(|i| i.class.opcode == Op::Load && i.operands.first() == Some(&Operand::IdRef(var)))
+}
+
+/// Makes producer output `var` private, keeping its initializer (a
+/// producer that reads the variable back still reads it).
+fn privatize_output(m: &mut Module, var: Word) -> Result<(), Malformed> {
+    let init = initializer(m, var);
+    make_private(m, var, init)
 }
 
 fn set_location(m: &mut Module, id: Word, location: u32) {
@@ -474,8 +528,12 @@ fn def_width(m: &Module, insts: &[&Instruction], id: Word) -> Option<u32> {
 }
 
 /// Whether the producer only writes `var` (whole stores, or stores through
-/// constant-index access chains) and never reads it back.
+/// constant-index access chains) and never reads it back (nor initializes
+/// it: a retyped variable's initializer would no longer match).
 fn narrowable_output(m: &Module, var: Word) -> bool {
+    if initializer(m, var).is_some() {
+        return false;
+    }
     let insts: Vec<&Instruction> = code(m).collect();
     insts.iter().filter(|i| i.operands.iter().any(|o| *o == Operand::IdRef(var))).all(|u| match u.class.opcode {
         Op::Store => u.operands.first() == Some(&Operand::IdRef(var)),
@@ -1199,6 +1257,12 @@ fn move_constant_op(
         if o.kind != input.kind || o.component.is_some() || o.locations != 1 {
             continue;
         }
+        // Its store changes: nothing else may see the output (a read-back
+        // would read the moved operation's result, a partial write or copy
+        // would overwrite it).
+        if !only_stored(producer, o.id) {
+            continue;
+        }
         // The result has the input's type (not a vector built from a scalar).
         if op.result_type != var_type(consumer, input.id) {
             continue;
@@ -1257,7 +1321,25 @@ fn move_sums(
         if oa.kind != a.kind || ob.kind != b.kind || oa.component.is_some() || ob.component.is_some() {
             continue;
         }
-        // In the producer: one store each, in the same block.
+        // In the producer: one store each, in the same block. The kept
+        // output's store moves and stores the sum, so nothing else may see
+        // that output ([`only_stored`]); the removed one keeps its store
+        // (it becomes private) and may be read back, but written no other
+        // way, so that its stored value is its value. When only the second
+        // is read back, the second is kept.
+        let (mut a, mut b, mut oa, mut ob, mut la, mut lb) = (a, b, oa, ob, *la, *lb);
+        if !only_stored(producer, oa.id) && only_stored(producer, ob.id) {
+            (a, b, oa, ob, la, lb) = (b, a, ob, oa, lb, la);
+        }
+        let whole = |o: &Var| whole_stores(producer, o.id).is_some_and(|s| s.len() == 1 && s[0].0 != INITIALIZER);
+        if !only_stored(producer, oa.id) || !whole(ob) {
+            report.notes.push(format!(
+                "locations {} and {}: the producer reads back or writes its output other than by one store; \
+                 the sum stays in the consumer",
+                oa.location, ob.location
+            ));
+            continue;
+        }
         let (Some(sa), Some(sb)) = (single_store(producer, oa.id), single_store(producer, ob.id)) else { continue };
         if (sa.0, sa.1) != (sb.0, sb.1) {
             continue;
@@ -1281,12 +1363,12 @@ fn move_sums(
                 bl.instructions.retain(|x| x.result_id != Some(sum_id));
             }
         }
-        replace_uses(consumer, sum_id, *la);
+        replace_uses(consumer, sum_id, la);
         make_private(consumer, b.id, None).map_err(in_consumer)?;
         gone_inputs.insert(b.id);
         dead.insert(ob.id);
-        loads.remove(la);
-        loads.remove(lb);
+        loads.remove(&la);
+        loads.remove(&lb);
         report.moved_sums.push((a.location, b.location));
     }
     Ok(())
@@ -1432,7 +1514,10 @@ fn link_checked(
 
     // 2. Constant and uniform propagation, 3. deduplication (whole variables
     //    with a matching input at the same location and of the same footprint).
-    let mut first_with_value: HashMap<(Word, Vec<Decoration>, (u32, u32)), (Word, &Var)> = HashMap::new();
+    // (Per value: the first output's input, the output, and the blocks that
+    // store it — see the deduplication below.)
+    type First<'a> = (Word, &'a Var, Vec<(usize, usize)>);
+    let mut first_with_value: HashMap<(Word, Vec<Decoration>, (u32, u32)), First> = HashMap::new();
     let candidates: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id) && !o.xfb).collect();
     for o in candidates {
         let Some(input) = by_location.get(&(o.location, o.component.unwrap_or(0))) else { continue };
@@ -1493,8 +1578,21 @@ fn link_checked(
             }
         }
         let key = (value, input.interp.clone(), (o.locations, o.components));
+        // Two outputs storing one value id hold one value only where every
+        // execution that stores either stores both: the same blocks store
+        // them (an id defined in a loop, or a store under a condition, is
+        // another value, or none, elsewhere). Their loads in the producer
+        // still read what they read: the removed one becomes private.
+        let mut blocks: Vec<(usize, usize)> =
+            whole_stores(producer, o.id).unwrap_or_default().into_iter().map(|(at, _)| at).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
         match first_with_value.get(&key) {
-            Some((kept_input, kept)) => {
+            Some((_, kept, kept_blocks)) if *kept_blocks != blocks => report.notes.push(format!(
+                "location {}: stores the value of location {} in other blocks; not merged",
+                o.location, kept.location
+            )),
+            Some((kept_input, kept, _)) => {
                 if def_type_eq(consumer, *kept_input, input.id) {
                     replace_uses(consumer, input.id, *kept_input);
                     make_private(consumer, input.id, None).map_err(in_consumer)?;
@@ -1504,7 +1602,7 @@ fn link_checked(
                 }
             }
             None => {
-                first_with_value.insert(key, (input.id, o));
+                first_with_value.insert(key, (input.id, o, blocks));
             }
         }
     }
@@ -1520,7 +1618,7 @@ fn link_checked(
         while move_constant_op(producer, consumer, &outputs, &inputs, &dead, &gone_inputs, &mut report) {}
     }
     for id in &dead {
-        make_private(producer, *id, None).map_err(in_producer)?;
+        privatize_output(producer, *id).map_err(in_producer)?;
     }
 
     // 5. Component narrowing: a vector output whose consumer reads only

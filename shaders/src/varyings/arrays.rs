@@ -86,7 +86,10 @@ pub(super) fn split_pairs(
             && super::scalar_kind(producer, ps.0) == super::scalar_kind(consumer, cs.0)
             && o.locations == ps.1
             && i.locations == cs.1;
-        if !same || !splittable(producer, o.id, ps.1) || !splittable(consumer, i.id, cs.1) {
+        // (An initialized output would lose its initializer: the elements'
+        // variables have none.)
+        let initialized = super::initializer(producer, o.id).is_some();
+        if !same || initialized || !splittable(producer, o.id, ps.1) || !splittable(consumer, i.id, cs.1) {
             continue;
         }
         split(producer, o.id, o.location).map_err(|e| (true, e))?;
