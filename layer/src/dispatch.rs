@@ -48,20 +48,20 @@ impl DeviceData {
         self.fdm_slot(below_fdm).filter(|f| f.mode == crate::fdm::Mode::Binned)
     }
     #[inline]
-    fn spinlock_slot(&self, _: bool) -> Option<&crate::spinlock::Spinlock> {
-        self.spinlock.as_ref()
+    fn reserved_slot(&self, _: bool) -> Option<&crate::interlock::spinlock::ReservedSet> {
+        self.reserved.as_ref()
     }
     /// The spinlock capability where it runs the ordered strategy.
     #[inline]
-    fn ordered_slot(&self, _: bool) -> Option<&crate::spinlock::Spinlock> {
-        self.spinlock.as_ref().filter(|s| s.ordered.is_some())
+    fn ordered_slot(&self, _: bool) -> Option<&crate::interlock::spinlock::ReservedSet> {
+        self.reserved.as_ref().filter(|s| s.ordered.is_some())
     }
     #[inline]
     fn shading_rate_slot(&self, _: bool) -> Option<&crate::shading_rate::ForceOneByOne> {
         self.shading_rate.as_ref()
     }
     #[inline]
-    fn varyings_slot(&self, _: bool) -> Option<&crate::link::Varyings> {
+    fn varyings_slot(&self, _: bool) -> Option<&crate::link::Linker> {
         self.varyings.as_ref()
     }
     /// The shader route ([`crate::shader`]): where a capability that
@@ -206,12 +206,12 @@ struct Row {
     active: fn(&DeviceData, bool) -> bool,
 }
 
-/// The entry point for `name` on `dev`, where the layer intercepts it there.
-pub fn hook_for(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
+/// The entry point for `name` on `data`, where the layer intercepts it there.
+pub fn hook_for(data: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let row = row(name)?;
-    if (row.active)(dev, false) {
+    if (row.active)(data, false) {
         row.top
-    } else if dev.plan.force_hooks {
+    } else if data.plan.force_hooks {
         row.pass
     } else {
         None
@@ -221,11 +221,11 @@ pub fn hook_for(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// What the density-map capability calls for `name`: the entry point below
 /// it where another capability intercepts the command, else `None` (the next
 /// layer's command).
-pub fn below_fdm(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
+pub fn below_fdm(data: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     let row = row(name)?;
-    if (row.active)(dev, true) {
+    if (row.active)(data, true) {
         row.below_fdm
-    } else if dev.plan.force_hooks {
+    } else if data.plan.force_hooks {
         row.pass
     } else {
         None
@@ -241,9 +241,9 @@ pub fn any_hook(name: &[u8]) -> vk::PFN_vkVoidFunction {
 /// Commands the layer provides itself, whether or not the chain below has
 /// them: `vkCmdEndRendering2EXT` (and its `KHR` alias) of the emulated
 /// `VK_EXT_fragment_density_map_offset`.
-pub fn provided(dev: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
+pub fn provided(data: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
     match name {
-        b"vkCmdEndRendering2EXT" | b"vkCmdEndRendering2KHR" if dev.fdm.is_some() => {
+        b"vkCmdEndRendering2EXT" | b"vkCmdEndRendering2KHR" if data.fdm.is_some() => {
             // SAFETY: a function pointer cast to the type-erased
             // `PFN_vkVoidFunction`; the application calls it as the command
             // it asked for, whose type is `cmd_end_rendering2`'s.
@@ -269,7 +269,7 @@ unsafe extern "system" fn cmd_end_rendering2(cb: vk::CommandBuffer, info: *const
             let dev = state::device(cb);
             guard::debug_panic(&dev.debug_panic, NAME);
             if let Some(s) = dev.ordered_slot(false) {
-                crate::spinlock::ordered::end_pass(&dev.core, s, cb);
+                crate::interlock::ordered::end_pass(&dev.core, s, cb);
             }
             match dev.fdm_binned_slot(false) {
                 // SAFETY: the arguments of a valid call (the caller's guarantee).
@@ -367,7 +367,8 @@ impl DeviceCore {
     }
 }
 
-use crate::{fdm, link, shader, shading_rate, spinlock};
+use crate::interlock::{ordered, spinlock};
+use crate::{fdm, link, shader, shading_rate};
 
 device_commands! {
     // Resources the density map translates or remembers.
@@ -388,13 +389,13 @@ device_commands! {
         [fdm_slot => own fdm::create_sampler];
     "vkCreateRenderPass" fn create_render_pass(device: vk::Device, info: *const vk::RenderPassCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::RenderPass) -> vk::Result
         = PFN_vkCreateRenderPass, down |dc| dc.fns.fp_v1_0().create_render_pass;
-        [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap spinlock::ordered::create_render_pass];
+        [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap ordered::create_render_pass];
     "vkCreateRenderPass2" | "vkCreateRenderPass2KHR" fn create_render_pass2(device: vk::Device, info: *const vk::RenderPassCreateInfo2<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::RenderPass) -> vk::Result
         = PFN_vkCreateRenderPass2, down |dc| dc.fns.fp_v1_2().create_render_pass2;
-        [fdm_slot => own fdm::create_render_pass2, ordered_slot => wrap spinlock::ordered::create_render_pass2];
+        [fdm_slot => own fdm::create_render_pass2, ordered_slot => wrap ordered::create_render_pass2];
     "vkDestroyRenderPass" fn destroy_render_pass(device: vk::Device, handle: vk::RenderPass, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyRenderPass, down |dc| dc.fns.fp_v1_0().destroy_render_pass;
-        [fdm_slot => forget fdm::Fdm::forget_render_pass, ordered_slot => forget spinlock::ordered::forget_render_pass];
+        [fdm_slot => forget fdm::Fdm::forget_render_pass, ordered_slot => forget ordered::forget_render_pass];
     "vkCreateFramebuffer" fn create_framebuffer(device: vk::Device, info: *const vk::FramebufferCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Framebuffer) -> vk::Result
         = PFN_vkCreateFramebuffer, down |dc| dc.fns.fp_v1_0().create_framebuffer;
         [fdm_slot => own fdm::create_framebuffer];
@@ -403,7 +404,7 @@ device_commands! {
         [fdm_slot => forget fdm::Fdm::forget_framebuffer];
     "vkCreateDescriptorSetLayout" fn create_descriptor_set_layout(device: vk::Device, info: *const vk::DescriptorSetLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorSetLayout) -> vk::Result
         = PFN_vkCreateDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().create_descriptor_set_layout;
-        [fdm_binned_slot => created fdm::Fdm::note_set_layout, varyings_slot => created link::Varyings::note_set_layout];
+        [fdm_binned_slot => created fdm::Fdm::note_set_layout, varyings_slot => created link::Linker::note_set_layout];
     "vkDestroyDescriptorSetLayout" fn destroy_descriptor_set_layout(device: vk::Device, handle: vk::DescriptorSetLayout, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().destroy_descriptor_set_layout;
         [fdm_binned_slot => forget fdm::Fdm::forget_set_layout];
@@ -434,23 +435,23 @@ device_commands! {
         [fdm_slot => own fdm::create_shader_module, shaders_slot => wrap shader::create_shader_module];
     "vkDestroyShaderModule" fn destroy_shader_module(device: vk::Device, handle: vk::ShaderModule, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyShaderModule, down |dc| dc.fns.fp_v1_0().destroy_shader_module;
-        [fdm_slot => forget fdm::Fdm::forget_module, spinlock_slot => forget spinlock::Spinlock::forget_module,
+        [fdm_slot => forget fdm::Fdm::forget_module, reserved_slot => forget spinlock::ReservedSet::forget_module,
          shading_rate_slot => forget shading_rate::ForceOneByOne::forget_module,
-         varyings_slot => forget link::Varyings::forget];
+         varyings_slot => forget link::Linker::forget];
     "vkCreateGraphicsPipelines" fn create_graphics_pipelines(device: vk::Device, cache: vk::PipelineCache, count: u32, infos: *const vk::GraphicsPipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Pipeline) -> vk::Result
         = PFN_vkCreateGraphicsPipelines, down |dc| dc.fns.fp_v1_0().create_graphics_pipelines;
         [fdm_slot => own fdm::create_graphics_pipelines, shaders_slot => wrap shader::create_graphics_pipelines];
     "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, handle: vk::Pipeline, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyPipeline, down |dc| dc.fns.fp_v1_0().destroy_pipeline;
-        [fdm_slot => forget fdm::Fdm::forget_pipeline, spinlock_slot => forget spinlock::Spinlock::forget_pipeline,
+        [fdm_slot => forget fdm::Fdm::forget_pipeline, reserved_slot => forget spinlock::ReservedSet::forget_pipeline,
          shading_rate_slot => forget shading_rate::ForceOneByOne::forget_pipeline,
-         varyings_slot => forget link::Varyings::forget_pipeline];
+         varyings_slot => forget link::Linker::forget_pipeline];
 
     // Command buffers and synchronization.
     "vkAllocateCommandBuffers" fn allocate_command_buffers(device: vk::Device, info: *const vk::CommandBufferAllocateInfo<'_>, out: *mut vk::CommandBuffer) -> vk::Result
         = PFN_vkAllocateCommandBuffers, down |dc| dc.fns.fp_v1_0().allocate_command_buffers;
         [fdm_binned_slot => own fdm::command_buffers::allocate_command_buffers,
-         ordered_slot => wrap spinlock::ordered::allocate_command_buffers];
+         ordered_slot => wrap ordered::allocate_command_buffers];
     "vkFreeCommandBuffers" fn free_command_buffers(device: vk::Device, pool: vk::CommandPool, n: u32, cbs: *const vk::CommandBuffer)
         = PFN_vkFreeCommandBuffers, down |dc| dc.fns.fp_v1_0().free_command_buffers;
         [fdm_binned_slot => own fdm::command_buffers::free_command_buffers];
@@ -459,8 +460,8 @@ device_commands! {
         [fdm_binned_slot => forget fdm::Fdm::forget_command_pool];
     "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
         = PFN_vkBeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
-        [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, spinlock_slot => before spinlock::forget_bound,
-         ordered_slot => wrap spinlock::ordered::begin_command_buffer, shading_rate_slot => before shading_rate::begin_command_buffer];
+        [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, reserved_slot => before spinlock::forget_bound,
+         ordered_slot => wrap ordered::begin_command_buffer, shading_rate_slot => before shading_rate::begin_command_buffer];
     "vkCmdPipelineBarrier" fn cmd_pipeline_barrier(cb: vk::CommandBuffer, src: vk::PipelineStageFlags, dst: vk::PipelineStageFlags, deps: vk::DependencyFlags, nm: u32, m: *const vk::MemoryBarrier<'_>, nb: u32, b: *const vk::BufferMemoryBarrier<'_>, ni: u32, i: *const vk::ImageMemoryBarrier<'_>)
         = PFN_vkCmdPipelineBarrier, down |dc| dc.fns.fp_v1_0().cmd_pipeline_barrier;
         [fdm_slot => own fdm::command_buffers::cmd_pipeline_barrier];
@@ -472,10 +473,10 @@ device_commands! {
         [fdm_slot => own fdm::command_buffers::cmd_wait_events];
     "vkCmdBeginQuery" fn cmd_begin_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32, flags: vk::QueryControlFlags)
         = PFN_vkCmdBeginQuery, down |dc| dc.fns.fp_v1_0().cmd_begin_query;
-        [fdm_binned_slot => own fdm::command_buffers::cmd_begin_query, ordered_slot => wrap spinlock::ordered::cmd_begin_query];
+        [fdm_binned_slot => own fdm::command_buffers::cmd_begin_query, ordered_slot => wrap ordered::cmd_begin_query];
     "vkCmdEndQuery" fn cmd_end_query(cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32)
         = PFN_vkCmdEndQuery, down |dc| dc.fns.fp_v1_0().cmd_end_query;
-        [fdm_binned_slot => own fdm::command_buffers::cmd_end_query, ordered_slot => wrap spinlock::ordered::cmd_end_query];
+        [fdm_binned_slot => own fdm::command_buffers::cmd_end_query, ordered_slot => wrap ordered::cmd_end_query];
     "vkCmdWriteTimestamp" fn cmd_write_timestamp(cb: vk::CommandBuffer, stage: vk::PipelineStageFlags, pool: vk::QueryPool, q: u32)
         = PFN_vkCmdWriteTimestamp, down |dc| dc.fns.fp_v1_0().cmd_write_timestamp;
         [fdm_binned_slot => own fdm::command_buffers::cmd_write_timestamp];
@@ -483,28 +484,28 @@ device_commands! {
     // Passes.
     "vkCmdBeginRenderPass" fn cmd_begin_render_pass(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>, contents: vk::SubpassContents)
         = PFN_vkCmdBeginRenderPass, down |dc| dc.fns.fp_v1_0().cmd_begin_render_pass;
-        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass, ordered_slot => wrap spinlock::ordered::cmd_begin_render_pass];
+        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass, ordered_slot => wrap ordered::cmd_begin_render_pass];
     "vkCmdBeginRenderPass2" | "vkCmdBeginRenderPass2KHR" fn cmd_begin_render_pass2(cb: vk::CommandBuffer, info: *const vk::RenderPassBeginInfo<'_>, sub: *const vk::SubpassBeginInfo<'_>)
         = PFN_vkCmdBeginRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_begin_render_pass2;
-        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass2, ordered_slot => wrap spinlock::ordered::cmd_begin_render_pass2];
+        [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass2, ordered_slot => wrap ordered::cmd_begin_render_pass2];
     "vkCmdNextSubpass" fn cmd_next_subpass(cb: vk::CommandBuffer, contents: vk::SubpassContents)
         = PFN_vkCmdNextSubpass, down |dc| dc.fns.fp_v1_0().cmd_next_subpass;
-        [fdm_binned_slot => own fdm::pass::cmd_next_subpass, ordered_slot => wrap spinlock::ordered::cmd_next_subpass];
+        [fdm_binned_slot => own fdm::pass::cmd_next_subpass, ordered_slot => wrap ordered::cmd_next_subpass];
     "vkCmdNextSubpass2" | "vkCmdNextSubpass2KHR" fn cmd_next_subpass2(cb: vk::CommandBuffer, b: *const vk::SubpassBeginInfo<'_>, e: *const vk::SubpassEndInfo<'_>)
         = PFN_vkCmdNextSubpass2, down |dc| dc.fns.fp_v1_2().cmd_next_subpass2;
-        [fdm_binned_slot => own fdm::pass::cmd_next_subpass2, ordered_slot => wrap spinlock::ordered::cmd_next_subpass2];
+        [fdm_binned_slot => own fdm::pass::cmd_next_subpass2, ordered_slot => wrap ordered::cmd_next_subpass2];
     "vkCmdEndRenderPass" fn cmd_end_render_pass(cb: vk::CommandBuffer)
         = PFN_vkCmdEndRenderPass, down |dc| dc.fns.fp_v1_0().cmd_end_render_pass;
-        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass, ordered_slot => before spinlock::ordered::end_pass];
+        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass, ordered_slot => before ordered::end_pass];
     "vkCmdEndRenderPass2" | "vkCmdEndRenderPass2KHR" fn cmd_end_render_pass2(cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>)
         = PFN_vkCmdEndRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_end_render_pass2;
-        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass2, ordered_slot => before spinlock::ordered::end_pass];
+        [fdm_binned_slot => own fdm::pass::cmd_end_render_pass2, ordered_slot => before ordered::end_pass];
     "vkCmdBeginRendering" | "vkCmdBeginRenderingKHR" fn cmd_begin_rendering(cb: vk::CommandBuffer, info: *const vk::RenderingInfo<'_>)
         = PFN_vkCmdBeginRendering, down |dc| dc.fns.fp_v1_3().cmd_begin_rendering;
-        [fdm_slot => own fdm::pass::cmd_begin_rendering, ordered_slot => wrap spinlock::ordered::cmd_begin_rendering];
+        [fdm_slot => own fdm::pass::cmd_begin_rendering, ordered_slot => wrap ordered::cmd_begin_rendering];
     "vkCmdEndRendering" | "vkCmdEndRenderingKHR" fn cmd_end_rendering(cb: vk::CommandBuffer)
         = PFN_vkCmdEndRendering, down |dc| dc.fns.fp_v1_3().cmd_end_rendering;
-        [fdm_binned_slot => own fdm::pass::cmd_end_rendering, ordered_slot => before spinlock::ordered::end_pass];
+        [fdm_binned_slot => own fdm::pass::cmd_end_rendering, ordered_slot => before ordered::end_pass];
     "vkCmdExecuteCommands" fn cmd_execute_commands(cb: vk::CommandBuffer, n: u32, cbs: *const vk::CommandBuffer)
         = PFN_vkCmdExecuteCommands, down |dc| dc.fns.fp_v1_0().cmd_execute_commands;
         [fdm_binned_slot => own fdm::pass::cmd_execute_commands];
@@ -512,7 +513,7 @@ device_commands! {
     // What a density-map pass captures; draws also bind the spinlock's lock set.
     "vkCmdBindPipeline" fn cmd_bind_pipeline(cb: vk::CommandBuffer, point: vk::PipelineBindPoint, p: vk::Pipeline)
         = PFN_vkCmdBindPipeline, down |dc| dc.fns.fp_v1_0().cmd_bind_pipeline;
-        [fdm_binned_slot => own fdm::capture::cmd_bind_pipeline, spinlock_slot => wrap spinlock::cmd_bind_pipeline, shading_rate_slot => wrap shading_rate::cmd_bind_pipeline];
+        [fdm_binned_slot => own fdm::capture::cmd_bind_pipeline, reserved_slot => wrap spinlock::cmd_bind_pipeline, shading_rate_slot => wrap shading_rate::cmd_bind_pipeline];
     "vkCmdBindDescriptorSets" fn cmd_bind_descriptor_sets(cb: vk::CommandBuffer, point: vk::PipelineBindPoint, layout: vk::PipelineLayout, first: u32, n: u32, sets: *const vk::DescriptorSet, no: u32, offsets: *const u32)
         = PFN_vkCmdBindDescriptorSets, down |dc| dc.fns.fp_v1_0().cmd_bind_descriptor_sets;
         [fdm_binned_slot => own fdm::capture::cmd_bind_descriptor_sets];
@@ -557,22 +558,22 @@ device_commands! {
         [fdm_binned_slot => own fdm::capture::cmd_set_stencil_reference];
     "vkCmdDraw" fn cmd_draw(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, d: u32)
         = PFN_vkCmdDraw, down |dc| dc.fns.fp_v1_0().cmd_draw;
-        [fdm_binned_slot => own fdm::capture::cmd_draw, spinlock_slot => wrap spinlock::cmd_draw];
+        [fdm_binned_slot => own fdm::capture::cmd_draw, reserved_slot => wrap spinlock::cmd_draw];
     "vkCmdDrawIndexed" fn cmd_draw_indexed(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, o: i32, d: u32)
         = PFN_vkCmdDrawIndexed, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, spinlock_slot => wrap spinlock::cmd_draw_indexed];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, reserved_slot => wrap spinlock::cmd_draw_indexed];
     "vkCmdDrawIndirect" fn cmd_draw_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
         = PFN_vkCmdDrawIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indirect;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, spinlock_slot => wrap spinlock::cmd_draw_indirect];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, reserved_slot => wrap spinlock::cmd_draw_indirect];
     "vkCmdDrawIndexedIndirect" fn cmd_draw_indexed_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
         = PFN_vkCmdDrawIndexedIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed_indirect;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, spinlock_slot => wrap spinlock::cmd_draw_indexed_indirect];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, reserved_slot => wrap spinlock::cmd_draw_indexed_indirect];
     "vkCmdDrawIndirectCount" | "vkCmdDrawIndirectCountKHR" | "vkCmdDrawIndirectCountAMD" fn cmd_draw_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
         = PFN_vkCmdDrawIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indirect_count;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, spinlock_slot => wrap spinlock::cmd_draw_indirect_count];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, reserved_slot => wrap spinlock::cmd_draw_indirect_count];
     "vkCmdDrawIndexedIndirectCount" | "vkCmdDrawIndexedIndirectCountKHR" | "vkCmdDrawIndexedIndirectCountAMD" fn cmd_draw_indexed_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
         = PFN_vkCmdDrawIndexedIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indexed_indirect_count;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, spinlock_slot => wrap spinlock::cmd_draw_indexed_indirect_count];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, reserved_slot => wrap spinlock::cmd_draw_indexed_indirect_count];
     "vkCmdDrawMultiEXT" fn cmd_draw_multi(cb: vk::CommandBuffer, n: u32, draws: *const vk::MultiDrawInfoEXT, instances: u32, first: u32, stride: u32)
         = PFN_vkCmdDrawMultiEXT, down |dc| dc.state.multi_draw.cmd_draw_multi_ext;
         [fdm_binned_slot => own fdm::capture::cmd_draw_multi];
@@ -658,10 +659,10 @@ device_commands! {
         [fdm_binned_slot => own fdm::queue::cmd_resolve_image2];
     "vkQueueSubmit" fn queue_submit(q: vk::Queue, n: u32, s: *const vk::SubmitInfo<'_>, fence: vk::Fence) -> vk::Result
         = PFN_vkQueueSubmit, down |dc| dc.fns.fp_v1_0().queue_submit;
-        [fdm_binned_slot => own fdm::queue::queue_submit, ordered_slot => wrap spinlock::ordered::queue_submit];
+        [fdm_binned_slot => own fdm::queue::queue_submit, ordered_slot => wrap ordered::queue_submit];
     "vkQueueSubmit2" | "vkQueueSubmit2KHR" fn queue_submit2(q: vk::Queue, n: u32, s: *const vk::SubmitInfo2<'_>, fence: vk::Fence) -> vk::Result
         = PFN_vkQueueSubmit2, down |dc| dc.fns.fp_v1_3().queue_submit2;
-        [fdm_binned_slot => own fdm::queue::queue_submit2, ordered_slot => wrap spinlock::ordered::queue_submit2];
+        [fdm_binned_slot => own fdm::queue::queue_submit2, ordered_slot => wrap ordered::queue_submit2];
     "vkQueueWaitIdle" fn queue_wait_idle(q: vk::Queue) -> vk::Result
         = PFN_vkQueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
         [fdm_binned_slot => own fdm::queue::queue_wait_idle];
@@ -690,11 +691,11 @@ device_commands! {
     "vkCreateQueryPool" fn create_query_pool(device: vk::Device, info: *const vk::QueryPoolCreateInfo<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::QueryPool) -> vk::Result
         = PFN_vkCreateQueryPool, down |dc| dc.fns.fp_v1_0().create_query_pool;
-        [fdm_binned_slot => created fdm::Fdm::note_query_pool, ordered_slot => created spinlock::ordered::note_query_pool];
+        [fdm_binned_slot => created fdm::Fdm::note_query_pool, ordered_slot => created ordered::note_query_pool];
     "vkDestroyQueryPool" fn destroy_query_pool(device: vk::Device, pool: vk::QueryPool,
         alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyQueryPool, down |dc| dc.fns.fp_v1_0().destroy_query_pool;
-        [fdm_binned_slot => forget fdm::Fdm::forget_query_pool, ordered_slot => forget spinlock::ordered::forget_query_pool];
+        [fdm_binned_slot => forget fdm::Fdm::forget_query_pool, ordered_slot => forget ordered::forget_query_pool];
 
     // The application's conditional rendering: the density map's GPU plan
     // records its own scopes only outside it.
@@ -795,23 +796,23 @@ device_commands! {
     "vkDestroyShaderEXT" fn destroy_shader(device: vk::Device, shader: vk::ShaderEXT,
         alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyShaderEXT, down |dc| dc.down_destroy_shader();
-        [fdm_slot => forget fdm::Fdm::forget_shader, spinlock_slot => wrap spinlock::destroy_shader];
+        [fdm_slot => forget fdm::Fdm::forget_shader, reserved_slot => wrap spinlock::destroy_shader];
     "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout) -> vk::Result
         = PFN_vkCreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
-        [varyings_slot => created link::Varyings::note_pipeline_layout, spinlock_slot => wrap spinlock::create_pipeline_layout];
+        [varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => wrap spinlock::create_pipeline_layout];
     "vkCmdBindShadersEXT" fn cmd_bind_shaders(cb: vk::CommandBuffer, count: u32, stages: *const vk::ShaderStageFlags,
         shaders: *const vk::ShaderEXT)
         = PFN_vkCmdBindShadersEXT, down |dc| dc.down_bind_shaders();
-        [fdm_binned_slot => own fdm::capture::cmd_bind_shaders, spinlock_slot => wrap spinlock::cmd_bind_shaders];
+        [fdm_binned_slot => own fdm::capture::cmd_bind_shaders, reserved_slot => wrap spinlock::cmd_bind_shaders];
     // The ordered interlock strategy zeroes its cells on the queue of the next submission: it needs each
     // queue's family.
     "vkGetDeviceQueue" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue)
         = PFN_vkGetDeviceQueue, down |dc| dc.fns.fp_v1_0().get_device_queue;
-        [ordered_slot => wrap spinlock::ordered::get_device_queue];
+        [ordered_slot => wrap ordered::get_device_queue];
     "vkGetDeviceQueue2" fn get_device_queue2(device: vk::Device, info: *const vk::DeviceQueueInfo2<'_>, out: *mut vk::Queue)
         = PFN_vkGetDeviceQueue2, down |dc| dc.fns.fp_v1_1().get_device_queue2;
-        [ordered_slot => wrap spinlock::ordered::get_device_queue2];
+        [ordered_slot => wrap ordered::get_device_queue2];
     "vkCmdSetFragmentShadingRateKHR" fn cmd_set_fragment_shading_rate(cb: vk::CommandBuffer,
         size: *const vk::Extent2D, ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2])
         = PFN_vkCmdSetFragmentShadingRateKHR, down |dc| dc.down_set_fragment_shading_rate();

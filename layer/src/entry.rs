@@ -780,7 +780,7 @@ unsafe extern "system" fn create_device(
             let fns =
                 unsafe { ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle) };
             let enabled = stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled);
-            let mut spinlock = None;
+            let mut reserved = None;
             if enabled && strategy.is_some_and(|s| s.locks()) {
                 // SAFETY: `pd` is valid (as above).
                 let limits = unsafe { inst.fns.get_physical_device_properties(pd) }.limits;
@@ -840,7 +840,7 @@ unsafe extern "system" fn create_device(
                     let asked = inst.settings.interlock_ordered_grid;
                     let slots = inst.settings.interlock_ordered_slots;
                     let max_bytes = u64::from(limits.max_storage_buffer_range).min(max_alloc);
-                    let grid = crate::spinlock::ordered::fit_grid(asked, slots, max_bytes);
+                    let grid = crate::interlock::ordered::fit_grid(asked, slots, max_bytes);
                     if grid != asked {
                         inst.log.warn(
                             id::INTERLOCK_ORDERED_CELLS,
@@ -849,7 +849,7 @@ unsafe extern "system" fn create_device(
                     }
                     grid
                 });
-                let ordered = ordered.map(|grid| crate::spinlock::ordered::Config {
+                let ordered = ordered.map(|grid| crate::interlock::ordered::Config {
                     location: ordered_location(&limits),
                     slots: inst.settings.interlock_ordered_slots,
                     grid,
@@ -861,7 +861,7 @@ unsafe extern "system" fn create_device(
                 // SAFETY: `fns` is the device just created from `down` on `pd`,
                 // `set_loader_data` the loader's callback from its chain.
                 match unsafe {
-                    crate::spinlock::Spinlock::create(
+                    crate::interlock::spinlock::ReservedSet::create(
                         &inst.fns,
                         pd,
                         &fns,
@@ -874,15 +874,15 @@ unsafe extern "system" fn create_device(
                         ordered,
                     )
                 } {
-                    Ok(s) => spinlock = Some(s),
-                    Err(crate::spinlock::InitError(what, e)) => {
+                    Ok(s) => reserved = Some(s),
+                    Err(crate::interlock::spinlock::InitError(what, e)) => {
                         inst.log.error(
                             id::SPINLOCK_INIT,
                             &format!("cannot create the interlock locks ({what}: {e:?}); vkCreateDevice fails"),
                         );
                         // SAFETY: the device was created above, with
                         // `p_allocator`, and the application has not seen it;
-                        // `Spinlock::create` destroyed the lock objects it had
+                        // `ReservedSet::create` destroyed the lock objects it had
                         // made (VUID-vkDestroyDevice-device-05137).
                         unsafe {
                             let _ = fns.device_wait_idle();
@@ -949,7 +949,7 @@ unsafe extern "system" fn create_device(
                 _ => !facts.is_llvmpipe(),
             };
             let varyings =
-                plan.varyings_level().map(|l| crate::link::Varyings::new(l, uniforms, inst.settings.link_cache));
+                plan.varyings_level().map(|l| crate::link::Linker::new(l, uniforms, inst.settings.link_cache));
             let mut data = DeviceData {
                 core: DeviceCore {
                     interlock_rewrite: interlock.is_some(),
@@ -982,7 +982,7 @@ unsafe extern "system" fn create_device(
                     }),
                 },
                 interlock,
-                spinlock,
+                reserved,
                 shading_rate,
                 varyings,
                 fdm: None,
@@ -1172,7 +1172,7 @@ unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const
             // vkDestroyDevice with the caller's arguments. The registry entry is
             // gone, so no hook finds the device again.
             unsafe {
-                if let Some(s) = &dev.spinlock {
+                if let Some(s) = &dev.reserved {
                     let _ = dev.fns.device_wait_idle();
                     if let Some(o) = &s.ordered {
                         o.final_report(dev.log());

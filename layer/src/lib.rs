@@ -32,7 +32,6 @@ pub mod profile;
 pub mod settings;
 pub mod shader;
 pub mod shading_rate;
-pub mod spinlock;
 pub mod spirv;
 pub mod state;
 pub mod vk_newer;

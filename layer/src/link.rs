@@ -33,7 +33,7 @@ mod shader_object;
 
 pub use shader_object::{link_shader_objects, LinkedShaders};
 
-pub struct Varyings {
+pub struct Linker {
     pub level: Level,
     /// Whether uniform expressions move into the fragment shader
     /// (`varyings_uniforms`).
@@ -90,16 +90,16 @@ struct Outcome {
     validate_us: u128,
 }
 
-impl Varyings {
+impl Linker {
     /// The linker of a device; `link_cache`: whether linked chains are kept
     /// on disk (read ahead from the first lookup on: a device that links
     /// nothing reads nothing).
-    pub fn new(level: Level, uniforms: bool, link_cache: bool) -> Varyings {
+    pub fn new(level: Level, uniforms: bool, link_cache: bool) -> Linker {
         let disk = link_cache
             .then(|| crate::disk_cache::default_dir("linked"))
             .flatten()
             .map(|d| DiskCache::new(d, DISK_BYTES));
-        Varyings {
+        Linker {
             level,
             uniforms,
             modules: Default::default(),
@@ -334,7 +334,7 @@ fn text_words(text: &str) -> impl Iterator<Item = u32> + '_ {
 /// layer's version and `LINKER_REVISION`, the level, the target environment
 /// (validation), `validate_shaders`, what the pipeline layout lets the
 /// fragment stage read, and every stage's words.
-fn disk_key(v: &Varyings, dev: &DeviceCore, env: &LinkEnv, codes: &[Arc<Vec<u32>>]) -> Vec<u32> {
+fn disk_key(v: &Linker, dev: &DeviceCore, env: &LinkEnv, codes: &[Arc<Vec<u32>>]) -> Vec<u32> {
     let context = v.key_context.get_or_init(|| {
         let text = format!(
             "overlap {} linker {LINKER_REVISION} level {:?} target {:?} validate {}",
@@ -412,7 +412,7 @@ fn decode(w: &[u32]) -> Result<Option<Outcome>, &'static str> {
     Ok(Some(Outcome { stages, summary, link_us: 0, validate_us: 0 }))
 }
 
-impl Varyings {
+impl Linker {
     fn disk(&self) -> Option<&DiskCache> {
         self.disk.as_ref()
     }
@@ -464,7 +464,7 @@ pub struct Linked<'a> {
 /// # Safety
 /// `stage` is a valid stage create info (its chain valid, inline code of
 /// `codeSize` bytes).
-unsafe fn stage_code(v: &Varyings, stage: &vk::PipelineShaderStageCreateInfo<'_>) -> Option<Arc<Vec<u32>>> {
+unsafe fn stage_code(v: &Linker, stage: &vk::PipelineShaderStageCreateInfo<'_>) -> Option<Arc<Vec<u32>>> {
     if stage.module != vk::ShaderModule::null() {
         return v.code(stage.module);
     }
@@ -527,7 +527,7 @@ fn module(dev: &DeviceCore, words: &[u32]) -> Result<vk::ShaderModule, vk::Resul
 /// `infos` are valid create infos of `dev`.
 pub unsafe fn link_pipelines<'a>(
     dev: &DeviceCore,
-    v: &Varyings,
+    v: &Linker,
     infos: &mut [vk::GraphicsPipelineCreateInfo<'a>],
 ) -> Linked<'a> {
     let mut out = Linked::default();
@@ -578,7 +578,7 @@ pub unsafe fn link_pipelines<'a>(
 /// `info` is a valid create info of `dev`.
 unsafe fn link_one<'a>(
     dev: &DeviceCore,
-    v: &Varyings,
+    v: &Linker,
     info: &mut vk::GraphicsPipelineCreateInfo<'a>,
     out: &mut Linked<'a>,
 ) -> bool {
@@ -660,7 +660,7 @@ fn chain_of(find: impl Fn(vk::ShaderStageFlags) -> Option<usize>) -> Vec<usize> 
 /// linked now (and remembered in both).
 fn outcome_of(
     dev: &DeviceCore,
-    v: &Varyings,
+    v: &Linker,
     codes: Vec<Arc<Vec<u32>>>,
     env: Arc<LinkEnv>,
 ) -> (Option<Arc<Outcome>>, Source) {

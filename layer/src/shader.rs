@@ -9,10 +9,10 @@
 
 use crate::device::DeviceCore;
 use crate::id;
+use crate::interlock::spinlock::{ModuleKind, PipelineKind};
 use crate::plan::InterlockStrategy;
 use crate::pnext::{self, Chain};
 use crate::settings::LogLevel;
-use crate::spinlock::{ModuleKind, PipelineKind};
 use crate::spirv::{checked_output, words};
 use crate::state::DeviceData;
 use ash::vk;
@@ -30,20 +30,25 @@ pub struct Rewritten {
 /// where it may be one the layer made (a density-map variant, which the
 /// density map leaves for this route to check: `DeviceCore::interlock_rewrite`),
 /// so that every module the layer makes is validated exactly once.
-fn unchanged(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
-    if dev.fdm.is_some() {
-        crate::spirv::checked_output(dev, "a module the interlock rewrite left unchanged", code, code);
+fn unchanged(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
+    if data.fdm.is_some() {
+        crate::spirv::checked_output(data, "a module the interlock rewrite left unchanged", code, code);
     }
     None
 }
 
 /// The spinlock's lowering: the summary for the log, and the kind.
 fn lower_locked(
-    s: &crate::spinlock::Spinlock,
+    s: &crate::interlock::spinlock::ReservedSet,
     module: &mut rspirv::dr::Module,
 ) -> Result<(String, ModuleKind), spinlock::Unsupported> {
-    let cfg =
-        spinlock::Config { set: s.set, binding: 0, size: crate::spinlock::LOCK_SIZE, block: s.block, quad: s.quad };
+    let cfg = spinlock::Config {
+        set: s.set,
+        binding: 0,
+        size: crate::interlock::spinlock::LOCK_SIZE,
+        block: s.block,
+        quad: s.quad,
+    };
     let r = spinlock::lower(module, &cfg)?;
     Ok((
         format!(
@@ -73,13 +78,13 @@ fn lower_locked(
 
 /// A vertex shader on a device running the ordered strategy gets the
 /// instance-index output its ordered fragment shaders read.
-fn rewrite_vertex(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
-    let s = dev.spinlock.as_ref()?;
+fn rewrite_vertex(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
+    let s = data.reserved.as_ref()?;
     let o = s.ordered.as_ref()?;
     if !ordered::declares_vertex_entry(code) {
         return None;
     }
-    let log = dev.log();
+    let log = data.log();
     let mut module = match overlap_shaders::parse(code) {
         Ok(m) => m,
         Err(e) => {
@@ -102,7 +107,7 @@ fn rewrite_vertex(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         }
     };
     let out = overlap_shaders::assemble(&module);
-    if !checked_output(dev, "the ordered strategy's instance output", code, &out) {
+    if !checked_output(data, "the ordered strategy's instance output", code, &out) {
         return None;
     }
     Some(Rewritten {
@@ -112,18 +117,18 @@ fn rewrite_vertex(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
 }
 
 /// The module as the driver must see it, or `None` to send it unchanged.
-pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
-    let il = dev.interlock.as_ref()?;
+pub fn rewrite(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
+    let il = data.interlock.as_ref()?;
     if !interlock::uses_interlock(code) {
-        return rewrite_vertex(dev, code);
+        return rewrite_vertex(data, code);
     }
-    let log = dev.log();
+    let log = data.log();
     let started = std::time::Instant::now();
     let mut module = match overlap_shaders::parse(code) {
         Ok(m) => m,
         Err(e) => {
             log.warn(id::SHADER_SKIPPED, &format!("a module using interlock is passed down unchanged: {e}"));
-            return unchanged(dev, code);
+            return unchanged(data, code);
         }
     };
     let skipped = |e: &dyn std::fmt::Display| {
@@ -131,9 +136,9 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
             id::SHADER_SKIPPED,
             &format!("{} interlock cannot lower this module ({e}); passed down unchanged", il.strategy),
         );
-        unchanged(dev, code)
+        unchanged(data, code)
     };
-    let (summary, kind) = match (il.strategy, &dev.spinlock) {
+    let (summary, kind) = match (il.strategy, &data.reserved) {
         (InterlockStrategy::Serialized, _) => {
             let r = interlock::lower_serialized(&mut module);
             (
@@ -148,7 +153,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         (InterlockStrategy::Ordered, Some(s)) => {
             let wants_order = interlock::modes(&module).iter().any(|m| m.ordered);
             let lowered = match &s.ordered {
-                Some(o) if wants_order && o.ready(dev, s) => {
+                Some(o) if wants_order && o.ready(data, s) => {
                     let cfg = ordered::Config {
                         set: s.set,
                         location: o.cfg.location,
@@ -204,7 +209,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
         ModuleKind::Locked { .. } if il.strategy == InterlockStrategy::Ordered => "spinlock".to_string(),
         _ => il.strategy.to_string(),
     };
-    if !checked_output(dev, &format!("the {strategy} rewrite"), code, &out) {
+    if !checked_output(data, &format!("the {strategy} rewrite"), code, &out) {
         // The output is invalid: the input goes down (and was checked there
         // against validation too, so a density-map variant is not checked again).
         return None;
@@ -232,7 +237,7 @@ pub fn rewrite(dev: &DeviceData, code: &[u32]) -> Option<Rewritten> {
 /// `out` is writable (VUID-vkCreateShaderModule-pShaderModule-parameter).
 pub unsafe fn create_shader_module(
     _: &DeviceCore,
-    dev: &DeviceData,
+    data: &DeviceData,
     device: vk::Device,
     info: *const vk::ShaderModuleCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
@@ -251,14 +256,14 @@ pub unsafe fn create_shader_module(
         let ci = &*info;
         (ci, words(ci.p_code, ci.code_size))
     };
-    let rewritten = rewrite(dev, code);
+    let rewritten = rewrite(data, code);
     let r = match &rewritten {
         Some(w) => {
             let mut copy = *ci;
             copy.code_size = w.words.len() * 4;
             copy.p_code = w.words.as_ptr();
             let r = next(device, &copy, alloc, out);
-            if let (vk::Result::SUCCESS, Some(s)) = (r, &dev.spinlock) {
+            if let (vk::Result::SUCCESS, Some(s)) = (r, &data.reserved) {
                 // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter:
                 // `out` is valid, and the call down wrote the handle.
                 s.modules.lock().insert(unsafe { *out }, w.kind);
@@ -272,11 +277,11 @@ pub unsafe fn create_shader_module(
         // valid, and the successful call down wrote the handle.
         let module = unsafe { *out };
         // Judged on the application's code, which still declares interlock.
-        if let Some(s) = &dev.shading_rate {
+        if let Some(s) = &data.shading_rate {
             s.note_module(module, code);
         }
         // The linker works on what the driver got.
-        if let Some(v) = &dev.varyings {
+        if let Some(v) = &data.varyings {
             v.note_module(module, rewritten.as_ref().map(|w| &w.words[..]).unwrap_or(code));
         }
     }
@@ -300,7 +305,7 @@ struct RewrittenStages<'a> {
 /// their `pNext` chains are valid and an inline `VkShaderModuleCreateInfo`
 /// holds `codeSize` bytes of code.
 unsafe fn rewrite_stages<'a>(
-    dev: &DeviceData,
+    data: &DeviceData,
     stages: &[vk::PipelineShaderStageCreateInfo<'a>],
 ) -> Option<RewrittenStages<'a>> {
     let mut out: Option<RewrittenStages> = None;
@@ -315,7 +320,7 @@ unsafe fn rewrite_stages<'a>(
             continue;
         };
         // SAFETY: as above (VUID-VkShaderModuleCreateInfo-pCode-parameter).
-        let Some(Rewritten { words: code, kind }) = rewrite(dev, unsafe { words(inline.p_code, inline.code_size) })
+        let Some(Rewritten { words: code, kind }) = rewrite(data, unsafe { words(inline.p_code, inline.code_size) })
         else {
             continue;
         };
@@ -323,7 +328,7 @@ unsafe fn rewrite_stages<'a>(
         let mut chain = match unsafe { Chain::copy(stage.p_next) } {
             Ok(c) => c,
             Err(e) => {
-                dev.log().warn(
+                data.log().warn(
                     id::SHADER_SKIPPED,
                     &format!("an inline pipeline stage module is passed down unchanged: {e}"),
                 );
@@ -359,7 +364,7 @@ unsafe fn rewrite_stages<'a>(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn create_graphics_pipelines(
     _: &DeviceCore,
-    dev: &DeviceData,
+    data: &DeviceData,
     device: vk::Device,
     cache: vk::PipelineCache,
     count: u32,
@@ -375,7 +380,7 @@ pub unsafe fn create_graphics_pipelines(
         *mut vk::Pipeline,
     ) -> vk::Result,
 ) -> vk::Result {
-    if (dev.interlock.is_none() && dev.shading_rate.is_none() && dev.varyings.is_none())
+    if (data.interlock.is_none() && data.shading_rate.is_none() && data.varyings.is_none())
         || count == 0
         || infos.is_null()
     {
@@ -394,13 +399,13 @@ pub unsafe fn create_graphics_pipelines(
             unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) }
         };
         // SAFETY: the stages are valid (VUID-VkGraphicsPipelineCreateInfo-pStages-06600).
-        rewritten.push(unsafe { rewrite_stages(dev, stages) });
+        rewritten.push(unsafe { rewrite_stages(data, stages) });
     }
     let inline: Vec<Vec<Option<ModuleKind>>> =
         rewritten.iter().map(|r| r.as_ref().map(|r| r.kinds.clone()).unwrap_or_default()).collect();
-    if dev.spinlock.is_none()
-        && dev.shading_rate.is_none()
-        && dev.varyings.is_none()
+    if data.reserved.is_none()
+        && data.shading_rate.is_none()
+        && data.varyings.is_none()
         && rewritten.iter().all(Option::is_none)
     {
         return next(device, cache, count, infos, alloc, out);
@@ -419,24 +424,24 @@ pub unsafe fn create_graphics_pipelines(
     // The architecture's 1x1 rate for interlock pipelines (judged on the
     // application's stages, which still declare interlock).
     let mut forced = (Vec::new(), vec![false; copies.len()]);
-    if let Some(s) = &dev.shading_rate {
+    if let Some(s) = &data.shading_rate {
         let mut originals: Vec<vk::GraphicsPipelineCreateInfo> = infos_in.to_vec();
         // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter:
         // `originals` are copies of the application's valid create infos.
-        forced = unsafe { s.force_static(dev, &mut originals) };
+        forced = unsafe { s.force_static(data, &mut originals) };
         for (c, o) in copies.iter_mut().zip(&originals) {
             c.p_next = o.p_next;
         }
     }
-    let linked = match &dev.varyings {
+    let linked = match &data.varyings {
         // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter:
         // `copies` are the valid create infos with stages that point into
         // `rewritten` (alive until after the call down).
-        Some(v) => unsafe { crate::link::link_pipelines(dev, v, &mut copies) },
+        Some(v) => unsafe { crate::link::link_pipelines(data, v, &mut copies) },
         None => Default::default(),
     };
     let r = next(device, cache, count, copies.as_ptr(), alloc, out);
-    if let (Some(v), true) = (&dev.varyings, r.as_raw() >= 0) {
+    if let (Some(v), true) = (&data.varyings, r.as_raw() >= 0) {
         // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
         // points at `count` handles written by the call down; `copies` are
         // the valid create infos they were made from, still alive.
@@ -444,24 +449,24 @@ pub unsafe fn create_graphics_pipelines(
         for (info, pipeline) in copies.iter().zip(made) {
             if info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) && *pipeline != vk::Pipeline::null() {
                 // SAFETY: as above: the create info `pipeline` was made from.
-                unsafe { v.note_library(dev, info, *pipeline) };
+                unsafe { v.note_library(data, info, *pipeline) };
             }
         }
     }
-    linked.finish(dev);
+    linked.finish(data);
     // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
     // points at `count` handles, each written by the call down (a failed
     // one as VK_NULL_HANDLE).
     let pipelines = || unsafe { std::slice::from_raw_parts(out, count as usize) };
-    if let (Some(s), true) = (&dev.shading_rate, r.as_raw() >= 0) {
+    if let (Some(s), true) = (&data.shading_rate, r.as_raw() >= 0) {
         s.note_pipelines(pipelines(), &forced.1);
     }
     drop(forced);
-    if let (Some(s), true) = (&dev.spinlock, r.as_raw() >= 0) {
+    if let (Some(s), true) = (&data.reserved, r.as_raw() >= 0) {
         // Failed entries are VK_NULL_HANDLE and skipped.
         // SAFETY: `infos_in` and `pipelines()` are the arrays of a successful
         // vkCreateGraphicsPipelines (the function's contract).
-        unsafe { crate::spinlock::note_pipelines(dev, s, infos_in, &inline, pipelines()) };
+        unsafe { crate::interlock::spinlock::note_pipelines(data, s, infos_in, &inline, pipelines()) };
     }
     r
 }
@@ -478,7 +483,7 @@ pub unsafe fn create_graphics_pipelines(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn create_shaders_ext(
     _: &DeviceCore,
-    dev: &DeviceData,
+    data: &DeviceData,
     device: vk::Device,
     count: u32,
     infos: *const vk::ShaderCreateInfoEXT<'_>,
@@ -492,7 +497,7 @@ pub unsafe fn create_shaders_ext(
         *mut vk::ShaderEXT,
     ) -> vk::Result,
 ) -> vk::Result {
-    if dev.next_create_shaders.is_none() {
+    if data.next_create_shaders.is_none() {
         return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
     }
     if count == 0 || infos.is_null() {
@@ -509,7 +514,7 @@ pub unsafe fn create_shaders_ext(
             // SAFETY: VUID-VkShaderCreateInfoEXT-pCode-parameter: `pCode`
             // holds `codeSize` bytes; SPIR-V code is aligned to 4 bytes
             // (VUID-VkShaderCreateInfoEXT-pCode-08493).
-            rewrite(dev, unsafe { words(info.p_code as *const u32, info.code_size) })
+            rewrite(data, unsafe { words(info.p_code as *const u32, info.code_size) })
         } else {
             None
         };
@@ -519,18 +524,19 @@ pub unsafe fn create_shaders_ext(
     // Under the spinlock every shader object's set layouts are extended
     // like pipeline layouts (linked shaders must agree), and locked ones
     // get a pipeline layout to bind the lock set with.
-    let spin = dev.spinlock.as_ref();
-    if spin.is_none() && dev.varyings.is_none() && code.iter().all(Option::is_none) {
+    let spin = data.reserved.as_ref();
+    if spin.is_none() && data.varyings.is_none() && code.iter().all(Option::is_none) {
         return next(device, count, infos, alloc, out);
     }
     let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
     for (info, c) in infos_in.iter().zip(&code) {
         // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter: a non-zero
         // `setLayoutCount` comes with that many valid set layouts.
-        let extended = spin
-            .and_then(|s| unsafe { crate::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts) });
+        let extended = spin.and_then(|s| unsafe {
+            crate::interlock::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts)
+        });
         if c.is_some() && spin.is_some() && extended.is_none() {
-            dev.log().error(
+            data.log().error(
                 id::LAYOUT_TOO_MANY_SETS,
                 "vkCreateShadersEXT: an interlock shader uses the set reserved for the locks",
             );
@@ -557,7 +563,7 @@ pub unsafe fn create_shaders_ext(
         .collect();
     // SAFETY: `copies` are the valid create infos, their arrays alive in
     // `infos_in`, `code` and `set_layouts` until after the call down.
-    let _linked = dev.varyings.as_ref().map(|v| unsafe { crate::link::link_shader_objects(dev, v, &mut copies) });
+    let _linked = data.varyings.as_ref().map(|v| unsafe { crate::link::link_shader_objects(data, v, &mut copies) });
     let r = next(device, count, copies.as_ptr(), alloc, out);
     if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
         // SAFETY: VUID-vkCreateShadersEXT-pShaders-parameter: `out` points at
@@ -582,13 +588,13 @@ pub unsafe fn create_shaders_ext(
             if noted.is_ok() && copy.stage == vk::ShaderStageFlags::FRAGMENT {
                 // SAFETY: `copy` is the create info `shader` was made from
                 // (its arrays live in `copies`, `code` and `set_layouts`).
-                noted = unsafe { s.note_shader(&dev.fns, *shader, copy, kind, &dev.settings().debug_fail) };
+                noted = unsafe { s.note_shader(&data.fns, *shader, copy, kind, &data.settings().debug_fail) };
             }
         }
         if let Err(e) = noted {
             // A locked shader without its layout could not have its lock set bound: the creation fails as the
             // driver's would have, and nothing of it stays.
-            dev.log().error(
+            data.log().error(
                 id::SPINLOCK_INIT,
                 &format!("vkCreateShadersEXT: the lock's pipeline layout cannot be made ({e:?}); the creation fails"),
             );
@@ -596,8 +602,8 @@ pub unsafe fn create_shaders_ext(
                 // SAFETY: the shaders just made by the call down, which the application has not seen, and the
                 // layouts the layer made for them: nothing uses them (VUID-vkDestroyShaderEXT-shader-08482).
                 unsafe {
-                    s.forget_shader(&dev.fns, *shader);
-                    if let Some(so) = &dev.shader_object {
+                    s.forget_shader(&data.fns, *shader);
+                    if let Some(so) = &data.shader_object {
                         (so.destroy_shader_ext)(device, *shader, alloc);
                     }
                 }

@@ -26,13 +26,13 @@ pub struct DeviceData {
     pub interlock: Option<crate::interlock::DeviceInterlock>,
     /// The varying linker, where it runs: the SPIR-V of every module, kept
     /// from vkCreateShaderModule for linking at pipeline creation.
-    pub varyings: Option<crate::link::Varyings>,
+    pub varyings: Option<crate::link::Linker>,
     /// 1x1 shading rate for interlock pipelines, where the architecture asks.
     pub shading_rate: Option<crate::shading_rate::ForceOneByOne>,
     /// The density-map emulation, where the application enabled it.
     pub fdm: Option<crate::fdm::Fdm>,
-    /// The spinlock strategy's resources, where it runs.
-    pub spinlock: Option<crate::spinlock::Spinlock>,
+    /// The locked strategies' (spinlock, ordered) reserved set and what binds it, where one runs.
+    pub reserved: Option<crate::interlock::spinlock::ReservedSet>,
 }
 
 impl std::ops::Deref for DeviceData {
@@ -60,7 +60,7 @@ impl DeviceData {
             _ if self.shading_rate.is_some() => {
                 "shader and pipeline creation, pipeline binds, shading rate (1x1 with interlock)"
             }
-            _ if self.spinlock.is_some() => "shader creation, pipeline layouts, pipeline binds and draws (spinlock)",
+            _ if self.reserved.is_some() => "shader creation, pipeline layouts, pipeline binds and draws (spinlock)",
             _ if self.interlock.is_none() => {
                 "shader, layout and pipeline creation (varying linking); commands go straight to the driver"
             }

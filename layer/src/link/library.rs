@@ -13,7 +13,7 @@
 //! the copy does not know (one with pointers besides `pNext`) is not
 //! remembered, and its final links stay as the application made them.
 
-use super::Varyings;
+use super::Linker;
 use crate::pnext::Chain;
 use ash::vk;
 use std::ffi::{c_void, CStr, CString};
@@ -144,7 +144,7 @@ unsafe fn owned<T: Copy>(p: *const T, n: u32) -> Vec<T> {
 ///
 /// # Safety
 /// `stage` is a valid stage create info.
-unsafe fn stage_copy(v: &Varyings, stage: &vk::PipelineShaderStageCreateInfo<'_>) -> Result<Stage, String> {
+unsafe fn stage_copy(v: &Linker, stage: &vk::PipelineShaderStageCreateInfo<'_>) -> Result<Stage, String> {
     // SAFETY: the stage is valid (the caller's guarantee).
     let code = unsafe { super::stage_code(v, stage) }.ok_or("a stage's code is unknown")?;
     // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pName-parameter: a
@@ -209,7 +209,7 @@ unsafe fn kept<T: Copy>(p: *const T) -> Result<Option<Kept<T>>, String> {
 /// # Safety
 /// `info` is a valid create info for a pipeline with those subsets.
 pub(super) unsafe fn record(
-    v: &Varyings,
+    v: &Linker,
     info: &vk::GraphicsPipelineCreateInfo<'_>,
     subsets: Subsets,
 ) -> Result<Library, String> {
@@ -393,7 +393,7 @@ const LIBRARY_TOP: &[vk::StructureType] = &[
     vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
 ];
 
-impl Varyings {
+impl Linker {
     /// Remembers the library `pipeline` made from `info` (the driver created
     /// it), or logs why not.
     ///
@@ -454,7 +454,7 @@ pub(super) unsafe fn final_link(info: &vk::GraphicsPipelineCreateInfo<'_>) -> Op
 /// # Safety
 /// `info` is a valid create info, a final link (`final_link`); the result
 /// borrows its chain, valid for the call.
-pub(super) unsafe fn monolithic(v: &Varyings, info: &vk::GraphicsPipelineCreateInfo<'_>) -> Result<Monolithic, String> {
+pub(super) unsafe fn monolithic(v: &Linker, info: &vk::GraphicsPipelineCreateInfo<'_>) -> Result<Monolithic, String> {
     // SAFETY: a valid chain (the caller's guarantee).
     let libs = unsafe { crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next) }.ok_or("no libraries")?;
     // SAFETY: VUID-VkPipelineLibraryCreateInfoKHR-pLibraries-parameter.

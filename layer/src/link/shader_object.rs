@@ -15,7 +15,7 @@
 //! constants it may read) comes from the fragment create info's set
 //! layouts and push constant ranges, as a pipeline's comes from its layout.
 
-use super::{chain_of, log_linked, outcome_of, Outcome, Varyings};
+use super::{chain_of, log_linked, outcome_of, Linker, Outcome};
 use crate::device::DeviceCore;
 use ash::vk;
 use overlap_shaders::varyings::LinkEnv;
@@ -28,7 +28,7 @@ pub struct LinkedShaders {
     _outcomes: Vec<Arc<Outcome>>,
 }
 
-impl Varyings {
+impl Linker {
     /// What a fragment stage created with these set layouts and push
     /// constant ranges may read (see `note_pipeline_layout`).
     fn env_of(&self, sets: &[vk::DescriptorSetLayout], ranges: &[vk::PushConstantRange]) -> Arc<LinkEnv> {
@@ -62,7 +62,7 @@ unsafe fn linkable(info: &vk::ShaderCreateInfoEXT<'_>) -> Option<Arc<Vec<u32>>> 
 /// `infos` are valid create infos of one `vkCreateShadersEXT` call on `dev`.
 pub unsafe fn link_shader_objects(
     dev: &DeviceCore,
-    v: &Varyings,
+    v: &Linker,
     infos: &mut [vk::ShaderCreateInfoEXT<'_>],
 ) -> LinkedShaders {
     let mut out = LinkedShaders::default();

@@ -15,8 +15,7 @@
 //!   primitive order, and draws of ordered pipelines are recorded twice
 //!   ([`ordered`]).
 
-pub mod ordered;
-
+use super::ordered;
 use crate::device::DeviceCore;
 use crate::id;
 use ash::vk;
@@ -54,12 +53,16 @@ pub enum PipelineKind {
     Ordered { order: Result<(), &'static str>, merge: bool, early: bool },
 }
 
-pub struct Spinlock {
+/// What the locked strategies (spinlock and ordered) keep on a device: the
+/// descriptor set they reserve, the lock image and the ordered strategy's
+/// cells bound through it, and the modules, pipelines, shader objects and
+/// command buffers that bind it.
+pub struct ReservedSet {
     /// The reserved descriptor set index.
     pub set: u32,
     image: vk::Image,
     memory: vk::DeviceMemory,
-    view: vk::ImageView,
+    pub(super) view: vk::ImageView,
     /// log2 of the lock block (see `overlap_shaders::spinlock::Config::block`).
     pub block: (u32, u32),
     /// Quad locks (`overlap_shaders::spinlock::Config::quad`): the device
@@ -67,7 +70,7 @@ pub struct Spinlock {
     pub quad: bool,
     /// The ordered strategy's state, where it runs.
     pub ordered: Option<ordered::Ordered>,
-    set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+    pub(super) set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
     pub lock_layout: vk::DescriptorSetLayout,
     pub empty_layout: vk::DescriptorSetLayout,
     pool: vk::DescriptorPool,
@@ -123,7 +126,7 @@ impl BoundObjects {
 #[error("{0}: {1:?}")]
 pub struct InitError(pub &'static str, pub vk::Result);
 
-impl Spinlock {
+impl ReservedSet {
     /// Creates the lock resources on a new device and clears the locks, on
     /// queue 0 of a graphics or compute family the application created
     /// ([`crate::ffi::layer_queue`]).
@@ -142,8 +145,8 @@ impl Spinlock {
         block: (u32, u32),
         quad: bool,
         ordered: Option<ordered::Config>,
-    ) -> Result<Spinlock, InitError> {
-        let mut s = Spinlock {
+    ) -> Result<ReservedSet, InitError> {
+        let mut s = ReservedSet {
             set,
             image: vk::Image::null(),
             memory: vk::DeviceMemory::null(),
@@ -168,7 +171,7 @@ impl Spinlock {
         let mut cmd_pool = vk::CommandPool::null();
         // Each object is stored as soon as it is made, so that a failure
         // destroys exactly what exists (null handles are ignored).
-        let made = (|s: &mut Spinlock, cmd_pool: &mut vk::CommandPool| -> Result<(), InitError> {
+        let made = (|s: &mut ReservedSet, cmd_pool: &mut vk::CommandPool| -> Result<(), InitError> {
             let e = |what: &'static str| move |r: vk::Result| InitError(what, r);
             let fail = |command| crate::guard::injected_failure(debug_fail, command);
             // SAFETY (every Vulkan call in this function): `device` was just
@@ -454,7 +457,7 @@ impl Spinlock {
         }
     }
 
-    /// Destroys the layout [`Spinlock::note_shader`] made for `shader`, if any.
+    /// Destroys the layout [`ReservedSet::note_shader`] made for `shader`, if any.
     ///
     /// # Safety
     /// `device` is the device the layout was made on, and no command buffer
@@ -499,7 +502,7 @@ impl Spinlock {
 /// # Safety
 /// `layouts` points at `count` set layouts.
 pub unsafe fn extend_set_layouts(
-    s: &Spinlock,
+    s: &ReservedSet,
     count: u32,
     layouts: *const vk::DescriptorSetLayout,
 ) -> Option<Vec<vk::DescriptorSetLayout>> {
@@ -523,7 +526,7 @@ pub unsafe fn extend_set_layouts(
 /// The arguments are those of a valid `vkCreatePipelineLayout` call; `next` calls down.
 pub unsafe fn create_pipeline_layout(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     device: vk::Device,
     info: *const vk::PipelineLayoutCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
@@ -739,7 +742,7 @@ fn linked_kind(parts: &[LibraryPart], own: LibraryPart) -> Option<PipelineKind> 
 /// kinds of pipeline `i`'s stages that the route rewrote inline.
 pub unsafe fn note_pipelines(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     infos: &[vk::GraphicsPipelineCreateInfo],
     inline: &[Vec<Option<ModuleKind>>],
     pipelines: &[vk::Pipeline],
@@ -831,7 +834,7 @@ pub unsafe fn note_pipelines(
     }
 }
 
-impl Spinlock {
+impl ReservedSet {
     pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
         self.pipelines.lock().remove(&pipeline);
         self.warned.lock().remove(&pipeline);
@@ -844,7 +847,7 @@ impl Spinlock {
 }
 
 /// At vkBeginCommandBuffer: no locked pipeline is bound.
-pub fn forget_bound(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
+pub fn forget_bound(_: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer) {
     s.bound.lock().remove(&cb);
     s.bound_objects.lock().remove(&cb);
 }
@@ -855,7 +858,7 @@ pub fn forget_bound(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
 /// The arguments are those of a valid `vkCmdBindPipeline` call; `next` calls down.
 pub unsafe fn cmd_bind_pipeline(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     point: vk::PipelineBindPoint,
     pipeline: vk::Pipeline,
@@ -878,7 +881,7 @@ pub unsafe fn cmd_bind_pipeline(
 /// The arguments are those of a valid `vkCmdBindShadersEXT` call; `next` calls down.
 pub unsafe fn cmd_bind_shaders(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     count: u32,
     stages: *const vk::ShaderStageFlags,
@@ -941,7 +944,7 @@ pub unsafe fn cmd_bind_shaders(
 /// The arguments are those of a valid `vkDestroyShaderEXT` call; `next` calls down.
 pub unsafe fn destroy_shader(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     device: vk::Device,
     shader: vk::ShaderEXT,
     alloc: *const vk::AllocationCallbacks<'_>,
@@ -967,7 +970,7 @@ pub unsafe fn destroy_shader(
 /// the reserved set layout).
 pub fn bind_set(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     layout: vk::PipelineLayout,
     set: vk::DescriptorSet,
@@ -998,7 +1001,7 @@ pub fn bind_set(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_draw(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     a: u32,
     b: u32,
@@ -1018,7 +1021,7 @@ pub unsafe fn cmd_draw(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_draw_indexed(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     a: u32,
     b: u32,
@@ -1039,7 +1042,7 @@ pub unsafe fn cmd_draw_indexed(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_draw_indirect(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     b: vk::Buffer,
     o: vk::DeviceSize,
@@ -1059,7 +1062,7 @@ pub unsafe fn cmd_draw_indirect(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_draw_indexed_indirect(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     b: vk::Buffer,
     o: vk::DeviceSize,
@@ -1079,7 +1082,7 @@ pub unsafe fn cmd_draw_indexed_indirect(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_draw_indirect_count(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     b: vk::Buffer,
     o: vk::DeviceSize,
@@ -1101,7 +1104,7 @@ pub unsafe fn cmd_draw_indirect_count(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn cmd_draw_indexed_indirect_count(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     b: vk::Buffer,
     o: vk::DeviceSize,

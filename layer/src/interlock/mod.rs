@@ -10,6 +10,9 @@
 //! device's plan chose (see `overlap_shaders::interlock`), in the shader
 //! route (`shader.rs`, above the capabilities).
 
+pub mod ordered;
+pub mod spinlock;
+
 use crate::plan::{InterlockStrategy, INTERLOCK_EXTENSION};
 use crate::pnext::Chain;
 use ash::vk;

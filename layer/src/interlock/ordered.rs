@@ -27,8 +27,8 @@
 //!   primitives-generated or transform-feedback query (the count draw would
 //!   be counted), multi-draw indirect calls (one key space per call), and
 //!   pipelines the layer cannot order (decided at creation: see
-//!   [`super::PipelineKind`]; a link of graphics pipeline libraries is
-//!   decided from what each library brought, [`super::LibraryPart`]).
+//!   [`super::spinlock::PipelineKind`]; a link of graphics pipeline libraries is
+//!   decided from what each library brought, [`super::spinlock::LibraryPart`]).
 //! - **Dynamic rendering** allows no barrier inside it (without
 //!   `VK_KHR_dynamic_rendering_local_read`, whose barriers cover attachment
 //!   accesses only), so around an ordered draw the layer ends the rendering
@@ -48,7 +48,7 @@
 //!   read at each submission and at device destruction, and logged
 //!   (`OVERLAP-Interlock-Order-Lost`): order lost there, never silently.
 
-use super::{PipelineKind, Spinlock};
+use super::spinlock::{PipelineKind, ReservedSet};
 use crate::device::DeviceCore;
 use crate::id;
 use ash::vk;
@@ -354,7 +354,7 @@ impl Ordered {
 
     /// Makes the cells if they are not made yet; false when they cannot be
     /// (the module is then lowered with the spinlock, logged).
-    pub fn ready(&self, core: &DeviceCore, s: &Spinlock) -> bool {
+    pub fn ready(&self, core: &DeviceCore, s: &ReservedSet) -> bool {
         let mut cells = self.cells.lock();
         if cells.is_none() {
             let made = self.make(core, s);
@@ -379,7 +379,7 @@ impl Ordered {
         matches!(*cells, Some(Ok(_)))
     }
 
-    fn make(&self, core: &DeviceCore, s: &Spinlock) -> Result<Cells, String> {
+    fn make(&self, core: &DeviceCore, s: &ReservedSet) -> Result<Cells, String> {
         let d = &core.fns;
         let words = u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * self.cfg.slots);
         let bytes = u64::from(self.cfg.grid) * u64::from(self.cfg.grid) * words * 4;
@@ -614,14 +614,14 @@ fn report_counters(log: &crate::log::Logger, c: &mut Cells) {
 /// next layer) between barriers first. `run` records the application's draw.
 pub fn draw(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     multi_draw: bool,
     count: impl FnOnce(),
     run: impl FnOnce(),
 ) {
     let Some((layout, kind)) = s.bound.lock().get(&cb).copied() else { return run() };
-    let bind = |set: vk::DescriptorSet| super::bind_set(core, s, cb, layout, set);
+    let bind = |set: vk::DescriptorSet| super::spinlock::bind_set(core, s, cb, layout, set);
     let (o, order, merge, early) = match (&s.ordered, kind) {
         (Some(o), PipelineKind::Ordered { order, merge, early }) => (o, order, merge, early),
         _ => {
@@ -697,7 +697,7 @@ fn added_dependencies(subpasses: u32, multiview: &[bool]) -> Vec<vk::SubpassDepe
 /// The arguments are those of a valid `vkCreateRenderPass` call; `next` calls down.
 pub unsafe fn create_render_pass(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     device: vk::Device,
     info: *const vk::RenderPassCreateInfo<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
@@ -744,7 +744,7 @@ pub unsafe fn create_render_pass(
 /// The arguments are those of a valid `vkCreateRenderPass2` call; `next` calls down.
 pub unsafe fn create_render_pass2(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     device: vk::Device,
     info: *const vk::RenderPassCreateInfo2<'_>,
     alloc: *const vk::AllocationCallbacks<'_>,
@@ -790,7 +790,7 @@ pub unsafe fn create_render_pass2(
     r
 }
 
-pub fn forget_render_pass(s: &Spinlock, rp: vk::RenderPass) {
+pub fn forget_render_pass(s: &ReservedSet, rp: vk::RenderPass) {
     if let Some(o) = &s.ordered {
         o.render_passes.lock().remove(&rp);
     }
@@ -826,7 +826,7 @@ fn before_pass(core: &DeviceCore, o: &Ordered, cb: vk::CommandBuffer) {
 /// The arguments are those of a valid `vkCmdBeginRenderPass` call; `next` calls down.
 pub unsafe fn cmd_begin_render_pass(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     info: *const vk::RenderPassBeginInfo<'_>,
     contents: vk::SubpassContents,
@@ -844,7 +844,7 @@ pub unsafe fn cmd_begin_render_pass(
 /// The arguments are those of a valid `vkCmdBeginRenderPass2` call; `next` calls down.
 pub unsafe fn cmd_begin_render_pass2(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     info: *const vk::RenderPassBeginInfo<'_>,
     sub: *const vk::SubpassBeginInfo<'_>,
@@ -858,7 +858,7 @@ pub unsafe fn cmd_begin_render_pass2(
     next(cb, info, sub)
 }
 
-fn next_subpass(s: &Spinlock, cb: vk::CommandBuffer) {
+fn next_subpass(s: &ReservedSet, cb: vk::CommandBuffer) {
     if let Some(o) = &s.ordered {
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
             if let Pass::Subpass(rp, i) = st.pass {
@@ -872,7 +872,7 @@ fn next_subpass(s: &Spinlock, cb: vk::CommandBuffer) {
 /// The arguments are those of a valid `vkCmdNextSubpass` call; `next` calls down.
 pub unsafe fn cmd_next_subpass(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     contents: vk::SubpassContents,
     next: impl FnOnce(vk::CommandBuffer, vk::SubpassContents),
@@ -885,7 +885,7 @@ pub unsafe fn cmd_next_subpass(
 /// The arguments are those of a valid `vkCmdNextSubpass2` call; `next` calls down.
 pub unsafe fn cmd_next_subpass2(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     b: *const vk::SubpassBeginInfo<'_>,
     e: *const vk::SubpassEndInfo<'_>,
@@ -896,7 +896,7 @@ pub unsafe fn cmd_next_subpass2(
 }
 
 /// At the end of a render pass or of dynamic rendering.
-pub fn end_pass(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
+pub fn end_pass(_: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer) {
     if let Some(o) = &s.ordered {
         o.set_pass(cb, Pass::None);
     }
@@ -906,7 +906,7 @@ pub fn end_pass(_: &DeviceCore, s: &Spinlock, cb: vk::CommandBuffer) {
 /// The arguments are those of a valid `vkCmdBeginRendering` call; `next` calls down.
 pub unsafe fn cmd_begin_rendering(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     info: *const vk::RenderingInfo<'_>,
     next: impl FnOnce(vk::CommandBuffer, *const vk::RenderingInfo<'_>),
@@ -953,7 +953,7 @@ pub unsafe fn cmd_begin_rendering(
 /// The arguments are those of a valid `vkAllocateCommandBuffers` call; `next` calls down.
 pub unsafe fn allocate_command_buffers(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     device: vk::Device,
     info: *const vk::CommandBufferAllocateInfo<'_>,
     out: *mut vk::CommandBuffer,
@@ -985,7 +985,7 @@ pub unsafe fn allocate_command_buffers(
 /// The arguments are those of a valid `vkBeginCommandBuffer` call; `next` calls down.
 pub unsafe fn begin_command_buffer(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     info: *const vk::CommandBufferBeginInfo<'_>,
     next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
@@ -1026,13 +1026,13 @@ pub unsafe fn begin_command_buffer(
 }
 
 /// `vkCreateQueryPool`: the layer remembers the pool's type.
-pub fn note_query_pool(s: &Spinlock, info: &vk::QueryPoolCreateInfo, pool: vk::QueryPool) {
+pub fn note_query_pool(s: &ReservedSet, info: &vk::QueryPoolCreateInfo, pool: vk::QueryPool) {
     if let Some(o) = &s.ordered {
         o.query_pools.lock().insert(pool, info.query_type);
     }
 }
 
-pub fn forget_query_pool(s: &Spinlock, pool: vk::QueryPool) {
+pub fn forget_query_pool(s: &ReservedSet, pool: vk::QueryPool) {
     if let Some(o) = &s.ordered {
         o.query_pools.lock().remove(&pool);
     }
@@ -1057,7 +1057,7 @@ fn query_kind(o: &Ordered, pool: vk::QueryPool) -> (bool, bool) {
 /// The arguments are those of a valid `vkCmdBeginQuery` call; `next` calls down.
 pub unsafe fn cmd_begin_query(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     pool: vk::QueryPool,
     q: u32,
@@ -1079,7 +1079,7 @@ pub unsafe fn cmd_begin_query(
 /// The arguments are those of a valid `vkCmdEndQuery` call; `next` calls down.
 pub unsafe fn cmd_end_query(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     cb: vk::CommandBuffer,
     pool: vk::QueryPool,
     q: u32,
@@ -1105,7 +1105,7 @@ pub unsafe fn cmd_end_query(
 /// The arguments are those of a valid `vkGetDeviceQueue` call; `next` calls down.
 pub unsafe fn get_device_queue(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     device: vk::Device,
     family: u32,
     index: u32,
@@ -1123,7 +1123,7 @@ pub unsafe fn get_device_queue(
 /// The arguments are those of a valid `vkGetDeviceQueue2` call; `next` calls down.
 pub unsafe fn get_device_queue2(
     _: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     device: vk::Device,
     info: *const vk::DeviceQueueInfo2<'_>,
     out: *mut vk::Queue,
@@ -1143,7 +1143,7 @@ impl Ordered {
     /// At a submission on `queue`: the counters logged, and the clear
     /// command buffer (recorded for the queue's family) when the cells are
     /// still to be zeroed. Returns it, to go first in this submission.
-    fn before_submit(&self, core: &DeviceCore, s: &Spinlock, queue: vk::Queue) -> Option<vk::CommandBuffer> {
+    fn before_submit(&self, core: &DeviceCore, s: &ReservedSet, queue: vk::Queue) -> Option<vk::CommandBuffer> {
         let mut guard = self.cells.lock();
         let Some(Ok(c)) = &mut *guard else { return None };
         report_counters(core.log(), c);
@@ -1243,7 +1243,7 @@ impl Ordered {
 /// The arguments are those of a valid `vkQueueSubmit` call; `next` calls down.
 pub unsafe fn queue_submit(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     queue: vk::Queue,
     n: u32,
     submits: *const vk::SubmitInfo<'_>,
@@ -1266,7 +1266,7 @@ pub unsafe fn queue_submit(
 /// The arguments are those of a valid `vkQueueSubmit2` call; `next` calls down.
 pub unsafe fn queue_submit2(
     core: &DeviceCore,
-    s: &Spinlock,
+    s: &ReservedSet,
     queue: vk::Queue,
     n: u32,
     submits: *const vk::SubmitInfo2<'_>,
