@@ -13,6 +13,7 @@ pub mod interlock;
 pub mod local_read;
 pub mod oit;
 pub mod oit_ordered;
+pub mod ordered_probe;
 pub mod render;
 pub mod varyings;
 pub mod vrs;
