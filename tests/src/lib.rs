@@ -4,6 +4,7 @@
 //! Khronos validation layer.
 
 pub mod fdm;
+pub mod fdm_bench;
 pub mod fdm_library;
 pub mod fdm_msaa;
 pub mod fdm_queues;

@@ -147,6 +147,7 @@ fn main() {
                 arg(&args, 1),
                 size.unwrap_or((1920, 1080)),
                 args.get(3).and_then(|d| d.parse().ok()).unwrap_or(3),
+                args.get(2..).unwrap_or(&[]),
             )
         }
         "varyings" => {
@@ -2230,6 +2231,7 @@ fn seconds_per_multiview(g: &Gpu, mv: &overlap_tests::fdm::Multiview, frames: u3
 /// replay recording) per draw, binned against baseline.
 fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Result<(), String> {
     use overlap_tests::fdm::{self, Path, Scene};
+    use overlap_tests::fdm_bench;
     let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
     let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_heavy.frag.spv"))[..];
     let tiny = &include_bytes!(concat!(env!("OUT_DIR"), "/scene.vert.spv"))[..];
@@ -2241,6 +2243,7 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
     let ideal = (size as f64 * size as f64) / ideal_fragments as f64;
     let mut per_frame = Vec::new();
     let mut per_draw = Vec::new();
+    let mut gpu_frame = Vec::new();
     for mode in ["baseline", "binned"] {
         let mut o = opts.clone();
         o.fdm = true;
@@ -2248,6 +2251,8 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         let g = gpu(&o)?;
         let base = Scene { map: Some(&map), ..Scene::new(Path::RenderPass, (size, size), vs, fs, 3) };
         let t = seconds_per_pass(&g, &base, frames);
+        // GPU time alone: timestamps around each pass (issue 33, item 1).
+        let gpu_t = fdm_bench::gpu_ms(&g, &fdm_bench::Pass::new((size, size), vec![&map], vs, fs, 3), frames);
         // Recording: a pass of `draws` small draws.
         let rec = Scene { map: Some(&map), draws, ..Scene::new(Path::RenderPass, (size, size), tiny, scene_fs, 9) };
         let mut best_rec = f64::MAX;
@@ -2255,18 +2260,23 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
             best_rec = best_rec.min(fdm::render_full(&g, &rec).record_s);
         }
         println!(
-            "fdm_bench mode={mode} frame_ms={:.3} record_us_per_draw={:.3}",
+            "fdm_bench mode={mode} frame_ms={:.3} record_us_per_draw={:.3} gpu_ms={}",
             t * 1e3,
-            best_rec * 1e6 / draws as f64
+            best_rec * 1e6 / draws as f64,
+            fdm_bench::fmt(gpu_t, 3)
         );
         per_frame.push(t);
+        gpu_frame.push(gpu_t);
         per_draw.push(best_rec / draws as f64);
     }
     let speedup = per_frame[0] / per_frame[1];
+    let gpu_speedup = gpu_frame[0].zip(gpu_frame[1]).map(|(b, n)| b / n);
     println!(
-        "fdm_bench size={size} frames={frames} speedup={speedup:.3} ideal={ideal:.3} fraction_of_ideal={:.3} capture_replay_us_per_draw={:.3}",
+        "fdm_bench size={size} frames={frames} speedup={speedup:.3} ideal={ideal:.3} fraction_of_ideal={:.3} capture_replay_us_per_draw={:.3} gpu_speedup={} gpu_fraction_of_ideal={}",
         speedup / ideal,
-        (per_draw[1] - per_draw[0]) * 1e6
+        (per_draw[1] - per_draw[0]) * 1e6,
+        fdm_bench::fmt(gpu_speedup, 3),
+        fdm_bench::fmt(gpu_speedup.map(|s| s / ideal), 3)
     );
     // The same map as a dynamic one, rewritten by the GPU (a copy) in the
     // same command buffer before every pass, planned on the GPU: at most
@@ -2284,6 +2294,11 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         Scene { map: None, map_view: Some(view), map_write: Some((img.0, &map)), ..s }
     };
     let t = seconds_per_pass(&g, &dynamic(Scene::new(Path::RenderPass, (size, size), vs, fs, 3)), frames);
+    let dynamic_pass = fdm_bench::Pass {
+        write: fdm_bench::MapWrite::Copy,
+        ..fdm_bench::Pass::new((size, size), vec![&map], vs, fs, 3)
+    };
+    let dynamic_gpu = fdm_bench::gpu_ms(&g, &dynamic_pass, frames);
     let rec = Scene { draws, ..dynamic(Scene::new(Path::RenderPass, (size, size), tiny, scene_fs, 9)) };
     let mut best_rec = f64::MAX;
     for _ in 0..3 {
@@ -2307,12 +2322,16 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
     }
     let dynamic_ideal = (size as f64 * size as f64) / dynamic_fragments as f64;
     let dynamic_speedup = per_frame[0] / t;
+    let dynamic_gpu_speedup = gpu_frame[0].zip(dynamic_gpu).map(|(b, n)| b / n);
     println!(
-        "fdm_bench map=dynamic frame_ms={:.3} record_us_per_draw={:.3} speedup={dynamic_speedup:.3} fraction_of_ideal={:.3} dynamic_ideal={dynamic_ideal:.3} fraction_of_dynamic_ideal={:.3}",
+        "fdm_bench map=dynamic frame_ms={:.3} record_us_per_draw={:.3} speedup={dynamic_speedup:.3} fraction_of_ideal={:.3} dynamic_ideal={dynamic_ideal:.3} fraction_of_dynamic_ideal={:.3} gpu_ms={} gpu_fraction_of_ideal={} gpu_fraction_of_dynamic_ideal={}",
         t * 1e3,
         best_rec * 1e6 / draws as f64,
         dynamic_speedup / ideal,
-        dynamic_speedup / dynamic_ideal
+        dynamic_speedup / dynamic_ideal,
+        fdm_bench::fmt(dynamic_gpu, 3),
+        fdm_bench::fmt(dynamic_gpu_speedup.map(|s| s / ideal), 3),
+        fdm_bench::fmt(dynamic_gpu_speedup.map(|s| s / dynamic_ideal), 3)
     );
     // Multiview, two views (render pass 1 with a view mask): view 0 under
     // the foveated map, view 1 under it shifted by two texels (an eye's
@@ -2330,6 +2349,7 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
     };
     let multiview_ideal = 2.0 * (size as f64 * size as f64) / (view_fragments(&map) + view_fragments(&shifted)) as f64;
     let mut mv_frame = Vec::new();
+    let mut mv_gpu = Vec::new();
     for mode in ["baseline", "binned"] {
         let mut o = opts.clone();
         o.fdm = true;
@@ -2337,83 +2357,32 @@ fn fdm_bench(opts: &mut GpuOptions, frames: u32, size: u32, draws: u32) -> Resul
         let g = gpu(&o)?;
         let mv = fdm::Multiview::new(Path::RenderPass, (size, size), vec![&map, &shifted], vs, fs, 3);
         mv_frame.push(seconds_per_multiview(&g, &mv, frames));
+        mv_gpu.push(fdm_bench::gpu_ms(
+            &g,
+            &fdm_bench::Pass::new((size, size), vec![&map, &shifted], vs, fs, 3),
+            frames,
+        ));
     }
     let mv_speedup = mv_frame[0] / mv_frame[1];
+    let mv_gpu_speedup = mv_gpu[0].zip(mv_gpu[1]).map(|(b, n)| b / n);
     println!(
-        "fdm_bench multiview=2 baseline_ms={:.3} binned_ms={:.3} speedup={mv_speedup:.3} ideal={multiview_ideal:.3} fraction_of_ideal={:.3}",
+        "fdm_bench multiview=2 baseline_ms={:.3} binned_ms={:.3} speedup={mv_speedup:.3} ideal={multiview_ideal:.3} fraction_of_ideal={:.3} baseline_gpu_ms={} binned_gpu_ms={} gpu_fraction_of_ideal={}",
         mv_frame[0] * 1e3,
         mv_frame[1] * 1e3,
-        mv_speedup / multiview_ideal
+        mv_speedup / multiview_ideal,
+        fdm_bench::fmt(mv_gpu[0], 3),
+        fdm_bench::fmt(mv_gpu[1], 3),
+        fdm_bench::fmt(mv_gpu_speedup.map(|s| s / multiview_ideal), 3)
     );
     Ok(())
 }
 
-/// `fdm-client FRAMES [WxH] [DRAWS]`: shaped like a real foveated client
-/// (google/bigwheels' `vk_foveation`): a full-HD pass of DRAWS full-screen
-/// draws of a cheap noise shader under a radial map at the smallest texel
-/// size the device reports (8x8: a 240x135 map, 32,400 bins; about 4% of
-/// the pixels asked at 1x1, 7% at 2x2, the rest at 4x4). Frames are passes
-/// recorded one after another (capture, planning and replay recording
-/// included); per-frame time as in `fdm-bench`, for `off` (no map),
-/// `baseline` and `binned` side by side.
-fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32) -> Result<(), String> {
-    use overlap_tests::fdm::{Map, Path, Scene};
-    let vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
-    let fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_noise.frag.spv"))[..];
-    let mut medians = Vec::new();
-    // FDM_CLIENT_MODES=binned (comma-separated) runs fewer modes, for profiling.
-    let only = std::env::var("FDM_CLIENT_MODES").ok();
-    for mode in ["off", "baseline", "binned"] {
-        if only.as_ref().is_some_and(|o| !o.split(',').any(|m| m == mode)) {
-            medians.push(f64::NAN);
-            continue;
-        }
-        let mut o = opts.clone();
-        o.fdm = true;
-        o.layer_settings.push(("fdm".into(), SettingValue::Str(if mode == "off" { "binned" } else { mode }.into())));
-        let g = gpu(&o)?;
-        let texel = texel_limits(&g).0;
-        let (mw, mh) = (size.0.div_ceil(texel.width), size.1.div_ceil(texel.height));
-        // Radii (in pixels) that ask 1x1 for ~4% of a full-HD frame, 2x2 for ~7%.
-        let (r1, r2) = (154.0f32, 267.0f32);
-        let texels = (0..mh)
-            .flat_map(|y| (0..mw).map(move |x| (x, y)))
-            .map(|(x, y)| {
-                let dx = (x as f32 + 0.5) * texel.width as f32 - size.0 as f32 / 2.0;
-                let dy = (y as f32 + 0.5) * texel.height as f32 - size.1 as f32 / 2.0;
-                let d = (dx * dx + dy * dy).sqrt();
-                let v = if d < r1 {
-                    255
-                } else if d < r2 {
-                    127
-                } else {
-                    60
-                };
-                [v, v]
-            })
-            .collect();
-        let map = Map { width: mw, height: mh, texels };
-        let scene =
-            Scene { draws, map: (mode != "off").then_some(&map), ..Scene::new(Path::RenderPass, size, vs, fs, 3) };
-        // Image creation and the read-back are not counted: the client
-        // renders into the same attachments every frame.
-        let frame = seconds_per_pass(&g, &scene, frames);
-        println!(
-            "fdm_client mode={mode} map={mw}x{mh} texel={}x{} frame_ms={:.2}",
-            texel.width,
-            texel.height,
-            frame * 1e3
-        );
-        medians.push(frame);
-    }
-    println!(
-        "fdm_client size={}x{} draws={draws} frames={frames} binned_vs_baseline={:.3} binned_vs_off={:.3}",
-        size.0,
-        size.1,
-        medians[1] / medians[2],
-        medians[0] / medians[2]
-    );
-    Ok(())
+/// `fdm-client FRAMES [WxH] [DRAWS] [cheap|medium|heavy] [dynamic]`: the
+/// client-shaped benchmark, [`overlap_tests::fdm_bench::client`].
+fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32, rest: &[String]) -> Result<(), String> {
+    use overlap_tests::fdm_bench::{self, Shader};
+    let shader = rest.iter().find_map(|a| Shader::parse(a)).unwrap_or(Shader::Heavy);
+    fdm_bench::client(opts, frames, size, draws, shader, rest.iter().any(|a| a == "dynamic"))
 }
 
 /// `pipeline-route N`: the cost of the layer's pipeline route. N times, a
