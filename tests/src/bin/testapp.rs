@@ -103,6 +103,7 @@ fn main() {
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
+        "ordered-probe" => gpu(&opts).and_then(|g| overlap_tests::ordered_probe::main(&g, &args[1..])),
         "vrs" => vrs(&mut opts),
         "quad-derivatives" => quad_derivatives(
             &mut opts,
