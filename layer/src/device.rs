@@ -90,3 +90,109 @@ impl DeviceCore {
         &self.instance.settings
     }
 }
+
+/// The next layer's device command `$name` as its own type `$pfn`, `None`
+/// where the chain below lacks it.
+macro_rules! next_device_command {
+    ($gdpa:expr, $device:expr, $name:literal as $pfn:ty) => {
+        // SAFETY: `$gdpa` is the next layer's vkGetDeviceProcAddr and `$device`
+        // was created through it; the name is a null-terminated literal
+        // (VUID-vkGetDeviceProcAddr-pName-parameter). What it returns for a
+        // command, as `PFN_vkVoidFunction`, is cast back to that command's own
+        // type (the spec's "Command Function Pointers"): `$pfn` is the PFN of
+        // `$name`. `Option` of a function pointer is a nullable pointer, so
+        // NULL stays `None`.
+        unsafe { std::mem::transmute::<vk::PFN_vkVoidFunction, Option<$pfn>>(($gdpa)($device, $name.as_ptr())) }
+    };
+}
+
+impl DeviceCore {
+    /// The core of a device just created through `next_gdpa`: the next
+    /// layer's commands (core names, or their extension aliases where the
+    /// application's API version lacks the core command:
+    /// `ffi::resolve_command`), loaded through the next layer's
+    /// `vkGetDeviceProcAddr` (the loader's own cannot be called inside
+    /// `vkCreateDevice`).
+    ///
+    /// # Safety
+    /// `handle` was just created through `next_gdpa` on `c.pd`.
+    pub unsafe fn new(
+        c: &Creation,
+        handle: vk::Device,
+        next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+        interlock_rewrite: bool,
+    ) -> DeviceCore {
+        // SAFETY: `next_gdpa` is the next layer's vkGetDeviceProcAddr and `handle` was created through it (the
+        // caller's guarantee), with null-terminated names (VUID-vkGetDeviceProcAddr-pName-parameter): each name
+        // resolves to its command or null, as `load_with` requires; ash casts each pointer to its command's type.
+        let next = |name: &std::ffi::CStr| unsafe {
+            next_gdpa(handle, name.as_ptr()).map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
+        };
+        // SAFETY: as above.
+        let fns = unsafe {
+            ash::Device::load_with(|name| crate::ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle)
+        };
+        let next_create_shaders =
+            next_device_command!(next_gdpa, handle, c"vkCreateShadersEXT" as vk::PFN_vkCreateShadersEXT);
+        DeviceCore {
+            interlock_rewrite,
+            handle,
+            physical_device: c.pd,
+            debug_panic: c.inst.settings.debug_panic.clone(),
+            instance: c.inst.clone(),
+            next_gdpa,
+            fns,
+            facts: c.facts.clone(),
+            plan: c.plan.clone(),
+            shader_object: next_create_shaders.map(|_| ash::ext::shader_object::DeviceFn::load(next)),
+            next_create_shaders,
+            next_set_fragment_shading_rate: next_device_command!(
+                next_gdpa,
+                handle,
+                c"vkCmdSetFragmentShadingRateKHR" as vk::PFN_vkCmdSetFragmentShadingRateKHR
+            ),
+            next_begin_transform_feedback: next_device_command!(
+                next_gdpa,
+                handle,
+                c"vkCmdBeginTransformFeedbackEXT" as vk::PFN_vkCmdBeginTransformFeedbackEXT
+            ),
+            next_queue_present: next_device_command!(
+                next_gdpa,
+                handle,
+                c"vkQueuePresentKHR" as vk::PFN_vkQueuePresentKHR
+            ),
+            state: StateFns::load(next),
+        }
+    }
+}
+
+/// What a capability may look at while `vkCreateDevice` prepares the call
+/// down, before the device exists: the instance, the physical device, the
+/// driver's facts and the plan for them, and the physical device's features
+/// as the layer answers them (`vkGetPhysicalDeviceFeatures2` through the
+/// layer, so that an architecture's profile is seen as the application sees
+/// it). Each capability's `prepare` takes it with the create info.
+pub struct Creation<'a> {
+    pub inst: &'a Arc<InstanceData>,
+    pub pd: vk::PhysicalDevice,
+    pub facts: &'a DriverFacts,
+    pub plan: &'a Plan,
+    /// Fills a `VkPhysicalDeviceFeatures2` chain of structures the driver
+    /// knows (the caller checks the extension or version first).
+    pub features2: &'a dyn Fn(&mut vk::PhysicalDeviceFeatures2),
+}
+
+impl Creation<'_> {
+    /// The application's effective API version on this device.
+    pub fn effective_version(&self) -> u32 {
+        self.inst.api_version.min(self.facts.api_version)
+    }
+
+    /// The driver's Vulkan 1.1 properties query (`p2` a chain of structures
+    /// the driver knows).
+    pub fn properties2(&self, p2: &mut vk::PhysicalDeviceProperties2) {
+        // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter) and `p2` a live chain the
+        // driver knows (the caller's check).
+        unsafe { (self.inst.fns.fp_v1_1().get_physical_device_properties2)(self.pd, p2) };
+    }
+}

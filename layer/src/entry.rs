@@ -8,6 +8,7 @@ use crate::dispatch;
 use crate::ffi::{self, dispatch_key, pfn, NegotiateLayerInterface};
 use crate::guard::{self, debug_panic};
 use crate::id;
+use crate::interlock::spinlock::ReservedSet;
 use crate::log::{chained_messengers, Logger, Messenger};
 use crate::plan::{InterlockStrategy, Plan};
 use crate::pnext;
@@ -581,40 +582,6 @@ unsafe extern "system" fn enumerate_physical_device_groups(
     )
 }
 
-/// A create info the layer cannot strip: a feature it does not provide fails
-/// device creation, as the spec says; a structure it cannot copy sends the
-/// create info down unchanged (`None`).
-fn strip_failed(log: &Logger, what: &str, e: crate::pnext::StripError) -> Option<vk::Result> {
-    match e {
-        crate::pnext::StripError::FeatureNotPresent(_) => {
-            log.warn(id::FEATURE_NOT_PRESENT, &format!("{e}; vkCreateDevice fails as the spec says"));
-            Some(vk::Result::ERROR_FEATURE_NOT_PRESENT)
-        }
-        crate::pnext::StripError::Unknown(_) => {
-            log.error(
-                id::CREATE_INFO_UNKNOWN,
-                &format!("vkCreateDevice: {e}; {what} cannot be stripped, the create info goes down unchanged"),
-            );
-            None
-        }
-    }
-}
-
-/// The next layer's device command `$name` as its own type `$pfn`, `None`
-/// where the chain below lacks it.
-macro_rules! next_device_command {
-    ($gdpa:expr, $device:expr, $name:literal as $pfn:ty) => {
-        // SAFETY: `$gdpa` is the next layer's vkGetDeviceProcAddr and `$device`
-        // was created through it; the name is a null-terminated literal
-        // (VUID-vkGetDeviceProcAddr-pName-parameter). What it returns for a
-        // command, as `PFN_vkVoidFunction`, is cast back to that command's own
-        // type (the spec's "Command Function Pointers"): `$pfn` is the PFN of
-        // `$name`. `Option` of a function pointer is a nullable pointer, so
-        // NULL stays `None`.
-        unsafe { std::mem::transmute::<vk::PFN_vkVoidFunction, Option<$pfn>>(($gdpa)($device, $name.as_ptr())) }
-    };
-}
-
 /// # Safety
 /// The loader calls it with the arguments of a valid `vkCreateDevice` call,
 /// the chain holding this layer's link info.
@@ -647,124 +614,37 @@ unsafe extern "system" fn create_device(
             // info, alive for the call.
             let info = unsafe { &*p_create_info };
             let (facts, plan) = pdd.decided().clone();
-            if plan.profile.is_some() {
-                // Ask only for structures of extensions the chain below knows.
-                let mut available = crate::architecture::Available::default();
-                let mut f2 = vk::PhysicalDeviceFeatures2::default();
-                if facts.has_extension(crate::plan::SHADING_RATE_EXTENSION) {
-                    f2 = f2.push_next(&mut available.shading_rate);
-                }
-                if facts.has_extension("VK_EXT_fragment_shader_interlock") || plan.interlock_strategy().is_some() {
-                    f2 = f2.push_next(&mut available.interlock);
-                }
-                // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter)
-                // and `f2` a live chain of structures the chain below knows.
-                unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
-                // SAFETY: `info` is valid (as above).
-                if let Some((r, why)) = unsafe { crate::architecture::refuse(&plan, info, &available) } {
-                    inst.log.warn(id::FEATURE_NOT_PRESENT, &format!("vkCreateDevice: {why}"));
-                    return r;
-                }
+            // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter); each capability passes a
+            // chain of structures the driver knows.
+            let features2 = |f2: &mut vk::PhysicalDeviceFeatures2| unsafe {
+                features2(pd, f2, inst.fns.fp_v1_1().get_physical_device_features2)
+            };
+            let c = crate::device::Creation { inst: &inst, pd, facts: &facts, plan: &plan, features2: &features2 };
+            // SAFETY: `info` is valid (as above).
+            if let Some(r) = unsafe { refused_by_profile(&c, info) } {
+                return r;
             }
-            // Emulated extensions and features never reach the driver.
-            let mut stripped = None;
-            // The ordered strategy reads PrimitiveId: without geometryShader
-            // the device gets the spinlock (logged).
-            let mut strategy = plan.interlock_strategy();
-            let mut ordered_demote = false;
-            if strategy == Some(InterlockStrategy::Ordered)
-                // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
-                && unsafe { inst.fns.get_physical_device_features(pd) }.geometry_shader != vk::TRUE
-            {
-                inst.log.warn(
-                    id::INTERLOCK_ORDER_FALLBACK,
-                    "ordered interlock needs geometryShader (PrimitiveId in fragment shaders), which the driver lacks: the device gets the spinlock (mutual exclusion, not primitive order)",
-                );
-                strategy = Some(InterlockStrategy::Spinlock);
-            }
-            if let Some(strategy) = strategy {
-                // Demote (Vulkan 1.3 core): the ordered strategy's discards.
-                let demote =
-                    strategy == InterlockStrategy::Ordered && vk::api_version_minor(facts.api_version) >= 3 && {
-                        let mut d = vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures::default();
-                        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut d);
-                        // SAFETY: `pd` is valid; a Vulkan 1.3 driver knows the structure.
-                        unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
-                        d.shader_demote_to_helper_invocation == vk::TRUE
-                    };
-                ordered_demote = demote;
-                let needs = crate::interlock::Needs {
-                    atomics: strategy.locks(),
-                    geometry: strategy == InterlockStrategy::Ordered,
-                    demote,
-                };
-                let shading_rate = plan.exposes(crate::plan::SHADING_RATE_EXTENSION);
-                // SAFETY: `info` is valid (as above).
-                match unsafe { crate::interlock::strip(info, strategy, needs, shading_rate) } {
-                    Ok(s) => stripped = Some(s),
-                    Err(e) => {
-                        if let Some(r) = strip_failed(&inst.log, "interlock", e) {
-                            return r;
-                        }
-                    }
-                }
-            }
-            let mut down = stripped.as_ref().map(|s| &s.info as *const vk::DeviceCreateInfo).unwrap_or(p_create_info);
-            let mut fdm_stripped = None;
-            if let Some(mode) = plan.fdm_mode() {
-                // The GPU plan of dynamic and deferred maps needs the driver's conditional rendering.
-                // The extension needs Vulkan 1.1 (or VK_KHR_get_physical_device_properties2): only where the
-                // application's effective version is 1.1 or later (its instance may then query the feature).
-                let effective = inst.api_version.min(facts.api_version);
-                let conditional = mode == crate::fdm::Mode::Binned && vk::api_version_minor(effective) >= 1 && {
-                    // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
-                    let listed = unsafe { inst.fns.enumerate_device_extension_properties(pd) }.unwrap_or_default();
-                    listed.iter().any(|e| e.extension_name_as_c_str() == Ok(crate::fdm::CONDITIONAL_RENDERING)) && {
-                        let mut c = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default();
-                        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut c);
-                        // SAFETY: `pd` is valid; the driver lists the extension, so it knows the structure, and the
-                        // effective version has the command.
-                        unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
-                        c.conditional_rendering == vk::TRUE
-                    }
-                };
-                // lavapipe's multiview loss, worked around where the setting asks (auto: llvmpipe) and the driver
-                // has multi-draw and draw parameters; not beside the spinlock, whose draw hooks the workaround's
-                // multi-draws would pass by.
-                let flush = mode == crate::fdm::Mode::Binned
-                    && match inst.settings.fdm_multiview_flush {
-                        "on" => true,
-                        "off" => false,
-                        _ => facts.is_llvmpipe(),
-                    }
-                    && !matches!(strategy, Some(InterlockStrategy::Spinlock | InterlockStrategy::Ordered))
-                    && vk::api_version_minor(effective) >= 1
-                    && facts.has_extension("VK_EXT_multi_draw")
-                    && {
-                        let mut m = vk::PhysicalDeviceMultiDrawFeaturesEXT::default();
-                        let mut p = vk::PhysicalDeviceShaderDrawParametersFeatures::default();
-                        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut m).push_next(&mut p);
-                        // SAFETY: `pd` is valid; the driver lists the extension, so it knows the structure, and the
-                        // effective version has the command and the draw-parameters structure.
-                        unsafe { features2(pd, &mut f2, inst.fns.fp_v1_1().get_physical_device_features2) };
-                        m.multi_draw == vk::TRUE && p.shader_draw_parameters == vk::TRUE
-                    };
-                // SAFETY: `down` is `info` or the interlock copy of it, alive in `stripped`.
-                match unsafe { crate::fdm::strip(&*down, conditional, flush) } {
-                    Ok(s) => fdm_stripped = Some(s),
-                    Err(e) => {
-                        if let Some(r) = strip_failed(&inst.log, "the density map", e) {
-                            return r;
-                        }
-                    }
-                }
-            }
-            if let Some(s) = &fdm_stripped {
+            // Emulated extensions and features never reach the driver: each capability strips the create info
+            // (the density map the interlock copy, where there is one).
+            // SAFETY: `info` is valid (as above).
+            let interlock = match unsafe { crate::interlock::prepare(&c, info) } {
+                Ok(p) => p,
+                Err(r) => return r,
+            };
+            let mut down: &vk::DeviceCreateInfo =
+                interlock.as_ref().and_then(|p| p.stripped.as_ref()).map_or(info, |s| &s.info);
+            let locked = interlock.as_ref().is_some_and(|p| p.strategy.locks());
+            // SAFETY: `down` is `info` or the interlock copy of it, alive in `interlock`.
+            let fdm = match unsafe { crate::fdm::prepare(&c, down, locked) } {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
+            if let Some(s) = &fdm {
                 down = &s.info;
             }
             // SAFETY: the next layer's vkCreateDevice with the caller's
             // arguments, the create info possibly a copy without the emulated
-            // extensions and features (alive in `stripped` and `fdm_stripped`).
+            // extensions and features (alive in `interlock` and `fdm`).
             let r = unsafe { (inst.fns.fp_v1_0().create_device)(pd, down, p_allocator, p_device) };
             if r != vk::Result::SUCCESS {
                 return r;
@@ -772,291 +652,40 @@ unsafe extern "system" fn create_device(
             // SAFETY: VUID-vkCreateDevice-pDevice-parameter: a valid pointer,
             // written by the successful command.
             let handle = unsafe { *p_device };
-            // Core names, or their extension aliases where the application's
-            // API version lacks the core command (`ffi::resolve_command`).
-            // SAFETY: `next_gdpa` is the next layer's vkGetDeviceProcAddr and
-            // `handle` was just created through it, so each name resolves to
-            // its command or null, as `load_with` requires.
-            let fns =
-                unsafe { ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle) };
-            let enabled = stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled);
-            let mut reserved = None;
-            if enabled && strategy.is_some_and(|s| s.locks()) {
-                // SAFETY: `pd` is valid (as above).
-                let limits = unsafe { inst.fns.get_physical_device_properties(pd) }.limits;
-                let set = limits.max_bound_descriptor_sets - 1;
-                // Coarse fragments: one lock per aligned block of the largest
-                // fragment size (the ordered strategy reads the coarse
-                // fragment's size instead), unless 1x1 is forced.
-                // SAFETY: `info` is valid (as above): a valid chain.
-                let rates = unsafe { shading_rate_features_enabled(info) } && !plan.forces_one_by_one_with_interlock();
-                let block = if rates {
-                    let mut fsr = vk::PhysicalDeviceFragmentShadingRatePropertiesKHR::default();
-                    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut fsr);
-                    // SAFETY: `pd` is valid; the driver has the extension
-                    // (the application enabled it), so it knows the structure.
-                    unsafe { (inst.fns.fp_v1_1().get_physical_device_properties2)(pd, &mut p2) };
-                    let log2 = |v: u32| v.max(1).ilog2().min(2);
-                    (log2(fsr.max_fragment_size.width), log2(fsr.max_fragment_size.height))
-                } else {
-                    (0, 0)
-                };
-                // Quad locks need subgroup ballots in fragment shaders (and
-                // SPIR-V 1.3: Vulkan 1.1 for the application and the driver).
-                let effective = inst.api_version.min(facts.api_version);
-                let ballots = vk::api_version_minor(effective) >= 1 && {
-                    let mut sg = vk::PhysicalDeviceSubgroupProperties::default();
-                    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut sg);
-                    // SAFETY: `pd` is valid; a Vulkan 1.1 driver knows the structure.
-                    unsafe { (inst.fns.fp_v1_1().get_physical_device_properties2)(pd, &mut p2) };
-                    sg.supported_stages.contains(vk::ShaderStageFlags::FRAGMENT)
-                        && sg.supported_operations.contains(vk::SubgroupFeatureFlags::BALLOT)
-                };
-                let quad = ballots && !inst.settings.debug_spinlock_per_lane;
-                // The debug control keeps the quad locks' blocks, so that it
-                // differs from them only in how a quad enters.
-                let block = if ballots && !quad { ((block.0 + 1).min(3), (block.1 + 1).min(3)) } else { block };
-                if !quad {
-                    inst.log.warn(
-                        id::SPINLOCK_PER_LANE,
-                        &format!(
-                            "interlock locks are taken per lane, not per quad ({}): derivatives inside a critical section are undefined where lanes of a quad contend",
-                            if ballots { "debug_spinlock_per_lane" } else { "no subgroup ballots in fragment shaders on Vulkan 1.1" }
-                        ),
-                    );
-                }
-                let ordered = (strategy == Some(InterlockStrategy::Ordered)).then(|| {
-                    // The cells are one storage buffer bound whole: within the
-                    // driver's range and allocation size.
-                    let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
-                    let max_alloc = if vk::api_version_minor(facts.api_version) >= 1 {
-                        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut m3);
-                        // SAFETY: `pd` is valid; a Vulkan 1.1 driver knows the structure.
-                        unsafe { (inst.fns.fp_v1_1().get_physical_device_properties2)(pd, &mut p2) };
-                        m3.max_memory_allocation_size
-                    } else {
-                        u64::MAX
-                    };
-                    let asked = inst.settings.interlock_ordered_grid;
-                    let slots = inst.settings.interlock_ordered_slots;
-                    let max_bytes = u64::from(limits.max_storage_buffer_range).min(max_alloc);
-                    let grid = crate::interlock::ordered::fit_grid(asked, slots, max_bytes);
-                    if grid != asked {
-                        inst.log.warn(
-                            id::INTERLOCK_ORDERED_CELLS,
-                            &format!("ordered interlock: interlock_ordered_grid {asked} -> {grid}: {asked}x{asked} cells of {slots} keys exceed the driver's maxStorageBufferRange / maxMemoryAllocationSize ({max_bytes} bytes); pixels further apart share cells"),
-                        );
-                    }
-                    grid
-                });
-                let ordered = ordered.map(|grid| crate::interlock::ordered::Config {
-                    location: ordered_location(&limits),
-                    slots: inst.settings.interlock_ordered_slots,
-                    grid,
-                    wait: inst.settings.interlock_ordered_wait,
-                    reverse: inst.settings.debug_ordered_reverse,
-                    shading_rate: rates,
-                    demote: ordered_demote,
-                });
-                // SAFETY: `fns` is the device just created from `down` on `pd`,
-                // `set_loader_data` the loader's callback from its chain.
-                match unsafe {
-                    crate::interlock::spinlock::ReservedSet::create(
-                        &inst.fns,
-                        pd,
-                        &fns,
-                        &*down,
-                        set_loader_data,
-                        set,
-                        &inst.settings.debug_fail,
-                        block,
-                        quad,
-                        ordered,
-                    )
-                } {
-                    Ok(s) => reserved = Some(s),
-                    Err(crate::interlock::spinlock::InitError(what, e)) => {
-                        inst.log.error(
-                            id::SPINLOCK_INIT,
-                            &format!("cannot create the interlock locks ({what}: {e:?}); vkCreateDevice fails"),
-                        );
-                        // SAFETY: the device was created above, with
-                        // `p_allocator`, and the application has not seen it;
-                        // `ReservedSet::create` destroyed the lock objects it had
-                        // made (VUID-vkDestroyDevice-device-05137).
-                        unsafe {
-                            let _ = fns.device_wait_idle();
-                            (fns.fp_v1_0().destroy_device)(handle, p_allocator);
-                        }
-                        // Out of memory is an error vkCreateDevice may return as it is; anything else is a
-                        // failed initialization.
-                        return match e {
-                            vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => e,
-                            _ => vk::Result::ERROR_INITIALIZATION_FAILED,
-                        };
-                    }
-                }
-            }
-            let next_create_shaders =
-                next_device_command!(next_gdpa, handle, c"vkCreateShadersEXT" as vk::PFN_vkCreateShadersEXT);
-            // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter:
-            // `enabledExtensionCount` null-terminated UTF-8 strings.
-            let names = unsafe { ffi::slice(info.pp_enabled_extension_names, info.enabled_extension_count) };
-            let fsr_enabled = names.iter().any(|n| {
-                // SAFETY: as above.
-                unsafe { CStr::from_ptr(*n) }.to_bytes() == crate::plan::SHADING_RATE_EXTENSION.as_bytes()
-            });
-            let next_set_fragment_shading_rate = next_device_command!(
-                next_gdpa,
-                handle,
-                c"vkCmdSetFragmentShadingRateKHR" as vk::PFN_vkCmdSetFragmentShadingRateKHR
-            );
-            let shading_rate = (fsr_enabled && plan.forces_one_by_one_with_interlock())
-                .then(crate::shading_rate::ForceOneByOne::default);
-            // Shaders need the layer only where the application enabled interlock.
-            let interlock = stripped.map(|s| s.interlock).filter(|i| i.extension_enabled).map(|i| {
-                // llvmpipe drops a tile's earlier commands under an opaque full-tile triangle, memory writes
-                // and all (overlap_shaders::opaque): interlock shaders must never look opaque to it.
-                let never_opaque = match inst.settings.interlock_never_opaque {
-                    "on" => true,
-                    "off" => false,
-                    _ => facts.is_llvmpipe(),
-                };
-                crate::interlock::DeviceInterlock { never_opaque, ..i }
-            });
-            if interlock.as_ref().is_some_and(|i| i.strategy == InterlockStrategy::Serialized) && !facts.is_llvmpipe() {
-                inst.log.warn(
-                    id::INTERLOCK_SERIALIZED_INEXACT,
-                    &format!("interlock_strategy=serialized on {}: exact only where the rasterizer shades overlapping fragments in primitive order (llvmpipe)", facts.device_name),
-                );
-            }
-            // Loaded through the next layer's GDPA: the loader's own
-            // vkGetDeviceProcAddr cannot be called inside vkCreateDevice.
-            let shader_object = next_create_shaders.map(|_| {
-                // SAFETY: `next_gdpa` is the next layer's vkGetDeviceProcAddr
-                // and `handle` was created through it; ash asks with
-                // null-terminated names and casts each pointer to the type of
-                // the command it asked for.
-                ash::ext::shader_object::DeviceFn::load(|name| {
-                    unsafe { next_gdpa(handle, name.as_ptr()) }
-                        .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
-                })
-            });
-            // Uniform propagation measured slower on llvmpipe (docs/BENCHMARKS.md).
-            let uniforms = match inst.settings.varyings_uniforms {
-                "on" => true,
-                "off" => false,
-                _ => !facts.is_llvmpipe(),
+            let enabled = crate::interlock::enabled(&c, interlock.as_ref());
+            // SAFETY: `handle` was just created through `next_gdpa` on `pd`.
+            let core = unsafe { DeviceCore::new(&c, handle, next_gdpa, enabled.is_some()) };
+            // SAFETY: the device was just created from `down` on `pd`, `set_loader_data` the loader's callback
+            // from its chain; `info` is valid (as above).
+            let reserved = match unsafe {
+                ReservedSet::for_device(&c, interlock.as_ref(), info, &core.fns, down, set_loader_data)
+            } {
+                Ok(r) => r,
+                // SAFETY: the device was created above, with `p_allocator`, and the application has not seen it.
+                Err(e) => return unsafe { reserved_set_failed(&inst.log, &core, p_allocator, e) },
             };
-            let varyings =
-                plan.varyings_level().map(|l| crate::link::Linker::new(l, uniforms, inst.settings.link_cache));
             let mut data = DeviceData {
-                core: DeviceCore {
-                    interlock_rewrite: interlock.is_some(),
-                    handle,
-                    physical_device: pd,
-                    debug_panic: inst.settings.debug_panic.clone(),
-                    instance: inst,
-                    next_gdpa,
-                    fns,
-                    facts,
-                    plan,
-                    shader_object,
-                    next_create_shaders,
-                    next_set_fragment_shading_rate,
-                    next_begin_transform_feedback: next_device_command!(
-                        next_gdpa,
-                        handle,
-                        c"vkCmdBeginTransformFeedbackEXT" as vk::PFN_vkCmdBeginTransformFeedbackEXT
-                    ),
-                    next_queue_present: next_device_command!(
-                        next_gdpa,
-                        handle,
-                        c"vkQueuePresentKHR" as vk::PFN_vkQueuePresentKHR
-                    ),
-                    // SAFETY: the next layer's vkGetDeviceProcAddr for the device created through it, with
-                    // null-terminated names (VUID-vkGetDeviceProcAddr-pName-parameter); ash casts each pointer to
-                    // its command's type.
-                    state: crate::device::StateFns::load(|name| unsafe {
-                        next_gdpa(handle, name.as_ptr()).map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
-                    }),
-                },
-                interlock,
+                core,
+                interlock: enabled,
                 reserved,
-                shading_rate,
-                varyings,
+                // SAFETY: `info` is valid (as above).
+                shading_rate: unsafe { crate::shading_rate::ForceOneByOne::for_device(&plan, info) },
+                varyings: crate::link::Linker::for_device(&c),
                 fdm: None,
             };
-            if let (Some(mode), Some(s)) = (data.plan.fdm_mode(), fdm_stripped.as_ref().filter(|s| s.enabled)) {
-                // What the density-map hooks call: the layer's other hooks for
-                // this device where it has them, else the next layer.
-                // SAFETY: each name resolves to a pointer of its command's type
-                // or null, as `load_with` requires: the layer's entry point of
-                // that command's row (declared with its PFN type in the
-                // dispatch table), else the next layer's command.
-                let below = unsafe {
-                    ash::Device::load_with(
-                        |name| match dispatch::below_fdm(&data, name.to_bytes()) {
-                            Some(hook) => hook as *const std::ffi::c_void,
-                            None => ffi::resolve_command(name, |n| next_gdpa(handle, n)),
-                        },
-                        handle,
-                    )
+            if let (Some(mode), Some(s)) = (plan.fdm_mode(), fdm.as_ref().filter(|s| s.enabled)) {
+                // What the density-map hooks call: the layer's entry point of the command's row where another
+                // capability intercepts it on this device (declared with its PFN type in the dispatch table),
+                // else the next layer's command.
+                // SAFETY: `next_gdpa` is the next layer's vkGetDeviceProcAddr and `handle` was created through it.
+                let below = |name: &CStr| match dispatch::below_fdm(&data, name.to_bytes()) {
+                    Some(hook) => hook as *const std::ffi::c_void,
+                    None => unsafe { ffi::resolve_command(name, |n| next_gdpa(handle, n)) },
                 };
-                // SAFETY: the device was just created from `s.info`'s original,
-                // and `below` loads its commands (Fdm::new's contract).
-                let mut fdm = unsafe {
-                    crate::fdm::Fdm::new(
-                        mode,
-                        below,
-                        &data.instance.fns,
-                        pd,
-                        &s.info,
-                        set_loader_data,
-                        data.instance.settings.fdm_overlay,
-                    )
-                };
-                // SAFETY: as for `below`: each name resolves to a pointer of its command's type (the layer's entry
-                // point of its row, else the next layer's), all present where the next layer has vkCreateShadersEXT.
-                fdm.below_shader_object = data.next_create_shaders.map(|_| {
-                    ash::ext::shader_object::DeviceFn::load(|name| match dispatch::below_fdm(&data, name.to_bytes()) {
-                        Some(hook) => hook as *const std::ffi::c_void,
-                        None => unsafe { ffi::resolve_command(name, |n| next_gdpa(handle, n)) },
-                    })
-                });
-                fdm.misreplay = data.instance.settings.debug_fdm_misreplay;
-                let without = data.instance.settings.debug_fdm_without.clone().unwrap_or_default();
-                let without: Vec<&str> = without.split(',').map(str::trim).collect();
-                fdm.one_area_per_pass = without.contains(&"per_view_areas");
-                fdm.without_offsets = without.contains(&"offsets");
-                fdm.without_edge_fragments = without.contains(&"edge_fragments");
-                fdm.without_per_layer = without.contains(&"per_layer");
-                fdm.texel_limits = crate::fdm::texel_limits(&data.instance.log, &data.plan);
-                fdm.without_msaa = without.contains(&"msaa");
-                fdm.without_library_variants = without.contains(&"library_variants");
-                fdm.without_shader_object_variants = without.contains(&"shader_object_variants");
-                fdm.scratch.get_mut().shared = without.contains(&"scratch_per_command_buffer");
-                fdm.without_dynamic_state = without.contains(&"dynamic_state");
-                fdm.without_gpu_plan = without.contains(&"gpu_plan");
-                fdm.without_compute_restore = without.contains(&"compute_restore");
-                fdm.without_gpu_plan_by_draw = without.contains(&"gpu_plan_by_draw");
-                fdm.without_app_conditional = without.contains(&"app_conditional");
-                // SAFETY: as for `below`: the layer enabled the extension on this device (`s.gpu_plan`), so the next
-                // layer resolves its commands; each pointer is of its command's type.
-                // SAFETY: each name resolves to the next layer's command of that name (or null), as `load_with`
-                // requires.
-                fdm.raw = s.gpu_plan.then(|| unsafe {
-                    ash::Device::load_with(|name| ffi::resolve_command(name, |n| next_gdpa(handle, n)), handle)
-                });
-                fdm.conditional = s.gpu_plan.then(|| {
-                    ash::ext::conditional_rendering::DeviceFn::load(|name| {
-                        unsafe { next_gdpa(handle, name.as_ptr()) }
-                            .map_or(std::ptr::null(), |f| f as *const std::ffi::c_void)
-                    })
-                });
-                fdm.flush = s.flush.then(crate::fdm::multiview_flush::Flush::new);
-                fdm.multi_draw = data.core.state.multi_draw.clone();
-                data.fdm = Some(fdm);
+                // SAFETY: the device was just created from `s.info`'s original, with `set_loader_data` from its
+                // chain; `below` resolves each name to a pointer of its command's type or null.
+                let f = unsafe { crate::fdm::Fdm::for_device(&data.core, mode, s, set_loader_data, &below) };
+                data.fdm = Some(f);
             }
             let driver =
                 if data.facts.driver_name.is_empty() { "driver name not reported" } else { &data.facts.driver_name };
@@ -1073,6 +702,54 @@ unsafe extern "system" fn create_device(
         },
         || vk::Result::ERROR_INITIALIZATION_FAILED,
     )
+}
+
+/// An architecture's profile refuses what the application asks for (a
+/// feature the architecture lacks): what `vkCreateDevice` returns, logged.
+///
+/// # Safety
+/// `info` is a valid `VkDeviceCreateInfo`.
+unsafe fn refused_by_profile(c: &crate::device::Creation, info: &vk::DeviceCreateInfo) -> Option<vk::Result> {
+    c.plan.profile.as_ref()?;
+    // Ask only for structures of extensions the chain below knows.
+    let mut available = crate::architecture::Available::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default();
+    if c.facts.has_extension(crate::plan::SHADING_RATE_EXTENSION) {
+        f2 = f2.push_next(&mut available.shading_rate);
+    }
+    if c.facts.has_extension("VK_EXT_fragment_shader_interlock") || c.plan.interlock_strategy().is_some() {
+        f2 = f2.push_next(&mut available.interlock);
+    }
+    (c.features2)(&mut f2);
+    // SAFETY: the caller's guarantee.
+    let (r, why) = unsafe { crate::architecture::refuse(c.plan, info, &available) }?;
+    c.inst.log.warn(id::FEATURE_NOT_PRESENT, &format!("vkCreateDevice: {why}"));
+    Some(r)
+}
+
+/// The reserved set of the locked interlock strategies cannot be made:
+/// logged, the device destroyed, and what `vkCreateDevice` returns (out of
+/// memory as it is, anything else a failed initialization).
+///
+/// # Safety
+/// `core.handle` was created with `p_allocator` and the application has
+/// not seen it; `ReservedSet::create` destroyed the objects it had made.
+unsafe fn reserved_set_failed(
+    log: &Logger,
+    core: &DeviceCore,
+    p_allocator: *const vk::AllocationCallbacks,
+    e: crate::interlock::spinlock::InitError,
+) -> vk::Result {
+    log.error(id::SPINLOCK_INIT, &format!("cannot create the interlock locks ({e}); vkCreateDevice fails"));
+    // SAFETY: the caller's guarantee (VUID-vkDestroyDevice-device-05137: nothing of the device's remains).
+    unsafe {
+        let _ = core.fns.device_wait_idle();
+        (core.fns.fp_v1_0().destroy_device)(core.handle, p_allocator);
+    }
+    match e.1 {
+        vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => e.1,
+        _ => vk::Result::ERROR_INITIALIZATION_FAILED,
+    }
 }
 
 /// Fills the emulated features after the driver filled the rest of the chain.
@@ -1262,27 +939,6 @@ unsafe extern "system" fn destroy_debug_utils_messenger(
     )
 }
 
-/// Whether the application enabled a fragment shading rate (pipeline,
-/// primitive or attachment rates).
-///
-/// # Safety
-/// `info` is a valid `VkDeviceCreateInfo`.
-unsafe fn shading_rate_features_enabled(info: &vk::DeviceCreateInfo) -> bool {
-    // SAFETY: the caller's guarantee (VUID-VkDeviceCreateInfo-pNext-pNext).
-    unsafe { pnext::find::<vk::PhysicalDeviceFragmentShadingRateFeaturesKHR>(info.p_next) }.is_some_and(|f| {
-        f.pipeline_fragment_shading_rate == vk::TRUE
-            || f.primitive_fragment_shading_rate == vk::TRUE
-            || f.attachment_fragment_shading_rate == vk::TRUE
-    })
-}
-
-/// The location the ordered strategy passes the instance index at: the last
-/// the driver has in both the vertex outputs and the fragment inputs
-/// (`adjust_limits` reports the varying limits below it).
-fn ordered_location(driver: &vk::PhysicalDeviceLimits) -> u32 {
-    (driver.max_vertex_output_components.min(driver.max_fragment_input_components) / 4).saturating_sub(1)
-}
-
 /// The architecture profile's properties and identity.
 ///
 /// # Safety
@@ -1344,7 +1000,7 @@ fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) 
         take("maxDescriptorSetStorageBuffers", &mut limits.max_descriptor_set_storage_buffers, 2, set);
         take("maxPerStageDescriptorUniformBuffers", &mut limits.max_per_stage_descriptor_uniform_buffers, 1, set);
         take("maxDescriptorSetUniformBuffers", &mut limits.max_descriptor_set_uniform_buffers, 1, set);
-        let kept = 4 * ordered_location(limits);
+        let kept = 4 * crate::interlock::ordered::location(limits);
         let why = "the last location carries the instance index for ordered interlock";
         let v = limits.max_vertex_output_components;
         take("maxVertexOutputComponents", &mut limits.max_vertex_output_components, v.saturating_sub(kept), why);

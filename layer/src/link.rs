@@ -94,6 +94,18 @@ impl Linker {
     /// The linker of a device; `link_cache`: whether linked chains are kept
     /// on disk (read ahead from the first lookup on: a device that links
     /// nothing reads nothing).
+    /// The linker of a new device, where the plan links varyings: uniform
+    /// propagation as `varyings_uniforms` asks (`auto`: everywhere but on
+    /// llvmpipe, where it measured slower, docs/BENCHMARKS.md).
+    pub fn for_device(c: &crate::device::Creation) -> Option<Linker> {
+        let uniforms = match c.inst.settings.varyings_uniforms {
+            "on" => true,
+            "off" => false,
+            _ => !c.facts.is_llvmpipe(),
+        };
+        c.plan.varyings_level().map(|l| Linker::new(l, uniforms, c.inst.settings.link_cache))
+    }
+
     pub fn new(level: Level, uniforms: bool, link_cache: bool) -> Linker {
         let disk = link_cache
             .then(|| crate::disk_cache::default_dir("linked"))
@@ -304,16 +316,10 @@ fn link_chain(dev: &DeviceCore, level: Level, env: &LinkEnv, codes: &[Arc<Vec<u3
     let words: Vec<Vec<u32>> = modules.iter().map(overlap_shaders::assemble).collect();
     let link_us = started.elapsed().as_micros();
     let validating = std::time::Instant::now();
-    if dev.settings().validate_shaders {
-        let target = crate::spirv::target_env(dev);
-        for w in &words {
-            if let Err(e @ overlap_shaders::Error::Invalid(_)) = overlap_shaders::validate(w, target) {
-                log.error(
-                    id::SHADER_INVALID_OUTPUT,
-                    &format!("the linked stages fail validation ({e}); the originals are used"),
-                );
-                return Linking::Failed;
-            }
+    // The one gate of every module the layer rewrites (dumped, validated).
+    for (code, w) in codes.iter().zip(&words) {
+        if !crate::spirv::checked_output(dev, "the varying linker's output", code, w) {
+            return Linking::Failed;
         }
     }
     let summary = chain_summary(&reports);
@@ -689,7 +695,15 @@ fn outcome_of(
                 }
             });
             let (fresh, source) = match decoded {
-                Some(o) => (o, Source::Disk { read_us: reading.elapsed().as_micros() }),
+                Some(o) => {
+                    // Validated when it was linked; dumped again where this process asks for dumps.
+                    if let Some(linked) = &o {
+                        for (code, w) in codes.iter().zip(&linked.stages) {
+                            crate::spirv::dump(dev, code, w);
+                        }
+                    }
+                    (o, Source::Disk { read_us: reading.elapsed().as_micros() })
+                }
                 None => match link_chain(dev, v.level, &env, &codes) {
                     Linking::Failed => (None, Source::Linked { stored: false }),
                     done => {

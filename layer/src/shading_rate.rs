@@ -41,6 +41,22 @@ pub struct ForceOneByOne {
 }
 
 impl ForceOneByOne {
+    /// Where the architecture forces a 1x1 rate with interlock and the
+    /// application enabled `VK_KHR_fragment_shading_rate`.
+    ///
+    /// # Safety
+    /// `info` is a valid `VkDeviceCreateInfo`.
+    pub unsafe fn for_device(plan: &crate::plan::Plan, info: &vk::DeviceCreateInfo) -> Option<ForceOneByOne> {
+        // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter: `enabledExtensionCount`
+        // null-terminated UTF-8 strings (the caller's guarantee).
+        let names = unsafe { crate::ffi::slice(info.pp_enabled_extension_names, info.enabled_extension_count) };
+        // SAFETY: as above.
+        let enabled = names.iter().any(|n| {
+            unsafe { std::ffi::CStr::from_ptr(*n) }.to_bytes() == crate::plan::SHADING_RATE_EXTENSION.as_bytes()
+        });
+        (enabled && plan.forces_one_by_one_with_interlock()).then(ForceOneByOne::default)
+    }
+
     pub fn note_module(&self, module: vk::ShaderModule, code: &[u32]) {
         if overlap_shaders::interlock::uses_interlock(code) {
             self.modules.lock().insert(module);

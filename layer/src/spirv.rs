@@ -42,7 +42,8 @@ fn fnv(words: &[u32]) -> u64 {
     words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| (h ^ *w as u64).wrapping_mul(0x100_0000_01b3))
 }
 
-fn dump(dev: &DeviceCore, input: &[u32], output: &[u32]) {
+/// Writes `input` and `output` to `dump_shaders`, where set.
+pub(crate) fn dump(dev: &DeviceCore, input: &[u32], output: &[u32]) {
     let Some(dir) = &dev.settings().dump_shaders else {
         return;
     };

@@ -339,7 +339,7 @@ state_hooks! {
 /// the next layer's command, `cb` being its recording command buffer held by
 /// the caller.
 unsafe fn record_state(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, key: (u32, u32), call: StateCall) {
-    if f.without_dynamic_state {
+    if f.controls.without_dynamic_state {
         (call.0)(&f.below, cb);
         return;
     }

@@ -572,7 +572,7 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
 /// `cb` is a recording command buffer of `f`'s device, held by the caller.
 unsafe fn emit_viewports(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
     let mut v: Vec<vk::Viewport> = st.viewports.iter().map_while(|v| *v).map(|v| t.viewport(&v)).collect();
-    if f.misreplay && t.area != (1, 1) {
+    if f.controls.misreplay && t.area != (1, 1) {
         // `debug_fdm_misreplay`: one fragment off, on purpose.
         for v in &mut v {
             v.x += 1.0;

@@ -537,7 +537,7 @@ pub(super) fn unsupported(
     for a in atts.iter().flatten() {
         let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
         let ms = a.samples != vk::SampleCountFlags::TYPE_1;
-        if ms && (a.load || a.store) && f.without_msaa {
+        if ms && (a.load || a.store) && f.controls.without_msaa {
             return Some("its density map is dynamic or deferred and a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
         }
         if a.store_stencil {
@@ -594,7 +594,7 @@ pub(super) unsafe fn replay_gpu(
     let started = std::time::Instant::now();
     let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     // The layers of a per-layer pass are planned as views (the replays still begin the pass as the application did).
-    let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.without_per_layer);
+    let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.controls.without_per_layer);
     let map_layout = super::layout(map_layout);
     if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers) {
         return Err(why);
@@ -615,7 +615,7 @@ pub(super) unsafe fn replay_gpu(
         .map(|i| {
             let rendered = view_mask == 0 || view_mask & (1 << i) != 0;
             let layer = if map_layers > 1 { i.min(map_layers - 1) } else { 0 };
-            let o = if f.without_offsets { None } else { pass.offsets.get(layer as usize) };
+            let o = if f.controls.without_offsets { None } else { pass.offsets.get(layer as usize) };
             (rendered, layer, o.map_or((0, 0), |o| (o.x, o.y)))
         })
         .collect();
@@ -626,7 +626,7 @@ pub(super) unsafe fn replay_gpu(
     let (texel, cap) = f.texel_grid(extent, (mw, mh));
     let restored = pass.state.commands().count() + 2;
     let grid = grid_for(pass.cmds.len() + restored);
-    let regions = regions(render_area, texel, shift, cap, grid, !f.without_edge_fragments);
+    let regions = regions(render_area, texel, shift, cap, grid, !f.controls.without_edge_fragments);
     if regions.is_empty() {
         return Err("an empty render area".into());
     }
@@ -679,7 +679,7 @@ pub(super) unsafe fn replay_gpu(
     let nreg = regions.len();
     let per_region = nreg * (restored + pass.cmds.len() + 2);
     let per_draw = restored + pass.cmds.len() + runs.iter().map(|k| nreg * (k + 3) + 1).sum::<usize>();
-    let by_draw = per_draw < per_region && !f.without_gpu_plan_by_draw;
+    let by_draw = per_draw < per_region && !f.controls.without_gpu_plan_by_draw;
     let stored: Vec<usize> =
         atts.iter().enumerate().filter(|(_, a)| a.as_ref().is_some_and(|a| a.store)).map(|(i, _)| i).collect();
     // Region bounds for the upscale: column x starts then the end, row y starts then the end.
@@ -916,7 +916,7 @@ pub(super) unsafe fn replay_gpu(
         barrier(f, cb, &[]);
         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, plan_pipeline);
         d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, plan_layout, 0, &[plan_set], &[]);
-        let flags = f.one_area_per_pass as u32;
+        let flags = f.controls.one_area_per_pass as u32;
         let pc: Vec<u8> = [mw, mh, nr, choices, table, views_at, view_count, flags, texel.0, texel.1]
             .iter()
             .flat_map(|w| w.to_le_bytes())
@@ -925,7 +925,7 @@ pub(super) unsafe fn replay_gpu(
         d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
         // The application's compute pipeline and sets as it left them (its push constants go back with the
         // graphics state at the end of the pass).
-        if !f.without_compute_restore {
+        if !f.controls.without_compute_restore {
             restore_compute(f, cb, &pass.state);
         }
         barrier(f, cb, &[]);

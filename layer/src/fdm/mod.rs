@@ -429,38 +429,13 @@ pub struct Fdm {
     /// Pipeline-statistics pools counting fragment-shader invocations alone:
     /// their queries may stay active across a binned pass.
     pub replay_counting_pools: Mutex<std::collections::HashSet<vk::QueryPool>>,
-    /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one
-    /// fragment (a deliberately wrong replay, for the tests' controls).
-    pub misreplay: bool,
-    /// `debug_fdm_without=per_view_areas`: a multiview pass gives every view
-    /// the smallest area any view asks for (part 1's rule; a control).
-    pub one_area_per_pass: bool,
-    /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
-    pub without_offsets: bool,
     /// The texel size limits the device reports (`MIN_TEXEL`/`MAX_TEXEL`,
     /// or the architecture profile's): the binning's.
     pub texel_limits: ((u32, u32), (u32, u32)),
-    /// `debug_fdm_without=per_layer`: a per-layer pass's layers all read
-    /// map layer 0 (a control).
-    pub without_per_layer: bool,
-    /// `debug_fdm_without=edge_fragments`: a bin or region that ends the
-    /// render area may end inside a fragment (a control).
-    pub without_edge_fragments: bool,
-    /// `debug_fdm_without=library_variants`: a link of graphics pipeline
-    /// libraries gets no per-area variants (part 1's behaviour; a control).
-    pub without_library_variants: bool,
-    /// `debug_fdm_without=shader_object_variants`: shader objects get no
-    /// per-area variants; the application's object is replayed at every
-    /// area (a control).
-    pub without_shader_object_variants: bool,
-    /// `debug_fdm_without=msaa`: a multisampled attachment that loads or
-    /// stores renders its pass at 1x1 (part 1's fallback; a control).
-    pub without_msaa: bool,
-    /// `debug_fdm_without=dynamic_state`: dynamic state beyond Vulkan 1.3 goes
-    /// down at once instead of being captured (part 1's behaviour; a control).
-    pub without_dynamic_state: bool,
     /// `fdm_overlay`: tint each bin by its area.
     pub overlay: bool,
+    /// The tests' controls (`debug_fdm_misreplay`, `debug_fdm_without`).
+    pub controls: Controls,
     /// The driver's `VK_EXT_conditional_rendering`, enabled by the layer:
     /// passes with a dynamic or deferred map are planned on the GPU
     /// ([`gpu_plan`]); `None`: they render at 1x1.
@@ -471,21 +446,6 @@ pub struct Fdm {
     /// hooks: the GPU plan's objects are made and destroyed through it (the
     /// layer's hooks must not see them, and are gone at vkDestroyDevice).
     pub raw: Option<ash::Device>,
-    /// `debug_fdm_without=gpu_plan`: a dynamic or deferred map is read on the
-    /// host when the pass is recorded, as a static one (stale where the GPU
-    /// writes it later; a control).
-    pub without_gpu_plan: bool,
-    /// `debug_fdm_without=compute_restore`: the application's compute
-    /// pipeline and sets are not bound again after the GPU plan's dispatch
-    /// (a control).
-    pub without_compute_restore: bool,
-    /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
-    /// whole pass per region and area (the other form, for the tests).
-    pub without_gpu_plan_by_draw: bool,
-    /// `debug_fdm_without=app_conditional`: the GPU plan ignores the
-    /// application's conditional rendering around a pass (and nests its own
-    /// in it, which the spec forbids: a control).
-    pub without_app_conditional: bool,
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     pub flush: Option<multiview_flush::Flush>,
@@ -507,6 +467,144 @@ pub struct Fdm {
     /// input attachments read scratch views.
     pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<descriptors::LayoutInfo>>>,
     pub sets: Mutex<HashMap<vk::DescriptorSet, descriptors::SetInfo>>,
+}
+
+/// The tests' controls of the density map: deliberately wrong or older
+/// behaviours that show a check firing (`debug_fdm_misreplay`, and
+/// `debug_fdm_without`, a comma-separated list of the names below without
+/// `without_`; `per_view_areas` for `one_area_per_pass`). All off in use.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Controls {
+    /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one
+    /// fragment (a deliberately wrong replay, for the tests' controls).
+    pub misreplay: bool,
+    /// `debug_fdm_without=per_view_areas`: a multiview pass gives every view
+    /// the smallest area any view asks for (part 1's rule; a control).
+    pub one_area_per_pass: bool,
+    /// `debug_fdm_without=offsets`: density offsets are ignored (a control).
+    pub without_offsets: bool,
+    /// `debug_fdm_without=per_layer`: a per-layer pass's layers all read
+    /// map layer 0 (a control).
+    pub without_per_layer: bool,
+    /// `debug_fdm_without=edge_fragments`: a bin or region that ends the
+    /// render area may end inside a fragment (a control).
+    pub without_edge_fragments: bool,
+    /// `debug_fdm_without=library_variants`: a link of graphics pipeline
+    /// libraries gets no per-area variants (part 1's behaviour; a control).
+    pub without_library_variants: bool,
+    /// `debug_fdm_without=shader_object_variants`: shader objects get no
+    /// per-area variants; the application's object is replayed at every
+    /// area (a control).
+    pub without_shader_object_variants: bool,
+    /// `debug_fdm_without=msaa`: a multisampled attachment that loads or
+    /// stores renders its pass at 1x1 (part 1's fallback; a control).
+    pub without_msaa: bool,
+    /// `debug_fdm_without=dynamic_state`: dynamic state beyond Vulkan 1.3 goes
+    /// down at once instead of being captured (part 1's behaviour; a control).
+    pub without_dynamic_state: bool,
+    /// `debug_fdm_without=gpu_plan`: a dynamic or deferred map is read on the
+    /// host when the pass is recorded, as a static one (stale where the GPU
+    /// writes it later; a control).
+    pub without_gpu_plan: bool,
+    /// `debug_fdm_without=compute_restore`: the application's compute
+    /// pipeline and sets are not bound again after the GPU plan's dispatch
+    /// (a control).
+    pub without_compute_restore: bool,
+    /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
+    /// whole pass per region and area (the other form, for the tests).
+    pub without_gpu_plan_by_draw: bool,
+    /// `debug_fdm_without=app_conditional`: the GPU plan ignores the
+    /// application's conditional rendering around a pass (and nests its own
+    /// in it, which the spec forbids: a control).
+    pub without_app_conditional: bool,
+}
+
+impl Controls {
+    /// The controls the settings ask for.
+    pub fn from_settings(settings: &crate::settings::Settings) -> Controls {
+        let without = settings.debug_fdm_without.as_deref().unwrap_or_default();
+        let without: Vec<&str> = without.split(',').map(str::trim).collect();
+        let has = |name: &str| without.contains(&name);
+        Controls {
+            misreplay: settings.debug_fdm_misreplay,
+            one_area_per_pass: has("per_view_areas"),
+            without_offsets: has("offsets"),
+            without_per_layer: has("per_layer"),
+            without_edge_fragments: has("edge_fragments"),
+            without_library_variants: has("library_variants"),
+            without_shader_object_variants: has("shader_object_variants"),
+            without_msaa: has("msaa"),
+            without_dynamic_state: has("dynamic_state"),
+            without_gpu_plan: has("gpu_plan"),
+            without_compute_restore: has("compute_restore"),
+            without_gpu_plan_by_draw: has("gpu_plan_by_draw"),
+            without_app_conditional: has("app_conditional"),
+        }
+    }
+
+    /// `debug_fdm_without=scratch_per_command_buffer`: scratch targets are
+    /// not shared between command buffers (a control).
+    pub fn scratch_per_command_buffer(settings: &crate::settings::Settings) -> bool {
+        settings
+            .debug_fdm_without
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .any(|w| w.trim() == "scratch_per_command_buffer")
+    }
+}
+
+/// The density map's part of `vkCreateDevice` before the call down, on
+/// `down` (the application's create info, or interlock's copy of it): the
+/// driver's conditional rendering for the GPU plan of dynamic and deferred
+/// maps, and the multiview flush where the setting asks for it (`auto`:
+/// llvmpipe) and the driver has multi-draw and draw parameters — not beside
+/// the locked interlock strategies (`locked`), whose draw hooks its
+/// multi-draws would pass by. `Ok(None)`: no density map, or a create info
+/// that goes down unchanged (logged); `Err` is what `vkCreateDevice` returns.
+///
+/// # Safety
+/// `down` must be a valid `VkDeviceCreateInfo`.
+pub unsafe fn prepare<'a>(
+    c: &crate::device::Creation,
+    down: &vk::DeviceCreateInfo<'a>,
+    locked: bool,
+) -> Result<Option<StrippedFdm<'a>>, vk::Result> {
+    let Some(mode) = c.plan.fdm_mode() else { return Ok(None) };
+    // The extension needs Vulkan 1.1 (or VK_KHR_get_physical_device_properties2): only where the application's
+    // effective version is 1.1 or later (its instance may then query the feature).
+    let v11 = vk::api_version_minor(c.effective_version()) >= 1;
+    let conditional = mode == Mode::Binned && v11 && {
+        // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
+        let listed = unsafe { c.inst.fns.enumerate_device_extension_properties(c.pd) }.unwrap_or_default();
+        listed.iter().any(|e| e.extension_name_as_c_str() == Ok(CONDITIONAL_RENDERING)) && {
+            let mut cr = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default();
+            // The driver lists the extension, so it knows the structure.
+            (c.features2)(&mut vk::PhysicalDeviceFeatures2::default().push_next(&mut cr));
+            cr.conditional_rendering == vk::TRUE
+        }
+    };
+    let flush = mode == Mode::Binned
+        && match c.inst.settings.fdm_multiview_flush {
+            "on" => true,
+            "off" => false,
+            _ => c.facts.is_llvmpipe(),
+        }
+        && !locked
+        && v11
+        && c.facts.has_extension("VK_EXT_multi_draw")
+        && {
+            let mut m = vk::PhysicalDeviceMultiDrawFeaturesEXT::default();
+            let mut p = vk::PhysicalDeviceShaderDrawParametersFeatures::default();
+            // The driver lists the extension (it knows the structure), and Vulkan 1.1 has draw parameters.
+            (c.features2)(&mut vk::PhysicalDeviceFeatures2::default().push_next(&mut m).push_next(&mut p));
+            m.multi_draw == vk::TRUE && p.shader_draw_parameters == vk::TRUE
+        };
+    // SAFETY: the caller's guarantee.
+    match unsafe { strip(down, conditional, flush) } {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => e.outcome(&c.inst.log, "the density map").map(|()| None),
+    }
 }
 
 /// What `vkCreateDevice` strips for the layer.
@@ -717,23 +815,11 @@ impl Fdm {
             lost: Default::default(),
             set_loader_data,
             overlay,
+            controls: Controls::default(),
             conditional: None,
             gpu_plan: Default::default(),
             raw: None,
-            without_gpu_plan: false,
-            without_compute_restore: false,
-            without_gpu_plan_by_draw: false,
-            without_app_conditional: false,
-            misreplay: false,
-            one_area_per_pass: false,
-            without_offsets: false,
-            without_edge_fragments: false,
-            without_per_layer: false,
             texel_limits: ((MIN_TEXEL, MIN_TEXEL), (MAX_TEXEL, MAX_TEXEL)),
-            without_msaa: false,
-            without_library_variants: false,
-            without_shader_object_variants: false,
-            without_dynamic_state: false,
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
             flush: None,
@@ -743,6 +829,55 @@ impl Fdm {
             set_layouts: Default::default(),
             sets: Default::default(),
         }
+    }
+
+    /// The density map of a device just created from `s` (its
+    /// `vkCreateDevice` step before the call down: [`prepare`]): `below`
+    /// resolves a command to what the density-map hooks call — the layer's
+    /// other hooks for this device where it has them, else the next layer;
+    /// the GPU plan's objects go through the next layer alone.
+    ///
+    /// # Safety
+    /// `core.handle` was just created from `s.info`'s original on
+    /// `core.physical_device`, with `set_loader_data` from its chain; `below`
+    /// returns, for each name, a pointer of that command's type or null.
+    pub unsafe fn for_device(
+        core: &DeviceCore,
+        mode: Mode,
+        s: &StrippedFdm,
+        set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+        below: &dyn Fn(&std::ffi::CStr) -> *const std::ffi::c_void,
+    ) -> Fdm {
+        let (handle, next_gdpa, settings) = (core.handle, core.next_gdpa, &core.instance.settings);
+        // SAFETY: `below` resolves each name as `load_with` requires (the caller's guarantee).
+        let below_fns = unsafe { ash::Device::load_with(below, handle) };
+        // SAFETY: the device was just created from `s.info`'s original on `core.physical_device` (the caller's
+        // guarantee), and `below_fns` loads its commands (`new`'s contract).
+        let mut fdm = unsafe {
+            Fdm::new(
+                mode,
+                below_fns,
+                &core.instance.fns,
+                core.physical_device,
+                &s.info,
+                set_loader_data,
+                settings.fdm_overlay,
+            )
+        };
+        fdm.below_shader_object = core.next_create_shaders.map(|_| ash::ext::shader_object::DeviceFn::load(below));
+        fdm.controls = Controls::from_settings(settings);
+        fdm.scratch.get_mut().shared = Controls::scratch_per_command_buffer(settings);
+        fdm.texel_limits = texel_limits(&core.instance.log, &core.plan);
+        // The next layer's own commands: the layer enabled conditional rendering on this device (`s.gpu_plan`),
+        // so the next layer resolves its commands.
+        // SAFETY: `next_gdpa` is the next layer's vkGetDeviceProcAddr and `handle` was created through it: each
+        // name resolves to its command (of that command's type) or null, as `load_with` requires.
+        let next = |name: &std::ffi::CStr| unsafe { crate::ffi::resolve_command(name, |n| next_gdpa(handle, n)) };
+        fdm.raw = s.gpu_plan.then(|| unsafe { ash::Device::load_with(next, handle) });
+        fdm.conditional = s.gpu_plan.then(|| ash::ext::conditional_rendering::DeviceFn::load(next));
+        fdm.flush = s.flush.then(multiview_flush::Flush::new);
+        fdm.multi_draw = core.state.multi_draw.clone();
+        fdm
     }
 
     /// The layer's own work met `VK_ERROR_DEVICE_LOST` ([`Fdm::lost`]).
@@ -1588,7 +1723,7 @@ unsafe fn create_one(
     // A fragment-shader library with per-area variants: the link is made once
     // per variant.
     let variant_library = library_infos.iter().position(|l| l.as_ref().is_some_and(|l| l.needs_variants));
-    if let (true, Some(k), false) = (areas.is_empty(), variant_library, f.without_library_variants) {
+    if let (true, Some(k), false) = (areas.is_empty(), variant_library, f.controls.without_library_variants) {
         let lib = library_infos[k].clone().unwrap();
         // SAFETY: the caller's guarantee; `copy` is the application's info
         // with viewports and scissors made dynamic.

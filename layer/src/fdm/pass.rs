@@ -246,14 +246,14 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         // the pass renders at 1x1. `debug_fdm_without=gpu_plan` reads it
         // now all the same (stale: the control).
         match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| {
-            if f.views.lock().get(&view).is_some_and(|i| i.dynamic_or_deferred) && !f.without_gpu_plan {
+            if f.views.lock().get(&view).is_some_and(|i| i.dynamic_or_deferred) && !f.controls.without_gpu_plan {
                 if f.conditional.is_none() {
                     return Err("its density map view is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, or it is a Vulkan 1.0 application): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
                 }
                 if s.secondary {
                     return Err("its density map view is dynamic or deferred and it is recorded in a secondary command buffer (the GPU plan's upscale begins render passes, which a secondary may not): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
                 }
-                if s.app_conditional && !f.without_app_conditional {
+                if s.app_conditional && !f.controls.without_app_conditional {
                     return Err("its density map view is dynamic or deferred and the application's conditional rendering is active around it (the GPU plan's may not nest in it): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
                 }
                 return Ok(None);

@@ -93,26 +93,26 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // The views of a multiview pass (none without): each reads its layer of
     // a layered map (layer 0 of a single-layer one) with its own offset.
     // (Or the layers of a per-layer pass, planned as views.)
-    let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.without_per_layer);
+    let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.controls.without_per_layer);
     let views: Vec<u32> = (0..32).filter(|i| view_mask & (1 << i) != 0).collect();
     let planned_views: Vec<bins::View> = if views.is_empty() { vec![0] } else { views.clone() }
         .into_iter()
         .map(|v| {
             let layer = if ml > 1 { v } else { 0 };
-            let o = if f.without_offsets { None } else { pass.offsets.get(layer as usize) };
+            let o = if f.controls.without_offsets { None } else { pass.offsets.get(layer as usize) };
             bins::View { layer, offset: o.map_or((0, 0), |o| (o.x, o.y)) }
         })
         .collect();
     let map = bins::DensityMap { width: mw, height: mh, layers: ml, texels };
     let vertex_cost = 2000.0 + pass.cmds.iter().map(Cmd::vertices).sum::<f64>();
-    let one_area = f.one_area_per_pass;
+    let one_area = f.controls.one_area_per_pass;
     let replays = f.plans.get_or_plan(&m, (render_area, (texel, cap), &planned_views, vertex_cost), || {
         bins::plan(
-            &bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.without_edge_fragments),
+            &bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.controls.without_edge_fragments),
             vertex_cost,
         )
     });
-    if f.without_msaa && atts.iter().flatten().any(copied) && replays.iter().any(|r| r.area != (1, 1)) {
+    if f.controls.without_msaa && atts.iter().flatten().any(copied) && replays.iter().any(|r| r.area != (1, 1)) {
         return Err("a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
     }
     let (planned, finish) = match plan(&atts, replays, f.overlay, &|format| f.format_features(format), &views)? {
@@ -197,7 +197,8 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         pass.shadow_pools.extend(s.pools.take());
     }
     if dev.log().enabled(LogLevel::Debug) {
-        let all_bins = bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.without_edge_fragments);
+        let all_bins =
+            bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.controls.without_edge_fragments);
         let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
         let (shaded, ideal) = bins::shaded(&replays, &all_bins, planned_views.len() as u32);
         let areas: Vec<String> = replays

@@ -148,7 +148,7 @@ pub unsafe fn create_shaders(
     let mut objects: Vec<ShaderObjectInfo> =
         facts.iter().map(|fa| ShaderObjectInfo { unreplayable: fa.unreplayable, ..Default::default() }).collect();
     let wanted: Vec<usize> = (0..facts.len()).filter(|i| facts[*i].variant_source.is_some()).collect();
-    if f.mode == Mode::Binned && !f.without_shader_object_variants && !wanted.is_empty() {
+    if f.mode == Mode::Binned && !f.controls.without_shader_object_variants && !wanted.is_empty() {
         let link = vk::ShaderCreateFlagsEXT::LINK_STAGE;
         // A linked fragment stage: every linked partner is made again with
         // it (VUID-vkCreateShadersEXT-pCreateInfos-08402: in a linked call

@@ -45,6 +45,87 @@ pub struct Needs {
     pub demote: bool,
 }
 
+/// What `vkCreateDevice` keeps of interlock between stripping the create
+/// info and creating the device's resources.
+pub struct Prepared<'a> {
+    /// The strategy this device runs (the plan's, or the spinlock where the
+    /// ordered strategy lacks `geometryShader`).
+    pub strategy: InterlockStrategy,
+    /// The ordered strategy demotes discards (the driver has
+    /// `shaderDemoteToHelperInvocation`, Vulkan 1.3).
+    pub demote: bool,
+    /// The create info without the extension, or `None` where it goes down
+    /// unchanged (a structure the layer cannot copy, logged).
+    pub stripped: Option<StrippedDeviceInfo<'a>>,
+}
+
+/// Interlock's part of `vkCreateDevice` before the call down: the device's
+/// strategy, the driver features it needs, the create info stripped.
+/// `Ok(None)` where the plan emulates no interlock; `Err` is what
+/// `vkCreateDevice` returns.
+///
+/// # Safety
+/// `info` must be a valid `VkDeviceCreateInfo`.
+pub unsafe fn prepare<'a>(
+    c: &crate::device::Creation,
+    info: &vk::DeviceCreateInfo<'a>,
+) -> Result<Option<Prepared<'a>>, vk::Result> {
+    let Some(mut strategy) = c.plan.interlock_strategy() else { return Ok(None) };
+    // The ordered strategy reads PrimitiveId: without geometryShader the device gets the spinlock (logged).
+    // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
+    if strategy == InterlockStrategy::Ordered
+        && unsafe { c.inst.fns.get_physical_device_features(c.pd) }.geometry_shader != vk::TRUE
+    {
+        c.inst.log.warn(
+            crate::id::INTERLOCK_ORDER_FALLBACK,
+            "ordered interlock needs geometryShader (PrimitiveId in fragment shaders), which the driver lacks: the device gets the spinlock (mutual exclusion, not primitive order)",
+        );
+        strategy = InterlockStrategy::Spinlock;
+    }
+    // Demote (Vulkan 1.3 core): the ordered strategy's discards.
+    let demote = strategy == InterlockStrategy::Ordered && vk::api_version_minor(c.facts.api_version) >= 3 && {
+        let mut d = vk::PhysicalDeviceShaderDemoteToHelperInvocationFeatures::default();
+        // A Vulkan 1.3 driver knows the structure.
+        (c.features2)(&mut vk::PhysicalDeviceFeatures2::default().push_next(&mut d));
+        d.shader_demote_to_helper_invocation == vk::TRUE
+    };
+    let needs = Needs { atomics: strategy.locks(), geometry: strategy == InterlockStrategy::Ordered, demote };
+    let shading_rate = c.plan.exposes(crate::plan::SHADING_RATE_EXTENSION);
+    // SAFETY: the caller's guarantee.
+    let stripped = match unsafe { strip(info, strategy, needs, shading_rate) } {
+        Ok(s) => Some(s),
+        Err(e) => {
+            e.outcome(&c.inst.log, "interlock")?;
+            None
+        }
+    };
+    Ok(Some(Prepared { strategy, demote, stripped }))
+}
+
+/// What the device remembers of interlock, where the application enabled
+/// the extension: `never_opaque` from its setting (`auto`: on llvmpipe,
+/// which drops a tile's earlier commands under an opaque full-tile
+/// triangle, memory writes and all — `overlap_shaders::opaque`); the
+/// serialized strategy forced on another driver is logged as inexact.
+pub fn enabled(c: &crate::device::Creation, prepared: Option<&Prepared>) -> Option<DeviceInterlock> {
+    let i = prepared?.stripped.as_ref()?.interlock.clone();
+    if !i.extension_enabled {
+        return None;
+    }
+    let never_opaque = match c.inst.settings.interlock_never_opaque {
+        "on" => true,
+        "off" => false,
+        _ => c.facts.is_llvmpipe(),
+    };
+    if i.strategy == InterlockStrategy::Serialized && !c.facts.is_llvmpipe() {
+        c.inst.log.warn(
+            crate::id::INTERLOCK_SERIALIZED_INEXACT,
+            &format!("interlock_strategy=serialized on {}: exact only where the rasterizer shades overlapping fragments in primitive order (llvmpipe)", c.facts.device_name),
+        );
+    }
+    Some(DeviceInterlock { never_opaque, ..i })
+}
+
 /// Fills the interlock features the layer provides: shading-rate interlock
 /// where the driver has fragment shading rates (`shading_rate`).
 pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT, shading_rate: bool) {

@@ -244,6 +244,13 @@ impl Split {
     }
 }
 
+/// The location the ordered strategy passes the instance index at: the last
+/// the driver has in both the vertex outputs and the fragment inputs (the
+/// layer reports the varying limits below it).
+pub fn location(driver: &vk::PhysicalDeviceLimits) -> u32 {
+    (driver.max_vertex_output_components.min(driver.max_fragment_input_components) / 4).saturating_sub(1)
+}
+
 /// The grid, halved until the cells (`grid`² cells of `slots` keys) fit in
 /// `max_bytes` (the driver's `maxStorageBufferRange`, and its
 /// `maxMemoryAllocationSize`): the cells are one storage buffer, bound

@@ -127,6 +127,93 @@ impl BoundObjects {
 pub struct InitError(pub &'static str, pub vk::Result);
 
 impl ReservedSet {
+    /// The reserved set of a device just created, where the locked
+    /// strategies run and the application enabled interlock (`Ok(None)`
+    /// elsewhere): the set index (the driver's last), lock blocks of the
+    /// largest coarse fragment where shading rates are on, quad locks where
+    /// fragment shaders have subgroup ballots, and the ordered strategy's
+    /// cells fitted to the driver's limits.
+    ///
+    /// # Safety
+    /// `device` was just created on `c.pd` from `down` (the application's
+    /// `info`, stripped), with `set_loader_data` from its chain.
+    pub unsafe fn for_device(
+        c: &crate::device::Creation,
+        prepared: Option<&super::Prepared>,
+        info: &vk::DeviceCreateInfo,
+        device: &ash::Device,
+        down: &vk::DeviceCreateInfo,
+        set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+    ) -> Result<Option<ReservedSet>, InitError> {
+        let Some(p) = prepared.filter(|p| p.strategy.locks()) else { return Ok(None) };
+        if !p.stripped.as_ref().is_some_and(|s| s.interlock.extension_enabled) {
+            return Ok(None);
+        }
+        let (inst, settings) = (c.inst, &c.inst.settings);
+        // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
+        let limits = unsafe { inst.fns.get_physical_device_properties(c.pd) }.limits;
+        // Coarse fragments: one lock per aligned block of the largest fragment size (the ordered strategy
+        // reads the coarse fragment's size instead), unless 1x1 is forced.
+        // SAFETY: `info` is valid (the caller's guarantee): a valid chain.
+        let rates = unsafe { shading_rate_features_enabled(info) } && !c.plan.forces_one_by_one_with_interlock();
+        let block = if rates {
+            let mut fsr = vk::PhysicalDeviceFragmentShadingRatePropertiesKHR::default();
+            // The driver has the extension (the application enabled it), so it knows the structure.
+            c.properties2(&mut vk::PhysicalDeviceProperties2::default().push_next(&mut fsr));
+            let log2 = |v: u32| v.max(1).ilog2().min(2);
+            (log2(fsr.max_fragment_size.width), log2(fsr.max_fragment_size.height))
+        } else {
+            (0, 0)
+        };
+        // Quad locks need subgroup ballots in fragment shaders (and SPIR-V 1.3: Vulkan 1.1 for the application
+        // and the driver).
+        let ballots = vk::api_version_minor(c.effective_version()) >= 1 && {
+            let mut sg = vk::PhysicalDeviceSubgroupProperties::default();
+            // A Vulkan 1.1 driver knows the structure.
+            c.properties2(&mut vk::PhysicalDeviceProperties2::default().push_next(&mut sg));
+            sg.supported_stages.contains(vk::ShaderStageFlags::FRAGMENT)
+                && sg.supported_operations.contains(vk::SubgroupFeatureFlags::BALLOT)
+        };
+        let quad = ballots && !settings.debug_spinlock_per_lane;
+        // The debug control keeps the quad locks' blocks, so that it differs from them only in how a quad enters.
+        let block = if ballots && !quad { ((block.0 + 1).min(3), (block.1 + 1).min(3)) } else { block };
+        if !quad {
+            inst.log.warn(
+                id::SPINLOCK_PER_LANE,
+                &format!(
+                    "interlock locks are taken per lane, not per quad ({}): derivatives inside a critical section are undefined where lanes of a quad contend",
+                    if ballots { "debug_spinlock_per_lane" } else { "no subgroup ballots in fragment shaders on Vulkan 1.1" }
+                ),
+            );
+        }
+        let ordered = (p.strategy == crate::plan::InterlockStrategy::Ordered).then(|| ordered::Config {
+            location: ordered::location(&limits),
+            slots: settings.interlock_ordered_slots,
+            grid: ordered_grid(c, &limits),
+            wait: settings.interlock_ordered_wait,
+            reverse: settings.debug_ordered_reverse,
+            shading_rate: rates,
+            demote: p.demote,
+        });
+        let set = limits.max_bound_descriptor_sets - 1;
+        // SAFETY: the caller's guarantee.
+        unsafe {
+            ReservedSet::create(
+                &inst.fns,
+                c.pd,
+                device,
+                down,
+                set_loader_data,
+                set,
+                &settings.debug_fail,
+                block,
+                quad,
+                ordered,
+            )
+        }
+        .map(Some)
+    }
+
     /// Creates the lock resources on a new device and clears the locks, on
     /// queue 0 of a graphics or compute family the application created
     /// ([`crate::ffi::layer_queue`]).
@@ -1117,6 +1204,43 @@ pub unsafe fn cmd_draw_indexed_indirect_count(
     // SAFETY: the same valid call, straight to the next layer.
     let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, b, o, c, co, m, st) };
     ordered::draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
+}
+
+/// The ordered strategy's grid: `interlock_ordered_grid`, halved until the
+/// cells (one storage buffer bound whole) fit the driver's range and
+/// allocation size (logged where it shrank).
+fn ordered_grid(c: &crate::device::Creation, limits: &vk::PhysicalDeviceLimits) -> u32 {
+    let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
+    let max_alloc = if vk::api_version_minor(c.facts.api_version) >= 1 {
+        // A Vulkan 1.1 driver knows the structure.
+        c.properties2(&mut vk::PhysicalDeviceProperties2::default().push_next(&mut m3));
+        m3.max_memory_allocation_size
+    } else {
+        u64::MAX
+    };
+    let (asked, slots) = (c.inst.settings.interlock_ordered_grid, c.inst.settings.interlock_ordered_slots);
+    let max_bytes = u64::from(limits.max_storage_buffer_range).min(max_alloc);
+    let grid = ordered::fit_grid(asked, slots, max_bytes);
+    if grid != asked {
+        c.inst.log.warn(
+            id::INTERLOCK_ORDERED_CELLS,
+            &format!("ordered interlock: interlock_ordered_grid {asked} -> {grid}: {asked}x{asked} cells of {slots} keys exceed the driver's maxStorageBufferRange / maxMemoryAllocationSize ({max_bytes} bytes); pixels further apart share cells"),
+        );
+    }
+    grid
+}
+
+/// Whether the application enabled any fragment shading rate.
+///
+/// # Safety
+/// `info` is a valid `VkDeviceCreateInfo`.
+unsafe fn shading_rate_features_enabled(info: &vk::DeviceCreateInfo) -> bool {
+    // SAFETY: the caller's guarantee (VUID-VkDeviceCreateInfo-pNext-pNext).
+    unsafe { crate::pnext::find::<vk::PhysicalDeviceFragmentShadingRateFeaturesKHR>(info.p_next) }.is_some_and(|f| {
+        f.pipeline_fragment_shading_rate == vk::TRUE
+            || f.primitive_fragment_shading_rate == vk::TRUE
+            || f.attachment_fragment_shading_rate == vk::TRUE
+    })
 }
 
 #[cfg(test)]
