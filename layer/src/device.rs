@@ -183,6 +183,27 @@ pub struct Creation<'a> {
 }
 
 impl Creation<'_> {
+    /// What `vkCreateDevice` does about a create info `what` (a capability)
+    /// cannot strip: a feature the layer does not provide fails device
+    /// creation, as the spec says (`Err`); a structure it cannot copy sends
+    /// the create info down unchanged (`Ok`, logged).
+    pub fn strip_failed(&self, e: &crate::pnext::StripError, what: &str) -> Result<(), vk::Result> {
+        let log = &self.inst.log;
+        match e {
+            crate::pnext::StripError::FeatureNotPresent(_) => {
+                log.warn(crate::id::FEATURE_NOT_PRESENT, &format!("{e}; vkCreateDevice fails as the spec says"));
+                Err(vk::Result::ERROR_FEATURE_NOT_PRESENT)
+            }
+            crate::pnext::StripError::Unknown(_) => {
+                log.error(
+                    crate::id::CREATE_INFO_UNKNOWN,
+                    &format!("vkCreateDevice: {e}; {what} cannot be stripped, the create info goes down unchanged"),
+                );
+                Ok(())
+            }
+        }
+    }
+
     /// The application's effective API version on this device.
     pub fn effective_version(&self) -> u32 {
         self.inst.api_version.min(self.facts.api_version)

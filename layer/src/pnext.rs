@@ -59,28 +59,6 @@ pub enum StripError {
     Unknown(#[from] UnknownStructure),
 }
 
-impl StripError {
-    /// What `vkCreateDevice` does about a create info `what` (a capability)
-    /// cannot strip: a feature the layer does not provide fails device
-    /// creation, as the spec says (`Err`); a structure it cannot copy sends
-    /// the create info down unchanged (`Ok`, logged).
-    pub fn outcome(&self, log: &crate::log::Logger, what: &str) -> Result<(), vk::Result> {
-        match self {
-            StripError::FeatureNotPresent(_) => {
-                log.warn(crate::id::FEATURE_NOT_PRESENT, &format!("{self}; vkCreateDevice fails as the spec says"));
-                Err(vk::Result::ERROR_FEATURE_NOT_PRESENT)
-            }
-            StripError::Unknown(_) => {
-                log.error(
-                    crate::id::CREATE_INFO_UNKNOWN,
-                    &format!("vkCreateDevice: {self}; {what} cannot be stripped, the create info goes down unchanged"),
-                );
-                Ok(())
-            }
-        }
-    }
-}
-
 impl Chain {
     /// Copies the chain starting at `p_next`.
     ///

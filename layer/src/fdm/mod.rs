@@ -603,7 +603,7 @@ pub unsafe fn prepare<'a>(
     // SAFETY: the caller's guarantee.
     match unsafe { strip(down, conditional, flush) } {
         Ok(s) => Ok(Some(s)),
-        Err(e) => e.outcome(&c.inst.log, "the density map").map(|()| None),
+        Err(e) => c.strip_failed(&e, "the density map").map(|()| None),
     }
 }
 

@@ -95,7 +95,7 @@ pub unsafe fn prepare<'a>(
     let stripped = match unsafe { strip(info, strategy, needs, shading_rate) } {
         Ok(s) => Some(s),
         Err(e) => {
-            e.outcome(&c.inst.log, "interlock")?;
+            c.strip_failed(&e, "interlock")?;
             None
         }
     };
