@@ -9,6 +9,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", dir.display());
     varying_corpus(Path::new(&out));
     stage_corpus(Path::new(&out));
+    readback_corpus(Path::new(&out));
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -527,4 +528,72 @@ fn stage_corpus(out: &Path) {
     }
     table += "];\n";
     std::fs::write(out.join("stage_corpus.rs"), table).unwrap();
+}
+
+/// The read-back corpus (issue 35): vertex shaders that read back, write in
+/// parts, under conditions, repeatedly, in called functions and in loops
+/// their own outputs, each with its fragment shader (tests/corpus/readback,
+/// `NAME.frag` for every producer `NAME.vert`, `NAME.hlsl` or
+/// `NAME.spvasm`). Producers are compiled by every route a driver sees them
+/// from: GLSL by glslang as it is and through `spirv-opt -O`, HLSL by
+/// glslang's HLSL front end as it is (legalized) and with `-Od` (calls with
+/// out parameters kept), SPIR-V assembly (as DXBC/DXIL translators shape
+/// outputs) by spirv-as. Writes readback_corpus.rs, a table of (name,
+/// vertex SPIR-V file, fragment SPIR-V file), files in OUT_DIR.
+fn readback_corpus(out: &Path) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/readback");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let run = |cmd: &mut Command, what: &str| assert!(cmd.status().unwrap().success(), "{what}");
+    let mut table = String::from("pub const READBACK_CORPUS: &[(&str, &str, &str)] = &[\n");
+    for path in &files {
+        let (Some(stem), Some(ext)) = (path.file_stem(), path.extension()) else { continue };
+        let (stem, ext) = (stem.to_string_lossy(), ext.to_string_lossy());
+        if !["vert", "hlsl", "spvasm"].contains(&ext.as_ref()) {
+            continue;
+        }
+        let frag = dir.join(format!("{stem}.frag"));
+        let fs = format!("readback-{stem}.frag.spv");
+        let glsl = |src: &Path, spv: &str| {
+            let mut c = Command::new("glslangValidator");
+            c.args(["-V", "--target-env", "vulkan1.0", "-o"]).arg(out.join(spv)).arg(src);
+            c
+        };
+        run(&mut glsl(&frag, &fs), &format!("{}", frag.display()));
+        let forms: Vec<(&str, Command)> = match ext.as_ref() {
+            "vert" => {
+                let raw = format!("readback-{stem}-glsl.vert.spv");
+                run(&mut glsl(path, &raw), &format!("{}", path.display()));
+                let mut opt = Command::new("spirv-opt");
+                opt.arg("-O").arg(out.join(&raw)).arg("-o").arg(out.join(format!("readback-{stem}-glsl-O.vert.spv")));
+                vec![("glsl", Command::new("true")), ("glsl-O", opt)]
+            }
+            "hlsl" => ["hlsl", "hlsl-Od"]
+                .into_iter()
+                .map(|form| {
+                    let mut c = Command::new("glslangValidator");
+                    c.args(["-D", "-e", "main", "-S", "vert", "-V"]);
+                    if form == "hlsl-Od" {
+                        c.arg("-Od");
+                    }
+                    c.arg("-o").arg(out.join(format!("readback-{stem}-{form}.vert.spv"))).arg(path);
+                    (form, c)
+                })
+                .collect(),
+            _ => {
+                let mut c = Command::new("spirv-as");
+                c.args(["--target-env", "vulkan1.0", "-o"])
+                    .arg(out.join(format!("readback-{stem}-asm.vert.spv")))
+                    .arg(path);
+                vec![("asm", c)]
+            }
+        };
+        for (form, mut cmd) in forms {
+            run(&mut cmd, &format!("{form} {}", path.display()));
+            table += &format!("    (\"{stem} ({form})\", \"readback-{stem}-{form}.vert.spv\", \"{fs}\"),\n");
+        }
+    }
+    table += "];\n";
+    std::fs::write(out.join("readback_corpus.rs"), table).unwrap();
 }

@@ -13,6 +13,8 @@ pub mod capability;
 pub mod fdm;
 pub mod first_draw;
 pub mod interlock;
+#[doc(hidden)]
+pub mod interp;
 mod ir;
 pub mod library;
 mod malformed;

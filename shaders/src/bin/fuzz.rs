@@ -2,8 +2,11 @@
 //! stable Rust and without dependencies of its own.
 //!
 //! Each case takes a seed module (the project's test shaders compiled with
-//! glslangValidator, a few shapes of the crate's unit tests, and any `.spv`
-//! file of `--corpus` directories), applies one to four word-level mutations
+//! glslangValidator, a few shapes of the crate's unit tests, the read-back
+//! corpus of tests/corpus/readback — vertex shaders that read back, write in
+//! parts, under conditions, repeatedly, in calls and in loops their own
+//! outputs, from GLSL, HLSL and SPIR-V assembly, each with its fragment
+//! shader — and any `.spv` file of `--corpus` directories), applies one to four word-level mutations
 //! (flip a bit of a word, replace an operand with a nearby id, a defined id,
 //! the instruction's own result or a small constant, duplicate, drop or
 //! swap instructions, change an opcode to one of the same word count) and
@@ -16,8 +19,16 @@
 //! of the thread's CPU time, not of wall clock: a shared runner may stall a
 //! pass; where the CPU time cannot be read, slow passes are reported only).
 //!
-//! It exits non-zero on a panic, an invalid output from a valid input, a slow
-//! pass, or a hang (a watchdog, on wall clock); a stack overflow aborts the process, so
+//! The linker's oracle goes beyond spirv-val: a vertex → fragment pair
+//! linked from a valid input is evaluated on the CPU before and after the
+//! link ([`overlap_shaders::interp`]: three triangles, the fragment outputs
+//! at one point of each) and a different result is a failure (WRONG), where
+//! the interpreter can run the original (else the case counts as not
+//! evaluated). Before the cases, every read-back seed pair is linked
+//! unmutated at `safe` and `full` and evaluated the same way.
+//!
+//! It exits non-zero on a panic, an invalid output from a valid input, a
+//! wrong link (the oracle above), a slow pass, or a hang (a watchdog, on wall clock); a stack overflow aborts the process, so
 //! `--save-current FILE` keeps each input on disk before it runs. Every case
 //! is a function of `--seed` and its index: `--skip N --iterations 1` replays
 //! case N (with the same seeds).
@@ -29,7 +40,7 @@
 //! ```
 
 use overlap_shaders::varyings::{link_stages, stage_of, Level, LinkEnv, Stage};
-use overlap_shaders::{assemble, fdm, interlock, parse, spinlock, validate, TargetEnv};
+use overlap_shaders::{assemble, fdm, interlock, interp, parse, spinlock, validate, TargetEnv};
 use rspirv::dr::{Module, Operand};
 use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
 use rspirv::spirv::{ExecutionModel, Op};
@@ -49,7 +60,7 @@ const SLOW: Duration = Duration::from_secs(1);
 const HANG: Duration = Duration::from_secs(60);
 
 const USAGE: &str = "usage: fuzz [--seed N] [--iterations N | --seconds N] [--skip N] [--corpus DIR]... \
-[--glsl DIR] [--dump DIR] [--save-current FILE] [--stack-kib N] [--verbose]";
+[--glsl DIR] [--readback DIR] [--dump DIR] [--save-current FILE] [--stack-kib N] [--verbose]";
 
 struct Args {
     seed: u64,
@@ -58,6 +69,7 @@ struct Args {
     skip: u64,
     corpus: Vec<PathBuf>,
     glsl: PathBuf,
+    readback: PathBuf,
     dump: PathBuf,
     save_current: Option<PathBuf>,
     stack_kib: usize,
@@ -72,6 +84,7 @@ fn parse_args() -> Result<Args, String> {
         skip: 0,
         corpus: Vec::new(),
         glsl: Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/shaders"),
+        readback: Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/readback"),
         dump: std::env::temp_dir().join("overlap-fuzz"),
         save_current: None,
         stack_kib: 1024,
@@ -88,6 +101,7 @@ fn parse_args() -> Result<Args, String> {
             "--skip" => a.skip = number(value()?)?,
             "--corpus" => a.corpus.push(value()?.into()),
             "--glsl" => a.glsl = value()?.into(),
+            "--readback" => a.readback = value()?.into(),
             "--dump" => a.dump = value()?.into(),
             "--save-current" => a.save_current = Some(value()?.into()),
             "--stack-kib" => a.stack_kib = number(value()?)? as usize,
@@ -154,6 +168,9 @@ struct Seed {
     /// Seeds of an adjacent stage (either way) with the most locations in
     /// common: the partners the linker is fuzzed with.
     partners: Vec<usize>,
+    /// A read-back producer's own fragment shader (chosen as the partner
+    /// half the time: the pair the oracle can evaluate whole).
+    mate: Option<usize>,
 }
 
 /// The Vulkan environment for a module's SPIR-V version.
@@ -320,6 +337,57 @@ fn builtin_seeds() -> Vec<(String, Vec<u32>)> {
     out
 }
 
+/// The read-back corpus (tests/corpus/readback, as tests/build.rs compiles
+/// it): each producer (`NAME.vert` as it is and through `spirv-opt -O`,
+/// `NAME.hlsl` by glslang's HLSL front end legalized and with `-Od`,
+/// `NAME.spvasm` by spirv-as) and its fragment shader `NAME.frag`, with NAME.
+fn readback_seeds(dir: &Path) -> Vec<(String, Vec<u32>, String)> {
+    let mut paths: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let (Some(stem), Some(ext)) = (path.file_stem(), path.extension()) else { continue };
+        let (stem, ext) = (stem.to_string_lossy().into_owned(), ext.to_string_lossy().into_owned());
+        let forms: Vec<(String, Vec<u32>)> = match ext.as_str() {
+            "vert" | "frag" => compile(&path, None, "vulkan1.0", &[])
+                .into_iter()
+                .enumerate()
+                .map(|(k, w)| (format!("{stem}.{ext}{}", if k == 1 { " (opt)" } else { "" }), w))
+                .collect(),
+            "hlsl" | "spvasm" => {
+                let variants: &[&[&str]] = if ext == "hlsl" {
+                    &[
+                        &["glslangValidator", "-D", "-e", "main", "-S", "vert", "-V"],
+                        &["glslangValidator", "-D", "-e", "main", "-S", "vert", "-V", "-Od"],
+                    ]
+                } else {
+                    &[&["spirv-as", "--target-env", "vulkan1.0"]]
+                };
+                let spv = scratch("readback.spv");
+                let mut forms = Vec::new();
+                for v in variants {
+                    let ok = Command::new(v[0])
+                        .args(&v[1..])
+                        .arg("-o")
+                        .arg(&spv)
+                        .arg(&path)
+                        .output()
+                        .is_ok_and(|o| o.status.success());
+                    if let Some(w) = ok.then(|| std::fs::read(&spv).ok()).flatten().and_then(|b| words_of(&b)) {
+                        forms.push((format!("{stem}.{ext} ({})", v[1..].join(" ")), w));
+                    }
+                }
+                let _ = std::fs::remove_file(&spv);
+                forms
+            }
+            _ => vec![],
+        };
+        out.extend(forms.into_iter().map(|(n, w)| (format!("readback {n}"), w, stem.clone())));
+    }
+    out
+}
+
 fn corpus_seeds(dirs: &[PathBuf]) -> Vec<(String, Vec<u32>)> {
     let mut out = Vec::new();
     for dir in dirs {
@@ -341,13 +409,30 @@ fn corpus_seeds(dirs: &[PathBuf]) -> Vec<(String, Vec<u32>)> {
 
 /// Keeps the valid, distinct modules, and pairs producers with consumers.
 fn seeds(args: &Args) -> Vec<Seed> {
-    let mut raw = glsl_dir_seeds(&args.glsl);
-    raw.extend(builtin_seeds());
-    raw.extend(corpus_seeds(&args.corpus));
-    let mut seen = HashSet::new();
+    let mut raw: Vec<(String, Vec<u32>, Option<String>)> =
+        glsl_dir_seeds(&args.glsl).into_iter().map(|(n, w)| (n, w, None)).collect();
+    raw.extend(builtin_seeds().into_iter().map(|(n, w)| (n, w, None)));
+    raw.extend(readback_seeds(&args.readback).into_iter().map(|(n, w, pair)| (n, w, Some(pair))));
+    raw.extend(corpus_seeds(&args.corpus).into_iter().map(|(n, w)| (n, w, None)));
+    // The seed each module is (a repeat is the first of its words), and the
+    // read-back pairs: (producer seed, pair name), pair name → consumer seed.
+    let mut seen: std::collections::HashMap<Vec<u32>, usize> = std::collections::HashMap::new();
+    let mut producers: Vec<(usize, String)> = Vec::new();
+    let mut consumers: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut out: Vec<Seed> = Vec::new();
-    for (name, words) in raw {
-        if !seen.insert(words.clone()) {
+    for (name, words, pair) in raw {
+        let mut note_pair = |at: usize, side: Side| {
+            if let Some(pair) = &pair {
+                match side {
+                    Side::Consumer => {
+                        consumers.entry(pair.clone()).or_insert(at);
+                    }
+                    _ => producers.push((at, pair.clone())),
+                }
+            }
+        };
+        if let Some(&at) = seen.get(&words) {
+            note_pair(at, if name.contains(".frag") { Side::Consumer } else { Side::Producer });
             continue;
         }
         let env = env_of(&words);
@@ -367,7 +452,12 @@ fn seeds(args: &Args) -> Vec<Seed> {
         // (A tessellation control shader is both: its inputs and outputs.)
         locations.extend(self::locations(&m, rspirv::spirv::StorageClass::Output));
         let stage = stage_of(&m, "seed").ok();
-        out.push(Seed { name, words, env, locations, stage, partners: Vec::new() });
+        seen.insert(words.clone(), out.len());
+        note_pair(out.len(), side);
+        out.push(Seed { name, words, env, locations, stage, partners: Vec::new(), mate: None });
+    }
+    for (producer, pair) in producers {
+        out[producer].mate = consumers.get(&pair).copied();
     }
     for i in 0..out.len() {
         let Some(stage) = out[i].stage else { continue };
@@ -546,11 +636,13 @@ enum Outcome {
     InvalidRefused,
     Panic,
     Slow,
+    /// A valid link that evaluates differently from the original pair.
+    Wrong,
 }
 
 impl Outcome {
     fn failure(self) -> bool {
-        matches!(self, Outcome::ValidInvalidOutput | Outcome::Panic | Outcome::Slow)
+        matches!(self, Outcome::ValidInvalidOutput | Outcome::Panic | Outcome::Slow | Outcome::Wrong)
     }
 }
 
@@ -592,6 +684,34 @@ struct Stats {
     wall_slow: u64,
     /// Whether the CPU time was read (else slow passes are reported only).
     cpu_time: bool,
+    /// The oracle on valid vertex → fragment links: evaluated the same,
+    /// not evaluated (why, how often), panics of the interpreter.
+    evaluated: u64,
+    not_evaluated: BTreeMap<String, u64>,
+    oracle_panics: u64,
+}
+
+/// Evaluates the pair before (`original`) and after (`linked`, as words)
+/// the link: None where they agree or the original cannot be evaluated
+/// (counted), else what differs.
+fn oracle(stats: &mut Stats, original: &(Module, Module), linked: &[(Vec<u32>, TargetEnv)]) -> Option<String> {
+    let verdict = guarded(|| {
+        let (Some(Ok(p)), Some(Ok(c))) = (linked.first().map(|x| parse(&x.0)), linked.get(1).map(|x| parse(&x.0)))
+        else {
+            return interp::Verdict::Differs("the linked pair does not parse".into());
+        };
+        interp::same(&original.0, &original.1, &p, &c)
+    });
+    match verdict {
+        Ok(interp::Verdict::Same) => stats.evaluated += 1,
+        Ok(interp::Verdict::NotEvaluated(why)) => {
+            let short: String = reason(&why).chars().take(60).collect();
+            *stats.not_evaluated.entry(short).or_default() += 1;
+        }
+        Ok(interp::Verdict::Differs(what)) => return Some(what),
+        Err(_) => stats.oracle_panics += 1,
+    }
+    None
 }
 
 /// The CPU time the calling thread has used: /proc/thread-self/schedstat
@@ -734,34 +854,9 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
         let p = fdm::Params { area: areas[rng.below(areas.len())], invocations: [1, 4][rng.below(2)] };
         passes.push((Pass::Fdm, Box::new(move || fdm::lower(&mut m, &p).map(|_| one(&m)).map_err(|e| e.to_string()))));
     }
-    if let (Some(partner), Ok(stage)) = (case.partner, stage_of(&module, "case")) {
-        if let (Ok(other), Some(theirs)) = (parse(&partner.words), partner.stage) {
-            let level = if rng.chance(50) { Level::Safe } else { Level::Full };
-            let link_env = LinkEnv { all_visible: rng.chance(50), ..Default::default() };
-            // In pipeline order: the partner first where it feeds this stage.
-            let (p, c, pe, ce) = if theirs.feeds(stage) {
-                (other, module.clone(), partner.env, env)
-            } else {
-                (module.clone(), other, env, partner.env)
-            };
-            let mut pair = [p, c];
-            // Half the time through the chain driver (every adjacent pair),
-            // else the pair alone (a fragment consumer's uniform rule).
-            let chain = rng.chance(50);
-            passes.push((
-                Pass::Link,
-                Box::new(move || {
-                    let linked = if chain {
-                        link_stages(&mut pair, level, &[LinkEnv::default(), link_env]).map(|_| ())
-                    } else {
-                        let [p, c] = &mut pair;
-                        overlap_shaders::varyings::link_with(p, c, level, &link_env).map(|_| ())
-                    };
-                    linked.map(|_| vec![(assemble(&pair[0]), pe), (assemble(&pair[1]), ce)]).map_err(|e| e.to_string())
-                }),
-            ));
-        }
-    }
+    let (link, original) = link_pass(case, &module, env, rng, valid).unzip();
+    let original = original.flatten();
+    passes.extend(link.map(|l| (Pass::Link, l)));
     for (pass, run) in passes {
         let started = Instant::now();
         let cpu_started = thread_cpu();
@@ -802,6 +897,12 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             fail(stats, case, pass, Outcome::Slow, format!("{took:?} of CPU time ({wall:?} wall clock)"), dump);
             continue;
         }
+        if let (Pass::Link, Outcome::ValidOk, Ok(Ok(outputs)), Some(pair)) = (pass, outcome, &made, &original) {
+            if let Some(what) = oracle(stats, pair, outputs) {
+                fail(stats, case, pass, Outcome::Wrong, what, dump);
+                continue;
+            }
+        }
         if wall > SLOW {
             // Reported, not failed: the CPU time is under SLOW (the runner
             // stalled the pass) or could not be read.
@@ -814,6 +915,48 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
         }
         *stats.outcomes.entry((pass, outcome)).or_default() += 1;
     }
+}
+
+/// The linker's pass on the case and its partner (in pipeline order, at a
+/// level, environment and driver drawn from `rng`), and the vertex →
+/// fragment pair the oracle evaluates before and after it (valid inputs).
+#[allow(clippy::type_complexity)]
+fn link_pass(
+    case: &Case,
+    module: &Module,
+    env: TargetEnv,
+    rng: &mut Rng,
+    valid: bool,
+) -> Option<(Box<dyn FnOnce() -> Made>, Option<(Module, Module)>)> {
+    if let (Some(partner), Ok(stage)) = (case.partner, stage_of(module, "case")) {
+        if let (Ok(other), Some(theirs)) = (parse(&partner.words), partner.stage) {
+            let level = if rng.chance(50) { Level::Safe } else { Level::Full };
+            let link_env = LinkEnv { all_visible: rng.chance(50), ..Default::default() };
+            // In pipeline order: the partner first where it feeds this stage.
+            let (p, c, pe, ce) = if theirs.feeds(stage) {
+                (other, module.clone(), partner.env, env)
+            } else {
+                (module.clone(), other, env, partner.env)
+            };
+            let stages = if theirs.feeds(stage) { (theirs, stage) } else { (stage, theirs) };
+            let original = (valid && stages == (Stage::Vertex, Stage::Fragment)).then(|| (p.clone(), c.clone()));
+            let mut pair = [p, c];
+            // Half the time through the chain driver (every adjacent pair),
+            // else the pair alone (a fragment consumer's uniform rule).
+            let chain = rng.chance(50);
+            let link: Box<dyn FnOnce() -> Made> = Box::new(move || {
+                let linked = if chain {
+                    link_stages(&mut pair, level, &[LinkEnv::default(), link_env]).map(|_| ())
+                } else {
+                    let [p, c] = &mut pair;
+                    overlap_shaders::varyings::link_with(p, c, level, &link_env).map(|_| ())
+                };
+                linked.map(|_| vec![(assemble(&pair[0]), pe), (assemble(&pair[1]), ce)]).map_err(|e| e.to_string())
+            });
+            return Some((link, original));
+        }
+    }
+    None
 }
 
 fn fail(stats: &mut Stats, case: &Case, pass: Pass, outcome: Outcome, detail: String, dump: &Path) {
@@ -856,7 +999,10 @@ fn fuzz(args: &Args, seeds: &[Seed], progress: &Progress, clock: Instant) -> Sta
         let seed = &seeds[rng.below(seeds.len())];
         let mut words = seed.words.clone();
         let mutations: Vec<String> = (0..1 + rng.below(4)).map(|_| mutate(&mut words, &mut rng)).collect();
-        let partner = (!seed.partners.is_empty()).then(|| &seeds[seed.partners[rng.below(seed.partners.len())]]);
+        let partner = match seed.mate {
+            Some(mate) if rng.chance(50) => Some(&seeds[mate]),
+            _ => (!seed.partners.is_empty()).then(|| &seeds[seed.partners[rng.below(seed.partners.len())]]),
+        };
         let case = Case { index, words, env: seed.env, partner, mutations };
         if args.verbose {
             eprintln!("fuzz: case {index}: {} + {}", seed.name, case.mutations.join("; "));
@@ -911,6 +1057,7 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         (Outcome::InvalidRefused, "invalid→refused"),
         (Outcome::Panic, "PANIC"),
         (Outcome::Slow, "SLOW"),
+        (Outcome::Wrong, "valid→WRONG"),
     ];
     print!("{:<12}", "pass");
     for (_, name) in &outcomes {
@@ -932,6 +1079,19 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
             println!("  {n:>7} {pass:?}: {why} (first: case {first})");
         }
     }
+    let not_evaluated: u64 = stats.not_evaluated.values().sum();
+    println!(
+        "oracle (valid vertex→fragment links evaluated on the CPU before and after): {} the same, {} WRONG, \
+         {not_evaluated} not evaluated, {} interpreter panics",
+        stats.evaluated,
+        stats.outcomes.get(&(Pass::Link, Outcome::Wrong)).copied().unwrap_or(0),
+        stats.oracle_panics
+    );
+    let mut why: Vec<_> = stats.not_evaluated.iter().collect();
+    why.sort_by_key(|(k, n)| (std::cmp::Reverse(**n), (*k).clone()));
+    for (k, n) in why.iter().take(5) {
+        println!("  {n:>7} not evaluated: {k}");
+    }
     let (t, case, pass) = &stats.slowest;
     let clock = if stats.cpu_time { "CPU time" } else { "wall clock: CPU time not read, slow passes not failed" };
     println!("slowest pass: {t:?} of {clock} (case {case}, {pass:?})");
@@ -940,6 +1100,55 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
     for f in stats.failures.iter().take(20) {
         println!("  case {} {:?} {:?}: {} [{}]", f.case, f.pass, f.outcome, f.detail, f.mutations.join("; "));
     }
+}
+
+/// Links every read-back seed pair as it is at `safe` and `full` and
+/// evaluates it before and after (the oracle of the cases, unmutated);
+/// prints the figures and returns how many pairs link wrong.
+fn check_readback_pairs(seeds: &[Seed]) -> usize {
+    let (mut pairs, mut same, mut wrong, mut other) = (0, 0, 0, Vec::new());
+    for (producer, consumer) in seeds.iter().filter_map(|s| Some((s, &seeds[s.mate?]))) {
+        pairs += 1;
+        for level in [Level::Safe, Level::Full] {
+            let checked = guarded(|| {
+                let (p0, c0) = (parse(&producer.words).ok()?, parse(&consumer.words).ok()?);
+                let (mut p, mut c) = (p0.clone(), c0.clone());
+                let linked = overlap_shaders::varyings::link(&mut p, &mut c, level);
+                if let Err(e) = linked {
+                    return Some(interp::Verdict::NotEvaluated(format!("refused: {e}")));
+                }
+                for (m, env) in [(&p, producer.env), (&c, consumer.env)] {
+                    if let Err(e) = validate(&assemble(m), env) {
+                        return Some(interp::Verdict::Differs(format!("invalid: {e}")));
+                    }
+                }
+                Some(interp::same(&p0, &c0, &p, &c))
+            });
+            match checked {
+                Ok(Some(interp::Verdict::Same)) => same += 1,
+                Ok(Some(interp::Verdict::Differs(what))) => {
+                    wrong += 1;
+                    eprintln!("fuzz: read-back pair {} at {level:?}: WRONG: {what}", producer.name);
+                }
+                Ok(Some(interp::Verdict::NotEvaluated(why))) => {
+                    other.push(format!("{} {level:?}: {why}", producer.name))
+                }
+                Ok(None) => other.push(format!("{}: does not parse", producer.name)),
+                Err(panic) => {
+                    wrong += 1;
+                    eprintln!("fuzz: read-back pair {} at {level:?}: panic: {panic}", producer.name);
+                }
+            }
+        }
+    }
+    println!(
+        "read-back seed pairs: {pairs}, linked at safe and full and evaluated: {same} the same, {wrong} WRONG, {} not evaluated",
+        other.len()
+    );
+    for o in other.iter().take(5) {
+        println!("  not evaluated: {o}");
+    }
+    wrong
 }
 
 fn main() -> ExitCode {
@@ -959,6 +1168,7 @@ fn main() -> ExitCode {
         eprintln!("fuzz: no valid seed (is glslangValidator installed? --corpus DIR?)");
         return ExitCode::from(2);
     }
+    let wrong_pairs = check_readback_pairs(&seeds);
     let clock = Instant::now();
     let progress = Arc::new(Progress::default());
     let args = Arc::new(args);
@@ -1004,7 +1214,7 @@ fn main() -> ExitCode {
         }
     };
     print(&stats, &seeds, &args, clock.elapsed());
-    if stats.failures.iter().any(|f| f.outcome.failure()) {
+    if wrong_pairs > 0 || stats.failures.iter().any(|f| f.outcome.failure()) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

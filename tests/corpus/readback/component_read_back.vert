@@ -1,0 +1,14 @@
+#version 450
+// The read-back corpus (issue 35; README.md in this folder).
+const vec2 POS[3] = vec2[3](vec2(-0.9, -0.8), vec2(0.85, -0.2), vec2(-0.3, 0.9));
+layout(location = 0) out vec4 a;
+layout(location = 1) out vec4 b;
+
+void main() {
+    vec2 p = POS[gl_VertexIndex % 3];
+    gl_Position = vec4(p, 0.0, 1.0);
+    float in0 = p.x * 0.5 + 0.5;
+    float in1 = p.y * 0.5 + 0.5;
+    a = vec4(in0, in1, 0.25, 0.75);
+    b = vec4(a.x * 0.5, a.w - in1 * 0.5, in1, a.z + a.y * 0.25);
+}
