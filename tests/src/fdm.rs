@@ -13,6 +13,8 @@
 //!   region's resolution and scaled up (rendered here, separately);
 //! - density 1 everywhere is bit-identical to no density map.
 
+pub use crate::draw_kind::DrawKind;
+use crate::draw_kind::Draws;
 use crate::render::{color_range, Gpu};
 use ash::vk;
 use std::ffi::c_void;
@@ -125,6 +127,15 @@ pub struct Scene<'a> {
     /// rendering on a predicate of this value (the device enabled
     /// `VK_EXT_conditional_rendering`).
     pub app_conditional: Option<u32>,
+    /// The command every draw of the pass goes down as (the same vertices
+    /// and instances: the same picture).
+    pub draw_kind: DrawKind,
+    /// Before each pass after the first (`repeat`), outside it, a pipeline
+    /// whose viewport is a 2x2 replay's (half the framebuffer's) is bound:
+    /// what a layer that left a replay's state bound after the pass would
+    /// leave. A planted fault (the control of the matrix's
+    /// `state_after_pass`, with `bind_once`).
+    pub plant_replay_state: bool,
 }
 
 impl<'a> Scene<'a> {
@@ -157,6 +168,8 @@ impl<'a> Scene<'a> {
             map_write: None,
             compute_marker: false,
             app_conditional: None,
+            draw_kind: DrawKind::Direct,
+            plant_replay_state: false,
         }
     }
 }
@@ -820,6 +833,27 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         };
         let (pipe0, layout0) =
             pipeline(scene.vs, scene.fs, scene.storage.then_some(storage_layout), 0, scene.depth, samples);
+        let planted = scene.plant_replay_state.then(|| {
+            let half = (w as f32 / 2.0, h as f32 / 2.0);
+            let set = scene.storage.then_some(storage_layout);
+            let desc = PipelineDesc {
+                vs: scene.vs,
+                fs: scene.fs,
+                set,
+                render_pass,
+                subpass: 0,
+                samples,
+                depth: scene.depth.then_some(depth_format),
+                viewport: half,
+                size: (w, h),
+                dynamic_rendering: scene.path == Path::Dynamic,
+                density_map: scene.map.is_some() || scene.map_view.is_some(),
+                compare_ops: scene.compare_ops,
+                view_mask: 0,
+                per_layer: None,
+            };
+            self::pipeline(gpu, &desc)
+        });
         let second = scene.second_fs.filter(|_| two).map(|fs| {
             pipeline(
                 include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
@@ -857,6 +891,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             .unwrap();
         let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
         // The draws of the first subpass, into `cb`.
+        let kind = Draws::new(gpu, scene.draw_kind);
         let bound = std::cell::Cell::new(false);
         let draws = |cb: vk::CommandBuffer| {
             if !(scene.bind_once && bound.replace(true)) {
@@ -870,12 +905,12 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
             }
             if scene.compare_ops {
                 d.cmd_set_depth_compare_op(cb, vk::CompareOp::LESS);
-                d.cmd_draw(cb, 3, 1, 0, 0);
+                kind.draw(cb, 3, 1, 0, 0);
                 d.cmd_set_depth_compare_op(cb, vk::CompareOp::GREATER);
-                d.cmd_draw(cb, 3, 1, 3, 0);
+                kind.draw(cb, 3, 1, 3, 0);
             } else {
                 for _ in 0..scene.draws.max(1) {
-                    d.cmd_draw(cb, scene.vertices, 1, 0, 0);
+                    kind.draw(cb, scene.vertices, 1, 0, 0);
                 }
             }
             if scene.query {
@@ -951,7 +986,10 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
             let t = std::time::Instant::now();
-            for _ in 0..scene.repeat.max(1) {
+            for pass in 0..scene.repeat.max(1) {
+                if let Some((p, _)) = planted.filter(|_| pass > 0) {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, p);
+                }
                 if let (Some((image, m)), Some(src)) = (scene.map_write, &map_source) {
                     gpu.image_barrier(
                         cb,
@@ -1095,7 +1133,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         }
                         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, p1);
                         d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, l1, 0, &[input_set], &[]);
-                        d.cmd_draw(cb, 3, 1, 0, 0);
+                        kind.draw(cb, 3, 1, 0, 0);
                         if scene.destroy_set_layouts_in_pass {
                             d.destroy_descriptor_set_layout(input_layout, None);
                         }
@@ -1150,7 +1188,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
         gpu.destroy_buffer(count);
         d.destroy_command_pool(sec_pool, None);
         d.destroy_query_pool(query_pool, None);
-        for (p, l) in [Some((pipe0, layout0)), second].into_iter().flatten() {
+        for (p, l) in [Some((pipe0, layout0)), second, planted].into_iter().flatten() {
             d.destroy_pipeline(p, None);
             d.destroy_pipeline_layout(l, None);
         }
@@ -1320,6 +1358,9 @@ pub struct Multiview<'a> {
     /// Draw through `vkCmdDrawMultiEXT` (the device must have it): the
     /// vertices in two halves, as two draws.
     pub multi_draw: bool,
+    /// The command the pass's draw goes down as (`multi_draw` is
+    /// [`DrawKind::Multi`]).
+    pub draw_kind: DrawKind,
 }
 
 impl<'a> Multiview<'a> {
@@ -1338,6 +1379,7 @@ impl<'a> Multiview<'a> {
             map_flags,
             layered: false,
             multi_draw: false,
+            draw_kind: DrawKind::Direct,
         }
     }
 }
@@ -1357,6 +1399,7 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
     let n = mv.maps.len() as u32;
     let view_mask = if mv.layered { 0 } else { (1u32 << n) - 1 };
     let instances = if mv.layered { n } else { 1 };
+    let draws = Draws::new(gpu, if mv.multi_draw { DrawKind::Multi } else { mv.draw_kind });
     let (mw, mh) = (mv.maps[0].width, mv.maps[0].height);
     let with_map = mv.with_map;
     let dynamic = mv.path == Path::Dynamic;
@@ -1573,7 +1616,7 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 for _ in 1..mv.repeat.max(1) {
                     d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
                     d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                    d.cmd_draw(cb, mv.vertices, instances, 0, 0);
+                    draws.draw(cb, mv.vertices, instances, 0, 0);
                     d.cmd_end_render_pass(cb);
                     let barrier = vk::MemoryBarrier::default()
                         .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
@@ -1591,18 +1634,8 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
             }
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            if mv.multi_draw {
-                let md = ash::ext::multi_draw::Device::new(&gpu.instance, d);
-                let half = mv.vertices / 6 * 3;
-                let draws = [
-                    vk::MultiDrawInfoEXT { first_vertex: 0, vertex_count: half },
-                    vk::MultiDrawInfoEXT { first_vertex: half, vertex_count: mv.vertices - half },
-                ];
-                let stride = std::mem::size_of::<vk::MultiDrawInfoEXT>() as u32;
-                (md.fp().cmd_draw_multi_ext)(cb, 2, draws.as_ptr(), instances, 0, stride);
-            } else {
-                d.cmd_draw(cb, mv.vertices, instances, 0, 0);
-            }
+            // Multi: the vertices in two halves, as two draws.
+            draws.draw(cb, mv.vertices, instances, 0, 0);
             match (mv.path, &end_rendering2) {
                 (Path::Dynamic, Some(end2)) => {
                     let info = RenderingEndInfo {

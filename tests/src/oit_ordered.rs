@@ -150,8 +150,10 @@ impl std::str::FromStr for Section {
 
 /// Renders the scene: `layers` rectangles in two draws (layers [0, n/2) and
 /// [n/2, n), so the order crosses a draw boundary too), `reverse` drawing
-/// them last to first, `full` every layer over the whole target. Returns the picture and the submission's wall time
-/// in nanoseconds (both passes).
+/// them last to first, `full` every layer over the whole target, every draw
+/// (both passes') going down as `kind`. Returns the picture and the
+/// submission's wall time in nanoseconds (both passes).
+#[allow(clippy::too_many_arguments)]
 pub fn render(
     gpu: &Gpu,
     width: u32,
@@ -160,6 +162,7 @@ pub fn render(
     section: Section,
     reverse: bool,
     full: bool,
+    kind: crate::draw_kind::DrawKind,
 ) -> (Image, u64) {
     assert!(width.is_multiple_of(64) && height.is_multiple_of(64), "OIT sizes are multiples of 64");
     assert!((1..=MAX_LAYERS).contains(&layers), "1 to {MAX_LAYERS} layers");
@@ -223,6 +226,7 @@ pub fn render(
         let flags = reverse as u32 | (full as u32) << 1;
         let pc: Vec<u8> = [width, height, layers, flags].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let half = layers / 2;
+        let draws = crate::draw_kind::Draws::new(gpu, kind);
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
             d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
@@ -237,9 +241,9 @@ pub fn render(
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
             d.cmd_push_constants(cb, layout, stages, 0, &pc);
             if half > 0 {
-                d.cmd_draw(cb, 6, half, 0, 0);
+                draws.draw(cb, 6, half, 0, 0);
             }
-            d.cmd_draw(cb, 6, layers - half, 0, half);
+            draws.draw(cb, 6, layers - half, 0, half);
             target.end(gpu, cb);
             gpu.memory_barrier(
                 cb,
@@ -250,7 +254,7 @@ pub fn render(
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, resolve);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
             d.cmd_push_constants(cb, layout, stages, 0, &pc);
-            d.cmd_draw(cb, 3, 1, 0, 0);
+            draws.draw(cb, 3, 1, 0, 0);
             target.end(gpu, cb);
             target.record_copy_out(gpu, cb);
         });

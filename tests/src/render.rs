@@ -318,8 +318,10 @@ impl Gpu {
             .queue_priorities(&prio[..if two_queues { 2 } else { 1 }])];
         let mut enable13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(dynamic_rendering);
         let mut enable11 = vk::PhysicalDeviceVulkan11Features::default().multiview(f11.multiview == vk::TRUE);
-        let mut enable12 =
-            vk::PhysicalDeviceVulkan12Features::default().imageless_framebuffer(f12.imageless_framebuffer == vk::TRUE);
+        // drawIndirectCount: the indirect-count draws of `draw_kind`.
+        let mut enable12 = vk::PhysicalDeviceVulkan12Features::default()
+            .imageless_framebuffer(f12.imageless_framebuffer == vk::TRUE)
+            .draw_indirect_count(f12.draw_indirect_count == vk::TRUE);
         let interlock = opts.interlock
             && listed.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::fragment_shader_interlock::NAME));
         let supported = unsafe { instance.get_physical_device_features(pd) };

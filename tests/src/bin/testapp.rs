@@ -25,18 +25,19 @@ fn usage() -> ! {
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
-         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [out=PNG] [ref=PNG] [nocheck]  the ordered OIT scene (tail blending), checked against the CPU reference\n  \
+         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [out=PNG] [ref=PNG] [nocheck] [draw=KIND]  the ordered OIT scene (tail blending), checked against the CPU reference (KIND: how every draw goes down, overlap_tests::draw_kind)\n  \
          vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
          quad-derivatives [SIZE] [INSTANCES] [kill]  derivatives inside an ordered critical section of INSTANCES full-screen triangles (SIZE <= 64), and its lost words (kill: a third discard inside it)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
          fdm-dynamic [app-conditional]  a dynamic density map the GPU writes in the same command buffer: the areas follow it (app-conditional: the application enables conditional rendering itself)\n  \
-         multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped|mirrored|mirrored-multi]  a plain two-view draw, one layer feature at a time (mirrored: the CTS's mesh; -multi: in two draws of vkCmdDrawMultiEXT)
+         multiview-ladder [plain|fdm-device|fdm-map] [quad|clipped|mirrored|mirrored-multi] [KIND]  a plain two-view draw, one layer feature at a time (mirrored: the CTS's mesh; -multi: in two draws of vkCmdDrawMultiEXT; KIND: the draw command, overlap_tests::draw_kind)
   local-read-multiview       no density map: a multiview local-read copy inside one dynamic rendering, 2/4/6 views
   fdm-layered [dynamic]      VK_VALVE_fragment_density_map_layered: each layer of a layered framebuffer gets its own map layer's areas
   fdm-unknown-structure after|before  the density-map device with an unknown structure chained after or before its features\n  \
-         fdm-multiview [quick] [dynamic]  per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
+         fdm-multiview [quick] [dynamic] [draw=KIND]  per-view areas: 2, 4 and 6 views, each with its own map layer, every pass type\n  \
+         fdm-draws [KIND]...        the matrix's representative cases with every draw as each KIND (direct, indexed, indirect, indexed-indirect, indirect-count, indexed-indirect-count, multi, multi-indexed; default all)\n  \
          fdm-offset [dynamic]       VK_EXT_fragment_density_map_offset: the coarse regions move with the offsets\n  \
          fdm-msaa [dynamic]         multisampled attachments loading and storing in a density-map pass: every sample judged\n  \
          fdm-library                FragSizeEXT in a fragment-shader pipeline library, linked fast and with link-time optimization\n  \
@@ -114,6 +115,7 @@ fn main() {
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
+        "fdm-draws" => fdm_draws(&mut opts, &args[1..]),
         "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts, args.get(1).map(String::as_str).unwrap_or("before")),
         "fdm-device-lost" => fdm_device_lost(&mut opts),
         "stress" => stress(&mut opts, arg(&args, 1), arg(&args, 2)),
@@ -128,8 +130,13 @@ fn main() {
             &mut opts,
             args.get(1).map(String::as_str).unwrap_or("plain"),
             args.get(2).map(String::as_str).unwrap_or("quad"),
+            args.get(3).map(String::as_str).unwrap_or("direct"),
         ),
-        "fdm-multiview" => fdm_multiview(&mut opts, args[1..].iter().any(|a| a == "quick"), dynamic_map(&args)),
+        "fdm-multiview" => {
+            args[1..].iter().find_map(|a| a.strip_prefix("draw=")).unwrap_or("direct").parse().and_then(|kind| {
+                fdm_multiview(&mut opts, args[1..].iter().any(|a| a == "quick"), dynamic_map(&args), kind)
+            })
+        }
         "fdm-offset" => fdm_offset(&mut opts, dynamic_map(&args)),
         "fdm-msaa" => fdm_msaa(&mut opts, dynamic_map(&args)),
         "fdm-library" => fdm_library(&mut opts),
@@ -689,17 +696,22 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
     let reverse = flag("reverse");
     let full = flag("full");
     let reps: usize = get("reps").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+    let kind: overlap_tests::draw_kind::DrawKind = get("draw").unwrap_or("direct").parse()?;
     opts.interlock = true;
+    opts.multi_draw |= kind.multi();
     let g = gpu(opts)?;
     if section != Section::None && !g.interlock {
         return Err("VK_EXT_fragment_shader_interlock is not available".into());
+    }
+    if kind.multi() && !g.multi_draw {
+        return Err("VK_EXT_multi_draw is not listed".into());
     }
     let reference = scene::reference(w, h, layers, false, full);
     let mut times = Vec::new();
     let (mut wrong, mut worst) = (0, 0);
     let mut image = None;
     for _ in 0..reps {
-        let (img, ns) = scene::render(&g, w, h, layers, section, reverse, full);
+        let (img, ns) = scene::render(&g, w, h, layers, section, reverse, full, kind);
         wrong = wrong.max(scene::differing_pixels(&img, &reference));
         worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
         times.push(ns);
@@ -714,7 +726,7 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
     }
     println!(
-        "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}",
+        "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={} draw={kind}",
         worst,
         times[times.len() / 2]
     );
@@ -1215,17 +1227,19 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), Strin
 /// view loop never restarts the run); `mirrored` the CTS's mesh (a quad and
 /// eight copies outside the viewport); `mirrored-multi` the same mesh as two
 /// draws of one `vkCmdDrawMultiEXT` (27 vertices each: both hold clipped
-/// primitives, the first the quad too).
-fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result<(), String> {
-    use overlap_tests::fdm::{self, Map, Multiview, Path};
+/// primitives, the first the quad too). KIND: the command the draw goes
+/// down as (`overlap_tests::draw_kind`; `mirrored-multi` is `mirrored multi`).
+fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str, kind: &str) -> Result<(), String> {
+    use overlap_tests::fdm::{self, DrawKind, Map, Multiview, Path};
     opts.fdm = rung != "plain";
+    let kind: DrawKind = kind.parse()?;
     let multi_draw = geometry == "mirrored-multi";
-    opts.multi_draw = multi_draw;
+    opts.multi_draw = multi_draw || kind.multi();
     let g = gpu(opts)?;
     if opts.fdm && !g.fdm {
         return Err("VK_EXT_fragment_density_map is not listed".into());
     }
-    if multi_draw && !g.multi_draw {
+    if opts.multi_draw && !g.multi_draw {
         return Err("VK_EXT_multi_draw is not listed".into());
     }
     let (vs, vertices) = match geometry {
@@ -1239,6 +1253,7 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result
     let mv = Multiview {
         with_map: rung == "fdm-map",
         multi_draw,
+        draw_kind: kind,
         ..Multiview::new(Path::RenderPass2, size, vec![&ones, &ones], vs, fs, vertices)
     };
     let views = fdm::render_multiview(&g, &mv);
@@ -1247,7 +1262,7 @@ fn multiview_ladder(opts: &mut GpuOptions, rung: &str, geometry: &str) -> Result
         // Within 1 of the exact values (unorm rounding may differ by driver).
         let wrong = pixels.iter().filter(|p| p[0].abs_diff(red) > 1 || p[1].abs_diff(128) > 1).count();
         println!(
-            "multiview_ladder rung={rung} geometry={geometry} view={view} wrong_pixels={wrong} first={:?}",
+            "multiview_ladder rung={rung} geometry={geometry} view={view} wrong_pixels={wrong} first={:?} draw={kind}",
             pixels[0]
         );
         if wrong > 0 {
@@ -1868,7 +1883,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     let sizes: &[(u32, u32)] = if variant == Some("quick") { &[(256, 256)] } else { &[(256, 256), (250, 190)] };
     if variant == Some("multiview") {
         drop(g);
-        return fdm_multiview(opts, false, false);
+        return fdm_multiview(opts, false, false, Default::default());
     }
     // Every check family runs to the end: a failure is printed as
     // `fdm FAILED family=F: …` and the matrix goes on, so a deliberately wrong
@@ -1883,6 +1898,24 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             fail(name, e);
         }
     };
+    // Planted faults (`OVERLAP_TEST_PLANT=family,…`): the scene a family
+    // records made wrong in the way the check exists to catch, so that each
+    // check is seen firing in a real run (docs/TESTING.md):
+    // - density_one: the map of 1s asks for 2x2 everywhere (one texel is not
+    //   enough: the planner may render a small 2x2 region at 1x1, which the
+    //   spec allows, rather than pay for a second replay);
+    // - state_after_pass: a replay's pipeline (viewport at half size) is
+    //   bound between the passes, as a layer leaving it bound would;
+    // - load_clear: the clear half's pass loads instead (the contents survive);
+    // - map_rewrite: the rewrite writes the old map again, not the map of 1s;
+    // - storage_fallback: the pass's shader lacks its storage write (the set
+    //   still bound), so nothing forces the 1x1 fallback;
+    // - query_fallback: the pass records no query, likewise.
+    let plants = std::env::var("OVERLAP_TEST_PLANT").unwrap_or_default();
+    let planted = |name: &str| plants.split(',').any(|p| p.trim() == name);
+    for p in plants.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        println!("fdm plant={p}");
+    }
     for &path in &fdm::PATHS {
         for samples in [1u32, 4] {
             for &size in sizes {
@@ -1962,7 +1995,10 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         "density_one",
         (|| -> Result<(), String> {
             let size = (128, 96);
-            let ones = Map { width: 4, height: 3, texels: vec![[255, 255]; 12] };
+            let mut ones = Map { width: 4, height: 3, texels: vec![[255, 255]; 12] };
+            if planted("density_one") {
+                ones.texels = vec![[127, 127]; 12];
+            }
             for &path in &fdm::PATHS {
                 for (vs, fs, n) in [(scene_vs, scene_fs, 9), (full_vs, size_fs, 3)] {
                     let s = Scene::new(path, size, vs, fs, n);
@@ -1986,7 +2022,8 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             for &path in &fdm::PATHS {
                 let s = Scene { map: Some(&map), ..Scene::new(path, size, full_vs, size_fs, 3) };
                 let once = fdm::render(&g, &s);
-                let unbound = fdm::render(&g, &Scene { repeat: 2, bind_once: true, ..s });
+                let plant_replay_state = planted("state_after_pass");
+                let unbound = fdm::render(&g, &Scene { repeat: 2, bind_once: true, plant_replay_state, ..s });
                 let differ = once.iter().zip(&unbound).filter(|(a, b)| a != b).count();
                 if differ != 0 {
                     return Err(format!(
@@ -2056,7 +2093,9 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
                         }
                     }
                 }
-                let px = fdm::render(&g, &Scene { map: Some(&coarse), ..Scene::new(path, size, full_vs, size_fs, 0) });
+                let load = planted("load_clear").then_some(&original[..]);
+                let px =
+                    fdm::render(&g, &Scene { map: Some(&coarse), load, ..Scene::new(path, size, full_vs, size_fs, 0) });
                 if px.iter().any(|p| *p != [0, 0, 0, 255]) {
                     return Err(format!("{path:?} clear: not every pixel holds the clear colour"));
                 }
@@ -2106,7 +2145,7 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             let (first, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
             let (again, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
             let ones = Map { width: map.width, height: map.height, texels: vec![[255, 255]; map.texels.len()] };
-            fdm::write_map(&g, img.0, &ones);
+            fdm::write_map(&g, img.0, if planted("map_rewrite") { &map } else { &ones });
             let (after, _) = fdm::check_sizes(&fdm::render(&g, &s), size, &ones, texel_of(size, &ones))?;
             if first == 0 || again != first || after != 0 {
                 return Err(format!(
@@ -2128,9 +2167,10 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     family(
         "storage_fallback",
         (|| -> Result<(), String> {
+            let fs = if planted("storage_fallback") { size_fs } else { storage_fs };
             let r = fdm::render_full(
                 &g,
-                &Scene { map: Some(&map), storage: true, ..Scene::new(Path::RenderPass, size, full_vs, storage_fs, 3) },
+                &Scene { map: Some(&map), storage: true, ..Scene::new(Path::RenderPass, size, full_vs, fs, 3) },
             );
             let (coarse, _) = fdm::check_sizes(&r.pixels, size, &map, texel_of(size, &map))?;
             if coarse != 0 || r.invocations != size.0 * size.1 {
@@ -2147,9 +2187,10 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
     family(
         "query_fallback",
         (|| -> Result<(), String> {
+            let query = !planted("query_fallback");
             let px = fdm::render(
                 &g,
-                &Scene { map: Some(&map), query: true, ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3) },
+                &Scene { map: Some(&map), query, ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3) },
             );
             let (coarse, _) = fdm::check_sizes(&px, size, &map, texel_of(size, &map))?;
             if coarse != 0 {
@@ -2166,6 +2207,131 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
         let mut families: Vec<String> = failures.clone();
         families.dedup();
         Err(format!("{} check(s) failed, in families: {}", failures.len(), families.join(", ")))
+    }
+}
+
+/// `fdm-draws [KIND]...`: the matrix's representative cases at 256x256, one
+/// sample, every pass type, with every draw going down as each KIND
+/// (`overlap_tests::draw_kind`; all eight by default: direct, indexed,
+/// indirect, indexed indirect, the two indirect-count forms, multi and
+/// multi-indexed). Per kind and path the binned render must pass the
+/// matrix's checks against the same references (rendered without a map by
+/// direct draws): the scene and the depth scene whose compare op changes
+/// between its two draws (`references`), the areas (`sizes`), a draw in a
+/// secondary and the two-subpass pass whose second subpass reads the first
+/// (render passes); and it must be the direct draw's binned picture, bit for
+/// bit (`same_as`). Indirect kinds are held to `vkCmdDrawIndirect`'s picture
+/// instead: the planner cannot read their vertex counts when it records and
+/// guesses 3000 a draw (`layer/src/fdm/commands.rs`, `Cmd::vertices`), so
+/// it may merge regions into fewer replays at smaller areas than the map
+/// asks (the spec allows it; the checks above still hold), where a direct
+/// draw of 9 vertices gets one replay per area. Runs to the end; failures
+/// print `fdm_draws FAILED kind=K family=F: …`.
+fn fdm_draws(opts: &mut GpuOptions, args: &[String]) -> Result<(), String> {
+    use overlap_tests::draw_kind::{self, DrawKind};
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    let kinds: Vec<DrawKind> = if args.is_empty() {
+        draw_kind::ALL.to_vec()
+    } else {
+        args.iter().map(|a| a.parse()).collect::<Result<_, _>>()?
+    };
+    opts.multi_draw = kinds.iter().any(|k| k.multi());
+    let g = fdm_gpu(opts)?;
+    if opts.multi_draw && !g.multi_draw {
+        return Err("VK_EXT_multi_draw is not listed".into());
+    }
+    let (min, max) = texel_limits(&g);
+    let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let scene_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/scene.vert.spv"))[..];
+    let depth_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_depth.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let scene_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_scene.frag.spv"))[..];
+    let input_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_input.frag.spv"))[..];
+    let size = (256u32, 256u32);
+    let map = Map { width: 8, height: 8, texels: fdm::regions(8, 8) };
+    let texel = (fdm::texel_size(size.0, 8, min.width, max.width), fdm::texel_size(size.1, 8, min.height, max.height));
+    // `scene` with the map, drawn as its kind, against references drawn directly without it.
+    let against_references = |scene: &Scene| -> Result<(Vec<[u8; 4]>, u64), String> {
+        let px = fdm::render(&g, &Scene { map: Some(&map), ..*scene });
+        let compared = fdm::check_against_references(&px, size, |area| {
+            let low = (size.0.div_ceil(area.0), size.1.div_ceil(area.1));
+            let viewport = (size.0 as f32 / area.0 as f32, size.1 as f32 / area.1 as f32);
+            let direct = Scene { size: low, viewport, map: None, draw_kind: DrawKind::Direct, ..*scene };
+            (fdm::render(&g, &direct), low.0)
+        })?;
+        Ok((px, compared))
+    };
+    let mut failures = Vec::new();
+    for &path in &fdm::PATHS {
+        let passes = path != Path::Dynamic;
+        // The scenes, each a closure of the kind: (name, checked pixels).
+        let scenes = |kind: DrawKind| -> Vec<(&str, Result<(Vec<[u8; 4]>, u64), String>)> {
+            let mut v = Vec::new();
+            let s = Scene { draw_kind: kind, ..Scene::new(path, size, scene_vs, scene_fs, 9) };
+            v.push(("references", against_references(&s)));
+            let s = Scene {
+                depth: true,
+                compare_ops: true,
+                draw_kind: kind,
+                ..Scene::new(path, size, depth_vs, scene_fs, 6)
+            };
+            v.push(("references", against_references(&s)));
+            let sizes = |s: Scene| {
+                let px = fdm::render(&g, &Scene { map: Some(&map), ..s });
+                match fdm::check_sizes(&px, size, &map, texel) {
+                    Ok((0, _)) => Err("nothing was shaded coarsely".to_string()),
+                    Ok((coarse, _)) => Ok((px, coarse)),
+                    Err(e) => Err(e),
+                }
+            };
+            v.push(("sizes", sizes(Scene { draw_kind: kind, ..Scene::new(path, size, full_vs, size_fs, 3) })));
+            if passes {
+                let s = Scene { secondary: true, draw_kind: kind, ..Scene::new(path, size, full_vs, size_fs, 3) };
+                v.push(("secondary", sizes(s)));
+                let s = Scene {
+                    second_fs: Some(input_fs),
+                    draw_kind: kind,
+                    ..Scene::new(path, size, scene_vs, scene_fs, 9)
+                };
+                v.push(("subpasses", against_references(&s)));
+            }
+            v
+        };
+        let pictures = |kind| -> Vec<Option<Vec<[u8; 4]>>> {
+            scenes(kind).into_iter().map(|(_, r)| r.ok().map(|(px, _)| px)).collect()
+        };
+        let (direct, indirect) = (pictures(DrawKind::Direct), pictures(DrawKind::Indirect));
+        for &kind in &kinds {
+            let mut checked = Vec::new();
+            let mut differ = 0;
+            let same_as = if kind.indirect() { DrawKind::Indirect } else { DrawKind::Direct };
+            let baseline = if kind.indirect() { &indirect } else { &direct };
+            for ((family, r), direct) in scenes(kind).into_iter().zip(baseline) {
+                match r {
+                    Ok((px, n)) => {
+                        checked.push(format!("{family}={n}"));
+                        let d = direct.as_ref().map_or(px.len(), |d| d.iter().zip(&px).filter(|(a, b)| a != b).count());
+                        if d > 0 {
+                            println!(
+                                "fdm_draws FAILED kind={kind} family=same_as: {path:?} {family}: {d} pixels differ from the {same_as} draw's"
+                            );
+                            failures.push(format!("{kind} {path:?} same_as"));
+                        }
+                        differ += d;
+                    }
+                    Err(e) => {
+                        println!("fdm_draws FAILED kind={kind} family={family}: {path:?}: {e}");
+                        failures.push(format!("{kind} {path:?} {family}"));
+                    }
+                }
+            }
+            println!("fdm_draws kind={kind} path={path:?} {} same_as={same_as} differ={differ}", checked.join(" "));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} check(s) failed: {}", failures.len(), failures.join(", ")))
     }
 }
 
@@ -2552,10 +2718,19 @@ fn own_areas(
     Ok(coarse)
 }
 
-fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<(), String> {
+fn fdm_multiview(
+    opts: &mut GpuOptions,
+    quick: bool,
+    dynamic: bool,
+    kind: overlap_tests::draw_kind::DrawKind,
+) -> Result<(), String> {
     use overlap_tests::fdm::{self, Multiview, Path};
     let map_flags = dynamic_flags(opts, dynamic);
+    opts.multi_draw |= kind.multi();
     let g = fdm_gpu(opts)?;
+    if kind.multi() && !g.multi_draw {
+        return Err("VK_EXT_multi_draw is not listed".into());
+    }
     let quad = &include_bytes!(concat!(env!("OUT_DIR"), "/quad.vert.spv"))[..];
     let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
     let (size, texel, view0, others) = own_area_maps(&g);
@@ -2572,11 +2747,14 @@ fn fdm_multiview(opts: &mut GpuOptions, quick: bool, dynamic: bool) -> Result<()
         for &n in &counts {
             let mut maps = vec![&view0];
             maps.extend(std::iter::repeat_n(&others, n as usize - 1));
-            let mv = Multiview { map_flags, ..Multiview::new(path, size, maps.clone(), quad, size_fs, 6) };
+            let mv =
+                Multiview { map_flags, draw_kind: kind, ..Multiview::new(path, size, maps.clone(), quad, size_fs, 6) };
             let views = fdm::render_multiview(&g, &mv);
             let case = format!("{path:?} {n} views");
             let coarse = own_areas(&case, "view", &views, &maps, size, texel)?;
-            println!("fdm multiview path={path:?} views={n} dynamic={dynamic} per_view=ok coarse_pixels={coarse:?}");
+            println!(
+                "fdm multiview path={path:?} views={n} dynamic={dynamic} per_view=ok coarse_pixels={coarse:?} draw={kind}"
+            );
         }
     }
     Ok(())
