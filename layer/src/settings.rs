@@ -201,6 +201,13 @@ pub const SETTINGS: &[SettingDef] = &[
             "Testing only: the hook of this Vulkan command panics, to prove panics never reach the application.",
     },
     SettingDef {
+        key: "debug_leak",
+        kind: Kind::String,
+        default: "",
+        label: "Debug: leak the layer's own objects",
+        description: "Testing only: at vkDestroyDevice the layer forgets its own objects, to show the leak detectors firing: vulkan leaves its Vulkan objects (the reserved set, the density map's) undestroyed, host leaks the device's state on the heap.",
+    },
+    SettingDef {
         key: "debug_fail",
         kind: Kind::String,
         default: "",
@@ -284,6 +291,8 @@ pub struct Settings {
     pub debug_panic: Option<String>,
     /// `debug_fail`: the layer's own calls that fail (comma-separated names).
     pub debug_fail: Option<String>,
+    /// `debug_leak`: `vulkan` or `host`, what the layer forgets at vkDestroyDevice.
+    pub debug_leak: Option<String>,
     /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one fragment.
     pub debug_fdm_misreplay: bool,
     /// `debug_fdm_without`: density-map features left out (comma-separated).
@@ -601,6 +610,7 @@ impl RawSettings {
             dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
             debug_panic: Some(get("debug_panic")).filter(|s| !s.is_empty()),
             debug_fail: Some(get("debug_fail")).filter(|s| !s.is_empty()),
+            debug_leak: Some(get("debug_leak")).filter(|s| !s.is_empty()),
             debug_fdm_misreplay: get("debug_fdm_misreplay") == "true",
             debug_fdm_without: Some(get("debug_fdm_without")).filter(|s| !s.is_empty()),
         };
