@@ -576,10 +576,10 @@ device_commands! {
         [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, reserved_slot => wrap spinlock::cmd_draw_indexed_indirect_count];
     "vkCmdDrawMultiEXT" fn cmd_draw_multi(cb: vk::CommandBuffer, n: u32, draws: *const vk::MultiDrawInfoEXT, instances: u32, first: u32, stride: u32)
         = PFN_vkCmdDrawMultiEXT, down |dc| dc.state.multi_draw.cmd_draw_multi_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_multi];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_multi, reserved_slot => wrap spinlock::cmd_draw_multi];
     "vkCmdDrawMultiIndexedEXT" fn cmd_draw_multi_indexed(cb: vk::CommandBuffer, n: u32, draws: *const vk::MultiDrawIndexedInfoEXT, instances: u32, first: u32, stride: u32, offset: *const i32)
         = PFN_vkCmdDrawMultiIndexedEXT, down |dc| dc.state.multi_draw.cmd_draw_multi_indexed_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_multi_indexed];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_multi_indexed, reserved_slot => wrap spinlock::cmd_draw_multi_indexed];
     "vkCmdSetViewportWithCount" | "vkCmdSetViewportWithCountEXT" fn cmd_set_viewport_with_count(cb: vk::CommandBuffer, n: u32, vp: *const vk::Viewport)
         = PFN_vkCmdSetViewportWithCount, down |dc| dc.fns.fp_v1_3().cmd_set_viewport_with_count;
         [fdm_binned_slot => own fdm::capture::cmd_set_viewport_with_count];

@@ -1101,6 +1101,51 @@ pub unsafe fn cmd_draw(
     ordered::draw(core, s, cb, false, count, || next(cb, a, b, c, d))
 }
 
+/// `vkCmdDrawMultiEXT`: as [`cmd_draw`]; more than one draw is a multi-draw
+/// for the ordered strategy (as an indirect draw of several).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawMultiEXT` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_multi(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    n: u32,
+    draws: *const vk::MultiDrawInfoEXT,
+    instances: u32,
+    first: u32,
+    stride: u32,
+    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawInfoEXT, u32, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
+    let count = || unsafe { (core.state.multi_draw.cmd_draw_multi_ext)(cb, n, draws, instances, first, stride) };
+    ordered::draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride))
+}
+
+/// `vkCmdDrawMultiIndexedEXT`: as [`cmd_draw_multi`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawMultiIndexedEXT` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_multi_indexed(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    n: u32,
+    draws: *const vk::MultiDrawIndexedInfoEXT,
+    instances: u32,
+    first: u32,
+    stride: u32,
+    offset: *const i32,
+    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawIndexedInfoEXT, u32, u32, u32, *const i32),
+) {
+    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
+    let count =
+        || unsafe { (core.state.multi_draw.cmd_draw_multi_indexed_ext)(cb, n, draws, instances, first, stride, offset) };
+    ordered::draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride, offset))
+}
+
 /// `vkCmdDrawIndexed`: as [`cmd_draw`].
 ///
 /// # Safety
