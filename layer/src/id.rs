@@ -1,4 +1,4 @@
-//! Every message id the layer logs, in one place (the README's list of
+//! Every message id the layer logs, in one place (docs/settings.md's list of
 //! messages matches these). Ids are stable: programs and tests match them.
 
 /// A create info holds a structure the layer cannot copy; it goes down unchanged.

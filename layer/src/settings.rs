@@ -212,7 +212,7 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::String,
         default: "",
         label: "Debug: fail the layer's own allocations",
-        description: "Testing only: the layer's own calls of these Vulkan commands (comma-separated, e.g. vkCreateImage,vkAllocateMemory; the README lists every call that takes it) fail as if out of memory, or as if the device were lost with NAME:device_lost (vkQueueSubmit:device_lost, vkWaitForFences:device_lost), or from the N-th call on with NAME@N, to prove every fallback.",
+        description: "Testing only: the layer's own calls of these Vulkan commands (comma-separated, e.g. vkCreateImage,vkAllocateMemory; docs/robustness.md lists every call that takes it) fail as if out of memory, or as if the device were lost with NAME:device_lost (vkQueueSubmit:device_lost, vkWaitForFences:device_lost), or from the N-th call on with NAME@N, to prove every fallback.",
     },
     SettingDef {
         key: "debug_ordered_reverse",
