@@ -166,6 +166,27 @@ impl DeviceCore {
     }
 }
 
+/// The physical-device structures a capability answers itself: hidden from
+/// the driver during `vkGetPhysicalDeviceFeatures2` /
+/// `vkGetPhysicalDeviceProperties2` (it may not know them), then filled in
+/// the application's output chain. `entry` loops over the capabilities the
+/// plan emulates.
+pub struct Answers {
+    pub features: &'static [vk::StructureType],
+    pub properties: &'static [vk::StructureType],
+    /// Fills the capability's feature structures found in `chain`.
+    ///
+    /// # Safety
+    /// `chain` is null or a valid, writable output chain.
+    pub fill_features: unsafe fn(plan: &Plan, chain: *mut std::ffi::c_void),
+    /// Fills its property structures found in `chain` (`limits`: the
+    /// driver's, as the command filled them).
+    ///
+    /// # Safety
+    /// As for `fill_features`.
+    pub fill_properties: unsafe fn(plan: &Plan, limits: &vk::PhysicalDeviceLimits, chain: *mut std::ffi::c_void),
+}
+
 /// What a capability may look at while `vkCreateDevice` prepares the call
 /// down, before the device exists: the instance, the physical device, the
 /// driver's facts and the plan for them, and the physical device's features

@@ -764,70 +764,37 @@ unsafe fn features2(
     next: vk::PFN_vkGetPhysicalDeviceFeatures2,
 ) {
     // SAFETY: the caller's guarantee (VUID-vkGetPhysicalDeviceFeatures2-pFeatures-parameter).
-    let next = || unsafe { next(pd, p) };
+    let mut next = || unsafe { next(pd, p) };
     let Some(pdd) = state::physical_device(pd) else { return next() };
     let plan = pdd.plan();
-    let head = p as *mut vk::BaseOutStructure;
-    let interlock = plan.interlock_strategy().is_some();
-    let fdm = plan.fdm_mode().is_some();
+    let answering = answering(plan);
     // Structures of emulated extensions never reach the driver.
-    let call = || {
-        if interlock {
-            let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT;
-            // SAFETY: `head` is the caller's writable structure with a valid
-            // output chain (VUID-VkPhysicalDeviceFeatures2-pNext-pNext).
-            unsafe { pnext::without_output(head, s_type, next) }
-        } else {
-            next()
-        }
-    };
-    if fdm {
-        let fdm1 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT;
-        let fdm2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT;
-        let offset = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM;
-        let layered = crate::fdm::layered::FEATURES;
-        // SAFETY: as above.
-        unsafe {
-            pnext::without_output(head, fdm1, || {
-                pnext::without_output(head, fdm2, || {
-                    pnext::without_output(head, offset, || pnext::without_output(head, layered, call))
-                })
-            })
-        };
-    } else {
-        call();
-    }
-    // SAFETY: `p` is valid (the caller's guarantee); `without_output` linked
+    let hidden: Vec<vk::StructureType> = answering.iter().flat_map(|a| a.features.iter().copied()).collect();
+    // SAFETY: `p` is the caller's writable structure with a valid output chain
+    // (VUID-VkPhysicalDeviceFeatures2-pNext-pNext).
+    unsafe { pnext::without_outputs(p as *mut vk::BaseOutStructure, &hidden, &mut next) };
+    // SAFETY: `p` is valid (the caller's guarantee); `without_outputs` linked
     // back what it unlinked, so this is the application's output chain.
     let chain = unsafe { (*p).p_next };
-    if fdm {
+    for a in &answering {
         // SAFETY: a valid, writable output chain (as above).
-        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>(chain) } {
-            crate::fdm::fill_features(f);
-        }
-        // SAFETY: as above.
-        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>(chain) } {
-            crate::fdm::fill_features2(f);
-        }
-        // SAFETY: as above.
-        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM>(chain) } {
-            crate::fdm::fill_offset_features(f);
-        }
-        // SAFETY: as above.
-        if let Some(f) =
-            unsafe { pnext::find_mut::<crate::fdm::layered::FeaturesValve>(chain) }.filter(|_| plan.fdm_layered)
-        {
-            crate::fdm::layered::fill_features(f);
-        }
-    }
-    if interlock {
-        // SAFETY: as above.
-        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(chain) } {
-            crate::interlock::fill_features(f, plan.exposes(crate::plan::SHADING_RATE_EXTENSION));
-        }
+        unsafe { (a.fill_features)(plan, chain) };
     }
     // SAFETY: as above.
     unsafe { crate::architecture::apply_features(&pdd.instance.log, plan, chain) };
+}
+
+/// The capabilities that answer physical-device structures themselves on a
+/// device with this plan.
+fn answering(plan: &Plan) -> Vec<&'static crate::device::Answers> {
+    let mut v = Vec::new();
+    if plan.interlock_strategy().is_some() {
+        v.push(&crate::interlock::ANSWERS);
+    }
+    if plan.fdm_mode().is_some() {
+        v.push(&crate::fdm::ANSWERS);
+    }
+    v
 }
 
 /// # Safety
@@ -1056,53 +1023,21 @@ unsafe fn properties2(
     next: vk::PFN_vkGetPhysicalDeviceProperties2,
 ) {
     // SAFETY: the caller's guarantee (VUID-vkGetPhysicalDeviceProperties2-pProperties-parameter).
-    let next = || unsafe { next(pd, p) };
-    let (fdm, layered) =
-        state::physical_device(pd).map_or((false, false), |d| (d.plan().fdm_mode().is_some(), d.plan().fdm_layered));
-    if fdm {
-        let s_type = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT;
-        let s_type2 = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT;
-        let offset = vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_PROPERTIES_QCOM;
-        let head = p as *mut vk::BaseOutStructure;
-        // SAFETY: `head` is the caller's writable structure with a valid
-        // output chain (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
-        unsafe {
-            pnext::without_output(head, s_type, || {
-                pnext::without_output(head, s_type2, || {
-                    pnext::without_output(head, offset, || {
-                        pnext::without_output(head, crate::fdm::layered::PROPERTIES, next)
-                    })
-                })
-            })
-        };
-    } else {
-        next();
-    }
+    let mut next = || unsafe { next(pd, p) };
+    let pdd = state::physical_device(pd);
+    let answering = pdd.as_ref().map(|d| answering(d.plan())).unwrap_or_default();
+    let hidden: Vec<vk::StructureType> = answering.iter().flat_map(|a| a.properties.iter().copied()).collect();
+    // SAFETY: `p` is the caller's writable structure with a valid output chain
+    // (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
+    unsafe { pnext::without_outputs(p as *mut vk::BaseOutStructure, &hidden, &mut next) };
     // SAFETY: `p` is valid and writable, filled by the command (the caller's
-    // guarantee); `without_output` linked back what it unlinked.
+    // guarantee); `without_outputs` linked back what it unlinked.
     let props = unsafe { &mut *p };
-    if fdm {
-        // SAFETY: the application's valid, writable output chain (as above).
-        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>(props.p_next) } {
-            crate::fdm::fill_properties(f);
-        }
+    if let Some(d) = &pdd {
         let limits = props.properties.limits;
-        // SAFETY: as above.
-        if let Some(f) = unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT>(props.p_next) }
-        {
-            crate::fdm::fill_properties2(f, &limits);
-        }
-        // SAFETY: as above.
-        if let Some(f) =
-            unsafe { pnext::find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM>(props.p_next) }
-        {
-            crate::fdm::fill_offset_properties(f);
-        }
-        // SAFETY: as above.
-        if let Some(f) =
-            unsafe { pnext::find_mut::<crate::fdm::layered::PropertiesValve>(props.p_next) }.filter(|_| layered)
-        {
-            crate::fdm::layered::fill_properties(f, &limits);
+        for a in &answering {
+            // SAFETY: the application's valid, writable output chain (as above).
+            unsafe { (a.fill_properties)(d.plan(), &limits, props.p_next) };
         }
     }
     adjust_limits(pd, &mut props.properties.limits);

@@ -233,6 +233,18 @@ pub unsafe fn find_mut<'a, T: vk::TaggedStructure>(mut p_next: *mut c_void) -> O
     None
 }
 
+/// [`without_output`] for every structure type of `s_types` at once.
+///
+/// # Safety
+/// As for [`without_output`].
+pub unsafe fn without_outputs(head: *mut vk::BaseOutStructure, s_types: &[vk::StructureType], f: &mut dyn FnMut()) {
+    match s_types.split_first() {
+        None => f(),
+        // SAFETY: the caller's guarantee.
+        Some((t, rest)) => unsafe { without_output(head, *t, || without_outputs(head, rest, f)) },
+    }
+}
+
 /// Unlinks every output structure of `s_type` from a writable chain for the
 /// duration of `f` (which calls down), then links them back where they were.
 /// Output structures are the application's to have written, so this edits

@@ -88,6 +88,72 @@ pub const MAX_TEXEL: u32 = 256;
 /// The areas a pipeline variant is made for.
 pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
 
+/// The structures the density map answers: its features and properties,
+/// those of FDM2, of the offsets and (where the plan has it) of
+/// `VK_VALVE_fragment_density_map_layered`.
+pub const ANSWERS: crate::device::Answers = crate::device::Answers {
+    features: &[
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_FEATURES_EXT,
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_FEATURES_EXT,
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_FEATURES_QCOM,
+        layered::FEATURES,
+    ],
+    properties: &[
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_PROPERTIES_EXT,
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_2_PROPERTIES_EXT,
+        vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_DENSITY_MAP_OFFSET_PROPERTIES_QCOM,
+        layered::PROPERTIES,
+    ],
+    fill_features: fill_feature_chain,
+    fill_properties: fill_property_chain,
+};
+
+/// The density map's feature structures of `chain`, filled.
+///
+/// # Safety
+/// `chain` is null or a valid, writable output chain.
+unsafe fn fill_feature_chain(plan: &crate::plan::Plan, chain: *mut std::ffi::c_void) {
+    use crate::pnext::find_mut;
+    // SAFETY: the caller's guarantee, for each structure looked up.
+    unsafe {
+        if let Some(f) = find_mut::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>(chain) {
+            fill_features(f);
+        }
+        if let Some(f) = find_mut::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>(chain) {
+            fill_features2(f);
+        }
+        if let Some(f) = find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetFeaturesQCOM>(chain) {
+            fill_offset_features(f);
+        }
+        if let Some(f) = find_mut::<layered::FeaturesValve>(chain).filter(|_| plan.fdm_layered) {
+            layered::fill_features(f);
+        }
+    }
+}
+
+/// The density map's property structures of `chain`, filled.
+///
+/// # Safety
+/// `chain` is null or a valid, writable output chain.
+unsafe fn fill_property_chain(plan: &crate::plan::Plan, limits: &vk::PhysicalDeviceLimits, chain: *mut std::ffi::c_void) {
+    use crate::pnext::find_mut;
+    // SAFETY: the caller's guarantee, for each structure looked up.
+    unsafe {
+        if let Some(p) = find_mut::<vk::PhysicalDeviceFragmentDensityMapPropertiesEXT>(chain) {
+            fill_properties(p);
+        }
+        if let Some(p) = find_mut::<vk::PhysicalDeviceFragmentDensityMap2PropertiesEXT>(chain) {
+            fill_properties2(p, limits);
+        }
+        if let Some(p) = find_mut::<vk::PhysicalDeviceFragmentDensityMapOffsetPropertiesQCOM>(chain) {
+            fill_offset_properties(p);
+        }
+        if let Some(p) = find_mut::<layered::PropertiesValve>(chain).filter(|_| plan.fdm_layered) {
+            layered::fill_properties(p, limits);
+        }
+    }
+}
+
 /// Dynamic and deferred maps (`fragmentDensityMapDynamic`,
 /// `fragmentDensityMapDeferred`) are honoured at density 1: a pass whose map
 /// view has either flag renders at 1x1 — a fragment area no larger than any

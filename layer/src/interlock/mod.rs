@@ -126,6 +126,25 @@ pub fn enabled(c: &crate::device::Creation, prepared: Option<&Prepared>) -> Opti
     Some(DeviceInterlock { never_opaque, ..i })
 }
 
+/// The structures interlock answers: its feature structure (no properties).
+pub const ANSWERS: crate::device::Answers = crate::device::Answers {
+    features: &[vk::StructureType::PHYSICAL_DEVICE_FRAGMENT_SHADER_INTERLOCK_FEATURES_EXT],
+    properties: &[],
+    fill_features: fill_feature_chain,
+    fill_properties: |_, _, _| {},
+};
+
+/// [`fill_features`] on the structure of `chain`, where it has one.
+///
+/// # Safety
+/// `chain` is null or a valid, writable output chain.
+unsafe fn fill_feature_chain(plan: &crate::plan::Plan, chain: *mut std::ffi::c_void) {
+    // SAFETY: the caller's guarantee.
+    if let Some(f) = unsafe { crate::pnext::find_mut::<vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT>(chain) } {
+        fill_features(f, plan.exposes(crate::plan::SHADING_RATE_EXTENSION));
+    }
+}
+
 /// Fills the interlock features the layer provides: shading-rate interlock
 /// where the driver has fragment shading rates (`shading_rate`).
 pub fn fill_features(f: &mut vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT, shading_rate: bool) {
