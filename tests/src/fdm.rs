@@ -1693,13 +1693,59 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
 pub enum DynState {
     /// `vkCmdSetColorWriteEnableEXT`: on, then off.
     ColorWriteEnable,
-    /// `vkCmdSetLogicOpEXT` (logic op enabled in the pipeline): COPY, then NO_OP.
+    /// `vkCmdSetLogicOpEXT` (logic op enabled in the pipeline): XOR, then
+    /// AND, over a known destination (see [`LOGIC_OP`]).
     LogicOp,
+    /// As `LogicOp`, with the pipeline bound again before the second
+    /// `vkCmdSetLogicOpEXT`: lavapipe 22.3 emits its blend state (where the
+    /// logic op lives) only when something marks it dirty, a pipeline bind
+    /// does, its `vkCmdSetLogicOpEXT` does not (it marks the rasterizer
+    /// state), so only this form is drawn right by lavapipe itself.
+    LogicOpRebound,
     /// `vkCmdSetColorWriteMaskEXT` (extended dynamic state 3): RGBA, then none.
     ColorWriteMask,
     /// `vkCmdSetLineStippleEXT` (stippled lines): a solid pattern, then an
     /// empty one.
     LineStipple,
+}
+
+/// The logic-op scene's values, as R8G8B8A8_UNORM bytes: the clear colour
+/// (the destination), the first draw's colour (XOR) and the second's (AND).
+pub const LOGIC_OP: LogicOpValues =
+    LogicOpValues { dst: [0x5a, 0xc3, 0x0f, 0xff], first: [0xf0, 0x3c, 0x99, 0x55], second: [0x3c, 0xf0, 0x55, 0xaa] };
+
+/// See [`LOGIC_OP`].
+#[derive(Clone, Copy, Debug)]
+pub struct LogicOpValues {
+    pub dst: [u8; 4],
+    pub first: [u8; 4],
+    pub second: [u8; 4],
+}
+
+impl LogicOpValues {
+    /// What a pixel covered by both draws holds, computed on the CPU, for
+    /// each way a driver (or the layer) may apply the two logic ops:
+    /// `reference` (XOR, then AND: each draw its own op, as the spec says),
+    /// `first_op_kept` (XOR for both: lavapipe 22.3, whose
+    /// `vkCmdSetLogicOpEXT` does not re-emit the blend state, keeps the op in
+    /// force at the first draw after a pipeline bind) and `last_op_only`
+    /// (AND for both: the state reached the driver before the draws, the
+    /// layer's `debug_fdm_without=dynamic_state` control).
+    pub fn models(&self) -> [(&'static str, [u8; 4]); 3] {
+        let f = |a: [u8; 4], b: [u8; 4], op: fn(u8, u8) -> u8| [0, 1, 2, 3].map(|i| op(a[i], b[i]));
+        let (xor, and): (fn(u8, u8) -> u8, fn(u8, u8) -> u8) = (|s, d| s ^ d, |s, d| s & d);
+        let after_first = f(self.first, self.dst, xor);
+        [
+            ("reference", f(self.second, after_first, and)),
+            ("first_op_kept", f(self.second, after_first, xor)),
+            ("last_op_only", f(self.second, f(self.first, self.dst, and), and)),
+        ]
+    }
+
+    /// A byte as the float a draw or clear gives for it (exact in UNORM8).
+    pub fn float(c: [u8; 4]) -> [f32; 4] {
+        c.map(|b| b as f32 / 255.0)
+    }
 }
 
 /// A binned pass (render pass 2, 64x64, a map asking 2x2 everywhere; or,
@@ -1708,7 +1754,9 @@ pub enum DynState {
 /// so that nothing is written and draws green (quads; for `LineStipple`, two
 /// horizontal lines at rows 16 and 48): each draw must see the state set
 /// before it, so the result is red where the first draw covers and never
-/// green. Returns the pixels.
+/// green. The logic-op forms draw [`LOGIC_OP`]'s colours over its clear
+/// colour instead (XOR, then AND; see [`LogicOpValues::models`]). Returns the
+/// pixels.
 pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[u8; 4]> {
     let d = &gpu.device;
     let (w, h) = (64u32, 64u32);
@@ -1777,6 +1825,7 @@ pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[
                 .name(c"main"),
         ];
         let lines = state == DynState::LineStipple;
+        let logic = matches!(state, DynState::LogicOp | DynState::LogicOpRebound);
         let vin = vk::PipelineVertexInputStateCreateInfo::default();
         let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(if lines {
             vk::PrimitiveTopology::LINE_LIST
@@ -1800,11 +1849,11 @@ pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[
         let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
         let cbs = vk::PipelineColorBlendStateCreateInfo::default()
             .attachments(&blend)
-            .logic_op_enable(state == DynState::LogicOp)
+            .logic_op_enable(logic)
             .logic_op(vk::LogicOp::COPY);
         let dynamic = [match state {
             DynState::ColorWriteEnable => vk::DynamicState::COLOR_WRITE_ENABLE_EXT,
-            DynState::LogicOp => vk::DynamicState::LOGIC_OP_EXT,
+            DynState::LogicOp | DynState::LogicOpRebound => vk::DynamicState::LOGIC_OP_EXT,
             DynState::ColorWriteMask => vk::DynamicState::COLOR_WRITE_MASK_EXT,
             DynState::LineStipple => vk::DynamicState::LINE_STIPPLE_EXT,
         }];
@@ -1833,9 +1882,9 @@ pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[
                 let f: vk::PFN_vkCmdSetColorWriteEnableEXT = std::mem::transmute(load(c"vkCmdSetColorWriteEnableEXT"));
                 f(cb, 1, &(on as vk::Bool32));
             }
-            DynState::LogicOp => {
+            DynState::LogicOp | DynState::LogicOpRebound => {
                 let f: vk::PFN_vkCmdSetLogicOpEXT = std::mem::transmute(load(c"vkCmdSetLogicOpEXT"));
-                f(cb, if on { vk::LogicOp::COPY } else { vk::LogicOp::NO_OP });
+                f(cb, if on { vk::LogicOp::XOR } else { vk::LogicOp::AND });
             }
             DynState::ColorWriteMask => {
                 let f: vk::PFN_vkCmdSetColorWriteMaskEXT = std::mem::transmute(load(c"vkCmdSetColorWriteMaskEXT"));
@@ -1856,7 +1905,8 @@ pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[
         };
         let vertices = if lines { 2 } else { 6 };
         gpu.one_time_submit(|cb| {
-            let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }; 2];
+            let background = if logic { LogicOpValues::float(LOGIC_OP.dst) } else { [0.0, 0.0, 0.0, 1.0] };
+            let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: background } }; 2];
             let begin = vk::RenderPassBeginInfo::default()
                 .render_pass(render_pass)
                 .framebuffer(framebuffer)
@@ -1865,11 +1915,19 @@ pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[
             d.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
             set(cb, true);
+            let (red, green) = if logic {
+                (LogicOpValues::float(LOGIC_OP.first), LogicOpValues::float(LOGIC_OP.second))
+            } else {
+                ([1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0])
+            };
             // Rows 16 and 48: NDC -0.5 and 0.5 (pixel centres 16.5 and 48.5 round to them).
-            push(cb, [1.0, 0.0, 0.0, 1.0], -15.0 / 32.0);
+            push(cb, red, -15.0 / 32.0);
             d.cmd_draw(cb, vertices, 1, 0, 0);
+            if state == DynState::LogicOpRebound {
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            }
             set(cb, false);
-            push(cb, [0.0, 1.0, 0.0, 1.0], 17.0 / 32.0);
+            push(cb, green, 17.0 / 32.0);
             d.cmd_draw(cb, vertices, 1, 0, 0);
             d.cmd_end_render_pass(cb);
             gpu.memory_barrier(

@@ -2807,8 +2807,13 @@ fn fdm_layered(opts: &mut GpuOptions, dynamic: bool) -> Result<(), String> {
 /// result is red where the first draw covers and never green. Without the
 /// capture (`debug_fdm_without=dynamic_state`) the state reaches the driver
 /// before the replays, both draws see the last value, and nothing is red.
-/// `plain`: the same pass without a density map (no FDM device), for the
-/// driver alone.
+/// The logic op (`LogicOp`, and `LogicOpRebound` with the pipeline bound
+/// again before the second op) draws XOR, then AND, over a known clear
+/// colour: every pixel must equal the CPU's result (`fdm::LOGIC_OP`); the
+/// line counts the pixels of each model (`reference`, `first_op_kept`:
+/// lavapipe 22.3's own behaviour without the rebind, `last_op_only`: the
+/// control's). `plain`: the same pass without a density map (no FDM
+/// device), for the driver alone.
 fn fdm_dynamic_state(opts: &mut GpuOptions, plain: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, DynState};
     opts.fdm = !plain;
@@ -2821,6 +2826,7 @@ fn fdm_dynamic_state(opts: &mut GpuOptions, plain: bool) -> Result<(), String> {
     let cases = [
         (DynState::ColorWriteEnable, ds.color_write_enable),
         (DynState::LogicOp, ds.logic_op),
+        (DynState::LogicOpRebound, ds.logic_op),
         (DynState::ColorWriteMask, ds.color_write_mask),
         (DynState::LineStipple, ds.line_stipple.is_some()),
     ];
@@ -2831,6 +2837,27 @@ fn fdm_dynamic_state(opts: &mut GpuOptions, plain: bool) -> Result<(), String> {
             continue;
         }
         let px = fdm::render_dynamic_state(&g, state, !plain);
+        if matches!(state, DynState::LogicOp | DynState::LogicOpRebound) {
+            // Against the CPU's logic ops on the known values: every pixel
+            // the reference; the other models counted to name what a wrong
+            // result is (`LogicOpValues::models`).
+            let models = fdm::LOGIC_OP.models();
+            let counts: Vec<String> = models
+                .iter()
+                .map(|(name, want)| format!("{name}={}", px.iter().filter(|p| *p == want).count()))
+                .collect();
+            let ok = px.iter().all(|p| *p == models[0].1);
+            println!(
+                "fdm dynamic_state={state:?} {} of={} {}",
+                counts.join(" "),
+                px.len(),
+                if ok { "ok" } else { "WRONG" }
+            );
+            if !ok {
+                failed.push(format!("{state:?} ({} of {} pixels)", counts.join(", "), px.len()));
+            }
+            continue;
+        }
         let red = px.iter().filter(|p| p[0] > 200 && p[1] < 50).count();
         let green = px.iter().filter(|p| p[1] > 200).count();
         let ok = match state {
