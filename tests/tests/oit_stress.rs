@@ -7,7 +7,9 @@
 //! Overlap; this shape has not crashed here (see the closing note of the
 //! session that added it). Every run must exit 0 — a signal (SIGSEGV, an
 //! abort) fails the test — with the validation layer below and silent, and
-//! the frames stable and equal across the algorithms.
+//! the frames stable and equal to a reference sequence (no interlock, made
+//! afresh after the script: on llvmpipe every algorithm gives its picture),
+//! whose control is `--plant-reverse`.
 
 use overlap_tests::harness::{bin_dir, run, vk_command, Layers};
 
@@ -21,7 +23,28 @@ fn stress(runs: u32, strategy: &str, script: &str) {
         let seqs: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("seq=")).collect();
         assert_eq!(seqs.len(), script.split(',').count(), "{}", o.stdout);
         assert!(seqs.iter().all(|l| l.ends_with("stable=true agrees=true")), "{}", o.stdout);
+        assert!(o.stdout.lines().any(|l| l.starts_with("reference mode=None ") && l.ends_with("stable=true")));
     }
+}
+
+/// The control of `agrees`: the ordered sequence's triangles drawn last to
+/// first (`--plant-reverse`, a wrong order that tail blending shows) differ
+/// from the reference, and the run fails; the spinlock sequence before it
+/// still agrees.
+#[test]
+fn a_wrong_order_fails_the_agreement_check() {
+    let o = run(vk_command(bin_dir().join("oit_stress"), Layers::OverlapOverValidation)
+        .args(["--script", "spin,ordered", "--plant-reverse"])
+        .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "serialized"));
+    assert_eq!(o.code, Some(1), "{o:?}");
+    assert!(o.stdout.lines().any(|l| l.starts_with("seq=0 mode=Spin ") && l.ends_with("agrees=true")), "{}", o.stdout);
+    assert!(
+        o.stdout.lines().any(|l| l.starts_with("seq=1 mode=Ordered ") && l.ends_with("agrees=false")),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stderr.contains("CHECK FAILED: sequence 1 (Ordered): differs from the reference"), "{}", o.stderr);
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
 
 #[test]

@@ -33,8 +33,17 @@
 //! `--fresh` writes a valid image to every storage-image binding whose image
 //! was destroyed (no stale descriptor); `--repeat N` runs the script N times.
 //!
-//! Prints one line per sequence (`seq=… mode=… checksum=… stable=…`) and
-//! exits 0, 1 (a check failed), 2 (usage) or 3 (validation errors).
+//! After the script a reference sequence runs: `none` on images and
+//! pipelines made afresh (no algorithm before it, no stale descriptor).
+//! llvmpipe shades a tile's fragments on one thread in primitive order, so
+//! there every algorithm's picture equals it (`agrees`); a sequence that does
+//! not fails the run (except `flat`, whose interface differs). Its control:
+//! `--plant-reverse` draws the `ordered` sequences' triangles last to first
+//! (tail blending makes the order visible), which must fail the comparison.
+//!
+//! Prints one line per sequence (`seq=… mode=… checksum=… stable=…
+//! agrees=…`), then `reference checksum=…`, and exits 0, 1 (a check
+//! failed), 2 (usage) or 3 (validation errors).
 
 use ash::vk;
 use overlap_tests::render::{self, Buffer, Gpu, GpuOptions};
@@ -101,11 +110,12 @@ struct Opts {
     subdiv: u32,
     fresh: bool,
     repeat: u32,
+    plant_reverse: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: oit_stress [--script M[,M...]] [--frames N] [--size WxH] [--objects N] [--subdiv N] [--fresh] [--repeat N]\n  \
+        "usage: oit_stress [--script M[,M...]] [--frames N] [--size WxH] [--objects N] [--subdiv N] [--fresh] [--repeat N] [--plant-reverse]\n  \
          M: ordered | unordered | none | spin | flat (default script: spin,ordered)"
     );
     std::process::exit(2)
@@ -121,6 +131,7 @@ fn parse_args() -> Opts {
         subdiv: 8,
         fresh: false,
         repeat: 1,
+        plant_reverse: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -155,6 +166,7 @@ fn parse_args() -> Opts {
                 i += 1;
             }
             "--fresh" => o.fresh = true,
+            "--plant-reverse" => o.plant_reverse = true,
             _ => usage(),
         }
         i += 1;
@@ -799,6 +811,10 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
     std::ptr::copy_nonoverlapping(vertices.as_ptr() as *const u8, vb.map, vertices.len() * 4);
     let ib = g.buffer((indices.len() * 4) as u64, vk::BufferUsageFlags::INDEX_BUFFER, true);
     std::ptr::copy_nonoverlapping(indices.as_ptr() as *const u8, ib.map, indices.len() * 4);
+    // The planted wrong order: the same triangles, last to first.
+    let reversed: Vec<u32> = indices.chunks(3).rev().flatten().copied().collect();
+    let ib_rev = g.buffer((reversed.len() * 4) as u64, vk::BufferUsageFlags::INDEX_BUFFER, true);
+    std::ptr::copy_nonoverlapping(reversed.as_ptr() as *const u8, ib_rev.map, reversed.len() * 4);
     let host = g.buffer((o.width * o.height * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
 
     let cmd_pool = d
@@ -820,13 +836,16 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
 
     let mut state: Option<(Mode, FrameImages, Pipelines)> = None;
     let mut failure = None;
-    let mut reference: std::collections::HashMap<&'static str, u64> = Default::default();
+    // (sequence, mode, checksum, stable) of the script's sequences.
+    let mut results = Vec::new();
     let mut frame = 0usize;
     let mut seq = 0;
-    for _ in 0..o.repeat {
-        for &mode in &o.script {
+    let script = (0..o.repeat).flat_map(|_| o.script.iter().map(|&m| (m, false)));
+    // The reference last: `none`, on everything made afresh.
+    for (mode, is_reference) in script.chain([(Mode::None, true)]) {
+        {
             // updateRendererFromState: the algorithm changed.
-            if state.as_ref().map(|s| s.0) != Some(mode) {
+            if state.as_ref().map(|s| s.0) != Some(mode) || is_reference {
                 d.device_wait_idle().unwrap();
                 if let Some((_, f, p)) = state.take() {
                     destroy_frame_images(g, f);
@@ -838,6 +857,7 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
                 state = Some((mode, f, p));
             }
             let (_, f, p) = state.as_ref().unwrap();
+            let ib = if o.plant_reverse && mode == Mode::Ordered && !is_reference { &ib_rev } else { &ib };
             let mut sums = Vec::new();
             for _ in 0..o.frames {
                 let slot = frame % RING;
@@ -846,7 +866,7 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
                 write_ubo(&ubos[slot], o);
                 let cb = cbs[slot];
                 d.reset_command_buffer(cb, vk::CommandBufferResetFlags::empty()).unwrap();
-                record_frame(g, o, cb, f, p, render_pass, layout, sets[slot], &vb, &ib, indices.len() as u32);
+                record_frame(g, o, cb, f, p, render_pass, layout, sets[slot], &vb, ib, indices.len() as u32);
                 let submit = [cb];
                 d.queue_submit(g.queue, &[vk::SubmitInfo::default().command_buffers(&submit)], fences[slot]).unwrap();
                 // The sample reads the frame back while its queue finishes.
@@ -854,21 +874,29 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
                 frame += 1;
             }
             let stable = sums.iter().all(|s| *s == sums[0]);
-            // Ordered interlock, unordered and no interlock give one picture on
-            // llvmpipe (a tile is shaded on one thread in primitive order).
-            let key = if mode == Mode::Spin { "spin" } else { "oit" };
-            let agrees = *reference.entry(key).or_insert(sums[0]) == sums[0];
-            println!(
-                "seq={seq} mode={mode:?} frames={} checksum={:016x} stable={stable} agrees={agrees}",
-                o.frames, sums[0]
-            );
+            if is_reference {
+                println!("reference mode=None frames={} checksum={:016x} stable={stable}", o.frames, sums[0]);
+                if !stable {
+                    failure.get_or_insert("the reference sequence's frames differ".to_string());
+                }
+                for &(seq, mode, sum, stable) in &results {
+                    let agrees = sum == sums[0];
+                    println!(
+                        "seq={seq} mode={mode:?} frames={} checksum={sum:016x} stable={stable} agrees={agrees}",
+                        o.frames
+                    );
+                    if !agrees && mode != Mode::Flat {
+                        failure.get_or_insert(format!(
+                            "sequence {seq} ({mode:?}): differs from the reference (none, made afresh)"
+                        ));
+                    }
+                }
+                continue;
+            }
             if !stable && mode != Mode::Spin {
                 failure.get_or_insert(format!("sequence {seq} ({mode:?}): frames differ"));
             }
-            if !agrees && mode != Mode::Flat {
-                failure
-                    .get_or_insert(format!("sequence {seq} ({mode:?}): differs from the first sequence of its kind"));
-            }
+            results.push((seq, mode, sums[0], stable));
             seq += 1;
         }
     }
@@ -881,7 +909,7 @@ unsafe fn run(g: &Gpu, o: &Opts) -> Result<(), String> {
         d.destroy_fence(fence, None);
     }
     d.destroy_command_pool(cmd_pool, None);
-    for b in ubos.into_iter().chain([vb, ib, host]) {
+    for b in ubos.into_iter().chain([vb, ib, ib_rev, host]) {
         g.destroy_buffer(b);
     }
     d.destroy_pipeline_layout(layout, None);
