@@ -57,6 +57,10 @@ impl DeviceData {
         self.reserved.as_ref().filter(|s| s.ordered.is_some())
     }
     #[inline]
+    fn views_slot(&self, _: bool) -> Option<&crate::deferred_views::DeferredViews> {
+        self.views.as_ref()
+    }
+    #[inline]
     fn shading_rate_slot(&self, _: bool) -> Option<&crate::shading_rate::ForceOneByOne> {
         self.shading_rate.as_ref()
     }
@@ -368,7 +372,7 @@ impl DeviceCore {
 }
 
 use crate::interlock::{ordered, spinlock};
-use crate::{fdm, link, shader, shading_rate};
+use crate::{deferred_views, fdm, link, shader, shading_rate};
 
 device_commands! {
     // Resources the density map translates or remembers.
@@ -377,13 +381,13 @@ device_commands! {
         [fdm_slot => own fdm::create_image];
     "vkDestroyImage" fn destroy_image(device: vk::Device, handle: vk::Image, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyImage, down |dc| dc.fns.fp_v1_0().destroy_image;
-        [fdm_slot => forget fdm::Fdm::forget_image];
+        [fdm_slot => forget fdm::Fdm::forget_image, views_slot => wrap deferred_views::destroy_image];
     "vkCreateImageView" fn create_image_view(device: vk::Device, info: *const vk::ImageViewCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ImageView) -> vk::Result
         = PFN_vkCreateImageView, down |dc| dc.fns.fp_v1_0().create_image_view;
-        [fdm_slot => own fdm::create_image_view];
+        [fdm_slot => own fdm::create_image_view, views_slot => created deferred_views::DeferredViews::note_view];
     "vkDestroyImageView" fn destroy_image_view(device: vk::Device, handle: vk::ImageView, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyImageView, down |dc| dc.fns.fp_v1_0().destroy_image_view;
-        [fdm_slot => forget fdm::Fdm::forget_view];
+        [fdm_slot => forget fdm::Fdm::forget_view, views_slot => wrap deferred_views::destroy_image_view];
     "vkCreateSampler" fn create_sampler(device: vk::Device, info: *const vk::SamplerCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Sampler) -> vk::Result
         = PFN_vkCreateSampler, down |dc| dc.fns.fp_v1_0().create_sampler;
         [fdm_slot => own fdm::create_sampler];
@@ -410,22 +414,28 @@ device_commands! {
         [fdm_binned_slot => forget fdm::Fdm::forget_set_layout];
     "vkFreeDescriptorSets" fn free_descriptor_sets(device: vk::Device, pool: vk::DescriptorPool, n: u32, sets: *const vk::DescriptorSet) -> vk::Result
         = PFN_vkFreeDescriptorSets, down |dc| dc.fns.fp_v1_0().free_descriptor_sets;
-        [fdm_binned_slot => own fdm::descriptors::free_descriptor_sets];
+        [fdm_binned_slot => own fdm::descriptors::free_descriptor_sets, views_slot => wrap deferred_views::free_descriptor_sets];
     "vkResetDescriptorPool" fn reset_descriptor_pool(device: vk::Device, pool: vk::DescriptorPool, flags: vk::DescriptorPoolResetFlags) -> vk::Result
         = PFN_vkResetDescriptorPool, down |dc| dc.fns.fp_v1_0().reset_descriptor_pool;
-        [fdm_binned_slot => forget fdm::Fdm::forget_pool];
+        [fdm_binned_slot => forget fdm::Fdm::forget_pool, views_slot => wrap deferred_views::reset_descriptor_pool];
     "vkDestroyDescriptorPool" fn destroy_descriptor_pool(device: vk::Device, pool: vk::DescriptorPool, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyDescriptorPool, down |dc| dc.fns.fp_v1_0().destroy_descriptor_pool;
-        [fdm_binned_slot => forget fdm::Fdm::forget_pool];
+        [fdm_binned_slot => forget fdm::Fdm::forget_pool, views_slot => wrap deferred_views::destroy_descriptor_pool];
     "vkAllocateDescriptorSets" fn allocate_descriptor_sets(device: vk::Device, info: *const vk::DescriptorSetAllocateInfo<'_>, out: *mut vk::DescriptorSet) -> vk::Result
         = PFN_vkAllocateDescriptorSets, down |dc| dc.fns.fp_v1_0().allocate_descriptor_sets;
-        [fdm_binned_slot => own fdm::descriptors::allocate_descriptor_sets];
+        [fdm_binned_slot => own fdm::descriptors::allocate_descriptor_sets, views_slot => wrap deferred_views::allocate_descriptor_sets];
     "vkUpdateDescriptorSets" fn update_descriptor_sets(device: vk::Device, nw: u32, writes: *const vk::WriteDescriptorSet<'_>, nc: u32, copies: *const vk::CopyDescriptorSet<'_>)
         = PFN_vkUpdateDescriptorSets, down |dc| dc.fns.fp_v1_0().update_descriptor_sets;
-        [fdm_binned_slot => own fdm::descriptors::update_descriptor_sets];
+        [fdm_binned_slot => own fdm::descriptors::update_descriptor_sets, views_slot => wrap deferred_views::update_descriptor_sets];
     "vkUpdateDescriptorSetWithTemplate" | "vkUpdateDescriptorSetWithTemplateKHR" fn update_descriptor_set_with_template(device: vk::Device, set: vk::DescriptorSet, template: vk::DescriptorUpdateTemplate, data: *const std::ffi::c_void)
         = PFN_vkUpdateDescriptorSetWithTemplate, down |dc| dc.fns.fp_v1_1().update_descriptor_set_with_template;
-        [fdm_binned_slot => own fdm::descriptors::update_descriptor_set_with_template];
+        [fdm_binned_slot => own fdm::descriptors::update_descriptor_set_with_template, views_slot => wrap deferred_views::update_descriptor_set_with_template];
+    "vkCreateDescriptorUpdateTemplate" | "vkCreateDescriptorUpdateTemplateKHR" fn create_descriptor_update_template(device: vk::Device, info: *const vk::DescriptorUpdateTemplateCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorUpdateTemplate) -> vk::Result
+        = PFN_vkCreateDescriptorUpdateTemplate, down |dc| dc.fns.fp_v1_1().create_descriptor_update_template;
+        [views_slot => created deferred_views::DeferredViews::note_template];
+    "vkDestroyDescriptorUpdateTemplate" | "vkDestroyDescriptorUpdateTemplateKHR" fn destroy_descriptor_update_template(device: vk::Device, handle: vk::DescriptorUpdateTemplate, alloc: *const vk::AllocationCallbacks<'_>)
+        = PFN_vkDestroyDescriptorUpdateTemplate, down |dc| dc.fns.fp_v1_1().destroy_descriptor_update_template;
+        [views_slot => forget deferred_views::DeferredViews::forget_template];
 
     // Shaders and pipelines: the density map makes per-area variants; the shader route composes
     // the capabilities that rewrite SPIR-V (interlock, varying linking) and judge pipelines by their

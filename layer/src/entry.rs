@@ -664,6 +664,7 @@ unsafe extern "system" fn create_device(
                 // SAFETY: the device was created above, with `p_allocator`, and the application has not seen it.
                 Err(e) => return unsafe { reserved_set_failed(&inst.log, &core, p_allocator, e) },
             };
+            let emulates = enabled.is_some() || fdm.as_ref().is_some_and(|s| s.enabled);
             let mut data = DeviceData {
                 core,
                 interlock: enabled,
@@ -672,6 +673,7 @@ unsafe extern "system" fn create_device(
                 shading_rate: unsafe { crate::shading_rate::ForceOneByOne::for_device(&plan, info) },
                 varyings: crate::link::Linker::for_device(&c),
                 fdm: None,
+                views: crate::deferred_views::DeferredViews::for_device(&c, emulates),
             };
             if let (Some(mode), Some(s)) = (plan.fdm_mode(), fdm.as_ref().filter(|s| s.enabled)) {
                 // What the density-map hooks call: the layer's entry point of the command's row where another
@@ -830,6 +832,10 @@ unsafe extern "system" fn destroy_device(device: vk::Device, p_allocator: *const
                 if let Some(f) = dev.fdm.as_ref().filter(|_| leak != "vulkan") {
                     let _ = dev.fns.device_wait_idle();
                     f.destroy();
+                }
+                // The views and images the application destroyed while its sets held them.
+                if let Some(v) = &dev.views {
+                    v.destroy(&dev.core);
                 }
                 (dev.fns.fp_v1_0().destroy_device)(device, p_allocator);
             }

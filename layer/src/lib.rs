@@ -12,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod architecture;
+pub mod deferred_views;
 pub mod device;
 pub mod disk_cache;
 pub mod dispatch;

@@ -60,6 +60,7 @@ pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS: &[&str] = &["auto", "on", "off"];
 pub const MULTIVIEW_FLUSH: &[&str] = &["auto", "on", "off"];
 pub const NEVER_OPAQUE: &[&str] = &["auto", "on", "off"];
+pub const DEFER_VIEWS: &[&str] = &["auto", "on", "off"];
 pub const LINK_CACHE: &[&str] = &["on", "off"];
 
 /// Every setting the layer reads. Order is the order Vulkan Configurator shows.
@@ -133,6 +134,13 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "auto",
         label: "Interlock: never opaque (lavapipe)",
         description: "Give every fragment shader that uses interlock a discard that is never taken, so that llvmpipe does not drop the earlier primitives of a tile that a later one covers: auto on llvmpipe only.",
+    },
+    SettingDef {
+        key: "defer_view_destruction",
+        kind: Kind::Enum(DEFER_VIEWS),
+        default: "auto",
+        label: "Defer destroying views sets hold (lavapipe)",
+        description: "Keep an image view (and its image) the application destroys while a descriptor set still holds it until the set lets it go, since lavapipe reads every descriptor of a bound set: auto on llvmpipe where the layer emulates something.",
     },
     SettingDef {
         key: "fdm",
@@ -278,6 +286,8 @@ pub struct Settings {
     pub debug_spinlock_per_lane: bool,
     /// `interlock_never_opaque`: `auto`, `on` or `off`.
     pub interlock_never_opaque: &'static str,
+    /// `defer_view_destruction`: `auto`, `on` or `off`.
+    pub defer_view_destruction: &'static str,
     pub fdm: &'static str,
     pub fdm_overlay: bool,
     /// `fdm_multiview_flush`: `auto`, `on` or `off`.
@@ -600,6 +610,7 @@ impl RawSettings {
             debug_ordered_reverse: get("debug_ordered_reverse") == "true",
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
             interlock_never_opaque: enum_value(NEVER_OPAQUE, get("interlock_never_opaque")),
+            defer_view_destruction: enum_value(DEFER_VIEWS, get("defer_view_destruction")),
             fdm: enum_value(FDM_MODES, get("fdm")),
             fdm_overlay: get("fdm_overlay") == "true",
             fdm_multiview_flush: enum_value(MULTIVIEW_FLUSH, get("fdm_multiview_flush")),

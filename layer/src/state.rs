@@ -33,6 +33,8 @@ pub struct DeviceData {
     pub fdm: Option<crate::fdm::Fdm>,
     /// The locked strategies' (spinlock, ordered) reserved set and what binds it, where one runs.
     pub reserved: Option<crate::interlock::spinlock::ReservedSet>,
+    /// Image views destroyed while a set holds them, kept (lavapipe).
+    pub views: Option<crate::deferred_views::DeferredViews>,
 }
 
 impl std::ops::Deref for DeviceData {

@@ -17,5 +17,6 @@ pub mod oit;
 pub mod oit_ordered;
 pub mod ordered_probe;
 pub mod render;
+pub mod stale_view;
 pub mod varyings;
 pub mod vrs;

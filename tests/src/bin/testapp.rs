@@ -105,6 +105,7 @@ fn main() {
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "ordered-probe" => gpu(&opts).and_then(|g| overlap_tests::ordered_probe::main(&g, &args[1..])),
+        "stale-view" => stale_view(&mut opts, args.get(1).and_then(|d| d.parse().ok()).unwrap_or(64)),
         "vrs" => vrs(&mut opts),
         "quad-derivatives" => quad_derivatives(
             &mut opts,
@@ -1364,6 +1365,21 @@ fn host_leak() -> Result<(), String> {
         std::mem::forget(std::hint::black_box(vec![i; 4096]));
     }
     println!("host_leak=16x4096");
+    Ok(())
+}
+
+/// The stale-view scene (`overlap_tests::stale_view`, issue 36): `draws`
+/// draws with a set whose unused binding names a destroyed view. The device
+/// enables interlock where listed, so that Overlap (on llvmpipe) runs on it.
+fn stale_view(opts: &mut GpuOptions, draws: u32) -> Result<(), String> {
+    opts.interlock = true;
+    let g = gpu(opts)?;
+    let pixel = overlap_tests::stale_view::run(&g, draws)?;
+    println!("stale_view draws={draws} interlock={} pixel={pixel:?}", g.interlock);
+    // The fragment shader's colour, exact in R8G8B8A8_UNORM.
+    if pixel != [51, 102, 153, 255] {
+        return Err(format!("stale view: pixel {pixel:?}, not the shader's colour"));
+    }
     Ok(())
 }
 
