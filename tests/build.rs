@@ -439,6 +439,29 @@ void main() { o_color = clamp(color, 0.0, 1.0); }
 /// dense or sparse vertex outputs, an indirectly or directly indexed patch
 /// array, with or without a transform-feedback output; the expectations are
 /// the roles the generator gave each varying (see `Chain`).
+///
+/// Where each figure comes from: the sources above, by the linker's
+/// documented rules (docs/varyings.md), not from its output. Pairs link
+/// last pair first, so a consumer's output that a later stage does not read
+/// is already dead when its inputs are judged.
+/// - `X → frag` (X = tese or geom): `color`/`ca` at 0 is read, `chain_e`/`e`
+///   at 1 is not (the fragment shader reads location 0 only): 2 before, 1
+///   after, dead [1]; with transform feedback `cap` at 2 is captured, so
+///   kept: one more before and after.
+/// - `tese → geom`: `color` feeds `ca` (read), `chain_e` feeds `e` (dead):
+///   2 before, 1 after, dead [1].
+/// - `tesc → tese`: 7 locations before (`pos_t` 0, `chain_t` 1, `back_t` 2,
+///   `konst_p` 3, `used_p` 4, `arr_p[2]` 5-6); `chain_t` only feeds the dead
+///   `chain_e` (dead [1]), `konst_p` is the same constant everywhere
+///   (constants [3]), `back_t` is read back by the control shader itself
+///   (read back [2], so kept though the evaluation shader never reads it).
+///   `arr_p` indexed by a constant is split and its unread element 0
+///   (location 5) dies: 4 after (`pos_t`, `back_t`, `used_p`, `arr_p[1]`),
+///   dead [1, 5]; indexed by a non-constant it stays whole where it is: 5
+///   after, dead [1], kept in place [5].
+/// - `vert → tesc` / `vert → geom`: `pos` read, `chain` feeds only the dead
+///   `chain_t` / `e` (dead [loc 1]), `k` is a constant for every vertex
+///   (constants [loc 2]): 3 before, 1 after.
 fn stage_corpus(out: &Path) {
     let mut chains = Vec::new();
     for variant in 0..4u32 {
