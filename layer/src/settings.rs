@@ -49,208 +49,23 @@ pub struct SettingDef {
     pub description: &'static str,
 }
 
-pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug"];
-pub const ARCHITECTURES: &[&str] = &["native", "gfx9", "gfx10", "gfx10_3", "gfx11", "a6xx", "a7xx"];
-pub const INTERLOCK_STRATEGIES: &[&str] = &["auto", "native", "serialized", "spinlock", "ordered"];
-pub const ORDERED_SLOTS: &[&str] = &["32", "64", "16", "8"];
-pub const ORDERED_GRIDS: &[&str] = &["2048", "4096", "1024", "512", "256"];
-pub const ORDERED_WAITS: &[&str] = &["1048576", "65536", "4096", "64"];
-pub const FDM_MODES: &[&str] = &["off", "baseline", "binned"];
-pub const VARYINGS_LEVELS: &[&str] = &["off", "safe", "full"];
-pub const VARYINGS_UNIFORMS: &[&str] = &["auto", "on", "off"];
-pub const MULTIVIEW_FLUSH: &[&str] = &["auto", "on", "off"];
-pub const NEVER_OPAQUE: &[&str] = &["auto", "on", "off"];
-pub const DEFER_VIEWS: &[&str] = &["auto", "on", "off"];
-pub const LINK_CACHE: &[&str] = &["on", "off"];
+pub const LOG_LEVELS: &[&str] = crate::generated::settings::LOG_LEVEL_VALUES;
+pub const ARCHITECTURES: &[&str] = crate::generated::settings::ARCHITECTURE_VALUES;
+pub const INTERLOCK_STRATEGIES: &[&str] = crate::generated::settings::INTERLOCK_STRATEGY_VALUES;
+pub const ORDERED_SLOTS: &[&str] = crate::generated::settings::INTERLOCK_ORDERED_SLOTS_VALUES;
+pub const ORDERED_GRIDS: &[&str] = crate::generated::settings::INTERLOCK_ORDERED_GRID_VALUES;
+pub const ORDERED_WAITS: &[&str] = crate::generated::settings::INTERLOCK_ORDERED_WAIT_VALUES;
+pub const FDM_MODES: &[&str] = crate::generated::settings::FDM_VALUES;
+pub const VARYINGS_LEVELS: &[&str] = crate::generated::settings::VARYINGS_VALUES;
+pub const VARYINGS_UNIFORMS: &[&str] = crate::generated::settings::VARYINGS_UNIFORMS_VALUES;
+pub const MULTIVIEW_FLUSH: &[&str] = crate::generated::settings::FDM_MULTIVIEW_FLUSH_VALUES;
+pub const NEVER_OPAQUE: &[&str] = crate::generated::settings::INTERLOCK_NEVER_OPAQUE_VALUES;
+pub const DEFER_VIEWS: &[&str] = crate::generated::settings::DEFER_VIEW_DESTRUCTION_VALUES;
+pub const LINK_CACHE: &[&str] = crate::generated::settings::LINK_CACHE_VALUES;
 
-/// Every setting the layer reads. Order is the order Vulkan Configurator shows.
-pub const SETTINGS: &[SettingDef] = &[
-    SettingDef {
-        key: "log_level",
-        kind: Kind::Enum(LOG_LEVELS),
-        default: "warn",
-        label: "Log level",
-        description: "Messages at this severity and above go to stderr and to every VK_EXT_debug_utils messenger.",
-    },
-    SettingDef {
-        key: "force_enable",
-        kind: Kind::Bool,
-        default: "false",
-        label: "Force hooks",
-        description: "Install the layer's device hooks on every device, even where nothing is emulated.",
-    },
-    SettingDef {
-        key: "architecture",
-        kind: Kind::Enum(ARCHITECTURES),
-        default: "native",
-        label: "Emulated architecture",
-        description: "Report the capability set of this GPU generation; native reports the driver's own.",
-    },
-    SettingDef {
-        key: "profile_file",
-        kind: Kind::File,
-        default: "",
-        label: "Profile file",
-        description: "A Vulkan Profiles JSON file to emulate instead of a built-in architecture.",
-    },
-    SettingDef {
-        key: "spoof_identity",
-        kind: Kind::Bool,
-        default: "false",
-        label: "Spoof identity",
-        description: "Report the emulated architecture's vendor and an 'Overlap <arch> (<device>)' device name.",
-    },
-    SettingDef {
-        key: "interlock_strategy",
-        kind: Kind::Enum(INTERLOCK_STRATEGIES),
-        default: "auto",
-        label: "Interlock strategy",
-        description: "How VK_EXT_fragment_shader_interlock is provided: auto picks native, serialized (llvmpipe) or ordered (any other GPU: primitive order for ordered modes, a spinlock for unordered ones).",
-    },
-    SettingDef {
-        key: "interlock_ordered_slots",
-        kind: Kind::Enum(ORDERED_SLOTS),
-        default: "32",
-        label: "Ordered interlock: fragments per pixel",
-        description: "How many primitives of one draw a pixel's cell keeps in order (ordered strategy); a pixel covered by more loses order there (logged). Memory: grid x grid x (32 + 8 x slots) bytes.",
-    },
-    SettingDef {
-        key: "interlock_ordered_grid",
-        kind: Kind::Enum(ORDERED_GRIDS),
-        default: "2048",
-        label: "Ordered interlock: cell grid",
-        description: "Cells per side of the ordered strategy's grid; pixels further apart share a cell, which costs slots.",
-    },
-    SettingDef {
-        key: "interlock_ordered_wait",
-        kind: Kind::Enum(ORDERED_WAITS),
-        default: "1048576",
-        label: "Ordered interlock: longest wait",
-        description: "Polls after which a critical section waiting for its predecessors enters anyway, under the mutex (counted and logged).",
-    },
-    SettingDef {
-        key: "interlock_never_opaque",
-        kind: Kind::Enum(NEVER_OPAQUE),
-        default: "auto",
-        label: "Interlock: never opaque (lavapipe)",
-        description: "Give every fragment shader that uses interlock a discard that is never taken, so that llvmpipe does not drop the earlier primitives of a tile that a later one covers: auto on llvmpipe only.",
-    },
-    SettingDef {
-        key: "defer_view_destruction",
-        kind: Kind::Enum(DEFER_VIEWS),
-        default: "auto",
-        label: "Defer destroying views sets hold (lavapipe)",
-        description: "Keep an image view (and its image) the application destroys while a descriptor set still holds it until the set lets it go, since lavapipe reads every descriptor of a bound set: auto on llvmpipe where the layer emulates something.",
-    },
-    SettingDef {
-        key: "fdm",
-        kind: Kind::Enum(FDM_MODES),
-        default: "binned",
-        label: "Fragment density map",
-        description:
-            "off hides VK_EXT_fragment_density_map; baseline shades at 1x1; binned renders bins at lower resolution.",
-    },
-    SettingDef {
-        key: "fdm_overlay",
-        kind: Kind::Bool,
-        default: "false",
-        label: "Density map overlay",
-        description: "Outline each bin of a binned density-map pass in a colour per fragment area (debugging).",
-    },
-    SettingDef {
-        key: "fdm_multiview_flush",
-        kind: Kind::Enum(MULTIVIEW_FLUSH),
-        default: "auto",
-        label: "Multiview flush (lavapipe)",
-        description: "On a density-map device, draw each direct multiview draw as a multi-draw led by an invisible one, so that lavapipe's draw module starts every view's clipped primitives with that view's index: auto on llvmpipe only.",
-    },
-    SettingDef {
-        key: "varyings",
-        kind: Kind::Enum(VARYINGS_LEVELS),
-        default: "safe",
-        label: "Varying linking",
-        description:
-            "off leaves shader interfaces alone; safe applies bit-exact optimizations only; full also moves code.",
-    },
-    SettingDef {
-        key: "varyings_uniforms",
-        kind: Kind::Enum(VARYINGS_UNIFORMS),
-        default: "auto",
-        label: "Uniform propagation",
-        description: "Move uniform, UBO and push-constant expressions from the fragment shader's producer into the fragment shader: auto does it everywhere but on llvmpipe, where it measured slower.",
-    },
-    SettingDef {
-        key: "link_cache",
-        kind: Kind::Enum(LINK_CACHE),
-        default: "on",
-        label: "Link cache on disk",
-        description: "Keep linked shader pairs in $XDG_CACHE_HOME/overlap/linked (default ~/.cache; at most 64 MiB), so that later runs skip linking and validation.",
-    },
-    SettingDef {
-        key: "validate_shaders",
-        kind: Kind::Bool,
-        default: "true",
-        label: "Validate shaders",
-        description: "Validate every rewritten SPIR-V module with the SPIRV-Tools validator (built into the layer) before it is sent to the driver.",
-    },
-    SettingDef {
-        key: "dump_shaders",
-        kind: Kind::Folder,
-        default: "",
-        label: "Dump shaders",
-        description: "A folder to write every SPIR-V module the layer rewrites into, before and after.",
-    },
-    SettingDef {
-        key: "debug_panic",
-        kind: Kind::String,
-        default: "",
-        label: "Debug: panic in hook",
-        description:
-            "Testing only: the hook of this Vulkan command panics, to prove panics never reach the application.",
-    },
-    SettingDef {
-        key: "debug_leak",
-        kind: Kind::String,
-        default: "",
-        label: "Debug: leak the layer's own objects",
-        description: "Testing only: at vkDestroyDevice the layer forgets its own objects, to show the leak detectors firing: vulkan leaves its Vulkan objects (the reserved set, the density map's) undestroyed, host leaks the device's state on the heap.",
-    },
-    SettingDef {
-        key: "debug_fail",
-        kind: Kind::String,
-        default: "",
-        label: "Debug: fail the layer's own allocations",
-        description: "Testing only: the layer's own calls of these Vulkan commands (comma-separated, e.g. vkCreateImage,vkAllocateMemory; docs/robustness.md lists every call that takes it) fail as if out of memory, or as if the device were lost with NAME:device_lost (vkQueueSubmit:device_lost, vkWaitForFences:device_lost), or from the N-th call on with NAME@N, to prove every fallback.",
-    },
-    SettingDef {
-        key: "debug_ordered_reverse",
-        kind: Kind::Bool,
-        default: "false",
-        label: "Debug: reverse the ordered interlock's order",
-        description: "Testing only: the ordered strategy enters critical sections in reverse primitive order, to prove the order checks see its order.",
-    },
-    SettingDef {
-        key: "debug_spinlock_per_lane",
-        kind: Kind::Bool,
-        default: "false",
-        label: "Debug: spinlock locks per lane",
-        description: "Testing only: the spinlock lowers critical sections per lane (each lane takes its own lock, as on a device without subgroup ballots) instead of per quad, on the quad locks' blocks (2x2 pixels, or twice the largest fragment size), to prove the derivative checks see the difference.",
-    },
-    SettingDef {
-        key: "debug_fdm_misreplay",
-        kind: Kind::Bool,
-        default: "false",
-        label: "Debug: replay density-map passes wrongly",
-        description: "Testing only: replays above 1x1 shift their viewports by one fragment, to prove the density-map checks catch a wrong replay.",
-    },
-    SettingDef {
-        key: "debug_fdm_without",
-        kind: Kind::String,
-        default: "",
-        label: "Debug: density-map features switched off",
-        description: "Testing only: comma-separated density-map features the layer leaves out (per_view_areas: a multiview pass gives every view the smallest area any view asks for; offsets: density offsets are ignored; dynamic_state: dynamic state beyond Vulkan 1.3 goes down at once instead of being captured; msaa: a multisampled attachment that loads or stores renders its pass at 1x1; library_variants: a link of graphics pipeline libraries gets no per-area variants; shader_object_variants: shader objects get no per-area variants; scratch_per_command_buffer: scratch targets are shared by every command buffer; gpu_plan: a dynamic or deferred density map is read on the host when the pass is recorded, as a static one, instead of planned on the GPU when it executes; compute_restore: the application's compute pipeline and sets are not bound again after the GPU plan's dispatch; gpu_plan_by_draw: the GPU plan replays the whole pass once per region and area, never a pass once with each run of draws once per region; app_conditional: the GPU plan ignores the application's conditional rendering around a pass and nests its own in it; edge_fragments: a bin that ends the render area may end inside a fragment, whose pixels there are covered only where the primitive covers its centre; per_layer: a per-layer pass (VK_VALVE_fragment_density_map_layered) reads map layer 0 for every layer), to prove the tests notice.",
-    },
-];
+/// The settings table, generated from `layer/gen/settings.json` (with both
+/// manifests' settings blocks) by `layer/gen/settings.py`.
+pub use crate::generated::settings::SETTINGS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -672,6 +487,15 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The settings table and both manifests' settings blocks are what
+    /// `layer/gen/settings.py` makes from `layer/gen/settings.json`.
+    #[test]
+    fn generated_settings_are_current() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/settings.py");
+        let out = std::process::Command::new("python3").arg(script).arg("--check").output().expect("python3");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    }
 
     fn resolve(pairs: &[(&str, &str)]) -> (Settings, Vec<Diagnostic>) {
         let mut raw = RawSettings::default();

@@ -8,3 +8,8 @@ pub mod struct_sizes;
 #[rustfmt::skip]
 #[allow(clippy::all)]
 pub mod newer_struct_sizes;
+/// The settings table (`layer/gen/settings.py`, from `layer/gen/settings.json`;
+/// `settings::tests` checks it is current).
+#[rustfmt::skip]
+#[allow(clippy::all)]
+pub mod settings;
