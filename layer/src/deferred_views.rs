@@ -355,6 +355,12 @@ pub unsafe fn update_descriptor_sets(
         // SAFETY: VUID-vkUpdateDescriptorSets-pDescriptorWrites-parameter and -pDescriptorCopies-parameter.
         let (writes, copies) = unsafe { (slice(writes, nw), slice(copies, nc)) };
         for w in writes {
+            // A write of another type replaces what the elements held (only where the set holds views in that
+            // binding: an inline uniform block's count is in bytes).
+            let held = |st: &State| st.sets.get(&w.dst_set).is_some_and(|m| m.keys().any(|(b, _)| *b >= w.dst_binding));
+            if !holds_view(w.descriptor_type) && !held(&st) {
+                continue;
+            }
             let images = if holds_view(w.descriptor_type) {
                 // SAFETY: VUID-VkWriteDescriptorSet-descriptorType-00322 and -00326: image types take
                 // `descriptorCount` image infos.
