@@ -99,6 +99,8 @@ pub struct Settings {
     pub debug_ordered_reverse: bool,
     /// `debug_spinlock_per_lane`: testing only, the per-lane spinlock lowering.
     pub debug_spinlock_per_lane: bool,
+    /// `interlock_spinlock_try`: `cas` or `ttas` (quad locks).
+    pub interlock_spinlock_try: &'static str,
     /// `interlock_never_opaque`: `auto`, `on` or `off`.
     pub interlock_never_opaque: &'static str,
     /// `defer_view_destruction`: `auto`, `on` or `off`.
@@ -424,6 +426,10 @@ impl RawSettings {
             interlock_ordered_wait: enum_value(ORDERED_WAITS, get("interlock_ordered_wait")).parse().unwrap_or(1 << 20),
             debug_ordered_reverse: get("debug_ordered_reverse") == "true",
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
+            interlock_spinlock_try: enum_value(
+                crate::generated::settings::INTERLOCK_SPINLOCK_TRY_VALUES,
+                get("interlock_spinlock_try"),
+            ),
             interlock_never_opaque: enum_value(NEVER_OPAQUE, get("interlock_never_opaque")),
             defer_view_destruction: enum_value(DEFER_VIEWS, get("defer_view_destruction")),
             fdm: enum_value(FDM_MODES, get("fdm")),

@@ -48,6 +48,7 @@ fn lower_locked(
         size: crate::interlock::spinlock::LOCK_SIZE,
         block: s.block,
         quad: s.quad,
+        ttas: s.ttas,
     };
     let r = spinlock::lower(module, &cfg)?;
     Ok((

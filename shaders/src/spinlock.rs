@@ -114,6 +114,11 @@ pub struct Config {
     /// a unit. Needs subgroup ballots in fragment shaders (SPIR-V 1.3, which
     /// the lowering declares); without, each lane takes its own lock.
     pub quad: bool,
+    /// Test-and-test-and-set for quad locks: the leader reads the lock
+    /// first and swaps it only where it reads it free; where it is held, the
+    /// leader's swap goes to its scratch texel as the other lanes' do, so a
+    /// contended lock word sees reads, not atomic swaps.
+    pub ttas: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -286,6 +291,8 @@ struct Lock {
     size_mask: Word,
     /// The lock image's side.
     size: u32,
+    /// [`Config::ttas`].
+    ttas: bool,
 }
 
 /// Lowers `module` for the spinlock strategy.
@@ -406,6 +413,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         relaxed: ids.uint_const(0),
         size_mask: ids.uint_const(cfg.size - 1),
         size: cfg.size,
+        ttas: cfg.ttas,
     };
     let _ = (int, bool_t);
 
@@ -716,6 +724,16 @@ impl LockGuard<'_> {
         let q = Quad { word, shift, me, lock: (ix, iy), scratch: (jx, jy) };
         let active = Self::quad_bits(ids, b, &q, counts);
         let leader = Self::lowest(ids, b, &q, active);
+        // Test and test-and-set: the leader swaps only a lock it reads free
+        // (a relaxed read; the swap's acquire orders the section).
+        let leader = if lock.ttas {
+            let seen = self.texel(ids, b, &q, leader);
+            let now = ids.op(b, Op::AtomicLoad, uint, &[seen, lock.scope, lock.relaxed]);
+            let idle = ids.op(b, Op::IEqual, bool_t, &[now, zero]);
+            ids.op(b, Op::LogicalAnd, bool_t, &[leader, idle])
+        } else {
+            leader
+        };
         let ptr = self.texel(ids, b, &q, leader);
         let n = ids.op(b, Op::BitCount, uint, &[active]);
         let expected = ids.op(b, Op::Select, uint, &[leader, zero, never]);
@@ -1005,7 +1023,7 @@ mod tests {
     use crate::testing::{assemble_text, disassemble, glsl};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false };
+    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 
@@ -1080,6 +1098,24 @@ mod tests {
         let text = disassemble(&out);
         validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
         (report, text)
+    }
+
+    /// Test and test-and-set: the leader reads the lock (one atomic load)
+    /// before the one compare-swap, whose texel is selected again by what it
+    /// read; the module validates.
+    #[test]
+    fn ttas_reads_before_it_swaps() {
+        let body = "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }";
+        let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}{body}\n");
+        let mut m = parse(&glsl(&src, "frag").unwrap()).unwrap();
+        lower(&mut m, &Config { ttas: true, ..QUAD }).unwrap();
+        let out = assemble(&m);
+        let text = disassemble(&out);
+        validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(text.matches("OpAtomicLoad").count(), 1, "{text}");
+        assert_eq!(text.matches("OpAtomicCompareExchange").count(), 1, "{text}");
+        // The texel read, the texel swapped, the texel left.
+        assert_eq!(text.matches("OpImageTexelPointer").count(), 4, "{text}");
     }
 
     /// Quad locks: one ballot to find the quad's leader, its compare-swap,
@@ -1234,7 +1270,7 @@ mod robustness {
     use crate::testing::{lowering_keeps_shader_declared, only_interlock_capability, self_referential_vector};
     use crate::{assemble, parse};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false };
+    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false };
 
     /// As for the serialized rewrite: `Shader`, implied by the interlock
     /// capability removed, stays declared.

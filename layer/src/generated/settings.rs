@@ -7,6 +7,7 @@ pub const INTERLOCK_STRATEGY_VALUES: &[&str] = &["auto", "native", "serialized",
 pub const INTERLOCK_ORDERED_SLOTS_VALUES: &[&str] = &["32", "64", "16", "8"];
 pub const INTERLOCK_ORDERED_GRID_VALUES: &[&str] = &["2048", "4096", "1024", "512", "256"];
 pub const INTERLOCK_ORDERED_WAIT_VALUES: &[&str] = &["1048576", "65536", "4096", "64"];
+pub const INTERLOCK_SPINLOCK_TRY_VALUES: &[&str] = &["cas", "ttas"];
 pub const INTERLOCK_NEVER_OPAQUE_VALUES: &[&str] = &["auto", "on", "off"];
 pub const DEFER_VIEW_DESTRUCTION_VALUES: &[&str] = &["auto", "on", "off"];
 pub const FDM_VALUES: &[&str] = &["off", "baseline", "binned"];
@@ -78,6 +79,13 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "1048576",
         label: "Ordered interlock: longest wait",
         description: "Polls after which a critical section waiting for its predecessors enters anyway, under the mutex (counted and logged).",
+    },
+    SettingDef {
+        key: "interlock_spinlock_try",
+        kind: Kind::Enum(INTERLOCK_SPINLOCK_TRY_VALUES),
+        default: "cas",
+        label: "Interlock spinlock: how a quad tries the lock",
+        description: "How the spinlock's quad leader tries a lock: cas swaps it at every try; ttas reads it first and swaps only a lock it reads free (test and test-and-set), so a contended lock word sees reads rather than swaps.",
     },
     SettingDef {
         key: "interlock_never_opaque",

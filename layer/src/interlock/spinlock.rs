@@ -57,6 +57,7 @@ pub enum PipelineKind {
 /// descriptor set they reserve, the lock image and the ordered strategy's
 /// cells bound through it, and the modules, pipelines, shader objects and
 /// command buffers that bind it.
+#[derive(Default)]
 pub struct ReservedSet {
     /// The reserved descriptor set index.
     pub set: u32,
@@ -68,6 +69,8 @@ pub struct ReservedSet {
     /// Quad locks (`overlap_shaders::spinlock::Config::quad`): the device
     /// has subgroup ballots in fragment shaders.
     pub quad: bool,
+    /// `interlock_spinlock_try=ttas` (`overlap_shaders::spinlock::Config::ttas`).
+    pub ttas: bool,
     /// The ordered strategy's state, where it runs.
     pub ordered: Option<ordered::Ordered>,
     pub(super) set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
@@ -211,7 +214,10 @@ impl ReservedSet {
                 ordered,
             )
         }
-        .map(Some)
+        .map(|mut r| {
+            r.ttas = quad && settings.interlock_spinlock_try == "ttas";
+            Some(r)
+        })
     }
 
     /// Creates the lock resources on a new device and clears the locks, on
@@ -235,25 +241,11 @@ impl ReservedSet {
     ) -> Result<ReservedSet, InitError> {
         let mut s = ReservedSet {
             set,
-            image: vk::Image::null(),
-            memory: vk::DeviceMemory::null(),
-            view: vk::ImageView::null(),
             block,
             quad,
             ordered: ordered.map(ordered::Ordered::new),
             set_loader_data,
-            lock_layout: vk::DescriptorSetLayout::null(),
-            empty_layout: vk::DescriptorSetLayout::null(),
-            pool: vk::DescriptorPool::null(),
-            lock_set: vk::DescriptorSet::null(),
-            modules: Default::default(),
-            pipelines: Default::default(),
-            shaders: Default::default(),
-            bound: Default::default(),
-            warned: Default::default(),
-            library_parts: Default::default(),
-            vertex_objects: Default::default(),
-            bound_objects: Default::default(),
+            ..Default::default()
         };
         let mut cmd_pool = vk::CommandPool::null();
         // Each object is stored as soon as it is made, so that a failure

@@ -814,6 +814,7 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             // Quad locks on every other case (not drawn from `rng`, which
             // keeps the cases of a seed): they need SPIR-V 1.3.
             quad: case.index % 2 == 1 && !matches!(env, TargetEnv::Vulkan1_0),
+            ttas: case.index % 4 == 1,
         };
         passes.push((
             Pass::Spinlock,
