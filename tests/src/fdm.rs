@@ -1461,13 +1461,7 @@ pub fn render_multiview(gpu: &Gpu, mv: &Multiview) -> Vec<Vec<[u8; 4]>> {
                 .store_op(vk::AttachmentStoreOp::STORE)
                 .initial_layout(vk::ImageLayout::UNDEFINED)
                 .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-            vk::AttachmentDescription2::default()
-                .format(vk::Format::R8G8_UNORM)
-                .samples(vk::SampleCountFlags::TYPE_1)
-                .load_op(vk::AttachmentLoadOp::LOAD)
-                .store_op(vk::AttachmentStoreOp::DONT_CARE)
-                .initial_layout(fdm_layout)
-                .final_layout(fdm_layout),
+            map_attachment2(fdm_layout),
         ];
         let used = if with_map { &attachments[..] } else { &attachments[..1] };
         let colour = [vk::AttachmentReference2::default()
@@ -1784,13 +1778,7 @@ pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[
                 .store_op(vk::AttachmentStoreOp::STORE)
                 .initial_layout(vk::ImageLayout::UNDEFINED)
                 .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-            vk::AttachmentDescription2::default()
-                .format(vk::Format::R8G8_UNORM)
-                .samples(vk::SampleCountFlags::TYPE_1)
-                .load_op(vk::AttachmentLoadOp::LOAD)
-                .store_op(vk::AttachmentStoreOp::DONT_CARE)
-                .initial_layout(fdm_layout)
-                .final_layout(fdm_layout),
+            map_attachment2(fdm_layout),
         ];
         let colour = [vk::AttachmentReference2::default()
             .attachment(0)
@@ -1955,6 +1943,29 @@ pub fn render_dynamic_state(gpu: &Gpu, state: DynState, with_map: bool) -> Vec<[
 /// render was shaded at.
 pub fn areas(pixels: &[[u8; 4]]) -> Vec<(u32, u32)> {
     pixels.iter().map(|p| ((p[0] / 16) as u32, (p[0] % 16) as u32)).collect()
+}
+
+/// The density map's attachment in a render pass: R8G8_UNORM, loaded, not
+/// stored, in `layout` throughout.
+pub fn map_attachment(layout: vk::ImageLayout) -> vk::AttachmentDescription {
+    vk::AttachmentDescription::default()
+        .format(vk::Format::R8G8_UNORM)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .load_op(vk::AttachmentLoadOp::LOAD)
+        .store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .initial_layout(layout)
+        .final_layout(layout)
+}
+
+/// [`map_attachment`] for render pass 2.
+pub fn map_attachment2(layout: vk::ImageLayout) -> vk::AttachmentDescription2<'static> {
+    vk::AttachmentDescription2::default()
+        .format(vk::Format::R8G8_UNORM)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .load_op(vk::AttachmentLoadOp::LOAD)
+        .store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .initial_layout(layout)
+        .final_layout(layout)
 }
 
 #[cfg(test)]

@@ -148,13 +148,7 @@ fn render_pass(
             .store_op(vk::AttachmentStoreOp::STORE)
             .initial_layout(initial)
             .final_layout(final_layout),
-        vk::AttachmentDescription::default()
-            .format(vk::Format::R8G8_UNORM)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .load_op(vk::AttachmentLoadOp::LOAD)
-            .store_op(vk::AttachmentStoreOp::DONT_CARE)
-            .initial_layout(fdm_layout)
-            .final_layout(fdm_layout),
+        crate::fdm::map_attachment(fdm_layout),
     ];
     let colour = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
     let subs = [vk::SubpassDescription::default()

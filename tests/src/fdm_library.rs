@@ -38,13 +38,7 @@ pub fn render(gpu: &Gpu, map: &Map, size: (u32, u32), lto: bool, dynamic: bool) 
             .store_op(vk::AttachmentStoreOp::STORE)
             .initial_layout(vk::ImageLayout::UNDEFINED)
             .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-        vk::AttachmentDescription::default()
-            .format(vk::Format::R8G8_UNORM)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .load_op(vk::AttachmentLoadOp::LOAD)
-            .store_op(vk::AttachmentStoreOp::DONT_CARE)
-            .initial_layout(fdm_layout)
-            .final_layout(fdm_layout),
+        crate::fdm::map_attachment(fdm_layout),
     ];
     let refs = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
     let sub = [vk::SubpassDescription::default().color_attachments(&refs)];

@@ -73,13 +73,7 @@ pub fn render(gpu: &Gpu, (w, h): (u32, u32), passes: u32, submit: Submit, repeat
             .store_op(vk::AttachmentStoreOp::STORE)
             .initial_layout(colour_layout)
             .final_layout(colour_layout),
-        vk::AttachmentDescription::default()
-            .format(vk::Format::R8G8_UNORM)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .load_op(vk::AttachmentLoadOp::LOAD)
-            .store_op(vk::AttachmentStoreOp::DONT_CARE)
-            .initial_layout(fdm_layout)
-            .final_layout(fdm_layout),
+        crate::fdm::map_attachment(fdm_layout),
     ];
     let refs = [vk::AttachmentReference { attachment: 0, layout: colour_layout }];
     let sub = [vk::SubpassDescription::default().color_attachments(&refs)];

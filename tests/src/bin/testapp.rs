@@ -1588,13 +1588,7 @@ fn fdm_render_pass(g: &Gpu, final_layout: vk::ImageLayout) -> Result<vk::RenderP
             .store_op(vk::AttachmentStoreOp::STORE)
             .initial_layout(vk::ImageLayout::UNDEFINED)
             .final_layout(final_layout),
-        vk::AttachmentDescription::default()
-            .format(vk::Format::R8G8_UNORM)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .load_op(vk::AttachmentLoadOp::LOAD)
-            .store_op(vk::AttachmentStoreOp::DONT_CARE)
-            .initial_layout(fdm_layout)
-            .final_layout(fdm_layout),
+        overlap_tests::fdm::map_attachment(fdm_layout),
     ];
     let colour = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
     let subpass = [vk::SubpassDescription::default().color_attachments(&colour)];
