@@ -25,9 +25,18 @@ fn spray() -> Vec<Vec<u8>> {
     keep
 }
 
+/// How the scene writes its set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Update {
+    /// `vkUpdateDescriptorSets` writes.
+    Writes,
+    /// `vkUpdateDescriptorSetWithTemplate` (as vkd3d-proton and DXVK write theirs).
+    Template,
+}
+
 /// Runs the scene: `Ok(pixel)` of the target's first pixel after `draws`
 /// submissions of one draw each.
-pub fn run(gpu: &Gpu, draws: u32) -> Result<[u8; 4], String> {
+pub fn run(gpu: &Gpu, draws: u32, update: Update) -> Result<[u8; 4], String> {
     let d = &gpu.device;
     let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
     unsafe {
@@ -94,7 +103,34 @@ pub fn run(gpu: &Gpu, draws: u32) -> Result<[u8; 4], String> {
                     .image_info(&infos[b])
             })
             .collect();
-        d.update_descriptor_sets(&writes, &[]);
+        match update {
+            Update::Writes => d.update_descriptor_sets(&writes, &[]),
+            Update::Template => {
+                let stride = std::mem::size_of::<vk::DescriptorImageInfo>();
+                let entries: Vec<vk::DescriptorUpdateTemplateEntry> = (0..2)
+                    .map(|b| vk::DescriptorUpdateTemplateEntry {
+                        dst_binding: b,
+                        dst_array_element: 0,
+                        descriptor_count: 1,
+                        descriptor_type: vk::DescriptorType::STORAGE_IMAGE,
+                        offset: b as usize * stride,
+                        stride,
+                    })
+                    .collect();
+                let template = d
+                    .create_descriptor_update_template(
+                        &vk::DescriptorUpdateTemplateCreateInfo::default()
+                            .descriptor_update_entries(&entries)
+                            .template_type(vk::DescriptorUpdateTemplateType::DESCRIPTOR_SET)
+                            .descriptor_set_layout(set_layout),
+                        None,
+                    )
+                    .map_err(|e| format!("vk:{e:?}"))?;
+                let data = [infos[0][0], infos[1][0]];
+                d.update_descriptor_set_with_template(set, template, data.as_ptr() as *const std::ffi::c_void);
+                d.destroy_descriptor_update_template(template, None);
+            }
+        }
         // Legal: no pipeline uses binding 1 from here on.
         gpu.destroy_image(gone);
         let sprayed = spray();

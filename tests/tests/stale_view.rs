@@ -27,8 +27,24 @@ fn lavapipe_alone_crashes_on_a_destroyed_view_in_an_unused_binding() {
 fn overlap_keeps_the_view_until_the_set_lets_it_go() {
     let o = run(&mut app(Layers::OverlapOverValidation, &["stale-view", "64"]));
     o.assert_ok();
-    assert!(o.stdout.contains("stale_view draws=64 interlock=true pixel=[51, 102, 153, 255]"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("stale_view draws=64 update=Writes interlock=true pixel=[51, 102, 153, 255]"),
+        "{}",
+        o.stdout
+    );
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+}
+
+/// The same with the set written by a descriptor update template (as
+/// vkd3d-proton and DXVK write theirs); its control crashes too.
+#[test]
+fn views_written_by_a_template_are_kept_too() {
+    let o = run(&mut app(Layers::OverlapOverValidation, &["stale-view", "64", "template"]));
+    o.assert_ok();
+    assert!(o.stdout.contains("update=Template interlock=true pixel=[51, 102, 153, 255]"), "{}", o.stdout);
+    let o = run(app(Layers::OverlapOverValidation, &["stale-view", "16", "template"])
+        .env("VK_OVERLAP_EMULATION_DEFER_VIEW_DESTRUCTION", "off"));
+    assert!(crashed(&o), "{o:?}");
 }
 
 #[test]

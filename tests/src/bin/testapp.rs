@@ -105,7 +105,11 @@ fn main() {
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "ordered-probe" => gpu(&opts).and_then(|g| overlap_tests::ordered_probe::main(&g, &args[1..])),
-        "stale-view" => stale_view(&mut opts, args.get(1).and_then(|d| d.parse().ok()).unwrap_or(64)),
+        "stale-view" => stale_view(
+            &mut opts,
+            args.get(1).and_then(|d| d.parse().ok()).unwrap_or(64),
+            args.iter().any(|a| a == "template"),
+        ),
         "vrs" => vrs(&mut opts),
         "quad-derivatives" => quad_derivatives(
             &mut opts,
@@ -1369,13 +1373,16 @@ fn host_leak() -> Result<(), String> {
 }
 
 /// The stale-view scene (`overlap_tests::stale_view`, issue 36): `draws`
-/// draws with a set whose unused binding names a destroyed view. The device
+/// draws with a set whose unused binding names a destroyed view (written by
+/// a descriptor update template with `template`). The device
 /// enables interlock where listed, so that Overlap (on llvmpipe) runs on it.
-fn stale_view(opts: &mut GpuOptions, draws: u32) -> Result<(), String> {
+fn stale_view(opts: &mut GpuOptions, draws: u32, template: bool) -> Result<(), String> {
+    use overlap_tests::stale_view::{run, Update};
     opts.interlock = true;
     let g = gpu(opts)?;
-    let pixel = overlap_tests::stale_view::run(&g, draws)?;
-    println!("stale_view draws={draws} interlock={} pixel={pixel:?}", g.interlock);
+    let update = if template { Update::Template } else { Update::Writes };
+    let pixel = run(&g, draws, update)?;
+    println!("stale_view draws={draws} update={update:?} interlock={} pixel={pixel:?}", g.interlock);
     // The fragment shader's colour, exact in R8G8B8A8_UNORM.
     if pixel != [51, 102, 153, 255] {
         return Err(format!("stale view: pixel {pixel:?}, not the shader's colour"));
