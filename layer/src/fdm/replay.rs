@@ -216,13 +216,27 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
                 )
             })
             .collect();
+        // The transfer regions the replays record (each a blit or copy of its own on some drivers).
+        let regions = |up: bool| -> usize {
+            planned
+                .iter()
+                .flat_map(|p| &p.steps)
+                .map(|st| match st {
+                    Step::Upscale { regions, .. } if up => regions.len(),
+                    Step::Downscale { regions, .. } if !up => regions.len(),
+                    _ => 0,
+                })
+                .sum()
+        };
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} commands replayed each; {} scratch sets for its attachments",
+                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {} commands replayed each; {} scratch sets for its attachments",
                 all_bins.len(),
                 replays.len(),
                 areas.join(", "),
+                regions(true),
+                regions(false),
                 pass.cmds.len(),
                 atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
             ),
