@@ -199,50 +199,63 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     if dev.log().enabled(LogLevel::Debug) {
         let all_bins =
             bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.controls.without_edge_fragments);
-        let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
-        let (shaded, ideal) = bins::shaded(&replays, &all_bins, planned_views.len() as u32);
-        let areas: Vec<String> = replays
-            .iter()
-            .map(|r| {
-                format!(
-                    "{}x{} {}x{}+{}+{} ({} bins)",
-                    r.area.0,
-                    r.area.1,
-                    r.rect.w,
-                    r.rect.h,
-                    r.rect.x,
-                    r.rect.y,
-                    r.bins.len()
-                )
-            })
-            .collect();
-        // The transfer regions the replays record (each a blit or copy of its own on some drivers).
-        let regions = |up: bool| -> usize {
-            planned
-                .iter()
-                .flat_map(|p| &p.steps)
-                .map(|st| match st {
-                    Step::Upscale { regions, .. } if up => regions.len(),
-                    Step::Downscale { regions, .. } if !up => regions.len(),
-                    _ => 0,
-                })
-                .sum()
-        };
-        dev.log().debug(
-            id::FDM_PLAN,
-            &format!(
-                "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {} commands replayed each; {} scratch sets for its attachments",
-                all_bins.len(),
-                replays.len(),
-                areas.join(", "),
-                regions(true),
-                regions(false),
-                pass.cmds.len(),
-                atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
-            ),
-        );
+        log_plan(dev, f, &all_bins, planned_views.len() as u32, &planned, pass.cmds.len(), &atts);
     }
     Ok(())
+}
+
+/// The plan of a binned pass, for the debug log: its replays, what they
+/// shade against the ideal, the transfer regions they record (each a blit
+/// or copy of its own on some drivers) and the scratch sets.
+fn log_plan(
+    dev: &DeviceCore,
+    f: &Fdm,
+    all_bins: &[bins::Bin],
+    views: u32,
+    planned: &[PlannedReplay],
+    commands: usize,
+    atts: &[Option<Att>],
+) {
+    let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
+    let (shaded, ideal) = bins::shaded(&replays, all_bins, views);
+    let areas: Vec<String> = replays
+        .iter()
+        .map(|r| {
+            format!(
+                "{}x{} {}x{}+{}+{} ({} bins)",
+                r.area.0,
+                r.area.1,
+                r.rect.w,
+                r.rect.h,
+                r.rect.x,
+                r.rect.y,
+                r.bins.len()
+            )
+        })
+        .collect();
+    let regions = |up: bool| -> usize {
+        planned
+            .iter()
+            .flat_map(|p| &p.steps)
+            .map(|st| match st {
+                Step::Upscale { regions, .. } if up => regions.len(),
+                Step::Downscale { regions, .. } if !up => regions.len(),
+                _ => 0,
+            })
+            .sum()
+    };
+    dev.log().debug(
+        id::FDM_PLAN,
+        &format!(
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {commands} commands replayed each; {} scratch sets for its attachments",
+            all_bins.len(),
+            replays.len(),
+            areas.join(", "),
+            regions(true),
+            regions(false),
+            atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
+        ),
+    );
 }
 
 /// The barriers of `changes`: on the real attachments, or on the scratch
