@@ -570,6 +570,8 @@ fn readback_corpus(out: &Path) {
     files.sort();
     let run = |cmd: &mut Command, what: &str| assert!(cmd.status().unwrap().success(), "{what}");
     let mut table = String::from("pub const READBACK_CORPUS: &[(&str, &str, &str)] = &[\n");
+    // The same pairs' SPIR-V in the binary (`overlap-testapp varyings readback`, run where OUT_DIR is not).
+    let mut bytes = String::from("pub const READBACK_BYTES: &[(&str, &[u8], &[u8])] = &[\n");
     for path in &files {
         let (Some(stem), Some(ext)) = (path.file_stem(), path.extension()) else { continue };
         let (stem, ext) = (stem.to_string_lossy(), ext.to_string_lossy());
@@ -615,8 +617,16 @@ fn readback_corpus(out: &Path) {
         for (form, mut cmd) in forms {
             run(&mut cmd, &format!("{form} {}", path.display()));
             table += &format!("    (\"{stem} ({form})\", \"readback-{stem}-{form}.vert.spv\", \"{fs}\"),\n");
+            let (vp, fp) = (out.join(format!("readback-{stem}-{form}.vert.spv")), out.join(&fs));
+            bytes += &format!(
+                "    (\"{stem} ({form})\", include_bytes!({:?}), include_bytes!({:?})),\n",
+                vp.display().to_string(),
+                fp.display().to_string()
+            );
         }
     }
     table += "];\n";
+    bytes += "];\n";
     std::fs::write(out.join("readback_corpus.rs"), table).unwrap();
+    std::fs::write(out.join("readback_corpus_bytes.rs"), bytes).unwrap();
 }

@@ -6,6 +6,44 @@ use ash::vk;
 
 include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
 include!(concat!(env!("OUT_DIR"), "/stage_corpus.rs"));
+include!(concat!(env!("OUT_DIR"), "/readback_corpus_bytes.rs"));
+
+/// One vertex/fragment pair (SPIR-V bytes) drawn as one triangle into a
+/// 64x64 target through a render pass, with a push-constant tint: the
+/// checksum of the picture (the read-back corpus, issue 35).
+pub fn render_pair(gpu: &Gpu, vert: &[u8], frag: &[u8]) -> u64 {
+    let target = Target::new(gpu, RenderPath::RenderPass, 64, 64);
+    let range = [vk::PushConstantRange {
+        stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
+        offset: 0,
+        size: 16,
+    }];
+    let d = &gpu.device;
+    let layout = unsafe {
+        d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
+    }
+    .unwrap();
+    let pipeline = target.pipeline_with(gpu, layout, vert, frag, true);
+    gpu.one_time_submit(|cb| {
+        target.begin(gpu, cb);
+        unsafe {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            let tint: [f32; 4] = [0.3, 0.6, 0.2, 1.0];
+            let bytes: Vec<u8> = tint.iter().flat_map(|f| f.to_le_bytes()).collect();
+            d.cmd_push_constants(cb, layout, range[0].stage_flags, 0, &bytes);
+            d.cmd_draw(cb, 3, 1, 0, 0);
+        }
+        target.end(gpu, cb);
+        target.record_copy_out(gpu, cb);
+    });
+    let sum = target.read(gpu).checksum();
+    unsafe {
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_pipeline_layout(layout, None);
+    }
+    target.destroy(gpu);
+    sum
+}
 
 /// Renders pair `n` of the corpus (`instances` copies of its triangle); also
 /// returns the pipeline creation and the submission times in nanoseconds.

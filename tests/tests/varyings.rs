@@ -468,8 +468,7 @@ const RENDER_PAIRS: &str = "OVERLAP_TEST_RENDER_PAIRS";
 #[test]
 #[ignore = "the child process of a_wrong_link_changes_the_render_checksum"]
 fn render_pairs_child() {
-    use ash::vk;
-    use overlap_tests::render::{self, Gpu, GpuOptions, RenderPath, Target};
+    use overlap_tests::render::{self, Gpu, GpuOptions};
     let Some(list) = std::env::var_os(RENDER_PAIRS) else {
         return;
     };
@@ -478,37 +477,7 @@ fn render_pairs_child() {
     for (i, line) in std::fs::read_to_string(list).unwrap().lines().enumerate() {
         let (vert, frag) = line.split_once(',').unwrap();
         let (vert, frag) = (std::fs::read(vert).unwrap(), std::fs::read(frag).unwrap());
-        // As tests/src/varyings.rs draws.
-        let target = Target::new(&gpu, RenderPath::RenderPass, 64, 64);
-        let range = [vk::PushConstantRange {
-            stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
-            offset: 0,
-            size: 16,
-        }];
-        let d = &gpu.device;
-        let layout = unsafe {
-            d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&range), None)
-        }
-        .unwrap();
-        let pipeline = target.pipeline_with(&gpu, layout, &vert, &frag, true);
-        gpu.one_time_submit(|cb| {
-            target.begin(&gpu, cb);
-            unsafe {
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                let tint: [f32; 4] = [0.3, 0.6, 0.2, 1.0];
-                let bytes: Vec<u8> = tint.iter().flat_map(|f| f.to_le_bytes()).collect();
-                d.cmd_push_constants(cb, layout, range[0].stage_flags, 0, &bytes);
-                d.cmd_draw(cb, 3, 1, 0, 0);
-            }
-            target.end(&gpu, cb);
-            target.record_copy_out(&gpu, cb);
-        });
-        println!("render{i}={:016x}", target.read(&gpu).checksum());
-        unsafe {
-            d.destroy_pipeline(pipeline, None);
-            d.destroy_pipeline_layout(layout, None);
-        }
-        target.destroy(&gpu);
+        println!("render{i}={:016x}", overlap_tests::varyings::render_pair(&gpu, &vert, &frag));
     }
     for e in render::validation_errors() {
         eprintln!("VALIDATION ERROR [{}] {}", e.id, e.text);

@@ -176,7 +176,7 @@ fn main() {
             opts.pipeline_library |= inline || libraries.is_some();
             let objects = ["shader-objects", "shader-objects-unlinked"].into_iter().find(|w| flag(w));
             opts.shader_object |= objects.is_some();
-            let words = ["inline", "libraries", "libraries-fast", "libraries-own", "pairs", "stages"];
+            let words = ["inline", "libraries", "libraries-fast", "libraries-own", "pairs", "stages", "readback"];
             let dir = args.get(1).filter(|a| !a.starts_with("instances=") && !words.contains(&a.as_str()));
             let instances =
                 args.iter().find_map(|a| a.strip_prefix("instances=")).and_then(|v| v.parse().ok()).unwrap_or(1);
@@ -188,6 +188,7 @@ fn main() {
                 Some(lto) if flag("stages") => varyings_stages(&opts, ChainRoute::Libraries(lto)),
                 Some(lto) => varyings_libraries(&opts, lto, flag("libraries-own"), instances),
                 None if flag("pairs") => varyings_pairs(&opts, instances),
+                None if flag("readback") => varyings_readback(&opts),
                 None if flag("stages") => {
                     varyings_stages(&opts, if inline { ChainRoute::Inline } else { ChainRoute::Modules })
                 }
@@ -860,6 +861,18 @@ fn varyings_pairs(opts: &GpuOptions, instances: u32) -> Result<(), String> {
             let (img, pipeline_ns, _) = overlap_tests::varyings::render_via(&g, n, instances, false);
             println!("{pass}={n} checksum={:016x} pipeline_ns={pipeline_ns}", img.checksum());
         }
+    }
+    Ok(())
+}
+
+/// The read-back corpus (issue 35, `tests/corpus/readback`): each pair
+/// drawn once, its checksum printed (`readback=N name=... checksum=...`), to
+/// compare across `varyings` levels.
+fn varyings_readback(opts: &GpuOptions) -> Result<(), String> {
+    let g = gpu(opts)?;
+    for (n, (name, vert, frag)) in overlap_tests::varyings::READBACK_BYTES.iter().enumerate() {
+        let sum = overlap_tests::varyings::render_pair(&g, vert, frag);
+        println!("readback={n} name={} checksum={sum:016x}", name.replace(' ', "_"));
     }
     Ok(())
 }
