@@ -503,6 +503,20 @@ mod tests {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     }
 
+    /// Every setting has its line in the README's brief list and its row in
+    /// docs/settings.md (the two places a setting is written by hand); a
+    /// line removed fails it (tried when it was written).
+    #[test]
+    fn every_setting_is_documented() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+        let page = std::fs::read_to_string(format!("{root}/docs/settings.md")).unwrap();
+        for d in SETTINGS {
+            assert!(readme.contains(&format!("- `{}` —", d.key)), "README lacks `{}`", d.key);
+            assert!(page.contains(&format!("| `{}` |", d.key)), "docs/settings.md lacks `{}`", d.key);
+        }
+    }
+
     fn resolve(pairs: &[(&str, &str)]) -> (Settings, Vec<Diagnostic>) {
         let mut raw = RawSettings::default();
         for (k, v) in pairs {
