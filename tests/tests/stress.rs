@@ -174,7 +174,11 @@ fn every_capability_is_leak_free_under_valgrind() {
         .env("VK_OVERLAP_EMULATION_DEBUG_LEAK", "host");
     let o = run_with_timeout(&mut cmd, Duration::from_secs(300));
     assert_eq!(o.code, Some(99), "{}", o.stderr);
-    assert!(o.stderr.contains("VkLayer_overlap::entry::create_device"), "the leak is not traced to the layer:\n{}", o.stderr);
+    assert!(
+        o.stderr.contains("VkLayer_overlap::entry::create_device"),
+        "the leak is not traced to the layer:\n{}",
+        o.stderr
+    );
     assert!(!o.stderr.contains("possibly lost: 0 bytes"), "{}", o.stderr);
 }
 
@@ -191,7 +195,7 @@ fn memcheck(supp: &Path) -> std::process::Command {
         "--errors-for-leak-kinds=definite,possible",
         "--error-exitcode=99",
     ])
-        .arg(format!("--suppressions={}", supp.display()))
-        .arg(harness::testapp());
+    .arg(format!("--suppressions={}", supp.display()))
+    .arg(harness::testapp());
     cmd
 }

@@ -135,7 +135,11 @@ unsafe fn fill_feature_chain(plan: &crate::plan::Plan, chain: *mut std::ffi::c_v
 ///
 /// # Safety
 /// `chain` is null or a valid, writable output chain.
-unsafe fn fill_property_chain(plan: &crate::plan::Plan, limits: &vk::PhysicalDeviceLimits, chain: *mut std::ffi::c_void) {
+unsafe fn fill_property_chain(
+    plan: &crate::plan::Plan,
+    limits: &vk::PhysicalDeviceLimits,
+    chain: *mut std::ffi::c_void,
+) {
     use crate::pnext::find_mut;
     // SAFETY: the caller's guarantee, for each structure looked up.
     unsafe {

@@ -1133,8 +1133,9 @@ pub unsafe fn cmd_draw_multi_indexed(
     next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawIndexedInfoEXT, u32, u32, u32, *const i32),
 ) {
     // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
-    let count =
-        || unsafe { (core.state.multi_draw.cmd_draw_multi_indexed_ext)(cb, n, draws, instances, first, stride, offset) };
+    let count = || unsafe {
+        (core.state.multi_draw.cmd_draw_multi_indexed_ext)(cb, n, draws, instances, first, stride, offset)
+    };
     ordered::draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride, offset))
 }
 
