@@ -44,6 +44,9 @@ struct State {
     pools: HashMap<vk::DescriptorPool, HashSet<vk::DescriptorSet>>,
     /// How many set elements hold each view.
     holders: HashMap<vk::ImageView, u32>,
+    /// Per image, how many of its views a set holds (a deferred view is
+    /// always a held one: it goes when the last holder lets it go).
+    held_views: HashMap<vk::Image, u32>,
     /// Views the application destroyed while a set held them.
     deferred: HashSet<vk::ImageView>,
     /// Images the application destroyed while a deferred view was made from them.
@@ -68,7 +71,13 @@ impl State {
             None => slots.remove(&slot),
         };
         if let Some(v) = view {
-            *self.holders.entry(v).or_default() += 1;
+            let n = self.holders.entry(v).or_default();
+            *n += 1;
+            if *n == 1 {
+                if let Some(image) = self.view_image.get(&v) {
+                    *self.held_views.entry(*image).or_default() += 1;
+                }
+            }
         }
         if let Some(o) = old {
             self.release(o, out);
@@ -84,6 +93,14 @@ impl State {
             return;
         }
         self.holders.remove(&view);
+        if let Some(image) = self.view_image.get(&view) {
+            if let Some(k) = self.held_views.get_mut(image) {
+                *k -= 1;
+                if *k == 0 {
+                    self.held_views.remove(image);
+                }
+            }
+        }
         if self.deferred.remove(&view) {
             out.views.push(view);
             if let Some(image) = self.view_image.remove(&view) {
@@ -92,9 +109,9 @@ impl State {
         }
     }
 
-    /// Whether a view of `image` is held by a set or deferred.
+    /// Whether a set holds a view of `image` (held or deferred).
     fn image_kept(&self, image: vk::Image) -> bool {
-        self.view_image.iter().any(|(v, i)| *i == image && (self.holders.contains_key(v) || self.deferred.contains(v)))
+        self.held_views.contains_key(&image)
     }
 
     /// A deferred `image` goes down once no view of it is held or deferred.
