@@ -49,18 +49,22 @@ pub const ALL: [DrawKind; 8] = [
     DrawKind::MultiIndexed,
 ];
 
+/// The names of [`ALL`], in its order, which is the enum's (the test
+/// program's `draw=` values).
+pub const NAMES: [&str; 8] = [
+    "direct",
+    "indexed",
+    "indirect",
+    "indexed-indirect",
+    "indirect-count",
+    "indexed-indirect-count",
+    "multi",
+    "multi-indexed",
+];
+
 impl DrawKind {
     pub fn name(self) -> &'static str {
-        match self {
-            DrawKind::Direct => "direct",
-            DrawKind::Indexed => "indexed",
-            DrawKind::Indirect => "indirect",
-            DrawKind::IndexedIndirect => "indexed-indirect",
-            DrawKind::IndirectCount => "indirect-count",
-            DrawKind::IndexedIndirectCount => "indexed-indirect-count",
-            DrawKind::Multi => "multi",
-            DrawKind::MultiIndexed => "multi-indexed",
-        }
+        NAMES[self as usize]
     }
 
     pub fn indexed(self) -> bool {

@@ -530,16 +530,8 @@ fn every_draw_kind_passes_the_matrix_checks() {
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
 
-const DRAW_KINDS: [&str; 8] = [
-    "direct",
-    "indexed",
-    "indirect",
-    "indexed-indirect",
-    "indirect-count",
-    "indexed-indirect-count",
-    "multi",
-    "multi-indexed",
-];
+/// Every draw kind the scenes can issue, by name.
+const DRAW_KINDS: [&str; 8] = overlap_tests::draw_kind::NAMES;
 
 /// Its control: the wrong replay (`debug_fdm_misreplay`) fails the reference
 /// checks for every draw kind (both scenes on every path, the two-subpass
