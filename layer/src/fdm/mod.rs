@@ -587,6 +587,9 @@ pub struct Controls {
     /// application's conditional rendering around a pass (and nests its own
     /// in it, which the spec forbids: a control).
     pub without_app_conditional: bool,
+    /// `debug_fdm_without=scratch_per_command_buffer`: the scratch cache's
+    /// `shared` switch (`scratch::ScratchCache::shared`; a control).
+    pub scratch_per_command_buffer: bool,
 }
 
 impl Controls {
@@ -609,18 +612,8 @@ impl Controls {
             without_compute_restore: has("compute_restore"),
             without_gpu_plan_by_draw: has("gpu_plan_by_draw"),
             without_app_conditional: has("app_conditional"),
+            scratch_per_command_buffer: has("scratch_per_command_buffer"),
         }
-    }
-
-    /// `debug_fdm_without=scratch_per_command_buffer`: scratch targets are
-    /// not shared between command buffers (a control).
-    pub fn scratch_per_command_buffer(settings: &crate::settings::Settings) -> bool {
-        settings
-            .debug_fdm_without
-            .as_deref()
-            .unwrap_or_default()
-            .split(',')
-            .any(|w| w.trim() == "scratch_per_command_buffer")
     }
 }
 
@@ -936,7 +929,7 @@ impl Fdm {
         };
         fdm.below_shader_object = core.next_create_shaders.map(|_| ash::ext::shader_object::DeviceFn::load(below));
         fdm.controls = Controls::from_settings(settings);
-        fdm.scratch.get_mut().shared = Controls::scratch_per_command_buffer(settings);
+        fdm.scratch.get_mut().shared = fdm.controls.scratch_per_command_buffer;
         fdm.texel_limits = texel_limits(&core.instance.log, &core.plan);
         // The next layer's own commands: the layer enabled conditional rendering on this device (`s.gpu_plan`),
         // so the next layer resolves its commands.
