@@ -49,20 +49,6 @@ pub struct SettingDef {
     pub description: &'static str,
 }
 
-pub const LOG_LEVELS: &[&str] = crate::generated::settings::LOG_LEVEL_VALUES;
-pub const ARCHITECTURES: &[&str] = crate::generated::settings::ARCHITECTURE_VALUES;
-pub const INTERLOCK_STRATEGIES: &[&str] = crate::generated::settings::INTERLOCK_STRATEGY_VALUES;
-pub const ORDERED_SLOTS: &[&str] = crate::generated::settings::INTERLOCK_ORDERED_SLOTS_VALUES;
-pub const ORDERED_GRIDS: &[&str] = crate::generated::settings::INTERLOCK_ORDERED_GRID_VALUES;
-pub const ORDERED_WAITS: &[&str] = crate::generated::settings::INTERLOCK_ORDERED_WAIT_VALUES;
-pub const FDM_MODES: &[&str] = crate::generated::settings::FDM_VALUES;
-pub const VARYINGS_LEVELS: &[&str] = crate::generated::settings::VARYINGS_VALUES;
-pub const VARYINGS_UNIFORMS: &[&str] = crate::generated::settings::VARYINGS_UNIFORMS_VALUES;
-pub const MULTIVIEW_FLUSH: &[&str] = crate::generated::settings::FDM_MULTIVIEW_FLUSH_VALUES;
-pub const NEVER_OPAQUE: &[&str] = crate::generated::settings::INTERLOCK_NEVER_OPAQUE_VALUES;
-pub const DEFER_VIEWS: &[&str] = crate::generated::settings::DEFER_VIEW_DESTRUCTION_VALUES;
-pub const LINK_CACHE: &[&str] = crate::generated::settings::LINK_CACHE_VALUES;
-
 /// The settings table, generated from `layer/gen/settings.json` (with both
 /// manifests' settings blocks) by `layer/gen/settings.py`.
 pub use crate::generated::settings::SETTINGS;
@@ -78,7 +64,7 @@ pub enum LogLevel {
 
 impl LogLevel {
     pub fn name(self) -> &'static str {
-        LOG_LEVELS[self as usize]
+        crate::generated::settings::LOG_LEVEL_VALUES[self as usize]
     }
 }
 
@@ -404,10 +390,13 @@ impl RawSettings {
                 }
             }
         };
-        let enum_value = |vals: &'static [&'static str], v: String| -> &'static str {
-            vals.iter().copied().find(|x| *x == v).unwrap_or(vals[0])
-        };
-        let log_level = enum_value(LOG_LEVELS, get("log_level"));
+        // An enum's value, as the table's own string (`get` has checked it is one of its values).
+        macro_rules! pick {
+            ($key:literal) => {
+                choice($key, &get($key))
+            };
+        }
+        let log_level = pick!("log_level");
         let settings = Settings {
             log_level: match log_level {
                 "off" => LogLevel::Off,
@@ -417,26 +406,23 @@ impl RawSettings {
                 _ => LogLevel::Warn,
             },
             force_enable: get("force_enable") == "true",
-            architecture: enum_value(ARCHITECTURES, get("architecture")),
+            architecture: pick!("architecture"),
             profile_file: Some(get("profile_file")).filter(|s| !s.is_empty()).map(PathBuf::from),
             spoof_identity: get("spoof_identity") == "true",
-            interlock_strategy: enum_value(INTERLOCK_STRATEGIES, get("interlock_strategy")),
-            interlock_ordered_slots: enum_value(ORDERED_SLOTS, get("interlock_ordered_slots")).parse().unwrap_or(32),
-            interlock_ordered_grid: enum_value(ORDERED_GRIDS, get("interlock_ordered_grid")).parse().unwrap_or(2048),
-            interlock_ordered_wait: enum_value(ORDERED_WAITS, get("interlock_ordered_wait")).parse().unwrap_or(1 << 20),
+            interlock_strategy: pick!("interlock_strategy"),
+            interlock_ordered_slots: pick!("interlock_ordered_slots").parse().unwrap_or(32),
+            interlock_ordered_grid: pick!("interlock_ordered_grid").parse().unwrap_or(2048),
+            interlock_ordered_wait: pick!("interlock_ordered_wait").parse().unwrap_or(1 << 20),
             debug_ordered_reverse: get("debug_ordered_reverse") == "true",
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
-            interlock_spinlock_try: enum_value(
-                crate::generated::settings::INTERLOCK_SPINLOCK_TRY_VALUES,
-                get("interlock_spinlock_try"),
-            ),
-            interlock_never_opaque: enum_value(NEVER_OPAQUE, get("interlock_never_opaque")),
-            defer_view_destruction: enum_value(DEFER_VIEWS, get("defer_view_destruction")),
-            fdm: enum_value(FDM_MODES, get("fdm")),
+            interlock_spinlock_try: pick!("interlock_spinlock_try"),
+            interlock_never_opaque: pick!("interlock_never_opaque"),
+            defer_view_destruction: pick!("defer_view_destruction"),
+            fdm: pick!("fdm"),
             fdm_overlay: get("fdm_overlay") == "true",
-            fdm_multiview_flush: enum_value(MULTIVIEW_FLUSH, get("fdm_multiview_flush")),
-            varyings: enum_value(VARYINGS_LEVELS, get("varyings")),
-            varyings_uniforms: enum_value(VARYINGS_UNIFORMS, get("varyings_uniforms")),
+            fdm_multiview_flush: pick!("fdm_multiview_flush"),
+            varyings: pick!("varyings"),
+            varyings_uniforms: pick!("varyings_uniforms"),
             link_cache: get("link_cache") == "on",
             validate_shaders: get("validate_shaders") == "true",
             dump_shaders: Some(get("dump_shaders")).filter(|s| !s.is_empty()).map(PathBuf::from),
@@ -447,6 +433,15 @@ impl RawSettings {
             debug_fdm_without: Some(get("debug_fdm_without")).filter(|s| !s.is_empty()),
         };
         (settings, self.diagnostics)
+    }
+}
+
+/// The table's string for `value` of the enum setting `key` ("" for a key
+/// that is no enum: `pick!` names only enums).
+fn choice(key: &str, value: &str) -> &'static str {
+    match find_def(key).map(|d| d.kind) {
+        Some(Kind::Enum(vals)) => vals.iter().copied().find(|x| *x == value).unwrap_or(vals[0]),
+        _ => "",
     }
 }
 
