@@ -148,11 +148,7 @@ impl DeferredViews {
     /// Where the setting asks for it (`auto`: llvmpipe, on a device where
     /// the layer emulates something).
     pub fn for_device(c: &crate::device::Creation, emulates: bool) -> Option<DeferredViews> {
-        let on = match c.inst.settings.defer_view_destruction {
-            "on" => true,
-            "off" => false,
-            _ => emulates && c.facts.is_llvmpipe(),
-        };
+        let on = crate::settings::switch(c.inst.settings.defer_view_destruction, emulates && c.facts.is_llvmpipe());
         on.then(DeferredViews::default)
     }
 

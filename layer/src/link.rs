@@ -98,11 +98,7 @@ impl Linker {
     /// propagation as `varyings_uniforms` asks (`auto`: everywhere but on
     /// llvmpipe, where it measured slower, docs/BENCHMARKS.md).
     pub fn for_device(c: &crate::device::Creation) -> Option<Linker> {
-        let uniforms = match c.inst.settings.varyings_uniforms {
-            "on" => true,
-            "off" => false,
-            _ => !c.facts.is_llvmpipe(),
-        };
+        let uniforms = crate::settings::switch(c.inst.settings.varyings_uniforms, !c.facts.is_llvmpipe());
         c.plan.varyings_level().map(|l| Linker::new(l, uniforms, c.inst.settings.link_cache))
     }
 

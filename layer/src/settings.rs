@@ -436,6 +436,15 @@ impl RawSettings {
     }
 }
 
+/// An `auto` / `on` / `off` setting's answer: `auto` is `by_default`.
+pub fn switch(value: &str, by_default: bool) -> bool {
+    match value {
+        "on" => true,
+        "off" => false,
+        _ => by_default,
+    }
+}
+
 /// The table's string for `value` of the enum setting `key` ("" for a key
 /// that is no enum: `pick!` names only enums).
 fn choice(key: &str, value: &str) -> &'static str {

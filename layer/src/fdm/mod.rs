@@ -648,11 +648,7 @@ pub unsafe fn prepare<'a>(
         }
     };
     let flush = mode == Mode::Binned
-        && match c.inst.settings.fdm_multiview_flush {
-            "on" => true,
-            "off" => false,
-            _ => c.facts.is_llvmpipe(),
-        }
+        && crate::settings::switch(c.inst.settings.fdm_multiview_flush, c.facts.is_llvmpipe())
         && !locked
         && v11
         && c.facts.has_extension("VK_EXT_multi_draw")

@@ -112,11 +112,7 @@ pub fn enabled(c: &crate::device::Creation, prepared: Option<&Prepared>) -> Opti
     if !i.extension_enabled {
         return None;
     }
-    let never_opaque = match c.inst.settings.interlock_never_opaque {
-        "on" => true,
-        "off" => false,
-        _ => c.facts.is_llvmpipe(),
-    };
+    let never_opaque = crate::settings::switch(c.inst.settings.interlock_never_opaque, c.facts.is_llvmpipe());
     if i.strategy == InterlockStrategy::Serialized && !c.facts.is_llvmpipe() {
         c.inst.log.warn(
             crate::id::INTERLOCK_SERIALIZED_INEXACT,
