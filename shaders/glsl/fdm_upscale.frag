@@ -1,7 +1,8 @@
 #version 450
-// The GPU plan's upscale (layer/src/fdm/gpu_plan.rs): pixel p of a region
-// drawn at this area takes texel p / area of the area's scratch target (the
-// region's start is aligned to its area): nearest, exact at the edges.
+// The GPU plan's upscale (layer/src/fdm/gpu_plan.rs) and the host plan's
+// composite (composite.rs): pixel p of a region drawn at this area takes
+// texel p / area of the area's scratch target (the region's start is
+// aligned to its area): nearest, exact at the edges.
 // ARRAY: the scratch target is layered (a multiview pass's, a layer per
 // view), the draw's view reads `layer`. MS: it is multisampled; the draw
 // writes sample `sample` only (its pipeline's sample mask) and reads that
@@ -26,16 +27,19 @@ layout(push_constant) uniform Params {
 layout(location = 0) out vec4 colour;
 #endif
 
+layout(location = 0) in vec2 st;
+
 void main() {
-    ivec2 p = ivec2(gl_FragCoord.xy) / pc.area;
+    // st is the texel (interpolated p / area: no integer division per
+    // pixel, which llvmpipe does lane by lane: three times the cost).
 #if defined(ARRAY) && defined(MS)
-    vec4 texel = texelFetch(scratch, ivec3(p, int(pc.layer)), int(pc.sample_index));
+    vec4 texel = texelFetch(scratch, ivec3(ivec2(st), int(pc.layer)), int(pc.sample_index));
 #elif defined(ARRAY)
-    vec4 texel = texelFetch(scratch, ivec3(p, int(pc.layer)), 0);
+    vec4 texel = texelFetch(scratch, ivec3(ivec2(st), int(pc.layer)), 0);
 #elif defined(MS)
-    vec4 texel = texelFetch(scratch, p, int(pc.sample_index));
+    vec4 texel = texelFetch(scratch, ivec2(st), int(pc.sample_index));
 #else
-    vec4 texel = texelFetch(scratch, p, 0);
+    vec4 texel = texelFetch(scratch, ivec2(st), 0);
 #endif
 #ifdef DEPTH
     gl_FragDepth = texel.r;

@@ -8,6 +8,11 @@
 // multiview pass is upscaled view by view (a render pass per view's layer,
 // not a multiview one: no view-index state of the driver's is involved),
 // each reading its own view's choices.
+// The host plan's composite (layer/src/fdm/composite.rs) draws the same way
+// from a list of rectangles instead: `choices` is RECTS, and instance r
+// (firstInstance included) covers the rectangle at words[bounds + 4r]
+// (x0, y0, x1, y1, framebuffer pixels); the viewport is (0, 0) to
+// (columns, rows), the framebuffer's extent.
 layout(set = 0, binding = 1, std430) readonly buffer Plan { uint words[]; };
 // Word offsets into `words`: the region bounds (columns + 1 x starts, then
 // rows + 1 y starts); the choices at `choices` (a region's per view index);
@@ -25,11 +30,31 @@ layout(push_constant) uniform Params {
     uint layer;
 } pc;
 
+// The scratch texel a vertex maps to (framebuffer position / area),
+// interpolated: at pixel centre p + 0.5 it is (p + 0.5) / area, whose
+// integer part is p / area (at least 1/8 of a texel from an edge: no
+// rounding crosses it).
+layout(location = 0) out vec2 st;
+
+const uint RECTS = 0xffffffffu;
+
 void main() {
     uint r = uint(gl_InstanceIndex);
+    const uint corner[6] = uint[6](0u, 1u, 2u, 2u, 1u, 3u);
+    uint c = corner[gl_VertexIndex];
+    if (pc.choices == RECTS) {
+        uint w = pc.bounds + 4u * r;
+        vec2 a = vec2(float(words[w]), float(words[w + 1u]));
+        vec2 b = vec2(float(words[w + 2u]), float(words[w + 3u]));
+        vec2 p = vec2((c & 1u) != 0u ? b.x : a.x, (c & 2u) != 0u ? b.y : a.y);
+        st = p / vec2(pc.area);
+        gl_Position = vec4(p / vec2(float(pc.columns), float(pc.rows)) * 2.0 - 1.0, 0.0, 1.0);
+        return;
+    }
     if (words[pc.choices + pc.view * pc.regions + r] != pc.area_index) {
         // Degenerate (zero area, inside the clip volume: nothing is clipped).
         gl_Position = vec4(0.0, 0.0, 0.0, 1.0);
+        st = vec2(0.0);
         return;
     }
     uint cx = r % pc.columns, cy = r / pc.columns;
@@ -39,9 +64,8 @@ void main() {
     vec2 a = vec2(float(words[xs + cx]), float(words[ys + cy]));
     vec2 b = vec2(float(words[xs + cx + 1u]), float(words[ys + cy + 1u]));
     // Two triangles: corners 0 1 2, 2 1 3 of the rectangle (a, b).
-    const uint corner[6] = uint[6](0u, 1u, 2u, 2u, 1u, 3u);
-    uint c = corner[gl_VertexIndex];
     vec2 p = vec2((c & 1u) != 0u ? b.x : a.x, (c & 2u) != 0u ? b.y : a.y);
+    st = p / vec2(pc.area);
     // The viewport is the render area (lo, hi).
     gl_Position = vec4((p - lo) / (hi - lo) * 2.0 - 1.0, 0.0, 1.0);
 }

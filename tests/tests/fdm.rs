@@ -41,6 +41,42 @@ fn binned_density_map_matrix() {
     assert!(o.overlap_messages().contains(&"OVERLAP-FDM-Fallback"), "{}", o.stdout);
 }
 
+/// The sum over the plan lines of the first number of the part ending with
+/// `suffix` ("176 upscale and 0 downscale regions", "3 composite draws").
+fn plan_sum(log: &str, suffix: &str) -> u32 {
+    log.lines()
+        .filter(|l| l.contains("OVERLAP-FDM-Plan"))
+        .filter_map(|l| l.split("; ").find_map(|p| p.strip_suffix(suffix)))
+        .map(|p| p.split(' ').next().unwrap().parse::<u32>().expect("a count"))
+        .sum()
+}
+
+/// The matrix judges the composite (the replays of an area in one render
+/// pass instance, each area's bins drawn into the stored attachments at the
+/// end); the per-replay blits it replaced (`debug_fdm_without=composite`)
+/// pass the same checks, and the plan lines show which ran.
+#[test]
+fn the_matrix_passes_with_the_composite_and_with_per_replay_blits() {
+    for without in [None, Some("composite")] {
+        let mut c = app(Layers::OverlapOverValidation, &["fdm"]);
+        c.env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug");
+        if let Some(w) = without {
+            c.env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", w);
+        }
+        let o = run(&mut c);
+        o.assert_ok();
+        assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm case=")).count(), 12, "{}", o.stdout);
+        let log = format!("{}\n{}", o.stdout, o.stderr);
+        let (composite, upscales) = (plan_sum(&log, " composite draws"), plan_sum(&log, " downscale regions"));
+        if without.is_none() {
+            assert!(composite > 0, "no composite draw in\n{log}");
+        } else {
+            assert_eq!(composite, 0, "{log}");
+            assert!(upscales > 0, "no upscale region in\n{log}");
+        }
+    }
+}
+
 /// The negative control of the matrix's edge check: bins that end the
 /// render area inside a fragment (`debug_fdm_without=edge_fragments`) leave
 /// the pixels of that partial fragment uncovered by a quad that ends at the

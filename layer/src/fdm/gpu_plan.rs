@@ -90,8 +90,8 @@ pub struct Objects {
     plan_layout: vk::PipelineLayout,
     plan_pipeline: vk::Pipeline,
     sampler: vk::Sampler,
-    up_set_layout: vk::DescriptorSetLayout,
-    up_layout: vk::PipelineLayout,
+    pub(super) up_set_layout: vk::DescriptorSetLayout,
+    pub(super) up_layout: vk::PipelineLayout,
     up_vs: vk::ShaderModule,
     up_fs: vk::ShaderModule,
     /// The upscale's fragment shaders for layered, multisampled, and layered
@@ -107,7 +107,7 @@ pub struct Objects {
     /// for a single-sampled target; per sample `i` one writing sample `i`
     /// only, through its sample mask, for a multisampled one).
     up: HashMap<(vk::Format, bool, vk::SampleCountFlags), Upscale>,
-    owned: HashMap<vk::DescriptorPool, Owned>,
+    pub(super) owned: HashMap<vk::DescriptorPool, Owned>,
     /// Plan buffers of passes whose command buffers were reset or freed, with
     /// their memory and size: the next passes take them (an allocation per
     /// recorded pass costs more than the plan).
@@ -116,23 +116,41 @@ pub struct Objects {
 
 /// The upscale of one kind of attachment.
 #[derive(Clone, Debug)]
-struct Upscale {
-    render_pass: vk::RenderPass,
-    pipelines: Vec<vk::Pipeline>,
+pub(super) struct Upscale {
+    pub(super) render_pass: vk::RenderPass,
+    pub(super) pipelines: Vec<vk::Pipeline>,
 }
 
 /// Free plan buffers kept at most.
 const FREE_BUFFERS: usize = 16;
 
 /// What one planned pass made for its command buffer.
-struct Owned {
-    buffer: vk::Buffer,
+pub(super) struct Owned {
+    pub(super) buffer: vk::Buffer,
     memory: vk::DeviceMemory,
     size: u64,
-    framebuffers: Vec<vk::Framebuffer>,
-    /// Per view of a multiview pass, a view of each stored attachment's layer.
-    views: Vec<vk::ImageView>,
+    pub(super) framebuffers: Vec<vk::Framebuffer>,
+    /// Per view of a multiview pass, a view of each stored attachment's layer;
+    /// depth-aspect views of depth scratch targets.
+    pub(super) views: Vec<vk::ImageView>,
 }
+
+impl Owned {
+    /// Nothing made yet, for a buffer of `size` bytes.
+    pub(super) fn new(size: u64) -> Owned {
+        Owned {
+            buffer: vk::Buffer::null(),
+            memory: vk::DeviceMemory::null(),
+            size,
+            framebuffers: Vec::new(),
+            views: Vec::new(),
+        }
+    }
+}
+
+/// The upscale vertex shader's `choices` for its rectangle mode (the host
+/// plan's composite, [`super::composite`]).
+pub(super) const RECTS: u32 = u32::MAX;
 
 impl Objects {
     /// The objects of the pass that owns `pool` go (with it).
@@ -200,7 +218,7 @@ impl Objects {
 
 /// # Safety
 /// No work using `o` is pending.
-unsafe fn destroy_owned(d: &ash::Device, o: Owned) {
+pub(super) unsafe fn destroy_owned(d: &ash::Device, o: Owned) {
     // SAFETY: the caller's guarantee.
     unsafe {
         for fb in o.framebuffers {
@@ -222,7 +240,7 @@ fn words(code: &[u8]) -> Vec<u32> {
 ///
 /// # Safety
 /// `d` is `f`'s device.
-unsafe fn make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Result> {
+pub(super) unsafe fn make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Result> {
     if o.made {
         return Ok(());
     }
@@ -329,13 +347,46 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
     Ok(())
 }
 
+/// A device-local buffer of at least `owned.size` bytes for `owned`: a
+/// free one of an earlier pass, or a new one (storage, transfer destination
+/// and, where the device has conditional rendering, its predicates).
+///
+/// # Safety
+/// `o` is `f`'s table; `owned` has no buffer yet.
+pub(super) unsafe fn take_buffer(f: &Fdm, o: &mut Objects, owned: &mut Owned) -> Result<(), vk::Result> {
+    if let Some(k) = o.free.iter().position(|x| x.2 >= owned.size) {
+        let (b, m, s) = o.free.swap_remove(k);
+        (owned.buffer, owned.memory, owned.size) = (b, m, s);
+        return Ok(());
+    }
+    let d = &f.below;
+    let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
+    if f.conditional.is_some() {
+        usage |= vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT;
+    }
+    // SAFETY: create infos built here from locals; the handles are the layer's own, made just above (the caller
+    // destroys them with `owned` on failure).
+    unsafe {
+        owned.buffer = d.create_buffer(&vk::BufferCreateInfo::default().size(owned.size).usage(usage), None)?;
+        let req = d.get_buffer_memory_requirements(owned.buffer);
+        let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
+        owned.memory = d.allocate_memory(
+            &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+            None,
+        )?;
+        d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
+    }
+    Ok(())
+}
+
 /// The upscale's render pass and pipelines for colour or depth `format` at
 /// `samples`, reading scratch targets that are layered or not (made once).
 /// A depth format's pass writes depth (test ALWAYS), its stencil kept.
 ///
 /// # Safety
 /// `d` is `f`'s device; [`make_common`] succeeded on `o`.
-unsafe fn upscale_pipeline(
+pub(super) unsafe fn upscale_pipeline(
     d: &ash::Device,
     o: &mut Objects,
     format: vk::Format,
@@ -445,7 +496,7 @@ unsafe fn upscale_pipeline(
 
 /// The layouts of the upscale: the scratch target's, sampled, and the real
 /// attachment's, drawn (a depth attachment's or a colour one's).
-fn upscale_layout(depth: bool) -> (vk::ImageLayout, vk::ImageLayout) {
+pub(super) fn upscale_layout(depth: bool) -> (vk::ImageLayout, vk::ImageLayout) {
     if depth {
         (vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL, vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
     } else {
@@ -711,13 +762,7 @@ pub(super) unsafe fn replay_gpu(
     // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
     let checked_us = started.elapsed().as_micros();
     let mut o = f.gpu_plan.lock();
-    let mut owned = Owned {
-        buffer: vk::Buffer::null(),
-        memory: vk::DeviceMemory::null(),
-        size,
-        framebuffers: Vec::new(),
-        views: Vec::new(),
-    };
+    let mut owned = Owned::new(size);
     let mut pool = vk::DescriptorPool::null();
     let mut plan_set = vk::DescriptorSet::null();
     let mut up_sets: Vec<Vec<vk::DescriptorSet>> = Vec::new();
@@ -731,27 +776,7 @@ pub(super) unsafe fn replay_gpu(
             let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
             up.push(upscale_pipeline(d, &mut o, a.format, layered, a.samples)?);
         }
-        if let Some(k) = o.free.iter().position(|x| x.2 >= size) {
-            let (b, m, s) = o.free.swap_remove(k);
-            (owned.buffer, owned.memory, owned.size) = (b, m, s);
-        } else {
-            owned.buffer = d.create_buffer(
-                &vk::BufferCreateInfo::default().size(size).usage(
-                    vk::BufferUsageFlags::STORAGE_BUFFER
-                        | vk::BufferUsageFlags::TRANSFER_DST
-                        | vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT,
-                ),
-                None,
-            )?;
-            let req = d.get_buffer_memory_requirements(owned.buffer);
-            let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-                .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
-            owned.memory = d.allocate_memory(
-                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
-                None,
-            )?;
-            d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
-        }
+        take_buffer(f, &mut o, &mut owned)?;
         let n = stored.len() as u32 * AREAS.len() as u32;
         let sizes = [
             vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },

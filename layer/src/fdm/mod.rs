@@ -54,6 +54,7 @@ pub mod bins;
 pub mod capture;
 pub mod command_buffers;
 mod commands;
+mod composite;
 pub mod descriptors;
 mod gpu_plan;
 pub mod layered;
@@ -587,6 +588,11 @@ pub struct Controls {
     /// application's conditional rendering around a pass (and nests its own
     /// in it, which the spec forbids: a control).
     pub without_app_conditional: bool,
+    /// `debug_fdm_without=composite`: a host-planned pass upscales each
+    /// replay by blits or copies instead of sharing one render pass instance
+    /// per area and one composite per attachment (the earlier path, for the
+    /// benchmarks and the tests).
+    pub without_composite: bool,
     /// `debug_fdm_without=scratch_per_command_buffer`: the scratch cache's
     /// `shared` switch (`scratch::ScratchCache::shared`; a control).
     pub scratch_per_command_buffer: bool,
@@ -601,6 +607,7 @@ impl Controls {
         Controls {
             misreplay: settings.debug_fdm_misreplay,
             one_area_per_pass: has("per_view_areas"),
+            without_composite: has("composite"),
             without_offsets: has("offsets"),
             without_per_layer: has("per_layer"),
             without_edge_fragments: has("edge_fragments"),

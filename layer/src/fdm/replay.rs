@@ -17,7 +17,7 @@ use super::commands::{emit, restore, Cmd, InputSubst, Transform};
 use super::descriptors::{free_shadow_pools, shadow_set};
 use super::map_readback::density_map;
 use super::pass::{attachments, begin_live, begin_real, end_real, Att, Begin, Pass};
-use super::replay_plan::{plan, Change, Plan, PlannedReplay, Step, Target};
+use super::replay_plan::{plan_composited, Change, Composite, Plan, PlannedReplay, Step, Target};
 use super::scratch::{barrier, blit, copied, copy_scaled, scratch_targets, Targets, Transition};
 use super::Fdm;
 use crate::device::DeviceCore;
@@ -115,7 +115,14 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     if f.controls.without_msaa && atts.iter().flatten().any(copied) && replays.iter().any(|r| r.area != (1, 1)) {
         return Err("a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
     }
-    let (planned, finish) = match plan(&atts, replays, f.overlay, &|format| f.format_features(format), &views)? {
+    // The composite (one render pass instance per area, one composite per stored attachment) where every stored
+    // attachment can be drawn so and the pass has one subpass; else each replay upscales its own bins.
+    let composite = !f.controls.without_composite
+        && !pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass))
+        && atts.iter().flatten().filter(|a| a.store).all(|a| super::composite::eligible(f, a));
+    let features = |format| f.format_features(format);
+    let (planned, composites, finish) = match plan_composited(&atts, replays, f.overlay, &features, &views, composite)?
+    {
         Plan::AsRecorded => {
             // SAFETY: the caller's guarantee: `cb` is recording at the end of
             // the captured `pass`, outside a render pass.
@@ -125,7 +132,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             }
             return Ok(());
         }
-        Plan::Replays { replays, finish } => (replays, finish),
+        Plan::Replays { replays, composites, finish } => (replays, composites, finish),
     };
     // A pipeline whose fragment shader needs a per-area variant that could not be made (out of memory) cannot be
     // replayed at that area: 1x1, before anything is recorded.
@@ -184,12 +191,35 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             return Err(why);
         }
     }
+    // The composites' objects, before anything is recorded too.
+    let by_area = |area: (u32, u32)| {
+        planned.iter().zip(&scratch).find(|(p, _)| p.replay.area == area && p.target == Target::Scratch)?.1.clone()
+    };
+    let prepared = if composites.is_empty() {
+        None
+    } else {
+        // SAFETY: the pass's attachments are alive (the capture rule); the scratch targets were made for them.
+        match unsafe { super::composite::prepare(f, &composites, &atts, &by_area, extent) } {
+            Ok(p) => Some(p),
+            Err(e) => {
+                for s in &substs {
+                    // SAFETY: the layer's own pools, just made; nothing was recorded with their sets.
+                    unsafe { free_shadow_pools(f, &mut s.pools.borrow_mut()) };
+                }
+                return Err(format!("the composite's objects: {e:?}"));
+            }
+        }
+    };
     // SAFETY: the caller's guarantee: `cb` is recording at the end of the
-    // captured `pass`, outside a render pass; the targets and shadow sets
-    // were made above for these attachments.
+    // captured `pass`, outside a render pass; the targets, shadow sets and
+    // the composites' objects were made above for these attachments.
     unsafe {
         for ((p, targets), subst) in planned.iter().zip(&scratch).zip(&substs) {
             record_replay(f, cb, pass, &atts, p, targets.as_ref(), subst);
+        }
+        if let Some(p) = &prepared {
+            super::composite::record(f, cb, p, &composites, &atts, &by_area, extent, pass.begin.area());
+            pass.shadow_pools.push(p.pool);
         }
         barrier(f, cb, &transitions(&atts, None, &finish));
     }
@@ -199,20 +229,21 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     if dev.log().enabled(LogLevel::Debug) {
         let all_bins =
             bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.controls.without_edge_fragments);
-        log_plan(dev, f, &all_bins, planned_views.len() as u32, &planned, pass.cmds.len(), &atts);
+        log_plan(dev, f, &all_bins, planned_views.len() as u32, (&planned, &composites), pass.cmds.len(), &atts);
     }
     Ok(())
 }
 
 /// The plan of a binned pass, for the debug log: its replays, what they
 /// shade against the ideal, the transfer regions they record (each a blit
-/// or copy of its own on some drivers) and the scratch sets.
+/// or copy of its own on some drivers), their render pass instances, the
+/// composites' draws and the scratch sets.
 fn log_plan(
     dev: &DeviceCore,
     f: &Fdm,
     all_bins: &[bins::Bin],
     views: u32,
-    planned: &[PlannedReplay],
+    (planned, composites): (&[PlannedReplay], &[Composite]),
     commands: usize,
     atts: &[Option<Att>],
 ) {
@@ -247,12 +278,14 @@ fn log_plan(
     dev.log().debug(
         id::FDM_PLAN,
         &format!(
-            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {commands} commands replayed each; {} scratch sets for its attachments",
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {commands} commands replayed each; {} scratch sets for its attachments",
             all_bins.len(),
             replays.len(),
             areas.join(", "),
             regions(true),
             regions(false),
+            planned.iter().flat_map(|p| &p.steps).filter(|s| matches!(s, Step::Render { begin: true, .. })).count(),
+            composites.iter().map(|c| c.draws.len()).sum::<usize>(),
             atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
         ),
     );
@@ -338,7 +371,7 @@ unsafe fn record_replay(
                         None => blit(f, cb, (si, a), (a.image, a), regions, true, true, *layers),
                     }
                 }
-                Step::Render => {
+                Step::Render { begin: first, end: last } => {
                     let mut begin = pass.begin.clone();
                     let mut t = p.transform();
                     match targets {
@@ -348,12 +381,16 @@ unsafe fn record_replay(
                         }
                         None => set_area(&mut begin, p.render_area),
                     }
-                    begin_real(f, cb, &begin);
+                    if *first {
+                        begin_real(f, cb, &begin);
+                    }
                     replay_cmds(f, cb, pass, &t);
                     if p.outline {
                         overlay(f, cb, &p.replay, &t);
                     }
-                    end_real(f, cb, &begin);
+                    if *last {
+                        end_real(f, cb, &begin);
+                    }
                 }
             }
         }

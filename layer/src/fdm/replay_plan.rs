@@ -32,6 +32,14 @@
 //!   rectangle) only the attachments that load, sets every scratch target to
 //!   the attachment's initial layout, renders, then upscales its bins
 //!   (scratch → real) into the attachments that store;
+//! - with the composite ([`plan_composited`]: every stored attachment can be
+//!   sampled and drawn, no multiview, one subpass), the replays of one area
+//!   share one render pass instance over the bounding box of their
+//!   rectangles (the first of them downscales what loads for all, each
+//!   replays the commands clipped to its own rectangle), and nothing is
+//!   upscaled per replay: after the last one, a [`Composite`] per stored
+//!   attachment draws every area's bins from that area's scratch target in
+//!   one render pass ([`super::composite`]);
 //! - a replay renders every view of a multiview pass; each view's upscale
 //!   (its layer of the attachments) takes only the bins that view asked for
 //!   at the replay's area, so each view gets the areas of its own map layer
@@ -54,10 +62,27 @@ pub(super) enum Plan {
     Replays {
         /// In recording order.
         replays: Vec<PlannedReplay>,
-        /// After the last replay: every attachment to its final layout (one
-        /// barrier, recorded even when empty).
+        /// After the last replay, the composite of each stored attachment
+        /// (none without [`plan_composited`]).
+        composites: Vec<Composite>,
+        /// Then every attachment to its final layout (one barrier, recorded
+        /// even when empty).
         finish: Vec<Change>,
     },
+}
+
+/// The composite of one stored attachment: after every replay, one render
+/// pass over it in which each area's bins are drawn from that area's scratch
+/// target (nearest: pixel `p` takes texel `p / area`).
+#[derive(Debug, PartialEq)]
+pub(super) struct Composite {
+    pub(super) attachment: usize,
+    /// The real attachment's layout before it.
+    pub(super) from: vk::ImageLayout,
+    /// Per area, in the replays' order: the rectangles (framebuffer space)
+    /// of the bins its replays rendered. Each area's scratch target is in
+    /// the attachment's final layout.
+    pub(super) draws: Vec<((u32, u32), Vec<Rect>)>,
 }
 
 /// One replay of the captured pass and what it records.
@@ -91,9 +116,11 @@ pub(super) enum Step {
     /// Real attachment → its scratch target, over (framebuffer, scratch)
     /// rectangle pairs.
     Downscale { attachment: usize, regions: Vec<(Rect, Rect)> },
-    /// The pass itself: begin (retargeted for scratch), the captured commands
-    /// under [`PlannedReplay::transform`], the outline, end.
-    Render,
+    /// The pass itself: begin (retargeted for scratch; unless `begin` is
+    /// false, inside the previous replay's render pass instance), the
+    /// captured commands under [`PlannedReplay::transform`], the outline, end
+    /// (unless `end` is false: the next replay renders in the same instance).
+    Render { begin: bool, end: bool },
     /// Scratch target → real attachment, over (framebuffer, scratch)
     /// rectangle pairs covering the replay's bins, in the attachment's
     /// layers `layers` (first, count; relative to its view; `None`: all).
@@ -108,6 +135,11 @@ pub(super) struct Change {
     pub(super) scratch: bool,
     pub(super) old: vk::ImageLayout,
     pub(super) new: vk::ImageLayout,
+}
+
+impl Step {
+    /// A render pass instance of its own.
+    pub(super) const WHOLE: Step = Step::Render { begin: true, end: true };
 }
 
 impl PlannedReplay {
@@ -273,17 +305,33 @@ fn upscales(r: &bins::Replay, attachment: usize, views: &[u32]) -> Vec<Step> {
 }
 
 /// The plan for a captured pass with attachments `atts` (`None`: left
-/// alone) and the bin plan `replays`; `Err(why)` when it must render at 1x1.
-/// `overlay`: the `fdm_overlay` setting; `format_features`: the device's
-/// optimal-tiling features of a format; `views`: the view indices of a
-/// multiview pass (empty without multiview), in the order of the bins' view
-/// masks.
+/// alone) and the bin plan `replays`, each replay upscaled by blits or
+/// copies; `Err(why)` when it must render at 1x1. `overlay`: the
+/// `fdm_overlay` setting; `format_features`: the device's optimal-tiling
+/// features of a format; `views`: the view indices of a multiview pass
+/// (empty without multiview), in the order of the bins' view masks.
+#[cfg(test)]
 pub(super) fn plan(
+    atts: &[Option<Att>],
+    replays: Vec<bins::Replay>,
+    overlay: bool,
+    format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags,
+    views: &[u32],
+) -> Result<Plan, String> {
+    plan_composited(atts, replays, overlay, format_features, views, false)
+}
+
+/// As [`plan`]; with `composite` (the caller's word that every stored
+/// attachment can be sampled and drawn, the pass has one subpass and no
+/// multiview), the replays of one area share a render pass instance and the
+/// stored attachments are written by one [`Composite`] each at the end.
+pub(super) fn plan_composited(
     atts: &[Option<Att>],
     mut replays: Vec<bins::Replay>,
     overlay: bool,
     format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags,
     views: &[u32],
+    composite: bool,
 ) -> Result<Plan, String> {
     if replays.len() == 1 && replays[0].area == (1, 1) && !overlay {
         return Ok(Plan::AsRecorded);
@@ -293,14 +341,19 @@ pub(super) fn plan(
             return Err(why);
         }
     }
+    let composite = composite && views.is_empty();
     let loads = atts.iter().flatten().any(|a| a.load);
     // A direct 1x1 replay writes its whole rectangle: only first, and only
     // where nothing it overwrites must still be loaded by another replay.
     let direct = replays.first().is_some_and(|r| {
         r.area == (1, 1) && (!loads || replays[1..].iter().all(|o| o.bins.iter().all(|b| !b.rect.intersects(&r.rect))))
     });
-    if !direct {
-        replays.sort_by_key(|r| (std::cmp::Reverse(r.area.0 * r.area.1), r.rect.y, r.rect.x));
+    // Largest area first (with the composite, each area's replays together), then top to bottom, left to right;
+    // after a direct replay, the others as planned unless composited.
+    if !direct || composite {
+        let together = |r: &bins::Replay| if composite { r.area } else { (0, 0) };
+        replays[usize::from(direct)..]
+            .sort_by_key(|r| (std::cmp::Reverse(r.area.0 * r.area.1), together(r), r.rect.y, r.rect.x));
     }
     let has_color = atts.iter().flatten().any(|a| a.range.aspect_mask == vk::ImageAspectFlags::COLOR);
     // Where each real attachment's layout is now.
@@ -309,24 +362,35 @@ pub(super) fn plan(
     let present = || atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)));
     let real = |attachment, old, new| Change { attachment, scratch: false, old, new };
     let scratch = |attachment, old, new| Change { attachment, scratch: true, old, new };
+    let outline = overlay && has_color;
     let mut planned = Vec::with_capacity(replays.len());
-    for (k, r) in replays.into_iter().enumerate() {
-        let outline = overlay && has_color;
-        if k == 0 && direct {
-            for (i, a) in present() {
-                cur[i] = a.final_;
-            }
-            planned.push(PlannedReplay {
-                render_area: rect2d(r.rect),
-                replay: r,
-                target: Target::Direct,
-                outline,
-                steps: vec![Step::Render],
-            });
-            continue;
+    if direct {
+        for (i, a) in present() {
+            cur[i] = a.final_;
         }
+        let r = replays.remove(0);
+        planned.push(PlannedReplay {
+            render_area: rect2d(r.rect),
+            replay: r,
+            target: Target::Direct,
+            outline,
+            steps: vec![Step::WHOLE],
+        });
+    }
+    // The groups that share a render pass instance: with the composite, the replays of one area; else each alone.
+    let mut groups: Vec<Vec<bins::Replay>> = Vec::new();
+    for r in replays {
+        match groups.last_mut() {
+            Some(g) if composite && g[0].area == r.area => g.push(r),
+            _ => groups.push(vec![r]),
+        }
+    }
+    let mut draws: Vec<((u32, u32), Vec<Rect>)> = Vec::new();
+    for group in groups {
+        let area = group[0].area;
+        let bbox = group.iter().skip(1).fold(group[0].rect, |b, r| b.union(&r.rect));
         let mut steps = Vec::new();
-        // Down: real (rectangle) -> scratch, for attachments that load.
+        // Down: real (rectangles) -> scratch, for attachments that load.
         let mut t1 = Vec::new();
         for (i, _) in present().filter(|(_, a)| a.load) {
             t1.push(real(i, cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
@@ -339,7 +403,8 @@ pub(super) fn plan(
         let mut t2 = Vec::new();
         for (i, a) in present() {
             if a.load {
-                steps.push(Step::Downscale { attachment: i, regions: scaled_regions(r.rect, r.area) });
+                let regions = group.iter().flat_map(|r| scaled_regions(r.rect, area)).collect();
+                steps.push(Step::Downscale { attachment: i, regions });
                 if a.initial != vk::ImageLayout::UNDEFINED {
                     t2.push(scratch(i, vk::ImageLayout::TRANSFER_DST_OPTIMAL, a.initial));
                 }
@@ -348,36 +413,68 @@ pub(super) fn plan(
             }
         }
         steps.push(Step::Barrier(t2));
-        // The pass, at this area.
-        steps.push(Step::Render);
-        // Up: scratch -> real, for the replay's bins.
-        let mut t3 = Vec::new();
+        let bbox_area = Transform { area, clip: Some(bbox), inputs: None }.rect(&rect2d(bbox));
+        let n = group.len();
+        if composite {
+            draws.push((
+                area,
+                bins::rectangles(&group.iter().flat_map(|r| r.bins.iter().map(|b| b.rect)).collect::<Vec<_>>()),
+            ));
+        }
+        for (k, r) in group.into_iter().enumerate() {
+            // The pass, at this area (in the group's one instance).
+            steps.push(Step::Render { begin: k == 0, end: k + 1 == n });
+            if !composite {
+                // Up: scratch -> real, for the replay's bins.
+                let mut t3 = Vec::new();
+                for (i, a) in present().filter(|(_, a)| a.store) {
+                    t3.push(scratch(i, a.final_, vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
+                    t3.push(real(i, cur[i], vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+                    cur[i] = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+                }
+                if !t3.is_empty() {
+                    steps.push(Step::Barrier(t3));
+                }
+                for (i, _) in present().filter(|(_, a)| a.store) {
+                    steps.extend(upscales(&r, i, views));
+                }
+            }
+            planned.push(PlannedReplay {
+                render_area: if k == 0 {
+                    bbox_area
+                } else {
+                    Transform { area, clip: Some(r.rect), inputs: None }.rect(&rect2d(r.rect))
+                },
+                replay: r,
+                target: Target::Scratch,
+                outline,
+                steps: std::mem::take(&mut steps),
+            });
+        }
+    }
+    // The composites: every stored attachment, every area's bins at once.
+    let mut composites = Vec::new();
+    if composite && !draws.is_empty() {
         for (i, a) in present().filter(|(_, a)| a.store) {
-            t3.push(scratch(i, a.final_, vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
-            t3.push(real(i, cur[i], vk::ImageLayout::TRANSFER_DST_OPTIMAL));
-            cur[i] = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+            composites.push(Composite { attachment: i, from: cur[i], draws: draws.clone() });
+            cur[i] = composite_layout(a);
         }
-        if !t3.is_empty() {
-            steps.push(Step::Barrier(t3));
-        }
-        for (i, _) in present().filter(|(_, a)| a.store) {
-            steps.extend(upscales(&r, i, views));
-        }
-        let t = Transform { area: r.area, clip: Some(r.rect), inputs: None };
-        planned.push(PlannedReplay {
-            render_area: t.rect(&rect2d(r.rect)),
-            replay: r,
-            target: Target::Scratch,
-            outline,
-            steps,
-        });
     }
     // Every attachment ends in its final layout.
     let finish = present()
         .filter(|(i, a)| cur[*i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED)
         .map(|(i, a)| real(i, cur[i], a.final_))
         .collect();
-    Ok(Plan::Replays { replays: planned, finish })
+    Ok(Plan::Replays { replays: planned, composites, finish })
+}
+
+/// The layout a composite draws attachment `a` in.
+pub(super) fn composite_layout(a: &Att) -> vk::ImageLayout {
+    if a.range.aspect_mask == vk::ImageAspectFlags::COLOR {
+        vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL
+    } else {
+        vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL
+    }
 }
 
 /// Plans made recently, by map contents and pass shape: a program that
@@ -510,7 +607,7 @@ mod tests {
 
     fn replays_of(p: Result<Plan, String>) -> (Vec<PlannedReplay>, Vec<Change>) {
         match p {
-            Ok(Plan::Replays { replays, finish }) => (replays, finish),
+            Ok(Plan::Replays { replays, finish, .. }) => (replays, finish),
             other => panic!("expected replays, got {other:?}"),
         }
     }
@@ -538,7 +635,7 @@ mod tests {
         let (replays, finish) = replays_of(plan(&atts, one(), true, &blittable, &[]));
         assert_eq!(replays.len(), 1);
         assert_eq!(replays[0].target, Target::Direct);
-        assert_eq!(replays[0].steps, vec![Step::Render]);
+        assert_eq!(replays[0].steps, vec![Step::WHOLE]);
         assert_eq!(replays[0].render_area, rect2d(0, 0, 64, 64));
         assert!(replays[0].outline);
         // The direct replay leaves the attachment in its final layout.
@@ -560,7 +657,7 @@ mod tests {
             planned.iter().map(|p| (p.replay.area, p.target)).collect::<Vec<_>>(),
             [((1, 1), Target::Direct), ((2, 2), Target::Scratch)]
         );
-        assert_eq!(planned[0].steps, vec![Step::Render]);
+        assert_eq!(planned[0].steps, vec![Step::WHOLE]);
         assert_eq!(planned[0].render_area, rect2d(0, 0, 32, 64));
         // After the direct replay the attachment is in its final layout: the
         // scratch replay starts from there.
@@ -622,7 +719,7 @@ mod tests {
                 ]),
                 Step::Downscale { attachment: 0, regions: pairs.clone() },
                 Step::Barrier(vec![scratch(0, L::TRANSFER_DST_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)]),
-                Step::Render,
+                Step::WHOLE,
                 Step::Barrier(vec![
                     scratch(0, L::SHADER_READ_ONLY_OPTIMAL, L::TRANSFER_SRC_OPTIMAL),
                     real(0, L::TRANSFER_SRC_OPTIMAL, L::TRANSFER_DST_OPTIMAL),
@@ -644,7 +741,7 @@ mod tests {
         let p = &planned[0];
         assert_eq!(downscaled(p), [0, 1]);
         assert_eq!(p.steps[3], Step::Barrier(vec![scratch(1, L::TRANSFER_DST_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)]));
-        assert_eq!(p.steps[4], Step::Render);
+        assert_eq!(p.steps[4], Step::WHOLE);
         // Neither stores: no upscale and no barrier for one.
         assert_eq!(p.steps.len(), 5);
     }
@@ -670,7 +767,7 @@ mod tests {
                     scratch(2, L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL),
                     scratch(3, L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL),
                 ]),
-                Step::Render,
+                Step::WHOLE,
             ]
         );
         assert_eq!(

@@ -233,6 +233,7 @@ fn scaled(n: u32, a: u32) -> u32 {
 
 /// A replay's scratch targets: per attachment (`None` where the pass's is),
 /// the image and its view; and the framebuffer of a render pass.
+#[derive(Clone)]
 pub(super) struct Targets {
     pub(super) views: Vec<Option<vk::ImageView>>,
     pub(super) images: Vec<Option<vk::Image>>,

@@ -1,0 +1,253 @@
+//! The host plan's composite: after every replay of a binned pass, one
+//! render pass per stored attachment that writes every replay's bins from
+//! its area's scratch target, in place of a blit region per bin rectangle
+//! (lavapipe turns each region into a draw of its own: 176 a full-HD radial
+//! pass; on the H100 the blits were 0.45 ms at 2048²).
+//!
+//! Per area one instanced draw of the GPU plan's upscale pipeline
+//! (`fdm_upscale.vert` in its rectangle mode): instance `r` covers rectangle
+//! `r` of the pass's table (the bins' rectangles, merged), pixel `p` takes
+//! texel `p / area` of the area's scratch target — the nearest texel, as the
+//! blits took. A depth attachment is written through the fragment's depth
+//! (test ALWAYS, its stencil kept); a multisampled one sample by sample (a
+//! pipeline per sample, its sample mask), each reading its own sample.
+//! [`eligible`] says which attachments can be drawn so;
+//! [`super::replay_plan::plan_composited`] decides the rest.
+
+use super::gpu_plan::{self, Owned, Upscale, RECTS};
+use super::pass::{aspect_of, Att};
+use super::replay_plan::Composite;
+use super::scratch::{barrier, integer, sampled, Targets, Transition};
+use super::Fdm;
+use ash::vk;
+
+/// Whether attachment `a` can be written by a composite: colour that is
+/// not integer, or depth whose stencil does not store (the upscale has no
+/// stencil export), in a 2D view, sampled and drawn at its sample count.
+pub(super) fn eligible(f: &Fdm, a: &Att) -> bool {
+    let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
+    let drawn = if colour {
+        vk::FormatFeatureFlags::COLOR_ATTACHMENT
+    } else {
+        vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
+    };
+    !a.store_stencil
+        && (colour && !integer(a.format) || aspect_of(a.format).contains(vk::ImageAspectFlags::DEPTH))
+        && a.view_type == vk::ImageViewType::TYPE_2D
+        && f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE | drawn)
+        && !sampled(f, a).is_empty()
+}
+
+/// What [`prepare`] made for one pass: the objects are owned by the GPU
+/// plan's table under `pool` (released with the command buffer's shadow
+/// pools).
+pub(super) struct Prepared {
+    pub(super) pool: vk::DescriptorPool,
+    buffer: vk::Buffer,
+    /// The table: every draw's rectangles (x0, y0, x1, y1).
+    words: Vec<u32>,
+    layout: vk::PipelineLayout,
+    /// Per composite: its pipelines (one per sample), framebuffer, and per
+    /// draw (area) its set, first instance and instance count.
+    per: Vec<(Upscale, vk::Framebuffer, Vec<(vk::DescriptorSet, u32, u32)>)>,
+}
+
+/// Makes the objects of `composites` (attachments `atts`, scratch targets
+/// per area `targets`, framebuffer extent `extent`); nothing is recorded.
+///
+/// # Safety
+/// The pass's attachment views are alive (the capture rule) and the scratch
+/// targets were made for them.
+pub(super) unsafe fn prepare(
+    f: &Fdm,
+    composites: &[Composite],
+    atts: &[Option<Att>],
+    targets: &dyn Fn((u32, u32)) -> Option<Targets>,
+    extent: (u32, u32),
+) -> Result<Prepared, vk::Result> {
+    let d = &f.below;
+    let mut words = Vec::new();
+    let mut ranges = Vec::new();
+    for ((_, rects), _) in composites.first().map_or(&[][..], |c| &c.draws[..]).iter().zip(0..) {
+        ranges.push(((words.len() / 4) as u32, rects.len() as u32));
+        for r in rects {
+            words.extend([r.x, r.y, r.x + r.w, r.y + r.h]);
+        }
+    }
+    let size = (words.len().max(4) * 4) as u64;
+    let mut o = f.gpu_plan.lock();
+    let mut owned = Owned::new(size);
+    let mut pool = vk::DescriptorPool::null();
+    let mut per = Vec::new();
+    // SAFETY: create infos built here from locals, the layer's own objects and the pass's attachment views and
+    // scratch targets (alive: the caller's guarantee); on failure everything made here is destroyed.
+    let made = (|| unsafe {
+        gpu_plan::make_common(d, &mut o)?;
+        gpu_plan::take_buffer(f, &mut o, &mut owned)?;
+        let n: u32 = composites.iter().map(|c| c.draws.len() as u32).sum();
+        let sizes = [
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n.max(1) },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
+        ];
+        pool = d.create_descriptor_pool(
+            &vk::DescriptorPoolCreateInfo::default().max_sets(n.max(1)).pool_sizes(&sizes),
+            None,
+        )?;
+        let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        for c in composites {
+            let a = atts[c.attachment].as_ref().ok_or(vk::Result::ERROR_UNKNOWN)?;
+            let up = gpu_plan::upscale_pipeline(d, &mut o, a.format, false, a.samples)?;
+            let views = [a.view];
+            let fb = d.create_framebuffer(
+                &vk::FramebufferCreateInfo::default()
+                    .render_pass(up.render_pass)
+                    .attachments(&views)
+                    .width(extent.0)
+                    .height(extent.1)
+                    .layers(1),
+                None,
+            )?;
+            owned.framebuffers.push(fb);
+            let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
+            let sl = vec![o.up_set_layout; c.draws.len()];
+            let sets = d.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+            )?;
+            let mut draws = Vec::new();
+            for ((set, (area, _)), &(first, count)) in sets.iter().zip(&c.draws).zip(&ranges) {
+                let t = targets(*area).ok_or(vk::Result::ERROR_UNKNOWN)?;
+                let (image, view) = (t.images[c.attachment], t.views[c.attachment]);
+                let (Some(image), Some(view)) = (image, view) else { return Err(vk::Result::ERROR_UNKNOWN) };
+                // A depth/stencil scratch target is sampled through a view of its depth aspect.
+                let image_view = if depth {
+                    let range = vk::ImageSubresourceRange {
+                        aspect_mask: vk::ImageAspectFlags::DEPTH,
+                        base_mip_level: 0,
+                        level_count: 1,
+                        base_array_layer: 0,
+                        ..a.range
+                    };
+                    let info = vk::ImageViewCreateInfo::default()
+                        .image(image)
+                        .view_type(a.view_type)
+                        .format(a.format)
+                        .subresource_range(range);
+                    owned.views.push(d.create_image_view(&info, None)?);
+                    *owned.views.last().unwrap()
+                } else {
+                    view
+                };
+                let ii = [vk::DescriptorImageInfo {
+                    sampler: vk::Sampler::null(),
+                    image_view,
+                    image_layout: gpu_plan::upscale_layout(depth).0,
+                }];
+                d.update_descriptor_sets(
+                    &[
+                        vk::WriteDescriptorSet::default()
+                            .dst_set(*set)
+                            .dst_binding(0)
+                            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                            .image_info(&ii),
+                        vk::WriteDescriptorSet::default()
+                            .dst_set(*set)
+                            .dst_binding(1)
+                            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                            .buffer_info(&bi),
+                    ],
+                    &[],
+                );
+                draws.push((*set, first, count));
+            }
+            per.push((up, fb, draws));
+        }
+        Ok::<(), vk::Result>(())
+    })();
+    if let Err(e) = made {
+        // SAFETY: the objects just made by the layer, never used.
+        unsafe {
+            gpu_plan::destroy_owned(d, owned);
+            d.destroy_descriptor_pool(pool, None);
+        }
+        return Err(e);
+    }
+    let buffer = owned.buffer;
+    o.owned.insert(pool, owned);
+    Ok(Prepared { pool, buffer, words, layout: o.up_layout, per })
+}
+
+/// Records the composites `composites` (made by [`prepare`] as `p`) over
+/// `render_area`.
+///
+/// # Safety
+/// `cb` is recording outside a render pass, after the replays that rendered
+/// into `targets` (each area's scratch targets, in the attachments' final
+/// layouts); the pass's attachments are in the composites' `from` layouts.
+pub(super) unsafe fn record(
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    p: &Prepared,
+    composites: &[Composite],
+    atts: &[Option<Att>],
+    targets: &dyn Fn((u32, u32)) -> Option<Targets>,
+    extent: (u32, u32),
+    render_area: vk::Rect2D,
+) {
+    let d = &f.below;
+    // The scratch targets to be sampled, the attachments to be drawn.
+    let mut t = Vec::new();
+    for c in composites {
+        let Some(a) = atts[c.attachment].as_ref() else { continue };
+        let (read, write) = gpu_plan::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
+        for (area, _) in &c.draws {
+            if let Some(image) = targets(*area).and_then(|t| t.images[c.attachment]) {
+                let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+                t.push(Transition { image, range, old: a.final_, new: read });
+            }
+        }
+        t.push(Transition { image: a.image, range: a.range, old: c.from, new: write });
+    }
+    let bytes: Vec<u8> = p.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    // SAFETY: the caller's guarantee; every object named was made by `prepare` or is the pass's.
+    unsafe {
+        // At most 65536 bytes per update.
+        for (k, chunk) in bytes.chunks(65536).enumerate() {
+            d.cmd_update_buffer(cb, p.buffer, k as u64 * 65536, chunk);
+        }
+        barrier(f, cb, &t);
+        let vp = vk::Viewport {
+            x: 0.0,
+            y: 0.0,
+            width: extent.0 as f32,
+            height: extent.1 as f32,
+            min_depth: 0.0,
+            max_depth: 1.0,
+        };
+        for ((up, fb, draws), c) in p.per.iter().zip(composites) {
+            d.cmd_begin_render_pass(
+                cb,
+                &vk::RenderPassBeginInfo::default()
+                    .render_pass(up.render_pass)
+                    .framebuffer(*fb)
+                    .render_area(render_area),
+                vk::SubpassContents::INLINE,
+            );
+            // Per sample of a multisampled attachment a pipeline writing that sample only.
+            for (sample, &pipeline) in up.pipelines.iter().enumerate() {
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                d.cmd_set_viewport(cb, 0, &[vp]);
+                d.cmd_set_scissor(cb, 0, &[render_area]);
+                for (&(set, first, count), (area, _)) in draws.iter().zip(&c.draws) {
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, p.layout, 0, &[set], &[]);
+                    // The upscale's parameters in its rectangle mode: the viewport's size, the table at word 0.
+                    let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, 0, sample as u32];
+                    let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+                    d.cmd_push_constants(cb, p.layout, stages, 0, &pc);
+                    d.cmd_draw(cb, 6, count, 0, first);
+                }
+            }
+            d.cmd_end_render_pass(cb);
+        }
+    }
+}
