@@ -29,6 +29,8 @@
 //! allowed: an area may be smaller than requested), the a7xx bin-merging
 //! idea applied to whole replays.
 
+use std::sync::Arc;
+
 /// An integer rectangle in framebuffer space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Rect {
@@ -85,11 +87,22 @@ pub struct Replay {
     pub area: (u32, u32),
     /// Bounding box of `bins`, aligned to `area` at its start.
     pub rect: Rect,
-    /// The bins it stores, each in the views its mask names.
-    pub bins: Vec<Bin>,
+    /// The bins it stores, each in the views its mask names (shared: a
+    /// cached plan is handed out per pass without copying them).
+    pub bins: Arc<Vec<Bin>>,
+    /// The bins' rectangles merged ([`rectangles`]; every view's): what its
+    /// upscale or composite draws, computed once with the plan (a 1080p map
+    /// has 32,400 bins: merging them took 0.38 ms a pass).
+    pub stored: Vec<Rect>,
 }
 
 impl Replay {
+    /// A replay of `bins` at `area` over `rect`.
+    pub fn new(area: (u32, u32), rect: Rect, bins: Vec<Bin>) -> Replay {
+        let stored = rectangles(&bins.iter().map(|b| b.rect).collect::<Vec<_>>());
+        Replay { area, rect, bins: Arc::new(bins), stored }
+    }
+
     /// The rectangles it stores in view `k`.
     pub fn rects_of(&self, k: u32) -> Vec<Rect> {
         self.bins.iter().filter(|b| b.views & (1 << k) != 0).map(|b| b.rect).collect()
@@ -333,7 +346,7 @@ pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
             }
             inside.into_iter().filter(|v| !v.is_empty()).map(move |inside| {
                 let b = bounding_box(&inside);
-                (Replay { area, rect: aligned(b, area), bins: inside }, b)
+                (Replay { area, rect: aligned(b, area), bins: Arc::new(inside), stored: Vec::new() }, b)
             })
         })
         .collect();
@@ -344,7 +357,7 @@ pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
                 let ((a, ba), (b, bb)) = (&replays[i], &replays[j]);
                 let area = (a.area.0.min(b.area.0), a.area.1.min(b.area.1));
                 let bbox = ba.union(bb);
-                let merged = Replay { area, rect: aligned(bbox, area), bins: Vec::new() };
+                let merged = Replay { area, rect: aligned(bbox, area), bins: Arc::default(), stored: Vec::new() };
                 let saving = cost(a, vertex_cost) + cost(b, vertex_cost) - cost(&merged, vertex_cost);
                 if saving > 0.0 && best.as_ref().is_none_or(|b| saving > b.4) {
                     best = Some((i, j, area, bbox, saving));
@@ -354,11 +367,12 @@ pub fn plan(bins: &[Bin], vertex_cost: f64) -> Vec<Replay> {
         let Some((i, j, area, bbox, _)) = best else { break };
         let (gone, _) = replays.remove(j);
         let kept = &mut replays[i].0;
-        kept.bins.extend(gone.bins);
-        *kept = Replay { area, rect: aligned(bbox, area), bins: std::mem::take(&mut kept.bins) };
+        Arc::make_mut(&mut kept.bins).extend(gone.bins.iter());
+        *kept = Replay { area, rect: aligned(bbox, area), bins: std::mem::take(&mut kept.bins), stored: Vec::new() };
         replays[i].1 = bbox;
     }
-    let mut replays: Vec<Replay> = replays.into_iter().map(|(r, _)| r).collect();
+    let mut replays: Vec<Replay> =
+        replays.into_iter().map(|(r, _)| Replay::new(r.area, r.rect, Arc::unwrap_or_clone(r.bins))).collect();
     // Finest first: a direct (1x1) replay may then be followed by the others.
     replays.sort_by_key(|r| (r.area.0 * r.area.1, r.rect.y, r.rect.x));
     replays
@@ -585,7 +599,7 @@ mod tests {
             .flat_map(|(area, bins)| {
                 rectangles(&bins.iter().map(|b| b.rect).collect::<Vec<_>>()).into_iter().map(move |r| {
                     let inside: Vec<Bin> = bins.iter().filter(|b| r.union(&b.rect) == r).copied().collect();
-                    Replay { area, rect: walk(&inside, area), bins: inside }
+                    Replay::new(area, walk(&inside, area), inside)
                 })
             })
             .collect();
@@ -594,8 +608,8 @@ mod tests {
             for i in 0..replays.len() {
                 for j in i + 1..replays.len() {
                     let area = (replays[i].area.0.min(replays[j].area.0), replays[i].area.1.min(replays[j].area.1));
-                    let bins: Vec<Bin> = replays[i].bins.iter().chain(&replays[j].bins).copied().collect();
-                    let merged = Replay { area, rect: walk(&bins, area), bins };
+                    let bins: Vec<Bin> = replays[i].bins.iter().chain(replays[j].bins.iter()).copied().collect();
+                    let merged = Replay::new(area, walk(&bins, area), bins);
                     let saving =
                         cost(&replays[i], vertex_cost) + cost(&replays[j], vertex_cost) - cost(&merged, vertex_cost);
                     if saving > 0.0 && best.as_ref().is_none_or(|b| saving > b.3) {

@@ -287,15 +287,15 @@ fn upscales(r: &bins::Replay, attachment: usize, views: &[u32]) -> Vec<Step> {
     let regions = |rects: Vec<Rect>| -> Vec<(Rect, Rect)> {
         bins::rectangles(&rects).into_iter().flat_map(|b| scaled_regions(b, r.area)).collect()
     };
-    let all = |rects| Step::Upscale { attachment, layers: None, regions: regions(rects) };
+    // Every view's bins, merged with the plan.
+    let stored = || r.stored.iter().flat_map(|b| scaled_regions(*b, r.area)).collect();
     if views.is_empty() {
-        return vec![all(r.bins.iter().map(|b| b.rect).collect())];
+        return vec![Step::Upscale { attachment, layers: None, regions: stored() }];
     }
     let mask = if views.len() >= 32 { u32::MAX } else { (1u32 << views.len()) - 1 };
     let contiguous = views.iter().enumerate().all(|(k, v)| *v == k as u32);
     if contiguous && r.bins.iter().all(|b| b.views & mask == mask) {
-        let rects = r.bins.iter().map(|b| b.rect).collect();
-        return vec![Step::Upscale { attachment, layers: Some((0, views.len() as u32)), regions: regions(rects) }];
+        return vec![Step::Upscale { attachment, layers: Some((0, views.len() as u32)), regions: stored() }];
     }
     (0..views.len() as u32)
         .map(|k| (k, r.rects_of(k)))
@@ -416,10 +416,7 @@ pub(super) fn plan_composited(
         let bbox_area = Transform { area, clip: Some(bbox), inputs: None }.rect(&rect2d(bbox));
         let n = group.len();
         if composite {
-            draws.push((
-                area,
-                bins::rectangles(&group.iter().flat_map(|r| r.bins.iter().map(|b| b.rect)).collect::<Vec<_>>()),
-            ));
+            draws.push((area, group.iter().flat_map(|r| r.stored.iter().copied()).collect()));
         }
         for (k, r) in group.into_iter().enumerate() {
             // The pass, at this area (in the group's one instance).
@@ -558,7 +555,7 @@ mod tests {
 
     /// A replay storing exactly its rectangle.
     fn replay(area: (u32, u32), rect: Rect) -> bins::Replay {
-        bins::Replay { area, rect, bins: vec![bin(rect)] }
+        bins::Replay::new(area, rect, vec![bin(rect)])
     }
 
     /// A bin asked for by one view.
@@ -681,7 +678,7 @@ mod tests {
         // The 1x1 replay's rectangle covers the 2x2 replay's bins: rendering it
         // first into the real attachment would overwrite what the 2x2 loads.
         let replays = vec![
-            bins::Replay { area: (1, 1), rect: r(0, 0, 64, 64), bins: vec![bin(r(0, 0, 32, 64))] },
+            bins::Replay::new((1, 1), r(0, 0, 64, 64), vec![bin(r(0, 0, 32, 64))]),
             replay((2, 2), r(32, 0, 32, 64)),
         ];
         let (planned, _) = replays_of(plan(&[Some(att(true, true))], replays, false, &blittable, &[]));
@@ -823,13 +820,15 @@ mod tests {
     #[test]
     fn each_view_upscales_only_the_bins_it_asked_for() {
         let (left, right) = (r(0, 0, 16, 16), r(16, 0, 16, 16));
-        let replay = |masks: [u32; 2]| bins::Replay {
-            area: (2, 2),
-            rect: r(0, 0, 32, 16),
-            bins: vec![
-                bins::Bin { rect: left, area: (2, 2), views: masks[0] },
-                bins::Bin { rect: right, area: (2, 2), views: masks[1] },
-            ],
+        let replay = |masks: [u32; 2]| {
+            bins::Replay::new(
+                (2, 2),
+                r(0, 0, 32, 16),
+                vec![
+                    bins::Bin { rect: left, area: (2, 2), views: masks[0] },
+                    bins::Bin { rect: right, area: (2, 2), views: masks[1] },
+                ],
+            )
         };
         type Upscales = Vec<(Option<(u32, u32)>, Vec<(Rect, Rect)>)>;
         let ups = |rep: bins::Replay, views: &[u32]| -> Upscales {
