@@ -10,7 +10,10 @@
 //! texel `p / area` of the area's scratch target — the nearest texel, as the
 //! blits took. A depth attachment is written through the fragment's depth
 //! (test ALWAYS, its stencil kept); a multisampled one sample by sample (a
-//! pipeline per sample, its sample mask), each reading its own sample.
+//! pipeline per sample, its sample mask), each reading its own sample; a
+//! multiview pass's attachment layer by layer (a render pass over a view of
+//! each view's layer), each view drawing its own bins from its layer of the
+//! scratch targets.
 //! [`eligible`] says which attachments can be drawn so;
 //! [`super::replay_plan::plan_composited`] decides the rest.
 
@@ -23,8 +26,9 @@ use ash::vk;
 
 /// Whether attachment `a` can be written by a composite: colour that is
 /// not integer, or depth whose stencil does not store (the upscale has no
-/// stencil export), in a 2D view, sampled and drawn at its sample count.
-pub(super) fn eligible(f: &Fdm, a: &Att) -> bool {
+/// stencil export), in a 2D view (or an array one of a multiview pass),
+/// sampled and drawn at its sample count.
+pub(super) fn eligible(f: &Fdm, a: &Att, multiview: bool) -> bool {
     let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
     let drawn = if colour {
         vk::FormatFeatureFlags::COLOR_ATTACHMENT
@@ -33,7 +37,7 @@ pub(super) fn eligible(f: &Fdm, a: &Att) -> bool {
     };
     !a.store_stencil
         && (colour && !integer(a.format) || aspect_of(a.format).contains(vk::ImageAspectFlags::DEPTH))
-        && a.view_type == vk::ImageViewType::TYPE_2D
+        && (a.view_type == vk::ImageViewType::TYPE_2D || multiview && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)
         && f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE | drawn)
         && !sampled(f, a).is_empty()
 }
@@ -47,9 +51,17 @@ pub(super) struct Prepared {
     /// The table: every draw's rectangles (x0, y0, x1, y1).
     words: Vec<u32>,
     layout: vk::PipelineLayout,
-    /// Per composite: its pipelines (one per sample), framebuffer, and per
-    /// draw (area) its set, first instance and instance count.
-    per: Vec<(Upscale, vk::Framebuffer, Vec<(vk::DescriptorSet, u32, u32)>)>,
+    /// Per composite: its pipelines (one per sample), then per layer drawn
+    /// its framebuffer and its draws (set, area, first instance, instance
+    /// count).
+    per: Vec<(Upscale, Vec<Layer>)>,
+}
+
+struct Layer {
+    framebuffer: vk::Framebuffer,
+    /// The draws' layer (`None`: the attachment's view as it is).
+    key: Option<u32>,
+    draws: Vec<(vk::DescriptorSet, (u32, u32), u32, u32)>,
 }
 
 /// Makes the objects of `composites` (attachments `atts`, scratch targets
@@ -66,11 +78,12 @@ pub(super) unsafe fn prepare(
     extent: (u32, u32),
 ) -> Result<Prepared, vk::Result> {
     let d = &f.below;
+    // Every composite draws the same rectangles: the table's ranges, draw by draw.
     let mut words = Vec::new();
     let mut ranges = Vec::new();
-    for ((_, rects), _) in composites.first().map_or(&[][..], |c| &c.draws[..]).iter().zip(0..) {
-        ranges.push(((words.len() / 4) as u32, rects.len() as u32));
-        for r in rects {
+    for draw in composites.first().map_or(&[][..], |c| &c.draws[..]) {
+        ranges.push(((words.len() / 4) as u32, draw.rects.len() as u32));
+        for r in &draw.rects {
             words.extend([r.x, r.y, r.x + r.w, r.y + r.h]);
         }
     }
@@ -84,59 +97,89 @@ pub(super) unsafe fn prepare(
     let made = (|| unsafe {
         gpu_plan::make_common(d, &mut o)?;
         gpu_plan::take_buffer(f, &mut o, &mut owned)?;
-        let n: u32 = composites.iter().map(|c| c.draws.len() as u32).sum();
+        let n: u32 = composites.iter().map(|c| c.draws.len() as u32).sum::<u32>().max(1);
         let sizes = [
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n.max(1) },
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n },
         ];
-        pool = d.create_descriptor_pool(
-            &vk::DescriptorPoolCreateInfo::default().max_sets(n.max(1)).pool_sizes(&sizes),
-            None,
-        )?;
+        pool =
+            d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes), None)?;
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         for c in composites {
             let a = atts[c.attachment].as_ref().ok_or(vk::Result::ERROR_UNKNOWN)?;
-            let up = gpu_plan::upscale_pipeline(d, &mut o, a.format, false, a.samples)?;
-            let views = [a.view];
-            let fb = d.create_framebuffer(
-                &vk::FramebufferCreateInfo::default()
-                    .render_pass(up.render_pass)
-                    .attachments(&views)
-                    .width(extent.0)
-                    .height(extent.1)
-                    .layers(1),
-                None,
-            )?;
-            owned.framebuffers.push(fb);
+            let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
+            let up = gpu_plan::upscale_pipeline(d, &mut o, a.format, layered, a.samples)?;
             let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
-            let sl = vec![o.up_set_layout; c.draws.len()];
-            let sets = d.allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
-            )?;
-            let mut draws = Vec::new();
-            for ((set, (area, _)), &(first, count)) in sets.iter().zip(&c.draws).zip(&ranges) {
-                let t = targets(*area).ok_or(vk::Result::ERROR_UNKNOWN)?;
-                let (image, view) = (t.images[c.attachment], t.views[c.attachment]);
-                let (Some(image), Some(view)) = (image, view) else { return Err(vk::Result::ERROR_UNKNOWN) };
-                // A depth/stencil scratch target is sampled through a view of its depth aspect.
-                let image_view = if depth {
-                    let range = vk::ImageSubresourceRange {
-                        aspect_mask: vk::ImageAspectFlags::DEPTH,
-                        base_mip_level: 0,
-                        level_count: 1,
-                        base_array_layer: 0,
-                        ..a.range
+            // The scratch view an area's draws sample: a depth/stencil target through a view of its depth aspect.
+            let mut sampled_views: Vec<((u32, u32), vk::ImageView)> = Vec::new();
+            let mut layers: Vec<Layer> = Vec::new();
+            for (draw, &(first, count)) in c.draws.iter().zip(&ranges) {
+                if layers.last().map(|l| l.key) != Some(draw.layer) {
+                    // The attachment's view itself, or a view of the layer drawn.
+                    let view = match draw.layer {
+                        None => a.view,
+                        Some(layer) => {
+                            let range = vk::ImageSubresourceRange {
+                                base_array_layer: a.range.base_array_layer + layer,
+                                layer_count: 1,
+                                level_count: 1,
+                                ..a.range
+                            };
+                            let info = vk::ImageViewCreateInfo::default()
+                                .image(a.image)
+                                .view_type(vk::ImageViewType::TYPE_2D)
+                                .format(a.format)
+                                .subresource_range(range);
+                            owned.views.push(d.create_image_view(&info, None)?);
+                            *owned.views.last().unwrap()
+                        }
                     };
-                    let info = vk::ImageViewCreateInfo::default()
-                        .image(image)
-                        .view_type(a.view_type)
-                        .format(a.format)
-                        .subresource_range(range);
-                    owned.views.push(d.create_image_view(&info, None)?);
-                    *owned.views.last().unwrap()
-                } else {
-                    view
+                    let views = [view];
+                    let framebuffer = d.create_framebuffer(
+                        &vk::FramebufferCreateInfo::default()
+                            .render_pass(up.render_pass)
+                            .attachments(&views)
+                            .width(extent.0)
+                            .height(extent.1)
+                            .layers(1),
+                        None,
+                    )?;
+                    owned.framebuffers.push(framebuffer);
+                    layers.push(Layer { framebuffer, key: draw.layer, draws: Vec::new() });
+                }
+                let image_view = match sampled_views.iter().find(|(area, _)| *area == draw.area) {
+                    Some((_, v)) => *v,
+                    None => {
+                        let t = targets(draw.area).ok_or(vk::Result::ERROR_UNKNOWN)?;
+                        let (Some(image), Some(view)) = (t.images[c.attachment], t.views[c.attachment]) else {
+                            return Err(vk::Result::ERROR_UNKNOWN);
+                        };
+                        let v = if depth {
+                            let range = vk::ImageSubresourceRange {
+                                aspect_mask: vk::ImageAspectFlags::DEPTH,
+                                base_mip_level: 0,
+                                level_count: 1,
+                                base_array_layer: 0,
+                                ..a.range
+                            };
+                            let info = vk::ImageViewCreateInfo::default()
+                                .image(image)
+                                .view_type(a.view_type)
+                                .format(a.format)
+                                .subresource_range(range);
+                            owned.views.push(d.create_image_view(&info, None)?);
+                            *owned.views.last().unwrap()
+                        } else {
+                            view
+                        };
+                        sampled_views.push((draw.area, v));
+                        v
+                    }
                 };
+                let sl = [o.up_set_layout];
+                let set = d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+                )?[0];
                 let ii = [vk::DescriptorImageInfo {
                     sampler: vk::Sampler::null(),
                     image_view,
@@ -145,21 +188,21 @@ pub(super) unsafe fn prepare(
                 d.update_descriptor_sets(
                     &[
                         vk::WriteDescriptorSet::default()
-                            .dst_set(*set)
+                            .dst_set(set)
                             .dst_binding(0)
                             .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
                             .image_info(&ii),
                         vk::WriteDescriptorSet::default()
-                            .dst_set(*set)
+                            .dst_set(set)
                             .dst_binding(1)
                             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                             .buffer_info(&bi),
                     ],
                     &[],
                 );
-                draws.push((*set, first, count));
+                layers.last_mut().unwrap().draws.push((set, draw.area, first, count));
             }
-            per.push((up, fb, draws));
+            per.push((up, layers));
         }
         Ok::<(), vk::Result>(())
     })();
@@ -183,6 +226,7 @@ pub(super) unsafe fn prepare(
 /// `cb` is recording outside a render pass, after the replays that rendered
 /// into `targets` (each area's scratch targets, in the attachments' final
 /// layouts); the pass's attachments are in the composites' `from` layouts.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn record(
     f: &Fdm,
     cb: vk::CommandBuffer,
@@ -199,8 +243,11 @@ pub(super) unsafe fn record(
     for c in composites {
         let Some(a) = atts[c.attachment].as_ref() else { continue };
         let (read, write) = gpu_plan::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
-        for (area, _) in &c.draws {
-            if let Some(image) = targets(*area).and_then(|t| t.images[c.attachment]) {
+        let mut areas: Vec<(u32, u32)> = c.draws.iter().map(|d| d.area).collect();
+        areas.sort_unstable();
+        areas.dedup();
+        for area in areas {
+            if let Some(image) = targets(area).and_then(|t| t.images[c.attachment]) {
                 let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
                 t.push(Transition { image, range, old: a.final_, new: read });
             }
@@ -223,31 +270,35 @@ pub(super) unsafe fn record(
             min_depth: 0.0,
             max_depth: 1.0,
         };
-        for ((up, fb, draws), c) in p.per.iter().zip(composites) {
-            d.cmd_begin_render_pass(
-                cb,
-                &vk::RenderPassBeginInfo::default()
-                    .render_pass(up.render_pass)
-                    .framebuffer(*fb)
-                    .render_area(render_area),
-                vk::SubpassContents::INLINE,
-            );
-            // Per sample of a multisampled attachment a pipeline writing that sample only.
-            for (sample, &pipeline) in up.pipelines.iter().enumerate() {
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                d.cmd_set_viewport(cb, 0, &[vp]);
-                d.cmd_set_scissor(cb, 0, &[render_area]);
-                for (&(set, first, count), (area, _)) in draws.iter().zip(&c.draws) {
-                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, p.layout, 0, &[set], &[]);
-                    // The upscale's parameters in its rectangle mode: the viewport's size, the table at word 0.
-                    let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, 0, sample as u32];
-                    let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
-                    d.cmd_push_constants(cb, p.layout, stages, 0, &pc);
-                    d.cmd_draw(cb, 6, count, 0, first);
+        let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+        for (up, layers) in &p.per {
+            for l in layers {
+                d.cmd_begin_render_pass(
+                    cb,
+                    &vk::RenderPassBeginInfo::default()
+                        .render_pass(up.render_pass)
+                        .framebuffer(l.framebuffer)
+                        .render_area(render_area),
+                    vk::SubpassContents::INLINE,
+                );
+                // Per sample of a multisampled attachment a pipeline writing that sample only.
+                for (sample, &pipeline) in up.pipelines.iter().enumerate() {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                    d.cmd_set_viewport(cb, 0, &[vp]);
+                    d.cmd_set_scissor(cb, 0, &[render_area]);
+                    for &(set, area, first, count) in &l.draws {
+                        d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, p.layout, 0, &[set], &[]);
+                        // The upscale's parameters in its rectangle mode: the viewport's size, the table at word
+                        // 0, the scratch target's layer.
+                        let layer = l.key.unwrap_or(0);
+                        let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, layer, sample as u32];
+                        let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                        d.cmd_push_constants(cb, p.layout, stages, 0, &pc);
+                        d.cmd_draw(cb, 6, count, 0, first);
+                    }
                 }
+                d.cmd_end_render_pass(cb);
             }
-            d.cmd_end_render_pass(cb);
         }
     }
 }

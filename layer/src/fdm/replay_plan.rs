@@ -33,13 +33,14 @@
 //!   the attachment's initial layout, renders, then upscales its bins
 //!   (scratch → real) into the attachments that store;
 //! - with the composite ([`plan_composited`]: every stored attachment can be
-//!   sampled and drawn, no multiview, one subpass), the replays of one area
+//!   sampled and drawn, one subpass), the replays of one area
 //!   share one render pass instance over the bounding box of their
 //!   rectangles (the first of them downscales what loads for all, each
 //!   replays the commands clipped to its own rectangle), and nothing is
 //!   upscaled per replay: after the last one, a [`Composite`] per stored
 //!   attachment draws every area's bins from that area's scratch target in
-//!   one render pass ([`super::composite`]);
+//!   one render pass (per view's layer for a multiview pass, each view its
+//!   own bins: [`super::composite`]);
 //! - a replay renders every view of a multiview pass; each view's upscale
 //!   (its layer of the attachments) takes only the bins that view asked for
 //!   at the replay's area, so each view gets the areas of its own map layer
@@ -79,10 +80,20 @@ pub(super) struct Composite {
     pub(super) attachment: usize,
     /// The real attachment's layout before it.
     pub(super) from: vk::ImageLayout,
-    /// Per area, in the replays' order: the rectangles (framebuffer space)
-    /// of the bins its replays rendered. Each area's scratch target is in
-    /// the attachment's final layout.
-    pub(super) draws: Vec<((u32, u32), Vec<Rect>)>,
+    /// Its draws, layer by layer. Each area's scratch target is in the
+    /// attachment's final layout.
+    pub(super) draws: Vec<CompositeDraw>,
+}
+
+/// One draw of a composite: the bins (merged rectangles, framebuffer space)
+/// that the replays at `area` rendered for layer `layer` (a multiview
+/// pass's view: that layer of the attachment and of the scratch target;
+/// `None`: the attachment's view as the pass has it).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct CompositeDraw {
+    pub(super) layer: Option<u32>,
+    pub(super) area: (u32, u32),
+    pub(super) rects: Vec<Rect>,
 }
 
 /// One replay of the captured pass and what it records.
@@ -322,8 +333,7 @@ pub(super) fn plan(
 }
 
 /// As [`plan`]; with `composite` (the caller's word that every stored
-/// attachment can be sampled and drawn, the pass has one subpass and no
-/// multiview), the replays of one area share a render pass instance and the
+/// attachment can be sampled and drawn, the pass has one subpass), the replays of one area share a render pass instance and the
 /// stored attachments are written by one [`Composite`] each at the end.
 pub(super) fn plan_composited(
     atts: &[Option<Att>],
@@ -341,7 +351,6 @@ pub(super) fn plan_composited(
             return Err(why);
         }
     }
-    let composite = composite && views.is_empty();
     let loads = atts.iter().flatten().any(|a| a.load);
     // A direct 1x1 replay writes its whole rectangle: only first, and only
     // where nothing it overwrites must still be loaded by another replay.
@@ -385,7 +394,7 @@ pub(super) fn plan_composited(
             _ => groups.push(vec![r]),
         }
     }
-    let mut draws: Vec<((u32, u32), Vec<Rect>)> = Vec::new();
+    let mut draws: Vec<CompositeDraw> = Vec::new();
     for group in groups {
         let area = group[0].area;
         let bbox = group.iter().skip(1).fold(group[0].rect, |b, r| b.union(&r.rect));
@@ -416,7 +425,20 @@ pub(super) fn plan_composited(
         let bbox_area = Transform { area, clip: Some(bbox), inputs: None }.rect(&rect2d(bbox));
         let n = group.len();
         if composite {
-            draws.push((area, group.iter().flat_map(|r| r.stored.iter().copied()).collect()));
+            if views.is_empty() {
+                draws.push(CompositeDraw {
+                    layer: None,
+                    area,
+                    rects: group.iter().flat_map(|r| r.stored.iter().copied()).collect(),
+                });
+            }
+            // Each view its own bins, in its layer.
+            for (k, &view) in views.iter().enumerate() {
+                let rects: Vec<Rect> = group.iter().flat_map(|r| r.rects_of(k as u32)).collect();
+                if !rects.is_empty() {
+                    draws.push(CompositeDraw { layer: Some(view), area, rects: bins::rectangles(&rects) });
+                }
+            }
         }
         for (k, r) in group.into_iter().enumerate() {
             // The pass, at this area (in the group's one instance).
@@ -452,6 +474,7 @@ pub(super) fn plan_composited(
     // The composites: every stored attachment, every area's bins at once.
     let mut composites = Vec::new();
     if composite && !draws.is_empty() {
+        draws.sort_by_key(|d| d.layer);
         for (i, a) in present().filter(|(_, a)| a.store) {
             composites.push(Composite { attachment: i, from: cur[i], draws: draws.clone() });
             cur[i] = composite_layout(a);
