@@ -120,7 +120,7 @@ pub(super) enum Target {
 }
 
 /// One recorded step of a replay.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Step {
     /// Layout transitions, as one pipeline barrier.
     Barrier(Vec<Change>),
@@ -395,7 +395,7 @@ pub(super) fn plan_composited(
         }
     }
     let mut draws: Vec<CompositeDraw> = Vec::new();
-    for group in groups {
+    for (g, group) in groups.into_iter().enumerate() {
         let area = group[0].area;
         let bbox = group.iter().skip(1).fold(group[0].rect, |b, r| b.union(&r.rect));
         let mut steps = Vec::new();
@@ -421,7 +421,13 @@ pub(super) fn plan_composited(
                 t2.push(scratch(i, vk::ImageLayout::UNDEFINED, a.initial));
             }
         }
-        steps.push(Step::Barrier(t2));
+        // Recorded even when empty: it orders what came before (a blit of the previous replay's bins that read
+        // this scratch target, an earlier pass's composite) before this render writes it. With the composite the
+        // first group's does that for all: a later group writes other scratch targets (its own area's) that
+        // nothing read since, so it needs none of its own and the GPU may overlap it with the previous group.
+        if !(composite && g > 0 && t2.is_empty() && steps.is_empty()) {
+            steps.push(Step::Barrier(t2));
+        }
         let bbox_area = Transform { area, clip: Some(bbox), inputs: None }.rect(&rect2d(bbox));
         let n = group.len();
         if composite {
@@ -975,5 +981,69 @@ mod tests {
         // a clear outside the rectangle is dropped.
         let rects = scaled.transform().clear_rects(&[clear(20, 3, 30, 2), clear(40, 0, 8, 8)]);
         assert_eq!(rects.iter().map(|c| c.rect).collect::<Vec<_>>(), [rect2d(10, 1, 6, 2)]);
+    }
+
+    /// With the composite, the replays of an area share one render pass
+    /// instance (the first begins it, the last ends it), nothing is upscaled
+    /// per replay, and after the last replay one composite per stored
+    /// attachment draws each area's bins; only the first group's barrier
+    /// is recorded when nothing loads.
+    #[test]
+    fn composited_replays_share_an_instance_per_area_and_end_in_one_composite() {
+        let replays =
+            vec![replay((2, 2), r(0, 0, 16, 16)), replay((4, 4), r(32, 32, 32, 32)), replay((2, 2), r(32, 0, 16, 16))];
+        // An attachment that starts undefined (cleared): no transition of its scratch targets.
+        let mut cleared = att(false, true);
+        cleared.initial = L::UNDEFINED;
+        let p = plan_composited(&[Some(cleared)], replays.clone(), false, &blittable, &[], true).unwrap();
+        let Plan::Replays { replays: planned, .. } = p else { panic!("{p:?}") };
+        let steps: Vec<&Vec<Step>> = planned.iter().map(|p| &p.steps).collect();
+        assert_eq!(
+            steps,
+            [
+                &vec![Step::Barrier(vec![]), Step::WHOLE],
+                &vec![Step::Render { begin: true, end: false }],
+                &vec![Step::Render { begin: false, end: true }],
+            ]
+        );
+        // One that starts in a layout: each area's scratch target is put in it first.
+        let atts = [Some(att(false, true))];
+        let p = plan_composited(&atts, replays, false, &blittable, &[], true).unwrap();
+        let Plan::Replays { replays: planned, composites, finish } = p else { panic!("{p:?}") };
+        let into = Step::Barrier(vec![scratch(0, L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL)]);
+        assert_eq!(planned[0].steps, [into.clone(), Step::WHOLE]);
+        assert_eq!(planned[1].steps, [into, Step::Render { begin: true, end: false }]);
+        // The group's instance covers both rectangles (in scratch space at 2x2).
+        assert_eq!(planned[1].render_area, rect2d(0, 0, 24, 8));
+        assert_eq!(
+            composites,
+            [Composite {
+                attachment: 0,
+                from: L::COLOR_ATTACHMENT_OPTIMAL,
+                draws: vec![
+                    CompositeDraw { layer: None, area: (4, 4), rects: vec![r(32, 32, 32, 32)] },
+                    CompositeDraw { layer: None, area: (2, 2), rects: vec![r(0, 0, 16, 16), r(32, 0, 16, 16)] },
+                ],
+            }]
+        );
+        assert_eq!(finish, vec![real(0, L::COLOR_ATTACHMENT_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)]);
+        // Multiview: each view's own bins, in its layer.
+        let two_views = vec![bins::Replay::new(
+            (2, 2),
+            r(0, 0, 32, 16),
+            vec![
+                bins::Bin { rect: r(0, 0, 16, 16), area: (2, 2), views: 0b11 },
+                bins::Bin { rect: r(16, 0, 16, 16), area: (2, 2), views: 0b10 },
+            ],
+        )];
+        let p = plan_composited(&atts, two_views, false, &blittable, &[0, 1], true).unwrap();
+        let Plan::Replays { composites, .. } = p else { panic!("{p:?}") };
+        assert_eq!(
+            composites[0].draws,
+            [
+                CompositeDraw { layer: Some(0), area: (2, 2), rects: vec![r(0, 0, 16, 16)] },
+                CompositeDraw { layer: Some(1), area: (2, 2), rects: vec![r(0, 0, 32, 16)] },
+            ]
+        );
     }
 }
