@@ -130,7 +130,35 @@ pub fn gate(module: &mut Module, entry: &str) -> Result<(), Unsupported> {
     Ok(())
 }
 
+/// [`gate`] on a checked module, changing it in place: the refusals, the
+/// new `DrawIndex`, the wrapper, and the entry point moved onto it.
 fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
+    let (ep, main) = entry_function(m, entry)?;
+    refuse(m)?;
+    let position = *outputs(m, BuiltIn::Position).first().ok_or(Unsupported::NoPosition)?;
+    let clips: Vec<Output> = outputs(m, BuiltIn::ClipDistance).into_iter().filter(|o| written(m, o)).collect();
+    let main_type = m
+        .functions
+        .iter()
+        .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(main))
+        .and_then(|f| f.def.as_ref())
+        .and_then(|d| match (d.result_type, d.operands.get(1)) {
+            (Some(void), Some(Operand::IdRef(fnty))) => Some((void, *fnty)),
+            _ => None,
+        })
+        .ok_or(crate::Malformed::Undefined(main))?;
+    let index = draw_index(m)?;
+    let wrapper = add_wrapper(m, main, main_type, &index, position, &clips)?;
+    m.entry_points[ep].operands[1] = Operand::IdRef(wrapper);
+    for x in m.execution_modes.iter_mut().filter(|x| x.operands.first() == Some(&Operand::IdRef(main))) {
+        x.operands[0] = Operand::IdRef(wrapper);
+    }
+    Ok(())
+}
+
+/// The index of vertex entry point `entry` and its function, unless that
+/// function is also another entry point's.
+fn entry_function(m: &Module, entry: &str) -> Result<(usize, Word), Unsupported> {
     let ep = m
         .entry_points
         .iter()
@@ -147,6 +175,12 @@ fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
     if shared {
         return Err(Unsupported::SharedEntry);
     }
+    Ok((ep, main))
+}
+
+/// The refusals that need no more than a look at the module: side effects,
+/// transform feedback, cull distances written.
+fn refuse(m: &Module) -> Result<(), Unsupported> {
     if crate::fdm::has_side_effects(m) {
         return Err(Unsupported::SideEffects);
     }
@@ -161,27 +195,28 @@ fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
     if outputs(m, BuiltIn::CullDistance).iter().any(|o| written(m, o)) {
         return Err(Unsupported::CullDistance);
     }
-    let position = *outputs(m, BuiltIn::Position).first().ok_or(Unsupported::NoPosition)?;
-    let clips: Vec<Output> = outputs(m, BuiltIn::ClipDistance).into_iter().filter(|o| written(m, o)).collect();
-    let main_type = m
-        .functions
-        .iter()
-        .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(main))
-        .and_then(|f| f.def.as_ref())
-        .and_then(|d| match (d.result_type, d.operands.get(1)) {
-            (Some(void), Some(Operand::IdRef(fnty))) => Some((void, *fnty)),
-            _ => None,
-        })
-        .ok_or(crate::Malformed::Undefined(main))?;
+    Ok(())
+}
 
-    // DrawIndex: a new input; the application's own (if any) made private.
-    let app_index = builtin_inputs(m, BuiltIn::DrawIndex);
-    let int = match app_index.first().and_then(|v| var_type(m, *v)) {
+/// `DrawIndex` as the wrapper sees it ([`draw_index`]).
+struct DrawIndex {
+    /// The integer type of the index.
+    int: Word,
+    /// The new `DrawIndex` input.
+    raw: Word,
+    /// The application's own `DrawIndex` variables, now private.
+    app: Vec<Word>,
+}
+
+/// DrawIndex: a new input; the application's own (if any) made private.
+fn draw_index(m: &mut Module) -> Result<DrawIndex, Unsupported> {
+    let app = builtin_inputs(m, BuiltIn::DrawIndex);
+    let int = match app.first().and_then(|v| var_type(m, *v)) {
         Some(t) => t,
         None => find_or_add(m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)]),
     };
     let input_ptr = pointer_type(m, StorageClass::Input, int);
-    for v in &app_index {
+    for v in &app {
         remove_decorations(m, *v, &[Decoration::BuiltIn]);
         make_private(m, *v, None)?;
     }
@@ -199,7 +234,22 @@ fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
     if !m.extensions.iter().any(|e| e.operands.first() == Some(&Operand::LiteralString(ext.into()))) {
         m.extensions.push(Instruction::new(Op::Extension, None, None, vec![Operand::LiteralString(ext.into())]));
     }
+    Ok(DrawIndex { int, raw, app })
+}
 
+/// Adds the wrapper of the application's entry function `main` (of
+/// `main_type`: its return and function types): it sets the application's
+/// `DrawIndex` from `index`, calls `main`, then, for the first draw, stores
+/// the origin into `position` and zeros into the `clips`. Returns its id.
+fn add_wrapper(
+    m: &mut Module,
+    main: Word,
+    main_type: (Word, Word),
+    index: &DrawIndex,
+    position: Output,
+    clips: &[Output],
+) -> Result<Word, Unsupported> {
+    let (int, raw, app_index) = (index.int, index.raw, &index.app);
     // Constants.
     let boolean = find_or_add(m, Op::TypeBool, None, vec![]);
     let zero = constant(m, int, 0);
@@ -239,7 +289,7 @@ fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
             Some(shifted),
             vec![Operand::IdRef(first), Operand::IdRef(loaded), Operand::IdRef(less)],
         ));
-        for v in &app_index {
+        for v in app_index {
             head.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(*v), Operand::IdRef(shifted)]));
         }
     }
@@ -277,7 +327,7 @@ fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
         gated.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(target), Operand::IdRef(value)]));
     };
     store(m, &position, origin, &mut gated);
-    for c in &clips {
+    for c in clips {
         let null = find_or_add(m, Op::ConstantNull, Some(c.ty), vec![]);
         store(m, c, null, &mut gated);
     }
@@ -298,11 +348,7 @@ fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
             Block { label: label(merge_label), instructions: vec![Instruction::new(Op::Return, None, None, vec![])] },
         ],
     });
-    m.entry_points[ep].operands[1] = Operand::IdRef(wrapper);
-    for x in m.execution_modes.iter_mut().filter(|x| x.operands.first() == Some(&Operand::IdRef(main))) {
-        x.operands[0] = Operand::IdRef(wrapper);
-    }
-    Ok(())
+    Ok(wrapper)
 }
 
 #[cfg(test)]

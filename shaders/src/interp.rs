@@ -12,7 +12,7 @@
 //! use it.
 
 use crate::ir::{decorations_of, def};
-use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::dr::{Function, Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, Op, StorageClass, Word};
 use std::collections::HashMap;
 /// A value: scalars, composites, a pointer (allocation, path), undefined.
@@ -266,7 +266,7 @@ fn matrix_times_vector(m: &V, v: &V) -> V {
 }
 
 /// The integer, comparison, matrix and conversion instructions the
-/// interpreter knows beyond those of [`Machine::call`] (operands from `arg`).
+/// interpreter knows beyond those of [`compute`] (operands from `arg`).
 fn more(op: Op, arg: &dyn Fn(usize) -> Result<V, String>) -> Result<V, String> {
     let ibin = |f: fn(u32, u32) -> V| {
         map(&arg(0)?, Some(&arg(1)?), &|a, b| match (a, b) {
@@ -396,215 +396,278 @@ impl<'a> Machine<'a> {
                 if self.steps > 100_000 {
                     return Err("too many steps".into());
                 }
-                let ops = &i.operands;
-                let arg =
-                    |k: usize| self.value(&vals, id(ops.get(k)).ok_or(format!("{:?}: operand {k}", i.class.opcode))?);
-                let ty = i.result_type.unwrap_or(0);
-                let scalar_ty = match def(m, ty) {
-                    Some(t) if t.class.opcode == Op::TypeVector => id(t.operands.first()).unwrap_or(0),
-                    _ => ty,
-                };
-                let float_result = def(m, scalar_ty).is_some_and(|t| t.class.opcode == Op::TypeFloat);
-                let fbin = |f: fn(f32, f32) -> f32| {
-                    map(&arg(0)?, Some(&arg(1)?), &|a, b| match (a, b) {
-                        (V::F(x), Some(V::F(y))) => Ok(V::F(f(*x, *y))),
-                        _ => Err(format!("{:?} of {a:?}", i.class.opcode)),
-                    })
-                };
-                let ibin = |f: fn(u32, u32) -> V| {
-                    map(&arg(0)?, Some(&arg(1)?), &|a, b| match (a, b) {
-                        (V::I(x), Some(V::I(y))) => Ok(f(*x, *y)),
-                        (V::B(x), Some(V::B(y))) => Ok(f(*x as u32, *y as u32)),
-                        _ => Err(format!("{:?} of {a:?}", i.class.opcode)),
-                    })
-                };
-                let fcmp = |f: fn(f32, f32) -> bool| {
-                    map(&arg(0)?, Some(&arg(1)?), &|a, b| match (a, b) {
-                        (V::F(x), Some(V::F(y))) => Ok(V::B(f(*x, *y))),
-                        _ => Err(format!("{:?} of {a:?}", i.class.opcode)),
-                    })
-                };
-                let unary = |f: &dyn Fn(&V) -> Option<V>| {
-                    map(&arg(0)?, None, &|a, _| f(a).ok_or(format!("{:?} of {a:?}", i.class.opcode)))
-                };
-                let result: Option<V> = match i.class.opcode {
-                    Op::SelectionMerge | Op::LoopMerge | Op::Nop | Op::Line | Op::NoLine => None,
-                    Op::Variable => {
-                        let pointee = def(m, ty).and_then(|p| id(p.operands.get(1))).unwrap_or(0);
-                        let init = match ops.get(1) {
-                            Some(_) => arg(1)?,
-                            None => undef_of(m, pointee),
-                        };
-                        self.mem.push(init);
-                        Some(V::P(self.mem.len() - 1, vec![]))
-                    }
-                    Op::Load => Some(self.read(&arg(0)?)?),
-                    Op::Store => {
-                        let (p, v) = (arg(0)?, arg(1)?);
-                        self.write(&p, v)?;
-                        None
-                    }
-                    Op::CopyMemory => {
-                        let v = self.read(&arg(1)?)?;
-                        self.write(&arg(0)?, v)?;
-                        None
-                    }
-                    Op::AccessChain | Op::InBoundsAccessChain => {
-                        let V::P(a, mut path) = arg(0)? else { return Err("access chain of a value".into()) };
-                        for k in 1..ops.len() {
-                            match arg(k)? {
-                                V::I(x) => path.push(x as usize),
-                                other => return Err(format!("index {other:?}")),
-                            }
+                match self.execute(func, &vals, i, prev)? {
+                    Flow::Next(result) => {
+                        if let (Some(v), Some(r)) = (result, i.result_id) {
+                            vals.insert(r, v);
                         }
-                        Some(V::P(a, path))
                     }
-                    Op::CopyObject => Some(arg(0)?),
-                    Op::Undef => Some(undef_of(m, ty)),
-                    Op::FAdd => Some(fbin(|a, b| a + b)?),
-                    Op::FSub => Some(fbin(|a, b| a - b)?),
-                    Op::FMul => Some(fbin(|a, b| a * b)?),
-                    Op::FDiv => Some(fbin(|a, b| a / b)?),
-                    Op::FNegate => Some(unary(&|a| if let V::F(x) = a { Some(V::F(-x)) } else { None })?),
-                    Op::IAdd => Some(ibin(|a, b| V::I(a.wrapping_add(b)))?),
-                    Op::ISub => Some(ibin(|a, b| V::I(a.wrapping_sub(b)))?),
-                    Op::IMul => Some(ibin(|a, b| V::I(a.wrapping_mul(b)))?),
-                    Op::BitwiseAnd => Some(ibin(|a, b| V::I(a & b))?),
-                    Op::IEqual => Some(ibin(|a, b| V::B(a == b))?),
-                    Op::INotEqual => Some(ibin(|a, b| V::B(a != b))?),
-                    Op::SLessThan => Some(ibin(|a, b| V::B((a as i32) < b as i32))?),
-                    Op::SGreaterThan => Some(ibin(|a, b| V::B(a as i32 > b as i32))?),
-                    Op::ExtInst => Some(glsl_std_450(m, ops, &|k| arg(k))?),
-                    Op::LogicalAnd => Some(ibin(|a, b| V::B(a & b != 0))?),
-                    Op::LogicalOr => Some(ibin(|a, b| V::B(a | b != 0))?),
-                    Op::FOrdGreaterThan => Some(fcmp(|a, b| a > b)?),
-                    Op::FOrdLessThan => Some(fcmp(|a, b| a < b)?),
-                    Op::FOrdGreaterThanEqual => Some(fcmp(|a, b| a >= b)?),
-                    Op::FOrdLessThanEqual => Some(fcmp(|a, b| a <= b)?),
-                    Op::ConvertSToF => {
-                        Some(unary(&|a| if let V::I(x) = a { Some(V::F(*x as i32 as f32)) } else { None })?)
-                    }
-                    Op::ConvertUToF => Some(unary(&|a| if let V::I(x) = a { Some(V::F(*x as f32)) } else { None })?),
-                    Op::ConvertFToS => {
-                        Some(unary(&|a| if let V::F(x) = a { Some(V::I(*x as i32 as u32)) } else { None })?)
-                    }
-                    Op::Bitcast => Some(unary(&|a| match a {
-                        V::F(x) if !float_result => Some(V::I(x.to_bits())),
-                        V::I(x) if float_result => Some(V::F(f32::from_bits(*x))),
-                        other => Some(other.clone()),
-                    })?),
-                    Op::VectorTimesScalar => {
-                        let s = arg(1)?;
-                        Some(map(&arg(0)?, None, &|a, _| match (a, &s) {
-                            (_, V::U) => Ok(V::U),
-                            (V::F(x), V::F(y)) => Ok(V::F(x * y)),
-                            _ => Err("VectorTimesScalar".into()),
-                        })?)
-                    }
-                    Op::Select => match arg(0)? {
-                        V::B(c) => Some(if c { arg(1)? } else { arg(2)? }),
-                        V::U => Some(undef_of(m, ty)),
-                        other => return Err(format!("select on {other:?}")),
-                    },
-                    Op::CompositeConstruct => {
-                        let parts: Vec<V> = (0..ops.len()).map(arg).collect::<Result<_, _>>()?;
-                        let vector = def(m, ty).is_some_and(|t| t.class.opcode == Op::TypeVector);
-                        Some(V::C(if vector {
-                            parts.into_iter().flat_map(|p| if let V::C(xs) = p { xs } else { vec![p] }).collect()
-                        } else {
-                            parts
-                        }))
-                    }
-                    Op::CompositeExtract => {
-                        let mut v = arg(0)?;
-                        for o in &ops[1..] {
-                            v = match (v, literal(Some(o))) {
-                                (V::C(xs), Some(k)) => xs.get(k as usize).cloned().ok_or("extract out of range")?,
-                                _ => V::U,
-                            };
-                        }
-                        Some(v)
-                    }
-                    Op::CompositeInsert => {
-                        let (part, mut whole) = (arg(0)?, arg(1)?);
-                        let mut at = &mut whole;
-                        for o in &ops[2..] {
-                            match (at, literal(Some(o))) {
-                                (V::C(xs), Some(k)) => at = xs.get_mut(k as usize).ok_or("insert out of range")?,
-                                _ => return Err("insert into a scalar".into()),
-                            }
-                        }
-                        *at = part;
-                        Some(whole)
-                    }
-                    Op::VectorShuffle => {
-                        // An undefined operand is a vector of undefined components.
-                        let parts = |k: usize| -> Result<Vec<V>, String> {
-                            Ok(match arg(k)? {
-                                V::C(xs) => xs,
-                                _ => {
-                                    let x = id(ops.get(k)).unwrap_or(0);
-                                    let ty = def(m, x).and_then(|d| d.result_type).or_else(|| {
-                                        func.blocks
-                                            .iter()
-                                            .flat_map(|b| &b.instructions)
-                                            .chain(&func.parameters)
-                                            .find(|i| i.result_id == Some(x))
-                                            .and_then(|i| i.result_type)
-                                    });
-                                    let n = ty.and_then(|t| literal(def(m, t)?.operands.get(1))).unwrap_or(0);
-                                    vec![V::U; n.min(MAX_ELEMENTS) as usize]
-                                }
-                            })
-                        };
-                        let mut a = parts(0)?;
-                        a.extend(parts(1)?);
-                        Some(V::C(
-                            ops[2..]
-                                .iter()
-                                .map(|o| literal(Some(o)).and_then(|k| a.get(k as usize).cloned()).unwrap_or(V::U))
-                                .collect(),
-                        ))
-                    }
-                    Op::Phi => {
-                        let pair = ops.chunks(2).find(|p| id(p.get(1)) == Some(prev)).ok_or("phi")?;
-                        Some(self.value(&vals, id(pair.first()).ok_or("phi")?)?)
-                    }
-                    Op::FunctionCall => {
-                        let args: Vec<V> = (1..ops.len()).map(arg).collect::<Result<_, _>>()?;
-                        if self.depth >= MAX_CALLS {
-                            return Err("calls nested too deep".into());
-                        }
-                        self.depth += 1;
-                        let r = self.call(id(ops.first()).ok_or("call")?, args);
-                        self.depth -= 1;
-                        Some(r?)
-                    }
-                    Op::Branch => {
-                        (prev, block) = (here, *labels.get(&id(ops.first()).ok_or("branch")?).ok_or("no such block")?);
+                    Flow::Branch(to) => {
+                        (prev, block) = (here, *labels.get(&to).ok_or("no such block")?);
                         continue 'blocks;
                     }
-                    Op::BranchConditional => {
-                        let to = match arg(0)? {
-                            V::B(true) => id(ops.get(1)),
-                            V::B(false) => id(ops.get(2)),
-                            other => return Err(format!("branch on {other:?}")),
-                        };
-                        (prev, block) = (here, *labels.get(&to.ok_or("branch")?).ok_or("no such block")?);
-                        continue 'blocks;
-                    }
-                    Op::Return => return Ok(V::U),
-                    Op::ReturnValue => return arg(0),
-                    Op::Kill | Op::TerminateInvocation => return Err("discarded".into()),
-                    op => Some(more(op, &arg)?),
-                };
-                if let (Some(v), Some(r)) = (result, i.result_id) {
-                    vals.insert(r, v);
+                    Flow::Return(v) => return Ok(v),
                 }
             }
             return Err("a block without a terminator".into());
         }
     }
+
+    /// Executes instruction `i` of `func` (`vals`: the values of the call
+    /// so far; `prev`: the label of the block it came from): memory, calls
+    /// and control flow here, the rest in [`compute`].
+    fn execute(
+        &mut self,
+        func: &Function,
+        vals: &HashMap<Word, V>,
+        i: &Instruction,
+        prev: Word,
+    ) -> Result<Flow, String> {
+        let m = self.m;
+        let ops = &i.operands;
+        let arg = |k: usize| self.value(vals, id(ops.get(k)).ok_or(format!("{:?}: operand {k}", i.class.opcode))?);
+        let ty = i.result_type.unwrap_or(0);
+        let result: Option<V> = match i.class.opcode {
+            Op::SelectionMerge | Op::LoopMerge | Op::Nop | Op::Line | Op::NoLine => None,
+            Op::Variable => {
+                let pointee = def(m, ty).and_then(|p| id(p.operands.get(1))).unwrap_or(0);
+                let init = match ops.get(1) {
+                    Some(_) => arg(1)?,
+                    None => undef_of(m, pointee),
+                };
+                self.mem.push(init);
+                Some(V::P(self.mem.len() - 1, vec![]))
+            }
+            Op::Load => Some(self.read(&arg(0)?)?),
+            Op::Store => {
+                let (p, v) = (arg(0)?, arg(1)?);
+                self.write(&p, v)?;
+                None
+            }
+            Op::CopyMemory => {
+                let v = self.read(&arg(1)?)?;
+                self.write(&arg(0)?, v)?;
+                None
+            }
+            Op::AccessChain | Op::InBoundsAccessChain => {
+                let V::P(a, mut path) = arg(0)? else { return Err("access chain of a value".into()) };
+                for k in 1..ops.len() {
+                    match arg(k)? {
+                        V::I(x) => path.push(x as usize),
+                        other => return Err(format!("index {other:?}")),
+                    }
+                }
+                Some(V::P(a, path))
+            }
+            Op::Phi => {
+                let pair = ops.chunks(2).find(|p| id(p.get(1)) == Some(prev)).ok_or("phi")?;
+                Some(self.value(vals, id(pair.first()).ok_or("phi")?)?)
+            }
+            Op::FunctionCall => {
+                let args: Vec<V> = (1..ops.len()).map(arg).collect::<Result<_, _>>()?;
+                if self.depth >= MAX_CALLS {
+                    return Err("calls nested too deep".into());
+                }
+                self.depth += 1;
+                let r = self.call(id(ops.first()).ok_or("call")?, args);
+                self.depth -= 1;
+                Some(r?)
+            }
+            Op::Branch => return Ok(Flow::Branch(id(ops.first()).ok_or("branch")?)),
+            Op::BranchConditional => {
+                let to = match arg(0)? {
+                    V::B(true) => id(ops.get(1)),
+                    V::B(false) => id(ops.get(2)),
+                    other => return Err(format!("branch on {other:?}")),
+                };
+                return Ok(Flow::Branch(to.ok_or("branch")?));
+            }
+            Op::Return => return Ok(Flow::Return(V::U)),
+            Op::ReturnValue => return Ok(Flow::Return(arg(0)?)),
+            Op::Kill | Op::TerminateInvocation => return Err("discarded".into()),
+            _ => Some(compute(m, func, i, &arg)?),
+        };
+        Ok(Flow::Next(result))
+    }
+}
+
+/// What an instruction does to the walk of its function ([`Machine::execute`]).
+enum Flow {
+    /// On to the next instruction, with this result, if any.
+    Next(Option<V>),
+    /// On to the block of this label.
+    Branch(Word),
+    /// Out of the function, with this value.
+    Return(V),
+}
+
+/// The value of instruction `i` of `func` that only computes (operands from
+/// `arg`): copies, arithmetic, comparisons, conversions and composites,
+/// then those of [`more`].
+fn compute(
+    m: &Module,
+    func: &Function,
+    i: &Instruction,
+    arg: &dyn Fn(usize) -> Result<V, String>,
+) -> Result<V, String> {
+    let ops = &i.operands;
+    let ty = i.result_type.unwrap_or(0);
+    let scalar_ty = match def(m, ty) {
+        Some(t) if t.class.opcode == Op::TypeVector => id(t.operands.first()).unwrap_or(0),
+        _ => ty,
+    };
+    let float_result = def(m, scalar_ty).is_some_and(|t| t.class.opcode == Op::TypeFloat);
+    let fbin = |f: fn(f32, f32) -> f32| {
+        map(&arg(0)?, Some(&arg(1)?), &|a, b| match (a, b) {
+            (V::F(x), Some(V::F(y))) => Ok(V::F(f(*x, *y))),
+            _ => Err(format!("{:?} of {a:?}", i.class.opcode)),
+        })
+    };
+    let ibin = |f: fn(u32, u32) -> V| {
+        map(&arg(0)?, Some(&arg(1)?), &|a, b| match (a, b) {
+            (V::I(x), Some(V::I(y))) => Ok(f(*x, *y)),
+            (V::B(x), Some(V::B(y))) => Ok(f(*x as u32, *y as u32)),
+            _ => Err(format!("{:?} of {a:?}", i.class.opcode)),
+        })
+    };
+    let fcmp = |f: fn(f32, f32) -> bool| {
+        map(&arg(0)?, Some(&arg(1)?), &|a, b| match (a, b) {
+            (V::F(x), Some(V::F(y))) => Ok(V::B(f(*x, *y))),
+            _ => Err(format!("{:?} of {a:?}", i.class.opcode)),
+        })
+    };
+    let unary =
+        |f: &dyn Fn(&V) -> Option<V>| map(&arg(0)?, None, &|a, _| f(a).ok_or(format!("{:?} of {a:?}", i.class.opcode)));
+    Ok(match i.class.opcode {
+        Op::CopyObject => arg(0)?,
+        Op::Undef => undef_of(m, ty),
+        Op::FAdd => fbin(|a, b| a + b)?,
+        Op::FSub => fbin(|a, b| a - b)?,
+        Op::FMul => fbin(|a, b| a * b)?,
+        Op::FDiv => fbin(|a, b| a / b)?,
+        Op::FNegate => unary(&|a| if let V::F(x) = a { Some(V::F(-x)) } else { None })?,
+        Op::IAdd => ibin(|a, b| V::I(a.wrapping_add(b)))?,
+        Op::ISub => ibin(|a, b| V::I(a.wrapping_sub(b)))?,
+        Op::IMul => ibin(|a, b| V::I(a.wrapping_mul(b)))?,
+        Op::BitwiseAnd => ibin(|a, b| V::I(a & b))?,
+        Op::IEqual => ibin(|a, b| V::B(a == b))?,
+        Op::INotEqual => ibin(|a, b| V::B(a != b))?,
+        Op::SLessThan => ibin(|a, b| V::B((a as i32) < b as i32))?,
+        Op::SGreaterThan => ibin(|a, b| V::B(a as i32 > b as i32))?,
+        Op::ExtInst => glsl_std_450(m, ops, &|k| arg(k))?,
+        Op::LogicalAnd => ibin(|a, b| V::B(a & b != 0))?,
+        Op::LogicalOr => ibin(|a, b| V::B(a | b != 0))?,
+        Op::FOrdGreaterThan => fcmp(|a, b| a > b)?,
+        Op::FOrdLessThan => fcmp(|a, b| a < b)?,
+        Op::FOrdGreaterThanEqual => fcmp(|a, b| a >= b)?,
+        Op::FOrdLessThanEqual => fcmp(|a, b| a <= b)?,
+        Op::ConvertSToF => unary(&|a| if let V::I(x) = a { Some(V::F(*x as i32 as f32)) } else { None })?,
+        Op::ConvertUToF => unary(&|a| if let V::I(x) = a { Some(V::F(*x as f32)) } else { None })?,
+        Op::ConvertFToS => unary(&|a| if let V::F(x) = a { Some(V::I(*x as i32 as u32)) } else { None })?,
+        Op::Bitcast => unary(&|a| match a {
+            V::F(x) if !float_result => Some(V::I(x.to_bits())),
+            V::I(x) if float_result => Some(V::F(f32::from_bits(*x))),
+            other => Some(other.clone()),
+        })?,
+        Op::VectorTimesScalar => {
+            let s = arg(1)?;
+            map(&arg(0)?, None, &|a, _| match (a, &s) {
+                (_, V::U) => Ok(V::U),
+                (V::F(x), V::F(y)) => Ok(V::F(x * y)),
+                _ => Err("VectorTimesScalar".into()),
+            })?
+        }
+        Op::Select => match arg(0)? {
+            V::B(c) => {
+                if c {
+                    arg(1)?
+                } else {
+                    arg(2)?
+                }
+            }
+            V::U => undef_of(m, ty),
+            other => return Err(format!("select on {other:?}")),
+        },
+        Op::CompositeConstruct | Op::CompositeExtract | Op::CompositeInsert | Op::VectorShuffle => {
+            composite(m, func, i, arg)?
+        }
+        op => more(op, arg)?,
+    })
+}
+
+/// The value of composite instruction `i` of `func` (operands from `arg`):
+/// construction, extraction, insertion and vector shuffles.
+fn composite(
+    m: &Module,
+    func: &Function,
+    i: &Instruction,
+    arg: &dyn Fn(usize) -> Result<V, String>,
+) -> Result<V, String> {
+    let ops = &i.operands;
+    let ty = i.result_type.unwrap_or(0);
+    Ok(match i.class.opcode {
+        Op::CompositeConstruct => {
+            let parts: Vec<V> = (0..ops.len()).map(arg).collect::<Result<_, _>>()?;
+            let vector = def(m, ty).is_some_and(|t| t.class.opcode == Op::TypeVector);
+            V::C(if vector {
+                parts.into_iter().flat_map(|p| if let V::C(xs) = p { xs } else { vec![p] }).collect()
+            } else {
+                parts
+            })
+        }
+        Op::CompositeExtract => {
+            let mut v = arg(0)?;
+            for o in &ops[1..] {
+                v = match (v, literal(Some(o))) {
+                    (V::C(xs), Some(k)) => xs.get(k as usize).cloned().ok_or("extract out of range")?,
+                    _ => V::U,
+                };
+            }
+            v
+        }
+        Op::CompositeInsert => {
+            let (part, mut whole) = (arg(0)?, arg(1)?);
+            let mut at = &mut whole;
+            for o in &ops[2..] {
+                match (at, literal(Some(o))) {
+                    (V::C(xs), Some(k)) => at = xs.get_mut(k as usize).ok_or("insert out of range")?,
+                    _ => return Err("insert into a scalar".into()),
+                }
+            }
+            *at = part;
+            whole
+        }
+        Op::VectorShuffle => {
+            // An undefined operand is a vector of undefined components.
+            let parts = |k: usize| -> Result<Vec<V>, String> {
+                Ok(match arg(k)? {
+                    V::C(xs) => xs,
+                    _ => {
+                        let x = id(ops.get(k)).unwrap_or(0);
+                        let ty = def(m, x).and_then(|d| d.result_type).or_else(|| {
+                            func.blocks
+                                .iter()
+                                .flat_map(|b| &b.instructions)
+                                .chain(&func.parameters)
+                                .find(|i| i.result_id == Some(x))
+                                .and_then(|i| i.result_type)
+                        });
+                        let n = ty.and_then(|t| literal(def(m, t)?.operands.get(1))).unwrap_or(0);
+                        vec![V::U; n.min(MAX_ELEMENTS) as usize]
+                    }
+                })
+            };
+            let mut a = parts(0)?;
+            a.extend(parts(1)?);
+            V::C(
+                ops[2..]
+                    .iter()
+                    .map(|o| literal(Some(o)).and_then(|k| a.get(k as usize).cloned()).unwrap_or(V::U))
+                    .collect(),
+            )
+        }
+        op => return Err(format!("{op:?} is not a composite instruction")),
+    })
 }
 
 /// One interface slot: (location, component).

@@ -493,6 +493,46 @@ fn prologue(ids: &mut Ids, entry: Word, cfg: &Config, p: &Protocol, per_sample_c
     let two = ids.uint_const(2);
     let three = ids.uint_const(3);
 
+    let t = PrologueTypes { uint, int, bool_t, float, v2uint, one, two, three };
+    let inputs = prologue_inputs(ids, cfg, v4float, bool_t, int)?;
+    let (code, counting) = prologue_code(ids, &t, &inputs, p, per_sample_cells)?;
+    insert_prologue(ids, entry, code, counting)
+}
+
+/// The types and constants of the prologue's code.
+struct PrologueTypes {
+    uint: Word,
+    int: Word,
+    bool_t: Word,
+    float: Word,
+    v2uint: Word,
+    one: Word,
+    two: Word,
+    three: Word,
+}
+
+/// The prologue's inputs: each a variable and the type it holds (the
+/// instance index is an `int`).
+struct PrologueInputs {
+    frag_coord: (Word, Word),
+    helper: (Word, Word),
+    primitive: (Word, Word),
+    instance: Word,
+    /// `ShadingRateKHR` (`cfg.shading_rate`).
+    rate: Option<(Word, Word)>,
+}
+
+/// Declares the prologue's inputs (or finds the built-ins the shader
+/// declares): `FragCoord`, `HelperInvocation` (volatile where it must be),
+/// `PrimitiveId`, the instance index at `cfg.location`, and the shading
+/// rate where `cfg` asks for it.
+fn prologue_inputs(
+    ids: &mut Ids,
+    cfg: &Config,
+    v4float: Word,
+    bool_t: Word,
+    int: Word,
+) -> Result<PrologueInputs, Unsupported> {
     let frag_coord = ids.builtin_input(BuiltIn::FragCoord, |_| v4float)?;
     ir::add_io_to_interface(ids.m, frag_coord.0);
     let helper = ids.builtin_input(BuiltIn::HelperInvocation, |_| bool_t)?;
@@ -542,6 +582,22 @@ fn prologue(ids: &mut Ids, entry: Word, cfg: &Config, p: &Protocol, per_sample_c
         None
     };
 
+    Ok(PrologueInputs { frag_coord, helper, primitive, instance, rate })
+}
+
+/// The prologue's code: the pixel's cell (origin and size, per sample where
+/// `per_sample_cells`), the ordering key and the helper flag stored into the
+/// protocol's variables, then the call of `ovl_begin`, whose result it also
+/// returns.
+fn prologue_code(
+    ids: &mut Ids,
+    t: &PrologueTypes,
+    inputs: &PrologueInputs,
+    p: &Protocol,
+    per_sample_cells: bool,
+) -> Result<(Vec<Instruction>, Word), Unsupported> {
+    let PrologueTypes { uint, int, bool_t, float, v2uint, one, two, three } = *t;
+    let PrologueInputs { frag_coord, helper, primitive, instance, rate } = *inputs;
     let mut code = Vec::new();
     let mut emit = |ids: &mut Ids, op: Op, ty: Word, operands: Vec<Operand>| -> Word {
         let r = ids.fresh();
@@ -603,6 +659,13 @@ fn prologue(ids: &mut Ids, entry: Word, cfg: &Config, p: &Protocol, per_sample_c
     let counting = ids.fresh();
     code.push(inst(Op::FunctionCall, Some(bool_t), Some(counting), vec![id(p.begin)]));
 
+    Ok((code, counting))
+}
+
+/// Puts `code` at the start of the entry function, after its variables,
+/// followed by `if (counting) terminate;`.
+fn insert_prologue(ids: &mut Ids, entry: Word, code: Vec<Instruction>, counting: Word) -> Result<(), Unsupported> {
+    let id = Operand::IdRef;
     let terminate = if version(ids.m) >= 0x0001_0600
         || ids.m.extensions.iter().any(
             |e| matches!(e.operands.first(), Some(Operand::LiteralString(s)) if s == "SPV_KHR_terminate_invocation"),

@@ -773,6 +773,100 @@ pub(crate) fn lower_section(
     ii: usize,
     guard: &mut dyn Guard,
 ) -> Result<usize, Unsupported> {
+    let s = find_section(ids, blocks, bi, ii)?;
+    let (h, body, sel_merge, cont) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
+    let bool_t = ids.bool();
+    let t_true = ids.bool_const(true);
+    let t_false = ids.bool_const(false);
+
+    // Body: one try to enter.
+    let mut b = Vec::new();
+    let acquired = guard.try_enter(ids, &mut b);
+    b.push(inst(
+        Op::SelectionMerge,
+        None,
+        None,
+        vec![Operand::IdRef(sel_merge), Operand::SelectionControl(spirv::SelectionControl::NONE)],
+    ));
+    b.push(inst(
+        Op::BranchConditional,
+        None,
+        None,
+        vec![Operand::IdRef(acquired), Operand::IdRef(s.s0), Operand::IdRef(sel_merge)],
+    ));
+    release_on_leaving(ids, blocks, &s, guard, sel_merge);
+    // X enters the loop.
+    let xb = &mut blocks[s.labels[&s.x]];
+    xb.instructions.pop();
+    xb.instructions.push(inst(Op::Branch, None, None, vec![Operand::IdRef(h)]));
+
+    let done = ids.fresh();
+    let h_blk = block(
+        h,
+        vec![
+            inst(
+                Op::LoopMerge,
+                None,
+                None,
+                vec![Operand::IdRef(s.yt), Operand::IdRef(cont), Operand::LoopControl(spirv::LoopControl::NONE)],
+            ),
+            inst(Op::Branch, None, None, vec![Operand::IdRef(body)]),
+        ],
+    );
+    let sm_blk = block(
+        sel_merge,
+        vec![
+            inst(
+                Op::Phi,
+                Some(bool_t),
+                Some(done),
+                vec![Operand::IdRef(t_true), Operand::IdRef(s.exit_id), Operand::IdRef(t_false), Operand::IdRef(body)],
+            ),
+            inst(Op::Branch, None, None, vec![Operand::IdRef(cont)]),
+        ],
+    );
+    let c_blk = block(
+        cont,
+        vec![inst(
+            Op::BranchConditional,
+            None,
+            None,
+            vec![Operand::IdRef(done), Operand::IdRef(s.yt), Operand::IdRef(h)],
+        )],
+    );
+    let body_blk = block(body, b);
+
+    // Values defined in the section and used after it go through variables.
+    let spilled = spill_escaping(ids, blocks, &s.blocks, s.yt)?;
+    reorder(blocks, &s, [h_blk, body_blk], [sm_blk, c_blk])?;
+    let locals = guard.locals();
+    for (k, v) in locals.into_iter().enumerate() {
+        blocks[0].instructions.insert(k, v);
+    }
+    Ok(spilled)
+}
+
+/// A critical section, single-entry and single-exit ([`find_section`]).
+struct Section {
+    /// The block before the section, which held the begin.
+    x: Word,
+    /// The section's first block.
+    s0: Word,
+    /// The block after the section, from the end on.
+    yt: Word,
+    /// The section's exit (index and label): the block that branches to `yt`.
+    exit: usize,
+    exit_id: Word,
+    /// Block indices by label, as they were when found.
+    labels: HashMap<Word, usize>,
+    /// The labels of the section's blocks.
+    blocks: HashSet<Word>,
+}
+
+/// The section that starts at instruction `ii` of block `bi`: the blocks
+/// are split at its end, then at its begin, and it must be single-entry and
+/// single-exit.
+fn find_section(ids: &mut Ids, blocks: &mut Vec<Block>, bi: usize, ii: usize) -> Result<Section, Unsupported> {
     // The matching end: the first after the begin, in layout order.
     let (ei, ej) = {
         let same = blocks[bi].instructions[ii + 1..]
@@ -821,30 +915,14 @@ pub(crate) fn lower_section(
             return Err(Unsupported::NotSese);
         }
     }
+    Ok(Section { x, s0, yt, exit, exit_id, labels, blocks: section })
+}
 
-    let (h, body, sel_merge, cont) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
-    let bool_t = ids.bool();
-    let t_true = ids.bool_const(true);
-    let t_false = ids.bool_const(false);
-
-    // Body: one try to enter.
-    let mut b = Vec::new();
-    let acquired = guard.try_enter(ids, &mut b);
-    b.push(inst(
-        Op::SelectionMerge,
-        None,
-        None,
-        vec![Operand::IdRef(sel_merge), Operand::SelectionControl(spirv::SelectionControl::NONE)],
-    ));
-    b.push(inst(
-        Op::BranchConditional,
-        None,
-        None,
-        vec![Operand::IdRef(acquired), Operand::IdRef(s0), Operand::IdRef(sel_merge)],
-    ));
-
+/// `guard` releases before every way out of section `s`: a kill or a
+/// demotion, and its exit, which then joins the selection at `sel_merge`.
+fn release_on_leaving(ids: &mut Ids, blocks: &mut [Block], s: &Section, guard: &dyn Guard, sel_merge: Word) {
     // Release before leaving the section by kill or demotion.
-    for blk in blocks.iter_mut().filter(|blk| section.contains(&label_of(blk))) {
+    for blk in blocks.iter_mut().filter(|blk| s.blocks.contains(&label_of(blk))) {
         let mut k = 0;
         while k < blk.instructions.len() {
             if matches!(
@@ -860,85 +938,38 @@ pub(crate) fn lower_section(
         }
     }
     // The exit releases and joins the selection.
-    let exit_blk = &mut blocks[exit];
+    let exit_blk = &mut blocks[s.exit];
     exit_blk.instructions.pop();
     exit_blk.instructions.extend(guard.leave(ids));
     exit_blk.instructions.push(inst(Op::Branch, None, None, vec![Operand::IdRef(sel_merge)]));
-    // X enters the loop.
-    let xi = labels[&x];
-    let xb = &mut blocks[xi];
-    xb.instructions.pop();
-    xb.instructions.push(inst(Op::Branch, None, None, vec![Operand::IdRef(h)]));
+}
 
-    let done = ids.fresh();
-    let h_blk = block(
-        h,
-        vec![
-            inst(
-                Op::LoopMerge,
-                None,
-                None,
-                vec![Operand::IdRef(yt), Operand::IdRef(cont), Operand::LoopControl(spirv::LoopControl::NONE)],
-            ),
-            inst(Op::Branch, None, None, vec![Operand::IdRef(body)]),
-        ],
-    );
-    let sm_blk = block(
-        sel_merge,
-        vec![
-            inst(
-                Op::Phi,
-                Some(bool_t),
-                Some(done),
-                vec![Operand::IdRef(t_true), Operand::IdRef(exit_id), Operand::IdRef(t_false), Operand::IdRef(body)],
-            ),
-            inst(Op::Branch, None, None, vec![Operand::IdRef(cont)]),
-        ],
-    );
-    let c_blk = block(
-        cont,
-        vec![inst(
-            Op::BranchConditional,
-            None,
-            None,
-            vec![Operand::IdRef(done), Operand::IdRef(yt), Operand::IdRef(h)],
-        )],
-    );
-    let body_blk = block(body, b);
-
-    // Values defined in the section and used after it go through variables.
-    let spilled = spill_escaping(ids, blocks, &section, yt)?;
-
-    // Reorder: ..., X, H, Body, section..., SM, C, Yt, the rest.
+/// Puts the blocks in order: ..., X, the `head` (H, Body), the section...,
+/// the `tail` (SM, C), Yt, the rest.
+fn reorder(blocks: &mut Vec<Block>, s: &Section, head: [Block; 2], tail: [Block; 2]) -> Result<(), Unsupported> {
     let old = std::mem::take(blocks);
     let (mut before, mut sec, mut after) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen_x = false;
     for blk in old {
         let l = label_of(&blk);
-        if section.contains(&l) {
+        if s.blocks.contains(&l) {
             sec.push(blk);
         } else if !seen_x {
-            seen_x = l == x;
+            seen_x = l == s.x;
             before.push(blk);
         } else {
             after.push(blk);
         }
     }
-    let yt_pos = after.iter().position(|b| label_of(b) == yt).ok_or(Unsupported::NotSese)?;
+    let yt_pos = after.iter().position(|b| label_of(b) == s.yt).ok_or(Unsupported::NotSese)?;
     let yt_blk = after.remove(yt_pos);
     blocks.extend(before);
-    blocks.push(h_blk);
-    blocks.push(body_blk);
+    blocks.extend(head);
     blocks.extend(sec);
-    blocks.push(sm_blk);
-    blocks.push(c_blk);
+    blocks.extend(tail);
     blocks.push(yt_blk);
     blocks.extend(after);
-    let locals = guard.locals();
-    for (k, v) in locals.into_iter().enumerate() {
-        blocks[0].instructions.insert(k, v);
-    }
-    Ok(spilled)
+    Ok(())
 }
 
 fn spill_escaping(

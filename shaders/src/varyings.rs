@@ -1431,152 +1431,192 @@ pub fn link_with(
     Ok(report)
 }
 
-/// [`link_with`] on checked modules, changing them in place.
-fn link_checked(
-    producer: &mut Module,
-    consumer: &mut Module,
+/// What the steps of [`link_checked`] share: the two modules, what is known
+/// of the pair, and what the steps before have decided.
+struct Linking<'a> {
+    producer: &'a mut Module,
+    consumer: &'a mut Module,
     level: Level,
-    env: &LinkEnv,
-) -> Result<Report, LinkError> {
-    let producer_stage = stage_of(producer, "producer")?;
-    // Only a fragment shader interpolates its inputs; any other consumer
-    // reads what was written, as a flat input does.
-    let interpolating = stage_of(consumer, "consumer")? == Stage::Fragment;
-    let mut report = Report::default();
-    // 0a. Arrays and matrices whose every use on both sides has a constant
-    //     element index become one varying per element (`arrays`).
-    {
-        let outputs = interface(producer, StorageClass::Output, "producer")?;
-        let inputs = interface(consumer, StorageClass::Input, "consumer")?;
-        report.split_arrays = arrays::split_pairs(producer, consumer, &outputs, &inputs).map_err(|(p, e)| {
-            if p {
-                in_producer(e)
-            } else {
-                in_consumer(e)
-            }
-        })?;
-    }
-    let outputs = interface(producer, StorageClass::Output, "producer")?;
-    // 0b. Inputs the consumer declares but never reads (unoptimized SPIR-V
-    //     keeps every declared input in the interface) are no input.
-    for i in interface(consumer, StorageClass::Input, "consumer")? {
-        if !env.as_spelled && !referenced_in_code(consumer, i.id) {
-            make_private(consumer, i.id, None).map_err(in_consumer)?;
-            report.notes.push(format!("consumer input at location {} is never read", i.location));
-        }
-    }
-    let inputs = interface(consumer, StorageClass::Input, "consumer")?;
-    (report.locations_before, report.components_before) = usage(&outputs);
-    let written: HashSet<u32> = outputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
+    env: &'a LinkEnv,
+    producer_stage: Stage,
+    /// Only a fragment shader interpolates its inputs; any other consumer
+    /// reads what was written, as a flat input does.
+    interpolating: bool,
+    /// Producer outputs that are no output any more (dead, propagated,
+    /// merged, moved): made private after code motion ([`Self::privatize_dead`]).
+    dead: HashSet<Word>,
+    /// Consumer inputs that are no input any more (already made private).
+    gone_inputs: HashSet<Word>,
+    report: Report,
+}
 
-    // 1. Dead I/O. Inputs whose values the consumer never uses first (read
-    //    into values nothing uses; after the later pair's link, the values
-    //    of its dead outputs).
-    let mut gone_inputs: HashSet<Word> = HashSet::new();
-    let live = stages::live_inputs(consumer);
-    for i in &inputs {
-        if !env.as_spelled && !live.contains(&i.id) {
-            make_private(consumer, i.id, None).map_err(in_consumer)?;
-            gone_inputs.insert(i.id);
-            report.unused_inputs.push(i.location);
-        }
+/// Per value, interpolation and footprint (step 3): the first output's
+/// input, the output, and the blocks that store it.
+type Firsts<'v> = HashMap<(Word, Vec<Decoration>, (u32, u32)), (Word, &'v Var, Vec<(usize, usize)>)>;
+
+impl Linking<'_> {
+    /// Step 0a: arrays and matrices whose every use on both sides has a
+    /// constant element index become one varying per element ([`arrays`]).
+    fn split_arrays(&mut self) -> Result<(), LinkError> {
+        let outputs = interface(self.producer, StorageClass::Output, "producer")?;
+        let inputs = interface(self.consumer, StorageClass::Input, "consumer")?;
+        self.report.split_arrays =
+            arrays::split_pairs(self.producer, self.consumer, &outputs, &inputs).map_err(|(p, e)| {
+                if p {
+                    in_producer(e)
+                } else {
+                    in_consumer(e)
+                }
+            })?;
+        Ok(())
     }
-    // (`interface` keeps every location range below MAX_LOCATIONS.)
-    let read: HashSet<u32> = inputs
-        .iter()
-        .filter(|v| !gone_inputs.contains(&v.id))
-        .flat_map(|v| v.location..v.location + v.locations)
-        .collect();
-    let mut dead: HashSet<Word> = HashSet::new();
-    for o in &outputs {
-        if !o.xfb && !(o.location..o.location + o.locations).any(|l| read.contains(&l)) {
-            if producer_stage == Stage::TessellationControl && stages::reads_back(producer, o.id) {
-                report.read_back.push(o.location);
+
+    /// Step 0b: inputs the consumer declares but never reads (unoptimized
+    /// SPIR-V keeps every declared input in the interface) are no input.
+    fn drop_unread_inputs(&mut self) -> Result<(), LinkError> {
+        for i in interface(self.consumer, StorageClass::Input, "consumer")? {
+            if !self.env.as_spelled && !referenced_in_code(self.consumer, i.id) {
+                make_private(self.consumer, i.id, None).map_err(in_consumer)?;
+                self.report.notes.push(format!("consumer input at location {} is never read", i.location));
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 1, dead I/O: inputs whose values the consumer never uses first
+    /// (read into values nothing uses; after the later pair's link, the
+    /// values of its dead outputs), then outputs no remaining input reads
+    /// (but transform-feedback ones, and tessellation control outputs the
+    /// producer reads back), then inputs no output writes (undefined).
+    fn remove_dead_io(&mut self, outputs: &[Var], inputs: &[Var]) -> Result<(), LinkError> {
+        let written: HashSet<u32> = outputs.iter().flat_map(|v| v.location..v.location + v.locations).collect();
+        let live = stages::live_inputs(self.consumer);
+        for i in inputs {
+            if !self.env.as_spelled && !live.contains(&i.id) {
+                make_private(self.consumer, i.id, None).map_err(in_consumer)?;
+                self.gone_inputs.insert(i.id);
+                self.report.unused_inputs.push(i.location);
+            }
+        }
+        // (`interface` keeps every location range below MAX_LOCATIONS.)
+        let read: HashSet<u32> = inputs
+            .iter()
+            .filter(|v| !self.gone_inputs.contains(&v.id))
+            .flat_map(|v| v.location..v.location + v.locations)
+            .collect();
+        for o in outputs {
+            if !o.xfb && !(o.location..o.location + o.locations).any(|l| read.contains(&l)) {
+                if self.producer_stage == Stage::TessellationControl && stages::reads_back(self.producer, o.id) {
+                    self.report.read_back.push(o.location);
+                    continue;
+                }
+                self.dead.insert(o.id);
+                self.report.removed_dead.push(o.location);
+            }
+        }
+        for i in inputs {
+            if self.gone_inputs.contains(&i.id) {
                 continue;
             }
-            dead.insert(o.id);
-            report.removed_dead.push(o.location);
+            if !(i.location..i.location + i.locations).any(|l| written.contains(&l)) {
+                make_private(self.consumer, i.id, None).map_err(in_consumer)?;
+                self.gone_inputs.insert(i.id);
+                self.report
+                    .notes
+                    .push(format!("consumer input at location {} has no producer output: undefined", i.location));
+            }
         }
+        Ok(())
     }
-    for i in &inputs {
-        if gone_inputs.contains(&i.id) {
-            continue;
-        }
-        if !(i.location..i.location + i.locations).any(|l| written.contains(&l)) {
-            make_private(consumer, i.id, None).map_err(in_consumer)?;
-            gone_inputs.insert(i.id);
-            report.notes.push(format!("consumer input at location {} has no producer output: undefined", i.location));
-        }
-    }
-    // Inputs by (location, component): variables may share a location.
-    let by_location: BTreeMap<(u32, u32), &Var> =
-        inputs.iter().map(|v| ((v.location, v.component.unwrap_or(0)), v)).collect();
 
-    // 2. Constant and uniform propagation, 3. deduplication (whole variables
-    //    with a matching input at the same location and of the same footprint).
-    // (Per value: the first output's input, the output, and the blocks that
-    // store it — see the deduplication below.)
-    type First<'a> = (Word, &'a Var, Vec<(usize, usize)>);
-    let mut first_with_value: HashMap<(Word, Vec<Decoration>, (u32, u32)), First> = HashMap::new();
-    let candidates: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id) && !o.xfb).collect();
-    for o in candidates {
-        let Some(input) = by_location.get(&(o.location, o.component.unwrap_or(0))) else { continue };
-        if gone_inputs.contains(&input.id) {
-            continue;
+    /// Steps 2 and 3's pairing: the input an output feeds (`by_location`:
+    /// inputs by location and component, as variables may share a
+    /// location), if it is still an input of the same footprint and type
+    /// and neither is indexed indirectly, and the one value every store of
+    /// the output writes. None otherwise, with a note where one says why.
+    fn pair<'v>(&mut self, o: &Var, by_location: &BTreeMap<(u32, u32), &'v Var>) -> Option<(&'v Var, Word)> {
+        let input = *by_location.get(&(o.location, o.component.unwrap_or(0)))?;
+        if self.gone_inputs.contains(&input.id) {
+            return None;
         }
+        let notes = &mut self.report.notes;
         if o.indirect || input.indirect {
-            report.notes.push(format!("location {}: indexed indirectly; kept in place", o.location));
-            continue;
+            notes.push(format!("location {}: indexed indirectly; kept in place", o.location));
+            return None;
         }
         if input.locations != o.locations || input.components != o.components {
-            report.notes.push(format!("location {}: input and output differ in shape; left as is", o.location));
-            continue;
+            notes.push(format!("location {}: input and output differ in shape; left as is", o.location));
+            return None;
         }
         if input.kind != o.kind {
-            report.notes.push(format!("location {}: input and output differ in type; left as is", o.location));
-            continue;
+            notes.push(format!("location {}: input and output differ in type; left as is", o.location));
+            return None;
         }
-        let Some(values) = stored_values(producer, o.id) else {
-            report.notes.push(format!("location {}: written through an access chain or call; left as is", o.location));
-            continue;
+        let Some(values) = stored_values(self.producer, o.id) else {
+            notes.push(format!("location {}: written through an access chain or call; left as is", o.location));
+            return None;
         };
-        let same = values.first().filter(|v| values.iter().all(|x| x == *v)).copied();
-        let Some(value) = same else { continue };
-        let flat = input.interp.contains(&Decoration::Flat) || !interpolating;
-        if is_constant(producer, value) && (flat || level == Level::Full) {
-            let copied = copy_constant(producer, consumer, value);
+        let value = values.first().filter(|v| values.iter().all(|x| x == *v)).copied()?;
+        Some((input, value))
+    }
+
+    /// Step 2, constant and uniform propagation: output `o`, whose every
+    /// store writes `value`, has that value, a constant or a cheap uniform
+    /// expression, computed in the consumer and stored into `input`, now
+    /// private (into a flat input only, at [`Level::Safe`]); `o` dies.
+    /// Returns whether it did.
+    fn propagate(&mut self, o: &Var, input: &Var, value: Word) -> Result<bool, LinkError> {
+        let flat = input.interp.contains(&Decoration::Flat) || !self.interpolating;
+        if !flat && self.level != Level::Full {
+            return Ok(false);
+        }
+        if is_constant(self.producer, value) {
+            let copied = copy_constant(self.producer, self.consumer, value);
             // Into an array over vertices: every vertex's element.
             let copied = if input.per_vertex {
-                copied.and_then(|c| stages::every_vertex(consumer, input.id, c))
+                copied.and_then(|c| stages::every_vertex(self.consumer, input.id, c))
             } else {
                 copied
             };
             // (Of the input's own type: a scalar kind alone does not tell bool from int.)
-            if let Some(c) =
-                copied.filter(|c| def(consumer, *c).and_then(|k| k.result_type) == var_type(consumer, input.id))
-            {
-                make_private(consumer, input.id, Some(c)).map_err(in_consumer)?;
-                gone_inputs.insert(input.id);
-                dead.insert(o.id);
-                report.propagated_constants.push(o.location);
-                continue;
-            }
+            let Some(c) = copied
+                .filter(|c| def(self.consumer, *c).and_then(|k| k.result_type) == var_type(self.consumer, input.id))
+            else {
+                return Ok(false);
+            };
+            make_private(self.consumer, input.id, Some(c)).map_err(in_consumer)?;
+            self.gone_inputs.insert(input.id);
+            self.dead.insert(o.id);
+            self.report.propagated_constants.push(o.location);
+            return Ok(true);
         }
-        if (flat || level == Level::Full) && !is_constant(producer, value) {
-            match uniform_expression(producer, value, env) {
-                Ok(expr) => {
-                    if copy_uniform_expression(producer, consumer, &expr, value, input.id, !flat) {
-                        gone_inputs.insert(input.id);
-                        dead.insert(o.id);
-                        report.propagated_uniforms.push(o.location);
-                        continue;
-                    }
+        match uniform_expression(self.producer, value, self.env) {
+            Ok(expr) => {
+                if copy_uniform_expression(self.producer, self.consumer, &expr, value, input.id, !flat) {
+                    self.gone_inputs.insert(input.id);
+                    self.dead.insert(o.id);
+                    self.report.propagated_uniforms.push(o.location);
+                    return Ok(true);
                 }
-                Err(NotUniform::Hidden(why)) => report.notes.push(format!("location {}: {why}", o.location)),
-                Err(NotUniform::Malformed(e)) => return Err(in_producer(e)),
-                Err(NotUniform::No) => {}
             }
+            Err(NotUniform::Hidden(why)) => self.report.notes.push(format!("location {}: {why}", o.location)),
+            Err(NotUniform::Malformed(e)) => return Err(in_producer(e)),
+            Err(NotUniform::No) => {}
         }
+        Ok(false)
+    }
+
+    /// Step 3, deduplication: output `o`, whose every store writes `value`
+    /// into `input`, and an earlier output storing the same value in the
+    /// same blocks, with the same interpolation and footprint (`firsts`),
+    /// become one: the consumer reads the earlier one's input, `o` dies.
+    fn deduplicate<'v>(
+        &mut self,
+        o: &'v Var,
+        input: &Var,
+        value: Word,
+        firsts: &mut Firsts<'v>,
+    ) -> Result<(), LinkError> {
         let key = (value, input.interp.clone(), (o.locations, o.components));
         // Two outputs storing one value id hold one value only where every
         // execution that stores either stores both: the same blocks store
@@ -1584,120 +1624,267 @@ fn link_checked(
         // another value, or none, elsewhere). Their loads in the producer
         // still read what they read: the removed one becomes private.
         let mut blocks: Vec<(usize, usize)> =
-            whole_stores(producer, o.id).unwrap_or_default().into_iter().map(|(at, _)| at).collect();
+            whole_stores(self.producer, o.id).unwrap_or_default().into_iter().map(|(at, _)| at).collect();
         blocks.sort_unstable();
         blocks.dedup();
-        match first_with_value.get(&key) {
-            Some((_, kept, kept_blocks)) if *kept_blocks != blocks => report.notes.push(format!(
+        match firsts.get(&key) {
+            Some((_, kept, kept_blocks)) if *kept_blocks != blocks => self.report.notes.push(format!(
                 "location {}: stores the value of location {} in other blocks; not merged",
                 o.location, kept.location
             )),
             Some((kept_input, kept, _)) => {
-                if def_type_eq(consumer, *kept_input, input.id) {
-                    replace_uses(consumer, input.id, *kept_input);
-                    make_private(consumer, input.id, None).map_err(in_consumer)?;
-                    gone_inputs.insert(input.id);
-                    dead.insert(o.id);
-                    report.deduplicated.push((o.location, kept.location));
+                if def_type_eq(self.consumer, *kept_input, input.id) {
+                    replace_uses(self.consumer, input.id, *kept_input);
+                    make_private(self.consumer, input.id, None).map_err(in_consumer)?;
+                    self.gone_inputs.insert(input.id);
+                    self.dead.insert(o.id);
+                    self.report.deduplicated.push((o.location, kept.location));
                 }
             }
             None => {
-                first_with_value.insert(key, (input.id, o, blocks));
+                firsts.insert(key, (input.id, o, blocks));
             }
         }
-    }
-    // 4. Backward code motion (`full` only): a fragment-shader sum of two
-    //     interpolated inputs of the same type and interpolation, each read
-    //     once and only by that sum, is computed in the producer and passed
-    //     as one varying (interp(a) + interp(b) = interp(a + b), exact up to
-    //     interpolation rounding).
-    if level == Level::Full && interpolating {
-        move_sums(producer, consumer, &outputs, &inputs, &mut dead, &mut gone_inputs, &mut report)?;
-        // Then sums with and products by constants, until none is left
-        // (`(a + b) * 0.5` moves whole: first the sum, then the product).
-        while move_constant_op(producer, consumer, &outputs, &inputs, &dead, &gone_inputs, &mut report) {}
-    }
-    for id in &dead {
-        privatize_output(producer, *id).map_err(in_producer)?;
+        Ok(())
     }
 
-    // 5. Component narrowing: a vector output whose consumer reads only
-    //     some of its components keeps only those (in order), on both sides.
-    //     Exact at every level: the components that remain carry the same
-    //     values, interpolated the same way.
-    let mut outputs = outputs;
-    let mut inputs = inputs;
-    for oi in 0..outputs.len() {
-        let o = outputs[oi].clone();
-        if dead.contains(&o.id) || o.xfb || o.component.is_some() || o.locations != 1 || o.per_vertex || o.indirect {
-            continue;
+    /// Step 4, backward code motion (`full`, into a fragment shader only): a
+    /// sum of two interpolated inputs of the same type and interpolation,
+    /// each read once and only by that sum, is computed in the producer and
+    /// passed as one varying (interp(a) + interp(b) = interp(a + b), exact
+    /// up to interpolation rounding) ([`move_sums`]); then sums with and
+    /// products by constants, until none is left (`(a + b) * 0.5` moves
+    /// whole: first the sum, then the product) ([`move_constant_op`]).
+    fn move_code(&mut self, outputs: &[Var], inputs: &[Var]) -> Result<(), LinkError> {
+        if self.level != Level::Full || !self.interpolating {
+            return Ok(());
         }
-        let Some((_, n)) = o.kind.filter(|(_, n)| *n >= 2) else { continue };
-        let Some(ii) = inputs.iter().position(|i| i.location == o.location && !gone_inputs.contains(&i.id)) else {
-            continue;
-        };
-        let i = inputs[ii].clone();
-        if i.kind != o.kind || i.component.is_some() || i.locations != 1 || i.per_vertex || i.indirect {
-            continue;
-        }
-        let Some(used) = components_read(consumer, i.id, n) else { continue };
-        let keep: Vec<u32> = (0..n).filter(|k| used.contains(k)).collect();
-        if keep.is_empty() || keep.len() as u32 == n {
-            continue;
-        }
-        if !narrowable_output(producer, o.id) {
-            report.notes.push(format!("location {}: the producer reads its output back; not narrowed", o.location));
-            continue;
-        }
-        narrow_input(consumer, i.id, n, &keep).map_err(in_consumer)?;
-        narrow_output(producer, o.id, &keep).map_err(in_producer)?;
-        let m = keep.len() as u32;
-        report.narrowed.push((o.location, n, m));
-        for v in [&mut outputs[oi], &mut inputs[ii]] {
-            v.components = m;
-            v.kind = v.kind.map(|(k, _)| (k, m));
-        }
+        let (dead, gone_inputs, report) = (&mut self.dead, &mut self.gone_inputs, &mut self.report);
+        move_sums(self.producer, self.consumer, outputs, inputs, dead, gone_inputs, report)?;
+        while move_constant_op(self.producer, self.consumer, outputs, inputs, dead, gone_inputs, report) {}
+        Ok(())
     }
 
-    // 5b. The convergent group (`full`, into a fragment shader): outputs the
-    //     same on every vertex of a primitive, interpolated floats, may be
-    //     packed with any group of their kind that has room (`convergent`).
-    let convergent: HashSet<Word> = if level == Level::Full && interpolating {
+    /// The outputs steps 1 to 4 removed become private variables (their
+    /// stores stay, for the driver to drop).
+    fn privatize_dead(&mut self) -> Result<(), LinkError> {
+        for id in &self.dead {
+            privatize_output(self.producer, *id).map_err(in_producer)?;
+        }
+        Ok(())
+    }
+
+    /// Step 5, component narrowing: a vector output whose consumer reads
+    /// only some of its components keeps only those (in order), on both
+    /// sides; `outputs` and `inputs` say their new component counts. Exact
+    /// at every level: the components that remain carry the same values,
+    /// interpolated the same way.
+    fn narrow(&mut self, outputs: &mut [Var], inputs: &mut [Var]) -> Result<(), LinkError> {
+        for oi in 0..outputs.len() {
+            let o = outputs[oi].clone();
+            if self.dead.contains(&o.id)
+                || o.xfb
+                || o.component.is_some()
+                || o.locations != 1
+                || o.per_vertex
+                || o.indirect
+            {
+                continue;
+            }
+            let Some((_, n)) = o.kind.filter(|(_, n)| *n >= 2) else { continue };
+            let Some(ii) = inputs.iter().position(|i| i.location == o.location && !self.gone_inputs.contains(&i.id))
+            else {
+                continue;
+            };
+            let i = inputs[ii].clone();
+            if i.kind != o.kind || i.component.is_some() || i.locations != 1 || i.per_vertex || i.indirect {
+                continue;
+            }
+            let Some(used) = components_read(self.consumer, i.id, n) else { continue };
+            let keep: Vec<u32> = (0..n).filter(|k| used.contains(k)).collect();
+            if keep.is_empty() || keep.len() as u32 == n {
+                continue;
+            }
+            if !narrowable_output(self.producer, o.id) {
+                self.report
+                    .notes
+                    .push(format!("location {}: the producer reads its output back; not narrowed", o.location));
+                continue;
+            }
+            narrow_input(self.consumer, i.id, n, &keep).map_err(in_consumer)?;
+            narrow_output(self.producer, o.id, &keep).map_err(in_producer)?;
+            let m = keep.len() as u32;
+            self.report.narrowed.push((o.location, n, m));
+            for v in [&mut outputs[oi], &mut inputs[ii]] {
+                v.components = m;
+                v.kind = v.kind.map(|(k, _)| (k, m));
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 5b, the convergent group (`full`, into a fragment shader):
+    /// outputs the same on every vertex of a primitive, interpolated floats,
+    /// which compaction may pack with any group of their kind that has room
+    /// ([`convergent`]).
+    fn convergent_outputs(&self, outputs: &[Var], inputs: &[Var]) -> HashSet<Word> {
+        if self.level != Level::Full || !self.interpolating {
+            return HashSet::new();
+        }
         outputs
             .iter()
-            .filter(|o| !dead.contains(&o.id) && o.kind.is_some_and(|(k, _)| k.is_float()))
+            .filter(|o| !self.dead.contains(&o.id) && o.kind.is_some_and(|(k, _)| k.is_float()))
             .filter(|o| {
                 inputs.iter().any(|i| {
                     // (Not a `Sample` one either: it may be what makes the
                     // fragment shader run per sample.)
                     i.location == o.location
-                        && !gone_inputs.contains(&i.id)
+                        && !self.gone_inputs.contains(&i.id)
                         && !i.interp.iter().any(|d| matches!(d, Decoration::Flat | Decoration::Sample))
                 })
             })
-            .filter(|o| convergent::convergent_output(producer, o.id, producer_stage))
+            .filter(|o| convergent::convergent_output(self.producer, o.id, self.producer_stage))
             .map(|o| o.id)
             .collect()
-    } else {
-        HashSet::new()
-    };
+    }
 
-    // 6. Compaction. Single-location 32-bit scalars and vectors narrower than
-    //    a vec4, alone at their location on both sides, are packed into
-    //    shared locations with Component decorations — only with others of
-    //    the same scalar kind and the same interpolation decorations, so the
-    //    packing is valid under every interface rule and changes no value.
-    //    Scalar granularity: a vector that does not fit the open location of
-    //    its group fills it and goes on at the next (`split_var` on both
-    //    sides), unless the next location had room for it whole anyway.
-    //    Everything else keeps whole locations; all survivors are renumbered
-    //    consecutively in order of their old locations, by groups: runs of
-    //    overlapping location ranges on either side (an input array across
-    //    two outputs) move as a whole, so nothing comes to overlap.
-    let survivors: Vec<&Var> = outputs.iter().filter(|o| !dead.contains(&o.id)).collect();
-    // Why a survivor keeps whole locations (the report's account of what
-    // was not split or packed).
-    for o in &survivors {
+    /// Step 6, compaction. Single-location 32-bit scalars and vectors
+    /// narrower than a vec4, alone at their location on both sides, are
+    /// packed into shared locations with Component decorations — only with
+    /// others of the same scalar kind and the same interpolation decorations,
+    /// so the packing is valid under every interface rule and changes no
+    /// value; `convergent` ones ([`Self::convergent_outputs`]) with any group
+    /// of their kind that has room. Scalar granularity: a vector that does
+    /// not fit the open location of its group fills it and goes on at the
+    /// next (`split_var` on both sides), unless the next location had room
+    /// for it whole anyway. Everything else keeps whole locations; all
+    /// survivors are renumbered consecutively in order of their old
+    /// locations, by groups: runs of overlapping location ranges on either
+    /// side (an input array across two outputs) move as a whole, so nothing
+    /// comes to overlap. Planned first ([`Layout`]), then done.
+    fn compact(&mut self, outputs: &[Var], inputs: &[Var], convergent: &HashSet<Word>) -> Result<(), LinkError> {
+        let survivors: Vec<&Var> = outputs.iter().filter(|o| !self.dead.contains(&o.id)).collect();
+        note_kept_whole(&survivors, &mut self.report);
+        let live_inputs: Vec<&Var> = inputs.iter().filter(|i| !self.gone_inputs.contains(&i.id)).collect();
+        let sharing = |vars: &[&Var], v: &Var| {
+            vars.iter()
+                .filter(|w| w.location < v.location + v.locations && v.location < w.location + w.locations)
+                .count()
+        };
+        let input_at: HashMap<u32, &Var> =
+            live_inputs.iter().filter(|i| i.locations == 1).map(|i| (i.location, *i)).collect();
+        let pack_key = |o: &Var| -> Option<(PackKey, u32)> {
+            let (kind, n) = o.packable()?;
+            let input = input_at.get(&o.location)?;
+            let alone = sharing(&survivors, o) == 1 && sharing(&live_inputs, input) == 1;
+            (alone && input.packable() == Some((kind, n))).then(|| {
+                let mut interp = input.interp.clone();
+                interp.sort_by_key(|d| *d as u32);
+                ((kind, interp), n)
+            })
+        };
+        let mut layout = Layout::new(&survivors, &live_inputs, &mut self.report);
+        // Outputs the consumer does not read (transform feedback only, read
+        // back by a tessellation control shader) go after all the others.
+        let unread = |o: &Var| {
+            !live_inputs.iter().any(|i| i.location < o.location + o.locations && o.location < i.location + i.locations)
+        };
+        let (last, read_first): (Vec<&Var>, Vec<&Var>) = survivors.iter().copied().partition(|o| unread(o));
+        // Convergent varyings after the other read ones, to fill what room
+        // they left (the seed's order).
+        let (converging, others): (Vec<&Var>, Vec<&Var>) =
+            read_first.iter().copied().partition(|o| convergent.contains(&o.id) && pack_key(o).is_some());
+        for o in others.iter().chain(&converging).chain(&last) {
+            // Whether a vector may be split across two locations.
+            let splittable = || {
+                narrowable_output(self.producer, o.id)
+                    && input_at.get(&o.location).is_some_and(|i| split_readable(self.consumer, i.id))
+            };
+            match pack_key(o) {
+                Some(((kind, own), n)) if convergent.contains(&o.id) => {
+                    layout.pack_convergent(o, kind, own, n, splittable)
+                }
+                Some((key, n)) => layout.pack(o, key, n, splittable),
+                None => {
+                    if let Some(g) = layout.group_of(o.location) {
+                        layout.allocate(g);
+                    }
+                }
+            }
+        }
+        layout.undo_useless_splits();
+        // (Only an input overlapping no surviving output, of an invalid pair, is left.)
+        for i in &live_inputs {
+            if let (None, Some(g)) = (layout.packed.get(&i.location), layout.group_of(i.location)) {
+                layout.allocate(g);
+            }
+        }
+        self.relocate(&layout, &survivors, &last, &live_inputs, &input_at)
+    }
+
+    /// Step 6's moves, as `layout` planned them: the new locations and
+    /// components of the `survivors` and `live_inputs` (`last`: the outputs
+    /// the consumer does not read), the interpolation of convergent
+    /// varyings in a group of another, and the splits.
+    fn relocate(
+        &mut self,
+        layout: &Layout,
+        survivors: &[&Var],
+        last: &[&Var],
+        live_inputs: &[&Var],
+        input_at: &HashMap<u32, &Var>,
+    ) -> Result<(), LinkError> {
+        for o in survivors {
+            layout.place(self.producer, o, Some(&mut self.report));
+        }
+        for o in last {
+            if let Some(g) = layout.group_of(o.location).filter(|g| !layout.fixed.contains(g)) {
+                if let Some(at) = layout.moved.get(&g) {
+                    self.report.placed_last.push((o.location, at + (o.location - layout.groups[g].0)));
+                }
+            }
+        }
+        for i in live_inputs {
+            layout.place(self.consumer, i, None);
+        }
+        // Convergent varyings in a group of another interpolation take its
+        // decorations on both sides; those now flat store x·0 + x.
+        for (&old, interp) in &layout.promoted {
+            let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else {
+                continue;
+            };
+            let flat = interp.contains(&Decoration::Flat);
+            if flat && !convergent::flush_infinities(self.producer, o.id) {
+                return Err(LinkError::Malformed("producer", Malformed::Unexpected(o.id)));
+            }
+            convergent::set_interpolation(self.producer, o.id, interp);
+            convergent::set_interpolation(self.consumer, i.id, interp);
+            self.report.convergent.push((old, flat));
+        }
+        for (old, first, second, component, interp) in layout.splits.iter().cloned() {
+            let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else {
+                continue;
+            };
+            let p2 = split_var(self.producer, o.id, o.components, first, (second, component)).map_err(in_producer)?;
+            let c2 = split_var(self.consumer, i.id, i.components, first, (second, component)).map_err(in_consumer)?;
+            if let Some(interp) = interp {
+                if interp.contains(&Decoration::Flat) && !convergent::flush_infinities(self.producer, p2) {
+                    return Err(LinkError::Malformed("producer", Malformed::Unexpected(o.id)));
+                }
+                convergent::set_interpolation(self.producer, p2, &interp);
+                convergent::set_interpolation(self.consumer, c2, &interp);
+                self.report.convergent.push((old, interp.contains(&Decoration::Flat)));
+            }
+            self.report.split.push((old, first, second));
+        }
+        Ok(())
+    }
+}
+
+/// Notes why a survivor keeps whole locations (the report's account of
+/// what compaction did not split or pack).
+fn note_kept_whole(survivors: &[&Var], report: &mut Report) {
+    for o in survivors {
         let why = if o.xfb {
             Some("captured by transform feedback")
         } else if o.component.is_some() {
@@ -1713,203 +1900,245 @@ fn link_checked(
             report.notes.push(format!("location {}: kept whole: {why}", o.location));
         }
     }
-    let live_inputs: Vec<&Var> = inputs.iter().filter(|i| !gone_inputs.contains(&i.id)).collect();
-    let sharing = |vars: &[&Var], v: &Var| {
-        vars.iter().filter(|w| w.location < v.location + v.locations && v.location < w.location + w.locations).count()
-    };
-    let input_at: HashMap<u32, &Var> =
-        live_inputs.iter().filter(|i| i.locations == 1).map(|i| (i.location, *i)).collect();
-    let pack_key = |o: &Var| -> Option<((Scalar, Vec<Decoration>), u32)> {
-        let (kind, n) = o.packable()?;
-        let input = input_at.get(&o.location)?;
-        let alone = sharing(&survivors, o) == 1 && sharing(&live_inputs, input) == 1;
-        (alone && input.packable() == Some((kind, n))).then(|| {
-            let mut interp = input.interp.clone();
-            interp.sort_by_key(|d| *d as u32);
-            ((kind, interp), n)
-        })
-    };
-    let mut ranges: Vec<(u32, u32)> =
-        survivors.iter().chain(&live_inputs).map(|v| (v.location, v.location + v.locations)).collect();
-    ranges.sort_unstable();
-    let mut groups: Vec<(u32, u32)> = Vec::new(); // [first, end) of each group
-    for (first, end) in ranges {
-        match groups.last_mut() {
-            Some(g) if first < g.1 => g.1 = g.1.max(end),
-            _ => groups.push((first, end)),
+}
+
+/// What varyings sharing a location have in common: the scalar kind and the
+/// (sorted) interpolation decorations.
+type PackKey = (Scalar, Vec<Decoration>);
+
+/// A location varyings share: their key, the location, the components used.
+type Bin = (PackKey, u32, u32);
+
+/// A variable split at a location's end: its old location, the components
+/// in the first part, the second part's location and component, and its
+/// interpolation where a convergent one's differs from the first's.
+type Split = (u32, u32, u32, u32, Option<Vec<Decoration>>);
+
+/// Compaction's plan (step 6): where the survivors go, decided before
+/// anything moves.
+struct Layout {
+    /// [first, end) of each group: a run of overlapping location ranges on
+    /// either side, which moves as a whole.
+    groups: Vec<(u32, u32)>,
+    /// Groups with an indirectly indexed varying: they stay where they are,
+    /// and the others are placed around them.
+    fixed: Vec<usize>,
+    /// The location ranges of the `fixed` groups.
+    fixed_ranges: Vec<(u32, u32)>,
+    /// Group → its new first location.
+    moved: HashMap<usize, u32>,
+    /// Old location → (location, component) of a packed varying.
+    packed: HashMap<u32, (u32, u32)>,
+    bins: Vec<Bin>,
+    splits: Vec<Split>,
+    /// Convergent varyings in a group of another interpolation: old
+    /// location → the interpolation they get.
+    promoted: BTreeMap<u32, Vec<Decoration>>,
+    /// The first location not yet given out.
+    next: u32,
+}
+
+impl Layout {
+    /// The groups of the `survivors` and `live_inputs`, those with an
+    /// indirectly indexed varying kept in place (in `report`); nothing placed yet.
+    fn new(survivors: &[&Var], live_inputs: &[&Var], report: &mut Report) -> Layout {
+        let mut ranges: Vec<(u32, u32)> =
+            survivors.iter().chain(live_inputs).map(|v| (v.location, v.location + v.locations)).collect();
+        ranges.sort_unstable();
+        let mut groups: Vec<(u32, u32)> = Vec::new();
+        for (first, end) in ranges {
+            match groups.last_mut() {
+                Some(g) if first < g.1 => g.1 = g.1.max(end),
+                _ => groups.push((first, end)),
+            }
         }
-    }
-    let group_of = |location: u32| groups.iter().position(|g| g.0 <= location && location < g.1);
-    let mut next = 0u32;
-    let mut moved: HashMap<usize, u32> = HashMap::new(); // group → its new first location
-                                                         // Groups with an indirectly indexed varying stay where they are; the
-                                                         // others are placed around them.
-    let fixed: Vec<usize> =
-        survivors.iter().chain(&live_inputs).filter(|v| v.indirect).filter_map(|v| group_of(v.location)).collect();
-    for g in &fixed {
-        if moved.insert(*g, groups[*g].0).is_none() {
-            report.kept_in_place.push(groups[*g].0);
+        let mut layout = Layout {
+            groups,
+            fixed: Vec::new(),
+            fixed_ranges: Vec::new(),
+            moved: HashMap::new(),
+            packed: HashMap::new(),
+            bins: Vec::new(),
+            splits: Vec::new(),
+            promoted: BTreeMap::new(),
+            next: 0,
+        };
+        let fixed: Vec<usize> = survivors
+            .iter()
+            .chain(live_inputs)
+            .filter(|v| v.indirect)
+            .filter_map(|v| layout.group_of(v.location))
+            .collect();
+        for g in &fixed {
+            if layout.moved.insert(*g, layout.groups[*g].0).is_none() {
+                report.kept_in_place.push(layout.groups[*g].0);
+            }
         }
+        layout.fixed_ranges = fixed.iter().map(|g| layout.groups[*g]).collect();
+        layout.fixed = fixed;
+        layout
     }
-    let fixed_ranges: Vec<(u32, u32)> = fixed.iter().map(|g| groups[*g]).collect();
-    // The first free location at or after `at` for `size` locations (each
-    // step passes one fixed range for good: at most their number of steps).
-    let free = |mut at: u32, size: u32| {
-        while let Some(r) = fixed_ranges.iter().find(|r| at < r.1 && r.0 < at + size) {
+
+    /// The group of a location.
+    fn group_of(&self, location: u32) -> Option<usize> {
+        self.groups.iter().position(|g| g.0 <= location && location < g.1)
+    }
+
+    /// The first free location at or after `at` for `size` locations (each
+    /// step passes one fixed range for good: at most their number of steps).
+    fn free(&self, mut at: u32, size: u32) -> u32 {
+        while let Some(r) = self.fixed_ranges.iter().find(|r| at < r.1 && r.0 < at + size) {
             at = r.1;
         }
         at
-    };
-    let mut packed: HashMap<u32, (u32, u32)> = HashMap::new(); // old location → (location, component)
-    let mut bins: Vec<((Scalar, Vec<Decoration>), u32, u32)> = Vec::new(); // (key, location, used)
-    let mut allocate = |g: usize, next: &mut u32| {
-        moved.entry(g).or_insert_with(|| {
-            let at = free(*next, groups[g].1 - groups[g].0);
-            *next = at + (groups[g].1 - groups[g].0);
-            at
-        });
-    };
-    // Variables split at a location's end: (old location, components in the
-    // first part, the second part's location and component, and its
-    // interpolation where a convergent one's differs from the first's).
-    type Split = (u32, u32, u32, u32, Option<Vec<Decoration>>);
-    let mut splits: Vec<Split> = Vec::new();
-    // Outputs the consumer does not read (transform feedback only, read
-    // back by a tessellation control shader) go after all the others.
-    let unread = |o: &Var| {
-        !live_inputs.iter().any(|i| i.location < o.location + o.locations && o.location < i.location + i.locations)
-    };
-    let (last, read_first): (Vec<&Var>, Vec<&Var>) = survivors.iter().copied().partition(|o| unread(o));
-    // Convergent varyings after the other read ones, to fill what room they
-    // left (the seed's order); old location → the interpolation they get.
-    let (converging, others): (Vec<&Var>, Vec<&Var>) =
-        read_first.iter().copied().partition(|o| convergent.contains(&o.id) && pack_key(o).is_some());
-    let mut promoted: BTreeMap<u32, Vec<Decoration>> = BTreeMap::new();
-    for o in others.iter().chain(&converging).chain(&last) {
-        if let Some(((kind, own), n)) = pack_key(o).filter(|_| convergent.contains(&o.id)) {
-            // Room in a group of its own interpolation first, then any.
-            let room = |b: &((Scalar, Vec<Decoration>), u32, u32)| b.0 .0 == kind && b.2 + n <= 4;
-            let at = bins.iter().position(|b| room(b) && b.0 .1 == own).or_else(|| bins.iter().position(room));
-            // No room for it whole: a vector fills a hole of its kind (its
-            // own interpolation first) and goes on at a new location of
-            // that group's interpolation, as the scalars it is made of would.
-            let hole = |b: &((Scalar, Vec<Decoration>), u32, u32)| b.0 .0 == kind && b.2 < 4;
-            let split = (n > 1
-                && narrowable_output(producer, o.id)
-                && input_at.get(&o.location).is_some_and(|i| split_readable(consumer, i.id)))
-            .then(|| bins.iter().position(|b| hole(b) && b.0 .1 == own).or_else(|| bins.iter().position(hole)))
+    }
+
+    /// Places group `g` whole at the next free locations, unless placed.
+    fn allocate(&mut self, g: usize) {
+        if !self.moved.contains_key(&g) {
+            let size = self.groups[g].1 - self.groups[g].0;
+            let at = self.free(self.next, size);
+            self.next = at + size;
+            self.moved.insert(g, at);
+        }
+    }
+
+    /// A new shared location of `key`, with `used` components taken: its location.
+    fn open(&mut self, key: PackKey, used: u32) -> u32 {
+        let at = self.free(self.next, 1);
+        self.bins.push((key, at, used));
+        self.next = at + 1;
+        at
+    }
+
+    /// Packs `o`, of key `key` and `n` components, with others of its key:
+    /// where one location has room for it whole, else filling the open one
+    /// and going on at the next where it is `splittable`, else at a new one.
+    fn pack(&mut self, o: &Var, key: PackKey, n: u32, splittable: impl FnOnce() -> bool) {
+        let room = self.bins.iter().position(|b| b.0 == key && b.2 < 4);
+        match self.bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
+            Some(bin) => {
+                self.packed.insert(o.location, (bin.1, bin.2));
+                bin.2 += n;
+            }
+            // Scalar granularity: the components that fit fill the open
+            // location, the rest opens the next one.
+            None if room.is_some_and(|_| splittable()) => {
+                let bin = &mut self.bins[room.unwrap_or_default()];
+                let first = 4 - bin.2;
+                self.packed.insert(o.location, (bin.1, bin.2));
+                bin.2 = 4;
+                let at = self.open(key, n - first);
+                self.splits.push((o.location, first, at, 0, None));
+            }
+            None => {
+                let at = self.open(key, n);
+                self.packed.insert(o.location, (at, 0));
+            }
+        }
+    }
+
+    /// Packs convergent `o`, of scalar kind `kind`, interpolation `own` and
+    /// `n` components, with any group of its kind: where one has room for it
+    /// whole (its own interpolation first), else, where it is `splittable`,
+    /// filling a hole and going on at a second (of any interpolation) or at
+    /// a new location, else as flat; it takes the group's interpolation.
+    fn pack_convergent(
+        &mut self,
+        o: &Var,
+        kind: Scalar,
+        own: Vec<Decoration>,
+        n: u32,
+        splittable: impl FnOnce() -> bool,
+    ) {
+        // Room in a group of its own interpolation first, then any.
+        let room = |b: &Bin| b.0 .0 == kind && b.2 + n <= 4;
+        let at = self.bins.iter().position(|b| room(b) && b.0 .1 == own).or_else(|| self.bins.iter().position(room));
+        // No room for it whole: a vector fills a hole of its kind (its
+        // own interpolation first) and goes on at a new location of
+        // that group's interpolation, as the scalars it is made of would.
+        let hole = |b: &Bin| b.0 .0 == kind && b.2 < 4;
+        let split = (n > 1 && splittable())
+            .then(|| {
+                self.bins.iter().position(|b| hole(b) && b.0 .1 == own).or_else(|| self.bins.iter().position(hole))
+            })
             .flatten();
-            let interp = match (at, split) {
-                (Some(b), _) => {
-                    let bin = &mut bins[b];
-                    packed.insert(o.location, (bin.1, bin.2));
-                    bin.2 += n;
-                    bin.0 .1.clone()
-                }
-                (None, Some(b)) => {
-                    let (first, interp) = (4 - bins[b].2, bins[b].0 .1.clone());
-                    packed.insert(o.location, (bins[b].1, bins[b].2));
-                    bins[b].2 = 4;
-                    // The rest: into a second hole with room for it, of any
-                    // interpolation (it takes that group's), else a new
-                    // location of the first part's interpolation.
-                    let rest = n - first;
-                    match bins.iter().position(|x| x.0 .0 == kind && x.2 + rest <= 4) {
-                        Some(b2) => {
-                            let (at, component, own2) = (bins[b2].1, bins[b2].2, bins[b2].0 .1.clone());
-                            bins[b2].2 += rest;
-                            splits.push((o.location, first, at, component, (own2 != interp).then_some(own2)));
-                        }
-                        None => {
-                            let at = free(next, 1);
-                            splits.push((o.location, first, at, 0, None));
-                            bins.push(((kind, interp.clone()), at, rest));
-                            next = at + 1;
-                        }
+        let interp = match (at, split) {
+            (Some(b), _) => {
+                let bin = &mut self.bins[b];
+                self.packed.insert(o.location, (bin.1, bin.2));
+                bin.2 += n;
+                bin.0 .1.clone()
+            }
+            (None, Some(b)) => {
+                let (first, interp) = (4 - self.bins[b].2, self.bins[b].0 .1.clone());
+                self.packed.insert(o.location, (self.bins[b].1, self.bins[b].2));
+                self.bins[b].2 = 4;
+                // The rest: into a second hole with room for it, of any
+                // interpolation (it takes that group's), else a new
+                // location of the first part's interpolation.
+                let rest = n - first;
+                match self.bins.iter().position(|x| x.0 .0 == kind && x.2 + rest <= 4) {
+                    Some(b2) => {
+                        let (at, component, own2) = (self.bins[b2].1, self.bins[b2].2, self.bins[b2].0 .1.clone());
+                        self.bins[b2].2 += rest;
+                        self.splits.push((o.location, first, at, component, (own2 != interp).then_some(own2)));
                     }
-                    interp
+                    None => {
+                        let at = self.open((kind, interp.clone()), rest);
+                        self.splits.push((o.location, first, at, 0, None));
+                    }
                 }
-                // The rest is packed as flat, where later ones may join.
-                (None, None) => {
-                    let at = free(next, 1);
-                    packed.insert(o.location, (at, 0));
-                    bins.push(((kind, vec![Decoration::Flat]), at, n));
-                    next = at + 1;
-                    vec![Decoration::Flat]
-                }
-            };
-            if interp != own {
-                promoted.insert(o.location, interp);
+                interp
             }
-            continue;
-        }
-        if let Some((key, n)) = pack_key(o) {
-            let room = bins.iter().position(|b| b.0 == key && b.2 < 4);
-            match bins.iter_mut().find(|b| b.0 == key && b.2 + n <= 4) {
-                Some(bin) => {
-                    packed.insert(o.location, (bin.1, bin.2));
-                    bin.2 += n;
-                }
-                // Scalar granularity: the components that fit fill the open
-                // location, the rest opens the next one.
-                None if room.is_some_and(|_| {
-                    narrowable_output(producer, o.id)
-                        && input_at.get(&o.location).is_some_and(|i| split_readable(consumer, i.id))
-                }) =>
-                {
-                    let bin = &mut bins[room.unwrap_or_default()];
-                    let first = 4 - bin.2;
-                    packed.insert(o.location, (bin.1, bin.2));
-                    bin.2 = 4;
-                    let at = free(next, 1);
-                    splits.push((o.location, first, at, 0, None));
-                    bins.push((key, at, n - first));
-                    next = at + 1;
-                }
-                None => {
-                    let at = free(next, 1);
-                    packed.insert(o.location, (at, 0));
-                    bins.push((key, at, n));
-                    next = at + 1;
-                }
+            // The rest is packed as flat, where later ones may join.
+            (None, None) => {
+                let at = self.open((kind, vec![Decoration::Flat]), n);
+                self.packed.insert(o.location, (at, 0));
+                vec![Decoration::Flat]
             }
-        } else if let Some(g) = group_of(o.location) {
-            allocate(g, &mut next);
+        };
+        if interp != own {
+            self.promoted.insert(o.location, interp);
         }
     }
-    // A split whose second location kept room for the whole vector saved
-    // nothing: the vector goes there whole, before what joined it.
-    splits.retain(|&(old, first, second, component, _)| {
-        if component != 0 {
-            return true; // (in a hole of another group: it never had room whole)
-        }
-        let Some(bin) = bins.iter_mut().find(|b| b.1 == second) else { return true };
-        if bin.2 + first > 4 {
-            return true;
-        }
-        bin.2 += first;
-        for (l, c) in packed.values_mut() {
-            if *l == second {
-                *c += first;
+
+    /// A split whose second location kept room for the whole vector saved
+    /// nothing: the vector goes there whole, before what joined it.
+    fn undo_useless_splits(&mut self) {
+        let (bins, packed) = (&mut self.bins, &mut self.packed);
+        self.splits.retain(|&(old, first, second, component, _)| {
+            if component != 0 {
+                return true; // (in a hole of another group: it never had room whole)
             }
-        }
-        if let Some((was, _)) = packed.insert(old, (second, 0)) {
-            if let Some(b) = bins.iter_mut().find(|b| b.1 == was) {
-                b.2 -= first;
+            let Some(bin) = bins.iter_mut().find(|b| b.1 == second) else { return true };
+            if bin.2 + first > 4 {
+                return true;
             }
-        }
-        false
-    });
-    // (Only an input overlapping no surviving output, of an invalid pair, is left.)
-    for i in &live_inputs {
-        if let (None, Some(g)) = (packed.get(&i.location), group_of(i.location)) {
-            allocate(g, &mut next);
-        }
+            bin.2 += first;
+            for (l, c) in packed.values_mut() {
+                if *l == second {
+                    *c += first;
+                }
+            }
+            if let Some((was, _)) = packed.insert(old, (second, 0)) {
+                if let Some(b) = bins.iter_mut().find(|b| b.1 == was) {
+                    b.2 -= first;
+                }
+            }
+            false
+        });
     }
-    let place = |m: &mut Module, v: &Var, report: Option<&mut Report>| {
-        let (new, component) = match packed.get(&v.location) {
+
+    /// Moves `v` in `m` where it goes (its location, and its component if
+    /// packed), noting it in `report` if given.
+    fn place(&self, m: &mut Module, v: &Var, report: Option<&mut Report>) {
+        let (new, component) = match self.packed.get(&v.location) {
             Some(&(l, c)) => (l, c),
-            None => match group_of(v.location).and_then(|g| Some(moved.get(&g)? + (v.location - groups[g].0))) {
+            None => match self
+                .group_of(v.location)
+                .and_then(|g| Some(self.moved.get(&g)? + (v.location - self.groups[g].0)))
+            {
                 Some(l) => (l, 0),
                 None => return,
             },
@@ -1921,57 +2150,72 @@ fn link_checked(
             decorate(m, v.id, Decoration::Component, vec![Operand::LiteralBit32(component)]);
         }
         if let Some(r) = report {
-            if packed.contains_key(&v.location) && bins.iter().any(|b| b.1 == new && b.2 > v.components) {
+            if self.packed.contains_key(&v.location) && self.bins.iter().any(|b| b.1 == new && b.2 > v.components) {
                 r.packed.push((v.location, new, component));
             } else if new != v.location {
                 r.relocated.push((v.location, new));
             }
         }
+    }
+}
+
+/// [`link_with`] on checked modules, changing them in place: the steps of
+/// the module documentation, in order, each a function of [`Linking`].
+fn link_checked(
+    producer: &mut Module,
+    consumer: &mut Module,
+    level: Level,
+    env: &LinkEnv,
+) -> Result<Report, LinkError> {
+    let producer_stage = stage_of(producer, "producer")?;
+    let interpolating = stage_of(consumer, "consumer")? == Stage::Fragment;
+    let mut l = Linking {
+        producer,
+        consumer,
+        level,
+        env,
+        producer_stage,
+        interpolating,
+        dead: HashSet::new(),
+        gone_inputs: HashSet::new(),
+        report: Report::default(),
     };
-    for o in &survivors {
-        place(producer, o, Some(&mut report));
-    }
-    for o in &last {
-        if let Some(g) = group_of(o.location).filter(|g| !fixed.contains(g)) {
-            if let Some(at) = moved.get(&g) {
-                report.placed_last.push((o.location, at + (o.location - groups[g].0)));
-            }
+    // 0a. Arrays and matrices indexed by constants, split per element.
+    l.split_arrays()?;
+    let mut outputs = interface(l.producer, StorageClass::Output, "producer")?;
+    // 0b. Inputs never read.
+    l.drop_unread_inputs()?;
+    let mut inputs = interface(l.consumer, StorageClass::Input, "consumer")?;
+    (l.report.locations_before, l.report.components_before) = usage(&outputs);
+    // 1. Dead I/O.
+    l.remove_dead_io(&outputs, &inputs)?;
+    // 2. Propagation, else 3. deduplication, output by output (whole
+    //    variables with a matching input at the same location and of the
+    //    same footprint): what propagation leaves may merge with an earlier
+    //    output.
+    let by_location: BTreeMap<(u32, u32), &Var> =
+        inputs.iter().map(|v| ((v.location, v.component.unwrap_or(0)), v)).collect();
+    let mut firsts = Firsts::new();
+    let candidates: Vec<&Var> = outputs.iter().filter(|o| !l.dead.contains(&o.id) && !o.xfb).collect();
+    for o in candidates {
+        let Some((input, value)) = l.pair(o, &by_location) else { continue };
+        if !l.propagate(o, input, value)? {
+            l.deduplicate(o, input, value, &mut firsts)?;
         }
     }
-    for i in &live_inputs {
-        place(consumer, i, None);
-    }
-    // Convergent varyings in a group of another interpolation take its
-    // decorations on both sides; those now flat store x·0 + x.
-    for (old, interp) in promoted {
-        let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
-        let flat = interp.contains(&Decoration::Flat);
-        if flat && !convergent::flush_infinities(producer, o.id) {
-            return Err(LinkError::Malformed("producer", Malformed::Unexpected(o.id)));
-        }
-        convergent::set_interpolation(producer, o.id, &interp);
-        convergent::set_interpolation(consumer, i.id, &interp);
-        report.convergent.push((old, flat));
-    }
-    for (old, first, second, component, interp) in splits {
-        let (Some(o), Some(i)) = (survivors.iter().find(|o| o.location == old), input_at.get(&old)) else { continue };
-        let p2 = split_var(producer, o.id, o.components, first, (second, component)).map_err(in_producer)?;
-        let c2 = split_var(consumer, i.id, i.components, first, (second, component)).map_err(in_consumer)?;
-        if let Some(interp) = interp {
-            if interp.contains(&Decoration::Flat) && !convergent::flush_infinities(producer, p2) {
-                return Err(LinkError::Malformed("producer", Malformed::Unexpected(o.id)));
-            }
-            convergent::set_interpolation(producer, p2, &interp);
-            convergent::set_interpolation(consumer, c2, &interp);
-            report.convergent.push((old, interp.contains(&Decoration::Flat)));
-        }
-        report.split.push((old, first, second));
-    }
-    forget_removed(producer);
-    forget_removed(consumer);
-    let after = interface(producer, StorageClass::Output, "producer")?;
-    (report.locations_after, report.components_after) = usage(&after);
-    Ok(report)
+    // 4. Code motion.
+    l.move_code(&outputs, &inputs)?;
+    l.privatize_dead()?;
+    // 5. Narrowing.
+    l.narrow(&mut outputs, &mut inputs)?;
+    // 5b. Convergent outputs, and 6. compaction.
+    let convergent = l.convergent_outputs(&outputs, &inputs);
+    l.compact(&outputs, &inputs, &convergent)?;
+    forget_removed(l.producer);
+    forget_removed(l.consumer);
+    let after = interface(l.producer, StorageClass::Output, "producer")?;
+    (l.report.locations_after, l.report.components_after) = usage(&after);
+    Ok(l.report)
 }
 
 #[cfg(test)]
