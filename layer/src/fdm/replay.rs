@@ -134,26 +134,8 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         }
         Plan::Replays { replays, composites, finish } => (replays, composites, finish),
     };
-    // A pipeline whose fragment shader needs a per-area variant that could not be made (out of memory) cannot be
-    // replayed at that area: 1x1, before anything is recorded.
-    {
-        let pipelines = f.pipelines.lock();
-        for c in pass.state.commands().chain(&pass.cmds) {
-            let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = c else { continue };
-            let Some(info) = pipelines.get(p).filter(|i| i.needs_variants) else { continue };
-            if planned.iter().any(|r| !info.variants.contains_key(&r.replay.area)) {
-                return Err("a pipeline it binds lacks the per-area variant a replay needs".into());
-            }
-        }
-    }
-    // So is a shader object that cannot be replayed or lacks a variant.
-    let areas: Vec<(u32, u32)> = planned.iter().map(|r| r.replay.area).collect();
-    let bound = pass.state.commands().chain(&pass.cmds).filter_map(|c| match c {
-        Cmd::BindShaders(b) => Some(b),
-        _ => None,
-    });
-    if let Some(why) = super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &areas) {
-        return Err(why.into());
+    if let Some(why) = lacks_variants(f, pass, &planned) {
+        return Err(why);
     }
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
@@ -232,6 +214,29 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         log_plan(dev, f, &all_bins, planned_views.len() as u32, (&planned, &composites), pass.cmds.len(), &atts);
     }
     Ok(())
+}
+
+/// Why `planned` cannot be recorded for `pass`, if a pipeline whose fragment
+/// shader needs a per-area variant lacks one a replay needs (it could not be
+/// made: out of memory), or a bound shader object cannot be replayed or
+/// lacks its variant: the pass renders at 1x1, before anything is recorded.
+fn lacks_variants(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> Option<String> {
+    {
+        let pipelines = f.pipelines.lock();
+        for c in pass.state.commands().chain(&pass.cmds) {
+            let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = c else { continue };
+            let Some(info) = pipelines.get(p).filter(|i| i.needs_variants) else { continue };
+            if planned.iter().any(|r| !info.variants.contains_key(&r.replay.area)) {
+                return Some("a pipeline it binds lacks the per-area variant a replay needs".into());
+            }
+        }
+    }
+    let areas: Vec<(u32, u32)> = planned.iter().map(|r| r.replay.area).collect();
+    let bound = pass.state.commands().chain(&pass.cmds).filter_map(|c| match c {
+        Cmd::BindShaders(b) => Some(b),
+        _ => None,
+    });
+    super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &areas).map(Into::into)
 }
 
 /// The plan of a binned pass, for the debug log: its replays, what they

@@ -398,29 +398,7 @@ pub(super) fn plan_composited(
     for (g, group) in groups.into_iter().enumerate() {
         let area = group[0].area;
         let bbox = group.iter().skip(1).fold(group[0].rect, |b, r| b.union(&r.rect));
-        let mut steps = Vec::new();
-        // Down: real (rectangles) -> scratch, for attachments that load.
-        let mut t1 = Vec::new();
-        for (i, _) in present().filter(|(_, a)| a.load) {
-            t1.push(real(i, cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
-            cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-            t1.push(scratch(i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
-        }
-        if !t1.is_empty() {
-            steps.push(Step::Barrier(t1));
-        }
-        let mut t2 = Vec::new();
-        for (i, a) in present() {
-            if a.load {
-                let regions = group.iter().flat_map(|r| scaled_regions(r.rect, area)).collect();
-                steps.push(Step::Downscale { attachment: i, regions });
-                if a.initial != vk::ImageLayout::UNDEFINED {
-                    t2.push(scratch(i, vk::ImageLayout::TRANSFER_DST_OPTIMAL, a.initial));
-                }
-            } else if a.initial != vk::ImageLayout::UNDEFINED {
-                t2.push(scratch(i, vk::ImageLayout::UNDEFINED, a.initial));
-            }
-        }
+        let (mut steps, t2) = load_steps(atts, &mut cur, &group);
         // Recorded even when empty: it orders what came before (a blit of the previous replay's bins that read
         // this scratch target, an earlier pass's composite) before this render writes it. With the composite the
         // first group's does that for all: a later group writes other scratch targets (its own area's) that
@@ -492,6 +470,42 @@ pub(super) fn plan_composited(
         .map(|(i, a)| real(i, cur[i], a.final_))
         .collect();
     Ok(Plan::Replays { replays: planned, composites, finish })
+}
+
+/// The steps that make a group of replays at one area ready to render:
+/// the attachments that load downscaled (real, over the replays'
+/// rectangles → scratch, from each real attachment's layout now, `cur`,
+/// left in TRANSFER_SRC), and the transitions (returned apart: the caller
+/// decides whether to record them) that put each scratch target in the
+/// attachment's initial layout.
+fn load_steps(atts: &[Option<Att>], cur: &mut [vk::ImageLayout], group: &[bins::Replay]) -> (Vec<Step>, Vec<Change>) {
+    let area = group[0].area;
+    let present = || atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)));
+    let real = |attachment, old, new| Change { attachment, scratch: false, old, new };
+    let scratch = |attachment, old, new| Change { attachment, scratch: true, old, new };
+    let mut steps = Vec::new();
+    let mut t1 = Vec::new();
+    for (i, _) in present().filter(|(_, a)| a.load) {
+        t1.push(real(i, cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
+        cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+        t1.push(scratch(i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+    }
+    if !t1.is_empty() {
+        steps.push(Step::Barrier(t1));
+    }
+    let mut t2 = Vec::new();
+    for (i, a) in present() {
+        if a.load {
+            let regions = group.iter().flat_map(|r| scaled_regions(r.rect, area)).collect();
+            steps.push(Step::Downscale { attachment: i, regions });
+            if a.initial != vk::ImageLayout::UNDEFINED {
+                t2.push(scratch(i, vk::ImageLayout::TRANSFER_DST_OPTIMAL, a.initial));
+            }
+        } else if a.initial != vk::ImageLayout::UNDEFINED {
+            t2.push(scratch(i, vk::ImageLayout::UNDEFINED, a.initial));
+        }
+    }
+    (steps, t2)
 }
 
 /// The layout a composite draws attachment `a` in.
