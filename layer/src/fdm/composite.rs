@@ -24,10 +24,11 @@ use super::scratch::{barrier, integer, sampled, Targets, Transition};
 use super::Fdm;
 use ash::vk;
 
-/// Whether attachment `a` can be written by a composite: colour that is
-/// not integer, or depth whose stencil does not store (the upscale has no
-/// stencil export), in a 2D view (or an array one of a multiview pass),
-/// sampled and drawn at its sample count.
+/// Whether attachment `a` can be written by a composite: the device has
+/// the next layer's commands for the layer's own objects (`Fdm::raw`), and
+/// `a` is colour that is not integer, or depth whose stencil does not
+/// store (the upscale has no stencil export), in a 2D view (or an array one
+/// of a multiview pass), sampled and drawn at its sample count.
 pub(super) fn eligible(f: &Fdm, a: &Att, multiview: bool) -> bool {
     let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
     let drawn = if colour {
@@ -35,7 +36,8 @@ pub(super) fn eligible(f: &Fdm, a: &Att, multiview: bool) -> bool {
     } else {
         vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
     };
-    !a.store_stencil
+    f.raw.is_some()
+        && !a.store_stencil
         && (colour && !integer(a.format) || aspect_of(a.format).contains(vk::ImageAspectFlags::DEPTH))
         && (a.view_type == vk::ImageViewType::TYPE_2D || multiview && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)
         && f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE | drawn)
@@ -77,7 +79,8 @@ pub(super) unsafe fn prepare(
     targets: &dyn Fn((u32, u32)) -> Option<Targets>,
     extent: (u32, u32),
 ) -> Result<Prepared, vk::Result> {
-    let d = &f.below;
+    // The next layer's device alone: the layer's hooks must not see its objects (the GPU plan's rule).
+    let d = f.raw.as_ref().ok_or(vk::Result::ERROR_INITIALIZATION_FAILED)?;
     // Every composite draws the same rectangles: the table's ranges, draw by draw.
     let mut words = Vec::new();
     let mut ranges = Vec::new();
@@ -237,7 +240,7 @@ pub(super) unsafe fn record(
     extent: (u32, u32),
     render_area: vk::Rect2D,
 ) {
-    let d = &f.below;
+    let Some(d) = f.raw.as_ref() else { return };
     // The scratch targets to be sampled, the attachments to be drawn.
     let mut t = Vec::new();
     for c in composites {

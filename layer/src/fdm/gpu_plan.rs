@@ -359,7 +359,8 @@ pub(super) unsafe fn take_buffer(f: &Fdm, o: &mut Objects, owned: &mut Owned) ->
         (owned.buffer, owned.memory, owned.size) = (b, m, s);
         return Ok(());
     }
-    let d = &f.below;
+    // Through the next layer alone, as every object of the table (destroyed through it).
+    let d = f.raw.as_ref().ok_or(vk::Result::ERROR_INITIALIZATION_FAILED)?;
     let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
     if f.conditional.is_some() {
         usage |= vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT;
