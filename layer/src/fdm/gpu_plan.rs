@@ -1137,7 +1137,7 @@ impl Recording<'_> {
         Transition { image: t.images[i].unwrap(), range, old, new }
     }
 
-    /// 1. The plan: everything before (the map's writers included) done, the region table written and the map
+    /// Step 1, the plan: everything before (the map's writers included) done, the region table written and the map
     /// copied into the plan buffer, the regions' areas chosen (`fdm_plan.comp`); the application's compute pipeline
     /// and sets put back.
     ///
@@ -1175,7 +1175,7 @@ impl Recording<'_> {
         }
     }
 
-    /// 2. Area `ai` (its scratch targets `t`): the downscales of what loads, then one render pass instance over the
+    /// Step 2 for area `ai` (its scratch targets `t`): the downscales of what loads, then one render pass instance over the
     /// render area, each region's commands clipped to it under its predicate.
     ///
     /// # Safety
@@ -1287,7 +1287,7 @@ impl Recording<'_> {
         }
     }
 
-    /// 3. The upscale of each stored attachment (the scratch targets `targets`, per area): per view drawn, per area
+    /// Step 3, the upscale of each stored attachment (the scratch targets `targets`, per area): per view drawn, per area
     /// an instanced draw of the regions' quads, each region drawn only by the area it chose, from that area's
     /// scratch target.
     ///
@@ -1374,7 +1374,7 @@ impl Recording<'_> {
         }
     }
 
-    /// 4. Every attachment to its final layout.
+    /// Step 4: every attachment to its final layout.
     ///
     /// # Safety
     /// As [`Recording::plan`].

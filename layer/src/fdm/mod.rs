@@ -1908,6 +1908,9 @@ unsafe fn create_plain(
     r
 }
 
+/// Pipeline variants made, with their areas.
+type Variants = Vec<((u32, u32), vk::Pipeline)>;
+
 /// The per-area variants of the pipeline of `info`, in the order of
 /// `areas`, as far as they can be made: per area the fragment stage
 /// (`stages[fs]`, of module `m`, `inv` invocations per fragment) lowered
@@ -1926,10 +1929,10 @@ unsafe fn create_variants(
     m: &ModuleFacts,
     areas: &[(u32, u32)],
     inv: u32,
-) -> Result<Vec<((u32, u32), vk::Pipeline)>, vk::Result> {
+) -> Result<Variants, vk::Result> {
     let (dev, f) = (down.dev, down.f);
     let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
-    let mut made: Vec<((u32, u32), vk::Pipeline)> = Vec::new();
+    let mut made: Variants = Vec::new();
     for &area in areas {
         let Some(words) = variant_words(dev, m.words.as_ref().unwrap(), shader_fdm::Params { area, invocations: inv })
         else {
