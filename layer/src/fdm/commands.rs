@@ -427,42 +427,9 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
     // given; the commands go through the next layer's table of this device.
     unsafe {
         match cmd {
-            Cmd::BindPipeline(point, p) => {
-                let chosen = info.as_ref().and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(*p);
-                (v1.cmd_bind_pipeline)(cb, *point, chosen);
-                if *point == vk::PipelineBindPoint::GRAPHICS {
-                    super::multiview_flush::bound(f, cb, chosen);
-                }
-                if let Some(info) = info {
-                    if info.static_viewports.is_some() {
-                        emit_viewports(f, cb, t, st);
-                    }
-                    if info.static_scissors.is_some() {
-                        emit_scissors(f, cb, t, st);
-                    }
-                }
-            }
+            Cmd::BindPipeline(point, p) => emit_bind_pipeline(f, cb, (*point, *p), info.as_deref(), t, st),
             Cmd::BindSets { point, layout, first, sets, offsets } => {
-                let shadowed: Vec<vk::DescriptorSet>;
-                let sets: &[vk::DescriptorSet] = match t.inputs {
-                    Some(inputs) => {
-                        // Made before the replays were recorded (`super::replay`).
-                        let made = inputs.shadows.borrow();
-                        shadowed = sets.iter().map(|set| made.get(set).copied().unwrap_or(*set)).collect();
-                        &shadowed
-                    }
-                    None => sets,
-                };
-                (v1.cmd_bind_descriptor_sets)(
-                    cb,
-                    *point,
-                    *layout,
-                    *first,
-                    sets.len() as u32,
-                    sets.as_ptr(),
-                    offsets.len() as u32,
-                    offsets.as_ptr(),
-                )
+                emit_bind_sets(f, cb, (*point, *layout, *first), sets, offsets, t)
             }
             Cmd::BindVertex { first, buffers, offsets, sizes, strides } => {
                 if sizes.is_some() || strides.is_some() {
@@ -549,22 +516,105 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
                 (d.fp_v1_3().cmd_set_scissor_with_count)(cb, out.len() as u32, out.as_ptr())
             }
             Cmd::State { call, .. } => (call.0)(d, cb),
-            Cmd::BindShaders(b) => {
-                if let Some(so) = &f.below_shader_object {
-                    let mut shaders = b.shaders;
-                    if t.area != (1, 1) {
-                        let known = f.shader_objects.lock();
-                        for s in &mut shaders[..b.n] {
-                            if let Some(v) = known.get(s).and_then(|o| o.variants.get(&t.area)) {
-                                *s = *v;
-                            }
-                        }
-                    }
-                    (so.cmd_bind_shaders_ext)(cb, b.n as u32, b.stages.as_ptr(), shaders.as_ptr());
-                    super::multiview_flush::bound(f, cb, vk::Pipeline::null());
-                }
+            Cmd::BindShaders(b) => emit_bind_shaders(f, cb, b, t),
+        }
+    }
+}
+
+/// A graphics or compute pipeline bound (`point`, `p`): under `t` the
+/// variant of its area where the layer made variants (`info`), then its
+/// static viewports and scissors as the layer made them dynamic.
+///
+/// # Safety
+/// As [`emit`].
+unsafe fn emit_bind_pipeline(
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    (point, p): (vk::PipelineBindPoint, vk::Pipeline),
+    info: Option<&PipelineInfo>,
+    t: &Transform,
+    st: &Snapshot,
+) {
+    let chosen = info.and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(p);
+    // SAFETY: the caller's guarantee (the capture rule): `cb` is recording and `chosen` alive (the application's
+    // pipeline or one of its variants).
+    unsafe {
+        (f.below.fp_v1_0().cmd_bind_pipeline)(cb, point, chosen);
+        if point == vk::PipelineBindPoint::GRAPHICS {
+            super::multiview_flush::bound(f, cb, chosen);
+        }
+        if let Some(info) = info {
+            if info.static_viewports.is_some() {
+                emit_viewports(f, cb, t, st);
+            }
+            if info.static_scissors.is_some() {
+                emit_scissors(f, cb, t, st);
             }
         }
+    }
+}
+
+/// Descriptor sets bound (`point`, `layout`, `first`): in a replay into
+/// scratch targets (`t.inputs`), each set whose input attachments must
+/// read the scratch views replaced by its shadow.
+///
+/// # Safety
+/// As [`emit`].
+unsafe fn emit_bind_sets(
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    (point, layout, first): (vk::PipelineBindPoint, vk::PipelineLayout, u32),
+    sets: &[vk::DescriptorSet],
+    offsets: &[u32],
+    t: &Transform,
+) {
+    let shadowed: Vec<vk::DescriptorSet>;
+    let sets: &[vk::DescriptorSet] = match t.inputs {
+        Some(inputs) => {
+            // Made before the replays were recorded (`super::replay`).
+            let made = inputs.shadows.borrow();
+            shadowed = sets.iter().map(|set| made.get(set).copied().unwrap_or(*set)).collect();
+            &shadowed
+        }
+        None => sets,
+    };
+    // SAFETY: the caller's guarantee (the capture rule): `cb` is recording, every set alive (the application's or
+    // its shadow); the arrays are live slices of the counts given.
+    unsafe {
+        (f.below.fp_v1_0().cmd_bind_descriptor_sets)(
+            cb,
+            point,
+            layout,
+            first,
+            sets.len() as u32,
+            sets.as_ptr(),
+            offsets.len() as u32,
+            offsets.as_ptr(),
+        )
+    }
+}
+
+/// Shader objects bound: under `t` above 1x1, each the variant of its area
+/// where the layer made variants.
+///
+/// # Safety
+/// As [`emit`].
+unsafe fn emit_bind_shaders(f: &Fdm, cb: vk::CommandBuffer, b: &ShaderBinds, t: &Transform) {
+    let Some(so) = &f.below_shader_object else { return };
+    let mut shaders = b.shaders;
+    if t.area != (1, 1) {
+        let known = f.shader_objects.lock();
+        for s in &mut shaders[..b.n] {
+            if let Some(v) = known.get(s).and_then(|o| o.variants.get(&t.area)) {
+                *s = *v;
+            }
+        }
+    }
+    // SAFETY: the caller's guarantee (the capture rule): `cb` is recording, every shader alive (the application's
+    // or a variant of it); the arrays hold `b.n` entries.
+    unsafe {
+        (so.cmd_bind_shaders_ext)(cb, b.n as u32, b.stages.as_ptr(), shaders.as_ptr());
+        super::multiview_flush::bound(f, cb, vk::Pipeline::null());
     }
 }
 

@@ -632,18 +632,53 @@ pub(super) fn unsupported(
     None
 }
 
-/// Plans a captured pass on the GPU and records its replays; `Err(why)`
-/// when it must render at 1x1 instead (nothing recorded then).
-///
-/// # Safety
-/// As [`super::replay::replay`].
-pub(super) unsafe fn replay_gpu(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    pass: &mut Pass,
-) -> Result<(), String> {
-    let started = std::time::Instant::now();
+/// Per view index below the highest rendered one, what the plan reads of it.
+#[derive(Clone, Copy)]
+struct PlanView {
+    /// Whether the pass renders it.
+    rendered: bool,
+    /// Its map layer: its own of a layered map, layer 0 of a single-layer one.
+    layer: u32,
+    /// Its density offset (given per layer).
+    offset: (i32, i32),
+}
+
+/// The density map as the plan copies it: its image and layout, the mip level and first layer of the pass's view of
+/// it, and that level's size in texels.
+struct MapSource {
+    image: vk::Image,
+    layout: vk::ImageLayout,
+    mip: u32,
+    base_layer: u32,
+    size: (u32, u32),
+}
+
+/// A pass the GPU plan covers, as [`eligible`] found it.
+struct Eligible {
+    atts: Vec<Option<Att>>,
+    map: MapSource,
+    /// The framebuffer's size and layers.
+    extent: (u32, u32),
+    fb_layers: u32,
+    /// The views planned (the layers of a per-layer pass count as views).
+    view_mask: u32,
+    views: Vec<PlanView>,
+    /// The views upscaled: view `v` is layer `v` of the attachment's view and of the scratch target.
+    drawn: Vec<u32>,
+    /// The attachments that store (those upscaled), by index.
+    stored: Vec<usize>,
+    render_area: Rect,
+    /// A map texel's size in pixels.
+    texel: (u32, u32),
+    regions: Vec<Region>,
+    /// The commands a replay records besides the pass's own: its state restored, and two.
+    restored: usize,
+}
+
+/// The pass as the GPU plan covers it, or why it cannot (`Err(why)`: it renders at 1x1): its attachments and map
+/// ([`unsupported`], then the map's view and format), a render area that has regions, and commands that a replay
+/// can record ([`check_commands`]).
+fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, String> {
     let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     // The layers of a per-layer pass are planned as views (the replays still begin the pass as the application did).
     let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.controls.without_per_layer);
@@ -651,7 +686,6 @@ pub(super) unsafe fn replay_gpu(
     if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers) {
         return Err(why);
     }
-    let cond = f.conditional.as_ref().unwrap();
     let v = *f.views.lock().get(&map_view).ok_or("the density map view is unknown")?;
     let img = *f.images.lock().get(&v.image).ok_or("the density map image is unknown")?;
     if v.format != vk::Format::R8G8_UNORM {
@@ -659,19 +693,21 @@ pub(super) unsafe fn replay_gpu(
     }
     let mip = v.range.base_mip_level;
     let (mw, mh) = ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1));
+    let map =
+        MapSource { image: v.image, layout: map_layout, mip, base_layer: v.range.base_array_layer, size: (mw, mh) };
     // Per view index below the highest rendered one: whether it is rendered, its map layer (its own of a layered
     // map, layer 0 of a single-layer one) and its density offset (given per layer), as for a host plan.
     let map_layers = v.range.layer_count.max(1);
     let view_count = 32 - view_mask.leading_zeros().min(31);
-    let views: Vec<(bool, u32, (i32, i32))> = (0..view_count)
+    let views: Vec<PlanView> = (0..view_count)
         .map(|i| {
             let rendered = view_mask == 0 || view_mask & (1 << i) != 0;
             let layer = if map_layers > 1 { i.min(map_layers - 1) } else { 0 };
             let o = if f.controls.without_offsets { None } else { pass.offsets.get(layer as usize) };
-            (rendered, layer, o.map_or((0, 0), |o| (o.x, o.y)))
+            PlanView { rendered, layer, offset: o.map_or((0, 0), |o| (o.x, o.y)) }
         })
         .collect();
-    let shift = views.iter().find(|v| v.0).map_or((0, 0), |v| v.2);
+    let shift = views.iter().find(|v| v.rendered).map_or((0, 0), |v| v.offset);
     let ra = pass.begin.area();
     let render_area =
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
@@ -682,6 +718,28 @@ pub(super) unsafe fn replay_gpu(
     if regions.is_empty() {
         return Err("an empty render area".into());
     }
+    check_commands(f, pass)?;
+    let drawn = (0..view_count).filter(|&v| views[v as usize].rendered).collect();
+    let stored = atts.iter().enumerate().filter(|(_, a)| a.as_ref().is_some_and(|a| a.store)).map(|(i, _)| i).collect();
+    Ok(Eligible {
+        atts,
+        map,
+        extent,
+        fb_layers,
+        view_mask,
+        views,
+        drawn,
+        stored,
+        render_area,
+        texel,
+        regions,
+        restored,
+    })
+}
+
+/// Whether a replay can record the pass's commands; `Err(why)` for a pipeline without the per-area variants (or
+/// shader objects without theirs), input attachments or several subpasses.
+fn check_commands(f: &Fdm, pass: &Pass) -> Result<(), String> {
     // Every area's pipeline variants and shader objects, as for a host plan.
     {
         let pipelines = f.pipelines.lock();
@@ -712,302 +770,494 @@ pub(super) unsafe fn replay_gpu(
     if pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass)) {
         return Err("its density map is dynamic or deferred and it has several subpasses".into());
     }
-    // Scratch targets per area, claimed for `cb`.
-    let mut targets: Vec<Targets> = Vec::with_capacity(AREAS.len());
-    for area in AREAS {
-        // SAFETY: the pass's begin and attachments are alive (the capture rule).
-        targets.push(
-            unsafe { scratch_targets(dev, f, cb, &pass.begin, &atts, area, extent, fb_layers) }
-                .map_err(|e| format!("scratch targets: {e:?}"))?,
-        );
-    }
-    // The views upscaled: view `v` is layer `v` of the attachment's view and of the scratch target.
-    let drawn: Vec<u32> = (0..view_count).filter(|&v| views[v as usize].0).collect();
-    // Per area, either each region replays the whole pass under its predicate, or the pass goes down once and
-    // each run of draws and clears once per region (scissor, predicate, the run): whichever records fewer
-    // commands (a pass of few draws among much state: by draw).
+    Ok(())
+}
+
+/// How step 2 records the pass per area: either each region replays the whole pass under its predicate, or (by
+/// draw) the pass goes down once and each run of draws and clears once per region (scissor, predicate, the run):
+/// whichever records fewer commands (a pass of few draws among much state: by draw).
+fn by_draw(f: &Fdm, pass: &Pass, e: &Eligible) -> bool {
     let runs: Vec<usize> =
         pass.cmds.chunk_by(|a, b| a.writes() && b.writes()).filter(|r| r[0].writes()).map(<[Cmd]>::len).collect();
-    let nreg = regions.len();
-    let per_region = nreg * (restored + pass.cmds.len() + 2);
-    let per_draw = restored + pass.cmds.len() + runs.iter().map(|k| nreg * (k + 3) + 1).sum::<usize>();
-    let by_draw = per_draw < per_region && !f.controls.without_gpu_plan_by_draw;
-    let stored: Vec<usize> =
-        atts.iter().enumerate().filter(|(_, a)| a.as_ref().is_some_and(|a| a.store)).map(|(i, _)| i).collect();
-    // Region bounds for the upscale: column x starts then the end, row y starts then the end.
-    let (mut xs, mut ys): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-    for r in &regions {
-        if !xs.contains(&r.rect.x) {
-            xs.push(r.rect.x);
-        }
-        if !ys.contains(&r.rect.y) {
-            ys.push(r.rect.y);
-        }
-    }
-    let (columns, rows) = (xs.len() as u32, ys.len() as u32);
-    xs.push(render_area.x + render_area.w);
-    ys.push(render_area.y + render_area.h);
-    let d = f.raw.as_ref().ok_or("the GPU plan has no device of the next layer")?;
-    let nr = regions.len() as u32;
-    let choices = 9 * nr;
-    let table = choices + view_count * nr;
-    let bounds = table + ROW * nr;
-    let views_at = bounds + columns + rows + 2;
-    let texels = views_at + VIEW_WORDS * view_count;
-    // Each map layer a view reads, once, at `texels + k * layer_words`.
-    let layer_words = (mw * mh).div_ceil(2);
-    let mut layers: Vec<u32> = views.iter().filter(|v| v.0).map(|v| v.1).collect();
-    layers.sort_unstable();
-    layers.dedup();
-    let size = (texels as u64 + layer_words as u64 * layers.len() as u64) * 4;
-    // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
-    let checked_us = started.elapsed().as_micros();
-    let mut o = f.gpu_plan.lock();
-    let mut owned = Owned::new(size);
-    let mut pool = vk::DescriptorPool::null();
-    let mut plan_set = vk::DescriptorSet::null();
-    let mut up_sets: Vec<Vec<vk::DescriptorSet>> = Vec::new();
-    let mut up: Vec<Upscale> = Vec::new();
-    // SAFETY: create infos built here from locals, the layer's own objects and the pass's attachment views (alive:
-    // the capture rule); on failure everything made here is destroyed before returning.
-    let made = (|| unsafe {
-        make_common(d, &mut o)?;
-        for &i in &stored {
-            let a = atts[i].as_ref().unwrap();
-            let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
-            up.push(upscale_pipeline(d, &mut o, a.format, layered, a.samples)?);
-        }
-        take_buffer(f, &mut o, &mut owned)?;
-        let n = stored.len() as u32 * AREAS.len() as u32;
-        let sizes = [
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
-        ];
-        pool = d.create_descriptor_pool(
-            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes),
-            None,
-        )?;
-        let sl = [o.plan_set_layout];
-        plan_set = d.allocate_descriptor_sets(
-            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
-        )?[0];
-        let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
-        let storage = |set| {
-            vk::WriteDescriptorSet::default()
-                .dst_set(set)
-                .dst_binding(1)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(&bi)
-        };
-        d.update_descriptor_sets(&[storage(plan_set).dst_binding(0)], &[]);
-        for (k, &i) in stored.iter().enumerate() {
-            let a = atts[i].as_ref().unwrap();
-            // The attachment's view itself, or per view of a multiview pass a view of its layer.
-            for &layer in &drawn {
-                let view = if view_mask == 0 {
-                    a.view
-                } else {
-                    let range = vk::ImageSubresourceRange {
-                        base_array_layer: a.range.base_array_layer + layer,
-                        layer_count: 1,
-                        level_count: 1,
-                        ..a.range
-                    };
-                    let info = vk::ImageViewCreateInfo::default()
-                        .image(a.image)
-                        .view_type(vk::ImageViewType::TYPE_2D)
-                        .format(a.format)
-                        .subresource_range(range);
-                    owned.views.push(d.create_image_view(&info, None)?);
-                    *owned.views.last().unwrap()
-                };
-                let views = [view];
-                owned.framebuffers.push(
-                    d.create_framebuffer(
-                        &vk::FramebufferCreateInfo::default()
-                            .render_pass(up[k].render_pass)
-                            .attachments(&views)
-                            .width(extent.0)
-                            .height(extent.1)
-                            .layers(1),
-                        None,
-                    )?,
-                );
+    let nreg = e.regions.len();
+    let per_region = nreg * (e.restored + pass.cmds.len() + 2);
+    let per_draw = e.restored + pass.cmds.len() + runs.iter().map(|k| nreg * (k + 3) + 1).sum::<usize>();
+    per_draw < per_region && !f.controls.without_gpu_plan_by_draw
+}
+
+/// The pass's layout of its plan buffer, in 32-bit words (`Plan` of `fdm_plan.comp`): per region 9 predicates,
+/// one per candidate area (region `r`'s of area `a` at `r * 9 + a`), from 0; the regions' choices per view at
+/// `choices`; the region table ([`ROW`] words per region) at `table`; the region bounds for the upscale at `bounds`
+/// (column x starts then the render area's end, row y starts then its end); [`VIEW_WORDS`] words per view index at
+/// `views_at`; from `texels` each map layer a view reads, `layer_words` words each.
+struct PlanLayout {
+    /// Regions, and view indices.
+    regions: u32,
+    views: u32,
+    choices: u32,
+    table: u32,
+    bounds: u32,
+    views_at: u32,
+    texels: u32,
+    layer_words: u32,
+    /// The map layers copied, once each: the `k`-th at `texels + k * layer_words`.
+    layers: Vec<u32>,
+    /// The upscale's columns and rows of regions, and their bounds (those written at `bounds`).
+    columns: u32,
+    rows: u32,
+    xs: Vec<u32>,
+    ys: Vec<u32>,
+    /// The buffer's size in bytes.
+    size: u64,
+}
+
+impl PlanLayout {
+    fn new(e: &Eligible) -> PlanLayout {
+        // Region bounds for the upscale: column x starts then the end, row y starts then the end.
+        let (mut xs, mut ys): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        for r in &e.regions {
+            if !xs.contains(&r.rect.x) {
+                xs.push(r.rect.x);
             }
-            // A set per area: its scratch view, and the plan buffer.
-            let sl = [o.up_set_layout; AREAS.len()];
-            let sets = d.allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
-            )?;
-            let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
-            for (set, t) in sets.iter().zip(&targets) {
-                // A depth/stencil scratch target is sampled through a view of its depth aspect.
-                let image_view = if depth {
-                    let range = vk::ImageSubresourceRange {
-                        aspect_mask: vk::ImageAspectFlags::DEPTH,
-                        base_mip_level: 0,
-                        level_count: 1,
-                        base_array_layer: 0,
-                        ..a.range
-                    };
-                    let info = vk::ImageViewCreateInfo::default()
-                        .image(t.images[i].unwrap())
-                        .view_type(a.view_type)
-                        .format(a.format)
-                        .subresource_range(range);
-                    owned.views.push(d.create_image_view(&info, None)?);
-                    *owned.views.last().unwrap()
-                } else {
-                    t.views[i].unwrap()
-                };
-                let ii = [vk::DescriptorImageInfo {
-                    sampler: vk::Sampler::null(),
-                    image_view,
-                    image_layout: upscale_layout(depth).0,
-                }];
-                d.update_descriptor_sets(
-                    &[
-                        vk::WriteDescriptorSet::default()
-                            .dst_set(*set)
-                            .dst_binding(0)
-                            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                            .image_info(&ii),
-                        storage(*set),
-                    ],
-                    &[],
-                );
+            if !ys.contains(&r.rect.y) {
+                ys.push(r.rect.y);
             }
-            up_sets.push(sets);
         }
-        Ok::<(), vk::Result>(())
-    })();
-    if let Err(e) = made {
-        // SAFETY: the objects just made by the layer, never used.
-        unsafe {
-            destroy_owned(d, owned);
-            d.destroy_descriptor_pool(pool, None);
+        let (columns, rows) = (xs.len() as u32, ys.len() as u32);
+        xs.push(e.render_area.x + e.render_area.w);
+        ys.push(e.render_area.y + e.render_area.h);
+        let (regions, views) = (e.regions.len() as u32, e.views.len() as u32);
+        let choices = 9 * regions;
+        let table = choices + views * regions;
+        let bounds = table + ROW * regions;
+        let views_at = bounds + columns + rows + 2;
+        let texels = views_at + VIEW_WORDS * views;
+        // Each map layer a view reads, once, at `texels + k * layer_words`.
+        let layer_words = (e.map.size.0 * e.map.size.1).div_ceil(2);
+        let mut layers: Vec<u32> = e.views.iter().filter(|v| v.rendered).map(|v| v.layer).collect();
+        layers.sort_unstable();
+        layers.dedup();
+        let size = (texels as u64 + layer_words as u64 * layers.len() as u64) * 4;
+        PlanLayout {
+            regions,
+            views,
+            choices,
+            table,
+            bounds,
+            views_at,
+            texels,
+            layer_words,
+            layers,
+            columns,
+            rows,
+            xs,
+            ys,
+            size,
         }
-        return Err(format!("the GPU plan's objects: {e:?}"));
     }
-    let (plan_pipeline, plan_layout, up_layout) = (o.plan_pipeline, o.plan_layout, o.up_layout);
-    let buffer = owned.buffer;
-    let framebuffers = owned.framebuffers.clone();
-    o.owned.insert(pool, owned);
-    drop(o);
-    pass.shadow_pools.push(pool);
-    let made_us = started.elapsed().as_micros();
-    let mut words: Vec<u32> = Vec::with_capacity((texels - table) as usize);
-    for r in &regions {
-        words.extend_from_slice(&r.row);
-    }
-    words.extend(&xs);
-    words.extend(&ys);
-    for &(rendered, layer, (ox, oy)) in &views {
-        let k = layers.iter().position(|&l| l == layer).unwrap_or(0) as u32;
-        words.extend([ox as u32, oy as u32, texels + k * layer_words, rendered as u32]);
-    }
-    let table_bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let present = || atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)));
-    let mut cur: Vec<vk::ImageLayout> =
-        atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
-    let all = vk::Rect2D {
-        offset: vk::Offset2D { x: render_area.x as i32, y: render_area.y as i32 },
-        extent: vk::Extent2D { width: render_area.w, height: render_area.h },
-    };
-    // SAFETY: the caller's guarantee: `cb` is recording at the end of the captured `pass`, outside a render pass;
-    // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
-    unsafe {
-        // 1. The plan: everything before (the map's writers included) done, the map copied, the regions' areas.
-        barrier(f, cb, &[]);
-        // At most 65536 bytes per update (the table of 8x8 regions and 32 views is far below).
-        for (k, chunk) in table_bytes.chunks(65536).enumerate() {
-            d.cmd_update_buffer(cb, buffer, table as u64 * 4 + k as u64 * 65536, chunk);
+
+    /// The words from `table` to `texels` (the region table, the bounds, the views), as bytes.
+    fn table_bytes(&self, e: &Eligible) -> Vec<u8> {
+        let mut words: Vec<u32> = Vec::with_capacity((self.texels - self.table) as usize);
+        for r in &e.regions {
+            words.extend_from_slice(&r.row);
         }
-        let copies: Vec<vk::BufferImageCopy> = layers
+        words.extend(&self.xs);
+        words.extend(&self.ys);
+        for v in &e.views {
+            let k = self.layers.iter().position(|&l| l == v.layer).unwrap_or(0) as u32;
+            words.extend([v.offset.0 as u32, v.offset.1 as u32, self.texels + k * self.layer_words, v.rendered as u32]);
+        }
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// The copies of the map's layers into the buffer.
+    fn map_copies(&self, map: &MapSource) -> Vec<vk::BufferImageCopy> {
+        self.layers
             .iter()
             .enumerate()
             .map(|(k, &layer)| {
                 vk::BufferImageCopy::default()
-                    .buffer_offset((texels + k as u32 * layer_words) as u64 * 4)
+                    .buffer_offset((self.texels + k as u32 * self.layer_words) as u64 * 4)
                     .image_subresource(vk::ImageSubresourceLayers {
                         aspect_mask: vk::ImageAspectFlags::COLOR,
-                        mip_level: mip,
-                        base_array_layer: v.range.base_array_layer + layer,
+                        mip_level: map.mip,
+                        base_array_layer: map.base_layer + layer,
                         layer_count: 1,
                     })
-                    .image_extent(vk::Extent3D { width: mw, height: mh, depth: 1 })
+                    .image_extent(vk::Extent3D { width: map.size.0, height: map.size.1, depth: 1 })
             })
-            .collect();
-        d.cmd_copy_image_to_buffer(cb, v.image, map_layout, buffer, &copies);
-        barrier(f, cb, &[]);
-        d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, plan_pipeline);
-        d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, plan_layout, 0, &[plan_set], &[]);
+            .collect()
+    }
+}
+
+/// What the pass's recording uses of the GPU plan's objects: the pass's own ([`make_objects`]) and the shared
+/// pipelines and layouts.
+#[derive(Default)]
+struct PassObjects {
+    /// The pool of the pass's sets; its entry of [`Objects::owned`] holds the rest the pass made.
+    pool: vk::DescriptorPool,
+    plan_set: vk::DescriptorSet,
+    /// The plan buffer.
+    buffer: vk::Buffer,
+    /// Per stored attachment its upscale, its sets (one per area) and its framebuffers (one per drawn view, those
+    /// of attachment `k` from `k * drawn`).
+    up: Vec<Upscale>,
+    up_sets: Vec<Vec<vk::DescriptorSet>>,
+    framebuffers: Vec<vk::Framebuffer>,
+    plan_pipeline: vk::Pipeline,
+    plan_layout: vk::PipelineLayout,
+    up_layout: vk::PipelineLayout,
+}
+
+/// Makes the pass's objects (the shared pipelines first, where not yet made): its plan buffer of `size` bytes, a
+/// descriptor pool with the plan's set and per stored attachment a set per area, and per stored attachment and
+/// drawn view an upscale framebuffer; they stay in `f`'s table under the pool. On failure nothing made here is
+/// left.
+///
+/// # Safety
+/// `d` is `f`'s device; the pass's attachment views and `targets` are alive (the capture rule).
+unsafe fn make_objects(
+    f: &Fdm,
+    d: &ash::Device,
+    e: &Eligible,
+    targets: &[Targets],
+    size: u64,
+) -> Result<PassObjects, String> {
+    let mut o = f.gpu_plan.lock();
+    let mut owned = Owned::new(size);
+    let mut made = PassObjects::default();
+    // SAFETY: the caller's guarantee; `o` is `f`'s table.
+    if let Err(err) = unsafe { try_make_objects(f, d, &mut o, e, targets, &mut owned, &mut made) } {
+        // SAFETY: the objects just made by the layer, never used.
+        unsafe {
+            destroy_owned(d, owned);
+            d.destroy_descriptor_pool(made.pool, None);
+        }
+        return Err(format!("the GPU plan's objects: {err:?}"));
+    }
+    (made.plan_pipeline, made.plan_layout, made.up_layout) = (o.plan_pipeline, o.plan_layout, o.up_layout);
+    (made.buffer, made.framebuffers) = (owned.buffer, owned.framebuffers.clone());
+    o.owned.insert(made.pool, owned);
+    Ok(made)
+}
+
+/// [`make_objects`]' work, into `owned` and `made` as it goes (the caller destroys them on failure).
+///
+/// # Safety
+/// As [`make_objects`]; `o` is `f`'s table.
+unsafe fn try_make_objects(
+    f: &Fdm,
+    d: &ash::Device,
+    o: &mut Objects,
+    e: &Eligible,
+    targets: &[Targets],
+    owned: &mut Owned,
+    made: &mut PassObjects,
+) -> Result<(), vk::Result> {
+    // SAFETY: the caller's guarantee; create infos built here from locals and the layer's own objects.
+    unsafe {
+        make_common(d, o)?;
+        for &i in &e.stored {
+            let a = e.atts[i].as_ref().unwrap();
+            let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
+            made.up.push(upscale_pipeline(d, o, a.format, layered, a.samples)?);
+        }
+        take_buffer(f, o, owned)?;
+        let n = e.stored.len() as u32 * AREAS.len() as u32;
+        let sizes = [
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
+        ];
+        made.pool = d.create_descriptor_pool(
+            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes),
+            None,
+        )?;
+        let sl = [o.plan_set_layout];
+        made.plan_set = d.allocate_descriptor_sets(
+            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(made.pool).set_layouts(&sl),
+        )?[0];
+        let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+        d.update_descriptor_sets(&[storage_write(made.plan_set, 0, &bi)], &[]);
+        for (k, &i) in e.stored.iter().enumerate() {
+            upscale_framebuffers(d, e, i, made.up[k].render_pass, owned)?;
+            let sets = upscale_sets(d, o.up_set_layout, made.pool, e, i, targets, owned)?;
+            made.up_sets.push(sets);
+        }
+    }
+    Ok(())
+}
+
+/// The write of the plan buffer (`bi`) to `binding` of `set`.
+fn storage_write(set: vk::DescriptorSet, binding: u32, bi: &[vk::DescriptorBufferInfo]) -> vk::WriteDescriptorSet<'_> {
+    vk::WriteDescriptorSet::default()
+        .dst_set(set)
+        .dst_binding(binding)
+        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+        .buffer_info(bi)
+}
+
+/// The upscale's framebuffers of stored attachment `i`, one per drawn view, into `owned`: over the attachment's view
+/// itself, or per view of a multiview pass over a view (made here) of its layer.
+///
+/// # Safety
+/// `d` is the device of `render_pass` and of the pass's attachments, which are alive (the capture rule).
+unsafe fn upscale_framebuffers(
+    d: &ash::Device,
+    e: &Eligible,
+    i: usize,
+    render_pass: vk::RenderPass,
+    owned: &mut Owned,
+) -> Result<(), vk::Result> {
+    let a = e.atts[i].as_ref().unwrap();
+    for &layer in &e.drawn {
+        let view = if e.view_mask == 0 {
+            a.view
+        } else {
+            let range = vk::ImageSubresourceRange {
+                base_array_layer: a.range.base_array_layer + layer,
+                layer_count: 1,
+                level_count: 1,
+                ..a.range
+            };
+            let info = vk::ImageViewCreateInfo::default()
+                .image(a.image)
+                .view_type(vk::ImageViewType::TYPE_2D)
+                .format(a.format)
+                .subresource_range(range);
+            // SAFETY: a create info built here from the attachment's image (alive: the caller's guarantee).
+            owned.views.push(unsafe { d.create_image_view(&info, None) }?);
+            *owned.views.last().unwrap()
+        };
+        let views = [view];
+        let info = vk::FramebufferCreateInfo::default()
+            .render_pass(render_pass)
+            .attachments(&views)
+            .width(e.extent.0)
+            .height(e.extent.1)
+            .layers(1);
+        // SAFETY: a create info built here from the layer's render pass and a live view (the caller's guarantee).
+        owned.framebuffers.push(unsafe { d.create_framebuffer(&info, None) }?);
+    }
+    Ok(())
+}
+
+/// The upscale's sets of stored attachment `i`, one per area (from `pool`, of `set_layout`): the area's scratch
+/// target (a depth/stencil one through a view of its depth aspect, made here into `owned`) and the plan buffer.
+///
+/// # Safety
+/// `d` is the device of `set_layout`, `pool`, `targets` and `owned`'s buffer; `targets` are alive.
+unsafe fn upscale_sets(
+    d: &ash::Device,
+    set_layout: vk::DescriptorSetLayout,
+    pool: vk::DescriptorPool,
+    e: &Eligible,
+    i: usize,
+    targets: &[Targets],
+    owned: &mut Owned,
+) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
+    let a = e.atts[i].as_ref().unwrap();
+    let sl = [set_layout; AREAS.len()];
+    // SAFETY: an allocate info built here from the layer's own pool and layout (the caller's guarantee).
+    let sets = unsafe {
+        d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))
+    }?;
+    let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+    let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
+    for (set, t) in sets.iter().zip(targets) {
+        // A depth/stencil scratch target is sampled through a view of its depth aspect.
+        let image_view = if depth {
+            let range = vk::ImageSubresourceRange {
+                aspect_mask: vk::ImageAspectFlags::DEPTH,
+                base_mip_level: 0,
+                level_count: 1,
+                base_array_layer: 0,
+                ..a.range
+            };
+            let info = vk::ImageViewCreateInfo::default()
+                .image(t.images[i].unwrap())
+                .view_type(a.view_type)
+                .format(a.format)
+                .subresource_range(range);
+            // SAFETY: a create info built here from the scratch target's image (alive: the caller's guarantee).
+            owned.views.push(unsafe { d.create_image_view(&info, None) }?);
+            *owned.views.last().unwrap()
+        } else {
+            t.views[i].unwrap()
+        };
+        let ii = [vk::DescriptorImageInfo {
+            sampler: vk::Sampler::null(),
+            image_view,
+            image_layout: upscale_layout(depth).0,
+        }];
+        let writes = [
+            vk::WriteDescriptorSet::default()
+                .dst_set(*set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                .image_info(&ii),
+            storage_write(*set, 1, &bi),
+        ];
+        // SAFETY: writes built here of a set just allocated, a live view and the plan buffer (the caller's guarantee).
+        unsafe { d.update_descriptor_sets(&writes, &[]) };
+    }
+    Ok(sets)
+}
+
+/// The attachments present, with their indices.
+fn present(atts: &[Option<Att>]) -> impl Iterator<Item = (usize, &Att)> {
+    atts.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?)))
+}
+
+/// The recording of a planned pass at its end, into `cb`: what the steps of the module doc share.
+struct Recording<'a> {
+    f: &'a Fdm,
+    d: &'a ash::Device,
+    cb: vk::CommandBuffer,
+    pass: &'a Pass,
+    e: &'a Eligible,
+    layout: &'a PlanLayout,
+    objects: &'a PassObjects,
+    /// The render area.
+    all: vk::Rect2D,
+    /// Each attachment's layout at this point of the recording.
+    cur: Vec<vk::ImageLayout>,
+}
+
+impl Recording<'_> {
+    /// A transition of attachment `i` itself.
+    fn real(&self, i: usize, old: vk::ImageLayout, new: vk::ImageLayout) -> Transition {
+        let a = self.e.atts[i].as_ref().unwrap();
+        Transition { image: a.image, range: a.range, old, new }
+    }
+
+    /// A transition of attachment `i`'s scratch target in `t`.
+    fn scratch(&self, t: &Targets, i: usize, old: vk::ImageLayout, new: vk::ImageLayout) -> Transition {
+        let a = self.e.atts[i].as_ref().unwrap();
+        let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+        Transition { image: t.images[i].unwrap(), range, old, new }
+    }
+
+    /// Step 1, the plan: everything before (the map's writers included) done, the region table written and the map
+    /// copied into the plan buffer, the regions' areas chosen (`fdm_plan.comp`); the application's compute pipeline
+    /// and sets put back.
+    ///
+    /// # Safety
+    /// `cb` is recording at the end of the captured pass, outside a render pass; the pass's objects are alive (the
+    /// capture rule).
+    unsafe fn plan(&self) {
+        let (f, d, cb, e, l, o) = (self.f, self.d, self.cb, self.e, self.layout, self.objects);
+        let table_bytes = l.table_bytes(e);
+        let (mw, mh) = e.map.size;
         let flags = f.controls.one_area_per_pass as u32;
-        let pc: Vec<u8> = [mw, mh, nr, choices, table, views_at, view_count, flags, texel.0, texel.1]
+        let pc: Vec<u8> = [mw, mh, l.regions, l.choices, l.table, l.views_at, l.views, flags, e.texel.0, e.texel.1]
             .iter()
             .flat_map(|w| w.to_le_bytes())
             .collect();
-        d.cmd_push_constants(cb, plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
-        d.cmd_dispatch(cb, nr.div_ceil(64), 1, 1);
-        // The application's compute pipeline and sets as it left them (its push constants go back with the
-        // graphics state at the end of the pass).
-        if !f.controls.without_compute_restore {
-            restore_compute(f, cb, &pass.state);
-        }
-        barrier(f, cb, &[]);
-        // 2. Per area: the downscales of what loads (its scratch targets only), then one render pass instance over
-        // the render area, each region's commands clipped to it under its predicate (skipped where the region
-        // chose another area).
-        let real = |i: usize, old, new| -> Transition {
-            let a = atts[i].as_ref().unwrap();
-            Transition { image: a.image, range: a.range, old, new }
-        };
-        let scratch = |t: &Targets, i: usize, old, new| -> Transition {
-            let a = atts[i].as_ref().unwrap();
-            let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
-            Transition { image: t.images[i].unwrap(), range, old, new }
-        };
-        for (ai, (area, t)) in AREAS.iter().zip(&targets).enumerate() {
-            let mut t1 = Vec::new();
-            for (i, _) in present().filter(|(_, a)| a.load) {
-                t1.push(real(i, cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
-                cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-                t1.push(scratch(t, i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+        // SAFETY: the caller's guarantee; the buffer, map, pipeline and set are the layer's own or the pass's.
+        unsafe {
+            barrier(f, cb, &[]);
+            // At most 65536 bytes per update (the table of 8x8 regions and 32 views is far below).
+            for (k, chunk) in table_bytes.chunks(65536).enumerate() {
+                d.cmd_update_buffer(cb, o.buffer, l.table as u64 * 4 + k as u64 * 65536, chunk);
             }
+            d.cmd_copy_image_to_buffer(cb, e.map.image, e.map.layout, o.buffer, &l.map_copies(&e.map));
+            barrier(f, cb, &[]);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.plan_pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.plan_layout, 0, &[o.plan_set], &[]);
+            d.cmd_push_constants(cb, o.plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
+            d.cmd_dispatch(cb, l.regions.div_ceil(64), 1, 1);
+            // The application's compute pipeline and sets as it left them (its push constants go back with the
+            // graphics state at the end of the pass).
+            if !f.controls.without_compute_restore {
+                restore_compute(f, cb, &self.pass.state);
+            }
+            barrier(f, cb, &[]);
+        }
+    }
+
+    /// Step 2 for area `ai` (its scratch targets `t`): the downscales of what loads, then one render pass instance over the
+    /// render area, each region's commands clipped to it under its predicate.
+    ///
+    /// # Safety
+    /// As [`Recording::plan`]; `t` is claimed for `cb`.
+    unsafe fn area(&mut self, ai: usize, t: &Targets, by_draw: bool) {
+        // SAFETY: the caller's guarantee.
+        unsafe {
+            self.downscale(AREAS[ai], t);
+            self.replays(ai, t, by_draw);
+        }
+    }
+
+    /// Step 2's downscales into the scratch targets `t` of `area`: what loads, by blits (unconditional: they write
+    /// only that area's scratch targets) or, multisampled, copies (every sample kept); then every scratch target
+    /// whose attachment has an initial layout in it.
+    ///
+    /// # Safety
+    /// As [`Recording::area`].
+    unsafe fn downscale(&mut self, area: (u32, u32), t: &Targets) {
+        let (f, cb, e) = (self.f, self.cb, self.e);
+        let mut t1 = Vec::new();
+        for (i, _) in present(&e.atts).filter(|(_, a)| a.load) {
+            t1.push(self.real(i, self.cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
+            self.cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+            t1.push(self.scratch(t, i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+        }
+        // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
+        unsafe {
             if !t1.is_empty() {
                 barrier(f, cb, &t1);
-                for (i, a) in present().filter(|(_, a)| a.load) {
-                    let pairs: Vec<(Rect, Rect)> = regions.iter().flat_map(|r| scaled_regions(r.rect, *area)).collect();
+                for (i, a) in present(&e.atts).filter(|(_, a)| a.load) {
+                    let pairs: Vec<(Rect, Rect)> =
+                        e.regions.iter().flat_map(|r| scaled_regions(r.rect, area)).collect();
                     match t.mids[i] {
                         // Multisampled: copies through the intermediate image, every sample kept.
                         Some(mid) => {
-                            copy_scaled(f, cb, a.image, t.images[i].unwrap(), mid, a, &pairs, *area, false, None)
+                            copy_scaled(f, cb, a.image, t.images[i].unwrap(), mid, a, &pairs, area, false, None)
                         }
                         None => blit(f, cb, (a.image, a), (t.images[i].unwrap(), a), &pairs, false, true, None),
                     }
                 }
             }
             let mut t2 = Vec::new();
-            for (i, a) in present().filter(|(_, a)| a.initial != vk::ImageLayout::UNDEFINED) {
+            for (i, a) in present(&e.atts).filter(|(_, a)| a.initial != vk::ImageLayout::UNDEFINED) {
                 let old = if a.load { vk::ImageLayout::TRANSFER_DST_OPTIMAL } else { vk::ImageLayout::UNDEFINED };
-                t2.push(scratch(t, i, old, a.initial));
+                t2.push(self.scratch(t, i, old, a.initial));
             }
             barrier(f, cb, &t2);
-            let tr_all = Transform { area: *area, clip: Some(render_area), inputs: None };
-            let mut begin = pass.begin.clone();
-            retarget(&mut begin, tr_all.rect(&all), t.framebuffer, &t.views);
+        }
+    }
+
+    /// Step 2's render pass instance into the scratch targets `t` of area `ai`: each region that may choose the
+    /// area (its cap allows it) replays under `vkCmdBeginConditionalRenderingEXT` on its predicate, skipped where it
+    /// chose another; by draw ([`by_draw`]) or the whole pass per region.
+    ///
+    /// # Safety
+    /// As [`Recording::area`].
+    unsafe fn replays(&self, ai: usize, t: &Targets, by_draw: bool) {
+        let (f, cb, pass, e) = (self.f, self.cb, self.pass, self.e);
+        let area = AREAS[ai];
+        // `unsupported` turned away a device without conditional rendering.
+        let cond = f.conditional.as_ref().unwrap();
+        let tr_all = Transform { area, clip: Some(e.render_area), inputs: None };
+        let mut begin = pass.begin.clone();
+        retarget(&mut begin, tr_all.rect(&self.all), t.framebuffer, &t.views);
+        let candidates: Vec<(usize, Transform)> = e
+            .regions
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| area.0 <= r.row[4] && area.1 <= r.row[5])
+            .map(|(ri, r)| (ri, Transform { area, clip: Some(r.rect), inputs: None }))
+            .collect();
+        let predicate = |ri: usize| {
+            vk::ConditionalRenderingBeginInfoEXT::default()
+                .buffer(self.objects.buffer)
+                .offset(((ri as u32 * 9 + ai as u32) * 4) as u64)
+        };
+        // SAFETY: the caller's guarantee; the predicates lie in the plan buffer, made for conditional rendering
+        // (`take_buffer`).
+        unsafe {
             begin_real(f, cb, &begin);
-            let candidates: Vec<(usize, Transform)> = regions
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| area.0 <= r.row[4] && area.1 <= r.row[5])
-                .map(|(ri, r)| (ri, Transform { area: *area, clip: Some(r.rect), inputs: None }))
-                .collect();
-            let predicate = |ri: usize| {
-                vk::ConditionalRenderingBeginInfoEXT::default()
-                    .buffer(buffer)
-                    .offset(((ri as u32 * 9 + ai as u32) * 4) as u64)
-            };
             if by_draw {
                 // The pass once, its state commands as they come; each run of draws and clears once per region
                 // that may choose this area (its cap allows it), under its predicate, scissors clipped to it.
@@ -1036,72 +1286,165 @@ pub(super) unsafe fn replay_gpu(
             }
             end_real(f, cb, &begin);
         }
-        // 3. The upscale of each stored colour attachment: per area an instanced draw of the regions' quads, each
-        // region drawn only by the area it chose, from that area's scratch target.
+    }
+
+    /// Step 3, the upscale of each stored attachment (the scratch targets `targets`, per area): per view drawn, per area
+    /// an instanced draw of the regions' quads, each region drawn only by the area it chose, from that area's
+    /// scratch target.
+    ///
+    /// # Safety
+    /// As [`Recording::plan`]; `targets` are claimed for `cb`.
+    unsafe fn upscale(&mut self, targets: &[Targets]) {
+        let e = self.e;
         let mut t3 = Vec::new();
-        for &i in &stored {
-            let a = atts[i].as_ref().unwrap();
+        for &i in &e.stored {
+            let a = e.atts[i].as_ref().unwrap();
             let (read, write) = upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
-            for t in &targets {
-                t3.push(scratch(t, i, a.final_, read));
+            for t in targets {
+                t3.push(self.scratch(t, i, a.final_, read));
             }
-            t3.push(real(i, cur[i], write));
-            cur[i] = write;
+            t3.push(self.real(i, self.cur[i], write));
+            self.cur[i] = write;
         }
-        barrier(f, cb, &t3);
-        for (k, u) in up.iter().enumerate() {
-            for (j, &view) in drawn.iter().enumerate() {
-                let layer = view;
-                d.cmd_begin_render_pass(
-                    cb,
-                    &vk::RenderPassBeginInfo::default()
-                        .render_pass(u.render_pass)
-                        .framebuffer(framebuffers[k * drawn.len() + j])
-                        .render_area(all),
-                    vk::SubpassContents::INLINE,
-                );
-                let vp = vk::Viewport {
-                    x: render_area.x as f32,
-                    y: render_area.y as f32,
-                    width: render_area.w as f32,
-                    height: render_area.h as f32,
-                    min_depth: 0.0,
-                    max_depth: 1.0,
-                };
-                // Per sample of a multisampled attachment a pipeline writing that sample only.
-                for (sample, &pipeline) in u.pipelines.iter().enumerate() {
-                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                    d.cmd_set_viewport(cb, 0, &[vp]);
-                    d.cmd_set_scissor(cb, 0, &[all]);
-                    // Per area, an instance per region: the quads of the regions that chose it in this view.
-                    for (ai, area) in AREAS.iter().enumerate() {
-                        let set = [up_sets[k][ai]];
-                        d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, up_layout, 0, &set, &[]);
-                        let words =
-                            [area.0, area.1, ai as u32, columns, rows, bounds, choices, nr, view, layer, sample as u32];
-                        let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                        let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
-                        d.cmd_push_constants(cb, up_layout, stages, 0, &pc);
-                        d.cmd_draw(cb, 6, nr, 0, 0);
-                    }
+        // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
+        unsafe { barrier(self.f, self.cb, &t3) };
+        for (k, u) in self.objects.up.iter().enumerate() {
+            for (j, &view) in e.drawn.iter().enumerate() {
+                let framebuffer = self.objects.framebuffers[k * e.drawn.len() + j];
+                // SAFETY: the caller's guarantee.
+                unsafe { self.upscale_view(k, u, framebuffer, view) };
+            }
+        }
+    }
+
+    /// Step 3 for stored attachment `k` (its upscale `u`) in view `view`, through `framebuffer`: per sample of a
+    /// multisampled attachment a pipeline writing that sample only, per area an instance per region.
+    ///
+    /// # Safety
+    /// As [`Recording::upscale`].
+    unsafe fn upscale_view(&self, k: usize, u: &Upscale, framebuffer: vk::Framebuffer, view: u32) {
+        let (d, cb, l, o, ra) = (self.d, self.cb, self.layout, self.objects, self.e.render_area);
+        let layer = view;
+        let vp = vk::Viewport {
+            x: ra.x as f32,
+            y: ra.y as f32,
+            width: ra.w as f32,
+            height: ra.h as f32,
+            min_depth: 0.0,
+            max_depth: 1.0,
+        };
+        let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+        // SAFETY: the caller's guarantee; the render pass, framebuffer, pipelines and sets are the layer's own.
+        unsafe {
+            d.cmd_begin_render_pass(
+                cb,
+                &vk::RenderPassBeginInfo::default()
+                    .render_pass(u.render_pass)
+                    .framebuffer(framebuffer)
+                    .render_area(self.all),
+                vk::SubpassContents::INLINE,
+            );
+            // Per sample of a multisampled attachment a pipeline writing that sample only.
+            for (sample, &pipeline) in u.pipelines.iter().enumerate() {
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                d.cmd_set_viewport(cb, 0, &[vp]);
+                d.cmd_set_scissor(cb, 0, &[self.all]);
+                // Per area, an instance per region: the quads of the regions that chose it in this view.
+                for (ai, area) in AREAS.iter().enumerate() {
+                    let set = [o.up_sets[k][ai]];
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, o.up_layout, 0, &set, &[]);
+                    let words = [
+                        area.0,
+                        area.1,
+                        ai as u32,
+                        l.columns,
+                        l.rows,
+                        l.bounds,
+                        l.choices,
+                        l.regions,
+                        view,
+                        layer,
+                        sample as u32,
+                    ];
+                    let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    d.cmd_push_constants(cb, o.up_layout, stages, 0, &pc);
+                    d.cmd_draw(cb, 6, l.regions, 0, 0);
                 }
-                d.cmd_end_render_pass(cb);
             }
+            d.cmd_end_render_pass(cb);
         }
-        // 4. Every attachment to its final layout.
-        let finish: Vec<Transition> = present()
-            .filter(|(i, a)| cur[*i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED)
-            .map(|(i, a)| real(i, cur[i], a.final_))
+    }
+
+    /// Step 4: every attachment to its final layout.
+    ///
+    /// # Safety
+    /// As [`Recording::plan`].
+    unsafe fn finish(&self) {
+        let finish: Vec<Transition> = present(&self.e.atts)
+            .filter(|(i, a)| self.cur[*i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED)
+            .map(|(i, a)| self.real(i, self.cur[i], a.final_))
             .collect();
-        barrier(f, cb, &finish);
+        // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
+        unsafe { barrier(self.f, self.cb, &finish) };
+    }
+}
+
+/// Plans a captured pass on the GPU and records its replays; `Err(why)`
+/// when it must render at 1x1 instead (nothing recorded then).
+///
+/// # Safety
+/// As [`super::replay::replay`].
+pub(super) unsafe fn replay_gpu(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    pass: &mut Pass,
+) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let e = eligible(f, pass)?;
+    // Scratch targets per area, claimed for `cb`.
+    let mut targets: Vec<Targets> = Vec::with_capacity(AREAS.len());
+    for area in AREAS {
+        // SAFETY: the pass's begin and attachments are alive (the capture rule).
+        targets.push(
+            unsafe { scratch_targets(dev, f, cb, &pass.begin, &e.atts, area, e.extent, e.fb_layers) }
+                .map_err(|err| format!("scratch targets: {err:?}"))?,
+        );
+    }
+    let by_draw = by_draw(f, pass, &e);
+    let layout = PlanLayout::new(&e);
+    let d = f.raw.as_ref().ok_or("the GPU plan has no device of the next layer")?;
+    // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
+    let checked_us = started.elapsed().as_micros();
+    // SAFETY: `d` is `f`'s device; the pass's attachment views (the capture rule) and its scratch targets are alive.
+    let objects = unsafe { make_objects(f, d, &e, &targets, layout.size) }?;
+    pass.shadow_pools.push(objects.pool);
+    let made_us = started.elapsed().as_micros();
+    let ra = e.render_area;
+    let all = vk::Rect2D {
+        offset: vk::Offset2D { x: ra.x as i32, y: ra.y as i32 },
+        extent: vk::Extent2D { width: ra.w, height: ra.h },
+    };
+    let cur = e.atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
+    let mut rec = Recording { f, d, cb, pass, e: &e, layout: &layout, objects: &objects, all, cur };
+    // SAFETY: the caller's guarantee: `cb` is recording at the end of the captured `pass`, outside a render pass;
+    // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
+    unsafe {
+        rec.plan();
+        for (ai, t) in targets.iter().enumerate() {
+            rec.area(ai, t, by_draw);
+        }
+        rec.upscale(&targets);
+        rec.finish();
     }
     if dev.log().enabled(LogLevel::Debug) {
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {nr} regions of the {}x{} render area, {} areas each; {} commands replayed {}; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
-                render_area.w,
-                render_area.h,
+                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
+                layout.regions,
+                ra.w,
+                ra.h,
                 AREAS.len(),
                 pass.cmds.len(),
                 if by_draw { "once per area, each run of draws once per region" } else { "per region and area" },

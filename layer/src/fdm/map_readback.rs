@@ -237,30 +237,10 @@ unsafe fn read_map(
         x
     };
     let mut reader = f.reader.lock();
-    if let Some(r) = reader.as_mut().filter(|r| r.pending) {
-        // SAFETY: the reader's own fence, submitted with its last read, whose wait failed; waited for before it is
-        // reset (VUID-vkResetFences-pFences-01123), under the reader lock.
-        unsafe {
-            d.wait_for_fences(&[r.fence], true, WAIT_NS)
-                .map_err(lost)
-                .map_err(|x| format!("map read failed: {x:?}"))?;
-            d.reset_fences(&[r.fence]).map_err(|x| format!("map read failed: {x:?}"))?;
-        }
-        r.pending = false;
-    }
-    if reader.as_ref().is_some_and(|r| r.size < size) {
-        // SAFETY: every read waits for its fence before it returns (below),
-        // and the reader lock is held: no read is in flight.
-        unsafe { reader.take().unwrap().destroy(d) };
-    }
-    if reader.is_none() {
-        // SAFETY: `dev.handle` is the device of `f`, created with queue 0 of
-        // `f.queue` (a `layer_queue` of its create info).
-        let made = unsafe { MapReader::new(dev, f, dev.handle, queue, size.max(64 * 1024)) };
-        *reader = Some(made.map_err(|e| format!("cannot set up map reads: {e:?}"))?);
-    }
+    // SAFETY: the reader lock is held; `dev.handle` is the device of `f`, created with queue 0 of `f.queue` (a
+    // `layer_queue` of its create info).
+    unsafe { ready_reader(dev, f, &mut reader, queue, size, lost) }?;
     let r = reader.as_mut().unwrap();
-    let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::COLOR, level_count: 1, ..v.range };
     let e = |x: vk::Result| format!("map read failed: {x:?}");
     // SAFETY: the reader's command buffer is the layer's own, not pending
     // (the last read waited for its fence) and used only under the reader
@@ -275,50 +255,10 @@ unsafe fn read_map(
     // From here until it is ended, a failure (or a panic) must not leave the command buffer recording: the next
     // read's vkBeginCommandBuffer would break VUID-vkBeginCommandBuffer-commandBuffer-00049.
     let recording = Recording { d, cb: r.cb };
-    let direct = layout == vk::ImageLayout::GENERAL || layout == vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-    let src_layout = if direct { layout } else { vk::ImageLayout::TRANSFER_SRC_OPTIMAL };
-    let barrier = |old, new| {
-        [vk::ImageMemoryBarrier::default()
-            .old_layout(old)
-            .new_layout(new)
-            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-            .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(v.image)
-            .subresource_range(range)]
-    };
-    let all = vk::PipelineStageFlags::ALL_COMMANDS;
-    // SAFETY: recorded into the reader's own command buffer, begun above under the reader lock; `v.image` is the
-    // density map's image, valid with `view` (the caller's guarantee), in `layout`; the buffer is the reader's, at
-    // least `size` bytes (it was remade above if smaller).
-    unsafe {
-        d.cmd_pipeline_barrier(r.cb, all, all, vk::DependencyFlags::empty(), &[], &[], &barrier(layout, src_layout))
-    };
-    let region = vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: mip,
-            base_array_layer: v.range.base_array_layer,
-            layer_count: layers,
-        })
-        .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
-    // SAFETY: as above: the reader's own command buffer in the recording
-    // state, the map's image in `src_layout`, the reader's buffer.
-    unsafe {
-        d.cmd_copy_image_to_buffer(r.cb, v.image, src_layout, r.buffer, &[region]);
-        d.cmd_pipeline_barrier(
-            r.cb,
-            all,
-            all | vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            &[vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ)],
-            &[],
-            &barrier(src_layout, layout),
-        );
-    }
+    // SAFETY: the reader's own command buffer, begun above under the reader lock; the map's image is valid with
+    // `view` (the caller's guarantee), in `layout`; the buffer is the reader's, at least `size` bytes (it was remade
+    // above if smaller).
+    unsafe { record_copy(d, r, &v, layout, (w, h, layers)) };
     crate::guard::injected_failure(&dev.settings().debug_fail, "vkEndCommandBuffer").map_err(e)?;
     std::mem::forget(recording);
     // SAFETY: the reader's own command buffer in the recording state, under
@@ -353,6 +293,114 @@ unsafe fn read_map(
     // copy into it finished (the fence was waited for after a transfer-to-host barrier); the buffer stays mapped
     // while the reader lock is held.
     let bytes = unsafe { std::slice::from_raw_parts(r.ptr, size as usize) };
+    Ok((w, h, layers, swizzled(bytes, v.components)))
+}
+
+/// Makes `reader` ready for a read of `size` bytes: a read whose wait
+/// failed waited for (its fence reset), a reader too small destroyed, and
+/// one made where there is none (`lost` notes a device loss).
+///
+/// # Safety
+/// `reader` is `f`'s, under its lock; `dev.handle` is the device of `f`,
+/// created with queue 0 of `queue`'s family (a `layer_queue` of its create
+/// info).
+unsafe fn ready_reader(
+    dev: &DeviceCore,
+    f: &Fdm,
+    reader: &mut Option<MapReader>,
+    queue: crate::ffi::LayerQueue,
+    size: u64,
+    lost: impl Fn(vk::Result) -> vk::Result,
+) -> Result<(), String> {
+    let d = &f.below;
+    if let Some(r) = reader.as_mut().filter(|r| r.pending) {
+        // SAFETY: the reader's own fence, submitted with its last read, whose wait failed; waited for before it is
+        // reset (VUID-vkResetFences-pFences-01123), under the reader lock.
+        unsafe {
+            d.wait_for_fences(&[r.fence], true, WAIT_NS)
+                .map_err(lost)
+                .map_err(|x| format!("map read failed: {x:?}"))?;
+            d.reset_fences(&[r.fence]).map_err(|x| format!("map read failed: {x:?}"))?;
+        }
+        r.pending = false;
+    }
+    if reader.as_ref().is_some_and(|r| r.size < size) {
+        // SAFETY: every read waits for its fence before it returns (below),
+        // and the reader lock is held: no read is in flight.
+        unsafe { reader.take().unwrap().destroy(d) };
+    }
+    if reader.is_none() {
+        // SAFETY: `dev.handle` is the device of `f`, created with queue 0 of
+        // `f.queue` (a `layer_queue` of its create info).
+        let made = unsafe { MapReader::new(dev, f, dev.handle, queue, size.max(64 * 1024)) };
+        *reader = Some(made.map_err(|e| format!("cannot set up map reads: {e:?}"))?);
+    }
+    Ok(())
+}
+
+/// Records into the reader's command buffer the copy of the map (its view
+/// `v`, in `layout`, `w` x `h` texels of `layers` layers) into the reader's
+/// buffer, through TRANSFER_SRC_OPTIMAL where `layout` cannot be copied
+/// from, and made visible to the host.
+///
+/// # Safety
+/// `r`'s command buffer is recording, under the reader lock; `v.image` is
+/// valid, in `layout`; `r`'s buffer holds the copy.
+unsafe fn record_copy(
+    d: &ash::Device,
+    r: &MapReader,
+    v: &super::ViewInfo,
+    layout: vk::ImageLayout,
+    (w, h, layers): (u32, u32, u32),
+) {
+    let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::COLOR, level_count: 1, ..v.range };
+    let direct = layout == vk::ImageLayout::GENERAL || layout == vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+    let src_layout = if direct { layout } else { vk::ImageLayout::TRANSFER_SRC_OPTIMAL };
+    let barrier = |old, new| {
+        [vk::ImageMemoryBarrier::default()
+            .old_layout(old)
+            .new_layout(new)
+            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+            .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(v.image)
+            .subresource_range(range)]
+    };
+    let all = vk::PipelineStageFlags::ALL_COMMANDS;
+    // SAFETY: recorded into the reader's own command buffer, recording under the reader lock; `v.image` is the
+    // density map's image, valid, in `layout` (the caller's guarantee).
+    unsafe {
+        d.cmd_pipeline_barrier(r.cb, all, all, vk::DependencyFlags::empty(), &[], &[], &barrier(layout, src_layout))
+    };
+    let region = vk::BufferImageCopy::default()
+        .image_subresource(vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: v.range.base_mip_level,
+            base_array_layer: v.range.base_array_layer,
+            layer_count: layers,
+        })
+        .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+    // SAFETY: as above: the reader's own command buffer in the recording
+    // state, the map's image in `src_layout`, the reader's buffer.
+    unsafe {
+        d.cmd_copy_image_to_buffer(r.cb, v.image, src_layout, r.buffer, &[region]);
+        d.cmd_pipeline_barrier(
+            r.cb,
+            all,
+            all | vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ)],
+            &[],
+            &barrier(src_layout, layout),
+        );
+    }
+}
+
+/// The R8G8 texels of `bytes` as the view with `components` reads them.
+fn swizzled(bytes: &[u8], components: vk::ComponentMapping) -> Vec<[u8; 2]> {
     let pick = |s: vk::ComponentSwizzle, own: usize, t: &[u8]| -> u8 {
         match s {
             vk::ComponentSwizzle::IDENTITY => t[own],
@@ -362,8 +410,7 @@ unsafe fn read_map(
             _ => 0,
         }
     };
-    let texels = bytes.chunks_exact(2).map(|t| [pick(v.components.r, 0, t), pick(v.components.g, 1, t)]).collect();
-    Ok((w, h, layers, texels))
+    bytes.chunks_exact(2).map(|t| [pick(components.r, 0, t), pick(components.g, 1, t)]).collect()
 }
 
 /// A `VK_ERROR_DEVICE_LOST` met by the layer's own submission or wait: it

@@ -1660,6 +1660,15 @@ unsafe fn create_down(
     r
 }
 
+/// Where [`create_one`]'s pipelines go down ([`create_down`]): the device,
+/// the application's cache and its allocator (valid or null).
+struct Down<'a> {
+    dev: &'a DeviceCore,
+    f: &'a Fdm,
+    cache: vk::PipelineCache,
+    alloc: *const vk::AllocationCallbacks<'a>,
+}
+
 /// One pipeline of a `vkCreateGraphicsPipelines` (and, for a density-map
 /// pass, its per-area variants).
 ///
@@ -1683,28 +1692,9 @@ unsafe fn create_one(
         let pipelines = f.pipelines.lock();
         libraries.iter().map(|l| pipelines.get(l).cloned()).collect()
     };
-    // The density-map bit may come through `VkPipelineCreateFlags2CreateInfoKHR` (which then replaces `flags`),
-    // with the per-layer bit of VK_VALVE_fragment_density_map_layered and that extension's structure: none of them
-    // reach the driver.
+    // SAFETY: the caller's guarantee: a valid info.
+    let (flags2, mut chain) = unsafe { density_chain(dev, info) };
     let flag2 = vk::PipelineCreateFlags2KHR::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
-    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
-    let flags2 = unsafe { crate::pnext::find::<vk::PipelineCreateFlags2CreateInfoKHR>(info.p_next) }.map(|c| c.flags);
-    // SAFETY: as above.
-    let layered_info = unsafe { crate::pnext::find::<layered::PipelineInfoValve>(info.p_next) }.is_some();
-    let mut chain = None;
-    if layered_info || flags2.is_some_and(|f| f.intersects(flag2 | layered::PIPELINE_PER_LAYER)) {
-        // SAFETY: as above.
-        let mut c = unsafe { Chain::copy_prefix(info.p_next) };
-        if c.tail_contains(layered::PIPELINE_INFO) {
-            // Left in place (after a structure the layer cannot copy): the driver ignores what it does not know.
-            dev.log().warn(id::CREATE_INFO_UNKNOWN, "vkCreateGraphicsPipelines: the layered density-map structure follows a structure the layer cannot copy; passed down in place");
-        }
-        c.remove(layered::PIPELINE_INFO);
-        if let Some(f2) = c.get_mut::<vk::PipelineCreateFlags2CreateInfoKHR>() {
-            f2.flags &= !(flag2 | layered::PIPELINE_PER_LAYER);
-        }
-        chain = Some(c);
-    }
     let for_density_map = info.flags.contains(flag)
         || flags2.is_some_and(|f| f.contains(flag2))
         || f.passes.lock().get(&info.render_pass).is_some_and(|p| p.density_map.is_some())
@@ -1726,55 +1716,17 @@ unsafe fn create_one(
         // SAFETY: the application's valid info, without the density-map flag.
         return unsafe { create_down(dev, f, cache, &copy, alloc, out) };
     }
-    let mut pinfo = PipelineInfo { side_effects, ..Default::default() };
-    // What the linked libraries bring: their side effects, the static
-    // viewports and scissors the layer made dynamic in them.
-    for l in library_infos.iter().flatten() {
-        pinfo.side_effects |= l.side_effects;
-        if pinfo.static_viewports.is_none() {
-            pinfo.static_viewports = l.static_viewports.clone();
-        }
-        if pinfo.static_scissors.is_none() {
-            pinfo.static_scissors = l.static_scissors.clone();
-        }
-    }
+    let mut pinfo = linked_info(side_effects, &library_infos);
     // Binned replays set viewports and scissors per bin: make them dynamic.
-    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter: a non-null dynamic state is valid.
-    let dynamic_in: Vec<vk::DynamicState> = unsafe { info.p_dynamic_state.as_ref() }
-        // SAFETY: VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter: `dynamicStateCount` states.
-        .map(|d| unsafe { slice(d.p_dynamic_states, d.dynamic_state_count) }.to_vec())
-        .unwrap_or_default();
-    let mut dynamic = dynamic_in.clone();
+    // SAFETY: the caller's guarantee: a valid info.
+    let dynamic = unsafe { dynamic_viewports(f, info, &mut pinfo) };
     let mut dyn_info;
-    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pViewportState-09025: a
-    // non-null `pViewportState` is valid.
-    let viewport_state = unsafe { info.p_viewport_state.as_ref() };
-    if f.mode == Mode::Binned {
-        if let Some(vs) = viewport_state {
-            if !dynamic_in.contains(&vk::DynamicState::VIEWPORT)
-                && !dynamic_in.contains(&vk::DynamicState::VIEWPORT_WITH_COUNT)
-            {
-                // SAFETY: static viewports: `pViewports` holds `viewportCount`
-                // viewports (it is ignored only where they are dynamic).
-                pinfo.static_viewports = Some(unsafe { slice(vs.p_viewports, vs.viewport_count) }.to_vec());
-                dynamic.push(vk::DynamicState::VIEWPORT);
-            }
-            if !dynamic_in.contains(&vk::DynamicState::SCISSOR)
-                && !dynamic_in.contains(&vk::DynamicState::SCISSOR_WITH_COUNT)
-            {
-                // SAFETY: static scissors: `pScissors` holds `scissorCount`
-                // rectangles (it is ignored only where they are dynamic).
-                pinfo.static_scissors = Some(unsafe { slice(vs.p_scissors, vs.scissor_count) }.to_vec());
-                dynamic.push(vk::DynamicState::SCISSOR);
-            }
-        }
-        if dynamic.len() != dynamic_in.len() {
-            // SAFETY: as above (VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter).
-            dyn_info = unsafe { info.p_dynamic_state.as_ref() }.copied().unwrap_or_default();
-            dyn_info.dynamic_state_count = dynamic.len() as u32;
-            dyn_info.p_dynamic_states = dynamic.as_ptr();
-            copy.p_dynamic_state = &dyn_info;
-        }
+    if let Some(dynamic) = &dynamic {
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter: a non-null dynamic state is valid.
+        dyn_info = unsafe { info.p_dynamic_state.as_ref() }.copied().unwrap_or_default();
+        dyn_info.dynamic_state_count = dynamic.len() as u32;
+        dyn_info.p_dynamic_states = dynamic.as_ptr();
+        copy.p_dynamic_state = &dyn_info;
     }
     // The fragment stage, if variants are needed.
     let fs = stages
@@ -1795,26 +1747,192 @@ unsafe fn create_one(
         // with viewports and scissors made dynamic.
         return unsafe { link_variants(dev, f, cache, &copy, alloc, out, (libraries, k, &lib), pinfo) };
     }
+    let down = Down { dev, f, cache, alloc };
     if areas.is_empty() {
         // SAFETY: the application's valid info with viewports and scissors
         // made dynamic (`dyn_info`, `dynamic` alive); `out` is writable and
         // written on success (the caller's guarantee).
-        let r = unsafe { create_down(dev, f, cache, &copy, alloc, out) };
-        if r == vk::Result::SUCCESS {
-            // SAFETY: `out` was written by the successful call.
-            let p = unsafe { *out };
-            pinfo.variants.insert((1, 1), p);
-            f.pipelines.lock().insert(p, Arc::new(pinfo));
-        }
-        return r;
+        return unsafe { create_plain(&down, &copy, out, pinfo) };
     }
     let fs = fs.unwrap();
     let m = facts[fs].clone().unwrap();
     pinfo.needs_variants = true;
-    let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
     // SAFETY: the caller's guarantee: a valid info, with a fragment stage.
     let inv = unsafe { invocations(info, m.sample_rate) };
-    let mut made: Vec<((u32, u32), vk::Pipeline)> = Vec::new();
+    // SAFETY: as for a pipeline without variants above; `stages` are `copy`'s.
+    let made = match unsafe { create_variants(&down, &copy, stages, fs, &m, areas, inv) } {
+        Ok(made) => made,
+        Err(r) => return r,
+    };
+    if made.first().map(|m| m.0) != Some((1, 1)) {
+        // The variants could not be made: the application's stages as they are (its passes render at 1x1).
+        dev.log().log_once(
+            LogLevel::Warn,
+            id::FDM_VARIANTS,
+            "",
+            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
+        );
+        // SAFETY: as for a pipeline without variants above.
+        return unsafe { create_plain(&down, &copy, out, pinfo) };
+    }
+    if made.len() < areas.len() {
+        dev.log().log_once(
+            LogLevel::Warn,
+            id::FDM_VARIANTS,
+            "",
+            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
+        );
+    }
+    let first = made[0].1;
+    // SAFETY: `out` is writable (the caller's guarantee).
+    unsafe { *out = first };
+    pinfo.variants = made.into_iter().collect();
+    f.pipelines.lock().insert(first, Arc::new(pinfo));
+    vk::Result::SUCCESS
+}
+
+/// The flags of `info`'s `VkPipelineCreateFlags2CreateInfoKHR` (which then
+/// replace `flags`), and where the density-map bit comes through it or the
+/// per-layer bit of VK_VALVE_fragment_density_map_layered or that
+/// extension's structure is chained, a copy of the chain without them: none
+/// of them reach the driver.
+///
+/// # Safety
+/// `info` is a valid create info.
+unsafe fn density_chain(
+    dev: &DeviceCore,
+    info: &vk::GraphicsPipelineCreateInfo,
+) -> (Option<vk::PipelineCreateFlags2KHR>, Option<Chain>) {
+    let flag2 = vk::PipelineCreateFlags2KHR::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
+    let flags2 = unsafe { crate::pnext::find::<vk::PipelineCreateFlags2CreateInfoKHR>(info.p_next) }.map(|c| c.flags);
+    // SAFETY: as above.
+    let layered_info = unsafe { crate::pnext::find::<layered::PipelineInfoValve>(info.p_next) }.is_some();
+    if !layered_info && !flags2.is_some_and(|f| f.intersects(flag2 | layered::PIPELINE_PER_LAYER)) {
+        return (flags2, None);
+    }
+    // SAFETY: as above.
+    let mut c = unsafe { Chain::copy_prefix(info.p_next) };
+    if c.tail_contains(layered::PIPELINE_INFO) {
+        // Left in place (after a structure the layer cannot copy): the driver ignores what it does not know.
+        dev.log().warn(id::CREATE_INFO_UNKNOWN, "vkCreateGraphicsPipelines: the layered density-map structure follows a structure the layer cannot copy; passed down in place");
+    }
+    c.remove(layered::PIPELINE_INFO);
+    if let Some(f2) = c.get_mut::<vk::PipelineCreateFlags2CreateInfoKHR>() {
+        f2.flags &= !(flag2 | layered::PIPELINE_PER_LAYER);
+    }
+    (flags2, Some(c))
+}
+
+/// The record of a density-map pipeline whose own stages have
+/// `side_effects`, with what its linked libraries bring: their side
+/// effects, the static viewports and scissors the layer made dynamic in them.
+fn linked_info(side_effects: bool, library_infos: &[Option<Arc<PipelineInfo>>]) -> PipelineInfo {
+    let mut pinfo = PipelineInfo { side_effects, ..Default::default() };
+    for l in library_infos.iter().flatten() {
+        pinfo.side_effects |= l.side_effects;
+        if pinfo.static_viewports.is_none() {
+            pinfo.static_viewports = l.static_viewports.clone();
+        }
+        if pinfo.static_scissors.is_none() {
+            pinfo.static_scissors = l.static_scissors.clone();
+        }
+    }
+    pinfo
+}
+
+/// In binned mode, `info`'s dynamic states with the viewports and scissors
+/// it has static (kept in `pinfo`) made dynamic; `None` where nothing was
+/// added.
+///
+/// # Safety
+/// `info` is a valid create info.
+unsafe fn dynamic_viewports(
+    f: &Fdm,
+    info: &vk::GraphicsPipelineCreateInfo,
+    pinfo: &mut PipelineInfo,
+) -> Option<Vec<vk::DynamicState>> {
+    if f.mode != Mode::Binned {
+        return None;
+    }
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter: a non-null dynamic state is valid.
+    let dynamic_in: Vec<vk::DynamicState> = unsafe { info.p_dynamic_state.as_ref() }
+        // SAFETY: VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter: `dynamicStateCount` states.
+        .map(|d| unsafe { slice(d.p_dynamic_states, d.dynamic_state_count) }.to_vec())
+        .unwrap_or_default();
+    let mut dynamic = dynamic_in.clone();
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pViewportState-09025: a
+    // non-null `pViewportState` is valid.
+    let viewport_state = unsafe { info.p_viewport_state.as_ref() };
+    if let Some(vs) = viewport_state {
+        if !dynamic_in.contains(&vk::DynamicState::VIEWPORT)
+            && !dynamic_in.contains(&vk::DynamicState::VIEWPORT_WITH_COUNT)
+        {
+            // SAFETY: static viewports: `pViewports` holds `viewportCount`
+            // viewports (it is ignored only where they are dynamic).
+            pinfo.static_viewports = Some(unsafe { slice(vs.p_viewports, vs.viewport_count) }.to_vec());
+            dynamic.push(vk::DynamicState::VIEWPORT);
+        }
+        if !dynamic_in.contains(&vk::DynamicState::SCISSOR)
+            && !dynamic_in.contains(&vk::DynamicState::SCISSOR_WITH_COUNT)
+        {
+            // SAFETY: static scissors: `pScissors` holds `scissorCount`
+            // rectangles (it is ignored only where they are dynamic).
+            pinfo.static_scissors = Some(unsafe { slice(vs.p_scissors, vs.scissor_count) }.to_vec());
+            dynamic.push(vk::DynamicState::SCISSOR);
+        }
+    }
+    (dynamic.len() != dynamic_in.len()).then_some(dynamic)
+}
+
+/// The pipeline made from `info` as it is (its passes render at 1x1 or
+/// need no variant), recorded as its own 1x1 variant on success.
+///
+/// # Safety
+/// `info` is a valid create info of `down`'s device (what it points to
+/// alive); `out` is writable.
+unsafe fn create_plain(
+    down: &Down,
+    info: &vk::GraphicsPipelineCreateInfo,
+    out: *mut vk::Pipeline,
+    mut pinfo: PipelineInfo,
+) -> vk::Result {
+    // SAFETY: the caller's guarantee.
+    let r = unsafe { create_down(down.dev, down.f, down.cache, info, down.alloc, out) };
+    if r == vk::Result::SUCCESS {
+        // SAFETY: `out` was written by the successful call.
+        let p = unsafe { *out };
+        pinfo.variants.insert((1, 1), p);
+        down.f.pipelines.lock().insert(p, Arc::new(pinfo));
+    }
+    r
+}
+
+/// Pipeline variants made, with their areas.
+type Variants = Vec<((u32, u32), vk::Pipeline)>;
+
+/// The per-area variants of the pipeline of `info`, in the order of
+/// `areas`, as far as they can be made: per area the fragment stage
+/// (`stages[fs]`, of module `m`, `inv` invocations per fragment) lowered
+/// for the area and the pipeline made with it; the 1x1 one, the
+/// application's pipeline, with its allocator. `Err` (the driver's result)
+/// where the 1x1 pipeline fails.
+///
+/// # Safety
+/// `info` is a valid create info of `down`'s device (what it points to
+/// alive) and `stages` its stages.
+unsafe fn create_variants(
+    down: &Down,
+    info: &vk::GraphicsPipelineCreateInfo,
+    stages: &[vk::PipelineShaderStageCreateInfo],
+    fs: usize,
+    m: &ModuleFacts,
+    areas: &[(u32, u32)],
+    inv: u32,
+) -> Result<Variants, vk::Result> {
+    let (dev, f) = (down.dev, down.f);
+    let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
+    let mut made: Variants = Vec::new();
     for &area in areas {
         let Some(words) = variant_words(dev, m.words.as_ref().unwrap(), shader_fdm::Params { area, invocations: inv })
         else {
@@ -1833,7 +1951,7 @@ unsafe fn create_one(
         }
         let mut st: Vec<vk::PipelineShaderStageCreateInfo> = stages.to_vec();
         st[fs].module = module;
-        let mut c = copy;
+        let mut c = *info;
         c.p_stages = st.as_ptr();
         let mut p = vk::Pipeline::null();
         // SAFETY: the application's valid info with the fragment stage's module replaced by the variant's (a module
@@ -1842,52 +1960,20 @@ unsafe fn create_one(
         // (The 1x1 variant is the application's pipeline: only the layer's own variants take the injection.)
         let injected = if area == (1, 1) { None } else { fail("vkCreateGraphicsPipelines").err() };
         let r = unsafe {
-            let r = injected.unwrap_or_else(|| {
-                create_down(dev, f, cache, &c, if area == (1, 1) { alloc } else { std::ptr::null() }, &mut p)
-            });
+            let alloc = if area == (1, 1) { down.alloc } else { std::ptr::null() };
+            let r = injected.unwrap_or_else(|| create_down(dev, f, down.cache, &c, alloc, &mut p));
             (f.below.fp_v1_0().destroy_shader_module)(dev.handle, module, std::ptr::null());
             r
         };
         if r != vk::Result::SUCCESS {
             if area == (1, 1) {
-                return r;
+                return Err(r);
             }
             break;
         }
         made.push((area, p));
     }
-    if made.first().map(|m| m.0) != Some((1, 1)) {
-        // The variants could not be made: the application's stages as they are (its passes render at 1x1).
-        dev.log().log_once(
-            LogLevel::Warn,
-            id::FDM_VARIANTS,
-            "",
-            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
-        );
-        // SAFETY: as for a pipeline without variants above.
-        let r = unsafe { create_down(dev, f, cache, &copy, alloc, out) };
-        if r == vk::Result::SUCCESS {
-            // SAFETY: `out` was written by the successful call.
-            let p = unsafe { *out };
-            pinfo.variants.insert((1, 1), p);
-            f.pipelines.lock().insert(p, Arc::new(pinfo));
-        }
-        return r;
-    }
-    if made.len() < areas.len() {
-        dev.log().log_once(
-            LogLevel::Warn,
-            id::FDM_VARIANTS,
-            "",
-            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
-        );
-    }
-    let first = made[0].1;
-    // SAFETY: `out` is writable (the caller's guarantee).
-    unsafe { *out = first };
-    pinfo.variants = made.into_iter().collect();
-    f.pipelines.lock().insert(first, Arc::new(pinfo));
-    vk::Result::SUCCESS
+    Ok(made)
 }
 
 /// The graphics pipeline libraries `info` links (none without

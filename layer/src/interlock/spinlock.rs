@@ -129,6 +129,288 @@ impl BoundObjects {
 #[error("{0}: {1:?}")]
 pub struct InitError(pub &'static str, pub vk::Result);
 
+/// The lock image's whole subresource range.
+const LOCK_RANGE: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
+    aspect_mask: vk::ImageAspectFlags::COLOR,
+    base_mip_level: 0,
+    level_count: 1,
+    base_array_layer: 0,
+    layer_count: 1,
+};
+
+/// What [`ReservedSet::create`] makes the lock resources with. Its rule (the
+/// `# Safety` of its methods): `device` was just created from `info` on `pd`
+/// of `instance`, with `set_loader_data` from its chain, and the application
+/// has not seen it.
+struct Init<'a> {
+    instance: &'a ash::Instance,
+    pd: vk::PhysicalDevice,
+    device: &'a ash::Device,
+    info: &'a vk::DeviceCreateInfo<'a>,
+    set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+    /// The `debug_fail` setting: failures injected by command name.
+    debug_fail: &'a Option<String>,
+}
+
+/// The driver's result `r` as `what` failing.
+fn failed(what: &'static str) -> impl Fn(vk::Result) -> InitError {
+    move |r| InitError(what, r)
+}
+
+impl Init<'_> {
+    /// The failure `debug_fail` injects into `command`, as `what` failing.
+    fn fail(&self, command: &str, what: &'static str) -> Result<(), InitError> {
+        crate::guard::injected_failure(self.debug_fail, command).map_err(failed(what))
+    }
+
+    /// The lock image (R32_UINT, [`LOCK_SIZE`]², device-local), its memory and
+    /// its view, each stored in `s` as soon as it is made.
+    ///
+    /// # Safety
+    /// `self`'s rule.
+    unsafe fn lock_image(&self, s: &mut ReservedSet) -> Result<(), InitError> {
+        let device = self.device;
+        // SAFETY (every Vulkan call in this function): `device` was just
+        // created from `info` on `pd` of `instance` (the caller's guarantee),
+        // every create info below is built here from live locals and is valid
+        // for it, and ash passes its own valid output pointers. Rules beyond
+        // that are named at each call.
+        self.fail("vkCreateImage", "lock image")?;
+        let image = unsafe {
+            device.create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(vk::Format::R32_UINT)
+                    .extent(vk::Extent3D { width: LOCK_SIZE, height: LOCK_SIZE, depth: 1 })
+                    .mip_levels(1)
+                    .array_layers(1)
+                    .samples(vk::SampleCountFlags::TYPE_1)
+                    .usage(vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST),
+                None,
+            )
+        }
+        .map_err(failed("lock image"))?;
+        s.image = image;
+        // SAFETY: as above.
+        let (req, props) = unsafe {
+            (device.get_image_memory_requirements(image), self.instance.get_physical_device_memory_properties(self.pd))
+        };
+        let type_index = crate::ffi::memory_type(&props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
+        // SAFETY: as above; the size and a type allowed by the image's
+        // requirements (VUID-vkBindImageMemory-memory-01047), bound once at offset 0.
+        self.fail("vkAllocateMemory", "lock memory")?;
+        let memory = unsafe {
+            device.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
+                None,
+            )
+        }
+        .map_err(failed("lock memory"))?;
+        s.memory = memory;
+        // SAFETY: as above.
+        unsafe { device.bind_image_memory(image, memory, 0) }.map_err(failed("bind lock memory"))?;
+        // SAFETY: as above; the image is bound to memory and has STORAGE usage.
+        self.fail("vkCreateImageView", "lock view")?;
+        let view = unsafe {
+            device.create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(image)
+                    .view_type(vk::ImageViewType::TYPE_2D)
+                    .format(vk::Format::R32_UINT)
+                    .subresource_range(LOCK_RANGE),
+                None,
+            )
+        }
+        .map_err(failed("lock view"))?;
+        s.view = view;
+        Ok(())
+    }
+
+    /// The lock set's layout (the lock image, and the ordered strategy's
+    /// bindings where it runs), the empty padding layout, the pool and the
+    /// lock set, written with the lock view; each stored in `s` as soon as it
+    /// is made.
+    ///
+    /// # Safety
+    /// `self`'s rule; `s.view` is the lock image's view ([`Init::lock_image`]).
+    unsafe fn lock_set(&self, s: &mut ReservedSet) -> Result<(), InitError> {
+        let device = self.device;
+        // SAFETY (every Vulkan call in this function): `device` was just
+        // created from `info` on `pd` of `instance` (the caller's guarantee),
+        // every create info below is built here from live locals and is valid
+        // for it, and ash passes its own valid output pointers. Rules beyond
+        // that are named at each call.
+        let mut binding = vec![vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
+        // The ordered strategy's cells, control block and counters.
+        if s.ordered.is_some() {
+            binding.extend(ordered::Ordered::bindings());
+        }
+        // SAFETY: as above.
+        self.fail("vkCreateDescriptorSetLayout", "lock set layout")?;
+        let lock_layout = unsafe {
+            device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding), None)
+        }
+        .map_err(failed("lock set layout"))?;
+        s.lock_layout = lock_layout;
+        // SAFETY: as above.
+        let empty_layout =
+            unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None) }
+                .map_err(failed("empty set layout"))?;
+        s.empty_layout = empty_layout;
+        let mut sizes = vec![vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
+        if s.ordered.is_some() {
+            sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 });
+            sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 1 });
+        }
+        // SAFETY: as above.
+        self.fail("vkCreateDescriptorPool", "lock pool")?;
+        let pool = unsafe {
+            device.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
+        }
+        .map_err(failed("lock pool"))?;
+        s.pool = pool;
+        let layouts = [lock_layout];
+        // SAFETY: as above; the pool has room for this one set of one storage image.
+        self.fail("vkAllocateDescriptorSets", "lock set")?;
+        let lock_set = unsafe {
+            device.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+            )
+        }
+        .map_err(failed("lock set"))?[0];
+        s.lock_set = lock_set;
+        let image_info = [vk::DescriptorImageInfo {
+            sampler: vk::Sampler::null(),
+            image_view: s.view,
+            image_layout: vk::ImageLayout::GENERAL,
+        }];
+        // SAFETY: as above; the write matches binding 0 of the set's layout
+        // (one storage image), and the set is used by no command buffer yet.
+        unsafe {
+            device.update_descriptor_sets(
+                &[vk::WriteDescriptorSet::default()
+                    .dst_set(lock_set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .image_info(&image_info)],
+                &[],
+            )
+        };
+        Ok(())
+    }
+
+    /// Clears the locks once (GENERAL layout, all zero: unlocked) on queue 0
+    /// of a graphics or compute family the application created, through a
+    /// command buffer of `cmd_pool` (made here, stored as soon as it is made;
+    /// the caller destroys it), and waits for it.
+    ///
+    /// # Safety
+    /// `self`'s rule; `image` is the lock image ([`Init::lock_image`]).
+    unsafe fn clear_locks(&self, image: vk::Image, cmd_pool: &mut vk::CommandPool) -> Result<(), InitError> {
+        let (device, info) = (self.device, self.info);
+        // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
+        // `queueCreateInfoCount` valid queue create infos (`info` is valid).
+        let queue_infos = unsafe { crate::ffi::slice(info.p_queue_create_infos, info.queue_create_info_count) };
+        // SAFETY: `pd` is the physical device of `instance` the device was created on.
+        let families = unsafe { self.instance.get_physical_device_queue_family_properties(self.pd) };
+        // Clearing a colour image needs a graphics or compute queue.
+        let lq = crate::ffi::layer_queue(queue_infos, &families, vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+            .ok_or(InitError("no graphics or compute queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
+        let family = lq.family;
+        // SAFETY: queue 0 of a family the device was created with, fetched with its create flags.
+        let queue = unsafe { crate::ffi::get_layer_queue(device, lq) };
+        self.fail("vkCreateCommandPool", "init pool")?;
+        // SAFETY: `device` was just created (the caller's guarantee); a create info built here, valid for it.
+        *cmd_pool = unsafe {
+            device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
+        }
+        .map_err(failed("init pool"))?;
+        // SAFETY: as above; the pool was just made on `device`.
+        self.fail("vkAllocateCommandBuffers", "init command buffer")?;
+        let cb = unsafe {
+            device.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default().command_pool(*cmd_pool).command_buffer_count(1),
+            )
+        }
+        .map_err(failed("init command buffer"))?[0];
+        if let Some(set_data) = self.set_loader_data {
+            // SAFETY: the loader's vkSetDeviceLoaderData, which a layer must
+            // call on every dispatchable object it creates or obtains from the
+            // chain below before using it (LoaderLayerInterface.md,
+            // "Creating New Dispatchable Objects"); `queue` and `cb` are such
+            // objects of `device`.
+            unsafe {
+                let _ = set_data(device.handle(), vk::Handle::as_raw(queue) as *mut _);
+                let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
+            }
+        }
+        // SAFETY: a fresh command buffer in the initial state.
+        unsafe { device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()) }
+            .map_err(failed("init begin"))?;
+        // SAFETY: `cb` is recording; the caller's guarantee for `image`.
+        unsafe { record_clear(device, cb, image) };
+        // SAFETY: `cb` is recording.
+        unsafe { device.end_command_buffer(cb) }.map_err(failed("init end"))?;
+        self.fail("vkQueueSubmit", "init submit")?;
+        let cbs = [cb];
+        // SAFETY: `cb` is executable and `queue` is of the family its pool
+        // was made for (VUID-vkQueueSubmit-pCommandBuffers-00074).
+        unsafe { device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null()) }
+            .map_err(failed("init submit"))?;
+        // SAFETY: `queue` is valid; the device is not yet visible to the
+        // application, so nothing else submits to it.
+        unsafe { device.queue_wait_idle(queue) }.map_err(failed("init wait"))?;
+        Ok(())
+    }
+}
+
+/// Records the locks' clear into `cb`: the lock image to GENERAL, cleared to
+/// 0, then ready for the fragment shaders.
+///
+/// # Safety
+/// `cb` is recording, on `device`; `image` is the layer's lock image of
+/// `device`, in no layout yet (or one it may lose), with TRANSFER_DST usage.
+unsafe fn record_clear(device: &ash::Device, cb: vk::CommandBuffer, image: vk::Image) {
+    let barrier = |old: vk::ImageLayout,
+                   src: (vk::PipelineStageFlags, vk::AccessFlags),
+                   dst: (vk::PipelineStageFlags, vk::AccessFlags)| {
+        let b = [vk::ImageMemoryBarrier::default()
+            .old_layout(old)
+            .new_layout(vk::ImageLayout::GENERAL)
+            .src_access_mask(src.1)
+            .dst_access_mask(dst.1)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(LOCK_RANGE)];
+        // SAFETY: `cb` is recording; `image` is the layer's lock image,
+        // whole (`LOCK_RANGE`), in the layout `old` names.
+        unsafe { device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
+    };
+    let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+    barrier(vk::ImageLayout::UNDEFINED, (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()), transfer);
+    // SAFETY: `cb` is recording; the image has TRANSFER_DST usage and is
+    // in the GENERAL layout it names (VUID-vkCmdClearColorImage-image-00002,
+    // VUID-vkCmdClearColorImage-imageLayout-00004).
+    unsafe {
+        device.cmd_clear_color_image(
+            cb,
+            image,
+            vk::ImageLayout::GENERAL,
+            &vk::ClearColorValue { uint32: [0; 4] },
+            &[LOCK_RANGE],
+        )
+    };
+    let shaders =
+        (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+    barrier(vk::ImageLayout::GENERAL, transfer, shaders);
+}
+
 impl ReservedSet {
     /// The reserved set of a device just created, where the locked
     /// strategies run and the application enabled interlock (`Ok(None)`
@@ -248,234 +530,17 @@ impl ReservedSet {
             ..Default::default()
         };
         let mut cmd_pool = vk::CommandPool::null();
+        let init = Init { instance, pd, device, info, set_loader_data, debug_fail };
         // Each object is stored as soon as it is made, so that a failure
         // destroys exactly what exists (null handles are ignored).
-        let made = (|s: &mut ReservedSet, cmd_pool: &mut vk::CommandPool| -> Result<(), InitError> {
-            let e = |what: &'static str| move |r: vk::Result| InitError(what, r);
-            let fail = |command| crate::guard::injected_failure(debug_fail, command);
-            // SAFETY (every Vulkan call in this function): `device` was just
-            // created from `info` on `pd` of `instance` (the caller's guarantee),
-            // every create info below is built here from live locals and is valid
-            // for it, and ash passes its own valid output pointers. Rules beyond
-            // that are named at each call.
-            fail("vkCreateImage").map_err(e("lock image"))?;
-            let image = unsafe {
-                device.create_image(
-                    &vk::ImageCreateInfo::default()
-                        .image_type(vk::ImageType::TYPE_2D)
-                        .format(vk::Format::R32_UINT)
-                        .extent(vk::Extent3D { width: LOCK_SIZE, height: LOCK_SIZE, depth: 1 })
-                        .mip_levels(1)
-                        .array_layers(1)
-                        .samples(vk::SampleCountFlags::TYPE_1)
-                        .usage(vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST),
-                    None,
-                )
-            }
-            .map_err(e("lock image"))?;
-            s.image = image;
-            // SAFETY: as above.
-            let (req, props) = unsafe {
-                (device.get_image_memory_requirements(image), instance.get_physical_device_memory_properties(pd))
-            };
-            let type_index =
-                crate::ffi::memory_type(&props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-                    .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
-            // SAFETY: as above; the size and a type allowed by the image's
-            // requirements (VUID-vkBindImageMemory-memory-01047), bound once at offset 0.
-            fail("vkAllocateMemory").map_err(e("lock memory"))?;
-            let memory = unsafe {
-                device.allocate_memory(
-                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
-                    None,
-                )
-            }
-            .map_err(e("lock memory"))?;
-            s.memory = memory;
-            // SAFETY: as above.
-            unsafe { device.bind_image_memory(image, memory, 0) }.map_err(e("bind lock memory"))?;
-            let range = vk::ImageSubresourceRange {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                base_mip_level: 0,
-                level_count: 1,
-                base_array_layer: 0,
-                layer_count: 1,
-            };
-            // SAFETY: as above; the image is bound to memory and has STORAGE usage.
-            fail("vkCreateImageView").map_err(e("lock view"))?;
-            let view = unsafe {
-                device.create_image_view(
-                    &vk::ImageViewCreateInfo::default()
-                        .image(image)
-                        .view_type(vk::ImageViewType::TYPE_2D)
-                        .format(vk::Format::R32_UINT)
-                        .subresource_range(range),
-                    None,
-                )
-            }
-            .map_err(e("lock view"))?;
-            s.view = view;
-            let mut binding = vec![vk::DescriptorSetLayoutBinding::default()
-                .binding(0)
-                .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
-            // The ordered strategy's cells, control block and counters.
-            if s.ordered.is_some() {
-                binding.extend(ordered::Ordered::bindings());
-            }
-            // SAFETY: as above.
-            fail("vkCreateDescriptorSetLayout").map_err(e("lock set layout"))?;
-            let lock_layout = unsafe {
-                device.create_descriptor_set_layout(
-                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding),
-                    None,
-                )
-            }
-            .map_err(e("lock set layout"))?;
-            s.lock_layout = lock_layout;
-            // SAFETY: as above.
-            let empty_layout =
-                unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None) }
-                    .map_err(e("empty set layout"))?;
-            s.empty_layout = empty_layout;
-            let mut sizes = vec![vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
-            if s.ordered.is_some() {
-                sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 });
-                sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 1 });
-            }
-            // SAFETY: as above.
-            fail("vkCreateDescriptorPool").map_err(e("lock pool"))?;
-            let pool = unsafe {
-                device.create_descriptor_pool(
-                    &vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes),
-                    None,
-                )
-            }
-            .map_err(e("lock pool"))?;
-            s.pool = pool;
-            let layouts = [lock_layout];
-            // SAFETY: as above; the pool has room for this one set of one storage image.
-            fail("vkAllocateDescriptorSets").map_err(e("lock set"))?;
-            let lock_set = unsafe {
-                device.allocate_descriptor_sets(
-                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
-                )
-            }
-            .map_err(e("lock set"))?[0];
-            s.lock_set = lock_set;
-            let image_info = [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view: view,
-                image_layout: vk::ImageLayout::GENERAL,
-            }];
-            // SAFETY: as above; the write matches binding 0 of the set's layout
-            // (one storage image), and the set is used by no command buffer yet.
+        let made = (|| {
+            // SAFETY: the caller's guarantee (`init`'s rule).
             unsafe {
-                device.update_descriptor_sets(
-                    &[vk::WriteDescriptorSet::default()
-                        .dst_set(lock_set)
-                        .dst_binding(0)
-                        .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-                        .image_info(&image_info)],
-                    &[],
-                )
-            };
-
-            // Clear the locks once: GENERAL layout, all zero (unlocked).
-            // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
-            // `queueCreateInfoCount` valid queue create infos (`info` is valid).
-            let queue_infos = unsafe { crate::ffi::slice(info.p_queue_create_infos, info.queue_create_info_count) };
-            // SAFETY: `pd` is the physical device of `instance` the device was created on.
-            let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
-            // Clearing a colour image needs a graphics or compute queue.
-            let lq =
-                crate::ffi::layer_queue(queue_infos, &families, vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
-                    .ok_or(InitError("no graphics or compute queue", vk::Result::ERROR_INITIALIZATION_FAILED))?;
-            let family = lq.family;
-            // SAFETY: queue 0 of a family the device was created with, fetched with its create flags.
-            let queue = unsafe { crate::ffi::get_layer_queue(device, lq) };
-            fail("vkCreateCommandPool").map_err(e("init pool"))?;
-            // SAFETY: as for the resources above.
-            *cmd_pool = unsafe {
-                device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
+                init.lock_image(&mut s)?;
+                init.lock_set(&mut s)?;
+                init.clear_locks(s.image, &mut cmd_pool)
             }
-            .map_err(e("init pool"))?;
-            // SAFETY: as above.
-            fail("vkAllocateCommandBuffers").map_err(e("init command buffer"))?;
-            let cb = unsafe {
-                device.allocate_command_buffers(
-                    &vk::CommandBufferAllocateInfo::default().command_pool(*cmd_pool).command_buffer_count(1),
-                )
-            }
-            .map_err(e("init command buffer"))?[0];
-            if let Some(set_data) = set_loader_data {
-                // SAFETY: the loader's vkSetDeviceLoaderData, which a layer must
-                // call on every dispatchable object it creates or obtains from the
-                // chain below before using it (LoaderLayerInterface.md,
-                // "Creating New Dispatchable Objects"); `queue` and `cb` are such
-                // objects of `device`.
-                unsafe {
-                    let _ = set_data(device.handle(), vk::Handle::as_raw(queue) as *mut _);
-                    let _ = set_data(device.handle(), vk::Handle::as_raw(cb) as *mut _);
-                }
-            }
-            // SAFETY: a fresh command buffer in the initial state.
-            unsafe { device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()) }
-                .map_err(e("init begin"))?;
-            // The lock image: to GENERAL, cleared to 0, then ready for the shaders.
-            let barrier = |old: vk::ImageLayout,
-                           src: (vk::PipelineStageFlags, vk::AccessFlags),
-                           dst: (vk::PipelineStageFlags, vk::AccessFlags)| {
-                let b = [vk::ImageMemoryBarrier::default()
-                    .old_layout(old)
-                    .new_layout(vk::ImageLayout::GENERAL)
-                    .src_access_mask(src.1)
-                    .dst_access_mask(dst.1)
-                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                    .image(image)
-                    .subresource_range(range)];
-                // SAFETY: `cb` is recording; `image` is the layer's lock image,
-                // whole (`range`), in the layout `old` names.
-                unsafe { device.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &b) };
-            };
-            let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
-            barrier(
-                vk::ImageLayout::UNDEFINED,
-                (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty()),
-                transfer,
-            );
-            // SAFETY: `cb` is recording; the image has TRANSFER_DST usage and is
-            // in the GENERAL layout it names (VUID-vkCmdClearColorImage-image-00002,
-            // VUID-vkCmdClearColorImage-imageLayout-00004).
-            unsafe {
-                device.cmd_clear_color_image(
-                    cb,
-                    image,
-                    vk::ImageLayout::GENERAL,
-                    &vk::ClearColorValue { uint32: [0; 4] },
-                    &[range],
-                )
-            };
-            let shaders =
-                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-            barrier(vk::ImageLayout::GENERAL, transfer, shaders);
-            // SAFETY: `cb` is recording.
-            unsafe { device.end_command_buffer(cb) }.map_err(e("init end"))?;
-            fail("vkQueueSubmit").map_err(e("init submit"))?;
-            let cbs = [cb];
-            // SAFETY: `cb` is executable and `queue` is of the family its pool
-            // was made for (VUID-vkQueueSubmit-pCommandBuffers-00074).
-            unsafe {
-                device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null())
-            }
-            .map_err(e("init submit"))?;
-            // SAFETY: `queue` is valid; the device is not yet visible to the
-            // application, so nothing else submits to it.
-            unsafe { device.queue_wait_idle(queue) }.map_err(e("init wait"))?;
-            Ok(())
-        })(&mut s, &mut cmd_pool);
+        })();
         // SAFETY: the objects are the layer's own, made above on `device`, which the application has not seen; the
         // wait (whatever its result) leaves the initialization's command buffer not pending where it was submitted
         // (VUID-vkDestroyCommandPool-commandPool-00041, VUID-vkDestroyImage-image-01000 and the like). vkDestroyDevice

@@ -204,16 +204,10 @@ unsafe fn kept<T: Copy>(p: *const T) -> Result<Option<Kept<T>>, String> {
     unsafe { keep(value, next) }.map(Some)
 }
 
-/// The owned copy of what rebuilds `subsets` of `info`.
-///
-/// # Safety
-/// `info` is a valid create info for a pipeline with those subsets.
-pub(super) unsafe fn record(
-    v: &Linker,
-    info: &vk::GraphicsPipelineCreateInfo<'_>,
-    subsets: Subsets,
-) -> Result<Library, String> {
-    let mut lib = Library {
+/// A library of `subsets` of `info` with nothing copied yet: its render
+/// pass and subpass only.
+fn empty(info: &vk::GraphicsPipelineCreateInfo<'_>, subsets: Subsets) -> Library {
+    Library {
         subsets,
         layout: vk::PipelineLayout::null(),
         render_pass: info.render_pass,
@@ -236,18 +230,15 @@ pub(super) unsafe fn record(
         _sample_mask: Vec::new(),
         _attachments: Vec::new(),
         _formats: Vec::new(),
-    };
-    if !info.p_dynamic_state.is_null() {
-        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter.
-        let d = unsafe { &*info.p_dynamic_state };
-        if !d.p_next.is_null() {
-            return Err("a dynamic state chain".into());
-        }
-        // SAFETY: VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter.
-        lib.dynamic = unsafe { owned(d.p_dynamic_states, d.dynamic_state_count) };
     }
-    let states = lib.dynamic.clone();
-    let dynamic = |s: vk::DynamicState| states.contains(&s);
+}
+
+/// Into `lib`, a copy of the dynamic-rendering structure of `info` (its
+/// colour formats where `subsets` have the fragment output interface).
+///
+/// # Safety
+/// `info` is a valid create info.
+unsafe fn keep_rendering(lib: &mut Library, info: &vk::GraphicsPipelineCreateInfo<'_>, subsets: Subsets) {
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
     if let Some(r) = unsafe { crate::pnext::find::<vk::PipelineRenderingCreateInfo>(info.p_next) } {
         let formats = if subsets.contains(Subsets::FRAGMENT_OUTPUT_INTERFACE) {
@@ -269,6 +260,107 @@ pub(super) unsafe fn record(
             )
         });
     }
+}
+
+/// Into `lib`, the pre-rasterization state of `info` (`dynamic` its
+/// dynamic states): rasterization, the viewports and scissors unless
+/// rasterization is discarded (their arrays where static), tessellation
+/// where its stages tessellate.
+///
+/// # Safety
+/// `info` is a valid create info of a pipeline with that subset, whose
+/// stages `lib` holds.
+unsafe fn keep_pre_rasterization(
+    lib: &mut Library,
+    info: &vk::GraphicsPipelineCreateInfo<'_>,
+    dynamic: &[vk::DynamicState],
+) -> Result<(), String> {
+    let dynamic = |s: vk::DynamicState| dynamic.contains(&s);
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pRasterizationState-parameter.
+    lib.rasterization = unsafe { kept(info.p_rasterization_state.cast()) }?;
+    let discard = lib.rasterization.as_ref().is_some_and(|r| r.value.rasterizer_discard_enable != 0)
+        && !dynamic(vk::DynamicState::RASTERIZER_DISCARD_ENABLE);
+    if !discard {
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pViewportState-parameter.
+        lib.viewport = unsafe { kept(info.p_viewport_state.cast()) }?;
+    }
+    if let Some(k) = &mut lib.viewport {
+        let s = &mut *k.value;
+        if !dynamic(vk::DynamicState::VIEWPORT) && !dynamic(vk::DynamicState::VIEWPORT_WITH_COUNT) {
+            // SAFETY: static viewports: VUID-VkPipelineViewportStateCreateInfo-pViewports-parameter.
+            lib._viewports = unsafe { owned(s.p_viewports, s.viewport_count) };
+        }
+        if !dynamic(vk::DynamicState::SCISSOR) && !dynamic(vk::DynamicState::SCISSOR_WITH_COUNT) {
+            // SAFETY: static scissors: VUID-VkPipelineViewportStateCreateInfo-pScissors-parameter.
+            lib._scissors = unsafe { owned(s.p_scissors, s.scissor_count) };
+        }
+        s.p_viewports = if lib._viewports.is_empty() { std::ptr::null() } else { lib._viewports.as_ptr() };
+        s.p_scissors = if lib._scissors.is_empty() { std::ptr::null() } else { lib._scissors.as_ptr() };
+    }
+    let tessellated = lib.stages.iter().any(|s| s.info.stage == vk::ShaderStageFlags::TESSELLATION_CONTROL);
+    if tessellated {
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-00731: a
+        // tessellated pipeline has a valid tessellation state.
+        lib.tessellation = unsafe { kept(info.p_tessellation_state.cast()) }?;
+    }
+    Ok(())
+}
+
+/// Into `lib`, the colour blend state of `info` (`dynamic` its dynamic
+/// states), with its attachments unless the state they give is all dynamic.
+///
+/// # Safety
+/// `info` is a valid create info of a pipeline with the fragment output
+/// interface.
+unsafe fn keep_color_blend(
+    lib: &mut Library,
+    info: &vk::GraphicsPipelineCreateInfo<'_>,
+    dynamic: &[vk::DynamicState],
+) -> Result<(), String> {
+    let dynamic = |s: vk::DynamicState| dynamic.contains(&s);
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pColorBlendState-parameter (null or valid).
+    lib.color_blend = unsafe { kept(info.p_color_blend_state.cast()) }?;
+    if let Some(k) = &mut lib.color_blend {
+        let s = &mut *k.value;
+        let ignored = [
+            vk::DynamicState::COLOR_BLEND_ENABLE_EXT,
+            vk::DynamicState::COLOR_BLEND_EQUATION_EXT,
+            vk::DynamicState::COLOR_WRITE_MASK_EXT,
+        ]
+        .iter()
+        .all(|d| dynamic(*d));
+        if !ignored {
+            // SAFETY: VUID-VkPipelineColorBlendStateCreateInfo-pAttachments-07353.
+            lib._attachments = unsafe { owned(s.p_attachments, s.attachment_count) };
+        }
+        s.p_attachments = if lib._attachments.is_empty() { std::ptr::null() } else { lib._attachments.as_ptr() };
+    }
+    Ok(())
+}
+
+/// The owned copy of what rebuilds `subsets` of `info`.
+///
+/// # Safety
+/// `info` is a valid create info for a pipeline with those subsets.
+pub(super) unsafe fn record(
+    v: &Linker,
+    info: &vk::GraphicsPipelineCreateInfo<'_>,
+    subsets: Subsets,
+) -> Result<Library, String> {
+    let mut lib = empty(info, subsets);
+    if !info.p_dynamic_state.is_null() {
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter.
+        let d = unsafe { &*info.p_dynamic_state };
+        if !d.p_next.is_null() {
+            return Err("a dynamic state chain".into());
+        }
+        // SAFETY: VUID-VkPipelineDynamicStateCreateInfo-pDynamicStates-parameter.
+        lib.dynamic = unsafe { owned(d.p_dynamic_states, d.dynamic_state_count) };
+    }
+    let states = lib.dynamic.clone();
+    let dynamic = |s: vk::DynamicState| states.contains(&s);
+    // SAFETY: a valid info (the caller's guarantee).
+    unsafe { keep_rendering(&mut lib, info, subsets) };
     let stages = if info.stage_count == 0 || info.p_stages.is_null() {
         &[][..]
     } else {
@@ -304,33 +396,8 @@ pub(super) unsafe fn record(
         lib.input_assembly = unsafe { kept(info.p_input_assembly_state.cast()) }?;
     }
     if pre {
-        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pRasterizationState-parameter.
-        lib.rasterization = unsafe { kept(info.p_rasterization_state.cast()) }?;
-        let discard = lib.rasterization.as_ref().is_some_and(|r| r.value.rasterizer_discard_enable != 0)
-            && !dynamic(vk::DynamicState::RASTERIZER_DISCARD_ENABLE);
-        if !discard {
-            // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pViewportState-parameter.
-            lib.viewport = unsafe { kept(info.p_viewport_state.cast()) }?;
-        }
-        if let Some(k) = &mut lib.viewport {
-            let s = &mut *k.value;
-            if !dynamic(vk::DynamicState::VIEWPORT) && !dynamic(vk::DynamicState::VIEWPORT_WITH_COUNT) {
-                // SAFETY: static viewports: VUID-VkPipelineViewportStateCreateInfo-pViewports-parameter.
-                lib._viewports = unsafe { owned(s.p_viewports, s.viewport_count) };
-            }
-            if !dynamic(vk::DynamicState::SCISSOR) && !dynamic(vk::DynamicState::SCISSOR_WITH_COUNT) {
-                // SAFETY: static scissors: VUID-VkPipelineViewportStateCreateInfo-pScissors-parameter.
-                lib._scissors = unsafe { owned(s.p_scissors, s.scissor_count) };
-            }
-            s.p_viewports = if lib._viewports.is_empty() { std::ptr::null() } else { lib._viewports.as_ptr() };
-            s.p_scissors = if lib._scissors.is_empty() { std::ptr::null() } else { lib._scissors.as_ptr() };
-        }
-        let tessellated = lib.stages.iter().any(|s| s.info.stage == vk::ShaderStageFlags::TESSELLATION_CONTROL);
-        if tessellated {
-            // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-00731: a
-            // tessellated pipeline has a valid tessellation state.
-            lib.tessellation = unsafe { kept(info.p_tessellation_state.cast()) }?;
-        }
+        // SAFETY: the caller's guarantee: a valid info with this subset; `lib` holds its stages (above).
+        unsafe { keep_pre_rasterization(&mut lib, info, &states) }?;
     }
     if fs {
         // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDepthStencilState-parameter (null or valid).
@@ -349,23 +416,8 @@ pub(super) unsafe fn record(
         }
     }
     if subsets.contains(Subsets::FRAGMENT_OUTPUT_INTERFACE) {
-        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pColorBlendState-parameter (null or valid).
-        lib.color_blend = unsafe { kept(info.p_color_blend_state.cast()) }?;
-        if let Some(k) = &mut lib.color_blend {
-            let s = &mut *k.value;
-            let ignored = [
-                vk::DynamicState::COLOR_BLEND_ENABLE_EXT,
-                vk::DynamicState::COLOR_BLEND_EQUATION_EXT,
-                vk::DynamicState::COLOR_WRITE_MASK_EXT,
-            ]
-            .iter()
-            .all(|d| dynamic(*d));
-            if !ignored {
-                // SAFETY: VUID-VkPipelineColorBlendStateCreateInfo-pAttachments-07353.
-                lib._attachments = unsafe { owned(s.p_attachments, s.attachment_count) };
-            }
-            s.p_attachments = if lib._attachments.is_empty() { std::ptr::null() } else { lib._attachments.as_ptr() };
-        }
+        // SAFETY: the caller's guarantee: a valid info with this subset.
+        unsafe { keep_color_blend(&mut lib, info, &states) }?;
     }
     Ok(lib)
 }
