@@ -121,21 +121,7 @@ pub(super) unsafe fn prepare(
                     // The attachment's view itself, or a view of the layer drawn.
                     let view = match draw.layer {
                         None => a.view,
-                        Some(layer) => {
-                            let range = vk::ImageSubresourceRange {
-                                base_array_layer: a.range.base_array_layer + layer,
-                                layer_count: 1,
-                                level_count: 1,
-                                ..a.range
-                            };
-                            let info = vk::ImageViewCreateInfo::default()
-                                .image(a.image)
-                                .view_type(vk::ImageViewType::TYPE_2D)
-                                .format(a.format)
-                                .subresource_range(range);
-                            owned.views.push(d.create_image_view(&info, None)?);
-                            *owned.views.last().unwrap()
-                        }
+                        Some(layer) => owned.layer_view(d, a, layer)?,
                     };
                     let views = [view];
                     let framebuffer = d.create_framebuffer(
@@ -157,24 +143,7 @@ pub(super) unsafe fn prepare(
                         let (Some(image), Some(view)) = (t.images[c.attachment], t.views[c.attachment]) else {
                             return Err(vk::Result::ERROR_UNKNOWN);
                         };
-                        let v = if depth {
-                            let range = vk::ImageSubresourceRange {
-                                aspect_mask: vk::ImageAspectFlags::DEPTH,
-                                base_mip_level: 0,
-                                level_count: 1,
-                                base_array_layer: 0,
-                                ..a.range
-                            };
-                            let info = vk::ImageViewCreateInfo::default()
-                                .image(image)
-                                .view_type(a.view_type)
-                                .format(a.format)
-                                .subresource_range(range);
-                            owned.views.push(d.create_image_view(&info, None)?);
-                            *owned.views.last().unwrap()
-                        } else {
-                            view
-                        };
+                        let v = if depth { owned.depth_view(d, a, image)? } else { view };
                         sampled_views.push((draw.area, v));
                         v
                     }

@@ -146,6 +146,62 @@ impl Owned {
             views: Vec::new(),
         }
     }
+
+    /// A 2D view of layer `layer` (relative to its view) of attachment `a`,
+    /// owned here.
+    ///
+    /// # Safety
+    /// `d` is the device of `a`'s image, which is alive.
+    pub(super) unsafe fn layer_view(
+        &mut self,
+        d: &ash::Device,
+        a: &Att,
+        layer: u32,
+    ) -> Result<vk::ImageView, vk::Result> {
+        let range = vk::ImageSubresourceRange {
+            base_array_layer: a.range.base_array_layer + layer,
+            layer_count: 1,
+            level_count: 1,
+            ..a.range
+        };
+        let info = vk::ImageViewCreateInfo::default()
+            .image(a.image)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(a.format)
+            .subresource_range(range);
+        // SAFETY: a create info built here from the attachment's image (alive: the caller's guarantee).
+        self.views.push(unsafe { d.create_image_view(&info, None) }?);
+        Ok(*self.views.last().unwrap())
+    }
+
+    /// A view of the depth aspect of `image`, a scratch target of depth
+    /// attachment `a` (all its layers, as `a`'s view type), owned here: what
+    /// the upscale samples.
+    ///
+    /// # Safety
+    /// `d` is the device of `image`, which is alive.
+    pub(super) unsafe fn depth_view(
+        &mut self,
+        d: &ash::Device,
+        a: &Att,
+        image: vk::Image,
+    ) -> Result<vk::ImageView, vk::Result> {
+        let range = vk::ImageSubresourceRange {
+            aspect_mask: vk::ImageAspectFlags::DEPTH,
+            base_mip_level: 0,
+            level_count: 1,
+            base_array_layer: 0,
+            ..a.range
+        };
+        let info = vk::ImageViewCreateInfo::default()
+            .image(image)
+            .view_type(a.view_type)
+            .format(a.format)
+            .subresource_range(range);
+        // SAFETY: a create info built here from the scratch target's image (alive: the caller's guarantee).
+        self.views.push(unsafe { d.create_image_view(&info, None) }?);
+        Ok(*self.views.last().unwrap())
+    }
 }
 
 /// The upscale vertex shader's `choices` for its rectangle mode (the host
@@ -1014,20 +1070,8 @@ unsafe fn upscale_framebuffers(
         let view = if e.view_mask == 0 {
             a.view
         } else {
-            let range = vk::ImageSubresourceRange {
-                base_array_layer: a.range.base_array_layer + layer,
-                layer_count: 1,
-                level_count: 1,
-                ..a.range
-            };
-            let info = vk::ImageViewCreateInfo::default()
-                .image(a.image)
-                .view_type(vk::ImageViewType::TYPE_2D)
-                .format(a.format)
-                .subresource_range(range);
-            // SAFETY: a create info built here from the attachment's image (alive: the caller's guarantee).
-            owned.views.push(unsafe { d.create_image_view(&info, None) }?);
-            *owned.views.last().unwrap()
+            // SAFETY: the caller's guarantee.
+            unsafe { owned.layer_view(d, a, layer) }?
         };
         let views = [view];
         let info = vk::FramebufferCreateInfo::default()
@@ -1067,21 +1111,8 @@ unsafe fn upscale_sets(
     for (set, t) in sets.iter().zip(targets) {
         // A depth/stencil scratch target is sampled through a view of its depth aspect.
         let image_view = if depth {
-            let range = vk::ImageSubresourceRange {
-                aspect_mask: vk::ImageAspectFlags::DEPTH,
-                base_mip_level: 0,
-                level_count: 1,
-                base_array_layer: 0,
-                ..a.range
-            };
-            let info = vk::ImageViewCreateInfo::default()
-                .image(t.images[i].unwrap())
-                .view_type(a.view_type)
-                .format(a.format)
-                .subresource_range(range);
-            // SAFETY: a create info built here from the scratch target's image (alive: the caller's guarantee).
-            owned.views.push(unsafe { d.create_image_view(&info, None) }?);
-            *owned.views.last().unwrap()
+            // SAFETY: the scratch target's image (alive: the caller's guarantee).
+            unsafe { owned.depth_view(d, a, t.images[i].unwrap()) }?
         } else {
             t.views[i].unwrap()
         };
