@@ -51,15 +51,11 @@ fn remap_all(map: &HashMap<Word, Word>, ops: &[Operand]) -> Result<Vec<Operand>,
     ops.iter().map(|o| remap(map, o)).collect()
 }
 
-/// Links `lib` into `m`; `set` replaces the library's descriptor sets.
-pub fn link(m: &mut Module, lib: &Module, set: u32) -> Result<Linked, LinkError> {
-    let version = |m: &Module| m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
-    if version(m) < version(lib) {
-        return Err(LinkError::Version);
-    }
-    let mut map: HashMap<Word, Word> = HashMap::new();
-    // Capabilities and extensions the library needs (the caller picked a
-    // library whose memory model is the module's, so these are few).
+/// The capabilities, extensions and extended-instruction imports `lib`
+/// needs, added to `m` where it lacks them (the caller picked a library
+/// whose memory model is the module's, so these are few); `map` gets the
+/// imports' ids in `m`.
+fn merge_preamble(m: &mut Module, lib: &Module, map: &mut HashMap<Word, Word>) {
     for c in &lib.capabilities {
         if !m.capabilities.iter().any(|x| x.operands == c.operands) {
             m.capabilities.push(c.clone());
@@ -83,6 +79,16 @@ pub fn link(m: &mut Module, lib: &Module, set: u32) -> Result<Linked, LinkError>
         };
         map.insert(id, new);
     }
+}
+
+/// Links `lib` into `m`; `set` replaces the library's descriptor sets.
+pub fn link(m: &mut Module, lib: &Module, set: u32) -> Result<Linked, LinkError> {
+    let version = |m: &Module| m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000);
+    if version(m) < version(lib) {
+        return Err(LinkError::Version);
+    }
+    let mut map: HashMap<Word, Word> = HashMap::new();
+    merge_preamble(m, lib, &mut map);
     // Fresh ids: those decorations and names may follow.
     let mut fresh_ids: HashMap<Word, Word> = HashMap::new();
     let mut new_vars = Vec::new();

@@ -752,21 +752,16 @@ struct Case<'a> {
     mutations: Vec<String>,
 }
 
-fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
-    stats.runs += 1;
-    let valid = validate(&case.words, case.env).is_ok();
-    if valid {
-        stats.valid += 1;
-    } else {
-        stats.invalid += 1;
-    }
-    let module = match guarded(|| parse(&case.words)) {
+/// The case parsed, counted in `stats` (`valid`: it passed validation);
+/// `None` where it could not be (a refusal, or a panic: a failure).
+fn parse_case(case: &Case, stats: &mut Stats, dump: &Path, valid: bool) -> Option<Module> {
+    match guarded(|| parse(&case.words)) {
         Ok(Ok(m)) => {
             *stats
                 .outcomes
                 .entry((Pass::Parse, if valid { Outcome::ValidOk } else { Outcome::InvalidOk }))
                 .or_default() += 1;
-            m
+            Some(m)
         }
         Ok(Err(e)) => {
             stats.unparsable += 1;
@@ -775,14 +770,25 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             if valid {
                 stats.refusals.entry((Pass::Parse, reason(&e.to_string()))).or_insert((0, case.index)).0 += 1;
             }
-            return;
+            None
         }
         Err(panic) => {
             stats.unparsable += 1;
             fail(stats, case, Pass::Parse, Outcome::Panic, panic, dump);
-            return;
+            None
         }
-    };
+    }
+}
+
+fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
+    stats.runs += 1;
+    let valid = validate(&case.words, case.env).is_ok();
+    if valid {
+        stats.valid += 1;
+    } else {
+        stats.invalid += 1;
+    }
+    let Some(module) = parse_case(case, stats, dump, valid) else { return };
     let words = &case.words;
     let side = side_of(&module);
     let mut passes: Vec<(Pass, Box<dyn FnOnce() -> Made + '_>)> = Vec::new();
