@@ -28,9 +28,11 @@
 //! **Binned rendering.** At the begin of a pass with a density map nothing
 //! goes down: the commands recorded in the pass are kept and the density map
 //! is read on the host. At the end of the pass the layer plans replays and
-//! records, per replay, a downscale of the attachments that load, the pass
-//! into scratch targets `1/area` the size of the framebuffer, and an upscale
-//! of each of its bins into the real attachments; a pass that cannot be
+//! records, per replay, a downscale of the attachments that load and the
+//! pass into scratch targets `1/area` the size of the framebuffer (the
+//! replays of one area in one render pass instance), then one composite per
+//! stored attachment that draws every bin into it (or, where that cannot
+//! be, an upscale of each replay's bins by blits); a pass that cannot be
 //! replayed renders once at 1x1. The files, in the order a pass meets them:
 //!
 //! - `commands`: the captured-command model (`Cmd`, the state
@@ -48,6 +50,11 @@
 //! - `scratch`: the scratch targets (claimed per command buffer) and the
 //!   blits to and from them;
 //! - `replay`: recording the plan;
+//! - `composite`: the composite's objects and draws;
+//! - `gpu_plan`: dynamic and deferred maps planned on the GPU, and the
+//!   upscale pipelines it shares with the composite;
+//! - [`multiview_flush`]: lavapipe's multiview loss worked around;
+//! - [`layered`]: the layered extension (`VK_VALVE_fragment_density_map_layered`);
 //! - [`shader_objects`]: shader objects' per-area variants.
 
 pub mod bins;
