@@ -18,9 +18,9 @@
 //! [`super::replay_plan::plan_composited`] decides the rest.
 
 use super::gpu_plan::{self, Owned, Upscale, RECTS};
-use super::pass::{aspect_of, Att};
+use super::pass::Att;
 use super::replay_plan::Composite;
-use super::scratch::{barrier, integer, sampled, Targets, Transition};
+use super::scratch::{barrier, Targets, Transition};
 use super::Fdm;
 use ash::vk;
 
@@ -30,18 +30,7 @@ use ash::vk;
 /// store (the upscale has no stencil export), in a 2D view (or an array one
 /// of a multiview pass), sampled and drawn at its sample count.
 pub(super) fn eligible(f: &Fdm, a: &Att, multiview: bool) -> bool {
-    let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
-    let drawn = if colour {
-        vk::FormatFeatureFlags::COLOR_ATTACHMENT
-    } else {
-        vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
-    };
-    f.raw.is_some()
-        && !a.store_stencil
-        && (colour && !integer(a.format) || aspect_of(a.format).contains(vk::ImageAspectFlags::DEPTH))
-        && (a.view_type == vk::ImageViewType::TYPE_2D || multiview && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)
-        && f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE | drawn)
-        && !sampled(f, a).is_empty()
+    f.raw.is_some() && !a.store_stencil && gpu_plan::upscale_reads_view(a, multiview) && gpu_plan::upscale_draws(f, a)
 }
 
 /// What [`prepare`] made for one pass: the objects are owned by the GPU

@@ -643,7 +643,6 @@ pub(super) fn unsupported(
         ));
     }
     for a in atts.iter().flatten() {
-        let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
         let ms = a.samples != vk::SampleCountFlags::TYPE_1;
         if ms && (a.load || a.store) && f.controls.without_msaa {
             return Some("its density map is dynamic or deferred and a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
@@ -651,9 +650,7 @@ pub(super) fn unsupported(
         if a.store_stencil {
             return Some("its density map is dynamic or deferred and a stencil attachment stores (the GPU plan's upscale writes colour and depth only)".into());
         }
-        // A multiview (or per-layer) pass's attachments may be arrays (a layer per view).
-        let array = view_mask != 0 && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
-        if (a.load || a.store) && a.view_type != vk::ImageViewType::TYPE_2D && !array {
+        if (a.load || a.store) && !upscale_reads_view(a, view_mask != 0) {
             return Some(format!("its density map is dynamic or deferred and an attachment view is {:?}", a.view_type));
         }
         let feats = f.format_features(a.format);
@@ -669,23 +666,35 @@ pub(super) fn unsupported(
         {
             return Some(format!("its density map is dynamic or deferred and {:?} cannot be blitted", a.format));
         }
-        if a.store {
-            // The upscale samples the scratch target (a multisampled one sample by sample).
-            let attachment = if colour {
-                vk::FormatFeatureFlags::COLOR_ATTACHMENT
-            } else {
-                vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
-            };
-            let need = vk::FormatFeatureFlags::SAMPLED_IMAGE | attachment;
-            if !feats.contains(need) || sampled(f, a).is_empty() {
-                return Some(format!(
-                    "its density map is dynamic or deferred and {:?} at {:?} cannot be sampled and drawn by the GPU plan's upscale",
-                    a.format, a.samples
-                ));
-            }
+        if a.store && !upscale_draws(f, a) {
+            return Some(format!(
+                "its density map is dynamic or deferred and {:?} at {:?} cannot be sampled and drawn by the GPU plan's upscale",
+                a.format, a.samples
+            ));
         }
     }
     None
+}
+
+/// Whether the upscale (the GPU plan's, the composite's) can take
+/// attachment `a`'s view: a 2D one, or in a multiview (or per-layer) pass
+/// an array one, a layer per view.
+pub(super) fn upscale_reads_view(a: &Att, multiview: bool) -> bool {
+    a.view_type == vk::ImageViewType::TYPE_2D || multiview && a.view_type == vk::ImageViewType::TYPE_2D_ARRAY
+}
+
+/// Whether the upscale can write stored attachment `a`: its scratch target
+/// is made sampled ([`sampled`]: colour that is not integer, or depth, at a
+/// sample count the driver samples) and its format is drawn as its kind of
+/// attachment (a multisampled one sample by sample).
+pub(super) fn upscale_draws(f: &Fdm, a: &Att) -> bool {
+    let attachment = if a.range.aspect_mask == vk::ImageAspectFlags::COLOR {
+        vk::FormatFeatureFlags::COLOR_ATTACHMENT
+    } else {
+        vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
+    };
+    f.format_features(a.format).contains(vk::FormatFeatureFlags::SAMPLED_IMAGE | attachment)
+        && !sampled(f, a).is_empty()
 }
 
 /// Per view index below the highest rendered one, what the plan reads of it.
@@ -823,7 +832,7 @@ fn check_commands(f: &Fdm, pass: &Pass) -> Result<(), String> {
         return Err("its density map is dynamic or deferred and it reads input attachments".into());
     }
     // Conditional rendering may not span a subpass change: one subpass only.
-    if pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass)) {
+    if pass.has_several_subpasses() {
         return Err("its density map is dynamic or deferred and it has several subpasses".into());
     }
     Ok(())

@@ -108,6 +108,14 @@ pub(super) struct Pass {
     pub(super) gpu: bool,
 }
 
+impl Pass {
+    /// The captured pass changes subpass (a replay may then not share its
+    /// render pass instance, nor a conditional-rendering scope span it).
+    pub(super) fn has_several_subpasses(&self) -> bool {
+        self.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass))
+    }
+}
+
 /// Why a pass renders at 1x1, logged once per reason and pass.
 fn fallback_log(dev: &DeviceCore, begin: &Begin, why: &str) {
     let key = match begin {

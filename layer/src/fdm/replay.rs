@@ -118,7 +118,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // The composite (one render pass instance per area, one composite per stored attachment) where every stored
     // attachment can be drawn so and the pass has one subpass; else each replay upscales its own bins.
     let composite = !f.controls.without_composite
-        && !pass.cmds.iter().any(|c| matches!(c, Cmd::NextSubpass))
+        && !pass.has_several_subpasses()
         && atts.iter().flatten().filter(|a| a.store).all(|a| super::composite::eligible(f, a, !views.is_empty()));
     let features = |format| f.format_features(format);
     let (planned, composites, finish) = match plan_composited(&atts, replays, f.overlay, &features, &views, composite)?
