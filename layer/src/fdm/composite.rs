@@ -17,7 +17,7 @@
 //! [`eligible`] says which attachments can be drawn so;
 //! [`super::replay_plan::plan_composited`] decides the rest.
 
-use super::gpu_plan::{self, Owned, Upscale, RECTS};
+use super::gpu_plan::{self, Owned, Upscale, UpscaleDraw, RECTS};
 use super::pass::Att;
 use super::replay_plan::Composite;
 use super::scratch::{barrier, Targets, Transition};
@@ -43,8 +43,7 @@ pub(super) struct Prepared {
     words: Vec<u32>,
     layout: vk::PipelineLayout,
     /// Per composite: its pipelines (one per sample), then per layer drawn
-    /// its framebuffer and its draws (set, area, first instance, instance
-    /// count).
+    /// its framebuffer and its draws.
     per: Vec<(Upscale, Vec<Layer>)>,
 }
 
@@ -52,7 +51,7 @@ struct Layer {
     framebuffer: vk::Framebuffer,
     /// The draws' layer (`None`: the attachment's view as it is).
     key: Option<u32>,
-    draws: Vec<(vk::DescriptorSet, (u32, u32), u32, u32)>,
+    draws: Vec<UpscaleDraw>,
 }
 
 /// Makes the objects of `composites` (attachments `atts`, scratch targets
@@ -161,7 +160,11 @@ pub(super) unsafe fn prepare(
                     ],
                     &[],
                 );
-                layers.last_mut().unwrap().draws.push((set, draw.area, first, count));
+                // The upscale's parameters in its rectangle mode: the viewport's size, the table at word 0, the
+                // scratch target's layer.
+                let (area, layer) = (draw.area, draw.layer.unwrap_or(0));
+                let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, layer];
+                layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, first, count });
             }
             per.push((up, layers));
         }
@@ -231,34 +234,9 @@ pub(super) unsafe fn record(
             min_depth: 0.0,
             max_depth: 1.0,
         };
-        let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
         for (up, layers) in &p.per {
             for l in layers {
-                d.cmd_begin_render_pass(
-                    cb,
-                    &vk::RenderPassBeginInfo::default()
-                        .render_pass(up.render_pass)
-                        .framebuffer(l.framebuffer)
-                        .render_area(render_area),
-                    vk::SubpassContents::INLINE,
-                );
-                // Per sample of a multisampled attachment a pipeline writing that sample only.
-                for (sample, &pipeline) in up.pipelines.iter().enumerate() {
-                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                    d.cmd_set_viewport(cb, 0, &[vp]);
-                    d.cmd_set_scissor(cb, 0, &[render_area]);
-                    for &(set, area, first, count) in &l.draws {
-                        d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, p.layout, 0, &[set], &[]);
-                        // The upscale's parameters in its rectangle mode: the viewport's size, the table at word
-                        // 0, the scratch target's layer.
-                        let layer = l.key.unwrap_or(0);
-                        let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, layer, sample as u32];
-                        let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                        d.cmd_push_constants(cb, p.layout, stages, 0, &pc);
-                        d.cmd_draw(cb, 6, count, 0, first);
-                    }
-                }
-                d.cmd_end_render_pass(cb);
+                gpu_plan::record_upscale_pass(d, cb, up, l.framebuffer, (render_area, vp), p.layout, &l.draws);
             }
         }
     }

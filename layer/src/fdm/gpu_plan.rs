@@ -551,6 +551,59 @@ pub(super) unsafe fn upscale_pipeline(
     Ok(made)
 }
 
+/// One draw of an upscale render pass: its set (an area's scratch target,
+/// the table), its push constants but the sample index, its instances.
+pub(super) struct UpscaleDraw {
+    pub(super) set: vk::DescriptorSet,
+    pub(super) words: [u32; 10],
+    pub(super) first: u32,
+    pub(super) count: u32,
+}
+
+/// Records one upscale render pass of `u` over `framebuffer` (`render_area`
+/// its render area and scissor, `viewport`): per sample of a multisampled
+/// attachment a pipeline writing that sample only, then `draws`, each
+/// pushed with the sample index after its words.
+///
+/// # Safety
+/// `cb` is recording outside a render pass on `d`; `u`, `framebuffer`,
+/// `layout` and the draws' sets are the layer's own, made on `d` for the
+/// images the barriers before put in the upscale's layouts.
+pub(super) unsafe fn record_upscale_pass(
+    d: &ash::Device,
+    cb: vk::CommandBuffer,
+    u: &Upscale,
+    framebuffer: vk::Framebuffer,
+    (render_area, viewport): (vk::Rect2D, vk::Viewport),
+    layout: vk::PipelineLayout,
+    draws: &[UpscaleDraw],
+) {
+    let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        d.cmd_begin_render_pass(
+            cb,
+            &vk::RenderPassBeginInfo::default()
+                .render_pass(u.render_pass)
+                .framebuffer(framebuffer)
+                .render_area(render_area),
+            vk::SubpassContents::INLINE,
+        );
+        for (sample, &pipeline) in u.pipelines.iter().enumerate() {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            d.cmd_set_viewport(cb, 0, &[viewport]);
+            d.cmd_set_scissor(cb, 0, &[render_area]);
+            for draw in draws {
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[draw.set], &[]);
+                let pc: Vec<u8> = draw.words.iter().chain(&[sample as u32]).flat_map(|w| w.to_le_bytes()).collect();
+                d.cmd_push_constants(cb, layout, stages, 0, &pc);
+                d.cmd_draw(cb, 6, draw.count, 0, draw.first);
+            }
+        }
+        d.cmd_end_render_pass(cb);
+    }
+}
+
 /// The layouts of the upscale: the scratch target's, sampled, and the real
 /// attachment's, drawn (a depth attachment's or a colour one's).
 pub(super) fn upscale_layout(depth: bool) -> (vk::ImageLayout, vk::ImageLayout) {
@@ -1363,7 +1416,7 @@ impl Recording<'_> {
     /// # Safety
     /// As [`Recording::upscale`].
     unsafe fn upscale_view(&self, k: usize, u: &Upscale, framebuffer: vk::Framebuffer, view: u32) {
-        let (d, cb, l, o, ra) = (self.d, self.cb, self.layout, self.objects, self.e.render_area);
+        let (l, o, ra) = (self.layout, self.objects, self.e.render_area);
         let layer = view;
         let vp = vk::Viewport {
             x: ra.x as f32,
@@ -1373,46 +1426,19 @@ impl Recording<'_> {
             min_depth: 0.0,
             max_depth: 1.0,
         };
-        let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+        // Per area, an instance per region: the quads of the regions that chose it in this view.
+        let draws: Vec<UpscaleDraw> = AREAS
+            .iter()
+            .enumerate()
+            .map(|(ai, area)| UpscaleDraw {
+                set: o.up_sets[k][ai],
+                words: [area.0, area.1, ai as u32, l.columns, l.rows, l.bounds, l.choices, l.regions, view, layer],
+                first: 0,
+                count: l.regions,
+            })
+            .collect();
         // SAFETY: the caller's guarantee; the render pass, framebuffer, pipelines and sets are the layer's own.
-        unsafe {
-            d.cmd_begin_render_pass(
-                cb,
-                &vk::RenderPassBeginInfo::default()
-                    .render_pass(u.render_pass)
-                    .framebuffer(framebuffer)
-                    .render_area(self.all),
-                vk::SubpassContents::INLINE,
-            );
-            // Per sample of a multisampled attachment a pipeline writing that sample only.
-            for (sample, &pipeline) in u.pipelines.iter().enumerate() {
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                d.cmd_set_viewport(cb, 0, &[vp]);
-                d.cmd_set_scissor(cb, 0, &[self.all]);
-                // Per area, an instance per region: the quads of the regions that chose it in this view.
-                for (ai, area) in AREAS.iter().enumerate() {
-                    let set = [o.up_sets[k][ai]];
-                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, o.up_layout, 0, &set, &[]);
-                    let words = [
-                        area.0,
-                        area.1,
-                        ai as u32,
-                        l.columns,
-                        l.rows,
-                        l.bounds,
-                        l.choices,
-                        l.regions,
-                        view,
-                        layer,
-                        sample as u32,
-                    ];
-                    let pc: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    d.cmd_push_constants(cb, o.up_layout, stages, 0, &pc);
-                    d.cmd_draw(cb, 6, l.regions, 0, 0);
-                }
-            }
-            d.cmd_end_render_pass(cb);
-        }
+        unsafe { record_upscale_pass(self.d, self.cb, u, framebuffer, (self.all, vp), o.up_layout, &draws) };
     }
 
     /// Step 4: every attachment to its final layout.
