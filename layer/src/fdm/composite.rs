@@ -101,8 +101,7 @@ pub(super) unsafe fn prepare(
             let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
             let up = gpu_plan::upscale_pipeline(d, &mut o, a.format, layered, a.samples)?;
             let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
-            // The scratch view an area's draws sample: a depth/stencil target through a view of its depth aspect.
-            let mut sampled_views: Vec<((u32, u32), vk::ImageView)> = Vec::new();
+            let mut sets: Vec<((u32, u32), vk::DescriptorSet)> = Vec::new();
             let mut layers: Vec<Layer> = Vec::new();
             for (draw, &(first, count)) in c.draws.iter().zip(&ranges) {
                 if layers.last().map(|l| l.key) != Some(draw.layer) {
@@ -124,42 +123,25 @@ pub(super) unsafe fn prepare(
                     owned.framebuffers.push(framebuffer);
                     layers.push(Layer { framebuffer, key: draw.layer, draws: Vec::new() });
                 }
-                let image_view = match sampled_views.iter().find(|(area, _)| *area == draw.area) {
-                    Some((_, v)) => *v,
+                // One set per area (every layer's draws at that area read it).
+                let set = match sets.iter().find(|(area, _)| *area == draw.area) {
+                    Some((_, set)) => *set,
                     None => {
                         let t = targets(draw.area).ok_or(vk::Result::ERROR_UNKNOWN)?;
                         let (Some(image), Some(view)) = (t.images[c.attachment], t.views[c.attachment]) else {
                             return Err(vk::Result::ERROR_UNKNOWN);
                         };
-                        let v = if depth { owned.depth_view(d, a, image)? } else { view };
-                        sampled_views.push((draw.area, v));
-                        v
+                        // A depth/stencil scratch target is sampled through a view of its depth aspect.
+                        let image_view = if depth { owned.depth_view(d, a, image)? } else { view };
+                        let sl = [o.up_set_layout];
+                        let set = d.allocate_descriptor_sets(
+                            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+                        )?[0];
+                        gpu_plan::write_upscale_set(d, set, image_view, depth, &bi);
+                        sets.push((draw.area, set));
+                        set
                     }
                 };
-                let sl = [o.up_set_layout];
-                let set = d.allocate_descriptor_sets(
-                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
-                )?[0];
-                let ii = [vk::DescriptorImageInfo {
-                    sampler: vk::Sampler::null(),
-                    image_view,
-                    image_layout: gpu_plan::upscale_layout(depth).0,
-                }];
-                d.update_descriptor_sets(
-                    &[
-                        vk::WriteDescriptorSet::default()
-                            .dst_set(set)
-                            .dst_binding(0)
-                            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                            .image_info(&ii),
-                        vk::WriteDescriptorSet::default()
-                            .dst_set(set)
-                            .dst_binding(1)
-                            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                            .buffer_info(&bi),
-                    ],
-                    &[],
-                );
                 // The upscale's parameters in its rectangle mode: the viewport's size, the table at word 0, the
                 // scratch target's layer.
                 let (area, layer) = (draw.area, draw.layer.unwrap_or(0));

@@ -1178,23 +1178,36 @@ unsafe fn upscale_sets(
         } else {
             t.views[i].unwrap()
         };
-        let ii = [vk::DescriptorImageInfo {
-            sampler: vk::Sampler::null(),
-            image_view,
-            image_layout: upscale_layout(depth).0,
-        }];
-        let writes = [
-            vk::WriteDescriptorSet::default()
-                .dst_set(*set)
-                .dst_binding(0)
-                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                .image_info(&ii),
-            storage_write(*set, 1, &bi),
-        ];
-        // SAFETY: writes built here of a set just allocated, a live view and the plan buffer (the caller's guarantee).
-        unsafe { d.update_descriptor_sets(&writes, &[]) };
+        // SAFETY: a set just allocated, a live view and the plan buffer (the caller's guarantee).
+        unsafe { write_upscale_set(d, *set, image_view, depth, &bi) };
     }
     Ok(sets)
+}
+
+/// Writes an upscale set: `image_view` (a scratch target's, of a depth
+/// attachment with `depth`) sampled at binding 0, the table `bi` at 1.
+///
+/// # Safety
+/// `set`, `image_view` and `bi`'s buffer are live objects of `d`.
+pub(super) unsafe fn write_upscale_set(
+    d: &ash::Device,
+    set: vk::DescriptorSet,
+    image_view: vk::ImageView,
+    depth: bool,
+    bi: &[vk::DescriptorBufferInfo],
+) {
+    let ii =
+        [vk::DescriptorImageInfo { sampler: vk::Sampler::null(), image_view, image_layout: upscale_layout(depth).0 }];
+    let writes = [
+        vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&ii),
+        storage_write(set, 1, bi),
+    ];
+    // SAFETY: writes built here of live objects (the caller's guarantee).
+    unsafe { d.update_descriptor_sets(&writes, &[]) };
 }
 
 /// The attachments present, with their indices.
