@@ -9,13 +9,19 @@
 // in each of its cells has left (or skipped) its section. Mode 2 (unordered)
 // is the fallback where order cannot be had: a per-cell mutex only.
 //
-// Cell (uints): a header of 8 — 0 slots used, 1 invocations registered,
-// 2 invocations done, 3 mutex, 4-5 finished bits (one per slot), 6 flags
-// (1: a key out of range) — then `slots` slots of two uints: (multiplicity
-// << 24 | instance, primitive). A slot holds a key and how many invocations
-// have it (a primitive's samples when shading per sample, in the dedup
-// count mode 3; a line's fragments ...). The header is zero between draws:
-// the last invocation of a draw to finish with a cell resets it.
+// Cells, structure of arrays: every field of every cell is a plane of its
+// own, so that the lanes of a subgroup (neighbouring pixels) touch
+// neighbouring words rather than one record each (the array-of-records
+// cells cost 3-10x a dense plane per access: docs/design/ordered-interlock.md
+// §9). Planes of `grid`^2 words, 8x8 cells contiguous: 0 slots used,
+// 1 invocations registered (count mode 3 only; in mode 0 every invocation
+// takes a slot), 2 invocations done, 3 mutex, 4-5 finished bits (one per
+// slot), 6 flags (1: a key out of range), 7 unused; then `slots / 2` planes
+// of uvec4, slots 2g and 2g+1 of each cell: (multiplicity << 24 | instance,
+// primitive) twice. A slot holds a key and how many invocations have it (a
+// primitive's samples when shading per sample, in the dedup count mode 3; a
+// line's fragments ...). The header is zero between draws: the last
+// invocation of a draw to finish with a cell resets it.
 //
 // Compiled twice by `shaders/glsl/generate` into shaders/src/generated/: with
 // the GLSL450 memory model (device scope) and with the Vulkan memory model
@@ -40,15 +46,16 @@
 layout(set = 0, binding = 1, std430) coherent buffer OverlapCells { uint w[]; } ovl_cells;
 // The same cells, read-only and not coherent: the run draw's lookup. From
 // the barrier after the count draw until every invocation of the cell has
-// looked its key up, a cell's slot count, flags and keys do not change (the
-// multiplicities do; the lookup masks them out), so its loads may be cached
-// and are made four words at a time: one dependent round trip per eight
-// slots rather than per slot.
+// looked its key up, a cell's slot count, registrations, flags and keys do
+// not change (the multiplicities do; the lookup masks them out), so their
+// loads may be cached; keys are loaded two slots at a time, eight slots at
+// once: one round trip per eight slots.
 layout(set = 0, binding = 1, std430) readonly buffer OverlapKeys { uvec4 q[]; } ovl_keys;
+layout(set = 0, binding = 1, std430) readonly buffer OverlapFixed { uint w[]; } ovl_fixed;
 layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint mode;      // 0 count, 1 run, 2 unordered (mutex only), 3 count merging equal keys
     uint grid;      // cells per side (a power of two); pixels further apart share cells
-    uint slots;     // slots per cell (at most 64: one finished bit each)
+    uint slots;     // slots per cell (8, 16, 32 or 64: one finished bit each)
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
 } ovl_ctl;
@@ -69,18 +76,47 @@ uint ovl_single;       // bit k: cell k's key is in one slot, this invocation al
 uint ovl_flags;
 uint ovl_polls;
 
+// The header's planes.
+const uint USED = 0u;
+const uint REGISTERED_IN = 1u;
+const uint DONE_IN = 2u;
+const uint MUTEX = 3u;
+const uint FINISHED_IN = 4u; // and 5
+const uint FLAGS = 6u;
 const uint HEADER = 8u;
+
 const uint MULT = 0x01000000u;
 const uint INSTANCE = 0x00ffffffu;
+// ovl_flags
 const uint REGISTERED = 1u;
 const uint FINISHED = 2u;
 const uint HOLDS = 4u;
 const uint EXPIRED = 8u;
 
+uint ovl_plane() {
+    return ovl_ctl.grid * ovl_ctl.grid;
+}
+
+// The cell of a pixel (or sample) of the area, an index into every plane:
+// 8x8 cells contiguous, so that a subgroup's lanes share cache lines.
 uint ovl_cell(uint dx, uint dy) {
     uint m = ovl_ctl.grid - 1u;
-    uvec2 p = ovl_origin + uvec2(dx, dy);
-    return ((p.y & m) * ovl_ctl.grid + (p.x & m)) * (HEADER + 2u * ovl_ctl.slots);
+    uvec2 p = (ovl_origin + uvec2(dx, dy)) & uvec2(m);
+    if (ovl_ctl.grid < 8u) {
+        return p.y * ovl_ctl.grid + p.x;
+    }
+    return (((p.y >> 3u) * (ovl_ctl.grid >> 3u) + (p.x >> 3u)) << 6u) | ((p.y & 7u) << 3u) | (p.x & 7u);
+}
+
+// A header word of cell c.
+uint ovl_at(uint field, uint c) {
+    return field * ovl_plane() + c;
+}
+
+// Slot j of cell c: its first word (multiplicity, instance); the next is
+// its primitive. Slots 2g and 2g+1 are the uvec4 of plane g.
+uint ovl_slot(uint c, uint j) {
+    return (HEADER + 2u * (j & ~1u)) * ovl_plane() + 4u * c + 2u * (j & 1u);
 }
 
 bool ovl_less(uvec2 a, uvec2 b) {
@@ -98,34 +134,43 @@ uvec2 ovl_bit(uint j) {
 
 // A new slot for the key, or (dedup) one more invocation on its slot.
 void ovl_append(uint c, bool dedup) {
-    uint n = atomicLoad(ovl_cells.w[c], SCOPE, STORAGE, ACQ);
     if (dedup) {
+        uint n = atomicLoad(ovl_cells.w[ovl_at(USED, c)], SCOPE, STORAGE, ACQ);
         for (uint j = 0u; j < min(n, ovl_ctl.slots); j++) {
-            uint hi = ovl_cells.w[c + HEADER + 2u * j];
-            if ((hi & INSTANCE) == ovl_key.x && ovl_cells.w[c + HEADER + 2u * j + 1u] == ovl_key.y) {
-                atomicAdd(ovl_cells.w[c + HEADER + 2u * j], MULT, SCOPE, STORAGE, RELAXED);
+            uint at = ovl_slot(c, j);
+            uint hi = ovl_cells.w[at];
+            if ((hi & INSTANCE) == ovl_key.x && ovl_cells.w[at + 1u] == ovl_key.y) {
+                atomicAdd(ovl_cells.w[at], MULT, SCOPE, STORAGE, RELAXED);
                 return;
             }
         }
     }
-    uint s = atomicAdd(ovl_cells.w[c], 1u, SCOPE, STORAGE, RELAXED);
+    uint s = atomicAdd(ovl_cells.w[ovl_at(USED, c)], 1u, SCOPE, STORAGE, RELAXED);
     if (s < ovl_ctl.slots) {
-        ovl_cells.w[c + HEADER + 2u * s] = MULT | ovl_key.x;
-        ovl_cells.w[c + HEADER + 2u * s + 1u] = ovl_key.y;
+        uint at = ovl_slot(c, s);
+        ovl_cells.w[at] = MULT | ovl_key.x;
+        ovl_cells.w[at + 1u] = ovl_key.y;
     } else if (s == ovl_ctl.slots) {
         atomicAdd(ovl_counters.c[0], 1u, SCOPE, STORAGE, RELAXED);
     }
 }
 
-// The count draw: register in every cell of the area. In mode 3 equal keys
-// share a slot: appends take the cell's mutex (free in the count draw).
+// The count draw: register in every cell of the area. In mode 0 an
+// invocation is one slot (one atomic and a key's store); in mode 3 equal
+// keys share a slot: appends take the cell's mutex (free in the count draw)
+// and invocations are counted apart.
 void ovl_count(bool dedup) {
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
             uint c = ovl_cell(dx, dy);
-            atomicAdd(ovl_cells.w[c + 1u], 1u, SCOPE, STORAGE, RELAXED);
+            if (dedup) {
+                atomicAdd(ovl_cells.w[ovl_at(REGISTERED_IN, c)], 1u, SCOPE, STORAGE, RELAXED);
+            }
             if (ovl_key.x > INSTANCE) {
-                if ((atomicOr(ovl_cells.w[c + 6u], 1u, SCOPE, STORAGE, RELAXED) & 1u) == 0u) {
+                if (!dedup) {
+                    atomicAdd(ovl_cells.w[ovl_at(USED, c)], 1u, SCOPE, STORAGE, RELAXED);
+                }
+                if ((atomicOr(ovl_cells.w[ovl_at(FLAGS, c)], 1u, SCOPE, STORAGE, RELAXED) & 1u) == 0u) {
                     atomicAdd(ovl_counters.c[3], 1u, SCOPE, STORAGE, RELAXED);
                 }
             } else if (!dedup) {
@@ -143,9 +188,9 @@ void ovl_count(bool dedup) {
                         atomicAdd(ovl_counters.c[1], 1u, SCOPE, STORAGE, RELAXED);
                         ovl_append(c, false);
                         done = true;
-                    } else if (atomicCompSwap(ovl_cells.w[c + 3u], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == 0u) {
+                    } else if (atomicCompSwap(ovl_cells.w[ovl_at(MUTEX, c)], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == 0u) {
                         ovl_append(c, true);
-                        atomicStore(ovl_cells.w[c + 3u], 0u, SCOPE, STORAGE, REL);
+                        atomicStore(ovl_cells.w[ovl_at(MUTEX, c)], 0u, SCOPE, STORAGE, REL);
                         done = true;
                     }
                 }
@@ -156,24 +201,27 @@ void ovl_count(bool dedup) {
 
 // The run draw: the slots of smaller keys and of this key in every cell
 // (after the barrier that follows the count draw, the cells hold every key).
-// The header and the first eight slots are loaded together (a cell has at
-// least eight slots, and the cell size is a multiple of four words).
 void ovl_lookup() {
     uint k = 0u;
     ovl_single = 0u;
+    uint plane = ovl_plane();
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
-            uint q = ovl_cell(dx, dy) / 4u;
-            uvec4 h0 = ovl_keys.q[q];      // slots used, registered, done, mutex
-            uvec4 h1 = ovl_keys.q[q + 1u]; // finished bits, flags
-            uint n = min(h0.x, ovl_ctl.slots);
+            uint c = ovl_cell(dx, dy);
+            uint used = ovl_fixed.w[ovl_at(USED, c)];
+            uint registered = ovl_fixed.w[ovl_at(REGISTERED_IN, c)];
+            uint flags = ovl_fixed.w[ovl_at(FLAGS, c)];
+            uint n = min(used, ovl_ctl.slots);
+            // The uvec4 of slots 0 and 1 (slots are a multiple of eight:
+            // the four loads stay in the cells).
+            uint q = (HEADER / 4u) * plane + c;
             uvec2 smaller = uvec2(0u);
             uvec2 equal = uvec2(0u);
             uint mult = 0u;
             uint j = 0u;
             do {
-                uint at = q + HEADER / 4u + j / 2u;
-                uvec4 s[4] = uvec4[4](ovl_keys.q[at], ovl_keys.q[at + 1u], ovl_keys.q[at + 2u], ovl_keys.q[at + 3u]);
+                uint at = q + (j / 2u) * plane;
+                uvec4 s[4] = uvec4[4](ovl_keys.q[at], ovl_keys.q[at + plane], ovl_keys.q[at + 2u * plane], ovl_keys.q[at + 3u * plane]);
                 for (uint i = 0u; i < 8u; i++) {
                     uvec4 pair = s[i / 2u];
                     uvec2 other = (i & 1u) == 0u ? pair.xy : pair.zw;
@@ -189,7 +237,7 @@ void ovl_lookup() {
                 }
                 j += 8u;
             } while (j < n);
-            if (h0.x > ovl_ctl.slots || h1.z != 0u) {
+            if (used > ovl_ctl.slots || flags != 0u) {
                 smaller = uvec2(0u);
                 equal = uvec2(0u);
             } else if (equal == uvec2(0u)) {
@@ -199,7 +247,8 @@ void ovl_lookup() {
                 // the key in several slots the one left is not known here.)
                 ovl_single |= 1u << k;
             }
-            ovl_registered[k] = h0.y;
+            // Mode 0 registers an invocation per slot used.
+            ovl_registered[k] = registered != 0u ? registered : used;
             ovl_smaller[k] = smaller;
             ovl_equal[k] = equal;
             k++;
@@ -244,7 +293,7 @@ void ovl_finish() {
             if ((ovl_single & (1u << k)) != 0u) {
                 // No other invocation decrements this slot: it is finished.
                 uint j = equal.x != 0u ? uint(findLSB(equal.x)) : 32u + uint(findLSB(equal.y));
-                atomicOr(ovl_cells.w[c + 4u + j / 32u], 1u << (j % 32u), SCOPE, STORAGE, REL);
+                atomicOr(ovl_cells.w[ovl_at(FINISHED_IN + j / 32u, c)], 1u << (j % 32u), SCOPE, STORAGE, REL);
                 left = true;
             }
             for (uint word = 0u; word < 2u && !left; word++) {
@@ -252,7 +301,7 @@ void ovl_finish() {
                 while (bits != 0u && !left) {
                     uint j = uint(findLSB(bits)) + 32u * word;
                     bits &= bits - 1u;
-                    uint at = c + HEADER + 2u * j;
+                    uint at = ovl_slot(c, j);
                     for (uint tries = 0u; tries < 256u; tries++) {
                         uint hi = atomicLoad(ovl_cells.w[at], SCOPE, STORAGE, RELAXED);
                         if (hi < MULT) {
@@ -260,7 +309,7 @@ void ovl_finish() {
                         }
                         if (atomicCompSwap(ovl_cells.w[at], hi, hi - MULT, SCOPE, STORAGE, RELAXED, STORAGE, RELAXED) == hi) {
                             if (hi < 2u * MULT) {
-                                atomicOr(ovl_cells.w[c + 4u + j / 32u], 1u << (j % 32u), SCOPE, STORAGE, REL);
+                                atomicOr(ovl_cells.w[ovl_at(FINISHED_IN + j / 32u, c)], 1u << (j % 32u), SCOPE, STORAGE, REL);
                             }
                             left = true;
                             break;
@@ -268,14 +317,14 @@ void ovl_finish() {
                     }
                 }
             }
-            uint done = atomicAdd(ovl_cells.w[c + 2u], 1u, SCOPE, STORAGE, ACQREL) + 1u;
+            uint done = atomicAdd(ovl_cells.w[ovl_at(DONE_IN, c)], 1u, SCOPE, STORAGE, ACQREL) + 1u;
             if (done == ovl_registered[k]) {
-                atomicStore(ovl_cells.w[c], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[c + 1u], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[c + 2u], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[c + 4u], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[c + 5u], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[c + 6u], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[ovl_at(USED, c)], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[ovl_at(REGISTERED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[ovl_at(DONE_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[ovl_at(FINISHED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], 0u, SCOPE, STORAGE, RELAXED);
+                atomicStore(ovl_cells.w[ovl_at(FLAGS, c)], 0u, SCOPE, STORAGE, RELAXED);
             }
             k++;
         }
@@ -299,9 +348,15 @@ bool ovl_try_enter() {
                     uint c = ovl_cell(dx, dy);
                     // Relaxed: the mutex taken below (acquire) synchronizes
                     // with the predecessor's release of it, which came
-                    // before its finished bit; no fence on every poll.
-                    uvec2 f = uvec2(atomicLoad(ovl_cells.w[c + 4u], SCOPE, STORAGE, RELAXED),
-                                    atomicLoad(ovl_cells.w[c + 5u], SCOPE, STORAGE, RELAXED));
+                    // before its finished bit; no fence on every poll. A
+                    // word of finished bits is read only where it is needed.
+                    uvec2 f = uvec2(0u);
+                    if (need.x != 0u) {
+                        f.x = atomicLoad(ovl_cells.w[ovl_at(FINISHED_IN, c)], SCOPE, STORAGE, RELAXED);
+                    }
+                    if (need.y != 0u) {
+                        f.y = atomicLoad(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], SCOPE, STORAGE, RELAXED);
+                    }
                     if ((f & need) != need) {
                         ovl_polls++;
                         if (ovl_polls < ovl_ctl.timeout) {
@@ -319,11 +374,11 @@ bool ovl_try_enter() {
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
             uint c = ovl_cell(dx, dy);
-            if (atomicCompSwap(ovl_cells.w[c + 3u], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) != 0u) {
+            if (atomicCompSwap(ovl_cells.w[ovl_at(MUTEX, c)], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) != 0u) {
                 uint j = 0u;
                 for (uint ey = 0u; ey < ovl_size.y && j < taken; ey++) {
                     for (uint ex = 0u; ex < ovl_size.x && j < taken; ex++) {
-                        atomicStore(ovl_cells.w[ovl_cell(ex, ey) + 3u], 0u, SCOPE, STORAGE, RELAXED);
+                        atomicStore(ovl_cells.w[ovl_at(MUTEX, ovl_cell(ex, ey))], 0u, SCOPE, STORAGE, RELAXED);
                         j++;
                     }
                 }
@@ -342,7 +397,7 @@ void ovl_leave() {
         ovl_flags &= ~HOLDS;
         for (uint dy = 0u; dy < ovl_size.y; dy++) {
             for (uint dx = 0u; dx < ovl_size.x; dx++) {
-                atomicStore(ovl_cells.w[ovl_cell(dx, dy) + 3u], 0u, SCOPE, STORAGE, REL);
+                atomicStore(ovl_cells.w[ovl_at(MUTEX, ovl_cell(dx, dy))], 0u, SCOPE, STORAGE, REL);
             }
         }
     }

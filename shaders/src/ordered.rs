@@ -67,7 +67,9 @@ pub const BINDING_COUNTERS: u32 = 3;
 /// The counters buffer: overflowed cells, expired waits, keys not found,
 /// keys out of range (an instance index of 2^24 or more).
 pub const COUNTERS: usize = 4;
-/// Words of a cell's header; each slot holds a key of two words.
+/// Words of a cell's header; each slot holds a key of two words. (Each
+/// header word and each pair of slots is a plane of its own over all
+/// cells: `shaders/glsl/ordered.frag`.)
 pub const CELL_HEADER: u32 = 8;
 /// A cell's slots are bits of two words.
 pub const MAX_SLOTS: u32 = 64;

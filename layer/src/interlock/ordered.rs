@@ -3,7 +3,8 @@
 //! protocol).
 //!
 //! - **Cells**: a storage buffer of `grid`² cells (`8 + 2·slots` words
-//!   each; pixels further apart share cells), a uniform block per mode
+//!   each, laid out as planes of one field of every cell: see
+//!   `shaders/glsl/ordered.frag`; pixels further apart share cells), a uniform block per mode
 //!   (count, run, unordered) and a host-visible counters buffer, in three
 //!   descriptor sets of the reserved set's layout (bindings 1–3; binding 0
 //!   is the spinlock's lock image). They are made when the first ordered
