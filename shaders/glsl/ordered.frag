@@ -68,11 +68,17 @@ uvec2 ovl_size;
 uvec2 ovl_key;      // (instance index, primitive id)
 bool ovl_helper;    // a helper invocation (or demoted): takes part in nothing
 
-// Per-invocation state, for each cell of the area (at most 4x4).
-uvec2 ovl_smaller[16]; // the slots holding smaller keys
-uvec2 ovl_equal[16];   // the slots holding this invocation's key; 0: no order in this cell
-uint ovl_registered[16]; // the invocations registered in the cell (fixed in the run draw)
+// Per-invocation state, for each cell of the area (at most 4x4). The
+// first cell's is kept apart, in scalars: an area is one cell unless a
+// shading rate applies, and arrays indexed at run time live in memory.
+uvec2 ovl_smaller0;    // the slots holding smaller keys
+uvec2 ovl_equal0;      // the slots holding this invocation's key; 0: no order in this cell
+uint ovl_total0;       // the slots used, or where counted, the invocations registered
+uvec2 ovl_smaller_more[15];
+uvec2 ovl_equal_more[15];
+uint ovl_total_more[15];
 uint ovl_single;       // bit k: cell k's key is in one slot, this invocation alone on it
+uint ovl_counted;      // bit k: cell k's last invocation is found by counting them (below)
 uint ovl_flags;
 uint ovl_polls;
 
@@ -92,6 +98,30 @@ const uint REGISTERED = 1u;
 const uint FINISHED = 2u;
 const uint HOLDS = 4u;
 const uint EXPIRED = 8u;
+
+void ovl_keep(uint k, uvec2 smaller, uvec2 equal, uint total) {
+    if (k == 0u) {
+        ovl_smaller0 = smaller;
+        ovl_equal0 = equal;
+        ovl_total0 = total;
+    } else {
+        ovl_smaller_more[k - 1u] = smaller;
+        ovl_equal_more[k - 1u] = equal;
+        ovl_total_more[k - 1u] = total;
+    }
+}
+
+uvec2 ovl_smaller_in(uint k) {
+    return k == 0u ? ovl_smaller0 : ovl_smaller_more[k - 1u];
+}
+
+uvec2 ovl_equal_in(uint k) {
+    return k == 0u ? ovl_equal0 : ovl_equal_more[k - 1u];
+}
+
+uint ovl_total_in(uint k) {
+    return k == 0u ? ovl_total0 : ovl_total_more[k - 1u];
+}
 
 uint ovl_plane() {
     return ovl_ctl.grid * ovl_ctl.grid;
@@ -204,6 +234,7 @@ void ovl_count(bool dedup) {
 void ovl_lookup() {
     uint k = 0u;
     ovl_single = 0u;
+    ovl_counted = 0u;
     uint plane = ovl_plane();
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
@@ -212,8 +243,8 @@ void ovl_lookup() {
             uint registered = ovl_fixed.w[ovl_at(REGISTERED_IN, c)];
             uint flags = ovl_fixed.w[ovl_at(FLAGS, c)];
             uint n = min(used, ovl_ctl.slots);
-            // The uvec4 of slots 0 and 1 (slots are a multiple of eight:
-            // the four loads stay in the cells).
+            // The uvec4 of slots 0 and 1; up to four such loads at once,
+            // as many as there are slots used.
             uint q = (HEADER / 4u) * plane + c;
             uvec2 smaller = uvec2(0u);
             uvec2 equal = uvec2(0u);
@@ -221,7 +252,12 @@ void ovl_lookup() {
             uint j = 0u;
             do {
                 uint at = q + (j / 2u) * plane;
-                uvec4 s[4] = uvec4[4](ovl_keys.q[at], ovl_keys.q[at + plane], ovl_keys.q[at + 2u * plane], ovl_keys.q[at + 3u * plane]);
+                uvec4 s[4] = uvec4[4](ovl_keys.q[at], uvec4(0u), uvec4(0u), uvec4(0u));
+                for (uint i = 1u; i < 4u; i++) {
+                    if (j + 2u * i < n) {
+                        s[i] = ovl_keys.q[at + i * plane];
+                    }
+                }
                 for (uint i = 0u; i < 8u; i++) {
                     uvec4 pair = s[i / 2u];
                     uvec2 other = (i & 1u) == 0u ? pair.xy : pair.zw;
@@ -237,7 +273,8 @@ void ovl_lookup() {
                 }
                 j += 8u;
             } while (j < n);
-            if (used > ovl_ctl.slots || flags != 0u) {
+            bool degraded = used > ovl_ctl.slots || flags != 0u;
+            if (degraded) {
                 smaller = uvec2(0u);
                 equal = uvec2(0u);
             } else if (equal == uvec2(0u)) {
@@ -247,10 +284,17 @@ void ovl_lookup() {
                 // the key in several slots the one left is not known here.)
                 ovl_single |= 1u << k;
             }
-            // Mode 0 registers an invocation per slot used.
-            ovl_registered[k] = registered != 0u ? registered : used;
-            ovl_smaller[k] = smaller;
-            ovl_equal[k] = equal;
+            // The last invocation to finish with the cell resets it. Where
+            // the cell keeps order in one word of finished bits, it is the
+            // one that sets the last bit; elsewhere every invocation counts
+            // itself done, and the last is the one that makes the count the
+            // invocations registered (mode 0 registers one per slot used).
+            if (degraded || used > 32u) {
+                ovl_counted |= 1u << k;
+                ovl_keep(k, smaller, equal, registered != 0u ? registered : used);
+            } else {
+                ovl_keep(k, smaller, equal, used);
+            }
             k++;
         }
     }
@@ -276,6 +320,26 @@ bool ovl_begin() {
     return false;
 }
 
+// Resets cell c's header (its last invocation of the draw).
+void ovl_reset(uint c) {
+    atomicStore(ovl_cells.w[ovl_at(USED, c)], 0u, SCOPE, STORAGE, RELAXED);
+    atomicStore(ovl_cells.w[ovl_at(REGISTERED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
+    atomicStore(ovl_cells.w[ovl_at(DONE_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
+    atomicStore(ovl_cells.w[ovl_at(FINISHED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
+    atomicStore(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], 0u, SCOPE, STORAGE, RELAXED);
+    atomicStore(ovl_cells.w[ovl_at(FLAGS, c)], 0u, SCOPE, STORAGE, RELAXED);
+}
+
+// Sets slot j's finished bit in cell c (of `total` slots); true when it
+// was the cell's last (only meaningful where the cell is not counted:
+// every slot in the first word).
+bool ovl_finished(uint c, uint j, uint total) {
+    uint bit = 1u << (j % 32u);
+    uint before = atomicOr(ovl_cells.w[ovl_at(FINISHED_IN + j / 32u, c)], bit, SCOPE, STORAGE, REL);
+    uint all = total >= 32u ? 0xffffffffu : (1u << total) - 1u;
+    return (before | bit) == all;
+}
+
 // Leaves the area's cells for good: one invocation less on its slot (the
 // last sets the slot's finished bit), and the last invocation of the draw in
 // a cell resets the cell's header. Never blocks; runs once.
@@ -288,12 +352,14 @@ void ovl_finish() {
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
             uint c = ovl_cell(dx, dy);
-            uvec2 equal = ovl_equal[k];
+            uvec2 equal = ovl_equal_in(k);
+            uint total = ovl_total_in(k);
             bool left = false;
+            bool last = false;
             if ((ovl_single & (1u << k)) != 0u) {
                 // No other invocation decrements this slot: it is finished.
                 uint j = equal.x != 0u ? uint(findLSB(equal.x)) : 32u + uint(findLSB(equal.y));
-                atomicOr(ovl_cells.w[ovl_at(FINISHED_IN + j / 32u, c)], 1u << (j % 32u), SCOPE, STORAGE, REL);
+                last = ovl_finished(c, j, total);
                 left = true;
             }
             for (uint word = 0u; word < 2u && !left; word++) {
@@ -309,7 +375,7 @@ void ovl_finish() {
                         }
                         if (atomicCompSwap(ovl_cells.w[at], hi, hi - MULT, SCOPE, STORAGE, RELAXED, STORAGE, RELAXED) == hi) {
                             if (hi < 2u * MULT) {
-                                atomicOr(ovl_cells.w[ovl_at(FINISHED_IN + j / 32u, c)], 1u << (j % 32u), SCOPE, STORAGE, REL);
+                                last = ovl_finished(c, j, total);
                             }
                             left = true;
                             break;
@@ -317,14 +383,14 @@ void ovl_finish() {
                     }
                 }
             }
-            uint done = atomicAdd(ovl_cells.w[ovl_at(DONE_IN, c)], 1u, SCOPE, STORAGE, ACQREL) + 1u;
-            if (done == ovl_registered[k]) {
-                atomicStore(ovl_cells.w[ovl_at(USED, c)], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[ovl_at(REGISTERED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[ovl_at(DONE_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[ovl_at(FINISHED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], 0u, SCOPE, STORAGE, RELAXED);
-                atomicStore(ovl_cells.w[ovl_at(FLAGS, c)], 0u, SCOPE, STORAGE, RELAXED);
+            if ((ovl_counted & (1u << k)) != 0u) {
+                last = atomicAdd(ovl_cells.w[ovl_at(DONE_IN, c)], 1u, SCOPE, STORAGE, ACQREL) + 1u == total;
+            } else if (last) {
+                // Every finished bit was set with release: see them all.
+                memoryBarrier(SCOPE, STORAGE, ACQ);
+            }
+            if (last) {
+                ovl_reset(c);
             }
             k++;
         }
@@ -343,7 +409,7 @@ bool ovl_try_enter() {
         uint k = 0u;
         for (uint dy = 0u; dy < ovl_size.y; dy++) {
             for (uint dx = 0u; dx < ovl_size.x; dx++) {
-                uvec2 need = ovl_smaller[k];
+                uvec2 need = ovl_smaller_in(k);
                 if (need != uvec2(0u)) {
                     uint c = ovl_cell(dx, dy);
                     // Relaxed: the mutex taken below (acquire) synchronizes
