@@ -58,6 +58,7 @@ layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint slots;     // slots per cell (8, 16, 32 or 64: one finished bit each)
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
+    uint spin;      // experiment: 1 polls by compare-and-swap
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
@@ -79,6 +80,7 @@ uvec2 ovl_equal_more[15];
 uint ovl_total_more[15];
 uint ovl_single;       // bit k: cell k's key is in one slot, this invocation alone on it
 uint ovl_counted;      // bit k: cell k's last invocation is found by counting them (below)
+uint ovl_left;         // bit k: this invocation has left cell k (its finished bit set)
 uint ovl_flags;
 uint ovl_polls;
 
@@ -90,6 +92,13 @@ const uint MUTEX = 3u;
 const uint FINISHED_IN = 4u; // and 5
 const uint FLAGS = 6u;
 const uint HEADER = 8u;
+
+// In a cell of at most 31 slots used whose order holds (not counted), the
+// lock is bit 31 of the first word of finished bits: taking it is one
+// compare-and-swap that also sees the smaller keys finished, and leaving
+// one atomic that sets the finished bit and frees it. Counted cells and
+// the unordered mode take the mutex instead.
+const uint LOCK = 0x80000000u;
 
 const uint MULT = 0x01000000u;
 const uint INSTANCE = 0x00ffffffu;
@@ -150,12 +159,9 @@ uint ovl_slot(uint c, uint j) {
 }
 
 bool ovl_less(uvec2 a, uvec2 b) {
-    if (ovl_ctl.reverse != 0u) {
-        uvec2 t = a;
-        a = b;
-        b = t;
-    }
-    return a.x < b.x || (a.x == b.x && a.y < b.y);
+    bool less = a.x < b.x || (a.x == b.x && a.y < b.y);
+    // Reversed: b < a, which for unequal keys is !(a < b).
+    return ovl_ctl.reverse != 0u ? !less && a != b : less;
 }
 
 uvec2 ovl_bit(uint j) {
@@ -229,6 +235,21 @@ void ovl_count(bool dedup) {
     }
 }
 
+// Slot j's key (its first word with the multiplicity) against this
+// invocation's, where j is a slot used.
+void ovl_compare(uvec2 slot, uint j, uint n, inout uvec2 smaller, inout uvec2 equal, inout uint mult) {
+    if (j < n) {
+        uvec2 other = uvec2(slot.x & INSTANCE, slot.y);
+        uvec2 bit = ovl_bit(j);
+        if (other == ovl_key) {
+            equal |= bit;
+            mult += slot.x / MULT;
+        } else if (ovl_less(other, ovl_key)) {
+            smaller |= bit;
+        }
+    }
+}
+
 // The run draw: the slots of smaller keys and of this key in every cell
 // (after the barrier that follows the count draw, the cells hold every key).
 void ovl_lookup() {
@@ -244,7 +265,8 @@ void ovl_lookup() {
             uint flags = ovl_fixed.w[ovl_at(FLAGS, c)];
             uint n = min(used, ovl_ctl.slots);
             // The uvec4 of slots 0 and 1; up to four such loads at once,
-            // as many as there are slots used.
+            // as many as there are slots used, in plain variables (an
+            // array indexed in a loop would live in memory).
             uint q = (HEADER / 4u) * plane + c;
             uvec2 smaller = uvec2(0u);
             uvec2 equal = uvec2(0u);
@@ -252,25 +274,27 @@ void ovl_lookup() {
             uint j = 0u;
             do {
                 uint at = q + (j / 2u) * plane;
-                uvec4 s[4] = uvec4[4](ovl_keys.q[at], uvec4(0u), uvec4(0u), uvec4(0u));
-                for (uint i = 1u; i < 4u; i++) {
-                    if (j + 2u * i < n) {
-                        s[i] = ovl_keys.q[at + i * plane];
-                    }
+                uvec4 s0 = ovl_keys.q[at];
+                uvec4 s1 = uvec4(0u);
+                uvec4 s2 = uvec4(0u);
+                uvec4 s3 = uvec4(0u);
+                if (j + 2u < n) {
+                    s1 = ovl_keys.q[at + plane];
                 }
-                for (uint i = 0u; i < 8u; i++) {
-                    uvec4 pair = s[i / 2u];
-                    uvec2 other = (i & 1u) == 0u ? pair.xy : pair.zw;
-                    other.x &= INSTANCE;
-                    if (j + i < n) {
-                        if (other == ovl_key) {
-                            equal |= ovl_bit(j + i);
-                            mult += ((i & 1u) == 0u ? pair.x : pair.z) / MULT;
-                        } else if (ovl_less(other, ovl_key)) {
-                            smaller |= ovl_bit(j + i);
-                        }
-                    }
+                if (j + 4u < n) {
+                    s2 = ovl_keys.q[at + 2u * plane];
                 }
+                if (j + 6u < n) {
+                    s3 = ovl_keys.q[at + 3u * plane];
+                }
+                ovl_compare(s0.xy, j, n, smaller, equal, mult);
+                ovl_compare(s0.zw, j + 1u, n, smaller, equal, mult);
+                ovl_compare(s1.xy, j + 2u, n, smaller, equal, mult);
+                ovl_compare(s1.zw, j + 3u, n, smaller, equal, mult);
+                ovl_compare(s2.xy, j + 4u, n, smaller, equal, mult);
+                ovl_compare(s2.zw, j + 5u, n, smaller, equal, mult);
+                ovl_compare(s3.xy, j + 6u, n, smaller, equal, mult);
+                ovl_compare(s3.zw, j + 7u, n, smaller, equal, mult);
                 j += 8u;
             } while (j < n);
             bool degraded = used > ovl_ctl.slots || flags != 0u;
@@ -286,10 +310,10 @@ void ovl_lookup() {
             }
             // The last invocation to finish with the cell resets it. Where
             // the cell keeps order in one word of finished bits, it is the
-            // one that sets the last bit; elsewhere every invocation counts
+            // one that sets the last bit (slots up to 31: bit 31 is the lock); elsewhere every invocation counts
             // itself done, and the last is the one that makes the count the
             // invocations registered (mode 0 registers one per slot used).
-            if (degraded || used > 32u) {
+            if (degraded || used > 31u) {
                 ovl_counted |= 1u << k;
                 ovl_keep(k, smaller, equal, registered != 0u ? registered : used);
             } else {
@@ -305,6 +329,8 @@ void ovl_lookup() {
 bool ovl_begin() {
     ovl_flags = 0u;
     ovl_polls = 0u;
+    ovl_counted = 0u;
+    ovl_left = 0u;
     bool counting = ovl_ctl.mode == 0u || ovl_ctl.mode == 3u;
     if (ovl_helper) {
         return counting;
@@ -316,6 +342,9 @@ bool ovl_begin() {
     if (ovl_ctl.mode == 1u) {
         ovl_flags = REGISTERED;
         ovl_lookup();
+        if ((ovl_ctl.spin & 4u) != 0u) {
+            ovl_lookup();
+        }
     }
     return false;
 }
@@ -332,12 +361,11 @@ void ovl_reset(uint c) {
 
 // Sets slot j's finished bit in cell c (of `total` slots); true when it
 // was the cell's last (only meaningful where the cell is not counted:
-// every slot in the first word).
+// at most 31 slots, all in the first word).
 bool ovl_finished(uint c, uint j, uint total) {
     uint bit = 1u << (j % 32u);
     uint before = atomicOr(ovl_cells.w[ovl_at(FINISHED_IN + j / 32u, c)], bit, SCOPE, STORAGE, REL);
-    uint all = total >= 32u ? 0xffffffffu : (1u << total) - 1u;
-    return (before | bit) == all;
+    return ((before | bit) & ~LOCK) == (1u << total) - 1u;
 }
 
 // Leaves the area's cells for good: one invocation less on its slot (the
@@ -351,6 +379,10 @@ void ovl_finish() {
     uint k = 0u;
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
+            if ((ovl_left & (1u << k)) != 0u) {
+                k++;
+                continue;
+            }
             uint c = ovl_cell(dx, dy);
             uvec2 equal = ovl_equal_in(k);
             uint total = ovl_total_in(k);
@@ -397,56 +429,93 @@ void ovl_finish() {
     }
 }
 
+// Whether cell k's lock is the bit in its finished word.
+bool ovl_combined(uint k) {
+    return ovl_ctl.mode == 1u && (ovl_counted & (1u << k)) == 0u;
+}
+
+// Frees the locks of the first `taken` cells of the area (taken in a try
+// that failed: nothing written under them).
+void ovl_give(uint taken) {
+    uint k = 0u;
+    for (uint dy = 0u; dy < ovl_size.y && k < taken; dy++) {
+        for (uint dx = 0u; dx < ovl_size.x && k < taken; dx++) {
+            uint c = ovl_cell(dx, dy);
+            if (ovl_combined(k)) {
+                atomicAnd(ovl_cells.w[ovl_at(FINISHED_IN, c)], ~LOCK, SCOPE, STORAGE, RELAXED);
+            } else {
+                atomicStore(ovl_cells.w[ovl_at(MUTEX, c)], 0u, SCOPE, STORAGE, RELAXED);
+            }
+            k++;
+        }
+    }
+}
+
+// One try of cell k: its smaller keys finished (unless `ordered` is false)
+// and its lock taken; `ready` says whether the first held.
+bool ovl_take(uint c, uint k, bool ordered, out bool ready) {
+    uvec2 need = ordered && (ovl_ctl.spin & 2u) == 0u ? ovl_smaller_in(k) : uvec2(0u);
+    if (ovl_combined(k)) {
+        uint at = ovl_at(FINISHED_IN, c);
+        uint old;
+        if (ovl_polls == 0u || (ovl_ctl.spin & 1u) != 0u) {
+            // The usual case first: every smaller key finished, nothing
+            // else, the lock free.
+            old = atomicCompSwap(ovl_cells.w[at], need.x, need.x | LOCK, SCOPE, STORAGE, ACQ, STORAGE, RELAXED);
+            if (old == need.x) {
+                ready = true;
+                return true;
+            }
+        } else {
+            old = atomicLoad(ovl_cells.w[at], SCOPE, STORAGE, RELAXED);
+        }
+        ready = (old & need.x) == need.x;
+        // Other finished bits (an invocation out of order: expired, or
+        // not found) or a free lock seen by a load: take it as it is.
+        return ready && (old & LOCK) == 0u
+            && atomicCompSwap(ovl_cells.w[at], old, old | LOCK, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == old;
+    }
+    ready = true;
+    if (need != uvec2(0u)) {
+        // Relaxed: the mutex taken below (acquire) synchronizes with the
+        // predecessor's release of it, which came before its finished bit;
+        // no fence on every poll. A word of finished bits is read only
+        // where it is needed.
+        uvec2 f = uvec2(0u);
+        if (need.x != 0u) {
+            f.x = atomicLoad(ovl_cells.w[ovl_at(FINISHED_IN, c)], SCOPE, STORAGE, RELAXED);
+        }
+        if (need.y != 0u) {
+            f.y = atomicLoad(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], SCOPE, STORAGE, RELAXED);
+        }
+        ready = (f & need) == need;
+    }
+    return ready && atomicCompSwap(ovl_cells.w[ovl_at(MUTEX, c)], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) == 0u;
+}
+
 // One try to enter the critical section: every smaller key has finished in
 // each cell (or the wait expired, or the section runs a second time), and
-// every cell's mutex is free (all or none are taken: no invocation holds one
+// every cell's lock is free (all or none are taken: no invocation holds one
 // while it waits).
 bool ovl_try_enter() {
     if (ovl_helper) {
         return true;
     }
-    if ((ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED) {
-        uint k = 0u;
-        for (uint dy = 0u; dy < ovl_size.y; dy++) {
-            for (uint dx = 0u; dx < ovl_size.x; dx++) {
-                uvec2 need = ovl_smaller_in(k);
-                if (need != uvec2(0u)) {
-                    uint c = ovl_cell(dx, dy);
-                    // Relaxed: the mutex taken below (acquire) synchronizes
-                    // with the predecessor's release of it, which came
-                    // before its finished bit; no fence on every poll. A
-                    // word of finished bits is read only where it is needed.
-                    uvec2 f = uvec2(0u);
-                    if (need.x != 0u) {
-                        f.x = atomicLoad(ovl_cells.w[ovl_at(FINISHED_IN, c)], SCOPE, STORAGE, RELAXED);
-                    }
-                    if (need.y != 0u) {
-                        f.y = atomicLoad(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], SCOPE, STORAGE, RELAXED);
-                    }
-                    if ((f & need) != need) {
-                        ovl_polls++;
-                        if (ovl_polls < ovl_ctl.timeout) {
-                            return false;
-                        }
-                        ovl_flags |= EXPIRED;
-                        atomicAdd(ovl_counters.c[1], 1u, SCOPE, STORAGE, RELAXED);
-                    }
-                }
-                k++;
-            }
-        }
-    }
+    bool ordered = (ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED;
     uint taken = 0u;
     for (uint dy = 0u; dy < ovl_size.y; dy++) {
         for (uint dx = 0u; dx < ovl_size.x; dx++) {
-            uint c = ovl_cell(dx, dy);
-            if (atomicCompSwap(ovl_cells.w[ovl_at(MUTEX, c)], 0u, 1u, SCOPE, STORAGE, ACQ, STORAGE, RELAXED) != 0u) {
-                uint j = 0u;
-                for (uint ey = 0u; ey < ovl_size.y && j < taken; ey++) {
-                    for (uint ex = 0u; ex < ovl_size.x && j < taken; ex++) {
-                        atomicStore(ovl_cells.w[ovl_at(MUTEX, ovl_cell(ex, ey))], 0u, SCOPE, STORAGE, RELAXED);
-                        j++;
+            bool ready;
+            if (!ovl_take(ovl_cell(dx, dy), taken, ordered, ready)) {
+                ovl_give(taken);
+                if (!ready) {
+                    ovl_polls++;
+                    if (ovl_polls >= ovl_ctl.timeout) {
+                        ovl_flags |= EXPIRED;
+                        atomicAdd(ovl_counters.c[1], 1u, SCOPE, STORAGE, RELAXED);
                     }
+                } else if (ovl_polls == 0u) {
+                    ovl_polls = 1u; // load before the next swap
                 }
                 return false;
             }
@@ -457,13 +526,33 @@ bool ovl_try_enter() {
     return true;
 }
 
-// Leaves the critical section (at its end, or before a kill or demote inside it).
+// Leaves the critical section (at its end, or before a kill or demote
+// inside it). Where the cell's lock is the bit in its finished word and
+// this invocation alone has its key, one atomic frees the lock and sets the
+// finished bit.
 void ovl_leave() {
     if ((ovl_flags & HOLDS) != 0u) {
         ovl_flags &= ~HOLDS;
+        uint k = 0u;
+        bool registered = (ovl_flags & (REGISTERED | FINISHED)) == REGISTERED;
         for (uint dy = 0u; dy < ovl_size.y; dy++) {
             for (uint dx = 0u; dx < ovl_size.x; dx++) {
-                atomicStore(ovl_cells.w[ovl_at(MUTEX, ovl_cell(dx, dy))], 0u, SCOPE, STORAGE, REL);
+                uint c = ovl_cell(dx, dy);
+                if (!ovl_combined(k)) {
+                    atomicStore(ovl_cells.w[ovl_at(MUTEX, c)], 0u, SCOPE, STORAGE, REL);
+                } else if (registered && (ovl_single & (1u << k)) != 0u) {
+                    uint bit = 1u << uint(findLSB(ovl_equal_in(k).x));
+                    // Adding bit + LOCK sets the bit and clears the lock (held).
+                    uint before = atomicAdd(ovl_cells.w[ovl_at(FINISHED_IN, c)], bit + LOCK, SCOPE, STORAGE, REL);
+                    ovl_left |= 1u << k;
+                    if (((before & ~LOCK) | bit) == (1u << ovl_total_in(k)) - 1u) {
+                        memoryBarrier(SCOPE, STORAGE, ACQ);
+                        ovl_reset(c);
+                    }
+                } else {
+                    atomicAnd(ovl_cells.w[ovl_at(FINISHED_IN, c)], ~LOCK, SCOPE, STORAGE, REL);
+                }
+                k++;
             }
         }
     }
