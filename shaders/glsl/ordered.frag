@@ -58,7 +58,6 @@ layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint slots;     // slots per cell (8, 16, 32 or 64: one finished bit each)
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
-    uint spin;      // experiment: 1 polls by compare-and-swap
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
@@ -159,9 +158,12 @@ uint ovl_slot(uint c, uint j) {
 }
 
 bool ovl_less(uvec2 a, uvec2 b) {
-    bool less = a.x < b.x || (a.x == b.x && a.y < b.y);
-    // Reversed: b < a, which for unequal keys is !(a < b).
-    return ovl_ctl.reverse != 0u ? !less && a != b : less;
+    if (ovl_ctl.reverse != 0u) {
+        uvec2 t = a;
+        a = b;
+        b = t;
+    }
+    return a.x < b.x || (a.x == b.x && a.y < b.y);
 }
 
 uvec2 ovl_bit(uint j) {
@@ -235,21 +237,6 @@ void ovl_count(bool dedup) {
     }
 }
 
-// Slot j's key (its first word with the multiplicity) against this
-// invocation's, where j is a slot used.
-void ovl_compare(uvec2 slot, uint j, uint n, inout uvec2 smaller, inout uvec2 equal, inout uint mult) {
-    if (j < n) {
-        uvec2 other = uvec2(slot.x & INSTANCE, slot.y);
-        uvec2 bit = ovl_bit(j);
-        if (other == ovl_key) {
-            equal |= bit;
-            mult += slot.x / MULT;
-        } else if (ovl_less(other, ovl_key)) {
-            smaller |= bit;
-        }
-    }
-}
-
 // The run draw: the slots of smaller keys and of this key in every cell
 // (after the barrier that follows the count draw, the cells hold every key).
 void ovl_lookup() {
@@ -265,8 +252,7 @@ void ovl_lookup() {
             uint flags = ovl_fixed.w[ovl_at(FLAGS, c)];
             uint n = min(used, ovl_ctl.slots);
             // The uvec4 of slots 0 and 1; up to four such loads at once,
-            // as many as there are slots used, in plain variables (an
-            // array indexed in a loop would live in memory).
+            // as many as there are slots used.
             uint q = (HEADER / 4u) * plane + c;
             uvec2 smaller = uvec2(0u);
             uvec2 equal = uvec2(0u);
@@ -274,27 +260,25 @@ void ovl_lookup() {
             uint j = 0u;
             do {
                 uint at = q + (j / 2u) * plane;
-                uvec4 s0 = ovl_keys.q[at];
-                uvec4 s1 = uvec4(0u);
-                uvec4 s2 = uvec4(0u);
-                uvec4 s3 = uvec4(0u);
-                if (j + 2u < n) {
-                    s1 = ovl_keys.q[at + plane];
+                uvec4 s[4] = uvec4[4](ovl_keys.q[at], uvec4(0u), uvec4(0u), uvec4(0u));
+                for (uint i = 1u; i < 4u; i++) {
+                    if (j + 2u * i < n) {
+                        s[i] = ovl_keys.q[at + i * plane];
+                    }
                 }
-                if (j + 4u < n) {
-                    s2 = ovl_keys.q[at + 2u * plane];
+                for (uint i = 0u; i < 8u; i++) {
+                    uvec4 pair = s[i / 2u];
+                    uvec2 other = (i & 1u) == 0u ? pair.xy : pair.zw;
+                    other.x &= INSTANCE;
+                    if (j + i < n) {
+                        if (other == ovl_key) {
+                            equal |= ovl_bit(j + i);
+                            mult += ((i & 1u) == 0u ? pair.x : pair.z) / MULT;
+                        } else if (ovl_less(other, ovl_key)) {
+                            smaller |= ovl_bit(j + i);
+                        }
+                    }
                 }
-                if (j + 6u < n) {
-                    s3 = ovl_keys.q[at + 3u * plane];
-                }
-                ovl_compare(s0.xy, j, n, smaller, equal, mult);
-                ovl_compare(s0.zw, j + 1u, n, smaller, equal, mult);
-                ovl_compare(s1.xy, j + 2u, n, smaller, equal, mult);
-                ovl_compare(s1.zw, j + 3u, n, smaller, equal, mult);
-                ovl_compare(s2.xy, j + 4u, n, smaller, equal, mult);
-                ovl_compare(s2.zw, j + 5u, n, smaller, equal, mult);
-                ovl_compare(s3.xy, j + 6u, n, smaller, equal, mult);
-                ovl_compare(s3.zw, j + 7u, n, smaller, equal, mult);
                 j += 8u;
             } while (j < n);
             bool degraded = used > ovl_ctl.slots || flags != 0u;
@@ -342,9 +326,6 @@ bool ovl_begin() {
     if (ovl_ctl.mode == 1u) {
         ovl_flags = REGISTERED;
         ovl_lookup();
-        if ((ovl_ctl.spin & 4u) != 0u) {
-            ovl_lookup();
-        }
     }
     return false;
 }
@@ -454,13 +435,14 @@ void ovl_give(uint taken) {
 // One try of cell k: its smaller keys finished (unless `ordered` is false)
 // and its lock taken; `ready` says whether the first held.
 bool ovl_take(uint c, uint k, bool ordered, out bool ready) {
-    uvec2 need = ordered && (ovl_ctl.spin & 2u) == 0u ? ovl_smaller_in(k) : uvec2(0u);
+    uvec2 need = ordered ? ovl_smaller_in(k) : uvec2(0u);
     if (ovl_combined(k)) {
         uint at = ovl_at(FINISHED_IN, c);
         uint old;
-        if (ovl_polls == 0u || (ovl_ctl.spin & 1u) != 0u) {
+        if (ovl_polls == 0u) {
             // The usual case first: every smaller key finished, nothing
-            // else, the lock free.
+            // else, the lock free. Later tries load first (polling by
+            // compare-and-swap measured no faster on an H200).
             old = atomicCompSwap(ovl_cells.w[at], need.x, need.x | LOCK, SCOPE, STORAGE, ACQ, STORAGE, RELAXED);
             if (old == need.x) {
                 ready = true;

@@ -457,8 +457,7 @@ impl Ordered {
             let control_map = map(control_mem).map_err(|e| format!("vkMapMemory: {e:?}"))? as *mut u32;
             let counters_map = map(counters_mem).map_err(|e| format!("vkMapMemory: {e:?}"))? as *mut u32;
             for (k, mode) in [MODE_COUNT, MODE_COUNT_MERGED, MODE_RUN, MODE_UNORDERED].into_iter().enumerate() {
-                let spin = std::env::var("OVERLAP_EXPERIMENT_SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(0u32);
-                let block = [mode, self.cfg.grid, self.cfg.slots, self.cfg.wait, u32::from(self.cfg.reverse), spin];
+                let block = [mode, self.cfg.grid, self.cfg.slots, self.cfg.wait, u32::from(self.cfg.reverse)];
                 // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 20 bytes long.
                 unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), control_map.add(64 * k), block.len()) };
             }
