@@ -16,9 +16,10 @@
 // §9). Planes of `grid`^2 words, 8x8 cells contiguous: 0 slots used,
 // 1 invocations registered (count mode 3 only; in mode 0 every invocation
 // takes a slot), 2 invocations done, 3 mutex, 4-5 finished bits (one per
-// slot), 6 flags (1: a key out of range), 7 unused; then `slots / 2` planes
+// slot), 6 flags (1: a key out of range, 2: keys not in increasing slot
+// order), 7 unused; then `slots / 2` planes
 // of uvec4, slots 2g and 2g+1 of each cell: (multiplicity << 24 | instance,
-// primitive) twice. A slot holds a key and how many invocations have it (a
+// primitive) twice (zero when unused: the reset clears them). A slot holds a key and how many invocations have it (a
 // primitive's samples when shading per sample, in the dedup count mode 3; a
 // line's fragments ...). The header is zero between draws: the last
 // invocation of a draw to finish with a cell resets it.
@@ -52,6 +53,10 @@ layout(set = 0, binding = 1, std430) coherent buffer OverlapCells { uint w[]; } 
 // once: one round trip per eight slots.
 layout(set = 0, binding = 1, std430) readonly buffer OverlapKeys { uvec4 q[]; } ovl_keys;
 layout(set = 0, binding = 1, std430) readonly buffer OverlapFixed { uint w[]; } ovl_fixed;
+// The same cells a key (two words) at a time, written and read whole, and
+// a pair of slots at a time for the reset.
+layout(set = 0, binding = 1, std430) coherent buffer OverlapKey { uvec2 k[]; } ovl_key_words;
+layout(set = 0, binding = 1, std430) coherent buffer OverlapPairs { uvec4 q[]; } ovl_pairs;
 layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint mode;      // 0 count, 1 run, 2 unordered (mutex only), 3 count merging equal keys
     uint grid;      // cells per side (a power of two); pixels further apart share cells
@@ -98,6 +103,11 @@ const uint HEADER = 8u;
 // one atomic that sets the finished bit and frees it. Counted cells and
 // the unordered mode take the mutex instead.
 const uint LOCK = 0x80000000u;
+
+// The flags plane.
+const uint OUT_OF_RANGE = 1u;
+const uint UNSORTED = 2u;
+const uint NONE = 0xffffffffu;
 
 const uint MULT = 0x01000000u;
 const uint INSTANCE = 0x00ffffffu;
@@ -170,6 +180,29 @@ uvec2 ovl_bit(uint j) {
     return j < 32u ? uvec2(1u << j, 0u) : uvec2(0u, 1u << (j - 32u));
 }
 
+// The slots below j.
+uvec2 ovl_below(uint j) {
+    return j < 32u ? uvec2((1u << j) - 1u, 0u) : uvec2(0xffffffffu, (1u << (j - 32u)) - 1u);
+}
+
+// The count draw, after writing slot s's key: unless it is above slot
+// s - 1's, the cell's keys are not in increasing order (then the run draw
+// scans them all; where they are, it searches). Slot s - 1 was taken
+// before s, and its key may still be on its way: a few polls, and a key
+// not seen counts as out of order.
+void ovl_check_order(uint c, uint s) {
+    uint at = ovl_slot(c, s - 1u);
+    uint seen = 0u;
+    for (uint tries = 0u; seen == 0u && tries < 256u; tries++) {
+        seen = atomicLoad(ovl_cells.w[at], SCOPE, STORAGE, RELAXED);
+    }
+    // Its first word seen, the key (stored whole) is read whole.
+    uvec2 before = seen == 0u ? uvec2(0u) : ovl_key_words.k[at / 2u];
+    if (before.x == 0u || !ovl_less(uvec2(before.x & INSTANCE, before.y), ovl_key)) {
+        atomicOr(ovl_cells.w[ovl_at(FLAGS, c)], UNSORTED, SCOPE, STORAGE, RELAXED);
+    }
+}
+
 // A new slot for the key, or (dedup) one more invocation on its slot.
 void ovl_append(uint c, bool dedup) {
     if (dedup) {
@@ -185,9 +218,11 @@ void ovl_append(uint c, bool dedup) {
     }
     uint s = atomicAdd(ovl_cells.w[ovl_at(USED, c)], 1u, SCOPE, STORAGE, RELAXED);
     if (s < ovl_ctl.slots) {
-        uint at = ovl_slot(c, s);
-        ovl_cells.w[at] = MULT | ovl_key.x;
-        ovl_cells.w[at + 1u] = ovl_key.y;
+        // One store of both words, so that a reader sees the key whole.
+        ovl_key_words.k[ovl_slot(c, s) / 2u] = uvec2(MULT | ovl_key.x, ovl_key.y);
+        if (s > 0u) {
+            ovl_check_order(c, s);
+        }
     } else if (s == ovl_ctl.slots) {
         atomicAdd(ovl_counters.c[0], 1u, SCOPE, STORAGE, RELAXED);
     }
@@ -208,7 +243,7 @@ void ovl_count(bool dedup) {
                 if (!dedup) {
                     atomicAdd(ovl_cells.w[ovl_at(USED, c)], 1u, SCOPE, STORAGE, RELAXED);
                 }
-                if ((atomicOr(ovl_cells.w[ovl_at(FLAGS, c)], 1u, SCOPE, STORAGE, RELAXED) & 1u) == 0u) {
+                if ((atomicOr(ovl_cells.w[ovl_at(FLAGS, c)], OUT_OF_RANGE, SCOPE, STORAGE, RELAXED) & OUT_OF_RANGE) == 0u) {
                     atomicAdd(ovl_counters.c[3], 1u, SCOPE, STORAGE, RELAXED);
                 }
             } else if (!dedup) {
@@ -237,6 +272,31 @@ void ovl_count(bool dedup) {
     }
 }
 
+// This invocation's slot in a cell whose keys are in increasing order
+// (NONE if it is not there), and its multiplicity: a binary search, one
+// load a step (q: the cell's first pair of slots).
+uint ovl_search(uint q, uint plane, uint n, out uint mult) {
+    uint lo = 0u;
+    uint hi = n;
+    mult = 0u;
+    while (lo < hi) {
+        uint mid = (lo + hi) / 2u;
+        uvec4 pair = ovl_keys.q[q + (mid / 2u) * plane];
+        uvec2 slot = (mid & 1u) == 0u ? pair.xy : pair.zw;
+        uvec2 other = uvec2(slot.x & INSTANCE, slot.y);
+        if (other == ovl_key) {
+            mult = slot.x / MULT;
+            return mid;
+        }
+        if (ovl_less(other, ovl_key)) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return NONE;
+}
+
 // The run draw: the slots of smaller keys and of this key in every cell
 // (after the barrier that follows the count draw, the cells hold every key).
 void ovl_lookup() {
@@ -258,7 +318,14 @@ void ovl_lookup() {
             uvec2 equal = uvec2(0u);
             uint mult = 0u;
             uint j = 0u;
-            do {
+            bool degraded = used > ovl_ctl.slots || (flags & OUT_OF_RANGE) != 0u;
+            if (!degraded && (flags & UNSORTED) == 0u) {
+                uint found = ovl_search(q, plane, n, mult);
+                if (found != NONE) {
+                    smaller = ovl_below(found);
+                    equal = ovl_bit(found);
+                }
+            } else do {
                 uint at = q + (j / 2u) * plane;
                 uvec4 s[4] = uvec4[4](ovl_keys.q[at], uvec4(0u), uvec4(0u), uvec4(0u));
                 for (uint i = 1u; i < 4u; i++) {
@@ -281,7 +348,6 @@ void ovl_lookup() {
                 }
                 j += 8u;
             } while (j < n);
-            bool degraded = used > ovl_ctl.slots || flags != 0u;
             if (degraded) {
                 smaller = uvec2(0u);
                 equal = uvec2(0u);
@@ -330,8 +396,15 @@ bool ovl_begin() {
     return false;
 }
 
-// Resets cell c's header (its last invocation of the draw).
+// Resets cell c (its last invocation of the draw): the keys of the slots
+// used (the count draw's order check reads an unwritten slot as zero),
+// then the header.
 void ovl_reset(uint c) {
+    uint n = min(atomicLoad(ovl_cells.w[ovl_at(USED, c)], SCOPE, STORAGE, RELAXED), ovl_ctl.slots);
+    uint plane = ovl_plane();
+    for (uint j = 0u; j < n; j += 2u) {
+        ovl_pairs.q[(HEADER / 4u + j / 2u) * plane + c] = uvec4(0u);
+    }
     atomicStore(ovl_cells.w[ovl_at(USED, c)], 0u, SCOPE, STORAGE, RELAXED);
     atomicStore(ovl_cells.w[ovl_at(REGISTERED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
     atomicStore(ovl_cells.w[ovl_at(DONE_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
