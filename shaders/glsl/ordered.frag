@@ -319,9 +319,7 @@ void ovl_lookup() {
             uint mult = 0u;
             uint j = 0u;
             bool degraded = used > ovl_ctl.slots || (flags & OUT_OF_RANGE) != 0u;
-            // Up to eight keys, one round of independent loads beats a
-            // search's dependent ones (measured on an H200).
-            if (!degraded && (flags & UNSORTED) == 0u && n > 8u) {
+            if (!degraded && (flags & UNSORTED) == 0u) {
                 uint found = ovl_search(q, plane, n, mult);
                 if (found != NONE) {
                     smaller = ovl_below(found);
