@@ -1179,6 +1179,120 @@ unsafe fn render_pass_chain(
     Some((chain, density_map))
 }
 
+/// An attachment reference of either render pass command: the attachment
+/// it names, and itself with its layout translated.
+trait AttachmentRef: Copy {
+    fn attachment(&self) -> u32;
+    fn translated(&self) -> Self;
+}
+
+impl AttachmentRef for vk::AttachmentReference {
+    fn attachment(&self) -> u32 {
+        self.attachment
+    }
+    fn translated(&self) -> Self {
+        vk::AttachmentReference { attachment: self.attachment, layout: layout(self.layout) }
+    }
+}
+
+impl AttachmentRef for vk::AttachmentReference2<'_> {
+    fn attachment(&self) -> u32 {
+        self.attachment
+    }
+    fn translated(&self) -> Self {
+        vk::AttachmentReference2 { layout: layout(self.layout), ..*self }
+    }
+}
+
+/// A subpass description of either render pass command: its reference
+/// lists (input, colour, resolve, depth/stencil) with their counts, and
+/// the same description pointing at other lists.
+trait SubpassRefs: Copy {
+    type Ref: AttachmentRef;
+    fn lists(&self) -> [(*const Self::Ref, u32); 4];
+    fn with_lists(&self, lists: [*const Self::Ref; 4]) -> Self;
+}
+
+macro_rules! subpass_refs {
+    ($subpass:ty, $reference:ty) => {
+        impl<'a> SubpassRefs for $subpass {
+            type Ref = $reference;
+            fn lists(&self) -> [(*const Self::Ref, u32); 4] {
+                [
+                    (self.p_input_attachments, self.input_attachment_count),
+                    (self.p_color_attachments, self.color_attachment_count),
+                    (self.p_resolve_attachments, self.color_attachment_count),
+                    (self.p_depth_stencil_attachment, 1),
+                ]
+            }
+            fn with_lists(&self, [input, color, resolve, depth]: [*const Self::Ref; 4]) -> Self {
+                let mut s = *self;
+                s.p_input_attachments = input;
+                s.p_color_attachments = color;
+                s.p_resolve_attachments = resolve;
+                s.p_depth_stencil_attachment = depth;
+                s
+            }
+        }
+    };
+}
+subpass_refs!(vk::SubpassDescription<'a>, vk::AttachmentReference);
+subpass_refs!(vk::SubpassDescription2<'a>, vk::AttachmentReference2<'a>);
+
+/// A reference list with its layouts translated, kept in `refs` (which
+/// must outlive the call down), its attachments marked in `used`; null
+/// stays null.
+///
+/// # Safety
+/// `p` is null or points at `n` valid references.
+unsafe fn translate_refs<R: AttachmentRef>(p: *const R, n: u32, used: &mut [bool], refs: &mut Vec<Vec<R>>) -> *const R {
+    if p.is_null() {
+        return p;
+    }
+    // SAFETY: the caller's guarantee.
+    let v: Vec<R> = unsafe { slice(p, n) }
+        .iter()
+        .map(|r| {
+            if let Some(u) = used.get_mut(r.attachment() as usize) {
+                *u = true;
+            }
+            r.translated()
+        })
+        .collect();
+    refs.push(v);
+    refs.last().unwrap().as_ptr()
+}
+
+/// A subpass with every reference list translated ([`translate_refs`]).
+///
+/// # Safety
+/// `s` is a valid subpass description (the -parameter VUIDs of its
+/// pInputAttachments, pColorAttachments, pResolveAttachments and
+/// pDepthStencilAttachment: each array with its count, the optional ones
+/// null or valid).
+unsafe fn translate_subpass<S: SubpassRefs>(s: &S, used: &mut [bool], refs: &mut Vec<Vec<S::Ref>>) -> S {
+    // SAFETY: the caller's guarantee, list by list.
+    s.with_lists(s.lists().map(|(p, n)| unsafe { translate_refs(p, n, used, refs) }))
+}
+
+/// Remembers a render pass the driver made.
+///
+/// # Safety
+/// `out` was written by the successful call that returned `r`.
+unsafe fn remember_pass(
+    f: &Fdm,
+    r: vk::Result,
+    out: *mut vk::RenderPass,
+    info: impl FnOnce() -> PassInfo,
+) -> vk::Result {
+    if r == vk::Result::SUCCESS {
+        // SAFETY: the caller's guarantee (VUID-vkCreateRenderPass-pRenderPass-parameter and its v2 twin).
+        let pass = unsafe { *out };
+        f.passes.lock().insert(pass, Arc::new(info()));
+    }
+    r
+}
+
 /// `vkCreateRenderPass`: layouts, stages and access translated, the
 /// density-map structure dropped; the pass remembered.
 ///
@@ -1206,37 +1320,10 @@ pub unsafe fn create_render_pass(
         unsafe { (slice(ci.p_attachments, ci.attachment_count), slice(ci.p_subpasses, ci.subpass_count)) };
     let mut attachments: Vec<vk::AttachmentDescription> = attachments_in.to_vec();
     translate_attachments(&mut attachments, density_map);
-    let mut refs: Vec<Vec<vk::AttachmentReference>> = Vec::new();
-    let mut subs: Vec<vk::SubpassDescription> = Vec::new();
+    let mut refs = Vec::new();
     let mut used = vec![false; attachments.len()];
-    for s in subpasses {
-        let mut c = *s;
-        let mut fix = |p: *const vk::AttachmentReference, n: u32, refs: &mut Vec<Vec<vk::AttachmentReference>>| {
-            // SAFETY: VUID-VkSubpassDescription-pInputAttachments-parameter, -pColorAttachments-parameter,
-            // -pResolveAttachments-parameter and -pDepthStencilAttachment-parameter: called with each array and its
-            // count (the optional ones only when non-null).
-            let v: Vec<vk::AttachmentReference> = unsafe { slice(p, n) }
-                .iter()
-                .map(|r| {
-                    if let Some(u) = used.get_mut(r.attachment as usize) {
-                        *u = true;
-                    }
-                    vk::AttachmentReference { attachment: r.attachment, layout: layout(r.layout) }
-                })
-                .collect();
-            refs.push(v);
-            refs.last().unwrap().as_ptr()
-        };
-        c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
-        c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
-        if !s.p_resolve_attachments.is_null() {
-            c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
-        }
-        if !s.p_depth_stencil_attachment.is_null() {
-            c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
-        }
-        subs.push(c);
-    }
+    // SAFETY: valid subpass descriptions (VUID-VkRenderPassCreateInfo-pSubpasses-parameter).
+    let subs: Vec<_> = subpasses.iter().map(|s| unsafe { translate_subpass(s, &mut used, &mut refs) }).collect();
     // SAFETY: VUID-VkRenderPassCreateInfo-pDependencies-parameter.
     let deps: Vec<vk::SubpassDependency> = unsafe { slice(ci.p_dependencies, ci.dependency_count) }
         .iter()
@@ -1266,14 +1353,8 @@ pub unsafe fn create_render_pass(
     // live Vecs of the same counts and its chain copied without the
     // density-map structure.
     let r = unsafe { (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out) };
-    if r == vk::Result::SUCCESS {
-        // SAFETY: VUID-vkCreateRenderPass-pRenderPass-parameter: written by the call.
-        let pass = unsafe { *out };
-        f.passes
-            .lock()
-            .insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }));
-    }
-    r
+    // SAFETY: `out` is written by the call when it succeeds.
+    unsafe { remember_pass(f, r, out, || PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }) }
 }
 
 /// `vkCreateRenderPass2`: as [`create_render_pass`].
@@ -1306,42 +1387,19 @@ pub unsafe fn create_render_pass2(
     let mut used = vec![false; attachments.len()];
     // The references keep the application's `pNext` (and its borrow: they
     // are used only within this call).
-    let mut refs: Vec<Vec<vk::AttachmentReference2>> = Vec::new();
+    let mut refs = Vec::new();
     let mut chains: Vec<Chain> = Vec::new();
     let mut subs: Vec<vk::SubpassDescription2> = Vec::new();
     let mut view_mask = 0;
     for s in subpasses {
-        let mut c = *s;
         view_mask |= s.view_mask;
-        let mut fix = |p, n: u32, refs: &mut Vec<Vec<_>>| {
-            // SAFETY: the -parameter VUIDs of VkSubpassDescription2's pInputAttachments, pColorAttachments,
-            // pResolveAttachments, pDepthStencilAttachment and VkSubpassDescriptionDepthStencilResolve's
-            // pDepthStencilResolveAttachment: each array with its count (optional ones only when non-null).
-            let v: Vec<vk::AttachmentReference2> = unsafe { slice::<vk::AttachmentReference2>(p, n) }
-                .iter()
-                .map(|r| {
-                    if let Some(u) = used.get_mut(r.attachment as usize) {
-                        *u = true;
-                    }
-                    vk::AttachmentReference2 { layout: layout(r.layout), ..*r }
-                })
-                .collect();
-            refs.push(v);
-            refs.last().unwrap().as_ptr()
-        };
-        c.p_input_attachments = fix(s.p_input_attachments, s.input_attachment_count, &mut refs);
-        c.p_color_attachments = fix(s.p_color_attachments, s.color_attachment_count, &mut refs);
-        if !s.p_resolve_attachments.is_null() {
-            c.p_resolve_attachments = fix(s.p_resolve_attachments, s.color_attachment_count, &mut refs);
-        }
-        if !s.p_depth_stencil_attachment.is_null() {
-            c.p_depth_stencil_attachment = fix(s.p_depth_stencil_attachment, 1, &mut refs);
-        }
-        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain.
+        // SAFETY: a valid subpass description (VUID-VkRenderPassCreateInfo2-pSubpasses-parameter).
+        let mut c = unsafe { translate_subpass(s, &mut used, &mut refs) };
+        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain;
+        // VUID-VkSubpassDescriptionDepthStencilResolve-pDepthStencilResolveAttachment-parameter:
+        // null or one valid reference (marked used; the copied chain below keeps the original).
         if let Some(ds) = unsafe { crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) } {
-            if !ds.p_depth_stencil_resolve_attachment.is_null() {
-                fix(ds.p_depth_stencil_resolve_attachment, 1, &mut refs);
-            }
+            unsafe { translate_refs(ds.p_depth_stencil_resolve_attachment, 1, &mut used, &mut refs) };
         }
         // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain.
         if let Ok(mut sc) = unsafe { Chain::copy(s.p_next) } {
@@ -1386,28 +1444,22 @@ pub unsafe fn create_render_pass2(
     // live Vecs of the same counts and its chains copied (alive in `chain`,
     // `chains`, `dep_chains`).
     let r = unsafe { down()(device, &copy, alloc, out) };
-    if r == vk::Result::SUCCESS {
-        let attachments = attachments
-            .iter()
-            .map(|a| vk::AttachmentDescription {
-                flags: a.flags,
-                format: a.format,
-                samples: a.samples,
-                load_op: a.load_op,
-                store_op: a.store_op,
-                stencil_load_op: a.stencil_load_op,
-                stencil_store_op: a.stencil_store_op,
-                initial_layout: a.initial_layout,
-                final_layout: a.final_layout,
-            })
-            .collect();
-        // SAFETY: VUID-vkCreateRenderPass2-pRenderPass-parameter: written by the call.
-        let pass = unsafe { *out };
-        f.passes
-            .lock()
-            .insert(pass, Arc::new(PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }));
-    }
-    r
+    let attachments = attachments
+        .iter()
+        .map(|a| vk::AttachmentDescription {
+            flags: a.flags,
+            format: a.format,
+            samples: a.samples,
+            load_op: a.load_op,
+            store_op: a.store_op,
+            stencil_load_op: a.stencil_load_op,
+            stencil_store_op: a.stencil_store_op,
+            initial_layout: a.initial_layout,
+            final_layout: a.final_layout,
+        })
+        .collect();
+    // SAFETY: `out` is written by the call when it succeeds.
+    unsafe { remember_pass(f, r, out, || PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }) }
 }
 
 /// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated
