@@ -1293,6 +1293,265 @@ unsafe fn remember_pass(
     r
 }
 
+/// What the create infos of `vkCreateRenderPass` and `vkCreateRenderPass2`
+/// share, for one translation of both ([`create_any_render_pass`]).
+trait RenderPassCreate: Copy {
+    const COMMAND: &'static str;
+    type Attachment: Attachment + Copy;
+    type Subpass: SubpassRefs;
+    type Dependency: Copy;
+    fn p_next(&self) -> *const std::ffi::c_void;
+    fn flags(&self) -> vk::RenderPassCreateFlags;
+    /// The attachments, subpasses and dependencies.
+    ///
+    /// # Safety
+    /// `self` is a valid create info (its arrays hold their counts).
+    unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]);
+    /// A copy pointing at other arrays (of the same counts) and chain.
+    fn with(
+        &self,
+        flags: vk::RenderPassCreateFlags,
+        next: *const std::ffi::c_void,
+        arrays: (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
+    ) -> Self;
+    /// What a subpass carries besides its reference lists (`pNext`), for
+    /// the translated `copy`; copied chains kept in `chains`.
+    ///
+    /// # Safety
+    /// `s` is a valid subpass description.
+    unsafe fn subpass_extras(
+        s: &Self::Subpass,
+        copy: &mut Self::Subpass,
+        used: &mut [bool],
+        refs: &mut Vec<Vec<<Self::Subpass as SubpassRefs>::Ref>>,
+        chains: &mut Vec<Chain>,
+    );
+    /// A dependency with its stages and accesses translated.
+    ///
+    /// # Safety
+    /// `d` is a valid dependency.
+    unsafe fn dependency(d: &Self::Dependency, chains: &mut Vec<Chain>) -> Self::Dependency;
+    /// The union of the subpasses' view masks (0 without multiview).
+    ///
+    /// # Safety
+    /// `chain` is the copy of a valid create info's chain.
+    unsafe fn view_mask(chain: &Chain, subpasses: &[Self::Subpass]) -> u32;
+    fn description(a: &Self::Attachment) -> vk::AttachmentDescription;
+}
+
+impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
+    const COMMAND: &'static str = "vkCreateRenderPass";
+    type Attachment = vk::AttachmentDescription;
+    type Subpass = vk::SubpassDescription<'a>;
+    type Dependency = vk::SubpassDependency;
+    fn p_next(&self) -> *const std::ffi::c_void {
+        self.p_next
+    }
+    fn flags(&self) -> vk::RenderPassCreateFlags {
+        self.flags
+    }
+    unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]) {
+        // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo-pAttachments-parameter,
+        // -pSubpasses-parameter and -pDependencies-parameter).
+        unsafe {
+            (
+                slice(self.p_attachments, self.attachment_count),
+                slice(self.p_subpasses, self.subpass_count),
+                slice(self.p_dependencies, self.dependency_count),
+            )
+        }
+    }
+    fn with(
+        &self,
+        flags: vk::RenderPassCreateFlags,
+        next: *const std::ffi::c_void,
+        (attachments, subpasses, dependencies): (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
+    ) -> Self {
+        let mut c = *self;
+        c.flags = flags;
+        c.p_next = next;
+        c.p_attachments = attachments.as_ptr();
+        c.p_subpasses = subpasses.as_ptr();
+        c.p_dependencies = dependencies.as_ptr();
+        c
+    }
+    unsafe fn subpass_extras(
+        _: &Self::Subpass,
+        _: &mut Self::Subpass,
+        _: &mut [bool],
+        _: &mut Vec<Vec<vk::AttachmentReference>>,
+        _: &mut Vec<Chain>,
+    ) {
+    }
+    unsafe fn dependency(d: &Self::Dependency, _: &mut Vec<Chain>) -> Self::Dependency {
+        vk::SubpassDependency {
+            src_stage_mask: stages(d.src_stage_mask),
+            dst_stage_mask: stages(d.dst_stage_mask),
+            src_access_mask: access(d.src_access_mask),
+            dst_access_mask: access(d.dst_access_mask),
+            ..*d
+        }
+    }
+    unsafe fn view_mask(chain: &Chain, _: &[Self::Subpass]) -> u32 {
+        chain
+            .get::<vk::RenderPassMultiviewCreateInfo>()
+            // SAFETY: VUID-VkRenderPassMultiviewCreateInfo-pViewMasks-parameter
+            // (the copied structure still points at the application's array).
+            .map(|m| unsafe { slice(m.p_view_masks, m.subpass_count) }.iter().fold(0, |a, b| a | b))
+            .unwrap_or(0)
+    }
+    fn description(a: &Self::Attachment) -> vk::AttachmentDescription {
+        *a
+    }
+}
+
+impl<'a> RenderPassCreate for vk::RenderPassCreateInfo2<'a> {
+    const COMMAND: &'static str = "vkCreateRenderPass2";
+    type Attachment = vk::AttachmentDescription2<'a>;
+    type Subpass = vk::SubpassDescription2<'a>;
+    type Dependency = vk::SubpassDependency2<'a>;
+    fn p_next(&self) -> *const std::ffi::c_void {
+        self.p_next
+    }
+    fn flags(&self) -> vk::RenderPassCreateFlags {
+        self.flags
+    }
+    unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]) {
+        // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo2-pAttachments-parameter,
+        // -pSubpasses-parameter and -pDependencies-parameter).
+        unsafe {
+            (
+                slice(self.p_attachments, self.attachment_count),
+                slice(self.p_subpasses, self.subpass_count),
+                slice(self.p_dependencies, self.dependency_count),
+            )
+        }
+    }
+    fn with(
+        &self,
+        flags: vk::RenderPassCreateFlags,
+        next: *const std::ffi::c_void,
+        (attachments, subpasses, dependencies): (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
+    ) -> Self {
+        let mut c = *self;
+        c.flags = flags;
+        c.p_next = next;
+        c.p_attachments = attachments.as_ptr();
+        c.p_subpasses = subpasses.as_ptr();
+        c.p_dependencies = dependencies.as_ptr();
+        c
+    }
+    unsafe fn subpass_extras(
+        s: &Self::Subpass,
+        copy: &mut Self::Subpass,
+        used: &mut [bool],
+        refs: &mut Vec<Vec<vk::AttachmentReference2<'a>>>,
+        chains: &mut Vec<Chain>,
+    ) {
+        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain;
+        // VUID-VkSubpassDescriptionDepthStencilResolve-pDepthStencilResolveAttachment-parameter:
+        // null or one valid reference (marked used; the copied chain below keeps the original).
+        if let Some(ds) = unsafe { crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) } {
+            // SAFETY: as above.
+            unsafe { translate_refs(ds.p_depth_stencil_resolve_attachment, 1, used, refs) };
+        }
+        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain.
+        if let Ok(mut sc) = unsafe { Chain::copy(s.p_next) } {
+            copy.p_next = sc.head();
+            chains.push(sc);
+        }
+    }
+    unsafe fn dependency(d: &Self::Dependency, chains: &mut Vec<Chain>) -> Self::Dependency {
+        let mut c = *d;
+        c.src_stage_mask = stages(d.src_stage_mask);
+        c.dst_stage_mask = stages(d.dst_stage_mask);
+        c.src_access_mask = access(d.src_access_mask);
+        c.dst_access_mask = access(d.dst_access_mask);
+        // SAFETY: VUID-VkSubpassDependency2-pNext-pNext: a valid chain.
+        if let Ok(mut ch) = unsafe { Chain::copy(d.p_next) } {
+            if let Some(b) = ch.get_mut::<vk::MemoryBarrier2>() {
+                b.src_stage_mask = stages2(b.src_stage_mask);
+                b.dst_stage_mask = stages2(b.dst_stage_mask);
+                b.src_access_mask = access2(b.src_access_mask);
+                b.dst_access_mask = access2(b.dst_access_mask);
+            }
+            c.p_next = ch.head();
+            chains.push(ch);
+        }
+        c
+    }
+    unsafe fn view_mask(_: &Chain, subpasses: &[Self::Subpass]) -> u32 {
+        subpasses.iter().fold(0, |m, s| m | s.view_mask)
+    }
+    fn description(a: &Self::Attachment) -> vk::AttachmentDescription {
+        vk::AttachmentDescription {
+            flags: a.flags,
+            format: a.format,
+            samples: a.samples,
+            load_op: a.load_op,
+            store_op: a.store_op,
+            stencil_load_op: a.stencil_load_op,
+            stencil_store_op: a.stencil_store_op,
+            initial_layout: a.initial_layout,
+            final_layout: a.final_layout,
+        }
+    }
+}
+
+/// Either render pass command: layouts, stages and access translated, the
+/// density-map structure dropped; the pass remembered. `down` calls the
+/// driver with a create info.
+///
+/// # Safety
+/// `ci` is the create info of a valid call, which `down` completes, writing
+/// `out` when it succeeds.
+unsafe fn create_any_render_pass<I: RenderPassCreate>(
+    dev: &DeviceCore,
+    f: &Fdm,
+    ci: &I,
+    down: impl Fn(&I) -> vk::Result,
+    out: *mut vk::RenderPass,
+) -> vk::Result {
+    // SAFETY: a valid create info has a valid chain (the -pNext-pNext VUIDs).
+    let Some((mut chain, density_map)) = (unsafe { render_pass_chain(dev, I::COMMAND, ci.p_next()) }) else {
+        return down(ci);
+    };
+    // SAFETY: the caller's guarantee.
+    let (attachments_in, subpasses, dependencies) = unsafe { ci.arrays() };
+    let mut attachments = attachments_in.to_vec();
+    translate_attachments(&mut attachments, density_map);
+    let mut used = vec![false; attachments.len()];
+    // The references and copied chains keep the application's `pNext` (and
+    // its borrow: they are used only within this call).
+    let mut refs = Vec::new();
+    let mut chains = Vec::new();
+    let subs: Vec<I::Subpass> = subpasses
+        .iter()
+        .map(|s| {
+            // SAFETY: valid subpass descriptions (the -pSubpasses-parameter VUIDs).
+            unsafe {
+                let mut c = translate_subpass(s, &mut used, &mut refs);
+                I::subpass_extras(s, &mut c, &mut used, &mut refs, &mut chains);
+                c
+            }
+        })
+        .collect();
+    // SAFETY: valid dependencies (the -pDependencies-parameter VUIDs).
+    let deps: Vec<I::Dependency> = dependencies.iter().map(|d| unsafe { I::dependency(d, &mut chains) }).collect();
+    let inputs = subpasses.iter().any(|s| s.lists()[0].1 > 0);
+    // SAFETY: the chain copied from a valid create info.
+    let view_mask = unsafe { I::view_mask(&chain, subpasses) };
+    let per_layer = ci.flags().contains(layered::RENDER_PASS_PER_LAYER);
+    let copy = ci.with(ci.flags() & !layered::RENDER_PASS_PER_LAYER, chain.head(), (&attachments, &subs, &deps));
+    // The application's valid call with its arrays translated into live
+    // Vecs of the same counts and its chains copied (alive in `chain` and
+    // `chains`) without the density-map structure.
+    let r = down(&copy);
+    let attachments = attachments.iter().map(I::description).collect();
+    // SAFETY: `out` is written by the call when it succeeds (the caller's guarantee).
+    unsafe { remember_pass(f, r, out, || PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }) }
+}
+
 /// `vkCreateRenderPass`: layouts, stages and access translated, the
 /// density-map structure dropped; the pass remembered.
 ///
@@ -1306,55 +1565,12 @@ pub unsafe fn create_render_pass(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().create_render_pass)(device, info, alloc, out) };
-    // SAFETY: VUID-vkCreateRenderPass-pCreateInfo-parameter and
-    // VUID-VkRenderPassCreateInfo-pNext-pNext: a valid info and chain.
-    let ci = unsafe { &*info };
-    let Some((mut chain, density_map)) = (unsafe { render_pass_chain(dev, "vkCreateRenderPass", ci.p_next) }) else {
-        return next();
+    let down = |ci: &vk::RenderPassCreateInfo<'_>| {
+        // SAFETY: the application's call, with its create info or a translated copy of it.
+        unsafe { (f.below.fp_v1_0().create_render_pass)(device, ci, alloc, out) }
     };
-    // SAFETY: VUID-VkRenderPassCreateInfo-pAttachments-parameter and
-    // VUID-VkRenderPassCreateInfo-pSubpasses-parameter: each array holds its count of valid items.
-    let (attachments_in, subpasses) =
-        unsafe { (slice(ci.p_attachments, ci.attachment_count), slice(ci.p_subpasses, ci.subpass_count)) };
-    let mut attachments: Vec<vk::AttachmentDescription> = attachments_in.to_vec();
-    translate_attachments(&mut attachments, density_map);
-    let mut refs = Vec::new();
-    let mut used = vec![false; attachments.len()];
-    // SAFETY: valid subpass descriptions (VUID-VkRenderPassCreateInfo-pSubpasses-parameter).
-    let subs: Vec<_> = subpasses.iter().map(|s| unsafe { translate_subpass(s, &mut used, &mut refs) }).collect();
-    // SAFETY: VUID-VkRenderPassCreateInfo-pDependencies-parameter.
-    let deps: Vec<vk::SubpassDependency> = unsafe { slice(ci.p_dependencies, ci.dependency_count) }
-        .iter()
-        .map(|d| vk::SubpassDependency {
-            src_stage_mask: stages(d.src_stage_mask),
-            dst_stage_mask: stages(d.dst_stage_mask),
-            src_access_mask: access(d.src_access_mask),
-            dst_access_mask: access(d.dst_access_mask),
-            ..*d
-        })
-        .collect();
-    let inputs = subpasses.iter().any(|s| s.input_attachment_count > 0);
-    let view_mask = chain
-        .get::<vk::RenderPassMultiviewCreateInfo>()
-        // SAFETY: VUID-VkRenderPassMultiviewCreateInfo-pViewMasks-parameter
-        // (the copied structure still points at the application's array).
-        .map(|m| unsafe { slice(m.p_view_masks, m.subpass_count) }.iter().fold(0, |a, b| a | b))
-        .unwrap_or(0);
-    let per_layer = ci.flags.contains(layered::RENDER_PASS_PER_LAYER);
-    let mut copy = *ci;
-    copy.flags &= !layered::RENDER_PASS_PER_LAYER;
-    copy.p_next = chain.head();
-    copy.p_attachments = attachments.as_ptr();
-    copy.p_subpasses = subs.as_ptr();
-    copy.p_dependencies = deps.as_ptr();
-    // SAFETY: the application's valid call with its arrays translated into
-    // live Vecs of the same counts and its chain copied without the
-    // density-map structure.
-    let r = unsafe { (f.below.fp_v1_0().create_render_pass)(device, &copy, alloc, out) };
-    // SAFETY: `out` is written by the call when it succeeds.
-    unsafe { remember_pass(f, r, out, || PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }) }
+    // SAFETY: VUID-vkCreateRenderPass-pCreateInfo-parameter; `down` completes the call.
+    unsafe { create_any_render_pass(dev, f, &*info, down, out) }
 }
 
 /// `vkCreateRenderPass2`: as [`create_render_pass`].
@@ -1369,97 +1585,12 @@ pub unsafe fn create_render_pass2(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let down = move || f.below.fp_v1_2().create_render_pass2;
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { down()(device, info, alloc, out) };
-    // SAFETY: VUID-vkCreateRenderPass2-pCreateInfo-parameter and
-    // VUID-VkRenderPassCreateInfo2-pNext-pNext: a valid info and chain.
-    let ci = unsafe { &*info };
-    let Some((mut chain, density_map)) = (unsafe { render_pass_chain(dev, "vkCreateRenderPass2", ci.p_next) }) else {
-        return next();
+    let down = |ci: &vk::RenderPassCreateInfo2<'_>| {
+        // SAFETY: the application's call, with its create info or a translated copy of it.
+        unsafe { (f.below.fp_v1_2().create_render_pass2)(device, ci, alloc, out) }
     };
-    // SAFETY: VUID-VkRenderPassCreateInfo2-pAttachments-parameter and
-    // VUID-VkRenderPassCreateInfo2-pSubpasses-parameter: each array holds its count of valid items.
-    let (attachments_in, subpasses) =
-        unsafe { (slice(ci.p_attachments, ci.attachment_count), slice(ci.p_subpasses, ci.subpass_count)) };
-    let mut attachments: Vec<vk::AttachmentDescription2> = attachments_in.to_vec();
-    translate_attachments(&mut attachments, density_map);
-    let mut used = vec![false; attachments.len()];
-    // The references keep the application's `pNext` (and its borrow: they
-    // are used only within this call).
-    let mut refs = Vec::new();
-    let mut chains: Vec<Chain> = Vec::new();
-    let mut subs: Vec<vk::SubpassDescription2> = Vec::new();
-    let mut view_mask = 0;
-    for s in subpasses {
-        view_mask |= s.view_mask;
-        // SAFETY: a valid subpass description (VUID-VkRenderPassCreateInfo2-pSubpasses-parameter).
-        let mut c = unsafe { translate_subpass(s, &mut used, &mut refs) };
-        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain;
-        // VUID-VkSubpassDescriptionDepthStencilResolve-pDepthStencilResolveAttachment-parameter:
-        // null or one valid reference (marked used; the copied chain below keeps the original).
-        if let Some(ds) = unsafe { crate::pnext::find::<vk::SubpassDescriptionDepthStencilResolve>(s.p_next) } {
-            unsafe { translate_refs(ds.p_depth_stencil_resolve_attachment, 1, &mut used, &mut refs) };
-        }
-        // SAFETY: VUID-VkSubpassDescription2-pNext-pNext: a valid chain.
-        if let Ok(mut sc) = unsafe { Chain::copy(s.p_next) } {
-            c.p_next = sc.head();
-            chains.push(sc);
-        }
-        subs.push(c);
-    }
-    let mut dep_chains: Vec<Chain> = Vec::new();
-    // SAFETY: VUID-VkRenderPassCreateInfo2-pDependencies-parameter.
-    let deps: Vec<vk::SubpassDependency2> = unsafe { slice(ci.p_dependencies, ci.dependency_count) }
-        .iter()
-        .map(|d| {
-            let mut c = *d;
-            c.src_stage_mask = stages(d.src_stage_mask);
-            c.dst_stage_mask = stages(d.dst_stage_mask);
-            c.src_access_mask = access(d.src_access_mask);
-            c.dst_access_mask = access(d.dst_access_mask);
-            // SAFETY: VUID-VkSubpassDependency2-pNext-pNext: a valid chain.
-            if let Ok(mut ch) = unsafe { Chain::copy(d.p_next) } {
-                if let Some(b) = ch.get_mut::<vk::MemoryBarrier2>() {
-                    b.src_stage_mask = stages2(b.src_stage_mask);
-                    b.dst_stage_mask = stages2(b.dst_stage_mask);
-                    b.src_access_mask = access2(b.src_access_mask);
-                    b.dst_access_mask = access2(b.dst_access_mask);
-                }
-                c.p_next = ch.head();
-                dep_chains.push(ch);
-            }
-            c
-        })
-        .collect();
-    let inputs = subs.iter().any(|s| s.input_attachment_count > 0);
-    let per_layer = ci.flags.contains(layered::RENDER_PASS_PER_LAYER);
-    let mut copy = *ci;
-    copy.flags &= !layered::RENDER_PASS_PER_LAYER;
-    copy.p_next = chain.head();
-    copy.p_attachments = attachments.as_ptr();
-    copy.p_subpasses = subs.as_ptr();
-    copy.p_dependencies = deps.as_ptr();
-    // SAFETY: the application's valid call with its arrays translated into
-    // live Vecs of the same counts and its chains copied (alive in `chain`,
-    // `chains`, `dep_chains`).
-    let r = unsafe { down()(device, &copy, alloc, out) };
-    let attachments = attachments
-        .iter()
-        .map(|a| vk::AttachmentDescription {
-            flags: a.flags,
-            format: a.format,
-            samples: a.samples,
-            load_op: a.load_op,
-            store_op: a.store_op,
-            stencil_load_op: a.stencil_load_op,
-            stencil_store_op: a.stencil_store_op,
-            initial_layout: a.initial_layout,
-            final_layout: a.final_layout,
-        })
-        .collect();
-    // SAFETY: `out` is written by the call when it succeeds.
-    unsafe { remember_pass(f, r, out, || PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }) }
+    // SAFETY: VUID-vkCreateRenderPass2-pCreateInfo-parameter; `down` completes the call.
+    unsafe { create_any_render_pass(dev, f, &*info, down, out) }
 }
 
 /// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated
