@@ -1339,42 +1339,51 @@ trait RenderPassCreate: Copy {
     fn description(a: &Self::Attachment) -> vk::AttachmentDescription;
 }
 
+/// The members of [`RenderPassCreate`] that read the same fields of both
+/// create infos.
+macro_rules! render_pass_create_fields {
+    () => {
+        fn p_next(&self) -> *const std::ffi::c_void {
+            self.p_next
+        }
+        fn flags(&self) -> vk::RenderPassCreateFlags {
+            self.flags
+        }
+        unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]) {
+            // SAFETY: the caller's guarantee (the -pAttachments-parameter,
+            // -pSubpasses-parameter and -pDependencies-parameter VUIDs of
+            // either create info).
+            unsafe {
+                (
+                    slice(self.p_attachments, self.attachment_count),
+                    slice(self.p_subpasses, self.subpass_count),
+                    slice(self.p_dependencies, self.dependency_count),
+                )
+            }
+        }
+        fn with(
+            &self,
+            flags: vk::RenderPassCreateFlags,
+            next: *const std::ffi::c_void,
+            (attachments, subpasses, dependencies): (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
+        ) -> Self {
+            let mut c = *self;
+            c.flags = flags;
+            c.p_next = next;
+            c.p_attachments = attachments.as_ptr();
+            c.p_subpasses = subpasses.as_ptr();
+            c.p_dependencies = dependencies.as_ptr();
+            c
+        }
+    };
+}
+
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
     const COMMAND: &'static str = "vkCreateRenderPass";
     type Attachment = vk::AttachmentDescription;
     type Subpass = vk::SubpassDescription<'a>;
     type Dependency = vk::SubpassDependency;
-    fn p_next(&self) -> *const std::ffi::c_void {
-        self.p_next
-    }
-    fn flags(&self) -> vk::RenderPassCreateFlags {
-        self.flags
-    }
-    unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]) {
-        // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo-pAttachments-parameter,
-        // -pSubpasses-parameter and -pDependencies-parameter).
-        unsafe {
-            (
-                slice(self.p_attachments, self.attachment_count),
-                slice(self.p_subpasses, self.subpass_count),
-                slice(self.p_dependencies, self.dependency_count),
-            )
-        }
-    }
-    fn with(
-        &self,
-        flags: vk::RenderPassCreateFlags,
-        next: *const std::ffi::c_void,
-        (attachments, subpasses, dependencies): (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
-    ) -> Self {
-        let mut c = *self;
-        c.flags = flags;
-        c.p_next = next;
-        c.p_attachments = attachments.as_ptr();
-        c.p_subpasses = subpasses.as_ptr();
-        c.p_dependencies = dependencies.as_ptr();
-        c
-    }
+    render_pass_create_fields!();
     unsafe fn subpass_extras(
         _: &Self::Subpass,
         _: &mut Self::Subpass,
@@ -1410,37 +1419,7 @@ impl<'a> RenderPassCreate for vk::RenderPassCreateInfo2<'a> {
     type Attachment = vk::AttachmentDescription2<'a>;
     type Subpass = vk::SubpassDescription2<'a>;
     type Dependency = vk::SubpassDependency2<'a>;
-    fn p_next(&self) -> *const std::ffi::c_void {
-        self.p_next
-    }
-    fn flags(&self) -> vk::RenderPassCreateFlags {
-        self.flags
-    }
-    unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]) {
-        // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo2-pAttachments-parameter,
-        // -pSubpasses-parameter and -pDependencies-parameter).
-        unsafe {
-            (
-                slice(self.p_attachments, self.attachment_count),
-                slice(self.p_subpasses, self.subpass_count),
-                slice(self.p_dependencies, self.dependency_count),
-            )
-        }
-    }
-    fn with(
-        &self,
-        flags: vk::RenderPassCreateFlags,
-        next: *const std::ffi::c_void,
-        (attachments, subpasses, dependencies): (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
-    ) -> Self {
-        let mut c = *self;
-        c.flags = flags;
-        c.p_next = next;
-        c.p_attachments = attachments.as_ptr();
-        c.p_subpasses = subpasses.as_ptr();
-        c.p_dependencies = dependencies.as_ptr();
-        c
-    }
+    render_pass_create_fields!();
     unsafe fn subpass_extras(
         s: &Self::Subpass,
         copy: &mut Self::Subpass,
