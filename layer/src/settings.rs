@@ -83,6 +83,8 @@ pub struct Settings {
     pub interlock_ordered_wait: u32,
     /// `debug_ordered_reverse`: testing only, reverse primitive order.
     pub debug_ordered_reverse: bool,
+    /// `debug_ordered_search_misses`: testing only, the key search finds nothing.
+    pub debug_ordered_search_misses: bool,
     /// `debug_spinlock_per_lane`: testing only, the per-lane spinlock lowering.
     pub debug_spinlock_per_lane: bool,
     /// `interlock_spinlock_try`: `cas` or `ttas` (quad locks).
@@ -414,6 +416,7 @@ impl RawSettings {
             interlock_ordered_grid: pick!("interlock_ordered_grid").parse().unwrap_or(2048),
             interlock_ordered_wait: pick!("interlock_ordered_wait").parse().unwrap_or(1 << 20),
             debug_ordered_reverse: get("debug_ordered_reverse") == "true",
+            debug_ordered_search_misses: get("debug_ordered_search_misses") == "true",
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
             interlock_spinlock_try: pick!("interlock_spinlock_try"),
             interlock_never_opaque: pick!("interlock_never_opaque"),

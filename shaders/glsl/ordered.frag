@@ -63,6 +63,7 @@ layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint slots;     // slots per cell (8, 16, 32 or 64: one finished bit each)
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
+    uint misses;    // testing only: the key search finds nothing
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
@@ -277,7 +278,7 @@ void ovl_count(bool dedup) {
 // load a step (q: the cell's first pair of slots).
 uint ovl_search(uint q, uint plane, uint n, out uint mult) {
     uint lo = 0u;
-    uint hi = n;
+    uint hi = ovl_ctl.misses != 0u ? 0u : n;
     mult = 0u;
     while (lo < hi) {
         uint mid = (lo + hi) / 2u;

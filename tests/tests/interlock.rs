@@ -426,6 +426,34 @@ fn reversed(variant: &str) -> (harness::Outcome, u64) {
     (o, expired)
 }
 
+/// The run draw searches for its key where a cell's keys came in
+/// increasing order (on llvmpipe, which shades a tile's primitives in
+/// order, nearly everywhere). Planted fault: with the search made to find
+/// nothing, keys go unfound, counted and said; without it (the ordered()
+/// runs above) none is. Under the fault the program's words may be wrong
+/// and are not checked: a cell whose keys go unfound is never reset, a
+/// known limit (docs/interlock.md), so later draws see stale cells.
+#[test]
+fn the_key_search_runs_where_keys_came_in_order() {
+    let o = run_with_timeout(
+        app(Layers::OverlapOverValidation, &["interlock", "quick"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "64")
+            .env("VK_OVERLAP_EMULATION_DEBUG_ORDERED_SEARCH_MISSES", "true"),
+        Duration::from_secs(600),
+    );
+    // It ran to the end (the checks' verdict aside), validation silent.
+    assert!(o.stdout.contains("VALIDATION_ERRORS=0"), "{}\n{}", o.stdout, o.stderr);
+    let unfound: u64 = o
+        .stderr
+        .lines()
+        .filter(|l| l.contains("OVERLAP-Interlock-Order-Lost"))
+        .filter_map(|l| l.split(" key(s) not found").next()?.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(unfound > 1000, "{}", o.stderr);
+}
+
 /// Dynamic rendering: the layer ends and begins the rendering around each
 /// ordered draw (no barrier may be recorded inside it), so ordered draws
 /// there are ordered, not a logged fallback as before; the colour the

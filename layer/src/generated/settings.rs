@@ -186,6 +186,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description: "Testing only: the ordered strategy enters critical sections in reverse primitive order, to prove the order checks see its order.",
     },
     SettingDef {
+        key: "debug_ordered_search_misses",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Debug: the ordered interlock's key search misses",
+        description: "Testing only: the ordered strategy's run draw finds no key where it searches (cells whose keys came in increasing order), so that keys not found are counted and logged: proves the search runs.",
+    },
+    SettingDef {
         key: "debug_spinlock_per_lane",
         kind: Kind::Bool,
         default: "false",

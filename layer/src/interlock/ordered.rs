@@ -67,6 +67,8 @@ pub struct Config {
     pub grid: u32,
     pub wait: u32,
     pub reverse: bool,
+    /// Testing only: the key search finds nothing (`debug_ordered_search_misses`).
+    pub search_misses: bool,
     /// The application enabled a fragment shading rate: fragment shaders
     /// read the coarse fragment's size.
     pub shading_rate: bool,
@@ -457,8 +459,15 @@ impl Ordered {
             let control_map = map(control_mem).map_err(|e| format!("vkMapMemory: {e:?}"))? as *mut u32;
             let counters_map = map(counters_mem).map_err(|e| format!("vkMapMemory: {e:?}"))? as *mut u32;
             for (k, mode) in [MODE_COUNT, MODE_COUNT_MERGED, MODE_RUN, MODE_UNORDERED].into_iter().enumerate() {
-                let block = [mode, self.cfg.grid, self.cfg.slots, self.cfg.wait, u32::from(self.cfg.reverse)];
-                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 20 bytes long.
+                let block = [
+                    mode,
+                    self.cfg.grid,
+                    self.cfg.slots,
+                    self.cfg.wait,
+                    u32::from(self.cfg.reverse),
+                    u32::from(self.cfg.search_misses),
+                ];
+                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 24 bytes long.
                 unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), control_map.add(64 * k), block.len()) };
             }
             // SAFETY: the mapping is 64 bytes (16 words).
@@ -606,7 +615,7 @@ fn report_counters(log: &crate::log::Logger, c: &mut Cells) {
         log.warn(
             id::INTERLOCK_ORDER_LOST,
             &format!(
-                "ordered interlock could not order some critical sections (mutual exclusion kept): {} cell(s) held more primitives of one draw than interlock_ordered_slots, {} wait(s) expired (interlock_ordered_wait), {} key(s) not found, {} cell(s) with an instance index of 2^24 or more; totals {:?}",
+                "ordered interlock could not order some critical sections (mutual exclusion kept, but a cell where a key went unfound is not reset: later draws there may lose words): {} cell(s) held more primitives of one draw than interlock_ordered_slots, {} wait(s) expired (interlock_ordered_wait), {} key(s) not found, {} cell(s) with an instance index of 2^24 or more; totals {:?}",
                 d[0], d[1], d[2], d[3], now
             ),
         );

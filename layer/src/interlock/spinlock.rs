@@ -477,6 +477,7 @@ impl ReservedSet {
             grid: ordered_grid(c, &limits),
             wait: settings.interlock_ordered_wait,
             reverse: settings.debug_ordered_reverse,
+            search_misses: settings.debug_ordered_search_misses,
             shading_rate: rates,
             demote: p.demote,
         });
