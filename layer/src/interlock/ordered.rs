@@ -599,7 +599,9 @@ impl Ordered {
     }
 }
 
-/// Logs what the counters gained since they were last logged.
+/// Logs what the counters gained since they were last logged. A key not
+/// found leaves its cell unreset (its slot never finishes), and an expired
+/// wait may: the cells are then zeroed again before the next submission.
 fn report_counters(log: &crate::log::Logger, c: &mut Cells) {
     if c.counters.is_null() {
         return;
@@ -615,10 +617,13 @@ fn report_counters(log: &crate::log::Logger, c: &mut Cells) {
         log.warn(
             id::INTERLOCK_ORDER_LOST,
             &format!(
-                "ordered interlock could not order some critical sections (mutual exclusion kept, but a cell where a key went unfound is not reset: later draws there may lose words): {} cell(s) held more primitives of one draw than interlock_ordered_slots, {} wait(s) expired (interlock_ordered_wait), {} key(s) not found, {} cell(s) with an instance index of 2^24 or more; totals {:?}",
+                "ordered interlock could not order some critical sections (mutual exclusion kept; where a key went unfound or a wait expired the cells are zeroed before the next submission, and later draws of this one may lose words there): {} cell(s) held more primitives of one draw than interlock_ordered_slots, {} wait(s) expired (interlock_ordered_wait), {} key(s) not found, {} cell(s) with an instance index of 2^24 or more; totals {:?}",
                 d[0], d[1], d[2], d[3], now
             ),
         );
+        if d[1] > 0 || d[2] > 0 {
+            c.pending_clear = true;
+        }
         c.logged = now;
     }
 }
@@ -1214,11 +1219,28 @@ impl Ordered {
                     }
                 }
                 let range = vk::WHOLE_SIZE;
-                // SAFETY: a fresh command buffer; the fill covers the layer's
-                // cells buffer (TRANSFER_DST usage), then a barrier makes the
-                // zeros visible to every later fragment shader on the queue.
+                // SAFETY: a fresh command buffer (submitted again after
+                // errors, maybe while pending: simultaneous use); a barrier
+                // orders the earlier fragment shaders' use of the cells before
+                // the fill, which covers the layer's cells buffer
+                // (TRANSFER_DST usage), then a barrier makes the zeros
+                // visible to every later fragment shader on the queue.
                 let rec = unsafe {
-                    d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()).and_then(|_| {
+                    let begin =
+                        vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+                    d.begin_command_buffer(cb, &begin).and_then(|_| {
+                        let before = [vk::MemoryBarrier::default()
+                            .src_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
+                            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)];
+                        d.cmd_pipeline_barrier(
+                            cb,
+                            vk::PipelineStageFlags::FRAGMENT_SHADER,
+                            vk::PipelineStageFlags::TRANSFER,
+                            vk::DependencyFlags::empty(),
+                            &before,
+                            &[],
+                            &[],
+                        );
                         d.cmd_fill_buffer(cb, c.cells, 0, range, 0);
                         let mb = [vk::MemoryBarrier::default()
                             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
