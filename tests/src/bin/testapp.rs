@@ -595,7 +595,8 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
 /// full-screen instances doing the read-modify-write in the critical section.
 /// `interlock-bench W H REPS [MODE] [dynamic] [draws=N]`: the median submit
 /// time of one case (31 full-screen instances), drawn in a render pass or in
-/// dynamic rendering, in one draw or `N`.
+/// dynamic rendering, in one draw or `N`, and the median GPU time of its
+/// pass (timestamps) where the queue writes them.
 fn interlock_bench(
     opts: &mut GpuOptions,
     w: u32,
@@ -621,14 +622,19 @@ fn interlock_bench(
     let draws = rest.iter().find_map(|a| a.strip_prefix("draws=")?.parse().ok()).unwrap_or(1);
     let case = Case { dynamic_rendering, draws, ..Case::plain(mode, Resource::Image, false, 1, false, w, h) };
     let mut times = Vec::new();
+    let mut gpu_times = Vec::new();
     let mut wrong = 0;
     for _ in 0..reps {
         let o = interlock::run(&g, &case);
         wrong += o.wrong_words;
         times.push(o.submit_ns);
+        gpu_times.extend(o.gpu_ns);
     }
     times.sort();
-    println!("case={} median_submit_ns={} wrong_words={wrong}", case.name(), times[times.len() / 2]);
+    gpu_times.sort();
+    // The pass's GPU time (timestamps), where the queue writes them.
+    let gpu_field = gpu_times.get(gpu_times.len() / 2).map(|t| format!(" median_gpu_ns={t}")).unwrap_or_default();
+    println!("case={} median_submit_ns={}{gpu_field} wrong_words={wrong}", case.name(), times[times.len() / 2]);
     Ok(())
 }
 
