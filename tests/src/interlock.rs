@@ -692,18 +692,11 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let secondary_pool = d
             .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family), None)
             .unwrap();
-        let stamps = crate::fdm_bench::timestamps(gpu);
-        let stamp_pool = stamps.map(|_| {
-            d.create_query_pool(
-                &vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2),
-                None,
-            )
-            .unwrap()
-        });
+        let timer = crate::render::PassTimer::new(gpu);
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
-            if let Some(p) = stamp_pool {
-                d.cmd_reset_query_pool(cb, p, 0, 2);
+            if let Some(t) = &timer {
+                t.reset(gpu, cb);
             }
             gpu.image_from_undefined(
                 cb,
@@ -721,8 +714,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             );
             gpu.zero_for_fragment_shaders(cb, storage.buffer);
             gpu.zero_for_fragment_shaders(cb, flags.buffer);
-            if let Some(p) = stamp_pool {
-                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, p, 0);
+            if let Some(t) = &timer {
+                t.stamp(gpu, cb, 0);
             }
             if case.shader_object {
                 gpu.image_from_undefined(
@@ -855,8 +848,8 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             } else {
                 d.cmd_end_render_pass(cb);
             }
-            if let Some(p) = stamp_pool {
-                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, p, 1);
+            if let Some(t) = &timer {
+                t.stamp(gpu, cb, 1);
             }
             if dynamic {
                 let kept = resolved.map_or(color, |r| r.0);
@@ -906,14 +899,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             );
         });
         let submit_ns = started.elapsed().as_nanos() as u64;
-        let gpu_ns = stamp_pool.zip(stamps).map(|(p, (bits, period))| {
-            let mut ticks = [0u64; 2];
-            d.get_query_pool_results(p, 0, &mut ticks, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT)
-                .expect("timestamps");
-            d.destroy_query_pool(p, None);
-            let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
-            ((ticks[1].wrapping_sub(ticks[0]) & mask) as f64 * period) as u64
-        });
+        let gpu_ns = timer.map(|t| t.read(gpu));
         let result = std::slice::from_raw_parts(readback.map as *const u32, words).to_vec();
         let flagged =
             std::slice::from_raw_parts(flags_readback.map as *const u32, words).iter().filter(|f| **f != 0).count();

@@ -151,8 +151,9 @@ impl std::str::FromStr for Section {
 /// Renders the scene: `layers` rectangles in two draws (layers [0, n/2) and
 /// [n/2, n), so the order crosses a draw boundary too), `reverse` drawing
 /// them last to first, `full` every layer over the whole target, every draw
-/// (both passes') going down as `kind`. Returns the picture and the
-/// submission's wall time in nanoseconds (both passes).
+/// (both passes') going down as `kind`. Returns the picture, the
+/// submission's wall time in nanoseconds (both passes) and, where the queue
+/// writes timestamps, the GPU time of the insert pass (the ordered draws).
 #[allow(clippy::too_many_arguments)]
 pub fn render(
     gpu: &Gpu,
@@ -163,7 +164,7 @@ pub fn render(
     reverse: bool,
     full: bool,
     kind: crate::draw_kind::DrawKind,
-) -> (Image, u64) {
+) -> (Image, u64, Option<u64>) {
     assert!(width.is_multiple_of(64) && height.is_multiple_of(64), "OIT sizes are multiples of 64");
     assert!((1..=MAX_LAYERS).contains(&layers), "1 to {MAX_LAYERS} layers");
     let d = &gpu.device;
@@ -227,8 +228,12 @@ pub fn render(
         let pc: Vec<u8> = [width, height, layers, flags].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let half = layers / 2;
         let draws = crate::draw_kind::Draws::new(gpu, kind);
+        let timer = crate::render::PassTimer::new(gpu);
         let started = std::time::Instant::now();
         gpu.one_time_submit(|cb| {
+            if let Some(t) = &timer {
+                t.reset(gpu, cb);
+            }
             d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
             d.cmd_fill_buffer(cb, tail.buffer, 0, vk::WHOLE_SIZE, 0);
             gpu.memory_barrier(
@@ -236,6 +241,9 @@ pub fn render(
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
                 (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
             );
+            if let Some(t) = &timer {
+                t.stamp(gpu, cb, 0);
+            }
             target.begin(gpu, cb);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, insert);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
@@ -245,6 +253,9 @@ pub fn render(
             }
             draws.draw(cb, 6, layers - half, 0, half);
             target.end(gpu, cb);
+            if let Some(t) = &timer {
+                t.stamp(gpu, cb, 1);
+            }
             gpu.memory_barrier(
                 cb,
                 (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
@@ -259,6 +270,7 @@ pub fn render(
             target.record_copy_out(gpu, cb);
         });
         let elapsed = started.elapsed().as_nanos() as u64;
+        let gpu_ns = timer.map(|t| t.read(gpu));
         let image = target.read(gpu);
         d.destroy_pipeline(insert, None);
         d.destroy_pipeline(resolve, None);
@@ -269,7 +281,7 @@ pub fn render(
         gpu.destroy_buffer(counts);
         gpu.destroy_buffer(slots);
         gpu.destroy_buffer(tail);
-        (image, elapsed)
+        (image, elapsed, gpu_ns)
     }
 }
 

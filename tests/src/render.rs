@@ -1527,6 +1527,57 @@ fn copy_region((width, height): (u32, u32), layers: u32) -> vk::BufferImageCopy 
         .image_extent(vk::Extent3D { width, height, depth: 1 })
 }
 
+/// The GPU time of one interval of a command buffer: a timestamp before
+/// and one after (at the bottom of the pipe, so the first waits for what
+/// came before), where the queue writes timestamps.
+pub struct PassTimer {
+    pool: vk::QueryPool,
+    bits: u32,
+    period: f64,
+}
+
+impl PassTimer {
+    /// `None` where the queue family writes no timestamps.
+    pub fn new(gpu: &Gpu) -> Option<PassTimer> {
+        let (bits, period) = crate::fdm_bench::timestamps(gpu)?;
+        let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2);
+        // SAFETY: a valid create info on the test's device.
+        let pool = unsafe { gpu.device.create_query_pool(&info, None) }.ok()?;
+        Some(PassTimer { pool, bits, period })
+    }
+
+    /// Outside a render pass, before `start`.
+    pub fn reset(&self, gpu: &Gpu, cb: vk::CommandBuffer) {
+        // SAFETY: `cb` is recording, outside a render pass.
+        unsafe { gpu.device.cmd_reset_query_pool(cb, self.pool, 0, 2) };
+    }
+
+    /// Before the interval (`0`) or after it (`1`).
+    pub fn stamp(&self, gpu: &Gpu, cb: vk::CommandBuffer, which: u32) {
+        // SAFETY: `cb` is recording; the query was reset in it.
+        unsafe { gpu.device.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.pool, which) };
+    }
+
+    /// The interval in nanoseconds, once the submission completed; the pool destroyed.
+    pub fn read(self, gpu: &Gpu) -> u64 {
+        let mut ticks = [0u64; 2];
+        // SAFETY: both queries were written by a completed submission.
+        unsafe {
+            gpu.device
+                .get_query_pool_results(
+                    self.pool,
+                    0,
+                    &mut ticks,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                )
+                .expect("timestamps");
+            gpu.device.destroy_query_pool(self.pool, None);
+        }
+        let mask = if self.bits >= 64 { u64::MAX } else { (1u64 << self.bits) - 1 };
+        ((ticks[1].wrapping_sub(ticks[0]) & mask) as f64 * self.period) as u64
+    }
+}
+
 pub fn color_range() -> vk::ImageSubresourceRange {
     vk::ImageSubresourceRange {
         aspect_mask: vk::ImageAspectFlags::COLOR,

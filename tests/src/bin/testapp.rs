@@ -720,16 +720,21 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
     }
     let reference = scene::reference(w, h, layers, false, full);
     let mut times = Vec::new();
+    let mut gpu_times = Vec::new();
     let (mut wrong, mut worst) = (0, 0);
     let mut image = None;
     for _ in 0..reps {
-        let (img, ns) = scene::render(&g, w, h, layers, section, reverse, full, kind);
+        let (img, ns, gpu_ns) = scene::render(&g, w, h, layers, section, reverse, full, kind);
         wrong = wrong.max(scene::differing_pixels(&img, &reference));
         worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
         times.push(ns);
+        gpu_times.extend(gpu_ns);
         image = Some(img);
     }
     times.sort();
+    gpu_times.sort();
+    // The insert pass's GPU time (timestamps), where the queue writes them.
+    let gpu_field = gpu_times.get(gpu_times.len() / 2).map(|t| format!(" median_gpu_ns={t}")).unwrap_or_default();
     let image = image.unwrap();
     if let Some(p) = get("out") {
         image.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
@@ -738,7 +743,7 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
     }
     println!(
-        "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={} draw={kind}",
+        "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}{gpu_field} draw={kind}",
         worst,
         times[times.len() / 2]
     );
