@@ -85,6 +85,13 @@ pub fn median(v: &[f64]) -> f64 {
     s[s.len() / 2]
 }
 
+/// Nanoseconds between two timestamps of a queue with `stamps` (valid bits,
+/// nanoseconds per tick: [`timestamps`]), the counter's wrap included.
+pub fn elapsed_ns((bits, period): (u32, f64), start: u64, end: u64) -> f64 {
+    let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    (end.wrapping_sub(start) & mask) as f64 * period
+}
+
 /// The queue's timestamp support: (valid bits, nanoseconds per tick), or
 /// None where the queue family writes no timestamps.
 pub fn timestamps(gpu: &Gpu) -> Option<(u32, f64)> {
@@ -419,10 +426,8 @@ pub fn run(gpu: &Gpu, pass: &Pass, frames: u32) -> Run {
             let mut ticks = vec![0u64; 2 * frames as usize];
             d.get_query_pool_results(p, 0, &mut ticks, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT)
                 .expect("timestamps");
-            let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
             for f in 0..frames as usize {
-                let delta = ticks[2 * f + 1].wrapping_sub(ticks[2 * f]) & mask;
-                gpu_ms.push(delta as f64 * period * 1e-6);
+                gpu_ms.push(elapsed_ns((bits, period), ticks[2 * f], ticks[2 * f + 1]) * 1e-6);
             }
             d.destroy_query_pool(p, None);
         }

@@ -1532,18 +1532,18 @@ fn copy_region((width, height): (u32, u32), layers: u32) -> vk::BufferImageCopy 
 /// came before), where the queue writes timestamps.
 pub struct PassTimer {
     pool: vk::QueryPool,
-    bits: u32,
-    period: f64,
+    /// [`crate::fdm_bench::timestamps`]: valid bits, nanoseconds per tick.
+    stamps: (u32, f64),
 }
 
 impl PassTimer {
     /// `None` where the queue family writes no timestamps.
     pub fn new(gpu: &Gpu) -> Option<PassTimer> {
-        let (bits, period) = crate::fdm_bench::timestamps(gpu)?;
+        let stamps = crate::fdm_bench::timestamps(gpu)?;
         let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2);
         // SAFETY: a valid create info on the test's device.
         let pool = unsafe { gpu.device.create_query_pool(&info, None) }.ok()?;
-        Some(PassTimer { pool, bits, period })
+        Some(PassTimer { pool, stamps })
     }
 
     /// Outside a render pass, before `start`.
@@ -1573,8 +1573,7 @@ impl PassTimer {
                 .expect("timestamps");
             gpu.device.destroy_query_pool(self.pool, None);
         }
-        let mask = if self.bits >= 64 { u64::MAX } else { (1u64 << self.bits) - 1 };
-        ((ticks[1].wrapping_sub(ticks[0]) & mask) as f64 * self.period) as u64
+        crate::fdm_bench::elapsed_ns(self.stamps, ticks[0], ticks[1]) as u64
     }
 }
 

@@ -324,10 +324,7 @@ fn inline_stage_modules_are_rewritten_too() {
 fn ordered(variant: &str) -> harness::Outcome {
     let dump = harness::scratch("dump-ordered");
     let o = run_with_timeout(
-        app(Layers::OverlapOverValidation, &["interlock", variant])
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "64")
+        ordered_app(variant)
             .env("VK_OVERLAP_EMULATION_DUMP_SHADERS", &dump)
             .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"),
         Duration::from_secs(600),
@@ -400,15 +397,32 @@ fn reversed_order_expires_waits_and_says_so() {
     // Without the reversal, nothing expires (the ordered() runs above).
 }
 
+/// `interlock VARIANT` under the forced ordered strategy, validation below,
+/// on a small grid (lavapipe's memory) of 64 slots.
+fn ordered_app(variant: &str) -> std::process::Command {
+    let mut c = app(Layers::OverlapOverValidation, &["interlock", variant]);
+    c.env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+        .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
+        .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "64");
+    c
+}
+
+/// The sum, over the `OVERLAP-Interlock-Order-Lost` messages, of the count
+/// just before `label` (" wait(s) expired", " key(s) not found").
+fn order_lost(stderr: &str, label: &str) -> u64 {
+    stderr
+        .lines()
+        .filter(|l| l.contains("OVERLAP-Interlock-Order-Lost"))
+        .filter_map(|l| l.split(label).next()?.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Runs `interlock VARIANT` under the ordered strategy with its keys in
 /// reverse order and short waits: no word lost, and the waits that expired
 /// (counted by the GPU, logged as `OVERLAP-Interlock-Order-Lost`).
 fn reversed(variant: &str) -> (harness::Outcome, u64) {
     let o = run_with_timeout(
-        app(Layers::OverlapOverValidation, &["interlock", variant])
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "64")
+        ordered_app(variant)
             .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_WAIT", "64")
             .env("VK_OVERLAP_EMULATION_DEBUG_ORDERED_REVERSE", "true"),
         Duration::from_secs(600),
@@ -416,12 +430,7 @@ fn reversed(variant: &str) -> (harness::Outcome, u64) {
     o.assert_ok();
     assert_eq!(o.value("lost_words"), Some("0"));
     assert_eq!(o.value("failures"), Some("0"), "llvmpipe's order changed: {}", o.stdout);
-    let expired: u64 = o
-        .stderr
-        .lines()
-        .filter(|l| l.contains("OVERLAP-Interlock-Order-Lost"))
-        .filter_map(|l| l.split(" cell(s) held").nth(1)?.split(", ").nth(1)?.split(' ').next()?.parse::<u64>().ok())
-        .sum();
+    let expired = order_lost(&o.stderr, " wait(s) expired");
     assert!(expired > 0, "{}", o.stderr);
     (o, expired)
 }
@@ -438,10 +447,7 @@ fn reversed(variant: &str) -> (harness::Outcome, u64) {
 fn the_key_search_runs_where_keys_came_in_order() {
     let run = |misses: &str| {
         let o = run_with_timeout(
-            app(Layers::OverlapOverValidation, &["interlock", "quick"])
-                .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-                .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
-                .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "64")
+            ordered_app("quick")
                 .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info")
                 .env("VK_OVERLAP_EMULATION_DEBUG_ORDERED_SEARCH_MISSES", misses),
             Duration::from_secs(600),
@@ -449,12 +455,7 @@ fn the_key_search_runs_where_keys_came_in_order() {
         o.assert_ok();
         assert_eq!(o.value("lost_words"), Some("0"));
         assert_eq!(o.value("failures"), Some("0"), "{}", o.stdout);
-        let unfound: u64 = o
-            .stderr
-            .lines()
-            .filter(|l| l.contains("OVERLAP-Interlock-Order-Lost"))
-            .filter_map(|l| l.split(" key(s) not found").next()?.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum();
+        let unfound = order_lost(&o.stderr, " key(s) not found");
         let zeroings = o.stderr.matches("the cells are zeroed before this submission").count();
         (unfound, zeroings)
     };
@@ -517,11 +518,9 @@ fn pipeline_library_links_are_ordered() {
 /// slots: order is lost there and said, never silently (words are kept).
 #[test]
 fn overflowing_cells_are_logged() {
+    // The same run with 32 slots (the later setting wins).
     let o = run_with_timeout(
-        app(Layers::OverlapOverValidation, &["interlock", "quick"])
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "32"),
+        ordered_app("quick").env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_SLOTS", "32"),
         Duration::from_secs(600),
     );
     o.assert_ok();

@@ -1526,9 +1526,16 @@ unsafe fn create_any_render_pass<I: RenderPassCreate>(
     // Vecs of the same counts and its chains copied (alive in `chain` and
     // `chains`) without the density-map structure.
     let r = down(&copy);
-    let attachments = attachments.iter().map(I::description).collect();
+    let info = || PassInfo {
+        attachments: attachments.iter().map(I::description).collect(),
+        density_map,
+        used,
+        view_mask,
+        inputs,
+        per_layer,
+    };
     // SAFETY: `out` is written by the call when it succeeds (the caller's guarantee).
-    unsafe { remember_pass(f, r, out, || PassInfo { attachments, density_map, used, view_mask, inputs, per_layer }) }
+    unsafe { remember_pass(f, r, out, info) }
 }
 
 /// `vkCreateRenderPass`: layouts, stages and access translated, the

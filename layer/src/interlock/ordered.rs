@@ -1229,31 +1229,19 @@ impl Ordered {
                     let begin =
                         vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
                     d.begin_command_buffer(cb, &begin).and_then(|_| {
-                        let before = [vk::MemoryBarrier::default()
-                            .src_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
-                            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)];
-                        d.cmd_pipeline_barrier(
-                            cb,
+                        let barrier = |(src, src_access), (dst, dst_access)| {
+                            let mb =
+                                [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];
+                            d.cmd_pipeline_barrier(cb, src, dst, vk::DependencyFlags::empty(), &mb, &[], &[]);
+                        };
+                        let shaders = (
                             vk::PipelineStageFlags::FRAGMENT_SHADER,
-                            vk::PipelineStageFlags::TRANSFER,
-                            vk::DependencyFlags::empty(),
-                            &before,
-                            &[],
-                            &[],
+                            vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
                         );
+                        let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+                        barrier(shaders, transfer);
                         d.cmd_fill_buffer(cb, c.cells, 0, range, 0);
-                        let mb = [vk::MemoryBarrier::default()
-                            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-                        d.cmd_pipeline_barrier(
-                            cb,
-                            vk::PipelineStageFlags::TRANSFER,
-                            vk::PipelineStageFlags::FRAGMENT_SHADER,
-                            vk::DependencyFlags::empty(),
-                            &mb,
-                            &[],
-                            &[],
-                        );
+                        barrier(transfer, shaders);
                         d.end_command_buffer(cb)
                     })
                 };
