@@ -97,6 +97,8 @@ pub struct Settings {
     pub fdm_overlay: bool,
     /// `fdm_multiview_flush`: `auto`, `on` or `off`.
     pub fdm_multiview_flush: &'static str,
+    /// `fdm_storage_composite`: `auto`, `on` or `off`.
+    pub fdm_storage_composite: &'static str,
     pub varyings: &'static str,
     pub varyings_uniforms: &'static str,
     /// `link_cache=on`: linked pairs are kept on disk.
@@ -424,6 +426,7 @@ impl RawSettings {
             fdm: pick!("fdm"),
             fdm_overlay: get("fdm_overlay") == "true",
             fdm_multiview_flush: pick!("fdm_multiview_flush"),
+            fdm_storage_composite: pick!("fdm_storage_composite"),
             varyings: pick!("varyings"),
             varyings_uniforms: pick!("varyings_uniforms"),
             link_cache: get("link_cache") == "on",

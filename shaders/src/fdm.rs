@@ -44,6 +44,10 @@ pub const UPSCALE_DEPTH_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_dept
 pub const UPSCALE_DEPTH_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_depth_array.frag.spv");
 pub const UPSCALE_DEPTH_MS_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_depth_ms.frag.spv");
 pub const UPSCALE_DEPTH_MS_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_upscale_depth_ms_array.frag.spv");
+/// The host plan's composite as a compute shader (a storage image write per
+/// pixel, no raster back end), for a 2D and a layered scratch target.
+pub const COMPOSITE_COMP: &[u8] = include_bytes!("generated/fdm_composite.comp.spv");
+pub const COMPOSITE_ARRAY_COMP: &[u8] = include_bytes!("generated/fdm_composite_array.comp.spv");
 
 /// The per-variant values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -268,6 +272,8 @@ mod tests {
             ("fdm_upscale.frag", "-DDEPTH -DARRAY", super::UPSCALE_DEPTH_ARRAY_FRAG),
             ("fdm_upscale.frag", "-DDEPTH -DMS", super::UPSCALE_DEPTH_MS_FRAG),
             ("fdm_upscale.frag", "-DDEPTH -DMS -DARRAY", super::UPSCALE_DEPTH_MS_ARRAY_FRAG),
+            ("fdm_composite.comp", "", super::COMPOSITE_COMP),
+            ("fdm_composite.comp", "-DARRAY", super::COMPOSITE_ARRAY_COMP),
         ] {
             let tag = defines.replace(' ', "");
             let out = std::env::temp_dir().join(format!("overlap-{}-{name}{tag}.spv", std::process::id()));

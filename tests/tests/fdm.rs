@@ -299,6 +299,36 @@ fn multiview_ladder_draws_every_view() {
     }
 }
 
+/// The composite as a compute shader (`fdm_storage_composite=on`; `auto`
+/// keeps the draws on llvmpipe): the matrix and the multiview family pass
+/// with their stored colour attachments written as storage images
+/// (imageless framebuffers included: their image infos get the same usage
+/// as the images, or validation objects), and the plan lines show the
+/// dispatches; with `auto` none.
+#[test]
+fn the_composite_in_a_compute_shader_passes_the_matrix_and_multiview() {
+    for (setting, args) in [("on", &["fdm"][..]), ("on", &["fdm-multiview"][..]), ("auto", &["fdm"][..])] {
+        let mut c = app(Layers::OverlapOverValidation, args);
+        c.env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug").env("VK_OVERLAP_EMULATION_FDM_STORAGE_COMPOSITE", setting);
+        let o = run(&mut c);
+        o.assert_ok();
+        let log = format!("{}\n{}", o.stdout, o.stderr);
+        let dispatched = plan_sum(&log, " of them dispatched (compute, a rectangle a dispatch)");
+        if setting == "on" {
+            assert!(dispatched > 0, "no composite dispatched in\n{log}");
+        } else {
+            assert_eq!(dispatched, 0, "{log}");
+        }
+        if args[0] == "fdm" {
+            assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm case=")).count(), 12, "{}", o.stdout);
+            assert_eq!(o.stdout.matches("fdm imageless=").count(), 2, "{}", o.stdout);
+        } else {
+            let per_view = o.stdout.lines().filter(|l| l.contains(" per_view=ok")).count();
+            assert_eq!(per_view, 9, "{}", o.stdout);
+        }
+    }
+}
+
 /// Multiview with per-view areas (issue 17, item 4): each view gets the
 /// areas of its own layer of the density map — view 0 asks for 1x1 on the
 /// left half, the others for 2x2 everywhere — over render pass 1, render

@@ -14,6 +14,15 @@
 //! multiview pass's attachment layer by layer (a render pass over a view of
 //! each view's layer), each view drawing its own bins from its layer of the
 //! scratch targets.
+//!
+//! Where the attachment can be written as a storage image ([`Att::storage`]:
+//! the layer gives single-sampled colour attachments the storage usage and
+//! enables `shaderStorageImageWriteWithoutFormat`), the composite is a
+//! compute shader instead (`fdm_composite.comp`): one dispatch per merged
+//! rectangle, each invocation storing one pixel from its area's texel — the
+//! same pixels and texels as the draws, without the raster back end, which
+//! on GPUs with few of them costs more than the memory traffic (the H200
+//! drew about 15 Gpx/s).
 //! [`eligible`] says which attachments can be drawn so;
 //! [`super::replay_plan::plan_composited`] decides the rest.
 
@@ -42,9 +51,24 @@ pub(super) struct Prepared {
     /// The table: every draw's rectangles (x0, y0, x1, y1).
     words: Vec<u32>,
     layout: vk::PipelineLayout,
-    /// Per composite: its pipelines (one per sample), then per layer drawn
-    /// its framebuffer and its draws.
-    per: Vec<(Upscale, Vec<Layer>)>,
+    /// Per composite: how it writes, then per layer written its framebuffer
+    /// (null for a compute composite) and its draws.
+    per: Vec<(Writer, Vec<Layer>)>,
+}
+
+/// How a composite writes its attachment.
+enum Writer {
+    /// Draws: the upscale's pipelines (one per sample).
+    Draw(Upscale),
+    /// Dispatches of the composite's compute pipeline, per rectangle.
+    Compute(vk::Pipeline),
+}
+
+impl Prepared {
+    /// Some composite binds the layer's compute pipeline.
+    pub(super) fn computes(&self) -> bool {
+        self.per.iter().any(|(w, _)| matches!(w, Writer::Compute(_)))
+    }
 }
 
 struct Layer {
@@ -92,12 +116,21 @@ pub(super) unsafe fn prepare(
         let sizes = [
             vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n },
             vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: n },
         ];
         pool =
             d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes), None)?;
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         for c in composites {
             let a = atts[c.attachment].as_ref().ok_or(vk::Result::ERROR_UNKNOWN)?;
+            if a.storage {
+                // The pipeline first: it makes the set layout.
+                let pipeline =
+                    gpu_plan::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)?;
+                let layers = compute_layers(d, &mut o, &mut owned, pool, c, a, targets, &ranges)?;
+                per.push((Writer::Compute(pipeline), layers));
+                continue;
+            }
             let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
             let up = gpu_plan::upscale_pipeline(d, &mut o, a.format, layered, a.samples)?;
             let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
@@ -148,7 +181,7 @@ pub(super) unsafe fn prepare(
                 let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, layer];
                 layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, first, count });
             }
-            per.push((up, layers));
+            per.push((Writer::Draw(up), layers));
         }
         Ok::<(), vk::Result>(())
     })();
@@ -188,7 +221,8 @@ pub(super) unsafe fn record(
     let mut t = Vec::new();
     for c in composites {
         let Some(a) = atts[c.attachment].as_ref() else { continue };
-        let (read, write) = gpu_plan::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
+        let read = gpu_plan::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR).0;
+        let write = super::replay_plan::composite_layout(a);
         let mut areas: Vec<(u32, u32)> = c.draws.iter().map(|d| d.area).collect();
         areas.sort_unstable();
         areas.dedup();
@@ -216,9 +250,118 @@ pub(super) unsafe fn record(
             min_depth: 0.0,
             max_depth: 1.0,
         };
-        for (up, layers) in &p.per {
-            for l in layers {
-                gpu_plan::record_upscale_pass(d, cb, up, l.framebuffer, (render_area, vp), p.layout, &l.draws);
+        for (writer, layers) in &p.per {
+            match writer {
+                Writer::Draw(up) => {
+                    for l in layers {
+                        gpu_plan::record_upscale_pass(d, cb, up, l.framebuffer, (render_area, vp), p.layout, &l.draws);
+                    }
+                }
+                Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, p, layers),
+            }
+        }
+    }
+}
+
+/// The layers of compute composite `c` of attachment `a` (its draws'
+/// rectangles at `ranges` of the table): per layer written, per area a set
+/// (the area's scratch target, a 2D view of the attachment's layer) from
+/// `pool`, and the draws' words (log2 of the area, the scratch target's
+/// layer).
+///
+/// # Safety
+/// As [`prepare`]; `o`'s common objects are made.
+#[allow(clippy::too_many_arguments)]
+unsafe fn compute_layers(
+    d: &ash::Device,
+    o: &mut gpu_plan::Objects,
+    owned: &mut Owned,
+    pool: vk::DescriptorPool,
+    c: &Composite,
+    a: &Att,
+    targets: &dyn Fn((u32, u32)) -> Option<Targets>,
+    ranges: &[(u32, u32)],
+) -> Result<Vec<Layer>, vk::Result> {
+    let mut layers: Vec<Layer> = Vec::new();
+    let mut view = vk::ImageView::null();
+    for (draw, &(first, count)) in c.draws.iter().zip(ranges) {
+        if layers.last().map(|l| l.key) != Some(draw.layer) {
+            // A storage view has the identity swizzle and is 2D: the pass's own where it is one (no view made per
+            // pass), else the layer's own of the layer written.
+            view = match draw.layer {
+                None if a.plain => a.view,
+                // SAFETY: the attachment's image is alive (the caller's guarantee).
+                layer => unsafe { owned.layer_view(d, a, layer.unwrap_or(0)) }?,
+            };
+            layers.push(Layer { framebuffer: vk::Framebuffer::null(), key: draw.layer, draws: Vec::new() });
+        }
+        let t = targets(draw.area).ok_or(vk::Result::ERROR_UNKNOWN)?;
+        let scratch = t.views[c.attachment].ok_or(vk::Result::ERROR_UNKNOWN)?;
+        let sl = [o.cs_set_layout];
+        // SAFETY: a set of the layer's own layout from the layer's own pool, written with live views.
+        let set = unsafe {
+            let set = d.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
+            )?[0];
+            let sampled = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: scratch,
+                image_layout: gpu_plan::upscale_layout(false).0,
+            }];
+            let stored = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }];
+            let writes = [
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                    .image_info(&sampled),
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(1)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .image_info(&stored),
+            ];
+            d.update_descriptor_sets(&writes, &[]);
+            set
+        };
+        let (area, layer) = (draw.area, draw.layer.unwrap_or(0));
+        let mut words = [0; 10];
+        words[..3].copy_from_slice(&[area.0.trailing_zeros(), area.1.trailing_zeros(), layer]);
+        layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, first, count });
+    }
+    Ok(layers)
+}
+
+/// Records a compute composite's dispatches (`pipeline`, its `layers` made
+/// by [`compute_layers`]): per draw, per rectangle of the table, one
+/// dispatch of 8x8 invocations a group over the rectangle.
+///
+/// # Safety
+/// As [`record`], outside a render pass; the layouts are set.
+unsafe fn record_dispatches(
+    f: &Fdm,
+    d: &ash::Device,
+    cb: vk::CommandBuffer,
+    pipeline: vk::Pipeline,
+    p: &Prepared,
+    layers: &[Layer],
+) {
+    let layout = f.gpu_plan.lock().cs_layout;
+    // SAFETY: the caller's guarantee; the pipeline, layout and sets are the layer's own.
+    unsafe {
+        d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+        for draw in layers.iter().flat_map(|l| &l.draws) {
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[draw.set], &[]);
+            for r in p.words[draw.first as usize * 4..(draw.first + draw.count) as usize * 4].chunks_exact(4) {
+                let pc: [u32; gpu_plan::COMPOSITE_PUSH] =
+                    [r[0], r[1], r[2], r[3], draw.words[0], draw.words[1], draw.words[2]];
+                let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
+                d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
+                d.cmd_dispatch(cb, (r[2] - r[0]).div_ceil(8), (r[3] - r[1]).div_ceil(8), 1);
             }
         }
     }

@@ -107,6 +107,13 @@ pub struct Objects {
     /// for a single-sampled target; per sample `i` one writing sample `i`
     /// only, through its sample mask, for a multisampled one).
     up: HashMap<(vk::Format, bool, vk::SampleCountFlags), Upscale>,
+    /// The composite's compute shader ([`super::composite`], made at first
+    /// use): its set layout (the scratch target sampled, the attachment
+    /// stored), its layout, and its pipelines for a 2D and a layered scratch
+    /// target.
+    pub(super) cs_set_layout: vk::DescriptorSetLayout,
+    pub(super) cs_layout: vk::PipelineLayout,
+    cs_pipelines: [vk::Pipeline; 2],
     pub(super) owned: HashMap<vk::DescriptorPool, Owned>,
     /// Plan buffers of passes whose command buffers were reset or freed, with
     /// their memory and size: the next passes take them (an allocation per
@@ -253,6 +260,11 @@ impl Objects {
                 }
                 d.destroy_render_pass(u.render_pass, None);
             }
+            for p in self.cs_pipelines {
+                d.destroy_pipeline(p, None);
+            }
+            d.destroy_pipeline_layout(self.cs_layout, None);
+            d.destroy_descriptor_set_layout(self.cs_set_layout, None);
             d.destroy_pipeline(self.plan_pipeline, None);
             d.destroy_pipeline_layout(self.plan_layout, None);
             d.destroy_descriptor_set_layout(self.plan_set_layout, None);
@@ -290,6 +302,78 @@ pub(super) unsafe fn destroy_owned(d: &ash::Device, o: Owned) {
 
 fn words(code: &[u8]) -> Vec<u32> {
     code.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// Words of the composite's push constants: the rectangle (x0, y0, x1, y1),
+/// log2 of the area (x, y), the scratch target's layer.
+pub(super) const COMPOSITE_PUSH: usize = 7;
+
+/// The composite's compute pipeline for a 2D or (`layered`) layered
+/// scratch target, made at first use with its layouts.
+///
+/// # Safety
+/// `d` is `o`'s device; [`make_common`] made `o`'s sampler.
+pub(super) unsafe fn composite_pipeline(
+    d: &ash::Device,
+    o: &mut Objects,
+    layered: bool,
+) -> Result<vk::Pipeline, vk::Result> {
+    let k = usize::from(layered);
+    if o.cs_pipelines[k] != vk::Pipeline::null() {
+        return Ok(o.cs_pipelines[k]);
+    }
+    // SAFETY: create infos built here from locals and the layer's embedded SPIR-V (validated by its build); what
+    // is made stays in `o`, destroyed with it (null handles are ignored).
+    unsafe {
+        if o.cs_layout == vk::PipelineLayout::null() {
+            let samplers = [o.sampler];
+            let bindings = [
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(0)
+                    .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                    .immutable_samplers(&samplers),
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(1)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE),
+            ];
+            o.cs_set_layout = d.create_descriptor_set_layout(
+                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                None,
+            )?;
+            let push = [vk::PushConstantRange {
+                stage_flags: vk::ShaderStageFlags::COMPUTE,
+                offset: 0,
+                size: (COMPOSITE_PUSH * 4) as u32,
+            }];
+            let sl = [o.cs_set_layout];
+            o.cs_layout = d.create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
+                None,
+            )?;
+        }
+        let code = words(if layered {
+            overlap_shaders::fdm::COMPOSITE_ARRAY_COMP
+        } else {
+            overlap_shaders::fdm::COMPOSITE_COMP
+        });
+        let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None)?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let made = d.create_compute_pipelines(
+            vk::PipelineCache::null(),
+            &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(o.cs_layout)],
+            None,
+        );
+        d.destroy_shader_module(module, None);
+        o.cs_pipelines[k] = made.map_err(|(_, e)| e)?[0];
+    }
+    Ok(o.cs_pipelines[k])
 }
 
 /// Makes the pipelines shared by every format (once).

@@ -404,6 +404,9 @@ pub struct ViewInfo {
     pub range: vk::ImageSubresourceRange,
     pub view_type: vk::ImageViewType,
     pub components: vk::ComponentMapping,
+    /// Made with a `VkImageViewUsageCreateInfo`: its usage may lack what the
+    /// layer added to the image's.
+    pub own_usage: bool,
     /// Made with the dynamic or deferred density-map flag: passes with it as
     /// their map render at 1x1 ([`fill_features`]).
     pub dynamic_or_deferred: bool,
@@ -524,6 +527,11 @@ pub struct Fdm {
     /// hooks: the GPU plan's objects are made and destroyed through it (the
     /// layer's hooks must not see them, and are gone at vkDestroyDevice).
     pub raw: Option<ash::Device>,
+    /// The layer enabled `shaderStorageImageWriteWithoutFormat` in `binned`
+    /// mode ([`StrippedFdm::storage_composite`]): single-sampled colour
+    /// attachments get the storage usage and the composite writes them in a
+    /// compute shader ([`composite`]).
+    pub storage_composite: bool,
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     pub flush: Option<multiview_flush::Flush>,
@@ -673,8 +681,17 @@ pub unsafe fn prepare<'a>(
             (c.features2)(&mut vk::PhysicalDeviceFeatures2::default().push_next(&mut m).push_next(&mut p));
             m.multi_draw == vk::TRUE && p.shader_draw_parameters == vk::TRUE
         };
+    // The composite's compute shader writes attachments of any format as storage images.
+    let storage = mode == Mode::Binned
+        && conditional
+        && {
+            let mut f2 = vk::PhysicalDeviceFeatures2::default();
+            (c.features2)(&mut f2);
+            f2.features.shader_storage_image_write_without_format == vk::TRUE
+        }
+        && crate::settings::switch(c.inst.settings.fdm_storage_composite, !c.facts.is_llvmpipe());
     // SAFETY: the caller's guarantee.
-    match unsafe { strip(down, conditional, flush) } {
+    match unsafe { strip(down, conditional, flush, storage) } {
         Ok(s) => Ok(Some(s)),
         Err(e) => c.strip_failed(&e, "the density map").map(|()| None),
     }
@@ -693,8 +710,14 @@ pub struct StrippedFdm<'a> {
     /// The layer enabled `VK_EXT_multi_draw` and `shaderDrawParameters` for
     /// the multiview flush ([`multiview_flush`]).
     pub flush: bool,
+    /// The layer enabled `shaderStorageImageWriteWithoutFormat` for the
+    /// composite's compute shader (the driver has it; `binned` mode).
+    pub storage_composite: bool,
     _names: Vec<*const c_char>,
     _chain: Chain,
+    /// The application's `pEnabledFeatures` with the layer's feature added,
+    /// where the application gave no `VkPhysicalDeviceFeatures2`.
+    _features: Option<Box<vk::PhysicalDeviceFeatures>>,
 }
 
 pub use crate::pnext::StripError;
@@ -720,6 +743,7 @@ pub unsafe fn strip<'a>(
     info: &vk::DeviceCreateInfo<'a>,
     conditional: bool,
     flush: bool,
+    storage: bool,
 ) -> Result<StrippedFdm<'a>, StripError> {
     // SAFETY: the caller's guarantee: a valid create info.
     let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
@@ -801,20 +825,74 @@ pub unsafe fn strip<'a>(
     let gpu_plan = gpu_plan && enabled;
     // SAFETY: as above.
     let flush = flush && enabled && unsafe { multiview_flush::enable(info, &mut kept, &mut chain) };
-    let mut out = StrippedFdm { info: *info, enabled, gpu_plan, flush, _names: kept, _chain: chain };
+    // SAFETY: as above.
+    let (storage_composite, features) = unsafe { enable_write_without_format(info, &mut chain, storage && gpu_plan) };
+    let mut out = StrippedFdm {
+        info: *info,
+        enabled,
+        gpu_plan,
+        flush,
+        storage_composite,
+        _names: kept,
+        _chain: chain,
+        _features: features,
+    };
+    if let Some(f) = &out._features {
+        out.info.p_enabled_features = &**f;
+    }
     out.info.enabled_extension_count = out._names.len() as u32;
     out.info.pp_enabled_extension_names = out._names.as_ptr();
     out.info.p_next = out._chain.head();
     Ok(out)
 }
 
+/// Enables `shaderStorageImageWriteWithoutFormat` where `want`: in the
+/// application's `VkPhysicalDeviceFeatures2` (in `chain`), or in a copy of
+/// its `pEnabledFeatures` (returned: the caller points the create info at
+/// it). Whether it is enabled: not where the structure lies in the part of
+/// the chain the layer cannot copy.
+///
+/// # Safety
+/// `info` is a valid `VkDeviceCreateInfo` whose chain `chain` copies.
+unsafe fn enable_write_without_format(
+    info: &vk::DeviceCreateInfo,
+    chain: &mut Chain,
+    want: bool,
+) -> (bool, Option<Box<vk::PhysicalDeviceFeatures>>) {
+    if !want || chain.tail_find::<vk::PhysicalDeviceFeatures2>().is_some() {
+        return (false, None);
+    }
+    if let Some(f2) = chain.get_mut::<vk::PhysicalDeviceFeatures2>() {
+        f2.features.shader_storage_image_write_without_format = vk::TRUE;
+        return (true, None);
+    }
+    let mut f = if info.p_enabled_features.is_null() {
+        vk::PhysicalDeviceFeatures::default()
+    } else {
+        // SAFETY: VUID-VkDeviceCreateInfo-pEnabledFeatures-parameter: a non-null pEnabledFeatures points at a
+        // valid structure.
+        unsafe { *info.p_enabled_features }
+    };
+    f.shader_storage_image_write_without_format = vk::TRUE;
+    (true, Some(Box::new(f)))
+}
+
 impl Fdm {
     /// An image's usage as the driver sees it: density maps are read by the
     /// layer (transfer source; `SAMPLED` keeps views of them valid), and in
     /// `binned` mode attachments are read and written by the replays' blits
-    /// where every format they may be viewed with allows it. The same rule
+    /// where every format they may be viewed with allows it, and
+    /// single-sampled colour attachments of one format (no
+    /// `MUTABLE_FORMAT`) that can be storage images are written by the
+    /// composite's compute shader ([`Fdm::storage_composite`]). The same rule
     /// for `vkCreateImage` and an imageless framebuffer's image infos.
-    pub fn driver_usage(&self, usage: vk::ImageUsageFlags, formats: &[vk::Format]) -> vk::ImageUsageFlags {
+    pub fn driver_usage(
+        &self,
+        usage: vk::ImageUsageFlags,
+        flags: vk::ImageCreateFlags,
+        formats: &[vk::Format],
+        samples: vk::SampleCountFlags,
+    ) -> vk::ImageUsageFlags {
         let mut out = usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT;
         if usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) {
             out |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED;
@@ -827,6 +905,16 @@ impl Fdm {
             && formats.iter().all(|f| self.format_features(*f).contains(transfer))
         {
             out |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+        }
+        if self.storage_composite
+            && usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT)
+            && !flags.contains(vk::ImageCreateFlags::MUTABLE_FORMAT)
+            && samples == vk::SampleCountFlags::TYPE_1
+            && formats.len() == 1
+            && !scratch::integer(formats[0])
+            && self.format_features(formats[0]).contains(vk::FormatFeatureFlags::STORAGE_IMAGE)
+        {
+            out |= vk::ImageUsageFlags::STORAGE;
         }
         out
     }
@@ -892,6 +980,7 @@ impl Fdm {
             conditional: None,
             gpu_plan: Default::default(),
             raw: None,
+            storage_composite: false,
             texel_limits: ((MIN_TEXEL, MIN_TEXEL), (MAX_TEXEL, MAX_TEXEL)),
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
@@ -948,6 +1037,7 @@ impl Fdm {
         let next = |name: &std::ffi::CStr| unsafe { crate::ffi::resolve_command(name, |n| next_gdpa(handle, n)) };
         fdm.raw = s.gpu_plan.then(|| unsafe { ash::Device::load_with(next, handle) });
         fdm.conditional = s.gpu_plan.then(|| ash::ext::conditional_rendering::DeviceFn::load(next));
+        fdm.storage_composite = s.gpu_plan && s.storage_composite;
         fdm.flush = s.flush.then(multiview_flush::Flush::new);
         fdm.multi_draw = core.state.multi_draw.clone();
         fdm
@@ -1024,7 +1114,7 @@ pub unsafe fn create_image(
     let mut copy = *ci;
     let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
     copy.flags &= !DRIVER_LACKS_FLAGS;
-    copy.usage = f.driver_usage(ci.usage, &[ci.format]);
+    copy.usage = f.driver_usage(ci.usage, ci.flags, &[ci.format], ci.samples);
     // SAFETY: the application's valid call, with a copy of its info whose
     // usage and flags the driver supports.
     let r = unsafe { (f.below.fp_v1_0().create_image)(device, &copy, alloc, out) };
@@ -1083,6 +1173,8 @@ pub unsafe fn create_image_view(
                 range,
                 view_type: ci.view_type,
                 components: ci.components,
+                // SAFETY: VUID-VkImageViewCreateInfo-pNext-pNext: a valid chain.
+                own_usage: unsafe { crate::pnext::find::<vk::ImageViewUsageCreateInfo>(ci.p_next) }.is_some(),
                 dynamic_or_deferred: ci.flags.intersects(
                     vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
                         | vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT,
@@ -1603,15 +1695,27 @@ pub unsafe fn create_framebuffer(
         unsafe { (&*info, crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>((*info).p_next)) };
     let translated = match attachments_info {
         Some(a) if ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS) => {
+            // The image infos give no sample count, and no format where the images have no format list: the
+            // pass's attachment descriptions do, where the layer remembered the pass (one with a density map);
+            // elsewhere one sample is assumed.
+            let pass = f.passes.lock().get(&ci.render_pass).cloned();
             // SAFETY: VUID-VkFramebufferAttachmentsCreateInfo-pAttachmentImageInfos-parameter.
             let infos: Vec<vk::FramebufferAttachmentImageInfo> =
                 unsafe { slice(a.p_attachment_image_infos, a.attachment_image_info_count) }
                     .iter()
-                    .map(|i| {
+                    .enumerate()
+                    .map(|(k, i)| {
+                        let described = pass.as_ref().and_then(|p| p.attachments.get(k));
                         // SAFETY: VUID-VkFramebufferAttachmentImageInfo-pViewFormats-parameter.
-                        let formats = unsafe { slice(i.p_view_formats, i.view_format_count) };
+                        let listed = unsafe { slice(i.p_view_formats, i.view_format_count) };
+                        let own = described.map(|d| [d.format]);
+                        let formats = match (&own, listed.is_empty()) {
+                            (Some(own), true) => &own[..],
+                            _ => listed,
+                        };
+                        let samples = described.map_or(vk::SampleCountFlags::TYPE_1, |d| d.samples);
                         vk::FramebufferAttachmentImageInfo {
-                            usage: f.driver_usage(i.usage, formats),
+                            usage: f.driver_usage(i.usage, i.flags, formats, samples),
                             // As the images were created (VUID-VkRenderPassBeginInfo-framebuffer-03211).
                             flags: i.flags & !DRIVER_LACKS_FLAGS,
                             ..*i

@@ -106,6 +106,9 @@ pub(super) struct Pass {
     /// Its map is dynamic or deferred: planned on the GPU at its end
     /// ([`super::gpu_plan`]), never read on the host.
     pub(super) gpu: bool,
+    /// Its replays bound the layer's compute pipeline (the composite's):
+    /// the application's compute state goes back at its end.
+    pub(super) compute_bound: bool,
 }
 
 impl Pass {
@@ -246,6 +249,7 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         shadow_pools: Vec::new(),
         offsets: Vec::new(),
         gpu: false,
+        compute_bound: false,
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now. A
@@ -452,6 +456,9 @@ unsafe fn pass_command(
                     // to find it in the next pass.
                     let last = pass.state.after(f, &pass.cmds);
                     restore(f, cb, &last, &Transform::IDENTITY);
+                    if pass.compute_bound {
+                        super::commands::restore_compute(f, cb, &last);
+                    }
                     pass.state = last;
                 }
             }
@@ -647,6 +654,7 @@ pub unsafe fn cmd_begin_rendering(
             shadow_pools: Vec::new(),
             offsets: Vec::new(),
             gpu: false,
+            compute_bound: false,
         });
         return;
     }
@@ -748,6 +756,14 @@ pub(super) struct Att {
     pub(super) store_stencil: bool,
     pub(super) initial: vk::ImageLayout,
     pub(super) final_: vk::ImageLayout,
+    /// The composite writes it as a storage image, in a compute shader
+    /// ([`super::composite`]): single-sampled colour, not integer, made with
+    /// the storage usage (the layer adds it: [`Fdm::driver_usage`]) in a 2D
+    /// or 2D array view whose format can be stored.
+    pub(super) storage: bool,
+    /// Its view is 2D with the identity swizzle and the image's usage: a
+    /// storage view as it is.
+    pub(super) plain: bool,
 }
 
 pub(super) fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
@@ -767,6 +783,21 @@ fn att_of(f: &Fdm, view: vk::ImageView) -> Option<Att> {
     let i = *f.images.lock().get(&v.image)?;
     let mut range = v.range;
     range.aspect_mask = aspect_of(v.format);
+    let storage = f.storage_composite
+        && i.usage.contains(vk::ImageUsageFlags::STORAGE)
+        && range.aspect_mask == vk::ImageAspectFlags::COLOR
+        && i.samples == vk::SampleCountFlags::TYPE_1
+        && matches!(v.view_type, vk::ImageViewType::TYPE_2D | vk::ImageViewType::TYPE_2D_ARRAY)
+        && !super::scratch::integer(v.format)
+        && f.format_features(v.format).contains(vk::FormatFeatureFlags::STORAGE_IMAGE);
+    let c = v.components;
+    let same = |s: vk::ComponentSwizzle, own| s == vk::ComponentSwizzle::IDENTITY || s == own;
+    let plain = v.view_type == vk::ImageViewType::TYPE_2D
+        && !v.own_usage
+        && same(c.r, vk::ComponentSwizzle::R)
+        && same(c.g, vk::ComponentSwizzle::G)
+        && same(c.b, vk::ComponentSwizzle::B)
+        && same(c.a, vk::ComponentSwizzle::A);
     Some(Att {
         view,
         image: v.image,
@@ -780,6 +811,8 @@ fn att_of(f: &Fdm, view: vk::ImageView) -> Option<Att> {
         store_stencil: false,
         initial: vk::ImageLayout::UNDEFINED,
         final_: vk::ImageLayout::UNDEFINED,
+        storage,
+        plain,
     })
 }
 

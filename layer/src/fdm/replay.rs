@@ -201,6 +201,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         }
         if let Some(p) = &prepared {
             super::composite::record(f, cb, p, &composites, &atts, &by_area, extent, pass.begin.area());
+            pass.compute_bound |= p.computes();
             pass.shadow_pools.push(p.pool);
         }
         barrier(f, cb, &transitions(&atts, None, &finish));
@@ -283,7 +284,7 @@ fn log_plan(
     dev.log().debug(
         id::FDM_PLAN,
         &format!(
-            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {commands} commands replayed each; {} scratch sets for its attachments",
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute, a rectangle a dispatch); {commands} commands replayed each; {} scratch sets for its attachments",
             all_bins.len(),
             replays.len(),
             areas.join(", "),
@@ -291,6 +292,11 @@ fn log_plan(
             regions(false),
             planned.iter().flat_map(|p| &p.steps).filter(|s| matches!(s, Step::Render { begin: true, .. })).count(),
             composites.iter().map(|c| c.draws.len()).sum::<usize>(),
+            composites
+                .iter()
+                .filter(|c| atts[c.attachment].as_ref().is_some_and(|a| a.storage))
+                .map(|c| c.draws.len())
+                .sum::<usize>(),
             atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
         ),
     );

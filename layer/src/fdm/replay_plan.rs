@@ -510,7 +510,10 @@ fn load_steps(atts: &[Option<Att>], cur: &mut [vk::ImageLayout], group: &[bins::
 
 /// The layout a composite draws attachment `a` in.
 pub(super) fn composite_layout(a: &Att) -> vk::ImageLayout {
-    if a.range.aspect_mask == vk::ImageAspectFlags::COLOR {
+    if a.storage {
+        // Written as a storage image.
+        vk::ImageLayout::GENERAL
+    } else if a.range.aspect_mask == vk::ImageAspectFlags::COLOR {
         vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL
     } else {
         vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL
@@ -630,6 +633,8 @@ mod tests {
             store_stencil: false,
             initial: L::COLOR_ATTACHMENT_OPTIMAL,
             final_: L::SHADER_READ_ONLY_OPTIMAL,
+            storage: false,
+            plain: true,
         }
     }
 

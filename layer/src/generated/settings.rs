@@ -12,6 +12,7 @@ pub const INTERLOCK_NEVER_OPAQUE_VALUES: &[&str] = &["auto", "on", "off"];
 pub const DEFER_VIEW_DESTRUCTION_VALUES: &[&str] = &["auto", "on", "off"];
 pub const FDM_VALUES: &[&str] = &["off", "baseline", "binned"];
 pub const FDM_MULTIVIEW_FLUSH_VALUES: &[&str] = &["auto", "on", "off"];
+pub const FDM_STORAGE_COMPOSITE_VALUES: &[&str] = &["auto", "on", "off"];
 pub const VARYINGS_VALUES: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS_VALUES: &[&str] = &["auto", "on", "off"];
 pub const LINK_CACHE_VALUES: &[&str] = &["on", "off"];
@@ -121,6 +122,13 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "auto",
         label: "Multiview flush (lavapipe)",
         description: "On a density-map device, draw each direct multiview draw as a multi-draw led by an invisible one, so that lavapipe's draw module starts every view's clipped primitives with that view's index: auto on llvmpipe only.",
+    },
+    SettingDef {
+        key: "fdm_storage_composite",
+        kind: Kind::Enum(FDM_STORAGE_COMPOSITE_VALUES),
+        default: "auto",
+        label: "Density-map composite in a compute shader",
+        description: "In binned mode, give single-sampled colour attachments the storage usage and write each pass's bins into them from the low-resolution targets in a compute shader rather than by draws: auto off on llvmpipe only.",
     },
     SettingDef {
         key: "varyings",
