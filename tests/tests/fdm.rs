@@ -232,6 +232,13 @@ fn a_dynamic_map_pass_without_the_compute_restore_fails_the_marker_check() {
     let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
     assert_eq!(lines.count(), 3, "{}", o.stdout);
     assert!(o.stderr.contains("not 42: its compute pipeline or set was not left bound"), "{}", o.stderr);
+    // And after the composite's dispatches (a static map's pass, the composite in a compute shader).
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "compute_restore")
+        .env("VK_OVERLAP_EMULATION_FDM_STORAGE_COMPOSITE", "on"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert_ne!(o.value("fdm_dynamic static_compute_marker"), Some("42"), "{}", o.stdout);
+    assert!(o.stderr.contains("after a static map's pass wrote"), "{}", o.stderr);
 }
 
 /// The negative control: the map read on the host when the pass is recorded
@@ -307,7 +314,9 @@ fn multiview_ladder_draws_every_view() {
 /// dispatches; with `auto` none.
 #[test]
 fn the_composite_in_a_compute_shader_passes_the_matrix_and_multiview() {
-    for (setting, args) in [("on", &["fdm"][..]), ("on", &["fdm-multiview"][..]), ("auto", &["fdm"][..])] {
+    let cases =
+        [("on", &["fdm"][..]), ("on", &["fdm-multiview"][..]), ("on", &["fdm-dynamic"][..]), ("auto", &["fdm"][..])];
+    for (setting, args) in cases {
         let mut c = app(Layers::OverlapOverValidation, args);
         c.env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug").env("VK_OVERLAP_EMULATION_FDM_STORAGE_COMPOSITE", setting);
         let o = run(&mut c);
@@ -319,7 +328,10 @@ fn the_composite_in_a_compute_shader_passes_the_matrix_and_multiview() {
         } else {
             assert_eq!(dispatched, 0, "{log}");
         }
-        if args[0] == "fdm" {
+        if args[0] == "fdm-dynamic" {
+            // The application's compute pipeline and set, bound before a static map's pass, still bound after it.
+            assert_eq!(o.value("fdm_dynamic static_compute_marker"), Some("42"), "{}", o.stdout);
+        } else if args[0] == "fdm" {
             assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm case=")).count(), 12, "{}", o.stdout);
             assert_eq!(o.stdout.matches("fdm imageless=").count(), 2, "{}", o.stdout);
         } else {

@@ -594,7 +594,7 @@ pub struct Controls {
     pub without_gpu_plan: bool,
     /// `debug_fdm_without=compute_restore`: the application's compute
     /// pipeline and sets are not bound again after the GPU plan's dispatch
-    /// (a control).
+    /// or the composite's (a control).
     pub without_compute_restore: bool,
     /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
     /// whole pass per region and area (the other form, for the tests).

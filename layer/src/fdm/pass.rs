@@ -456,7 +456,7 @@ unsafe fn pass_command(
                     // to find it in the next pass.
                     let last = pass.state.after(f, &pass.cmds);
                     restore(f, cb, &last, &Transform::IDENTITY);
-                    if pass.compute_bound {
+                    if pass.compute_bound && !f.controls.without_compute_restore {
                         super::commands::restore_compute(f, cb, &last);
                     }
                     pass.state = last;

@@ -1210,6 +1210,18 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), Strin
             "the dispatch after the pass wrote {marker:?}, not 42: its compute pipeline or set was not left bound"
         ));
     }
+    // The same with the written map as a static one, read on the host: where
+    // the composite is a compute shader (`fdm_storage_composite`) it binds
+    // the layer's pipeline too.
+    let s =
+        Scene { map: Some(&written), compute_marker: true, ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3) };
+    let marker = fdm::render_full(&g, &s).marker;
+    println!("fdm_dynamic static_compute_marker={}", marker.unwrap_or(0));
+    if marker != Some(42) {
+        result = Err(format!(
+            "the dispatch after a static map's pass wrote {marker:?}, not 42: its compute pipeline or set was not left bound"
+        ));
+    }
     // The application's own conditional rendering around a pass: the layer
     // may not nest its scopes in it (the validation layer would report it),
     // so that pass renders at 1x1, and it obeys the application's predicate:
