@@ -189,7 +189,13 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
         assert!(o.stderr.contains(&format!("replayed {form};")), "{form}: {}", o.stderr);
         assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
         assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic edges path=")).count(), 3, "{}", o.stdout);
+        // A pass that clears and draws nothing: each region cleared at the area it chose.
+        assert_eq!(o.stdout.matches("fdm_dynamic clear path=").count(), 3, "{}", o.stdout);
     }
+    // The control of the clear check: the GPU plan's passes clear nothing, and the pixels show it.
+    let o = without(&["fdm-dynamic"], "region_clears");
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("clear: pixel"), "{}", o.stderr);
     // The control: regions that end the render area inside a fragment leave its pixels there uncovered.
     let o = without(&["fdm-dynamic"], "edge_fragments");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);

@@ -46,7 +46,7 @@
 
 use super::bins::{alignment, whole_fragments, Rect};
 use super::commands::{emit, emit_scissors, restore, restore_compute, Cmd, Transform};
-use super::pass::{aspect_of, attachments, begin_real, end_real, Att, Pass};
+use super::pass::{aspect_of, attachments, begin_real, end_real, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
 use super::scratch::{barrier, blit, copy_scaled, sampled, scratch_targets, Targets, Transition};
@@ -302,6 +302,71 @@ pub(super) unsafe fn destroy_owned(d: &ash::Device, o: Owned) {
 
 fn words(code: &[u8]) -> Vec<u32> {
     code.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// Makes `begin` clear nothing and returns what it would have cleared, as
+/// `vkCmdClearAttachments` attachments with the application's clear values:
+/// a render pass begins as its twin that never clears
+/// ([`super::PassInfo::unclearing`]; none made: left as it is, nothing
+/// returned), dynamic rendering with `DONT_CARE` where it loads `CLEAR`.
+pub(super) fn unclearing(begin: &mut Begin) -> Vec<vk::ClearAttachment> {
+    let mut out = Vec::new();
+    let cleared = |op: vk::AttachmentLoadOp| op == vk::AttachmentLoadOp::CLEAR;
+    match begin {
+        Begin::RenderPass { render_pass, clears, pass, .. } => {
+            if pass.unclearing == vk::RenderPass::null() {
+                return out;
+            }
+            *render_pass = pass.unclearing;
+            let value = |k: u32| clears.get(k as usize).copied().unwrap_or_default();
+            for (slot, k) in pass.first_subpass.0.iter().enumerate() {
+                if let Some(k) = *k {
+                    if cleared(pass.attachments[k as usize].load_op) {
+                        let aspect_mask = vk::ImageAspectFlags::COLOR;
+                        out.push(vk::ClearAttachment {
+                            aspect_mask,
+                            color_attachment: slot as u32,
+                            clear_value: value(k),
+                        });
+                    }
+                }
+            }
+            if let Some(k) = pass.first_subpass.1 {
+                let a = &pass.attachments[k as usize];
+                let has = aspect_of(a.format);
+                let mut aspect_mask = vk::ImageAspectFlags::empty();
+                if cleared(a.load_op) && has.contains(vk::ImageAspectFlags::DEPTH) {
+                    aspect_mask |= vk::ImageAspectFlags::DEPTH;
+                }
+                if cleared(a.stencil_load_op) && has.contains(vk::ImageAspectFlags::STENCIL) {
+                    aspect_mask |= vk::ImageAspectFlags::STENCIL;
+                }
+                if !aspect_mask.is_empty() {
+                    out.push(vk::ClearAttachment { aspect_mask, color_attachment: 0, clear_value: value(k) });
+                }
+            }
+        }
+        Begin::Rendering { colors, depth, stencil, .. } => {
+            for (slot, c) in colors.iter_mut().enumerate() {
+                if c.image_view != vk::ImageView::null() && cleared(c.load_op) {
+                    c.load_op = vk::AttachmentLoadOp::DONT_CARE;
+                    let aspect_mask = vk::ImageAspectFlags::COLOR;
+                    out.push(vk::ClearAttachment {
+                        aspect_mask,
+                        color_attachment: slot as u32,
+                        clear_value: c.clear_value,
+                    });
+                }
+            }
+            for (a, aspect_mask) in [(depth, vk::ImageAspectFlags::DEPTH), (stencil, vk::ImageAspectFlags::STENCIL)] {
+                if let Some(a) = a.as_mut().filter(|a| a.image_view != vk::ImageView::null() && cleared(a.load_op)) {
+                    a.load_op = vk::AttachmentLoadOp::DONT_CARE;
+                    out.push(vk::ClearAttachment { aspect_mask, color_attachment: 0, clear_value: a.clear_value });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Words of the composite's push constants: the rectangle (x0, y0, x1, y1),
@@ -1431,6 +1496,10 @@ impl Recording<'_> {
         let cond = f.conditional.as_ref().unwrap();
         let tr_all = Transform { area, clip: Some(e.render_area), inputs: None };
         let mut begin = pass.begin.clone();
+        // The instance spans the render area (the regions are chosen on the GPU), but clears only the regions that
+        // render at this area: each under its predicate (clearing the whole area at every candidate area cost
+        // three full-resolution writes a pass).
+        let clears = unclearing(&mut begin);
         retarget(&mut begin, tr_all.rect(&self.all), t.framebuffer, &t.views);
         let candidates: Vec<(usize, Transform)> = e
             .regions
@@ -1448,6 +1517,17 @@ impl Recording<'_> {
         // (`take_buffer`).
         unsafe {
             begin_real(f, cb, &begin);
+            if !clears.is_empty() && !f.controls.without_region_clears {
+                for (ri, tr) in &candidates {
+                    let rect = [vk::ClearRect { rect: tr.rect(&self.all), base_array_layer: 0, layer_count: 1 }];
+                    if rect[0].rect.extent.width == 0 || rect[0].rect.extent.height == 0 {
+                        continue;
+                    }
+                    (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
+                    self.d.cmd_clear_attachments(cb, &clears, &rect);
+                    (cond.cmd_end_conditional_rendering_ext)(cb);
+                }
+            }
             if by_draw {
                 // The pass once, its state commands as they come; each run of draws and clears once per region
                 // that may choose this area (its cap allows it), under its predicate, scissors clipped to it.

@@ -428,6 +428,15 @@ pub struct PassInfo {
     /// Created with the per-layer density bit
     /// (`VK_VALVE_fragment_density_map_layered`).
     pub per_layer: bool,
+    /// The first subpass's colour references (the attachment per slot,
+    /// `None` unused) and its depth/stencil attachment: what a
+    /// `vkCmdClearAttachments` of the layer's names.
+    pub first_subpass: (Vec<Option<u32>>, Option<u32>),
+    /// The layer's twin of the pass whose attachments never clear (`CLEAR`
+    /// loads as `DONT_CARE`; compatible with it): the GPU plan's replays
+    /// begin with it and clear only the regions they render. Null where
+    /// nothing clears.
+    pub unclearing: vk::RenderPass,
 }
 
 #[derive(Clone, Debug)]
@@ -596,6 +605,10 @@ pub struct Controls {
     /// pipeline and sets are not bound again after the GPU plan's dispatch
     /// or the composite's (a control).
     pub without_compute_restore: bool,
+    /// `debug_fdm_without=region_clears`: the GPU plan's render pass
+    /// instances clear nothing and neither do its regions (a planted fault:
+    /// a control).
+    pub without_region_clears: bool,
     /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
     /// whole pass per region and area (the other form, for the tests).
     pub without_gpu_plan_by_draw: bool,
@@ -633,6 +646,7 @@ impl Controls {
             without_gpu_plan: has("gpu_plan"),
             without_compute_restore: has("compute_restore"),
             without_gpu_plan_by_draw: has("gpu_plan_by_draw"),
+            without_region_clears: has("region_clears"),
             without_app_conditional: has("app_conditional"),
             scratch_per_command_buffer: has("scratch_per_command_buffer"),
         }
@@ -1210,6 +1224,7 @@ trait Attachment {
     fn fields(
         &mut self,
     ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp);
+    fn stencil_load_op(&mut self) -> &mut vk::AttachmentLoadOp;
 }
 
 impl Attachment for vk::AttachmentDescription {
@@ -1218,6 +1233,9 @@ impl Attachment for vk::AttachmentDescription {
     ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp) {
         (&mut self.initial_layout, &mut self.final_layout, &mut self.load_op, &mut self.store_op)
     }
+    fn stencil_load_op(&mut self) -> &mut vk::AttachmentLoadOp {
+        &mut self.stencil_load_op
+    }
 }
 
 impl Attachment for vk::AttachmentDescription2<'_> {
@@ -1225,6 +1243,9 @@ impl Attachment for vk::AttachmentDescription2<'_> {
         &mut self,
     ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp) {
         (&mut self.initial_layout, &mut self.final_layout, &mut self.load_op, &mut self.store_op)
+    }
+    fn stencil_load_op(&mut self) -> &mut vk::AttachmentLoadOp {
+        &mut self.stencil_load_op
     }
 }
 
@@ -1580,12 +1601,12 @@ unsafe fn create_any_render_pass<I: RenderPassCreate>(
     dev: &DeviceCore,
     f: &Fdm,
     ci: &I,
-    down: impl Fn(&I) -> vk::Result,
+    down: impl Fn(&I, Option<&mut vk::RenderPass>) -> vk::Result,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
     // SAFETY: a valid create info has a valid chain (the -pNext-pNext VUIDs).
     let Some((mut chain, density_map)) = (unsafe { render_pass_chain(dev, I::COMMAND, ci.p_next()) }) else {
-        return down(ci);
+        return down(ci, None);
     };
     // SAFETY: the caller's guarantee.
     let (attachments_in, subpasses, dependencies) = unsafe { ci.arrays() };
@@ -1617,7 +1638,35 @@ unsafe fn create_any_render_pass<I: RenderPassCreate>(
     // The application's valid call with its arrays translated into live
     // Vecs of the same counts and its chains copied (alive in `chain` and
     // `chains`) without the density-map structure.
-    let r = down(&copy);
+    let r = down(&copy, None);
+    // The twin that never clears (the layer's own: no application allocator), where something clears.
+    let mut unclearing = vk::RenderPass::null();
+    let mut twin = attachments.clone();
+    let mut clears = false;
+    for a in &mut twin {
+        for stencil in [false, true] {
+            let op = if stencil { a.stencil_load_op() } else { a.fields().2 };
+            if *op == vk::AttachmentLoadOp::CLEAR {
+                *op = vk::AttachmentLoadOp::DONT_CARE;
+                clears = true;
+            }
+        }
+    }
+    if r == vk::Result::SUCCESS && clears && f.raw.is_some() {
+        let copy = ci.with(ci.flags() & !layered::RENDER_PASS_PER_LAYER, chain.head(), (&twin, &subs, &deps));
+        if down(&copy, Some(&mut unclearing)) != vk::Result::SUCCESS {
+            unclearing = vk::RenderPass::null();
+        }
+    }
+    let first_subpass = subpasses.first().map_or((Vec::new(), None), |s| {
+        let [_, (colors, n), _, (depth, _)] = s.lists();
+        // SAFETY: the -pColorAttachments-parameter and -pDepthStencilAttachment-parameter VUIDs.
+        let colors = unsafe { slice(colors, n) };
+        let used = |a: u32| (a != vk::ATTACHMENT_UNUSED).then_some(a);
+        // SAFETY: as above (a non-null pointer to one reference).
+        let depth = unsafe { depth.as_ref() }.and_then(|d| used(d.attachment()));
+        (colors.iter().map(|c| used(c.attachment())).collect(), depth)
+    });
     let info = || PassInfo {
         attachments: attachments.iter().map(I::description).collect(),
         density_map,
@@ -1625,6 +1674,8 @@ unsafe fn create_any_render_pass<I: RenderPassCreate>(
         view_mask,
         inputs,
         per_layer,
+        first_subpass,
+        unclearing,
     };
     // SAFETY: `out` is written by the call when it succeeds (the caller's guarantee).
     unsafe { remember_pass(f, r, out, info) }
@@ -1643,9 +1694,11 @@ pub unsafe fn create_render_pass(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let down = |ci: &vk::RenderPassCreateInfo<'_>| {
+    let down = |ci: &vk::RenderPassCreateInfo<'_>, twin: Option<&mut vk::RenderPass>| match twin {
         // SAFETY: the application's call, with its create info or a translated copy of it.
-        unsafe { (f.below.fp_v1_0().create_render_pass)(device, ci, alloc, out) }
+        None => unsafe { (f.below.fp_v1_0().create_render_pass)(device, ci, alloc, out) },
+        // SAFETY: the layer's twin of it: the same valid create info with other load ops, no allocator.
+        Some(t) => unsafe { (f.below.fp_v1_0().create_render_pass)(device, ci, std::ptr::null(), t) },
     };
     // SAFETY: VUID-vkCreateRenderPass-pCreateInfo-parameter; `down` completes the call.
     unsafe { create_any_render_pass(dev, f, &*info, down, out) }
@@ -1663,9 +1716,11 @@ pub unsafe fn create_render_pass2(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let down = |ci: &vk::RenderPassCreateInfo2<'_>| {
+    let down = |ci: &vk::RenderPassCreateInfo2<'_>, twin: Option<&mut vk::RenderPass>| match twin {
         // SAFETY: the application's call, with its create info or a translated copy of it.
-        unsafe { (f.below.fp_v1_2().create_render_pass2)(device, ci, alloc, out) }
+        None => unsafe { (f.below.fp_v1_2().create_render_pass2)(device, ci, alloc, out) },
+        // SAFETY: the layer's twin of it: the same valid create info with other load ops, no allocator.
+        Some(t) => unsafe { (f.below.fp_v1_2().create_render_pass2)(device, ci, std::ptr::null(), t) },
     };
     // SAFETY: VUID-vkCreateRenderPass2-pCreateInfo-parameter; `down` completes the call.
     unsafe { create_any_render_pass(dev, f, &*info, down, out) }
@@ -2366,7 +2421,14 @@ impl Fdm {
     }
 
     pub fn forget_render_pass(&self, pass: vk::RenderPass) {
-        self.passes.lock().remove(&pass);
+        if let Some(p) = self.passes.lock().remove(&pass) {
+            if p.unclearing != vk::RenderPass::null() {
+                // SAFETY: the layer's twin of the pass, made without an allocator; the work begun with it was
+                // recorded in the application's pass, whose pending work is complete
+                // (VUID-vkDestroyRenderPass-renderPass-00873).
+                unsafe { self.below.destroy_render_pass(p.unclearing, None) };
+            }
+        }
         // SAFETY: the scratch targets made for this render pass are the
         // layer's own and no longer used by pending work
         // (VUID-vkDestroyRenderPass-renderPass-00873: the render pass's

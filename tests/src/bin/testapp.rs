@@ -1172,6 +1172,27 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), Strin
             }
         }
     }
+    // The clear: a pass that clears and draws nothing holds the clear colour
+    // everywhere (each region is cleared at the area it chose, under its
+    // predicate: the instances clear nothing themselves).
+    if !app_conditional {
+        for path in [Path::RenderPass, Path::RenderPass2, Path::Dynamic] {
+            fdm::write_map(&g, img.0, &stale);
+            let s = Scene {
+                map_view: Some(view),
+                map_write: Some((img.0, &written)),
+                ..Scene::new(path, size, full_vs, size_fs, 0)
+            };
+            let px = fdm::render(&g, &s);
+            match px.iter().position(|p| *p != [0, 0, 0, 255]) {
+                None => println!("fdm_dynamic clear path={path:?} ok"),
+                Some(k) => {
+                    let (x, y) = (k as u32 % size.0, k as u32 / size.0);
+                    result = Err(format!("{path:?} clear: pixel ({x},{y}) is {:?}, not the clear colour", px[k]));
+                }
+            }
+        }
+    }
     // A size the areas do not divide, under a quad ending at the viewport's
     // edge: the regions that end the render area end on whole fragments
     // (every pixel covered; the matrix's `edges` family, planned on the GPU).
