@@ -335,12 +335,8 @@ fn the_composite_in_a_compute_shader_passes_the_matrix_and_multiview() {
             assert_eq!(dispatched, 0, "{log}");
         }
         if args[0] == "fdm-dynamic" {
-            // The application's compute pipeline and set, bound before a static or a dynamic map's pass, still bound
-            // after it; the dynamic maps' passes (the GPU plan's upscale) dispatched too, and their checks pass.
+            // The application's compute pipeline and set, bound before a static map's pass, still bound after it.
             assert_eq!(o.value("fdm_dynamic static_compute_marker"), Some("42"), "{}", o.stdout);
-            assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
-            assert!(o.stderr.contains("1 stored attachments upscaled, 1 of them dispatched (compute)"), "{}", o.stderr);
-            assert_eq!(o.stdout.matches("follows_written_map=1").count(), 3, "{}", o.stdout);
         } else if args[0] == "fdm" {
             assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm case=")).count(), 12, "{}", o.stdout);
             assert_eq!(o.stdout.matches("fdm imageless=").count(), 2, "{}", o.stdout);

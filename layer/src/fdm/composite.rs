@@ -303,7 +303,29 @@ unsafe fn compute_layers(
             let set = d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
             )?[0];
-            gpu_plan::write_composite_set(d, set, scratch, view);
+            let sampled = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: scratch,
+                image_layout: gpu_plan::upscale_layout(false).0,
+            }];
+            let stored = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }];
+            let writes = [
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                    .image_info(&sampled),
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(1)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .image_info(&stored),
+            ];
+            d.update_descriptor_sets(&writes, &[]);
             set
         };
         let (area, layer) = (draw.area, draw.layer.unwrap_or(0));

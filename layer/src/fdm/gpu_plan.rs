@@ -1171,11 +1171,6 @@ struct PassObjects {
     /// of attachment `k` from `k * drawn`).
     up: Vec<Upscale>,
     up_sets: Vec<Vec<vk::DescriptorSet>>,
-    /// Per stored attachment written by the composite's compute shader (a
-    /// storage image, one view: [`computes`]) its sets, one per area.
-    cs_sets: Vec<Option<Vec<vk::DescriptorSet>>>,
-    cs_pipeline: vk::Pipeline,
-    cs_layout: vk::PipelineLayout,
     framebuffers: Vec<vk::Framebuffer>,
     plan_pipeline: vk::Pipeline,
     plan_layout: vk::PipelineLayout,
@@ -1209,7 +1204,6 @@ unsafe fn make_objects(
         return Err(format!("the GPU plan's objects: {err:?}"));
     }
     (made.plan_pipeline, made.plan_layout, made.up_layout) = (o.plan_pipeline, o.plan_layout, o.up_layout);
-    made.cs_layout = o.cs_layout;
     (made.buffer, made.framebuffers) = (owned.buffer, owned.framebuffers.clone());
     o.owned.insert(made.pool, owned);
     Ok(made)
@@ -1240,11 +1234,10 @@ unsafe fn try_make_objects(
         let n = e.stored.len() as u32 * AREAS.len() as u32;
         let sizes = [
             vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: 2 * n.max(1) },
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: n.max(1) },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
         ];
         made.pool = d.create_descriptor_pool(
-            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + 2 * n).pool_sizes(&sizes),
+            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes),
             None,
         )?;
         let sl = [o.plan_set_layout];
@@ -1257,70 +1250,9 @@ unsafe fn try_make_objects(
             upscale_framebuffers(d, e, i, made.up[k].render_pass, owned)?;
             let sets = upscale_sets(d, o.up_set_layout, made.pool, e, i, targets, owned)?;
             made.up_sets.push(sets);
-            let a = e.atts[i].as_ref().unwrap();
-            made.cs_sets.push(if computes(e, a) {
-                made.cs_pipeline = composite_pipeline(d, o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)?;
-                let storage = if a.plain { a.view } else { owned.layer_view(d, a, 0)? };
-                let sl = [o.cs_set_layout; AREAS.len()];
-                let sets = d.allocate_descriptor_sets(
-                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(made.pool).set_layouts(&sl),
-                )?;
-                for (set, t) in sets.iter().zip(targets) {
-                    write_composite_set(d, *set, t.views[i].ok_or(vk::Result::ERROR_UNKNOWN)?, storage);
-                }
-                Some(sets)
-            } else {
-                None
-            });
         }
     }
     Ok(())
-}
-
-/// Whether the GPU plan's upscale writes stored attachment `a` in the
-/// composite's compute shader: a storage image ([`Att::storage`]) of a pass
-/// without multiview (a region's predicate is then exactly its choice; a
-/// multiview pass's views choose apart, which the draws' vertex shader
-/// reads).
-fn computes(e: &Eligible, a: &Att) -> bool {
-    a.storage && e.view_mask == 0
-}
-
-/// Writes a set of the composite's compute shader: the scratch target
-/// `scratch` sampled, the attachment's `storage` view stored.
-///
-/// # Safety
-/// `set` is of `d`'s composite set layout, not in use; the views are alive.
-pub(super) unsafe fn write_composite_set(
-    d: &ash::Device,
-    set: vk::DescriptorSet,
-    scratch: vk::ImageView,
-    storage: vk::ImageView,
-) {
-    let sampled = [vk::DescriptorImageInfo {
-        sampler: vk::Sampler::null(),
-        image_view: scratch,
-        image_layout: upscale_layout(false).0,
-    }];
-    let stored = [vk::DescriptorImageInfo {
-        sampler: vk::Sampler::null(),
-        image_view: storage,
-        image_layout: vk::ImageLayout::GENERAL,
-    }];
-    let writes = [
-        vk::WriteDescriptorSet::default()
-            .dst_set(set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(&sampled),
-        vk::WriteDescriptorSet::default()
-            .dst_set(set)
-            .dst_binding(1)
-            .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-            .image_info(&stored),
-    ];
-    // SAFETY: the caller's guarantee.
-    unsafe { d.update_descriptor_sets(&writes, &[]) };
 }
 
 /// The write of the plan buffer (`bi`) to `binding` of `set`.
@@ -1635,12 +1567,9 @@ impl Recording<'_> {
     unsafe fn upscale(&mut self, targets: &[Targets]) {
         let e = self.e;
         let mut t3 = Vec::new();
-        for (k, &i) in e.stored.iter().enumerate() {
+        for &i in &e.stored {
             let a = e.atts[i].as_ref().unwrap();
-            let (read, mut write) = upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
-            if self.objects.cs_sets[k].is_some() {
-                write = vk::ImageLayout::GENERAL;
-            }
+            let (read, write) = upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
             for t in targets {
                 t3.push(self.scratch(t, i, a.final_, read));
             }
@@ -1649,64 +1578,11 @@ impl Recording<'_> {
         }
         // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
         unsafe { barrier(self.f, self.cb, &t3) };
-        let mut dispatched = false;
         for (k, u) in self.objects.up.iter().enumerate() {
-            if let Some(sets) = &self.objects.cs_sets[k] {
-                // SAFETY: the caller's guarantee.
-                unsafe { self.dispatch_regions(sets) };
-                dispatched = true;
-                continue;
-            }
             for (j, &view) in e.drawn.iter().enumerate() {
                 let framebuffer = self.objects.framebuffers[k * e.drawn.len() + j];
                 // SAFETY: the caller's guarantee.
                 unsafe { self.upscale_view(k, u, framebuffer, view) };
-            }
-        }
-        if dispatched && !self.f.controls.without_compute_restore {
-            // The application's compute pipeline and sets as the pass left them.
-            // SAFETY: the caller's guarantee (the capture rule).
-            unsafe { restore_compute(self.f, self.cb, &self.pass.state.after(self.f, &self.pass.cmds)) };
-        }
-    }
-
-    /// Step 3 in the composite's compute shader, for an attachment whose
-    /// `sets` (one per area) name it as a storage image: per area, per region
-    /// that may choose it, one dispatch over the region under the region's
-    /// predicate for that area.
-    ///
-    /// # Safety
-    /// As [`Recording::upscale`], after its barrier.
-    unsafe fn dispatch_regions(&self, sets: &[vk::DescriptorSet]) {
-        let (f, d, cb, e, o) = (self.f, self.d, self.cb, self.e, self.objects);
-        let cond = f.conditional.as_ref().unwrap();
-        // SAFETY: the caller's guarantee; the pipeline, layout, sets and predicates are the layer's own.
-        unsafe {
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.cs_pipeline);
-            for (ai, area) in AREAS.iter().enumerate() {
-                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.cs_layout, 0, &[sets[ai]], &[]);
-                for (ri, r) in e.regions.iter().enumerate() {
-                    if area.0 > r.row[4] || area.1 > r.row[5] || r.rect.w == 0 || r.rect.h == 0 {
-                        continue;
-                    }
-                    let predicate = vk::ConditionalRenderingBeginInfoEXT::default()
-                        .buffer(o.buffer)
-                        .offset(((ri as u32 * 9 + ai as u32) * 4) as u64);
-                    let pc = [
-                        r.rect.x,
-                        r.rect.y,
-                        r.rect.x + r.rect.w,
-                        r.rect.y + r.rect.h,
-                        area.0.trailing_zeros(),
-                        area.1.trailing_zeros(),
-                        0,
-                    ];
-                    let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
-                    d.cmd_push_constants(cb, o.cs_layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
-                    d.cmd_dispatch(cb, r.rect.w.div_ceil(8), r.rect.h.div_ceil(8), 1);
-                    (cond.cmd_end_conditional_rendering_ext)(cb);
-                }
             }
         }
     }
@@ -1808,15 +1684,13 @@ pub(super) unsafe fn replay_gpu(
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled, {} of them dispatched (compute); checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
+                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
                 layout.regions,
                 ra.w,
                 ra.h,
                 AREAS.len(),
                 pass.cmds.len(),
                 if by_draw { "once per area, each run of draws once per region" } else { "per region and area" },
-                e.stored.len(),
-                objects.cs_sets.iter().flatten().count(),
                 made_us - checked_us,
                 started.elapsed().as_micros() - made_us
             ),
