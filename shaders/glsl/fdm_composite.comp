@@ -1,13 +1,14 @@
 #version 450
 // The host plan's composite in a compute shader (layer/src/fdm/composite.rs),
 // where the attachment can be written as a storage image: one dispatch per
-// merged rectangle of an area's bins, pixel p of it taking texel
-// p >> log2(area) of the area's scratch target (the rectangle's start is
-// aligned to its area), the nearest texel as the drawn composite takes it.
-// No raster back end: on GPUs with few of them a full-resolution draw costs
-// more than the memory traffic. ARRAY: the scratch target is layered (a
-// multiview pass's), the dispatch's view reads `layer`; the attachment is
-// written through a 2D view of the layer.
+// area (and view layer) over every merged rectangle of that area's bins,
+// each workgroup one 8x8 tile of one rectangle, each invocation one pixel p
+// taking texel p >> log2(area) of the area's scratch target (the
+// rectangle's start is aligned to its area), the nearest texel as the drawn
+// composite takes it. No raster back end: on GPUs with few of them a
+// full-resolution draw costs more than the memory traffic. ARRAY: the
+// scratch target is layered (a multiview pass's), the dispatch's view reads
+// `layer`; the attachment is written through a 2D view of the layer.
 layout(local_size_x = 8, local_size_y = 8) in;
 #ifdef ARRAY
 layout(set = 0, binding = 0) uniform sampler2DArray scratch;
@@ -16,15 +17,42 @@ layout(set = 0, binding = 0) uniform sampler2D scratch;
 #endif
 // No format: the attachment's own (shaderStorageImageWriteWithoutFormat).
 layout(set = 0, binding = 1) writeonly uniform image2D target;
+// The rectangles (x0, y0, x1, y1: framebuffer space, ends exclusive), then
+// per rectangle the index of its first tile within its dispatch.
+layout(set = 0, binding = 2, std430) readonly buffer Table {
+    uint words[];
+} table;
 layout(push_constant) uniform Params {
-    ivec4 rect; // x0, y0, x1, y1 (framebuffer space, end exclusive)
+    uint first;     // the dispatch's first rectangle
+    uint count;     // its rectangles
+    uint tiles_at;  // where the first-tile words start
+    uint tiles;     // its tiles in all
     ivec2 log2_area;
     int layer;
 } pc;
 
 void main() {
-    ivec2 p = pc.rect.xy + ivec2(gl_GlobalInvocationID.xy);
-    if (any(greaterThanEqual(p, pc.rect.zw))) {
+    uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (g >= pc.tiles) {
+        return;
+    }
+    // The rectangle of tile g: the last whose first tile is at most g.
+    uint lo = 0u;
+    uint hi = pc.count;
+    while (hi - lo > 1u) {
+        uint mid = (lo + hi) / 2u;
+        if (table.words[pc.tiles_at + pc.first + mid] <= g) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    uint r = pc.first + lo;
+    ivec4 rect = ivec4(table.words[4u * r], table.words[4u * r + 1u], table.words[4u * r + 2u], table.words[4u * r + 3u]);
+    uint local = g - table.words[pc.tiles_at + r];
+    uint columns = uint(rect.z - rect.x + 7) / 8u;
+    ivec2 p = rect.xy + 8 * ivec2(local % columns, local / columns) + ivec2(gl_LocalInvocationID.xy);
+    if (any(greaterThanEqual(p, rect.zw))) {
         return;
     }
     ivec2 t = p >> pc.log2_area;

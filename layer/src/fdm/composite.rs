@@ -18,8 +18,11 @@
 //! Where the attachment can be written as a storage image ([`Att::storage`]:
 //! the layer gives single-sampled colour attachments the storage usage and
 //! enables `shaderStorageImageWriteWithoutFormat`), the composite is a
-//! compute shader instead (`fdm_composite.comp`): one dispatch per merged
-//! rectangle, each invocation storing one pixel from its area's texel — the
+//! compute shader instead (`fdm_composite.comp`): one dispatch per draw (an
+//! area, a view's layer) whose workgroups are the 8x8 tiles of its
+//! rectangles (each finds its rectangle by a binary search of the
+//! rectangles' first tiles, which the table holds after the rectangles),
+//! each invocation storing one pixel from its area's texel — the
 //! same pixels and texels as the draws, without the raster back end, which
 //! on GPUs with few of them costs more than the memory traffic (the H200
 //! drew about 15 Gpx/s).
@@ -48,8 +51,9 @@ pub(super) fn eligible(f: &Fdm, a: &Att, multiview: bool) -> bool {
 pub(super) struct Prepared {
     pub(super) pool: vk::DescriptorPool,
     buffer: vk::Buffer,
-    /// The table: every draw's rectangles (x0, y0, x1, y1).
+    /// The table ([`Table`]'s words).
     words: Vec<u32>,
+    tiles_at: u32,
     layout: vk::PipelineLayout,
     /// Per composite: how it writes, then per layer written its framebuffer
     /// (null for a compute composite) and its draws.
@@ -94,15 +98,8 @@ pub(super) unsafe fn prepare(
     // The next layer's device alone: the layer's hooks must not see its objects (the GPU plan's rule).
     let d = f.raw.as_ref().ok_or(vk::Result::ERROR_INITIALIZATION_FAILED)?;
     // Every composite draws the same rectangles: the table's ranges, draw by draw.
-    let mut words = Vec::new();
-    let mut ranges = Vec::new();
-    for draw in composites.first().map_or(&[][..], |c| &c.draws[..]) {
-        ranges.push(((words.len() / 4) as u32, draw.rects.len() as u32));
-        for r in &draw.rects {
-            words.extend([r.x, r.y, r.x + r.w, r.y + r.h]);
-        }
-    }
-    let size = (words.len().max(4) * 4) as u64;
+    let (table, ranges) = Table::new(composites.first().map_or(&[][..], |c| &c.draws[..]));
+    let size = (table.words.len().max(4) * 4) as u64;
     let mut o = f.gpu_plan.lock();
     let mut owned = Owned::new(size);
     let mut pool = vk::DescriptorPool::null();
@@ -127,7 +124,7 @@ pub(super) unsafe fn prepare(
                 // The pipeline first: it makes the set layout.
                 let pipeline =
                     gpu_plan::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)?;
-                let layers = compute_layers(d, &mut o, &mut owned, pool, c, a, targets, &ranges)?;
+                let layers = compute_layers(d, &mut o, &mut owned, (pool, &bi), c, a, targets, (&ranges, &table))?;
                 per.push((Writer::Compute(pipeline), layers));
                 continue;
             }
@@ -195,7 +192,7 @@ pub(super) unsafe fn prepare(
     }
     let buffer = owned.buffer;
     o.owned.insert(pool, owned);
-    Ok(Prepared { pool, buffer, words, layout: o.up_layout, per })
+    Ok(Prepared { pool, buffer, words: table.words, tiles_at: table.tiles_at, layout: o.up_layout, per })
 }
 
 /// Records the composites `composites` (made by [`prepare`] as `p`) over
@@ -257,30 +254,30 @@ pub(super) unsafe fn record(
                         gpu_plan::record_upscale_pass(d, cb, up, l.framebuffer, (render_area, vp), p.layout, &l.draws);
                     }
                 }
-                Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, p, layers),
+                Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, p.tiles_at, layers),
             }
         }
     }
 }
 
 /// The layers of compute composite `c` of attachment `a` (its draws'
-/// rectangles at `ranges` of the table): per layer written, per area a set
-/// (the area's scratch target, a 2D view of the attachment's layer) from
-/// `pool`, and the draws' words (log2 of the area, the scratch target's
-/// layer).
+/// rectangles at `ranges` of `p`'s table, in the buffer `bi`): per layer
+/// written, per draw a set (the area's scratch target, a 2D view of the
+/// attachment's layer, the table) from `pool`, and the draws' words (log2
+/// of the area, the scratch target's layer, the draw's tiles).
 ///
 /// # Safety
-/// As [`prepare`]; `o`'s common objects are made.
+/// As [`prepare`]; `o`'s common objects and composite pipelines are made.
 #[allow(clippy::too_many_arguments)]
 unsafe fn compute_layers(
     d: &ash::Device,
     o: &mut gpu_plan::Objects,
     owned: &mut Owned,
-    pool: vk::DescriptorPool,
+    (pool, bi): (vk::DescriptorPool, &[vk::DescriptorBufferInfo]),
     c: &Composite,
     a: &Att,
     targets: &dyn Fn((u32, u32)) -> Option<Targets>,
-    ranges: &[(u32, u32)],
+    (ranges, table): (&[(u32, u32)], &Table),
 ) -> Result<Vec<Layer>, vk::Result> {
     let mut layers: Vec<Layer> = Vec::new();
     let mut view = vk::ImageView::null();
@@ -298,47 +295,99 @@ unsafe fn compute_layers(
         let t = targets(draw.area).ok_or(vk::Result::ERROR_UNKNOWN)?;
         let scratch = t.views[c.attachment].ok_or(vk::Result::ERROR_UNKNOWN)?;
         let sl = [o.cs_set_layout];
-        // SAFETY: a set of the layer's own layout from the layer's own pool, written with live views.
+        // SAFETY: a set of the layer's own layout from the layer's own pool, written with live views and buffer.
         let set = unsafe {
             let set = d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
             )?[0];
-            let sampled = [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view: scratch,
-                image_layout: gpu_plan::upscale_layout(false).0,
-            }];
-            let stored = [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view: view,
-                image_layout: vk::ImageLayout::GENERAL,
-            }];
-            let writes = [
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(0)
-                    .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                    .image_info(&sampled),
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(1)
-                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-                    .image_info(&stored),
-            ];
-            d.update_descriptor_sets(&writes, &[]);
+            write_set(d, set, (scratch, view), bi);
             set
         };
         let (area, layer) = (draw.area, draw.layer.unwrap_or(0));
         let mut words = [0; 10];
-        words[..3].copy_from_slice(&[area.0.trailing_zeros(), area.1.trailing_zeros(), layer]);
+        words[..4].copy_from_slice(&[
+            area.0.trailing_zeros(),
+            area.1.trailing_zeros(),
+            layer,
+            table.tiles(first, count),
+        ]);
         layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, first, count });
     }
     Ok(layers)
 }
 
+/// Writes a set of the composite's compute shader: the scratch target
+/// sampled, the attachment's view stored, the table `bi`.
+///
+/// # Safety
+/// `set` is of the composite's set layout, not in use; the views and the
+/// buffer are alive.
+unsafe fn write_set(
+    d: &ash::Device,
+    set: vk::DescriptorSet,
+    (scratch, storage): (vk::ImageView, vk::ImageView),
+    bi: &[vk::DescriptorBufferInfo],
+) {
+    let sampled = [vk::DescriptorImageInfo {
+        sampler: vk::Sampler::null(),
+        image_view: scratch,
+        image_layout: gpu_plan::upscale_layout(false).0,
+    }];
+    let stored = [vk::DescriptorImageInfo {
+        sampler: vk::Sampler::null(),
+        image_view: storage,
+        image_layout: vk::ImageLayout::GENERAL,
+    }];
+    let write = |binding, ty| vk::WriteDescriptorSet::default().dst_set(set).dst_binding(binding).descriptor_type(ty);
+    let writes = [
+        write(0, vk::DescriptorType::COMBINED_IMAGE_SAMPLER).image_info(&sampled),
+        write(1, vk::DescriptorType::STORAGE_IMAGE).image_info(&stored),
+        write(2, vk::DescriptorType::STORAGE_BUFFER).buffer_info(bi),
+    ];
+    // SAFETY: the caller's guarantee.
+    unsafe { d.update_descriptor_sets(&writes, &[]) };
+}
+
+/// The composites' table: every draw's rectangles (x0, y0, x1, y1, ends
+/// exclusive), then per rectangle the index of its first 8x8 tile within
+/// its draw (what the compute shader's workgroups search).
+struct Table {
+    words: Vec<u32>,
+    /// Where the first-tile words start.
+    tiles_at: u32,
+}
+
+impl Table {
+    /// The table of `draws`' rectangles, and each draw's range of them
+    /// (first, count).
+    fn new(draws: &[super::replay_plan::CompositeDraw]) -> (Table, Vec<(u32, u32)>) {
+        let mut words = Vec::new();
+        let mut ranges = Vec::new();
+        let mut tiles = Vec::new();
+        for draw in draws {
+            ranges.push(((words.len() / 4) as u32, draw.rects.len() as u32));
+            let mut first = 0;
+            for r in &draw.rects {
+                words.extend([r.x, r.y, r.x + r.w, r.y + r.h]);
+                tiles.push(first);
+                first += r.w.div_ceil(8) * r.h.div_ceil(8);
+            }
+        }
+        let tiles_at = words.len() as u32;
+        words.extend(tiles);
+        (Table { words, tiles_at }, ranges)
+    }
+
+    /// The tiles of the draw of rectangles `first..first + count`.
+    fn tiles(&self, first: u32, count: u32) -> u32 {
+        let Some(last) = (first + count).checked_sub(1).filter(|_| count > 0) else { return 0 };
+        let r = &self.words[last as usize * 4..][..4];
+        self.words[(self.tiles_at + last) as usize] + (r[2] - r[0]).div_ceil(8) * (r[3] - r[1]).div_ceil(8)
+    }
+}
+
 /// Records a compute composite's dispatches (`pipeline`, its `layers` made
-/// by [`compute_layers`]): per draw, per rectangle of the table, one
-/// dispatch of 8x8 invocations a group over the rectangle.
+/// by [`compute_layers`]): per draw one dispatch of its tiles.
 ///
 /// # Safety
 /// As [`record`], outside a render pass; the layouts are set.
@@ -347,22 +396,21 @@ unsafe fn record_dispatches(
     d: &ash::Device,
     cb: vk::CommandBuffer,
     pipeline: vk::Pipeline,
-    p: &Prepared,
+    tiles_at: u32,
     layers: &[Layer],
 ) {
     let layout = f.gpu_plan.lock().cs_layout;
     // SAFETY: the caller's guarantee; the pipeline, layout and sets are the layer's own.
     unsafe {
         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
-        for draw in layers.iter().flat_map(|l| &l.draws) {
+        for draw in layers.iter().flat_map(|l| &l.draws).filter(|d| d.words[3] > 0) {
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[draw.set], &[]);
-            for r in p.words[draw.first as usize * 4..(draw.first + draw.count) as usize * 4].chunks_exact(4) {
-                let pc: [u32; gpu_plan::COMPOSITE_PUSH] =
-                    [r[0], r[1], r[2], r[3], draw.words[0], draw.words[1], draw.words[2]];
-                let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
-                d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
-                d.cmd_dispatch(cb, (r[2] - r[0]).div_ceil(8), (r[3] - r[1]).div_ceil(8), 1);
-            }
+            let w = &draw.words;
+            let pc: [u32; gpu_plan::COMPOSITE_PUSH] = [draw.first, draw.count, tiles_at, w[3], w[0], w[1], w[2]];
+            let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
+            d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
+            // At most 65535 workgroups per dimension: the tiles in rows of that many.
+            d.cmd_dispatch(cb, w[3].min(65535), w[3].div_ceil(65535), 1);
         }
     }
 }

@@ -369,8 +369,9 @@ pub(super) fn unclearing(begin: &mut Begin) -> Vec<vk::ClearAttachment> {
     out
 }
 
-/// Words of the composite's push constants: the rectangle (x0, y0, x1, y1),
-/// log2 of the area (x, y), the scratch target's layer.
+/// Words of the composite's push constants: the dispatch's first rectangle
+/// and their count, where the table's first-tile words start, the
+/// dispatch's tiles, log2 of the area (x, y), the scratch target's layer.
 pub(super) const COMPOSITE_PUSH: usize = 7;
 
 /// The composite's compute pipeline for a 2D or (`layered`) layered
@@ -402,6 +403,11 @@ pub(super) unsafe fn composite_pipeline(
                 vk::DescriptorSetLayoutBinding::default()
                     .binding(1)
                     .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE),
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(2)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .descriptor_count(1)
                     .stage_flags(vk::ShaderStageFlags::COMPUTE),
             ];
