@@ -9,6 +9,7 @@
 // full-resolution draw costs more than the memory traffic. ARRAY: the
 // scratch target is layered (a multiview pass's), the dispatch's view reads
 // `layer`; the attachment is written through a 2D view of the layer.
+// PLAN: the GPU plan's upscale instead (below).
 layout(local_size_x = 8, local_size_y = 8) in;
 #ifdef ARRAY
 layout(set = 0, binding = 0) uniform sampler2DArray scratch;
@@ -17,6 +18,58 @@ layout(set = 0, binding = 0) uniform sampler2D scratch;
 #endif
 // No format: the attachment's own (shaderStorageImageWriteWithoutFormat).
 layout(set = 0, binding = 1) writeonly uniform image2D target;
+#ifdef PLAN
+// The GPU plan's buffer: the region bounds at `bounds` (columns + 1 x
+// starts, then the y starts), the choices at `choices` (per view, per
+// region, the index of the area chosen).
+layout(set = 0, binding = 2, std430) readonly buffer Table {
+    uint words[];
+} table;
+layout(push_constant) uniform Params {
+    ivec2 log2_area;
+    uint area_index;
+    int layer;
+    uint columns;
+    uint bounds;
+    uint choices;
+    uint regions;
+    uint view;
+} pc;
+
+// PLAN: the GPU plan's upscale (layer/src/fdm/gpu_plan.rs), a dispatch per
+// area and view whose workgroup z is a region: the workgroups of a region
+// that chose another area in this view return at once; each invocation of
+// the others takes one scratch texel and stores it into the pixels it
+// covers in the region.
+void main() {
+    uint r = gl_WorkGroupID.z;
+    if (table.words[pc.choices + pc.view * pc.regions + r] != pc.area_index) {
+        return;
+    }
+    uint cx = r % pc.columns;
+    uint cy = r / pc.columns;
+    uint xs = pc.bounds;
+    uint ys = pc.bounds + pc.columns + 1u;
+    ivec2 a = ivec2(table.words[xs + cx], table.words[ys + cy]);
+    ivec2 b = ivec2(table.words[xs + cx + 1u], table.words[ys + cy + 1u]);
+    ivec2 t = (a >> pc.log2_area) + ivec2(gl_WorkGroupID.xy * 8u + gl_LocalInvocationID.xy);
+    ivec2 p0 = max(t << pc.log2_area, a);
+    ivec2 p1 = min((t + 1) << pc.log2_area, b);
+    if (any(greaterThanEqual(p0, p1))) {
+        return;
+    }
+#ifdef ARRAY
+    vec4 texel = texelFetch(scratch, ivec3(t, pc.layer), 0);
+#else
+    vec4 texel = texelFetch(scratch, t, 0);
+#endif
+    for (int y = p0.y; y < p1.y; y++) {
+        for (int x = p0.x; x < p1.x; x++) {
+            imageStore(target, ivec2(x, y), texel);
+        }
+    }
+}
+#else
 // The rectangles (x0, y0, x1, y1: framebuffer space, ends exclusive), then
 // per rectangle the index of its first tile within its dispatch.
 layout(set = 0, binding = 2, std430) readonly buffer Table {
@@ -63,3 +116,4 @@ void main() {
 #endif
     imageStore(target, p, texel);
 }
+#endif

@@ -48,6 +48,9 @@ pub const UPSCALE_DEPTH_MS_ARRAY_FRAG: &[u8] = include_bytes!("generated/fdm_ups
 /// pixel, no raster back end), for a 2D and a layered scratch target.
 pub const COMPOSITE_COMP: &[u8] = include_bytes!("generated/fdm_composite.comp.spv");
 pub const COMPOSITE_ARRAY_COMP: &[u8] = include_bytes!("generated/fdm_composite_array.comp.spv");
+/// The GPU plan's upscale as a compute shader (`PLAN`), 2D and layered.
+pub const COMPOSITE_PLAN_COMP: &[u8] = include_bytes!("generated/fdm_composite_plan.comp.spv");
+pub const COMPOSITE_PLAN_ARRAY_COMP: &[u8] = include_bytes!("generated/fdm_composite_plan_array.comp.spv");
 
 /// The per-variant values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -274,6 +277,8 @@ mod tests {
             ("fdm_upscale.frag", "-DDEPTH -DMS -DARRAY", super::UPSCALE_DEPTH_MS_ARRAY_FRAG),
             ("fdm_composite.comp", "", super::COMPOSITE_COMP),
             ("fdm_composite.comp", "-DARRAY", super::COMPOSITE_ARRAY_COMP),
+            ("fdm_composite.comp", "-DPLAN", super::COMPOSITE_PLAN_COMP),
+            ("fdm_composite.comp", "-DPLAN -DARRAY", super::COMPOSITE_PLAN_ARRAY_COMP),
         ] {
             let tag = defines.replace(' ', "");
             let out = std::env::temp_dir().join(format!("overlap-{}-{name}{tag}.spv", std::process::id()));

@@ -312,37 +312,53 @@ fn multiview_ladder_draws_every_view() {
     }
 }
 
-/// The composite as a compute shader (`fdm_storage_composite=on`; `auto`
-/// keeps the draws on llvmpipe): the matrix and the multiview family pass
-/// with their stored colour attachments written as storage images
+/// The composite and the GPU plan's upscale as a compute shader
+/// (`fdm_storage_composite=on`; `auto` keeps the draws on llvmpipe): the
+/// matrix, the multiview family (static and dynamic maps) and the dynamic
+/// maps' checks pass with their stored colour attachments written as storage images
 /// (imageless framebuffers included: their image infos get the same usage
 /// as the images, or validation objects), and the plan lines show the
 /// dispatches; with `auto` none.
 #[test]
 fn the_composite_in_a_compute_shader_passes_the_matrix_and_multiview() {
-    let cases =
-        [("on", &["fdm"][..]), ("on", &["fdm-multiview"][..]), ("on", &["fdm-dynamic"][..]), ("auto", &["fdm"][..])];
+    let cases = [
+        ("on", &["fdm"][..]),
+        ("on", &["fdm-multiview"][..]),
+        ("on", &["fdm-multiview", "dynamic"][..]),
+        ("on", &["fdm-dynamic"][..]),
+        ("auto", &["fdm"][..]),
+    ];
     for (setting, args) in cases {
         let mut c = app(Layers::OverlapOverValidation, args);
         c.env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug").env("VK_OVERLAP_EMULATION_FDM_STORAGE_COMPOSITE", setting);
         let o = run(&mut c);
         o.assert_ok();
         let log = format!("{}\n{}", o.stdout, o.stderr);
-        let dispatched = plan_sum(&log, " of them dispatched (compute, a rectangle a dispatch)");
+        // The host plan's composites and the GPU plan's upscales that were dispatched.
+        let dispatched = plan_sum(&log, " of them dispatched (compute, a rectangle a dispatch)")
+            + plan_sum(&log, " of them dispatched (compute)");
         if setting == "on" {
             assert!(dispatched > 0, "no composite dispatched in\n{log}");
         } else {
             assert_eq!(dispatched, 0, "{log}");
         }
         if args[0] == "fdm-dynamic" {
-            // The application's compute pipeline and set, bound before a static map's pass, still bound after it.
+            // The application's compute pipeline and set, bound before a static or a dynamic map's pass, still bound
+            // after it; every check of the dynamic maps passes (the run is ok).
             assert_eq!(o.value("fdm_dynamic static_compute_marker"), Some("42"), "{}", o.stdout);
+            assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
+            assert_eq!(o.stdout.matches("follows_written_map=1").count(), 3, "{}", o.stdout);
+            assert_eq!(o.stdout.matches("fdm_dynamic clear path=").count(), 3, "{}", o.stdout);
         } else if args[0] == "fdm" {
             assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm case=")).count(), 12, "{}", o.stdout);
             assert_eq!(o.stdout.matches("fdm imageless=").count(), 2, "{}", o.stdout);
         } else {
             let per_view = o.stdout.lines().filter(|l| l.contains(" per_view=ok")).count();
             assert_eq!(per_view, 9, "{}", o.stdout);
+            if args.len() > 1 {
+                // The dynamic maps' passes: every upscale dispatched, one per view and area.
+                assert!(!log.contains(", 0 of them dispatched (compute)"), "{log}");
+            }
         }
     }
 }

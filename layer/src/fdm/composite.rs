@@ -123,7 +123,7 @@ pub(super) unsafe fn prepare(
             if a.storage {
                 // The pipeline first: it makes the set layout.
                 let pipeline =
-                    gpu_plan::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY)?;
+                    gpu_plan::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, false)?;
                 let layers = compute_layers(d, &mut o, &mut owned, (pool, &bi), c, a, targets, (&ranges, &table))?;
                 per.push((Writer::Compute(pipeline), layers));
                 continue;
@@ -300,7 +300,7 @@ unsafe fn compute_layers(
             let set = d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
             )?[0];
-            write_set(d, set, (scratch, view), bi);
+            gpu_plan::write_composite_set(d, set, (scratch, view), bi);
             set
         };
         let (area, layer) = (draw.area, draw.layer.unwrap_or(0));
@@ -314,38 +314,6 @@ unsafe fn compute_layers(
         layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, first, count });
     }
     Ok(layers)
-}
-
-/// Writes a set of the composite's compute shader: the scratch target
-/// sampled, the attachment's view stored, the table `bi`.
-///
-/// # Safety
-/// `set` is of the composite's set layout, not in use; the views and the
-/// buffer are alive.
-unsafe fn write_set(
-    d: &ash::Device,
-    set: vk::DescriptorSet,
-    (scratch, storage): (vk::ImageView, vk::ImageView),
-    bi: &[vk::DescriptorBufferInfo],
-) {
-    let sampled = [vk::DescriptorImageInfo {
-        sampler: vk::Sampler::null(),
-        image_view: scratch,
-        image_layout: gpu_plan::upscale_layout(false).0,
-    }];
-    let stored = [vk::DescriptorImageInfo {
-        sampler: vk::Sampler::null(),
-        image_view: storage,
-        image_layout: vk::ImageLayout::GENERAL,
-    }];
-    let write = |binding, ty| vk::WriteDescriptorSet::default().dst_set(set).dst_binding(binding).descriptor_type(ty);
-    let writes = [
-        write(0, vk::DescriptorType::COMBINED_IMAGE_SAMPLER).image_info(&sampled),
-        write(1, vk::DescriptorType::STORAGE_IMAGE).image_info(&stored),
-        write(2, vk::DescriptorType::STORAGE_BUFFER).buffer_info(bi),
-    ];
-    // SAFETY: the caller's guarantee.
-    unsafe { d.update_descriptor_sets(&writes, &[]) };
 }
 
 /// The composites' table: every draw's rectangles (x0, y0, x1, y1, ends
@@ -406,7 +374,7 @@ unsafe fn record_dispatches(
         for draw in layers.iter().flat_map(|l| &l.draws).filter(|d| d.words[3] > 0) {
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[draw.set], &[]);
             let w = &draw.words;
-            let pc: [u32; gpu_plan::COMPOSITE_PUSH] = [draw.first, draw.count, tiles_at, w[3], w[0], w[1], w[2]];
+            let pc: [u32; 7] = [draw.first, draw.count, tiles_at, w[3], w[0], w[1], w[2]];
             let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
             d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
             // At most 65535 workgroups per dimension: the tiles in rows of that many.

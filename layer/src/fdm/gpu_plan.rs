@@ -113,7 +113,9 @@ pub struct Objects {
     /// target.
     pub(super) cs_set_layout: vk::DescriptorSetLayout,
     pub(super) cs_layout: vk::PipelineLayout,
-    cs_pipelines: [vk::Pipeline; 2],
+    /// (2D, layered) for the host plan's composite, then the same for the
+    /// GPU plan's upscale (`PLAN`).
+    cs_pipelines: [vk::Pipeline; 4],
     pub(super) owned: HashMap<vk::DescriptorPool, Owned>,
     /// Plan buffers of passes whose command buffers were reset or freed, with
     /// their memory and size: the next passes take them (an allocation per
@@ -371,11 +373,15 @@ pub(super) fn unclearing(begin: &mut Begin) -> Vec<vk::ClearAttachment> {
 
 /// Words of the composite's push constants: the dispatch's first rectangle
 /// and their count, where the table's first-tile words start, the
-/// dispatch's tiles, log2 of the area (x, y), the scratch target's layer.
-pub(super) const COMPOSITE_PUSH: usize = 7;
+/// dispatch's tiles, log2 of the area (x, y), the scratch target's layer;
+/// for the GPU plan's upscale (`plan`) log2 of the area, the area's index,
+/// the layer, the region columns, where the bounds and the choices start,
+/// the regions and the view.
+pub(super) const COMPOSITE_PUSH: usize = 9;
 
 /// The composite's compute pipeline for a 2D or (`layered`) layered
-/// scratch target, made at first use with its layouts.
+/// scratch target, made at first use with its layouts; with `plan`, the GPU
+/// plan's upscale in the same shader.
 ///
 /// # Safety
 /// `d` is `o`'s device; [`make_common`] made `o`'s sampler.
@@ -383,8 +389,9 @@ pub(super) unsafe fn composite_pipeline(
     d: &ash::Device,
     o: &mut Objects,
     layered: bool,
+    plan: bool,
 ) -> Result<vk::Pipeline, vk::Result> {
-    let k = usize::from(layered);
+    let k = usize::from(layered) + 2 * usize::from(plan);
     if o.cs_pipelines[k] != vk::Pipeline::null() {
         return Ok(o.cs_pipelines[k]);
     }
@@ -426,11 +433,10 @@ pub(super) unsafe fn composite_pipeline(
                 None,
             )?;
         }
-        let code = words(if layered {
-            overlap_shaders::fdm::COMPOSITE_ARRAY_COMP
-        } else {
-            overlap_shaders::fdm::COMPOSITE_COMP
-        });
+        use overlap_shaders::fdm::{
+            COMPOSITE_ARRAY_COMP, COMPOSITE_COMP, COMPOSITE_PLAN_ARRAY_COMP, COMPOSITE_PLAN_COMP,
+        };
+        let code = words([COMPOSITE_COMP, COMPOSITE_ARRAY_COMP, COMPOSITE_PLAN_COMP, COMPOSITE_PLAN_ARRAY_COMP][k]);
         let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None)?;
         let stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)
@@ -1177,6 +1183,11 @@ struct PassObjects {
     /// of attachment `k` from `k * drawn`).
     up: Vec<Upscale>,
     up_sets: Vec<Vec<vk::DescriptorSet>>,
+    /// Per stored attachment written by the compute upscale (a storage
+    /// image: [`Att::storage`]) its sets, per drawn view one per area.
+    cs_sets: Vec<Option<Vec<vk::DescriptorSet>>>,
+    cs_pipeline: vk::Pipeline,
+    cs_layout: vk::PipelineLayout,
     framebuffers: Vec<vk::Framebuffer>,
     plan_pipeline: vk::Pipeline,
     plan_layout: vk::PipelineLayout,
@@ -1210,6 +1221,7 @@ unsafe fn make_objects(
         return Err(format!("the GPU plan's objects: {err:?}"));
     }
     (made.plan_pipeline, made.plan_layout, made.up_layout) = (o.plan_pipeline, o.plan_layout, o.up_layout);
+    made.cs_layout = o.cs_layout;
     (made.buffer, made.framebuffers) = (owned.buffer, owned.framebuffers.clone());
     o.owned.insert(made.pool, owned);
     Ok(made)
@@ -1237,13 +1249,16 @@ unsafe fn try_make_objects(
             made.up.push(upscale_pipeline(d, o, a.format, layered, a.samples)?);
         }
         take_buffer(f, o, owned)?;
+        // Per stored attachment a set per area (the draws'), and per drawn view one per area (the dispatches').
         let n = e.stored.len() as u32 * AREAS.len() as u32;
+        let m = n * e.drawn.len() as u32;
         let sizes = [
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n },
-            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: n.max(1) },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 1 + n + m },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: (n + m).max(1) },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: m.max(1) },
         ];
         made.pool = d.create_descriptor_pool(
-            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n).pool_sizes(&sizes),
+            &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n + m).pool_sizes(&sizes),
             None,
         )?;
         let sl = [o.plan_set_layout];
@@ -1256,9 +1271,87 @@ unsafe fn try_make_objects(
             upscale_framebuffers(d, e, i, made.up[k].render_pass, owned)?;
             let sets = upscale_sets(d, o.up_set_layout, made.pool, e, i, targets, owned)?;
             made.up_sets.push(sets);
+            let a = e.atts[i].as_ref().unwrap();
+            made.cs_sets.push(if a.storage {
+                made.cs_pipeline = composite_pipeline(d, o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, true)?;
+                Some(compute_sets(d, o.cs_set_layout, (made.pool, &bi), e, i, targets, owned)?)
+            } else {
+                None
+            });
         }
     }
     Ok(())
+}
+
+/// The compute upscale's sets of stored attachment `i` (a storage image),
+/// per drawn view one per area (from `pool`, of `set_layout`): the area's
+/// scratch target, a 2D view of the view's layer of the attachment (the
+/// attachment's own view where it is one), the plan buffer `bi`.
+///
+/// # Safety
+/// As [`upscale_sets`].
+unsafe fn compute_sets(
+    d: &ash::Device,
+    set_layout: vk::DescriptorSetLayout,
+    (pool, bi): (vk::DescriptorPool, &[vk::DescriptorBufferInfo]),
+    e: &Eligible,
+    i: usize,
+    targets: &[Targets],
+    owned: &mut Owned,
+) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
+    let a = e.atts[i].as_ref().unwrap();
+    let sl = vec![set_layout; AREAS.len() * e.drawn.len()];
+    // SAFETY: an allocate info built here from the layer's own pool and layout (the caller's guarantee).
+    let sets = unsafe {
+        d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))
+    }?;
+    for (j, &layer) in e.drawn.iter().enumerate() {
+        let storage = if e.view_mask == 0 && a.plain {
+            a.view
+        } else {
+            // SAFETY: the attachment's image (alive: the caller's guarantee).
+            unsafe { owned.layer_view(d, a, layer) }?
+        };
+        for (ai, t) in targets.iter().enumerate() {
+            let scratch = t.views[i].ok_or(vk::Result::ERROR_UNKNOWN)?;
+            // SAFETY: a set just allocated, live views and the plan buffer (the caller's guarantee).
+            unsafe { write_composite_set(d, sets[j * AREAS.len() + ai], (scratch, storage), bi) };
+        }
+    }
+    Ok(sets)
+}
+
+/// Writes a set of the composite's compute shader: the scratch target
+/// sampled, the attachment's `storage` view stored, the table or plan
+/// buffer `bi`.
+///
+/// # Safety
+/// `set` is of the composite's set layout, not in use; the views and the
+/// buffer are alive.
+pub(super) unsafe fn write_composite_set(
+    d: &ash::Device,
+    set: vk::DescriptorSet,
+    (scratch, storage): (vk::ImageView, vk::ImageView),
+    bi: &[vk::DescriptorBufferInfo],
+) {
+    let sampled = [vk::DescriptorImageInfo {
+        sampler: vk::Sampler::null(),
+        image_view: scratch,
+        image_layout: upscale_layout(false).0,
+    }];
+    let stored = [vk::DescriptorImageInfo {
+        sampler: vk::Sampler::null(),
+        image_view: storage,
+        image_layout: vk::ImageLayout::GENERAL,
+    }];
+    let write = |binding, ty| vk::WriteDescriptorSet::default().dst_set(set).dst_binding(binding).descriptor_type(ty);
+    let writes = [
+        write(0, vk::DescriptorType::COMBINED_IMAGE_SAMPLER).image_info(&sampled),
+        write(1, vk::DescriptorType::STORAGE_IMAGE).image_info(&stored),
+        write(2, vk::DescriptorType::STORAGE_BUFFER).buffer_info(bi),
+    ];
+    // SAFETY: the caller's guarantee.
+    unsafe { d.update_descriptor_sets(&writes, &[]) };
 }
 
 /// The write of the plan buffer (`bi`) to `binding` of `set`.
@@ -1573,9 +1666,12 @@ impl Recording<'_> {
     unsafe fn upscale(&mut self, targets: &[Targets]) {
         let e = self.e;
         let mut t3 = Vec::new();
-        for &i in &e.stored {
+        for (k, &i) in e.stored.iter().enumerate() {
             let a = e.atts[i].as_ref().unwrap();
-            let (read, write) = upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
+            let (read, mut write) = upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR);
+            if self.objects.cs_sets[k].is_some() {
+                write = vk::ImageLayout::GENERAL;
+            }
             for t in targets {
                 t3.push(self.scratch(t, i, a.final_, read));
             }
@@ -1584,11 +1680,53 @@ impl Recording<'_> {
         }
         // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
         unsafe { barrier(self.f, self.cb, &t3) };
+        let mut dispatched = false;
         for (k, u) in self.objects.up.iter().enumerate() {
+            if let Some(sets) = &self.objects.cs_sets[k] {
+                // SAFETY: the caller's guarantee.
+                unsafe { self.dispatch_upscale(sets) };
+                dispatched = true;
+                continue;
+            }
             for (j, &view) in e.drawn.iter().enumerate() {
                 let framebuffer = self.objects.framebuffers[k * e.drawn.len() + j];
                 // SAFETY: the caller's guarantee.
                 unsafe { self.upscale_view(k, u, framebuffer, view) };
+            }
+        }
+        if dispatched && !self.f.controls.without_compute_restore {
+            // The application's compute pipeline and sets as the pass left them.
+            // SAFETY: the caller's guarantee (the capture rule).
+            unsafe { restore_compute(self.f, self.cb, &self.pass.state.after(self.f, &self.pass.cmds)) };
+        }
+    }
+
+    /// Step 3 in the composite's compute shader (`PLAN`) for an attachment
+    /// whose `sets` (per drawn view, one per area) name it as a storage
+    /// image: per view and area one dispatch whose workgroup z is a region;
+    /// those of the regions that chose another area return at once.
+    ///
+    /// # Safety
+    /// As [`Recording::upscale`], after its barrier.
+    unsafe fn dispatch_upscale(&self, sets: &[vk::DescriptorSet]) {
+        let (d, cb, e, l, o) = (self.d, self.cb, self.e, self.layout, self.objects);
+        let widest = e.regions.iter().map(|r| r.rect.w).max().unwrap_or(0);
+        let tallest = e.regions.iter().map(|r| r.rect.h).max().unwrap_or(0);
+        // SAFETY: the caller's guarantee; the pipeline, layout and sets are the layer's own.
+        unsafe {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.cs_pipeline);
+            for (j, &view) in e.drawn.iter().enumerate() {
+                for (ai, area) in AREAS.iter().enumerate() {
+                    let set = sets[j * AREAS.len() + ai];
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.cs_layout, 0, &[set], &[]);
+                    let (lx, ly) = (area.0.trailing_zeros(), area.1.trailing_zeros());
+                    let pc = [lx, ly, ai as u32, view, l.columns, l.bounds, l.choices, l.regions, view];
+                    let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    d.cmd_push_constants(cb, o.cs_layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
+                    // A region's scratch texels (one more where its start is not aligned) in 8x8 tiles.
+                    let (gx, gy) = (((widest >> lx) + 1).div_ceil(8), ((tallest >> ly) + 1).div_ceil(8));
+                    d.cmd_dispatch(cb, gx, gy, l.regions);
+                }
             }
         }
     }
@@ -1690,13 +1828,15 @@ pub(super) unsafe fn replay_gpu(
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
+                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled, {} of them dispatched (compute); checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
                 layout.regions,
                 ra.w,
                 ra.h,
                 AREAS.len(),
                 pass.cmds.len(),
                 if by_draw { "once per area, each run of draws once per region" } else { "per region and area" },
+                e.stored.len(),
+                objects.cs_sets.iter().flatten().count(),
                 made_us - checked_us,
                 started.elapsed().as_micros() - made_us
             ),
