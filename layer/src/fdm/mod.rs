@@ -898,14 +898,17 @@ impl Fdm {
     /// where every format they may be viewed with allows it, and
     /// single-sampled colour attachments of one format (no
     /// `MUTABLE_FORMAT`) that can be storage images are written by the
-    /// composite's compute shader ([`Fdm::storage_composite`]). The same rule
-    /// for `vkCreateImage` and an imageless framebuffer's image infos.
+    /// composite's compute shader ([`Fdm::storage_composite`]), unless the
+    /// image is `shared` (external memory, or not optimally tiled: another
+    /// API or process must agree on its parameters). The same rule for
+    /// `vkCreateImage` and an imageless framebuffer's image infos.
     pub fn driver_usage(
         &self,
         usage: vk::ImageUsageFlags,
         flags: vk::ImageCreateFlags,
         formats: &[vk::Format],
         samples: vk::SampleCountFlags,
+        shared: bool,
     ) -> vk::ImageUsageFlags {
         let mut out = usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT;
         if usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT) {
@@ -921,6 +924,7 @@ impl Fdm {
             out |= vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
         }
         if self.storage_composite
+            && !shared
             && usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT)
             && !flags.contains(vk::ImageCreateFlags::MUTABLE_FORMAT)
             && samples == vk::SampleCountFlags::TYPE_1
@@ -1128,7 +1132,10 @@ pub unsafe fn create_image(
     let mut copy = *ci;
     let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
     copy.flags &= !DRIVER_LACKS_FLAGS;
-    copy.usage = f.driver_usage(ci.usage, ci.flags, &[ci.format], ci.samples);
+    // SAFETY: VUID-VkImageCreateInfo-pNext-pNext: a valid chain.
+    let external = unsafe { crate::pnext::find::<vk::ExternalMemoryImageCreateInfo>(ci.p_next) }.is_some();
+    let shared = external || ci.tiling != vk::ImageTiling::OPTIMAL;
+    copy.usage = f.driver_usage(ci.usage, ci.flags, &[ci.format], ci.samples, shared);
     // SAFETY: the application's valid call, with a copy of its info whose
     // usage and flags the driver supports.
     let r = unsafe { (f.below.fp_v1_0().create_image)(device, &copy, alloc, out) };
@@ -1770,7 +1777,7 @@ pub unsafe fn create_framebuffer(
                         };
                         let samples = described.map_or(vk::SampleCountFlags::TYPE_1, |d| d.samples);
                         vk::FramebufferAttachmentImageInfo {
-                            usage: f.driver_usage(i.usage, i.flags, formats, samples),
+                            usage: f.driver_usage(i.usage, i.flags, formats, samples, false),
                             // As the images were created (VUID-VkRenderPassBeginInfo-framebuffer-03211).
                             flags: i.flags & !DRIVER_LACKS_FLAGS,
                             ..*i
