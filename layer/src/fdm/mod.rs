@@ -1417,6 +1417,17 @@ unsafe fn remember_pass(
 /// share, for one translation of both ([`create_any_render_pass`]).
 trait RenderPassCreate: Copy {
     const COMMAND: &'static str;
+    /// The command itself, on the next layer.
+    ///
+    /// # Safety
+    /// `self` is a valid create info; `alloc` and `out` as the command takes them.
+    unsafe fn create(
+        &self,
+        f: &Fdm,
+        device: vk::Device,
+        alloc: *const vk::AllocationCallbacks<'_>,
+        out: *mut vk::RenderPass,
+    ) -> vk::Result;
     type Attachment: Attachment + Copy;
     type Subpass: SubpassRefs;
     type Dependency: Copy;
@@ -1500,6 +1511,16 @@ macro_rules! render_pass_create_fields {
 
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
     const COMMAND: &'static str = "vkCreateRenderPass";
+    unsafe fn create(
+        &self,
+        f: &Fdm,
+        device: vk::Device,
+        alloc: *const vk::AllocationCallbacks<'_>,
+        out: *mut vk::RenderPass,
+    ) -> vk::Result {
+        // SAFETY: the caller's guarantee.
+        unsafe { (f.below.fp_v1_0().create_render_pass)(device, self, alloc, out) }
+    }
     type Attachment = vk::AttachmentDescription;
     type Subpass = vk::SubpassDescription<'a>;
     type Dependency = vk::SubpassDependency;
@@ -1536,6 +1557,16 @@ impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
 
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo2<'a> {
     const COMMAND: &'static str = "vkCreateRenderPass2";
+    unsafe fn create(
+        &self,
+        f: &Fdm,
+        device: vk::Device,
+        alloc: *const vk::AllocationCallbacks<'_>,
+        out: *mut vk::RenderPass,
+    ) -> vk::Result {
+        // SAFETY: the caller's guarantee.
+        unsafe { (f.below.fp_v1_2().create_render_pass2)(device, self, alloc, out) }
+    }
     type Attachment = vk::AttachmentDescription2<'a>;
     type Subpass = vk::SubpassDescription2<'a>;
     type Dependency = vk::SubpassDependency2<'a>;
@@ -1701,14 +1732,8 @@ pub unsafe fn create_render_pass(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let down = |ci: &vk::RenderPassCreateInfo<'_>, twin: Option<&mut vk::RenderPass>| match twin {
-        // SAFETY: the application's call, with its create info or a translated copy of it.
-        None => unsafe { (f.below.fp_v1_0().create_render_pass)(device, ci, alloc, out) },
-        // SAFETY: the layer's twin of it: the same valid create info with other load ops, no allocator.
-        Some(t) => unsafe { (f.below.fp_v1_0().create_render_pass)(device, ci, std::ptr::null(), t) },
-    };
-    // SAFETY: VUID-vkCreateRenderPass-pCreateInfo-parameter; `down` completes the call.
-    unsafe { create_any_render_pass(dev, f, &*info, down, out) }
+    // SAFETY: the caller's guarantee.
+    unsafe { create_either_render_pass(dev, f, device, &*info, alloc, out) }
 }
 
 /// `vkCreateRenderPass2`: as [`create_render_pass`].
@@ -1723,14 +1748,32 @@ pub unsafe fn create_render_pass2(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
-    let down = |ci: &vk::RenderPassCreateInfo2<'_>, twin: Option<&mut vk::RenderPass>| match twin {
+    // SAFETY: the caller's guarantee.
+    unsafe { create_either_render_pass(dev, f, device, &*info, alloc, out) }
+}
+
+/// Either command's call down, through [`create_any_render_pass`]: the
+/// application's (its create info or a translated copy, its allocator and
+/// handle) or the layer's twin (no allocator, the layer's handle).
+///
+/// # Safety
+/// The arguments are those of a valid call of `I`'s command.
+unsafe fn create_either_render_pass<I: RenderPassCreate>(
+    dev: &DeviceCore,
+    f: &Fdm,
+    device: vk::Device,
+    info: &I,
+    alloc: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::RenderPass,
+) -> vk::Result {
+    let down = |ci: &I, twin: Option<&mut vk::RenderPass>| match twin {
         // SAFETY: the application's call, with its create info or a translated copy of it.
-        None => unsafe { (f.below.fp_v1_2().create_render_pass2)(device, ci, alloc, out) },
+        None => unsafe { ci.create(f, device, alloc, out) },
         // SAFETY: the layer's twin of it: the same valid create info with other load ops, no allocator.
-        Some(t) => unsafe { (f.below.fp_v1_2().create_render_pass2)(device, ci, std::ptr::null(), t) },
+        Some(t) => unsafe { ci.create(f, device, std::ptr::null(), t) },
     };
-    // SAFETY: VUID-vkCreateRenderPass2-pCreateInfo-parameter; `down` completes the call.
-    unsafe { create_any_render_pass(dev, f, &*info, down, out) }
+    // SAFETY: the caller's guarantee; `down` completes the call.
+    unsafe { create_any_render_pass(dev, f, info, down, out) }
 }
 
 /// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated
