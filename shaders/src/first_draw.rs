@@ -158,7 +158,7 @@ fn gate_checked(m: &mut Module, entry: &str) -> Result<(), Unsupported> {
 
 /// The index of vertex entry point `entry` and its function, unless that
 /// function is also another entry point's.
-fn entry_function(m: &Module, entry: &str) -> Result<(usize, Word), Unsupported> {
+pub(crate) fn entry_function(m: &Module, entry: &str) -> Result<(usize, Word), Unsupported> {
     let ep = m
         .entry_points
         .iter()
@@ -222,18 +222,8 @@ fn draw_index(m: &mut Module) -> Result<DrawIndex, Unsupported> {
     }
     let raw = crate::ir::add_io_variable(m, input_ptr, StorageClass::Input);
     decorate(m, raw, Decoration::BuiltIn, vec![Operand::BuiltIn(BuiltIn::DrawIndex)]);
-    if !m.capabilities.iter().any(|c| c.operands.first() == Some(&Operand::Capability(Capability::DrawParameters))) {
-        m.capabilities.push(Instruction::new(
-            Op::Capability,
-            None,
-            None,
-            vec![Operand::Capability(Capability::DrawParameters)],
-        ));
-    }
-    let ext = "SPV_KHR_shader_draw_parameters";
-    if !m.extensions.iter().any(|e| e.operands.first() == Some(&Operand::LiteralString(ext.into()))) {
-        m.extensions.push(Instruction::new(Op::Extension, None, None, vec![Operand::LiteralString(ext.into())]));
-    }
+    crate::ir::add_capability(m, Capability::DrawParameters);
+    crate::ir::add_extension(m, "SPV_KHR_shader_draw_parameters");
     Ok(DrawIndex { int, raw, app })
 }
 

@@ -724,3 +724,22 @@ mod tests {
         validate(&assemble(&to), TargetEnv::Vulkan1_1).unwrap();
     }
 }
+
+/// Whether the module declares capability `c`.
+pub(crate) fn has_capability(m: &Module, c: Capability) -> bool {
+    m.capabilities.iter().any(|i| i.operands.first() == Some(&Operand::Capability(c)))
+}
+
+/// Declares capability `c` where the module does not.
+pub(crate) fn add_capability(m: &mut Module, c: Capability) {
+    if !has_capability(m, c) {
+        m.capabilities.push(Instruction::new(Op::Capability, None, None, vec![Operand::Capability(c)]));
+    }
+}
+
+/// Declares SPIR-V extension `name` where the module does not.
+pub(crate) fn add_extension(m: &mut Module, name: &str) {
+    if !m.extensions.iter().any(|e| matches!(e.operands.first(), Some(Operand::LiteralString(s)) if s == name)) {
+        m.extensions.push(Instruction::new(Op::Extension, None, None, vec![Operand::LiteralString(name.into())]));
+    }
+}

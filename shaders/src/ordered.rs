@@ -148,21 +148,7 @@ fn version(m: &Module) -> u32 {
     m.header.as_ref().map(|h| h.version).unwrap_or(0x0001_0000)
 }
 
-fn has_capability(m: &Module, c: Capability) -> bool {
-    m.capabilities.iter().any(|i| i.operands.first() == Some(&Operand::Capability(c)))
-}
-
-fn add_capability(m: &mut Module, c: Capability) {
-    if !has_capability(m, c) {
-        m.capabilities.push(Instruction::new(Op::Capability, None, None, vec![Operand::Capability(c)]));
-    }
-}
-
-fn add_extension(m: &mut Module, name: &str) {
-    if !m.extensions.iter().any(|e| matches!(e.operands.first(), Some(Operand::LiteralString(s)) if s == name)) {
-        m.extensions.push(Instruction::new(Op::Extension, None, None, vec![Operand::LiteralString(name.into())]));
-    }
-}
+use crate::ir::{add_capability, add_extension, has_capability};
 
 /// An integer fragment input (a built-in too) must be flat.
 fn ensure_flat(m: &mut Module, var: Word) {

@@ -1,0 +1,145 @@
+//! A vertex shader that sends each view of a multiview draw to the viewport
+//! of the same index: the density map's per-view viewports
+//! (`layer/src/fdm/per_view.rs`).
+//!
+//! A replay of a multiview pass renders every view over its rectangle, but
+//! each view needs only its own bins there. With `ViewportIndex = ViewIndex`
+//! written by the last pre-rasterization stage, the layer gives each view a
+//! scissor of its own (the bounding box of the bins that view asked for at
+//! the replay's area), so a view shades nothing of the other views' bins.
+//!
+//! The rewrite: the capabilities `MultiView` and
+//! `ShaderViewportIndexLayerEXT` (with their extensions), a `ViewIndex`
+//! input (the module's own where it has one), a new `ViewportIndex` output
+//! listed in the entry point's interface, and at the start of the entry
+//! function `ViewportIndex = ViewIndex`. Refused: a module that writes
+//! `ViewportIndex` (or `Layer`, which a multiview pass may not write)
+//! already, and an entry function shared with another entry point.
+
+use crate::first_draw::entry_function;
+use crate::ir::{add_capability, add_extension, builtin_inputs, builtin_target, decorate, find_or_add, fresh};
+use crate::ir::{pointer_type, prepend_to_function, var_type};
+use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Unsupported {
+    #[error("{0}")]
+    Entry(#[from] crate::first_draw::Unsupported),
+    #[error("the shader writes ViewportIndex or Layer itself")]
+    WritesViewport,
+    #[error("the entry function has no body")]
+    NoBody,
+    #[error("malformed module: {0}")]
+    Malformed(#[from] crate::Malformed),
+}
+
+/// Makes the vertex entry point `entry` write `ViewportIndex = ViewIndex`
+/// (module doc). The module is left unchanged when it is refused.
+pub fn per_view(module: &mut Module, entry: &str) -> Result<(), Unsupported> {
+    crate::check(module)?;
+    let mut m = module.clone();
+    let (ep, main) = entry_function(&m, entry)?;
+    let member = m.annotations.iter().any(|a| {
+        a.class.opcode == Op::MemberDecorate
+            && matches!(a.operands.get(3), Some(Operand::BuiltIn(BuiltIn::ViewportIndex | BuiltIn::Layer)))
+    });
+    if member || builtin_target(&m, BuiltIn::ViewportIndex).is_some() || builtin_target(&m, BuiltIn::Layer).is_some() {
+        return Err(Unsupported::WritesViewport);
+    }
+    add_capability(&mut m, Capability::MultiView);
+    add_capability(&mut m, Capability::ShaderViewportIndexLayerEXT);
+    if m.header.as_ref().map_or(0, |h| h.version) < 0x0001_0300 {
+        add_extension(&mut m, "SPV_KHR_multiview");
+    }
+    add_extension(&mut m, "SPV_EXT_shader_viewport_index_layer");
+    // The module's ViewIndex, or a new one; ViewportIndex of the same integer type.
+    let (view, int) = match builtin_inputs(&m, BuiltIn::ViewIndex).first() {
+        Some(&v) => (v, var_type(&m, v).ok_or(crate::Malformed::Unexpected(v))?),
+        None => {
+            let int = find_or_add(&mut m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)]);
+            let ptr = pointer_type(&mut m, StorageClass::Input, int);
+            let v = new_variable(&mut m, ptr, StorageClass::Input, ep);
+            decorate(&mut m, v, Decoration::BuiltIn, vec![Operand::BuiltIn(BuiltIn::ViewIndex)]);
+            (v, int)
+        }
+    };
+    add_to_entry(&mut m, ep, view);
+    let ptr = pointer_type(&mut m, StorageClass::Output, int);
+    let out = new_variable(&mut m, ptr, StorageClass::Output, ep);
+    decorate(&mut m, out, Decoration::BuiltIn, vec![Operand::BuiltIn(BuiltIn::ViewportIndex)]);
+    let loaded = fresh(&mut m);
+    let code = vec![
+        Instruction::new(Op::Load, Some(int), Some(loaded), vec![Operand::IdRef(view)]),
+        Instruction::new(Op::Store, None, None, vec![Operand::IdRef(out), Operand::IdRef(loaded)]),
+    ];
+    if !prepend_to_function(&mut m, main, code) {
+        return Err(Unsupported::NoBody);
+    }
+    *module = m;
+    Ok(())
+}
+
+/// A new global variable of pointer type `ptr` in `class`, listed in the
+/// interface of entry point `ep` alone (an output of this vertex entry point
+/// in another stage's interface would be invalid).
+fn new_variable(m: &mut Module, ptr: u32, class: StorageClass, ep: usize) -> u32 {
+    let id = fresh(m);
+    m.types_global_values.push(Instruction::new(Op::Variable, Some(ptr), Some(id), vec![Operand::StorageClass(class)]));
+    add_to_entry(m, ep, id);
+    id
+}
+
+/// Lists `id` in the interface of entry point `ep` where it is not yet.
+fn add_to_entry(m: &mut Module, ep: usize, id: u32) {
+    let e = &mut m.entry_points[ep];
+    if !e.operands.iter().skip(3).any(|o| *o == Operand::IdRef(id)) {
+        e.operands.push(Operand::IdRef(id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{disassemble, glsl, glsl_for};
+    use crate::{assemble, parse, validate, TargetEnv};
+
+    fn rewritten(words: &[u32], env: TargetEnv) -> Result<String, Unsupported> {
+        let mut m = parse(words).unwrap();
+        per_view(&mut m, "main")?;
+        let out = assemble(&m);
+        validate(&out, env).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&out)));
+        Ok(disassemble(&out))
+    }
+
+    #[test]
+    fn the_view_index_becomes_the_viewport_index() {
+        // Without a ViewIndex of its own (SPIR-V 1.0 and 1.3), and with one.
+        let plain = "#version 450\nvoid main() { gl_Position = vec4(float(gl_VertexIndex), 0.0, 0.0, 1.0); }";
+        for (words, env) in [
+            (glsl(plain, "vert").unwrap(), TargetEnv::Vulkan1_1),
+            (glsl_for(plain, "vert", "vulkan1.1").unwrap(), TargetEnv::Vulkan1_1),
+        ] {
+            let text = rewritten(&words, env).unwrap();
+            assert_eq!(text.matches("BuiltIn ViewIndex").count(), 1, "{text}");
+            assert_eq!(text.matches("BuiltIn ViewportIndex").count(), 1, "{text}");
+            assert!(text.contains("OpCapability ShaderViewportIndexLayerEXT"), "{text}");
+        }
+        let own = "#version 450\n#extension GL_EXT_multiview : require\nlayout(location = 0) out flat int v;\n\
+                   void main() { v = gl_ViewIndex; gl_Position = vec4(0.0, 0.0, 0.0, 1.0); }";
+        let text = rewritten(&glsl(own, "vert").unwrap(), TargetEnv::Vulkan1_1).unwrap();
+        assert_eq!(text.matches("BuiltIn ViewIndex").count(), 1, "the module's own ViewIndex is read: {text}");
+    }
+
+    #[test]
+    fn a_shader_that_writes_the_viewport_index_is_left_alone() {
+        let src = "#version 450\n#extension GL_ARB_shader_viewport_layer_array : require\n\
+                   void main() { gl_ViewportIndex = 1; gl_Position = vec4(0.0, 0.0, 0.0, 1.0); }";
+        let words = glsl(src, "vert").unwrap();
+        let mut m = parse(&words).unwrap();
+        assert!(matches!(per_view(&mut m, "main"), Err(Unsupported::WritesViewport)));
+        assert_eq!(assemble(&m), assemble(&parse(&words).unwrap()), "unchanged");
+        let mut m = parse(&glsl("#version 450\nvoid main() {}", "vert").unwrap()).unwrap();
+        assert!(matches!(per_view(&mut m, "other"), Err(Unsupported::Entry(_))));
+    }
+}
