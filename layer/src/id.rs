@@ -17,6 +17,9 @@ pub const FDM_PLAN: &str = "OVERLAP-FDM-Plan";
 pub const FDM_SECONDARY: &str = "OVERLAP-FDM-Secondary";
 /// Per-area pipeline variants made (or not) for a density-map pass.
 pub const FDM_VARIANTS: &str = "OVERLAP-FDM-Variants";
+/// A multiview pipeline whose vertex shader cannot write the viewport index
+/// (the density map's per-view viewports), and why.
+pub const FDM_PER_VIEW: &str = "OVERLAP-FDM-Per-View";
 /// A multiview pipeline the multiview flush (lavapipe) cannot cover, and why.
 pub const FDM_MULTIVIEW_FLUSH: &str = "OVERLAP-FDM-Multiview-Flush";
 /// The application asked for a feature the layer does not provide.

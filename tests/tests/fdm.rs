@@ -303,8 +303,10 @@ fn multiview_ladder_draws_every_view() {
             let o = rung(Layers::OverlapOverValidation, "binned", r, geometry);
             o.assert_ok();
             assert!(o.stdout.contains(&format!("geometry={geometry} view=1 wrong_pixels=0 ")), "{}", o.stdout);
+            // (Per-view viewports, which run where the flush does not, bind pipelines of their own: off too.)
             let lost = run(app(Layers::OverlapOverValidation, &["multiview-ladder", r, geometry])
-                .env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", "off"));
+                .env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", "off")
+                .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "per_view_viewports"));
             assert_eq!(lost.code, Some(1), "{}\n{}", lost.stdout, lost.stderr);
             assert!(lost.stderr.contains("view 1 has 3072 pixels that are not its colour"), "{}", lost.stderr);
             assert_eq!(lost.value("VALIDATION_ERRORS"), Some("0"));
@@ -377,6 +379,38 @@ fn multiview_views_get_their_own_areas() {
             assert!(o.stdout.contains(&line), "missing {line:?} in\n{}", o.stdout);
         }
     }
+}
+
+/// Per-view viewports (issue 33 item 4): where the multiview flush does not
+/// run (here forced off; on a GPU by default), each view of a replay gets a
+/// scissor of its own, over the bins it asked for at the replay's area, and
+/// the per-view checks still pass with the validation layer silent. The plan
+/// lines say so and count fewer fragments than without them
+/// (`debug_fdm_without=per_view_viewports`, the earlier path).
+#[test]
+fn multiview_replays_give_each_view_its_own_scissor() {
+    let mut shaded = Vec::new();
+    for without in ["", "per_view_viewports"] {
+        let o = run(app(Layers::OverlapOverValidation, &["fdm-multiview"])
+            .env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", "off")
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without));
+        o.assert_ok();
+        assert_eq!(o.stdout.lines().filter(|l| l.contains(" per_view=ok")).count(), 9, "{}", o.stdout);
+        let log = format!("{}\n{}", o.stdout, o.stderr);
+        let plans: Vec<&str> = log.lines().filter(|l| l.contains("OVERLAP-FDM-Plan: ")).collect();
+        assert_eq!(plans.len(), 9, "{log}");
+        let with = plans.iter().filter(|l| l.contains("per-view viewports")).count();
+        assert_eq!(with, if without.is_empty() { 9 } else { 0 }, "{log}");
+        let total: u64 = plans
+            .iter()
+            .map(|l| {
+                l.split("fragments shaded ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse::<u64>().unwrap()
+            })
+            .sum();
+        shaded.push(total);
+    }
+    assert!(shaded[0] < shaded[1], "per-view scissors shade less: {shaded:?}");
 }
 
 /// The negative control: one area for all views (part 1's rule, the

@@ -342,6 +342,10 @@ pub struct Transform<'a> {
     /// For a replay into scratch targets: descriptor sets whose input
     /// attachments must read the scratch views instead.
     pub inputs: Option<&'a InputSubst>,
+    /// Per-view viewports ([`super::per_view`]): per view index, where that
+    /// view may write (`None`: nowhere); viewport `v` and scissor `v` are
+    /// view `v`'s, and the pipelines bound are the per-view partners.
+    pub views: Option<&'a [Option<Rect>]>,
 }
 
 /// Input attachments of a replay into scratch targets: real view → scratch
@@ -355,7 +359,32 @@ pub struct InputSubst {
 }
 
 impl Transform<'_> {
-    pub const IDENTITY: Transform<'static> = Transform { area: (1, 1), clip: None, inputs: None };
+    pub const IDENTITY: Transform<'static> = Transform { area: (1, 1), clip: None, inputs: None, views: None };
+
+    /// The viewports `v` (from `first`) under the transform: with per-view
+    /// viewports, the first one's for every view.
+    fn viewports(&self, first: u32, v: &[vk::Viewport]) -> Vec<vk::Viewport> {
+        match (self.views, v.first()) {
+            (Some(views), Some(v0)) if first == 0 => vec![self.viewport(v0); views.len()],
+            _ => v.iter().map(|v| self.viewport(v)).collect(),
+        }
+    }
+
+    /// The scissors `s` (from `first`) under the transform: with per-view
+    /// viewports, the first one's clipped to each view's rectangle (empty
+    /// where the view writes nothing).
+    fn scissors(&self, first: u32, s: &[vk::Rect2D]) -> Vec<vk::Rect2D> {
+        match (self.views, s.first()) {
+            (Some(views), Some(s0)) if first == 0 => views
+                .iter()
+                .map(|c| match c {
+                    Some(c) => Transform { clip: Some(*c), views: None, ..*self }.rect(s0),
+                    None => vk::Rect2D::default(),
+                })
+                .collect(),
+            _ => s.iter().map(|s| self.rect(s)).collect(),
+        }
+    }
 
     pub(super) fn viewport(&self, v: &vk::Viewport) -> vk::Viewport {
         let (ax, ay) = (self.area.0 as f32, self.area.1 as f32);
@@ -451,11 +480,11 @@ pub(super) unsafe fn emit(f: &Fdm, cb: vk::CommandBuffer, cmd: &Cmd, t: &Transfo
                 (v1.cmd_push_constants)(cb, *layout, *stages, *offset, data.len() as u32, data.as_ptr() as *const _)
             }
             Cmd::Viewport { first, v } => {
-                let out: Vec<vk::Viewport> = v.iter().map(|v| t.viewport(v)).collect();
+                let out = t.viewports(*first, v);
                 (v1.cmd_set_viewport)(cb, *first, out.len() as u32, out.as_ptr())
             }
             Cmd::Scissor { first, s } => {
-                let out: Vec<vk::Rect2D> = s.iter().map(|s| t.rect(s)).collect();
+                let out = t.scissors(*first, s);
                 (v1.cmd_set_scissor)(cb, *first, out.len() as u32, out.as_ptr())
             }
             Cmd::LineWidth(w) => (v1.cmd_set_line_width)(cb, *w),
@@ -535,7 +564,11 @@ unsafe fn emit_bind_pipeline(
     t: &Transform,
     st: &Snapshot,
 ) {
-    let chosen = info.and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(p);
+    let mut chosen = info.and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(p);
+    if t.views.is_some() && point == vk::PipelineBindPoint::GRAPHICS {
+        // Every graphics pipeline of the pass has its per-view partner (the replay's check).
+        chosen = super::per_view::partner(f, chosen).unwrap_or(chosen);
+    }
     // SAFETY: the caller's guarantee (the capture rule): `cb` is recording and `chosen` alive (the application's
     // pipeline or one of its variants).
     unsafe {
@@ -621,7 +654,8 @@ unsafe fn emit_bind_shaders(f: &Fdm, cb: vk::CommandBuffer, b: &ShaderBinds, t: 
 /// # Safety
 /// `cb` is a recording command buffer of `f`'s device, held by the caller.
 unsafe fn emit_viewports(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
-    let mut v: Vec<vk::Viewport> = st.viewports.iter().map_while(|v| *v).map(|v| t.viewport(&v)).collect();
+    let app: Vec<vk::Viewport> = st.viewports.iter().map_while(|v| *v).collect();
+    let mut v = t.viewports(0, &app);
     if f.controls.misreplay && t.area != (1, 1) {
         // `debug_fdm_misreplay`: one fragment off, on purpose.
         for v in &mut v {
@@ -638,7 +672,8 @@ unsafe fn emit_viewports(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Sna
 /// # Safety
 /// `cb` is a recording command buffer of `f`'s device, held by the caller.
 pub(super) unsafe fn emit_scissors(f: &Fdm, cb: vk::CommandBuffer, t: &Transform, st: &Snapshot) {
-    let s: Vec<vk::Rect2D> = st.scissors.iter().map_while(|s| *s).map(|s| t.rect(&s)).collect();
+    let app: Vec<vk::Rect2D> = st.scissors.iter().map_while(|s| *s).collect();
+    let s = t.scissors(0, &app);
     if !s.is_empty() {
         // SAFETY: `cb` is recording (the caller's guarantee); `s` is a live
         // Vec of the count given.
@@ -685,7 +720,7 @@ mod tests {
 
     #[test]
     fn transform_scales_and_clips() {
-        let t = Transform { area: (2, 4), clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }), inputs: None };
+        let t = Transform { area: (2, 4), clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }), inputs: None, views: None };
         let v =
             t.viewport(&vk::Viewport { x: 0.0, y: 8.0, width: 64.0, height: -32.0, min_depth: 0.0, max_depth: 1.0 });
         assert_eq!((v.x, v.y, v.width, v.height), (0.0, 2.0, 32.0, -8.0));

@@ -68,6 +68,7 @@ pub mod layered;
 mod map_readback;
 pub mod multiview_flush;
 pub mod pass;
+pub mod per_view;
 pub mod queue;
 mod replay;
 mod replay_plan;
@@ -544,6 +545,9 @@ pub struct Fdm {
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     pub flush: Option<multiview_flush::Flush>,
+    /// Per-view viewports for multiview replays ([`per_view`]); `None`
+    /// where they do not run.
+    pub per_view: Option<per_view::PerView>,
     /// `VK_EXT_multi_draw`'s draws of the next layer (the device core's
     /// `state.multi_draw`; null where neither the application nor the layer
     /// enabled it: then nothing calls them).
@@ -609,6 +613,10 @@ pub struct Controls {
     /// instances clear nothing and neither do its regions (a planted fault:
     /// a control).
     pub without_region_clears: bool,
+    /// `debug_fdm_without=per_view_viewports`: a multiview pass's replays
+    /// give every view the replay's whole rectangle (no per-view viewports;
+    /// the earlier path, for the benchmarks and the tests).
+    pub without_per_view_viewports: bool,
     /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
     /// whole pass per region and area (the other form, for the tests).
     pub without_gpu_plan_by_draw: bool,
@@ -647,6 +655,7 @@ impl Controls {
             without_compute_restore: has("compute_restore"),
             without_gpu_plan_by_draw: has("gpu_plan_by_draw"),
             without_region_clears: has("region_clears"),
+            without_per_view_viewports: has("per_view_viewports"),
             without_app_conditional: has("app_conditional"),
             scratch_per_command_buffer: has("scratch_per_command_buffer"),
         }
@@ -704,8 +713,19 @@ pub unsafe fn prepare<'a>(
             f2.features.shader_storage_image_write_without_format == vk::TRUE
         }
         && crate::settings::switch(c.inst.settings.fdm_storage_composite, !c.facts.is_llvmpipe());
+    // Per-view viewports: not beside the multiview flush (whose partner pipelines they would need too).
+    let per_view = mode == Mode::Binned
+        && !flush
+        && v11
+        && c.facts.has_extension("VK_EXT_shader_viewport_index_layer")
+        && !Controls::from_settings(&c.inst.settings).without_per_view_viewports
+        && {
+            let mut f2 = vk::PhysicalDeviceFeatures2::default();
+            (c.features2)(&mut f2);
+            f2.features.multi_viewport == vk::TRUE
+        };
     // SAFETY: the caller's guarantee.
-    match unsafe { strip(down, conditional, flush, storage) } {
+    match unsafe { strip(down, conditional, flush, (storage, per_view)) } {
         Ok(s) => Ok(Some(s)),
         Err(e) => c.strip_failed(&e, "the density map").map(|()| None),
     }
@@ -727,6 +747,9 @@ pub struct StrippedFdm<'a> {
     /// The layer enabled `shaderStorageImageWriteWithoutFormat` for the
     /// composite's compute shader (the driver has it; `binned` mode).
     pub storage_composite: bool,
+    /// The layer enabled `multiViewport` and
+    /// `VK_EXT_shader_viewport_index_layer` for per-view viewports.
+    pub per_view: bool,
     _names: Vec<*const c_char>,
     _chain: Chain,
     /// The application's `pEnabledFeatures` with the layer's feature added,
@@ -757,7 +780,7 @@ pub unsafe fn strip<'a>(
     info: &vk::DeviceCreateInfo<'a>,
     conditional: bool,
     flush: bool,
-    storage: bool,
+    (storage, per_view): (bool, bool),
 ) -> Result<StrippedFdm<'a>, StripError> {
     // SAFETY: the caller's guarantee: a valid create info.
     let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
@@ -840,13 +863,30 @@ pub unsafe fn strip<'a>(
     // SAFETY: as above.
     let flush = flush && enabled && unsafe { multiview_flush::enable(info, &mut kept, &mut chain) };
     // SAFETY: as above.
-    let (storage_composite, features) = unsafe { enable_write_without_format(info, &mut chain, storage && gpu_plan) };
+    let (enabled_features, features) =
+        unsafe { enable_features(info, &mut chain, (storage && gpu_plan, per_view && enabled)) };
+    let (storage_composite, mut per_view) = enabled_features;
+    // With the extension, a Vulkan 1.2 feature structure must enable both of its output built-ins
+    // (VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-02835).
+    if per_view {
+        if chain.tail_find::<vk::PhysicalDeviceVulkan12Features>().is_some() {
+            per_view = false;
+        } else if let Some(v12) = chain.get_mut::<vk::PhysicalDeviceVulkan12Features>() {
+            v12.shader_output_viewport_index = vk::TRUE;
+            v12.shader_output_layer = vk::TRUE;
+        }
+    }
+    // SAFETY: as above.
+    if per_view && !unsafe { crate::ffi::extensions_without(info, per_view::EXTENSION) }.1 {
+        kept.push(per_view::EXTENSION.as_ptr());
+    }
     let mut out = StrippedFdm {
         info: *info,
         enabled,
         gpu_plan,
         flush,
         storage_composite,
+        per_view,
         _names: kept,
         _chain: chain,
         _features: features,
@@ -860,25 +900,34 @@ pub unsafe fn strip<'a>(
     Ok(out)
 }
 
-/// Enables `shaderStorageImageWriteWithoutFormat` where `want`: in the
-/// application's `VkPhysicalDeviceFeatures2` (in `chain`), or in a copy of
-/// its `pEnabledFeatures` (returned: the caller points the create info at
-/// it). Whether it is enabled: not where the structure lies in the part of
-/// the chain the layer cannot copy.
+/// Enables `shaderStorageImageWriteWithoutFormat` (for the compute
+/// composite) and `multiViewport` (for per-view viewports) where wanted: in
+/// the application's `VkPhysicalDeviceFeatures2` (in `chain`), or in a copy
+/// of its `pEnabledFeatures` (returned: the caller points the create info at
+/// it). Which of the two are enabled: neither where the structure lies in
+/// the part of the chain the layer cannot copy.
 ///
 /// # Safety
 /// `info` is a valid `VkDeviceCreateInfo` whose chain `chain` copies.
-unsafe fn enable_write_without_format(
+unsafe fn enable_features(
     info: &vk::DeviceCreateInfo,
     chain: &mut Chain,
-    want: bool,
-) -> (bool, Option<Box<vk::PhysicalDeviceFeatures>>) {
-    if !want || chain.tail_find::<vk::PhysicalDeviceFeatures2>().is_some() {
-        return (false, None);
+    (storage, viewports): (bool, bool),
+) -> ((bool, bool), Option<Box<vk::PhysicalDeviceFeatures>>) {
+    if !(storage || viewports) || chain.tail_find::<vk::PhysicalDeviceFeatures2>().is_some() {
+        return ((false, false), None);
     }
+    let enable = |f: &mut vk::PhysicalDeviceFeatures| {
+        if storage {
+            f.shader_storage_image_write_without_format = vk::TRUE;
+        }
+        if viewports {
+            f.multi_viewport = vk::TRUE;
+        }
+    };
     if let Some(f2) = chain.get_mut::<vk::PhysicalDeviceFeatures2>() {
-        f2.features.shader_storage_image_write_without_format = vk::TRUE;
-        return (true, None);
+        enable(&mut f2.features);
+        return ((storage, viewports), None);
     }
     let mut f = if info.p_enabled_features.is_null() {
         vk::PhysicalDeviceFeatures::default()
@@ -887,8 +936,8 @@ unsafe fn enable_write_without_format(
         // valid structure.
         unsafe { *info.p_enabled_features }
     };
-    f.shader_storage_image_write_without_format = vk::TRUE;
-    (true, Some(Box::new(f)))
+    enable(&mut f);
+    ((storage, viewports), Some(Box::new(f)))
 }
 
 impl Fdm {
@@ -1003,6 +1052,7 @@ impl Fdm {
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
             flush: None,
+            per_view: None,
             multi_draw: ash::ext::multi_draw::DeviceFn::load(|_| std::ptr::null()),
             instance: instance.clone(),
             physical_device: pd,
@@ -1057,6 +1107,9 @@ impl Fdm {
         fdm.conditional = s.gpu_plan.then(|| ash::ext::conditional_rendering::DeviceFn::load(next));
         fdm.storage_composite = s.gpu_plan && s.storage_composite;
         fdm.flush = s.flush.then(multiview_flush::Flush::new);
+        // SAFETY: the device's physical device, of its instance.
+        let limits = unsafe { core.instance.fns.get_physical_device_properties(core.physical_device) }.limits;
+        fdm.per_view = s.per_view.then(|| per_view::PerView::new(limits.max_viewports));
         fdm.multi_draw = core.state.multi_draw.clone();
         fdm
     }
@@ -1909,7 +1962,7 @@ pub unsafe fn create_shader_module(
             c.operands.first() == Some(&rspirv::dr::Operand::Capability(rspirv::spirv::Capability::SampleRateShading))
         }),
         words: needs_variants.then(|| Arc::new(code.to_vec())),
-        vertex: (f.flush.is_some()
+        vertex: ((f.flush.is_some() || f.per_view.is_some())
             && module.entry_points.iter().any(|e| {
                 e.operands.first() == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Vertex))
             }))
@@ -2041,6 +2094,10 @@ unsafe fn create_down(
     if r == vk::Result::SUCCESS && f.flush.is_some() {
         // SAFETY: `out` was written by the successful call from `info`.
         unsafe { multiview_flush::make_partner(dev, f, cache, info, *out) };
+    }
+    if r == vk::Result::SUCCESS && f.per_view.is_some() {
+        // SAFETY: as above.
+        unsafe { per_view::make_partner(dev, f, cache, info, *out) };
     }
     r
 }
@@ -2493,15 +2550,18 @@ impl Fdm {
     pub fn forget_module(&self, module: vk::ShaderModule) {
         self.modules.lock().remove(&module);
         multiview_flush::forget_module(self, module);
+        per_view::forget_module(self, module);
     }
 
     /// The per-area variants go with the application's pipeline.
     pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
         multiview_flush::forget(self, pipeline);
+        per_view::forget(self, pipeline);
         if let Some(p) = self.pipelines.lock().remove(&pipeline) {
             for (area, v) in &p.variants {
                 if *area != (1, 1) {
                     multiview_flush::forget(self, *v);
+                    per_view::forget(self, *v);
                     // SAFETY: the variant is the layer's own, made with the
                     // application's pipeline, which no pending work uses
                     // (VUID-vkDestroyPipeline-pipeline-00765).

@@ -129,10 +129,12 @@ pub(super) unsafe fn enable(info: &vk::DeviceCreateInfo, kept: &mut Vec<*const c
     true
 }
 
-/// Whether the workaround applies to a pipeline.
-enum Eligible {
-    /// Yes: its vertex stage's index, module, words and entry point name.
-    Yes(usize, vk::ShaderModule, std::sync::Arc<Vec<u32>>, String),
+/// Whether the workaround applies to a pipeline (and the per-view viewports,
+/// [`super::per_view`], which cover the same pipelines).
+pub(super) enum Eligible {
+    /// Yes: its vertex stage's index, module, words and entry point name,
+    /// and the pass's view mask.
+    Yes(usize, vk::ShaderModule, std::sync::Arc<Vec<u32>>, String, u32),
     /// Nothing to do: not a multiview pipeline of filled triangles drawn by
     /// a vertex shader.
     NotMultiviewTriangles,
@@ -144,7 +146,7 @@ enum Eligible {
 ///
 /// # Safety
 /// `info` is a valid graphics pipeline create info of `f`'s device.
-unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> Eligible {
+pub(super) unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> Eligible {
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
     let (rendering, library, libraries) = unsafe {
         (
@@ -216,7 +218,7 @@ unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> Eligible {
     let Some(words) = words else { return Eligible::Uncovered("a vertex shader given inline or by identifier") };
     // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pName-parameter: a null-terminated UTF-8 string.
     let name = unsafe { CStr::from_ptr(vs.p_name) }.to_string_lossy().into_owned();
-    Eligible::Yes(at, vs.module, words, name)
+    Eligible::Yes(at, vs.module, words, name, view_mask)
 }
 
 /// `words` with the first draw of entry point `name` gated, validated;
@@ -255,7 +257,7 @@ pub(super) unsafe fn make_partner(
     let Some(flush) = &f.flush else { return };
     // SAFETY: the caller's guarantee.
     let (at, vs, words, name) = match unsafe { eligible(f, info) } {
-        Eligible::Yes(at, vs, words, name) => (at, vs, words, name),
+        Eligible::Yes(at, vs, words, name, _) => (at, vs, words, name),
         Eligible::NotMultiviewTriangles => return,
         Eligible::Uncovered(why) => {
             dev.log().log_once(

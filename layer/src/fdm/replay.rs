@@ -93,6 +93,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // The views of a multiview pass (none without): each reads its layer of
     // a layered map (layer 0 of a single-layer one) with its own offset.
     // (Or the layers of a per-layer pass, planned as views.)
+    let multiview = view_mask != 0;
     let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.controls.without_per_layer);
     let views: Vec<u32> = (0..32).filter(|i| view_mask & (1 << i) != 0).collect();
     let planned_views: Vec<bins::View> = if views.is_empty() { vec![0] } else { views.clone() }
@@ -137,6 +138,8 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     if let Some(why) = lacks_variants(f, pass, &planned) {
         return Err(why);
     }
+    // Per-view viewports where every graphics pipeline the pass binds has its partner at every area.
+    let per_view = multiview && views.len() > 1 && per_view_ready(f, pass, &planned, &views);
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
@@ -197,7 +200,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // the composites' objects were made above for these attachments.
     unsafe {
         for ((p, targets), subst) in planned.iter().zip(&scratch).zip(&substs) {
-            record_replay(f, cb, pass, &atts, p, targets.as_ref(), subst);
+            record_replay(f, cb, pass, &atts, p, (targets.as_ref(), subst), per_view.then_some(&views[..]));
         }
         if let Some(p) = &prepared {
             super::composite::record(f, cb, p, &composites, &atts, &by_area, extent, pass.begin.area());
@@ -212,9 +215,38 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     if dev.log().enabled(LogLevel::Debug) {
         let all_bins =
             bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.controls.without_edge_fragments);
-        log_plan(dev, f, &all_bins, planned_views.len() as u32, (&planned, &composites), pass.cmds.len(), &atts);
+        let per_view = per_view.then_some(&views[..]);
+        log_plan(
+            dev,
+            f,
+            &all_bins,
+            (planned_views.len() as u32, per_view),
+            (&planned, &composites),
+            pass.cmds.len(),
+            &atts,
+        );
     }
     Ok(())
+}
+
+/// Whether `pass`'s replays (`planned`, a multiview pass of views `views`)
+/// can take per-view viewports ([`super::per_view`]): they run, cover the
+/// views, and every graphics pipeline the pass binds has its per-view
+/// partner at every area planned (no shader objects).
+fn per_view_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], views: &[u32]) -> bool {
+    let Some(pv) = &f.per_view else { return false };
+    if f.controls.without_per_view_viewports || views.iter().any(|v| *v >= pv.max_viewports) {
+        return false;
+    }
+    let pipelines = f.pipelines.lock();
+    pass.state.commands().chain(&pass.cmds).all(|c| match c {
+        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => planned.iter().all(|r| {
+            let chosen = pipelines.get(p).and_then(|i| i.variants.get(&r.replay.area).copied()).unwrap_or(*p);
+            super::per_view::partner(f, chosen).is_some()
+        }),
+        Cmd::BindShaders(_) => false,
+        _ => true,
+    })
 }
 
 /// Why `planned` cannot be recorded for `pass`, if a pipeline whose fragment
@@ -248,13 +280,21 @@ fn log_plan(
     dev: &DeviceCore,
     f: &Fdm,
     all_bins: &[bins::Bin],
-    views: u32,
+    (views, per_view): (u32, Option<&[u32]>),
     (planned, composites): (&[PlannedReplay], &[Composite]),
     commands: usize,
     atts: &[Option<Att>],
 ) {
     let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
-    let (shaded, ideal) = bins::shaded(&replays, all_bins, views);
+    let (mut shaded, ideal) = bins::shaded(&replays, all_bins, views);
+    if let Some(v) = per_view {
+        // Each view shades its own rectangle of each replay.
+        shaded = replays
+            .iter()
+            .flat_map(|r| super::per_view::view_clips(r, v).into_iter().flatten().map(|c| (c, r.area)))
+            .map(|(c, a)| c.pixels().div_ceil((a.0 * a.1) as u64))
+            .sum();
+    }
     let areas: Vec<String> = replays
         .iter()
         .map(|r| {
@@ -284,10 +324,11 @@ fn log_plan(
     dev.log().debug(
         id::FDM_PLAN,
         &format!(
-            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}); {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute, a rectangle a dispatch); {commands} commands replayed each; {} scratch sets for its attachments",
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute, a rectangle a dispatch); {commands} commands replayed each; {} scratch sets for its attachments",
             all_bins.len(),
             replays.len(),
             areas.join(", "),
+            if per_view.is_some() { ", per-view viewports" } else { "" },
             regions(true),
             regions(false),
             planned.iter().flat_map(|p| &p.steps).filter(|s| matches!(s, Step::Render { begin: true, .. })).count(),
@@ -352,9 +393,11 @@ unsafe fn record_replay(
     pass: &mut Pass,
     atts: &[Option<Att>],
     p: &PlannedReplay,
-    targets: Option<&Targets>,
-    subst: &InputSubst,
+    (targets, subst): (Option<&Targets>, &InputSubst),
+    views: Option<&[u32]>,
 ) {
+    // With per-view viewports, each view's rectangle of this replay.
+    let clips = views.map(|v| super::per_view::view_clips(&p.replay, v));
     let scratch_image = |i: usize| targets.and_then(|t| t.images[i]);
     let mid_image = |i: usize| targets.and_then(|t| t.mids[i]);
     // SAFETY: the caller's guarantee: `cb` is recording, outside a render pass except between the begin and end of a
@@ -385,6 +428,7 @@ unsafe fn record_replay(
                 Step::Render { begin: first, end: last } => {
                     let mut begin = pass.begin.clone();
                     let mut t = p.transform();
+                    t.views = clips.as_deref();
                     match targets {
                         Some(s) => {
                             t.inputs = Some(subst);

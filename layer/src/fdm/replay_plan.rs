@@ -157,7 +157,7 @@ impl PlannedReplay {
     /// Framebuffer space to the replay's rendering space (input attachment
     /// substitution is the recorder's: it knows the scratch views).
     pub(super) fn transform(&self) -> Transform<'static> {
-        Transform { area: self.replay.area, clip: Some(self.replay.rect), inputs: None }
+        Transform { area: self.replay.area, clip: Some(self.replay.rect), inputs: None, views: None }
     }
 }
 
@@ -406,7 +406,7 @@ pub(super) fn plan_composited(
         if !(composite && g > 0 && t2.is_empty() && steps.is_empty()) {
             steps.push(Step::Barrier(t2));
         }
-        let bbox_area = Transform { area, clip: Some(bbox), inputs: None }.rect(&rect2d(bbox));
+        let bbox_area = Transform { area, clip: Some(bbox), inputs: None, views: None }.rect(&rect2d(bbox));
         let n = group.len();
         if composite {
             if views.is_empty() {
@@ -446,7 +446,7 @@ pub(super) fn plan_composited(
                 render_area: if k == 0 {
                     bbox_area
                 } else {
-                    Transform { area, clip: Some(r.rect), inputs: None }.rect(&rect2d(r.rect))
+                    Transform { area, clip: Some(r.rect), inputs: None, views: None }.rect(&rect2d(r.rect))
                 },
                 replay: r,
                 target: Target::Scratch,
