@@ -411,6 +411,15 @@ fn multiview_replays_give_each_view_its_own_scissor() {
         shaded.push(total);
     }
     assert!(shaded[0] < shaded[1], "per-view scissors shade less: {shaded:?}");
+    // The multiview ladder's passes (a density-map device with a pass of no map, and of a map of ones: one 1x1
+    // replay, drawn as recorded) and a dynamic map's: their pipelines (static viewports where the pass has no map)
+    // are made and drawn as before.
+    for args in
+        [&["multiview-ladder", "fdm-device"][..], &["multiview-ladder", "fdm-map"], &["fdm-multiview", "dynamic"]]
+    {
+        let o = run(app(Layers::OverlapOverValidation, args).env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", "off"));
+        o.assert_ok();
+    }
 }
 
 /// The negative control: one area for all views (part 1's rule, the

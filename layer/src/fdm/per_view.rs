@@ -103,7 +103,10 @@ pub(super) unsafe fn make_partner(
     };
     let counted = [vk::DynamicState::VIEWPORT_WITH_COUNT, vk::DynamicState::SCISSOR_WITH_COUNT];
     let Some(viewport) = viewport.filter(|v| v.viewport_count == 1 && v.scissor_count == 1) else { return };
-    if views > pv.max_viewports || dynamic.iter().any(|d| counted.contains(d)) {
+    // A density-map pass's pipelines have dynamic viewports and scissors (the layer made them so); others replay
+    // nothing and need no partner.
+    let replayed = dynamic.contains(&vk::DynamicState::VIEWPORT) && dynamic.contains(&vk::DynamicState::SCISSOR);
+    if !replayed || views > pv.max_viewports || dynamic.iter().any(|d| counted.contains(d)) {
         return;
     }
     let key = (vs, name);
