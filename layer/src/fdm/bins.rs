@@ -107,6 +107,20 @@ impl Replay {
     pub fn rects_of(&self, k: u32) -> Vec<Rect> {
         self.bins.iter().filter(|b| b.views & (1 << k) != 0).map(|b| b.rect).collect()
     }
+
+    /// Per view index (up to the highest in `views`, the pass's view
+    /// indices in the order of the bins' view masks), the rectangle of this
+    /// replay that view writes with per-view viewports: the bounding box of
+    /// the bins it asked for; `None` for a view that asked for none here
+    /// (and for indices that are no view).
+    pub fn view_clips(&self, views: &[u32]) -> Vec<Option<Rect>> {
+        let n = views.iter().max().map_or(0, |v| v + 1) as usize;
+        let mut out = vec![None; n];
+        for (k, &v) in views.iter().enumerate() {
+            out[v as usize] = self.rects_of(k as u32).into_iter().reduce(|a, b| a.union(&b));
+        }
+        out
+    }
 }
 
 /// The map as the planner needs it: per texel, the density in 1/255 units

@@ -342,7 +342,7 @@ pub struct Transform<'a> {
     /// For a replay into scratch targets: descriptor sets whose input
     /// attachments must read the scratch views instead.
     pub inputs: Option<&'a InputSubst>,
-    /// Per-view viewports ([`super::per_view`]): per view index, where that
+    /// Per-view viewports (`per_view.rs`): per view index, where that
     /// view may write (`None`: nowhere); viewport `v` and scissor `v` are
     /// view `v`'s, and the pipelines bound are the per-view partners.
     pub views: Option<&'a [Option<Rect>]>,
@@ -567,7 +567,7 @@ unsafe fn emit_bind_pipeline(
     let mut chosen = info.and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(p);
     if t.views.is_some() && point == vk::PipelineBindPoint::GRAPHICS {
         // Every graphics pipeline of the pass has its per-view partner (the replay's check).
-        chosen = super::per_view::partner(f, chosen).unwrap_or(chosen);
+        chosen = f.per_view.as_ref().and_then(|pv| pv.partner(chosen)).unwrap_or(chosen);
     }
     // SAFETY: the caller's guarantee (the capture rule): `cb` is recording and `chosen` alive (the application's
     // pipeline or one of its variants).

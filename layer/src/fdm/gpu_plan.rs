@@ -371,6 +371,47 @@ pub(super) fn unclearing(begin: &mut Begin) -> Vec<vk::ClearAttachment> {
     out
 }
 
+/// The compute pipeline of the layer's `code` (entry point `main`) under
+/// `layout`.
+///
+/// # Safety
+/// `d` is the device of `layout`; `code` is valid SPIR-V whose interface
+/// `layout` matches.
+unsafe fn compute_pipeline(
+    d: &ash::Device,
+    code: &[u32],
+    layout: vk::PipelineLayout,
+) -> Result<vk::Pipeline, vk::Result> {
+    // SAFETY: the caller's guarantee; the module is destroyed once the pipeline is made.
+    unsafe {
+        let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(code), None)?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let made = d.create_compute_pipelines(
+            vk::PipelineCache::null(),
+            &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)],
+            None,
+        );
+        d.destroy_shader_module(module, None);
+        Ok(made.map_err(|(_, e)| e)?[0])
+    }
+}
+
+/// One descriptor of type `ty` at `binding`, for `stages`.
+fn binding(
+    binding: u32,
+    ty: vk::DescriptorType,
+    stages: vk::ShaderStageFlags,
+) -> vk::DescriptorSetLayoutBinding<'static> {
+    vk::DescriptorSetLayoutBinding::default()
+        .binding(binding)
+        .descriptor_type(ty)
+        .descriptor_count(1)
+        .stage_flags(stages)
+}
+
 /// Words of the composite's push constants: the dispatch's first rectangle
 /// and their count, where the table's first-tile words start, the
 /// dispatch's tiles, log2 of the area (x, y), the scratch target's layer;
@@ -400,23 +441,11 @@ pub(super) unsafe fn composite_pipeline(
     unsafe {
         if o.cs_layout == vk::PipelineLayout::null() {
             let samplers = [o.sampler];
+            let compute = vk::ShaderStageFlags::COMPUTE;
             let bindings = [
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(0)
-                    .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-                    .immutable_samplers(&samplers),
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(1)
-                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE),
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(2)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE),
+                binding(0, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, compute).immutable_samplers(&samplers),
+                binding(1, vk::DescriptorType::STORAGE_IMAGE, compute),
+                binding(2, vk::DescriptorType::STORAGE_BUFFER, compute),
             ];
             o.cs_set_layout = d.create_descriptor_set_layout(
                 &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
@@ -437,18 +466,7 @@ pub(super) unsafe fn composite_pipeline(
             COMPOSITE_ARRAY_COMP, COMPOSITE_COMP, COMPOSITE_PLAN_ARRAY_COMP, COMPOSITE_PLAN_COMP,
         };
         let code = words([COMPOSITE_COMP, COMPOSITE_ARRAY_COMP, COMPOSITE_PLAN_COMP, COMPOSITE_PLAN_ARRAY_COMP][k]);
-        let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None)?;
-        let stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(module)
-            .name(c"main");
-        let made = d.create_compute_pipelines(
-            vk::PipelineCache::null(),
-            &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(o.cs_layout)],
-            None,
-        );
-        d.destroy_shader_module(module, None);
-        o.cs_pipelines[k] = made.map_err(|(_, e)| e)?[0];
+        o.cs_pipelines[k] = compute_pipeline(d, &code, o.cs_layout)?;
     }
     Ok(o.cs_pipelines[k])
 }
@@ -490,18 +508,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
             None,
         )?;
         let code = words(overlap_shaders::fdm::GPU_PLAN_COMP);
-        let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None)?;
-        let stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(module)
-            .name(c"main");
-        let made = d.create_compute_pipelines(
-            vk::PipelineCache::null(),
-            &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(o.plan_layout)],
-            None,
-        );
-        d.destroy_shader_module(module, None);
-        o.plan_pipeline = made.map_err(|(_, e)| e)?[0];
+        o.plan_pipeline = compute_pipeline(d, &code, o.plan_layout)?;
         o.sampler = d.create_sampler(
             &vk::SamplerCreateInfo::default()
                 .mag_filter(vk::Filter::NEAREST)
@@ -513,17 +520,9 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
         )?;
         let samplers = [o.sampler];
         let sampled = [
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(0)
-                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+            binding(0, vk::DescriptorType::COMBINED_IMAGE_SAMPLER, vk::ShaderStageFlags::FRAGMENT)
                 .immutable_samplers(&samplers),
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(1)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::VERTEX),
+            binding(1, vk::DescriptorType::STORAGE_BUFFER, vk::ShaderStageFlags::VERTEX),
         ];
         o.up_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&sampled), None)?;

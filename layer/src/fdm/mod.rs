@@ -2550,18 +2550,27 @@ impl Fdm {
     pub fn forget_module(&self, module: vk::ShaderModule) {
         self.modules.lock().remove(&module);
         multiview_flush::forget_module(self, module);
-        per_view::forget_module(self, module);
+        if let Some(pv) = &self.per_view {
+            multiview_flush::forget_code(&pv.rewritten, module);
+        }
+    }
+
+    /// The partners of `pipeline` (the multiview flush's, per-view
+    /// viewports') go with it.
+    fn forget_partners(&self, pipeline: vk::Pipeline) {
+        multiview_flush::forget(self, pipeline);
+        if let Some(pv) = &self.per_view {
+            multiview_flush::forget_partner(self, &pv.partners, pipeline);
+        }
     }
 
     /// The per-area variants go with the application's pipeline.
     pub fn forget_pipeline(&self, pipeline: vk::Pipeline) {
-        multiview_flush::forget(self, pipeline);
-        per_view::forget(self, pipeline);
+        self.forget_partners(pipeline);
         if let Some(p) = self.pipelines.lock().remove(&pipeline) {
             for (area, v) in &p.variants {
                 if *area != (1, 1) {
-                    multiview_flush::forget(self, *v);
-                    per_view::forget(self, *v);
+                    self.forget_partners(*v);
                     // SAFETY: the variant is the layer's own, made with the
                     // application's pipeline, which no pending work uses
                     // (VUID-vkDestroyPipeline-pipeline-00765).

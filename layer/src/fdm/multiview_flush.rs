@@ -60,7 +60,7 @@ pub struct Flush {
     /// Per vertex module and entry point: its gated code (validated), or
     /// `None` where it cannot be gated. Made once for the application's
     /// pipeline and all its per-area variants; forgotten with the module.
-    gated: Mutex<HashMap<(vk::ShaderModule, String), Option<Gated>>>,
+    gated: Rewritten,
 }
 
 /// A vertex module's gated code.
@@ -130,7 +130,7 @@ pub(super) unsafe fn enable(info: &vk::DeviceCreateInfo, kept: &mut Vec<*const c
 }
 
 /// Whether the workaround applies to a pipeline (and the per-view viewports,
-/// [`super::per_view`], which cover the same pipelines).
+/// `per_view.rs`, which cover the same pipelines).
 pub(super) enum Eligible {
     /// Yes: its vertex stage's index, module, words and entry point name,
     /// and the pass's view mask.
@@ -224,20 +224,34 @@ pub(super) unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) ->
 /// `words` with the first draw of entry point `name` gated, validated;
 /// `None` (logged once per reason) where that cannot be done.
 fn gate(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Gated> {
-    let mut m = overlap_shaders::parse(words).ok()?;
-    if let Err(e) = overlap_shaders::first_draw::gate(&mut m, name) {
-        let why = e.to_string();
+    let pass = |m: &mut rspirv::dr::Module| overlap_shaders::first_draw::gate(m, name).map_err(|e| e.to_string());
+    let refused = |why: &str| {
         dev.log().log_once(
             LogLevel::Info,
             id::FDM_MULTIVIEW_FLUSH,
-            &why,
+            why,
             &format!("a multiview pipeline's vertex shader cannot be gated ({why}); it draws as recorded"),
-        );
+        )
+    };
+    rewritten(dev, words, (pass, refused), "the multiview flush's first-draw gate")
+}
+
+/// `words` through `pass`, validated (as `what`); `None` where the module
+/// does not parse, `pass` refuses it (`refused` is told why) or the output
+/// fails validation (logged by the check).
+pub(super) fn rewritten(
+    dev: &DeviceCore,
+    words: &[u32],
+    (pass, refused): (impl FnOnce(&mut rspirv::dr::Module) -> Result<(), String>, impl FnOnce(&str)),
+    what: &str,
+) -> Option<std::sync::Arc<Vec<u32>>> {
+    let mut m = overlap_shaders::parse(words).ok()?;
+    if let Err(why) = pass(&mut m) {
+        refused(&why);
         return None;
     }
-    let gated = overlap_shaders::assemble(&m);
-    crate::spirv::checked_output(dev, "the multiview flush's first-draw gate", words, &gated)
-        .then(|| std::sync::Arc::new(gated))
+    let out = overlap_shaders::assemble(&m);
+    crate::spirv::checked_output(dev, what, words, &out).then(|| std::sync::Arc::new(out))
 }
 
 /// After the pipeline `made` was created from `info`: its partner, made
@@ -269,31 +283,66 @@ pub(super) unsafe fn make_partner(
             return;
         }
     };
-    let key = (vs, name);
-    let known = flush.gated.lock().get(&key).cloned();
-    let gated = match known {
-        Some(g) => g,
-        None => {
-            let g = gate(dev, &words, &key.1);
-            flush.gated.lock().insert(key, g.clone());
-            g
-        }
-    };
+    let gated = cached(&flush.gated, (vs, name), |key| gate(dev, &words, &key.1));
     let Some(gated) = gated else { return };
-    let mci = vk::ShaderModuleCreateInfo { code_size: gated.len() * 4, p_code: gated.as_ptr(), ..Default::default() };
+    // SAFETY: the caller's guarantee; the gated code is validated, with the same interface.
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &gated), None) } {
+        flush.partners.lock().insert(made, partner);
+        flush.any.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// The code of a vertex module and entry point, made once by `make` and
+/// kept in `map` (`None` too: it could not be made).
+pub(super) type Rewritten = Mutex<HashMap<(vk::ShaderModule, String), Option<std::sync::Arc<Vec<u32>>>>>;
+
+/// `map`'s code for `key`, made by `make` the first time.
+pub(super) fn cached(
+    map: &Rewritten,
+    key: (vk::ShaderModule, String),
+    make: impl FnOnce(&(vk::ShaderModule, String)) -> Option<std::sync::Arc<Vec<u32>>>,
+) -> Option<std::sync::Arc<Vec<u32>>> {
+    if let Some(known) = map.lock().get(&key).cloned() {
+        return known;
+    }
+    let made = make(&key);
+    map.lock().insert(key, made.clone());
+    made
+}
+
+/// A pipeline like `info`'s with the vertex stage at `at` running `code`
+/// (and, given, `viewport` as its viewport state), through `f.below`
+/// without an allocator: a partner of the layer's. Creation feedback is the
+/// application's pipeline's, so the partner's creation leaves it alone.
+/// `None` where a creation failed.
+///
+/// # Safety
+/// `info` is a valid create info of `f`'s device; `code` is validated code
+/// with the interface of the stage it replaces (plus built-in outputs);
+/// `viewport` is valid for the pipeline.
+pub(super) unsafe fn with_vertex(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cache: vk::PipelineCache,
+    info: &vk::GraphicsPipelineCreateInfo,
+    (at, code): (usize, &[u32]),
+    viewport: Option<&vk::PipelineViewportStateCreateInfo>,
+) -> Option<vk::Pipeline> {
+    let mci = vk::ShaderModuleCreateInfo { code_size: code.len() * 4, p_code: code.as_ptr(), ..Default::default() };
     let mut module = vk::ShaderModule::null();
     let d = f.below.fp_v1_0();
-    // SAFETY: a create info built here over a live Vec of validated code.
+    // SAFETY: a create info built here over live validated code.
     if unsafe { (d.create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module) } != vk::Result::SUCCESS {
-        return;
+        return None;
     }
     // SAFETY: as for `info` (the caller's guarantee): `stageCount` valid stages.
     let mut stages = unsafe { slice(info.p_stages, info.stage_count) }.to_vec();
     stages[at].module = module;
     let mut copy = *info;
     copy.p_stages = stages.as_ptr();
-    // Creation feedback is the application's pipeline's: the partner's
-    // creation leaves it alone.
+    if let Some(v) = viewport {
+        copy.p_viewport_state = v;
+    }
     let mut chain = None;
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
     if unsafe { crate::pnext::find::<vk::PipelineCreationFeedbackCreateInfo>(info.p_next) }.is_some() {
@@ -304,33 +353,40 @@ pub(super) unsafe fn make_partner(
         chain = Some(c);
     }
     let mut partner = vk::Pipeline::null();
-    // SAFETY: the application's valid info with its vertex module replaced
-    // by the gated one (same interface, alive until after the call), its
-    // stages in a live Vec and its chain (if copied) in `chain`.
+    // SAFETY: the valid info with its vertex module replaced (alive until after the call), its stages in a live
+    // Vec, its chain (if copied) in `chain`, its viewport state the caller's.
     let r = unsafe {
         let r = (d.create_graphics_pipelines)(dev.handle, cache, 1, &copy, std::ptr::null(), &mut partner);
         (d.destroy_shader_module)(dev.handle, module, std::ptr::null());
         r
     };
     drop(chain);
-    if r == vk::Result::SUCCESS {
-        flush.partners.lock().insert(made, partner);
-        flush.any.store(true, std::sync::atomic::Ordering::Release);
-    }
+    (r == vk::Result::SUCCESS).then_some(partner)
 }
 
 /// `module` is being destroyed: its gated code goes with it (a later module
 /// may get its handle).
 pub(super) fn forget_module(f: &Fdm, module: vk::ShaderModule) {
     if let Some(flush) = &f.flush {
-        flush.gated.lock().retain(|(m, _), _| *m != module);
+        forget_code(&flush.gated, module);
     }
 }
 
 /// `pipeline` is being destroyed: its partner goes with it.
 pub(super) fn forget(f: &Fdm, pipeline: vk::Pipeline) {
-    let Some(flush) = &f.flush else { return };
-    if let Some(partner) = flush.partners.lock().remove(&pipeline) {
+    if let Some(flush) = &f.flush {
+        forget_partner(f, &flush.partners, pipeline);
+    }
+}
+
+/// `module`'s code in `map` goes (the module is being destroyed).
+pub(super) fn forget_code(map: &Rewritten, module: vk::ShaderModule) {
+    map.lock().retain(|(m, _), _| *m != module);
+}
+
+/// `pipeline`'s partner in `partners` is destroyed with it.
+pub(super) fn forget_partner(f: &Fdm, partners: &Mutex<HashMap<vk::Pipeline, vk::Pipeline>>, pipeline: vk::Pipeline) {
+    if let Some(partner) = partners.lock().remove(&pipeline) {
         // SAFETY: the partner is the layer's own, made with `pipeline`, which
         // no pending work uses (VUID-vkDestroyPipeline-pipeline-00765).
         unsafe { (f.below.fp_v1_0().destroy_pipeline)(f.below.handle(), partner, std::ptr::null()) };

@@ -11,7 +11,7 @@
 //! binds only such pipelines binds the partners and gives view `v` viewport
 //! `v` (the replay's viewport, the same for every view) and scissor `v`: the
 //! bounding box of the bins view `v` asked for at the replay's area, empty
-//! where it asked for none ([`view_clips`]). The composite takes each view's
+//! where it asked for none ([`super::bins::Replay::view_clips`]). The composite takes each view's
 //! bins from its layer as before, so nothing else changes.
 //!
 //! The pipelines covered are those the multiview flush covers (filled
@@ -22,8 +22,7 @@
 //! objects, replays as before. Not where the multiview flush runs (lavapipe
 //! by default): its partners are the flush's.
 
-use super::bins::{Rect, Replay};
-use super::multiview_flush::{eligible, Eligible};
+use super::multiview_flush::{cached, eligible, rewritten, with_vertex, Eligible, Rewritten};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -43,34 +42,37 @@ pub struct PerView {
     /// `maxViewports`: passes of more views replay as before.
     pub max_viewports: u32,
     /// Pipeline (the application's, or a per-area variant) → its partner.
-    partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
+    pub(super) partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
     /// Per vertex module and entry point: its rewritten code (validated), or
     /// `None` where it cannot be rewritten.
-    rewritten: Mutex<HashMap<(vk::ShaderModule, String), Option<Arc<Vec<u32>>>>>,
+    pub(super) rewritten: Rewritten,
 }
 
 impl PerView {
     pub fn new(max_viewports: u32) -> PerView {
         PerView { max_viewports, partners: Default::default(), rewritten: Default::default() }
     }
+
+    /// The partner of `pipeline`, if it has one.
+    pub fn partner(&self, pipeline: vk::Pipeline) -> Option<vk::Pipeline> {
+        self.partners.lock().get(&pipeline).copied()
+    }
 }
 
 /// `words` with entry point `name` writing `ViewportIndex = ViewIndex`,
 /// validated; `None` (logged once per reason) where that cannot be done.
 fn rewrite(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Arc<Vec<u32>>> {
-    let mut m = overlap_shaders::parse(words).ok()?;
-    if let Err(e) = overlap_shaders::viewport_index::per_view(&mut m, name) {
-        let why = e.to_string();
+    let pass =
+        |m: &mut rspirv::dr::Module| overlap_shaders::viewport_index::per_view(m, name).map_err(|e| e.to_string());
+    let refused = |why: &str| {
         dev.log().log_once(
             LogLevel::Info,
             id::FDM_PER_VIEW,
-            &why,
+            why,
             &format!("a multiview pipeline's vertex shader cannot write the viewport index ({why}); its passes shade every view at the finest area any view asks for"),
-        );
-        return None;
-    }
-    let out = overlap_shaders::assemble(&m);
-    crate::spirv::checked_output(dev, "the density map's per-view viewports", words, &out).then(|| Arc::new(out))
+        )
+    };
+    rewritten(dev, words, (pass, refused), "the density map's per-view viewports")
 }
 
 /// After the pipeline `made` was created from `info`: its partner, made
@@ -109,79 +111,14 @@ pub(super) unsafe fn make_partner(
     if !replayed || views > pv.max_viewports || dynamic.iter().any(|d| counted.contains(d)) {
         return;
     }
-    let key = (vs, name);
-    let known = pv.rewritten.lock().get(&key).cloned();
-    let code = match known {
-        Some(c) => c,
-        None => {
-            let c = rewrite(dev, &words, &key.1);
-            pv.rewritten.lock().insert(key, c.clone());
-            c
-        }
-    };
-    let Some(code) = code else { return };
-    let d = f.below.fp_v1_0();
-    let mci = vk::ShaderModuleCreateInfo { code_size: code.len() * 4, p_code: code.as_ptr(), ..Default::default() };
-    let mut module = vk::ShaderModule::null();
-    // SAFETY: a create info built here over a live Vec of validated code.
-    if unsafe { (d.create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module) } != vk::Result::SUCCESS {
-        return;
-    }
-    // SAFETY: as for `info` (the caller's guarantee): `stageCount` valid stages.
-    let mut stages = unsafe { slice(info.p_stages, info.stage_count) }.to_vec();
-    stages[at].module = module;
+    let Some(code) = cached(&pv.rewritten, (vs, name), |key| rewrite(dev, &words, &key.1)) else { return };
     // The layer made viewports and scissors dynamic for every density-map pipeline: only the counts change.
     let mut vp = *viewport;
     (vp.viewport_count, vp.scissor_count, vp.p_viewports, vp.p_scissors) =
         (views, views, std::ptr::null(), std::ptr::null());
-    let mut copy = *info;
-    copy.p_stages = stages.as_ptr();
-    copy.p_viewport_state = &vp;
-    let mut partner = vk::Pipeline::null();
-    // SAFETY: the valid info with its vertex module replaced by the rewritten one (the same interface plus a
-    // built-in output, alive until after the call) and its viewport counts raised (dynamic viewports, within
-    // `maxViewports`; the layer enabled `multiViewport`), its arrays in live locals.
-    let r = unsafe {
-        let r = (d.create_graphics_pipelines)(dev.handle, cache, 1, &copy, std::ptr::null(), &mut partner);
-        (d.destroy_shader_module)(dev.handle, module, std::ptr::null());
-        r
-    };
-    if r == vk::Result::SUCCESS {
+    // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output), the
+    // viewport counts within `maxViewports` (the layer enabled `multiViewport`), viewports and scissors dynamic.
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &code), Some(&vp)) } {
         pv.partners.lock().insert(made, partner);
     }
-}
-
-/// The partner of `pipeline`, if it has one.
-pub(super) fn partner(f: &Fdm, pipeline: vk::Pipeline) -> Option<vk::Pipeline> {
-    f.per_view.as_ref()?.partners.lock().get(&pipeline).copied()
-}
-
-/// `module` is being destroyed: its rewritten code goes with it.
-pub(super) fn forget_module(f: &Fdm, module: vk::ShaderModule) {
-    if let Some(pv) = &f.per_view {
-        pv.rewritten.lock().retain(|(m, _), _| *m != module);
-    }
-}
-
-/// `pipeline` is being destroyed: its partner goes with it.
-pub(super) fn forget(f: &Fdm, pipeline: vk::Pipeline) {
-    let Some(pv) = &f.per_view else { return };
-    if let Some(partner) = pv.partners.lock().remove(&pipeline) {
-        // SAFETY: the partner is the layer's own, made with `pipeline`, which no pending work uses
-        // (VUID-vkDestroyPipeline-pipeline-00765).
-        unsafe { (f.below.fp_v1_0().destroy_pipeline)(f.below.handle(), partner, std::ptr::null()) };
-    }
-}
-
-/// Per view index (up to the highest in `views`, the pass's view indices in
-/// the order of the bins' view masks), the rectangle of `r` that view
-/// writes: the bounding box of the bins it asked for; `None` for a view
-/// that asked for none here (and for indices that are no view).
-pub(super) fn view_clips(r: &Replay, views: &[u32]) -> Vec<Option<Rect>> {
-    let n = views.iter().max().map_or(0, |v| v + 1) as usize;
-    let mut out = vec![None; n];
-    for (k, &v) in views.iter().enumerate() {
-        out[v as usize] = r.rects_of(k as u32).into_iter().reduce(|a, b| a.union(&b));
-    }
-    out
 }

@@ -138,8 +138,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     if let Some(why) = lacks_variants(f, pass, &planned) {
         return Err(why);
     }
-    // Per-view viewports where every graphics pipeline the pass binds has its partner at every area.
-    let per_view = multiview && views.len() > 1 && per_view_ready(f, pass, &planned, &views);
+    let per_view = multiview && per_view_ready(f, pass, &planned, &views);
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
@@ -230,19 +229,19 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
 }
 
 /// Whether `pass`'s replays (`planned`, a multiview pass of views `views`)
-/// can take per-view viewports ([`super::per_view`]): they run, cover the
+/// can take per-view viewports (`per_view.rs`): they run, cover the
 /// views, and every graphics pipeline the pass binds has its per-view
 /// partner at every area planned (no shader objects).
 fn per_view_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], views: &[u32]) -> bool {
     let Some(pv) = &f.per_view else { return false };
-    if f.controls.without_per_view_viewports || views.iter().any(|v| *v >= pv.max_viewports) {
+    if f.controls.without_per_view_viewports || views.len() < 2 || views.iter().any(|v| *v >= pv.max_viewports) {
         return false;
     }
     let pipelines = f.pipelines.lock();
     pass.state.commands().chain(&pass.cmds).all(|c| match c {
         Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => planned.iter().all(|r| {
             let chosen = pipelines.get(p).and_then(|i| i.variants.get(&r.replay.area).copied()).unwrap_or(*p);
-            super::per_view::partner(f, chosen).is_some()
+            f.per_view.as_ref().is_some_and(|pv| pv.partner(chosen).is_some())
         }),
         Cmd::BindShaders(_) => false,
         _ => true,
@@ -291,7 +290,7 @@ fn log_plan(
         // Each view shades its own rectangle of each replay.
         shaded = replays
             .iter()
-            .flat_map(|r| super::per_view::view_clips(r, v).into_iter().flatten().map(|c| (c, r.area)))
+            .flat_map(|r| r.view_clips(v).into_iter().flatten().map(|c| (c, r.area)))
             .map(|(c, a)| c.pixels().div_ceil((a.0 * a.1) as u64))
             .sum();
     }
@@ -397,7 +396,7 @@ unsafe fn record_replay(
     views: Option<&[u32]>,
 ) {
     // With per-view viewports, each view's rectangle of this replay.
-    let clips = views.map(|v| super::per_view::view_clips(&p.replay, v));
+    let clips = views.map(|v| p.replay.view_clips(v));
     let scratch_image = |i: usize| targets.and_then(|t| t.images[i]);
     let mid_image = |i: usize| targets.and_then(|t| t.mids[i]);
     // SAFETY: the caller's guarantee: `cb` is recording, outside a render pass except between the begin and end of a
