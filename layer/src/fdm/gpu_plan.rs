@@ -1615,15 +1615,17 @@ impl Recording<'_> {
         // (`take_buffer`).
         unsafe {
             begin_real(f, cb, &begin);
-            // Each region's clear goes in the scope of its first commands that write (or in a scope of its own
-            // where none write).
-            let clear = |tr: &Transform| {
-                let rect = [vk::ClearRect { rect: tr.rect(&self.all), base_array_layer: 0, layer_count: 1 }];
-                if rect[0].rect.extent.width > 0 && rect[0].rect.extent.height > 0 {
+            if !clears.is_empty() && !f.controls.without_region_clears {
+                for (ri, tr) in &candidates {
+                    let rect = [vk::ClearRect { rect: tr.rect(&self.all), base_array_layer: 0, layer_count: 1 }];
+                    if rect[0].rect.extent.width == 0 || rect[0].rect.extent.height == 0 {
+                        continue;
+                    }
+                    (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
                     self.d.cmd_clear_attachments(cb, &clears, &rect);
+                    (cond.cmd_end_conditional_rendering_ext)(cb);
                 }
-            };
-            let mut uncleared = !clears.is_empty() && !f.controls.without_region_clears;
+            }
             if by_draw {
                 // The pass once, its state commands as they come; each run of draws and clears once per region
                 // that may choose this area (its cap allows it), under its predicate, scissors clipped to it.
@@ -1637,31 +1639,16 @@ impl Recording<'_> {
                     for (ri, tr) in &candidates {
                         emit_scissors(f, cb, tr, &st);
                         (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
-                        if uncleared {
-                            clear(tr);
-                        }
                         run.iter().for_each(|c| emit(f, cb, c, tr, &mut st));
                         (cond.cmd_end_conditional_rendering_ext)(cb);
                     }
-                    uncleared = false;
                     emit_scissors(f, cb, &tr_all, &st);
                 }
             } else {
                 // Per region that may choose this area, the whole pass under its predicate.
                 for (ri, tr) in &candidates {
                     (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
-                    if uncleared {
-                        clear(tr);
-                    }
                     replay_cmds(f, cb, pass, tr);
-                    (cond.cmd_end_conditional_rendering_ext)(cb);
-                }
-                uncleared = false;
-            }
-            if uncleared {
-                for (ri, tr) in &candidates {
-                    (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
-                    clear(tr);
                     (cond.cmd_end_conditional_rendering_ext)(cb);
                 }
             }
