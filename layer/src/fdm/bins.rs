@@ -509,6 +509,26 @@ mod tests {
         }
     }
 
+    /// Per-view viewports: each view's rectangle of a replay is the bounding
+    /// box of its own bins, indexed by view index; a view with no bin there
+    /// (and an index that is no view) gets none.
+    #[test]
+    fn a_replays_view_clips_bound_each_views_bins() {
+        let r = |x, y, w, h| Rect { x, y, w, h };
+        let bins = vec![
+            Bin { rect: r(0, 0, 16, 16), area: (2, 2), views: 0b01 },
+            Bin { rect: r(16, 0, 16, 16), area: (2, 2), views: 0b11 },
+            Bin { rect: r(16, 16, 16, 16), area: (2, 2), views: 0b10 },
+        ];
+        let replay = Replay::new((2, 2), r(0, 0, 32, 32), bins);
+        // Bit 0 is view 0, bit 1 view 2 (view 1 is not in the pass).
+        let clips = replay.view_clips(&[0, 2]);
+        assert_eq!(clips, vec![Some(r(0, 0, 32, 16)), None, Some(r(16, 0, 16, 32))]);
+        let only_first =
+            Replay::new((2, 2), r(0, 0, 16, 16), vec![Bin { rect: r(0, 0, 16, 16), area: (2, 2), views: 1 }]);
+        assert_eq!(only_first.view_clips(&[0, 1]), vec![Some(r(0, 0, 16, 16)), None]);
+    }
+
     /// A density offset shifts the view's grid by the offset: the region
     /// whose centre `c` fetches texel `(c - offset) / texel` is the texel's
     /// own region moved by the offset, and the fetch is clamped at the map's

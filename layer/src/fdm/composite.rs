@@ -382,3 +382,31 @@ unsafe fn record_dispatches(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fdm::bins::Rect;
+    use crate::fdm::replay_plan::CompositeDraw;
+
+    /// The table holds every draw's rectangles, then each rectangle's first
+    /// 8x8 tile within its draw; a draw's tiles are its rectangles' tiles
+    /// (partial tiles at the ends counted).
+    #[test]
+    fn the_tables_first_tiles_count_each_draws_tiles() {
+        let r = |x, y, w, h| Rect { x, y, w, h };
+        let draws = [
+            CompositeDraw { layer: None, area: (2, 2), rects: vec![r(0, 0, 16, 8), r(16, 0, 9, 9)] },
+            CompositeDraw { layer: None, area: (4, 4), rects: vec![r(32, 0, 32, 32)] },
+            CompositeDraw { layer: Some(1), area: (1, 1), rects: vec![] },
+        ];
+        let (t, ranges) = Table::new(&draws);
+        assert_eq!(ranges, vec![(0, 2), (2, 1), (3, 0)]);
+        assert_eq!(t.tiles_at, 12);
+        assert_eq!(&t.words[..4], &[0, 0, 16, 8]);
+        assert_eq!(&t.words[12..], &[0, 2, 0], "first tiles: 2 of the first rectangle, then 2x2 of the second");
+        assert_eq!(t.tiles(0, 2), 2 + 4);
+        assert_eq!(t.tiles(2, 1), 16);
+        assert_eq!(t.tiles(3, 0), 0);
+    }
+}
