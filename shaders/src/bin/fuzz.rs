@@ -624,6 +624,8 @@ enum Pass {
     Fdm,
     /// The first-draw gate of lavapipe's multiview workaround.
     FirstDraw,
+    /// The density map's per-view viewports (`ViewportIndex = ViewIndex`).
+    ViewportIndex,
     Link,
 }
 
@@ -854,6 +856,13 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
                 overlap_shaders::first_draw::gate(&mut m, "main").map(|_| one(&m)).map_err(|e| e.to_string())
             }),
         ));
+        let mut m = module.clone();
+        passes.push((
+            Pass::ViewportIndex,
+            Box::new(move || {
+                overlap_shaders::viewport_index::per_view(&mut m, "main").map(|_| one(&m)).map_err(|e| e.to_string())
+            }),
+        ));
     }
     if side == Side::Consumer {
         let mut m = module.clone();
@@ -1071,7 +1080,16 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         print!("{name:>17}");
     }
     println!();
-    for pass in [Pass::Parse, Pass::Serialized, Pass::Spinlock, Pass::Ordered, Pass::Fdm, Pass::FirstDraw, Pass::Link] {
+    for pass in [
+        Pass::Parse,
+        Pass::Serialized,
+        Pass::Spinlock,
+        Pass::Ordered,
+        Pass::Fdm,
+        Pass::FirstDraw,
+        Pass::ViewportIndex,
+        Pass::Link,
+    ] {
         print!("{:<12}", format!("{pass:?}"));
         for (o, _) in &outcomes {
             print!("{:>17}", stats.outcomes.get(&(pass, *o)).copied().unwrap_or(0));
