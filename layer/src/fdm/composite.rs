@@ -64,7 +64,7 @@ pub(super) struct Prepared {
 enum Writer {
     /// Draws: the upscale's pipelines (one per sample).
     Draw(Upscale),
-    /// Dispatches of the composite's compute pipeline, per rectangle.
+    /// Dispatches of the composite's compute pipeline, one per draw over its tiles.
     Compute(vk::Pipeline),
 }
 
