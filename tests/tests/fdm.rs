@@ -381,18 +381,24 @@ fn multiview_views_get_their_own_areas() {
     }
 }
 
-/// Per-view viewports (issue 33 item 4): where the multiview flush does not
-/// run (here forced off; on a GPU by default), each view of a replay gets a
+/// Per-view viewports (issue 33 item 4): each view of a replay gets a
 /// scissor of its own, over the bins it asked for at the replay's area, and
-/// the per-view checks still pass with the validation layer silent. The plan
-/// lines say so and count fewer fragments than without them
+/// the per-view checks still pass with the validation layer silent, with
+/// lavapipe's multiview flush (its partners gated in turn) and without it.
+/// The plan lines say so and count fewer fragments than without them
 /// (`debug_fdm_without=per_view_viewports`, the earlier path).
 #[test]
 fn multiview_replays_give_each_view_its_own_scissor() {
+    for flush in ["auto", "off"] {
+        per_view_case(flush);
+    }
+}
+
+fn per_view_case(flush: &str) {
     let mut shaded = Vec::new();
     for without in ["", "per_view_viewports"] {
         let o = run(app(Layers::OverlapOverValidation, &["fdm-multiview"])
-            .env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", "off")
+            .env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", flush)
             .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
             .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without));
         o.assert_ok();
@@ -417,7 +423,7 @@ fn multiview_replays_give_each_view_its_own_scissor() {
     for args in
         [&["multiview-ladder", "fdm-device"][..], &["multiview-ladder", "fdm-map"], &["fdm-multiview", "dynamic"]]
     {
-        let o = run(app(Layers::OverlapOverValidation, args).env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", "off"));
+        let o = run(app(Layers::OverlapOverValidation, args).env("VK_OVERLAP_EMULATION_FDM_MULTIVIEW_FLUSH", flush));
         o.assert_ok();
     }
 }

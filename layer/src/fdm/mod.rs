@@ -713,9 +713,8 @@ pub unsafe fn prepare<'a>(
             f2.features.shader_storage_image_write_without_format == vk::TRUE
         }
         && crate::settings::switch(c.inst.settings.fdm_storage_composite, !c.facts.is_llvmpipe());
-    // Per-view viewports: not beside the multiview flush (whose partner pipelines they would need too).
+    // Per-view viewports (beside the multiview flush, their partners get the flush's partners in turn).
     let per_view = mode == Mode::Binned
-        && !flush
         && v11
         && c.facts.has_extension("VK_EXT_shader_viewport_index_layer")
         && !Controls::from_settings(&c.inst.settings).without_per_view_viewports
@@ -1155,6 +1154,11 @@ impl Fdm {
             }
             if let Some(r) = self.reader.lock().take() {
                 r.destroy(d);
+            }
+            // Partners of pipelines the application left alive.
+            multiview_flush::destroy_partners(self);
+            if let Some(pv) = &self.per_view {
+                multiview_flush::destroy_all(self, &pv.partners);
             }
         }
     }
@@ -2552,6 +2556,7 @@ impl Fdm {
         multiview_flush::forget_module(self, module);
         if let Some(pv) = &self.per_view {
             multiview_flush::forget_code(&pv.rewritten, module);
+            multiview_flush::forget_code(&pv.gated, module);
         }
     }
 
@@ -2560,6 +2565,10 @@ impl Fdm {
     fn forget_partners(&self, pipeline: vk::Pipeline) {
         multiview_flush::forget(self, pipeline);
         if let Some(pv) = &self.per_view {
+            // The per-view partner's own flush partner first.
+            if let Some(p) = pv.partner(pipeline) {
+                multiview_flush::forget(self, p);
+            }
             multiview_flush::forget_partner(self, &pv.partners, pipeline);
         }
     }

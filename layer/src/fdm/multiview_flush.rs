@@ -292,6 +292,53 @@ pub(super) unsafe fn make_partner(
     }
 }
 
+/// The flush's partner of `made`, a pipeline made from `info` with the
+/// vertex stage at `at` running `code` (and `viewport` as its viewport
+/// state): the same pipeline with `code` gated (per-view viewports' partners
+/// on a device where the flush runs too). `gated` caches the gated code per
+/// module and entry point.
+///
+/// # Safety
+/// As [`with_vertex`]; `made` was just created that way.
+pub(super) unsafe fn partner_of_rewritten(
+    dev: &DeviceCore,
+    f: &Fdm,
+    (cache, info): (vk::PipelineCache, &vk::GraphicsPipelineCreateInfo),
+    (at, code, key, gated): (usize, &[u32], (vk::ShaderModule, String), &Rewritten),
+    viewport: Option<&vk::PipelineViewportStateCreateInfo>,
+    made: vk::Pipeline,
+) {
+    let Some(flush) = &f.flush else { return };
+    let Some(gated) = cached(gated, key, |key| gate(dev, code, &key.1)) else { return };
+    // SAFETY: the caller's guarantee; the gated code is validated, with the same interface.
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &gated), viewport) } {
+        flush.partners.lock().insert(made, partner);
+        flush.any.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// Every partner the flush made (the device is idle, being destroyed).
+///
+/// # Safety
+/// No pending work uses them.
+pub(super) unsafe fn destroy_partners(f: &Fdm) {
+    if let Some(flush) = &f.flush {
+        // SAFETY: the caller's guarantee.
+        unsafe { destroy_all(f, &flush.partners) };
+    }
+}
+
+/// Every partner in `partners`, destroyed.
+///
+/// # Safety
+/// No pending work uses them.
+pub(super) unsafe fn destroy_all(f: &Fdm, partners: &Mutex<HashMap<vk::Pipeline, vk::Pipeline>>) {
+    for (_, p) in partners.lock().drain() {
+        // SAFETY: the caller's guarantee; the partners are the layer's own.
+        unsafe { (f.below.fp_v1_0().destroy_pipeline)(f.below.handle(), p, std::ptr::null()) };
+    }
+}
+
 /// The code of a vertex module and entry point, made once by `make` and
 /// kept in `map` (`None` too: it could not be made).
 pub(super) type Rewritten = Mutex<HashMap<(vk::ShaderModule, String), Option<std::sync::Arc<Vec<u32>>>>>;

@@ -19,10 +19,10 @@
 //! geometry or mesh stage; [`super::multiview_flush`]) with one viewport and
 //! no `*_WITH_COUNT` dynamic state, whose vertex shader does not write
 //! `ViewportIndex` or `Layer`. A pass binding any other pipeline, or shader
-//! objects, replays as before. Not where the multiview flush runs (lavapipe
-//! by default): its partners are the flush's.
+//! objects, replays as before. Where the multiview flush runs too (lavapipe),
+//! each partner gets the flush's partner in turn, its code gated.
 
-use super::multiview_flush::{cached, eligible, rewritten, with_vertex, Eligible, Rewritten};
+use super::multiview_flush::{cached, eligible, partner_of_rewritten, rewritten, with_vertex, Eligible, Rewritten};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -46,11 +46,18 @@ pub struct PerView {
     /// Per vertex module and entry point: its rewritten code (validated), or
     /// `None` where it cannot be rewritten.
     pub(super) rewritten: Rewritten,
+    /// The same, gated for the multiview flush where it runs too.
+    pub(super) gated: Rewritten,
 }
 
 impl PerView {
     pub fn new(max_viewports: u32) -> PerView {
-        PerView { max_viewports, partners: Default::default(), rewritten: Default::default() }
+        PerView {
+            max_viewports,
+            partners: Default::default(),
+            rewritten: Default::default(),
+            gated: Default::default(),
+        }
     }
 
     /// The partner of `pipeline`, if it has one.
@@ -111,7 +118,8 @@ pub(super) unsafe fn make_partner(
     if !replayed || views > pv.max_viewports || dynamic.iter().any(|d| counted.contains(d)) {
         return;
     }
-    let Some(code) = cached(&pv.rewritten, (vs, name), |key| rewrite(dev, &words, &key.1)) else { return };
+    let key = (vs, name);
+    let Some(code) = cached(&pv.rewritten, key.clone(), |key| rewrite(dev, &words, &key.1)) else { return };
     // The layer made viewports and scissors dynamic for every density-map pipeline: only the counts change.
     let mut vp = *viewport;
     (vp.viewport_count, vp.scissor_count, vp.p_viewports, vp.p_scissors) =
@@ -120,5 +128,8 @@ pub(super) unsafe fn make_partner(
     // viewport counts within `maxViewports` (the layer enabled `multiViewport`), viewports and scissors dynamic.
     if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &code), Some(&vp)) } {
         pv.partners.lock().insert(made, partner);
+        // Where lavapipe's multiview flush runs too, the partner gets the flush's partner in turn: its code gated.
+        // SAFETY: as above; `partner` was just made so.
+        unsafe { partner_of_rewritten(dev, f, (cache, info), (at, &code, key, &pv.gated), Some(&vp), partner) };
     }
 }
