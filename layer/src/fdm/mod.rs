@@ -1528,9 +1528,21 @@ trait RenderPassCreate: Copy {
 }
 
 /// The members of [`RenderPassCreate`] that read the same fields of both
-/// create infos.
+/// create infos, and the command itself (`$command`: the next layer's
+/// `$create` of its `$version` table).
 macro_rules! render_pass_create_fields {
-    () => {
+    ($command:literal, $version:ident, $create:ident) => {
+        const COMMAND: &'static str = $command;
+        unsafe fn create(
+            &self,
+            f: &Fdm,
+            device: vk::Device,
+            alloc: *const vk::AllocationCallbacks<'_>,
+            out: *mut vk::RenderPass,
+        ) -> vk::Result {
+            // SAFETY: the caller's guarantee.
+            unsafe { (f.below.$version().$create)(device, self, alloc, out) }
+        }
         fn p_next(&self) -> *const std::ffi::c_void {
             self.p_next
         }
@@ -1567,21 +1579,10 @@ macro_rules! render_pass_create_fields {
 }
 
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
-    const COMMAND: &'static str = "vkCreateRenderPass";
-    unsafe fn create(
-        &self,
-        f: &Fdm,
-        device: vk::Device,
-        alloc: *const vk::AllocationCallbacks<'_>,
-        out: *mut vk::RenderPass,
-    ) -> vk::Result {
-        // SAFETY: the caller's guarantee.
-        unsafe { (f.below.fp_v1_0().create_render_pass)(device, self, alloc, out) }
-    }
     type Attachment = vk::AttachmentDescription;
     type Subpass = vk::SubpassDescription<'a>;
     type Dependency = vk::SubpassDependency;
-    render_pass_create_fields!();
+    render_pass_create_fields!("vkCreateRenderPass", fp_v1_0, create_render_pass);
     unsafe fn subpass_extras(
         _: &Self::Subpass,
         _: &mut Self::Subpass,
@@ -1613,21 +1614,10 @@ impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
 }
 
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo2<'a> {
-    const COMMAND: &'static str = "vkCreateRenderPass2";
-    unsafe fn create(
-        &self,
-        f: &Fdm,
-        device: vk::Device,
-        alloc: *const vk::AllocationCallbacks<'_>,
-        out: *mut vk::RenderPass,
-    ) -> vk::Result {
-        // SAFETY: the caller's guarantee.
-        unsafe { (f.below.fp_v1_2().create_render_pass2)(device, self, alloc, out) }
-    }
     type Attachment = vk::AttachmentDescription2<'a>;
     type Subpass = vk::SubpassDescription2<'a>;
     type Dependency = vk::SubpassDependency2<'a>;
-    render_pass_create_fields!();
+    render_pass_create_fields!("vkCreateRenderPass2", fp_v1_2, create_render_pass2);
     unsafe fn subpass_extras(
         s: &Self::Subpass,
         copy: &mut Self::Subpass,
