@@ -1284,7 +1284,7 @@ pub unsafe fn create_sampler(
 }
 
 /// Render pass attachment descriptions of either version.
-trait Attachment {
+pub(crate) trait Attachment {
     fn fields(
         &mut self,
     ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp);
@@ -1358,7 +1358,7 @@ unsafe fn render_pass_chain(
 
 /// An attachment reference of either render pass command: the attachment
 /// it names, and itself with its layout translated.
-trait AttachmentRef: Copy {
+pub(crate) trait AttachmentRef: Copy {
     fn attachment(&self) -> u32;
     fn translated(&self) -> Self;
 }
@@ -1384,7 +1384,7 @@ impl AttachmentRef for vk::AttachmentReference2<'_> {
 /// A subpass description of either render pass command: its reference
 /// lists (input, colour, resolve, depth/stencil) with their counts, and
 /// the same description pointing at other lists.
-trait SubpassRefs: Copy {
+pub(crate) trait SubpassRefs: Copy {
     type Ref: AttachmentRef;
     fn lists(&self) -> [(*const Self::Ref, u32); 4];
     fn with_lists(&self, lists: [*const Self::Ref; 4]) -> Self;
@@ -1472,7 +1472,7 @@ unsafe fn remember_pass(
 
 /// What the create infos of `vkCreateRenderPass` and `vkCreateRenderPass2`
 /// share, for one translation of both ([`create_any_render_pass`]).
-trait RenderPassCreate: Copy {
+pub(crate) trait RenderPassCreate: Copy {
     const COMMAND: &'static str;
     /// The command itself, on the next layer.
     ///
@@ -1766,50 +1766,18 @@ unsafe fn create_any_render_pass<I: RenderPassCreate>(
     unsafe { remember_pass(f, r, out, info) }
 }
 
-/// `vkCreateRenderPass`: layouts, stages and access translated, the
-/// density-map structure dropped; the pass remembered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateRenderPass` call.
-pub unsafe fn create_render_pass(
-    dev: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::RenderPassCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::RenderPass,
-) -> vk::Result {
-    // SAFETY: the caller's guarantee.
-    unsafe { create_either_render_pass(dev, f, device, &*info, alloc, out) }
-}
-
-/// `vkCreateRenderPass2`: as [`create_render_pass`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateRenderPass2` call.
-pub unsafe fn create_render_pass2(
-    dev: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::RenderPassCreateInfo2<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::RenderPass,
-) -> vk::Result {
-    // SAFETY: the caller's guarantee.
-    unsafe { create_either_render_pass(dev, f, device, &*info, alloc, out) }
-}
-
-/// Either command's call down, through [`create_any_render_pass`]: the
+/// `vkCreateRenderPass` and `vkCreateRenderPass2` (the create info's type
+/// says which), through [`create_any_render_pass`]: the call down is the
 /// application's (its create info or a translated copy, its allocator and
 /// handle) or the layer's twin (no allocator, the layer's handle).
 ///
 /// # Safety
 /// The arguments are those of a valid call of `I`'s command.
-unsafe fn create_either_render_pass<I: RenderPassCreate>(
+pub(crate) unsafe fn create_render_pass<I: RenderPassCreate>(
     dev: &DeviceCore,
     f: &Fdm,
     device: vk::Device,
-    info: &I,
+    info: *const I,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
 ) -> vk::Result {
@@ -1819,8 +1787,9 @@ unsafe fn create_either_render_pass<I: RenderPassCreate>(
         // SAFETY: the layer's twin of it: the same valid create info with other load ops, no allocator.
         Some(t) => unsafe { ci.create(f, device, std::ptr::null(), t) },
     };
-    // SAFETY: the caller's guarantee; `down` completes the call.
-    unsafe { create_any_render_pass(dev, f, info, down, out) }
+    // SAFETY: the caller's guarantee (VUID-vkCreateRenderPass-pCreateInfo-parameter and its v2 twin); `down`
+    // completes the call.
+    unsafe { create_any_render_pass(dev, f, &*info, down, out) }
 }
 
 /// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated
