@@ -163,10 +163,7 @@ pub(super) unsafe fn prepare(
                         };
                         // A depth/stencil scratch target is sampled through a view of its depth aspect.
                         let image_view = if depth { owned.depth_view(d, a, image)? } else { view };
-                        let sl = [o.up_set_layout];
-                        let set = d.allocate_descriptor_sets(
-                            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
-                        )?[0];
+                        let set = gpu_plan::allocate_sets(d, pool, o.up_set_layout, 1)?[0];
                         gpu_plan::write_upscale_set(d, set, image_view, depth, &bi);
                         sets.push((draw.area, set));
                         set
@@ -294,12 +291,9 @@ unsafe fn compute_layers(
         }
         let t = targets(draw.area).ok_or(vk::Result::ERROR_UNKNOWN)?;
         let scratch = t.views[c.attachment].ok_or(vk::Result::ERROR_UNKNOWN)?;
-        let sl = [o.cs_set_layout];
         // SAFETY: a set of the layer's own layout from the layer's own pool, written with live views and buffer.
         let set = unsafe {
-            let set = d.allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl),
-            )?[0];
+            let set = gpu_plan::allocate_sets(d, pool, o.cs_set_layout, 1)?[0];
             gpu_plan::write_composite_set(d, set, (scratch, view), bi);
             set
         };

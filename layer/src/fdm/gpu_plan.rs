@@ -399,6 +399,23 @@ unsafe fn compute_pipeline(
     }
 }
 
+/// `n` sets of `set_layout` from `pool`.
+///
+/// # Safety
+/// `d` is the device of `pool` and `set_layout`.
+pub(super) unsafe fn allocate_sets(
+    d: &ash::Device,
+    pool: vk::DescriptorPool,
+    set_layout: vk::DescriptorSetLayout,
+    n: usize,
+) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
+    let sl = vec![set_layout; n];
+    // SAFETY: an allocate info built here from the caller's pool and layout.
+    unsafe {
+        d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))
+    }
+}
+
 /// One descriptor of type `ty` at `binding`, for `stages`.
 fn binding(
     binding: u32,
@@ -1260,10 +1277,7 @@ unsafe fn try_make_objects(
             &vk::DescriptorPoolCreateInfo::default().max_sets(1 + n + m).pool_sizes(&sizes),
             None,
         )?;
-        let sl = [o.plan_set_layout];
-        made.plan_set = d.allocate_descriptor_sets(
-            &vk::DescriptorSetAllocateInfo::default().descriptor_pool(made.pool).set_layouts(&sl),
-        )?[0];
+        made.plan_set = allocate_sets(d, made.pool, o.plan_set_layout, 1)?[0];
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         d.update_descriptor_sets(&[storage_write(made.plan_set, 0, &bi)], &[]);
         for (k, &i) in e.stored.iter().enumerate() {
@@ -1299,11 +1313,8 @@ unsafe fn compute_sets(
     owned: &mut Owned,
 ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
     let a = e.atts[i].as_ref().unwrap();
-    let sl = vec![set_layout; AREAS.len() * e.drawn.len()];
-    // SAFETY: an allocate info built here from the layer's own pool and layout (the caller's guarantee).
-    let sets = unsafe {
-        d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))
-    }?;
+    // SAFETY: the layer's own pool and layout (the caller's guarantee).
+    let sets = unsafe { allocate_sets(d, pool, set_layout, AREAS.len() * e.drawn.len()) }?;
     for (j, &layer) in e.drawn.iter().enumerate() {
         let storage = if e.view_mask == 0 && a.plain {
             a.view
@@ -1410,11 +1421,8 @@ unsafe fn upscale_sets(
     owned: &mut Owned,
 ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
     let a = e.atts[i].as_ref().unwrap();
-    let sl = [set_layout; AREAS.len()];
-    // SAFETY: an allocate info built here from the layer's own pool and layout (the caller's guarantee).
-    let sets = unsafe {
-        d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&sl))
-    }?;
+    // SAFETY: the layer's own pool and layout (the caller's guarantee).
+    let sets = unsafe { allocate_sets(d, pool, set_layout, AREAS.len()) }?;
     let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
     let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
     for (set, t) in sets.iter().zip(targets) {

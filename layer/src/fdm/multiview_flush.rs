@@ -225,29 +225,25 @@ pub(super) unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) ->
 /// `None` (logged once per reason) where that cannot be done.
 fn gate(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Gated> {
     let pass = |m: &mut rspirv::dr::Module| overlap_shaders::first_draw::gate(m, name).map_err(|e| e.to_string());
-    let refused = |why: &str| {
-        dev.log().log_once(
-            LogLevel::Info,
-            id::FDM_MULTIVIEW_FLUSH,
-            why,
-            &format!("a multiview pipeline's vertex shader cannot be gated ({why}); it draws as recorded"),
-        )
-    };
-    rewritten(dev, words, (pass, refused), "the multiview flush's first-draw gate")
+    let refused =
+        |why: &str| format!("a multiview pipeline's vertex shader cannot be gated ({why}); it draws as recorded");
+    rewritten(dev, words, pass, (id::FDM_MULTIVIEW_FLUSH, refused), "the multiview flush's first-draw gate")
 }
 
 /// `words` through `pass`, validated (as `what`); `None` where the module
-/// does not parse, `pass` refuses it (`refused` is told why) or the output
-/// fails validation (logged by the check).
+/// does not parse, `pass` refuses it (logged once per reason under `id`,
+/// with the message `refused` makes of the reason) or the output fails
+/// validation (logged by the check).
 pub(super) fn rewritten(
     dev: &DeviceCore,
     words: &[u32],
-    (pass, refused): (impl FnOnce(&mut rspirv::dr::Module) -> Result<(), String>, impl FnOnce(&str)),
+    pass: impl FnOnce(&mut rspirv::dr::Module) -> Result<(), String>,
+    (id, refused): (&str, impl FnOnce(&str) -> String),
     what: &str,
 ) -> Option<std::sync::Arc<Vec<u32>>> {
     let mut m = overlap_shaders::parse(words).ok()?;
     if let Err(why) = pass(&mut m) {
-        refused(&why);
+        dev.log().log_once(LogLevel::Info, id, &why, &refused(&why));
         return None;
     }
     let out = overlap_shaders::assemble(&m);

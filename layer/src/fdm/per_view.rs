@@ -27,7 +27,6 @@ use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
 use crate::id;
-use crate::settings::LogLevel;
 use ash::vk;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -72,14 +71,9 @@ fn rewrite(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Arc<Vec<u32>>>
     let pass =
         |m: &mut rspirv::dr::Module| overlap_shaders::viewport_index::per_view(m, name).map_err(|e| e.to_string());
     let refused = |why: &str| {
-        dev.log().log_once(
-            LogLevel::Info,
-            id::FDM_PER_VIEW,
-            why,
-            &format!("a multiview pipeline's vertex shader cannot write the viewport index ({why}); its passes shade every view at the finest area any view asks for"),
-        )
+        format!("a multiview pipeline's vertex shader cannot write the viewport index ({why}); its passes shade every view at the finest area any view asks for")
     };
-    rewritten(dev, words, (pass, refused), "the density map's per-view viewports")
+    rewritten(dev, words, pass, (id::FDM_PER_VIEW, refused), "the density map's per-view viewports")
 }
 
 /// After the pipeline `made` was created from `info`: its partner, made
