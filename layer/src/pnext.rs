@@ -59,6 +59,38 @@ pub enum StripError {
     Unknown(#[from] UnknownStructure),
 }
 
+/// Turns on core features of a device create info through `enable`: in the
+/// `VkPhysicalDeviceFeatures2` of its copied chain `chain`, or else in a copy
+/// of its `pEnabledFeatures` (returned: the caller points its copy of the
+/// create info at it). `None` (nothing changed) where the
+/// `VkPhysicalDeviceFeatures2` lies in the part of the chain that could not
+/// be copied.
+///
+/// # Safety
+/// `info` is a valid `VkDeviceCreateInfo` whose chain `chain` copies.
+pub unsafe fn enable_core_features(
+    info: &vk::DeviceCreateInfo,
+    chain: &mut Chain,
+    enable: impl Fn(&mut vk::PhysicalDeviceFeatures),
+) -> Option<Option<Box<vk::PhysicalDeviceFeatures>>> {
+    if chain.tail_find::<vk::PhysicalDeviceFeatures2>().is_some() {
+        return None;
+    }
+    if let Some(f2) = chain.get_mut::<vk::PhysicalDeviceFeatures2>() {
+        enable(&mut f2.features);
+        return Some(None);
+    }
+    let mut f = if info.p_enabled_features.is_null() {
+        vk::PhysicalDeviceFeatures::default()
+    } else {
+        // SAFETY: VUID-VkDeviceCreateInfo-pEnabledFeatures-parameter: a non-null pEnabledFeatures points at a valid
+        // structure.
+        unsafe { *info.p_enabled_features }
+    };
+    enable(&mut f);
+    Some(Some(Box::new(f)))
+}
+
 impl Chain {
     /// Copies the chain starting at `p_next`.
     ///

@@ -1835,7 +1835,7 @@ pub(super) unsafe fn replay_gpu(
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled, {} of them dispatched (compute); checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
+                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
                 layout.regions,
                 ra.w,
                 ra.h,

@@ -704,25 +704,20 @@ pub unsafe fn prepare<'a>(
             (c.features2)(&mut vk::PhysicalDeviceFeatures2::default().push_next(&mut m).push_next(&mut p));
             m.multi_draw == vk::TRUE && p.shader_draw_parameters == vk::TRUE
         };
+    let mut core = vk::PhysicalDeviceFeatures2::default();
+    (c.features2)(&mut core);
+    let core = core.features;
     // The composite's compute shader writes attachments of any format as storage images.
     let storage = mode == Mode::Binned
         && conditional
-        && {
-            let mut f2 = vk::PhysicalDeviceFeatures2::default();
-            (c.features2)(&mut f2);
-            f2.features.shader_storage_image_write_without_format == vk::TRUE
-        }
+        && core.shader_storage_image_write_without_format == vk::TRUE
         && crate::settings::switch(c.inst.settings.fdm_storage_composite, !c.facts.is_llvmpipe());
     // Per-view viewports (beside the multiview flush, their partners get the flush's partners in turn).
     let per_view = mode == Mode::Binned
         && v11
-        && c.facts.has_extension("VK_EXT_shader_viewport_index_layer")
+        && c.facts.has_extension(per_view::EXTENSION.to_str().unwrap_or_default())
         && !Controls::from_settings(&c.inst.settings).without_per_view_viewports
-        && {
-            let mut f2 = vk::PhysicalDeviceFeatures2::default();
-            (c.features2)(&mut f2);
-            f2.features.multi_viewport == vk::TRUE
-        };
+        && core.multi_viewport == vk::TRUE;
     // SAFETY: the caller's guarantee.
     match unsafe { strip(down, conditional, flush, (storage, per_view)) } {
         Ok(s) => Ok(Some(s)),
@@ -861,10 +856,23 @@ pub unsafe fn strip<'a>(
     let gpu_plan = gpu_plan && enabled;
     // SAFETY: as above.
     let flush = flush && enabled && unsafe { multiview_flush::enable(info, &mut kept, &mut chain) };
+    // `shaderStorageImageWriteWithoutFormat` for the compute composite, `multiViewport` for per-view viewports;
+    // neither where the application's feature structure lies beyond what the layer could copy.
+    let (storage, per_view) = (storage && gpu_plan, per_view && enabled);
     // SAFETY: as above.
-    let (enabled_features, features) =
-        unsafe { enable_features(info, &mut chain, (storage && gpu_plan, per_view && enabled)) };
-    let (storage_composite, mut per_view) = enabled_features;
+    let features = (storage || per_view).then(|| unsafe {
+        crate::pnext::enable_core_features(info, &mut chain, |f| {
+            if storage {
+                f.shader_storage_image_write_without_format = vk::TRUE;
+            }
+            if per_view {
+                f.multi_viewport = vk::TRUE;
+            }
+        })
+    });
+    let enabled_any = features.as_ref().is_some_and(Option::is_some);
+    let features = features.flatten().flatten();
+    let (storage_composite, mut per_view) = (storage && enabled_any, per_view && enabled_any);
     // With the extension, a Vulkan 1.2 feature structure must enable both of its output built-ins
     // (VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-02835).
     if per_view {
@@ -897,46 +905,6 @@ pub unsafe fn strip<'a>(
     out.info.pp_enabled_extension_names = out._names.as_ptr();
     out.info.p_next = out._chain.head();
     Ok(out)
-}
-
-/// Enables `shaderStorageImageWriteWithoutFormat` (for the compute
-/// composite) and `multiViewport` (for per-view viewports) where wanted: in
-/// the application's `VkPhysicalDeviceFeatures2` (in `chain`), or in a copy
-/// of its `pEnabledFeatures` (returned: the caller points the create info at
-/// it). Which of the two are enabled: neither where the structure lies in
-/// the part of the chain the layer cannot copy.
-///
-/// # Safety
-/// `info` is a valid `VkDeviceCreateInfo` whose chain `chain` copies.
-unsafe fn enable_features(
-    info: &vk::DeviceCreateInfo,
-    chain: &mut Chain,
-    (storage, viewports): (bool, bool),
-) -> ((bool, bool), Option<Box<vk::PhysicalDeviceFeatures>>) {
-    if !(storage || viewports) || chain.tail_find::<vk::PhysicalDeviceFeatures2>().is_some() {
-        return ((false, false), None);
-    }
-    let enable = |f: &mut vk::PhysicalDeviceFeatures| {
-        if storage {
-            f.shader_storage_image_write_without_format = vk::TRUE;
-        }
-        if viewports {
-            f.multi_viewport = vk::TRUE;
-        }
-    };
-    if let Some(f2) = chain.get_mut::<vk::PhysicalDeviceFeatures2>() {
-        enable(&mut f2.features);
-        return ((storage, viewports), None);
-    }
-    let mut f = if info.p_enabled_features.is_null() {
-        vk::PhysicalDeviceFeatures::default()
-    } else {
-        // SAFETY: VUID-VkDeviceCreateInfo-pEnabledFeatures-parameter: a non-null pEnabledFeatures points at a
-        // valid structure.
-        unsafe { *info.p_enabled_features }
-    };
-    enable(&mut f);
-    ((storage, viewports), Some(Box::new(f)))
 }
 
 impl Fdm {

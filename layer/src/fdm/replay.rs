@@ -241,7 +241,7 @@ fn per_view_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], views: &[u32]
     pass.state.commands().chain(&pass.cmds).all(|c| match c {
         Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => planned.iter().all(|r| {
             let chosen = pipelines.get(p).and_then(|i| i.variants.get(&r.replay.area).copied()).unwrap_or(*p);
-            f.per_view.as_ref().is_some_and(|pv| pv.partner(chosen).is_some())
+            pv.partner(chosen).is_some()
         }),
         Cmd::BindShaders(_) => false,
         _ => true,
@@ -323,7 +323,7 @@ fn log_plan(
     dev.log().debug(
         id::FDM_PLAN,
         &format!(
-            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute, a rectangle a dispatch); {commands} commands replayed each; {} scratch sets for its attachments",
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute); {commands} commands replayed each; {} scratch sets for its attachments",
             all_bins.len(),
             replays.len(),
             areas.join(", "),

@@ -229,19 +229,9 @@ pub unsafe fn strip<'a>(
                 f.geometry_shader = vk::TRUE;
             }
         };
-        if let Some(f2) = chain.get_mut::<vk::PhysicalDeviceFeatures2>() {
-            enable(&mut f2.features);
-        } else {
-            let mut f = if info.p_enabled_features.is_null() {
-                vk::PhysicalDeviceFeatures::default()
-            } else {
-                // SAFETY: VUID-VkDeviceCreateInfo-pEnabledFeatures-parameter: a
-                // non-null pEnabledFeatures points at a valid structure.
-                unsafe { *info.p_enabled_features }
-            };
-            enable(&mut f);
-            features = Some(Box::new(f));
-        }
+        // (A feature structure the layer could not copy was refused above.)
+        // SAFETY: `info` is valid and `chain` copies its chain (as above).
+        features = unsafe { crate::pnext::enable_core_features(info, &mut chain, enable) }.flatten();
     }
     // A plain copy: the borrow of the application's data keeps its lifetime `'a`.
     let mut out: vk::DeviceCreateInfo<'a> = *info;
