@@ -704,9 +704,15 @@ pub unsafe fn prepare<'a>(
             (c.features2)(&mut vk::PhysicalDeviceFeatures2::default().push_next(&mut m).push_next(&mut p));
             m.multi_draw == vk::TRUE && p.shader_draw_parameters == vk::TRUE
         };
-    let mut core = vk::PhysicalDeviceFeatures2::default();
-    (c.features2)(&mut core);
-    let core = core.features;
+    // The core features, asked for only where their users can run (binned, Vulkan 1.1: a 1.0 application may not
+    // have `vkGetPhysicalDeviceFeatures2` called for it).
+    let core = (mode == Mode::Binned && v11)
+        .then(|| {
+            let mut core = vk::PhysicalDeviceFeatures2::default();
+            (c.features2)(&mut core);
+            core.features
+        })
+        .unwrap_or_default();
     // The composite's compute shader writes attachments of any format as storage images.
     let storage = mode == Mode::Binned
         && conditional
