@@ -53,7 +53,7 @@ fn lower_locked(
     let r = spinlock::lower(module, &cfg)?;
     Ok((
         format!(
-            "{} section(s) locked per {}{}, {} value(s) spilled",
+            "{} section(s) locked per {}{}{}, {} value(s) spilled",
             r.sections,
             if r.quad_locks {
                 "quad"
@@ -63,13 +63,21 @@ fn lower_locked(
                 "pixel"
             },
             {
-                // A quad lock covers a quad's 2x2 fragments of the largest size.
+                // A quad block lock covers a quad's 2x2 fragments of the largest size.
                 let b = if r.quad_locks { (s.block.0 + 1, s.block.1 + 1) } else { s.block };
                 if b != (0, 0) {
                     format!(" in {}x{} blocks", 1 << b.0, 1 << b.1)
                 } else {
                     String::new()
                 }
+            },
+            if !r.quad_locks && s.quad {
+                format!(
+                    " ({} entered per quad: derivatives, implicit-LOD samples or group operations inside)",
+                    r.quad_sections
+                )
+            } else {
+                String::new()
             },
             r.spilled_values
         ),

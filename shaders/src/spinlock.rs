@@ -110,11 +110,15 @@ pub struct Config {
     /// every fragment in the pixels it covers share the lock. With quad locks
     /// the block is twice as wide and high (a quad's 2x2 fragments).
     pub block: (u32, u32),
-    /// Quad locks (see the module documentation): a quad enters a section as
-    /// a unit. Needs subgroup ballots in fragment shaders (SPIR-V 1.3, which
-    /// the lowering declares); without, each lane takes its own lock.
+    /// Quads (see the module documentation): sections that need a quad's
+    /// lanes together enter as a quad. With `block` (0, 0) the locks stay per
+    /// pixel and only those sections enter per quad, taking their lanes'
+    /// locks in quad order; under a shading rate every section takes a lock
+    /// per quad's block. Needs subgroup ballots in fragment shaders (SPIR-V
+    /// 1.3, which the lowering declares); without, each lane takes its own
+    /// lock.
     pub quad: bool,
-    /// Test-and-test-and-set for quad locks: the leader reads the lock
+    /// Test-and-test-and-set for quad block locks: the leader reads the lock
     /// first and swaps it only where it reads it free; where it is held, the
     /// leader's swap goes to its scratch texel as the other lanes' do, so a
     /// contended lock word sees reads, not atomic swaps.
@@ -126,8 +130,12 @@ pub struct Report {
     pub modes: Vec<Mode>,
     pub sections: usize,
     pub per_sample_locks: bool,
-    /// A quad enters each section as a unit ([`Config::quad`]).
+    /// Quad block locks: a lock per quad's block, every section entered per
+    /// quad ([`Config::quad`] under a shading rate).
     pub quad_locks: bool,
+    /// Sections a quad enters as a unit: every one with quad block locks;
+    /// on per-pixel locks, those that need a quad's lanes together.
+    pub quad_sections: usize,
     /// Values carried out of a section through function variables.
     pub spilled_values: usize,
 }
@@ -276,8 +284,16 @@ struct Lock {
     /// log2 of the lock block actually used (twice the configured one with
     /// quad locks).
     block: (u32, u32),
-    /// Quad locks: `SubgroupLocalInvocationId` and its type.
+    /// `SubgroupLocalInvocationId` and its type, where sections enter per
+    /// quad: all of them with quad block locks, those that need it on
+    /// per-pixel locks ([`LockGuard::section`]).
     quad: Option<(Word, Word)>,
+    /// Quad block locks ([`Config::quad`] under a shading rate): a lock per
+    /// quad's block, every section entered per quad.
+    blocks: bool,
+    /// The functions that (through their calls too) hold an instruction
+    /// that needs a quad's lanes together ([`needs_quad`]).
+    quad_functions: HashSet<Word>,
     /// Id of the lock image variable, and the pointer type for texels.
     var: Word,
     texel_ptr: Word,
@@ -297,8 +313,10 @@ struct Lock {
 
 /// Lowers `module` for the spinlock strategy.
 pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
-    // A quad's 2x2 fragments, each at most the largest fragment size (4x4).
-    let block = if cfg.quad { (cfg.block.0 + 1, cfg.block.1 + 1) } else { cfg.block };
+    // Quad block locks under a shading rate: a quad's 2x2 fragments, each at
+    // most the largest fragment size (4x4). Without one, per-pixel locks.
+    let blocks = cfg.quad && cfg.block != (0, 0);
+    let block = if blocks { (cfg.block.0 + 1, cfg.block.1 + 1) } else { cfg.block };
     if block.0 > 3 || block.1 > 3 {
         return Err(Unsupported::Block(cfg.block));
     }
@@ -365,7 +383,8 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     } else {
         None
     };
-    let quad = if cfg.quad {
+    let quad_functions = if cfg.quad { quad_functions(ids.m) } else { HashSet::new() };
+    let quad = if blocks || !quad_functions.is_empty() {
         for c in [spirv::Capability::GroupNonUniform, spirv::Capability::GroupNonUniformBallot] {
             if !ids.m.capabilities.iter().any(|i| i.operands.first() == Some(&Operand::Capability(c))) {
                 ids.m.capabilities.push(inst(Op::Capability, None, None, vec![Operand::Capability(c)]));
@@ -402,6 +421,8 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     let lock = Lock {
         block,
         quad,
+        blocks,
+        quad_functions,
         var,
         texel_ptr,
         frag_coord,
@@ -417,18 +438,14 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     };
     let _ = (int, bool_t);
 
-    let mut report = Report { modes: found, per_sample_locks: per_sample, quad_locks: cfg.quad, ..Default::default() };
+    let mut report = Report { modes: found, per_sample_locks: per_sample, quad_locks: blocks, ..Default::default() };
     let mut functions = std::mem::take(&mut ids.m.functions);
     for f in &mut functions {
         while let Some((bi, ii)) = find_op(&f.blocks, 0, Op::BeginInvocationInterlockEXT) {
-            let spilled = lower_section(
-                &mut ids,
-                &mut f.blocks,
-                bi,
-                ii,
-                &mut LockGuard { lock: &lock, ptr: 0, held: None, quad: None },
-            )?;
+            let mut guard = LockGuard { lock: &lock, ptr: 0, held: None, quad: None, per_quad: false, release: None };
+            let spilled = lower_section(&mut ids, &mut f.blocks, bi, ii, &mut guard)?;
             report.sections += 1;
+            report.quad_sections += usize::from(lock.blocks || guard.per_quad);
             report.spilled_values += spilled;
         }
         if find_op(&f.blocks, 0, Op::EndInvocationInterlockEXT).is_some() {
@@ -454,6 +471,14 @@ pub(crate) trait Guard {
     fn locals(&mut self) -> Vec<Instruction> {
         Vec::new()
     }
+    /// The section found (`section`: the labels of its blocks), before the
+    /// first try is made.
+    fn section(&mut self, _blocks: &[Block], _section: &HashSet<Word>) {}
+    /// What a failed try does before going round (asked for after
+    /// `try_enter`; empty: nothing, and no block for it).
+    fn failed(&mut self, _ids: &mut Ids) -> Vec<Instruction> {
+        Vec::new()
+    }
 }
 
 /// One lock image texel per pixel (or sample, or block).
@@ -466,6 +491,12 @@ struct LockGuard<'a> {
     held: Option<(Word, Instruction)>,
     /// Quad locks: the ids of the try that leaving uses.
     quad: Option<Quad>,
+    /// On per-pixel locks: this section needs a quad's lanes together, so
+    /// the quad enters as a unit ([`LockGuard::try_enter_prefix`]).
+    per_quad: bool,
+    /// A quad entering on per-pixel locks: the bool that says a failed try
+    /// gives this lane's lock back.
+    release: Option<Word>,
 }
 
 impl Guard for LockGuard<'_> {
@@ -536,8 +567,10 @@ impl Guard for LockGuard<'_> {
             vec![Operand::IdRef(lock.var), Operand::IdRef(coord), Operand::IdRef(zero)],
         ));
         self.ptr = ptr;
-        if let Some(sid) = lock.quad {
-            return self.try_enter_quad(ids, b, sid, pixel, (ux, ly));
+        match lock.quad {
+            Some(sid) if lock.blocks => return self.try_enter_quad(ids, b, sid, pixel, (ux, ly)),
+            Some(sid) if self.per_quad => return self.try_enter_prefix(ids, b, sid),
+            _ => {}
         }
         let helper = ids.op(b, Op::Load, bool_t, &[lock.helper]);
         let old = ids.op(b, Op::AtomicCompareExchange, uint, &[ptr, lock.scope, lock.acquire, lock.relaxed, one, zero]);
@@ -557,8 +590,8 @@ impl Guard for LockGuard<'_> {
             let mut b = Vec::new();
             let h = ids.fresh();
             b.push(inst(Op::Load, Some(bool_t), Some(h), vec![Operand::IdRef(*held)]));
-            let here = Self::quad_bits(ids, &mut b, q, h);
-            let first = Self::lowest(ids, &mut b, q, here);
+            let here = Self::quad_bits(ids, &mut b, &q.lanes, h);
+            let first = Self::lowest(ids, &mut b, &q.lanes, here);
             let ptr = self.texel(ids, &mut b, q, first);
             let (n, dec, left) = (ids.fresh(), ids.fresh(), ids.fresh());
             b.push(inst(Op::BitCount, Some(uint), Some(n), vec![Operand::IdRef(here)]));
@@ -582,7 +615,7 @@ impl Guard for LockGuard<'_> {
             b.push(inst(Op::Store, None, None, vec![Operand::IdRef(*held), Operand::IdRef(f)]));
             return b;
         }
-        vec![inst(
+        let mut b = vec![inst(
             Op::AtomicStore,
             None,
             None,
@@ -592,21 +625,111 @@ impl Guard for LockGuard<'_> {
                 Operand::IdRef(self.lock.release),
                 Operand::IdRef(zero),
             ],
-        )]
+        )];
+        // A quad entering on per-pixel locks: this lane holds its lock no more.
+        if let Some((held, _)) = &self.held {
+            let f = ids.bool_const(false);
+            b.push(inst(Op::Store, None, None, vec![Operand::IdRef(*held), Operand::IdRef(f)]));
+        }
+        b
     }
 
     fn locals(&mut self) -> Vec<Instruction> {
         self.held.take().map(|(_, decl)| decl).into_iter().collect()
     }
+
+    fn section(&mut self, blocks: &[Block], section: &HashSet<Word>) {
+        self.per_quad = self.lock.quad.is_some()
+            && !self.lock.blocks
+            && blocks
+                .iter()
+                .filter(|b| section.contains(&label_of(b)))
+                .flat_map(|b| &b.instructions)
+                .any(|i| needs_quad(i, &self.lock.quad_functions));
+    }
+
+    /// A quad entering on per-pixel locks gives back the locks of lanes
+    /// above one that missed its own (a compare-swap from 1 to 0 where it
+    /// gives back, from a value the lock never holds elsewhere).
+    fn failed(&mut self, ids: &mut Ids) -> Vec<Instruction> {
+        let Some(release) = self.release else { return Vec::new() };
+        let uint = ids.uint();
+        let (zero, one, never) = (ids.uint_const(0), ids.uint_const(1), ids.uint_const(u32::MAX));
+        let mut b = Vec::new();
+        let expected = ids.op(&mut b, Op::Select, uint, &[release, one, never]);
+        let l = self.lock;
+        ids.op(&mut b, Op::AtomicCompareExchange, uint, &[self.ptr, l.scope, l.release, l.relaxed, zero, expected]);
+        b
+    }
 }
 
-/// A quad's lanes and where they point (quad locks).
-struct Quad {
-    /// This lane's word of a ballot, the shift to its quad's 4 bits, and its
-    /// own bit among them.
+/// Whether `i` needs the lanes of its quad to run it together: a
+/// derivative, an implicit-LOD sample or LOD query, a group operation, or a
+/// call of a function in `functions` (those that hold one).
+fn needs_quad(i: &Instruction, functions: &HashSet<Word>) -> bool {
+    let op = i.class.opcode;
+    if op == Op::FunctionCall {
+        return matches!(i.operands.first(), Some(Operand::IdRef(f)) if functions.contains(f));
+    }
+    let name = i.class.opname;
+    op == Op::ImageQueryLod
+        || name.starts_with("DPd")
+        || name.starts_with("Fwidth")
+        || name.contains("ImplicitLod")
+        || name.starts_with("GroupNonUniform")
+        || name.starts_with("Subgroup")
+        || name.starts_with("Group") && name.ends_with("AMD")
+}
+
+/// The functions of `m` that hold an instruction that needs a quad's lanes
+/// together ([`needs_quad`]), directly or through the functions they call.
+fn quad_functions(m: &Module) -> HashSet<Word> {
+    let mut found = HashSet::new();
+    loop {
+        let more: Vec<Word> = m
+            .functions
+            .iter()
+            .filter_map(|f| f.def.as_ref()?.result_id)
+            .zip(&m.functions)
+            .filter(|(id, f)| {
+                !found.contains(id) && f.blocks.iter().flat_map(|b| &b.instructions).any(|i| needs_quad(i, &found))
+            })
+            .map(|(id, _)| id)
+            .collect();
+        if more.is_empty() {
+            return found;
+        }
+        found.extend(more);
+    }
+}
+
+/// This lane's word of a ballot, the shift to its quad's 4 bits, and its
+/// own bit among them.
+struct Lanes {
     word: Word,
     shift: Word,
     me: Word,
+}
+
+impl Lanes {
+    /// This lane's place in the ballots (`sid`: `SubgroupLocalInvocationId`).
+    fn of(ids: &mut Ids, b: &mut Vec<Instruction>, sid: (Word, Word)) -> Lanes {
+        let uint = ids.uint();
+        let (one, three, five, quad_base) =
+            (ids.uint_const(1), ids.uint_const(3), ids.uint_const(5), ids.uint_const(28));
+        let raw = ids.op(b, Op::Load, sid.1, &[sid.0]);
+        let lane = if sid.1 == uint { raw } else { ids.op(b, Op::Bitcast, uint, &[raw]) };
+        let word = ids.op(b, Op::ShiftRightLogical, uint, &[lane, five]);
+        let shift = ids.op(b, Op::BitwiseAnd, uint, &[lane, quad_base]);
+        let within = ids.op(b, Op::BitwiseAnd, uint, &[lane, three]);
+        let me = ids.op(b, Op::ShiftLeftLogical, uint, &[one, within]);
+        Lanes { word, shift, me }
+    }
+}
+
+/// A quad's lanes and where they point (quad block locks).
+struct Quad {
+    lanes: Lanes,
     /// The lock's texel, and this lane's scratch texel (never written): x, y.
     lock: (Word, Word),
     scratch: (Word, Word),
@@ -614,7 +737,7 @@ struct Quad {
 
 impl LockGuard<'_> {
     /// The 4 bits of this lane's quad in a ballot of `pred`.
-    fn quad_bits(ids: &mut Ids, b: &mut Vec<Instruction>, q: &Quad, pred: Word) -> Word {
+    fn quad_bits(ids: &mut Ids, b: &mut Vec<Instruction>, q: &Lanes, pred: Word) -> Word {
         let uint = ids.uint();
         let v4uint = ids.global(Op::TypeVector, None, vec![Operand::IdRef(uint), Operand::LiteralBit32(4)]);
         let subgroup = ids.uint_const(spirv::Scope::Subgroup as u32);
@@ -643,7 +766,7 @@ impl LockGuard<'_> {
     }
 
     /// Whether this lane is the lowest of `bits` (none: false).
-    fn lowest(ids: &mut Ids, b: &mut Vec<Instruction>, q: &Quad, bits: Word) -> Word {
+    fn lowest(ids: &mut Ids, b: &mut Vec<Instruction>, q: &Lanes, bits: Word) -> Word {
         let (uint, bool_t) = (ids.uint(), ids.bool());
         let (negated, low, is) = (ids.fresh(), ids.fresh(), ids.fresh());
         b.push(inst(Op::SNegate, Some(uint), Some(negated), vec![Operand::IdRef(bits)]));
@@ -694,15 +817,7 @@ impl LockGuard<'_> {
         let lock = self.lock;
         let (uint, int, bool_t) = (ids.uint(), ids.int(), ids.bool());
         let half = lock.size / 2;
-        let (zero, one, three, five, quad_base, never, half_mask) = (
-            ids.uint_const(0),
-            ids.uint_const(1),
-            ids.uint_const(3),
-            ids.uint_const(5),
-            ids.uint_const(28),
-            ids.uint_const(u32::MAX),
-            ids.uint_const(half - 1),
-        );
+        let (zero, never, half_mask) = (ids.uint_const(0), ids.uint_const(u32::MAX), ids.uint_const(half - 1));
         let half_c = ids.uint_const(half);
         // Locks in the left half of the image, scratch texels in the right.
         let lx = ids.op(b, Op::BitwiseAnd, uint, &[lock_xy.0, half_mask]);
@@ -713,17 +828,12 @@ impl LockGuard<'_> {
         let sy = ids.op(b, Op::BitwiseAnd, uint, &[pixel.1, lock.size_mask]);
         let (jx, jy) = (ids.op(b, Op::Bitcast, int, &[sx]), ids.op(b, Op::Bitcast, int, &[sy]));
 
-        let raw = ids.op(b, Op::Load, sid.1, &[sid.0]);
-        let lane = if sid.1 == uint { raw } else { ids.op(b, Op::Bitcast, uint, &[raw]) };
+        let lanes = Lanes::of(ids, b, sid);
         let helper = ids.op(b, Op::Load, bool_t, &[lock.helper]);
         let counts = ids.op(b, Op::LogicalNot, bool_t, &[helper]);
-        let word = ids.op(b, Op::ShiftRightLogical, uint, &[lane, five]);
-        let shift = ids.op(b, Op::BitwiseAnd, uint, &[lane, quad_base]);
-        let within = ids.op(b, Op::BitwiseAnd, uint, &[lane, three]);
-        let me = ids.op(b, Op::ShiftLeftLogical, uint, &[one, within]);
-        let q = Quad { word, shift, me, lock: (ix, iy), scratch: (jx, jy) };
-        let active = Self::quad_bits(ids, b, &q, counts);
-        let leader = Self::lowest(ids, b, &q, active);
+        let q = Quad { lanes, lock: (ix, iy), scratch: (jx, jy) };
+        let active = Self::quad_bits(ids, b, &q.lanes, counts);
+        let leader = Self::lowest(ids, b, &q.lanes, active);
         // Test and test-and-set: the leader swaps only a lock it reads free
         // (a relaxed read; the swap's acquire orders the section).
         let leader = if lock.ttas {
@@ -741,25 +851,76 @@ impl LockGuard<'_> {
             ids.op(b, Op::AtomicCompareExchange, uint, &[ptr, lock.scope, lock.acquire, lock.relaxed, n, expected]);
         let free = ids.op(b, Op::IEqual, bool_t, &[old, zero]);
         let took = ids.op(b, Op::LogicalAnd, bool_t, &[leader, free]);
-        let taken = Self::quad_bits(ids, b, &q, took);
+        let taken = Self::quad_bits(ids, b, &q.lanes, took);
         let quad_took = ids.op(b, Op::INotEqual, bool_t, &[taken, zero]);
         // A quad of helpers only takes no lock (its atomics have no effect).
         let helpers_only = ids.op(b, Op::IEqual, bool_t, &[active, zero]);
         let entered = ids.op(b, Op::LogicalOr, bool_t, &[quad_took, helpers_only]);
-        let held = match &self.held {
-            Some((v, _)) => *v,
-            None => {
-                let ptr_t = ids.pointer(StorageClass::Function, bool_t);
-                let v = ids.fresh();
-                let decl =
-                    inst(Op::Variable, Some(ptr_t), Some(v), vec![Operand::StorageClass(StorageClass::Function)]);
-                self.held = Some((v, decl));
-                v
-            }
-        };
+        let held = self.held_variable(ids);
         b.push(inst(Op::Store, None, None, vec![Operand::IdRef(held), Operand::IdRef(counts)]));
         self.quad = Some(q);
         entered
+    }
+
+    /// The function variable that says this lane holds (quad block locks:
+    /// counts in) its lock; false at the function's start (and again after
+    /// every section: leaving clears it).
+    fn held_variable(&mut self, ids: &mut Ids) -> Word {
+        if let Some((v, _)) = &self.held {
+            return *v;
+        }
+        let bool_t = ids.bool();
+        let f = ids.bool_const(false);
+        let ptr_t = ids.pointer(StorageClass::Function, bool_t);
+        let v = ids.fresh();
+        let decl = inst(
+            Op::Variable,
+            Some(ptr_t),
+            Some(v),
+            vec![Operand::StorageClass(StorageClass::Function), Operand::IdRef(f)],
+        );
+        self.held = Some((v, decl));
+        v
+    }
+
+    /// One try of a quad on per-pixel locks: every active non-helper lane
+    /// swaps its own lock from 0 to 1 (one it holds from an earlier try stays
+    /// held: the swap fails), and a lane keeps its lock only while every
+    /// lane below it in the quad holds its own. The quad enters when all of
+    /// them hold theirs; otherwise the lanes above the first that missed
+    /// give theirs back ([`Guard::failed`]) and the quad goes round. Quads
+    /// that share pixels are laid out alike (a quad's lanes are its 2x2
+    /// fragments in a fixed order), so every one takes the locks in the
+    /// same order: the holder of the lowest contended lock always gets on,
+    /// and no quad waits for a lock while holding one that its holder's
+    /// quad needs earlier.
+    fn try_enter_prefix(&mut self, ids: &mut Ids, b: &mut Vec<Instruction>, sid: (Word, Word)) -> Word {
+        let lock = self.lock;
+        let (uint, bool_t) = (ids.uint(), ids.bool());
+        let (zero, one) = (ids.uint_const(0), ids.uint_const(1));
+        let lanes = Lanes::of(ids, b, sid);
+        let helper = ids.op(b, Op::Load, bool_t, &[lock.helper]);
+        let counts = ids.op(b, Op::LogicalNot, bool_t, &[helper]);
+        let old =
+            ids.op(b, Op::AtomicCompareExchange, uint, &[self.ptr, lock.scope, lock.acquire, lock.relaxed, one, zero]);
+        let free = ids.op(b, Op::IEqual, bool_t, &[old, zero]);
+        let got = ids.op(b, Op::LogicalAnd, bool_t, &[free, counts]);
+        let held = self.held_variable(ids);
+        let had = ids.op(b, Op::Load, bool_t, &[held]);
+        let have = ids.op(b, Op::LogicalOr, bool_t, &[had, got]);
+        let active = Self::quad_bits(ids, b, &lanes, counts);
+        let holding = Self::quad_bits(ids, b, &lanes, have);
+        // A quad of helpers only enters at once (both ballots empty).
+        let all = ids.op(b, Op::IEqual, bool_t, &[holding, active]);
+        let below = ids.op(b, Op::ISub, uint, &[lanes.me, one]);
+        let lower = ids.op(b, Op::BitwiseAnd, uint, &[active, below]);
+        let lower_held = ids.op(b, Op::BitwiseAnd, uint, &[lower, holding]);
+        let keep = ids.op(b, Op::IEqual, bool_t, &[lower_held, lower]);
+        let kept = ids.op(b, Op::LogicalAnd, bool_t, &[have, keep]);
+        let give_back = ids.op(b, Op::LogicalNotEqual, bool_t, &[have, kept]);
+        b.push(inst(Op::Store, None, None, vec![Operand::IdRef(held), Operand::IdRef(kept)]));
+        self.release = Some(give_back);
+        all
     }
 }
 
@@ -774,6 +935,7 @@ pub(crate) fn lower_section(
     guard: &mut dyn Guard,
 ) -> Result<usize, Unsupported> {
     let s = find_section(ids, blocks, bi, ii)?;
+    guard.section(blocks, &s.blocks);
     let (h, body, sel_merge, cont) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
     let bool_t = ids.bool();
     let t_true = ids.bool_const(true);
@@ -782,6 +944,13 @@ pub(crate) fn lower_section(
     // Body: one try to enter.
     let mut b = Vec::new();
     let acquired = guard.try_enter(ids, &mut b);
+    // What a failed try does, in a block of its own on the way round.
+    let fail = Some(guard.failed(ids)).filter(|f| !f.is_empty()).map(|mut f| {
+        let id = ids.fresh();
+        f.push(inst(Op::Branch, None, None, vec![Operand::IdRef(sel_merge)]));
+        block(id, f)
+    });
+    let not_entered = fail.as_ref().map_or(body, label_of);
     b.push(inst(
         Op::SelectionMerge,
         None,
@@ -792,7 +961,7 @@ pub(crate) fn lower_section(
         Op::BranchConditional,
         None,
         None,
-        vec![Operand::IdRef(acquired), Operand::IdRef(s.s0), Operand::IdRef(sel_merge)],
+        vec![Operand::IdRef(acquired), Operand::IdRef(s.s0), Operand::IdRef(fail.as_ref().map_or(sel_merge, label_of))],
     ));
     release_on_leaving(ids, blocks, &s, guard, sel_merge);
     // X enters the loop.
@@ -820,7 +989,12 @@ pub(crate) fn lower_section(
                 Op::Phi,
                 Some(bool_t),
                 Some(done),
-                vec![Operand::IdRef(t_true), Operand::IdRef(s.exit_id), Operand::IdRef(t_false), Operand::IdRef(body)],
+                vec![
+                    Operand::IdRef(t_true),
+                    Operand::IdRef(s.exit_id),
+                    Operand::IdRef(t_false),
+                    Operand::IdRef(not_entered),
+                ],
             ),
             inst(Op::Branch, None, None, vec![Operand::IdRef(cont)]),
         ],
@@ -838,7 +1012,7 @@ pub(crate) fn lower_section(
 
     // Values defined in the section and used after it go through variables.
     let spilled = spill_escaping(ids, blocks, &s.blocks, s.yt)?;
-    reorder(blocks, &s, [h_blk, body_blk], [sm_blk, c_blk])?;
+    reorder(blocks, &s, [h_blk, body_blk], fail.into_iter().chain([sm_blk, c_blk]))?;
     let locals = guard.locals();
     for (k, v) in locals.into_iter().enumerate() {
         blocks[0].instructions.insert(k, v);
@@ -945,8 +1119,13 @@ fn release_on_leaving(ids: &mut Ids, blocks: &mut [Block], s: &Section, guard: &
 }
 
 /// Puts the blocks in order: ..., X, the `head` (H, Body), the section...,
-/// the `tail` (SM, C), Yt, the rest.
-fn reorder(blocks: &mut Vec<Block>, s: &Section, head: [Block; 2], tail: [Block; 2]) -> Result<(), Unsupported> {
+/// the `tail` (the failed try's block if any, SM, C), Yt, the rest.
+fn reorder(
+    blocks: &mut Vec<Block>,
+    s: &Section,
+    head: [Block; 2],
+    tail: impl IntoIterator<Item = Block>,
+) -> Result<(), Unsupported> {
     let old = std::mem::take(blocks);
     let (mut before, mut sec, mut after) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen_x = false;
@@ -1120,11 +1299,17 @@ mod tests {
     }
 
     const QUAD: Config = Config { quad: true, ..CFG };
+    /// Under a 2x2 largest shading rate: quad block locks.
+    const QUAD_BLOCKS: Config = Config { quad: true, block: (1, 1), ..CFG };
 
     fn lower_quad(mode: &str, body: &str) -> (Report, String) {
+        lower_quad_with(&QUAD_BLOCKS, mode, body)
+    }
+
+    fn lower_quad_with(cfg: &Config, mode: &str, body: &str) -> (Report, String) {
         let src = format!("{HEAD}layout({mode}) in;\n{IMG}{body}\n");
         let mut m = parse(&glsl(&src, "frag").unwrap()).unwrap();
-        let report = lower(&mut m, &QUAD).unwrap();
+        let report = lower(&mut m, cfg).unwrap();
         let out = assemble(&m);
         let text = disassemble(&out);
         validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -1139,7 +1324,7 @@ mod tests {
         let body = "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }";
         let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}{body}\n");
         let mut m = parse(&glsl(&src, "frag").unwrap()).unwrap();
-        lower(&mut m, &Config { ttas: true, ..QUAD }).unwrap();
+        lower(&mut m, &Config { ttas: true, ..QUAD_BLOCKS }).unwrap();
         let out = assemble(&m);
         let text = disassemble(&out);
         validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -1157,7 +1342,7 @@ mod tests {
         let body = "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); vec2 d = dFdx(gl_FragCoord.xy); endInvocationInterlockARB(); o = vec4(d, 0, 1); }";
         for mode in ["pixel_interlock_ordered", "sample_interlock_unordered"] {
             let (r, text) = lower_quad(mode, body);
-            assert!(r.quad_locks && r.sections == 1, "{text}");
+            assert!(r.quad_locks && r.sections == 1 && r.quad_sections == 1, "{text}");
             // Two for the try, one for leaving.
             assert_eq!(text.matches("OpGroupNonUniformBallot").count(), 3, "{text}");
             assert!(text.contains("OpCapability GroupNonUniformBallot"), "{text}");
@@ -1167,7 +1352,7 @@ mod tests {
             // Released by a count: the lanes that leave take themselves off.
             assert_eq!(text.matches("OpAtomicISub").count(), 1, "{text}");
             assert!(!text.contains("OpAtomicStore"), "{text}");
-            // Two for the block, beside the ballots' (by 5 and by the quad's first lane).
+            // Two for the block, beside the ballots' (by 5, and by the quad's first lane: three ballots).
             assert_eq!(text.matches("OpShiftRightLogical").count() - 4, 2, "{text}");
             // Every atomic on a texel the lock's or the lane's scratch: selected.
             assert_eq!(text.matches("OpImageTexelPointer").count(), 3, "{text}");
@@ -1184,7 +1369,8 @@ mod tests {
         assert!(!text.contains("OpGroupNonUniform"), "{text}");
     }
 
-    /// The block: 2x2 pixels without a shading rate, 8x8 at 4x4 fragments.
+    /// Without a shading rate the locks stay per pixel (no shift); under one,
+    /// a quad's block: 8x8 at 4x4 fragments.
     #[test]
     fn quad_blocks_are_twice_the_fragment_size() {
         let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }}\n");
@@ -1202,6 +1388,54 @@ mod tests {
         assert_eq!(shifts(&Config { block: (2, 2), ..QUAD }), 2);
         let mut m = parse(&words).unwrap();
         assert_eq!(lower(&mut m, &Config { block: (3, 2), ..QUAD }), Err(Unsupported::Block((3, 2))));
+    }
+
+    /// On per-pixel locks (no shading rate), only a section that needs a
+    /// quad's lanes together enters per quad: a derivative, an implicit-LOD
+    /// sample, a group operation, also inside a function the section calls.
+    /// Such a try: each lane's compare-swap on its own lock, two ballots
+    /// (who counts, who holds), and a failed try's give-back (a second
+    /// compare-swap, in a block of its own); leaving is the per-lane store.
+    #[test]
+    fn per_pixel_locks_enter_per_quad_only_where_the_section_needs_it() {
+        let tex = "layout(binding=1) uniform sampler2D t;\n";
+        let needs = [
+            "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); vec2 d = dFdx(gl_FragCoord.xy); endInvocationInterlockARB(); o = vec4(d, 0, 1); }",
+            "vec2 slope(vec2 v) { return fwidth(v); }\nvoid main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); vec2 d = slope(gl_FragCoord.xy); imageStore(img, p, uvec4(d.x)); endInvocationInterlockARB(); o = vec4(d, 0, 1); }",
+            &format!("{tex}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); vec4 c = texture(t, gl_FragCoord.xy / 64.0); imageStore(img, p, uvec4(c * 255.0)); endInvocationInterlockARB(); o = c; }}"),
+        ];
+        for body in needs {
+            let (r, text) = lower_quad_with(&QUAD, "pixel_interlock_ordered", body);
+            assert!(!r.quad_locks && r.sections == 1 && r.quad_sections == 1, "{text}");
+            assert_eq!(text.matches("OpGroupNonUniformBallot").count(), 2, "{text}");
+            assert_eq!(text.matches("OpAtomicCompareExchange").count(), 2, "{text}");
+            assert_eq!(text.matches("OpAtomicStore").count(), 1, "{text}");
+            assert!(!text.contains("OpAtomicISub"), "{text}");
+            // One lock a pixel: no block shift, one texel pointer.
+            assert_eq!(text.matches("OpImageTexelPointer").count(), 1, "{text}");
+        }
+        // Derivatives, samples and group operations outside the section alone: per lane.
+        let apart = [
+            "void main() { vec2 d = dFdx(gl_FragCoord.xy); ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(d, 0, 1); }",
+            &format!("{tex}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = texture(t, gl_FragCoord.xy / 64.0); }}"),
+        ];
+        for body in apart {
+            let (r, text) = lower_quad_with(&QUAD, "pixel_interlock_ordered", body);
+            assert!(r.sections == 1 && r.quad_sections == 0, "{text}");
+            assert!(!text.contains("OpGroupNonUniformBallot"), "{text}");
+            assert_eq!(text.matches("OpAtomicCompareExchange").count(), 1, "{text}");
+        }
+        // A discard inside: the lane gives its lock back and holds it no more, then leaves.
+        let (r, text) = lower_quad_with(
+            &QUAD,
+            "pixel_interlock_ordered",
+            "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); uint v = imageLoad(img, p).x; if (v > 5u) discard; imageStore(img, p, uvec4(v + 1u) + uvec4(dFdx(gl_FragCoord.x))); endInvocationInterlockARB(); o = vec4(1); }",
+        );
+        assert_eq!(r.quad_sections, 1);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        let kill = lines.iter().position(|l| *l == "OpKill" || *l == "OpTerminateInvocation").expect("kill");
+        assert!(lines[kill - 2].starts_with("OpAtomicStore"), "{text}");
+        assert!(lines[kill - 1].starts_with("OpStore"), "{text}");
     }
 
     /// A discard or demote inside the section: the lane takes itself off the
@@ -1222,7 +1456,7 @@ mod tests {
             "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n#extension GL_EXT_demote_to_helper_invocation : require\nlayout(pixel_interlock_ordered) in;\n{IMG}void main() {{ ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); uint v = imageLoad(img, p).x; if (v > 5u) demote; imageStore(img, p, uvec4(v + 1u)); endInvocationInterlockARB(); o = vec4(1); }}\n"
         );
         let mut m = parse(&glsl(&demote, "frag").unwrap()).unwrap();
-        lower(&mut m, &QUAD).unwrap();
+        lower(&mut m, &QUAD_BLOCKS).unwrap();
         let out = assemble(&m);
         let text = disassemble(&out);
         validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -283,16 +283,21 @@ fn no_critical_section_run_checks_every_word_and_lavapipe_serializes_it() {
 }
 
 /// OIT through interlock matches the CPU reference (sorted per-pixel lists
-/// composited back to front), under every strategy.
+/// composited back to front), under every strategy. The spinlock takes its
+/// sections (no derivative inside) per lane, one lock a pixel.
 #[test]
 fn oit_scene_matches_its_cpu_reference() {
     for strategy in ["serialized", "spinlock", "ordered"] {
         let o = run(app(Layers::OverlapOverValidation, &["oit", "256", "192"])
             .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", strategy)
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
             .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256"));
         o.assert_ok();
         let line = o.stdout.lines().find(|l| l.starts_with("oit=")).unwrap();
         assert!(line.contains("max_diff=0 wrong_pixels=0"), "{strategy}: {line}");
+        if strategy == "spinlock" {
+            assert!(o.stderr.contains("section(s) locked per pixel (0 entered per quad"), "{}", o.stderr);
+        }
     }
 }
 
@@ -536,7 +541,8 @@ fn derivative_field(o: &harness::Outcome, key: &str) -> u64 {
 }
 
 /// Derivatives inside a spinlock section: a quad enters as a unit (its lanes
-/// share a lock and run the section in one iteration of the retry loop), so
+/// take their pixels' locks and run the section in one iteration of the
+/// retry loop), so
 /// they hold in every quad (gl_FragCoord's, and those of a value read inside
 /// the section); 4 overlapping full-screen triangles, the validation layer
 /// below; no word lost. The unordered strategy's spinlock sections and the
@@ -560,7 +566,8 @@ fn derivatives_inside_a_spinlock_section_are_per_quad() {
     let run_with = |extra: &[(&str, &str)]| run_args(&["quad-derivatives", "64", "4"], extra);
     let o = run_with(&[]);
     o.assert_ok();
-    assert!(o.stderr.contains("locked per quad in 2x2 blocks"), "{}", o.stderr);
+    // Locks stay per pixel; the section (derivatives inside) enters per quad.
+    assert!(o.stderr.contains("1 section(s) locked per pixel (1 entered per quad"), "{}", o.stderr);
     assert!(!o.overlap_messages().contains(&"OVERLAP-Spinlock-Per-Lane"));
     assert_eq!(derivative_field(&o, "invocations"), 4 * 64 * 64);
     assert_eq!(derivative_field(&o, "errors"), 0, "{}", o.stdout);
