@@ -442,7 +442,8 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     let mut functions = std::mem::take(&mut ids.m.functions);
     for f in &mut functions {
         while let Some((bi, ii)) = find_op(&f.blocks, 0, Op::BeginInvocationInterlockEXT) {
-            let mut guard = LockGuard { lock: &lock, ptr: 0, held: None, quad: None, per_quad: false, release: None };
+            let mut guard =
+                LockGuard { lock: &lock, ptr: 0, held: None, turn: None, quad: None, per_quad: false, release: None };
             let spilled = lower_section(&mut ids, &mut f.blocks, bi, ii, &mut guard)?;
             report.sections += 1;
             report.quad_sections += usize::from(lock.blocks || guard.per_quad);
@@ -489,6 +490,10 @@ struct LockGuard<'a> {
     /// Quad locks: the function variable that says this lane still counts
     /// in the lock (a non-helper lane in the section), and its declaration.
     held: Option<(Word, Instruction)>,
+    /// A quad entering on per-pixel locks: the function variable that says
+    /// this lane may swap its lock in the next try (every lane below it
+    /// holds its own), true outside sections.
+    turn: Option<(Word, Instruction)>,
     /// Quad locks: the ids of the try that leaving uses.
     quad: Option<Quad>,
     /// On per-pixel locks: this section needs a quad's lanes together, so
@@ -635,7 +640,7 @@ impl Guard for LockGuard<'_> {
     }
 
     fn locals(&mut self) -> Vec<Instruction> {
-        self.held.take().map(|(_, decl)| decl).into_iter().collect()
+        [self.held.take(), self.turn.take()].into_iter().flatten().map(|(_, decl)| decl).collect()
     }
 
     fn section(&mut self, blocks: &[Block], section: &HashSet<Word>) {
@@ -661,6 +666,24 @@ impl Guard for LockGuard<'_> {
         ids.op(&mut b, Op::AtomicCompareExchange, uint, &[self.ptr, l.scope, l.release, l.relaxed, zero, expected]);
         b
     }
+}
+
+/// A function variable of type bool that starts as `init`, and its
+/// declaration.
+fn bool_variable(ids: &mut Ids, init: bool) -> (Word, Instruction) {
+    let bool_t = ids.bool();
+    let c = ids.bool_const(init);
+    let ptr_t = ids.pointer(StorageClass::Function, bool_t);
+    let v = ids.fresh();
+    (
+        v,
+        inst(
+            Op::Variable,
+            Some(ptr_t),
+            Some(v),
+            vec![Operand::StorageClass(StorageClass::Function), Operand::IdRef(c)],
+        ),
+    )
 }
 
 /// Whether `i` needs the lanes of its quad to run it together: a
@@ -866,45 +889,47 @@ impl LockGuard<'_> {
     /// counts in) its lock; false at the function's start (and again after
     /// every section: leaving clears it).
     fn held_variable(&mut self, ids: &mut Ids) -> Word {
-        if let Some((v, _)) = &self.held {
-            return *v;
+        if self.held.is_none() {
+            self.held = Some(bool_variable(ids, false));
         }
-        let bool_t = ids.bool();
-        let f = ids.bool_const(false);
-        let ptr_t = ids.pointer(StorageClass::Function, bool_t);
-        let v = ids.fresh();
-        let decl = inst(
-            Op::Variable,
-            Some(ptr_t),
-            Some(v),
-            vec![Operand::StorageClass(StorageClass::Function), Operand::IdRef(f)],
-        );
-        self.held = Some((v, decl));
-        v
+        self.held.as_ref().map_or(0, |(v, _)| *v)
     }
 
-    /// One try of a quad on per-pixel locks: every active non-helper lane
-    /// swaps its own lock from 0 to 1 (one it holds from an earlier try stays
-    /// held: the swap fails), and a lane keeps its lock only while every
-    /// lane below it in the quad holds its own. The quad enters when all of
-    /// them hold theirs; otherwise the lanes above the first that missed
-    /// give theirs back ([`Guard::failed`]) and the quad goes round. Quads
-    /// that share pixels are laid out alike (a quad's lanes are its 2x2
-    /// fragments in a fixed order), so every one takes the locks in the
-    /// same order: the holder of the lowest contended lock always gets on,
-    /// and no quad waits for a lock while holding one that its holder's
-    /// quad needs earlier.
+    /// One try of a quad on per-pixel locks. A lane keeps its pixel's lock
+    /// only while every active lane below it in the quad holds its own, and
+    /// the quad enters when all of them hold theirs. The first try swaps
+    /// every lane's lock at once; a failed try gives back the locks above
+    /// the first lane that missed ([`Guard::failed`]), and from then on only
+    /// a lane whose lower lanes all hold swaps its own: one lock a try, in
+    /// quad order. Quads that share pixels are laid out alike (a quad's lanes
+    /// are its 2x2 fragments in a fixed order), so every quad takes the
+    /// contended locks in the same order: a quad waits only for a lock
+    /// above every one it holds, and the holder of the highest awaited lock
+    /// waits for nothing, so some quad always gets on. (Were every lane to
+    /// swap at every try, two quads of one subgroup could each take a lock
+    /// of the other's and give it back, try after try, for ever.)
     fn try_enter_prefix(&mut self, ids: &mut Ids, b: &mut Vec<Instruction>, sid: (Word, Word)) -> Word {
         let lock = self.lock;
         let (uint, bool_t) = (ids.uint(), ids.bool());
-        let (zero, one) = (ids.uint_const(0), ids.uint_const(1));
+        let (zero, one, never) = (ids.uint_const(0), ids.uint_const(1), ids.uint_const(u32::MAX));
         let lanes = Lanes::of(ids, b, sid);
         let helper = ids.op(b, Op::Load, bool_t, &[lock.helper]);
         let counts = ids.op(b, Op::LogicalNot, bool_t, &[helper]);
-        let old =
-            ids.op(b, Op::AtomicCompareExchange, uint, &[self.ptr, lock.scope, lock.acquire, lock.relaxed, one, zero]);
+        if self.turn.is_none() {
+            self.turn = Some(bool_variable(ids, true));
+        }
+        let turn_var = self.turn.as_ref().map_or(0, |(v, _)| *v);
+        let turn = ids.op(b, Op::Load, bool_t, &[turn_var]);
+        let expected = ids.op(b, Op::Select, uint, &[turn, zero, never]);
+        let old = ids.op(
+            b,
+            Op::AtomicCompareExchange,
+            uint,
+            &[self.ptr, lock.scope, lock.acquire, lock.relaxed, one, expected],
+        );
         let free = ids.op(b, Op::IEqual, bool_t, &[old, zero]);
         let got = ids.op(b, Op::LogicalAnd, bool_t, &[free, counts]);
+        let got = ids.op(b, Op::LogicalAnd, bool_t, &[got, turn]);
         let held = self.held_variable(ids);
         let had = ids.op(b, Op::Load, bool_t, &[held]);
         let have = ids.op(b, Op::LogicalOr, bool_t, &[had, got]);
@@ -919,6 +944,9 @@ impl LockGuard<'_> {
         let kept = ids.op(b, Op::LogicalAnd, bool_t, &[have, keep]);
         let give_back = ids.op(b, Op::LogicalNotEqual, bool_t, &[have, kept]);
         b.push(inst(Op::Store, None, None, vec![Operand::IdRef(held), Operand::IdRef(kept)]));
+        // Every lane below holds its lock after this try: this lane's turn
+        // next (true for every lane where the quad enters).
+        b.push(inst(Op::Store, None, None, vec![Operand::IdRef(turn_var), Operand::IdRef(keep)]));
         self.release = Some(give_back);
         all
     }
