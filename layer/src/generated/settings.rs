@@ -86,7 +86,7 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::Enum(INTERLOCK_SPINLOCK_TRY_VALUES),
         default: "cas",
         label: "Interlock spinlock: how a quad tries the lock",
-        description: "How the spinlock's quad leader tries a lock: cas swaps it at every try; ttas reads it first and swaps only a lock it reads free (test and test-and-set), so a contended lock word sees reads rather than swaps.",
+        description: "How the spinlock's quad leader tries a quad block lock (every section under a fragment shading rate, where the device has subgroup ballots): cas swaps it at every try; ttas reads it first and swaps only a lock it reads free (test and test-and-set), so a contended lock word sees reads rather than swaps.",
     },
     SettingDef {
         key: "interlock_never_opaque",
