@@ -22,7 +22,9 @@
 //     count, slot = atomicAdd(count), two plain stores of the key into the
 //     slot; K is ignored), 7 item 3's record: n = atomicAdd on the pixel's
 //     dense counter, then the section's inputs (16 bytes) stored into plane
-//     n mod RECORD_PLANES (planes of one uvec4 a pixel after the counters).
+//     n mod RECORD_PLANES (planes of one uvec4 a pixel after the counters),
+//     8 the same into word planes (four planes of one word a pixel per
+//     record slot: every store a dense one).
 // BODY: 0 none; 1 the OIT scene's insert (tests/shaders/oit_ordered_insert.frag
 //     without its critical section) on its own per-pixel buffers; 2 the same
 //     after an ALU-heavy shading loop (register pressure, as a real
@@ -30,8 +32,9 @@
 //     probe's accesses, then discard (the rewritten module in the layer's
 //     count draw); mode 1 runs the body (the application's draw).
 //     BODY 3: item 3's resolve, drawn once: each pixel loads `pc.records`
-//     records (16 bytes each, from the record planes) and runs the OIT
-//     insert for each (no sort: a lower bound).
+//     records (16 bytes each, from the record planes of OP 7 or the word
+//     planes of OP 8) and runs the OIT insert for each (no sort: a lower
+//     bound).
 #extension GL_KHR_memory_scope_semantics : require
 layout(constant_id = 0) const uint LAYOUT = 0u;
 layout(constant_id = 1) const uint STRIDE = 72u;
@@ -143,7 +146,15 @@ void main() {
     bool probe = BODY == 0u || pc.mode == 0u;
     if (probe && LAYOUT != 0u) {
         uint base = base_of(x, y);
-        if (OP == 7u) {
+        if (OP == 8u) {
+            uint n = atomicAdd(cells.w[base], 1u);
+            uint pixels = pc.width * pc.height;
+            uint plane = 1u + (n % RECORD_PLANES) * 4u;
+            cells.w[(plane + 0u) * pixels + base] = v_color;
+            cells.w[(plane + 1u) * pixels + base] = v_depth;
+            cells.w[(plane + 2u) * pixels + base] = x;
+            cells.w[(plane + 3u) * pixels + base] = y;
+        } else if (OP == 7u) {
             uint n = atomicAdd(cells.w[base], 1u);
             uint pixels = pc.width * pc.height;
             uint a = pixels + ((n % RECORD_PLANES) * pixels + base) * 4u;
@@ -178,8 +189,13 @@ void main() {
         uint pixels = pc.width * pc.height;
         uint p = y * pc.width + x;
         for (uint i = 0u; i < pc.records; i++) {
-            uint a = pixels + ((i % RECORD_PLANES) * pixels + base) * 4u;
-            oit_insert(p, cells.w[a], cells.w[a + 1u]);
+            if (OP == 8u) {
+                uint plane = 1u + (i % RECORD_PLANES) * 4u;
+                oit_insert(p, cells.w[plane * pixels + base], cells.w[(plane + 1u) * pixels + base]);
+            } else {
+                uint a = pixels + ((i % RECORD_PLANES) * pixels + base) * 4u;
+                oit_insert(p, cells.w[a], cells.w[a + 1u]);
+            }
         }
         return;
     }

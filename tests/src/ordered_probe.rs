@@ -19,8 +19,9 @@
 //! atomicAdd into a dense plane or today's append into the records;
 //! `run.*` — the module's body alone (the application's own draw); and
 //! item 3's `record.dense-add-16B` (a dense counter, then 16 bytes of
-//! inputs) and `resolve.oit` (drawn once: each pixel runs the OIT insert on
-//! its `layers` records). Results: docs/design/ordered-interlock.md §9.
+//! inputs in one uvec4 plane a slot) and `record.dense-add-words` (the same
+//! in four word planes a slot), and `resolve.oit` / `resolve.oit-words`
+//! (drawn once: each pixel runs the OIT insert on its `layers` records). Results: docs/design/ordered-interlock.md §9.
 
 use crate::render::Gpu;
 use ash::vk;
@@ -38,6 +39,7 @@ const ACQUIRE_CAS: u32 = 4;
 const FENCE: u32 = 5;
 const APPEND: u32 = 6;
 const RECORD: u32 = 7;
+const RECORD_WORDS: u32 = 8;
 /// Planes of the record variant (`ordered_probe.frag`'s RECORD_PLANES).
 const RECORD_PLANES: u32 = 8;
 
@@ -68,14 +70,14 @@ impl Variant {
     fn words(&self) -> u32 {
         match (self.layout, self.op) {
             (RECORDS, _) => self.stride,
-            (_, RECORD) => 1 + 4 * RECORD_PLANES,
+            (_, RECORD | RECORD_WORDS) => 1 + 4 * RECORD_PLANES,
             _ => 1,
         }
     }
 }
 
 fn op_name(op: u32) -> &'static str {
-    ["load", "add", "cas", "acquire", "acquire-cas", "fence", "append", "record"][op as usize]
+    ["load", "add", "cas", "acquire", "acquire-cas", "fence", "append", "record", "record-words"][op as usize]
 }
 
 fn variants() -> Vec<Variant> {
@@ -116,13 +118,17 @@ fn variants() -> Vec<Variant> {
     }
     // Item 3's run draw: one atomicAdd on a dense per-pixel counter, then the
     // section's inputs (16 bytes) stored into plane `n mod 8` of the pixel.
+    // The same inputs as four word planes a record slot (each store dense).
     v.push(Variant::new("record.dense-add-16B", DENSE, 1, 1, RECORD, false));
+    v.push(Variant::new("record.dense-add-words", DENSE, 1, 1, RECORD_WORDS, false));
     // Its resolve, drawn once: each pixel runs the OIT insert on its
     // `layers` records (no sort).
-    let mut x = Variant::new("resolve.oit", DENSE, 1, 1, RECORD, false);
-    x.body = 3;
-    x.mode = 1;
-    v.push(x);
+    for (name, op) in [("resolve.oit", RECORD), ("resolve.oit-words", RECORD_WORDS)] {
+        let mut x = Variant::new(name, DENSE, 1, 1, op, false);
+        x.body = 3;
+        x.mode = 1;
+        v.push(x);
+    }
     for (body, bname) in [(1, "oit"), (2, "heavy")] {
         let mut x = Variant::new(&format!("run.{bname}"), NONE, 72, 0, LOAD, false);
         x.body = body;
