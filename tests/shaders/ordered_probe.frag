@@ -24,7 +24,8 @@
 //     dense counter, then the section's inputs (16 bytes) stored into plane
 //     n mod RECORD_PLANES (planes of one uvec4 a pixel after the counters),
 //     8 the same into word planes (four planes of one word a pixel per
-//     record slot: every store a dense one).
+//     record slot: every store a dense one), 9 as 8 with the key (instance,
+//     primitive) in place of the position.
 // BODY: 0 none; 1 the OIT scene's insert (tests/shaders/oit_ordered_insert.frag
 //     without its critical section) on its own per-pixel buffers; 2 the same
 //     after an ALU-heavy shading loop (register pressure, as a real
@@ -34,7 +35,9 @@
 //     BODY 3: item 3's resolve, drawn once: each pixel loads `pc.records`
 //     records (16 bytes each, from the record planes of OP 7 or the word
 //     planes of OP 8) and runs the OIT insert for each (no sort: a lower
-//     bound).
+//     bound); with OP 9 (records of colour, depth and the key, instance and
+//     primitive, in word planes) it first sorts them by key (insertion sort
+//     of up to 32 indices), as item 3's resolve must.
 #extension GL_KHR_memory_scope_semantics : require
 layout(constant_id = 0) const uint LAYOUT = 0u;
 layout(constant_id = 1) const uint STRIDE = 72u;
@@ -52,6 +55,7 @@ layout(push_constant) uniform P { uint width; uint height; uint mode; uint recor
 layout(location = 0) flat in uint v_color;
 layout(location = 1) flat in uint v_depth;
 layout(location = 2) in vec4 v_smooth;
+layout(location = 3) flat in uint v_instance;
 
 const uint RECORD_PLANES = 8u;
 #define SCOPE gl_ScopeDevice
@@ -146,14 +150,14 @@ void main() {
     bool probe = BODY == 0u || pc.mode == 0u;
     if (probe && LAYOUT != 0u) {
         uint base = base_of(x, y);
-        if (OP == 8u) {
+        if (OP == 8u || OP == 9u) {
             uint n = atomicAdd(cells.w[base], 1u);
             uint pixels = pc.width * pc.height;
             uint plane = 1u + (n % RECORD_PLANES) * 4u;
             cells.w[(plane + 0u) * pixels + base] = v_color;
             cells.w[(plane + 1u) * pixels + base] = v_depth;
-            cells.w[(plane + 2u) * pixels + base] = x;
-            cells.w[(plane + 3u) * pixels + base] = y;
+            cells.w[(plane + 2u) * pixels + base] = OP == 9u ? v_instance : x;
+            cells.w[(plane + 3u) * pixels + base] = OP == 9u ? uint(gl_PrimitiveID) : y;
         } else if (OP == 7u) {
             uint n = atomicAdd(cells.w[base], 1u);
             uint pixels = pc.width * pc.height;
@@ -188,6 +192,29 @@ void main() {
         uint base = base_of(x, y);
         uint pixels = pc.width * pc.height;
         uint p = y * pc.width + x;
+        if (OP == 9u) {
+            // Sort the records by key (instance, primitive), then insert in order.
+            uint order[32];
+            uvec2 keys[32];
+            uint n = min(pc.records, 32u);
+            for (uint i = 0u; i < n; i++) {
+                uint plane = 1u + (i % RECORD_PLANES) * 4u;
+                uvec2 k = uvec2(cells.w[(plane + 2u) * pixels + base], cells.w[(plane + 3u) * pixels + base]);
+                uint j = i;
+                while (j > 0u && (keys[j - 1u].x > k.x || (keys[j - 1u].x == k.x && keys[j - 1u].y > k.y))) {
+                    keys[j] = keys[j - 1u];
+                    order[j] = order[j - 1u];
+                    j--;
+                }
+                keys[j] = k;
+                order[j] = i;
+            }
+            for (uint i = 0u; i < n; i++) {
+                uint plane = 1u + (order[i] % RECORD_PLANES) * 4u;
+                oit_insert(p, cells.w[plane * pixels + base], cells.w[(plane + 1u) * pixels + base]);
+            }
+            return;
+        }
         for (uint i = 0u; i < pc.records; i++) {
             if (OP == 8u) {
                 uint plane = 1u + (i % RECORD_PLANES) * 4u;

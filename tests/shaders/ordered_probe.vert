@@ -6,6 +6,7 @@
 layout(location = 0) flat out uint v_color;
 layout(location = 1) flat out uint v_depth;
 layout(location = 2) out vec4 v_smooth;
+layout(location = 3) flat out uint v_instance;
 const vec2 POS[6] = vec2[6](vec2(-1, -1), vec2(1, -1), vec2(-1, 1), vec2(-1, 1), vec2(1, -1), vec2(1, 1));
 void main() {
     vec2 p = POS[gl_VertexIndex];
@@ -14,4 +15,5 @@ void main() {
     v_color = (i * 0x9e3779b9u) & 0x00ffffffu;
     v_depth = (i * 2654435761u) >> 8;
     v_smooth = vec4(p, float(i), 1.0);
+    v_instance = i;
 }

@@ -20,8 +20,9 @@
 //! `run.*` — the module's body alone (the application's own draw); and
 //! item 3's `record.dense-add-16B` (a dense counter, then 16 bytes of
 //! inputs in one uvec4 plane a slot) and `record.dense-add-words` (the same
-//! in four word planes a slot), and `resolve.oit` / `resolve.oit-words`
-//! (drawn once: each pixel runs the OIT insert on its `layers` records). Results: docs/design/ordered-interlock.md §9.
+//! in four word planes a slot; `-keyed`: with the key), and `resolve.oit` /
+//! `resolve.oit-words` (drawn once: each pixel runs the OIT insert on its
+//! `layers` records) and `resolve.oit-sorted` (sorting them by key first). Results: docs/design/ordered-interlock.md §9.
 
 use crate::render::Gpu;
 use ash::vk;
@@ -40,6 +41,7 @@ const FENCE: u32 = 5;
 const APPEND: u32 = 6;
 const RECORD: u32 = 7;
 const RECORD_WORDS: u32 = 8;
+const RECORD_KEYED: u32 = 9;
 /// Planes of the record variant (`ordered_probe.frag`'s RECORD_PLANES).
 const RECORD_PLANES: u32 = 8;
 
@@ -70,14 +72,14 @@ impl Variant {
     fn words(&self) -> u32 {
         match (self.layout, self.op) {
             (RECORDS, _) => self.stride,
-            (_, RECORD | RECORD_WORDS) => 1 + 4 * RECORD_PLANES,
+            (_, RECORD | RECORD_WORDS | RECORD_KEYED) => 1 + 4 * RECORD_PLANES,
             _ => 1,
         }
     }
 }
 
 fn op_name(op: u32) -> &'static str {
-    ["load", "add", "cas", "acquire", "acquire-cas", "fence", "append", "record", "record-words"][op as usize]
+    ["load", "add", "cas", "acquire", "acquire-cas", "fence", "append", "record", "record-words", "record-keyed"][op as usize]
 }
 
 fn variants() -> Vec<Variant> {
@@ -121,9 +123,13 @@ fn variants() -> Vec<Variant> {
     // The same inputs as four word planes a record slot (each store dense).
     v.push(Variant::new("record.dense-add-16B", DENSE, 1, 1, RECORD, false));
     v.push(Variant::new("record.dense-add-words", DENSE, 1, 1, RECORD_WORDS, false));
+    v.push(Variant::new("record.dense-add-keyed", DENSE, 1, 1, RECORD_KEYED, false));
     // Its resolve, drawn once: each pixel runs the OIT insert on its
     // `layers` records (no sort).
-    for (name, op) in [("resolve.oit", RECORD), ("resolve.oit-words", RECORD_WORDS)] {
+    // With the key recorded, the resolve sorts first.
+    for (name, op) in
+        [("resolve.oit", RECORD), ("resolve.oit-words", RECORD_WORDS), ("resolve.oit-sorted", RECORD_KEYED)]
+    {
         let mut x = Variant::new(name, DENSE, 1, 1, op, false);
         x.body = 3;
         x.mode = 1;
