@@ -37,7 +37,8 @@
 //     planes of OP 8) and runs the OIT insert for each (no sort: a lower
 //     bound); with OP 9 (records of colour, depth and the key, instance and
 //     primitive, in word planes) it first sorts them by key (insertion sort
-//     of up to 32 indices), as item 3's resolve must.
+//     of up to 32 indices), as item 3's resolve must; with OP 10 it checks
+//     the keys' order first (in registers) and sorts only where it fails.
 #extension GL_KHR_memory_scope_semantics : require
 layout(constant_id = 0) const uint LAYOUT = 0u;
 layout(constant_id = 1) const uint STRIDE = 72u;
@@ -150,14 +151,14 @@ void main() {
     bool probe = BODY == 0u || pc.mode == 0u;
     if (probe && LAYOUT != 0u) {
         uint base = base_of(x, y);
-        if (OP == 8u || OP == 9u) {
+        if (OP == 8u || OP == 9u || OP == 10u) {
             uint n = atomicAdd(cells.w[base], 1u);
             uint pixels = pc.width * pc.height;
             uint plane = 1u + (n % RECORD_PLANES) * 4u;
             cells.w[(plane + 0u) * pixels + base] = v_color;
             cells.w[(plane + 1u) * pixels + base] = v_depth;
-            cells.w[(plane + 2u) * pixels + base] = OP == 9u ? v_instance : x;
-            cells.w[(plane + 3u) * pixels + base] = OP == 9u ? uint(gl_PrimitiveID) : y;
+            cells.w[(plane + 2u) * pixels + base] = OP >= 9u ? v_instance : x;
+            cells.w[(plane + 3u) * pixels + base] = OP >= 9u ? uint(gl_PrimitiveID) : y;
         } else if (OP == 7u) {
             uint n = atomicAdd(cells.w[base], 1u);
             uint pixels = pc.width * pc.height;
@@ -192,7 +193,19 @@ void main() {
         uint base = base_of(x, y);
         uint pixels = pc.width * pc.height;
         uint p = y * pc.width + x;
-        if (OP == 9u) {
+        bool sorted = false;
+        if (OP == 10u) {
+            // Keys already in order (in registers, no local array): insert as they are.
+            sorted = true;
+            uvec2 last = uvec2(0u);
+            for (uint i = 0u; i < min(pc.records, 32u) && sorted; i++) {
+                uint plane = 1u + (i % RECORD_PLANES) * 4u;
+                uvec2 k = uvec2(cells.w[(plane + 2u) * pixels + base], cells.w[(plane + 3u) * pixels + base]);
+                sorted = i == 0u || last.x < k.x || (last.x == k.x && last.y <= k.y);
+                last = k;
+            }
+        }
+        if (OP == 9u || (OP == 10u && !sorted)) {
             // Sort the records by key (instance, primitive), then insert in order.
             uint order[32];
             uvec2 keys[32];

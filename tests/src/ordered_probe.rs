@@ -22,7 +22,8 @@
 //! inputs in one uvec4 plane a slot) and `record.dense-add-words` (the same
 //! in four word planes a slot; `-keyed`: with the key), and `resolve.oit` /
 //! `resolve.oit-words` (drawn once: each pixel runs the OIT insert on its
-//! `layers` records) and `resolve.oit-sorted` (sorting them by key first). Results: docs/design/ordered-interlock.md §9.
+//! `layers` records), `resolve.oit-sorted` (sorting them by key first) and
+//! `resolve.oit-checked` (sorting only where their keys are out of order). Results: docs/design/ordered-interlock.md §9.
 
 use crate::render::Gpu;
 use ash::vk;
@@ -42,6 +43,7 @@ const APPEND: u32 = 6;
 const RECORD: u32 = 7;
 const RECORD_WORDS: u32 = 8;
 const RECORD_KEYED: u32 = 9;
+const RECORD_CHECKED: u32 = 10;
 /// Planes of the record variant (`ordered_probe.frag`'s RECORD_PLANES).
 const RECORD_PLANES: u32 = 8;
 
@@ -72,14 +74,26 @@ impl Variant {
     fn words(&self) -> u32 {
         match (self.layout, self.op) {
             (RECORDS, _) => self.stride,
-            (_, RECORD | RECORD_WORDS | RECORD_KEYED) => 1 + 4 * RECORD_PLANES,
+            (_, RECORD | RECORD_WORDS | RECORD_KEYED | RECORD_CHECKED) => 1 + 4 * RECORD_PLANES,
             _ => 1,
         }
     }
 }
 
 fn op_name(op: u32) -> &'static str {
-    ["load", "add", "cas", "acquire", "acquire-cas", "fence", "append", "record", "record-words", "record-keyed"][op as usize]
+    [
+        "load",
+        "add",
+        "cas",
+        "acquire",
+        "acquire-cas",
+        "fence",
+        "append",
+        "record",
+        "record-words",
+        "record-keyed",
+        "record-checked",
+    ][op as usize]
 }
 
 fn variants() -> Vec<Variant> {
@@ -127,9 +141,12 @@ fn variants() -> Vec<Variant> {
     // Its resolve, drawn once: each pixel runs the OIT insert on its
     // `layers` records (no sort).
     // With the key recorded, the resolve sorts first.
-    for (name, op) in
-        [("resolve.oit", RECORD), ("resolve.oit-words", RECORD_WORDS), ("resolve.oit-sorted", RECORD_KEYED)]
-    {
+    for (name, op) in [
+        ("resolve.oit", RECORD),
+        ("resolve.oit-words", RECORD_WORDS),
+        ("resolve.oit-sorted", RECORD_KEYED),
+        ("resolve.oit-checked", RECORD_CHECKED),
+    ] {
         let mut x = Variant::new(name, DENSE, 1, 1, op, false);
         x.body = 3;
         x.mode = 1;
