@@ -15,6 +15,9 @@
 //             the accesses going to the cell's 8-word header (control word
 //             first), as the protocol's do
 //   LAYOUT 3  a dense plane, row-major (no swizzle)
+//   LAYOUT 4  an R32UI storage image, a texel a pixel (the spinlock's lock
+//             image): loads, atomicAdd, compare-swaps (plain or acquire)
+//             through image atomics
 // OP: 0 plain load (coherent buffer), 1 atomicAdd, 2 atomicCompSwap,
 //     3 atomicLoad with acquire semantics, 4 atomicCompSwap acquire (a
 //     mutex's take), 5 plain load then memoryBarrierBuffer (a fence),
@@ -52,6 +55,7 @@ layout(set = 0, binding = 0, std430) coherent buffer Cells { uint w[]; } cells;
 layout(set = 0, binding = 1, std430) coherent buffer Counts { uint count[]; };
 layout(set = 0, binding = 2, std430) coherent buffer Slots { uvec2 slot[]; };
 layout(set = 0, binding = 3, std430) coherent buffer Tail { uvec4 tail[]; };
+layout(set = 0, binding = 4, r32ui) coherent uniform uimage2D lock_image;
 layout(push_constant) uniform P { uint width; uint height; uint mode; uint records; } pc;
 layout(location = 0) flat in uint v_color;
 layout(location = 1) flat in uint v_depth;
@@ -67,6 +71,8 @@ uint base_of(uint x, uint y) {
         return (((y >> 3) * (pc.width >> 3) + (x >> 3)) << 6) | ((y & 7u) << 3) | (x & 7u);
     } else if (LAYOUT == 2u) {
         return (y * pc.width + x) * STRIDE;
+    } else if (LAYOUT == 4u) {
+        return (y << 16) | x;
     }
     return y * pc.width + x;
 }
@@ -76,7 +82,23 @@ uint at(uint base, uint i, uint v) {
     return base + (LAYOUT == 2u ? (i & 7u) : 0u) + (v >> 28);
 }
 
+// The image's texel for `a` (x, y packed by `image_at`).
+ivec2 texel(uint a) {
+    return ivec2(a & 0xffffu, a >> 16);
+}
+
 uint access(uint a, uint v) {
+    if (LAYOUT == 4u) {
+        ivec2 t = texel(a);
+        if (OP == 1u) {
+            return imageAtomicAdd(lock_image, t, 1u);
+        } else if (OP == 2u) {
+            return imageAtomicCompSwap(lock_image, t, v, v + 1u);
+        } else if (OP == 4u) {
+            return imageAtomicCompSwap(lock_image, t, v, v + 1u, SCOPE, gl_StorageSemanticsImage, gl_SemanticsAcquire, gl_StorageSemanticsImage, gl_SemanticsRelaxed);
+        }
+        return imageLoad(lock_image, t).x;
+    }
     if (OP == 1u) {
         return atomicAdd(cells.w[a], 1u);
     } else if (OP == 2u) {
@@ -184,7 +206,9 @@ void main() {
                 v = access(a, v);
                 a = at(base, i + 1u, v);
             }
-            if (STORE != 0u) {
+            if (STORE != 0u && LAYOUT == 4u) {
+                imageStore(lock_image, texel(a), uvec4(v + 1u));
+            } else if (STORE != 0u) {
                 cells.w[a] = v + 1u;
             }
         }

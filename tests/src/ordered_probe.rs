@@ -32,6 +32,7 @@ const NONE: u32 = 0;
 const DENSE: u32 = 1;
 const RECORDS: u32 = 2;
 const LINEAR: u32 = 3;
+const IMAGE: u32 = 4;
 
 const LOAD: u32 = 0;
 const ADD: u32 = 1;
@@ -98,8 +99,13 @@ fn op_name(op: u32) -> &'static str {
 
 fn variants() -> Vec<Variant> {
     let mut v = vec![Variant::new("none", NONE, 72, 0, LOAD, false)];
-    let layouts: [(&str, u32, u32); 4] =
-        [("dense", DENSE, 1), ("linear", LINEAR, 1), ("rec288", RECORDS, 72), ("rec544", RECORDS, 136)];
+    let layouts: [(&str, u32, u32); 5] = [
+        ("dense", DENSE, 1),
+        ("linear", LINEAR, 1),
+        ("rec288", RECORDS, 72),
+        ("rec544", RECORDS, 136),
+        ("image", IMAGE, 1),
+    ];
     // (b), (c): plain dependent loads and a store; (d) atomics; (e) acquire
     // loads, acquire CAS, a fence.
     for (layout, ks, ops) in [
@@ -112,6 +118,9 @@ fn variants() -> Vec<Variant> {
         ("rec544", &[4][..], &[ADD, ACQUIRE][..]),
         ("dense", &[1, 4][..], &[CAS, ACQUIRE_CAS, FENCE][..]),
         ("rec288", &[1, 4][..], &[CAS, ACQUIRE_CAS, FENCE][..]),
+        // The spinlock's lock image against the dense buffer plane.
+        ("image", &[0, 1, 4][..], &[LOAD, ADD, CAS, ACQUIRE_CAS][..]),
+        ("dense", &[1, 4][..], &[CAS, ACQUIRE_CAS][..]),
     ] {
         let (_, l, stride) = *layouts.iter().find(|x| x.0 == layout).unwrap();
         for &op in ops {
@@ -198,12 +207,16 @@ pub fn main(gpu: &Gpu, args: &[String]) -> Result<(), String> {
     }
 
     unsafe {
-        // The pipeline layout: the cells and the body's three buffers.
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..4)
+        // The pipeline layout: the cells, the body's three buffers, the image.
+        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..5)
             .map(|b| {
                 vk::DescriptorSetLayoutBinding::default()
                     .binding(b)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_type(if b == 4 {
+                        vk::DescriptorType::STORAGE_IMAGE
+                    } else {
+                        vk::DescriptorType::STORAGE_BUFFER
+                    })
                     .descriptor_count(1)
                     .stage_flags(vk::ShaderStageFlags::FRAGMENT)
             })
@@ -309,10 +322,57 @@ pub fn main(gpu: &Gpu, args: &[String]) -> Result<(), String> {
                 })
                 .collect();
             d.update_descriptor_sets(&writes, &[]);
+            let lock = gpu.image_2d(
+                vk::Format::R32_UINT,
+                (size, size),
+                vk::SampleCountFlags::TYPE_1,
+                vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST,
+            );
+            let lock_info = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: lock.2,
+                image_layout: vk::ImageLayout::GENERAL,
+            }];
+            d.update_descriptor_sets(
+                &[vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(4)
+                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+                    .image_info(&lock_info)],
+                &[],
+            );
             gpu.one_time_submit(|cb| {
                 for b in [&cells, &counts, &slots, &tail] {
                     gpu.zero_for_fragment_shaders(cb, b.buffer);
                 }
+                let range = vk::ImageSubresourceRange {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    base_mip_level: 0,
+                    level_count: 1,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                };
+                let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+                gpu.image_from_undefined(cb, lock.0, range, vk::ImageLayout::GENERAL, transfer);
+                d.cmd_clear_color_image(
+                    cb,
+                    lock.0,
+                    vk::ImageLayout::GENERAL,
+                    &vk::ClearColorValue { uint32: [0; 4] },
+                    &[range],
+                );
+                let shaders = (
+                    vk::PipelineStageFlags::FRAGMENT_SHADER,
+                    vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                );
+                gpu.image_barrier(
+                    cb,
+                    lock.0,
+                    range,
+                    (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL),
+                    transfer,
+                    shaders,
+                );
             });
             let (color, color_memory, color_view) = gpu.image_2d(
                 vk::Format::R8G8B8A8_UNORM,
@@ -353,6 +413,7 @@ pub fn main(gpu: &Gpu, args: &[String]) -> Result<(), String> {
             }
             d.destroy_framebuffer(framebuffer, None);
             gpu.destroy_image((color, color_memory, color_view));
+            gpu.destroy_image(lock);
             for b in [cells, counts, slots, tail] {
                 gpu.destroy_buffer(b);
             }
