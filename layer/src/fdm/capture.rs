@@ -16,7 +16,8 @@
 //! static ones set at bind.
 
 use super::command_buffers::{cb_state, CbState};
-use super::commands::{emit, Cmd, StateCall, Transform};
+use super::commands::{Cmd, StateCall, Transform};
+use super::emit::emit;
 use super::pass::{go_live, Begin};
 use super::Fdm;
 use crate::device::DeviceCore;

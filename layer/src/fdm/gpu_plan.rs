@@ -45,7 +45,8 @@
 //! per sample, each writing its sample only (its pipeline's sample mask).
 
 use super::bins::{alignment, whole_fragments, Rect};
-use super::commands::{emit, emit_scissors, restore, restore_compute, Cmd, Transform};
+use super::commands::{Cmd, Transform};
+use super::emit::{emit, emit_scissors, restore, restore_compute};
 use super::pass::{aspect_of, attachments, begin_real, end_real, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;

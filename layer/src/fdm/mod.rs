@@ -63,6 +63,7 @@ pub mod command_buffers;
 mod commands;
 mod composite;
 pub mod descriptors;
+mod emit;
 mod gpu_plan;
 pub mod layered;
 mod map_readback;

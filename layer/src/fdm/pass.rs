@@ -17,7 +17,8 @@
 
 use super::capture::record_in;
 use super::command_buffers::cb_state;
-use super::commands::{emit, restore, Cmd, Snapshot, Transform};
+use super::commands::{Cmd, Snapshot, Transform};
+use super::emit::{emit, restore};
 use super::map_readback::{density_map, MapTexels};
 use super::replay::replay;
 use super::{Fdm, FramebufferInfo, Mode, PassInfo};
@@ -457,7 +458,7 @@ unsafe fn pass_command(
                     let last = pass.state.after(f, &pass.cmds);
                     restore(f, cb, &last, &Transform::IDENTITY);
                     if pass.compute_bound && !f.controls.without_compute_restore {
-                        super::commands::restore_compute(f, cb, &last);
+                        super::emit::restore_compute(f, cb, &last);
                     }
                     pass.state = last;
                 }

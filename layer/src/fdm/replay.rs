@@ -13,8 +13,9 @@
 //! fallback to 1x1 with the command buffer untouched.
 
 use super::bins::{self, Rect};
-use super::commands::{emit, restore, Cmd, InputSubst, Transform};
+use super::commands::{Cmd, InputSubst, Transform};
 use super::descriptors::{free_shadow_pools, shadow_set};
+use super::emit::{emit, restore};
 use super::map_readback::density_map;
 use super::pass::{attachments, begin_live, begin_real, end_real, Att, Begin, Pass};
 use super::replay_plan::{plan_composited, Change, Composite, Plan, PlannedReplay, Step, Target};
