@@ -9,16 +9,17 @@
 //! pass they are kept for the primary that executes it. A bind the replays
 //! cannot honour (a pipeline not made for the pass or with side effects, a
 //! descriptor set that cannot be shadowed) makes the pass go live at 1x1
-//! ([`super::pass`]); so does a command the layer cannot replay at all
+//! ([`super::live::go_live`]); so does a command the layer cannot replay at all
 //! (transform feedback, and the barriers, events and queries of
-//! [`super::command_buffers`]). Commands outside passes go straight down,
+//! `command_buffers.rs`). Commands outside passes go straight down,
 //! except that a pipeline whose viewports the layer made dynamic gets its
 //! static ones set at bind.
 
-use super::command_buffers::{cb_state, CbState};
 use super::commands::{Cmd, StateCall, Transform};
 use super::emit::emit;
-use super::pass::{go_live, Begin};
+use super::live::go_live;
+use super::model::Begin;
+use super::model::{cb_state, CbState};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;

@@ -8,54 +8,14 @@
 //! replayed: the pass goes live at 1x1 first.
 
 use super::capture::unreplayable;
-use super::commands::{Cmd, Snapshot};
 use super::descriptors::free_shadow_pools;
-use super::pass::Pass;
+use super::model::{cb_state, CbState, Shared};
 use super::{Fdm, Mode};
 use crate::device::DeviceCore;
 use crate::ffi::slice;
 use ash::vk;
 use parking_lot::Mutex;
 use std::sync::Arc;
-
-/// What the layer keeps per command buffer.
-#[derive(Default)]
-pub struct CbState {
-    pub(super) secondary: bool,
-    /// The pool it was allocated from (its destruction frees it).
-    pub(super) pool: vk::CommandPool,
-    /// A secondary recorded for a density-map render pass: its commands.
-    pub(super) captured: Option<Vec<Cmd>>,
-    pub(super) snapshot: Snapshot,
-    pub(super) pass: Option<Pass>,
-    pub(super) active_queries: u32,
-    /// The application's conditional rendering is active (begun in it and
-    /// not ended), or inherited (a secondary begun with
-    /// `conditionalRenderingEnable`): the GPU plan's scopes may not nest in it.
-    pub(super) app_conditional: bool,
-    /// Density-map image layouts this command buffer leaves behind.
-    pub layouts: Vec<(vk::Image, vk::ImageLayout)>,
-    /// Density-map images this command buffer may write (transfers, layout
-    /// transitions).
-    pub map_writes: Vec<vk::Image>,
-    /// Descriptor pools of shadow sets its replays use (freed at the next
-    /// reset, when the recording cannot be pending any more).
-    pub shadow_pools: Vec<vk::DescriptorPool>,
-    /// Its replays claimed scratch sets (released when it is begun again or
-    /// freed: [`super::scratch::ScratchCache`]).
-    pub(super) holds_scratch: bool,
-}
-
-pub(super) type Shared = Arc<Mutex<CbState>>;
-
-/// The state of `cb`: a shared lookup on the recording path; the map is
-/// written only when command buffers come and go.
-pub(super) fn cb_state(f: &Fdm, cb: vk::CommandBuffer) -> Shared {
-    if let Some(s) = f.cb_states.read().get(&cb) {
-        return s.clone();
-    }
-    f.cb_states.write().entry(cb).or_default().clone()
-}
 
 /// `vkAllocateCommandBuffers`: a fresh state per new command buffer.
 ///

@@ -29,8 +29,8 @@
 //! [`eligible`] says which attachments can be drawn so;
 //! [`super::replay_plan::plan_composited`] decides the rest.
 
-use super::gpu_plan::{self, Owned, Upscale, UpscaleDraw, RECTS};
-use super::pass::Att;
+use super::gpu_objects::{self, Owned, Upscale, UpscaleDraw, RECTS};
+use super::model::Att;
 use super::replay_plan::Composite;
 use super::scratch::{barrier, Targets, Transition};
 use super::Fdm;
@@ -42,7 +42,10 @@ use ash::vk;
 /// store (the upscale has no stencil export), in a 2D view (or an array one
 /// of a multiview pass), sampled and drawn at its sample count.
 pub(super) fn eligible(f: &Fdm, a: &Att, multiview: bool) -> bool {
-    f.raw.is_some() && !a.store_stencil && gpu_plan::upscale_reads_view(a, multiview) && gpu_plan::upscale_draws(f, a)
+    f.raw.is_some()
+        && !a.store_stencil
+        && gpu_objects::upscale_reads_view(a, multiview)
+        && gpu_objects::upscale_draws(f, a)
 }
 
 /// What [`prepare`] made for one pass: the objects are owned by the GPU
@@ -107,8 +110,8 @@ pub(super) unsafe fn prepare(
     // SAFETY: create infos built here from locals, the layer's own objects and the pass's attachment views and
     // scratch targets (alive: the caller's guarantee); on failure everything made here is destroyed.
     let made = (|| unsafe {
-        gpu_plan::make_common(d, &mut o)?;
-        gpu_plan::take_buffer(f, &mut o, &mut owned)?;
+        gpu_objects::make_common(d, &mut o)?;
+        gpu_objects::take_buffer(f, &mut o, &mut owned)?;
         let n: u32 = composites.iter().map(|c| c.draws.len() as u32).sum::<u32>().max(1);
         let sizes = [
             vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n },
@@ -123,13 +126,13 @@ pub(super) unsafe fn prepare(
             if a.storage {
                 // The pipeline first: it makes the set layout.
                 let pipeline =
-                    gpu_plan::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, false)?;
+                    gpu_objects::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, false)?;
                 let layers = compute_layers(d, &mut o, &mut owned, (pool, &bi), c, a, targets, (&ranges, &table))?;
                 per.push((Writer::Compute(pipeline), layers));
                 continue;
             }
             let layered = a.view_type == vk::ImageViewType::TYPE_2D_ARRAY;
-            let up = gpu_plan::upscale_pipeline(d, &mut o, a.format, layered, a.samples)?;
+            let up = gpu_objects::upscale_pipeline(d, &mut o, a.format, layered, a.samples)?;
             let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
             let mut sets: Vec<((u32, u32), vk::DescriptorSet)> = Vec::new();
             let mut layers: Vec<Layer> = Vec::new();
@@ -163,8 +166,8 @@ pub(super) unsafe fn prepare(
                         };
                         // A depth/stencil scratch target is sampled through a view of its depth aspect.
                         let image_view = if depth { owned.depth_view(d, a, image)? } else { view };
-                        let set = gpu_plan::allocate_sets(d, pool, o.up_set_layout, 1)?[0];
-                        gpu_plan::write_upscale_set(d, set, image_view, depth, &bi);
+                        let set = gpu_objects::allocate_sets(d, pool, o.up_set_layout, 1)?[0];
+                        gpu_objects::write_upscale_set(d, set, image_view, depth, &bi);
                         sets.push((draw.area, set));
                         set
                     }
@@ -182,7 +185,7 @@ pub(super) unsafe fn prepare(
     if let Err(e) = made {
         // SAFETY: the objects just made by the layer, never used.
         unsafe {
-            gpu_plan::destroy_owned(d, owned);
+            gpu_objects::destroy_owned(d, owned);
             d.destroy_descriptor_pool(pool, None);
         }
         return Err(e);
@@ -215,7 +218,7 @@ pub(super) unsafe fn record(
     let mut t = Vec::new();
     for c in composites {
         let Some(a) = atts[c.attachment].as_ref() else { continue };
-        let read = gpu_plan::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR).0;
+        let read = gpu_objects::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR).0;
         let write = super::replay_plan::composite_layout(a);
         let mut areas: Vec<(u32, u32)> = c.draws.iter().map(|d| d.area).collect();
         areas.sort_unstable();
@@ -248,7 +251,15 @@ pub(super) unsafe fn record(
             match writer {
                 Writer::Draw(up) => {
                     for l in layers {
-                        gpu_plan::record_upscale_pass(d, cb, up, l.framebuffer, (render_area, vp), p.layout, &l.draws);
+                        gpu_objects::record_upscale_pass(
+                            d,
+                            cb,
+                            up,
+                            l.framebuffer,
+                            (render_area, vp),
+                            p.layout,
+                            &l.draws,
+                        );
                     }
                 }
                 Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, p.tiles_at, layers),
@@ -268,7 +279,7 @@ pub(super) unsafe fn record(
 #[allow(clippy::too_many_arguments)]
 unsafe fn compute_layers(
     d: &ash::Device,
-    o: &mut gpu_plan::Objects,
+    o: &mut gpu_objects::Objects,
     owned: &mut Owned,
     (pool, bi): (vk::DescriptorPool, &[vk::DescriptorBufferInfo]),
     c: &Composite,
@@ -293,8 +304,8 @@ unsafe fn compute_layers(
         let scratch = t.views[c.attachment].ok_or(vk::Result::ERROR_UNKNOWN)?;
         // SAFETY: a set of the layer's own layout from the layer's own pool, written with live views and buffer.
         let set = unsafe {
-            let set = gpu_plan::allocate_sets(d, pool, o.cs_set_layout, 1)?[0];
-            gpu_plan::write_composite_set(d, set, (scratch, view), bi);
+            let set = gpu_objects::allocate_sets(d, pool, o.cs_set_layout, 1)?[0];
+            gpu_objects::write_composite_set(d, set, (scratch, view), bi);
             set
         };
         let (area, layer) = (draw.area, draw.layer.unwrap_or(0));

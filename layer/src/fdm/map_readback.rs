@@ -2,7 +2,7 @@
 //! begins (R8G8_UNORM, through the view's swizzle), with the reader's own
 //! command pool, fence and host-visible buffer ([`MapReader`]). A map whose
 //! every write the layer can see is read again only after a submission
-//! that may have written it ([`super::queue`]).
+//! that may have written it (`queue.rs`).
 
 use super::{memory_type, Fdm};
 use crate::device::DeviceCore;
@@ -416,7 +416,7 @@ fn swizzled(bytes: &[u8], components: vk::ComponentMapping) -> Vec<[u8; 2]> {
 /// A `VK_ERROR_DEVICE_LOST` met by the layer's own submission or wait: it
 /// cannot be returned by the command that met it (`vkCmdBeginRenderPass*`
 /// returns nothing), so the device remembers it and its next submissions
-/// and waits return it ([`super::queue`]); no map is read again.
+/// and waits return it (`queue.rs`); no map is read again.
 pub(super) fn note_device_lost(dev: &DeviceCore, f: &Fdm) {
     if !f.lost.swap(true, std::sync::atomic::Ordering::AcqRel) {
         dev.log().error(

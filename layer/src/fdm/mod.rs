@@ -33,29 +33,30 @@
 //! replays of one area in one render pass instance), then one composite per
 //! stored attachment that draws every bin into it (or, where that cannot
 //! be, an upscale of each replay's bins by blits); a pass that cannot be
-//! replayed renders once at 1x1. The files, in the order a pass meets them:
+//! replayed renders once at 1x1. The files, in layers (each imports only
+//! from its own layer or those below; `ci/module-cycles` checks that no
+//! two files import each other, directly or not):
 //!
-//! - `commands`: the captured-command model (`Cmd`, the state
-//!   snapshot, the replay transform) and its emission;
-//! - `capture`: the hooks that capture commands inside a pass;
-//! - `descriptors`: set layouts and sets, shadowed for input attachments;
-//! - `command_buffers`: per-command-buffer state, its lifecycle, and the
-//!   translated barriers, events and queries;
-//! - `pass`: begin, subpass changes, end, secondaries; going live at 1x1;
-//! - `queue`: submissions, and which density maps they may have written;
-//! - `map_readback`: reading the density map on the host;
-//! - [`bins`]: from the map to bins and replays (pure);
-//! - `replay_plan`: from the bin plan to the steps each replay records
-//!   (pure, unit-tested), and the bin plans of recent passes;
-//! - `scratch`: the scratch targets (claimed per command buffer) and the
-//!   blits to and from them;
-//! - `replay`: recording the plan;
-//! - `composite`: the composite's objects and draws;
-//! - `gpu_plan`: dynamic and deferred maps planned on the GPU, and the
-//!   upscale pipelines it shares with the composite;
-//! - [`multiview_flush`]: lavapipe's multiview loss worked around;
-//! - [`layered`]: the layered extension (`VK_VALVE_fragment_density_map_layered`);
-//! - [`shader_objects`]: shader objects' per-area variants.
+//! - **model**: `commands` (the captured-command model: `Cmd`, the state
+//!   snapshot, the replay transform), `model` (the pass as begun and as
+//!   captured, its attachments, the per-command-buffer state), `map_readback`
+//!   (the density map's texels, read on the host), [`bins`], [`layered`]
+//!   (`VK_VALVE_fragment_density_map_layered`);
+//! - **plan** (pure, unit-tested): [`bins`] from the map to bins and
+//!   replays; `replay_plan` from the bin plan to the steps each replay
+//!   records, and the bin plans of recent passes;
+//! - **recording**: `emit` (a captured command sent down under a replay's
+//!   transform), [`multiview_flush`] (lavapipe's multiview loss worked
+//!   around) and [`per_view`], [`descriptors`] (sets, shadowed for input
+//!   attachments), `scratch` (the scratch targets and the blits to and from
+//!   them), `gpu_objects` (the layer's pipelines and sets for the plan, the
+//!   upscale and the composite), `composite`, `replay` (recording a host
+//!   plan), `gpu_plan` (dynamic and deferred maps planned on the GPU),
+//!   `live` (a pass going down for real, or live at 1x1);
+//! - **hooks**: [`capture`] (commands inside a pass), [`shader_objects`],
+//!   [`command_buffers`] (lifecycle, translated barriers, events and
+//!   queries), [`pass`] (begin, subpass changes, end, secondaries),
+//!   [`queue`] (submissions, and which density maps they may have written).
 
 pub mod bins;
 pub mod capture;
@@ -64,9 +65,12 @@ mod commands;
 mod composite;
 pub mod descriptors;
 mod emit;
+mod gpu_objects;
 mod gpu_plan;
 pub mod layered;
+mod live;
 mod map_readback;
+mod model;
 pub mod multiview_flush;
 pub mod pass;
 pub mod per_view;
@@ -88,7 +92,7 @@ use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
-pub use command_buffers::CbState;
+pub use model::CbState;
 
 pub const EXTENSION: &CStr = crate::plan::FDM_EXTENSION_NAME;
 /// Largest fragment area per axis the layer renders.
@@ -533,7 +537,7 @@ pub struct Fdm {
     /// ([`gpu_plan`]); `None`: they render at 1x1.
     pub conditional: Option<ash::ext::conditional_rendering::DeviceFn>,
     /// The GPU plan's pipelines, made at first use.
-    pub gpu_plan: Mutex<gpu_plan::Objects>,
+    pub gpu_plan: Mutex<gpu_objects::Objects>,
     /// The next layer's device commands, none of them the layer's own
     /// hooks: the GPU plan's objects are made and destroyed through it (the
     /// layer's hooks must not see them, and are gone at vkDestroyDevice).
@@ -952,7 +956,7 @@ impl Fdm {
             && !flags.contains(vk::ImageCreateFlags::MUTABLE_FORMAT)
             && samples == vk::SampleCountFlags::TYPE_1
             && formats.len() == 1
-            && !scratch::integer(formats[0])
+            && !model::integer(formats[0])
             && self.format_features(formats[0]).contains(vk::FormatFeatureFlags::STORAGE_IMAGE)
         {
             out |= vk::ImageUsageFlags::STORAGE;

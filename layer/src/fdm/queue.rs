@@ -6,7 +6,7 @@
 //! (the application's and the layer's own map reads), waits, sparse binds
 //! and presents hold the queue lock.
 
-use super::command_buffers::cb_state;
+use super::model::cb_state;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;

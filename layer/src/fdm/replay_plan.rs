@@ -11,7 +11,7 @@
 //! load, the render, upscales of its bins into the attachments that store);
 //! then the transitions that leave every attachment in its final layout.
 //! Where the pass cannot be replayed, the reason to render it at 1x1.
-//! [`super::replay`] walks the plan and records it. Recent bin plans are kept
+//! `replay.rs` walks the plan and records it. Recent bin plans are kept
 //! by map contents and pass shape ([`PlanCache`]).
 //!
 //! The rules:
@@ -40,7 +40,7 @@
 //!   upscaled per replay: after the last one, a [`Composite`] per stored
 //!   attachment draws every area's bins from that area's scratch target in
 //!   one render pass (per view's layer for a multiview pass, each view its
-//!   own bins: [`super::composite`]);
+//!   own bins: `composite.rs`);
 //! - a replay renders every view of a multiview pass; each view's upscale
 //!   (its layer of the attachments) takes only the bins that view asked for
 //!   at the replay's area, so each view gets the areas of its own map layer
@@ -50,7 +50,7 @@
 use super::bins::{self, Rect};
 use super::commands::Transform;
 use super::map_readback::MapTexels;
-use super::pass::Att;
+use super::model::Att;
 use ash::vk;
 use parking_lot::Mutex;
 use std::sync::Arc;

@@ -11,7 +11,8 @@
 //! made with its scratch target ([`super::replay_plan::scaled_copies`]).
 
 use super::bins::Rect;
-use super::pass::{Att, Begin};
+use super::model::integer;
+use super::model::{Att, Begin};
 use super::replay_plan::{scaled_copies, CopyRegion};
 use super::{memory_type, Fdm};
 use crate::device::DeviceCore;
@@ -205,7 +206,7 @@ unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
 }
 
 /// `SAMPLED` for a colour or depth scratch target the GPU plan's upscale
-/// can read ([`super::gpu_plan`]): its format can be sampled, at its sample
+/// can read (`gpu_plan.rs`): its format can be sampled, at its sample
 /// count.
 pub(super) fn sampled(f: &Fdm, a: &Att) -> vk::ImageUsageFlags {
     let colour = a.range.aspect_mask == vk::ImageAspectFlags::COLOR;
@@ -219,12 +220,6 @@ pub(super) fn sampled(f: &Fdm, a: &Att) -> vk::ImageUsageFlags {
     } else {
         vk::ImageUsageFlags::empty()
     }
-}
-
-/// An integer (unnormalized, unscaled) format: never filtered or drawn by
-/// the GPU plan's upscale.
-pub(super) fn integer(format: vk::Format) -> bool {
-    format!("{format:?}").contains("INT")
 }
 
 fn scaled(n: u32, a: u32) -> u32 {

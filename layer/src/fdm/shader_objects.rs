@@ -17,7 +17,7 @@
 //! object (`vkDestroyShaderEXT`, or the device's destruction).
 //!
 //! **Replays.** `vkCmdBindShadersEXT` is captured like the other binds
-//! ([`super::capture`]); a replay at area `a` binds each object's variant
+//! (`capture.rs`); a replay at area `a` binds each object's variant
 //! for `a` ([`super::commands`]). Shader objects need all their state
 //! dynamic: what the capture records (Vulkan 1.3's extended dynamic state,
 //! extended dynamic state 2 and 3, vertex input) is restored before every
