@@ -559,6 +559,11 @@ pub fn client(
         o.layer_settings.push(("fdm".into(), SettingValue::Str(if mode == "off" { "binned" } else { mode }.into())));
         let g = Gpu::new(&o).map_err(|e| format!("vk:{e}"))?;
         let texel = texel_limits(&g).0;
+        if texel.width == 0 || texel.height == 0 {
+            return Err(
+                "fdm_client: the device reports no fragment density map (is the layer's fdm setting off?)".into()
+            );
+        }
         // Radii (in pixels) that ask 1x1 for ~4% of a full-HD frame, 2x2 for ~7%.
         let radial = Radial { texel: (texel.width, texel.height), r1: 154.0, r2: 267.0 };
         let map = radial_map(size, radial);
