@@ -19,7 +19,7 @@ use super::commands::{Cmd, StateCall, Transform};
 use super::emit::emit;
 use super::live::go_live;
 use super::model::Begin;
-use super::model::{cb_state, CbState};
+use super::model::{cb_state, CbState, Fallback};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -70,29 +70,21 @@ pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
             if !copyable {
                 // SAFETY: `cb` is the recording command buffer of `pass`,
                 // held by the caller.
-                unsafe {
-                    go_live(
-                        dev,
-                        f,
-                        cb,
-                        pass,
-                        "a descriptor set it binds cannot be copied to read the scratch targets' input attachments",
-                    )
-                };
+                unsafe { go_live(dev, f, cb, pass, &Fallback::UncopyableSet) };
             }
         }
     }
     if pass.capturing {
         if let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = &cmd {
             let why = match f.pipelines.lock().get(p) {
-                None => Some("a pipeline bound in it was not created for a density-map pass"),
-                Some(i) if i.side_effects => Some("a pipeline bound in it writes storage or uses atomics"),
+                None => Some(Fallback::UnknownPipeline),
+                Some(i) if i.side_effects => Some(Fallback::SideEffects),
                 Some(_) => None,
             };
             if let Some(why) = why {
                 // SAFETY: `cb` is the recording command buffer of `pass`,
                 // held by the caller.
-                unsafe { go_live(dev, f, cb, pass, why) };
+                unsafe { go_live(dev, f, cb, pass, &why) };
             }
         }
     }
@@ -112,7 +104,7 @@ pub(super) unsafe fn record_in(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
 /// # Safety
 /// `cb` is a recording command buffer of `f`'s device, held by the caller
 /// (the application's call being hooked).
-pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, why: &str) -> bool {
+pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, why: &'static str) -> bool {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     if s.captured.is_some() {
@@ -128,7 +120,7 @@ pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuff
         if pass.capturing {
             // SAFETY: `cb` is the recording command buffer of `pass`, held by
             // the caller.
-            unsafe { go_live(dev, f, cb, pass, why) };
+            unsafe { go_live(dev, f, cb, pass, &Fallback::Command(why)) };
         }
     }
     false

@@ -291,7 +291,7 @@ unsafe fn translated_barriers(
     dev: &DeviceCore,
     f: &Fdm,
     cb: vk::CommandBuffer,
-    why: &str,
+    why: &'static str,
     (m, b, i): (&[vk::MemoryBarrier], &[vk::BufferMemoryBarrier], &[vk::ImageMemoryBarrier]),
     down: impl FnOnce(&[vk::MemoryBarrier], &[vk::BufferMemoryBarrier], &[vk::ImageMemoryBarrier]),
 ) {

@@ -6,6 +6,7 @@
 //! freed with the command buffer's next reset.
 
 use super::commands::InputSubst;
+use super::model::Fallback;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -28,7 +29,7 @@ pub(super) unsafe fn shadow_set(
     f: &Fdm,
     set: vk::DescriptorSet,
     inputs: &InputSubst,
-) -> Result<vk::DescriptorSet, String> {
+) -> Result<vk::DescriptorSet, Fallback> {
     if let Some(s) = inputs.shadows.borrow().get(&set) {
         return Ok(*s);
     }
@@ -42,13 +43,11 @@ pub(super) unsafe fn shadow_set(
     // A layout destroyed since the set was bound: the set cannot be copied from, and the original would read the
     // real attachments instead of the scratch ones.
     let Some(layout) = info.layout.clone().filter(|l| l.alive()) else {
-        return Err(
-            "a descriptor set with input attachments it binds cannot be copied (its layout is destroyed)".into()
-        );
+        return Err(Fallback::DestroyedSetLayout);
     };
     let d = &f.below;
     let fail = |command| crate::guard::injected_failure(&dev.settings().debug_fail, command);
-    let oom = |what: &str, e: vk::Result| format!("a shadow descriptor {what} cannot be made: {e:?}");
+    let oom = |what: &'static str, e: vk::Result| Fallback::ShadowSet(what, e);
     let mut sizes: Vec<vk::DescriptorPoolSize> = Vec::new();
     for b in layout.bindings.iter().filter(|b| b.count > 0) {
         match sizes.iter_mut().find(|s| s.ty == b.ty) {

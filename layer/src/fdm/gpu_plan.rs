@@ -53,7 +53,7 @@ use super::gpu_objects::{
     Objects, Owned, Upscale, UpscaleDraw,
 };
 use super::live::{begin_real, end_real};
-use super::model::{aspect_of, attachments, Att, Begin, Pass};
+use super::model::{aspect_of, attachments, Att, Begin, Fallback, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
 use super::scratch::{barrier, blit, copy_scaled, scratch_targets, Targets, Transition};
@@ -217,31 +217,26 @@ pub(super) fn unsupported(
     map_layout: vk::ImageLayout,
     view_mask: u32,
     layers: u32,
-) -> Option<String> {
+) -> Option<Fallback> {
     if f.conditional.is_none() {
-        return Some("its density map is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, or it is a Vulkan 1.0 application)".into());
+        return Some(Fallback::PlanWithoutConditionalRendering);
     }
     if layers > 1 && view_mask == 0 {
-        return Some(
-            "its density map is dynamic or deferred and its framebuffer is layered (without the per-layer density bit)"
-                .into(),
-        );
+        return Some(Fallback::PlanLayered);
     }
     if map_layout != vk::ImageLayout::GENERAL && map_layout != vk::ImageLayout::TRANSFER_SRC_OPTIMAL {
-        return Some(format!(
-            "its dynamic or deferred density map is in {map_layout:?}, which the GPU plan cannot copy"
-        ));
+        return Some(Fallback::PlanMapLayout(map_layout));
     }
     for a in atts.iter().flatten() {
         let ms = a.samples != vk::SampleCountFlags::TYPE_1;
         if ms && (a.load || a.store) && f.controls.without_msaa {
-            return Some("its density map is dynamic or deferred and a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
+            return Some(Fallback::PlanMultisampled);
         }
         if a.store_stencil {
-            return Some("its density map is dynamic or deferred and a stencil attachment stores (the GPU plan's upscale writes colour and depth only)".into());
+            return Some(Fallback::PlanStencilStore);
         }
         if (a.load || a.store) && !upscale_reads_view(a, view_mask != 0) {
-            return Some(format!("its density map is dynamic or deferred and an attachment view is {:?}", a.view_type));
+            return Some(Fallback::PlanViewType(a.view_type));
         }
         let feats = f.format_features(a.format);
         // What loads is scaled down by blits, or by copies where multisampled (every sample kept).
@@ -254,13 +249,10 @@ pub(super) fn unsupported(
             && (!feats.contains(scale)
                 || !a.usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST))
         {
-            return Some(format!("its density map is dynamic or deferred and {:?} cannot be blitted", a.format));
+            return Some(Fallback::PlanUnblittable(a.format));
         }
         if a.store && !upscale_draws(f, a) {
-            return Some(format!(
-                "its density map is dynamic or deferred and {:?} at {:?} cannot be sampled and drawn by the GPU plan's upscale",
-                a.format, a.samples
-            ));
+            return Some(Fallback::PlanUndrawable(a.format, a.samples));
         }
     }
     None
@@ -312,7 +304,7 @@ struct Eligible {
 /// The pass as the GPU plan covers it, or why it cannot (`Err(why)`: it renders at 1x1): its attachments and map
 /// ([`unsupported`], then the map's view and format), a render area that has regions, and commands that a replay
 /// can record ([`check_commands`]).
-fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, String> {
+fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
     let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     // The layers of a per-layer pass are planned as views (the replays still begin the pass as the application did).
     let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.controls.without_per_layer);
@@ -320,10 +312,10 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, String> {
     if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers) {
         return Err(why);
     }
-    let v = *f.views.lock().get(&map_view).ok_or("the density map view is unknown")?;
-    let img = *f.images.lock().get(&v.image).ok_or("the density map image is unknown")?;
+    let v = *f.views.lock().get(&map_view).ok_or(Fallback::UnknownMapView)?;
+    let img = *f.images.lock().get(&v.image).ok_or(Fallback::UnknownMapImage)?;
     if v.format != vk::Format::R8G8_UNORM {
-        return Err(format!("the density map's format is {:?}, not R8G8_UNORM", v.format));
+        return Err(Fallback::MapFormat(v.format));
     }
     let mip = v.range.base_mip_level;
     let (mw, mh) = ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1));
@@ -350,7 +342,7 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, String> {
     let grid = grid_for(pass.cmds.len() + restored);
     let regions = regions(render_area, texel, shift, cap, grid, !f.controls.without_edge_fragments);
     if regions.is_empty() {
-        return Err("an empty render area".into());
+        return Err(Fallback::EmptyRenderArea);
     }
     check_commands(f, pass)?;
     let drawn = (0..view_count).filter(|&v| views[v as usize].rendered).collect();
@@ -373,7 +365,7 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, String> {
 
 /// Whether a replay can record the pass's commands; `Err(why)` for a pipeline without the per-area variants (or
 /// shader objects without theirs), input attachments or several subpasses.
-fn check_commands(f: &Fdm, pass: &Pass) -> Result<(), String> {
+fn check_commands(f: &Fdm, pass: &Pass) -> Result<(), Fallback> {
     // Every area's pipeline variants and shader objects, as for a host plan.
     {
         let pipelines = f.pipelines.lock();
@@ -381,7 +373,7 @@ fn check_commands(f: &Fdm, pass: &Pass) -> Result<(), String> {
             let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = c else { continue };
             let Some(info) = pipelines.get(p).filter(|i| i.needs_variants) else { continue };
             if AREAS.iter().any(|a| !info.variants.contains_key(a)) {
-                return Err("a pipeline it binds lacks the per-area variant a replay needs".into());
+                return Err(Fallback::PipelineVariants);
             }
         }
     }
@@ -390,7 +382,7 @@ fn check_commands(f: &Fdm, pass: &Pass) -> Result<(), String> {
         _ => None,
     });
     if let Some(why) = super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &AREAS) {
-        return Err(why.into());
+        return Err(Fallback::ShaderObject(why));
     }
     // Input attachments would read scratch views through shadow sets: not in the GPU plan.
     let inputs = pass.state.commands().chain(&pass.cmds).any(|c| match c {
@@ -398,11 +390,11 @@ fn check_commands(f: &Fdm, pass: &Pass) -> Result<(), String> {
         _ => false,
     });
     if inputs {
-        return Err("its density map is dynamic or deferred and it reads input attachments".into());
+        return Err(Fallback::PlanInputAttachments);
     }
     // Conditional rendering may not span a subpass change: one subpass only.
     if pass.has_several_subpasses() {
-        return Err("its density map is dynamic or deferred and it has several subpasses".into());
+        return Err(Fallback::PlanSubpasses);
     }
     Ok(())
 }
@@ -562,7 +554,7 @@ unsafe fn make_objects(
     e: &Eligible,
     targets: &[Targets],
     size: u64,
-) -> Result<PassObjects, String> {
+) -> Result<PassObjects, Fallback> {
     let mut o = f.gpu_plan.lock();
     let mut owned = Owned::new(size);
     let mut made = PassObjects::default();
@@ -573,7 +565,7 @@ unsafe fn make_objects(
             destroy_owned(d, owned);
             d.destroy_descriptor_pool(made.pool, None);
         }
-        return Err(format!("the GPU plan's objects: {err:?}"));
+        return Err(Fallback::PlanObjects(err));
     }
     (made.plan_pipeline, made.plan_layout, made.up_layout) = (o.plan_pipeline, o.plan_layout, o.up_layout);
     made.cs_layout = o.cs_layout;
@@ -1064,7 +1056,7 @@ pub(super) unsafe fn replay_gpu(
     f: &Fdm,
     cb: vk::CommandBuffer,
     pass: &mut Pass,
-) -> Result<(), String> {
+) -> Result<(), Fallback> {
     let started = std::time::Instant::now();
     let e = eligible(f, pass)?;
     // Scratch targets per area, claimed for `cb`.
@@ -1073,12 +1065,12 @@ pub(super) unsafe fn replay_gpu(
         // SAFETY: the pass's begin and attachments are alive (the capture rule).
         targets.push(
             unsafe { scratch_targets(dev, f, cb, &pass.begin, &e.atts, area, e.extent, e.fb_layers) }
-                .map_err(|err| format!("scratch targets: {err:?}"))?,
+                .map_err(Fallback::ScratchTargets)?,
         );
     }
     let by_draw = by_draw(f, pass, &e);
     let layout = PlanLayout::new(&e);
-    let d = f.raw.as_ref().ok_or("the GPU plan has no device of the next layer")?;
+    let d = f.raw.as_ref().ok_or(Fallback::NoRawDevice)?;
     // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
     let checked_us = started.elapsed().as_micros();
     // SAFETY: `d` is `f`'s device; the pass's attachment views (the capture rule) and its scratch targets are alive.

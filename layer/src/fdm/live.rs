@@ -5,7 +5,7 @@
 
 use super::commands::Transform;
 use super::emit::{emit, restore};
-use super::model::{Begin, Pass};
+use super::model::{Begin, Fallback, Pass};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::id;
@@ -13,7 +13,7 @@ use crate::settings::LogLevel;
 use ash::vk;
 
 /// Why a pass renders at 1x1, logged once per reason and pass.
-pub(super) fn fallback_log(dev: &DeviceCore, begin: &Begin, why: &str) {
+pub(super) fn fallback_log(dev: &DeviceCore, begin: &Begin, why: &Fallback) {
     let key = match begin {
         Begin::RenderPass { render_pass, .. } => format!("{render_pass:?} {why}"),
         Begin::Rendering { .. } => format!("rendering {why}"),
@@ -89,7 +89,7 @@ pub(super) unsafe fn end_real(f: &Fdm, cb: vk::CommandBuffer, begin: &Begin) {
 ///
 /// # Safety
 /// As [`begin_live`].
-pub(super) unsafe fn go_live(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass, why: &str) {
+pub(super) unsafe fn go_live(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass, why: &Fallback) {
     fallback_log(dev, &pass.begin, why);
     // SAFETY: the caller's guarantee.
     unsafe { begin_live(f, cb, pass) };

@@ -4,6 +4,7 @@
 //! every write the layer can see is read again only after a submission
 //! that may have written it (`queue.rs`).
 
+use super::fallback::Fallback;
 use super::{memory_type, Fdm};
 use crate::device::DeviceCore;
 use ash::vk;
@@ -163,9 +164,9 @@ pub(super) unsafe fn density_map(
     f: &Fdm,
     view: vk::ImageView,
     expected: vk::ImageLayout,
-) -> Result<Arc<MapTexels>, String> {
-    let v = *f.views.lock().get(&view).ok_or("the density map view is unknown")?;
-    let img = *f.images.lock().get(&v.image).ok_or("the density map image is unknown")?;
+) -> Result<Arc<MapTexels>, Fallback> {
+    let v = *f.views.lock().get(&view).ok_or(Fallback::UnknownMapView)?;
+    let img = *f.images.lock().get(&v.image).ok_or(Fallback::UnknownMapImage)?;
     let watched = vk::ImageUsageFlags::TRANSFER_SRC
         | vk::ImageUsageFlags::TRANSFER_DST
         | vk::ImageUsageFlags::SAMPLED
@@ -214,11 +215,11 @@ unsafe fn read_map(
     f: &Fdm,
     view: vk::ImageView,
     expected: vk::ImageLayout,
-) -> Result<(u32, u32, u32, Vec<[u8; 2]>), String> {
-    let v = *f.views.lock().get(&view).ok_or("the density map view is unknown")?;
-    let img = *f.images.lock().get(&v.image).ok_or("the density map image is unknown")?;
+) -> Result<(u32, u32, u32, Vec<[u8; 2]>), Fallback> {
+    let v = *f.views.lock().get(&view).ok_or(Fallback::UnknownMapView)?;
+    let img = *f.images.lock().get(&v.image).ok_or(Fallback::UnknownMapImage)?;
     if v.format != vk::Format::R8G8_UNORM {
-        return Err(format!("the density map's format is {:?}, not R8G8_UNORM", v.format));
+        return Err(Fallback::MapFormat(v.format));
     }
     let mip = v.range.base_mip_level;
     let (w, h) = ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1));
@@ -227,9 +228,9 @@ unsafe fn read_map(
     let layout = f.map_layouts.lock().get(&v.image).copied().unwrap_or(expected);
     let d = &f.below;
     if f.lost.load(std::sync::atomic::Ordering::Acquire) {
-        return Err("the device is lost".into());
+        return Err(Fallback::DeviceLost);
     }
-    let queue = f.queue.ok_or("no queue of the device can copy the map")?;
+    let queue = f.queue.ok_or(Fallback::NoQueue)?;
     let lost = |x: vk::Result| {
         if x == vk::Result::ERROR_DEVICE_LOST {
             note_device_lost(dev, f);
@@ -241,7 +242,7 @@ unsafe fn read_map(
     // `layer_queue` of its create info).
     unsafe { ready_reader(dev, f, &mut reader, queue, size, lost) }?;
     let r = reader.as_mut().unwrap();
-    let e = |x: vk::Result| format!("map read failed: {x:?}");
+    let e = Fallback::MapRead;
     // SAFETY: the reader's command buffer is the layer's own, not pending
     // (the last read waited for its fence) and used only under the reader
     // lock (its external synchronization); its pool allows resets.
@@ -311,16 +312,14 @@ unsafe fn ready_reader(
     queue: crate::ffi::LayerQueue,
     size: u64,
     lost: impl Fn(vk::Result) -> vk::Result,
-) -> Result<(), String> {
+) -> Result<(), Fallback> {
     let d = &f.below;
     if let Some(r) = reader.as_mut().filter(|r| r.pending) {
         // SAFETY: the reader's own fence, submitted with its last read, whose wait failed; waited for before it is
         // reset (VUID-vkResetFences-pFences-01123), under the reader lock.
         unsafe {
-            d.wait_for_fences(&[r.fence], true, WAIT_NS)
-                .map_err(lost)
-                .map_err(|x| format!("map read failed: {x:?}"))?;
-            d.reset_fences(&[r.fence]).map_err(|x| format!("map read failed: {x:?}"))?;
+            d.wait_for_fences(&[r.fence], true, WAIT_NS).map_err(lost).map_err(Fallback::MapRead)?;
+            d.reset_fences(&[r.fence]).map_err(Fallback::MapRead)?;
         }
         r.pending = false;
     }
@@ -333,7 +332,7 @@ unsafe fn ready_reader(
         // SAFETY: `dev.handle` is the device of `f`, created with queue 0 of
         // `f.queue` (a `layer_queue` of its create info).
         let made = unsafe { MapReader::new(dev, f, dev.handle, queue, size.max(64 * 1024)) };
-        *reader = Some(made.map_err(|e| format!("cannot set up map reads: {e:?}"))?);
+        *reader = Some(made.map_err(Fallback::MapReader)?);
     }
     Ok(())
 }

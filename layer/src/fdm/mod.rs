@@ -65,6 +65,7 @@ mod commands;
 mod composite;
 pub mod descriptors;
 mod emit;
+mod fallback;
 mod gpu_objects;
 mod gpu_plan;
 pub mod layered;

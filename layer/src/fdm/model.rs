@@ -4,6 +4,7 @@
 //! the layer keeps per command buffer ([`CbState`]).
 
 use super::commands::{Cmd, Snapshot};
+pub(crate) use super::fallback::Fallback;
 use super::map_readback::MapTexels;
 use super::{Fdm, FramebufferInfo, PassInfo};
 use ash::vk;
@@ -182,19 +183,19 @@ fn att_of(f: &Fdm, view: vk::ImageView) -> Option<Att> {
 pub(super) fn attachments(
     f: &Fdm,
     begin: &Begin,
-) -> Result<(Vec<Option<Att>>, vk::ImageView, vk::ImageLayout, (u32, u32), u32, u32), String> {
+) -> Result<(Vec<Option<Att>>, vk::ImageView, vk::ImageLayout, (u32, u32), u32, u32), Fallback> {
     match begin {
         Begin::RenderPass { pass, fb, views, .. } => {
             let views = if fb.imageless { views.clone() } else { fb.views.clone() };
             let map_index = pass.density_map.unwrap() as usize;
-            let map = *views.get(map_index).ok_or("the framebuffer lacks the density map")?;
+            let map = *views.get(map_index).ok_or(Fallback::NoMapInFramebuffer)?;
             let mut out = Vec::new();
             for (i, d) in pass.attachments.iter().enumerate() {
                 if i == map_index || !pass.used[i] {
                     out.push(None);
                     continue;
                 }
-                let mut a = att_of(f, views[i]).ok_or("an attachment view the layer has not seen")?;
+                let mut a = att_of(f, views[i]).ok_or(Fallback::UnknownAttachmentView)?;
                 let depth_stencil = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
                 a.load = d.load_op == vk::AttachmentLoadOp::LOAD
                     || (depth_stencil && d.stencil_load_op == vk::AttachmentLoadOp::LOAD);
@@ -213,7 +214,7 @@ pub(super) fn attachments(
             let mut out = Vec::new();
             let mut seen = Vec::new();
             let mut add =
-                |a: &vk::RenderingAttachmentInfo, out: &mut Vec<Option<Att>>, stencil: bool| -> Result<(), String> {
+                |a: &vk::RenderingAttachmentInfo, out: &mut Vec<Option<Att>>, stencil: bool| -> Result<(), Fallback> {
                     if a.image_view == vk::ImageView::null() {
                         return Ok(());
                     }
@@ -228,7 +229,7 @@ pub(super) fn attachments(
                         x.store_stencil |= stencil && store;
                     } else if !seen.contains(&a.image_view) {
                         seen.push(a.image_view);
-                        let mut x = att_of(f, a.image_view).ok_or("an attachment view the layer has not seen")?;
+                        let mut x = att_of(f, a.image_view).ok_or(Fallback::UnknownAttachmentView)?;
                         (x.load, x.store, x.store_stencil) = (load, store, stencil && store);
                         x.initial = a.image_layout;
                         x.final_ = a.image_layout;
@@ -239,7 +240,7 @@ pub(super) fn attachments(
                         && !seen.contains(&a.resolve_image_view)
                     {
                         seen.push(a.resolve_image_view);
-                        let mut r = att_of(f, a.resolve_image_view).ok_or("a resolve view the layer has not seen")?;
+                        let mut r = att_of(f, a.resolve_image_view).ok_or(Fallback::UnknownResolveView)?;
                         r.store = true;
                         r.store_stencil = stencil;
                         r.initial = a.resolve_image_layout;

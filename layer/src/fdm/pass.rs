@@ -21,7 +21,7 @@ use super::emit::{emit, restore};
 use super::live::{begin_live, end_real, fallback_log, go_live};
 use super::map_readback::density_map;
 use super::model::cb_state;
-use super::model::{attachments, Begin, Pass};
+use super::model::{attachments, Begin, Fallback, Pass};
 use super::replay::replay;
 use super::{Fdm, Mode};
 use crate::device::DeviceCore;
@@ -36,15 +36,15 @@ use ash::vk;
 /// `cb` is the application's recording command buffer of `f`'s device,
 /// held during its call, outside a render pass; `begin` is a copy of the
 /// valid begin it is recording.
-unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, early: Option<&str>) {
+unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, early: Option<Fallback>) {
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    let mut why = early.map(str::to_string);
+    let mut why = early;
     if why.is_none() && s.active_queries > 0 {
-        why = Some("a query is active across it".into());
+        why = Some(Fallback::QueryActive);
     }
     if why.is_none() && f.mode == Mode::Baseline {
-        why = Some(String::new());
+        why = Some(Fallback::Baseline);
     }
     let mut pass = Pass {
         begin,
@@ -66,13 +66,13 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         match attachments(f, &pass.begin).and_then(|(_, view, layout, ..)| {
             if f.views.lock().get(&view).is_some_and(|i| i.dynamic_or_deferred) && !f.controls.without_gpu_plan {
                 if f.conditional.is_none() {
-                    return Err("its density map view is dynamic or deferred and the GPU plan has no conditional rendering (the driver lacks VK_EXT_conditional_rendering, or it is a Vulkan 1.0 application): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+                    return Err(Fallback::DynamicWithoutConditionalRendering);
                 }
                 if s.secondary {
-                    return Err("its density map view is dynamic or deferred and it is recorded in a secondary command buffer (the GPU plan's upscale begins render passes, which a secondary may not): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+                    return Err(Fallback::DynamicInSecondary);
                 }
                 if s.app_conditional && !f.controls.without_app_conditional {
-                    return Err("its density map view is dynamic or deferred and the application's conditional rendering is active around it (the GPU plan's may not nest in it): the map is not read and the pass renders at 1x1 (density 1, which the spec allows for any map)".into());
+                    return Err(Fallback::DynamicInAppConditional);
                 }
                 return Ok(None);
             }
@@ -89,7 +89,7 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         // SAFETY: the caller's guarantee: `cb` is recording `pass`'s begin,
         // nothing of it sent down yet.
         unsafe {
-            if why.is_empty() {
+            if why == Fallback::Baseline {
                 begin_live(f, cb, &mut pass);
             } else {
                 go_live(dev, f, cb, &mut pass, &why);
@@ -150,14 +150,11 @@ unsafe fn only_known(mut p: *const std::ffi::c_void, known: &[vk::StructureType]
 ///
 /// # Safety
 /// `p_next` is a valid `pNext` chain (`sub_next` is only compared with null).
-unsafe fn early_render_pass(
-    p_next: *const std::ffi::c_void,
-    sub_next: *const std::ffi::c_void,
-) -> Option<&'static str> {
+unsafe fn early_render_pass(p_next: *const std::ffi::c_void, sub_next: *const std::ffi::c_void) -> Option<Fallback> {
     // SAFETY: the caller's guarantee.
     let copyable =
         unsafe { only_known(p_next, &[vk::StructureType::RENDER_PASS_ATTACHMENT_BEGIN_INFO]) } && sub_next.is_null();
-    (!copyable).then_some("its begin info chains a structure the layer does not replay")
+    (!copyable).then_some(Fallback::BeginChain)
 }
 
 /// `vkCmdBeginRenderPass`: a density-map pass starts (captured in mode
@@ -422,11 +419,11 @@ pub unsafe fn cmd_begin_rendering(
     if atts.clone().any(|a| !a.p_next.is_null())
         || !unsafe { only_known(ri.p_next, &[vk::StructureType::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_INFO_EXT]) }
     {
-        early = Some("its rendering info chains a structure the layer does not replay");
+        early = Some(Fallback::RenderingChain);
     } else if ri.flags.intersects(vk::RenderingFlags::SUSPENDING | vk::RenderingFlags::RESUMING) {
-        early = Some("it is suspended or resumed");
+        early = Some(Fallback::SuspendedOrResumed);
     } else if ri.flags.contains(vk::RenderingFlags::CONTENTS_SECONDARY_COMMAND_BUFFERS) {
-        early = Some("its contents are secondary command buffers");
+        early = Some(Fallback::SecondaryContents);
     }
     if f.mode == Mode::Baseline || early.is_some() {
         // Down as the application gave it, without the density map.
@@ -440,7 +437,7 @@ pub unsafe fn cmd_begin_rendering(
         c.flags &= !super::layered::RENDERING_PER_LAYER;
         c.p_next = chain.head();
         if let Some(why) = early {
-            fallback_log(dev, &begin, why);
+            fallback_log(dev, &begin, &why);
         }
         // SAFETY: the application's valid info, with the density-map
         // structure left out of a copy of its chain (alive in `chain`).

@@ -18,7 +18,7 @@ use super::descriptors::{free_shadow_pools, shadow_set};
 use super::emit::{emit, restore};
 use super::live::{begin_live, begin_real, end_real};
 use super::map_readback::density_map;
-use super::model::{attachments, Att, Begin, Pass};
+use super::model::{attachments, Att, Begin, Fallback, Pass};
 use super::replay_plan::{plan_composited, Change, Composite, Plan, PlannedReplay, Step, Target};
 use super::scratch::{barrier, blit, copied, copy_scaled, scratch_targets, Targets, Transition};
 use super::Fdm;
@@ -79,7 +79,7 @@ unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Tra
 /// captured in, held by the caller at the application's end of the pass,
 /// outside any render pass; the capture rule of [`super::commands`] holds
 /// for `pass`'s commands, begin and attachments.
-pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), String> {
+pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), Fallback> {
     let (atts, map, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     let m = match &pass.map {
         Some(m) => m.clone(),
@@ -116,7 +116,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         )
     });
     if f.controls.without_msaa && atts.iter().flatten().any(copied) && replays.iter().any(|r| r.area != (1, 1)) {
-        return Err("a multisampled attachment loads or stores (debug_fdm_without=msaa)".into());
+        return Err(Fallback::Multisampled);
     }
     // The composite (one render pass instance per area, one composite per stored attachment) where every stored
     // attachment can be drawn so and the pass has one subpass; else each replay upscales its own bins.
@@ -152,7 +152,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             // capture rule).
             Target::Scratch => Some(
                 unsafe { scratch_targets(dev, f, cb, &pass.begin, &atts, p.replay.area, extent, fb_layers) }
-                    .map_err(|e| format!("scratch targets: {e:?}"))?,
+                    .map_err(Fallback::ScratchTargets)?,
             ),
         });
     }
@@ -192,7 +192,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
                     // SAFETY: the layer's own pools, just made; nothing was recorded with their sets.
                     unsafe { free_shadow_pools(f, &mut s.pools.borrow_mut()) };
                 }
-                return Err(format!("the composite's objects: {e:?}"));
+                return Err(Fallback::CompositeObjects(e));
             }
         }
     };
@@ -254,14 +254,14 @@ fn per_view_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], views: &[u32]
 /// shader needs a per-area variant lacks one a replay needs (it could not be
 /// made: out of memory), or a bound shader object cannot be replayed or
 /// lacks its variant: the pass renders at 1x1, before anything is recorded.
-fn lacks_variants(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> Option<String> {
+fn lacks_variants(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> Option<Fallback> {
     {
         let pipelines = f.pipelines.lock();
         for c in pass.state.commands().chain(&pass.cmds) {
             let Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) = c else { continue };
             let Some(info) = pipelines.get(p).filter(|i| i.needs_variants) else { continue };
             if planned.iter().any(|r| !info.variants.contains_key(&r.replay.area)) {
-                return Some("a pipeline it binds lacks the per-area variant a replay needs".into());
+                return Some(Fallback::PipelineVariants);
             }
         }
     }
@@ -270,7 +270,7 @@ fn lacks_variants(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> Option<Str
         Cmd::BindShaders(b) => Some(b),
         _ => None,
     });
-    super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &areas).map(Into::into)
+    super::shader_objects::check(f, bound.flat_map(|b| b.iter()), &areas).map(Fallback::ShaderObject)
 }
 
 /// The plan of a binned pass, for the debug log: its replays, what they
@@ -368,7 +368,7 @@ fn transitions(atts: &[Option<Att>], targets: Option<&Targets>, changes: &[Chang
 ///
 /// # Safety
 /// As [`replay`].
-unsafe fn shadow_sets(dev: &DeviceCore, f: &Fdm, pass: &Pass, subst: &InputSubst) -> Result<(), String> {
+unsafe fn shadow_sets(dev: &DeviceCore, f: &Fdm, pass: &Pass, subst: &InputSubst) -> Result<(), Fallback> {
     for c in pass.state.commands().chain(&pass.cmds) {
         if let Cmd::BindSets { sets, .. } = c {
             for set in sets {

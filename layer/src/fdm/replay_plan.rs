@@ -50,7 +50,7 @@
 use super::bins::{self, Rect};
 use super::commands::Transform;
 use super::map_readback::MapTexels;
-use super::model::Att;
+use super::model::{Att, Fallback};
 use ash::vk;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -272,7 +272,10 @@ pub(super) fn scaled_copies(pairs: &[(Rect, Rect)], area: (u32, u32), up: bool) 
 /// Why a pass whose replays blit cannot be replayed, if it cannot. A
 /// multisampled attachment is scaled by copies ([`scaled_copies`]), which
 /// need the transfer features instead of the blit ones.
-fn unblittable(atts: &[Option<Att>], format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags) -> Option<String> {
+fn unblittable(
+    atts: &[Option<Att>],
+    format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags,
+) -> Option<Fallback> {
     for a in atts.iter().flatten() {
         let need = if a.samples == vk::SampleCountFlags::TYPE_1 {
             vk::FormatFeatureFlags::BLIT_SRC | vk::FormatFeatureFlags::BLIT_DST
@@ -280,12 +283,12 @@ fn unblittable(atts: &[Option<Att>], format_features: &dyn Fn(vk::Format) -> vk:
             vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST
         };
         if (a.load || a.store) && !format_features(a.format).contains(need) {
-            return Some(format!("{:?} cannot be blitted", a.format));
+            return Some(Fallback::Unblittable(a.format));
         }
         if (a.load || a.store)
             && !a.usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
         {
-            return Some("an attachment image was not created with transfer usage".into());
+            return Some(Fallback::NoTransferUsage);
         }
     }
     None
@@ -328,7 +331,7 @@ pub(super) fn plan(
     overlay: bool,
     format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags,
     views: &[u32],
-) -> Result<Plan, String> {
+) -> Result<Plan, Fallback> {
     plan_composited(atts, replays, overlay, format_features, views, false)
 }
 
@@ -342,7 +345,7 @@ pub(super) fn plan_composited(
     format_features: &dyn Fn(vk::Format) -> vk::FormatFeatureFlags,
     views: &[u32],
     composite: bool,
-) -> Result<Plan, String> {
+) -> Result<Plan, Fallback> {
     if replays.len() == 1 && replays[0].area == (1, 1) && !overlay {
         return Ok(Plan::AsRecorded);
     }
@@ -650,7 +653,7 @@ mod tests {
         Change { attachment, scratch: true, old, new }
     }
 
-    fn replays_of(p: Result<Plan, String>) -> (Vec<PlannedReplay>, Vec<Change>) {
+    fn replays_of(p: Result<Plan, Fallback>) -> (Vec<PlannedReplay>, Vec<Change>) {
         match p {
             Ok(Plan::Replays { replays, finish, .. }) => (replays, finish),
             other => panic!("expected replays, got {other:?}"),
@@ -915,7 +918,7 @@ mod tests {
         let mut ms = att(true, true);
         ms.samples = vk::SampleCountFlags::TYPE_4;
         let why = plan(&[Some(ms.clone())], two(), false, &blittable, &[]).unwrap_err();
-        assert!(why.contains("cannot be blitted"), "{why}");
+        assert_eq!(why, Fallback::Unblittable(ms.format), "{why}");
         let transfer = |_: vk::Format| vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST;
         let (planned, _) = replays_of(plan(&[Some(ms.clone())], two(), false, &transfer, &[]));
         assert_eq!((downscaled(&planned[0]), upscaled(&planned[0])), (vec![0], vec![0]));
@@ -925,11 +928,11 @@ mod tests {
         assert!(plan(&[Some(ms)], two(), false, &blittable, &[]).is_ok());
         let no_blit_dst = |_: vk::Format| vk::FormatFeatureFlags::BLIT_SRC;
         let why = plan(&[Some(att(false, true))], two(), false, &no_blit_dst, &[]).unwrap_err();
-        assert!(why.contains("cannot be blitted"), "{why}");
+        assert_eq!(why, Fallback::Unblittable(att(false, true).format), "{why}");
         let mut no_transfer = att(true, true);
         no_transfer.usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_DST;
         let why = plan(&[Some(no_transfer)], two(), false, &blittable, &[]).unwrap_err();
-        assert!(why.contains("transfer usage"), "{why}");
+        assert_eq!(why, Fallback::NoTransferUsage, "{why}");
     }
 
     /// Where every texel of the scaled image comes from, following the copy
