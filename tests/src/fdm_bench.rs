@@ -565,7 +565,11 @@ pub fn client(
             );
         }
         // Radii (in pixels) that ask 1x1 for ~4% of a full-HD frame, 2x2 for ~7%.
-        let radial = Radial { texel: (texel.width, texel.height), r1: 154.0, r2: 267.0 };
+        // FDM_CLIENT_MAP=uniform: every texel asks 4x4 (one area), for the
+        // fixed cost's parts.
+        let uniform = std::env::var("FDM_CLIENT_MAP").is_ok_and(|m| m == "uniform");
+        let (r1, r2) = if uniform { (0.0, 0.0) } else { (154.0, 267.0) };
+        let radial = Radial { texel: (texel.width, texel.height), r1, r2 };
         let map = radial_map(size, radial);
         let pass = Pass {
             draws,
