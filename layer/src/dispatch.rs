@@ -48,12 +48,12 @@ impl DeviceData {
         self.fdm_slot(below_fdm).filter(|f| f.mode == crate::fdm::Mode::Binned)
     }
     #[inline]
-    fn reserved_slot(&self, _: bool) -> Option<&crate::interlock::spinlock::ReservedSet> {
+    fn reserved_slot(&self, _: bool) -> Option<&crate::interlock::reserved::ReservedSet> {
         self.reserved.as_ref()
     }
     /// The spinlock capability where it runs the ordered strategy.
     #[inline]
-    fn ordered_slot(&self, _: bool) -> Option<&crate::interlock::spinlock::ReservedSet> {
+    fn ordered_slot(&self, _: bool) -> Option<&crate::interlock::reserved::ReservedSet> {
         self.reserved.as_ref().filter(|s| s.ordered.is_some())
     }
     #[inline]
@@ -371,7 +371,7 @@ impl DeviceCore {
     }
 }
 
-use crate::interlock::{ordered, spinlock};
+use crate::interlock::{ordered, reserved};
 use crate::{deferred_views, fdm, link, shader, shading_rate};
 
 device_commands! {
@@ -445,7 +445,7 @@ device_commands! {
         [fdm_slot => own fdm::create_shader_module, shaders_slot => wrap shader::create_shader_module];
     "vkDestroyShaderModule" fn destroy_shader_module(device: vk::Device, handle: vk::ShaderModule, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyShaderModule, down |dc| dc.fns.fp_v1_0().destroy_shader_module;
-        [fdm_slot => forget fdm::Fdm::forget_module, reserved_slot => forget spinlock::ReservedSet::forget_module,
+        [fdm_slot => forget fdm::Fdm::forget_module, reserved_slot => forget reserved::ReservedSet::forget_module,
          shading_rate_slot => forget shading_rate::ForceOneByOne::forget_module,
          varyings_slot => forget link::Linker::forget];
     "vkCreateGraphicsPipelines" fn create_graphics_pipelines(device: vk::Device, cache: vk::PipelineCache, count: u32, infos: *const vk::GraphicsPipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Pipeline) -> vk::Result
@@ -453,7 +453,7 @@ device_commands! {
         [fdm_slot => own fdm::create_graphics_pipelines, shaders_slot => wrap shader::create_graphics_pipelines];
     "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, handle: vk::Pipeline, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyPipeline, down |dc| dc.fns.fp_v1_0().destroy_pipeline;
-        [fdm_slot => forget fdm::Fdm::forget_pipeline, reserved_slot => forget spinlock::ReservedSet::forget_pipeline,
+        [fdm_slot => forget fdm::Fdm::forget_pipeline, reserved_slot => forget reserved::ReservedSet::forget_pipeline,
          shading_rate_slot => forget shading_rate::ForceOneByOne::forget_pipeline,
          varyings_slot => forget link::Linker::forget_pipeline];
 
@@ -470,7 +470,7 @@ device_commands! {
         [fdm_binned_slot => forget fdm::Fdm::forget_command_pool];
     "vkBeginCommandBuffer" fn begin_command_buffer(cb: vk::CommandBuffer, info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
         = PFN_vkBeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
-        [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, reserved_slot => before spinlock::forget_bound,
+        [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, reserved_slot => before reserved::forget_bound,
          ordered_slot => wrap ordered::begin_command_buffer, shading_rate_slot => before shading_rate::begin_command_buffer];
     "vkCmdPipelineBarrier" fn cmd_pipeline_barrier(cb: vk::CommandBuffer, src: vk::PipelineStageFlags, dst: vk::PipelineStageFlags, deps: vk::DependencyFlags, nm: u32, m: *const vk::MemoryBarrier<'_>, nb: u32, b: *const vk::BufferMemoryBarrier<'_>, ni: u32, i: *const vk::ImageMemoryBarrier<'_>)
         = PFN_vkCmdPipelineBarrier, down |dc| dc.fns.fp_v1_0().cmd_pipeline_barrier;
@@ -523,7 +523,7 @@ device_commands! {
     // What a density-map pass captures; draws also bind the spinlock's lock set.
     "vkCmdBindPipeline" fn cmd_bind_pipeline(cb: vk::CommandBuffer, point: vk::PipelineBindPoint, p: vk::Pipeline)
         = PFN_vkCmdBindPipeline, down |dc| dc.fns.fp_v1_0().cmd_bind_pipeline;
-        [fdm_binned_slot => own fdm::capture::cmd_bind_pipeline, reserved_slot => wrap spinlock::cmd_bind_pipeline, shading_rate_slot => wrap shading_rate::cmd_bind_pipeline];
+        [fdm_binned_slot => own fdm::capture::cmd_bind_pipeline, reserved_slot => wrap reserved::cmd_bind_pipeline, shading_rate_slot => wrap shading_rate::cmd_bind_pipeline];
     "vkCmdBindDescriptorSets" fn cmd_bind_descriptor_sets(cb: vk::CommandBuffer, point: vk::PipelineBindPoint, layout: vk::PipelineLayout, first: u32, n: u32, sets: *const vk::DescriptorSet, no: u32, offsets: *const u32)
         = PFN_vkCmdBindDescriptorSets, down |dc| dc.fns.fp_v1_0().cmd_bind_descriptor_sets;
         [fdm_binned_slot => own fdm::capture::cmd_bind_descriptor_sets];
@@ -568,28 +568,28 @@ device_commands! {
         [fdm_binned_slot => own fdm::capture::cmd_set_stencil_reference];
     "vkCmdDraw" fn cmd_draw(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, d: u32)
         = PFN_vkCmdDraw, down |dc| dc.fns.fp_v1_0().cmd_draw;
-        [fdm_binned_slot => own fdm::capture::cmd_draw, reserved_slot => wrap spinlock::cmd_draw];
+        [fdm_binned_slot => own fdm::capture::cmd_draw, reserved_slot => wrap ordered::cmd_draw];
     "vkCmdDrawIndexed" fn cmd_draw_indexed(cb: vk::CommandBuffer, a: u32, b: u32, c: u32, o: i32, d: u32)
         = PFN_vkCmdDrawIndexed, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, reserved_slot => wrap spinlock::cmd_draw_indexed];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, reserved_slot => wrap ordered::cmd_draw_indexed];
     "vkCmdDrawIndirect" fn cmd_draw_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
         = PFN_vkCmdDrawIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indirect;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, reserved_slot => wrap spinlock::cmd_draw_indirect];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, reserved_slot => wrap ordered::cmd_draw_indirect];
     "vkCmdDrawIndexedIndirect" fn cmd_draw_indexed_indirect(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
         = PFN_vkCmdDrawIndexedIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed_indirect;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, reserved_slot => wrap spinlock::cmd_draw_indexed_indirect];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, reserved_slot => wrap ordered::cmd_draw_indexed_indirect];
     "vkCmdDrawIndirectCount" | "vkCmdDrawIndirectCountKHR" | "vkCmdDrawIndirectCountAMD" fn cmd_draw_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
         = PFN_vkCmdDrawIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indirect_count;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, reserved_slot => wrap spinlock::cmd_draw_indirect_count];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, reserved_slot => wrap ordered::cmd_draw_indirect_count];
     "vkCmdDrawIndexedIndirectCount" | "vkCmdDrawIndexedIndirectCountKHR" | "vkCmdDrawIndexedIndirectCountAMD" fn cmd_draw_indexed_indirect_count(cb: vk::CommandBuffer, b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32)
         = PFN_vkCmdDrawIndexedIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indexed_indirect_count;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, reserved_slot => wrap spinlock::cmd_draw_indexed_indirect_count];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, reserved_slot => wrap ordered::cmd_draw_indexed_indirect_count];
     "vkCmdDrawMultiEXT" fn cmd_draw_multi(cb: vk::CommandBuffer, n: u32, draws: *const vk::MultiDrawInfoEXT, instances: u32, first: u32, stride: u32)
         = PFN_vkCmdDrawMultiEXT, down |dc| dc.state.multi_draw.cmd_draw_multi_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_multi, reserved_slot => wrap spinlock::cmd_draw_multi];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_multi, reserved_slot => wrap ordered::cmd_draw_multi];
     "vkCmdDrawMultiIndexedEXT" fn cmd_draw_multi_indexed(cb: vk::CommandBuffer, n: u32, draws: *const vk::MultiDrawIndexedInfoEXT, instances: u32, first: u32, stride: u32, offset: *const i32)
         = PFN_vkCmdDrawMultiIndexedEXT, down |dc| dc.state.multi_draw.cmd_draw_multi_indexed_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_draw_multi_indexed, reserved_slot => wrap spinlock::cmd_draw_multi_indexed];
+        [fdm_binned_slot => own fdm::capture::cmd_draw_multi_indexed, reserved_slot => wrap ordered::cmd_draw_multi_indexed];
     "vkCmdSetViewportWithCount" | "vkCmdSetViewportWithCountEXT" fn cmd_set_viewport_with_count(cb: vk::CommandBuffer, n: u32, vp: *const vk::Viewport)
         = PFN_vkCmdSetViewportWithCount, down |dc| dc.fns.fp_v1_3().cmd_set_viewport_with_count;
         [fdm_binned_slot => own fdm::capture::cmd_set_viewport_with_count];
@@ -806,15 +806,15 @@ device_commands! {
     "vkDestroyShaderEXT" fn destroy_shader(device: vk::Device, shader: vk::ShaderEXT,
         alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyShaderEXT, down |dc| dc.down_destroy_shader();
-        [fdm_slot => forget fdm::Fdm::forget_shader, reserved_slot => wrap spinlock::destroy_shader];
+        [fdm_slot => forget fdm::Fdm::forget_shader, reserved_slot => wrap reserved::destroy_shader];
     "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>,
         alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout) -> vk::Result
         = PFN_vkCreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
-        [varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => wrap spinlock::create_pipeline_layout];
+        [varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => wrap reserved::create_pipeline_layout];
     "vkCmdBindShadersEXT" fn cmd_bind_shaders(cb: vk::CommandBuffer, count: u32, stages: *const vk::ShaderStageFlags,
         shaders: *const vk::ShaderEXT)
         = PFN_vkCmdBindShadersEXT, down |dc| dc.down_bind_shaders();
-        [fdm_binned_slot => own fdm::capture::cmd_bind_shaders, reserved_slot => wrap spinlock::cmd_bind_shaders];
+        [fdm_binned_slot => own fdm::capture::cmd_bind_shaders, reserved_slot => wrap reserved::cmd_bind_shaders];
     // The ordered interlock strategy zeroes its cells on the queue of the next submission: it needs each
     // queue's family.
     "vkGetDeviceQueue" fn get_device_queue(device: vk::Device, family: u32, index: u32, out: *mut vk::Queue)

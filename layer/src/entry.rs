@@ -8,7 +8,7 @@ use crate::dispatch;
 use crate::ffi::{self, dispatch_key, pfn, NegotiateLayerInterface};
 use crate::guard::{self, debug_panic};
 use crate::id;
-use crate::interlock::spinlock::ReservedSet;
+use crate::interlock::reserved::ReservedSet;
 use crate::log::{chained_messengers, Logger, Messenger};
 use crate::plan::{InterlockStrategy, Plan};
 use crate::pnext;
@@ -740,7 +740,7 @@ unsafe fn reserved_set_failed(
     log: &Logger,
     core: &DeviceCore,
     p_allocator: *const vk::AllocationCallbacks,
-    e: crate::interlock::spinlock::InitError,
+    e: crate::interlock::reserved::InitError,
 ) -> vk::Result {
     log.error(id::SPINLOCK_INIT, &format!("cannot create the interlock locks ({e}); vkCreateDevice fails"));
     // SAFETY: the caller's guarantee (VUID-vkDestroyDevice-device-05137: nothing of the device's remains).

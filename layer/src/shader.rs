@@ -9,7 +9,7 @@
 
 use crate::device::DeviceCore;
 use crate::id;
-use crate::interlock::spinlock::{ModuleKind, PipelineKind};
+use crate::interlock::reserved::{ModuleKind, PipelineKind};
 use crate::plan::InterlockStrategy;
 use crate::pnext::{self, Chain};
 use crate::settings::LogLevel;
@@ -39,13 +39,13 @@ fn unchanged(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
 
 /// The spinlock's lowering: the summary for the log, and the kind.
 fn lower_locked(
-    s: &crate::interlock::spinlock::ReservedSet,
+    s: &crate::interlock::reserved::ReservedSet,
     module: &mut rspirv::dr::Module,
 ) -> Result<(String, ModuleKind), spinlock::Unsupported> {
     let cfg = spinlock::Config {
         set: s.set,
         binding: 0,
-        size: crate::interlock::spinlock::LOCK_SIZE,
+        size: crate::interlock::reserved::LOCK_SIZE,
         block: s.block,
         quad: s.quad,
         ttas: s.ttas,
@@ -475,7 +475,7 @@ pub unsafe fn create_graphics_pipelines(
         // Failed entries are VK_NULL_HANDLE and skipped.
         // SAFETY: `infos_in` and `pipelines()` are the arrays of a successful
         // vkCreateGraphicsPipelines (the function's contract).
-        unsafe { crate::interlock::spinlock::note_pipelines(data, s, infos_in, &inline, pipelines()) };
+        unsafe { crate::interlock::reserved::note_pipelines(data, s, infos_in, &inline, pipelines()) };
     }
     r
 }
@@ -542,7 +542,7 @@ pub unsafe fn create_shaders_ext(
         // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter: a non-zero
         // `setLayoutCount` comes with that many valid set layouts.
         let extended = spin.and_then(|s| unsafe {
-            crate::interlock::spinlock::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts)
+            crate::interlock::reserved::extend_set_layouts(s, info.set_layout_count, info.p_set_layouts)
         });
         if c.is_some() && spin.is_some() && extended.is_none() {
             data.log().error(

@@ -32,7 +32,7 @@ pub struct DeviceData {
     /// The density-map emulation, where the application enabled it.
     pub fdm: Option<crate::fdm::Fdm>,
     /// The locked strategies' (spinlock, ordered) reserved set and what binds it, where one runs.
-    pub reserved: Option<crate::interlock::spinlock::ReservedSet>,
+    pub reserved: Option<crate::interlock::reserved::ReservedSet>,
     /// Image views destroyed while a set holds them, kept (lavapipe).
     pub views: Option<crate::deferred_views::DeferredViews>,
 }

@@ -11,7 +11,7 @@
 //! route (`shader.rs`, above the capabilities).
 
 pub mod ordered;
-pub mod spinlock;
+pub mod reserved;
 
 use crate::plan::{InterlockStrategy, INTERLOCK_EXTENSION};
 use crate::pnext::Chain;

@@ -28,8 +28,8 @@
 //!   primitives-generated or transform-feedback query (the count draw would
 //!   be counted), multi-draw indirect calls (one key space per call), and
 //!   pipelines the layer cannot order (decided at creation: see
-//!   [`super::spinlock::PipelineKind`]; a link of graphics pipeline libraries is
-//!   decided from what each library brought, [`super::spinlock::LibraryPart`]).
+//!   [`super::reserved::PipelineKind`]; a link of graphics pipeline libraries is
+//!   decided from what each library brought, [`super::reserved::LibraryPart`]).
 //! - **Dynamic rendering** allows no barrier inside it (without
 //!   `VK_KHR_dynamic_rendering_local_read`, whose barriers cover attachment
 //!   accesses only), so around an ordered draw the layer ends the rendering
@@ -49,7 +49,7 @@
 //!   read at each submission and at device destruction, and logged
 //!   (`OVERLAP-Interlock-Order-Lost`): order lost there, never silently.
 
-use super::spinlock::{PipelineKind, ReservedSet};
+use super::reserved::{PipelineKind, ReservedSet};
 use crate::device::DeviceCore;
 use crate::id;
 use ash::vk;
@@ -643,7 +643,7 @@ pub fn draw(
     run: impl FnOnce(),
 ) {
     let Some((layout, kind)) = s.bound.lock().get(&cb).copied() else { return run() };
-    let bind = |set: vk::DescriptorSet| super::spinlock::bind_set(core, s, cb, layout, set);
+    let bind = |set: vk::DescriptorSet| super::reserved::bind_set(core, s, cb, layout, set);
     let (o, order, merge, early) = match (&s.ordered, kind) {
         (Some(o), PipelineKind::Ordered { order, merge, early }) => (o, order, merge, early),
         _ => {
@@ -1308,6 +1308,179 @@ pub unsafe fn queue_submit2(
     // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter: `submitCount` valid infos.
     all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });
     next(queue, all.len() as u32, all.as_ptr(), fence)
+}
+
+/// `vkCmdDraw` with an interlock pipeline bound: the reserved set bound
+/// first, and for the ordered strategy the count draw before it
+/// ([`draw`]).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDraw` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    a: u32,
+    b: u32,
+    c: u32,
+    d: u32,
+    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw)(cb, a, b, c, d) };
+    draw(core, s, cb, false, count, || next(cb, a, b, c, d))
+}
+
+/// `vkCmdDrawMultiEXT`: as [`cmd_draw`]; more than one draw is a multi-draw
+/// for the ordered strategy (as an indirect draw of several).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawMultiEXT` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_multi(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    n: u32,
+    draws: *const vk::MultiDrawInfoEXT,
+    instances: u32,
+    first: u32,
+    stride: u32,
+    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawInfoEXT, u32, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
+    let count = || unsafe { (core.state.multi_draw.cmd_draw_multi_ext)(cb, n, draws, instances, first, stride) };
+    draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride))
+}
+
+/// `vkCmdDrawMultiIndexedEXT`: as [`cmd_draw_multi`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawMultiIndexedEXT` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_multi_indexed(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    n: u32,
+    draws: *const vk::MultiDrawIndexedInfoEXT,
+    instances: u32,
+    first: u32,
+    stride: u32,
+    offset: *const i32,
+    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawIndexedInfoEXT, u32, u32, u32, *const i32),
+) {
+    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
+    let count = || unsafe {
+        (core.state.multi_draw.cmd_draw_multi_indexed_ext)(cb, n, draws, instances, first, stride, offset)
+    };
+    draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride, offset))
+}
+
+/// `vkCmdDrawIndexed`: as [`cmd_draw`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndexed` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indexed(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    a: u32,
+    b: u32,
+    c: u32,
+    o: i32,
+    d: u32,
+    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, i32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed)(cb, a, b, c, o, d) };
+    draw(core, s, cb, false, count, || next(cb, a, b, c, o, d))
+}
+
+/// `vkCmdDrawIndirect`: as [`cmd_draw`]; more than one draw per call is not ordered.
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndirect` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indirect(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    n: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indirect)(cb, b, o, n, st) };
+    draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
+}
+
+/// `vkCmdDrawIndexedIndirect`: as [`cmd_draw_indirect`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndexedIndirect` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indexed_indirect(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    n: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed_indirect)(cb, b, o, n, st) };
+    draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
+}
+
+/// `vkCmdDrawIndirectCount`: as [`cmd_draw_indirect`] (`maxDrawCount` above 1 is not ordered).
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndirectCount` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indirect_count(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    c: vk::Buffer,
+    co: vk::DeviceSize,
+    m: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indirect_count)(cb, b, o, c, co, m, st) };
+    draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
+}
+
+/// `vkCmdDrawIndexedIndirectCount`: as [`cmd_draw_indirect_count`].
+///
+/// # Safety
+/// The arguments are those of a valid `vkCmdDrawIndexedIndirectCount` call; `next` calls down.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cmd_draw_indexed_indirect_count(
+    core: &DeviceCore,
+    s: &ReservedSet,
+    cb: vk::CommandBuffer,
+    b: vk::Buffer,
+    o: vk::DeviceSize,
+    c: vk::Buffer,
+    co: vk::DeviceSize,
+    m: u32,
+    st: u32,
+    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
+) {
+    // SAFETY: the same valid call, straight to the next layer.
+    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, b, o, c, co, m, st) };
+    draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The device side of the `spinlock` interlock strategy
-//! (`overlap_shaders::spinlock` rewrites the shaders).
+//! The reserved set of the locked interlock strategies, the spinlock and
+//! the ordered one (`overlap_shaders::spinlock` and `::ordered` rewrite the
+//! shaders): what both keep on a device, and the spinlock's hooks.
 //!
 //! - The layer reserves descriptor set `R = maxBoundDescriptorSets - 1` of
 //!   the driver and reports one set (and one storage image) less.
@@ -13,7 +14,7 @@
 //!   one bound, the lock set is bound at `R` with that pipeline's layout.
 //! - Under the `ordered` strategy the reserved set also holds the cells of
 //!   primitive order, and draws of ordered pipelines are recorded twice
-//!   ([`ordered`]).
+//!   ([`ordered`], whose draw hooks bind the set for both strategies).
 
 use super::ordered;
 use crate::device::DeviceCore;
@@ -1135,179 +1136,6 @@ pub fn bind_set(
             std::ptr::null(),
         )
     };
-}
-
-/// `vkCmdDraw` with an interlock pipeline bound: the reserved set bound
-/// first, and for the ordered strategy the count draw before it
-/// ([`ordered::draw`]).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDraw` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    a: u32,
-    b: u32,
-    c: u32,
-    d: u32,
-    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw)(cb, a, b, c, d) };
-    ordered::draw(core, s, cb, false, count, || next(cb, a, b, c, d))
-}
-
-/// `vkCmdDrawMultiEXT`: as [`cmd_draw`]; more than one draw is a multi-draw
-/// for the ordered strategy (as an indirect draw of several).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawMultiEXT` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_multi(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    n: u32,
-    draws: *const vk::MultiDrawInfoEXT,
-    instances: u32,
-    first: u32,
-    stride: u32,
-    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawInfoEXT, u32, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
-    let count = || unsafe { (core.state.multi_draw.cmd_draw_multi_ext)(cb, n, draws, instances, first, stride) };
-    ordered::draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride))
-}
-
-/// `vkCmdDrawMultiIndexedEXT`: as [`cmd_draw_multi`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawMultiIndexedEXT` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_multi_indexed(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    n: u32,
-    draws: *const vk::MultiDrawIndexedInfoEXT,
-    instances: u32,
-    first: u32,
-    stride: u32,
-    offset: *const i32,
-    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawIndexedInfoEXT, u32, u32, u32, *const i32),
-) {
-    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
-    let count = || unsafe {
-        (core.state.multi_draw.cmd_draw_multi_indexed_ext)(cb, n, draws, instances, first, stride, offset)
-    };
-    ordered::draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride, offset))
-}
-
-/// `vkCmdDrawIndexed`: as [`cmd_draw`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndexed` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indexed(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    a: u32,
-    b: u32,
-    c: u32,
-    o: i32,
-    d: u32,
-    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, i32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed)(cb, a, b, c, o, d) };
-    ordered::draw(core, s, cb, false, count, || next(cb, a, b, c, o, d))
-}
-
-/// `vkCmdDrawIndirect`: as [`cmd_draw`]; more than one draw per call is not ordered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndirect` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indirect(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    n: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indirect)(cb, b, o, n, st) };
-    ordered::draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
-}
-
-/// `vkCmdDrawIndexedIndirect`: as [`cmd_draw_indirect`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndexedIndirect` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indexed_indirect(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    n: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed_indirect)(cb, b, o, n, st) };
-    ordered::draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
-}
-
-/// `vkCmdDrawIndirectCount`: as [`cmd_draw_indirect`] (`maxDrawCount` above 1 is not ordered).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndirectCount` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indirect_count(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    c: vk::Buffer,
-    co: vk::DeviceSize,
-    m: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indirect_count)(cb, b, o, c, co, m, st) };
-    ordered::draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
-}
-
-/// `vkCmdDrawIndexedIndirectCount`: as [`cmd_draw_indirect_count`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndexedIndirectCount` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indexed_indirect_count(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    c: vk::Buffer,
-    co: vk::DeviceSize,
-    m: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, b, o, c, co, m, st) };
-    ordered::draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
 }
 
 /// The ordered strategy's grid: `interlock_ordered_grid`, halved until the
