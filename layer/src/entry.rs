@@ -980,7 +980,7 @@ fn adjust_limits(pd: vk::PhysicalDevice, limits: &mut vk::PhysicalDeviceLimits) 
         take("maxDescriptorSetStorageBuffers", &mut limits.max_descriptor_set_storage_buffers, 2, set);
         take("maxPerStageDescriptorUniformBuffers", &mut limits.max_per_stage_descriptor_uniform_buffers, 1, set);
         take("maxDescriptorSetUniformBuffers", &mut limits.max_descriptor_set_uniform_buffers, 1, set);
-        let kept = 4 * crate::interlock::ordered::location(limits);
+        let kept = 4 * crate::interlock::cells::location(limits);
         let why = "the last location carries the instance index for ordered interlock";
         let v = limits.max_vertex_output_components;
         take("maxVertexOutputComponents", &mut limits.max_vertex_output_components, v.saturating_sub(kept), why);

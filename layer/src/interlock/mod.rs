@@ -10,6 +10,7 @@
 //! device's plan chose (see `overlap_shaders::interlock`), in the shader
 //! route (`shader.rs`, above the capabilities).
 
+pub mod cells;
 pub mod ordered;
 pub mod reserved;
 

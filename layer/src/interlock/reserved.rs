@@ -14,9 +14,9 @@
 //!   one bound, the lock set is bound at `R` with that pipeline's layout.
 //! - Under the `ordered` strategy the reserved set also holds the cells of
 //!   primitive order, and draws of ordered pipelines are recorded twice
-//!   ([`ordered`], whose draw hooks bind the set for both strategies).
+//!   (`ordered.rs`, whose draw hooks bind the set for both strategies).
 
-use super::ordered;
+use super::cells;
 use crate::device::DeviceCore;
 use crate::id;
 use ash::vk;
@@ -73,7 +73,7 @@ pub struct ReservedSet {
     /// `interlock_spinlock_try=ttas` (`overlap_shaders::spinlock::Config::ttas`).
     pub ttas: bool,
     /// The ordered strategy's state, where it runs.
-    pub ordered: Option<ordered::Ordered>,
+    pub ordered: Option<cells::Ordered>,
     pub(super) set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
     pub lock_layout: vk::DescriptorSetLayout,
     pub empty_layout: vk::DescriptorSetLayout,
@@ -249,7 +249,7 @@ impl Init<'_> {
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
         // The ordered strategy's cells, control block and counters.
         if s.ordered.is_some() {
-            binding.extend(ordered::Ordered::bindings());
+            binding.extend(cells::Ordered::bindings());
         }
         // SAFETY: as above.
         self.fail("vkCreateDescriptorSetLayout", "lock set layout")?;
@@ -472,8 +472,8 @@ impl ReservedSet {
                 ),
             );
         }
-        let ordered = (p.strategy == crate::plan::InterlockStrategy::Ordered).then(|| ordered::Config {
-            location: ordered::location(&limits),
+        let ordered = (p.strategy == crate::plan::InterlockStrategy::Ordered).then(|| cells::Config {
+            location: cells::location(&limits),
             slots: settings.interlock_ordered_slots,
             grid: ordered_grid(c, &limits),
             wait: settings.interlock_ordered_wait,
@@ -521,13 +521,13 @@ impl ReservedSet {
         debug_fail: &Option<String>,
         block: (u32, u32),
         quad: bool,
-        ordered: Option<ordered::Config>,
+        ordered: Option<cells::Config>,
     ) -> Result<ReservedSet, InitError> {
         let mut s = ReservedSet {
             set,
             block,
             quad,
-            ordered: ordered.map(ordered::Ordered::new),
+            ordered: ordered.map(cells::Ordered::new),
             set_loader_data,
             ..Default::default()
         };
@@ -1152,7 +1152,7 @@ fn ordered_grid(c: &crate::device::Creation, limits: &vk::PhysicalDeviceLimits) 
     };
     let (asked, slots) = (c.inst.settings.interlock_ordered_grid, c.inst.settings.interlock_ordered_slots);
     let max_bytes = u64::from(limits.max_storage_buffer_range).min(max_alloc);
-    let grid = ordered::fit_grid(asked, slots, max_bytes);
+    let grid = cells::fit_grid(asked, slots, max_bytes);
     if grid != asked {
         c.inst.log.warn(
             id::INTERLOCK_ORDERED_CELLS,

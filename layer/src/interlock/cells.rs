@@ -1,0 +1,177 @@
+//! The ordered strategy's state on a device: its settings ([`Config`]),
+//! the cells of primitive order and their sets ([`Cells`]), and what it
+//! tracks per render pass, command buffer, dynamic rendering, query pool
+//! and queue ([`Ordered`]). The reserved set owns it; `ordered.rs` records
+//! with it.
+
+use ash::vk;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+
+/// The ordered strategy's settings and limits, fixed at device creation.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The fragment shaders' instance-index input location (the vertex
+    /// shaders' output); the layer reports the varying limits below it.
+    pub location: u32,
+    pub slots: u32,
+    pub grid: u32,
+    pub wait: u32,
+    pub reverse: bool,
+    /// Testing only: the key search finds nothing (`debug_ordered_search_misses`).
+    pub search_misses: bool,
+    /// The application enabled a fragment shading rate: fragment shaders
+    /// read the coarse fragment's size.
+    pub shading_rate: bool,
+    /// The device has demote enabled: discards before a section are demoted
+    /// (`overlap_shaders::ordered::Config::demote`).
+    pub demote: bool,
+}
+
+/// Where a command buffer records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pass {
+    None,
+    /// A render pass instance (or a secondary inheriting one): the pass and
+    /// the subpass.
+    Subpass(vk::RenderPass, u32),
+    /// Dynamic rendering: `Ok` where the layer can split it (its later
+    /// parts are in `Ordered::splits`), else why not.
+    Dynamic(Result<(), &'static str>),
+    /// A secondary whose pass the layer does not know.
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CommandBufferState {
+    pub(super) pass: Pass,
+    /// Active queries the count draw would disturb.
+    pub(super) counting_queries: u32,
+    /// Queries begun inside the current dynamic rendering and not ended.
+    pub(super) queries_inside: u32,
+    /// Active occlusion queries (the samples of a count draw with early
+    /// fragment tests would count).
+    pub(super) occlusion_queries: u32,
+}
+
+/// A dynamic rendering instance the layer can split around ordered draws:
+/// what every later part begins with (attachments loaded and stored).
+pub(super) struct Split {
+    pub(super) render_area: vk::Rect2D,
+    pub(super) layer_count: u32,
+    pub(super) colors: Vec<vk::RenderingAttachmentInfo<'static>>,
+    pub(super) depth: Option<vk::RenderingAttachmentInfo<'static>>,
+    pub(super) stencil: Option<vk::RenderingAttachmentInfo<'static>>,
+    pub(super) rate: Option<vk::RenderingFragmentShadingRateAttachmentInfoKHR<'static>>,
+}
+
+// SAFETY: the structures hold handles and no pointer (their `pNext` are
+// null: a chained one makes the rendering unsplittable).
+unsafe impl Send for Split {}
+
+/// The location the ordered strategy passes the instance index at: the last
+/// the driver has in both the vertex outputs and the fragment inputs (the
+/// layer reports the varying limits below it).
+pub fn location(driver: &vk::PhysicalDeviceLimits) -> u32 {
+    (driver.max_vertex_output_components.min(driver.max_fragment_input_components) / 4).saturating_sub(1)
+}
+
+/// The grid, halved until the cells (`grid`² cells of `slots` keys) fit in
+/// `max_bytes` (the driver's `maxStorageBufferRange`, and its
+/// `maxMemoryAllocationSize`): the cells are one storage buffer, bound
+/// whole. Pixels further apart then share cells (contention, and keys from
+/// more pixels in a cell).
+pub fn fit_grid(grid: u32, slots: u32, max_bytes: u64) -> u32 {
+    let cell = u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * slots) * 4;
+    let mut g = grid.max(1);
+    while g > 1 && u64::from(g) * u64::from(g) * cell > max_bytes {
+        g /= 2;
+    }
+    g
+}
+
+/// The cells and their descriptor sets.
+pub(super) struct Cells {
+    pub(super) buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
+    pub(super) counters: *const u32,
+    pub(super) cells: vk::Buffer,
+    pub(super) bytes: u64,
+    pub(super) pool: vk::DescriptorPool,
+    /// Count, count merging equal keys, run and unordered sets.
+    pub(super) sets: [vk::DescriptorSet; 4],
+    /// Not zeroed yet: the next submission does it first.
+    pub(super) pending_clear: bool,
+    /// The clear command buffer per queue family.
+    pub(super) clear: HashMap<u32, (vk::CommandPool, vk::CommandBuffer)>,
+    /// The counters last logged.
+    pub(super) logged: [u32; overlap_shaders::ordered::COUNTERS],
+}
+
+// SAFETY: `counters` points into host-visible memory the layer mapped and
+// owns until `destroy`; it is read under the `Mutex` that holds `Cells`.
+unsafe impl Send for Cells {}
+
+pub struct Ordered {
+    pub cfg: Config,
+    pub(super) cells: Mutex<Option<Result<Cells, ()>>>,
+    /// Per render pass made on the device: per subpass, whether it has the
+    /// layer's self-dependency (not in multiview subpasses).
+    pub(super) render_passes: Mutex<HashMap<vk::RenderPass, Vec<bool>>>,
+    pub(super) command_buffers: Mutex<HashMap<vk::CommandBuffer, CommandBufferState>>,
+    /// The dynamic rendering each command buffer records in, where split.
+    pub(super) splits: Mutex<HashMap<vk::CommandBuffer, std::sync::Arc<Split>>>,
+    pub(super) secondaries: Mutex<HashSet<vk::CommandBuffer>>,
+    pub(super) query_pools: Mutex<HashMap<vk::QueryPool, vk::QueryType>>,
+    pub(super) queues: Mutex<HashMap<vk::Queue, u32>>,
+}
+
+impl Ordered {
+    pub fn new(cfg: Config) -> Ordered {
+        Ordered {
+            cfg,
+            cells: Mutex::new(None),
+            render_passes: Default::default(),
+            command_buffers: Default::default(),
+            splits: Default::default(),
+            secondaries: Default::default(),
+            query_pools: Default::default(),
+            queues: Default::default(),
+        }
+    }
+
+    /// The set layout bindings 1–3 (cells, control, counters).
+    pub fn bindings() -> [vk::DescriptorSetLayoutBinding<'static>; 3] {
+        use overlap_shaders::ordered::{BINDING_CELLS, BINDING_CONTROL, BINDING_COUNTERS};
+        let b = |binding, ty| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(binding)
+                .descriptor_type(ty)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+        };
+        [
+            b(BINDING_CELLS, vk::DescriptorType::STORAGE_BUFFER),
+            b(BINDING_CONTROL, vk::DescriptorType::UNIFORM_BUFFER),
+            b(BINDING_COUNTERS, vk::DescriptorType::STORAGE_BUFFER),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_fits_the_drivers_storage_buffer_range() {
+        let cell = |slots: u32| u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * slots) * 4;
+        // Room for the grid asked: kept.
+        assert_eq!(fit_grid(2048, 32, u64::from(u32::MAX)), 2048);
+        // lavapipe's 128 MiB range: 2048 x 2048 cells of 32 keys are 1.1 GiB.
+        let g = fit_grid(2048, 32, 128 << 20);
+        assert!(u64::from(g) * u64::from(g) * cell(32) <= 128 << 20);
+        assert!(u64::from(2 * g) * u64::from(2 * g) * cell(32) > 128 << 20, "halved once too often: {g}");
+        assert_eq!(g, 512);
+        // Nothing fits: one cell (every pixel shares it).
+        assert_eq!(fit_grid(2048, 32, 1), 1);
+    }
+}
