@@ -591,12 +591,10 @@ pub unsafe fn create_render_pass(
     let multiview = unsafe { crate::pnext::find::<vk::RenderPassMultiviewCreateInfo>(ci.p_next) }
         .is_some_and(|m| m.subpass_count > 0);
     if multiview {
-        let r = next(device, info, alloc, out);
-        if r == vk::Result::SUCCESS {
-            // SAFETY: written by the successful call.
-            o.render_passes.lock().insert(unsafe { *out }, vec![false; ci.subpass_count as usize]);
-        }
-        return r;
+        // SAFETY: the caller's guarantee: `out` is written by a successful call.
+        return unsafe {
+            note_render_pass(o, next(device, info, alloc, out), out, vec![false; ci.subpass_count as usize])
+        };
     }
     // SAFETY: VUID-VkRenderPassCreateInfo-pDependencies-parameter.
     let mut deps = unsafe { crate::ffi::slice(ci.p_dependencies, ci.dependency_count) }.to_vec();
@@ -604,10 +602,19 @@ pub unsafe fn create_render_pass(
     let mut copy = *ci;
     copy.dependency_count = deps.len() as u32;
     copy.p_dependencies = deps.as_ptr();
-    let r = next(device, &copy, alloc, out);
+    // SAFETY: as above.
+    unsafe { note_render_pass(o, next(device, &copy, alloc, out), out, vec![true; ci.subpass_count as usize]) }
+}
+
+/// Notes the render pass a create call (`r`) wrote to `out`, with per
+/// subpass whether it has the layer's self-dependency; returns `r`.
+///
+/// # Safety
+/// `out` is the create call's output pointer, written where `r` is a success.
+unsafe fn note_render_pass(o: &Ordered, r: vk::Result, out: *mut vk::RenderPass, own: Vec<bool>) -> vk::Result {
     if r == vk::Result::SUCCESS {
-        // SAFETY: written by the successful call.
-        o.render_passes.lock().insert(unsafe { *out }, vec![true; ci.subpass_count as usize]);
+        // SAFETY: written by the successful call (the caller's guarantee).
+        o.render_passes.lock().insert(unsafe { *out }, own);
     }
     r
 }
@@ -657,12 +664,8 @@ pub unsafe fn create_render_pass2(
     let mut copy = *ci;
     copy.dependency_count = deps.len() as u32;
     copy.p_dependencies = deps.as_ptr();
-    let r = next(device, &copy, alloc, out);
-    if r == vk::Result::SUCCESS {
-        // SAFETY: written by the successful call.
-        o.render_passes.lock().insert(unsafe { *out }, multiview.iter().map(|m| !m).collect());
-    }
-    r
+    // SAFETY: `out` is written by a successful call (the caller's guarantee).
+    unsafe { note_render_pass(o, next(device, &copy, alloc, out), out, multiview.iter().map(|m| !m).collect()) }
 }
 
 pub fn forget_render_pass(s: &ReservedSet, rp: vk::RenderPass) {
