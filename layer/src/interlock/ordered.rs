@@ -1166,175 +1166,70 @@ pub unsafe fn queue_submit2(
     next(queue, all.len() as u32, all.as_ptr(), fence)
 }
 
-/// `vkCmdDraw` with an interlock pipeline bound: the reserved set bound
-/// first, and for the ordered strategy the count draw before it
-/// ([`draw`]).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDraw` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    a: u32,
-    b: u32,
-    c: u32,
-    d: u32,
-    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw)(cb, a, b, c, d) };
-    draw(core, s, cb, false, count, || next(cb, a, b, c, d))
+/// The draw commands with an interlock pipeline bound: the reserved set
+/// bound first, and for the ordered strategy the count draw before each
+/// ([`draw`]). `several`: whether one call may draw more than once (a
+/// multi-draw, or an indirect draw of more than one), which the ordered
+/// strategy does not order.
+macro_rules! draw_hooks {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) down |$core:ident| $fp:expr, several: $several:expr;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The arguments are those of a valid call of the command; `next`
+        /// calls down.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name(
+            $core: &DeviceCore,
+            s: &ReservedSet,
+            cb: vk::CommandBuffer,
+            $($arg: $ty,)*
+            next: impl FnOnce(vk::CommandBuffer, $($ty),*),
+        ) {
+            // SAFETY: the same valid call, straight to the next layer (the
+            // multi draws' extension, VK_EXT_multi_draw, is the
+            // application's: it recorded the command).
+            let count = || unsafe { ($fp)(cb, $($arg),*) };
+            draw($core, s, cb, $several, count, || next(cb, $($arg),*))
+        }
+    )*};
 }
 
-/// `vkCmdDrawMultiEXT`: as [`cmd_draw`]; more than one draw is a multi-draw
-/// for the ordered strategy (as an indirect draw of several).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawMultiEXT` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_multi(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    n: u32,
-    draws: *const vk::MultiDrawInfoEXT,
-    instances: u32,
-    first: u32,
-    stride: u32,
-    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawInfoEXT, u32, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
-    let count = || unsafe { (core.state.multi_draw.cmd_draw_multi_ext)(cb, n, draws, instances, first, stride) };
-    draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride))
-}
-
-/// `vkCmdDrawMultiIndexedEXT`: as [`cmd_draw_multi`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawMultiIndexedEXT` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_multi_indexed(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    n: u32,
-    draws: *const vk::MultiDrawIndexedInfoEXT,
-    instances: u32,
-    first: u32,
-    stride: u32,
-    offset: *const i32,
-    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::MultiDrawIndexedInfoEXT, u32, u32, u32, *const i32),
-) {
-    // SAFETY: the same valid call, straight to the next layer (the application enabled VK_EXT_multi_draw).
-    let count = || unsafe {
-        (core.state.multi_draw.cmd_draw_multi_indexed_ext)(cb, n, draws, instances, first, stride, offset)
-    };
-    draw(core, s, cb, n > 1, count, || next(cb, n, draws, instances, first, stride, offset))
-}
-
-/// `vkCmdDrawIndexed`: as [`cmd_draw`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndexed` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indexed(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    a: u32,
-    b: u32,
-    c: u32,
-    o: i32,
-    d: u32,
-    next: impl FnOnce(vk::CommandBuffer, u32, u32, u32, i32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed)(cb, a, b, c, o, d) };
-    draw(core, s, cb, false, count, || next(cb, a, b, c, o, d))
-}
-
-/// `vkCmdDrawIndirect`: as [`cmd_draw`]; more than one draw per call is not ordered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndirect` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indirect(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    n: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indirect)(cb, b, o, n, st) };
-    draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
-}
-
-/// `vkCmdDrawIndexedIndirect`: as [`cmd_draw_indirect`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndexedIndirect` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indexed_indirect(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    n: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_0().cmd_draw_indexed_indirect)(cb, b, o, n, st) };
-    draw(core, s, cb, n > 1, count, || next(cb, b, o, n, st))
-}
-
-/// `vkCmdDrawIndirectCount`: as [`cmd_draw_indirect`] (`maxDrawCount` above 1 is not ordered).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndirectCount` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indirect_count(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    c: vk::Buffer,
-    co: vk::DeviceSize,
-    m: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indirect_count)(cb, b, o, c, co, m, st) };
-    draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
-}
-
-/// `vkCmdDrawIndexedIndirectCount`: as [`cmd_draw_indirect_count`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdDrawIndexedIndirectCount` call; `next` calls down.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_draw_indexed_indirect_count(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: vk::Buffer,
-    o: vk::DeviceSize,
-    c: vk::Buffer,
-    co: vk::DeviceSize,
-    m: u32,
-    st: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::Buffer, vk::DeviceSize, vk::Buffer, vk::DeviceSize, u32, u32),
-) {
-    // SAFETY: the same valid call, straight to the next layer.
-    let count = || unsafe { (core.fns.fp_v1_2().cmd_draw_indexed_indirect_count)(cb, b, o, c, co, m, st) };
-    draw(core, s, cb, m > 1, count, || next(cb, b, o, c, co, m, st))
+draw_hooks! {
+    /// `vkCmdDraw`.
+    fn cmd_draw(a: u32, b: u32, c: u32, d: u32) down |core| core.fns.fp_v1_0().cmd_draw, several: false;
+    /// `vkCmdDrawIndexed`.
+    fn cmd_draw_indexed(a: u32, b: u32, c: u32, o: i32, d: u32)
+        down |core| core.fns.fp_v1_0().cmd_draw_indexed, several: false;
+    /// `vkCmdDrawMultiEXT`: more than one draw is a multi-draw for the
+    /// ordered strategy (as an indirect draw of several).
+    fn cmd_draw_multi(n: u32, draws: *const vk::MultiDrawInfoEXT, instances: u32, first: u32, stride: u32)
+        down |core| core.state.multi_draw.cmd_draw_multi_ext, several: n > 1;
+    /// `vkCmdDrawMultiIndexedEXT`: as `vkCmdDrawMultiEXT`.
+    fn cmd_draw_multi_indexed(
+        n: u32,
+        draws: *const vk::MultiDrawIndexedInfoEXT,
+        instances: u32,
+        first: u32,
+        stride: u32,
+        offset: *const i32
+    ) down |core| core.state.multi_draw.cmd_draw_multi_indexed_ext, several: n > 1;
+    /// `vkCmdDrawIndirect`: more than one draw per call is not ordered.
+    fn cmd_draw_indirect(b: vk::Buffer, o: vk::DeviceSize, n: u32, st: u32)
+        down |core| core.fns.fp_v1_0().cmd_draw_indirect, several: n > 1;
+    /// `vkCmdDrawIndexedIndirect`: as `vkCmdDrawIndirect`.
+    fn cmd_draw_indexed_indirect(b: vk::Buffer, o: vk::DeviceSize, n: u32, st: u32)
+        down |core| core.fns.fp_v1_0().cmd_draw_indexed_indirect, several: n > 1;
+    /// `vkCmdDrawIndirectCount`: `maxDrawCount` above 1 is not ordered.
+    fn cmd_draw_indirect_count(b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, st: u32)
+        down |core| core.fns.fp_v1_2().cmd_draw_indirect_count, several: m > 1;
+    /// `vkCmdDrawIndexedIndirectCount`: as `vkCmdDrawIndirectCount`.
+    fn cmd_draw_indexed_indirect_count(
+        b: vk::Buffer,
+        o: vk::DeviceSize,
+        c: vk::Buffer,
+        co: vk::DeviceSize,
+        m: u32,
+        st: u32
+    ) down |core| core.fns.fp_v1_2().cmd_draw_indexed_indirect_count, several: m > 1;
 }
