@@ -279,24 +279,20 @@ pub(super) unsafe fn make_partner(
             return;
         }
     };
-    let gated = cached(&flush.gated, (vs, name), |key| gate(dev, &words, &key.1));
-    let Some(gated) = gated else { return };
-    // SAFETY: the caller's guarantee; the gated code is validated, with the same interface.
-    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &gated), None) } {
-        flush.partners.lock().insert(made, partner);
-        flush.any.store(true, std::sync::atomic::Ordering::Release);
-    }
+    // SAFETY: the caller's guarantee: `made` was made from `info`, its vertex stage at `at` running `words`.
+    unsafe { gated_partner(dev, f, (cache, info), (at, &words, (vs, name), &flush.gated), None, made) };
 }
 
 /// The flush's partner of `made`, a pipeline made from `info` with the
 /// vertex stage at `at` running `code` (and `viewport` as its viewport
-/// state): the same pipeline with `code` gated (per-view viewports' partners
-/// on a device where the flush runs too). `gated` caches the gated code per
-/// module and entry point.
+/// state): the same pipeline with `code` gated — for an application's
+/// pipeline, and for a per-view viewports' partner on a device where the
+/// flush runs too. `gated` caches the gated code per module and entry
+/// point.
 ///
 /// # Safety
 /// As [`with_vertex`]; `made` was just created that way.
-pub(super) unsafe fn partner_of_rewritten(
+pub(super) unsafe fn gated_partner(
     dev: &DeviceCore,
     f: &Fdm,
     (cache, info): (vk::PipelineCache, &vk::GraphicsPipelineCreateInfo),

@@ -22,7 +22,7 @@
 //! objects, replays as before. Where the multiview flush runs too (lavapipe),
 //! each partner gets the flush's partner in turn, its code gated.
 
-use super::multiview_flush::{cached, eligible, partner_of_rewritten, rewritten, with_vertex, Eligible, Rewritten};
+use super::multiview_flush::{cached, eligible, gated_partner, rewritten, with_vertex, Eligible, Rewritten};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -124,6 +124,6 @@ pub(super) unsafe fn make_partner(
         pv.partners.lock().insert(made, partner);
         // Where lavapipe's multiview flush runs too, the partner gets the flush's partner in turn: its code gated.
         // SAFETY: as above; `partner` was just made so.
-        unsafe { partner_of_rewritten(dev, f, (cache, info), (at, &code, key, &pv.gated), Some(&vp), partner) };
+        unsafe { gated_partner(dev, f, (cache, info), (at, &code, key, &pv.gated), Some(&vp), partner) };
     }
 }
