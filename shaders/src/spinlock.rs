@@ -668,22 +668,18 @@ impl Guard for LockGuard<'_> {
     }
 }
 
-/// A function variable of type bool that starts as `init`, and its
-/// declaration.
-fn bool_variable(ids: &mut Ids, init: bool) -> (Word, Instruction) {
-    let bool_t = ids.bool();
-    let c = ids.bool_const(init);
-    let ptr_t = ids.pointer(StorageClass::Function, bool_t);
-    let v = ids.fresh();
-    (
-        v,
-        inst(
-            Op::Variable,
-            Some(ptr_t),
-            Some(v),
-            vec![Operand::StorageClass(StorageClass::Function), Operand::IdRef(c)],
-        ),
-    )
+/// The function variable of type bool kept in `slot` (with its declaration,
+/// for [`Guard::locals`]), made on first use starting as `init`.
+fn bool_variable_in(slot: &mut Option<(Word, Instruction)>, ids: &mut Ids, init: bool) -> Word {
+    let (v, _) = slot.get_or_insert_with(|| {
+        let bool_t = ids.bool();
+        let c = ids.bool_const(init);
+        let ptr_t = ids.pointer(StorageClass::Function, bool_t);
+        let v = ids.fresh();
+        let class = Operand::StorageClass(StorageClass::Function);
+        (v, inst(Op::Variable, Some(ptr_t), Some(v), vec![class, Operand::IdRef(c)]))
+    });
+    *v
 }
 
 /// Whether `i` needs the lanes of its quad to run it together: a
@@ -712,8 +708,7 @@ fn quad_functions(m: &Module) -> HashSet<Word> {
         let more: Vec<Word> = m
             .functions
             .iter()
-            .filter_map(|f| f.def.as_ref()?.result_id)
-            .zip(&m.functions)
+            .filter_map(|f| Some((f.def.as_ref()?.result_id?, f)))
             .filter(|(id, f)| {
                 !found.contains(id) && f.blocks.iter().flat_map(|b| &b.instructions).any(|i| needs_quad(i, &found))
             })
@@ -889,10 +884,7 @@ impl LockGuard<'_> {
     /// counts in) its lock; false at the function's start (and again after
     /// every section: leaving clears it).
     fn held_variable(&mut self, ids: &mut Ids) -> Word {
-        if self.held.is_none() {
-            self.held = Some(bool_variable(ids, false));
-        }
-        self.held.as_ref().map_or(0, |(v, _)| *v)
+        bool_variable_in(&mut self.held, ids, false)
     }
 
     /// One try of a quad on per-pixel locks. A lane keeps its pixel's lock
@@ -915,10 +907,7 @@ impl LockGuard<'_> {
         let lanes = Lanes::of(ids, b, sid);
         let helper = ids.op(b, Op::Load, bool_t, &[lock.helper]);
         let counts = ids.op(b, Op::LogicalNot, bool_t, &[helper]);
-        if self.turn.is_none() {
-            self.turn = Some(bool_variable(ids, true));
-        }
-        let turn_var = self.turn.as_ref().map_or(0, |(v, _)| *v);
+        let turn_var = bool_variable_in(&mut self.turn, ids, true);
         let turn = ids.op(b, Op::Load, bool_t, &[turn_var]);
         let expected = ids.op(b, Op::Select, uint, &[turn, zero, never]);
         let old = ids.op(
