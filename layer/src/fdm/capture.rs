@@ -17,9 +17,10 @@
 
 use super::commands::{Cmd, StateCall, Transform};
 use super::emit::emit;
+use super::fallback::Fallback;
 use super::live::go_live;
 use super::model::Begin;
-use super::model::{cb_state, CbState, Fallback};
+use super::model::{cb_state, CbState};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;

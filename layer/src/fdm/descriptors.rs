@@ -6,7 +6,7 @@
 //! freed with the command buffer's next reset.
 
 use super::commands::InputSubst;
-use super::model::Fallback;
+use super::fallback::Fallback;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;

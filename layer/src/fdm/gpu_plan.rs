@@ -47,13 +47,14 @@
 use super::bins::{alignment, whole_fragments, Rect};
 use super::commands::{Cmd, Transform};
 use super::emit::{emit, emit_scissors, restore, restore_compute};
+use super::fallback::Fallback;
 use super::gpu_objects::{
     allocate_sets, composite_pipeline, destroy_owned, make_common, record_upscale_pass, storage_write, take_buffer,
     upscale_draws, upscale_layout, upscale_pipeline, upscale_reads_view, write_composite_set, write_upscale_set,
     Objects, Owned, Upscale, UpscaleDraw,
 };
 use super::live::{begin_real, end_real};
-use super::model::{aspect_of, attachments, Att, Begin, Fallback, Pass};
+use super::model::{aspect_of, attachments, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
 use super::scratch::{barrier, blit, copy_scaled, scratch_targets, Targets, Transition};

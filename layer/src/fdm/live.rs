@@ -5,7 +5,8 @@
 
 use super::commands::Transform;
 use super::emit::{emit, restore};
-use super::model::{Begin, Fallback, Pass};
+use super::fallback::Fallback;
+use super::model::{Begin, Pass};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::id;

@@ -4,7 +4,7 @@
 //! the layer keeps per command buffer ([`CbState`]).
 
 use super::commands::{Cmd, Snapshot};
-pub(crate) use super::fallback::Fallback;
+use super::fallback::Fallback;
 use super::map_readback::MapTexels;
 use super::{Fdm, FramebufferInfo, PassInfo};
 use ash::vk;

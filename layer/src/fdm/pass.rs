@@ -18,10 +18,11 @@
 use super::capture::record_in;
 use super::commands::{Cmd, Transform};
 use super::emit::{emit, restore};
+use super::fallback::Fallback;
 use super::live::{begin_live, end_real, fallback_log, go_live};
 use super::map_readback::density_map;
 use super::model::cb_state;
-use super::model::{attachments, Begin, Fallback, Pass};
+use super::model::{attachments, Begin, Pass};
 use super::replay::replay;
 use super::{Fdm, Mode};
 use crate::device::DeviceCore;

@@ -49,8 +49,9 @@
 
 use super::bins::{self, Rect};
 use super::commands::Transform;
+use super::fallback::Fallback;
 use super::map_readback::MapTexels;
-use super::model::{Att, Fallback};
+use super::model::Att;
 use ash::vk;
 use parking_lot::Mutex;
 use std::sync::Arc;
