@@ -89,6 +89,8 @@ pub struct Settings {
     pub debug_spinlock_per_lane: bool,
     /// `interlock_spinlock_try`: `cas` or `ttas` (quad locks).
     pub interlock_spinlock_try: &'static str,
+    /// `interlock_spinlock_lock`: `image` or `buffer` (where the lock words live).
+    pub interlock_spinlock_lock: &'static str,
     /// `interlock_never_opaque`: `auto`, `on` or `off`.
     pub interlock_never_opaque: &'static str,
     /// `defer_view_destruction`: `auto`, `on` or `off`.
@@ -421,6 +423,7 @@ impl RawSettings {
             debug_ordered_search_misses: get("debug_ordered_search_misses") == "true",
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
             interlock_spinlock_try: pick!("interlock_spinlock_try"),
+            interlock_spinlock_lock: pick!("interlock_spinlock_lock"),
             interlock_never_opaque: pick!("interlock_never_opaque"),
             defer_view_destruction: pick!("defer_view_destruction"),
             fdm: pick!("fdm"),

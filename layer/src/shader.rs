@@ -49,11 +49,12 @@ fn lower_locked(
         block: s.block,
         quad: s.quad,
         ttas: s.ttas,
+        buffer: s.lock_buffer,
     };
     let r = spinlock::lower(module, &cfg)?;
     Ok((
         format!(
-            "{} section(s) locked per {}{}{}, {} value(s) spilled",
+            "{} section(s) locked per {}{}{}, {} value(s) spilled, locks in the lock {}",
             r.sections,
             if r.quad_locks {
                 "quad"
@@ -79,7 +80,8 @@ fn lower_locked(
             } else {
                 String::new()
             },
-            r.spilled_values
+            r.spilled_values,
+            if s.lock_buffer { "buffer" } else { "image" }
         ),
         ModuleKind::Locked { ordered: r.ordered() },
     ))

@@ -123,6 +123,10 @@ pub struct Config {
     /// leader's swap goes to its scratch texel as the other lanes' do, so a
     /// contended lock word sees reads, not atomic swaps.
     pub ttas: bool,
+    /// The locks are words of a storage buffer (`size`² of them, 8x8 words
+    /// of neighbouring pixels contiguous) rather than texels of an R32UI
+    /// storage image; the same coordinates address both.
+    pub buffer: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -294,9 +298,12 @@ struct Lock {
     /// The functions that (through their calls too) hold an instruction
     /// that needs a quad's lanes together ([`needs_quad`]).
     quad_functions: HashSet<Word>,
-    /// Id of the lock image variable, and the pointer type for texels.
+    /// Id of the lock image (or buffer) variable, and the pointer type for
+    /// its texels (words).
     var: Word,
     texel_ptr: Word,
+    /// The locks are words of a storage buffer ([`Config::buffer`]).
+    buffer: bool,
     frag_coord: (Word, Word),
     helper: Word,
     sample_id: Option<(Word, Word)>,
@@ -341,34 +348,8 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     let mut ids = Ids { m: &mut m };
 
     // Globals: lock image, built-ins, constants.
-    let uint = ids.uint();
     let int = ids.int();
     let bool_t = ids.bool();
-    let image_t = ids.global(
-        Op::TypeImage,
-        None,
-        vec![
-            Operand::IdRef(uint),
-            Operand::Dim(spirv::Dim::Dim2D),
-            Operand::LiteralBit32(0),
-            Operand::LiteralBit32(0),
-            Operand::LiteralBit32(0),
-            Operand::LiteralBit32(2),
-            Operand::ImageFormat(spirv::ImageFormat::R32ui),
-        ],
-    );
-    let image_ptr = ids.pointer(StorageClass::UniformConstant, image_t);
-    let var = ids.fresh();
-    ids.m.types_global_values.push(inst(
-        Op::Variable,
-        Some(image_ptr),
-        Some(var),
-        vec![Operand::StorageClass(StorageClass::UniformConstant)],
-    ));
-    ir::decorate(ids.m, var, Decoration::DescriptorSet, vec![Operand::LiteralBit32(cfg.set)]);
-    ir::decorate(ids.m, var, Decoration::Binding, vec![Operand::LiteralBit32(cfg.binding)]);
-    ir::add_to_interface(ids.m, var);
-    let texel_ptr = ids.pointer(StorageClass::Image, uint);
     let frag_coord = ids.builtin_input(BuiltIn::FragCoord, |ids| {
         let f = ids.global(Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
         ids.global(Op::TypeVector, None, vec![Operand::IdRef(f), Operand::LiteralBit32(4)])
@@ -409,6 +390,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     } else {
         None
     };
+    let (var, texel_ptr) = declare_locks(&mut ids, cfg);
     let (scope, mut acq, mut rel) = if vulkan_mm {
         (5u32, 0x2 | 0x40 | 0x800, 0x4 | 0x40 | 0x800)
     } else {
@@ -425,6 +407,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         quad_functions,
         var,
         texel_ptr,
+        buffer: cfg.buffer,
         frag_coord,
         helper,
         sample_id,
@@ -456,6 +439,99 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     ids.m.functions = functions;
     *module = m;
     Ok(report)
+}
+
+/// Declares the locks' variable (the lock image, or with [`Config::buffer`]
+/// a storage buffer of words) at the reserved set and binding; returns it
+/// and the pointer type of one lock. Called after the module's version is
+/// final: a buffer is a `StorageBuffer` block from SPIR-V 1.3, a `Uniform`
+/// `BufferBlock` before.
+fn declare_locks(ids: &mut Ids, cfg: &Config) -> (Word, Word) {
+    let uint = ids.uint();
+    let (var_ptr, class, texel_ptr) = if cfg.buffer {
+        let storage_buffer = ids.m.header.as_ref().is_some_and(|h| h.version() >= (1, 3));
+        // Fresh aggregate types: an identical one of the module's may carry
+        // decorations of its own.
+        let (array, block) = (ids.fresh(), ids.fresh());
+        ids.m.types_global_values.push(inst(Op::TypeRuntimeArray, None, Some(array), vec![Operand::IdRef(uint)]));
+        ids.m.types_global_values.push(inst(Op::TypeStruct, None, Some(block), vec![Operand::IdRef(array)]));
+        ir::decorate(ids.m, array, Decoration::ArrayStride, vec![Operand::LiteralBit32(4)]);
+        ids.m.annotations.push(inst(
+            Op::MemberDecorate,
+            None,
+            None,
+            vec![
+                Operand::IdRef(block),
+                Operand::LiteralBit32(0),
+                Operand::Decoration(Decoration::Offset),
+                Operand::LiteralBit32(0),
+            ],
+        ));
+        let (class, decoration) = if storage_buffer {
+            (StorageClass::StorageBuffer, Decoration::Block)
+        } else {
+            (StorageClass::Uniform, Decoration::BufferBlock)
+        };
+        ir::decorate(ids.m, block, decoration, vec![]);
+        (ids.pointer(class, block), class, ids.pointer(class, uint))
+    } else {
+        let image_t = ids.global(
+            Op::TypeImage,
+            None,
+            vec![
+                Operand::IdRef(uint),
+                Operand::Dim(spirv::Dim::Dim2D),
+                Operand::LiteralBit32(0),
+                Operand::LiteralBit32(0),
+                Operand::LiteralBit32(0),
+                Operand::LiteralBit32(2),
+                Operand::ImageFormat(spirv::ImageFormat::R32ui),
+            ],
+        );
+        (
+            ids.pointer(StorageClass::UniformConstant, image_t),
+            StorageClass::UniformConstant,
+            ids.pointer(StorageClass::Image, uint),
+        )
+    };
+    let var = ids.fresh();
+    ids.m.types_global_values.push(inst(Op::Variable, Some(var_ptr), Some(var), vec![Operand::StorageClass(class)]));
+    ir::decorate(ids.m, var, Decoration::DescriptorSet, vec![Operand::LiteralBit32(cfg.set)]);
+    ir::decorate(ids.m, var, Decoration::Binding, vec![Operand::LiteralBit32(cfg.binding)]);
+    ir::add_to_interface(ids.m, var);
+    (var, texel_ptr)
+}
+
+impl Lock {
+    /// Appends to `b` the pointer to the lock at (`x`, `y`) (signed
+    /// integers, within the image's side): an image texel, or the buffer's
+    /// word of 8x8 words ordered like the pixels they lock.
+    fn pointer(&self, ids: &mut Ids, b: &mut Vec<Instruction>, x: Word, y: Word) -> Word {
+        let zero = ids.uint_const(0);
+        if !self.buffer {
+            let int = ids.int();
+            let v2int = ids.global(Op::TypeVector, None, vec![Operand::IdRef(int), Operand::LiteralBit32(2)]);
+            let coord = ids.op(b, Op::CompositeConstruct, v2int, &[x, y]);
+            return ids.op(b, Op::ImageTexelPointer, self.texel_ptr, &[self.var, coord, zero]);
+        }
+        let uint = ids.uint();
+        let (three, seven, blocks) = (ids.uint_const(3), ids.uint_const(7), ids.uint_const(self.size >> 3));
+        let six = ids.uint_const(6);
+        let ux = ids.op(b, Op::Bitcast, uint, &[x]);
+        let uy = ids.op(b, Op::Bitcast, uint, &[y]);
+        // ((y / 8) * (size / 8) + x / 8) * 64 + (y % 8) * 8 + x % 8
+        let by = ids.op(b, Op::ShiftRightLogical, uint, &[uy, three]);
+        let bx = ids.op(b, Op::ShiftRightLogical, uint, &[ux, three]);
+        let row = ids.op(b, Op::IMul, uint, &[by, blocks]);
+        let block = ids.op(b, Op::IAdd, uint, &[row, bx]);
+        let base = ids.op(b, Op::ShiftLeftLogical, uint, &[block, six]);
+        let iy = ids.op(b, Op::BitwiseAnd, uint, &[uy, seven]);
+        let iy8 = ids.op(b, Op::ShiftLeftLogical, uint, &[iy, three]);
+        let ix = ids.op(b, Op::BitwiseAnd, uint, &[ux, seven]);
+        let inner = ids.op(b, Op::BitwiseOr, uint, &[iy8, ix]);
+        let index = ids.op(b, Op::BitwiseOr, uint, &[base, inner]);
+        ids.op(b, Op::AccessChain, self.texel_ptr, &[self.var, zero, index])
+    }
 }
 
 /// How a critical section is entered and left: the spinlock's lock, or the
@@ -514,7 +590,6 @@ impl Guard for LockGuard<'_> {
         let one = ids.uint_const(1);
         let eight = ids.uint_const(8);
         let float = ids.global(Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
-        let v2int = ids.global(Op::TypeVector, None, vec![Operand::IdRef(int), Operand::LiteralBit32(2)]);
         let fc = ids.fresh();
         b.push(inst(Op::Load, Some(lock.frag_coord.1), Some(fc), vec![Operand::IdRef(lock.frag_coord.0)]));
         let (fx, fy) = (ids.fresh(), ids.fresh());
@@ -553,7 +628,7 @@ impl Guard for LockGuard<'_> {
             b.push(inst(Op::IAdd, Some(uint), Some(sum), vec![Operand::IdRef(scaled), Operand::IdRef(sidu)]));
             x_word = sum;
         }
-        let (lx, ly, ix, iy, coord) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
+        let (lx, ly, ix, iy) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
         b.push(inst(
             Op::BitwiseAnd,
             Some(uint),
@@ -563,14 +638,7 @@ impl Guard for LockGuard<'_> {
         b.push(inst(Op::BitwiseAnd, Some(uint), Some(ly), vec![Operand::IdRef(uy), Operand::IdRef(lock.size_mask)]));
         b.push(inst(Op::Bitcast, Some(int), Some(ix), vec![Operand::IdRef(lx)]));
         b.push(inst(Op::Bitcast, Some(int), Some(iy), vec![Operand::IdRef(ly)]));
-        b.push(inst(Op::CompositeConstruct, Some(v2int), Some(coord), vec![Operand::IdRef(ix), Operand::IdRef(iy)]));
-        let ptr = ids.fresh();
-        b.push(inst(
-            Op::ImageTexelPointer,
-            Some(lock.texel_ptr),
-            Some(ptr),
-            vec![Operand::IdRef(lock.var), Operand::IdRef(coord), Operand::IdRef(zero)],
-        ));
+        let ptr = lock.pointer(ids, b, ix, iy);
         self.ptr = ptr;
         match lock.quad {
             Some(sid) if lock.blocks => return self.try_enter_quad(ids, b, sid, pixel, (ux, ly)),
@@ -796,10 +864,8 @@ impl LockGuard<'_> {
     /// The texel pointer of the lock, or of this lane's scratch texel.
     fn texel(&self, ids: &mut Ids, b: &mut Vec<Instruction>, q: &Quad, on_lock: Word) -> Word {
         let int = ids.int();
-        let v2int = ids.global(Op::TypeVector, None, vec![Operand::IdRef(int), Operand::LiteralBit32(2)]);
-        let zero = ids.uint_const(0);
         // Per component: a vector select needs a vector condition before SPIR-V 1.4.
-        let (x, y, coord, ptr) = (ids.fresh(), ids.fresh(), ids.fresh(), ids.fresh());
+        let (x, y) = (ids.fresh(), ids.fresh());
         for (r, l, s) in [(x, q.lock.0, q.scratch.0), (y, q.lock.1, q.scratch.1)] {
             b.push(inst(
                 Op::Select,
@@ -808,14 +874,7 @@ impl LockGuard<'_> {
                 vec![Operand::IdRef(on_lock), Operand::IdRef(l), Operand::IdRef(s)],
             ));
         }
-        b.push(inst(Op::CompositeConstruct, Some(v2int), Some(coord), vec![Operand::IdRef(x), Operand::IdRef(y)]));
-        b.push(inst(
-            Op::ImageTexelPointer,
-            Some(self.lock.texel_ptr),
-            Some(ptr),
-            vec![Operand::IdRef(self.lock.var), Operand::IdRef(coord), Operand::IdRef(zero)],
-        ));
-        ptr
+        self.lock.pointer(ids, b, x, y)
     }
 
     /// One try of a quad (see the module documentation): the lowest active
@@ -1250,7 +1309,8 @@ mod tests {
     use crate::testing::{assemble_text, disassemble, glsl};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false };
+    const CFG: Config =
+        Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false, buffer: false };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 
@@ -1313,6 +1373,66 @@ mod tests {
         assert_eq!(shifts(&Config { block: (1, 0), ..CFG }), 1);
         let mut m = parse(&words).unwrap();
         assert_eq!(lower(&mut m, &Config { block: (4, 2), ..CFG }), Err(Unsupported::Block((4, 2))));
+    }
+
+    /// Buffer locks ([`Config::buffer`]): every lock the image variant
+    /// addresses through a texel pointer is a word of the buffer instead,
+    /// reached by an access chain on the reserved set's variable; a
+    /// `BufferBlock` in a SPIR-V 1.0 module, a `StorageBuffer` block where
+    /// the lowering declares SPIR-V 1.3 (quads); every module validates.
+    #[test]
+    fn buffer_locks_address_the_same_locks_as_the_image() {
+        // A section that needs no quad, and one that does (derivatives).
+        let bodies = [
+            "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); imageStore(img, p, imageLoad(img, p) + 1u); endInvocationInterlockARB(); o = vec4(1); }",
+            "void main() { ivec2 p = ivec2(gl_FragCoord.xy); beginInvocationInterlockARB(); vec2 d = dFdx(gl_FragCoord.xy); imageStore(img, p, uvec4(d.x)); endInvocationInterlockARB(); o = vec4(d, 0, 1); }",
+        ];
+        // SPIR-V 1.0 and 1.3 modules of each.
+        let words: Vec<Vec<u32>> = bodies
+            .iter()
+            .flat_map(|body| {
+                let src = format!("{HEAD}layout(pixel_interlock_ordered) in;\n{IMG}{body}\n");
+                ["vulkan1.0", "vulkan1.1"].map(|env| crate::testing::glsl_for(&src, "frag", env).unwrap())
+            })
+            .collect();
+        // The lowered module, and the accesses to the reserved set's variable by opcode.
+        let lowered = |words: &[u32], cfg: &Config| {
+            let mut m = parse(words).unwrap();
+            lower(&mut m, cfg).unwrap();
+            let out = assemble(&m);
+            let text = disassemble(&out);
+            validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let var = m
+                .annotations
+                .iter()
+                .find(|a| a.operands[1..] == [Operand::Decoration(Decoration::DescriptorSet), Operand::LiteralBit32(7)])
+                .and_then(|a| a.operands[0].id_ref_any())
+                .unwrap();
+            let uses = |op: Op| {
+                m.functions
+                    .iter()
+                    .flat_map(|f| f.blocks.iter().flat_map(|b| b.instructions.iter()))
+                    .filter(|i| i.class.opcode == op && i.operands.first() == Some(&Operand::IdRef(var)))
+                    .count()
+            };
+            (uses(Op::ImageTexelPointer), uses(Op::AccessChain), text)
+        };
+        for (cfg, w) in [CFG, QUAD, QUAD_BLOCKS, Config { ttas: true, ..QUAD_BLOCKS }]
+            .into_iter()
+            .flat_map(|c| words.iter().map(move |w| (c, w)))
+        {
+            let (texels, chains, _) = lowered(w, &cfg);
+            assert!(texels > 0 && chains == 0, "{cfg:?}");
+            let (none, words_used, text) = lowered(w, &Config { buffer: true, ..cfg });
+            assert_eq!((none, words_used), (0, texels), "{cfg:?}\n{text}");
+            // SPIR-V 1.3 where the module was, or where quads are used.
+            let v13 = text.contains("Version: 1.3");
+            let (class, block) = if v13 { ("StorageBuffer", " Block") } else { ("Uniform", " BufferBlock") };
+            assert!(text.contains(&format!("= OpVariable %_ptr_{class}_")), "{cfg:?}\n{text}");
+            assert!(text.lines().any(|l| l.contains("OpDecorate") && l.ends_with(block)), "{cfg:?}\n{text}");
+            // The application's image only.
+            assert_eq!(text.matches("R32ui").count(), 1, "{cfg:?}\n{text}");
+        }
     }
 
     const QUAD: Config = Config { quad: true, ..CFG };
@@ -1552,7 +1672,8 @@ mod robustness {
     use crate::testing::{lowering_keeps_shader_declared, only_interlock_capability, self_referential_vector};
     use crate::{assemble, parse};
 
-    const CFG: Config = Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false };
+    const CFG: Config =
+        Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false, buffer: false };
 
     /// As for the serialized rewrite: `Shader`, implied by the interlock
     /// capability removed, stays declared.

@@ -8,6 +8,7 @@ pub const INTERLOCK_ORDERED_SLOTS_VALUES: &[&str] = &["32", "64", "16", "8"];
 pub const INTERLOCK_ORDERED_GRID_VALUES: &[&str] = &["2048", "4096", "1024", "512", "256"];
 pub const INTERLOCK_ORDERED_WAIT_VALUES: &[&str] = &["1048576", "65536", "4096", "64"];
 pub const INTERLOCK_SPINLOCK_TRY_VALUES: &[&str] = &["cas", "ttas"];
+pub const INTERLOCK_SPINLOCK_LOCK_VALUES: &[&str] = &["image", "buffer"];
 pub const INTERLOCK_NEVER_OPAQUE_VALUES: &[&str] = &["auto", "on", "off"];
 pub const DEFER_VIEW_DESTRUCTION_VALUES: &[&str] = &["auto", "on", "off"];
 pub const FDM_VALUES: &[&str] = &["off", "baseline", "binned"];
@@ -87,6 +88,13 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "cas",
         label: "Interlock spinlock: how a quad tries the lock",
         description: "How the spinlock's quad leader tries a quad block lock (every section under a fragment shading rate, where the device has subgroup ballots): cas swaps it at every try; ttas reads it first and swaps only a lock it reads free (test and test-and-set), so a contended lock word sees reads rather than swaps.",
+    },
+    SettingDef {
+        key: "interlock_spinlock_lock",
+        kind: Kind::Enum(INTERLOCK_SPINLOCK_LOCK_VALUES),
+        default: "image",
+        label: "Interlock spinlock: where the locks live",
+        description: "Where the spinlock keeps its per-pixel lock words: image keeps them in an R32_UINT storage image (the hardware's tiling); buffer in a storage buffer of words, 8x8 pixels' words contiguous.",
     },
     SettingDef {
         key: "interlock_never_opaque",

@@ -328,7 +328,8 @@ impl Ordered {
             c.counters = counters_map;
             let sizes = [
                 vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 4 },
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 8 },
+                // Cells, counters and (buffer locks) the locks, per set.
+                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 12 },
                 vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 4 },
             ];
             // SAFETY: a valid create info built here.
@@ -345,11 +346,7 @@ impl Ordered {
             }
             .map_err(|e| format!("vkAllocateDescriptorSets: {e:?}"))?;
             c.sets.copy_from_slice(&sets);
-            let image = [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view: s.view,
-                image_layout: vk::ImageLayout::GENERAL,
-            }];
+            let lock = s.lock_descriptor();
             let cells_info = [vk::DescriptorBufferInfo { buffer: cells, offset: 0, range: vk::WHOLE_SIZE }];
             let counters_info = [vk::DescriptorBufferInfo { buffer: counters, offset: 0, range: vk::WHOLE_SIZE }];
             let controls: Vec<[vk::DescriptorBufferInfo; 1]> = (0..4u64)
@@ -360,7 +357,7 @@ impl Ordered {
                 let w = |binding, ty| {
                     vk::WriteDescriptorSet::default().dst_set(*set).dst_binding(binding).descriptor_type(ty)
                 };
-                writes.push(w(0, vk::DescriptorType::STORAGE_IMAGE).image_info(&image));
+                writes.push(lock.write(*set));
                 writes.push(w(1, vk::DescriptorType::STORAGE_BUFFER).buffer_info(&cells_info));
                 writes.push(w(2, vk::DescriptorType::UNIFORM_BUFFER).buffer_info(&controls[k]));
                 writes.push(w(3, vk::DescriptorType::STORAGE_BUFFER).buffer_info(&counters_info));

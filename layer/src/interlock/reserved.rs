@@ -64,7 +64,11 @@ pub struct ReservedSet {
     pub set: u32,
     image: vk::Image,
     memory: vk::DeviceMemory,
-    pub(super) view: vk::ImageView,
+    view: vk::ImageView,
+    /// The locks are words of `buffer` rather than texels of `image`
+    /// (`interlock_spinlock_lock=buffer`, `overlap_shaders::spinlock::Config::buffer`).
+    pub lock_buffer: bool,
+    buffer: vk::Buffer,
     /// log2 of the lock block (see `overlap_shaders::spinlock::Config::block`).
     pub block: (u32, u32),
     /// Quad locks (`overlap_shaders::spinlock::Config::quad`): the device
@@ -125,6 +129,41 @@ impl BoundObjects {
     }
 }
 
+/// The locks' descriptor (binding 0 of the reserved set): its type, and what
+/// a write of it points at.
+pub(super) struct LockDescriptor {
+    pub(super) ty: vk::DescriptorType,
+    image: [vk::DescriptorImageInfo; 1],
+    buffer: [vk::DescriptorBufferInfo; 1],
+}
+
+impl LockDescriptor {
+    /// The write of binding 0 of `set` (a set of the reserved layout).
+    pub(super) fn write(&self, set: vk::DescriptorSet) -> vk::WriteDescriptorSet<'_> {
+        let w = vk::WriteDescriptorSet::default().dst_set(set).dst_binding(0).descriptor_type(self.ty);
+        if self.ty == vk::DescriptorType::STORAGE_BUFFER {
+            w.buffer_info(&self.buffer)
+        } else {
+            w.image_info(&self.image)
+        }
+    }
+}
+
+impl ReservedSet {
+    /// The locks' descriptor: the lock buffer's or the lock image's.
+    pub(super) fn lock_descriptor(&self) -> LockDescriptor {
+        LockDescriptor {
+            ty: if self.lock_buffer { vk::DescriptorType::STORAGE_BUFFER } else { vk::DescriptorType::STORAGE_IMAGE },
+            image: [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: self.view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }],
+            buffer: [vk::DescriptorBufferInfo { buffer: self.buffer, offset: 0, range: vk::WHOLE_SIZE }],
+        }
+    }
+}
+
 /// The lock resources could not be made: what, and the driver's result.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}: {1:?}")]
@@ -164,6 +203,58 @@ impl Init<'_> {
         crate::guard::injected_failure(self.debug_fail, command).map_err(failed(what))
     }
 
+    /// The lock buffer ([`LOCK_SIZE`]² words, device-local) and its memory,
+    /// each stored in `s` as soon as it is made.
+    ///
+    /// # Safety
+    /// `self`'s rule.
+    unsafe fn lock_buffer(&self, s: &mut ReservedSet) -> Result<(), InitError> {
+        let device = self.device;
+        // SAFETY (every Vulkan call in this function): as in `lock_image`.
+        self.fail("vkCreateBuffer", "lock buffer")?;
+        let buffer = unsafe {
+            device.create_buffer(
+                &vk::BufferCreateInfo::default()
+                    .size(u64::from(LOCK_SIZE) * u64::from(LOCK_SIZE) * 4)
+                    .usage(vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST),
+                None,
+            )
+        }
+        .map_err(failed("lock buffer"))?;
+        s.buffer = buffer;
+        // SAFETY: as above.
+        let (req, props) = unsafe {
+            (
+                device.get_buffer_memory_requirements(buffer),
+                self.instance.get_physical_device_memory_properties(self.pd),
+            )
+        };
+        s.memory = self.lock_memory(&req, &props)?;
+        // SAFETY: as above; the size and a type allowed by the buffer's
+        // requirements (VUID-vkBindBufferMemory-memory-01035), bound once at offset 0.
+        unsafe { device.bind_buffer_memory(buffer, s.memory, 0) }.map_err(failed("bind lock memory"))
+    }
+
+    /// Device-local memory for the locks, of the size and a type `req` allows.
+    fn lock_memory(
+        &self,
+        req: &vk::MemoryRequirements,
+        props: &vk::PhysicalDeviceMemoryProperties,
+    ) -> Result<vk::DeviceMemory, InitError> {
+        let type_index = crate::ffi::memory_type(props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
+        self.fail("vkAllocateMemory", "lock memory")?;
+        // SAFETY: `device` was just created (the `Init` rule); a create info
+        // built here, of a memory type the device has.
+        unsafe {
+            self.device.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
+                None,
+            )
+        }
+        .map_err(failed("lock memory"))
+    }
+
     /// The lock image (R32_UINT, [`LOCK_SIZE`]², device-local), its memory and
     /// its view, each stored in `s` as soon as it is made.
     ///
@@ -196,20 +287,10 @@ impl Init<'_> {
         let (req, props) = unsafe {
             (device.get_image_memory_requirements(image), self.instance.get_physical_device_memory_properties(self.pd))
         };
-        let type_index = crate::ffi::memory_type(&props, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            .ok_or(InitError("lock memory type", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY))?;
+        let memory = self.lock_memory(&req, &props)?;
+        s.memory = memory;
         // SAFETY: as above; the size and a type allowed by the image's
         // requirements (VUID-vkBindImageMemory-memory-01047), bound once at offset 0.
-        self.fail("vkAllocateMemory", "lock memory")?;
-        let memory = unsafe {
-            device.allocate_memory(
-                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(type_index),
-                None,
-            )
-        }
-        .map_err(failed("lock memory"))?;
-        s.memory = memory;
-        // SAFETY: as above.
         unsafe { device.bind_image_memory(image, memory, 0) }.map_err(failed("bind lock memory"))?;
         // SAFETY: as above; the image is bound to memory and has STORAGE usage.
         self.fail("vkCreateImageView", "lock view")?;
@@ -234,7 +315,8 @@ impl Init<'_> {
     /// is made.
     ///
     /// # Safety
-    /// `self`'s rule; `s.view` is the lock image's view ([`Init::lock_image`]).
+    /// `self`'s rule; the locks are made ([`Init::lock_image`] or
+    /// [`Init::lock_buffer`]).
     unsafe fn lock_set(&self, s: &mut ReservedSet) -> Result<(), InitError> {
         let device = self.device;
         // SAFETY (every Vulkan call in this function): `device` was just
@@ -242,9 +324,10 @@ impl Init<'_> {
         // every create info below is built here from live locals and is valid
         // for it, and ash passes its own valid output pointers. Rules beyond
         // that are named at each call.
+        let lock = s.lock_descriptor();
         let mut binding = vec![vk::DescriptorSetLayoutBinding::default()
             .binding(0)
-            .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
+            .descriptor_type(lock.ty)
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)];
         // The ordered strategy's cells, control block and counters.
@@ -263,7 +346,7 @@ impl Init<'_> {
             unsafe { device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default(), None) }
                 .map_err(failed("empty set layout"))?;
         s.empty_layout = empty_layout;
-        let mut sizes = vec![vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 1 }];
+        let mut sizes = vec![vk::DescriptorPoolSize { ty: lock.ty, descriptor_count: 1 }];
         if s.ordered.is_some() {
             sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 2 });
             sizes.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 1 });
@@ -276,7 +359,7 @@ impl Init<'_> {
         .map_err(failed("lock pool"))?;
         s.pool = pool;
         let layouts = [lock_layout];
-        // SAFETY: as above; the pool has room for this one set of one storage image.
+        // SAFETY: as above; the pool has room for this one set of the lock's descriptor.
         self.fail("vkAllocateDescriptorSets", "lock set")?;
         let lock_set = unsafe {
             device.allocate_descriptor_sets(
@@ -285,23 +368,9 @@ impl Init<'_> {
         }
         .map_err(failed("lock set"))?[0];
         s.lock_set = lock_set;
-        let image_info = [vk::DescriptorImageInfo {
-            sampler: vk::Sampler::null(),
-            image_view: s.view,
-            image_layout: vk::ImageLayout::GENERAL,
-        }];
         // SAFETY: as above; the write matches binding 0 of the set's layout
-        // (one storage image), and the set is used by no command buffer yet.
-        unsafe {
-            device.update_descriptor_sets(
-                &[vk::WriteDescriptorSet::default()
-                    .dst_set(lock_set)
-                    .dst_binding(0)
-                    .descriptor_type(vk::DescriptorType::STORAGE_IMAGE)
-                    .image_info(&image_info)],
-                &[],
-            )
-        };
+        // (the lock's descriptor), and the set is used by no command buffer yet.
+        unsafe { device.update_descriptor_sets(&[lock.write(lock_set)], &[]) };
         Ok(())
     }
 
@@ -311,8 +380,8 @@ impl Init<'_> {
     /// the caller destroys it), and waits for it.
     ///
     /// # Safety
-    /// `self`'s rule; `image` is the lock image ([`Init::lock_image`]).
-    unsafe fn clear_locks(&self, image: vk::Image, cmd_pool: &mut vk::CommandPool) -> Result<(), InitError> {
+    /// `self`'s rule; `s`'s locks are made ([`Init::lock_image`] or [`Init::lock_buffer`]).
+    unsafe fn clear_locks(&self, s: &ReservedSet, cmd_pool: &mut vk::CommandPool) -> Result<(), InitError> {
         let (device, info) = (self.device, self.info);
         // SAFETY: VUID-VkDeviceCreateInfo-pQueueCreateInfos-parameter:
         // `queueCreateInfoCount` valid queue create infos (`info` is valid).
@@ -353,8 +422,14 @@ impl Init<'_> {
         // SAFETY: a fresh command buffer in the initial state.
         unsafe { device.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default()) }
             .map_err(failed("init begin"))?;
-        // SAFETY: `cb` is recording; the caller's guarantee for `image`.
-        unsafe { record_clear(device, cb, image) };
+        // SAFETY: `cb` is recording; the caller's guarantee for the locks.
+        unsafe {
+            if s.lock_buffer {
+                record_buffer_clear(device, cb, s.buffer)
+            } else {
+                record_clear(device, cb, s.image)
+            }
+        };
         // SAFETY: `cb` is recording.
         unsafe { device.end_command_buffer(cb) }.map_err(failed("init end"))?;
         self.fail("vkQueueSubmit", "init submit")?;
@@ -368,6 +443,33 @@ impl Init<'_> {
         unsafe { device.queue_wait_idle(queue) }.map_err(failed("init wait"))?;
         Ok(())
     }
+}
+
+/// Records the lock buffer's clear into `cb`: filled with 0, then ready for
+/// the fragment shaders.
+///
+/// # Safety
+/// `cb` is recording, on `device`; `buffer` is the layer's lock buffer of
+/// `device`, with TRANSFER_DST usage.
+unsafe fn record_buffer_clear(device: &ash::Device, cb: vk::CommandBuffer, buffer: vk::Buffer) {
+    // SAFETY: `cb` is recording; the buffer has TRANSFER_DST usage
+    // (VUID-vkCmdFillBuffer-dstBuffer-00029), filled whole.
+    unsafe { device.cmd_fill_buffer(cb, buffer, 0, vk::WHOLE_SIZE, 0) };
+    let b = [vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+    // SAFETY: `cb` is recording, outside a render pass.
+    unsafe {
+        device.cmd_pipeline_barrier(
+            cb,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::FRAGMENT_SHADER,
+            vk::DependencyFlags::empty(),
+            &b,
+            &[],
+            &[],
+        )
+    };
 }
 
 /// Records the locks' clear into `cb`: the lock image to GENERAL, cleared to
@@ -495,6 +597,7 @@ impl ReservedSet {
                 &settings.debug_fail,
                 block,
                 quad,
+                settings.interlock_spinlock_lock == "buffer",
                 ordered,
             )
         }
@@ -521,12 +624,14 @@ impl ReservedSet {
         debug_fail: &Option<String>,
         block: (u32, u32),
         quad: bool,
+        lock_buffer: bool,
         ordered: Option<cells::Config>,
     ) -> Result<ReservedSet, InitError> {
         let mut s = ReservedSet {
             set,
             block,
             quad,
+            lock_buffer,
             ordered: ordered.map(cells::Ordered::new),
             set_loader_data,
             ..Default::default()
@@ -538,9 +643,13 @@ impl ReservedSet {
         let made = (|| {
             // SAFETY: the caller's guarantee (`init`'s rule).
             unsafe {
-                init.lock_image(&mut s)?;
+                if s.lock_buffer {
+                    init.lock_buffer(&mut s)?;
+                } else {
+                    init.lock_image(&mut s)?;
+                }
                 init.lock_set(&mut s)?;
-                init.clear_locks(s.image, &mut cmd_pool)
+                init.clear_locks(&s, &mut cmd_pool)
             }
         })();
         // SAFETY: the objects are the layer's own, made above on `device`, which the application has not seen; the
@@ -637,6 +746,7 @@ impl ReservedSet {
             device.destroy_descriptor_set_layout(self.empty_layout, None);
             device.destroy_image_view(self.view, None);
             device.destroy_image(self.image, None);
+            device.destroy_buffer(self.buffer, None);
             device.free_memory(self.memory, None);
         }
     }

@@ -823,6 +823,8 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             // keeps the cases of a seed): they need SPIR-V 1.3.
             quad: case.index % 2 == 1 && !matches!(env, TargetEnv::Vulkan1_0),
             ttas: case.index % 4 == 1,
+            // Buffer locks on every third case.
+            buffer: case.index % 3 == 2,
         };
         passes.push((
             Pass::Spinlock,
