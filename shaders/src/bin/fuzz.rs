@@ -782,6 +782,10 @@ fn parse_case(case: &Case, stats: &mut Stats, dump: &Path, valid: bool) -> Optio
     }
 }
 
+/// The spinlock's configuration in the fuzzed cases, but for what varies by case.
+const LOCKS: spinlock::Config =
+    spinlock::Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false, buffer: false };
+
 fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
     stats.runs += 1;
     let valid = validate(&case.words, case.env).is_ok();
@@ -815,16 +819,12 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
         ));
         let mut m = module.clone();
         let cfg = spinlock::Config {
-            set: 7,
-            binding: 0,
-            size: 2048,
-            block: (0, 0),
-            // Quad locks on every other case (not drawn from `rng`, which
-            // keeps the cases of a seed): they need SPIR-V 1.3.
+            // Quad locks on every other case, buffer locks on every third (not
+            // drawn from `rng`, which keeps the cases of a seed); quads need SPIR-V 1.3.
             quad: case.index % 2 == 1 && !matches!(env, TargetEnv::Vulkan1_0),
             ttas: case.index % 4 == 1,
-            // Buffer locks on every third case.
             buffer: case.index % 3 == 2,
+            ..LOCKS
         };
         passes.push((
             Pass::Spinlock,
