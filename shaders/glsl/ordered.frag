@@ -74,15 +74,26 @@ uvec2 ovl_size;
 uvec2 ovl_key;      // (instance index, primitive id)
 bool ovl_helper;    // a helper invocation (or demoted): takes part in nothing
 
+// The area's size in cells: compiled as one cell (ONE_CELL, modules without
+// a shading rate, whose area is always one pixel or sample), the area's
+// loops then run once and the per-cell arrays below do not exist.
+#ifdef ONE_CELL
+#define AREA uvec2(1u)
+#else
+#define AREA ovl_size
+#endif
+
 // Per-invocation state, for each cell of the area (at most 4x4). The
 // first cell's is kept apart, in scalars: an area is one cell unless a
 // shading rate applies, and arrays indexed at run time live in memory.
 uvec2 ovl_smaller0;    // the slots holding smaller keys
 uvec2 ovl_equal0;      // the slots holding this invocation's key; 0: no order in this cell
 uint ovl_total0;       // the slots used, or where counted, the invocations registered
+#ifndef ONE_CELL
 uvec2 ovl_smaller_more[15];
 uvec2 ovl_equal_more[15];
 uint ovl_total_more[15];
+#endif
 uint ovl_single;       // bit k: cell k's key is in one slot, this invocation alone on it
 uint ovl_counted;      // bit k: cell k's last invocation is found by counting them (below)
 uint ovl_left;         // bit k: this invocation has left cell k (its finished bit set)
@@ -118,6 +129,25 @@ const uint FINISHED = 2u;
 const uint HOLDS = 4u;
 const uint EXPIRED = 8u;
 
+#ifdef ONE_CELL
+void ovl_keep(uint k, uvec2 smaller, uvec2 equal, uint total) {
+    ovl_smaller0 = smaller;
+    ovl_equal0 = equal;
+    ovl_total0 = total;
+}
+
+uvec2 ovl_smaller_in(uint k) {
+    return ovl_smaller0;
+}
+
+uvec2 ovl_equal_in(uint k) {
+    return ovl_equal0;
+}
+
+uint ovl_total_in(uint k) {
+    return ovl_total0;
+}
+#else
 void ovl_keep(uint k, uvec2 smaller, uvec2 equal, uint total) {
     if (k == 0u) {
         ovl_smaller0 = smaller;
@@ -141,6 +171,7 @@ uvec2 ovl_equal_in(uint k) {
 uint ovl_total_in(uint k) {
     return k == 0u ? ovl_total0 : ovl_total_more[k - 1u];
 }
+#endif
 
 uint ovl_plane() {
     return ovl_ctl.grid * ovl_ctl.grid;
@@ -234,8 +265,8 @@ void ovl_append(uint c, bool dedup) {
 // keys share a slot: appends take the cell's mutex (free in the count draw)
 // and invocations are counted apart.
 void ovl_count(bool dedup) {
-    for (uint dy = 0u; dy < ovl_size.y; dy++) {
-        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+    for (uint dy = 0u; dy < AREA.y; dy++) {
+        for (uint dx = 0u; dx < AREA.x; dx++) {
             uint c = ovl_cell(dx, dy);
             if (dedup) {
                 atomicAdd(ovl_cells.w[ovl_at(REGISTERED_IN, c)], 1u, SCOPE, STORAGE, RELAXED);
@@ -305,8 +336,8 @@ void ovl_lookup() {
     ovl_single = 0u;
     ovl_counted = 0u;
     uint plane = ovl_plane();
-    for (uint dy = 0u; dy < ovl_size.y; dy++) {
-        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+    for (uint dy = 0u; dy < AREA.y; dy++) {
+        for (uint dx = 0u; dx < AREA.x; dx++) {
             uint c = ovl_cell(dx, dy);
             uint used = ovl_fixed.w[ovl_at(USED, c)];
             uint registered = ovl_fixed.w[ovl_at(REGISTERED_IN, c)];
@@ -432,8 +463,8 @@ void ovl_finish() {
     }
     ovl_flags |= FINISHED;
     uint k = 0u;
-    for (uint dy = 0u; dy < ovl_size.y; dy++) {
-        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+    for (uint dy = 0u; dy < AREA.y; dy++) {
+        for (uint dx = 0u; dx < AREA.x; dx++) {
             if ((ovl_left & (1u << k)) != 0u) {
                 k++;
                 continue;
@@ -493,8 +524,8 @@ bool ovl_combined(uint k) {
 // that failed: nothing written under them).
 void ovl_give(uint taken) {
     uint k = 0u;
-    for (uint dy = 0u; dy < ovl_size.y && k < taken; dy++) {
-        for (uint dx = 0u; dx < ovl_size.x && k < taken; dx++) {
+    for (uint dy = 0u; dy < AREA.y && k < taken; dy++) {
+        for (uint dx = 0u; dx < AREA.x && k < taken; dx++) {
             uint c = ovl_cell(dx, dy);
             if (ovl_combined(k)) {
                 atomicAnd(ovl_cells.w[ovl_at(FINISHED_IN, c)], ~LOCK, SCOPE, STORAGE, RELAXED);
@@ -559,8 +590,8 @@ bool ovl_try_enter() {
     }
     bool ordered = (ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED;
     uint taken = 0u;
-    for (uint dy = 0u; dy < ovl_size.y; dy++) {
-        for (uint dx = 0u; dx < ovl_size.x; dx++) {
+    for (uint dy = 0u; dy < AREA.y; dy++) {
+        for (uint dx = 0u; dx < AREA.x; dx++) {
             bool ready;
             if (!ovl_take(ovl_cell(dx, dy), taken, ordered, ready)) {
                 ovl_give(taken);
@@ -591,8 +622,8 @@ void ovl_leave() {
         ovl_flags &= ~HOLDS;
         uint k = 0u;
         bool registered = (ovl_flags & (REGISTERED | FINISHED)) == REGISTERED;
-        for (uint dy = 0u; dy < ovl_size.y; dy++) {
-            for (uint dx = 0u; dx < ovl_size.x; dx++) {
+        for (uint dy = 0u; dy < AREA.y; dy++) {
+            for (uint dx = 0u; dx < AREA.x; dx++) {
                 uint c = ovl_cell(dx, dy);
                 if (!ovl_combined(k)) {
                     atomicStore(ovl_cells.w[ovl_at(MUTEX, c)], 0u, SCOPE, STORAGE, REL);

@@ -45,12 +45,18 @@ use rspirv::spirv::{self, BuiltIn, Capability, Decoration, ExecutionMode, Execut
 use std::sync::OnceLock;
 
 /// The protocol, compiled by `shaders/glsl/generate`: (memory model, SPIR-V
-/// version, words).
-pub const LIBRARIES: [(&str, &str, &[u8]); 4] = [
-    ("glsl450", "1.0", include_bytes!("generated/ordered-glsl450-1.0.spv")),
-    ("glsl450", "1.3", include_bytes!("generated/ordered-glsl450-1.3.spv")),
-    ("vulkan", "1.0", include_bytes!("generated/ordered-vulkan-1.0.spv")),
-    ("vulkan", "1.3", include_bytes!("generated/ordered-vulkan-1.3.spv")),
+/// version, one cell an area, words). One cell an area (`ONE_CELL`) is the
+/// library for modules without a shading rate, whose area is one pixel or
+/// sample: its loops over the area run once and it keeps no per-cell arrays.
+pub const LIBRARIES: [(&str, &str, bool, &[u8]); 8] = [
+    ("glsl450", "1.0", false, include_bytes!("generated/ordered-glsl450-1.0.spv")),
+    ("glsl450", "1.3", false, include_bytes!("generated/ordered-glsl450-1.3.spv")),
+    ("vulkan", "1.0", false, include_bytes!("generated/ordered-vulkan-1.0.spv")),
+    ("vulkan", "1.3", false, include_bytes!("generated/ordered-vulkan-1.3.spv")),
+    ("glsl450", "1.0", true, include_bytes!("generated/ordered-glsl450-1.0-one.spv")),
+    ("glsl450", "1.3", true, include_bytes!("generated/ordered-glsl450-1.3-one.spv")),
+    ("vulkan", "1.0", true, include_bytes!("generated/ordered-vulkan-1.0-one.spv")),
+    ("vulkan", "1.3", true, include_bytes!("generated/ordered-vulkan-1.3-one.spv")),
 ];
 
 /// The control block's `mode` values (`ovl_ctl.mode`).
@@ -131,10 +137,10 @@ pub enum Unsupported {
 /// The library for a module's memory model and SPIR-V version: storage
 /// buffers as `BufferBlock` before 1.3, `StorageBuffer` from 1.3 on (1.4
 /// and later forbid `BufferBlock`).
-fn library(vulkan_mm: bool, version: u32) -> Option<&'static Module> {
-    static PARSED: [OnceLock<Option<Module>>; 4] = [const { OnceLock::new() }; 4];
-    let k = usize::from(vulkan_mm) * 2 + usize::from(version >= 0x0001_0300);
-    PARSED[k].get_or_init(|| crate::parse_bytes(LIBRARIES[k].2).ok()).as_ref()
+fn library(vulkan_mm: bool, version: u32, one_cell: bool) -> Option<&'static Module> {
+    static PARSED: [OnceLock<Option<Module>>; 8] = [const { OnceLock::new() }; 8];
+    let k = usize::from(one_cell) * 4 + usize::from(vulkan_mm) * 2 + usize::from(version >= 0x0001_0300);
+    PARSED[k].get_or_init(|| crate::parse_bytes(LIBRARIES[k].3).ok()).as_ref()
 }
 
 fn uses_vulkan_memory_model(m: &Module) -> bool {
@@ -292,7 +298,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         return Err(Unsupported::Location(l));
     }
     let vulkan_mm = uses_vulkan_memory_model(module);
-    let lib = library(vulkan_mm, version(module)).ok_or(Unsupported::Library)?;
+    let lib = library(vulkan_mm, version(module), !cfg.shading_rate).ok_or(Unsupported::Library)?;
     let early_fragment_tests = module
         .execution_modes
         .iter()
@@ -1087,14 +1093,16 @@ mod tests {
     #[test]
     fn generated_library_is_up_to_date() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("glsl");
-        for (model, version, embedded) in LIBRARIES {
+        for (model, version, one_cell, embedded) in LIBRARIES {
             let define = (model == "vulkan").then_some("-DVULKAN_MM");
+            let one = one_cell.then_some("-DONE_CELL");
             let env = if version == "1.0" { "vulkan1.0" } else { "vulkan1.1" };
-            let out =
-                std::env::temp_dir().join(format!("overlap-ordered-{}-{model}-{version}.spv", std::process::id()));
+            let out = std::env::temp_dir()
+                .join(format!("overlap-ordered-{}-{model}-{version}-{one_cell}.spv", std::process::id()));
             let status = std::process::Command::new("glslangValidator")
                 .args(["-V", "--target-env", env])
                 .args(define)
+                .args(one)
                 .arg("-o")
                 .arg(&out)
                 .arg(dir.join("ordered.frag"))
@@ -1103,7 +1111,7 @@ mod tests {
             assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stdout));
             let fresh = std::fs::read(&out).unwrap();
             let _ = std::fs::remove_file(&out);
-            assert!(fresh == embedded, "run shaders/glsl/generate ({model} {version})");
+            assert!(fresh == embedded, "run shaders/glsl/generate ({model} {version}, one cell {one_cell})");
         }
     }
 }
