@@ -396,7 +396,7 @@ device_commands! {
         [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap ordered::create_render_pass];
     "vkCreateRenderPass2" | "vkCreateRenderPass2KHR" fn create_render_pass2(device: vk::Device, info: *const vk::RenderPassCreateInfo2<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::RenderPass) -> vk::Result
         = PFN_vkCreateRenderPass2, down |dc| dc.fns.fp_v1_2().create_render_pass2;
-        [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap ordered::create_render_pass2];
+        [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap ordered::create_render_pass];
     "vkDestroyRenderPass" fn destroy_render_pass(device: vk::Device, handle: vk::RenderPass, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyRenderPass, down |dc| dc.fns.fp_v1_0().destroy_render_pass;
         [fdm_slot => forget fdm::Fdm::forget_render_pass, ordered_slot => forget ordered::forget_render_pass];

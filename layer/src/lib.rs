@@ -30,6 +30,7 @@ pub mod manifest;
 pub mod plan;
 pub mod pnext;
 pub mod profile;
+pub mod render_pass;
 pub mod settings;
 pub mod shader;
 pub mod shading_rate;

@@ -46,6 +46,8 @@ pub struct Case {
     /// to the pipeline stage (VK_EXT_graphics_pipeline_library), not through
     /// vkCreateShaderModule.
     pub inline_module: bool,
+    /// The render pass is made with vkCreateRenderPass2 (the same pass).
+    pub render_pass2: bool,
     /// Draw with shader objects (VK_EXT_shader_object) and dynamic rendering
     /// instead of a pipeline and a render pass (1 sample only).
     pub shader_object: bool,
@@ -100,6 +102,7 @@ impl Case {
             height,
             delay: 0,
             inline_module: false,
+            render_pass2: false,
             shader_object: false,
             draws: 1,
             secondaries: false,
@@ -508,8 +511,24 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             .final_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)];
         let refs = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
         let sub = [vk::SubpassDescription::default().color_attachments(&refs)];
-        let render_pass =
-            d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None).unwrap();
+        let render_pass = if case.render_pass2 {
+            let att2 = [vk::AttachmentDescription2::default()
+                .format(att[0].format)
+                .samples(att[0].samples)
+                .load_op(att[0].load_op)
+                .store_op(att[0].store_op)
+                .initial_layout(att[0].initial_layout)
+                .final_layout(att[0].final_layout)];
+            let refs2 = [vk::AttachmentReference2::default()
+                .attachment(0)
+                .layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+                .aspect_mask(vk::ImageAspectFlags::COLOR)];
+            let sub2 = [vk::SubpassDescription2::default().color_attachments(&refs2)];
+            d.create_render_pass2(&vk::RenderPassCreateInfo2::default().attachments(&att2).subpasses(&sub2), None)
+                .unwrap()
+        } else {
+            d.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&att).subpasses(&sub), None).unwrap()
+        };
         let framebuffer = gpu.framebuffer(render_pass, &[color_view], (w, case.height));
 
         let bindings = [

@@ -85,6 +85,7 @@ use crate::device::DeviceCore;
 use crate::ffi::slice;
 use crate::id;
 use crate::pnext::Chain;
+use crate::render_pass::RenderPassInfo;
 use crate::settings::LogLevel;
 use ash::vk;
 use overlap_shaders::fdm as shader_fdm;
@@ -1450,10 +1451,10 @@ unsafe fn remember_pass(
     r
 }
 
-/// What the create infos of `vkCreateRenderPass` and `vkCreateRenderPass2`
-/// share, for one translation of both ([`create_any_render_pass`]).
-pub(crate) trait RenderPassCreate: Copy {
-    const COMMAND: &'static str;
+/// What the density map adds to the create infos of `vkCreateRenderPass`
+/// and `vkCreateRenderPass2` ([`RenderPassInfo`]), for one translation of
+/// both ([`create_any_render_pass`]).
+pub(crate) trait RenderPassCreate: RenderPassInfo<Attachment: Attachment, Subpass: SubpassRefs> {
     /// The command itself, on the next layer.
     ///
     /// # Safety
@@ -1465,23 +1466,6 @@ pub(crate) trait RenderPassCreate: Copy {
         alloc: *const vk::AllocationCallbacks<'_>,
         out: *mut vk::RenderPass,
     ) -> vk::Result;
-    type Attachment: Attachment + Copy;
-    type Subpass: SubpassRefs;
-    type Dependency: Copy;
-    fn p_next(&self) -> *const std::ffi::c_void;
-    fn flags(&self) -> vk::RenderPassCreateFlags;
-    /// The attachments, subpasses and dependencies.
-    ///
-    /// # Safety
-    /// `self` is a valid create info (its arrays hold their counts).
-    unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]);
-    /// A copy pointing at other arrays (of the same counts) and chain.
-    fn with(
-        &self,
-        flags: vk::RenderPassCreateFlags,
-        next: *const std::ffi::c_void,
-        arrays: (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
-    ) -> Self;
     /// What a subpass carries besides its reference lists (`pNext`), for
     /// the translated `copy`; copied chains kept in `chains`.
     ///
@@ -1507,12 +1491,10 @@ pub(crate) trait RenderPassCreate: Copy {
     fn description(a: &Self::Attachment) -> vk::AttachmentDescription;
 }
 
-/// The members of [`RenderPassCreate`] that read the same fields of both
-/// create infos, and the command itself (`$command`: the next layer's
-/// `$create` of its `$version` table).
-macro_rules! render_pass_create_fields {
-    ($command:literal, $version:ident, $create:ident) => {
-        const COMMAND: &'static str = $command;
+/// The command of [`RenderPassCreate::create`]: the next layer's `$create`
+/// of its `$version` table.
+macro_rules! render_pass_create {
+    ($version:ident, $create:ident) => {
         unsafe fn create(
             &self,
             f: &Fdm,
@@ -1523,46 +1505,11 @@ macro_rules! render_pass_create_fields {
             // SAFETY: the caller's guarantee.
             unsafe { (f.below.$version().$create)(device, self, alloc, out) }
         }
-        fn p_next(&self) -> *const std::ffi::c_void {
-            self.p_next
-        }
-        fn flags(&self) -> vk::RenderPassCreateFlags {
-            self.flags
-        }
-        unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]) {
-            // SAFETY: the caller's guarantee (the -pAttachments-parameter,
-            // -pSubpasses-parameter and -pDependencies-parameter VUIDs of
-            // either create info).
-            unsafe {
-                (
-                    slice(self.p_attachments, self.attachment_count),
-                    slice(self.p_subpasses, self.subpass_count),
-                    slice(self.p_dependencies, self.dependency_count),
-                )
-            }
-        }
-        fn with(
-            &self,
-            flags: vk::RenderPassCreateFlags,
-            next: *const std::ffi::c_void,
-            (attachments, subpasses, dependencies): (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
-        ) -> Self {
-            let mut c = *self;
-            c.flags = flags;
-            c.p_next = next;
-            c.p_attachments = attachments.as_ptr();
-            c.p_subpasses = subpasses.as_ptr();
-            c.p_dependencies = dependencies.as_ptr();
-            c
-        }
     };
 }
 
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
-    type Attachment = vk::AttachmentDescription;
-    type Subpass = vk::SubpassDescription<'a>;
-    type Dependency = vk::SubpassDependency;
-    render_pass_create_fields!("vkCreateRenderPass", fp_v1_0, create_render_pass);
+    render_pass_create!(fp_v1_0, create_render_pass);
     unsafe fn subpass_extras(
         _: &Self::Subpass,
         _: &mut Self::Subpass,
@@ -1594,10 +1541,7 @@ impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
 }
 
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo2<'a> {
-    type Attachment = vk::AttachmentDescription2<'a>;
-    type Subpass = vk::SubpassDescription2<'a>;
-    type Dependency = vk::SubpassDependency2<'a>;
-    render_pass_create_fields!("vkCreateRenderPass2", fp_v1_2, create_render_pass2);
+    render_pass_create!(fp_v1_2, create_render_pass2);
     unsafe fn subpass_extras(
         s: &Self::Subpass,
         copy: &mut Self::Subpass,

@@ -53,6 +53,7 @@ use super::cells::{Cells, CommandBufferState, Ordered, Pass, Split};
 use super::reserved::{PipelineKind, ReservedSet};
 use crate::device::DeviceCore;
 use crate::id;
+use crate::render_pass::RenderPassInfo;
 use ash::vk;
 use overlap_shaders::ordered::{MODE_COUNT, MODE_COUNT_MERGED, MODE_RUN, MODE_UNORDERED};
 use std::collections::HashMap;
@@ -562,45 +563,42 @@ fn added_dependencies(subpasses: u32, multiview: &[bool]) -> Vec<vk::SubpassDepe
     v
 }
 
-/// `vkCreateRenderPass`: the layer's dependencies added (none where the
-/// pass is multiview: its dependency counts are tied to view offsets).
+/// `vkCreateRenderPass` and `vkCreateRenderPass2`: the layer's dependencies
+/// added ([`added_dependencies`]; none in a version-1 multiview pass, whose
+/// dependency count is tied to its view offsets; view-local in a version-2
+/// one, and no self-dependency for its multiview subpasses).
 ///
 /// # Safety
-/// The arguments are those of a valid `vkCreateRenderPass` call; `next` calls down.
-pub unsafe fn create_render_pass(
+/// The arguments are those of a valid call of the command; `next` calls down.
+pub(crate) unsafe fn create_render_pass<I: RenderPassInfo>(
     _: &DeviceCore,
     s: &ReservedSet,
     device: vk::Device,
-    info: *const vk::RenderPassCreateInfo<'_>,
+    info: *const I,
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::RenderPass,
-    next: impl FnOnce(
-        vk::Device,
-        *const vk::RenderPassCreateInfo<'_>,
-        *const vk::AllocationCallbacks<'_>,
-        *mut vk::RenderPass,
-    ) -> vk::Result,
+    next: impl FnOnce(vk::Device, *const I, *const vk::AllocationCallbacks<'_>, *mut vk::RenderPass) -> vk::Result,
 ) -> vk::Result {
     let Some(o) = &s.ordered else { return next(device, info, alloc, out) };
-    // SAFETY: VUID-vkCreateRenderPass-pCreateInfo-parameter.
-    let ci = unsafe { &*info };
-    // SAFETY: a valid create info has a valid chain (VUID-VkRenderPassCreateInfo-pNext-pNext).
-    let multiview = unsafe { crate::pnext::find::<vk::RenderPassMultiviewCreateInfo>(ci.p_next) }
-        .is_some_and(|m| m.subpass_count > 0);
-    if multiview {
+    // SAFETY: the -pCreateInfo-parameter VUID of either command: a valid
+    // create info, whose chain and arrays are valid.
+    let (ci, multiview) = unsafe { (&*info, (*info).multiview()) };
+    let any = multiview.iter().any(|m| *m);
+    let added: Option<Vec<I::Dependency>> = added_dependencies(multiview.len() as u32, &multiview)
+        .into_iter()
+        .map(|d| I::added_dependency(d, any))
+        .collect();
+    let Some(added) = added else {
         // SAFETY: the caller's guarantee: `out` is written by a successful call.
-        return unsafe {
-            note_render_pass(o, next(device, info, alloc, out), out, vec![false; ci.subpass_count as usize])
-        };
-    }
-    // SAFETY: VUID-VkRenderPassCreateInfo-pDependencies-parameter.
-    let mut deps = unsafe { crate::ffi::slice(ci.p_dependencies, ci.dependency_count) }.to_vec();
-    deps.extend(added_dependencies(ci.subpass_count, &[]));
-    let mut copy = *ci;
-    copy.dependency_count = deps.len() as u32;
-    copy.p_dependencies = deps.as_ptr();
+        return unsafe { note_render_pass(o, next(device, info, alloc, out), out, vec![false; multiview.len()]) };
+    };
     // SAFETY: as above.
-    unsafe { note_render_pass(o, next(device, &copy, alloc, out), out, vec![true; ci.subpass_count as usize]) }
+    let (attachments, subpasses, dependencies) = unsafe { ci.arrays() };
+    let mut deps = dependencies.to_vec();
+    deps.extend(added);
+    let copy = ci.with(ci.flags(), ci.p_next(), (attachments, subpasses, &deps));
+    // SAFETY: as above.
+    unsafe { note_render_pass(o, next(device, &copy, alloc, out), out, multiview.iter().map(|m| !m).collect()) }
 }
 
 /// Notes the render pass a create call (`r`) wrote to `out`, with per
@@ -614,55 +612,6 @@ unsafe fn note_render_pass(o: &Ordered, r: vk::Result, out: *mut vk::RenderPass,
         o.render_passes.lock().insert(unsafe { *out }, own);
     }
     r
-}
-
-/// `vkCreateRenderPass2`: as [`create_render_pass`]; multiview subpasses
-/// (a view mask) get no self-dependency.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateRenderPass2` call; `next` calls down.
-pub unsafe fn create_render_pass2(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    device: vk::Device,
-    info: *const vk::RenderPassCreateInfo2<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::RenderPass,
-    next: impl FnOnce(
-        vk::Device,
-        *const vk::RenderPassCreateInfo2<'_>,
-        *const vk::AllocationCallbacks<'_>,
-        *mut vk::RenderPass,
-    ) -> vk::Result,
-) -> vk::Result {
-    let Some(o) = &s.ordered else { return next(device, info, alloc, out) };
-    // SAFETY: VUID-vkCreateRenderPass2-pCreateInfo-parameter.
-    let ci = unsafe { &*info };
-    // SAFETY: VUID-VkRenderPassCreateInfo2-pSubpasses-parameter.
-    let subpasses = unsafe { crate::ffi::slice(ci.p_subpasses, ci.subpass_count) };
-    let multiview: Vec<bool> = subpasses.iter().map(|sp| sp.view_mask != 0).collect();
-    // SAFETY: VUID-VkRenderPassCreateInfo2-pDependencies-parameter.
-    let mut deps = unsafe { crate::ffi::slice(ci.p_dependencies, ci.dependency_count) }.to_vec();
-    for d in added_dependencies(ci.subpass_count, &multiview) {
-        let mut d2 = vk::SubpassDependency2::default()
-            .src_subpass(d.src_subpass)
-            .dst_subpass(d.dst_subpass)
-            .src_stage_mask(d.src_stage_mask)
-            .dst_stage_mask(d.dst_stage_mask)
-            .src_access_mask(d.src_access_mask)
-            .dst_access_mask(d.dst_access_mask)
-            .dependency_flags(d.dependency_flags);
-        if multiview.iter().any(|m| *m) {
-            // Between multiview subpasses: view-local (the views match).
-            d2 = d2.dependency_flags(d.dependency_flags | vk::DependencyFlags::VIEW_LOCAL);
-        }
-        deps.push(d2);
-    }
-    let mut copy = *ci;
-    copy.dependency_count = deps.len() as u32;
-    copy.p_dependencies = deps.as_ptr();
-    // SAFETY: `out` is written by a successful call (the caller's guarantee).
-    unsafe { note_render_pass(o, next(device, &copy, alloc, out), out, multiview.iter().map(|m| !m).collect()) }
 }
 
 pub fn forget_render_pass(s: &ReservedSet, rp: vk::RenderPass) {

@@ -497,6 +497,7 @@ fn interlock_matrix(
     for mut case in cases {
         case.delay = delay;
         case.inline_module = inline;
+        case.render_pass2 = variant == Some("rp2");
         case.shader_object = variant == Some("shader-object");
         if case.shader_object && case.samples != 1 {
             continue;

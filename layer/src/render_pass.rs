@@ -1,0 +1,122 @@
+//! What the create infos of `vkCreateRenderPass` and `vkCreateRenderPass2`
+//! share, read once for both: the capabilities that change render passes
+//! (the density map's translation, the ordered strategy's dependencies)
+//! are written once, generic over [`RenderPassInfo`].
+
+use crate::ffi::slice;
+use ash::vk;
+
+/// A render pass create info of either version.
+pub(crate) trait RenderPassInfo: Copy {
+    const COMMAND: &'static str;
+    type Attachment: Copy;
+    type Subpass: Copy;
+    type Dependency: Copy;
+    fn p_next(&self) -> *const std::ffi::c_void;
+    fn flags(&self) -> vk::RenderPassCreateFlags;
+    /// The attachments, subpasses and dependencies.
+    ///
+    /// # Safety
+    /// `self` is a valid create info (its arrays hold their counts).
+    unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]);
+    /// A copy pointing at other arrays and chain.
+    fn with(
+        &self,
+        flags: vk::RenderPassCreateFlags,
+        next: *const std::ffi::c_void,
+        arrays: (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
+    ) -> Self;
+    /// Per subpass, whether it renders several views.
+    ///
+    /// # Safety
+    /// `self` is a valid create info (a valid chain and arrays).
+    unsafe fn multiview(&self) -> Vec<bool>;
+    /// `d` as a dependency of this version, to be added to a pass in which
+    /// some subpass is multiview (`multiview`); `None` where none may be
+    /// added (version 1: a multiview pass ties its dependency count to its
+    /// view offsets).
+    fn added_dependency(d: vk::SubpassDependency, multiview: bool) -> Option<Self::Dependency>;
+}
+
+/// The members that read the same fields of both create infos.
+macro_rules! common_fields {
+    ($command:literal) => {
+        const COMMAND: &'static str = $command;
+        fn p_next(&self) -> *const std::ffi::c_void {
+            self.p_next
+        }
+        fn flags(&self) -> vk::RenderPassCreateFlags {
+            self.flags
+        }
+        unsafe fn arrays(&self) -> (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]) {
+            // SAFETY: the caller's guarantee (the -pAttachments-parameter,
+            // -pSubpasses-parameter and -pDependencies-parameter VUIDs of
+            // either create info).
+            unsafe {
+                (
+                    slice(self.p_attachments, self.attachment_count),
+                    slice(self.p_subpasses, self.subpass_count),
+                    slice(self.p_dependencies, self.dependency_count),
+                )
+            }
+        }
+        fn with(
+            &self,
+            flags: vk::RenderPassCreateFlags,
+            next: *const std::ffi::c_void,
+            (attachments, subpasses, dependencies): (&[Self::Attachment], &[Self::Subpass], &[Self::Dependency]),
+        ) -> Self {
+            let mut c = *self;
+            c.flags = flags;
+            c.p_next = next;
+            c.attachment_count = attachments.len() as u32;
+            c.p_attachments = attachments.as_ptr();
+            c.subpass_count = subpasses.len() as u32;
+            c.p_subpasses = subpasses.as_ptr();
+            c.dependency_count = dependencies.len() as u32;
+            c.p_dependencies = dependencies.as_ptr();
+            c
+        }
+    };
+}
+
+impl<'a> RenderPassInfo for vk::RenderPassCreateInfo<'a> {
+    type Attachment = vk::AttachmentDescription;
+    type Subpass = vk::SubpassDescription<'a>;
+    type Dependency = vk::SubpassDependency;
+    common_fields!("vkCreateRenderPass");
+    unsafe fn multiview(&self) -> Vec<bool> {
+        // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo-pNext-pNext).
+        let multiview = unsafe { crate::pnext::find::<vk::RenderPassMultiviewCreateInfo>(self.p_next) }
+            .is_some_and(|m| m.subpass_count > 0);
+        vec![multiview; self.subpass_count as usize]
+    }
+    fn added_dependency(d: vk::SubpassDependency, multiview: bool) -> Option<Self::Dependency> {
+        (!multiview).then_some(d)
+    }
+}
+
+impl<'a> RenderPassInfo for vk::RenderPassCreateInfo2<'a> {
+    type Attachment = vk::AttachmentDescription2<'a>;
+    type Subpass = vk::SubpassDescription2<'a>;
+    type Dependency = vk::SubpassDependency2<'a>;
+    common_fields!("vkCreateRenderPass2");
+    unsafe fn multiview(&self) -> Vec<bool> {
+        // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo2-pSubpasses-parameter).
+        unsafe { slice(self.p_subpasses, self.subpass_count) }.iter().map(|s| s.view_mask != 0).collect()
+    }
+    fn added_dependency(d: vk::SubpassDependency, multiview: bool) -> Option<Self::Dependency> {
+        // Between multiview subpasses: view-local (the views match).
+        let flags = if multiview { d.dependency_flags | vk::DependencyFlags::VIEW_LOCAL } else { d.dependency_flags };
+        Some(
+            vk::SubpassDependency2::default()
+                .src_subpass(d.src_subpass)
+                .dst_subpass(d.dst_subpass)
+                .src_stage_mask(d.src_stage_mask)
+                .dst_stage_mask(d.dst_stage_mask)
+                .src_access_mask(d.src_access_mask)
+                .dst_access_mask(d.dst_access_mask)
+                .dependency_flags(flags),
+        )
+    }
+}
