@@ -64,6 +64,8 @@ layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
     uint misses;    // testing only: the key search finds nothing
+    uint skip;      // measurement only: 1 no waits, 2 no protocol in the run draw,
+                    // 8 no lock nor wait (the lookup and the finish kept), 16 no append
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
@@ -418,10 +420,12 @@ bool ovl_begin() {
         return counting;
     }
     if (counting) {
-        ovl_count(ovl_ctl.mode == 3u);
+        if ((ovl_ctl.skip & 16u) == 0u) {
+            ovl_count(ovl_ctl.mode == 3u);
+        }
         return true;
     }
-    if (ovl_ctl.mode == 1u) {
+    if (ovl_ctl.mode == 1u && (ovl_ctl.skip & 2u) == 0u) {
         ovl_flags = REGISTERED;
         ovl_lookup();
     }
@@ -540,7 +544,7 @@ void ovl_give(uint taken) {
 // One try of cell k: its smaller keys finished (unless `ordered` is false)
 // and its lock taken; `ready` says whether the first held.
 bool ovl_take(uint c, uint k, bool ordered, out bool ready) {
-    uvec2 need = ordered ? ovl_smaller_in(k) : uvec2(0u);
+    uvec2 need = ordered && (ovl_ctl.skip & 1u) == 0u ? ovl_smaller_in(k) : uvec2(0u);
     if (ovl_combined(k)) {
         uint at = ovl_at(FINISHED_IN, c);
         uint old;
@@ -585,7 +589,7 @@ bool ovl_take(uint c, uint k, bool ordered, out bool ready) {
 // every cell's lock is free (all or none are taken: no invocation holds one
 // while it waits).
 bool ovl_try_enter() {
-    if (ovl_helper) {
+    if (ovl_helper || (ovl_ctl.mode == 1u && (ovl_ctl.skip & 10u) != 0u)) {
         return true;
     }
     bool ordered = (ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED;

@@ -639,3 +639,27 @@ fn buffer_locks_are_exact_too() {
     assert_eq!(m.value("failures"), Some("0"), "{}", m.stdout);
     assert_eq!(m.stdout.lines().filter(|l| l.starts_with("case=") && l.ends_with("result=pass")).count(), 128);
 }
+
+/// The measurement switch `debug_ordered_without` (docs/BENCHMARKS.md, the
+/// ordered strategy's cost by part): every part it leaves out runs with the
+/// validation layer silent, and leaving out the count draw is seen — the run
+/// draw's keys go unfound, counted and logged (`OVERLAP-Interlock-Order-Lost`),
+/// which the default never logs.
+#[test]
+fn ordered_parts_left_out_for_measuring_run_and_show() {
+    let scene = |without: &str| {
+        run(app(Layers::OverlapOverValidation, &["oit-ordered", "64", "64", "layers=8", "reps=1"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
+            .env("VK_OVERLAP_EMULATION_DEBUG_ORDERED_WITHOUT", without))
+    };
+    for without in ["", "waits", "lock", "protocol", "protocol,append", "protocol,count"] {
+        let o = scene(without);
+        o.assert_ok();
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{without}");
+        assert!(!o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{without}: {}", o.stderr);
+    }
+    let o = scene("count");
+    o.assert_ok();
+    assert!(o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{}", o.stderr);
+}

@@ -209,6 +209,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description: "Testing only: the ordered strategy's run draw finds no key where it searches (cells whose keys came in increasing order), so that keys not found are counted and logged: proves the search runs.",
     },
     SettingDef {
+        key: "debug_ordered_without",
+        kind: Kind::String,
+        default: "",
+        label: "Debug: ordered interlock parts switched off (measurement)",
+        description: "Measurement only, never exact: comma-separated parts of the ordered strategy the layer leaves out, to time what each costs (docs/BENCHMARKS.md) (waits: a section waits for no smaller key, the lock alone excludes; protocol: the run draw enters its sections with no lookup, lock or finish; lock: the run draw looks its key up and finishes but takes no lock and waits for nothing; append: the count draw's fragments terminate without appending their keys; count: no count draw is recorded before the run draw).",
+    },
+    SettingDef {
         key: "debug_spinlock_per_lane",
         kind: Kind::Bool,
         default: "false",

@@ -320,8 +320,9 @@ impl Ordered {
                     self.cfg.wait,
                     u32::from(self.cfg.reverse),
                     u32::from(self.cfg.search_misses),
+                    self.cfg.without & !4,
                 ];
-                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 24 bytes long.
+                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 28 bytes long.
                 unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), control_map.add(64 * k), block.len()) };
             }
             // SAFETY: the mapping is 64 bytes (16 words).
@@ -515,9 +516,11 @@ pub fn draw(
                 Some(sp) => sp.next_part(core, cb),
                 None => barrier(core, cb, true),
             };
-            between();
-            bind(if merge { merged_set } else { count_set });
-            count();
+            if o.cfg.without & 4 == 0 {
+                between();
+                bind(if merge { merged_set } else { count_set });
+                count();
+            }
             between();
             bind(run_set);
             run();

@@ -164,6 +164,18 @@ impl ReservedSet {
     }
 }
 
+/// `debug_ordered_without`'s parts as [`cells::Config::without`]'s bits.
+fn ordered_without(parts: Option<&str>) -> u32 {
+    parts.unwrap_or("").split(',').map(str::trim).fold(0, |bits, p| match p {
+        "waits" => bits | 1,
+        "protocol" => bits | 2,
+        "count" => bits | 4,
+        "lock" => bits | 8,
+        "append" => bits | 16,
+        _ => bits,
+    })
+}
+
 /// The lock resources could not be made: what, and the driver's result.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}: {1:?}")]
@@ -581,6 +593,7 @@ impl ReservedSet {
             wait: settings.interlock_ordered_wait,
             reverse: settings.debug_ordered_reverse,
             search_misses: settings.debug_ordered_search_misses,
+            without: ordered_without(settings.debug_ordered_without.as_deref()),
             shading_rate: rates,
             demote: p.demote,
         });
