@@ -65,7 +65,9 @@ layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint reverse;   // testing only: the key order reversed
     uint misses;    // testing only: the key search finds nothing
     uint skip;      // measurement only: 1 no waits, 2 no protocol in the run draw,
-                    // 8 no lock nor wait (the lookup and the finish kept), 16 no append
+                    // 8 no lock nor wait (the lookup and the finish kept), 16 no append,
+                    // 32 no reset (the layer zeroes the cells at every submission),
+                    // 64 no search (keys go unfound)
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
@@ -354,7 +356,7 @@ void ovl_lookup() {
             uint j = 0u;
             bool degraded = used > ovl_ctl.slots || (flags & OUT_OF_RANGE) != 0u;
             if (!degraded && (flags & UNSORTED) == 0u) {
-                uint found = ovl_search(q, plane, n, mult);
+                uint found = (ovl_ctl.skip & 64u) != 0u ? NONE : ovl_search(q, plane, n, mult);
                 if (found != NONE) {
                     smaller = ovl_below(found);
                     equal = ovl_bit(found);
@@ -511,7 +513,7 @@ void ovl_finish() {
                 // Every finished bit was set with release: see them all.
                 memoryBarrier(SCOPE, STORAGE, ACQ);
             }
-            if (last) {
+            if (last && (ovl_ctl.skip & 32u) == 0u) {
                 ovl_reset(c);
             }
             k++;
@@ -636,7 +638,7 @@ void ovl_leave() {
                     // Adding bit + LOCK sets the bit and clears the lock (held).
                     uint before = atomicAdd(ovl_cells.w[ovl_at(FINISHED_IN, c)], bit + LOCK, SCOPE, STORAGE, REL);
                     ovl_left |= 1u << k;
-                    if (((before & ~LOCK) | bit) == (1u << ovl_total_in(k)) - 1u) {
+                    if (((before & ~LOCK) | bit) == (1u << ovl_total_in(k)) - 1u && (ovl_ctl.skip & 32u) == 0u) {
                         memoryBarrier(SCOPE, STORAGE, ACQ);
                         ovl_reset(c);
                     }

@@ -974,6 +974,8 @@ impl Ordered {
         let mut guard = self.cells.lock();
         let Some(Ok(c)) = &mut *guard else { return None };
         report_counters(core.log(), c);
+        // Measurement only: no cell resets itself (`debug_ordered_without=reset`).
+        c.pending_clear |= self.cfg.without & 32 != 0;
         if !c.pending_clear {
             return None;
         }

@@ -172,6 +172,8 @@ fn ordered_without(parts: Option<&str>) -> u32 {
         "count" => bits | 4,
         "lock" => bits | 8,
         "append" => bits | 16,
+        "reset" => bits | 32,
+        "search" => bits | 64,
         _ => bits,
     })
 }
