@@ -120,3 +120,59 @@ impl<'a> RenderPassInfo for vk::RenderPassCreateInfo2<'a> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dep(src: u32, dst: u32) -> vk::SubpassDependency {
+        vk::SubpassDependency {
+            src_subpass: src,
+            dst_subpass: dst,
+            dependency_flags: vk::DependencyFlags::BY_REGION,
+            ..Default::default()
+        }
+    }
+
+    /// Version 1: multiview is the whole pass's (a chained structure), and
+    /// nothing may be added to a multiview pass; version 2: per subpass, and
+    /// an added dependency is view-local in a multiview pass.
+    #[test]
+    fn multiview_and_added_dependencies_by_version() {
+        let subs = [vk::SubpassDescription::default(); 2];
+        let plain = vk::RenderPassCreateInfo::default().subpasses(&subs);
+        // SAFETY: a valid create info built here.
+        assert_eq!(unsafe { plain.multiview() }, [false, false]);
+        let masks = [1u32, 3];
+        let mut mv = vk::RenderPassMultiviewCreateInfo::default().view_masks(&masks);
+        let multi = vk::RenderPassCreateInfo::default().subpasses(&subs).push_next(&mut mv);
+        // SAFETY: as above.
+        assert_eq!(unsafe { multi.multiview() }, [true, true]);
+        assert!(vk::RenderPassCreateInfo::added_dependency(dep(0, 0), true).is_none());
+        assert_eq!(vk::RenderPassCreateInfo::added_dependency(dep(0, 1), false).map(|d| d.dst_subpass), Some(1));
+
+        let subs2 = [vk::SubpassDescription2::default().view_mask(0), vk::SubpassDescription2::default().view_mask(3)];
+        let two = vk::RenderPassCreateInfo2::default().subpasses(&subs2);
+        // SAFETY: as above.
+        assert_eq!(unsafe { two.multiview() }, [false, true]);
+        let d = vk::RenderPassCreateInfo2::added_dependency(dep(0, 1), true).unwrap();
+        assert_eq!((d.src_subpass, d.dst_subpass), (0, 1));
+        assert_eq!(d.dependency_flags, vk::DependencyFlags::BY_REGION | vk::DependencyFlags::VIEW_LOCAL);
+        let d = vk::RenderPassCreateInfo2::added_dependency(dep(1, 1), false).unwrap();
+        assert_eq!(d.dependency_flags, vk::DependencyFlags::BY_REGION);
+    }
+
+    /// `with` points a copy at other arrays, counts included, and keeps the
+    /// rest of the create info.
+    #[test]
+    fn with_points_at_the_new_arrays() {
+        let subs = [vk::SubpassDescription::default(); 2];
+        let ci = vk::RenderPassCreateInfo::default().subpasses(&subs);
+        let deps = [dep(0, 0), dep(0, 1), dep(1, 1)];
+        let copy = ci.with(RenderPassInfo::flags(&ci), RenderPassInfo::p_next(&ci), (&[], &subs, &deps));
+        // SAFETY: the copy points at live arrays of its counts.
+        let (a, s, d) = unsafe { copy.arrays() };
+        assert_eq!((a.len(), s.len(), d.len()), (0, 2, 3));
+        assert_eq!(d[1].dst_subpass, 1);
+    }
+}
