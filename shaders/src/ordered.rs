@@ -1007,6 +1007,10 @@ mod tests {
         );
         let (_, plain) = lower_words(&words, &CFG, TargetEnv::Vulkan1_2);
         assert!(!plain.contains("ShadingRateKHR"), "{plain}");
+        // The general library keeps the state of up to 16 cells an area;
+        // without a shading rate the one-cell library keeps none.
+        assert!(text.contains("ovl_smaller_more"), "{text}");
+        assert!(!plain.contains("ovl_smaller_more"), "{plain}");
     }
 
     /// Sample interlock in a module that reads SampleId gets a cell per
