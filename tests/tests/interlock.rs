@@ -660,6 +660,11 @@ fn ordered_parts_left_out_for_measuring_run_and_show() {
         assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{without}");
         assert!(!o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{without}: {}", o.stderr);
     }
+    // A part the layer does not know is said and ignored.
+    let o = scene("lock,nonsense");
+    o.assert_ok();
+    assert!(o.overlap_messages().contains(&"OVERLAP-Setting-Invalid"), "{}", o.stderr);
+    assert!(!o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{}", o.stderr);
     // No count draw, or no search: the keys go unfound.
     for without in ["count", "search"] {
         let o = scene(without);

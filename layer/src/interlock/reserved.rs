@@ -164,18 +164,21 @@ impl ReservedSet {
     }
 }
 
-/// `debug_ordered_without`'s parts as [`cells::Config::without`]'s bits.
-fn ordered_without(parts: Option<&str>) -> u32 {
-    parts.unwrap_or("").split(',').map(str::trim).fold(0, |bits, p| match p {
-        "waits" => bits | 1,
-        "protocol" => bits | 2,
-        "count" => bits | 4,
-        "lock" => bits | 8,
-        "append" => bits | 16,
-        "reset" => bits | 32,
-        "search" => bits | 64,
-        _ => bits,
-    })
+/// `debug_ordered_without`'s parts as [`cells::Config::without`]'s bits;
+/// a part it does not know is logged and ignored.
+fn ordered_without(parts: Option<&str>, log: &crate::log::Logger) -> u32 {
+    const PARTS: [&str; 7] = ["waits", "protocol", "count", "lock", "append", "reset", "search"];
+    let mut bits = 0;
+    for p in parts.unwrap_or("").split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match PARTS.iter().position(|k| *k == p) {
+            Some(i) => bits |= 1 << i,
+            None => log.warn(
+                id::SETTING_INVALID,
+                &format!("debug_ordered_without: unknown part {p:?} ignored (known: {})", PARTS.join(", ")),
+            ),
+        }
+    }
+    bits
 }
 
 /// The lock resources could not be made: what, and the driver's result.
@@ -595,7 +598,7 @@ impl ReservedSet {
             wait: settings.interlock_ordered_wait,
             reverse: settings.debug_ordered_reverse,
             search_misses: settings.debug_ordered_search_misses,
-            without: ordered_without(settings.debug_ordered_without.as_deref()),
+            without: ordered_without(settings.debug_ordered_without.as_deref(), &inst.log),
             shading_rate: rates,
             demote: p.demote,
         });
