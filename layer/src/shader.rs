@@ -170,6 +170,7 @@ pub fn rewrite(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                         location: o.cfg.location,
                         shading_rate: o.cfg.shading_rate,
                         demote: o.cfg.demote,
+                        measure: o.cfg.without != 0,
                     };
                     match ordered::lower(&mut module, &cfg) {
                         Ok(r) => Some((

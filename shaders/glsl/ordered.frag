@@ -64,10 +64,7 @@ layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
     uint misses;    // testing only: the key search finds nothing
-    uint skip;      // measurement only: 1 no waits, 2 no protocol in the run draw,
-                    // 8 no lock nor wait (the lookup and the finish kept), 16 no append,
-                    // 32 no reset (the layer zeroes the cells at every submission),
-                    // 64 no search (keys go unfound)
+    uint skip;      // measurement only (read where compiled with MEASURE, SKIP below)
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
@@ -77,6 +74,18 @@ uvec2 ovl_origin;   // the fragment's area (in cells: pixels, or samples): origi
 uvec2 ovl_size;
 uvec2 ovl_key;      // (instance index, primitive id)
 bool ovl_helper;    // a helper invocation (or demoted): takes part in nothing
+
+// Measurement only (`debug_ordered_without`): the parts left out, read
+// from the control block in the library compiled with MEASURE (one cell an
+// area) and nowhere else, so that no other module pays for the checks:
+// 1 no waits, 2 no protocol in the run draw, 8 no lock nor wait (the lookup
+// and the finish kept), 16 no append, 32 no reset (the layer zeroes the
+// cells at every submission), 64 no search (keys go unfound).
+#ifdef MEASURE
+#define SKIP(bits) ((ovl_ctl.skip & (bits)) != 0u)
+#else
+#define SKIP(bits) false
+#endif
 
 // The area's size in cells: compiled as one cell (ONE_CELL, modules without
 // a shading rate, whose area is always one pixel or sample), the area's
@@ -360,7 +369,7 @@ void ovl_lookup() {
             bool degraded = used > ovl_ctl.slots || (flags & OUT_OF_RANGE) != 0u;
             if (!degraded && (flags & UNSORTED) == 0u) {
                 uint found = NONE;
-                if (n >= GUESS_FROM && ovl_ctl.misses == 0u && (ovl_ctl.skip & 64u) == 0u) {
+                if (n >= GUESS_FROM && ovl_ctl.misses == 0u && !SKIP(64u)) {
                     // The run draw's fragments of a cell mostly arrive in
                     // the count draw's order, the order of the slots: the
                     // t-th to arrive looks at slot t first (one atomic and
@@ -377,7 +386,7 @@ void ovl_lookup() {
                         }
                     }
                 }
-                if (found == NONE && (ovl_ctl.skip & 64u) == 0u) {
+                if (found == NONE && !SKIP(64u)) {
                     found = ovl_search(q, plane, n, mult);
                 }
                 if (found != NONE) {
@@ -445,12 +454,12 @@ bool ovl_begin() {
         return counting;
     }
     if (counting) {
-        if ((ovl_ctl.skip & 16u) == 0u) {
+        if (!SKIP(16u)) {
             ovl_count(ovl_ctl.mode == 3u);
         }
         return true;
     }
-    if (ovl_ctl.mode == 1u && (ovl_ctl.skip & 2u) == 0u) {
+    if (ovl_ctl.mode == 1u && !SKIP(2u)) {
         ovl_flags = REGISTERED;
         ovl_lookup();
     }
@@ -537,7 +546,7 @@ void ovl_finish() {
                 // Every finished bit was set with release: see them all.
                 memoryBarrier(SCOPE, STORAGE, ACQ);
             }
-            if (last && (ovl_ctl.skip & 32u) == 0u) {
+            if (last && !SKIP(32u)) {
                 ovl_reset(c);
             }
             k++;
@@ -570,7 +579,7 @@ void ovl_give(uint taken) {
 // One try of cell k: its smaller keys finished (unless `ordered` is false)
 // and its lock taken; `ready` says whether the first held.
 bool ovl_take(uint c, uint k, bool ordered, out bool ready) {
-    uvec2 need = ordered && (ovl_ctl.skip & 1u) == 0u ? ovl_smaller_in(k) : uvec2(0u);
+    uvec2 need = ordered && !SKIP(1u) ? ovl_smaller_in(k) : uvec2(0u);
     if (ovl_combined(k)) {
         uint at = ovl_at(FINISHED_IN, c);
         uint old;
@@ -615,7 +624,7 @@ bool ovl_take(uint c, uint k, bool ordered, out bool ready) {
 // every cell's lock is free (all or none are taken: no invocation holds one
 // while it waits).
 bool ovl_try_enter() {
-    if (ovl_helper || (ovl_ctl.mode == 1u && (ovl_ctl.skip & 10u) != 0u)) {
+    if (ovl_helper || (ovl_ctl.mode == 1u && SKIP(10u))) {
         return true;
     }
     bool ordered = (ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED;
@@ -662,7 +671,7 @@ void ovl_leave() {
                     // Adding bit + LOCK sets the bit and clears the lock (held).
                     uint before = atomicAdd(ovl_cells.w[ovl_at(FINISHED_IN, c)], bit + LOCK, SCOPE, STORAGE, REL);
                     ovl_left |= 1u << k;
-                    if (((before & ~LOCK) | bit) == (1u << ovl_total_in(k)) - 1u && (ovl_ctl.skip & 32u) == 0u) {
+                    if (((before & ~LOCK) | bit) == (1u << ovl_total_in(k)) - 1u && !SKIP(32u)) {
                         memoryBarrier(SCOPE, STORAGE, ACQ);
                         ovl_reset(c);
                     }

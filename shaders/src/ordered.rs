@@ -44,19 +44,44 @@ use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{self, BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, Op, StorageClass, Word};
 use std::sync::OnceLock;
 
+/// The protocol's builds (`shaders/glsl/generate`): the general one, and
+/// for modules without a shading rate, whose area is one pixel or sample,
+/// one cell an area (`ONE_CELL`: its loops over the area run once and it
+/// keeps no per-cell arrays), and that again reading the parts
+/// `debug_ordered_without` leaves out (`MEASURE`, measurement only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    General,
+    OneCell,
+    Measure,
+}
+
+impl Build {
+    /// The defines it is compiled with.
+    pub fn defines(self) -> &'static [&'static str] {
+        match self {
+            Build::General => &[],
+            Build::OneCell => &["-DONE_CELL"],
+            Build::Measure => &["-DONE_CELL", "-DMEASURE"],
+        }
+    }
+}
+
 /// The protocol, compiled by `shaders/glsl/generate`: (memory model, SPIR-V
-/// version, one cell an area, words). One cell an area (`ONE_CELL`) is the
-/// library for modules without a shading rate, whose area is one pixel or
-/// sample: its loops over the area run once and it keeps no per-cell arrays.
-pub const LIBRARIES: [(&str, &str, bool, &[u8]); 8] = [
-    ("glsl450", "1.0", false, include_bytes!("generated/ordered-glsl450-1.0.spv")),
-    ("glsl450", "1.3", false, include_bytes!("generated/ordered-glsl450-1.3.spv")),
-    ("vulkan", "1.0", false, include_bytes!("generated/ordered-vulkan-1.0.spv")),
-    ("vulkan", "1.3", false, include_bytes!("generated/ordered-vulkan-1.3.spv")),
-    ("glsl450", "1.0", true, include_bytes!("generated/ordered-glsl450-1.0-one.spv")),
-    ("glsl450", "1.3", true, include_bytes!("generated/ordered-glsl450-1.3-one.spv")),
-    ("vulkan", "1.0", true, include_bytes!("generated/ordered-vulkan-1.0-one.spv")),
-    ("vulkan", "1.3", true, include_bytes!("generated/ordered-vulkan-1.3-one.spv")),
+/// version, build, words), the builds four entries apart.
+pub const LIBRARIES: [(&str, &str, Build, &[u8]); 12] = [
+    ("glsl450", "1.0", Build::General, include_bytes!("generated/ordered-glsl450-1.0.spv")),
+    ("glsl450", "1.3", Build::General, include_bytes!("generated/ordered-glsl450-1.3.spv")),
+    ("vulkan", "1.0", Build::General, include_bytes!("generated/ordered-vulkan-1.0.spv")),
+    ("vulkan", "1.3", Build::General, include_bytes!("generated/ordered-vulkan-1.3.spv")),
+    ("glsl450", "1.0", Build::OneCell, include_bytes!("generated/ordered-glsl450-1.0-one.spv")),
+    ("glsl450", "1.3", Build::OneCell, include_bytes!("generated/ordered-glsl450-1.3-one.spv")),
+    ("vulkan", "1.0", Build::OneCell, include_bytes!("generated/ordered-vulkan-1.0-one.spv")),
+    ("vulkan", "1.3", Build::OneCell, include_bytes!("generated/ordered-vulkan-1.3-one.spv")),
+    ("glsl450", "1.0", Build::Measure, include_bytes!("generated/ordered-glsl450-1.0-measure.spv")),
+    ("glsl450", "1.3", Build::Measure, include_bytes!("generated/ordered-glsl450-1.3-measure.spv")),
+    ("vulkan", "1.0", Build::Measure, include_bytes!("generated/ordered-vulkan-1.0-measure.spv")),
+    ("vulkan", "1.3", Build::Measure, include_bytes!("generated/ordered-vulkan-1.3-measure.spv")),
 ];
 
 /// The control block's `mode` values (`ovl_ctl.mode`).
@@ -95,6 +120,10 @@ pub struct Config {
     /// helper (the device has `shaderDemoteToHelperInvocation`): see
     /// [`demote_kills`].
     pub demote: bool,
+    /// Measurement only: link the build that reads the parts
+    /// `debug_ordered_without` leaves out ([`Build::Measure`]; not with a
+    /// shading rate, whose modules keep the general build).
+    pub measure: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -137,9 +166,9 @@ pub enum Unsupported {
 /// The library for a module's memory model and SPIR-V version: storage
 /// buffers as `BufferBlock` before 1.3, `StorageBuffer` from 1.3 on (1.4
 /// and later forbid `BufferBlock`).
-fn library(vulkan_mm: bool, version: u32, one_cell: bool) -> Option<&'static Module> {
-    static PARSED: [OnceLock<Option<Module>>; 8] = [const { OnceLock::new() }; 8];
-    let k = usize::from(one_cell) * 4 + usize::from(vulkan_mm) * 2 + usize::from(version >= 0x0001_0300);
+fn library(vulkan_mm: bool, version: u32, build: Build) -> Option<&'static Module> {
+    static PARSED: [OnceLock<Option<Module>>; 12] = [const { OnceLock::new() }; 12];
+    let k = build as usize * 4 + usize::from(vulkan_mm) * 2 + usize::from(version >= 0x0001_0300);
     PARSED[k].get_or_init(|| crate::parse_bytes(LIBRARIES[k].3).ok()).as_ref()
 }
 
@@ -298,7 +327,12 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         return Err(Unsupported::Location(l));
     }
     let vulkan_mm = uses_vulkan_memory_model(module);
-    let lib = library(vulkan_mm, version(module), !cfg.shading_rate).ok_or(Unsupported::Library)?;
+    let build = match (cfg.shading_rate, cfg.measure) {
+        (true, _) => Build::General,
+        (false, false) => Build::OneCell,
+        (false, true) => Build::Measure,
+    };
+    let lib = library(vulkan_mm, version(module), build).ok_or(Unsupported::Library)?;
     let early_fragment_tests = module
         .execution_modes
         .iter()
@@ -856,7 +890,7 @@ mod tests {
     use crate::testing::{disassemble, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config = Config { set: 7, location: 31, shading_rate: false, demote: false };
+    const CFG: Config = Config { set: 7, location: 31, shading_rate: false, demote: false, measure: false };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 
@@ -1092,21 +1126,32 @@ mod tests {
         assert_eq!(add_instance_output(&mut m, 31), Err(VertexUnsupported::Location(31)));
     }
 
+    /// Only the measurement build reads the control block's `skip` (member
+    /// 6): the others carry no check of `debug_ordered_without`'s parts.
+    #[test]
+    fn only_the_measurement_build_reads_the_parts_left_out() {
+        for (model, version, build, words) in LIBRARIES {
+            let words: Vec<u32> = words.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let text = disassemble(&words);
+            let reads = text.matches("%ovl_ctl %int_6").count();
+            assert_eq!(reads > 0, build == Build::Measure, "{model} {version} {build:?}: {reads}");
+        }
+    }
+
     /// The embedded library is what `shaders/glsl/generate` makes of
     /// `shaders/glsl/ordered.frag` today.
     #[test]
     fn generated_library_is_up_to_date() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("glsl");
-        for (model, version, one_cell, embedded) in LIBRARIES {
+        for (model, version, build, embedded) in LIBRARIES {
             let define = (model == "vulkan").then_some("-DVULKAN_MM");
-            let one = one_cell.then_some("-DONE_CELL");
             let env = if version == "1.0" { "vulkan1.0" } else { "vulkan1.1" };
             let out = std::env::temp_dir()
-                .join(format!("overlap-ordered-{}-{model}-{version}-{one_cell}.spv", std::process::id()));
+                .join(format!("overlap-ordered-{}-{model}-{version}-{build:?}.spv", std::process::id()));
             let status = std::process::Command::new("glslangValidator")
                 .args(["-V", "--target-env", env])
                 .args(define)
-                .args(one)
+                .args(build.defines())
                 .arg("-o")
                 .arg(&out)
                 .arg(dir.join("ordered.frag"))
@@ -1115,7 +1160,7 @@ mod tests {
             assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stdout));
             let fresh = std::fs::read(&out).unwrap();
             let _ = std::fs::remove_file(&out);
-            assert!(fresh == embedded, "run shaders/glsl/generate ({model} {version}, one cell {one_cell})");
+            assert!(fresh == embedded, "run shaders/glsl/generate ({model} {version}, {build:?})");
         }
     }
 }

@@ -165,8 +165,10 @@ impl ReservedSet {
 }
 
 /// `debug_ordered_without`'s parts as [`cells::Config::without`]'s bits;
-/// a part it does not know is logged and ignored.
-fn ordered_without(parts: Option<&str>, log: &crate::log::Logger) -> u32 {
+/// a part it does not know is logged and ignored, and so are the shader's
+/// parts (all but `count`) where a shading rate applies: only the one-cell
+/// build of the protocol reads them.
+fn ordered_without(parts: Option<&str>, shading_rate: bool, log: &crate::log::Logger) -> u32 {
     const PARTS: [&str; 7] = ["waits", "protocol", "count", "lock", "append", "reset", "search"];
     let mut bits = 0;
     for p in parts.unwrap_or("").split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -177,6 +179,10 @@ fn ordered_without(parts: Option<&str>, log: &crate::log::Logger) -> u32 {
                 &format!("debug_ordered_without: unknown part {p:?} ignored (known: {})", PARTS.join(", ")),
             ),
         }
+    }
+    if shading_rate && bits & !4 != 0 {
+        log.warn(id::SETTING_INVALID, "debug_ordered_without: only `count` applies under a fragment shading rate");
+        bits &= 4;
     }
     bits
 }
@@ -598,7 +604,7 @@ impl ReservedSet {
             wait: settings.interlock_ordered_wait,
             reverse: settings.debug_ordered_reverse,
             search_misses: settings.debug_ordered_search_misses,
-            without: ordered_without(settings.debug_ordered_without.as_deref(), &inst.log),
+            without: ordered_without(settings.debug_ordered_without.as_deref(), rates, &inst.log),
             shading_rate: rates,
             demote: p.demote,
         });

@@ -836,6 +836,7 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             location: 31,
             shading_rate: rng.chance(50),
             demote: rng.chance(50),
+            measure: case.index % 5 == 4,
         };
         passes.push((
             Pass::Ordered,
