@@ -328,10 +328,11 @@ impl Ordered {
             // SAFETY: the mapping is 64 bytes (16 words).
             unsafe { std::ptr::write_bytes(counters_map, 0, 16) };
             c.counters = counters_map;
+            let lock = s.lock_descriptor();
+            // Per set: the locks, the cells and counters, the control block.
             let sizes = [
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: 4 },
-                // Cells, counters and (buffer locks) the locks, per set.
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 12 },
+                vk::DescriptorPoolSize { ty: lock.ty, descriptor_count: 4 },
+                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 8 },
                 vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 4 },
             ];
             // SAFETY: a valid create info built here.
@@ -348,7 +349,6 @@ impl Ordered {
             }
             .map_err(|e| format!("vkAllocateDescriptorSets: {e:?}"))?;
             c.sets.copy_from_slice(&sets);
-            let lock = s.lock_descriptor();
             let cells_info = [vk::DescriptorBufferInfo { buffer: cells, offset: 0, range: vk::WHOLE_SIZE }];
             let counters_info = [vk::DescriptorBufferInfo { buffer: counters, offset: 0, range: vk::WHOLE_SIZE }];
             let controls: Vec<[vk::DescriptorBufferInfo; 1]> = (0..4u64)
