@@ -31,6 +31,11 @@ pub(crate) trait RenderPassInfo: Copy {
     /// # Safety
     /// `self` is a valid create info (a valid chain and arrays).
     unsafe fn multiview(&self) -> Vec<bool>;
+    /// The union of the subpasses' view masks (0 without multiview).
+    ///
+    /// # Safety
+    /// `self` is a valid create info (a valid chain and arrays).
+    unsafe fn view_mask(&self) -> u32;
     /// `d` as a dependency of this version, to be added to a pass in which
     /// some subpass is multiview (`multiview`); `None` where none may be
     /// added (version 1: a multiview pass ties its dependency count to its
@@ -91,6 +96,13 @@ impl<'a> RenderPassInfo for vk::RenderPassCreateInfo<'a> {
             .is_some_and(|m| m.subpass_count > 0);
         vec![multiview; self.subpass_count as usize]
     }
+    unsafe fn view_mask(&self) -> u32 {
+        // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo-pNext-pNext,
+        // VUID-VkRenderPassMultiviewCreateInfo-pViewMasks-parameter).
+        unsafe { crate::pnext::find::<vk::RenderPassMultiviewCreateInfo>(self.p_next) }
+            .map(|m| unsafe { slice(m.p_view_masks, m.subpass_count) }.iter().fold(0, |a, b| a | b))
+            .unwrap_or(0)
+    }
     fn added_dependency(d: vk::SubpassDependency, multiview: bool) -> Option<Self::Dependency> {
         (!multiview).then_some(d)
     }
@@ -104,6 +116,10 @@ impl<'a> RenderPassInfo for vk::RenderPassCreateInfo2<'a> {
     unsafe fn multiview(&self) -> Vec<bool> {
         // SAFETY: the caller's guarantee (VUID-VkRenderPassCreateInfo2-pSubpasses-parameter).
         unsafe { slice(self.p_subpasses, self.subpass_count) }.iter().map(|s| s.view_mask != 0).collect()
+    }
+    unsafe fn view_mask(&self) -> u32 {
+        // SAFETY: as `multiview`.
+        unsafe { slice(self.p_subpasses, self.subpass_count) }.iter().fold(0, |m, s| m | s.view_mask)
     }
     fn added_dependency(d: vk::SubpassDependency, multiview: bool) -> Option<Self::Dependency> {
         // Between multiview subpasses: view-local (the views match).
@@ -148,6 +164,8 @@ mod tests {
         let multi = vk::RenderPassCreateInfo::default().subpasses(&subs).push_next(&mut mv);
         // SAFETY: as above.
         assert_eq!(unsafe { multi.multiview() }, [true, true]);
+        // SAFETY: as above.
+        assert_eq!(unsafe { (plain.view_mask(), multi.view_mask()) }, (0, 3));
         assert!(vk::RenderPassCreateInfo::added_dependency(dep(0, 0), true).is_none());
         assert_eq!(vk::RenderPassCreateInfo::added_dependency(dep(0, 1), false).map(|d| d.dst_subpass), Some(1));
 
@@ -155,6 +173,8 @@ mod tests {
         let two = vk::RenderPassCreateInfo2::default().subpasses(&subs2);
         // SAFETY: as above.
         assert_eq!(unsafe { two.multiview() }, [false, true]);
+        // SAFETY: as above.
+        assert_eq!(unsafe { two.view_mask() }, 3);
         let d = vk::RenderPassCreateInfo2::added_dependency(dep(0, 1), true).unwrap();
         assert_eq!((d.src_subpass, d.dst_subpass), (0, 1));
         assert_eq!(d.dependency_flags, vk::DependencyFlags::BY_REGION | vk::DependencyFlags::VIEW_LOCAL);

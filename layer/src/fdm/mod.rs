@@ -1483,11 +1483,6 @@ pub(crate) trait RenderPassCreate: RenderPassInfo<Attachment: Attachment, Subpas
     /// # Safety
     /// `d` is a valid dependency.
     unsafe fn dependency(d: &Self::Dependency, chains: &mut Vec<Chain>) -> Self::Dependency;
-    /// The union of the subpasses' view masks (0 without multiview).
-    ///
-    /// # Safety
-    /// `chain` is the copy of a valid create info's chain.
-    unsafe fn view_mask(chain: &Chain, subpasses: &[Self::Subpass]) -> u32;
     fn description(a: &Self::Attachment) -> vk::AttachmentDescription;
 }
 
@@ -1526,14 +1521,6 @@ impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
             dst_access_mask: access(d.dst_access_mask),
             ..*d
         }
-    }
-    unsafe fn view_mask(chain: &Chain, _: &[Self::Subpass]) -> u32 {
-        chain
-            .get::<vk::RenderPassMultiviewCreateInfo>()
-            // SAFETY: VUID-VkRenderPassMultiviewCreateInfo-pViewMasks-parameter
-            // (the copied structure still points at the application's array).
-            .map(|m| unsafe { slice(m.p_view_masks, m.subpass_count) }.iter().fold(0, |a, b| a | b))
-            .unwrap_or(0)
     }
     fn description(a: &Self::Attachment) -> vk::AttachmentDescription {
         *a
@@ -1580,9 +1567,6 @@ impl<'a> RenderPassCreate for vk::RenderPassCreateInfo2<'a> {
             chains.push(ch);
         }
         c
-    }
-    unsafe fn view_mask(_: &Chain, subpasses: &[Self::Subpass]) -> u32 {
-        subpasses.iter().fold(0, |m, s| m | s.view_mask)
     }
     fn description(a: &Self::Attachment) -> vk::AttachmentDescription {
         vk::AttachmentDescription {
@@ -1640,8 +1624,8 @@ unsafe fn create_any_render_pass<I: RenderPassCreate>(
     // SAFETY: valid dependencies (the -pDependencies-parameter VUIDs).
     let deps: Vec<I::Dependency> = dependencies.iter().map(|d| unsafe { I::dependency(d, &mut chains) }).collect();
     let inputs = subpasses.iter().any(|s| s.lists()[0].1 > 0);
-    // SAFETY: the chain copied from a valid create info.
-    let view_mask = unsafe { I::view_mask(&chain, subpasses) };
+    // SAFETY: the caller's guarantee (a valid create info).
+    let view_mask = unsafe { ci.view_mask() };
     let per_layer = ci.flags().contains(layered::RENDER_PASS_PER_LAYER);
     let copy = ci.with(ci.flags() & !layered::RENDER_PASS_PER_LAYER, chain.head(), (&attachments, &subs, &deps));
     // The application's valid call with its arrays translated into live
