@@ -374,7 +374,11 @@ impl DeviceCore {
 use crate::interlock::{ordered, reserved};
 use crate::{deferred_views, fdm, link, shader, shading_rate};
 
-device_commands! {
+// The captured dynamic-state commands' rows are generated
+// (`layer/gen/dynamic_state.py`, from `layer/gen/dynamic_state.json`).
+include!("generated/dynamic_state_rows.rs");
+
+with_dynamic_state_rows!(device_commands {
     // Resources the density map translates or remembers.
     "vkCreateImage" fn create_image(device: vk::Device, info: *const vk::ImageCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Image) -> vk::Result
         = PFN_vkCreateImage, down |dc| dc.fns.fp_v1_0().create_image;
@@ -599,42 +603,6 @@ device_commands! {
     "vkCmdClearAttachments" fn cmd_clear_attachments(cb: vk::CommandBuffer, n: u32, a: *const vk::ClearAttachment, nr: u32, r: *const vk::ClearRect)
         = PFN_vkCmdClearAttachments, down |dc| dc.fns.fp_v1_0().cmd_clear_attachments;
         [fdm_binned_slot => own fdm::capture::cmd_clear_attachments];
-    "vkCmdSetCullMode" | "vkCmdSetCullModeEXT" fn cmd_set_cull_mode(cb: vk::CommandBuffer, m: vk::CullModeFlags)
-        = PFN_vkCmdSetCullMode, down |dc| dc.fns.fp_v1_3().cmd_set_cull_mode;
-        [fdm_binned_slot => own fdm::capture::cmd_set_cull_mode];
-    "vkCmdSetFrontFace" | "vkCmdSetFrontFaceEXT" fn cmd_set_front_face(cb: vk::CommandBuffer, m: vk::FrontFace)
-        = PFN_vkCmdSetFrontFace, down |dc| dc.fns.fp_v1_3().cmd_set_front_face;
-        [fdm_binned_slot => own fdm::capture::cmd_set_front_face];
-    "vkCmdSetPrimitiveTopology" | "vkCmdSetPrimitiveTopologyEXT" fn cmd_set_primitive_topology(cb: vk::CommandBuffer, m: vk::PrimitiveTopology)
-        = PFN_vkCmdSetPrimitiveTopology, down |dc| dc.fns.fp_v1_3().cmd_set_primitive_topology;
-        [fdm_binned_slot => own fdm::capture::cmd_set_primitive_topology];
-    "vkCmdSetDepthTestEnable" | "vkCmdSetDepthTestEnableEXT" fn cmd_set_depth_test_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetDepthTestEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_test_enable;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_test_enable];
-    "vkCmdSetDepthWriteEnable" | "vkCmdSetDepthWriteEnableEXT" fn cmd_set_depth_write_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetDepthWriteEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_write_enable;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_write_enable];
-    "vkCmdSetDepthCompareOp" | "vkCmdSetDepthCompareOpEXT" fn cmd_set_depth_compare_op(cb: vk::CommandBuffer, o: vk::CompareOp)
-        = PFN_vkCmdSetDepthCompareOp, down |dc| dc.fns.fp_v1_3().cmd_set_depth_compare_op;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_compare_op];
-    "vkCmdSetDepthBoundsTestEnable" | "vkCmdSetDepthBoundsTestEnableEXT" fn cmd_set_depth_bounds_test_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetDepthBoundsTestEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_bounds_test_enable;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_bounds_test_enable];
-    "vkCmdSetStencilTestEnable" | "vkCmdSetStencilTestEnableEXT" fn cmd_set_stencil_test_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetStencilTestEnable, down |dc| dc.fns.fp_v1_3().cmd_set_stencil_test_enable;
-        [fdm_binned_slot => own fdm::capture::cmd_set_stencil_test_enable];
-    "vkCmdSetStencilOp" | "vkCmdSetStencilOpEXT" fn cmd_set_stencil_op(cb: vk::CommandBuffer, face: vk::StencilFaceFlags, fail: vk::StencilOp, pass: vk::StencilOp, depth_fail: vk::StencilOp, op: vk::CompareOp)
-        = PFN_vkCmdSetStencilOp, down |dc| dc.fns.fp_v1_3().cmd_set_stencil_op;
-        [fdm_binned_slot => own fdm::capture::cmd_set_stencil_op];
-    "vkCmdSetRasterizerDiscardEnable" | "vkCmdSetRasterizerDiscardEnableEXT" fn cmd_set_rasterizer_discard_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetRasterizerDiscardEnable, down |dc| dc.fns.fp_v1_3().cmd_set_rasterizer_discard_enable;
-        [fdm_binned_slot => own fdm::capture::cmd_set_rasterizer_discard_enable];
-    "vkCmdSetDepthBiasEnable" | "vkCmdSetDepthBiasEnableEXT" fn cmd_set_depth_bias_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetDepthBiasEnable, down |dc| dc.fns.fp_v1_3().cmd_set_depth_bias_enable;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_bias_enable];
-    "vkCmdSetPrimitiveRestartEnable" | "vkCmdSetPrimitiveRestartEnableEXT" fn cmd_set_primitive_restart_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetPrimitiveRestartEnable, down |dc| dc.fns.fp_v1_3().cmd_set_primitive_restart_enable;
-        [fdm_binned_slot => own fdm::capture::cmd_set_primitive_restart_enable];
     "vkCmdBeginTransformFeedbackEXT" fn cmd_begin_transform_feedback(cb: vk::CommandBuffer, first: u32, n: u32, buffers: *const vk::Buffer, offsets: *const vk::DeviceSize)
         = PFN_vkCmdBeginTransformFeedbackEXT, down |dc| dc.down_begin_transform_feedback();
         [fdm_binned_slot => own fdm::capture::cmd_begin_transform_feedback];
@@ -720,51 +688,6 @@ device_commands! {
     // Dynamic state beyond Vulkan 1.3 (colour write enable, extended dynamic
     // state 2 and 3, line stipple): captured in a binned pass, so each replay
     // sees the value each draw saw.
-    "vkCmdSetColorWriteEnableEXT" fn cmd_set_color_write_enable(cb: vk::CommandBuffer, n: u32, e: *const vk::Bool32)
-        = PFN_vkCmdSetColorWriteEnableEXT, down |dc| dc.state.color_write.cmd_set_color_write_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_color_write_enable];
-    "vkCmdSetLogicOpEXT" fn cmd_set_logic_op(cb: vk::CommandBuffer, op: vk::LogicOp)
-        = PFN_vkCmdSetLogicOpEXT, down |dc| dc.state.eds2.cmd_set_logic_op_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_logic_op];
-    "vkCmdSetPatchControlPointsEXT" fn cmd_set_patch_control_points(cb: vk::CommandBuffer, n: u32)
-        = PFN_vkCmdSetPatchControlPointsEXT, down |dc| dc.state.eds2.cmd_set_patch_control_points_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_patch_control_points];
-    "vkCmdSetLineStippleEXT" fn cmd_set_line_stipple(cb: vk::CommandBuffer, factor: u32, pattern: u16)
-        = PFN_vkCmdSetLineStippleKHR, down |dc| dc.state.line.cmd_set_line_stipple_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_line_stipple];
-    "vkCmdSetLineStippleKHR" fn cmd_set_line_stipple_khr(cb: vk::CommandBuffer, factor: u32, pattern: u16)
-        = PFN_vkCmdSetLineStippleKHR, down |dc| dc.state.line_khr.cmd_set_line_stipple_khr;
-        [fdm_binned_slot => own fdm::capture::cmd_set_line_stipple_khr];
-    "vkCmdSetDepthClampEnableEXT" fn cmd_set_depth_clamp_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetDepthClampEnableEXT, down |dc| dc.state.eds3.cmd_set_depth_clamp_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_clamp_enable];
-    "vkCmdSetPolygonModeEXT" fn cmd_set_polygon_mode(cb: vk::CommandBuffer, m: vk::PolygonMode)
-        = PFN_vkCmdSetPolygonModeEXT, down |dc| dc.state.eds3.cmd_set_polygon_mode_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_polygon_mode];
-    "vkCmdSetRasterizationSamplesEXT" fn cmd_set_rasterization_samples(cb: vk::CommandBuffer, s: vk::SampleCountFlags)
-        = PFN_vkCmdSetRasterizationSamplesEXT, down |dc| dc.state.eds3.cmd_set_rasterization_samples_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_rasterization_samples];
-    "vkCmdSetSampleMaskEXT" fn cmd_set_sample_mask(cb: vk::CommandBuffer, s: vk::SampleCountFlags, m: *const vk::SampleMask)
-        = PFN_vkCmdSetSampleMaskEXT, down |dc| dc.state.eds3.cmd_set_sample_mask_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_sample_mask];
-    "vkCmdSetAlphaToCoverageEnableEXT" fn cmd_set_alpha_to_coverage_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetAlphaToCoverageEnableEXT, down |dc| dc.state.eds3.cmd_set_alpha_to_coverage_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_alpha_to_coverage_enable];
-    "vkCmdSetAlphaToOneEnableEXT" fn cmd_set_alpha_to_one_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetAlphaToOneEnableEXT, down |dc| dc.state.eds3.cmd_set_alpha_to_one_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_alpha_to_one_enable];
-    "vkCmdSetLogicOpEnableEXT" fn cmd_set_logic_op_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetLogicOpEnableEXT, down |dc| dc.state.eds3.cmd_set_logic_op_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_logic_op_enable];
-    "vkCmdSetColorBlendEnableEXT" fn cmd_set_color_blend_enable(cb: vk::CommandBuffer, first: u32, n: u32, e: *const vk::Bool32)
-        = PFN_vkCmdSetColorBlendEnableEXT, down |dc| dc.state.eds3.cmd_set_color_blend_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_color_blend_enable];
-    "vkCmdSetColorBlendEquationEXT" fn cmd_set_color_blend_equation(cb: vk::CommandBuffer, first: u32, n: u32, e: *const vk::ColorBlendEquationEXT)
-        = PFN_vkCmdSetColorBlendEquationEXT, down |dc| dc.state.eds3.cmd_set_color_blend_equation_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_color_blend_equation];
-    "vkCmdSetColorWriteMaskEXT" fn cmd_set_color_write_mask(cb: vk::CommandBuffer, first: u32, n: u32, m: *const vk::ColorComponentFlags)
-        = PFN_vkCmdSetColorWriteMaskEXT, down |dc| dc.state.eds3.cmd_set_color_write_mask_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_color_write_mask];
     // Dynamic rendering local read's remapping: state of the rendering it is recorded in (its begin resets it), so a
     // captured pass goes live at it rather than carry it into other passes' replays.
     "vkCmdSetRenderingAttachmentLocationsKHR" fn cmd_set_rendering_attachment_locations(cb: vk::CommandBuffer,
@@ -775,28 +698,6 @@ device_commands! {
         i: *const vk::RenderingInputAttachmentIndexInfoKHR<'_>)
         = PFN_vkCmdSetRenderingInputAttachmentIndicesKHR, down |dc| dc.state.local_read.cmd_set_rendering_input_attachment_indices_khr;
         [fdm_binned_slot => own fdm::command_buffers::cmd_set_rendering_input_attachment_indices];
-    "vkCmdSetVertexInputEXT" fn cmd_set_vertex_input(cb: vk::CommandBuffer, nb: u32, b: *const vk::VertexInputBindingDescription2EXT<'_>,
-        na: u32, a: *const vk::VertexInputAttributeDescription2EXT<'_>)
-        = PFN_vkCmdSetVertexInputEXT, down |dc| dc.state.vertex_input.cmd_set_vertex_input_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_vertex_input];
-    "vkCmdSetTessellationDomainOriginEXT" fn cmd_set_tessellation_domain_origin(cb: vk::CommandBuffer, o: vk::TessellationDomainOrigin)
-        = PFN_vkCmdSetTessellationDomainOriginEXT, down |dc| dc.state.eds3.cmd_set_tessellation_domain_origin_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_tessellation_domain_origin];
-    "vkCmdSetDepthClipEnableEXT" fn cmd_set_depth_clip_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetDepthClipEnableEXT, down |dc| dc.state.eds3.cmd_set_depth_clip_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_clip_enable];
-    "vkCmdSetProvokingVertexModeEXT" fn cmd_set_provoking_vertex_mode(cb: vk::CommandBuffer, m: vk::ProvokingVertexModeEXT)
-        = PFN_vkCmdSetProvokingVertexModeEXT, down |dc| dc.state.eds3.cmd_set_provoking_vertex_mode_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_provoking_vertex_mode];
-    "vkCmdSetLineRasterizationModeEXT" fn cmd_set_line_rasterization_mode(cb: vk::CommandBuffer, m: vk::LineRasterizationModeEXT)
-        = PFN_vkCmdSetLineRasterizationModeEXT, down |dc| dc.state.eds3.cmd_set_line_rasterization_mode_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_line_rasterization_mode];
-    "vkCmdSetLineStippleEnableEXT" fn cmd_set_line_stipple_enable(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetLineStippleEnableEXT, down |dc| dc.state.eds3.cmd_set_line_stipple_enable_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_line_stipple_enable];
-    "vkCmdSetDepthClipNegativeOneToOneEXT" fn cmd_set_depth_clip_negative_one_to_one(cb: vk::CommandBuffer, e: vk::Bool32)
-        = PFN_vkCmdSetDepthClipNegativeOneToOneEXT, down |dc| dc.state.eds3.cmd_set_depth_clip_negative_one_to_one_ext;
-        [fdm_binned_slot => own fdm::capture::cmd_set_depth_clip_negative_one_to_one];
 
     // Shader objects (the density map's variants and captured binds), pipeline layouts and the shading rate.
     "vkCreateShadersEXT" fn create_shaders(device: vk::Device, count: u32, infos: *const vk::ShaderCreateInfoEXT<'_>,
@@ -827,11 +728,32 @@ device_commands! {
         size: *const vk::Extent2D, ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2])
         = PFN_vkCmdSetFragmentShadingRateKHR, down |dc| dc.down_set_fragment_shading_rate();
         [shading_rate_slot => wrap shading_rate::cmd_set_fragment_shading_rate];
-}
+});
 
 #[cfg(test)]
 mod tests {
     use super::COMMANDS;
+
+    /// The captured dynamic-state commands' rows and capture hooks are what
+    /// `layer/gen/dynamic_state.py` makes from `layer/gen/dynamic_state.json`.
+    #[test]
+    fn generated_dynamic_state_is_current() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/dynamic_state.py");
+        let out = std::process::Command::new("python3").arg(script).arg("--check").output().expect("python3");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    /// Every command of the generated source is a row, under each of its
+    /// names.
+    #[test]
+    fn every_generated_dynamic_state_command_is_a_row() {
+        let source = include_str!("../gen/dynamic_state.json");
+        let names: Vec<&str> = source.split('"').filter(|w| w.starts_with("vkCmd")).collect();
+        assert!(names.len() >= 34, "{names:?}");
+        for name in names {
+            assert!(COMMANDS.contains(&name) || super::row(name.as_bytes()).is_some(), "{name}");
+        }
+    }
 
     /// The density map's reads submit on queue 0 of a family the application
     /// created (`ffi::layer_queue`) under the queue lock: every command that needs that queue

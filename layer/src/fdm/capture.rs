@@ -279,7 +279,7 @@ capture_hooks! {
 /// state 1 and 2): each is kept as the call to make, keyed by its command
 /// (and stencil face) for the state snapshot.
 macro_rules! state_hooks {
-    ($( $n:literal $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) face $face:expr => $field:ident; )*) => {
+    ($( $n:ident $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) face $face:expr => $field:ident; )*) => {
         $(
             #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
             ///
@@ -296,31 +296,6 @@ macro_rules! state_hooks {
             }
         )*
     };
-}
-
-state_hooks! {
-    1 "vkCmdSetCullMode" PFN_vkCmdSetCullMode fn cmd_set_cull_mode(cb, m: vk::CullModeFlags) face 0 => cmd_set_cull_mode;
-    2 "vkCmdSetFrontFace" PFN_vkCmdSetFrontFace fn cmd_set_front_face(cb, m: vk::FrontFace) face 0 => cmd_set_front_face;
-    3 "vkCmdSetPrimitiveTopology" PFN_vkCmdSetPrimitiveTopology fn cmd_set_primitive_topology(cb, m: vk::PrimitiveTopology)
-        face 0 => cmd_set_primitive_topology;
-    4 "vkCmdSetDepthTestEnable" PFN_vkCmdSetDepthTestEnable fn cmd_set_depth_test_enable(cb, e: vk::Bool32)
-        face 0 => cmd_set_depth_test_enable;
-    5 "vkCmdSetDepthWriteEnable" PFN_vkCmdSetDepthWriteEnable fn cmd_set_depth_write_enable(cb, e: vk::Bool32)
-        face 0 => cmd_set_depth_write_enable;
-    6 "vkCmdSetDepthCompareOp" PFN_vkCmdSetDepthCompareOp fn cmd_set_depth_compare_op(cb, o: vk::CompareOp)
-        face 0 => cmd_set_depth_compare_op;
-    7 "vkCmdSetDepthBoundsTestEnable" PFN_vkCmdSetDepthBoundsTestEnable fn cmd_set_depth_bounds_test_enable(cb, e: vk::Bool32)
-        face 0 => cmd_set_depth_bounds_test_enable;
-    8 "vkCmdSetStencilTestEnable" PFN_vkCmdSetStencilTestEnable fn cmd_set_stencil_test_enable(cb, e: vk::Bool32)
-        face 0 => cmd_set_stencil_test_enable;
-    9 "vkCmdSetStencilOp" PFN_vkCmdSetStencilOp fn cmd_set_stencil_op(cb, face: vk::StencilFaceFlags, fail: vk::StencilOp,
-        pass: vk::StencilOp, depth_fail: vk::StencilOp, op: vk::CompareOp) face face.as_raw() => cmd_set_stencil_op;
-    10 "vkCmdSetRasterizerDiscardEnable" PFN_vkCmdSetRasterizerDiscardEnable fn cmd_set_rasterizer_discard_enable(cb, e: vk::Bool32)
-        face 0 => cmd_set_rasterizer_discard_enable;
-    11 "vkCmdSetDepthBiasEnable" PFN_vkCmdSetDepthBiasEnable fn cmd_set_depth_bias_enable(cb, e: vk::Bool32)
-        face 0 => cmd_set_depth_bias_enable;
-    12 "vkCmdSetPrimitiveRestartEnable" PFN_vkCmdSetPrimitiveRestartEnable fn cmd_set_primitive_restart_enable(cb, e: vk::Bool32)
-        face 0 => cmd_set_primitive_restart_enable;
 }
 
 /// A dynamic-state call of an extension: captured like the 1.3 ones, or,
@@ -345,7 +320,7 @@ unsafe fn record_state(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, key: (u
 /// with plain arguments: each is kept as the call to make on the next
 /// layer's command (`dev.state`), keyed by its command for the snapshot.
 macro_rules! ext_state_hooks {
-    ($( $n:literal $name:literal fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $table:ident . $field:ident; )*) => {
+    ($( $n:ident $name:literal fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $table:ident . $field:ident; )*) => {
         $(
             #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
             ///
@@ -362,31 +337,6 @@ macro_rules! ext_state_hooks {
             }
         )*
     };
-}
-
-ext_state_hooks! {
-    20 "vkCmdSetLogicOpEXT" fn cmd_set_logic_op(cb, op: vk::LogicOp) => eds2.cmd_set_logic_op_ext;
-    21 "vkCmdSetPatchControlPointsEXT" fn cmd_set_patch_control_points(cb, n: u32) => eds2.cmd_set_patch_control_points_ext;
-    22 "vkCmdSetLineStippleEXT" fn cmd_set_line_stipple(cb, factor: u32, pattern: u16) => line.cmd_set_line_stipple_ext;
-    23 "vkCmdSetLineStippleKHR" fn cmd_set_line_stipple_khr(cb, factor: u32, pattern: u16) => line_khr.cmd_set_line_stipple_khr;
-    24 "vkCmdSetDepthClampEnableEXT" fn cmd_set_depth_clamp_enable(cb, e: vk::Bool32) => eds3.cmd_set_depth_clamp_enable_ext;
-    25 "vkCmdSetPolygonModeEXT" fn cmd_set_polygon_mode(cb, m: vk::PolygonMode) => eds3.cmd_set_polygon_mode_ext;
-    26 "vkCmdSetRasterizationSamplesEXT" fn cmd_set_rasterization_samples(cb, s: vk::SampleCountFlags)
-        => eds3.cmd_set_rasterization_samples_ext;
-    27 "vkCmdSetAlphaToCoverageEnableEXT" fn cmd_set_alpha_to_coverage_enable(cb, e: vk::Bool32)
-        => eds3.cmd_set_alpha_to_coverage_enable_ext;
-    28 "vkCmdSetAlphaToOneEnableEXT" fn cmd_set_alpha_to_one_enable(cb, e: vk::Bool32) => eds3.cmd_set_alpha_to_one_enable_ext;
-    29 "vkCmdSetLogicOpEnableEXT" fn cmd_set_logic_op_enable(cb, e: vk::Bool32) => eds3.cmd_set_logic_op_enable_ext;
-    30 "vkCmdSetTessellationDomainOriginEXT" fn cmd_set_tessellation_domain_origin(cb, o: vk::TessellationDomainOrigin)
-        => eds3.cmd_set_tessellation_domain_origin_ext;
-    31 "vkCmdSetDepthClipEnableEXT" fn cmd_set_depth_clip_enable(cb, e: vk::Bool32) => eds3.cmd_set_depth_clip_enable_ext;
-    32 "vkCmdSetProvokingVertexModeEXT" fn cmd_set_provoking_vertex_mode(cb, m: vk::ProvokingVertexModeEXT)
-        => eds3.cmd_set_provoking_vertex_mode_ext;
-    33 "vkCmdSetLineRasterizationModeEXT" fn cmd_set_line_rasterization_mode(cb, m: vk::LineRasterizationModeEXT)
-        => eds3.cmd_set_line_rasterization_mode_ext;
-    34 "vkCmdSetLineStippleEnableEXT" fn cmd_set_line_stipple_enable(cb, e: vk::Bool32) => eds3.cmd_set_line_stipple_enable_ext;
-    35 "vkCmdSetDepthClipNegativeOneToOneEXT" fn cmd_set_depth_clip_negative_one_to_one(cb, e: vk::Bool32)
-        => eds3.cmd_set_depth_clip_negative_one_to_one_ext;
 }
 
 /// `vkCmdSetColorWriteEnableEXT`: captured inside a density-map pass.
@@ -406,7 +356,7 @@ pub unsafe fn cmd_set_color_write_enable(
     // SAFETY: as for `ext_state_hooks!`; the array is the closure's own copy, of the count given.
     let call = StateCall(Arc::new(move |_: &ash::Device, cb| unsafe { fp(cb, n, items.as_ptr()) }));
     // SAFETY: the application's valid call, on its recording `cb` held during the call.
-    unsafe { record_state(dev, f, cb, (36, 0), call) }
+    unsafe { record_state(dev, f, cb, (KEY_CMD_SET_COLOR_WRITE_ENABLE, 0), call) }
 }
 
 /// `vkCmdSetVertexInputEXT`: captured inside a density-map pass (shader
@@ -458,7 +408,7 @@ pub unsafe fn cmd_set_vertex_input(
         unsafe { fp(cb, b.len() as u32, b.as_ptr(), a.len() as u32, a.as_ptr()) }
     }));
     // SAFETY: the application's valid call, on its recording `cb` held during the call.
-    unsafe { record_state(dev, f, cb, (41, 0), call) }
+    unsafe { record_state(dev, f, cb, (KEY_CMD_SET_VERTEX_INPUT, 0), call) }
 }
 
 /// `vkCmdSetSampleMaskEXT`: captured inside a density-map pass.
@@ -478,14 +428,14 @@ pub unsafe fn cmd_set_sample_mask(
     // SAFETY: as for `ext_state_hooks!`; the array is the closure's own copy, of the length `samples` implies.
     let call = StateCall(Arc::new(move |_: &ash::Device, cb| unsafe { fp(cb, samples, items.as_ptr()) }));
     // SAFETY: the application's valid call, on its recording `cb` held during the call.
-    unsafe { record_state(dev, f, cb, (37, 0), call) }
+    unsafe { record_state(dev, f, cb, (KEY_CMD_SET_SAMPLE_MASK, 0), call) }
 }
 
 /// Declares captured dynamic-state commands of extended dynamic state 3
 /// that set a range of colour attachments (`first`, count, items): the items
 /// are copied; the key is the command and `first`.
 macro_rules! attachment_state_hooks {
-    ($( $n:literal $name:literal fn $hook:ident($it:ty) => $field:ident; )*) => {
+    ($( $n:ident $name:literal fn $hook:ident($it:ty) => $field:ident; )*) => {
         $(
             #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
             ///
@@ -504,12 +454,10 @@ macro_rules! attachment_state_hooks {
     };
 }
 
-attachment_state_hooks! {
-    38 "vkCmdSetColorBlendEnableEXT" fn cmd_set_color_blend_enable(vk::Bool32) => cmd_set_color_blend_enable_ext;
-    39 "vkCmdSetColorBlendEquationEXT" fn cmd_set_color_blend_equation(vk::ColorBlendEquationEXT)
-        => cmd_set_color_blend_equation_ext;
-    40 "vkCmdSetColorWriteMaskEXT" fn cmd_set_color_write_mask(vk::ColorComponentFlags) => cmd_set_color_write_mask_ext;
-}
+// The hooks of the captured dynamic-state commands with plain arguments,
+// and every such command's key, generated (`layer/gen/dynamic_state.py`,
+// from `layer/gen/dynamic_state.json`, which also makes their dispatch rows).
+include!("../generated/dynamic_state_capture.rs");
 
 /// `vkCmdBindShadersEXT`: captured inside a density-map pass (a bind of
 /// more than eight stages makes the pass go live).
