@@ -85,6 +85,9 @@ pub struct Settings {
     pub debug_ordered_reverse: bool,
     /// `debug_ordered_search_misses`: testing only, the key search finds nothing.
     pub debug_ordered_search_misses: bool,
+    /// `debug_ordered_dedicated`: measurement only, the cells a dedicated
+    /// allocation and the control block device-local.
+    pub debug_ordered_dedicated: bool,
     /// `debug_spinlock_per_lane`: testing only, the per-lane spinlock lowering.
     pub debug_spinlock_per_lane: bool,
     /// `interlock_spinlock_try`: `cas` or `ttas` (quad locks).
@@ -424,6 +427,7 @@ impl RawSettings {
             interlock_ordered_wait: pick!("interlock_ordered_wait").parse().unwrap_or(1 << 20),
             debug_ordered_reverse: get("debug_ordered_reverse") == "true",
             debug_ordered_search_misses: get("debug_ordered_search_misses") == "true",
+            debug_ordered_dedicated: get("debug_ordered_dedicated") == "true",
             debug_spinlock_per_lane: get("debug_spinlock_per_lane") == "true",
             interlock_spinlock_try: pick!("interlock_spinlock_try"),
             interlock_spinlock_lock: pick!("interlock_spinlock_lock"),

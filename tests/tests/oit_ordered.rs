@@ -95,3 +95,29 @@ fn every_draw_kind_is_ordered_and_matches_the_reference() {
         assert!(wrong_pixels(&o) > 1000, "{kind}: {}", o.stdout);
     }
 }
+
+/// The measurement setting `debug_ordered_dedicated` (the cells a
+/// dedicated allocation, the control block device-local where the driver
+/// has such a host-visible type) changes only where the memory is: the
+/// ordered scene still equals its reference with the validation layer
+/// below (which checks the dedicated allocation's rules), and the log says
+/// which allocation the cells got — dedicated with the setting, not
+/// without it.
+#[test]
+fn dedicated_cells_draw_the_same_picture() {
+    for (dedicated, said) in [("true", true), ("false", false)] {
+        let o = run_with_timeout(
+            app(Layers::OverlapOverValidation, &["oit-ordered", "128", "128", "layers=8"])
+                .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+                .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256")
+                .env("VK_OVERLAP_EMULATION_DEBUG_ORDERED_DEDICATED", dedicated)
+                .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
+            Duration::from_secs(300),
+        );
+        o.assert_ok();
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+        assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
+        assert!(o.stderr.contains("cells of 32 keys"), "{}", o.stderr);
+        assert_eq!(o.stderr.contains("a dedicated allocation"), said, "{}", o.stderr);
+    }
+}

@@ -216,6 +216,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description: "Measurement only, never exact: comma-separated parts of the ordered strategy the layer leaves out, to time what each costs (docs/BENCHMARKS.md) (waits: a section waits for no smaller key, the lock alone excludes; protocol: the run draw enters its sections with no lookup, lock or finish; lock: the run draw looks its key up and finishes but takes no lock and waits for nothing; append: the count draw's fragments terminate without appending their keys; reset: no cell resets itself, the layer zeroes them all before every submission; search: the run draw does not search for its key, which goes unfound; count: no count draw is recorded before the run draw).",
     },
     SettingDef {
+        key: "debug_ordered_dedicated",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Debug: ordered interlock cells in a dedicated allocation (measurement)",
+        description: "Measurement only: the ordered strategy's cells are a dedicated allocation (VkMemoryDedicatedAllocateInfo, on Vulkan 1.1 devices) and its control block lives in device-local host-visible memory where the driver has such a type, to compare with the default placement: the strategy runs at one of two speeds per process on an H200 (docs/BENCHMARKS.md, two speeds per process).",
+    },
+    SettingDef {
         key: "debug_spinlock_per_lane",
         kind: Kind::Bool,
         default: "false",

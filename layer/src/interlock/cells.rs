@@ -20,6 +20,10 @@ pub struct Config {
     pub reverse: bool,
     /// Testing only: the key search finds nothing (`debug_ordered_search_misses`).
     pub search_misses: bool,
+    /// Measurement only (`debug_ordered_dedicated`): the cells a dedicated
+    /// allocation, the control block in device-local host-visible memory
+    /// where there is such a type.
+    pub dedicated: bool,
     /// Measurement only (`debug_ordered_without`): bit 0 no waits, bit 1 no
     /// protocol in the run draw, bit 3 no lock nor wait, bit 4 no append in
     /// the count draw, bit 5 no reset (the layer zeroes the cells at every
@@ -111,6 +115,8 @@ pub(super) struct Cells {
     pub(super) clear: HashMap<u32, (vk::CommandPool, vk::CommandBuffer)>,
     /// The counters last logged.
     pub(super) logged: [u32; overlap_shaders::ordered::COUNTERS],
+    /// The cells are a dedicated allocation (`debug_ordered_dedicated`).
+    pub(super) dedicated: bool,
 }
 
 // SAFETY: `counters` points into host-visible memory the layer mapped and

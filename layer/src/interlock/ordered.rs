@@ -226,11 +226,12 @@ impl Ordered {
                 Ok(c) => core.log().info(
                     id::INTERLOCK_ORDERED_CELLS,
                     &format!(
-                        "ordered interlock: {} x {} cells of {} keys ({} MiB), zeroed before the next submission",
+                        "ordered interlock: {} x {} cells of {} keys ({} MiB{}), zeroed before the next submission",
                         self.cfg.grid,
                         self.cfg.grid,
                         self.cfg.slots,
-                        c.bytes >> 20
+                        c.bytes >> 20,
+                        if c.dedicated { ", a dedicated allocation" } else { "" }
                     ),
                 ),
                 Err(why) => core.log().error(
@@ -259,54 +260,34 @@ impl Ordered {
             pending_clear: true,
             clear: HashMap::new(),
             logged: [0; overlap_shaders::ordered::COUNTERS],
+            dedicated: false,
         };
         let r = (|| -> Result<(), String> {
-            let mut buffer = |size: u64, usage: vk::BufferUsageFlags, want: vk::MemoryPropertyFlags| {
-                crate::guard::injected_failure(&core.settings().debug_fail, "vkCreateBuffer")
-                    .map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
-                // SAFETY: a valid create info built here, on the layer's device.
-                let b = unsafe { d.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None) }
-                    .map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
-                // SAFETY: `b` was just made on this device.
-                let req = unsafe { d.get_buffer_memory_requirements(b) };
-                let Some(ty) = (0..props.memory_type_count).find(|&i| {
-                    req.memory_type_bits & (1 << i) != 0 && props.memory_types[i as usize].property_flags.contains(want)
-                }) else {
-                    // SAFETY: made above, used by nothing.
-                    unsafe { d.destroy_buffer(b, None) };
-                    return Err(format!("no memory type with {want:?}"));
-                };
-                crate::guard::injected_failure(&core.settings().debug_fail, "vkAllocateMemory")
-                    .map_err(|e| format!("vkAllocateMemory: {e:?}"))
-                    .inspect_err(|_| unsafe { d.destroy_buffer(b, None) })?;
-                // SAFETY: a size and a type the buffer's requirements allow
-                // (VUID-vkBindBufferMemory-memory-01035), bound once at 0.
-                let m = match unsafe {
-                    d.allocate_memory(
-                        &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
-                        None,
-                    )
-                } {
-                    Ok(m) => m,
-                    Err(e) => {
-                        // SAFETY: made above, used by nothing.
-                        unsafe { d.destroy_buffer(b, None) };
-                        return Err(format!("vkAllocateMemory ({size} bytes): {e:?}"));
-                    }
-                };
-                c.buffers.push((b, m));
-                // SAFETY: as above.
-                unsafe { d.bind_buffer_memory(b, m, 0) }.map_err(|e| format!("vkBindBufferMemory: {e:?}"))?;
-                Ok((b, m))
+            // Measurement only (`debug_ordered_dedicated`): the cells a dedicated allocation (core in 1.1), the
+            // control block device-local where the driver has a host-visible such type.
+            let dedicated =
+                self.cfg.dedicated && core.instance.api_version.min(core.facts.api_version) >= vk::API_VERSION_1_1;
+            c.dedicated = dedicated;
+            if self.cfg.dedicated && !dedicated {
+                core.log()
+                    .warn(id::SETTING_INVALID, "debug_ordered_dedicated: a Vulkan 1.0 device, no dedicated allocation");
+            }
+            let mut buffer = |size, usage, wants: &[vk::MemoryPropertyFlags], own| {
+                let made = bound_buffer(core, &props, size, usage, wants, own)?;
+                c.buffers.push(made);
+                Ok::<_, String>(made)
             };
             let (cells, _) = buffer(
                 bytes,
                 vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST,
-                vk::MemoryPropertyFlags::DEVICE_LOCAL,
+                &[vk::MemoryPropertyFlags::DEVICE_LOCAL],
+                dedicated,
             )?;
             let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-            let (control, control_mem) = buffer(1024, vk::BufferUsageFlags::UNIFORM_BUFFER, host)?;
-            let (counters, counters_mem) = buffer(64, vk::BufferUsageFlags::STORAGE_BUFFER, host)?;
+            let control_wants: &[vk::MemoryPropertyFlags] =
+                if dedicated { &[host | vk::MemoryPropertyFlags::DEVICE_LOCAL, host] } else { &[host] };
+            let (control, control_mem) = buffer(1024, vk::BufferUsageFlags::UNIFORM_BUFFER, control_wants, false)?;
+            let (counters, counters_mem) = buffer(64, vk::BufferUsageFlags::STORAGE_BUFFER, &[host], false)?;
             c.cells = cells;
             // SAFETY: host-visible memory of the layer's own, mapped once, whole.
             let map = |m| unsafe { d.map_memory(m, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) };
@@ -1183,4 +1164,65 @@ draw_hooks! {
         m: u32,
         st: u32
     ) down |core| core.fns.fp_v1_2().cmd_draw_indexed_indirect_count, several: m > 1;
+}
+
+/// A buffer of `size` bytes bound to memory of the first type of `wants`
+/// (in order of preference) its requirements allow; a dedicated allocation
+/// where `own` (the caller checked the device has Vulkan 1.1).
+fn bound_buffer(
+    core: &DeviceCore,
+    props: &vk::PhysicalDeviceMemoryProperties,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+    wants: &[vk::MemoryPropertyFlags],
+    own: bool,
+) -> Result<(vk::Buffer, vk::DeviceMemory), String> {
+    let d = &core.fns;
+    crate::guard::injected_failure(&core.settings().debug_fail, "vkCreateBuffer")
+        .map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
+    // SAFETY: a valid create info built here, on the layer's device.
+    let b = unsafe { d.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None) }
+        .map_err(|e| format!("vkCreateBuffer: {e:?}"))?;
+    // SAFETY: `b` was just made on this device.
+    let req = unsafe { d.get_buffer_memory_requirements(b) };
+    let Some(ty) = wants.iter().find_map(|&want| {
+        (0..props.memory_type_count).find(|&i| {
+            req.memory_type_bits & (1 << i) != 0 && props.memory_types[i as usize].property_flags.contains(want)
+        })
+    }) else {
+        // SAFETY: made above, used by nothing.
+        unsafe { d.destroy_buffer(b, None) };
+        return Err(format!("no memory type with {:?}", wants.last()));
+    };
+    crate::guard::injected_failure(&core.settings().debug_fail, "vkAllocateMemory")
+        .map_err(|e| format!("vkAllocateMemory: {e:?}"))
+        // SAFETY: made above, used by nothing.
+        .inspect_err(|_| unsafe { d.destroy_buffer(b, None) })?;
+    let mut own_memory = vk::MemoryDedicatedAllocateInfo::default().buffer(b);
+    let mut info = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
+    if own {
+        // VUID-VkMemoryDedicatedAllocateInfo-buffer-01435: the size is the buffer's requirement.
+        info = info.push_next(&mut own_memory);
+    }
+    // SAFETY: a size and a type the buffer's requirements allow
+    // (VUID-vkBindBufferMemory-memory-01035).
+    let m = match unsafe { d.allocate_memory(&info, None) } {
+        Ok(m) => m,
+        Err(e) => {
+            // SAFETY: made above, used by nothing.
+            unsafe { d.destroy_buffer(b, None) };
+            return Err(format!("vkAllocateMemory ({size} bytes): {e:?}"));
+        }
+    };
+    // SAFETY: the memory made for it, bound once at 0 (a dedicated one to its buffer:
+    // VUID-vkBindBufferMemory-memory-01508).
+    if let Err(e) = unsafe { d.bind_buffer_memory(b, m, 0) } {
+        // SAFETY: made above, used by nothing.
+        unsafe {
+            d.destroy_buffer(b, None);
+            d.free_memory(m, None);
+        }
+        return Err(format!("vkBindBufferMemory: {e:?}"));
+    }
+    Ok((b, m))
 }

@@ -604,6 +604,7 @@ impl ReservedSet {
             wait: settings.interlock_ordered_wait,
             reverse: settings.debug_ordered_reverse,
             search_misses: settings.debug_ordered_search_misses,
+            dedicated: settings.debug_ordered_dedicated,
             without: ordered_without(settings.debug_ordered_without.as_deref(), rates, &inst.log),
             shading_rate: rates,
             demote: p.demote,
