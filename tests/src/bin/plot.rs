@@ -1,0 +1,166 @@
+//! `overlap-plot`: draws benchmark results as SVG for `docs/BENCHMARKS.md`.
+//!
+//! `overlap-plot strip RESULTS.csv OUT.svg [TITLE]`: one point a process,
+//! for result files with the columns `run,round,build,scene,gpu_ns` (lines
+//! starting with `#` are comments; `ci/gpu-side-by-side` writes such a file
+//! into `$OUT/results.csv`). Each scene is a column of the chart; in it,
+//! each build (other than `native`) a lane of points; the value is the
+//! process's GPU time over the median of the same run's `native` processes
+//! of that scene, on a logarithmic axis, so that a strategy's two speeds
+//! per process show as two clusters.
+
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+
+struct Row {
+    run: String,
+    build: String,
+    scene: String,
+    ns: f64,
+}
+
+fn parse(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with("run,") {
+            continue;
+        }
+        // The build may be quoted (it can hold commas).
+        let (head, rest) = line.split_once(",\"").ok_or(format!("line {}: no quoted build", i + 1))?;
+        let (build, tail) = rest.split_once("\",").ok_or(format!("line {}: unterminated build", i + 1))?;
+        let run = head.split(',').next().unwrap_or_default().to_string();
+        let (scene, ns) = tail.split_once(',').ok_or(format!("line {}: no value", i + 1))?;
+        let ns: f64 = ns.parse().map_err(|e| format!("line {}: {e}", i + 1))?;
+        rows.push(Row { run, build: build.to_string(), scene: scene.to_string(), ns });
+    }
+    Ok(rows)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// (scene, build) -> ratios to native, scenes and builds in order of first appearance.
+type Ratios = (Vec<String>, Vec<String>, BTreeMap<(usize, usize), Vec<f64>>);
+
+fn ratios(rows: &[Row]) -> Result<Ratios, String> {
+    let mut natives: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.build == "native") {
+        natives.entry((&r.run, &r.scene)).or_default().push(r.ns);
+    }
+    let (mut scenes, mut builds) = (Vec::<String>::new(), Vec::<String>::new());
+    let mut out: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.build != "native") {
+        let native = natives
+            .get(&(r.run.as_str(), r.scene.as_str()))
+            .ok_or(format!("run {} has no native process of {}", r.run, r.scene))?;
+        let s = scenes.iter().position(|s| *s == r.scene).unwrap_or_else(|| {
+            scenes.push(r.scene.clone());
+            scenes.len() - 1
+        });
+        let b = builds.iter().position(|b| *b == r.build).unwrap_or_else(|| {
+            builds.push(r.build.clone());
+            builds.len() - 1
+        });
+        out.entry((s, b)).or_default().push(r.ns / median(native.clone()));
+    }
+    Ok((scenes, builds, out))
+}
+
+fn strip(input: &str, output: &str, title: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(input).map_err(|e| format!("{input}: {e}"))?;
+    let (scenes, builds, points) = ratios(&parse(&text)?)?;
+    if points.is_empty() {
+        return Err(format!("{input}: no process other than native"));
+    }
+    let all = points.values().flatten();
+    let (lo, hi) = all.fold((f64::MAX, 0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let root = SVGBackend::new(output, (1100, 560)).into_drawing_area();
+    let err = |e: DrawingAreaErrorKind<_>| format!("{output}: {e:?}");
+    root.fill(&WHITE).map_err(err)?;
+    let lanes = builds.len() as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        // A logarithmic axis drawn as log10 of the ratio (so that its labels are evenly spread), and room on the
+        // right for the legend.
+        .build_cartesian_2d(0f64..scenes.len() as f64 + 1.7, (lo * 0.8).log10()..(hi * 1.25).log10())
+        .map_err(err)?;
+    let names = scenes.clone();
+    chart
+        .configure_mesh()
+        .x_labels((scenes.len() + 2) * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 0.01 && i < names.len() {
+                names.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_labels(24)
+        .y_label_formatter(&|y| format!("{:.2}", 10f64.powf(*y)))
+        .y_desc("GPU time / native (median of the run)")
+        .disable_x_mesh()
+        .draw()
+        .map_err(err)?;
+    for (b, build) in builds.iter().enumerate() {
+        let colour = Palette99::pick(b).to_rgba();
+        let mut series = Vec::new();
+        for ((s, bb), values) in &points {
+            if *bb != b {
+                continue;
+            }
+            for (k, v) in values.iter().enumerate() {
+                // The build's lane in the scene's column, processes spread a little across it.
+                let x = *s as f64 + (b as f64 + 0.5) / lanes + (k as f64 % 5.0 - 2.0) * 0.008;
+                series.push((x, v.log10()));
+            }
+        }
+        chart
+            .draw_series(series.into_iter().map(|p| Circle::new(p, 4, colour.filled())))
+            .map_err(err)?
+            .label(build.as_str())
+            .legend(move |(x, y)| Circle::new((x, y), 4, colour.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["strip", input, output] => strip(input, output, "one point a process"),
+        ["strip", input, output, title] => strip(input, output, title),
+        _ => Err("usage: overlap-plot strip RESULTS.csv OUT.svg [TITLE]".into()),
+    };
+    if let Err(e) = r {
+        eprintln!("overlap-plot: {e}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_to_the_same_runs_native_median() {
+        let text = "# c\nrun,round,build,scene,gpu_ns\n1,1,\"native\",a,10\n1,2,\"native\",a,30\n1,1,\"x,y\",a,40\n2,1,\"native\",a,100\n2,1,\"x,y\",a,100\n";
+        let (scenes, builds, points) = ratios(&parse(text).unwrap()).unwrap();
+        assert_eq!((scenes, builds), (vec!["a".to_string()], vec!["x,y".to_string()]));
+        // Run 1's native median of {10, 30} is 30 (upper median); run 2's is 100.
+        assert_eq!(points[&(0, 0)], vec![40.0 / 30.0, 1.0]);
+        assert!(ratios(&parse("1,1,\"x\",a,5\n").unwrap()).is_err(), "no native to divide by");
+    }
+}
