@@ -35,6 +35,8 @@ pub struct DeviceCore {
     pub next_begin_transform_feedback: Option<vk::PFN_vkCmdBeginTransformFeedbackEXT>,
     /// The next layer's `vkQueuePresentKHR`, where the chain has it.
     pub next_queue_present: Option<vk::PFN_vkQueuePresentKHR>,
+    /// The next layer's `vkCreateSwapchainKHR`, where the chain has it.
+    pub next_create_swapchain: Option<vk::PFN_vkCreateSwapchainKHR>,
     /// The next layer's dynamic-state commands of extensions.
     pub state: StateFns,
 }
@@ -160,6 +162,11 @@ impl DeviceCore {
                 next_gdpa,
                 handle,
                 c"vkQueuePresentKHR" as vk::PFN_vkQueuePresentKHR
+            ),
+            next_create_swapchain: next_device_command!(
+                next_gdpa,
+                handle,
+                c"vkCreateSwapchainKHR" as vk::PFN_vkCreateSwapchainKHR
             ),
             state: StateFns::load(next),
         }

@@ -350,9 +350,21 @@ unsafe extern "system" fn no_queue_present(_: vk::Queue, _: *const vk::PresentIn
     vk::Result::ERROR_EXTENSION_NOT_PRESENT
 }
 
+unsafe extern "system" fn no_create_swapchain(
+    _: vk::Device,
+    _: *const vk::SwapchainCreateInfoKHR<'_>,
+    _: *const vk::AllocationCallbacks<'_>,
+    _: *mut vk::SwapchainKHR,
+) -> vk::Result {
+    vk::Result::ERROR_EXTENSION_NOT_PRESENT
+}
+
 impl DeviceCore {
     fn down_queue_present(&self) -> vk::PFN_vkQueuePresentKHR {
         self.next_queue_present.unwrap_or(no_queue_present)
+    }
+    fn down_create_swapchain(&self) -> vk::PFN_vkCreateSwapchainKHR {
+        self.next_create_swapchain.unwrap_or(no_create_swapchain)
     }
     fn down_create_shaders(&self) -> vk::PFN_vkCreateShadersEXT {
         self.next_create_shaders.unwrap_or(no_create_shaders)
@@ -382,7 +394,7 @@ with_dynamic_state_rows!(device_commands {
     // Resources the density map translates or remembers.
     "vkCreateImage" fn create_image(device: vk::Device, info: *const vk::ImageCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Image) -> vk::Result
         = PFN_vkCreateImage, down |dc| dc.fns.fp_v1_0().create_image;
-        [fdm_slot => own fdm::create_image];
+        [fdm_slot => own fdm::create_image, ordered_slot => created ordered::note_image];
     "vkDestroyImage" fn destroy_image(device: vk::Device, handle: vk::Image, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyImage, down |dc| dc.fns.fp_v1_0().destroy_image;
         [fdm_slot => forget fdm::Fdm::forget_image, views_slot => wrap deferred_views::destroy_image];
@@ -406,7 +418,12 @@ with_dynamic_state_rows!(device_commands {
         [fdm_slot => forget fdm::Fdm::forget_render_pass, ordered_slot => forget ordered::forget_render_pass];
     "vkCreateFramebuffer" fn create_framebuffer(device: vk::Device, info: *const vk::FramebufferCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Framebuffer) -> vk::Result
         = PFN_vkCreateFramebuffer, down |dc| dc.fns.fp_v1_0().create_framebuffer;
-        [fdm_slot => own fdm::create_framebuffer];
+        [fdm_slot => own fdm::create_framebuffer, ordered_slot => created ordered::note_framebuffer];
+    // The ordered interlock strategy sizes its cells by the render targets made before them.
+    "vkCreateSwapchainKHR" fn create_swapchain(device: vk::Device, info: *const vk::SwapchainCreateInfoKHR<'_>,
+        alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::SwapchainKHR) -> vk::Result
+        = PFN_vkCreateSwapchainKHR, down |dc| dc.down_create_swapchain();
+        [ordered_slot => created ordered::note_swapchain];
     "vkDestroyFramebuffer" fn destroy_framebuffer(device: vk::Device, handle: vk::Framebuffer, alloc: *const vk::AllocationCallbacks<'_>)
         = PFN_vkDestroyFramebuffer, down |dc| dc.fns.fp_v1_0().destroy_framebuffer;
         [fdm_slot => forget fdm::Fdm::forget_framebuffer];

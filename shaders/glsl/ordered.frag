@@ -13,7 +13,7 @@
 // own, so that the lanes of a subgroup (neighbouring pixels) touch
 // neighbouring words rather than one record each (the array-of-records
 // cells cost 3-10x a dense plane per access: docs/design/ordered-interlock.md
-// §9). Planes of `grid`^2 words, 8x8 cells contiguous: 0 slots used,
+// §9). Planes of `grid` x `grid_y` words, 8x8 cells contiguous: 0 slots used,
 // 1 invocations registered (count mode 3 only; in mode 0 every invocation
 // takes a slot), 2 invocations done, 3 mutex, 4-5 finished bits (one per
 // slot), 6 flags (1: a key out of range, 2: keys not in increasing slot
@@ -59,12 +59,13 @@ layout(set = 0, binding = 1, std430) coherent buffer OverlapKey { uvec2 k[]; } o
 layout(set = 0, binding = 1, std430) coherent buffer OverlapPairs { uvec4 q[]; } ovl_pairs;
 layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint mode;      // 0 count, 1 run, 2 unordered (mutex only), 3 count merging equal keys
-    uint grid;      // cells per side (a power of two); pixels further apart share cells
+    uint grid;      // cells per row (a power of two); pixels further apart share cells
     uint slots;     // slots per cell (8, 16, 32 or 64: one finished bit each)
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
     uint misses;    // testing only: the key search finds nothing
     uint skip;      // measurement only (read where compiled with MEASURE, SKIP below)
+    uint grid_y;    // cells per column (a power of two); `grid` is per row
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
 layout(set = 0, binding = 3, std430) coherent buffer OverlapCounters { uint c[]; } ovl_counters;
@@ -190,15 +191,14 @@ uint ovl_total_in(uint k) {
 #endif
 
 uint ovl_plane() {
-    return ovl_ctl.grid * ovl_ctl.grid;
+    return ovl_ctl.grid * ovl_ctl.grid_y;
 }
 
 // The cell of a pixel (or sample) of the area, an index into every plane:
 // 8x8 cells contiguous, so that a subgroup's lanes share cache lines.
 uint ovl_cell(uint dx, uint dy) {
-    uint m = ovl_ctl.grid - 1u;
-    uvec2 p = (ovl_origin + uvec2(dx, dy)) & uvec2(m);
-    if (ovl_ctl.grid < 8u) {
+    uvec2 p = (ovl_origin + uvec2(dx, dy)) & (uvec2(ovl_ctl.grid, ovl_ctl.grid_y) - 1u);
+    if (ovl_ctl.grid < 8u || ovl_ctl.grid_y < 8u) {
         return p.y * ovl_ctl.grid + p.x;
     }
     return (((p.y >> 3u) * (ovl_ctl.grid >> 3u) + (p.x >> 3u)) << 6u) | ((p.y & 7u) << 3u) | (p.x & 7u);

@@ -121,3 +121,25 @@ fn dedicated_cells_draw_the_same_picture() {
         assert_eq!(o.stderr.contains("a dedicated allocation"), said, "{}", o.stderr);
     }
 }
+
+/// The cells are sized by the render targets made before them: with the
+/// default grid (2048 a side, 1.2 GB of cells), a 128 x 128 scene gets the
+/// smallest grid, 256 x 256, and a 320 x 192 one 512 x 256 (each side the
+/// targets' next power of two) — and both still equal their reference,
+/// validation silent.
+#[test]
+fn the_cells_are_sized_by_the_render_targets() {
+    for (w, h, cells) in [("128", "128", "256 x 256 cells"), ("320", "192", "512 x 256 cells")] {
+        let o = run_with_timeout(
+            app(Layers::OverlapOverValidation, &["oit-ordered", w, h, "layers=8"])
+                .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+                .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
+            Duration::from_secs(300),
+        );
+        o.assert_ok();
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+        assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
+        assert!(o.stderr.contains(cells), "{w}x{h}: {}", o.stderr);
+        assert!(o.stderr.contains("sized by the render targets made so far"), "{}", o.stderr);
+    }
+}

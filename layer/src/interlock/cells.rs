@@ -100,12 +100,30 @@ pub fn fit_grid(grid: u32, slots: u32, max_bytes: u64) -> u32 {
     g
 }
 
+/// The smallest side of a grid sized by the render targets.
+pub const MIN_GRID: u32 = 256;
+
+/// The grid of cells (per row, per column) for render targets of at most
+/// `targets` (width, height) and `max` cells per side (the setting, fitted
+/// to the driver's limits): each side the targets' next power of two, at
+/// least [`MIN_GRID`], at most `max`; `max` both ways where no target has
+/// been made (pipelines made before their targets).
+pub fn sized_grid(max: u32, targets: (u32, u32)) -> (u32, u32) {
+    if targets.0 == 0 || targets.1 == 0 {
+        return (max, max);
+    }
+    let side = |t: u32| t.checked_next_power_of_two().unwrap_or(max).max(MIN_GRID).min(max);
+    (side(targets.0), side(targets.1))
+}
+
 /// The cells and their descriptor sets.
 pub(super) struct Cells {
     pub(super) buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
     pub(super) counters: *const u32,
     pub(super) cells: vk::Buffer,
     pub(super) bytes: u64,
+    /// Cells per row and per column.
+    pub(super) grid: (u32, u32),
     pub(super) pool: vk::DescriptorPool,
     /// Count, count merging equal keys, run and unordered sets.
     pub(super) sets: [vk::DescriptorSet; 4],
@@ -135,6 +153,10 @@ pub struct Ordered {
     pub(super) secondaries: Mutex<HashSet<vk::CommandBuffer>>,
     pub(super) query_pools: Mutex<HashMap<vk::QueryPool, vk::QueryType>>,
     pub(super) queues: Mutex<HashMap<vk::Queue, u32>>,
+    /// The largest width and height of the render targets made on the
+    /// device (attachment images, framebuffers, swapchains): what the cells
+    /// are sized by when they are made.
+    pub(super) targets: Mutex<(u32, u32)>,
 }
 
 impl Ordered {
@@ -148,6 +170,7 @@ impl Ordered {
             secondaries: Default::default(),
             query_pools: Default::default(),
             queues: Default::default(),
+            targets: Default::default(),
         }
     }
 
@@ -172,6 +195,23 @@ impl Ordered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_grid_is_sized_by_the_render_targets() {
+        // No target yet: the whole grid the setting asks.
+        assert_eq!(sized_grid(2048, (0, 0)), (2048, 2048));
+        // A 1024² target: a quarter of the cells; a 1080p one: 2048 x 2048
+        // rounded per side (1920 -> 2048, 1080 -> 2048); 1280 x 720: 2048 x 1024.
+        assert_eq!(sized_grid(2048, (1024, 1024)), (1024, 1024));
+        assert_eq!(sized_grid(2048, (1920, 1080)), (2048, 2048));
+        assert_eq!(sized_grid(2048, (1280, 720)), (2048, 1024));
+        // Small targets keep MIN_GRID; larger than the setting: the setting
+        // (pixels further apart share cells); a setting below MIN_GRID holds.
+        assert_eq!(sized_grid(2048, (64, 300)), (256, 512));
+        assert_eq!(sized_grid(2048, (8192, 100)), (2048, 256));
+        assert_eq!(sized_grid(128, (4000, 4000)), (128, 128));
+        assert_eq!(sized_grid(2048, (u32::MAX, 1)), (2048, 256));
+    }
 
     #[test]
     fn the_grid_fits_the_drivers_storage_buffer_range() {

@@ -226,12 +226,16 @@ impl Ordered {
                 Ok(c) => core.log().info(
                     id::INTERLOCK_ORDERED_CELLS,
                     &format!(
-                        "ordered interlock: {} x {} cells of {} keys ({} MiB{}), zeroed before the next submission",
-                        self.cfg.grid,
-                        self.cfg.grid,
+                        "ordered interlock: {} x {} cells of {} keys ({} MiB{}; {}), zeroed before the next submission",
+                        c.grid.0,
+                        c.grid.1,
                         self.cfg.slots,
                         c.bytes >> 20,
-                        if c.dedicated { ", a dedicated allocation" } else { "" }
+                        if c.dedicated { ", a dedicated allocation" } else { "" },
+                        match *self.targets.lock() {
+                            (0, _) | (_, 0) => "no render target made yet: the whole grid".to_string(),
+                            (w, h) => format!("sized by the render targets made so far, up to {w} x {h}"),
+                        }
                     ),
                 ),
                 Err(why) => core.log().error(
@@ -247,7 +251,9 @@ impl Ordered {
     fn make(&self, core: &DeviceCore, s: &ReservedSet) -> Result<Cells, String> {
         let d = &core.fns;
         let words = u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * self.cfg.slots);
-        let bytes = u64::from(self.cfg.grid) * u64::from(self.cfg.grid) * words * 4;
+        // Sized by the render targets made so far (`cfg.grid`, already fitted to the driver's limits, at most).
+        let grid = super::cells::sized_grid(self.cfg.grid, *self.targets.lock());
+        let bytes = u64::from(grid.0) * u64::from(grid.1) * words * 4;
         // SAFETY: the physical device the device was created on.
         let props = unsafe { core.instance.fns.get_physical_device_memory_properties(core.physical_device) };
         let mut c = Cells {
@@ -255,6 +261,7 @@ impl Ordered {
             counters: std::ptr::null(),
             cells: vk::Buffer::null(),
             bytes,
+            grid,
             pool: vk::DescriptorPool::null(),
             sets: [vk::DescriptorSet::null(); 4],
             pending_clear: true,
@@ -296,14 +303,15 @@ impl Ordered {
             for (k, mode) in [MODE_COUNT, MODE_COUNT_MERGED, MODE_RUN, MODE_UNORDERED].into_iter().enumerate() {
                 let block = [
                     mode,
-                    self.cfg.grid,
+                    grid.0,
                     self.cfg.slots,
                     self.cfg.wait,
                     u32::from(self.cfg.reverse),
                     u32::from(self.cfg.search_misses),
                     self.cfg.without & !4,
+                    grid.1,
                 ];
-                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 28 bytes long.
+                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 32 bytes long.
                 unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), control_map.add(64 * k), block.len()) };
             }
             // SAFETY: the mapping is 64 bytes (16 words).
@@ -833,6 +841,35 @@ pub unsafe fn begin_command_buffer(
     next(cb, info)
 }
 
+/// A render target of `width` x `height` made: the largest sizes the cells
+/// are sized by.
+fn note_target(s: &ReservedSet, width: u32, height: u32) {
+    if let Some(o) = &s.ordered {
+        let mut t = o.targets.lock();
+        *t = (t.0.max(width), t.1.max(height));
+    }
+}
+
+/// `vkCreateImage`: an attachment's size is a render target's.
+pub fn note_image(s: &ReservedSet, info: &vk::ImageCreateInfo, _: vk::Image) {
+    let attachment = vk::ImageUsageFlags::COLOR_ATTACHMENT
+        | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
+        | vk::ImageUsageFlags::INPUT_ATTACHMENT;
+    if info.usage.intersects(attachment) {
+        note_target(s, info.extent.width, info.extent.height);
+    }
+}
+
+/// `vkCreateFramebuffer`: its size is a render target's (attachments or none).
+pub fn note_framebuffer(s: &ReservedSet, info: &vk::FramebufferCreateInfo, _: vk::Framebuffer) {
+    note_target(s, info.width, info.height);
+}
+
+/// `vkCreateSwapchainKHR`: its images are render targets.
+pub fn note_swapchain(s: &ReservedSet, info: &vk::SwapchainCreateInfoKHR, _: vk::SwapchainKHR) {
+    note_target(s, info.image_extent.width, info.image_extent.height);
+}
+
 /// `vkCreateQueryPool`: the layer remembers the pool's type.
 pub fn note_query_pool(s: &ReservedSet, info: &vk::QueryPoolCreateInfo, pool: vk::QueryPool) {
     if let Some(o) = &s.ordered {
@@ -955,6 +992,19 @@ impl Ordered {
         let mut guard = self.cells.lock();
         let Some(Ok(c)) = &mut *guard else { return None };
         report_counters(core.log(), c);
+        // A render target made after the cells, larger than they were sized for (and than the setting allows).
+        let now = super::cells::sized_grid(self.cfg.grid, *self.targets.lock());
+        if now.0 > c.grid.0 || now.1 > c.grid.1 {
+            core.log().log_once(
+                crate::settings::LogLevel::Warn,
+                id::INTERLOCK_ORDERED_CELLS,
+                "outgrown",
+                &format!(
+                    "ordered interlock: the cells ({} x {}) were sized by the render targets made before the first ordered shader; a target made since needs {} x {}: pixels {} x {} apart share cells there, which costs slots (interlock_ordered_slots; a cell that overflows loses order, logged) and contention",
+                    c.grid.0, c.grid.1, now.0, now.1, c.grid.0, c.grid.1
+                ),
+            );
+        }
         // Measurement only: no cell resets itself (`debug_ordered_without=reset`).
         c.pending_clear |= self.cfg.without & 32 != 0;
         if !c.pending_clear {
