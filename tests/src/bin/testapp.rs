@@ -712,42 +712,50 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
     let kind: overlap_tests::draw_kind::DrawKind = get("draw").unwrap_or("direct").parse()?;
     opts.interlock = true;
     opts.multi_draw |= kind.multi();
-    let g = gpu(opts)?;
-    if section != Section::None && !g.interlock {
-        return Err("VK_EXT_fragment_shader_interlock is not available".into());
-    }
-    if kind.multi() && !g.multi_draw {
-        return Err("VK_EXT_multi_draw is not listed".into());
-    }
+    // `devices=N`: the whole scene on N devices made one after another in
+    // this process (each with the layer's objects made anew), one line each:
+    // tells a speed set per process from one set per device's allocations.
+    let devices: usize = get("devices").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
     let reference = scene::reference(w, h, layers, false, full);
-    let mut times = Vec::new();
-    let mut gpu_times = Vec::new();
-    let (mut wrong, mut worst) = (0, 0);
-    let mut image = None;
-    for _ in 0..reps {
-        let (img, ns, gpu_ns) = scene::render(&g, w, h, layers, section, reverse, full, kind);
-        wrong = wrong.max(scene::differing_pixels(&img, &reference));
-        worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
-        times.push(ns);
-        gpu_times.extend(gpu_ns);
-        image = Some(img);
+    let mut wrong = 0;
+    for device in 0..devices {
+        let g = gpu(opts)?;
+        if section != Section::None && !g.interlock {
+            return Err("VK_EXT_fragment_shader_interlock is not available".into());
+        }
+        if kind.multi() && !g.multi_draw {
+            return Err("VK_EXT_multi_draw is not listed".into());
+        }
+        let mut times = Vec::new();
+        let mut gpu_times = Vec::new();
+        let mut worst = 0;
+        let mut image = None;
+        for _ in 0..reps {
+            let (img, ns, gpu_ns) = scene::render(&g, w, h, layers, section, reverse, full, kind);
+            wrong = wrong.max(scene::differing_pixels(&img, &reference));
+            worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
+            times.push(ns);
+            gpu_times.extend(gpu_ns);
+            image = Some(img);
+        }
+        times.sort();
+        gpu_times.sort();
+        // The insert pass's GPU time (timestamps), where the queue writes them.
+        let gpu_field = gpu_times.get(gpu_times.len() / 2).map(|t| format!(" median_gpu_ns={t}")).unwrap_or_default();
+        let image = image.unwrap();
+        if let Some(p) = get("out") {
+            image.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+        }
+        if let Some(p) = get("ref") {
+            reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+        }
+        let device_field = if devices > 1 { format!(" device={device}") } else { String::new() };
+        println!(
+            "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}{gpu_field} draw={kind}{device_field}",
+            worst,
+            times[times.len() / 2]
+        );
     }
-    times.sort();
-    gpu_times.sort();
-    // The insert pass's GPU time (timestamps), where the queue writes them.
-    let gpu_field = gpu_times.get(gpu_times.len() / 2).map(|t| format!(" median_gpu_ns={t}")).unwrap_or_default();
-    let image = image.unwrap();
-    if let Some(p) = get("out") {
-        image.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
-    }
-    if let Some(p) = get("ref") {
-        reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
-    }
-    println!(
-        "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}{gpu_field} draw={kind}",
-        worst,
-        times[times.len() / 2]
-    );
     if wrong > 0 && !flag("nocheck") {
         return Err(format!("ordered OIT: {wrong} pixels differ from the reference"));
     }
