@@ -102,6 +102,8 @@ pub struct Settings {
     pub fdm_overlay: bool,
     /// `fdm_multiview_flush`: `auto`, `on` or `off`.
     pub fdm_multiview_flush: &'static str,
+    /// `fdm_dynamic_areas`: `all` or `square` (the GPU plan's candidate areas).
+    pub fdm_dynamic_areas: &'static str,
     /// `fdm_storage_composite`: `auto`, `on` or `off`.
     pub fdm_storage_composite: &'static str,
     pub varyings: &'static str,
@@ -436,6 +438,7 @@ impl RawSettings {
             fdm: pick!("fdm"),
             fdm_overlay: get("fdm_overlay") == "true",
             fdm_multiview_flush: pick!("fdm_multiview_flush"),
+            fdm_dynamic_areas: pick!("fdm_dynamic_areas"),
             fdm_storage_composite: pick!("fdm_storage_composite"),
             varyings: pick!("varyings"),
             varyings_uniforms: pick!("varyings_uniforms"),

@@ -30,7 +30,8 @@ layout(push_constant) uniform Params {
     uint views_at;
     uint views;
     // Bit 0: every view takes the smallest area any view chose
-    // (debug_fdm_without=per_view_areas, a control).
+    // (debug_fdm_without=per_view_areas, a control). Bit 1: square areas
+    // only (fdm_dynamic_areas=square), the finer axis both ways.
     uint flags;
     uvec2 texel;
 } pc;
@@ -80,6 +81,10 @@ void main() {
                 ax = min(ax, area_for(t & 0xffu, ax));
                 ay = min(ay, area_for(t >> 8u, ay));
             }
+        }
+        if ((pc.flags & 2u) != 0u) {
+            ax = min(ax, ay);
+            ay = ax;
         }
         words[pc.choices + v * pc.regions + r] = uint(findLSB(ax)) * 3u + uint(findLSB(ay));
         least_x = min(least_x, ax);

@@ -202,6 +202,33 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
     assert!(o.stderr.contains("a quad ending at the viewport's edge"), "{}", o.stderr);
 }
 
+/// `fdm_dynamic_areas=square`: a dynamic map's regions take square areas
+/// only, each the finer axis of what the written map asks — pixel by pixel
+/// exactly that (the program's `square` expectation), every pass type, the
+/// clears and the edges too, validation silent, and the GPU plan says it
+/// replays at 3 areas, not 9. Controls: the square expectation fails under
+/// the default (all nine areas), and the map's own areas fail under
+/// `square`.
+#[test]
+fn square_areas_take_the_finer_axis_of_a_dynamic_map() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic", "square"])
+        .env("VK_OVERLAP_EMULATION_FDM_DYNAMIC_AREAS", "square")
+        .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+    o.assert_ok();
+    let lines = o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic path=") && l.ends_with("follows_written_map=1"));
+    assert_eq!(lines.count(), 3, "{}", o.stdout);
+    assert!(o.stderr.contains("64 regions of the 256x256 render area, 3 areas each"), "{}", o.stderr);
+    assert!(!o.stderr.contains("9 areas each"), "{}", o.stderr);
+    let o = run(&mut app(Layers::OverlapOverValidation, &["fdm-dynamic", "square"]));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("follows_written_map=0"), "{}", o.stdout);
+    let o =
+        run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+            .env("VK_OVERLAP_EMULATION_FDM_DYNAMIC_AREAS", "square"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("follows_written_map=0"), "{}", o.stdout);
+}
+
 /// An application that enables `VK_EXT_conditional_rendering` itself (as
 /// DXVK and vkd3d-proton do) still gets dynamic maps planned on the GPU: the
 /// layer shares the extension. A pass inside the application's own

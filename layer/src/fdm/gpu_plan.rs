@@ -72,16 +72,29 @@ pub const GRID: u32 = 8;
 /// number of replays (coarser regions: larger areas shaded finer).
 const RECORDED: usize = 40_000;
 
-/// Regions per axis for a pass of `cmds` captured commands.
-pub(super) fn grid_for(cmds: usize) -> u32 {
+/// Regions per axis for a pass of `cmds` captured commands replayed at
+/// `areas` candidate areas.
+pub(super) fn grid_for(cmds: usize, areas: usize) -> u32 {
     let mut g = GRID;
-    while g > 1 && (g * g) as usize * AREAS.len() * (cmds + 8) > RECORDED {
+    while g > 1 && (g * g) as usize * areas * (cmds + 8) > RECORDED {
         g /= 2;
     }
     g
 }
 /// The candidate areas, in the plan shader's order: index `log2(x) * 3 + log2(y)`.
 pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
+
+/// Whether area `ai` of [`AREAS`] is a candidate on this device: every one,
+/// or with `fdm_dynamic_areas=square` the square ones (the plan shader then
+/// gives each region the finer axis of what its texels ask, both ways).
+fn candidate(f: &Fdm, ai: usize) -> bool {
+    !f.square_areas || AREAS[ai].0 == AREAS[ai].1
+}
+
+/// How many areas are candidates on this device.
+fn candidates(f: &Fdm) -> usize {
+    (0..AREAS.len()).filter(|&ai| candidate(f, ai)).count()
+}
 /// Words of the region table per region.
 const ROW: u32 = 8;
 /// Words of the view table per view index.
@@ -340,7 +353,7 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
     let (texel, cap) = f.texel_grid(extent, (mw, mh));
     let restored = pass.state.commands().count() + 2;
-    let grid = grid_for(pass.cmds.len() + restored);
+    let grid = grid_for(pass.cmds.len() + restored, candidates(f));
     let regions = regions(render_area, texel, shift, cap, grid, !f.controls.without_edge_fragments);
     if regions.is_empty() {
         return Err(Fallback::EmptyRenderArea);
@@ -774,7 +787,7 @@ impl Recording<'_> {
         let (f, d, cb, e, l, o) = (self.f, self.d, self.cb, self.e, self.layout, self.objects);
         let table_bytes = l.table_bytes(e);
         let (mw, mh) = e.map.size;
-        let flags = f.controls.one_area_per_pass as u32;
+        let flags = f.controls.one_area_per_pass as u32 | (f.square_areas as u32) << 1;
         let pc: Vec<u8> = [mw, mh, l.regions, l.choices, l.table, l.views_at, l.views, flags, e.texel.0, e.texel.1]
             .iter()
             .flat_map(|w| w.to_le_bytes())
@@ -943,7 +956,7 @@ impl Recording<'_> {
             if self.objects.cs_sets[k].is_some() {
                 write = vk::ImageLayout::GENERAL;
             }
-            for t in targets {
+            for (_, t) in targets.iter().enumerate().filter(|(ai, _)| candidate(self.f, *ai)) {
                 t3.push(self.scratch(t, i, a.final_, read));
             }
             t3.push(self.real(i, self.cur[i], write));
@@ -987,7 +1000,7 @@ impl Recording<'_> {
         unsafe {
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.cs_pipeline);
             for (j, &view) in e.drawn.iter().enumerate() {
-                for (ai, area) in AREAS.iter().enumerate() {
+                for (ai, area) in AREAS.iter().enumerate().filter(|(ai, _)| candidate(self.f, *ai)) {
                     let set = sets[j * AREAS.len() + ai];
                     d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.cs_layout, 0, &[set], &[]);
                     let (lx, ly) = (area.0.trailing_zeros(), area.1.trailing_zeros());
@@ -1022,6 +1035,7 @@ impl Recording<'_> {
         let draws: Vec<UpscaleDraw> = AREAS
             .iter()
             .enumerate()
+            .filter(|(ai, _)| candidate(self.f, *ai))
             .map(|(ai, area)| UpscaleDraw {
                 set: o.up_sets[k][ai],
                 words: [area.0, area.1, ai as u32, l.columns, l.rows, l.bounds, l.choices, l.regions, view, layer],
@@ -1089,7 +1103,7 @@ pub(super) unsafe fn replay_gpu(
     // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
     unsafe {
         rec.plan();
-        for (ai, t) in targets.iter().enumerate() {
+        for (ai, t) in targets.iter().enumerate().filter(|(ai, _)| candidate(f, *ai)) {
             rec.area(ai, t, by_draw);
         }
         rec.upscale(&targets);
@@ -1103,7 +1117,7 @@ pub(super) unsafe fn replay_gpu(
                 layout.regions,
                 ra.w,
                 ra.h,
-                AREAS.len(),
+                candidates(f),
                 pass.cmds.len(),
                 if by_draw { "once per area, each run of draws once per region" } else { "per region and area" },
                 e.stored.len(),
@@ -1137,10 +1151,13 @@ mod tests {
         assert_eq!(r[0].row[4], 1);
         assert_eq!(r.iter().map(|x| x.rect.w).sum::<u32>(), 60);
         // A pass of many commands gets fewer regions.
-        assert_eq!(grid_for(2), 8);
-        assert_eq!(grid_for(100), 4);
-        assert_eq!(grid_for(1000), 2);
-        assert_eq!(grid_for(100_000), 1);
+        assert_eq!(grid_for(2, 9), 8);
+        assert_eq!(grid_for(100, 9), 4);
+        assert_eq!(grid_for(1000, 9), 2);
+        assert_eq!(grid_for(100_000, 9), 1);
+        // Three (square) areas: three times the commands for the same regions.
+        assert_eq!(grid_for(100, 3), 8);
+        assert_eq!(grid_for(1000, 3), 2);
         // A density offset shifts the grid: cells start at 4 + 32k (x) and -8 + 32k (y); the cells cut by the
         // render area's edge are regions of their own, and the whole area is covered.
         let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (4, -8), (4, 4), GRID, true);

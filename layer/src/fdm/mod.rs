@@ -552,6 +552,9 @@ pub struct Fdm {
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     pub flush: Option<multiview_flush::Flush>,
+    /// `fdm_dynamic_areas=square`: the GPU plan's regions take square areas
+    /// only ([`gpu_plan`]: three replays of each draw per region, not nine).
+    pub square_areas: bool,
     /// Per-view viewports for multiview replays ([`per_view`]); `None`
     /// where they do not run.
     pub per_view: Option<per_view::PerView>,
@@ -1028,6 +1031,7 @@ impl Fdm {
             gpu_plan: Default::default(),
             raw: None,
             storage_composite: false,
+            square_areas: false,
             texel_limits: ((MIN_TEXEL, MIN_TEXEL), (MAX_TEXEL, MAX_TEXEL)),
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
@@ -1076,6 +1080,7 @@ impl Fdm {
         };
         fdm.below_shader_object = core.next_create_shaders.map(|_| ash::ext::shader_object::DeviceFn::load(below));
         fdm.controls = Controls::from_settings(settings);
+        fdm.square_areas = settings.fdm_dynamic_areas == "square";
         fdm.scratch.get_mut().shared = fdm.controls.scratch_per_command_buffer;
         fdm.texel_limits = texel_limits(&core.instance.log, &core.plan);
         // The next layer's own commands: the layer enabled conditional rendering on this device (`s.gpu_plan`),

@@ -149,7 +149,11 @@ fn main() {
         "fdm-queues" => fdm_queues(&mut opts, &args[1..]),
         "fdm-dynamic-state" => fdm_dynamic_state(&mut opts, args.get(1).map(String::as_str) == Some("plain")),
         "fdm2" => fdm2(&mut opts),
-        "fdm-dynamic" => fdm_dynamic(&mut opts, args[1..].iter().any(|a| a == "app-conditional")),
+        "fdm-dynamic" => fdm_dynamic(
+            &mut opts,
+            args[1..].iter().any(|a| a == "app-conditional"),
+            args[1..].iter().any(|a| a == "square"),
+        ),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "pipeline-route" => pipeline_route(&mut opts, arg(&args, 1)),
         "fdm-client" => {
@@ -1123,7 +1127,9 @@ fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
 /// pixel's FragSizeEXT must be exactly the area the written map asks for
 /// (the 256x256 framebuffer has 8x8 texels of 32 pixels: one GPU-plan region
 /// per texel), which a plan made from the map at recording cannot give.
-fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), String> {
+/// `square`: the expected area is the square of the finer axis of what the
+/// map asks (the layer's `fdm_dynamic_areas=square`).
+fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool, square: bool) -> Result<(), String> {
     use overlap_tests::fdm::{self, Map, Path, Scene};
     opts.fdm = true;
     opts.fdm2 = Some(true);
@@ -1159,7 +1165,10 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool) -> Result<(), Strin
             for y in 0..size.1 {
                 for x in 0..size.0 {
                     let t = written.texels[((y / texel.1) * mw + x / texel.0) as usize];
-                    let want = (fdm::requested(t[0]), fdm::requested(t[1]));
+                    let mut want = (fdm::requested(t[0]), fdm::requested(t[1]));
+                    if square {
+                        want = (want.0.min(want.1), want.0.min(want.1));
+                    }
                     let p = px[(y * size.0 + x) as usize][0];
                     let got = ((p / 16) as u32, (p % 16) as u32);
                     if got != want {
