@@ -143,3 +143,23 @@ fn the_cells_are_sized_by_the_render_targets() {
         assert!(o.stderr.contains("sized by the render targets made so far"), "{}", o.stderr);
     }
 }
+
+/// A render target made after the cells that needs more of them: the cells
+/// grow (the old ones kept for command buffers recorded with them), and
+/// the larger scene drawn on the same device still equals its reference.
+/// Without the growth the 448 x 320 scene would run on 256 x 256 cells.
+#[test]
+fn the_cells_grow_for_a_larger_target_made_later() {
+    let o = run_with_timeout(
+        app(Layers::OverlapOverValidation, &["oit-ordered", "128", "128", "layers=8", "grow=448x320"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
+        Duration::from_secs(300),
+    );
+    o.assert_ok();
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+    assert!(o.stdout.contains("oit_ordered_grown size=448x320 wrong_pixels=0"), "{}", o.stdout);
+    assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
+    assert!(o.stderr.contains("256 x 256 cells of 32 keys"), "{}", o.stderr);
+    assert!(o.stderr.contains("the cells grow from 256 x 256 to 512 x 512"), "{}", o.stderr);
+}

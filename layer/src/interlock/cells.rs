@@ -157,6 +157,10 @@ pub struct Ordered {
     /// device (attachment images, framebuffers, swapchains): what the cells
     /// are sized by when they are made.
     pub(super) targets: Mutex<(u32, u32)>,
+    /// The cells the current ones grew out of (a larger render target made
+    /// after them): command buffers recorded with them may be submitted
+    /// again, so they live until the device is destroyed.
+    pub(super) retired: Mutex<Vec<Cells>>,
 }
 
 impl Ordered {
@@ -171,6 +175,7 @@ impl Ordered {
             query_pools: Default::default(),
             queues: Default::default(),
             targets: Default::default(),
+            retired: Default::default(),
         }
     }
 

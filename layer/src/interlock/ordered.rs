@@ -221,7 +221,7 @@ impl Ordered {
     pub fn ready(&self, core: &DeviceCore, s: &ReservedSet) -> bool {
         let mut cells = self.cells.lock();
         if cells.is_none() {
-            let made = self.make(core, s);
+            let made = self.make(core, s, super::cells::sized_grid(self.cfg.grid, *self.targets.lock()));
             match &made {
                 Ok(c) => core.log().info(
                     id::INTERLOCK_ORDERED_CELLS,
@@ -248,11 +248,11 @@ impl Ordered {
         matches!(*cells, Some(Ok(_)))
     }
 
-    fn make(&self, core: &DeviceCore, s: &ReservedSet) -> Result<Cells, String> {
+    /// Cells of `grid` (per row, per column), their control blocks and
+    /// descriptor sets.
+    fn make(&self, core: &DeviceCore, s: &ReservedSet, grid: (u32, u32)) -> Result<Cells, String> {
         let d = &core.fns;
         let words = u64::from(overlap_shaders::ordered::CELL_HEADER + 2 * self.cfg.slots);
-        // Sized by the render targets made so far (`cfg.grid`, already fitted to the driver's limits, at most).
-        let grid = super::cells::sized_grid(self.cfg.grid, *self.targets.lock());
         let bytes = u64::from(grid.0) * u64::from(grid.1) * words * 4;
         // SAFETY: the physical device the device was created on.
         let props = unsafe { core.instance.fns.get_physical_device_memory_properties(core.physical_device) };
@@ -368,6 +368,42 @@ impl Ordered {
         }
     }
 
+    /// The cells' sets for a draw about to be recorded: first, where a
+    /// render target made since the cells needs more of them (up to the
+    /// setting's grid), cells of the larger grid replace them (the old ones
+    /// are kept: command buffers recorded with them may be submitted again).
+    fn sets_for_draw(&self, core: &DeviceCore, s: &ReservedSet) -> Option<[vk::DescriptorSet; 4]> {
+        let want = super::cells::sized_grid(self.cfg.grid, *self.targets.lock());
+        let mut cells = self.cells.lock();
+        let Some(Ok(c)) = &mut *cells else { return None };
+        if want.0 > c.grid.0 || want.1 > c.grid.1 {
+            let grid = (want.0.max(c.grid.0), want.1.max(c.grid.1));
+            match self.make(core, s, grid) {
+                Ok(new) => {
+                    core.log().info(
+                        id::INTERLOCK_ORDERED_CELLS,
+                        &format!(
+                            "ordered interlock: the cells grow from {} x {} to {} x {} for a larger render target ({} MiB more; the old ones are kept until the device is destroyed)",
+                            c.grid.0, c.grid.1, grid.0, grid.1, new.bytes >> 20
+                        ),
+                    );
+                    let old = std::mem::replace(c, new);
+                    self.retired.lock().push(old);
+                }
+                Err(why) => core.log().log_once(
+                    crate::settings::LogLevel::Warn,
+                    id::INTERLOCK_ORDERED_CELLS,
+                    "grow",
+                    &format!(
+                        "ordered interlock: cannot grow the cells from {} x {} to {} x {} ({why}): pixels {} x {} apart share cells, which costs slots (a cell that overflows loses order, logged)",
+                        c.grid.0, c.grid.1, grid.0, grid.1, c.grid.0, c.grid.1
+                    ),
+                ),
+            }
+        }
+        Some(c.sets)
+    }
+
     fn sets(&self) -> Option<[vk::DescriptorSet; 4]> {
         match &*self.cells.lock() {
             Some(Ok(c)) => Some(c.sets),
@@ -428,12 +464,19 @@ impl Ordered {
         if let Some(Ok(c)) = &mut *self.cells.lock() {
             report_counters(log, c);
         }
+        for c in self.retired.lock().iter_mut() {
+            report_counters(log, c);
+        }
     }
 
     /// # Safety
     /// The device is idle and being destroyed.
     pub unsafe fn destroy(&self, d: &ash::Device) {
         if let Some(Ok(c)) = &*self.cells.lock() {
+            // SAFETY: the caller's guarantee.
+            unsafe { destroy_cells(d, c) };
+        }
+        for c in self.retired.lock().iter() {
             // SAFETY: the caller's guarantee.
             unsafe { destroy_cells(d, c) };
         }
@@ -492,7 +535,7 @@ pub fn draw(
             return run();
         }
     };
-    let Some([count_set, merged_set, run_set, unordered_set]) = o.sets() else {
+    let Some([count_set, merged_set, run_set, unordered_set]) = o.sets_for_draw(core, s) else {
         // Cannot happen: ordered modules are made only once the cells exist.
         bind(s.lock_set);
         return run();
@@ -986,39 +1029,42 @@ pub unsafe fn get_device_queue2(
 
 impl Ordered {
     /// At a submission on `queue`: the counters logged, and the clear
-    /// command buffer (recorded for the queue's family) when the cells are
-    /// still to be zeroed. Returns it, to go first in this submission.
-    fn before_submit(&self, core: &DeviceCore, s: &ReservedSet, queue: vk::Queue) -> Option<vk::CommandBuffer> {
+    /// command buffers (recorded for the queue's family) of the cells still
+    /// to be zeroed — the current ones and those the cells grew out of
+    /// (command buffers recorded with them may be submitted again). Returns
+    /// them, to go first in this submission.
+    fn before_submit(&self, core: &DeviceCore, s: &ReservedSet, queue: vk::Queue) -> Vec<vk::CommandBuffer> {
         let mut guard = self.cells.lock();
-        let Some(Ok(c)) = &mut *guard else { return None };
-        report_counters(core.log(), c);
-        // A render target made after the cells, larger than they were sized for (and than the setting allows).
-        let now = super::cells::sized_grid(self.cfg.grid, *self.targets.lock());
-        if now.0 > c.grid.0 || now.1 > c.grid.1 {
-            core.log().log_once(
-                crate::settings::LogLevel::Warn,
-                id::INTERLOCK_ORDERED_CELLS,
-                "outgrown",
-                &format!(
-                    "ordered interlock: the cells ({} x {}) were sized by the render targets made before the first ordered shader; a target made since needs {} x {}: pixels {} x {} apart share cells there, which costs slots (interlock_ordered_slots; a cell that overflows loses order, logged) and contention",
-                    c.grid.0, c.grid.1, now.0, now.1, c.grid.0, c.grid.1
-                ),
-            );
+        let Some(Ok(current)) = &mut *guard else { return Vec::new() };
+        let mut retired = self.retired.lock();
+        let mut clears = Vec::new();
+        for c in std::iter::once(current).chain(retired.iter_mut()) {
+            report_counters(core.log(), c);
+            // Measurement only: no cell resets itself (`debug_ordered_without=reset`).
+            c.pending_clear |= self.cfg.without & 32 != 0;
+            if !c.pending_clear {
+                continue;
+            }
+            let Some(family) = self.queues.lock().get(&queue).copied() else {
+                core.log().log_once(
+                    crate::settings::LogLevel::Error,
+                    id::INTERLOCK_ORDERED_CELLS,
+                    "queue",
+                    "ordered interlock: a submission on a queue the layer did not see vkGetDeviceQueue return; the cells are zeroed on the next known queue",
+                );
+                return clears;
+            };
+            clears.extend(zeroing(core, s, c, family));
         }
-        // Measurement only: no cell resets itself (`debug_ordered_without=reset`).
-        c.pending_clear |= self.cfg.without & 32 != 0;
-        if !c.pending_clear {
-            return None;
-        }
-        let Some(family) = self.queues.lock().get(&queue).copied() else {
-            core.log().log_once(
-                crate::settings::LogLevel::Error,
-                id::INTERLOCK_ORDERED_CELLS,
-                "queue",
-                "ordered interlock: a submission on a queue the layer did not see vkGetDeviceQueue return; the cells are zeroed on the next known queue",
-            );
-            return None;
-        };
+        clears
+    }
+}
+
+/// The command buffer that zeroes cells `c` on a queue of `family` (made
+/// once per family), where it can be had; the cells are then no longer
+/// pending.
+fn zeroing(core: &DeviceCore, s: &ReservedSet, c: &mut Cells, family: u32) -> Option<vk::CommandBuffer> {
+    {
         let d = &core.fns;
         let cb = match c.clear.get(&family) {
             Some((_, cb)) => *cb,
@@ -1115,11 +1161,11 @@ pub unsafe fn queue_submit(
     fence: vk::Fence,
     next: impl FnOnce(vk::Queue, u32, *const vk::SubmitInfo<'_>, vk::Fence) -> vk::Result,
 ) -> vk::Result {
-    let Some(clear) = s.ordered.as_ref().and_then(|o| o.before_submit(core, s, queue)) else {
+    let clears = s.ordered.as_ref().map(|o| o.before_submit(core, s, queue)).unwrap_or_default();
+    if clears.is_empty() {
         return next(queue, n, submits, fence);
-    };
-    let cbs = [clear];
-    let mut all = vec![vk::SubmitInfo::default().command_buffers(&cbs)];
+    }
+    let mut all = vec![vk::SubmitInfo::default().command_buffers(&clears)];
     // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter: `submitCount` valid infos.
     all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });
     next(queue, all.len() as u32, all.as_ptr(), fence)
@@ -1138,10 +1184,12 @@ pub unsafe fn queue_submit2(
     fence: vk::Fence,
     next: impl FnOnce(vk::Queue, u32, *const vk::SubmitInfo2<'_>, vk::Fence) -> vk::Result,
 ) -> vk::Result {
-    let Some(clear) = s.ordered.as_ref().and_then(|o| o.before_submit(core, s, queue)) else {
+    let clears = s.ordered.as_ref().map(|o| o.before_submit(core, s, queue)).unwrap_or_default();
+    if clears.is_empty() {
         return next(queue, n, submits, fence);
-    };
-    let cbs = [vk::CommandBufferSubmitInfo::default().command_buffer(clear)];
+    }
+    let cbs: Vec<vk::CommandBufferSubmitInfo> =
+        clears.iter().map(|&cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb)).collect();
     let mut all = vec![vk::SubmitInfo2::default().command_buffer_infos(&cbs)];
     // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter: `submitCount` valid infos.
     all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });

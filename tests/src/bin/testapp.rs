@@ -720,6 +720,11 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
     // this process (each with the layer's objects made anew), one line each:
     // tells a speed set per process from one set per device's allocations.
     let devices: usize = get("devices").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+    // `grow=WxH`: then the scene once more at that size on the same device
+    // (its targets made after the first ordered draws), judged against its
+    // own reference.
+    let grow: Option<(u32, u32)> =
+        get("grow").and_then(|v| v.split_once('x')).and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
     let reference = scene::reference(w, h, layers, false, full);
     let mut wrong = 0;
     for device in 0..devices {
@@ -752,6 +757,13 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         }
         if let Some(p) = get("ref") {
             reference.write_png(std::path::Path::new(p)).map_err(|e| e.to_string())?;
+        }
+        if let Some((w2, h2)) = grow {
+            let reference2 = scene::reference(w2, h2, layers, false, full);
+            let (img, _, _) = scene::render(&g, w2, h2, layers, section, reverse, full, kind);
+            let wrong2 = scene::differing_pixels(&img, &reference2);
+            println!("oit_ordered_grown size={w2}x{h2} wrong_pixels={wrong2}");
+            wrong = wrong.max(wrong2);
         }
         let device_field = if devices > 1 { format!(" device={device}") } else { String::new() };
         println!(
