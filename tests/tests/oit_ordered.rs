@@ -163,3 +163,28 @@ fn the_cells_grow_for_a_larger_target_made_later() {
     assert!(o.stderr.contains("256 x 256 cells of 32 keys"), "{}", o.stderr);
     assert!(o.stderr.contains("the cells grow from 256 x 256 to 512 x 512"), "{}", o.stderr);
 }
+
+/// Where a render area is larger than the cells can be (here the grid held
+/// at 256 by `interlock_ordered_grid`), pixels share cells and order can be
+/// lost with no counter firing (a known limit: 320 x 64 loses order on
+/// lavapipe): the layer says so, once. Control: a render area the cells
+/// cover says nothing.
+#[test]
+fn render_areas_larger_than_the_cells_are_reported() {
+    let scene_at = |w: &str| {
+        run_with_timeout(
+            app(Layers::OverlapOverValidation, &["oit-ordered", w, "64", "layers=8", "nocheck"])
+                .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+                .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "256"),
+            Duration::from_secs(300),
+        )
+    };
+    let said = "exceeds the cells (256 x 256";
+    let o = scene_at("320");
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+    assert_eq!(o.stderr.matches(said).count(), 1, "{}", o.stderr);
+    let o = scene_at("256");
+    o.assert_ok();
+    assert!(!o.stderr.contains(said), "{}", o.stderr);
+    assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
+}

@@ -401,6 +401,18 @@ impl Ordered {
                 ),
             }
         }
+        let targets = *self.targets.lock();
+        if targets.0 > c.grid.0 || targets.1 > c.grid.1 {
+            core.log().log_once(
+                crate::settings::LogLevel::Warn,
+                id::INTERLOCK_ORDER_LOST,
+                "shared cells",
+                &format!(
+                    "ordered interlock: a render area of up to {} x {} exceeds the cells ({} x {}, interlock_ordered_grid fitted to the driver's limits): pixels {} x {} apart share cells, and primitive order can be lost there without any counter firing (seen on lavapipe with render areas wider than the cells; raise interlock_ordered_grid where the driver's limits allow)",
+                    targets.0, targets.1, c.grid.0, c.grid.1, c.grid.0, c.grid.1
+                ),
+            );
+        }
         Some(c.sets)
     }
 
@@ -694,7 +706,9 @@ pub unsafe fn cmd_begin_render_pass(
     if let Some(o) = &s.ordered {
         before_pass(core, o, cb);
         // SAFETY: VUID-vkCmdBeginRenderPass-pRenderPassBegin-parameter.
-        o.set_pass(cb, Pass::Subpass(unsafe { (*info).render_pass }, 0));
+        let info = unsafe { &*info };
+        note_render_area(s, info.render_area);
+        o.set_pass(cb, Pass::Subpass(info.render_pass, 0));
     }
     next(cb, info, contents)
 }
@@ -712,7 +726,9 @@ pub unsafe fn cmd_begin_render_pass2(
     if let Some(o) = &s.ordered {
         before_pass(core, o, cb);
         // SAFETY: VUID-vkCmdBeginRenderPass2-pRenderPassBegin-parameter.
-        o.set_pass(cb, Pass::Subpass(unsafe { (*info).render_pass }, 0));
+        let info = unsafe { &*info };
+        note_render_area(s, info.render_area);
+        o.set_pass(cb, Pass::Subpass(info.render_pass, 0));
     }
     next(cb, info, sub)
 }
@@ -773,6 +789,7 @@ pub unsafe fn cmd_begin_rendering(
     if let Some(o) = &s.ordered {
         // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter.
         let i = unsafe { &*info };
+        note_render_area(s, i.render_area);
         if !i.flags.contains(vk::RenderingFlags::RESUMING) {
             before_pass(core, o, cb);
         }
@@ -891,6 +908,16 @@ fn note_target(s: &ReservedSet, width: u32, height: u32) {
         let mut t = o.targets.lock();
         *t = (t.0.max(width), t.1.max(height));
     }
+}
+
+/// A render pass instance begun: its render area's far corner is a render
+/// target's size. Where pixels share cells (a render area larger than the
+/// cells) order is lost without any counter firing (seen on lavapipe; the
+/// mechanism is not yet known): the cells must cover the render area, so
+/// the next ordered draw grows them where they do not.
+fn note_render_area(s: &ReservedSet, area: vk::Rect2D) {
+    let end = |o: i32, e: u32| (o.max(0) as u32).saturating_add(e);
+    note_target(s, end(area.offset.x, area.extent.width), end(area.offset.y, area.extent.height));
 }
 
 /// `vkCreateImage`: an attachment's size is a render target's.
