@@ -449,6 +449,16 @@ bool ovl_begin() {
     ovl_polls = 0u;
     ovl_counted = 0u;
     ovl_left = 0u;
+    // Pixels a grid apart share cells: each copy of the grid orders its own
+    // keys, the copy's index above the instance (bits 20-23), so that one
+    // primitive covering two pixels of a cell is two keys, not one twice.
+    // An instance of 2^20 or more in a copy other than the first is out of
+    // range (counted, logged).
+    uvec2 copy = ovl_origin >> uvec2(findMSB(ovl_ctl.grid), findMSB(ovl_ctl.grid_y));
+    uint alias = min(copy.x + 4u * copy.y, 15u);
+    if (alias != 0u) {
+        ovl_key.x = ovl_key.x >= 0x100000u ? 0xffffffffu : ovl_key.x | (alias << 20u);
+    }
     bool counting = ovl_ctl.mode == 0u || ovl_ctl.mode == 3u;
     if (ovl_helper) {
         return counting;

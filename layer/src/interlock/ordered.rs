@@ -405,10 +405,10 @@ impl Ordered {
         if targets.0 > c.grid.0 || targets.1 > c.grid.1 {
             core.log().log_once(
                 crate::settings::LogLevel::Warn,
-                id::INTERLOCK_ORDER_LOST,
+                id::INTERLOCK_ORDERED_CELLS,
                 "shared cells",
                 &format!(
-                    "ordered interlock: a render area of up to {} x {} exceeds the cells ({} x {}, interlock_ordered_grid fitted to the driver's limits): pixels {} x {} apart share cells, and primitive order can be lost there without any counter firing (seen on lavapipe with render areas wider than the cells; raise interlock_ordered_grid where the driver's limits allow)",
+                    "ordered interlock: a render area of up to {} x {} exceeds the cells ({} x {}, interlock_ordered_grid fitted to the driver's limits): pixels {} x {} apart share cells, which then hold the keys of several pixels (a cell that overflows interlock_ordered_slots loses order, counted and logged) and contend",
                     targets.0, targets.1, c.grid.0, c.grid.1, c.grid.0, c.grid.1
                 ),
             );
@@ -911,10 +911,9 @@ fn note_target(s: &ReservedSet, width: u32, height: u32) {
 }
 
 /// A render pass instance begun: its render area's far corner is a render
-/// target's size. Where pixels share cells (a render area larger than the
-/// cells) order is lost without any counter firing (seen on lavapipe; the
-/// mechanism is not yet known): the cells must cover the render area, so
-/// the next ordered draw grows them where they do not.
+/// target's size, so the next ordered draw grows the cells to cover it
+/// where they do not (pixels sharing cells cost slots and contention; the
+/// protocol keys each copy of the grid apart, `ovl_begin`).
 fn note_render_area(s: &ReservedSet, area: vk::Rect2D) {
     let end = |o: i32, e: u32| (o.max(0) as u32).saturating_add(e);
     note_target(s, end(area.offset.x, area.extent.width), end(area.offset.y, area.extent.height));
