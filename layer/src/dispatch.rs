@@ -755,9 +755,7 @@ mod tests {
     /// `layer/gen/dynamic_state.py` makes from `layer/gen/dynamic_state.json`.
     #[test]
     fn generated_dynamic_state_is_current() {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/dynamic_state.py");
-        let out = std::process::Command::new("python3").arg(script).arg("--check").output().expect("python3");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        crate::generated::assert_current("dynamic_state.py");
     }
 
     /// Every command of the generated source is a row, under each of its

@@ -417,9 +417,7 @@ mod tests {
     /// The generated table is what the generator makes from this ash.
     #[test]
     fn generated_struct_sizes_are_current() {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/struct_sizes.py");
-        let out = std::process::Command::new("python3").arg(script).arg("--check").output().expect("python3");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        crate::generated::assert_current("struct_sizes.py");
     }
 
     /// The registry-made table's layout computation gives ash's (rustc's)

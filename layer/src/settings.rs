@@ -522,9 +522,7 @@ mod tests {
     /// `layer/gen/settings.py` makes from `layer/gen/settings.json`.
     #[test]
     fn generated_settings_are_current() {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/gen/settings.py");
-        let out = std::process::Command::new("python3").arg(script).arg("--check").output().expect("python3");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        crate::generated::assert_current("settings.py");
     }
 
     /// Every setting has its line in the README's brief list and its row in

@@ -1,4 +1,7 @@
 //! Generated code (see `layer/gen/`); a test fails when it is stale.
+//! `dynamic_state_rows.rs` and `dynamic_state_capture.rs` (from
+//! `layer/gen/dynamic_state.py`) are not modules: `dispatch.rs` and
+//! `fdm/capture.rs` include them where their macros are defined.
 
 #[rustfmt::skip]
 #[allow(clippy::all)]
@@ -13,3 +16,17 @@ pub mod newer_struct_sizes;
 #[rustfmt::skip]
 #[allow(clippy::all)]
 pub mod settings;
+
+/// Tests: `layer/gen/<script> --check` passes, i.e. what it writes is
+/// current; otherwise the test fails with the script's output.
+#[cfg(test)]
+pub fn assert_current(script: &str) {
+    let path = format!("{}/gen/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("python3").arg(&path).arg("--check").output().expect("python3");
+    assert!(
+        out.status.success(),
+        "{script}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
