@@ -162,6 +162,22 @@ fn the_cells_grow_for_a_larger_target_made_later() {
     assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
     assert!(o.stderr.contains("256 x 256 cells of 32 keys"), "{}", o.stderr);
     assert!(o.stderr.contains("the cells grow from 256 x 256 to 512 x 512"), "{}", o.stderr);
+    // The growth's allocation failing (the layer's fifth vkAllocateMemory in
+    // this program: the lock image's, the first cells' three, then this):
+    // said once, not tried again at every draw, and the larger scene runs
+    // on the shared 256 x 256 cells — still its reference, since each copy
+    // of the grid keys its fragments apart.
+    let o = run_with_timeout(
+        app(Layers::OverlapOverValidation, &["oit-ordered", "128", "128", "layers=8", "grow=448x320"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+            .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkAllocateMemory@5")
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
+        Duration::from_secs(300),
+    );
+    o.assert_ok();
+    assert!(o.stdout.contains("oit_ordered_grown size=448x320 wrong_pixels=0"), "{}", o.stdout);
+    assert_eq!(o.stderr.matches("cannot grow the cells from 256 x 256 to 512 x 512").count(), 1, "{}", o.stderr);
+    assert!(!o.stderr.contains("the cells grow from"), "{}", o.stderr);
 }
 
 /// Where a render area is larger than the cells can be (here the grid held

@@ -135,6 +135,9 @@ pub(super) struct Cells {
     pub(super) logged: [u32; overlap_shaders::ordered::COUNTERS],
     /// The cells are a dedicated allocation (`debug_ordered_dedicated`).
     pub(super) dedicated: bool,
+    /// Growing out of them failed once (not tried again: each try would
+    /// be an allocation at every draw).
+    pub(super) grow_failed: bool,
 }
 
 // SAFETY: `counters` points into host-visible memory the layer mapped and

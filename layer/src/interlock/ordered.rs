@@ -268,6 +268,7 @@ impl Ordered {
             clear: HashMap::new(),
             logged: [0; overlap_shaders::ordered::COUNTERS],
             dedicated: false,
+            grow_failed: false,
         };
         let r = (|| -> Result<(), String> {
             // Measurement only (`debug_ordered_dedicated`): the cells a dedicated allocation (core in 1.1), the
@@ -376,7 +377,7 @@ impl Ordered {
         let want = super::cells::sized_grid(self.cfg.grid, *self.targets.lock());
         let mut cells = self.cells.lock();
         let Some(Ok(c)) = &mut *cells else { return None };
-        if want.0 > c.grid.0 || want.1 > c.grid.1 {
+        if (want.0 > c.grid.0 || want.1 > c.grid.1) && !c.grow_failed {
             let grid = (want.0.max(c.grid.0), want.1.max(c.grid.1));
             match self.make(core, s, grid) {
                 Ok(new) => {
@@ -390,15 +391,16 @@ impl Ordered {
                     let old = std::mem::replace(c, new);
                     self.retired.lock().push(old);
                 }
-                Err(why) => core.log().log_once(
-                    crate::settings::LogLevel::Warn,
-                    id::INTERLOCK_ORDERED_CELLS,
-                    "grow",
-                    &format!(
-                        "ordered interlock: cannot grow the cells from {} x {} to {} x {} ({why}): pixels {} x {} apart share cells, which costs slots (a cell that overflows loses order, logged)",
-                        c.grid.0, c.grid.1, grid.0, grid.1, c.grid.0, c.grid.1
-                    ),
-                ),
+                Err(why) => {
+                    c.grow_failed = true;
+                    core.log().warn(
+                        id::INTERLOCK_ORDERED_CELLS,
+                        &format!(
+                            "ordered interlock: cannot grow the cells from {} x {} to {} x {} ({why}), not tried again: pixels {} x {} apart share cells, which costs slots (a cell that overflows loses order, logged)",
+                            c.grid.0, c.grid.1, grid.0, grid.1, c.grid.0, c.grid.1
+                        ),
+                    );
+                }
             }
         }
         let targets = *self.targets.lock();
