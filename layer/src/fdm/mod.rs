@@ -41,7 +41,8 @@
 //!   snapshot, the replay transform), `model` (the pass as begun and as
 //!   captured, its attachments, the per-command-buffer state), `map_readback`
 //!   (the density map's texels, read on the host), [`bins`], [`layered`]
-//!   (`VK_VALVE_fragment_density_map_layered`);
+//!   (`VK_VALVE_fragment_density_map_layered`), `fallback` (why a pass
+//!   renders at 1x1: one variant per reason);
 //! - **plan** (pure, unit-tested): [`bins`] from the map to bins and
 //!   replays; `replay_plan` from the bin plan to the steps each replay
 //!   records, and the bin plans of recent passes;
