@@ -96,7 +96,8 @@ pub const BINDING_CELLS: u32 = 1;
 pub const BINDING_CONTROL: u32 = 2;
 pub const BINDING_COUNTERS: u32 = 3;
 /// The counters buffer: overflowed cells, expired waits, keys not found,
-/// keys out of range (an instance index of 2^24 or more).
+/// keys out of range (an instance index of 2^24 or more, or of 2^20 or
+/// more where pixels a grid apart share cells).
 pub const COUNTERS: usize = 4;
 /// Words of a cell's header; each slot holds a key of two words. (Each
 /// header word and each pair of slots is a plane of its own over all

@@ -1074,9 +1074,15 @@ pub(super) unsafe fn replay_gpu(
 ) -> Result<(), Fallback> {
     let started = std::time::Instant::now();
     let e = eligible(f, pass)?;
-    // Scratch targets per area, claimed for `cb`.
+    // Scratch targets per area, claimed for `cb`. An area that is not a
+    // candidate is never rendered nor upscaled: the 1x1 area's targets stand
+    // in for it (its descriptor sets, made for every area, are never bound).
     let mut targets: Vec<Targets> = Vec::with_capacity(AREAS.len());
-    for area in AREAS {
+    for (ai, area) in AREAS.into_iter().enumerate() {
+        if !candidate(f, ai) {
+            targets.push(targets[0].clone());
+            continue;
+        }
         // SAFETY: the pass's begin and attachments are alive (the capture rule).
         targets.push(
             unsafe { scratch_targets(dev, f, cb, &pass.begin, &e.atts, area, e.extent, e.fb_layers) }

@@ -7,6 +7,7 @@
 use ash::vk;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// The ordered strategy's settings and limits, fixed at device creation.
 #[derive(Clone, Copy, Debug)]
@@ -135,9 +136,6 @@ pub(super) struct Cells {
     pub(super) logged: [u32; overlap_shaders::ordered::COUNTERS],
     /// The cells are a dedicated allocation (`debug_ordered_dedicated`).
     pub(super) dedicated: bool,
-    /// Growing out of them failed once (not tried again: each try would
-    /// be an allocation at every draw).
-    pub(super) grow_failed: bool,
 }
 
 // SAFETY: `counters` points into host-visible memory the layer mapped and
@@ -157,9 +155,12 @@ pub struct Ordered {
     pub(super) query_pools: Mutex<HashMap<vk::QueryPool, vk::QueryType>>,
     pub(super) queues: Mutex<HashMap<vk::Queue, u32>>,
     /// The largest width and height of the render targets made on the
-    /// device (attachment images, framebuffers, swapchains): what the cells
-    /// are sized by when they are made.
-    pub(super) targets: Mutex<(u32, u32)>,
+    /// device (attachment images, framebuffers, swapchains, render areas):
+    /// what the cells are sized by ([`Ordered::note_target`]).
+    targets: [AtomicU32; 2],
+    /// A target grew since the last ordered draw looked (the draws check
+    /// the cells against the targets only then).
+    targets_grew: AtomicBool,
     /// The cells the current ones grew out of (a larger render target made
     /// after them): command buffers recorded with them may be submitted
     /// again, so they live until the device is destroyed.
@@ -178,8 +179,28 @@ impl Ordered {
             query_pools: Default::default(),
             queues: Default::default(),
             targets: Default::default(),
+            targets_grew: AtomicBool::new(false),
             retired: Default::default(),
         }
+    }
+
+    /// A render target of `width` x `height` made.
+    pub(super) fn note_target(&self, width: u32, height: u32) {
+        let w = self.targets[0].fetch_max(width, Ordering::Relaxed);
+        let h = self.targets[1].fetch_max(height, Ordering::Relaxed);
+        if width > w || height > h {
+            self.targets_grew.store(true, Ordering::Release);
+        }
+    }
+
+    /// The largest render target's width and height so far.
+    pub(super) fn targets(&self) -> (u32, u32) {
+        (self.targets[0].load(Ordering::Relaxed), self.targets[1].load(Ordering::Relaxed))
+    }
+
+    /// Whether a target grew since the last call.
+    pub(super) fn targets_grew(&self) -> bool {
+        self.targets_grew.swap(false, Ordering::AcqRel)
     }
 
     /// The set layout bindings 1–3 (cells, control, counters).

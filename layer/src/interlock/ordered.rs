@@ -221,7 +221,7 @@ impl Ordered {
     pub fn ready(&self, core: &DeviceCore, s: &ReservedSet) -> bool {
         let mut cells = self.cells.lock();
         if cells.is_none() {
-            let made = self.make(core, s, super::cells::sized_grid(self.cfg.grid, *self.targets.lock()));
+            let made = self.make(core, s, super::cells::sized_grid(self.cfg.grid, self.targets()));
             match &made {
                 Ok(c) => core.log().info(
                     id::INTERLOCK_ORDERED_CELLS,
@@ -232,7 +232,7 @@ impl Ordered {
                         self.cfg.slots,
                         c.bytes >> 20,
                         if c.dedicated { ", a dedicated allocation" } else { "" },
-                        match *self.targets.lock() {
+                        match self.targets() {
                             (0, _) | (_, 0) => "no render target made yet: the whole grid".to_string(),
                             (w, h) => format!("sized by the render targets made so far, up to {w} x {h}"),
                         }
@@ -268,7 +268,6 @@ impl Ordered {
             clear: HashMap::new(),
             logged: [0; overlap_shaders::ordered::COUNTERS],
             dedicated: false,
-            grow_failed: false,
         };
         let r = (|| -> Result<(), String> {
             // Measurement only (`debug_ordered_dedicated`): the cells a dedicated allocation (core in 1.1), the
@@ -369,15 +368,27 @@ impl Ordered {
         }
     }
 
-    /// The cells' sets for a draw about to be recorded: first, where a
-    /// render target made since the cells needs more of them (up to the
-    /// setting's grid), cells of the larger grid replace them (the old ones
-    /// are kept: command buffers recorded with them may be submitted again).
+    /// The cells' sets for a draw about to be recorded, the cells first
+    /// fitted to the render targets where one grew since the last draw
+    /// ([`Ordered::fit_targets`]).
     fn sets_for_draw(&self, core: &DeviceCore, s: &ReservedSet) -> Option<[vk::DescriptorSet; 4]> {
-        let want = super::cells::sized_grid(self.cfg.grid, *self.targets.lock());
         let mut cells = self.cells.lock();
         let Some(Ok(c)) = &mut *cells else { return None };
-        if (want.0 > c.grid.0 || want.1 > c.grid.1) && !c.grow_failed {
+        if self.targets_grew() {
+            self.fit_targets(core, s, c);
+        }
+        Some(c.sets)
+    }
+
+    /// Where a render target made since the cells needs more of them (up to
+    /// the setting's grid), cells of the larger grid replace them (the old
+    /// ones are kept: command buffers recorded with them may be submitted
+    /// again); where the targets need more than the setting allows, that is
+    /// said once.
+    fn fit_targets(&self, core: &DeviceCore, s: &ReservedSet, c: &mut Cells) {
+        let targets = self.targets();
+        let want = super::cells::sized_grid(self.cfg.grid, targets);
+        if want.0 > c.grid.0 || want.1 > c.grid.1 {
             let grid = (want.0.max(c.grid.0), want.1.max(c.grid.1));
             match self.make(core, s, grid) {
                 Ok(new) => {
@@ -392,18 +403,16 @@ impl Ordered {
                     self.retired.lock().push(old);
                 }
                 Err(why) => {
-                    c.grow_failed = true;
                     core.log().warn(
                         id::INTERLOCK_ORDERED_CELLS,
                         &format!(
-                            "ordered interlock: cannot grow the cells from {} x {} to {} x {} ({why}), not tried again: pixels {} x {} apart share cells, which costs slots (a cell that overflows loses order, logged)",
+                            "ordered interlock: cannot grow the cells from {} x {} to {} x {} ({why}; tried again only for a larger target): pixels {} x {} apart share cells, which costs slots (a cell that overflows loses order, logged)",
                             c.grid.0, c.grid.1, grid.0, grid.1, c.grid.0, c.grid.1
                         ),
                     );
                 }
             }
         }
-        let targets = *self.targets.lock();
         if targets.0 > c.grid.0 || targets.1 > c.grid.1 {
             core.log().log_once(
                 crate::settings::LogLevel::Warn,
@@ -415,7 +424,6 @@ impl Ordered {
                 ),
             );
         }
-        Some(c.sets)
     }
 
     fn sets(&self) -> Option<[vk::DescriptorSet; 4]> {
@@ -907,8 +915,7 @@ pub unsafe fn begin_command_buffer(
 /// are sized by.
 fn note_target(s: &ReservedSet, width: u32, height: u32) {
     if let Some(o) = &s.ordered {
-        let mut t = o.targets.lock();
-        *t = (t.0.max(width), t.1.max(height));
+        o.note_target(width, height);
     }
 }
 
@@ -1092,88 +1099,84 @@ impl Ordered {
 /// once per family), where it can be had; the cells are then no longer
 /// pending.
 fn zeroing(core: &DeviceCore, s: &ReservedSet, c: &mut Cells, family: u32) -> Option<vk::CommandBuffer> {
-    {
-        let d = &core.fns;
-        let cb = match c.clear.get(&family) {
-            Some((_, cb)) => *cb,
-            None => {
-                // SAFETY: valid create and allocate infos for this device; the
-                // family is one the application created a queue in.
-                let made = unsafe {
-                    d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
-                }
-                .and_then(|pool| {
-                    // SAFETY: as above.
-                    let cb = unsafe {
-                        d.allocate_command_buffers(
-                            &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
-                        )
-                    };
-                    match cb {
-                        Ok(v) => Ok((pool, v[0])),
-                        Err(e) => {
-                            // SAFETY: made above, used by nothing.
-                            unsafe { d.destroy_command_pool(pool, None) };
-                            Err(e)
-                        }
-                    }
-                });
-                let Ok((pool, cb)) = made else {
-                    core.log().error(id::INTERLOCK_ORDERED_CELLS, "ordered interlock: cannot make the command buffer that zeroes the cells; tried again at the next submission");
-                    return None;
-                };
-                if let Some(set_data) = s.set_loader_data {
-                    // SAFETY: the loader's vkSetDeviceLoaderData on a
-                    // dispatchable object the layer got from the chain below
-                    // (LoaderLayerInterface.md, "Creating New Dispatchable Objects").
-                    unsafe {
-                        let _ = set_data(d.handle(), vk::Handle::as_raw(cb) as *mut _);
-                    }
-                }
-                let range = vk::WHOLE_SIZE;
-                // SAFETY: a fresh command buffer (submitted again after
-                // errors, maybe while pending: simultaneous use); a barrier
-                // orders the earlier fragment shaders' use of the cells before
-                // the fill, which covers the layer's cells buffer
-                // (TRANSFER_DST usage), then a barrier makes the zeros
-                // visible to every later fragment shader on the queue.
-                let rec = unsafe {
-                    let begin =
-                        vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
-                    d.begin_command_buffer(cb, &begin).and_then(|_| {
-                        let barrier = |(src, src_access), (dst, dst_access)| {
-                            let mb =
-                                [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];
-                            d.cmd_pipeline_barrier(cb, src, dst, vk::DependencyFlags::empty(), &mb, &[], &[]);
-                        };
-                        let shaders = (
-                            vk::PipelineStageFlags::FRAGMENT_SHADER,
-                            vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-                        );
-                        let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
-                        barrier(shaders, transfer);
-                        d.cmd_fill_buffer(cb, c.cells, 0, range, 0);
-                        barrier(transfer, shaders);
-                        d.end_command_buffer(cb)
-                    })
-                };
-                if rec.is_err() {
-                    // SAFETY: not submitted.
-                    unsafe { d.destroy_command_pool(pool, None) };
-                    core.log().error(
-                        id::INTERLOCK_ORDERED_CELLS,
-                        "ordered interlock: cannot record the zeroing of the cells; tried again at the next submission",
-                    );
-                    return None;
-                }
-                c.clear.insert(family, (pool, cb));
-                cb
+    let d = &core.fns;
+    let cb = match c.clear.get(&family) {
+        Some((_, cb)) => *cb,
+        None => {
+            // SAFETY: valid create and allocate infos for this device; the
+            // family is one the application created a queue in.
+            let made = unsafe {
+                d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None)
             }
-        };
-        c.pending_clear = false;
-        core.log().info(id::INTERLOCK_ORDERED_CELLS, "ordered interlock: the cells are zeroed before this submission");
-        Some(cb)
-    }
+            .and_then(|pool| {
+                // SAFETY: as above.
+                let cb = unsafe {
+                    d.allocate_command_buffers(
+                        &vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1),
+                    )
+                };
+                match cb {
+                    Ok(v) => Ok((pool, v[0])),
+                    Err(e) => {
+                        // SAFETY: made above, used by nothing.
+                        unsafe { d.destroy_command_pool(pool, None) };
+                        Err(e)
+                    }
+                }
+            });
+            let Ok((pool, cb)) = made else {
+                core.log().error(id::INTERLOCK_ORDERED_CELLS, "ordered interlock: cannot make the command buffer that zeroes the cells; tried again at the next submission");
+                return None;
+            };
+            if let Some(set_data) = s.set_loader_data {
+                // SAFETY: the loader's vkSetDeviceLoaderData on a
+                // dispatchable object the layer got from the chain below
+                // (LoaderLayerInterface.md, "Creating New Dispatchable Objects").
+                unsafe {
+                    let _ = set_data(d.handle(), vk::Handle::as_raw(cb) as *mut _);
+                }
+            }
+            let range = vk::WHOLE_SIZE;
+            // SAFETY: a fresh command buffer (submitted again after
+            // errors, maybe while pending: simultaneous use); a barrier
+            // orders the earlier fragment shaders' use of the cells before
+            // the fill, which covers the layer's cells buffer
+            // (TRANSFER_DST usage), then a barrier makes the zeros
+            // visible to every later fragment shader on the queue.
+            let rec = unsafe {
+                let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+                d.begin_command_buffer(cb, &begin).and_then(|_| {
+                    let barrier = |(src, src_access), (dst, dst_access)| {
+                        let mb = [vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access)];
+                        d.cmd_pipeline_barrier(cb, src, dst, vk::DependencyFlags::empty(), &mb, &[], &[]);
+                    };
+                    let shaders = (
+                        vk::PipelineStageFlags::FRAGMENT_SHADER,
+                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                    );
+                    let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+                    barrier(shaders, transfer);
+                    d.cmd_fill_buffer(cb, c.cells, 0, range, 0);
+                    barrier(transfer, shaders);
+                    d.end_command_buffer(cb)
+                })
+            };
+            if rec.is_err() {
+                // SAFETY: not submitted.
+                unsafe { d.destroy_command_pool(pool, None) };
+                core.log().error(
+                    id::INTERLOCK_ORDERED_CELLS,
+                    "ordered interlock: cannot record the zeroing of the cells; tried again at the next submission",
+                );
+                return None;
+            }
+            c.clear.insert(family, (pool, cb));
+            cb
+        }
+    };
+    c.pending_clear = false;
+    core.log().info(id::INTERLOCK_ORDERED_CELLS, "ordered interlock: the cells are zeroed before this submission");
+    Some(cb)
 }
 
 /// `vkQueueSubmit`: the cells' zeroing goes first where it is pending.

@@ -50,6 +50,7 @@ fn ratios(rows: &[Row]) -> Result<Ratios, String> {
     for r in rows.iter().filter(|r| r.build == "native") {
         natives.entry((&r.run, &r.scene)).or_default().push(r.ns);
     }
+    let natives: BTreeMap<(&str, &str), f64> = natives.into_iter().map(|(k, v)| (k, median(v))).collect();
     let (mut scenes, mut builds) = (Vec::<String>::new(), Vec::<String>::new());
     let mut out: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.build != "native") {
@@ -64,7 +65,7 @@ fn ratios(rows: &[Row]) -> Result<Ratios, String> {
             builds.push(r.build.clone());
             builds.len() - 1
         });
-        out.entry((s, b)).or_default().push(r.ns / median(native.clone()));
+        out.entry((s, b)).or_default().push(r.ns / native);
     }
     Ok((scenes, builds, out))
 }
