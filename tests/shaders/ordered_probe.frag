@@ -15,6 +15,9 @@
 //             the accesses going to the cell's 8-word header (control word
 //             first), as the protocol's do
 //   LAYOUT 3  a dense plane, row-major (no swizzle)
+//   LAYOUT 5  planes: access i goes to plane i (a dense, 8x8-swizzled plane
+//             of one word a pixel, planes width*height words apart), as
+//             the protocol's key planes are walked slot by slot
 //   LAYOUT 4  an R32UI storage image, a texel a pixel (the spinlock's lock
 //             image): loads, atomicAdd, compare-swaps (plain or acquire)
 //             through image atomics
@@ -67,7 +70,7 @@ const uint RECORD_PLANES = 8u;
 #define STORAGE gl_StorageSemanticsBuffer
 
 uint base_of(uint x, uint y) {
-    if (LAYOUT == 1u) {
+    if (LAYOUT == 1u || LAYOUT == 5u) {
         return (((y >> 3) * (pc.width >> 3) + (x >> 3)) << 6) | ((y & 7u) << 3) | (x & 7u);
     } else if (LAYOUT == 2u) {
         return (y * pc.width + x) * STRIDE;
@@ -79,6 +82,9 @@ uint base_of(uint x, uint y) {
 
 // The i-th access's word (records: header word i mod 8; dense: the pixel's word).
 uint at(uint base, uint i, uint v) {
+    if (LAYOUT == 5u) {
+        return base + i * pc.width * pc.height + (v >> 28);
+    }
     return base + (LAYOUT == 2u ? (i & 7u) : 0u) + (v >> 28);
 }
 

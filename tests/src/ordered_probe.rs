@@ -1,6 +1,6 @@
 //! The ordered-interlock probe (issue 34, item 1: "measure first"):
 //! `overlap-testapp ordered-probe [sizes=W,…] [layers=N,…] [reps=R]
-//! [only=WORD,…] [alu=N]`. No layer is needed (it measures the driver): each
+//! [only=WORD,…] [alu=N] [allocs=N] [devices=N]`. No layer is needed (it measures the driver): each
 //! variant of `tests/shaders/ordered_probe.frag` (specialization constants)
 //! draws `layers` instanced full-screen quads, as the interlock bench and
 //! the full OIT scene do, and the GPU time of the draw comes from timestamp
@@ -33,6 +33,7 @@ const DENSE: u32 = 1;
 const RECORDS: u32 = 2;
 const LINEAR: u32 = 3;
 const IMAGE: u32 = 4;
+const PLANES: u32 = 5;
 
 const LOAD: u32 = 0;
 const ADD: u32 = 1;
@@ -75,6 +76,7 @@ impl Variant {
     fn words(&self) -> u32 {
         match (self.layout, self.op) {
             (RECORDS, _) => self.stride,
+            (PLANES, _) => self.k + 1,
             (_, RECORD | RECORD_WORDS | RECORD_KEYED | RECORD_CHECKED) => 1 + 4 * RECORD_PLANES,
             _ => 1,
         }
@@ -99,12 +101,13 @@ fn op_name(op: u32) -> &'static str {
 
 fn variants() -> Vec<Variant> {
     let mut v = vec![Variant::new("none", NONE, 72, 0, LOAD, false)];
-    let layouts: [(&str, u32, u32); 5] = [
+    let layouts: [(&str, u32, u32); 6] = [
         ("dense", DENSE, 1),
         ("linear", LINEAR, 1),
         ("rec288", RECORDS, 72),
         ("rec544", RECORDS, 136),
         ("image", IMAGE, 1),
+        ("planes", PLANES, 1),
     ];
     // (b), (c): plain dependent loads and a store; (d) atomics; (e) acquire
     // loads, acquire CAS, a fence.
@@ -121,6 +124,8 @@ fn variants() -> Vec<Variant> {
         // The spinlock's lock image against the dense buffer plane.
         ("image", &[0, 1, 4][..], &[LOAD, ADD, CAS, ACQUIRE_CAS][..]),
         ("dense", &[1, 4][..], &[CAS, ACQUIRE_CAS][..]),
+        // The ordered strategy's planes walked slot by slot.
+        ("planes", &[4, 8, 24][..], &[LOAD, ADD][..]),
     ] {
         let (_, l, stride) = *layouts.iter().find(|x| x.0 == layout).unwrap();
         for &op in ops {
@@ -177,18 +182,29 @@ fn list<T: std::str::FromStr + Clone>(args: &[String], key: &str, default: &[T])
     }
 }
 
+/// `devices=N`: how many devices the test program runs the probe on, one
+/// after another (at least 1).
+pub fn devices(args: &[String]) -> usize {
+    list(args, "devices", &[1usize]).map(|v| v[0]).unwrap_or(1).max(1)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
 }
 
-/// `ordered-probe [sizes=512,1024,2048] [layers=8,16,31] [reps=4] [only=WORD,…] [alu=16]`.
+/// `ordered-probe [sizes=512,1024,2048] [layers=8,16,31] [reps=4] [only=WORD,…] [alu=16] [allocs=1]`.
 pub fn main(gpu: &Gpu, args: &[String]) -> Result<(), String> {
     let sizes: Vec<u32> = list(args, "sizes", &[512, 1024, 2048])?;
     let layer_counts: Vec<u32> = list(args, "layers", &[8, 16, 31])?;
     let reps: usize = list(args, "reps", &[4usize])?[0].max(1);
     let alu: u32 = list(args, "alu", &[16u32])?[0];
     let only: Vec<String> = list(args, "only", &[])?;
+    // `allocs=N`: every size measured on N cell buffers allocated one after
+    // another in this process, each kept until the end (so each is a new
+    // placement), a line each (`alloc=`): whether a speed belongs to the
+    // allocation or to the process.
+    let allocs: u32 = list(args, "allocs", &[1u32])?[0].max(1);
     if sizes.iter().any(|s| *s == 0 || s % 8 != 0) {
         return Err("sizes: multiples of 8".into());
     }
@@ -291,7 +307,8 @@ pub fn main(gpu: &Gpu, args: &[String]) -> Result<(), String> {
         // results[variant][column] = ns per fragment; columns are (size, layers).
         let columns: Vec<(u32, u32)> = sizes.iter().flat_map(|&s| layer_counts.iter().map(move |&n| (s, n))).collect();
         let mut results = vec![vec![None::<f64>; columns.len()]; chosen.len()];
-        for &size in &sizes {
+        let mut kept = Vec::new();
+        for (alloc, &size) in (0..allocs).flat_map(|a| sizes.iter().map(move |s| (a, s))) {
             let pixels = u64::from(size) * u64::from(size);
             let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
             // The cells: as many words a pixel as the largest variant that
@@ -403,7 +420,7 @@ pub fn main(gpu: &Gpu, args: &[String]) -> Result<(), String> {
                     let frags = pixels as f64 * f64::from(layers);
                     let per = ns * period / frags;
                     println!(
-                        "probe={} size={size} layers={layers} gpu_ns={:.0} ns_per_fragment={per:.3}",
+                        "probe={} size={size} layers={layers} alloc={alloc} gpu_ns={:.0} ns_per_fragment={per:.3}",
                         v.name,
                         ns * period
                     );
@@ -414,9 +431,13 @@ pub fn main(gpu: &Gpu, args: &[String]) -> Result<(), String> {
             d.destroy_framebuffer(framebuffer, None);
             gpu.destroy_image((color, color_memory, color_view));
             gpu.destroy_image(lock);
-            for b in [cells, counts, slots, tail] {
+            kept.push(cells);
+            for b in [counts, slots, tail] {
                 gpu.destroy_buffer(b);
             }
+        }
+        for b in kept {
+            gpu.destroy_buffer(b);
         }
         print_table("ns per fragment", &chosen, &columns, &results, None);
         print_table("ns per fragment less `none`", &chosen, &columns, &results, Some(0));

@@ -104,7 +104,10 @@ fn main() {
         "interlock-features" => interlock_features(&mut opts),
         "oit" => oit(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
         "oit-ordered" => oit_ordered(&mut opts, arg(&args, 1), arg(&args, 2), &args[3..]),
-        "ordered-probe" => gpu(&opts).and_then(|g| overlap_tests::ordered_probe::main(&g, &args[1..])),
+        // `devices=N`: the probe on N devices made one after another (a
+        // speed that belongs to the device shows as different lines).
+        "ordered-probe" => (0..overlap_tests::ordered_probe::devices(&args[1..]))
+            .try_for_each(|_| gpu(&opts).and_then(|g| overlap_tests::ordered_probe::main(&g, &args[1..]))),
         "stale-view" => stale_view(
             &mut opts,
             args.get(1).and_then(|d| d.parse().ok()).unwrap_or(64),
