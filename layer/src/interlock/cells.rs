@@ -121,6 +121,8 @@ pub fn sized_grid(max: u32, targets: (u32, u32)) -> (u32, u32) {
 pub(super) struct Cells {
     pub(super) buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
     pub(super) counters: *const u32,
+    /// The four control blocks (256 bytes apart), mapped.
+    pub(super) control: *mut u32,
     pub(super) cells: vk::Buffer,
     pub(super) bytes: u64,
     /// Cells per row and per column.
@@ -138,8 +140,29 @@ pub(super) struct Cells {
     pub(super) dedicated: bool,
 }
 
-// SAFETY: `counters` points into host-visible memory the layer mapped and
-// owns until `destroy`; it is read under the `Mutex` that holds `Cells`.
+impl Cells {
+    /// Tells the protocol that pixels a grid apart may share these cells
+    /// (a render area larger than the grid was seen), so that each copy of
+    /// the grid keys its fragments apart: the control blocks' `shared` word.
+    /// Set once, never cleared; a draw in flight that reads it either way
+    /// is right, since where no pixel lies beyond the grid every copy index
+    /// is 0.
+    pub(super) fn share(&mut self) {
+        if self.control.is_null() {
+            return;
+        }
+        for k in 0..4 {
+            // SAFETY: `control` maps the 1024-byte control buffer; block k's
+            // word 8 is at 64·k + 8 words. A plain store of a word the GPU
+            // only reads, coherent memory, visible at the next submission.
+            unsafe { std::ptr::write_volatile(self.control.add(64 * k + 8), 1) };
+        }
+    }
+}
+
+// SAFETY: `counters` and `control` point into host-visible memory the layer
+// mapped and owns until `destroy`; they are used under the `Mutex` that
+// holds `Cells`.
 unsafe impl Send for Cells {}
 
 pub struct Ordered {

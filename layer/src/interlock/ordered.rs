@@ -221,7 +221,13 @@ impl Ordered {
     pub fn ready(&self, core: &DeviceCore, s: &ReservedSet) -> bool {
         let mut cells = self.cells.lock();
         if cells.is_none() {
-            let made = self.make(core, s, super::cells::sized_grid(self.cfg.grid, self.targets()));
+            let targets = self.targets();
+            let mut made = self.make(core, s, super::cells::sized_grid(self.cfg.grid, targets));
+            if let Ok(c) = &mut made {
+                if targets.0 > c.grid.0 || targets.1 > c.grid.1 {
+                    c.share();
+                }
+            }
             match &made {
                 Ok(c) => core.log().info(
                     id::INTERLOCK_ORDERED_CELLS,
@@ -259,6 +265,7 @@ impl Ordered {
         let mut c = Cells {
             buffers: Vec::new(),
             counters: std::ptr::null(),
+            control: std::ptr::null_mut(),
             cells: vk::Buffer::null(),
             bytes,
             grid,
@@ -310,13 +317,15 @@ impl Ordered {
                     u32::from(self.cfg.search_misses),
                     self.cfg.without & !4,
                     grid.1,
+                    0,
                 ];
-                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 32 bytes long.
+                // SAFETY: the mapping is 1024 bytes; block k is at 256·k, 36 bytes long.
                 unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), control_map.add(64 * k), block.len()) };
             }
             // SAFETY: the mapping is 64 bytes (16 words).
             unsafe { std::ptr::write_bytes(counters_map, 0, 16) };
             c.counters = counters_map;
+            c.control = control_map;
             let lock = s.lock_descriptor();
             // Per set: the locks, the cells and counters, the control block.
             let sizes = [
@@ -414,6 +423,7 @@ impl Ordered {
             }
         }
         if targets.0 > c.grid.0 || targets.1 > c.grid.1 {
+            c.share();
             core.log().log_once(
                 crate::settings::LogLevel::Warn,
                 id::INTERLOCK_ORDERED_CELLS,
