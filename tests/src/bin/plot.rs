@@ -8,6 +8,14 @@
 //! process's GPU time over the median of the same run's `native` processes
 //! of that scene, on a logarithmic axis, so that a strategy's two speeds
 //! per process show as two clusters.
+//!
+//! `overlap-plot lines DATA.csv OUT.svg TITLE Y-LABEL [TARGET]`: a line a
+//! series, for files with the columns `series,x,y` (`x` a size, drawn on a
+//! base-2 logarithmic axis; several rows of one series and x are drawn as
+//! their points and a line through their median, the mean of the middle two
+//! where their count is even), and a dashed horizontal
+//! line at TARGET where given (`ci/bench` draws the density map's fraction
+//! of its ideal speedup across sizes with it).
 
 use plotters::prelude::*;
 use std::collections::BTreeMap;
@@ -138,12 +146,127 @@ fn strip(input: &str, output: &str, title: &str) -> Result<(), String> {
     root.present().map_err(err)
 }
 
+/// The median, the mean of the two middle values where their count is even.
+fn middle(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 0 {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    } else {
+        v[n / 2]
+    }
+}
+
+/// (series, x, y) rows of a `series,x,y` file.
+fn parse_lines(text: &str) -> Result<Vec<(String, f64, f64)>, String> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with("series,") {
+            continue;
+        }
+        let mut it = line.rsplitn(3, ',');
+        let (y, x, series) = (it.next(), it.next(), it.next());
+        let (Some(y), Some(x), Some(series)) = (y, x, series) else {
+            return Err(format!("line {}: not series,x,y", i + 1));
+        };
+        let num = |v: &str| v.trim().parse::<f64>().map_err(|e| format!("line {}: {e}", i + 1));
+        rows.push((series.trim().to_string(), num(x)?, num(y)?));
+    }
+    Ok(rows)
+}
+
+fn lines(input: &str, output: &str, title: &str, y_desc: &str, target: Option<f64>) -> Result<(), String> {
+    let text = std::fs::read_to_string(input).map_err(|e| format!("{input}: {e}"))?;
+    let rows = parse_lines(&text)?;
+    if rows.iter().any(|r| r.1 <= 0.0) {
+        return Err(format!("{input}: x must be positive (a logarithmic axis)"));
+    }
+    let mut series: Vec<String> = Vec::new();
+    for r in &rows {
+        if !series.contains(&r.0) {
+            series.push(r.0.clone());
+        }
+    }
+    if series.is_empty() {
+        return Err(format!("{input}: no rows"));
+    }
+    let xs = rows.iter().map(|r| r.1.log2());
+    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let ys = rows.iter().map(|r| r.2).chain(target);
+    let (y0, y1) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+    let pad = ((y1 - y0) * 0.15).max(0.02);
+    let root = SVGBackend::new(output, (900, 520)).into_drawing_area();
+    let err = |e: DrawingAreaErrorKind<_>| format!("{output}: {e:?}");
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0 - 0.3..x1 + 0.3, (y0 - pad)..(y1 + pad))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_labels((x1 - x0).round() as usize + 3)
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 0.01 {
+                format!("{}", 2f64.powf(x.round()))
+            } else {
+                String::new()
+            }
+        })
+        .x_desc("size (pixels a side)")
+        .y_desc(y_desc)
+        .draw()
+        .map_err(err)?;
+    if let Some(t) = target {
+        chart
+            .draw_series(DashedLineSeries::new(vec![(x0 - 0.3, t), (x1 + 0.3, t)], 6, 4, BLACK.into()))
+            .map_err(err)?
+            .label(format!("target {t}"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
+    }
+    for (k, name) in series.iter().enumerate() {
+        let colour = Palette99::pick(k).to_rgba();
+        let mine: Vec<&(String, f64, f64)> = rows.iter().filter(|r| r.0 == *name).collect();
+        let mut at: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+        for r in &mine {
+            at.entry(r.1.to_bits()).or_default().push(r.2);
+        }
+        let mut path: Vec<(f64, f64)> = at.into_iter().map(|(x, v)| (f64::from_bits(x).log2(), middle(v))).collect();
+        path.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart.draw_series(mine.iter().map(|r| Circle::new((r.1.log2(), r.2), 3, colour.filled()))).map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(path, colour.stroke_width(2)))
+            .map_err(err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["strip", input, output] => strip(input, output, "one point a process"),
         ["strip", input, output, title] => strip(input, output, title),
-        _ => Err("usage: overlap-plot strip RESULTS.csv OUT.svg [TITLE]".into()),
+        ["lines", input, output, title, y] => lines(input, output, title, y, None),
+        ["lines", input, output, title, y, target] => match target.parse() {
+            Ok(t) => lines(input, output, title, y, Some(t)),
+            Err(e) => Err(format!("target {target}: {e}")),
+        },
+        _ => {
+            Err("usage: overlap-plot strip RESULTS.csv OUT.svg [TITLE] | lines DATA.csv OUT.svg TITLE Y-LABEL [TARGET]"
+                .into())
+        }
     };
     if let Err(e) = r {
         eprintln!("overlap-plot: {e}");
@@ -163,5 +286,14 @@ mod tests {
         // Run 1's native median of {10, 30} is 30 (upper median); run 2's is 100.
         assert_eq!(points[&(0, 0)], vec![40.0 / 30.0, 1.0]);
         assert!(ratios(&parse("1,1,\"x\",a,5\n").unwrap()).is_err(), "no native to divide by");
+    }
+
+    #[test]
+    fn lines_rows_keep_commas_in_the_series_name() {
+        let rows = parse_lines("# c\nseries,x,y\nstatic,512,0.9\ntwo views, multiview,1024,0.8\n").unwrap();
+        assert_eq!(rows, vec![("static".into(), 512.0, 0.9), ("two views, multiview".into(), 1024.0, 0.8)]);
+        assert_eq!((middle(vec![3.0, 1.0]), middle(vec![5.0, 1.0, 2.0])), (2.0, 2.0));
+        assert!(parse_lines("static,512\n").is_err());
+        assert!(parse_lines("static,big,0.9\n").is_err());
     }
 }
