@@ -221,7 +221,7 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::String,
         default: "",
         label: "Debug: ordered interlock parts switched off (measurement)",
-        description: "Measurement only, never exact: comma-separated parts of the ordered strategy the layer leaves out, to time what each costs (docs/BENCHMARKS.md) (waits: a section waits for no smaller key, the lock alone excludes; protocol: the run draw enters its sections with no lookup, lock or finish; lock: the run draw looks its key up and finishes but takes no lock and waits for nothing; append: the count draw's fragments terminate without appending their keys; reset: no cell resets itself, the layer zeroes them all before every submission; search: the run draw does not search for its key, which goes unfound; count: no count draw is recorded before the run draw).",
+        description: "Measurement only, never exact: comma-separated parts of the ordered strategy the layer leaves out, to time what each costs (docs/BENCHMARKS.md) (waits: a section waits for no smaller key, the lock alone excludes; protocol: the run draw enters its sections with no lookup, lock or finish; lock: the run draw looks its key up and finishes but takes no lock and waits for nothing; append: the count draw's fragments terminate without appending their keys; reset: no cell resets itself, the layer zeroes them all before every submission; search: the run draw does not search for its key, which goes unfound; order_wait: the count draw's order check looks once at the previous slot instead of waiting for its key, a key not stored yet counting as out of order; count: no count draw is recorded before the run draw).",
     },
     SettingDef {
         key: "debug_ordered_dedicated",

@@ -28,8 +28,9 @@ pub struct Config {
     /// Measurement only (`debug_ordered_without`): bit 0 no waits, bit 1 no
     /// protocol in the run draw, bit 3 no lock nor wait, bit 4 no append in
     /// the count draw, bit 5 no reset (the layer zeroes the cells at every
-    /// submission), bit 6 no search (the control block's `skip`); bit 2 no
-    /// count draw.
+    /// submission), bit 6 no search, bit 7 no wait for the previous slot's
+    /// key in the count draw's order check (the control block's `skip`);
+    /// bit 2 no count draw.
     pub without: u32,
     /// The application enabled a fragment shading rate: fragment shaders
     /// read the coarse fragment's size.
