@@ -144,7 +144,7 @@ pub(super) struct Cells {
 impl Cells {
     /// Tells the protocol that pixels a grid apart may share these cells
     /// (a render area larger than the grid was seen), so that each copy of
-    /// the grid keys its fragments apart: the control blocks' `shared` word.
+    /// the grid keys its fragments apart: the control blocks' word 8 (`shares`).
     /// Set once, never cleared; a draw in flight that reads it either way
     /// is right, since where no pixel lies beyond the grid every copy index
     /// is 0.
