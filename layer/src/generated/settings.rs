@@ -228,7 +228,7 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::Bool,
         default: "false",
         label: "Debug: ordered interlock cells in a dedicated allocation (measurement)",
-        description: "Measurement only: the ordered strategy's cells are a dedicated allocation (VkMemoryDedicatedAllocateInfo, on Vulkan 1.1 devices) and its control block lives in device-local host-visible memory where the driver has such a type, to compare with the default placement: the strategy runs at one of two speeds per process on an H200 (docs/BENCHMARKS.md, two speeds per process).",
+        description: "Measurement only: the ordered strategy's cells are a dedicated allocation (VkMemoryDedicatedAllocateInfo, on Vulkan 1.1 devices) and its control block lives in device-local host-visible memory where the driver has such a type, to compare with the default placement: the strategy runs at one of two speeds per device on an H200, which a dedicated allocation did not change (docs/BENCHMARKS.md, the speed belongs to the device).",
     },
     SettingDef {
         key: "debug_spinlock_per_lane",
