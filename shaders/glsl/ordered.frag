@@ -373,7 +373,7 @@ void ovl_lookup() {
             bool degraded = used > ovl_ctl.slots || (flags & OUT_OF_RANGE) != 0u;
             if (!degraded && (flags & UNSORTED) == 0u) {
                 uint found = NONE;
-                if (n >= GUESS_FROM && ovl_ctl.misses == 0u && !SKIP(64u)) {
+                if (n >= GUESS_FROM && ovl_ctl.misses == 0u && !SKIP(64u | 256u)) {
                     // The run draw's fragments of a cell mostly arrive in
                     // the count draw's order, the order of the slots: the
                     // t-th to arrive looks at slot t first (one atomic and

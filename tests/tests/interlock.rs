@@ -645,7 +645,8 @@ fn buffer_locks_are_exact_too() {
 /// validation layer silent, and leaving out the count draw or the search is
 /// seen — the run draw's keys go unfound, counted and logged
 /// (`OVERLAP-Interlock-Order-Lost`), which the default never logs; without
-/// the cells' own reset the layer's zeroing keeps every key found.
+/// the cells' own reset the layer's zeroing keeps every key found; the
+/// exact parts (`guess`, `order_wait`) keep the picture.
 #[test]
 fn ordered_parts_left_out_for_measuring_run_and_show() {
     let scene = |without: &str| {
@@ -665,6 +666,16 @@ fn ordered_parts_left_out_for_measuring_run_and_show() {
     o.assert_ok();
     assert!(o.overlap_messages().contains(&"OVERLAP-Setting-Invalid"), "{}", o.stderr);
     assert!(!o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{}", o.stderr);
+    // The exact ones (no slot guess; no wait in the order check) draw the
+    // reference picture (the reference check's control is `reverse`,
+    // oit_ordered::a_wrong_order_fails_the_reference_check).
+    for without in ["guess", "order_wait", "guess,order_wait"] {
+        let o = scene(without);
+        o.assert_ok();
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{without}");
+        assert!(o.stdout.contains(" wrong_pixels=0 "), "{without}: {}", o.stdout);
+        assert!(!o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{without}: {}", o.stderr);
+    }
     // No count draw, or no search: the keys go unfound.
     for without in ["count", "search"] {
         let o = scene(without);

@@ -29,7 +29,8 @@ pub struct Config {
     /// protocol in the run draw, bit 3 no lock nor wait, bit 4 no append in
     /// the count draw, bit 5 no reset (the layer zeroes the cells at every
     /// submission), bit 6 no search, bit 7 no wait for the previous slot's
-    /// key in the count draw's order check (the control block's `skip`);
+    /// key in the count draw's order check, bit 8 no slot guess (the search
+    /// alone: no arrivals counter) (the control block's `skip`);
     /// bit 2 no count draw.
     pub without: u32,
     /// The application enabled a fragment shading rate: fragment shaders

@@ -169,7 +169,7 @@ impl ReservedSet {
 /// parts (all but `count`) where a shading rate applies: only the one-cell
 /// build of the protocol reads them.
 fn ordered_without(parts: Option<&str>, shading_rate: bool, log: &crate::log::Logger) -> u32 {
-    const PARTS: [&str; 8] = ["waits", "protocol", "count", "lock", "append", "reset", "search", "order_wait"];
+    const PARTS: [&str; 9] = ["waits", "protocol", "count", "lock", "append", "reset", "search", "order_wait", "guess"];
     let mut bits = 0;
     for p in parts.unwrap_or("").split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match PARTS.iter().position(|k| *k == p) {
