@@ -566,7 +566,7 @@ unsafe fn make_objects(
     f: &Fdm,
     d: &ash::Device,
     e: &Eligible,
-    targets: &[Targets],
+    targets: &[Option<Targets>],
     size: u64,
 ) -> Result<PassObjects, Fallback> {
     let mut o = f.gpu_plan.lock();
@@ -597,7 +597,7 @@ unsafe fn try_make_objects(
     d: &ash::Device,
     o: &mut Objects,
     e: &Eligible,
-    targets: &[Targets],
+    targets: &[Option<Targets>],
     owned: &mut Owned,
     made: &mut PassObjects,
 ) -> Result<(), vk::Result> {
@@ -644,7 +644,8 @@ unsafe fn try_make_objects(
 /// The compute upscale's sets of stored attachment `i` (a storage image),
 /// per drawn view one per area (from `pool`, of `set_layout`): the area's
 /// scratch target, a 2D view of the view's layer of the attachment (the
-/// attachment's own view where it is one), the plan buffer `bi`.
+/// attachment's own view where it is one), the plan buffer `bi`; those of
+/// an area without targets are left unwritten.
 ///
 /// # Safety
 /// As [`upscale_sets`].
@@ -654,7 +655,7 @@ unsafe fn compute_sets(
     (pool, bi): (vk::DescriptorPool, &[vk::DescriptorBufferInfo]),
     e: &Eligible,
     i: usize,
-    targets: &[Targets],
+    targets: &[Option<Targets>],
     owned: &mut Owned,
 ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
     let a = e.atts[i].as_ref().unwrap();
@@ -668,6 +669,7 @@ unsafe fn compute_sets(
             unsafe { owned.layer_view(d, a, layer) }?
         };
         for (ai, t) in targets.iter().enumerate() {
+            let Some(t) = t else { continue };
             let scratch = t.views[i].ok_or(vk::Result::ERROR_UNKNOWN)?;
             // SAFETY: a set just allocated, live views and the plan buffer (the caller's guarantee).
             unsafe { write_composite_set(d, sets[j * AREAS.len() + ai], (scratch, storage), bi) };
@@ -710,7 +712,8 @@ unsafe fn upscale_framebuffers(
 }
 
 /// The upscale's sets of stored attachment `i`, one per area (from `pool`, of `set_layout`): the area's scratch
-/// target (a depth/stencil one through a view of its depth aspect, made here into `owned`) and the plan buffer.
+/// target (a depth/stencil one through a view of its depth aspect, made here into `owned`) and the plan buffer;
+/// the set of an area without targets (not a candidate) is left unwritten.
 ///
 /// # Safety
 /// `d` is the device of `set_layout`, `pool`, `targets` and `owned`'s buffer; `targets` are alive.
@@ -720,7 +723,7 @@ unsafe fn upscale_sets(
     pool: vk::DescriptorPool,
     e: &Eligible,
     i: usize,
-    targets: &[Targets],
+    targets: &[Option<Targets>],
     owned: &mut Owned,
 ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
     let a = e.atts[i].as_ref().unwrap();
@@ -729,6 +732,7 @@ unsafe fn upscale_sets(
     let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
     let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
     for (set, t) in sets.iter().zip(targets) {
+        let Some(t) = t else { continue };
         // A depth/stencil scratch target is sampled through a view of its depth aspect.
         let image_view = if depth {
             // SAFETY: the scratch target's image (alive: the caller's guarantee).
@@ -947,7 +951,7 @@ impl Recording<'_> {
     ///
     /// # Safety
     /// As [`Recording::plan`]; `targets` are claimed for `cb`.
-    unsafe fn upscale(&mut self, targets: &[Targets]) {
+    unsafe fn upscale(&mut self, targets: &[Option<Targets>]) {
         let e = self.e;
         let mut t3 = Vec::new();
         for (k, &i) in e.stored.iter().enumerate() {
@@ -956,7 +960,7 @@ impl Recording<'_> {
             if self.objects.cs_sets[k].is_some() {
                 write = vk::ImageLayout::GENERAL;
             }
-            for (_, t) in targets.iter().enumerate().filter(|(ai, _)| candidate(self.f, *ai)) {
+            for t in targets.iter().flatten() {
                 t3.push(self.scratch(t, i, a.final_, read));
             }
             t3.push(self.real(i, self.cur[i], write));
@@ -1074,20 +1078,20 @@ pub(super) unsafe fn replay_gpu(
 ) -> Result<(), Fallback> {
     let started = std::time::Instant::now();
     let e = eligible(f, pass)?;
-    // Scratch targets per area, claimed for `cb`. An area that is not a
-    // candidate is never rendered nor upscaled: the 1x1 area's targets stand
-    // in for it (its descriptor sets, made for every area, are never bound).
-    let mut targets: Vec<Targets> = Vec::with_capacity(AREAS.len());
+    // Scratch targets per area, claimed for `cb`; none for an area that is
+    // not a candidate (never rendered nor upscaled; its descriptor sets stay
+    // unwritten and unbound).
+    let mut targets: Vec<Option<Targets>> = Vec::with_capacity(AREAS.len());
     for (ai, area) in AREAS.into_iter().enumerate() {
         if !candidate(f, ai) {
-            targets.push(targets[0].clone());
+            targets.push(None);
             continue;
         }
         // SAFETY: the pass's begin and attachments are alive (the capture rule).
-        targets.push(
+        targets.push(Some(
             unsafe { scratch_targets(dev, f, cb, &pass.begin, &e.atts, area, e.extent, e.fb_layers) }
                 .map_err(Fallback::ScratchTargets)?,
-        );
+        ));
     }
     let by_draw = by_draw(f, pass, &e);
     let layout = PlanLayout::new(&e);
@@ -1109,8 +1113,10 @@ pub(super) unsafe fn replay_gpu(
     // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
     unsafe {
         rec.plan();
-        for (ai, t) in targets.iter().enumerate().filter(|(ai, _)| candidate(f, *ai)) {
-            rec.area(ai, t, by_draw);
+        for (ai, t) in targets.iter().enumerate() {
+            if let Some(t) = t {
+                rec.area(ai, t, by_draw);
+            }
         }
         rec.upscale(&targets);
         rec.finish();
