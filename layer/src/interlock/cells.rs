@@ -211,6 +211,11 @@ impl Ordered {
 
     /// A render target of `width` x `height` made.
     pub(super) fn note_target(&self, width: u32, height: u32) {
+        // Every render pass begin comes here: a plain load first, the
+        // read-modify-writes only for a larger target.
+        if width <= self.targets[0].load(Ordering::Relaxed) && height <= self.targets[1].load(Ordering::Relaxed) {
+            return;
+        }
         let w = self.targets[0].fetch_max(width, Ordering::Relaxed);
         let h = self.targets[1].fetch_max(height, Ordering::Relaxed);
         if width > w || height > h {
@@ -223,9 +228,10 @@ impl Ordered {
         (self.targets[0].load(Ordering::Relaxed), self.targets[1].load(Ordering::Relaxed))
     }
 
-    /// Whether a target grew since the last call.
+    /// Whether a target grew since the last call (every ordered draw asks:
+    /// a plain load, the swap only when it is up).
     pub(super) fn targets_grew(&self) -> bool {
-        self.targets_grew.swap(false, Ordering::AcqRel)
+        self.targets_grew.load(Ordering::Acquire) && self.targets_grew.swap(false, Ordering::AcqRel)
     }
 
     /// The set layout bindings 1–3 (cells, control, counters).

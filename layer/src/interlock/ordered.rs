@@ -221,13 +221,10 @@ impl Ordered {
     pub fn ready(&self, core: &DeviceCore, s: &ReservedSet) -> bool {
         let mut cells = self.cells.lock();
         if cells.is_none() {
+            // Targets larger than the grid: the first draw's `fit_targets`
+            // marks the cells shared (the growth flag is still up).
             let targets = self.targets();
-            let mut made = self.make(core, s, super::cells::sized_grid(self.cfg.grid, targets));
-            if let Ok(c) = &mut made {
-                if targets.0 > c.grid.0 || targets.1 > c.grid.1 {
-                    c.share();
-                }
-            }
+            let made = self.make(core, s, super::cells::sized_grid(self.cfg.grid, targets));
             match &made {
                 Ok(c) => core.log().info(
                     id::INTERLOCK_ORDERED_CELLS,
@@ -238,7 +235,7 @@ impl Ordered {
                         self.cfg.slots,
                         c.bytes >> 20,
                         if c.dedicated { ", a dedicated allocation" } else { "" },
-                        match self.targets() {
+                        match targets {
                             (0, _) | (_, 0) => "no render target made yet: the whole grid".to_string(),
                             (w, h) => format!("sized by the render targets made so far, up to {w} x {h}"),
                         }
