@@ -555,7 +555,7 @@ pub struct Fdm {
     pub flush: Option<multiview_flush::Flush>,
     /// `fdm_dynamic_areas=square`: the GPU plan's regions take square areas
     /// only ([`gpu_plan`]: three replays of each draw per region, not nine).
-    pub square_areas: bool,
+    square_areas: bool,
     /// Per-view viewports for multiview replays ([`per_view`]); `None`
     /// where they do not run.
     pub per_view: Option<per_view::PerView>,
