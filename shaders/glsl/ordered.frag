@@ -399,13 +399,12 @@ void ovl_lookup() {
                 }
             } else do {
                 uint at = q + (j / 2u) * plane;
-                uvec4 s[4] = uvec4[4](ovl_keys.q[at], uvec4(0u), uvec4(0u), uvec4(0u));
-                for (uint i = 1u; i < 4u; i++) {
-                    if (j + 2u * i < n) {
-                        s[i] = ovl_keys.q[at + i * plane];
-                    }
-                }
-                for (uint i = 0u; i < 8u; i++) {
+                // Four slots a step (two loads in flight): this scan is the
+                // shader's register peak; eight a step (four uvec4 held)
+                // took 32-33 registers on an H200, four 29 — the occupancy
+                // step at 32 cost 12% of the OIT scene (design §15).
+                uvec4 s[2] = uvec4[2](ovl_keys.q[at], j + 2u < n ? ovl_keys.q[at + plane] : uvec4(0u));
+                for (uint i = 0u; i < 4u; i++) {
                     uvec4 pair = s[i / 2u];
                     uvec2 other = (i & 1u) == 0u ? pair.xy : pair.zw;
                     other.x &= INSTANCE;
@@ -418,7 +417,7 @@ void ovl_lookup() {
                         }
                     }
                 }
-                j += 8u;
+                j += 4u;
             } while (j < n);
             if (degraded) {
                 smaller = uvec2(0u);
@@ -458,8 +457,7 @@ bool ovl_begin() {
     // primitive covering two pixels of a cell is two keys, not one twice.
     // An instance of 2^20 or more in a copy other than the first is out of
     // range (counted, logged). Only where the layer has seen a render area
-    // larger than the cells (a uniform branch: the work cost 12% of the OIT
-    // scene's fast speed on an H200 where no cell is shared).
+    // larger than the cells (a uniform branch).
     if (ovl_ctl.shares != 0u) {
         uvec2 copy = ovl_origin >> uvec2(findMSB(ovl_ctl.grid), findMSB(ovl_ctl.grid_y));
         uint alias = min(copy.x + 4u * copy.y, 15u);

@@ -164,6 +164,9 @@ pub struct Gpu {
     /// A Vulkan 1.1 application using the KHR names (`GpuOptions::khr_1_1`).
     pub khr_1_1: bool,
     pub properties: vk::PhysicalDeviceProperties,
+    /// VK_KHR_pipeline_executable_properties enabled
+    /// (`OVERLAP_TEST_PIPELINE_STATISTICS=1`, where listed).
+    pub pipeline_statistics: bool,
 }
 
 /// Dynamic state beyond Vulkan 1.3 that a device was created with.
@@ -390,6 +393,17 @@ impl Gpu {
         let multi_draw = enable(opts.multi_draw, &[ash::ext::multi_draw::NAME]);
         let mut enable_multi_draw = vk::PhysicalDeviceMultiDrawFeaturesEXT::default().multi_draw(true);
         let local_read = enable(opts.local_read, &[ash::khr::dynamic_rendering_local_read::NAME]);
+        // `OVERLAP_TEST_PIPELINE_STATISTICS=1`: the driver's statistics of
+        // every executable of the pipelines made through `pipeline_stages`
+        // (registers, code size where the driver says), printed as
+        // `pipeline_statistics …` lines: what a shader rewrite costs in
+        // occupancy, read on the driver that runs it.
+        let pipeline_statistics = enable(
+            std::env::var_os("OVERLAP_TEST_PIPELINE_STATISTICS").is_some_and(|v| v == "1"),
+            &[ash::khr::pipeline_executable_properties::NAME],
+        );
+        let mut enable_statistics =
+            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
         let mut enable_local_read =
             vk::PhysicalDeviceDynamicRenderingLocalReadFeaturesKHR::default().dynamic_rendering_local_read(true);
         // Dynamic state beyond 1.3: what the driver lists and supports.
@@ -506,6 +520,9 @@ impl Gpu {
         if local_read {
             info = info.push_next(&mut enable_local_read);
         }
+        if pipeline_statistics {
+            info = info.push_next(&mut enable_statistics);
+        }
         if fdm_offset {
             info = info.push_next(&mut enable_fdm_offset);
         }
@@ -596,6 +613,7 @@ impl Gpu {
             dynamic_state,
             khr_1_1: opts.khr_1_1,
             properties: props,
+            pipeline_statistics,
         })
     }
 
@@ -640,6 +658,41 @@ impl Gpu {
                 .unwrap()[0];
             self.device.destroy_shader_module(module, None);
             pipe
+        }
+    }
+
+    /// Prints the driver's statistics of each executable of `pipeline`
+    /// (made with `CAPTURE_STATISTICS`) where [`Gpu::pipeline_statistics`]:
+    /// one `pipeline_statistics` line an executable, `NAME=VALUE` pairs
+    /// with the names' spaces removed.
+    pub fn print_pipeline_statistics(&self, pipeline: vk::Pipeline) {
+        if !self.pipeline_statistics {
+            return;
+        }
+        let f = ash::khr::pipeline_executable_properties::Device::new(&self.instance, &self.device);
+        let info = vk::PipelineInfoKHR::default().pipeline(pipeline);
+        let Ok(executables) = (unsafe { f.get_pipeline_executable_properties(&info) }) else { return };
+        for (i, e) in executables.iter().enumerate() {
+            let name = e.name_as_c_str().map(|n| n.to_string_lossy().replace(' ', "_")).unwrap_or_default();
+            let at = vk::PipelineExecutableInfoKHR::default().pipeline(pipeline).executable_index(i as u32);
+            let stats = unsafe { f.get_pipeline_executable_statistics(&at) }.unwrap_or_default();
+            let fields: Vec<String> = stats
+                .iter()
+                .map(|s| {
+                    let n = s.name_as_c_str().map(|n| n.to_string_lossy().replace(' ', "_")).unwrap_or_default();
+                    // SAFETY: the union member read is the one `format` names.
+                    let v = unsafe {
+                        match s.format {
+                            vk::PipelineExecutableStatisticFormatKHR::BOOL32 => s.value.b32.to_string(),
+                            vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+                            vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+                            _ => format!("{:.2}", s.value.f64),
+                        }
+                    };
+                    format!("{n}={v}")
+                })
+                .collect();
+            println!("pipeline_statistics executable={name} stages={:?} {}", e.stages, fields.join(" "));
         }
     }
 
@@ -1633,10 +1686,14 @@ fn pipeline_stages(
         if tessellated {
             info = info.tessellation_state(&tess);
         }
+        if gpu.pipeline_statistics {
+            info = info.flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR);
+        }
         unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| e)
             .expect("vkCreateGraphicsPipelines")[0]
     });
+    gpu.print_pipeline_statistics(p);
     unsafe {
         d.destroy_shader_module(vs, None);
         d.destroy_shader_module(fs, None);
