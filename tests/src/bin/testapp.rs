@@ -638,12 +638,25 @@ fn interlock_bench(
         times.push(o.submit_ns);
         gpu_times.extend(o.gpu_ns);
     }
+    let each = gpu_each(&gpu_times);
     times.sort();
     gpu_times.sort();
     // The pass's GPU time (timestamps), where the queue writes them.
     let gpu_field = gpu_times.get(gpu_times.len() / 2).map(|t| format!(" median_gpu_ns={t}")).unwrap_or_default();
-    println!("case={} median_submit_ns={}{gpu_field} wrong_words={wrong}", case.name(), times[times.len() / 2]);
+    println!("case={} median_submit_ns={}{gpu_field} wrong_words={wrong}{each}", case.name(), times[times.len() / 2]);
     Ok(())
+}
+
+/// ` gpu_us_each=A,B,…`: every repetition's GPU time in µs, in the order
+/// they ran (empty where the queue writes no timestamps): whether a run's
+/// speed changes within the process (the ordered strategy's slow devices,
+/// docs/design/ordered-interlock.md §15).
+fn gpu_each(gpu_ns: &[u64]) -> String {
+    if gpu_ns.is_empty() {
+        return String::new();
+    }
+    let us: Vec<String> = gpu_ns.iter().map(|t| (t / 1000).to_string()).collect();
+    format!(" gpu_us_each={}", us.join(","))
 }
 
 /// Renders the OIT scene (with interlock, or `none`: the same shader without
@@ -750,6 +763,7 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
             gpu_times.extend(gpu_ns);
             image = Some(img);
         }
+        let each = gpu_each(&gpu_times);
         times.sort();
         gpu_times.sort();
         // The insert pass's GPU time (timestamps), where the queue writes them.
@@ -770,7 +784,7 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         }
         let device_field = if devices > 1 { format!(" device={device}") } else { String::new() };
         println!(
-            "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}{gpu_field} draw={kind}{device_field}",
+            "oit_ordered={section:?} size={w}x{h} layers={layers} full={full} reverse={reverse} max_diff={} wrong_pixels={wrong} median_ns={}{gpu_field} draw={kind}{device_field}{each}",
             worst,
             times[times.len() / 2]
         );
