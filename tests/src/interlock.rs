@@ -702,8 +702,14 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             libraries = l;
             (p, Vec::new())
         } else {
+            let info = if gpu.pipeline_statistics {
+                info.flags(info.flags | vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)
+            } else {
+                info
+            };
             let p =
                 d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
+            gpu.print_pipeline_statistics(p);
             (p, Vec::new())
         };
         let pipeline_ns = t.elapsed().as_nanos() as u64;
