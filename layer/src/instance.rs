@@ -41,43 +41,44 @@ impl InstanceExtFns {
         // `instance` was created through it (the caller's guarantee); the
         // names are null-terminated (VUID-vkGetInstanceProcAddr-pName-parameter).
         let get = |name: &std::ffi::CStr| unsafe { gipa(instance, name.as_ptr()) };
-        // SAFETY (every transmute below): vkGetInstanceProcAddr returns, as
+        // SAFETY (every `cast!`, a transmute): vkGetInstanceProcAddr returns, as
         // `PFN_vkVoidFunction`, a pointer to the command it was asked for, or
         // NULL; the caller must cast it to that command's type (the spec's
         // "Command Function Pointers"), which is the `PFN_` named in each
-        // transmute. `Option<fn>` of any signature has the layout of a
+        // cast. `Option<fn>` of any signature has the layout of a
         // nullable pointer, so NULL stays `None`. Core and KHR names of a
         // promoted command share one signature.
+        macro_rules! cast {
+            ($pfn:ty, $f:expr) => {
+                std::mem::transmute::<vk::PFN_vkVoidFunction, Option<$pfn>>($f)
+            };
+        }
         unsafe {
             InstanceExtFns {
-                create_debug_utils_messenger: std::mem::transmute::<
-                    vk::PFN_vkVoidFunction,
-                    Option<vk::PFN_vkCreateDebugUtilsMessengerEXT>,
-                >(get(c"vkCreateDebugUtilsMessengerEXT")),
-                destroy_debug_utils_messenger: std::mem::transmute::<
-                    vk::PFN_vkVoidFunction,
-                    Option<vk::PFN_vkDestroyDebugUtilsMessengerEXT>,
-                >(get(c"vkDestroyDebugUtilsMessengerEXT")),
-                enumerate_physical_device_groups: std::mem::transmute::<
-                    vk::PFN_vkVoidFunction,
-                    Option<vk::PFN_vkEnumeratePhysicalDeviceGroups>,
-                >(
-                    get(c"vkEnumeratePhysicalDeviceGroups").or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR")),
+                create_debug_utils_messenger: cast!(
+                    vk::PFN_vkCreateDebugUtilsMessengerEXT,
+                    get(c"vkCreateDebugUtilsMessengerEXT")
                 ),
-                get_physical_device_features2_khr: std::mem::transmute::<
-                    vk::PFN_vkVoidFunction,
-                    Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
-                >(get(c"vkGetPhysicalDeviceFeatures2KHR")),
-                get_physical_device_properties2_khr: std::mem::transmute::<
-                    vk::PFN_vkVoidFunction,
-                    Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
-                >(get(c"vkGetPhysicalDeviceProperties2KHR")),
-                get_physical_device_fragment_shading_rates: std::mem::transmute::<
-                    vk::PFN_vkVoidFunction,
-                    Option<vk::PFN_vkGetPhysicalDeviceFragmentShadingRatesKHR>,
-                >(get(
-                    c"vkGetPhysicalDeviceFragmentShadingRatesKHR",
-                )),
+                destroy_debug_utils_messenger: cast!(
+                    vk::PFN_vkDestroyDebugUtilsMessengerEXT,
+                    get(c"vkDestroyDebugUtilsMessengerEXT")
+                ),
+                enumerate_physical_device_groups: cast!(
+                    vk::PFN_vkEnumeratePhysicalDeviceGroups,
+                    get(c"vkEnumeratePhysicalDeviceGroups").or_else(|| get(c"vkEnumeratePhysicalDeviceGroupsKHR"))
+                ),
+                get_physical_device_features2_khr: cast!(
+                    vk::PFN_vkGetPhysicalDeviceFeatures2,
+                    get(c"vkGetPhysicalDeviceFeatures2KHR")
+                ),
+                get_physical_device_properties2_khr: cast!(
+                    vk::PFN_vkGetPhysicalDeviceProperties2,
+                    get(c"vkGetPhysicalDeviceProperties2KHR")
+                ),
+                get_physical_device_fragment_shading_rates: cast!(
+                    vk::PFN_vkGetPhysicalDeviceFragmentShadingRatesKHR,
+                    get(c"vkGetPhysicalDeviceFragmentShadingRatesKHR")
+                ),
             }
         }
     }

@@ -89,6 +89,33 @@ transfer_write_hooks! {
         }, fp_v1_3.cmd_resolve_image2;
 }
 
+impl Fdm {
+    /// `op` (a command on a queue) under the queue lock — the queue's
+    /// external synchronization, shared with the layer's own map reads —
+    /// unless the layer's own work met `VK_ERROR_DEVICE_LOST`: then that,
+    /// without calling down.
+    fn unless_lost(&self, op: impl FnOnce() -> vk::Result) -> vk::Result {
+        let _g = self.queue_lock.lock();
+        if self.is_lost() {
+            return vk::Result::ERROR_DEVICE_LOST;
+        }
+        op()
+    }
+
+    /// `op` (a wait) under the queue lock, and `VK_ERROR_DEVICE_LOST` after
+    /// it where the layer's own work met it: it still waits, so that
+    /// whatever was submitted before the loss finishes before the
+    /// application destroys it.
+    fn wait_then_lost(&self, op: impl FnOnce() -> vk::Result) -> vk::Result {
+        let _g = self.queue_lock.lock();
+        let r = op();
+        if self.is_lost() {
+            return vk::Result::ERROR_DEVICE_LOST;
+        }
+        r
+    }
+}
+
 /// `vkQueueSubmit`: the submitted command buffers' density-map layouts and
 /// writes become known, under the queue lock.
 ///
@@ -106,16 +133,14 @@ pub unsafe fn queue_submit(
     // unchanged; the queue lock is held around it (the queue's external
     // synchronization, shared with the layer's own map reads).
     let next = move || unsafe { (f.below.fp_v1_0().queue_submit)(q, n, s, fence) };
-    let _g = f.queue_lock.lock();
-    if f.is_lost() {
-        return vk::Result::ERROR_DEVICE_LOST;
-    }
-    // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter and
-    // VUID-VkSubmitInfo-pCommandBuffers-parameter: `s` holds `n` valid submit
-    // infos, each with `commandBufferCount` command buffers.
-    let cbs = unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)) };
-    note_submitted(f, cbs.copied());
-    next()
+    f.unless_lost(|| {
+        // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter and
+        // VUID-VkSubmitInfo-pCommandBuffers-parameter: `s` holds `n` valid submit
+        // infos, each with `commandBufferCount` command buffers.
+        let cbs = unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)) };
+        note_submitted(f, cbs.copied());
+        next()
+    })
 }
 
 /// `vkQueueSubmit2`: as [`queue_submit`].
@@ -133,16 +158,15 @@ pub unsafe fn queue_submit2(
     // SAFETY: as in `queue_submit`: the application's arguments of a valid
     // vkQueueSubmit2 go down unchanged, under the queue lock.
     let next = move || unsafe { (f.below.fp_v1_3().queue_submit2)(q, n, s, fence) };
-    let _g = f.queue_lock.lock();
-    if f.is_lost() {
-        return vk::Result::ERROR_DEVICE_LOST;
-    }
-    // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter and
-    // VUID-VkSubmitInfo2-pCommandBufferInfos-parameter: `s` holds `n` valid
-    // submit infos, each with `commandBufferInfoCount` infos.
-    let cbs = unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count)) };
-    note_submitted(f, cbs.map(|c| c.command_buffer));
-    next()
+    f.unless_lost(|| {
+        // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter and
+        // VUID-VkSubmitInfo2-pCommandBufferInfos-parameter: `s` holds `n` valid
+        // submit infos, each with `commandBufferInfoCount` infos.
+        let cbs =
+            unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count)) };
+        note_submitted(f, cbs.map(|c| c.command_buffer));
+        next()
+    })
 }
 
 /// `vkQueueWaitIdle`, under the queue lock.
@@ -152,14 +176,7 @@ pub unsafe fn queue_submit2(
 pub unsafe fn queue_wait_idle(_: &DeviceCore, f: &Fdm, q: vk::Queue) -> vk::Result {
     // SAFETY: VUID-vkQueueWaitIdle-queue-parameter: the application's queue
     // goes down unchanged, under the queue lock (its external synchronization).
-    let next = move || unsafe { (f.below.fp_v1_0().queue_wait_idle)(q) };
-    let _g = f.queue_lock.lock();
-    // Still waits: whatever was submitted before the loss finishes before the application destroys it.
-    let r = next();
-    if f.is_lost() {
-        return vk::Result::ERROR_DEVICE_LOST;
-    }
-    r
+    f.wait_then_lost(move || unsafe { (f.below.fp_v1_0().queue_wait_idle)(q) })
 }
 
 /// `vkQueueBindSparse`, under the queue lock.
@@ -177,12 +194,7 @@ pub unsafe fn queue_bind_sparse(
     // SAFETY: the application's arguments of a valid vkQueueBindSparse go
     // down unchanged, under the queue lock (the queue's external
     // synchronization, shared with the layer's own map reads).
-    let next = move || unsafe { (f.below.fp_v1_0().queue_bind_sparse)(q, n, b, fence) };
-    let _g = f.queue_lock.lock();
-    if f.is_lost() {
-        return vk::Result::ERROR_DEVICE_LOST;
-    }
-    next()
+    f.unless_lost(move || unsafe { (f.below.fp_v1_0().queue_bind_sparse)(q, n, b, fence) })
 }
 
 /// `vkQueuePresentKHR`, under the queue lock (its entry point is handed out
@@ -197,14 +209,10 @@ pub unsafe fn queue_present(
     info: *const vk::PresentInfoKHR<'_>,
 ) -> vk::Result {
     let Some(present) = dev.next_queue_present else { return vk::Result::ERROR_EXTENSION_NOT_PRESENT };
-    let _g = f.queue_lock.lock();
-    if f.is_lost() {
-        return vk::Result::ERROR_DEVICE_LOST;
-    }
     // SAFETY: the application's arguments of a valid vkQueuePresentKHR go
     // down unchanged to the next layer's command, under the queue lock (the
     // queue's external synchronization).
-    unsafe { present(q, info) }
+    f.unless_lost(|| unsafe { present(q, info) })
 }
 
 /// `vkDeviceWaitIdle`, under the queue lock: it needs every queue of the
@@ -215,14 +223,7 @@ pub unsafe fn queue_present(
 pub unsafe fn device_wait_idle(_: &DeviceCore, f: &Fdm, device: vk::Device) -> vk::Result {
     // SAFETY: VUID-vkDeviceWaitIdle-device-parameter: the application's
     // device goes down unchanged, under the queue lock.
-    let next = move || unsafe { (f.below.fp_v1_0().device_wait_idle)(device) };
-    let _g = f.queue_lock.lock();
-    // Still waits: whatever was submitted before the loss finishes before the application destroys it.
-    let r = next();
-    if f.is_lost() {
-        return vk::Result::ERROR_DEVICE_LOST;
-    }
-    r
+    f.wait_then_lost(move || unsafe { (f.below.fp_v1_0().device_wait_idle)(device) })
 }
 
 /// `vkWaitForFences`: `VK_ERROR_DEVICE_LOST` once the layer's own work met
