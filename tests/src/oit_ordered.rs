@@ -165,6 +165,25 @@ pub fn render(
     full: bool,
     kind: crate::draw_kind::DrawKind,
 ) -> (Image, u64, Option<u64>) {
+    let (image, frames) = render_frames(gpu, (width, height), layers, section, reverse, full, kind, 1);
+    (image, frames[0].0, frames[0].1)
+}
+
+/// [`render`] `frames` times with the same buffers, pipelines and target,
+/// as a renderer draws its frames (each frame clears the per-pixel state
+/// and draws the scene again): the last frame's image and each frame's
+/// submit and GPU time (ns).
+#[allow(clippy::too_many_arguments)]
+pub fn render_frames(
+    gpu: &Gpu,
+    (width, height): (u32, u32),
+    layers: u32,
+    section: Section,
+    reverse: bool,
+    full: bool,
+    kind: crate::draw_kind::DrawKind,
+    frames: usize,
+) -> (Image, Vec<(u64, Option<u64>)>) {
     assert!(width.is_multiple_of(64) && height.is_multiple_of(64), "OIT sizes are multiples of 64");
     assert!((1..=MAX_LAYERS).contains(&layers), "1 to {MAX_LAYERS} layers");
     let d = &gpu.device;
@@ -228,49 +247,55 @@ pub fn render(
         let pc: Vec<u8> = [width, height, layers, flags].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let half = layers / 2;
         let draws = crate::draw_kind::Draws::new(gpu, kind);
-        let timer = crate::render::PassTimer::new(gpu);
-        let started = std::time::Instant::now();
-        gpu.one_time_submit(|cb| {
-            if let Some(t) = &timer {
-                t.reset(gpu, cb);
-            }
-            d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
-            d.cmd_fill_buffer(cb, tail.buffer, 0, vk::WHOLE_SIZE, 0);
-            gpu.memory_barrier(
-                cb,
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
-            );
-            if let Some(t) = &timer {
-                t.stamp(gpu, cb, 0);
-            }
-            target.begin(gpu, cb);
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, insert);
-            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
-            d.cmd_push_constants(cb, layout, stages, 0, &pc);
-            if half > 0 {
-                draws.draw(cb, 6, half, 0, 0);
-            }
-            draws.draw(cb, 6, layers - half, 0, half);
-            target.end(gpu, cb);
-            if let Some(t) = &timer {
-                t.stamp(gpu, cb, 1);
-            }
-            gpu.memory_barrier(
-                cb,
-                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
-                (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ),
-            );
-            target.begin(gpu, cb);
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, resolve);
-            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
-            d.cmd_push_constants(cb, layout, stages, 0, &pc);
-            draws.draw(cb, 3, 1, 0, 0);
-            target.end(gpu, cb);
-            target.record_copy_out(gpu, cb);
-        });
-        let elapsed = started.elapsed().as_nanos() as u64;
-        let gpu_ns = timer.map(|t| t.read(gpu));
+        let mut times = Vec::with_capacity(frames.max(1));
+        for _ in 0..frames.max(1) {
+            let timer = crate::render::PassTimer::new(gpu);
+            let started = std::time::Instant::now();
+            gpu.one_time_submit(|cb| {
+                if let Some(t) = &timer {
+                    t.reset(gpu, cb);
+                }
+                d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
+                d.cmd_fill_buffer(cb, tail.buffer, 0, vk::WHOLE_SIZE, 0);
+                gpu.memory_barrier(
+                    cb,
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                    (
+                        vk::PipelineStageFlags::FRAGMENT_SHADER,
+                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                    ),
+                );
+                if let Some(t) = &timer {
+                    t.stamp(gpu, cb, 0);
+                }
+                target.begin(gpu, cb);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, insert);
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
+                d.cmd_push_constants(cb, layout, stages, 0, &pc);
+                if half > 0 {
+                    draws.draw(cb, 6, half, 0, 0);
+                }
+                draws.draw(cb, 6, layers - half, 0, half);
+                target.end(gpu, cb);
+                if let Some(t) = &timer {
+                    t.stamp(gpu, cb, 1);
+                }
+                gpu.memory_barrier(
+                    cb,
+                    (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_WRITE),
+                    (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ),
+                );
+                target.begin(gpu, cb);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, resolve);
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
+                d.cmd_push_constants(cb, layout, stages, 0, &pc);
+                draws.draw(cb, 3, 1, 0, 0);
+                target.end(gpu, cb);
+                target.record_copy_out(gpu, cb);
+            });
+            let elapsed = started.elapsed().as_nanos() as u64;
+            times.push((elapsed, timer.map(|t| t.read(gpu))));
+        }
         let image = target.read(gpu);
         d.destroy_pipeline(insert, None);
         d.destroy_pipeline(resolve, None);
@@ -281,7 +306,7 @@ pub fn render(
         gpu.destroy_buffer(counts);
         gpu.destroy_buffer(slots);
         gpu.destroy_buffer(tail);
-        (image, elapsed, gpu_ns)
+        (image, times)
     }
 }
 

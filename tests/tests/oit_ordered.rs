@@ -46,6 +46,25 @@ fn ordered_oit_matches_its_cpu_reference() {
     assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
 }
 
+/// Frames drawn as a renderer draws them — the same buffers, pipelines and
+/// target, three submissions — stay ordered under the ordered strategy:
+/// each frame's count and run draws find the cells the last frame's draws
+/// reset (the picture of the last frame equals the reference; validation
+/// silent). The reference check is the detector; its control, `reverse`
+/// with the same reuse, fails it.
+#[test]
+fn frames_reusing_their_objects_stay_ordered() {
+    let o = scene("ordered", &["layers=8", "reps=3", "reuse"]);
+    o.assert_ok();
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+    assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
+    let each = o.stdout.lines().find_map(|l| l.split(' ').find_map(|f| f.strip_prefix("gpu_us_each=")));
+    assert_eq!(each.map(|e| e.split(',').count()), Some(3), "{}", o.stdout);
+    let o = scene("ordered", &["layers=8", "reps=3", "reuse", "reverse", "nocheck"]);
+    o.assert_ok();
+    assert!(wrong_pixels(&o) > 1000, "{}", o.stdout);
+}
+
 /// The check can fail: the layers drawn last to first (a wrong order) give
 /// thousands of differing pixels and a failed run; the same scene without
 /// the tail (2 layers, both kept and sorted) is order-independent and

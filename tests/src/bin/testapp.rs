@@ -25,7 +25,7 @@ fn usage() -> ! {
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
-         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [out=PNG] [ref=PNG] [nocheck] [draw=KIND]  the ordered OIT scene (tail blending), checked against the CPU reference (KIND: how every draw goes down, overlap_tests::draw_kind)\n  \
+         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [reuse] [out=PNG] [ref=PNG] [nocheck] [draw=KIND]  the ordered OIT scene (tail blending), checked against the CPU reference (KIND: how every draw goes down, overlap_tests::draw_kind)\n  \
          vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
          quad-derivatives [SIZE] [INSTANCES] [kill]  derivatives inside an ordered critical section of INSTANCES full-screen triangles (SIZE <= 64), and its lost words (kill: a third discard inside it)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
@@ -755,12 +755,18 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         let mut gpu_times = Vec::new();
         let mut worst = 0;
         let mut image = None;
-        for _ in 0..reps {
-            let (img, ns, gpu_ns) = scene::render(&g, w, h, layers, section, reverse, full, kind);
+        // `reuse`: the reps as frames of one set of buffers, pipelines and
+        // target (as a renderer draws), rather than each rep making its own.
+        let renders = if flag("reuse") { 1 } else { reps };
+        let frames = if flag("reuse") { reps } else { 1 };
+        for _ in 0..renders {
+            let (img, each) = scene::render_frames(&g, (w, h), layers, section, reverse, full, kind, frames);
             wrong = wrong.max(scene::differing_pixels(&img, &reference));
             worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
-            times.push(ns);
-            gpu_times.extend(gpu_ns);
+            for (ns, gpu_ns) in each {
+                times.push(ns);
+                gpu_times.extend(gpu_ns);
+            }
             image = Some(img);
         }
         let each = gpu_each(&gpu_times);
