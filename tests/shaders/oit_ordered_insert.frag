@@ -5,7 +5,11 @@
 // kept one (or is itself the farthest) and the evicted colour is blended
 // "over" the pixel's tail colour, alpha 3/4, in arrival order — so
 // primitive order changes the picture. Colours are 8-bit, the tail 8.16
-// fixed point. Built in variants
+// fixed point. `flags >> 8` is W, work done per fragment besides the
+// insert: W rounds of four LCG lanes, begun before the section and kept
+// live across it (a heavier shader in ALU and registers, as an emulator's
+// blend is; it never changes the picture: its result is stored only under
+// a flag the test program never sets). Built in variants
 // by tests/build.rs: ORDERED (pixel_interlock_ordered), UNORDERED
 // (pixel_interlock_unordered) or neither (no critical section).
 #extension GL_ARB_fragment_shader_interlock : enable
@@ -33,6 +37,16 @@ void blend_tail(uint p, uint color) {
 
 void main() {
     uint p = uint(gl_FragCoord.y) * pc.width + uint(gl_FragCoord.x);
+    uvec4 a = uvec4(p, v_color, v_depth, 1u);
+    uvec4 b = a.yzwx;
+    uvec4 c = a.zwxy;
+    uvec4 d = a.wxyz;
+    for (uint i = 0u; i < (pc.flags >> 8); i++) {
+        a = a * 1664525u + b;
+        b = b * 22695477u + c;
+        c = c * 1103515245u + d;
+        d = d * 134775813u + a;
+    }
 #if defined(ORDERED) || defined(UNORDERED)
     beginInvocationInterlockARB();
 #endif
@@ -59,5 +73,8 @@ void main() {
 #if defined(ORDERED) || defined(UNORDERED)
     endInvocationInterlockARB();
 #endif
+    if ((pc.flags & 0x80u) != 0u) {
+        tail[p] = a ^ b ^ c ^ d;
+    }
     o_color = vec4(0.0);
 }

@@ -165,14 +165,16 @@ pub fn render(
     full: bool,
     kind: crate::draw_kind::DrawKind,
 ) -> (Image, u64, Option<u64>) {
-    let (image, frames) = render_frames(gpu, (width, height), layers, section, reverse, full, kind, 1);
+    let (image, frames) = render_frames(gpu, (width, height), layers, section, reverse, full, kind, 1, 0);
     (image, frames[0].0, frames[0].1)
 }
 
 /// [`render`] `frames` times with the same buffers, pipelines and target,
 /// as a renderer draws its frames (each frame clears the per-pixel state
 /// and draws the scene again): the last frame's image and each frame's
-/// submit and GPU time (ns).
+/// submit and GPU time (ns). `work`: rounds of extra work per fragment,
+/// live across the critical section (`oit_ordered_insert.frag`; the
+/// picture is the same).
 #[allow(clippy::too_many_arguments)]
 pub fn render_frames(
     gpu: &Gpu,
@@ -183,7 +185,9 @@ pub fn render_frames(
     full: bool,
     kind: crate::draw_kind::DrawKind,
     frames: usize,
+    work: u32,
 ) -> (Image, Vec<(u64, Option<u64>)>) {
+    assert!(work < 1 << 23, "work below 2^23 rounds");
     assert!(width.is_multiple_of(64) && height.is_multiple_of(64), "OIT sizes are multiples of 64");
     assert!((1..=MAX_LAYERS).contains(&layers), "1 to {MAX_LAYERS} layers");
     let d = &gpu.device;
@@ -243,7 +247,7 @@ pub fn render_frames(
             include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_resolve.frag.spv")),
             true,
         );
-        let flags = reverse as u32 | (full as u32) << 1;
+        let flags = reverse as u32 | (full as u32) << 1 | work << 8;
         let pc: Vec<u8> = [width, height, layers, flags].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let half = layers / 2;
         let draws = crate::draw_kind::Draws::new(gpu, kind);

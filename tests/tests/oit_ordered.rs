@@ -65,6 +65,18 @@ fn frames_reusing_their_objects_stay_ordered() {
     assert!(wrong_pixels(&o) > 1000, "{}", o.stdout);
 }
 
+/// Extra work per fragment (`work=W`: a heavier shader, its values live
+/// across the critical section, as the benchmark's heavy variant runs it)
+/// leaves the picture as it was: equal to the reference under the ordered
+/// strategy, validation silent.
+#[test]
+fn extra_work_per_fragment_keeps_the_picture() {
+    let o = scene("ordered", &["layers=8", "work=16"]);
+    o.assert_ok();
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+    assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
+}
+
 /// The check can fail: the layers drawn last to first (a wrong order) give
 /// thousands of differing pixels and a failed run; the same scene without
 /// the tail (2 layers, both kept and sorted) is order-independent and

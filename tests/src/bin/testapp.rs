@@ -25,7 +25,7 @@ fn usage() -> ! {
          interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
-         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [reuse] [out=PNG] [ref=PNG] [nocheck] [draw=KIND]  the ordered OIT scene (tail blending), checked against the CPU reference (KIND: how every draw goes down, overlap_tests::draw_kind)\n  \
+         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [reuse] [work=W] [out=PNG] [ref=PNG] [nocheck] [draw=KIND]  the ordered OIT scene (tail blending), checked against the CPU reference (KIND: how every draw goes down, overlap_tests::draw_kind)\n  \
          vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
          quad-derivatives [SIZE] [INSTANCES] [kill]  derivatives inside an ordered critical section of INSTANCES full-screen triangles (SIZE <= 64), and its lost words (kill: a third discard inside it)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
@@ -729,6 +729,8 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
     let reverse = flag("reverse");
     let full = flag("full");
     let reps: usize = get("reps").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+    // `work=W`: W rounds of extra work per fragment, live across the section.
+    let work: u32 = get("work").map(|v| v.parse().map_err(|_| "work=W")).transpose()?.unwrap_or(0).min((1 << 23) - 1);
     let kind: overlap_tests::draw_kind::DrawKind = get("draw").unwrap_or("direct").parse()?;
     opts.interlock = true;
     opts.multi_draw |= kind.multi();
@@ -760,7 +762,7 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         let renders = if flag("reuse") { 1 } else { reps };
         let frames = if flag("reuse") { reps } else { 1 };
         for _ in 0..renders {
-            let (img, each) = scene::render_frames(&g, (w, h), layers, section, reverse, full, kind, frames);
+            let (img, each) = scene::render_frames(&g, (w, h), layers, section, reverse, full, kind, frames, work);
             wrong = wrong.max(scene::differing_pixels(&img, &reference));
             worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
             for (ns, gpu_ns) in each {
