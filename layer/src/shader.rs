@@ -170,7 +170,8 @@ pub fn rewrite(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                         location: o.cfg.location,
                         shading_rate: o.cfg.shading_rate,
                         demote: o.cfg.demote,
-                        measure: o.cfg.without != 0,
+                        measure: o.cfg.without & !crate::interlock::reserved::EARLY_LOOKUP != 0,
+                        late: o.cfg.without & crate::interlock::reserved::EARLY_LOOKUP != 0,
                     };
                     match ordered::lower(&mut module, &cfg) {
                         Ok(r) => Some((

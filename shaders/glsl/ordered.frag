@@ -146,6 +146,10 @@ const uint REGISTERED = 1u;
 const uint FINISHED = 2u;
 const uint HOLDS = 4u;
 const uint EXPIRED = 8u;
+#ifdef LATE_LOOKUP
+// Registered, the lookup not yet made (ovl_resolve).
+const uint PENDING = 16u;
+#endif
 
 #ifdef ONE_CELL
 void ovl_keep(uint k, uvec2 smaller, uvec2 equal, uint total) {
@@ -476,11 +480,31 @@ bool ovl_begin() {
         return true;
     }
     if (ovl_ctl.mode == 1u && !SKIP(2u)) {
+#ifdef LATE_LOOKUP
+        ovl_flags = REGISTERED | PENDING;
+#else
         ovl_flags = REGISTERED;
         ovl_lookup();
+#endif
     }
     return false;
 }
+
+// LATE_LOOKUP (measurement, `debug_ordered_without=early_lookup`): the
+// lookup is made where the invocation first needs it — its first try to
+// enter a section, or its finish where it never reaches one — rather than
+// at the entry, so that the cell's state (the smaller and equal slots, the
+// total, the bits) is not held in registers through the application's code
+// before the section; the lookup's own loads then meet the application's
+// values live at the section instead.
+#ifdef LATE_LOOKUP
+void ovl_resolve() {
+    if ((ovl_flags & PENDING) != 0u) {
+        ovl_flags &= ~PENDING;
+        ovl_lookup();
+    }
+}
+#endif
 
 // Resets cell c (its last invocation of the draw): the keys of the slots
 // used (the count draw's order check reads an unwritten slot as zero),
@@ -516,6 +540,9 @@ void ovl_finish() {
     if ((ovl_flags & (REGISTERED | FINISHED)) != REGISTERED) {
         return;
     }
+#ifdef LATE_LOOKUP
+    ovl_resolve();
+#endif
     ovl_flags |= FINISHED;
     uint k = 0u;
     for (uint dy = 0u; dy < AREA.y; dy++) {
@@ -643,6 +670,9 @@ bool ovl_try_enter() {
     if (ovl_helper || (ovl_ctl.mode == 1u && SKIP(10u))) {
         return true;
     }
+#ifdef LATE_LOOKUP
+    ovl_resolve();
+#endif
     bool ordered = (ovl_flags & (REGISTERED | EXPIRED | FINISHED)) == REGISTERED;
     uint taken = 0u;
     for (uint dy = 0u; dy < AREA.y; dy++) {

@@ -48,12 +48,15 @@ use std::sync::OnceLock;
 /// for modules without a shading rate, whose area is one pixel or sample,
 /// one cell an area (`ONE_CELL`: its loops over the area run once and it
 /// keeps no per-cell arrays), and that again reading the parts
-/// `debug_ordered_without` leaves out (`MEASURE`, measurement only).
+/// `debug_ordered_without` leaves out (`MEASURE`, measurement only), or
+/// making its lookup at the first section rather than the entry
+/// (`LATE_LOOKUP`, measurement only: `debug_ordered_without=early_lookup`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Build {
     General,
     OneCell,
     Measure,
+    Late,
 }
 
 impl Build {
@@ -63,13 +66,14 @@ impl Build {
             Build::General => &[],
             Build::OneCell => &["-DONE_CELL"],
             Build::Measure => &["-DONE_CELL", "-DMEASURE"],
+            Build::Late => &["-DONE_CELL", "-DLATE_LOOKUP"],
         }
     }
 }
 
 /// The protocol, compiled by `shaders/glsl/generate`: (memory model, SPIR-V
 /// version, build, words), the builds four entries apart.
-pub const LIBRARIES: [(&str, &str, Build, &[u8]); 12] = [
+pub const LIBRARIES: [(&str, &str, Build, &[u8]); 16] = [
     ("glsl450", "1.0", Build::General, include_bytes!("generated/ordered-glsl450-1.0.spv")),
     ("glsl450", "1.3", Build::General, include_bytes!("generated/ordered-glsl450-1.3.spv")),
     ("vulkan", "1.0", Build::General, include_bytes!("generated/ordered-vulkan-1.0.spv")),
@@ -82,6 +86,10 @@ pub const LIBRARIES: [(&str, &str, Build, &[u8]); 12] = [
     ("glsl450", "1.3", Build::Measure, include_bytes!("generated/ordered-glsl450-1.3-measure.spv")),
     ("vulkan", "1.0", Build::Measure, include_bytes!("generated/ordered-vulkan-1.0-measure.spv")),
     ("vulkan", "1.3", Build::Measure, include_bytes!("generated/ordered-vulkan-1.3-measure.spv")),
+    ("glsl450", "1.0", Build::Late, include_bytes!("generated/ordered-glsl450-1.0-late.spv")),
+    ("glsl450", "1.3", Build::Late, include_bytes!("generated/ordered-glsl450-1.3-late.spv")),
+    ("vulkan", "1.0", Build::Late, include_bytes!("generated/ordered-vulkan-1.0-late.spv")),
+    ("vulkan", "1.3", Build::Late, include_bytes!("generated/ordered-vulkan-1.3-late.spv")),
 ];
 
 /// The control block's `mode` values (`ovl_ctl.mode`).
@@ -125,6 +133,9 @@ pub struct Config {
     /// `debug_ordered_without` leaves out ([`Build::Measure`]; not with a
     /// shading rate, whose modules keep the general build).
     pub measure: bool,
+    /// Measurement only: link the build whose lookup is made at the first
+    /// section ([`Build::Late`]; before `measure`, not with a shading rate).
+    pub late: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -168,7 +179,7 @@ pub enum Unsupported {
 /// buffers as `BufferBlock` before 1.3, `StorageBuffer` from 1.3 on (1.4
 /// and later forbid `BufferBlock`).
 fn library(vulkan_mm: bool, version: u32, build: Build) -> Option<&'static Module> {
-    static PARSED: [OnceLock<Option<Module>>; 12] = [const { OnceLock::new() }; 12];
+    static PARSED: [OnceLock<Option<Module>>; LIBRARIES.len()] = [const { OnceLock::new() }; LIBRARIES.len()];
     let k = build as usize * 4 + usize::from(vulkan_mm) * 2 + usize::from(version >= 0x0001_0300);
     PARSED[k].get_or_init(|| crate::parse_bytes(LIBRARIES[k].3).ok()).as_ref()
 }
@@ -328,10 +339,11 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         return Err(Unsupported::Location(l));
     }
     let vulkan_mm = uses_vulkan_memory_model(module);
-    let build = match (cfg.shading_rate, cfg.measure) {
-        (true, _) => Build::General,
-        (false, false) => Build::OneCell,
-        (false, true) => Build::Measure,
+    let build = match (cfg.shading_rate, cfg.late, cfg.measure) {
+        (true, _, _) => Build::General,
+        (false, true, _) => Build::Late,
+        (false, false, false) => Build::OneCell,
+        (false, false, true) => Build::Measure,
     };
     let lib = library(vulkan_mm, version(module), build).ok_or(Unsupported::Library)?;
     let early_fragment_tests = module
@@ -891,7 +903,8 @@ mod tests {
     use crate::testing::{disassemble, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config = Config { set: 7, location: 31, shading_rate: false, demote: false, measure: false };
+    const CFG: Config =
+        Config { set: 7, location: 31, shading_rate: false, demote: false, measure: false, late: false };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 
@@ -1136,6 +1149,25 @@ mod tests {
             let text = disassemble(&words);
             let reads = text.matches("%ovl_ctl %int_6").count();
             assert_eq!(reads > 0, build == Build::Measure, "{model} {version} {build:?}: {reads}");
+        }
+    }
+
+    /// Where each build looks the key up: at the entry (`ovl_begin`) in
+    /// every build but the late one, whose only call of the lookup is in
+    /// `ovl_resolve`, made at the first section or the finish.
+    #[test]
+    fn only_the_late_build_looks_up_at_the_section() {
+        for (model, version, build, words) in LIBRARIES {
+            let words: Vec<u32> = words.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let text = disassemble(&words);
+            // The body of the function `name` (its OpFunction to its OpFunctionEnd).
+            let body = |name: &str| -> String {
+                let from = text.find(&format!("%{name} = OpFunction ")).map(|i| &text[i..]).unwrap_or("");
+                from[..from.find("OpFunctionEnd").unwrap_or(0)].to_string()
+            };
+            let calls = |name: &str| body(name).contains("OpFunctionCall %void %ovl_lookup_");
+            assert_eq!(calls("ovl_begin_"), build != Build::Late, "{model} {version} {build:?}");
+            assert_eq!(calls("ovl_resolve_"), build == Build::Late, "{model} {version} {build:?}");
         }
     }
 

@@ -646,7 +646,7 @@ fn buffer_locks_are_exact_too() {
 /// seen — the run draw's keys go unfound, counted and logged
 /// (`OVERLAP-Interlock-Order-Lost`), which the default never logs; without
 /// the cells' own reset the layer's zeroing keeps every key found; the
-/// exact parts (`guess`, `order_wait`) keep the picture.
+/// exact parts (`guess`, `order_wait`, `early_lookup`) keep the picture.
 #[test]
 fn ordered_parts_left_out_for_measuring_run_and_show() {
     let scene = |without: &str| {
@@ -666,18 +666,24 @@ fn ordered_parts_left_out_for_measuring_run_and_show() {
     o.assert_ok();
     assert!(o.overlap_messages().contains(&"OVERLAP-Setting-Invalid"), "{}", o.stderr);
     assert!(!o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{}", o.stderr);
-    // The exact ones (no slot guess; no wait in the order check) draw the
-    // reference picture (the reference check's control is `reverse`,
-    // oit_ordered::a_wrong_order_fails_the_reference_check).
-    for without in ["guess", "order_wait", "guess,order_wait"] {
+    // The exact ones (no slot guess; no wait in the order check; the lookup
+    // at the first section) draw the reference picture (the reference
+    // check's control is `reverse`, oit_ordered::a_wrong_order_fails_the_reference_check).
+    for without in ["guess", "order_wait", "guess,order_wait", "early_lookup"] {
         let o = scene(without);
         o.assert_ok();
         assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{without}");
         assert!(o.stdout.contains(" wrong_pixels=0 "), "{without}: {}", o.stdout);
         assert!(!o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{without}: {}", o.stderr);
     }
+    // `early_lookup` links a build of its own: of the other parts only
+    // `count` applies with it (said), and does (its keys go unfound).
+    let o = scene("early_lookup,waits");
+    o.assert_ok();
+    assert!(o.overlap_messages().contains(&"OVERLAP-Setting-Invalid"), "{}", o.stderr);
+    assert!(o.stdout.contains(" wrong_pixels=0 "), "{}", o.stdout);
     // No count draw, or no search: the keys go unfound.
-    for without in ["count", "search"] {
+    for without in ["count", "search", "early_lookup,count"] {
         let o = scene(without);
         o.assert_ok();
         assert!(o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{without}: {}", o.stderr);

@@ -169,7 +169,8 @@ impl ReservedSet {
 /// parts (all but `count`) where a shading rate applies: only the one-cell
 /// build of the protocol reads them.
 fn ordered_without(parts: Option<&str>, shading_rate: bool, log: &crate::log::Logger) -> u32 {
-    const PARTS: [&str; 9] = ["waits", "protocol", "count", "lock", "append", "reset", "search", "order_wait", "guess"];
+    const PARTS: [&str; 10] =
+        ["waits", "protocol", "count", "lock", "append", "reset", "search", "order_wait", "guess", "early_lookup"];
     let mut bits = 0;
     for p in parts.unwrap_or("").split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match PARTS.iter().position(|k| *k == p) {
@@ -184,8 +185,19 @@ fn ordered_without(parts: Option<&str>, shading_rate: bool, log: &crate::log::Lo
         log.warn(id::SETTING_INVALID, "debug_ordered_without: only `count` applies under a fragment shading rate");
         bits &= 4;
     }
+    if bits & EARLY_LOOKUP != 0 && bits & !(EARLY_LOOKUP | 4) != 0 {
+        log.warn(
+            id::SETTING_INVALID,
+            "debug_ordered_without: `early_lookup` links a build of its own; of the other parts only `count` applies",
+        );
+        bits &= EARLY_LOOKUP | 4;
+    }
     bits
 }
+
+/// `debug_ordered_without=early_lookup`'s bit: the one-cell build that
+/// looks its key up at the first section (`overlap_shaders::ordered::Build::Late`).
+pub const EARLY_LOOKUP: u32 = 1 << 9;
 
 /// The lock resources could not be made: what, and the driver's result.
 #[derive(Debug, thiserror::Error)]

@@ -837,6 +837,7 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             shading_rate: rng.chance(50),
             demote: rng.chance(50),
             measure: case.index % 5 == 4,
+            late: case.index % 7 == 6,
         };
         passes.push((
             Pass::Ordered,
