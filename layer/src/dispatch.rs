@@ -45,7 +45,7 @@ impl DeviceData {
     /// The density-map capability where it captures passes (mode `binned`).
     #[inline]
     fn fdm_binned_slot(&self, below_fdm: bool) -> Option<&crate::fdm::Fdm> {
-        self.fdm_slot(below_fdm).filter(|f| f.mode == crate::fdm::Mode::Binned)
+        self.fdm_slot(below_fdm).filter(|f| f.is_binned())
     }
     #[inline]
     fn reserved_slot(&self, _: bool) -> Option<&crate::interlock::reserved::ReservedSet> {

@@ -55,7 +55,7 @@ impl DeviceData {
     pub fn hooks_description(&self) -> &'static str {
         match (self.rewrites_shaders(), self.plan.force_hooks) {
             (_, true) => "all (force_enable)",
-            _ if self.fdm.as_ref().is_some_and(|f| f.mode == crate::fdm::Mode::Binned) => {
+            _ if self.fdm.as_ref().is_some_and(|f| f.is_binned()) => {
                 "resources, pipelines, barriers, render passes and the commands inside them (fragment density map, binned)"
             }
             _ if self.fdm.is_some() => "resources, pipelines, barriers and render passes (fragment density map, baseline)",

@@ -485,98 +485,100 @@ pub struct PipelineInfo {
     pub side_effects: bool,
 }
 
-/// The device's density-map state.
+/// The device's density-map state, private to the density-map module
+/// (its submodules reach the fields; the rest of the layer asks through
+/// methods: [`Fdm::is_binned`], [`Fdm::is_lost`], …).
 pub struct Fdm {
-    pub mode: Mode,
+    mode: Mode,
     /// The commands below this part of the layer: the layer's other hooks
     /// where the device has them, else the next layer.
-    pub below: ash::Device,
-    pub images: Mutex<HashMap<vk::Image, ImageInfo>>,
-    pub views: Mutex<HashMap<vk::ImageView, ViewInfo>>,
-    pub passes: Mutex<HashMap<vk::RenderPass, Arc<PassInfo>>>,
-    pub framebuffers: Mutex<HashMap<vk::Framebuffer, Arc<FramebufferInfo>>>,
-    pub modules: Mutex<HashMap<vk::ShaderModule, Arc<ModuleFacts>>>,
-    pub pipelines: Mutex<HashMap<vk::Pipeline, Arc<PipelineInfo>>>,
+    below: ash::Device,
+    images: Mutex<HashMap<vk::Image, ImageInfo>>,
+    views: Mutex<HashMap<vk::ImageView, ViewInfo>>,
+    passes: Mutex<HashMap<vk::RenderPass, Arc<PassInfo>>>,
+    framebuffers: Mutex<HashMap<vk::Framebuffer, Arc<FramebufferInfo>>>,
+    modules: Mutex<HashMap<vk::ShaderModule, Arc<ModuleFacts>>>,
+    pipelines: Mutex<HashMap<vk::Pipeline, Arc<PipelineInfo>>>,
     /// Shader objects made on this device, with their per-area variants.
-    pub shader_objects: Mutex<HashMap<vk::ShaderEXT, Arc<shader_objects::ShaderObjectInfo>>>,
+    shader_objects: Mutex<HashMap<vk::ShaderEXT, Arc<shader_objects::ShaderObjectInfo>>>,
     /// `VK_EXT_shader_object`'s commands below the density map (the layer's
     /// other hooks where it has them, else the next layer's), where the
     /// chain has the extension.
-    pub below_shader_object: Option<ash::ext::shader_object::DeviceFn>,
-    pub cb_states: parking_lot::RwLock<HashMap<vk::CommandBuffer, Arc<Mutex<CbState>>>>,
+    below_shader_object: Option<ash::ext::shader_object::DeviceFn>,
+    cb_states: parking_lot::RwLock<HashMap<vk::CommandBuffer, Arc<Mutex<CbState>>>>,
     /// Layouts of density-map images after the last submission that changed them.
-    pub map_layouts: Mutex<HashMap<vk::Image, vk::ImageLayout>>,
+    map_layouts: Mutex<HashMap<vk::Image, vk::ImageLayout>>,
     /// Per density-map image: how many submissions may have written it.
-    pub map_generation: Mutex<HashMap<vk::Image, u64>>,
+    map_generation: Mutex<HashMap<vk::Image, u64>>,
     /// The last host read of each density-map view, with the generation it saw.
-    pub map_cache: Mutex<HashMap<vk::ImageView, (u64, Arc<map_readback::MapTexels>)>>,
+    map_cache: Mutex<HashMap<vk::ImageView, (u64, Arc<map_readback::MapTexels>)>>,
     /// Recent bin plans, by map contents and pass shape.
-    pub plans: replay_plan::PlanCache,
+    plans: replay_plan::PlanCache,
     /// Held around every queue submission, the layer's and the application's.
-    pub queue_lock: Mutex<()>,
-    pub reader: Mutex<Option<map_readback::MapReader>>,
-    pub scratch: Mutex<scratch::ScratchCache>,
-    pub memory: vk::PhysicalDeviceMemoryProperties,
+    queue_lock: Mutex<()>,
+    reader: Mutex<Option<map_readback::MapReader>>,
+    scratch: Mutex<scratch::ScratchCache>,
+    memory: vk::PhysicalDeviceMemoryProperties,
     /// The application's queue the map reads submit on (`None`: no queue
     /// can copy, every pass renders at 1x1).
-    pub queue: Option<crate::ffi::LayerQueue>,
+    queue: Option<crate::ffi::LayerQueue>,
     /// A `VK_ERROR_DEVICE_LOST` met by the layer's own submission or wait
     /// (inside a command that returns nothing): the device's later
     /// submissions and waits return it.
-    pub lost: std::sync::atomic::AtomicBool,
-    pub set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
+    lost: std::sync::atomic::AtomicBool,
+    set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
     /// Pipeline-statistics pools counting fragment-shader invocations alone:
     /// their queries may stay active across a binned pass.
-    pub replay_counting_pools: Mutex<std::collections::HashSet<vk::QueryPool>>,
+    replay_counting_pools: Mutex<std::collections::HashSet<vk::QueryPool>>,
     /// The texel size limits the device reports (`MIN_TEXEL`/`MAX_TEXEL`,
     /// or the architecture profile's): the binning's.
-    pub texel_limits: ((u32, u32), (u32, u32)),
+    texel_limits: ((u32, u32), (u32, u32)),
     /// `fdm_overlay`: tint each bin by its area.
-    pub overlay: bool,
+    overlay: bool,
     /// The tests' controls (`debug_fdm_misreplay`, `debug_fdm_without`).
-    pub controls: Controls,
+    controls: Controls,
     /// The driver's `VK_EXT_conditional_rendering`, enabled by the layer:
     /// passes with a dynamic or deferred map are planned on the GPU
     /// ([`gpu_plan`]); `None`: they render at 1x1.
-    pub conditional: Option<ash::ext::conditional_rendering::DeviceFn>,
+    conditional: Option<ash::ext::conditional_rendering::DeviceFn>,
     /// The GPU plan's pipelines, made at first use.
-    pub gpu_plan: Mutex<gpu_objects::Objects>,
+    gpu_plan: Mutex<gpu_objects::Objects>,
     /// The next layer's device commands, none of them the layer's own
     /// hooks: the GPU plan's objects are made and destroyed through it (the
     /// layer's hooks must not see them, and are gone at vkDestroyDevice).
-    pub raw: Option<ash::Device>,
+    raw: Option<ash::Device>,
     /// The layer enabled `shaderStorageImageWriteWithoutFormat` in `binned`
     /// mode ([`StrippedFdm::storage_composite`]): single-sampled colour
     /// attachments get the storage usage and the composite writes them in a
     /// compute shader ([`composite`]).
-    pub storage_composite: bool,
+    storage_composite: bool,
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
-    pub flush: Option<multiview_flush::Flush>,
+    flush: Option<multiview_flush::Flush>,
     /// `fdm_dynamic_areas=square`: the GPU plan's regions take square areas
     /// only ([`gpu_plan`]: three replays of each draw per region, not nine).
     square_areas: bool,
     /// Per-view viewports for multiview replays ([`per_view`]); `None`
     /// where they do not run.
-    pub per_view: Option<per_view::PerView>,
+    per_view: Option<per_view::PerView>,
     /// `VK_EXT_multi_draw`'s draws of the next layer (the device core's
     /// `state.multi_draw`; null where neither the application nor the layer
     /// enabled it: then nothing calls them).
-    pub multi_draw: ash::ext::multi_draw::DeviceFn,
+    multi_draw: ash::ext::multi_draw::DeviceFn,
     /// Format features, for blits.
-    pub format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
+    format_features: Mutex<HashMap<vk::Format, vk::FormatFeatureFlags>>,
     /// The sample counts of sampled colour images (non-integer formats): the
     /// GPU plan's upscale of a multisampled attachment samples its scratch
     /// target.
-    pub sampled_color_samples: vk::SampleCountFlags,
+    sampled_color_samples: vk::SampleCountFlags,
     /// The same for depth images (the upscale of a stored depth attachment).
-    pub sampled_depth_samples: vk::SampleCountFlags,
-    pub instance: ash::Instance,
-    pub physical_device: vk::PhysicalDevice,
+    sampled_depth_samples: vk::SampleCountFlags,
+    instance: ash::Instance,
+    physical_device: vk::PhysicalDevice,
     /// Descriptor set layouts (plain ones) and sets, for shadow copies whose
     /// input attachments read scratch views.
-    pub set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<descriptors::LayoutInfo>>>,
-    pub sets: Mutex<HashMap<vk::DescriptorSet, descriptors::SetInfo>>,
+    set_layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<descriptors::LayoutInfo>>>,
+    sets: Mutex<HashMap<vk::DescriptorSet, descriptors::SetInfo>>,
 }
 
 /// The tests' controls of the density map: deliberately wrong or older
@@ -1098,6 +1100,12 @@ impl Fdm {
         fdm.per_view = s.per_view.then(|| per_view::PerView::new(limits.max_viewports));
         fdm.multi_draw = core.state.multi_draw.clone();
         fdm
+    }
+
+    /// Whether passes are captured and replayed per area (mode `binned`),
+    /// not rendered at 1x1 (`baseline`).
+    pub fn is_binned(&self) -> bool {
+        self.mode == Mode::Binned
     }
 
     /// The layer's own work met `VK_ERROR_DEVICE_LOST` ([`Fdm::lost`]).
