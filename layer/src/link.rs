@@ -34,10 +34,10 @@ mod shader_object;
 pub use shader_object::{link_shader_objects, LinkedShaders};
 
 pub struct Linker {
-    pub level: Level,
+    level: Level,
     /// Whether uniform expressions move into the fragment shader
     /// (`varyings_uniforms`).
-    pub uniforms: bool,
+    uniforms: bool,
     modules: Mutex<HashMap<vk::ShaderModule, Arc<Vec<u32>>>>,
     /// Link results by the content of the pair: apps build many pipelines
     /// from one shader pair (different blend, depth or render pass state),

@@ -79,20 +79,20 @@ pub struct ReservedSet {
     /// The ordered strategy's state, where it runs.
     pub ordered: Option<cells::Ordered>,
     pub(super) set_loader_data: Option<crate::ffi::PfnSetDeviceLoaderData>,
-    pub lock_layout: vk::DescriptorSetLayout,
-    pub empty_layout: vk::DescriptorSetLayout,
+    pub(super) lock_layout: vk::DescriptorSetLayout,
+    empty_layout: vk::DescriptorSetLayout,
     pool: vk::DescriptorPool,
-    pub lock_set: vk::DescriptorSet,
+    pub(super) lock_set: vk::DescriptorSet,
     /// Shader modules the route rewrote, and how.
     pub modules: Mutex<HashMap<vk::ShaderModule, ModuleKind>>,
     /// Pipelines using a lock, with their (extended) layouts.
-    pub pipelines: Mutex<HashMap<vk::Pipeline, (vk::PipelineLayout, PipelineKind)>>,
+    pipelines: Mutex<HashMap<vk::Pipeline, (vk::PipelineLayout, PipelineKind)>>,
     /// Locked fragment shader objects, with a pipeline layout made from
     /// their (extended) set layouts and push constant ranges.
-    pub shaders: Mutex<HashMap<vk::ShaderEXT, (vk::PipelineLayout, PipelineKind)>>,
+    shaders: Mutex<HashMap<vk::ShaderEXT, (vk::PipelineLayout, PipelineKind)>>,
     /// Command buffers whose bound graphics pipeline (or fragment shader
     /// object) uses a lock, with the layout to bind the lock set with.
-    pub bound: Mutex<HashMap<vk::CommandBuffer, (vk::PipelineLayout, PipelineKind)>>,
+    pub(super) bound: Mutex<HashMap<vk::CommandBuffer, (vk::PipelineLayout, PipelineKind)>>,
     warned: Mutex<HashSet<vk::Pipeline>>,
     /// Graphics pipeline libraries (ordered strategy): what each brings to
     /// a link.
