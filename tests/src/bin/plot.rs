@@ -136,14 +136,27 @@ fn strip(input: &str, output: &str, title: &str) -> Result<(), String> {
             .label(build.as_str())
             .legend(move |(x, y)| Circle::new((x, y), 4, colour.filled()));
     }
+    legend(&mut chart, SeriesLabelPosition::UpperRight, output)?;
+    root.present().map_err(err)
+}
+
+/// The chart's series labels in a framed box at `at`.
+fn legend<'a, 'b: 'a>(
+    chart: &mut ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    at: SeriesLabelPosition,
+    output: &str,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(at)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+        .map_err(|e| format!("{output}: {e:?}"))
 }
 
 /// The median, the mean of the two middle values where their count is even.
@@ -243,13 +256,7 @@ fn lines(input: &str, output: &str, title: &str, y_desc: &str, target: Option<f6
             .label(name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight, output)?;
     root.present().map_err(err)
 }
 
