@@ -702,11 +702,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             libraries = l;
             (p, Vec::new())
         } else {
-            let info = if gpu.pipeline_statistics {
-                info.flags(info.flags | vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)
-            } else {
-                info
-            };
+            let info = info.flags(info.flags | gpu.statistics_flags());
             let p =
                 d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e).unwrap()[0];
             gpu.print_pipeline_statistics(p);

@@ -661,6 +661,16 @@ impl Gpu {
         }
     }
 
+    /// `CAPTURE_STATISTICS` where [`Gpu::pipeline_statistics`], for the
+    /// create info of a pipeline [`Gpu::print_pipeline_statistics`] reads.
+    pub fn statistics_flags(&self) -> vk::PipelineCreateFlags {
+        if self.pipeline_statistics {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        }
+    }
+
     /// Prints the driver's statistics of each executable of `pipeline`
     /// (made with `CAPTURE_STATISTICS`) where [`Gpu::pipeline_statistics`]:
     /// one `pipeline_statistics` line an executable, `NAME=VALUE` pairs
@@ -1686,9 +1696,7 @@ fn pipeline_stages(
         if tessellated {
             info = info.tessellation_state(&tess);
         }
-        if gpu.pipeline_statistics {
-            info = info.flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR);
-        }
+        info = info.flags(info.flags | gpu.statistics_flags());
         unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| e)
             .expect("vkCreateGraphicsPipelines")[0]

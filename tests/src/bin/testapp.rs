@@ -730,7 +730,10 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
     let full = flag("full");
     let reps: usize = get("reps").and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
     // `work=W`: W rounds of extra work per fragment, live across the section.
-    let work: u32 = get("work").map(|v| v.parse().map_err(|_| "work=W")).transpose()?.unwrap_or(0).min((1 << 23) - 1);
+    let work: u32 = match get("work") {
+        Some(v) => v.parse().ok().filter(|w| *w < 1 << 23).ok_or("work=W, below 2^23")?,
+        None => 0,
+    };
     let kind: overlap_tests::draw_kind::DrawKind = get("draw").unwrap_or("direct").parse()?;
     opts.interlock = true;
     opts.multi_draw |= kind.multi();
