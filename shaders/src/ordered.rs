@@ -900,7 +900,7 @@ fn writes_storage(m: &Module) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{disassemble, glsl, glsl_for};
+    use crate::testing::{disassemble, disassemble_bytes, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
     const CFG: Config =
@@ -1144,9 +1144,8 @@ mod tests {
     /// 6): the others carry no check of `debug_ordered_without`'s parts.
     #[test]
     fn only_the_measurement_build_reads_the_parts_left_out() {
-        for (model, version, build, words) in LIBRARIES {
-            let words: Vec<u32> = words.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-            let text = disassemble(&words);
+        for (model, version, build, bytes) in LIBRARIES {
+            let text = disassemble_bytes(bytes);
             let reads = text.matches("%ovl_ctl %int_6").count();
             assert_eq!(reads > 0, build == Build::Measure, "{model} {version} {build:?}: {reads}");
         }
@@ -1157,9 +1156,8 @@ mod tests {
     /// `ovl_resolve`, made at the first section or the finish.
     #[test]
     fn only_the_late_build_looks_up_at_the_section() {
-        for (model, version, build, words) in LIBRARIES {
-            let words: Vec<u32> = words.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-            let text = disassemble(&words);
+        for (model, version, build, bytes) in LIBRARIES {
+            let text = disassemble_bytes(bytes);
             // The body of the function `name` (its OpFunction to its OpFunctionEnd).
             let body = |name: &str| -> String {
                 let from = text.find(&format!("%{name} = OpFunction ")).map(|i| &text[i..]).unwrap_or("");

@@ -80,8 +80,13 @@ pub fn assemble_text(text: &str) -> Result<Vec<u32>, String> {
 
 /// Disassembles words with spirv-dis.
 pub fn disassemble(words: &[u32]) -> String {
-    let input = scratch("spv");
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    disassemble_bytes(&bytes)
+}
+
+/// Disassembles a module's bytes (an embedded `.spv`) with spirv-dis.
+pub fn disassemble_bytes(bytes: &[u8]) -> String {
+    let input = scratch("spv");
     std::fs::write(&input, bytes).unwrap();
     let out = Command::new("spirv-dis").arg(&input).output().expect("spirv-dis");
     let _ = std::fs::remove_file(&input);
