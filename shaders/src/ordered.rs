@@ -129,13 +129,20 @@ pub struct Config {
     /// helper (the device has `shaderDemoteToHelperInvocation`): see
     /// [`demote_kills`].
     pub demote: bool,
-    /// Measurement only: link the build that reads the parts
-    /// `debug_ordered_without` leaves out ([`Build::Measure`]; not with a
-    /// shading rate, whose modules keep the general build).
-    pub measure: bool,
-    /// Measurement only: link the build whose lookup is made at the first
-    /// section ([`Build::Late`]; before `measure`, not with a shading rate).
-    pub late: bool,
+    /// Measurement only: link a one-cell build made for measuring (not
+    /// with a shading rate, whose modules keep the general build).
+    pub measure: Option<Measure>,
+}
+
+/// The measurement builds of [`Config::measure`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// The build that reads the parts `debug_ordered_without` leaves out
+    /// ([`Build::Measure`]).
+    Parts,
+    /// The build whose lookup is made at the first section
+    /// (`debug_ordered_without=early_lookup`, [`Build::Late`]).
+    LateLookup,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -339,11 +346,11 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         return Err(Unsupported::Location(l));
     }
     let vulkan_mm = uses_vulkan_memory_model(module);
-    let build = match (cfg.shading_rate, cfg.late, cfg.measure) {
-        (true, _, _) => Build::General,
-        (false, true, _) => Build::Late,
-        (false, false, false) => Build::OneCell,
-        (false, false, true) => Build::Measure,
+    let build = match (cfg.shading_rate, cfg.measure) {
+        (true, _) => Build::General,
+        (false, None) => Build::OneCell,
+        (false, Some(Measure::Parts)) => Build::Measure,
+        (false, Some(Measure::LateLookup)) => Build::Late,
     };
     let lib = library(vulkan_mm, version(module), build).ok_or(Unsupported::Library)?;
     let early_fragment_tests = module
@@ -903,8 +910,7 @@ mod tests {
     use crate::testing::{disassemble, disassemble_bytes, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    const CFG: Config =
-        Config { set: 7, location: 31, shading_rate: false, demote: false, measure: false, late: false };
+    const CFG: Config = Config { set: 7, location: 31, shading_rate: false, demote: false, measure: None };
     const HEAD: &str = "#version 450\n#extension GL_ARB_fragment_shader_interlock : require\n";
     const IMG: &str = "layout(binding=0, r32ui) coherent uniform uimage2D img;\nlayout(location=0) out vec4 o;\n";
 

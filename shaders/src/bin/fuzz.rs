@@ -836,8 +836,11 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             location: 31,
             shading_rate: rng.chance(50),
             demote: rng.chance(50),
-            measure: case.index % 5 == 4,
-            late: case.index % 7 == 6,
+            measure: match case.index {
+                i if i % 7 == 6 => Some(overlap_shaders::ordered::Measure::LateLookup),
+                i if i % 5 == 4 => Some(overlap_shaders::ordered::Measure::Parts),
+                _ => None,
+            },
         };
         passes.push((
             Pass::Ordered,
