@@ -836,11 +836,7 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             location: 31,
             shading_rate: rng.chance(50),
             demote: rng.chance(50),
-            measure: match case.index {
-                i if i % 7 == 6 => Some(overlap_shaders::ordered::Measure::LateLookup),
-                i if i % 5 == 4 => Some(overlap_shaders::ordered::Measure::Parts),
-                _ => None,
-            },
+            measure: ordered_measure(case.index),
         };
         passes.push((
             Pass::Ordered,
@@ -1250,5 +1246,16 @@ fn main() -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The ordered lowering's measurement build for case `index`: every
+/// seventh case the late lookup, every fifth (of the rest) the parts.
+fn ordered_measure(index: u64) -> Option<overlap_shaders::ordered::Measure> {
+    use overlap_shaders::ordered::Measure;
+    match index {
+        i if i % 7 == 6 => Some(Measure::LateLookup),
+        i if i % 5 == 4 => Some(Measure::Parts),
+        _ => None,
     }
 }
