@@ -75,6 +75,12 @@ pub struct Case {
     /// of a later instance covers whole 64x64 tiles with a shader llvmpipe
     /// may take as opaque.
     pub colour_writes: bool,
+    /// Frames of the pass submitted with the same objects (1: made, drawn
+    /// once and destroyed); the results are the last frame's. The NVIDIA
+    /// driver's fragment work slows 4–5× once enough pipelines were created
+    /// on a device (docs/design/ordered-interlock.md §16), so a speed is
+    /// measured over frames, not over runs that each make their pipeline.
+    pub frames: u32,
 }
 
 pub const MODES: [&str; 4] =
@@ -111,6 +117,7 @@ impl Case {
             coverage: false,
             libraries: false,
             colour_writes: false,
+            frames: 1,
         }
     }
 
@@ -442,6 +449,9 @@ pub struct Outcome {
     /// its end, the layer's own barriers and draws inside), where the queue
     /// writes timestamps.
     pub gpu_ns: Option<u64>,
+    /// Every frame's submit and GPU time, in order (`Case::frames`).
+    pub frame_submit_ns: Vec<u64>,
+    pub frame_gpu_ns: Vec<u64>,
     /// Wall time of vkCreateShaderModule (fragment) and vkCreateGraphicsPipelines.
     pub module_ns: u64,
     pub pipeline_ns: u64,
@@ -713,10 +723,9 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let secondary_pool = d
             .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family), None)
             .unwrap();
-        let timer = crate::render::PassTimer::new(gpu);
-        let started = std::time::Instant::now();
-        gpu.one_time_submit(|cb| {
-            if let Some(t) = &timer {
+        // One frame: the targets cleared, the pass, the results copied out.
+        let frame = |cb: vk::CommandBuffer, timer: &Option<crate::render::PassTimer>| {
+            if let Some(t) = timer {
                 t.reset(gpu, cb);
             }
             gpu.image_from_undefined(
@@ -735,7 +744,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             );
             gpu.zero_for_fragment_shaders(cb, storage.buffer);
             gpu.zero_for_fragment_shaders(cb, flags.buffer);
-            if let Some(t) = &timer {
+            if let Some(t) = timer {
                 t.stamp(gpu, cb, 0);
             }
             if case.shader_object {
@@ -869,7 +878,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
             } else {
                 d.cmd_end_render_pass(cb);
             }
-            if let Some(t) = &timer {
+            if let Some(t) = timer {
                 t.stamp(gpu, cb, 1);
             }
             if dynamic {
@@ -918,9 +927,20 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
                 (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
             );
-        });
-        let submit_ns = started.elapsed().as_nanos() as u64;
-        let gpu_ns = timer.map(|t| t.read(gpu));
+        };
+        // `frames`: the same recording submitted again (each frame clears
+        // what it checks), as a renderer draws with one set of objects.
+        let mut frame_submit_ns = Vec::new();
+        let mut frame_gpu_ns = Vec::new();
+        for _ in 0..case.frames.max(1) {
+            let timer = crate::render::PassTimer::new(gpu);
+            let started = std::time::Instant::now();
+            gpu.one_time_submit(|cb| frame(cb, &timer));
+            frame_submit_ns.push(started.elapsed().as_nanos() as u64);
+            frame_gpu_ns.extend(timer.map(|t| t.read(gpu)));
+        }
+        let gpu_ns = frame_gpu_ns.last().copied();
+        let submit_ns = frame_submit_ns.last().copied().unwrap_or_default();
         let result = std::slice::from_raw_parts(readback.map as *const u32, words).to_vec();
         let flagged =
             std::slice::from_raw_parts(flags_readback.map as *const u32, words).iter().filter(|f| **f != 0).count();
@@ -967,7 +987,7 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let (wrong_words, order_errors) = check_words(case, &result);
         // The coverage family flags order errors apart from the words.
         let order_errors = if case.coverage { flagged } else { order_errors };
-        Outcome { words, wrong_words, order_errors, wrong_colour, submit_ns, gpu_ns, module_ns, pipeline_ns }
+        Outcome { words, wrong_words, order_errors, wrong_colour, submit_ns, gpu_ns, frame_submit_ns, frame_gpu_ns, module_ns, pipeline_ns }
     }
 }
 

@@ -165,8 +165,94 @@ pub fn render(
     full: bool,
     kind: crate::draw_kind::DrawKind,
 ) -> (Image, u64, Option<u64>) {
-    let (image, frames) = render_frames(gpu, (width, height), layers, section, reverse, full, kind, 1, 0);
+    let (image, frames) = render_frames(gpu, (width, height), layers, section, reverse, full, kind, Frames::default());
     (image, frames[0].0, frames[0].1)
+}
+
+/// `spv` with an `OpModuleProcessed "<line>"` added at the end of its debug
+/// instructions (before the first annotation or type): the same shader in
+/// other bytes.
+fn tagged(spv: &[u8], line: &str) -> Vec<u8> {
+    let words: Vec<u32> = spv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let mut at = 5;
+    // The first instruction past the debug section: an annotation (71–75,
+    // 332, 5632, 5633) or anything from OpTypeVoid (19) on that is not a
+    // debug or preamble instruction.
+    while at < words.len() {
+        let (count, op) = ((words[at] >> 16) as usize, words[at] & 0xffff);
+        if matches!(op, 71..=75 | 332 | 5632 | 5633) || (19..=39).contains(&op) || count == 0 {
+            break;
+        }
+        at += count;
+    }
+    let mut literal: Vec<u8> = line.bytes().collect();
+    literal.resize(line.len() / 4 * 4 + 4, 0);
+    let mut inst = vec![((1 + literal.len() / 4) as u32) << 16 | 330];
+    inst.extend(literal.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+    let mut out = words;
+    out.splice(at..at, inst);
+    out.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// How [`render_frames`] draws: `count` frames, `work` rounds of extra
+/// work per fragment, and which objects each frame after the first makes
+/// anew (`renew`; none by default, as a renderer draws).
+#[derive(Clone, Copy, Debug)]
+pub struct Frames {
+    pub count: usize,
+    pub work: u32,
+    pub renew: Renew,
+    /// Idle time before each frame after the first (the device's speed
+    /// against wall time rather than against the objects made).
+    pub pause: std::time::Duration,
+}
+
+impl Default for Frames {
+    fn default() -> Self {
+        Frames { count: 1, work: 0, renew: Renew::default(), pause: std::time::Duration::ZERO }
+    }
+}
+
+/// The objects a frame of [`render_frames`] may make anew: the per-pixel
+/// buffers (and the descriptor writes to them), the target (image,
+/// render pass, framebuffer) and the two pipelines (`keep`: the old ones
+/// destroyed only at the end).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Renew {
+    pub buffers: bool,
+    pub target: bool,
+    pub pipelines: bool,
+    /// With `pipelines`: the replaced pipelines kept until the end rather
+    /// than destroyed at once.
+    pub keep: bool,
+    /// With `pipelines`: the frames draw with the first pipelines all the
+    /// same; the new ones are made (and kept) but never bound.
+    pub spare: bool,
+    /// With `pipelines`: each new insert shader a module of its own bytes
+    /// (an `OpModuleProcessed` line added), as an application's many
+    /// shaders are, rather than the same module again.
+    pub distinct: bool,
+}
+
+impl std::str::FromStr for Renew {
+    type Err = String;
+    /// A comma-separated list of `buffers`, `target`, `pipelines`, or `all`.
+    fn from_str(s: &str) -> Result<Renew, String> {
+        let mut r = Renew::default();
+        for part in s.split(',') {
+            match part {
+                "buffers" => r.buffers = true,
+                "target" => r.target = true,
+                "pipelines" => r.pipelines = true,
+                "keep" => r.keep = true,
+                "spare" => r.spare = true,
+                "distinct" => r.distinct = true,
+                "all" => r = Renew { buffers: true, target: true, pipelines: true, ..r },
+                other => return Err(format!("renew: {other}? (buffers, target, pipelines, keep, spare, distinct, all)")),
+            }
+        }
+        Ok(r)
+    }
 }
 
 /// [`render`] `frames` times with the same buffers, pipelines and target,
@@ -184,9 +270,9 @@ pub fn render_frames(
     reverse: bool,
     full: bool,
     kind: crate::draw_kind::DrawKind,
-    frames: usize,
-    work: u32,
+    frames: Frames,
 ) -> (Image, Vec<(u64, Option<u64>)>) {
+    let Frames { count: frames, work, renew, pause } = frames;
     assert!(work < 1 << 23, "work below 2^23 rounds");
     assert!(width.is_multiple_of(64) && height.is_multiple_of(64), "OIT sizes are multiples of 64");
     assert!((1..=MAX_LAYERS).contains(&layers), "1 to {MAX_LAYERS} layers");
@@ -194,10 +280,13 @@ pub fn render_frames(
     let pixels = (width * height) as u64;
     unsafe {
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
-        let counts = gpu.buffer(pixels * 4, usage, false);
-        let slots = gpu.buffer(pixels * K as u64 * 8, usage, false);
-        let tail = gpu.buffer(pixels * 16, usage, false);
-        let target = crate::render::Target::new(gpu, crate::render::RenderPath::RenderPass, width, height);
+        let buffers = || {
+            [pixels * 4, pixels * K as u64 * 8, pixels * 16].map(|size| gpu.buffer(size, usage, false))
+        };
+        // counts, slots, tail
+        let mut bufs = buffers();
+        let new_target = || crate::render::Target::new(gpu, crate::render::RenderPath::RenderPass, width, height);
+        let mut target = new_target();
 
         let bindings = [0, 1, 2].map(|b| {
             vk::DescriptorSetLayoutBinding::default()
@@ -208,18 +297,20 @@ pub fn render_frames(
         });
         let (set_layout, pool, set) = gpu.descriptor_set(&bindings);
         let layouts = [set_layout];
-        let infos = [counts.buffer, slots.buffer, tail.buffer]
-            .map(|b| [vk::DescriptorBufferInfo { buffer: b, offset: 0, range: vk::WHOLE_SIZE }]);
-        let writes: Vec<vk::WriteDescriptorSet> = (0..3)
-            .map(|b| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(b as u32)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(&infos[b])
-            })
-            .collect();
-        d.update_descriptor_sets(&writes, &[]);
+        let point_at = |buffers: [vk::Buffer; 3]| {
+            let infos = buffers.map(|b| [vk::DescriptorBufferInfo { buffer: b, offset: 0, range: vk::WHOLE_SIZE }]);
+            let writes: Vec<vk::WriteDescriptorSet> = (0..3)
+                .map(|b| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(set)
+                        .dst_binding(b as u32)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(&infos[b])
+                })
+                .collect();
+            d.update_descriptor_sets(&writes, &[]);
+        };
+        point_at(bufs.each_ref().map(|b| b.buffer));
         let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
         let push = [vk::PushConstantRange { stage_flags: stages, offset: 0, size: 16 }];
         let layout = d
@@ -233,34 +324,75 @@ pub fn render_frames(
             Section::Unordered => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-unordered.frag.spv")),
             Section::None => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-none.frag.spv")),
         };
-        let insert = target.pipeline_with(
-            gpu,
-            layout,
-            include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered.vert.spv")),
-            insert_fs,
-            false,
-        );
-        let resolve = target.pipeline_with(
-            gpu,
-            layout,
-            include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
-            include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_resolve.frag.spv")),
-            true,
-        );
+        let made = std::cell::Cell::new(0u32);
+        let pipelines = |target: &crate::render::Target| {
+            // `distinct`: every insert shader after the first differs in
+            // its bytes (a processed-by line), not in its code.
+            let fs = match made.replace(made.get() + 1) {
+                n if renew.distinct && n > 0 => tagged(insert_fs, &format!("overlap-testapp frame {n}")),
+                _ => insert_fs.to_vec(),
+            };
+            let insert = target.pipeline_with(
+                gpu,
+                layout,
+                include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered.vert.spv")),
+                &fs,
+                false,
+            );
+            let resolve = target.pipeline_with(
+                gpu,
+                layout,
+                include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
+                include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_resolve.frag.spv")),
+                true,
+            );
+            (insert, resolve)
+        };
+        let (mut insert, mut resolve) = pipelines(&target);
         let flags = reverse as u32 | (full as u32) << 1 | work << 8;
         let pc: Vec<u8> = [width, height, layers, flags].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let half = layers / 2;
         let draws = crate::draw_kind::Draws::new(gpu, kind);
         let mut times = Vec::with_capacity(frames.max(1));
-        for _ in 0..frames.max(1) {
+        let mut kept = Vec::new();
+        let mut spares = Vec::new();
+        for frame in 0..frames.max(1) {
+            if frame > 0 {
+                std::thread::sleep(pause);
+            }
+            // `renew`: objects made anew for this frame (the previous
+            // frame's submission has completed: one_time_submit waits).
+            if frame > 0 && renew.buffers {
+                for b in std::mem::replace(&mut bufs, buffers()) {
+                    gpu.destroy_buffer(b);
+                }
+                point_at(bufs.each_ref().map(|b| b.buffer));
+            }
+            if frame > 0 && renew.target {
+                std::mem::replace(&mut target, new_target()).destroy(gpu);
+            }
+            if frame > 0 && renew.pipelines {
+                if renew.spare {
+                    spares.push(pipelines(&target));
+                } else {
+                    kept.push((insert, resolve));
+                    (insert, resolve) = pipelines(&target);
+                }
+            }
+            if !renew.keep {
+                for (a, b) in kept.drain(..) {
+                    d.destroy_pipeline(a, None);
+                    d.destroy_pipeline(b, None);
+                }
+            }
             let timer = crate::render::PassTimer::new(gpu);
             let started = std::time::Instant::now();
             gpu.one_time_submit(|cb| {
                 if let Some(t) = &timer {
                     t.reset(gpu, cb);
                 }
-                d.cmd_fill_buffer(cb, counts.buffer, 0, vk::WHOLE_SIZE, 0);
-                d.cmd_fill_buffer(cb, tail.buffer, 0, vk::WHOLE_SIZE, 0);
+                d.cmd_fill_buffer(cb, bufs[0].buffer, 0, vk::WHOLE_SIZE, 0);
+                d.cmd_fill_buffer(cb, bufs[2].buffer, 0, vk::WHOLE_SIZE, 0);
                 gpu.memory_barrier(
                     cb,
                     (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
@@ -301,15 +433,19 @@ pub fn render_frames(
             times.push((elapsed, timer.map(|t| t.read(gpu))));
         }
         let image = target.read(gpu);
+        for (a, b) in kept.into_iter().chain(spares) {
+            d.destroy_pipeline(a, None);
+            d.destroy_pipeline(b, None);
+        }
         d.destroy_pipeline(insert, None);
         d.destroy_pipeline(resolve, None);
         d.destroy_pipeline_layout(layout, None);
         d.destroy_descriptor_pool(pool, None);
         d.destroy_descriptor_set_layout(set_layout, None);
         target.destroy(gpu);
-        gpu.destroy_buffer(counts);
-        gpu.destroy_buffer(slots);
-        gpu.destroy_buffer(tail);
+        for b in bufs {
+            gpu.destroy_buffer(b);
+        }
         (image, times)
     }
 }

@@ -689,3 +689,25 @@ fn ordered_parts_left_out_for_measuring_run_and_show() {
         assert!(o.overlap_messages().contains(&"OVERLAP-Interlock-Order-Lost"), "{without}: {}", o.stderr);
     }
 }
+
+/// The interlock bench with `reuse` draws its repetitions as frames of one
+/// pipeline and set of objects (each frame clears what it checks): every
+/// frame's GPU time is listed, the words are exact under the ordered
+/// strategy, validation silent. Without the layer the driver has no
+/// interlock and the bench cannot run.
+#[test]
+fn the_bench_draws_its_frames_with_one_pipeline() {
+    let bench = ["interlock-bench", "64", "64", "3", "pixel_interlock_ordered", "reuse"];
+    let o = run_with_timeout(
+        app(Layers::OverlapOverValidation, &bench).env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered"),
+        Duration::from_secs(300),
+    );
+    o.assert_ok();
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+    let line = o.stdout.lines().find(|l| l.starts_with("case=")).unwrap_or_else(|| panic!("{o:?}"));
+    assert!(line.contains(" wrong_words=0"), "{line}");
+    let each = line.split(' ').find_map(|f| f.strip_prefix("gpu_us_each="));
+    assert_eq!(each.map(|e| e.split(',').count()), Some(3), "{line}");
+    let o = run_with_timeout(&mut app(Layers::None, &bench), Duration::from_secs(60));
+    assert!(o.code != Some(0), "{o:?}");
+}

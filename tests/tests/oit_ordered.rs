@@ -65,6 +65,27 @@ fn frames_reusing_their_objects_stay_ordered() {
     assert!(wrong_pixels(&o) > 1000, "{}", o.stdout);
 }
 
+/// Frames that make some of their objects anew (`renew=`, which told the
+/// NVIDIA driver's slowdown after many pipelines apart from the layer's
+/// state, docs/design/ordered-interlock.md §16) stay ordered: new buffers,
+/// target and pipelines every frame, pipelines kept or made as spares, and
+/// insert modules of distinct bytes (an `OpModuleProcessed` line, which
+/// the validation layer's SPIR-V check must accept). A wrong name is an
+/// error, and `renew` without `reuse` too.
+#[test]
+fn frames_renewing_their_objects_stay_ordered() {
+    for renew in ["all", "pipelines,keep", "pipelines,spare,distinct", "pipelines,distinct"] {
+        let o = scene("ordered", &["layers=8", "reps=3", "reuse", &format!("renew={renew}")]);
+        o.assert_ok();
+        assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{renew}");
+        assert_eq!(wrong_pixels(&o), 0, "{renew}: {}", o.stdout);
+    }
+    let o = scene("ordered", &["layers=8", "reps=2", "reuse", "renew=shaders"]);
+    assert!(o.code != Some(0) && o.stderr.contains("renew: shaders?"), "{o:?}");
+    let o = scene("ordered", &["layers=8", "reps=2", "renew=all"]);
+    assert!(o.code != Some(0) && o.stderr.contains("goes with reuse"), "{o:?}");
+}
+
 /// Extra work per fragment (`work=W`: a heavier shader, its values live
 /// across the critical section, as the benchmark's heavy variant runs it)
 /// leaves the picture as it was: equal to the reference under the ordered

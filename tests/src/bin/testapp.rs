@@ -22,10 +22,10 @@ fn usage() -> ! {
          record THREADS DRAWS       record command buffers on THREADS threads, submit, check\n  \
          bench K N REPS             record and submit K command buffers of N draws, REPS times\n  \
          interlock [all|quick|none|inline|shader-object] [WxH] [DELAY]  the CTS-style interlock matrix (none: without the critical section)\n  \
-         interlock-bench W H REPS [MODE]   median submit time of one interlock case\n  \
+         interlock-bench W H REPS [MODE] [reuse]   median submit time of one interlock case (reuse: the reps as frames of one pipeline)\n  \
          interlock-features         the interlock features, and a device asking for shading-rate interlock\n  \
          oit W H [none] [reps=N] [out=PNG] [ref=PNG]  the OIT scene, checked against the CPU reference\n  \
-         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [reuse] [work=W] [out=PNG] [ref=PNG] [nocheck] [draw=KIND]  the ordered OIT scene (tail blending), checked against the CPU reference (KIND: how every draw goes down, overlap_tests::draw_kind)\n  \
+         oit-ordered W H [layers=N] [section=ordered|unordered|none] [reverse] [full] [reps=N] [reuse [renew=buffers,target,pipelines,keep,spare,distinct] [pause=MS]] [work=W] [out=PNG] [ref=PNG] [nocheck] [draw=KIND]  the ordered OIT scene (tail blending), checked against the CPU reference (KIND: how every draw goes down, overlap_tests::draw_kind)\n  \
          vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
          quad-derivatives [SIZE] [INSTANCES] [kill]  derivatives inside an ordered critical section of INSTANCES full-screen triangles (SIZE <= 64), and its lost words (kill: a third discard inside it)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
@@ -601,10 +601,11 @@ fn interlock_features(opts: &mut GpuOptions) -> Result<(), String> {
 
 /// The median wall time of REPS submissions of one interlock case: 31
 /// full-screen instances doing the read-modify-write in the critical section.
-/// `interlock-bench W H REPS [MODE] [dynamic] [draws=N]`: the median submit
+/// `interlock-bench W H REPS [MODE] [dynamic] [draws=N] [reuse]`: the median submit
 /// time of one case (31 full-screen instances), drawn in a render pass or in
 /// dynamic rendering, in one draw or `N`, and the median GPU time of its
-/// pass (timestamps) where the queue writes them.
+/// pass (timestamps) where the queue writes them; with `reuse`, of REPS
+/// frames drawn with one set of objects.
 fn interlock_bench(
     opts: &mut GpuOptions,
     w: u32,
@@ -628,15 +629,19 @@ fn interlock_bench(
         return Err("dynamic rendering is not available".into());
     }
     let draws = rest.iter().find_map(|a| a.strip_prefix("draws=")?.parse().ok()).unwrap_or(1);
-    let case = Case { dynamic_rendering, draws, ..Case::plain(mode, Resource::Image, false, 1, false, w, h) };
+    // `reuse`: the reps as frames of one set of objects (one pipeline), as
+    // a renderer draws, rather than each rep making its own.
+    let reuse = rest.iter().any(|a| a == "reuse");
+    let frames = if reuse { reps as u32 } else { 1 };
+    let case = Case { dynamic_rendering, draws, frames, ..Case::plain(mode, Resource::Image, false, 1, false, w, h) };
     let mut times = Vec::new();
     let mut gpu_times = Vec::new();
     let mut wrong = 0;
-    for _ in 0..reps {
+    for _ in 0..if reuse { 1 } else { reps } {
         let o = interlock::run(&g, &case);
         wrong += o.wrong_words;
-        times.push(o.submit_ns);
-        gpu_times.extend(o.gpu_ns);
+        times.extend(o.frame_submit_ns);
+        gpu_times.extend(o.frame_gpu_ns);
     }
     let each = gpu_each(&gpu_times);
     times.sort();
@@ -735,6 +740,10 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         None => 0,
     };
     let kind: overlap_tests::draw_kind::DrawKind = get("draw").unwrap_or("direct").parse()?;
+    let renew: Option<scene::Renew> = get("renew").map(str::parse).transpose()?;
+    if renew.is_some() && !flag("reuse") {
+        return Err("renew=… goes with reuse (without it every render makes every object anew)".into());
+    }
     opts.interlock = true;
     opts.multi_draw |= kind.multi();
     // `devices=N`: the whole scene on N devices made one after another in
@@ -762,10 +771,14 @@ fn oit_ordered(opts: &mut GpuOptions, w: u32, h: u32, rest: &[String]) -> Result
         let mut image = None;
         // `reuse`: the reps as frames of one set of buffers, pipelines and
         // target (as a renderer draws), rather than each rep making its own.
+        // `renew=…` with `reuse`: the objects listed made anew every frame
+        // all the same (which of them a speed that changes follows).
         let renders = if flag("reuse") { 1 } else { reps };
-        let frames = if flag("reuse") { reps } else { 1 };
+        let count = if flag("reuse") { reps } else { 1 };
+        let pause = std::time::Duration::from_millis(get("pause").and_then(|v| v.parse().ok()).unwrap_or(0));
+        let frames = scene::Frames { count, work, renew: renew.unwrap_or_default(), pause };
         for _ in 0..renders {
-            let (img, each) = scene::render_frames(&g, (w, h), layers, section, reverse, full, kind, frames, work);
+            let (img, each) = scene::render_frames(&g, (w, h), layers, section, reverse, full, kind, frames);
             wrong = wrong.max(scene::differing_pixels(&img, &reference));
             worst = worst.max(overlap_tests::oit::max_difference(&img, &reference));
             for (ns, gpu_ns) in each {
