@@ -48,14 +48,20 @@ fn main() {
             continue;
         }
         if name == "oit_ordered_insert.frag" {
-            for (suffix, define) in [("ordered", Some("-DORDERED")), ("unordered", Some("-DUNORDERED")), ("none", None)]
-            {
+            // Each section variant plain and with the extra work (`-work`),
+            // so that the plain shader holds no registers for work it never does.
+            let sections = [("ordered", Some("-DORDERED")), ("unordered", Some("-DUNORDERED")), ("none", None)];
+            for ((suffix, define), work) in sections.into_iter().flat_map(|s| [(s, false), (s, true)]) {
                 let mut cmd = Command::new("glslangValidator");
                 cmd.args(["-V", "--target-env", "vulkan1.1"]);
                 cmd.args(define);
+                if work {
+                    cmd.arg("-DWORK");
+                }
+                let work = if work { "-work" } else { "" };
                 let status = cmd
                     .arg("-o")
-                    .arg(Path::new(&out).join(format!("oit_ordered_insert-{suffix}.frag.spv")))
+                    .arg(Path::new(&out).join(format!("oit_ordered_insert-{suffix}{work}.frag.spv")))
                     .arg(&path)
                     .status()
                     .unwrap();

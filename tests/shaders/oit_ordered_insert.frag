@@ -5,13 +5,14 @@
 // kept one (or is itself the farthest) and the evicted colour is blended
 // "over" the pixel's tail colour, alpha 3/4, in arrival order — so
 // primitive order changes the picture. Colours are 8-bit, the tail 8.16
-// fixed point. `flags >> 8` is W, work done per fragment besides the
-// insert: W rounds of four LCG lanes, begun before the section and kept
-// live across it (a heavier shader in ALU and registers, as an emulator's
-// blend is; it never changes the picture: its result is stored only under
-// a flag the test program never sets). Built in variants
-// by tests/build.rs: ORDERED (pixel_interlock_ordered), UNORDERED
-// (pixel_interlock_unordered) or neither (no critical section).
+// fixed point. Built with WORK, `flags >> 8` is W, work done per fragment
+// besides the insert: W rounds of four LCG lanes, begun before the section
+// and kept live across it (a heavier shader in ALU and registers, as an
+// emulator's blend is; it never changes the picture: its result is stored
+// only under a flag the test program never sets); without WORK the shader
+// is the plain insert. Built in variants by tests/build.rs: ORDERED
+// (pixel_interlock_ordered), UNORDERED (pixel_interlock_unordered) or
+// neither (no critical section), each with and without WORK.
 #extension GL_ARB_fragment_shader_interlock : enable
 #if defined(ORDERED)
 layout(pixel_interlock_ordered) in;
@@ -37,6 +38,7 @@ void blend_tail(uint p, uint color) {
 
 void main() {
     uint p = uint(gl_FragCoord.y) * pc.width + uint(gl_FragCoord.x);
+#ifdef WORK
     uvec4 a = uvec4(p, v_color, v_depth, 1u);
     uvec4 b = a.yzwx;
     uvec4 c = a.zwxy;
@@ -47,6 +49,7 @@ void main() {
         c = c * 1103515245u + d;
         d = d * 134775813u + a;
     }
+#endif
 #if defined(ORDERED) || defined(UNORDERED)
     beginInvocationInterlockARB();
 #endif
@@ -73,8 +76,10 @@ void main() {
 #if defined(ORDERED) || defined(UNORDERED)
     endInvocationInterlockARB();
 #endif
+#ifdef WORK
     if ((pc.flags & 0x80u) != 0u) {
         tail[p] = a ^ b ^ c ^ d;
     }
+#endif
     o_color = vec4(0.0);
 }

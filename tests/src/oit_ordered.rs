@@ -320,6 +320,13 @@ pub fn render_frames(
             )
             .unwrap();
         let insert_fs: &[u8] = match section {
+            Section::Ordered if work > 0 => {
+                include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-ordered-work.frag.spv"))
+            }
+            Section::Unordered if work > 0 => {
+                include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-unordered-work.frag.spv"))
+            }
+            Section::None if work > 0 => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-none-work.frag.spv")),
             Section::Ordered => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-ordered.frag.spv")),
             Section::Unordered => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-unordered.frag.spv")),
             Section::None => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-none.frag.spv")),
