@@ -987,7 +987,18 @@ pub fn run(gpu: &Gpu, case: &Case) -> Outcome {
         let (wrong_words, order_errors) = check_words(case, &result);
         // The coverage family flags order errors apart from the words.
         let order_errors = if case.coverage { flagged } else { order_errors };
-        Outcome { words, wrong_words, order_errors, wrong_colour, submit_ns, gpu_ns, frame_submit_ns, frame_gpu_ns, module_ns, pipeline_ns }
+        Outcome {
+            words,
+            wrong_words,
+            order_errors,
+            wrong_colour,
+            submit_ns,
+            gpu_ns,
+            frame_submit_ns,
+            frame_gpu_ns,
+            module_ns,
+            pipeline_ns,
+        }
     }
 }
 

@@ -248,7 +248,9 @@ impl std::str::FromStr for Renew {
                 "spare" => r.spare = true,
                 "distinct" => r.distinct = true,
                 "all" => r = Renew { buffers: true, target: true, pipelines: true, ..r },
-                other => return Err(format!("renew: {other}? (buffers, target, pipelines, keep, spare, distinct, all)")),
+                other => {
+                    return Err(format!("renew: {other}? (buffers, target, pipelines, keep, spare, distinct, all)"))
+                }
             }
         }
         Ok(r)
@@ -280,9 +282,7 @@ pub fn render_frames(
     let pixels = (width * height) as u64;
     unsafe {
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
-        let buffers = || {
-            [pixels * 4, pixels * K as u64 * 8, pixels * 16].map(|size| gpu.buffer(size, usage, false))
-        };
+        let buffers = || [pixels * 4, pixels * K as u64 * 8, pixels * 16].map(|size| gpu.buffer(size, usage, false));
         // counts, slots, tail
         let mut bufs = buffers();
         let new_target = || crate::render::Target::new(gpu, crate::render::RenderPath::RenderPass, width, height);
@@ -326,7 +326,9 @@ pub fn render_frames(
             Section::Unordered if work > 0 => {
                 include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-unordered-work.frag.spv"))
             }
-            Section::None if work > 0 => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-none-work.frag.spv")),
+            Section::None if work > 0 => {
+                include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-none-work.frag.spv"))
+            }
             Section::Ordered => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-ordered.frag.spv")),
             Section::Unordered => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-unordered.frag.spv")),
             Section::None => include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_insert-none.frag.spv")),
