@@ -17,7 +17,8 @@
 // 1 invocations registered (count mode 3 only; in mode 0 every invocation
 // takes a slot), 2 invocations done, 3 mutex, 4-5 finished bits (one per
 // slot), 6 flags (1: a key out of range, 2: keys not in increasing slot
-// order), 7 the run draw's arrivals (the guessed slot); then `slots / 2` planes
+// order), 7 unused (the run draw's arrivals, for the guessed slot, are
+// the high byte of plane 0); then `slots / 2` planes
 // of uvec4, slots 2g and 2g+1 of each cell: (multiplicity << 24 | instance,
 // primitive) twice (zero when unused: the reset clears them). A slot holds a key and how many invocations have it (a
 // primitive's samples when shading per sample, in the dedup count mode 3; a
@@ -122,7 +123,8 @@ const uint DONE_IN = 2u;
 const uint MUTEX = 3u;
 const uint FINISHED_IN = 4u; // and 5
 const uint FLAGS = 6u;
-const uint ARRIVALS = 7u;
+// Plane 7 is unused (it held the run draw's arrivals; they are now the
+// high byte of the slots-used word: ARRIVAL).
 const uint HEADER = 8u;
 // Cells of at least this many keys guess their slot before they search.
 const uint GUESS_FROM = 8u;
@@ -139,6 +141,11 @@ const uint OUT_OF_RANGE = 1u;
 const uint UNSORTED = 2u;
 const uint NONE = 0xffffffffu;
 
+// The slots-used word: the count draw's appends in bits 0-23 (a cell
+// reached by 2^24 fragments of one draw is beyond this), the run draw's
+// arrivals in bits 24-31.
+const uint USED_MASK = 0x00ffffffu;
+const uint ARRIVAL = 0x01000000u;
 const uint MULT = 0x01000000u;
 const uint INSTANCE = 0x00ffffffu;
 // ovl_flags
@@ -262,7 +269,7 @@ void ovl_check_order(uint c, uint s) {
 // A new slot for the key, or (dedup) one more invocation on its slot.
 void ovl_append(uint c, bool dedup) {
     if (dedup) {
-        uint n = atomicLoad(ovl_cells.w[ovl_at(USED, c)], SCOPE, STORAGE, ACQ);
+        uint n = atomicLoad(ovl_cells.w[ovl_at(USED, c)], SCOPE, STORAGE, ACQ) & USED_MASK;
         for (uint j = 0u; j < min(n, ovl_ctl.slots); j++) {
             uint at = ovl_slot(c, j);
             uint hi = ovl_cells.w[at];
@@ -272,7 +279,9 @@ void ovl_append(uint c, bool dedup) {
             }
         }
     }
-    uint s = atomicAdd(ovl_cells.w[ovl_at(USED, c)], 1u, SCOPE, STORAGE, RELAXED);
+    // (The arrivals byte is zero here but where the cells are not reset
+    // between draws, `debug_ordered_without=reset`.)
+    uint s = atomicAdd(ovl_cells.w[ovl_at(USED, c)], 1u, SCOPE, STORAGE, RELAXED) & USED_MASK;
     if (s < ovl_ctl.slots) {
         // One store of both words, so that a reader sees the key whole.
         ovl_key_words.k[ovl_slot(c, s) / 2u] = uvec2(MULT | ovl_key.x, ovl_key.y);
@@ -363,7 +372,13 @@ void ovl_lookup() {
     for (uint dy = 0u; dy < AREA.y; dy++) {
         for (uint dx = 0u; dx < AREA.x; dx++) {
             uint c = ovl_cell(dx, dy);
-            uint used = ovl_fixed.w[ovl_at(USED, c)];
+            // The slots used (the count draw's, bits 0-23) and, in the same
+            // atomic, this invocation's arrival among the run draw's (bits
+            // 24-31, which the count draw leaves zero): one round trip for
+            // both, where the slot guess below would take a second.
+            uint word = SKIP(256u) ? ovl_fixed.w[ovl_at(USED, c)]
+                                   : atomicAdd(ovl_cells.w[ovl_at(USED, c)], ARRIVAL, SCOPE, STORAGE, RELAXED);
+            uint used = word & USED_MASK;
             uint registered = ovl_fixed.w[ovl_at(REGISTERED_IN, c)];
             uint flags = ovl_fixed.w[ovl_at(FLAGS, c)];
             uint n = min(used, ovl_ctl.slots);
@@ -380,11 +395,12 @@ void ovl_lookup() {
                 if (n >= GUESS_FROM && ovl_ctl.misses == 0u && !SKIP(64u | 256u)) {
                     // The run draw's fragments of a cell mostly arrive in
                     // the count draw's order, the order of the slots: the
-                    // t-th to arrive looks at slot t first (one atomic and
-                    // one load where the search takes log2(n) loads). The
+                    // t-th to arrive looks at slot t first (one load where
+                    // the search takes log2(n); t wraps at 256, a wrong
+                    // guess is only a search). The
                     // keys here are strictly increasing, so the slot that
                     // holds this key is the search's.
-                    uint t = atomicAdd(ovl_cells.w[ovl_at(ARRIVALS, c)], 1u, SCOPE, STORAGE, RELAXED);
+                    uint t = word >> 24u;
                     if (t < n) {
                         uvec4 pair = ovl_keys.q[q + (t / 2u) * plane];
                         uvec2 slot = (t & 1u) == 0u ? pair.xy : pair.zw;
@@ -510,7 +526,7 @@ void ovl_resolve() {
 // used (the count draw's order check reads an unwritten slot as zero),
 // then the header.
 void ovl_reset(uint c) {
-    uint n = min(atomicLoad(ovl_cells.w[ovl_at(USED, c)], SCOPE, STORAGE, RELAXED), ovl_ctl.slots);
+    uint n = min(atomicLoad(ovl_cells.w[ovl_at(USED, c)], SCOPE, STORAGE, RELAXED) & USED_MASK, ovl_ctl.slots);
     uint plane = ovl_plane();
     for (uint j = 0u; j < n; j += 2u) {
         ovl_pairs.q[(HEADER / 4u + j / 2u) * plane + c] = uvec4(0u);
@@ -521,7 +537,6 @@ void ovl_reset(uint c) {
     atomicStore(ovl_cells.w[ovl_at(FINISHED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
     atomicStore(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], 0u, SCOPE, STORAGE, RELAXED);
     atomicStore(ovl_cells.w[ovl_at(FLAGS, c)], 0u, SCOPE, STORAGE, RELAXED);
-    atomicStore(ovl_cells.w[ovl_at(ARRIVALS, c)], 0u, SCOPE, STORAGE, RELAXED);
 }
 
 // Sets slot j's finished bit in cell c (of `total` slots); true when it
