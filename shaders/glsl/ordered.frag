@@ -522,10 +522,12 @@ void ovl_resolve() {
 }
 #endif
 
-// Resets cell c (its last invocation of the draw): the keys of the slots
-// used (the count draw's order check reads an unwritten slot as zero),
-// then the header.
-void ovl_reset(uint c) {
+// Resets cell c, the area's k-th (its last invocation of the draw): the
+// keys of the slots used (the count draw's order check reads an unwritten
+// slot as zero), then the header words the draw wrote — the done count
+// and the second word of finished bits only in a counted cell (they are
+// written nowhere else).
+void ovl_reset(uint c, uint k) {
     uint n = min(atomicLoad(ovl_cells.w[ovl_at(USED, c)], SCOPE, STORAGE, RELAXED) & USED_MASK, ovl_ctl.slots);
     uint plane = ovl_plane();
     for (uint j = 0u; j < n; j += 2u) {
@@ -533,9 +535,11 @@ void ovl_reset(uint c) {
     }
     atomicStore(ovl_cells.w[ovl_at(USED, c)], 0u, SCOPE, STORAGE, RELAXED);
     atomicStore(ovl_cells.w[ovl_at(REGISTERED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
-    atomicStore(ovl_cells.w[ovl_at(DONE_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
     atomicStore(ovl_cells.w[ovl_at(FINISHED_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
-    atomicStore(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], 0u, SCOPE, STORAGE, RELAXED);
+    if ((ovl_counted & (1u << k)) != 0u) {
+        atomicStore(ovl_cells.w[ovl_at(DONE_IN, c)], 0u, SCOPE, STORAGE, RELAXED);
+        atomicStore(ovl_cells.w[ovl_at(FINISHED_IN + 1u, c)], 0u, SCOPE, STORAGE, RELAXED);
+    }
     atomicStore(ovl_cells.w[ovl_at(FLAGS, c)], 0u, SCOPE, STORAGE, RELAXED);
 }
 
@@ -605,7 +609,7 @@ void ovl_finish() {
                 memoryBarrier(SCOPE, STORAGE, ACQ);
             }
             if (last && !SKIP(32u)) {
-                ovl_reset(c);
+                ovl_reset(c, k);
             }
             k++;
         }
@@ -734,7 +738,7 @@ void ovl_leave() {
                     ovl_left |= 1u << k;
                     if (((before & ~LOCK) | bit) == (1u << ovl_total_in(k)) - 1u && !SKIP(32u)) {
                         memoryBarrier(SCOPE, STORAGE, ACQ);
-                        ovl_reset(c);
+                        ovl_reset(c, k);
                     }
                 } else {
                     atomicAnd(ovl_cells.w[ovl_at(FINISHED_IN, c)], ~LOCK, SCOPE, STORAGE, REL);
