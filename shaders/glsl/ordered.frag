@@ -60,13 +60,13 @@ layout(set = 0, binding = 1, std430) coherent buffer OverlapKey { uvec2 k[]; } o
 layout(set = 0, binding = 1, std430) coherent buffer OverlapPairs { uvec4 q[]; } ovl_pairs;
 layout(set = 0, binding = 2, std140) uniform OverlapControl {
     uint mode;      // 0 count, 1 run, 2 unordered (mutex only), 3 count merging equal keys
-    uint grid;      // cells per row (a power of two); pixels further apart share cells
+    uint grid;      // cells per row (a multiple of 8, or a power of two below 8); pixels further apart share cells
     uint slots;     // slots per cell (8, 16, 32 or 64: one finished bit each)
     uint timeout;   // polls before a wait gives up and enters under the mutex
     uint reverse;   // testing only: the key order reversed
     uint misses;    // testing only: the key search finds nothing
     uint skip;      // measurement only (read where compiled with MEASURE, SKIP below)
-    uint grid_y;    // cells per column (a power of two); `grid` is per row
+    uint grid_y;    // cells per column (as `grid`); `grid` is per row
     uint shares;    // 1 once a render area larger than the cells was seen: pixels a grid apart share cells
 } ovl_ctl;
 // 0: cells overflowed, 1: expired waits, 2: keys not found, 3: keys out of range.
@@ -209,7 +209,17 @@ uint ovl_plane() {
 // The cell of a pixel (or sample) of the area, an index into every plane:
 // 8x8 cells contiguous, so that a subgroup's lanes share cache lines.
 uint ovl_cell(uint dx, uint dy) {
-    uvec2 p = (ovl_origin + uvec2(dx, dy)) & (uvec2(ovl_ctl.grid, ovl_ctl.grid_y) - 1u);
+    uvec2 grid = uvec2(ovl_ctl.grid, ovl_ctl.grid_y);
+    uvec2 p = ovl_origin + uvec2(dx, dy);
+    // Pixels lie past the cells only once the layer has seen a render area
+    // larger than them (a uniform branch): then the grid's copies wrap onto
+    // it. Elsewhere every pixel is inside (the min keeps the accesses in
+    // the buffer all the same).
+    if (ovl_ctl.shares != 0u) {
+        p %= grid;
+    } else {
+        p = min(p, grid - 1u);
+    }
     if (ovl_ctl.grid < 8u || ovl_ctl.grid_y < 8u) {
         return p.y * ovl_ctl.grid + p.x;
     }
@@ -479,7 +489,7 @@ bool ovl_begin() {
     // range (counted, logged). Only where the layer has seen a render area
     // larger than the cells (a uniform branch).
     if (ovl_ctl.shares != 0u) {
-        uvec2 copy = ovl_origin >> uvec2(findMSB(ovl_ctl.grid), findMSB(ovl_ctl.grid_y));
+        uvec2 copy = ovl_origin / uvec2(ovl_ctl.grid, ovl_ctl.grid_y);
         uint alias = min(copy.x + 4u * copy.y, 15u);
         if (alias != 0u) {
             ovl_key.x = ovl_key.x >= 0x100000u ? 0xffffffffu : ovl_key.x | (alias << 20u);

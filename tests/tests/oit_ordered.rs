@@ -176,12 +176,12 @@ fn dedicated_cells_draw_the_same_picture() {
 
 /// The cells are sized by the render targets made before them: with the
 /// default grid (2048 a side, 1.2 GB of cells), a 128 x 128 scene gets the
-/// smallest grid, 256 x 256, and a 320 x 192 one 512 x 256 (each side the
-/// targets' next power of two) — and both still equal their reference,
-/// validation silent.
+/// smallest grid, 256 x 256, and a 320 x 192 one 320 x 256 (each side the
+/// targets' rounded up to a multiple of 8, at least 256) — and both still
+/// equal their reference, validation silent.
 #[test]
 fn the_cells_are_sized_by_the_render_targets() {
-    for (w, h, cells) in [("128", "128", "256 x 256 cells"), ("320", "192", "512 x 256 cells")] {
+    for (w, h, cells) in [("128", "128", "256 x 256 cells"), ("320", "192", "320 x 256 cells")] {
         let o = run_with_timeout(
             app(Layers::OverlapOverValidation, &["oit-ordered", w, h, "layers=8"])
                 .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
@@ -197,9 +197,11 @@ fn the_cells_are_sized_by_the_render_targets() {
 }
 
 /// A render target made after the cells that needs more of them: the cells
-/// grow (the old ones kept for command buffers recorded with them), and
-/// the larger scene drawn on the same device still equals its reference.
-/// Without the growth the 448 x 320 scene would run on 256 x 256 cells.
+/// grow (the old ones kept for command buffers recorded with them) to the
+/// target's size, 448 x 320 (no power of two: the 8x8 blocks of a row are
+/// 56), and the larger scene drawn on the same device still equals its
+/// reference. Without the growth the 448 x 320 scene would run on 256 x 256
+/// cells.
 #[test]
 fn the_cells_grow_for_a_larger_target_made_later() {
     let o = run_with_timeout(
@@ -213,7 +215,8 @@ fn the_cells_grow_for_a_larger_target_made_later() {
     assert!(o.stdout.contains("oit_ordered_grown size=448x320 wrong_pixels=0"), "{}", o.stdout);
     assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
     assert!(o.stderr.contains("256 x 256 cells of 32 keys"), "{}", o.stderr);
-    assert!(o.stderr.contains("the cells grow from 256 x 256 to 512 x 512"), "{}", o.stderr);
+    // Sized to the target (multiples of 8), not its next powers of two.
+    assert!(o.stderr.contains("the cells grow from 256 x 256 to 448 x 320"), "{}", o.stderr);
     // The growth's allocation failing (the layer's fifth vkAllocateMemory in
     // this program: the lock image's, the first cells' three, then this):
     // said once, not tried again at every draw, and the larger scene runs
@@ -228,8 +231,27 @@ fn the_cells_grow_for_a_larger_target_made_later() {
     );
     o.assert_ok();
     assert!(o.stdout.contains("oit_ordered_grown size=448x320 wrong_pixels=0"), "{}", o.stdout);
-    assert_eq!(o.stderr.matches("cannot grow the cells from 256 x 256 to 512 x 512").count(), 1, "{}", o.stderr);
+    assert_eq!(o.stderr.matches("cannot grow the cells from 256 x 256 to 448 x 320").count(), 1, "{}", o.stderr);
     assert!(!o.stderr.contains("the cells grow from"), "{}", o.stderr);
+}
+
+/// Cells of a side that is no power of two, shared along the other: a
+/// 640 x 320 scene with the grid held at 512 gets 512 x 320 cells (rows
+/// wrap, columns do not), and equals its reference.
+#[test]
+fn cells_of_any_multiple_of_eight_stay_ordered() {
+    let o = run_with_timeout(
+        app(Layers::OverlapOverValidation, &["oit-ordered", "640", "320", "layers=8"])
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
+            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "512")
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
+        Duration::from_secs(300),
+    );
+    o.assert_ok();
+    assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
+    assert!(o.stderr.contains("512 x 320 cells of 32 keys"), "{}", o.stderr);
+    assert!(o.stderr.contains("exceeds the cells (512 x 320"), "{}", o.stderr);
+    assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
 }
 
 /// Where a render area is larger than the cells can be (here the grid held

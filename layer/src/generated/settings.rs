@@ -74,7 +74,7 @@ pub const SETTINGS: &[SettingDef] = &[
         kind: Kind::Enum(INTERLOCK_ORDERED_GRID_VALUES),
         default: "2048",
         label: "Ordered interlock: cell grid",
-        description: "Cells per side of the ordered strategy's grid at most: the cells are sized by the render targets made before the first ordered shader (each side the largest target's next power of two, at least 256; grown for a larger target made later), this whole grid where none was; pixels further apart share a cell, which costs slots.",
+        description: "Cells per side of the ordered strategy's grid at most: the cells are sized by the render targets made before the first ordered shader (each side the largest target's rounded up to a multiple of 8, at least 256; grown for a larger target made later), this whole grid where none was; pixels further apart share a cell, which costs slots.",
     },
     SettingDef {
         key: "interlock_ordered_wait",

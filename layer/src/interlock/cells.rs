@@ -108,14 +108,16 @@ pub const MIN_GRID: u32 = 256;
 
 /// The grid of cells (per row, per column) for render targets of at most
 /// `targets` (width, height) and `max` cells per side (the setting, fitted
-/// to the driver's limits): each side the targets' next power of two, at
-/// least [`MIN_GRID`], at most `max`; `max` both ways where no target has
-/// been made (pipelines made before their targets).
+/// to the driver's limits: a power of two): each side the targets' rounded
+/// up to a multiple of 8 (the cells' 8x8 blocks), at least [`MIN_GRID`], at
+/// most `max`; `max` both ways where no target has been made (pipelines
+/// made before their targets). A 1920x1080 target gets 1920x1080 cells
+/// (597 MB at 32 slots), not the 2048x2048 (1.2 GB) of the next powers of two.
 pub fn sized_grid(max: u32, targets: (u32, u32)) -> (u32, u32) {
     if targets.0 == 0 || targets.1 == 0 {
         return (max, max);
     }
-    let side = |t: u32| t.checked_next_power_of_two().unwrap_or(max).max(MIN_GRID).min(max);
+    let side = |t: u32| t.checked_next_multiple_of(8).unwrap_or(max).max(MIN_GRID).min(max);
     (side(targets.0), side(targets.1))
 }
 
@@ -260,14 +262,15 @@ mod tests {
     fn the_grid_is_sized_by_the_render_targets() {
         // No target yet: the whole grid the setting asks.
         assert_eq!(sized_grid(2048, (0, 0)), (2048, 2048));
-        // A 1024² target: a quarter of the cells; a 1080p one: 2048 x 2048
-        // rounded per side (1920 -> 2048, 1080 -> 2048); 1280 x 720: 2048 x 1024.
+        // A 1024² target: a quarter of the cells; a 1080p one its own size
+        // (half of 2048 x 2048); sides rounded up to a multiple of 8.
         assert_eq!(sized_grid(2048, (1024, 1024)), (1024, 1024));
-        assert_eq!(sized_grid(2048, (1920, 1080)), (2048, 2048));
-        assert_eq!(sized_grid(2048, (1280, 720)), (2048, 1024));
+        assert_eq!(sized_grid(2048, (1920, 1080)), (1920, 1080));
+        assert_eq!(sized_grid(2048, (1280, 720)), (1280, 720));
+        assert_eq!(sized_grid(2048, (1001, 333)), (1008, 336));
         // Small targets keep MIN_GRID; larger than the setting: the setting
         // (pixels further apart share cells); a setting below MIN_GRID holds.
-        assert_eq!(sized_grid(2048, (64, 300)), (256, 512));
+        assert_eq!(sized_grid(2048, (64, 300)), (256, 304));
         assert_eq!(sized_grid(2048, (8192, 100)), (2048, 256));
         assert_eq!(sized_grid(128, (4000, 4000)), (128, 128));
         assert_eq!(sized_grid(2048, (u32::MAX, 1)), (2048, 256));
