@@ -20,6 +20,17 @@ fn scene(strategy: &str, args: &[&str]) -> Outcome {
     )
 }
 
+/// The test program with `args` under the ordered strategy, the layer's
+/// log at `info`, and `env` besides.
+fn logged(args: &[&str], env: &[(&str, &str)]) -> Outcome {
+    let mut cmd = app(Layers::OverlapOverValidation, args);
+    cmd.env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered").env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_with_timeout(&mut cmd, Duration::from_secs(300))
+}
+
 /// `wrong_pixels` of the result line.
 fn wrong_pixels(o: &Outcome) -> usize {
     let line = o.stdout.lines().find(|l| l.starts_with("oit_ordered=")).unwrap_or_else(|| panic!("{o:?}"));
@@ -182,12 +193,7 @@ fn dedicated_cells_draw_the_same_picture() {
 #[test]
 fn the_cells_are_sized_by_the_render_targets() {
     for (w, h, cells) in [("128", "128", "256 x 256 cells"), ("320", "192", "320 x 256 cells")] {
-        let o = run_with_timeout(
-            app(Layers::OverlapOverValidation, &["oit-ordered", w, h, "layers=8"])
-                .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-                .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
-            Duration::from_secs(300),
-        );
+        let o = logged(&["oit-ordered", w, h, "layers=8"], &[]);
         o.assert_ok();
         assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
         assert_eq!(wrong_pixels(&o), 0, "{}", o.stdout);
@@ -204,12 +210,8 @@ fn the_cells_are_sized_by_the_render_targets() {
 /// cells.
 #[test]
 fn the_cells_grow_for_a_larger_target_made_later() {
-    let o = run_with_timeout(
-        app(Layers::OverlapOverValidation, &["oit-ordered", "128", "128", "layers=8", "grow=448x320"])
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
-        Duration::from_secs(300),
-    );
+    let grow = ["oit-ordered", "128", "128", "layers=8", "grow=448x320"];
+    let o = logged(&grow, &[]);
     o.assert_ok();
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
     assert!(o.stdout.contains("oit_ordered_grown size=448x320 wrong_pixels=0"), "{}", o.stdout);
@@ -222,13 +224,7 @@ fn the_cells_grow_for_a_larger_target_made_later() {
     // said once, not tried again at every draw, and the larger scene runs
     // on the shared 256 x 256 cells — still its reference, since each copy
     // of the grid keys its fragments apart.
-    let o = run_with_timeout(
-        app(Layers::OverlapOverValidation, &["oit-ordered", "128", "128", "layers=8", "grow=448x320"])
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-            .env("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkAllocateMemory@5")
-            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
-        Duration::from_secs(300),
-    );
+    let o = logged(&grow, &[("VK_OVERLAP_EMULATION_DEBUG_FAIL", "vkAllocateMemory@5")]);
     o.assert_ok();
     assert!(o.stdout.contains("oit_ordered_grown size=448x320 wrong_pixels=0"), "{}", o.stdout);
     assert_eq!(o.stderr.matches("cannot grow the cells from 256 x 256 to 448 x 320").count(), 1, "{}", o.stderr);
@@ -240,13 +236,8 @@ fn the_cells_grow_for_a_larger_target_made_later() {
 /// wrap, columns do not), and equals its reference.
 #[test]
 fn cells_of_any_multiple_of_eight_stay_ordered() {
-    let o = run_with_timeout(
-        app(Layers::OverlapOverValidation, &["oit-ordered", "640", "320", "layers=8"])
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_STRATEGY", "ordered")
-            .env("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "512")
-            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "info"),
-        Duration::from_secs(300),
-    );
+    let o =
+        logged(&["oit-ordered", "640", "320", "layers=8"], &[("VK_OVERLAP_EMULATION_INTERLOCK_ORDERED_GRID", "512")]);
     o.assert_ok();
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"), "{}", o.stderr);
     assert!(o.stderr.contains("512 x 320 cells of 32 keys"), "{}", o.stderr);
