@@ -169,29 +169,19 @@ pub fn render(
     (image, frames[0].0, frames[0].1)
 }
 
-/// `spv` with an `OpModuleProcessed "<line>"` added at the end of its debug
-/// instructions (before the first annotation or type): the same shader in
+/// `spv` with an `OpModuleProcessed "<line>"` added: the same shader in
 /// other bytes.
 fn tagged(spv: &[u8], line: &str) -> Vec<u8> {
-    let words: Vec<u32> = spv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    let mut at = 5;
-    // The first instruction past the debug section: an annotation (71–75,
-    // 332, 5632, 5633) or anything from OpTypeVoid (19) on that is not a
-    // debug or preamble instruction.
-    while at < words.len() {
-        let (count, op) = ((words[at] >> 16) as usize, words[at] & 0xffff);
-        if matches!(op, 71..=75 | 332 | 5632 | 5633) || (19..=39).contains(&op) || count == 0 {
-            break;
-        }
-        at += count;
-    }
-    let mut literal: Vec<u8> = line.bytes().collect();
-    literal.resize(line.len() / 4 * 4 + 4, 0);
-    let mut inst = vec![((1 + literal.len() / 4) as u32) << 16 | 330];
-    inst.extend(literal.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
-    let mut out = words;
-    out.splice(at..at, inst);
-    out.iter().flat_map(|w| w.to_le_bytes()).collect()
+    use rspirv::binary::Assemble;
+    use rspirv::dr::{Instruction, Operand};
+    let mut module = rspirv::dr::load_bytes(spv).expect("the test's own SPIR-V");
+    module.debug_module_processed.push(Instruction::new(
+        rspirv::spirv::Op::ModuleProcessed,
+        None,
+        None,
+        vec![Operand::LiteralString(line.to_string())],
+    ));
+    module.assemble().iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
 /// How [`render_frames`] draws: `count` frames, `work` rounds of extra
