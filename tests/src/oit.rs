@@ -118,19 +118,11 @@ pub fn render(gpu: &Gpu, width: u32, height: u32, interlock: bool) -> (Image, u6
         } else {
             include_bytes!(concat!(env!("OUT_DIR"), "/oit_insert-none.frag.spv"))
         };
-        let insert = target.pipeline_with(
+        let (insert, resolve) = target.oit_pipelines(
             gpu,
             layout,
-            include_bytes!(concat!(env!("OUT_DIR"), "/oit.vert.spv")),
-            insert_fs,
-            false,
-        );
-        let resolve = target.pipeline_with(
-            gpu,
-            layout,
-            include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
+            (include_bytes!(concat!(env!("OUT_DIR"), "/oit.vert.spv")), insert_fs),
             include_bytes!(concat!(env!("OUT_DIR"), "/oit_resolve.frag.spv")),
-            true,
         );
         let pc: Vec<u8> = [width, height].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let started = std::time::Instant::now();

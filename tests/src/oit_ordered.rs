@@ -331,21 +331,12 @@ pub fn render_frames(
                 n if renew.distinct && n > 0 => tagged(insert_fs, &format!("overlap-testapp frame {n}")),
                 _ => insert_fs.to_vec(),
             };
-            let insert = target.pipeline_with(
+            target.oit_pipelines(
                 gpu,
                 layout,
-                include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered.vert.spv")),
-                &fs,
-                false,
-            );
-            let resolve = target.pipeline_with(
-                gpu,
-                layout,
-                include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")),
+                (include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered.vert.spv")), &fs),
                 include_bytes!(concat!(env!("OUT_DIR"), "/oit_ordered_resolve.frag.spv")),
-                true,
-            );
-            (insert, resolve)
+            )
         };
         let (mut insert, mut resolve) = pipelines(&target);
         let flags = reverse as u32 | (full as u32) << 1 | work << 8;

@@ -1263,6 +1263,23 @@ impl Target {
         pipeline(gpu, layout, self.render_pass, vert, frag, color_writes)
     }
 
+    /// An order-independent-transparency pair: the insert pass (`vert`,
+    /// `insert`, no colour writes) and the full-screen resolve (`resolve`,
+    /// writing the colour), both on `layout`.
+    pub fn oit_pipelines(
+        &self,
+        gpu: &Gpu,
+        layout: vk::PipelineLayout,
+        (vert, insert): (&[u8], &[u8]),
+        resolve: &[u8],
+    ) -> (vk::Pipeline, vk::Pipeline) {
+        let fullscreen = include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"));
+        (
+            self.pipeline_with(gpu, layout, vert, insert, false),
+            self.pipeline_with(gpu, layout, fullscreen, resolve, true),
+        )
+    }
+
     /// The pipeline of [`Target::pipeline_with`] with both stages' code
     /// inline: a `VkShaderModuleCreateInfo` in each stage's `pNext`, no
     /// module (needs [`GpuOptions::pipeline_library`]).
