@@ -170,13 +170,7 @@ pub fn rewrite(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
                         location: o.cfg.location,
                         shading_rate: o.cfg.shading_rate,
                         demote: o.cfg.demote,
-                        measure: match o.cfg.without {
-                            0 => None,
-                            w if w & crate::interlock::reserved::EARLY_LOOKUP != 0 => {
-                                Some(ordered::Measure::LateLookup)
-                            }
-                            _ => Some(ordered::Measure::Parts),
-                        },
+                        measure: o.cfg.measure(),
                     };
                     match ordered::lower(&mut module, &cfg) {
                         Ok(r) => Some((

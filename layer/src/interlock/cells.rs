@@ -41,6 +41,24 @@ pub struct Config {
     pub demote: bool,
 }
 
+/// `debug_ordered_without=early_lookup`'s bit in [`Config::without`]: the
+/// one-cell build that looks its key up at the first section
+/// (`overlap_shaders::ordered::Build::Late`).
+pub const EARLY_LOOKUP: u32 = 1 << 9;
+
+impl Config {
+    /// The protocol build the measurement setting asks for: none by
+    /// default, the late lookup for `early_lookup`, else the parts build.
+    pub fn measure(&self) -> Option<overlap_shaders::ordered::Measure> {
+        use overlap_shaders::ordered::Measure;
+        match self.without {
+            0 => None,
+            w if w & EARLY_LOOKUP != 0 => Some(Measure::LateLookup),
+            _ => Some(Measure::Parts),
+        }
+    }
+}
+
 /// Where a command buffer records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Pass {

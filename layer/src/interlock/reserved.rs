@@ -185,6 +185,7 @@ fn ordered_without(parts: Option<&str>, shading_rate: bool, log: &crate::log::Lo
         log.warn(id::SETTING_INVALID, "debug_ordered_without: only `count` applies under a fragment shading rate");
         bits &= 4;
     }
+    use cells::EARLY_LOOKUP;
     if bits & EARLY_LOOKUP != 0 && bits & !(EARLY_LOOKUP | 4) != 0 {
         log.warn(
             id::SETTING_INVALID,
@@ -194,10 +195,6 @@ fn ordered_without(parts: Option<&str>, shading_rate: bool, log: &crate::log::Lo
     }
     bits
 }
-
-/// `debug_ordered_without=early_lookup`'s bit: the one-cell build that
-/// looks its key up at the first section (`overlap_shaders::ordered::Build::Late`).
-pub const EARLY_LOOKUP: u32 = 1 << 9;
 
 /// The lock resources could not be made: what, and the driver's result.
 #[derive(Debug, thiserror::Error)]
