@@ -27,6 +27,7 @@
 
 use crate::device::DeviceCore;
 use crate::ffi::slice;
+use crate::generated::args;
 use ash::vk;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -296,47 +297,34 @@ pub unsafe fn destroy_descriptor_pool(
 }
 
 /// `vkAllocateDescriptorSets`: the sets of each pool.
-///
-/// # Safety
-/// The arguments are those of a valid `vkAllocateDescriptorSets` call; `next` calls down.
-pub unsafe fn allocate_descriptor_sets(
+pub fn allocate_descriptor_sets(
     _: &DeviceCore,
     s: &DeferredViews,
-    device: vk::Device,
-    info: *const vk::DescriptorSetAllocateInfo<'_>,
-    out: *mut vk::DescriptorSet,
-    next: impl FnOnce(vk::Device, *const vk::DescriptorSetAllocateInfo<'_>, *mut vk::DescriptorSet) -> vk::Result,
+    a: args::AllocateDescriptorSets,
+    next: impl FnOnce(args::AllocateDescriptorSets) -> vk::Result,
 ) -> vk::Result {
-    let r = next(device, info, out);
+    let r = next(a);
     if r == vk::Result::SUCCESS {
-        // SAFETY: VUID-vkAllocateDescriptorSets-pAllocateInfo-parameter; on success the command wrote
-        // `descriptorSetCount` handles (VUID-vkAllocateDescriptorSets-pDescriptorSets-parameter).
-        let (pool, sets) = unsafe { ((*info).descriptor_pool, slice(out, (*info).descriptor_set_count)) };
-        s.state.lock().pools.entry(pool).or_default().extend(sets.iter().copied());
+        // SAFETY: the command succeeded.
+        let sets = unsafe { a.written_descriptor_sets() };
+        s.state.lock().pools.entry(a.allocate_info().descriptor_pool).or_default().extend(sets.iter().copied());
     }
     r
 }
 
 /// `vkFreeDescriptorSets`: their views let go.
-///
-/// # Safety
-/// The arguments are those of a valid `vkFreeDescriptorSets` call; `next` calls down.
-pub unsafe fn free_descriptor_sets(
+pub fn free_descriptor_sets(
     core: &DeviceCore,
     s: &DeferredViews,
-    device: vk::Device,
-    pool: vk::DescriptorPool,
-    n: u32,
-    sets: *const vk::DescriptorSet,
-    next: impl FnOnce(vk::Device, vk::DescriptorPool, u32, *const vk::DescriptorSet) -> vk::Result,
+    a: args::FreeDescriptorSets,
+    next: impl FnOnce(args::FreeDescriptorSets) -> vk::Result,
 ) -> vk::Result {
-    let r = next(device, pool, n, sets);
+    let r = next(a);
     let mut out = Released::default();
     {
         let mut st = s.state.lock();
-        // SAFETY: VUID-vkFreeDescriptorSets-pDescriptorSets-00310: `n` handles (null ones ignored).
-        for set in unsafe { slice(sets, n) } {
-            if let Some(p) = st.pools.get_mut(&pool) {
+        for set in a.descriptor_sets() {
+            if let Some(p) = st.pools.get_mut(&a.descriptor_pool()) {
                 p.remove(set);
             }
             st.forget_set(*set, &mut out);
@@ -348,26 +336,17 @@ pub unsafe fn free_descriptor_sets(
 
 /// `vkUpdateDescriptorSets`: the views each written or copied image element
 /// holds; views let go where deferred and no longer held.
-///
-/// # Safety
-/// The arguments are those of a valid `vkUpdateDescriptorSets` call; `next` calls down.
-pub unsafe fn update_descriptor_sets(
+pub fn update_descriptor_sets(
     core: &DeviceCore,
     s: &DeferredViews,
-    device: vk::Device,
-    nw: u32,
-    writes: *const vk::WriteDescriptorSet<'_>,
-    nc: u32,
-    copies: *const vk::CopyDescriptorSet<'_>,
-    next: impl FnOnce(vk::Device, u32, *const vk::WriteDescriptorSet<'_>, u32, *const vk::CopyDescriptorSet<'_>),
+    a: args::UpdateDescriptorSets,
+    next: impl FnOnce(args::UpdateDescriptorSets),
 ) {
-    next(device, nw, writes, nc, copies);
+    next(a);
     let mut out = Released::default();
     {
         let mut st = s.state.lock();
-        // SAFETY: VUID-vkUpdateDescriptorSets-pDescriptorWrites-parameter and -pDescriptorCopies-parameter.
-        let (writes, copies) = unsafe { (slice(writes, nw), slice(copies, nc)) };
-        for w in writes {
+        for w in a.descriptor_writes() {
             // A write of another type replaces what the elements held (only where the set holds views in that
             // binding: an inline uniform block's count is in bytes).
             let held = |st: &State| st.sets.get(&w.dst_set).is_some_and(|m| m.keys().any(|(b, _)| *b >= w.dst_binding));
@@ -389,7 +368,7 @@ pub unsafe fn update_descriptor_sets(
                 st.hold(w.dst_set, (w.dst_binding, w.dst_array_element + i), view, &mut out);
             }
         }
-        for c in copies {
+        for c in a.descriptor_copies() {
             for i in 0..c.descriptor_count {
                 let from = (c.src_binding, c.src_array_element + i);
                 let view = st.sets.get(&c.src_set).and_then(|m| m.get(&from)).copied();
@@ -402,24 +381,18 @@ pub unsafe fn update_descriptor_sets(
 
 /// `vkUpdateDescriptorSetWithTemplate`: as [`update_descriptor_sets`], for
 /// the template's image entries.
-///
-/// # Safety
-/// The arguments are those of a valid `vkUpdateDescriptorSetWithTemplate`
-/// call; `next` calls down.
-pub unsafe fn update_descriptor_set_with_template(
+pub fn update_descriptor_set_with_template(
     core: &DeviceCore,
     s: &DeferredViews,
-    device: vk::Device,
-    set: vk::DescriptorSet,
-    template: vk::DescriptorUpdateTemplate,
-    data: *const std::ffi::c_void,
-    next: impl FnOnce(vk::Device, vk::DescriptorSet, vk::DescriptorUpdateTemplate, *const std::ffi::c_void),
+    a: args::UpdateDescriptorSetWithTemplate,
+    next: impl FnOnce(args::UpdateDescriptorSetWithTemplate),
 ) {
-    next(device, set, template, data);
+    next(a);
+    let (set, data) = (a.descriptor_set(), a.p_data());
     let mut out = Released::default();
     {
         let mut st = s.state.lock();
-        let entries = st.templates.get(&template).cloned().unwrap_or_default();
+        let entries = st.templates.get(&a.descriptor_update_template()).cloned().unwrap_or_default();
         for (binding, first, count, offset, stride) in entries {
             for i in 0..count {
                 // SAFETY: VUID-vkUpdateDescriptorSetWithTemplate-pData-01685: `data` holds, for each image

@@ -8,6 +8,7 @@
 //! error).
 
 use crate::device::DeviceCore;
+use crate::generated::args;
 use crate::id;
 use crate::interlock::reserved::{ModuleKind, PipelineKind};
 use crate::plan::InterlockStrategy;
@@ -367,40 +368,16 @@ unsafe fn rewrite_stages<'a>(
 /// `vkCreateGraphicsPipelines`: inline modules rewritten, the 1x1 rate
 /// forced, the varyings linked; the spinlock and the 1x1 rate note the
 /// pipelines made.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateGraphicsPipelines` call:
-/// `infos` points at `count` valid create infos
-/// (VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter) and `out` at
-/// `count` writable handles (VUID-vkCreateGraphicsPipelines-pPipelines-parameter).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn create_graphics_pipelines(
+pub fn create_graphics_pipelines(
     _: &DeviceCore,
     data: &DeviceData,
-    device: vk::Device,
-    cache: vk::PipelineCache,
-    count: u32,
-    infos: *const vk::GraphicsPipelineCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::Pipeline,
-    next: impl FnOnce(
-        vk::Device,
-        vk::PipelineCache,
-        u32,
-        *const vk::GraphicsPipelineCreateInfo<'_>,
-        *const vk::AllocationCallbacks<'_>,
-        *mut vk::Pipeline,
-    ) -> vk::Result,
+    a: args::CreateGraphicsPipelines,
+    next: impl FnOnce(args::CreateGraphicsPipelines) -> vk::Result,
 ) -> vk::Result {
-    if (data.interlock.is_none() && data.shading_rate.is_none() && data.varyings.is_none())
-        || count == 0
-        || infos.is_null()
-    {
-        return next(device, cache, count, infos, alloc, out);
+    let infos_in = a.create_infos();
+    if (data.interlock.is_none() && data.shading_rate.is_none() && data.varyings.is_none()) || infos_in.is_empty() {
+        return next(a);
     }
-    // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter: `infos`
-    // (non-null here) points at `count` valid create infos, alive for this call.
-    let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
     let mut rewritten: Vec<Option<RewrittenStages>> = Vec::with_capacity(infos_in.len());
     for info in infos_in {
         let stages = if info.stage_count == 0 || info.p_stages.is_null() {
@@ -420,7 +397,7 @@ pub unsafe fn create_graphics_pipelines(
         && data.varyings.is_none()
         && rewritten.iter().all(Option::is_none)
     {
-        return next(device, cache, count, infos, alloc, out);
+        return next(a);
     }
     let mut copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
         .iter()
@@ -452,12 +429,10 @@ pub unsafe fn create_graphics_pipelines(
         Some(v) => unsafe { crate::link::link_pipelines(data, v, &mut copies) },
         None => Default::default(),
     };
-    let r = next(device, cache, count, copies.as_ptr(), alloc, out);
+    let r = next(a.with_create_infos(&copies));
     if let (Some(v), true) = (&data.varyings, r.as_raw() >= 0) {
-        // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
-        // points at `count` handles written by the call down; `copies` are
-        // the valid create infos they were made from, still alive.
-        let made = unsafe { std::slice::from_raw_parts(out, count as usize) };
+        // SAFETY: the call down wrote every handle (VK_NULL_HANDLE where one failed).
+        let made = unsafe { a.written_pipelines() };
         for (info, pipeline) in copies.iter().zip(made) {
             if info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) && *pipeline != vk::Pipeline::null() {
                 // SAFETY: as above: the create info `pipeline` was made from.
@@ -466,10 +441,9 @@ pub unsafe fn create_graphics_pipelines(
         }
     }
     linked.finish(data);
-    // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
-    // points at `count` handles, each written by the call down (a failed
-    // one as VK_NULL_HANDLE).
-    let pipelines = || unsafe { std::slice::from_raw_parts(out, count as usize) };
+    // SAFETY: where the result is not an error, the call down wrote every
+    // handle (a failed one as VK_NULL_HANDLE).
+    let pipelines = || unsafe { a.written_pipelines() };
     if let (Some(s), true) = (&data.shading_rate, r.as_raw() >= 0) {
         s.note_pipelines(pipelines(), &forced.1);
     }
@@ -486,38 +460,19 @@ pub unsafe fn create_graphics_pipelines(
 /// `vkCreateShadersEXT`: SPIR-V code rewritten, a linked set's varyings
 /// linked (`link::link_shader_objects`), set layouts extended under the
 /// spinlock, locked fragment shaders noted.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateShadersEXT` call: `infos`
-/// points at `count` valid create infos
-/// (VUID-vkCreateShadersEXT-pCreateInfos-parameter) and `out` at `count`
-/// writable handles (VUID-vkCreateShadersEXT-pShaders-parameter).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn create_shaders_ext(
+pub fn create_shaders_ext(
     _: &DeviceCore,
     data: &DeviceData,
-    device: vk::Device,
-    count: u32,
-    infos: *const vk::ShaderCreateInfoEXT<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::ShaderEXT,
-    next: impl FnOnce(
-        vk::Device,
-        u32,
-        *const vk::ShaderCreateInfoEXT<'_>,
-        *const vk::AllocationCallbacks<'_>,
-        *mut vk::ShaderEXT,
-    ) -> vk::Result,
+    a: args::CreateShadersEXT,
+    next: impl FnOnce(args::CreateShadersEXT) -> vk::Result,
 ) -> vk::Result {
     if data.next_create_shaders.is_none() {
         return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
     }
-    if count == 0 || infos.is_null() {
-        return next(device, count, infos, alloc, out);
+    let infos_in = a.create_infos();
+    if infos_in.is_empty() {
+        return next(a);
     }
-    // SAFETY: VUID-vkCreateShadersEXT-pCreateInfos-parameter: `infos`
-    // (non-null here) points at `count` valid create infos.
-    let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
     let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
     let mut kinds: Vec<Option<ModuleKind>> = Vec::with_capacity(infos_in.len());
     for info in infos_in {
@@ -538,7 +493,7 @@ pub unsafe fn create_shaders_ext(
     // get a pipeline layout to bind the lock set with.
     let spin = data.reserved.as_ref();
     if spin.is_none() && data.varyings.is_none() && code.iter().all(Option::is_none) {
-        return next(device, count, infos, alloc, out);
+        return next(a);
     }
     let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
     for (info, c) in infos_in.iter().zip(&code) {
@@ -576,11 +531,10 @@ pub unsafe fn create_shaders_ext(
     // SAFETY: `copies` are the valid create infos, their arrays alive in
     // `infos_in`, `code` and `set_layouts` until after the call down.
     let _linked = data.varyings.as_ref().map(|v| unsafe { crate::link::link_shader_objects(data, v, &mut copies) });
-    let r = next(device, count, copies.as_ptr(), alloc, out);
+    let r = next(a.with_create_infos(&copies));
     if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
-        // SAFETY: VUID-vkCreateShadersEXT-pShaders-parameter: `out` points at
-        // `count` handles, written by the successful call down.
-        let shaders = unsafe { std::slice::from_raw_parts_mut(out, count as usize) };
+        // SAFETY: the call down succeeded.
+        let shaders = unsafe { a.written_shaders() };
         let mut noted = Ok(());
         for ((shader, copy), k) in shaders.iter().zip(&copies).zip(&kinds) {
             let kind = match k {
@@ -610,17 +564,18 @@ pub unsafe fn create_shaders_ext(
                 id::SPINLOCK_INIT,
                 &format!("vkCreateShadersEXT: the lock's pipeline layout cannot be made ({e:?}); the creation fails"),
             );
-            for shader in shaders.iter_mut() {
+            for shader in shaders {
                 // SAFETY: the shaders just made by the call down, which the application has not seen, and the
                 // layouts the layer made for them: nothing uses them (VUID-vkDestroyShaderEXT-shader-08482).
                 unsafe {
                     s.forget_shader(&data.fns, *shader);
                     if let Some(so) = &data.shader_object {
-                        (so.destroy_shader_ext)(device, *shader, alloc);
+                        (so.destroy_shader_ext)(a.device(), *shader, a.p_allocator());
                     }
                 }
-                *shader = vk::ShaderEXT::null();
             }
+            // SAFETY: VUID-vkCreateShadersEXT-pShaders-parameter: `createInfoCount` writable handles.
+            unsafe { std::slice::from_raw_parts_mut(a.p_shaders(), infos_in.len()) }.fill(vk::ShaderEXT::null());
             return e;
         }
     }

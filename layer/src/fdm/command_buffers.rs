@@ -13,32 +13,19 @@ use super::model::{cb_state, CbState, Shared};
 use super::{Fdm, Mode};
 use crate::device::DeviceCore;
 use crate::ffi::slice;
+use crate::generated::args;
 use ash::vk;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// `vkAllocateCommandBuffers`: a fresh state per new command buffer.
-///
-/// # Safety
-/// The arguments are those of a valid `vkAllocateCommandBuffers` call.
-pub unsafe fn allocate_command_buffers(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::CommandBufferAllocateInfo<'_>,
-    out: *mut vk::CommandBuffer,
-) -> vk::Result {
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().allocate_command_buffers)(device, info, out) };
-    let r = next();
+pub fn allocate_command_buffers(_: &DeviceCore, f: &Fdm, a: args::AllocateCommandBuffers) -> vk::Result {
+    // SAFETY: the next layer's command, with the application's arguments.
+    let r = unsafe { a.call(f.below.fp_v1_0().allocate_command_buffers) };
     if r == vk::Result::SUCCESS {
-        // SAFETY: VUID-vkAllocateCommandBuffers-pAllocateInfo-parameter and
-        // VUID-vkAllocateCommandBuffers-pCommandBuffers-parameter: a valid
-        // info, and `commandBufferCount` handles written by the call.
-        let (ci, new) = unsafe {
-            let ci = &*info;
-            (ci, slice(out, ci.command_buffer_count))
-        };
+        let ci = a.allocate_info();
+        // SAFETY: the command succeeded.
+        let new = unsafe { a.written_command_buffers() };
         let mut states = f.cb_states.write();
         for cb in new {
             let st = CbState {
@@ -63,23 +50,9 @@ pub unsafe fn allocate_command_buffers(
 }
 
 /// `vkFreeCommandBuffers`: their states and shadow pools go.
-///
-/// # Safety
-/// The arguments are those of a valid `vkFreeCommandBuffers` call.
-pub unsafe fn free_command_buffers(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    pool: vk::CommandPool,
-    n: u32,
-    cbs: *const vk::CommandBuffer,
-) {
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().free_command_buffers)(device, pool, n, cbs) };
+pub fn free_command_buffers(_: &DeviceCore, f: &Fdm, a: args::FreeCommandBuffers) {
     let mut states = f.cb_states.write();
-    // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-00048: `cbs` holds
-    // `n` handles (null ones ignored).
-    for cb in unsafe { slice(cbs, n) } {
+    for cb in a.command_buffers() {
         super::multiview_flush::forget_command_buffer(f, *cb);
         if let Some(st) = states.remove(cb) {
             let mut st = st.lock();
@@ -92,7 +65,8 @@ pub unsafe fn free_command_buffers(
         }
     }
     drop(states);
-    next()
+    // SAFETY: the next layer's command, with the application's arguments.
+    unsafe { a.call(f.below.fp_v1_0().free_command_buffers) }
 }
 
 impl Fdm {

@@ -10,6 +10,7 @@ use super::fallback::Fallback;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
+use crate::generated::args;
 use ash::vk;
 use std::sync::Arc;
 
@@ -243,56 +244,28 @@ impl Fdm {
 }
 
 /// `vkFreeDescriptorSets`: the freed sets are forgotten.
-///
-/// # Safety
-/// The arguments are those of a valid `vkFreeDescriptorSets` call.
-pub unsafe fn free_descriptor_sets(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    pool: vk::DescriptorPool,
-    n: u32,
-    sets: *const vk::DescriptorSet,
-) -> vk::Result {
+pub fn free_descriptor_sets(_: &DeviceCore, f: &Fdm, a: args::FreeDescriptorSets) -> vk::Result {
     {
-        // SAFETY: VUID-vkFreeDescriptorSets-pDescriptorSets-00310: `sets` holds `n` handles, valid sets or null.
-        let freed = unsafe { slice(sets, n) };
         let mut known = f.sets.lock();
-        for s in freed {
+        for s in a.descriptor_sets() {
             known.remove(s);
         }
     }
-    // SAFETY: the application's arguments of a valid vkFreeDescriptorSets go down unchanged.
-    unsafe { (f.below.fp_v1_0().free_descriptor_sets)(device, pool, n, sets) }
+    // SAFETY: the next layer's command, with the application's arguments.
+    unsafe { a.call(f.below.fp_v1_0().free_descriptor_sets) }
 }
 
 /// `vkAllocateDescriptorSets`: the new sets' layouts are remembered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkAllocateDescriptorSets` call.
-pub unsafe fn allocate_descriptor_sets(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::DescriptorSetAllocateInfo<'_>,
-    out: *mut vk::DescriptorSet,
-) -> vk::Result {
-    // SAFETY: the application's arguments of a valid vkAllocateDescriptorSets
-    // go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().allocate_descriptor_sets)(device, info, out) };
-    let r = next();
+pub fn allocate_descriptor_sets(_: &DeviceCore, f: &Fdm, a: args::AllocateDescriptorSets) -> vk::Result {
+    // SAFETY: the next layer's command, with the application's arguments.
+    let r = unsafe { a.call(f.below.fp_v1_0().allocate_descriptor_sets) };
     if r == vk::Result::SUCCESS {
-        // SAFETY: VUID-vkAllocateDescriptorSets-pAllocateInfo-parameter,
-        // VUID-VkDescriptorSetAllocateInfo-pSetLayouts-parameter, VUID-vkAllocateDescriptorSets-pDescriptorSets-parameter:
-        // both arrays hold `descriptorSetCount` handles (the sets written by the successful call).
-        let (layouts, new) = unsafe {
-            let ci = &*info;
-            (slice(ci.p_set_layouts, ci.descriptor_set_count), slice(out, ci.descriptor_set_count))
-        };
-        let pool = {
-            // SAFETY: as above (`info` is valid).
-            unsafe { (*info).descriptor_pool }
-        };
+        let info = a.allocate_info();
+        // SAFETY: VUID-VkDescriptorSetAllocateInfo-pSetLayouts-parameter: `descriptorSetCount` handles; the
+        // command succeeded (it wrote as many sets).
+        let (layouts, new) =
+            unsafe { (slice(info.p_set_layouts, info.descriptor_set_count), a.written_descriptor_sets()) };
+        let pool = info.descriptor_pool;
         let known = f.set_layouts.lock();
         let new: Vec<(vk::DescriptorSet, SetInfo)> = new
             .iter()
@@ -310,26 +283,10 @@ pub unsafe fn allocate_descriptor_sets(
 
 /// `vkUpdateDescriptorSets`: which bindings are written, and the input
 /// attachments, are remembered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkUpdateDescriptorSets` call.
-pub unsafe fn update_descriptor_sets(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    nw: u32,
-    writes: *const vk::WriteDescriptorSet<'_>,
-    nc: u32,
-    copies: *const vk::CopyDescriptorSet<'_>,
-) {
-    // SAFETY: the application's arguments of a valid vkUpdateDescriptorSets
-    // go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().update_descriptor_sets)(device, nw, writes, nc, copies) };
+pub fn update_descriptor_sets(_: &DeviceCore, f: &Fdm, a: args::UpdateDescriptorSets) {
     {
         let mut sets = f.sets.lock();
-        // SAFETY: VUID-vkUpdateDescriptorSets-pDescriptorWrites-parameter:
-        // `writes` holds `nw` valid writes.
-        for w in unsafe { slice(writes, nw) } {
+        for w in a.descriptor_writes() {
             let Some(info) = sets.get_mut(&w.dst_set) else { continue };
             info.written.insert(w.dst_binding);
             if w.descriptor_type == vk::DescriptorType::INPUT_ATTACHMENT {
@@ -342,9 +299,7 @@ pub unsafe fn update_descriptor_sets(
                 }
             }
         }
-        // SAFETY: VUID-vkUpdateDescriptorSets-pDescriptorCopies-parameter:
-        // `copies` holds `nc` valid copies.
-        for c in unsafe { slice(copies, nc) } {
+        for c in a.descriptor_copies() {
             let Some(src) = sets.get(&c.src_set).cloned() else { continue };
             let Some(dst) = sets.get_mut(&c.dst_set) else { continue };
             dst.written.insert(c.dst_binding);
@@ -358,27 +313,16 @@ pub unsafe fn update_descriptor_sets(
             }
         }
     }
-    next()
+    // SAFETY: the next layer's command, with the application's arguments.
+    unsafe { a.call(f.below.fp_v1_0().update_descriptor_sets) }
 }
 
 /// `vkUpdateDescriptorSetWithTemplate`: the set's contents become unknown
 /// to the layer (it is not shadowed).
-///
-/// # Safety
-/// The arguments are those of a valid `vkUpdateDescriptorSetWithTemplate` call.
-pub unsafe fn update_descriptor_set_with_template(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    set: vk::DescriptorSet,
-    template: vk::DescriptorUpdateTemplate,
-    data: *const std::ffi::c_void,
-) {
-    // SAFETY: the application's arguments of a valid
-    // vkUpdateDescriptorSetWithTemplate go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_1().update_descriptor_set_with_template)(device, set, template, data) };
-    if let Some(info) = f.sets.lock().get_mut(&set) {
+pub fn update_descriptor_set_with_template(_: &DeviceCore, f: &Fdm, a: args::UpdateDescriptorSetWithTemplate) {
+    if let Some(info) = f.sets.lock().get_mut(&a.descriptor_set()) {
         info.opaque = true;
     }
-    next()
+    // SAFETY: the next layer's command, with the application's arguments.
+    unsafe { a.call(f.below.fp_v1_1().update_descriptor_set_with_template) }
 }

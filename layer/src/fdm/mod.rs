@@ -84,6 +84,7 @@ pub mod shader_objects;
 
 use crate::device::DeviceCore;
 use crate::ffi::slice;
+use crate::generated::args;
 use crate::id;
 use crate::pnext::Chain;
 use crate::render_pass::RenderPassInfo;
@@ -1916,29 +1917,13 @@ unsafe fn invocations(info: &vk::GraphicsPipelineCreateInfo, sample_rate: bool) 
 
 /// `vkCreateGraphicsPipelines`: one at a time, each density-map pipeline
 /// with its per-area variants.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateGraphicsPipelines` call.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn create_graphics_pipelines(
-    dev: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    cache: vk::PipelineCache,
-    count: u32,
-    infos: *const vk::GraphicsPipelineCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::Pipeline,
-) -> vk::Result {
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next =
-        move || unsafe { (f.below.fp_v1_0().create_graphics_pipelines)(device, cache, count, infos, alloc, out) };
-    if count == 0 || infos.is_null() {
-        return next();
+pub fn create_graphics_pipelines(dev: &DeviceCore, f: &Fdm, a: args::CreateGraphicsPipelines) -> vk::Result {
+    let infos_in = a.create_infos();
+    if infos_in.is_empty() {
+        // SAFETY: the next layer's command, with the application's arguments.
+        return unsafe { a.call(f.below.fp_v1_0().create_graphics_pipelines) };
     }
-    // SAFETY: VUID-vkCreateGraphicsPipelines-pCreateInfos-parameter: `count`
-    // valid create infos.
-    let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
+    let (cache, alloc, out) = (a.pipeline_cache(), a.p_allocator(), a.p_pipelines());
     let mut result = vk::Result::SUCCESS;
     // One at a time: each density-map pipeline may need variants.
     for (i, info) in infos_in.iter().enumerate() {

@@ -28,6 +28,7 @@
 
 use super::{variant_words, Fdm, Mode, AREAS};
 use crate::device::DeviceCore;
+use crate::generated::args;
 use crate::id;
 use crate::settings::LogLevel;
 use ash::vk;
@@ -98,28 +99,14 @@ unsafe fn facts(dev: &DeviceCore, info: &vk::ShaderCreateInfoEXT) -> Facts {
 /// `vkCreateShadersEXT`: the density-map flag and built-ins translated, the
 /// per-area variants made (module doc), through the command below the
 /// density map.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateShadersEXT` call: `infos`
-/// points at `count` valid create infos and `out` at `count` writable
-/// handles.
-pub unsafe fn create_shaders(
-    dev: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    count: u32,
-    infos: *const vk::ShaderCreateInfoEXT<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::ShaderEXT,
-) -> vk::Result {
+pub fn create_shaders(dev: &DeviceCore, f: &Fdm, a: args::CreateShadersEXT) -> vk::Result {
     let Some(so) = &f.below_shader_object else { return vk::Result::ERROR_EXTENSION_NOT_PRESENT };
     let create = so.create_shaders_ext;
-    if count == 0 || infos.is_null() {
-        // SAFETY: the application's valid call goes down unchanged.
-        return unsafe { create(device, count, infos, alloc, out) };
+    let infos_in = a.create_infos();
+    if infos_in.is_empty() {
+        // SAFETY: the next layer's command, with the application's arguments.
+        return unsafe { a.call(create) };
     }
-    // SAFETY: VUID-vkCreateShadersEXT-pCreateInfos-parameter: `count` valid infos.
-    let infos_in = unsafe { std::slice::from_raw_parts(infos, count as usize) };
     // SAFETY: each is a valid create info (as above).
     let facts: Vec<Facts> = infos_in.iter().map(|i| unsafe { facts(dev, i) }).collect();
     let fdm_flag = vk::ShaderCreateFlagsEXT::FRAGMENT_DENSITY_MAP_ATTACHMENT;
@@ -138,13 +125,12 @@ pub unsafe fn create_shaders(
         .collect();
     // SAFETY: the application's valid infos, copied without the flag the
     // driver lacks and with lowered code (live Vecs in `facts`).
-    let r = unsafe { create(device, count, copies.as_ptr(), alloc, out) };
+    let r = unsafe { a.with_create_infos(&copies).call(create) };
     if r != vk::Result::SUCCESS {
         return r;
     }
-    // SAFETY: VUID-vkCreateShadersEXT-pShaders-parameter: `count` handles,
-    // written by the successful call.
-    let made = unsafe { std::slice::from_raw_parts(out, count as usize) }.to_vec();
+    // SAFETY: the call succeeded.
+    let made = unsafe { a.written_shaders() }.to_vec();
     let mut objects: Vec<ShaderObjectInfo> =
         facts.iter().map(|fa| ShaderObjectInfo { unreplayable: fa.unreplayable, ..Default::default() }).collect();
     let wanted: Vec<usize> = (0..facts.len()).filter(|i| facts[*i].variant_source.is_some()).collect();
@@ -190,7 +176,7 @@ pub unsafe fn create_shaders(
             // fragment stage's code replaced by the variant's (lowered and
             // validated, alive in `words`); `handles` holds one per info.
             let r = injected.err().unwrap_or_else(|| unsafe {
-                create(device, area_infos.len() as u32, area_infos.as_ptr(), std::ptr::null(), handles.as_mut_ptr())
+                create(a.device(), area_infos.len() as u32, area_infos.as_ptr(), std::ptr::null(), handles.as_mut_ptr())
             });
             if r != vk::Result::SUCCESS {
                 complete = false;

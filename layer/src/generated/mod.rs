@@ -1,8 +1,15 @@
 //! Generated code (see `layer/gen/`); a test fails when it is stale.
-//! `dynamic_state_rows.rs` and `dynamic_state_capture.rs` (from
-//! `layer/gen/dynamic_state.py`) are not modules: `dispatch.rs` and
-//! `fdm/capture.rs` include them where their macros are defined.
+//! `dispatch_rows.rs` (from `layer/gen/boundary.py`) and
+//! `dynamic_state_capture.rs` (from `layer/gen/dynamic_state.py`) are not
+//! modules: `dispatch.rs` and `fdm/capture.rs` include them where their
+//! macros are defined.
 
+/// The device commands' argument types (`layer/gen/boundary.py`, from
+/// `layer/gen/dispatch.json` and the registry; `dispatch::tests` checks it is
+/// current). Not every accessor has a reader yet.
+#[rustfmt::skip]
+#[allow(clippy::all, dead_code)]
+pub mod args;
 #[rustfmt::skip]
 #[allow(clippy::all)]
 pub mod struct_sizes;

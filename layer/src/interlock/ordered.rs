@@ -52,6 +52,7 @@
 use super::cells::{Cells, CommandBufferState, Ordered, Pass, Split};
 use super::reserved::{PipelineKind, ReservedSet};
 use crate::device::DeviceCore;
+use crate::generated::args;
 use crate::id;
 use crate::render_pass::RenderPassInfo;
 use ash::vk;
@@ -842,22 +843,17 @@ pub unsafe fn cmd_begin_rendering(
 
 // Command buffers, queries, queues.
 
-/// # Safety
-/// The arguments are those of a valid `vkAllocateCommandBuffers` call; `next` calls down.
-pub unsafe fn allocate_command_buffers(
+/// `vkAllocateCommandBuffers`: which command buffers are secondary.
+pub fn allocate_command_buffers(
     _: &DeviceCore,
     s: &ReservedSet,
-    device: vk::Device,
-    info: *const vk::CommandBufferAllocateInfo<'_>,
-    out: *mut vk::CommandBuffer,
-    next: impl FnOnce(vk::Device, *const vk::CommandBufferAllocateInfo<'_>, *mut vk::CommandBuffer) -> vk::Result,
+    a: args::AllocateCommandBuffers,
+    next: impl FnOnce(args::AllocateCommandBuffers) -> vk::Result,
 ) -> vk::Result {
-    let r = next(device, info, out);
+    let r = next(a);
     if let (Some(o), vk::Result::SUCCESS) = (&s.ordered, r) {
-        // SAFETY: VUID-vkAllocateCommandBuffers-pAllocateInfo-parameter, and
-        // the successful call wrote `commandBufferCount` handles
-        // (VUID-vkAllocateCommandBuffers-pCommandBuffers-parameter).
-        let (ci, cbs) = unsafe { (&*info, crate::ffi::slice(out, (*info).command_buffer_count)) };
+        // SAFETY: the command succeeded.
+        let (ci, cbs) = (a.allocate_info(), unsafe { a.written_command_buffers() });
         let mut sec = o.secondaries.lock();
         for cb in cbs {
             // A handle may be reused after a pool was destroyed: its level is this allocation's.
