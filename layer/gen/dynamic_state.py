@@ -25,6 +25,8 @@ import json
 import os
 import sys
 
+import outputs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "dynamic_state.json")
 CAPTURE = os.path.join(HERE, "..", "src", "generated", "dynamic_state_capture.rs")
@@ -68,21 +70,11 @@ def capture(commands):
 
 
 def main():
-    check = "--check" in sys.argv[1:]
     commands = json.load(open(SOURCE))
     hooks = [c["hook"] for c in commands]
     if len(set(hooks)) != len(hooks):
         raise SystemExit("a hook is named twice")
-    stale = []
-    for path, text in [(CAPTURE, capture(commands))]:
-        old = open(path).read() if os.path.exists(path) else None
-        if old != text:
-            stale.append(os.path.relpath(path, os.path.join(HERE, "..", "..")))
-            if not check:
-                open(path, "w").write(text)
-    if check and stale:
-        print("stale (run layer/gen/dynamic_state.py):", ", ".join(stale))
-        sys.exit(1)
+    outputs.write([(CAPTURE, capture(commands))], "dynamic_state.py")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import json
 import os
 import sys
 
+import outputs as generated
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 SOURCE = os.path.join(HERE, "settings.json")
@@ -84,7 +86,6 @@ def manifest_block(settings):
 
 
 def main():
-    check = "--check" in sys.argv[1:]
     settings = json.load(open(SOURCE, encoding="utf-8"))
     for s in settings:
         if s["type"] not in KINDS and s["type"] != "ENUM":
@@ -97,16 +98,7 @@ def main():
         manifest = json.load(open(path, encoding="utf-8"))
         manifest["layer"]["features"]["settings"] = block
         outputs[path] = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    stale = []
-    for path, text in outputs.items():
-        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
-        if old != text:
-            stale.append(os.path.relpath(path, ROOT))
-            if not check:
-                open(path, "w", encoding="utf-8").write(text)
-    if check and stale:
-        print("stale (run layer/gen/settings.py): " + ", ".join(stale))
-        sys.exit(1)
+    generated.write(outputs.items(), "settings.py")
 
 
 if __name__ == "__main__":

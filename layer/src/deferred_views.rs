@@ -215,17 +215,8 @@ impl DeferredViews {
 
 /// `vkDestroyImageView`: deferred while a set holds the view; the view's
 /// image goes down after it where its destruction was deferred.
-///
-/// # Safety
-/// The arguments are those of a valid `vkDestroyImageView` call; `next` calls down.
-pub unsafe fn destroy_image_view(
-    core: &DeviceCore,
-    s: &DeferredViews,
-    device: vk::Device,
-    view: vk::ImageView,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::ImageView, *const vk::AllocationCallbacks<'_>),
-) {
+pub fn destroy_image_view(core: &DeviceCore, s: &DeferredViews, a: args::DestroyImageView) {
+    let view = a.image_view();
     let mut out = Released::default();
     {
         let mut st = s.state.lock();
@@ -237,22 +228,13 @@ pub unsafe fn destroy_image_view(
             st.release_image(image, &mut out);
         }
     }
-    next(device, view, alloc);
+    a.next();
     DeferredViews::send_down(core, out);
 }
 
 /// `vkDestroyImage`: deferred while a view of it is held by a set or deferred.
-///
-/// # Safety
-/// The arguments are those of a valid `vkDestroyImage` call; `next` calls down.
-pub unsafe fn destroy_image(
-    _: &DeviceCore,
-    s: &DeferredViews,
-    device: vk::Device,
-    image: vk::Image,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::Image, *const vk::AllocationCallbacks<'_>),
-) {
+pub fn destroy_image(_: &DeviceCore, s: &DeferredViews, a: args::DestroyImage) {
+    let image = a.image();
     {
         let mut st = s.state.lock();
         if st.image_kept(image) {
@@ -260,50 +242,27 @@ pub unsafe fn destroy_image(
             return;
         }
     }
-    next(device, image, alloc)
+    a.next()
 }
 
 /// `vkResetDescriptorPool`: as [`free_descriptor_sets`] for all its sets.
-///
-/// # Safety
-/// The arguments are those of a valid `vkResetDescriptorPool` call; `next` calls down.
-pub unsafe fn reset_descriptor_pool(
-    core: &DeviceCore,
-    s: &DeferredViews,
-    device: vk::Device,
-    pool: vk::DescriptorPool,
-    flags: vk::DescriptorPoolResetFlags,
-    next: impl FnOnce(vk::Device, vk::DescriptorPool, vk::DescriptorPoolResetFlags) -> vk::Result,
-) -> vk::Result {
-    let r = next(device, pool, flags);
+pub fn reset_descriptor_pool(core: &DeviceCore, s: &DeferredViews, a: args::ResetDescriptorPool) -> vk::Result {
+    let pool = a.descriptor_pool();
+    let r = a.next();
     s.forget_pool(core, pool);
     r
 }
 
 /// `vkDestroyDescriptorPool`: as [`reset_descriptor_pool`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkDestroyDescriptorPool` call; `next` calls down.
-pub unsafe fn destroy_descriptor_pool(
-    core: &DeviceCore,
-    s: &DeferredViews,
-    device: vk::Device,
-    pool: vk::DescriptorPool,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::DescriptorPool, *const vk::AllocationCallbacks<'_>),
-) {
-    next(device, pool, alloc);
+pub fn destroy_descriptor_pool(core: &DeviceCore, s: &DeferredViews, a: args::DestroyDescriptorPool) {
+    let pool = a.descriptor_pool();
+    a.next();
     s.forget_pool(core, pool);
 }
 
 /// `vkAllocateDescriptorSets`: the sets of each pool.
-pub fn allocate_descriptor_sets(
-    _: &DeviceCore,
-    s: &DeferredViews,
-    a: args::AllocateDescriptorSets,
-    next: impl FnOnce(args::AllocateDescriptorSets) -> vk::Result,
-) -> vk::Result {
-    let r = next(a);
+pub fn allocate_descriptor_sets(_: &DeviceCore, s: &DeferredViews, a: args::AllocateDescriptorSets) -> vk::Result {
+    let r = a.next();
     if r == vk::Result::SUCCESS {
         // SAFETY: the command succeeded.
         let sets = unsafe { a.written_descriptor_sets() };
@@ -313,13 +272,8 @@ pub fn allocate_descriptor_sets(
 }
 
 /// `vkFreeDescriptorSets`: their views let go.
-pub fn free_descriptor_sets(
-    core: &DeviceCore,
-    s: &DeferredViews,
-    a: args::FreeDescriptorSets,
-    next: impl FnOnce(args::FreeDescriptorSets) -> vk::Result,
-) -> vk::Result {
-    let r = next(a);
+pub fn free_descriptor_sets(core: &DeviceCore, s: &DeferredViews, a: args::FreeDescriptorSets) -> vk::Result {
+    let r = a.next();
     let mut out = Released::default();
     {
         let mut st = s.state.lock();
@@ -336,13 +290,8 @@ pub fn free_descriptor_sets(
 
 /// `vkUpdateDescriptorSets`: the views each written or copied image element
 /// holds; views let go where deferred and no longer held.
-pub fn update_descriptor_sets(
-    core: &DeviceCore,
-    s: &DeferredViews,
-    a: args::UpdateDescriptorSets,
-    next: impl FnOnce(args::UpdateDescriptorSets),
-) {
-    next(a);
+pub fn update_descriptor_sets(core: &DeviceCore, s: &DeferredViews, a: args::UpdateDescriptorSets) {
+    a.next();
     let mut out = Released::default();
     {
         let mut st = s.state.lock();
@@ -385,9 +334,8 @@ pub fn update_descriptor_set_with_template(
     core: &DeviceCore,
     s: &DeferredViews,
     a: args::UpdateDescriptorSetWithTemplate,
-    next: impl FnOnce(args::UpdateDescriptorSetWithTemplate),
 ) {
-    next(a);
+    a.next();
     let (set, data) = (a.descriptor_set(), a.p_data());
     let mut out = Released::default();
     {

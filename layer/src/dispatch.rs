@@ -101,14 +101,10 @@ macro_rules! chain {
         }
     }};
     (@call typed, $handler:path, $core:expr, $s:ident, $next:ident, [$args:ident], ($($a:ident),*)) => {{
+        let next = |a: args::$args<'_>| $next($(a.$a()),*);
         // SAFETY: the arguments the application (or the layer above) passed
         // to this command, which its valid usage rules make valid.
-        let a = unsafe { args::$args::new($($a),*) };
-        $handler($core, $s, a, |a: args::$args<'_>| $next($(a.$a()),*))
-    }};
-    (@call typed_own, $handler:path, $core:expr, $s:ident, $next:ident, [$args:ident], ($($a:ident),*)) => {{
-        // SAFETY: as for `typed`.
-        let a = unsafe { args::$args::new($($a),*) };
+        let a = unsafe { args::$args::new($($a),*) }.chained(&next);
         $handler($core, $s, a)
     }};
     (@call wrap, $handler:path, $core:expr, $s:ident, $next:ident, $args:tt, ($($a:ident),*)) => {
@@ -224,23 +220,27 @@ struct Row {
 
 /// The entry point for `name` on `data`, where the layer intercepts it there.
 pub fn hook_for(data: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
-    let row = row(name)?;
-    if (row.active)(data, false) {
-        row.top
-    } else if data.plan.force_hooks {
-        row.pass
-    } else {
-        None
-    }
+    entry_point(data, name, false)
 }
 
 /// What the density-map capability calls for `name`: the entry point below
 /// it where another capability intercepts the command, else `None` (the next
 /// layer's command).
 pub fn below_fdm(data: &DeviceData, name: &[u8]) -> vk::PFN_vkVoidFunction {
+    entry_point(data, name, true)
+}
+
+/// The entry point of `name`'s row on `data` (its whole chain, or the part
+/// below the density map), its pass-through one where `force_enable` asks
+/// for every hook, or `None`.
+fn entry_point(data: &DeviceData, name: &[u8], below_fdm: bool) -> vk::PFN_vkVoidFunction {
     let row = row(name)?;
-    if (row.active)(data, true) {
-        row.below_fdm
+    if (row.active)(data, below_fdm) {
+        if below_fdm {
+            row.below_fdm
+        } else {
+            row.top
+        }
     } else if data.plan.force_hooks {
         row.pass
     } else {
@@ -371,28 +371,9 @@ unsafe extern "system" fn no_create_swapchain(
     vk::Result::ERROR_EXTENSION_NOT_PRESENT
 }
 
-impl DeviceCore {
-    fn down_queue_present(&self) -> vk::PFN_vkQueuePresentKHR {
-        self.next_queue_present.unwrap_or(no_queue_present)
-    }
-    fn down_create_swapchain(&self) -> vk::PFN_vkCreateSwapchainKHR {
-        self.next_create_swapchain.unwrap_or(no_create_swapchain)
-    }
-    fn down_create_shaders(&self) -> vk::PFN_vkCreateShadersEXT {
-        self.next_create_shaders.unwrap_or(no_create_shaders)
-    }
-    fn down_bind_shaders(&self) -> vk::PFN_vkCmdBindShadersEXT {
-        self.shader_object.as_ref().map_or(no_bind_shaders, |f| f.cmd_bind_shaders_ext)
-    }
-    fn down_set_fragment_shading_rate(&self) -> vk::PFN_vkCmdSetFragmentShadingRateKHR {
-        self.next_set_fragment_shading_rate.unwrap_or(no_set_fragment_shading_rate)
-    }
-    fn down_begin_transform_feedback(&self) -> vk::PFN_vkCmdBeginTransformFeedbackEXT {
-        self.next_begin_transform_feedback.unwrap_or(no_begin_transform_feedback)
-    }
-    fn down_destroy_shader(&self) -> vk::PFN_vkDestroyShaderEXT {
-        self.shader_object.as_ref().map_or(no_destroy_shader, |f| f.destroy_shader_ext)
-    }
+/// The next layer's command `next`, or `stub` where the chain below lacks it.
+fn or_stub<F>(next: Option<F>, stub: F) -> F {
+    next.unwrap_or(stub)
 }
 
 use crate::interlock::{ordered, reserved};

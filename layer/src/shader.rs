@@ -241,54 +241,28 @@ pub fn rewrite(data: &DeviceData, code: &[u32]) -> Option<Rewritten> {
 
 /// `vkCreateShaderModule`: the interlock rewrite, then the notes of the
 /// 1x1 rate, the linker and the spinlock.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateShaderModule` call:
-/// `info` points at a valid create info
-/// (VUID-vkCreateShaderModule-pCreateInfo-parameter) whose code is
-/// `codeSize` bytes (VUID-VkShaderModuleCreateInfo-pCode-parameter), and
-/// `out` is writable (VUID-vkCreateShaderModule-pShaderModule-parameter).
-pub unsafe fn create_shader_module(
-    _: &DeviceCore,
-    data: &DeviceData,
-    device: vk::Device,
-    info: *const vk::ShaderModuleCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::ShaderModule,
-    next: impl FnOnce(
-        vk::Device,
-        *const vk::ShaderModuleCreateInfo<'_>,
-        *const vk::AllocationCallbacks<'_>,
-        *mut vk::ShaderModule,
-    ) -> vk::Result,
-) -> vk::Result {
-    // SAFETY: VUID-vkCreateShaderModule-pCreateInfo-parameter and
-    // VUID-VkShaderModuleCreateInfo-pCode-parameter: `info` is a valid create
-    // info whose `pCode` holds `codeSize` bytes, alive for this call.
-    let (ci, code) = unsafe {
-        let ci = &*info;
-        (ci, words(ci.p_code, ci.code_size))
-    };
+pub fn create_shader_module(_: &DeviceCore, data: &DeviceData, a: args::CreateShaderModule) -> vk::Result {
+    let ci = a.create_info();
+    // SAFETY: VUID-VkShaderModuleCreateInfo-pCode-parameter: `pCode` holds `codeSize` bytes, alive for this call.
+    let code = unsafe { words(ci.p_code, ci.code_size) };
     let rewritten = rewrite(data, code);
     let r = match &rewritten {
         Some(w) => {
             let mut copy = *ci;
             copy.code_size = w.words.len() * 4;
             copy.p_code = w.words.as_ptr();
-            let r = next(device, &copy, alloc, out);
+            let r = a.with_create_info(&copy).next();
             if let (vk::Result::SUCCESS, Some(s)) = (r, &data.reserved) {
-                // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter:
-                // `out` is valid, and the call down wrote the handle.
-                s.modules.lock().insert(unsafe { *out }, w.kind);
+                // SAFETY: the call down succeeded.
+                s.modules.lock().insert(unsafe { a.written_shader_module() }, w.kind);
             }
             r
         }
-        None => next(device, info, alloc, out),
+        None => a.next(),
     };
     if r == vk::Result::SUCCESS {
-        // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter: `out` is
-        // valid, and the successful call down wrote the handle.
-        let module = unsafe { *out };
+        // SAFETY: the call down succeeded.
+        let module = unsafe { a.written_shader_module() };
         // Judged on the application's code, which still declares interlock.
         if let Some(s) = &data.shading_rate {
             s.note_module(module, code);
@@ -338,15 +312,10 @@ unsafe fn rewrite_stages<'a>(
             continue;
         };
         // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pNext-pNext: the chain is valid.
-        let mut chain = match unsafe { Chain::copy(stage.p_next) } {
-            Ok(c) => c,
-            Err(e) => {
-                data.log().warn(
-                    id::SHADER_SKIPPED,
-                    &format!("an inline pipeline stage module is passed down unchanged: {e}"),
-                );
-                continue;
-            }
+        let copied = unsafe { Chain::copy(stage.p_next) };
+        let skipped = |e| format!("an inline pipeline stage module is passed down unchanged: {e}");
+        let Some(mut chain) = copied.map_err(|e| data.log().warn(id::SHADER_SKIPPED, &skipped(e))).ok() else {
+            continue;
         };
         let m = chain.get_mut::<vk::ShaderModuleCreateInfo>().expect("copied");
         m.code_size = code.len() * 4;
@@ -368,15 +337,10 @@ unsafe fn rewrite_stages<'a>(
 /// `vkCreateGraphicsPipelines`: inline modules rewritten, the 1x1 rate
 /// forced, the varyings linked; the spinlock and the 1x1 rate note the
 /// pipelines made.
-pub fn create_graphics_pipelines(
-    _: &DeviceCore,
-    data: &DeviceData,
-    a: args::CreateGraphicsPipelines,
-    next: impl FnOnce(args::CreateGraphicsPipelines) -> vk::Result,
-) -> vk::Result {
+pub fn create_graphics_pipelines(_: &DeviceCore, data: &DeviceData, a: args::CreateGraphicsPipelines) -> vk::Result {
     let infos_in = a.create_infos();
     if (data.interlock.is_none() && data.shading_rate.is_none() && data.varyings.is_none()) || infos_in.is_empty() {
-        return next(a);
+        return a.next();
     }
     let mut rewritten: Vec<Option<RewrittenStages>> = Vec::with_capacity(infos_in.len());
     for info in infos_in {
@@ -397,7 +361,7 @@ pub fn create_graphics_pipelines(
         && data.varyings.is_none()
         && rewritten.iter().all(Option::is_none)
     {
-        return next(a);
+        return a.next();
     }
     let mut copies: Vec<vk::GraphicsPipelineCreateInfo> = infos_in
         .iter()
@@ -429,7 +393,7 @@ pub fn create_graphics_pipelines(
         Some(v) => unsafe { crate::link::link_pipelines(data, v, &mut copies) },
         None => Default::default(),
     };
-    let r = next(a.with_create_infos(&copies));
+    let r = a.with_create_infos(&copies).next();
     if let (Some(v), true) = (&data.varyings, r.as_raw() >= 0) {
         // SAFETY: the call down wrote every handle (VK_NULL_HANDLE where one failed).
         let made = unsafe { a.written_pipelines() };
@@ -460,18 +424,13 @@ pub fn create_graphics_pipelines(
 /// `vkCreateShadersEXT`: SPIR-V code rewritten, a linked set's varyings
 /// linked (`link::link_shader_objects`), set layouts extended under the
 /// spinlock, locked fragment shaders noted.
-pub fn create_shaders_ext(
-    _: &DeviceCore,
-    data: &DeviceData,
-    a: args::CreateShadersEXT,
-    next: impl FnOnce(args::CreateShadersEXT) -> vk::Result,
-) -> vk::Result {
+pub fn create_shaders_ext(_: &DeviceCore, data: &DeviceData, a: args::CreateShadersEXT) -> vk::Result {
     if data.next_create_shaders.is_none() {
         return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
     }
     let infos_in = a.create_infos();
     if infos_in.is_empty() {
-        return next(a);
+        return a.next();
     }
     let mut code: Vec<Option<Vec<u32>>> = Vec::with_capacity(infos_in.len());
     let mut kinds: Vec<Option<ModuleKind>> = Vec::with_capacity(infos_in.len());
@@ -493,7 +452,7 @@ pub fn create_shaders_ext(
     // get a pipeline layout to bind the lock set with.
     let spin = data.reserved.as_ref();
     if spin.is_none() && data.varyings.is_none() && code.iter().all(Option::is_none) {
-        return next(a);
+        return a.next();
     }
     let mut set_layouts: Vec<Option<Vec<vk::DescriptorSetLayout>>> = Vec::with_capacity(infos_in.len());
     for (info, c) in infos_in.iter().zip(&code) {
@@ -531,7 +490,7 @@ pub fn create_shaders_ext(
     // SAFETY: `copies` are the valid create infos, their arrays alive in
     // `infos_in`, `code` and `set_layouts` until after the call down.
     let _linked = data.varyings.as_ref().map(|v| unsafe { crate::link::link_shader_objects(data, v, &mut copies) });
-    let r = next(a.with_create_infos(&copies));
+    let r = a.with_create_infos(&copies).next();
     if let (Some(s), vk::Result::SUCCESS) = (spin, r) {
         // SAFETY: the call down succeeded.
         let shaders = unsafe { a.written_shaders() };

@@ -140,15 +140,10 @@ impl ForceOneByOne {
             }
             // SAFETY: a valid create info has a valid chain
             // (VUID-VkGraphicsPipelineCreateInfo-pNext-pNext).
-            let mut chain = match unsafe { Chain::copy(info.p_next) } {
-                Ok(c) => c,
-                Err(e) => {
-                    dev.log().warn(
-                        id::SHADING_RATE_NOT_FORCED,
-                        &format!("an interlock pipeline keeps its shading rate: {e}"),
-                    );
-                    continue;
-                }
+            let copied = unsafe { Chain::copy(info.p_next) };
+            let kept = |e| format!("an interlock pipeline keeps its shading rate: {e}");
+            let Some(mut chain) = copied.map_err(|e| dev.log().warn(id::SHADING_RATE_NOT_FORCED, &kept(e))).ok() else {
+                continue;
             };
             match chain.get_mut::<vk::PipelineFragmentShadingRateStateCreateInfoKHR>() {
                 Some(s) => {

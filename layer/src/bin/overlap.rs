@@ -71,8 +71,8 @@ fn main() -> ExitCode {
     };
     match cmd {
         "run" => run(&args[1..]),
-        "install" => install(&args[1..]),
-        "uninstall" => uninstall(&args[1..]),
+        "install" => install_command("install", &args[1..], install_with),
+        "uninstall" => install_command("uninstall", &args[1..], uninstall_with),
         "info" => info(&args[1..]),
         // Run by `overlap info` in a child process: which copy the loader maps.
         LOADED_LAYER_PROBE => loaded_layer_probe(),
@@ -419,15 +419,16 @@ fn loader_searches(kind: Kind, dir: &Path) -> bool {
     manifest::loader_search_dirs(kind).iter().any(|d| canon(d) == canon(dir))
 }
 
-fn install(args: &[OsString]) -> ExitCode {
-    let opts = match parse_install_options("install", args) {
+/// `overlap install|uninstall` (`command`): its options parsed, then `run`.
+fn install_command(command: &str, args: &[OsString], run: fn(&InstallOptions) -> Result<(), String>) -> ExitCode {
+    let opts = match parse_install_options(command, args) {
         Ok(o) => o,
         Err(e) => return usage_error(&e),
     };
-    match install_with(&opts) {
+    match run(&opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("overlap: install: {e}");
+            eprintln!("overlap: {command}: {e}");
             ExitCode::from(1)
         }
     }
@@ -515,20 +516,6 @@ fn install_with(opts: &InstallOptions) -> Result<(), String> {
         );
     }
     Ok(())
-}
-
-fn uninstall(args: &[OsString]) -> ExitCode {
-    let opts = match parse_install_options("uninstall", args) {
-        Ok(o) => o,
-        Err(e) => return usage_error(&e),
-    };
-    match uninstall_with(&opts) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("overlap: uninstall: {e}");
-            ExitCode::from(1)
-        }
-    }
 }
 
 fn uninstall_with(opts: &InstallOptions) -> Result<(), String> {

@@ -23,6 +23,7 @@ use super::model::{cb_state, Begin, CbState};
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
+use crate::generated::args;
 use crate::id;
 use crate::settings::LogLevel;
 use ash::vk;
@@ -461,17 +462,8 @@ include!("../generated/dynamic_state_capture.rs");
 
 /// `vkCmdBindShadersEXT`: captured inside a density-map pass (a bind of
 /// more than eight stages makes the pass go live).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBindShadersEXT` call.
-pub unsafe fn cmd_bind_shaders(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    n: u32,
-    stages: *const vk::ShaderStageFlags,
-    shaders: *const vk::ShaderEXT,
-) {
+pub fn cmd_bind_shaders(dev: &DeviceCore, f: &Fdm, a: args::CmdBindShadersEXT) {
+    let (cb, n, stages, shaders) = (a.command_buffer(), a.stage_count(), a.p_stages(), a.p_shaders());
     // SAFETY: VUID-vkCmdBindShadersEXT-pStages-parameter and -pShaders-parameter.
     match unsafe { super::commands::ShaderBinds::new(n, stages, shaders) } {
         // SAFETY: the application's valid call, on its recording `cb` held during the call.
@@ -480,8 +472,8 @@ pub unsafe fn cmd_bind_shaders(
             // SAFETY: as above.
             if !unsafe { unreplayable(dev, f, cb, "vkCmdBindShadersEXT of more than eight stages") } {
                 if let Some(so) = &f.below_shader_object {
-                    // SAFETY: the application's arguments of a valid call go down unchanged.
-                    unsafe { (so.cmd_bind_shaders_ext)(cb, n, stages, shaders) }
+                    // SAFETY: the next layer's command, with the application's arguments.
+                    unsafe { a.call(so.cmd_bind_shaders_ext) }
                 }
             }
         }

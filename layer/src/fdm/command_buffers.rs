@@ -95,17 +95,10 @@ impl Fdm {
 
 /// `vkBeginCommandBuffer`: its state starts again; a secondary continuing a
 /// density-map render pass captures its commands (mode `binned`).
-///
-/// # Safety
-/// The arguments are those of a valid `vkBeginCommandBuffer` call.
-pub unsafe fn begin_command_buffer(
-    _: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    info: *const vk::CommandBufferBeginInfo<'_>,
-) -> vk::Result {
+pub fn begin_command_buffer(_: &DeviceCore, f: &Fdm, a: args::BeginCommandBuffer) -> vk::Result {
+    let (cb, info) = (a.command_buffer(), a.p_begin_info());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().begin_command_buffer)(cb, info) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().begin_command_buffer) };
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
     let (secondary, pool) = (s.secondary, s.pool);
@@ -189,69 +182,51 @@ fn translate_memory_barriers<'a>(
     m: &[vk::MemoryBarrier<'a>],
     b: &[vk::BufferMemoryBarrier<'a>],
 ) -> (Vec<vk::MemoryBarrier<'a>>, Vec<vk::BufferMemoryBarrier<'a>>) {
-    let mems = m
-        .iter()
-        .map(|x| vk::MemoryBarrier {
-            src_access_mask: super::access(x.src_access_mask),
-            dst_access_mask: super::access(x.dst_access_mask),
-            ..*x
-        })
-        .collect();
-    let bufs = b
-        .iter()
-        .map(|x| vk::BufferMemoryBarrier {
-            src_access_mask: super::access(x.src_access_mask),
-            dst_access_mask: super::access(x.dst_access_mask),
-            ..*x
-        })
-        .collect();
-    (mems, bufs)
+    // Both structures have the two access masks.
+    macro_rules! translated {
+        ($xs:expr, $t:ident) => {
+            $xs.iter()
+                .map(|x| vk::$t {
+                    src_access_mask: super::access(x.src_access_mask),
+                    dst_access_mask: super::access(x.dst_access_mask),
+                    ..*x
+                })
+                .collect()
+        };
+    }
+    (translated!(m, MemoryBarrier), translated!(b, BufferMemoryBarrier))
 }
 
-/// `vkCmdPipelineBarrier`, translated (a pass it is in goes live first).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdPipelineBarrier` call.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_pipeline_barrier(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    src: vk::PipelineStageFlags,
-    dst: vk::PipelineStageFlags,
-    deps: vk::DependencyFlags,
-    nm: u32,
-    m: *const vk::MemoryBarrier<'_>,
-    nb: u32,
-    b: *const vk::BufferMemoryBarrier<'_>,
-    ni: u32,
-    i: *const vk::ImageMemoryBarrier<'_>,
-) {
-    // SAFETY: VUID-vkCmdPipelineBarrier-pMemoryBarriers-parameter,
-    // VUID-vkCmdPipelineBarrier-pBufferMemoryBarriers-parameter and
-    // VUID-vkCmdPipelineBarrier-pImageMemoryBarriers-parameter: each array holds its count of valid barriers.
-    let arrays = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
-    // SAFETY: `cb` is the application's recording command buffer, held
-    // during its call.
-    unsafe {
-        translated_barriers(dev, f, cb, "a pipeline barrier inside the pass", arrays, |m, b, i| {
-            // SAFETY: the application's valid call with the density-map
-            // stages, accesses and layouts translated (same counts).
-            (f.below.fp_v1_0().cmd_pipeline_barrier)(
-                cb,
-                super::stages(src),
-                super::stages(dst),
-                deps,
-                nm,
-                m.as_ptr(),
-                nb,
-                b.as_ptr(),
-                ni,
-                i.as_ptr(),
-            )
-        })
-    }
+/// The hook of a synchronization command of Vulkan 1.0 (`vkCmdPipelineBarrier`, `vkCmdWaitEvents`): a pass it
+/// is in goes live first (`why`); its stages and barriers go down translated ([`translated_barriers`]).
+macro_rules! v1_barrier_hook {
+    ($(#[$doc:meta])* $hook:ident, $args:ident, $why:literal, $down:ident) => {
+        $(#[$doc])*
+        pub fn $hook(dev: &DeviceCore, f: &Fdm, a: args::$args) {
+            let a = a.with_src_stage_mask(super::stages(a.src_stage_mask()));
+            let a = a.with_dst_stage_mask(super::stages(a.dst_stage_mask()));
+            let arrays = (a.memory_barriers(), a.buffer_memory_barriers(), a.image_memory_barriers());
+            // SAFETY: `cb` is the application's recording command buffer, held during its call.
+            unsafe {
+                translated_barriers(dev, f, a.command_buffer(), $why, arrays, |m, b, i| {
+                    let a = a.with_memory_barriers(m).with_buffer_memory_barriers(b).with_image_memory_barriers(i);
+                    // SAFETY: the next layer's command, the application's call with the density-map stages,
+                    // accesses and layouts translated (as many barriers).
+                    a.call(f.below.fp_v1_0().$down)
+                })
+            }
+        }
+    };
 }
+
+v1_barrier_hook!(
+    /// `vkCmdPipelineBarrier`, translated (a pass it is in goes live first).
+    cmd_pipeline_barrier, CmdPipelineBarrier, "a pipeline barrier inside the pass", cmd_pipeline_barrier
+);
+v1_barrier_hook!(
+    /// `vkCmdWaitEvents`, translated (a pass it is in goes live first).
+    cmd_wait_events, CmdWaitEvents, "an event wait inside the pass", cmd_wait_events
+);
 
 /// The synchronization commands of Vulkan 1.0 (`vkCmdPipelineBarrier`,
 /// `vkCmdWaitEvents`): a pass they are in goes live first (`why`); their
@@ -340,15 +315,8 @@ unsafe fn translate_dependency<'a>(
 }
 
 /// `vkCmdPipelineBarrier2`, translated (a pass it is in goes live first).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdPipelineBarrier2` call.
-pub unsafe fn cmd_pipeline_barrier2(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    d: *const vk::DependencyInfo<'_>,
-) {
+pub fn cmd_pipeline_barrier2(dev: &DeviceCore, f: &Fdm, a: args::CmdPipelineBarrier2) {
+    let (cb, d) = (a.command_buffer(), a.p_dependency_info());
     // SAFETY: `cb` is the application's recording command buffer, held
     // during its call.
     if unsafe { unreplayable(dev, f, cb, "a pipeline barrier inside the pass") } {
@@ -364,66 +332,11 @@ pub unsafe fn cmd_pipeline_barrier2(
     unsafe { (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info) }
 }
 
-/// `vkCmdWaitEvents`, translated (a pass it is in goes live first).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdWaitEvents` call.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cmd_wait_events(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    n: u32,
-    events: *const vk::Event,
-    src: vk::PipelineStageFlags,
-    dst: vk::PipelineStageFlags,
-    nm: u32,
-    m: *const vk::MemoryBarrier<'_>,
-    nb: u32,
-    b: *const vk::BufferMemoryBarrier<'_>,
-    ni: u32,
-    i: *const vk::ImageMemoryBarrier<'_>,
-) {
-    // SAFETY: VUID-vkCmdWaitEvents-pMemoryBarriers-parameter, VUID-vkCmdWaitEvents-pBufferMemoryBarriers-parameter
-    // and VUID-vkCmdWaitEvents-pImageMemoryBarriers-parameter: each array holds its count of valid barriers.
-    let arrays = unsafe { (slice(m, nm), slice(b, nb), slice(i, ni)) };
-    // SAFETY: `cb` is the application's recording command buffer, held
-    // during its call.
-    unsafe {
-        translated_barriers(dev, f, cb, "an event wait inside the pass", arrays, |m, b, i| {
-            // SAFETY: the application's valid call with the density-map
-            // stages, accesses and layouts translated (same counts).
-            (f.below.fp_v1_0().cmd_wait_events)(
-                cb,
-                n,
-                events,
-                super::stages(src),
-                super::stages(dst),
-                nm,
-                m.as_ptr(),
-                nb,
-                b.as_ptr(),
-                ni,
-                i.as_ptr(),
-            )
-        })
-    }
-}
-
 /// `vkCmdBeginQuery` (a pass it is in goes live first).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginQuery` call.
-pub unsafe fn cmd_begin_query(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    pool: vk::QueryPool,
-    q: u32,
-    flags: vk::QueryControlFlags,
-) {
+pub fn cmd_begin_query(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginQuery) {
+    let (cb, pool) = (a.command_buffer(), a.query_pool());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().cmd_begin_query)(cb, pool, q, flags) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_begin_query) };
     // SAFETY: `cb` is the application's recording command buffer, held
     // during its call.
     if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
@@ -437,15 +350,8 @@ pub unsafe fn cmd_begin_query(
 
 /// `vkCmdBeginConditionalRenderingEXT`: the application's scope begins (a
 /// pass it is in goes live first: its replays would each need the scope).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginConditionalRenderingEXT` call.
-pub unsafe fn cmd_begin_conditional_rendering(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    info: *const vk::ConditionalRenderingBeginInfoEXT<'_>,
-) {
+pub fn cmd_begin_conditional_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginConditionalRenderingEXT) {
+    let (cb, info) = (a.command_buffer(), a.p_conditional_rendering_begin());
     let fp = dev.state.conditional.cmd_begin_conditional_rendering_ext;
     // SAFETY: `cb` is the application's recording command buffer, held during its call.
     if unsafe { unreplayable(dev, f, cb, "conditional rendering inside the pass") } {
@@ -493,19 +399,10 @@ pub unsafe fn cmd_end_query(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, po
 }
 
 /// `vkCmdWriteTimestamp` (a pass it is in goes live first).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdWriteTimestamp` call.
-pub unsafe fn cmd_write_timestamp(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    stage: vk::PipelineStageFlags,
-    pool: vk::QueryPool,
-    q: u32,
-) {
+pub fn cmd_write_timestamp(dev: &DeviceCore, f: &Fdm, a: args::CmdWriteTimestamp) {
+    let cb = a.command_buffer();
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().cmd_write_timestamp)(cb, stage, pool, q) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_write_timestamp) };
     // SAFETY: `cb` is the application's recording command buffer, held
     // during its call.
     if unsafe { unreplayable(dev, f, cb, "a timestamp inside the pass") } {
@@ -541,44 +438,30 @@ impl Fdm {
     }
 }
 
-/// `vkCmdSetRenderingAttachmentLocationsKHR`: a captured pass goes live first
-/// (the remapping is state of this one rendering, which its replays' begins
-/// would reset; local reads inside a pass need a barrier there, which makes
-/// it go live anyway).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdSetRenderingAttachmentLocationsKHR` call.
-pub unsafe fn cmd_set_rendering_attachment_locations(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    i: *const vk::RenderingAttachmentLocationInfoKHR<'_>,
-) {
-    // SAFETY: `cb` is the application's recording command buffer, held
-    // during its call.
-    if unsafe { unreplayable(dev, f, cb, "an attachment location remapping inside the pass") } {
-        return;
-    }
-    // SAFETY: the application's arguments of a valid call go down unchanged (the entry point is handed out only
-    // where the next layer has the command).
-    unsafe { (dev.state.local_read.cmd_set_rendering_attachment_locations_khr)(cb, i) }
+/// The hooks of dynamic rendering local read's remappings: a captured pass
+/// goes live first (the remapping is state of this one rendering, which its
+/// replays' begins would reset; local reads inside a pass need a barrier
+/// there, which makes it go live anyway).
+macro_rules! local_read_hooks {
+    ($($(#[$doc:meta])* $hook:ident $args:ident $why:literal => $down:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $hook(dev: &DeviceCore, f: &Fdm, a: args::$args) {
+            // SAFETY: `cb` is the application's recording command buffer, held during its call.
+            if unsafe { unreplayable(dev, f, a.command_buffer(), $why) } {
+                return;
+            }
+            // SAFETY: the next layer's command, with the application's arguments (the entry point is handed out
+            // only where the next layer has it).
+            unsafe { a.call(dev.state.local_read.$down) }
+        }
+    )*};
 }
 
-/// `vkCmdSetRenderingInputAttachmentIndicesKHR`: as
-/// [`cmd_set_rendering_attachment_locations`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdSetRenderingInputAttachmentIndicesKHR` call.
-pub unsafe fn cmd_set_rendering_input_attachment_indices(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    i: *const vk::RenderingInputAttachmentIndexInfoKHR<'_>,
-) {
-    // SAFETY: as above.
-    if unsafe { unreplayable(dev, f, cb, "an input attachment index remapping inside the pass") } {
-        return;
-    }
-    // SAFETY: as above.
-    unsafe { (dev.state.local_read.cmd_set_rendering_input_attachment_indices_khr)(cb, i) }
+local_read_hooks! {
+    /// `vkCmdSetRenderingAttachmentLocationsKHR`.
+    cmd_set_rendering_attachment_locations CmdSetRenderingAttachmentLocationsKHR
+        "an attachment location remapping inside the pass" => cmd_set_rendering_attachment_locations_khr;
+    /// `vkCmdSetRenderingInputAttachmentIndicesKHR`.
+    cmd_set_rendering_input_attachment_indices CmdSetRenderingInputAttachmentIndicesKHR
+        "an input attachment index remapping inside the pass" => cmd_set_rendering_input_attachment_indices_khr;
 }

@@ -192,16 +192,16 @@ impl Objects {
                 }
                 d.destroy_render_pass(u.render_pass, None);
             }
-            for p in self.cs_pipelines {
+            for p in self.cs_pipelines.into_iter().chain([self.plan_pipeline]) {
                 d.destroy_pipeline(p, None);
             }
-            d.destroy_pipeline_layout(self.cs_layout, None);
-            d.destroy_descriptor_set_layout(self.cs_set_layout, None);
-            d.destroy_pipeline(self.plan_pipeline, None);
-            d.destroy_pipeline_layout(self.plan_layout, None);
-            d.destroy_descriptor_set_layout(self.plan_set_layout, None);
-            d.destroy_pipeline_layout(self.up_layout, None);
-            d.destroy_descriptor_set_layout(self.up_set_layout, None);
+            // The composite's, the plan's and the upscale's layouts.
+            for l in [self.cs_layout, self.plan_layout, self.up_layout] {
+                d.destroy_pipeline_layout(l, None);
+            }
+            for l in [self.cs_set_layout, self.plan_set_layout, self.up_set_layout] {
+                d.destroy_descriptor_set_layout(l, None);
+            }
             d.destroy_sampler(self.sampler, None);
             for m in [self.up_vs, self.up_fs, self.up_array_fs, self.up_ms_fs, self.up_ms_array_fs]
                 .iter()
@@ -294,6 +294,23 @@ fn binding(
         .stage_flags(stages)
 }
 
+/// A pipeline layout of the layer's: one set layout and one push-constant
+/// range of `size` bytes at offset 0 for `stages`.
+///
+/// # Safety
+/// `set_layout` is a live set layout of `d`.
+unsafe fn pipeline_layout(
+    d: &ash::Device,
+    set_layout: vk::DescriptorSetLayout,
+    (stages, size): (vk::ShaderStageFlags, u32),
+) -> Result<vk::PipelineLayout, vk::Result> {
+    let push = [vk::PushConstantRange { stage_flags: stages, offset: 0, size }];
+    let sl = [set_layout];
+    let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push);
+    // SAFETY: a create info built here of the caller's live set layout.
+    unsafe { d.create_pipeline_layout(&info, None) }
+}
+
 /// Words of the composite's push constants: the dispatch's first rectangle
 /// and their count, where the table's first-tile words start, the
 /// dispatch's tiles, log2 of the area (x, y), the scratch target's layer;
@@ -333,16 +350,8 @@ pub(super) unsafe fn composite_pipeline(
                 &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
                 None,
             )?;
-            let push = [vk::PushConstantRange {
-                stage_flags: vk::ShaderStageFlags::COMPUTE,
-                offset: 0,
-                size: (COMPOSITE_PUSH * 4) as u32,
-            }];
-            let sl = [o.cs_set_layout];
-            o.cs_layout = d.create_pipeline_layout(
-                &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
-                None,
-            )?;
+            let push = (vk::ShaderStageFlags::COMPUTE, (COMPOSITE_PUSH * 4) as u32);
+            o.cs_layout = pipeline_layout(d, o.cs_set_layout, push)?;
         }
         use overlap_shaders::fdm::{
             COMPOSITE_ARRAY_COMP, COMPOSITE_COMP, COMPOSITE_PLAN_ARRAY_COMP, COMPOSITE_PLAN_COMP,
@@ -383,12 +392,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
             .stage_flags(vk::ShaderStageFlags::COMPUTE)];
         o.plan_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&storage), None)?;
-        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 40 }];
-        let sl = [o.plan_set_layout];
-        o.plan_layout = d.create_pipeline_layout(
-            &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
-            None,
-        )?;
+        o.plan_layout = pipeline_layout(d, o.plan_set_layout, (vk::ShaderStageFlags::COMPUTE, 40))?;
         let code = words(overlap_shaders::fdm::GPU_PLAN_COMP);
         o.plan_pipeline = compute_pipeline(d, &code, o.plan_layout)?;
         o.sampler = d.create_sampler(
@@ -408,16 +412,8 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
         ];
         o.up_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&sampled), None)?;
-        let push = [vk::PushConstantRange {
-            stage_flags: vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
-            offset: 0,
-            size: 44,
-        }];
-        let sl = [o.up_set_layout];
-        o.up_layout = d.create_pipeline_layout(
-            &vk::PipelineLayoutCreateInfo::default().set_layouts(&sl).push_constant_ranges(&push),
-            None,
-        )?;
+        let push = (vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT, 44);
+        o.up_layout = pipeline_layout(d, o.up_set_layout, push)?;
         let vs = words(overlap_shaders::fdm::UPSCALE_VERT);
         o.up_vs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&vs), None)?;
         let fs = words(overlap_shaders::fdm::UPSCALE_FRAG);

@@ -326,15 +326,9 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
     if let Some(why) = unsupported(f, &atts, map_layout, view_mask, fb_layers) {
         return Err(why);
     }
-    let v = *f.views.lock().get(&map_view).ok_or(Fallback::UnknownMapView)?;
-    let img = *f.images.lock().get(&v.image).ok_or(Fallback::UnknownMapImage)?;
-    if v.format != vk::Format::R8G8_UNORM {
-        return Err(Fallback::MapFormat(v.format));
-    }
-    let mip = v.range.base_mip_level;
-    let (mw, mh) = ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1));
-    let map =
-        MapSource { image: v.image, layout: map_layout, mip, base_layer: v.range.base_array_layer, size: (mw, mh) };
+    let (v, size) = super::map_readback::map_view(f, map_view)?;
+    let (mip, base_layer) = (v.range.base_mip_level, v.range.base_array_layer);
+    let map = MapSource { image: v.image, layout: map_layout, mip, base_layer, size };
     // Per view index below the highest rendered one: whether it is rendered, its map layer (its own of a layered
     // map, layer 0 of a single-layer one) and its density offset (given per layer), as for a host plan.
     let map_layers = v.range.layer_count.max(1);
@@ -351,7 +345,7 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
     let ra = pass.begin.area();
     let render_area =
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
-    let (texel, cap) = f.texel_grid(extent, (mw, mh));
+    let (texel, cap) = f.texel_grid(extent, size);
     let restored = pass.state.commands().count() + 2;
     let grid = grid_for(pass.cmds.len() + restored, candidates(f));
     let regions = regions(render_area, texel, shift, cap, grid, !f.controls.without_edge_fragments);
@@ -627,12 +621,12 @@ unsafe fn try_make_objects(
         d.update_descriptor_sets(&[storage_write(made.plan_set, 0, &bi)], &[]);
         for (k, &i) in e.stored.iter().enumerate() {
             upscale_framebuffers(d, e, i, made.up[k].render_pass, owned)?;
-            let sets = upscale_sets(d, o.up_set_layout, made.pool, e, i, targets, owned)?;
+            let sets = upscale_sets(d, o.up_set_layout, made.pool, (e, i, targets), owned)?;
             made.up_sets.push(sets);
             let a = e.atts[i].as_ref().unwrap();
             made.cs_sets.push(if a.storage {
                 made.cs_pipeline = composite_pipeline(d, o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, true)?;
-                Some(compute_sets(d, o.cs_set_layout, (made.pool, &bi), e, i, targets, owned)?)
+                Some(compute_sets(d, o.cs_set_layout, (made.pool, &bi), (e, i, targets), owned)?)
             } else {
                 None
             });
@@ -653,9 +647,7 @@ unsafe fn compute_sets(
     d: &ash::Device,
     set_layout: vk::DescriptorSetLayout,
     (pool, bi): (vk::DescriptorPool, &[vk::DescriptorBufferInfo]),
-    e: &Eligible,
-    i: usize,
-    targets: &[Option<Targets>],
+    (e, i, targets): (&Eligible, usize, &[Option<Targets>]),
     owned: &mut Owned,
 ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
     let a = e.atts[i].as_ref().unwrap();
@@ -721,9 +713,7 @@ unsafe fn upscale_sets(
     d: &ash::Device,
     set_layout: vk::DescriptorSetLayout,
     pool: vk::DescriptorPool,
-    e: &Eligible,
-    i: usize,
-    targets: &[Option<Targets>],
+    (e, i, targets): (&Eligible, usize, &[Option<Targets>]),
     owned: &mut Owned,
 ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
     let a = e.atts[i].as_ref().unwrap();

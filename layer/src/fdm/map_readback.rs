@@ -206,6 +206,19 @@ impl Drop for Recording<'_> {
     }
 }
 
+/// The density map `view` shows: the view as the layer remembers it, and
+/// the extent of its mip level; an error where the layer does not know it or
+/// its format is not R8G8_UNORM.
+pub(super) fn map_view(f: &Fdm, view: vk::ImageView) -> Result<(super::ViewInfo, (u32, u32)), Fallback> {
+    let v = *f.views.lock().get(&view).ok_or(Fallback::UnknownMapView)?;
+    let img = *f.images.lock().get(&v.image).ok_or(Fallback::UnknownMapImage)?;
+    if v.format != vk::Format::R8G8_UNORM {
+        return Err(Fallback::MapFormat(v.format));
+    }
+    let mip = v.range.base_mip_level;
+    Ok((v, ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1))))
+}
+
 /// Reads a density map (R8G8_UNORM) on the host: `(width, height, layers, texels)`.
 ///
 /// # Safety
@@ -216,13 +229,7 @@ unsafe fn read_map(
     view: vk::ImageView,
     expected: vk::ImageLayout,
 ) -> Result<(u32, u32, u32, Vec<[u8; 2]>), Fallback> {
-    let v = *f.views.lock().get(&view).ok_or(Fallback::UnknownMapView)?;
-    let img = *f.images.lock().get(&v.image).ok_or(Fallback::UnknownMapImage)?;
-    if v.format != vk::Format::R8G8_UNORM {
-        return Err(Fallback::MapFormat(v.format));
-    }
-    let mip = v.range.base_mip_level;
-    let (w, h) = ((img.extent.width >> mip).max(1), (img.extent.height >> mip).max(1));
+    let (v, (w, h)) = map_view(f, view)?;
     let layers = v.range.layer_count.max(1);
     let size = (w * h * layers * 2) as u64;
     let layout = f.map_layouts.lock().get(&v.image).copied().unwrap_or(expected);

@@ -1169,19 +1169,8 @@ fn memory_type(f: &Fdm, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32>
 
 /// `vkCreateImage`: the density-map usage and subsampled flag translated;
 /// the image remembered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateImage` call.
-pub unsafe fn create_image(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::ImageCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::Image,
-) -> vk::Result {
-    // SAFETY: VUID-vkCreateImage-pCreateInfo-parameter: a valid info.
-    let ci = unsafe { &*info };
+pub fn create_image(_: &DeviceCore, f: &Fdm, a: args::CreateImage) -> vk::Result {
+    let ci = a.create_info();
     let mut copy = *ci;
     let density_map = ci.usage.contains(vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT);
     copy.flags &= !DRIVER_LACKS_FLAGS;
@@ -1189,13 +1178,13 @@ pub unsafe fn create_image(
     let external = unsafe { crate::pnext::find::<vk::ExternalMemoryImageCreateInfo>(ci.p_next) }.is_some();
     let shared = external || ci.tiling != vk::ImageTiling::OPTIMAL;
     copy.usage = f.driver_usage(ci.usage, ci.flags, &[ci.format], ci.samples, shared);
-    // SAFETY: the application's valid call, with a copy of its info whose
-    // usage and flags the driver supports.
-    let r = unsafe { (f.below.fp_v1_0().create_image)(device, &copy, alloc, out) };
+    // SAFETY: the next layer's command, with a copy of the application's info
+    // whose usage and flags the driver supports.
+    let r = unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_image) };
     if r == vk::Result::SUCCESS {
         f.images.lock().insert(
-            // SAFETY: VUID-vkCreateImage-pImage-parameter: written by the call.
-            unsafe { *out },
+            // SAFETY: the command succeeded.
+            unsafe { a.written_image() },
             ImageInfo {
                 format: ci.format,
                 extent: ci.extent,
@@ -1210,24 +1199,13 @@ pub unsafe fn create_image(
 }
 
 /// `vkCreateImageView`: the density-map flags dropped; the view remembered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateImageView` call.
-pub unsafe fn create_image_view(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::ImageViewCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::ImageView,
-) -> vk::Result {
-    // SAFETY: VUID-vkCreateImageView-pCreateInfo-parameter: a valid info.
-    let ci = unsafe { &*info };
+pub fn create_image_view(_: &DeviceCore, f: &Fdm, a: args::CreateImageView) -> vk::Result {
+    let ci = a.create_info();
     let mut copy = *ci;
     copy.flags &= !(vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT
         | vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DEFERRED_EXT);
-    // SAFETY: the application's valid call, without the flags the driver lacks.
-    let r = unsafe { (f.below.fp_v1_0().create_image_view)(device, &copy, alloc, out) };
+    // SAFETY: the next layer's command, without the flags the driver lacks.
+    let r = unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_image_view) };
     if r == vk::Result::SUCCESS {
         let mut range = ci.subresource_range;
         if let Some(img) = f.images.lock().get(&ci.image) {
@@ -1239,8 +1217,8 @@ pub unsafe fn create_image_view(
             range.level_count = 1;
         }
         f.views.lock().insert(
-            // SAFETY: VUID-vkCreateImageView-pView-parameter: written by the call.
-            unsafe { *out },
+            // SAFETY: the command succeeded.
+            unsafe { a.written_view() },
             ViewInfo {
                 image: ci.image,
                 format: ci.format,
@@ -1260,23 +1238,12 @@ pub unsafe fn create_image_view(
 }
 
 /// `vkCreateSampler`: the subsampled flags dropped.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateSampler` call.
-pub unsafe fn create_sampler(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::SamplerCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::Sampler,
-) -> vk::Result {
-    // SAFETY: VUID-vkCreateSampler-pCreateInfo-parameter: a valid info.
-    let mut copy = unsafe { *info };
+pub fn create_sampler(_: &DeviceCore, f: &Fdm, a: args::CreateSampler) -> vk::Result {
+    let mut copy = *a.create_info();
     copy.flags &=
         !(vk::SamplerCreateFlags::SUBSAMPLED_EXT | vk::SamplerCreateFlags::SUBSAMPLED_COARSE_RECONSTRUCTION_EXT);
-    // SAFETY: the application's valid call, without the subsampled flags.
-    unsafe { (f.below.fp_v1_0().create_sampler)(device, &copy, alloc, out) }
+    // SAFETY: the next layer's command, without the subsampled flags.
+    unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_sampler) }
 }
 
 /// Render pass attachment descriptions of either version.
@@ -1287,27 +1254,23 @@ pub(crate) trait Attachment {
     fn stencil_load_op(&mut self) -> &mut vk::AttachmentLoadOp;
 }
 
-impl Attachment for vk::AttachmentDescription {
-    fn fields(
-        &mut self,
-    ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp) {
-        (&mut self.initial_layout, &mut self.final_layout, &mut self.load_op, &mut self.store_op)
-    }
-    fn stencil_load_op(&mut self) -> &mut vk::AttachmentLoadOp {
-        &mut self.stencil_load_op
-    }
+/// Both versions' attachment descriptions have the same fields.
+macro_rules! impl_attachment {
+    ($($t:ty),*) => {$(
+        impl Attachment for $t {
+            fn fields(
+                &mut self,
+            ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp) {
+                (&mut self.initial_layout, &mut self.final_layout, &mut self.load_op, &mut self.store_op)
+            }
+            fn stencil_load_op(&mut self) -> &mut vk::AttachmentLoadOp {
+                &mut self.stencil_load_op
+            }
+        }
+    )*};
 }
 
-impl Attachment for vk::AttachmentDescription2<'_> {
-    fn fields(
-        &mut self,
-    ) -> (&mut vk::ImageLayout, &mut vk::ImageLayout, &mut vk::AttachmentLoadOp, &mut vk::AttachmentStoreOp) {
-        (&mut self.initial_layout, &mut self.final_layout, &mut self.load_op, &mut self.store_op)
-    }
-    fn stencil_load_op(&mut self) -> &mut vk::AttachmentLoadOp {
-        &mut self.stencil_load_op
-    }
-}
+impl_attachment!(vk::AttachmentDescription, vk::AttachmentDescription2<'_>);
 
 /// The attachments as the driver gets them: layouts translated, and the
 /// density map (which no subpass uses, so no load or store happens to it)
@@ -1470,29 +1433,25 @@ unsafe fn remember_pass(
 /// and `vkCreateRenderPass2` ([`RenderPassInfo`]), for one translation of
 /// both ([`create_any_render_pass`]).
 pub(crate) trait RenderPassCreate: RenderPassInfo<Attachment: Attachment, Subpass: SubpassRefs> {
-    /// The command itself, on the next layer.
+    /// The command itself, on the next layer, for `(device, allocator, output)`.
     ///
     /// # Safety
-    /// `self` is a valid create info; `alloc` and `out` as the command takes them.
-    unsafe fn create(
-        &self,
-        f: &Fdm,
-        device: vk::Device,
-        alloc: *const vk::AllocationCallbacks<'_>,
-        out: *mut vk::RenderPass,
-    ) -> vk::Result;
+    /// `self` is a valid create info; the allocator and output as the command takes them.
+    unsafe fn create(&self, f: &Fdm, down: CreateDown) -> vk::Result;
     /// What a subpass carries besides its reference lists (`pNext`), for
-    /// the translated `copy`; copied chains kept in `chains`.
+    /// the translated `copy`; copied chains kept in `chains` (nothing in a
+    /// version-1 subpass).
     ///
     /// # Safety
     /// `s` is a valid subpass description.
     unsafe fn subpass_extras(
-        s: &Self::Subpass,
-        copy: &mut Self::Subpass,
-        used: &mut [bool],
-        refs: &mut Vec<Vec<<Self::Subpass as SubpassRefs>::Ref>>,
-        chains: &mut Vec<Chain>,
-    );
+        _s: &Self::Subpass,
+        _copy: &mut Self::Subpass,
+        _used: &mut [bool],
+        _refs: &mut Vec<Vec<<Self::Subpass as SubpassRefs>::Ref>>,
+        _chains: &mut Vec<Chain>,
+    ) {
+    }
     /// A dependency with its stages and accesses translated.
     ///
     /// # Safety
@@ -1501,17 +1460,15 @@ pub(crate) trait RenderPassCreate: RenderPassInfo<Attachment: Attachment, Subpas
     fn description(a: &Self::Attachment) -> vk::AttachmentDescription;
 }
 
+/// Where [`RenderPassCreate::create`] makes its render pass: the device, the
+/// allocator (valid or null) and the output.
+type CreateDown<'a> = (vk::Device, *const vk::AllocationCallbacks<'a>, *mut vk::RenderPass);
+
 /// The command of [`RenderPassCreate::create`]: the next layer's `$create`
 /// of its `$version` table.
 macro_rules! render_pass_create {
     ($version:ident, $create:ident) => {
-        unsafe fn create(
-            &self,
-            f: &Fdm,
-            device: vk::Device,
-            alloc: *const vk::AllocationCallbacks<'_>,
-            out: *mut vk::RenderPass,
-        ) -> vk::Result {
+        unsafe fn create(&self, f: &Fdm, (device, alloc, out): CreateDown) -> vk::Result {
             // SAFETY: the caller's guarantee.
             unsafe { (f.below.$version().$create)(device, self, alloc, out) }
         }
@@ -1520,14 +1477,6 @@ macro_rules! render_pass_create {
 
 impl<'a> RenderPassCreate for vk::RenderPassCreateInfo<'a> {
     render_pass_create!(fp_v1_0, create_render_pass);
-    unsafe fn subpass_extras(
-        _: &Self::Subpass,
-        _: &mut Self::Subpass,
-        _: &mut [bool],
-        _: &mut Vec<Vec<vk::AttachmentReference>>,
-        _: &mut Vec<Chain>,
-    ) {
-    }
     unsafe fn dependency(d: &Self::Dependency, _: &mut Vec<Chain>) -> Self::Dependency {
         vk::SubpassDependency {
             src_stage_mask: stages(d.src_stage_mask),
@@ -1706,9 +1655,9 @@ pub(crate) unsafe fn create_render_pass<I: RenderPassCreate>(
 ) -> vk::Result {
     let down = |ci: &I, twin: Option<&mut vk::RenderPass>| match twin {
         // SAFETY: the application's call, with its create info or a translated copy of it.
-        None => unsafe { ci.create(f, device, alloc, out) },
+        None => unsafe { ci.create(f, (device, alloc, out)) },
         // SAFETY: the layer's twin of it: the same valid create info with other load ops, no allocator.
-        Some(t) => unsafe { ci.create(f, device, std::ptr::null(), t) },
+        Some(t) => unsafe { ci.create(f, (device, std::ptr::null(), t)) },
     };
     // SAFETY: the caller's guarantee (VUID-vkCreateRenderPass-pCreateInfo-parameter and its v2 twin); `down`
     // completes the call.
@@ -1717,19 +1666,10 @@ pub(crate) unsafe fn create_render_pass<I: RenderPassCreate>(
 
 /// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated
 /// as `vkCreateImage` translates it; the framebuffer remembered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateFramebuffer` call.
-pub unsafe fn create_framebuffer(
-    dev: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::FramebufferCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::Framebuffer,
-) -> vk::Result {
+pub fn create_framebuffer(dev: &DeviceCore, f: &Fdm, a: args::CreateFramebuffer) -> vk::Result {
+    let (device, info, alloc, out) = (a.device(), a.p_create_info(), a.p_allocator(), a.p_framebuffer());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().create_framebuffer)(device, info, alloc, out) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().create_framebuffer) };
     // An imageless framebuffer declares its images' usage, which must
     // match the images as created (VUID-VkRenderPassBeginInfo-framebuffer-04627):
     // translated as `vkCreateImage` translates it.
@@ -1816,19 +1756,10 @@ pub unsafe fn create_framebuffer(
 
 /// `vkCreateShaderModule`: the density built-ins lowered for a 1x1 area;
 /// what variants need remembered.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreateShaderModule` call.
-pub unsafe fn create_shader_module(
-    dev: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const vk::ShaderModuleCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::ShaderModule,
-) -> vk::Result {
+pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModule) -> vk::Result {
+    let (device, info, alloc, out) = (a.device(), a.p_create_info(), a.p_allocator(), a.p_shader_module());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().create_shader_module)(device, info, alloc, out) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().create_shader_module) };
     // SAFETY: VUID-vkCreateShaderModule-pCreateInfo-parameter and
     // VUID-VkShaderModuleCreateInfo-pCode-parameter: a valid info whose code
     // holds `codeSize` bytes, alive for this call.
@@ -1923,13 +1854,14 @@ pub fn create_graphics_pipelines(dev: &DeviceCore, f: &Fdm, a: args::CreateGraph
         // SAFETY: the next layer's command, with the application's arguments.
         return unsafe { a.call(f.below.fp_v1_0().create_graphics_pipelines) };
     }
-    let (cache, alloc, out) = (a.pipeline_cache(), a.p_allocator(), a.p_pipelines());
+    let down = Down { dev, f, cache: a.pipeline_cache(), alloc: a.p_allocator() };
+    let out = a.p_pipelines();
     let mut result = vk::Result::SUCCESS;
     // One at a time: each density-map pipeline may need variants.
     for (i, info) in infos_in.iter().enumerate() {
         // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
         // holds `count` handles, `i < count`; `info` is valid.
-        let r = unsafe { create_one(dev, f, cache, info, alloc, out.add(i)) };
+        let r = unsafe { create_one(&down, info, out.add(i)) };
         if r != vk::Result::SUCCESS {
             result = r;
             if info.flags.contains(vk::PipelineCreateFlags::EARLY_RETURN_ON_FAILURE) {
@@ -1944,35 +1876,7 @@ pub fn create_graphics_pipelines(dev: &DeviceCore, f: &Fdm, a: args::CreateGraph
     result
 }
 
-/// One pipeline made through `below`, with its multiview-flush partner
-/// where that runs (every pipeline [`create_one`] makes: the application's
-/// and each per-area variant).
-///
-/// # Safety
-/// `info` is a valid create info of `f`'s device, `alloc` valid or null,
-/// `out` writable.
-unsafe fn create_down(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cache: vk::PipelineCache,
-    info: &vk::GraphicsPipelineCreateInfo,
-    alloc: *const vk::AllocationCallbacks,
-    out: *mut vk::Pipeline,
-) -> vk::Result {
-    // SAFETY: the caller's guarantee.
-    let r = unsafe { (f.below.fp_v1_0().create_graphics_pipelines)(dev.handle, cache, 1, info, alloc, out) };
-    if r == vk::Result::SUCCESS && f.flush.is_some() {
-        // SAFETY: `out` was written by the successful call from `info`.
-        unsafe { multiview_flush::make_partner(dev, f, cache, info, *out) };
-    }
-    if r == vk::Result::SUCCESS && f.per_view.is_some() {
-        // SAFETY: as above.
-        unsafe { per_view::make_partner(dev, f, cache, info, *out) };
-    }
-    r
-}
-
-/// Where [`create_one`]'s pipelines go down ([`create_down`]): the device,
+/// Where [`create_one`]'s pipelines go down ([`Down::create`]): the device,
 /// the application's cache and its allocator (valid or null).
 struct Down<'a> {
     dev: &'a DeviceCore,
@@ -1981,20 +1885,55 @@ struct Down<'a> {
     alloc: *const vk::AllocationCallbacks<'a>,
 }
 
+/// A pipeline just made through `below`: the cache and create info it was
+/// made with, for the partners made beside it.
+pub(super) struct Made<'a> {
+    pub(super) cache: vk::PipelineCache,
+    pub(super) info: &'a vk::GraphicsPipelineCreateInfo<'a>,
+    pub(super) pipeline: vk::Pipeline,
+}
+
+impl Down<'_> {
+    /// One pipeline made through `below`, with its multiview-flush partner
+    /// where that runs (every pipeline [`create_one`] makes: the application's
+    /// and each per-area variant).
+    ///
+    /// # Safety
+    /// `info` is a valid create info of the device, `alloc` valid or null,
+    /// `out` writable.
+    unsafe fn create(
+        &self,
+        info: &vk::GraphicsPipelineCreateInfo,
+        alloc: *const vk::AllocationCallbacks,
+        out: *mut vk::Pipeline,
+    ) -> vk::Result {
+        let (dev, f, cache) = (self.dev, self.f, self.cache);
+        // SAFETY: the caller's guarantee.
+        let r = unsafe { (f.below.fp_v1_0().create_graphics_pipelines)(dev.handle, cache, 1, info, alloc, out) };
+        if r == vk::Result::SUCCESS {
+            // SAFETY: `out` was written by the successful call from `info`.
+            let made = Made { cache, info, pipeline: unsafe { *out } };
+            if f.flush.is_some() {
+                // SAFETY: `info` made `made.pipeline` through `f.below`, just now.
+                unsafe { multiview_flush::make_partner(dev, f, &made) };
+            }
+            if f.per_view.is_some() {
+                // SAFETY: as above.
+                unsafe { per_view::make_partner(dev, f, &made) };
+            }
+        }
+        r
+    }
+}
+
 /// One pipeline of a `vkCreateGraphicsPipelines` (and, for a density-map
 /// pass, its per-area variants).
 ///
 /// # Safety
 /// `info` is a valid create info of the device's pipeline, `alloc` valid or
 /// null, and `out` a writable handle.
-unsafe fn create_one(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cache: vk::PipelineCache,
-    info: &vk::GraphicsPipelineCreateInfo,
-    alloc: *const vk::AllocationCallbacks,
-    out: *mut vk::Pipeline,
-) -> vk::Result {
+unsafe fn create_one(down: &Down, info: &vk::GraphicsPipelineCreateInfo, out: *mut vk::Pipeline) -> vk::Result {
+    let (dev, f, cache, alloc) = (down.dev, down.f, down.cache, down.alloc);
     let flag = vk::PipelineCreateFlags::RENDERING_FRAGMENT_DENSITY_MAP_ATTACHMENT_EXT;
     // The graphics pipeline libraries it links, and what the layer made of
     // those made for a density-map pass.
@@ -2026,7 +1965,7 @@ unsafe fn create_one(
     }
     if !for_density_map {
         // SAFETY: the application's valid info, without the density-map flag.
-        return unsafe { create_down(dev, f, cache, &copy, alloc, out) };
+        return unsafe { down.create(&copy, alloc, out) };
     }
     let mut pinfo = linked_info(side_effects, &library_infos);
     // Binned replays set viewports and scissors per bin: make them dynamic.
@@ -2059,7 +1998,6 @@ unsafe fn create_one(
         // with viewports and scissors made dynamic.
         return unsafe { link_variants(dev, f, cache, &copy, alloc, out, (libraries, k, &lib), pinfo) };
     }
-    let down = Down { dev, f, cache, alloc };
     if areas.is_empty() {
         // SAFETY: the application's valid info with viewports and scissors
         // made dynamic (`dyn_info`, `dynamic` alive); `out` is writable and
@@ -2210,7 +2148,7 @@ unsafe fn create_plain(
     mut pinfo: PipelineInfo,
 ) -> vk::Result {
     // SAFETY: the caller's guarantee.
-    let r = unsafe { create_down(down.dev, down.f, down.cache, info, down.alloc, out) };
+    let r = unsafe { down.create(info, down.alloc, out) };
     if r == vk::Result::SUCCESS {
         // SAFETY: `out` was written by the successful call.
         let p = unsafe { *out };
@@ -2273,7 +2211,7 @@ unsafe fn create_variants(
         let injected = if area == (1, 1) { None } else { fail("vkCreateGraphicsPipelines").err() };
         let r = unsafe {
             let alloc = if area == (1, 1) { down.alloc } else { std::ptr::null() };
-            let r = injected.unwrap_or_else(|| create_down(dev, f, down.cache, &c, alloc, &mut p));
+            let r = injected.unwrap_or_else(|| down.create(&c, alloc, &mut p));
             (f.below.fp_v1_0().destroy_shader_module)(dev.handle, module, std::ptr::null());
             r
         };
@@ -2366,17 +2304,19 @@ unsafe fn link_variants(
         }
     }
     if !complete {
-        dev.log().log_once(
-            LogLevel::Warn,
-            id::FDM_VARIANTS,
-            "",
-            "some per-area pipeline variants could not be made; passes binding them render at 1x1",
-        );
+        warn_incomplete_variants(dev, "pipeline");
     }
     pinfo.needs_variants = true;
     pinfo.variants = made.into_iter().collect();
     f.pipelines.lock().insert(first, Arc::new(pinfo));
     vk::Result::SUCCESS
+}
+
+/// Said once per kind (`pipeline`, `shader object`): some per-area variants
+/// of that kind could not be made.
+fn warn_incomplete_variants(dev: &DeviceCore, kind: &str) {
+    let what = format!("some per-area {kind} variants could not be made; passes binding them render at 1x1");
+    dev.log().log_once(LogLevel::Warn, id::FDM_VARIANTS, kind, &what);
 }
 
 /// What the layer forgets when the application destroys an object (the

@@ -255,15 +255,10 @@ pub(super) fn rewritten(
 /// draws as recorded).
 ///
 /// # Safety
-/// `info` is the valid create info `made` was just created from on `f`'s
-/// device, through `f.below`.
-pub(super) unsafe fn make_partner(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cache: vk::PipelineCache,
-    info: &vk::GraphicsPipelineCreateInfo,
-    made: vk::Pipeline,
-) {
+/// `made.info` is the valid create info `made.pipeline` was just created
+/// from on `f`'s device, through `f.below`.
+pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made) {
+    let (cache, info, made) = (made.cache, made.info, made.pipeline);
     let Some(flush) = &f.flush else { return };
     // SAFETY: the caller's guarantee.
     let (at, vs, words, name) = match unsafe { eligible(f, info) } {

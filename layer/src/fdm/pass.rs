@@ -27,6 +27,7 @@ use super::replay::replay;
 use super::{Fdm, Mode};
 use crate::device::DeviceCore;
 use crate::ffi::slice;
+use crate::generated::args;
 use crate::id;
 use crate::settings::LogLevel;
 use ash::vk;
@@ -160,18 +161,10 @@ unsafe fn early_render_pass(p_next: *const std::ffi::c_void, sub_next: *const st
 
 /// `vkCmdBeginRenderPass`: a density-map pass starts (captured in mode
 /// `binned`).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginRenderPass` call.
-pub unsafe fn cmd_begin_render_pass(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    info: *const vk::RenderPassBeginInfo<'_>,
-    contents: vk::SubpassContents,
-) {
+pub fn cmd_begin_render_pass(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRenderPass) {
+    let (cb, info) = (a.command_buffer(), a.p_render_pass_begin());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().cmd_begin_render_pass)(cb, info, contents) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_begin_render_pass) };
     // SAFETY: VUID-vkCmdBeginRenderPass-pRenderPassBegin-parameter: a valid
     // begin info; `cb` is recording, held during this call.
     unsafe {
@@ -182,18 +175,10 @@ pub unsafe fn cmd_begin_render_pass(
 }
 
 /// `vkCmdBeginRenderPass2`: as [`cmd_begin_render_pass`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginRenderPass2` call.
-pub unsafe fn cmd_begin_render_pass2(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    info: *const vk::RenderPassBeginInfo<'_>,
-    sub: *const vk::SubpassBeginInfo<'_>,
-) {
+pub fn cmd_begin_render_pass2(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRenderPass2) {
+    let (cb, info, sub) = (a.command_buffer(), a.p_render_pass_begin(), a.p_subpass_begin_info());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_2().cmd_begin_render_pass2)(cb, info, sub) };
+    let next = move || unsafe { a.call(f.below.fp_v1_2().cmd_begin_render_pass2) };
     // SAFETY: VUID-vkCmdBeginRenderPass2-pRenderPassBegin-parameter and
     // VUID-vkCmdBeginRenderPass2-pSubpassBeginInfo-parameter: valid infos;
     // `cb` is recording, held during this call.
@@ -288,19 +273,13 @@ pub unsafe fn cmd_next_subpass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer,
 }
 
 /// `vkCmdNextSubpass2`.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdNextSubpass2` call.
-pub unsafe fn cmd_next_subpass2(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    b: *const vk::SubpassBeginInfo<'_>,
-    e: *const vk::SubpassEndInfo<'_>,
-) {
+pub fn cmd_next_subpass2(dev: &DeviceCore, f: &Fdm, a: args::CmdNextSubpass2) {
+    let (cb, e) = (a.command_buffer(), a.p_subpass_end_info());
     // SAFETY: the application's valid call, without density offsets (the
     // driver lacks them; those of a subpass other than the last are ignored).
-    let next = move || unsafe { without_offsets(e, |e| (f.below.fp_v1_2().cmd_next_subpass2)(cb, b, e)) };
+    let next = move || unsafe {
+        without_offsets(e, |e| a.with_subpass_end_info(&*e).call(f.below.fp_v1_2().cmd_next_subpass2))
+    };
     // SAFETY: the application's valid call on its recording `cb`, held now.
     unsafe { pass_command(dev, f, cb, false, Vec::new(), next) }
 }
@@ -359,17 +338,10 @@ pub unsafe fn cmd_end_render_pass2(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuf
 }
 
 /// `vkCmdBeginRendering` with a density map: a density-map pass starts.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginRendering` call.
-pub unsafe fn cmd_begin_rendering(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    info: *const vk::RenderingInfo<'_>,
-) {
+pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering) {
+    let (cb, info) = (a.command_buffer(), a.p_rendering_info());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_3().cmd_begin_rendering)(cb, info) };
+    let next = move || unsafe { a.call(f.below.fp_v1_3().cmd_begin_rendering) };
     // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter and
     // VUID-VkRenderingInfo-pNext-pNext: a valid info with a valid chain.
     let (ri, map) = unsafe {
@@ -503,18 +475,10 @@ pub unsafe fn cmd_end_rendering2(
 
 /// `vkCmdExecuteCommands`: in a density-map render pass, the commands the
 /// secondaries captured are recorded into the primary instead.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdExecuteCommands` call.
-pub unsafe fn cmd_execute_commands(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    n: u32,
-    cbs: *const vk::CommandBuffer,
-) {
+pub fn cmd_execute_commands(dev: &DeviceCore, f: &Fdm, a: args::CmdExecuteCommands) {
+    let (cb, n, cbs) = (a.command_buffer(), a.command_buffer_count(), a.p_command_buffers());
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().cmd_execute_commands)(cb, n, cbs) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_execute_commands) };
     let shared = cb_state(f, cb);
     let in_pass = shared.lock().pass.as_ref().is_some_and(|p| matches!(p.begin, Begin::RenderPass { .. }));
     if !in_pass {

@@ -81,15 +81,10 @@ fn rewrite(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Arc<Vec<u32>>>
 /// failure leaves the pipeline without one.
 ///
 /// # Safety
-/// `info` is the valid create info `made` was just created from on `f`'s
-/// device, through `f.below`.
-pub(super) unsafe fn make_partner(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cache: vk::PipelineCache,
-    info: &vk::GraphicsPipelineCreateInfo,
-    made: vk::Pipeline,
-) {
+/// `made.info` is the valid create info `made.pipeline` was just created
+/// from on `f`'s device, through `f.below`.
+pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made) {
+    let (cache, info, made) = (made.cache, made.info, made.pipeline);
     let Some(pv) = &f.per_view else { return };
     // SAFETY: the caller's guarantee.
     let (at, vs, words, name, view_mask) = match unsafe { eligible(f, info) } {

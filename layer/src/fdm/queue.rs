@@ -10,6 +10,7 @@ use super::model::cb_state;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::ffi::slice;
+use crate::generated::args;
 use ash::vk;
 
 fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) {
@@ -35,58 +36,34 @@ fn note_submitted(f: &Fdm, cbs: impl Iterator<Item = vk::CommandBuffer>) {
 }
 
 /// Transfer commands that write an image: a density map written by one is
-/// read again at the next pass that uses it.
+/// read again at the next pass that uses it. A row: the hook, its argument
+/// type, the image it writes, the next layer's command.
 macro_rules! transfer_write_hooks {
-    ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $dst:expr, $ver:ident.$field:ident; )*) => {
+    ($( $hook:ident $args:ident => |$a:ident| $dst:expr, $ver:ident.$field:ident; )*) => {
         $(
-            #[doc = concat!("`", $name, "`: notes a write into a density map.")]
-            ///
-            /// # Safety
-            #[doc = concat!("The arguments are those of a valid `", $name, "` call.")]
-            pub unsafe fn $hook(_: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
+            #[doc = concat!("`vk", stringify!($args), "`: notes a write into a density map.")]
+            pub fn $hook(_: &DeviceCore, f: &Fdm, $a: args::$args) {
                 let dst: vk::Image = $dst;
                 if f.images.lock().get(&dst).is_some_and(|i| i.density_map) {
-                    cb_state(f, cb).lock().map_writes.push(dst);
+                    cb_state(f, $a.command_buffer()).lock().map_writes.push(dst);
                 }
-                // SAFETY: the application's arguments of a valid call go down
-                // unchanged through the next layer's entry point for this device.
-                unsafe { (f.below.$ver().$field)(cb $(, $a)*) }
+                // SAFETY: the next layer's command, with the application's arguments.
+                unsafe { $a.call(f.below.$ver().$field) }
             }
         )*
     };
 }
 
 transfer_write_hooks! {
-    "vkCmdCopyBufferToImage" PFN_vkCmdCopyBufferToImage fn cmd_copy_buffer_to_image(cb, src: vk::Buffer, dst: vk::Image,
-        layout: vk::ImageLayout, n: u32, r: *const vk::BufferImageCopy) => dst, fp_v1_0.cmd_copy_buffer_to_image;
-    "vkCmdCopyImage" PFN_vkCmdCopyImage fn cmd_copy_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
-        dl: vk::ImageLayout, n: u32, r: *const vk::ImageCopy) => dst, fp_v1_0.cmd_copy_image;
-    "vkCmdBlitImage" PFN_vkCmdBlitImage fn cmd_blit_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
-        dl: vk::ImageLayout, n: u32, r: *const vk::ImageBlit, filter: vk::Filter) => dst, fp_v1_0.cmd_blit_image;
-    "vkCmdResolveImage" PFN_vkCmdResolveImage fn cmd_resolve_image(cb, src: vk::Image, sl: vk::ImageLayout, dst: vk::Image,
-        dl: vk::ImageLayout, n: u32, r: *const vk::ImageResolve) => dst, fp_v1_0.cmd_resolve_image;
-    "vkCmdClearColorImage" PFN_vkCmdClearColorImage fn cmd_clear_color_image(cb, image: vk::Image, l: vk::ImageLayout,
-        c: *const vk::ClearColorValue, n: u32, r: *const vk::ImageSubresourceRange) => image, fp_v1_0.cmd_clear_color_image;
-    "vkCmdCopyBufferToImage2" PFN_vkCmdCopyBufferToImage2 fn cmd_copy_buffer_to_image2(cb, i: *const vk::CopyBufferToImageInfo2)
-        => {
-            // SAFETY: VUID-vkCmdCopyBufferToImage2-pCopyBufferToImageInfo-parameter: `i` is a valid info.
-            unsafe { (*i).dst_image }
-        }, fp_v1_3.cmd_copy_buffer_to_image2;
-    "vkCmdCopyImage2" PFN_vkCmdCopyImage2 fn cmd_copy_image2(cb, i: *const vk::CopyImageInfo2)
-        => {
-            // SAFETY: VUID-vkCmdCopyImage2-pCopyImageInfo-parameter: `i` is a valid info.
-            unsafe { (*i).dst_image }
-        }, fp_v1_3.cmd_copy_image2;
-    "vkCmdBlitImage2" PFN_vkCmdBlitImage2 fn cmd_blit_image2(cb, i: *const vk::BlitImageInfo2)
-        => {
-            // SAFETY: VUID-vkCmdBlitImage2-pBlitImageInfo-parameter: `i` is a valid info.
-            unsafe { (*i).dst_image }
-        }, fp_v1_3.cmd_blit_image2;
-    "vkCmdResolveImage2" PFN_vkCmdResolveImage2 fn cmd_resolve_image2(cb, i: *const vk::ResolveImageInfo2)
-        => {
-            // SAFETY: VUID-vkCmdResolveImage2-pResolveImageInfo-parameter: `i` is a valid info.
-            unsafe { (*i).dst_image }
-        }, fp_v1_3.cmd_resolve_image2;
+    cmd_copy_buffer_to_image CmdCopyBufferToImage => |a| a.dst_image(), fp_v1_0.cmd_copy_buffer_to_image;
+    cmd_copy_image CmdCopyImage => |a| a.dst_image(), fp_v1_0.cmd_copy_image;
+    cmd_blit_image CmdBlitImage => |a| a.dst_image(), fp_v1_0.cmd_blit_image;
+    cmd_resolve_image CmdResolveImage => |a| a.dst_image(), fp_v1_0.cmd_resolve_image;
+    cmd_clear_color_image CmdClearColorImage => |a| a.image(), fp_v1_0.cmd_clear_color_image;
+    cmd_copy_buffer_to_image2 CmdCopyBufferToImage2 => |a| a.copy_buffer_to_image_info().dst_image, fp_v1_3.cmd_copy_buffer_to_image2;
+    cmd_copy_image2 CmdCopyImage2 => |a| a.copy_image_info().dst_image, fp_v1_3.cmd_copy_image2;
+    cmd_blit_image2 CmdBlitImage2 => |a| a.blit_image_info().dst_image, fp_v1_3.cmd_blit_image2;
+    cmd_resolve_image2 CmdResolveImage2 => |a| a.resolve_image_info().dst_image, fp_v1_3.cmd_resolve_image2;
 }
 
 impl Fdm {
@@ -118,54 +95,26 @@ impl Fdm {
 
 /// `vkQueueSubmit`: the submitted command buffers' density-map layouts and
 /// writes become known, under the queue lock.
-///
-/// # Safety
-/// The arguments are those of a valid `vkQueueSubmit` call.
-pub unsafe fn queue_submit(
-    _: &DeviceCore,
-    f: &Fdm,
-    q: vk::Queue,
-    n: u32,
-    s: *const vk::SubmitInfo<'_>,
-    fence: vk::Fence,
-) -> vk::Result {
-    // SAFETY: the application's arguments of a valid vkQueueSubmit go down
-    // unchanged; the queue lock is held around it (the queue's external
-    // synchronization, shared with the layer's own map reads).
-    let next = move || unsafe { (f.below.fp_v1_0().queue_submit)(q, n, s, fence) };
+pub fn queue_submit(_: &DeviceCore, f: &Fdm, a: args::QueueSubmit) -> vk::Result {
     f.unless_lost(|| {
-        // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter and
-        // VUID-VkSubmitInfo-pCommandBuffers-parameter: `s` holds `n` valid submit
-        // infos, each with `commandBufferCount` command buffers.
-        let cbs = unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffers, x.command_buffer_count)) };
+        // SAFETY: VUID-VkSubmitInfo-pCommandBuffers-parameter: each info holds `commandBufferCount` command buffers.
+        let cbs = a.submits().iter().flat_map(|x| unsafe { slice(x.p_command_buffers, x.command_buffer_count) });
         note_submitted(f, cbs.copied());
-        next()
+        // SAFETY: the next layer's command, with the application's arguments, under the queue lock (the queue's
+        // external synchronization, shared with the layer's own map reads).
+        unsafe { a.call(f.below.fp_v1_0().queue_submit) }
     })
 }
 
 /// `vkQueueSubmit2`: as [`queue_submit`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkQueueSubmit2` call.
-pub unsafe fn queue_submit2(
-    _: &DeviceCore,
-    f: &Fdm,
-    q: vk::Queue,
-    n: u32,
-    s: *const vk::SubmitInfo2<'_>,
-    fence: vk::Fence,
-) -> vk::Result {
-    // SAFETY: as in `queue_submit`: the application's arguments of a valid
-    // vkQueueSubmit2 go down unchanged, under the queue lock.
-    let next = move || unsafe { (f.below.fp_v1_3().queue_submit2)(q, n, s, fence) };
+pub fn queue_submit2(_: &DeviceCore, f: &Fdm, a: args::QueueSubmit2) -> vk::Result {
     f.unless_lost(|| {
-        // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter and
-        // VUID-VkSubmitInfo2-pCommandBufferInfos-parameter: `s` holds `n` valid
-        // submit infos, each with `commandBufferInfoCount` infos.
+        // SAFETY: VUID-VkSubmitInfo2-pCommandBufferInfos-parameter: `commandBufferInfoCount` infos each.
         let cbs =
-            unsafe { slice(s, n).iter().flat_map(|x| slice(x.p_command_buffer_infos, x.command_buffer_info_count)) };
+            a.submits().iter().flat_map(|x| unsafe { slice(x.p_command_buffer_infos, x.command_buffer_info_count) });
         note_submitted(f, cbs.map(|c| c.command_buffer));
-        next()
+        // SAFETY: as in `queue_submit`.
+        unsafe { a.call(f.below.fp_v1_3().queue_submit2) }
     })
 }
 

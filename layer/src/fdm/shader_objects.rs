@@ -29,8 +29,6 @@
 use super::{variant_words, Fdm, Mode, AREAS};
 use crate::device::DeviceCore;
 use crate::generated::args;
-use crate::id;
-use crate::settings::LogLevel;
 use ash::vk;
 use overlap_shaders::fdm as shader_fdm;
 use std::collections::HashMap;
@@ -187,12 +185,7 @@ pub fn create_shaders(dev: &DeviceCore, f: &Fdm, a: args::CreateShadersEXT) -> v
             }
         }
         if !complete {
-            dev.log().log_once(
-                LogLevel::Warn,
-                id::FDM_VARIANTS,
-                "shader objects",
-                "some per-area shader object variants could not be made; passes binding them render at 1x1",
-            );
+            super::warn_incomplete_variants(dev, "shader object");
         }
     }
     let mut known = f.shader_objects.lock();

@@ -12,6 +12,8 @@ pub struct CreateImage<'a> {
     p_create_info: *const vk::ImageCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_image: *mut vk::Image,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateImage<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -20,7 +22,23 @@ impl<'a> CreateImage<'a> {
     /// The arguments of a valid call of `vkCreateImage`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::ImageCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_image: *mut vk::Image) -> Self {
-        Self { device, p_create_info, p_allocator, p_image, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_image, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateImage<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateImage: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -38,6 +56,12 @@ impl<'a> CreateImage<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -97,7 +121,7 @@ impl<'a> CreateImage<'a> {
     where
         'a: 'b,
     {
-        CreateImage { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_image: self.p_image, _life: PhantomData }
+        CreateImage { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_image: self.p_image, next: self.next, _life: PhantomData }
     }
 }
 
@@ -107,6 +131,8 @@ pub struct DestroyImage<'a> {
     device: vk::Device,
     image: vk::Image,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyImage<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -115,7 +141,23 @@ impl<'a> DestroyImage<'a> {
     /// The arguments of a valid call of `vkDestroyImage`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, image: vk::Image, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, image, p_allocator, _life: PhantomData }
+        Self { device, image, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyImage<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyImage: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -135,10 +177,22 @@ impl<'a> DestroyImage<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `image` as passed.
     #[inline]
     pub fn image(&self) -> vk::Image {
         self.image
+    }
+
+    /// These arguments with `image` = `v`.
+    #[inline]
+    pub fn with_image(self, v: vk::Image) -> Self {
+        Self { image: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -160,7 +214,7 @@ impl<'a> DestroyImage<'a> {
     where
         'a: 'b,
     {
-        DestroyImage { device: self.device, image: self.image, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyImage { device: self.device, image: self.image, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -171,6 +225,8 @@ pub struct CreateImageView<'a> {
     p_create_info: *const vk::ImageViewCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_view: *mut vk::ImageView,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateImageView<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -179,7 +235,23 @@ impl<'a> CreateImageView<'a> {
     /// The arguments of a valid call of `vkCreateImageView`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::ImageViewCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_view: *mut vk::ImageView) -> Self {
-        Self { device, p_create_info, p_allocator, p_view, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_view, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateImageView<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateImageView: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -197,6 +269,12 @@ impl<'a> CreateImageView<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -256,7 +334,7 @@ impl<'a> CreateImageView<'a> {
     where
         'a: 'b,
     {
-        CreateImageView { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_view: self.p_view, _life: PhantomData }
+        CreateImageView { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_view: self.p_view, next: self.next, _life: PhantomData }
     }
 }
 
@@ -266,6 +344,8 @@ pub struct DestroyImageView<'a> {
     device: vk::Device,
     image_view: vk::ImageView,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyImageView<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -274,7 +354,23 @@ impl<'a> DestroyImageView<'a> {
     /// The arguments of a valid call of `vkDestroyImageView`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, image_view: vk::ImageView, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, image_view, p_allocator, _life: PhantomData }
+        Self { device, image_view, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyImageView<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyImageView: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -294,10 +390,22 @@ impl<'a> DestroyImageView<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `image_view` as passed.
     #[inline]
     pub fn image_view(&self) -> vk::ImageView {
         self.image_view
+    }
+
+    /// These arguments with `image_view` = `v`.
+    #[inline]
+    pub fn with_image_view(self, v: vk::ImageView) -> Self {
+        Self { image_view: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -319,7 +427,7 @@ impl<'a> DestroyImageView<'a> {
     where
         'a: 'b,
     {
-        DestroyImageView { device: self.device, image_view: self.image_view, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyImageView { device: self.device, image_view: self.image_view, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -330,6 +438,8 @@ pub struct CreateSampler<'a> {
     p_create_info: *const vk::SamplerCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_sampler: *mut vk::Sampler,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateSampler<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -338,7 +448,23 @@ impl<'a> CreateSampler<'a> {
     /// The arguments of a valid call of `vkCreateSampler`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::SamplerCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_sampler: *mut vk::Sampler) -> Self {
-        Self { device, p_create_info, p_allocator, p_sampler, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_sampler, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateSampler<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateSampler: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -356,6 +482,12 @@ impl<'a> CreateSampler<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -415,7 +547,7 @@ impl<'a> CreateSampler<'a> {
     where
         'a: 'b,
     {
-        CreateSampler { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_sampler: self.p_sampler, _life: PhantomData }
+        CreateSampler { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_sampler: self.p_sampler, next: self.next, _life: PhantomData }
     }
 }
 
@@ -426,6 +558,8 @@ pub struct CreateRenderPass<'a> {
     p_create_info: *const vk::RenderPassCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_render_pass: *mut vk::RenderPass,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateRenderPass<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -434,7 +568,23 @@ impl<'a> CreateRenderPass<'a> {
     /// The arguments of a valid call of `vkCreateRenderPass`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::RenderPassCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_render_pass: *mut vk::RenderPass) -> Self {
-        Self { device, p_create_info, p_allocator, p_render_pass, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_render_pass, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateRenderPass<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateRenderPass: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -452,6 +602,12 @@ impl<'a> CreateRenderPass<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -511,7 +667,7 @@ impl<'a> CreateRenderPass<'a> {
     where
         'a: 'b,
     {
-        CreateRenderPass { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_render_pass: self.p_render_pass, _life: PhantomData }
+        CreateRenderPass { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_render_pass: self.p_render_pass, next: self.next, _life: PhantomData }
     }
 }
 
@@ -522,6 +678,8 @@ pub struct CreateRenderPass2<'a> {
     p_create_info: *const vk::RenderPassCreateInfo2<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_render_pass: *mut vk::RenderPass,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateRenderPass2<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -530,7 +688,23 @@ impl<'a> CreateRenderPass2<'a> {
     /// The arguments of a valid call of `vkCreateRenderPass2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::RenderPassCreateInfo2<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_render_pass: *mut vk::RenderPass) -> Self {
-        Self { device, p_create_info, p_allocator, p_render_pass, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_render_pass, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateRenderPass2<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateRenderPass2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -548,6 +722,12 @@ impl<'a> CreateRenderPass2<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -607,7 +787,7 @@ impl<'a> CreateRenderPass2<'a> {
     where
         'a: 'b,
     {
-        CreateRenderPass2 { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_render_pass: self.p_render_pass, _life: PhantomData }
+        CreateRenderPass2 { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_render_pass: self.p_render_pass, next: self.next, _life: PhantomData }
     }
 }
 
@@ -617,6 +797,8 @@ pub struct DestroyRenderPass<'a> {
     device: vk::Device,
     render_pass: vk::RenderPass,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyRenderPass<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -625,7 +807,23 @@ impl<'a> DestroyRenderPass<'a> {
     /// The arguments of a valid call of `vkDestroyRenderPass`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, render_pass: vk::RenderPass, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, render_pass, p_allocator, _life: PhantomData }
+        Self { device, render_pass, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyRenderPass<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyRenderPass: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -645,10 +843,22 @@ impl<'a> DestroyRenderPass<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `render_pass` as passed.
     #[inline]
     pub fn render_pass(&self) -> vk::RenderPass {
         self.render_pass
+    }
+
+    /// These arguments with `render_pass` = `v`.
+    #[inline]
+    pub fn with_render_pass(self, v: vk::RenderPass) -> Self {
+        Self { render_pass: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -670,7 +880,7 @@ impl<'a> DestroyRenderPass<'a> {
     where
         'a: 'b,
     {
-        DestroyRenderPass { device: self.device, render_pass: self.render_pass, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyRenderPass { device: self.device, render_pass: self.render_pass, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -681,6 +891,8 @@ pub struct CreateFramebuffer<'a> {
     p_create_info: *const vk::FramebufferCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_framebuffer: *mut vk::Framebuffer,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateFramebuffer<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -689,7 +901,23 @@ impl<'a> CreateFramebuffer<'a> {
     /// The arguments of a valid call of `vkCreateFramebuffer`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::FramebufferCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_framebuffer: *mut vk::Framebuffer) -> Self {
-        Self { device, p_create_info, p_allocator, p_framebuffer, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_framebuffer, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateFramebuffer<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateFramebuffer: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -707,6 +935,12 @@ impl<'a> CreateFramebuffer<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -766,7 +1000,7 @@ impl<'a> CreateFramebuffer<'a> {
     where
         'a: 'b,
     {
-        CreateFramebuffer { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_framebuffer: self.p_framebuffer, _life: PhantomData }
+        CreateFramebuffer { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_framebuffer: self.p_framebuffer, next: self.next, _life: PhantomData }
     }
 }
 
@@ -777,6 +1011,8 @@ pub struct CreateSwapchainKHR<'a> {
     p_create_info: *const vk::SwapchainCreateInfoKHR<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_swapchain: *mut vk::SwapchainKHR,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateSwapchainKHR<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -785,7 +1021,23 @@ impl<'a> CreateSwapchainKHR<'a> {
     /// The arguments of a valid call of `vkCreateSwapchainKHR`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::SwapchainCreateInfoKHR<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_swapchain: *mut vk::SwapchainKHR) -> Self {
-        Self { device, p_create_info, p_allocator, p_swapchain, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_swapchain, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateSwapchainKHR<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateSwapchainKHR: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -803,6 +1055,12 @@ impl<'a> CreateSwapchainKHR<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -862,7 +1120,7 @@ impl<'a> CreateSwapchainKHR<'a> {
     where
         'a: 'b,
     {
-        CreateSwapchainKHR { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_swapchain: self.p_swapchain, _life: PhantomData }
+        CreateSwapchainKHR { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_swapchain: self.p_swapchain, next: self.next, _life: PhantomData }
     }
 }
 
@@ -872,6 +1130,8 @@ pub struct DestroyFramebuffer<'a> {
     device: vk::Device,
     framebuffer: vk::Framebuffer,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyFramebuffer<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -880,7 +1140,23 @@ impl<'a> DestroyFramebuffer<'a> {
     /// The arguments of a valid call of `vkDestroyFramebuffer`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, framebuffer: vk::Framebuffer, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, framebuffer, p_allocator, _life: PhantomData }
+        Self { device, framebuffer, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyFramebuffer<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyFramebuffer: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -900,10 +1176,22 @@ impl<'a> DestroyFramebuffer<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `framebuffer` as passed.
     #[inline]
     pub fn framebuffer(&self) -> vk::Framebuffer {
         self.framebuffer
+    }
+
+    /// These arguments with `framebuffer` = `v`.
+    #[inline]
+    pub fn with_framebuffer(self, v: vk::Framebuffer) -> Self {
+        Self { framebuffer: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -925,7 +1213,7 @@ impl<'a> DestroyFramebuffer<'a> {
     where
         'a: 'b,
     {
-        DestroyFramebuffer { device: self.device, framebuffer: self.framebuffer, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyFramebuffer { device: self.device, framebuffer: self.framebuffer, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -936,6 +1224,8 @@ pub struct CreateDescriptorSetLayout<'a> {
     p_create_info: *const vk::DescriptorSetLayoutCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_set_layout: *mut vk::DescriptorSetLayout,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateDescriptorSetLayout<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -944,7 +1234,23 @@ impl<'a> CreateDescriptorSetLayout<'a> {
     /// The arguments of a valid call of `vkCreateDescriptorSetLayout`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::DescriptorSetLayoutCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_set_layout: *mut vk::DescriptorSetLayout) -> Self {
-        Self { device, p_create_info, p_allocator, p_set_layout, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_set_layout, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateDescriptorSetLayout<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateDescriptorSetLayout: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -962,6 +1268,12 @@ impl<'a> CreateDescriptorSetLayout<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -1021,7 +1333,7 @@ impl<'a> CreateDescriptorSetLayout<'a> {
     where
         'a: 'b,
     {
-        CreateDescriptorSetLayout { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_set_layout: self.p_set_layout, _life: PhantomData }
+        CreateDescriptorSetLayout { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_set_layout: self.p_set_layout, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1031,6 +1343,8 @@ pub struct DestroyDescriptorSetLayout<'a> {
     device: vk::Device,
     descriptor_set_layout: vk::DescriptorSetLayout,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyDescriptorSetLayout<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1039,7 +1353,23 @@ impl<'a> DestroyDescriptorSetLayout<'a> {
     /// The arguments of a valid call of `vkDestroyDescriptorSetLayout`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, descriptor_set_layout: vk::DescriptorSetLayout, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, descriptor_set_layout, p_allocator, _life: PhantomData }
+        Self { device, descriptor_set_layout, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyDescriptorSetLayout<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyDescriptorSetLayout: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1059,10 +1389,22 @@ impl<'a> DestroyDescriptorSetLayout<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `descriptor_set_layout` as passed.
     #[inline]
     pub fn descriptor_set_layout(&self) -> vk::DescriptorSetLayout {
         self.descriptor_set_layout
+    }
+
+    /// These arguments with `descriptor_set_layout` = `v`.
+    #[inline]
+    pub fn with_descriptor_set_layout(self, v: vk::DescriptorSetLayout) -> Self {
+        Self { descriptor_set_layout: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -1084,7 +1426,7 @@ impl<'a> DestroyDescriptorSetLayout<'a> {
     where
         'a: 'b,
     {
-        DestroyDescriptorSetLayout { device: self.device, descriptor_set_layout: self.descriptor_set_layout, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyDescriptorSetLayout { device: self.device, descriptor_set_layout: self.descriptor_set_layout, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1095,6 +1437,8 @@ pub struct FreeDescriptorSets<'a> {
     descriptor_pool: vk::DescriptorPool,
     descriptor_set_count: u32,
     p_descriptor_sets: *const vk::DescriptorSet,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(FreeDescriptorSets<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1103,7 +1447,23 @@ impl<'a> FreeDescriptorSets<'a> {
     /// The arguments of a valid call of `vkFreeDescriptorSets`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, descriptor_pool: vk::DescriptorPool, descriptor_set_count: u32, p_descriptor_sets: *const vk::DescriptorSet) -> Self {
-        Self { device, descriptor_pool, descriptor_set_count, p_descriptor_sets, _life: PhantomData }
+        Self { device, descriptor_pool, descriptor_set_count, p_descriptor_sets, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(FreeDescriptorSets<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkFreeDescriptorSets: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1123,10 +1483,22 @@ impl<'a> FreeDescriptorSets<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `descriptor_pool` as passed.
     #[inline]
     pub fn descriptor_pool(&self) -> vk::DescriptorPool {
         self.descriptor_pool
+    }
+
+    /// These arguments with `descriptor_pool` = `v`.
+    #[inline]
+    pub fn with_descriptor_pool(self, v: vk::DescriptorPool) -> Self {
+        Self { descriptor_pool: v, ..self }
     }
 
     /// `descriptor_set_count` as passed.
@@ -1144,7 +1516,7 @@ impl<'a> FreeDescriptorSets<'a> {
     /// `p_descriptor_sets`: its `descriptor_set_count` items.
     #[inline]
     pub fn descriptor_sets(&self) -> &'a [vk::DescriptorSet] {
-        // SAFETY: VUID-vkFreeDescriptorSets-pDescriptorSets-parameter: `descriptor_set_count` valid items (none where it is 0).
+        // SAFETY: VUID-vkFreeDescriptorSets-pDescriptorSets-00310: `descriptor_set_count` valid items (none where it is 0).
         unsafe { crate::ffi::slice(self.p_descriptor_sets, self.descriptor_set_count) }
     }
 
@@ -1163,7 +1535,7 @@ impl<'a> FreeDescriptorSets<'a> {
     where
         'a: 'b,
     {
-        FreeDescriptorSets { device: self.device, descriptor_pool: self.descriptor_pool, descriptor_set_count: self.descriptor_set_count, p_descriptor_sets: self.p_descriptor_sets, _life: PhantomData }
+        FreeDescriptorSets { device: self.device, descriptor_pool: self.descriptor_pool, descriptor_set_count: self.descriptor_set_count, p_descriptor_sets: self.p_descriptor_sets, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1173,6 +1545,8 @@ pub struct ResetDescriptorPool<'a> {
     device: vk::Device,
     descriptor_pool: vk::DescriptorPool,
     flags: vk::DescriptorPoolResetFlags,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(ResetDescriptorPool<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1181,7 +1555,23 @@ impl<'a> ResetDescriptorPool<'a> {
     /// The arguments of a valid call of `vkResetDescriptorPool`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, descriptor_pool: vk::DescriptorPool, flags: vk::DescriptorPoolResetFlags) -> Self {
-        Self { device, descriptor_pool, flags, _life: PhantomData }
+        Self { device, descriptor_pool, flags, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(ResetDescriptorPool<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkResetDescriptorPool: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1201,10 +1591,22 @@ impl<'a> ResetDescriptorPool<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `descriptor_pool` as passed.
     #[inline]
     pub fn descriptor_pool(&self) -> vk::DescriptorPool {
         self.descriptor_pool
+    }
+
+    /// These arguments with `descriptor_pool` = `v`.
+    #[inline]
+    pub fn with_descriptor_pool(self, v: vk::DescriptorPool) -> Self {
+        Self { descriptor_pool: v, ..self }
     }
 
     /// `flags` as passed.
@@ -1213,13 +1615,19 @@ impl<'a> ResetDescriptorPool<'a> {
         self.flags
     }
 
+    /// These arguments with `flags` = `v`.
+    #[inline]
+    pub fn with_flags(self, v: vk::DescriptorPoolResetFlags) -> Self {
+        Self { flags: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> ResetDescriptorPool<'b>
     where
         'a: 'b,
     {
-        ResetDescriptorPool { device: self.device, descriptor_pool: self.descriptor_pool, flags: self.flags, _life: PhantomData }
+        ResetDescriptorPool { device: self.device, descriptor_pool: self.descriptor_pool, flags: self.flags, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1229,6 +1637,8 @@ pub struct DestroyDescriptorPool<'a> {
     device: vk::Device,
     descriptor_pool: vk::DescriptorPool,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyDescriptorPool<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1237,7 +1647,23 @@ impl<'a> DestroyDescriptorPool<'a> {
     /// The arguments of a valid call of `vkDestroyDescriptorPool`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, descriptor_pool: vk::DescriptorPool, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, descriptor_pool, p_allocator, _life: PhantomData }
+        Self { device, descriptor_pool, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyDescriptorPool<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyDescriptorPool: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1257,10 +1683,22 @@ impl<'a> DestroyDescriptorPool<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `descriptor_pool` as passed.
     #[inline]
     pub fn descriptor_pool(&self) -> vk::DescriptorPool {
         self.descriptor_pool
+    }
+
+    /// These arguments with `descriptor_pool` = `v`.
+    #[inline]
+    pub fn with_descriptor_pool(self, v: vk::DescriptorPool) -> Self {
+        Self { descriptor_pool: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -1282,7 +1720,7 @@ impl<'a> DestroyDescriptorPool<'a> {
     where
         'a: 'b,
     {
-        DestroyDescriptorPool { device: self.device, descriptor_pool: self.descriptor_pool, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyDescriptorPool { device: self.device, descriptor_pool: self.descriptor_pool, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1292,6 +1730,8 @@ pub struct AllocateDescriptorSets<'a> {
     device: vk::Device,
     p_allocate_info: *const vk::DescriptorSetAllocateInfo<'a>,
     p_descriptor_sets: *mut vk::DescriptorSet,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(AllocateDescriptorSets<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1300,7 +1740,23 @@ impl<'a> AllocateDescriptorSets<'a> {
     /// The arguments of a valid call of `vkAllocateDescriptorSets`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_allocate_info: *const vk::DescriptorSetAllocateInfo<'a>, p_descriptor_sets: *mut vk::DescriptorSet) -> Self {
-        Self { device, p_allocate_info, p_descriptor_sets, _life: PhantomData }
+        Self { device, p_allocate_info, p_descriptor_sets, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(AllocateDescriptorSets<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkAllocateDescriptorSets: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1318,6 +1774,12 @@ impl<'a> AllocateDescriptorSets<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_allocate_info` as passed.
@@ -1364,7 +1826,7 @@ impl<'a> AllocateDescriptorSets<'a> {
     where
         'a: 'b,
     {
-        AllocateDescriptorSets { device: self.device, p_allocate_info: self.p_allocate_info, p_descriptor_sets: self.p_descriptor_sets, _life: PhantomData }
+        AllocateDescriptorSets { device: self.device, p_allocate_info: self.p_allocate_info, p_descriptor_sets: self.p_descriptor_sets, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1376,6 +1838,8 @@ pub struct UpdateDescriptorSets<'a> {
     p_descriptor_writes: *const vk::WriteDescriptorSet<'a>,
     descriptor_copy_count: u32,
     p_descriptor_copies: *const vk::CopyDescriptorSet<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(UpdateDescriptorSets<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1384,7 +1848,23 @@ impl<'a> UpdateDescriptorSets<'a> {
     /// The arguments of a valid call of `vkUpdateDescriptorSets`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, descriptor_write_count: u32, p_descriptor_writes: *const vk::WriteDescriptorSet<'a>, descriptor_copy_count: u32, p_descriptor_copies: *const vk::CopyDescriptorSet<'a>) -> Self {
-        Self { device, descriptor_write_count, p_descriptor_writes, descriptor_copy_count, p_descriptor_copies, _life: PhantomData }
+        Self { device, descriptor_write_count, p_descriptor_writes, descriptor_copy_count, p_descriptor_copies, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(UpdateDescriptorSets<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkUpdateDescriptorSets: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1402,6 +1882,12 @@ impl<'a> UpdateDescriptorSets<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `descriptor_write_count` as passed.
@@ -1466,7 +1952,7 @@ impl<'a> UpdateDescriptorSets<'a> {
     where
         'a: 'b,
     {
-        UpdateDescriptorSets { device: self.device, descriptor_write_count: self.descriptor_write_count, p_descriptor_writes: self.p_descriptor_writes, descriptor_copy_count: self.descriptor_copy_count, p_descriptor_copies: self.p_descriptor_copies, _life: PhantomData }
+        UpdateDescriptorSets { device: self.device, descriptor_write_count: self.descriptor_write_count, p_descriptor_writes: self.p_descriptor_writes, descriptor_copy_count: self.descriptor_copy_count, p_descriptor_copies: self.p_descriptor_copies, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1477,6 +1963,8 @@ pub struct UpdateDescriptorSetWithTemplate<'a> {
     descriptor_set: vk::DescriptorSet,
     descriptor_update_template: vk::DescriptorUpdateTemplate,
     p_data: *const std::ffi::c_void,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(UpdateDescriptorSetWithTemplate<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1485,7 +1973,23 @@ impl<'a> UpdateDescriptorSetWithTemplate<'a> {
     /// The arguments of a valid call of `vkUpdateDescriptorSetWithTemplate`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, descriptor_set: vk::DescriptorSet, descriptor_update_template: vk::DescriptorUpdateTemplate, p_data: *const std::ffi::c_void) -> Self {
-        Self { device, descriptor_set, descriptor_update_template, p_data, _life: PhantomData }
+        Self { device, descriptor_set, descriptor_update_template, p_data, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(UpdateDescriptorSetWithTemplate<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkUpdateDescriptorSetWithTemplate: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1505,16 +2009,34 @@ impl<'a> UpdateDescriptorSetWithTemplate<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `descriptor_set` as passed.
     #[inline]
     pub fn descriptor_set(&self) -> vk::DescriptorSet {
         self.descriptor_set
     }
 
+    /// These arguments with `descriptor_set` = `v`.
+    #[inline]
+    pub fn with_descriptor_set(self, v: vk::DescriptorSet) -> Self {
+        Self { descriptor_set: v, ..self }
+    }
+
     /// `descriptor_update_template` as passed.
     #[inline]
     pub fn descriptor_update_template(&self) -> vk::DescriptorUpdateTemplate {
         self.descriptor_update_template
+    }
+
+    /// These arguments with `descriptor_update_template` = `v`.
+    #[inline]
+    pub fn with_descriptor_update_template(self, v: vk::DescriptorUpdateTemplate) -> Self {
+        Self { descriptor_update_template: v, ..self }
     }
 
     /// `p_data` as passed.
@@ -1529,7 +2051,7 @@ impl<'a> UpdateDescriptorSetWithTemplate<'a> {
     where
         'a: 'b,
     {
-        UpdateDescriptorSetWithTemplate { device: self.device, descriptor_set: self.descriptor_set, descriptor_update_template: self.descriptor_update_template, p_data: self.p_data, _life: PhantomData }
+        UpdateDescriptorSetWithTemplate { device: self.device, descriptor_set: self.descriptor_set, descriptor_update_template: self.descriptor_update_template, p_data: self.p_data, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1540,6 +2062,8 @@ pub struct CreateDescriptorUpdateTemplate<'a> {
     p_create_info: *const vk::DescriptorUpdateTemplateCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_descriptor_update_template: *mut vk::DescriptorUpdateTemplate,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateDescriptorUpdateTemplate<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1548,7 +2072,23 @@ impl<'a> CreateDescriptorUpdateTemplate<'a> {
     /// The arguments of a valid call of `vkCreateDescriptorUpdateTemplate`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::DescriptorUpdateTemplateCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_descriptor_update_template: *mut vk::DescriptorUpdateTemplate) -> Self {
-        Self { device, p_create_info, p_allocator, p_descriptor_update_template, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_descriptor_update_template, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateDescriptorUpdateTemplate<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateDescriptorUpdateTemplate: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1566,6 +2106,12 @@ impl<'a> CreateDescriptorUpdateTemplate<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -1625,7 +2171,7 @@ impl<'a> CreateDescriptorUpdateTemplate<'a> {
     where
         'a: 'b,
     {
-        CreateDescriptorUpdateTemplate { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_descriptor_update_template: self.p_descriptor_update_template, _life: PhantomData }
+        CreateDescriptorUpdateTemplate { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_descriptor_update_template: self.p_descriptor_update_template, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1635,6 +2181,8 @@ pub struct DestroyDescriptorUpdateTemplate<'a> {
     device: vk::Device,
     descriptor_update_template: vk::DescriptorUpdateTemplate,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyDescriptorUpdateTemplate<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1643,7 +2191,23 @@ impl<'a> DestroyDescriptorUpdateTemplate<'a> {
     /// The arguments of a valid call of `vkDestroyDescriptorUpdateTemplate`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, descriptor_update_template: vk::DescriptorUpdateTemplate, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, descriptor_update_template, p_allocator, _life: PhantomData }
+        Self { device, descriptor_update_template, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyDescriptorUpdateTemplate<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyDescriptorUpdateTemplate: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1663,10 +2227,22 @@ impl<'a> DestroyDescriptorUpdateTemplate<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `descriptor_update_template` as passed.
     #[inline]
     pub fn descriptor_update_template(&self) -> vk::DescriptorUpdateTemplate {
         self.descriptor_update_template
+    }
+
+    /// These arguments with `descriptor_update_template` = `v`.
+    #[inline]
+    pub fn with_descriptor_update_template(self, v: vk::DescriptorUpdateTemplate) -> Self {
+        Self { descriptor_update_template: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -1688,7 +2264,7 @@ impl<'a> DestroyDescriptorUpdateTemplate<'a> {
     where
         'a: 'b,
     {
-        DestroyDescriptorUpdateTemplate { device: self.device, descriptor_update_template: self.descriptor_update_template, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyDescriptorUpdateTemplate { device: self.device, descriptor_update_template: self.descriptor_update_template, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1699,6 +2275,8 @@ pub struct CreateShaderModule<'a> {
     p_create_info: *const vk::ShaderModuleCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_shader_module: *mut vk::ShaderModule,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateShaderModule<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1707,7 +2285,23 @@ impl<'a> CreateShaderModule<'a> {
     /// The arguments of a valid call of `vkCreateShaderModule`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::ShaderModuleCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_shader_module: *mut vk::ShaderModule) -> Self {
-        Self { device, p_create_info, p_allocator, p_shader_module, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_shader_module, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateShaderModule<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateShaderModule: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1725,6 +2319,12 @@ impl<'a> CreateShaderModule<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -1784,7 +2384,7 @@ impl<'a> CreateShaderModule<'a> {
     where
         'a: 'b,
     {
-        CreateShaderModule { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_shader_module: self.p_shader_module, _life: PhantomData }
+        CreateShaderModule { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_shader_module: self.p_shader_module, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1794,6 +2394,8 @@ pub struct DestroyShaderModule<'a> {
     device: vk::Device,
     shader_module: vk::ShaderModule,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyShaderModule<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1802,7 +2404,23 @@ impl<'a> DestroyShaderModule<'a> {
     /// The arguments of a valid call of `vkDestroyShaderModule`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, shader_module: vk::ShaderModule, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, shader_module, p_allocator, _life: PhantomData }
+        Self { device, shader_module, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyShaderModule<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyShaderModule: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1822,10 +2440,22 @@ impl<'a> DestroyShaderModule<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `shader_module` as passed.
     #[inline]
     pub fn shader_module(&self) -> vk::ShaderModule {
         self.shader_module
+    }
+
+    /// These arguments with `shader_module` = `v`.
+    #[inline]
+    pub fn with_shader_module(self, v: vk::ShaderModule) -> Self {
+        Self { shader_module: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -1847,7 +2477,7 @@ impl<'a> DestroyShaderModule<'a> {
     where
         'a: 'b,
     {
-        DestroyShaderModule { device: self.device, shader_module: self.shader_module, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyShaderModule { device: self.device, shader_module: self.shader_module, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1860,6 +2490,8 @@ pub struct CreateGraphicsPipelines<'a> {
     p_create_infos: *const vk::GraphicsPipelineCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_pipelines: *mut vk::Pipeline,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateGraphicsPipelines<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1868,7 +2500,23 @@ impl<'a> CreateGraphicsPipelines<'a> {
     /// The arguments of a valid call of `vkCreateGraphicsPipelines`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, pipeline_cache: vk::PipelineCache, create_info_count: u32, p_create_infos: *const vk::GraphicsPipelineCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_pipelines: *mut vk::Pipeline) -> Self {
-        Self { device, pipeline_cache, create_info_count, p_create_infos, p_allocator, p_pipelines, _life: PhantomData }
+        Self { device, pipeline_cache, create_info_count, p_create_infos, p_allocator, p_pipelines, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateGraphicsPipelines<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateGraphicsPipelines: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1888,10 +2536,22 @@ impl<'a> CreateGraphicsPipelines<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `pipeline_cache` as passed.
     #[inline]
     pub fn pipeline_cache(&self) -> vk::PipelineCache {
         self.pipeline_cache
+    }
+
+    /// These arguments with `pipeline_cache` = `v`.
+    #[inline]
+    pub fn with_pipeline_cache(self, v: vk::PipelineCache) -> Self {
+        Self { pipeline_cache: v, ..self }
     }
 
     /// `create_info_count` as passed.
@@ -1958,7 +2618,7 @@ impl<'a> CreateGraphicsPipelines<'a> {
     where
         'a: 'b,
     {
-        CreateGraphicsPipelines { device: self.device, pipeline_cache: self.pipeline_cache, create_info_count: self.create_info_count, p_create_infos: self.p_create_infos, p_allocator: self.p_allocator, p_pipelines: self.p_pipelines, _life: PhantomData }
+        CreateGraphicsPipelines { device: self.device, pipeline_cache: self.pipeline_cache, create_info_count: self.create_info_count, p_create_infos: self.p_create_infos, p_allocator: self.p_allocator, p_pipelines: self.p_pipelines, next: self.next, _life: PhantomData }
     }
 }
 
@@ -1968,6 +2628,8 @@ pub struct DestroyPipeline<'a> {
     device: vk::Device,
     pipeline: vk::Pipeline,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyPipeline<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -1976,7 +2638,23 @@ impl<'a> DestroyPipeline<'a> {
     /// The arguments of a valid call of `vkDestroyPipeline`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, pipeline: vk::Pipeline, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, pipeline, p_allocator, _life: PhantomData }
+        Self { device, pipeline, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyPipeline<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyPipeline: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -1996,10 +2674,22 @@ impl<'a> DestroyPipeline<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `pipeline` as passed.
     #[inline]
     pub fn pipeline(&self) -> vk::Pipeline {
         self.pipeline
+    }
+
+    /// These arguments with `pipeline` = `v`.
+    #[inline]
+    pub fn with_pipeline(self, v: vk::Pipeline) -> Self {
+        Self { pipeline: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -2021,7 +2711,7 @@ impl<'a> DestroyPipeline<'a> {
     where
         'a: 'b,
     {
-        DestroyPipeline { device: self.device, pipeline: self.pipeline, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyPipeline { device: self.device, pipeline: self.pipeline, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2031,6 +2721,8 @@ pub struct AllocateCommandBuffers<'a> {
     device: vk::Device,
     p_allocate_info: *const vk::CommandBufferAllocateInfo<'a>,
     p_command_buffers: *mut vk::CommandBuffer,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(AllocateCommandBuffers<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2039,7 +2731,23 @@ impl<'a> AllocateCommandBuffers<'a> {
     /// The arguments of a valid call of `vkAllocateCommandBuffers`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_allocate_info: *const vk::CommandBufferAllocateInfo<'a>, p_command_buffers: *mut vk::CommandBuffer) -> Self {
-        Self { device, p_allocate_info, p_command_buffers, _life: PhantomData }
+        Self { device, p_allocate_info, p_command_buffers, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(AllocateCommandBuffers<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkAllocateCommandBuffers: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2057,6 +2765,12 @@ impl<'a> AllocateCommandBuffers<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_allocate_info` as passed.
@@ -2103,7 +2817,7 @@ impl<'a> AllocateCommandBuffers<'a> {
     where
         'a: 'b,
     {
-        AllocateCommandBuffers { device: self.device, p_allocate_info: self.p_allocate_info, p_command_buffers: self.p_command_buffers, _life: PhantomData }
+        AllocateCommandBuffers { device: self.device, p_allocate_info: self.p_allocate_info, p_command_buffers: self.p_command_buffers, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2114,6 +2828,8 @@ pub struct FreeCommandBuffers<'a> {
     command_pool: vk::CommandPool,
     command_buffer_count: u32,
     p_command_buffers: *const vk::CommandBuffer,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(FreeCommandBuffers<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2122,7 +2838,23 @@ impl<'a> FreeCommandBuffers<'a> {
     /// The arguments of a valid call of `vkFreeCommandBuffers`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, command_pool: vk::CommandPool, command_buffer_count: u32, p_command_buffers: *const vk::CommandBuffer) -> Self {
-        Self { device, command_pool, command_buffer_count, p_command_buffers, _life: PhantomData }
+        Self { device, command_pool, command_buffer_count, p_command_buffers, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(FreeCommandBuffers<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkFreeCommandBuffers: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2142,10 +2874,22 @@ impl<'a> FreeCommandBuffers<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `command_pool` as passed.
     #[inline]
     pub fn command_pool(&self) -> vk::CommandPool {
         self.command_pool
+    }
+
+    /// These arguments with `command_pool` = `v`.
+    #[inline]
+    pub fn with_command_pool(self, v: vk::CommandPool) -> Self {
+        Self { command_pool: v, ..self }
     }
 
     /// `command_buffer_count` as passed.
@@ -2163,7 +2907,7 @@ impl<'a> FreeCommandBuffers<'a> {
     /// `p_command_buffers`: its `command_buffer_count` items.
     #[inline]
     pub fn command_buffers(&self) -> &'a [vk::CommandBuffer] {
-        // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-parameter: `command_buffer_count` valid items (none where it is 0).
+        // SAFETY: VUID-vkFreeCommandBuffers-pCommandBuffers-00048: `command_buffer_count` valid items (none where it is 0).
         unsafe { crate::ffi::slice(self.p_command_buffers, self.command_buffer_count) }
     }
 
@@ -2182,7 +2926,7 @@ impl<'a> FreeCommandBuffers<'a> {
     where
         'a: 'b,
     {
-        FreeCommandBuffers { device: self.device, command_pool: self.command_pool, command_buffer_count: self.command_buffer_count, p_command_buffers: self.p_command_buffers, _life: PhantomData }
+        FreeCommandBuffers { device: self.device, command_pool: self.command_pool, command_buffer_count: self.command_buffer_count, p_command_buffers: self.p_command_buffers, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2192,6 +2936,8 @@ pub struct DestroyCommandPool<'a> {
     device: vk::Device,
     command_pool: vk::CommandPool,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyCommandPool<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2200,7 +2946,23 @@ impl<'a> DestroyCommandPool<'a> {
     /// The arguments of a valid call of `vkDestroyCommandPool`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, command_pool: vk::CommandPool, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, command_pool, p_allocator, _life: PhantomData }
+        Self { device, command_pool, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyCommandPool<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyCommandPool: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2220,10 +2982,22 @@ impl<'a> DestroyCommandPool<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `command_pool` as passed.
     #[inline]
     pub fn command_pool(&self) -> vk::CommandPool {
         self.command_pool
+    }
+
+    /// These arguments with `command_pool` = `v`.
+    #[inline]
+    pub fn with_command_pool(self, v: vk::CommandPool) -> Self {
+        Self { command_pool: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -2245,7 +3019,7 @@ impl<'a> DestroyCommandPool<'a> {
     where
         'a: 'b,
     {
-        DestroyCommandPool { device: self.device, command_pool: self.command_pool, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyCommandPool { device: self.device, command_pool: self.command_pool, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2254,6 +3028,8 @@ impl<'a> DestroyCommandPool<'a> {
 pub struct BeginCommandBuffer<'a> {
     command_buffer: vk::CommandBuffer,
     p_begin_info: *const vk::CommandBufferBeginInfo<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(BeginCommandBuffer<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2262,7 +3038,23 @@ impl<'a> BeginCommandBuffer<'a> {
     /// The arguments of a valid call of `vkBeginCommandBuffer`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_begin_info: *const vk::CommandBufferBeginInfo<'a>) -> Self {
-        Self { command_buffer, p_begin_info, _life: PhantomData }
+        Self { command_buffer, p_begin_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(BeginCommandBuffer<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkBeginCommandBuffer: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2280,6 +3072,12 @@ impl<'a> BeginCommandBuffer<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_begin_info` as passed.
@@ -2310,7 +3108,7 @@ impl<'a> BeginCommandBuffer<'a> {
     where
         'a: 'b,
     {
-        BeginCommandBuffer { command_buffer: self.command_buffer, p_begin_info: self.p_begin_info, _life: PhantomData }
+        BeginCommandBuffer { command_buffer: self.command_buffer, p_begin_info: self.p_begin_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2327,6 +3125,8 @@ pub struct CmdPipelineBarrier<'a> {
     p_buffer_memory_barriers: *const vk::BufferMemoryBarrier<'a>,
     image_memory_barrier_count: u32,
     p_image_memory_barriers: *const vk::ImageMemoryBarrier<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdPipelineBarrier<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2335,7 +3135,23 @@ impl<'a> CmdPipelineBarrier<'a> {
     /// The arguments of a valid call of `vkCmdPipelineBarrier`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, src_stage_mask: vk::PipelineStageFlags, dst_stage_mask: vk::PipelineStageFlags, dependency_flags: vk::DependencyFlags, memory_barrier_count: u32, p_memory_barriers: *const vk::MemoryBarrier<'a>, buffer_memory_barrier_count: u32, p_buffer_memory_barriers: *const vk::BufferMemoryBarrier<'a>, image_memory_barrier_count: u32, p_image_memory_barriers: *const vk::ImageMemoryBarrier<'a>) -> Self {
-        Self { command_buffer, src_stage_mask, dst_stage_mask, dependency_flags, memory_barrier_count, p_memory_barriers, buffer_memory_barrier_count, p_buffer_memory_barriers, image_memory_barrier_count, p_image_memory_barriers, _life: PhantomData }
+        Self { command_buffer, src_stage_mask, dst_stage_mask, dependency_flags, memory_barrier_count, p_memory_barriers, buffer_memory_barrier_count, p_buffer_memory_barriers, image_memory_barrier_count, p_image_memory_barriers, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdPipelineBarrier<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdPipelineBarrier: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2355,10 +3171,22 @@ impl<'a> CmdPipelineBarrier<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `src_stage_mask` as passed.
     #[inline]
     pub fn src_stage_mask(&self) -> vk::PipelineStageFlags {
         self.src_stage_mask
+    }
+
+    /// These arguments with `src_stage_mask` = `v`.
+    #[inline]
+    pub fn with_src_stage_mask(self, v: vk::PipelineStageFlags) -> Self {
+        Self { src_stage_mask: v, ..self }
     }
 
     /// `dst_stage_mask` as passed.
@@ -2367,10 +3195,22 @@ impl<'a> CmdPipelineBarrier<'a> {
         self.dst_stage_mask
     }
 
+    /// These arguments with `dst_stage_mask` = `v`.
+    #[inline]
+    pub fn with_dst_stage_mask(self, v: vk::PipelineStageFlags) -> Self {
+        Self { dst_stage_mask: v, ..self }
+    }
+
     /// `dependency_flags` as passed.
     #[inline]
     pub fn dependency_flags(&self) -> vk::DependencyFlags {
         self.dependency_flags
+    }
+
+    /// These arguments with `dependency_flags` = `v`.
+    #[inline]
+    pub fn with_dependency_flags(self, v: vk::DependencyFlags) -> Self {
+        Self { dependency_flags: v, ..self }
     }
 
     /// `memory_barrier_count` as passed.
@@ -2463,7 +3303,7 @@ impl<'a> CmdPipelineBarrier<'a> {
     where
         'a: 'b,
     {
-        CmdPipelineBarrier { command_buffer: self.command_buffer, src_stage_mask: self.src_stage_mask, dst_stage_mask: self.dst_stage_mask, dependency_flags: self.dependency_flags, memory_barrier_count: self.memory_barrier_count, p_memory_barriers: self.p_memory_barriers, buffer_memory_barrier_count: self.buffer_memory_barrier_count, p_buffer_memory_barriers: self.p_buffer_memory_barriers, image_memory_barrier_count: self.image_memory_barrier_count, p_image_memory_barriers: self.p_image_memory_barriers, _life: PhantomData }
+        CmdPipelineBarrier { command_buffer: self.command_buffer, src_stage_mask: self.src_stage_mask, dst_stage_mask: self.dst_stage_mask, dependency_flags: self.dependency_flags, memory_barrier_count: self.memory_barrier_count, p_memory_barriers: self.p_memory_barriers, buffer_memory_barrier_count: self.buffer_memory_barrier_count, p_buffer_memory_barriers: self.p_buffer_memory_barriers, image_memory_barrier_count: self.image_memory_barrier_count, p_image_memory_barriers: self.p_image_memory_barriers, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2472,6 +3312,8 @@ impl<'a> CmdPipelineBarrier<'a> {
 pub struct CmdPipelineBarrier2<'a> {
     command_buffer: vk::CommandBuffer,
     p_dependency_info: *const vk::DependencyInfo<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdPipelineBarrier2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2480,7 +3322,23 @@ impl<'a> CmdPipelineBarrier2<'a> {
     /// The arguments of a valid call of `vkCmdPipelineBarrier2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_dependency_info: *const vk::DependencyInfo<'a>) -> Self {
-        Self { command_buffer, p_dependency_info, _life: PhantomData }
+        Self { command_buffer, p_dependency_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdPipelineBarrier2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdPipelineBarrier2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2498,6 +3356,12 @@ impl<'a> CmdPipelineBarrier2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_dependency_info` as passed.
@@ -2528,7 +3392,7 @@ impl<'a> CmdPipelineBarrier2<'a> {
     where
         'a: 'b,
     {
-        CmdPipelineBarrier2 { command_buffer: self.command_buffer, p_dependency_info: self.p_dependency_info, _life: PhantomData }
+        CmdPipelineBarrier2 { command_buffer: self.command_buffer, p_dependency_info: self.p_dependency_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2546,6 +3410,8 @@ pub struct CmdWaitEvents<'a> {
     p_buffer_memory_barriers: *const vk::BufferMemoryBarrier<'a>,
     image_memory_barrier_count: u32,
     p_image_memory_barriers: *const vk::ImageMemoryBarrier<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdWaitEvents<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2554,7 +3420,23 @@ impl<'a> CmdWaitEvents<'a> {
     /// The arguments of a valid call of `vkCmdWaitEvents`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, event_count: u32, p_events: *const vk::Event, src_stage_mask: vk::PipelineStageFlags, dst_stage_mask: vk::PipelineStageFlags, memory_barrier_count: u32, p_memory_barriers: *const vk::MemoryBarrier<'a>, buffer_memory_barrier_count: u32, p_buffer_memory_barriers: *const vk::BufferMemoryBarrier<'a>, image_memory_barrier_count: u32, p_image_memory_barriers: *const vk::ImageMemoryBarrier<'a>) -> Self {
-        Self { command_buffer, event_count, p_events, src_stage_mask, dst_stage_mask, memory_barrier_count, p_memory_barriers, buffer_memory_barrier_count, p_buffer_memory_barriers, image_memory_barrier_count, p_image_memory_barriers, _life: PhantomData }
+        Self { command_buffer, event_count, p_events, src_stage_mask, dst_stage_mask, memory_barrier_count, p_memory_barriers, buffer_memory_barrier_count, p_buffer_memory_barriers, image_memory_barrier_count, p_image_memory_barriers, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdWaitEvents<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdWaitEvents: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2572,6 +3454,12 @@ impl<'a> CmdWaitEvents<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `event_count` as passed.
@@ -2608,10 +3496,22 @@ impl<'a> CmdWaitEvents<'a> {
         self.src_stage_mask
     }
 
+    /// These arguments with `src_stage_mask` = `v`.
+    #[inline]
+    pub fn with_src_stage_mask(self, v: vk::PipelineStageFlags) -> Self {
+        Self { src_stage_mask: v, ..self }
+    }
+
     /// `dst_stage_mask` as passed.
     #[inline]
     pub fn dst_stage_mask(&self) -> vk::PipelineStageFlags {
         self.dst_stage_mask
+    }
+
+    /// These arguments with `dst_stage_mask` = `v`.
+    #[inline]
+    pub fn with_dst_stage_mask(self, v: vk::PipelineStageFlags) -> Self {
+        Self { dst_stage_mask: v, ..self }
     }
 
     /// `memory_barrier_count` as passed.
@@ -2704,7 +3604,7 @@ impl<'a> CmdWaitEvents<'a> {
     where
         'a: 'b,
     {
-        CmdWaitEvents { command_buffer: self.command_buffer, event_count: self.event_count, p_events: self.p_events, src_stage_mask: self.src_stage_mask, dst_stage_mask: self.dst_stage_mask, memory_barrier_count: self.memory_barrier_count, p_memory_barriers: self.p_memory_barriers, buffer_memory_barrier_count: self.buffer_memory_barrier_count, p_buffer_memory_barriers: self.p_buffer_memory_barriers, image_memory_barrier_count: self.image_memory_barrier_count, p_image_memory_barriers: self.p_image_memory_barriers, _life: PhantomData }
+        CmdWaitEvents { command_buffer: self.command_buffer, event_count: self.event_count, p_events: self.p_events, src_stage_mask: self.src_stage_mask, dst_stage_mask: self.dst_stage_mask, memory_barrier_count: self.memory_barrier_count, p_memory_barriers: self.p_memory_barriers, buffer_memory_barrier_count: self.buffer_memory_barrier_count, p_buffer_memory_barriers: self.p_buffer_memory_barriers, image_memory_barrier_count: self.image_memory_barrier_count, p_image_memory_barriers: self.p_image_memory_barriers, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2715,6 +3615,8 @@ pub struct CmdBeginQuery<'a> {
     query_pool: vk::QueryPool,
     query: u32,
     flags: vk::QueryControlFlags,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBeginQuery<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2723,7 +3625,23 @@ impl<'a> CmdBeginQuery<'a> {
     /// The arguments of a valid call of `vkCmdBeginQuery`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, query_pool: vk::QueryPool, query: u32, flags: vk::QueryControlFlags) -> Self {
-        Self { command_buffer, query_pool, query, flags, _life: PhantomData }
+        Self { command_buffer, query_pool, query, flags, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBeginQuery<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBeginQuery: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2743,10 +3661,22 @@ impl<'a> CmdBeginQuery<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `query_pool` as passed.
     #[inline]
     pub fn query_pool(&self) -> vk::QueryPool {
         self.query_pool
+    }
+
+    /// These arguments with `query_pool` = `v`.
+    #[inline]
+    pub fn with_query_pool(self, v: vk::QueryPool) -> Self {
+        Self { query_pool: v, ..self }
     }
 
     /// `query` as passed.
@@ -2755,10 +3685,22 @@ impl<'a> CmdBeginQuery<'a> {
         self.query
     }
 
+    /// These arguments with `query` = `v`.
+    #[inline]
+    pub fn with_query(self, v: u32) -> Self {
+        Self { query: v, ..self }
+    }
+
     /// `flags` as passed.
     #[inline]
     pub fn flags(&self) -> vk::QueryControlFlags {
         self.flags
+    }
+
+    /// These arguments with `flags` = `v`.
+    #[inline]
+    pub fn with_flags(self, v: vk::QueryControlFlags) -> Self {
+        Self { flags: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -2767,7 +3709,7 @@ impl<'a> CmdBeginQuery<'a> {
     where
         'a: 'b,
     {
-        CmdBeginQuery { command_buffer: self.command_buffer, query_pool: self.query_pool, query: self.query, flags: self.flags, _life: PhantomData }
+        CmdBeginQuery { command_buffer: self.command_buffer, query_pool: self.query_pool, query: self.query, flags: self.flags, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2777,6 +3719,8 @@ pub struct CmdEndQuery<'a> {
     command_buffer: vk::CommandBuffer,
     query_pool: vk::QueryPool,
     query: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdEndQuery<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2785,7 +3729,23 @@ impl<'a> CmdEndQuery<'a> {
     /// The arguments of a valid call of `vkCmdEndQuery`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, query_pool: vk::QueryPool, query: u32) -> Self {
-        Self { command_buffer, query_pool, query, _life: PhantomData }
+        Self { command_buffer, query_pool, query, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdEndQuery<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdEndQuery: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2805,10 +3765,22 @@ impl<'a> CmdEndQuery<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `query_pool` as passed.
     #[inline]
     pub fn query_pool(&self) -> vk::QueryPool {
         self.query_pool
+    }
+
+    /// These arguments with `query_pool` = `v`.
+    #[inline]
+    pub fn with_query_pool(self, v: vk::QueryPool) -> Self {
+        Self { query_pool: v, ..self }
     }
 
     /// `query` as passed.
@@ -2817,13 +3789,19 @@ impl<'a> CmdEndQuery<'a> {
         self.query
     }
 
+    /// These arguments with `query` = `v`.
+    #[inline]
+    pub fn with_query(self, v: u32) -> Self {
+        Self { query: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdEndQuery<'b>
     where
         'a: 'b,
     {
-        CmdEndQuery { command_buffer: self.command_buffer, query_pool: self.query_pool, query: self.query, _life: PhantomData }
+        CmdEndQuery { command_buffer: self.command_buffer, query_pool: self.query_pool, query: self.query, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2834,6 +3812,8 @@ pub struct CmdWriteTimestamp<'a> {
     pipeline_stage: vk::PipelineStageFlags,
     query_pool: vk::QueryPool,
     query: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdWriteTimestamp<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2842,7 +3822,23 @@ impl<'a> CmdWriteTimestamp<'a> {
     /// The arguments of a valid call of `vkCmdWriteTimestamp`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, pipeline_stage: vk::PipelineStageFlags, query_pool: vk::QueryPool, query: u32) -> Self {
-        Self { command_buffer, pipeline_stage, query_pool, query, _life: PhantomData }
+        Self { command_buffer, pipeline_stage, query_pool, query, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdWriteTimestamp<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdWriteTimestamp: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2862,10 +3858,22 @@ impl<'a> CmdWriteTimestamp<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `pipeline_stage` as passed.
     #[inline]
     pub fn pipeline_stage(&self) -> vk::PipelineStageFlags {
         self.pipeline_stage
+    }
+
+    /// These arguments with `pipeline_stage` = `v`.
+    #[inline]
+    pub fn with_pipeline_stage(self, v: vk::PipelineStageFlags) -> Self {
+        Self { pipeline_stage: v, ..self }
     }
 
     /// `query_pool` as passed.
@@ -2874,10 +3882,22 @@ impl<'a> CmdWriteTimestamp<'a> {
         self.query_pool
     }
 
+    /// These arguments with `query_pool` = `v`.
+    #[inline]
+    pub fn with_query_pool(self, v: vk::QueryPool) -> Self {
+        Self { query_pool: v, ..self }
+    }
+
     /// `query` as passed.
     #[inline]
     pub fn query(&self) -> u32 {
         self.query
+    }
+
+    /// These arguments with `query` = `v`.
+    #[inline]
+    pub fn with_query(self, v: u32) -> Self {
+        Self { query: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -2886,7 +3906,7 @@ impl<'a> CmdWriteTimestamp<'a> {
     where
         'a: 'b,
     {
-        CmdWriteTimestamp { command_buffer: self.command_buffer, pipeline_stage: self.pipeline_stage, query_pool: self.query_pool, query: self.query, _life: PhantomData }
+        CmdWriteTimestamp { command_buffer: self.command_buffer, pipeline_stage: self.pipeline_stage, query_pool: self.query_pool, query: self.query, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2896,6 +3916,8 @@ pub struct CmdBeginRenderPass<'a> {
     command_buffer: vk::CommandBuffer,
     p_render_pass_begin: *const vk::RenderPassBeginInfo<'a>,
     contents: vk::SubpassContents,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBeginRenderPass<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2904,7 +3926,23 @@ impl<'a> CmdBeginRenderPass<'a> {
     /// The arguments of a valid call of `vkCmdBeginRenderPass`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_render_pass_begin: *const vk::RenderPassBeginInfo<'a>, contents: vk::SubpassContents) -> Self {
-        Self { command_buffer, p_render_pass_begin, contents, _life: PhantomData }
+        Self { command_buffer, p_render_pass_begin, contents, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBeginRenderPass<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBeginRenderPass: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2922,6 +3960,12 @@ impl<'a> CmdBeginRenderPass<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_render_pass_begin` as passed.
@@ -2952,13 +3996,19 @@ impl<'a> CmdBeginRenderPass<'a> {
         self.contents
     }
 
+    /// These arguments with `contents` = `v`.
+    #[inline]
+    pub fn with_contents(self, v: vk::SubpassContents) -> Self {
+        Self { contents: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdBeginRenderPass<'b>
     where
         'a: 'b,
     {
-        CmdBeginRenderPass { command_buffer: self.command_buffer, p_render_pass_begin: self.p_render_pass_begin, contents: self.contents, _life: PhantomData }
+        CmdBeginRenderPass { command_buffer: self.command_buffer, p_render_pass_begin: self.p_render_pass_begin, contents: self.contents, next: self.next, _life: PhantomData }
     }
 }
 
@@ -2968,6 +4018,8 @@ pub struct CmdBeginRenderPass2<'a> {
     command_buffer: vk::CommandBuffer,
     p_render_pass_begin: *const vk::RenderPassBeginInfo<'a>,
     p_subpass_begin_info: *const vk::SubpassBeginInfo<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBeginRenderPass2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -2976,7 +4028,23 @@ impl<'a> CmdBeginRenderPass2<'a> {
     /// The arguments of a valid call of `vkCmdBeginRenderPass2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_render_pass_begin: *const vk::RenderPassBeginInfo<'a>, p_subpass_begin_info: *const vk::SubpassBeginInfo<'a>) -> Self {
-        Self { command_buffer, p_render_pass_begin, p_subpass_begin_info, _life: PhantomData }
+        Self { command_buffer, p_render_pass_begin, p_subpass_begin_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBeginRenderPass2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBeginRenderPass2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -2994,6 +4062,12 @@ impl<'a> CmdBeginRenderPass2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_render_pass_begin` as passed.
@@ -3046,7 +4120,7 @@ impl<'a> CmdBeginRenderPass2<'a> {
     where
         'a: 'b,
     {
-        CmdBeginRenderPass2 { command_buffer: self.command_buffer, p_render_pass_begin: self.p_render_pass_begin, p_subpass_begin_info: self.p_subpass_begin_info, _life: PhantomData }
+        CmdBeginRenderPass2 { command_buffer: self.command_buffer, p_render_pass_begin: self.p_render_pass_begin, p_subpass_begin_info: self.p_subpass_begin_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3055,6 +4129,8 @@ impl<'a> CmdBeginRenderPass2<'a> {
 pub struct CmdNextSubpass<'a> {
     command_buffer: vk::CommandBuffer,
     contents: vk::SubpassContents,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdNextSubpass<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3063,7 +4139,23 @@ impl<'a> CmdNextSubpass<'a> {
     /// The arguments of a valid call of `vkCmdNextSubpass`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, contents: vk::SubpassContents) -> Self {
-        Self { command_buffer, contents, _life: PhantomData }
+        Self { command_buffer, contents, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdNextSubpass<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdNextSubpass: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3083,10 +4175,22 @@ impl<'a> CmdNextSubpass<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `contents` as passed.
     #[inline]
     pub fn contents(&self) -> vk::SubpassContents {
         self.contents
+    }
+
+    /// These arguments with `contents` = `v`.
+    #[inline]
+    pub fn with_contents(self, v: vk::SubpassContents) -> Self {
+        Self { contents: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -3095,7 +4199,7 @@ impl<'a> CmdNextSubpass<'a> {
     where
         'a: 'b,
     {
-        CmdNextSubpass { command_buffer: self.command_buffer, contents: self.contents, _life: PhantomData }
+        CmdNextSubpass { command_buffer: self.command_buffer, contents: self.contents, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3105,6 +4209,8 @@ pub struct CmdNextSubpass2<'a> {
     command_buffer: vk::CommandBuffer,
     p_subpass_begin_info: *const vk::SubpassBeginInfo<'a>,
     p_subpass_end_info: *const vk::SubpassEndInfo<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdNextSubpass2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3113,7 +4219,23 @@ impl<'a> CmdNextSubpass2<'a> {
     /// The arguments of a valid call of `vkCmdNextSubpass2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_subpass_begin_info: *const vk::SubpassBeginInfo<'a>, p_subpass_end_info: *const vk::SubpassEndInfo<'a>) -> Self {
-        Self { command_buffer, p_subpass_begin_info, p_subpass_end_info, _life: PhantomData }
+        Self { command_buffer, p_subpass_begin_info, p_subpass_end_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdNextSubpass2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdNextSubpass2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3131,6 +4253,12 @@ impl<'a> CmdNextSubpass2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_subpass_begin_info` as passed.
@@ -3183,7 +4311,7 @@ impl<'a> CmdNextSubpass2<'a> {
     where
         'a: 'b,
     {
-        CmdNextSubpass2 { command_buffer: self.command_buffer, p_subpass_begin_info: self.p_subpass_begin_info, p_subpass_end_info: self.p_subpass_end_info, _life: PhantomData }
+        CmdNextSubpass2 { command_buffer: self.command_buffer, p_subpass_begin_info: self.p_subpass_begin_info, p_subpass_end_info: self.p_subpass_end_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3191,6 +4319,8 @@ impl<'a> CmdNextSubpass2<'a> {
 #[derive(Clone, Copy)]
 pub struct CmdEndRenderPass<'a> {
     command_buffer: vk::CommandBuffer,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdEndRenderPass<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3199,7 +4329,23 @@ impl<'a> CmdEndRenderPass<'a> {
     /// The arguments of a valid call of `vkCmdEndRenderPass`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer) -> Self {
-        Self { command_buffer, _life: PhantomData }
+        Self { command_buffer, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdEndRenderPass<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdEndRenderPass: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3219,13 +4365,19 @@ impl<'a> CmdEndRenderPass<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdEndRenderPass<'b>
     where
         'a: 'b,
     {
-        CmdEndRenderPass { command_buffer: self.command_buffer, _life: PhantomData }
+        CmdEndRenderPass { command_buffer: self.command_buffer, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3234,6 +4386,8 @@ impl<'a> CmdEndRenderPass<'a> {
 pub struct CmdEndRenderPass2<'a> {
     command_buffer: vk::CommandBuffer,
     p_subpass_end_info: *const vk::SubpassEndInfo<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdEndRenderPass2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3242,7 +4396,23 @@ impl<'a> CmdEndRenderPass2<'a> {
     /// The arguments of a valid call of `vkCmdEndRenderPass2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_subpass_end_info: *const vk::SubpassEndInfo<'a>) -> Self {
-        Self { command_buffer, p_subpass_end_info, _life: PhantomData }
+        Self { command_buffer, p_subpass_end_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdEndRenderPass2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdEndRenderPass2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3260,6 +4430,12 @@ impl<'a> CmdEndRenderPass2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_subpass_end_info` as passed.
@@ -3290,7 +4466,7 @@ impl<'a> CmdEndRenderPass2<'a> {
     where
         'a: 'b,
     {
-        CmdEndRenderPass2 { command_buffer: self.command_buffer, p_subpass_end_info: self.p_subpass_end_info, _life: PhantomData }
+        CmdEndRenderPass2 { command_buffer: self.command_buffer, p_subpass_end_info: self.p_subpass_end_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3299,6 +4475,8 @@ impl<'a> CmdEndRenderPass2<'a> {
 pub struct CmdBeginRendering<'a> {
     command_buffer: vk::CommandBuffer,
     p_rendering_info: *const vk::RenderingInfo<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBeginRendering<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3307,7 +4485,23 @@ impl<'a> CmdBeginRendering<'a> {
     /// The arguments of a valid call of `vkCmdBeginRendering`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_rendering_info: *const vk::RenderingInfo<'a>) -> Self {
-        Self { command_buffer, p_rendering_info, _life: PhantomData }
+        Self { command_buffer, p_rendering_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBeginRendering<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBeginRendering: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3325,6 +4519,12 @@ impl<'a> CmdBeginRendering<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_rendering_info` as passed.
@@ -3355,7 +4555,7 @@ impl<'a> CmdBeginRendering<'a> {
     where
         'a: 'b,
     {
-        CmdBeginRendering { command_buffer: self.command_buffer, p_rendering_info: self.p_rendering_info, _life: PhantomData }
+        CmdBeginRendering { command_buffer: self.command_buffer, p_rendering_info: self.p_rendering_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3363,6 +4563,8 @@ impl<'a> CmdBeginRendering<'a> {
 #[derive(Clone, Copy)]
 pub struct CmdEndRendering<'a> {
     command_buffer: vk::CommandBuffer,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdEndRendering<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3371,7 +4573,23 @@ impl<'a> CmdEndRendering<'a> {
     /// The arguments of a valid call of `vkCmdEndRendering`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer) -> Self {
-        Self { command_buffer, _life: PhantomData }
+        Self { command_buffer, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdEndRendering<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdEndRendering: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3391,13 +4609,19 @@ impl<'a> CmdEndRendering<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdEndRendering<'b>
     where
         'a: 'b,
     {
-        CmdEndRendering { command_buffer: self.command_buffer, _life: PhantomData }
+        CmdEndRendering { command_buffer: self.command_buffer, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3407,6 +4631,8 @@ pub struct CmdExecuteCommands<'a> {
     command_buffer: vk::CommandBuffer,
     command_buffer_count: u32,
     p_command_buffers: *const vk::CommandBuffer,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdExecuteCommands<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3415,7 +4641,23 @@ impl<'a> CmdExecuteCommands<'a> {
     /// The arguments of a valid call of `vkCmdExecuteCommands`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, command_buffer_count: u32, p_command_buffers: *const vk::CommandBuffer) -> Self {
-        Self { command_buffer, command_buffer_count, p_command_buffers, _life: PhantomData }
+        Self { command_buffer, command_buffer_count, p_command_buffers, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdExecuteCommands<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdExecuteCommands: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3433,6 +4675,12 @@ impl<'a> CmdExecuteCommands<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `command_buffer_count` as passed.
@@ -3469,7 +4717,7 @@ impl<'a> CmdExecuteCommands<'a> {
     where
         'a: 'b,
     {
-        CmdExecuteCommands { command_buffer: self.command_buffer, command_buffer_count: self.command_buffer_count, p_command_buffers: self.p_command_buffers, _life: PhantomData }
+        CmdExecuteCommands { command_buffer: self.command_buffer, command_buffer_count: self.command_buffer_count, p_command_buffers: self.p_command_buffers, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3479,6 +4727,8 @@ pub struct CmdBindPipeline<'a> {
     command_buffer: vk::CommandBuffer,
     pipeline_bind_point: vk::PipelineBindPoint,
     pipeline: vk::Pipeline,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBindPipeline<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3487,7 +4737,23 @@ impl<'a> CmdBindPipeline<'a> {
     /// The arguments of a valid call of `vkCmdBindPipeline`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, pipeline_bind_point: vk::PipelineBindPoint, pipeline: vk::Pipeline) -> Self {
-        Self { command_buffer, pipeline_bind_point, pipeline, _life: PhantomData }
+        Self { command_buffer, pipeline_bind_point, pipeline, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBindPipeline<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBindPipeline: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3507,10 +4773,22 @@ impl<'a> CmdBindPipeline<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `pipeline_bind_point` as passed.
     #[inline]
     pub fn pipeline_bind_point(&self) -> vk::PipelineBindPoint {
         self.pipeline_bind_point
+    }
+
+    /// These arguments with `pipeline_bind_point` = `v`.
+    #[inline]
+    pub fn with_pipeline_bind_point(self, v: vk::PipelineBindPoint) -> Self {
+        Self { pipeline_bind_point: v, ..self }
     }
 
     /// `pipeline` as passed.
@@ -3519,13 +4797,19 @@ impl<'a> CmdBindPipeline<'a> {
         self.pipeline
     }
 
+    /// These arguments with `pipeline` = `v`.
+    #[inline]
+    pub fn with_pipeline(self, v: vk::Pipeline) -> Self {
+        Self { pipeline: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdBindPipeline<'b>
     where
         'a: 'b,
     {
-        CmdBindPipeline { command_buffer: self.command_buffer, pipeline_bind_point: self.pipeline_bind_point, pipeline: self.pipeline, _life: PhantomData }
+        CmdBindPipeline { command_buffer: self.command_buffer, pipeline_bind_point: self.pipeline_bind_point, pipeline: self.pipeline, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3540,6 +4824,8 @@ pub struct CmdBindDescriptorSets<'a> {
     p_descriptor_sets: *const vk::DescriptorSet,
     dynamic_offset_count: u32,
     p_dynamic_offsets: *const u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBindDescriptorSets<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3548,7 +4834,23 @@ impl<'a> CmdBindDescriptorSets<'a> {
     /// The arguments of a valid call of `vkCmdBindDescriptorSets`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, pipeline_bind_point: vk::PipelineBindPoint, layout: vk::PipelineLayout, first_set: u32, descriptor_set_count: u32, p_descriptor_sets: *const vk::DescriptorSet, dynamic_offset_count: u32, p_dynamic_offsets: *const u32) -> Self {
-        Self { command_buffer, pipeline_bind_point, layout, first_set, descriptor_set_count, p_descriptor_sets, dynamic_offset_count, p_dynamic_offsets, _life: PhantomData }
+        Self { command_buffer, pipeline_bind_point, layout, first_set, descriptor_set_count, p_descriptor_sets, dynamic_offset_count, p_dynamic_offsets, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBindDescriptorSets<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBindDescriptorSets: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3568,10 +4870,22 @@ impl<'a> CmdBindDescriptorSets<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `pipeline_bind_point` as passed.
     #[inline]
     pub fn pipeline_bind_point(&self) -> vk::PipelineBindPoint {
         self.pipeline_bind_point
+    }
+
+    /// These arguments with `pipeline_bind_point` = `v`.
+    #[inline]
+    pub fn with_pipeline_bind_point(self, v: vk::PipelineBindPoint) -> Self {
+        Self { pipeline_bind_point: v, ..self }
     }
 
     /// `layout` as passed.
@@ -3580,10 +4894,22 @@ impl<'a> CmdBindDescriptorSets<'a> {
         self.layout
     }
 
+    /// These arguments with `layout` = `v`.
+    #[inline]
+    pub fn with_layout(self, v: vk::PipelineLayout) -> Self {
+        Self { layout: v, ..self }
+    }
+
     /// `first_set` as passed.
     #[inline]
     pub fn first_set(&self) -> u32 {
         self.first_set
+    }
+
+    /// These arguments with `first_set` = `v`.
+    #[inline]
+    pub fn with_first_set(self, v: u32) -> Self {
+        Self { first_set: v, ..self }
     }
 
     /// `descriptor_set_count` as passed.
@@ -3648,7 +4974,7 @@ impl<'a> CmdBindDescriptorSets<'a> {
     where
         'a: 'b,
     {
-        CmdBindDescriptorSets { command_buffer: self.command_buffer, pipeline_bind_point: self.pipeline_bind_point, layout: self.layout, first_set: self.first_set, descriptor_set_count: self.descriptor_set_count, p_descriptor_sets: self.p_descriptor_sets, dynamic_offset_count: self.dynamic_offset_count, p_dynamic_offsets: self.p_dynamic_offsets, _life: PhantomData }
+        CmdBindDescriptorSets { command_buffer: self.command_buffer, pipeline_bind_point: self.pipeline_bind_point, layout: self.layout, first_set: self.first_set, descriptor_set_count: self.descriptor_set_count, p_descriptor_sets: self.p_descriptor_sets, dynamic_offset_count: self.dynamic_offset_count, p_dynamic_offsets: self.p_dynamic_offsets, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3660,6 +4986,8 @@ pub struct CmdBindVertexBuffers<'a> {
     binding_count: u32,
     p_buffers: *const vk::Buffer,
     p_offsets: *const vk::DeviceSize,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBindVertexBuffers<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3668,7 +4996,23 @@ impl<'a> CmdBindVertexBuffers<'a> {
     /// The arguments of a valid call of `vkCmdBindVertexBuffers`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, first_binding: u32, binding_count: u32, p_buffers: *const vk::Buffer, p_offsets: *const vk::DeviceSize) -> Self {
-        Self { command_buffer, first_binding, binding_count, p_buffers, p_offsets, _life: PhantomData }
+        Self { command_buffer, first_binding, binding_count, p_buffers, p_offsets, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBindVertexBuffers<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBindVertexBuffers: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3688,10 +5032,22 @@ impl<'a> CmdBindVertexBuffers<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `first_binding` as passed.
     #[inline]
     pub fn first_binding(&self) -> u32 {
         self.first_binding
+    }
+
+    /// These arguments with `first_binding` = `v`.
+    #[inline]
+    pub fn with_first_binding(self, v: u32) -> Self {
+        Self { first_binding: v, ..self }
     }
 
     /// `binding_count` as passed.
@@ -3752,7 +5108,7 @@ impl<'a> CmdBindVertexBuffers<'a> {
     where
         'a: 'b,
     {
-        CmdBindVertexBuffers { command_buffer: self.command_buffer, first_binding: self.first_binding, binding_count: self.binding_count, p_buffers: self.p_buffers, p_offsets: self.p_offsets, _life: PhantomData }
+        CmdBindVertexBuffers { command_buffer: self.command_buffer, first_binding: self.first_binding, binding_count: self.binding_count, p_buffers: self.p_buffers, p_offsets: self.p_offsets, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3766,6 +5122,8 @@ pub struct CmdBindVertexBuffers2<'a> {
     p_offsets: *const vk::DeviceSize,
     p_sizes: *const vk::DeviceSize,
     p_strides: *const vk::DeviceSize,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBindVertexBuffers2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3774,7 +5132,23 @@ impl<'a> CmdBindVertexBuffers2<'a> {
     /// The arguments of a valid call of `vkCmdBindVertexBuffers2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, first_binding: u32, binding_count: u32, p_buffers: *const vk::Buffer, p_offsets: *const vk::DeviceSize, p_sizes: *const vk::DeviceSize, p_strides: *const vk::DeviceSize) -> Self {
-        Self { command_buffer, first_binding, binding_count, p_buffers, p_offsets, p_sizes, p_strides, _life: PhantomData }
+        Self { command_buffer, first_binding, binding_count, p_buffers, p_offsets, p_sizes, p_strides, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBindVertexBuffers2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBindVertexBuffers2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3794,10 +5168,22 @@ impl<'a> CmdBindVertexBuffers2<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `first_binding` as passed.
     #[inline]
     pub fn first_binding(&self) -> u32 {
         self.first_binding
+    }
+
+    /// These arguments with `first_binding` = `v`.
+    #[inline]
+    pub fn with_first_binding(self, v: u32) -> Self {
+        Self { first_binding: v, ..self }
     }
 
     /// `binding_count` as passed.
@@ -3904,7 +5290,7 @@ impl<'a> CmdBindVertexBuffers2<'a> {
     where
         'a: 'b,
     {
-        CmdBindVertexBuffers2 { command_buffer: self.command_buffer, first_binding: self.first_binding, binding_count: self.binding_count, p_buffers: self.p_buffers, p_offsets: self.p_offsets, p_sizes: self.p_sizes, p_strides: self.p_strides, _life: PhantomData }
+        CmdBindVertexBuffers2 { command_buffer: self.command_buffer, first_binding: self.first_binding, binding_count: self.binding_count, p_buffers: self.p_buffers, p_offsets: self.p_offsets, p_sizes: self.p_sizes, p_strides: self.p_strides, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3915,6 +5301,8 @@ pub struct CmdBindIndexBuffer<'a> {
     buffer: vk::Buffer,
     offset: vk::DeviceSize,
     index_type: vk::IndexType,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBindIndexBuffer<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3923,7 +5311,23 @@ impl<'a> CmdBindIndexBuffer<'a> {
     /// The arguments of a valid call of `vkCmdBindIndexBuffer`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, index_type: vk::IndexType) -> Self {
-        Self { command_buffer, buffer, offset, index_type, _life: PhantomData }
+        Self { command_buffer, buffer, offset, index_type, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBindIndexBuffer<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBindIndexBuffer: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -3943,10 +5347,22 @@ impl<'a> CmdBindIndexBuffer<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
         self.buffer
+    }
+
+    /// These arguments with `buffer` = `v`.
+    #[inline]
+    pub fn with_buffer(self, v: vk::Buffer) -> Self {
+        Self { buffer: v, ..self }
     }
 
     /// `offset` as passed.
@@ -3955,10 +5371,22 @@ impl<'a> CmdBindIndexBuffer<'a> {
         self.offset
     }
 
+    /// These arguments with `offset` = `v`.
+    #[inline]
+    pub fn with_offset(self, v: vk::DeviceSize) -> Self {
+        Self { offset: v, ..self }
+    }
+
     /// `index_type` as passed.
     #[inline]
     pub fn index_type(&self) -> vk::IndexType {
         self.index_type
+    }
+
+    /// These arguments with `index_type` = `v`.
+    #[inline]
+    pub fn with_index_type(self, v: vk::IndexType) -> Self {
+        Self { index_type: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -3967,7 +5395,7 @@ impl<'a> CmdBindIndexBuffer<'a> {
     where
         'a: 'b,
     {
-        CmdBindIndexBuffer { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, index_type: self.index_type, _life: PhantomData }
+        CmdBindIndexBuffer { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, index_type: self.index_type, next: self.next, _life: PhantomData }
     }
 }
 
@@ -3980,6 +5408,8 @@ pub struct CmdPushConstants<'a> {
     offset: u32,
     size: u32,
     p_values: *const std::ffi::c_void,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdPushConstants<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -3988,7 +5418,23 @@ impl<'a> CmdPushConstants<'a> {
     /// The arguments of a valid call of `vkCmdPushConstants`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, layout: vk::PipelineLayout, stage_flags: vk::ShaderStageFlags, offset: u32, size: u32, p_values: *const std::ffi::c_void) -> Self {
-        Self { command_buffer, layout, stage_flags, offset, size, p_values, _life: PhantomData }
+        Self { command_buffer, layout, stage_flags, offset, size, p_values, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdPushConstants<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdPushConstants: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4008,10 +5454,22 @@ impl<'a> CmdPushConstants<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `layout` as passed.
     #[inline]
     pub fn layout(&self) -> vk::PipelineLayout {
         self.layout
+    }
+
+    /// These arguments with `layout` = `v`.
+    #[inline]
+    pub fn with_layout(self, v: vk::PipelineLayout) -> Self {
+        Self { layout: v, ..self }
     }
 
     /// `stage_flags` as passed.
@@ -4020,10 +5478,22 @@ impl<'a> CmdPushConstants<'a> {
         self.stage_flags
     }
 
+    /// These arguments with `stage_flags` = `v`.
+    #[inline]
+    pub fn with_stage_flags(self, v: vk::ShaderStageFlags) -> Self {
+        Self { stage_flags: v, ..self }
+    }
+
     /// `offset` as passed.
     #[inline]
     pub fn offset(&self) -> u32 {
         self.offset
+    }
+
+    /// These arguments with `offset` = `v`.
+    #[inline]
+    pub fn with_offset(self, v: u32) -> Self {
+        Self { offset: v, ..self }
     }
 
     /// `size` as passed.
@@ -4044,7 +5514,7 @@ impl<'a> CmdPushConstants<'a> {
     where
         'a: 'b,
     {
-        CmdPushConstants { command_buffer: self.command_buffer, layout: self.layout, stage_flags: self.stage_flags, offset: self.offset, size: self.size, p_values: self.p_values, _life: PhantomData }
+        CmdPushConstants { command_buffer: self.command_buffer, layout: self.layout, stage_flags: self.stage_flags, offset: self.offset, size: self.size, p_values: self.p_values, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4055,6 +5525,8 @@ pub struct CmdSetViewport<'a> {
     first_viewport: u32,
     viewport_count: u32,
     p_viewports: *const vk::Viewport,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetViewport<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4063,7 +5535,23 @@ impl<'a> CmdSetViewport<'a> {
     /// The arguments of a valid call of `vkCmdSetViewport`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, first_viewport: u32, viewport_count: u32, p_viewports: *const vk::Viewport) -> Self {
-        Self { command_buffer, first_viewport, viewport_count, p_viewports, _life: PhantomData }
+        Self { command_buffer, first_viewport, viewport_count, p_viewports, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetViewport<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetViewport: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4083,10 +5571,22 @@ impl<'a> CmdSetViewport<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `first_viewport` as passed.
     #[inline]
     pub fn first_viewport(&self) -> u32 {
         self.first_viewport
+    }
+
+    /// These arguments with `first_viewport` = `v`.
+    #[inline]
+    pub fn with_first_viewport(self, v: u32) -> Self {
+        Self { first_viewport: v, ..self }
     }
 
     /// `viewport_count` as passed.
@@ -4123,7 +5623,7 @@ impl<'a> CmdSetViewport<'a> {
     where
         'a: 'b,
     {
-        CmdSetViewport { command_buffer: self.command_buffer, first_viewport: self.first_viewport, viewport_count: self.viewport_count, p_viewports: self.p_viewports, _life: PhantomData }
+        CmdSetViewport { command_buffer: self.command_buffer, first_viewport: self.first_viewport, viewport_count: self.viewport_count, p_viewports: self.p_viewports, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4134,6 +5634,8 @@ pub struct CmdSetScissor<'a> {
     first_scissor: u32,
     scissor_count: u32,
     p_scissors: *const vk::Rect2D,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetScissor<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4142,7 +5644,23 @@ impl<'a> CmdSetScissor<'a> {
     /// The arguments of a valid call of `vkCmdSetScissor`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, first_scissor: u32, scissor_count: u32, p_scissors: *const vk::Rect2D) -> Self {
-        Self { command_buffer, first_scissor, scissor_count, p_scissors, _life: PhantomData }
+        Self { command_buffer, first_scissor, scissor_count, p_scissors, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetScissor<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetScissor: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4162,10 +5680,22 @@ impl<'a> CmdSetScissor<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `first_scissor` as passed.
     #[inline]
     pub fn first_scissor(&self) -> u32 {
         self.first_scissor
+    }
+
+    /// These arguments with `first_scissor` = `v`.
+    #[inline]
+    pub fn with_first_scissor(self, v: u32) -> Self {
+        Self { first_scissor: v, ..self }
     }
 
     /// `scissor_count` as passed.
@@ -4202,7 +5732,7 @@ impl<'a> CmdSetScissor<'a> {
     where
         'a: 'b,
     {
-        CmdSetScissor { command_buffer: self.command_buffer, first_scissor: self.first_scissor, scissor_count: self.scissor_count, p_scissors: self.p_scissors, _life: PhantomData }
+        CmdSetScissor { command_buffer: self.command_buffer, first_scissor: self.first_scissor, scissor_count: self.scissor_count, p_scissors: self.p_scissors, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4211,6 +5741,8 @@ impl<'a> CmdSetScissor<'a> {
 pub struct CmdSetLineWidth<'a> {
     command_buffer: vk::CommandBuffer,
     line_width: f32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetLineWidth<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4219,7 +5751,23 @@ impl<'a> CmdSetLineWidth<'a> {
     /// The arguments of a valid call of `vkCmdSetLineWidth`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, line_width: f32) -> Self {
-        Self { command_buffer, line_width, _life: PhantomData }
+        Self { command_buffer, line_width, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetLineWidth<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetLineWidth: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4239,10 +5787,22 @@ impl<'a> CmdSetLineWidth<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `line_width` as passed.
     #[inline]
     pub fn line_width(&self) -> f32 {
         self.line_width
+    }
+
+    /// These arguments with `line_width` = `v`.
+    #[inline]
+    pub fn with_line_width(self, v: f32) -> Self {
+        Self { line_width: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -4251,7 +5811,7 @@ impl<'a> CmdSetLineWidth<'a> {
     where
         'a: 'b,
     {
-        CmdSetLineWidth { command_buffer: self.command_buffer, line_width: self.line_width, _life: PhantomData }
+        CmdSetLineWidth { command_buffer: self.command_buffer, line_width: self.line_width, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4262,6 +5822,8 @@ pub struct CmdSetDepthBias<'a> {
     depth_bias_constant_factor: f32,
     depth_bias_clamp: f32,
     depth_bias_slope_factor: f32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetDepthBias<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4270,7 +5832,23 @@ impl<'a> CmdSetDepthBias<'a> {
     /// The arguments of a valid call of `vkCmdSetDepthBias`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, depth_bias_constant_factor: f32, depth_bias_clamp: f32, depth_bias_slope_factor: f32) -> Self {
-        Self { command_buffer, depth_bias_constant_factor, depth_bias_clamp, depth_bias_slope_factor, _life: PhantomData }
+        Self { command_buffer, depth_bias_constant_factor, depth_bias_clamp, depth_bias_slope_factor, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetDepthBias<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetDepthBias: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4290,10 +5868,22 @@ impl<'a> CmdSetDepthBias<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `depth_bias_constant_factor` as passed.
     #[inline]
     pub fn depth_bias_constant_factor(&self) -> f32 {
         self.depth_bias_constant_factor
+    }
+
+    /// These arguments with `depth_bias_constant_factor` = `v`.
+    #[inline]
+    pub fn with_depth_bias_constant_factor(self, v: f32) -> Self {
+        Self { depth_bias_constant_factor: v, ..self }
     }
 
     /// `depth_bias_clamp` as passed.
@@ -4302,10 +5892,22 @@ impl<'a> CmdSetDepthBias<'a> {
         self.depth_bias_clamp
     }
 
+    /// These arguments with `depth_bias_clamp` = `v`.
+    #[inline]
+    pub fn with_depth_bias_clamp(self, v: f32) -> Self {
+        Self { depth_bias_clamp: v, ..self }
+    }
+
     /// `depth_bias_slope_factor` as passed.
     #[inline]
     pub fn depth_bias_slope_factor(&self) -> f32 {
         self.depth_bias_slope_factor
+    }
+
+    /// These arguments with `depth_bias_slope_factor` = `v`.
+    #[inline]
+    pub fn with_depth_bias_slope_factor(self, v: f32) -> Self {
+        Self { depth_bias_slope_factor: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -4314,7 +5916,7 @@ impl<'a> CmdSetDepthBias<'a> {
     where
         'a: 'b,
     {
-        CmdSetDepthBias { command_buffer: self.command_buffer, depth_bias_constant_factor: self.depth_bias_constant_factor, depth_bias_clamp: self.depth_bias_clamp, depth_bias_slope_factor: self.depth_bias_slope_factor, _life: PhantomData }
+        CmdSetDepthBias { command_buffer: self.command_buffer, depth_bias_constant_factor: self.depth_bias_constant_factor, depth_bias_clamp: self.depth_bias_clamp, depth_bias_slope_factor: self.depth_bias_slope_factor, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4323,6 +5925,8 @@ impl<'a> CmdSetDepthBias<'a> {
 pub struct CmdSetBlendConstants<'a> {
     command_buffer: vk::CommandBuffer,
     blend_constants: *const [f32; 4usize],
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetBlendConstants<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4331,7 +5935,23 @@ impl<'a> CmdSetBlendConstants<'a> {
     /// The arguments of a valid call of `vkCmdSetBlendConstants`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, blend_constants: *const [f32; 4usize]) -> Self {
-        Self { command_buffer, blend_constants, _life: PhantomData }
+        Self { command_buffer, blend_constants, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetBlendConstants<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetBlendConstants: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4351,6 +5971,12 @@ impl<'a> CmdSetBlendConstants<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `blend_constants` as passed.
     #[inline]
     pub fn blend_constants(&self) -> *const [f32; 4usize] {
@@ -4363,7 +5989,7 @@ impl<'a> CmdSetBlendConstants<'a> {
     where
         'a: 'b,
     {
-        CmdSetBlendConstants { command_buffer: self.command_buffer, blend_constants: self.blend_constants, _life: PhantomData }
+        CmdSetBlendConstants { command_buffer: self.command_buffer, blend_constants: self.blend_constants, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4373,6 +5999,8 @@ pub struct CmdSetDepthBounds<'a> {
     command_buffer: vk::CommandBuffer,
     min_depth_bounds: f32,
     max_depth_bounds: f32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetDepthBounds<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4381,7 +6009,23 @@ impl<'a> CmdSetDepthBounds<'a> {
     /// The arguments of a valid call of `vkCmdSetDepthBounds`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, min_depth_bounds: f32, max_depth_bounds: f32) -> Self {
-        Self { command_buffer, min_depth_bounds, max_depth_bounds, _life: PhantomData }
+        Self { command_buffer, min_depth_bounds, max_depth_bounds, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetDepthBounds<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetDepthBounds: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4401,10 +6045,22 @@ impl<'a> CmdSetDepthBounds<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `min_depth_bounds` as passed.
     #[inline]
     pub fn min_depth_bounds(&self) -> f32 {
         self.min_depth_bounds
+    }
+
+    /// These arguments with `min_depth_bounds` = `v`.
+    #[inline]
+    pub fn with_min_depth_bounds(self, v: f32) -> Self {
+        Self { min_depth_bounds: v, ..self }
     }
 
     /// `max_depth_bounds` as passed.
@@ -4413,13 +6069,19 @@ impl<'a> CmdSetDepthBounds<'a> {
         self.max_depth_bounds
     }
 
+    /// These arguments with `max_depth_bounds` = `v`.
+    #[inline]
+    pub fn with_max_depth_bounds(self, v: f32) -> Self {
+        Self { max_depth_bounds: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdSetDepthBounds<'b>
     where
         'a: 'b,
     {
-        CmdSetDepthBounds { command_buffer: self.command_buffer, min_depth_bounds: self.min_depth_bounds, max_depth_bounds: self.max_depth_bounds, _life: PhantomData }
+        CmdSetDepthBounds { command_buffer: self.command_buffer, min_depth_bounds: self.min_depth_bounds, max_depth_bounds: self.max_depth_bounds, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4429,6 +6091,8 @@ pub struct CmdSetStencilCompareMask<'a> {
     command_buffer: vk::CommandBuffer,
     face_mask: vk::StencilFaceFlags,
     compare_mask: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetStencilCompareMask<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4437,7 +6101,23 @@ impl<'a> CmdSetStencilCompareMask<'a> {
     /// The arguments of a valid call of `vkCmdSetStencilCompareMask`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, face_mask: vk::StencilFaceFlags, compare_mask: u32) -> Self {
-        Self { command_buffer, face_mask, compare_mask, _life: PhantomData }
+        Self { command_buffer, face_mask, compare_mask, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetStencilCompareMask<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetStencilCompareMask: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4457,10 +6137,22 @@ impl<'a> CmdSetStencilCompareMask<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `face_mask` as passed.
     #[inline]
     pub fn face_mask(&self) -> vk::StencilFaceFlags {
         self.face_mask
+    }
+
+    /// These arguments with `face_mask` = `v`.
+    #[inline]
+    pub fn with_face_mask(self, v: vk::StencilFaceFlags) -> Self {
+        Self { face_mask: v, ..self }
     }
 
     /// `compare_mask` as passed.
@@ -4469,13 +6161,19 @@ impl<'a> CmdSetStencilCompareMask<'a> {
         self.compare_mask
     }
 
+    /// These arguments with `compare_mask` = `v`.
+    #[inline]
+    pub fn with_compare_mask(self, v: u32) -> Self {
+        Self { compare_mask: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdSetStencilCompareMask<'b>
     where
         'a: 'b,
     {
-        CmdSetStencilCompareMask { command_buffer: self.command_buffer, face_mask: self.face_mask, compare_mask: self.compare_mask, _life: PhantomData }
+        CmdSetStencilCompareMask { command_buffer: self.command_buffer, face_mask: self.face_mask, compare_mask: self.compare_mask, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4485,6 +6183,8 @@ pub struct CmdSetStencilWriteMask<'a> {
     command_buffer: vk::CommandBuffer,
     face_mask: vk::StencilFaceFlags,
     write_mask: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetStencilWriteMask<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4493,7 +6193,23 @@ impl<'a> CmdSetStencilWriteMask<'a> {
     /// The arguments of a valid call of `vkCmdSetStencilWriteMask`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, face_mask: vk::StencilFaceFlags, write_mask: u32) -> Self {
-        Self { command_buffer, face_mask, write_mask, _life: PhantomData }
+        Self { command_buffer, face_mask, write_mask, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetStencilWriteMask<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetStencilWriteMask: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4513,10 +6229,22 @@ impl<'a> CmdSetStencilWriteMask<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `face_mask` as passed.
     #[inline]
     pub fn face_mask(&self) -> vk::StencilFaceFlags {
         self.face_mask
+    }
+
+    /// These arguments with `face_mask` = `v`.
+    #[inline]
+    pub fn with_face_mask(self, v: vk::StencilFaceFlags) -> Self {
+        Self { face_mask: v, ..self }
     }
 
     /// `write_mask` as passed.
@@ -4525,13 +6253,19 @@ impl<'a> CmdSetStencilWriteMask<'a> {
         self.write_mask
     }
 
+    /// These arguments with `write_mask` = `v`.
+    #[inline]
+    pub fn with_write_mask(self, v: u32) -> Self {
+        Self { write_mask: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdSetStencilWriteMask<'b>
     where
         'a: 'b,
     {
-        CmdSetStencilWriteMask { command_buffer: self.command_buffer, face_mask: self.face_mask, write_mask: self.write_mask, _life: PhantomData }
+        CmdSetStencilWriteMask { command_buffer: self.command_buffer, face_mask: self.face_mask, write_mask: self.write_mask, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4541,6 +6275,8 @@ pub struct CmdSetStencilReference<'a> {
     command_buffer: vk::CommandBuffer,
     face_mask: vk::StencilFaceFlags,
     reference: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetStencilReference<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4549,7 +6285,23 @@ impl<'a> CmdSetStencilReference<'a> {
     /// The arguments of a valid call of `vkCmdSetStencilReference`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, face_mask: vk::StencilFaceFlags, reference: u32) -> Self {
-        Self { command_buffer, face_mask, reference, _life: PhantomData }
+        Self { command_buffer, face_mask, reference, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetStencilReference<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetStencilReference: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4569,10 +6321,22 @@ impl<'a> CmdSetStencilReference<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `face_mask` as passed.
     #[inline]
     pub fn face_mask(&self) -> vk::StencilFaceFlags {
         self.face_mask
+    }
+
+    /// These arguments with `face_mask` = `v`.
+    #[inline]
+    pub fn with_face_mask(self, v: vk::StencilFaceFlags) -> Self {
+        Self { face_mask: v, ..self }
     }
 
     /// `reference` as passed.
@@ -4581,13 +6345,19 @@ impl<'a> CmdSetStencilReference<'a> {
         self.reference
     }
 
+    /// These arguments with `reference` = `v`.
+    #[inline]
+    pub fn with_reference(self, v: u32) -> Self {
+        Self { reference: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdSetStencilReference<'b>
     where
         'a: 'b,
     {
-        CmdSetStencilReference { command_buffer: self.command_buffer, face_mask: self.face_mask, reference: self.reference, _life: PhantomData }
+        CmdSetStencilReference { command_buffer: self.command_buffer, face_mask: self.face_mask, reference: self.reference, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4599,6 +6369,8 @@ pub struct CmdDraw<'a> {
     instance_count: u32,
     first_vertex: u32,
     first_instance: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDraw<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4607,7 +6379,23 @@ impl<'a> CmdDraw<'a> {
     /// The arguments of a valid call of `vkCmdDraw`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, vertex_count: u32, instance_count: u32, first_vertex: u32, first_instance: u32) -> Self {
-        Self { command_buffer, vertex_count, instance_count, first_vertex, first_instance, _life: PhantomData }
+        Self { command_buffer, vertex_count, instance_count, first_vertex, first_instance, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDraw<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDraw: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4627,10 +6415,22 @@ impl<'a> CmdDraw<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `vertex_count` as passed.
     #[inline]
     pub fn vertex_count(&self) -> u32 {
         self.vertex_count
+    }
+
+    /// These arguments with `vertex_count` = `v`.
+    #[inline]
+    pub fn with_vertex_count(self, v: u32) -> Self {
+        Self { vertex_count: v, ..self }
     }
 
     /// `instance_count` as passed.
@@ -4639,10 +6439,22 @@ impl<'a> CmdDraw<'a> {
         self.instance_count
     }
 
+    /// These arguments with `instance_count` = `v`.
+    #[inline]
+    pub fn with_instance_count(self, v: u32) -> Self {
+        Self { instance_count: v, ..self }
+    }
+
     /// `first_vertex` as passed.
     #[inline]
     pub fn first_vertex(&self) -> u32 {
         self.first_vertex
+    }
+
+    /// These arguments with `first_vertex` = `v`.
+    #[inline]
+    pub fn with_first_vertex(self, v: u32) -> Self {
+        Self { first_vertex: v, ..self }
     }
 
     /// `first_instance` as passed.
@@ -4651,13 +6463,19 @@ impl<'a> CmdDraw<'a> {
         self.first_instance
     }
 
+    /// These arguments with `first_instance` = `v`.
+    #[inline]
+    pub fn with_first_instance(self, v: u32) -> Self {
+        Self { first_instance: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdDraw<'b>
     where
         'a: 'b,
     {
-        CmdDraw { command_buffer: self.command_buffer, vertex_count: self.vertex_count, instance_count: self.instance_count, first_vertex: self.first_vertex, first_instance: self.first_instance, _life: PhantomData }
+        CmdDraw { command_buffer: self.command_buffer, vertex_count: self.vertex_count, instance_count: self.instance_count, first_vertex: self.first_vertex, first_instance: self.first_instance, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4670,6 +6488,8 @@ pub struct CmdDrawIndexed<'a> {
     first_index: u32,
     vertex_offset: i32,
     first_instance: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDrawIndexed<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4678,7 +6498,23 @@ impl<'a> CmdDrawIndexed<'a> {
     /// The arguments of a valid call of `vkCmdDrawIndexed`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, index_count: u32, instance_count: u32, first_index: u32, vertex_offset: i32, first_instance: u32) -> Self {
-        Self { command_buffer, index_count, instance_count, first_index, vertex_offset, first_instance, _life: PhantomData }
+        Self { command_buffer, index_count, instance_count, first_index, vertex_offset, first_instance, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDrawIndexed<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDrawIndexed: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4698,10 +6534,22 @@ impl<'a> CmdDrawIndexed<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `index_count` as passed.
     #[inline]
     pub fn index_count(&self) -> u32 {
         self.index_count
+    }
+
+    /// These arguments with `index_count` = `v`.
+    #[inline]
+    pub fn with_index_count(self, v: u32) -> Self {
+        Self { index_count: v, ..self }
     }
 
     /// `instance_count` as passed.
@@ -4710,10 +6558,22 @@ impl<'a> CmdDrawIndexed<'a> {
         self.instance_count
     }
 
+    /// These arguments with `instance_count` = `v`.
+    #[inline]
+    pub fn with_instance_count(self, v: u32) -> Self {
+        Self { instance_count: v, ..self }
+    }
+
     /// `first_index` as passed.
     #[inline]
     pub fn first_index(&self) -> u32 {
         self.first_index
+    }
+
+    /// These arguments with `first_index` = `v`.
+    #[inline]
+    pub fn with_first_index(self, v: u32) -> Self {
+        Self { first_index: v, ..self }
     }
 
     /// `vertex_offset` as passed.
@@ -4722,10 +6582,22 @@ impl<'a> CmdDrawIndexed<'a> {
         self.vertex_offset
     }
 
+    /// These arguments with `vertex_offset` = `v`.
+    #[inline]
+    pub fn with_vertex_offset(self, v: i32) -> Self {
+        Self { vertex_offset: v, ..self }
+    }
+
     /// `first_instance` as passed.
     #[inline]
     pub fn first_instance(&self) -> u32 {
         self.first_instance
+    }
+
+    /// These arguments with `first_instance` = `v`.
+    #[inline]
+    pub fn with_first_instance(self, v: u32) -> Self {
+        Self { first_instance: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -4734,7 +6606,7 @@ impl<'a> CmdDrawIndexed<'a> {
     where
         'a: 'b,
     {
-        CmdDrawIndexed { command_buffer: self.command_buffer, index_count: self.index_count, instance_count: self.instance_count, first_index: self.first_index, vertex_offset: self.vertex_offset, first_instance: self.first_instance, _life: PhantomData }
+        CmdDrawIndexed { command_buffer: self.command_buffer, index_count: self.index_count, instance_count: self.instance_count, first_index: self.first_index, vertex_offset: self.vertex_offset, first_instance: self.first_instance, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4746,6 +6618,8 @@ pub struct CmdDrawIndirect<'a> {
     offset: vk::DeviceSize,
     draw_count: u32,
     stride: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDrawIndirect<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4754,7 +6628,23 @@ impl<'a> CmdDrawIndirect<'a> {
     /// The arguments of a valid call of `vkCmdDrawIndirect`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, draw_count: u32, stride: u32) -> Self {
-        Self { command_buffer, buffer, offset, draw_count, stride, _life: PhantomData }
+        Self { command_buffer, buffer, offset, draw_count, stride, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDrawIndirect<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDrawIndirect: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4774,10 +6664,22 @@ impl<'a> CmdDrawIndirect<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
         self.buffer
+    }
+
+    /// These arguments with `buffer` = `v`.
+    #[inline]
+    pub fn with_buffer(self, v: vk::Buffer) -> Self {
+        Self { buffer: v, ..self }
     }
 
     /// `offset` as passed.
@@ -4786,10 +6688,22 @@ impl<'a> CmdDrawIndirect<'a> {
         self.offset
     }
 
+    /// These arguments with `offset` = `v`.
+    #[inline]
+    pub fn with_offset(self, v: vk::DeviceSize) -> Self {
+        Self { offset: v, ..self }
+    }
+
     /// `draw_count` as passed.
     #[inline]
     pub fn draw_count(&self) -> u32 {
         self.draw_count
+    }
+
+    /// These arguments with `draw_count` = `v`.
+    #[inline]
+    pub fn with_draw_count(self, v: u32) -> Self {
+        Self { draw_count: v, ..self }
     }
 
     /// `stride` as passed.
@@ -4798,13 +6712,19 @@ impl<'a> CmdDrawIndirect<'a> {
         self.stride
     }
 
+    /// These arguments with `stride` = `v`.
+    #[inline]
+    pub fn with_stride(self, v: u32) -> Self {
+        Self { stride: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdDrawIndirect<'b>
     where
         'a: 'b,
     {
-        CmdDrawIndirect { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, draw_count: self.draw_count, stride: self.stride, _life: PhantomData }
+        CmdDrawIndirect { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, draw_count: self.draw_count, stride: self.stride, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4816,6 +6736,8 @@ pub struct CmdDrawIndexedIndirect<'a> {
     offset: vk::DeviceSize,
     draw_count: u32,
     stride: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDrawIndexedIndirect<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4824,7 +6746,23 @@ impl<'a> CmdDrawIndexedIndirect<'a> {
     /// The arguments of a valid call of `vkCmdDrawIndexedIndirect`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, draw_count: u32, stride: u32) -> Self {
-        Self { command_buffer, buffer, offset, draw_count, stride, _life: PhantomData }
+        Self { command_buffer, buffer, offset, draw_count, stride, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDrawIndexedIndirect<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDrawIndexedIndirect: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4844,10 +6782,22 @@ impl<'a> CmdDrawIndexedIndirect<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
         self.buffer
+    }
+
+    /// These arguments with `buffer` = `v`.
+    #[inline]
+    pub fn with_buffer(self, v: vk::Buffer) -> Self {
+        Self { buffer: v, ..self }
     }
 
     /// `offset` as passed.
@@ -4856,10 +6806,22 @@ impl<'a> CmdDrawIndexedIndirect<'a> {
         self.offset
     }
 
+    /// These arguments with `offset` = `v`.
+    #[inline]
+    pub fn with_offset(self, v: vk::DeviceSize) -> Self {
+        Self { offset: v, ..self }
+    }
+
     /// `draw_count` as passed.
     #[inline]
     pub fn draw_count(&self) -> u32 {
         self.draw_count
+    }
+
+    /// These arguments with `draw_count` = `v`.
+    #[inline]
+    pub fn with_draw_count(self, v: u32) -> Self {
+        Self { draw_count: v, ..self }
     }
 
     /// `stride` as passed.
@@ -4868,13 +6830,19 @@ impl<'a> CmdDrawIndexedIndirect<'a> {
         self.stride
     }
 
+    /// These arguments with `stride` = `v`.
+    #[inline]
+    pub fn with_stride(self, v: u32) -> Self {
+        Self { stride: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdDrawIndexedIndirect<'b>
     where
         'a: 'b,
     {
-        CmdDrawIndexedIndirect { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, draw_count: self.draw_count, stride: self.stride, _life: PhantomData }
+        CmdDrawIndexedIndirect { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, draw_count: self.draw_count, stride: self.stride, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4888,6 +6856,8 @@ pub struct CmdDrawIndirectCount<'a> {
     count_buffer_offset: vk::DeviceSize,
     max_draw_count: u32,
     stride: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDrawIndirectCount<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4896,7 +6866,23 @@ impl<'a> CmdDrawIndirectCount<'a> {
     /// The arguments of a valid call of `vkCmdDrawIndirectCount`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer, count_buffer_offset: vk::DeviceSize, max_draw_count: u32, stride: u32) -> Self {
-        Self { command_buffer, buffer, offset, count_buffer, count_buffer_offset, max_draw_count, stride, _life: PhantomData }
+        Self { command_buffer, buffer, offset, count_buffer, count_buffer_offset, max_draw_count, stride, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDrawIndirectCount<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDrawIndirectCount: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -4916,10 +6902,22 @@ impl<'a> CmdDrawIndirectCount<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
         self.buffer
+    }
+
+    /// These arguments with `buffer` = `v`.
+    #[inline]
+    pub fn with_buffer(self, v: vk::Buffer) -> Self {
+        Self { buffer: v, ..self }
     }
 
     /// `offset` as passed.
@@ -4928,10 +6926,22 @@ impl<'a> CmdDrawIndirectCount<'a> {
         self.offset
     }
 
+    /// These arguments with `offset` = `v`.
+    #[inline]
+    pub fn with_offset(self, v: vk::DeviceSize) -> Self {
+        Self { offset: v, ..self }
+    }
+
     /// `count_buffer` as passed.
     #[inline]
     pub fn count_buffer(&self) -> vk::Buffer {
         self.count_buffer
+    }
+
+    /// These arguments with `count_buffer` = `v`.
+    #[inline]
+    pub fn with_count_buffer(self, v: vk::Buffer) -> Self {
+        Self { count_buffer: v, ..self }
     }
 
     /// `count_buffer_offset` as passed.
@@ -4940,10 +6950,22 @@ impl<'a> CmdDrawIndirectCount<'a> {
         self.count_buffer_offset
     }
 
+    /// These arguments with `count_buffer_offset` = `v`.
+    #[inline]
+    pub fn with_count_buffer_offset(self, v: vk::DeviceSize) -> Self {
+        Self { count_buffer_offset: v, ..self }
+    }
+
     /// `max_draw_count` as passed.
     #[inline]
     pub fn max_draw_count(&self) -> u32 {
         self.max_draw_count
+    }
+
+    /// These arguments with `max_draw_count` = `v`.
+    #[inline]
+    pub fn with_max_draw_count(self, v: u32) -> Self {
+        Self { max_draw_count: v, ..self }
     }
 
     /// `stride` as passed.
@@ -4952,13 +6974,19 @@ impl<'a> CmdDrawIndirectCount<'a> {
         self.stride
     }
 
+    /// These arguments with `stride` = `v`.
+    #[inline]
+    pub fn with_stride(self, v: u32) -> Self {
+        Self { stride: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdDrawIndirectCount<'b>
     where
         'a: 'b,
     {
-        CmdDrawIndirectCount { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, count_buffer: self.count_buffer, count_buffer_offset: self.count_buffer_offset, max_draw_count: self.max_draw_count, stride: self.stride, _life: PhantomData }
+        CmdDrawIndirectCount { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, count_buffer: self.count_buffer, count_buffer_offset: self.count_buffer_offset, max_draw_count: self.max_draw_count, stride: self.stride, next: self.next, _life: PhantomData }
     }
 }
 
@@ -4972,6 +7000,8 @@ pub struct CmdDrawIndexedIndirectCount<'a> {
     count_buffer_offset: vk::DeviceSize,
     max_draw_count: u32,
     stride: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDrawIndexedIndirectCount<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -4980,7 +7010,23 @@ impl<'a> CmdDrawIndexedIndirectCount<'a> {
     /// The arguments of a valid call of `vkCmdDrawIndexedIndirectCount`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer, count_buffer_offset: vk::DeviceSize, max_draw_count: u32, stride: u32) -> Self {
-        Self { command_buffer, buffer, offset, count_buffer, count_buffer_offset, max_draw_count, stride, _life: PhantomData }
+        Self { command_buffer, buffer, offset, count_buffer, count_buffer_offset, max_draw_count, stride, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDrawIndexedIndirectCount<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDrawIndexedIndirectCount: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5000,10 +7046,22 @@ impl<'a> CmdDrawIndexedIndirectCount<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
         self.buffer
+    }
+
+    /// These arguments with `buffer` = `v`.
+    #[inline]
+    pub fn with_buffer(self, v: vk::Buffer) -> Self {
+        Self { buffer: v, ..self }
     }
 
     /// `offset` as passed.
@@ -5012,10 +7070,22 @@ impl<'a> CmdDrawIndexedIndirectCount<'a> {
         self.offset
     }
 
+    /// These arguments with `offset` = `v`.
+    #[inline]
+    pub fn with_offset(self, v: vk::DeviceSize) -> Self {
+        Self { offset: v, ..self }
+    }
+
     /// `count_buffer` as passed.
     #[inline]
     pub fn count_buffer(&self) -> vk::Buffer {
         self.count_buffer
+    }
+
+    /// These arguments with `count_buffer` = `v`.
+    #[inline]
+    pub fn with_count_buffer(self, v: vk::Buffer) -> Self {
+        Self { count_buffer: v, ..self }
     }
 
     /// `count_buffer_offset` as passed.
@@ -5024,10 +7094,22 @@ impl<'a> CmdDrawIndexedIndirectCount<'a> {
         self.count_buffer_offset
     }
 
+    /// These arguments with `count_buffer_offset` = `v`.
+    #[inline]
+    pub fn with_count_buffer_offset(self, v: vk::DeviceSize) -> Self {
+        Self { count_buffer_offset: v, ..self }
+    }
+
     /// `max_draw_count` as passed.
     #[inline]
     pub fn max_draw_count(&self) -> u32 {
         self.max_draw_count
+    }
+
+    /// These arguments with `max_draw_count` = `v`.
+    #[inline]
+    pub fn with_max_draw_count(self, v: u32) -> Self {
+        Self { max_draw_count: v, ..self }
     }
 
     /// `stride` as passed.
@@ -5036,13 +7118,19 @@ impl<'a> CmdDrawIndexedIndirectCount<'a> {
         self.stride
     }
 
+    /// These arguments with `stride` = `v`.
+    #[inline]
+    pub fn with_stride(self, v: u32) -> Self {
+        Self { stride: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdDrawIndexedIndirectCount<'b>
     where
         'a: 'b,
     {
-        CmdDrawIndexedIndirectCount { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, count_buffer: self.count_buffer, count_buffer_offset: self.count_buffer_offset, max_draw_count: self.max_draw_count, stride: self.stride, _life: PhantomData }
+        CmdDrawIndexedIndirectCount { command_buffer: self.command_buffer, buffer: self.buffer, offset: self.offset, count_buffer: self.count_buffer, count_buffer_offset: self.count_buffer_offset, max_draw_count: self.max_draw_count, stride: self.stride, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5055,6 +7143,8 @@ pub struct CmdDrawMultiEXT<'a> {
     instance_count: u32,
     first_instance: u32,
     stride: u32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDrawMultiEXT<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5063,7 +7153,23 @@ impl<'a> CmdDrawMultiEXT<'a> {
     /// The arguments of a valid call of `vkCmdDrawMultiEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, draw_count: u32, p_vertex_info: *const vk::MultiDrawInfoEXT, instance_count: u32, first_instance: u32, stride: u32) -> Self {
-        Self { command_buffer, draw_count, p_vertex_info, instance_count, first_instance, stride, _life: PhantomData }
+        Self { command_buffer, draw_count, p_vertex_info, instance_count, first_instance, stride, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDrawMultiEXT<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDrawMultiEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5083,6 +7189,12 @@ impl<'a> CmdDrawMultiEXT<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `draw_count` as passed.
     #[inline]
     pub fn draw_count(&self) -> u32 {
@@ -5095,26 +7207,16 @@ impl<'a> CmdDrawMultiEXT<'a> {
         self.p_vertex_info
     }
 
-    /// `p_vertex_info`: its `draw_count` items.
-    #[inline]
-    pub fn vertex_info(&self) -> &'a [vk::MultiDrawInfoEXT] {
-        // SAFETY: VUID-vkCmdDrawMultiEXT-pVertexInfo-parameter: `draw_count` valid items (none where it is 0).
-        unsafe { crate::ffi::slice(self.p_vertex_info, self.draw_count) }
-    }
-
-    /// These arguments with `p_vertex_info` (and `draw_count`) from `v`.
-    #[inline]
-    pub fn with_vertex_info<'b>(self, v: &'b [vk::MultiDrawInfoEXT]) -> CmdDrawMultiEXT<'b>
-    where
-        'a: 'b,
-    {
-        CmdDrawMultiEXT { p_vertex_info: v.as_ptr(), draw_count: v.len() as u32, ..self.shorten() }
-    }
-
     /// `instance_count` as passed.
     #[inline]
     pub fn instance_count(&self) -> u32 {
         self.instance_count
+    }
+
+    /// These arguments with `instance_count` = `v`.
+    #[inline]
+    pub fn with_instance_count(self, v: u32) -> Self {
+        Self { instance_count: v, ..self }
     }
 
     /// `first_instance` as passed.
@@ -5123,10 +7225,22 @@ impl<'a> CmdDrawMultiEXT<'a> {
         self.first_instance
     }
 
+    /// These arguments with `first_instance` = `v`.
+    #[inline]
+    pub fn with_first_instance(self, v: u32) -> Self {
+        Self { first_instance: v, ..self }
+    }
+
     /// `stride` as passed.
     #[inline]
     pub fn stride(&self) -> u32 {
         self.stride
+    }
+
+    /// These arguments with `stride` = `v`.
+    #[inline]
+    pub fn with_stride(self, v: u32) -> Self {
+        Self { stride: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -5135,7 +7249,7 @@ impl<'a> CmdDrawMultiEXT<'a> {
     where
         'a: 'b,
     {
-        CmdDrawMultiEXT { command_buffer: self.command_buffer, draw_count: self.draw_count, p_vertex_info: self.p_vertex_info, instance_count: self.instance_count, first_instance: self.first_instance, stride: self.stride, _life: PhantomData }
+        CmdDrawMultiEXT { command_buffer: self.command_buffer, draw_count: self.draw_count, p_vertex_info: self.p_vertex_info, instance_count: self.instance_count, first_instance: self.first_instance, stride: self.stride, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5149,6 +7263,8 @@ pub struct CmdDrawMultiIndexedEXT<'a> {
     first_instance: u32,
     stride: u32,
     p_vertex_offset: *const i32,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdDrawMultiIndexedEXT<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5157,7 +7273,23 @@ impl<'a> CmdDrawMultiIndexedEXT<'a> {
     /// The arguments of a valid call of `vkCmdDrawMultiIndexedEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, draw_count: u32, p_index_info: *const vk::MultiDrawIndexedInfoEXT, instance_count: u32, first_instance: u32, stride: u32, p_vertex_offset: *const i32) -> Self {
-        Self { command_buffer, draw_count, p_index_info, instance_count, first_instance, stride, p_vertex_offset, _life: PhantomData }
+        Self { command_buffer, draw_count, p_index_info, instance_count, first_instance, stride, p_vertex_offset, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdDrawMultiIndexedEXT<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdDrawMultiIndexedEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5177,6 +7309,12 @@ impl<'a> CmdDrawMultiIndexedEXT<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `draw_count` as passed.
     #[inline]
     pub fn draw_count(&self) -> u32 {
@@ -5189,26 +7327,16 @@ impl<'a> CmdDrawMultiIndexedEXT<'a> {
         self.p_index_info
     }
 
-    /// `p_index_info`: its `draw_count` items.
-    #[inline]
-    pub fn index_info(&self) -> &'a [vk::MultiDrawIndexedInfoEXT] {
-        // SAFETY: VUID-vkCmdDrawMultiIndexedEXT-pIndexInfo-parameter: `draw_count` valid items (none where it is 0).
-        unsafe { crate::ffi::slice(self.p_index_info, self.draw_count) }
-    }
-
-    /// These arguments with `p_index_info` (and `draw_count`) from `v`.
-    #[inline]
-    pub fn with_index_info<'b>(self, v: &'b [vk::MultiDrawIndexedInfoEXT]) -> CmdDrawMultiIndexedEXT<'b>
-    where
-        'a: 'b,
-    {
-        CmdDrawMultiIndexedEXT { p_index_info: v.as_ptr(), draw_count: v.len() as u32, ..self.shorten() }
-    }
-
     /// `instance_count` as passed.
     #[inline]
     pub fn instance_count(&self) -> u32 {
         self.instance_count
+    }
+
+    /// These arguments with `instance_count` = `v`.
+    #[inline]
+    pub fn with_instance_count(self, v: u32) -> Self {
+        Self { instance_count: v, ..self }
     }
 
     /// `first_instance` as passed.
@@ -5217,10 +7345,22 @@ impl<'a> CmdDrawMultiIndexedEXT<'a> {
         self.first_instance
     }
 
+    /// These arguments with `first_instance` = `v`.
+    #[inline]
+    pub fn with_first_instance(self, v: u32) -> Self {
+        Self { first_instance: v, ..self }
+    }
+
     /// `stride` as passed.
     #[inline]
     pub fn stride(&self) -> u32 {
         self.stride
+    }
+
+    /// These arguments with `stride` = `v`.
+    #[inline]
+    pub fn with_stride(self, v: u32) -> Self {
+        Self { stride: v, ..self }
     }
 
     /// `p_vertex_offset` as passed.
@@ -5242,7 +7382,7 @@ impl<'a> CmdDrawMultiIndexedEXT<'a> {
     where
         'a: 'b,
     {
-        CmdDrawMultiIndexedEXT { command_buffer: self.command_buffer, draw_count: self.draw_count, p_index_info: self.p_index_info, instance_count: self.instance_count, first_instance: self.first_instance, stride: self.stride, p_vertex_offset: self.p_vertex_offset, _life: PhantomData }
+        CmdDrawMultiIndexedEXT { command_buffer: self.command_buffer, draw_count: self.draw_count, p_index_info: self.p_index_info, instance_count: self.instance_count, first_instance: self.first_instance, stride: self.stride, p_vertex_offset: self.p_vertex_offset, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5252,6 +7392,8 @@ pub struct CmdSetViewportWithCount<'a> {
     command_buffer: vk::CommandBuffer,
     viewport_count: u32,
     p_viewports: *const vk::Viewport,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetViewportWithCount<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5260,7 +7402,23 @@ impl<'a> CmdSetViewportWithCount<'a> {
     /// The arguments of a valid call of `vkCmdSetViewportWithCount`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, viewport_count: u32, p_viewports: *const vk::Viewport) -> Self {
-        Self { command_buffer, viewport_count, p_viewports, _life: PhantomData }
+        Self { command_buffer, viewport_count, p_viewports, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetViewportWithCount<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetViewportWithCount: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5278,6 +7436,12 @@ impl<'a> CmdSetViewportWithCount<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `viewport_count` as passed.
@@ -5314,7 +7478,7 @@ impl<'a> CmdSetViewportWithCount<'a> {
     where
         'a: 'b,
     {
-        CmdSetViewportWithCount { command_buffer: self.command_buffer, viewport_count: self.viewport_count, p_viewports: self.p_viewports, _life: PhantomData }
+        CmdSetViewportWithCount { command_buffer: self.command_buffer, viewport_count: self.viewport_count, p_viewports: self.p_viewports, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5324,6 +7488,8 @@ pub struct CmdSetScissorWithCount<'a> {
     command_buffer: vk::CommandBuffer,
     scissor_count: u32,
     p_scissors: *const vk::Rect2D,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetScissorWithCount<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5332,7 +7498,23 @@ impl<'a> CmdSetScissorWithCount<'a> {
     /// The arguments of a valid call of `vkCmdSetScissorWithCount`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, scissor_count: u32, p_scissors: *const vk::Rect2D) -> Self {
-        Self { command_buffer, scissor_count, p_scissors, _life: PhantomData }
+        Self { command_buffer, scissor_count, p_scissors, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetScissorWithCount<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetScissorWithCount: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5350,6 +7532,12 @@ impl<'a> CmdSetScissorWithCount<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `scissor_count` as passed.
@@ -5386,7 +7574,7 @@ impl<'a> CmdSetScissorWithCount<'a> {
     where
         'a: 'b,
     {
-        CmdSetScissorWithCount { command_buffer: self.command_buffer, scissor_count: self.scissor_count, p_scissors: self.p_scissors, _life: PhantomData }
+        CmdSetScissorWithCount { command_buffer: self.command_buffer, scissor_count: self.scissor_count, p_scissors: self.p_scissors, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5398,6 +7586,8 @@ pub struct CmdClearAttachments<'a> {
     p_attachments: *const vk::ClearAttachment,
     rect_count: u32,
     p_rects: *const vk::ClearRect,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdClearAttachments<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5406,7 +7596,23 @@ impl<'a> CmdClearAttachments<'a> {
     /// The arguments of a valid call of `vkCmdClearAttachments`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, attachment_count: u32, p_attachments: *const vk::ClearAttachment, rect_count: u32, p_rects: *const vk::ClearRect) -> Self {
-        Self { command_buffer, attachment_count, p_attachments, rect_count, p_rects, _life: PhantomData }
+        Self { command_buffer, attachment_count, p_attachments, rect_count, p_rects, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdClearAttachments<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdClearAttachments: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5424,6 +7630,12 @@ impl<'a> CmdClearAttachments<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `attachment_count` as passed.
@@ -5488,7 +7700,7 @@ impl<'a> CmdClearAttachments<'a> {
     where
         'a: 'b,
     {
-        CmdClearAttachments { command_buffer: self.command_buffer, attachment_count: self.attachment_count, p_attachments: self.p_attachments, rect_count: self.rect_count, p_rects: self.p_rects, _life: PhantomData }
+        CmdClearAttachments { command_buffer: self.command_buffer, attachment_count: self.attachment_count, p_attachments: self.p_attachments, rect_count: self.rect_count, p_rects: self.p_rects, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5500,6 +7712,8 @@ pub struct CmdBeginTransformFeedbackEXT<'a> {
     counter_buffer_count: u32,
     p_counter_buffers: *const vk::Buffer,
     p_counter_buffer_offsets: *const vk::DeviceSize,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBeginTransformFeedbackEXT<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5508,7 +7722,23 @@ impl<'a> CmdBeginTransformFeedbackEXT<'a> {
     /// The arguments of a valid call of `vkCmdBeginTransformFeedbackEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, first_counter_buffer: u32, counter_buffer_count: u32, p_counter_buffers: *const vk::Buffer, p_counter_buffer_offsets: *const vk::DeviceSize) -> Self {
-        Self { command_buffer, first_counter_buffer, counter_buffer_count, p_counter_buffers, p_counter_buffer_offsets, _life: PhantomData }
+        Self { command_buffer, first_counter_buffer, counter_buffer_count, p_counter_buffers, p_counter_buffer_offsets, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBeginTransformFeedbackEXT<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBeginTransformFeedbackEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5528,10 +7758,22 @@ impl<'a> CmdBeginTransformFeedbackEXT<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `first_counter_buffer` as passed.
     #[inline]
     pub fn first_counter_buffer(&self) -> u32 {
         self.first_counter_buffer
+    }
+
+    /// These arguments with `first_counter_buffer` = `v`.
+    #[inline]
+    pub fn with_first_counter_buffer(self, v: u32) -> Self {
+        Self { first_counter_buffer: v, ..self }
     }
 
     /// `counter_buffer_count` as passed.
@@ -5544,23 +7786,6 @@ impl<'a> CmdBeginTransformFeedbackEXT<'a> {
     #[inline]
     pub fn p_counter_buffers(&self) -> *const vk::Buffer {
         self.p_counter_buffers
-    }
-
-    /// `p_counter_buffers`: its `counter_buffer_count` items.
-    #[inline]
-    pub fn counter_buffers(&self) -> &'a [vk::Buffer] {
-        // SAFETY: VUID-vkCmdBeginTransformFeedbackEXT-pCounterBuffers-parameter: `counter_buffer_count` valid items (none where it is 0).
-        unsafe { crate::ffi::slice(self.p_counter_buffers, self.counter_buffer_count) }
-    }
-
-    /// These arguments with `p_counter_buffers` (and `counter_buffer_count`) from `v`, as many as before.
-    #[inline]
-    pub fn with_counter_buffers<'b>(self, v: &'b [vk::Buffer]) -> CmdBeginTransformFeedbackEXT<'b>
-    where
-        'a: 'b,
-    {
-        assert_eq!(v.len(), self.counter_buffer_count as usize, "vkCmdBeginTransformFeedbackEXT: p_counter_buffers keeps its count");
-        CmdBeginTransformFeedbackEXT { p_counter_buffers: v.as_ptr(), ..self.shorten() }
     }
 
     /// `p_counter_buffer_offsets` as passed.
@@ -5592,7 +7817,7 @@ impl<'a> CmdBeginTransformFeedbackEXT<'a> {
     where
         'a: 'b,
     {
-        CmdBeginTransformFeedbackEXT { command_buffer: self.command_buffer, first_counter_buffer: self.first_counter_buffer, counter_buffer_count: self.counter_buffer_count, p_counter_buffers: self.p_counter_buffers, p_counter_buffer_offsets: self.p_counter_buffer_offsets, _life: PhantomData }
+        CmdBeginTransformFeedbackEXT { command_buffer: self.command_buffer, first_counter_buffer: self.first_counter_buffer, counter_buffer_count: self.counter_buffer_count, p_counter_buffers: self.p_counter_buffers, p_counter_buffer_offsets: self.p_counter_buffer_offsets, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5605,6 +7830,8 @@ pub struct CmdCopyBufferToImage<'a> {
     dst_image_layout: vk::ImageLayout,
     region_count: u32,
     p_regions: *const vk::BufferImageCopy,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdCopyBufferToImage<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5613,7 +7840,23 @@ impl<'a> CmdCopyBufferToImage<'a> {
     /// The arguments of a valid call of `vkCmdCopyBufferToImage`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, src_buffer: vk::Buffer, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::BufferImageCopy) -> Self {
-        Self { command_buffer, src_buffer, dst_image, dst_image_layout, region_count, p_regions, _life: PhantomData }
+        Self { command_buffer, src_buffer, dst_image, dst_image_layout, region_count, p_regions, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdCopyBufferToImage<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdCopyBufferToImage: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5633,10 +7876,22 @@ impl<'a> CmdCopyBufferToImage<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `src_buffer` as passed.
     #[inline]
     pub fn src_buffer(&self) -> vk::Buffer {
         self.src_buffer
+    }
+
+    /// These arguments with `src_buffer` = `v`.
+    #[inline]
+    pub fn with_src_buffer(self, v: vk::Buffer) -> Self {
+        Self { src_buffer: v, ..self }
     }
 
     /// `dst_image` as passed.
@@ -5645,10 +7900,22 @@ impl<'a> CmdCopyBufferToImage<'a> {
         self.dst_image
     }
 
+    /// These arguments with `dst_image` = `v`.
+    #[inline]
+    pub fn with_dst_image(self, v: vk::Image) -> Self {
+        Self { dst_image: v, ..self }
+    }
+
     /// `dst_image_layout` as passed.
     #[inline]
     pub fn dst_image_layout(&self) -> vk::ImageLayout {
         self.dst_image_layout
+    }
+
+    /// These arguments with `dst_image_layout` = `v`.
+    #[inline]
+    pub fn with_dst_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { dst_image_layout: v, ..self }
     }
 
     /// `region_count` as passed.
@@ -5685,7 +7952,7 @@ impl<'a> CmdCopyBufferToImage<'a> {
     where
         'a: 'b,
     {
-        CmdCopyBufferToImage { command_buffer: self.command_buffer, src_buffer: self.src_buffer, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, _life: PhantomData }
+        CmdCopyBufferToImage { command_buffer: self.command_buffer, src_buffer: self.src_buffer, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5699,6 +7966,8 @@ pub struct CmdCopyImage<'a> {
     dst_image_layout: vk::ImageLayout,
     region_count: u32,
     p_regions: *const vk::ImageCopy,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdCopyImage<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5707,7 +7976,23 @@ impl<'a> CmdCopyImage<'a> {
     /// The arguments of a valid call of `vkCmdCopyImage`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, src_image: vk::Image, src_image_layout: vk::ImageLayout, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::ImageCopy) -> Self {
-        Self { command_buffer, src_image, src_image_layout, dst_image, dst_image_layout, region_count, p_regions, _life: PhantomData }
+        Self { command_buffer, src_image, src_image_layout, dst_image, dst_image_layout, region_count, p_regions, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdCopyImage<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdCopyImage: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5727,10 +8012,22 @@ impl<'a> CmdCopyImage<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `src_image` as passed.
     #[inline]
     pub fn src_image(&self) -> vk::Image {
         self.src_image
+    }
+
+    /// These arguments with `src_image` = `v`.
+    #[inline]
+    pub fn with_src_image(self, v: vk::Image) -> Self {
+        Self { src_image: v, ..self }
     }
 
     /// `src_image_layout` as passed.
@@ -5739,16 +8036,34 @@ impl<'a> CmdCopyImage<'a> {
         self.src_image_layout
     }
 
+    /// These arguments with `src_image_layout` = `v`.
+    #[inline]
+    pub fn with_src_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { src_image_layout: v, ..self }
+    }
+
     /// `dst_image` as passed.
     #[inline]
     pub fn dst_image(&self) -> vk::Image {
         self.dst_image
     }
 
+    /// These arguments with `dst_image` = `v`.
+    #[inline]
+    pub fn with_dst_image(self, v: vk::Image) -> Self {
+        Self { dst_image: v, ..self }
+    }
+
     /// `dst_image_layout` as passed.
     #[inline]
     pub fn dst_image_layout(&self) -> vk::ImageLayout {
         self.dst_image_layout
+    }
+
+    /// These arguments with `dst_image_layout` = `v`.
+    #[inline]
+    pub fn with_dst_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { dst_image_layout: v, ..self }
     }
 
     /// `region_count` as passed.
@@ -5785,7 +8100,7 @@ impl<'a> CmdCopyImage<'a> {
     where
         'a: 'b,
     {
-        CmdCopyImage { command_buffer: self.command_buffer, src_image: self.src_image, src_image_layout: self.src_image_layout, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, _life: PhantomData }
+        CmdCopyImage { command_buffer: self.command_buffer, src_image: self.src_image, src_image_layout: self.src_image_layout, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5800,6 +8115,8 @@ pub struct CmdBlitImage<'a> {
     region_count: u32,
     p_regions: *const vk::ImageBlit,
     filter: vk::Filter,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBlitImage<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5808,7 +8125,23 @@ impl<'a> CmdBlitImage<'a> {
     /// The arguments of a valid call of `vkCmdBlitImage`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, src_image: vk::Image, src_image_layout: vk::ImageLayout, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::ImageBlit, filter: vk::Filter) -> Self {
-        Self { command_buffer, src_image, src_image_layout, dst_image, dst_image_layout, region_count, p_regions, filter, _life: PhantomData }
+        Self { command_buffer, src_image, src_image_layout, dst_image, dst_image_layout, region_count, p_regions, filter, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBlitImage<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBlitImage: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5828,10 +8161,22 @@ impl<'a> CmdBlitImage<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `src_image` as passed.
     #[inline]
     pub fn src_image(&self) -> vk::Image {
         self.src_image
+    }
+
+    /// These arguments with `src_image` = `v`.
+    #[inline]
+    pub fn with_src_image(self, v: vk::Image) -> Self {
+        Self { src_image: v, ..self }
     }
 
     /// `src_image_layout` as passed.
@@ -5840,16 +8185,34 @@ impl<'a> CmdBlitImage<'a> {
         self.src_image_layout
     }
 
+    /// These arguments with `src_image_layout` = `v`.
+    #[inline]
+    pub fn with_src_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { src_image_layout: v, ..self }
+    }
+
     /// `dst_image` as passed.
     #[inline]
     pub fn dst_image(&self) -> vk::Image {
         self.dst_image
     }
 
+    /// These arguments with `dst_image` = `v`.
+    #[inline]
+    pub fn with_dst_image(self, v: vk::Image) -> Self {
+        Self { dst_image: v, ..self }
+    }
+
     /// `dst_image_layout` as passed.
     #[inline]
     pub fn dst_image_layout(&self) -> vk::ImageLayout {
         self.dst_image_layout
+    }
+
+    /// These arguments with `dst_image_layout` = `v`.
+    #[inline]
+    pub fn with_dst_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { dst_image_layout: v, ..self }
     }
 
     /// `region_count` as passed.
@@ -5886,13 +8249,19 @@ impl<'a> CmdBlitImage<'a> {
         self.filter
     }
 
+    /// These arguments with `filter` = `v`.
+    #[inline]
+    pub fn with_filter(self, v: vk::Filter) -> Self {
+        Self { filter: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdBlitImage<'b>
     where
         'a: 'b,
     {
-        CmdBlitImage { command_buffer: self.command_buffer, src_image: self.src_image, src_image_layout: self.src_image_layout, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, filter: self.filter, _life: PhantomData }
+        CmdBlitImage { command_buffer: self.command_buffer, src_image: self.src_image, src_image_layout: self.src_image_layout, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, filter: self.filter, next: self.next, _life: PhantomData }
     }
 }
 
@@ -5906,6 +8275,8 @@ pub struct CmdResolveImage<'a> {
     dst_image_layout: vk::ImageLayout,
     region_count: u32,
     p_regions: *const vk::ImageResolve,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdResolveImage<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -5914,7 +8285,23 @@ impl<'a> CmdResolveImage<'a> {
     /// The arguments of a valid call of `vkCmdResolveImage`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, src_image: vk::Image, src_image_layout: vk::ImageLayout, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::ImageResolve) -> Self {
-        Self { command_buffer, src_image, src_image_layout, dst_image, dst_image_layout, region_count, p_regions, _life: PhantomData }
+        Self { command_buffer, src_image, src_image_layout, dst_image, dst_image_layout, region_count, p_regions, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdResolveImage<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdResolveImage: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -5934,10 +8321,22 @@ impl<'a> CmdResolveImage<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `src_image` as passed.
     #[inline]
     pub fn src_image(&self) -> vk::Image {
         self.src_image
+    }
+
+    /// These arguments with `src_image` = `v`.
+    #[inline]
+    pub fn with_src_image(self, v: vk::Image) -> Self {
+        Self { src_image: v, ..self }
     }
 
     /// `src_image_layout` as passed.
@@ -5946,16 +8345,34 @@ impl<'a> CmdResolveImage<'a> {
         self.src_image_layout
     }
 
+    /// These arguments with `src_image_layout` = `v`.
+    #[inline]
+    pub fn with_src_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { src_image_layout: v, ..self }
+    }
+
     /// `dst_image` as passed.
     #[inline]
     pub fn dst_image(&self) -> vk::Image {
         self.dst_image
     }
 
+    /// These arguments with `dst_image` = `v`.
+    #[inline]
+    pub fn with_dst_image(self, v: vk::Image) -> Self {
+        Self { dst_image: v, ..self }
+    }
+
     /// `dst_image_layout` as passed.
     #[inline]
     pub fn dst_image_layout(&self) -> vk::ImageLayout {
         self.dst_image_layout
+    }
+
+    /// These arguments with `dst_image_layout` = `v`.
+    #[inline]
+    pub fn with_dst_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { dst_image_layout: v, ..self }
     }
 
     /// `region_count` as passed.
@@ -5992,7 +8409,7 @@ impl<'a> CmdResolveImage<'a> {
     where
         'a: 'b,
     {
-        CmdResolveImage { command_buffer: self.command_buffer, src_image: self.src_image, src_image_layout: self.src_image_layout, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, _life: PhantomData }
+        CmdResolveImage { command_buffer: self.command_buffer, src_image: self.src_image, src_image_layout: self.src_image_layout, dst_image: self.dst_image, dst_image_layout: self.dst_image_layout, region_count: self.region_count, p_regions: self.p_regions, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6005,6 +8422,8 @@ pub struct CmdClearColorImage<'a> {
     p_color: *const vk::ClearColorValue,
     range_count: u32,
     p_ranges: *const vk::ImageSubresourceRange,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdClearColorImage<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6013,7 +8432,23 @@ impl<'a> CmdClearColorImage<'a> {
     /// The arguments of a valid call of `vkCmdClearColorImage`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, image: vk::Image, image_layout: vk::ImageLayout, p_color: *const vk::ClearColorValue, range_count: u32, p_ranges: *const vk::ImageSubresourceRange) -> Self {
-        Self { command_buffer, image, image_layout, p_color, range_count, p_ranges, _life: PhantomData }
+        Self { command_buffer, image, image_layout, p_color, range_count, p_ranges, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdClearColorImage<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdClearColorImage: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6033,16 +8468,34 @@ impl<'a> CmdClearColorImage<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `image` as passed.
     #[inline]
     pub fn image(&self) -> vk::Image {
         self.image
     }
 
+    /// These arguments with `image` = `v`.
+    #[inline]
+    pub fn with_image(self, v: vk::Image) -> Self {
+        Self { image: v, ..self }
+    }
+
     /// `image_layout` as passed.
     #[inline]
     pub fn image_layout(&self) -> vk::ImageLayout {
         self.image_layout
+    }
+
+    /// These arguments with `image_layout` = `v`.
+    #[inline]
+    pub fn with_image_layout(self, v: vk::ImageLayout) -> Self {
+        Self { image_layout: v, ..self }
     }
 
     /// `p_color` as passed.
@@ -6054,7 +8507,7 @@ impl<'a> CmdClearColorImage<'a> {
     /// `*p_color`.
     #[inline]
     pub fn color(&self) -> &'a vk::ClearColorValue {
-        // SAFETY: VUID-vkCmdClearColorImage-pColor-parameter: a valid pointer.
+        // SAFETY: VUID-vkCmdClearColorImage-pColor-04961: a valid pointer.
         unsafe { &*self.p_color }
     }
 
@@ -6101,7 +8554,7 @@ impl<'a> CmdClearColorImage<'a> {
     where
         'a: 'b,
     {
-        CmdClearColorImage { command_buffer: self.command_buffer, image: self.image, image_layout: self.image_layout, p_color: self.p_color, range_count: self.range_count, p_ranges: self.p_ranges, _life: PhantomData }
+        CmdClearColorImage { command_buffer: self.command_buffer, image: self.image, image_layout: self.image_layout, p_color: self.p_color, range_count: self.range_count, p_ranges: self.p_ranges, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6110,6 +8563,8 @@ impl<'a> CmdClearColorImage<'a> {
 pub struct CmdCopyBufferToImage2<'a> {
     command_buffer: vk::CommandBuffer,
     p_copy_buffer_to_image_info: *const vk::CopyBufferToImageInfo2<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdCopyBufferToImage2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6118,7 +8573,23 @@ impl<'a> CmdCopyBufferToImage2<'a> {
     /// The arguments of a valid call of `vkCmdCopyBufferToImage2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_copy_buffer_to_image_info: *const vk::CopyBufferToImageInfo2<'a>) -> Self {
-        Self { command_buffer, p_copy_buffer_to_image_info, _life: PhantomData }
+        Self { command_buffer, p_copy_buffer_to_image_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdCopyBufferToImage2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdCopyBufferToImage2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6136,6 +8607,12 @@ impl<'a> CmdCopyBufferToImage2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_copy_buffer_to_image_info` as passed.
@@ -6166,7 +8643,7 @@ impl<'a> CmdCopyBufferToImage2<'a> {
     where
         'a: 'b,
     {
-        CmdCopyBufferToImage2 { command_buffer: self.command_buffer, p_copy_buffer_to_image_info: self.p_copy_buffer_to_image_info, _life: PhantomData }
+        CmdCopyBufferToImage2 { command_buffer: self.command_buffer, p_copy_buffer_to_image_info: self.p_copy_buffer_to_image_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6175,6 +8652,8 @@ impl<'a> CmdCopyBufferToImage2<'a> {
 pub struct CmdCopyImage2<'a> {
     command_buffer: vk::CommandBuffer,
     p_copy_image_info: *const vk::CopyImageInfo2<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdCopyImage2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6183,7 +8662,23 @@ impl<'a> CmdCopyImage2<'a> {
     /// The arguments of a valid call of `vkCmdCopyImage2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_copy_image_info: *const vk::CopyImageInfo2<'a>) -> Self {
-        Self { command_buffer, p_copy_image_info, _life: PhantomData }
+        Self { command_buffer, p_copy_image_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdCopyImage2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdCopyImage2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6201,6 +8696,12 @@ impl<'a> CmdCopyImage2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_copy_image_info` as passed.
@@ -6231,7 +8732,7 @@ impl<'a> CmdCopyImage2<'a> {
     where
         'a: 'b,
     {
-        CmdCopyImage2 { command_buffer: self.command_buffer, p_copy_image_info: self.p_copy_image_info, _life: PhantomData }
+        CmdCopyImage2 { command_buffer: self.command_buffer, p_copy_image_info: self.p_copy_image_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6240,6 +8741,8 @@ impl<'a> CmdCopyImage2<'a> {
 pub struct CmdBlitImage2<'a> {
     command_buffer: vk::CommandBuffer,
     p_blit_image_info: *const vk::BlitImageInfo2<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBlitImage2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6248,7 +8751,23 @@ impl<'a> CmdBlitImage2<'a> {
     /// The arguments of a valid call of `vkCmdBlitImage2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_blit_image_info: *const vk::BlitImageInfo2<'a>) -> Self {
-        Self { command_buffer, p_blit_image_info, _life: PhantomData }
+        Self { command_buffer, p_blit_image_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBlitImage2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBlitImage2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6266,6 +8785,12 @@ impl<'a> CmdBlitImage2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_blit_image_info` as passed.
@@ -6296,7 +8821,7 @@ impl<'a> CmdBlitImage2<'a> {
     where
         'a: 'b,
     {
-        CmdBlitImage2 { command_buffer: self.command_buffer, p_blit_image_info: self.p_blit_image_info, _life: PhantomData }
+        CmdBlitImage2 { command_buffer: self.command_buffer, p_blit_image_info: self.p_blit_image_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6305,6 +8830,8 @@ impl<'a> CmdBlitImage2<'a> {
 pub struct CmdResolveImage2<'a> {
     command_buffer: vk::CommandBuffer,
     p_resolve_image_info: *const vk::ResolveImageInfo2<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdResolveImage2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6313,7 +8840,23 @@ impl<'a> CmdResolveImage2<'a> {
     /// The arguments of a valid call of `vkCmdResolveImage2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_resolve_image_info: *const vk::ResolveImageInfo2<'a>) -> Self {
-        Self { command_buffer, p_resolve_image_info, _life: PhantomData }
+        Self { command_buffer, p_resolve_image_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdResolveImage2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdResolveImage2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6331,6 +8874,12 @@ impl<'a> CmdResolveImage2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_resolve_image_info` as passed.
@@ -6361,7 +8910,7 @@ impl<'a> CmdResolveImage2<'a> {
     where
         'a: 'b,
     {
-        CmdResolveImage2 { command_buffer: self.command_buffer, p_resolve_image_info: self.p_resolve_image_info, _life: PhantomData }
+        CmdResolveImage2 { command_buffer: self.command_buffer, p_resolve_image_info: self.p_resolve_image_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6372,6 +8921,8 @@ pub struct QueueSubmit<'a> {
     submit_count: u32,
     p_submits: *const vk::SubmitInfo<'a>,
     fence: vk::Fence,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(QueueSubmit<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6380,7 +8931,23 @@ impl<'a> QueueSubmit<'a> {
     /// The arguments of a valid call of `vkQueueSubmit`, valid for `'a`.
     #[inline]
     pub unsafe fn new(queue: vk::Queue, submit_count: u32, p_submits: *const vk::SubmitInfo<'a>, fence: vk::Fence) -> Self {
-        Self { queue, submit_count, p_submits, fence, _life: PhantomData }
+        Self { queue, submit_count, p_submits, fence, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(QueueSubmit<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkQueueSubmit: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6398,6 +8965,12 @@ impl<'a> QueueSubmit<'a> {
     #[inline]
     pub fn queue(&self) -> vk::Queue {
         self.queue
+    }
+
+    /// These arguments with `queue` = `v`.
+    #[inline]
+    pub fn with_queue(self, v: vk::Queue) -> Self {
+        Self { queue: v, ..self }
     }
 
     /// `submit_count` as passed.
@@ -6434,13 +9007,19 @@ impl<'a> QueueSubmit<'a> {
         self.fence
     }
 
+    /// These arguments with `fence` = `v`.
+    #[inline]
+    pub fn with_fence(self, v: vk::Fence) -> Self {
+        Self { fence: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> QueueSubmit<'b>
     where
         'a: 'b,
     {
-        QueueSubmit { queue: self.queue, submit_count: self.submit_count, p_submits: self.p_submits, fence: self.fence, _life: PhantomData }
+        QueueSubmit { queue: self.queue, submit_count: self.submit_count, p_submits: self.p_submits, fence: self.fence, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6451,6 +9030,8 @@ pub struct QueueSubmit2<'a> {
     submit_count: u32,
     p_submits: *const vk::SubmitInfo2<'a>,
     fence: vk::Fence,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(QueueSubmit2<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6459,7 +9040,23 @@ impl<'a> QueueSubmit2<'a> {
     /// The arguments of a valid call of `vkQueueSubmit2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(queue: vk::Queue, submit_count: u32, p_submits: *const vk::SubmitInfo2<'a>, fence: vk::Fence) -> Self {
-        Self { queue, submit_count, p_submits, fence, _life: PhantomData }
+        Self { queue, submit_count, p_submits, fence, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(QueueSubmit2<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkQueueSubmit2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6477,6 +9074,12 @@ impl<'a> QueueSubmit2<'a> {
     #[inline]
     pub fn queue(&self) -> vk::Queue {
         self.queue
+    }
+
+    /// These arguments with `queue` = `v`.
+    #[inline]
+    pub fn with_queue(self, v: vk::Queue) -> Self {
+        Self { queue: v, ..self }
     }
 
     /// `submit_count` as passed.
@@ -6513,13 +9116,19 @@ impl<'a> QueueSubmit2<'a> {
         self.fence
     }
 
+    /// These arguments with `fence` = `v`.
+    #[inline]
+    pub fn with_fence(self, v: vk::Fence) -> Self {
+        Self { fence: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> QueueSubmit2<'b>
     where
         'a: 'b,
     {
-        QueueSubmit2 { queue: self.queue, submit_count: self.submit_count, p_submits: self.p_submits, fence: self.fence, _life: PhantomData }
+        QueueSubmit2 { queue: self.queue, submit_count: self.submit_count, p_submits: self.p_submits, fence: self.fence, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6527,6 +9136,8 @@ impl<'a> QueueSubmit2<'a> {
 #[derive(Clone, Copy)]
 pub struct QueueWaitIdle<'a> {
     queue: vk::Queue,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(QueueWaitIdle<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6535,7 +9146,23 @@ impl<'a> QueueWaitIdle<'a> {
     /// The arguments of a valid call of `vkQueueWaitIdle`, valid for `'a`.
     #[inline]
     pub unsafe fn new(queue: vk::Queue) -> Self {
-        Self { queue, _life: PhantomData }
+        Self { queue, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(QueueWaitIdle<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkQueueWaitIdle: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6555,13 +9182,19 @@ impl<'a> QueueWaitIdle<'a> {
         self.queue
     }
 
+    /// These arguments with `queue` = `v`.
+    #[inline]
+    pub fn with_queue(self, v: vk::Queue) -> Self {
+        Self { queue: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> QueueWaitIdle<'b>
     where
         'a: 'b,
     {
-        QueueWaitIdle { queue: self.queue, _life: PhantomData }
+        QueueWaitIdle { queue: self.queue, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6572,6 +9205,8 @@ pub struct QueueBindSparse<'a> {
     bind_info_count: u32,
     p_bind_info: *const vk::BindSparseInfo<'a>,
     fence: vk::Fence,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(QueueBindSparse<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6580,7 +9215,23 @@ impl<'a> QueueBindSparse<'a> {
     /// The arguments of a valid call of `vkQueueBindSparse`, valid for `'a`.
     #[inline]
     pub unsafe fn new(queue: vk::Queue, bind_info_count: u32, p_bind_info: *const vk::BindSparseInfo<'a>, fence: vk::Fence) -> Self {
-        Self { queue, bind_info_count, p_bind_info, fence, _life: PhantomData }
+        Self { queue, bind_info_count, p_bind_info, fence, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(QueueBindSparse<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkQueueBindSparse: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6598,6 +9249,12 @@ impl<'a> QueueBindSparse<'a> {
     #[inline]
     pub fn queue(&self) -> vk::Queue {
         self.queue
+    }
+
+    /// These arguments with `queue` = `v`.
+    #[inline]
+    pub fn with_queue(self, v: vk::Queue) -> Self {
+        Self { queue: v, ..self }
     }
 
     /// `bind_info_count` as passed.
@@ -6634,13 +9291,19 @@ impl<'a> QueueBindSparse<'a> {
         self.fence
     }
 
+    /// These arguments with `fence` = `v`.
+    #[inline]
+    pub fn with_fence(self, v: vk::Fence) -> Self {
+        Self { fence: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> QueueBindSparse<'b>
     where
         'a: 'b,
     {
-        QueueBindSparse { queue: self.queue, bind_info_count: self.bind_info_count, p_bind_info: self.p_bind_info, fence: self.fence, _life: PhantomData }
+        QueueBindSparse { queue: self.queue, bind_info_count: self.bind_info_count, p_bind_info: self.p_bind_info, fence: self.fence, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6649,6 +9312,8 @@ impl<'a> QueueBindSparse<'a> {
 pub struct QueuePresentKHR<'a> {
     queue: vk::Queue,
     p_present_info: *const vk::PresentInfoKHR<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(QueuePresentKHR<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6657,7 +9322,23 @@ impl<'a> QueuePresentKHR<'a> {
     /// The arguments of a valid call of `vkQueuePresentKHR`, valid for `'a`.
     #[inline]
     pub unsafe fn new(queue: vk::Queue, p_present_info: *const vk::PresentInfoKHR<'a>) -> Self {
-        Self { queue, p_present_info, _life: PhantomData }
+        Self { queue, p_present_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(QueuePresentKHR<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkQueuePresentKHR: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6675,6 +9356,12 @@ impl<'a> QueuePresentKHR<'a> {
     #[inline]
     pub fn queue(&self) -> vk::Queue {
         self.queue
+    }
+
+    /// These arguments with `queue` = `v`.
+    #[inline]
+    pub fn with_queue(self, v: vk::Queue) -> Self {
+        Self { queue: v, ..self }
     }
 
     /// `p_present_info` as passed.
@@ -6705,7 +9392,7 @@ impl<'a> QueuePresentKHR<'a> {
     where
         'a: 'b,
     {
-        QueuePresentKHR { queue: self.queue, p_present_info: self.p_present_info, _life: PhantomData }
+        QueuePresentKHR { queue: self.queue, p_present_info: self.p_present_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6713,6 +9400,8 @@ impl<'a> QueuePresentKHR<'a> {
 #[derive(Clone, Copy)]
 pub struct DeviceWaitIdle<'a> {
     device: vk::Device,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DeviceWaitIdle<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6721,7 +9410,23 @@ impl<'a> DeviceWaitIdle<'a> {
     /// The arguments of a valid call of `vkDeviceWaitIdle`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device) -> Self {
-        Self { device, _life: PhantomData }
+        Self { device, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DeviceWaitIdle<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkDeviceWaitIdle: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6741,13 +9446,19 @@ impl<'a> DeviceWaitIdle<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> DeviceWaitIdle<'b>
     where
         'a: 'b,
     {
-        DeviceWaitIdle { device: self.device, _life: PhantomData }
+        DeviceWaitIdle { device: self.device, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6759,6 +9470,8 @@ pub struct WaitForFences<'a> {
     p_fences: *const vk::Fence,
     wait_all: vk::Bool32,
     timeout: u64,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(WaitForFences<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6767,7 +9480,23 @@ impl<'a> WaitForFences<'a> {
     /// The arguments of a valid call of `vkWaitForFences`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, fence_count: u32, p_fences: *const vk::Fence, wait_all: vk::Bool32, timeout: u64) -> Self {
-        Self { device, fence_count, p_fences, wait_all, timeout, _life: PhantomData }
+        Self { device, fence_count, p_fences, wait_all, timeout, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(WaitForFences<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkWaitForFences: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6785,6 +9514,12 @@ impl<'a> WaitForFences<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `fence_count` as passed.
@@ -6821,10 +9556,22 @@ impl<'a> WaitForFences<'a> {
         self.wait_all
     }
 
+    /// These arguments with `wait_all` = `v`.
+    #[inline]
+    pub fn with_wait_all(self, v: vk::Bool32) -> Self {
+        Self { wait_all: v, ..self }
+    }
+
     /// `timeout` as passed.
     #[inline]
     pub fn timeout(&self) -> u64 {
         self.timeout
+    }
+
+    /// These arguments with `timeout` = `v`.
+    #[inline]
+    pub fn with_timeout(self, v: u64) -> Self {
+        Self { timeout: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -6833,7 +9580,7 @@ impl<'a> WaitForFences<'a> {
     where
         'a: 'b,
     {
-        WaitForFences { device: self.device, fence_count: self.fence_count, p_fences: self.p_fences, wait_all: self.wait_all, timeout: self.timeout, _life: PhantomData }
+        WaitForFences { device: self.device, fence_count: self.fence_count, p_fences: self.p_fences, wait_all: self.wait_all, timeout: self.timeout, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6842,6 +9589,8 @@ impl<'a> WaitForFences<'a> {
 pub struct GetFenceStatus<'a> {
     device: vk::Device,
     fence: vk::Fence,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(GetFenceStatus<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6850,7 +9599,23 @@ impl<'a> GetFenceStatus<'a> {
     /// The arguments of a valid call of `vkGetFenceStatus`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, fence: vk::Fence) -> Self {
-        Self { device, fence, _life: PhantomData }
+        Self { device, fence, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(GetFenceStatus<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkGetFenceStatus: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6870,10 +9635,22 @@ impl<'a> GetFenceStatus<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `fence` as passed.
     #[inline]
     pub fn fence(&self) -> vk::Fence {
         self.fence
+    }
+
+    /// These arguments with `fence` = `v`.
+    #[inline]
+    pub fn with_fence(self, v: vk::Fence) -> Self {
+        Self { fence: v, ..self }
     }
 
     /// The same arguments for a shorter lifetime.
@@ -6882,7 +9659,7 @@ impl<'a> GetFenceStatus<'a> {
     where
         'a: 'b,
     {
-        GetFenceStatus { device: self.device, fence: self.fence, _life: PhantomData }
+        GetFenceStatus { device: self.device, fence: self.fence, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6893,6 +9670,8 @@ pub struct CreateQueryPool<'a> {
     p_create_info: *const vk::QueryPoolCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_query_pool: *mut vk::QueryPool,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateQueryPool<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6901,7 +9680,23 @@ impl<'a> CreateQueryPool<'a> {
     /// The arguments of a valid call of `vkCreateQueryPool`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::QueryPoolCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_query_pool: *mut vk::QueryPool) -> Self {
-        Self { device, p_create_info, p_allocator, p_query_pool, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_query_pool, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateQueryPool<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateQueryPool: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -6919,6 +9714,12 @@ impl<'a> CreateQueryPool<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -6978,7 +9779,7 @@ impl<'a> CreateQueryPool<'a> {
     where
         'a: 'b,
     {
-        CreateQueryPool { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_query_pool: self.p_query_pool, _life: PhantomData }
+        CreateQueryPool { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_query_pool: self.p_query_pool, next: self.next, _life: PhantomData }
     }
 }
 
@@ -6988,6 +9789,8 @@ pub struct DestroyQueryPool<'a> {
     device: vk::Device,
     query_pool: vk::QueryPool,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyQueryPool<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -6996,7 +9799,23 @@ impl<'a> DestroyQueryPool<'a> {
     /// The arguments of a valid call of `vkDestroyQueryPool`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, query_pool: vk::QueryPool, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, query_pool, p_allocator, _life: PhantomData }
+        Self { device, query_pool, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyQueryPool<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyQueryPool: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7016,10 +9835,22 @@ impl<'a> DestroyQueryPool<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `query_pool` as passed.
     #[inline]
     pub fn query_pool(&self) -> vk::QueryPool {
         self.query_pool
+    }
+
+    /// These arguments with `query_pool` = `v`.
+    #[inline]
+    pub fn with_query_pool(self, v: vk::QueryPool) -> Self {
+        Self { query_pool: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -7041,7 +9872,7 @@ impl<'a> DestroyQueryPool<'a> {
     where
         'a: 'b,
     {
-        DestroyQueryPool { device: self.device, query_pool: self.query_pool, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyQueryPool { device: self.device, query_pool: self.query_pool, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7050,6 +9881,8 @@ impl<'a> DestroyQueryPool<'a> {
 pub struct CmdBeginConditionalRenderingEXT<'a> {
     command_buffer: vk::CommandBuffer,
     p_conditional_rendering_begin: *const vk::ConditionalRenderingBeginInfoEXT<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBeginConditionalRenderingEXT<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7058,7 +9891,23 @@ impl<'a> CmdBeginConditionalRenderingEXT<'a> {
     /// The arguments of a valid call of `vkCmdBeginConditionalRenderingEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_conditional_rendering_begin: *const vk::ConditionalRenderingBeginInfoEXT<'a>) -> Self {
-        Self { command_buffer, p_conditional_rendering_begin, _life: PhantomData }
+        Self { command_buffer, p_conditional_rendering_begin, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBeginConditionalRenderingEXT<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBeginConditionalRenderingEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7076,6 +9925,12 @@ impl<'a> CmdBeginConditionalRenderingEXT<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_conditional_rendering_begin` as passed.
@@ -7106,7 +9961,7 @@ impl<'a> CmdBeginConditionalRenderingEXT<'a> {
     where
         'a: 'b,
     {
-        CmdBeginConditionalRenderingEXT { command_buffer: self.command_buffer, p_conditional_rendering_begin: self.p_conditional_rendering_begin, _life: PhantomData }
+        CmdBeginConditionalRenderingEXT { command_buffer: self.command_buffer, p_conditional_rendering_begin: self.p_conditional_rendering_begin, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7114,6 +9969,8 @@ impl<'a> CmdBeginConditionalRenderingEXT<'a> {
 #[derive(Clone, Copy)]
 pub struct CmdEndConditionalRenderingEXT<'a> {
     command_buffer: vk::CommandBuffer,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdEndConditionalRenderingEXT<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7122,7 +9979,23 @@ impl<'a> CmdEndConditionalRenderingEXT<'a> {
     /// The arguments of a valid call of `vkCmdEndConditionalRenderingEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer) -> Self {
-        Self { command_buffer, _life: PhantomData }
+        Self { command_buffer, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdEndConditionalRenderingEXT<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdEndConditionalRenderingEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7142,13 +10015,19 @@ impl<'a> CmdEndConditionalRenderingEXT<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdEndConditionalRenderingEXT<'b>
     where
         'a: 'b,
     {
-        CmdEndConditionalRenderingEXT { command_buffer: self.command_buffer, _life: PhantomData }
+        CmdEndConditionalRenderingEXT { command_buffer: self.command_buffer, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7157,6 +10036,8 @@ impl<'a> CmdEndConditionalRenderingEXT<'a> {
 pub struct CmdSetRenderingAttachmentLocationsKHR<'a> {
     command_buffer: vk::CommandBuffer,
     p_location_info: *const vk::RenderingAttachmentLocationInfoKHR<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetRenderingAttachmentLocationsKHR<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7165,7 +10046,23 @@ impl<'a> CmdSetRenderingAttachmentLocationsKHR<'a> {
     /// The arguments of a valid call of `vkCmdSetRenderingAttachmentLocationsKHR`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_location_info: *const vk::RenderingAttachmentLocationInfoKHR<'a>) -> Self {
-        Self { command_buffer, p_location_info, _life: PhantomData }
+        Self { command_buffer, p_location_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetRenderingAttachmentLocationsKHR<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetRenderingAttachmentLocationsKHR: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7185,6 +10082,12 @@ impl<'a> CmdSetRenderingAttachmentLocationsKHR<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `p_location_info` as passed.
     #[inline]
     pub fn p_location_info(&self) -> *const vk::RenderingAttachmentLocationInfoKHR<'a> {
@@ -7194,7 +10097,7 @@ impl<'a> CmdSetRenderingAttachmentLocationsKHR<'a> {
     /// `*p_location_info`.
     #[inline]
     pub fn location_info(&self) -> &'a vk::RenderingAttachmentLocationInfoKHR<'a> {
-        // SAFETY: VUID-vkCmdSetRenderingAttachmentLocationsKHR-pLocationInfo-parameter: a valid pointer.
+        // SAFETY: vkCmdSetRenderingAttachmentLocationsKHR's valid usage for `pLocationInfo`: a valid pointer.
         unsafe { &*self.p_location_info }
     }
 
@@ -7213,7 +10116,7 @@ impl<'a> CmdSetRenderingAttachmentLocationsKHR<'a> {
     where
         'a: 'b,
     {
-        CmdSetRenderingAttachmentLocationsKHR { command_buffer: self.command_buffer, p_location_info: self.p_location_info, _life: PhantomData }
+        CmdSetRenderingAttachmentLocationsKHR { command_buffer: self.command_buffer, p_location_info: self.p_location_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7222,6 +10125,8 @@ impl<'a> CmdSetRenderingAttachmentLocationsKHR<'a> {
 pub struct CmdSetRenderingInputAttachmentIndicesKHR<'a> {
     command_buffer: vk::CommandBuffer,
     p_location_info: *const vk::RenderingInputAttachmentIndexInfoKHR<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetRenderingInputAttachmentIndicesKHR<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7230,7 +10135,23 @@ impl<'a> CmdSetRenderingInputAttachmentIndicesKHR<'a> {
     /// The arguments of a valid call of `vkCmdSetRenderingInputAttachmentIndicesKHR`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_location_info: *const vk::RenderingInputAttachmentIndexInfoKHR<'a>) -> Self {
-        Self { command_buffer, p_location_info, _life: PhantomData }
+        Self { command_buffer, p_location_info, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetRenderingInputAttachmentIndicesKHR<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetRenderingInputAttachmentIndicesKHR: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7250,6 +10171,12 @@ impl<'a> CmdSetRenderingInputAttachmentIndicesKHR<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `p_location_info` as passed.
     #[inline]
     pub fn p_location_info(&self) -> *const vk::RenderingInputAttachmentIndexInfoKHR<'a> {
@@ -7259,7 +10186,7 @@ impl<'a> CmdSetRenderingInputAttachmentIndicesKHR<'a> {
     /// `*p_location_info`.
     #[inline]
     pub fn location_info(&self) -> &'a vk::RenderingInputAttachmentIndexInfoKHR<'a> {
-        // SAFETY: VUID-vkCmdSetRenderingInputAttachmentIndicesKHR-pLocationInfo-parameter: a valid pointer.
+        // SAFETY: vkCmdSetRenderingInputAttachmentIndicesKHR's valid usage for `pLocationInfo`: a valid pointer.
         unsafe { &*self.p_location_info }
     }
 
@@ -7278,7 +10205,7 @@ impl<'a> CmdSetRenderingInputAttachmentIndicesKHR<'a> {
     where
         'a: 'b,
     {
-        CmdSetRenderingInputAttachmentIndicesKHR { command_buffer: self.command_buffer, p_location_info: self.p_location_info, _life: PhantomData }
+        CmdSetRenderingInputAttachmentIndicesKHR { command_buffer: self.command_buffer, p_location_info: self.p_location_info, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7290,6 +10217,8 @@ pub struct CreateShadersEXT<'a> {
     p_create_infos: *const vk::ShaderCreateInfoEXT<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_shaders: *mut vk::ShaderEXT,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateShadersEXT<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7298,7 +10227,23 @@ impl<'a> CreateShadersEXT<'a> {
     /// The arguments of a valid call of `vkCreateShadersEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, create_info_count: u32, p_create_infos: *const vk::ShaderCreateInfoEXT<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_shaders: *mut vk::ShaderEXT) -> Self {
-        Self { device, create_info_count, p_create_infos, p_allocator, p_shaders, _life: PhantomData }
+        Self { device, create_info_count, p_create_infos, p_allocator, p_shaders, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateShadersEXT<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateShadersEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7318,6 +10263,12 @@ impl<'a> CreateShadersEXT<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `create_info_count` as passed.
     #[inline]
     pub fn create_info_count(&self) -> u32 {
@@ -7333,7 +10284,7 @@ impl<'a> CreateShadersEXT<'a> {
     /// `p_create_infos`: its `create_info_count` items.
     #[inline]
     pub fn create_infos(&self) -> &'a [vk::ShaderCreateInfoEXT<'a>] {
-        // SAFETY: VUID-vkCreateShadersEXT-pCreateInfos-parameter: `create_info_count` valid items (none where it is 0).
+        // SAFETY: vkCreateShadersEXT's valid usage for `pCreateInfos`: `create_info_count` valid items (none where it is 0).
         unsafe { crate::ffi::slice(self.p_create_infos, self.create_info_count) }
     }
 
@@ -7356,7 +10307,7 @@ impl<'a> CreateShadersEXT<'a> {
     /// `p_allocator`, or `None` where it is null.
     #[inline]
     pub fn allocator(&self) -> Option<&'a vk::AllocationCallbacks<'a>> {
-        // SAFETY: VUID-vkCreateShadersEXT-pAllocator-parameter: null or valid.
+        // SAFETY: vkCreateShadersEXT's valid usage for `pAllocator`: null or valid.
         unsafe { self.p_allocator.as_ref() }
     }
 
@@ -7382,7 +10333,7 @@ impl<'a> CreateShadersEXT<'a> {
     where
         'a: 'b,
     {
-        CreateShadersEXT { device: self.device, create_info_count: self.create_info_count, p_create_infos: self.p_create_infos, p_allocator: self.p_allocator, p_shaders: self.p_shaders, _life: PhantomData }
+        CreateShadersEXT { device: self.device, create_info_count: self.create_info_count, p_create_infos: self.p_create_infos, p_allocator: self.p_allocator, p_shaders: self.p_shaders, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7392,6 +10343,8 @@ pub struct DestroyShaderEXT<'a> {
     device: vk::Device,
     shader: vk::ShaderEXT,
     p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyShaderEXT<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7400,7 +10353,23 @@ impl<'a> DestroyShaderEXT<'a> {
     /// The arguments of a valid call of `vkDestroyShaderEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, shader: vk::ShaderEXT, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
-        Self { device, shader, p_allocator, _life: PhantomData }
+        Self { device, shader, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyShaderEXT<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyShaderEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7420,10 +10389,22 @@ impl<'a> DestroyShaderEXT<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `shader` as passed.
     #[inline]
     pub fn shader(&self) -> vk::ShaderEXT {
         self.shader
+    }
+
+    /// These arguments with `shader` = `v`.
+    #[inline]
+    pub fn with_shader(self, v: vk::ShaderEXT) -> Self {
+        Self { shader: v, ..self }
     }
 
     /// `p_allocator` as passed.
@@ -7435,7 +10416,7 @@ impl<'a> DestroyShaderEXT<'a> {
     /// `p_allocator`, or `None` where it is null.
     #[inline]
     pub fn allocator(&self) -> Option<&'a vk::AllocationCallbacks<'a>> {
-        // SAFETY: VUID-vkDestroyShaderEXT-pAllocator-parameter: null or valid.
+        // SAFETY: vkDestroyShaderEXT's valid usage for `pAllocator`: null or valid.
         unsafe { self.p_allocator.as_ref() }
     }
 
@@ -7445,7 +10426,7 @@ impl<'a> DestroyShaderEXT<'a> {
     where
         'a: 'b,
     {
-        DestroyShaderEXT { device: self.device, shader: self.shader, p_allocator: self.p_allocator, _life: PhantomData }
+        DestroyShaderEXT { device: self.device, shader: self.shader, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7456,6 +10437,8 @@ pub struct CreatePipelineLayout<'a> {
     p_create_info: *const vk::PipelineLayoutCreateInfo<'a>,
     p_allocator: *const vk::AllocationCallbacks<'a>,
     p_pipeline_layout: *mut vk::PipelineLayout,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreatePipelineLayout<'b>) -> vk::Result>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7464,7 +10447,23 @@ impl<'a> CreatePipelineLayout<'a> {
     /// The arguments of a valid call of `vkCreatePipelineLayout`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_create_info: *const vk::PipelineLayoutCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_pipeline_layout: *mut vk::PipelineLayout) -> Self {
-        Self { device, p_create_info, p_allocator, p_pipeline_layout, _life: PhantomData }
+        Self { device, p_create_info, p_allocator, p_pipeline_layout, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreatePipelineLayout<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreatePipelineLayout: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7482,6 +10481,12 @@ impl<'a> CreatePipelineLayout<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -7541,7 +10546,7 @@ impl<'a> CreatePipelineLayout<'a> {
     where
         'a: 'b,
     {
-        CreatePipelineLayout { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_pipeline_layout: self.p_pipeline_layout, _life: PhantomData }
+        CreatePipelineLayout { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_pipeline_layout: self.p_pipeline_layout, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7552,6 +10557,8 @@ pub struct CmdBindShadersEXT<'a> {
     stage_count: u32,
     p_stages: *const vk::ShaderStageFlags,
     p_shaders: *const vk::ShaderEXT,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdBindShadersEXT<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7560,7 +10567,23 @@ impl<'a> CmdBindShadersEXT<'a> {
     /// The arguments of a valid call of `vkCmdBindShadersEXT`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, stage_count: u32, p_stages: *const vk::ShaderStageFlags, p_shaders: *const vk::ShaderEXT) -> Self {
-        Self { command_buffer, stage_count, p_stages, p_shaders, _life: PhantomData }
+        Self { command_buffer, stage_count, p_stages, p_shaders, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdBindShadersEXT<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdBindShadersEXT: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7580,6 +10603,12 @@ impl<'a> CmdBindShadersEXT<'a> {
         self.command_buffer
     }
 
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
+    }
+
     /// `stage_count` as passed.
     #[inline]
     pub fn stage_count(&self) -> u32 {
@@ -7595,7 +10624,7 @@ impl<'a> CmdBindShadersEXT<'a> {
     /// `p_stages`: its `stage_count` items.
     #[inline]
     pub fn stages(&self) -> &'a [vk::ShaderStageFlags] {
-        // SAFETY: VUID-vkCmdBindShadersEXT-pStages-parameter: `stage_count` valid items (none where it is 0).
+        // SAFETY: vkCmdBindShadersEXT's valid usage for `pStages`: `stage_count` valid items (none where it is 0).
         unsafe { crate::ffi::slice(self.p_stages, self.stage_count) }
     }
 
@@ -7618,7 +10647,7 @@ impl<'a> CmdBindShadersEXT<'a> {
     /// `p_shaders`: its `stage_count` items, or `None` where it is null.
     #[inline]
     pub fn shaders(&self) -> Option<&'a [vk::ShaderEXT]> {
-        // SAFETY: VUID-vkCmdBindShadersEXT-pShaders-parameter: null or `stage_count` valid items.
+        // SAFETY: vkCmdBindShadersEXT's valid usage for `pShaders`: null or `stage_count` valid items.
         (!self.p_shaders.is_null()).then(|| unsafe { crate::ffi::slice(self.p_shaders, self.stage_count) })
     }
 
@@ -7638,7 +10667,7 @@ impl<'a> CmdBindShadersEXT<'a> {
     where
         'a: 'b,
     {
-        CmdBindShadersEXT { command_buffer: self.command_buffer, stage_count: self.stage_count, p_stages: self.p_stages, p_shaders: self.p_shaders, _life: PhantomData }
+        CmdBindShadersEXT { command_buffer: self.command_buffer, stage_count: self.stage_count, p_stages: self.p_stages, p_shaders: self.p_shaders, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7649,6 +10678,8 @@ pub struct GetDeviceQueue<'a> {
     queue_family_index: u32,
     queue_index: u32,
     p_queue: *mut vk::Queue,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(GetDeviceQueue<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7657,7 +10688,23 @@ impl<'a> GetDeviceQueue<'a> {
     /// The arguments of a valid call of `vkGetDeviceQueue`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, queue_family_index: u32, queue_index: u32, p_queue: *mut vk::Queue) -> Self {
-        Self { device, queue_family_index, queue_index, p_queue, _life: PhantomData }
+        Self { device, queue_family_index, queue_index, p_queue, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(GetDeviceQueue<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkGetDeviceQueue: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7677,16 +10724,34 @@ impl<'a> GetDeviceQueue<'a> {
         self.device
     }
 
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
+    }
+
     /// `queue_family_index` as passed.
     #[inline]
     pub fn queue_family_index(&self) -> u32 {
         self.queue_family_index
     }
 
+    /// These arguments with `queue_family_index` = `v`.
+    #[inline]
+    pub fn with_queue_family_index(self, v: u32) -> Self {
+        Self { queue_family_index: v, ..self }
+    }
+
     /// `queue_index` as passed.
     #[inline]
     pub fn queue_index(&self) -> u32 {
         self.queue_index
+    }
+
+    /// These arguments with `queue_index` = `v`.
+    #[inline]
+    pub fn with_queue_index(self, v: u32) -> Self {
+        Self { queue_index: v, ..self }
     }
 
     /// `p_queue` as passed.
@@ -7711,7 +10776,7 @@ impl<'a> GetDeviceQueue<'a> {
     where
         'a: 'b,
     {
-        GetDeviceQueue { device: self.device, queue_family_index: self.queue_family_index, queue_index: self.queue_index, p_queue: self.p_queue, _life: PhantomData }
+        GetDeviceQueue { device: self.device, queue_family_index: self.queue_family_index, queue_index: self.queue_index, p_queue: self.p_queue, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7721,6 +10786,8 @@ pub struct GetDeviceQueue2<'a> {
     device: vk::Device,
     p_queue_info: *const vk::DeviceQueueInfo2<'a>,
     p_queue: *mut vk::Queue,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(GetDeviceQueue2<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7729,7 +10796,23 @@ impl<'a> GetDeviceQueue2<'a> {
     /// The arguments of a valid call of `vkGetDeviceQueue2`, valid for `'a`.
     #[inline]
     pub unsafe fn new(device: vk::Device, p_queue_info: *const vk::DeviceQueueInfo2<'a>, p_queue: *mut vk::Queue) -> Self {
-        Self { device, p_queue_info, p_queue, _life: PhantomData }
+        Self { device, p_queue_info, p_queue, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(GetDeviceQueue2<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkGetDeviceQueue2: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7747,6 +10830,12 @@ impl<'a> GetDeviceQueue2<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
+    }
+
+    /// These arguments with `device` = `v`.
+    #[inline]
+    pub fn with_device(self, v: vk::Device) -> Self {
+        Self { device: v, ..self }
     }
 
     /// `p_queue_info` as passed.
@@ -7793,7 +10882,7 @@ impl<'a> GetDeviceQueue2<'a> {
     where
         'a: 'b,
     {
-        GetDeviceQueue2 { device: self.device, p_queue_info: self.p_queue_info, p_queue: self.p_queue, _life: PhantomData }
+        GetDeviceQueue2 { device: self.device, p_queue_info: self.p_queue_info, p_queue: self.p_queue, next: self.next, _life: PhantomData }
     }
 }
 
@@ -7803,6 +10892,8 @@ pub struct CmdSetFragmentShadingRateKHR<'a> {
     command_buffer: vk::CommandBuffer,
     p_fragment_size: *const vk::Extent2D,
     combiner_ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2usize],
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CmdSetFragmentShadingRateKHR<'b>) -> ()>,
     _life: PhantomData<&'a ()>,
 }
 
@@ -7811,7 +10902,23 @@ impl<'a> CmdSetFragmentShadingRateKHR<'a> {
     /// The arguments of a valid call of `vkCmdSetFragmentShadingRateKHR`, valid for `'a`.
     #[inline]
     pub unsafe fn new(command_buffer: vk::CommandBuffer, p_fragment_size: *const vk::Extent2D, combiner_ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2usize]) -> Self {
-        Self { command_buffer, p_fragment_size, combiner_ops, _life: PhantomData }
+        Self { command_buffer, p_fragment_size, combiner_ops, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CmdSetFragmentShadingRateKHR<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkCmdSetFragmentShadingRateKHR: arguments without a chain"))(self)
     }
 
     /// Calls `f` with these arguments.
@@ -7829,6 +10936,12 @@ impl<'a> CmdSetFragmentShadingRateKHR<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
+    }
+
+    /// These arguments with `command_buffer` = `v`.
+    #[inline]
+    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
+        Self { command_buffer: v, ..self }
     }
 
     /// `p_fragment_size` as passed.
@@ -7865,6 +10978,6 @@ impl<'a> CmdSetFragmentShadingRateKHR<'a> {
     where
         'a: 'b,
     {
-        CmdSetFragmentShadingRateKHR { command_buffer: self.command_buffer, p_fragment_size: self.p_fragment_size, combiner_ops: self.combiner_ops, _life: PhantomData }
+        CmdSetFragmentShadingRateKHR { command_buffer: self.command_buffer, p_fragment_size: self.p_fragment_size, combiner_ops: self.combiner_ops, next: self.next, _life: PhantomData }
     }
 }

@@ -8,19 +8,19 @@ macro_rules! dispatch_rows {
             // Resources the density map translates or remembers.
             "vkCreateImage" fn create_image(device: vk::Device, p_create_info: *const vk::ImageCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_image: *mut vk::Image) -> vk::Result
                 = PFN_vkCreateImage, args CreateImage, down |dc| dc.fns.fp_v1_0().create_image;
-                [fdm_slot => own fdm::create_image, ordered_slot => created ordered::note_image];
+                [fdm_slot => typed fdm::create_image, ordered_slot => created ordered::note_image];
             "vkDestroyImage" fn destroy_image(device: vk::Device, image: vk::Image, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyImage, args DestroyImage, down |dc| dc.fns.fp_v1_0().destroy_image;
-                [fdm_slot => forget fdm::Fdm::forget_image, views_slot => wrap deferred_views::destroy_image];
+                [fdm_slot => forget fdm::Fdm::forget_image, views_slot => typed deferred_views::destroy_image];
             "vkCreateImageView" fn create_image_view(device: vk::Device, p_create_info: *const vk::ImageViewCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_view: *mut vk::ImageView) -> vk::Result
                 = PFN_vkCreateImageView, args CreateImageView, down |dc| dc.fns.fp_v1_0().create_image_view;
-                [fdm_slot => own fdm::create_image_view, views_slot => created deferred_views::DeferredViews::note_view];
+                [fdm_slot => typed fdm::create_image_view, views_slot => created deferred_views::DeferredViews::note_view];
             "vkDestroyImageView" fn destroy_image_view(device: vk::Device, image_view: vk::ImageView, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyImageView, args DestroyImageView, down |dc| dc.fns.fp_v1_0().destroy_image_view;
-                [fdm_slot => forget fdm::Fdm::forget_view, views_slot => wrap deferred_views::destroy_image_view];
+                [fdm_slot => forget fdm::Fdm::forget_view, views_slot => typed deferred_views::destroy_image_view];
             "vkCreateSampler" fn create_sampler(device: vk::Device, p_create_info: *const vk::SamplerCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_sampler: *mut vk::Sampler) -> vk::Result
                 = PFN_vkCreateSampler, args CreateSampler, down |dc| dc.fns.fp_v1_0().create_sampler;
-                [fdm_slot => own fdm::create_sampler];
+                [fdm_slot => typed fdm::create_sampler];
             "vkCreateRenderPass" fn create_render_pass(device: vk::Device, p_create_info: *const vk::RenderPassCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_render_pass: *mut vk::RenderPass) -> vk::Result
                 = PFN_vkCreateRenderPass, args CreateRenderPass, down |dc| dc.fns.fp_v1_0().create_render_pass;
                 [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap ordered::create_render_pass];
@@ -32,10 +32,10 @@ macro_rules! dispatch_rows {
                 [fdm_slot => forget fdm::Fdm::forget_render_pass, ordered_slot => forget ordered::forget_render_pass];
             "vkCreateFramebuffer" fn create_framebuffer(device: vk::Device, p_create_info: *const vk::FramebufferCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_framebuffer: *mut vk::Framebuffer) -> vk::Result
                 = PFN_vkCreateFramebuffer, args CreateFramebuffer, down |dc| dc.fns.fp_v1_0().create_framebuffer;
-                [fdm_slot => own fdm::create_framebuffer, ordered_slot => created ordered::note_framebuffer];
+                [fdm_slot => typed fdm::create_framebuffer, ordered_slot => created ordered::note_framebuffer];
             // The ordered interlock strategy sizes its cells by the render targets made before them.
             "vkCreateSwapchainKHR" fn create_swapchain(device: vk::Device, p_create_info: *const vk::SwapchainCreateInfoKHR<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_swapchain: *mut vk::SwapchainKHR) -> vk::Result
-                = PFN_vkCreateSwapchainKHR, args CreateSwapchainKHR, down |dc| dc.down_create_swapchain();
+                = PFN_vkCreateSwapchainKHR, args CreateSwapchainKHR, down |dc| or_stub(dc.next_create_swapchain, no_create_swapchain);
                 [ordered_slot => created ordered::note_swapchain];
             "vkDestroyFramebuffer" fn destroy_framebuffer(device: vk::Device, framebuffer: vk::Framebuffer, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyFramebuffer, args DestroyFramebuffer, down |dc| dc.fns.fp_v1_0().destroy_framebuffer;
@@ -48,22 +48,22 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => forget fdm::Fdm::forget_set_layout];
             "vkFreeDescriptorSets" fn free_descriptor_sets(device: vk::Device, descriptor_pool: vk::DescriptorPool, descriptor_set_count: u32, p_descriptor_sets: *const vk::DescriptorSet) -> vk::Result
                 = PFN_vkFreeDescriptorSets, args FreeDescriptorSets, down |dc| dc.fns.fp_v1_0().free_descriptor_sets;
-                [fdm_binned_slot => typed_own fdm::descriptors::free_descriptor_sets, views_slot => typed deferred_views::free_descriptor_sets];
+                [fdm_binned_slot => typed fdm::descriptors::free_descriptor_sets, views_slot => typed deferred_views::free_descriptor_sets];
             "vkResetDescriptorPool" fn reset_descriptor_pool(device: vk::Device, descriptor_pool: vk::DescriptorPool, flags: vk::DescriptorPoolResetFlags) -> vk::Result
                 = PFN_vkResetDescriptorPool, args ResetDescriptorPool, down |dc| dc.fns.fp_v1_0().reset_descriptor_pool;
-                [fdm_binned_slot => forget fdm::Fdm::forget_pool, views_slot => wrap deferred_views::reset_descriptor_pool];
+                [fdm_binned_slot => forget fdm::Fdm::forget_pool, views_slot => typed deferred_views::reset_descriptor_pool];
             "vkDestroyDescriptorPool" fn destroy_descriptor_pool(device: vk::Device, descriptor_pool: vk::DescriptorPool, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyDescriptorPool, args DestroyDescriptorPool, down |dc| dc.fns.fp_v1_0().destroy_descriptor_pool;
-                [fdm_binned_slot => forget fdm::Fdm::forget_pool, views_slot => wrap deferred_views::destroy_descriptor_pool];
+                [fdm_binned_slot => forget fdm::Fdm::forget_pool, views_slot => typed deferred_views::destroy_descriptor_pool];
             "vkAllocateDescriptorSets" fn allocate_descriptor_sets(device: vk::Device, p_allocate_info: *const vk::DescriptorSetAllocateInfo<'_>, p_descriptor_sets: *mut vk::DescriptorSet) -> vk::Result
                 = PFN_vkAllocateDescriptorSets, args AllocateDescriptorSets, down |dc| dc.fns.fp_v1_0().allocate_descriptor_sets;
-                [fdm_binned_slot => typed_own fdm::descriptors::allocate_descriptor_sets, views_slot => typed deferred_views::allocate_descriptor_sets];
+                [fdm_binned_slot => typed fdm::descriptors::allocate_descriptor_sets, views_slot => typed deferred_views::allocate_descriptor_sets];
             "vkUpdateDescriptorSets" fn update_descriptor_sets(device: vk::Device, descriptor_write_count: u32, p_descriptor_writes: *const vk::WriteDescriptorSet<'_>, descriptor_copy_count: u32, p_descriptor_copies: *const vk::CopyDescriptorSet<'_>)
                 = PFN_vkUpdateDescriptorSets, args UpdateDescriptorSets, down |dc| dc.fns.fp_v1_0().update_descriptor_sets;
-                [fdm_binned_slot => typed_own fdm::descriptors::update_descriptor_sets, views_slot => typed deferred_views::update_descriptor_sets];
+                [fdm_binned_slot => typed fdm::descriptors::update_descriptor_sets, views_slot => typed deferred_views::update_descriptor_sets];
             "vkUpdateDescriptorSetWithTemplate" | "vkUpdateDescriptorSetWithTemplateKHR" fn update_descriptor_set_with_template(device: vk::Device, descriptor_set: vk::DescriptorSet, descriptor_update_template: vk::DescriptorUpdateTemplate, p_data: *const std::ffi::c_void)
                 = PFN_vkUpdateDescriptorSetWithTemplate, args UpdateDescriptorSetWithTemplate, down |dc| dc.fns.fp_v1_1().update_descriptor_set_with_template;
-                [fdm_binned_slot => typed_own fdm::descriptors::update_descriptor_set_with_template, views_slot => typed deferred_views::update_descriptor_set_with_template];
+                [fdm_binned_slot => typed fdm::descriptors::update_descriptor_set_with_template, views_slot => typed deferred_views::update_descriptor_set_with_template];
             "vkCreateDescriptorUpdateTemplate" | "vkCreateDescriptorUpdateTemplateKHR" fn create_descriptor_update_template(device: vk::Device, p_create_info: *const vk::DescriptorUpdateTemplateCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_descriptor_update_template: *mut vk::DescriptorUpdateTemplate) -> vk::Result
                 = PFN_vkCreateDescriptorUpdateTemplate, args CreateDescriptorUpdateTemplate, down |dc| dc.fns.fp_v1_1().create_descriptor_update_template;
                 [views_slot => created deferred_views::DeferredViews::note_template];
@@ -75,60 +75,60 @@ macro_rules! dispatch_rows {
             // shaders (1x1 shading rate, spinlock).
             "vkCreateShaderModule" fn create_shader_module(device: vk::Device, p_create_info: *const vk::ShaderModuleCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_shader_module: *mut vk::ShaderModule) -> vk::Result
                 = PFN_vkCreateShaderModule, args CreateShaderModule, down |dc| dc.fns.fp_v1_0().create_shader_module;
-                [fdm_slot => own fdm::create_shader_module, shaders_slot => wrap shader::create_shader_module];
+                [fdm_slot => typed fdm::create_shader_module, shaders_slot => typed shader::create_shader_module];
             "vkDestroyShaderModule" fn destroy_shader_module(device: vk::Device, shader_module: vk::ShaderModule, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyShaderModule, args DestroyShaderModule, down |dc| dc.fns.fp_v1_0().destroy_shader_module;
                 [fdm_slot => forget fdm::Fdm::forget_module, reserved_slot => forget reserved::ReservedSet::forget_module, shading_rate_slot => forget shading_rate::ForceOneByOne::forget_module, varyings_slot => forget link::Linker::forget];
             "vkCreateGraphicsPipelines" fn create_graphics_pipelines(device: vk::Device, pipeline_cache: vk::PipelineCache, create_info_count: u32, p_create_infos: *const vk::GraphicsPipelineCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_pipelines: *mut vk::Pipeline) -> vk::Result
                 = PFN_vkCreateGraphicsPipelines, args CreateGraphicsPipelines, down |dc| dc.fns.fp_v1_0().create_graphics_pipelines;
-                [fdm_slot => typed_own fdm::create_graphics_pipelines, shaders_slot => typed shader::create_graphics_pipelines];
+                [fdm_slot => typed fdm::create_graphics_pipelines, shaders_slot => typed shader::create_graphics_pipelines];
             "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, pipeline: vk::Pipeline, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyPipeline, args DestroyPipeline, down |dc| dc.fns.fp_v1_0().destroy_pipeline;
                 [fdm_slot => forget fdm::Fdm::forget_pipeline, reserved_slot => forget reserved::ReservedSet::forget_pipeline, shading_rate_slot => forget shading_rate::ForceOneByOne::forget_pipeline, varyings_slot => forget link::Linker::forget_pipeline];
             // Command buffers and synchronization.
             "vkAllocateCommandBuffers" fn allocate_command_buffers(device: vk::Device, p_allocate_info: *const vk::CommandBufferAllocateInfo<'_>, p_command_buffers: *mut vk::CommandBuffer) -> vk::Result
                 = PFN_vkAllocateCommandBuffers, args AllocateCommandBuffers, down |dc| dc.fns.fp_v1_0().allocate_command_buffers;
-                [fdm_binned_slot => typed_own fdm::command_buffers::allocate_command_buffers, ordered_slot => typed ordered::allocate_command_buffers];
+                [fdm_binned_slot => typed fdm::command_buffers::allocate_command_buffers, ordered_slot => typed ordered::allocate_command_buffers];
             "vkFreeCommandBuffers" fn free_command_buffers(device: vk::Device, command_pool: vk::CommandPool, command_buffer_count: u32, p_command_buffers: *const vk::CommandBuffer)
                 = PFN_vkFreeCommandBuffers, args FreeCommandBuffers, down |dc| dc.fns.fp_v1_0().free_command_buffers;
-                [fdm_binned_slot => typed_own fdm::command_buffers::free_command_buffers];
+                [fdm_binned_slot => typed fdm::command_buffers::free_command_buffers];
             "vkDestroyCommandPool" fn destroy_command_pool(device: vk::Device, command_pool: vk::CommandPool, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyCommandPool, args DestroyCommandPool, down |dc| dc.fns.fp_v1_0().destroy_command_pool;
                 [fdm_binned_slot => forget fdm::Fdm::forget_command_pool];
             "vkBeginCommandBuffer" fn begin_command_buffer(command_buffer: vk::CommandBuffer, p_begin_info: *const vk::CommandBufferBeginInfo<'_>) -> vk::Result
                 = PFN_vkBeginCommandBuffer, args BeginCommandBuffer, down |dc| dc.fns.fp_v1_0().begin_command_buffer;
-                [fdm_binned_slot => own fdm::command_buffers::begin_command_buffer, reserved_slot => before reserved::forget_bound, ordered_slot => wrap ordered::begin_command_buffer, shading_rate_slot => before shading_rate::begin_command_buffer];
+                [fdm_binned_slot => typed fdm::command_buffers::begin_command_buffer, reserved_slot => before reserved::forget_bound, ordered_slot => typed ordered::begin_command_buffer, shading_rate_slot => before shading_rate::begin_command_buffer];
             "vkCmdPipelineBarrier" fn cmd_pipeline_barrier(command_buffer: vk::CommandBuffer, src_stage_mask: vk::PipelineStageFlags, dst_stage_mask: vk::PipelineStageFlags, dependency_flags: vk::DependencyFlags, memory_barrier_count: u32, p_memory_barriers: *const vk::MemoryBarrier<'_>, buffer_memory_barrier_count: u32, p_buffer_memory_barriers: *const vk::BufferMemoryBarrier<'_>, image_memory_barrier_count: u32, p_image_memory_barriers: *const vk::ImageMemoryBarrier<'_>)
                 = PFN_vkCmdPipelineBarrier, args CmdPipelineBarrier, down |dc| dc.fns.fp_v1_0().cmd_pipeline_barrier;
-                [fdm_slot => own fdm::command_buffers::cmd_pipeline_barrier];
+                [fdm_slot => typed fdm::command_buffers::cmd_pipeline_barrier];
             "vkCmdPipelineBarrier2" | "vkCmdPipelineBarrier2KHR" fn cmd_pipeline_barrier2(command_buffer: vk::CommandBuffer, p_dependency_info: *const vk::DependencyInfo<'_>)
                 = PFN_vkCmdPipelineBarrier2, args CmdPipelineBarrier2, down |dc| dc.fns.fp_v1_3().cmd_pipeline_barrier2;
-                [fdm_slot => own fdm::command_buffers::cmd_pipeline_barrier2];
+                [fdm_slot => typed fdm::command_buffers::cmd_pipeline_barrier2];
             "vkCmdWaitEvents" fn cmd_wait_events(command_buffer: vk::CommandBuffer, event_count: u32, p_events: *const vk::Event, src_stage_mask: vk::PipelineStageFlags, dst_stage_mask: vk::PipelineStageFlags, memory_barrier_count: u32, p_memory_barriers: *const vk::MemoryBarrier<'_>, buffer_memory_barrier_count: u32, p_buffer_memory_barriers: *const vk::BufferMemoryBarrier<'_>, image_memory_barrier_count: u32, p_image_memory_barriers: *const vk::ImageMemoryBarrier<'_>)
                 = PFN_vkCmdWaitEvents, args CmdWaitEvents, down |dc| dc.fns.fp_v1_0().cmd_wait_events;
-                [fdm_slot => own fdm::command_buffers::cmd_wait_events];
+                [fdm_slot => typed fdm::command_buffers::cmd_wait_events];
             "vkCmdBeginQuery" fn cmd_begin_query(command_buffer: vk::CommandBuffer, query_pool: vk::QueryPool, query: u32, flags: vk::QueryControlFlags)
                 = PFN_vkCmdBeginQuery, args CmdBeginQuery, down |dc| dc.fns.fp_v1_0().cmd_begin_query;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_begin_query, ordered_slot => wrap ordered::cmd_begin_query];
+                [fdm_binned_slot => typed fdm::command_buffers::cmd_begin_query, ordered_slot => typed ordered::cmd_begin_query];
             "vkCmdEndQuery" fn cmd_end_query(command_buffer: vk::CommandBuffer, query_pool: vk::QueryPool, query: u32)
                 = PFN_vkCmdEndQuery, args CmdEndQuery, down |dc| dc.fns.fp_v1_0().cmd_end_query;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_end_query, ordered_slot => wrap ordered::cmd_end_query];
+                [fdm_binned_slot => own fdm::command_buffers::cmd_end_query, ordered_slot => typed ordered::cmd_end_query];
             "vkCmdWriteTimestamp" fn cmd_write_timestamp(command_buffer: vk::CommandBuffer, pipeline_stage: vk::PipelineStageFlags, query_pool: vk::QueryPool, query: u32)
                 = PFN_vkCmdWriteTimestamp, args CmdWriteTimestamp, down |dc| dc.fns.fp_v1_0().cmd_write_timestamp;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_write_timestamp];
+                [fdm_binned_slot => typed fdm::command_buffers::cmd_write_timestamp];
             // Passes.
             "vkCmdBeginRenderPass" fn cmd_begin_render_pass(command_buffer: vk::CommandBuffer, p_render_pass_begin: *const vk::RenderPassBeginInfo<'_>, contents: vk::SubpassContents)
                 = PFN_vkCmdBeginRenderPass, args CmdBeginRenderPass, down |dc| dc.fns.fp_v1_0().cmd_begin_render_pass;
-                [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass, ordered_slot => wrap ordered::cmd_begin_render_pass];
+                [fdm_binned_slot => typed fdm::pass::cmd_begin_render_pass, ordered_slot => typed ordered::cmd_begin_render_pass];
             "vkCmdBeginRenderPass2" | "vkCmdBeginRenderPass2KHR" fn cmd_begin_render_pass2(command_buffer: vk::CommandBuffer, p_render_pass_begin: *const vk::RenderPassBeginInfo<'_>, p_subpass_begin_info: *const vk::SubpassBeginInfo<'_>)
                 = PFN_vkCmdBeginRenderPass2, args CmdBeginRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_begin_render_pass2;
-                [fdm_binned_slot => own fdm::pass::cmd_begin_render_pass2, ordered_slot => wrap ordered::cmd_begin_render_pass2];
+                [fdm_binned_slot => typed fdm::pass::cmd_begin_render_pass2, ordered_slot => typed ordered::cmd_begin_render_pass2];
             "vkCmdNextSubpass" fn cmd_next_subpass(command_buffer: vk::CommandBuffer, contents: vk::SubpassContents)
                 = PFN_vkCmdNextSubpass, args CmdNextSubpass, down |dc| dc.fns.fp_v1_0().cmd_next_subpass;
-                [fdm_binned_slot => own fdm::pass::cmd_next_subpass, ordered_slot => wrap ordered::cmd_next_subpass];
+                [fdm_binned_slot => own fdm::pass::cmd_next_subpass, ordered_slot => before ordered::next_subpass];
             "vkCmdNextSubpass2" | "vkCmdNextSubpass2KHR" fn cmd_next_subpass2(command_buffer: vk::CommandBuffer, p_subpass_begin_info: *const vk::SubpassBeginInfo<'_>, p_subpass_end_info: *const vk::SubpassEndInfo<'_>)
                 = PFN_vkCmdNextSubpass2, args CmdNextSubpass2, down |dc| dc.fns.fp_v1_2().cmd_next_subpass2;
-                [fdm_binned_slot => own fdm::pass::cmd_next_subpass2, ordered_slot => wrap ordered::cmd_next_subpass2];
+                [fdm_binned_slot => typed fdm::pass::cmd_next_subpass2, ordered_slot => before ordered::next_subpass];
             "vkCmdEndRenderPass" fn cmd_end_render_pass(command_buffer: vk::CommandBuffer)
                 = PFN_vkCmdEndRenderPass, args CmdEndRenderPass, down |dc| dc.fns.fp_v1_0().cmd_end_render_pass;
                 [fdm_binned_slot => own fdm::pass::cmd_end_render_pass, ordered_slot => before ordered::end_pass];
@@ -137,13 +137,13 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => own fdm::pass::cmd_end_render_pass2, ordered_slot => before ordered::end_pass];
             "vkCmdBeginRendering" | "vkCmdBeginRenderingKHR" fn cmd_begin_rendering(command_buffer: vk::CommandBuffer, p_rendering_info: *const vk::RenderingInfo<'_>)
                 = PFN_vkCmdBeginRendering, args CmdBeginRendering, down |dc| dc.fns.fp_v1_3().cmd_begin_rendering;
-                [fdm_slot => own fdm::pass::cmd_begin_rendering, ordered_slot => wrap ordered::cmd_begin_rendering];
+                [fdm_slot => typed fdm::pass::cmd_begin_rendering, ordered_slot => typed ordered::cmd_begin_rendering];
             "vkCmdEndRendering" | "vkCmdEndRenderingKHR" fn cmd_end_rendering(command_buffer: vk::CommandBuffer)
                 = PFN_vkCmdEndRendering, args CmdEndRendering, down |dc| dc.fns.fp_v1_3().cmd_end_rendering;
                 [fdm_binned_slot => own fdm::pass::cmd_end_rendering, ordered_slot => before ordered::end_pass];
             "vkCmdExecuteCommands" fn cmd_execute_commands(command_buffer: vk::CommandBuffer, command_buffer_count: u32, p_command_buffers: *const vk::CommandBuffer)
                 = PFN_vkCmdExecuteCommands, args CmdExecuteCommands, down |dc| dc.fns.fp_v1_0().cmd_execute_commands;
-                [fdm_binned_slot => own fdm::pass::cmd_execute_commands];
+                [fdm_binned_slot => typed fdm::pass::cmd_execute_commands];
             // What a density-map pass captures; draws also bind the spinlock's lock set.
             "vkCmdBindPipeline" fn cmd_bind_pipeline(command_buffer: vk::CommandBuffer, pipeline_bind_point: vk::PipelineBindPoint, pipeline: vk::Pipeline)
                 = PFN_vkCmdBindPipeline, args CmdBindPipeline, down |dc| dc.fns.fp_v1_0().cmd_bind_pipeline;
@@ -224,42 +224,42 @@ macro_rules! dispatch_rows {
                 = PFN_vkCmdClearAttachments, args CmdClearAttachments, down |dc| dc.fns.fp_v1_0().cmd_clear_attachments;
                 [fdm_binned_slot => own fdm::capture::cmd_clear_attachments];
             "vkCmdBeginTransformFeedbackEXT" fn cmd_begin_transform_feedback(command_buffer: vk::CommandBuffer, first_counter_buffer: u32, counter_buffer_count: u32, p_counter_buffers: *const vk::Buffer, p_counter_buffer_offsets: *const vk::DeviceSize)
-                = PFN_vkCmdBeginTransformFeedbackEXT, args CmdBeginTransformFeedbackEXT, down |dc| dc.down_begin_transform_feedback();
+                = PFN_vkCmdBeginTransformFeedbackEXT, args CmdBeginTransformFeedbackEXT, down |dc| or_stub(dc.next_begin_transform_feedback, no_begin_transform_feedback);
                 [fdm_binned_slot => own fdm::capture::cmd_begin_transform_feedback];
             // Transfers that may write a density map, and submission.
             "vkCmdCopyBufferToImage" fn cmd_copy_buffer_to_image(command_buffer: vk::CommandBuffer, src_buffer: vk::Buffer, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::BufferImageCopy)
                 = PFN_vkCmdCopyBufferToImage, args CmdCopyBufferToImage, down |dc| dc.fns.fp_v1_0().cmd_copy_buffer_to_image;
-                [fdm_binned_slot => own fdm::queue::cmd_copy_buffer_to_image];
+                [fdm_binned_slot => typed fdm::queue::cmd_copy_buffer_to_image];
             "vkCmdCopyImage" fn cmd_copy_image(command_buffer: vk::CommandBuffer, src_image: vk::Image, src_image_layout: vk::ImageLayout, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::ImageCopy)
                 = PFN_vkCmdCopyImage, args CmdCopyImage, down |dc| dc.fns.fp_v1_0().cmd_copy_image;
-                [fdm_binned_slot => own fdm::queue::cmd_copy_image];
+                [fdm_binned_slot => typed fdm::queue::cmd_copy_image];
             "vkCmdBlitImage" fn cmd_blit_image(command_buffer: vk::CommandBuffer, src_image: vk::Image, src_image_layout: vk::ImageLayout, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::ImageBlit, filter: vk::Filter)
                 = PFN_vkCmdBlitImage, args CmdBlitImage, down |dc| dc.fns.fp_v1_0().cmd_blit_image;
-                [fdm_binned_slot => own fdm::queue::cmd_blit_image];
+                [fdm_binned_slot => typed fdm::queue::cmd_blit_image];
             "vkCmdResolveImage" fn cmd_resolve_image(command_buffer: vk::CommandBuffer, src_image: vk::Image, src_image_layout: vk::ImageLayout, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::ImageResolve)
                 = PFN_vkCmdResolveImage, args CmdResolveImage, down |dc| dc.fns.fp_v1_0().cmd_resolve_image;
-                [fdm_binned_slot => own fdm::queue::cmd_resolve_image];
+                [fdm_binned_slot => typed fdm::queue::cmd_resolve_image];
             "vkCmdClearColorImage" fn cmd_clear_color_image(command_buffer: vk::CommandBuffer, image: vk::Image, image_layout: vk::ImageLayout, p_color: *const vk::ClearColorValue, range_count: u32, p_ranges: *const vk::ImageSubresourceRange)
                 = PFN_vkCmdClearColorImage, args CmdClearColorImage, down |dc| dc.fns.fp_v1_0().cmd_clear_color_image;
-                [fdm_binned_slot => own fdm::queue::cmd_clear_color_image];
+                [fdm_binned_slot => typed fdm::queue::cmd_clear_color_image];
             "vkCmdCopyBufferToImage2" | "vkCmdCopyBufferToImage2KHR" fn cmd_copy_buffer_to_image2(command_buffer: vk::CommandBuffer, p_copy_buffer_to_image_info: *const vk::CopyBufferToImageInfo2<'_>)
                 = PFN_vkCmdCopyBufferToImage2, args CmdCopyBufferToImage2, down |dc| dc.fns.fp_v1_3().cmd_copy_buffer_to_image2;
-                [fdm_binned_slot => own fdm::queue::cmd_copy_buffer_to_image2];
+                [fdm_binned_slot => typed fdm::queue::cmd_copy_buffer_to_image2];
             "vkCmdCopyImage2" | "vkCmdCopyImage2KHR" fn cmd_copy_image2(command_buffer: vk::CommandBuffer, p_copy_image_info: *const vk::CopyImageInfo2<'_>)
                 = PFN_vkCmdCopyImage2, args CmdCopyImage2, down |dc| dc.fns.fp_v1_3().cmd_copy_image2;
-                [fdm_binned_slot => own fdm::queue::cmd_copy_image2];
+                [fdm_binned_slot => typed fdm::queue::cmd_copy_image2];
             "vkCmdBlitImage2" | "vkCmdBlitImage2KHR" fn cmd_blit_image2(command_buffer: vk::CommandBuffer, p_blit_image_info: *const vk::BlitImageInfo2<'_>)
                 = PFN_vkCmdBlitImage2, args CmdBlitImage2, down |dc| dc.fns.fp_v1_3().cmd_blit_image2;
-                [fdm_binned_slot => own fdm::queue::cmd_blit_image2];
+                [fdm_binned_slot => typed fdm::queue::cmd_blit_image2];
             "vkCmdResolveImage2" | "vkCmdResolveImage2KHR" fn cmd_resolve_image2(command_buffer: vk::CommandBuffer, p_resolve_image_info: *const vk::ResolveImageInfo2<'_>)
                 = PFN_vkCmdResolveImage2, args CmdResolveImage2, down |dc| dc.fns.fp_v1_3().cmd_resolve_image2;
-                [fdm_binned_slot => own fdm::queue::cmd_resolve_image2];
+                [fdm_binned_slot => typed fdm::queue::cmd_resolve_image2];
             "vkQueueSubmit" fn queue_submit(queue: vk::Queue, submit_count: u32, p_submits: *const vk::SubmitInfo<'_>, fence: vk::Fence) -> vk::Result
                 = PFN_vkQueueSubmit, args QueueSubmit, down |dc| dc.fns.fp_v1_0().queue_submit;
-                [fdm_binned_slot => own fdm::queue::queue_submit, ordered_slot => wrap ordered::queue_submit];
+                [fdm_binned_slot => typed fdm::queue::queue_submit, ordered_slot => typed ordered::queue_submit];
             "vkQueueSubmit2" | "vkQueueSubmit2KHR" fn queue_submit2(queue: vk::Queue, submit_count: u32, p_submits: *const vk::SubmitInfo2<'_>, fence: vk::Fence) -> vk::Result
                 = PFN_vkQueueSubmit2, args QueueSubmit2, down |dc| dc.fns.fp_v1_3().queue_submit2;
-                [fdm_binned_slot => own fdm::queue::queue_submit2, ordered_slot => wrap ordered::queue_submit2];
+                [fdm_binned_slot => typed fdm::queue::queue_submit2, ordered_slot => typed ordered::queue_submit2];
             "vkQueueWaitIdle" fn queue_wait_idle(queue: vk::Queue) -> vk::Result
                 = PFN_vkQueueWaitIdle, args QueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
                 [fdm_binned_slot => own fdm::queue::queue_wait_idle];
@@ -269,7 +269,7 @@ macro_rules! dispatch_rows {
                 = PFN_vkQueueBindSparse, args QueueBindSparse, down |dc| dc.fns.fp_v1_0().queue_bind_sparse;
                 [fdm_binned_slot => own fdm::queue::queue_bind_sparse];
             "vkQueuePresentKHR" fn queue_present(queue: vk::Queue, p_present_info: *const vk::PresentInfoKHR<'_>) -> vk::Result
-                = PFN_vkQueuePresentKHR, args QueuePresentKHR, down |dc| dc.down_queue_present();
+                = PFN_vkQueuePresentKHR, args QueuePresentKHR, down |dc| or_stub(dc.next_queue_present, no_queue_present);
                 [fdm_binned_slot => own fdm::queue::queue_present];
             "vkDeviceWaitIdle" fn device_wait_idle(device: vk::Device) -> vk::Result
                 = PFN_vkDeviceWaitIdle, args DeviceWaitIdle, down |dc| dc.fns.fp_v1_0().device_wait_idle;
@@ -293,7 +293,7 @@ macro_rules! dispatch_rows {
             // records its own scopes only outside it.
             "vkCmdBeginConditionalRenderingEXT" fn cmd_begin_conditional_rendering(command_buffer: vk::CommandBuffer, p_conditional_rendering_begin: *const vk::ConditionalRenderingBeginInfoEXT<'_>)
                 = PFN_vkCmdBeginConditionalRenderingEXT, args CmdBeginConditionalRenderingEXT, down |dc| dc.state.conditional.cmd_begin_conditional_rendering_ext;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_begin_conditional_rendering];
+                [fdm_binned_slot => typed fdm::command_buffers::cmd_begin_conditional_rendering];
             "vkCmdEndConditionalRenderingEXT" fn cmd_end_conditional_rendering(command_buffer: vk::CommandBuffer)
                 = PFN_vkCmdEndConditionalRenderingEXT, args CmdEndConditionalRenderingEXT, down |dc| dc.state.conditional.cmd_end_conditional_rendering_ext;
                 [fdm_binned_slot => own fdm::command_buffers::cmd_end_conditional_rendering];
@@ -304,33 +304,33 @@ macro_rules! dispatch_rows {
             // captured pass goes live at it rather than carry it into other passes' replays.
             "vkCmdSetRenderingAttachmentLocationsKHR" fn cmd_set_rendering_attachment_locations(command_buffer: vk::CommandBuffer, p_location_info: *const vk::RenderingAttachmentLocationInfoKHR<'_>)
                 = PFN_vkCmdSetRenderingAttachmentLocationsKHR, args CmdSetRenderingAttachmentLocationsKHR, down |dc| dc.state.local_read.cmd_set_rendering_attachment_locations_khr;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_set_rendering_attachment_locations];
+                [fdm_binned_slot => typed fdm::command_buffers::cmd_set_rendering_attachment_locations];
             "vkCmdSetRenderingInputAttachmentIndicesKHR" fn cmd_set_rendering_input_attachment_indices(command_buffer: vk::CommandBuffer, p_location_info: *const vk::RenderingInputAttachmentIndexInfoKHR<'_>)
                 = PFN_vkCmdSetRenderingInputAttachmentIndicesKHR, args CmdSetRenderingInputAttachmentIndicesKHR, down |dc| dc.state.local_read.cmd_set_rendering_input_attachment_indices_khr;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_set_rendering_input_attachment_indices];
+                [fdm_binned_slot => typed fdm::command_buffers::cmd_set_rendering_input_attachment_indices];
             // Shader objects (the density map's variants and captured binds), pipeline layouts and the shading rate.
             "vkCreateShadersEXT" fn create_shaders(device: vk::Device, create_info_count: u32, p_create_infos: *const vk::ShaderCreateInfoEXT<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_shaders: *mut vk::ShaderEXT) -> vk::Result
-                = PFN_vkCreateShadersEXT, args CreateShadersEXT, down |dc| dc.down_create_shaders();
-                [fdm_slot => typed_own fdm::shader_objects::create_shaders, shaders_slot => typed shader::create_shaders_ext];
+                = PFN_vkCreateShadersEXT, args CreateShadersEXT, down |dc| or_stub(dc.next_create_shaders, no_create_shaders);
+                [fdm_slot => typed fdm::shader_objects::create_shaders, shaders_slot => typed shader::create_shaders_ext];
             "vkDestroyShaderEXT" fn destroy_shader(device: vk::Device, shader: vk::ShaderEXT, p_allocator: *const vk::AllocationCallbacks<'_>)
-                = PFN_vkDestroyShaderEXT, args DestroyShaderEXT, down |dc| dc.down_destroy_shader();
-                [fdm_slot => forget fdm::Fdm::forget_shader, reserved_slot => wrap reserved::destroy_shader];
+                = PFN_vkDestroyShaderEXT, args DestroyShaderEXT, down |dc| or_stub(dc.shader_object.as_ref().map(|f| f.destroy_shader_ext), no_destroy_shader);
+                [fdm_slot => forget fdm::Fdm::forget_shader, reserved_slot => typed reserved::destroy_shader];
             "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, p_create_info: *const vk::PipelineLayoutCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_pipeline_layout: *mut vk::PipelineLayout) -> vk::Result
                 = PFN_vkCreatePipelineLayout, args CreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
-                [varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => wrap reserved::create_pipeline_layout];
+                [varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => typed reserved::create_pipeline_layout];
             "vkCmdBindShadersEXT" fn cmd_bind_shaders(command_buffer: vk::CommandBuffer, stage_count: u32, p_stages: *const vk::ShaderStageFlags, p_shaders: *const vk::ShaderEXT)
-                = PFN_vkCmdBindShadersEXT, args CmdBindShadersEXT, down |dc| dc.down_bind_shaders();
-                [fdm_binned_slot => own fdm::capture::cmd_bind_shaders, reserved_slot => wrap reserved::cmd_bind_shaders];
+                = PFN_vkCmdBindShadersEXT, args CmdBindShadersEXT, down |dc| or_stub(dc.shader_object.as_ref().map(|f| f.cmd_bind_shaders_ext), no_bind_shaders);
+                [fdm_binned_slot => typed fdm::capture::cmd_bind_shaders, reserved_slot => typed reserved::cmd_bind_shaders];
             // The ordered interlock strategy zeroes its cells on the queue of the next submission: it needs each
             // queue's family.
             "vkGetDeviceQueue" fn get_device_queue(device: vk::Device, queue_family_index: u32, queue_index: u32, p_queue: *mut vk::Queue)
                 = PFN_vkGetDeviceQueue, args GetDeviceQueue, down |dc| dc.fns.fp_v1_0().get_device_queue;
-                [ordered_slot => wrap ordered::get_device_queue];
+                [ordered_slot => typed ordered::get_device_queue];
             "vkGetDeviceQueue2" fn get_device_queue2(device: vk::Device, p_queue_info: *const vk::DeviceQueueInfo2<'_>, p_queue: *mut vk::Queue)
                 = PFN_vkGetDeviceQueue2, args GetDeviceQueue2, down |dc| dc.fns.fp_v1_1().get_device_queue2;
-                [ordered_slot => wrap ordered::get_device_queue2];
+                [ordered_slot => typed ordered::get_device_queue2];
             "vkCmdSetFragmentShadingRateKHR" fn cmd_set_fragment_shading_rate(command_buffer: vk::CommandBuffer, p_fragment_size: *const vk::Extent2D, combiner_ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2usize])
-                = PFN_vkCmdSetFragmentShadingRateKHR, args CmdSetFragmentShadingRateKHR, down |dc| dc.down_set_fragment_shading_rate();
+                = PFN_vkCmdSetFragmentShadingRateKHR, args CmdSetFragmentShadingRateKHR, down |dc| or_stub(dc.next_set_fragment_shading_rate, no_set_fragment_shading_rate);
                 [shading_rate_slot => wrap shading_rate::cmd_set_fragment_shading_rate];
             // The captured dynamic-state commands (layer/gen/dynamic_state.json).
             "vkCmdSetCullMode" | "vkCmdSetCullModeEXT" fn cmd_set_cull_mode(command_buffer: vk::CommandBuffer, cull_mode: vk::CullModeFlags)

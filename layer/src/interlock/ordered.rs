@@ -711,47 +711,36 @@ fn before_pass(core: &DeviceCore, o: &Ordered, cb: vk::CommandBuffer) {
     }
 }
 
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginRenderPass` call; `next` calls down.
-pub unsafe fn cmd_begin_render_pass(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    info: *const vk::RenderPassBeginInfo<'_>,
-    contents: vk::SubpassContents,
-    next: impl FnOnce(vk::CommandBuffer, *const vk::RenderPassBeginInfo<'_>, vk::SubpassContents),
-) {
+/// A render pass begins: the barrier that orders the cells of the passes
+/// before it; its render area and pass noted.
+fn begin_render_pass(core: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer, info: &vk::RenderPassBeginInfo) {
     if let Some(o) = &s.ordered {
         before_pass(core, o, cb);
-        // SAFETY: VUID-vkCmdBeginRenderPass-pRenderPassBegin-parameter.
-        let info = unsafe { &*info };
         note_render_area(s, info.render_area);
         o.set_pass(cb, Pass::Subpass(info.render_pass, 0));
     }
-    next(cb, info, contents)
 }
 
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginRenderPass2` call; `next` calls down.
-pub unsafe fn cmd_begin_render_pass2(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    info: *const vk::RenderPassBeginInfo<'_>,
-    sub: *const vk::SubpassBeginInfo<'_>,
-    next: impl FnOnce(vk::CommandBuffer, *const vk::RenderPassBeginInfo<'_>, *const vk::SubpassBeginInfo<'_>),
-) {
-    if let Some(o) = &s.ordered {
-        before_pass(core, o, cb);
-        // SAFETY: VUID-vkCmdBeginRenderPass2-pRenderPassBegin-parameter.
-        let info = unsafe { &*info };
-        note_render_area(s, info.render_area);
-        o.set_pass(cb, Pass::Subpass(info.render_pass, 0));
-    }
-    next(cb, info, sub)
+/// The begin-render-pass hooks of both versions ([`begin_render_pass`]).
+macro_rules! begin_render_pass_hooks {
+    ($($(#[$doc:meta])* $hook:ident $args:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $hook(core: &DeviceCore, s: &ReservedSet, a: args::$args) {
+            begin_render_pass(core, s, a.command_buffer(), a.render_pass_begin());
+            a.next()
+        }
+    )*};
 }
 
-fn next_subpass(s: &ReservedSet, cb: vk::CommandBuffer) {
+begin_render_pass_hooks! {
+    /// `vkCmdBeginRenderPass`.
+    cmd_begin_render_pass CmdBeginRenderPass;
+    /// `vkCmdBeginRenderPass2`.
+    cmd_begin_render_pass2 CmdBeginRenderPass2;
+}
+
+/// `vkCmdNextSubpass`, `vkCmdNextSubpass2`: the command buffer is in the next subpass.
+pub fn next_subpass(_: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer) {
     if let Some(o) = &s.ordered {
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
             if let Pass::Subpass(rp, i) = st.pass {
@@ -761,33 +750,6 @@ fn next_subpass(s: &ReservedSet, cb: vk::CommandBuffer) {
     }
 }
 
-/// # Safety
-/// The arguments are those of a valid `vkCmdNextSubpass` call; `next` calls down.
-pub unsafe fn cmd_next_subpass(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    contents: vk::SubpassContents,
-    next: impl FnOnce(vk::CommandBuffer, vk::SubpassContents),
-) {
-    next_subpass(s, cb);
-    next(cb, contents)
-}
-
-/// # Safety
-/// The arguments are those of a valid `vkCmdNextSubpass2` call; `next` calls down.
-pub unsafe fn cmd_next_subpass2(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    b: *const vk::SubpassBeginInfo<'_>,
-    e: *const vk::SubpassEndInfo<'_>,
-    next: impl FnOnce(vk::CommandBuffer, *const vk::SubpassBeginInfo<'_>, *const vk::SubpassEndInfo<'_>),
-) {
-    next_subpass(s, cb);
-    next(cb, b, e)
-}
-
 /// At the end of a render pass or of dynamic rendering.
 pub fn end_pass(_: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer) {
     if let Some(o) = &s.ordered {
@@ -795,15 +757,8 @@ pub fn end_pass(_: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer) {
     }
 }
 
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginRendering` call; `next` calls down.
-pub unsafe fn cmd_begin_rendering(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    info: *const vk::RenderingInfo<'_>,
-    next: impl FnOnce(vk::CommandBuffer, *const vk::RenderingInfo<'_>),
-) {
+pub fn cmd_begin_rendering(core: &DeviceCore, s: &ReservedSet, a: args::CmdBeginRendering) {
+    let (cb, info) = (a.command_buffer(), a.p_rendering_info());
     if let Some(o) = &s.ordered {
         // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter.
         let i = unsafe { &*info };
@@ -831,26 +786,21 @@ pub unsafe fn cmd_begin_rendering(
                 patched.p_color_attachments = colors.as_ptr();
                 patched.p_depth_attachment = depth.first().map_or(std::ptr::null(), |d| d as *const _);
                 patched.p_stencil_attachment = stencil.first().map_or(std::ptr::null(), |d| d as *const _);
-                return next(cb, &patched);
+                return a.with_rendering_info(&patched).next();
             }
             Err(why) => {
                 o.set_pass(cb, Pass::Dynamic(Err(why)));
             }
         }
     }
-    next(cb, info)
+    a.next()
 }
 
 // Command buffers, queries, queues.
 
 /// `vkAllocateCommandBuffers`: which command buffers are secondary.
-pub fn allocate_command_buffers(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    a: args::AllocateCommandBuffers,
-    next: impl FnOnce(args::AllocateCommandBuffers) -> vk::Result,
-) -> vk::Result {
-    let r = next(a);
+pub fn allocate_command_buffers(_: &DeviceCore, s: &ReservedSet, a: args::AllocateCommandBuffers) -> vk::Result {
+    let r = a.next();
     if let (Some(o), vk::Result::SUCCESS) = (&s.ordered, r) {
         // SAFETY: the command succeeded.
         let (ci, cbs) = (a.allocate_info(), unsafe { a.written_command_buffers() });
@@ -869,16 +819,8 @@ pub fn allocate_command_buffers(
 
 /// `vkBeginCommandBuffer`: nothing bound, no query; a secondary continuing
 /// a render pass records in its inherited subpass (or dynamic rendering).
-///
-/// # Safety
-/// The arguments are those of a valid `vkBeginCommandBuffer` call; `next` calls down.
-pub unsafe fn begin_command_buffer(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    info: *const vk::CommandBufferBeginInfo<'_>,
-    next: impl FnOnce(vk::CommandBuffer, *const vk::CommandBufferBeginInfo<'_>) -> vk::Result,
-) -> vk::Result {
+pub fn begin_command_buffer(_: &DeviceCore, s: &ReservedSet, a: args::BeginCommandBuffer) -> vk::Result {
+    let (cb, info) = (a.command_buffer(), a.p_begin_info());
     if let Some(o) = &s.ordered {
         let mut state =
             CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0, occlusion_queries: 0 };
@@ -911,7 +853,7 @@ pub unsafe fn begin_command_buffer(
         }
         o.command_buffers.lock().insert(cb, state);
     }
-    next(cb, info)
+    a.next()
 }
 
 /// A render target of `width` x `height` made: the largest sizes the cells
@@ -979,17 +921,8 @@ fn query_kind(o: &Ordered, pool: vk::QueryPool) -> (bool, bool) {
     (counting, ty == Some(vk::QueryType::OCCLUSION))
 }
 
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginQuery` call; `next` calls down.
-pub unsafe fn cmd_begin_query(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    pool: vk::QueryPool,
-    q: u32,
-    flags: vk::QueryControlFlags,
-    next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32, vk::QueryControlFlags),
-) {
+pub fn cmd_begin_query(_: &DeviceCore, s: &ReservedSet, a: args::CmdBeginQuery) {
+    let (cb, pool) = (a.command_buffer(), a.query_pool());
     if let Some(o) = &s.ordered {
         let (counts, occlusion) = query_kind(o, pool);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
@@ -998,19 +931,11 @@ pub unsafe fn cmd_begin_query(
             st.queries_inside += u32::from(matches!(st.pass, Pass::Dynamic(_)));
         }
     }
-    next(cb, pool, q, flags)
+    a.next()
 }
 
-/// # Safety
-/// The arguments are those of a valid `vkCmdEndQuery` call; `next` calls down.
-pub unsafe fn cmd_end_query(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    pool: vk::QueryPool,
-    q: u32,
-    next: impl FnOnce(vk::CommandBuffer, vk::QueryPool, u32),
-) {
+pub fn cmd_end_query(_: &DeviceCore, s: &ReservedSet, a: args::CmdEndQuery) {
+    let (cb, pool) = (a.command_buffer(), a.query_pool());
     if let Some(o) = &s.ordered {
         let (counts, occlusion) = query_kind(o, pool);
         if let Some(st) = o.command_buffers.lock().get_mut(&cb) {
@@ -1021,41 +946,23 @@ pub unsafe fn cmd_end_query(
             }
         }
     }
-    next(cb, pool, q)
+    a.next()
 }
 
 /// `vkGetDeviceQueue`: the layer remembers each queue's family (its clear
 /// command buffer must come from that family).
-///
-/// # Safety
-/// The arguments are those of a valid `vkGetDeviceQueue` call; `next` calls down.
-pub unsafe fn get_device_queue(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    device: vk::Device,
-    family: u32,
-    index: u32,
-    out: *mut vk::Queue,
-    next: impl FnOnce(vk::Device, u32, u32, *mut vk::Queue),
-) {
-    next(device, family, index, out);
+pub fn get_device_queue(_: &DeviceCore, s: &ReservedSet, a: args::GetDeviceQueue) {
+    let (family, out) = (a.queue_family_index(), a.p_queue());
+    a.next();
     if let Some(o) = &s.ordered {
         // SAFETY: VUID-vkGetDeviceQueue-pQueue-parameter: written by the call.
         o.queues.lock().insert(unsafe { *out }, family);
     }
 }
 
-/// # Safety
-/// The arguments are those of a valid `vkGetDeviceQueue2` call; `next` calls down.
-pub unsafe fn get_device_queue2(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    device: vk::Device,
-    info: *const vk::DeviceQueueInfo2<'_>,
-    out: *mut vk::Queue,
-    next: impl FnOnce(vk::Device, *const vk::DeviceQueueInfo2<'_>, *mut vk::Queue),
-) {
-    next(device, info, out);
+pub fn get_device_queue2(_: &DeviceCore, s: &ReservedSet, a: args::GetDeviceQueue2) {
+    let (info, out) = (a.p_queue_info(), a.p_queue());
+    a.next();
     if let Some(o) = &s.ordered {
         // SAFETY: VUID-vkGetDeviceQueue2-pQueueInfo-parameter and -pQueue-parameter.
         let (family, q) = unsafe { ((*info).queue_family_index, *out) };
@@ -1183,51 +1090,27 @@ fn zeroing(core: &DeviceCore, s: &ReservedSet, c: &mut Cells, family: u32) -> Op
 }
 
 /// `vkQueueSubmit`: the cells' zeroing goes first where it is pending.
-///
-/// # Safety
-/// The arguments are those of a valid `vkQueueSubmit` call; `next` calls down.
-pub unsafe fn queue_submit(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    queue: vk::Queue,
-    n: u32,
-    submits: *const vk::SubmitInfo<'_>,
-    fence: vk::Fence,
-    next: impl FnOnce(vk::Queue, u32, *const vk::SubmitInfo<'_>, vk::Fence) -> vk::Result,
-) -> vk::Result {
-    let clears = s.ordered.as_ref().map(|o| o.before_submit(core, s, queue)).unwrap_or_default();
+pub fn queue_submit(core: &DeviceCore, s: &ReservedSet, a: args::QueueSubmit) -> vk::Result {
+    let clears = s.ordered.as_ref().map(|o| o.before_submit(core, s, a.queue())).unwrap_or_default();
     if clears.is_empty() {
-        return next(queue, n, submits, fence);
+        return a.next();
     }
     let mut all = vec![vk::SubmitInfo::default().command_buffers(&clears)];
-    // SAFETY: VUID-vkQueueSubmit-pSubmits-parameter: `submitCount` valid infos.
-    all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });
-    next(queue, all.len() as u32, all.as_ptr(), fence)
+    all.extend_from_slice(a.submits());
+    a.with_submits(&all).next()
 }
 
 /// `vkQueueSubmit2`: as [`queue_submit`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkQueueSubmit2` call; `next` calls down.
-pub unsafe fn queue_submit2(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    queue: vk::Queue,
-    n: u32,
-    submits: *const vk::SubmitInfo2<'_>,
-    fence: vk::Fence,
-    next: impl FnOnce(vk::Queue, u32, *const vk::SubmitInfo2<'_>, vk::Fence) -> vk::Result,
-) -> vk::Result {
-    let clears = s.ordered.as_ref().map(|o| o.before_submit(core, s, queue)).unwrap_or_default();
-    if clears.is_empty() {
-        return next(queue, n, submits, fence);
-    }
+pub fn queue_submit2(core: &DeviceCore, s: &ReservedSet, a: args::QueueSubmit2) -> vk::Result {
+    let clears = s.ordered.as_ref().map(|o| o.before_submit(core, s, a.queue())).unwrap_or_default();
     let cbs: Vec<vk::CommandBufferSubmitInfo> =
         clears.iter().map(|&cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb)).collect();
+    if cbs.is_empty() {
+        return a.next();
+    }
     let mut all = vec![vk::SubmitInfo2::default().command_buffer_infos(&cbs)];
-    // SAFETY: VUID-vkQueueSubmit2-pSubmits-parameter: `submitCount` valid infos.
-    all.extend_from_slice(unsafe { crate::ffi::slice(submits, n) });
-    next(queue, all.len() as u32, all.as_ptr(), fence)
+    all.extend_from_slice(a.submits());
+    a.with_submits(&all).next()
 }
 
 /// The draw commands with an interlock pipeline bound: the reserved set

@@ -18,6 +18,7 @@
 
 use super::cells;
 use crate::device::DeviceCore;
+use crate::generated::args;
 use crate::id;
 use ash::vk;
 use parking_lot::Mutex;
@@ -811,25 +812,8 @@ pub unsafe fn extend_set_layouts(
 }
 
 /// Extends every pipeline layout with the padding and lock set layouts.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCreatePipelineLayout` call; `next` calls down.
-pub unsafe fn create_pipeline_layout(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    device: vk::Device,
-    info: *const vk::PipelineLayoutCreateInfo<'_>,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::PipelineLayout,
-    next: impl FnOnce(
-        vk::Device,
-        *const vk::PipelineLayoutCreateInfo<'_>,
-        *const vk::AllocationCallbacks<'_>,
-        *mut vk::PipelineLayout,
-    ) -> vk::Result,
-) -> vk::Result {
-    // SAFETY: VUID-vkCreatePipelineLayout-pCreateInfo-parameter.
-    let ci = unsafe { &*info };
+pub fn create_pipeline_layout(core: &DeviceCore, s: &ReservedSet, a: args::CreatePipelineLayout) -> vk::Result {
+    let ci = a.create_info();
     // SAFETY: VUID-VkPipelineLayoutCreateInfo-pSetLayouts-parameter:
     // `setLayoutCount` handles.
     match unsafe { extend_set_layouts(s, ci.set_layout_count, ci.p_set_layouts) } {
@@ -841,13 +825,13 @@ pub unsafe fn create_pipeline_layout(
                     ci.set_layout_count, s.set
                 ),
             );
-            next(device, info, alloc, out)
+            a.next()
         }
         Some(layouts) => {
             let mut copy = *ci;
             copy.set_layout_count = layouts.len() as u32;
             copy.p_set_layouts = layouts.as_ptr();
-            next(device, &copy, alloc, out)
+            a.with_create_info(&copy).next()
         }
     }
 }
@@ -1166,27 +1150,9 @@ pub unsafe fn cmd_bind_pipeline(
 }
 
 /// Remembers whether the bound fragment shader object uses a lock.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBindShadersEXT` call; `next` calls down.
-pub unsafe fn cmd_bind_shaders(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    count: u32,
-    stages: *const vk::ShaderStageFlags,
-    shaders: *const vk::ShaderEXT,
-    next: impl FnOnce(vk::CommandBuffer, u32, *const vk::ShaderStageFlags, *const vk::ShaderEXT),
-) {
-    let stage_list = if count == 0 {
-        &[][..]
-    } else {
-        // SAFETY: VUID-vkCmdBindShadersEXT-pStages-parameter: `stageCount` stages.
-        unsafe { std::slice::from_raw_parts(stages, count as usize) }
-    };
-    // SAFETY: VUID-vkCmdBindShadersEXT-pShaders-parameter: a non-null
-    // pShaders holds `stageCount` handles, and `i` < `stageCount`.
-    let shader_at = |i: usize| if shaders.is_null() { vk::ShaderEXT::null() } else { unsafe { *shaders.add(i) } };
+pub fn cmd_bind_shaders(_: &DeviceCore, s: &ReservedSet, a: args::CmdBindShadersEXT) {
+    let (cb, stage_list, shaders) = (a.command_buffer(), a.stages(), a.shaders());
+    let shader_at = |i: usize| shaders.map_or(vk::ShaderEXT::null(), |s| s[i]);
     // The ordered strategy: what is bound before the fragment stage.
     let partners = s.ordered.as_ref().map(|_| {
         let mut all = s.bound_objects.lock();
@@ -1225,25 +1191,16 @@ pub unsafe fn cmd_bind_shaders(
             None => None,
         };
     }
-    next(cb, count, stages, shaders)
+    a.next()
 }
 
 /// Destroys the pipeline layout made for a locked fragment shader object.
-///
-/// # Safety
-/// The arguments are those of a valid `vkDestroyShaderEXT` call; `next` calls down.
-pub unsafe fn destroy_shader(
-    core: &DeviceCore,
-    s: &ReservedSet,
-    device: vk::Device,
-    shader: vk::ShaderEXT,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    next: impl FnOnce(vk::Device, vk::ShaderEXT, *const vk::AllocationCallbacks<'_>),
-) {
+pub fn destroy_shader(core: &DeviceCore, s: &ReservedSet, a: args::DestroyShaderEXT) {
+    let (device, shader) = (a.device(), a.shader());
     let layout = s.shaders.lock().remove(&shader);
     s.vertex_objects.lock().remove(&shader);
     // The shader goes down first, then the layout the layer made for it.
-    next(device, shader, alloc);
+    a.next();
     if let Some((layout, _)) = layout {
         // SAFETY: the layer's own layout of this device, made by `note_shader`
         // without allocation callbacks (VUID-vkDestroyPipelineLayout-pipelineLayout-00300).
