@@ -265,7 +265,8 @@ def args(c, sig, reg, vu):
         const, inner = pointee(ty)
         rule = vuid(vu, c["name"], n, inner.startswith("[")) if const == "const" and "c_void" not in inner else None
         out += ["", f"    /// `{n}` as passed.", "    #[inline]", f"    pub fn {n}(&self) -> {ty} {{", f"        self.{n}", "    }"]
-        if const is None and n not in count_of.values():
+        # (Not the dispatchable handle: the chain below is that object's.)
+        if const is None and n not in count_of.values() and n != fields[0][0]:
             out += [
                 "",
                 f"    /// These arguments with `{n}` = `v`.",

@@ -58,12 +58,6 @@ impl<'a> CreateImage<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `p_create_info` as passed.
     #[inline]
     pub fn p_create_info(&self) -> *const vk::ImageCreateInfo<'a> {
@@ -177,12 +171,6 @@ impl<'a> DestroyImage<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `image` as passed.
     #[inline]
     pub fn image(&self) -> vk::Image {
@@ -269,12 +257,6 @@ impl<'a> CreateImageView<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -390,12 +372,6 @@ impl<'a> DestroyImageView<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `image_view` as passed.
     #[inline]
     pub fn image_view(&self) -> vk::ImageView {
@@ -482,12 +458,6 @@ impl<'a> CreateSampler<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -604,12 +574,6 @@ impl<'a> CreateRenderPass<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `p_create_info` as passed.
     #[inline]
     pub fn p_create_info(&self) -> *const vk::RenderPassCreateInfo<'a> {
@@ -722,12 +686,6 @@ impl<'a> CreateRenderPass2<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -843,12 +801,6 @@ impl<'a> DestroyRenderPass<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `render_pass` as passed.
     #[inline]
     pub fn render_pass(&self) -> vk::RenderPass {
@@ -935,12 +887,6 @@ impl<'a> CreateFramebuffer<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -1057,12 +1003,6 @@ impl<'a> CreateSwapchainKHR<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `p_create_info` as passed.
     #[inline]
     pub fn p_create_info(&self) -> *const vk::SwapchainCreateInfoKHR<'a> {
@@ -1176,12 +1116,6 @@ impl<'a> DestroyFramebuffer<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `framebuffer` as passed.
     #[inline]
     pub fn framebuffer(&self) -> vk::Framebuffer {
@@ -1268,12 +1202,6 @@ impl<'a> CreateDescriptorSetLayout<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -1389,12 +1317,6 @@ impl<'a> DestroyDescriptorSetLayout<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `descriptor_set_layout` as passed.
     #[inline]
     pub fn descriptor_set_layout(&self) -> vk::DescriptorSetLayout {
@@ -1481,12 +1403,6 @@ impl<'a> FreeDescriptorSets<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `descriptor_pool` as passed.
@@ -1591,12 +1507,6 @@ impl<'a> ResetDescriptorPool<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `descriptor_pool` as passed.
     #[inline]
     pub fn descriptor_pool(&self) -> vk::DescriptorPool {
@@ -1681,12 +1591,6 @@ impl<'a> DestroyDescriptorPool<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `descriptor_pool` as passed.
@@ -1774,12 +1678,6 @@ impl<'a> AllocateDescriptorSets<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_allocate_info` as passed.
@@ -1882,12 +1780,6 @@ impl<'a> UpdateDescriptorSets<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `descriptor_write_count` as passed.
@@ -2009,12 +1901,6 @@ impl<'a> UpdateDescriptorSetWithTemplate<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `descriptor_set` as passed.
     #[inline]
     pub fn descriptor_set(&self) -> vk::DescriptorSet {
@@ -2106,12 +1992,6 @@ impl<'a> CreateDescriptorUpdateTemplate<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -2227,12 +2107,6 @@ impl<'a> DestroyDescriptorUpdateTemplate<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `descriptor_update_template` as passed.
     #[inline]
     pub fn descriptor_update_template(&self) -> vk::DescriptorUpdateTemplate {
@@ -2319,12 +2193,6 @@ impl<'a> CreateShaderModule<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -2440,12 +2308,6 @@ impl<'a> DestroyShaderModule<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `shader_module` as passed.
     #[inline]
     pub fn shader_module(&self) -> vk::ShaderModule {
@@ -2534,12 +2396,6 @@ impl<'a> CreateGraphicsPipelines<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `pipeline_cache` as passed.
@@ -2674,12 +2530,6 @@ impl<'a> DestroyPipeline<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `pipeline` as passed.
     #[inline]
     pub fn pipeline(&self) -> vk::Pipeline {
@@ -2765,12 +2615,6 @@ impl<'a> AllocateCommandBuffers<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_allocate_info` as passed.
@@ -2872,12 +2716,6 @@ impl<'a> FreeCommandBuffers<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `command_pool` as passed.
@@ -2982,12 +2820,6 @@ impl<'a> DestroyCommandPool<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `command_pool` as passed.
     #[inline]
     pub fn command_pool(&self) -> vk::CommandPool {
@@ -3072,12 +2904,6 @@ impl<'a> BeginCommandBuffer<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_begin_info` as passed.
@@ -3169,12 +2995,6 @@ impl<'a> CmdPipelineBarrier<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `src_stage_mask` as passed.
@@ -3358,12 +3178,6 @@ impl<'a> CmdPipelineBarrier2<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `p_dependency_info` as passed.
     #[inline]
     pub fn p_dependency_info(&self) -> *const vk::DependencyInfo<'a> {
@@ -3454,12 +3268,6 @@ impl<'a> CmdWaitEvents<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `event_count` as passed.
@@ -3661,12 +3469,6 @@ impl<'a> CmdBeginQuery<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `query_pool` as passed.
     #[inline]
     pub fn query_pool(&self) -> vk::QueryPool {
@@ -3765,12 +3567,6 @@ impl<'a> CmdEndQuery<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `query_pool` as passed.
     #[inline]
     pub fn query_pool(&self) -> vk::QueryPool {
@@ -3856,12 +3652,6 @@ impl<'a> CmdWriteTimestamp<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `pipeline_stage` as passed.
@@ -3962,12 +3752,6 @@ impl<'a> CmdBeginRenderPass<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `p_render_pass_begin` as passed.
     #[inline]
     pub fn p_render_pass_begin(&self) -> *const vk::RenderPassBeginInfo<'a> {
@@ -4062,12 +3846,6 @@ impl<'a> CmdBeginRenderPass2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_render_pass_begin` as passed.
@@ -4175,12 +3953,6 @@ impl<'a> CmdNextSubpass<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `contents` as passed.
     #[inline]
     pub fn contents(&self) -> vk::SubpassContents {
@@ -4253,12 +4025,6 @@ impl<'a> CmdNextSubpass2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_subpass_begin_info` as passed.
@@ -4365,12 +4131,6 @@ impl<'a> CmdEndRenderPass<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdEndRenderPass<'b>
@@ -4430,12 +4190,6 @@ impl<'a> CmdEndRenderPass2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_subpass_end_info` as passed.
@@ -4521,12 +4275,6 @@ impl<'a> CmdBeginRendering<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `p_rendering_info` as passed.
     #[inline]
     pub fn p_rendering_info(&self) -> *const vk::RenderingInfo<'a> {
@@ -4609,12 +4357,6 @@ impl<'a> CmdEndRendering<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdEndRendering<'b>
@@ -4675,12 +4417,6 @@ impl<'a> CmdExecuteCommands<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `command_buffer_count` as passed.
@@ -4773,12 +4509,6 @@ impl<'a> CmdBindPipeline<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `pipeline_bind_point` as passed.
     #[inline]
     pub fn pipeline_bind_point(&self) -> vk::PipelineBindPoint {
@@ -4868,12 +4598,6 @@ impl<'a> CmdBindDescriptorSets<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `pipeline_bind_point` as passed.
@@ -5032,12 +4756,6 @@ impl<'a> CmdBindVertexBuffers<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `first_binding` as passed.
     #[inline]
     pub fn first_binding(&self) -> u32 {
@@ -5166,12 +4884,6 @@ impl<'a> CmdBindVertexBuffers2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `first_binding` as passed.
@@ -5347,12 +5059,6 @@ impl<'a> CmdBindIndexBuffer<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
@@ -5452,12 +5158,6 @@ impl<'a> CmdPushConstants<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `layout` as passed.
@@ -5571,12 +5271,6 @@ impl<'a> CmdSetViewport<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `first_viewport` as passed.
     #[inline]
     pub fn first_viewport(&self) -> u32 {
@@ -5680,12 +5374,6 @@ impl<'a> CmdSetScissor<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `first_scissor` as passed.
     #[inline]
     pub fn first_scissor(&self) -> u32 {
@@ -5787,12 +5475,6 @@ impl<'a> CmdSetLineWidth<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `line_width` as passed.
     #[inline]
     pub fn line_width(&self) -> f32 {
@@ -5866,12 +5548,6 @@ impl<'a> CmdSetDepthBias<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `depth_bias_constant_factor` as passed.
@@ -5971,12 +5647,6 @@ impl<'a> CmdSetBlendConstants<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `blend_constants` as passed.
     #[inline]
     pub fn blend_constants(&self) -> *const [f32; 4usize] {
@@ -6043,12 +5713,6 @@ impl<'a> CmdSetDepthBounds<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `min_depth_bounds` as passed.
@@ -6137,12 +5801,6 @@ impl<'a> CmdSetStencilCompareMask<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `face_mask` as passed.
     #[inline]
     pub fn face_mask(&self) -> vk::StencilFaceFlags {
@@ -6227,12 +5885,6 @@ impl<'a> CmdSetStencilWriteMask<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `face_mask` as passed.
@@ -6321,12 +5973,6 @@ impl<'a> CmdSetStencilReference<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `face_mask` as passed.
     #[inline]
     pub fn face_mask(&self) -> vk::StencilFaceFlags {
@@ -6413,12 +6059,6 @@ impl<'a> CmdDraw<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `vertex_count` as passed.
@@ -6532,12 +6172,6 @@ impl<'a> CmdDrawIndexed<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `index_count` as passed.
@@ -6664,12 +6298,6 @@ impl<'a> CmdDrawIndirect<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
@@ -6780,12 +6408,6 @@ impl<'a> CmdDrawIndexedIndirect<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `buffer` as passed.
@@ -6900,12 +6522,6 @@ impl<'a> CmdDrawIndirectCount<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `buffer` as passed.
@@ -7046,12 +6662,6 @@ impl<'a> CmdDrawIndexedIndirectCount<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `buffer` as passed.
     #[inline]
     pub fn buffer(&self) -> vk::Buffer {
@@ -7189,12 +6799,6 @@ impl<'a> CmdDrawMultiEXT<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `draw_count` as passed.
     #[inline]
     pub fn draw_count(&self) -> u32 {
@@ -7307,12 +6911,6 @@ impl<'a> CmdDrawMultiIndexedEXT<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `draw_count` as passed.
@@ -7438,12 +7036,6 @@ impl<'a> CmdSetViewportWithCount<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `viewport_count` as passed.
     #[inline]
     pub fn viewport_count(&self) -> u32 {
@@ -7532,12 +7124,6 @@ impl<'a> CmdSetScissorWithCount<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `scissor_count` as passed.
@@ -7630,12 +7216,6 @@ impl<'a> CmdClearAttachments<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `attachment_count` as passed.
@@ -7758,12 +7338,6 @@ impl<'a> CmdBeginTransformFeedbackEXT<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `first_counter_buffer` as passed.
     #[inline]
     pub fn first_counter_buffer(&self) -> u32 {
@@ -7874,12 +7448,6 @@ impl<'a> CmdCopyBufferToImage<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `src_buffer` as passed.
@@ -8010,12 +7578,6 @@ impl<'a> CmdCopyImage<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `src_image` as passed.
@@ -8159,12 +7721,6 @@ impl<'a> CmdBlitImage<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `src_image` as passed.
@@ -8321,12 +7877,6 @@ impl<'a> CmdResolveImage<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `src_image` as passed.
     #[inline]
     pub fn src_image(&self) -> vk::Image {
@@ -8468,12 +8018,6 @@ impl<'a> CmdClearColorImage<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `image` as passed.
     #[inline]
     pub fn image(&self) -> vk::Image {
@@ -8609,12 +8153,6 @@ impl<'a> CmdCopyBufferToImage2<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `p_copy_buffer_to_image_info` as passed.
     #[inline]
     pub fn p_copy_buffer_to_image_info(&self) -> *const vk::CopyBufferToImageInfo2<'a> {
@@ -8696,12 +8234,6 @@ impl<'a> CmdCopyImage2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_copy_image_info` as passed.
@@ -8787,12 +8319,6 @@ impl<'a> CmdBlitImage2<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `p_blit_image_info` as passed.
     #[inline]
     pub fn p_blit_image_info(&self) -> *const vk::BlitImageInfo2<'a> {
@@ -8874,12 +8400,6 @@ impl<'a> CmdResolveImage2<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_resolve_image_info` as passed.
@@ -8965,12 +8485,6 @@ impl<'a> QueueSubmit<'a> {
     #[inline]
     pub fn queue(&self) -> vk::Queue {
         self.queue
-    }
-
-    /// These arguments with `queue` = `v`.
-    #[inline]
-    pub fn with_queue(self, v: vk::Queue) -> Self {
-        Self { queue: v, ..self }
     }
 
     /// `submit_count` as passed.
@@ -9076,12 +8590,6 @@ impl<'a> QueueSubmit2<'a> {
         self.queue
     }
 
-    /// These arguments with `queue` = `v`.
-    #[inline]
-    pub fn with_queue(self, v: vk::Queue) -> Self {
-        Self { queue: v, ..self }
-    }
-
     /// `submit_count` as passed.
     #[inline]
     pub fn submit_count(&self) -> u32 {
@@ -9182,12 +8690,6 @@ impl<'a> QueueWaitIdle<'a> {
         self.queue
     }
 
-    /// These arguments with `queue` = `v`.
-    #[inline]
-    pub fn with_queue(self, v: vk::Queue) -> Self {
-        Self { queue: v, ..self }
-    }
-
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> QueueWaitIdle<'b>
@@ -9249,12 +8751,6 @@ impl<'a> QueueBindSparse<'a> {
     #[inline]
     pub fn queue(&self) -> vk::Queue {
         self.queue
-    }
-
-    /// These arguments with `queue` = `v`.
-    #[inline]
-    pub fn with_queue(self, v: vk::Queue) -> Self {
-        Self { queue: v, ..self }
     }
 
     /// `bind_info_count` as passed.
@@ -9358,12 +8854,6 @@ impl<'a> QueuePresentKHR<'a> {
         self.queue
     }
 
-    /// These arguments with `queue` = `v`.
-    #[inline]
-    pub fn with_queue(self, v: vk::Queue) -> Self {
-        Self { queue: v, ..self }
-    }
-
     /// `p_present_info` as passed.
     #[inline]
     pub fn p_present_info(&self) -> *const vk::PresentInfoKHR<'a> {
@@ -9446,12 +8936,6 @@ impl<'a> DeviceWaitIdle<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> DeviceWaitIdle<'b>
@@ -9514,12 +8998,6 @@ impl<'a> WaitForFences<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `fence_count` as passed.
@@ -9635,12 +9113,6 @@ impl<'a> GetFenceStatus<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `fence` as passed.
     #[inline]
     pub fn fence(&self) -> vk::Fence {
@@ -9714,12 +9186,6 @@ impl<'a> CreateQueryPool<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -9835,12 +9301,6 @@ impl<'a> DestroyQueryPool<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `query_pool` as passed.
     #[inline]
     pub fn query_pool(&self) -> vk::QueryPool {
@@ -9927,12 +9387,6 @@ impl<'a> CmdBeginConditionalRenderingEXT<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// `p_conditional_rendering_begin` as passed.
     #[inline]
     pub fn p_conditional_rendering_begin(&self) -> *const vk::ConditionalRenderingBeginInfoEXT<'a> {
@@ -10015,12 +9469,6 @@ impl<'a> CmdEndConditionalRenderingEXT<'a> {
         self.command_buffer
     }
 
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
-    }
-
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdEndConditionalRenderingEXT<'b>
@@ -10080,12 +9528,6 @@ impl<'a> CmdSetRenderingAttachmentLocationsKHR<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_location_info` as passed.
@@ -10169,12 +9611,6 @@ impl<'a> CmdSetRenderingInputAttachmentIndicesKHR<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_location_info` as passed.
@@ -10261,12 +9697,6 @@ impl<'a> CreateShadersEXT<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `create_info_count` as passed.
@@ -10389,12 +9819,6 @@ impl<'a> DestroyShaderEXT<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `shader` as passed.
     #[inline]
     pub fn shader(&self) -> vk::ShaderEXT {
@@ -10481,12 +9905,6 @@ impl<'a> CreatePipelineLayout<'a> {
     #[inline]
     pub fn device(&self) -> vk::Device {
         self.device
-    }
-
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
     }
 
     /// `p_create_info` as passed.
@@ -10601,12 +10019,6 @@ impl<'a> CmdBindShadersEXT<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `stage_count` as passed.
@@ -10724,12 +10136,6 @@ impl<'a> GetDeviceQueue<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `queue_family_index` as passed.
     #[inline]
     pub fn queue_family_index(&self) -> u32 {
@@ -10832,12 +10238,6 @@ impl<'a> GetDeviceQueue2<'a> {
         self.device
     }
 
-    /// These arguments with `device` = `v`.
-    #[inline]
-    pub fn with_device(self, v: vk::Device) -> Self {
-        Self { device: v, ..self }
-    }
-
     /// `p_queue_info` as passed.
     #[inline]
     pub fn p_queue_info(&self) -> *const vk::DeviceQueueInfo2<'a> {
@@ -10936,12 +10336,6 @@ impl<'a> CmdSetFragmentShadingRateKHR<'a> {
     #[inline]
     pub fn command_buffer(&self) -> vk::CommandBuffer {
         self.command_buffer
-    }
-
-    /// These arguments with `command_buffer` = `v`.
-    #[inline]
-    pub fn with_command_buffer(self, v: vk::CommandBuffer) -> Self {
-        Self { command_buffer: v, ..self }
     }
 
     /// `p_fragment_size` as passed.
