@@ -280,6 +280,8 @@ def args(c, sig, reg, vu):
         if const != "const" or "c_void" in inner:
             continue
         an = accessor_name(n)
+        if an == n and inner.startswith("["):
+            an = n + "_array"  # a C array parameter: the raw getter keeps its name
         if an == n or rule is None or a.get("stride"):
             # No rule makes it a valid pointer (or its items are strided): read raw only.
             continue

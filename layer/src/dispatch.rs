@@ -5,10 +5,13 @@
 //! "system"` entry point the application (or the layer above) calls: it
 //! looks the device up (one thread-local cache hit, [`state::device`]),
 //! honours `debug_panic`, and runs the row's chain under [`guard::entry`].
-//! Each handler receives the device core, its own capability's state and
-//! `next`, the rest of the chain (the next handler, finally the next
-//! layer's command), which it calls once with the arguments it wants the
-//! driver to see. A capability that is not running on the device is skipped;
+//! The rows are generated (`layer/gen/boundary.py`, from
+//! `layer/gen/dispatch.json` and the registry), as is each command's
+//! argument type (`generated::args`). A `typed` handler receives the device
+//! core, its own capability's state and the arguments, whose `next()` is
+//! the rest of the chain (the next handler, finally the next layer's
+//! command), called once with the arguments it wants the driver to see. A
+//! capability that is not running on the device is skipped;
 //! a row none of whose capabilities runs on a device is not handed out by
 //! `vkGetDeviceProcAddr` at all (the application calls the next layer
 //! directly), unless `force_enable` asks for every hook: then such a row's
@@ -22,7 +25,7 @@
 //!
 //! Adding a capability: a module under `layer/src`, a field in
 //! [`DeviceData`] with its accessor below, and its handlers in the rows of
-//! the commands it needs.
+//! `layer/gen/dispatch.json` of the commands it needs.
 
 use crate::device::DeviceCore;
 use crate::ffi::pfn;
@@ -78,10 +81,13 @@ impl DeviceData {
     }
 }
 
-/// Runs a row's handlers in order, then the next layer's command. A `wrap`
-/// handler gets `next` and calls it; an `own` handler (the density map's)
-/// calls down through its own table of the commands below it, which is the
-/// rest of this chain ([`below_fdm`]). Observers: `before` sees the
+/// Runs a row's handlers in order, then the next layer's command. A `typed`
+/// handler gets the arguments (`generated::args`), the rest of the chain in
+/// them; the density map's handlers call down through its own table of the
+/// commands below it instead, which is the rest of this chain
+/// ([`below_fdm`]); `own` is the density map's raw form, left to the
+/// captured dynamic-state commands (`fdm::capture`'s generated hooks).
+/// Observers: `before` sees the
 /// dispatchable handle before the chain goes on; `forget` (destroy commands)
 /// sees the destroyed handle before it goes down; `created` (create commands
 /// of the form `(device, info, allocator, out)`) sees the create info and the
@@ -107,15 +113,10 @@ macro_rules! chain {
         let a = unsafe { args::$args::new($($a),*) }.chained(&next);
         $handler($core, $s, a)
     }};
-    (@call wrap, $handler:path, $core:expr, $s:ident, $next:ident, $args:tt, ($($a:ident),*)) => {
+    (@call own, $handler:path, $core:expr, $s:ident, $next:ident, $args:tt, ($($a:ident),*)) => {
         // SAFETY: the handler's contract: the arguments are those the
         // application (or the layer above) passed to this Vulkan command,
-        // which its valid usage rules make valid (the loader calls down with
-        // them unchanged), and `next` is the rest of the chain for them.
-        unsafe { $handler($core, $s, $($a,)* $next) }
-    };
-    (@call own, $handler:path, $core:expr, $s:ident, $next:ident, $args:tt, ($($a:ident),*)) => {
-        // SAFETY: as for `wrap`: the arguments of a valid call of this command.
+        // which its valid usage rules make valid.
         unsafe { $handler($core, $s, $($a),*) }
     };
     (@call forget, $handler:path, $core:expr, $s:ident, $next:ident, $args:tt, ($h:ident, $x:ident $(, $a:ident)*)) => {{

@@ -4,7 +4,56 @@
 //! are written once, generic over [`RenderPassInfo`].
 
 use crate::ffi::slice;
+use crate::generated::args;
 use ash::vk;
+
+/// The arguments of `vkCreateRenderPass` and `vkCreateRenderPass2` alike (a
+/// handler of both rows is written once, generic over it).
+pub(crate) trait CreateArgs<'a>: Copy {
+    type Info: RenderPassInfo + 'a;
+    /// The application's create info.
+    fn info(&self) -> &'a Self::Info;
+    /// The rest of the chain, with `info` in place of the application's.
+    fn next_with(self, info: &Self::Info) -> vk::Result;
+    /// The rest of the chain with these arguments.
+    fn down_chain(self) -> vk::Result;
+    /// The device, the allocator and the output pointer.
+    fn parts(&self) -> (vk::Device, *const vk::AllocationCallbacks<'a>, *mut vk::RenderPass);
+    /// The render pass the command made.
+    ///
+    /// # Safety
+    /// The command succeeded.
+    unsafe fn written(&self) -> vk::RenderPass;
+}
+
+macro_rules! create_args {
+    ($($args:ident $info:ident;)*) => {$(
+        impl<'a> CreateArgs<'a> for args::$args<'a> {
+            type Info = vk::$info<'a>;
+            fn info(&self) -> &'a vk::$info<'a> {
+                self.create_info()
+            }
+            fn next_with(self, info: &vk::$info<'a>) -> vk::Result {
+                self.with_create_info(info).next()
+            }
+            fn down_chain(self) -> vk::Result {
+                self.next()
+            }
+            fn parts(&self) -> (vk::Device, *const vk::AllocationCallbacks<'a>, *mut vk::RenderPass) {
+                (self.device(), self.p_allocator(), self.p_render_pass())
+            }
+            unsafe fn written(&self) -> vk::RenderPass {
+                // SAFETY: the caller's guarantee.
+                unsafe { self.written_render_pass() }
+            }
+        }
+    )*};
+}
+
+create_args! {
+    CreateRenderPass RenderPassCreateInfo;
+    CreateRenderPass2 RenderPassCreateInfo2;
+}
 
 /// A render pass create info of either version.
 pub(crate) trait RenderPassInfo: Copy {

@@ -15,6 +15,7 @@
 //! pipeline without interlock is bound.
 
 use crate::device::DeviceCore;
+use crate::generated::args;
 use crate::id;
 use crate::pnext::Chain;
 use ash::vk;
@@ -212,44 +213,21 @@ impl ForceOneByOne {
 
 /// Remembers the application's rate; while an interlock pipeline with a
 /// dynamic rate is bound, sends 1x1/KEEP down instead.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdSetFragmentShadingRateKHR`
-/// call; `next` calls down.
-pub unsafe fn cmd_set_fragment_shading_rate(
-    _: &DeviceCore,
-    s: &ForceOneByOne,
-    cb: vk::CommandBuffer,
-    size: *const vk::Extent2D,
-    ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2],
-    next: impl FnOnce(vk::CommandBuffer, *const vk::Extent2D, *const [vk::FragmentShadingRateCombinerOpKHR; 2]),
-) {
+pub fn cmd_set_fragment_shading_rate(_: &DeviceCore, s: &ForceOneByOne, a: args::CmdSetFragmentShadingRateKHR) {
     let mut cbs = s.command_buffers.lock();
-    let state = cbs.entry(cb).or_default();
-    // SAFETY: VUID-vkCmdSetFragmentShadingRateKHR-pFragmentSize-parameter and
-    // -combinerOps-parameter: valid pointers to a size and two combiner ops.
-    state.app = Some(unsafe { (*size, *ops) });
+    let state = cbs.entry(a.command_buffer()).or_default();
+    state.app = Some((*a.fragment_size(), *a.combiner_ops_array()));
     if state.forcing {
-        next(cb, &ONE, &KEEP)
+        a.with_fragment_size(&ONE).with_combiner_ops_array(&KEEP).next()
     } else {
-        next(cb, size, ops)
+        a.next()
     }
 }
 
 /// Forces or restores the rate after the bind ([`ForceOneByOne::bound`]).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBindPipeline` call; `next`
-/// calls down.
-pub unsafe fn cmd_bind_pipeline(
-    core: &DeviceCore,
-    s: &ForceOneByOne,
-    cb: vk::CommandBuffer,
-    point: vk::PipelineBindPoint,
-    pipeline: vk::Pipeline,
-    next: impl FnOnce(vk::CommandBuffer, vk::PipelineBindPoint, vk::Pipeline),
-) {
-    next(cb, point, pipeline);
+pub fn cmd_bind_pipeline(core: &DeviceCore, s: &ForceOneByOne, a: args::CmdBindPipeline) {
+    let (cb, point, pipeline) = (a.command_buffer(), a.pipeline_bind_point(), a.pipeline());
+    a.next();
     // SAFETY: `cb` is recording (VUID-vkCmdBindPipeline-commandBuffer-recording).
     unsafe { s.bound(core.next_set_fragment_shading_rate, cb, point, pipeline) };
 }

@@ -128,17 +128,14 @@ pub(super) unsafe fn unreplayable(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuff
 }
 
 macro_rules! capture_hooks {
-    ($( $name:literal $pfn:ident fn $hook:ident(cb $(, $a:ident: $t:ty)*) => $make:expr; )*) => {
+    ($( $hook:ident $args:ident => |$a:ident| $make:expr; )*) => {
         $(
-            #[doc = concat!("`", $name, "`: captured inside a density-map pass.")]
-            ///
-            /// # Safety
-            #[doc = concat!("The arguments are those of a valid `", $name, "` call.")]
-            pub unsafe fn $hook(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer $(, $a: $t)*) {
+            #[doc = concat!("`vk", stringify!($args), "`: captured inside a density-map pass.")]
+            pub fn $hook(dev: &DeviceCore, f: &Fdm, $a: args::$args) {
                 let cmd = $make;
-                // SAFETY: the application's valid call records `cmd` into its
-                // recording `cb`, held during the call (the capture rule).
-                unsafe { record(dev, f, cb, cmd) }
+                // SAFETY: the application's valid call records `cmd` into its recording command buffer, held
+                // during the call (the capture rule).
+                unsafe { record(dev, f, $a.command_buffer(), cmd) }
             }
         )*
     };
@@ -168,112 +165,82 @@ unsafe fn v<T: Copy>(p: *const T, n: u32) -> Vec<T> {
 }
 
 capture_hooks! {
-    "vkCmdBindPipeline" PFN_vkCmdBindPipeline fn cmd_bind_pipeline(cb, point: vk::PipelineBindPoint, p: vk::Pipeline)
-        => Cmd::BindPipeline(point, p);
-    "vkCmdBindDescriptorSets" PFN_vkCmdBindDescriptorSets fn cmd_bind_descriptor_sets(cb, point: vk::PipelineBindPoint,
-        layout: vk::PipelineLayout, first: u32, n: u32, sets: *const vk::DescriptorSet, no: u32, offsets: *const u32)
-        => {
-            // SAFETY: VUID-vkCmdBindDescriptorSets-pDescriptorSets-parameter and
-            // VUID-vkCmdBindDescriptorSets-pDynamicOffsets-parameter.
-            unsafe { Cmd::BindSets { point, layout, first, sets: v(sets, n), offsets: v(offsets, no) } }
-        };
-    "vkCmdBindVertexBuffers" PFN_vkCmdBindVertexBuffers fn cmd_bind_vertex_buffers(cb, first: u32, n: u32,
-        buffers: *const vk::Buffer, offsets: *const vk::DeviceSize)
-        => {
-            // SAFETY: VUID-vkCmdBindVertexBuffers-pBuffers-parameter and
-            // VUID-vkCmdBindVertexBuffers-pOffsets-parameter.
-            unsafe { Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n), sizes: None, strides: None } }
-        };
-    "vkCmdBindVertexBuffers2" PFN_vkCmdBindVertexBuffers2 fn cmd_bind_vertex_buffers2(cb, first: u32, n: u32,
-        buffers: *const vk::Buffer, offsets: *const vk::DeviceSize, sizes: *const vk::DeviceSize, strides: *const vk::DeviceSize)
-        => {
-            // SAFETY: VUID-vkCmdBindVertexBuffers2-pBuffers-parameter,
-            // VUID-vkCmdBindVertexBuffers2-pOffsets-parameter, and for non-null pointers
-            // VUID-vkCmdBindVertexBuffers2-pSizes-parameter and VUID-vkCmdBindVertexBuffers2-pStrides-parameter.
-            unsafe { Cmd::BindVertex { first, buffers: v(buffers, n), offsets: v(offsets, n),
-                sizes: (!sizes.is_null()).then(|| v(sizes, n)), strides: (!strides.is_null()).then(|| v(strides, n)) } }
-        };
-    "vkCmdBindIndexBuffer" PFN_vkCmdBindIndexBuffer fn cmd_bind_index_buffer(cb, b: vk::Buffer, o: vk::DeviceSize, ty: vk::IndexType)
-        => Cmd::BindIndex(b, o, ty);
-    "vkCmdPushConstants" PFN_vkCmdPushConstants fn cmd_push_constants(cb, layout: vk::PipelineLayout,
-        stages: vk::ShaderStageFlags, offset: u32, size: u32, data: *const std::ffi::c_void)
-        => {
-            // SAFETY: VUID-vkCmdPushConstants-pValues-parameter: `size` bytes.
-            unsafe { Cmd::Push { layout, stages, offset, data: v(data as *const u8, size) } }
-        };
-    "vkCmdSetViewport" PFN_vkCmdSetViewport fn cmd_set_viewport(cb, first: u32, n: u32, vp: *const vk::Viewport)
-        => {
-            // SAFETY: VUID-vkCmdSetViewport-pViewports-parameter.
-            unsafe { Cmd::Viewport { first, v: v(vp, n) } }
-        };
-    "vkCmdSetScissor" PFN_vkCmdSetScissor fn cmd_set_scissor(cb, first: u32, n: u32, s: *const vk::Rect2D)
-        => {
-            // SAFETY: VUID-vkCmdSetScissor-pScissors-parameter.
-            unsafe { Cmd::Scissor { first, s: v(s, n) } }
-        };
-    "vkCmdSetLineWidth" PFN_vkCmdSetLineWidth fn cmd_set_line_width(cb, w: f32) => Cmd::LineWidth(w);
-    "vkCmdSetDepthBias" PFN_vkCmdSetDepthBias fn cmd_set_depth_bias(cb, a: f32, b: f32, c: f32) => Cmd::DepthBias(a, b, c);
-    "vkCmdSetBlendConstants" PFN_vkCmdSetBlendConstants fn cmd_set_blend_constants(cb, c: *const [f32; 4])
-        => {
-            // SAFETY: `blendConstants` is the application's `const float[4]`
-            // (the command's signature; it has no other valid form).
-            unsafe { Cmd::Blend(*c) }
-        };
-    "vkCmdSetDepthBounds" PFN_vkCmdSetDepthBounds fn cmd_set_depth_bounds(cb, a: f32, b: f32) => Cmd::Bounds(a, b);
-    "vkCmdSetStencilCompareMask" PFN_vkCmdSetStencilCompareMask fn cmd_set_stencil_compare_mask(cb, face: vk::StencilFaceFlags, m: u32)
-        => Cmd::StencilCompare(face, m);
-    "vkCmdSetStencilWriteMask" PFN_vkCmdSetStencilWriteMask fn cmd_set_stencil_write_mask(cb, face: vk::StencilFaceFlags, m: u32)
-        => Cmd::StencilWrite(face, m);
-    "vkCmdSetStencilReference" PFN_vkCmdSetStencilReference fn cmd_set_stencil_reference(cb, face: vk::StencilFaceFlags, m: u32)
-        => Cmd::StencilRef(face, m);
-    "vkCmdDraw" PFN_vkCmdDraw fn cmd_draw(cb, a: u32, b: u32, c: u32, d: u32) => Cmd::Draw(a, b, c, d);
-    "vkCmdDrawIndexed" PFN_vkCmdDrawIndexed fn cmd_draw_indexed(cb, a: u32, b: u32, c: u32, o: i32, d: u32)
-        => Cmd::DrawIndexed(a, b, c, o, d);
-    "vkCmdDrawIndirect" PFN_vkCmdDrawIndirect fn cmd_draw_indirect(cb, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
-        => Cmd::DrawIndirect(b, o, n, s);
-    "vkCmdDrawIndexedIndirect" PFN_vkCmdDrawIndexedIndirect fn cmd_draw_indexed_indirect(cb, b: vk::Buffer, o: vk::DeviceSize, n: u32, s: u32)
-        => Cmd::DrawIndexedIndirect(b, o, n, s);
-    "vkCmdDrawIndirectCount" PFN_vkCmdDrawIndirectCount fn cmd_draw_indirect_count(cb, b: vk::Buffer, o: vk::DeviceSize,
-        c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndirectCount(b, o, c, co, m, s);
-    "vkCmdDrawIndexedIndirectCount" PFN_vkCmdDrawIndexedIndirectCount fn cmd_draw_indexed_indirect_count(cb, b: vk::Buffer,
-        o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, s: u32) => Cmd::DrawIndexedIndirectCount(b, o, c, co, m, s);
-    "vkCmdDrawMultiEXT" PFN_vkCmdDrawMultiEXT fn cmd_draw_multi(cb, n: u32, draws: *const vk::MultiDrawInfoEXT,
-        instances: u32, first: u32, stride: u32)
-        => {
-            // SAFETY: VUID-vkCmdDrawMultiEXT-pVertexInfo-parameter: `drawCount`
-            // structures `stride` bytes apart (a multiple of 4, at least their size).
-            unsafe { Cmd::DrawMulti { draws: strided(draws, n, stride), instances, first_instance: first } }
-        };
-    "vkCmdDrawMultiIndexedEXT" PFN_vkCmdDrawMultiIndexedEXT fn cmd_draw_multi_indexed(cb, n: u32,
-        draws: *const vk::MultiDrawIndexedInfoEXT, instances: u32, first: u32, stride: u32, offset: *const i32)
-        => {
-            // SAFETY: VUID-vkCmdDrawMultiIndexedEXT-pIndexInfo-parameter (as above), and a
-            // non-null `pVertexOffset` points at one value (VUID-vkCmdDrawMultiIndexedEXT-pVertexOffset-parameter).
-            unsafe {
-                Cmd::DrawMultiIndexed {
-                    draws: strided(draws, n, stride),
-                    instances,
-                    first_instance: first,
-                    vertex_offset: offset.as_ref().copied(),
-                }
-            }
-        };
-    "vkCmdSetViewportWithCount" PFN_vkCmdSetViewportWithCount fn cmd_set_viewport_with_count(cb, n: u32, vp: *const vk::Viewport)
-        => {
-            // SAFETY: VUID-vkCmdSetViewportWithCount-pViewports-parameter.
-            unsafe { Cmd::ViewportCount(v(vp, n)) }
-        };
-    "vkCmdSetScissorWithCount" PFN_vkCmdSetScissorWithCount fn cmd_set_scissor_with_count(cb, n: u32, sc: *const vk::Rect2D)
-        => {
-            // SAFETY: VUID-vkCmdSetScissorWithCount-pScissors-parameter.
-            unsafe { Cmd::ScissorCount(v(sc, n)) }
-        };
-    "vkCmdClearAttachments" PFN_vkCmdClearAttachments fn cmd_clear_attachments(cb, n: u32, a: *const vk::ClearAttachment,
-        nr: u32, r: *const vk::ClearRect) => {
-            // SAFETY: VUID-vkCmdClearAttachments-pAttachments-parameter and
-            // VUID-vkCmdClearAttachments-pRects-parameter.
-            unsafe { Cmd::Clear { attachments: v(a, n), rects: v(r, nr) } }
-        };
+    cmd_bind_pipeline CmdBindPipeline => |a| Cmd::BindPipeline(a.pipeline_bind_point(), a.pipeline());
+    cmd_bind_descriptor_sets CmdBindDescriptorSets => |a| Cmd::BindSets {
+        point: a.pipeline_bind_point(),
+        layout: a.layout(),
+        first: a.first_set(),
+        sets: a.descriptor_sets().to_vec(),
+        offsets: a.dynamic_offsets().to_vec(),
+    };
+    cmd_bind_vertex_buffers CmdBindVertexBuffers => |a| Cmd::BindVertex {
+        first: a.first_binding(),
+        buffers: a.buffers().to_vec(),
+        offsets: a.offsets().to_vec(),
+        sizes: None,
+        strides: None,
+    };
+    cmd_bind_vertex_buffers2 CmdBindVertexBuffers2 => |a| Cmd::BindVertex {
+        first: a.first_binding(),
+        buffers: a.buffers().to_vec(),
+        offsets: a.offsets().to_vec(),
+        sizes: a.sizes().map(<[_]>::to_vec),
+        strides: a.strides().map(<[_]>::to_vec),
+    };
+    cmd_bind_index_buffer CmdBindIndexBuffer => |a| Cmd::BindIndex(a.buffer(), a.offset(), a.index_type());
+    cmd_push_constants CmdPushConstants => |a| Cmd::Push {
+        layout: a.layout(),
+        stages: a.stage_flags(),
+        offset: a.offset(),
+        // SAFETY: VUID-vkCmdPushConstants-pValues-parameter: `size` bytes.
+        data: unsafe { v(a.p_values() as *const u8, a.size()) },
+    };
+    cmd_set_viewport CmdSetViewport => |a| Cmd::Viewport { first: a.first_viewport(), v: a.viewports().to_vec() };
+    cmd_set_scissor CmdSetScissor => |a| Cmd::Scissor { first: a.first_scissor(), s: a.scissors().to_vec() };
+    cmd_set_line_width CmdSetLineWidth => |a| Cmd::LineWidth(a.line_width());
+    cmd_set_depth_bias CmdSetDepthBias => |a| {
+        Cmd::DepthBias(a.depth_bias_constant_factor(), a.depth_bias_clamp(), a.depth_bias_slope_factor())
+    };
+    cmd_set_blend_constants CmdSetBlendConstants => |a| Cmd::Blend(*a.blend_constants_array());
+    cmd_set_depth_bounds CmdSetDepthBounds => |a| Cmd::Bounds(a.min_depth_bounds(), a.max_depth_bounds());
+    cmd_set_stencil_compare_mask CmdSetStencilCompareMask => |a| Cmd::StencilCompare(a.face_mask(), a.compare_mask());
+    cmd_set_stencil_write_mask CmdSetStencilWriteMask => |a| Cmd::StencilWrite(a.face_mask(), a.write_mask());
+    cmd_set_stencil_reference CmdSetStencilReference => |a| Cmd::StencilRef(a.face_mask(), a.reference());
+    cmd_draw CmdDraw => |a| Cmd::Draw(a.vertex_count(), a.instance_count(), a.first_vertex(), a.first_instance());
+    cmd_draw_indexed CmdDrawIndexed => |a| {
+        Cmd::DrawIndexed(a.index_count(), a.instance_count(), a.first_index(), a.vertex_offset(), a.first_instance())
+    };
+    cmd_draw_indirect CmdDrawIndirect => |a| Cmd::DrawIndirect(a.buffer(), a.offset(), a.draw_count(), a.stride());
+    cmd_draw_indexed_indirect CmdDrawIndexedIndirect => |a| {
+        Cmd::DrawIndexedIndirect(a.buffer(), a.offset(), a.draw_count(), a.stride())
+    };
+    cmd_draw_indirect_count CmdDrawIndirectCount => |a| {
+        let (b, o, c, co) = (a.buffer(), a.offset(), a.count_buffer(), a.count_buffer_offset());
+        Cmd::DrawIndirectCount(b, o, c, co, a.max_draw_count(), a.stride())
+    };
+    cmd_draw_indexed_indirect_count CmdDrawIndexedIndirectCount => |a| {
+        let (b, o, c, co) = (a.buffer(), a.offset(), a.count_buffer(), a.count_buffer_offset());
+        Cmd::DrawIndexedIndirectCount(b, o, c, co, a.max_draw_count(), a.stride())
+    };
+    cmd_draw_multi CmdDrawMultiEXT => |a| Cmd::DrawMulti {
+        // SAFETY: VUID-vkCmdDrawMultiEXT-drawCount-04935 and -stride-04936: `drawCount` structures `stride` bytes
+        // apart (a multiple of 4, at least their size) where the count is not 0.
+        draws: unsafe { strided(a.p_vertex_info(), a.draw_count(), a.stride()) },
+        instances: a.instance_count(),
+        first_instance: a.first_instance(),
+    };
+    cmd_draw_multi_indexed CmdDrawMultiIndexedEXT => |a| Cmd::DrawMultiIndexed {
+        // SAFETY: as for `vkCmdDrawMultiEXT` (VUID-vkCmdDrawMultiIndexedEXT-drawCount-04940, -stride-04941).
+        draws: unsafe { strided(a.p_index_info(), a.draw_count(), a.stride()) },
+        instances: a.instance_count(),
+        first_instance: a.first_instance(),
+        vertex_offset: a.vertex_offset().copied(),
+    };
+    cmd_set_viewport_with_count CmdSetViewportWithCount => |a| Cmd::ViewportCount(a.viewports().to_vec());
+    cmd_set_scissor_with_count CmdSetScissorWithCount => |a| Cmd::ScissorCount(a.scissors().to_vec());
+    cmd_clear_attachments CmdClearAttachments => |a| {
+        Cmd::Clear { attachments: a.attachments().to_vec(), rects: a.rects().to_vec() }
+    };
 }
 
 /// Declares captured dynamic-state commands of Vulkan 1.3 (extended dynamic
@@ -481,28 +448,13 @@ pub fn cmd_bind_shaders(dev: &DeviceCore, f: &Fdm, a: args::CmdBindShadersEXT) {
 }
 
 /// `vkCmdBeginTransformFeedbackEXT`: a pass holding it goes live at 1x1.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBeginTransformFeedbackEXT` call.
-pub unsafe fn cmd_begin_transform_feedback(
-    dev: &DeviceCore,
-    f: &Fdm,
-    cb: vk::CommandBuffer,
-    first: u32,
-    n: u32,
-    buffers: *const vk::Buffer,
-    offsets: *const vk::DeviceSize,
-) {
-    let next = move || {
-        if let Some(fp) = dev.next_begin_transform_feedback {
-            // SAFETY: the application's arguments of a valid call go down
-            // unchanged to the next layer's entry point for this device.
-            unsafe { fp(cb, first, n, buffers, offsets) }
-        }
-    };
-    // SAFETY: `cb` is the application's recording command buffer, held
-    // during its call.
-    if !unsafe { unreplayable(dev, f, cb, "transform feedback in the pass") } {
-        next()
+pub fn cmd_begin_transform_feedback(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginTransformFeedbackEXT) {
+    // SAFETY: `cb` is the application's recording command buffer, held during its call.
+    if unsafe { unreplayable(dev, f, a.command_buffer(), "transform feedback in the pass") } {
+        return;
+    }
+    if let Some(fp) = dev.next_begin_transform_feedback {
+        // SAFETY: the next layer's command, with the application's arguments.
+        unsafe { a.call(fp) }
     }
 }

@@ -332,70 +332,70 @@ pub fn cmd_pipeline_barrier2(dev: &DeviceCore, f: &Fdm, a: args::CmdPipelineBarr
     unsafe { (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info) }
 }
 
-/// `vkCmdBeginQuery` (a pass it is in goes live first).
-pub fn cmd_begin_query(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginQuery) {
-    let (cb, pool) = (a.command_buffer(), a.query_pool());
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_begin_query) };
-    // SAFETY: `cb` is the application's recording command buffer, held
-    // during its call.
-    if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
-        return;
-    }
-    if !f.replays_count(pool) {
-        cb_state(f, cb).lock().active_queries += 1;
-    }
-    next()
-}
-
-/// `vkCmdBeginConditionalRenderingEXT`: the application's scope begins (a
-/// pass it is in goes live first: its replays would each need the scope).
-pub fn cmd_begin_conditional_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginConditionalRenderingEXT) {
-    let (cb, info) = (a.command_buffer(), a.p_conditional_rendering_begin());
-    let fp = dev.state.conditional.cmd_begin_conditional_rendering_ext;
+/// A query of the application's begins (`begins`) or ends in `cb`: a pass
+/// it is in goes live first; the queries active in `cb` are counted (unless
+/// `pool` is one the replays count); `down` records the command.
+fn app_query(
+    dev: &DeviceCore,
+    f: &Fdm,
+    (cb, pool): (vk::CommandBuffer, vk::QueryPool),
+    begins: bool,
+    down: impl FnOnce(),
+) {
     // SAFETY: `cb` is the application's recording command buffer, held during its call.
-    if unsafe { unreplayable(dev, f, cb, "conditional rendering inside the pass") } {
-        return;
-    }
-    cb_state(f, cb).lock().app_conditional = true;
-    // SAFETY: the application's arguments of a valid call go down unchanged (the entry point is handed out only where
-    // the next layer has the command).
-    unsafe { fp(cb, info) }
-}
-
-/// `vkCmdEndConditionalRenderingEXT`: the application's scope ends.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdEndConditionalRenderingEXT` call.
-pub unsafe fn cmd_end_conditional_rendering(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
-    let fp = dev.state.conditional.cmd_end_conditional_rendering_ext;
-    // SAFETY: `cb` is the application's recording command buffer, held during its call.
-    if unsafe { unreplayable(dev, f, cb, "conditional rendering inside the pass") } {
-        return;
-    }
-    cb_state(f, cb).lock().app_conditional = false;
-    // SAFETY: as above.
-    unsafe { fp(cb) }
-}
-
-/// `vkCmdEndQuery` (a pass it is in goes live first).
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdEndQuery` call.
-pub unsafe fn cmd_end_query(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pool: vk::QueryPool, q: u32) {
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().cmd_end_query)(cb, pool, q) };
-    // SAFETY: `cb` is the application's recording command buffer, held
-    // during its call.
     if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
         return;
     }
     if !f.replays_count(pool) {
         let shared = cb_state(f, cb);
         let mut s = shared.lock();
-        s.active_queries = s.active_queries.saturating_sub(1);
+        s.active_queries = if begins { s.active_queries + 1 } else { s.active_queries.saturating_sub(1) };
     }
-    next()
+    down()
+}
+
+/// `vkCmdBeginQuery` (a pass it is in goes live first).
+pub fn cmd_begin_query(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginQuery) {
+    // SAFETY: the next layer's command, with the application's arguments.
+    app_query(dev, f, (a.command_buffer(), a.query_pool()), true, || unsafe {
+        a.call(f.below.fp_v1_0().cmd_begin_query)
+    })
+}
+
+/// `vkCmdEndQuery` (a pass it is in goes live first).
+pub fn cmd_end_query(dev: &DeviceCore, f: &Fdm, a: args::CmdEndQuery) {
+    // SAFETY: as above.
+    app_query(dev, f, (a.command_buffer(), a.query_pool()), false, || unsafe {
+        a.call(f.below.fp_v1_0().cmd_end_query)
+    })
+}
+
+/// The application's conditional rendering in command buffer `cb` begins
+/// (`on`) or ends: a pass it is in goes live first (its replays would each
+/// need the scope); `down` records the command. Whether the application's
+/// scope is open is noted.
+fn app_conditional(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, on: bool, down: impl FnOnce()) {
+    // SAFETY: `cb` is the application's recording command buffer, held during its call.
+    if unsafe { unreplayable(dev, f, cb, "conditional rendering inside the pass") } {
+        return;
+    }
+    cb_state(f, cb).lock().app_conditional = on;
+    down()
+}
+
+/// `vkCmdBeginConditionalRenderingEXT`: the application's scope begins.
+pub fn cmd_begin_conditional_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginConditionalRenderingEXT) {
+    let fp = dev.state.conditional.cmd_begin_conditional_rendering_ext;
+    // SAFETY: the next layer's command, with the application's arguments (the entry point is handed out only where
+    // the next layer has it).
+    app_conditional(dev, f, a.command_buffer(), true, || unsafe { a.call(fp) })
+}
+
+/// `vkCmdEndConditionalRenderingEXT`: the application's scope ends.
+pub fn cmd_end_conditional_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdEndConditionalRenderingEXT) {
+    let fp = dev.state.conditional.cmd_end_conditional_rendering_ext;
+    // SAFETY: as above.
+    app_conditional(dev, f, a.command_buffer(), false, || unsafe { a.call(fp) })
 }
 
 /// `vkCmdWriteTimestamp` (a pass it is in goes live first).

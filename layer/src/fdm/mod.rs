@@ -87,7 +87,7 @@ use crate::ffi::slice;
 use crate::generated::args;
 use crate::id;
 use crate::pnext::Chain;
-use crate::render_pass::RenderPassInfo;
+use crate::render_pass::{CreateArgs, RenderPassInfo};
 use crate::settings::LogLevel;
 use ash::vk;
 use overlap_shaders::fdm as shader_fdm;
@@ -1642,26 +1642,19 @@ unsafe fn create_any_render_pass<I: RenderPassCreate>(
 /// says which), through [`create_any_render_pass`]: the call down is the
 /// application's (its create info or a translated copy, its allocator and
 /// handle) or the layer's twin (no allocator, the layer's handle).
-///
-/// # Safety
-/// The arguments are those of a valid call of `I`'s command.
-pub(crate) unsafe fn create_render_pass<I: RenderPassCreate>(
-    dev: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    info: *const I,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::RenderPass,
-) -> vk::Result {
-    let down = |ci: &I, twin: Option<&mut vk::RenderPass>| match twin {
+pub(crate) fn create_render_pass<'a, A: CreateArgs<'a>>(dev: &DeviceCore, f: &Fdm, a: A) -> vk::Result
+where
+    A::Info: RenderPassCreate,
+{
+    let (device, alloc, out) = a.parts();
+    let down = |ci: &A::Info, twin: Option<&mut vk::RenderPass>| match twin {
         // SAFETY: the application's call, with its create info or a translated copy of it.
         None => unsafe { ci.create(f, (device, alloc, out)) },
         // SAFETY: the layer's twin of it: the same valid create info with other load ops, no allocator.
         Some(t) => unsafe { ci.create(f, (device, std::ptr::null(), t)) },
     };
-    // SAFETY: the caller's guarantee (VUID-vkCreateRenderPass-pCreateInfo-parameter and its v2 twin); `down`
-    // completes the call.
-    unsafe { create_any_render_pass(dev, f, &*info, down, out) }
+    // SAFETY: the application's valid create info; `down` completes the call.
+    unsafe { create_any_render_pass(dev, f, a.info(), down, out) }
 }
 
 /// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated

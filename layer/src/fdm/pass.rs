@@ -262,12 +262,10 @@ unsafe fn pass_command(
 }
 
 /// `vkCmdNextSubpass`.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdNextSubpass` call.
-pub unsafe fn cmd_next_subpass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, contents: vk::SubpassContents) {
+pub fn cmd_next_subpass(dev: &DeviceCore, f: &Fdm, a: args::CmdNextSubpass) {
+    let cb = a.command_buffer();
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().cmd_next_subpass)(cb, contents) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_next_subpass) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
     unsafe { pass_command(dev, f, cb, false, Vec::new(), next) }
 }
@@ -285,12 +283,10 @@ pub fn cmd_next_subpass2(dev: &DeviceCore, f: &Fdm, a: args::CmdNextSubpass2) {
 }
 
 /// `vkCmdEndRenderPass`.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdEndRenderPass` call.
-pub unsafe fn cmd_end_render_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
+pub fn cmd_end_render_pass(dev: &DeviceCore, f: &Fdm, a: args::CmdEndRenderPass) {
+    let cb = a.command_buffer();
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_0().cmd_end_render_pass)(cb) };
+    let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_end_render_pass) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
     unsafe { pass_command(dev, f, cb, true, Vec::new(), next) }
 }
@@ -324,12 +320,12 @@ unsafe fn without_offsets(e: *const vk::SubpassEndInfo<'_>, down: impl FnOnce(*c
 }
 
 /// `vkCmdEndRenderPass2`.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdEndRenderPass2` call.
-pub unsafe fn cmd_end_render_pass2(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, e: *const vk::SubpassEndInfo<'_>) {
+pub fn cmd_end_render_pass2(dev: &DeviceCore, f: &Fdm, a: args::CmdEndRenderPass2) {
+    let (cb, e) = (a.command_buffer(), a.p_subpass_end_info());
     // SAFETY: the application's valid call, without density offsets.
-    let next = move || unsafe { without_offsets(e, |e| (f.below.fp_v1_2().cmd_end_render_pass2)(cb, e)) };
+    let next = move || unsafe {
+        without_offsets(e, |e| a.with_subpass_end_info(&*e).call(f.below.fp_v1_2().cmd_end_render_pass2))
+    };
     // The offsets of the last subpass, applied by the replays.
     // SAFETY: VUID-vkCmdEndRenderPass2-pSubpassEndInfo-parameter: a valid info and chain.
     let offsets = unsafe { super::end_offsets((*e).p_next) };
@@ -440,12 +436,10 @@ pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering
 }
 
 /// `vkCmdEndRendering`.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdEndRendering` call.
-pub unsafe fn cmd_end_rendering(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer) {
+pub fn cmd_end_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdEndRendering) {
+    let cb = a.command_buffer();
     // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { (f.below.fp_v1_3().cmd_end_rendering)(cb) };
+    let next = move || unsafe { a.call(f.below.fp_v1_3().cmd_end_rendering) };
     // SAFETY: the application's valid call on its recording `cb`, held now.
     unsafe { pass_command(dev, f, cb, true, Vec::new(), next) }
 }

@@ -119,92 +119,53 @@ pub fn queue_submit2(_: &DeviceCore, f: &Fdm, a: args::QueueSubmit2) -> vk::Resu
 }
 
 /// `vkQueueWaitIdle`, under the queue lock.
-///
-/// # Safety
-/// `q` is a valid queue of the device (VUID-vkQueueWaitIdle-queue-parameter).
-pub unsafe fn queue_wait_idle(_: &DeviceCore, f: &Fdm, q: vk::Queue) -> vk::Result {
+pub fn queue_wait_idle(_: &DeviceCore, f: &Fdm, a: args::QueueWaitIdle) -> vk::Result {
     // SAFETY: VUID-vkQueueWaitIdle-queue-parameter: the application's queue
     // goes down unchanged, under the queue lock (its external synchronization).
-    f.wait_then_lost(move || unsafe { (f.below.fp_v1_0().queue_wait_idle)(q) })
+    f.wait_then_lost(move || unsafe { a.call(f.below.fp_v1_0().queue_wait_idle) })
 }
 
 /// `vkQueueBindSparse`, under the queue lock.
-///
-/// # Safety
-/// The arguments are those of a valid `vkQueueBindSparse` call.
-pub unsafe fn queue_bind_sparse(
-    _: &DeviceCore,
-    f: &Fdm,
-    q: vk::Queue,
-    n: u32,
-    b: *const vk::BindSparseInfo<'_>,
-    fence: vk::Fence,
-) -> vk::Result {
+pub fn queue_bind_sparse(_: &DeviceCore, f: &Fdm, a: args::QueueBindSparse) -> vk::Result {
     // SAFETY: the application's arguments of a valid vkQueueBindSparse go
     // down unchanged, under the queue lock (the queue's external
     // synchronization, shared with the layer's own map reads).
-    f.unless_lost(move || unsafe { (f.below.fp_v1_0().queue_bind_sparse)(q, n, b, fence) })
+    f.unless_lost(move || unsafe { a.call(f.below.fp_v1_0().queue_bind_sparse) })
 }
 
 /// `vkQueuePresentKHR`, under the queue lock (its entry point is handed out
 /// only where the chain below has the command).
-///
-/// # Safety
-/// The arguments are those of a valid `vkQueuePresentKHR` call.
-pub unsafe fn queue_present(
-    dev: &DeviceCore,
-    f: &Fdm,
-    q: vk::Queue,
-    info: *const vk::PresentInfoKHR<'_>,
-) -> vk::Result {
+pub fn queue_present(dev: &DeviceCore, f: &Fdm, a: args::QueuePresentKHR) -> vk::Result {
     let Some(present) = dev.next_queue_present else { return vk::Result::ERROR_EXTENSION_NOT_PRESENT };
-    // SAFETY: the application's arguments of a valid vkQueuePresentKHR go
-    // down unchanged to the next layer's command, under the queue lock (the
-    // queue's external synchronization).
-    f.unless_lost(|| unsafe { present(q, info) })
+    // SAFETY: the next layer's command, with the application's arguments, under the queue lock (the queue's external
+    // synchronization).
+    f.unless_lost(|| unsafe { a.call(present) })
 }
 
 /// `vkDeviceWaitIdle`, under the queue lock: it needs every queue of the
 /// device externally synchronized, the map reads' queue included.
-///
-/// # Safety
-/// `device` is a valid device (VUID-vkDeviceWaitIdle-device-parameter).
-pub unsafe fn device_wait_idle(_: &DeviceCore, f: &Fdm, device: vk::Device) -> vk::Result {
+pub fn device_wait_idle(_: &DeviceCore, f: &Fdm, a: args::DeviceWaitIdle) -> vk::Result {
     // SAFETY: VUID-vkDeviceWaitIdle-device-parameter: the application's
     // device goes down unchanged, under the queue lock.
-    f.wait_then_lost(move || unsafe { (f.below.fp_v1_0().device_wait_idle)(device) })
+    f.wait_then_lost(move || unsafe { a.call(f.below.fp_v1_0().device_wait_idle) })
 }
 
 /// `vkWaitForFences`: `VK_ERROR_DEVICE_LOST` once the layer's own work met
 /// it (the application's submissions since then were not made, so their
 /// fences would never signal); otherwise down unchanged.
-///
-/// # Safety
-/// The arguments are those of a valid `vkWaitForFences` call.
-pub unsafe fn wait_for_fences(
-    _: &DeviceCore,
-    f: &Fdm,
-    device: vk::Device,
-    n: u32,
-    fences: *const vk::Fence,
-    all: vk::Bool32,
-    timeout: u64,
-) -> vk::Result {
+pub fn wait_for_fences(_: &DeviceCore, f: &Fdm, a: args::WaitForFences) -> vk::Result {
     if f.is_lost() {
         return vk::Result::ERROR_DEVICE_LOST;
     }
     // SAFETY: the application's arguments of a valid vkWaitForFences go down unchanged.
-    unsafe { (f.below.fp_v1_0().wait_for_fences)(device, n, fences, all, timeout) }
+    unsafe { a.call(f.below.fp_v1_0().wait_for_fences) }
 }
 
 /// `vkGetFenceStatus`: as [`wait_for_fences`].
-///
-/// # Safety
-/// The arguments are those of a valid `vkGetFenceStatus` call.
-pub unsafe fn get_fence_status(_: &DeviceCore, f: &Fdm, device: vk::Device, fence: vk::Fence) -> vk::Result {
+pub fn get_fence_status(_: &DeviceCore, f: &Fdm, a: args::GetFenceStatus) -> vk::Result {
     if f.is_lost() {
         return vk::Result::ERROR_DEVICE_LOST;
     }
     // SAFETY: the application's arguments of a valid vkGetFenceStatus go down unchanged.
-    unsafe { (f.below.fp_v1_0().get_fence_status)(device, fence) }
+    unsafe { a.call(f.below.fp_v1_0().get_fence_status) }
 }

@@ -5653,6 +5653,22 @@ impl<'a> CmdSetBlendConstants<'a> {
         self.blend_constants
     }
 
+    /// `*blend_constants`.
+    #[inline]
+    pub fn blend_constants_array(&self) -> &'a [f32; 4usize] {
+        // SAFETY: `blendConstants` is a C array parameter of vkCmdSetBlendConstants (its elements are passed): a valid pointer.
+        unsafe { &*self.blend_constants }
+    }
+
+    /// These arguments with `blend_constants` pointing at `v`.
+    #[inline]
+    pub fn with_blend_constants_array<'b>(self, v: &'b [f32; 4usize]) -> CmdSetBlendConstants<'b>
+    where
+        'a: 'b,
+    {
+        CmdSetBlendConstants { blend_constants: v, ..self.shorten() }
+    }
+
     /// The same arguments for a shorter lifetime.
     #[inline]
     fn shorten<'b>(self) -> CmdSetBlendConstants<'b>
@@ -10364,6 +10380,22 @@ impl<'a> CmdSetFragmentShadingRateKHR<'a> {
     #[inline]
     pub fn combiner_ops(&self) -> *const [vk::FragmentShadingRateCombinerOpKHR; 2usize] {
         self.combiner_ops
+    }
+
+    /// `*combiner_ops`.
+    #[inline]
+    pub fn combiner_ops_array(&self) -> &'a [vk::FragmentShadingRateCombinerOpKHR; 2usize] {
+        // SAFETY: VUID-vkCmdSetFragmentShadingRateKHR-combinerOps-parameter: a valid pointer.
+        unsafe { &*self.combiner_ops }
+    }
+
+    /// These arguments with `combiner_ops` pointing at `v`.
+    #[inline]
+    pub fn with_combiner_ops_array<'b>(self, v: &'b [vk::FragmentShadingRateCombinerOpKHR; 2usize]) -> CmdSetFragmentShadingRateKHR<'b>
+    where
+        'a: 'b,
+    {
+        CmdSetFragmentShadingRateKHR { combiner_ops: v, ..self.shorten() }
     }
 
     /// The same arguments for a shorter lifetime.

@@ -23,10 +23,10 @@ macro_rules! dispatch_rows {
                 [fdm_slot => typed fdm::create_sampler];
             "vkCreateRenderPass" fn create_render_pass(device: vk::Device, p_create_info: *const vk::RenderPassCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_render_pass: *mut vk::RenderPass) -> vk::Result
                 = PFN_vkCreateRenderPass, args CreateRenderPass, down |dc| dc.fns.fp_v1_0().create_render_pass;
-                [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap ordered::create_render_pass];
+                [fdm_slot => typed fdm::create_render_pass, ordered_slot => typed ordered::create_render_pass];
             "vkCreateRenderPass2" | "vkCreateRenderPass2KHR" fn create_render_pass2(device: vk::Device, p_create_info: *const vk::RenderPassCreateInfo2<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_render_pass: *mut vk::RenderPass) -> vk::Result
                 = PFN_vkCreateRenderPass2, args CreateRenderPass2, down |dc| dc.fns.fp_v1_2().create_render_pass2;
-                [fdm_slot => own fdm::create_render_pass, ordered_slot => wrap ordered::create_render_pass];
+                [fdm_slot => typed fdm::create_render_pass, ordered_slot => typed ordered::create_render_pass];
             "vkDestroyRenderPass" fn destroy_render_pass(device: vk::Device, render_pass: vk::RenderPass, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyRenderPass, args DestroyRenderPass, down |dc| dc.fns.fp_v1_0().destroy_render_pass;
                 [fdm_slot => forget fdm::Fdm::forget_render_pass, ordered_slot => forget ordered::forget_render_pass];
@@ -112,7 +112,7 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => typed fdm::command_buffers::cmd_begin_query, ordered_slot => typed ordered::cmd_begin_query];
             "vkCmdEndQuery" fn cmd_end_query(command_buffer: vk::CommandBuffer, query_pool: vk::QueryPool, query: u32)
                 = PFN_vkCmdEndQuery, args CmdEndQuery, down |dc| dc.fns.fp_v1_0().cmd_end_query;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_end_query, ordered_slot => typed ordered::cmd_end_query];
+                [fdm_binned_slot => typed fdm::command_buffers::cmd_end_query, ordered_slot => typed ordered::cmd_end_query];
             "vkCmdWriteTimestamp" fn cmd_write_timestamp(command_buffer: vk::CommandBuffer, pipeline_stage: vk::PipelineStageFlags, query_pool: vk::QueryPool, query: u32)
                 = PFN_vkCmdWriteTimestamp, args CmdWriteTimestamp, down |dc| dc.fns.fp_v1_0().cmd_write_timestamp;
                 [fdm_binned_slot => typed fdm::command_buffers::cmd_write_timestamp];
@@ -125,107 +125,107 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => typed fdm::pass::cmd_begin_render_pass2, ordered_slot => typed ordered::cmd_begin_render_pass2];
             "vkCmdNextSubpass" fn cmd_next_subpass(command_buffer: vk::CommandBuffer, contents: vk::SubpassContents)
                 = PFN_vkCmdNextSubpass, args CmdNextSubpass, down |dc| dc.fns.fp_v1_0().cmd_next_subpass;
-                [fdm_binned_slot => own fdm::pass::cmd_next_subpass, ordered_slot => before ordered::next_subpass];
+                [fdm_binned_slot => typed fdm::pass::cmd_next_subpass, ordered_slot => before ordered::next_subpass];
             "vkCmdNextSubpass2" | "vkCmdNextSubpass2KHR" fn cmd_next_subpass2(command_buffer: vk::CommandBuffer, p_subpass_begin_info: *const vk::SubpassBeginInfo<'_>, p_subpass_end_info: *const vk::SubpassEndInfo<'_>)
                 = PFN_vkCmdNextSubpass2, args CmdNextSubpass2, down |dc| dc.fns.fp_v1_2().cmd_next_subpass2;
                 [fdm_binned_slot => typed fdm::pass::cmd_next_subpass2, ordered_slot => before ordered::next_subpass];
             "vkCmdEndRenderPass" fn cmd_end_render_pass(command_buffer: vk::CommandBuffer)
                 = PFN_vkCmdEndRenderPass, args CmdEndRenderPass, down |dc| dc.fns.fp_v1_0().cmd_end_render_pass;
-                [fdm_binned_slot => own fdm::pass::cmd_end_render_pass, ordered_slot => before ordered::end_pass];
+                [fdm_binned_slot => typed fdm::pass::cmd_end_render_pass, ordered_slot => before ordered::end_pass];
             "vkCmdEndRenderPass2" | "vkCmdEndRenderPass2KHR" fn cmd_end_render_pass2(command_buffer: vk::CommandBuffer, p_subpass_end_info: *const vk::SubpassEndInfo<'_>)
                 = PFN_vkCmdEndRenderPass2, args CmdEndRenderPass2, down |dc| dc.fns.fp_v1_2().cmd_end_render_pass2;
-                [fdm_binned_slot => own fdm::pass::cmd_end_render_pass2, ordered_slot => before ordered::end_pass];
+                [fdm_binned_slot => typed fdm::pass::cmd_end_render_pass2, ordered_slot => before ordered::end_pass];
             "vkCmdBeginRendering" | "vkCmdBeginRenderingKHR" fn cmd_begin_rendering(command_buffer: vk::CommandBuffer, p_rendering_info: *const vk::RenderingInfo<'_>)
                 = PFN_vkCmdBeginRendering, args CmdBeginRendering, down |dc| dc.fns.fp_v1_3().cmd_begin_rendering;
                 [fdm_slot => typed fdm::pass::cmd_begin_rendering, ordered_slot => typed ordered::cmd_begin_rendering];
             "vkCmdEndRendering" | "vkCmdEndRenderingKHR" fn cmd_end_rendering(command_buffer: vk::CommandBuffer)
                 = PFN_vkCmdEndRendering, args CmdEndRendering, down |dc| dc.fns.fp_v1_3().cmd_end_rendering;
-                [fdm_binned_slot => own fdm::pass::cmd_end_rendering, ordered_slot => before ordered::end_pass];
+                [fdm_binned_slot => typed fdm::pass::cmd_end_rendering, ordered_slot => before ordered::end_pass];
             "vkCmdExecuteCommands" fn cmd_execute_commands(command_buffer: vk::CommandBuffer, command_buffer_count: u32, p_command_buffers: *const vk::CommandBuffer)
                 = PFN_vkCmdExecuteCommands, args CmdExecuteCommands, down |dc| dc.fns.fp_v1_0().cmd_execute_commands;
                 [fdm_binned_slot => typed fdm::pass::cmd_execute_commands];
             // What a density-map pass captures; draws also bind the spinlock's lock set.
             "vkCmdBindPipeline" fn cmd_bind_pipeline(command_buffer: vk::CommandBuffer, pipeline_bind_point: vk::PipelineBindPoint, pipeline: vk::Pipeline)
                 = PFN_vkCmdBindPipeline, args CmdBindPipeline, down |dc| dc.fns.fp_v1_0().cmd_bind_pipeline;
-                [fdm_binned_slot => own fdm::capture::cmd_bind_pipeline, reserved_slot => wrap reserved::cmd_bind_pipeline, shading_rate_slot => wrap shading_rate::cmd_bind_pipeline];
+                [fdm_binned_slot => typed fdm::capture::cmd_bind_pipeline, reserved_slot => typed reserved::cmd_bind_pipeline, shading_rate_slot => typed shading_rate::cmd_bind_pipeline];
             "vkCmdBindDescriptorSets" fn cmd_bind_descriptor_sets(command_buffer: vk::CommandBuffer, pipeline_bind_point: vk::PipelineBindPoint, layout: vk::PipelineLayout, first_set: u32, descriptor_set_count: u32, p_descriptor_sets: *const vk::DescriptorSet, dynamic_offset_count: u32, p_dynamic_offsets: *const u32)
                 = PFN_vkCmdBindDescriptorSets, args CmdBindDescriptorSets, down |dc| dc.fns.fp_v1_0().cmd_bind_descriptor_sets;
-                [fdm_binned_slot => own fdm::capture::cmd_bind_descriptor_sets];
+                [fdm_binned_slot => typed fdm::capture::cmd_bind_descriptor_sets];
             "vkCmdBindVertexBuffers" fn cmd_bind_vertex_buffers(command_buffer: vk::CommandBuffer, first_binding: u32, binding_count: u32, p_buffers: *const vk::Buffer, p_offsets: *const vk::DeviceSize)
                 = PFN_vkCmdBindVertexBuffers, args CmdBindVertexBuffers, down |dc| dc.fns.fp_v1_0().cmd_bind_vertex_buffers;
-                [fdm_binned_slot => own fdm::capture::cmd_bind_vertex_buffers];
+                [fdm_binned_slot => typed fdm::capture::cmd_bind_vertex_buffers];
             "vkCmdBindVertexBuffers2" | "vkCmdBindVertexBuffers2EXT" fn cmd_bind_vertex_buffers2(command_buffer: vk::CommandBuffer, first_binding: u32, binding_count: u32, p_buffers: *const vk::Buffer, p_offsets: *const vk::DeviceSize, p_sizes: *const vk::DeviceSize, p_strides: *const vk::DeviceSize)
                 = PFN_vkCmdBindVertexBuffers2, args CmdBindVertexBuffers2, down |dc| dc.fns.fp_v1_3().cmd_bind_vertex_buffers2;
-                [fdm_binned_slot => own fdm::capture::cmd_bind_vertex_buffers2];
+                [fdm_binned_slot => typed fdm::capture::cmd_bind_vertex_buffers2];
             "vkCmdBindIndexBuffer" fn cmd_bind_index_buffer(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, index_type: vk::IndexType)
                 = PFN_vkCmdBindIndexBuffer, args CmdBindIndexBuffer, down |dc| dc.fns.fp_v1_0().cmd_bind_index_buffer;
-                [fdm_binned_slot => own fdm::capture::cmd_bind_index_buffer];
+                [fdm_binned_slot => typed fdm::capture::cmd_bind_index_buffer];
             "vkCmdPushConstants" fn cmd_push_constants(command_buffer: vk::CommandBuffer, layout: vk::PipelineLayout, stage_flags: vk::ShaderStageFlags, offset: u32, size: u32, p_values: *const std::ffi::c_void)
                 = PFN_vkCmdPushConstants, args CmdPushConstants, down |dc| dc.fns.fp_v1_0().cmd_push_constants;
-                [fdm_binned_slot => own fdm::capture::cmd_push_constants];
+                [fdm_binned_slot => typed fdm::capture::cmd_push_constants];
             "vkCmdSetViewport" fn cmd_set_viewport(command_buffer: vk::CommandBuffer, first_viewport: u32, viewport_count: u32, p_viewports: *const vk::Viewport)
                 = PFN_vkCmdSetViewport, args CmdSetViewport, down |dc| dc.fns.fp_v1_0().cmd_set_viewport;
-                [fdm_binned_slot => own fdm::capture::cmd_set_viewport];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_viewport];
             "vkCmdSetScissor" fn cmd_set_scissor(command_buffer: vk::CommandBuffer, first_scissor: u32, scissor_count: u32, p_scissors: *const vk::Rect2D)
                 = PFN_vkCmdSetScissor, args CmdSetScissor, down |dc| dc.fns.fp_v1_0().cmd_set_scissor;
-                [fdm_binned_slot => own fdm::capture::cmd_set_scissor];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_scissor];
             "vkCmdSetLineWidth" fn cmd_set_line_width(command_buffer: vk::CommandBuffer, line_width: f32)
                 = PFN_vkCmdSetLineWidth, args CmdSetLineWidth, down |dc| dc.fns.fp_v1_0().cmd_set_line_width;
-                [fdm_binned_slot => own fdm::capture::cmd_set_line_width];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_line_width];
             "vkCmdSetDepthBias" fn cmd_set_depth_bias(command_buffer: vk::CommandBuffer, depth_bias_constant_factor: f32, depth_bias_clamp: f32, depth_bias_slope_factor: f32)
                 = PFN_vkCmdSetDepthBias, args CmdSetDepthBias, down |dc| dc.fns.fp_v1_0().cmd_set_depth_bias;
-                [fdm_binned_slot => own fdm::capture::cmd_set_depth_bias];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_depth_bias];
             "vkCmdSetBlendConstants" fn cmd_set_blend_constants(command_buffer: vk::CommandBuffer, blend_constants: *const [f32; 4usize])
                 = PFN_vkCmdSetBlendConstants, args CmdSetBlendConstants, down |dc| dc.fns.fp_v1_0().cmd_set_blend_constants;
-                [fdm_binned_slot => own fdm::capture::cmd_set_blend_constants];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_blend_constants];
             "vkCmdSetDepthBounds" fn cmd_set_depth_bounds(command_buffer: vk::CommandBuffer, min_depth_bounds: f32, max_depth_bounds: f32)
                 = PFN_vkCmdSetDepthBounds, args CmdSetDepthBounds, down |dc| dc.fns.fp_v1_0().cmd_set_depth_bounds;
-                [fdm_binned_slot => own fdm::capture::cmd_set_depth_bounds];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_depth_bounds];
             "vkCmdSetStencilCompareMask" fn cmd_set_stencil_compare_mask(command_buffer: vk::CommandBuffer, face_mask: vk::StencilFaceFlags, compare_mask: u32)
                 = PFN_vkCmdSetStencilCompareMask, args CmdSetStencilCompareMask, down |dc| dc.fns.fp_v1_0().cmd_set_stencil_compare_mask;
-                [fdm_binned_slot => own fdm::capture::cmd_set_stencil_compare_mask];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_stencil_compare_mask];
             "vkCmdSetStencilWriteMask" fn cmd_set_stencil_write_mask(command_buffer: vk::CommandBuffer, face_mask: vk::StencilFaceFlags, write_mask: u32)
                 = PFN_vkCmdSetStencilWriteMask, args CmdSetStencilWriteMask, down |dc| dc.fns.fp_v1_0().cmd_set_stencil_write_mask;
-                [fdm_binned_slot => own fdm::capture::cmd_set_stencil_write_mask];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_stencil_write_mask];
             "vkCmdSetStencilReference" fn cmd_set_stencil_reference(command_buffer: vk::CommandBuffer, face_mask: vk::StencilFaceFlags, reference: u32)
                 = PFN_vkCmdSetStencilReference, args CmdSetStencilReference, down |dc| dc.fns.fp_v1_0().cmd_set_stencil_reference;
-                [fdm_binned_slot => own fdm::capture::cmd_set_stencil_reference];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_stencil_reference];
             "vkCmdDraw" fn cmd_draw(command_buffer: vk::CommandBuffer, vertex_count: u32, instance_count: u32, first_vertex: u32, first_instance: u32)
                 = PFN_vkCmdDraw, args CmdDraw, down |dc| dc.fns.fp_v1_0().cmd_draw;
-                [fdm_binned_slot => own fdm::capture::cmd_draw, reserved_slot => wrap ordered::cmd_draw];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw, reserved_slot => typed ordered::cmd_draw];
             "vkCmdDrawIndexed" fn cmd_draw_indexed(command_buffer: vk::CommandBuffer, index_count: u32, instance_count: u32, first_index: u32, vertex_offset: i32, first_instance: u32)
                 = PFN_vkCmdDrawIndexed, args CmdDrawIndexed, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed;
-                [fdm_binned_slot => own fdm::capture::cmd_draw_indexed, reserved_slot => wrap ordered::cmd_draw_indexed];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw_indexed, reserved_slot => typed ordered::cmd_draw_indexed];
             "vkCmdDrawIndirect" fn cmd_draw_indirect(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, draw_count: u32, stride: u32)
                 = PFN_vkCmdDrawIndirect, args CmdDrawIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indirect;
-                [fdm_binned_slot => own fdm::capture::cmd_draw_indirect, reserved_slot => wrap ordered::cmd_draw_indirect];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw_indirect, reserved_slot => typed ordered::cmd_draw_indirect];
             "vkCmdDrawIndexedIndirect" fn cmd_draw_indexed_indirect(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, draw_count: u32, stride: u32)
                 = PFN_vkCmdDrawIndexedIndirect, args CmdDrawIndexedIndirect, down |dc| dc.fns.fp_v1_0().cmd_draw_indexed_indirect;
-                [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect, reserved_slot => wrap ordered::cmd_draw_indexed_indirect];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw_indexed_indirect, reserved_slot => typed ordered::cmd_draw_indexed_indirect];
             "vkCmdDrawIndirectCount" | "vkCmdDrawIndirectCountKHR" | "vkCmdDrawIndirectCountAMD" fn cmd_draw_indirect_count(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer, count_buffer_offset: vk::DeviceSize, max_draw_count: u32, stride: u32)
                 = PFN_vkCmdDrawIndirectCount, args CmdDrawIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indirect_count;
-                [fdm_binned_slot => own fdm::capture::cmd_draw_indirect_count, reserved_slot => wrap ordered::cmd_draw_indirect_count];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw_indirect_count, reserved_slot => typed ordered::cmd_draw_indirect_count];
             "vkCmdDrawIndexedIndirectCount" | "vkCmdDrawIndexedIndirectCountKHR" | "vkCmdDrawIndexedIndirectCountAMD" fn cmd_draw_indexed_indirect_count(command_buffer: vk::CommandBuffer, buffer: vk::Buffer, offset: vk::DeviceSize, count_buffer: vk::Buffer, count_buffer_offset: vk::DeviceSize, max_draw_count: u32, stride: u32)
                 = PFN_vkCmdDrawIndexedIndirectCount, args CmdDrawIndexedIndirectCount, down |dc| dc.fns.fp_v1_2().cmd_draw_indexed_indirect_count;
-                [fdm_binned_slot => own fdm::capture::cmd_draw_indexed_indirect_count, reserved_slot => wrap ordered::cmd_draw_indexed_indirect_count];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw_indexed_indirect_count, reserved_slot => typed ordered::cmd_draw_indexed_indirect_count];
             "vkCmdDrawMultiEXT" fn cmd_draw_multi(command_buffer: vk::CommandBuffer, draw_count: u32, p_vertex_info: *const vk::MultiDrawInfoEXT, instance_count: u32, first_instance: u32, stride: u32)
                 = PFN_vkCmdDrawMultiEXT, args CmdDrawMultiEXT, down |dc| dc.state.multi_draw.cmd_draw_multi_ext;
-                [fdm_binned_slot => own fdm::capture::cmd_draw_multi, reserved_slot => wrap ordered::cmd_draw_multi];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw_multi, reserved_slot => typed ordered::cmd_draw_multi];
             "vkCmdDrawMultiIndexedEXT" fn cmd_draw_multi_indexed(command_buffer: vk::CommandBuffer, draw_count: u32, p_index_info: *const vk::MultiDrawIndexedInfoEXT, instance_count: u32, first_instance: u32, stride: u32, p_vertex_offset: *const i32)
                 = PFN_vkCmdDrawMultiIndexedEXT, args CmdDrawMultiIndexedEXT, down |dc| dc.state.multi_draw.cmd_draw_multi_indexed_ext;
-                [fdm_binned_slot => own fdm::capture::cmd_draw_multi_indexed, reserved_slot => wrap ordered::cmd_draw_multi_indexed];
+                [fdm_binned_slot => typed fdm::capture::cmd_draw_multi_indexed, reserved_slot => typed ordered::cmd_draw_multi_indexed];
             "vkCmdSetViewportWithCount" | "vkCmdSetViewportWithCountEXT" fn cmd_set_viewport_with_count(command_buffer: vk::CommandBuffer, viewport_count: u32, p_viewports: *const vk::Viewport)
                 = PFN_vkCmdSetViewportWithCount, args CmdSetViewportWithCount, down |dc| dc.fns.fp_v1_3().cmd_set_viewport_with_count;
-                [fdm_binned_slot => own fdm::capture::cmd_set_viewport_with_count];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_viewport_with_count];
             "vkCmdSetScissorWithCount" | "vkCmdSetScissorWithCountEXT" fn cmd_set_scissor_with_count(command_buffer: vk::CommandBuffer, scissor_count: u32, p_scissors: *const vk::Rect2D)
                 = PFN_vkCmdSetScissorWithCount, args CmdSetScissorWithCount, down |dc| dc.fns.fp_v1_3().cmd_set_scissor_with_count;
-                [fdm_binned_slot => own fdm::capture::cmd_set_scissor_with_count];
+                [fdm_binned_slot => typed fdm::capture::cmd_set_scissor_with_count];
             "vkCmdClearAttachments" fn cmd_clear_attachments(command_buffer: vk::CommandBuffer, attachment_count: u32, p_attachments: *const vk::ClearAttachment, rect_count: u32, p_rects: *const vk::ClearRect)
                 = PFN_vkCmdClearAttachments, args CmdClearAttachments, down |dc| dc.fns.fp_v1_0().cmd_clear_attachments;
-                [fdm_binned_slot => own fdm::capture::cmd_clear_attachments];
+                [fdm_binned_slot => typed fdm::capture::cmd_clear_attachments];
             "vkCmdBeginTransformFeedbackEXT" fn cmd_begin_transform_feedback(command_buffer: vk::CommandBuffer, first_counter_buffer: u32, counter_buffer_count: u32, p_counter_buffers: *const vk::Buffer, p_counter_buffer_offsets: *const vk::DeviceSize)
                 = PFN_vkCmdBeginTransformFeedbackEXT, args CmdBeginTransformFeedbackEXT, down |dc| or_stub(dc.next_begin_transform_feedback, no_begin_transform_feedback);
-                [fdm_binned_slot => own fdm::capture::cmd_begin_transform_feedback];
+                [fdm_binned_slot => typed fdm::capture::cmd_begin_transform_feedback];
             // Transfers that may write a density map, and submission.
             "vkCmdCopyBufferToImage" fn cmd_copy_buffer_to_image(command_buffer: vk::CommandBuffer, src_buffer: vk::Buffer, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::BufferImageCopy)
                 = PFN_vkCmdCopyBufferToImage, args CmdCopyBufferToImage, down |dc| dc.fns.fp_v1_0().cmd_copy_buffer_to_image;
@@ -262,25 +262,25 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => typed fdm::queue::queue_submit2, ordered_slot => typed ordered::queue_submit2];
             "vkQueueWaitIdle" fn queue_wait_idle(queue: vk::Queue) -> vk::Result
                 = PFN_vkQueueWaitIdle, args QueueWaitIdle, down |dc| dc.fns.fp_v1_0().queue_wait_idle;
-                [fdm_binned_slot => own fdm::queue::queue_wait_idle];
+                [fdm_binned_slot => typed fdm::queue::queue_wait_idle];
             // The layer's map reads submit on a queue of the application's: every command that needs the queue (or all
             // queues) externally synchronized takes the same lock.
             "vkQueueBindSparse" fn queue_bind_sparse(queue: vk::Queue, bind_info_count: u32, p_bind_info: *const vk::BindSparseInfo<'_>, fence: vk::Fence) -> vk::Result
                 = PFN_vkQueueBindSparse, args QueueBindSparse, down |dc| dc.fns.fp_v1_0().queue_bind_sparse;
-                [fdm_binned_slot => own fdm::queue::queue_bind_sparse];
+                [fdm_binned_slot => typed fdm::queue::queue_bind_sparse];
             "vkQueuePresentKHR" fn queue_present(queue: vk::Queue, p_present_info: *const vk::PresentInfoKHR<'_>) -> vk::Result
                 = PFN_vkQueuePresentKHR, args QueuePresentKHR, down |dc| or_stub(dc.next_queue_present, no_queue_present);
-                [fdm_binned_slot => own fdm::queue::queue_present];
+                [fdm_binned_slot => typed fdm::queue::queue_present];
             "vkDeviceWaitIdle" fn device_wait_idle(device: vk::Device) -> vk::Result
                 = PFN_vkDeviceWaitIdle, args DeviceWaitIdle, down |dc| dc.fns.fp_v1_0().device_wait_idle;
-                [fdm_binned_slot => own fdm::queue::device_wait_idle];
+                [fdm_binned_slot => typed fdm::queue::device_wait_idle];
             // Waits return the device loss the layer's own map read met.
             "vkWaitForFences" fn wait_for_fences(device: vk::Device, fence_count: u32, p_fences: *const vk::Fence, wait_all: vk::Bool32, timeout: u64) -> vk::Result
                 = PFN_vkWaitForFences, args WaitForFences, down |dc| dc.fns.fp_v1_0().wait_for_fences;
-                [fdm_binned_slot => own fdm::queue::wait_for_fences];
+                [fdm_binned_slot => typed fdm::queue::wait_for_fences];
             "vkGetFenceStatus" fn get_fence_status(device: vk::Device, fence: vk::Fence) -> vk::Result
                 = PFN_vkGetFenceStatus, args GetFenceStatus, down |dc| dc.fns.fp_v1_0().get_fence_status;
-                [fdm_binned_slot => own fdm::queue::get_fence_status];
+                [fdm_binned_slot => typed fdm::queue::get_fence_status];
             // Query pools: the density map lets fragment-invocation statistics stay
             // active across a binned pass.
             "vkCreateQueryPool" fn create_query_pool(device: vk::Device, p_create_info: *const vk::QueryPoolCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_query_pool: *mut vk::QueryPool) -> vk::Result
@@ -296,7 +296,7 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => typed fdm::command_buffers::cmd_begin_conditional_rendering];
             "vkCmdEndConditionalRenderingEXT" fn cmd_end_conditional_rendering(command_buffer: vk::CommandBuffer)
                 = PFN_vkCmdEndConditionalRenderingEXT, args CmdEndConditionalRenderingEXT, down |dc| dc.state.conditional.cmd_end_conditional_rendering_ext;
-                [fdm_binned_slot => own fdm::command_buffers::cmd_end_conditional_rendering];
+                [fdm_binned_slot => typed fdm::command_buffers::cmd_end_conditional_rendering];
             // Dynamic state beyond Vulkan 1.3 (colour write enable, extended dynamic
             // state 2 and 3, line stipple): captured in a binned pass, so each replay
             // sees the value each draw saw.
@@ -331,7 +331,7 @@ macro_rules! dispatch_rows {
                 [ordered_slot => typed ordered::get_device_queue2];
             "vkCmdSetFragmentShadingRateKHR" fn cmd_set_fragment_shading_rate(command_buffer: vk::CommandBuffer, p_fragment_size: *const vk::Extent2D, combiner_ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2usize])
                 = PFN_vkCmdSetFragmentShadingRateKHR, args CmdSetFragmentShadingRateKHR, down |dc| or_stub(dc.next_set_fragment_shading_rate, no_set_fragment_shading_rate);
-                [shading_rate_slot => wrap shading_rate::cmd_set_fragment_shading_rate];
+                [shading_rate_slot => typed shading_rate::cmd_set_fragment_shading_rate];
             // The captured dynamic-state commands (layer/gen/dynamic_state.json).
             "vkCmdSetCullMode" | "vkCmdSetCullModeEXT" fn cmd_set_cull_mode(command_buffer: vk::CommandBuffer, cull_mode: vk::CullModeFlags)
                 = PFN_vkCmdSetCullMode, down |dc| dc.fns.fp_v1_3().cmd_set_cull_mode;

@@ -54,7 +54,7 @@ use super::reserved::{PipelineKind, ReservedSet};
 use crate::device::DeviceCore;
 use crate::generated::args;
 use crate::id;
-use crate::render_pass::RenderPassInfo;
+use crate::render_pass::{CreateArgs, RenderPassInfo};
 use ash::vk;
 use overlap_shaders::ordered::{MODE_COUNT, MODE_COUNT_MERGED, MODE_RUN, MODE_UNORDERED};
 use std::collections::HashMap;
@@ -632,49 +632,35 @@ fn added_dependencies(subpasses: u32, multiview: &[bool]) -> Vec<vk::SubpassDepe
 /// added ([`added_dependencies`]; none in a version-1 multiview pass, whose
 /// dependency count is tied to its view offsets; view-local in a version-2
 /// one, and no self-dependency for its multiview subpasses).
-///
-/// # Safety
-/// The arguments are those of a valid call of the command; `next` calls down.
-pub(crate) unsafe fn create_render_pass<I: RenderPassInfo>(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    device: vk::Device,
-    info: *const I,
-    alloc: *const vk::AllocationCallbacks<'_>,
-    out: *mut vk::RenderPass,
-    next: impl FnOnce(vk::Device, *const I, *const vk::AllocationCallbacks<'_>, *mut vk::RenderPass) -> vk::Result,
-) -> vk::Result {
-    let Some(o) = &s.ordered else { return next(device, info, alloc, out) };
-    // SAFETY: the -pCreateInfo-parameter VUID of either command: a valid
-    // create info, whose chain and arrays are valid.
-    let (ci, multiview) = unsafe { (&*info, (*info).multiview()) };
+pub(crate) fn create_render_pass<'a, A: CreateArgs<'a>>(_: &DeviceCore, s: &ReservedSet, a: A) -> vk::Result {
+    let Some(o) = &s.ordered else { return a.down_chain() };
+    let ci = a.info();
+    // SAFETY: the -pCreateInfo-parameter VUID of either command: a valid create info, whose chain and arrays are
+    // valid.
+    let multiview = unsafe { ci.multiview() };
     let any = multiview.iter().any(|m| *m);
-    let added: Option<Vec<I::Dependency>> = added_dependencies(multiview.len() as u32, &multiview)
-        .into_iter()
-        .map(|d| I::added_dependency(d, any))
-        .collect();
+    let added: Option<Vec<<A::Info as RenderPassInfo>::Dependency>> =
+        added_dependencies(multiview.len() as u32, &multiview)
+            .into_iter()
+            .map(|d| <A::Info as RenderPassInfo>::added_dependency(d, any))
+            .collect();
     let Some(added) = added else {
-        // SAFETY: the caller's guarantee: `out` is written by a successful call.
-        return unsafe { note_render_pass(o, next(device, info, alloc, out), out, vec![false; multiview.len()]) };
+        return note_render_pass(o, a, a.down_chain(), vec![false; multiview.len()]);
     };
     // SAFETY: as above.
     let (attachments, subpasses, dependencies) = unsafe { ci.arrays() };
     let mut deps = dependencies.to_vec();
     deps.extend(added);
     let copy = ci.with(ci.flags(), ci.p_next(), (attachments, subpasses, &deps));
-    // SAFETY: as above.
-    unsafe { note_render_pass(o, next(device, &copy, alloc, out), out, multiview.iter().map(|m| !m).collect()) }
+    note_render_pass(o, a, a.next_with(&copy), multiview.iter().map(|m| !m).collect())
 }
 
-/// Notes the render pass a create call (`r`) wrote to `out`, with per
-/// subpass whether it has the layer's self-dependency; returns `r`.
-///
-/// # Safety
-/// `out` is the create call's output pointer, written where `r` is a success.
-unsafe fn note_render_pass(o: &Ordered, r: vk::Result, out: *mut vk::RenderPass, own: Vec<bool>) -> vk::Result {
+/// Notes the render pass the create call `a` made (where `r` is a success),
+/// with per subpass whether it has the layer's self-dependency; returns `r`.
+fn note_render_pass<'a>(o: &Ordered, a: impl CreateArgs<'a>, r: vk::Result, own: Vec<bool>) -> vk::Result {
     if r == vk::Result::SUCCESS {
-        // SAFETY: written by the successful call (the caller's guarantee).
-        o.render_passes.lock().insert(unsafe { *out }, own);
+        // SAFETY: the call succeeded.
+        o.render_passes.lock().insert(unsafe { a.written() }, own);
     }
     r
 }
@@ -1119,66 +1105,39 @@ pub fn queue_submit2(core: &DeviceCore, s: &ReservedSet, a: args::QueueSubmit2) 
 /// multi-draw, or an indirect draw of more than one), which the ordered
 /// strategy does not order.
 macro_rules! draw_hooks {
-    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) down |$core:ident| $fp:expr, several: $several:expr;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident $args:ident, several: |$a:ident| $several:expr, down |$core:ident| $fp:expr;)*) => {$(
         $(#[$doc])*
-        ///
-        /// # Safety
-        /// The arguments are those of a valid call of the command; `next`
-        /// calls down.
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe fn $name(
-            $core: &DeviceCore,
-            s: &ReservedSet,
-            cb: vk::CommandBuffer,
-            $($arg: $ty,)*
-            next: impl FnOnce(vk::CommandBuffer, $($ty),*),
-        ) {
-            // SAFETY: the same valid call, straight to the next layer (the
-            // multi draws' extension, VK_EXT_multi_draw, is the
-            // application's: it recorded the command).
-            let count = || unsafe { ($fp)(cb, $($arg),*) };
-            draw($core, s, cb, $several, count, || next(cb, $($arg),*))
+        pub fn $name($core: &DeviceCore, s: &ReservedSet, $a: args::$args) {
+            // SAFETY: the same valid call, straight to the next layer (the multi draws' extension,
+            // VK_EXT_multi_draw, is the application's: it recorded the command).
+            let count = || unsafe { $a.call($fp) };
+            draw($core, s, $a.command_buffer(), $several, count, || $a.next())
         }
     )*};
 }
 
 draw_hooks! {
     /// `vkCmdDraw`.
-    fn cmd_draw(a: u32, b: u32, c: u32, d: u32) down |core| core.fns.fp_v1_0().cmd_draw, several: false;
+    cmd_draw CmdDraw, several: |a| false, down |core| core.fns.fp_v1_0().cmd_draw;
     /// `vkCmdDrawIndexed`.
-    fn cmd_draw_indexed(a: u32, b: u32, c: u32, o: i32, d: u32)
-        down |core| core.fns.fp_v1_0().cmd_draw_indexed, several: false;
-    /// `vkCmdDrawMultiEXT`: more than one draw is a multi-draw for the
-    /// ordered strategy (as an indirect draw of several).
-    fn cmd_draw_multi(n: u32, draws: *const vk::MultiDrawInfoEXT, instances: u32, first: u32, stride: u32)
-        down |core| core.state.multi_draw.cmd_draw_multi_ext, several: n > 1;
+    cmd_draw_indexed CmdDrawIndexed, several: |a| false, down |core| core.fns.fp_v1_0().cmd_draw_indexed;
+    /// `vkCmdDrawMultiEXT`: more than one draw is a multi-draw for the ordered strategy (as an indirect draw of
+    /// several).
+    cmd_draw_multi CmdDrawMultiEXT, several: |a| a.draw_count() > 1, down |core| core.state.multi_draw.cmd_draw_multi_ext;
     /// `vkCmdDrawMultiIndexedEXT`: as `vkCmdDrawMultiEXT`.
-    fn cmd_draw_multi_indexed(
-        n: u32,
-        draws: *const vk::MultiDrawIndexedInfoEXT,
-        instances: u32,
-        first: u32,
-        stride: u32,
-        offset: *const i32
-    ) down |core| core.state.multi_draw.cmd_draw_multi_indexed_ext, several: n > 1;
+    cmd_draw_multi_indexed CmdDrawMultiIndexedEXT, several: |a| a.draw_count() > 1,
+        down |core| core.state.multi_draw.cmd_draw_multi_indexed_ext;
     /// `vkCmdDrawIndirect`: more than one draw per call is not ordered.
-    fn cmd_draw_indirect(b: vk::Buffer, o: vk::DeviceSize, n: u32, st: u32)
-        down |core| core.fns.fp_v1_0().cmd_draw_indirect, several: n > 1;
+    cmd_draw_indirect CmdDrawIndirect, several: |a| a.draw_count() > 1, down |core| core.fns.fp_v1_0().cmd_draw_indirect;
     /// `vkCmdDrawIndexedIndirect`: as `vkCmdDrawIndirect`.
-    fn cmd_draw_indexed_indirect(b: vk::Buffer, o: vk::DeviceSize, n: u32, st: u32)
-        down |core| core.fns.fp_v1_0().cmd_draw_indexed_indirect, several: n > 1;
+    cmd_draw_indexed_indirect CmdDrawIndexedIndirect, several: |a| a.draw_count() > 1,
+        down |core| core.fns.fp_v1_0().cmd_draw_indexed_indirect;
     /// `vkCmdDrawIndirectCount`: `maxDrawCount` above 1 is not ordered.
-    fn cmd_draw_indirect_count(b: vk::Buffer, o: vk::DeviceSize, c: vk::Buffer, co: vk::DeviceSize, m: u32, st: u32)
-        down |core| core.fns.fp_v1_2().cmd_draw_indirect_count, several: m > 1;
+    cmd_draw_indirect_count CmdDrawIndirectCount, several: |a| a.max_draw_count() > 1,
+        down |core| core.fns.fp_v1_2().cmd_draw_indirect_count;
     /// `vkCmdDrawIndexedIndirectCount`: as `vkCmdDrawIndirectCount`.
-    fn cmd_draw_indexed_indirect_count(
-        b: vk::Buffer,
-        o: vk::DeviceSize,
-        c: vk::Buffer,
-        co: vk::DeviceSize,
-        m: u32,
-        st: u32
-    ) down |core| core.fns.fp_v1_2().cmd_draw_indexed_indirect_count, several: m > 1;
+    cmd_draw_indexed_indirect_count CmdDrawIndexedIndirectCount, several: |a| a.max_draw_count() > 1,
+        down |core| core.fns.fp_v1_2().cmd_draw_indexed_indirect_count;
 }
 
 /// A buffer of `size` bytes bound to memory of the first type of `wants`

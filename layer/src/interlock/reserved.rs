@@ -1127,17 +1127,8 @@ pub fn forget_bound(_: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer) {
 }
 
 /// Remembers whether the bound graphics pipeline uses a lock.
-///
-/// # Safety
-/// The arguments are those of a valid `vkCmdBindPipeline` call; `next` calls down.
-pub unsafe fn cmd_bind_pipeline(
-    _: &DeviceCore,
-    s: &ReservedSet,
-    cb: vk::CommandBuffer,
-    point: vk::PipelineBindPoint,
-    pipeline: vk::Pipeline,
-    next: impl FnOnce(vk::CommandBuffer, vk::PipelineBindPoint, vk::Pipeline),
-) {
+pub fn cmd_bind_pipeline(_: &DeviceCore, s: &ReservedSet, a: args::CmdBindPipeline) {
+    let (cb, point, pipeline) = (a.command_buffer(), a.pipeline_bind_point(), a.pipeline());
     if point == vk::PipelineBindPoint::GRAPHICS {
         let layout = s.pipelines.lock().get(&pipeline).copied();
         let mut bound = s.bound.lock();
@@ -1146,7 +1137,7 @@ pub unsafe fn cmd_bind_pipeline(
             None => bound.remove(&cb),
         };
     }
-    next(cb, point, pipeline)
+    a.next()
 }
 
 /// Remembers whether the bound fragment shader object uses a lock.
