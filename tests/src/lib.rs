@@ -19,4 +19,5 @@ pub mod ordered_probe;
 pub mod render;
 pub mod stale_view;
 pub mod varyings;
+pub mod viewport_mask_bench;
 pub mod vrs;

@@ -109,6 +109,8 @@ pub struct GpuOptions {
     /// With `fdm`, enable VK_VALVE_fragment_density_map_layered (its
     /// feature, `VK_KHR_maintenance5` and `shaderOutputLayer`) where listed.
     pub fdm_layered: bool,
+    /// Enable VK_NV_viewport_array2 (and `multiViewport`) where listed.
+    pub viewport_mask: bool,
     /// Chain a structure no layer or driver knows (a made-up sType) into the
     /// device create info: `Some(true)` at the end of the chain (after the
     /// density-map features), `Some(false)` at its head (before them).
@@ -154,6 +156,8 @@ pub struct Gpu {
     pub fdm_offset: bool,
     /// VK_VALVE_fragment_density_map_layered was enabled (`GpuOptions::fdm_layered`).
     pub fdm_layered: bool,
+    /// VK_NV_viewport_array2 and `multiViewport` were enabled (`GpuOptions::viewport_mask`).
+    pub viewport_mask: bool,
     /// VK_EXT_multi_draw was enabled (`GpuOptions::multi_draw`).
     pub multi_draw: bool,
     /// The application's VK_EXT_conditional_rendering
@@ -334,7 +338,8 @@ impl Gpu {
             .geometry_shader(supported.geometry_shader == vk::TRUE)
             .tessellation_shader(supported.tessellation_shader == vk::TRUE)
             .pipeline_statistics_query(supported.pipeline_statistics_query == vk::TRUE)
-            .logic_op(opts.dynamic_state && supported.logic_op == vk::TRUE);
+            .logic_op(opts.dynamic_state && supported.logic_op == vk::TRUE)
+            .multi_viewport(opts.viewport_mask && supported.multi_viewport == vk::TRUE);
         let mut supported_interlock = vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT::default();
         if interlock {
             let mut q = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported_interlock);
@@ -387,6 +392,8 @@ impl Gpu {
         if fdm_layered {
             enable12 = enable12.shader_output_layer(true);
         }
+        let viewport_mask =
+            enable(opts.viewport_mask && supported.multi_viewport == vk::TRUE, &[c"VK_NV_viewport_array2"]);
         let conditional = enable(opts.conditional_rendering, &[ash::ext::conditional_rendering::NAME]);
         let mut enable_conditional =
             vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
@@ -608,6 +615,7 @@ impl Gpu {
             fdm,
             fdm_offset,
             fdm_layered,
+            viewport_mask,
             multi_draw,
             conditional_rendering,
             dynamic_state,

@@ -29,6 +29,7 @@ fn usage() -> ! {
          vrs                        invocations of a 2x2-rate draw without, with unordered and with ordered interlock (fragcoord and derivatives checked)\n  \
          quad-derivatives [SIZE] [INSTANCES] [kill]  derivatives inside an ordered critical section of INSTANCES full-screen triangles (SIZE <= 64), and its lost words (kill: a third discard inside it)\n  \
          fdm-client FRAMES [WxH] [DRAWS]  a full-HD foveated client: off vs baseline vs binned per frame\n  \
+         viewport-mask-bench SIZE DRAWS FRAMES  no layer: 3x3 atlas cells drawn as nine render passes vs one pass whose draws go to nine viewports (VK_NV_viewport_array2)\n  \
          fdm-extended-usage         density-map usage with EXTENDED_USAGE, every core format (CTS mirror)\n  \
          fdm2                       VK_EXT_fragment_density_map2 listed, filled, enabled with FDM\n  \
          fdm-dynamic [app-conditional]  a dynamic density map the GPU writes in the same command buffer: the areas follow it (app-conditional: the application enables conditional rendering itself)\n  \
@@ -122,6 +123,7 @@ fn main() {
         ),
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
+        "viewport-mask-bench" => viewport_mask_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-draws" => fdm_draws(&mut opts, &args[1..]),
         "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts, args.get(1).map(String::as_str).unwrap_or("before")),
@@ -2533,6 +2535,26 @@ fn seconds_per_multiview(g: &Gpu, mv: &overlap_tests::fdm::Multiview, frames: u3
         best_n = best_n.min(time(frames + 1));
     }
     (best_n - best1) / frames as f64
+}
+
+/// `viewport-mask-bench SIZE DRAWS FRAMES` (`overlap_tests::viewport_mask_bench`):
+/// the density map's design D measured on the driver alone.
+fn viewport_mask_bench(opts: &mut GpuOptions, size: u32, draws: u32, frames: u32) -> Result<(), String> {
+    opts.viewport_mask = true;
+    let g = gpu(opts)?;
+    let out = overlap_tests::viewport_mask_bench::run(&g, size, draws, frames)?;
+    for o in &out {
+        println!(
+            "viewport_mask_bench way={} size={size} draws={draws} record_us_per_draw={:.3} gpu_ms={:.3} checksum={:016x}",
+            o.way, o.record_us_per_draw, o.gpu_ms, o.checksum
+        );
+    }
+    println!(
+        "viewport_mask_bench size={size} draws={draws} record_ratio={:.3} gpu_ratio={:.3} (mask / passes)",
+        out[1].record_us_per_draw / out[0].record_us_per_draw,
+        out[1].gpu_ms / out[0].gpu_ms
+    );
+    Ok(())
 }
 
 /// `fdm-bench FRAMES SIZE DRAWS`: a fragment-bound full-screen pass under
