@@ -15,10 +15,17 @@
 //! function `ViewportIndex = ViewIndex`. Refused: a module that writes
 //! `ViewportIndex` (or `Layer`, which a multiview pass may not write)
 //! already, and an entry function shared with another entry point.
+//!
+//! [`viewport_mask`] is the other rewrite here, for the density map's design
+//! D (docs/design/density-map-recording.md, not yet used by the layer; the
+//! test program's `viewport-mask-bench` runs it on a GPU): the last
+//! pre-rasterization stage (a vertex shader) writes `ViewportMaskNV[0]` (`VK_NV_viewport_array2`)
+//! from a specialization constant, so that each primitive goes to every
+//! viewport of the mask — every replay of a pass in one draw.
 
 use crate::first_draw::entry_function;
 use crate::ir::{add_capability, add_extension, builtin_inputs, builtin_target, decorate, find_or_add, fresh};
-use crate::ir::{pointer_type, prepend_to_function, var_type};
+use crate::ir::{constant, pointer_type, prepend_to_function, var_type};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
 
@@ -30,6 +37,10 @@ pub enum Unsupported {
     WritesViewport,
     #[error("the entry function has no body")]
     NoBody,
+    #[error("the shader writes ViewportMaskNV itself")]
+    WritesMask,
+    #[error("specialization constant {0} is the shader's own")]
+    SpecIdTaken(u32),
     #[error("malformed module: {0}")]
     Malformed(#[from] crate::Malformed),
 }
@@ -72,6 +83,77 @@ pub fn per_view(module: &mut Module, entry: &str) -> Result<(), Unsupported> {
     let code = vec![
         Instruction::new(Op::Load, Some(int), Some(loaded), vec![Operand::IdRef(view)]),
         Instruction::new(Op::Store, None, None, vec![Operand::IdRef(out), Operand::IdRef(loaded)]),
+    ];
+    if !prepend_to_function(&mut m, main, code) {
+        return Err(Unsupported::NoBody);
+    }
+    *module = m;
+    Ok(())
+}
+
+/// The specialization constant id of [`viewport_mask`]'s mask (one the
+/// layer reserves; a module that uses it is refused).
+pub const VIEWPORT_MASK_SPEC_ID: u32 = 0x4f56_4d00;
+
+/// Makes the vertex entry point `entry` (the last pre-rasterization stage of
+/// a pipeline without tessellation or geometry) write
+/// `ViewportMaskNV[0]` = the specialization constant
+/// [`VIEWPORT_MASK_SPEC_ID`] (default 1: viewport 0 alone) at its start:
+/// the capability `ShaderViewportMaskNV` (`SPV_NV_viewport_array2`), a new
+/// `int[1]` output decorated `ViewportMaskNV` in the entry point's interface.
+/// Refused, the module unchanged: a module that writes `ViewportIndex`,
+/// `Layer` or `ViewportMaskNV` already, or uses the constant id.
+pub fn viewport_mask(module: &mut Module, entry: &str) -> Result<(), Unsupported> {
+    crate::check(module)?;
+    let mut m = module.clone();
+    let (ep, main) = entry_function(&m, entry)?;
+    let member = |b: BuiltIn| {
+        m.annotations
+            .iter()
+            .any(|a| a.class.opcode == Op::MemberDecorate && a.operands.get(3) == Some(&Operand::BuiltIn(b)))
+    };
+    if member(BuiltIn::ViewportMaskNV) || builtin_target(&m, BuiltIn::ViewportMaskNV).is_some() {
+        return Err(Unsupported::WritesMask);
+    }
+    if member(BuiltIn::ViewportIndex)
+        || member(BuiltIn::Layer)
+        || builtin_target(&m, BuiltIn::ViewportIndex).is_some()
+        || builtin_target(&m, BuiltIn::Layer).is_some()
+    {
+        return Err(Unsupported::WritesViewport);
+    }
+    let taken = m.annotations.iter().any(|a| {
+        a.class.opcode == Op::Decorate
+            && a.operands.get(1) == Some(&Operand::Decoration(Decoration::SpecId))
+            && a.operands.get(2) == Some(&Operand::LiteralBit32(VIEWPORT_MASK_SPEC_ID))
+    });
+    if taken {
+        return Err(Unsupported::SpecIdTaken(VIEWPORT_MASK_SPEC_ID));
+    }
+    add_capability(&mut m, Capability::ShaderViewportMaskNV);
+    add_extension(&mut m, "SPV_NV_viewport_array2");
+    let int = find_or_add(&mut m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)]);
+    let uint = find_or_add(&mut m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(0)]);
+    let one = constant(&mut m, uint, 1);
+    let array = find_or_add(&mut m, Op::TypeArray, None, vec![Operand::IdRef(int), Operand::IdRef(one)]);
+    let ptr = pointer_type(&mut m, StorageClass::Output, array);
+    let out = new_variable(&mut m, ptr, StorageClass::Output, ep);
+    decorate(&mut m, out, Decoration::BuiltIn, vec![Operand::BuiltIn(BuiltIn::ViewportMaskNV)]);
+    // A specialization constant is never shared with an identical one: a new id.
+    let mask = fresh(&mut m);
+    m.types_global_values.push(Instruction::new(
+        Op::SpecConstant,
+        Some(int),
+        Some(mask),
+        vec![Operand::LiteralBit32(1)],
+    ));
+    decorate(&mut m, mask, Decoration::SpecId, vec![Operand::LiteralBit32(VIEWPORT_MASK_SPEC_ID)]);
+    let zero = constant(&mut m, int, 0);
+    let element = pointer_type(&mut m, StorageClass::Output, int);
+    let at = fresh(&mut m);
+    let code = vec![
+        Instruction::new(Op::AccessChain, Some(element), Some(at), vec![Operand::IdRef(out), Operand::IdRef(zero)]),
+        Instruction::new(Op::Store, None, None, vec![Operand::IdRef(at), Operand::IdRef(mask)]),
     ];
     if !prepend_to_function(&mut m, main, code) {
         return Err(Unsupported::NoBody);
@@ -129,6 +211,55 @@ mod tests {
                    void main() { v = gl_ViewIndex; gl_Position = vec4(0.0, 0.0, 0.0, 1.0); }";
         let text = rewritten(&glsl(own, "vert").unwrap(), TargetEnv::Vulkan1_1).unwrap();
         assert_eq!(text.matches("BuiltIn ViewIndex").count(), 1, "the module's own ViewIndex is read: {text}");
+    }
+
+    fn masked(words: &[u32], env: TargetEnv) -> Result<String, Unsupported> {
+        let mut m = parse(words).unwrap();
+        viewport_mask(&mut m, "main")?;
+        let out = assemble(&m);
+        validate(&out, env).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&out)));
+        Ok(disassemble(&out))
+    }
+
+    #[test]
+    fn the_mask_is_written_from_its_specialization_constant() {
+        let vert = "#version 450\nvoid main() { gl_Position = vec4(float(gl_VertexIndex), 0.0, 0.0, 1.0); }";
+        for (words, env) in [
+            (glsl(vert, "vert").unwrap(), TargetEnv::Vulkan1_1),
+            (glsl_for(vert, "vert", "vulkan1.2").unwrap(), TargetEnv::Vulkan1_2),
+        ] {
+            let text = masked(&words, env).unwrap();
+            assert!(text.contains("OpCapability ShaderViewportMaskNV"), "{text}");
+            assert_eq!(text.matches("BuiltIn ViewportMaskNV").count(), 1, "{text}");
+            assert!(text.contains(&format!("SpecId {VIEWPORT_MASK_SPEC_ID}")), "{text}");
+            let spec = text.lines().find(|l| l.contains("OpSpecConstant")).unwrap();
+            let id = spec.split_whitespace().next().unwrap();
+            assert!(text.lines().any(|l| l.contains("OpStore") && l.trim_end().ends_with(id)), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_shader_with_its_own_viewports_or_the_constant_id_is_left_alone() {
+        let index = "#version 450\n#extension GL_ARB_shader_viewport_layer_array : require\n\
+                     void main() { gl_ViewportIndex = 1; gl_Position = vec4(0.0, 0.0, 0.0, 1.0); }";
+        let mask = "#version 450\n#extension GL_NV_viewport_array2 : require\n\
+                    void main() { gl_ViewportMask[0] = 3; gl_Position = vec4(0.0, 0.0, 0.0, 1.0); }";
+        // glslang takes ids below 2048 only: the shader's id 7 is renumbered to the reserved one.
+        let spec = "#version 450\nlayout(constant_id = 7) const int K = 2;\n\
+                    void main() { gl_Position = vec4(float(K), 0.0, 0.0, 1.0); }";
+        for (src, want) in [(index, "WritesViewport"), (mask, "WritesMask"), (spec, "SpecIdTaken")] {
+            let mut m = parse(&glsl(src, "vert").unwrap()).unwrap();
+            for a in &mut m.annotations {
+                if a.operands.get(1) == Some(&Operand::Decoration(Decoration::SpecId)) {
+                    a.operands[2] = Operand::LiteralBit32(VIEWPORT_MASK_SPEC_ID);
+                }
+            }
+            let words = assemble(&m);
+            let mut m = parse(&words).unwrap();
+            let e = viewport_mask(&mut m, "main").unwrap_err();
+            assert!(format!("{e:?}").starts_with(want), "{e:?}");
+            assert_eq!(assemble(&m), assemble(&parse(&words).unwrap()), "unchanged");
+        }
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! - `mask`: one render pass over the atlas, nine viewports and scissors set
 //!   once, every draw recorded once by a pipeline whose vertex shader sends
 //!   the triangle to every viewport (`ViewportMaskNV`,
-//!   `VK_NV_viewport_array2`).
+//!   `VK_NV_viewport_array2`): the same vertex shader as `passes`, rewritten
+//!   by the layer's pass (`overlap_shaders::viewport_index::viewport_mask`),
+//!   its mask specialized to the nine viewports.
 //!
 //! Per frame: the CPU time of recording, and the GPU time between timestamps
 //! around the render passes. Both ways must leave the same picture (a
@@ -92,10 +94,27 @@ pub fn run(gpu: &Gpu, size: u32, draws: u32, frames: u32) -> Result<Vec<Outcome>
     let pl = unsafe { d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None) }.unwrap();
     let fs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/fdm_noise_cheap.frag.spv")));
     let plain_vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv")));
-    let mask_vs = gpu.shader(include_bytes!(concat!(env!("OUT_DIR"), "/viewport_mask.vert.spv")));
+    let plain_words = include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"));
+    let mut m = overlap_shaders::parse_bytes(plain_words).map_err(|e| format!("fullscreen.vert: {e}"))?;
+    overlap_shaders::viewport_index::viewport_mask(&mut m, "main").map_err(|e| format!("the mask rewrite: {e}"))?;
+    let words = overlap_shaders::assemble(&m);
+    let mask_vs = unsafe { d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None) }
+        .map_err(|e| format!("the rewritten module: {e:?}"))?;
+    // Every cell's viewport.
+    let bits = ((1u32 << (CELLS * CELLS)) - 1).to_ne_bytes();
+    let entries = [vk::SpecializationMapEntry {
+        constant_id: overlap_shaders::viewport_index::VIEWPORT_MASK_SPEC_ID,
+        offset: 0,
+        size: 4,
+    }];
+    let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&bits);
     let list = vk::PrimitiveTopology::TRIANGLE_LIST;
     let make = |vs: vk::ShaderModule, count: u32| {
-        let stages = [stage(vk::ShaderStageFlags::VERTEX, vs), stage(vk::ShaderStageFlags::FRAGMENT, fs)];
+        let mut vertex: vk::PipelineShaderStageCreateInfo<'_> = stage(vk::ShaderStageFlags::VERTEX, vs);
+        if count > 1 {
+            vertex = vertex.specialization_info(&spec);
+        }
+        let stages = [vertex, stage(vk::ShaderStageFlags::FRAGMENT, fs)];
         let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(count).scissor_count(count);
         gpu.pipeline(&stages, pl, list, true, &[], |info| unsafe {
             let info = info.viewport_state(&vp).render_pass(render_pass);
