@@ -626,6 +626,8 @@ enum Pass {
     FirstDraw,
     /// The density map's per-view viewports (`ViewportIndex = ViewIndex`).
     ViewportIndex,
+    /// Design D's viewport mask (`ViewportMaskNV` from a specialization constant).
+    ViewportMask,
     Link,
 }
 
@@ -866,6 +868,15 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
                 overlap_shaders::viewport_index::per_view(&mut m, "main").map(|_| one(&m)).map_err(|e| e.to_string())
             }),
         ));
+        let mut m = module.clone();
+        passes.push((
+            Pass::ViewportMask,
+            Box::new(move || {
+                overlap_shaders::viewport_index::viewport_mask(&mut m, "main")
+                    .map(|_| one(&m))
+                    .map_err(|e| e.to_string())
+            }),
+        ));
     }
     if side == Side::Consumer {
         let mut m = module.clone();
@@ -1091,6 +1102,7 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         Pass::Fdm,
         Pass::FirstDraw,
         Pass::ViewportIndex,
+        Pass::ViewportMask,
         Pass::Link,
     ] {
         print!("{:<12}", format!("{pass:?}"));
