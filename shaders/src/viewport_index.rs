@@ -186,12 +186,22 @@ mod tests {
     use crate::testing::{disassemble, glsl, glsl_for};
     use crate::{assemble, parse, validate, TargetEnv};
 
-    fn rewritten(words: &[u32], env: TargetEnv) -> Result<String, Unsupported> {
+    /// `words` rewritten by `pass` (for entry point `main`), validated for
+    /// `env`, disassembled.
+    fn rewritten_by(
+        pass: fn(&mut Module, &str) -> Result<(), Unsupported>,
+        words: &[u32],
+        env: TargetEnv,
+    ) -> Result<String, Unsupported> {
         let mut m = parse(words).unwrap();
-        per_view(&mut m, "main")?;
+        pass(&mut m, "main")?;
         let out = assemble(&m);
         validate(&out, env).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&out)));
         Ok(disassemble(&out))
+    }
+
+    fn rewritten(words: &[u32], env: TargetEnv) -> Result<String, Unsupported> {
+        rewritten_by(per_view, words, env)
     }
 
     #[test]
@@ -213,14 +223,6 @@ mod tests {
         assert_eq!(text.matches("BuiltIn ViewIndex").count(), 1, "the module's own ViewIndex is read: {text}");
     }
 
-    fn masked(words: &[u32], env: TargetEnv) -> Result<String, Unsupported> {
-        let mut m = parse(words).unwrap();
-        viewport_mask(&mut m, "main")?;
-        let out = assemble(&m);
-        validate(&out, env).unwrap_or_else(|e| panic!("{e}\n{}", disassemble(&out)));
-        Ok(disassemble(&out))
-    }
-
     #[test]
     fn the_mask_is_written_from_its_specialization_constant() {
         let vert = "#version 450\nvoid main() { gl_Position = vec4(float(gl_VertexIndex), 0.0, 0.0, 1.0); }";
@@ -228,7 +230,7 @@ mod tests {
             (glsl(vert, "vert").unwrap(), TargetEnv::Vulkan1_1),
             (glsl_for(vert, "vert", "vulkan1.2").unwrap(), TargetEnv::Vulkan1_2),
         ] {
-            let text = masked(&words, env).unwrap();
+            let text = rewritten_by(viewport_mask, &words, env).unwrap();
             assert!(text.contains("OpCapability ShaderViewportMaskNV"), "{text}");
             assert_eq!(text.matches("BuiltIn ViewportMaskNV").count(), 1, "{text}");
             assert!(text.contains(&format!("SpecId {VIEWPORT_MASK_SPEC_ID}")), "{text}");

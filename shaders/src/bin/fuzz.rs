@@ -788,6 +788,26 @@ fn parse_case(case: &Case, stats: &mut Stats, dump: &Path, valid: bool) -> Optio
 const LOCKS: spinlock::Config =
     spinlock::Config { set: 7, binding: 0, size: 2048, block: (0, 0), quad: false, ttas: false, buffer: false };
 
+/// The passes of a vertex entry point `main` (the output for `env`): the
+/// first-draw gate, the per-view viewport index and the viewport mask, each
+/// on its own copy.
+fn vertex_passes<'a>(module: &Module, env: TargetEnv) -> Vec<(Pass, Box<dyn FnOnce() -> Made + 'a>)> {
+    fn pass<'a, E: std::fmt::Display + 'a>(
+        module: &Module,
+        env: TargetEnv,
+        which: Pass,
+        rewrite: fn(&mut Module, &str) -> Result<(), E>,
+    ) -> (Pass, Box<dyn FnOnce() -> Made + 'a>) {
+        let mut m = module.clone();
+        (which, Box::new(move || rewrite(&mut m, "main").map(|_| vec![(assemble(&m), env)]).map_err(|e| e.to_string())))
+    }
+    vec![
+        pass(module, env, Pass::FirstDraw, overlap_shaders::first_draw::gate),
+        pass(module, env, Pass::ViewportIndex, overlap_shaders::viewport_index::per_view),
+        pass(module, env, Pass::ViewportMask, overlap_shaders::viewport_index::viewport_mask),
+    ]
+}
+
 fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
     stats.runs += 1;
     let valid = validate(&case.words, case.env).is_ok();
@@ -854,29 +874,7 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
         ));
     }
     if overlap_shaders::ordered::declares_vertex_entry(&case.words) {
-        let mut m = module.clone();
-        passes.push((
-            Pass::FirstDraw,
-            Box::new(move || {
-                overlap_shaders::first_draw::gate(&mut m, "main").map(|_| one(&m)).map_err(|e| e.to_string())
-            }),
-        ));
-        let mut m = module.clone();
-        passes.push((
-            Pass::ViewportIndex,
-            Box::new(move || {
-                overlap_shaders::viewport_index::per_view(&mut m, "main").map(|_| one(&m)).map_err(|e| e.to_string())
-            }),
-        ));
-        let mut m = module.clone();
-        passes.push((
-            Pass::ViewportMask,
-            Box::new(move || {
-                overlap_shaders::viewport_index::viewport_mask(&mut m, "main")
-                    .map(|_| one(&m))
-                    .map_err(|e| e.to_string())
-            }),
-        ));
+        passes.extend(vertex_passes(&module, env));
     }
     if side == Side::Consumer {
         let mut m = module.clone();
