@@ -372,11 +372,6 @@ unsafe extern "system" fn no_create_swapchain(
     vk::Result::ERROR_EXTENSION_NOT_PRESENT
 }
 
-/// The next layer's command `next`, or `stub` where the chain below lacks it.
-fn or_stub<F>(next: Option<F>, stub: F) -> F {
-    next.unwrap_or(stub)
-}
-
 use crate::interlock::{ordered, reserved};
 use crate::{deferred_views, fdm, link, shader, shading_rate};
 

@@ -18,7 +18,7 @@
 //! checksum of the atlas read back), or the run fails.
 
 use crate::fdm_bench::median;
-use crate::render::{color_range, stage, Gpu, PassTimer};
+use crate::render::{color_range, stage, Gpu, Image, PassTimer};
 use ash::vk;
 use std::time::Instant;
 
@@ -184,9 +184,7 @@ pub fn run(gpu: &Gpu, size: u32, draws: u32, frames: u32) -> Result<Vec<Outcome>
                 gpu.image_barrier(cb, image.0, color_range(), (src, layout), read, output);
             });
             let bytes = unsafe { std::slice::from_raw_parts(readback.map, (size * size * 4) as usize) };
-            samples[i].2 = bytes.chunks(8).fold(0xcbf29ce484222325u64, |h, c| {
-                (h ^ c.iter().fold(0u64, |a, b| a << 8 | *b as u64)).wrapping_mul(0x100000001b3)
-            });
+            samples[i].2 = Image { width: size, height: size, rgba: bytes.to_vec() }.checksum();
             // Per draw of the application's (`passes` records each once per cell).
             samples[i].0.push(record_s * 1e6 / draws as f64);
             if let Some(t) = timer {

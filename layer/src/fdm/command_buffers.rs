@@ -96,7 +96,7 @@ impl Fdm {
 /// `vkBeginCommandBuffer`: its state starts again; a secondary continuing a
 /// density-map render pass captures its commands (mode `binned`).
 pub fn begin_command_buffer(_: &DeviceCore, f: &Fdm, a: args::BeginCommandBuffer) -> vk::Result {
-    let (cb, info) = (a.command_buffer(), a.p_begin_info());
+    let cb = a.command_buffer();
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { a.call(f.below.fp_v1_0().begin_command_buffer) };
     let shared = cb_state(f, cb);
@@ -111,8 +111,7 @@ pub fn begin_command_buffer(_: &DeviceCore, f: &Fdm, a: args::BeginCommandBuffer
     }
     *s = CbState { secondary, pool, ..Default::default() };
     super::multiview_flush::forget_command_buffer(f, cb);
-    // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter: a valid info.
-    let ci = unsafe { &*info };
+    let ci = a.begin_info();
     // SAFETY: VUID-vkBeginCommandBuffer-commandBuffer-00051: a secondary's non-null inheritance info is valid, its
     // chain too (a primary's is ignored).
     let Some(inh) = (unsafe { ci.p_inheritance_info.as_ref() }).filter(|_| secondary) else {
@@ -145,9 +144,9 @@ pub fn begin_command_buffer(_: &DeviceCore, f: &Fdm, a: args::BeginCommandBuffer
         }
         let inh_copy = vk::CommandBufferInheritanceInfo { p_next: chain.head(), ..*inh };
         let info_copy = vk::CommandBufferBeginInfo { p_inheritance_info: &inh_copy, ..*ci };
-        // SAFETY: the application's valid info with its inheritance info and chain copied (alive here), the one
-        // bit taken off.
-        return unsafe { (f.below.fp_v1_0().begin_command_buffer)(cb, &info_copy) };
+        // SAFETY: the next layer's command, the application's valid info with its inheritance info and chain
+        // copied (alive here), the one bit taken off.
+        return unsafe { a.with_begin_info(&info_copy).call(f.below.fp_v1_0().begin_command_buffer) };
     }
     next()
 }
@@ -316,7 +315,7 @@ unsafe fn translate_dependency<'a>(
 
 /// `vkCmdPipelineBarrier2`, translated (a pass it is in goes live first).
 pub fn cmd_pipeline_barrier2(dev: &DeviceCore, f: &Fdm, a: args::CmdPipelineBarrier2) {
-    let (cb, d) = (a.command_buffer(), a.p_dependency_info());
+    let cb = a.command_buffer();
     // SAFETY: `cb` is the application's recording command buffer, held
     // during its call.
     if unsafe { unreplayable(dev, f, cb, "a pipeline barrier inside the pass") } {
@@ -324,12 +323,11 @@ pub fn cmd_pipeline_barrier2(dev: &DeviceCore, f: &Fdm, a: args::CmdPipelineBarr
     }
     let shared = cb_state(f, cb);
     let mut s = shared.lock();
-    // SAFETY: VUID-vkCmdPipelineBarrier2-pDependencyInfo-parameter: a valid
-    // dependency info.
-    let (info, _held) = unsafe { translate_dependency(f, &mut s, &*d) };
-    // SAFETY: the application's valid call, translated; `info` points into
-    // `_held`, alive until the end of this function.
-    unsafe { (f.below.fp_v1_3().cmd_pipeline_barrier2)(cb, &info) }
+    // SAFETY: the application's dependency info, valid (its arrays hold their counts).
+    let (info, _held) = unsafe { translate_dependency(f, &mut s, a.dependency_info()) };
+    // SAFETY: the next layer's command, the application's call translated; `info` points into `_held`, alive
+    // until the end of this function.
+    unsafe { a.with_dependency_info(&info).call(f.below.fp_v1_3().cmd_pipeline_barrier2) }
 }
 
 /// A query of the application's begins (`begins`) or ends in `cb`: a pass

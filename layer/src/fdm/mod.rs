@@ -1660,25 +1660,21 @@ where
 /// `vkCreateFramebuffer`: an imageless framebuffer's image usage translated
 /// as `vkCreateImage` translates it; the framebuffer remembered.
 pub fn create_framebuffer(dev: &DeviceCore, f: &Fdm, a: args::CreateFramebuffer) -> vk::Result {
-    let (device, info, alloc, out) = (a.device(), a.p_create_info(), a.p_allocator(), a.p_framebuffer());
-    // SAFETY: the application's arguments of a valid call go down unchanged.
-    let next = move || unsafe { a.call(f.below.fp_v1_0().create_framebuffer) };
+    let ci = a.create_info();
     // An imageless framebuffer declares its images' usage, which must
     // match the images as created (VUID-VkRenderPassBeginInfo-framebuffer-04627):
     // translated as `vkCreateImage` translates it.
-    // SAFETY: VUID-vkCreateFramebuffer-pCreateInfo-parameter and
-    // VUID-VkFramebufferCreateInfo-pNext-pNext: a valid info and chain.
-    let (ci, attachments_info) =
-        unsafe { (&*info, crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>((*info).p_next)) };
+    // SAFETY: VUID-VkFramebufferCreateInfo-pNext-pNext: a valid chain.
+    let attachments_info = unsafe { crate::pnext::find::<vk::FramebufferAttachmentsCreateInfo>(ci.p_next) };
     let translated = match attachments_info {
-        Some(a) if ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS) => {
+        Some(att) if ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS) => {
             // The image infos give no sample count, and no format where the images have no format list: the
             // pass's attachment descriptions do, where the layer remembered the pass (one with a density map);
             // elsewhere one sample is assumed.
             let pass = f.passes.lock().get(&ci.render_pass).cloned();
             // SAFETY: VUID-VkFramebufferAttachmentsCreateInfo-pAttachmentImageInfos-parameter.
             let infos: Vec<vk::FramebufferAttachmentImageInfo> =
-                unsafe { slice(a.p_attachment_image_infos, a.attachment_image_info_count) }
+                unsafe { slice(att.p_attachment_image_infos, att.attachment_image_info_count) }
                     .iter()
                     .enumerate()
                     .map(|(k, i)| {
@@ -1723,11 +1719,12 @@ pub fn create_framebuffer(dev: &DeviceCore, f: &Fdm, a: args::CreateFramebuffer)
     let r = match translated {
         Some((mut chain, _infos)) => {
             let copy = vk::FramebufferCreateInfo { p_next: chain.head(), ..*ci };
-            // SAFETY: the application's valid call with its chain copied and
-            // the image infos' usage translated (alive in `chain`, `_infos`).
-            unsafe { (f.below.fp_v1_0().create_framebuffer)(device, &copy, alloc, out) }
+            // SAFETY: the next layer's command, the application's valid call with its chain copied and the image
+            // infos' usage translated (alive in `chain`, `_infos`).
+            unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_framebuffer) }
         }
-        None => next(),
+        // SAFETY: the next layer's command, with the application's arguments.
+        None => unsafe { a.call(f.below.fp_v1_0().create_framebuffer) },
     };
     if r == vk::Result::SUCCESS {
         let imageless = ci.flags.contains(vk::FramebufferCreateFlags::IMAGELESS);
@@ -1736,8 +1733,8 @@ pub fn create_framebuffer(dev: &DeviceCore, f: &Fdm, a: args::CreateFramebuffer)
         let views =
             if imageless { Vec::new() } else { unsafe { slice(ci.p_attachments, ci.attachment_count) }.to_vec() };
         f.framebuffers.lock().insert(
-            // SAFETY: VUID-vkCreateFramebuffer-pFramebuffer-parameter: written by the call.
-            unsafe { *out },
+            // SAFETY: the command succeeded.
+            unsafe { a.written_framebuffer() },
             Arc::new(FramebufferInfo { views, imageless, extent: (ci.width, ci.height), layers: ci.layers }),
         );
     }
@@ -1750,16 +1747,11 @@ pub fn create_framebuffer(dev: &DeviceCore, f: &Fdm, a: args::CreateFramebuffer)
 /// `vkCreateShaderModule`: the density built-ins lowered for a 1x1 area;
 /// what variants need remembered.
 pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModule) -> vk::Result {
-    let (device, info, alloc, out) = (a.device(), a.p_create_info(), a.p_allocator(), a.p_shader_module());
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { a.call(f.below.fp_v1_0().create_shader_module) };
-    // SAFETY: VUID-vkCreateShaderModule-pCreateInfo-parameter and
-    // VUID-VkShaderModuleCreateInfo-pCode-parameter: a valid info whose code
-    // holds `codeSize` bytes, alive for this call.
-    let (ci, code) = unsafe {
-        let ci = &*info;
-        (ci, crate::spirv::words(ci.p_code, ci.code_size))
-    };
+    let ci = a.create_info();
+    // SAFETY: VUID-VkShaderModuleCreateInfo-pCode-parameter: the code holds `codeSize` bytes, alive for this call.
+    let code = unsafe { crate::spirv::words(ci.p_code, ci.code_size) };
     let density = shader_fdm::uses_density_builtins(code);
     let Ok(module) = overlap_shaders::parse(code) else { return next() };
     let fragment = module.entry_points.iter().any(|e| {
@@ -1786,9 +1778,9 @@ pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModu
                 let mut copy = *ci;
                 copy.code_size = w.len() * 4;
                 copy.p_code = w.as_ptr();
-                // SAFETY: the application's valid call with its code lowered
-                // (a live Vec, validated).
-                unsafe { (f.below.fp_v1_0().create_shader_module)(device, &copy, alloc, out) }
+                // SAFETY: the next layer's command, the application's valid call with its code lowered (a live
+                // Vec, validated).
+                unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_shader_module) }
             }
             None => next(),
         }
@@ -1796,8 +1788,8 @@ pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModu
         next()
     };
     if r == vk::Result::SUCCESS {
-        // SAFETY: VUID-vkCreateShaderModule-pShaderModule-parameter: written by the call.
-        f.modules.lock().insert(unsafe { *out }, Arc::new(facts));
+        // SAFETY: the command succeeded.
+        f.modules.lock().insert(unsafe { a.written_shader_module() }, Arc::new(facts));
     }
     r
 }

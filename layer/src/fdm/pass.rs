@@ -162,29 +162,26 @@ unsafe fn early_render_pass(p_next: *const std::ffi::c_void, sub_next: *const st
 /// `vkCmdBeginRenderPass`: a density-map pass starts (captured in mode
 /// `binned`).
 pub fn cmd_begin_render_pass(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRenderPass) {
-    let (cb, info) = (a.command_buffer(), a.p_render_pass_begin());
+    let (cb, info) = (a.command_buffer(), a.render_pass_begin());
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_begin_render_pass) };
-    // SAFETY: VUID-vkCmdBeginRenderPass-pRenderPassBegin-parameter: a valid
-    // begin info; `cb` is recording, held during this call.
+    // SAFETY: a valid begin info (and chain); `cb` is recording, held during this call.
     unsafe {
-        let Some(begin) = render_pass_begin(f, &*info) else { return next() };
-        let early = early_render_pass((*info).p_next, std::ptr::null());
+        let Some(begin) = render_pass_begin(f, info) else { return next() };
+        let early = early_render_pass(info.p_next, std::ptr::null());
         start(dev, f, cb, begin, early)
     }
 }
 
 /// `vkCmdBeginRenderPass2`: as [`cmd_begin_render_pass`].
 pub fn cmd_begin_render_pass2(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRenderPass2) {
-    let (cb, info, sub) = (a.command_buffer(), a.p_render_pass_begin(), a.p_subpass_begin_info());
+    let (cb, info, sub) = (a.command_buffer(), a.render_pass_begin(), a.subpass_begin_info());
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { a.call(f.below.fp_v1_2().cmd_begin_render_pass2) };
-    // SAFETY: VUID-vkCmdBeginRenderPass2-pRenderPassBegin-parameter and
-    // VUID-vkCmdBeginRenderPass2-pSubpassBeginInfo-parameter: valid infos;
-    // `cb` is recording, held during this call.
+    // SAFETY: valid infos (and chains); `cb` is recording, held during this call.
     unsafe {
-        let Some(begin) = render_pass_begin(f, &*info) else { return next() };
-        let early = early_render_pass((*info).p_next, (*sub).p_next);
+        let Some(begin) = render_pass_begin(f, info) else { return next() };
+        let early = early_render_pass(info.p_next, sub.p_next);
         start(dev, f, cb, begin, early)
     }
 }
@@ -335,15 +332,11 @@ pub fn cmd_end_render_pass2(dev: &DeviceCore, f: &Fdm, a: args::CmdEndRenderPass
 
 /// `vkCmdBeginRendering` with a density map: a density-map pass starts.
 pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering) {
-    let (cb, info) = (a.command_buffer(), a.p_rendering_info());
+    let (cb, ri) = (a.command_buffer(), a.rendering_info());
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { a.call(f.below.fp_v1_3().cmd_begin_rendering) };
-    // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter and
-    // VUID-VkRenderingInfo-pNext-pNext: a valid info with a valid chain.
-    let (ri, map) = unsafe {
-        let ri = &*info;
-        (ri, crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next))
-    };
+    // SAFETY: VUID-VkRenderingInfo-pNext-pNext: a valid chain.
+    let map = unsafe { crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next) };
     let Some(map) = map.filter(|m| m.image_view != vk::ImageView::null()) else {
         return next();
     };
@@ -470,7 +463,7 @@ pub unsafe fn cmd_end_rendering2(
 /// `vkCmdExecuteCommands`: in a density-map render pass, the commands the
 /// secondaries captured are recorded into the primary instead.
 pub fn cmd_execute_commands(dev: &DeviceCore, f: &Fdm, a: args::CmdExecuteCommands) {
-    let (cb, n, cbs) = (a.command_buffer(), a.command_buffer_count(), a.p_command_buffers());
+    let cb = a.command_buffer();
     // SAFETY: the application's arguments of a valid call go down unchanged.
     let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_execute_commands) };
     let shared = cb_state(f, cb);
@@ -478,9 +471,7 @@ pub fn cmd_execute_commands(dev: &DeviceCore, f: &Fdm, a: args::CmdExecuteComman
     if !in_pass {
         return next();
     }
-    // SAFETY: VUID-vkCmdExecuteCommands-pCommandBuffers-parameter: `n`
-    // valid command buffers.
-    for sec in unsafe { slice(cbs, n) } {
+    for sec in a.command_buffers() {
         let cmds = cb_state(f, *sec).lock().captured.clone();
         match cmds {
             Some(cmds) => {

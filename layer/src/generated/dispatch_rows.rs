@@ -35,7 +35,7 @@ macro_rules! dispatch_rows {
                 [fdm_slot => typed fdm::create_framebuffer, ordered_slot => created ordered::note_framebuffer];
             // The ordered interlock strategy sizes its cells by the render targets made before them.
             "vkCreateSwapchainKHR" fn create_swapchain(device: vk::Device, p_create_info: *const vk::SwapchainCreateInfoKHR<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_swapchain: *mut vk::SwapchainKHR) -> vk::Result
-                = PFN_vkCreateSwapchainKHR, args CreateSwapchainKHR, down |dc| or_stub(dc.next_create_swapchain, no_create_swapchain);
+                = PFN_vkCreateSwapchainKHR, args CreateSwapchainKHR, down |dc| dc.next_create_swapchain.unwrap_or(no_create_swapchain);
                 [ordered_slot => created ordered::note_swapchain];
             "vkDestroyFramebuffer" fn destroy_framebuffer(device: vk::Device, framebuffer: vk::Framebuffer, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyFramebuffer, args DestroyFramebuffer, down |dc| dc.fns.fp_v1_0().destroy_framebuffer;
@@ -224,7 +224,7 @@ macro_rules! dispatch_rows {
                 = PFN_vkCmdClearAttachments, args CmdClearAttachments, down |dc| dc.fns.fp_v1_0().cmd_clear_attachments;
                 [fdm_binned_slot => typed fdm::capture::cmd_clear_attachments];
             "vkCmdBeginTransformFeedbackEXT" fn cmd_begin_transform_feedback(command_buffer: vk::CommandBuffer, first_counter_buffer: u32, counter_buffer_count: u32, p_counter_buffers: *const vk::Buffer, p_counter_buffer_offsets: *const vk::DeviceSize)
-                = PFN_vkCmdBeginTransformFeedbackEXT, args CmdBeginTransformFeedbackEXT, down |dc| or_stub(dc.next_begin_transform_feedback, no_begin_transform_feedback);
+                = PFN_vkCmdBeginTransformFeedbackEXT, args CmdBeginTransformFeedbackEXT, down |dc| dc.next_begin_transform_feedback.unwrap_or(no_begin_transform_feedback);
                 [fdm_binned_slot => typed fdm::capture::cmd_begin_transform_feedback];
             // Transfers that may write a density map, and submission.
             "vkCmdCopyBufferToImage" fn cmd_copy_buffer_to_image(command_buffer: vk::CommandBuffer, src_buffer: vk::Buffer, dst_image: vk::Image, dst_image_layout: vk::ImageLayout, region_count: u32, p_regions: *const vk::BufferImageCopy)
@@ -269,7 +269,7 @@ macro_rules! dispatch_rows {
                 = PFN_vkQueueBindSparse, args QueueBindSparse, down |dc| dc.fns.fp_v1_0().queue_bind_sparse;
                 [fdm_binned_slot => typed fdm::queue::queue_bind_sparse];
             "vkQueuePresentKHR" fn queue_present(queue: vk::Queue, p_present_info: *const vk::PresentInfoKHR<'_>) -> vk::Result
-                = PFN_vkQueuePresentKHR, args QueuePresentKHR, down |dc| or_stub(dc.next_queue_present, no_queue_present);
+                = PFN_vkQueuePresentKHR, args QueuePresentKHR, down |dc| dc.next_queue_present.unwrap_or(no_queue_present);
                 [fdm_binned_slot => typed fdm::queue::queue_present];
             "vkDeviceWaitIdle" fn device_wait_idle(device: vk::Device) -> vk::Result
                 = PFN_vkDeviceWaitIdle, args DeviceWaitIdle, down |dc| dc.fns.fp_v1_0().device_wait_idle;
@@ -310,16 +310,16 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => typed fdm::command_buffers::cmd_set_rendering_input_attachment_indices];
             // Shader objects (the density map's variants and captured binds), pipeline layouts and the shading rate.
             "vkCreateShadersEXT" fn create_shaders(device: vk::Device, create_info_count: u32, p_create_infos: *const vk::ShaderCreateInfoEXT<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_shaders: *mut vk::ShaderEXT) -> vk::Result
-                = PFN_vkCreateShadersEXT, args CreateShadersEXT, down |dc| or_stub(dc.next_create_shaders, no_create_shaders);
+                = PFN_vkCreateShadersEXT, args CreateShadersEXT, down |dc| dc.next_create_shaders.unwrap_or(no_create_shaders);
                 [fdm_slot => typed fdm::shader_objects::create_shaders, shaders_slot => typed shader::create_shaders_ext];
             "vkDestroyShaderEXT" fn destroy_shader(device: vk::Device, shader: vk::ShaderEXT, p_allocator: *const vk::AllocationCallbacks<'_>)
-                = PFN_vkDestroyShaderEXT, args DestroyShaderEXT, down |dc| or_stub(dc.shader_object.as_ref().map(|f| f.destroy_shader_ext), no_destroy_shader);
+                = PFN_vkDestroyShaderEXT, args DestroyShaderEXT, down |dc| dc.shader_object.as_ref().map(|f| f.destroy_shader_ext).unwrap_or(no_destroy_shader);
                 [fdm_slot => forget fdm::Fdm::forget_shader, reserved_slot => typed reserved::destroy_shader];
             "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, p_create_info: *const vk::PipelineLayoutCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_pipeline_layout: *mut vk::PipelineLayout) -> vk::Result
                 = PFN_vkCreatePipelineLayout, args CreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
                 [varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => typed reserved::create_pipeline_layout];
             "vkCmdBindShadersEXT" fn cmd_bind_shaders(command_buffer: vk::CommandBuffer, stage_count: u32, p_stages: *const vk::ShaderStageFlags, p_shaders: *const vk::ShaderEXT)
-                = PFN_vkCmdBindShadersEXT, args CmdBindShadersEXT, down |dc| or_stub(dc.shader_object.as_ref().map(|f| f.cmd_bind_shaders_ext), no_bind_shaders);
+                = PFN_vkCmdBindShadersEXT, args CmdBindShadersEXT, down |dc| dc.shader_object.as_ref().map(|f| f.cmd_bind_shaders_ext).unwrap_or(no_bind_shaders);
                 [fdm_binned_slot => typed fdm::capture::cmd_bind_shaders, reserved_slot => typed reserved::cmd_bind_shaders];
             // The ordered interlock strategy zeroes its cells on the queue of the next submission: it needs each
             // queue's family.
@@ -330,7 +330,7 @@ macro_rules! dispatch_rows {
                 = PFN_vkGetDeviceQueue2, args GetDeviceQueue2, down |dc| dc.fns.fp_v1_1().get_device_queue2;
                 [ordered_slot => typed ordered::get_device_queue2];
             "vkCmdSetFragmentShadingRateKHR" fn cmd_set_fragment_shading_rate(command_buffer: vk::CommandBuffer, p_fragment_size: *const vk::Extent2D, combiner_ops: *const [vk::FragmentShadingRateCombinerOpKHR; 2usize])
-                = PFN_vkCmdSetFragmentShadingRateKHR, args CmdSetFragmentShadingRateKHR, down |dc| or_stub(dc.next_set_fragment_shading_rate, no_set_fragment_shading_rate);
+                = PFN_vkCmdSetFragmentShadingRateKHR, args CmdSetFragmentShadingRateKHR, down |dc| dc.next_set_fragment_shading_rate.unwrap_or(no_set_fragment_shading_rate);
                 [shading_rate_slot => typed shading_rate::cmd_set_fragment_shading_rate];
             // The captured dynamic-state commands (layer/gen/dynamic_state.json).
             "vkCmdSetCullMode" | "vkCmdSetCullModeEXT" fn cmd_set_cull_mode(command_buffer: vk::CommandBuffer, cull_mode: vk::CullModeFlags)

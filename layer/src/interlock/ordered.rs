@@ -744,10 +744,9 @@ pub fn end_pass(_: &DeviceCore, s: &ReservedSet, cb: vk::CommandBuffer) {
 }
 
 pub fn cmd_begin_rendering(core: &DeviceCore, s: &ReservedSet, a: args::CmdBeginRendering) {
-    let (cb, info) = (a.command_buffer(), a.p_rendering_info());
+    let cb = a.command_buffer();
     if let Some(o) = &s.ordered {
-        // SAFETY: VUID-vkCmdBeginRendering-pRenderingInfo-parameter.
-        let i = unsafe { &*info };
+        let i = a.rendering_info();
         note_render_area(s, i.render_area);
         if !i.flags.contains(vk::RenderingFlags::RESUMING) {
             before_pass(core, o, cb);
@@ -806,13 +805,12 @@ pub fn allocate_command_buffers(_: &DeviceCore, s: &ReservedSet, a: args::Alloca
 /// `vkBeginCommandBuffer`: nothing bound, no query; a secondary continuing
 /// a render pass records in its inherited subpass (or dynamic rendering).
 pub fn begin_command_buffer(_: &DeviceCore, s: &ReservedSet, a: args::BeginCommandBuffer) -> vk::Result {
-    let (cb, info) = (a.command_buffer(), a.p_begin_info());
+    let cb = a.command_buffer();
     if let Some(o) = &s.ordered {
         let mut state =
             CommandBufferState { pass: Pass::None, counting_queries: 0, queries_inside: 0, occlusion_queries: 0 };
         o.splits.lock().remove(&cb);
-        // SAFETY: VUID-vkBeginCommandBuffer-pBeginInfo-parameter.
-        let bi = unsafe { &*info };
+        let bi = a.begin_info();
         if o.secondaries.lock().contains(&cb) && bi.flags.contains(vk::CommandBufferUsageFlags::RENDER_PASS_CONTINUE) {
             state.pass = Pass::Unknown;
             if !bi.p_inheritance_info.is_null() {
@@ -938,20 +936,18 @@ pub fn cmd_end_query(_: &DeviceCore, s: &ReservedSet, a: args::CmdEndQuery) {
 /// `vkGetDeviceQueue`: the layer remembers each queue's family (its clear
 /// command buffer must come from that family).
 pub fn get_device_queue(_: &DeviceCore, s: &ReservedSet, a: args::GetDeviceQueue) {
-    let (family, out) = (a.queue_family_index(), a.p_queue());
     a.next();
     if let Some(o) = &s.ordered {
-        // SAFETY: VUID-vkGetDeviceQueue-pQueue-parameter: written by the call.
-        o.queues.lock().insert(unsafe { *out }, family);
+        // SAFETY: the command writes the queue (it has no result).
+        o.queues.lock().insert(unsafe { a.written_queue() }, a.queue_family_index());
     }
 }
 
 pub fn get_device_queue2(_: &DeviceCore, s: &ReservedSet, a: args::GetDeviceQueue2) {
-    let (info, out) = (a.p_queue_info(), a.p_queue());
     a.next();
     if let Some(o) = &s.ordered {
-        // SAFETY: VUID-vkGetDeviceQueue2-pQueueInfo-parameter and -pQueue-parameter.
-        let (family, q) = unsafe { ((*info).queue_family_index, *out) };
+        // SAFETY: the command writes the queue (or null; it has no result).
+        let (family, q) = (a.queue_info().queue_family_index, unsafe { a.written_queue() });
         if q != vk::Queue::null() {
             o.queues.lock().insert(q, family);
         }
@@ -1089,11 +1085,11 @@ pub fn queue_submit(core: &DeviceCore, s: &ReservedSet, a: args::QueueSubmit) ->
 /// `vkQueueSubmit2`: as [`queue_submit`].
 pub fn queue_submit2(core: &DeviceCore, s: &ReservedSet, a: args::QueueSubmit2) -> vk::Result {
     let clears = s.ordered.as_ref().map(|o| o.before_submit(core, s, a.queue())).unwrap_or_default();
-    let cbs: Vec<vk::CommandBufferSubmitInfo> =
-        clears.iter().map(|&cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb)).collect();
-    if cbs.is_empty() {
+    if clears.is_empty() {
         return a.next();
     }
+    let cbs: Vec<vk::CommandBufferSubmitInfo> =
+        clears.iter().map(|&cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb)).collect();
     let mut all = vec![vk::SubmitInfo2::default().command_buffer_infos(&cbs)];
     all.extend_from_slice(a.submits());
     a.with_submits(&all).next()
