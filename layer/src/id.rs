@@ -20,6 +20,9 @@ pub const FDM_VARIANTS: &str = "OVERLAP-FDM-Variants";
 /// A multiview pipeline whose vertex shader cannot write the viewport index
 /// (the density map's per-view viewports), and why.
 pub const FDM_PER_VIEW: &str = "OVERLAP-FDM-Per-View";
+/// A pipeline whose vertex shader cannot write a viewport mask (the density
+/// map's replays of one area as viewports), and why.
+pub const FDM_VIEWPORT_MASK: &str = "OVERLAP-FDM-Viewport-Mask";
 /// A multiview pipeline the multiview flush (lavapipe) cannot cover, and why.
 pub const FDM_MULTIVIEW_FLUSH: &str = "OVERLAP-FDM-Multiview-Flush";
 /// The application asked for a feature the layer does not provide.

@@ -104,6 +104,13 @@ pub const VIEWPORT_MASK_SPEC_ID: u32 = 0x4f56_4d00;
 /// Refused, the module unchanged: a module that writes `ViewportIndex`,
 /// `Layer` or `ViewportMaskNV` already, or uses the constant id.
 pub fn viewport_mask(module: &mut Module, entry: &str) -> Result<(), Unsupported> {
+    viewport_mask_to(module, entry, 1)
+}
+
+/// [`viewport_mask`] with `default` as the constant's default value: the
+/// mask where the pipeline does not specialize it (the layer's density-map
+/// partners, whose specialization info stays the application's).
+pub fn viewport_mask_to(module: &mut Module, entry: &str, default: u32) -> Result<(), Unsupported> {
     crate::check(module)?;
     let mut m = module.clone();
     let (ep, main) = entry_function(&m, entry)?;
@@ -145,7 +152,7 @@ pub fn viewport_mask(module: &mut Module, entry: &str) -> Result<(), Unsupported
         Op::SpecConstant,
         Some(int),
         Some(mask),
-        vec![Operand::LiteralBit32(1)],
+        vec![Operand::LiteralBit32(default)],
     ));
     decorate(&mut m, mask, Decoration::SpecId, vec![Operand::LiteralBit32(VIEWPORT_MASK_SPEC_ID)]);
     let zero = constant(&mut m, int, 0);
@@ -237,6 +244,18 @@ mod tests {
             let spec = text.lines().find(|l| l.contains("OpSpecConstant")).unwrap();
             let id = spec.split_whitespace().next().unwrap();
             assert!(text.lines().any(|l| l.contains("OpStore") && l.trim_end().ends_with(id)), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_masks_default_is_the_one_asked_for() {
+        let vert = "#version 450\nvoid main() { gl_Position = vec4(0.0, 0.0, 0.0, 1.0); }";
+        let words = glsl(vert, "vert").unwrap();
+        let to_15: fn(&mut Module, &str) -> Result<(), Unsupported> = |m, e| viewport_mask_to(m, e, 15);
+        for (pass, want) in [(viewport_mask as fn(&mut Module, &str) -> Result<(), Unsupported>, "1"), (to_15, "15")] {
+            let text = rewritten_by(pass, &words, TargetEnv::Vulkan1_1).unwrap();
+            let spec = text.lines().find(|l| l.contains("OpSpecConstant ")).unwrap();
+            assert_eq!(spec.split_whitespace().last(), Some(want), "{text}");
         }
     }
 

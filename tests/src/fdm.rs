@@ -47,6 +47,28 @@ pub fn regions(mw: u32, mh: u32) -> Vec<[u8; 2]> {
     v
 }
 
+/// Square rings around the map's centre, as a foveated renderer asks: 1x1
+/// within a quarter of the half-size, 2x2 within a half, 4x4 beyond (each
+/// ring four rectangles of bins).
+pub fn rings(mw: u32, mh: u32) -> Vec<[u8; 2]> {
+    let mut v = Vec::new();
+    for y in 0..mh {
+        for x in 0..mw {
+            let dx = (2 * x + 1).abs_diff(mw) as f32 / mw as f32;
+            let dy = (2 * y + 1).abs_diff(mh) as f32 / mh as f32;
+            let d = dx.max(dy);
+            v.push(if d < 0.25 {
+                [255, 255]
+            } else if d < 0.5 {
+                [127, 127]
+            } else {
+                [60, 60]
+            });
+        }
+    }
+    v
+}
+
 /// The area a texel asks for (largest power of two ≤ 1/density, at most 4).
 pub fn requested(d: u8) -> u32 {
     let mut a = 1;

@@ -341,6 +341,11 @@ pub struct Transform<'a> {
     /// view may write (`None`: nowhere); viewport `v` and scissor `v` are
     /// view `v`'s, and the pipelines bound are the per-view partners.
     pub views: Option<&'a [Option<Rect>]>,
+    /// `views` are the rectangles of the replays of one area recorded at
+    /// once (`viewport_mask.rs`), not a multiview pass's views: the
+    /// pipelines bound are the viewport-mask partners, and a clear clears
+    /// each rectangle.
+    pub masked: bool,
 }
 
 /// Input attachments of a replay into scratch targets: real view → scratch
@@ -354,7 +359,8 @@ pub struct InputSubst {
 }
 
 impl Transform<'_> {
-    pub const IDENTITY: Transform<'static> = Transform { area: (1, 1), clip: None, inputs: None, views: None };
+    pub const IDENTITY: Transform<'static> =
+        Transform { area: (1, 1), clip: None, inputs: None, views: None, masked: false };
 
     /// The viewports `v` (from `first`) under the transform: with per-view
     /// viewports, the first one's for every view.
@@ -410,11 +416,19 @@ impl Transform<'_> {
     }
 
     /// The rectangles of a `vkCmdClearAttachments`, transformed; those left
-    /// empty by the clip are dropped.
+    /// empty by the clip are dropped. Masked, each is clipped to each
+    /// replay's rectangle.
     pub(super) fn clear_rects(&self, rects: &[vk::ClearRect]) -> Vec<vk::ClearRect> {
-        rects
+        let clips: Vec<Option<Rect>> = match self.views {
+            Some(views) if self.masked => views.iter().copied().flatten().map(Some).collect(),
+            _ => vec![self.clip],
+        };
+        clips
             .iter()
-            .map(|r| vk::ClearRect { rect: self.rect(&r.rect), ..*r })
+            .flat_map(|c| {
+                let t = Transform { clip: *c, views: None, ..*self };
+                rects.iter().map(move |r| vk::ClearRect { rect: t.rect(&r.rect), ..*r })
+            })
             .filter(|r| r.rect.extent.width > 0 && r.rect.extent.height > 0)
             .collect()
     }
@@ -434,8 +448,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_masked_transform_scissors_and_clears_each_replays_rectangle() {
+        let (a, b) = (Rect { x: 0, y: 0, w: 64, h: 16 }, Rect { x: 0, y: 48, w: 64, h: 16 });
+        let views = [Some(a), Some(b), None, None];
+        let t = Transform { area: (4, 4), clip: Some(a.union(&b)), inputs: None, views: Some(&views), masked: true };
+        let whole = vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: 64, height: 64 } };
+        let s = t.scissors(0, &[whole]);
+        let got: Vec<(i32, i32, u32, u32)> =
+            s.iter().map(|s| (s.offset.x, s.offset.y, s.extent.width, s.extent.height)).collect();
+        assert_eq!(got, [(0, 0, 16, 4), (0, 12, 16, 4), (0, 0, 0, 0), (0, 0, 0, 0)], "one scissor per viewport");
+        assert_eq!(t.viewports(0, &[vk::Viewport { width: 64.0, height: 64.0, ..Default::default() }]).len(), 4);
+        let clear = [vk::ClearRect { rect: whole, base_array_layer: 0, layer_count: 1 }];
+        let rects: Vec<(i32, i32, u32, u32)> = t
+            .clear_rects(&clear)
+            .iter()
+            .map(|c| (c.rect.offset.x, c.rect.offset.y, c.rect.extent.width, c.rect.extent.height))
+            .collect();
+        assert_eq!(rects, [(0, 0, 16, 4), (0, 12, 16, 4)], "each replay's rectangle cleared, not the box around them");
+        // The same views for a multiview pass (not masked): the clear is the replay's whole clip.
+        let per_view = Transform { masked: false, ..t };
+        assert_eq!(per_view.clear_rects(&clear).len(), 1);
+    }
+
+    #[test]
     fn transform_scales_and_clips() {
-        let t = Transform { area: (2, 4), clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }), inputs: None, views: None };
+        let t = Transform {
+            area: (2, 4),
+            clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }),
+            inputs: None,
+            views: None,
+            masked: false,
+        };
         let v =
             t.viewport(&vk::Viewport { x: 0.0, y: 8.0, width: 64.0, height: -32.0, min_depth: 0.0, max_depth: 1.0 });
         assert_eq!((v.x, v.y, v.width, v.height), (0.0, 2.0, 32.0, -8.0));

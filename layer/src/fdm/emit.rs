@@ -143,8 +143,12 @@ unsafe fn emit_bind_pipeline(
 ) {
     let mut chosen = info.and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(p);
     if t.views.is_some() && point == vk::PipelineBindPoint::GRAPHICS {
-        // Every graphics pipeline of the pass has its per-view partner (the replay's check).
-        chosen = f.per_view.as_ref().and_then(|pv| pv.partner(chosen)).unwrap_or(chosen);
+        // Every graphics pipeline of the pass has its per-view or viewport-mask partner (the replay's check).
+        chosen = if t.masked {
+            f.masks.as_ref().and_then(|m| m.partner(chosen)).unwrap_or(chosen)
+        } else {
+            f.per_view.as_ref().and_then(|pv| pv.partner(chosen)).unwrap_or(chosen)
+        };
     }
     // SAFETY: the caller's guarantee (the capture rule): `cb` is recording and `chosen` alive (the application's
     // pipeline or one of its variants).

@@ -871,7 +871,7 @@ impl Recording<'_> {
         let area = AREAS[ai];
         // `unsupported` turned away a device without conditional rendering.
         let cond = f.conditional.as_ref().unwrap();
-        let tr_all = Transform { area, clip: Some(e.render_area), inputs: None, views: None };
+        let tr_all = Transform { area, clip: Some(e.render_area), inputs: None, views: None, masked: false };
         let mut begin = pass.begin.clone();
         // The instance spans the render area (the regions are chosen on the GPU), but clears only the regions that
         // render at this area: each under its predicate (clearing the whole area at every candidate area cost
@@ -883,7 +883,7 @@ impl Recording<'_> {
             .iter()
             .enumerate()
             .filter(|(_, r)| area.0 <= r.row[4] && area.1 <= r.row[5])
-            .map(|(ri, r)| (ri, Transform { area, clip: Some(r.rect), inputs: None, views: None }))
+            .map(|(ri, r)| (ri, Transform { area, clip: Some(r.rect), inputs: None, views: None, masked: false }))
             .collect();
         let predicate = |ri: usize| {
             vk::ConditionalRenderingBeginInfoEXT::default()

@@ -81,6 +81,7 @@ mod replay;
 mod replay_plan;
 mod scratch;
 pub mod shader_objects;
+pub mod viewport_mask;
 
 use crate::device::DeviceCore;
 use crate::ffi::slice;
@@ -562,6 +563,9 @@ pub struct Fdm {
     /// Per-view viewports for multiview replays ([`per_view`]); `None`
     /// where they do not run.
     per_view: Option<per_view::PerView>,
+    /// The replays of one area as viewports of one replay
+    /// ([`viewport_mask`]); `None` where they do not run.
+    masks: Option<viewport_mask::Masks>,
     /// `VK_EXT_multi_draw`'s draws of the next layer (the device core's
     /// `state.multi_draw`; null where neither the application nor the layer
     /// enabled it: then nothing calls them).
@@ -631,6 +635,10 @@ pub struct Controls {
     /// give every view the replay's whole rectangle (no per-view viewports;
     /// the earlier path, for the benchmarks and the tests).
     pub without_per_view_viewports: bool,
+    /// `debug_fdm_without=viewport_mask`: the replays of one area record
+    /// the pass each (no viewport-mask partners; the earlier path, for the
+    /// benchmarks and the tests).
+    pub without_viewport_mask: bool,
     /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
     /// whole pass per region and area (the other form, for the tests).
     pub without_gpu_plan_by_draw: bool,
@@ -670,6 +678,7 @@ impl Controls {
             without_gpu_plan_by_draw: has("gpu_plan_by_draw"),
             without_region_clears: has("region_clears"),
             without_per_view_viewports: has("per_view_viewports"),
+            without_viewport_mask: has("viewport_mask"),
             without_app_conditional: has("app_conditional"),
             scratch_per_command_buffer: has("scratch_per_command_buffer"),
         }
@@ -738,8 +747,16 @@ pub unsafe fn prepare<'a>(
         && c.facts.has_extension(per_view::EXTENSION.to_str().unwrap_or_default())
         && !Controls::from_settings(&c.inst.settings).without_per_view_viewports
         && core.multi_viewport == vk::TRUE;
+    // The replays of one area as viewports (single-view passes): the mask needs `multiViewport` and as many viewports.
+    let mask = mode == Mode::Binned
+        && v11
+        && c.facts.has_extension(viewport_mask::EXTENSION.to_str().unwrap_or_default())
+        && !Controls::from_settings(&c.inst.settings).without_viewport_mask
+        && core.multi_viewport == vk::TRUE
+        // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
+        && unsafe { c.inst.fns.get_physical_device_properties(c.pd) }.limits.max_viewports >= viewport_mask::VIEWPORTS;
     // SAFETY: the caller's guarantee.
-    match unsafe { strip(down, conditional, flush, (storage, per_view)) } {
+    match unsafe { strip(down, conditional, flush, (storage, per_view, mask)) } {
         Ok(s) => Ok(Some(s)),
         Err(e) => c.strip_failed(&e, "the density map").map(|()| None),
     }
@@ -764,6 +781,9 @@ pub struct StrippedFdm<'a> {
     /// The layer enabled `multiViewport` and
     /// `VK_EXT_shader_viewport_index_layer` for per-view viewports.
     pub per_view: bool,
+    /// The layer enabled `multiViewport` and `VK_NV_viewport_array2` for
+    /// the viewport masks ([`viewport_mask`]).
+    pub viewport_mask: bool,
     _names: Vec<*const c_char>,
     _chain: Chain,
     /// The application's `pEnabledFeatures` with the layer's feature added,
@@ -794,7 +814,7 @@ pub unsafe fn strip<'a>(
     info: &vk::DeviceCreateInfo<'a>,
     conditional: bool,
     flush: bool,
-    (storage, per_view): (bool, bool),
+    (storage, per_view, mask): (bool, bool, bool),
 ) -> Result<StrippedFdm<'a>, StripError> {
     // SAFETY: the caller's guarantee: a valid create info.
     let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
@@ -878,14 +898,14 @@ pub unsafe fn strip<'a>(
     let flush = flush && enabled && unsafe { multiview_flush::enable(info, &mut kept, &mut chain) };
     // `shaderStorageImageWriteWithoutFormat` for the compute composite, `multiViewport` for per-view viewports;
     // neither where the application's feature structure lies beyond what the layer could copy.
-    let (storage, per_view) = (storage && gpu_plan, per_view && enabled);
+    let (storage, per_view, mask) = (storage && gpu_plan, per_view && enabled, mask && enabled);
     // SAFETY: as above.
-    let features = (storage || per_view).then(|| unsafe {
+    let features = (storage || per_view || mask).then(|| unsafe {
         crate::pnext::enable_core_features(info, &mut chain, |f| {
             if storage {
                 f.shader_storage_image_write_without_format = vk::TRUE;
             }
-            if per_view {
+            if per_view || mask {
                 f.multi_viewport = vk::TRUE;
             }
         })
@@ -893,6 +913,11 @@ pub unsafe fn strip<'a>(
     let enabled_any = features.as_ref().is_some_and(Option::is_some);
     let features = features.flatten().flatten();
     let (storage_composite, mut per_view) = (storage && enabled_any, per_view && enabled_any);
+    let viewport_mask = mask && enabled_any;
+    // SAFETY: as above.
+    if viewport_mask && !unsafe { crate::ffi::extensions_without(info, viewport_mask::EXTENSION) }.1 {
+        kept.push(viewport_mask::EXTENSION.as_ptr());
+    }
     // With the extension, a Vulkan 1.2 feature structure must enable both of its output built-ins
     // (VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-02835).
     if per_view {
@@ -914,6 +939,7 @@ pub unsafe fn strip<'a>(
         flush,
         storage_composite,
         per_view,
+        viewport_mask,
         _names: kept,
         _chain: chain,
         _features: features,
@@ -1041,6 +1067,7 @@ impl Fdm {
             format_features: Default::default(),
             flush: None,
             per_view: None,
+            masks: None,
             multi_draw: ash::ext::multi_draw::DeviceFn::load(|_| std::ptr::null()),
             instance: instance.clone(),
             physical_device: pd,
@@ -1099,6 +1126,7 @@ impl Fdm {
         // SAFETY: the device's physical device, of its instance.
         let limits = unsafe { core.instance.fns.get_physical_device_properties(core.physical_device) }.limits;
         fdm.per_view = s.per_view.then(|| per_view::PerView::new(limits.max_viewports));
+        fdm.masks = s.viewport_mask.then(viewport_mask::Masks::default);
         fdm.multi_draw = core.state.multi_draw.clone();
         fdm
     }
@@ -1155,6 +1183,9 @@ impl Fdm {
             multiview_flush::destroy_partners(self);
             if let Some(pv) = &self.per_view {
                 multiview_flush::destroy_all(self, &pv.partners);
+            }
+            if let Some(m) = &self.masks {
+                multiview_flush::destroy_all(self, &m.partners);
             }
         }
     }
@@ -1764,7 +1795,7 @@ pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModu
             c.operands.first() == Some(&rspirv::dr::Operand::Capability(rspirv::spirv::Capability::SampleRateShading))
         }),
         words: needs_variants.then(|| Arc::new(code.to_vec())),
-        vertex: ((f.flush.is_some() || f.per_view.is_some())
+        vertex: ((f.flush.is_some() || f.per_view.is_some() || f.masks.is_some())
             && module.entry_points.iter().any(|e| {
                 e.operands.first() == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Vertex))
             }))
@@ -1905,6 +1936,10 @@ impl Down<'_> {
             if f.per_view.is_some() {
                 // SAFETY: as above.
                 unsafe { per_view::make_partner(dev, f, &made) };
+            }
+            if f.masks.is_some() {
+                // SAFETY: as above.
+                unsafe { viewport_mask::make_partner(dev, f, &made) };
             }
         }
         r
@@ -2349,6 +2384,9 @@ impl Fdm {
             multiview_flush::forget_code(&pv.rewritten, module);
             multiview_flush::forget_code(&pv.gated, module);
         }
+        if let Some(m) = &self.masks {
+            multiview_flush::forget_code(&m.rewritten, module);
+        }
     }
 
     /// The partners of `pipeline` (the multiview flush's, per-view
@@ -2361,6 +2399,9 @@ impl Fdm {
                 multiview_flush::forget(self, p);
             }
             multiview_flush::forget_partner(self, &pv.partners, pipeline);
+        }
+        if let Some(m) = &self.masks {
+            multiview_flush::forget_partner(self, &m.partners, pipeline);
         }
     }
 

@@ -147,22 +147,44 @@ pub(super) enum Eligible {
 /// # Safety
 /// `info` is a valid graphics pipeline create info of `f`'s device.
 pub(super) unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> Eligible {
+    // SAFETY: the caller's guarantee.
+    let view_mask = unsafe { view_mask(f, info) };
+    if view_mask.count_ones() < 2 {
+        return Eligible::NotMultiviewTriangles;
+    }
+    // SAFETY: as above.
+    unsafe { covered(f, info, view_mask) }
+}
+
+/// The view mask of the pass `info` is made for (0: not multiview).
+///
+/// # Safety
+/// As [`eligible`].
+pub(super) unsafe fn view_mask(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) -> u32 {
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
-    let (rendering, library, libraries) = unsafe {
+    let rendering = unsafe { crate::pnext::find::<vk::PipelineRenderingCreateInfo>(info.p_next).map(|r| r.view_mask) };
+    if info.render_pass == vk::RenderPass::null() {
+        rendering.unwrap_or(0)
+    } else {
+        f.passes.lock().get(&info.render_pass).map_or(0, |p| p.view_mask)
+    }
+}
+
+/// Whether a vertex stage partner can be made for `info` (a pass of
+/// `view_mask`, any number of views): filled triangles drawn by a vertex
+/// shader whose code the layer kept, no library, no other pre-rasterization
+/// stage ([`eligible`]'s rules past the view count).
+///
+/// # Safety
+/// As [`eligible`].
+pub(super) unsafe fn covered(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo, view_mask: u32) -> Eligible {
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.
+    let (library, libraries) = unsafe {
         (
-            crate::pnext::find::<vk::PipelineRenderingCreateInfo>(info.p_next).map(|r| r.view_mask),
             crate::pnext::find::<vk::GraphicsPipelineLibraryCreateInfoEXT>(info.p_next).is_some(),
             crate::pnext::find::<vk::PipelineLibraryCreateInfoKHR>(info.p_next).is_some(),
         )
     };
-    let view_mask = if info.render_pass == vk::RenderPass::null() {
-        rendering.unwrap_or(0)
-    } else {
-        f.passes.lock().get(&info.render_pass).map_or(0, |p| p.view_mask)
-    };
-    if view_mask.count_ones() < 2 {
-        return Eligible::NotMultiviewTriangles;
-    }
     if library || libraries || info.flags.contains(vk::PipelineCreateFlags::LIBRARY_KHR) {
         return Eligible::Uncovered("a graphics pipeline library");
     }
@@ -219,6 +241,37 @@ pub(super) unsafe fn eligible(f: &Fdm, info: &vk::GraphicsPipelineCreateInfo) ->
     // SAFETY: VUID-VkPipelineShaderStageCreateInfo-pName-parameter: a null-terminated UTF-8 string.
     let name = unsafe { CStr::from_ptr(vs.p_name) }.to_string_lossy().into_owned();
     Eligible::Yes(at, vs.module, words, name, view_mask)
+}
+
+/// The viewport state of a partner of `info`'s with `n` viewports and
+/// scissors, dynamic: where `info` is a pipeline the layer replays (its
+/// viewports and scissors dynamic, as the layer makes them for every
+/// density-map pipeline) with one viewport, no `*_WITH_COUNT` state.
+///
+/// # Safety
+/// As [`eligible`].
+pub(super) unsafe fn replayed_viewports<'a>(
+    info: &'a vk::GraphicsPipelineCreateInfo,
+    n: u32,
+) -> Option<vk::PipelineViewportStateCreateInfo<'a>> {
+    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter and -pViewportState-…: valid when non-null.
+    let (dynamic, viewport): (&[vk::DynamicState], Option<&vk::PipelineViewportStateCreateInfo>) = unsafe {
+        (
+            info.p_dynamic_state.as_ref().map_or(&[], |d| slice(d.p_dynamic_states, d.dynamic_state_count)),
+            info.p_viewport_state.as_ref(),
+        )
+    };
+    let counted = [vk::DynamicState::VIEWPORT_WITH_COUNT, vk::DynamicState::SCISSOR_WITH_COUNT];
+    let viewport = viewport.filter(|v| v.viewport_count == 1 && v.scissor_count == 1)?;
+    // A density-map pass's pipelines have dynamic viewports and scissors (the layer made them so); others replay
+    // nothing and need no partner.
+    let replayed = dynamic.contains(&vk::DynamicState::VIEWPORT) && dynamic.contains(&vk::DynamicState::SCISSOR);
+    if !replayed || dynamic.iter().any(|d| counted.contains(d)) {
+        return None;
+    }
+    let mut vp = *viewport;
+    (vp.viewport_count, vp.scissor_count, vp.p_viewports, vp.p_scissors) = (n, n, std::ptr::null(), std::ptr::null());
+    Some(vp)
 }
 
 /// `words` with the first draw of entry point `name` gated, validated;

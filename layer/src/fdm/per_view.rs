@@ -22,10 +22,11 @@
 //! objects, replays as before. Where the multiview flush runs too (lavapipe),
 //! each partner gets the flush's partner in turn, its code gated.
 
-use super::multiview_flush::{cached, eligible, gated_partner, rewritten, with_vertex, Eligible, Rewritten};
+use super::multiview_flush::{
+    cached, eligible, gated_partner, replayed_viewports, rewritten, with_vertex, Eligible, Rewritten,
+};
 use super::Fdm;
 use crate::device::DeviceCore;
-use crate::ffi::slice;
 use crate::id;
 use ash::vk;
 use parking_lot::Mutex;
@@ -92,27 +93,13 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
         _ => return,
     };
     let views = 32 - view_mask.leading_zeros();
-    // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter and -pViewportState-…: valid when non-null.
-    let (dynamic, viewport): (&[vk::DynamicState], Option<&vk::PipelineViewportStateCreateInfo>) = unsafe {
-        (
-            info.p_dynamic_state.as_ref().map_or(&[], |d| slice(d.p_dynamic_states, d.dynamic_state_count)),
-            info.p_viewport_state.as_ref(),
-        )
-    };
-    let counted = [vk::DynamicState::VIEWPORT_WITH_COUNT, vk::DynamicState::SCISSOR_WITH_COUNT];
-    let Some(viewport) = viewport.filter(|v| v.viewport_count == 1 && v.scissor_count == 1) else { return };
-    // A density-map pass's pipelines have dynamic viewports and scissors (the layer made them so); others replay
-    // nothing and need no partner.
-    let replayed = dynamic.contains(&vk::DynamicState::VIEWPORT) && dynamic.contains(&vk::DynamicState::SCISSOR);
-    if !replayed || views > pv.max_viewports || dynamic.iter().any(|d| counted.contains(d)) {
+    if views > pv.max_viewports {
         return;
     }
+    // SAFETY: the caller's guarantee.
+    let Some(vp) = (unsafe { replayed_viewports(info, views) }) else { return };
     let key = (vs, name);
     let Some(code) = cached(&pv.rewritten, key.clone(), |key| rewrite(dev, &words, &key.1)) else { return };
-    // The layer made viewports and scissors dynamic for every density-map pipeline: only the counts change.
-    let mut vp = *viewport;
-    (vp.viewport_count, vp.scissor_count, vp.p_viewports, vp.p_scissors) =
-        (views, views, std::ptr::null(), std::ptr::null());
     // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output), the
     // viewport counts within `maxViewports` (the layer enabled `multiViewport`), viewports and scissors dynamic.
     if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &code), Some(&vp)) } {

@@ -20,7 +20,7 @@ use super::fallback::Fallback;
 use super::live::{begin_live, begin_real, end_real};
 use super::map_readback::density_map;
 use super::model::{attachments, Att, Begin, Pass};
-use super::replay_plan::{plan_composited, Change, Composite, Plan, PlannedReplay, Step, Target};
+use super::replay_plan::{masked_runs, plan_composited, Change, Composite, Masked, Plan, PlannedReplay, Step, Target};
 use super::scratch::{barrier, blit, copied, copy_scaled, scratch_targets, Targets, Transition};
 use super::Fdm;
 use crate::device::DeviceCore;
@@ -142,42 +142,26 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         return Err(why);
     }
     let per_view = multiview && per_view_ready(f, pass, &planned, &views);
+    // The replays of one area recorded at once, as viewports (single-view passes).
+    let masked = masked(f, pass, &planned, views.is_empty());
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
-    let mut scratch = Vec::with_capacity(planned.len());
-    for p in &planned {
-        scratch.push(match p.target {
-            Target::Direct => None,
-            // SAFETY: the pass's begin and attachments are alive (the
-            // capture rule).
-            Target::Scratch => Some(
+    let scratch = planned
+        .iter()
+        .map(|p| match p.target {
+            Target::Direct => Ok(None),
+            // SAFETY: the pass's begin and attachments are alive (the capture rule).
+            Target::Scratch => {
                 unsafe { scratch_targets(dev, f, cb, &pass.begin, &atts, p.replay.area, extent, fb_layers) }
-                    .map_err(Fallback::ScratchTargets)?,
-            ),
-        });
-    }
-    // So are the shadow copies of the descriptor sets whose input attachments must read a replay's scratch views.
-    let mut substs: Vec<InputSubst> = Vec::with_capacity(planned.len());
-    for targets in &scratch {
-        let subst = InputSubst {
-            views: match targets {
-                Some(t) => atts.iter().zip(&t.views).filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?))).collect(),
-                None => Default::default(),
-            },
-            ..Default::default()
-        };
-        // SAFETY: the caller's guarantee (the capture rule holds for `pass`).
-        let made = if subst.views.is_empty() { Ok(()) } else { unsafe { shadow_sets(dev, f, pass, &subst) } };
-        substs.push(subst);
-        if let Err(why) = made {
-            for s in &substs {
-                // SAFETY: the layer's own pools, just made; nothing was recorded with their sets.
-                unsafe { free_shadow_pools(f, &mut s.pools.borrow_mut()) };
+                    .map(Some)
+                    .map_err(Fallback::ScratchTargets)
             }
-            return Err(why);
-        }
-    }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // So are the shadow copies of the descriptor sets whose input attachments must read a replay's scratch views.
+    // SAFETY: the caller's guarantee (the capture rule holds for `pass`).
+    let substs = unsafe { input_substs(dev, f, pass, &atts, &scratch) }?;
     // The composites' objects, before anything is recorded too.
     let by_area = |area: (u32, u32)| {
         planned.iter().zip(&scratch).find(|(p, _)| p.replay.area == area && p.target == Target::Scratch)?.1.clone()
@@ -201,8 +185,9 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // captured `pass`, outside a render pass; the targets, shadow sets and
     // the composites' objects were made above for these attachments.
     unsafe {
-        for ((p, targets), subst) in planned.iter().zip(&scratch).zip(&substs) {
-            record_replay(f, cb, pass, &atts, p, (targets.as_ref(), subst), per_view.then_some(&views[..]));
+        for (((p, targets), subst), mask) in planned.iter().zip(&scratch).zip(&substs).zip(&masked) {
+            let views = per_view.then_some(&views[..]);
+            record_replay(f, cb, pass, &atts, p, (targets.as_ref(), subst), (views, mask));
         }
         if let Some(p) = &prepared {
             super::composite::record(f, cb, p, &composites, &atts, &by_area, extent, pass.begin.area());
@@ -223,7 +208,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             f,
             &all_bins,
             (planned_views.len() as u32, per_view),
-            (&planned, &composites),
+            (&planned, &composites, &masked),
             pass.cmds.len(),
             &atts,
         );
@@ -247,6 +232,68 @@ fn per_view_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], views: &[u32]
             pv.partner(chosen).is_some()
         }),
         Cmd::BindShaders(_) => false,
+        _ => true,
+    })
+}
+
+/// Per replay, its input attachments' scratch views and the shadow sets made
+/// for them (none made, nothing left behind, where one cannot be made).
+///
+/// # Safety
+/// As [`replay`]; `scratch` are the scratch targets made for `atts`.
+unsafe fn input_substs(
+    dev: &DeviceCore,
+    f: &Fdm,
+    pass: &Pass,
+    atts: &[Option<Att>],
+    scratch: &[Option<Targets>],
+) -> Result<Vec<InputSubst>, Fallback> {
+    let mut substs: Vec<InputSubst> = Vec::with_capacity(scratch.len());
+    for targets in scratch {
+        let subst = InputSubst {
+            views: match targets {
+                Some(t) => atts.iter().zip(&t.views).filter_map(|(a, sv)| Some((a.as_ref()?.view, (*sv)?))).collect(),
+                None => Default::default(),
+            },
+            ..Default::default()
+        };
+        // SAFETY: the caller's guarantee (the capture rule holds for `pass`).
+        let made = if subst.views.is_empty() { Ok(()) } else { unsafe { shadow_sets(dev, f, pass, &subst) } };
+        substs.push(subst);
+        if let Err(why) = made {
+            for s in &substs {
+                // SAFETY: the layer's own pools, just made; nothing was recorded with their sets.
+                unsafe { free_shadow_pools(f, &mut s.pools.borrow_mut()) };
+            }
+            return Err(why);
+        }
+    }
+    Ok(substs)
+}
+
+/// What each of `planned` records where the replays of one area of `pass`
+/// are recorded at once (`viewport_mask.rs`, [`masked_runs`]): where the
+/// masks run, the pass has one view (`single_view`) and every graphics
+/// pipeline it binds has its viewport-mask partner at every area planned
+/// (no shader objects, no viewports or scissors with a count); else every
+/// replay apart.
+fn masked(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], single_view: bool) -> Vec<Masked> {
+    if single_view && mask_ready(f, pass, planned) {
+        masked_runs(planned, super::viewport_mask::VIEWPORTS as usize)
+    } else {
+        vec![Masked::Apart; planned.len()]
+    }
+}
+
+fn mask_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> bool {
+    let Some(masks) = f.masks.as_ref().filter(|_| !f.controls.without_viewport_mask) else { return false };
+    let pipelines = f.pipelines.lock();
+    pass.state.commands().chain(&pass.cmds).all(|c| match c {
+        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => planned.iter().all(|r| {
+            let chosen = pipelines.get(p).and_then(|i| i.variants.get(&r.replay.area).copied()).unwrap_or(*p);
+            masks.partner(chosen).is_some()
+        }),
+        Cmd::BindShaders(_) | Cmd::ViewportCount(_) | Cmd::ScissorCount(_) => false,
         _ => true,
     })
 }
@@ -283,7 +330,7 @@ fn log_plan(
     f: &Fdm,
     all_bins: &[bins::Bin],
     (views, per_view): (u32, Option<&[u32]>),
-    (planned, composites): (&[PlannedReplay], &[Composite]),
+    (planned, composites, masked): (&[PlannedReplay], &[Composite], &[Masked]),
     commands: usize,
     atts: &[Option<Att>],
 ) {
@@ -326,7 +373,7 @@ fn log_plan(
     dev.log().debug(
         id::FDM_PLAN,
         &format!(
-            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute); {commands} commands replayed each; {} scratch sets for its attachments",
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute); {commands} commands replayed each{}; {} scratch sets for its attachments",
             all_bins.len(),
             replays.len(),
             areas.join(", "),
@@ -340,6 +387,10 @@ fn log_plan(
                 .filter(|c| atts[c.attachment].as_ref().is_some_and(|a| a.storage))
                 .map(|c| c.draws.len())
                 .sum::<usize>(),
+            match masked.iter().filter(|m| **m != Masked::Member).count() {
+                n if n < planned.len() => format!(" ({n} times: an area's replays as viewports)"),
+                _ => String::new(),
+            },
             atts.iter().flatten().next().map_or(0, |a| super::scratch::sets_with(f, a.view))
         ),
     );
@@ -396,10 +447,18 @@ unsafe fn record_replay(
     atts: &[Option<Att>],
     p: &PlannedReplay,
     (targets, subst): (Option<&Targets>, &InputSubst),
-    views: Option<&[u32]>,
+    (views, mask): (Option<&[u32]>, &Masked),
 ) {
-    // With per-view viewports, each view's rectangle of this replay.
-    let clips = views.map(|v| p.replay.view_clips(v));
+    // With per-view viewports, each view's rectangle of this replay; masked, each replay's of the run, then none
+    // for the viewports no replay takes.
+    let clips = match mask {
+        Masked::Head(rects) => {
+            let mut c: Vec<Option<Rect>> = rects.iter().copied().map(Some).collect();
+            c.resize(super::viewport_mask::VIEWPORTS as usize, None);
+            Some(c)
+        }
+        _ => views.map(|v| p.replay.view_clips(v)),
+    };
     let scratch_image = |i: usize| targets.and_then(|t| t.images[i]);
     let mid_image = |i: usize| targets.and_then(|t| t.mids[i]);
     // SAFETY: the caller's guarantee: `cb` is recording, outside a render pass except between the begin and end of a
@@ -431,6 +490,10 @@ unsafe fn record_replay(
                     let mut begin = pass.begin.clone();
                     let mut t = p.transform();
                     t.views = clips.as_deref();
+                    if let Masked::Head(rects) = mask {
+                        t.masked = true;
+                        t.clip = rects.iter().copied().reduce(|a, b| a.union(&b));
+                    }
                     match targets {
                         Some(s) => {
                             t.inputs = Some(subst);
@@ -441,7 +504,10 @@ unsafe fn record_replay(
                     if *first {
                         begin_real(f, cb, &begin);
                     }
-                    replay_cmds(f, cb, pass, &t);
+                    // A member of a masked run: its head recorded it.
+                    if *mask != Masked::Member {
+                        replay_cmds(f, cb, pass, &t);
+                    }
                     if p.outline {
                         overlay(f, cb, &p.replay, &t);
                     }

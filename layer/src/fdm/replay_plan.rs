@@ -158,8 +158,59 @@ impl PlannedReplay {
     /// Framebuffer space to the replay's rendering space (input attachment
     /// substitution is the recorder's: it knows the scratch views).
     pub(super) fn transform(&self) -> Transform<'static> {
-        Transform { area: self.replay.area, clip: Some(self.replay.rect), inputs: None, views: None }
+        Transform { area: self.replay.area, clip: Some(self.replay.rect), inputs: None, views: None, masked: false }
     }
+}
+
+/// What a planned replay records where the replays of one area are
+/// recorded at once, as viewports (`viewport_mask.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Masked {
+    /// Its own replay of the pass, as planned.
+    Apart,
+    /// One replay of the pass for itself and the members after it: the
+    /// rectangles of all of them, its own first.
+    Head(Vec<Rect>),
+    /// Nothing: its head records it (its render step still ends the
+    /// instance where it is the last).
+    Member,
+}
+
+/// The replays of `planned` recorded at once, at most `max` together: a
+/// replay into scratch targets heads the replays after it at its area whose
+/// only step is their render inside the same instance (as the composite
+/// plans an area's replays; none outlined); a head of none stays apart.
+pub(super) fn masked_runs(planned: &[PlannedReplay], max: usize) -> Vec<Masked> {
+    let renders = |p: &PlannedReplay| p.steps.iter().filter(|s| matches!(s, Step::Render { .. })).count();
+    let member = |head: &PlannedReplay, p: &PlannedReplay| {
+        p.target == Target::Scratch
+            && p.replay.area == head.replay.area
+            && !p.outline
+            && matches!(p.steps[..], [Step::Render { begin: false, .. }])
+    };
+    let mut out = Vec::with_capacity(planned.len());
+    let mut i = 0;
+    while i < planned.len() {
+        let head = &planned[i];
+        let ends = |p: &PlannedReplay| p.steps.iter().any(|s| matches!(s, Step::Render { end: true, .. }));
+        let mut n = 1;
+        if head.target == Target::Scratch && !head.outline && renders(head) == 1 && !ends(head) {
+            while n < max && i + n < planned.len() && member(head, &planned[i + n]) {
+                n += 1;
+                if ends(&planned[i + n - 1]) {
+                    break;
+                }
+            }
+        }
+        if n == 1 {
+            out.push(Masked::Apart);
+        } else {
+            out.push(Masked::Head(planned[i..i + n].iter().map(|p| p.replay.rect).collect()));
+            out.extend(std::iter::repeat_n(Masked::Member, n - 1));
+        }
+        i += n;
+    }
+    out
 }
 
 fn rect2d(r: Rect) -> vk::Rect2D {
@@ -410,7 +461,8 @@ pub(super) fn plan_composited(
         if !(composite && g > 0 && t2.is_empty() && steps.is_empty()) {
             steps.push(Step::Barrier(t2));
         }
-        let bbox_area = Transform { area, clip: Some(bbox), inputs: None, views: None }.rect(&rect2d(bbox));
+        let bbox_area =
+            Transform { area, clip: Some(bbox), inputs: None, views: None, masked: false }.rect(&rect2d(bbox));
         let n = group.len();
         if composite {
             if views.is_empty() {
@@ -450,7 +502,8 @@ pub(super) fn plan_composited(
                 render_area: if k == 0 {
                     bbox_area
                 } else {
-                    Transform { area, clip: Some(r.rect), inputs: None, views: None }.rect(&rect2d(r.rect))
+                    Transform { area, clip: Some(r.rect), inputs: None, views: None, masked: false }
+                        .rect(&rect2d(r.rect))
                 },
                 replay: r,
                 target: Target::Scratch,
@@ -1011,6 +1064,52 @@ mod tests {
     /// per replay, and after the last replay one composite per stored
     /// attachment draws each area's bins; only the first group's barrier
     /// is recorded when nothing loads.
+    #[test]
+    fn an_areas_replays_are_masked_together_in_runs_of_the_viewports() {
+        // A direct 1x1 replay, a ring of four at 4x4, six at 2x2 (two runs of at most four), one alone at 1x2.
+        let mut replays = vec![replay((1, 1), r(64, 64, 32, 32))];
+        replays.extend(
+            [r(0, 0, 128, 32), r(0, 32, 32, 64), r(96, 32, 32, 64), r(0, 96, 128, 32)].map(|x| replay((4, 4), x)),
+        );
+        replays.extend((0..6).map(|k| replay((2, 2), r(32 + 8 * k, 32, 8, 8))));
+        replays.push(replay((1, 2), r(32, 48, 8, 8)));
+        let atts = [Some(att(false, true))];
+        let Plan::Replays { replays: planned, .. } =
+            plan_composited(&atts, replays.clone(), false, &blittable, &[], true).unwrap()
+        else {
+            panic!()
+        };
+        let areas: Vec<(u32, u32)> = planned.iter().map(|p| p.replay.area).collect();
+        assert_eq!(
+            areas[..6],
+            [(1, 1), (4, 4), (4, 4), (4, 4), (4, 4), (2, 2)],
+            "direct first, then largest areas first"
+        );
+        let runs = masked_runs(&planned, 4);
+        let rects = |from: usize, n: usize| planned[from..from + n].iter().map(|p| p.replay.rect).collect::<Vec<_>>();
+        use Masked::{Apart, Head, Member};
+        let want = [
+            vec![Apart],
+            vec![Head(rects(1, 4)), Member, Member, Member],
+            vec![Head(rects(5, 4)), Member, Member, Member],
+            vec![Head(rects(9, 2)), Member],
+            vec![Apart],
+        ]
+        .concat();
+        assert_eq!(runs, want);
+        // Every member's render is inside its head's instance, the last one's ends it.
+        assert_eq!(planned[4].steps, [Step::Render { begin: false, end: true }]);
+        assert_eq!(planned[10].steps, [Step::Render { begin: false, end: true }]);
+        // Outlined (fdm_overlay): every replay apart; one viewport: every replay apart.
+        let Plan::Replays { replays: outlined, .. } =
+            plan_composited(&atts, replays, true, &blittable, &[], true).unwrap()
+        else {
+            panic!()
+        };
+        assert!(masked_runs(&outlined, 4).iter().all(|m| *m == Apart));
+        assert!(masked_runs(&planned, 1).iter().all(|m| *m == Apart));
+    }
+
     #[test]
     fn composited_replays_share_an_instance_per_area_and_end_in_one_composite() {
         let replays =

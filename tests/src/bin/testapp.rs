@@ -2279,6 +2279,26 @@ fn fdm_matrix(opts: &mut GpuOptions, variant: Option<&str>) -> Result<(), String
             Ok(())
         })(),
     );
+    // Rings (a foveated map): each coarse area's bins are four rectangles, the replays an area's viewport masks
+    // record at once where the device has them (the debug log's plan says so), each against the references.
+    family(
+        "rings",
+        (|| -> Result<(), String> {
+            for &path in &fdm::PATHS {
+                let size = (1024, 1024);
+                let map = Map { width: 32, height: 32, texels: fdm::rings(32, 32) };
+                let compared = against_references(&Scene::new(path, size, scene_vs, scene_fs, 9), &map)
+                    .map_err(|e| format!("{path:?} rings: {e}"))?;
+                let s = Scene { map: Some(&map), ..Scene::new(path, size, full_vs, size_fs, 3) };
+                let (coarse, largest) = fdm::check_sizes(&fdm::render(&g, &s), size, &map, texel_of(size, &map))?;
+                if largest < 4 {
+                    return Err(format!("{path:?} rings: the largest area shaded is {largest}, not 4x4"));
+                }
+                println!("fdm rings path={path:?} reference_pixels={compared} coarse_pixels={coarse}");
+            }
+            Ok(())
+        })(),
+    );
     // One map image, read at two passes with a rewrite in between: the
     // second pass follows the new contents (the layer re-reads a map after a
     // submitted write to it), while an unchanged map may come from its cache.

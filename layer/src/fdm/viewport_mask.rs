@@ -1,0 +1,106 @@
+//! The replays of one area as viewports of one replay (issue 33; design D of
+//! `docs/design/density-map-recording.md`, within an area).
+//!
+//! The replays of one area share a render pass instance, a scratch target
+//! and a transform (`1/area`, no offset): they differ only in the rectangle
+//! they are scissored to. Recording every captured draw once per replay is
+//! what recording a binned pass costs (the driver's own cost of a draw, times
+//! the replays). Where the device has `VK_NV_viewport_array2`, every pipeline
+//! made for a single-view density-map pass gets a partner whose vertex
+//! shader writes `ViewportMaskNV[0]` = the low [`VIEWPORTS`] bits
+//! ([`overlap_shaders::viewport_index::viewport_mask_to`]) with that many
+//! viewports and scissors: the GPU sends each primitive to every viewport.
+//! Up to [`VIEWPORTS`] replays of one area then record the pass once: every
+//! viewport the area's scaled viewport, scissor `k` replay `k`'s rectangle
+//! (empty for the viewports no replay takes), and a `vkCmdClearAttachments`
+//! clears each replay's rectangle. The scratch targets, the composite and
+//! the per-area fragment variants are unchanged: a fragment is shaded where
+//! and at the area it was before.
+//!
+//! The pipelines covered are those the per-view viewports cover (filled
+//! triangles drawn by a vertex shader module, no library, no tessellation,
+//! geometry or mesh stage, one viewport, no `*_WITH_COUNT` dynamic state, a
+//! vertex shader that writes neither `ViewportIndex`, `Layer` nor a mask),
+//! for passes of one view. A pass binding any other pipeline or shader
+//! objects, a multiview pass, or a pass outlined by `fdm_overlay` replays as
+//! before (`replay.rs`, `mask_ready`); `debug_fdm_without=viewport_mask`
+//! turns it off.
+
+use super::multiview_flush::{
+    cached, covered, replayed_viewports, rewritten, view_mask, with_vertex, Eligible, Rewritten,
+};
+use super::Fdm;
+use crate::device::DeviceCore;
+use crate::id;
+use ash::vk;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::sync::Arc;
+
+/// `VK_NV_viewport_array2`.
+pub const EXTENSION: &CStr = c"VK_NV_viewport_array2";
+
+/// The viewports of a partner: the replays of one area recorded at once
+/// (more are recorded in groups of this many). Four covers a ring of bins
+/// (four rectangles); each viewport a primitive is sent to costs the GPU a
+/// primitive setup, so the mask is not wider than that.
+pub const VIEWPORTS: u32 = 4;
+
+/// The viewport-mask partners of a device where they run.
+#[derive(Default)]
+pub struct Masks {
+    /// Pipeline (the application's, or a per-area variant) → its partner.
+    pub(super) partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
+    /// Per vertex module and entry point: its rewritten code (validated), or
+    /// `None` where it cannot be rewritten.
+    pub(super) rewritten: Rewritten,
+}
+
+impl Masks {
+    /// The partner of `pipeline`, if it has one.
+    pub fn partner(&self, pipeline: vk::Pipeline) -> Option<vk::Pipeline> {
+        self.partners.lock().get(&pipeline).copied()
+    }
+}
+
+/// `words` with entry point `name` writing the mask of [`VIEWPORTS`]
+/// viewports, validated; `None` (logged once per reason) where that cannot
+/// be done.
+fn rewrite(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Arc<Vec<u32>>> {
+    let all = (1u32 << VIEWPORTS) - 1;
+    let pass = |m: &mut rspirv::dr::Module| {
+        overlap_shaders::viewport_index::viewport_mask_to(m, name, all).map_err(|e| e.to_string())
+    };
+    let refused = |why: &str| {
+        format!("a pipeline's vertex shader cannot write a viewport mask ({why}); its passes record each replay of an area apart")
+    };
+    rewritten(dev, words, pass, (id::FDM_VIEWPORT_MASK, refused), "the density map's viewport mask")
+}
+
+/// After the pipeline `made` was created: its partner, made where viewport
+/// masks run and the pipeline is covered (module doc); a failure leaves the
+/// pipeline without one.
+///
+/// # Safety
+/// `made.info` is the valid create info `made.pipeline` was just created
+/// from on `f`'s device, through `f.below`.
+pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made) {
+    let (cache, info, made) = (made.cache, made.info, made.pipeline);
+    let Some(masks) = &f.masks else { return };
+    // SAFETY: the caller's guarantee.
+    if unsafe { view_mask(f, info) } != 0 {
+        return;
+    }
+    // SAFETY: as above.
+    let Eligible::Yes(at, vs, words, name, _) = (unsafe { covered(f, info, 0) }) else { return };
+    // SAFETY: as above.
+    let Some(vp) = (unsafe { replayed_viewports(info, VIEWPORTS) }) else { return };
+    let Some(code) = cached(&masks.rewritten, (vs, name), |key| rewrite(dev, &words, &key.1)) else { return };
+    // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output), the
+    // viewport counts within `maxViewports` (checked when the layer enabled the extension and `multiViewport`),
+    // viewports and scissors dynamic.
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &code), Some(&vp)) } {
+        masks.partners.lock().insert(made, partner);
+    }
+}
