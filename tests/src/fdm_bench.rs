@@ -471,6 +471,20 @@ pub fn gpu_ms(gpu: &Gpu, pass: &Pass, frames: u32) -> Option<f64> {
     (!r.gpu_ms.is_empty()).then(|| median(&r.gpu_ms))
 }
 
+/// CPU time of recording a captured draw in frames of one object set:
+/// `pass` with `draws` draws, recorded as [`RECORDED_FRAMES`] frames into one
+/// command buffer (the first frame's objects, such as the layer's scratch
+/// targets, made once for all), in microseconds per draw. [`run`]'s
+/// recording interval: every command of the frames, each pass's end
+/// (where the layer replays) included.
+pub fn record_us_per_draw(gpu: &Gpu, pass: &Pass, draws: u32) -> f64 {
+    let r = run(gpu, &Pass { draws, maps: pass.maps.clone(), ..*pass }, RECORDED_FRAMES);
+    r.record_s * 1e6 / (RECORDED_FRAMES as f64 * draws.max(1) as f64)
+}
+
+/// The frames [`record_us_per_draw`] records.
+pub const RECORDED_FRAMES: u32 = 16;
+
 /// A figure, or `na` where there is none.
 pub fn fmt(v: Option<f64>, places: usize) -> String {
     match v {
