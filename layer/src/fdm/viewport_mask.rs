@@ -31,8 +31,10 @@ use super::multiview_flush::{
 };
 use super::Fdm;
 use crate::device::DeviceCore;
+use crate::ffi::slice;
 use crate::id;
 use ash::vk;
+use overlap_shaders::viewport_index::VIEWPORT_MASK_SPEC_ID;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -96,6 +98,18 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     let Eligible::Yes(at, vs, words, name, _) = (unsafe { covered(f, info, 0) }) else { return };
     // SAFETY: as above.
     let Some(vp) = (unsafe { replayed_viewports(info, VIEWPORTS) }) else { return };
+    // The mask is the constant's default: an application that specializes the reserved id (its module does not
+    // use it: the rewrite refuses those) would set it; that pipeline gets no partner.
+    // SAFETY: as above: `stageCount` valid stages, each specialization info valid where non-null
+    // (VUID-VkPipelineShaderStageCreateInfo-pSpecializationInfo-parameter), with `mapEntryCount` entries.
+    let specialized = unsafe {
+        slice(info.p_stages, info.stage_count)[at].p_specialization_info.as_ref().is_some_and(|s| {
+            slice(s.p_map_entries, s.map_entry_count).iter().any(|e| e.constant_id == VIEWPORT_MASK_SPEC_ID)
+        })
+    };
+    if specialized {
+        return;
+    }
     let Some(code) = cached(&masks.rewritten, (vs, name), |key| rewrite(dev, &words, &key.1)) else { return };
     // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output), the
     // viewport counts within `maxViewports` (checked when the layer enabled the extension and `multiViewport`),
