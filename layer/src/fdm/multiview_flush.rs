@@ -269,6 +269,18 @@ pub(super) unsafe fn replayed_viewports<'a>(
     if !replayed || dynamic.iter().any(|d| counted.contains(d)) {
         return None;
     }
+    // Structures of the viewport state sized by its viewport count (NVIDIA's swizzle, W scaling, exclusive scissor,
+    // shading-rate image) would no longer match the partner's: no partner.
+    // SAFETY: VUID-VkPipelineViewportStateCreateInfo-pNext-pNext: a valid chain.
+    let counted = unsafe {
+        crate::pnext::find::<vk::PipelineViewportSwizzleStateCreateInfoNV>(viewport.p_next).is_some()
+            || crate::pnext::find::<vk::PipelineViewportWScalingStateCreateInfoNV>(viewport.p_next).is_some()
+            || crate::pnext::find::<vk::PipelineViewportExclusiveScissorStateCreateInfoNV>(viewport.p_next).is_some()
+            || crate::pnext::find::<vk::PipelineViewportShadingRateImageStateCreateInfoNV>(viewport.p_next).is_some()
+    };
+    if counted {
+        return None;
+    }
     let mut vp = *viewport;
     (vp.viewport_count, vp.scissor_count, vp.p_viewports, vp.p_scissors) = (n, n, std::ptr::null(), std::ptr::null());
     Some(vp)
