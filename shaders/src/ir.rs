@@ -586,6 +586,93 @@ pub(crate) fn copy_type_deep(from: &Module, to: &mut Module, ty: Word, map: &mut
     map.get(&root).copied()
 }
 
+/// How many locations a value of type `ty` occupies (nesting past 16 levels
+/// counts as one: a bound, not a walk as deep as the input).
+fn span(m: &Module, ty: Word, depth: u32) -> u32 {
+    let Some(t) = def(m, ty) else { return 1 };
+    if depth > 16 {
+        return 1;
+    }
+    let literal = |i: usize| match t.operands.get(i) {
+        Some(Operand::LiteralBit32(n)) => *n,
+        _ => 1,
+    };
+    let id = |i: usize| match t.operands.get(i) {
+        Some(Operand::IdRef(x)) => Some(*x),
+        _ => None,
+    };
+    match t.class.opcode {
+        Op::TypeVector => {
+            let wide =
+                id(0).and_then(|c| def(m, c)).is_some_and(|c| c.operands.first() == Some(&Operand::LiteralBit32(64)));
+            if wide && literal(1) > 2 {
+                2
+            } else {
+                1
+            }
+        }
+        Op::TypeMatrix => literal(1).saturating_mul(id(0).map_or(1, |c| span(m, c, depth + 1))),
+        Op::TypeArray => {
+            let len = id(1).and_then(|c| def(m, c)).and_then(|c| match c.operands.first() {
+                Some(Operand::LiteralBit32(n)) => Some(*n),
+                _ => None,
+            });
+            len.unwrap_or(1).saturating_mul(id(0).map_or(1, |e| span(m, e, depth + 1)))
+        }
+        Op::TypeStruct => t
+            .operands
+            .iter()
+            .filter_map(|o| match o {
+                Operand::IdRef(x) => Some(span(m, *x, depth + 1)),
+                _ => None,
+            })
+            .fold(0u32, |a, b| a.saturating_add(b)),
+        _ => 1,
+    }
+}
+
+/// The highest location an `Input` (`Output`) variable or block member is
+/// decorated with (the last one it spans).
+pub(crate) fn max_location(m: &Module, class: StorageClass) -> Option<u32> {
+    let vars: Vec<(Word, Word)> = m
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Variable && i.operands.first() == Some(&Operand::StorageClass(class)))
+        .filter_map(|i| Some((i.result_id?, pointee_of(m, i.result_type?)?)))
+        .collect();
+    let mut max = None;
+    for (var, pointee) in vars {
+        for a in &m.annotations {
+            let loc = match (a.class.opcode, a.operands.as_slice()) {
+                (
+                    Op::Decorate,
+                    [Operand::IdRef(t), Operand::Decoration(Decoration::Location), Operand::LiteralBit32(l)],
+                ) if *t == var => Some(*l),
+                (
+                    Op::MemberDecorate,
+                    [Operand::IdRef(t), Operand::LiteralBit32(_), Operand::Decoration(Decoration::Location), Operand::LiteralBit32(l)],
+                ) if *t == pointee => Some(*l),
+                _ => None,
+            };
+            // The last location the variable (or block member) spans.
+            let ty = match a.operands.as_slice() {
+                [Operand::IdRef(_), Operand::LiteralBit32(k), ..] if a.class.opcode == Op::MemberDecorate => {
+                    match def(m, pointee).map(|t| (t.class.opcode, t.operands.get(*k as usize))) {
+                        Some((Op::TypeStruct, Some(Operand::IdRef(member)))) => *member,
+                        _ => pointee,
+                    }
+                }
+                _ => pointee,
+            };
+            if let Some(l) = loc {
+                let last = l.saturating_add(span(m, ty, 0).saturating_sub(1));
+                max = Some(max.map_or(last, |x: u32| x.max(last)));
+            }
+        }
+    }
+    max
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

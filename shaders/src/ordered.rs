@@ -211,94 +211,6 @@ fn ensure_flat(m: &mut Module, var: Word) {
     }
 }
 
-/// The highest location an `Input` (`Output`) variable or block member is
-/// decorated with.
-/// How many locations a value of type `ty` occupies (nesting past 16 levels
-/// counts as one: a bound, not a walk as deep as the input).
-fn span(m: &Module, ty: Word, depth: u32) -> u32 {
-    let Some(t) = ir::def(m, ty) else { return 1 };
-    if depth > 16 {
-        return 1;
-    }
-    let literal = |i: usize| match t.operands.get(i) {
-        Some(Operand::LiteralBit32(n)) => *n,
-        _ => 1,
-    };
-    let id = |i: usize| match t.operands.get(i) {
-        Some(Operand::IdRef(x)) => Some(*x),
-        _ => None,
-    };
-    match t.class.opcode {
-        Op::TypeVector => {
-            let wide = id(0)
-                .and_then(|c| ir::def(m, c))
-                .is_some_and(|c| c.operands.first() == Some(&Operand::LiteralBit32(64)));
-            if wide && literal(1) > 2 {
-                2
-            } else {
-                1
-            }
-        }
-        Op::TypeMatrix => literal(1).saturating_mul(id(0).map_or(1, |c| span(m, c, depth + 1))),
-        Op::TypeArray => {
-            let len = id(1).and_then(|c| ir::def(m, c)).and_then(|c| match c.operands.first() {
-                Some(Operand::LiteralBit32(n)) => Some(*n),
-                _ => None,
-            });
-            len.unwrap_or(1).saturating_mul(id(0).map_or(1, |e| span(m, e, depth + 1)))
-        }
-        Op::TypeStruct => t
-            .operands
-            .iter()
-            .filter_map(|o| match o {
-                Operand::IdRef(x) => Some(span(m, *x, depth + 1)),
-                _ => None,
-            })
-            .fold(0u32, |a, b| a.saturating_add(b)),
-        _ => 1,
-    }
-}
-
-fn max_location(m: &Module, class: StorageClass) -> Option<u32> {
-    let vars: Vec<(Word, Word)> = m
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::Variable && i.operands.first() == Some(&Operand::StorageClass(class)))
-        .filter_map(|i| Some((i.result_id?, ir::pointee_of(m, i.result_type?)?)))
-        .collect();
-    let mut max = None;
-    for (var, pointee) in vars {
-        for a in &m.annotations {
-            let loc = match (a.class.opcode, a.operands.as_slice()) {
-                (
-                    Op::Decorate,
-                    [Operand::IdRef(t), Operand::Decoration(Decoration::Location), Operand::LiteralBit32(l)],
-                ) if *t == var => Some(*l),
-                (
-                    Op::MemberDecorate,
-                    [Operand::IdRef(t), Operand::LiteralBit32(_), Operand::Decoration(Decoration::Location), Operand::LiteralBit32(l)],
-                ) if *t == pointee => Some(*l),
-                _ => None,
-            };
-            // The last location the variable (or block member) spans.
-            let ty = match a.operands.as_slice() {
-                [Operand::IdRef(_), Operand::LiteralBit32(k), ..] if a.class.opcode == Op::MemberDecorate => {
-                    match ir::def(m, pointee).map(|t| (t.class.opcode, t.operands.get(*k as usize))) {
-                        Some((Op::TypeStruct, Some(Operand::IdRef(member)))) => *member,
-                        _ => pointee,
-                    }
-                }
-                _ => pointee,
-            };
-            if let Some(l) = loc {
-                let last = l.saturating_add(span(m, ty, 0).saturating_sub(1));
-                max = Some(max.map_or(last, |x: u32| x.max(last)));
-            }
-        }
-    }
-    max
-}
-
 /// The protocol's entry points into the linked library.
 struct Protocol {
     begin: Word,
@@ -342,7 +254,7 @@ pub fn lower(module: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
         return Err(Unsupported::EntryPoints(fragment.len()));
     }
     let entry = fragment[0];
-    if let Some(l) = max_location(module, StorageClass::Input).filter(|l| *l >= cfg.location) {
+    if let Some(l) = ir::max_location(module, StorageClass::Input).filter(|l| *l >= cfg.location) {
         return Err(Unsupported::Location(l));
     }
     let vulkan_mm = uses_vulkan_memory_model(module);
@@ -804,7 +716,7 @@ pub fn add_instance_output(module: &mut Module, location: u32) -> Result<Option<
         return Ok(None);
     }
     crate::check(module)?;
-    if let Some(l) = max_location(module, StorageClass::Output).filter(|l| *l >= location) {
+    if let Some(l) = ir::max_location(module, StorageClass::Output).filter(|l| *l >= location) {
         return Err(VertexUnsupported::Location(l));
     }
     let side_effects = writes_storage(module);

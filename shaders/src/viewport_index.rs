@@ -41,6 +41,8 @@ pub enum Unsupported {
     WritesMask,
     #[error("specialization constant {0} is the shader's own")]
     SpecIdTaken(u32),
+    #[error("input location {0} is the shader's own")]
+    LocationTaken(u32),
     #[error("malformed module: {0}")]
     Malformed(#[from] crate::Malformed),
 }
@@ -111,6 +113,27 @@ pub fn viewport_mask(module: &mut Module, entry: &str) -> Result<(), Unsupported
 /// mask where the pipeline does not specialize it (the layer's density-map
 /// partners, whose specialization info stays the application's).
 pub fn viewport_mask_to(module: &mut Module, entry: &str, default: u32) -> Result<(), Unsupported> {
+    write_mask(module, entry, Mask::Constant(default))
+}
+
+/// Makes the vertex entry point `entry` write `ViewportMaskNV[0]` = a new
+/// `uint` input at `location` (a vertex attribute the pipeline supplies:
+/// the density map's GPU plan gives it from its plan buffer, a word the
+/// plan shader wrote). Refused as [`viewport_mask`], and where an input of
+/// the module reaches `location`.
+pub fn viewport_mask_from_input(module: &mut Module, entry: &str, location: u32) -> Result<(), Unsupported> {
+    write_mask(module, entry, Mask::Input(location))
+}
+
+/// Where the mask comes from.
+enum Mask {
+    /// [`VIEWPORT_MASK_SPEC_ID`], this its default.
+    Constant(u32),
+    /// A `uint` input at this location.
+    Input(u32),
+}
+
+fn write_mask(module: &mut Module, entry: &str, source: Mask) -> Result<(), Unsupported> {
     crate::check(module)?;
     let mut m = module.clone();
     let (ep, main) = entry_function(&m, entry)?;
@@ -137,6 +160,11 @@ pub fn viewport_mask_to(module: &mut Module, entry: &str, default: u32) -> Resul
     if taken {
         return Err(Unsupported::SpecIdTaken(VIEWPORT_MASK_SPEC_ID));
     }
+    if let Mask::Input(location) = source {
+        if let Some(l) = crate::ir::max_location(&m, StorageClass::Input).filter(|l| *l >= location) {
+            return Err(Unsupported::LocationTaken(l));
+        }
+    }
     add_capability(&mut m, Capability::ShaderViewportMaskNV);
     add_extension(&mut m, "SPV_NV_viewport_array2");
     let int = find_or_add(&mut m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)]);
@@ -146,22 +174,38 @@ pub fn viewport_mask_to(module: &mut Module, entry: &str, default: u32) -> Resul
     let ptr = pointer_type(&mut m, StorageClass::Output, array);
     let out = new_variable(&mut m, ptr, StorageClass::Output, ep);
     decorate(&mut m, out, Decoration::BuiltIn, vec![Operand::BuiltIn(BuiltIn::ViewportMaskNV)]);
-    // A specialization constant is never shared with an identical one: a new id.
-    let mask = fresh(&mut m);
-    m.types_global_values.push(Instruction::new(
-        Op::SpecConstant,
-        Some(int),
-        Some(mask),
-        vec![Operand::LiteralBit32(default)],
-    ));
-    decorate(&mut m, mask, Decoration::SpecId, vec![Operand::LiteralBit32(VIEWPORT_MASK_SPEC_ID)]);
+    let (mask, mut code) = match source {
+        Mask::Constant(default) => {
+            // A specialization constant is never shared with an identical one: a new id.
+            let mask = fresh(&mut m);
+            m.types_global_values.push(Instruction::new(
+                Op::SpecConstant,
+                Some(int),
+                Some(mask),
+                vec![Operand::LiteralBit32(default)],
+            ));
+            decorate(&mut m, mask, Decoration::SpecId, vec![Operand::LiteralBit32(VIEWPORT_MASK_SPEC_ID)]);
+            (mask, Vec::new())
+        }
+        Mask::Input(location) => {
+            let ptr = pointer_type(&mut m, StorageClass::Input, uint);
+            let input = new_variable(&mut m, ptr, StorageClass::Input, ep);
+            decorate(&mut m, input, Decoration::Location, vec![Operand::LiteralBit32(location)]);
+            let (loaded, mask) = (fresh(&mut m), fresh(&mut m));
+            let code = vec![
+                Instruction::new(Op::Load, Some(uint), Some(loaded), vec![Operand::IdRef(input)]),
+                Instruction::new(Op::Bitcast, Some(int), Some(mask), vec![Operand::IdRef(loaded)]),
+            ];
+            (mask, code)
+        }
+    };
     let zero = constant(&mut m, int, 0);
     let element = pointer_type(&mut m, StorageClass::Output, int);
     let at = fresh(&mut m);
-    let code = vec![
+    code.extend([
         Instruction::new(Op::AccessChain, Some(element), Some(at), vec![Operand::IdRef(out), Operand::IdRef(zero)]),
         Instruction::new(Op::Store, None, None, vec![Operand::IdRef(at), Operand::IdRef(mask)]),
-    ];
+    ]);
     if !prepend_to_function(&mut m, main, code) {
         return Err(Unsupported::NoBody);
     }
@@ -257,6 +301,24 @@ mod tests {
             let spec = text.lines().find(|l| l.contains("OpSpecConstant ")).unwrap();
             assert_eq!(spec.split_whitespace().last(), Some(want), "{text}");
         }
+    }
+
+    #[test]
+    fn the_mask_can_come_from_an_input() {
+        let vert = "#version 450\nlayout(location = 0) in vec4 p;\nlayout(location = 1) in mat2 m;\n\
+                    void main() { gl_Position = p + vec4(m[1], 0.0, 0.0); }";
+        let words = glsl(vert, "vert").unwrap();
+        let at_31: fn(&mut Module, &str) -> Result<(), Unsupported> = |m, e| viewport_mask_from_input(m, e, 31);
+        let text = rewritten_by(at_31, &words, TargetEnv::Vulkan1_1).unwrap();
+        assert!(text.contains("OpCapability ShaderViewportMaskNV"), "{text}");
+        assert!(text.contains("Location 31"), "{text}");
+        assert!(!text.contains("OpSpecConstant"), "no constant: {text}");
+        assert!(text.contains("OpBitcast"), "the uint input stored as the int mask: {text}");
+        // The matrix spans locations 1 and 2: location 2 is the module's own, 3 is free.
+        let mut m = parse(&words).unwrap();
+        assert!(matches!(viewport_mask_from_input(&mut m, "main", 2), Err(Unsupported::LocationTaken(2))));
+        assert_eq!(assemble(&m), assemble(&parse(&words).unwrap()), "unchanged");
+        assert!(viewport_mask_from_input(&mut m, "main", 3).is_ok());
     }
 
     #[test]

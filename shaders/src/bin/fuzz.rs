@@ -628,6 +628,8 @@ enum Pass {
     ViewportIndex,
     /// Design D's viewport mask (`ViewportMaskNV` from a specialization constant).
     ViewportMask,
+    /// The same mask from a `uint` input at location 31 (design E).
+    MaskInput,
     Link,
 }
 
@@ -805,6 +807,7 @@ fn vertex_passes<'a>(module: &Module, env: TargetEnv) -> Vec<(Pass, Box<dyn FnOn
         pass(module, env, Pass::FirstDraw, overlap_shaders::first_draw::gate),
         pass(module, env, Pass::ViewportIndex, overlap_shaders::viewport_index::per_view),
         pass(module, env, Pass::ViewportMask, overlap_shaders::viewport_index::viewport_mask),
+        pass(module, env, Pass::MaskInput, |m, e| overlap_shaders::viewport_index::viewport_mask_from_input(m, e, 31)),
     ]
 }
 
@@ -1101,6 +1104,7 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         Pass::FirstDraw,
         Pass::ViewportIndex,
         Pass::ViewportMask,
+        Pass::MaskInput,
         Pass::Link,
     ] {
         print!("{:<12}", format!("{pass:?}"));
