@@ -34,6 +34,11 @@ layout(push_constant) uniform Params {
     // only (fdm_dynamic_areas=square), the finer axis both ways.
     uint flags;
     uvec2 texel;
+    // Not 0: the viewport masks' word offset (design E of
+    // docs/design/density-map-recording.md): per candidate area i and group
+    // g of 16 regions, word masks + i * groups + g holds bit r % 16 for each
+    // region r of the group that chose area i (any view), from 0.
+    uint masks;
 } pc;
 
 uint area_for(uint d, uint cap) {
@@ -103,5 +108,13 @@ void main() {
     }
     for (uint i = 0u; i < 9u; i++) {
         words[r * 9u + i] = (chosen_by_any >> i) & 1u;
+    }
+    if (pc.masks != 0u) {
+        uint groups = (pc.regions + 15u) / 16u;
+        for (uint i = 0u; i < 9u; i++) {
+            if (((chosen_by_any >> i) & 1u) != 0u) {
+                atomicOr(words[pc.masks + i * groups + r / 16u], 1u << (r % 16u));
+            }
+        }
     }
 }

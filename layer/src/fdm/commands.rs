@@ -341,11 +341,23 @@ pub struct Transform<'a> {
     /// view may write (`None`: nowhere); viewport `v` and scissor `v` are
     /// view `v`'s, and the pipelines bound are the per-view partners.
     pub views: Option<&'a [Option<Rect>]>,
-    /// `views` are the rectangles of the replays of one area recorded at
-    /// once (`viewport_mask.rs`), not a multiview pass's views: the
-    /// pipelines bound are the viewport-mask partners, and a clear clears
-    /// each rectangle.
-    pub masked: bool,
+    /// Where `views` are not a multiview pass's views but the rectangles
+    /// the viewport-mask partners (`viewport_mask.rs`) send each primitive
+    /// to: the pipelines bound are those partners, and a clear clears each
+    /// rectangle.
+    pub mask: MaskFrom,
+}
+
+/// Which viewport-mask partners a replay binds (`viewport_mask.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaskFrom {
+    /// None: `views` (if any) are a multiview pass's views.
+    None,
+    /// A constant mask: the replays of one area of a host plan.
+    Constant,
+    /// A mask the GPU plan wrote, read by the vertex stage from the layer's
+    /// vertex binding: a group of regions of a GPU plan.
+    Plan,
 }
 
 /// Input attachments of a replay into scratch targets: real view → scratch
@@ -360,7 +372,7 @@ pub struct InputSubst {
 
 impl Transform<'_> {
     pub const IDENTITY: Transform<'static> =
-        Transform { area: (1, 1), clip: None, inputs: None, views: None, masked: false };
+        Transform { area: (1, 1), clip: None, inputs: None, views: None, mask: MaskFrom::None };
 
     /// The viewports `v` (from `first`) under the transform: with per-view
     /// viewports, the first one's for every view.
@@ -420,7 +432,7 @@ impl Transform<'_> {
     /// replay's rectangle.
     pub(super) fn clear_rects(&self, rects: &[vk::ClearRect]) -> Vec<vk::ClearRect> {
         let clips: Vec<Option<Rect>> = match self.views {
-            Some(views) if self.masked => views.iter().copied().flatten().map(Some).collect(),
+            Some(views) if self.mask != MaskFrom::None => views.iter().copied().flatten().map(Some).collect(),
             _ => vec![self.clip],
         };
         clips
@@ -451,7 +463,13 @@ mod tests {
     fn a_masked_transform_scissors_and_clears_each_replays_rectangle() {
         let (a, b) = (Rect { x: 0, y: 0, w: 64, h: 16 }, Rect { x: 0, y: 48, w: 64, h: 16 });
         let views = [Some(a), Some(b), None, None];
-        let t = Transform { area: (4, 4), clip: Some(a.union(&b)), inputs: None, views: Some(&views), masked: true };
+        let t = Transform {
+            area: (4, 4),
+            clip: Some(a.union(&b)),
+            inputs: None,
+            views: Some(&views),
+            mask: MaskFrom::Constant,
+        };
         let whole = vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: 64, height: 64 } };
         let s = t.scissors(0, &[whole]);
         let got: Vec<(i32, i32, u32, u32)> =
@@ -466,7 +484,7 @@ mod tests {
             .collect();
         assert_eq!(rects, [(0, 0, 16, 4), (0, 12, 16, 4)], "each replay's rectangle cleared, not the box around them");
         // The same views for a multiview pass (not masked): the clear is the replay's whole clip.
-        let per_view = Transform { masked: false, ..t };
+        let per_view = Transform { mask: MaskFrom::None, ..t };
         assert_eq!(per_view.clear_rects(&clear).len(), 1);
     }
 
@@ -477,7 +495,7 @@ mod tests {
             clip: Some(Rect { x: 16, y: 16, w: 16, h: 16 }),
             inputs: None,
             views: None,
-            masked: false,
+            mask: MaskFrom::None,
         };
         let v =
             t.viewport(&vk::Viewport { x: 0.0, y: 8.0, width: 64.0, height: -32.0, min_depth: 0.0, max_depth: 1.0 });

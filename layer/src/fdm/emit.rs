@@ -7,7 +7,7 @@
 //! emission runs with [`Transform::IDENTITY`]. Why emitting is sound: the
 //! capture rule of [`super::commands`].
 
-use super::commands::{pipeline_info, Cmd, ShaderBinds, Snapshot, Transform};
+use super::commands::{pipeline_info, Cmd, MaskFrom, ShaderBinds, Snapshot, Transform};
 use super::{Fdm, PipelineInfo};
 use ash::vk;
 
@@ -144,11 +144,12 @@ unsafe fn emit_bind_pipeline(
     let mut chosen = info.and_then(|i| i.variants.get(&t.area).copied()).unwrap_or(p);
     if t.views.is_some() && point == vk::PipelineBindPoint::GRAPHICS {
         // Every graphics pipeline of the pass has its per-view or viewport-mask partner (the replay's check).
-        chosen = if t.masked {
-            f.masks.as_ref().and_then(|m| m.partner(chosen)).unwrap_or(chosen)
-        } else {
-            f.per_view.as_ref().and_then(|pv| pv.partner(chosen)).unwrap_or(chosen)
+        let partner = match t.mask {
+            MaskFrom::None => f.per_view.as_ref().and_then(|pv| pv.partner(chosen)),
+            MaskFrom::Constant => f.masks.as_ref().and_then(|m| m.partner(chosen)),
+            MaskFrom::Plan => f.masks.as_ref().and_then(|m| m.plan_partner(chosen)),
         };
+        chosen = partner.unwrap_or(chosen);
     }
     // SAFETY: the caller's guarantee (the capture rule): `cb` is recording and `chosen` alive (the application's
     // pipeline or one of its variants).

@@ -392,7 +392,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
             .stage_flags(vk::ShaderStageFlags::COMPUTE)];
         o.plan_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&storage), None)?;
-        o.plan_layout = pipeline_layout(d, o.plan_set_layout, (vk::ShaderStageFlags::COMPUTE, 40))?;
+        o.plan_layout = pipeline_layout(d, o.plan_set_layout, (vk::ShaderStageFlags::COMPUTE, 44))?;
         let code = words(overlap_shaders::fdm::GPU_PLAN_COMP);
         o.plan_pipeline = compute_pipeline(d, &code, o.plan_layout)?;
         o.sampler = d.create_sampler(
@@ -458,6 +458,10 @@ pub(super) unsafe fn take_buffer(f: &Fdm, o: &mut Objects, owned: &mut Owned) ->
     let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
     if f.conditional.is_some() {
         usage |= vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT;
+    }
+    if f.masks.as_ref().is_some_and(|m| m.plan.is_some()) {
+        // The plan's viewport masks are read as a vertex attribute (`gpu_plan::Recording::masked_replays`).
+        usage |= vk::BufferUsageFlags::VERTEX_BUFFER;
     }
     // SAFETY: create infos built here from locals; the handles are the layer's own, made just above (the caller
     // destroys them with `owned` on failure).

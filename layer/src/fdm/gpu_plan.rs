@@ -45,7 +45,7 @@
 //! per sample, each writing its sample only (its pipeline's sample mask).
 
 use super::bins::{alignment, whole_fragments, Rect};
-use super::commands::{Cmd, Transform};
+use super::commands::{Cmd, MaskFrom, Transform};
 use super::emit::{emit, emit_scissors, restore, restore_compute};
 use super::fallback::Fallback;
 use super::gpu_objects::{
@@ -58,6 +58,7 @@ use super::model::{aspect_of, attachments, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
 use super::scratch::{barrier, blit, copy_scaled, scratch_targets, Targets, Transition};
+use super::viewport_mask::PLAN_VIEWPORTS;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::id;
@@ -73,10 +74,15 @@ pub const GRID: u32 = 8;
 const RECORDED: usize = 40_000;
 
 /// Regions per axis for a pass of `cmds` captured commands replayed at
-/// `areas` candidate areas.
-pub(super) fn grid_for(cmds: usize, areas: usize) -> u32 {
+/// `areas` candidate areas: per region, or `masked` per group of
+/// [`PLAN_VIEWPORTS`] regions (the plan's viewport masks, design E), under a
+/// quarter of the bound (about one replay per candidate area for a pass of
+/// 1000 draws: a 4x4 grid, one group).
+pub(super) fn grid_for(cmds: usize, areas: usize, masked: bool) -> u32 {
+    let units = |g: u32| if masked { (g * g).div_ceil(PLAN_VIEWPORTS) } else { g * g } as usize;
+    let bound = if masked { RECORDED / 4 } else { RECORDED };
     let mut g = GRID;
-    while g > 1 && (g * g) as usize * areas * (cmds + 8) > RECORDED {
+    while g > 1 && units(g) * areas * (cmds + 8) > bound {
         g /= 2;
     }
     g
@@ -313,6 +319,8 @@ struct Eligible {
     regions: Vec<Region>,
     /// The commands a replay records besides the pass's own: its state restored, and two.
     restored: usize,
+    /// Replayed per group of regions under the plan's viewport masks ([`plan_masked`]).
+    masked: bool,
 }
 
 /// The pass as the GPU plan covers it, or why it cannot (`Err(why)`: it renders at 1x1): its attachments and map
@@ -347,7 +355,8 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
     let (texel, cap) = f.texel_grid(extent, size);
     let restored = pass.state.commands().count() + 2;
-    let grid = grid_for(pass.cmds.len() + restored, candidates(f));
+    let masked = plan_masked(f, pass, view_mask);
+    let grid = grid_for(pass.cmds.len() + restored, candidates(f), masked);
     let regions = regions(render_area, texel, shift, cap, grid, !f.controls.without_edge_fragments);
     if regions.is_empty() {
         return Err(Fallback::EmptyRenderArea);
@@ -368,6 +377,32 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
         texel,
         regions,
         restored,
+        masked,
+    })
+}
+
+/// Whether the pass's replays can take the plan's viewport masks (design E,
+/// `viewport_mask.rs`): they run, the pass has one view, every graphics
+/// pipeline it binds has its plan partner at every candidate area, and
+/// nothing it records binds the layer's vertex binding, sets viewports or
+/// scissors with a count, or binds shader objects.
+fn plan_masked(f: &Fdm, pass: &Pass, view_mask: u32) -> bool {
+    let Some(masks) = f.masks.as_ref().filter(|m| m.plan.is_some()) else { return false };
+    let Some(plan) = masks.plan.as_ref() else { return false };
+    if view_mask != 0 || f.controls.without_viewport_mask {
+        return false;
+    }
+    let pipelines = f.pipelines.lock();
+    pass.state.commands().chain(&pass.cmds).all(|c| match c {
+        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => {
+            (0..AREAS.len()).filter(|&ai| candidate(f, ai)).all(|ai| {
+                let chosen = pipelines.get(p).and_then(|i| i.variants.get(&AREAS[ai]).copied()).unwrap_or(*p);
+                masks.plan_partner(chosen).is_some()
+            })
+        }
+        Cmd::BindVertex { first, buffers, .. } => !(*first..*first + buffers.len() as u32).contains(&plan.binding),
+        Cmd::BindShaders(_) | Cmd::ViewportCount(_) | Cmd::ScissorCount(_) => false,
+        _ => true,
     })
 }
 
@@ -441,6 +476,10 @@ struct PlanLayout {
     rows: u32,
     xs: Vec<u32>,
     ys: Vec<u32>,
+    /// The plan's viewport masks (design E), where the pass takes them (else 0): per candidate area (9) and group of
+    /// [`PLAN_VIEWPORTS`] regions (`groups`), the bits of the group's regions that chose the area.
+    masks: u32,
+    groups: u32,
     /// The buffer's size in bytes.
     size: u64,
 }
@@ -471,7 +510,10 @@ impl PlanLayout {
         let mut layers: Vec<u32> = e.views.iter().filter(|v| v.rendered).map(|v| v.layer).collect();
         layers.sort_unstable();
         layers.dedup();
-        let size = (texels as u64 + layer_words as u64 * layers.len() as u64) * 4;
+        let end = texels as u64 + layer_words as u64 * layers.len() as u64;
+        let groups = regions.div_ceil(PLAN_VIEWPORTS);
+        let masks = if e.masked { end as u32 } else { 0 };
+        let size = (end + if e.masked { 9 * groups as u64 } else { 0 }) * 4;
         PlanLayout {
             regions,
             views,
@@ -486,6 +528,8 @@ impl PlanLayout {
             rows,
             xs,
             ys,
+            masks,
+            groups,
             size,
         }
     }
@@ -782,10 +826,11 @@ impl Recording<'_> {
         let table_bytes = l.table_bytes(e);
         let (mw, mh) = e.map.size;
         let flags = f.controls.one_area_per_pass as u32 | (f.square_areas as u32) << 1;
-        let pc: Vec<u8> = [mw, mh, l.regions, l.choices, l.table, l.views_at, l.views, flags, e.texel.0, e.texel.1]
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
+        let pc: Vec<u8> =
+            [mw, mh, l.regions, l.choices, l.table, l.views_at, l.views, flags, e.texel.0, e.texel.1, l.masks]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
         // SAFETY: the caller's guarantee; the buffer, map, pipeline and set are the layer's own or the pass's.
         unsafe {
             barrier(f, cb, &[]);
@@ -794,6 +839,10 @@ impl Recording<'_> {
                 d.cmd_update_buffer(cb, o.buffer, l.table as u64 * 4 + k as u64 * 65536, chunk);
             }
             d.cmd_copy_image_to_buffer(cb, e.map.image, e.map.layout, o.buffer, &l.map_copies(&e.map));
+            if l.masks != 0 {
+                // The masks are or-ed in by the regions: from 0.
+                d.cmd_fill_buffer(cb, o.buffer, l.masks as u64 * 4, 9 * l.groups as u64 * 4, 0);
+            }
             barrier(f, cb, &[]);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.plan_pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.plan_layout, 0, &[o.plan_set], &[]);
@@ -871,7 +920,7 @@ impl Recording<'_> {
         let area = AREAS[ai];
         // `unsupported` turned away a device without conditional rendering.
         let cond = f.conditional.as_ref().unwrap();
-        let tr_all = Transform { area, clip: Some(e.render_area), inputs: None, views: None, masked: false };
+        let tr_all = Transform { area, clip: Some(e.render_area), inputs: None, views: None, mask: MaskFrom::None };
         let mut begin = pass.begin.clone();
         // The instance spans the render area (the regions are chosen on the GPU), but clears only the regions that
         // render at this area: each under its predicate (clearing the whole area at every candidate area cost
@@ -883,7 +932,9 @@ impl Recording<'_> {
             .iter()
             .enumerate()
             .filter(|(_, r)| area.0 <= r.row[4] && area.1 <= r.row[5])
-            .map(|(ri, r)| (ri, Transform { area, clip: Some(r.rect), inputs: None, views: None, masked: false }))
+            .map(|(ri, r)| {
+                (ri, Transform { area, clip: Some(r.rect), inputs: None, views: None, mask: MaskFrom::None })
+            })
             .collect();
         let predicate = |ri: usize| {
             vk::ConditionalRenderingBeginInfoEXT::default()
@@ -905,7 +956,9 @@ impl Recording<'_> {
                     (cond.cmd_end_conditional_rendering_ext)(cb);
                 }
             }
-            if by_draw {
+            if e.masked {
+                self.masked_replays(ai, &candidates);
+            } else if by_draw {
                 // The pass once, its state commands as they come; each run of draws and clears once per region
                 // that may choose this area (its cap allows it), under its predicate, scissors clipped to it.
                 let mut st = pass.state.clone();
@@ -932,6 +985,45 @@ impl Recording<'_> {
                 }
             }
             end_real(f, cb, &begin);
+        }
+    }
+
+    /// Step 2's replays of area `ai` under the plan's viewport masks (design E): per group of [`PLAN_VIEWPORTS`]
+    /// regions with a candidate among them (`candidates`), the whole pass once under the group's mask word as its
+    /// predicate (nonzero: some region of the group chose the area), that word bound at the layer's vertex binding
+    /// for the plan partners' vertex stages, scissor `k` region `16g + k` (empty for the regions not candidates).
+    ///
+    /// # Safety
+    /// As [`Recording::area`], inside the area's render pass instance.
+    unsafe fn masked_replays(&self, ai: usize, candidates: &[(usize, Transform)]) {
+        let (f, cb, pass, l) = (self.f, self.cb, self.pass, self.layout);
+        // `plan_masked` found the plan masks running, the conditional rendering too (`unsupported`).
+        let (Some(plan), Some(cond)) = (f.masks.as_ref().and_then(|m| m.plan.as_ref()), f.conditional.as_ref()) else {
+            return;
+        };
+        for g in 0..l.groups {
+            let views: Vec<Option<Rect>> = (0..PLAN_VIEWPORTS)
+                .map(|k| (g * PLAN_VIEWPORTS + k) as usize)
+                .map(|ri| candidates.iter().find(|(r, _)| *r == ri).and_then(|(_, t)| t.clip))
+                .collect();
+            let Some(bbox) = views.iter().flatten().copied().reduce(|a, b| a.union(&b)) else { continue };
+            let tr = Transform {
+                area: AREAS[ai],
+                clip: Some(bbox),
+                inputs: None,
+                views: Some(&views),
+                mask: MaskFrom::Plan,
+            };
+            let word = (l.masks + ai as u32 * l.groups + g) as u64 * 4;
+            let predicate = vk::ConditionalRenderingBeginInfoEXT::default().buffer(self.objects.buffer).offset(word);
+            // SAFETY: the caller's guarantee; the word lies in the plan buffer, made for conditional rendering and
+            // vertex input (`take_buffer`), written by the plan shader before this (the plan's barrier).
+            unsafe {
+                (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
+                self.d.cmd_bind_vertex_buffers(cb, plan.binding, &[self.objects.buffer], &[word]);
+                replay_cmds(f, cb, pass, &tr);
+                (cond.cmd_end_conditional_rendering_ext)(cb);
+            }
         }
     }
 
@@ -1083,7 +1175,8 @@ pub(super) unsafe fn replay_gpu(
                 .map_err(Fallback::ScratchTargets)?,
         ));
     }
-    let by_draw = by_draw(f, pass, &e);
+    // Under the plan's masks the pass replays per group (its state commands then bind the partners).
+    let by_draw = !e.masked && by_draw(f, pass, &e);
     let layout = PlanLayout::new(&e);
     let d = f.raw.as_ref().ok_or(Fallback::NoRawDevice)?;
     // The pass's own objects: buffer, descriptor pool and sets, upscale framebuffers.
@@ -1121,7 +1214,13 @@ pub(super) unsafe fn replay_gpu(
                 ra.h,
                 candidates(f),
                 pass.cmds.len(),
-                if by_draw { "once per area, each run of draws once per region" } else { "per region and area" },
+                if e.masked {
+                    "per group of regions and area, under the plan's viewport masks"
+                } else if by_draw {
+                    "once per area, each run of draws once per region"
+                } else {
+                    "per region and area"
+                },
                 e.stored.len(),
                 objects.cs_sets.iter().flatten().count(),
                 made_us - checked_us,
@@ -1153,13 +1252,17 @@ mod tests {
         assert_eq!(r[0].row[4], 1);
         assert_eq!(r.iter().map(|x| x.rect.w).sum::<u32>(), 60);
         // A pass of many commands gets fewer regions.
-        assert_eq!(grid_for(2, 9), 8);
-        assert_eq!(grid_for(100, 9), 4);
-        assert_eq!(grid_for(1000, 9), 2);
-        assert_eq!(grid_for(100_000, 9), 1);
+        assert_eq!(grid_for(2, 9, false), 8);
+        assert_eq!(grid_for(100, 9, false), 4);
+        assert_eq!(grid_for(1000, 9, false), 2);
+        assert_eq!(grid_for(100_000, 9, false), 1);
         // Three (square) areas: three times the commands for the same regions.
-        assert_eq!(grid_for(100, 3), 8);
-        assert_eq!(grid_for(1000, 3), 2);
+        assert_eq!(grid_for(100, 3, false), 8);
+        assert_eq!(grid_for(1000, 3, false), 2);
+        // Masked, per group of 16 regions: a pass of 1000 draws gets 4x4 regions (one group) instead of 2x2.
+        assert_eq!(grid_for(2, 9, true), 8);
+        assert_eq!(grid_for(1000, 9, true), 4);
+        assert_eq!(grid_for(100_000, 9, true), 1);
         // A density offset shifts the grid: cells start at 4 + 32k (x) and -8 + 32k (y); the cells cut by the
         // render area's edge are regions of their own, and the whole area is covered.
         let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (4, -8), (4, 4), GRID, true);

@@ -1126,7 +1126,7 @@ impl Fdm {
         // SAFETY: the device's physical device, of its instance.
         let limits = unsafe { core.instance.fns.get_physical_device_properties(core.physical_device) }.limits;
         fdm.per_view = s.per_view.then(|| per_view::PerView::new(limits.max_viewports));
-        fdm.masks = s.viewport_mask.then(viewport_mask::Masks::default);
+        fdm.masks = s.viewport_mask.then(|| viewport_mask::Masks::new(&limits, s.gpu_plan));
         fdm.multi_draw = core.state.multi_draw.clone();
         fdm
     }
@@ -1186,6 +1186,9 @@ impl Fdm {
             }
             if let Some(m) = &self.masks {
                 multiview_flush::destroy_all(self, &m.partners);
+                if let Some(p) = &m.plan {
+                    multiview_flush::destroy_all(self, &p.partners);
+                }
             }
         }
     }
@@ -2386,6 +2389,9 @@ impl Fdm {
         }
         if let Some(m) = &self.masks {
             multiview_flush::forget_code(&m.rewritten, module);
+            if let Some(p) = &m.plan {
+                multiview_flush::forget_code(&p.rewritten, module);
+            }
         }
     }
 
@@ -2402,6 +2408,9 @@ impl Fdm {
         }
         if let Some(m) = &self.masks {
             multiview_flush::forget_partner(self, &m.partners, pipeline);
+            if let Some(p) = &m.plan {
+                multiview_flush::forget_partner(self, &p.partners, pipeline);
+            }
         }
     }
 

@@ -363,7 +363,7 @@ pub(super) unsafe fn gated_partner(
     let Some(flush) = &f.flush else { return };
     let Some(gated) = cached(gated, key, |key| gate(dev, code, &key.1)) else { return };
     // SAFETY: the caller's guarantee; the gated code is validated, with the same interface.
-    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &gated), viewport) } {
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &gated), (viewport, None)) } {
         flush.partners.lock().insert(made, partner);
         flush.any.store(true, std::sync::atomic::Ordering::Release);
     }
@@ -417,15 +417,19 @@ pub(super) fn cached(
 ///
 /// # Safety
 /// `info` is a valid create info of `f`'s device; `code` is validated code
-/// with the interface of the stage it replaces (plus built-in outputs);
-/// `viewport` is valid for the pipeline.
+/// with the interface of the stage it replaces (plus built-in outputs and,
+/// given `vertex_input`, the inputs it adds); `viewport` and `vertex_input`
+/// are valid for the pipeline.
 pub(super) unsafe fn with_vertex(
     dev: &DeviceCore,
     f: &Fdm,
     cache: vk::PipelineCache,
     info: &vk::GraphicsPipelineCreateInfo,
     (at, code): (usize, &[u32]),
-    viewport: Option<&vk::PipelineViewportStateCreateInfo>,
+    (viewport, vertex_input): (
+        Option<&vk::PipelineViewportStateCreateInfo>,
+        Option<&vk::PipelineVertexInputStateCreateInfo>,
+    ),
 ) -> Option<vk::Pipeline> {
     let mci = vk::ShaderModuleCreateInfo { code_size: code.len() * 4, p_code: code.as_ptr(), ..Default::default() };
     let mut module = vk::ShaderModule::null();
@@ -441,6 +445,9 @@ pub(super) unsafe fn with_vertex(
     copy.p_stages = stages.as_ptr();
     if let Some(v) = viewport {
         copy.p_viewport_state = v;
+    }
+    if let Some(v) = vertex_input {
+        copy.p_vertex_input_state = v;
     }
     let mut chain = None;
     // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pNext-pNext: a valid chain.

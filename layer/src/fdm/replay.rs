@@ -13,7 +13,7 @@
 //! fallback to 1x1 with the command buffer untouched.
 
 use super::bins::{self, Rect};
-use super::commands::{Cmd, InputSubst, Transform};
+use super::commands::{Cmd, InputSubst, MaskFrom, Transform};
 use super::descriptors::{free_shadow_pools, shadow_set};
 use super::emit::{emit, restore};
 use super::fallback::Fallback;
@@ -491,7 +491,7 @@ unsafe fn record_replay(
                     let mut t = p.transform();
                     t.views = clips.as_deref();
                     if let Masked::Head(rects) = mask {
-                        t.masked = true;
+                        t.mask = MaskFrom::Constant;
                         t.clip = rects.iter().copied().reduce(|a, b| a.union(&b));
                     }
                     match targets {

@@ -48,7 +48,7 @@
 //!   every view).
 
 use super::bins::{self, Rect};
-use super::commands::Transform;
+use super::commands::{MaskFrom, Transform};
 use super::fallback::Fallback;
 use super::map_readback::MapTexels;
 use super::model::Att;
@@ -158,7 +158,13 @@ impl PlannedReplay {
     /// Framebuffer space to the replay's rendering space (input attachment
     /// substitution is the recorder's: it knows the scratch views).
     pub(super) fn transform(&self) -> Transform<'static> {
-        Transform { area: self.replay.area, clip: Some(self.replay.rect), inputs: None, views: None, masked: false }
+        Transform {
+            area: self.replay.area,
+            clip: Some(self.replay.rect),
+            inputs: None,
+            views: None,
+            mask: MaskFrom::None,
+        }
     }
 }
 
@@ -462,7 +468,7 @@ pub(super) fn plan_composited(
             steps.push(Step::Barrier(t2));
         }
         let bbox_area =
-            Transform { area, clip: Some(bbox), inputs: None, views: None, masked: false }.rect(&rect2d(bbox));
+            Transform { area, clip: Some(bbox), inputs: None, views: None, mask: MaskFrom::None }.rect(&rect2d(bbox));
         let n = group.len();
         if composite {
             if views.is_empty() {
@@ -502,7 +508,7 @@ pub(super) fn plan_composited(
                 render_area: if k == 0 {
                     bbox_area
                 } else {
-                    Transform { area, clip: Some(r.rect), inputs: None, views: None, masked: false }
+                    Transform { area, clip: Some(r.rect), inputs: None, views: None, mask: MaskFrom::None }
                         .rect(&rect2d(r.rect))
                 },
                 replay: r,
