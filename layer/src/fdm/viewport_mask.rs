@@ -59,7 +59,8 @@ pub struct Masks {
     /// Per vertex module and entry point: its rewritten code (validated), or
     /// `None` where it cannot be rewritten.
     pub(super) rewritten: Rewritten,
-    /// The GPU plan's partners, where the GPU plan runs and the device has
+    /// The GPU plan's partners, where the GPU plan runs, the application
+    /// enabled dynamic or deferred maps and the device has
     /// [`PLAN_VIEWPORTS`] viewports.
     pub plan: Option<PlanMasks>,
 }
