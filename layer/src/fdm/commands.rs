@@ -348,16 +348,14 @@ pub struct Transform<'a> {
     pub mask: MaskFrom,
 }
 
-/// Which viewport-mask partners a replay binds (`viewport_mask.rs`).
+/// Whether a replay binds the viewport-mask partners (`viewport_mask.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MaskFrom {
-    /// None: `views` (if any) are a multiview pass's views.
+    /// No: `views` (if any) are a multiview pass's views.
     None,
-    /// A constant mask: the replays of one area of a host plan.
-    Constant,
-    /// A mask the GPU plan wrote, read by the vertex stage from the layer's
-    /// vertex binding: a group of regions of a GPU plan.
-    Plan,
+    /// The mask the layer's vertex binding holds: a run of a host plan's
+    /// replays of one area, or a group of a GPU plan's regions.
+    Binding,
 }
 
 /// Input attachments of a replay into scratch targets: real view → scratch
@@ -468,7 +466,7 @@ mod tests {
             clip: Some(a.union(&b)),
             inputs: None,
             views: Some(&views),
-            mask: MaskFrom::Constant,
+            mask: MaskFrom::Binding,
         };
         let whole = vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width: 64, height: 64 } };
         let s = t.scissors(0, &[whole]);

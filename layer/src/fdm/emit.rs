@@ -146,8 +146,7 @@ unsafe fn emit_bind_pipeline(
         // Every graphics pipeline of the pass has its per-view or viewport-mask partner (the replay's check).
         let partner = match t.mask {
             MaskFrom::None => f.per_view.as_ref().and_then(|pv| pv.partner(chosen)),
-            MaskFrom::Constant => f.masks.as_ref().and_then(|m| m.partner(chosen)),
-            MaskFrom::Plan => f.masks.as_ref().and_then(|m| m.plan_partner(chosen)),
+            MaskFrom::Binding => f.masks.as_ref().and_then(|m| m.partner(chosen)),
         };
         chosen = partner.unwrap_or(chosen);
     }

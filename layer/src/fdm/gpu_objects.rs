@@ -459,7 +459,7 @@ pub(super) unsafe fn take_buffer(f: &Fdm, o: &mut Objects, owned: &mut Owned) ->
     if f.conditional.is_some() {
         usage |= vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT;
     }
-    if f.masks.as_ref().is_some_and(|m| m.plan.is_some()) {
+    if f.masks.is_some() {
         // The plan's viewport masks are read as a vertex attribute (`gpu_plan::Recording::masked_replays`).
         usage |= vk::BufferUsageFlags::VERTEX_BUFFER;
     }

@@ -58,7 +58,7 @@ use super::model::{aspect_of, attachments, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
 use super::scratch::{barrier, blit, copy_scaled, scratch_targets, Targets, Transition};
-use super::viewport_mask::PLAN_VIEWPORTS;
+use super::viewport_mask::VIEWPORTS;
 use super::Fdm;
 use crate::device::DeviceCore;
 use crate::id;
@@ -75,11 +75,11 @@ const RECORDED: usize = 40_000;
 
 /// Regions per axis for a pass of `cmds` captured commands replayed at
 /// `areas` candidate areas: per region, or `masked` per group of
-/// [`PLAN_VIEWPORTS`] regions (the plan's viewport masks, design E), under a
+/// [`VIEWPORTS`] regions (the plan's viewport masks, design E), under a
 /// quarter of the bound (about one replay per candidate area for a pass of
 /// 1000 draws: a 4x4 grid, one group).
 pub(super) fn grid_for(cmds: usize, areas: usize, masked: bool) -> u32 {
-    let units = |g: u32| if masked { (g * g).div_ceil(PLAN_VIEWPORTS) } else { g * g } as usize;
+    let units = |g: u32| if masked { (g * g).div_ceil(VIEWPORTS) } else { g * g } as usize;
     let bound = if masked { RECORDED / 4 } else { RECORDED };
     let mut g = GRID;
     while g > 1 && units(g) * areas * (cmds + 8) > bound {
@@ -387,8 +387,7 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
 /// nothing it records binds the layer's vertex binding, sets viewports or
 /// scissors with a count, or binds shader objects.
 fn plan_masked(f: &Fdm, pass: &Pass, view_mask: u32) -> bool {
-    let Some(masks) = f.masks.as_ref().filter(|m| m.plan.is_some()) else { return false };
-    let Some(plan) = masks.plan.as_ref() else { return false };
+    let Some(masks) = f.masks.as_ref() else { return false };
     if view_mask != 0 || f.controls.without_viewport_mask {
         return false;
     }
@@ -397,10 +396,10 @@ fn plan_masked(f: &Fdm, pass: &Pass, view_mask: u32) -> bool {
         Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => {
             (0..AREAS.len()).filter(|&ai| candidate(f, ai)).all(|ai| {
                 let chosen = pipelines.get(p).and_then(|i| i.variants.get(&AREAS[ai]).copied()).unwrap_or(*p);
-                masks.plan_partner(chosen).is_some()
+                masks.partner(chosen).is_some()
             })
         }
-        Cmd::BindVertex { first, buffers, .. } => !(*first..*first + buffers.len() as u32).contains(&plan.binding),
+        Cmd::BindVertex { first, buffers, .. } => !(*first..*first + buffers.len() as u32).contains(&masks.binding),
         Cmd::BindShaders(_) | Cmd::ViewportCount(_) | Cmd::ScissorCount(_) => false,
         _ => true,
     })
@@ -477,7 +476,7 @@ struct PlanLayout {
     xs: Vec<u32>,
     ys: Vec<u32>,
     /// The plan's viewport masks (design E), where the pass takes them (else 0): per candidate area (9) and group of
-    /// [`PLAN_VIEWPORTS`] regions (`groups`), the bits of the group's regions that chose the area.
+    /// [`VIEWPORTS`] regions (`groups`), the bits of the group's regions that chose the area.
     masks: u32,
     groups: u32,
     /// The buffer's size in bytes.
@@ -511,7 +510,7 @@ impl PlanLayout {
         layers.sort_unstable();
         layers.dedup();
         let end = texels as u64 + layer_words as u64 * layers.len() as u64;
-        let groups = regions.div_ceil(PLAN_VIEWPORTS);
+        let groups = regions.div_ceil(VIEWPORTS);
         let masks = if e.masked { end as u32 } else { 0 };
         let size = (end + if e.masked { 9 * groups as u64 } else { 0 }) * 4;
         PlanLayout {
@@ -988,7 +987,7 @@ impl Recording<'_> {
         }
     }
 
-    /// Step 2's replays of area `ai` under the plan's viewport masks (design E): per group of [`PLAN_VIEWPORTS`]
+    /// Step 2's replays of area `ai` under the plan's viewport masks (design E): per group of [`VIEWPORTS`]
     /// regions with a candidate among them (`candidates`), the whole pass once under the group's mask word as its
     /// predicate (nonzero: some region of the group chose the area), that word bound at the layer's vertex binding
     /// for the plan partners' vertex stages, scissor `k` region `16g + k` (empty for the regions not candidates).
@@ -998,12 +997,12 @@ impl Recording<'_> {
     unsafe fn masked_replays(&self, ai: usize, candidates: &[(usize, Transform)]) {
         let (f, cb, pass, l) = (self.f, self.cb, self.pass, self.layout);
         // `plan_masked` found the plan masks running, the conditional rendering too (`unsupported`).
-        let (Some(plan), Some(cond)) = (f.masks.as_ref().and_then(|m| m.plan.as_ref()), f.conditional.as_ref()) else {
+        let (Some(masks), Some(cond)) = (f.masks.as_ref(), f.conditional.as_ref()) else {
             return;
         };
         for g in 0..l.groups {
-            let views: Vec<Option<Rect>> = (0..PLAN_VIEWPORTS)
-                .map(|k| (g * PLAN_VIEWPORTS + k) as usize)
+            let views: Vec<Option<Rect>> = (0..VIEWPORTS)
+                .map(|k| (g * VIEWPORTS + k) as usize)
                 .map(|ri| candidates.iter().find(|(r, _)| *r == ri).and_then(|(_, t)| t.clip))
                 .collect();
             let Some(bbox) = views.iter().flatten().copied().reduce(|a, b| a.union(&b)) else { continue };
@@ -1012,7 +1011,7 @@ impl Recording<'_> {
                 clip: Some(bbox),
                 inputs: None,
                 views: Some(&views),
-                mask: MaskFrom::Plan,
+                mask: MaskFrom::Binding,
             };
             let word = (l.masks + ai as u32 * l.groups + g) as u64 * 4;
             let predicate = vk::ConditionalRenderingBeginInfoEXT::default().buffer(self.objects.buffer).offset(word);
@@ -1020,7 +1019,7 @@ impl Recording<'_> {
             // vertex input (`take_buffer`), written by the plan shader before this (the plan's barrier).
             unsafe {
                 (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate);
-                self.d.cmd_bind_vertex_buffers(cb, plan.binding, &[self.objects.buffer], &[word]);
+                self.d.cmd_bind_vertex_buffers(cb, masks.binding, &[self.objects.buffer], &[word]);
                 replay_cmds(f, cb, pass, &tr);
                 (cond.cmd_end_conditional_rendering_ext)(cb);
             }

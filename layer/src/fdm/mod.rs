@@ -762,22 +762,6 @@ pub unsafe fn prepare<'a>(
     }
 }
 
-/// Whether the application asked for maps planned on the GPU
-/// (`fragmentDensityMapDynamic` or `fragmentDensityMapDeferred`): only then
-/// do pipelines get the plan's viewport-mask partners.
-///
-/// # Safety
-/// `info` is a valid device create info (VUID-VkDeviceCreateInfo-pNext-pNext: a valid chain).
-unsafe fn asks_dynamic_maps(info: &vk::DeviceCreateInfo) -> bool {
-    // SAFETY: the caller's guarantee.
-    unsafe {
-        crate::pnext::find::<vk::PhysicalDeviceFragmentDensityMapFeaturesEXT>(info.p_next)
-            .is_some_and(|f| f.fragment_density_map_dynamic == vk::TRUE)
-            || crate::pnext::find::<vk::PhysicalDeviceFragmentDensityMap2FeaturesEXT>(info.p_next)
-                .is_some_and(|f| f.fragment_density_map_deferred == vk::TRUE)
-    }
-}
-
 /// What `vkCreateDevice` strips for the layer.
 /// `info` borrows what the application's create info borrows (its queue
 /// infos, features, layer and extension names: `_names` points at the
@@ -800,9 +784,6 @@ pub struct StrippedFdm<'a> {
     /// The layer enabled `multiViewport` and `VK_NV_viewport_array2` for
     /// the viewport masks ([`viewport_mask`]).
     pub viewport_mask: bool,
-    /// The application enabled `fragmentDensityMapDynamic` or
-    /// `fragmentDensityMapDeferred`: maps planned on the GPU may come.
-    pub dynamic_maps: bool,
     _names: Vec<*const c_char>,
     _chain: Chain,
     /// The application's `pEnabledFeatures` with the layer's feature added,
@@ -840,8 +821,6 @@ pub unsafe fn strip<'a>(
     // SAFETY: as above.
     let (_, app_conditional) = unsafe { crate::ffi::extensions_without(info, CONDITIONAL_RENDERING) };
     let gpu_plan = conditional;
-    // SAFETY: as above.
-    let dynamic_maps = unsafe { asks_dynamic_maps(info) };
     // FDM2 requires FDM (VUID-vkCreateDevice-ppEnabledExtensionNames-01387).
     // SAFETY: VUID-VkDeviceCreateInfo-ppEnabledExtensionNames-parameter: each
     // name is a null-terminated UTF-8 string.
@@ -961,7 +940,6 @@ pub unsafe fn strip<'a>(
         storage_composite,
         per_view,
         viewport_mask,
-        dynamic_maps,
         _names: kept,
         _chain: chain,
         _features: features,
@@ -1148,7 +1126,7 @@ impl Fdm {
         // SAFETY: the device's physical device, of its instance.
         let limits = unsafe { core.instance.fns.get_physical_device_properties(core.physical_device) }.limits;
         fdm.per_view = s.per_view.then(|| per_view::PerView::new(limits.max_viewports));
-        fdm.masks = s.viewport_mask.then(|| viewport_mask::Masks::new(&limits, s.gpu_plan && s.dynamic_maps));
+        fdm.masks = if s.viewport_mask { viewport_mask::Masks::new(&limits) } else { None };
         fdm.multi_draw = core.state.multi_draw.clone();
         fdm
     }
@@ -1207,10 +1185,7 @@ impl Fdm {
                 multiview_flush::destroy_all(self, &pv.partners);
             }
             if let Some(m) = &self.masks {
-                multiview_flush::destroy_all(self, &m.partners);
-                if let Some(p) = &m.plan {
-                    multiview_flush::destroy_all(self, &p.partners);
-                }
+                m.destroy(self);
             }
         }
     }
@@ -2411,9 +2386,6 @@ impl Fdm {
         }
         if let Some(m) = &self.masks {
             multiview_flush::forget_code(&m.rewritten, module);
-            if let Some(p) = &m.plan {
-                multiview_flush::forget_code(&p.rewritten, module);
-            }
         }
     }
 
@@ -2430,9 +2402,6 @@ impl Fdm {
         }
         if let Some(m) = &self.masks {
             multiview_flush::forget_partner(self, &m.partners, pipeline);
-            if let Some(p) = &m.plan {
-                multiview_flush::forget_partner(self, &p.partners, pipeline);
-            }
         }
     }
 

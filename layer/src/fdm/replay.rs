@@ -142,8 +142,8 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         return Err(why);
     }
     let per_view = multiview && per_view_ready(f, pass, &planned, &views);
-    // The replays of one area recorded at once, as viewports (single-view passes).
-    let masked = masked(f, pass, &planned, views.is_empty());
+    // The replays of one area recorded at once, as viewports (single-view passes), and the buffer of their masks.
+    let (masked, run_words) = masked(f, pass, &planned, views.is_empty());
     // Every replay's scratch targets exist before anything is recorded: a
     // failure to make one (out of memory) is a fallback to 1x1 with the
     // command buffer untouched, never a pass half replayed.
@@ -187,7 +187,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     unsafe {
         for (((p, targets), subst), mask) in planned.iter().zip(&scratch).zip(&substs).zip(&masked) {
             let views = per_view.then_some(&views[..]);
-            record_replay(f, cb, pass, &atts, p, (targets.as_ref(), subst), (views, mask));
+            record_replay(f, cb, pass, &atts, p, (targets.as_ref(), subst), (views, mask, run_words));
         }
         if let Some(p) = &prepared {
             super::composite::record(f, cb, p, &composites, &atts, &by_area, extent, pass.begin.area());
@@ -277,11 +277,19 @@ unsafe fn input_substs(
 /// pipeline it binds has its viewport-mask partner at every area planned
 /// (no shader objects, no viewports or scissors with a count); else every
 /// replay apart.
-fn masked(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], single_view: bool) -> Vec<Masked> {
-    if single_view && mask_ready(f, pass, planned) {
-        masked_runs(planned, super::viewport_mask::VIEWPORTS as usize)
-    } else {
-        vec![Masked::Apart; planned.len()]
+fn masked(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], single_view: bool) -> (Vec<Masked>, vk::Buffer) {
+    let apart = || (vec![Masked::Apart; planned.len()], vk::Buffer::null());
+    if !single_view || !mask_ready(f, pass, planned) {
+        return apart();
+    }
+    let runs = masked_runs(planned, super::viewport_mask::VIEWPORTS as usize);
+    if runs.iter().all(|m| *m == Masked::Apart) {
+        return apart();
+    }
+    // The runs' masks (made at the first pass that needs them; none made: every replay apart).
+    match f.masks.as_ref().and_then(|m| m.run_words(f)) {
+        Some(words) => (runs, words),
+        None => apart(),
     }
 }
 
@@ -293,6 +301,7 @@ fn mask_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> bool {
             let chosen = pipelines.get(p).and_then(|i| i.variants.get(&r.replay.area).copied()).unwrap_or(*p);
             masks.partner(chosen).is_some()
         }),
+        Cmd::BindVertex { first, buffers, .. } => !(*first..*first + buffers.len() as u32).contains(&masks.binding),
         Cmd::BindShaders(_) | Cmd::ViewportCount(_) | Cmd::ScissorCount(_) => false,
         _ => true,
     })
@@ -447,7 +456,7 @@ unsafe fn record_replay(
     atts: &[Option<Att>],
     p: &PlannedReplay,
     (targets, subst): (Option<&Targets>, &InputSubst),
-    (views, mask): (Option<&[u32]>, &Masked),
+    (views, mask, run_words): (Option<&[u32]>, &Masked, vk::Buffer),
 ) {
     // With per-view viewports, each view's rectangle of this replay; masked, each replay's of the run, then none
     // for the viewports no replay takes.
@@ -491,7 +500,7 @@ unsafe fn record_replay(
                     let mut t = p.transform();
                     t.views = clips.as_deref();
                     if let Masked::Head(rects) = mask {
-                        t.mask = MaskFrom::Constant;
+                        t.mask = MaskFrom::Binding;
                         t.clip = rects.iter().copied().reduce(|a, b| a.union(&b));
                     }
                     match targets {
@@ -503,6 +512,11 @@ unsafe fn record_replay(
                     }
                     if *first {
                         begin_real(f, cb, &begin);
+                    }
+                    // A run's mask at the layer's binding (word n - 1: the n replays' viewports).
+                    if let (Masked::Head(rects), Some(m)) = (mask, &f.masks) {
+                        let word = (rects.len() as u64 - 1) * 4;
+                        (f.below.fp_v1_0().cmd_bind_vertex_buffers)(cb, m.binding, 1, &run_words, &word);
                     }
                     // A member of a masked run: its head recorded it.
                     if *mask != Masked::Member {

@@ -1,30 +1,36 @@
-//! The replays of one area as viewports of one replay (issue 33; design D of
-//! `docs/design/density-map-recording.md`, within an area).
+//! Replays as viewports of one replay (issue 33; designs D and E of
+//! `docs/design/density-map-recording.md`), where the device has
+//! `VK_NV_viewport_array2`.
 //!
-//! The replays of one area share a render pass instance, a scratch target
-//! and a transform (`1/area`, no offset): they differ only in the rectangle
-//! they are scissored to. Recording every captured draw once per replay is
-//! what recording a binned pass costs (the driver's own cost of a draw, times
-//! the replays). Where the device has `VK_NV_viewport_array2`, every pipeline
-//! made for a single-view density-map pass gets a partner whose vertex
-//! shader writes `ViewportMaskNV[0]` = the low [`VIEWPORTS`] bits
-//! ([`overlap_shaders::viewport_index::viewport_mask_to`]) with that many
-//! viewports and scissors: the GPU sends each primitive to every viewport.
-//! Up to [`VIEWPORTS`] replays of one area then record the pass once: every
-//! viewport the area's scaled viewport, scissor `k` replay `k`'s rectangle
-//! (empty for the viewports no replay takes), and a `vkCmdClearAttachments`
-//! clears each replay's rectangle. The scratch targets, the composite and
-//! the per-area fragment variants are unchanged: a fragment is shaded where
-//! and at the area it was before.
+//! Recording a binned pass costs the driver's own cost of a draw times the
+//! replays of each captured draw. Two kinds of replays differ only in the
+//! rectangle they are scissored to: the replays of one area of a host plan
+//! (they share a render pass instance, a scratch target and a transform,
+//! `1/area` with no offset), and the regions of one area of a GPU plan.
+//! Every pipeline made for a single-view density-map pass gets a partner
+//! whose vertex shader writes `ViewportMaskNV[0]` from a `uint` input
+//! ([`overlap_shaders::viewport_index::viewport_mask_from_input`]) fed by a
+//! vertex binding of the layer's ([`Masks::binding`], stride 0: every vertex
+//! reads the same word, a `R32_UINT` attribute at [`Masks::location`]), with
+//! [`VIEWPORTS`] dynamic viewports and scissors: the GPU sends each primitive
+//! to the viewports the word names. Up to [`VIEWPORTS`] replays then record
+//! the pass once: every viewport the area's scaled viewport, scissor `k`
+//! replay (or region) `k`'s rectangle, a `vkCmdClearAttachments` clipped to
+//! each. A host plan's run of `n` replays binds the word `(1 << n) - 1` of
+//! the layer's small buffer of them ([`Masks::run_words`]); a GPU plan binds
+//! the word its plan shader wrote for the group and area (`gpu_plan.rs`).
+//! What is shaded, where and at which area is unchanged (scratch targets,
+//! composite and per-area fragment variants as before).
 //!
 //! The pipelines covered are those the per-view viewports cover (filled
 //! triangles drawn by a vertex shader module, no library, no tessellation,
 //! geometry or mesh stage, one viewport, no `*_WITH_COUNT` dynamic state, a
-//! vertex shader that writes neither `ViewportIndex`, `Layer` nor a mask),
-//! for passes of one view. A pass binding any other pipeline or shader
-//! objects, a multiview pass, or a pass outlined by `fdm_overlay` replays as
-//! before (`replay.rs`, `mask_ready`); `debug_fdm_without=viewport_mask`
-//! turns it off.
+//! vertex shader that writes neither `ViewportIndex`, `Layer` nor a mask)
+//! whose vertex input is static and leaves the layer's binding and location
+//! free, for passes of one view. A pass binding any other pipeline, shader
+//! objects or the layer's binding, a multiview pass, or a pass outlined by
+//! `fdm_overlay` replays as before (`replay.rs`, `mask_ready`; `gpu_plan.rs`,
+//! `plan_masked`); `debug_fdm_without=viewport_mask` turns it off.
 
 use super::multiview_flush::{
     cached, covered, replayed_viewports, rewritten, view_mask, with_vertex, Eligible, Rewritten,
@@ -34,7 +40,6 @@ use crate::device::DeviceCore;
 use crate::ffi::slice;
 use crate::id;
 use ash::vk;
-use overlap_shaders::viewport_index::VIEWPORT_MASK_SPEC_ID;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -43,14 +48,9 @@ use std::sync::Arc;
 /// `VK_NV_viewport_array2`.
 pub const EXTENSION: &CStr = c"VK_NV_viewport_array2";
 
-/// The viewports of a partner: the replays of one area recorded at once
-/// (more are recorded in groups of this many). Four covers a ring of bins
-/// (four rectangles); each viewport a primitive is sent to costs the GPU a
-/// primitive setup, so the mask is not wider than that.
-pub const VIEWPORTS: u32 = 4;
-
-/// The viewports of a GPU plan's partner: a group of regions.
-pub const PLAN_VIEWPORTS: u32 = 16;
+/// The viewports of a partner: the replays of one area (host plan) or the
+/// regions of one group (GPU plan) recorded at once.
+pub const VIEWPORTS: u32 = 16;
 
 /// The viewport-mask partners of a device where they run.
 pub struct Masks {
@@ -59,39 +59,29 @@ pub struct Masks {
     /// Per vertex module and entry point: its rewritten code (validated), or
     /// `None` where it cannot be rewritten.
     pub(super) rewritten: Rewritten,
-    /// The GPU plan's partners, where the GPU plan runs, the application
-    /// enabled dynamic or deferred maps and the device has
-    /// [`PLAN_VIEWPORTS`] viewports.
-    pub plan: Option<PlanMasks>,
-}
-
-/// The GPU plan's partners (design E): each writes the mask the plan shader
-/// wrote for a group of regions and an area, read from the layer's vertex
-/// binding `binding` (stride 0: every vertex reads the same word) at input
-/// `location`.
-pub struct PlanMasks {
-    pub(super) partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
-    pub(super) rewritten: Rewritten,
     /// The vertex binding and input location the layer takes: the device's
     /// last (at most 31).
     pub binding: u32,
     pub location: u32,
+    /// The words `(1 << n) - 1` for `n` = 1..=[`VIEWPORTS`] (word `n - 1`): a
+    /// host plan's run of `n` replays binds its word. Made at first use.
+    runs: Mutex<Option<(vk::Buffer, vk::DeviceMemory)>>,
 }
 
 impl Masks {
-    /// The masks of a device of `limits`, the GPU plan's too where it runs.
-    pub fn new(limits: &vk::PhysicalDeviceLimits, gpu_plan: bool) -> Masks {
-        let plan = (gpu_plan
-            && limits.max_viewports >= PLAN_VIEWPORTS
+    /// The masks of a device of `limits`; `None` where it has fewer than
+    /// [`VIEWPORTS`] viewports or a single vertex binding or attribute.
+    pub fn new(limits: &vk::PhysicalDeviceLimits) -> Option<Masks> {
+        let enough = limits.max_viewports >= VIEWPORTS
             && limits.max_vertex_input_bindings > 1
-            && limits.max_vertex_input_attributes > 1)
-            .then(|| PlanMasks {
-                partners: Default::default(),
-                rewritten: Default::default(),
-                binding: limits.max_vertex_input_bindings.min(32) - 1,
-                location: limits.max_vertex_input_attributes.min(32) - 1,
-            });
-        Masks { partners: Default::default(), rewritten: Default::default(), plan }
+            && limits.max_vertex_input_attributes > 1;
+        enough.then(|| Masks {
+            partners: Default::default(),
+            rewritten: Default::default(),
+            binding: limits.max_vertex_input_bindings.min(32) - 1,
+            location: limits.max_vertex_input_attributes.min(32) - 1,
+            runs: Default::default(),
+        })
     }
 
     /// The partner of `pipeline`, if it has one.
@@ -99,37 +89,76 @@ impl Masks {
         self.partners.lock().get(&pipeline).copied()
     }
 
-    /// The GPU plan's partner of `pipeline`, if it has one.
-    pub fn plan_partner(&self, pipeline: vk::Pipeline) -> Option<vk::Pipeline> {
-        self.plan.as_ref().and_then(|p| p.partners.lock().get(&pipeline).copied())
+    /// The buffer of run masks, made (host-visible, written once) at the
+    /// first call; `None` where it cannot be made.
+    pub(super) fn run_words(&self, f: &Fdm) -> Option<vk::Buffer> {
+        let mut runs = self.runs.lock();
+        if let Some((buffer, _)) = *runs {
+            return Some(buffer);
+        }
+        let words: Vec<u32> = (1..=VIEWPORTS).map(|n| ((1u64 << n) - 1) as u32).collect();
+        let d = &f.below;
+        let size = (words.len() * 4) as u64;
+        let mut made = (vk::Buffer::null(), vk::DeviceMemory::null());
+        // SAFETY: create infos built here from locals; the handles are the layer's own, destroyed on failure
+        // (null ones are ignored); the mapping covers the whole allocation, host-coherent, and is unmapped before use.
+        let r = (|| unsafe {
+            made.0 = d.create_buffer(
+                &vk::BufferCreateInfo::default().size(size).usage(vk::BufferUsageFlags::VERTEX_BUFFER),
+                None,
+            )?;
+            let req = d.get_buffer_memory_requirements(made.0);
+            let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+            let ty = super::memory_type(f, req.memory_type_bits, host).ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
+            made.1 = d.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                None,
+            )?;
+            d.bind_buffer_memory(made.0, made.1, 0)?;
+            let p = d.map_memory(made.1, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())? as *mut u32;
+            std::ptr::copy_nonoverlapping(words.as_ptr(), p, words.len());
+            d.unmap_memory(made.1);
+            Ok::<(), vk::Result>(())
+        })();
+        if r.is_err() {
+            // SAFETY: the layer's own objects, just made, never used.
+            unsafe {
+                d.destroy_buffer(made.0, None);
+                d.free_memory(made.1, None);
+            }
+            return None;
+        }
+        *runs = Some(made);
+        Some(made.0)
     }
-}
 
-/// `words` with entry point `name` writing the mask of [`VIEWPORTS`]
-/// viewports, validated; `None` (logged once per reason) where that cannot
-/// be done.
-fn rewrite(dev: &DeviceCore, words: &[u32], name: &str) -> Option<Arc<Vec<u32>>> {
-    let all = (1u32 << VIEWPORTS) - 1;
-    let pass = |m: &mut rspirv::dr::Module| {
-        overlap_shaders::viewport_index::viewport_mask_to(m, name, all).map_err(|e| e.to_string())
-    };
-    let refused = |why: &str| {
-        format!("a pipeline's vertex shader cannot write a viewport mask ({why}); its passes record each replay of an area apart")
-    };
-    rewritten(dev, words, pass, (id::FDM_VIEWPORT_MASK, refused), "the density map's viewport mask")
+    /// Destroys the partners and the run words.
+    ///
+    /// # Safety
+    /// The device is idle.
+    pub(super) unsafe fn destroy(&self, f: &Fdm) {
+        // SAFETY: the caller's guarantee; the layer's own objects.
+        unsafe {
+            super::multiview_flush::destroy_all(f, &self.partners);
+            if let Some((buffer, memory)) = self.runs.lock().take() {
+                f.below.destroy_buffer(buffer, None);
+                f.below.free_memory(memory, None);
+            }
+        }
+    }
 }
 
 /// `words` with entry point `name` writing the mask read from input
 /// `location`, validated; `None` (logged once per reason) where that cannot
 /// be done.
-fn rewrite_input(dev: &DeviceCore, words: &[u32], name: &str, location: u32) -> Option<Arc<Vec<u32>>> {
+fn rewrite(dev: &DeviceCore, words: &[u32], name: &str, location: u32) -> Option<Arc<Vec<u32>>> {
     let pass = |m: &mut rspirv::dr::Module| {
         overlap_shaders::viewport_index::viewport_mask_from_input(m, name, location).map_err(|e| e.to_string())
     };
     let refused = |why: &str| {
-        format!("a pipeline's vertex shader cannot read the GPU plan's viewport mask ({why}); its passes with a dynamic or deferred map record each region apart")
+        format!("a pipeline's vertex shader cannot write a viewport mask ({why}); its passes record each replay of an area (each region of a GPU plan) apart")
     };
-    rewritten(dev, words, pass, (id::FDM_VIEWPORT_MASK, refused), "the density map's plan mask")
+    rewritten(dev, words, pass, (id::FDM_VIEWPORT_MASK, refused), "the density map's viewport mask")
 }
 
 /// After the pipeline `made` was created: its partner, made where viewport
@@ -148,64 +177,8 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     }
     // SAFETY: as above.
     let Eligible::Yes(at, vs, words, name, _) = (unsafe { covered(f, info, 0) }) else { return };
-    // SAFETY: as above.
-    unsafe { make_constant_partner(dev, f, masks, (cache, info, made), (at, vs, &words, name.clone())) };
-    if let Some(plan) = &masks.plan {
-        // SAFETY: as above.
-        unsafe { make_plan_partner(dev, f, plan, (cache, info, made), (at, vs, &words, name)) };
-    }
-}
-
-/// The constant-mask partner of `made` (made from `info`, its vertex stage
-/// at `at`: module `vs`, `words`, entry point `name`).
-///
-/// # Safety
-/// As [`make_partner`].
-unsafe fn make_constant_partner(
-    dev: &DeviceCore,
-    f: &Fdm,
-    masks: &Masks,
-    (cache, info, made): (vk::PipelineCache, &vk::GraphicsPipelineCreateInfo, vk::Pipeline),
-    (at, vs, words, name): (usize, vk::ShaderModule, &Arc<Vec<u32>>, String),
-) {
-    // SAFETY: the caller's guarantee.
-    let Some(vp) = (unsafe { replayed_viewports(info, VIEWPORTS) }) else { return };
-    // The mask is the constant's default: an application that specializes the reserved id (its module does not
-    // use it: the rewrite refuses those) would set it; that pipeline gets no partner.
-    // SAFETY: as above: `stageCount` valid stages, each specialization info valid where non-null
-    // (VUID-VkPipelineShaderStageCreateInfo-pSpecializationInfo-parameter), with `mapEntryCount` entries.
-    let specialized = unsafe {
-        slice(info.p_stages, info.stage_count)[at].p_specialization_info.as_ref().is_some_and(|s| {
-            slice(s.p_map_entries, s.map_entry_count).iter().any(|e| e.constant_id == VIEWPORT_MASK_SPEC_ID)
-        })
-    };
-    if specialized {
-        return;
-    }
-    let Some(code) = cached(&masks.rewritten, (vs, name), |key| rewrite(dev, words, &key.1)) else { return };
-    // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output), the
-    // viewport counts within `maxViewports` (checked when the layer enabled the extension and `multiViewport`),
-    // viewports and scissors dynamic.
-    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &code), (Some(&vp), None)) } {
-        masks.partners.lock().insert(made, partner);
-    }
-}
-
-/// The GPU plan's partner of `made` (made from `info`, its vertex stage at
-/// `at`: module `vs`, `words`, entry point `name`), where its vertex input is
-/// static and leaves the plan's binding and location alone.
-///
-/// # Safety
-/// As [`make_partner`].
-unsafe fn make_plan_partner(
-    dev: &DeviceCore,
-    f: &Fdm,
-    plan: &PlanMasks,
-    (cache, info, made): (vk::PipelineCache, &vk::GraphicsPipelineCreateInfo, vk::Pipeline),
-    (at, vs, words, name): (usize, vk::ShaderModule, &Arc<Vec<u32>>, String),
-) {
-    // SAFETY: the caller's guarantee: valid when non-null (VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter);
-    // with a vertex stage and static vertex input, `pVertexInputState` is valid
+    // SAFETY: as above: valid when non-null (VUID-VkGraphicsPipelineCreateInfo-pDynamicState-parameter); with a
+    // vertex stage and static vertex input, `pVertexInputState` is valid
     // (VUID-VkGraphicsPipelineCreateInfo-pStages-02097), its arrays of their counts.
     let (dynamic, input) = unsafe {
         let dynamic =
@@ -221,24 +194,24 @@ unsafe fn make_plan_partner(
             slice(input.p_vertex_attribute_descriptions, input.vertex_attribute_description_count),
         )
     };
-    if bindings.iter().any(|b| b.binding == plan.binding) || attributes.iter().any(|a| a.location == plan.location) {
+    if bindings.iter().any(|b| b.binding == masks.binding) || attributes.iter().any(|a| a.location == masks.location) {
         return;
     }
-    // SAFETY: the caller's guarantee.
-    let Some(vp) = (unsafe { replayed_viewports(info, PLAN_VIEWPORTS) }) else { return };
-    let Some(code) = cached(&plan.rewritten, (vs, name), |key| rewrite_input(dev, words, &key.1, plan.location)) else {
+    // SAFETY: as above.
+    let Some(vp) = (unsafe { replayed_viewports(info, VIEWPORTS) }) else { return };
+    let Some(code) = cached(&masks.rewritten, (vs, name), |key| rewrite(dev, &words, &key.1, masks.location)) else {
         return;
     };
     let mut bindings = bindings.to_vec();
     bindings.push(vk::VertexInputBindingDescription {
-        binding: plan.binding,
+        binding: masks.binding,
         stride: 0,
         input_rate: vk::VertexInputRate::VERTEX,
     });
     let mut attributes = attributes.to_vec();
     attributes.push(vk::VertexInputAttributeDescription {
-        location: plan.location,
-        binding: plan.binding,
+        location: masks.location,
+        binding: masks.binding,
         format: vk::Format::R32_UINT,
         offset: 0,
     });
@@ -247,10 +220,11 @@ unsafe fn make_plan_partner(
         (bindings.len() as u32, bindings.as_ptr());
     (vi.vertex_attribute_description_count, vi.p_vertex_attribute_descriptions) =
         (attributes.len() as u32, attributes.as_ptr());
-    // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus the input the new attribute
-    // feeds, `R32_UINT` to a `uint`, a format every device reads as a vertex attribute), the binding and location
-    // unused by the pipeline and within the device's limits, viewports and scissors dynamic.
+    // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output and the
+    // input the new attribute feeds, `R32_UINT` to a `uint`, a format every device reads as a vertex attribute), the
+    // binding and location unused by the pipeline and within the device's limits, the viewport counts within
+    // `maxViewports` (`Masks::new`; the layer enabled `multiViewport`), viewports and scissors dynamic.
     if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, code.as_slice()), (Some(&vp), Some(&vi))) } {
-        plan.partners.lock().insert(made, partner);
+        masks.partners.lock().insert(made, partner);
     }
 }
