@@ -226,5 +226,6 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     // `maxViewports` (`Masks::new`; the layer enabled `multiViewport`), viewports and scissors dynamic.
     if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, code.as_slice()), (Some(&vp), Some(&vi))) } {
         masks.partners.lock().insert(made, partner);
+        dev.log().debug(id::FDM_VIEWPORT_MASK, &format!("pipeline {made:?}: viewport-mask partner {partner:?}"));
     }
 }
