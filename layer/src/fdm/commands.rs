@@ -429,18 +429,17 @@ impl Transform<'_> {
     /// empty by the clip are dropped. Masked, each is clipped to each
     /// replay's rectangle.
     pub(super) fn clear_rects(&self, rects: &[vk::ClearRect]) -> Vec<vk::ClearRect> {
-        let clips: Vec<Option<Rect>> = match self.views {
-            Some(views) if self.mask != MaskFrom::None => views.iter().copied().flatten().map(Some).collect(),
-            _ => vec![self.clip],
+        let clipped = |clip: Option<Rect>| {
+            let t = Transform { clip, views: None, ..*self };
+            rects.iter().map(move |r| vk::ClearRect { rect: t.rect(&r.rect), ..*r })
         };
-        clips
-            .iter()
-            .flat_map(|c| {
-                let t = Transform { clip: *c, views: None, ..*self };
-                rects.iter().map(move |r| vk::ClearRect { rect: t.rect(&r.rect), ..*r })
-            })
-            .filter(|r| r.rect.extent.width > 0 && r.rect.extent.height > 0)
-            .collect()
+        let nonempty = |r: &vk::ClearRect| r.rect.extent.width > 0 && r.rect.extent.height > 0;
+        match self.views {
+            Some(views) if self.mask != MaskFrom::None => {
+                views.iter().flatten().flat_map(|c| clipped(Some(*c))).filter(nonempty).collect()
+            }
+            _ => clipped(self.clip).filter(nonempty).collect(),
+        }
     }
 }
 

@@ -387,22 +387,8 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
 /// nothing it records binds the layer's vertex binding, sets viewports or
 /// scissors with a count, or binds shader objects.
 fn plan_masked(f: &Fdm, pass: &Pass, view_mask: u32) -> bool {
-    let Some(masks) = f.masks.as_ref() else { return false };
-    if view_mask != 0 || f.controls.without_viewport_mask {
-        return false;
-    }
-    let pipelines = f.pipelines.lock();
-    pass.state.commands().chain(&pass.cmds).all(|c| match c {
-        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => {
-            (0..AREAS.len()).filter(|&ai| candidate(f, ai)).all(|ai| {
-                let chosen = pipelines.get(p).and_then(|i| i.variants.get(&AREAS[ai]).copied()).unwrap_or(*p);
-                masks.partner(chosen).is_some()
-            })
-        }
-        Cmd::BindVertex { first, buffers, .. } => !(*first..*first + buffers.len() as u32).contains(&masks.binding),
-        Cmd::BindShaders(_) | Cmd::ViewportCount(_) | Cmd::ScissorCount(_) => false,
-        _ => true,
-    })
+    let areas: Vec<(u32, u32)> = (0..AREAS.len()).filter(|&ai| candidate(f, ai)).map(|ai| AREAS[ai]).collect();
+    view_mask == 0 && super::viewport_mask::covers(f, pass, &areas)
 }
 
 /// Whether a replay can record the pass's commands; `Err(why)` for a pipeline without the per-area variants (or

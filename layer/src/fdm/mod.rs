@@ -754,7 +754,7 @@ pub unsafe fn prepare<'a>(
         && !Controls::from_settings(&c.inst.settings).without_viewport_mask
         && core.multi_viewport == vk::TRUE
         // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
-        && unsafe { c.inst.fns.get_physical_device_properties(c.pd) }.limits.max_viewports >= viewport_mask::VIEWPORTS;
+        && viewport_mask::Masks::fits(&unsafe { c.inst.fns.get_physical_device_properties(c.pd) }.limits);
     // SAFETY: the caller's guarantee.
     match unsafe { strip(down, conditional, flush, (storage, per_view, mask)) } {
         Ok(s) => Ok(Some(s)),

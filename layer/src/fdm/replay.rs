@@ -279,7 +279,8 @@ unsafe fn input_substs(
 /// replay apart.
 fn masked(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], single_view: bool) -> (Vec<Masked>, vk::Buffer) {
     let apart = || (vec![Masked::Apart; planned.len()], vk::Buffer::null());
-    if !single_view || !mask_ready(f, pass, planned) {
+    let areas: Vec<(u32, u32)> = planned.iter().map(|r| r.replay.area).collect();
+    if !single_view || !super::viewport_mask::covers(f, pass, &areas) {
         return apart();
     }
     let runs = masked_runs(planned, super::viewport_mask::VIEWPORTS as usize);
@@ -291,20 +292,6 @@ fn masked(f: &Fdm, pass: &Pass, planned: &[PlannedReplay], single_view: bool) ->
         Some(words) => (runs, words),
         None => apart(),
     }
-}
-
-fn mask_ready(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> bool {
-    let Some(masks) = f.masks.as_ref().filter(|_| !f.controls.without_viewport_mask) else { return false };
-    let pipelines = f.pipelines.lock();
-    pass.state.commands().chain(&pass.cmds).all(|c| match c {
-        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => planned.iter().all(|r| {
-            let chosen = pipelines.get(p).and_then(|i| i.variants.get(&r.replay.area).copied()).unwrap_or(*p);
-            masks.partner(chosen).is_some()
-        }),
-        Cmd::BindVertex { first, buffers, .. } => !(*first..*first + buffers.len() as u32).contains(&masks.binding),
-        Cmd::BindShaders(_) | Cmd::ViewportCount(_) | Cmd::ScissorCount(_) => false,
-        _ => true,
-    })
 }
 
 /// Why `planned` cannot be recorded for `pass`, if a pipeline whose fragment

@@ -188,6 +188,7 @@ pub(super) enum Masked {
 /// plans an area's replays; none outlined); a head of none stays apart.
 pub(super) fn masked_runs(planned: &[PlannedReplay], max: usize) -> Vec<Masked> {
     let renders = |p: &PlannedReplay| p.steps.iter().filter(|s| matches!(s, Step::Render { .. })).count();
+    let ends = |p: &PlannedReplay| p.steps.iter().any(|s| matches!(s, Step::Render { end: true, .. }));
     let member = |head: &PlannedReplay, p: &PlannedReplay| {
         p.target == Target::Scratch
             && p.replay.area == head.replay.area
@@ -198,7 +199,6 @@ pub(super) fn masked_runs(planned: &[PlannedReplay], max: usize) -> Vec<Masked> 
     let mut i = 0;
     while i < planned.len() {
         let head = &planned[i];
-        let ends = |p: &PlannedReplay| p.steps.iter().any(|s| matches!(s, Step::Render { end: true, .. }));
         let mut n = 1;
         if head.target == Target::Scratch && !head.outline && renders(head) == 1 && !ends(head) {
             while n < max && i + n < planned.len() && member(head, &planned[i + n]) {

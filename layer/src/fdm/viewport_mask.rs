@@ -29,9 +29,11 @@
 //! whose vertex input is static and leaves the layer's binding and location
 //! free, for passes of one view. A pass binding any other pipeline, shader
 //! objects or the layer's binding, a multiview pass, or a pass outlined by
-//! `fdm_overlay` replays as before (`replay.rs`, `mask_ready`; `gpu_plan.rs`,
-//! `plan_masked`); `debug_fdm_without=viewport_mask` turns it off.
+//! `fdm_overlay` replays as before ([`covers`], which `replay.rs` and
+//! `gpu_plan.rs` ask); `debug_fdm_without=viewport_mask` turns it off.
 
+use super::commands::Cmd;
+use super::model::Pass;
 use super::multiview_flush::{
     cached, covered, replayed_viewports, rewritten, view_mask, with_vertex, Eligible, Rewritten,
 };
@@ -69,13 +71,19 @@ pub struct Masks {
 }
 
 impl Masks {
-    /// The masks of a device of `limits`; `None` where it has fewer than
-    /// [`VIEWPORTS`] viewports or a single vertex binding or attribute.
-    pub fn new(limits: &vk::PhysicalDeviceLimits) -> Option<Masks> {
-        let enough = limits.max_viewports >= VIEWPORTS
+    /// Whether a device of `limits` can run the masks: [`VIEWPORTS`]
+    /// viewports, a vertex binding and an attribute for the layer besides
+    /// the application's.
+    pub fn fits(limits: &vk::PhysicalDeviceLimits) -> bool {
+        limits.max_viewports >= VIEWPORTS
             && limits.max_vertex_input_bindings > 1
-            && limits.max_vertex_input_attributes > 1;
-        enough.then(|| Masks {
+            && limits.max_vertex_input_attributes > 1
+    }
+
+    /// The masks of a device of `limits`; `None` where they do not
+    /// [`fit`](Masks::fits).
+    pub fn new(limits: &vk::PhysicalDeviceLimits) -> Option<Masks> {
+        Masks::fits(limits).then(|| Masks {
             partners: Default::default(),
             rewritten: Default::default(),
             binding: limits.max_vertex_input_bindings.min(32) - 1,
@@ -146,6 +154,27 @@ impl Masks {
             }
         }
     }
+}
+
+/// Whether the replays of `pass` at `areas` can bind the partners: the masks
+/// run (and `debug_fdm_without=viewport_mask` is not set), every graphics
+/// pipeline the pass binds has its partner at each of `areas` (its per-area
+/// variant's where it has one), and nothing it records binds the layer's
+/// vertex binding, sets viewports or scissors with a count, or binds shader
+/// objects. The host plan's check (`replay.rs`) and the GPU plan's
+/// (`gpu_plan.rs`).
+pub(super) fn covers(f: &Fdm, pass: &Pass, areas: &[(u32, u32)]) -> bool {
+    let Some(masks) = f.masks.as_ref().filter(|_| !f.controls.without_viewport_mask) else { return false };
+    let pipelines = f.pipelines.lock();
+    pass.state.commands().chain(&pass.cmds).all(|c| match c {
+        Cmd::BindPipeline(vk::PipelineBindPoint::GRAPHICS, p) => areas.iter().all(|area| {
+            let chosen = pipelines.get(p).and_then(|i| i.variants.get(area).copied()).unwrap_or(*p);
+            masks.partner(chosen).is_some()
+        }),
+        Cmd::BindVertex { first, buffers, .. } => !(*first..*first + buffers.len() as u32).contains(&masks.binding),
+        Cmd::BindShaders(_) | Cmd::ViewportCount(_) | Cmd::ScissorCount(_) => false,
+        _ => true,
+    })
 }
 
 /// `words` with entry point `name` writing the mask read from input
