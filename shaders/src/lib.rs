@@ -25,6 +25,7 @@ pub mod spinlock;
 pub(crate) mod testing;
 mod values;
 pub mod varyings;
+pub mod viewport_broadcast;
 pub mod viewport_index;
 
 pub use malformed::{check, Malformed, MAX_DEPTH};

@@ -43,6 +43,8 @@ pub enum Unsupported {
     SpecIdTaken(u32),
     #[error("input location {0} is the shader's own")]
     LocationTaken(u32),
+    #[error("no output location is free for the mask (the next is {0})")]
+    NoOutputLocation(u32),
     #[error("malformed module: {0}")]
     Malformed(#[from] crate::Malformed),
 }
@@ -113,7 +115,7 @@ pub fn viewport_mask(module: &mut Module, entry: &str) -> Result<(), Unsupported
 /// mask where the pipeline does not specialize it (the layer's density-map
 /// partners, whose specialization info stays the application's).
 pub fn viewport_mask_to(module: &mut Module, entry: &str, default: u32) -> Result<(), Unsupported> {
-    write_mask(module, entry, Mask::Constant(default))
+    write_mask(module, entry, Mask::Constant(default), None)
 }
 
 /// Makes the vertex entry point `entry` write `ViewportMaskNV[0]` = a new
@@ -122,7 +124,23 @@ pub fn viewport_mask_to(module: &mut Module, entry: &str, default: u32) -> Resul
 /// plan shader wrote). Refused as [`viewport_mask`], and where an input of
 /// the module reaches `location`.
 pub fn viewport_mask_from_input(module: &mut Module, entry: &str, location: u32) -> Result<(), Unsupported> {
-    write_mask(module, entry, Mask::Input(location))
+    write_mask(module, entry, Mask::Input(location), None)
+}
+
+/// Makes the vertex entry point `entry` pass a new `uint` input at
+/// `location` on as a flat `int` output at the first location past the
+/// module's own outputs (returned): the mask a broadcasting geometry shader
+/// reads ([`crate::viewport_broadcast`]), where the driver has no
+/// `ViewportMaskNV`. Refused as [`viewport_mask_from_input`], and where that
+/// output location would not be below `limit` (the device's output
+/// locations).
+pub fn mask_to_output(module: &mut Module, entry: &str, location: u32, limit: u32) -> Result<u32, Unsupported> {
+    let at = crate::ir::max_location(module, StorageClass::Output).map_or(0, |l| l.saturating_add(1));
+    if at >= limit {
+        return Err(Unsupported::NoOutputLocation(at));
+    }
+    write_mask(module, entry, Mask::Input(location), Some(at))?;
+    Ok(at)
 }
 
 /// Where the mask comes from.
@@ -133,7 +151,9 @@ enum Mask {
     Input(u32),
 }
 
-fn write_mask(module: &mut Module, entry: &str, source: Mask) -> Result<(), Unsupported> {
+/// Writes the mask from `source` to `ViewportMaskNV[0]`, or (`output`) to a
+/// flat `int` output at that location.
+fn write_mask(module: &mut Module, entry: &str, source: Mask, output: Option<u32>) -> Result<(), Unsupported> {
     crate::check(module)?;
     let mut m = module.clone();
     let (ep, main) = entry_function(&m, entry)?;
@@ -165,15 +185,8 @@ fn write_mask(module: &mut Module, entry: &str, source: Mask) -> Result<(), Unsu
             return Err(Unsupported::LocationTaken(l));
         }
     }
-    add_capability(&mut m, Capability::ShaderViewportMaskNV);
-    add_extension(&mut m, "SPV_NV_viewport_array2");
     let int = find_or_add(&mut m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)]);
     let uint = find_or_add(&mut m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(0)]);
-    let one = constant(&mut m, uint, 1);
-    let array = find_or_add(&mut m, Op::TypeArray, None, vec![Operand::IdRef(int), Operand::IdRef(one)]);
-    let ptr = pointer_type(&mut m, StorageClass::Output, array);
-    let out = new_variable(&mut m, ptr, StorageClass::Output, ep);
-    decorate(&mut m, out, Decoration::BuiltIn, vec![Operand::BuiltIn(BuiltIn::ViewportMaskNV)]);
     let (mask, mut code) = match source {
         Mask::Constant(default) => {
             // A specialization constant is never shared with an identical one: a new id.
@@ -199,13 +212,33 @@ fn write_mask(module: &mut Module, entry: &str, source: Mask) -> Result<(), Unsu
             (mask, code)
         }
     };
-    let zero = constant(&mut m, int, 0);
     let element = pointer_type(&mut m, StorageClass::Output, int);
-    let at = fresh(&mut m);
-    code.extend([
-        Instruction::new(Op::AccessChain, Some(element), Some(at), vec![Operand::IdRef(out), Operand::IdRef(zero)]),
-        Instruction::new(Op::Store, None, None, vec![Operand::IdRef(at), Operand::IdRef(mask)]),
-    ]);
+    let target = match output {
+        None => {
+            add_capability(&mut m, Capability::ShaderViewportMaskNV);
+            add_extension(&mut m, "SPV_NV_viewport_array2");
+            let one = constant(&mut m, uint, 1);
+            let array = find_or_add(&mut m, Op::TypeArray, None, vec![Operand::IdRef(int), Operand::IdRef(one)]);
+            let ptr = pointer_type(&mut m, StorageClass::Output, array);
+            let out = new_variable(&mut m, ptr, StorageClass::Output, ep);
+            decorate(&mut m, out, Decoration::BuiltIn, vec![Operand::BuiltIn(BuiltIn::ViewportMaskNV)]);
+            let (zero, at) = (constant(&mut m, int, 0), fresh(&mut m));
+            code.push(Instruction::new(
+                Op::AccessChain,
+                Some(element),
+                Some(at),
+                vec![Operand::IdRef(out), Operand::IdRef(zero)],
+            ));
+            at
+        }
+        Some(location) => {
+            let out = new_variable(&mut m, element, StorageClass::Output, ep);
+            decorate(&mut m, out, Decoration::Location, vec![Operand::LiteralBit32(location)]);
+            decorate(&mut m, out, Decoration::Flat, vec![]);
+            out
+        }
+    };
+    code.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(target), Operand::IdRef(mask)]));
     if !prepend_to_function(&mut m, main, code) {
         return Err(Unsupported::NoBody);
     }

@@ -639,6 +639,10 @@ pub struct Controls {
     /// the pass each (no viewport-mask partners; the earlier path, for the
     /// benchmarks and the tests).
     pub without_viewport_mask: bool,
+    /// `debug_fdm_without=viewport_mask_nv`: the viewport masks broadcast
+    /// through the layer's geometry shader even where the device has
+    /// `VK_NV_viewport_array2` (the geometry path tried on such a device).
+    pub without_viewport_mask_nv: bool,
     /// `debug_fdm_without=gpu_plan_by_draw`: the GPU plan always replays the
     /// whole pass per region and area (the other form, for the tests).
     pub without_gpu_plan_by_draw: bool,
@@ -679,6 +683,7 @@ impl Controls {
             without_region_clears: has("region_clears"),
             without_per_view_viewports: has("per_view_viewports"),
             without_viewport_mask: has("viewport_mask"),
+            without_viewport_mask_nv: has("viewport_mask_nv"),
             without_app_conditional: has("app_conditional"),
             scratch_per_command_buffer: has("scratch_per_command_buffer"),
         }
@@ -747,14 +752,16 @@ pub unsafe fn prepare<'a>(
         && c.facts.has_extension(per_view::EXTENSION.to_str().unwrap_or_default())
         && !Controls::from_settings(&c.inst.settings).without_per_view_viewports
         && core.multi_viewport == vk::TRUE;
-    // The replays of one area as viewports (single-view passes): the mask needs `multiViewport` and as many viewports.
-    let mask = mode == Mode::Binned
-        && v11
-        && c.facts.has_extension(viewport_mask::EXTENSION.to_str().unwrap_or_default())
-        && !Controls::from_settings(&c.inst.settings).without_viewport_mask
-        && core.multi_viewport == vk::TRUE
-        // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
-        && viewport_mask::Masks::fits(&unsafe { c.inst.fns.get_physical_device_properties(c.pd) }.limits);
+    // The replays of one area as viewports (single-view passes): the mask needs `multiViewport` and as many
+    // viewports, and the NVIDIA extension or a geometry stage.
+    let controls = Controls::from_settings(&c.inst.settings);
+    let nv = c.facts.has_extension(viewport_mask::EXTENSION.to_str().unwrap_or_default())
+        && !controls.without_viewport_mask_nv;
+    // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
+    let limits = unsafe { c.inst.fns.get_physical_device_properties(c.pd) }.limits;
+    let mask = (mode == Mode::Binned && v11 && !controls.without_viewport_mask)
+        .then(|| viewport_mask::Broadcast::of(&limits, &core, nv))
+        .flatten();
     // SAFETY: the caller's guarantee.
     match unsafe { strip(down, conditional, flush, (storage, per_view, mask)) } {
         Ok(s) => Ok(Some(s)),
@@ -781,9 +788,9 @@ pub struct StrippedFdm<'a> {
     /// The layer enabled `multiViewport` and
     /// `VK_EXT_shader_viewport_index_layer` for per-view viewports.
     pub per_view: bool,
-    /// The layer enabled `multiViewport` and `VK_NV_viewport_array2` for
-    /// the viewport masks ([`viewport_mask`]).
-    pub viewport_mask: bool,
+    /// The layer enabled `multiViewport` and `VK_NV_viewport_array2` (or
+    /// `geometryShader`) for the viewport masks ([`viewport_mask`]).
+    pub viewport_mask: Option<viewport_mask::Broadcast>,
     _names: Vec<*const c_char>,
     _chain: Chain,
     /// The application's `pEnabledFeatures` with the layer's feature added,
@@ -814,7 +821,7 @@ pub unsafe fn strip<'a>(
     info: &vk::DeviceCreateInfo<'a>,
     conditional: bool,
     flush: bool,
-    (storage, per_view, mask): (bool, bool, bool),
+    (storage, per_view, mask): (bool, bool, Option<viewport_mask::Broadcast>),
 ) -> Result<StrippedFdm<'a>, StripError> {
     // SAFETY: the caller's guarantee: a valid create info.
     let (kept, mut enabled) = unsafe { crate::ffi::extensions_without(info, EXTENSION) };
@@ -898,24 +905,29 @@ pub unsafe fn strip<'a>(
     let flush = flush && enabled && unsafe { multiview_flush::enable(info, &mut kept, &mut chain) };
     // `shaderStorageImageWriteWithoutFormat` for the compute composite, `multiViewport` for per-view viewports;
     // neither where the application's feature structure lies beyond what the layer could copy.
-    let (storage, per_view, mask) = (storage && gpu_plan, per_view && enabled, mask && enabled);
+    let (storage, per_view, mask) = (storage && gpu_plan, per_view && enabled, mask.filter(|_| enabled));
     // SAFETY: as above.
-    let features = (storage || per_view || mask).then(|| unsafe {
+    let features = (storage || per_view || mask.is_some()).then(|| unsafe {
         crate::pnext::enable_core_features(info, &mut chain, |f| {
             if storage {
                 f.shader_storage_image_write_without_format = vk::TRUE;
             }
-            if per_view || mask {
+            if per_view || mask.is_some() {
                 f.multi_viewport = vk::TRUE;
+            }
+            if mask == Some(viewport_mask::Broadcast::Geometry) {
+                f.geometry_shader = vk::TRUE;
             }
         })
     });
     let enabled_any = features.as_ref().is_some_and(Option::is_some);
     let features = features.flatten().flatten();
     let (storage_composite, mut per_view) = (storage && enabled_any, per_view && enabled_any);
-    let viewport_mask = mask && enabled_any;
+    let viewport_mask = mask.filter(|_| enabled_any);
     // SAFETY: as above.
-    if viewport_mask && !unsafe { crate::ffi::extensions_without(info, viewport_mask::EXTENSION) }.1 {
+    if viewport_mask == Some(viewport_mask::Broadcast::MaskNV)
+        && !unsafe { crate::ffi::extensions_without(info, viewport_mask::EXTENSION) }.1
+    {
         kept.push(viewport_mask::EXTENSION.as_ptr());
     }
     // With the extension, a Vulkan 1.2 feature structure must enable both of its output built-ins
@@ -1126,7 +1138,7 @@ impl Fdm {
         // SAFETY: the device's physical device, of its instance.
         let limits = unsafe { core.instance.fns.get_physical_device_properties(core.physical_device) }.limits;
         fdm.per_view = s.per_view.then(|| per_view::PerView::new(limits.max_viewports));
-        fdm.masks = if s.viewport_mask { viewport_mask::Masks::new(&limits) } else { None };
+        fdm.masks = s.viewport_mask.and_then(|b| viewport_mask::Masks::new(&limits, b));
         fdm.multi_draw = core.state.multi_draw.clone();
         fdm
     }

@@ -363,7 +363,7 @@ pub(super) unsafe fn gated_partner(
     let Some(flush) = &f.flush else { return };
     let Some(gated) = cached(gated, key, |key| gate(dev, code, &key.1)) else { return };
     // SAFETY: the caller's guarantee; the gated code is validated, with the same interface.
-    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &gated), (viewport, None)) } {
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &gated, None), (viewport, None)) } {
         flush.partners.lock().insert(made, partner);
         flush.any.store(true, std::sync::atomic::Ordering::Release);
     }
@@ -410,7 +410,8 @@ pub(super) fn cached(
 }
 
 /// A pipeline like `info`'s with the vertex stage at `at` running `code`
-/// (and, given, `viewport` as its viewport state), through `f.below`
+/// (given, a geometry stage running `geometry`'s entry point `main`, and
+/// `viewport` as its viewport state), through `f.below`
 /// without an allocator: a partner of the layer's. Creation feedback is the
 /// application's pipeline's, so the partner's creation leaves it alone.
 /// `None` where a creation failed.
@@ -418,31 +419,50 @@ pub(super) fn cached(
 /// # Safety
 /// `info` is a valid create info of `f`'s device; `code` is validated code
 /// with the interface of the stage it replaces (plus built-in outputs and,
-/// given `vertex_input`, the inputs it adds); `viewport` and `vertex_input`
-/// are valid for the pipeline.
+/// given `vertex_input`, the inputs it adds); `geometry`, given, validated
+/// code whose outputs are `code`'s and whose inputs `code` writes (the
+/// pipeline has no geometry or tessellation stage, the device enabled
+/// `geometryShader`); `viewport` and `vertex_input` are valid for the
+/// pipeline.
 pub(super) unsafe fn with_vertex(
     dev: &DeviceCore,
     f: &Fdm,
     cache: vk::PipelineCache,
     info: &vk::GraphicsPipelineCreateInfo,
-    (at, code): (usize, &[u32]),
+    (at, code, geometry): (usize, &[u32], Option<&[u32]>),
     (viewport, vertex_input): (
         Option<&vk::PipelineViewportStateCreateInfo>,
         Option<&vk::PipelineVertexInputStateCreateInfo>,
     ),
 ) -> Option<vk::Pipeline> {
-    let mci = vk::ShaderModuleCreateInfo { code_size: code.len() * 4, p_code: code.as_ptr(), ..Default::default() };
-    let mut module = vk::ShaderModule::null();
     let d = f.below.fp_v1_0();
-    // SAFETY: a create info built here over live validated code.
-    if unsafe { (d.create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module) } != vk::Result::SUCCESS {
-        return None;
-    }
+    let make = |code: &[u32]| {
+        let mci = vk::ShaderModuleCreateInfo { code_size: code.len() * 4, p_code: code.as_ptr(), ..Default::default() };
+        let mut module = vk::ShaderModule::null();
+        // SAFETY: a create info built here over live validated code.
+        let r = unsafe { (d.create_shader_module)(dev.handle, &mci, std::ptr::null(), &mut module) };
+        (r == vk::Result::SUCCESS).then_some(module)
+    };
+    let module = make(code)?;
+    let gs = match geometry.map(make) {
+        Some(None) => {
+            // SAFETY: the module just made, unused.
+            unsafe { (d.destroy_shader_module)(dev.handle, module, std::ptr::null()) };
+            return None;
+        }
+        other => other.flatten(),
+    };
     // SAFETY: as for `info` (the caller's guarantee): `stageCount` valid stages.
     let mut stages = unsafe { slice(info.p_stages, info.stage_count) }.to_vec();
     stages[at].module = module;
+    if let Some(gs) = gs {
+        stages.push(
+            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::GEOMETRY).module(gs).name(c"main"),
+        );
+    }
     let mut copy = *info;
     copy.p_stages = stages.as_ptr();
+    copy.stage_count = stages.len() as u32;
     if let Some(v) = viewport {
         copy.p_viewport_state = v;
     }
@@ -464,6 +484,9 @@ pub(super) unsafe fn with_vertex(
     let r = unsafe {
         let r = (d.create_graphics_pipelines)(dev.handle, cache, 1, &copy, std::ptr::null(), &mut partner);
         (d.destroy_shader_module)(dev.handle, module, std::ptr::null());
+        if let Some(gs) = gs {
+            (d.destroy_shader_module)(dev.handle, gs, std::ptr::null());
+        }
         r
     };
     drop(chain);

@@ -102,7 +102,7 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     let Some(code) = cached(&pv.rewritten, key.clone(), |key| rewrite(dev, &words, &key.1)) else { return };
     // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output), the
     // viewport counts within `maxViewports` (the layer enabled `multiViewport`), viewports and scissors dynamic.
-    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &code), (Some(&vp), None)) } {
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, &code, None), (Some(&vp), None)) } {
         pv.partners.lock().insert(made, partner);
         // Where lavapipe's multiview flush runs too, the partner gets the flush's partner in turn: its code gated.
         // SAFETY: as above; `partner` was just made so.

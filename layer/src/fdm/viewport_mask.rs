@@ -54,13 +54,52 @@ pub const EXTENSION: &CStr = c"VK_NV_viewport_array2";
 /// regions of one group (GPU plan) recorded at once.
 pub const VIEWPORTS: u32 = 16;
 
+/// How a partner sends a primitive to the viewports of its mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Broadcast {
+    /// The vertex shader writes `ViewportMaskNV` (`VK_NV_viewport_array2`).
+    MaskNV,
+    /// A geometry shader of the layer's emits the triangle once per viewport
+    /// of the mask ([`overlap_shaders::viewport_broadcast`]): devices with
+    /// `geometryShader` and `multiViewport` but without the NVIDIA extension.
+    Geometry,
+}
+
+impl Broadcast {
+    /// The broadcast a device of `limits` and `features` runs: the NVIDIA
+    /// mask where it has the extension (`nv`), else a geometry shader where
+    /// it can run one of [`VIEWPORTS`] invocations; `None` without
+    /// `multiViewport` or where [`Masks::fits`] does not hold.
+    pub fn of(limits: &vk::PhysicalDeviceLimits, features: &vk::PhysicalDeviceFeatures, nv: bool) -> Option<Broadcast> {
+        let geometry = features.geometry_shader == vk::TRUE
+            && limits.max_geometry_shader_invocations >= overlap_shaders::viewport_broadcast::INVOCATIONS
+            && limits.max_geometry_output_vertices >= 3
+            && limits.max_geometry_input_components >= 8;
+        if features.multi_viewport != vk::TRUE || !Masks::fits(limits) {
+            None
+        } else if nv {
+            Some(Broadcast::MaskNV)
+        } else {
+            geometry.then_some(Broadcast::Geometry)
+        }
+    }
+}
+
 /// The viewport-mask partners of a device where they run.
 pub struct Masks {
+    pub broadcast: Broadcast,
     /// Pipeline (the application's, or a per-area variant) → its partner.
     pub(super) partners: Mutex<HashMap<vk::Pipeline, vk::Pipeline>>,
     /// Per vertex module and entry point: its rewritten code (validated), or
     /// `None` where it cannot be rewritten.
     pub(super) rewritten: Rewritten,
+    /// With [`Broadcast::Geometry`]: per vertex module and entry point, the
+    /// geometry shader that goes with its rewritten code (validated).
+    pub(super) geometry: Rewritten,
+    /// With [`Broadcast::Geometry`]: the output locations its vertex shader
+    /// may use, the mask's included (what the geometry stage takes in and
+    /// emits three vertices of).
+    outputs: u32,
     /// The vertex binding and input location the layer takes: the device's
     /// last (at most 31).
     pub binding: u32,
@@ -82,10 +121,18 @@ impl Masks {
 
     /// The masks of a device of `limits`; `None` where they do not
     /// [`fit`](Masks::fits).
-    pub fn new(limits: &vk::PhysicalDeviceLimits) -> Option<Masks> {
+    pub fn new(limits: &vk::PhysicalDeviceLimits, broadcast: Broadcast) -> Option<Masks> {
+        let components = limits
+            .max_geometry_input_components
+            .min(limits.max_geometry_output_components)
+            .min(limits.max_geometry_total_output_components / 3)
+            .min(limits.max_vertex_output_components);
         Masks::fits(limits).then(|| Masks {
+            broadcast,
             partners: Default::default(),
             rewritten: Default::default(),
+            geometry: Default::default(),
+            outputs: components / 4,
             binding: limits.max_vertex_input_bindings.min(32) - 1,
             location: limits.max_vertex_input_attributes.min(32) - 1,
             runs: Default::default(),
@@ -178,16 +225,35 @@ pub(super) fn covers(f: &Fdm, pass: &Pass, areas: &[(u32, u32)]) -> bool {
 }
 
 /// `words` with entry point `name` writing the mask read from input
-/// `location`, validated; `None` (logged once per reason) where that cannot
-/// be done.
-fn rewrite(dev: &DeviceCore, words: &[u32], name: &str, location: u32) -> Option<Arc<Vec<u32>>> {
-    let pass = |m: &mut rspirv::dr::Module| {
-        overlap_shaders::viewport_index::viewport_mask_from_input(m, name, location).map_err(|e| e.to_string())
+/// `masks.location` (with [`Broadcast::Geometry`]: passing it on to the
+/// geometry shader made beside, kept in `masks.geometry`), validated;
+/// `None` (logged once per reason) where that cannot be done.
+fn rewrite(dev: &DeviceCore, masks: &Masks, words: &[u32], key: &(vk::ShaderModule, String)) -> Option<Arc<Vec<u32>>> {
+    let (name, location) = (key.1.as_str(), masks.location);
+    let mut geometry = None;
+    let pass = |m: &mut rspirv::dr::Module| match masks.broadcast {
+        Broadcast::MaskNV => {
+            overlap_shaders::viewport_index::viewport_mask_from_input(m, name, location).map_err(|e| e.to_string())
+        }
+        Broadcast::Geometry => {
+            let at = overlap_shaders::viewport_index::mask_to_output(m, name, location, masks.outputs)
+                .map_err(|e| e.to_string())?;
+            geometry = Some(overlap_shaders::viewport_broadcast::geometry(m, name, at).map_err(|e| e.to_string())?);
+            Ok(())
+        }
     };
     let refused = |why: &str| {
         format!("a pipeline's vertex shader cannot write a viewport mask ({why}); its passes record each replay of an area (each region of a GPU plan) apart")
     };
-    rewritten(dev, words, pass, (id::FDM_VIEWPORT_MASK, refused), "the density map's viewport mask")
+    let code = rewritten(dev, words, pass, (id::FDM_VIEWPORT_MASK, refused), "the density map's viewport mask")?;
+    if let Some(gs) = geometry {
+        let out = overlap_shaders::assemble(&gs);
+        if !crate::spirv::checked_output(dev, "the density map's viewport broadcast", words, &out) {
+            return None;
+        }
+        masks.geometry.lock().insert(key.clone(), Some(Arc::new(out)));
+    }
+    Some(code)
 }
 
 /// After the pipeline `made` was created: its partner, made where viewport
@@ -228,8 +294,16 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     }
     // SAFETY: as above.
     let Some(vp) = (unsafe { replayed_viewports(info, VIEWPORTS) }) else { return };
-    let Some(code) = cached(&masks.rewritten, (vs, name), |key| rewrite(dev, &words, &key.1, masks.location)) else {
+    let key = (vs, name);
+    let Some(code) = cached(&masks.rewritten, key.clone(), |key| rewrite(dev, masks, &words, key)) else {
         return;
+    };
+    let geometry = match masks.broadcast {
+        Broadcast::MaskNV => None,
+        Broadcast::Geometry => match masks.geometry.lock().get(&key).cloned().flatten() {
+            Some(gs) => Some(gs),
+            None => return,
+        },
     };
     let mut bindings = bindings.to_vec();
     bindings.push(vk::VertexInputBindingDescription {
@@ -253,7 +327,8 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     // input the new attribute feeds, `R32_UINT` to a `uint`, a format every device reads as a vertex attribute), the
     // binding and location unused by the pipeline and within the device's limits, the viewport counts within
     // `maxViewports` (`Masks::new`; the layer enabled `multiViewport`), viewports and scissors dynamic.
-    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, (at, code.as_slice()), (Some(&vp), Some(&vi))) } {
+    let stages = (at, code.as_slice(), geometry.as_ref().map(|g| g.as_slice()));
+    if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, stages, (Some(&vp), Some(&vi))) } {
         masks.partners.lock().insert(made, partner);
         dev.log().debug(id::FDM_VIEWPORT_MASK, &format!("pipeline {made:?}: viewport-mask partner {partner:?}"));
     }
