@@ -813,3 +813,38 @@ fn planted_faults_fire_the_families_never_seen_failing() {
     assert!(verdict.ends_with(&format!("in families: {}", plants.join(", "))), "{}", o.stderr);
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
+
+/// lavapipe has no `VK_NV_viewport_array2`: the replays of one area reach
+/// their viewports through the layer's geometry shader (every output of the
+/// vertex shader passed through, validated, the validation layer silent
+/// below). The matrix's rings (against their per-area references) take that
+/// path on every render pass path, and so do a dynamic map's regions under
+/// the GPU plan's masks; without the viewport masks (the control) the same
+/// checks pass and neither path is taken.
+#[test]
+fn an_areas_replays_reach_their_viewports_through_the_layers_geometry_shader() {
+    for without in ["", "viewport_mask"] {
+        let debug = |args: &[&str]| {
+            let o = run(app(Layers::OverlapOverValidation, args)
+                .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
+                .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without));
+            o.assert_ok();
+            assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
+            let log = format!("{}\n{}", o.stdout, o.stderr);
+            (o, log)
+        };
+        let (o, log) = debug(&["fdm", "quick"]);
+        assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm rings path=")).count(), 3, "{}", o.stdout);
+        let masked = log.lines().filter(|l| l.contains("times: an area's replays as viewports")).count();
+        let broadcast = log.lines().filter(|l| l.contains("the density map's viewport broadcast")).count();
+        let (o, dynamic_log) = debug(&["fdm-dynamic"]);
+        assert!(o.stdout.contains("fdm_dynamic path=Dynamic"), "{}", o.stdout);
+        let planned = dynamic_log.lines().filter(|l| l.contains("under the plan's viewport masks")).count();
+        if without.is_empty() {
+            assert!(masked > 0 && broadcast > 0, "masked {masked}, geometry shaders {broadcast}:\n{log}");
+            assert!(planned > 0, "{dynamic_log}");
+        } else {
+            assert_eq!((masked, broadcast, planned), (0, 0, 0), "the control takes neither path");
+        }
+    }
+}
