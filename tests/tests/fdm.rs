@@ -702,7 +702,7 @@ fn every_draw_kind_passes_the_matrix_checks() {
                 .find(|l| l.starts_with(&format!("fdm_draws kind={kind} path={path} ")))
                 .unwrap_or_else(|| panic!("no line for {kind} {path}:\n{}", o.stdout));
             assert!(line.ends_with(&format!(" same_as={same_as} differ=0")), "{line}");
-            let families = if path == "Dynamic" { 3 } else { 5 };
+            let families = if path == "Dynamic" { 4 } else { 6 };
             assert_eq!(line.matches('=').count(), 2 + families + 2, "{line}");
         }
     }
@@ -713,15 +713,16 @@ fn every_draw_kind_passes_the_matrix_checks() {
 const DRAW_KINDS: [&str; 8] = overlap_tests::draw_kind::NAMES;
 
 /// Its control: the wrong replay (`debug_fdm_misreplay`) fails the reference
-/// checks for every draw kind (both scenes on every path, the two-subpass
-/// pass on both render-pass paths), as it fails the matrix's.
+/// checks for every draw kind (both scenes on every path, the rings — an
+/// area's replays recorded at once as viewports — on every path, the
+/// two-subpass pass on both render-pass paths), as it fails the matrix's.
 #[test]
 fn a_wrong_replay_is_caught_for_every_draw_kind() {
     let o =
         run(app(Layers::OverlapOverValidation, &["fdm-draws"]).env("VK_OVERLAP_EMULATION_DEBUG_FDM_MISREPLAY", "true"));
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     for kind in DRAW_KINDS {
-        for (family, n) in [("references", 6), ("subpasses", 2)] {
+        for (family, n) in [("references", 6), ("rings", 3), ("subpasses", 2)] {
             let prefix = format!("fdm_draws FAILED kind={kind} family={family}:");
             assert_eq!(
                 o.stdout.lines().filter(|l| l.starts_with(&prefix)).count(),
@@ -819,7 +820,8 @@ fn planted_faults_fire_the_families_never_seen_failing() {
 /// vertex shader passed through, validated, the validation layer silent
 /// below). The matrix's rings (against their per-area references) take that
 /// path on every render pass path, and so do a dynamic map's regions under
-/// the GPU plan's masks; without the viewport masks (the control) the same
+/// the GPU plan's masks, and every draw kind's rings (`fdm-draws`: indexed,
+/// indirect, multi-draw); without the viewport masks (the control) the same
 /// checks pass and neither path is taken.
 #[test]
 fn an_areas_replays_reach_their_viewports_through_the_layers_geometry_shader() {
@@ -837,14 +839,19 @@ fn an_areas_replays_reach_their_viewports_through_the_layers_geometry_shader() {
         assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm rings path=")).count(), 3, "{}", o.stdout);
         let masked = log.lines().filter(|l| l.contains("times: an area's replays as viewports")).count();
         let broadcast = log.lines().filter(|l| l.contains("the density map's viewport broadcast")).count();
+        // Every draw kind's rings (against their references; the kinds' own test checks the lines).
+        let (_, draws_log) = debug(&["fdm-draws"]);
+        let draws_masked = draws_log.lines().filter(|l| l.contains("times: an area's replays as viewports")).count();
         let (o, dynamic_log) = debug(&["fdm-dynamic"]);
         assert!(o.stdout.contains("fdm_dynamic path=Dynamic"), "{}", o.stdout);
         let planned = dynamic_log.lines().filter(|l| l.contains("under the plan's viewport masks")).count();
         if without.is_empty() {
             assert!(masked > 0 && broadcast > 0, "masked {masked}, geometry shaders {broadcast}:\n{log}");
             assert!(planned > 0, "{dynamic_log}");
+            // 8 kinds and the direct and indirect pictures they are compared with, on 3 paths.
+            assert_eq!(draws_masked, 30, "{draws_log}");
         } else {
-            assert_eq!((masked, broadcast, planned), (0, 0, 0), "the control takes neither path");
+            assert_eq!((masked, broadcast, planned, draws_masked), (0, 0, 0, 0), "the control takes neither path");
         }
     }
 }

@@ -2417,9 +2417,12 @@ fn fdm_draws(opts: &mut GpuOptions, args: &[String]) -> Result<(), String> {
     let size = (256u32, 256u32);
     let map = Map { width: 8, height: 8, texels: fdm::regions(8, 8) };
     let texel = (fdm::texel_size(size.0, 8, min.width, max.width), fdm::texel_size(size.1, 8, min.height, max.height));
-    // `scene` with the map, drawn as its kind, against references drawn directly without it.
-    let against_references = |scene: &Scene| -> Result<(Vec<[u8; 4]>, u64), String> {
-        let px = fdm::render(&g, &Scene { map: Some(&map), ..*scene });
+    // Rings (a foveated map): each coarse area's bins four rectangles, recorded at once where viewport masks run.
+    let rings = Map { width: 8, height: 8, texels: fdm::rings(8, 8) };
+    // `scene` with `map`, drawn as its kind, against references drawn directly without it.
+    let against = |scene: &Scene, map: &Map| -> Result<(Vec<[u8; 4]>, u64), String> {
+        let px = fdm::render(&g, &Scene { map: Some(map), ..*scene });
+        let size = scene.size;
         let compared = fdm::check_against_references(&px, size, |area| {
             let low = (size.0.div_ceil(area.0), size.1.div_ceil(area.1));
             let viewport = (size.0 as f32 / area.0 as f32, size.1 as f32 / area.1 as f32);
@@ -2428,6 +2431,7 @@ fn fdm_draws(opts: &mut GpuOptions, args: &[String]) -> Result<(), String> {
         })?;
         Ok((px, compared))
     };
+    let against_references = |scene: &Scene| against(scene, &map);
     let mut failures = Vec::new();
     for &path in &fdm::PATHS {
         let passes = path != Path::Dynamic;
@@ -2436,6 +2440,9 @@ fn fdm_draws(opts: &mut GpuOptions, args: &[String]) -> Result<(), String> {
             let mut v = Vec::new();
             let s = Scene { draw_kind: kind, ..Scene::new(path, size, scene_vs, scene_fs, 9) };
             v.push(("references", against_references(&s)));
+            // At 1024² the plan splits each ring into its four rectangles (at 256² it merges them).
+            let big = Scene { draw_kind: kind, ..Scene::new(path, (1024, 1024), scene_vs, scene_fs, 9) };
+            v.push(("rings", against(&big, &rings)));
             let s = Scene {
                 depth: true,
                 compare_ops: true,
