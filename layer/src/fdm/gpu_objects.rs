@@ -51,7 +51,17 @@ pub struct Objects {
     /// their memory and size: the next passes take them (an allocation per
     /// recorded pass costs more than the plan).
     free: Vec<(vk::Buffer, vk::DeviceMemory, u64)>,
+    /// Blocks of device memory plan buffers are bound in (memory type, block,
+    /// bytes used, size): one allocation for many passes, as a command
+    /// buffer recording several planned passes needs a buffer for each
+    /// before any returns. Their buffers return to `free` (uncapped: bounded
+    /// by the passes recorded at once) and the blocks live with the device.
+    blocks: Vec<(u32, vk::DeviceMemory, u64, u64)>,
 }
+
+/// The size of a block of plan-buffer memory (a buffer larger than it gets
+/// an allocation of its own).
+const BLOCK: u64 = 4 << 20;
 
 /// The upscale of one kind of attachment.
 #[derive(Clone, Debug)]
@@ -154,7 +164,9 @@ impl Objects {
     /// No work using them is pending (the shadow pools' rule).
     pub unsafe fn release(&mut self, d: &ash::Device, pool: vk::DescriptorPool) {
         if let Some(mut o) = self.owned.remove(&pool) {
-            if self.free.len() < FREE_BUFFERS && o.buffer != vk::Buffer::null() {
+            // A buffer in a block (no memory of its own) always returns: the block's space is not reclaimed.
+            let in_block = o.memory == vk::DeviceMemory::null();
+            if (in_block || self.free.len() < FREE_BUFFERS) && o.buffer != vk::Buffer::null() {
                 self.free.push((o.buffer, o.memory, o.size));
                 (o.buffer, o.memory) = (vk::Buffer::null(), vk::DeviceMemory::null());
             }
@@ -170,6 +182,9 @@ impl Objects {
         unsafe {
             for (b, m, _) in self.free.drain(..) {
                 d.destroy_buffer(b, None);
+                d.free_memory(m, None);
+            }
+            for (_, m, _, _) in self.blocks.drain(..) {
                 d.free_memory(m, None);
             }
             for (_, o) in self.owned.drain() {
@@ -211,8 +226,9 @@ impl Objects {
                 d.destroy_shader_module(m, None);
             }
         }
-        let (owned, free) = (std::mem::take(&mut self.owned), std::mem::take(&mut self.free));
-        *self = Objects { owned, free, ..Objects::default() };
+        let (owned, free, blocks) =
+            (std::mem::take(&mut self.owned), std::mem::take(&mut self.free), std::mem::take(&mut self.blocks));
+        *self = Objects { owned, free, blocks, ..Objects::default() };
     }
 }
 
@@ -443,7 +459,9 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
 
 /// A device-local buffer of at least `owned.size` bytes for `owned`: a
 /// free one of an earlier pass, or a new one (storage, transfer destination
-/// and, where the device has conditional rendering, its predicates).
+/// and, where the device has conditional rendering, its predicates; vertex
+/// input under viewport masks) bound in a block of [`BLOCK`] bytes shared
+/// with other plan buffers (a larger one in memory of its own).
 ///
 /// # Safety
 /// `o` is `f`'s table; `owned` has no buffer yet.
@@ -470,11 +488,29 @@ pub(super) unsafe fn take_buffer(f: &Fdm, o: &mut Objects, owned: &mut Owned) ->
         let req = d.get_buffer_memory_requirements(owned.buffer);
         let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
             .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
-        owned.memory = d.allocate_memory(
-            &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
-            None,
-        )?;
-        d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
+        let allocate = |size: u64| {
+            d.allocate_memory(&vk::MemoryAllocateInfo::default().allocation_size(size).memory_type_index(ty), None)
+        };
+        if req.size > BLOCK / 4 {
+            owned.memory = allocate(req.size)?;
+            d.bind_buffer_memory(owned.buffer, owned.memory, 0)?;
+            return Ok(());
+        }
+        let align = req.alignment.max(1);
+        let fits = |(t, _, used, size): &(u32, vk::DeviceMemory, u64, u64)| {
+            *t == ty && used.next_multiple_of(align) + req.size <= *size
+        };
+        let k = match o.blocks.iter().position(fits) {
+            Some(k) => k,
+            None => {
+                o.blocks.push((ty, allocate(BLOCK)?, 0, BLOCK));
+                o.blocks.len() - 1
+            }
+        };
+        let (_, memory, used, _) = &mut o.blocks[k];
+        let at = used.next_multiple_of(align);
+        d.bind_buffer_memory(owned.buffer, *memory, at)?;
+        *used = at + req.size;
     }
     Ok(())
 }
