@@ -173,11 +173,14 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
 /// of the written map, not of the contents at recording (4x4 everywhere).
 #[test]
 fn a_dynamic_map_written_by_the_gpu_is_followed() {
-    // Both forms of the replays: the pass once with each run of draws once per region (what this pass of one
-    // draw gets), and the whole pass per region (forced; what passes of many draws get).
-    for (without, form) in
-        [("", "once per area, each run of draws once per region"), ("gpu_plan_by_draw", "per region and area")]
-    {
+    // Every form of the replays: per group of regions under the plan's viewport masks (lavapipe's through the
+    // layer's geometry shader), and without the masks the pass once with each run of draws once per region (what
+    // this pass of one draw gets) and the whole pass per region (forced; what passes of many draws get).
+    for (without, form) in [
+        ("", "per group of regions and area, under the plan's viewport masks"),
+        ("viewport_mask", "once per area, each run of draws once per region"),
+        ("viewport_mask,gpu_plan_by_draw", "per region and area"),
+    ] {
         let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
             .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
             .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without));
@@ -545,9 +548,13 @@ fn pipeline_route_validates_each_module_once() {
     );
     o.assert_ok();
     let checks: Vec<&str> = o.stderr.lines().filter(|l| l.contains("OVERLAP-Shader-Checked")).collect();
-    // 2 pipelines x (9 area variants + the application's module).
-    assert_eq!(checks.len(), 20, "{}", checks.join("\n"));
-    assert!(checks.iter().all(|l| l.contains("the serialized rewrite")), "{}", checks.join("\n"));
+    let count = |what: &str| checks.iter().filter(|l| l.contains(what)).count();
+    // 2 pipelines x (9 area variants + the application's module); the vertex module both pipelines share, once
+    // for the viewport-mask partners (its rewrite, and the geometry shader made from it on lavapipe).
+    assert_eq!(count("the serialized rewrite"), 20, "{}", checks.join("\n"));
+    assert_eq!(count("the density map's viewport mask"), 1, "{}", checks.join("\n"));
+    assert_eq!(count("the density map's viewport broadcast"), 1, "{}", checks.join("\n"));
+    assert_eq!(checks.len(), 22, "{}", checks.join("\n"));
     assert_eq!(o.value("VALIDATION_ERRORS"), Some("0"));
 }
 

@@ -630,6 +630,9 @@ enum Pass {
     ViewportMask,
     /// The same mask from a `uint` input at location 31 (design E).
     MaskInput,
+    /// The mask passed on to the geometry shader made from the vertex
+    /// shader (both outputs validated).
+    Broadcast,
     Link,
 }
 
@@ -808,6 +811,15 @@ fn vertex_passes<'a>(module: &Module, env: TargetEnv) -> Vec<(Pass, Box<dyn FnOn
         pass(module, env, Pass::ViewportIndex, overlap_shaders::viewport_index::per_view),
         pass(module, env, Pass::ViewportMask, overlap_shaders::viewport_index::viewport_mask),
         pass(module, env, Pass::MaskInput, |m, e| overlap_shaders::viewport_index::viewport_mask_from_input(m, e, 31)),
+        (Pass::Broadcast, {
+            let mut m = module.clone();
+            Box::new(move || {
+                let at = overlap_shaders::viewport_index::mask_to_output(&mut m, "main", 31, 16)
+                    .map_err(|e| e.to_string())?;
+                let gs = overlap_shaders::viewport_broadcast::geometry(&m, "main", at).map_err(|e| e.to_string())?;
+                Ok(vec![(assemble(&m), env), (assemble(&gs), env)])
+            })
+        }),
     ]
 }
 
@@ -1105,6 +1117,7 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         Pass::ViewportIndex,
         Pass::ViewportMask,
         Pass::MaskInput,
+        Pass::Broadcast,
         Pass::Link,
     ] {
         print!("{:<12}", format!("{pass:?}"));
