@@ -333,3 +333,57 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
         dev.log().debug(id::FDM_VIEWPORT_MASK, &format!("pipeline {made:?}: viewport-mask partner {partner:?}"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(viewports: u32, invocations: u32) -> vk::PhysicalDeviceLimits {
+        vk::PhysicalDeviceLimits {
+            max_viewports: viewports,
+            max_vertex_input_bindings: 32,
+            max_vertex_input_attributes: 32,
+            max_geometry_shader_invocations: invocations,
+            max_geometry_output_vertices: 256,
+            max_geometry_input_components: 64,
+            ..Default::default()
+        }
+    }
+
+    fn features(multi_viewport: bool, geometry: bool) -> vk::PhysicalDeviceFeatures {
+        vk::PhysicalDeviceFeatures {
+            multi_viewport: multi_viewport.into(),
+            geometry_shader: geometry.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_nvidia_mask_comes_first_then_a_geometry_stage() {
+        let (l, both) = (limits(16, 32), features(true, true));
+        assert_eq!(Broadcast::of(&l, &both, true), Some(Broadcast::MaskNV));
+        assert_eq!(Broadcast::of(&l, &both, false), Some(Broadcast::Geometry));
+        // The mask needs no geometry stage; the geometry stage needs the feature and 16 invocations.
+        assert_eq!(Broadcast::of(&l, &features(true, false), true), Some(Broadcast::MaskNV));
+        assert_eq!(Broadcast::of(&l, &features(true, false), false), None);
+        assert_eq!(Broadcast::of(&limits(16, 8), &both, false), None);
+        // Either needs multiViewport and 16 viewports.
+        assert_eq!(Broadcast::of(&l, &features(false, true), true), None);
+        assert_eq!(Broadcast::of(&limits(8, 32), &both, true), None);
+    }
+
+    #[test]
+    fn the_geometry_stage_bounds_the_vertex_shaders_output_locations() {
+        // lavapipe's: 64 input components, 128 output, 1024 in all → 16 locations.
+        let l = vk::PhysicalDeviceLimits {
+            max_geometry_output_components: 128,
+            max_geometry_total_output_components: 1024,
+            max_vertex_output_components: 128,
+            ..limits(16, 32)
+        };
+        assert_eq!(Masks::new(&l, Broadcast::Geometry).unwrap().outputs, 16);
+        // Three vertices of all the outputs must fit the total.
+        let tight = vk::PhysicalDeviceLimits { max_geometry_total_output_components: 96, ..l };
+        assert_eq!(Masks::new(&tight, Broadcast::Geometry).unwrap().outputs, 8);
+    }
+}
