@@ -2398,6 +2398,7 @@ impl Fdm {
         }
         if let Some(m) = &self.masks {
             multiview_flush::forget_code(&m.rewritten, module);
+            multiview_flush::forget_code(&m.geometry, module);
         }
     }
 

@@ -1,6 +1,8 @@
-//! Replays as viewports of one replay (issue 33; designs D and E of
+//! Replays as viewports of one replay (issue 33; designs D, E and F of
 //! `docs/design/density-map-recording.md`), where the device has
-//! `VK_NV_viewport_array2`.
+//! `VK_NV_viewport_array2` — or, without it, geometry shaders
+//! ([`Broadcast::Geometry`]: the mask passed on to a geometry stage of the
+//! layer's that emits each triangle to the viewports it names).
 //!
 //! Recording a binned pass costs the driver's own cost of a draw times the
 //! replays of each captured draw. Two kinds of replays differ only in the
@@ -326,7 +328,10 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     // SAFETY: the caller's guarantee; the rewritten code is validated (the interface plus a built-in output and the
     // input the new attribute feeds, `R32_UINT` to a `uint`, a format every device reads as a vertex attribute), the
     // binding and location unused by the pipeline and within the device's limits, the viewport counts within
-    // `maxViewports` (`Masks::new`; the layer enabled `multiViewport`), viewports and scissors dynamic.
+    // `maxViewports` (`Masks::new`; the layer enabled `multiViewport`), viewports and scissors dynamic; with
+    // `Broadcast::Geometry` the validated geometry code takes the rewritten vertex shader's outputs (locations within
+    // the geometry stage's limits, `Masks::outputs`) in a pipeline without geometry or tessellation stages
+    // (`covered`), the layer having enabled `geometryShader`.
     let stages = (at, code.as_slice(), geometry.as_ref().map(|g| g.as_slice()));
     if let Some(partner) = unsafe { with_vertex(dev, f, cache, info, stages, (Some(&vp), Some(&vi))) } {
         masks.partners.lock().insert(made, partner);
