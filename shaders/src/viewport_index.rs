@@ -16,12 +16,15 @@
 //! `ViewportIndex` (or `Layer`, which a multiview pass may not write)
 //! already, and an entry function shared with another entry point.
 //!
-//! [`viewport_mask`] is the other rewrite here, for the density map's design
-//! D (docs/design/density-map-recording.md, not yet used by the layer; the
-//! test program's `viewport-mask-bench` runs it on a GPU): the last
-//! pre-rasterization stage (a vertex shader) writes `ViewportMaskNV[0]` (`VK_NV_viewport_array2`)
-//! from a specialization constant, so that each primitive goes to every
-//! viewport of the mask — every replay of a pass in one draw.
+//! The other rewrites here serve the density map's viewport masks (designs
+//! D–F of docs/design/density-map-recording.md): the vertex shader writes
+//! `ViewportMaskNV[0]` (`VK_NV_viewport_array2`) from a specialization
+//! constant ([`viewport_mask`]; the test program's `viewport-mask-bench`) or
+//! from a `uint` input ([`viewport_mask_from_input`], the layer's partners),
+//! so that each primitive goes to every viewport of the mask — several
+//! replays of a pass in one draw; or it passes that input on as an output
+//! ([`mask_to_output`]) to the geometry stage of
+//! [`crate::viewport_broadcast`], where the driver has no mask.
 
 use crate::first_draw::entry_function;
 use crate::ir::{add_capability, add_extension, builtin_inputs, builtin_target, decorate, find_or_add, fresh};
