@@ -75,8 +75,22 @@ pub enum Unsupported {
     BuiltinInBlock,
     #[error("a density built-in's pointer is passed to a function")]
     PointerArgument,
+    #[error("input location {0} is the shader's own")]
+    LocationTaken(u32),
     #[error("malformed module: {0}")]
     Malformed(#[from] crate::Malformed),
+}
+
+/// Where a variant's area comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Constants: the variant renders one area, at the origin of its own
+    /// scratch target.
+    Constant(Params),
+    /// A flat `vec4` input at this location: the fragment area `(x, y)` and
+    /// the origin `(z, w)` of the region its bin was rendered at, and
+    /// `FragInvocationCountEXT`.
+    Input { location: u32, invocations: u32 },
 }
 
 const DENSITY_EXTENSIONS: [&str; 2] = ["SPV_EXT_fragment_invocation_density", "SPV_NV_shading_rate"];
@@ -96,14 +110,61 @@ pub fn reads_frag_coord(m: &Module) -> bool {
 /// Lowers the density built-ins of a fragment shader module for one
 /// variant; on an error the module is left as it was.
 pub fn lower(module: &mut Module, p: &Params) -> Result<Report, Unsupported> {
+    lower_from(module, Source::Constant(*p))
+}
+
+/// [`lower`] for one variant that serves every area (design G of
+/// `docs/design/density-map-recording.md`, not yet used by the layer): the
+/// area and the origin of the region the fragment's bin was rendered at come
+/// from a flat `vec4` input at `location` (`(area.x, area.y, origin.x,
+/// origin.y)`, written per primitive by the stage before), each region
+/// rendered at the top-left of its own rectangle (`x' = (x − origin)/area +
+/// origin`): `FragSizeEXT = area`, `FragCoord.xy = (FragCoord.xy − origin) ·
+/// area + origin`. Refused where an input of the module reaches `location`.
+pub fn lower_from_input(module: &mut Module, invocations: u32, location: u32) -> Result<Report, Unsupported> {
+    lower_from(module, Source::Input { location, invocations })
+}
+
+fn lower_from(module: &mut Module, source: Source) -> Result<Report, Unsupported> {
     crate::check(module)?;
+    if let Source::Input { location, .. } = source {
+        if let Some(l) = crate::ir::max_location(module, StorageClass::Input).filter(|l| *l >= location) {
+            return Err(Unsupported::LocationTaken(l));
+        }
+    }
     let mut out = module.clone();
-    let report = lower_checked(&mut out, p)?;
+    let report = lower_checked(&mut out, source)?;
     *module = out;
     Ok(report)
 }
 
-fn lower_checked(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
+/// The `vec4` flat input at `location` [`Source::Input`] reads, declared.
+fn area_input(m: &mut Module, location: u32) -> Word {
+    let float = find_or_add(m, Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
+    let vec4 = find_or_add(m, Op::TypeVector, None, vec![Operand::IdRef(float), Operand::LiteralBit32(4)]);
+    let ptr = pointer_type(m, StorageClass::Input, vec4);
+    let input = crate::ir::add_io_variable(m, ptr, StorageClass::Input);
+    crate::ir::decorate(m, input, Decoration::Location, vec![Operand::LiteralBit32(location)]);
+    crate::ir::decorate(m, input, Decoration::Flat, vec![]);
+    input
+}
+
+/// Code that loads component `k` of `input` (a `vec4` of `float`).
+fn component(m: &mut Module, input: Word, k: u32, code: &mut Vec<Instruction>) -> Word {
+    let float = find_or_add(m, Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
+    let vec4 = find_or_add(m, Op::TypeVector, None, vec![Operand::IdRef(float), Operand::LiteralBit32(4)]);
+    let (load, out) = (fresh(m), fresh(m));
+    code.push(Instruction::new(Op::Load, Some(vec4), Some(load), vec![Operand::IdRef(input)]));
+    code.push(Instruction::new(
+        Op::CompositeExtract,
+        Some(float),
+        Some(out),
+        vec![Operand::IdRef(load), Operand::LiteralBit32(k)],
+    ));
+    out
+}
+
+fn lower_checked(m: &mut Module, source: Source) -> Result<Report, Unsupported> {
     let member_builtin = m.annotations.iter().any(|a| {
         a.class.opcode == Op::MemberDecorate
             && matches!(
@@ -116,33 +177,59 @@ fn lower_checked(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
     }
     let size_vars = builtin_inputs(m, BuiltIn::FragSizeEXT);
     let count_vars = builtin_inputs(m, BuiltIn::FragInvocationCountEXT);
-    let scale = p.area != (1, 1);
+    let scale = match source {
+        Source::Constant(p) => p.area != (1, 1),
+        Source::Input { .. } => true,
+    };
     let coord_vars = if scale { builtin_inputs(m, BuiltIn::FragCoord) } else { Vec::new() };
     for v in size_vars.iter().chain(&count_vars).chain(&coord_vars) {
         if passed_to_function(m, *v) {
             return Err(Unsupported::PointerArgument);
         }
     }
+    let input = match source {
+        Source::Input { location, .. } if !size_vars.is_empty() || !coord_vars.is_empty() => {
+            Some(area_input(m, location))
+        }
+        _ => None,
+    };
+    let invocations = match source {
+        Source::Constant(p) => p.invocations,
+        Source::Input { invocations, .. } => invocations,
+    };
     let mut report = Report::default();
     for v in size_vars {
         let Some(ty) = var_type(m, v) else { continue };
         let Some(Operand::IdRef(scalar)) = def(m, ty).and_then(|t| t.operands.first()).cloned() else { continue };
-        let x = constant(m, scalar, p.area.0);
-        let y = constant(m, scalar, p.area.1);
-        let c = find_or_add(m, Op::ConstantComposite, Some(ty), vec![Operand::IdRef(x), Operand::IdRef(y)]);
         remove_decorations(m, v, &[Decoration::BuiltIn, Decoration::Flat]);
-        make_private(m, v, Some(c))?;
+        match (source, input) {
+            (Source::Constant(p), _) => {
+                let x = constant(m, scalar, p.area.0);
+                let y = constant(m, scalar, p.area.1);
+                let c = find_or_add(m, Op::ConstantComposite, Some(ty), vec![Operand::IdRef(x), Operand::IdRef(y)]);
+                make_private(m, v, Some(c))?;
+            }
+            (_, Some(input)) => {
+                make_private(m, v, None)?;
+                write_size(m, v, (ty, scalar), input);
+            }
+            _ => {}
+        }
         report.frag_size = true;
     }
     for v in count_vars {
         let Some(ty) = var_type(m, v) else { continue };
-        let c = constant(m, ty, p.invocations);
+        let c = constant(m, ty, invocations);
         remove_decorations(m, v, &[Decoration::BuiltIn, Decoration::Flat]);
         make_private(m, v, Some(c))?;
         report.invocation_count = true;
     }
     for v in coord_vars {
-        scale_frag_coord(m, v, p.area);
+        match (source, input) {
+            (Source::Constant(p), _) => scale_frag_coord(m, v, Scale::Constant(p.area)),
+            (_, Some(input)) => scale_frag_coord(m, v, Scale::Input(input)),
+            _ => {}
+        }
         report.frag_coord_scaled = true;
     }
     crate::capability::remove(m, &[Capability::FragmentDensityEXT]);
@@ -152,9 +239,43 @@ fn lower_checked(m: &mut Module, p: &Params) -> Result<Report, Unsupported> {
     Ok(report)
 }
 
+/// At the start of each fragment entry point, the private `FragSizeEXT`
+/// `v` (of vector type `ty` of `scalar`) = the area of `input`.
+fn write_size(m: &mut Module, v: Word, (ty, scalar): (Word, Word), input: Word) {
+    for f in entry_functions(m, Some(ExecutionModel::Fragment)) {
+        let mut code = Vec::new();
+        let x = component(m, input, 0, &mut code);
+        let y = component(m, input, 1, &mut code);
+        let [ix, iy, size]: [Word; 3] = std::array::from_fn(|_| fresh(m));
+        let signed = def(m, scalar).and_then(|t| t.operands.get(1)) == Some(&Operand::LiteralBit32(1));
+        let convert = if signed { Op::ConvertFToS } else { Op::ConvertFToU };
+        code.extend([
+            Instruction::new(convert, Some(scalar), Some(ix), vec![Operand::IdRef(x)]),
+            Instruction::new(convert, Some(scalar), Some(iy), vec![Operand::IdRef(y)]),
+            Instruction::new(
+                Op::CompositeConstruct,
+                Some(ty),
+                Some(size),
+                vec![Operand::IdRef(ix), Operand::IdRef(iy)],
+            ),
+            Instruction::new(Op::Store, None, None, vec![Operand::IdRef(v), Operand::IdRef(size)]),
+        ]);
+        prepend_to_function(m, f, code);
+    }
+}
+
+/// How [`scale_frag_coord`] scales.
+#[derive(Clone, Copy)]
+enum Scale {
+    /// `xy · area`.
+    Constant((u32, u32)),
+    /// `(xy − origin) · area + origin`, both from this `vec4` input.
+    Input(Word),
+}
+
 /// Every use of `FragCoord` reads a private copy with `xy` scaled by the
 /// area, written at the start of each fragment entry point.
-fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
+fn scale_frag_coord(m: &mut Module, coord: Word, scale: Scale) {
     let Some(vec4) = var_type(m, coord) else { return };
     let Some(Operand::IdRef(float)) = def(m, vec4).and_then(|t| t.operands.first()).cloned() else { return };
     let ptr = pointer_type(m, StorageClass::Private, vec4);
@@ -167,13 +288,33 @@ fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
     ));
     replace_uses(m, coord, copy);
     retype_chains(m, copy, StorageClass::Private);
-    let ax = constant(m, float, (area.0 as f32).to_bits());
-    let ay = constant(m, float, (area.1 as f32).to_bits());
     let entries = entry_functions(m, Some(ExecutionModel::Fragment));
     add_to_interface(m, copy);
     for f in entries {
+        let mut code = Vec::new();
+        // The area and, read from the input, the origin the scaled coordinates are relative to.
+        let (ax, ay, origin) = match scale {
+            Scale::Constant(area) => {
+                (constant(m, float, (area.0 as f32).to_bits()), constant(m, float, (area.1 as f32).to_bits()), None)
+            }
+            Scale::Input(input) => {
+                let ax = component(m, input, 0, &mut code);
+                let ay = component(m, input, 1, &mut code);
+                let ox = component(m, input, 2, &mut code);
+                let oy = component(m, input, 3, &mut code);
+                (ax, ay, Some((ox, oy)))
+            }
+        };
         let [load, x, y, sx, sy, with_x, with_xy]: [Word; 7] = std::array::from_fn(|_| fresh(m));
-        let code = vec![
+        let (sx_out, sy_out) = match origin {
+            None => (sx, sy),
+            Some(_) => (fresh(m), fresh(m)),
+        };
+        let (x_in, y_in) = match origin {
+            None => (x, y),
+            Some(_) => (fresh(m), fresh(m)),
+        };
+        code.extend([
             Instruction::new(Op::Load, Some(vec4), Some(load), vec![Operand::IdRef(coord)]),
             Instruction::new(
                 Op::CompositeExtract,
@@ -187,22 +328,38 @@ fn scale_frag_coord(m: &mut Module, coord: Word, area: (u32, u32)) {
                 Some(y),
                 vec![Operand::IdRef(load), Operand::LiteralBit32(1)],
             ),
-            Instruction::new(Op::FMul, Some(float), Some(sx), vec![Operand::IdRef(x), Operand::IdRef(ax)]),
-            Instruction::new(Op::FMul, Some(float), Some(sy), vec![Operand::IdRef(y), Operand::IdRef(ay)]),
+        ]);
+        if let Some((ox, oy)) = origin {
+            code.extend([
+                Instruction::new(Op::FSub, Some(float), Some(x_in), vec![Operand::IdRef(x), Operand::IdRef(ox)]),
+                Instruction::new(Op::FSub, Some(float), Some(y_in), vec![Operand::IdRef(y), Operand::IdRef(oy)]),
+            ]);
+        }
+        code.extend([
+            Instruction::new(Op::FMul, Some(float), Some(sx), vec![Operand::IdRef(x_in), Operand::IdRef(ax)]),
+            Instruction::new(Op::FMul, Some(float), Some(sy), vec![Operand::IdRef(y_in), Operand::IdRef(ay)]),
+        ]);
+        if let Some((ox, oy)) = origin {
+            code.extend([
+                Instruction::new(Op::FAdd, Some(float), Some(sx_out), vec![Operand::IdRef(sx), Operand::IdRef(ox)]),
+                Instruction::new(Op::FAdd, Some(float), Some(sy_out), vec![Operand::IdRef(sy), Operand::IdRef(oy)]),
+            ]);
+        }
+        code.extend([
             Instruction::new(
                 Op::CompositeInsert,
                 Some(vec4),
                 Some(with_x),
-                vec![Operand::IdRef(sx), Operand::IdRef(load), Operand::LiteralBit32(0)],
+                vec![Operand::IdRef(sx_out), Operand::IdRef(load), Operand::LiteralBit32(0)],
             ),
             Instruction::new(
                 Op::CompositeInsert,
                 Some(vec4),
                 Some(with_xy),
-                vec![Operand::IdRef(sy), Operand::IdRef(with_x), Operand::LiteralBit32(1)],
+                vec![Operand::IdRef(sy_out), Operand::IdRef(with_x), Operand::LiteralBit32(1)],
             ),
             Instruction::new(Op::Store, None, None, vec![Operand::IdRef(copy), Operand::IdRef(with_xy)]),
-        ];
+        ]);
         prepend_to_function(m, f, code);
     }
 }
@@ -330,6 +487,43 @@ void main() {
         assert!(!text.contains("OpExtension \"SPV_EXT_fragment_invocation_density\""), "{text}");
         assert!(text.contains("OpConstant %float 2") && text.contains("OpConstant %float 4"), "{text}");
         assert!(text.contains("BuiltIn FragCoord"), "{text}");
+    }
+
+    #[test]
+    fn one_variant_reads_the_area_and_the_regions_origin_from_its_input() {
+        let mut m = parse(&glsl(FS, "frag").unwrap()).unwrap();
+        let r = lower_from_input(&mut m, 1, 3).unwrap();
+        assert_eq!(r, Report { frag_size: true, invocation_count: true, frag_coord_scaled: true });
+        let out = assemble(&m);
+        validate(&out, TargetEnv::Vulkan1_1).unwrap_or_else(|e| panic!("{e}\n{}", crate::testing::disassemble(&out)));
+        assert!(!uses_density_builtins(&out));
+        // Area 2x4, the region's origin (8, 16): the scratch fragment centred at (9.5, 17.5) is the framebuffer
+        // fragment centred at ((9.5 - 8) * 2 + 8, (17.5 - 16) * 4 + 16) = (11, 22).
+        use crate::interp::V;
+        let area = [2.0, 4.0, 8.0, 16.0];
+        let input = |(l, c): (u32, u32), _| if l == 3 { V::F(area[c as usize]) } else { V::U };
+        let builtins = |b| match b {
+            BuiltIn::FragCoord => V::C(vec![V::F(9.5), V::F(17.5), V::F(0.5), V::F(1.0)]),
+            _ => V::U,
+        };
+        let got = crate::interp::run(&parse(&out).unwrap(), &input, &builtins).unwrap();
+        let want = [0.5, 0.25, 1.0, 11.0 + 22.0 * 0.5];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(got.get(&(0, k as u32)), Some(&V::F(*w)), "component {k}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn the_area_input_must_be_free() {
+        let src = "#version 450\n#extension GL_EXT_fragment_invocation_density : require\n\
+                   layout(location = 2) in vec2 uv[2];\nlayout(location = 0) out vec4 c;\n\
+                   void main() { c = vec4(uv[1], vec2(gl_FragSizeEXT)); }";
+        let words = glsl(src, "frag").unwrap();
+        let mut m = parse(&words).unwrap();
+        // The array spans locations 2 and 3.
+        assert_eq!(lower_from_input(&mut m, 1, 3), Err(Unsupported::LocationTaken(3)));
+        assert_eq!(assemble(&m), assemble(&parse(&words).unwrap()), "unchanged");
+        assert!(lower_from_input(&mut m, 1, 4).is_ok());
     }
 
     #[test]

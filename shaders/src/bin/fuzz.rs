@@ -628,6 +628,9 @@ enum Pass {
     ViewportIndex,
     /// Design D's viewport mask (`ViewportMaskNV` from a specialization constant).
     ViewportMask,
+    /// The density built-ins from a flat input at location 31 (design G's
+    /// one variant for every area).
+    FdmInput,
     /// The same mask from a `uint` input at location 31 (design E).
     MaskInput,
     /// The mask passed on to the geometry shader made from the vertex
@@ -896,6 +899,11 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
         let areas = [(1, 1), (2, 2), (2, 4), (4, 4)];
         let p = fdm::Params { area: areas[rng.below(areas.len())], invocations: [1, 4][rng.below(2)] };
         passes.push((Pass::Fdm, Box::new(move || fdm::lower(&mut m, &p).map(|_| one(&m)).map_err(|e| e.to_string()))));
+        let mut m = module.clone();
+        passes.push((
+            Pass::FdmInput,
+            Box::new(move || fdm::lower_from_input(&mut m, 1, 31).map(|_| one(&m)).map_err(|e| e.to_string())),
+        ));
     }
     let (link, original) = link_pass(case, &module, env, rng, valid).unzip();
     let original = original.flatten();
@@ -1113,6 +1121,7 @@ fn print(stats: &Stats, seeds: &[Seed], args: &Args, took: Duration) {
         Pass::Spinlock,
         Pass::Ordered,
         Pass::Fdm,
+        Pass::FdmInput,
         Pass::FirstDraw,
         Pass::ViewportIndex,
         Pass::ViewportMask,
