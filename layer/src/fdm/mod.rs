@@ -759,9 +759,13 @@ pub unsafe fn prepare<'a>(
         && !controls.without_viewport_mask_nv;
     // SAFETY: `pd` is valid (VUID-vkCreateDevice-physicalDevice-parameter).
     let limits = unsafe { c.inst.fns.get_physical_device_properties(c.pd) }.limits;
+    // The geometry path by default only where it was measured (llvmpipe: no GPU cost at `fdm-bench`'s geometry);
+    // elsewhere its cost on geometry-heavy passes is unknown. `debug_fdm_without=viewport_mask_nv` asks for it.
+    let geometry = c.facts.is_llvmpipe() || controls.without_viewport_mask_nv;
     let mask = (mode == Mode::Binned && v11 && !controls.without_viewport_mask)
         .then(|| viewport_mask::Broadcast::of(&limits, &core, nv))
-        .flatten();
+        .flatten()
+        .filter(|b| *b == viewport_mask::Broadcast::MaskNV || geometry);
     // SAFETY: the caller's guarantee.
     match unsafe { strip(down, conditional, flush, (storage, per_view, mask)) } {
         Ok(s) => Ok(Some(s)),

@@ -2,7 +2,8 @@
 //! `docs/design/density-map-recording.md`), where the device has
 //! `VK_NV_viewport_array2` — or, without it, geometry shaders
 //! ([`Broadcast::Geometry`]: the mask passed on to a geometry stage of the
-//! layer's that emits each triangle to the viewports it names).
+//! layer's that emits each triangle to the viewports it names; by default
+//! on llvmpipe only, where its GPU cost was measured).
 //!
 //! Recording a binned pass costs the driver's own cost of a draw times the
 //! replays of each captured draw. Two kinds of replays differ only in the
