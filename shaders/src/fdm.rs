@@ -149,19 +149,29 @@ fn area_input(m: &mut Module, location: u32) -> Word {
     input
 }
 
-/// Code that loads component `k` of `input` (a `vec4` of `float`).
-fn component(m: &mut Module, input: Word, k: u32, code: &mut Vec<Instruction>) -> Word {
+/// Code that loads `input` (a `vec4` of `float`) once; its four components.
+fn components(m: &mut Module, input: Word, code: &mut Vec<Instruction>) -> [Word; 4] {
     let float = find_or_add(m, Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
     let vec4 = find_or_add(m, Op::TypeVector, None, vec![Operand::IdRef(float), Operand::LiteralBit32(4)]);
-    let (load, out) = (fresh(m), fresh(m));
+    let load = fresh(m);
     code.push(Instruction::new(Op::Load, Some(vec4), Some(load), vec![Operand::IdRef(input)]));
-    code.push(Instruction::new(
-        Op::CompositeExtract,
-        Some(float),
-        Some(out),
-        vec![Operand::IdRef(load), Operand::LiteralBit32(k)],
-    ));
-    out
+    std::array::from_fn(|k| {
+        let out = fresh(m);
+        code.push(Instruction::new(
+            Op::CompositeExtract,
+            Some(float),
+            Some(out),
+            vec![Operand::IdRef(load), Operand::LiteralBit32(k as u32)],
+        ));
+        out
+    })
+}
+
+/// Code for `a op b` of type `ty`; its result.
+fn binary(m: &mut Module, code: &mut Vec<Instruction>, (op, ty): (Op, Word), a: Word, b: Word) -> Word {
+    let id = fresh(m);
+    code.push(Instruction::new(op, Some(ty), Some(id), vec![Operand::IdRef(a), Operand::IdRef(b)]));
+    id
 }
 
 fn lower_checked(m: &mut Module, source: Source) -> Result<Report, Unsupported> {
@@ -187,33 +197,30 @@ fn lower_checked(m: &mut Module, source: Source) -> Result<Report, Unsupported> 
             return Err(Unsupported::PointerArgument);
         }
     }
-    let input = match source {
-        Source::Input { location, .. } if !size_vars.is_empty() || !coord_vars.is_empty() => {
-            Some(area_input(m, location))
+    let (scale, invocations) = match source {
+        Source::Constant(p) => (Scale::Constant(p.area), p.invocations),
+        // The input is declared only where something reads it.
+        Source::Input { location, invocations } if !size_vars.is_empty() || !coord_vars.is_empty() => {
+            (Scale::Input(area_input(m, location)), invocations)
         }
-        _ => None,
-    };
-    let invocations = match source {
-        Source::Constant(p) => p.invocations,
-        Source::Input { invocations, .. } => invocations,
+        Source::Input { invocations, .. } => (Scale::Constant((1, 1)), invocations),
     };
     let mut report = Report::default();
     for v in size_vars {
         let Some(ty) = var_type(m, v) else { continue };
         let Some(Operand::IdRef(scalar)) = def(m, ty).and_then(|t| t.operands.first()).cloned() else { continue };
         remove_decorations(m, v, &[Decoration::BuiltIn, Decoration::Flat]);
-        match (source, input) {
-            (Source::Constant(p), _) => {
-                let x = constant(m, scalar, p.area.0);
-                let y = constant(m, scalar, p.area.1);
+        match scale {
+            Scale::Constant(area) => {
+                let x = constant(m, scalar, area.0);
+                let y = constant(m, scalar, area.1);
                 let c = find_or_add(m, Op::ConstantComposite, Some(ty), vec![Operand::IdRef(x), Operand::IdRef(y)]);
                 make_private(m, v, Some(c))?;
             }
-            (_, Some(input)) => {
+            Scale::Input(input) => {
                 make_private(m, v, None)?;
                 write_size(m, v, (ty, scalar), input);
             }
-            _ => {}
         }
         report.frag_size = true;
     }
@@ -225,11 +232,7 @@ fn lower_checked(m: &mut Module, source: Source) -> Result<Report, Unsupported> 
         report.invocation_count = true;
     }
     for v in coord_vars {
-        match (source, input) {
-            (Source::Constant(p), _) => scale_frag_coord(m, v, Scale::Constant(p.area)),
-            (_, Some(input)) => scale_frag_coord(m, v, Scale::Input(input)),
-            _ => {}
-        }
+        scale_frag_coord(m, v, scale);
         report.frag_coord_scaled = true;
     }
     crate::capability::remove(m, &[Capability::FragmentDensityEXT]);
@@ -244,8 +247,7 @@ fn lower_checked(m: &mut Module, source: Source) -> Result<Report, Unsupported> 
 fn write_size(m: &mut Module, v: Word, (ty, scalar): (Word, Word), input: Word) {
     for f in entry_functions(m, Some(ExecutionModel::Fragment)) {
         let mut code = Vec::new();
-        let x = component(m, input, 0, &mut code);
-        let y = component(m, input, 1, &mut code);
+        let [x, y, _, _] = components(m, input, &mut code);
         let [ix, iy, size]: [Word; 3] = std::array::from_fn(|_| fresh(m));
         let signed = def(m, scalar).and_then(|t| t.operands.get(1)) == Some(&Operand::LiteralBit32(1));
         let convert = if signed { Op::ConvertFToS } else { Op::ConvertFToU };
@@ -298,68 +300,40 @@ fn scale_frag_coord(m: &mut Module, coord: Word, scale: Scale) {
                 (constant(m, float, (area.0 as f32).to_bits()), constant(m, float, (area.1 as f32).to_bits()), None)
             }
             Scale::Input(input) => {
-                let ax = component(m, input, 0, &mut code);
-                let ay = component(m, input, 1, &mut code);
-                let ox = component(m, input, 2, &mut code);
-                let oy = component(m, input, 3, &mut code);
+                let [ax, ay, ox, oy] = components(m, input, &mut code);
                 (ax, ay, Some((ox, oy)))
             }
         };
-        let [load, x, y, sx, sy, with_x, with_xy]: [Word; 7] = std::array::from_fn(|_| fresh(m));
-        let (sx_out, sy_out) = match origin {
-            None => (sx, sy),
-            Some(_) => (fresh(m), fresh(m)),
-        };
-        let (x_in, y_in) = match origin {
-            None => (x, y),
-            Some(_) => (fresh(m), fresh(m)),
-        };
-        code.extend([
-            Instruction::new(Op::Load, Some(vec4), Some(load), vec![Operand::IdRef(coord)]),
-            Instruction::new(
+        let load = fresh(m);
+        code.push(Instruction::new(Op::Load, Some(vec4), Some(load), vec![Operand::IdRef(coord)]));
+        let mut with = load;
+        for (k, (a, o)) in [(ax, origin.map(|o| o.0)), (ay, origin.map(|o| o.1))].into_iter().enumerate() {
+            let c = fresh(m);
+            code.push(Instruction::new(
                 Op::CompositeExtract,
                 Some(float),
-                Some(x),
-                vec![Operand::IdRef(load), Operand::LiteralBit32(0)],
-            ),
-            Instruction::new(
-                Op::CompositeExtract,
-                Some(float),
-                Some(y),
-                vec![Operand::IdRef(load), Operand::LiteralBit32(1)],
-            ),
-        ]);
-        if let Some((ox, oy)) = origin {
-            code.extend([
-                Instruction::new(Op::FSub, Some(float), Some(x_in), vec![Operand::IdRef(x), Operand::IdRef(ox)]),
-                Instruction::new(Op::FSub, Some(float), Some(y_in), vec![Operand::IdRef(y), Operand::IdRef(oy)]),
-            ]);
-        }
-        code.extend([
-            Instruction::new(Op::FMul, Some(float), Some(sx), vec![Operand::IdRef(x_in), Operand::IdRef(ax)]),
-            Instruction::new(Op::FMul, Some(float), Some(sy), vec![Operand::IdRef(y_in), Operand::IdRef(ay)]),
-        ]);
-        if let Some((ox, oy)) = origin {
-            code.extend([
-                Instruction::new(Op::FAdd, Some(float), Some(sx_out), vec![Operand::IdRef(sx), Operand::IdRef(ox)]),
-                Instruction::new(Op::FAdd, Some(float), Some(sy_out), vec![Operand::IdRef(sy), Operand::IdRef(oy)]),
-            ]);
-        }
-        code.extend([
-            Instruction::new(
+                Some(c),
+                vec![Operand::IdRef(load), Operand::LiteralBit32(k as u32)],
+            ));
+            // `c · a`, or `(c − o) · a + o`.
+            let scaled = match o {
+                None => binary(m, &mut code, (Op::FMul, float), c, a),
+                Some(o) => {
+                    let d = binary(m, &mut code, (Op::FSub, float), c, o);
+                    let s = binary(m, &mut code, (Op::FMul, float), d, a);
+                    binary(m, &mut code, (Op::FAdd, float), s, o)
+                }
+            };
+            let next = fresh(m);
+            code.push(Instruction::new(
                 Op::CompositeInsert,
                 Some(vec4),
-                Some(with_x),
-                vec![Operand::IdRef(sx_out), Operand::IdRef(load), Operand::LiteralBit32(0)],
-            ),
-            Instruction::new(
-                Op::CompositeInsert,
-                Some(vec4),
-                Some(with_xy),
-                vec![Operand::IdRef(sy_out), Operand::IdRef(with_x), Operand::LiteralBit32(1)],
-            ),
-            Instruction::new(Op::Store, None, None, vec![Operand::IdRef(copy), Operand::IdRef(with_xy)]),
-        ]);
+                Some(next),
+                vec![Operand::IdRef(scaled), Operand::IdRef(with), Operand::LiteralBit32(k as u32)],
+            ));
+            with = next;
+        }
+        code.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(copy), Operand::IdRef(with)]));
         prepend_to_function(m, f, code);
     }
 }

@@ -210,7 +210,7 @@ impl Body {
         let array_input = |m: &mut Module, of: Word, like: Word| {
             let array = find_or_add(m, Op::TypeArray, None, vec![Operand::IdRef(of), Operand::IdRef(three)]);
             let ptr = pointer_type(m, StorageClass::Input, array);
-            let var = variable(m, ptr, StorageClass::Input);
+            let var = crate::ir::add_io_variable(m, ptr, StorageClass::Input);
             let decorations: Vec<Instruction> = crate::ir::decorations_of(m, like)
                 .into_iter()
                 .filter(|d| d.class.opcode == Op::Decorate)
@@ -227,7 +227,7 @@ impl Body {
         let mask_in = array_input(m, mask_ty, mask_var);
         let builtin = |m: &mut Module, class: StorageClass, b: BuiltIn| {
             let ptr = pointer_type(m, class, int);
-            let var = variable(m, ptr, class);
+            let var = crate::ir::add_io_variable(m, ptr, class);
             decorate(m, var, Decoration::BuiltIn, vec![Operand::BuiltIn(b)]);
             var
         };
@@ -361,13 +361,6 @@ impl Body {
             ],
         });
     }
-}
-
-/// A new global variable of pointer type `ptr` in `class`.
-fn variable(m: &mut Module, ptr: Word, class: StorageClass) -> Word {
-    let id = fresh(m);
-    m.types_global_values.push(Instruction::new(Op::Variable, Some(ptr), Some(id), vec![Operand::StorageClass(class)]));
-    id
 }
 
 #[cfg(test)]

@@ -59,8 +59,8 @@ pub struct Objects {
     blocks: Vec<(u32, vk::DeviceMemory, u64, u64)>,
 }
 
-/// The size of a block of plan-buffer memory (a buffer larger than it gets
-/// an allocation of its own).
+/// The size of a block of plan-buffer memory (a buffer over a quarter of it
+/// gets an allocation of its own).
 const BLOCK: u64 = 4 << 20;
 
 /// The upscale of one kind of attachment.
@@ -461,7 +461,8 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
 /// free one of an earlier pass, or a new one (storage, transfer destination
 /// and, where the device has conditional rendering, its predicates; vertex
 /// input under viewport masks) bound in a block of [`BLOCK`] bytes shared
-/// with other plan buffers (a larger one in memory of its own).
+/// with other plan buffers (one over a quarter of a block in memory of its
+/// own).
 ///
 /// # Safety
 /// `o` is `f`'s table; `owned` has no buffer yet.

@@ -763,9 +763,8 @@ pub unsafe fn prepare<'a>(
     // elsewhere its cost on geometry-heavy passes is unknown. `debug_fdm_without=viewport_mask_nv` asks for it.
     let geometry = c.facts.is_llvmpipe() || controls.without_viewport_mask_nv;
     let mask = (mode == Mode::Binned && v11 && !controls.without_viewport_mask)
-        .then(|| viewport_mask::Broadcast::of(&limits, &core, nv))
-        .flatten()
-        .filter(|b| *b == viewport_mask::Broadcast::MaskNV || geometry);
+        .then(|| viewport_mask::Broadcast::of(&limits, &core, (nv, geometry)))
+        .flatten();
     // SAFETY: the caller's guarantee.
     match unsafe { strip(down, conditional, flush, (storage, per_view, mask)) } {
         Ok(s) => Ok(Some(s)),

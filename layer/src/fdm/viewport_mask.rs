@@ -70,11 +70,17 @@ pub enum Broadcast {
 
 impl Broadcast {
     /// The broadcast a device of `limits` and `features` runs: the NVIDIA
-    /// mask where it has the extension (`nv`), else a geometry shader where
-    /// it can run one of [`VIEWPORTS`] invocations; `None` without
-    /// `multiViewport` or where [`Masks::fits`] does not hold.
-    pub fn of(limits: &vk::PhysicalDeviceLimits, features: &vk::PhysicalDeviceFeatures, nv: bool) -> Option<Broadcast> {
-        let geometry = features.geometry_shader == vk::TRUE
+    /// mask where it has the extension (`nv`), else, where the geometry path
+    /// is wanted (`geometry`), a geometry shader where it can run one of
+    /// [`VIEWPORTS`] invocations; `None` without `multiViewport` or where
+    /// [`Masks::fits`] does not hold.
+    pub fn of(
+        limits: &vk::PhysicalDeviceLimits,
+        features: &vk::PhysicalDeviceFeatures,
+        (nv, geometry): (bool, bool),
+    ) -> Option<Broadcast> {
+        let geometry = geometry
+            && features.geometry_shader == vk::TRUE
             && limits.max_geometry_shader_invocations >= overlap_shaders::viewport_broadcast::INVOCATIONS
             && limits.max_geometry_output_vertices >= 3
             && limits.max_geometry_input_components >= 8;
@@ -301,13 +307,11 @@ pub(super) unsafe fn make_partner(dev: &DeviceCore, f: &Fdm, made: &super::Made)
     let Some(code) = cached(&masks.rewritten, key.clone(), |key| rewrite(dev, masks, &words, key)) else {
         return;
     };
-    let geometry = match masks.broadcast {
-        Broadcast::MaskNV => None,
-        Broadcast::Geometry => match masks.geometry.lock().get(&key).cloned().flatten() {
-            Some(gs) => Some(gs),
-            None => return,
-        },
-    };
+    // With the geometry path, the geometry shader `rewrite` made beside the vertex code.
+    let geometry = masks.geometry.lock().get(&key).cloned().flatten();
+    if masks.broadcast == Broadcast::Geometry && geometry.is_none() {
+        return;
+    }
     let mut bindings = bindings.to_vec();
     bindings.push(vk::VertexInputBindingDescription {
         binding: masks.binding,
@@ -367,15 +371,15 @@ mod tests {
     #[test]
     fn the_nvidia_mask_comes_first_then_a_geometry_stage() {
         let (l, both) = (limits(16, 32), features(true, true));
-        assert_eq!(Broadcast::of(&l, &both, true), Some(Broadcast::MaskNV));
-        assert_eq!(Broadcast::of(&l, &both, false), Some(Broadcast::Geometry));
+        assert_eq!(Broadcast::of(&l, &both, (true, true)), Some(Broadcast::MaskNV));
+        assert_eq!(Broadcast::of(&l, &both, (false, true)), Some(Broadcast::Geometry));
         // The mask needs no geometry stage; the geometry stage needs the feature and 16 invocations.
-        assert_eq!(Broadcast::of(&l, &features(true, false), true), Some(Broadcast::MaskNV));
-        assert_eq!(Broadcast::of(&l, &features(true, false), false), None);
-        assert_eq!(Broadcast::of(&limits(16, 8), &both, false), None);
+        assert_eq!(Broadcast::of(&l, &features(true, false), (true, true)), Some(Broadcast::MaskNV));
+        assert_eq!(Broadcast::of(&l, &features(true, false), (false, true)), None);
+        assert_eq!(Broadcast::of(&limits(16, 8), &both, (false, true)), None);
         // Either needs multiViewport and 16 viewports.
-        assert_eq!(Broadcast::of(&l, &features(false, true), true), None);
-        assert_eq!(Broadcast::of(&limits(8, 32), &both, true), None);
+        assert_eq!(Broadcast::of(&l, &features(false, true), (true, true)), None);
+        assert_eq!(Broadcast::of(&limits(8, 32), &both, (true, true)), None);
     }
 
     #[test]
