@@ -7,9 +7,12 @@
 // maximum area and its start's alignment). A pixel p of view v fetches
 // texel (p - offset_v) / texel_size of the view's map layer, clamped to the
 // map (the spec's density fetch with VK_EXT_fragment_density_map_offset).
-// The view's choice (index log2(x) * 3 + log2(y)) is written for the
-// upscale, and one predicate per candidate area: 1 where any view chose
-// it. The replay of (region, area) is recorded under conditional rendering
+// Of the candidate areas (a mask of the nine) the view takes the largest
+// (most pixels; the first by index on a tie) no larger on either axis than
+// that: 1x1 is always one. The view's choice (index log2(x) * 3 + log2(y))
+// is written for the upscale, and one predicate per candidate area: 1 where
+// any view chose it; the areas asked before the candidates bit, or-ed into
+// one word for the layer to learn from (`fdm_dynamic_areas=asked`). The replay of (region, area) is recorded under conditional rendering
 // on that predicate; every view of it renders, each view's upscale takes
 // the area that view chose.
 layout(local_size_x = 64) in;
@@ -30,8 +33,8 @@ layout(push_constant) uniform Params {
     uint views_at;
     uint views;
     // Bit 0: every view takes the smallest area any view chose
-    // (debug_fdm_without=per_view_areas, a control). Bit 1: square areas
-    // only (fdm_dynamic_areas=square), the finer axis both ways.
+    // (debug_fdm_without=per_view_areas, a control). Bits 1-9: the
+    // candidate areas, bit 1 + i for area index i.
     uint flags;
     uvec2 texel;
     // Not 0: the viewport masks' word offset (design E of
@@ -39,7 +42,26 @@ layout(push_constant) uniform Params {
     // g of 16 regions, word masks + i * groups + g holds bit r % 16 for each
     // region r of the group that chose area i (any view), from 0.
     uint masks;
+    // The word where each region or-s the bit of every area a view asked
+    // for, before the candidates bit (zeroed before the dispatch).
+    uint asked;
 } pc;
+
+// The largest candidate area no larger than (ax, ay) on either axis.
+uvec2 best(uint ax, uint ay) {
+    uvec2 b = uvec2(1u);
+    for (uint i = 0u; i < 9u; i++) {
+        uint cx = 1u << (i / 3u), cy = 1u << (i % 3u);
+        if (((pc.flags >> (1u + i)) & 1u) != 0u && cx <= ax && cy <= ay && cx * cy > b.x * b.y) {
+            b = uvec2(cx, cy);
+        }
+    }
+    return b;
+}
+
+uint index_of(uvec2 a) {
+    return uint(findLSB(a.x)) * 3u + uint(findLSB(a.y));
+}
 
 uint area_for(uint d, uint cap) {
     if (d == 0u) {
@@ -67,6 +89,7 @@ void main() {
     uint b = pc.table + r * 8u;
     uint x0 = words[b], y0 = words[b + 1u], x1 = words[b + 2u], y1 = words[b + 3u];
     uint least_x = words[b + 4u], least_y = words[b + 5u];
+    uint asked = 0u;
     for (uint v = 0u; v < pc.views; v++) {
         uint vb = pc.views_at + v * 4u;
         if (words[vb + 3u] == 0u) {
@@ -87,14 +110,13 @@ void main() {
                 ay = min(ay, area_for(t >> 8u, ay));
             }
         }
-        if ((pc.flags & 2u) != 0u) {
-            ax = min(ax, ay);
-            ay = ax;
-        }
-        words[pc.choices + v * pc.regions + r] = uint(findLSB(ax)) * 3u + uint(findLSB(ay));
-        least_x = min(least_x, ax);
-        least_y = min(least_y, ay);
+        asked |= 1u << index_of(uvec2(ax, ay));
+        uvec2 c = best(ax, ay);
+        words[pc.choices + v * pc.regions + r] = index_of(c);
+        least_x = min(least_x, c.x);
+        least_y = min(least_y, c.y);
     }
+    atomicOr(words[pc.asked], asked);
     uint chosen_by_any = 0u;
     for (uint v = 0u; v < pc.views; v++) {
         uint at = pc.choices + v * pc.regions + r;
@@ -102,7 +124,7 @@ void main() {
             continue;
         }
         if ((pc.flags & 1u) != 0u) {
-            words[at] = uint(findLSB(least_x)) * 3u + uint(findLSB(least_y));
+            words[at] = index_of(best(least_x, least_y));
         }
         chosen_by_any |= 1u << words[at];
     }

@@ -232,6 +232,34 @@ fn square_areas_take_the_finer_axis_of_a_dynamic_map() {
     assert!(o.stdout.contains("follows_written_map=0"), "{}", o.stdout);
 }
 
+/// `fdm_dynamic_areas=asked` (the default): a dynamic map's candidate
+/// areas are all nine until a plan with it has executed, then 1x1 and the
+/// areas its executed plans asked for (frame 1 asks 1x1 and 4x4: nine
+/// candidates, every pixel as asked; frame 2 asks 2x4: two candidates, 1x1
+/// taken; frame 3 the same map: 2x4 learned from frame 2, three
+/// candidates). Control: with `all` frame 2 takes 2x4, which the frame's
+/// check (1x1) refuses.
+#[test]
+fn a_dynamic_maps_candidates_are_the_areas_its_executed_plans_asked_for() {
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-asked"]).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
+    o.assert_ok();
+    for (frame, areas) in [(1, "1x1,4x4"), (2, "1x1"), (3, "2x4")] {
+        let line = format!("fdm_asked frame={frame} areas={areas} as_expected=1");
+        assert!(o.stdout.contains(&line), "missing {line:?} in\n{}", o.stdout);
+    }
+    let each: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter_map(|l| l.split("GPU plan: 64 regions of the 256x256 render area, ").nth(1))
+        .filter_map(|l| l.split(';').next())
+        .collect();
+    assert_eq!(each, ["9 areas each", "2 areas each", "3 areas each"], "{}", o.stderr);
+    let o =
+        run(app(Layers::OverlapOverValidation, &["fdm-asked"]).env("VK_OVERLAP_EMULATION_FDM_DYNAMIC_AREAS", "all"));
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("fdm_asked frame=2 areas=2x4 as_expected=0"), "{}", o.stdout);
+}
+
 /// An application that enables `VK_EXT_conditional_rendering` itself (as
 /// DXVK and vkd3d-proton do) still gets dynamic maps planned on the GPU: the
 /// layer shares the extension. A pass inside the application's own

@@ -408,7 +408,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
             .stage_flags(vk::ShaderStageFlags::COMPUTE)];
         o.plan_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&storage), None)?;
-        o.plan_layout = pipeline_layout(d, o.plan_set_layout, (vk::ShaderStageFlags::COMPUTE, 44))?;
+        o.plan_layout = pipeline_layout(d, o.plan_set_layout, (vk::ShaderStageFlags::COMPUTE, 48))?;
         let code = words(overlap_shaders::fdm::GPU_PLAN_COMP);
         o.plan_pipeline = compute_pipeline(d, &code, o.plan_layout)?;
         o.sampler = d.create_sampler(
@@ -474,7 +474,8 @@ pub(super) unsafe fn take_buffer(f: &Fdm, o: &mut Objects, owned: &mut Owned) ->
     }
     // Through the next layer alone, as every object of the table (destroyed through it).
     let d = f.raw.as_ref().ok_or(vk::Result::ERROR_INITIALIZATION_FAILED)?;
-    let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
+    let mut usage =
+        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST | vk::BufferUsageFlags::TRANSFER_SRC;
     if f.conditional.is_some() {
         usage |= vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT;
     }

@@ -90,16 +90,10 @@ pub(super) fn grid_for(cmds: usize, areas: usize, masked: bool) -> u32 {
 /// The candidate areas, in the plan shader's order: index `log2(x) * 3 + log2(y)`.
 pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
 
-/// Whether area `ai` of [`AREAS`] is a candidate on this device: every one,
-/// or with `fdm_dynamic_areas=square` the square ones (the plan shader then
-/// gives each region the finer axis of what its texels ask, both ways).
-fn candidate(f: &Fdm, ai: usize) -> bool {
-    !f.square_areas || AREAS[ai].0 == AREAS[ai].1
-}
-
-/// How many areas are candidates on this device.
-fn candidates(f: &Fdm) -> usize {
-    (0..AREAS.len()).filter(|&ai| candidate(f, ai)).count()
+/// Whether area `ai` of [`AREAS`] is one of the `candidates` (a mask: `fdm_dynamic_areas`, [`super::asked`]; the
+/// plan shader gives each region the largest candidate no larger than what its texels ask).
+fn candidate(candidates: u32, ai: usize) -> bool {
+    candidates >> ai & 1 == 1
 }
 /// Words of the region table per region.
 const ROW: u32 = 8;
@@ -321,6 +315,9 @@ struct Eligible {
     restored: usize,
     /// Replayed per group of regions under the plan's viewport masks ([`plan_masked`]).
     masked: bool,
+    /// The candidate areas (bit `i`: `AREAS[i]`), and where the plan copies the areas its regions asked for.
+    candidates: u32,
+    asked: Option<super::asked::AskedWord>,
 }
 
 /// The pass as the GPU plan covers it, or why it cannot (`Err(why)`: it renders at 1x1): its attachments and map
@@ -355,8 +352,9 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
         Rect { x: ra.offset.x.max(0) as u32, y: ra.offset.y.max(0) as u32, w: ra.extent.width, h: ra.extent.height };
     let (texel, cap) = f.texel_grid(extent, size);
     let restored = pass.state.commands().count() + 2;
-    let masked = plan_masked(f, pass, view_mask);
-    let grid = grid_for(pass.cmds.len() + restored, candidates(f), masked);
+    let (candidates, asked) = f.dynamic_areas.candidates(f, map.image);
+    let masked = plan_masked(f, pass, view_mask, candidates);
+    let grid = grid_for(pass.cmds.len() + restored, candidates.count_ones() as usize, masked);
     let regions = regions(render_area, texel, shift, cap, grid, !f.controls.without_edge_fragments);
     if regions.is_empty() {
         return Err(Fallback::EmptyRenderArea);
@@ -378,6 +376,8 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
         regions,
         restored,
         masked,
+        candidates,
+        asked,
     })
 }
 
@@ -386,8 +386,8 @@ fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
 /// pipeline it binds has its plan partner at every candidate area, and
 /// nothing it records binds the layer's vertex binding, sets viewports or
 /// scissors with a count, or binds shader objects.
-fn plan_masked(f: &Fdm, pass: &Pass, view_mask: u32) -> bool {
-    let areas: Vec<(u32, u32)> = (0..AREAS.len()).filter(|&ai| candidate(f, ai)).map(|ai| AREAS[ai]).collect();
+fn plan_masked(f: &Fdm, pass: &Pass, view_mask: u32, candidates: u32) -> bool {
+    let areas: Vec<(u32, u32)> = (0..AREAS.len()).filter(|&ai| candidate(candidates, ai)).map(|ai| AREAS[ai]).collect();
     view_mask == 0 && super::viewport_mask::covers(f, pass, &areas)
 }
 
@@ -465,6 +465,8 @@ struct PlanLayout {
     /// [`VIEWPORTS`] regions (`groups`), the bits of the group's regions that chose the area.
     masks: u32,
     groups: u32,
+    /// The word the regions or-s the areas they asked for into (before the candidates), from 0.
+    asked: u32,
     /// The buffer's size in bytes.
     size: u64,
 }
@@ -497,8 +499,9 @@ impl PlanLayout {
         layers.dedup();
         let end = texels as u64 + layer_words as u64 * layers.len() as u64;
         let groups = regions.div_ceil(VIEWPORTS);
-        let masks = if e.masked { end as u32 } else { 0 };
-        let size = (end + if e.masked { 9 * groups as u64 } else { 0 }) * 4;
+        let asked = end as u32;
+        let masks = if e.masked { asked + 1 } else { 0 };
+        let size = (end + 1 + if e.masked { 9 * groups as u64 } else { 0 }) * 4;
         PlanLayout {
             regions,
             views,
@@ -515,6 +518,7 @@ impl PlanLayout {
             ys,
             masks,
             groups,
+            asked,
             size,
         }
     }
@@ -783,6 +787,8 @@ struct Recording<'a> {
     all: vk::Rect2D,
     /// Each attachment's layout at this point of the recording.
     cur: Vec<vk::ImageLayout>,
+    /// Nanoseconds spent recording step 2's downscales, region clears and replays (the debug timing line).
+    spent: std::cell::Cell<[u128; 3]>,
 }
 
 impl Recording<'_> {
@@ -810,9 +816,9 @@ impl Recording<'_> {
         let (f, d, cb, e, l, o) = (self.f, self.d, self.cb, self.e, self.layout, self.objects);
         let table_bytes = l.table_bytes(e);
         let (mw, mh) = e.map.size;
-        let flags = f.controls.one_area_per_pass as u32 | (f.square_areas as u32) << 1;
+        let flags = f.controls.one_area_per_pass as u32 | e.candidates << 1;
         let pc: Vec<u8> =
-            [mw, mh, l.regions, l.choices, l.table, l.views_at, l.views, flags, e.texel.0, e.texel.1, l.masks]
+            [mw, mh, l.regions, l.choices, l.table, l.views_at, l.views, flags, e.texel.0, e.texel.1, l.masks, l.asked]
                 .iter()
                 .flat_map(|w| w.to_le_bytes())
                 .collect();
@@ -824,15 +830,29 @@ impl Recording<'_> {
                 d.cmd_update_buffer(cb, o.buffer, l.table as u64 * 4 + k as u64 * 65536, chunk);
             }
             d.cmd_copy_image_to_buffer(cb, e.map.image, e.map.layout, o.buffer, &l.map_copies(&e.map));
-            if l.masks != 0 {
-                // The masks are or-ed in by the regions: from 0.
-                d.cmd_fill_buffer(cb, o.buffer, l.masks as u64 * 4, 9 * l.groups as u64 * 4, 0);
-            }
+            // The asked areas and the masks are or-ed in by the regions: from 0.
+            d.cmd_fill_buffer(cb, o.buffer, l.asked as u64 * 4, l.size - l.asked as u64 * 4, 0);
             barrier(f, cb, &[]);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.plan_pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.plan_layout, 0, &[o.plan_set], &[]);
             d.cmd_push_constants(cb, o.plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
             d.cmd_dispatch(cb, l.regions.div_ceil(64), 1, 1);
+            if let Some(w) = e.asked {
+                // The areas asked, for passes recorded later with this map (`fdm_dynamic_areas=asked`), made
+                // visible to the host when the work completes.
+                let (compute, transfer) = (vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::TRANSFER);
+                let write = [vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+                d.cmd_pipeline_barrier(cb, compute, transfer, vk::DependencyFlags::empty(), &write, &[], &[]);
+                let copy = [vk::BufferCopy { src_offset: l.asked as u64 * 4, dst_offset: w.offset, size: 4 }];
+                d.cmd_copy_buffer(cb, o.buffer, w.buffer, &copy);
+                let host = [vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ)];
+                let to = vk::PipelineStageFlags::HOST;
+                d.cmd_pipeline_barrier(cb, transfer, to, vk::DependencyFlags::empty(), &host, &[], &[]);
+            }
             // The application's compute pipeline and sets as it left them (its push constants go back with the
             // graphics state at the end of the pass).
             if !f.controls.without_compute_restore {
@@ -848,11 +868,19 @@ impl Recording<'_> {
     /// # Safety
     /// As [`Recording::plan`]; `t` is claimed for `cb`.
     unsafe fn area(&mut self, ai: usize, t: &Targets, by_draw: bool) {
+        let started = std::time::Instant::now();
         // SAFETY: the caller's guarantee.
-        unsafe {
-            self.downscale(AREAS[ai], t);
-            self.replays(ai, t, by_draw);
-        }
+        unsafe { self.downscale(AREAS[ai], t) };
+        self.add_spent(0, started);
+        // SAFETY: the caller's guarantee.
+        unsafe { self.replays(ai, t, by_draw) };
+    }
+
+    /// Adds the time since `from` to the `k`th of [`Recording::spent`].
+    fn add_spent(&self, k: usize, from: std::time::Instant) {
+        let mut spent = self.spent.get();
+        spent[k] += from.elapsed().as_nanos();
+        self.spent.set(spent);
     }
 
     /// Step 2's downscales into the scratch targets `t` of `area`: what loads, by blits (unconditional: they write
@@ -929,6 +957,7 @@ impl Recording<'_> {
         // SAFETY: the caller's guarantee; the predicates lie in the plan buffer, made for conditional rendering
         // (`take_buffer`).
         unsafe {
+            let started = std::time::Instant::now();
             begin_real(f, cb, &begin);
             if !clears.is_empty() && !f.controls.without_region_clears {
                 for (ri, tr) in &candidates {
@@ -941,6 +970,8 @@ impl Recording<'_> {
                     (cond.cmd_end_conditional_rendering_ext)(cb);
                 }
             }
+            self.add_spent(1, started);
+            let started = std::time::Instant::now();
             if e.masked {
                 self.masked_replays(ai, &candidates);
             } else if by_draw {
@@ -970,6 +1001,7 @@ impl Recording<'_> {
                 }
             }
             end_real(f, cb, &begin);
+            self.add_spent(2, started);
         }
     }
 
@@ -1071,7 +1103,7 @@ impl Recording<'_> {
         unsafe {
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.cs_pipeline);
             for (j, &view) in e.drawn.iter().enumerate() {
-                for (ai, area) in AREAS.iter().enumerate().filter(|(ai, _)| candidate(self.f, *ai)) {
+                for (ai, area) in AREAS.iter().enumerate().filter(|(ai, _)| candidate(self.e.candidates, *ai)) {
                     let set = sets[j * AREAS.len() + ai];
                     d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.cs_layout, 0, &[set], &[]);
                     let (lx, ly) = (area.0.trailing_zeros(), area.1.trailing_zeros());
@@ -1106,7 +1138,7 @@ impl Recording<'_> {
         let draws: Vec<UpscaleDraw> = AREAS
             .iter()
             .enumerate()
-            .filter(|(ai, _)| candidate(self.f, *ai))
+            .filter(|(ai, _)| candidate(self.e.candidates, *ai))
             .map(|(ai, area)| UpscaleDraw {
                 set: o.up_sets[k][ai],
                 words: [area.0, area.1, ai as u32, l.columns, l.rows, l.bounds, l.choices, l.regions, view, layer],
@@ -1150,7 +1182,7 @@ pub(super) unsafe fn replay_gpu(
     // unwritten and unbound).
     let mut targets: Vec<Option<Targets>> = Vec::with_capacity(AREAS.len());
     for (ai, area) in AREAS.into_iter().enumerate() {
-        if !candidate(f, ai) {
+        if !candidate(e.candidates, ai) {
             targets.push(None);
             continue;
         }
@@ -1176,28 +1208,35 @@ pub(super) unsafe fn replay_gpu(
         extent: vk::Extent2D { width: ra.w, height: ra.h },
     };
     let cur = e.atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
-    let mut rec = Recording { f, d, cb, pass, e: &e, layout: &layout, objects: &objects, all, cur };
+    let mut rec =
+        Recording { f, d, cb, pass, e: &e, layout: &layout, objects: &objects, all, cur, spent: <_>::default() };
+    let mut steps = [0u128; 3];
     // SAFETY: the caller's guarantee: `cb` is recording at the end of the captured `pass`, outside a render pass;
     // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
     unsafe {
+        let t0 = std::time::Instant::now();
         rec.plan();
+        steps[0] = t0.elapsed().as_micros();
         for (ai, t) in targets.iter().enumerate() {
             if let Some(t) = t {
                 rec.area(ai, t, by_draw);
             }
         }
+        let t1 = std::time::Instant::now();
         rec.upscale(&targets);
         rec.finish();
+        steps[1] = t1.elapsed().as_micros();
     }
+    let [downscales, clears, replays] = rec.spent.get().map(|ns| ns / 1000);
     if dev.log().enabled(LogLevel::Debug) {
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); checks and scratch targets {checked_us} us, plan objects {} us, recording {} us",
+                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); checks and scratch targets {checked_us} us, plan objects {} us, recording {} us (plan {} us; per area: downscales {downscales} us, instance begins and region clears {clears} us, replays and ends {replays} us; upscales and final transitions {} us)",
                 layout.regions,
                 ra.w,
                 ra.h,
-                candidates(f),
+                e.candidates.count_ones(),
                 pass.cmds.len(),
                 if e.masked {
                     "per group of regions and area, under the plan's viewport masks"
@@ -1209,7 +1248,9 @@ pub(super) unsafe fn replay_gpu(
                 e.stored.len(),
                 objects.cs_sets.iter().flatten().count(),
                 made_us - checked_us,
-                started.elapsed().as_micros() - made_us
+                started.elapsed().as_micros() - made_us,
+                steps[0],
+                steps[1],
             ),
         );
     }

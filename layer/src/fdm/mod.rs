@@ -59,6 +59,7 @@
 //!   queries), [`pass`] (begin, subpass changes, end, secondaries),
 //!   [`queue`] (submissions, and which density maps they may have written).
 
+mod asked;
 pub mod bins;
 pub mod capture;
 pub mod command_buffers;
@@ -557,9 +558,9 @@ pub struct Fdm {
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     flush: Option<multiview_flush::Flush>,
-    /// `fdm_dynamic_areas=square`: the GPU plan's regions take square areas
-    /// only ([`gpu_plan`]: three replays of each draw per region, not nine).
-    square_areas: bool,
+    /// `fdm_dynamic_areas`: the areas the GPU plan's regions may take
+    /// ([`asked`]: each is one more emission of every draw).
+    dynamic_areas: asked::DynamicAreas,
     /// Per-view viewports for multiview replays ([`per_view`]); `None`
     /// where they do not run.
     per_view: Option<per_view::PerView>,
@@ -1076,7 +1077,7 @@ impl Fdm {
             gpu_plan: Default::default(),
             raw: None,
             storage_composite: false,
-            square_areas: false,
+            dynamic_areas: asked::DynamicAreas::All,
             texel_limits: ((MIN_TEXEL, MIN_TEXEL), (MAX_TEXEL, MAX_TEXEL)),
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
@@ -1126,7 +1127,7 @@ impl Fdm {
         };
         fdm.below_shader_object = core.next_create_shaders.map(|_| ash::ext::shader_object::DeviceFn::load(below));
         fdm.controls = Controls::from_settings(settings);
-        fdm.square_areas = settings.fdm_dynamic_areas == "square";
+        fdm.dynamic_areas = asked::DynamicAreas::from_setting(settings.fdm_dynamic_areas);
         fdm.scratch.get_mut().shared = fdm.controls.scratch_per_command_buffer;
         fdm.texel_limits = texel_limits(&core.instance.log, &core.plan);
         // The next layer's own commands: the layer enabled conditional rendering on this device (`s.gpu_plan`),
@@ -1202,6 +1203,7 @@ impl Fdm {
             if let Some(m) = &self.masks {
                 m.destroy(self);
             }
+            self.dynamic_areas.destroy(self);
         }
     }
 }
@@ -2361,6 +2363,7 @@ impl Fdm {
         self.images.lock().remove(&image);
         self.map_layouts.lock().remove(&image);
         self.map_generation.lock().remove(&image);
+        self.dynamic_areas.forget(image);
     }
 
     pub fn forget_view(&self, view: vk::ImageView) {

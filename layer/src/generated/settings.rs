@@ -13,7 +13,7 @@ pub const INTERLOCK_NEVER_OPAQUE_VALUES: &[&str] = &["auto", "on", "off"];
 pub const DEFER_VIEW_DESTRUCTION_VALUES: &[&str] = &["auto", "on", "off"];
 pub const FDM_VALUES: &[&str] = &["off", "baseline", "binned"];
 pub const FDM_MULTIVIEW_FLUSH_VALUES: &[&str] = &["auto", "on", "off"];
-pub const FDM_DYNAMIC_AREAS_VALUES: &[&str] = &["all", "square"];
+pub const FDM_DYNAMIC_AREAS_VALUES: &[&str] = &["all", "square", "asked"];
 pub const FDM_STORAGE_COMPOSITE_VALUES: &[&str] = &["auto", "on", "off"];
 pub const VARYINGS_VALUES: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS_VALUES: &[&str] = &["auto", "on", "off"];
@@ -135,7 +135,7 @@ pub const SETTINGS: &[SettingDef] = &[
     SettingDef {
         key: "fdm_dynamic_areas",
         kind: Kind::Enum(FDM_DYNAMIC_AREAS_VALUES),
-        default: "all",
+        default: "asked",
         label: "Density map: areas of maps planned on the GPU",
         description: "The areas a dynamic or deferred density map's regions may take (their plan is made by the GPU when the pass executes, and every draw is recorded once per region and candidate area).",
     },

@@ -159,6 +159,7 @@ fn main() {
             args[1..].iter().any(|a| a == "app-conditional"),
             args[1..].iter().any(|a| a == "square"),
         ),
+        "fdm-asked" => fdm_asked(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "pipeline-route" => pipeline_route(&mut opts, arg(&args, 1)),
         "fdm-client" => {
@@ -1173,6 +1174,68 @@ fn fdm2(opts: &mut GpuOptions) -> Result<(), String> {
     }
     g.destroy_image(img);
     Ok(())
+}
+
+/// `fdm-asked`: one dynamic map image, written by the GPU before each of
+/// three frames (each submitted and waited for before the next is
+/// recorded), under the layer's default `fdm_dynamic_areas=asked`. Frame 1
+/// asks for 1x1 (left half) and 4x4 (right half): no plan with the map has
+/// executed, so every area is a candidate and each pixel's FragSizeEXT is
+/// exactly what it asks. Frame 2 asks for 2x4 everywhere: the candidates are
+/// the areas frame 1 asked for and 1x1, so it renders at 1x1 (the largest
+/// candidate no larger than 2x4). Frame 3 asks for 2x4 again: frame 2's plan
+/// asked for it, so it renders at 2x4. Prints each frame's areas.
+fn fdm_asked(opts: &mut GpuOptions) -> Result<(), String> {
+    use overlap_tests::fdm::{self, Map, Path, Scene};
+    opts.fdm = true;
+    opts.fdm2 = Some(true);
+    opts.fdm_dynamic = true;
+    let g = gpu(opts)?;
+    let (min, max) = texel_limits(&g);
+    let full_vs = &include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"))[..];
+    let size_fs = &include_bytes!(concat!(env!("OUT_DIR"), "/fdm_size.frag.spv"))[..];
+    let size: (u32, u32) = (256, 256);
+    let (mw, mh) = (8u32, 8u32);
+    let texel =
+        (fdm::texel_size(size.0, mw, min.width, max.width), fdm::texel_size(size.1, mh, min.height, max.height));
+    let halves: Vec<[u8; 2]> = (0..mw * mh).map(|k| if k % mw < mw / 2 { [255, 255] } else { [60, 60] }).collect();
+    let first = Map { width: mw, height: mh, texels: halves };
+    let tall = Map { width: mw, height: mh, texels: vec![[127, 60]; (mw * mh) as usize] };
+    let img = fdm::map_image(&g, &first);
+    let view = fdm::map_view(&g, img.0, vk::ImageViewCreateFlags::FRAGMENT_DENSITY_MAP_DYNAMIC_EXT)?;
+    let mut result = Ok(());
+    // Per frame: the map written, and the area each pixel takes (from the pixel's texel's request).
+    let frames: [(&Map, fn((u32, u32)) -> (u32, u32)); 3] = [(&first, |a| a), (&tall, |_| (1, 1)), (&tall, |a| a)];
+    for (n, (map, want_of)) in frames.into_iter().enumerate() {
+        let s = Scene {
+            map_view: Some(view),
+            map_write: Some((img.0, map)),
+            ..Scene::new(Path::RenderPass, size, full_vs, size_fs, 3)
+        };
+        let px = fdm::render(&g, &s);
+        let mut areas = std::collections::BTreeSet::new();
+        let mut wrong = None;
+        for y in 0..size.1 {
+            for x in 0..size.0 {
+                let t = map.texels[((y / texel.1) * mw + x / texel.0) as usize];
+                let want = want_of((fdm::requested(t[0]), fdm::requested(t[1])));
+                let p = px[(y * size.0 + x) as usize][0];
+                let got = ((p / 16) as u32, (p % 16) as u32);
+                areas.insert(format!("{}x{}", got.0, got.1));
+                if got != want && wrong.is_none() {
+                    wrong = Some(format!("frame {}, pixel ({x},{y}): FragSizeEXT {got:?}, expected {want:?}", n + 1));
+                }
+            }
+        }
+        let areas: Vec<String> = areas.into_iter().collect();
+        println!("fdm_asked frame={} areas={} as_expected={}", n + 1, areas.join(","), wrong.is_none() as u32);
+        if let Some(w) = wrong {
+            result = result.and(Err(w));
+        }
+    }
+    unsafe { g.device.destroy_image_view(view, None) };
+    g.destroy_image(img);
+    result
 }
 
 /// `fdm-dynamic`: a density map whose view has the dynamic flag, written by
