@@ -203,6 +203,43 @@ fn viewport_scissor(gpu: &Gpu, cb: vk::CommandBuffer, (w, h): (u32, u32)) {
 /// between two timestamps outside it; a dynamic map rewritten before each,
 /// outside the interval), submits it, waits, and reads the timestamps.
 pub fn run(gpu: &Gpu, pass: &Pass, frames: u32) -> Run {
+    run_on(gpu, pass, frames, None)
+}
+
+/// A density-map image an application keeps from frame to frame.
+pub type MapImage = (vk::Image, vk::DeviceMemory, vk::ImageView);
+
+/// The density-map image [`run`] makes for `pass` (`None` without a map),
+/// to keep across runs ([`run_on`]) as an application keeps its map from
+/// frame to frame (the layer learns a dynamic map's areas per image:
+/// `fdm_dynamic_areas=asked`); destroyed with `Gpu::destroy_image`.
+pub fn map_image(gpu: &Gpu, pass: &Pass) -> Option<MapImage> {
+    let views = pass.maps.len().max(1) as u32;
+    let (mw, mh) = pass.maps.first().map_or((1, 1), |m| (m.width, m.height));
+    let drawn = matches!(pass.write, MapWrite::Draw(_));
+    let map_usage = vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT
+        | vk::ImageUsageFlags::TRANSFER_DST
+        | if drawn {
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC
+        } else {
+            vk::ImageUsageFlags::empty()
+        };
+    (!pass.maps.is_empty()).then(|| {
+        gpu.image(
+            vk::Format::R8G8_UNORM,
+            (mw, mh),
+            views,
+            vk::SampleCountFlags::TYPE_1,
+            map_usage,
+            vk::ImageAspectFlags::COLOR,
+        )
+    })
+}
+
+/// [`run`] on the density-map image `kept` (from [`map_image`] for this
+/// pass; its first contents written again), which it leaves alive; `None`:
+/// an image of its own, destroyed at the end.
+pub fn run_on(gpu: &Gpu, pass: &Pass, frames: u32, kept: Option<MapImage>) -> Run {
     let d = &gpu.device;
     let (w, h) = pass.size;
     let views = pass.maps.len().max(1) as u32;
@@ -221,23 +258,7 @@ pub fn run(gpu: &Gpu, pass: &Pass, frames: u32) -> Run {
         vk::ImageAspectFlags::COLOR,
     );
     let (mw, mh) = pass.maps.first().map_or((1, 1), |m| (m.width, m.height));
-    let map_usage = vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT
-        | vk::ImageUsageFlags::TRANSFER_DST
-        | if drawn {
-            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC
-        } else {
-            vk::ImageUsageFlags::empty()
-        };
-    let map = with_map.then(|| {
-        gpu.image(
-            vk::Format::R8G8_UNORM,
-            (mw, mh),
-            views,
-            vk::SampleCountFlags::TYPE_1,
-            map_usage,
-            vk::ImageAspectFlags::COLOR,
-        )
-    });
+    let map = if kept.is_some() { kept } else { map_image(gpu, pass) };
     let bytes: Vec<u8> = pass.maps.iter().flat_map(|m| m.texels.iter().flatten().copied()).collect();
     let staging = gpu.buffer(bytes.len().max(4) as u64, vk::BufferUsageFlags::TRANSFER_SRC, true);
     let indices: Vec<u32> = (0..pass.vertices).collect();
@@ -446,7 +467,7 @@ pub fn run(gpu: &Gpu, pass: &Pass, frames: u32) -> Run {
         }
         gpu.destroy_buffer(staging);
         gpu.destroy_buffer(index);
-        for i in [Some(out), map].into_iter().flatten() {
+        for i in [Some(out), map.filter(|_| kept.is_none())].into_iter().flatten() {
             gpu.destroy_image(i);
         }
         let drawn_map_matches = map_readback.map(|b| {
@@ -466,8 +487,12 @@ pub fn run(gpu: &Gpu, pass: &Pass, frames: u32) -> Run {
 /// command buffer, after a one-frame warm-up (pipelines, the plan); None
 /// where the queue has no timestamps.
 pub fn gpu_ms(gpu: &Gpu, pass: &Pass, frames: u32) -> Option<f64> {
-    run(gpu, pass, 1);
-    let r = run(gpu, pass, frames.max(1));
+    let map = map_image(gpu, pass);
+    run_on(gpu, pass, 1, map);
+    let r = run_on(gpu, pass, frames.max(1), map);
+    if let Some(m) = map {
+        gpu.destroy_image(m);
+    }
     (!r.gpu_ms.is_empty()).then(|| median(&r.gpu_ms))
 }
 
@@ -478,7 +503,14 @@ pub fn gpu_ms(gpu: &Gpu, pass: &Pass, frames: u32) -> Option<f64> {
 /// recording interval: every command of the frames, each pass's end
 /// (where the layer replays) included.
 pub fn record_us_per_draw(gpu: &Gpu, pass: &Pass, draws: u32) -> f64 {
-    let r = run(gpu, &Pass { draws, maps: pass.maps.clone(), ..*pass }, RECORDED_FRAMES);
+    let pass = Pass { draws, maps: pass.maps.clone(), ..*pass };
+    // The map as an application keeps it: one frame of it executed before (a dynamic map's areas learned).
+    let map = map_image(gpu, &pass);
+    run_on(gpu, &pass, 1, map);
+    let r = run_on(gpu, &pass, RECORDED_FRAMES, map);
+    if let Some(m) = map {
+        gpu.destroy_image(m);
+    }
     r.record_s * 1e6 / (RECORDED_FRAMES as f64 * draws.max(1) as f64)
 }
 
@@ -591,18 +623,23 @@ pub fn client(
             write: if dynamic { MapWrite::Draw(radial) } else { MapWrite::Static },
             ..Pass::new(size, if mode == "off" { vec![] } else { vec![&map] }, vs, shader.spirv(), 3)
         };
-        // Warm-up: pipelines, the plan; a drawn map must hold the host's.
-        if run(&g, &pass, 1).drawn_map_matches == Some(false) {
+        // Warm-up: pipelines, the plan; a drawn map must hold the host's. The map image is kept from frame to
+        // frame, as the client keeps it.
+        let kept = map_image(&g, &pass);
+        if run_on(&g, &pass, 1, kept).drawn_map_matches == Some(false) {
             return Err("fdm_client: the map drawn on the GPU differs from the host's radial map".into());
         }
         let (mut best1, mut best_n, mut best_rec) = (f64::MAX, f64::MAX, f64::MAX);
         let mut gpu_ms = Vec::new();
         for _ in 0..3 {
-            best1 = best1.min(run(&g, &pass, 1).wall_s);
-            let r = run(&g, &pass, frames + 1);
+            best1 = best1.min(run_on(&g, &pass, 1, kept).wall_s);
+            let r = run_on(&g, &pass, frames + 1, kept);
             best_n = best_n.min(r.wall_s);
             best_rec = best_rec.min(r.record_s / (frames + 1) as f64);
             gpu_ms.extend(r.gpu_ms);
+        }
+        if let Some(m) = kept {
+            g.destroy_image(m);
         }
         let frame = (best_n - best1) / frames as f64;
         let gpu = (!gpu_ms.is_empty()).then(|| median(&gpu_ms));

@@ -75,14 +75,17 @@ const RECORDED: usize = 40_000;
 
 /// Regions per axis for a pass of `cmds` captured commands replayed at
 /// `areas` candidate areas: per region, or `masked` per group of
-/// [`VIEWPORTS`] regions (the plan's viewport masks, design E), under a
-/// quarter of the bound (about one replay per candidate area for a pass of
-/// 1000 draws: a 4x4 grid, one group).
+/// [`VIEWPORTS`] regions (the plan's viewport masks, design E), under an
+/// eighth of the bound (one replay per candidate area for a pass of 1000
+/// draws: a 4x4 grid, one group; the 8x8 grid's four groups up to 400
+/// draws at three areas) and never coarser than one group (a group of 16
+/// regions replays once, as one region would).
 pub(super) fn grid_for(cmds: usize, areas: usize, masked: bool) -> u32 {
     let units = |g: u32| if masked { (g * g).div_ceil(VIEWPORTS) } else { g * g } as usize;
-    let bound = if masked { RECORDED / 4 } else { RECORDED };
+    let bound = if masked { RECORDED / 8 } else { RECORDED };
+    let least = if masked { VIEWPORTS.isqrt() } else { 1 };
     let mut g = GRID;
-    while g > 1 && units(g) * areas * (cmds + 8) > bound {
+    while g > least && units(g) * areas * (cmds + 8) > bound {
         g /= 2;
     }
     g
@@ -1285,10 +1288,14 @@ mod tests {
         // Three (square) areas: three times the commands for the same regions.
         assert_eq!(grid_for(100, 3, false), 8);
         assert_eq!(grid_for(1000, 3, false), 2);
-        // Masked, per group of 16 regions: a pass of 1000 draws gets 4x4 regions (one group) instead of 2x2.
+        // Masked, per group of 16 regions: a pass of 1000 draws gets 4x4 regions (one group) instead of 2x2, and no
+        // pass fewer (4 groups x 9 areas x 108 = 3,888 commands; 4 x 3 x 408 = 4,896; 4 x 3 x 1,008 = 12,096).
         assert_eq!(grid_for(2, 9, true), 8);
+        assert_eq!(grid_for(100, 9, true), 8);
+        assert_eq!(grid_for(400, 3, true), 8);
+        assert_eq!(grid_for(1000, 3, true), 4);
         assert_eq!(grid_for(1000, 9, true), 4);
-        assert_eq!(grid_for(100_000, 9, true), 1);
+        assert_eq!(grid_for(100_000, 9, true), 4);
         // A density offset shifts the grid: cells start at 4 + 32k (x) and -8 + 32k (y); the cells cut by the
         // render area's edge are regions of their own, and the whole area is covered.
         let r = regions(Rect { x: 0, y: 0, w: 256, h: 256 }, (32, 32), (4, -8), (4, 4), GRID, true);
