@@ -119,6 +119,8 @@ pub struct Settings {
     pub debug_leak: Option<String>,
     /// `debug_fdm_misreplay`: replays above 1x1 shift their viewports by one fragment.
     pub debug_fdm_misreplay: bool,
+    /// `debug_fdm_steps`: the GPU plan's step times logged.
+    pub debug_fdm_steps: bool,
     /// `debug_ordered_without`: parts of the ordered strategy left out, for
     /// measuring them (comma-separated: waits, protocol, count).
     pub debug_ordered_without: Option<String>,
@@ -449,6 +451,7 @@ impl RawSettings {
             debug_fail: Some(get("debug_fail")).filter(|s| !s.is_empty()),
             debug_leak: Some(get("debug_leak")).filter(|s| !s.is_empty()),
             debug_fdm_misreplay: get("debug_fdm_misreplay") == "true",
+            debug_fdm_steps: get("debug_fdm_steps") == "true",
             debug_ordered_without: Some(get("debug_ordered_without")).filter(|s| !s.is_empty()),
             debug_fdm_without: Some(get("debug_fdm_without")).filter(|s| !s.is_empty()),
         };

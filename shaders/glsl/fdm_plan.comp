@@ -1,6 +1,10 @@
 #version 450
-// The density-map GPU plan (layer/src/fdm/gpu_plan.rs): one invocation per
-// region of the render area. A region is a rectangle of framebuffer pixels
+// The density-map GPU plan (layer/src/fdm/gpu_plan.rs): one workgroup per
+// region of the render area, its 64 invocations taking the region's texels
+// in turn (a region of a full-HD map at 8-pixel texels has ~500 of them: one
+// invocation walking them all cost ~180 us on an H200), their areas
+// min-reduced in shared memory; invocation 0 then writes the region's
+// choices. A region is a rectangle of framebuffer pixels
 // (whole map texels where it can be); per view it gets, per axis, the
 // largest power-of-two area no larger than what every texel any of its
 // pixels fetches asks for (1/density, at most the region's cap: the layer's
@@ -16,6 +20,8 @@
 // on that predicate; every view of it renders, each view's upscale takes
 // the area that view chose.
 layout(local_size_x = 64) in;
+const uint LANES = 64u;
+shared uint lane_x, lane_y;
 layout(set = 0, binding = 0, std430) buffer Plan { uint words[]; };
 // Word offsets into `words`: the predicates (9 per region) at 0, the
 // choices (a region's per view, views * regions) at `choices`, the region
@@ -82,7 +88,8 @@ uvec2 texels(uint p0, uint p1, int o, uint t, uint n) {
 }
 
 void main() {
-    uint r = gl_GlobalInvocationID.x;
+    uint r = gl_WorkGroupID.x;
+    uint lane = gl_LocalInvocationIndex;
     if (r >= pc.regions) {
         return;
     }
@@ -93,28 +100,52 @@ void main() {
     for (uint v = 0u; v < pc.views; v++) {
         uint vb = pc.views_at + v * 4u;
         if (words[vb + 3u] == 0u) {
-            words[pc.choices + v * pc.regions + r] = 9u;
+            if (lane == 0u) {
+                words[pc.choices + v * pc.regions + r] = 9u;
+            }
             continue;
         }
         int ox = int(words[vb]), oy = int(words[vb + 1u]);
         uint base = words[vb + 2u];
         uvec2 tx = texels(x0, x1, ox, pc.texel.x, pc.map_width);
         uvec2 ty = texels(y0, y1, oy, pc.texel.y, pc.map_height);
-        uint ax = words[b + 4u], ay = words[b + 5u];
-        for (uint y = ty.x; y < ty.y; y++) {
-            for (uint x = tx.x; x < tx.y; x++) {
-                uint k = y * pc.map_width + x;
-                uint w = words[base + k / 2u];
-                uint t = (k & 1u) == 0u ? (w & 0xffffu) : (w >> 16u);
-                ax = min(ax, area_for(t & 0xffu, ax));
-                ay = min(ay, area_for(t >> 8u, ay));
-            }
+        uint cap_x = words[b + 4u], cap_y = words[b + 5u];
+        if (lane == 0u) {
+            lane_x = cap_x;
+            lane_y = cap_y;
         }
+        memoryBarrierShared();
+        barrier();
+        // This lane's texels of the region (every LANES-th), each asking for
+        // at most the cap (the caps are powers of two, so the minimum over
+        // texels of each texel's area under the cap is the region's).
+        uint ax = cap_x, ay = cap_y;
+        uint columns = tx.y - tx.x, count = columns * (ty.y - ty.x);
+        for (uint n = lane; n < count; n += LANES) {
+            uint k = (ty.x + n / columns) * pc.map_width + tx.x + n % columns;
+            uint w = words[base + k / 2u];
+            uint t = (k & 1u) == 0u ? (w & 0xffffu) : (w >> 16u);
+            ax = min(ax, area_for(t & 0xffu, cap_x));
+            ay = min(ay, area_for(t >> 8u, cap_y));
+        }
+        atomicMin(lane_x, ax);
+        atomicMin(lane_y, ay);
+        memoryBarrierShared();
+        barrier();
+        ax = lane_x;
+        ay = lane_y;
+        // Every lane read the reduction before the next view's reset.
+        barrier();
         asked |= 1u << index_of(uvec2(ax, ay));
         uvec2 c = best(ax, ay);
-        words[pc.choices + v * pc.regions + r] = index_of(c);
+        if (lane == 0u) {
+            words[pc.choices + v * pc.regions + r] = index_of(c);
+        }
         least_x = min(least_x, c.x);
         least_y = min(least_y, c.y);
+    }
+    if (lane != 0u) {
+        return;
     }
     atomicOr(words[pc.asked], asked);
     uint chosen_by_any = 0u;

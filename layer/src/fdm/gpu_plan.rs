@@ -839,7 +839,8 @@ impl Recording<'_> {
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.plan_pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.plan_layout, 0, &[o.plan_set], &[]);
             d.cmd_push_constants(cb, o.plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
-            d.cmd_dispatch(cb, l.regions.div_ceil(64), 1, 1);
+            // A workgroup per region.
+            d.cmd_dispatch(cb, l.regions, 1, 1);
             if let Some(w) = e.asked {
                 // The areas asked, for passes recorded later with this map (`fdm_dynamic_areas=asked`), made
                 // visible to the host when the work completes.
@@ -1218,16 +1219,30 @@ pub(super) unsafe fn replay_gpu(
     // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
     unsafe {
         let t0 = std::time::Instant::now();
+        let mark = |name: &dyn Fn() -> String| {
+            if let Some(s) = &f.steps {
+                s.mark(f, cb, name());
+            }
+        };
+        if let Some(s) = &f.steps {
+            if let Some(times) = s.start(f, cb, f.timestamp_period) {
+                dev.log().debug(id::FDM_PLAN, &format!("GPU plan: GPU time by step (us): {times}"));
+            }
+        }
         rec.plan();
+        mark(&|| "plan".into());
         steps[0] = t0.elapsed().as_micros();
         for (ai, t) in targets.iter().enumerate() {
             if let Some(t) = t {
                 rec.area(ai, t, by_draw);
+                mark(&|| format!("area {}x{}", AREAS[ai].0, AREAS[ai].1));
             }
         }
         let t1 = std::time::Instant::now();
         rec.upscale(&targets);
+        mark(&|| "upscales".into());
         rec.finish();
+        mark(&|| "final transitions".into());
         steps[1] = t1.elapsed().as_micros();
     }
     let [downscales, clears, replays] = rec.spent.get().map(|ns| ns / 1000);

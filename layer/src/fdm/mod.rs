@@ -82,6 +82,7 @@ mod replay;
 mod replay_plan;
 mod scratch;
 pub mod shader_objects;
+mod steps;
 pub mod viewport_mask;
 
 use crate::device::DeviceCore;
@@ -561,6 +562,10 @@ pub struct Fdm {
     /// `fdm_dynamic_areas`: the areas the GPU plan's regions may take
     /// ([`asked`]: each is one more emission of every draw).
     dynamic_areas: asked::DynamicAreas,
+    /// `debug_fdm_steps`: the GPU plan's step times, and the device's
+    /// nanoseconds per timestamp tick.
+    steps: Option<steps::Steps>,
+    timestamp_period: f32,
     /// Per-view viewports for multiview replays ([`per_view`]); `None`
     /// where they do not run.
     per_view: Option<per_view::PerView>,
@@ -1045,6 +1050,8 @@ impl Fdm {
         // created from (the caller's guarantee).
         let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
         // SAFETY: as above.
+        let timestamp_period = unsafe { instance.get_physical_device_properties(pd) }.limits.timestamp_period;
+        // SAFETY: as above.
         let limits = unsafe { instance.get_physical_device_properties(pd) }.limits;
         Fdm {
             sampled_color_samples: limits.sampled_image_color_sample_counts,
@@ -1078,6 +1085,8 @@ impl Fdm {
             raw: None,
             storage_composite: false,
             dynamic_areas: asked::DynamicAreas::All,
+            steps: None,
+            timestamp_period,
             texel_limits: ((MIN_TEXEL, MIN_TEXEL), (MAX_TEXEL, MAX_TEXEL)),
             replay_counting_pools: Default::default(),
             format_features: Default::default(),
@@ -1128,6 +1137,7 @@ impl Fdm {
         fdm.below_shader_object = core.next_create_shaders.map(|_| ash::ext::shader_object::DeviceFn::load(below));
         fdm.controls = Controls::from_settings(settings);
         fdm.dynamic_areas = asked::DynamicAreas::from_setting(settings.fdm_dynamic_areas);
+        fdm.steps = settings.debug_fdm_steps.then(steps::Steps::default);
         fdm.scratch.get_mut().shared = fdm.controls.scratch_per_command_buffer;
         fdm.texel_limits = texel_limits(&core.instance.log, &core.plan);
         // The next layer's own commands: the layer enabled conditional rendering on this device (`s.gpu_plan`),
@@ -1204,6 +1214,9 @@ impl Fdm {
                 m.destroy(self);
             }
             self.dynamic_areas.destroy(self);
+            if let Some(s) = &self.steps {
+                s.destroy(self);
+            }
         }
     }
 }

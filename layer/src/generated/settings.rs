@@ -245,6 +245,13 @@ pub const SETTINGS: &[SettingDef] = &[
         description: "Testing only: replays above 1x1 shift their viewports by one fragment, to prove the density-map checks catch a wrong replay.",
     },
     SettingDef {
+        key: "debug_fdm_steps",
+        kind: Kind::Bool,
+        default: "false",
+        label: "Debug: the GPU plan's step times",
+        description: "Measuring only: each density-map pass planned on the GPU writes a timestamp before its plan and after each step (the plan, each area's downscales and render pass instance, the upscales, the final transitions), and the next such pass logs at debug level the step times of the last one whose work has completed, in microseconds, labelled with the steps of the last pass recorded (one query pool per device: for passes recorded alike frame after frame).",
+    },
+    SettingDef {
         key: "debug_fdm_without",
         kind: Kind::String,
         default: "",
