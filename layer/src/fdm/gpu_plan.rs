@@ -1114,8 +1114,8 @@ impl Recording<'_> {
                     let pc = [lx, ly, ai as u32, view, l.columns, l.bounds, l.choices, l.regions, view];
                     let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
                     d.cmd_push_constants(cb, o.cs_layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
-                    // A region's scratch texels (one more where its start is not aligned) in 8x8 tiles.
-                    let (gx, gy) = (((widest >> lx) + 1).div_ceil(8), ((tallest >> ly) + 1).div_ceil(8));
+                    // A region's pixels in 8x8 tiles.
+                    let (gx, gy) = (widest.div_ceil(8), tallest.div_ceil(8));
                     d.cmd_dispatch(cb, gx, gy, l.regions);
                 }
             }
