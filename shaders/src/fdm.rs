@@ -51,6 +51,20 @@ pub const COMPOSITE_ARRAY_COMP: &[u8] = include_bytes!("generated/fdm_composite_
 /// The GPU plan's upscale as a compute shader (`PLAN`), 2D and layered.
 pub const COMPOSITE_PLAN_COMP: &[u8] = include_bytes!("generated/fdm_composite_plan.comp.spv");
 pub const COMPOSITE_PLAN_ARRAY_COMP: &[u8] = include_bytes!("generated/fdm_composite_plan_array.comp.spv");
+/// The GPU plan's region clears (`fdm_clear.vert`), and their fragment
+/// shaders by the subpass's count of colour attachments (0-8).
+pub const CLEAR_VERT: &[u8] = include_bytes!("generated/fdm_clear.vert.spv");
+pub const CLEAR_FRAGS: [&[u8]; 9] = [
+    include_bytes!("generated/fdm_clear_0.frag.spv"),
+    include_bytes!("generated/fdm_clear_1.frag.spv"),
+    include_bytes!("generated/fdm_clear_2.frag.spv"),
+    include_bytes!("generated/fdm_clear_3.frag.spv"),
+    include_bytes!("generated/fdm_clear_4.frag.spv"),
+    include_bytes!("generated/fdm_clear_5.frag.spv"),
+    include_bytes!("generated/fdm_clear_6.frag.spv"),
+    include_bytes!("generated/fdm_clear_7.frag.spv"),
+    include_bytes!("generated/fdm_clear_8.frag.spv"),
+];
 
 /// The per-variant values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -410,6 +424,16 @@ mod tests {
             ("fdm_composite.comp", "-DARRAY", super::COMPOSITE_ARRAY_COMP),
             ("fdm_composite.comp", "-DPLAN", super::COMPOSITE_PLAN_COMP),
             ("fdm_composite.comp", "-DPLAN -DARRAY", super::COMPOSITE_PLAN_ARRAY_COMP),
+            ("fdm_clear.vert", "", super::CLEAR_VERT),
+            ("fdm_clear.frag", "-DCOUNT=0", super::CLEAR_FRAGS[0]),
+            ("fdm_clear.frag", "-DCOUNT=1", super::CLEAR_FRAGS[1]),
+            ("fdm_clear.frag", "-DCOUNT=2", super::CLEAR_FRAGS[2]),
+            ("fdm_clear.frag", "-DCOUNT=3", super::CLEAR_FRAGS[3]),
+            ("fdm_clear.frag", "-DCOUNT=4", super::CLEAR_FRAGS[4]),
+            ("fdm_clear.frag", "-DCOUNT=5", super::CLEAR_FRAGS[5]),
+            ("fdm_clear.frag", "-DCOUNT=6", super::CLEAR_FRAGS[6]),
+            ("fdm_clear.frag", "-DCOUNT=7", super::CLEAR_FRAGS[7]),
+            ("fdm_clear.frag", "-DCOUNT=8", super::CLEAR_FRAGS[8]),
         ] {
             let tag = defines.replace(' ', "");
             let out = std::env::temp_dir().join(format!("overlap-{}-{name}{tag}.spv", std::process::id()));

@@ -32,6 +32,11 @@ pub struct Objects {
     /// The same four writing the fragment's depth (plain, layered,
     /// multisampled, both).
     up_depth_fs: [vk::ShaderModule; 4],
+    /// The region clears' pipeline per application render pass (null:
+    /// not drawable), and their vertex shader then fragment shaders by
+    /// colour count (`region_clears.rs`).
+    pub(super) clears: HashMap<vk::RenderPass, vk::Pipeline>,
+    pub(super) clear_modules: Vec<vk::ShaderModule>,
     /// Per colour format, whether the scratch target is layered, and its
     /// samples: the upscale's render pass and its pipeline per sample (one
     /// for a single-sampled target; per sample `i` one writing sample `i`
@@ -207,6 +212,12 @@ impl Objects {
                 }
                 d.destroy_render_pass(u.render_pass, None);
             }
+            for (_, p) in self.clears.drain() {
+                d.destroy_pipeline(p, None);
+            }
+            for m in self.clear_modules.drain(..) {
+                d.destroy_shader_module(m, None);
+            }
             for p in self.cs_pipelines.into_iter().chain([self.plan_pipeline]) {
                 d.destroy_pipeline(p, None);
             }
@@ -248,7 +259,7 @@ pub(super) unsafe fn destroy_owned(d: &ash::Device, o: Owned) {
     }
 }
 
-fn words(code: &[u8]) -> Vec<u32> {
+pub(super) fn words(code: &[u8]) -> Vec<u32> {
     code.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 

@@ -470,6 +470,8 @@ struct PlanLayout {
     groups: u32,
     /// The word the regions or-s the areas they asked for into (before the candidates), from 0.
     asked: u32,
+    /// The clear values the region clears' draws read ([`super::region_clears::clear_words`]).
+    clears: u32,
     /// The buffer's size in bytes.
     size: u64,
 }
@@ -504,7 +506,8 @@ impl PlanLayout {
         let groups = regions.div_ceil(VIEWPORTS);
         let asked = end as u32;
         let masks = if e.masked { asked + 1 } else { 0 };
-        let size = (end + 1 + if e.masked { 9 * groups as u64 } else { 0 }) * 4;
+        let clears = asked + 1 + if e.masked { 9 * groups } else { 0 };
+        let size = (clears + super::region_clears::CLEAR_WORDS) as u64 * 4;
         PlanLayout {
             regions,
             views,
@@ -522,6 +525,7 @@ impl PlanLayout {
             masks,
             groups,
             asked,
+            clears,
             size,
         }
     }
@@ -792,6 +796,8 @@ struct Recording<'a> {
     cur: Vec<vk::ImageLayout>,
     /// Nanoseconds spent recording step 2's downscales, region clears and replays (the debug timing line).
     spent: std::cell::Cell<[u128; 3]>,
+    /// The areas whose region clears were one draw (the debug line).
+    clear_draws: std::cell::Cell<u32>,
 }
 
 impl Recording<'_> {
@@ -834,7 +840,11 @@ impl Recording<'_> {
             }
             d.cmd_copy_image_to_buffer(cb, e.map.image, e.map.layout, o.buffer, &l.map_copies(&e.map));
             // The asked areas and the masks are or-ed in by the regions: from 0.
-            d.cmd_fill_buffer(cb, o.buffer, l.asked as u64 * 4, l.size - l.asked as u64 * 4, 0);
+            d.cmd_fill_buffer(cb, o.buffer, l.asked as u64 * 4, (l.clears - l.asked) as u64 * 4, 0);
+            let mut begin = self.pass.begin.clone();
+            let clears = super::region_clears::clear_words(&unclearing(&mut begin));
+            let bytes: Vec<u8> = clears.iter().flat_map(|w| w.to_le_bytes()).collect();
+            d.cmd_update_buffer(cb, o.buffer, l.clears as u64 * 4, &bytes);
             barrier(f, cb, &[]);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.plan_pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.plan_layout, 0, &[o.plan_set], &[]);
@@ -963,7 +973,7 @@ impl Recording<'_> {
         unsafe {
             let started = std::time::Instant::now();
             begin_real(f, cb, &begin);
-            if !clears.is_empty() && !f.controls.without_region_clears {
+            if !clears.is_empty() && !f.controls.without_region_clears && !self.clear_draw(ai, &clears) {
                 for (ri, tr) in &candidates {
                     let rect = [vk::ClearRect { rect: tr.rect(&self.all), base_array_layer: 0, layer_count: 1 }];
                     if rect[0].rect.extent.width == 0 || rect[0].rect.extent.height == 0 {
@@ -1007,6 +1017,47 @@ impl Recording<'_> {
             end_real(f, cb, &begin);
             self.add_spent(2, started);
         }
+    }
+
+    /// Step 2's region clears of area `ai` as one instanced draw (`region_clears.rs`): true where drawn, false
+    /// where the pass needs the clears under predicates (nothing recorded then).
+    ///
+    /// # Safety
+    /// As [`Recording::area`], inside the area's render pass instance, before its replays (which bind the
+    /// application's state again).
+    unsafe fn clear_draw(&self, ai: usize, clears: &[vk::ClearAttachment]) -> bool {
+        let (d, cb, l, e) = (self.d, self.cb, self.layout, self.e);
+        let Begin::RenderPass { render_pass, .. } = &self.pass.begin else { return false };
+        let Some(&set) = self.objects.up_sets.first().and_then(|s| s.get(ai)) else { return false };
+        // SAFETY: the caller's guarantee; `d` is the device the table's objects are made on.
+        let Some(pipeline) =
+            (unsafe { super::region_clears::pipeline(self.f, d, &mut self.f.gpu_plan.lock(), *render_pass, clears) })
+        else {
+            return false;
+        };
+        let area = AREAS[ai];
+        let extent = (e.extent.0.div_ceil(area.0), e.extent.1.div_ceil(area.1));
+        let viewport =
+            vk::Viewport { width: extent.0 as f32, height: extent.1 as f32, max_depth: 1.0, ..Default::default() };
+        let tr = Transform { area, clip: Some(e.render_area), inputs: None, views: None, mask: MaskFrom::None };
+        let pc = [area.0, area.1, extent.0, extent.1, ai as u32, l.columns, l.rows, l.bounds, l.clears];
+        let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+        // SAFETY: the caller's guarantee; the pipeline, layout and set are the layer's own, the set's buffer the
+        // plan's (its predicates, bounds and clear values written before this by the plan step).
+        unsafe {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, self.objects.up_layout, 0, &[set], &[]);
+            d.cmd_push_constants(cb, self.objects.up_layout, stages, 0, &bytes);
+            d.cmd_set_viewport(cb, 0, &[viewport]);
+            d.cmd_set_scissor(cb, 0, &[tr.rect(&self.all)]);
+            if let Some(s) = super::region_clears::stencil(clears) {
+                d.cmd_set_stencil_reference(cb, vk::StencilFaceFlags::FRONT_AND_BACK, s);
+            }
+            d.cmd_draw(cb, 6, l.regions, 0, 0);
+        }
+        self.clear_draws.set(self.clear_draws.get() + 1);
+        true
     }
 
     /// Step 2's replays of area `ai` under the plan's viewport masks (design E): per group of [`VIEWPORTS`]
@@ -1212,8 +1263,19 @@ pub(super) unsafe fn replay_gpu(
         extent: vk::Extent2D { width: ra.w, height: ra.h },
     };
     let cur = e.atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
-    let mut rec =
-        Recording { f, d, cb, pass, e: &e, layout: &layout, objects: &objects, all, cur, spent: <_>::default() };
+    let mut rec = Recording {
+        f,
+        d,
+        cb,
+        pass,
+        e: &e,
+        layout: &layout,
+        objects: &objects,
+        all,
+        cur,
+        spent: <_>::default(),
+        clear_draws: <_>::default(),
+    };
     let mut steps = [0u128; 3];
     // SAFETY: the caller's guarantee: `cb` is recording at the end of the captured `pass`, outside a render pass;
     // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
@@ -1250,7 +1312,7 @@ pub(super) unsafe fn replay_gpu(
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); checks and scratch targets {checked_us} us, plan objects {} us, recording {} us (plan {} us; per area: downscales {downscales} us, instance begins and region clears {clears} us, replays and ends {replays} us; upscales and final transitions {} us)",
+                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); region clears drawn at {} areas; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us (plan {} us; per area: downscales {downscales} us, instance begins and region clears {clears} us, replays and ends {replays} us; upscales and final transitions {} us)",
                 layout.regions,
                 ra.w,
                 ra.h,
@@ -1265,6 +1327,7 @@ pub(super) unsafe fn replay_gpu(
                 },
                 e.stored.len(),
                 objects.cs_sets.iter().flatten().count(),
+                rec.clear_draws.get(),
                 made_us - checked_us,
                 started.elapsed().as_micros() - made_us,
                 steps[0],

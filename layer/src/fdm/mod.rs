@@ -78,6 +78,7 @@ pub mod multiview_flush;
 pub mod pass;
 pub mod per_view;
 pub mod queue;
+mod region_clears;
 mod replay;
 mod replay_plan;
 mod scratch;
@@ -2395,6 +2396,13 @@ impl Fdm {
                 // recorded in the application's pass, whose pending work is complete
                 // (VUID-vkDestroyRenderPass-renderPass-00873).
                 unsafe { self.below.destroy_render_pass(p.unclearing, None) };
+            }
+        }
+        if let Some(raw) = &self.raw {
+            if let Some(p) = self.gpu_plan.lock().clears.remove(&pass) {
+                // SAFETY: the layer's clear pipeline for the pass, used only in its instances, whose pending work
+                // is complete (VUID-vkDestroyRenderPass-renderPass-00873).
+                unsafe { raw.destroy_pipeline(p, None) };
             }
         }
         // SAFETY: the scratch targets made for this render pass are the

@@ -1329,6 +1329,27 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool, square: bool) -> Re
             }
         }
     }
+    // A depth attachment cleared to 1 under a depth test LESS (the region
+    // clears' depth): every pixel is shaded, at the area the written map asks
+    // for; a region whose depth was not cleared at its area draws nothing.
+    if !app_conditional {
+        for path in [Path::RenderPass, Path::RenderPass2, Path::Dynamic] {
+            fdm::write_map(&g, img.0, &stale);
+            let s = Scene {
+                map_view: Some(view),
+                map_write: Some((img.0, &written)),
+                depth: true,
+                ..Scene::new(path, size, full_vs, size_fs, 3)
+            };
+            match fdm::check_sizes(&fdm::render(&g, &s), size, &written, texel) {
+                Ok((coarse, _)) => println!("fdm_dynamic depth path={path:?} coarse_pixels={coarse} ok"),
+                Err(e) => {
+                    println!("fdm_dynamic depth path={path:?} failed");
+                    result = result.and(Err(format!("{path:?} with a depth attachment cleared to 1: {e}")));
+                }
+            }
+        }
+    }
     // A size the areas do not divide, under a quad ending at the viewport's
     // edge: the regions that end the render area end on whole fragments
     // (every pixel covered; the matrix's `edges` family, planned on the GPU).
