@@ -39,8 +39,8 @@ layout(push_constant) uniform Params {
 // PLAN: the GPU plan's upscale (layer/src/fdm/gpu_plan.rs), a dispatch per
 // area and view whose workgroup z is a region: the workgroups of a region
 // that chose another area in this view return at once; each invocation of
-// the others stores one pixel of the region (an 8x8 tile of pixels a
-// workgroup: stores side by side, not an area's block per invocation).
+// the others takes one scratch texel and stores it into the pixels it
+// covers in the region.
 void main() {
     uint r = gl_WorkGroupID.z;
     if (table.words[pc.choices + pc.view * pc.regions + r] != pc.area_index) {
@@ -52,16 +52,22 @@ void main() {
     uint ys = pc.bounds + pc.columns + 1u;
     ivec2 a = ivec2(table.words[xs + cx], table.words[ys + cy]);
     ivec2 b = ivec2(table.words[xs + cx + 1u], table.words[ys + cy + 1u]);
-    ivec2 p = a + ivec2(gl_WorkGroupID.xy * 8u + gl_LocalInvocationID.xy);
-    if (any(greaterThanEqual(p, b))) {
+    ivec2 t = (a >> pc.log2_area) + ivec2(gl_WorkGroupID.xy * 8u + gl_LocalInvocationID.xy);
+    ivec2 p0 = max(t << pc.log2_area, a);
+    ivec2 p1 = min((t + 1) << pc.log2_area, b);
+    if (any(greaterThanEqual(p0, p1))) {
         return;
     }
-    ivec2 t = p >> pc.log2_area;
 #ifdef ARRAY
-    imageStore(target, p, texelFetch(scratch, ivec3(t, pc.layer), 0));
+    vec4 texel = texelFetch(scratch, ivec3(t, pc.layer), 0);
 #else
-    imageStore(target, p, texelFetch(scratch, t, 0));
+    vec4 texel = texelFetch(scratch, t, 0);
 #endif
+    for (int y = p0.y; y < p1.y; y++) {
+        for (int x = p0.x; x < p1.x; x++) {
+            imageStore(target, ivec2(x, y), texel);
+        }
+    }
 }
 #else
 // The rectangles (x0, y0, x1, y1: framebuffer space, ends exclusive), then

@@ -973,7 +973,8 @@ impl Recording<'_> {
         unsafe {
             let started = std::time::Instant::now();
             begin_real(f, cb, &begin);
-            if !clears.is_empty() && !f.controls.without_region_clears && !self.clear_draw(ai, &clears) {
+            let cleared = clears.is_empty() || f.controls.without_region_clears;
+            if !cleared && (f.controls.without_clear_draws || !self.clear_draw(ai, &clears)) {
                 for (ri, tr) in &candidates {
                     let rect = [vk::ClearRect { rect: tr.rect(&self.all), base_array_layer: 0, layer_count: 1 }];
                     if rect[0].rect.extent.width == 0 || rect[0].rect.extent.height == 0 {
@@ -1165,8 +1166,8 @@ impl Recording<'_> {
                     let pc = [lx, ly, ai as u32, view, l.columns, l.bounds, l.choices, l.regions, view];
                     let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
                     d.cmd_push_constants(cb, o.cs_layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
-                    // A region's pixels in 8x8 tiles.
-                    let (gx, gy) = (widest.div_ceil(8), tallest.div_ceil(8));
+                    // A region's scratch texels (one more where its start is not aligned) in 8x8 tiles.
+                    let (gx, gy) = (((widest >> lx) + 1).div_ceil(8), ((tallest >> ly) + 1).div_ceil(8));
                     d.cmd_dispatch(cb, gx, gy, l.regions);
                 }
             }

@@ -638,6 +638,10 @@ pub struct Controls {
     /// instances clear nothing and neither do its regions (a planted fault:
     /// a control).
     pub without_region_clears: bool,
+    /// `debug_fdm_without=clear_draws`: the GPU plan's region clears are a
+    /// `vkCmdClearAttachments` under each region's predicate, never one
+    /// draw per area (`region_clears.rs`).
+    pub without_clear_draws: bool,
     /// `debug_fdm_without=per_view_viewports`: a multiview pass's replays
     /// give every view the replay's whole rectangle (no per-view viewports;
     /// the earlier path, for the benchmarks and the tests).
@@ -688,6 +692,7 @@ impl Controls {
             without_compute_restore: has("compute_restore"),
             without_gpu_plan_by_draw: has("gpu_plan_by_draw"),
             without_region_clears: has("region_clears"),
+            without_clear_draws: has("clear_draws"),
             without_per_view_viewports: has("per_view_viewports"),
             without_viewport_mask: has("viewport_mask"),
             without_viewport_mask_nv: has("viewport_mask_nv"),
