@@ -57,7 +57,7 @@ use super::live::{begin_real, end_real};
 use super::model::{aspect_of, attachments, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
-use super::scratch::{barrier, blit, copy_scaled, scratch_targets, Targets, Transition};
+use super::scratch::{barrier, barrier_to, blit, copy_scaled, scratch_targets, Targets, Transition};
 use super::viewport_mask::VIEWPORTS;
 use super::Fdm;
 use crate::device::DeviceCore;
@@ -851,28 +851,18 @@ impl Recording<'_> {
             d.cmd_push_constants(cb, o.plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
             // A workgroup per region.
             d.cmd_dispatch(cb, l.regions, 1, 1);
-            if let Some(w) = e.asked {
-                // The areas asked, for passes recorded later with this map (`fdm_dynamic_areas=asked`), made
-                // visible to the host when the work completes.
-                let (compute, transfer) = (vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::TRANSFER);
-                let write = [vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-                d.cmd_pipeline_barrier(cb, compute, transfer, vk::DependencyFlags::empty(), &write, &[], &[]);
-                let copy = [vk::BufferCopy { src_offset: l.asked as u64 * 4, dst_offset: w.offset, size: 4 }];
-                d.cmd_copy_buffer(cb, o.buffer, w.buffer, &copy);
-                let host = [vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::HOST_READ)];
-                let to = vk::PipelineStageFlags::HOST;
-                d.cmd_pipeline_barrier(cb, transfer, to, vk::DependencyFlags::empty(), &host, &[], &[]);
-            }
             // The application's compute pipeline and sets as it left them (its push constants go back with the
             // graphics state at the end of the pass).
             if !f.controls.without_compute_restore {
                 restore_compute(f, cb, &self.pass.state);
             }
             barrier(f, cb, &[]);
+            if let Some(w) = e.asked {
+                // The areas asked, for passes recorded later with this map (`fdm_dynamic_areas=asked`), after the
+                // barrier above; the pass's final barrier makes them visible to the host ([`Recording::finish`]).
+                let copy = [vk::BufferCopy { src_offset: l.asked as u64 * 4, dst_offset: w.offset, size: 4 }];
+                d.cmd_copy_buffer(cb, o.buffer, w.buffer, &copy);
+            }
         }
     }
 
@@ -1215,8 +1205,9 @@ impl Recording<'_> {
             .filter(|(i, a)| self.cur[*i] != a.final_ && a.final_ != vk::ImageLayout::UNDEFINED)
             .map(|(i, a)| self.real(i, self.cur[i], a.final_))
             .collect();
-        // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
-        unsafe { barrier(self.f, self.cb, &finish) };
+        // SAFETY: the caller's guarantee; the layouts are tracked in `cur`. The host reads the areas the plan asked
+        // for ([`Recording::plan`]).
+        unsafe { barrier_to(self.f, self.cb, &finish, self.e.asked.is_some()) };
     }
 }
 

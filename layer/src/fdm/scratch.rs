@@ -425,6 +425,16 @@ pub(super) struct Transition {
 /// the caller (its external synchronization), outside a render pass; the
 /// images are valid and in the `old` layouts when the barrier executes.
 pub(super) unsafe fn barrier(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition]) {
+    // SAFETY: the caller's guarantee.
+    unsafe { barrier_to(f, cb, t, false) }
+}
+
+/// [`barrier`], and with `host` the host's reads after it too (what the
+/// work before it wrote, once it completes).
+///
+/// # Safety
+/// As [`barrier`].
+pub(super) unsafe fn barrier_to(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition], host: bool) {
     let all = vk::PipelineStageFlags::ALL_COMMANDS;
     let rw = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
     let imgs: Vec<vk::ImageMemoryBarrier> = t
@@ -441,10 +451,12 @@ pub(super) unsafe fn barrier(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition]) {
                 .subresource_range(t.range)
         })
         .collect();
-    let mem = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::MEMORY_WRITE).dst_access_mask(rw)];
+    let (dst, read) =
+        if host { (all | vk::PipelineStageFlags::HOST, rw | vk::AccessFlags::HOST_READ) } else { (all, rw) };
+    let mem = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::MEMORY_WRITE).dst_access_mask(read)];
     // SAFETY: the caller's guarantee (a recording command buffer outside a
     // render pass, valid images); the arrays are live Vecs.
-    unsafe { f.below.cmd_pipeline_barrier(cb, all, all, vk::DependencyFlags::empty(), &mem, &[], &imgs) };
+    unsafe { f.below.cmd_pipeline_barrier(cb, all, dst, vk::DependencyFlags::empty(), &mem, &[], &imgs) };
 }
 
 /// Records nearest-filter blits from `src` to `dst` over `pairs`
