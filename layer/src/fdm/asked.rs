@@ -26,7 +26,8 @@
 //! The host reads a word the GPU may be writing: it is only a hint, never
 //! needed for a right result (a torn or stale value picks other candidates,
 //! each right). A map's word is forgotten with the image; past [`WORDS`]
-//! maps the oldest word is taken over.
+//! maps the oldest word is taken over. Where the words cannot be made (no
+//! memory), every map keeps all nine.
 
 use super::{memory_type, Fdm};
 use ash::vk;
@@ -69,6 +70,8 @@ struct Inner {
     /// Which image holds each word, and the next word to take.
     owners: Vec<Option<vk::Image>>,
     next: u32,
+    /// The words could not be made: all nine from then on, not tried again each pass.
+    failed: bool,
 }
 
 struct Words {
@@ -129,13 +132,19 @@ impl DynamicAreas {
 impl Asked {
     fn candidates(&self, f: &Fdm, map: vk::Image) -> (u32, Option<AskedWord>) {
         let mut inner = self.inner.lock();
+        if inner.failed {
+            return (ALL, None);
+        }
         if inner.words.is_none() {
             match make_words(f) {
                 Some(w) => {
                     inner.words = Some(w);
                     inner.owners = vec![None; WORDS as usize];
                 }
-                None => return (ALL, None),
+                None => {
+                    inner.failed = true;
+                    return (ALL, None);
+                }
             }
         }
         let at = inner.words.as_ref().map_or(0, |w| w.at) as *mut u32;

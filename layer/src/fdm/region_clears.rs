@@ -70,6 +70,15 @@ pub(super) unsafe fn pipeline(
     render_pass: vk::RenderPass,
     clears: &[vk::ClearAttachment],
 ) -> Option<vk::Pipeline> {
+    // The clear depth is the vertices' depth: it must lie in the viewport's [0, 1] (checked at each begin, the
+    // values being the begin's).
+    let in_range = clears.iter().filter(|c| c.aspect_mask.contains(vk::ImageAspectFlags::DEPTH)).all(|c| {
+        // SAFETY: a depth clear's value is its depth_stencil member.
+        (0.0..=1.0).contains(&unsafe { c.clear_value.depth_stencil.depth })
+    });
+    if !in_range {
+        return None;
+    }
     if let Some(&p) = o.clears.get(&render_pass) {
         return (p != vk::Pipeline::null()).then_some(p);
     }
@@ -109,14 +118,7 @@ unsafe fn make(
     }
     let aspect = |flag| clears.iter().any(|c| c.aspect_mask.contains(flag));
     let (depth, stencil) = (aspect(vk::ImageAspectFlags::DEPTH), aspect(vk::ImageAspectFlags::STENCIL));
-    let in_range = clears.iter().filter(|c| c.aspect_mask.contains(vk::ImageAspectFlags::DEPTH)).all(|c| {
-        // SAFETY: a depth clear's value is its depth_stencil member.
-        (0.0..=1.0).contains(&unsafe { c.clear_value.depth_stencil.depth })
-    });
     let samples = used.iter().filter_map(|&k| slots[k]).chain(*depth_at).find_map(desc).map(|a| a.samples)?;
-    if !in_range {
-        return None;
-    }
     // SAFETY: the caller's guarantee; create infos built here from locals and the layer's own objects.
     unsafe {
         if o.clear_modules.is_empty() {
