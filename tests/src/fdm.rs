@@ -111,6 +111,10 @@ pub struct Scene<'a> {
     pub load: Option<&'a [[u8; 4]]>,
     /// A D32 depth attachment, cleared to 1, depth test LESS.
     pub depth: bool,
+    /// With `depth`, the attachment is D32S8 and its stencil cleared to
+    /// [`STENCIL_CLEAR`] (not stored) under a stencil test EQUAL to it:
+    /// a pixel whose stencil was not cleared is not shaded.
+    pub stencil: bool,
     /// The draw is recorded in a secondary command buffer (render passes).
     pub secondary: bool,
     /// Dynamic depth compare op (extended dynamic state), changed between
@@ -178,6 +182,7 @@ impl<'a> Scene<'a> {
             draws: 1,
             load: None,
             depth: false,
+            stencil: false,
             secondary: false,
             compare_ops: false,
             storage: false,
@@ -227,6 +232,9 @@ fn layout_barrier(
 }
 
 /// Renders `scene` and reads back its RGBA8 pixels.
+/// The stencil value a [`Scene::stencil`] pass clears to and tests for.
+pub const STENCIL_CLEAR: u32 = 0x5a;
+
 pub fn render(gpu: &Gpu, scene: &Scene) -> Vec<[u8; 4]> {
     render_full(gpu, scene).pixels
 }
@@ -442,10 +450,16 @@ fn pipeline(gpu: &Gpu, p: &PipelineDesc) -> (vk::Pipeline, vk::PipelineLayout) {
         let vps = vk::PipelineViewportStateCreateInfo::default().viewports(&vp).scissors(&sc);
         let rs = vk::PipelineRasterizationStateCreateInfo::default().line_width(1.0);
         let msi = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(p.samples);
+        let stencil = p.depth == Some(vk::Format::D32_SFLOAT_S8_UINT);
+        let equal =
+            vk::StencilOpState::default().compare_op(vk::CompareOp::EQUAL).compare_mask(0xff).reference(STENCIL_CLEAR);
         let dss = vk::PipelineDepthStencilStateCreateInfo::default()
             .depth_test_enable(p.depth.is_some())
             .depth_write_enable(p.depth.is_some())
-            .depth_compare_op(vk::CompareOp::LESS);
+            .depth_compare_op(vk::CompareOp::LESS)
+            .stencil_test_enable(stencil)
+            .front(equal)
+            .back(equal);
         let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
         let cbs = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
         let dynamic = [vk::DynamicState::DEPTH_COMPARE_OP];
@@ -455,6 +469,9 @@ fn pipeline(gpu: &Gpu, p: &PipelineDesc) -> (vk::Pipeline, vk::PipelineLayout) {
             vk::PipelineRenderingCreateInfo::default().color_attachment_formats(&formats).view_mask(p.view_mask);
         if let Some(f) = p.depth {
             rendering = rendering.depth_attachment_format(f);
+            if stencil {
+                rendering = rendering.stencil_attachment_format(f);
+            }
         }
         let mut info = vk::GraphicsPipelineCreateInfo::default()
             .stages(&stages)
@@ -547,7 +564,12 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     let msaa = scene.samples > 1;
     let two = scene.second_fs.is_some() && scene.path != Path::Dynamic;
     let color_format = vk::Format::R8G8B8A8_UNORM;
-    let depth_format = vk::Format::D32_SFLOAT;
+    let depth_format = if scene.stencil { vk::Format::D32_SFLOAT_S8_UINT } else { vk::Format::D32_SFLOAT };
+    let depth_aspects = if scene.stencil {
+        vk::ImageAspectFlags::DEPTH | vk::ImageAspectFlags::STENCIL
+    } else {
+        vk::ImageAspectFlags::DEPTH
+    };
     let usage =
         vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
     let out = scene.target.unwrap_or_else(|| gpu.image_2d(color_format, (w, h), vk::SampleCountFlags::TYPE_1, usage));
@@ -562,7 +584,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     });
     let depth = scene.depth.then(|| {
         let usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;
-        gpu.image(depth_format, (w, h), 1, samples, usage, vk::ImageAspectFlags::DEPTH)
+        gpu.image(depth_format, (w, h), 1, samples, usage, depth_aspects)
     });
     let made = scene.map.filter(|_| scene.map_view.is_none()).map(|m| map_image(gpu, m));
     let map_view = scene.map_view.or(made.map(|m| m.2));
@@ -580,7 +602,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
     let color_initial = if scene.load.is_some() { color_layout } else { vk::ImageLayout::UNDEFINED };
     // Alpha 255 is no area code, nor is any multisample blend of it with one.
     let clear_color = vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } };
-    let clear_depth = vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } };
+    let clear_depth =
+        vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: STENCIL_CLEAR } };
+    let stencil_load = if scene.stencil { vk::AttachmentLoadOp::CLEAR } else { vk::AttachmentLoadOp::DONT_CARE };
     unsafe {
         // Render pass objects (not for dynamic rendering).
         let mut render_pass = vk::RenderPass::null();
@@ -638,7 +662,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         .samples(samples)
                         .load_op(vk::AttachmentLoadOp::CLEAR)
                         .store_op(dont)
-                        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+                        .stencil_load_op(stencil_load)
                         .stencil_store_op(dont)
                         .initial_layout(vk::ImageLayout::UNDEFINED)
                         .final_layout(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL),
@@ -1060,8 +1084,7 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         gpu.image_from_undefined(cb, m.0, color_range(), color_layout, att);
                     }
                     if let Some(dp) = &depth {
-                        let range =
-                            vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::DEPTH, ..color_range() };
+                        let range = vk::ImageSubresourceRange { aspect_mask: depth_aspects, ..color_range() };
                         let ds = (
                             vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS,
                             vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE,
@@ -1102,6 +1125,9 @@ pub fn render_full(gpu: &Gpu, scene: &Scene) -> Rendered {
                         vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&colours);
                     if let Some(da) = &depth_att {
                         ri = ri.depth_attachment(da);
+                        if scene.stencil {
+                            ri = ri.stencil_attachment(da);
+                        }
                     }
                     if map_view.is_some() {
                         ri = ri.push_next(&mut fdm_att);

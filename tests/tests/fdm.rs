@@ -192,24 +192,28 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
         assert!(o.stderr.contains(&format!("replayed {form};")), "{form}: {}", o.stderr);
         assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
         assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic edges path=")).count(), 3, "{}", o.stdout);
-        // A pass that clears and draws nothing: each region cleared at the area it chose; and a depth attachment
-        // cleared to 1 under a depth test LESS: every pixel shaded.
+        // A pass that clears and draws nothing: each region cleared at the area it chose; a depth attachment
+        // cleared to 1 under a depth test LESS, and a stencil cleared under a stencil test EQUAL to the clear
+        // value: every pixel shaded.
         assert_eq!(o.stdout.matches("fdm_dynamic clear path=").count(), 3, "{}", o.stdout);
-        assert_eq!(
-            o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic depth path=") && l.ends_with(" ok")).count(),
-            3
-        );
-        // The region clears as one draw per area for render pass objects (main, clear and depth passes of two
-        // paths, the edges' two, the compute marker's); dynamic rendering keeps them under predicates.
+        for name in ["depth", "stencil"] {
+            let ok = |l: &&str| l.starts_with(&format!("fdm_dynamic {name} path=")) && l.ends_with(" ok");
+            assert_eq!(o.stdout.lines().filter(ok).count(), 3, "{}", o.stdout);
+        }
+        // The region clears as one draw per area for render pass objects (main, clear, depth and stencil passes
+        // of two paths, the edges' two, the compute marker's); dynamic rendering keeps them under predicates.
         let drawn = o.stderr.lines().filter(|l| l.contains("region clears drawn at ") && !l.contains("at 0 areas"));
-        assert_eq!(drawn.count(), 9, "{}", o.stderr);
+        assert_eq!(drawn.count(), 11, "{}", o.stderr);
     }
-    // The control of the clear and depth checks: the GPU plan's passes clear nothing, and the pixels show it.
+    // The control of the clear, depth and stencil checks: the GPU plan's passes clear nothing, and the pixels show
+    // it.
     let o = without(&["fdm-dynamic"], "region_clears");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("clear: pixel"), "{}", o.stderr);
-    assert_eq!(o.stdout.matches("fdm_dynamic depth path=").count(), 3, "{}", o.stdout);
-    assert!(!o.stdout.contains("fdm_dynamic depth path=RenderPass coarse_pixels"), "{}", o.stdout);
+    for name in ["depth", "stencil"] {
+        let failed = |l: &&str| l.starts_with(&format!("fdm_dynamic {name} path=")) && l.ends_with(" failed");
+        assert_eq!(o.stdout.lines().filter(failed).count(), 3, "{}", o.stdout);
+    }
     // The control: regions that end the render area inside a fragment leave its pixels there uncovered.
     let o = without(&["fdm-dynamic"], "edge_fragments");
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);

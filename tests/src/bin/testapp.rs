@@ -1332,20 +1332,22 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool, square: bool) -> Re
     // A depth attachment cleared to 1 under a depth test LESS (the region
     // clears' depth): every pixel is shaded, at the area the written map asks
     // for; a region whose depth was not cleared at its area draws nothing.
-    if !app_conditional {
+    // And a stencil cleared to fdm::STENCIL_CLEAR under a stencil test EQUAL to it.
+    for (stencil, name) in [(false, "depth"), (true, "stencil")].into_iter().filter(|_| !app_conditional) {
         for path in [Path::RenderPass, Path::RenderPass2, Path::Dynamic] {
             fdm::write_map(&g, img.0, &stale);
             let s = Scene {
                 map_view: Some(view),
                 map_write: Some((img.0, &written)),
                 depth: true,
+                stencil,
                 ..Scene::new(path, size, full_vs, size_fs, 3)
             };
             match fdm::check_sizes(&fdm::render(&g, &s), size, &written, texel) {
-                Ok((coarse, _)) => println!("fdm_dynamic depth path={path:?} coarse_pixels={coarse} ok"),
+                Ok((coarse, _)) => println!("fdm_dynamic {name} path={path:?} coarse_pixels={coarse} ok"),
                 Err(e) => {
-                    println!("fdm_dynamic depth path={path:?} failed");
-                    result = result.and(Err(format!("{path:?} with a depth attachment cleared to 1: {e}")));
+                    println!("fdm_dynamic {name} path={path:?} failed");
+                    result = result.and(Err(format!("{path:?} with a {name} attachment cleared: {e}")));
                 }
             }
         }
