@@ -584,17 +584,9 @@ pub(super) unsafe fn upscale_pipeline(
                 .name(c"main"),
             vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::FRAGMENT).module(fs).name(c"main"),
         ];
-        let vi = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-        let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
-        let rs = vk::PipelineRasterizationStateCreateInfo::default()
-            .polygon_mode(vk::PolygonMode::FILL)
-            .cull_mode(vk::CullModeFlags::NONE)
-            .line_width(1.0);
         let blend = [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
         let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(if depth { &[] } else { &blend });
         let dynamic = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
-        let ds = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
         let dss = vk::PipelineDepthStencilStateCreateInfo::default()
             .depth_test_enable(true)
             .depth_write_enable(true)
@@ -605,23 +597,8 @@ pub(super) unsafe fn upscale_pipeline(
             if ms {
                 msi = msi.sample_mask(&mask);
             }
-            let mut info = vk::GraphicsPipelineCreateInfo::default()
-                .stages(&stages)
-                .vertex_input_state(&vi)
-                .input_assembly_state(&ia)
-                .viewport_state(&vp)
-                .rasterization_state(&rs)
-                .multisample_state(&msi)
-                .color_blend_state(&cb)
-                .dynamic_state(&ds)
-                .layout(o.up_layout)
-                .render_pass(made.render_pass)
-                .subpass(0);
-            if depth {
-                info = info.depth_stencil_state(&dss);
-            }
-            let p = d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None).map_err(|(_, e)| e)?;
-            made.pipelines.push(p[0]);
+            let state = Drawn { stages: &stages, msi: &msi, blend: &cb, dss: depth.then_some(&dss), dynamic: &dynamic };
+            made.pipelines.push(graphics_pipeline(d, &state, o.up_layout, made.render_pass)?);
             if !ms {
                 break;
             }
@@ -640,6 +617,58 @@ pub(super) unsafe fn upscale_pipeline(
     }
     o.up.insert((format, layered, samples), made.clone());
     Ok(made)
+}
+
+/// What differs between the layer's draws of screen rectangles (the
+/// upscale's, the region clears'): their stages, multisampling, blending,
+/// depth and stencil (none: no depth/stencil attachment) and dynamic states.
+pub(super) struct Drawn<'a> {
+    pub(super) stages: &'a [vk::PipelineShaderStageCreateInfo<'a>],
+    pub(super) msi: &'a vk::PipelineMultisampleStateCreateInfo<'a>,
+    pub(super) blend: &'a vk::PipelineColorBlendStateCreateInfo<'a>,
+    pub(super) dss: Option<&'a vk::PipelineDepthStencilStateCreateInfo<'a>>,
+    pub(super) dynamic: &'a [vk::DynamicState],
+}
+
+/// A pipeline of the layer's for subpass 0 of `render_pass` under `layout`:
+/// no vertex input, a triangle list, one (dynamic) viewport and scissor,
+/// filled and not culled, the rest `state`'s.
+///
+/// # Safety
+/// `d` is a device; `state`'s modules, `layout` and `render_pass` are its
+/// own and alive.
+pub(super) unsafe fn graphics_pipeline(
+    d: &ash::Device,
+    state: &Drawn,
+    layout: vk::PipelineLayout,
+    render_pass: vk::RenderPass,
+) -> Result<vk::Pipeline, vk::Result> {
+    let vi = vk::PipelineVertexInputStateCreateInfo::default();
+    let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+    let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
+    let rs = vk::PipelineRasterizationStateCreateInfo::default()
+        .polygon_mode(vk::PolygonMode::FILL)
+        .cull_mode(vk::CullModeFlags::NONE)
+        .line_width(1.0);
+    let ds = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(state.dynamic);
+    let mut info = vk::GraphicsPipelineCreateInfo::default()
+        .stages(state.stages)
+        .vertex_input_state(&vi)
+        .input_assembly_state(&ia)
+        .viewport_state(&vp)
+        .rasterization_state(&rs)
+        .multisample_state(state.msi)
+        .color_blend_state(state.blend)
+        .dynamic_state(&ds)
+        .layout(layout)
+        .render_pass(render_pass)
+        .subpass(0);
+    if let Some(dss) = state.dss {
+        info = info.depth_stencil_state(dss);
+    }
+    // SAFETY: the caller's guarantee; the create info and its chain are locals and `state`'s.
+    let p = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }.map_err(|(_, e)| e)?;
+    Ok(p[0])
 }
 
 /// One draw of an upscale render pass: its set (an area's scratch target,

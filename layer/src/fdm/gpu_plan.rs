@@ -794,7 +794,13 @@ struct Recording<'a> {
     all: vk::Rect2D,
     /// Each attachment's layout at this point of the recording.
     cur: Vec<vk::ImageLayout>,
-    /// Nanoseconds spent recording step 2's downscales, region clears and replays (the debug timing line).
+    /// The pass's begin as its instances begin (clearing nothing: [`unclearing`]) and what it would have cleared
+    /// (the regions' clears, their values in the plan buffer).
+    unclear: Begin,
+    clears: Vec<vk::ClearAttachment>,
+    /// Nanoseconds spent recording step 2's downscales, region clears and replays (the debug timing line; measured
+    /// only where it is logged).
+    timed: bool,
     spent: std::cell::Cell<[u128; 3]>,
     /// The areas whose region clears were one draw (the debug line).
     clear_draws: std::cell::Cell<u32>,
@@ -841,10 +847,11 @@ impl Recording<'_> {
             d.cmd_copy_image_to_buffer(cb, e.map.image, e.map.layout, o.buffer, &l.map_copies(&e.map));
             // The asked areas and the masks are or-ed in by the regions: from 0.
             d.cmd_fill_buffer(cb, o.buffer, l.asked as u64 * 4, (l.clears - l.asked) as u64 * 4, 0);
-            let mut begin = self.pass.begin.clone();
-            let clears = super::region_clears::clear_words(&unclearing(&mut begin));
-            let bytes: Vec<u8> = clears.iter().flat_map(|w| w.to_le_bytes()).collect();
-            d.cmd_update_buffer(cb, o.buffer, l.clears as u64 * 4, &bytes);
+            if !self.clears.is_empty() {
+                let words = super::region_clears::clear_words(&self.clears);
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                d.cmd_update_buffer(cb, o.buffer, l.clears as u64 * 4, &bytes);
+            }
             barrier(f, cb, &[]);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.plan_pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.plan_layout, 0, &[o.plan_set], &[]);
@@ -872,7 +879,7 @@ impl Recording<'_> {
     /// # Safety
     /// As [`Recording::plan`]; `t` is claimed for `cb`.
     unsafe fn area(&mut self, ai: usize, t: &Targets, by_draw: bool) {
-        let started = std::time::Instant::now();
+        let started = self.clock();
         // SAFETY: the caller's guarantee.
         unsafe { self.downscale(AREAS[ai], t) };
         self.add_spent(0, started);
@@ -880,11 +887,18 @@ impl Recording<'_> {
         unsafe { self.replays(ai, t, by_draw) };
     }
 
+    /// Now, where the recording is timed ([`Recording::timed`]).
+    fn clock(&self) -> Option<std::time::Instant> {
+        self.timed.then(std::time::Instant::now)
+    }
+
     /// Adds the time since `from` to the `k`th of [`Recording::spent`].
-    fn add_spent(&self, k: usize, from: std::time::Instant) {
-        let mut spent = self.spent.get();
-        spent[k] += from.elapsed().as_nanos();
-        self.spent.set(spent);
+    fn add_spent(&self, k: usize, from: Option<std::time::Instant>) {
+        if let Some(from) = from {
+            let mut spent = self.spent.get();
+            spent[k] += from.elapsed().as_nanos();
+            self.spent.set(spent);
+        }
     }
 
     /// Step 2's downscales into the scratch targets `t` of `area`: what loads, by blits (unconditional: they write
@@ -938,11 +952,10 @@ impl Recording<'_> {
         // `unsupported` turned away a device without conditional rendering.
         let cond = f.conditional.as_ref().unwrap();
         let tr_all = Transform { area, clip: Some(e.render_area), inputs: None, views: None, mask: MaskFrom::None };
-        let mut begin = pass.begin.clone();
         // The instance spans the render area (the regions are chosen on the GPU), but clears only the regions that
-        // render at this area: each under its predicate (clearing the whole area at every candidate area cost
-        // three full-resolution writes a pass).
-        let clears = unclearing(&mut begin);
+        // render at this area (clearing the whole area at every candidate area cost three full-resolution writes a
+        // pass).
+        let (mut begin, clears) = (self.unclear.clone(), &self.clears);
         retarget(&mut begin, tr_all.rect(&self.all), t.framebuffer, &t.views);
         let candidates: Vec<(usize, Transform)> = e
             .regions
@@ -961,22 +974,22 @@ impl Recording<'_> {
         // SAFETY: the caller's guarantee; the predicates lie in the plan buffer, made for conditional rendering
         // (`take_buffer`).
         unsafe {
-            let started = std::time::Instant::now();
+            let started = self.clock();
             begin_real(f, cb, &begin);
             let cleared = clears.is_empty() || f.controls.without_region_clears;
-            if !cleared && (f.controls.without_clear_draws || !self.clear_draw(ai, &clears)) {
+            if !cleared && (f.controls.without_clear_draws || !self.clear_draw(ai, clears)) {
                 for (ri, tr) in &candidates {
                     let rect = [vk::ClearRect { rect: tr.rect(&self.all), base_array_layer: 0, layer_count: 1 }];
                     if rect[0].rect.extent.width == 0 || rect[0].rect.extent.height == 0 {
                         continue;
                     }
                     (cond.cmd_begin_conditional_rendering_ext)(cb, &predicate(*ri));
-                    self.d.cmd_clear_attachments(cb, &clears, &rect);
+                    self.d.cmd_clear_attachments(cb, clears, &rect);
                     (cond.cmd_end_conditional_rendering_ext)(cb);
                 }
             }
             self.add_spent(1, started);
-            let started = std::time::Instant::now();
+            let started = self.clock();
             if e.masked {
                 self.masked_replays(ai, &candidates);
             } else if by_draw {
@@ -1255,6 +1268,8 @@ pub(super) unsafe fn replay_gpu(
         extent: vk::Extent2D { width: ra.w, height: ra.h },
     };
     let cur = e.atts.iter().map(|a| a.as_ref().map_or(vk::ImageLayout::UNDEFINED, |a| a.initial)).collect();
+    let mut unclear = pass.begin.clone();
+    let clears = unclearing(&mut unclear);
     let mut rec = Recording {
         f,
         d,
@@ -1265,14 +1280,19 @@ pub(super) unsafe fn replay_gpu(
         objects: &objects,
         all,
         cur,
+        unclear,
+        clears,
+        timed: dev.log().enabled(LogLevel::Debug),
         spent: <_>::default(),
         clear_draws: <_>::default(),
     };
-    let mut steps = [0u128; 3];
+    // The plan's and the upscales' recording times (µs), where timed.
+    let mut host_us = [0u128; 2];
+    let since = |t: Option<std::time::Instant>| t.map_or(0, |t| t.elapsed().as_micros());
     // SAFETY: the caller's guarantee: `cb` is recording at the end of the captured `pass`, outside a render pass;
     // every object named was made above or is the pass's (alive: the capture rule); layouts are tracked in `cur`.
     unsafe {
-        let t0 = std::time::Instant::now();
+        let t0 = rec.clock();
         let mark = |name: &dyn Fn() -> String| {
             if let Some(s) = &f.steps {
                 s.mark(f, cb, name());
@@ -1285,19 +1305,19 @@ pub(super) unsafe fn replay_gpu(
         }
         rec.plan();
         mark(&|| "plan".into());
-        steps[0] = t0.elapsed().as_micros();
+        host_us[0] = since(t0);
         for (ai, t) in targets.iter().enumerate() {
             if let Some(t) = t {
                 rec.area(ai, t, by_draw);
                 mark(&|| format!("area {}x{}", AREAS[ai].0, AREAS[ai].1));
             }
         }
-        let t1 = std::time::Instant::now();
+        let t1 = rec.clock();
         rec.upscale(&targets);
         mark(&|| "upscales".into());
         rec.finish();
         mark(&|| "final transitions".into());
-        steps[1] = t1.elapsed().as_micros();
+        host_us[1] = since(t1);
     }
     let [downscales, clears, replays] = rec.spent.get().map(|ns| ns / 1000);
     if dev.log().enabled(LogLevel::Debug) {
@@ -1322,8 +1342,8 @@ pub(super) unsafe fn replay_gpu(
                 rec.clear_draws.get(),
                 made_us - checked_us,
                 started.elapsed().as_micros() - made_us,
-                steps[0],
-                steps[1],
+                host_us[0],
+                host_us[1],
             ),
         );
     }

@@ -20,7 +20,7 @@
 //! colour attachments and loads others, a depth clear value outside
 //! [0, 1], a subpass of no attachment, or more than 8 colour attachments.
 
-use super::gpu_objects::{words, Objects};
+use super::gpu_objects::{graphics_pipeline, words, Drawn, Objects};
 use super::model::integer;
 use super::Fdm;
 use ash::vk;
@@ -145,13 +145,6 @@ unsafe fn make(
                 .module(o.clear_modules[1 + slots.len()])
                 .name(c"main"),
         ];
-        let vi = vk::PipelineVertexInputStateCreateInfo::default();
-        let ia = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
-        let vp = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
-        let rs = vk::PipelineRasterizationStateCreateInfo::default()
-            .polygon_mode(vk::PolygonMode::FILL)
-            .cull_mode(vk::CullModeFlags::NONE)
-            .line_width(1.0);
         let mask = if colours > 0 { vk::ColorComponentFlags::RGBA } else { vk::ColorComponentFlags::empty() };
         let blend = vec![vk::PipelineColorBlendAttachmentState::default().color_write_mask(mask); slots.len()];
         let cb = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend);
@@ -171,22 +164,13 @@ unsafe fn make(
             .front(replace)
             .back(replace);
         let dynamic = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR, vk::DynamicState::STENCIL_REFERENCE];
-        let ds = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
-        let mut create = vk::GraphicsPipelineCreateInfo::default()
-            .stages(&stages)
-            .vertex_input_state(&vi)
-            .input_assembly_state(&ia)
-            .viewport_state(&vp)
-            .rasterization_state(&rs)
-            .multisample_state(&msi)
-            .color_blend_state(&cb)
-            .dynamic_state(&ds)
-            .layout(o.up_layout)
-            .render_pass(render_pass)
-            .subpass(0);
-        if depth_at.is_some() {
-            create = create.depth_stencil_state(&dss);
-        }
-        d.create_graphics_pipelines(vk::PipelineCache::null(), &[create], None).ok().map(|p| p[0])
+        let state = Drawn {
+            stages: &stages,
+            msi: &msi,
+            blend: &cb,
+            dss: depth_at.is_some().then_some(&dss),
+            dynamic: &dynamic,
+        };
+        graphics_pipeline(d, &state, o.up_layout, render_pass).ok()
     }
 }
