@@ -801,7 +801,8 @@ impl Gpu {
     }
 
     /// Copies the first `layers` layers of a colour image (in `layout`) to
-    /// `buffer`, tightly packed.
+    /// `buffer`, tightly packed, after everything recorded before (a render
+    /// pass's implicit dependency to what follows waits for nothing).
     pub fn copy_image_to_buffer(
         &self,
         cb: vk::CommandBuffer,
@@ -811,7 +812,21 @@ impl Gpu {
         layers: u32,
         buffer: vk::Buffer,
     ) {
-        unsafe { self.device.cmd_copy_image_to_buffer(cb, image, layout, buffer, &[copy_region(size, layers)]) };
+        let before = [vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &before,
+                &[],
+                &[],
+            );
+            self.device.cmd_copy_image_to_buffer(cb, image, layout, buffer, &[copy_region(size, layers)])
+        };
     }
 
     /// Copies tightly packed texels from `buffer` into the first `layers`

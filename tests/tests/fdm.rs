@@ -171,6 +171,37 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
 /// A dynamic map written by the GPU in the same command buffer just before
 /// the pass (issue 17, item 2): every pass type's areas are exactly those
 /// of the written map, not of the contents at recording (4x4 everywhere).
+/// The Khronos layer's synchronization validation (below Overlap, as every layer of these tests).
+const SYNC_VALIDATION: &str = "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT";
+
+#[test]
+fn the_density_maps_barriers_pass_synchronization_validation() {
+    // The steps of a replaced pass — the plan's transfers and shader, the downscales, the areas' instances one after
+    // the other, the upscales or composites — each ordered after what it reads and before what overwrites it: the
+    // GPU plan (every replay form, asked areas, multisampled, multiview) and the host plans (the quick matrix, every
+    // draw kind, offsets), with no hazard reported.
+    for args in [
+        &["fdm-dynamic"][..],
+        &["fdm-asked"],
+        &["fdm-msaa"],
+        &["fdm-multiview"],
+        &["fdm", "quick"],
+        &["fdm-draws"],
+        &["fdm-offset"],
+    ] {
+        let o = run(app(Layers::OverlapOverValidation, args).env("VK_LAYER_ENABLES", SYNC_VALIDATION));
+        o.assert_ok();
+        assert!(!o.stderr.contains("SYNC-HAZARD"), "{args:?}: {}", o.stderr);
+    }
+    // The control: the plan shader not ordered after the transfers that fill its buffer, a hazard the validation
+    // layer reports at the dispatch.
+    let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
+        .env("VK_LAYER_ENABLES", SYNC_VALIDATION)
+        .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", "plan_barrier"));
+    assert_ne!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stderr.contains("SYNC-HAZARD-WRITE-AFTER-WRITE") && o.stderr.contains("vkCmdDispatch"), "{}", o.stderr);
+}
+
 #[test]
 fn a_dynamic_map_written_by_the_gpu_is_followed() {
     // Every form of the replays: per group of regions under the plan's viewport masks (lavapipe's through the

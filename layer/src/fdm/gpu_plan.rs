@@ -15,9 +15,10 @@
 //!    offset; smaller than asked is always allowed), and writes one
 //!    predicate per (region, candidate area): 1 where any view chose that
 //!    area, 0 elsewhere;
-//! 2. per candidate area, the downscales of what loads (unconditional blits:
-//!    they write only that area's scratch targets), then one render pass
-//!    instance into that area's scratch targets over the render area, in
+//! 2. for every candidate area the downscales of what loads (unconditional
+//!    blits: they write only that area's scratch targets), then per area one
+//!    render pass instance into its scratch targets over the render area
+//!    (one after the other with no barrier between), in
 //!    which each region's commands (clipped to it) go down under
 //!    `vkCmdBeginConditionalRenderingEXT` on the predicate of (region, area)
 //!    — skipped where the region chose another area (conditional rendering
@@ -57,7 +58,7 @@ use super::live::{begin_real, end_real};
 use super::model::{aspect_of, attachments, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
-use super::scratch::{barrier, barrier_to, blit, copy_scaled, scratch_targets, Targets, Transition};
+use super::scratch::{barrier_between, barrier_to, blit, copy_scaled, scratch_targets, Side, Targets, Transition};
 use super::viewport_mask::VIEWPORTS;
 use super::Fdm;
 use crate::device::DeviceCore;
@@ -839,7 +840,8 @@ impl Recording<'_> {
                 .collect();
         // SAFETY: the caller's guarantee; the buffer, map, pipeline and set are the layer's own or the pass's.
         unsafe {
-            barrier(f, cb, &[]);
+            // Everything before (the map's writers, whatever their stages) before the plan's transfers.
+            barrier_between(f, cb, &[], Side::EVERYTHING, sync::transfers());
             // At most 65536 bytes per update (the table of 8x8 regions and 32 views is far below).
             for (k, chunk) in table_bytes.chunks(65536).enumerate() {
                 d.cmd_update_buffer(cb, o.buffer, l.table as u64 * 4 + k as u64 * 65536, chunk);
@@ -852,7 +854,8 @@ impl Recording<'_> {
                 let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                 d.cmd_update_buffer(cb, o.buffer, l.clears as u64 * 4, &bytes);
             }
-            barrier(f, cb, &[]);
+            let shader = if f.controls.without_plan_barrier { sync::transfers() } else { sync::plan_shader() };
+            barrier_between(f, cb, &[], sync::transfers(), shader);
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.plan_pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.plan_layout, 0, &[o.plan_set], &[]);
             d.cmd_push_constants(cb, o.plan_layout, vk::ShaderStageFlags::COMPUTE, 0, &pc);
@@ -863,28 +866,7 @@ impl Recording<'_> {
             if !f.controls.without_compute_restore {
                 restore_compute(f, cb, &self.pass.state);
             }
-            barrier(f, cb, &[]);
-            if let Some(w) = e.asked {
-                // The areas asked, for passes recorded later with this map (`fdm_dynamic_areas=asked`), after the
-                // barrier above; the pass's final barrier makes them visible to the host ([`Recording::finish`]).
-                let copy = [vk::BufferCopy { src_offset: l.asked as u64 * 4, dst_offset: w.offset, size: 4 }];
-                d.cmd_copy_buffer(cb, o.buffer, w.buffer, &copy);
-            }
         }
-    }
-
-    /// Step 2 for area `ai` (its scratch targets `t`): the downscales of what loads, then one render pass instance over the
-    /// render area, each region's commands clipped to it under its predicate.
-    ///
-    /// # Safety
-    /// As [`Recording::plan`]; `t` is claimed for `cb`.
-    unsafe fn area(&mut self, ai: usize, t: &Targets, by_draw: bool) {
-        let started = self.clock();
-        // SAFETY: the caller's guarantee.
-        unsafe { self.downscale(AREAS[ai], t) };
-        self.add_spent(0, started);
-        // SAFETY: the caller's guarantee.
-        unsafe { self.replays(ai, t, by_draw) };
     }
 
     /// Now, where the recording is timed ([`Recording::timed`]).
@@ -901,24 +883,41 @@ impl Recording<'_> {
         }
     }
 
-    /// Step 2's downscales into the scratch targets `t` of `area`: what loads, by blits (unconditional: they write
-    /// only that area's scratch targets) or, multisampled, copies (every sample kept); then every scratch target
-    /// whose attachment has an initial layout in it.
+    /// Step 2's downscales, every candidate area's before any area renders (`targets`, per area): after the plan
+    /// shader (the barrier that gives the plan to its readers), the copy of the areas asked, then what loads, by
+    /// blits (unconditional: they write only that area's scratch targets) or, multisampled, copies (every sample
+    /// kept); then every scratch target whose attachment has an initial layout in it. The areas' render pass
+    /// instances then follow one another with no barrier between (each writes its own scratch targets).
     ///
     /// # Safety
-    /// As [`Recording::area`].
-    unsafe fn downscale(&mut self, area: (u32, u32), t: &Targets) {
-        let (f, cb, e) = (self.f, self.cb, self.e);
+    /// As [`Recording::plan`], after it; `targets` are claimed for `cb`.
+    unsafe fn downscales(&mut self, targets: &[Option<Targets>]) {
+        let started = self.clock();
+        let (f, cb, e, l, o) = (self.f, self.cb, self.e, self.layout, self.objects);
+        let areas: Vec<(usize, &Targets)> =
+            targets.iter().enumerate().filter_map(|(ai, t)| Some((ai, t.as_ref()?))).collect();
         let mut t1 = Vec::new();
         for (i, _) in present(&e.atts).filter(|(_, a)| a.load) {
+            if areas.is_empty() {
+                break;
+            }
             t1.push(self.real(i, self.cur[i], vk::ImageLayout::TRANSFER_SRC_OPTIMAL));
             self.cur[i] = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-            t1.push(self.scratch(t, i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+            for (_, t) in &areas {
+                t1.push(self.scratch(t, i, vk::ImageLayout::UNDEFINED, vk::ImageLayout::TRANSFER_DST_OPTIMAL));
+            }
         }
         // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
         unsafe {
-            if !t1.is_empty() {
-                barrier(f, cb, &t1);
+            barrier_between(f, cb, &t1, sync::plan_written(), sync::plan_readers());
+            if let Some(w) = e.asked {
+                // The areas asked, for passes recorded later with this map (`fdm_dynamic_areas=asked`); the pass's
+                // final barrier makes them visible to the host ([`Recording::finish`]).
+                let copy = [vk::BufferCopy { src_offset: l.asked as u64 * 4, dst_offset: w.offset, size: 4 }];
+                self.d.cmd_copy_buffer(cb, o.buffer, w.buffer, &copy);
+            }
+            for (ai, t) in &areas {
+                let area = AREAS[*ai];
                 for (i, a) in present(&e.atts).filter(|(_, a)| a.load) {
                     let pairs: Vec<(Rect, Rect)> =
                         e.regions.iter().flat_map(|r| scaled_regions(r.rect, area)).collect();
@@ -934,10 +933,13 @@ impl Recording<'_> {
             let mut t2 = Vec::new();
             for (i, a) in present(&e.atts).filter(|(_, a)| a.initial != vk::ImageLayout::UNDEFINED) {
                 let old = if a.load { vk::ImageLayout::TRANSFER_DST_OPTIMAL } else { vk::ImageLayout::UNDEFINED };
-                t2.push(self.scratch(t, i, old, a.initial));
+                for (_, t) in &areas {
+                    t2.push(self.scratch(t, i, old, a.initial));
+                }
             }
-            barrier(f, cb, &t2);
+            barrier_between(f, cb, &t2, sync::transferred(), sync::rendering());
         }
+        self.add_spent(0, started);
     }
 
     /// Step 2's render pass instance into the scratch targets `t` of area `ai`: each region that may choose the
@@ -945,7 +947,7 @@ impl Recording<'_> {
     /// chose another; by draw ([`by_draw`]) or the whole pass per region.
     ///
     /// # Safety
-    /// As [`Recording::area`].
+    /// As [`Recording::plan`], after [`Recording::downscales`]; `t` is claimed for `cb`.
     unsafe fn replays(&self, ai: usize, t: &Targets, by_draw: bool) {
         let (f, cb, pass, e) = (self.f, self.cb, self.pass, self.e);
         let area = AREAS[ai];
@@ -1027,7 +1029,7 @@ impl Recording<'_> {
     /// where the pass needs the clears under predicates (nothing recorded then).
     ///
     /// # Safety
-    /// As [`Recording::area`], inside the area's render pass instance, before its replays (which bind the
+    /// As [`Recording::replays`], inside the area's render pass instance, before its replays (which bind the
     /// application's state again).
     unsafe fn clear_draw(&self, ai: usize, clears: &[vk::ClearAttachment]) -> bool {
         let (d, cb, l, e) = (self.d, self.cb, self.layout, self.e);
@@ -1070,7 +1072,7 @@ impl Recording<'_> {
     /// for the plan partners' vertex stages, scissor `k` region `16g + k` (empty for the regions not candidates).
     ///
     /// # Safety
-    /// As [`Recording::area`], inside the area's render pass instance.
+    /// As [`Recording::replays`], inside the area's render pass instance.
     unsafe fn masked_replays(&self, ai: usize, candidates: &[(usize, Transform)]) {
         let (f, cb, pass, l) = (self.f, self.cb, self.pass, self.layout);
         // `plan_masked` found the plan masks running, the conditional rendering too (`unsupported`).
@@ -1125,7 +1127,7 @@ impl Recording<'_> {
             self.cur[i] = write;
         }
         // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
-        unsafe { barrier(self.f, self.cb, &t3) };
+        unsafe { barrier_between(self.f, self.cb, &t3, sync::rendered(), sync::upscaling()) };
         let mut dispatched = false;
         for (k, u) in self.objects.up.iter().enumerate() {
             if let Some(sets) = &self.objects.cs_sets[k] {
@@ -1306,9 +1308,11 @@ pub(super) unsafe fn replay_gpu(
         rec.plan();
         mark(&|| "plan".into());
         host_us[0] = since(t0);
+        rec.downscales(&targets);
+        mark(&|| "downscales".into());
         for (ai, t) in targets.iter().enumerate() {
             if let Some(t) = t {
-                rec.area(ai, t, by_draw);
+                rec.replays(ai, t, by_draw);
                 mark(&|| format!("area {}x{}", AREAS[ai].0, AREAS[ai].1));
             }
         }
@@ -1348,6 +1352,95 @@ pub(super) unsafe fn replay_gpu(
         );
     }
     Ok(())
+}
+
+/// The sides of the barriers inside a planned pass (issue 33 item 2): each names the work it orders. Only the
+/// first waits for everything before ([`Side::EVERYTHING`]) and only the last ([`Recording::finish`]) is waited for
+/// by everything after — the application's work around the pass, of stages the layer cannot know; between them
+/// each barrier's source stages meet the previous one's destination stages, so the chain orders the application's
+/// work before every step.
+mod sync {
+    use super::Side;
+    use ash::vk::{AccessFlags as A, PipelineStageFlags as S};
+
+    /// The plan step's transfers: the map's copy, the table's update, the fills.
+    pub(super) fn transfers() -> Side {
+        Side(S::TRANSFER, A::TRANSFER_READ | A::TRANSFER_WRITE)
+    }
+
+    /// The plan shader: reads the map's copy and the table, or-s into the asked word and the masks.
+    pub(super) fn plan_shader() -> Side {
+        Side(S::COMPUTE_SHADER, A::SHADER_READ | A::SHADER_WRITE)
+    }
+
+    /// What the plan step wrote: the plan shader's predicates, masks and words, the transfers' buffer words.
+    pub(super) fn plan_written() -> Side {
+        Side(S::COMPUTE_SHADER | S::TRANSFER, A::SHADER_WRITE | A::TRANSFER_WRITE)
+    }
+
+    /// The plan buffer's readers — the predicates (conditional rendering), the masks (vertex input), the region
+    /// clears' and the upscales' shaders, the asked word's copy — and the downscales' blits.
+    pub(super) fn plan_readers() -> Side {
+        Side(
+            S::TRANSFER
+                | S::CONDITIONAL_RENDERING_EXT
+                | S::VERTEX_INPUT
+                | S::VERTEX_SHADER
+                | S::FRAGMENT_SHADER
+                | S::COMPUTE_SHADER,
+            A::TRANSFER_READ
+                | A::TRANSFER_WRITE
+                | A::CONDITIONAL_RENDERING_READ_EXT
+                | A::VERTEX_ATTRIBUTE_READ
+                | A::SHADER_READ
+                | A::UNIFORM_READ,
+        )
+    }
+
+    /// The downscales' blits and copies into the scratch targets.
+    pub(super) fn transferred() -> Side {
+        Side(S::TRANSFER, A::TRANSFER_WRITE)
+    }
+
+    /// The areas' render pass instances into the scratch targets: the application's draws, the region clears.
+    pub(super) fn rendering() -> Side {
+        Side(
+            S::ALL_GRAPHICS,
+            A::COLOR_ATTACHMENT_READ
+                | A::COLOR_ATTACHMENT_WRITE
+                | A::DEPTH_STENCIL_ATTACHMENT_READ
+                | A::DEPTH_STENCIL_ATTACHMENT_WRITE
+                | A::INPUT_ATTACHMENT_READ
+                | A::SHADER_READ,
+        )
+    }
+
+    /// What the upscales read and overwrite: the scratch targets the instances stored, the real attachments the
+    /// downscales read.
+    pub(super) fn rendered() -> Side {
+        Side(
+            S::COLOR_ATTACHMENT_OUTPUT | S::EARLY_FRAGMENT_TESTS | S::LATE_FRAGMENT_TESTS | S::TRANSFER,
+            A::COLOR_ATTACHMENT_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
+        )
+    }
+
+    /// The upscales: drawn (sampling the scratch targets, writing colour or depth) or dispatched (storage writes).
+    pub(super) fn upscaling() -> Side {
+        Side(
+            S::VERTEX_SHADER
+                | S::FRAGMENT_SHADER
+                | S::COMPUTE_SHADER
+                | S::EARLY_FRAGMENT_TESTS
+                | S::LATE_FRAGMENT_TESTS
+                | S::COLOR_ATTACHMENT_OUTPUT,
+            A::SHADER_READ
+                | A::SHADER_WRITE
+                | A::COLOR_ATTACHMENT_READ
+                | A::COLOR_ATTACHMENT_WRITE
+                | A::DEPTH_STENCIL_ATTACHMENT_READ
+                | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -642,6 +642,10 @@ pub struct Controls {
     /// `vkCmdClearAttachments` under each region's predicate, never one
     /// draw per area (`region_clears.rs`).
     pub without_clear_draws: bool,
+    /// `debug_fdm_without=plan_barrier`: the GPU plan's shader is not
+    /// ordered after the transfers that write its inputs (a planted fault:
+    /// the control of the synchronization validation test).
+    pub without_plan_barrier: bool,
     /// `debug_fdm_without=per_view_viewports`: a multiview pass's replays
     /// give every view the replay's whole rectangle (no per-view viewports;
     /// the earlier path, for the benchmarks and the tests).
@@ -693,6 +697,7 @@ impl Controls {
             without_gpu_plan_by_draw: has("gpu_plan_by_draw"),
             without_region_clears: has("region_clears"),
             without_clear_draws: has("clear_draws"),
+            without_plan_barrier: has("plan_barrier"),
             without_per_view_viewports: has("per_view_viewports"),
             without_viewport_mask: has("viewport_mask"),
             without_viewport_mask_nv: has("viewport_mask_nv"),

@@ -437,26 +437,49 @@ pub(super) unsafe fn barrier(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition]) {
 pub(super) unsafe fn barrier_to(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition], host: bool) {
     let all = vk::PipelineStageFlags::ALL_COMMANDS;
     let rw = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let dst =
+        if host { Side(all | vk::PipelineStageFlags::HOST, rw | vk::AccessFlags::HOST_READ) } else { Side(all, rw) };
+    // SAFETY: the caller's guarantee.
+    unsafe { barrier_between(f, cb, t, Side::EVERYTHING, dst) }
+}
+
+/// One side of a barrier: the stages of the work it waits for (source) or
+/// that waits for it (destination), and the accesses whose writes it makes
+/// available (source) or visible (destination).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Side(pub(super) vk::PipelineStageFlags, pub(super) vk::AccessFlags);
+
+impl Side {
+    /// Every command before, whatever it wrote: the application's work
+    /// around a replaced pass, of stages the layer cannot know.
+    pub(super) const EVERYTHING: Side = Side(vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_WRITE);
+}
+
+/// Records the layout transitions `t` (and a global memory barrier)
+/// between the work of `src` before and the work of `dst` after.
+///
+/// # Safety
+/// As [`barrier`]; the stages and accesses are enabled on the device and
+/// each access is one its side's stages perform.
+pub(super) unsafe fn barrier_between(f: &Fdm, cb: vk::CommandBuffer, t: &[Transition], src: Side, dst: Side) {
     let imgs: Vec<vk::ImageMemoryBarrier> = t
         .iter()
         .map(|t| {
             vk::ImageMemoryBarrier::default()
                 .old_layout(t.old)
                 .new_layout(t.new)
-                .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-                .dst_access_mask(rw)
+                .src_access_mask(src.1)
+                .dst_access_mask(dst.1)
                 .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .image(t.image)
                 .subresource_range(t.range)
         })
         .collect();
-    let (dst, read) =
-        if host { (all | vk::PipelineStageFlags::HOST, rw | vk::AccessFlags::HOST_READ) } else { (all, rw) };
-    let mem = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::MEMORY_WRITE).dst_access_mask(read)];
+    let mem = [vk::MemoryBarrier::default().src_access_mask(src.1).dst_access_mask(dst.1)];
     // SAFETY: the caller's guarantee (a recording command buffer outside a
     // render pass, valid images); the arrays are live Vecs.
-    unsafe { f.below.cmd_pipeline_barrier(cb, all, dst, vk::DependencyFlags::empty(), &mem, &[], &imgs) };
+    unsafe { f.below.cmd_pipeline_barrier(cb, src.0, dst.0, vk::DependencyFlags::empty(), &mem, &[], &imgs) };
 }
 
 /// Records nearest-filter blits from `src` to `dst` over `pairs`
