@@ -32,7 +32,7 @@
 use super::gpu_objects::{self, Owned, Upscale, UpscaleDraw, RECTS};
 use super::model::Att;
 use super::replay_plan::Composite;
-use super::scratch::{barrier, Targets, Transition};
+use super::scratch::{barrier_between, sync, Targets, Transition};
 use super::Fdm;
 use ash::vk;
 
@@ -238,7 +238,9 @@ pub(super) unsafe fn record(
         for (k, chunk) in bytes.chunks(65536).enumerate() {
             d.cmd_update_buffer(cb, p.buffer, k as u64 * 65536, chunk);
         }
-        barrier(f, cb, &t);
+        // After the areas' instances (and the direct replays, the downscales, the words' update); the pass's
+        // first barrier waited for everything before it.
+        barrier_between(f, cb, &t, sync::rendered(), sync::upscaling());
         let vp = vk::Viewport {
             x: 0.0,
             y: 0.0,

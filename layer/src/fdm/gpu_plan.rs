@@ -58,7 +58,9 @@ use super::live::{begin_real, end_real};
 use super::model::{aspect_of, attachments, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
-use super::scratch::{barrier_between, barrier_to, blit, copy_scaled, scratch_targets, Side, Targets, Transition};
+use super::scratch::{
+    barrier_between, barrier_to, blit, copy_scaled, scratch_targets, sync, Side, Targets, Transition,
+};
 use super::viewport_mask::VIEWPORTS;
 use super::Fdm;
 use crate::device::DeviceCore;
@@ -1352,95 +1354,6 @@ pub(super) unsafe fn replay_gpu(
         );
     }
     Ok(())
-}
-
-/// The sides of the barriers inside a planned pass (issue 33 item 2): each names the work it orders. Only the
-/// first waits for everything before ([`Side::EVERYTHING`]) and only the last ([`Recording::finish`]) is waited for
-/// by everything after — the application's work around the pass, of stages the layer cannot know; between them
-/// each barrier's source stages meet the previous one's destination stages, so the chain orders the application's
-/// work before every step.
-mod sync {
-    use super::Side;
-    use ash::vk::{AccessFlags as A, PipelineStageFlags as S};
-
-    /// The plan step's transfers: the map's copy, the table's update, the fills.
-    pub(super) fn transfers() -> Side {
-        Side(S::TRANSFER, A::TRANSFER_READ | A::TRANSFER_WRITE)
-    }
-
-    /// The plan shader: reads the map's copy and the table, or-s into the asked word and the masks.
-    pub(super) fn plan_shader() -> Side {
-        Side(S::COMPUTE_SHADER, A::SHADER_READ | A::SHADER_WRITE)
-    }
-
-    /// What the plan step wrote: the plan shader's predicates, masks and words, the transfers' buffer words.
-    pub(super) fn plan_written() -> Side {
-        Side(S::COMPUTE_SHADER | S::TRANSFER, A::SHADER_WRITE | A::TRANSFER_WRITE)
-    }
-
-    /// The plan buffer's readers — the predicates (conditional rendering), the masks (vertex input), the region
-    /// clears' and the upscales' shaders, the asked word's copy — and the downscales' blits.
-    pub(super) fn plan_readers() -> Side {
-        Side(
-            S::TRANSFER
-                | S::CONDITIONAL_RENDERING_EXT
-                | S::VERTEX_INPUT
-                | S::VERTEX_SHADER
-                | S::FRAGMENT_SHADER
-                | S::COMPUTE_SHADER,
-            A::TRANSFER_READ
-                | A::TRANSFER_WRITE
-                | A::CONDITIONAL_RENDERING_READ_EXT
-                | A::VERTEX_ATTRIBUTE_READ
-                | A::SHADER_READ
-                | A::UNIFORM_READ,
-        )
-    }
-
-    /// The downscales' blits and copies into the scratch targets.
-    pub(super) fn transferred() -> Side {
-        Side(S::TRANSFER, A::TRANSFER_WRITE)
-    }
-
-    /// The areas' render pass instances into the scratch targets: the application's draws, the region clears.
-    pub(super) fn rendering() -> Side {
-        Side(
-            S::ALL_GRAPHICS,
-            A::COLOR_ATTACHMENT_READ
-                | A::COLOR_ATTACHMENT_WRITE
-                | A::DEPTH_STENCIL_ATTACHMENT_READ
-                | A::DEPTH_STENCIL_ATTACHMENT_WRITE
-                | A::INPUT_ATTACHMENT_READ
-                | A::SHADER_READ,
-        )
-    }
-
-    /// What the upscales read and overwrite: the scratch targets the instances stored, the real attachments the
-    /// downscales read.
-    pub(super) fn rendered() -> Side {
-        Side(
-            S::COLOR_ATTACHMENT_OUTPUT | S::EARLY_FRAGMENT_TESTS | S::LATE_FRAGMENT_TESTS | S::TRANSFER,
-            A::COLOR_ATTACHMENT_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
-        )
-    }
-
-    /// The upscales: drawn (sampling the scratch targets, writing colour or depth) or dispatched (storage writes).
-    pub(super) fn upscaling() -> Side {
-        Side(
-            S::VERTEX_SHADER
-                | S::FRAGMENT_SHADER
-                | S::COMPUTE_SHADER
-                | S::EARLY_FRAGMENT_TESTS
-                | S::LATE_FRAGMENT_TESTS
-                | S::COLOR_ATTACHMENT_OUTPUT,
-            A::SHADER_READ
-                | A::SHADER_WRITE
-                | A::COLOR_ATTACHMENT_READ
-                | A::COLOR_ATTACHMENT_WRITE
-                | A::DEPTH_STENCIL_ATTACHMENT_READ
-                | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
-        )
-    }
 }
 
 #[cfg(test)]

@@ -455,6 +455,94 @@ impl Side {
     pub(super) const EVERYTHING: Side = Side(vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_WRITE);
 }
 
+/// The sides of the barriers inside a replaced pass (issue 33 item 2): each names the work it orders. Only the
+/// first waits for everything before ([`Side::EVERYTHING`]) and only the last is waited for by everything after — the application's work around the pass, of stages the layer cannot know; between them
+/// each barrier's source stages meet the previous one's destination stages, so the chain orders the application's
+/// work before every step.
+pub(super) mod sync {
+    use super::Side;
+    use ash::vk::{AccessFlags as A, PipelineStageFlags as S};
+
+    /// The plan step's transfers: the map's copy, the table's update, the fills.
+    pub(in crate::fdm) fn transfers() -> Side {
+        Side(S::TRANSFER, A::TRANSFER_READ | A::TRANSFER_WRITE)
+    }
+
+    /// The plan shader: reads the map's copy and the table, or-s into the asked word and the masks.
+    pub(in crate::fdm) fn plan_shader() -> Side {
+        Side(S::COMPUTE_SHADER, A::SHADER_READ | A::SHADER_WRITE)
+    }
+
+    /// What the plan step wrote: the plan shader's predicates, masks and words, the transfers' buffer words.
+    pub(in crate::fdm) fn plan_written() -> Side {
+        Side(S::COMPUTE_SHADER | S::TRANSFER, A::SHADER_WRITE | A::TRANSFER_WRITE)
+    }
+
+    /// The plan buffer's readers — the predicates (conditional rendering), the masks (vertex input), the region
+    /// clears' and the upscales' shaders, the asked word's copy — and the downscales' blits.
+    pub(in crate::fdm) fn plan_readers() -> Side {
+        Side(
+            S::TRANSFER
+                | S::CONDITIONAL_RENDERING_EXT
+                | S::VERTEX_INPUT
+                | S::VERTEX_SHADER
+                | S::FRAGMENT_SHADER
+                | S::COMPUTE_SHADER,
+            A::TRANSFER_READ
+                | A::TRANSFER_WRITE
+                | A::CONDITIONAL_RENDERING_READ_EXT
+                | A::VERTEX_ATTRIBUTE_READ
+                | A::SHADER_READ
+                | A::UNIFORM_READ,
+        )
+    }
+
+    /// The downscales' blits and copies into the scratch targets.
+    pub(in crate::fdm) fn transferred() -> Side {
+        Side(S::TRANSFER, A::TRANSFER_WRITE)
+    }
+
+    /// The areas' render pass instances into the scratch targets: the application's draws, the region clears.
+    pub(in crate::fdm) fn rendering() -> Side {
+        Side(
+            S::ALL_GRAPHICS,
+            A::COLOR_ATTACHMENT_READ
+                | A::COLOR_ATTACHMENT_WRITE
+                | A::DEPTH_STENCIL_ATTACHMENT_READ
+                | A::DEPTH_STENCIL_ATTACHMENT_WRITE
+                | A::INPUT_ATTACHMENT_READ
+                | A::SHADER_READ,
+        )
+    }
+
+    /// What the upscales or composites read and overwrite: the scratch targets the instances stored, the real
+    /// attachments the downscales read and the direct replays wrote, the composite's words (updated).
+    pub(in crate::fdm) fn rendered() -> Side {
+        Side(
+            S::COLOR_ATTACHMENT_OUTPUT | S::EARLY_FRAGMENT_TESTS | S::LATE_FRAGMENT_TESTS | S::TRANSFER,
+            A::COLOR_ATTACHMENT_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE | A::TRANSFER_WRITE,
+        )
+    }
+
+    /// The upscales or composites: drawn (sampling the scratch targets, writing colour or depth) or dispatched (storage writes).
+    pub(in crate::fdm) fn upscaling() -> Side {
+        Side(
+            S::VERTEX_SHADER
+                | S::FRAGMENT_SHADER
+                | S::COMPUTE_SHADER
+                | S::EARLY_FRAGMENT_TESTS
+                | S::LATE_FRAGMENT_TESTS
+                | S::COLOR_ATTACHMENT_OUTPUT,
+            A::SHADER_READ
+                | A::SHADER_WRITE
+                | A::COLOR_ATTACHMENT_READ
+                | A::COLOR_ATTACHMENT_WRITE
+                | A::DEPTH_STENCIL_ATTACHMENT_READ
+                | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
+        )
+    }
+}
+
 /// Records the layout transitions `t` (and a global memory barrier)
 /// between the work of `src` before and the work of `dst` after.
 ///
