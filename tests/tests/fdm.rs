@@ -211,6 +211,8 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
         ("", "per group of regions and area, under the plan's viewport masks"),
         ("viewport_mask", "once per area, each run of draws once per region"),
         ("viewport_mask,gpu_plan_by_draw", "per region and area"),
+        // Area 1x1 into a scratch target and upscaled, as every other area (the earlier path).
+        ("direct_1x1", "per group of regions and area, under the plan's viewport masks"),
     ] {
         let o = run(app(Layers::OverlapOverValidation, &["fdm-dynamic"])
             .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
@@ -221,6 +223,10 @@ fn a_dynamic_map_written_by_the_gpu_is_followed() {
         assert_eq!(lines.count(), 3, "{}", o.stdout);
         assert!(o.stderr.contains("GPU plan: 64 regions"), "{}", o.stderr);
         assert!(o.stderr.contains(&format!("replayed {form};")), "{form}: {}", o.stderr);
+        // Area 1x1 rendered into the attachments themselves (single-sampled passes), unless left out.
+        let direct = o.stderr.lines().filter(|l| l.contains("areas each (1x1 into the attachments);")).count();
+        let plans = o.stderr.lines().filter(|l| l.contains("GPU plan: ") && l.contains(" regions of the ")).count();
+        assert_eq!(direct, if without == "direct_1x1" { 0 } else { plans }, "{}", o.stderr);
         assert_eq!(o.value("fdm_dynamic compute_marker"), Some("42"), "{}", o.stdout);
         assert_eq!(o.stdout.lines().filter(|l| l.starts_with("fdm_dynamic edges path=")).count(), 3, "{}", o.stdout);
         // A pass that clears and draws nothing: each region cleared at the area it chose; a depth attachment

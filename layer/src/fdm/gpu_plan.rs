@@ -98,6 +98,15 @@ pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 
 
 /// Whether area `ai` of [`AREAS`] is one of the `candidates` (a mask: `fdm_dynamic_areas`, [`super::asked`]; the
 /// plan shader gives each region the largest candidate no larger than what its texels ask).
+/// Whether area 1x1's instance renders into the pass's attachments themselves (no scratch target, downscale or
+/// upscale for it): single-sampled passes (no resolve either), unless `debug_fdm_without=direct_1x1`. Its instance
+/// spans the render area as every area's does: what it leaves undefined outside the regions that chose 1x1 (a
+/// clear's `DONT_CARE` load in the twin that never clears) the other areas' upscales overwrite, each region's pixels
+/// written by exactly one area per view.
+fn direct(f: &Fdm, e: &Eligible) -> bool {
+    !f.controls.without_direct_1x1 && present(&e.atts).all(|(_, a)| a.samples == vk::SampleCountFlags::TYPE_1)
+}
+
 fn candidate(candidates: u32, ai: usize) -> bool {
     candidates >> ai & 1 == 1
 }
@@ -797,6 +806,9 @@ struct Recording<'a> {
     all: vk::Rect2D,
     /// Each attachment's layout at this point of the recording.
     cur: Vec<vk::ImageLayout>,
+    /// Area 1x1's instance renders into the attachments themselves, not a scratch target ([`direct`]): it has no
+    /// downscale and no upscale.
+    direct: bool,
     /// The pass's begin as its instances begin (clearing nothing: [`unclearing`]) and what it would have cleared
     /// (the regions' clears, their values in the plan buffer).
     unclear: Begin,
@@ -896,8 +908,12 @@ impl Recording<'_> {
     unsafe fn downscales(&mut self, targets: &[Option<Targets>]) {
         let started = self.clock();
         let (f, cb, e, l, o) = (self.f, self.cb, self.e, self.layout, self.objects);
-        let areas: Vec<(usize, &Targets)> =
-            targets.iter().enumerate().filter_map(|(ai, t)| Some((ai, t.as_ref()?))).collect();
+        let areas: Vec<(usize, &Targets)> = targets
+            .iter()
+            .enumerate()
+            .filter(|(ai, _)| !(self.direct && *ai == 0))
+            .filter_map(|(ai, t)| Some((ai, t.as_ref()?)))
+            .collect();
         let mut t1 = Vec::new();
         for (i, _) in present(&e.atts).filter(|(_, a)| a.load) {
             if areas.is_empty() {
@@ -938,6 +954,11 @@ impl Recording<'_> {
                 for (_, t) in &areas {
                     t2.push(self.scratch(t, i, old, a.initial));
                 }
+                // Area 1x1's instance begins the pass on the attachment itself, as the application did.
+                if self.direct && self.cur[i] != a.initial {
+                    t2.push(self.real(i, self.cur[i], a.initial));
+                    self.cur[i] = a.initial;
+                }
             }
             barrier_between(f, cb, &t2, sync::transferred(), sync::rendering());
         }
@@ -960,7 +981,9 @@ impl Recording<'_> {
         // render at this area (clearing the whole area at every candidate area cost three full-resolution writes a
         // pass).
         let (mut begin, clears) = (self.unclear.clone(), &self.clears);
-        retarget(&mut begin, tr_all.rect(&self.all), t.framebuffer, &t.views);
+        if !(self.direct && ai == 0) {
+            retarget(&mut begin, tr_all.rect(&self.all), t.framebuffer, &t.views);
+        }
         let candidates: Vec<(usize, Transform)> = e
             .regions
             .iter()
@@ -1122,7 +1145,8 @@ impl Recording<'_> {
             if self.objects.cs_sets[k].is_some() {
                 write = vk::ImageLayout::GENERAL;
             }
-            for t in targets.iter().flatten() {
+            let scratch = targets.iter().enumerate().filter(|(ai, _)| !(self.direct && *ai == 0));
+            for (_, t) in scratch.filter_map(|(ai, t)| Some((ai, t.as_ref()?))) {
                 t3.push(self.scratch(t, i, a.final_, read));
             }
             t3.push(self.real(i, self.cur[i], write));
@@ -1166,7 +1190,7 @@ impl Recording<'_> {
         unsafe {
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, o.cs_pipeline);
             for (j, &view) in e.drawn.iter().enumerate() {
-                for (ai, area) in AREAS.iter().enumerate().filter(|(ai, _)| candidate(self.e.candidates, *ai)) {
+                for (ai, area) in AREAS.iter().enumerate().filter(|(ai, _)| self.upscaled(*ai)) {
                     let set = sets[j * AREAS.len() + ai];
                     d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, o.cs_layout, 0, &[set], &[]);
                     let (lx, ly) = (area.0.trailing_zeros(), area.1.trailing_zeros());
@@ -1201,7 +1225,7 @@ impl Recording<'_> {
         let draws: Vec<UpscaleDraw> = AREAS
             .iter()
             .enumerate()
-            .filter(|(ai, _)| candidate(self.e.candidates, *ai))
+            .filter(|(ai, _)| self.upscaled(*ai))
             .map(|(ai, area)| UpscaleDraw {
                 set: o.up_sets[k][ai],
                 words: [area.0, area.1, ai as u32, l.columns, l.rows, l.bounds, l.choices, l.regions, view, layer],
@@ -1211,6 +1235,18 @@ impl Recording<'_> {
             .collect();
         // SAFETY: the caller's guarantee; the render pass, framebuffer, pipelines and sets are the layer's own.
         unsafe { record_upscale_pass(self.d, self.cb, u, framebuffer, (self.all, vp), o.up_layout, &draws) };
+    }
+
+    /// Whether area `ai` is upscaled: a candidate rendered into a scratch target.
+    fn upscaled(&self, ai: usize) -> bool {
+        candidate(self.e.candidates, ai) && !(self.direct && ai == 0)
+    }
+
+    /// After area 1x1's instance into the attachments ([`Recording::direct`]): each in its final layout.
+    fn rendered_direct(&mut self) {
+        for (i, a) in present(&self.e.atts) {
+            self.cur[i] = a.final_;
+        }
     }
 
     /// Step 4: every attachment to its final layout.
@@ -1284,6 +1320,7 @@ pub(super) unsafe fn replay_gpu(
         objects: &objects,
         all,
         cur,
+        direct: direct(f, &e),
         unclear,
         clears,
         timed: dev.log().enabled(LogLevel::Debug),
@@ -1315,6 +1352,9 @@ pub(super) unsafe fn replay_gpu(
         for (ai, t) in targets.iter().enumerate() {
             if let Some(t) = t {
                 rec.replays(ai, t, by_draw);
+                if rec.direct && ai == 0 {
+                    rec.rendered_direct();
+                }
                 mark(&|| format!("area {}x{}", AREAS[ai].0, AREAS[ai].1));
             }
         }
@@ -1330,11 +1370,12 @@ pub(super) unsafe fn replay_gpu(
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {} regions of the {}x{} render area, {} areas each; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); region clears drawn at {} areas; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us (plan {} us; per area: downscales {downscales} us, instance begins and region clears {clears} us, replays and ends {replays} us; upscales and final transitions {} us)",
+                "GPU plan: {} regions of the {}x{} render area, {} areas each{}; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); region clears drawn at {} areas; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us (plan {} us; per area: downscales {downscales} us, instance begins and region clears {clears} us, replays and ends {replays} us; upscales and final transitions {} us)",
                 layout.regions,
                 ra.w,
                 ra.h,
                 e.candidates.count_ones(),
+                if rec.direct { " (1x1 into the attachments)" } else { "" },
                 pass.cmds.len(),
                 if e.masked {
                     "per group of regions and area, under the plan's viewport masks"

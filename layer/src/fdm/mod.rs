@@ -646,6 +646,10 @@ pub struct Controls {
     /// ordered after the transfers that write its inputs (a planted fault:
     /// the control of the synchronization validation test).
     pub without_plan_barrier: bool,
+    /// `debug_fdm_without=direct_1x1`: the GPU plan renders area 1x1 into
+    /// a scratch target and upscales it like every other area, instead of
+    /// into the attachments themselves.
+    pub without_direct_1x1: bool,
     /// `debug_fdm_without=per_view_viewports`: a multiview pass's replays
     /// give every view the replay's whole rectangle (no per-view viewports;
     /// the earlier path, for the benchmarks and the tests).
@@ -698,6 +702,7 @@ impl Controls {
             without_region_clears: has("region_clears"),
             without_clear_draws: has("clear_draws"),
             without_plan_barrier: has("plan_barrier"),
+            without_direct_1x1: has("direct_1x1"),
             without_per_view_viewports: has("per_view_viewports"),
             without_viewport_mask: has("viewport_mask"),
             without_viewport_mask_nv: has("viewport_mask_nv"),
