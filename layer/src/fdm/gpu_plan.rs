@@ -18,7 +18,8 @@
 //! 2. for every candidate area the downscales of what loads (unconditional
 //!    blits: they write only that area's scratch targets), then per area one
 //!    render pass instance into its scratch targets over the render area
-//!    (one after the other with no barrier between), in
+//!    (one after the other with no barrier between; area 1x1's into the
+//!    attachments themselves, [`direct`]), in
 //!    which each region's commands (clipped to it) go down under
 //!    `vkCmdBeginConditionalRenderingEXT` on the predicate of (region, area)
 //!    — skipped where the region chose another area (conditional rendering
@@ -102,7 +103,8 @@ pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 
 /// upscale for it): single-sampled passes (no resolve either), unless `debug_fdm_without=direct_1x1`. Its instance
 /// spans the render area as every area's does: what it leaves undefined outside the regions that chose 1x1 (a
 /// clear's `DONT_CARE` load in the twin that never clears) the other areas' upscales overwrite, each region's pixels
-/// written by exactly one area per view.
+/// written by exactly one area per view. Its scratch target is still made (its descriptor set, which names the
+/// plan buffer, serves the region clears' draw), never written.
 fn direct(f: &Fdm, e: &Eligible) -> bool {
     !f.controls.without_direct_1x1 && present(&e.atts).all(|(_, a)| a.samples == vk::SampleCountFlags::TYPE_1)
 }
@@ -1370,12 +1372,12 @@ pub(super) unsafe fn replay_gpu(
         dev.log().debug(
             id::FDM_PLAN,
             &format!(
-                "GPU plan: {} regions of the {}x{} render area, {} areas each{}; {} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); region clears drawn at {} areas; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us (plan {} us; per area: downscales {downscales} us, instance begins and region clears {clears} us, replays and ends {replays} us; upscales and final transitions {} us)",
+                "GPU plan: {} regions of the {}x{} render area, {} areas each; {}{} commands replayed {}; {} stored attachments upscaled; {} of them dispatched (compute); region clears drawn at {} areas; checks and scratch targets {checked_us} us, plan objects {} us, recording {} us (plan {} us; per area: downscales {downscales} us, instance begins and region clears {clears} us, replays and ends {replays} us; upscales and final transitions {} us)",
                 layout.regions,
                 ra.w,
                 ra.h,
                 e.candidates.count_ones(),
-                if rec.direct { " (1x1 into the attachments)" } else { "" },
+                if rec.direct { "1x1 into the attachments; " } else { "" },
                 pass.cmds.len(),
                 if e.masked {
                     "per group of regions and area, under the plan's viewport masks"

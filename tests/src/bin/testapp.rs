@@ -124,6 +124,7 @@ fn main() {
         "fdm-demo" => fdm_demo(&mut opts, args.get(1).map(|s| s.as_str()).unwrap_or("fdm.png")),
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "viewport-mask-bench" => viewport_mask_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
+        "copy-rows-bench" => copy_rows_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-draws" => fdm_draws(&mut opts, &args[1..]),
         "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts, args.get(1).map(String::as_str).unwrap_or("before")),
@@ -1325,6 +1326,32 @@ fn fdm_dynamic(opts: &mut GpuOptions, app_conditional: bool, square: bool) -> Re
                 Some(k) => {
                     let (x, y) = (k as u32 % size.0, k as u32 / size.0);
                     result = Err(format!("{path:?} clear: pixel ({x},{y}) is {:?}, not the clear colour", px[k]));
+                }
+            }
+        }
+    }
+    // The load: a pass that loads a uniform colour and draws nothing holds it
+    // everywhere (what loads reaches every area: downscaled into the scratch
+    // targets, loaded in place where a region renders into the attachment
+    // itself).
+    if !app_conditional {
+        let colour = [40u8, 80, 120, 255];
+        let loaded = vec![colour; (size.0 * size.1) as usize];
+        for path in [Path::RenderPass, Path::RenderPass2, Path::Dynamic] {
+            fdm::write_map(&g, img.0, &stale);
+            let s = Scene {
+                map_view: Some(view),
+                map_write: Some((img.0, &written)),
+                load: Some(&loaded),
+                ..Scene::new(path, size, full_vs, size_fs, 0)
+            };
+            let px = fdm::render(&g, &s);
+            match px.iter().position(|p| *p != colour) {
+                None => println!("fdm_dynamic load path={path:?} ok"),
+                Some(k) => {
+                    let (x, y) = (k as u32 % size.0, k as u32 / size.0);
+                    println!("fdm_dynamic load path={path:?} failed");
+                    result = Err(format!("{path:?} load: pixel ({x},{y}) is {:?}, not the loaded colour", px[k]));
                 }
             }
         }
@@ -2652,6 +2679,66 @@ fn seconds_per_multiview(g: &Gpu, mv: &overlap_tests::fdm::Multiview, frames: u3
 
 /// `viewport-mask-bench SIZE DRAWS FRAMES` (`overlap_tests::viewport_mask_bench`):
 /// the density map's design D measured on the driver alone.
+/// What a full-resolution write by copies would cost (issue 33: the composite's bound on lavapipe), without the
+/// layer: a `width`x`height` RGBA8 image written from a buffer in one region, and row by row from a buffer a
+/// quarter as tall (each of its rows copied to four image rows, as a 4x4 area's rows widened to full resolution
+/// would be), each submitted alone and waited for, wall time, the best of `rounds`; an empty submission beside
+/// them.
+fn copy_rows_bench(opts: &mut GpuOptions, width: u32, height: u32, rounds: u32) -> Result<(), String> {
+    let g = gpu(opts)?;
+    let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
+    let img = g.image_2d(vk::Format::R8G8B8A8_UNORM, (width, height), vk::SampleCountFlags::TYPE_1, usage);
+    let row = width as u64 * 4;
+    let full = g.buffer(row * height as u64, vk::BufferUsageFlags::TRANSFER_SRC, false);
+    let quarter = g.buffer(row * height.div_ceil(4) as u64, vk::BufferUsageFlags::TRANSFER_SRC, false);
+    let dst = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+    g.one_time_submit(|cb| {
+        g.image_from_undefined(cb, img.0, render::color_range(), vk::ImageLayout::TRANSFER_DST_OPTIMAL, dst)
+    });
+    let layers = vk::ImageSubresourceLayers {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        mip_level: 0,
+        base_array_layer: 0,
+        layer_count: 1,
+    };
+    let whole = [vk::BufferImageCopy {
+        buffer_offset: 0,
+        buffer_row_length: 0,
+        buffer_image_height: 0,
+        image_subresource: layers,
+        image_offset: vk::Offset3D::default(),
+        image_extent: vk::Extent3D { width, height, depth: 1 },
+    }];
+    let rows: Vec<vk::BufferImageCopy> = (0..height)
+        .map(|y| vk::BufferImageCopy {
+            buffer_offset: (y / 4) as u64 * row,
+            image_offset: vk::Offset3D { x: 0, y: y as i32, z: 0 },
+            image_extent: vk::Extent3D { width, height: 1, depth: 1 },
+            ..whole[0]
+        })
+        .collect();
+    let best = |record: &dyn Fn(vk::CommandBuffer)| {
+        (0..rounds.max(1))
+            .map(|_| {
+                let t = std::time::Instant::now();
+                g.one_time_submit(|cb| record(cb));
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let l = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+    let empty = best(&|_| {});
+    let whole_ms = best(&|cb| unsafe { g.device.cmd_copy_buffer_to_image(cb, full.buffer, img.0, l, &whole) });
+    let rows_ms = best(&|cb| unsafe { g.device.cmd_copy_buffer_to_image(cb, quarter.buffer, img.0, l, &rows) });
+    println!(
+        "copy_rows_bench size={width}x{height} rounds={rounds} empty_ms={empty:.3} whole_ms={whole_ms:.3} rows_ms={rows_ms:.3} row_regions={height}"
+    );
+    g.destroy_buffer(full);
+    g.destroy_buffer(quarter);
+    g.destroy_image(img);
+    Ok(())
+}
+
 fn viewport_mask_bench(opts: &mut GpuOptions, size: u32, draws: u32, frames: u32) -> Result<(), String> {
     opts.viewport_mask = true;
     let g = gpu(opts)?;
