@@ -48,6 +48,7 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     if why.is_none() && f.mode == Mode::Baseline {
         why = Some(Fallback::Baseline);
     }
+    let counted = s.counting_queries > 0;
     let mut pass = Pass {
         begin,
         capturing: true,
@@ -58,6 +59,7 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         offsets: Vec::new(),
         gpu: false,
         compute_bound: false,
+        counted,
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now. A
@@ -420,6 +422,7 @@ pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering
             offsets: Vec::new(),
             gpu: false,
             compute_bound: false,
+            counted: false,
         });
         return;
     }
