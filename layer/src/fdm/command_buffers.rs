@@ -344,11 +344,11 @@ fn app_query(
     if unsafe { unreplayable(dev, f, cb, "a query inside the pass") } {
         return;
     }
-    let shared = cb_state(f, cb);
-    let mut s = shared.lock();
-    let count = if f.replays_count(pool) { &mut s.counting_queries } else { &mut s.active_queries };
-    *count = if begins { *count + 1 } else { count.saturating_sub(1) };
-    drop(s);
+    if !f.replays_count(pool) {
+        let shared = cb_state(f, cb);
+        let mut s = shared.lock();
+        s.active_queries = if begins { s.active_queries + 1 } else { s.active_queries.saturating_sub(1) };
+    }
     down()
 }
 

@@ -31,7 +31,7 @@
 
 use super::gpu_objects::{self, Owned, Upscale, UpscaleDraw, RECTS};
 use super::model::Att;
-use super::replay_plan::{by_copies, Composite};
+use super::replay_plan::Composite;
 use super::scratch::{barrier_between, sync, Targets, Transition};
 use super::Fdm;
 use ash::vk;
@@ -57,8 +57,6 @@ pub(super) struct Prepared {
     /// The table ([`Table`]'s words).
     words: Vec<u32>,
     tiles_at: u32,
-    /// Where the composites by copies lay out the attachment's pixels in the buffer (bytes; `copies.rs`).
-    copies_at: u64,
     layout: vk::PipelineLayout,
     /// Per composite: how it writes, then per layer written its framebuffer
     /// (null for a compute composite) and its draws.
@@ -71,8 +69,6 @@ enum Writer {
     Draw(Upscale),
     /// Dispatches of the composite's compute pipeline, one per draw over its tiles.
     Compute(vk::Pipeline),
-    /// Per area a draw that widens its rows, then copies (`copies.rs`).
-    Copies(super::copies::Copies),
 }
 
 impl Prepared {
@@ -105,18 +101,8 @@ pub(super) unsafe fn prepare(
     // The next layer's device alone: the layer's hooks must not see its objects (the GPU plan's rule).
     let d = f.raw.as_ref().ok_or(vk::Result::ERROR_INITIALIZATION_FAILED)?;
     // Every composite draws the same rectangles: the table's ranges, draw by draw.
-    let draws = composites.first().map_or(&[][..], |c| &c.draws[..]);
-    let (mut table, ranges) = Table::new(draws);
-    // The composites by copies: their widened rectangles after the table, the attachment's pixels after them.
-    let copied =
-        |c: &Composite| atts[c.attachment].as_ref().filter(|a| by_copies(a, c.draws.iter().all(|d| d.layer.is_none())));
-    let copies_bytes = composites.iter().filter_map(copied).map(|a| super::copies::buffer_bytes(a, extent)).max();
-    let wide = match copies_bytes {
-        Some(_) => super::copies::widened_ranges(draws, &mut table.words),
-        None => Vec::new(),
-    };
-    let copies_at = (table.words.len().max(4) * 4).next_multiple_of(16) as u64;
-    let size = copies_at + copies_bytes.unwrap_or(0);
+    let (table, ranges) = Table::new(composites.first().map_or(&[][..], |c| &c.draws[..]));
+    let size = (table.words.len().max(4) * 4) as u64;
     let mut o = f.gpu_plan.lock();
     let mut owned = Owned::new(size);
     let mut pool = vk::DescriptorPool::null();
@@ -134,15 +120,9 @@ pub(super) unsafe fn prepare(
         ];
         pool =
             d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes), None)?;
-        // The table alone (the composites by copies lay out pixels after it).
-        let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: copies_at }];
+        let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         for c in composites {
             let a = atts[c.attachment].as_ref().ok_or(vk::Result::ERROR_UNKNOWN)?;
-            if copied(c).is_some() {
-                let made = super::copies::prepare(d, &mut o, &mut owned, (pool, &bi), c, a, targets, (extent, &wide))?;
-                per.push((Writer::Copies(made), Vec::new()));
-                continue;
-            }
             if a.storage {
                 // The pipeline first: it makes the set layout.
                 let pipeline =
@@ -212,7 +192,7 @@ pub(super) unsafe fn prepare(
     }
     let buffer = owned.buffer;
     o.owned.insert(pool, owned);
-    Ok(Prepared { pool, buffer, words: table.words, tiles_at: table.tiles_at, copies_at, layout: o.up_layout, per })
+    Ok(Prepared { pool, buffer, words: table.words, tiles_at: table.tiles_at, layout: o.up_layout, per })
 }
 
 /// Records the composites `composites` (made by [`prepare`] as `p`) over
@@ -239,7 +219,7 @@ pub(super) unsafe fn record(
     for c in composites {
         let Some(a) = atts[c.attachment].as_ref() else { continue };
         let read = gpu_objects::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR).0;
-        let write = super::replay_plan::composite_layout(a, c.draws.iter().all(|d| d.layer.is_none()));
+        let write = super::replay_plan::composite_layout(a);
         let mut areas: Vec<(u32, u32)> = c.draws.iter().map(|d| d.area).collect();
         areas.sort_unstable();
         areas.dedup();
@@ -250,11 +230,6 @@ pub(super) unsafe fn record(
             }
         }
         t.push(Transition { image: a.image, range: a.range, old: c.from, new: write });
-    }
-    for (writer, _) in &p.per {
-        if let Writer::Copies(c) = writer {
-            t.extend(super::copies::transitions(c));
-        }
     }
     let bytes: Vec<u8> = p.words.iter().flat_map(|w| w.to_le_bytes()).collect();
     // SAFETY: the caller's guarantee; every object named was made by `prepare` or is the pass's.
@@ -290,7 +265,6 @@ pub(super) unsafe fn record(
                     }
                 }
                 Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, p.tiles_at, layers),
-                Writer::Copies(c) => super::copies::record(f, d, cb, p.layout, c, (p.buffer, p.copies_at), extent),
             }
         }
     }

@@ -171,8 +171,7 @@ impl Objects {
         if let Some(mut o) = self.owned.remove(&pool) {
             // A buffer in a block (no memory of its own) always returns: the block's space is not reclaimed.
             let in_block = o.memory == vk::DeviceMemory::null();
-            let own = self.free.iter().filter(|x| x.1 != vk::DeviceMemory::null()).count();
-            if (in_block || own < FREE_BUFFERS) && o.buffer != vk::Buffer::null() {
+            if (in_block || self.free.len() < FREE_BUFFERS) && o.buffer != vk::Buffer::null() {
                 self.free.push((o.buffer, o.memory, o.size));
                 (o.buffer, o.memory) = (vk::Buffer::null(), vk::DeviceMemory::null());
             }
@@ -479,9 +478,7 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
 /// # Safety
 /// `o` is `f`'s table; `owned` has no buffer yet.
 pub(super) unsafe fn take_buffer(f: &Fdm, o: &mut Objects, owned: &mut Owned) -> Result<(), vk::Result> {
-    // The smallest that fits: a pass's table does not take the buffer a composite by copies lays its pixels in.
-    let fits = o.free.iter().enumerate().filter(|(_, x)| x.2 >= owned.size).min_by_key(|(_, x)| x.2);
-    if let Some(k) = fits.map(|(k, _)| k) {
+    if let Some(k) = o.free.iter().position(|x| x.2 >= owned.size) {
         let (b, m, s) = o.free.swap_remove(k);
         (owned.buffer, owned.memory, owned.size) = (b, m, s);
         return Ok(());
@@ -676,7 +673,6 @@ pub(super) unsafe fn graphics_pipeline(
 
 /// One draw of an upscale render pass: its set (an area's scratch target,
 /// the table), its push constants but the sample index, its instances.
-#[derive(Clone, Copy)]
 pub(super) struct UpscaleDraw {
     pub(super) set: vk::DescriptorSet,
     pub(super) words: [u32; 10],

@@ -341,9 +341,7 @@ struct Eligible {
 /// ([`unsupported`], then the map's view and format), a render area that has regions, and commands that a replay
 /// can record ([`check_commands`]).
 fn eligible(f: &Fdm, pass: &Pass) -> Result<Eligible, Fallback> {
-    let (mut atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
-    // The upscale here is the plan's own (no composite by copies: no widened rows made with the scratch targets).
-    atts.iter_mut().flatten().for_each(|a| a.copies = false);
+    let (atts, map_view, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     // The layers of a per-layer pass are planned as views (the replays still begin the pass as the application did).
     let view_mask = pass.begin.planned_views(view_mask, fb_layers, f.controls.without_per_layer);
     let map_layout = super::layout(map_layout);

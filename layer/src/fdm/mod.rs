@@ -65,7 +65,6 @@ pub mod capture;
 pub mod command_buffers;
 mod commands;
 mod composite;
-mod copies;
 pub mod descriptors;
 mod emit;
 mod fallback;
@@ -558,9 +557,6 @@ pub struct Fdm {
     /// attachments get the storage usage and the composite writes them in a
     /// compute shader ([`composite`]).
     storage_composite: bool,
-    /// The composite writes single-sampled colour attachments by copies
-    /// (`fdm_copies_composite`, on llvmpipe by default; [`composite`]).
-    copies_composite: bool,
     /// lavapipe's multiview loss worked around ([`multiview_flush`]); `None`
     /// where it does not run.
     flush: Option<multiview_flush::Flush>,
@@ -1104,7 +1100,6 @@ impl Fdm {
             gpu_plan: Default::default(),
             raw: None,
             storage_composite: false,
-            copies_composite: false,
             dynamic_areas: asked::DynamicAreas::All,
             steps: None,
             timestamp_period,
@@ -1169,9 +1164,6 @@ impl Fdm {
         fdm.raw = s.gpu_plan.then(|| unsafe { ash::Device::load_with(next, handle) });
         fdm.conditional = s.gpu_plan.then(|| ash::ext::conditional_rendering::DeviceFn::load(next));
         fdm.storage_composite = s.gpu_plan && s.storage_composite;
-        fdm.copies_composite = s.gpu_plan
-            && mode == Mode::Binned
-            && crate::settings::switch(settings.fdm_copies_composite, core.facts.is_llvmpipe());
         fdm.flush = s.flush.then(multiview_flush::Flush::new);
         // SAFETY: the device's physical device, of its instance.
         let limits = unsafe { core.instance.fns.get_physical_device_properties(core.physical_device) }.limits;

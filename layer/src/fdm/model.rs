@@ -92,11 +92,6 @@ pub(super) struct Pass {
     /// Its replays bound the layer's compute pipeline (the composite's):
     /// the application's compute state goes back at its end.
     pub(super) compute_bound: bool,
-    /// An application query counting fragment-shader invocations is active
-    /// across it: its composite draws at full resolution, whose count is the
-    /// same at every area (not the composite by copies, whose widening draws
-    /// would count fewer fragments at coarser areas).
-    pub(super) counted: bool,
 }
 
 impl Pass {
@@ -131,10 +126,6 @@ pub(super) struct Att {
     /// Its view is 2D with the identity swizzle and the image's usage: a
     /// storage view as it is.
     pub(super) plain: bool,
-    /// The composite writes it by copies (`composite.rs`): not a storage
-    /// one, single-sampled colour that is not integer, a 2D view of an
-    /// image with the transfer usages, a format of known texel size.
-    pub(super) copies: bool,
 }
 
 pub(super) fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
@@ -161,14 +152,6 @@ fn att_of(f: &Fdm, view: vk::ImageView) -> Option<Att> {
         && matches!(v.view_type, vk::ImageViewType::TYPE_2D | vk::ImageViewType::TYPE_2D_ARRAY)
         && !integer(v.format)
         && f.format_features(v.format).contains(vk::FormatFeatureFlags::STORAGE_IMAGE);
-    let copies = f.copies_composite
-        && !storage
-        && range.aspect_mask == vk::ImageAspectFlags::COLOR
-        && i.samples == vk::SampleCountFlags::TYPE_1
-        && v.view_type == vk::ImageViewType::TYPE_2D
-        && i.usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
-        && !integer(v.format)
-        && texel_bytes(v.format).is_some();
     let c = v.components;
     let same = |s: vk::ComponentSwizzle, own| s == vk::ComponentSwizzle::IDENTITY || s == own;
     let plain = v.view_type == vk::ImageViewType::TYPE_2D
@@ -192,23 +175,6 @@ fn att_of(f: &Fdm, view: vk::ImageView) -> Option<Att> {
         final_: vk::ImageLayout::UNDEFINED,
         storage,
         plain,
-        copies,
-    })
-}
-
-/// The bytes of one texel of uncompressed colour format `format`, for the
-/// common formats of 4, 8 and 16 bytes (`None` for the rest: buffer offsets
-/// of the composite by copies stay multiples of 4).
-pub(super) fn texel_bytes(format: vk::Format) -> Option<u32> {
-    use vk::Format as F;
-    Some(match format {
-        F::R8G8B8A8_UNORM | F::R8G8B8A8_SNORM | F::R8G8B8A8_SRGB | F::B8G8R8A8_UNORM | F::B8G8R8A8_SRGB => 4,
-        F::A8B8G8R8_UNORM_PACK32 | F::A8B8G8R8_SNORM_PACK32 | F::A8B8G8R8_SRGB_PACK32 => 4,
-        F::A2R10G10B10_UNORM_PACK32 | F::A2B10G10R10_UNORM_PACK32 | F::B10G11R11_UFLOAT_PACK32 => 4,
-        F::E5B9G9R9_UFLOAT_PACK32 | F::R16G16_UNORM | F::R16G16_SNORM | F::R16G16_SFLOAT | F::R32_SFLOAT => 4,
-        F::R16G16B16A16_UNORM | F::R16G16B16A16_SNORM | F::R16G16B16A16_SFLOAT | F::R32G32_SFLOAT => 8,
-        F::R32G32B32A32_SFLOAT => 16,
-        _ => return None,
     })
 }
 
@@ -316,9 +282,6 @@ pub struct CbState {
     pub(super) snapshot: Snapshot,
     pub(super) pass: Option<Pass>,
     pub(super) active_queries: u32,
-    /// The application's queries counting fragment-shader invocations alone
-    /// active in it (they may stay active across a binned pass).
-    pub(super) counting_queries: u32,
     /// The application's conditional rendering is active (begun in it and
     /// not ended), or inherited (a secondary begun with
     /// `conditionalRenderingEnable`): the GPU plan's scopes may not nest in it.

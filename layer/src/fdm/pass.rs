@@ -48,7 +48,6 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
     if why.is_none() && f.mode == Mode::Baseline {
         why = Some(Fallback::Baseline);
     }
-    let counted = s.counting_queries > 0;
     let mut pass = Pass {
         begin,
         capturing: true,
@@ -59,7 +58,6 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         offsets: Vec::new(),
         gpu: false,
         compute_bound: false,
-        counted,
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now. A
@@ -422,7 +420,6 @@ pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering
             offsets: Vec::new(),
             gpu: false,
             compute_bound: false,
-            counted: false,
         });
         return;
     }

@@ -81,10 +81,7 @@ unsafe fn overlay(f: &Fdm, cb: vk::CommandBuffer, replay: &bins::Replay, t: &Tra
 /// outside any render pass; the capture rule of [`super::commands`] holds
 /// for `pass`'s commands, begin and attachments.
 pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &mut Pass) -> Result<(), Fallback> {
-    let (mut atts, map, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
-    if pass.counted {
-        atts.iter_mut().flatten().for_each(|a| a.copies = false);
-    }
+    let (atts, map, map_layout, extent, fb_layers, view_mask) = attachments(f, &pass.begin)?;
     let m = match &pass.map {
         Some(m) => m.clone(),
         // SAFETY: the map's view is alive (the capture rule: the pass's
@@ -372,7 +369,7 @@ fn log_plan(
     dev.log().debug(
         id::FDM_PLAN,
         &format!(
-            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute); {} by copies; {commands} commands replayed each{}; {} scratch sets for its attachments",
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute); {commands} commands replayed each{}; {} scratch sets for its attachments",
             all_bins.len(),
             replays.len(),
             areas.join(", "),
@@ -384,14 +381,6 @@ fn log_plan(
             composites
                 .iter()
                 .filter(|c| atts[c.attachment].as_ref().is_some_and(|a| a.storage))
-                .map(|c| c.draws.len())
-                .sum::<usize>(),
-            composites
-                .iter()
-                .filter(|c| {
-                    let one_view = c.draws.iter().all(|d| d.layer.is_none());
-                    atts[c.attachment].as_ref().is_some_and(|a| super::replay_plan::by_copies(a, one_view))
-                })
                 .map(|c| c.draws.len())
                 .sum::<usize>(),
             match masked.iter().filter(|m| **m != Masked::Member).count() {

@@ -524,7 +524,7 @@ pub(super) fn plan_composited(
         draws.sort_by_key(|d| d.layer);
         for (i, a) in present().filter(|(_, a)| a.store) {
             composites.push(Composite { attachment: i, from: cur[i], draws: draws.clone() });
-            cur[i] = composite_layout(a, views.is_empty());
+            cur[i] = composite_layout(a);
         }
     }
     // Every attachment ends in its final layout.
@@ -571,17 +571,9 @@ fn load_steps(atts: &[Option<Att>], cur: &mut [vk::ImageLayout], group: &[bins::
     (steps, t2)
 }
 
-/// Whether the composite of attachment `a` goes by copies ([`Att::copies`]): a pass of one view (its draws name
-/// no layer).
-pub(super) fn by_copies(a: &Att, one_view: bool) -> bool {
-    a.copies && one_view
-}
-
-/// The layout a composite writes attachment `a` in (`one_view`: its draws name no layer).
-pub(super) fn composite_layout(a: &Att, one_view: bool) -> vk::ImageLayout {
-    if by_copies(a, one_view) {
-        vk::ImageLayout::TRANSFER_DST_OPTIMAL
-    } else if a.storage {
+/// The layout a composite draws attachment `a` in.
+pub(super) fn composite_layout(a: &Att) -> vk::ImageLayout {
+    if a.storage {
         // Written as a storage image.
         vk::ImageLayout::GENERAL
     } else if a.range.aspect_mask == vk::ImageAspectFlags::COLOR {
@@ -706,7 +698,6 @@ mod tests {
             final_: L::SHADER_READ_ONLY_OPTIMAL,
             storage: false,
             plain: true,
-            copies: false,
         }
     }
 

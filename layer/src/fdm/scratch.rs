@@ -113,10 +113,6 @@ struct ScratchSet {
     /// Per attachment scaled by copies: its intermediate image (x at the
     /// framebuffer's size, y at the scratch target's; no view).
     mids: Vec<Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>>,
-    /// Per attachment the composite writes by copies ([`Att::copies`]): its
-    /// rows widened (x at the framebuffer's size, y at the scratch target's;
-    /// `composite.rs`).
-    wides: Vec<Option<(vk::Image, vk::DeviceMemory, vk::ImageView)>>,
     framebuffer: vk::Framebuffer,
 }
 
@@ -201,7 +197,7 @@ unsafe fn destroy_set(d: &ash::Device, s: ScratchSet) {
         if s.framebuffer != vk::Framebuffer::null() {
             d.destroy_framebuffer(s.framebuffer, None);
         }
-        for (i, m, v) in s.images.into_iter().chain(s.mids).chain(s.wides).flatten() {
+        for (i, m, v) in s.images.into_iter().chain(s.mids).flatten() {
             d.destroy_image_view(v, None);
             d.destroy_image(i, None);
             d.free_memory(m, None);
@@ -238,8 +234,6 @@ pub(super) struct Targets {
     pub(super) images: Vec<Option<vk::Image>>,
     /// The intermediate images of the attachments scaled by copies.
     pub(super) mids: Vec<Option<vk::Image>>,
-    /// The widened rows of the attachments the composite writes by copies, and their views.
-    pub(super) wides: Vec<Option<(vk::Image, vk::ImageView)>>,
     pub(super) framebuffer: vk::Framebuffer,
 }
 
@@ -249,7 +243,6 @@ impl ScratchSet {
             views: self.images.iter().map(|x| x.map(|x| x.2)).collect(),
             images: self.images.iter().map(|x| x.map(|x| x.0)).collect(),
             mids: self.mids.iter().map(|x| x.map(|x| x.0)).collect(),
-            wides: self.wides.iter().map(|x| x.map(|x| (x.0, x.2))).collect(),
             framebuffer: self.framebuffer,
         }
     }
@@ -290,89 +283,83 @@ pub(super) unsafe fn scratch_targets(
     // One attachment's scratch image, memory and view; nothing is left
     // behind when a step fails (handles not made yet are null, which
     // vkDestroy*/vkFreeMemory ignore).
-    let make =
-        |a: &Att, (w, h): (u32, u32), view: bool| -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
-            let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
-            // SAFETY: every create info is built here from locals and the attachment's own format, samples, usage and
-            // view type (valid for an image the application made: the caller's guarantee); every handle used is one made
-            // just above by the layer.
-            let r = (|| unsafe {
-                crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImage")?;
-                made.0 = d.create_image(
-                    &vk::ImageCreateInfo::default()
-                        .image_type(vk::ImageType::TYPE_2D)
-                        .format(a.format)
-                        .extent(vk::Extent3D { width: w, height: h, depth: 1 })
-                        .mip_levels(1)
-                        .array_layers(a.range.layer_count)
-                        .samples(a.samples)
-                        .usage(
-                            (a.usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
-                                | vk::ImageUsageFlags::TRANSFER_SRC
-                                | vk::ImageUsageFlags::TRANSFER_DST
-                                | sampled(f, a),
-                        ),
-                    None,
-                )?;
-                let req = d.get_image_memory_requirements(made.0);
-                let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-                    .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
-                crate::guard::injected_failure(&dev.settings().debug_fail, "vkAllocateMemory")?;
-                made.1 = d.allocate_memory(
-                    &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
-                    None,
-                )?;
-                d.bind_image_memory(made.0, made.1, 0)?;
-                if !view {
-                    return Ok(());
-                }
-                let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
-                crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImageView")?;
-                made.2 = d.create_image_view(
-                    &vk::ImageViewCreateInfo::default()
-                        .image(made.0)
-                        .view_type(a.view_type)
-                        .format(a.format)
-                        .subresource_range(range),
-                    None,
-                )?;
-                Ok(())
-            })();
-            match r {
-                Ok(()) => Ok(made),
-                Err(e) => {
-                    // SAFETY: the objects just made by the layer, never used.
-                    unsafe {
-                        destroy_set(
-                            d,
-                            ScratchSet {
-                                images: vec![Some(made)],
-                                mids: Vec::new(),
-                                wides: Vec::new(),
-                                framebuffer: vk::Framebuffer::null(),
-                            },
-                        )
-                    };
-                    Err(e)
-                }
+    let make = |a: &Att,
+                (w, h): (u32, u32),
+                view: bool|
+     -> Result<(vk::Image, vk::DeviceMemory, vk::ImageView), vk::Result> {
+        let mut made = (vk::Image::null(), vk::DeviceMemory::null(), vk::ImageView::null());
+        // SAFETY: every create info is built here from locals and the attachment's own format, samples, usage and
+        // view type (valid for an image the application made: the caller's guarantee); every handle used is one made
+        // just above by the layer.
+        let r = (|| unsafe {
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImage")?;
+            made.0 = d.create_image(
+                &vk::ImageCreateInfo::default()
+                    .image_type(vk::ImageType::TYPE_2D)
+                    .format(a.format)
+                    .extent(vk::Extent3D { width: w, height: h, depth: 1 })
+                    .mip_levels(1)
+                    .array_layers(a.range.layer_count)
+                    .samples(a.samples)
+                    .usage(
+                        (a.usage & !vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT)
+                            | vk::ImageUsageFlags::TRANSFER_SRC
+                            | vk::ImageUsageFlags::TRANSFER_DST
+                            | sampled(f, a),
+                    ),
+                None,
+            )?;
+            let req = d.get_image_memory_requirements(made.0);
+            let ty = memory_type(f, req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+                .ok_or(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY)?;
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkAllocateMemory")?;
+            made.1 = d.allocate_memory(
+                &vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty),
+                None,
+            )?;
+            d.bind_image_memory(made.0, made.1, 0)?;
+            if !view {
+                return Ok(());
             }
-        };
+            let range = vk::ImageSubresourceRange { base_mip_level: 0, base_array_layer: 0, ..a.range };
+            crate::guard::injected_failure(&dev.settings().debug_fail, "vkCreateImageView")?;
+            made.2 = d.create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(made.0)
+                    .view_type(a.view_type)
+                    .format(a.format)
+                    .subresource_range(range),
+                None,
+            )?;
+            Ok(())
+        })();
+        match r {
+            Ok(()) => Ok(made),
+            Err(e) => {
+                // SAFETY: the objects just made by the layer, never used.
+                unsafe {
+                    destroy_set(
+                        d,
+                        ScratchSet { images: vec![Some(made)], mids: Vec::new(), framebuffer: vk::Framebuffer::null() },
+                    )
+                };
+                Err(e)
+            }
+        }
+    };
     let mut images = Vec::new();
     let mut mids = Vec::new();
-    let mut wides = Vec::new();
     for a in atts {
         let made = a.as_ref().map(|a| make(a, (w, h), true)).transpose().and_then(|x| {
             images.push(x);
             // The intermediate of a copied attachment: x in framebuffer space, y in scratch space.
-            mids.push(a.as_ref().filter(|a| copied(a)).map(|a| make(a, (extent.0.max(1), h), false)).transpose()?);
-            // The widened rows of an attachment the composite writes by copies: the same shape, with a view.
-            a.as_ref().filter(|a| a.copies).map(|a| make(a, (extent.0.max(1), h), true)).transpose()
+            a.as_ref().filter(|a| copied(a)).map(|a| make(a, (extent.0.max(1), h), false)).transpose()
         });
         match made {
-            Ok(x) => wides.push(x),
+            Ok(x) => mids.push(x),
             Err(e) => {
                 // SAFETY: the objects just made by the layer, never used.
-                unsafe { destroy_set(d, ScratchSet { images, mids, wides, framebuffer: vk::Framebuffer::null() }) };
+                unsafe { destroy_set(d, ScratchSet { images, mids, framebuffer: vk::Framebuffer::null() }) };
                 return Err(e);
             }
         }
@@ -400,12 +387,12 @@ pub(super) unsafe fn scratch_targets(
             Ok(fb) => framebuffer = fb,
             Err(e) => {
                 // SAFETY: the objects just made by the layer, never used.
-                unsafe { destroy_set(d, ScratchSet { images, mids, wides, framebuffer: vk::Framebuffer::null() }) };
+                unsafe { destroy_set(d, ScratchSet { images, mids, framebuffer: vk::Framebuffer::null() }) };
                 return Err(e);
             }
         }
     }
-    let set = ScratchSet { images, mids, wides, framebuffer };
+    let set = ScratchSet { images, mids, framebuffer };
     let out = set.targets();
     cache.sets.entry(key).or_default().push(Claimed { set, holder: (!shared).then_some(cb) });
     Ok(out)
@@ -537,19 +524,16 @@ pub(super) mod sync {
         )
     }
 
-    /// The upscales or composites: drawn (sampling the scratch targets, writing colour or depth), dispatched
-    /// (storage writes) or copied (`copies.rs`).
+    /// The upscales or composites: drawn (sampling the scratch targets, writing colour or depth) or dispatched (storage writes).
     pub(in crate::fdm) fn upscaling() -> Side {
         Side(
-            S::TRANSFER
-                | S::VERTEX_SHADER
+            S::VERTEX_SHADER
                 | S::FRAGMENT_SHADER
                 | S::COMPUTE_SHADER
                 | S::EARLY_FRAGMENT_TESTS
                 | S::LATE_FRAGMENT_TESTS
                 | S::COLOR_ATTACHMENT_OUTPUT,
-            A::TRANSFER_WRITE
-                | A::SHADER_READ
+            A::SHADER_READ
                 | A::SHADER_WRITE
                 | A::COLOR_ATTACHMENT_READ
                 | A::COLOR_ATTACHMENT_WRITE
@@ -725,7 +709,7 @@ mod tests {
     }
 
     fn set() -> ScratchSet {
-        ScratchSet { images: Vec::new(), mids: Vec::new(), wides: Vec::new(), framebuffer: vk::Framebuffer::null() }
+        ScratchSet { images: Vec::new(), mids: Vec::new(), framebuffer: vk::Framebuffer::null() }
     }
 
     /// Passes that share their scratched views but not the density map's

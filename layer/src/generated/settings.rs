@@ -15,7 +15,6 @@ pub const FDM_VALUES: &[&str] = &["off", "baseline", "binned"];
 pub const FDM_MULTIVIEW_FLUSH_VALUES: &[&str] = &["auto", "on", "off"];
 pub const FDM_DYNAMIC_AREAS_VALUES: &[&str] = &["all", "square", "asked"];
 pub const FDM_STORAGE_COMPOSITE_VALUES: &[&str] = &["auto", "on", "off"];
-pub const FDM_COPIES_COMPOSITE_VALUES: &[&str] = &["auto", "on", "off"];
 pub const VARYINGS_VALUES: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS_VALUES: &[&str] = &["auto", "on", "off"];
 pub const LINK_CACHE_VALUES: &[&str] = &["on", "off"];
@@ -146,13 +145,6 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "auto",
         label: "Density-map composite in a compute shader",
         description: "In binned mode, give single-sampled colour attachments the storage usage and write each pass's bins into them from the low-resolution targets in a compute shader rather than by draws: auto off on llvmpipe only.",
-    },
-    SettingDef {
-        key: "fdm_copies_composite",
-        kind: Kind::Enum(FDM_COPIES_COMPOSITE_VALUES),
-        default: "auto",
-        label: "Density-map composite by copies",
-        description: "In binned mode, write each pass's bins into single-sampled colour attachments (2D views) by a draw at a fraction of the full resolution that widens each low-resolution row, then buffer copies that repeat the rows and place the rectangles, rather than by a draw at full resolution: auto on llvmpipe only.",
     },
     SettingDef {
         key: "varyings",
