@@ -97,8 +97,6 @@ pub(super) fn grid_for(cmds: usize, areas: usize, masked: bool) -> u32 {
 /// The candidate areas, in the plan shader's order: index `log2(x) * 3 + log2(y)`.
 pub const AREAS: [(u32, u32); 9] = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (4, 4)];
 
-/// Whether area `ai` of [`AREAS`] is one of the `candidates` (a mask: `fdm_dynamic_areas`, [`super::asked`]; the
-/// plan shader gives each region the largest candidate no larger than what its texels ask).
 /// Whether area 1x1's instance renders into the pass's attachments themselves (no scratch target, downscale or
 /// upscale for it): single-sampled passes (no resolve either), unless `debug_fdm_without=direct_1x1`. Its instance
 /// spans the render area as every area's does: what it leaves undefined outside the regions that chose 1x1 (a
@@ -109,6 +107,8 @@ fn direct(f: &Fdm, e: &Eligible) -> bool {
     !f.controls.without_direct_1x1 && present(&e.atts).all(|(_, a)| a.samples == vk::SampleCountFlags::TYPE_1)
 }
 
+/// Whether area `ai` of [`AREAS`] is one of the `candidates` (a mask: `fdm_dynamic_areas`, [`super::asked`]; the
+/// plan shader gives each region the largest candidate no larger than what its texels ask).
 fn candidate(candidates: u32, ai: usize) -> bool {
     candidates >> ai & 1 == 1
 }
