@@ -231,10 +231,10 @@ fn layout_barrier(
     gpu.image_barrier(cb, image, color_range(), (old, new), src, dst);
 }
 
-/// Renders `scene` and reads back its RGBA8 pixels.
 /// The stencil value a [`Scene::stencil`] pass clears to and tests for.
 pub const STENCIL_CLEAR: u32 = 0x5a;
 
+/// Renders `scene` and reads back its RGBA8 pixels.
 pub fn render(gpu: &Gpu, scene: &Scene) -> Vec<[u8; 4]> {
     render_full(gpu, scene).pixels
 }

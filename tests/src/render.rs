@@ -812,21 +812,12 @@ impl Gpu {
         layers: u32,
         buffer: vk::Buffer,
     ) {
-        let before = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-            .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-        unsafe {
-            self.device.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &before,
-                &[],
-                &[],
-            );
-            self.device.cmd_copy_image_to_buffer(cb, image, layout, buffer, &[copy_region(size, layers)])
-        };
+        self.memory_barrier(
+            cb,
+            (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_WRITE),
+            (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+        );
+        unsafe { self.device.cmd_copy_image_to_buffer(cb, image, layout, buffer, &[copy_region(size, layers)]) };
     }
 
     /// Copies tightly packed texels from `buffer` into the first `layers`

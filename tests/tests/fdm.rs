@@ -168,9 +168,6 @@ fn fragment_density_map2_is_listed_and_enabled_with_fdm() {
     assert!(!o.stderr.contains("dynamic or deferred"), "{}", o.stderr);
 }
 
-/// A dynamic map written by the GPU in the same command buffer just before
-/// the pass (issue 17, item 2): every pass type's areas are exactly those
-/// of the written map, not of the contents at recording (4x4 everywhere).
 /// The Khronos layer's synchronization validation (below Overlap, as every layer of these tests).
 const SYNC_VALIDATION: &str = "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT";
 
@@ -202,6 +199,9 @@ fn the_density_maps_barriers_pass_synchronization_validation() {
     assert!(o.stderr.contains("SYNC-HAZARD-WRITE-AFTER-WRITE") && o.stderr.contains("vkCmdDispatch"), "{}", o.stderr);
 }
 
+/// A dynamic map written by the GPU in the same command buffer just before
+/// the pass (issue 17, item 2): every pass type's areas are exactly those
+/// of the written map, not of the contents at recording (4x4 everywhere).
 #[test]
 fn a_dynamic_map_written_by_the_gpu_is_followed() {
     // Every form of the replays: per group of regions under the plan's viewport masks (lavapipe's through the

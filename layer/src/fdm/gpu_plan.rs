@@ -910,12 +910,7 @@ impl Recording<'_> {
     unsafe fn downscales(&mut self, targets: &[Option<Targets>]) {
         let started = self.clock();
         let (f, cb, e, l, o) = (self.f, self.cb, self.e, self.layout, self.objects);
-        let areas: Vec<(usize, &Targets)> = targets
-            .iter()
-            .enumerate()
-            .filter(|(ai, _)| !(self.direct && *ai == 0))
-            .filter_map(|(ai, t)| Some((ai, t.as_ref()?)))
-            .collect();
+        let areas = self.scratch_areas(targets);
         let mut t1 = Vec::new();
         for (i, _) in present(&e.atts).filter(|(_, a)| a.load) {
             if areas.is_empty() {
@@ -983,7 +978,7 @@ impl Recording<'_> {
         // render at this area (clearing the whole area at every candidate area cost three full-resolution writes a
         // pass).
         let (mut begin, clears) = (self.unclear.clone(), &self.clears);
-        if !(self.direct && ai == 0) {
+        if !self.in_place(ai) {
             retarget(&mut begin, tr_all.rect(&self.all), t.framebuffer, &t.views);
         }
         let candidates: Vec<(usize, Transform)> = e
@@ -1147,8 +1142,7 @@ impl Recording<'_> {
             if self.objects.cs_sets[k].is_some() {
                 write = vk::ImageLayout::GENERAL;
             }
-            let scratch = targets.iter().enumerate().filter(|(ai, _)| !(self.direct && *ai == 0));
-            for (_, t) in scratch.filter_map(|(ai, t)| Some((ai, t.as_ref()?))) {
+            for (_, t) in self.scratch_areas(targets) {
                 t3.push(self.scratch(t, i, a.final_, read));
             }
             t3.push(self.real(i, self.cur[i], write));
@@ -1241,7 +1235,18 @@ impl Recording<'_> {
 
     /// Whether area `ai` is upscaled: a candidate rendered into a scratch target.
     fn upscaled(&self, ai: usize) -> bool {
-        candidate(self.e.candidates, ai) && !(self.direct && ai == 0)
+        candidate(self.e.candidates, ai) && !self.in_place(ai)
+    }
+
+    /// Whether area `ai` renders into the attachments themselves ([`Recording::direct`]).
+    fn in_place(&self, ai: usize) -> bool {
+        self.direct && ai == 0
+    }
+
+    /// The candidate areas rendered into scratch targets, with theirs (of `targets`, per area).
+    fn scratch_areas<'t>(&self, targets: &'t [Option<Targets>]) -> Vec<(usize, &'t Targets)> {
+        let areas = targets.iter().enumerate().filter(|(ai, _)| !self.in_place(*ai));
+        areas.filter_map(|(ai, t)| Some((ai, t.as_ref()?))).collect()
     }
 
     /// After area 1x1's instance into the attachments ([`Recording::direct`]): each in its final layout.
@@ -1354,7 +1359,7 @@ pub(super) unsafe fn replay_gpu(
         for (ai, t) in targets.iter().enumerate() {
             if let Some(t) = t {
                 rec.replays(ai, t, by_draw);
-                if rec.direct && ai == 0 {
+                if rec.in_place(ai) {
                     rec.rendered_direct();
                 }
                 mark(&|| format!("area {}x{}", AREAS[ai].0, AREAS[ai].1));

@@ -456,9 +456,10 @@ impl Side {
 }
 
 /// The sides of the barriers inside a replaced pass (issue 33 item 2): each names the work it orders. Only the
-/// first waits for everything before ([`Side::EVERYTHING`]) and only the last is waited for by everything after — the application's work around the pass, of stages the layer cannot know; between them
-/// each barrier's source stages meet the previous one's destination stages, so the chain orders the application's
-/// work before every step.
+/// first waits for everything before ([`Side::EVERYTHING`]) and only the last is waited for by everything after —
+/// the application's work around the pass, of stages the layer cannot know; between them each barrier's source
+/// stages meet the previous one's destination stages, so the chain orders the application's work before every
+/// step.
 pub(super) mod sync {
     use super::Side;
     use ash::vk::{AccessFlags as A, PipelineStageFlags as S};
@@ -524,7 +525,8 @@ pub(super) mod sync {
         )
     }
 
-    /// The upscales or composites: drawn (sampling the scratch targets, writing colour or depth) or dispatched (storage writes).
+    /// The upscales or composites: drawn (sampling the scratch targets, writing colour or depth) or dispatched
+    /// (storage writes).
     pub(in crate::fdm) fn upscaling() -> Side {
         Side(
             S::VERTEX_SHADER

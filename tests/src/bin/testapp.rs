@@ -2677,8 +2677,6 @@ fn seconds_per_multiview(g: &Gpu, mv: &overlap_tests::fdm::Multiview, frames: u3
     (best_n - best1) / frames as f64
 }
 
-/// `viewport-mask-bench SIZE DRAWS FRAMES` (`overlap_tests::viewport_mask_bench`):
-/// the density map's design D measured on the driver alone.
 /// What a full-resolution write by copies would cost (issue 33: the composite's bound on lavapipe), without the
 /// layer: a `width`x`height` RGBA8 image written from a buffer in one region, and row by row from a buffer a
 /// quarter as tall (each of its rows copied to four image rows, as a 4x4 area's rows widened to full resolution
@@ -2701,20 +2699,14 @@ fn copy_rows_bench(opts: &mut GpuOptions, width: u32, height: u32, rounds: u32) 
         base_array_layer: 0,
         layer_count: 1,
     };
-    let whole = [vk::BufferImageCopy {
-        buffer_offset: 0,
-        buffer_row_length: 0,
-        buffer_image_height: 0,
-        image_subresource: layers,
-        image_offset: vk::Offset3D::default(),
-        image_extent: vk::Extent3D { width, height, depth: 1 },
-    }];
     let rows: Vec<vk::BufferImageCopy> = (0..height)
         .map(|y| vk::BufferImageCopy {
             buffer_offset: (y / 4) as u64 * row,
+            buffer_row_length: 0,
+            buffer_image_height: 0,
+            image_subresource: layers,
             image_offset: vk::Offset3D { x: 0, y: y as i32, z: 0 },
             image_extent: vk::Extent3D { width, height: 1, depth: 1 },
-            ..whole[0]
         })
         .collect();
     let best = |record: &dyn Fn(vk::CommandBuffer)| {
@@ -2728,7 +2720,7 @@ fn copy_rows_bench(opts: &mut GpuOptions, width: u32, height: u32, rounds: u32) 
     };
     let l = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
     let empty = best(&|_| {});
-    let whole_ms = best(&|cb| unsafe { g.device.cmd_copy_buffer_to_image(cb, full.buffer, img.0, l, &whole) });
+    let whole_ms = best(&|cb| g.copy_buffer_to_image(cb, full.buffer, img.0, (width, height), 1));
     let rows_ms = best(&|cb| unsafe { g.device.cmd_copy_buffer_to_image(cb, quarter.buffer, img.0, l, &rows) });
     println!(
         "copy_rows_bench size={width}x{height} rounds={rounds} empty_ms={empty:.3} whole_ms={whole_ms:.3} rows_ms={rows_ms:.3} row_regions={height}"
@@ -2739,6 +2731,8 @@ fn copy_rows_bench(opts: &mut GpuOptions, width: u32, height: u32, rounds: u32) 
     Ok(())
 }
 
+/// `viewport-mask-bench SIZE DRAWS FRAMES` (`overlap_tests::viewport_mask_bench`):
+/// the density map's design D measured on the driver alone.
 fn viewport_mask_bench(opts: &mut GpuOptions, size: u32, draws: u32, frames: u32) -> Result<(), String> {
     opts.viewport_mask = true;
     let g = gpu(opts)?;
