@@ -38,8 +38,15 @@ void main() {
     vec4 texel = texelFetch(scratch, ivec3(ivec2(st), int(pc.layer)), 0);
 #elif defined(MS)
     vec4 texel = texelFetch(scratch, ivec2(st), int(pc.sample_index));
-#else
+#elif defined(DEPTH)
     vec4 texel = texelFetch(scratch, ivec2(st), 0);
+#else
+    // The plain colour variant samples by normalized coordinates (the
+    // vertex shader divides by the extent), nearest, clamped: the same
+    // texel, and a shader llvmpipe runs on its linear rasterizer (a texture
+    // read of an interpolated coordinate, nothing else), several times as
+    // fast as texelFetch for the pixels a composite writes.
+    vec4 texel = texture(scratch, st);
 #endif
 #ifdef DEPTH
     gl_FragDepth = texel.r;

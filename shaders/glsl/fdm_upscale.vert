@@ -28,13 +28,25 @@ layout(push_constant) uniform Params {
     uint regions;
     uint view;
     uint layer;
+    uint sample_index;
+    // The scratch target's extent where the fragment shader samples it by
+    // normalized coordinates (the plain colour variant), else 0 (two
+    // words: a uvec2 would be aligned to 8 bytes).
+    uint width;
+    uint height;
 } pc;
 
 // The scratch texel a vertex maps to (framebuffer position / area),
 // interpolated: at pixel centre p + 0.5 it is (p + 0.5) / area, whose
 // integer part is p / area (at least 1/8 of a texel from an edge: no
-// rounding crosses it).
+// rounding crosses it). Divided by the scratch target's extent where
+// it is set: the normalized coordinate whose nearest texel that is.
 layout(location = 0) out vec2 st;
+
+vec2 texel(vec2 p) {
+    vec2 t = p / vec2(pc.area);
+    return pc.width != 0u ? t / vec2(float(pc.width), float(pc.height)) : t;
+}
 
 const uint RECTS = 0xffffffffu;
 
@@ -47,7 +59,7 @@ void main() {
         vec2 a = vec2(float(words[w]), float(words[w + 1u]));
         vec2 b = vec2(float(words[w + 2u]), float(words[w + 3u]));
         vec2 p = vec2((c & 1u) != 0u ? b.x : a.x, (c & 2u) != 0u ? b.y : a.y);
-        st = p / vec2(pc.area);
+        st = texel(p);
         gl_Position = vec4(p / vec2(float(pc.columns), float(pc.rows)) * 2.0 - 1.0, 0.0, 1.0);
         return;
     }
@@ -65,7 +77,7 @@ void main() {
     vec2 b = vec2(float(words[xs + cx + 1u]), float(words[ys + cy + 1u]));
     // Two triangles: corners 0 1 2, 2 1 3 of the rectangle (a, b).
     vec2 p = vec2((c & 1u) != 0u ? b.x : a.x, (c & 2u) != 0u ? b.y : a.y);
-    st = p / vec2(pc.area);
+    st = texel(p);
     // The viewport is the render area (lo, hi).
     gl_Position = vec4((p - lo) / (hi - lo) * 2.0 - 1.0, 0.0, 1.0);
 }

@@ -32,7 +32,7 @@
 use super::gpu_objects::{self, Owned, Upscale, UpscaleDraw, RECTS};
 use super::model::Att;
 use super::replay_plan::Composite;
-use super::scratch::{barrier_between, sync, Targets, Transition};
+use super::scratch::{barrier_between, scratch_extent, sync, Targets, Transition};
 use super::Fdm;
 use ash::vk;
 
@@ -176,7 +176,8 @@ pub(super) unsafe fn prepare(
                 // scratch target's layer.
                 let (area, layer) = (draw.area, draw.layer.unwrap_or(0));
                 let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, layer];
-                layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, first, count });
+                let size = scratch_extent(extent, area);
+                layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, size, first, count });
             }
             per.push((Writer::Draw(up), layers));
         }
@@ -318,7 +319,7 @@ unsafe fn compute_layers(
             layer,
             table.tiles(first, count),
         ]);
-        layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, first, count });
+        layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, size: [0; 2], first, count });
     }
     Ok(layers)
 }

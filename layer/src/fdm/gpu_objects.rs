@@ -73,6 +73,10 @@ const BLOCK: u64 = 4 << 20;
 pub(super) struct Upscale {
     pub(super) render_pass: vk::RenderPass,
     pub(super) pipelines: Vec<vk::Pipeline>,
+    /// Its fragment shader samples the scratch target by normalized
+    /// coordinates (the plain colour variant): its draws push their scratch
+    /// target's extent.
+    normalized: bool,
 }
 
 /// Free plan buffers kept at most.
@@ -439,7 +443,8 @@ unsafe fn try_make_common(d: &ash::Device, o: &mut Objects) -> Result<(), vk::Re
         ];
         o.up_set_layout =
             d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&sampled), None)?;
-        let push = (vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT, 44);
+        // Ten words, the sample index, the scratch target's extent (`fdm_upscale.vert`).
+        let push = (vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT, 52);
         o.up_layout = pipeline_layout(d, o.up_set_layout, push)?;
         let vs = words(overlap_shaders::fdm::UPSCALE_VERT);
         o.up_vs = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&vs), None)?;
@@ -571,7 +576,8 @@ pub(super) unsafe fn upscale_pipeline(
         (false, true, true) => o.up_ms_array_fs,
         (true, l, m) => o.up_depth_fs[l as usize + 2 * m as usize],
     };
-    let mut made = Upscale { render_pass: vk::RenderPass::null(), pipelines: Vec::new() };
+    let normalized = fs == o.up_fs;
+    let mut made = Upscale { render_pass: vk::RenderPass::null(), pipelines: Vec::new(), normalized };
     // SAFETY: create infos built here from locals; the modules and layout are the layer's own (make_common); what
     // was made is destroyed on failure.
     let r = (|| unsafe {
@@ -672,10 +678,12 @@ pub(super) unsafe fn graphics_pipeline(
 }
 
 /// One draw of an upscale render pass: its set (an area's scratch target,
-/// the table), its push constants but the sample index, its instances.
+/// the table), its push constants but the sample index and the scratch
+/// target's extent (`size`), its instances.
 pub(super) struct UpscaleDraw {
     pub(super) set: vk::DescriptorSet,
     pub(super) words: [u32; 10],
+    pub(super) size: [u32; 2],
     pub(super) first: u32,
     pub(super) count: u32,
 }
@@ -683,7 +691,8 @@ pub(super) struct UpscaleDraw {
 /// Records one upscale render pass of `u` over `framebuffer` (`render_area`
 /// its render area and scissor, `viewport`): per sample of a multisampled
 /// attachment a pipeline writing that sample only, then `draws`, each
-/// pushed with the sample index after its words.
+/// pushed with the sample index after its words, then its scratch target's
+/// extent where `u` samples by normalized coordinates (else zeros).
 ///
 /// # Safety
 /// `cb` is recording outside a render pass on `d`; `u`, `framebuffer`,
@@ -715,7 +724,9 @@ pub(super) unsafe fn record_upscale_pass(
             d.cmd_set_scissor(cb, 0, &[render_area]);
             for draw in draws {
                 d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[draw.set], &[]);
-                let pc: Vec<u8> = draw.words.iter().chain(&[sample as u32]).flat_map(|w| w.to_le_bytes()).collect();
+                let size = if u.normalized { draw.size } else { [0; 2] };
+                let pc: Vec<u8> =
+                    draw.words.iter().chain(&[sample as u32]).chain(&size).flat_map(|w| w.to_le_bytes()).collect();
                 d.cmd_push_constants(cb, layout, stages, 0, &pc);
                 d.cmd_draw(cb, 6, draw.count, 0, draw.first);
             }

@@ -60,7 +60,7 @@ use super::model::{aspect_of, attachments, Att, Begin, Pass};
 use super::replay::{replay_cmds, retarget};
 use super::replay_plan::scaled_regions;
 use super::scratch::{
-    barrier_between, barrier_to, blit, copy_scaled, scratch_targets, sync, Side, Targets, Transition,
+    barrier_between, barrier_to, blit, copy_scaled, scratch_extent, scratch_targets, sync, Side, Targets, Transition,
 };
 use super::viewport_mask::VIEWPORTS;
 use super::Fdm;
@@ -1225,6 +1225,7 @@ impl Recording<'_> {
             .map(|(ai, area)| UpscaleDraw {
                 set: o.up_sets[k][ai],
                 words: [area.0, area.1, ai as u32, l.columns, l.rows, l.bounds, l.choices, l.regions, view, layer],
+                size: scratch_extent(self.e.extent, *area),
                 first: 0,
                 count: l.regions,
             })

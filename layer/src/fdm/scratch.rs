@@ -226,6 +226,11 @@ fn scaled(n: u32, a: u32) -> u32 {
     n.div_ceil(a).max(1)
 }
 
+/// The extent of the scratch targets at `area` of a framebuffer of `extent`.
+pub(super) fn scratch_extent(extent: (u32, u32), area: (u32, u32)) -> [u32; 2] {
+    [scaled(extent.0, area.0), scaled(extent.1, area.1)]
+}
+
 /// A replay's scratch targets: per attachment (`None` where the pass's is),
 /// the image and its view; and the framebuffer of a render pass.
 #[derive(Clone)]

@@ -125,6 +125,7 @@ fn main() {
         "fdm-bench" => fdm_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "viewport-mask-bench" => viewport_mask_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
         "copy-rows-bench" => copy_rows_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3)),
+        "composite-bench" => composite_bench(&mut opts, arg(&args, 1), arg(&args, 2), arg(&args, 3), arg(&args, 4)),
         "fdm" => fdm_matrix(&mut opts, args.get(1).map(|s| s.as_str())),
         "fdm-draws" => fdm_draws(&mut opts, &args[1..]),
         "fdm-destroyed-layout" => fdm_destroyed_layout(&mut opts, args.get(1).map(String::as_str).unwrap_or("before")),
@@ -2728,6 +2729,160 @@ fn copy_rows_bench(opts: &mut GpuOptions, width: u32, height: u32, rounds: u32) 
     g.destroy_buffer(full);
     g.destroy_buffer(quarter);
     g.destroy_image(img);
+    Ok(())
+}
+
+/// `composite-bench W H AREA ROUNDS` (the density map's composite on the
+/// driver alone): a W x H colour attachment written from an image of
+/// (W / AREA) x (H / AREA) by draws whose pixel p takes the nearest texel
+/// of p / AREA, in one render pass: sampled by normalized coordinates
+/// (`texture`, what llvmpipe's linear rasterizer runs) or fetched by
+/// texel (`texelFetch`), as one full-framebuffer rectangle or a grid of
+/// 60 x 34 (an instance each); R8G8B8A8 and B8G8R8A8. Best of ROUNDS
+/// submissions (wall time, each waited for), beside an empty pass.
+fn composite_bench(opts: &mut GpuOptions, width: u32, height: u32, area: u32, rounds: u32) -> Result<(), String> {
+    let g = gpu(opts)?;
+    let area = area.max(1);
+    let small = (width.div_ceil(area), height.div_ceil(area));
+    let vs = g.shader(include_bytes!(concat!(env!("OUT_DIR"), "/composite_bench.vert.spv")));
+    let by_texture = g.shader(include_bytes!(concat!(env!("OUT_DIR"), "/composite_bench_texture.frag.spv")));
+    let by_fetch = g.shader(include_bytes!(concat!(env!("OUT_DIR"), "/composite_bench_fetch.frag.spv")));
+    let sampler = unsafe {
+        g.device.create_sampler(
+            &vk::SamplerCreateInfo::default()
+                .mag_filter(vk::Filter::NEAREST)
+                .min_filter(vk::Filter::NEAREST)
+                .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE),
+            None,
+        )
+    }
+    .map_err(|e| format!("sampler: {e}"))?;
+    let samplers = [sampler];
+    let binding = [vk::DescriptorSetLayoutBinding::default()
+        .binding(0)
+        .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+        .descriptor_count(1)
+        .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+        .immutable_samplers(&samplers)];
+    let (set_layout, _pool, set) = g.descriptor_set(&binding);
+    let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::VERTEX, offset: 0, size: 16 }];
+    let layouts = [set_layout];
+    let layout = unsafe {
+        g.device.create_pipeline_layout(
+            &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&push),
+            None,
+        )
+    }
+    .map_err(|e| format!("layout: {e}"))?;
+    let best = |record: &dyn Fn(vk::CommandBuffer)| {
+        (0..rounds.max(1))
+            .map(|_| {
+                let t = std::time::Instant::now();
+                g.one_time_submit(|cb| record(cb));
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    for format in [vk::Format::R8G8B8A8_UNORM, vk::Format::B8G8R8A8_UNORM] {
+        let read = vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST;
+        let scratch = g.image_2d(format, small, vk::SampleCountFlags::TYPE_1, read);
+        let target =
+            g.image_2d(format, (width, height), vk::SampleCountFlags::TYPE_1, vk::ImageUsageFlags::COLOR_ATTACHMENT);
+        let ro = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL;
+        let att = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+        g.one_time_submit(|cb| {
+            let to = (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ);
+            g.image_from_undefined(cb, scratch.0, render::color_range(), ro, to);
+            let to = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+            g.image_from_undefined(cb, target.0, render::color_range(), att, to);
+        });
+        let info = [vk::DescriptorImageInfo { sampler: vk::Sampler::null(), image_view: scratch.2, image_layout: ro }];
+        let write = vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&info);
+        unsafe { g.device.update_descriptor_sets(&[write], &[]) };
+        let a = [vk::AttachmentDescription::default()
+            .format(format)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .load_op(vk::AttachmentLoadOp::LOAD)
+            .store_op(vk::AttachmentStoreOp::STORE)
+            .initial_layout(att)
+            .final_layout(att)];
+        let refs = [vk::AttachmentReference { attachment: 0, layout: att }];
+        let sub = [vk::SubpassDescription::default()
+            .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+            .color_attachments(&refs)];
+        let rp = unsafe {
+            g.device.create_render_pass(&vk::RenderPassCreateInfo::default().attachments(&a).subpasses(&sub), None)
+        }
+        .map_err(|e| format!("render pass: {e}"))?;
+        let fb = g.framebuffer(rp, &[target.2], (width, height));
+        let pipeline = |fs| {
+            let stages =
+                [render::stage(vk::ShaderStageFlags::VERTEX, vs), render::stage(vk::ShaderStageFlags::FRAGMENT, fs)];
+            g.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |info| unsafe {
+                g.device
+                    .create_graphics_pipelines(vk::PipelineCache::null(), &[info.render_pass(rp)], None)
+                    .map_err(|(_, e)| e)
+                    .unwrap()[0]
+            })
+        };
+        let ways = [
+            ("texture", pipeline(by_texture), [1.0f32, 1.0]),
+            ("fetch", pipeline(by_fetch), [small.0 as f32, small.1 as f32]),
+        ];
+        let pass = |cb: vk::CommandBuffer, draw: &dyn Fn(vk::CommandBuffer)| unsafe {
+            let whole = vk::Rect2D { offset: vk::Offset2D { x: 0, y: 0 }, extent: vk::Extent2D { width, height } };
+            let begin = vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(fb).render_area(whole);
+            g.device.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+            let vp = vk::Viewport { width: width as f32, height: height as f32, max_depth: 1.0, ..Default::default() };
+            g.device.cmd_set_viewport(cb, 0, &[vp]);
+            g.device.cmd_set_scissor(cb, 0, &[whole]);
+            draw(cb);
+            g.device.cmd_end_render_pass(cb);
+        };
+        let empty = best(&|cb| pass(cb, &|_| {}));
+        let mut line =
+            format!("composite_bench format={format:?} size={width}x{height} area={area} empty_ms={empty:.3}");
+        for (name, p, scale) in &ways {
+            for cells in [(1u32, 1u32), (60, 34)] {
+                let ms = best(&|cb| {
+                    pass(cb, &|cb| unsafe {
+                        g.device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, *p);
+                        g.device.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
+                        let words = [scale[0].to_bits(), scale[1].to_bits(), cells.0, cells.1];
+                        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                        g.device.cmd_push_constants(cb, layout, vk::ShaderStageFlags::VERTEX, 0, &bytes);
+                        g.device.cmd_draw(cb, 6, cells.0 * cells.1, 0, 0);
+                    })
+                });
+                line += &format!(" {name}_{}x{}_ms={ms:.3}", cells.0, cells.1);
+                let ms = best(&|cb| {
+                    pass(cb, &|cb| unsafe {
+                        g.device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, *p);
+                        g.device.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, layout, 0, &[set], &[]);
+                        let words = [scale[0].to_bits(), scale[1].to_bits(), cells.0, cells.1];
+                        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                        g.device.cmd_push_constants(cb, layout, vk::ShaderStageFlags::VERTEX, 0, &bytes);
+                        g.device.cmd_draw(cb, 6 * cells.0 * cells.1, 1, 0, 0);
+                    })
+                });
+                line += &format!(" {name}_{}x{}_vertices_ms={ms:.3}", cells.0, cells.1);
+            }
+        }
+        println!("{line}");
+        unsafe {
+            for (_, p, _) in ways {
+                g.device.destroy_pipeline(p, None);
+            }
+            g.device.destroy_framebuffer(fb, None);
+            g.device.destroy_render_pass(rp, None);
+        }
+        g.destroy_image(scratch);
+        g.destroy_image(target);
+    }
     Ok(())
 }
 
