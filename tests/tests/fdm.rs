@@ -199,6 +199,19 @@ fn the_density_maps_barriers_pass_synchronization_validation() {
     assert!(o.stderr.contains("SYNC-HAZARD-WRITE-AFTER-WRITE") && o.stderr.contains("vkCmdDispatch"), "{}", o.stderr);
 }
 
+/// `debug_fdm_without=full_resolution_write`, the benchmarks' pass without
+/// writing its coarse areas into the attachments (measuring only), does
+/// leave them out, on both plans: the host plan's matrix and the GPU plan's
+/// dynamic map fail their checks.
+#[test]
+fn a_pass_without_its_full_resolution_write_fails_the_checks() {
+    for args in [&["fdm", "quick"][..], &["fdm-dynamic"]] {
+        let o = without(args, "full_resolution_write");
+        assert_eq!(o.code, Some(1), "{args:?}: {}\n{}", o.stdout, o.stderr);
+        assert!(o.stderr.contains("CHECK FAILED") || o.stdout.contains("failed"), "{args:?}: {}", o.stderr);
+    }
+}
+
 /// A dynamic map written by the GPU in the same command buffer just before
 /// the pass (issue 17, item 2): every pass type's areas are exactly those
 /// of the written map, not of the contents at recording (4x4 everywhere).

@@ -8,7 +8,10 @@
 //! (`fdm_upscale.vert` in its rectangle mode): instance `r` covers rectangle
 //! `r` of the pass's table (the bins' rectangles, merged), pixel `p` takes
 //! texel `p / area` of the area's scratch target — the nearest texel, as the
-//! blits took. A depth attachment is written through the fragment's depth
+//! blits took (sampled by normalized coordinates, nearest). The draws go in
+//! painter's order ([`painted`]): the area of the most pixels first as the
+//! bounding box of its rectangles, the others' rectangles over it. A depth
+//! attachment is written through the fragment's depth
 //! (test ALWAYS, its stencil kept); a multisampled one sample by sample (a
 //! pipeline per sample, its sample mask), each reading its own sample; a
 //! multiview pass's attachment layer by layer (a render pass over a view of
@@ -29,9 +32,10 @@
 //! [`eligible`] says which attachments can be drawn so;
 //! [`super::replay_plan::plan_composited`] decides the rest.
 
+use super::bins::Rect;
 use super::gpu_objects::{self, Owned, Upscale, UpscaleDraw, RECTS};
 use super::model::Att;
-use super::replay_plan::Composite;
+use super::replay_plan::{Composite, CompositeDraw};
 use super::scratch::{barrier_between, scratch_extent, sync, Targets, Transition};
 use super::Fdm;
 use ash::vk;
@@ -86,7 +90,9 @@ struct Layer {
 }
 
 /// Makes the objects of `composites` (attachments `atts`, scratch targets
-/// per area `targets`, framebuffer extent `extent`); nothing is recorded.
+/// per area `targets`, framebuffer extent `extent`; `kept`: the rectangles
+/// written before them, which no composite may draw over: a direct
+/// replay's); nothing is recorded.
 ///
 /// # Safety
 /// The pass's attachment views are alive (the capture rule) and the scratch
@@ -96,12 +102,16 @@ pub(super) unsafe fn prepare(
     composites: &[Composite],
     atts: &[Option<Att>],
     targets: &dyn Fn((u32, u32)) -> Option<Targets>,
-    extent: (u32, u32),
+    (extent, kept): ((u32, u32), &[Rect]),
 ) -> Result<Prepared, vk::Result> {
     // The next layer's device alone: the layer's hooks must not see its objects (the GPU plan's rule).
     let d = f.raw.as_ref().ok_or(vk::Result::ERROR_INITIALIZATION_FAILED)?;
-    // Every composite draws the same rectangles: the table's ranges, draw by draw.
-    let (table, ranges) = Table::new(composites.first().map_or(&[][..], |c| &c.draws[..]));
+    // Every composite draws the same rectangles: the table's ranges, draw by draw. Drawn composites (raster order:
+    // a later draw's pixels win) in painter's order; the compute composite's dispatches are unordered.
+    let first = composites.first().map_or(&[][..], |c| &c.draws[..]);
+    let drawn = composites.iter().all(|c| atts[c.attachment].as_ref().is_some_and(|a| !a.storage));
+    let draws = if drawn && !f.controls.without_painters_order { painted(first, kept) } else { first.to_vec() };
+    let (table, ranges) = Table::new(&draws);
     let size = (table.words.len().max(4) * 4) as u64;
     let mut o = f.gpu_plan.lock();
     let mut owned = Owned::new(size);
@@ -127,7 +137,8 @@ pub(super) unsafe fn prepare(
                 // The pipeline first: it makes the set layout.
                 let pipeline =
                     gpu_objects::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, false)?;
-                let layers = compute_layers(d, &mut o, &mut owned, (pool, &bi), c, a, targets, (&ranges, &table))?;
+                let layers =
+                    compute_layers(d, &mut o, &mut owned, (pool, &bi), (c, &draws), a, targets, (&ranges, &table))?;
                 per.push((Writer::Compute(pipeline), layers));
                 continue;
             }
@@ -136,7 +147,7 @@ pub(super) unsafe fn prepare(
             let depth = a.range.aspect_mask != vk::ImageAspectFlags::COLOR;
             let mut sets: Vec<((u32, u32), vk::DescriptorSet)> = Vec::new();
             let mut layers: Vec<Layer> = Vec::new();
-            for (draw, &(first, count)) in c.draws.iter().zip(&ranges) {
+            for (draw, &(first, count)) in draws.iter().zip(&ranges) {
                 if layers.last().map(|l| l.key) != Some(draw.layer) {
                     // The attachment's view itself, or a view of the layer drawn.
                     let view = match draw.layer {
@@ -242,6 +253,9 @@ pub(super) unsafe fn record(
         // After the areas' instances (and the direct replays, the downscales, the words' update); the pass's
         // first barrier waited for everything before it.
         barrier_between(f, cb, &t, sync::rendered(), sync::upscaling());
+        if f.controls.without_full_resolution_write {
+            return;
+        }
         let vp = vk::Viewport {
             x: 0.0,
             y: 0.0,
@@ -271,8 +285,8 @@ pub(super) unsafe fn record(
     }
 }
 
-/// The layers of compute composite `c` of attachment `a` (its draws'
-/// rectangles at `ranges` of `p`'s table, in the buffer `bi`): per layer
+/// The layers of compute composite `c` of attachment `a` drawing `draws`
+/// (their rectangles at `ranges` of `p`'s table, in the buffer `bi`): per layer
 /// written, per draw a set (the area's scratch target, a 2D view of the
 /// attachment's layer, the table) from `pool`, and the draws' words (log2
 /// of the area, the scratch target's layer, the draw's tiles).
@@ -285,14 +299,14 @@ unsafe fn compute_layers(
     o: &mut gpu_objects::Objects,
     owned: &mut Owned,
     (pool, bi): (vk::DescriptorPool, &[vk::DescriptorBufferInfo]),
-    c: &Composite,
+    (c, draws): (&Composite, &[CompositeDraw]),
     a: &Att,
     targets: &dyn Fn((u32, u32)) -> Option<Targets>,
     (ranges, table): (&[(u32, u32)], &Table),
 ) -> Result<Vec<Layer>, vk::Result> {
     let mut layers: Vec<Layer> = Vec::new();
     let mut view = vk::ImageView::null();
-    for (draw, &(first, count)) in c.draws.iter().zip(ranges) {
+    for (draw, &(first, count)) in draws.iter().zip(ranges) {
         if layers.last().map(|l| l.key) != Some(draw.layer) {
             // A storage view has the identity swizzle and is 2D: the pass's own where it is one (no view made per
             // pass), else the layer's own of the layer written.
@@ -322,6 +336,59 @@ unsafe fn compute_layers(
         layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, size: [0; 2], first, count });
     }
     Ok(layers)
+}
+
+/// `draws` (grouped by layer) in painter's order, for composites that draw
+/// (a later draw's pixels win): in each layer the draw of the most pixels
+/// first, as the bounding box of its rectangles less those of `kept` (at
+/// most four rectangles: one kept at most, the direct replay's), where the other draws of the layer
+/// cover the rest of them (each bin is drawn by one area per layer, so the
+/// draws' rectangles never overlap). llvmpipe writes a
+/// rectangle's whole 64x64 tiles without edge tests and every tile that two
+/// triangles' diagonal or a rectangle's edge crosses with them: on the
+/// radial full-HD client the bins of the coarsest area (nine-tenths of the
+/// pixels) become one rectangle.
+fn painted(draws: &[CompositeDraw], kept: &[Rect]) -> Vec<CompositeDraw> {
+    let pixels = |rects: &[Rect]| rects.iter().map(Rect::pixels).sum::<u64>();
+    let mut out: Vec<CompositeDraw> = Vec::with_capacity(draws.len());
+    for layer in draws.chunk_by(|a, b| a.layer == b.layer) {
+        let mut layer = layer.to_vec();
+        let Some(k) = (0..layer.len()).max_by_key(|&k| pixels(&layer[k].rects)) else { continue };
+        let mut most = layer.remove(k);
+        if let Some(first) = most.rects.first() {
+            let bounds = most.rects.iter().fold(*first, |b, r| b.union(r));
+            let pieces = kept.iter().fold(vec![bounds], |pieces, k| pieces.iter().flat_map(|p| minus(p, k)).collect());
+            let inside = |r: &Rect| pieces.iter().filter_map(|p| overlap(p, r)).map(|o| o.pixels()).sum::<u64>();
+            let others: u64 = layer.iter().flat_map(|d| &d.rects).map(inside).sum();
+            if pieces.len() <= 4 && pixels(&most.rects) + others == pixels(&pieces) {
+                most.rects = pieces;
+            }
+        }
+        out.push(most);
+        out.extend(layer);
+    }
+    out
+}
+
+/// Where `a` and `b` overlap, if they do.
+fn overlap(a: &Rect, b: &Rect) -> Option<Rect> {
+    let (x0, y0) = (a.x.max(b.x), a.y.max(b.y));
+    let (x1, y1) = ((a.x + a.w).min(b.x + b.w), (a.y + a.h).min(b.y + b.h));
+    (x0 < x1 && y0 < y1).then(|| Rect { x: x0, y: y0, w: x1 - x0, h: y1 - y0 })
+}
+
+/// `r` less `k`: at most four rectangles (the bands above and below `k`,
+/// then left and right of it), `r` itself where they do not overlap.
+fn minus(r: &Rect, k: &Rect) -> Vec<Rect> {
+    let Some(o) = overlap(r, k) else { return vec![*r] };
+    let (r1, o1) = ((r.x + r.w, r.y + r.h), (o.x + o.w, o.y + o.h));
+    let pieces = [
+        Rect { x: r.x, y: r.y, w: r.w, h: o.y - r.y },
+        Rect { x: r.x, y: o1.1, w: r.w, h: r1.1 - o1.1 },
+        Rect { x: r.x, y: o.y, w: o.x - r.x, h: o.h },
+        Rect { x: o1.0, y: o.y, w: r1.0 - o1.0, h: o.h },
+    ];
+    pieces.into_iter().filter(|p| p.w > 0 && p.h > 0).collect()
 }
 
 /// The composites' table: every draw's rectangles (x0, y0, x1, y1, ends
@@ -416,5 +483,55 @@ mod tests {
         assert_eq!(t.tiles(0, 2), 2 + 4);
         assert_eq!(t.tiles(2, 1), 16);
         assert_eq!(t.tiles(3, 0), 0);
+    }
+
+    fn r(x: u32, y: u32, w: u32, h: u32) -> Rect {
+        Rect { x, y, w, h }
+    }
+
+    /// A rectangle less another: the bands above and below, then left and
+    /// right of the overlap; itself where they do not meet, nothing where
+    /// it is covered.
+    #[test]
+    fn a_rectangle_less_another_is_at_most_four() {
+        assert_eq!(
+            minus(&r(0, 0, 16, 16), &r(4, 4, 8, 4)),
+            vec![r(0, 0, 16, 4), r(0, 8, 16, 8), r(0, 4, 4, 4), r(12, 4, 4, 4)]
+        );
+        assert_eq!(minus(&r(0, 0, 16, 16), &r(8, 0, 8, 16)), vec![r(0, 0, 8, 16)]);
+        assert_eq!(minus(&r(0, 0, 8, 8), &r(8, 0, 8, 8)), vec![r(0, 0, 8, 8)]);
+        assert_eq!(minus(&r(2, 2, 4, 4), &r(0, 0, 8, 8)), vec![]);
+    }
+
+    /// Painter's order: the draw of the most pixels first, as its bounding
+    /// box where the layer's other draws cover the rest of it; less the kept
+    /// (direct) rectangle; left exact where some pixel of the box would be
+    /// drawn by no one after it.
+    #[test]
+    fn the_most_common_area_goes_first_as_its_bounding_box() {
+        let d = |area, rects: Vec<Rect>| CompositeDraw { layer: None, area, rects };
+        // A 32x16 framebuffer: 4x4 on the left and right quarters and the bottom half's middle, 2x2 in the top
+        // half's middle.
+        let four = d((4, 4), vec![r(0, 0, 8, 16), r(24, 0, 8, 16), r(8, 8, 16, 8)]);
+        let two = d((2, 2), vec![r(8, 0, 16, 8)]);
+        let out = painted(&[two.clone(), four.clone()], &[]);
+        assert_eq!(out[0].area, (4, 4));
+        assert_eq!(out[0].rects, vec![r(0, 0, 32, 16)]);
+        assert_eq!(out[1].rects, two.rects);
+        // The 2x2 bins written directly before the composite instead: the box less them.
+        let out = painted(&[four.clone()], &[r(8, 0, 16, 8)]);
+        assert_eq!(out[0].rects, vec![r(0, 8, 32, 8), r(0, 0, 8, 8), r(24, 0, 8, 8)]);
+        // Nobody draws the 2x2 bins after it: the box would leave its garbage there.
+        let out = painted(&[four.clone()], &[]);
+        assert_eq!(out[0].rects, four.rects);
+        // Per layer: each view's own most common area.
+        let (mut a, mut b) = (four.clone(), two.clone());
+        a.layer = Some(1);
+        b.layer = Some(1);
+        let out = painted(&[two.clone(), four.clone(), b, a], &[]);
+        assert_eq!(
+            out.iter().map(|d| (d.layer, d.rects.len())).collect::<Vec<_>>(),
+            vec![(None, 1), (None, 1), (Some(1), 1), (Some(1), 1)]
+        );
     }
 }

@@ -1151,7 +1151,8 @@ impl Recording<'_> {
         // SAFETY: the caller's guarantee; the layouts are tracked in `cur`.
         unsafe { barrier_between(self.f, self.cb, &t3, sync::rendered(), sync::upscaling()) };
         let mut dispatched = false;
-        for (k, u) in self.objects.up.iter().enumerate() {
+        let upscales = if self.f.controls.without_full_resolution_write { &[][..] } else { &self.objects.up[..] };
+        for (k, u) in upscales.iter().enumerate() {
             if let Some(sets) = &self.objects.cs_sets[k] {
                 // SAFETY: the caller's guarantee.
                 unsafe { self.dispatch_upscale(sets) };

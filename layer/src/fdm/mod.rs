@@ -650,6 +650,15 @@ pub struct Controls {
     /// a scratch target and upscales it like every other area, instead of
     /// into the attachments themselves.
     pub without_direct_1x1: bool,
+    /// `debug_fdm_without=full_resolution_write` (measuring only): the host
+    /// plan's composite draws and the GPU plan's upscales are not recorded
+    /// (their barriers are), so a pass costs everything but writing its
+    /// coarse areas into the attachments; the pixels are wrong.
+    pub without_full_resolution_write: bool,
+    /// `debug_fdm_without=painters_order`: the host plan's drawn composite
+    /// draws every area's rectangles exactly, never the most common area's
+    /// bounding box first (`composite::painted`).
+    pub without_painters_order: bool,
     /// `debug_fdm_without=per_view_viewports`: a multiview pass's replays
     /// give every view the replay's whole rectangle (no per-view viewports;
     /// the earlier path, for the benchmarks and the tests).
@@ -703,6 +712,8 @@ impl Controls {
             without_clear_draws: has("clear_draws"),
             without_plan_barrier: has("plan_barrier"),
             without_direct_1x1: has("direct_1x1"),
+            without_full_resolution_write: has("full_resolution_write"),
+            without_painters_order: has("painters_order"),
             without_per_view_viewports: has("per_view_viewports"),
             without_viewport_mask: has("viewport_mask"),
             without_viewport_mask_nv: has("viewport_mask_nv"),

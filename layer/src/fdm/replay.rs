@@ -170,7 +170,8 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         None
     } else {
         // SAFETY: the pass's attachments are alive (the capture rule); the scratch targets were made for them.
-        match unsafe { super::composite::prepare(f, &composites, &atts, &by_area, extent) } {
+        let kept: Vec<Rect> = planned.iter().filter(|p| p.target == Target::Direct).map(|p| p.replay.rect).collect();
+        match unsafe { super::composite::prepare(f, &composites, &atts, &by_area, (extent, &kept)) } {
             Ok(p) => Some(p),
             Err(e) => {
                 for s in &substs {
