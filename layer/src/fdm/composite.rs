@@ -343,7 +343,9 @@ unsafe fn compute_layers(
 /// first, as the bounding box of its rectangles less those of `kept` (at
 /// most four rectangles: one kept at most, the direct replay's), where the other draws of the layer
 /// cover the rest of them (each bin is drawn by one area per layer, so the
-/// draws' rectangles never overlap). llvmpipe writes a
+/// draws' rectangles never overlap), and the box saves many rectangles for
+/// little overdraw (at least twice as many rectangles as pieces, the other
+/// areas' pixels in them at most a quarter of its own). llvmpipe writes a
 /// rectangle's whole 64x64 tiles without edge tests and every tile that two
 /// triangles' diagonal or a rectangle's edge crosses with them: on the
 /// radial full-HD client the bins of the coarsest area (nine-tenths of the
@@ -360,7 +362,12 @@ fn painted(draws: &[CompositeDraw], kept: &[Rect]) -> Vec<CompositeDraw> {
             let pieces = kept.iter().fold(vec![bounds], |pieces, k| pieces.iter().flat_map(|p| minus(p, k)).collect());
             let inside = |r: &Rect| pieces.iter().filter_map(|p| overlap(p, r)).map(|o| o.pixels()).sum::<u64>();
             let others: u64 = layer.iter().flat_map(|d| &d.rects).map(inside).sum();
-            if pieces.len() <= 4 && pixels(&most.rects) + others == pixels(&pieces) {
+            // Worth it where it saves many rectangles' edges for a little overdraw: at least twice as many
+            // rectangles as pieces, the others' pixels in them at most a quarter of its own (an edge-tested
+            // pixel costs llvmpipe about twice a whole tile's, `composite-bench`).
+            let own = pixels(&most.rects);
+            let worth = most.rects.len() >= 2 * pieces.len() && others * 4 <= own;
+            if pieces.len() <= 4 && own + others == pixels(&pieces) && worth {
                 most.rects = pieces;
             }
         }
@@ -506,24 +513,46 @@ mod tests {
     /// Painter's order: the draw of the most pixels first, as its bounding
     /// box where the layer's other draws cover the rest of it; less the kept
     /// (direct) rectangle; left exact where some pixel of the box would be
-    /// drawn by no one after it.
+    /// drawn by no one after it, or where the box saves few rectangles or
+    /// costs much overdraw.
     #[test]
     fn the_most_common_area_goes_first_as_its_bounding_box() {
         let d = |area, rects: Vec<Rect>| CompositeDraw { layer: None, area, rects };
-        // A 32x16 framebuffer: 4x4 on the left and right quarters and the bottom half's middle, 2x2 in the top
-        // half's middle.
-        let four = d((4, 4), vec![r(0, 0, 8, 16), r(24, 0, 8, 16), r(8, 8, 16, 8)]);
-        let two = d((2, 2), vec![r(8, 0, 16, 8)]);
+        // A 64x32 framebuffer of 8x8 bins: 4x4 everywhere but a 16x8 hole at (16, 8), which is 2x2.
+        let hole = r(16, 8, 16, 8);
+        let bins = (0..4).flat_map(|y| (0..8).map(move |x| r(8 * x, 8 * y, 8, 8)));
+        let four = d((4, 4), bins.filter(|b| overlap(b, &hole).is_none()).collect());
+        let two = d((2, 2), vec![hole]);
+        assert_eq!(four.rects.len(), 30);
         let out = painted(&[two.clone(), four.clone()], &[]);
         assert_eq!(out[0].area, (4, 4));
-        assert_eq!(out[0].rects, vec![r(0, 0, 32, 16)]);
+        assert_eq!(out[0].rects, vec![r(0, 0, 64, 32)]);
         assert_eq!(out[1].rects, two.rects);
-        // The 2x2 bins written directly before the composite instead: the box less them.
-        let out = painted(&[four.clone()], &[r(8, 0, 16, 8)]);
-        assert_eq!(out[0].rects, vec![r(0, 8, 32, 8), r(0, 0, 8, 8), r(24, 0, 8, 8)]);
-        // Nobody draws the 2x2 bins after it: the box would leave its garbage there.
-        let out = painted(&[four.clone()], &[]);
-        assert_eq!(out[0].rects, four.rects);
+        // The hole written directly before the composite instead: the box less it.
+        let out = painted(&[four.clone()], &[hole]);
+        assert_eq!(out[0].rects, vec![r(0, 0, 64, 8), r(0, 16, 64, 16), r(0, 8, 16, 8), r(32, 8, 32, 8)]);
+        // Nobody draws the hole after it: the box would leave its garbage there.
+        assert_eq!(painted(&[four.clone()], &[])[0].rects, four.rects);
+        // Few rectangles (six around the kept hole, under twice the four pieces of the box less it): little to
+        // save.
+        let bands = d(
+            (4, 4),
+            vec![
+                r(0, 0, 64, 8),
+                r(0, 16, 32, 16),
+                r(32, 16, 16, 16),
+                r(48, 16, 16, 16),
+                r(0, 8, 16, 8),
+                r(32, 8, 32, 8),
+            ],
+        );
+        assert_eq!(painted(&[bands.clone()], &[hole])[0].rects, bands.rects);
+        // The others' pixels more than a quarter of its own: the overdraw would cost more. 2x2 over the top three
+        // quarters of the middle half, 4x4 around it as strips and bins.
+        let middle = d((2, 2), vec![r(16, 0, 32, 24)]);
+        let strips = (0..4).flat_map(|x| [r(4 * x, 0, 4, 32), r(48 + 4 * x, 0, 4, 32), r(16 + 8 * x, 24, 8, 8)]);
+        let around = d((4, 4), strips.collect());
+        assert_eq!(painted(&[middle, around.clone()], &[])[0].rects, around.rects);
         // Per layer: each view's own most common area.
         let (mut a, mut b) = (four.clone(), two.clone());
         a.layer = Some(1);
