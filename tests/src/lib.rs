@@ -3,6 +3,7 @@
 //! ([`harness`]) that start it on lavapipe with the layer loaded above the
 //! Khronos validation layer.
 
+pub mod composite_bench;
 pub mod draw_kind;
 pub mod fdm;
 pub mod fdm_bench;
