@@ -341,11 +341,12 @@ unsafe fn compute_layers(
 /// `draws` (grouped by layer) in painter's order, for composites that draw
 /// (a later draw's pixels win): in each layer the draw of the most pixels
 /// first, as the bounding box of its rectangles less those of `kept` (at
-/// most four rectangles: one kept at most, the direct replay's), where the other draws of the layer
-/// cover the rest of them (each bin is drawn by one area per layer, so the
-/// draws' rectangles never overlap), and the box saves many rectangles for
-/// little overdraw (at least twice as many rectangles as pieces, the other
-/// areas' pixels in them at most a quarter of its own). llvmpipe writes a
+/// most four rectangles: one kept at most, the direct replay's), where the
+/// other draws of the layer cover the rest of them (each bin is drawn by
+/// one area per layer, so the draws' rectangles never overlap), and the box
+/// saves many rectangles for little overdraw (at least twice as many
+/// rectangles as pieces, the other areas' pixels in them at most a quarter
+/// of its own). llvmpipe writes a
 /// rectangle's whole 64x64 tiles without edge tests and every tile that two
 /// triangles' diagonal or a rectangle's edge crosses with them: on the
 /// radial full-HD client the bins of the coarsest area (nine-tenths of the
