@@ -167,7 +167,16 @@ fn render_pass(
     let mut fdm_info =
         vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(map_ref);
     let used = if map { &attachments[..] } else { &attachments[..1] };
-    let mut info = vk::RenderPassCreateInfo::default().attachments(used).subpasses(&subs);
+    // After the previous frames' writes of the attachment (its layout transition from UNDEFINED included).
+    let colour_write = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+    let deps = [vk::SubpassDependency::default()
+        .src_subpass(vk::SUBPASS_EXTERNAL)
+        .dst_subpass(0)
+        .src_stage_mask(colour_write.0)
+        .src_access_mask(colour_write.1)
+        .dst_stage_mask(colour_write.0)
+        .dst_access_mask(colour_write.1 | vk::AccessFlags::COLOR_ATTACHMENT_READ)];
+    let mut info = vk::RenderPassCreateInfo::default().attachments(used).subpasses(&subs).dependencies(&deps);
     if views > 1 {
         info = info.push_next(&mut multiview);
     }

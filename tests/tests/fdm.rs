@@ -176,7 +176,8 @@ fn the_density_maps_barriers_pass_synchronization_validation() {
     // The steps of a replaced pass — the plan's transfers and shader, the downscales, the areas' instances one after
     // the other, the upscales or composites — each ordered after what it reads and before what overwrites it: the
     // GPU plan (every replay form, asked areas, multisampled, multiview) and the host plans (the quick matrix, every
-    // draw kind, offsets), with no hazard reported.
+    // draw kind, offsets), and the benchmarks' passes (static, dynamic and two-view maps of many draws; a radial
+    // client's composite in painter's order, its dynamic map's drawn upscale), with no hazard reported.
     for args in [
         &["fdm-dynamic"][..],
         &["fdm-asked"],
@@ -185,10 +186,19 @@ fn the_density_maps_barriers_pass_synchronization_validation() {
         &["fdm", "quick"],
         &["fdm-draws"],
         &["fdm-offset"],
+        &["fdm-bench", "2", "64", "2"],
+        &["fdm-client", "1", "1920x1080", "3", "cheap"],
+        &["fdm-client", "1", "1920x1080", "3", "cheap", "dynamic"],
     ] {
-        let o = run(app(Layers::OverlapOverValidation, args).env("VK_LAYER_ENABLES", SYNC_VALIDATION));
+        let o = run(app(Layers::OverlapOverValidation, args)
+            .env("VK_LAYER_ENABLES", SYNC_VALIDATION)
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
         o.assert_ok();
         assert!(!o.stderr.contains("SYNC-HAZARD"), "{args:?}: {}", o.stderr);
+        if args.last() == Some(&"cheap") {
+            // The radial full-HD map's 4x4 bins, most of the frame, composited as the box around the 1x1 replay.
+            assert!(o.stderr.contains("composite draws (in painter's order: 80 rectangles as 4)"), "{}", o.stderr);
+        }
     }
     // The control: the plan shader not ordered after the transfers that fill its buffer, a hazard the validation
     // layer reports at the dispatch.

@@ -65,6 +65,9 @@ pub(super) struct Prepared {
     /// Per composite: how it writes, then per layer written its framebuffer
     /// (null for a compute composite) and its draws.
     per: Vec<(Writer, Vec<Layer>)>,
+    /// Per layer drawn in painter's order, its first draw's rectangles
+    /// before and after ([`painted`]; for the debug log).
+    pub(super) painted: Vec<(usize, usize)>,
 }
 
 /// How a composite writes its attachment.
@@ -110,7 +113,8 @@ pub(super) unsafe fn prepare(
     // a later draw's pixels win) in painter's order; the compute composite's dispatches are unordered.
     let first = composites.first().map_or(&[][..], |c| &c.draws[..]);
     let drawn = composites.iter().all(|c| atts[c.attachment].as_ref().is_some_and(|a| !a.storage));
-    let draws = if drawn && !f.controls.without_painters_order { painted(first, kept) } else { first.to_vec() };
+    let (draws, painted) =
+        if drawn && !f.controls.without_painters_order { painted(first, kept) } else { (first.to_vec(), Vec::new()) };
     let (table, ranges) = Table::new(&draws);
     let size = (table.words.len().max(4) * 4) as u64;
     let mut o = f.gpu_plan.lock();
@@ -204,7 +208,7 @@ pub(super) unsafe fn prepare(
     }
     let buffer = owned.buffer;
     o.owned.insert(pool, owned);
-    Ok(Prepared { pool, buffer, words: table.words, tiles_at: table.tiles_at, layout: o.up_layout, per })
+    Ok(Prepared { pool, buffer, words: table.words, tiles_at: table.tiles_at, layout: o.up_layout, per, painted })
 }
 
 /// Records the composites `composites` (made by [`prepare`] as `p`) over
@@ -350,10 +354,12 @@ unsafe fn compute_layers(
 /// rectangle's whole 64x64 tiles without edge tests and every tile that two
 /// triangles' diagonal or a rectangle's edge crosses with them: on the
 /// radial full-HD client the bins of the coarsest area (nine-tenths of the
-/// pixels) become one rectangle.
-fn painted(draws: &[CompositeDraw], kept: &[Rect]) -> Vec<CompositeDraw> {
+/// pixels) become one rectangle. Also returned: per layer painted, its
+/// first draw's rectangles before and after.
+fn painted(draws: &[CompositeDraw], kept: &[Rect]) -> (Vec<CompositeDraw>, Vec<(usize, usize)>) {
     let pixels = |rects: &[Rect]| rects.iter().map(Rect::pixels).sum::<u64>();
     let mut out: Vec<CompositeDraw> = Vec::with_capacity(draws.len());
+    let mut done = Vec::new();
     for layer in draws.chunk_by(|a, b| a.layer == b.layer) {
         let mut layer = layer.to_vec();
         let Some(k) = (0..layer.len()).max_by_key(|&k| pixels(&layer[k].rects)) else { continue };
@@ -369,13 +375,14 @@ fn painted(draws: &[CompositeDraw], kept: &[Rect]) -> Vec<CompositeDraw> {
             let own = pixels(&most.rects);
             let worth = most.rects.len() >= 2 * pieces.len() && others * 4 <= own;
             if pieces.len() <= 4 && own + others == pixels(&pieces) && worth {
+                done.push((most.rects.len(), pieces.len()));
                 most.rects = pieces;
             }
         }
         out.push(most);
         out.extend(layer);
     }
-    out
+    (out, done)
 }
 
 /// Where `a` and `b` overlap, if they do.
@@ -525,15 +532,16 @@ mod tests {
         let four = d((4, 4), bins.filter(|b| overlap(b, &hole).is_none()).collect());
         let two = d((2, 2), vec![hole]);
         assert_eq!(four.rects.len(), 30);
-        let out = painted(&[two.clone(), four.clone()], &[]);
+        let (out, done) = painted(&[two.clone(), four.clone()], &[]);
+        assert_eq!(done, vec![(30, 1)]);
         assert_eq!(out[0].area, (4, 4));
         assert_eq!(out[0].rects, vec![r(0, 0, 64, 32)]);
         assert_eq!(out[1].rects, two.rects);
         // The hole written directly before the composite instead: the box less it.
-        let out = painted(&[four.clone()], &[hole]);
+        let (out, _) = painted(&[four.clone()], &[hole]);
         assert_eq!(out[0].rects, vec![r(0, 0, 64, 8), r(0, 16, 64, 16), r(0, 8, 16, 8), r(32, 8, 32, 8)]);
         // Nobody draws the hole after it: the box would leave its garbage there.
-        assert_eq!(painted(&[four.clone()], &[])[0].rects, four.rects);
+        assert_eq!(painted(&[four.clone()], &[]).0[0].rects, four.rects);
         // Few rectangles (six around the kept hole, under twice the four pieces of the box less it): little to
         // save.
         let bands = d(
@@ -547,18 +555,18 @@ mod tests {
                 r(32, 8, 32, 8),
             ],
         );
-        assert_eq!(painted(&[bands.clone()], &[hole])[0].rects, bands.rects);
+        assert_eq!(painted(&[bands.clone()], &[hole]).0[0].rects, bands.rects);
         // The others' pixels more than a quarter of its own: the overdraw would cost more. 2x2 over the top three
         // quarters of the middle half, 4x4 around it as strips and bins.
         let middle = d((2, 2), vec![r(16, 0, 32, 24)]);
         let strips = (0..4).flat_map(|x| [r(4 * x, 0, 4, 32), r(48 + 4 * x, 0, 4, 32), r(16 + 8 * x, 24, 8, 8)]);
         let around = d((4, 4), strips.collect());
-        assert_eq!(painted(&[middle, around.clone()], &[])[0].rects, around.rects);
+        assert_eq!(painted(&[middle, around.clone()], &[]).0[0].rects, around.rects);
         // Per layer: each view's own most common area.
         let (mut a, mut b) = (four.clone(), two.clone());
         a.layer = Some(1);
         b.layer = Some(1);
-        let out = painted(&[two.clone(), four.clone(), b, a], &[]);
+        let (out, _) = painted(&[two.clone(), four.clone(), b, a], &[]);
         assert_eq!(
             out.iter().map(|d| (d.layer, d.rects.len())).collect::<Vec<_>>(),
             vec![(None, 1), (None, 1), (Some(1), 1), (Some(1), 1)]

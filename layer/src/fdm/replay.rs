@@ -212,6 +212,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             (&planned, &composites, &masked),
             pass.cmds.len(),
             &atts,
+            prepared.as_ref().map_or(&[][..], |p| &p.painted),
         );
     }
     Ok(())
@@ -321,7 +322,9 @@ fn lacks_variants(f: &Fdm, pass: &Pass, planned: &[PlannedReplay]) -> Option<Fal
 /// The plan of a binned pass, for the debug log: its replays, what they
 /// shade against the ideal, the transfer regions they record (each a blit
 /// or copy of its own on some drivers), their render pass instances, the
-/// composites' draws and the scratch sets.
+/// composites' draws (`painted`: per layer in painter's order, its first
+/// draw's rectangles before and after) and the scratch sets.
+#[allow(clippy::too_many_arguments)]
 fn log_plan(
     dev: &DeviceCore,
     f: &Fdm,
@@ -330,6 +333,7 @@ fn log_plan(
     (planned, composites, masked): (&[PlannedReplay], &[Composite], &[Masked]),
     commands: usize,
     atts: &[Option<Att>],
+    painted: &[(usize, usize)],
 ) {
     let replays: Vec<bins::Replay> = planned.iter().map(|p| p.replay.clone()).collect();
     let (mut shaded, ideal) = bins::shaded(&replays, all_bins, views);
@@ -370,7 +374,7 @@ fn log_plan(
     dev.log().debug(
         id::FDM_PLAN,
         &format!(
-            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws; {} of them dispatched (compute); {commands} commands replayed each{}; {} scratch sets for its attachments",
+            "{} bins, {} replays [{}]; fragments shaded {shaded} (ideal {ideal}){}; {} upscale and {} downscale regions; {} render pass instances; {} composite draws{}; {} of them dispatched (compute); {commands} commands replayed each{}; {} scratch sets for its attachments",
             all_bins.len(),
             replays.len(),
             areas.join(", "),
@@ -379,6 +383,7 @@ fn log_plan(
             regions(false),
             planned.iter().flat_map(|p| &p.steps).filter(|s| matches!(s, Step::Render { begin: true, .. })).count(),
             composites.iter().map(|c| c.draws.len()).sum::<usize>(),
+            painted.iter().map(|(a, b)| format!(" (in painter's order: {a} rectangles as {b})")).collect::<String>(),
             composites
                 .iter()
                 .filter(|c| atts[c.attachment].as_ref().is_some_and(|a| a.storage))
