@@ -49,6 +49,26 @@ impl Rect {
     pub fn intersects(&self, o: &Rect) -> bool {
         self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
     }
+    /// Where `self` and `o` overlap, if they do.
+    pub fn intersection(&self, o: &Rect) -> Option<Rect> {
+        let (x0, y0) = (self.x.max(o.x), self.y.max(o.y));
+        let (x1, y1) = ((self.x + self.w).min(o.x + o.w), (self.y + self.h).min(o.y + o.h));
+        (x0 < x1 && y0 < y1).then(|| Rect { x: x0, y: y0, w: x1 - x0, h: y1 - y0 })
+    }
+    /// `self` less `k`: at most four rectangles (the bands above and below
+    /// `k`, then left and right of it), `self` itself where they do not
+    /// overlap.
+    pub fn minus(&self, k: &Rect) -> Vec<Rect> {
+        let Some(o) = self.intersection(k) else { return vec![*self] };
+        let (r1, o1) = ((self.x + self.w, self.y + self.h), (o.x + o.w, o.y + o.h));
+        let pieces = [
+            Rect { x: self.x, y: self.y, w: self.w, h: o.y - self.y },
+            Rect { x: self.x, y: o1.1, w: self.w, h: r1.1 - o1.1 },
+            Rect { x: self.x, y: o.y, w: o.x - self.x, h: o.h },
+            Rect { x: o1.0, y: o.y, w: r1.0 - o1.0, h: o.h },
+        ];
+        pieces.into_iter().filter(|p| p.w > 0 && p.h > 0).collect()
+    }
     pub fn pixels(&self) -> u64 {
         self.w as u64 * self.h as u64
     }
@@ -405,6 +425,24 @@ pub fn shaded(replays: &[Replay], bins: &[Bin], views: u32) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn r(x: u32, y: u32, w: u32, h: u32) -> Rect {
+        Rect { x, y, w, h }
+    }
+
+    /// A rectangle less another: the bands above and below, then left and
+    /// right of the overlap; itself where they do not meet, nothing where
+    /// it is covered.
+    #[test]
+    fn a_rectangle_less_another_is_at_most_four() {
+        assert_eq!(
+            r(0, 0, 16, 16).minus(&r(4, 4, 8, 4)),
+            vec![r(0, 0, 16, 4), r(0, 8, 16, 8), r(0, 4, 4, 4), r(12, 4, 4, 4)]
+        );
+        assert_eq!(r(0, 0, 16, 16).minus(&r(8, 0, 8, 16)), vec![r(0, 0, 8, 16)]);
+        assert_eq!(r(0, 0, 8, 8).minus(&r(8, 0, 8, 8)), vec![r(0, 0, 8, 8)]);
+        assert_eq!(r(2, 2, 4, 4).minus(&r(0, 0, 8, 8)), vec![]);
+    }
 
     #[test]
     fn areas_from_densities() {

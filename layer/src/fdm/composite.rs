@@ -366,8 +366,8 @@ fn painted(draws: &[CompositeDraw], kept: &[Rect]) -> (Vec<CompositeDraw>, Vec<(
         let mut most = layer.remove(k);
         if let Some(first) = most.rects.first() {
             let bounds = most.rects.iter().fold(*first, |b, r| b.union(r));
-            let pieces = kept.iter().fold(vec![bounds], |pieces, k| pieces.iter().flat_map(|p| minus(p, k)).collect());
-            let inside = |r: &Rect| pieces.iter().filter_map(|p| overlap(p, r)).map(|o| o.pixels()).sum::<u64>();
+            let pieces = kept.iter().fold(vec![bounds], |pieces, k| pieces.iter().flat_map(|p| p.minus(k)).collect());
+            let inside = |r: &Rect| pieces.iter().filter_map(|p| p.intersection(r)).map(|o| o.pixels()).sum::<u64>();
             let others: u64 = layer.iter().flat_map(|d| &d.rects).map(inside).sum();
             // Worth it where it saves many rectangles' edges for a little overdraw: at least twice as many
             // rectangles as pieces, the others' pixels in them at most a quarter of its own (an edge-tested
@@ -383,27 +383,6 @@ fn painted(draws: &[CompositeDraw], kept: &[Rect]) -> (Vec<CompositeDraw>, Vec<(
         out.extend(layer);
     }
     (out, done)
-}
-
-/// Where `a` and `b` overlap, if they do.
-fn overlap(a: &Rect, b: &Rect) -> Option<Rect> {
-    let (x0, y0) = (a.x.max(b.x), a.y.max(b.y));
-    let (x1, y1) = ((a.x + a.w).min(b.x + b.w), (a.y + a.h).min(b.y + b.h));
-    (x0 < x1 && y0 < y1).then(|| Rect { x: x0, y: y0, w: x1 - x0, h: y1 - y0 })
-}
-
-/// `r` less `k`: at most four rectangles (the bands above and below `k`,
-/// then left and right of it), `r` itself where they do not overlap.
-fn minus(r: &Rect, k: &Rect) -> Vec<Rect> {
-    let Some(o) = overlap(r, k) else { return vec![*r] };
-    let (r1, o1) = ((r.x + r.w, r.y + r.h), (o.x + o.w, o.y + o.h));
-    let pieces = [
-        Rect { x: r.x, y: r.y, w: r.w, h: o.y - r.y },
-        Rect { x: r.x, y: o1.1, w: r.w, h: r1.1 - o1.1 },
-        Rect { x: r.x, y: o.y, w: o.x - r.x, h: o.h },
-        Rect { x: o1.0, y: o.y, w: r1.0 - o1.0, h: o.h },
-    ];
-    pieces.into_iter().filter(|p| p.w > 0 && p.h > 0).collect()
 }
 
 /// The composites' table: every draw's rectangles (x0, y0, x1, y1, ends
@@ -504,20 +483,6 @@ mod tests {
         Rect { x, y, w, h }
     }
 
-    /// A rectangle less another: the bands above and below, then left and
-    /// right of the overlap; itself where they do not meet, nothing where
-    /// it is covered.
-    #[test]
-    fn a_rectangle_less_another_is_at_most_four() {
-        assert_eq!(
-            minus(&r(0, 0, 16, 16), &r(4, 4, 8, 4)),
-            vec![r(0, 0, 16, 4), r(0, 8, 16, 8), r(0, 4, 4, 4), r(12, 4, 4, 4)]
-        );
-        assert_eq!(minus(&r(0, 0, 16, 16), &r(8, 0, 8, 16)), vec![r(0, 0, 8, 16)]);
-        assert_eq!(minus(&r(0, 0, 8, 8), &r(8, 0, 8, 8)), vec![r(0, 0, 8, 8)]);
-        assert_eq!(minus(&r(2, 2, 4, 4), &r(0, 0, 8, 8)), vec![]);
-    }
-
     /// Painter's order: the draw of the most pixels first, as its bounding
     /// box where the layer's other draws cover the rest of it; less the kept
     /// (direct) rectangle; left exact where some pixel of the box would be
@@ -529,7 +494,7 @@ mod tests {
         // A 64x32 framebuffer of 8x8 bins: 4x4 everywhere but a 16x8 hole at (16, 8), which is 2x2.
         let hole = r(16, 8, 16, 8);
         let bins = (0..4).flat_map(|y| (0..8).map(move |x| r(8 * x, 8 * y, 8, 8)));
-        let four = d((4, 4), bins.filter(|b| overlap(b, &hole).is_none()).collect());
+        let four = d((4, 4), bins.filter(|b| !b.intersects(&hole)).collect());
         let two = d((2, 2), vec![hole]);
         assert_eq!(four.rects.len(), 30);
         let (out, done) = painted(&[two.clone(), four.clone()], &[]);

@@ -1064,11 +1064,11 @@ impl Recording<'_> {
             return false;
         };
         let area = AREAS[ai];
-        let extent = (e.extent.0.div_ceil(area.0), e.extent.1.div_ceil(area.1));
+        let extent = scratch_extent(e.extent, area);
         let viewport =
-            vk::Viewport { width: extent.0 as f32, height: extent.1 as f32, max_depth: 1.0, ..Default::default() };
+            vk::Viewport { width: extent[0] as f32, height: extent[1] as f32, max_depth: 1.0, ..Default::default() };
         let tr = Transform { area, clip: Some(e.render_area), inputs: None, views: None, mask: MaskFrom::None };
-        let pc = [area.0, area.1, extent.0, extent.1, ai as u32, l.columns, l.rows, l.bounds, l.clears];
+        let pc = [area.0, area.1, extent[0], extent[1], ai as u32, l.columns, l.rows, l.bounds, l.clears];
         let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
         let stages = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
         // SAFETY: the caller's guarantee; the pipeline, layout and set are the layer's own, the set's buffer the

@@ -284,7 +284,7 @@ pub(super) unsafe fn scratch_targets(
         }
     }
     let d = &f.below;
-    let (w, h) = (scaled(extent.0, area.0), scaled(extent.1, area.1));
+    let [w, h] = scratch_extent(extent, area);
     // One attachment's scratch image, memory and view; nothing is left
     // behind when a step fails (handles not made yet are null, which
     // vkDestroy*/vkFreeMemory ignore).
