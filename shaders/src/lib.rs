@@ -21,6 +21,7 @@ mod malformed;
 pub mod opaque;
 pub mod ordered;
 pub mod spinlock;
+pub mod subsampled;
 #[cfg(test)]
 pub(crate) mod testing;
 mod values;
