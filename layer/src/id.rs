@@ -17,6 +17,9 @@ pub const FDM_PLAN: &str = "OVERLAP-FDM-Plan";
 pub const FDM_SECONDARY: &str = "OVERLAP-FDM-Secondary";
 /// Per-area pipeline variants made (or not) for a density-map pass.
 pub const FDM_VARIANTS: &str = "OVERLAP-FDM-Variants";
+/// Subsampled images stored at full resolution from now on: a path the
+/// layer cannot follow to the bin table, and which.
+pub const FDM_SUBSAMPLED: &str = "OVERLAP-FDM-Subsampled";
 /// A multiview pipeline whose vertex shader cannot write the viewport index
 /// (the density map's per-view viewports), and why.
 pub const FDM_PER_VIEW: &str = "OVERLAP-FDM-Per-View";

@@ -555,7 +555,7 @@ impl Shader {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Shader::Cheap => "cheap",
             Shader::Medium => "medium",
@@ -563,7 +563,7 @@ impl Shader {
         }
     }
 
-    fn spirv(self) -> &'static [u8] {
+    pub fn spirv(self) -> &'static [u8] {
         match self {
             Shader::Cheap => include_bytes!(concat!(env!("OUT_DIR"), "/fdm_noise_cheap.frag.spv")),
             Shader::Medium => include_bytes!(concat!(env!("OUT_DIR"), "/fdm_noise_medium.frag.spv")),

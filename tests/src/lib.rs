@@ -11,6 +11,7 @@ pub mod fdm_library;
 pub mod fdm_msaa;
 pub mod fdm_queues;
 pub mod fdm_shader_objects;
+pub mod fdm_subsampled;
 pub mod harness;
 pub mod interlock;
 pub mod local_read;

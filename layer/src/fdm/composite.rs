@@ -106,13 +106,16 @@ pub(super) unsafe fn prepare(
     atts: &[Option<Att>],
     targets: &dyn Fn((u32, u32)) -> Option<Targets>,
     (extent, kept): ((u32, u32), &[Rect]),
+    packed: &[usize],
 ) -> Result<Prepared, vk::Result> {
     // The next layer's device alone: the layer's hooks must not see its objects (the GPU plan's rule).
     let d = f.raw.as_ref().ok_or(vk::Result::ERROR_INITIALIZATION_FAILED)?;
     // Every composite draws the same rectangles: the table's ranges, draw by draw. Drawn composites (raster order:
     // a later draw's pixels win) in painter's order; the compute composite's dispatches are unordered.
     let first = composites.first().map_or(&[][..], |c| &c.draws[..]);
-    let drawn = composites.iter().all(|c| atts[c.attachment].as_ref().is_some_and(|a| !a.storage));
+    // A packed attachment (`subsampled.rs`) is drawn, each rectangle's texels 1:1 at its origin: never in
+    // painter's order (the rectangles' packed texels do not cover them).
+    let drawn = composites.iter().all(|c| atts[c.attachment].as_ref().is_some_and(|a| !a.storage)) && packed.is_empty();
     let (draws, painted) =
         if drawn && !f.controls.without_painters_order { painted(first, kept) } else { (first.to_vec(), Vec::new()) };
     let (table, ranges) = Table::new(&draws);
@@ -137,7 +140,8 @@ pub(super) unsafe fn prepare(
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         for c in composites {
             let a = atts[c.attachment].as_ref().ok_or(vk::Result::ERROR_UNKNOWN)?;
-            if a.storage {
+            let packs = packed.contains(&c.attachment);
+            if a.storage && !packs {
                 // The pipeline first: it makes the set layout.
                 let pipeline =
                     gpu_objects::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, false)?;
@@ -190,7 +194,8 @@ pub(super) unsafe fn prepare(
                 // The upscale's parameters in its rectangle mode: the viewport's size, the table at word 0, the
                 // scratch target's layer.
                 let (area, layer) = (draw.area, draw.layer.unwrap_or(0));
-                let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, layer];
+                // Word 7 (the GPU plan's region count) set: packed.
+                let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, packs as u32, 0, layer];
                 let size = scratch_extent(extent, area);
                 layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, size, first, count });
             }

@@ -235,11 +235,13 @@ impl Fdm {
         if let Some(l) = self.set_layouts.lock().remove(&layout) {
             l.destroyed.store(true, std::sync::atomic::Ordering::Release);
         }
+        super::subsampled::forget_set_layout(self, layout);
     }
 
     /// vkResetDescriptorPool, vkDestroyDescriptorPool: the pool's sets are gone.
     pub fn forget_pool(&self, pool: vk::DescriptorPool) {
         self.sets.lock().retain(|_, i| i.pool != pool);
+        super::subsampled::forget_pool_sets(self, pool);
     }
 }
 
@@ -251,6 +253,7 @@ pub fn free_descriptor_sets(_: &DeviceCore, f: &Fdm, a: args::FreeDescriptorSets
             known.remove(s);
         }
     }
+    super::subsampled::forget_sets(f, a.descriptor_sets());
     // SAFETY: the next layer's command, with the application's arguments.
     unsafe { a.call(f.below.fp_v1_0().free_descriptor_sets) }
 }
@@ -277,6 +280,9 @@ pub fn allocate_descriptor_sets(_: &DeviceCore, f: &Fdm, a: args::AllocateDescri
         for (set, info) in new {
             sets.insert(set, info);
         }
+        drop(sets);
+        // SAFETY: as above.
+        super::subsampled::note_sets(f, pool, layouts, unsafe { a.written_descriptor_sets() });
     }
     r
 }
@@ -313,8 +319,13 @@ pub fn update_descriptor_sets(_: &DeviceCore, f: &Fdm, a: args::UpdateDescriptor
             }
         }
     }
-    // SAFETY: the next layer's command, with the application's arguments.
-    unsafe { a.call(f.below.fp_v1_0().update_descriptor_sets) }
+    let (tables, copies) = super::subsampled::hidden_updates(f, a.descriptor_writes(), a.descriptor_copies());
+    // SAFETY: the next layer's command, with the application's arguments; then the tables of the subsampled
+    // images written (the same sets, under the same rule).
+    unsafe {
+        a.call(f.below.fp_v1_0().update_descriptor_sets);
+        super::subsampled::send_hidden(f, &tables, &copies);
+    }
 }
 
 /// `vkUpdateDescriptorSetWithTemplate`: the set's contents become unknown
@@ -323,6 +334,10 @@ pub fn update_descriptor_set_with_template(_: &DeviceCore, f: &Fdm, a: args::Upd
     if let Some(info) = f.sets.lock().get_mut(&a.descriptor_set()) {
         info.opaque = true;
     }
-    // SAFETY: the next layer's command, with the application's arguments.
-    unsafe { a.call(f.below.fp_v1_1().update_descriptor_set_with_template) }
+    let (set, template, data) = (a.descriptor_set(), a.descriptor_update_template(), a.p_data());
+    // SAFETY: the next layer's command, with the application's arguments; then the tables its data names.
+    unsafe {
+        a.call(f.below.fp_v1_1().update_descriptor_set_with_template);
+        super::subsampled::template_writes(f, set, template, data);
+    }
 }

@@ -84,6 +84,7 @@ mod replay_plan;
 mod scratch;
 pub mod shader_objects;
 mod steps;
+pub mod subsampled;
 pub mod viewport_mask;
 
 use crate::device::DeviceCore;
@@ -409,6 +410,12 @@ pub struct ImageInfo {
     pub usage: vk::ImageUsageFlags,
     pub layers: u32,
     pub density_map: bool,
+    /// Made with `VK_IMAGE_CREATE_SUBSAMPLED_BIT_EXT`: a density-map pass
+    /// may store it packed ([`subsampled`]).
+    pub subsampled: bool,
+    /// A framebuffer made with it loads it in a density-map pass: never
+    /// packed (the layer's downscales read it at full resolution).
+    pub loaded: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -472,6 +479,10 @@ pub struct ModuleFacts {
     /// The application's SPIR-V of a module with a vertex entry point, kept
     /// where the multiview flush runs (its partner pipelines gate it).
     pub vertex: Option<Arc<Vec<u32>>>,
+    /// The application's SPIR-V of a module that declares a combined image
+    /// sampler: rewritten where a pipeline's layout has a subsampled one
+    /// ([`subsampled`]).
+    pub sampled: Option<Arc<Vec<u32>>>,
 }
 
 /// A pipeline made for a density-map pass.
@@ -503,6 +514,9 @@ pub struct Fdm {
     passes: Mutex<HashMap<vk::RenderPass, Arc<PassInfo>>>,
     framebuffers: Mutex<HashMap<vk::Framebuffer, Arc<FramebufferInfo>>>,
     modules: Mutex<HashMap<vk::ShaderModule, Arc<ModuleFacts>>>,
+    /// Subsampled samplers, their set layouts' hidden table bindings, the
+    /// images' bin tables ([`subsampled`]).
+    subsampled: subsampled::State,
     pipelines: Mutex<HashMap<vk::Pipeline, Arc<PipelineInfo>>>,
     /// Shader objects made on this device, with their per-area variants.
     shader_objects: Mutex<HashMap<vk::ShaderEXT, Arc<shader_objects::ShaderObjectInfo>>>,
@@ -655,6 +669,12 @@ pub struct Controls {
     /// (their barriers are), so a pass costs everything but writing its
     /// coarse areas into the attachments; the pixels are wrong.
     pub without_full_resolution_write: bool,
+    /// `debug_fdm_without=packed_subsampled`: subsampled attachments are
+    /// stored at full resolution, never packed.
+    pub without_packed_subsampled: bool,
+    /// `debug_fdm_without=subsampled_reads` (a planted fault): pipelines
+    /// sample subsampled bindings as they are, not through the bin table.
+    pub without_subsampled_reads: bool,
     /// `debug_fdm_without=painters_order`: the host plan's drawn composite
     /// draws every area's rectangles exactly, never the most common area's
     /// bounding box first (`composite::painted`).
@@ -713,6 +733,8 @@ impl Controls {
             without_plan_barrier: has("plan_barrier"),
             without_direct_1x1: has("direct_1x1"),
             without_full_resolution_write: has("full_resolution_write"),
+            without_packed_subsampled: has("packed_subsampled"),
+            without_subsampled_reads: has("subsampled_reads"),
             without_painters_order: has("painters_order"),
             without_per_view_viewports: has("per_view_viewports"),
             without_viewport_mask: has("viewport_mask"),
@@ -1090,6 +1112,7 @@ impl Fdm {
             passes: Default::default(),
             framebuffers: Default::default(),
             modules: Default::default(),
+            subsampled: Default::default(),
             pipelines: Default::default(),
             shader_objects: Default::default(),
             below_shader_object: None,
@@ -1206,6 +1229,8 @@ impl Fdm {
     /// # Safety
     /// The device is idle.
     pub unsafe fn destroy(&self) {
+        // SAFETY: the caller's guarantee: the device is idle.
+        unsafe { self.destroy_tables() };
         let d = &self.below;
         // SAFETY: the layer's own objects (pipeline variants, scratch
         // targets, shadow pools, the map reader) on an idle device (the
@@ -1280,6 +1305,8 @@ pub fn create_image(_: &DeviceCore, f: &Fdm, a: args::CreateImage) -> vk::Result
                 usage: copy.usage,
                 layers: ci.array_layers,
                 density_map,
+                subsampled: ci.flags.contains(vk::ImageCreateFlags::SUBSAMPLED_EXT),
+                loaded: false,
             },
         );
     }
@@ -1325,13 +1352,19 @@ pub fn create_image_view(_: &DeviceCore, f: &Fdm, a: args::CreateImageView) -> v
     r
 }
 
-/// `vkCreateSampler`: the subsampled flags dropped.
+/// `vkCreateSampler`: the subsampled flags dropped (a subsampled sampler
+/// remembered: its bindings read through the bin table, [`subsampled`]).
 pub fn create_sampler(_: &DeviceCore, f: &Fdm, a: args::CreateSampler) -> vk::Result {
     let mut copy = *a.create_info();
     copy.flags &=
         !(vk::SamplerCreateFlags::SUBSAMPLED_EXT | vk::SamplerCreateFlags::SUBSAMPLED_COARSE_RECONSTRUCTION_EXT);
     // SAFETY: the next layer's command, without the subsampled flags.
-    unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_sampler) }
+    let r = unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_sampler) };
+    if r == vk::Result::SUCCESS {
+        // SAFETY: the command succeeded.
+        f.note_sampler(unsafe { a.written_sampler() }, a.create_info());
+    }
+    r
 }
 
 /// Render pass attachment descriptions of either version.
@@ -1820,6 +1853,18 @@ pub fn create_framebuffer(dev: &DeviceCore, f: &Fdm, a: args::CreateFramebuffer)
         // imageless flag, `pAttachments` holds `attachmentCount` views.
         let views =
             if imageless { Vec::new() } else { unsafe { slice(ci.p_attachments, ci.attachment_count) }.to_vec() };
+        // A density-map pass that loads a subsampled image: that image is never packed.
+        if let Some(pass) = f.passes.lock().get(&ci.render_pass).filter(|p| p.density_map.is_some()) {
+            let views_known = f.views.lock();
+            let mut images = f.images.lock();
+            for (v, d) in views.iter().zip(&pass.attachments) {
+                if d.load_op == vk::AttachmentLoadOp::LOAD {
+                    if let Some(i) = views_known.get(v).and_then(|v| images.get_mut(&v.image)) {
+                        i.loaded = true;
+                    }
+                }
+            }
+        }
         f.framebuffers.lock().insert(
             // SAFETY: the command succeeded.
             unsafe { a.written_framebuffer() },
@@ -1857,6 +1902,7 @@ pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModu
                 e.operands.first() == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Vertex))
             }))
         .then(|| Arc::new(code.to_vec())),
+        sampled: f.is_binned().then(|| subsampled::sampled_words(code)).flatten(),
     };
     // The driver never sees the density capability: the module as
     // created holds the 1x1 values.
@@ -1880,6 +1926,30 @@ pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModu
         f.modules.lock().insert(unsafe { a.written_shader_module() }, Arc::new(facts));
     }
     r
+}
+
+/// A module made from `code` as the application's are, through this part
+/// of the layer's own `vkCreateShaderModule` (density built-ins lowered,
+/// facts remembered), then the commands below it.
+///
+/// # Safety
+/// `code` is valid SPIR-V.
+pub(super) unsafe fn create_module_below(
+    dev: &DeviceCore,
+    f: &Fdm,
+    code: &[u32],
+) -> Result<vk::ShaderModule, vk::Result> {
+    let ci = vk::ShaderModuleCreateInfo::default().code(code);
+    let mut module = vk::ShaderModule::null();
+    // SAFETY: the layer's own valid call, handed to the commands below this part of the layer.
+    let next = |a: args::CreateShaderModule<'_>| unsafe { a.call(f.below.fp_v1_0().create_shader_module) };
+    // SAFETY: the arguments of a valid call: a create info built here, no allocator, a live output.
+    let a =
+        unsafe { args::CreateShaderModule::new(f.below.handle(), &ci, std::ptr::null(), &mut module) }.chained(&next);
+    match create_shader_module(dev, f, a) {
+        vk::Result::SUCCESS => Ok(module),
+        e => Err(e),
+    }
 }
 
 /// The module lowered for one variant, validated; `None` (logged) when it
@@ -1932,9 +2002,21 @@ pub fn create_graphics_pipelines(dev: &DeviceCore, f: &Fdm, a: args::CreateGraph
     let mut result = vk::Result::SUCCESS;
     // One at a time: each density-map pipeline may need variants.
     for (i, info) in infos_in.iter().enumerate() {
+        // A layout with subsampled samplers: the stages that sample them read through the bin table.
+        // SAFETY: VUID-VkGraphicsPipelineCreateInfo-pStages-06600: `stageCount` valid stages.
+        let rewritten =
+            unsafe { subsampled::rewrite_stages(dev, f, info.layout, slice(info.p_stages, info.stage_count)) };
+        let mut with_stages = *info;
+        if let Some((stages, _)) = &rewritten {
+            with_stages.p_stages = stages.as_ptr();
+        }
         // SAFETY: VUID-vkCreateGraphicsPipelines-pPipelines-parameter: `out`
-        // holds `count` handles, `i < count`; `info` is valid.
-        let r = unsafe { create_one(&down, info, out.add(i)) };
+        // holds `count` handles, `i < count`; `info` is valid (its stages, or their rewrites).
+        let r = unsafe { create_one(&down, &with_stages, out.add(i)) };
+        if let Some((_, made)) = &rewritten {
+            // SAFETY: the pipeline (and its variants) are made: the modules are no longer needed.
+            unsafe { subsampled::destroy_modules(f, made) };
+        }
         if r != vk::Result::SUCCESS {
             result = r;
             if info.flags.contains(vk::PipelineCreateFlags::EARLY_RETURN_ON_FAILURE) {
@@ -2401,6 +2483,7 @@ fn warn_incomplete_variants(dev: &DeviceCore, kind: &str) {
 impl Fdm {
     pub fn forget_image(&self, image: vk::Image) {
         self.images.lock().remove(&image);
+        self.retire_table(image);
         self.map_layouts.lock().remove(&image);
         self.map_generation.lock().remove(&image);
         self.dynamic_areas.forget(image);

@@ -92,6 +92,10 @@ pub(super) struct Pass {
     /// Its replays bound the layer's compute pipeline (the composite's):
     /// the application's compute state goes back at its end.
     pub(super) compute_bound: bool,
+    /// The subsampled attachments its composite stored packed (their
+    /// tables written): every other subsampled attachment it stores gets
+    /// the identity table at its end ([`super::subsampled`]).
+    pub(super) packed: Vec<vk::Image>,
 }
 
 impl Pass {

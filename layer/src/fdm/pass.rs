@@ -58,6 +58,7 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         offsets: Vec::new(),
         gpu: false,
         compute_bound: false,
+        packed: Vec::new(),
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now. A
@@ -251,6 +252,8 @@ unsafe fn pass_command(
         } else {
             end_real(f, cb, &pass.begin);
         }
+        // The subsampled attachments it stored at full resolution: their tables back to the identity.
+        super::subsampled::after_pass(f, cb, &pass);
     }
     s.shadow_pools.append(&mut pass.shadow_pools);
     // After a pass the state is the pass's last (what the replays track;
@@ -420,6 +423,7 @@ pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering
             offsets: Vec::new(),
             gpu: false,
             compute_bound: false,
+            packed: Vec::new(),
         });
         return;
     }

@@ -166,12 +166,15 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     let by_area = |area: (u32, u32)| {
         planned.iter().zip(&scratch).find(|(p, _)| p.replay.area == area && p.target == Target::Scratch)?.1.clone()
     };
+    // The subsampled attachments stored packed: their composites write each rectangle's texels 1:1.
+    let packed = super::subsampled::packable(f, &composites, &atts, (extent, pass.begin.area(), views.is_empty()));
+    let packed_atts: Vec<usize> = packed.iter().map(|p| p.attachment).collect();
     let prepared = if composites.is_empty() {
         None
     } else {
         // SAFETY: the pass's attachments are alive (the capture rule); the scratch targets were made for them.
         let kept: Vec<Rect> = planned.iter().filter(|p| p.target == Target::Direct).map(|p| p.replay.rect).collect();
-        match unsafe { super::composite::prepare(f, &composites, &atts, &by_area, (extent, &kept)) } {
+        match unsafe { super::composite::prepare(f, &composites, &atts, &by_area, (extent, &kept), &packed_atts) } {
             Ok(p) => Some(p),
             Err(e) => {
                 for s in &substs {
@@ -194,6 +197,8 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
             super::composite::record(f, cb, p, &composites, &atts, &by_area, extent, pass.begin.area());
             pass.compute_bound |= p.computes();
             pass.shadow_pools.push(p.pool);
+            super::subsampled::record_packed(f, cb, &packed);
+            pass.packed = packed.iter().map(|p| p.image).collect();
         }
         barrier(f, cb, &transitions(&atts, None, &finish));
     }
@@ -201,6 +206,22 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         pass.shadow_pools.extend(s.pools.take());
     }
     if dev.log().enabled(LogLevel::Debug) {
+        // A packed attachment's composite is drawn, never dispatched.
+        let mut atts = atts.clone();
+        for i in &packed_atts {
+            if let Some(a) = atts[*i].as_mut() {
+                a.storage = false;
+            }
+        }
+        if !packed_atts.is_empty() {
+            dev.log().debug(
+                id::FDM_PLAN,
+                &format!(
+                    "{} subsampled attachment(s) stored packed: each rectangle's texels 1:1 at its origin, the bin table written",
+                    packed_atts.len()
+                ),
+            );
+        }
         let all_bins =
             bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.controls.without_edge_fragments);
         let per_view = per_view.then_some(&views[..]);

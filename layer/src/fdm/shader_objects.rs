@@ -105,6 +105,14 @@ pub fn create_shaders(dev: &DeviceCore, f: &Fdm, a: args::CreateShadersEXT) -> v
         // SAFETY: the next layer's command, with the application's arguments.
         return unsafe { a.call(create) };
     }
+    // Shader objects with a subsampled sampler in their set layouts are not rewritten: packing goes off.
+    for i in infos_in {
+        // SAFETY: VUID-VkShaderCreateInfoEXT-pSetLayouts-parameter: `setLayoutCount` handles.
+        let layouts = unsafe { crate::ffi::slice(i.p_set_layouts, i.set_layout_count) };
+        if layouts.iter().any(|l| f.subsampled_layout(*l)) {
+            f.subsampled_off(dev, "a shader object's set layouts hold a subsampled sampler");
+        }
+    }
     // SAFETY: each is a valid create info (as above).
     let facts: Vec<Facts> = infos_in.iter().map(|i| unsafe { facts(dev, i) }).collect();
     let fdm_flag = vk::ShaderCreateFlagsEXT::FRAGMENT_DENSITY_MAP_ATTACHMENT;

@@ -521,6 +521,93 @@ impl<'a> CreateSampler<'a> {
     }
 }
 
+/// The arguments of `vkDestroySampler` (an entry point's call), valid by its valid usage rules.
+#[derive(Clone, Copy)]
+pub struct DestroySampler<'a> {
+    device: vk::Device,
+    sampler: vk::Sampler,
+    p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroySampler<'b>) -> ()>,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'a> DestroySampler<'a> {
+    /// # Safety
+    /// The arguments of a valid call of `vkDestroySampler`, valid for `'a`.
+    #[inline]
+    pub unsafe fn new(device: vk::Device, sampler: vk::Sampler, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
+        Self { device, sampler, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroySampler<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroySampler: arguments without a chain"))(self)
+    }
+
+    /// Calls `f` with these arguments.
+    ///
+    /// # Safety
+    /// `f` is the next layer's `vkDestroySampler` (or a command of its type that
+    /// takes any valid call of it).
+    #[inline]
+    pub unsafe fn call(self, f: vk::PFN_vkDestroySampler) {
+        // SAFETY: the caller's: `f` takes a valid call; these are one.
+        unsafe { f(self.device, self.sampler, self.p_allocator) }
+    }
+
+    /// `device` as passed.
+    #[inline]
+    pub fn device(&self) -> vk::Device {
+        self.device
+    }
+
+    /// `sampler` as passed.
+    #[inline]
+    pub fn sampler(&self) -> vk::Sampler {
+        self.sampler
+    }
+
+    /// These arguments with `sampler` = `v`.
+    #[inline]
+    pub fn with_sampler(self, v: vk::Sampler) -> Self {
+        Self { sampler: v, ..self }
+    }
+
+    /// `p_allocator` as passed.
+    #[inline]
+    pub fn p_allocator(&self) -> *const vk::AllocationCallbacks<'a> {
+        self.p_allocator
+    }
+
+    /// `p_allocator`, or `None` where it is null.
+    #[inline]
+    pub fn allocator(&self) -> Option<&'a vk::AllocationCallbacks<'a>> {
+        // SAFETY: VUID-vkDestroySampler-pAllocator-parameter: null or valid.
+        unsafe { self.p_allocator.as_ref() }
+    }
+
+    /// The same arguments for a shorter lifetime.
+    #[inline]
+    fn shorten<'b>(self) -> DestroySampler<'b>
+    where
+        'a: 'b,
+    {
+        DestroySampler { device: self.device, sampler: self.sampler, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
+    }
+}
+
 /// The arguments of `vkCreateRenderPass` (an entry point's call), valid by its valid usage rules.
 #[derive(Clone, Copy)]
 pub struct CreateRenderPass<'a> {
@@ -1262,6 +1349,120 @@ impl<'a> CreateDescriptorSetLayout<'a> {
         'a: 'b,
     {
         CreateDescriptorSetLayout { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_set_layout: self.p_set_layout, next: self.next, _life: PhantomData }
+    }
+}
+
+/// The arguments of `vkCreateDescriptorPool` (an entry point's call), valid by its valid usage rules.
+#[derive(Clone, Copy)]
+pub struct CreateDescriptorPool<'a> {
+    device: vk::Device,
+    p_create_info: *const vk::DescriptorPoolCreateInfo<'a>,
+    p_allocator: *const vk::AllocationCallbacks<'a>,
+    p_descriptor_pool: *mut vk::DescriptorPool,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateDescriptorPool<'b>) -> vk::Result>,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'a> CreateDescriptorPool<'a> {
+    /// # Safety
+    /// The arguments of a valid call of `vkCreateDescriptorPool`, valid for `'a`.
+    #[inline]
+    pub unsafe fn new(device: vk::Device, p_create_info: *const vk::DescriptorPoolCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_descriptor_pool: *mut vk::DescriptorPool) -> Self {
+        Self { device, p_create_info, p_allocator, p_descriptor_pool, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateDescriptorPool<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateDescriptorPool: arguments without a chain"))(self)
+    }
+
+    /// Calls `f` with these arguments.
+    ///
+    /// # Safety
+    /// `f` is the next layer's `vkCreateDescriptorPool` (or a command of its type that
+    /// takes any valid call of it).
+    #[inline]
+    pub unsafe fn call(self, f: vk::PFN_vkCreateDescriptorPool) -> vk::Result {
+        // SAFETY: the caller's: `f` takes a valid call; these are one.
+        unsafe { f(self.device, self.p_create_info, self.p_allocator, self.p_descriptor_pool) }
+    }
+
+    /// `device` as passed.
+    #[inline]
+    pub fn device(&self) -> vk::Device {
+        self.device
+    }
+
+    /// `p_create_info` as passed.
+    #[inline]
+    pub fn p_create_info(&self) -> *const vk::DescriptorPoolCreateInfo<'a> {
+        self.p_create_info
+    }
+
+    /// `*p_create_info`.
+    #[inline]
+    pub fn create_info(&self) -> &'a vk::DescriptorPoolCreateInfo<'a> {
+        // SAFETY: VUID-vkCreateDescriptorPool-pCreateInfo-parameter: a valid pointer.
+        unsafe { &*self.p_create_info }
+    }
+
+    /// These arguments with `p_create_info` pointing at `v`.
+    #[inline]
+    pub fn with_create_info<'b>(self, v: &'b vk::DescriptorPoolCreateInfo<'b>) -> CreateDescriptorPool<'b>
+    where
+        'a: 'b,
+    {
+        CreateDescriptorPool { p_create_info: v, ..self.shorten() }
+    }
+
+    /// `p_allocator` as passed.
+    #[inline]
+    pub fn p_allocator(&self) -> *const vk::AllocationCallbacks<'a> {
+        self.p_allocator
+    }
+
+    /// `p_allocator`, or `None` where it is null.
+    #[inline]
+    pub fn allocator(&self) -> Option<&'a vk::AllocationCallbacks<'a>> {
+        // SAFETY: VUID-vkCreateDescriptorPool-pAllocator-parameter: null or valid.
+        unsafe { self.p_allocator.as_ref() }
+    }
+
+    /// `p_descriptor_pool` as passed.
+    #[inline]
+    pub fn p_descriptor_pool(&self) -> *mut vk::DescriptorPool {
+        self.p_descriptor_pool
+    }
+
+    /// `*p_descriptor_pool`, as the command wrote it.
+    ///
+    /// # Safety
+    /// The command succeeded (it wrote the output).
+    #[inline]
+    pub unsafe fn written_descriptor_pool(&self) -> vk::DescriptorPool {
+        // SAFETY: the caller's: written, at a valid pointer.
+        unsafe { *self.p_descriptor_pool }
+    }
+
+    /// The same arguments for a shorter lifetime.
+    #[inline]
+    fn shorten<'b>(self) -> CreateDescriptorPool<'b>
+    where
+        'a: 'b,
+    {
+        CreateDescriptorPool { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_descriptor_pool: self.p_descriptor_pool, next: self.next, _life: PhantomData }
     }
 }
 
@@ -9981,6 +10182,93 @@ impl<'a> CreatePipelineLayout<'a> {
         'a: 'b,
     {
         CreatePipelineLayout { device: self.device, p_create_info: self.p_create_info, p_allocator: self.p_allocator, p_pipeline_layout: self.p_pipeline_layout, next: self.next, _life: PhantomData }
+    }
+}
+
+/// The arguments of `vkDestroyPipelineLayout` (an entry point's call), valid by its valid usage rules.
+#[derive(Clone, Copy)]
+pub struct DestroyPipelineLayout<'a> {
+    device: vk::Device,
+    pipeline_layout: vk::PipelineLayout,
+    p_allocator: *const vk::AllocationCallbacks<'a>,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(DestroyPipelineLayout<'b>) -> ()>,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'a> DestroyPipelineLayout<'a> {
+    /// # Safety
+    /// The arguments of a valid call of `vkDestroyPipelineLayout`, valid for `'a`.
+    #[inline]
+    pub unsafe fn new(device: vk::Device, pipeline_layout: vk::PipelineLayout, p_allocator: *const vk::AllocationCallbacks<'a>) -> Self {
+        Self { device, pipeline_layout, p_allocator, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(DestroyPipelineLayout<'b>) -> ()) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> () {
+        (self.next.expect("vkDestroyPipelineLayout: arguments without a chain"))(self)
+    }
+
+    /// Calls `f` with these arguments.
+    ///
+    /// # Safety
+    /// `f` is the next layer's `vkDestroyPipelineLayout` (or a command of its type that
+    /// takes any valid call of it).
+    #[inline]
+    pub unsafe fn call(self, f: vk::PFN_vkDestroyPipelineLayout) {
+        // SAFETY: the caller's: `f` takes a valid call; these are one.
+        unsafe { f(self.device, self.pipeline_layout, self.p_allocator) }
+    }
+
+    /// `device` as passed.
+    #[inline]
+    pub fn device(&self) -> vk::Device {
+        self.device
+    }
+
+    /// `pipeline_layout` as passed.
+    #[inline]
+    pub fn pipeline_layout(&self) -> vk::PipelineLayout {
+        self.pipeline_layout
+    }
+
+    /// These arguments with `pipeline_layout` = `v`.
+    #[inline]
+    pub fn with_pipeline_layout(self, v: vk::PipelineLayout) -> Self {
+        Self { pipeline_layout: v, ..self }
+    }
+
+    /// `p_allocator` as passed.
+    #[inline]
+    pub fn p_allocator(&self) -> *const vk::AllocationCallbacks<'a> {
+        self.p_allocator
+    }
+
+    /// `p_allocator`, or `None` where it is null.
+    #[inline]
+    pub fn allocator(&self) -> Option<&'a vk::AllocationCallbacks<'a>> {
+        // SAFETY: VUID-vkDestroyPipelineLayout-pAllocator-parameter: null or valid.
+        unsafe { self.p_allocator.as_ref() }
+    }
+
+    /// The same arguments for a shorter lifetime.
+    #[inline]
+    fn shorten<'b>(self) -> DestroyPipelineLayout<'b>
+    where
+        'a: 'b,
+    {
+        DestroyPipelineLayout { device: self.device, pipeline_layout: self.pipeline_layout, p_allocator: self.p_allocator, next: self.next, _life: PhantomData }
     }
 }
 

@@ -21,6 +21,9 @@ macro_rules! dispatch_rows {
             "vkCreateSampler" fn create_sampler(device: vk::Device, p_create_info: *const vk::SamplerCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_sampler: *mut vk::Sampler) -> vk::Result
                 = PFN_vkCreateSampler, args CreateSampler, down |dc| dc.fns.fp_v1_0().create_sampler;
                 [fdm_slot => typed fdm::create_sampler];
+            "vkDestroySampler" fn destroy_sampler(device: vk::Device, sampler: vk::Sampler, p_allocator: *const vk::AllocationCallbacks<'_>)
+                = PFN_vkDestroySampler, args DestroySampler, down |dc| dc.fns.fp_v1_0().destroy_sampler;
+                [fdm_slot => forget fdm::Fdm::forget_sampler];
             "vkCreateRenderPass" fn create_render_pass(device: vk::Device, p_create_info: *const vk::RenderPassCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_render_pass: *mut vk::RenderPass) -> vk::Result
                 = PFN_vkCreateRenderPass, args CreateRenderPass, down |dc| dc.fns.fp_v1_0().create_render_pass;
                 [fdm_slot => typed fdm::create_render_pass, ordered_slot => typed ordered::create_render_pass];
@@ -42,7 +45,10 @@ macro_rules! dispatch_rows {
                 [fdm_slot => forget fdm::Fdm::forget_framebuffer];
             "vkCreateDescriptorSetLayout" fn create_descriptor_set_layout(device: vk::Device, p_create_info: *const vk::DescriptorSetLayoutCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_set_layout: *mut vk::DescriptorSetLayout) -> vk::Result
                 = PFN_vkCreateDescriptorSetLayout, args CreateDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().create_descriptor_set_layout;
-                [fdm_binned_slot => created fdm::Fdm::note_set_layout, varyings_slot => created link::Linker::note_set_layout];
+                [fdm_binned_slot => typed fdm::subsampled::create_descriptor_set_layout, fdm_binned_slot => created fdm::Fdm::note_set_layout, varyings_slot => created link::Linker::note_set_layout];
+            "vkCreateDescriptorPool" fn create_descriptor_pool(device: vk::Device, p_create_info: *const vk::DescriptorPoolCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_descriptor_pool: *mut vk::DescriptorPool) -> vk::Result
+                = PFN_vkCreateDescriptorPool, args CreateDescriptorPool, down |dc| dc.fns.fp_v1_0().create_descriptor_pool;
+                [fdm_binned_slot => typed fdm::subsampled::create_descriptor_pool];
             "vkDestroyDescriptorSetLayout" fn destroy_descriptor_set_layout(device: vk::Device, descriptor_set_layout: vk::DescriptorSetLayout, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyDescriptorSetLayout, args DestroyDescriptorSetLayout, down |dc| dc.fns.fp_v1_0().destroy_descriptor_set_layout;
                 [fdm_binned_slot => forget fdm::Fdm::forget_set_layout];
@@ -66,10 +72,10 @@ macro_rules! dispatch_rows {
                 [fdm_binned_slot => typed fdm::descriptors::update_descriptor_set_with_template, views_slot => typed deferred_views::update_descriptor_set_with_template];
             "vkCreateDescriptorUpdateTemplate" | "vkCreateDescriptorUpdateTemplateKHR" fn create_descriptor_update_template(device: vk::Device, p_create_info: *const vk::DescriptorUpdateTemplateCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_descriptor_update_template: *mut vk::DescriptorUpdateTemplate) -> vk::Result
                 = PFN_vkCreateDescriptorUpdateTemplate, args CreateDescriptorUpdateTemplate, down |dc| dc.fns.fp_v1_1().create_descriptor_update_template;
-                [views_slot => created deferred_views::DeferredViews::note_template];
+                [fdm_binned_slot => created fdm::Fdm::note_template, views_slot => created deferred_views::DeferredViews::note_template];
             "vkDestroyDescriptorUpdateTemplate" | "vkDestroyDescriptorUpdateTemplateKHR" fn destroy_descriptor_update_template(device: vk::Device, descriptor_update_template: vk::DescriptorUpdateTemplate, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyDescriptorUpdateTemplate, args DestroyDescriptorUpdateTemplate, down |dc| dc.fns.fp_v1_1().destroy_descriptor_update_template;
-                [views_slot => forget deferred_views::DeferredViews::forget_template];
+                [fdm_binned_slot => forget fdm::Fdm::forget_template, views_slot => forget deferred_views::DeferredViews::forget_template];
             // Shaders and pipelines: the density map makes per-area variants; the shader route composes
             // the capabilities that rewrite SPIR-V (interlock, varying linking) and judge pipelines by their
             // shaders (1x1 shading rate, spinlock).
@@ -317,7 +323,10 @@ macro_rules! dispatch_rows {
                 [fdm_slot => forget fdm::Fdm::forget_shader, reserved_slot => typed reserved::destroy_shader];
             "vkCreatePipelineLayout" fn create_pipeline_layout(device: vk::Device, p_create_info: *const vk::PipelineLayoutCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_pipeline_layout: *mut vk::PipelineLayout) -> vk::Result
                 = PFN_vkCreatePipelineLayout, args CreatePipelineLayout, down |dc| dc.fns.fp_v1_0().create_pipeline_layout;
-                [varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => typed reserved::create_pipeline_layout];
+                [fdm_binned_slot => created fdm::Fdm::note_pipeline_layout, varyings_slot => created link::Linker::note_pipeline_layout, reserved_slot => typed reserved::create_pipeline_layout];
+            "vkDestroyPipelineLayout" fn destroy_pipeline_layout(device: vk::Device, pipeline_layout: vk::PipelineLayout, p_allocator: *const vk::AllocationCallbacks<'_>)
+                = PFN_vkDestroyPipelineLayout, args DestroyPipelineLayout, down |dc| dc.fns.fp_v1_0().destroy_pipeline_layout;
+                [fdm_binned_slot => forget fdm::Fdm::forget_pipeline_layout];
             "vkCmdBindShadersEXT" fn cmd_bind_shaders(command_buffer: vk::CommandBuffer, stage_count: u32, p_stages: *const vk::ShaderStageFlags, p_shaders: *const vk::ShaderEXT)
                 = PFN_vkCmdBindShadersEXT, args CmdBindShadersEXT, down |dc| dc.shader_object.as_ref().map(|f| f.cmd_bind_shaders_ext).unwrap_or(no_bind_shaders);
                 [fdm_binned_slot => typed fdm::capture::cmd_bind_shaders, reserved_slot => typed reserved::cmd_bind_shaders];

@@ -164,6 +164,11 @@ fn main() {
         "fdm-asked" => fdm_asked(&mut opts),
         "fdm-extended-usage" => fdm_extended_usage(&mut opts),
         "pipeline-route" => pipeline_route(&mut opts, arg(&args, 1)),
+        "fdm-subsampled" => {
+            let size =
+                args.get(1).and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
+            fdm_subsampled(&mut opts, size.unwrap_or((256, 192)), args.get(2..).unwrap_or(&[]))
+        }
         "fdm-client" => {
             let size =
                 args.get(2).and_then(|s| s.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
@@ -2936,6 +2941,62 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32, 
     use overlap_tests::fdm_bench::{self, Shader};
     let shader = rest.iter().find_map(|a| Shader::parse(a)).unwrap_or(Shader::Heavy);
     fdm_bench::client(opts, frames, size, draws, shader, rest.iter().any(|a| a == "dynamic"))
+}
+
+/// `fdm-subsampled [WxH] [linear] [FRAMES] [cheap|medium|heavy]`
+/// (`overlap_tests::fdm_subsampled`): a density-map pass and a post pass
+/// sampling its colour, with a plain colour image (`plain`: stored at full
+/// resolution) and a subsampled one (`subsampled`: the layer may store it
+/// packed), and without a map (`off`); the two post images compared
+/// (`differing` pixels, `max_diff`), and each way's median GPU time of both
+/// passes over FRAMES frames (1: only the comparison). Nearest sampling at
+/// the pass's own size; `linear` samples a post image 3/4 of it.
+fn fdm_subsampled(opts: &mut GpuOptions, size: (u32, u32), rest: &[String]) -> Result<(), String> {
+    use overlap_tests::fdm_bench::{fmt, median, Shader};
+    use overlap_tests::fdm_subsampled::{compare, run, Shape};
+    let linear = rest.iter().any(|a| a == "linear");
+    let frames = rest.iter().find_map(|a| a.parse::<u32>().ok()).unwrap_or(1);
+    let shader = rest.iter().find_map(|a| Shader::parse(a)).unwrap_or(Shader::Cheap);
+    opts.fdm = true;
+    let g = gpu(opts)?;
+    let post = if linear { (size.0 * 3 / 4, size.1 * 3 / 4) } else { size };
+    let shape = Shape { size, post, map: true, subsampled: false, linear, frames };
+    let fs = shader.spirv();
+    // Warm-up (pipelines, the plan), then the measured runs, alternated.
+    let mut outs = Vec::new();
+    let ways = [("off", false, false), ("plain", true, false), ("subsampled", true, true)];
+    for round in 0..if frames > 1 { 3 } else { 1 } {
+        for (k, (_, map, subsampled)) in ways.iter().enumerate() {
+            let s = Shape { map: *map, subsampled: *subsampled, ..shape };
+            if frames > 1 {
+                run(&g, Shape { frames: 1, ..s }, fs)?;
+            }
+            let o = run(&g, s, fs)?;
+            if round == 0 {
+                outs.push((o.pixels, o.gpu_ms));
+            } else {
+                outs[k].1.extend(o.gpu_ms);
+            }
+        }
+    }
+    let (differing, max_diff) = compare(&outs[1].0, &outs[2].0);
+    let ms: Vec<Option<f64>> = outs.iter().map(|o| (!o.1.is_empty()).then(|| median(&o.1))).collect();
+    println!(
+        "fdm_subsampled size={}x{} post={}x{} filter={} shader={} frames={frames} pixels={} differing={differing} max_diff={max_diff} gpu_ms_off={} gpu_ms_plain={} gpu_ms_subsampled={} gpu_plain_vs_subsampled={} gpu_off_vs_subsampled={}",
+        size.0,
+        size.1,
+        post.0,
+        post.1,
+        if linear { "linear" } else { "nearest" },
+        shader.name(),
+        post.0 * post.1,
+        fmt(ms[0], 3),
+        fmt(ms[1], 3),
+        fmt(ms[2], 3),
+        fmt(ms[1].zip(ms[2]).map(|(a, b)| a / b), 3),
+        fmt(ms[0].zip(ms[2]).map(|(a, b)| a / b), 3),
+    );
+    Ok(())
 }
 
 /// `pipeline-route N`: the cost of the layer's pipeline route. N times, a

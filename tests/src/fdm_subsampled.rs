@@ -1,0 +1,338 @@
+//! `fdm-subsampled`: a density-map pass into a subsampled colour image
+//! (`VK_IMAGE_CREATE_SUBSAMPLED_BIT_EXT`), then a post pass without a map
+//! that samples it through a subsampled immutable sampler into a full-size
+//! image — what google/bigwheels' foveation benchmark does with
+//! `--enable-subsampled-image`, and Khronos' Vulkan-Samples density-map
+//! sample. [`run`] records FRAMES such frames (each between timestamps
+//! outside both passes) and reads the post pass's image back.
+//!
+//! The same program with a plain image and sampler is the reference: the
+//! layer stores a plain attachment at full resolution, whose post pass
+//! reads what the composite wrote there; a subsampled one it may store
+//! packed, read through the bin table. Both must give the post pass the
+//! same pixels (nearest) or the same up to the filter's rounding (linear).
+
+use crate::fdm_bench::{elapsed_ns, radial_map, texel_limits, timestamps, Radial};
+use crate::render::{self, color_range, Gpu};
+use ash::vk;
+
+/// One run's shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// The first pass's size.
+    pub size: (u32, u32),
+    /// The post pass's size (sampling the first at `p / post`).
+    pub post: (u32, u32),
+    /// Under a radial density map (else none at all: the `off` frame).
+    pub map: bool,
+    /// The colour image subsampled, its sampler too.
+    pub subsampled: bool,
+    pub linear: bool,
+    pub frames: u32,
+}
+
+/// What a run gives back: the post pass's RGBA8 pixels after the last
+/// frame, and per frame the GPU time of both passes (ms; empty without
+/// timestamps).
+pub struct Out {
+    pub pixels: Vec<u8>,
+    pub gpu_ms: Vec<f64>,
+}
+
+fn colour_pass(gpu: &Gpu, map: bool) -> vk::RenderPass {
+    let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
+    let attachments = [
+        vk::AttachmentDescription::default()
+            .format(vk::Format::R8G8B8A8_UNORM)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .load_op(vk::AttachmentLoadOp::CLEAR)
+            .store_op(vk::AttachmentStoreOp::STORE)
+            .initial_layout(vk::ImageLayout::UNDEFINED)
+            .final_layout(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL),
+        crate::fdm::map_attachment(fdm_layout),
+    ];
+    let colour = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
+    let subs = [vk::SubpassDescription::default()
+        .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+        .color_attachments(&colour)];
+    let write = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+    let deps = [
+        // After the previous frame's post pass read it.
+        vk::SubpassDependency::default()
+            .src_subpass(vk::SUBPASS_EXTERNAL)
+            .dst_subpass(0)
+            .src_stage_mask(vk::PipelineStageFlags::FRAGMENT_SHADER | write.0)
+            .src_access_mask(write.1)
+            .dst_stage_mask(write.0)
+            .dst_access_mask(write.1),
+        // Before the post pass reads it.
+        vk::SubpassDependency::default()
+            .src_subpass(0)
+            .dst_subpass(vk::SUBPASS_EXTERNAL)
+            .src_stage_mask(write.0)
+            .src_access_mask(write.1)
+            .dst_stage_mask(vk::PipelineStageFlags::FRAGMENT_SHADER)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ),
+    ];
+    let map_ref = vk::AttachmentReference { attachment: 1, layout: fdm_layout };
+    let mut fdm_info =
+        vk::RenderPassFragmentDensityMapCreateInfoEXT::default().fragment_density_map_attachment(map_ref);
+    let used = if map { &attachments[..] } else { &attachments[..1] };
+    let mut info = vk::RenderPassCreateInfo::default().attachments(used).subpasses(&subs).dependencies(&deps);
+    if map {
+        info = info.push_next(&mut fdm_info);
+    }
+    unsafe { gpu.device.create_render_pass(&info, None) }.expect("vkCreateRenderPass")
+}
+
+fn post_pass(gpu: &Gpu) -> vk::RenderPass {
+    let attachments = [vk::AttachmentDescription::default()
+        .format(vk::Format::R8G8B8A8_UNORM)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .load_op(vk::AttachmentLoadOp::DONT_CARE)
+        .store_op(vk::AttachmentStoreOp::STORE)
+        .initial_layout(vk::ImageLayout::UNDEFINED)
+        .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)];
+    let colour = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
+    let subs = [vk::SubpassDescription::default()
+        .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+        .color_attachments(&colour)];
+    let write = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
+    let deps = [
+        vk::SubpassDependency::default()
+            .src_subpass(vk::SUBPASS_EXTERNAL)
+            .dst_subpass(0)
+            .src_stage_mask(write.0 | vk::PipelineStageFlags::TRANSFER)
+            .src_access_mask(write.1)
+            .dst_stage_mask(write.0)
+            .dst_access_mask(write.1),
+        vk::SubpassDependency::default()
+            .src_subpass(0)
+            .dst_subpass(vk::SUBPASS_EXTERNAL)
+            .src_stage_mask(write.0)
+            .src_access_mask(write.1)
+            .dst_stage_mask(vk::PipelineStageFlags::TRANSFER)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_READ),
+    ];
+    let info = vk::RenderPassCreateInfo::default().attachments(&attachments).subpasses(&subs).dependencies(&deps);
+    unsafe { gpu.device.create_render_pass(&info, None) }.expect("vkCreateRenderPass")
+}
+
+fn pipeline(gpu: &Gpu, fs: &[u8], layout: vk::PipelineLayout, rp: vk::RenderPass) -> vk::Pipeline {
+    let vs = include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"));
+    let (vsm, fsm) = (gpu.shader(vs), gpu.shader(fs));
+    let stages = [render::stage(vk::ShaderStageFlags::VERTEX, vsm), render::stage(vk::ShaderStageFlags::FRAGMENT, fsm)];
+    let p = gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |info| unsafe {
+        gpu.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info.render_pass(rp).subpass(0)], None)
+    });
+    unsafe {
+        gpu.device.destroy_shader_module(vsm, None);
+        gpu.device.destroy_shader_module(fsm, None);
+    }
+    p.expect("vkCreateGraphicsPipelines")[0]
+}
+
+fn begin(gpu: &Gpu, cb: vk::CommandBuffer, rp: vk::RenderPass, fb: vk::Framebuffer, (w, h): (u32, u32)) {
+    let clear = [vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } }];
+    let area = vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: w, height: h } };
+    let info =
+        vk::RenderPassBeginInfo::default().render_pass(rp).framebuffer(fb).render_area(area).clear_values(&clear);
+    let vp = vk::Viewport { x: 0.0, y: 0.0, width: w as f32, height: h as f32, min_depth: 0.0, max_depth: 1.0 };
+    unsafe {
+        gpu.device.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
+        gpu.device.cmd_set_viewport(cb, 0, &[vp]);
+        gpu.device.cmd_set_scissor(cb, 0, &[area]);
+    }
+}
+
+/// Runs `shape` on `gpu` (a device with the density map where `shape.map`);
+/// `fs` is the first pass's fragment shader.
+pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
+    let d = &gpu.device;
+    let (w, h) = shape.size;
+    let (pw, ph) = shape.post;
+    let texel = texel_limits(gpu).0;
+    if shape.map && (texel.width == 0 || texel.height == 0) {
+        return Err("fdm_subsampled: the device reports no fragment density map".into());
+    }
+    let flags = if shape.subsampled { vk::ImageCreateFlags::SUBSAMPLED_EXT } else { vk::ImageCreateFlags::empty() };
+    let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED;
+    let scene = gpu.image_with_flags(
+        flags,
+        vk::Format::R8G8B8A8_UNORM,
+        (w, h),
+        1,
+        vk::SampleCountFlags::TYPE_1,
+        usage,
+        vk::ImageAspectFlags::COLOR,
+    );
+    let post = gpu.image_2d(
+        vk::Format::R8G8B8A8_UNORM,
+        (pw, ph),
+        vk::SampleCountFlags::TYPE_1,
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+    );
+    // A radial map at the smallest texel: 1x1 near the centre, 2x2 around, 4x4 beyond.
+    let radial = Radial { texel: (texel.width.max(1), texel.height.max(1)), r1: w as f32 / 8.0, r2: w as f32 / 4.0 };
+    let map = radial_map(shape.size, radial);
+    let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
+    let map_image = shape.map.then(|| {
+        gpu.image_2d(
+            vk::Format::R8G8_UNORM,
+            (map.width, map.height),
+            vk::SampleCountFlags::TYPE_1,
+            vk::ImageUsageFlags::FRAGMENT_DENSITY_MAP_EXT | vk::ImageUsageFlags::TRANSFER_DST,
+        )
+    });
+    let bytes: Vec<u8> = map.texels.iter().flatten().copied().collect();
+    let staging = gpu.buffer(bytes.len().max(4) as u64, vk::BufferUsageFlags::TRANSFER_SRC, true);
+    let readback = gpu.buffer((pw * ph * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true);
+    let stamps = timestamps(gpu);
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.map, bytes.len());
+        if let Some(m) = &map_image {
+            gpu.one_time_submit(|cb| {
+                let write = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+                gpu.image_from_undefined(cb, m.0, color_range(), vk::ImageLayout::TRANSFER_DST_OPTIMAL, write);
+                gpu.copy_buffer_to_image(cb, staging.buffer, m.0, (map.width, map.height), 1);
+                let read = (
+                    vk::PipelineStageFlags::FRAGMENT_DENSITY_PROCESS_EXT,
+                    vk::AccessFlags::FRAGMENT_DENSITY_MAP_READ_EXT,
+                );
+                let layouts = (vk::ImageLayout::TRANSFER_DST_OPTIMAL, fdm_layout);
+                gpu.image_barrier(cb, m.0, color_range(), layouts, write, read);
+            });
+        }
+        let rp = colour_pass(gpu, shape.map);
+        let views: Vec<vk::ImageView> = [Some(scene.2), map_image.map(|m| m.2)].into_iter().flatten().collect();
+        let fb = gpu.framebuffer(rp, &views, (w, h));
+        let empty = d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default(), None).unwrap();
+        let pipe = pipeline(gpu, fs, empty, rp);
+        // The post pass: the scene through an immutable sampler (subsampled where the image is).
+        let filter = if shape.linear { vk::Filter::LINEAR } else { vk::Filter::NEAREST };
+        let sflags =
+            if shape.subsampled { vk::SamplerCreateFlags::SUBSAMPLED_EXT } else { vk::SamplerCreateFlags::empty() };
+        let clamp = vk::SamplerAddressMode::CLAMP_TO_EDGE;
+        let sampler = d
+            .create_sampler(
+                &vk::SamplerCreateInfo::default()
+                    .flags(sflags)
+                    .mag_filter(filter)
+                    .min_filter(filter)
+                    .mipmap_mode(vk::SamplerMipmapMode::NEAREST)
+                    .address_mode_u(clamp)
+                    .address_mode_v(clamp)
+                    .address_mode_w(clamp)
+                    .max_lod(0.0),
+                None,
+            )
+            .unwrap();
+        let samplers = [sampler];
+        let binding = [vk::DescriptorSetLayoutBinding::default()
+            .binding(1)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+            .immutable_samplers(&samplers)];
+        let (set_layout, pool, set) = gpu.descriptor_set(&binding);
+        let image_info = [vk::DescriptorImageInfo {
+            sampler: vk::Sampler::null(),
+            image_view: scene.2,
+            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        }];
+        let write = [vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .dst_binding(1)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&image_info)];
+        d.update_descriptor_sets(&write, &[]);
+        let layouts = [set_layout];
+        let range = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
+        let post_layout = d
+            .create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&range),
+                None,
+            )
+            .unwrap();
+        let prp = post_pass(gpu);
+        let pfb = gpu.framebuffer(prp, &[post.2], (pw, ph));
+        let ppipe =
+            pipeline(gpu, include_bytes!(concat!(env!("OUT_DIR"), "/subsampled_post.frag.spv")), post_layout, prp);
+        let scale: [f32; 2] = [1.0 / pw as f32, 1.0 / ph as f32];
+        let frames = shape.frames.max(1);
+        let query = stamps.map(|_| {
+            d.create_query_pool(
+                &vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2 * frames),
+                None,
+            )
+            .unwrap()
+        });
+        gpu.one_time_submit(|cb| {
+            if let Some(q) = query {
+                d.cmd_reset_query_pool(cb, q, 0, 2 * frames);
+            }
+            for f in 0..frames {
+                if let Some(q) = query {
+                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 2 * f);
+                }
+                begin(gpu, cb, rp, fb, (w, h));
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipe);
+                d.cmd_draw(cb, 3, 1, 0, 0);
+                d.cmd_end_render_pass(cb);
+                begin(gpu, cb, prp, pfb, (pw, ph));
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, ppipe);
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, post_layout, 0, &[set], &[]);
+                let bytes = std::slice::from_raw_parts(scale.as_ptr() as *const u8, 8);
+                d.cmd_push_constants(cb, post_layout, vk::ShaderStageFlags::FRAGMENT, 0, bytes);
+                d.cmd_draw(cb, 3, 1, 0, 0);
+                d.cmd_end_render_pass(cb);
+                if let Some(q) = query {
+                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 2 * f + 1);
+                }
+            }
+            gpu.copy_image_to_buffer(cb, post.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (pw, ph), 1, readback.buffer);
+        });
+        let mut gpu_ms = Vec::new();
+        if let (Some(q), Some((bits, period))) = (query, stamps) {
+            let mut ticks = vec![0u64; 2 * frames as usize];
+            d.get_query_pool_results(q, 0, &mut ticks, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT)
+                .expect("timestamps");
+            for f in 0..frames as usize {
+                gpu_ms.push(elapsed_ns((bits, period), ticks[2 * f], ticks[2 * f + 1]) * 1e-6);
+            }
+            d.destroy_query_pool(q, None);
+        }
+        let pixels = std::slice::from_raw_parts(readback.map, (pw * ph * 4) as usize).to_vec();
+        d.destroy_pipeline(ppipe, None);
+        d.destroy_pipeline(pipe, None);
+        d.destroy_pipeline_layout(post_layout, None);
+        d.destroy_pipeline_layout(empty, None);
+        d.destroy_framebuffer(pfb, None);
+        d.destroy_framebuffer(fb, None);
+        d.destroy_render_pass(prp, None);
+        d.destroy_render_pass(rp, None);
+        d.destroy_descriptor_pool(pool, None);
+        d.destroy_descriptor_set_layout(set_layout, None);
+        d.destroy_sampler(sampler, None);
+        gpu.destroy_buffer(staging);
+        gpu.destroy_buffer(readback);
+        for i in [Some(scene), Some(post), map_image].into_iter().flatten() {
+            gpu.destroy_image(i);
+        }
+        Ok(Out { pixels, gpu_ms })
+    }
+}
+
+/// Pixels of `a` and `b` (RGBA8) that differ, and the largest channel difference.
+pub fn compare(a: &[u8], b: &[u8]) -> (usize, u8) {
+    let mut differing = 0;
+    let mut max = 0u8;
+    for (p, q) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        let d = p.iter().zip(q).map(|(x, y)| x.abs_diff(*y)).max().unwrap_or(0);
+        if d > 0 {
+            differing += 1;
+            max = max.max(d);
+        }
+    }
+    (differing, max)
+}
