@@ -32,11 +32,13 @@ pub struct Shape {
 }
 
 /// What a run gives back: the post pass's RGBA8 pixels after the last
-/// frame, and per frame the GPU time of both passes (ms; empty without
-/// timestamps).
+/// frame, and per frame the GPU time of both passes, and of the first and
+/// the post pass alone (ms; empty without timestamps).
 pub struct Out {
     pub pixels: Vec<u8>,
     pub gpu_ms: Vec<f64>,
+    pub first_ms: Vec<f64>,
+    pub post_ms: Vec<f64>,
 }
 
 fn colour_pass(gpu: &Gpu, map: bool) -> vk::RenderPass {
@@ -262,23 +264,26 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
         let frames = shape.frames.max(1);
         let query = stamps.map(|_| {
             d.create_query_pool(
-                &vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2 * frames),
+                &vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(3 * frames),
                 None,
             )
             .unwrap()
         });
         gpu.one_time_submit(|cb| {
             if let Some(q) = query {
-                d.cmd_reset_query_pool(cb, q, 0, 2 * frames);
+                d.cmd_reset_query_pool(cb, q, 0, 3 * frames);
             }
             for f in 0..frames {
                 if let Some(q) = query {
-                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 2 * f);
+                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 3 * f);
                 }
                 begin(gpu, cb, rp, fb, (w, h));
                 d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipe);
                 d.cmd_draw(cb, 3, 1, 0, 0);
                 d.cmd_end_render_pass(cb);
+                if let Some(q) = query {
+                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 3 * f + 1);
+                }
                 begin(gpu, cb, prp, pfb, (pw, ph));
                 d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, ppipe);
                 d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::GRAPHICS, post_layout, 0, &[set], &[]);
@@ -287,18 +292,22 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
                 d.cmd_draw(cb, 3, 1, 0, 0);
                 d.cmd_end_render_pass(cb);
                 if let Some(q) = query {
-                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 2 * f + 1);
+                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 3 * f + 2);
                 }
             }
             gpu.copy_image_to_buffer(cb, post.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (pw, ph), 1, readback.buffer);
         });
-        let mut gpu_ms = Vec::new();
+        let (mut gpu_ms, mut first_ms, mut post_ms) = (Vec::new(), Vec::new(), Vec::new());
         if let (Some(q), Some((bits, period))) = (query, stamps) {
-            let mut ticks = vec![0u64; 2 * frames as usize];
+            let mut ticks = vec![0u64; 3 * frames as usize];
             d.get_query_pool_results(q, 0, &mut ticks, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT)
                 .expect("timestamps");
+            let ms = |a: u64, b: u64| elapsed_ns((bits, period), a, b) * 1e-6;
             for f in 0..frames as usize {
-                gpu_ms.push(elapsed_ns((bits, period), ticks[2 * f], ticks[2 * f + 1]) * 1e-6);
+                let t = &ticks[3 * f..3 * f + 3];
+                gpu_ms.push(ms(t[0], t[2]));
+                first_ms.push(ms(t[0], t[1]));
+                post_ms.push(ms(t[1], t[2]));
             }
             d.destroy_query_pool(q, None);
         }
@@ -319,7 +328,7 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
         for i in [Some(scene), Some(post), map_image].into_iter().flatten() {
             gpu.destroy_image(i);
         }
-        Ok(Out { pixels, gpu_ms })
+        Ok(Out { pixels, gpu_ms, first_ms, post_ms })
     }
 }
 

@@ -13,9 +13,9 @@
 //!
 //! The shaders find the table through a hidden binding: every descriptor
 //! set layout with a subsampled immutable sampler gets, per such binding, a
-//! storage buffer binding after the application's, which the layer writes
+//! uniform texel buffer binding after the application's, which the layer writes
 //! wherever the application writes the sampler's image (descriptor writes,
-//! copies, update templates); pools grow by a storage buffer per combined
+//! copies, update templates); pools grow by a texel buffer per combined
 //! image sampler; every pipeline made with such a layout samples those
 //! bindings through the table (`overlap_shaders::subsampled::rewrite`).
 //! Where a path cannot be followed (push descriptors, descriptor buffers,
@@ -55,9 +55,11 @@ pub(super) struct Hidden {
     pub sampler: SamplerFacts,
 }
 
-/// A subsampled image's bin table: a storage buffer of `cols × rows` words.
+/// A subsampled image's bin table: `cols × rows` words, read as a uniform
+/// texel buffer (`R32_UINT`) through `view`.
 pub(super) struct Table {
     pub buffer: vk::Buffer,
+    pub view: vk::BufferView,
     memory: vk::DeviceMemory,
     pub cols: u32,
     pub rows: u32,
@@ -237,7 +239,7 @@ impl Fdm {
         // SAFETY: create infos built here; the objects are the layer's own, destroyed on failure.
         let made = unsafe {
             (|| {
-                let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
+                let usage = vk::BufferUsageFlags::UNIFORM_TEXEL_BUFFER | vk::BufferUsageFlags::TRANSFER_DST;
                 let buffer = d.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage), None)?;
                 let req = d.get_buffer_memory_requirements(buffer);
                 let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
@@ -267,12 +269,23 @@ impl Fdm {
                     d.unmap_memory(memory);
                     Ok(())
                 });
-                if let Err(e) = zeroed {
-                    d.destroy_buffer(buffer, None);
-                    d.free_memory(memory, None);
-                    return Err(e);
+                let view = zeroed.and_then(|()| {
+                    d.create_buffer_view(
+                        &vk::BufferViewCreateInfo::default()
+                            .buffer(buffer)
+                            .format(vk::Format::R32_UINT)
+                            .range(vk::WHOLE_SIZE),
+                        None,
+                    )
+                });
+                match view {
+                    Ok(view) => Ok(Table { buffer, view, memory, cols, rows }),
+                    Err(e) => {
+                        d.destroy_buffer(buffer, None);
+                        d.free_memory(memory, None);
+                        Err(e)
+                    }
                 }
-                Ok(Table { buffer, memory, cols, rows })
             })()
         };
         let t = Arc::new(made.ok()?);
@@ -300,6 +313,7 @@ impl Fdm {
         for t in tables {
             // SAFETY: the layer's own objects; the device is idle at its destruction.
             unsafe {
+                d.destroy_buffer_view(t.view, None);
                 d.destroy_buffer(t.buffer, None);
                 d.free_memory(t.memory, None);
             }
@@ -307,7 +321,7 @@ impl Fdm {
     }
 }
 
-/// `vkCreateDescriptorSetLayout`: a storage buffer binding after the
+/// `vkCreateDescriptorSetLayout`: a uniform texel buffer binding after the
 /// application's for each binding whose immutable samplers are subsampled.
 pub fn create_descriptor_set_layout(dev: &DeviceCore, f: &Fdm, a: args::CreateDescriptorSetLayout) -> vk::Result {
     let ci = a.create_info();
@@ -357,7 +371,7 @@ pub fn create_descriptor_set_layout(dev: &DeviceCore, f: &Fdm, a: args::CreateDe
         all.push(
             vk::DescriptorSetLayoutBinding::default()
                 .binding(next_binding)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_type(vk::DescriptorType::UNIFORM_TEXEL_BUFFER)
                 .descriptor_count(b.descriptor_count)
                 .stage_flags(b.stage_flags),
         );
@@ -400,7 +414,7 @@ pub(super) fn forget_set_layout(f: &Fdm, layout: vk::DescriptorSetLayout) {
     f.subsampled.layouts.lock().remove(&layout);
 }
 
-/// `vkCreateDescriptorPool`: a storage buffer descriptor more per combined
+/// `vkCreateDescriptorPool`: a uniform texel buffer descriptor more per combined
 /// image sampler (each may be a subsampled one with its hidden table).
 pub fn create_descriptor_pool(_: &DeviceCore, _: &Fdm, a: args::CreateDescriptorPool) -> vk::Result {
     let ci = a.create_info();
@@ -412,7 +426,7 @@ pub fn create_descriptor_pool(_: &DeviceCore, _: &Fdm, a: args::CreateDescriptor
         return a.next();
     }
     let mut all = sizes.to_vec();
-    all.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: samplers });
+    all.push(vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_TEXEL_BUFFER, descriptor_count: samplers });
     let mut copy = *ci;
     copy.pool_size_count = all.len() as u32;
     copy.p_pool_sizes = all.as_ptr();
@@ -457,7 +471,7 @@ pub(super) fn hidden_updates(
     f: &Fdm,
     writes: &[vk::WriteDescriptorSet],
     copies: &[vk::CopyDescriptorSet],
-) -> (Vec<(vk::DescriptorSet, u32, u32, vk::Buffer)>, Vec<vk::CopyDescriptorSet<'static>>) {
+) -> (Vec<(vk::DescriptorSet, u32, u32, vk::BufferView)>, Vec<vk::CopyDescriptorSet<'static>>) {
     let sets = f.subsampled.sets.lock();
     if sets.is_empty() {
         return (Vec::new(), Vec::new());
@@ -477,7 +491,7 @@ pub(super) fn hidden_updates(
                 continue;
             }
             if let Some(t) = f.table_of_view(info.image_view) {
-                out.push((w.dst_set, h.table, element, t.buffer));
+                out.push((w.dst_set, h.table, element, t.view));
             }
         }
     }
@@ -515,14 +529,13 @@ pub(super) fn hidden_updates(
 /// The sets are alive and not in use by pending work (the application's own update's rule).
 pub(super) unsafe fn send_hidden(
     f: &Fdm,
-    writes: &[(vk::DescriptorSet, u32, u32, vk::Buffer)],
+    writes: &[(vk::DescriptorSet, u32, u32, vk::BufferView)],
     copies: &[vk::CopyDescriptorSet],
 ) {
     if writes.is_empty() && copies.is_empty() {
         return;
     }
-    let infos: Vec<[vk::DescriptorBufferInfo; 1]> =
-        writes.iter().map(|w| [vk::DescriptorBufferInfo { buffer: w.3, offset: 0, range: vk::WHOLE_SIZE }]).collect();
+    let infos: Vec<[vk::BufferView; 1]> = writes.iter().map(|w| [w.3]).collect();
     let ws: Vec<vk::WriteDescriptorSet> = writes
         .iter()
         .zip(&infos)
@@ -531,8 +544,8 @@ pub(super) unsafe fn send_hidden(
                 .dst_set(w.0)
                 .dst_binding(w.1)
                 .dst_array_element(w.2)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(i)
+                .descriptor_type(vk::DescriptorType::UNIFORM_TEXEL_BUFFER)
+                .texel_buffer_view(i)
         })
         .collect();
     // SAFETY: the caller's guarantee; the buffers are the layer's live tables.
@@ -560,7 +573,7 @@ pub(super) unsafe fn template_writes(
                 continue;
             }
             if let Some(t) = f.table_of_view(info.image_view) {
-                writes.push((set, e.table, e.first + k as u32, t.buffer));
+                writes.push((set, e.table, e.first + k as u32, t.view));
             }
         }
         let _ = e.binding;
@@ -696,12 +709,19 @@ pub(super) fn table_words(
     Some(words)
 }
 
-/// Records `words` into `table` (after every earlier reader, before every later one).
+/// Records `words` into `table` (zeros where `None`); with `fenced`, after
+/// every earlier reader and before every later one (a barrier each side),
+/// else between barriers of the caller's that order it so.
 ///
 /// # Safety
 /// `cb` is recording outside a render pass; `table` is alive.
-pub(super) unsafe fn record_table(f: &Fdm, cb: vk::CommandBuffer, table: &Table, words: Option<&[u32]>) {
+pub(super) unsafe fn record_table(f: &Fdm, cb: vk::CommandBuffer, table: &Table, words: Option<&[u32]>, fenced: bool) {
     let Some(d) = f.raw.as_ref() else { return };
+    if !fenced {
+        // SAFETY: the caller's guarantee.
+        unsafe { write_table(d, cb, table, words) };
+        return;
+    }
     let whole = vk::BufferMemoryBarrier::default()
         .buffer(table.buffer)
         .offset(0)
@@ -715,6 +735,18 @@ pub(super) unsafe fn record_table(f: &Fdm, cb: vk::CommandBuffer, table: &Table,
     // SAFETY: the caller's guarantee.
     unsafe {
         d.cmd_pipeline_barrier(cb, all, transfer, vk::DependencyFlags::empty(), &[], &[before], &[]);
+        write_table(d, cb, table, words);
+        d.cmd_pipeline_barrier(cb, transfer, all, vk::DependencyFlags::empty(), &[], &[after], &[]);
+    }
+}
+
+/// The transfers of [`record_table`].
+///
+/// # Safety
+/// As [`record_table`].
+unsafe fn write_table(d: &ash::Device, cb: vk::CommandBuffer, table: &Table, words: Option<&[u32]>) {
+    // SAFETY: the caller's guarantee.
+    unsafe {
         match words {
             None => d.cmd_fill_buffer(cb, table.buffer, 0, vk::WHOLE_SIZE, 0),
             Some(w) => {
@@ -724,7 +756,6 @@ pub(super) unsafe fn record_table(f: &Fdm, cb: vk::CommandBuffer, table: &Table,
                 }
             }
         }
-        d.cmd_pipeline_barrier(cb, transfer, all, vk::DependencyFlags::empty(), &[], &[after], &[]);
     }
 }
 
@@ -741,7 +772,7 @@ pub(super) unsafe fn reset_unpacked(f: &Fdm, cb: vk::CommandBuffer, images: &[vk
         }
         if let Some(t) = f.subsampled.table(*image) {
             // SAFETY: the caller's guarantee.
-            unsafe { record_table(f, cb, &t, None) };
+            unsafe { record_table(f, cb, &t, None, true) };
         }
     }
 }
@@ -799,14 +830,16 @@ pub(super) fn packable(
     out
 }
 
-/// Records the tables of `packed` (after the composite wrote them).
+/// Records the tables of `packed`, between the replays' first barrier
+/// (every earlier command, the table's earlier readers among them, before
+/// it) and their last (everything after it waits for it).
 ///
 /// # Safety
-/// `cb` is recording outside a render pass.
+/// `cb` is recording outside a render pass, between those barriers.
 pub(super) unsafe fn record_packed(f: &Fdm, cb: vk::CommandBuffer, packed: &[Packed]) {
     for p in packed {
         // SAFETY: the caller's guarantee; the table is alive (held).
-        unsafe { record_table(f, cb, &p.table, Some(&p.words)) };
+        unsafe { record_table(f, cb, &p.table, Some(&p.words), false) };
     }
 }
 

@@ -2973,14 +2973,25 @@ fn fdm_subsampled(opts: &mut GpuOptions, size: (u32, u32), rest: &[String]) -> R
             }
             let o = run(&g, s, fs)?;
             if round == 0 {
-                outs.push((o.pixels, o.gpu_ms));
+                outs.push((o.pixels, o.gpu_ms, o.first_ms, o.post_ms));
             } else {
                 outs[k].1.extend(o.gpu_ms);
+                outs[k].2.extend(o.first_ms);
+                outs[k].3.extend(o.post_ms);
             }
         }
     }
     let (differing, max_diff) = compare(&outs[1].0, &outs[2].0);
-    let ms: Vec<Option<f64>> = outs.iter().map(|o| (!o.1.is_empty()).then(|| median(&o.1))).collect();
+    let med = |v: &Vec<f64>| (!v.is_empty()).then(|| median(v));
+    let ms: Vec<Option<f64>> = outs.iter().map(|o| med(&o.1)).collect();
+    for ((way, _, _), o) in ways.iter().zip(&outs) {
+        println!(
+            "fdm_subsampled way={way} gpu_ms={} first_pass_ms={} post_pass_ms={}",
+            fmt(med(&o.1), 3),
+            fmt(med(&o.2), 3),
+            fmt(med(&o.3), 3)
+        );
+    }
     println!(
         "fdm_subsampled size={}x{} post={}x{} filter={} shader={} frames={frames} pixels={} differing={differing} max_diff={max_diff} gpu_ms_off={} gpu_ms_plain={} gpu_ms_subsampled={} gpu_plain_vs_subsampled={} gpu_off_vs_subsampled={}",
         size.0,
