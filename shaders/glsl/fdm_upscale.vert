@@ -12,10 +12,7 @@
 // from a list of rectangles instead: `choices` is RECTS, and instance r
 // (firstInstance included) covers the rectangle at words[bounds + 4r]
 // (x0, y0, x1, y1, framebuffer pixels); the viewport is (0, 0) to
-// (columns, rows), the framebuffer's extent. With `regions` set there (the
-// composite of a subsampled attachment stored packed), the quad covers
-// only the rectangle's texels at its origin, 1:1: corner p goes to
-// a + ceil((p - a) / area), reading the texel p / area there.
+// (columns, rows), the framebuffer's extent.
 layout(set = 0, binding = 1, std430) readonly buffer Plan { uint words[]; };
 // Word offsets into `words`: the region bounds (columns + 1 x starts, then
 // rows + 1 y starts); the choices at `choices` (a region's per view index);
@@ -62,14 +59,7 @@ void main() {
         vec2 a = vec2(float(words[w]), float(words[w + 1u]));
         vec2 b = vec2(float(words[w + 2u]), float(words[w + 3u]));
         vec2 p = vec2((c & 1u) != 0u ? b.x : a.x, (c & 2u) != 0u ? b.y : a.y);
-        if (pc.regions != 0u) {
-            // The origin is a multiple of the area: the texel at a + k is a / area + k.
-            vec2 q = a + ceil((p - a) / vec2(pc.area));
-            st = texel(a + (q - a) * vec2(pc.area));
-            p = q;
-        } else {
-            st = texel(p);
-        }
+        st = texel(p);
         gl_Position = vec4(p / vec2(float(pc.columns), float(pc.rows)) * 2.0 - 1.0, 0.0, 1.0);
         return;
     }

@@ -174,8 +174,10 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
         vk::SampleCountFlags::TYPE_1,
         vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
     );
-    // A radial map at the smallest texel: 1x1 near the centre, 2x2 around, 4x4 beyond.
-    let radial = Radial { texel: (texel.width.max(1), texel.height.max(1)), r1: w as f32 / 8.0, r2: w as f32 / 4.0 };
+    // A radial map at the smallest texel: 1x1 near the centre, 2x2 around, 4x4 beyond (`fdm-client`'s radii at
+    // full HD, 154 and 267 pixels, scaled by the width).
+    let scale = w as f32 / 1920.0;
+    let radial = Radial { texel: (texel.width.max(1), texel.height.max(1)), r1: 154.0 * scale, r2: 267.0 * scale };
     let map = radial_map(shape.size, radial);
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
     let map_image = shape.map.then(|| {

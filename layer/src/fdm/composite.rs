@@ -36,7 +36,7 @@ use super::bins::Rect;
 use super::gpu_objects::{self, Owned, Upscale, UpscaleDraw, RECTS};
 use super::model::Att;
 use super::replay_plan::{Composite, CompositeDraw};
-use super::scratch::{barrier_between, scratch_extent, sync, Targets, Transition};
+use super::scratch::{barrier_between, scratch_extent, sync, Side, Targets, Transition};
 use super::Fdm;
 use ash::vk;
 
@@ -76,6 +76,9 @@ enum Writer {
     Draw(Upscale),
     /// Dispatches of the composite's compute pipeline, one per draw over its tiles.
     Compute(vk::Pipeline),
+    /// A subsampled attachment stored packed (`subsampled.rs`): each area's
+    /// rectangles copied 1:1 from its scratch target to their origins.
+    Copy,
 }
 
 impl Prepared {
@@ -113,9 +116,12 @@ pub(super) unsafe fn prepare(
     // Every composite draws the same rectangles: the table's ranges, draw by draw. Drawn composites (raster order:
     // a later draw's pixels win) in painter's order; the compute composite's dispatches are unordered.
     let first = composites.first().map_or(&[][..], |c| &c.draws[..]);
-    // A packed attachment (`subsampled.rs`) is drawn, each rectangle's texels 1:1 at its origin: never in
-    // painter's order (the rectangles' packed texels do not cover them).
-    let drawn = composites.iter().all(|c| atts[c.attachment].as_ref().is_some_and(|a| !a.storage)) && packed.is_empty();
+    // A packed attachment (`subsampled.rs`) is copied, each rectangle's texels 1:1 at its origin, from its
+    // composite's own rectangles.
+    let drawn = composites
+        .iter()
+        .filter(|c| !packed.contains(&c.attachment))
+        .all(|c| atts[c.attachment].as_ref().is_some_and(|a| !a.storage));
     let (draws, painted) =
         if drawn && !f.controls.without_painters_order { painted(first, kept) } else { (first.to_vec(), Vec::new()) };
     let (table, ranges) = Table::new(&draws);
@@ -140,8 +146,11 @@ pub(super) unsafe fn prepare(
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         for c in composites {
             let a = atts[c.attachment].as_ref().ok_or(vk::Result::ERROR_UNKNOWN)?;
-            let packs = packed.contains(&c.attachment);
-            if a.storage && !packs {
+            if packed.contains(&c.attachment) {
+                per.push((Writer::Copy, Vec::new()));
+                continue;
+            }
+            if a.storage {
                 // The pipeline first: it makes the set layout.
                 let pipeline =
                     gpu_objects::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, false)?;
@@ -194,8 +203,7 @@ pub(super) unsafe fn prepare(
                 // The upscale's parameters in its rectangle mode: the viewport's size, the table at word 0, the
                 // scratch target's layer.
                 let (area, layer) = (draw.area, draw.layer.unwrap_or(0));
-                // Word 7 (the GPU plan's region count) set: packed.
-                let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, packs as u32, 0, layer];
+                let words = [area.0, area.1, 0, extent.0, extent.1, 0, RECTS, 0, 0, layer];
                 let size = scratch_extent(extent, area);
                 layers.last_mut().unwrap().draws.push(UpscaleDraw { set, words, size, first, count });
             }
@@ -237,10 +245,15 @@ pub(super) unsafe fn record(
     let Some(d) = f.raw.as_ref() else { return };
     // The scratch targets to be sampled, the attachments to be drawn.
     let mut t = Vec::new();
-    for c in composites {
+    for (c, (writer, _)) in composites.iter().zip(&p.per) {
         let Some(a) = atts[c.attachment].as_ref() else { continue };
-        let read = gpu_objects::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR).0;
-        let write = super::replay_plan::composite_layout(a);
+        let (read, write) = match writer {
+            Writer::Copy => (vk::ImageLayout::TRANSFER_SRC_OPTIMAL, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
+            _ => (
+                gpu_objects::upscale_layout(a.range.aspect_mask != vk::ImageAspectFlags::COLOR).0,
+                super::replay_plan::composite_layout(a),
+            ),
+        };
         let mut areas: Vec<(u32, u32)> = c.draws.iter().map(|d| d.area).collect();
         areas.sort_unstable();
         areas.dedup();
@@ -261,7 +274,12 @@ pub(super) unsafe fn record(
         }
         // After the areas' instances (and the direct replays, the downscales, the words' update); the pass's
         // first barrier waited for everything before it.
-        barrier_between(f, cb, &t, sync::rendered(), sync::upscaling());
+        let mut to = sync::upscaling();
+        if p.per.iter().any(|(w, _)| matches!(w, Writer::Copy)) {
+            let transfer = vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE;
+            to = Side(to.0 | vk::PipelineStageFlags::TRANSFER, to.1 | transfer);
+        }
+        barrier_between(f, cb, &t, sync::rendered(), to);
         if f.controls.without_full_resolution_write {
             return;
         }
@@ -289,8 +307,71 @@ pub(super) unsafe fn record(
                     }
                 }
                 Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, p.tiles_at, layers),
+                Writer::Copy => {}
             }
         }
+        for (c, _) in composites.iter().zip(&p.per).filter(|(_, (w, _))| matches!(w, Writer::Copy)) {
+            let Some(a) = atts[c.attachment].as_ref() else { continue };
+            record_packed_copies(d, cb, c, a, targets, extent);
+        }
+    }
+}
+
+/// The copies of packed composite `c` (attachment `a` in
+/// `TRANSFER_DST_OPTIMAL`, each area's scratch target in
+/// `TRANSFER_SRC_OPTIMAL`): per rectangle `r` at area `s`, the texels
+/// `r.origin / s` on, `⌈r.size / s⌉` of them, to `r.origin`.
+///
+/// # Safety
+/// As [`record`].
+unsafe fn record_packed_copies(
+    d: &ash::Device,
+    cb: vk::CommandBuffer,
+    c: &Composite,
+    a: &Att,
+    targets: &dyn Fn((u32, u32)) -> Option<Targets>,
+    extent: (u32, u32),
+) {
+    let layers = vk::ImageSubresourceLayers {
+        aspect_mask: a.range.aspect_mask,
+        mip_level: a.range.base_mip_level,
+        base_array_layer: a.range.base_array_layer,
+        layer_count: 1,
+    };
+    let scratch = vk::ImageSubresourceLayers { mip_level: 0, base_array_layer: 0, ..layers };
+    for draw in &c.draws {
+        let Some(src) = targets(draw.area).and_then(|t| t.images[c.attachment]) else { continue };
+        let (ax, ay) = draw.area;
+        let regions: Vec<vk::ImageCopy> = draw
+            .rects
+            .iter()
+            .map(|r| {
+                let (x1, y1) = ((r.x + r.w).min(extent.0), (r.y + r.h).min(extent.1));
+                vk::ImageCopy {
+                    src_subresource: scratch,
+                    src_offset: vk::Offset3D { x: (r.x / ax) as i32, y: (r.y / ay) as i32, z: 0 },
+                    dst_subresource: layers,
+                    dst_offset: vk::Offset3D { x: r.x as i32, y: r.y as i32, z: 0 },
+                    extent: vk::Extent3D {
+                        width: x1.div_ceil(ax) - r.x / ax,
+                        height: y1.div_ceil(ay) - r.y / ay,
+                        depth: 1,
+                    },
+                }
+            })
+            .collect();
+        // SAFETY: the caller's guarantee; the regions lie in both images (the scratch target is the extent over
+        // the area, rounded up).
+        unsafe {
+            d.cmd_copy_image(
+                cb,
+                src,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                a.image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &regions,
+            )
+        };
     }
 }
 

@@ -169,6 +169,11 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // The subsampled attachments stored packed: their composites write each rectangle's texels 1:1.
     let packed = super::subsampled::packable(f, &composites, &atts, (extent, pass.begin.area(), views.is_empty()));
     let packed_atts: Vec<usize> = packed.iter().map(|p| p.attachment).collect();
+    // Their composites leave them as the copies wrote them.
+    let mut finish = finish;
+    for ch in finish.iter_mut().filter(|c| !c.scratch && packed_atts.contains(&c.attachment)) {
+        ch.old = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+    }
     let prepared = if composites.is_empty() {
         None
     } else {

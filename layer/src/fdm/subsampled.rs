@@ -816,6 +816,7 @@ pub(super) fn packable(
             && a.range.base_mip_level == 0
             && a.store
             && !a.load
+            && a.usage.contains(vk::ImageUsageFlags::TRANSFER_DST)
             && c.draws.iter().all(|d| d.layer.is_none());
         if !fits {
             continue;
