@@ -29,6 +29,30 @@ pub struct Shape {
     pub subsampled: bool,
     pub linear: bool,
     pub frames: u32,
+    /// How the post pass's set gets the image.
+    pub update: Update,
+}
+
+/// The descriptor path that writes the scene into the post pass's set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Update {
+    /// `vkUpdateDescriptorSets`.
+    Write,
+    /// `vkUpdateDescriptorSetWithTemplate`.
+    Template,
+    /// Written into another set, then `vkUpdateDescriptorSets`' copy.
+    Copy,
+}
+
+impl Update {
+    pub fn parse(s: &str) -> Option<Update> {
+        match s {
+            "write" => Some(Update::Write),
+            "template" => Some(Update::Template),
+            "copy" => Some(Update::Copy),
+            _ => None,
+        }
+    }
 }
 
 /// What a run gives back: the post pass's RGBA8 pixels after the last
@@ -238,18 +262,7 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)
             .immutable_samplers(&samplers)];
-        let (set_layout, pool, set) = gpu.descriptor_set(&binding);
-        let image_info = [vk::DescriptorImageInfo {
-            sampler: vk::Sampler::null(),
-            image_view: scene.2,
-            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-        }];
-        let write = [vk::WriteDescriptorSet::default()
-            .dst_set(set)
-            .dst_binding(1)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(&image_info)];
-        d.update_descriptor_sets(&write, &[]);
+        let (set_layout, pool, set) = post_set(gpu, &binding, scene.2, shape.update);
         let layouts = [set_layout];
         let range = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
         let post_layout = d
@@ -331,6 +344,79 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
             gpu.destroy_image(i);
         }
         Ok(Out { pixels, gpu_ms, first_ms, post_ms })
+    }
+}
+
+/// The post pass's set layout (`binding`), a pool and the set, the scene's
+/// view written into it by `update`.
+fn post_set(
+    gpu: &Gpu,
+    binding: &[vk::DescriptorSetLayoutBinding],
+    view: vk::ImageView,
+    update: Update,
+) -> (vk::DescriptorSetLayout, vk::DescriptorPool, vk::DescriptorSet) {
+    let d = &gpu.device;
+    let image_info = [vk::DescriptorImageInfo {
+        sampler: vk::Sampler::null(),
+        image_view: view,
+        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+    }];
+    let write = |set| {
+        [vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .dst_binding(1)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&image_info)]
+    };
+    unsafe {
+        let layout = d
+            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(binding), None)
+            .unwrap();
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: 2 }];
+        let pool = d
+            .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes), None)
+            .unwrap();
+        let layouts = [layout, layout];
+        let sets = d
+            .allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+            )
+            .unwrap();
+        match update {
+            Update::Write => d.update_descriptor_sets(&write(sets[0]), &[]),
+            Update::Copy => {
+                d.update_descriptor_sets(&write(sets[1]), &[]);
+                let copy = [vk::CopyDescriptorSet::default()
+                    .src_set(sets[1])
+                    .src_binding(1)
+                    .dst_set(sets[0])
+                    .dst_binding(1)
+                    .descriptor_count(1)];
+                d.update_descriptor_sets(&[], &copy);
+            }
+            Update::Template => {
+                let entry = [vk::DescriptorUpdateTemplateEntry {
+                    dst_binding: 1,
+                    dst_array_element: 0,
+                    descriptor_count: 1,
+                    descriptor_type: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+                    offset: 0,
+                    stride: std::mem::size_of::<vk::DescriptorImageInfo>(),
+                }];
+                let template = d
+                    .create_descriptor_update_template(
+                        &vk::DescriptorUpdateTemplateCreateInfo::default()
+                            .descriptor_update_entries(&entry)
+                            .template_type(vk::DescriptorUpdateTemplateType::DESCRIPTOR_SET)
+                            .descriptor_set_layout(layout),
+                        None,
+                    )
+                    .unwrap();
+                d.update_descriptor_set_with_template(sets[0], template, image_info.as_ptr() as *const _);
+                d.destroy_descriptor_update_template(template, None);
+            }
+        }
+        (layout, pool, sets[0])
     }
 }
 

@@ -2943,24 +2943,27 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32, 
     fdm_bench::client(opts, frames, size, draws, shader, rest.iter().any(|a| a == "dynamic"))
 }
 
-/// `fdm-subsampled [WxH] [linear] [FRAMES] [cheap|medium|heavy]`
+/// `fdm-subsampled [WxH] [linear] [FRAMES] [cheap|medium|heavy] [write|template|copy]`
 /// (`overlap_tests::fdm_subsampled`): a density-map pass and a post pass
 /// sampling its colour, with a plain colour image (`plain`: stored at full
 /// resolution) and a subsampled one (`subsampled`: the layer may store it
 /// packed), and without a map (`off`); the two post images compared
 /// (`differing` pixels, `max_diff`), and each way's median GPU time of both
 /// passes over FRAMES frames (1: only the comparison). Nearest sampling at
-/// the pass's own size; `linear` samples a post image 3/4 of it.
+/// the pass's own size; `linear` samples a post image 3/4 of it. The post
+/// pass's set gets the image by a descriptor write, an update template or
+/// a copy from another set.
 fn fdm_subsampled(opts: &mut GpuOptions, size: (u32, u32), rest: &[String]) -> Result<(), String> {
     use overlap_tests::fdm_bench::{fmt, median, Shader};
-    use overlap_tests::fdm_subsampled::{compare, run, Shape};
+    use overlap_tests::fdm_subsampled::{compare, run, Shape, Update};
     let linear = rest.iter().any(|a| a == "linear");
     let frames = rest.iter().find_map(|a| a.parse::<u32>().ok()).unwrap_or(1);
     let shader = rest.iter().find_map(|a| Shader::parse(a)).unwrap_or(Shader::Cheap);
     opts.fdm = true;
     let g = gpu(opts)?;
     let post = if linear { (size.0 * 3 / 4, size.1 * 3 / 4) } else { size };
-    let shape = Shape { size, post, map: true, subsampled: false, linear, frames };
+    let update = rest.iter().find_map(|a| Update::parse(a)).unwrap_or(Update::Write);
+    let shape = Shape { size, post, map: true, subsampled: false, linear, frames, update };
     let fs = shader.spirv();
     // Warm-up (pipelines, the plan), then the measured runs, alternated.
     let mut outs = Vec::new();
