@@ -82,6 +82,10 @@ layout(push_constant) uniform Params {
     uint tiles;     // its tiles in all
     ivec2 log2_area;
     int layer;
+    // The attachment is stored packed (a subsampled image, layer/src/fdm/
+    // subsampled.rs): the rectangles are the packed ones, each its area's
+    // texels 1:1 from its origin, whose texel is origin >> log2(area).
+    uint packed;
 } pc;
 
 void main() {
@@ -108,7 +112,7 @@ void main() {
     if (any(greaterThanEqual(p, rect.zw))) {
         return;
     }
-    ivec2 t = p >> pc.log2_area;
+    ivec2 t = pc.packed != 0u ? p - rect.xy + (rect.xy >> pc.log2_area) : p >> pc.log2_area;
 #ifdef ARRAY
     vec4 texel = texelFetch(scratch, ivec3(t, pc.layer), 0);
 #else

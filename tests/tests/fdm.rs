@@ -1032,3 +1032,22 @@ fn a_subsampled_image_that_cannot_be_packed_is_stored_at_full_resolution() {
         assert_eq!(subsampled_value(&o, "differing"), Some(0), "{args:?}: {}", o.stdout);
     }
 }
+
+/// The packed attachment written by the compute composite (where the
+/// attachment can be a storage image, as on the NVIDIA machine; forced here
+/// with `fdm_storage_composite=on`) instead of by copies: the same reads.
+#[test]
+fn a_subsampled_image_packed_by_the_compute_composite_reads_as_at_full_resolution() {
+    for (args, limit) in [(&["fdm-subsampled", "256x192"][..], 0), (&["fdm-subsampled", "256x192", "linear"], 1)] {
+        let o = run(app(Layers::OverlapOverValidation, args)
+            .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
+            .env("VK_OVERLAP_EMULATION_FDM_STORAGE_COMPOSITE", "on"));
+        o.assert_ok();
+        assert!(o.stderr.contains("1 subsampled attachment(s) stored packed"), "{args:?}: {}", o.stderr);
+        // The packed pass's plan (logged after its packing line) dispatches its composite.
+        let mut lines = o.stderr.lines().skip_while(|l| !l.contains("stored packed"));
+        let plan = lines.find(|l| l.contains("OVERLAP-FDM-Plan: ") && l.contains(" bins, ")).unwrap_or("");
+        assert!(plan.contains(" 1 of them dispatched (compute)"), "{args:?}: {}", o.stderr);
+        assert!(subsampled_value(&o, "max_diff").is_some_and(|d| d <= limit), "{args:?}: {}", o.stdout);
+    }
+}

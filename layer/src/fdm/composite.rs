@@ -60,7 +60,6 @@ pub(super) struct Prepared {
     buffer: vk::Buffer,
     /// The table ([`Table`]'s words).
     words: Vec<u32>,
-    tiles_at: u32,
     layout: vk::PipelineLayout,
     /// Per composite: how it writes, then per layer written its framebuffer
     /// (null for a compute composite) and its draws.
@@ -124,7 +123,26 @@ pub(super) unsafe fn prepare(
         .all(|c| atts[c.attachment].as_ref().is_some_and(|a| !a.storage));
     let (draws, painted) =
         if drawn && !f.controls.without_painters_order { painted(first, kept) } else { (first.to_vec(), Vec::new()) };
-    let (table, ranges) = Table::new(&draws);
+    let (mut table, ranges) = Table::new(&draws);
+    // A packed attachment written by the compute composite: its own table of the packed rectangles (each its
+    // area's texels from its origin), after the other at a storage-buffer offset every device allows.
+    let storage_packed = composites
+        .iter()
+        .any(|c| packed.contains(&c.attachment) && atts[c.attachment].as_ref().is_some_and(|a| a.storage));
+    let packed_table = storage_packed.then(|| {
+        let draws: Vec<CompositeDraw> = first
+            .iter()
+            .map(|d| CompositeDraw {
+                rects: d.rects.iter().map(|r| super::subsampled::packed_rect(r, d.area, extent)).collect(),
+                ..d.clone()
+            })
+            .collect();
+        let at = table.words.len().next_multiple_of(64);
+        let (t, ranges) = Table::new(&draws);
+        table.words.resize(at, 0);
+        table.words.extend(&t.words);
+        (t, ranges, draws, at as u32)
+    });
     let size = (table.words.len().max(4) * 4) as u64;
     let mut o = f.gpu_plan.lock();
     let mut owned = Owned::new(size);
@@ -146,7 +164,8 @@ pub(super) unsafe fn prepare(
         let bi = [vk::DescriptorBufferInfo { buffer: owned.buffer, offset: 0, range: vk::WHOLE_SIZE }];
         for c in composites {
             let a = atts[c.attachment].as_ref().ok_or(vk::Result::ERROR_UNKNOWN)?;
-            if packed.contains(&c.attachment) {
+            let packs = packed.contains(&c.attachment);
+            if packs && !a.storage {
                 per.push((Writer::Copy, Vec::new()));
                 continue;
             }
@@ -154,8 +173,25 @@ pub(super) unsafe fn prepare(
                 // The pipeline first: it makes the set layout.
                 let pipeline =
                     gpu_objects::composite_pipeline(d, &mut o, a.view_type == vk::ImageViewType::TYPE_2D_ARRAY, false)?;
-                let layers =
-                    compute_layers(d, &mut o, &mut owned, (pool, &bi), (c, &draws), a, targets, (&ranges, &table))?;
+                let mut layers = match (&packed_table, packs) {
+                    (Some((t, ranges, draws, at)), true) => {
+                        let mut layers =
+                            compute_layers(d, &mut o, &mut owned, (pool, &bi), (c, draws), a, targets, (ranges, t))?;
+                        // The packed table's words lie `at` on: its rectangles' indices and first tiles with them.
+                        for draw in layers.iter_mut().flat_map(|l| &mut l.draws) {
+                            draw.first += at / 4;
+                            draw.words[4] = at + t.tiles_at - at / 4;
+                            draw.words[5] = 1;
+                        }
+                        layers
+                    }
+                    _ => {
+                        compute_layers(d, &mut o, &mut owned, (pool, &bi), (c, &draws), a, targets, (&ranges, &table))?
+                    }
+                };
+                for draw in layers.iter_mut().flat_map(|l| &mut l.draws).filter(|d| d.words[5] == 0) {
+                    draw.words[4] = table.tiles_at;
+                }
                 per.push((Writer::Compute(pipeline), layers));
                 continue;
             }
@@ -221,7 +257,7 @@ pub(super) unsafe fn prepare(
     }
     let buffer = owned.buffer;
     o.owned.insert(pool, owned);
-    Ok(Prepared { pool, buffer, words: table.words, tiles_at: table.tiles_at, layout: o.up_layout, per, painted })
+    Ok(Prepared { pool, buffer, words: table.words, layout: o.up_layout, per, painted })
 }
 
 /// Records the composites `composites` (made by [`prepare`] as `p`) over
@@ -306,7 +342,7 @@ pub(super) unsafe fn record(
                         );
                     }
                 }
-                Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, p.tiles_at, layers),
+                Writer::Compute(pipeline) => record_dispatches(f, d, cb, *pipeline, layers),
                 Writer::Copy => {}
             }
         }
@@ -346,17 +382,13 @@ unsafe fn record_packed_copies(
             .rects
             .iter()
             .map(|r| {
-                let (x1, y1) = ((r.x + r.w).min(extent.0), (r.y + r.h).min(extent.1));
+                let q = super::subsampled::packed_rect(r, draw.area, extent);
                 vk::ImageCopy {
                     src_subresource: scratch,
                     src_offset: vk::Offset3D { x: (r.x / ax) as i32, y: (r.y / ay) as i32, z: 0 },
                     dst_subresource: layers,
                     dst_offset: vk::Offset3D { x: r.x as i32, y: r.y as i32, z: 0 },
-                    extent: vk::Extent3D {
-                        width: x1.div_ceil(ax) - r.x / ax,
-                        height: y1.div_ceil(ay) - r.y / ay,
-                        depth: 1,
-                    },
+                    extent: vk::Extent3D { width: q.w, height: q.h, depth: 1 },
                 }
             })
             .collect();
@@ -514,14 +546,7 @@ impl Table {
 ///
 /// # Safety
 /// As [`record`], outside a render pass; the layouts are set.
-unsafe fn record_dispatches(
-    f: &Fdm,
-    d: &ash::Device,
-    cb: vk::CommandBuffer,
-    pipeline: vk::Pipeline,
-    tiles_at: u32,
-    layers: &[Layer],
-) {
+unsafe fn record_dispatches(f: &Fdm, d: &ash::Device, cb: vk::CommandBuffer, pipeline: vk::Pipeline, layers: &[Layer]) {
     let layout = f.gpu_plan.lock().cs_layout;
     // SAFETY: the caller's guarantee; the pipeline, layout and sets are the layer's own.
     unsafe {
@@ -529,7 +554,8 @@ unsafe fn record_dispatches(
         for draw in layers.iter().flat_map(|l| &l.draws).filter(|d| d.words[3] > 0) {
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[draw.set], &[]);
             let w = &draw.words;
-            let pc: [u32; 7] = [draw.first, draw.count, tiles_at, w[3], w[0], w[1], w[2]];
+            // Word 4: where the draw's table's first tiles lie; 5: packed.
+            let pc: [u32; 8] = [draw.first, draw.count, w[4], w[3], w[0], w[1], w[2], w[5]];
             let bytes: Vec<u8> = pc.iter().flat_map(|w| w.to_le_bytes()).collect();
             d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
             // At most 65535 workgroups per dimension: the tiles in rows of that many.

@@ -413,9 +413,12 @@ pub struct ImageInfo {
     /// Made with `VK_IMAGE_CREATE_SUBSAMPLED_BIT_EXT`: a density-map pass
     /// may store it packed ([`subsampled`]).
     pub subsampled: bool,
-    /// A framebuffer made with it loads it in a density-map pass: never
-    /// packed (the layer's downscales read it at full resolution).
+    /// A framebuffer made with it (or a pass recorded) loads it in a
+    /// density-map pass: never packed (the layer's downscales read it at
+    /// full resolution).
     pub loaded: bool,
+    /// A recorded pass stored it packed.
+    pub packed: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1295,6 +1298,9 @@ pub fn create_image(_: &DeviceCore, f: &Fdm, a: args::CreateImage) -> vk::Result
     // whose usage and flags the driver supports.
     let r = unsafe { a.with_create_info(&copy).call(f.below.fp_v1_0().create_image) };
     if r == vk::Result::SUCCESS {
+        if ci.flags.contains(vk::ImageCreateFlags::SUBSAMPLED_EXT) {
+            f.subsampled.any.store(true, std::sync::atomic::Ordering::Release);
+        }
         f.images.lock().insert(
             // SAFETY: the command succeeded.
             unsafe { a.written_image() },
@@ -1307,6 +1313,7 @@ pub fn create_image(_: &DeviceCore, f: &Fdm, a: args::CreateImage) -> vk::Result
                 density_map,
                 subsampled: ci.flags.contains(vk::ImageCreateFlags::SUBSAMPLED_EXT),
                 loaded: false,
+                packed: false,
             },
         );
     }

@@ -253,7 +253,7 @@ unsafe fn pass_command(
             end_real(f, cb, &pass.begin);
         }
         // The subsampled attachments it stored at full resolution: their tables back to the identity.
-        super::subsampled::after_pass(f, cb, &pass);
+        super::subsampled::after_pass(dev, f, cb, &pass);
     }
     s.shadow_pools.append(&mut pass.shadow_pools);
     // After a pass the state is the pass's last (what the replays track;

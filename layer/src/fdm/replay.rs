@@ -169,9 +169,10 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // The subsampled attachments stored packed: their composites write each rectangle's texels 1:1.
     let packed = super::subsampled::packable(f, &composites, &atts, (extent, pass.begin.area(), views.is_empty()));
     let packed_atts: Vec<usize> = packed.iter().map(|p| p.attachment).collect();
-    // Their composites leave them as the copies wrote them.
+    // Those that cannot be stored by the compute composite are copied: left in the copies' layout.
+    let copied = |i: usize| packed_atts.contains(&i) && atts[i].as_ref().is_some_and(|a| !a.storage);
     let mut finish = finish;
-    for ch in finish.iter_mut().filter(|c| !c.scratch && packed_atts.contains(&c.attachment)) {
+    for ch in finish.iter_mut().filter(|c| !c.scratch && copied(c.attachment)) {
         ch.old = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
     }
     let prepared = if composites.is_empty() {
@@ -211,13 +212,6 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         pass.shadow_pools.extend(s.pools.take());
     }
     if dev.log().enabled(LogLevel::Debug) {
-        // A packed attachment's composite is drawn, never dispatched.
-        let mut atts = atts.clone();
-        for i in &packed_atts {
-            if let Some(a) = atts[*i].as_mut() {
-                a.storage = false;
-            }
-        }
         if !packed_atts.is_empty() {
             dev.log().debug(
                 id::FDM_PLAN,

@@ -89,6 +89,8 @@ pub(super) struct State {
     retired: Mutex<Vec<Arc<Table>>>,
     /// Packing switched off for the device (a path the layer cannot follow).
     off: AtomicBool,
+    /// A subsampled image was made on the device.
+    pub any: AtomicBool,
 }
 
 impl State {
@@ -656,6 +658,28 @@ pub(super) unsafe fn rewrite_stages<'a>(
     (!made.is_empty()).then_some((out, made))
 }
 
+/// `vkCreateComputePipelines`: a stage whose layout has a subsampled
+/// sampler reads it through the bin table, as a graphics pipeline's.
+pub fn create_compute_pipelines(dev: &DeviceCore, f: &Fdm, a: args::CreateComputePipelines) -> vk::Result {
+    let infos = a.create_infos();
+    if !infos.iter().any(|i| f.subsampled.pipeline_hidden(i.layout).is_some()) {
+        return a.next();
+    }
+    let mut copies = infos.to_vec();
+    let mut made = Vec::new();
+    for c in copies.iter_mut() {
+        // SAFETY: the stage of a valid create info.
+        if let Some((stages, m)) = unsafe { rewrite_stages(dev, f, c.layout, std::slice::from_ref(&c.stage)) } {
+            c.stage = stages[0];
+            made.extend(m);
+        }
+    }
+    let r = a.with_create_infos(&copies).next();
+    // SAFETY: the pipelines are made: the rewritten modules are no longer needed.
+    unsafe { destroy_modules(f, &made) };
+    r
+}
+
 /// Destroys modules [`rewrite_stages`] made (and their facts).
 ///
 /// # Safety
@@ -707,6 +731,14 @@ pub(super) fn table_words(
         }
     }
     Some(words)
+}
+
+/// Where rectangle `r` rendered at `area` is stored packed (framebuffer
+/// `extent`): its texels from its origin, `⌈r.size / area⌉` of them (its
+/// origin a multiple of the area).
+pub(super) fn packed_rect(r: &super::bins::Rect, (ax, ay): (u32, u32), extent: (u32, u32)) -> super::bins::Rect {
+    let (x1, y1) = ((r.x + r.w).min(extent.0), (r.y + r.h).min(extent.1));
+    super::bins::Rect { x: r.x, y: r.y, w: x1.div_ceil(ax) - r.x / ax, h: y1.div_ceil(ay) - r.y / ay }
 }
 
 /// Records `words` into `table` (zeros where `None`); with `fenced`, after
@@ -825,10 +857,36 @@ pub(super) fn packable(
         let draws: Vec<(vk::Extent2D, &[super::bins::Rect])> =
             c.draws.iter().map(|d| (vk::Extent2D { width: d.area.0, height: d.area.1 }, &d.rects[..])).collect();
         if let Some(words) = table_words((table.cols, table.rows), extent, &draws) {
+            if let Some(i) = f.images.lock().get_mut(&a.image) {
+                i.packed = true;
+            }
             out.push(Packed { attachment: c.attachment, image: a.image, table, words });
         }
     }
     out
+}
+
+/// A density-map pass that loads subsampled attachments (`atts`): they are
+/// never packed from now on; where a pass recorded before stored one packed,
+/// this pass's downscales read it as stored (a warning: the layer has no
+/// unpacking step; a framebuffer made with a loading render pass marks its
+/// images before any pass, dynamic rendering only when a loading pass is
+/// recorded).
+pub(super) fn note_loads(dev: &DeviceCore, f: &Fdm, atts: &[Option<super::model::Att>]) {
+    let mut images = f.images.lock();
+    for a in atts.iter().flatten().filter(|a| a.load) {
+        let Some(i) = images.get_mut(&a.image).filter(|i| i.subsampled) else { continue };
+        i.loaded = true;
+        if i.packed {
+            dev.log().log_once(
+                crate::settings::LogLevel::Warn,
+                id::FDM_SUBSAMPLED,
+                "loaded",
+                "a density-map pass loads a subsampled attachment an earlier pass stored packed: its loaded contents \
+                 are read as stored (packing is off for that image from now on)",
+            );
+        }
+    }
 }
 
 /// Records the tables of `packed`, between the replays' first barrier
@@ -850,11 +908,15 @@ pub(super) unsafe fn record_packed(f: &Fdm, cb: vk::CommandBuffer, packed: &[Pac
 ///
 /// # Safety
 /// `cb` is recording outside a render pass; the pass's attachments are alive.
-pub(super) unsafe fn after_pass(f: &Fdm, cb: vk::CommandBuffer, pass: &super::model::Pass) {
-    if f.subsampled.tables.lock().is_empty() {
+pub(super) unsafe fn after_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pass: &super::model::Pass) {
+    if !f.subsampled.any.load(Ordering::Acquire) {
         return;
     }
     let Ok((atts, ..)) = super::model::attachments(f, &pass.begin) else { return };
+    note_loads(dev, f, &atts);
+    if f.subsampled.tables.lock().is_empty() {
+        return;
+    }
     let images: Vec<vk::Image> = atts.iter().flatten().filter(|a| a.store).map(|a| a.image).collect();
     // SAFETY: the caller's guarantee.
     unsafe { reset_unpacked(f, cb, &images, &pass.packed) };

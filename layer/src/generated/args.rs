@@ -2679,6 +2679,141 @@ impl<'a> CreateGraphicsPipelines<'a> {
     }
 }
 
+/// The arguments of `vkCreateComputePipelines` (an entry point's call), valid by its valid usage rules.
+#[derive(Clone, Copy)]
+pub struct CreateComputePipelines<'a> {
+    device: vk::Device,
+    pipeline_cache: vk::PipelineCache,
+    create_info_count: u32,
+    p_create_infos: *const vk::ComputePipelineCreateInfo<'a>,
+    p_allocator: *const vk::AllocationCallbacks<'a>,
+    p_pipelines: *mut vk::Pipeline,
+    /// The rest of the chain: the next handler, finally the next layer's command.
+    next: Option<&'a dyn for<'b> Fn(CreateComputePipelines<'b>) -> vk::Result>,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'a> CreateComputePipelines<'a> {
+    /// # Safety
+    /// The arguments of a valid call of `vkCreateComputePipelines`, valid for `'a`.
+    #[inline]
+    pub unsafe fn new(device: vk::Device, pipeline_cache: vk::PipelineCache, create_info_count: u32, p_create_infos: *const vk::ComputePipelineCreateInfo<'a>, p_allocator: *const vk::AllocationCallbacks<'a>, p_pipelines: *mut vk::Pipeline) -> Self {
+        Self { device, pipeline_cache, create_info_count, p_create_infos, p_allocator, p_pipelines, next: None, _life: PhantomData }
+    }
+
+    /// These arguments, with `next` as the rest of their chain.
+    #[inline]
+    pub fn chained(self, next: &'a dyn for<'b> Fn(CreateComputePipelines<'b>) -> vk::Result) -> Self {
+        Self { next: Some(next), ..self }
+    }
+
+    /// Calls the rest of the chain (the next handler, finally the next
+    /// layer's command) with these arguments.
+    ///
+    /// # Panics
+    /// Where they were not made by a dispatch entry point ([`Self::chained`]).
+    #[inline]
+    pub fn next(self) -> vk::Result {
+        (self.next.expect("vkCreateComputePipelines: arguments without a chain"))(self)
+    }
+
+    /// Calls `f` with these arguments.
+    ///
+    /// # Safety
+    /// `f` is the next layer's `vkCreateComputePipelines` (or a command of its type that
+    /// takes any valid call of it).
+    #[inline]
+    pub unsafe fn call(self, f: vk::PFN_vkCreateComputePipelines) -> vk::Result {
+        // SAFETY: the caller's: `f` takes a valid call; these are one.
+        unsafe { f(self.device, self.pipeline_cache, self.create_info_count, self.p_create_infos, self.p_allocator, self.p_pipelines) }
+    }
+
+    /// `device` as passed.
+    #[inline]
+    pub fn device(&self) -> vk::Device {
+        self.device
+    }
+
+    /// `pipeline_cache` as passed.
+    #[inline]
+    pub fn pipeline_cache(&self) -> vk::PipelineCache {
+        self.pipeline_cache
+    }
+
+    /// These arguments with `pipeline_cache` = `v`.
+    #[inline]
+    pub fn with_pipeline_cache(self, v: vk::PipelineCache) -> Self {
+        Self { pipeline_cache: v, ..self }
+    }
+
+    /// `create_info_count` as passed.
+    #[inline]
+    pub fn create_info_count(&self) -> u32 {
+        self.create_info_count
+    }
+
+    /// `p_create_infos` as passed.
+    #[inline]
+    pub fn p_create_infos(&self) -> *const vk::ComputePipelineCreateInfo<'a> {
+        self.p_create_infos
+    }
+
+    /// `p_create_infos`: its `create_info_count` items.
+    #[inline]
+    pub fn create_infos(&self) -> &'a [vk::ComputePipelineCreateInfo<'a>] {
+        // SAFETY: VUID-vkCreateComputePipelines-pCreateInfos-parameter: `create_info_count` valid items (none where it is 0).
+        unsafe { crate::ffi::slice(self.p_create_infos, self.create_info_count) }
+    }
+
+    /// These arguments with `p_create_infos` (and `create_info_count`) from `v`, as many as before.
+    #[inline]
+    pub fn with_create_infos<'b>(self, v: &'b [vk::ComputePipelineCreateInfo<'b>]) -> CreateComputePipelines<'b>
+    where
+        'a: 'b,
+    {
+        assert_eq!(v.len(), self.create_info_count as usize, "vkCreateComputePipelines: p_create_infos keeps its count");
+        CreateComputePipelines { p_create_infos: v.as_ptr(), ..self.shorten() }
+    }
+
+    /// `p_allocator` as passed.
+    #[inline]
+    pub fn p_allocator(&self) -> *const vk::AllocationCallbacks<'a> {
+        self.p_allocator
+    }
+
+    /// `p_allocator`, or `None` where it is null.
+    #[inline]
+    pub fn allocator(&self) -> Option<&'a vk::AllocationCallbacks<'a>> {
+        // SAFETY: VUID-vkCreateComputePipelines-pAllocator-parameter: null or valid.
+        unsafe { self.p_allocator.as_ref() }
+    }
+
+    /// `p_pipelines` as passed.
+    #[inline]
+    pub fn p_pipelines(&self) -> *mut vk::Pipeline {
+        self.p_pipelines
+    }
+
+    /// `p_pipelines`'s items, as the command wrote them.
+    ///
+    /// # Safety
+    /// The command succeeded (it wrote them).
+    #[inline]
+    pub unsafe fn written_pipelines(&self) -> &'a [vk::Pipeline] {
+        // SAFETY: the caller's: written, createInfoCount items at a valid pointer.
+        unsafe { crate::ffi::slice(self.p_pipelines, self.create_info_count) }
+    }
+
+    /// The same arguments for a shorter lifetime.
+    #[inline]
+    fn shorten<'b>(self) -> CreateComputePipelines<'b>
+    where
+        'a: 'b,
+    {
+        CreateComputePipelines { device: self.device, pipeline_cache: self.pipeline_cache, create_info_count: self.create_info_count, p_create_infos: self.p_create_infos, p_allocator: self.p_allocator, p_pipelines: self.p_pipelines, next: self.next, _life: PhantomData }
+    }
+}
+
 /// The arguments of `vkDestroyPipeline` (an entry point's call), valid by its valid usage rules.
 #[derive(Clone, Copy)]
 pub struct DestroyPipeline<'a> {

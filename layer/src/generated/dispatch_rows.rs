@@ -88,6 +88,9 @@ macro_rules! dispatch_rows {
             "vkCreateGraphicsPipelines" fn create_graphics_pipelines(device: vk::Device, pipeline_cache: vk::PipelineCache, create_info_count: u32, p_create_infos: *const vk::GraphicsPipelineCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_pipelines: *mut vk::Pipeline) -> vk::Result
                 = PFN_vkCreateGraphicsPipelines, args CreateGraphicsPipelines, down |dc| dc.fns.fp_v1_0().create_graphics_pipelines;
                 [fdm_slot => typed fdm::create_graphics_pipelines, shaders_slot => typed shader::create_graphics_pipelines];
+            "vkCreateComputePipelines" fn create_compute_pipelines(device: vk::Device, pipeline_cache: vk::PipelineCache, create_info_count: u32, p_create_infos: *const vk::ComputePipelineCreateInfo<'_>, p_allocator: *const vk::AllocationCallbacks<'_>, p_pipelines: *mut vk::Pipeline) -> vk::Result
+                = PFN_vkCreateComputePipelines, args CreateComputePipelines, down |dc| dc.fns.fp_v1_0().create_compute_pipelines;
+                [fdm_binned_slot => typed fdm::subsampled::create_compute_pipelines];
             "vkDestroyPipeline" fn destroy_pipeline(device: vk::Device, pipeline: vk::Pipeline, p_allocator: *const vk::AllocationCallbacks<'_>)
                 = PFN_vkDestroyPipeline, args DestroyPipeline, down |dc| dc.fns.fp_v1_0().destroy_pipeline;
                 [fdm_slot => forget fdm::Fdm::forget_pipeline, reserved_slot => forget reserved::ReservedSet::forget_pipeline, shading_rate_slot => forget shading_rate::ForceOneByOne::forget_pipeline, varyings_slot => forget link::Linker::forget_pipeline];
