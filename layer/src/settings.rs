@@ -106,6 +106,8 @@ pub struct Settings {
     pub fdm_dynamic_areas: &'static str,
     /// `fdm_storage_composite`: `auto`, `on` or `off`.
     pub fdm_storage_composite: &'static str,
+    /// `fdm_subsampled`: `auto`, `packed` or `full`.
+    pub fdm_subsampled: &'static str,
     pub varyings: &'static str,
     pub varyings_uniforms: &'static str,
     /// `link_cache=on`: linked pairs are kept on disk.
@@ -442,6 +444,7 @@ impl RawSettings {
             fdm_multiview_flush: pick!("fdm_multiview_flush"),
             fdm_dynamic_areas: pick!("fdm_dynamic_areas"),
             fdm_storage_composite: pick!("fdm_storage_composite"),
+            fdm_subsampled: pick!("fdm_subsampled"),
             varyings: pick!("varyings"),
             varyings_uniforms: pick!("varyings_uniforms"),
             link_cache: get("link_cache") == "on",

@@ -1018,18 +1018,24 @@ fn a_subsampled_image_stored_packed_reads_as_at_full_resolution() {
 /// framebuffer: its last row and column of bins end inside a fragment) is
 /// not packed: the subsampled image is stored at full resolution, read
 /// through the identity table, as the plain one. So is every pass with
-/// `debug_fdm_without=packed_subsampled`.
+/// `debug_fdm_without=packed_subsampled`, and with `fdm_subsampled=full`
+/// (what `auto` is on GPUs) nothing is rewritten at all.
 #[test]
 fn a_subsampled_image_that_cannot_be_packed_is_stored_at_full_resolution() {
-    for (args, without) in
-        [(&["fdm-subsampled", "250x190"][..], ""), (&["fdm-subsampled", "256x192"], "packed_subsampled")]
-    {
+    for (args, without, setting) in [
+        (&["fdm-subsampled", "250x190"][..], "", "auto"),
+        (&["fdm-subsampled", "256x192"], "packed_subsampled", "auto"),
+        (&["fdm-subsampled", "256x192", "linear"], "", "full"),
+    ] {
         let o = run(app(Layers::OverlapOverValidation, args)
             .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")
-            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without));
+            .env("VK_OVERLAP_EMULATION_DEBUG_FDM_WITHOUT", without)
+            .env("VK_OVERLAP_EMULATION_FDM_SUBSAMPLED", setting));
         o.assert_ok();
         assert!(!o.stderr.contains("stored packed"), "{args:?}: {}", o.stderr);
         assert_eq!(subsampled_value(&o, "differing"), Some(0), "{args:?}: {}", o.stdout);
+        let rewritten = o.stderr.contains("the subsampled-image rewrite");
+        assert_eq!(rewritten, setting != "full", "{args:?} {setting}: {}", o.stderr);
     }
 }
 

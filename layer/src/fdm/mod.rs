@@ -824,8 +824,14 @@ pub unsafe fn prepare<'a>(
         .then(|| viewport_mask::Broadcast::of(&limits, &core, (nv, geometry)))
         .flatten();
     // SAFETY: the caller's guarantee.
+    // Subsampled attachments packed: by default where the full-resolution write costs more than the table's reads.
+    let packed = match c.inst.settings.fdm_subsampled {
+        "packed" => true,
+        "full" => false,
+        _ => c.facts.is_llvmpipe(),
+    };
     match unsafe { strip(down, conditional, flush, (storage, per_view, mask)) } {
-        Ok(s) => Ok(Some(s)),
+        Ok(s) => Ok(Some(StrippedFdm { subsampled: s.gpu_plan && packed, ..s })),
         Err(e) => c.strip_failed(&e, "the density map").map(|()| None),
     }
 }
@@ -849,6 +855,9 @@ pub struct StrippedFdm<'a> {
     /// The layer enabled `multiViewport` and
     /// `VK_EXT_shader_viewport_index_layer` for per-view viewports.
     pub per_view: bool,
+    /// Subsampled attachments may be stored packed (`fdm_subsampled`;
+    /// `binned` mode with the GPU plan's objects: [`subsampled`]).
+    pub subsampled: bool,
     /// The layer enabled `multiViewport` and `VK_NV_viewport_array2` (or
     /// `geometryShader`) for the viewport masks ([`viewport_mask`]).
     pub viewport_mask: Option<viewport_mask::Broadcast>,
@@ -1012,6 +1021,7 @@ pub unsafe fn strip<'a>(
         flush,
         storage_composite,
         per_view,
+        subsampled: false,
         viewport_mask,
         _names: kept,
         _chain: chain,
@@ -1201,6 +1211,7 @@ impl Fdm {
         fdm.raw = s.gpu_plan.then(|| unsafe { ash::Device::load_with(next, handle) });
         fdm.conditional = s.gpu_plan.then(|| ash::ext::conditional_rendering::DeviceFn::load(next));
         fdm.storage_composite = s.gpu_plan && s.storage_composite;
+        fdm.subsampled.on = s.gpu_plan && s.subsampled;
         fdm.flush = s.flush.then(multiview_flush::Flush::new);
         // SAFETY: the device's physical device, of its instance.
         let limits = unsafe { core.instance.fns.get_physical_device_properties(core.physical_device) }.limits;
@@ -1909,7 +1920,7 @@ pub fn create_shader_module(dev: &DeviceCore, f: &Fdm, a: args::CreateShaderModu
                 e.operands.first() == Some(&rspirv::dr::Operand::ExecutionModel(rspirv::spirv::ExecutionModel::Vertex))
             }))
         .then(|| Arc::new(code.to_vec())),
-        sampled: f.is_binned().then(|| subsampled::sampled_words(code)).flatten(),
+        sampled: f.subsampled.on.then(|| subsampled::sampled_words(code)).flatten(),
     };
     // The driver never sees the density capability: the module as
     // created holds the 1x1 values.

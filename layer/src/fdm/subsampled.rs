@@ -78,6 +78,8 @@ struct TemplateEntry {
 
 #[derive(Default)]
 pub(super) struct State {
+    /// Subsampled attachments may be stored packed on this device (`fdm_subsampled`); off, nothing here runs.
+    pub on: bool,
     samplers: Mutex<HashMap<vk::Sampler, SamplerFacts>>,
     layouts: Mutex<HashMap<vk::DescriptorSetLayout, Arc<Vec<Hidden>>>>,
     pipeline_layouts: Mutex<HashMap<vk::PipelineLayout, Arc<Vec<(u32, Hidden)>>>>,
@@ -96,7 +98,7 @@ pub(super) struct State {
 impl State {
     /// Packing may be used for passes recorded from now on.
     pub(super) fn packs(&self) -> bool {
-        !self.off.load(Ordering::Acquire)
+        self.on && !self.off.load(Ordering::Acquire)
     }
 
     fn switch_off(&self, dev: &DeviceCore, why: &str) {
@@ -326,6 +328,9 @@ impl Fdm {
 /// `vkCreateDescriptorSetLayout`: a uniform texel buffer binding after the
 /// application's for each binding whose immutable samplers are subsampled.
 pub fn create_descriptor_set_layout(dev: &DeviceCore, f: &Fdm, a: args::CreateDescriptorSetLayout) -> vk::Result {
+    if !f.subsampled.on {
+        return a.next();
+    }
     let ci = a.create_info();
     // SAFETY: VUID-VkDescriptorSetLayoutCreateInfo-pBindings-parameter.
     let bindings = unsafe { slice(ci.p_bindings, ci.binding_count) };
@@ -418,7 +423,10 @@ pub(super) fn forget_set_layout(f: &Fdm, layout: vk::DescriptorSetLayout) {
 
 /// `vkCreateDescriptorPool`: a uniform texel buffer descriptor more per combined
 /// image sampler (each may be a subsampled one with its hidden table).
-pub fn create_descriptor_pool(_: &DeviceCore, _: &Fdm, a: args::CreateDescriptorPool) -> vk::Result {
+pub fn create_descriptor_pool(_: &DeviceCore, f: &Fdm, a: args::CreateDescriptorPool) -> vk::Result {
+    if !f.subsampled.on {
+        return a.next();
+    }
     let ci = a.create_info();
     // SAFETY: VUID-VkDescriptorPoolCreateInfo-pPoolSizes-parameter.
     let sizes = unsafe { slice(ci.p_pool_sizes, ci.pool_size_count) };

@@ -15,6 +15,7 @@ pub const FDM_VALUES: &[&str] = &["off", "baseline", "binned"];
 pub const FDM_MULTIVIEW_FLUSH_VALUES: &[&str] = &["auto", "on", "off"];
 pub const FDM_DYNAMIC_AREAS_VALUES: &[&str] = &["all", "square", "asked"];
 pub const FDM_STORAGE_COMPOSITE_VALUES: &[&str] = &["auto", "on", "off"];
+pub const FDM_SUBSAMPLED_VALUES: &[&str] = &["auto", "packed", "full"];
 pub const VARYINGS_VALUES: &[&str] = &["off", "safe", "full"];
 pub const VARYINGS_UNIFORMS_VALUES: &[&str] = &["auto", "on", "off"];
 pub const LINK_CACHE_VALUES: &[&str] = &["on", "off"];
@@ -145,6 +146,13 @@ pub const SETTINGS: &[SettingDef] = &[
         default: "auto",
         label: "Density-map composite in a compute shader",
         description: "In binned mode, give single-sampled colour attachments the storage usage and write each pass's bins into them from the low-resolution targets in a compute shader rather than by draws: auto off on llvmpipe only.",
+    },
+    SettingDef {
+        key: "fdm_subsampled",
+        kind: Kind::Enum(FDM_SUBSAMPLED_VALUES),
+        default: "auto",
+        label: "Subsampled images stored packed",
+        description: "In binned mode, how a density-map pass stores a subsampled colour attachment (VK_IMAGE_CREATE_SUBSAMPLED_BIT_EXT): packed (each coarse bin's texels once, read through a per-image bin table by every pipeline that samples it) or at full resolution; auto packs on llvmpipe only.",
     },
     SettingDef {
         key: "varyings",
