@@ -124,25 +124,7 @@ pub(super) unsafe fn prepare(
     let (draws, painted) =
         if drawn && !f.controls.without_painters_order { painted(first, kept) } else { (first.to_vec(), Vec::new()) };
     let (mut table, ranges) = Table::new(&draws);
-    // A packed attachment written by the compute composite: its own table of the packed rectangles (each its
-    // area's texels from its origin), after the other at a storage-buffer offset every device allows.
-    let storage_packed = composites
-        .iter()
-        .any(|c| packed.contains(&c.attachment) && atts[c.attachment].as_ref().is_some_and(|a| a.storage));
-    let packed_table = storage_packed.then(|| {
-        let draws: Vec<CompositeDraw> = first
-            .iter()
-            .map(|d| CompositeDraw {
-                rects: d.rects.iter().map(|r| super::subsampled::packed_rect(r, d.area, extent)).collect(),
-                ..d.clone()
-            })
-            .collect();
-        let at = table.words.len().next_multiple_of(64);
-        let (t, ranges) = Table::new(&draws);
-        table.words.resize(at, 0);
-        table.words.extend(&t.words);
-        (t, ranges, draws, at as u32)
-    });
+    let packed_table = packed_table(composites, atts, packed, (first, extent), &mut table.words);
     let size = (table.words.len().max(4) * 4) as u64;
     let mut o = f.gpu_plan.lock();
     let mut owned = Owned::new(size);
@@ -258,6 +240,34 @@ pub(super) unsafe fn prepare(
     let buffer = owned.buffer;
     o.owned.insert(pool, owned);
     Ok(Prepared { pool, buffer, words: table.words, layout: o.up_layout, per, painted })
+}
+
+/// Where a packed attachment is written by the compute composite, its own
+/// table of the packed rectangles (`first`'s, each its area's texels from
+/// its origin: `subsampled.rs`), appended to `words` at a storage-buffer
+/// offset every device allows: the table, its draws' ranges and rectangles,
+/// and that offset (words).
+fn packed_table(
+    composites: &[Composite],
+    atts: &[Option<Att>],
+    packed: &[usize],
+    (first, extent): (&[CompositeDraw], (u32, u32)),
+    words: &mut Vec<u32>,
+) -> Option<(Table, Vec<(u32, u32)>, Vec<CompositeDraw>, u32)> {
+    let stored = |c: &&Composite| atts[c.attachment].as_ref().is_some_and(|a| a.storage);
+    composites.iter().filter(|c| packed.contains(&c.attachment)).find(stored)?;
+    let draws: Vec<CompositeDraw> = first
+        .iter()
+        .map(|d| CompositeDraw {
+            rects: d.rects.iter().map(|r| super::subsampled::packed_rect(r, d.area, extent)).collect(),
+            ..d.clone()
+        })
+        .collect();
+    let at = words.len().next_multiple_of(64);
+    let (t, ranges) = Table::new(&draws);
+    words.resize(at, 0);
+    words.extend(&t.words);
+    Some((t, ranges, draws, at as u32))
 }
 
 /// Records the composites `composites` (made by [`prepare`] as `p`) over

@@ -94,7 +94,7 @@ pub(super) struct Pass {
     pub(super) compute_bound: bool,
     /// The subsampled attachments its composite stored packed (their
     /// tables written): every other subsampled attachment it stores gets
-    /// the identity table at its end ([`super::subsampled`]).
+    /// the identity table at its end (`subsampled.rs`).
     pub(super) packed: Vec<vk::Image>,
 }
 

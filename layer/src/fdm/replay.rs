@@ -169,12 +169,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // The subsampled attachments stored packed: their composites write each rectangle's texels 1:1.
     let packed = super::subsampled::packable(f, &composites, &atts, (extent, pass.begin.area(), views.is_empty()));
     let packed_atts: Vec<usize> = packed.iter().map(|p| p.attachment).collect();
-    // Those that cannot be stored by the compute composite are copied: left in the copies' layout.
-    let copied = |i: usize| packed_atts.contains(&i) && atts[i].as_ref().is_some_and(|a| !a.storage);
-    let mut finish = finish;
-    for ch in finish.iter_mut().filter(|c| !c.scratch && copied(c.attachment)) {
-        ch.old = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
-    }
+    let finish = super::subsampled::finish_packed(finish, &atts, &packed_atts);
     let prepared = if composites.is_empty() {
         None
     } else {
@@ -212,15 +207,7 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
         pass.shadow_pools.extend(s.pools.take());
     }
     if dev.log().enabled(LogLevel::Debug) {
-        if !packed_atts.is_empty() {
-            dev.log().debug(
-                id::FDM_PLAN,
-                &format!(
-                    "{} subsampled attachment(s) stored packed: each rectangle's texels 1:1 at its origin, the bin table written",
-                    packed_atts.len()
-                ),
-            );
-        }
+        super::subsampled::log_packed(dev, &packed_atts);
         let all_bins =
             bins::bins(&map, render_area, texel, &planned_views, cap, one_area, !f.controls.without_edge_fragments);
         let per_view = per_view.then_some(&views[..]);

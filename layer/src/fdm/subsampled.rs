@@ -897,6 +897,34 @@ pub(super) fn note_loads(dev: &DeviceCore, f: &Fdm, atts: &[Option<super::model:
     }
 }
 
+/// The pass's final transitions (`finish`) with the packed attachments
+/// (`packed`, of `atts`) that are copied — those the compute composite cannot
+/// store — left by the copies in `TRANSFER_DST_OPTIMAL`.
+pub(super) fn finish_packed(
+    mut finish: Vec<super::replay_plan::Change>,
+    atts: &[Option<super::model::Att>],
+    packed: &[usize],
+) -> Vec<super::replay_plan::Change> {
+    let copied = |i: usize| packed.contains(&i) && atts[i].as_ref().is_some_and(|a| !a.storage);
+    for ch in finish.iter_mut().filter(|c| !c.scratch && copied(c.attachment)) {
+        ch.old = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+    }
+    finish
+}
+
+/// The debug line of a pass that stored `packed` attachments packed.
+pub(super) fn log_packed(dev: &DeviceCore, packed: &[usize]) {
+    if !packed.is_empty() {
+        dev.log().debug(
+            id::FDM_PLAN,
+            &format!(
+                "{} subsampled attachment(s) stored packed: each rectangle's texels 1:1 at its origin, the bin table written",
+                packed.len()
+            ),
+        );
+    }
+}
+
 /// Records the tables of `packed`, between the replays' first barrier
 /// (every earlier command, the table's earlier readers among them, before
 /// it) and their last (everything after it waits for it).
