@@ -31,6 +31,12 @@ pub struct Shape {
     pub frames: u32,
     /// How the post pass's set gets the image.
     pub update: Update,
+    /// The post pass's set layout chains binding flags (all empty, as the
+    /// CTS always chains them).
+    pub binding_flags: bool,
+    /// After the post pass, a render pass without a map clears the scene
+    /// image (its framebuffer made before any frame).
+    pub plain_after: bool,
 }
 
 /// The descriptor path that writes the scene into the post pass's set.
@@ -262,7 +268,7 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
             .descriptor_count(1)
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)
             .immutable_samplers(&samplers)];
-        let (set_layout, pool, set) = post_set(gpu, &binding, scene.2, shape.update);
+        let (set_layout, pool, set) = post_set(gpu, &binding, scene.2, (shape.update, shape.binding_flags));
         let layouts = [set_layout];
         let range = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 0, size: 8 }];
         let post_layout = d
@@ -273,6 +279,10 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
             .unwrap();
         let prp = post_pass(gpu);
         let pfb = gpu.framebuffer(prp, &[post.2], (pw, ph));
+        let plain = shape.plain_after.then(|| {
+            let rp = colour_pass(gpu, false);
+            (rp, gpu.framebuffer(rp, &[scene.2], (w, h)))
+        });
         let ppipe =
             pipeline(gpu, include_bytes!(concat!(env!("OUT_DIR"), "/subsampled_post.frag.spv")), post_layout, prp);
         let scale: [f32; 2] = [1.0 / pw as f32, 1.0 / ph as f32];
@@ -309,6 +319,10 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
                 if let Some(q) = query {
                     d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 3 * f + 2);
                 }
+                if let Some((rp, fb)) = plain {
+                    begin(gpu, cb, rp, fb, (w, h));
+                    d.cmd_end_render_pass(cb);
+                }
             }
             gpu.copy_image_to_buffer(cb, post.0, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, (pw, ph), 1, readback.buffer);
         });
@@ -332,6 +346,10 @@ pub fn run(gpu: &Gpu, shape: Shape, fs: &[u8]) -> Result<Out, String> {
         d.destroy_pipeline_layout(post_layout, None);
         d.destroy_pipeline_layout(empty, None);
         d.destroy_framebuffer(pfb, None);
+        if let Some((rp, fb)) = plain {
+            d.destroy_framebuffer(fb, None);
+            d.destroy_render_pass(rp, None);
+        }
         d.destroy_framebuffer(fb, None);
         d.destroy_render_pass(prp, None);
         d.destroy_render_pass(rp, None);
@@ -353,7 +371,7 @@ fn post_set(
     gpu: &Gpu,
     binding: &[vk::DescriptorSetLayoutBinding],
     view: vk::ImageView,
-    update: Update,
+    (update, binding_flags): (Update, bool),
 ) -> (vk::DescriptorSetLayout, vk::DescriptorPool, vk::DescriptorSet) {
     let d = &gpu.device;
     let image_info = [vk::DescriptorImageInfo {
@@ -369,9 +387,13 @@ fn post_set(
             .image_info(&image_info)]
     };
     unsafe {
-        let layout = d
-            .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(binding), None)
-            .unwrap();
+        let flags = vec![vk::DescriptorBindingFlags::empty(); binding.len()];
+        let mut chained = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&flags);
+        let mut info = vk::DescriptorSetLayoutCreateInfo::default().bindings(binding);
+        if binding_flags {
+            info = info.push_next(&mut chained);
+        }
+        let layout = d.create_descriptor_set_layout(&info, None).unwrap();
         let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: 2 }];
         let pool = d
             .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(2).pool_sizes(&sizes), None)

@@ -189,6 +189,9 @@ fn the_density_maps_barriers_pass_synchronization_validation() {
         &["fdm-bench", "2", "64", "2"],
         &["fdm-client", "1", "1920x1080", "3", "cheap"],
         &["fdm-client", "1", "1920x1080", "3", "cheap", "dynamic"],
+        // A subsampled attachment stored packed: the bin table's write against the post pass's reads.
+        &["fdm-subsampled", "256x192"],
+        &["fdm-subsampled", "256x192", "linear", "copy"],
     ] {
         let o = run(app(Layers::OverlapOverValidation, args)
             .env("VK_LAYER_ENABLES", SYNC_VALIDATION)
@@ -992,6 +995,7 @@ fn a_subsampled_image_stored_packed_reads_as_at_full_resolution() {
         &["fdm-subsampled", "256x192", "copy"],
         &["fdm-subsampled", "256x192", "linear"],
         &["fdm-subsampled", "256x192", "linear", "copy"],
+        &["fdm-subsampled", "256x192", "template", "flags"],
     ] {
         let linear = args.contains(&"linear");
         let o = run(app(Layers::OverlapOverValidation, args).env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug"));
@@ -1018,7 +1022,8 @@ fn a_subsampled_image_stored_packed_reads_as_at_full_resolution() {
 /// framebuffer: its last row and column of bins end inside a fragment) is
 /// not packed: the subsampled image is stored at full resolution, read
 /// through the identity table, as the plain one. So is every pass with
-/// `debug_fdm_without=packed_subsampled`, and with `fdm_subsampled=full`
+/// `debug_fdm_without=packed_subsampled`, and an image a render pass without
+/// a map renders to (its framebuffer marks it); with `fdm_subsampled=full`
 /// (what `auto` is on GPUs) nothing is rewritten at all.
 #[test]
 fn a_subsampled_image_that_cannot_be_packed_is_stored_at_full_resolution() {
@@ -1026,6 +1031,8 @@ fn a_subsampled_image_that_cannot_be_packed_is_stored_at_full_resolution() {
         (&["fdm-subsampled", "250x190"][..], "", "auto"),
         (&["fdm-subsampled", "256x192"], "packed_subsampled", "auto"),
         (&["fdm-subsampled", "256x192", "linear"], "", "full"),
+        // A framebuffer of a render pass without a map names the image: never packed.
+        (&["fdm-subsampled", "256x192", "plain"], "", "auto"),
     ] {
         let o = run(app(Layers::OverlapOverValidation, args)
             .env("VK_OVERLAP_EMULATION_LOG_LEVEL", "debug")

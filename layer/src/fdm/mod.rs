@@ -1871,12 +1871,13 @@ pub fn create_framebuffer(dev: &DeviceCore, f: &Fdm, a: args::CreateFramebuffer)
         // imageless flag, `pAttachments` holds `attachmentCount` views.
         let views =
             if imageless { Vec::new() } else { unsafe { slice(ci.p_attachments, ci.attachment_count) }.to_vec() };
-        // A density-map pass that loads a subsampled image: that image is never packed.
-        if let Some(pass) = f.passes.lock().get(&ci.render_pass).filter(|p| p.density_map.is_some()) {
+        // A subsampled image that a density-map pass loads, or that a pass without a density map renders to: that
+        // image is never packed.
+        if let Some(pass) = f.passes.lock().get(&ci.render_pass) {
             let views_known = f.views.lock();
             let mut images = f.images.lock();
             for (v, d) in views.iter().zip(&pass.attachments) {
-                if d.load_op == vk::AttachmentLoadOp::LOAD {
+                if d.load_op == vk::AttachmentLoadOp::LOAD || pass.density_map.is_none() {
                     if let Some(i) = views_known.get(v).and_then(|v| images.get_mut(&v.image)) {
                         i.loaded = true;
                     }

@@ -168,9 +168,28 @@ pub fn cmd_begin_render_pass(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRenderP
     let next = move || unsafe { a.call(f.below.fp_v1_0().cmd_begin_render_pass) };
     // SAFETY: a valid begin info (and chain); `cb` is recording, held during this call.
     unsafe {
-        let Some(begin) = render_pass_begin(f, info) else { return next() };
+        let Some(begin) = render_pass_begin(f, info) else {
+            super::subsampled::plain_pass(dev, f, cb, &plain_views(f, info));
+            return next();
+        };
         let early = early_render_pass(info.p_next, std::ptr::null());
         start(dev, f, cb, begin, early)
+    }
+}
+
+/// The attachment views of a render pass begin (its framebuffer's, or an
+/// imageless one's from the chain).
+///
+/// # Safety
+/// `info` is a valid `VkRenderPassBeginInfo` (and chain).
+unsafe fn plain_views(f: &Fdm, info: &vk::RenderPassBeginInfo) -> Vec<vk::ImageView> {
+    let fb = f.framebuffers.lock().get(&info.framebuffer).cloned();
+    match fb {
+        Some(fb) if !fb.imageless => fb.views.clone(),
+        // SAFETY: VUID-VkRenderPassBeginInfo-pNext-pNext: a valid chain; its views are `attachmentCount`.
+        _ => unsafe { crate::pnext::find::<vk::RenderPassAttachmentBeginInfo>(info.p_next) }
+            .map(|a| unsafe { slice(a.p_attachments, a.attachment_count) }.to_vec())
+            .unwrap_or_default(),
     }
 }
 
@@ -181,7 +200,10 @@ pub fn cmd_begin_render_pass2(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRender
     let next = move || unsafe { a.call(f.below.fp_v1_2().cmd_begin_render_pass2) };
     // SAFETY: valid infos (and chains); `cb` is recording, held during this call.
     unsafe {
-        let Some(begin) = render_pass_begin(f, info) else { return next() };
+        let Some(begin) = render_pass_begin(f, info) else {
+            super::subsampled::plain_pass(dev, f, cb, &plain_views(f, info));
+            return next();
+        };
         let early = early_render_pass(info.p_next, sub.p_next);
         start(dev, f, cb, begin, early)
     }
@@ -341,6 +363,15 @@ pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering
     // SAFETY: VUID-VkRenderingInfo-pNext-pNext: a valid chain.
     let map = unsafe { crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next) };
     let Some(map) = map.filter(|m| m.image_view != vk::ImageView::null()) else {
+        // SAFETY: VUID-VkRenderingInfo-pColorAttachments-parameter: `colorAttachmentCount` valid attachments.
+        let colors = unsafe { slice(ri.p_color_attachments, ri.color_attachment_count) };
+        let views: Vec<vk::ImageView> = colors
+            .iter()
+            .flat_map(|c| [c.image_view, c.resolve_image_view])
+            .filter(|v| *v != vk::ImageView::null())
+            .collect();
+        // SAFETY: `cb` is recording outside a render pass (this begin has not gone down); the views are alive.
+        unsafe { super::subsampled::plain_pass(dev, f, cb, &views) };
         return next();
     };
     // Field by field, without `pNext` (a chain the copy must not borrow:

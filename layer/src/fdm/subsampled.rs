@@ -874,6 +874,47 @@ pub(super) fn packable(
     out
 }
 
+/// A render pass without a density map begins on `views` (recording `cb`,
+/// outside a render pass): a subsampled image among them is written at full
+/// resolution, so it is never packed from now on, and where a pass recorded
+/// before stored it packed its table goes back to the identity before this
+/// pass (what this pass loads of it is read as stored: a warning).
+///
+/// # Safety
+/// `cb` is recording outside a render pass; the views are alive.
+pub(super) unsafe fn plain_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, views: &[vk::ImageView]) {
+    if !f.subsampled.any.load(Ordering::Acquire) {
+        return;
+    }
+    let images: Vec<vk::Image> = {
+        let known = f.views.lock();
+        views.iter().filter_map(|v| known.get(v).map(|v| v.image)).collect()
+    };
+    for image in images {
+        let was_packed = {
+            let mut all = f.images.lock();
+            let Some(i) = all.get_mut(&image).filter(|i| i.subsampled) else { continue };
+            i.loaded = true;
+            std::mem::take(&mut i.packed)
+        };
+        if !was_packed {
+            continue;
+        }
+        dev.log().log_once(
+            crate::settings::LogLevel::Warn,
+            id::FDM_SUBSAMPLED,
+            "plain",
+            "a render pass without a density map renders to a subsampled image a density-map pass stored packed: \
+             its table goes back to the identity, what the pass loads of it is read as stored (packing is off for \
+             that image from now on)",
+        );
+        if let Some(t) = f.subsampled.table(image) {
+            // SAFETY: the caller's guarantee.
+            unsafe { record_table(f, cb, &t, None, true) };
+        }
+    }
+}
+
 /// A density-map pass that loads subsampled attachments (`atts`): they are
 /// never packed from now on; where a pass recorded before stored one packed,
 /// this pass's downscales read it as stored (a warning: the layer has no

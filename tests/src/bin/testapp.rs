@@ -2943,7 +2943,7 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32, 
     fdm_bench::client(opts, frames, size, draws, shader, rest.iter().any(|a| a == "dynamic"))
 }
 
-/// `fdm-subsampled [WxH] [linear] [FRAMES] [cheap|medium|heavy] [write|template|copy]`
+/// `fdm-subsampled [WxH] [linear] [FRAMES] [cheap|medium|heavy] [write|template|copy] [flags] [plain]`
 /// (`overlap_tests::fdm_subsampled`): a density-map pass and a post pass
 /// sampling its colour, with a plain colour image (`plain`: stored at full
 /// resolution) and a subsampled one (`subsampled`: the layer may store it
@@ -2952,7 +2952,8 @@ fn fdm_client(opts: &mut GpuOptions, frames: u32, size: (u32, u32), draws: u32, 
 /// passes over FRAMES frames (1: only the comparison). Nearest sampling at
 /// the pass's own size; `linear` samples a post image 3/4 of it. The post
 /// pass's set gets the image by a descriptor write, an update template or
-/// a copy from another set.
+/// a copy from another set (`flags`: its layout chains empty binding flags;
+/// `plain`: a render pass without a map clears the image after each frame).
 fn fdm_subsampled(opts: &mut GpuOptions, size: (u32, u32), rest: &[String]) -> Result<(), String> {
     use overlap_tests::fdm_bench::{fmt, median, Shader};
     use overlap_tests::fdm_subsampled::{compare, run, Shape, Update};
@@ -2963,7 +2964,9 @@ fn fdm_subsampled(opts: &mut GpuOptions, size: (u32, u32), rest: &[String]) -> R
     let g = gpu(opts)?;
     let post = if linear { (size.0 * 3 / 4, size.1 * 3 / 4) } else { size };
     let update = rest.iter().find_map(|a| Update::parse(a)).unwrap_or(Update::Write);
-    let shape = Shape { size, post, map: true, subsampled: false, linear, frames, update };
+    let binding_flags = rest.iter().any(|a| a == "flags");
+    let plain_after = rest.iter().any(|a| a == "plain");
+    let shape = Shape { size, post, map: true, subsampled: false, linear, frames, update, binding_flags, plain_after };
     let fs = shader.spirv();
     // Warm-up (pipelines, the plan), then the measured runs, alternated.
     let mut outs = Vec::new();
