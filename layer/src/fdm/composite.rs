@@ -356,9 +356,19 @@ pub(super) unsafe fn record(
                 Writer::Copy => {}
             }
         }
+        // The packed attachments' copies, then back to the composite's layout (where the final transitions, if
+        // any, expect them).
+        let mut back = Vec::new();
         for (c, _) in composites.iter().zip(&p.per).filter(|(_, (w, _))| matches!(w, Writer::Copy)) {
             let Some(a) = atts[c.attachment].as_ref() else { continue };
             record_packed_copies(d, cb, c, a, targets, extent);
+            let new = super::replay_plan::composite_layout(a);
+            back.push(Transition { image: a.image, range: a.range, old: vk::ImageLayout::TRANSFER_DST_OPTIMAL, new });
+        }
+        if !back.is_empty() {
+            let copied = Side(vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+            let rw = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+            barrier_between(f, cb, &back, copied, Side(vk::PipelineStageFlags::ALL_COMMANDS, rw));
         }
     }
 }

@@ -96,6 +96,9 @@ pub(super) struct Pass {
     /// tables written): every other subsampled attachment it stores gets
     /// the identity table at its end (`subsampled.rs`).
     pub(super) packed: Vec<vk::Image>,
+    /// Recorded in a secondary command buffer: the layer's own render pass
+    /// objects may not begin there (the composite's), dynamic rendering may.
+    pub(super) secondary: bool,
 }
 
 impl Pass {

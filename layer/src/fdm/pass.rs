@@ -59,6 +59,7 @@ unsafe fn start(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, begin: Begin, 
         gpu: false,
         compute_bound: false,
         packed: Vec::new(),
+        secondary: s.secondary,
     };
     if why.is_none() {
         // The spec's time for a non-dynamic map: read by the host now. A
@@ -455,6 +456,7 @@ pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering
             gpu: false,
             compute_bound: false,
             packed: Vec::new(),
+            secondary: s.secondary,
         });
         return;
     }

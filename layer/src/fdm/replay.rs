@@ -121,7 +121,10 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     }
     // The composite (one render pass instance per area, one composite per stored attachment) where every stored
     // attachment can be drawn so and the pass has one subpass; else each replay upscales its own bins.
+    // Not in a secondary command buffer: the composite begins render passes of the layer's own, which may begin
+    // only in a primary (`VUID-vkCmdBeginRenderPass-bufferlevel`); the replays' blits may go anywhere.
     let composite = !f.controls.without_composite
+        && !pass.secondary
         && !pass.has_several_subpasses()
         && atts.iter().flatten().filter(|a| a.store).all(|a| super::composite::eligible(f, a, !views.is_empty()));
     let features = |format| f.format_features(format);
@@ -169,7 +172,6 @@ pub(super) unsafe fn replay(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, pa
     // The subsampled attachments stored packed: their composites write each rectangle's texels 1:1.
     let packed = super::subsampled::packable(f, &composites, &atts, (extent, pass.begin.area(), views.is_empty()));
     let packed_atts: Vec<usize> = packed.iter().map(|p| p.attachment).collect();
-    let finish = super::subsampled::finish_packed(finish, &atts, &packed_atts);
     let prepared = if composites.is_empty() {
         None
     } else {

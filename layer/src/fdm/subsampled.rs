@@ -68,7 +68,6 @@ pub(super) struct Table {
 /// An update template's entry that writes a subsampled binding.
 #[derive(Clone, Copy, Debug)]
 struct TemplateEntry {
-    binding: u32,
     first: u32,
     count: u32,
     offset: usize,
@@ -208,7 +207,6 @@ impl Fdm {
             .filter_map(|e| {
                 let h = hidden.iter().find(|h| h.binding == e.dst_binding)?;
                 Some(TemplateEntry {
-                    binding: e.dst_binding,
                     first: e.dst_array_element,
                     count: e.descriptor_count.min(h.count.saturating_sub(e.dst_array_element)),
                     offset: e.offset,
@@ -362,11 +360,11 @@ pub fn create_descriptor_set_layout(dev: &DeviceCore, f: &Fdm, a: args::CreateDe
     // SAFETY: its `pBindingFlags` holds `bindingCount` flags where non-null.
     let flags: Vec<vk::DescriptorBindingFlags> =
         flags_info.map(|b| unsafe { slice(b.p_binding_flags, b.binding_count) }.to_vec()).unwrap_or_default();
-    if subsampled
-        .iter()
-        .any(|(i, _)| flags.get(*i).is_some_and(|f| f.contains(vk::DescriptorBindingFlags::VARIABLE_DESCRIPTOR_COUNT)))
-    {
-        f.subsampled.switch_off(dev, "a subsampled sampler binding has a variable descriptor count");
+    // A variable count must be the last binding's; update after bind would need the texel buffers' own feature.
+    let unfollowed =
+        vk::DescriptorBindingFlags::VARIABLE_DESCRIPTOR_COUNT | vk::DescriptorBindingFlags::UPDATE_AFTER_BIND;
+    if subsampled.iter().any(|(i, _)| flags.get(*i).is_some_and(|f| f.intersects(unfollowed))) {
+        f.subsampled.switch_off(dev, "a subsampled sampler binding has a variable count or is updated after bind");
         return a.next();
     }
     let mut next_binding = bindings.iter().map(|b| b.binding + 1).max().unwrap_or(0);
@@ -576,9 +574,13 @@ pub(super) unsafe fn template_writes(
     let mut writes = Vec::new();
     for e in entries {
         for k in 0..e.count as usize {
-            // SAFETY: the caller's guarantee: an image info at offset + k × stride for each element.
-            let info =
-                unsafe { &*((data as *const u8).add(e.offset + k * e.stride) as *const vk::DescriptorImageInfo) };
+            // SAFETY: the caller's guarantee: an image info at offset + k × stride for each element (read
+            // unaligned: the spec does not align the application's data).
+            let info = unsafe {
+                std::ptr::read_unaligned(
+                    (data as *const u8).add(e.offset + k * e.stride) as *const vk::DescriptorImageInfo
+                )
+            };
             if info.image_view == vk::ImageView::null() {
                 continue;
             }
@@ -586,7 +588,6 @@ pub(super) unsafe fn template_writes(
                 writes.push((set, e.table, e.first + k as u32, t.view));
             }
         }
-        let _ = e.binding;
     }
     // SAFETY: the caller's guarantee (the application's update's rule).
     unsafe { send_hidden(f, &writes, &[]) };
@@ -936,21 +937,6 @@ pub(super) fn note_loads(dev: &DeviceCore, f: &Fdm, atts: &[Option<super::model:
             );
         }
     }
-}
-
-/// The pass's final transitions (`finish`) with the packed attachments
-/// (`packed`, of `atts`) that are copied — those the compute composite cannot
-/// store — left by the copies in `TRANSFER_DST_OPTIMAL`.
-pub(super) fn finish_packed(
-    mut finish: Vec<super::replay_plan::Change>,
-    atts: &[Option<super::model::Att>],
-    packed: &[usize],
-) -> Vec<super::replay_plan::Change> {
-    let copied = |i: usize| packed.contains(&i) && atts[i].as_ref().is_some_and(|a| !a.storage);
-    for ch in finish.iter_mut().filter(|c| !c.scratch && copied(c.attachment)) {
-        ch.old = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
-    }
-    finish
 }
 
 /// The debug line of a pass that stored `packed` attachments packed.
