@@ -186,7 +186,8 @@ fn render_pass(
     unsafe { gpu.device.create_render_pass(&info, None) }.expect("vkCreateRenderPass")
 }
 
-fn pipeline(gpu: &Gpu, vs: &[u8], fs: &[u8], layout: vk::PipelineLayout, rp: vk::RenderPass) -> vk::Pipeline {
+/// A pipeline of `vs` and `fs` (a triangle list, colour written) for subpass 0 of `rp`.
+pub fn pipeline(gpu: &Gpu, vs: &[u8], fs: &[u8], layout: vk::PipelineLayout, rp: vk::RenderPass) -> vk::Pipeline {
     let (vsm, fsm) = (gpu.shader(vs), gpu.shader(fs));
     let stages = [render::stage(vk::ShaderStageFlags::VERTEX, vsm), render::stage(vk::ShaderStageFlags::FRAGMENT, fsm)];
     let p = gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |info| unsafe {

@@ -13,7 +13,7 @@
 //! same pixels (nearest) or the same up to the filter's rounding (linear).
 
 use crate::fdm_bench::{elapsed_ns, radial_map, texel_limits, timestamps, Radial};
-use crate::render::{self, color_range, Gpu};
+use crate::render::{color_range, Gpu};
 use ash::vk;
 
 /// One run's shape.
@@ -71,16 +71,38 @@ pub struct Out {
     pub post_ms: Vec<f64>,
 }
 
+/// The first pass (`map`: with the density map; else the plain pass of
+/// `plain_after`): its colour cleared, ending sampled by the post pass.
 fn colour_pass(gpu: &Gpu, map: bool) -> vk::RenderPass {
+    let done = (vk::PipelineStageFlags::FRAGMENT_SHADER, vk::AccessFlags::SHADER_READ);
+    one_colour_pass(gpu, (vk::AttachmentLoadOp::CLEAR, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL), map, done)
+}
+
+/// The post pass: its colour read back by a copy.
+fn post_pass(gpu: &Gpu) -> vk::RenderPass {
+    let done = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ);
+    one_colour_pass(gpu, (vk::AttachmentLoadOp::DONT_CARE, vk::ImageLayout::TRANSFER_SRC_OPTIMAL), false, done)
+}
+
+/// A render pass of one RGBA8 colour attachment (`load`, stored, ending in
+/// `final_layout`) and, with `map`, a density map: ordered after the
+/// previous frame's readers of the colour (`read_by`, which also waits for
+/// the pass), and before them.
+fn one_colour_pass(
+    gpu: &Gpu,
+    (load, final_layout): (vk::AttachmentLoadOp, vk::ImageLayout),
+    map: bool,
+    read_by: (vk::PipelineStageFlags, vk::AccessFlags),
+) -> vk::RenderPass {
     let fdm_layout = vk::ImageLayout::FRAGMENT_DENSITY_MAP_OPTIMAL_EXT;
     let attachments = [
         vk::AttachmentDescription::default()
             .format(vk::Format::R8G8B8A8_UNORM)
             .samples(vk::SampleCountFlags::TYPE_1)
-            .load_op(vk::AttachmentLoadOp::CLEAR)
+            .load_op(load)
             .store_op(vk::AttachmentStoreOp::STORE)
             .initial_layout(vk::ImageLayout::UNDEFINED)
-            .final_layout(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL),
+            .final_layout(final_layout),
         crate::fdm::map_attachment(fdm_layout),
     ];
     let colour = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
@@ -89,22 +111,20 @@ fn colour_pass(gpu: &Gpu, map: bool) -> vk::RenderPass {
         .color_attachments(&colour)];
     let write = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
     let deps = [
-        // After the previous frame's post pass read it.
         vk::SubpassDependency::default()
             .src_subpass(vk::SUBPASS_EXTERNAL)
             .dst_subpass(0)
-            .src_stage_mask(vk::PipelineStageFlags::FRAGMENT_SHADER | write.0)
+            .src_stage_mask(read_by.0 | write.0)
             .src_access_mask(write.1)
             .dst_stage_mask(write.0)
             .dst_access_mask(write.1),
-        // Before the post pass reads it.
         vk::SubpassDependency::default()
             .src_subpass(0)
             .dst_subpass(vk::SUBPASS_EXTERNAL)
             .src_stage_mask(write.0)
             .src_access_mask(write.1)
-            .dst_stage_mask(vk::PipelineStageFlags::FRAGMENT_SHADER)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ),
+            .dst_stage_mask(read_by.0)
+            .dst_access_mask(read_by.1),
     ];
     let map_ref = vk::AttachmentReference { attachment: 1, layout: fdm_layout };
     let mut fdm_info =
@@ -117,51 +137,9 @@ fn colour_pass(gpu: &Gpu, map: bool) -> vk::RenderPass {
     unsafe { gpu.device.create_render_pass(&info, None) }.expect("vkCreateRenderPass")
 }
 
-fn post_pass(gpu: &Gpu) -> vk::RenderPass {
-    let attachments = [vk::AttachmentDescription::default()
-        .format(vk::Format::R8G8B8A8_UNORM)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .load_op(vk::AttachmentLoadOp::DONT_CARE)
-        .store_op(vk::AttachmentStoreOp::STORE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
-        .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)];
-    let colour = [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
-    let subs = [vk::SubpassDescription::default()
-        .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-        .color_attachments(&colour)];
-    let write = (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
-    let deps = [
-        vk::SubpassDependency::default()
-            .src_subpass(vk::SUBPASS_EXTERNAL)
-            .dst_subpass(0)
-            .src_stage_mask(write.0 | vk::PipelineStageFlags::TRANSFER)
-            .src_access_mask(write.1)
-            .dst_stage_mask(write.0)
-            .dst_access_mask(write.1),
-        vk::SubpassDependency::default()
-            .src_subpass(0)
-            .dst_subpass(vk::SUBPASS_EXTERNAL)
-            .src_stage_mask(write.0)
-            .src_access_mask(write.1)
-            .dst_stage_mask(vk::PipelineStageFlags::TRANSFER)
-            .dst_access_mask(vk::AccessFlags::TRANSFER_READ),
-    ];
-    let info = vk::RenderPassCreateInfo::default().attachments(&attachments).subpasses(&subs).dependencies(&deps);
-    unsafe { gpu.device.create_render_pass(&info, None) }.expect("vkCreateRenderPass")
-}
-
 fn pipeline(gpu: &Gpu, fs: &[u8], layout: vk::PipelineLayout, rp: vk::RenderPass) -> vk::Pipeline {
     let vs = include_bytes!(concat!(env!("OUT_DIR"), "/fullscreen.vert.spv"));
-    let (vsm, fsm) = (gpu.shader(vs), gpu.shader(fs));
-    let stages = [render::stage(vk::ShaderStageFlags::VERTEX, vsm), render::stage(vk::ShaderStageFlags::FRAGMENT, fsm)];
-    let p = gpu.pipeline(&stages, layout, vk::PrimitiveTopology::TRIANGLE_LIST, true, &[], |info| unsafe {
-        gpu.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info.render_pass(rp).subpass(0)], None)
-    });
-    unsafe {
-        gpu.device.destroy_shader_module(vsm, None);
-        gpu.device.destroy_shader_module(fsm, None);
-    }
-    p.expect("vkCreateGraphicsPipelines")[0]
+    crate::fdm_bench::pipeline(gpu, vs, fs, layout, rp)
 }
 
 fn begin(gpu: &Gpu, cb: vk::CommandBuffer, rp: vk::RenderPass, fb: vk::Framebuffer, (w, h): (u32, u32)) {
