@@ -68,6 +68,8 @@ pub enum Unsupported {
     Instruction(Op),
     #[error("a subsampled image is sampled with an offset")]
     Offset,
+    #[error("a subsampled binding's image type is not 2D and single-sampled")]
+    NotTwoDimensional,
     #[error("malformed module: {0}")]
     Malformed(#[from] crate::Malformed),
 }
@@ -135,6 +137,17 @@ fn subsampled_variables(m: &Module, cfg: &Config) -> Result<HashMap<Word, Bindin
             Some(Op::TypeSampledImage) => {}
             Some(Op::TypeArray | Op::TypeRuntimeArray) => return Err(Unsupported::Array),
             _ => continue,
+        }
+        // A subsampled image is 2D, single-sampled (VUID-VkImageCreateInfo-flags-02557 and -02558).
+        let image = pointee.and_then(|t| match t.operands.first() {
+            Some(Operand::IdRef(i)) => def(m, *i),
+            _ => None,
+        });
+        let plain_2d = image.is_some_and(|i| {
+            i.operands.get(1) == Some(&Operand::Dim(Dim::Dim2D)) && i.operands.get(4) == Some(&Operand::LiteralBit32(0))
+        });
+        if !plain_2d {
+            return Err(Unsupported::NotTwoDimensional);
         }
         if passed_to_function(m, id) {
             return Err(Unsupported::PassedToFunction);

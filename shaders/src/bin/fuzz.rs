@@ -40,7 +40,7 @@
 //! ```
 
 use overlap_shaders::varyings::{link_stages, stage_of, Level, LinkEnv, Stage};
-use overlap_shaders::{assemble, fdm, interlock, interp, parse, spinlock, validate, TargetEnv};
+use overlap_shaders::{assemble, fdm, interlock, interp, parse, spinlock, subsampled, validate, TargetEnv};
 use rspirv::dr::{Module, Operand};
 use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
 use rspirv::spirv::{ExecutionModel, Op};
@@ -636,6 +636,9 @@ enum Pass {
     /// The mask passed on to the geometry shader made from the vertex
     /// shader (both outputs validated).
     Broadcast,
+    /// Subsampled images read through their bin table, every combined image
+    /// sampler of sets 0-3, bindings 0-15 taken for a subsampled one.
+    Subsampled,
     Link,
 }
 
@@ -903,6 +906,21 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
         passes.push((
             Pass::FdmInput,
             Box::new(move || fdm::lower_from_input(&mut m, 1, 31).map(|_| one(&m)).map_err(|e| e.to_string())),
+        ));
+    }
+    {
+        let mut m = module.clone();
+        let (linear, border) = (rng.below(2) == 1, (rng.below(2) == 1, rng.below(2) == 1));
+        let bindings: Vec<subsampled::Binding> = (0..4)
+            .flat_map(|set| (0..16).map(move |binding| (set, binding)))
+            .map(|(set, binding)| subsampled::Binding { set, binding, table: 100 + binding, linear, border })
+            .collect();
+        passes.push((
+            Pass::Subsampled,
+            Box::new(move || {
+                let cfg = subsampled::Config { bindings: &bindings, cell: (8, 8) };
+                subsampled::rewrite(&mut m, &cfg).map(|_| one(&m)).map_err(|e| e.to_string())
+            }),
         ));
     }
     let (link, original) = link_pass(case, &module, env, rng, valid).unzip();
