@@ -802,6 +802,25 @@ const LOCKS: spinlock::Config =
 /// The passes of a vertex entry point `main` (the output for `env`): the
 /// first-draw gate, the per-view viewport index and the viewport mask, each
 /// on its own copy.
+/// The subsampled-image rewrite with every combined image sampler of sets
+/// 0-3, bindings 0-15 taken for a subsampled one (filter and border drawn
+/// from `rng`), validated for `env`.
+fn subsampled_pass<'a>(module: &Module, env: TargetEnv, rng: &mut Rng) -> (Pass, Box<dyn FnOnce() -> Made + 'a>) {
+    let mut m = module.clone();
+    let (linear, border) = (rng.below(2) == 1, (rng.below(2) == 1, rng.below(2) == 1));
+    let bindings: Vec<subsampled::Binding> = (0..4)
+        .flat_map(|set| (0..16).map(move |binding| (set, binding)))
+        .map(|(set, binding)| subsampled::Binding { set, binding, table: 100 + binding, linear, border })
+        .collect();
+    (
+        Pass::Subsampled,
+        Box::new(move || {
+            let cfg = subsampled::Config { bindings: &bindings, cell: (8, 8) };
+            subsampled::rewrite(&mut m, &cfg).map(|_| vec![(assemble(&m), env)]).map_err(|e| e.to_string())
+        }),
+    )
+}
+
 fn vertex_passes<'a>(module: &Module, env: TargetEnv) -> Vec<(Pass, Box<dyn FnOnce() -> Made + 'a>)> {
     fn pass<'a, E: std::fmt::Display + 'a>(
         module: &Module,
@@ -908,21 +927,7 @@ fn run_case(case: &Case, rng: &mut Rng, stats: &mut Stats, dump: &Path) {
             Box::new(move || fdm::lower_from_input(&mut m, 1, 31).map(|_| one(&m)).map_err(|e| e.to_string())),
         ));
     }
-    {
-        let mut m = module.clone();
-        let (linear, border) = (rng.below(2) == 1, (rng.below(2) == 1, rng.below(2) == 1));
-        let bindings: Vec<subsampled::Binding> = (0..4)
-            .flat_map(|set| (0..16).map(move |binding| (set, binding)))
-            .map(|(set, binding)| subsampled::Binding { set, binding, table: 100 + binding, linear, border })
-            .collect();
-        passes.push((
-            Pass::Subsampled,
-            Box::new(move || {
-                let cfg = subsampled::Config { bindings: &bindings, cell: (8, 8) };
-                subsampled::rewrite(&mut m, &cfg).map(|_| one(&m)).map_err(|e| e.to_string())
-            }),
-        ));
-    }
+    passes.push(subsampled_pass(&module, env, rng));
     let (link, original) = link_pass(case, &module, env, rng, valid).unzip();
     let original = original.flatten();
     passes.extend(link.map(|l| (Pass::Link, l)));
