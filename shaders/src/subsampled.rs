@@ -109,13 +109,18 @@ pub fn rewrite(m: &mut Module, cfg: &Config) -> Result<Report, Unsupported> {
     }
     add_capability(m, Capability::ImageQuery);
     let glsl = glsl_import(m);
-    let mut tables: HashMap<u32, Word> = HashMap::new();
+    // The result types of the module's values, once (the sites ask for those of their operands).
+    let types: HashMap<Word, Word> = crate::ir::code(m)
+        .chain(m.types_global_values.iter())
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    let mut tables: HashMap<u32, (Word, Word)> = HashMap::new();
     let samples = sites.len();
     // From the last site back, so that the positions of the earlier ones hold.
     for (f, b, i, binding) in sites.into_iter().rev() {
-        let var = *tables.entry(binding.table).or_insert_with(|| table_variable(m, binding.set, binding.table));
+        let table = *tables.entry(binding.table).or_insert_with(|| table_variable(m, binding.set, binding.table));
         let inst = m.functions[f].blocks[b].instructions[i].clone();
-        let code = Emit::new(m, glsl, var, cfg.cell).site(&inst, &binding);
+        let code = Emit::new(m, &types, glsl, table, cfg.cell).site(&inst, &binding);
         m.functions[f].blocks[b].instructions.splice(i..=i, code);
     }
     Ok(Report { samples })
@@ -249,11 +254,11 @@ fn glsl_import(m: &mut Module) -> Word {
     })
 }
 
-/// The hidden table binding's variable: a uniform texel buffer of words
+/// The hidden table binding's variable and its image type: a uniform texel buffer of words
 /// (`R32_UINT`), in `set` at `binding` — fetched through the texture path,
 /// which llvmpipe gathers for a whole SIMD vector at once (its storage
 /// buffer loads go lane by lane: 2.7 ms of a full-HD post pass).
-fn table_variable(m: &mut Module, set: u32, binding: u32) -> Word {
+fn table_variable(m: &mut Module, set: u32, binding: u32) -> (Word, Word) {
     let u32_ = find_or_add(m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(0)]);
     add_capability(m, Capability::SampledBuffer);
     let image = find_or_add(
@@ -283,7 +288,7 @@ fn table_variable(m: &mut Module, set: u32, binding: u32) -> Word {
     if lists_all_globals(m) {
         add_to_interface(m, var);
     }
-    var
+    (var, image)
 }
 
 /// GLSL.std.450 instruction numbers.
@@ -293,9 +298,12 @@ const SCLAMP: u32 = 45;
 /// The code of one rewritten sample.
 struct Emit<'m> {
     m: &'m mut Module,
+    /// The result types of the module's values before the rewrite.
+    types: &'m HashMap<Word, Word>,
     code: Vec<Instruction>,
     glsl: Word,
-    table: Word,
+    /// The table's variable and image type.
+    table: (Word, Word),
     cell: (u32, u32),
     t: Types,
 }
@@ -312,7 +320,13 @@ struct Types {
 }
 
 impl<'m> Emit<'m> {
-    fn new(m: &'m mut Module, glsl: Word, table: Word, cell: (u32, u32)) -> Self {
+    fn new(
+        m: &'m mut Module,
+        types: &'m HashMap<Word, Word>,
+        glsl: Word,
+        table: (Word, Word),
+        cell: (u32, u32),
+    ) -> Self {
         let f32_ = find_or_add(m, Op::TypeFloat, None, vec![Operand::LiteralBit32(32)]);
         let i32_ = find_or_add(m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)]);
         let u32_ = find_or_add(m, Op::TypeInt, None, vec![Operand::LiteralBit32(32), Operand::LiteralBit32(0)]);
@@ -328,7 +342,7 @@ impl<'m> Emit<'m> {
             uvec2: vec(m, u32_),
             bvec2: vec(m, bool_),
         };
-        Emit { m, code: Vec::new(), glsl, table, cell, t }
+        Emit { m, types, code: Vec::new(), glsl, table, cell, t }
     }
 
     /// Appends `op` with result type `ty` and a fresh result id.
@@ -411,15 +425,14 @@ impl<'m> Emit<'m> {
         // The image's size, the pixel `p` the coordinate names.
         let image = self.op(Op::Image, image_ty, &[sampled]);
         let zero = self.int(0);
-        let (size, size_ty) = if arrayed {
+        let size = if arrayed {
             let ivec3 =
                 find_or_add(self.m, Op::TypeVector, None, vec![Operand::IdRef(t.i32_), Operand::LiteralBit32(3)]);
             let s3 = self.op(Op::ImageQuerySizeLod, ivec3, &[image, zero]);
-            (self.shuffle(t.ivec2, s3, s3, &[0, 1]), ivec3)
+            self.shuffle(t.ivec2, s3, s3, &[0, 1])
         } else {
-            (self.op(Op::ImageQuerySizeLod, t.ivec2, &[image, zero]), t.ivec2)
+            self.op(Op::ImageQuerySizeLod, t.ivec2, &[image, zero])
         };
-        let _ = size_ty;
         let size_f = self.op(Op::ConvertSToF, t.vec2, &[size]);
         let uv = if coord_n == 2 { coord } else { self.shuffle(t.vec2, coord, coord, &[0, 1]) };
         let p = self.op(Op::FMul, t.vec2, &[uv, size_f]);
@@ -505,8 +518,7 @@ impl<'m> Emit<'m> {
         let (cx, cy) = (self.extract(t.i32_, at, 0), self.extract(t.i32_, at, 1));
         let row = self.op(Op::IMul, t.i32_, &[cy, s.cols]);
         let index = self.op(Op::IAdd, t.i32_, &[row, cx]);
-        let image_ty = self.value_type(self.table).and_then(|p| pointee_of(self.m, p)).unwrap_or(0);
-        let table = self.op(Op::Load, image_ty, &[self.table]);
+        let table = self.op(Op::Load, self.table.1, &[self.table.0]);
         let uvec4 = find_or_add(self.m, Op::TypeVector, None, vec![Operand::IdRef(t.u32_), Operand::LiteralBit32(4)]);
         let texel = self.op(Op::ImageFetch, uvec4, &[table, index]);
         let e = self.extract(t.u32_, texel, 0);
@@ -596,12 +608,9 @@ impl<'m> Emit<'m> {
         Some((*image_ty, arrayed))
     }
 
-    /// The type of value `v` (a function-local result or a global).
+    /// The type of value `v` (a function-local result or a global of the module as it was).
     fn value_type(&self, v: Word) -> Option<Word> {
-        crate::ir::code(self.m)
-            .chain(self.m.types_global_values.iter())
-            .find(|i| i.result_id == Some(v))
-            .and_then(|i| i.result_type)
+        self.types.get(&v).copied()
     }
 
     /// Components of float vector value `v` (1 for a scalar).
