@@ -170,7 +170,7 @@ pub fn cmd_begin_render_pass(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRenderP
     // SAFETY: a valid begin info (and chain); `cb` is recording, held during this call.
     unsafe {
         let Some(begin) = render_pass_begin(f, info) else {
-            super::subsampled::plain_pass(dev, f, cb, &plain_views(f, info));
+            super::subsampled::plain_pass(dev, f, cb, || plain_views(f, info));
             return next();
         };
         let early = early_render_pass(info.p_next, std::ptr::null());
@@ -202,7 +202,7 @@ pub fn cmd_begin_render_pass2(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRender
     // SAFETY: valid infos (and chains); `cb` is recording, held during this call.
     unsafe {
         let Some(begin) = render_pass_begin(f, info) else {
-            super::subsampled::plain_pass(dev, f, cb, &plain_views(f, info));
+            super::subsampled::plain_pass(dev, f, cb, || plain_views(f, info));
             return next();
         };
         let early = early_render_pass(info.p_next, sub.p_next);
@@ -364,15 +364,17 @@ pub fn cmd_begin_rendering(dev: &DeviceCore, f: &Fdm, a: args::CmdBeginRendering
     // SAFETY: VUID-VkRenderingInfo-pNext-pNext: a valid chain.
     let map = unsafe { crate::pnext::find::<vk::RenderingFragmentDensityMapAttachmentInfoEXT>(ri.p_next) };
     let Some(map) = map.filter(|m| m.image_view != vk::ImageView::null()) else {
-        // SAFETY: VUID-VkRenderingInfo-pColorAttachments-parameter: `colorAttachmentCount` valid attachments.
-        let colors = unsafe { slice(ri.p_color_attachments, ri.color_attachment_count) };
-        let views: Vec<vk::ImageView> = colors
-            .iter()
-            .flat_map(|c| [c.image_view, c.resolve_image_view])
-            .filter(|v| *v != vk::ImageView::null())
-            .collect();
+        let views = || {
+            // SAFETY: VUID-VkRenderingInfo-pColorAttachments-parameter: `colorAttachmentCount` valid attachments.
+            let colors = unsafe { slice(ri.p_color_attachments, ri.color_attachment_count) };
+            colors
+                .iter()
+                .flat_map(|c| [c.image_view, c.resolve_image_view])
+                .filter(|v| *v != vk::ImageView::null())
+                .collect()
+        };
         // SAFETY: `cb` is recording outside a render pass (this begin has not gone down); the views are alive.
-        unsafe { super::subsampled::plain_pass(dev, f, cb, &views) };
+        unsafe { super::subsampled::plain_pass(dev, f, cb, views) };
         return next();
     };
     // Field by field, without `pNext` (a chain the copy must not borrow:

@@ -480,6 +480,9 @@ pub(super) fn hidden_updates(
     writes: &[vk::WriteDescriptorSet],
     copies: &[vk::CopyDescriptorSet],
 ) -> (Vec<(vk::DescriptorSet, u32, u32, vk::BufferView)>, Vec<vk::CopyDescriptorSet<'static>>) {
+    if !f.subsampled.on {
+        return (Vec::new(), Vec::new());
+    }
     let sets = f.subsampled.sets.lock();
     if sets.is_empty() {
         return (Vec::new(), Vec::new());
@@ -570,6 +573,9 @@ pub(super) unsafe fn template_writes(
     template: vk::DescriptorUpdateTemplate,
     data: *const std::ffi::c_void,
 ) {
+    if !f.subsampled.on {
+        return;
+    }
     let Some(entries) = f.subsampled.templates.lock().get(&template).cloned() else { return };
     let mut writes = Vec::new();
     for e in entries {
@@ -715,11 +721,11 @@ pub(super) fn sampled_words(code: &[u32]) -> Option<Arc<Vec<u32>>> {
 pub(super) fn table_words(
     (cols, rows): (u32, u32),
     extent: (u32, u32),
-    draws: &[(vk::Extent2D, &[super::bins::Rect])],
+    draws: &[((u32, u32), &[super::bins::Rect])],
 ) -> Option<Vec<u32>> {
     let mut words = vec![0u32; (cols * rows) as usize];
     for (area, rects) in draws {
-        let (ax, ay) = (area.width, area.height);
+        let (ax, ay) = *area;
         if !ax.is_power_of_two() || !ay.is_power_of_two() || ax > 4 || ay > 4 {
             return None;
         }
@@ -863,8 +869,7 @@ pub(super) fn packable(
             continue;
         }
         let Some(table) = f.table_for(a.image, extent) else { continue };
-        let draws: Vec<(vk::Extent2D, &[super::bins::Rect])> =
-            c.draws.iter().map(|d| (vk::Extent2D { width: d.area.0, height: d.area.1 }, &d.rects[..])).collect();
+        let draws: Vec<((u32, u32), &[super::bins::Rect])> = c.draws.iter().map(|d| (d.area, &d.rects[..])).collect();
         if let Some(words) = table_words((table.cols, table.rows), extent, &draws) {
             if let Some(i) = f.images.lock().get_mut(&a.image) {
                 i.packed = true;
@@ -875,7 +880,8 @@ pub(super) fn packable(
     out
 }
 
-/// A render pass without a density map begins on `views` (recording `cb`,
+/// A render pass without a density map begins on `views` (made only when
+/// the device has a subsampled image; recording `cb`,
 /// outside a render pass): a subsampled image among them is written at full
 /// resolution, so it is never packed from now on, and where a pass recorded
 /// before stored it packed its table goes back to the identity before this
@@ -883,10 +889,17 @@ pub(super) fn packable(
 ///
 /// # Safety
 /// `cb` is recording outside a render pass; the views are alive.
-pub(super) unsafe fn plain_pass(dev: &DeviceCore, f: &Fdm, cb: vk::CommandBuffer, views: &[vk::ImageView]) {
+pub(super) unsafe fn plain_pass(
+    dev: &DeviceCore,
+    f: &Fdm,
+    cb: vk::CommandBuffer,
+    views: impl FnOnce() -> Vec<vk::ImageView>,
+) {
+    // Every render pass without a map comes here: nothing is looked up on a device without subsampled images.
     if !f.subsampled.any.load(Ordering::Acquire) {
         return;
     }
+    let views = views();
     let images: Vec<vk::Image> = {
         let known = f.views.lock();
         views.iter().filter_map(|v| known.get(v).map(|v| v.image)).collect()
@@ -999,7 +1012,7 @@ mod tests {
         // A 32x16 image: the left half at 1x1, the right half at 4x2.
         let one = [r(0, 0, 16, 16)];
         let coarse = [r(16, 0, 16, 16)];
-        let e = |w, h| vk::Extent2D { width: w, height: h };
+        let e = |w, h| (w, h);
         let words = table_words((4, 2), (32, 16), &[(e(1, 1), &one), (e(4, 2), &coarse)]).unwrap();
         // 4x2 at x 16: log2 (2, 1), offset (16 − 4, 0 − 0) = (12, 0).
         let w = 2 | (1 << 2) | (12 << 4);
@@ -1008,7 +1021,7 @@ mod tests {
 
     #[test]
     fn rectangles_off_the_cells_cannot_be_packed() {
-        let e = |w, h| vk::Extent2D { width: w, height: h };
+        let e = |w, h| (w, h);
         assert!(table_words((4, 2), (32, 16), &[(e(2, 2), &[r(4, 0, 12, 16)])]).is_none());
         assert!(table_words((4, 2), (32, 16), &[(e(2, 2), &[r(8, 0, 12, 16)])]).is_none());
         // Ending at the image's edge is fine.
